@@ -1,0 +1,285 @@
+"""FLOP accounting: analytical formulas checked against fvcore and torch, and rho.
+
+Convention (the paper's Section 4.1 "FLOPs are computed analytically"): a
+multiply-add counts as one FLOP, as fvcore counts. torch's FlopCounterMode counts
+two per multiply-add, so its numbers are halved before comparison. Only
+convolutions and matrix products count in the primary convention; a second
+convention adds normalisation, activation and pooling (one per element,
+two for an affine BatchNorm) to show how sensitive rho is.
+
+Counts are per sample: one image at the paper's resolution, in evaluation mode,
+so an MoE counts the experts a sample actually executes (Section 3.1: rho =
+FLOPs_routed / FLOPs_total).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Callable
+
+import torch
+import torchvision
+from torch import nn
+from torch.utils.flop_counter import FlopCounterMode
+
+from repro.models.classifier import Classifier
+
+# ---------------------------------------------------------------------------
+# Analytical formulas, written from layer shapes. Each gives the multiply-adds a
+# module performs itself (not in its children) for one recorded call.
+Shapes = tuple[list[torch.Size], torch.Size]  # (input shapes, output shape)
+
+
+def conv2d_macs(m: nn.Conv2d, shapes: Shapes) -> int:
+    _, out = shapes
+    return math.prod(out) * (m.in_channels // m.groups) * math.prod(m.kernel_size)
+
+
+def linear_macs(m: nn.Linear, shapes: Shapes) -> int:
+    _, out = shapes
+    return math.prod(out) * m.in_features  # (N, out) rows, each in_features multiply-adds
+
+
+OWN_MACS: dict[type, Callable[[nn.Module, Shapes], int]] = {
+    nn.Conv2d: conv2d_macs,
+    nn.Linear: linear_macs,
+}
+# Modules of this package that compute outside their children (a router's cosine
+# term, a kernel mixture) carry their own formula as a method:
+#     def own_macs(self, shapes: Shapes) -> int
+
+
+def _elementwise_in(m: nn.Module, shapes: Shapes) -> int:
+    return math.prod(shapes[0][0])
+
+
+def _batchnorm(m: nn.BatchNorm2d, shapes: Shapes) -> int:
+    return math.prod(shapes[0][0]) * (2 if m.affine else 1)
+
+
+def _mobilenet_pool(m: nn.Module, shapes: Shapes) -> int:
+    return m._repro_pool_in  # MobileNetV2.forward pools functionally; recorded by a hook
+
+
+# Second convention: normalisation, activation and pooling, per element.
+OWN_EXTRA: dict[type, Callable[[nn.Module, Shapes], int]] = {
+    nn.BatchNorm2d: _batchnorm,
+    nn.ReLU: _elementwise_in,
+    nn.ReLU6: _elementwise_in,
+    nn.MaxPool2d: _elementwise_in,
+    nn.AvgPool2d: _elementwise_in,
+    nn.AdaptiveAvgPool2d: _elementwise_in,
+    torchvision.models.MobileNetV2: _mobilenet_pool,
+}
+
+# fvcore ops that are neither convolution nor matrix product: zero in the primary
+# convention, declared here so that any op not listed is reported, never ignored.
+NON_MAC_OPS = [
+    "aten::add", "aten::add_", "aten::mul", "aten::mul_", "aten::div", "aten::sub", "aten::rsub",
+    "aten::max_pool2d", "aten::avg_pool2d", "aten::adaptive_avg_pool2d", "aten::batch_norm",
+    "aten::hardtanh", "aten::hardtanh_", "aten::relu", "aten::relu_", "aten::softmax", "aten::log_softmax",
+    "aten::topk", "aten::sort", "aten::argsort", "aten::argmax", "aten::mean", "aten::sum", "aten::norm",
+    "aten::linalg_vector_norm", "aten::clamp_min", "aten::clamp", "aten::expand_as", "aten::index_add_",
+    "aten::index_add", "aten::scatter", "aten::scatter_", "aten::scatter_add_", "aten::ones_like",
+    "aten::numel", "aten::exp", "aten::log", "aten::neg", "aten::sigmoid", "aten::where", "aten::index_select",
+    "aten::masked_select", "aten::cumsum", "aten::lt", "aten::le", "aten::ne", "aten::sqrt", "aten::pow",
+    "aten::abs", "aten::repeat", "aten::new_ones", "aten::fill_", "aten::zero_", "aten::bincount",
+    "aten::one_hot", "aten::logical_and", "aten::logical_not", "aten::any", "aten::all", "aten::min",
+    "aten::amax", "aten::detach_", "aten::unflatten", "aten::scalar_tensor", "aten::item", "aten::dim",
+    "aten::ceil", "aten::alias", "aten::lift_fresh", "aten::dropout_", "aten::feature_dropout",
+    "aten::_set_item", "aten::new_tensor", "aten::tensor", "aten::masked_fill_", "aten::index_put",
+    "aten::nonzero_numpy",
+]
+
+
+# ---------------------------------------------------------------------------
+@dataclass
+class ModuleCount:
+    name: str  # module path; "" is the whole model
+    kind: str
+    analytic: int  # multiply-adds
+    fvcore: int  # multiply-adds
+    torch: int  # FLOPs, two per multiply-add
+
+    @property
+    def agrees(self) -> bool:
+        return self.analytic == self.fvcore and 2 * self.analytic == self.torch
+
+
+@dataclass
+class FlopReport:
+    """Per-sample counts of one model; MACs throughout (multiply-add = 1)."""
+
+    input_shape: tuple[int, ...]
+    modules: list[ModuleCount]
+    routed_modules: list[str]
+    total: int
+    backbone: int
+    head: int
+    routed: int
+    total_all_ops: int
+    routed_all_ops: int
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def rho(self) -> float:
+        return self.routed / self.total
+
+    @property
+    def rho_all_ops(self) -> float:
+        return self.routed_all_ops / self.total_all_ops
+
+    @property
+    def head_share(self) -> float:
+        return self.head / self.total
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def summary(self) -> dict:
+        return {
+            "total_macs": self.total, "backbone_macs": self.backbone, "head_macs": self.head,
+            "routed_macs": self.routed, "rho": self.rho, "head_share": self.head_share,
+            "total_all_ops": self.total_all_ops, "routed_all_ops": self.routed_all_ops,
+            "rho_all_ops": self.rho_all_ops, "routed_modules": self.routed_modules,
+            "checked_modules": len(self.modules), "problems": self.problems,
+        }
+
+
+def _record_shapes(model: nn.Module, x: torch.Tensor) -> dict[str, list[Shapes]]:
+    calls: dict[str, list[Shapes]] = defaultdict(list)
+    handles = []
+    for name, module in model.named_modules():
+        def hook(mod, inputs, output, name=name):
+            ins = [i.shape for i in inputs if isinstance(i, torch.Tensor)]
+            calls[name].append((ins, output.shape if isinstance(output, torch.Tensor) else torch.Size()))
+            if isinstance(mod, torchvision.models.MobileNetV2):
+                mod._repro_pool_in = math.prod(mod._repro_features_out)
+        handles.append(module.register_forward_hook(hook))
+        if isinstance(module, torchvision.models.MobileNetV2):
+            def feat_hook(mod, inputs, output, parent=module):
+                parent._repro_features_out = output.shape
+            handles.append(module.features.register_forward_hook(feat_hook))
+    try:
+        with torch.no_grad():
+            model(x)
+    finally:
+        for h in handles:
+            h.remove()
+    return calls
+
+
+def _own(table: dict[type, Callable], module: nn.Module, calls: list[Shapes]) -> int:
+    if table is OWN_MACS and hasattr(module, "own_macs"):
+        return sum(module.own_macs(c) for c in calls)
+    for cls in type(module).__mro__:
+        if cls in table:
+            return sum(table[cls](module, c) for c in calls)
+    return 0
+
+
+def _rollup(own: dict[str, int]) -> dict[str, int]:
+    """Totals per module path: each module's own count added to all its ancestors."""
+    total: dict[str, int] = defaultdict(int)
+    for name, n in own.items():
+        total[name] += n
+        parts = name.split(".") if name else []
+        for i in range(len(parts)):
+            total[".".join(parts[:i])] += n
+    return total
+
+
+def _zero(inputs, outputs) -> int:
+    return 0
+
+
+def _fvcore_counts(model: nn.Module, x: torch.Tensor) -> tuple[dict[str, int], dict[str, dict[str, int]]]:
+    from fvcore.nn import FlopCountAnalysis
+
+    fa = FlopCountAnalysis(model, x)
+    fa.set_op_handle(**{op: _zero for op in NON_MAC_OPS})
+    fa.unsupported_ops_warnings(False).uncalled_modules_warnings(False).tracer_warnings("none")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        by_module = {k: int(v) for k, v in fa.by_module().items()}
+        unsupported = {name: dict(fa.unsupported_ops(name)) for name, _ in model.named_modules()}
+    return by_module, unsupported
+
+
+def _torch_counts(model: nn.Module, x: torch.Tensor) -> dict[str, int]:
+    with FlopCounterMode(display=False) as counter, torch.no_grad():
+        model(x)
+    root = type(model).__name__
+    out: dict[str, int] = {}
+    for name, ops in counter.get_flop_counts().items():
+        if name == "Global":
+            continue
+        key = "" if name == root else name[len(root) + 1:]
+        out[key] = int(sum(ops.values()))
+    return out
+
+
+def _own_unsupported(model: nn.Module, unsupported: dict[str, dict[str, int]]) -> dict[str, dict[str, int]]:
+    """Unsupported ops attributed to the innermost module that issues them."""
+    own = {}
+    for name, module in model.named_modules():
+        ops = dict(unsupported.get(name, {}))
+        for child, _ in module.named_children():
+            for op, n in unsupported.get(f"{name}.{child}" if name else child, {}).items():
+                ops[op] = ops.get(op, 0) - n
+        ops = {op: n for op, n in ops.items() if n > 0}
+        if ops:
+            own[name] = ops
+    return own
+
+
+def count_flops(model: Classifier, input_shape: tuple[int, ...]) -> FlopReport:
+    """Count one sample's FLOPs three ways and check they agree module by module."""
+    model = model.eval()
+    x = torch.randn(1, *input_shape)
+    calls = _record_shapes(model, x)
+    modules = dict(model.named_modules())
+    own = {n: _own(OWN_MACS, modules[n], c) for n, c in calls.items()}
+    extra = {n: _own(OWN_EXTRA, modules[n], c) for n, c in calls.items()}
+    analytic = _rollup(own)
+    analytic_all = _rollup({n: own[n] + extra[n] for n in own})
+    fv, unsupported = _fvcore_counts(model, x)
+    tc = _torch_counts(model, x)
+
+    problems: list[str] = []
+    rows: list[ModuleCount] = []
+    for name, module in model.named_modules():
+        if name not in calls:  # containers such as ModuleList are never called themselves
+            continue
+        a, f, t = analytic.get(name, 0), fv.get(name, 0), tc.get(name, 0)
+        if a == f == t == 0:
+            continue
+        count = ModuleCount(name, type(module).__name__, a, f, t)
+        rows.append(count)
+        if not count.agrees:
+            problems.append(
+                f"module '{name or '<model>'}' ({count.kind}): analytic {a:,} vs fvcore {f:,} vs torch/2 {t / 2:,.1f} MACs"
+            )
+    for name, ops in _own_unsupported(model, unsupported).items():
+        kind = type(modules[name]).__name__
+        for op, n in sorted(ops.items()):
+            problems.append(f"module '{name or '<model>'}' ({kind}): fvcore cannot count op {op} ({n} call(s))")
+    problems = sorted(set(problems))
+
+    routed_names = model.routed_module_names()
+    return FlopReport(
+        input_shape=tuple(input_shape),
+        modules=rows,
+        routed_modules=routed_names,
+        total=analytic[""],
+        backbone=analytic.get("backbone", 0),
+        head=analytic.get("head", 0),
+        routed=sum(analytic.get(n, 0) for n in routed_names),
+        total_all_ops=analytic_all[""],
+        routed_all_ops=sum(analytic_all.get(n, 0) for n in routed_names),
+        problems=problems,
+    )

@@ -1,0 +1,261 @@
+"""Manifests: one TOML file per paper table, validated into dataclasses.
+
+A manifest lists rows (model configurations), comparisons between rows, the
+claims the table provides evidence for, the profiles it can run at, and the
+assumptions made where the paper is silent. Code never branches on its id.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, get_type_hints
+
+from repro import REPO_ROOT
+from repro.data.specs import DATASETS
+from repro.models import BACKBONES, HEADS, Component
+from repro.registry import closest
+from repro.schema import Problems, SchemaError, check_params, convert, field_names, from_dict, read_toml
+
+Measure = Literal["flops", "accuracy", "latency"]
+
+
+def manifests_dir() -> Path:
+    return Path(os.environ.get("REPRO_MANIFESTS", REPO_ROOT / "manifests"))
+
+
+@dataclass(frozen=True)
+class Row:
+    id: str
+    label: str
+    dataset: str
+    backbone: Component
+    head: Component
+    measures: tuple[Measure, ...] = ("flops",)
+    role: Literal["main", "sensitivity"] = "main"  # sensitivity rows probe an assumption
+    notes: str = ""
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """A treatment row against its baseline row (FLOPs reduction, accuracy gap, ...)."""
+
+    id: str
+    label: str
+    row: str
+    baseline: str
+
+
+@dataclass(frozen=True)
+class Claim:
+    id: str
+    statement: str  # our paraphrase of the finding
+    section: str  # where the paper states it
+    rule: str  # a decision rule from repro.claims.RULES
+    scope: Literal["analytic", "empirical", "gpu"]
+    params: dict[str, Any] = field(default_factory=dict)  # the rule's parameters, validated
+
+
+@dataclass(frozen=True)
+class Profile:
+    description: str
+    device: Literal["auto", "cpu", "cuda"] = "auto"
+    seeds: int = 1
+    epochs: int | None = None  # None: the paper's epochs for the dataset (Section 4.1)
+    data: Literal["real", "synthetic"] = "real"
+    train_samples: int | None = None  # a subset, for profiles that must be quick
+    test_samples: int | None = None
+    batch_size: int | None = None
+    image_size: int | None = None  # training resolution override; FLOPs always use the paper's
+    pretrained: bool = True
+
+
+@dataclass(frozen=True)
+class Assumption:
+    id: str
+    text: str
+
+
+@dataclass(frozen=True)
+class Manifest:
+    id: str
+    title: str
+    paper_ref: str  # e.g. "Table 6, Section 5.3"
+    description: str
+    rows: tuple[Row, ...]
+    profiles: dict[str, Profile]
+    comparisons: tuple[Comparison, ...] = ()
+    claims: tuple[Claim, ...] = ()
+    assumptions: tuple[Assumption, ...] = ()
+    paper_table: str = ""  # the paper_tables/ file holding its reported values; default: id
+    path: str = ""
+
+    def row(self, row_id: str) -> Row:
+        return next(r for r in self.rows if r.id == row_id)
+
+    def comparison(self, comp_id: str) -> Comparison:
+        return next(c for c in self.comparisons if c.id == comp_id)
+
+    def measures(self) -> set[str]:
+        return {m for r in self.rows for m in r.measures}
+
+
+REQUIRED_PROFILES = ("smoke", "full")
+_TOP_KEYS = ["id", "title", "paper_ref", "description", "paper_table", "rows", "comparisons", "claims", "profiles", "assumptions"]
+_ROW_KEYS = field_names(Row)
+_CLAIM_KEYS = [k for k in field_names(Claim) if k != "params"]
+
+
+def _component(registry, data: Any, path: str, problems: Problems) -> Component:
+    if not isinstance(data, dict) or "name" not in data:
+        problems.add(path, f"expected a table with 'name' = one of {', '.join(registry.names())}")
+        return Component("?")
+    name = data["name"]
+    if name not in registry:
+        problems.add(f"{path}.name", f"unknown {registry.kind} '{name}'{closest(str(name), registry.names())}; "
+                     f"allowed: {', '.join(registry.names())}")
+        return Component(str(name))
+    params = {k: v for k, v in data.items() if k != "name"}
+    typed = check_params(registry.get(name).config, params, path, problems)
+    return Component(name, typed)
+
+
+def _row(data: Any, path: str, problems: Problems) -> Row | None:
+    if not isinstance(data, dict):
+        problems.add(path, "expected a table")
+        return None
+    for key in data:
+        if key not in _ROW_KEYS:
+            problems.add(f"{path}.{key}", f"unknown key{closest(key, _ROW_KEYS)}; allowed: {', '.join(_ROW_KEYS)}")
+    for key in ("id", "label", "dataset", "backbone", "head"):
+        if key not in data:
+            problems.add(f"{path}.{key}", "missing required key")
+    if "dataset" in data and data["dataset"] not in DATASETS:
+        problems.add(f"{path}.dataset", f"unknown dataset {data['dataset']!r}{closest(str(data['dataset']), list(DATASETS))}; "
+                     f"allowed: {', '.join(DATASETS)}")
+    backbone = _component(BACKBONES, data.get("backbone"), f"{path}.backbone", problems)
+    head = _component(HEADS, data.get("head"), f"{path}.head", problems)
+    plain = {k: v for k, v in data.items() if k not in ("backbone", "head") and k in _ROW_KEYS}
+    hints = get_type_hints(Row)
+    kwargs = {key: convert(hints[key], value, f"{path}.{key}", problems) for key, value in plain.items()}
+    try:
+        return Row(backbone=backbone, head=head, **{k: v for k, v in kwargs.items() if v is not None})
+    except TypeError:
+        return None
+
+
+def _claim(data: Any, path: str, problems: Problems) -> Claim | None:
+    from repro.claims import RULES  # claims import manifests' types; import late
+
+    if not isinstance(data, dict):
+        problems.add(path, "expected a table")
+        return None
+    base = {k: v for k, v in data.items() if k in _CLAIM_KEYS}
+    claim = from_dict(Claim, base, path, problems)
+    rule = data.get("rule")
+    if rule not in RULES:
+        if rule is not None:
+            problems.add(f"{path}.rule", f"unknown rule {rule!r}{closest(str(rule), RULES.names())}; "
+                         f"allowed: {', '.join(RULES.names())}")
+        return None
+    cfg = RULES.get(rule).config
+    allowed = _CLAIM_KEYS + field_names(cfg)
+    params = {k: v for k, v in data.items() if k not in _CLAIM_KEYS}
+    for key in params:
+        if key not in allowed:
+            problems.add(f"{path}.{key}", f"unknown key{closest(key, allowed)}; allowed for rule '{rule}': {', '.join(allowed)}")
+    typed = check_params(cfg, {k: v for k, v in params.items() if k in allowed}, path, problems)
+    if claim is None:
+        return None
+    return Claim(claim.id, claim.statement, claim.section, claim.rule, claim.scope, typed)
+
+
+def parse_manifest(data: dict[str, Any], file: str | Path) -> Manifest:
+    """Validate a manifest document; raise SchemaError listing every problem."""
+    problems = Problems()
+    for key in data:
+        if key not in _TOP_KEYS:
+            problems.add(key, f"unknown key{closest(key, _TOP_KEYS)}; allowed: {', '.join(_TOP_KEYS)}")
+    for key in ("id", "title", "paper_ref", "description", "rows", "profiles"):
+        if key not in data:
+            problems.add(key, "missing required key")
+    scalars = {k: convert(str, data[k], k, problems) for k in ("id", "title", "paper_ref", "description", "paper_table") if k in data}
+    rows = [_row(r, f"rows[{i}]", problems) for i, r in enumerate(_list(data, "rows", problems))]
+    comparisons = [from_dict(Comparison, c, f"comparisons[{i}]", problems) for i, c in enumerate(_list(data, "comparisons", problems))]
+    claims = [_claim(c, f"claims[{i}]", problems) for i, c in enumerate(_list(data, "claims", problems))]
+    assumptions = [from_dict(Assumption, a, f"assumptions[{i}]", problems) for i, a in enumerate(_list(data, "assumptions", problems))]
+    profiles = {}
+    raw_profiles = data.get("profiles", {})
+    if not isinstance(raw_profiles, dict):
+        problems.add("profiles", "expected a table of profiles")
+        raw_profiles = {}
+    for name in REQUIRED_PROFILES:
+        if "profiles" in data and name not in raw_profiles:
+            problems.add(f"profiles.{name}", f"missing required profile (every manifest has {', '.join(REQUIRED_PROFILES)})")
+    for name, prof in raw_profiles.items():
+        profiles[name] = from_dict(Profile, prof, f"profiles.{name}", problems)
+
+    rows = [r for r in rows if r is not None]
+    _check_ids(rows, "rows", problems)
+    row_ids = {r.id for r in rows}
+    comparisons = [c for c in comparisons if c is not None]
+    _check_ids(comparisons, "comparisons", problems)
+    for i, c in enumerate(comparisons):
+        for attr in ("row", "baseline"):
+            ref = getattr(c, attr)
+            if ref not in row_ids:
+                problems.add(f"comparisons[{i}].{attr}", f"no row '{ref}'{closest(ref, sorted(row_ids))}; rows: {', '.join(sorted(row_ids))}")
+    claims = [c for c in claims if c is not None]
+    _check_ids(claims, "claims", problems)
+    if "id" in scalars and Path(file).suffix == ".toml" and scalars["id"] != Path(file).stem:
+        problems.add("id", f"must equal the file name '{Path(file).stem}' so that `repro {Path(file).stem}` finds it")
+    scalars.setdefault("paper_table", scalars.get("id", ""))
+    if problems.items:
+        raise SchemaError(file, problems.items)
+    manifest = Manifest(
+        rows=tuple(rows), comparisons=tuple(comparisons), claims=tuple(claims),
+        assumptions=tuple(a for a in assumptions if a is not None), profiles=profiles,
+        path=str(file), **scalars,
+    )
+    from repro.claims import check_references
+
+    check_references(manifest, problems)
+    if problems.items:
+        raise SchemaError(file, problems.items)
+    return manifest
+
+
+def _list(data: dict, key: str, problems: Problems) -> list:
+    value = data.get(key, [])
+    if not isinstance(value, list):
+        problems.add(key, f"expected an array of tables ([[{key}]])")
+        return []
+    return value
+
+
+def _check_ids(items: list, kind: str, problems: Problems) -> None:
+    seen: set[str] = set()
+    for i, item in enumerate(items):
+        if item.id in seen:
+            problems.add(f"{kind}[{i}].id", f"duplicate id '{item.id}'")
+        seen.add(item.id)
+
+
+def load_manifest(path: str | Path) -> Manifest:
+    return parse_manifest(read_toml(Path(path)), path)
+
+
+def manifest_paths() -> list[Path]:
+    return sorted(manifests_dir().glob("*.toml"))
+
+
+def load_all() -> list[Manifest]:
+    return [load_manifest(p) for p in manifest_paths()]
+
+
+def find_manifest(manifest_id: str) -> Manifest:
+    paths = {p.stem: p for p in manifest_paths()}
+    if manifest_id not in paths:
+        raise KeyError(f"no manifest '{manifest_id}'{closest(manifest_id, list(paths))}; known: {', '.join(paths)}")
+    return load_manifest(paths[manifest_id])

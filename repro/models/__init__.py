@@ -1,0 +1,38 @@
+"""Models as named, validated building blocks: backbones and heads by registry name.
+
+Importing this package registers every backbone and head.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from torch import nn
+
+from repro.data.specs import get_dataset
+from repro.models import moe_conv, sparse_moe  # noqa: F401  (registration side effects)
+from repro.models.backbones import BACKBONES
+from repro.models.classifier import Classifier
+from repro.models.heads import HEADS
+
+
+@dataclass(frozen=True)
+class Component:
+    """A registry name and the keyword arguments its builder takes."""
+
+    name: str
+    params: dict[str, Any] = field(default_factory=dict)
+
+    def key(self) -> dict[str, Any]:
+        return {"name": self.name, "params": dict(sorted(self.params.items()))}
+
+
+def build_model(dataset: str, backbone: Component, head: Component, pretrained: bool = False) -> Classifier:
+    spec = get_dataset(dataset)
+    body = BACKBONES.get(backbone.name).builder(spec.input_shape, pretrained=pretrained, **backbone.params)
+    top = HEADS.get(head.name).builder(body.out_features, spec.num_classes, **head.params)
+    return Classifier(body, top)
+
+
+__all__ = ["BACKBONES", "HEADS", "Classifier", "Component", "build_model", "nn"]

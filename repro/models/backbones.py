@@ -1,0 +1,153 @@
+"""Backbones of Section 4.1: small CIFAR / Tiny-ImageNet CNNs and torchvision ImageNet nets.
+
+Shapes: B batch, C channels, H x W spatial, F backbone output features.
+
+The paper gives the channel widths (24/48 on CIFAR, 32/64/128 on Tiny-ImageNet),
+the depthwise substitution (a depthwise 3x3 followed by a pointwise 1x1, scaled by
+the width factor w) and where BatchNorm is used. What it leaves open is recorded
+in each manifest's assumptions: two 3x3 convolutions per block followed by 2x2
+max pooling, and features taken by flattening the last block's map.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import torch
+import torchvision
+from torch import nn
+
+from repro.registry import Registry
+
+BACKBONES = Registry("backbone")
+
+
+@dataclass(frozen=True)
+class ConvBackboneConfig:
+    channels: tuple[int, ...] = (24, 48)  # output channels of each block at w = 1
+    convs_per_block: int = 2  # 3x3 convolutions per block before the 2x2 max pool
+    depthwise: bool = False  # depthwise 3x3 + pointwise 1x1 in place of each 3x3 conv
+    width: float = 1.0  # width factor w, scales every block's channels
+    batch_norm: bool = False
+    features: Literal["flatten", "gap"] = "flatten"  # how the last block's map becomes F
+
+    def __post_init__(self) -> None:
+        if self.width <= 0:
+            raise ValueError("width must be positive")
+        if not self.channels or self.convs_per_block < 1:
+            raise ValueError("need at least one block and one convolution per block")
+
+    def widths(self) -> list[int]:
+        return [max(1, round(c * self.width)) for c in self.channels]
+
+
+def _conv3x3(cin: int, cout: int, cfg: ConvBackboneConfig) -> list[nn.Module]:
+    bias = not cfg.batch_norm
+    if cfg.depthwise:
+        layers: list[nn.Module] = [
+            nn.Conv2d(cin, cin, 3, padding=1, groups=cin, bias=bias),  # depthwise 3x3
+            nn.Conv2d(cin, cout, 1, bias=bias),  # pointwise 1x1
+        ]
+    else:
+        layers = [nn.Conv2d(cin, cout, 3, padding=1, bias=bias)]
+    if cfg.batch_norm:
+        layers.append(nn.BatchNorm2d(cout))
+    layers.append(nn.ReLU(inplace=True))
+    return layers
+
+
+class ConvBackbone(nn.Module):
+    """Blocks of [3x3 conv (or depthwise-separable) -> (BN) -> ReLU] x n, then 2x2 max pool."""
+
+    def __init__(self, cfg: ConvBackboneConfig, input_shape: tuple[int, int, int]) -> None:
+        super().__init__()
+        self.cfg = cfg
+        cin, size, _ = input_shape
+        blocks = []
+        for cout in cfg.widths():
+            layers: list[nn.Module] = []
+            for _ in range(cfg.convs_per_block):
+                layers += _conv3x3(cin, cout, cfg)
+                cin = cout
+            layers.append(nn.MaxPool2d(2))
+            size //= 2
+            blocks.append(nn.Sequential(*layers))
+        self.blocks = nn.Sequential(*blocks)
+        if cfg.features == "gap":
+            self.to_features = nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Flatten())
+            self.out_features = cin
+        else:
+            self.to_features = nn.Flatten()
+            self.out_features = cin * size * size
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:  # (B, 3, H, W) -> (B, F)
+        return self.to_features(self.blocks(x))
+
+
+def _conv_entry(name: str, doc: str, **defaults) -> None:
+    @BACKBONES.register(name, config=ConvBackboneConfig, doc=doc)
+    def build(input_shape: tuple[int, int, int], pretrained: bool = False, **params) -> nn.Module:
+        return ConvBackbone(ConvBackboneConfig(**{**defaults, **params}), input_shape)
+
+
+_conv_entry("cifar_standard", "CIFAR standard CNN: two blocks, 24/48 channels", channels=(24, 48))
+_conv_entry(
+    "cifar_depthwise", "CIFAR depthwise-separable CNN, 24/48 x w", channels=(24, 48), depthwise=True
+)
+_conv_entry(
+    "cifar_depthwise_3block",
+    "CIFAR w=2.0 headline variant: three depthwise blocks (24/48/96 x w) with BatchNorm",
+    channels=(24, 48, 96),
+    depthwise=True,
+    batch_norm=True,
+    width=2.0,
+)
+_conv_entry(
+    "tiny_standard", "Tiny-ImageNet standard CNN: 32/64/128 with BatchNorm", channels=(32, 64, 128), batch_norm=True
+)
+_conv_entry(
+    "tiny_depthwise",
+    "Tiny-ImageNet depthwise-separable CNN: 32/64/128 x w with BatchNorm",
+    channels=(32, 64, 128),
+    depthwise=True,
+    batch_norm=True,
+)
+
+
+@dataclass(frozen=True)
+class NoConfig:
+    pass
+
+
+class TorchvisionFeatures(nn.Module):
+    """A torchvision classifier with its last layer removed: (B, 3, 224, 224) -> (B, F)."""
+
+    def __init__(self, net: nn.Module, out_features: int) -> None:
+        super().__init__()
+        self.net = net
+        self.out_features = out_features
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.net(x)
+
+
+def torchvision_net(arch: str, pretrained: bool) -> nn.Module:
+    """A torchvision ImageNet model; pretrained weights come from TORCH_HOME's cache."""
+    weights = {"resnet18": "ResNet18_Weights", "mobilenet_v2": "MobileNet_V2_Weights"}[arch]
+    w = getattr(torchvision.models, weights).IMAGENET1K_V1 if pretrained else None
+    return getattr(torchvision.models, arch)(weights=w)
+
+
+@BACKBONES.register("resnet18", config=NoConfig, doc="torchvision ResNet-18, 512-d pooled features")
+def build_resnet18(input_shape: tuple[int, int, int], pretrained: bool = False) -> nn.Module:
+    net = torchvision_net("resnet18", pretrained)
+    net.fc = nn.Identity()
+    return TorchvisionFeatures(net, 512)
+
+
+@BACKBONES.register("mobilenet_v2", config=NoConfig, doc="torchvision MobileNet-V2, 1280-d pooled features")
+def build_mobilenet_v2(input_shape: tuple[int, int, int], pretrained: bool = False) -> nn.Module:
+    net = torchvision_net("mobilenet_v2", pretrained)
+    net.classifier = nn.Identity()
+    return TorchvisionFeatures(net, 1280)

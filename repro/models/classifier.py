@@ -1,0 +1,24 @@
+"""Backbone + head, the unit every table trains, counts and times (Fig. 1 of the paper)."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+
+class Classifier(nn.Module):
+    def __init__(self, backbone: nn.Module, head: nn.Module) -> None:
+        super().__init__()
+        self.backbone = backbone
+        self.head = head
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:  # (B, 3, H, W) -> (B, classes)
+        return self.head(self.backbone(x))
+
+    def routed_module_names(self) -> list[str]:
+        """Outermost submodules whose compute is FLOPs_routed (rho's numerator, Section 3.1)."""
+        names: list[str] = []
+        for name, module in self.named_modules():
+            if getattr(module, "routed", False) and not any(name.startswith(n + ".") for n in names):
+                names.append(name)
+        return names

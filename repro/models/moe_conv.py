@@ -1,0 +1,112 @@
+"""Backbone MoE (Section 4.6): MoEConv2d in place of ResNet-18's layer3/layer4 3x3 convolutions.
+
+Shapes: B batch, E experts, K top-k, Ci/Co input/output channels, kh x kw kernel.
+
+Each MoEConv2d holds E filter banks. A router (global average pooling, then a
+linear layer) picks the top-k banks per sample; gates are the softmax of the
+selected logits. A convolution is linear in its weights, so
+
+    sum_j g_j * conv(x, W_{e_j}) = conv(x, sum_j g_j W_{e_j}),
+
+and the per-sample mixture is one grouped convolution over the batch (groups = B)
+with mixed kernels: no Python loop over samples.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from repro.models.backbones import BACKBONES, TorchvisionFeatures, torchvision_net
+
+
+class MoEConv2d(nn.Module):
+    routed = True
+
+    def __init__(
+        self,
+        in_channels: int,
+        out_channels: int,
+        kernel_size: int,
+        num_experts: int = 8,
+        top_k: int = 2,
+        stride: int = 1,
+        padding: int = 1,
+    ) -> None:
+        super().__init__()
+        self.in_channels, self.out_channels = in_channels, out_channels
+        self.kernel_size, self.stride, self.padding = kernel_size, stride, padding
+        self.num_experts, self.top_k = num_experts, top_k
+        self.weight = nn.Parameter(torch.empty(num_experts, out_channels, in_channels, kernel_size, kernel_size))
+        nn.init.kaiming_normal_(self.weight.view(-1, in_channels, kernel_size, kernel_size), nonlinearity="relu")
+        self.router = nn.Linear(in_channels, num_experts)
+
+    @classmethod
+    def from_conv(cls, conv: nn.Conv2d, num_experts: int, top_k: int, noise: float) -> MoEConv2d:
+        """Experts start as copies of a (pretrained) conv, perturbed by `noise` x its weight s.d."""
+        assert conv.groups == 1 and conv.bias is None and conv.kernel_size[0] == conv.kernel_size[1]
+        moe = cls(
+            conv.in_channels, conv.out_channels, conv.kernel_size[0], num_experts, top_k,
+            conv.stride[0], conv.padding[0],
+        )
+        with torch.no_grad():
+            w = conv.weight  # (Co, Ci, kh, kw)
+            moe.weight.copy_(w.unsqueeze(0) + noise * w.std() * torch.randn_like(moe.weight))
+        return moe
+
+    def gates(self, x: torch.Tensor) -> torch.Tensor:
+        """Dense gate matrix G (B, E): softmax over each sample's top-k logits, zero elsewhere."""
+        logits = self.router(x.mean(dim=(2, 3)))  # (B, E)
+        top_logits, top_i = logits.topk(self.top_k, dim=-1)  # (B, K)
+        return torch.zeros_like(logits).scatter(-1, top_i, torch.softmax(top_logits, dim=-1))
+
+    def own_macs(self, shapes) -> int:
+        """Multiply-adds as executed (see repro.flops): kernel mixing plus one grouped convolution."""
+        (x, *_), out = shapes
+        bank = self.out_channels * self.in_channels * self.kernel_size**2  # |W_e|
+        mixing = x[0] * self.num_experts * bank  # (B, E) @ (E, |W_e|)
+        return mixing + math.prod(out) * self.in_channels * self.kernel_size**2
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:  # (B, Ci, H, W) -> (B, Co, H', W')
+        b = x.shape[0]
+        g = self.gates(x)  # (B, E)
+        # A matmul, not einsum: fvcore counts matmul exactly (B * E * |W_e| multiply-adds).
+        w = g @ self.weight.flatten(1)  # (B, E) @ (E, Co*Ci*kh*kw) -> (B, Co*Ci*kh*kw)
+        y = F.conv2d(
+            x.reshape(1, b * self.in_channels, *x.shape[2:]),  # (1, B*Ci, H, W)
+            w.reshape(b * self.out_channels, self.in_channels, self.kernel_size, self.kernel_size),
+            stride=self.stride, padding=self.padding, groups=b,
+        )  # (1, B*Co, H', W')
+        return y.reshape(b, self.out_channels, *y.shape[2:])
+
+
+@dataclass(frozen=True)
+class MoEConvBackboneConfig:
+    num_experts: int = 8
+    top_k: int = 2  # k = 2 in the paper's backbone MoE; k = 1 in its ablation (Table 5)
+    init_noise: float = 0.1  # "10% noise perturbation" of the pretrained weights
+    layers: tuple[str, ...] = ("layer3", "layer4")
+
+
+# Section 4.6: conv1, layer1 and layer2 stay frozen at their pretrained weights.
+FROZEN_PREFIXES = ("net.conv1.", "net.bn1.", "net.layer1.", "net.layer2.")
+
+
+@BACKBONES.register(
+    "resnet18_moeconv", config=MoEConvBackboneConfig, doc="ResNet-18 with MoEConv2d in layer3/layer4 (E=8, k=2)"
+)
+def build_resnet18_moeconv(input_shape: tuple[int, int, int], pretrained: bool = False, **params) -> nn.Module:
+    cfg = MoEConvBackboneConfig(**params)
+    net = torchvision_net("resnet18", pretrained)
+    net.fc = nn.Identity()
+    for layer_name in cfg.layers:
+        for block in getattr(net, layer_name):  # torchvision BasicBlock: conv1, conv2 are the 3x3 convs
+            block.conv1 = MoEConv2d.from_conv(block.conv1, cfg.num_experts, cfg.top_k, cfg.init_noise)
+            block.conv2 = MoEConv2d.from_conv(block.conv2, cfg.num_experts, cfg.top_k, cfg.init_noise)
+    backbone = TorchvisionFeatures(net, 512)
+    backbone.frozen_prefixes = FROZEN_PREFIXES
+    return backbone
