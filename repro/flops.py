@@ -198,7 +198,9 @@ def _zero(inputs, outputs) -> int:
 
 
 def _fvcore_counts(model: nn.Module, x: torch.Tensor) -> tuple[dict[str, int], dict[str, dict[str, int]]]:
-    from fvcore.nn import FlopCountAnalysis
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)  # torch deprecates the jit tracing fvcore relies on
+        from fvcore.nn import FlopCountAnalysis
 
     fa = FlopCountAnalysis(model, x)
     fa.set_op_handle(**{op: _zero for op in NON_MAC_OPS})

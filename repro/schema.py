@@ -148,7 +148,10 @@ def from_dict(cls: type, data: Any, path: str, problems: Problems) -> Any:
         # they use a document that has problems.
         try:
             return cls(**{k: v for k, v in kwargs.items() if v is not None})
-        except (TypeError, ValueError):
+        except TypeError:  # a required key is missing: already reported
+            return None
+        except ValueError as exc:  # the dataclass's own __post_init__ check
+            problems.add(path, str(exc))
             return None
     try:
         return cls(**kwargs)

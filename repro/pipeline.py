@@ -1,0 +1,178 @@
+"""Manifest -> measurements -> metrics -> claims -> rendered tables.
+
+Each measure a row can ask for ("flops", "accuracy", "latency") has a measurer
+that fills metric paths; comparisons derive metrics from pairs of rows; claims
+are decided on the result. Everything a table shows is saved in results.json
+next to it, with its provenance.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Callable
+
+from repro.claims import Evidence, Verdict, evaluate
+from repro.flops import FlopReport, count_flops
+from repro.fsutil import atomic_write_json
+from repro.manifest import Manifest, Profile, Row
+from repro.models import build_model
+from repro.data.specs import get_dataset
+from repro.provenance import provenance
+
+
+@dataclass
+class Context:
+    """How a manifest is being run."""
+
+    profile_name: str
+    profile: Profile
+    results_dir: Path
+    device: str = "cpu"
+    jobs: int = 1
+    data_dir: Path | None = None
+    progress: Any = None  # a rich Progress, or None
+
+    @property
+    def paper_scale(self) -> bool:
+        return self.profile_name == "full"
+
+
+@dataclass
+class Measured:
+    metrics: dict[str, Any] = field(default_factory=dict)
+    missing: dict[str, str] = field(default_factory=dict)  # metric path -> why not measured
+    problems: list[str] = field(default_factory=list)  # failures that make the run not complete
+    details: dict[str, Any] = field(default_factory=dict)  # per-row records shown in reports
+
+    def update(self, other: Measured) -> None:
+        self.metrics.update(other.metrics)
+        self.missing.update(other.missing)
+        self.problems += other.problems
+        for key, value in other.details.items():
+            self.details.setdefault(key, {}).update(value)
+
+
+@dataclass
+class ManifestResult:
+    manifest_id: str
+    title: str
+    paper_ref: str
+    paper_table: str
+    profile: str
+    measured: Measured
+    verdicts: list[Verdict]
+    provenance: dict[str, Any]
+
+    @property
+    def ok(self) -> bool:
+        return not self.measured.problems
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "manifest": self.manifest_id, "title": self.title, "paper_ref": self.paper_ref,
+            "paper_table": self.paper_table, "profile": self.profile,
+            "metrics": self.measured.metrics, "missing": self.measured.missing,
+            "problems": self.measured.problems, "details": self.measured.details,
+            "verdicts": [v.to_dict() for v in self.verdicts], "provenance": self.provenance,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> ManifestResult:
+        measured = Measured(d["metrics"], d["missing"], d["problems"], d["details"])
+        return cls(d["manifest"], d["title"], d["paper_ref"], d["paper_table"], d["profile"], measured,
+                   [Verdict(**v) for v in d["verdicts"]], d["provenance"])
+
+
+# --------------------------------------------------------------------------- FLOPs
+def row_key(row: Row) -> str:
+    """A row's model identity, independent of its id and of the manifest it sits in."""
+    return json.dumps({"dataset": row.dataset, "backbone": row.backbone.key(), "head": row.head.key()}, sort_keys=True)
+
+
+@lru_cache(maxsize=None)
+def _flops_for(key: str) -> FlopReport:
+    spec = json.loads(key)
+    from repro.models import Component
+
+    model = build_model(spec["dataset"], Component(**spec["backbone"]), Component(**spec["head"]))
+    return count_flops(model, get_dataset(spec["dataset"]).input_shape)
+
+
+def row_flops(row: Row) -> FlopReport:
+    return _flops_for(row_key(row))
+
+
+def measure_flops(manifest: Manifest, ctx: Context) -> Measured:
+    out = Measured()
+    for row in manifest.rows:
+        if "flops" not in row.measures:
+            continue
+        report = row_flops(row)
+        prefix = f"rows.{row.id}"
+        summary = report.summary()
+        for name in ("total_macs", "backbone_macs", "head_macs", "routed_macs", "rho", "rho_all_ops", "head_share"):
+            out.metrics[f"{prefix}.{name}"] = summary[name]
+        out.details.setdefault("flops", {})[row.id] = summary
+        out.problems += [f"{manifest.id}/{row.id}: {p}" for p in report.problems]
+        if ctx.progress is not None:
+            ctx.progress.log(f"[dim]{manifest.id}/{row.id}: {report.total / 1e6:,.2f} MMAC, rho {report.rho:.3%}")
+    return out
+
+
+# --------------------------------------------------------------------------- measurers
+MEASURERS: dict[str, Callable[[Manifest, Context], Measured]] = {"flops": measure_flops}
+
+
+def register_measurer(measure: str, fn: Callable[[Manifest, Context], Measured]) -> None:
+    MEASURERS[measure] = fn
+
+
+def comparison_metrics(manifest: Manifest, measured: Measured) -> None:
+    """Metrics of each comparison that can be derived from its two rows' metrics."""
+    m = measured.metrics
+    for comp in manifest.comparisons:
+        row, base = f"rows.{comp.row}", f"rows.{comp.baseline}"
+        prefix = f"comparisons.{comp.id}"
+        if f"{row}.total_macs" in m and f"{base}.total_macs" in m:
+            ratio = m[f"{row}.total_macs"] / m[f"{base}.total_macs"]
+            m[f"{prefix}.flops_ratio"] = ratio
+            m[f"{prefix}.flops_reduction"] = 1 - ratio
+
+
+def run_manifest(manifest: Manifest, ctx: Context) -> ManifestResult:
+    measured = Measured()
+    for measure in sorted(manifest.measures()):
+        if measure not in MEASURERS:
+            for row in manifest.rows:
+                if measure in row.measures:
+                    measured.missing[f"rows.{row.id}.{measure}"] = f"no measurer for '{measure}' in this version"
+            continue
+        measured.update(MEASURERS[measure](manifest, ctx))
+    comparison_metrics(manifest, measured)
+    evidence = Evidence(
+        manifest_id=manifest.id, paper_table=manifest.paper_table, profile=ctx.profile_name,
+        metrics=measured.metrics, missing=measured.missing, device=ctx.device, paper_scale=ctx.paper_scale,
+    )
+    verdicts = [evaluate(claim, evidence) for claim in manifest.claims]
+    return ManifestResult(manifest.id, manifest.title, manifest.paper_ref, manifest.paper_table, ctx.profile_name,
+                          measured, verdicts, provenance(ctx.device))
+
+
+def save_result(result: ManifestResult, results_dir: Path) -> Path:
+    path = results_dir / result.manifest_id / "results.json"
+    atomic_write_json(path, result.to_dict())
+    return path
+
+
+def load_result(results_dir: Path, manifest_id: str) -> ManifestResult | None:
+    path = results_dir / manifest_id / "results.json"
+    if not path.exists():
+        return None
+    return ManifestResult.from_dict(json.loads(path.read_text()))
+
+
+__all__ = ["Context", "Measured", "ManifestResult", "run_manifest", "save_result", "load_result", "row_flops",
+           "register_measurer"]

@@ -1,0 +1,53 @@
+"""Where a number came from: code version, package versions, device, time."""
+
+from __future__ import annotations
+
+import datetime as dt
+import importlib.metadata
+import platform
+import subprocess
+from functools import lru_cache
+
+from repro import REPO_ROOT, __version__
+
+PACKAGES = ("torch", "torchvision", "fvcore", "numpy", "scipy", "pandas", "jinja2", "typer", "rich")
+
+
+@lru_cache(maxsize=1)
+def git_commit() -> str:
+    """HEAD's hash, with '+dirty' when tracked files differ from it; 'unknown' outside git."""
+    try:
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True, check=True)
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO_ROOT,
+                               capture_output=True, text=True, check=True)
+        return head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def package_versions() -> dict[str, str]:
+    versions = {"python": platform.python_version(), "repro": __version__}
+    for name in PACKAGES:
+        try:
+            versions[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            versions[name] = "not installed"
+    return versions
+
+
+def device_description(device: str) -> str:
+    import torch
+
+    if device.startswith("cuda") and torch.cuda.is_available():
+        return f"cuda: {torch.cuda.get_device_name(0)}"
+    return f"cpu: {platform.processor() or platform.machine()}, {torch.get_num_threads()} threads"
+
+
+def provenance(device: str = "cpu") -> dict[str, object]:
+    return {
+        "git_commit": git_commit(),
+        "packages": package_versions(),
+        "device": device_description(device),
+        "platform": platform.platform(),
+        "time": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+    }

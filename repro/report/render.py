@@ -1,0 +1,85 @@
+"""Jinja rendering of tables (Markdown, LaTeX booktabs), claim checklists and report.md."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, PackageLoader, StrictUndefined
+
+from repro.fsutil import atomic_write_text
+from repro.manifest import Manifest
+from repro.pipeline import ManifestResult
+from repro.report.tables import Table, build_tables, verdict_counts
+
+_LATEX_SPECIAL = {
+    "\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
+    "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
+}
+_LATEX_UNICODE = {
+    "ρ": r"$\rho$", "τ": r"$\tau$", "κ": r"$\kappa$", "λ": r"$\lambda$", "Δ": r"$\Delta$", "±": r"$\pm$",
+    "×": r"$\times$", "→": r"$\to$", "≤": r"$\leq$", "≥": r"$\geq$", "≈": r"$\approx$", "−": "-", "–": "--",
+    "—": "---", "…": r"\ldots{}", "’": "'", "“": "``", "”": "''",
+}
+_LATEX_RE = re.compile("|".join(re.escape(k) for k in [*_LATEX_SPECIAL, *_LATEX_UNICODE]))
+
+
+def latex_escape(text: Any) -> str:
+    """Escape every LaTeX special character and map the symbols tables use to math mode."""
+    s = str(text)
+    out = _LATEX_RE.sub(lambda m: _LATEX_SPECIAL.get(m.group(0)) or _LATEX_UNICODE[m.group(0)], s)
+    non_ascii = sorted({ch for ch in out if ord(ch) > 127})
+    if non_ascii:
+        raise ValueError(f"no LaTeX mapping for {''.join(non_ascii)!r} in {s!r}")
+    return out
+
+
+def md_escape(text: Any) -> str:
+    return str(text).replace("|", r"\|").replace("\n", " ")
+
+
+def environment() -> Environment:
+    env = Environment(loader=PackageLoader("repro.report", "templates"), undefined=StrictUndefined,
+                      trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
+    env.filters["tex"] = latex_escape
+    env.filters["md"] = md_escape
+    return env
+
+
+def render_tables_md(manifest: Manifest, tables: list[Table], result: ManifestResult) -> str:
+    return environment().get_template("tables.md.j2").render(manifest=manifest, tables=tables, result=result)
+
+
+def render_tables_tex(manifest: Manifest, tables: list[Table]) -> str:
+    return environment().get_template("tables.tex.j2").render(manifest=manifest, tables=tables)
+
+
+def render_claims_md(manifest: Manifest, result: ManifestResult) -> str:
+    return environment().get_template("claims.md.j2").render(
+        manifest=manifest, result=result, counts=verdict_counts(result.verdicts))
+
+
+def write_manifest_outputs(manifest: Manifest, result: ManifestResult, results_dir: Path) -> list[Path]:
+    """Write <id>.md, <id>.tex and claims.md into results_dir/<id>/; return their paths."""
+    out = results_dir / manifest.id
+    tables = build_tables(manifest, result)
+    files = {
+        out / f"{manifest.id}.md": render_tables_md(manifest, tables, result),
+        out / f"{manifest.id}.tex": render_tables_tex(manifest, tables),
+        out / "claims.md": render_claims_md(manifest, result),
+    }
+    for path, text in files.items():
+        atomic_write_text(path, text)
+    return list(files)
+
+
+def render_report(entries: list[tuple[Manifest, ManifestResult | None]], summary: dict[str, Any],
+                  extra_sections: list[tuple[str, str]] | None = None) -> str:
+    """report.md: summary, the claims checklist, every table, assumptions, provenance."""
+    blocks = []
+    for manifest, result in entries:
+        tables = build_tables(manifest, result) if result else []
+        blocks.append({"manifest": manifest, "result": result, "tables": tables})
+    return environment().get_template("report.md.j2").render(
+        blocks=blocks, summary=summary, extra_sections=extra_sections or [])

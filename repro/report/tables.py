@@ -1,0 +1,109 @@
+"""Tables as data: rows of formatted cells built from a manifest's results.
+
+Each builder looks at what a manifest's rows measure (never at its name) and
+returns a table, or None when it has nothing to show. Reported values sit in
+their own columns beside the reproduced ones; where the text gives no number the
+cell is left empty.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from repro.manifest import Manifest
+from repro.paper import paper_value
+from repro.pipeline import ManifestResult
+
+
+@dataclass
+class Table:
+    key: str  # unique within the manifest, e.g. "flops"
+    title: str
+    columns: list[str]
+    rows: list[list[str]]
+    notes: list[str] = field(default_factory=list)
+    groups: dict[int, str] = field(default_factory=dict)  # row index -> group heading before it
+
+
+def mmac(n: float | None) -> str:
+    return "" if n is None else f"{n / 1e6:,.3f}"
+
+
+def pct(x: float | None, digits: int = 2) -> str:
+    return "" if x is None else f"{100 * x:.{digits}f}%"
+
+
+def pct_auto(x: float | None) -> str:
+    """Percent with enough digits to show small fractions such as 0.06%."""
+    if x is None:
+        return ""
+    return pct(x, 3 if abs(x) < 0.01 else 2)
+
+
+def reported(manifest: Manifest, key: str) -> str:
+    pv = paper_value(manifest.paper_table, key)
+    if pv is None:
+        return ""
+    return pv.printed + (" (explainer)" if pv.source == "explainer-and-summary" else "")
+
+
+def flops_table(manifest: Manifest, result: ManifestResult) -> Table | None:
+    flops = result.measured.details.get("flops", {})
+    rows = [r for r in manifest.rows if r.id in flops]
+    if not rows:
+        return None
+    table = Table(
+        key="flops",
+        title=f"{manifest.title}",
+        columns=["Setting", "Backbone MMAC", "Head MMAC", "Routed MMAC", "Total MMAC", "Head share",
+                 "ρ (ours)", "ρ, all ops (ours)", "ρ (paper)"],
+        rows=[],
+        notes=["MMAC: millions of multiply-adds per image (one multiply-add = one FLOP, fvcore's convention); "
+               "analytic = fvcore = torch/2 for every module.",
+               "ρ = routed / total FLOPs. 'All ops' adds normalisation, activation and pooling."],
+    )
+    for role, heading in (("main", ""), ("sensitivity", "Sensitivity to assumptions")):
+        members = [r for r in rows if r.role == role]
+        if members and heading:
+            table.groups[len(table.rows)] = heading
+        for r in members:
+            f = flops[r.id]
+            table.rows.append([
+                r.label, mmac(f["backbone_macs"]), mmac(f["head_macs"]), mmac(f["routed_macs"]),
+                mmac(f["total_macs"]), pct_auto(f["head_share"]), pct_auto(f["rho"]) if f["routed_macs"] else "",
+                pct_auto(f["rho_all_ops"]) if f["routed_macs"] else "", reported(manifest, f"{r.id}.rho"),
+            ])
+    return table
+
+
+def flops_comparisons_table(manifest: Manifest, result: ManifestResult) -> Table | None:
+    m = result.measured.metrics
+    comps = [c for c in manifest.comparisons if f"comparisons.{c.id}.flops_ratio" in m]
+    if not comps:
+        return None
+    table = Table(key="flops_comparisons", title="Derived FLOP comparisons",
+                  columns=["Comparison", "FLOPs ratio (ours)", "Reduction (ours)", "Reported"], rows=[])
+    for c in comps:
+        paper = reported(manifest, f"{c.id}.flops_reduction") or reported(manifest, f"{c.id}.flops_ratio")
+        table.rows.append([c.label, pct(m[f"comparisons.{c.id}.flops_ratio"], 1),
+                           pct(m[f"comparisons.{c.id}.flops_reduction"], 1), paper])
+    return table
+
+
+BUILDERS: list[Callable[[Manifest, ManifestResult], Table | None]] = [flops_table, flops_comparisons_table]
+
+
+def register_builder(fn: Callable[[Manifest, ManifestResult], Table | None]) -> None:
+    BUILDERS.append(fn)
+
+
+def build_tables(manifest: Manifest, result: ManifestResult) -> list[Table]:
+    return [t for t in (b(manifest, result) for b in BUILDERS) if t is not None]
+
+
+def verdict_counts(verdicts: list[Any]) -> dict[str, int]:
+    counts = {"reproduced": 0, "not reproduced": 0, "inconclusive": 0, "not run": 0}
+    for v in verdicts:
+        counts[v.status] += 1
+    return counts

@@ -1,0 +1,103 @@
+"""Analytic FLOP formulas against fvcore and torch, module by module; rho golden values."""
+
+import math
+
+import pytest
+import torch
+from torch import nn
+
+from repro import flops as F
+from repro.data.specs import get_dataset
+from repro.flops import count_flops
+from repro.models import Component, build_model
+from repro.models.classifier import Classifier
+
+BACKBONES = [
+    ("cifar10", "cifar_standard", {}),
+    ("cifar10", "cifar_depthwise", {"width": 0.72}),
+    ("cifar10", "cifar_depthwise_3block", {}),
+    ("tiny_imagenet", "tiny_standard", {}),
+    ("tiny_imagenet", "tiny_depthwise", {"width": 1.2}),
+    ("imagenet", "resnet18", {}),
+    ("imagenet", "mobilenet_v2", {}),
+]
+HEADS = [("dense", {}), ("dense", {"hidden": []}), ("sparse_moe", {"expert_hidden": 64, "top_k": 1}),
+         ("sparse_moe", {"expert_hidden": 64, "top_k": 2})]
+
+
+def _count(dataset, backbone, bparams, head="dense", hparams=None):
+    model = build_model(dataset, Component(backbone, bparams), Component(head, hparams or {}))
+    return count_flops(model, get_dataset(dataset).input_shape)
+
+
+@pytest.mark.parametrize("dataset,backbone,params", BACKBONES)
+def test_backbones_agree_three_ways(dataset, backbone, params):
+    report = _count(dataset, backbone, params)
+    assert report.problems == []
+    convs = [m for m in report.modules if m.kind == "Conv2d"]
+    assert convs and all(m.analytic == m.fvcore and 2 * m.analytic == m.torch for m in convs)
+
+
+@pytest.mark.parametrize("head,params", HEADS)
+def test_heads_agree_three_ways(head, params):
+    report = _count("cifar10", "cifar_standard", {}, head, params)
+    assert report.problems == []
+    assert any(m.kind == "Linear" for m in report.modules)
+
+
+def test_cifar_standard_backbone_by_hand():
+    # two blocks of two 3x3 convs (24, 48 channels), 2x2 pools: 32x32 -> 16x16 -> 8x8
+    by_hand = (32 * 32 * 24 * 3 * 9 + 32 * 32 * 24 * 24 * 9) + (16 * 16 * 48 * 24 * 9 + 16 * 16 * 48 * 48 * 9)
+    report = _count("cifar10", "cifar_standard", {}, "dense", {"hidden": []})
+    assert report.backbone == by_hand
+    assert report.head == 48 * 8 * 8 * 10
+
+
+def test_depthwise_backbone_by_hand():
+    # w = 0.72: round(24*.72) = 17, round(48*.72) = 35; each 3x3 -> depthwise 3x3 + pointwise 1x1
+    def dws(hw, cin, cout):
+        return hw * hw * cin * 9 + hw * hw * cin * cout
+    by_hand = dws(32, 3, 17) + dws(32, 17, 17) + dws(16, 17, 35) + dws(16, 35, 35)
+    assert _count("cifar10", "cifar_depthwise", {"width": 0.72}).backbone == by_hand
+
+
+def test_rho_resnet18_head_h512_k1_against_the_paper():
+    report = _count("imagenet", "resnet18", {}, "sparse_moe", {"expert_hidden": 512, "top_k": 1})
+    expert = 512 * 512 + 512 * 512 + 512 * 1000  # d_in -> h -> h -> 1000
+    router = 512 * 8 + 512 * 64 + 64 * 8  # W_r, K, cosine with the 8 expert keys
+    assert report.routed == expert + router
+    assert report.backbone == 1_813_561_344  # torchvision ResNet-18 convolutions at 224x224
+    assert report.rho == pytest.approx((expert + router) / (1_813_561_344 + expert + router))
+    assert round(100 * report.rho, 2) == 0.06  # the paper's 0.06% (Section 4.5)
+
+
+def test_second_convention_counts_norm_activation_pooling():
+    report = _count("cifar10", "cifar_standard", {}, "dense", {"hidden": []})
+    relu = 2 * 32 * 32 * 24 + 2 * 16 * 16 * 48
+    pools = 32 * 32 * 24 + 16 * 16 * 48  # max pooling, one per input element
+    assert report.total_all_ops - report.total == relu + pools
+
+
+def test_a_wrong_formula_is_caught_and_names_the_module(monkeypatch):
+    monkeypatch.setitem(F.OWN_MACS, nn.Conv2d, lambda m, s: F.conv2d_macs(m, s) + 1)
+    report = _count("cifar10", "cifar_standard", {})
+    assert not report.ok
+    assert any(p.startswith("module 'backbone.blocks.0.0' (Conv2d): analytic") for p in report.problems)
+
+
+class _Cdist(nn.Module):
+    def forward(self, h):
+        return torch.cdist(h, h)[:, :10]  # an op fvcore has no formula for
+
+
+def test_an_op_fvcore_cannot_count_is_a_failure_naming_the_module():
+    backbone = build_model("cifar10", Component("cifar_standard"), Component("dense")).backbone
+    report = count_flops(Classifier(backbone, _Cdist()), (3, 32, 32))
+    assert any(p.startswith("module 'head' (_Cdist): fvcore cannot count op aten::cdist") for p in report.problems)
+
+
+def test_routed_modules_of_the_backbone_moe():
+    model = build_model("imagenet", Component("resnet18_moeconv"), Component("dense", {"hidden": []}))
+    names = model.routed_module_names()
+    assert len(names) == 8 and all(".layer3." in n or ".layer4." in n for n in names)
+    assert math.isclose(sum(1 for n in names if n.endswith("conv1")), 4)
