@@ -91,7 +91,7 @@ NON_MAC_OPS = [
     "aten::amax", "aten::detach_", "aten::unflatten", "aten::scalar_tensor", "aten::item", "aten::dim",
     "aten::ceil", "aten::alias", "aten::lift_fresh", "aten::dropout_", "aten::feature_dropout",
     "aten::_set_item", "aten::new_tensor", "aten::tensor", "aten::masked_fill_", "aten::index_put",
-    "aten::nonzero_numpy",
+    "aten::nonzero_numpy", "aten::scatter_add", "aten::clamp_max",
 ]
 
 

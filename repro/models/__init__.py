@@ -11,7 +11,13 @@ from typing import Any
 from torch import nn
 
 from repro.data.specs import get_dataset
-from repro.models import moe_conv, sparse_moe  # noqa: F401  (registration side effects)
+from repro.models import (  # noqa: F401  (registration side effects)
+    expert_choice,
+    moe_conv,
+    per_sample_soft_moe,
+    soft_moe,
+    sparse_moe,
+)
 from repro.models.backbones import BACKBONES
 from repro.models.classifier import Classifier
 from repro.models.heads import HEADS

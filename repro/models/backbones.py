@@ -116,17 +116,21 @@ _conv_entry(
 
 
 @dataclass(frozen=True)
-class NoConfig:
-    pass
+class TorchvisionConfig:
+    # Top-level children kept frozen at their pretrained weights during training,
+    # e.g. ("conv1", "bn1", "layer1", "layer2") for Table 5's matched dense baseline.
+    frozen: tuple[str, ...] = ()
 
 
 class TorchvisionFeatures(nn.Module):
     """A torchvision classifier with its last layer removed: (B, 3, 224, 224) -> (B, F)."""
 
-    def __init__(self, net: nn.Module, out_features: int) -> None:
+    def __init__(self, net: nn.Module, out_features: int, frozen: tuple[str, ...] = ()) -> None:
         super().__init__()
         self.net = net
         self.out_features = out_features
+        # Parameter-name prefixes the trainer freezes (requires_grad off, BatchNorm in eval mode).
+        self.frozen_prefixes = tuple(f"net.{name}." for name in frozen)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.net(x)
@@ -139,15 +143,15 @@ def torchvision_net(arch: str, pretrained: bool) -> nn.Module:
     return getattr(torchvision.models, arch)(weights=w)
 
 
-@BACKBONES.register("resnet18", config=NoConfig, doc="torchvision ResNet-18, 512-d pooled features")
-def build_resnet18(input_shape: tuple[int, int, int], pretrained: bool = False) -> nn.Module:
+@BACKBONES.register("resnet18", config=TorchvisionConfig, doc="torchvision ResNet-18, 512-d pooled features")
+def build_resnet18(input_shape: tuple[int, int, int], pretrained: bool = False, frozen: tuple[str, ...] = ()) -> nn.Module:
     net = torchvision_net("resnet18", pretrained)
     net.fc = nn.Identity()
-    return TorchvisionFeatures(net, 512)
+    return TorchvisionFeatures(net, 512, frozen)
 
 
-@BACKBONES.register("mobilenet_v2", config=NoConfig, doc="torchvision MobileNet-V2, 1280-d pooled features")
-def build_mobilenet_v2(input_shape: tuple[int, int, int], pretrained: bool = False) -> nn.Module:
+@BACKBONES.register("mobilenet_v2", config=TorchvisionConfig, doc="torchvision MobileNet-V2, 1280-d pooled features")
+def build_mobilenet_v2(input_shape: tuple[int, int, int], pretrained: bool = False, frozen: tuple[str, ...] = ()) -> nn.Module:
     net = torchvision_net("mobilenet_v2", pretrained)
     net.classifier = nn.Identity()
-    return TorchvisionFeatures(net, 1280)
+    return TorchvisionFeatures(net, 1280, frozen)

@@ -1,28 +1,67 @@
-"""The expert MLP shared by every MoE variant (Section 3.1).
+"""The expert MLPs shared by every MoE variant (Section 3.1), stored as one stacked bank.
 
-Shapes: N rows routed to the expert, D input features (d_in), H hidden width h,
-O outputs (d_out, the number of classes for a head).
+Shapes: E experts, N rows routed to one expert, C rows per expert in a batched
+buffer, D input features (d_in), H hidden width h, O outputs (d_out).
+
+Each expert is d_in -> h -> h -> d_out with ReLU and dropout 0.3 after both hidden
+layers. The weights of all E experts are stacked on a leading axis so that one
+parameter set serves both dispatch implementations:
+
+    bank(x, e)   x (N, D)     one expert, three F.linear calls (the paper's loop)
+    bank(x)      x (E, C, D)  all experts at once, one torch.bmm per layer
 """
 
 from __future__ import annotations
 
+import math
+
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 
-class MLPExpert(nn.Module):
-    """d_in -> h -> h -> d_out with ReLU and dropout 0.3 (two hidden layers)."""
-
-    def __init__(self, in_features: int, hidden_features: int, out_features: int, drop: float = 0.3) -> None:
+class ExpertBank(nn.Module):
+    def __init__(
+        self, num_experts: int, in_features: int, hidden_features: int, out_features: int, drop: float = 0.3
+    ) -> None:
         super().__init__()
+        self.num_experts = num_experts
         self.in_features, self.hidden_features, self.out_features = in_features, hidden_features, out_features
-        self.fc1 = nn.Linear(in_features, hidden_features)
-        self.fc2 = nn.Linear(hidden_features, hidden_features)
-        self.fc3 = nn.Linear(hidden_features, out_features)
-        self.act = nn.ReLU()
-        self.drop = nn.Dropout(drop)
+        self.act = nn.ReLU()  # a module, so the all-ops FLOP convention sees it
+        self.dropout = nn.Dropout(drop)
+        shapes = [(hidden_features, in_features), (hidden_features, hidden_features), (out_features, hidden_features)]
+        self.weights = nn.ParameterList(nn.Parameter(torch.empty(num_experts, o, i)) for o, i in shapes)  # (E, out, in)
+        self.biases = nn.ParameterList(nn.Parameter(torch.empty(num_experts, o)) for o, _ in shapes)  # (E, out)
+        for w, b in zip(self.weights, self.biases):
+            bound = 1 / math.sqrt(w.shape[-1])  # nn.Linear's default initialisation, per expert
+            nn.init.uniform_(w, -bound, bound)
+            nn.init.uniform_(b, -bound, bound)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:  # (N, D) -> (N, O)
-        x = self.drop(self.act(self.fc1(x)))
-        x = self.drop(self.act(self.fc2(x)))
-        return self.fc3(x)
+    def macs_per_row(self) -> int:
+        d, h, o = self.in_features, self.hidden_features, self.out_features
+        return d * h + h * h + h * o
+
+    def own_macs(self, shapes) -> int:
+        """Multiply-adds of one call (see repro.flops): every row through all three layers."""
+        (x, *_), _ = shapes
+        return math.prod(x[:-1]) * self.macs_per_row()
+
+    def forward(self, x: torch.Tensor, expert: int | None = None) -> torch.Tensor:
+        """(N, D) with an expert index -> (N, O); (E, C, D) -> (E, C, O)."""
+        last = len(self.weights) - 1
+        for i, (w, b) in enumerate(zip(self.weights, self.biases)):
+            if x.dim() == 3:
+                x = torch.bmm(x, w.transpose(1, 2)) + b.unsqueeze(1)  # (E, C, in) @ (E, in, out) -> (E, C, out)
+            else:
+                x = F.linear(x, w[expert], b[expert])  # (N, in) -> (N, out)
+            if i < last:
+                x = self.dropout(self.act(x))
+        return x
+
+    def grad_norms(self) -> torch.Tensor:
+        """Gradient magnitude of each expert's parameters, (E,); zero where no gradient exists."""
+        sq = torch.zeros(self.num_experts, device=self.weights[0].device)
+        for p in [*self.weights, *self.biases]:
+            if p.grad is not None:
+                sq = sq + p.grad.detach().flatten(1).pow(2).sum(1)
+        return sq.sqrt()

@@ -3,6 +3,8 @@
 A head builder takes (in_features, num_classes, **params) and returns a module
 mapping (B, F) features to (B, num_classes) logits. Heads that route set
 ``routed = True``: their whole compute is FLOPs_routed in the paper's rho (Section 3.1).
+Every head carries the engine hooks of repro.models.base; a dense head's are no-ops.
+A linear "FC head" is the dense head with ``hidden = ()``.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from repro.models.base import RoutingHooks
 from repro.registry import Registry
 
 HEADS = Registry("head")
@@ -25,7 +28,7 @@ class DenseHeadConfig:
     dropout: float = 0.3
 
 
-class DenseHead(nn.Module):
+class DenseHead(RoutingHooks, nn.Module):
     """An MLP head: F -> hidden[0] -> ... -> classes, ReLU and dropout between layers."""
 
     routed = False

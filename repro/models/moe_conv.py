@@ -1,15 +1,21 @@
 """Backbone MoE (Section 4.6): MoEConv2d in place of ResNet-18's layer3/layer4 3x3 convolutions.
 
-Shapes: B batch, E experts, K top-k, Ci/Co input/output channels, kh x kw kernel.
+Shapes: B batch, E experts, K top-k, Ci/Co input/output channels, kh x kw kernel,
+W = Co*Ci*kh*kw weights of one filter bank.
 
 Each MoEConv2d holds E filter banks. A router (global average pooling, then a
 linear layer) picks the top-k banks per sample; gates are the softmax of the
 selected logits. A convolution is linear in its weights, so
 
-    sum_j g_j * conv(x, W_{e_j}) = conv(x, sum_j g_j W_{e_j}),
+    sum_j g_j conv(x, W_{e_j}) = conv(x, sum_j g_j W_{e_j}),
 
-and the per-sample mixture is one grouped convolution over the batch (groups = B)
-with mixed kernels: no Python loop over samples.
+and the per-sample mixture is: gather each sample's k banks, mix them with one
+batched matmul (B, 1, K) @ (B, K, W), and run one grouped convolution over the
+batch (groups = B). No Python loop over samples, and each sample's output depends
+on that sample only.
+
+With k = 1 the single gate is softmax of one logit, i.e. exactly 1: the router then
+receives no gradient (the ablation of Table 5 trains with a fixed random router).
 """
 
 from __future__ import annotations
@@ -22,9 +28,10 @@ import torch.nn.functional as F
 from torch import nn
 
 from repro.models.backbones import BACKBONES, TorchvisionFeatures, torchvision_net
+from repro.models.base import RoutingHooks
 
 
-class MoEConv2d(nn.Module):
+class MoEConv2d(RoutingHooks, nn.Module):
     routed = True
 
     def __init__(
@@ -58,29 +65,36 @@ class MoEConv2d(nn.Module):
             moe.weight.copy_(w.unsqueeze(0) + noise * w.std() * torch.randn_like(moe.weight))
         return moe
 
-    def gates(self, x: torch.Tensor) -> torch.Tensor:
-        """Dense gate matrix G (B, E): softmax over each sample's top-k logits, zero elsewhere."""
+    def route(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(logits (B, E), gates (B, K), selected experts (B, K)); gates = softmax of the top-k logits."""
         logits = self.router(x.mean(dim=(2, 3)))  # (B, E)
         top_logits, top_i = logits.topk(self.top_k, dim=-1)  # (B, K)
-        return torch.zeros_like(logits).scatter(-1, top_i, torch.softmax(top_logits, dim=-1))
+        return logits, torch.softmax(top_logits, dim=-1), top_i
+
+    def gates(self, x: torch.Tensor) -> torch.Tensor:
+        """Dense gate matrix G (B, E): the top-k gates, zero elsewhere."""
+        logits, g, top_i = self.route(x)
+        return torch.zeros_like(logits).scatter(-1, top_i, g)
 
     def own_macs(self, shapes) -> int:
-        """Multiply-adds as executed (see repro.flops): kernel mixing plus one grouped convolution."""
+        """Multiply-adds as executed (see repro.flops): mixing k banks plus one grouped convolution."""
         (x, *_), out = shapes
-        bank = self.out_channels * self.in_channels * self.kernel_size**2  # |W_e|
-        mixing = x[0] * self.num_experts * bank  # (B, E) @ (E, |W_e|)
+        bank = self.out_channels * self.in_channels * self.kernel_size**2  # W
+        mixing = x[0] * self.top_k * bank  # (B, 1, K) @ (B, K, W)
         return mixing + math.prod(out) * self.in_channels * self.kernel_size**2
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:  # (B, Ci, H, W) -> (B, Co, H', W')
         b = x.shape[0]
-        g = self.gates(x)  # (B, E)
-        # A matmul, not einsum: fvcore counts matmul exactly (B * E * |W_e| multiply-adds).
-        w = g @ self.weight.flatten(1)  # (B, E) @ (E, Co*Ci*kh*kw) -> (B, Co*Ci*kh*kw)
+        logits, g, top_i = self.route(x)
+        banks = self.weight.flatten(1).index_select(0, top_i.flatten()).view(b, self.top_k, -1)  # (B, K, W)
+        w = torch.bmm(g.unsqueeze(1), banks)  # (B, 1, K) @ (B, K, W) -> (B, 1, W)
         y = F.conv2d(
             x.reshape(1, b * self.in_channels, *x.shape[2:]),  # (1, B*Ci, H, W)
             w.reshape(b * self.out_channels, self.in_channels, self.kernel_size, self.kernel_size),
             stride=self.stride, padding=self.padding, groups=b,
         )  # (1, B*Co, H', W')
+        probs = torch.softmax(logits.detach(), dim=-1)  # (B, E)
+        self._record_routing(probs, torch.zeros_like(probs).scatter(-1, top_i, 1.0))
         return y.reshape(b, self.out_channels, *y.shape[2:])
 
 
@@ -88,12 +102,25 @@ class MoEConv2d(nn.Module):
 class MoEConvBackboneConfig:
     num_experts: int = 8
     top_k: int = 2  # k = 2 in the paper's backbone MoE; k = 1 in its ablation (Table 5)
-    init_noise: float = 0.1  # "10% noise perturbation" of the pretrained weights
+    init_noise: float = 0.1  # "10% noise perturbation": noise s.d. = 0.1 x the pretrained weights' s.d.
     layers: tuple[str, ...] = ("layer3", "layer4")
+    # Section 4.6: conv1, layer1 and layer2 stay frozen at their pretrained weights (the trainer
+    # turns off their gradients and keeps their BatchNorm statistics).
+    frozen: tuple[str, ...] = ("conv1", "bn1", "layer1", "layer2")
 
 
-# Section 4.6: conv1, layer1 and layer2 stay frozen at their pretrained weights.
-FROZEN_PREFIXES = ("net.conv1.", "net.bn1.", "net.layer1.", "net.layer2.")
+FROZEN_PREFIXES = tuple(f"net.{name}." for name in MoEConvBackboneConfig.frozen)
+
+
+class MoEConvFeatures(TorchvisionFeatures):
+    """ResNet-18 features whose routed layers are MoEConv2d."""
+
+    def moe_layers(self) -> dict[str, MoEConv2d]:
+        return {n: m for n, m in self.named_modules() if isinstance(m, MoEConv2d)}
+
+    def routing_stats(self) -> dict:
+        """Per MoEConv2d layer (8 in ResNet-18), keyed by module path: that layer's statistics."""
+        return {n: m.routing_stats() for n, m in self.moe_layers().items()}
 
 
 @BACKBONES.register(
@@ -107,6 +134,4 @@ def build_resnet18_moeconv(input_shape: tuple[int, int, int], pretrained: bool =
         for block in getattr(net, layer_name):  # torchvision BasicBlock: conv1, conv2 are the 3x3 convs
             block.conv1 = MoEConv2d.from_conv(block.conv1, cfg.num_experts, cfg.top_k, cfg.init_noise)
             block.conv2 = MoEConv2d.from_conv(block.conv2, cfg.num_experts, cfg.top_k, cfg.init_noise)
-    backbone = TorchvisionFeatures(net, 512)
-    backbone.frozen_prefixes = FROZEN_PREFIXES
-    return backbone
+    return MoEConvFeatures(net, 512, cfg.frozen)

@@ -1,9 +1,22 @@
-"""The paper's sparse MoE head (Sections 3.1-3.3): router, top-k, experts.
+"""The paper's sparse MoE head (Sections 3.1-3.4): router, top-k, hard capacity, experts.
 
-Shapes: B batch, D features (d_in), E experts, K top-k, O classes.
+Shapes: B batch, D features (d_in), E experts, K top-k, Kc candidates, A experts
+per sample, O classes.
 
-At evaluation a sample goes to its plain top-k experts and its output is the
-probability-weighted sum of their outputs, renormalised over the selected experts.
+    p = softmax(l~ / tau)                      router, Eq. 1          (B, E)
+    candidates = top-Kc of p                   best first             (B, Kc)
+    training:   greedy batch-order assignment under capacity ceil(c B k / E)  (Eq. 3)
+    evaluation: plain top-k, no capacity (Section 5.3 reads test-time routing this way)
+    M           dispatch mask                                     (B, E)
+    C = M p / sum_j M p                        combine weights    (B, E)
+    o_b = sum_i C_{b,i} Expert_i(h_b)                             (B, O)
+    aux = lambda_lb L_lb + lambda_ent L_ent    (Eq. 4-5), training forwards only
+
+One expert per sample in training ("one", the default) follows Section 3.3's
+"assigned to their highest-scoring expert with available capacity" and the
+single top-1 fallback. Then C_{b,i} = p/p = 1 for the assigned expert: the
+task loss sends no gradient to the router, which learns from L_lb and L_ent
+only. "top_k" lets a sample take up to k candidates with room instead.
 """
 
 from __future__ import annotations
@@ -14,48 +27,111 @@ from typing import Literal
 import torch
 from torch import nn
 
-from repro.models.experts import MLPExpert
+from repro.models.aux_losses import entropy_loss, load_balance_loss
+from repro.models.base import RoutedHead
+from repro.models.capacity import assign, assign_reference, capacity, dispatch_mask, top_k_assignment
+from repro.models.dispatch import DISPATCH
+from repro.models.experts import ExpertBank
 from repro.models.heads import HEADS
-from repro.models.router import Router
+from repro.models.router import Router, utility_changes
+from repro.models.schedules import progress, temperature, warmup_k
 
 
 @dataclass(frozen=True)
 class SparseMoEConfig:
     num_experts: int = 8
     expert_hidden: int = 304  # h: 304 CIFAR, 1024 Tiny-ImageNet, 512 ImageNet (Section 3.1)
-    top_k: int = 1
-    key_dim: int = 64  # d_k
-    key_similarity_weight: float = 0.5  # w_k
-    dropout: float = 0.3
-    tau_max: float = 1.0
-    tau_min: float = 0.13
-    tau_schedule: Literal["linear", "sigmoid"] = "linear"
+    top_k: int = 1  # k after any warm-up; the paper's head uses k = 1 (Section 4.1)
+    key_dim: int = 64  # d_k (Section 3.2)
+    key_similarity_weight: float = 0.5  # w_k (Section 3.2)
+    dropout: float = 0.3  # Section 3.1
+    tau_max: float = 1.0  # "Temperature anneals from tau = 1.0" (Section 4.1)
+    tau_min: float = 0.13  # 0.13 CIFAR, 0.3 Tiny-ImageNet / ImageNet (Section 4.1)
+    tau_schedule: Literal["linear", "sigmoid"] = "linear"  # sigmoid only for CIFAR w = 2.0 (Section 4.1)
+    tau_sharpness: float = 7.0  # kappa of the sigmoid schedule (Section 3.2)
+    k_warmup_epochs: int = 0  # 5 on CIFAR, none elsewhere (Section 4.1)
+    k_warmup_start: int = 8  # k at epoch 0 of the warm-up: "k = 8 -> 1" (Section 4.1)
+    # c, lambda_lb, lambda_ent: GA-optimised values are in the supplement we lack.
+    # c = 1.25 is Switch Transformer's training capacity factor; Section 3.3 implies c > 1.
+    capacity_factor: float = 1.25
+    capacity_candidates: int = 0  # candidates per sample under capacity; 0 = the current k (Section 3.3)
+    experts_per_sample: Literal["one", "top_k"] = "one"  # in training; see the module docstring
+    load_balance_weight: float = 0.01  # lambda_lb: Switch Transformer's alpha = 1e-2
+    entropy_weight: float = 0.01  # lambda_ent: same order as lambda_lb (no published value)
+    utility_weight: float = 0.0  # lambda_u: off, as the paper finds it inert (Section 3.3)
+    utility_decay: float = 0.9  # EMA decay of u_i (not given in the paper)
     dispatch: Literal["loop", "batched"] = "loop"
 
+    def __post_init__(self) -> None:
+        if not 1 <= self.top_k <= self.num_experts:
+            raise ValueError(f"top_k must be in 1..{self.num_experts}")
+        if self.k_warmup_epochs and not self.top_k <= self.k_warmup_start <= self.num_experts:
+            raise ValueError("k_warmup_start must lie between top_k and num_experts")
+        if self.capacity_candidates and not self.top_k <= self.capacity_candidates <= self.num_experts:
+            raise ValueError("capacity_candidates must be 0 or lie between top_k and num_experts")
+        if not 0 < self.tau_min <= self.tau_max:
+            raise ValueError("need 0 < tau_min <= tau_max")
+        if self.capacity_factor <= 0:
+            raise ValueError("capacity_factor must be positive")
 
-class SparseMoEHead(nn.Module):
-    routed = True
 
+class SparseMoEHead(RoutedHead):
     def __init__(self, in_features: int, num_classes: int, cfg: SparseMoEConfig) -> None:
         super().__init__()
         self.cfg = cfg
-        self.router = Router(in_features, cfg.num_experts, cfg.key_dim, cfg.key_similarity_weight)
-        self.experts = nn.ModuleList(
-            MLPExpert(in_features, cfg.expert_hidden, num_classes, cfg.dropout) for _ in range(cfg.num_experts)
+        self.router = Router(
+            in_features, cfg.num_experts, cfg.key_dim, cfg.key_similarity_weight, cfg.utility_weight, cfg.utility_decay
         )
-        self.tau = cfg.tau_max
+        self.experts = ExpertBank(cfg.num_experts, in_features, cfg.expert_hidden, num_classes, cfg.dropout)
         self.num_classes = num_classes
+        self.on_epoch_start(0, 1)
+
+    def on_epoch_start(self, epoch: int, num_epochs: int) -> None:
+        """tau from the temperature schedule at t/T = epoch/(num_epochs-1); k from the warm-up."""
+        c = self.cfg
+        self.tau = temperature(progress(epoch, num_epochs), c.tau_max, c.tau_min, c.tau_schedule, c.tau_sharpness)
+        self.current_k = warmup_k(epoch, c.top_k, c.k_warmup_start, c.k_warmup_epochs)
+
+    def route(self, h: torch.Tensor):
+        """Scores -> (probs (B, E), assignment, candidates (B, Kc), capacity or 0, base scores (B, E))."""
+        c, e, k = self.cfg, self.cfg.num_experts, self.current_k
+        base = self.router(h)  # (B, E)
+        p = self.router.probs(self.router.with_utility(base), self.tau)  # (B, E)
+        if not self.training:  # plain top-k without capacity (Section 5.3)
+            cand = p.topk(k, dim=-1).indices  # (B, K)
+            return p, top_k_assignment(cand), cand, 0, base
+        cand = p.topk(max(k, c.capacity_candidates), dim=-1).indices  # (B, Kc)
+        cap = capacity(c.capacity_factor, int(h.shape[0]), k, e)
+        take = 1 if c.experts_per_sample == "one" else k
+        rule = assign_reference if c.dispatch == "loop" else assign
+        return p, rule(cand, cap, take, e), cand, cap, base
 
     def forward(self, h: torch.Tensor) -> torch.Tensor:  # (B, D) -> (B, O)
-        p = self.router(h, self.tau)  # (B, E)
-        top_p, top_i = p.topk(self.cfg.top_k, dim=-1)  # (B, K)
-        gates = top_p / top_p.sum(-1, keepdim=True)  # combine weights over selected experts
-        out = h.new_zeros(h.shape[0], self.num_classes)
-        for e, expert in enumerate(self.experts):
-            rows, slot = (top_i == e).nonzero(as_tuple=True)
-            if rows.numel():
-                out.index_add_(0, rows, gates[rows, slot, None] * expert(h[rows]))
+        p, a, cand, cap, base = self.route(h)
+        mask = dispatch_mask(a, self.cfg.num_experts)  # M, (B, E)
+        mp = mask * p
+        combine = mp / mp.sum(-1, keepdim=True)  # C, (B, E)
+        out = DISPATCH[self.cfg.dispatch](h, self.experts, a, combine)  # (B, O)
+        if self.training:
+            self._aux = self.cfg.load_balance_weight * load_balance_loss(p, mask) + (
+                self.cfg.entropy_weight * entropy_loss(p)
+            )
+        rerouted = a.valid[:, 0] & ~a.forced & (a.experts[:, 0] != cand[:, 0])  # (B,) not on top-1, not forced
+        changed = (
+            utility_changes(base, self.router.utility_weight * self.router.utility, self.current_k)
+            if self.router.utility_weight
+            else torch.zeros((), dtype=torch.long, device=h.device)
+        )
+        self._record_routing(
+            p, mask, forced=a.forced, rerouted=rerouted.sum(), utility_changed=changed,
+            tau=self.tau, k=self.current_k, capacity=cap,
+        )
         return out
+
+    def after_backward(self) -> None:
+        """u_i <- EMA of expert i's gradient magnitude (Section 3.3 development note); tracked even
+        when lambda_u = 0, so its size next to the router's score margins can be inspected."""
+        self.router.update_utility(self.experts.grad_norms())
 
 
 @HEADS.register("sparse_moe", config=SparseMoEConfig, doc="the paper's sparse top-k MoE head with hard capacity")

@@ -1,0 +1,106 @@
+"""The routing interface every head (and the backbone MoE) exposes to the training loop.
+
+Shapes: B batch, E experts.
+
+The engine calls, per epoch / step:
+    on_epoch_start(epoch, num_epochs)  schedules (tau, k) for the coming epoch
+    aux_loss()                         weighted auxiliary loss of the last training forward
+    routing_stats()                    statistics of the last forward (detached)
+    after_backward()                   per-step bookkeeping that needs gradients
+
+Modules without routing inherit the no-op versions. A routed module records the
+raw tensors of its last forward with ``_record_routing``; the summary dict is
+computed only when ``routing_stats()`` is asked for, so the forward pass does no
+extra work and no host synchronisation for it.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+
+def entropy(p: torch.Tensor) -> torch.Tensor:
+    """Shannon entropy in nats along the last axis; 0 log 0 = 0 with a finite gradient. (..., E) -> (...)."""
+    return -(p * p.clamp_min(torch.finfo(p.dtype).tiny).log()).sum(-1)
+
+
+class RoutingHooks:
+    """Mixin for nn.Module heads: no-op versions of the four engine hooks."""
+
+    def on_epoch_start(self, epoch: int, num_epochs: int) -> None:
+        pass
+
+    def aux_loss(self) -> torch.Tensor:
+        aux = getattr(self, "_aux", None)
+        if aux is not None:
+            return aux
+        p = next(iter(self.parameters()), None)  # type: ignore[attr-defined]
+        return torch.zeros((), device=p.device if p is not None else None)
+
+    def routing_stats(self) -> dict:
+        record = getattr(self, "_routing", None)
+        return summarize(**record) if record is not None else {}
+
+    def after_backward(self) -> None:
+        pass
+
+    def _record_routing(
+        self,
+        probs: torch.Tensor,
+        mask: torch.Tensor,
+        forced: torch.Tensor | None = None,
+        dropped: torch.Tensor | None = None,
+        **extra: torch.Tensor | float | int,
+    ) -> None:
+        """Keep the last forward's routing: probs (B, E), dispatch mask (B, E), flags (B,)."""
+        self._routing = dict(
+            probs=probs.detach(), mask=mask.detach(),
+            forced=None if forced is None else forced.detach(),
+            dropped=None if dropped is None else dropped.detach(),
+            extra={k: v.detach() if isinstance(v, torch.Tensor) else v for k, v in extra.items()},
+        )
+
+
+def summarize(
+    probs: torch.Tensor,
+    mask: torch.Tensor,
+    forced: torch.Tensor | None,
+    dropped: torch.Tensor | None,
+    extra: dict,
+) -> dict:
+    """Routing statistics of one forward pass, all detached.
+
+    expert_counts  (E,)  samples each expert processed (the dispatch mask's column sums)
+    top1_counts    (E,)  samples whose highest routing probability is that expert
+    forced         ()    samples force-assigned to a full top-1 expert (Section 3.3)
+    dropped        ()    samples no expert processed (output zero)
+    entropy        ()    H(p_bar), p_bar the batch-mean routing distribution (Section 3.4)
+    sample_entropy ()    mean over samples of H(p_b)
+    usage_entropy  ()    H of expert_counts normalised to a distribution
+    probs          (B, E) routing probabilities p
+    """
+    b, e = probs.shape
+    counts = mask.sum(0)  # (E,)
+    top1 = torch.zeros(e, dtype=probs.dtype, device=probs.device).scatter_add_(
+        0, probs.argmax(-1), torch.ones(b, dtype=probs.dtype, device=probs.device)
+    )  # (E,)
+    zero = torch.zeros((), dtype=torch.long, device=probs.device)
+    stats = {
+        "expert_counts": counts.round().long(),
+        "top1_counts": top1.long(),
+        "forced": zero if forced is None else forced.sum(),
+        "dropped": zero if dropped is None else dropped.sum(),
+        "entropy": entropy(probs.mean(0)),
+        "sample_entropy": entropy(probs).mean(),
+        "usage_entropy": entropy(counts / counts.sum().clamp_min(1)),
+        "probs": probs,
+    }
+    stats.update(extra)
+    return stats
+
+
+class RoutedHead(RoutingHooks, nn.Module):
+    """Base for classifier heads whose whole compute is FLOPs_routed (Section 3.1)."""
+
+    routed = True

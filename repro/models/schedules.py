@@ -1,0 +1,58 @@
+"""Routing schedules (Sections 3.2 and 4.1): temperature tau(t) and the top-k warm-up.
+
+t is the training step and T its last value. The engine steps the schedules once
+per epoch: epoch e (0-based) of N is t = e, T = N - 1, so the first epoch trains at
+tau(0) and the last at tau(T). With N = 1 the single epoch is t = 0.
+
+    linear   tau(t) = tau_max - (tau_max - tau_min) t / T                    (Section 3.2)
+    sigmoid  tau(t) = tau_min + (tau_max - tau_min) sigmoid(kappa (1/2 - t/T))
+
+The sigmoid equation is not in the text we have, only "sigma is the logistic
+function and kappa = 7.0 the sharpness". We take the standard centred form: it
+equals the linear schedule's midpoint at t = T/2, and its end points are
+tau_min + (tau_max - tau_min) sigmoid(+-kappa/2), i.e. 2.9% of the range inside
+[tau_min, tau_max] for kappa = 7.
+
+k warm-up (Section 4.1, CIFAR: "5-epoch warmup (k = 8 -> 1)"): k falls linearly
+from k_start at epoch 0 towards k_end, rounded half up, and is k_end from epoch
+`warmup_epochs` on. For 8 -> 1 over 5 epochs: 8, 7, 5, 4, 2, then 1.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+
+def progress(epoch: int, num_epochs: int) -> float:
+    """t / T for epoch `epoch` (0-based) of `num_epochs`; 0 when there is one epoch."""
+    if not 0 <= epoch < num_epochs:
+        raise ValueError(f"epoch {epoch} outside 0..{num_epochs - 1}")
+    return epoch / (num_epochs - 1) if num_epochs > 1 else 0.0
+
+
+def linear_tau(frac: float, tau_max: float, tau_min: float) -> float:
+    """tau at t / T = frac (Section 3.2)."""
+    return tau_max - (tau_max - tau_min) * frac
+
+
+def sigmoid_tau(frac: float, tau_max: float, tau_min: float, kappa: float = 7.0) -> float:
+    """tau at t / T = frac; kappa the sharpness (Section 3.2)."""
+    return tau_min + (tau_max - tau_min) / (1.0 + math.exp(-kappa * (0.5 - frac)))
+
+
+def temperature(
+    frac: float, tau_max: float, tau_min: float, schedule: Literal["linear", "sigmoid"], kappa: float = 7.0
+) -> float:
+    if schedule == "linear":
+        return linear_tau(frac, tau_max, tau_min)
+    if schedule == "sigmoid":
+        return sigmoid_tau(frac, tau_max, tau_min, kappa)
+    raise ValueError(f"unknown temperature schedule '{schedule}'")
+
+
+def warmup_k(epoch: int, k_end: int, k_start: int, warmup_epochs: int) -> int:
+    """Top-k for `epoch` under a linear k_start -> k_end warm-up of `warmup_epochs` (Section 4.1)."""
+    if warmup_epochs <= 0 or epoch >= warmup_epochs:
+        return k_end
+    return math.floor(k_start - (k_start - k_end) * epoch / warmup_epochs + 0.5)

@@ -1,0 +1,65 @@
+"""Soft MoE (Puigcerver et al., 2024) as the paper's baseline (Section 4.1): the batch is the token group.
+
+Shapes: B batch (the tokens), D features, E experts, S slots per expert, O classes.
+
+    logits = X Phi                 X (B, D), Phi (D, E*S)              (B, E*S)
+    D      = softmax over the batch axis (dispatch)                    (B, E*S)
+    X~     = D^T X                 each slot a weighted mean of images (E*S, D)
+    Y~     = Expert_i(X~ slots of expert i)                            (E*S, O)
+    C      = softmax over the slot axis (combine)                      (B, E*S)
+    Y      = C Y~                                                      (B, O)
+
+Every slot averages unrelated images, so a sample's output depends on the rest of
+its batch: the batch-mixing dispatch the paper finds collapsing (Sections 4.3, 5.4).
+Puigcerver et al.'s optional l2-normalisation of X and Phi is left out: the paper
+does not mention it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from repro.models.base import RoutedHead
+from repro.models.experts import ExpertBank
+from repro.models.heads import HEADS
+
+
+@dataclass(frozen=True)
+class SoftMoEConfig:
+    num_experts: int = 8  # shared with every MoE variant (Section 4.1)
+    slots_per_expert: int = 1  # not given in the paper; one slot per expert, Puigcerver et al.'s smallest setting
+    expert_hidden: int = 304  # h, as the sparse head (Section 3.1)
+    dropout: float = 0.3
+
+
+class SoftMoEHead(RoutedHead):
+    def __init__(self, in_features: int, num_classes: int, cfg: SoftMoEConfig) -> None:
+        super().__init__()
+        self.cfg = cfg
+        self.num_slots = cfg.num_experts * cfg.slots_per_expert
+        self.phi = nn.Linear(in_features, self.num_slots, bias=False)  # Phi^T, (E*S, D)
+        self.experts = ExpertBank(cfg.num_experts, in_features, cfg.expert_hidden, num_classes, cfg.dropout)
+
+    def own_macs(self, shapes) -> int:
+        """Dispatch D^T X and combine C Y~ (see repro.flops)."""
+        (h, *_), out = shapes
+        return self.num_slots * h[0] * h[1] + h[0] * self.num_slots * out[1]
+
+    def forward(self, h: torch.Tensor) -> torch.Tensor:  # (B, D) -> (B, O)
+        e, s = self.cfg.num_experts, self.cfg.slots_per_expert
+        logits = self.phi(h)  # (B, E*S)
+        dispatch = torch.softmax(logits, dim=0)  # over the batch: each slot's weights over images
+        combine = torch.softmax(logits, dim=1)  # over slots: each image's weights over slots
+        slots = dispatch.t() @ h  # (E*S, B) @ (B, D) -> (E*S, D)
+        y = self.experts(slots.view(e, s, -1)).reshape(e * s, -1)  # (E, S, D) -> (E*S, O)
+        probs = combine.view(-1, e, s).sum(-1)  # (B, E): each image's combine mass per expert
+        self._record_routing(probs, torch.ones_like(probs))
+        return combine @ y  # (B, E*S) @ (E*S, O) -> (B, O)
+
+
+@HEADS.register("soft_moe", config=SoftMoEConfig, doc="Soft MoE with the batch as token group (batch-axis dispatch)")
+def build_soft_moe(in_features: int, num_classes: int, **params) -> nn.Module:
+    return SoftMoEHead(in_features, num_classes, SoftMoEConfig(**params))

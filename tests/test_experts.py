@@ -1,0 +1,92 @@
+"""The stacked expert bank (Section 3.1): one expert, all experts, MAC count, gradient norms."""
+
+import math
+
+import torch
+from torch import nn
+
+from repro.models.experts import ExpertBank
+
+
+def bank(seed=0, drop=0.0):
+    torch.manual_seed(seed)
+    return ExpertBank(num_experts=3, in_features=5, hidden_features=7, out_features=4, drop=drop)
+
+
+def as_mlp(b: ExpertBank, e: int) -> nn.Sequential:
+    """Expert e as an ordinary nn.Linear MLP: d_in -> h -> h -> d_out with ReLU."""
+    layers = []
+    for i, (w, bias) in enumerate(zip(b.weights, b.biases)):
+        lin = nn.Linear(w.shape[2], w.shape[1])
+        with torch.no_grad():
+            lin.weight.copy_(w[e])
+            lin.bias.copy_(bias[e])
+        layers += [lin] + ([nn.ReLU()] if i < 2 else [])
+    return nn.Sequential(*layers)
+
+
+def test_single_expert_is_a_two_hidden_layer_mlp():
+    b = bank()
+    x = torch.randn(6, 5)
+    for e in range(3):
+        torch.testing.assert_close(b(x, e), as_mlp(b, e)(x))
+
+
+def test_batched_equals_each_expert():
+    b = bank()
+    x = torch.randn(3, 6, 5)  # (E, C, D)
+    y = b(x)
+    assert y.shape == (3, 6, 4)
+    for e in range(3):
+        torch.testing.assert_close(y[e], b(x[e], e), rtol=0, atol=1e-6)
+
+
+def test_hand_computed_expert():
+    b = bank()
+    with torch.no_grad():
+        for w, bias in zip(b.weights, b.biases):
+            w.zero_()
+            bias.zero_()
+        b.weights[0][1, 0, 0] = 2.0  # hidden unit 0 = 2 x_0
+        b.weights[1][1, 0, 0] = 3.0  # second hidden unit 0 = 3 relu(2 x_0)
+        b.weights[2][1, 2, 0] = 0.5  # output 2 = 0.5 * that
+        b.biases[2][1] = torch.tensor([1.0, 0.0, 0.0, 0.0])
+    x = torch.tensor([[1.0, 9, 9, 9, 9], [-1.0, 0, 0, 0, 0]])
+    torch.testing.assert_close(b(x, 1), torch.tensor([[1.0, 0, 3.0, 0], [1.0, 0, 0, 0]]))
+    assert b(x, 0).abs().sum() == 0
+
+
+def test_initialisation_matches_nn_linear_bounds():
+    b = ExpertBank(8, 100, 50, 10)
+    for w, bias in zip(b.weights, b.biases):
+        bound = 1 / math.sqrt(w.shape[-1])
+        assert w.abs().max() <= bound and bias.abs().max() <= bound
+        assert w.abs().max() > 0.9 * bound
+
+
+def test_own_macs():
+    b = bank()
+    per_row = 5 * 7 + 7 * 7 + 7 * 4
+    assert b.own_macs(([torch.Size([6, 5])], torch.Size([6, 4]))) == 6 * per_row
+    assert b.own_macs(([torch.Size([3, 6, 5])], torch.Size([3, 6, 4]))) == 18 * per_row
+
+
+def test_grad_norms_per_expert():
+    b = bank()
+    x = torch.randn(4, 5)
+    (b(x, 0).sum() + 2 * b(x, 2).sum()).backward()
+    norms = b.grad_norms()
+    for e in range(3):
+        flat = torch.cat([p.grad[e].flatten() for p in [*b.weights, *b.biases]])
+        assert norms[e].item() == torch.linalg.vector_norm(flat).item()
+    assert norms[1].item() == 0.0 and norms[0] > 0 and norms[2] > 0
+
+
+def test_dropout_only_in_training():
+    b = bank(drop=0.3)
+    x = torch.randn(50, 5)
+    b.eval()
+    torch.testing.assert_close(b(x, 0), b(x, 0))
+    b.train()
+    torch.manual_seed(1)
+    assert not torch.allclose(b(x, 0), b.eval()(x, 0))

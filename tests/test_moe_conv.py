@@ -1,0 +1,128 @@
+"""MoEConv2d and the ResNet-18 backbone MoE (Section 4.6)."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from repro.flops import count_flops
+from repro.models import Component, build_model
+from repro.models.moe_conv import FROZEN_PREFIXES, MoEConv2d
+
+
+def layer(k=2, stride=1, seed=0) -> MoEConv2d:
+    torch.manual_seed(seed)
+    m = MoEConv2d(6, 5, 3, num_experts=4, top_k=k, stride=stride, padding=1)
+    with torch.no_grad():
+        m.router.weight.mul_(10)  # spread the logits so the top-k is not all ties
+    return m
+
+
+def reference(m: MoEConv2d, x: torch.Tensor) -> torch.Tensor:
+    """sum over selected experts of gate x conv(x, W_e), sample by sample."""
+    logits = m.router(x.mean(dim=(2, 3)))
+    outs = []
+    for b in range(x.shape[0]):
+        top, idx = logits[b].topk(m.top_k)
+        g = torch.softmax(top, -1)
+        outs.append(sum(g[j] * F.conv2d(x[b : b + 1], m.weight[idx[j]], stride=m.stride, padding=m.padding)
+                        for j in range(m.top_k)))
+    return torch.cat(outs)
+
+
+@pytest.mark.parametrize("k, stride", [(1, 1), (2, 1), (2, 2), (4, 1)])
+def test_grouped_path_equals_sum_of_gated_expert_convs(k, stride):
+    m = layer(k, stride)
+    x = torch.randn(5, 6, 8, 8)
+    torch.testing.assert_close(m(x), reference(m, x), rtol=0, atol=1e-5)
+
+
+def test_gradients_match_the_reference():
+    m = layer()
+    x = torch.randn(3, 6, 7, 7)
+    grads = []
+    for fn in (m, lambda x: reference(m, x)):
+        m.zero_grad()
+        fn(x).square().sum().backward()
+        grads.append([m.weight.grad.clone(), m.router.weight.grad.clone()])
+    for a, b in zip(*grads):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
+
+
+def test_batch_independent():
+    m = layer()
+    x = torch.randn(6, 6, 8, 8)
+    full = m(x)
+    for b in range(6):
+        torch.testing.assert_close(m(x[b : b + 1]), full[b : b + 1], rtol=0, atol=1e-5)
+
+
+def test_dense_gate_matrix_golden():
+    m = layer(k=2)
+    x = torch.randn(3, 6, 4, 4)
+    logits = m.router(x.mean(dim=(2, 3)))
+    g = m.gates(x)
+    for b in range(3):
+        top, idx = logits[b].topk(2)
+        e = torch.exp(top - top.max())
+        assert set(g[b].nonzero().flatten().tolist()) == set(idx.tolist())
+        torch.testing.assert_close(g[b, idx], e / e.sum())
+
+
+def test_from_conv_without_noise_is_the_pretrained_conv():
+    torch.manual_seed(0)
+    conv = nn.Conv2d(6, 5, 3, stride=2, padding=1, bias=False)
+    m = MoEConv2d.from_conv(conv, num_experts=8, top_k=2, noise=0.0)
+    x = torch.randn(4, 6, 9, 9)
+    torch.testing.assert_close(m(x), conv(x), rtol=0, atol=1e-5)  # gates sum to 1 over identical banks
+    noisy = MoEConv2d.from_conv(conv, num_experts=8, top_k=2, noise=0.1)
+    rel = (noisy.weight - conv.weight).std() / conv.weight.std()
+    assert 0.09 < rel.item() < 0.11  # "10% noise perturbation"
+
+
+def test_k1_gate_is_one_so_the_router_gets_no_gradient():
+    m = layer(k=1)
+    m(torch.randn(3, 6, 5, 5)).square().sum().backward()
+    assert m.router.weight.grad.abs().max().item() == 0.0
+    m2 = layer(k=2)
+    m2(torch.randn(3, 6, 5, 5)).square().sum().backward()
+    assert m2.router.weight.grad.abs().max().item() > 0
+
+
+def test_routing_stats():
+    m = layer(k=2)
+    m(torch.randn(7, 6, 5, 5))
+    s = m.routing_stats()
+    assert s["expert_counts"].sum().item() == 14 and s["probs"].shape == (7, 4)
+    torch.testing.assert_close(s["probs"].sum(-1), torch.ones(7))
+
+
+def test_own_macs():
+    m = layer(k=2)
+    shapes = ([torch.Size([3, 6, 8, 8])], torch.Size([3, 5, 8, 8]))
+    assert m.own_macs(shapes) == 3 * 2 * (5 * 6 * 9) + 3 * 5 * 8 * 8 * 6 * 9
+
+
+@pytest.fixture(scope="module")
+def backbone_model():
+    return build_model("imagenet", Component("resnet18_moeconv"), Component("dense"))
+
+
+def test_backbone_structure_frozen_prefixes_and_stats(backbone_model):
+    body = backbone_model.backbone
+    layers = body.moe_layers()
+    assert len(layers) == 8 and all(n.startswith(("net.layer3.", "net.layer4.")) for n in layers)
+    assert body.frozen_prefixes == FROZEN_PREFIXES == ("net.conv1.", "net.bn1.", "net.layer1.", "net.layer2.")
+    assert {n.split(".")[1] for n, _ in body.named_parameters() if n.startswith(FROZEN_PREFIXES)} == {
+        "conv1", "bn1", "layer1", "layer2",
+    }
+    body.eval()
+    body(torch.randn(2, 3, 64, 64))
+    stats = body.routing_stats()
+    assert set(stats) == set(layers) and stats["net.layer4.1.conv2"]["expert_counts"].sum().item() == 4
+
+
+def test_backbone_flops_exact(backbone_model):
+    report = count_flops(backbone_model, (3, 64, 64))
+    assert report.problems == []
+    assert len(report.routed_modules) == 8

@@ -1,0 +1,70 @@
+"""Golden values of the temperature schedules and the k warm-up (Sections 3.2, 4.1)."""
+
+import math
+
+import pytest
+
+from repro.models.schedules import linear_tau, progress, sigmoid_tau, temperature, warmup_k
+from repro.models.sparse_moe import SparseMoEConfig, SparseMoEHead
+
+TAU_MAX, TAU_MIN = 1.0, 0.13
+
+
+def test_progress_maps_epochs_to_t_over_T():
+    assert [progress(e, 5) for e in range(5)] == [0.0, 0.25, 0.5, 0.75, 1.0]
+    assert progress(0, 1) == 0.0
+    with pytest.raises(ValueError):
+        progress(5, 5)
+
+
+@pytest.mark.parametrize("frac, tau", [(0.0, 1.0), (0.5, 0.565), (1.0, 0.13)])
+def test_linear_schedule_golden(frac, tau):
+    # tau_max - (tau_max - tau_min) t / T with tau_max = 1, tau_min = 0.13
+    assert linear_tau(frac, TAU_MAX, TAU_MIN) == pytest.approx(tau, abs=1e-12)
+
+
+@pytest.mark.parametrize(
+    "frac, tau",
+    [
+        (0.0, 0.9744983592),  # 0.13 + 0.87 / (1 + e^-3.5) = 0.13 + 0.87 * 0.9706877692
+        (0.5, 0.565),  # the midpoint: sigmoid(0) = 1/2
+        (1.0, 0.1555016408),  # 0.13 + 0.87 / (1 + e^3.5) = 0.13 + 0.87 * 0.0293122308
+    ],
+)
+def test_sigmoid_schedule_golden(frac, tau):
+    assert sigmoid_tau(frac, TAU_MAX, TAU_MIN, kappa=7.0) == pytest.approx(tau, abs=1e-9)
+
+
+def test_sigmoid_is_monotone_and_sharper_than_linear_in_the_middle():
+    taus = [sigmoid_tau(i / 100, TAU_MAX, TAU_MIN) for i in range(101)]
+    assert all(a > b for a, b in zip(taus, taus[1:]))
+    slope_mid = (sigmoid_tau(0.51, TAU_MAX, TAU_MIN) - sigmoid_tau(0.49, TAU_MAX, TAU_MIN)) / 0.02
+    assert slope_mid == pytest.approx(-0.87 * 7.0 / 4, rel=1e-3)  # d/dt of the sigmoid at 0: -(range) kappa / 4
+
+
+def test_temperature_dispatches_on_schedule_name():
+    assert temperature(0.5, 1.0, 0.3, "linear") == pytest.approx(0.65)
+    assert temperature(0.5, 1.0, 0.3, "sigmoid") == pytest.approx(0.65)
+    with pytest.raises(ValueError):
+        temperature(0.5, 1.0, 0.3, "cosine")  # type: ignore[arg-type]
+
+
+def test_k_warmup_cifar_8_to_1_over_5_epochs():
+    # k_start - (k_start - k_end) e / W, rounded half up: 8, 6.6, 5.2, 3.8, 2.4 -> 8, 7, 5, 4, 2; then 1
+    assert [warmup_k(e, 1, 8, 5) for e in range(8)] == [8, 7, 5, 4, 2, 1, 1, 1]
+    assert [warmup_k(e, 1, 8, 0) for e in range(3)] == [1, 1, 1]
+    assert [warmup_k(e, 2, 4, 2) for e in range(3)] == [4, 3, 2]
+
+
+def test_head_on_epoch_start_follows_the_schedules():
+    cfg = SparseMoEConfig(expert_hidden=8, tau_schedule="sigmoid", k_warmup_epochs=5, k_warmup_start=8)
+    head = SparseMoEHead(4, 3, cfg)
+    seen = []
+    for epoch in range(50):
+        head.on_epoch_start(epoch, 50)
+        seen.append((head.tau, head.current_k))
+    assert seen[0][0] == pytest.approx(0.9744983592, abs=1e-9)
+    assert seen[-1][0] == pytest.approx(0.1555016408, abs=1e-9)
+    assert [k for _, k in seen[:6]] == [8, 7, 5, 4, 2, 1]
+    assert seen[24][0] > 0.565 > seen[25][0]  # the midpoint t = T/2 = 24.5 lies between epochs 24 and 25
+    assert math.isclose(SparseMoEHead(4, 3, SparseMoEConfig(expert_hidden=8)).tau, 1.0)
