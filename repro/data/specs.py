@@ -20,6 +20,9 @@ class DatasetSpec:
     # Section 4.1: CIFAR reports final-epoch test accuracy; Tiny-ImageNet and
     # ImageNet report peak validation accuracy.
     metric: Literal["final", "peak"]
+    # Per-channel RGB mean and std of the training images, for normalisation.
+    mean: tuple[float, float, float] = (0.485, 0.456, 0.406)
+    std: tuple[float, float, float] = (0.229, 0.224, 0.225)
 
     @property
     def input_shape(self) -> tuple[int, int, int]:
@@ -29,8 +32,11 @@ class DatasetSpec:
 DATASETS: dict[str, DatasetSpec] = {
     d.name: d
     for d in [
-        DatasetSpec("cifar10", "CIFAR-10", 32, 3, 10, 50_000, 10_000, "final"),
-        DatasetSpec("cifar100", "CIFAR-100", 32, 3, 100, 50_000, 10_000, "final"),
+        DatasetSpec("cifar10", "CIFAR-10", 32, 3, 10, 50_000, 10_000, "final",
+                    mean=(0.4914, 0.4822, 0.4465), std=(0.2470, 0.2435, 0.2616)),
+        DatasetSpec("cifar100", "CIFAR-100", 32, 3, 100, 50_000, 10_000, "final",
+                    mean=(0.5071, 0.4865, 0.4409), std=(0.2673, 0.2564, 0.2762)),
+        # Tiny-ImageNet is an ImageNet subset: ImageNet's statistics (the defaults).
         DatasetSpec("tiny_imagenet", "Tiny-ImageNet", 64, 3, 200, 100_000, 10_000, "peak"),
         DatasetSpec("imagenet", "ImageNet-1K", 224, 3, 1000, 1_281_167, 50_000, "peak"),
     ]

@@ -1,0 +1,164 @@
+"""Where the real datasets live, what must be there, and how to fill what is missing.
+
+The data root is the `root` argument, else `$REPRO_DATA`, else `./data`. Under it:
+
+    <root>/
+      cifar-10-batches-py/      torchvision's CIFAR-10 folder: data_batch_1..5, test_batch, batches.meta
+      cifar-100-python/         torchvision's CIFAR-100 folder: train, test, meta
+      tiny-imagenet-200/        the official zip, extracted:
+        wnids.txt                 the 200 class ids, one a line
+        train/<wnid>/images/*.JPEG
+        val/images/*.JPEG         validation images, not in class folders...
+        val/val_annotations.txt   ...their labels: "<file>\t<wnid>\t<box>" per line
+      imagenet/                 ILSVRC-2012 as two ImageFolder trees:
+        train/<wnid>/*.JPEG
+        val/<wnid>/*.JPEG
+
+Decoded tensors are cached under the cache dir (the `cache` argument, else
+`$REPRO_CACHE`, else `$XDG_CACHE_HOME/repro`, else `~/.cache/repro`), never next
+to the data, because the data mount may be read-only.
+
+Checks here only look for files; they never decode. Checksums: torchvision
+verifies CIFAR's published md5s whenever it loads the batches, and verifies the
+ILSVRC-2012 archives' md5s when its `ImageNet` class extracts them (the fill
+instruction below uses it). The Tiny-ImageNet zip has no checksum published by its
+source, so none is checked.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from torchvision.datasets import CIFAR10, CIFAR100
+
+from repro.data.specs import DATASETS, get_dataset
+
+TINY_IMAGENET_URL = "http://cs231n.stanford.edu/tiny-imagenet-200.zip"
+IMAGENET_URL = "https://image-net.org/challenges/LSVRC/2012/2012-downloads.php"
+_CIFAR = {"cifar10": CIFAR10, "cifar100": CIFAR100}
+FOLDERS = {
+    "cifar10": CIFAR10.base_folder,
+    "cifar100": CIFAR100.base_folder,
+    "tiny_imagenet": "tiny-imagenet-200",
+    "imagenet": "imagenet",
+}
+
+
+class DatasetMissing(RuntimeError):
+    """A real dataset is absent or incomplete; the message says how to fill it."""
+
+
+def data_root(path: str | Path | None = None) -> Path:
+    return Path(path or os.environ.get("REPRO_DATA") or "data").expanduser()
+
+
+def cache_dir(path: str | Path | None = None) -> Path:
+    if path:
+        return Path(path)
+    if os.environ.get("REPRO_CACHE"):
+        return Path(os.environ["REPRO_CACHE"])
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "repro"
+
+
+def dataset_dir(name: str, root: str | Path | None = None) -> Path:
+    get_dataset(name)
+    return data_root(root) / FOLDERS[name]
+
+
+def how_to_fill(name: str, root: str | Path | None = None) -> str:
+    root = data_root(root).absolute()
+    if name in _CIFAR:
+        cls = _CIFAR[name].__name__
+        return (f"on a machine with internet run  python -c \"import torchvision; "
+                f"torchvision.datasets.{cls}('{root}', download=True)\"  "
+                f"(or copy an existing {FOLDERS[name]}/ folder into {root}/)")
+    if name == "tiny_imagenet":
+        return f"download {TINY_IMAGENET_URL} and unzip it inside {root}/ (it creates tiny-imagenet-200/)"
+    if name == "imagenet":
+        folder = root / "imagenet"
+        return (f"download ILSVRC2012_img_train.tar, ILSVRC2012_img_val.tar and ILSVRC2012_devkit_t12.tar.gz "
+                f"from {IMAGENET_URL} into {folder}/, then run  python -c \"import torchvision as tv; "
+                f"[tv.datasets.ImageNet('{folder}', split=s) for s in ('train', 'val')]\"  "
+                f"(it checks the archives' md5s and writes train/<wnid>/ and val/<wnid>/)")
+    raise KeyError(name)
+
+
+@dataclass(frozen=True)
+class DatasetStatus:
+    name: str
+    title: str
+    path: Path  # the folder checked
+    missing: list[str] = field(default_factory=list)  # paths relative to `path`
+    how_to_fill: str = ""
+
+    @property
+    def present(self) -> bool:
+        return not self.missing
+
+    def message(self) -> str:
+        if self.present:
+            return f"{self.title}: present at {self.path}"
+        shown = ", ".join(self.missing[:5]) + (f" and {len(self.missing) - 5} more" if len(self.missing) > 5 else "")
+        return f"{self.title}: not found at {self.path} (missing {shown}); to fill it, {self.how_to_fill}"
+
+
+def _missing_cifar(name: str, folder: Path) -> list[str]:
+    cls = _CIFAR[name]
+    files = [f for f, _ in cls.train_list + cls.test_list] + [cls.meta["filename"]]
+    return [f for f in files if not (folder / f).is_file()]
+
+
+def _missing_tiny_imagenet(folder: Path) -> list[str]:
+    missing = [f for f in ("wnids.txt", "val/val_annotations.txt") if not (folder / f).is_file()]
+    if not (folder / "val/images").is_dir():
+        missing.append("val/images/")
+    if (folder / "wnids.txt").is_file():
+        wnids = (folder / "wnids.txt").read_text().split()
+        missing += [f"train/{w}/images/" for w in wnids if not (folder / "train" / w / "images").is_dir()]
+    return missing
+
+
+def _subdirs(path: Path) -> set[str]:
+    return {e.name for e in os.scandir(path) if e.is_dir()} if path.is_dir() else set()
+
+
+def _missing_image_folders(folder: Path, num_classes: int) -> list[str]:
+    train, val = _subdirs(folder / "train"), _subdirs(folder / "val")
+    missing = []
+    if len(train) != num_classes:
+        missing.append(f"train/<wnid>/ ({num_classes} class folders expected, {len(train)} found)")
+    if len(val) != num_classes:
+        missing.append(f"val/<wnid>/ ({num_classes} class folders expected, {len(val)} found)")
+    elif train and val != train:
+        missing.append(f"val/{sorted(train - val)[0]}/ (val class folders differ from train's)")
+    return missing
+
+
+def status(name: str, root: str | Path | None = None) -> DatasetStatus:
+    spec = get_dataset(name)
+    folder = dataset_dir(name, root).absolute()
+    if name in _CIFAR:
+        missing = _missing_cifar(name, folder)
+    elif name == "tiny_imagenet":
+        missing = _missing_tiny_imagenet(folder)
+    else:
+        missing = _missing_image_folders(folder, spec.num_classes)
+    if not folder.is_dir():
+        missing = [f"{FOLDERS[name]}/ (the whole folder)"]
+    return DatasetStatus(name, spec.title, folder, missing, how_to_fill(name, root) if missing else "")
+
+
+def data_status(root: str | Path | None = None, names: list[str] | None = None) -> list[DatasetStatus]:
+    """One status per dataset (all four, or `names`, e.g. the datasets of one manifest)."""
+    return [status(n, root) for n in (names or list(DATASETS))]
+
+
+def require(name: str, root: str | Path | None = None) -> Path:
+    """The dataset's folder, or DatasetMissing naming it, its folder and how to fill it."""
+    s = status(name, root)
+    if not s.present:
+        raise DatasetMissing(f"{s.message()} [data root: the given path, else $REPRO_DATA, else ./data]")
+    return s.path

@@ -1,0 +1,87 @@
+"""Whole real datasets as in-memory uint8 tensors, with a cache of decoded Tiny-ImageNet.
+
+`split` is "train" or "test"; "test" is the split the paper evaluates on (CIFAR's
+test set, Tiny-ImageNet's validation set) and "val" is accepted for it.
+Decoding Tiny-ImageNet's 110k JPEGs takes about a minute, so the result is saved
+under the cache dir, named by a fingerprint of the source files (path, size,
+mtime; the label files included) so that edited data is decoded afresh, and
+written atomically (temporary file, then rename). CIFAR's pickles load in about a
+second and are read each time, md5 check included.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+import warnings
+from pathlib import Path
+
+import torch
+
+from repro.data.cifar import cifar_tensors
+from repro.data.layout import cache_dir, require
+from repro.data.specs import get_dataset
+from repro.data.tiny_imagenet import tiny_imagenet_files, tiny_imagenet_tensors
+
+IN_MEMORY = ("cifar10", "cifar100", "tiny_imagenet")
+
+
+def _is_train(split: str) -> bool:
+    if split not in ("train", "test", "val"):
+        raise ValueError(f"unknown split {split!r}; use 'train' or 'test' ('val' is a synonym of 'test')")
+    return split == "train"
+
+
+def fingerprint(paths: list[Path]) -> str:
+    h = hashlib.sha1()
+    for p in paths:
+        st = p.stat()
+        h.update(f"{p.resolve()}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    return h.hexdigest()[:16]
+
+
+def cache_path(root: str | Path | None, split: str, cache: str | Path | None = None) -> Path:
+    """Where Tiny-ImageNet's decoded split goes; lists the source files but decodes nothing."""
+    name = "tiny_imagenet"
+    folder, train = require(name, root), _is_train(split)
+    paths, _ = tiny_imagenet_files(folder, train)
+    labels = [folder / "wnids.txt"] + ([] if train else [folder / "val" / "val_annotations.txt"])
+    return cache_dir(cache) / f"{name}-{'train' if train else 'test'}-{fingerprint(labels + paths)}.pt"
+
+
+def _save_atomic(obj: dict, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            torch.save(obj, f)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def load_tensors(name: str, root: str | Path | None = None, split: str = "train", *,
+                 cache: str | Path | None = None, download: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+    """(images uint8 (N, 3, H, W), labels int64 (N,)) of a real dataset that fits in memory.
+
+    CIFAR reads torchvision's pickles (fast, md5-checked, downloaded first when
+    `download`); Tiny-ImageNet decodes its JPEGs once and afterwards reads the cache.
+    """
+    spec = get_dataset(name)
+    if name not in IN_MEMORY:
+        raise ValueError(f"{spec.title} does not fit in memory; use repro.data.imagenet.image_folder_loader")
+    train = _is_train(split)
+    if name != "tiny_imagenet":
+        return cifar_tensors(name, root, train, download=download)
+    path = cache_path(root, split, cache)
+    if path.is_file():
+        saved = torch.load(path, weights_only=True)
+        return saved["images"], saved["labels"]
+    images, labels = tiny_imagenet_tensors(root, train)
+    try:
+        _save_atomic({"images": images, "labels": labels}, path)
+    except OSError as e:
+        warnings.warn(f"could not cache decoded {spec.title} at {path} ({e}); set REPRO_CACHE to a writable folder")
+    return images, labels
