@@ -23,7 +23,7 @@ ROW_METRICS = {
     "total_macs", "backbone_macs", "head_macs", "routed_macs", "rho", "rho_all_ops", "head_share",
     "accuracy", "latency_ms", "op_calls",
 }
-COMPARISON_METRICS = {"flops_reduction", "flops_ratio", "gap", "slowdown"}
+COMPARISON_METRICS = {"flops_reduction", "flops_ratio", "gap", "slowdown", "rho"}
 
 
 @dataclass
@@ -232,9 +232,12 @@ def check_references(manifest, problems) -> None:
                 if key in ("paper", "threshold"):
                     if paper_value(table, ref) is None:
                         problems.add(where, f"paper_tables/{table}.toml has no value '{ref}'")
-                elif key in ("below", "above", "rows"):
+                elif key in ("below", "above", "rows", "row", "baseline"):
                     if ref not in rows:
                         problems.add(where, f"no row '{ref}'{closest(ref, sorted(rows))}")
+                elif key in ("comparison", "comparisons", "minus"):
+                    if ref not in comps:
+                        problems.add(where, f"no comparison '{ref}'{closest(ref, sorted(comps))}")
                 elif key in ("metric", "other", "numerator", "denominator", "metrics"):
                     _check_metric_path(ref, rows, comps, where, problems)
                 elif key == "row_metric" and ref not in ROW_METRICS:
@@ -255,3 +258,5 @@ def _check_metric_path(path: str, rows: set[str], comps: set[str], where: str, p
 
 
 Rule = Callable[[Any, Evidence], tuple]
+
+from repro import claims_gaps  # noqa: E402,F401  (registers the accuracy rules)

@@ -8,10 +8,14 @@ from typing import Optional
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn,
+)
 from rich.table import Table
 
 from repro.cost import estimate
+from repro.data.layout import DatasetMissing
+from repro.weights import WeightsMissing
 from repro.manifest import Manifest, find_manifest, load_all, manifest_paths
 from repro.schema import SchemaError
 from repro.verify import (
@@ -29,11 +33,13 @@ err = Console(stderr=True)
 ProfileOpt = typer.Option(None, "--profile", "-p", help="Profile to run: smoke (CPU, minutes) or full (the paper's protocol). Default: $REPRO_PROFILE or smoke.")
 ResultsOpt = typer.Option(None, "--results-dir", "-o", help="Where results go. Default: $REPRO_RESULTS or ./results.")
 DeviceOpt = typer.Option("auto", "--device", help="auto, cpu or cuda.")
+JobsOpt = typer.Option(0, "--jobs", "-j", min=0, help="Runs trained in parallel processes; 0: one per CPU core on a CPU, 1 on a GPU.")
+DataOpt = typer.Option(None, "--data-dir", help="Dataset root. Default: $REPRO_DATA or ./data.")
 
 
 def _progress() -> Progress:
     return Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                    TimeElapsedColumn(), console=console, transient=False)
+                    TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(), console=console, transient=False)
 
 
 def _fail(message: str, code: int = 2) -> None:
@@ -48,21 +54,25 @@ def _load(manifest_id: str) -> Manifest:
         _fail(str(exc).strip("'\""))
 
 
-def _run_ids(ids: list[str], profile: str | None, results_dir: Path | None, device: str) -> int:
+def _run_ids(ids: list[str], profile: str | None, results_dir: Path | None, device: str, jobs: int = 1,
+             data_dir: Path | None = None) -> int:
     profile = profile or default_profile()
     results_dir = results_dir or default_results_dir()
     manifests = [_load(i) for i in ids]
     status = 0
     for manifest in manifests:
         try:
-            ctx = make_context(manifest, profile, results_dir, device)
+            ctx = make_context(manifest, profile, results_dir, device, jobs=jobs, data_dir=data_dir)
         except (KeyError, RuntimeError) as exc:
             _fail(str(exc).strip("'\""))
         console.print(f"[bold]{manifest.id}[/]: {manifest.title} — profile [cyan]{profile}[/], device {ctx.device}; "
                       f"estimated {estimate(manifest, profile)}")
-        with _progress() as progress:
-            ctx.progress = progress
-            result, files = execute(manifest, ctx)
+        try:
+            with _progress() as progress:
+                ctx.progress = progress
+                result, files = execute(manifest, ctx)
+        except (DatasetMissing, WeightsMissing) as exc:
+            _fail(f"{manifest.id} needs data that is not here; nothing was trained.\n{exc}")
         _print_verdicts(result.verdicts)
         for problem in result.measured.problems:
             err.print(f"[red]problem:[/] {problem}", highlight=False)
@@ -97,9 +107,10 @@ def list_manifests() -> None:
 
 @app.command("run")
 def run(ids: list[str] = typer.Argument(..., help="Manifest ids, e.g. table6."), profile: Optional[str] = ProfileOpt,
-        results_dir: Optional[Path] = ResultsOpt, device: str = DeviceOpt) -> None:
+        results_dir: Optional[Path] = ResultsOpt, device: str = DeviceOpt, jobs: int = JobsOpt,
+        data_dir: Optional[Path] = DataOpt) -> None:
     """Run one or more manifests."""
-    raise typer.Exit(_run_ids(ids, profile, results_dir, device))
+    raise typer.Exit(_run_ids(ids, profile, results_dir, device, jobs, data_dir))
 
 
 @app.command("flops")
@@ -133,6 +144,34 @@ def _print_flops(check: FlopCheck, verbose: bool) -> None:
     console.print(table)
 
 
+@app.command("data")
+def data(data_dir: Optional[Path] = DataOpt) -> None:
+    """Which datasets and pretrained weights are present, where, and what each manifest still needs."""
+    from repro.data.layout import data_root, data_status
+    from repro.recipes import PRETRAINABLE
+    from repro.weights import weights_status
+
+    manifests = _load_all()
+    statuses = {s.name: s for s in data_status(data_dir)}
+    table = Table("Dataset", "Status", "Path", "Needed by (full profile)")
+    for name, s in statuses.items():
+        users = [m.id for m in manifests if any(r.dataset == name and "accuracy" in r.measures for r in m.rows)]
+        state = "[green]present[/]" if s.present else "[red]missing[/]: " + ", ".join(s.missing[:3])
+        table.add_row(s.title, state, str(s.path), ", ".join(users))
+    for arch in sorted(PRETRAINABLE - {"resnet18_moeconv"}):
+        w = weights_status(arch)
+        users = [m.id for m in manifests
+                 if any(r.backbone.name in (arch, f"{arch}_moeconv") and "accuracy" in r.measures for r in m.rows)]
+        table.add_row(f"{arch} weights", "[green]present[/]" if w.present else "[red]missing[/]", str(w.path),
+                      ", ".join(users))
+    console.print(f"data root: {data_root(data_dir).absolute()}")
+    console.print(table)
+    for s in statuses.values():
+        if not s.present:
+            console.print(f"[dim]{s.title}: {s.how_to_fill}[/]", highlight=False)
+    console.print("[dim]The smoke profiles use synthetic data and random weights: they need none of these.[/]")
+
+
 @app.command("report")
 def report(results_dir: Optional[Path] = ResultsOpt) -> None:
     """Re-render report.md from whatever results the directory holds."""
@@ -145,7 +184,7 @@ def report(results_dir: Optional[Path] = ResultsOpt) -> None:
 
 @app.command("verify-all")
 def verify_all(profile: Optional[str] = ProfileOpt, results_dir: Optional[Path] = ResultsOpt,
-               device: str = DeviceOpt,
+               device: str = DeviceOpt, jobs: int = JobsOpt, data_dir: Optional[Path] = DataOpt,
                strict: bool = typer.Option(False, "--strict", help="Also exit 1 when a decidable claim did not reproduce.")) -> None:
     """Every manifest, every FLOP check, every claim: one report and an exit code to trust."""
     profile = profile or default_profile()
@@ -158,7 +197,7 @@ def verify_all(profile: Optional[str] = ProfileOpt, results_dir: Optional[Path] 
         for manifest in manifests:
             progress.update(task, description=f"{manifest.id} ({profile})")
             try:
-                ctx = make_context(manifest, profile, results_dir, device)
+                ctx = make_context(manifest, profile, results_dir, device, jobs=jobs, data_dir=data_dir)
                 ctx.progress = progress
                 result, _ = execute(manifest, ctx)
                 if not result.ok:
@@ -212,8 +251,8 @@ def _register_manifest_commands() -> None:
 
 def _manifest_command(path: Path):
     def command(profile: Optional[str] = ProfileOpt, results_dir: Optional[Path] = ResultsOpt,
-                device: str = DeviceOpt) -> None:
-        raise typer.Exit(_run_ids([path.stem], profile, results_dir, device))
+                device: str = DeviceOpt, jobs: int = JobsOpt, data_dir: Optional[Path] = DataOpt) -> None:
+        raise typer.Exit(_run_ids([path.stem], profile, results_dir, device, jobs, data_dir))
 
     command.__doc__ = f"Run manifests/{path.name} (the same as `repro run {path.stem}`)."
     return command

@@ -67,7 +67,7 @@ class Profile:
     train_samples: int | None = None  # a subset, for profiles that must be quick
     test_samples: int | None = None
     batch_size: int | None = None
-    image_size: int | None = None  # training resolution override; FLOPs always use the paper's
+    max_image_size: int | None = None  # cap on the training resolution; FLOPs always use the paper's
     pretrained: bool = True
 
 

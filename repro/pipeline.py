@@ -136,6 +136,8 @@ def comparison_metrics(manifest: Manifest, measured: Measured) -> None:
     for comp in manifest.comparisons:
         row, base = f"rows.{comp.row}", f"rows.{comp.baseline}"
         prefix = f"comparisons.{comp.id}"
+        if f"{row}.rho" in m:
+            m[f"{prefix}.rho"] = m[f"{row}.rho"]
         if f"{row}.total_macs" in m and f"{base}.total_macs" in m:
             ratio = m[f"{row}.total_macs"] / m[f"{base}.total_macs"]
             m[f"{prefix}.flops_ratio"] = ratio

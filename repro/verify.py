@@ -7,6 +7,7 @@ import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import repro.experiments  # noqa: F401  (registers the "accuracy" measure)
 from repro.claims import Verdict
 from repro.fsutil import atomic_write_text
 from repro.manifest import Manifest, Row, load_all
@@ -34,10 +35,12 @@ def resolve_device(device: str) -> str:
     return device
 
 
-def make_context(manifest: Manifest, profile: str, results_dir: Path, device: str, **kw) -> Context:
+def make_context(manifest: Manifest, profile: str, results_dir: Path, device: str, jobs: int = 0, **kw) -> Context:
     if profile not in manifest.profiles:
         raise KeyError(f"{manifest.path}: no profile '{profile}'; this manifest has: {', '.join(manifest.profiles)}")
-    return Context(profile, manifest.profiles[profile], results_dir, resolve_device(device), **kw)
+    device = resolve_device(device)
+    jobs = jobs or (1 if device.startswith("cuda") else os.cpu_count() or 1)
+    return Context(profile, manifest.profiles[profile], results_dir, device, jobs=jobs, **kw)
 
 
 def execute(manifest: Manifest, ctx: Context) -> tuple[ManifestResult, list[Path]]:

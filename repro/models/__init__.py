@@ -34,11 +34,14 @@ class Component:
         return {"name": self.name, "params": dict(sorted(self.params.items()))}
 
 
-def build_model(dataset: str, backbone: Component, head: Component, pretrained: bool = False) -> Classifier:
+def build_model(dataset: str, backbone: Component, head: Component, pretrained: bool = False,
+                image_size: int | None = None) -> Classifier:
+    """The model for `dataset` (its classes; its resolution unless `image_size` overrides it)."""
     spec = get_dataset(dataset)
-    body = BACKBONES.get(backbone.name).builder(spec.input_shape, pretrained=pretrained, **backbone.params)
+    size = image_size or spec.image_size
+    body = BACKBONES.get(backbone.name).builder((spec.channels, size, size), pretrained=pretrained, **backbone.params)
     top = HEADS.get(head.name).builder(body.out_features, spec.num_classes, **head.params)
     return Classifier(body, top)
 
 
-__all__ = ["BACKBONES", "HEADS", "Classifier", "Component", "build_model", "nn"]
+__all__ = ["BACKBONES", "HEADS", "Classifier", "Component", "build_model"]

@@ -91,7 +91,77 @@ def flops_comparisons_table(manifest: Manifest, result: ManifestResult) -> Table
     return table
 
 
-BUILDERS: list[Callable[[Manifest, ManifestResult], Table | None]] = [flops_table, flops_comparisons_table]
+def _mean_sd(values: dict | None) -> str:
+    if not values:
+        return ""
+    xs = [100 * v for v in values.values()]
+    mean = sum(xs) / len(xs)
+    if len(xs) < 2:
+        return f"{mean:.2f} (n=1)"
+    sd = (sum((x - mean) ** 2 for x in xs) / (len(xs) - 1)) ** 0.5
+    return f"{mean:.2f} ± {sd:.2f}"
+
+
+def _gap_cells(gap: dict | None) -> list[str]:
+    if not gap:
+        return ["", "", "", ""]
+    sd = "" if gap["sd"] is None else f" ± {100 * gap['sd']:.2f}"
+    p = "" if gap["p"] is None else f"{gap['p']:.2g}"
+    d = "" if gap["d"] is None else f"{gap['d']:.2f}"
+    return [f"{100 * gap['mean']:+.2f}{sd}", p, d, f"{gap['positive']}/{gap['n']}"]
+
+
+def _paper_gap(manifest: Manifest, key: str) -> tuple[str, str]:
+    pv = paper_value(manifest.paper_table, key)
+    if pv is None:
+        return "", ""
+    if pv.value is not None:
+        gap = f"{pv.value:+.2f}" + (f" ± {pv.sd:.2f}" if pv.sd is not None else "")
+    else:
+        gap = f"sign {pv.sign}"
+    p = "" if pv.p is None else ("<" if pv.p_relation == "<" else "") + f"{pv.p:g}"
+    return gap + (" (explainer)" if pv.source == "explainer-and-summary" else ""), p
+
+
+def accuracy_comparisons_table(manifest: Manifest, result: ManifestResult) -> Table | None:
+    m = result.measured.metrics
+    comps = [c for c in manifest.comparisons if "accuracy" in manifest.row(c.row).measures]
+    if not comps:
+        return None
+    table = Table(key="gaps", title=f"{manifest.title}: MoE - dense gaps paired by seed",
+                  columns=["Configuration", "ρ", "Baseline acc. (%)", "Model acc. (%)", "Gap (pp)", "p", "d",
+                           "Seeds +", "Gap, paper (pp)", "p, paper"], rows=[])
+    for c in comps:
+        rho = m.get(f"comparisons.{c.id}.rho")
+        table.rows.append([c.label, pct_auto(rho) if rho is not None else "",
+                           _mean_sd(m.get(f"rows.{c.baseline}.accuracy")), _mean_sd(m.get(f"rows.{c.row}.accuracy")),
+                           *_gap_cells(m.get(f"comparisons.{c.id}.gap")), *_paper_gap(manifest, f"{c.id}.gap")])
+    table.notes = [f"Profile '{result.profile}'. Accuracy: mean ± s.d. over seeds; gap: model - baseline per seed, "
+                   "paired t-test (two-sided), d = mean / s.d. of the differences.",
+                   "Paper columns hold only what the text states; an empty cell means the text gives no number."]
+    return table
+
+
+def accuracy_rows_table(manifest: Manifest, result: ManifestResult) -> Table | None:
+    m = result.measured.metrics
+    rows = [r for r in manifest.rows if "accuracy" in r.measures]
+    if not rows:
+        return None
+    table = Table(key="accuracy", title="Accuracy of every configuration", rows=[],
+                  columns=["Row", "Dataset", "Accuracy (%)", "Seeds", "Run records", "Accuracy, paper"])
+    runs = result.measured.details.get("runs", {})
+    for r in rows:
+        acc = m.get(f"rows.{r.id}.accuracy")
+        hashes = ", ".join(sorted({x["hash"][:8] for x in runs.get(r.id, [])}))
+        table.rows.append([r.label, r.dataset, _mean_sd(acc) if acc else result.measured.missing.get(
+            f"rows.{r.id}.accuracy", ""), str(len(acc or {})), hashes, reported(manifest, f"{r.id}.accuracy")])
+    table.notes = ["Run records: the first 8 characters of each run's hash; the record is runs/<hash>.json."]
+    return table
+
+
+BUILDERS: list[Callable[[Manifest, ManifestResult], Table | None]] = [
+    accuracy_comparisons_table, accuracy_rows_table, flops_table, flops_comparisons_table,
+]
 
 
 def register_builder(fn: Callable[[Manifest, ManifestResult], Table | None]) -> None:

@@ -1,0 +1,204 @@
+"""Decision rules for accuracy findings: MoE - dense gaps paired by seed (repro.stats).
+
+A gap finding is judged on three parts, each only where the paper states it:
+sign (the direction), significance (p < alpha, where the paper reports a
+significant gap) and magnitude (the reported size, within a tolerance derived
+from the seed variance of both studies). When a part fails with fewer seeds than
+80% power at the paper's effect size needs, the verdict is `inconclusive`, not
+`not reproduced`: too few seeds cannot refute a finding.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from scipy import stats as sps
+
+from repro.claims import RULES, Evidence, _need, _paper
+from repro.paper import PaperValue
+from repro.stats import seeds_for_power, t_from_p
+
+ALPHA = 0.05
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:+.2f}pp"
+
+
+def paper_effect_size(pv: PaperValue) -> float | None:
+    """d_z the paper's numbers imply: its d, else mean/sd, else from p and n."""
+    if pv.d is not None:
+        return abs(pv.d)
+    if pv.value is not None and pv.sd:
+        return abs(pv.value / pv.sd)
+    if pv.p is not None and pv.n and pv.n > 1 and pv.p_relation == "=":
+        return abs(t_from_p(pv.p, pv.n - 1)) / math.sqrt(pv.n)
+    return None
+
+
+def seeds_needed(pv: PaperValue) -> int | None:
+    d = paper_effect_size(pv)
+    return seeds_for_power(d) if d else None
+
+
+def _paper_sign(pv: PaperValue) -> int:
+    sign = pv.implied_sign
+    return 0 if sign is None else (1 if sign == "+" else -1)
+
+
+def judge_gap(gap: dict[str, Any], pv: PaperValue, alpha: float = ALPHA) -> tuple[str, str, list[str]]:
+    """(status, evidence, failed parts) of a measured gap against a reported one."""
+    n, mean, sd, p = gap["n"], gap["mean"], gap["sd"], gap["p"]
+    needed = seeds_needed(pv)
+    text = f"gap {_pct(mean)}" + (f" ± {100 * sd:.2f}pp, p={p:.3g}" if n > 1 and sd is not None else "")
+    text += f", {gap['positive']}/{n} seeds positive; reported {pv.printed or pv.implied_sign}"
+    if n < 2:
+        return "inconclusive", text + " (one seed: no test)", ["seeds: need at least 2 paired seeds"]
+    failed: list[str] = []
+    want = _paper_sign(pv)
+    sign_ok = want == 0 or (mean > 0) == (want > 0)
+    if not sign_ok:
+        failed.append(f"sign: measured {'+' if mean > 0 else '-'}, reported {'+' if want > 0 else '-'}")
+    significant = p is not None and p < alpha
+    paper_significant = pv.p is not None and (pv.p_relation == "<" or pv.p < alpha) and pv.p <= alpha
+    if sign_ok and paper_significant and not significant:
+        failed.append(f"significance: p={p:.3g} is not below {alpha}")
+    if pv.value is not None and sign_ok:
+        tol = _magnitude_tolerance(gap, pv)
+        if abs(100 * mean - pv.value) > tol:
+            failed.append(f"magnitude: {100 * mean:+.2f} is outside {pv.value:+.2f} ± {tol:.2f}pp")
+        text += f"; magnitude tolerance ±{tol:.2f}pp"
+    if not failed:
+        return "reproduced", text, []
+    powered = needed is not None and n >= needed
+    power_note = f" (80% power at the paper's effect size needs {needed} seeds, {n} run)" if needed else ""
+    if failed[0].startswith("sign"):
+        if significant or powered:
+            return "not reproduced", text + power_note, failed
+        return "inconclusive", text + power_note + "; the opposite sign is not significant", failed
+    if failed[0].startswith("significance") and not powered:
+        return "inconclusive", text + power_note, failed
+    return "not reproduced", text + power_note, failed
+
+
+def _magnitude_tolerance(gap: dict[str, Any], pv: PaperValue) -> float:
+    """95% half-width, in pp, of the difference between our mean gap and the paper's."""
+    n, sd = gap["n"], 100 * gap["sd"]
+    n_p = pv.n or n
+    sd_p = pv.sd if pv.sd is not None else sd
+    se = math.sqrt(sd**2 / n + sd_p**2 / n_p)
+    return float(sps.t.ppf(0.975, max(1, min(n, n_p) - 1))) * se + pv.tolerance
+
+
+@dataclass(frozen=True)
+class GapMatchesPaper:
+    comparison: str
+    paper: str
+    alpha: float = ALPHA
+
+
+@RULES.register("gap_matches_paper", config=GapMatchesPaper,
+                doc="a paired MoE - dense gap has the reported sign, significance and size")
+def gap_matches_paper(p: GapMatchesPaper, ev: Evidence):
+    pv = _paper(ev, p.paper)
+    gap = _need(ev, f"comparisons.{p.comparison}.gap")
+    status, text, failed = judge_gap(gap, pv, p.alpha)
+    return status, text, failed, {f"comparisons.{p.comparison}.gap": gap}, {p.paper: pv.printed or pv.implied_sign}
+
+
+@dataclass(frozen=True)
+class MonotonicInRho:
+    comparisons: tuple[str, ...]  # comparisons whose row is a routed (MoE) model with a rho
+
+
+def _rho_of(ev: Evidence, comparison: str) -> float:
+    return _need(ev, f"comparisons.{comparison}.rho")
+
+
+@RULES.register("monotonic_in_rho", config=MonotonicInRho, doc="mean gaps increase with the MoE row's rho")
+def monotonic_in_rho(p: MonotonicInRho, ev: Evidence):
+    points = sorted((_rho_of(ev, c), _need(ev, f"comparisons.{c}.gap"), c) for c in p.comparisons)
+    inversions, unclear = [], []
+    for (r1, g1, c1), (r2, g2, c2) in zip(points, points[1:]):
+        if g2["mean"] > g1["mean"]:
+            continue
+        spread = math.hypot(_half_width(g1), _half_width(g2))
+        (inversions if g1["mean"] - g2["mean"] > spread else unclear).append(
+            f"{c1} ({_pct(g1['mean'])}) >= {c2} ({_pct(g2['mean'])})")
+    text = "by rho: " + ", ".join(f"{c} rho={100 * r:.1f}% gap {_pct(g['mean'])}" for r, g, c in points)
+    measured = {c: {"rho": r, "gap": g["mean"]} for r, g, c in points}
+    if inversions:
+        return "not reproduced", text, [f"order: {x}" for x in inversions], measured, {}
+    if unclear:
+        return "inconclusive", text + "; out of order within seed noise", [f"order: {x}" for x in unclear], measured, {}
+    return "reproduced", text, [], measured, {}
+
+
+def _half_width(gap: dict[str, Any]) -> float:
+    lo, hi = gap.get("ci95") or (None, None)
+    return 0.0 if lo is None or hi is None else (hi - lo) / 2
+
+
+@dataclass(frozen=True)
+class SignFollowsRho:
+    comparisons: tuple[str, ...]
+
+
+@RULES.register("sign_follows_rho", config=SignFollowsRho,
+                doc="every negative gap sits at lower rho than every positive one")
+def sign_follows_rho(p: SignFollowsRho, ev: Evidence):
+    points = sorted((_rho_of(ev, c), _need(ev, f"comparisons.{c}.gap")["mean"], c) for c in p.comparisons)
+    signs = "".join("+" if g > 0 else "-" for _, g, _ in points)
+    text = f"signs ordered by rho: {signs} (" + ", ".join(f"{c}: {_pct(g)}" for _, g, c in points) + ")"
+    ok = "+-" not in signs
+    failed = [] if ok else [f"sign: a positive gap sits below a negative one in rho ({signs})"]
+    return ("reproduced" if ok else "not reproduced"), text, failed, {c: g for _, g, c in points}, {}
+
+
+@dataclass(frozen=True)
+class AccuracyAbove:
+    row: str
+    baseline: str
+
+
+@RULES.register("accuracy_above", config=AccuracyAbove, doc="one row's mean accuracy exceeds another's (Welch t-test)")
+def accuracy_above(p: AccuracyAbove, ev: Evidence):
+    a = list(_need(ev, f"rows.{p.row}.accuracy").values())
+    b = list(_need(ev, f"rows.{p.baseline}.accuracy").values())
+    diff = sum(a) / len(a) - sum(b) / len(b)
+    pval = float(sps.ttest_ind(a, b, equal_var=False).pvalue) if len(a) > 1 and len(b) > 1 else float("nan")
+    text = f"{p.row} {100 * sum(a) / len(a):.2f}% vs {p.baseline} {100 * sum(b) / len(b):.2f}%: {_pct(diff)} (Welch p={pval:.3g})"
+    measured = {f"rows.{p.row}.accuracy": a, f"rows.{p.baseline}.accuracy": b}
+    if diff > 0:
+        return "reproduced", text, [], measured, {}
+    if pval < ALPHA:
+        return "not reproduced", text, ["sign: significantly below"], measured, {}
+    return "inconclusive", text, ["sign: below, not significantly"], measured, {}
+
+
+@dataclass(frozen=True)
+class GapDifference:
+    comparison: str
+    minus: str
+    paper: str
+
+
+@RULES.register("gap_difference", config=GapDifference, doc="the difference of two gaps matches the reported reversal")
+def gap_difference(p: GapDifference, ev: Evidence):
+    pv = _paper(ev, p.paper)
+    a, b = _need(ev, f"comparisons.{p.comparison}.gap"), _need(ev, f"comparisons.{p.minus}.gap")
+    diff = a["mean"] - b["mean"]
+    se = math.hypot(a["sem"] or 0.0, b["sem"] or 0.0)
+    df = max(1, min(a["n"], b["n"]) - 1)
+    tol = float(sps.t.ppf(0.975, df)) * 100 * se + pv.tolerance
+    text = f"{p.comparison} - {p.minus} = {_pct(diff)} vs reported {pv.printed} (tolerance ±{tol:.2f}pp)"
+    failed = []
+    if (diff > 0) != (pv.value > 0):
+        failed.append(f"sign: measured {_pct(diff)}")
+    elif abs(100 * diff - pv.value) > tol:
+        failed.append(f"magnitude: {100 * diff:.2f} outside {pv.value:g} ± {tol:.2f}")
+    if min(a["n"], b["n"]) < 2:
+        return "inconclusive", text, failed or ["seeds: need at least 2"], {"difference": diff}, {p.paper: pv.printed}
+    return ("not reproduced" if failed else "reproduced"), text, failed, {"difference": diff}, {p.paper: pv.printed}

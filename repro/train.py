@@ -1,0 +1,273 @@
+"""Training one run with the paper's recipe (Section 4.1): data, model, optimiser, epochs, metrics.
+
+Dense and MoE models go through exactly the same loop; the MoE heads add their
+auxiliary losses (Section 3.4) and receive the temperature / k schedules through
+their ``on_epoch_start`` hook. A checkpoint is written atomically after every
+epoch, so an interrupted run resumes where it stopped and, on a CPU, ends with
+the same record as an uninterrupted one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from repro.data.specs import get_dataset
+from repro.fsutil import atomic_write_bytes
+from repro.models import Component, build_model
+from repro.recipes import RunConfig
+
+EpochCallback = Callable[[int, int, dict[str, Any]], None]  # (epoch done, epochs, history entry)
+
+
+class NonFiniteLoss(RuntimeError):
+    """The loss became NaN or infinite: the run stops instead of writing a meaningless record."""
+
+
+@dataclass
+class RunData:
+    train: Any  # iterable of (x, y) batches with set_epoch(epoch) and len()
+    test: Iterable
+    source: str  # what was loaded, for the record
+
+
+def _resize(images: torch.Tensor, size: int) -> torch.Tensor:
+    if images.shape[-1] == size:
+        return images
+    x = F.interpolate(images.float(), size=(size, size), mode="bilinear", antialias=True, align_corners=False)
+    return x.round().clamp(0, 255).to(torch.uint8)
+
+
+def make_data(cfg: RunConfig, device: torch.device, data_dir: Path | None) -> RunData:
+    from repro.data import loader, synthetic, tensors
+
+    spec = get_dataset(cfg.dataset)
+    if cfg.data == "synthetic":
+        n_train, n_test = cfg.train_samples or 2048, cfg.test_samples or 512
+        # The data set is fixed (seed 0) like a real one; the run seed sets init and order.
+        xtr, ytr = synthetic.synthetic_tensors(cfg.dataset, n_train, 0, cfg.image_size, "train")
+        xte, yte = synthetic.synthetic_tensors(cfg.dataset, n_test, 0, cfg.image_size, "test")
+        source = f"synthetic {spec.title}-shaped data: {n_train} train / {n_test} test images at {cfg.image_size}px"
+    elif cfg.dataset in tensors.IN_MEMORY:
+        xtr, ytr = tensors.load_tensors(cfg.dataset, data_dir, "train")
+        xte, yte = tensors.load_tensors(cfg.dataset, data_dir, "test")
+        xtr, ytr = loader.subset(xtr, ytr, cfg.train_samples)
+        xte, yte = loader.subset(xte, yte, cfg.test_samples)
+        xtr, xte = _resize(xtr, cfg.image_size), _resize(xte, cfg.image_size)
+        source = f"{spec.title}: {len(ytr)} train / {len(yte)} test images from {data_dir or 'the data root'}"
+    else:
+        from repro.data import imagenet
+
+        train, test = imagenet.image_folder_loaders(cfg.dataset, data_dir, cfg.batch_size, cfg.image_size,
+                                                    seed=cfg.seed, train_samples=cfg.train_samples,
+                                                    test_samples=cfg.test_samples, device=device)
+        return RunData(train, test, f"{spec.title} image folders under {data_dir or 'the data root'}")
+    train = loader.TensorLoader.for_dataset(cfg.dataset, xtr, ytr, cfg.batch_size, train=True, seed=cfg.seed,
+                                            device=device)
+    test = loader.TensorLoader.for_dataset(cfg.dataset, xte, yte, cfg.batch_size, train=False, device=device)
+    return RunData(train, test, source)
+
+
+def routing_modules(model: nn.Module) -> list[nn.Module]:
+    """The head and any routed backbone layers: every module with the engine hooks."""
+    return [m for m in model.modules() if m is not model and hasattr(m, "on_epoch_start")]
+
+
+def freeze(model: nn.Module) -> list[str]:
+    """Freeze the backbone's frozen_prefixes (Section 4.6); returns the frozen parameter names."""
+    prefixes = tuple(getattr(model.backbone, "frozen_prefixes", ()))
+    names = []
+    for name, p in model.backbone.named_parameters():
+        if name.startswith(prefixes):
+            p.requires_grad_(False)
+            names.append(name)
+    return names
+
+
+def set_train_mode(model: nn.Module) -> None:
+    model.train()
+    prefixes = tuple(p.rstrip(".") for p in getattr(model.backbone, "frozen_prefixes", ()))
+    for name, module in model.backbone.named_modules():
+        if name and name.startswith(prefixes):
+            module.eval()  # frozen layers keep their pretrained BatchNorm statistics
+
+
+def make_optimizer(cfg: RunConfig, model: nn.Module) -> tuple[torch.optim.Optimizer, Any]:
+    head = [p for p in model.head.parameters() if p.requires_grad]
+    body = [p for p in model.backbone.parameters() if p.requires_grad]
+    groups = [{"params": head, "lr": cfg.lr}]
+    if body:
+        groups.append({"params": body, "lr": cfg.lr * cfg.backbone_lr_scale})
+    if cfg.optimizer == "adam":
+        opt: torch.optim.Optimizer = torch.optim.Adam(groups, lr=cfg.lr)
+    else:
+        opt = torch.optim.SGD(groups, lr=cfg.lr, momentum=cfg.momentum)
+    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=cfg.epochs) if cfg.schedule == "cosine" else None
+    return opt, sched
+
+
+def _autocast(cfg: RunConfig, device: torch.device):
+    if cfg.bf16 and device.type == "cuda":
+        return torch.autocast("cuda", dtype=torch.bfloat16)
+    return contextlib.nullcontext()
+
+
+def evaluate(model: nn.Module, batches: Iterable, num_classes: int, cfg: RunConfig, device: torch.device) -> dict:
+    """Accuracy, loss, and for routed heads the expert usage per class (Fig. 4)."""
+    model.eval()
+    hooks = [m for m in routing_modules(model) if m is model.head]
+    correct = seen = 0
+    loss_sum = 0.0
+    usage = None  # (classes, E)
+    with torch.no_grad(), _autocast(cfg, device):
+        for x, y in batches:
+            x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+            logits = model(x).float()
+            loss_sum += F.cross_entropy(logits, y, reduction="sum").item()
+            correct += (logits.argmax(-1) == y).sum().item()
+            seen += len(y)
+            stats = hooks[0].routing_stats() if hooks else {}
+            if "probs" in stats:
+                top1 = stats["probs"].argmax(-1)
+                e = stats["probs"].shape[-1]
+                if usage is None:
+                    usage = torch.zeros(num_classes, e, dtype=torch.long, device=device)
+                usage.index_put_((y, top1), torch.ones_like(y), accumulate=True)
+    out = {"accuracy": correct / seen, "loss": loss_sum / seen}
+    if usage is not None:
+        out["usage_by_class"] = usage.cpu().tolist()
+    return out
+
+
+def train_epoch(model, data: RunData, opt, cfg: RunConfig, device, epoch: int) -> dict:
+    """One pass over the training data. Sums stay on the device: one host sync per epoch."""
+    set_train_mode(model)
+    hooks = routing_modules(model)
+    data.train.set_epoch(epoch)
+    zero = lambda: torch.zeros((), device=device)  # noqa: E731
+    loss_sum, aux_sum, correct, seen = zero(), zero(), zero(), 0
+    dropped, forced, entropy, usage = zero(), zero(), zero(), None
+    steps = 0
+    for x, y in data.train:
+        x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+        with _autocast(cfg, device):
+            logits = model(x)
+            aux = sum((m.aux_loss() for m in hooks), zero())
+            loss = F.cross_entropy(logits.float(), y) + aux.float()
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        for m in hooks:
+            m.after_backward()
+        opt.step()
+        steps += 1
+        loss_sum += loss.detach() * len(y)
+        aux_sum += aux.detach().float() * len(y)
+        correct += (logits.argmax(-1) == y).sum()
+        seen += len(y)
+        stats = model.head.routing_stats()
+        if stats:
+            dropped += stats["dropped"]
+            forced += stats["forced"]
+            entropy += stats["entropy"].float()
+            usage = stats["expert_counts"] if usage is None else usage + stats["expert_counts"]
+    if steps == 0:
+        raise RuntimeError(f"no training batch: {cfg.train_samples} samples with batch size {cfg.batch_size}")
+    mean_loss = (loss_sum / seen).item()
+    if not math.isfinite(mean_loss):
+        raise NonFiniteLoss(f"the training loss became {mean_loss} during epoch {epoch + 1} "
+                            f"(auxiliary part {(aux_sum / seen).item():.4g}); the run stops without a record")
+    entry = {"train_loss": mean_loss, "train_accuracy": (correct / seen).item(), "aux_loss": (aux_sum / seen).item()}
+    if usage is not None:
+        entry.update(expert_usage=usage.tolist(), dropped=int(dropped.item()), forced=int(forced.item()),
+                     routing_entropy=(entropy / steps).item())
+    for name in ("tau", "current_k"):
+        value = getattr(model.head, name, None)
+        if isinstance(value, (int, float)):
+            entry["k" if name == "current_k" else name] = value
+    return entry
+
+
+def schedule_position(epoch: int, cfg: RunConfig) -> tuple[int, int]:
+    """(epoch, epochs) on the paper's timeline: identical at the paper's epoch count, compressed when shorter."""
+    total = cfg.schedule_epochs or cfg.epochs
+    return epoch * total // cfg.epochs, total
+
+
+def train_run(cfg: RunConfig, device: torch.device, data_dir: Path | None, checkpoint: Path,
+              on_epoch: EpochCallback | None = None) -> dict[str, Any]:
+    """Train one run to completion (resuming from `checkpoint` if present); return its metrics and history."""
+    torch.manual_seed(cfg.seed)
+    spec = get_dataset(cfg.dataset)
+    model = build_model(cfg.dataset, Component(**cfg.backbone), Component(**cfg.head), pretrained=cfg.pretrained,
+                        image_size=cfg.image_size)
+    frozen = freeze(model)
+    model.to(device)
+    opt, sched = make_optimizer(cfg, model)
+    data = make_data(cfg, device, data_dir)
+    history: list[dict[str, Any]] = []
+    start, elapsed = 0, 0.0
+    if checkpoint.exists():
+        state = torch.load(checkpoint, map_location=device, weights_only=True)
+        model.load_state_dict(state["model"])
+        opt.load_state_dict(state["optimizer"])
+        if sched is not None:
+            sched.load_state_dict(state["scheduler"])
+        torch.set_rng_state(state["rng"])
+        history, start, elapsed = state["history"], state["epoch"], state["elapsed"]
+    hooks = routing_modules(model)
+    for epoch in range(start, cfg.epochs):
+        t0 = time.perf_counter()
+        for m in hooks:
+            m.on_epoch_start(*schedule_position(epoch, cfg))
+        entry = {"epoch": epoch + 1, **train_epoch(model, data, opt, cfg, device, epoch)}
+        if sched is not None:
+            sched.step()
+        evaluation = evaluate(model, data.test, spec.num_classes, cfg, device)
+        entry.update(test_accuracy=evaluation["accuracy"], test_loss=evaluation["loss"],
+                     seconds=time.perf_counter() - t0)
+        if "usage_by_class" in evaluation:
+            entry["test_usage_by_class"] = evaluation["usage_by_class"]
+        history.append(entry)
+        elapsed += entry["seconds"]
+        _save_checkpoint(checkpoint, model, opt, sched, history, epoch + 1, elapsed)
+        if on_epoch is not None:
+            on_epoch(epoch + 1, cfg.epochs, entry)
+    return _summary(cfg, history, data.source, frozen, elapsed)
+
+
+def _save_checkpoint(path: Path, model, opt, sched, history, epoch: int, elapsed: float) -> None:
+    import io
+
+    buf = io.BytesIO()
+    torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(),
+                "scheduler": sched.state_dict() if sched is not None else {}, "rng": torch.get_rng_state(),
+                "history": history, "epoch": epoch, "elapsed": elapsed}, buf)
+    atomic_write_bytes(path, buf.getvalue())
+
+
+def _summary(cfg: RunConfig, history: list[dict], source: str, frozen: list[str], elapsed: float) -> dict[str, Any]:
+    accs = [h["test_accuracy"] for h in history]
+    peak = max(range(len(accs)), key=accs.__getitem__)
+    final = accs[-1]
+    metric = final if cfg.metric == "final" else accs[peak]
+    if not math.isfinite(metric):
+        raise NonFiniteLoss(f"test accuracy is {metric}")
+    last = history[-1]
+    return {
+        "metrics": {"accuracy": metric, "final_accuracy": final, "peak_accuracy": accs[peak],
+                    "peak_epoch": peak + 1, "protocol": cfg.metric},
+        "history": history,
+        "routing": {k: last[k] for k in ("expert_usage", "test_usage_by_class", "routing_entropy") if k in last},
+        "data": source,
+        "frozen_parameters": len(frozen),
+        "train_seconds": elapsed,
+        "weights": "pretrained torchvision weights" if cfg.pretrained else "random initialisation",
+    }
