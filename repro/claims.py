@@ -21,7 +21,7 @@ RULES = Registry("claim rule")
 # Metrics whose values are fractions; paper values printed in % are divided by 100.
 ROW_METRICS = {
     "total_macs", "backbone_macs", "head_macs", "routed_macs", "rho", "rho_all_ops", "head_share",
-    "accuracy", "latency_ms", "op_calls",
+    "accuracy", "late_drop", "latency_ms", "op_calls",
 }
 COMPARISON_METRICS = {"flops_reduction", "flops_ratio", "gap", "slowdown", "rho"}
 

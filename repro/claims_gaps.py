@@ -65,6 +65,10 @@ def judge_gap(gap: dict[str, Any], pv: PaperValue, alpha: float = ALPHA) -> tupl
     paper_significant = pv.p is not None and (pv.p_relation == "<" or pv.p < alpha) and pv.p <= alpha
     if sign_ok and paper_significant and not significant:
         failed.append(f"significance: p={p:.3g} is not below {alpha}")
+    if sign_ok and pv.positive_seeds is not None and pv.n and pv.positive_seeds in (0, pv.n):
+        agree = gap["positive"] if pv.positive_seeds else n - gap["positive"]
+        if agree < n:
+            failed.append(f"seeds: {agree}/{n} seeds share the sign; the paper reports all {pv.n}")
     if pv.value is not None and sign_ok:
         tol = _magnitude_tolerance(gap, pv)
         if abs(100 * mean - pv.value) > tol:
@@ -78,7 +82,7 @@ def judge_gap(gap: dict[str, Any], pv: PaperValue, alpha: float = ALPHA) -> tupl
         if significant or powered:
             return "not reproduced", text + power_note, failed
         return "inconclusive", text + power_note + "; the opposite sign is not significant", failed
-    if failed[0].startswith("significance") and not powered:
+    if failed[0].startswith(("significance", "seeds")) and not powered:
         return "inconclusive", text + power_note, failed
     return "not reproduced", text + power_note, failed
 
@@ -158,24 +162,76 @@ def sign_follows_rho(p: SignFollowsRho, ev: Evidence):
 
 
 @dataclass(frozen=True)
-class AccuracyAbove:
+class RowAbove:
     row: str
     baseline: str
+    row_metric: str = "accuracy"  # a per-seed row metric: accuracy, late_drop
+    paper: str | None = None  # the reported finding, when the paper states it as a value or a sign
 
 
-@RULES.register("accuracy_above", config=AccuracyAbove, doc="one row's mean accuracy exceeds another's (Welch t-test)")
-def accuracy_above(p: AccuracyAbove, ev: Evidence):
-    a = list(_need(ev, f"rows.{p.row}.accuracy").values())
-    b = list(_need(ev, f"rows.{p.baseline}.accuracy").values())
+@RULES.register("row_above", config=RowAbove, doc="one row's per-seed metric exceeds another's on average (Welch t-test)")
+def row_above(p: RowAbove, ev: Evidence):
+    a = list(_need(ev, f"rows.{p.row}.{p.row_metric}").values())
+    b = list(_need(ev, f"rows.{p.baseline}.{p.row_metric}").values())
     diff = sum(a) / len(a) - sum(b) / len(b)
     pval = float(sps.ttest_ind(a, b, equal_var=False).pvalue) if len(a) > 1 and len(b) > 1 else float("nan")
-    text = f"{p.row} {100 * sum(a) / len(a):.2f}% vs {p.baseline} {100 * sum(b) / len(b):.2f}%: {_pct(diff)} (Welch p={pval:.3g})"
-    measured = {f"rows.{p.row}.accuracy": a, f"rows.{p.baseline}.accuracy": b}
+    text = (f"{p.row_metric}: {p.row} {100 * sum(a) / len(a):.2f}% vs {p.baseline} {100 * sum(b) / len(b):.2f}%: "
+            f"{_pct(diff)} (Welch p={pval:.3g})")
+    measured = {f"rows.{p.row}.{p.row_metric}": a, f"rows.{p.baseline}.{p.row_metric}": b}
+    reported = {}
+    if p.paper is not None:
+        pv = _paper(ev, p.paper)
+        reported = {p.paper: pv.printed or pv.implied_sign}
+        text += f"; reported: {pv.note or pv.printed}"
     if diff > 0:
-        return "reproduced", text, [], measured, {}
+        return "reproduced", text, [], measured, reported
     if pval < ALPHA:
-        return "not reproduced", text, ["sign: significantly below"], measured, {}
-    return "inconclusive", text, ["sign: below, not significantly"], measured, {}
+        return "not reproduced", text, ["sign: significantly below"], measured, reported
+    return "inconclusive", text, ["sign: below, not significantly"], measured, reported
+
+
+@dataclass(frozen=True)
+class GapOrder:
+    comparisons: tuple[str, ...]  # expected in increasing order of mean gap
+
+
+@RULES.register("gap_order", config=GapOrder, doc="mean gaps are in the stated increasing order")
+def gap_order(p: GapOrder, ev: Evidence):
+    gaps = [(c, _need(ev, f"comparisons.{c}.gap")) for c in p.comparisons]
+    text = " < ".join(f"{c} {_pct(g['mean'])}" for c, g in gaps)
+    inversions, unclear = [], []
+    for (c1, g1), (c2, g2) in zip(gaps, gaps[1:]):
+        if g1["mean"] < g2["mean"]:
+            continue
+        spread = math.hypot(_half_width(g1), _half_width(g2))
+        (inversions if g1["mean"] - g2["mean"] > spread else unclear).append(f"{c1} >= {c2}")
+    measured = {c: g["mean"] for c, g in gaps}
+    if inversions:
+        return "not reproduced", text, [f"order: {x}" for x in inversions], measured, {}
+    if unclear:
+        return "inconclusive", text + "; out of order within seed noise", [f"order: {x}" for x in unclear], measured, {}
+    return "reproduced", text, [], measured, {}
+
+
+@dataclass(frozen=True)
+class AccuracyMatchesPaper:
+    row: str
+    paper: str
+
+
+@RULES.register("accuracy_matches_paper", config=AccuracyMatchesPaper,
+                doc="a row's mean accuracy equals the reported one within its 95% CI and the printed precision")
+def accuracy_matches_paper(p: AccuracyMatchesPaper, ev: Evidence):
+    pv = _paper(ev, p.paper)
+    xs = [100 * v for v in _need(ev, f"rows.{p.row}.accuracy").values()]
+    mean = sum(xs) / len(xs)
+    if len(xs) < 2:
+        return "inconclusive", f"{mean:.2f}% from one seed vs reported {pv.printed}", ["seeds: need at least 2"], {}, {}
+    sd = math.sqrt(sum((x - mean) ** 2 for x in xs) / (len(xs) - 1))
+    tol = float(sps.t.ppf(0.975, len(xs) - 1)) * sd / math.sqrt(len(xs)) + pv.tolerance
+    text = f"{mean:.2f} ± {sd:.2f}% over {len(xs)} seeds vs reported {pv.printed} (tolerance ±{tol:.2f}pp)"
+    failed = [] if abs(mean - pv.value) <= tol else [f"magnitude: {mean:.2f} outside {pv.value:g} ± {tol:.2f}"]
+    return ("not reproduced" if failed else "reproduced"), text, failed, {p.row: mean}, {p.paper: pv.printed}
 
 
 @dataclass(frozen=True)

@@ -46,6 +46,7 @@ def measure_accuracy(manifest: Manifest, ctx: Context) -> Measured:
     records, errors = execute_runs([r for _, _, r in planned], ctx.results_dir, ctx.device, ctx.data_dir,
                                    ctx.jobs, ctx.progress)
     per_row: dict[str, dict[int, float]] = {}
+    late_drop: dict[str, dict[int, float]] = {}  # peak - final test accuracy: the late collapse of Section 5
     runs: dict[str, list[dict[str, Any]]] = {}
     for row_id, seed, request in planned:
         h = request.cfg.hash
@@ -54,6 +55,7 @@ def measure_accuracy(manifest: Manifest, ctx: Context) -> Measured:
             continue
         record = records[h]
         per_row.setdefault(row_id, {})[seed] = record["metrics"]["accuracy"]
+        late_drop.setdefault(row_id, {})[seed] = record["metrics"]["peak_accuracy"] - record["metrics"]["final_accuracy"]
         runs.setdefault(row_id, []).append(_run_summary(record))
     for row in manifest.rows:
         if "accuracy" not in row.measures:
@@ -61,6 +63,7 @@ def measure_accuracy(manifest: Manifest, ctx: Context) -> Measured:
         path = f"rows.{row.id}.accuracy"
         if row.id in per_row:
             out.metrics[path] = per_row[row.id]
+            out.metrics[f"rows.{row.id}.late_drop"] = late_drop[row.id]
         else:
             out.missing[path] = f"every run of {row.id} failed"
     for comp in manifest.comparisons:

@@ -45,6 +45,18 @@ class Comparison:
     label: str
     row: str
     baseline: str
+    series: str = ""  # groups comparisons across tables for figures, e.g. "depthwise w=2.0"
+
+
+@dataclass(frozen=True)
+class Figure:
+    """A figure drawn from this manifest's runs."""
+
+    id: str
+    kind: Literal["accuracy_by_epoch", "usage_by_class"]
+    title: str
+    rows: tuple[str, ...]
+    paper_ref: str = ""
 
 
 @dataclass(frozen=True)
@@ -88,6 +100,7 @@ class Manifest:
     comparisons: tuple[Comparison, ...] = ()
     claims: tuple[Claim, ...] = ()
     assumptions: tuple[Assumption, ...] = ()
+    figures: tuple[Figure, ...] = ()
     paper_table: str = ""  # the paper_tables/ file holding its reported values; default: id
     path: str = ""
 
@@ -102,7 +115,8 @@ class Manifest:
 
 
 REQUIRED_PROFILES = ("smoke", "full")
-_TOP_KEYS = ["id", "title", "paper_ref", "description", "paper_table", "rows", "comparisons", "claims", "profiles", "assumptions"]
+_TOP_KEYS = ["id", "title", "paper_ref", "description", "paper_table", "rows", "comparisons", "claims", "profiles",
+             "assumptions", "figures"]
 _ROW_KEYS = field_names(Row)
 _CLAIM_KEYS = [k for k in field_names(Claim) if k != "params"]
 
@@ -185,6 +199,7 @@ def parse_manifest(data: dict[str, Any], file: str | Path) -> Manifest:
     comparisons = [from_dict(Comparison, c, f"comparisons[{i}]", problems) for i, c in enumerate(_list(data, "comparisons", problems))]
     claims = [_claim(c, f"claims[{i}]", problems) for i, c in enumerate(_list(data, "claims", problems))]
     assumptions = [from_dict(Assumption, a, f"assumptions[{i}]", problems) for i, a in enumerate(_list(data, "assumptions", problems))]
+    figures = [from_dict(Figure, f, f"figures[{i}]", problems) for i, f in enumerate(_list(data, "figures", problems))]
     profiles = {}
     raw_profiles = data.get("profiles", {})
     if not isinstance(raw_profiles, dict):
@@ -208,6 +223,11 @@ def parse_manifest(data: dict[str, Any], file: str | Path) -> Manifest:
                 problems.add(f"comparisons[{i}].{attr}", f"no row '{ref}'{closest(ref, sorted(row_ids))}; rows: {', '.join(sorted(row_ids))}")
     claims = [c for c in claims if c is not None]
     _check_ids(claims, "claims", problems)
+    figures = [f for f in figures if f is not None]
+    for i, f in enumerate(figures):
+        for ref in f.rows:
+            if ref not in row_ids:
+                problems.add(f"figures[{i}].rows", f"no row '{ref}'{closest(ref, sorted(row_ids))}")
     if "id" in scalars and Path(file).suffix == ".toml" and scalars["id"] != Path(file).stem:
         problems.add("id", f"must equal the file name '{Path(file).stem}' so that `repro {Path(file).stem}` finds it")
     scalars.setdefault("paper_table", scalars.get("id", ""))
@@ -215,7 +235,7 @@ def parse_manifest(data: dict[str, Any], file: str | Path) -> Manifest:
         raise SchemaError(file, problems.items)
     manifest = Manifest(
         rows=tuple(rows), comparisons=tuple(comparisons), claims=tuple(claims),
-        assumptions=tuple(a for a in assumptions if a is not None), profiles=profiles,
+        assumptions=tuple(a for a in assumptions if a is not None), profiles=profiles, figures=tuple(figures),
         path=str(file), **scalars,
     )
     from repro.claims import check_references
