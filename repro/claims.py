@@ -58,6 +58,7 @@ class Verdict:
     reported: dict[str, Any] = field(default_factory=dict)
     paper_scale: bool = True
     note: str = ""
+    seeds_needed: int | None = None  # for 80% power at the paper's effect size, where it gives one
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -201,7 +202,7 @@ def separates(p: Separates, ev: Evidence):
 def evaluate(claim, ev: Evidence) -> Verdict:
     """Decide one manifest claim on the evidence; never raises for missing data."""
     base = dict(claim=claim.id, statement=claim.statement, section=claim.section, scope=claim.scope,
-                paper_scale=ev.paper_scale or claim.scope == "analytic")
+                paper_scale=ev.paper_scale or claim.scope == "analytic", seeds_needed=_seeds_needed(claim, ev))
     if claim.scope == "gpu" and ev.device != "cuda":
         return Verdict(**base, status="not run",
                        evidence=f"needs a GPU (scope gpu); measured on {ev.device}, so not decided")
@@ -215,6 +216,14 @@ def evaluate(claim, ev: Evidence) -> Verdict:
     if claim.scope == "empirical" and not ev.paper_scale:
         note = f"decided on the '{ev.profile}' profile: not a paper-scale result"
     return Verdict(**base, status=status, evidence=text, failed=failed, measured=measured, reported=reported, note=note)
+
+
+def _seeds_needed(claim, ev: Evidence) -> int | None:
+    from repro.claims_gaps import seeds_needed
+
+    key = claim.params.get("paper")
+    pv = paper_value(ev.paper_table, key) if isinstance(key, str) else None
+    return seeds_needed(pv) if pv is not None and claim.scope != "analytic" else None
 
 
 def check_references(manifest, problems) -> None:

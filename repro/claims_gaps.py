@@ -18,7 +18,7 @@ from scipy import stats as sps
 
 from repro.claims import RULES, Evidence, _need, _paper
 from repro.paper import PaperValue
-from repro.stats import seeds_for_power, t_from_p
+from repro.stats_audit import power_plan
 
 ALPHA = 0.05
 
@@ -27,20 +27,10 @@ def _pct(x: float) -> str:
     return f"{100 * x:+.2f}pp"
 
 
-def paper_effect_size(pv: PaperValue) -> float | None:
-    """d_z the paper's numbers imply: its d, else mean/sd, else from p and n."""
-    if pv.d is not None:
-        return abs(pv.d)
-    if pv.value is not None and pv.sd:
-        return abs(pv.value / pv.sd)
-    if pv.p is not None and pv.n and pv.n > 1 and pv.p_relation == "=":
-        return abs(t_from_p(pv.p, pv.n - 1)) / math.sqrt(pv.n)
-    return None
-
-
 def seeds_needed(pv: PaperValue) -> int | None:
-    d = paper_effect_size(pv)
-    return seeds_for_power(d) if d else None
+    """Seeds for 80% power at the effect size the paper's numbers imply (repro.stats_audit.power_plan)."""
+    plan = power_plan([pv])
+    return plan[0].seeds_needed if plan else None
 
 
 def _paper_sign(pv: PaperValue) -> int:

@@ -12,7 +12,8 @@ from repro.claims import Verdict
 from repro.fsutil import atomic_write_text
 from repro.manifest import Manifest, Row, load_all
 from repro.pipeline import Context, ManifestResult, load_result, row_flops, row_key, run_manifest, save_result
-from repro.report.render import render_report, write_manifest_outputs
+from repro.report.figures import render_figures
+from repro.report.render import render_audit, render_figure_section, render_report, write_manifest_outputs
 
 PROFILE_ENV, RESULTS_ENV = "REPRO_PROFILE", "REPRO_RESULTS"
 
@@ -103,8 +104,11 @@ def write_report(results_dir: Path, manifests: list[Manifest] | None = None, che
     manifests = manifests if manifests is not None else load_all()
     entries = [(m, load_result(results_dir, m.id)) for m in manifests]
     summary = summary_lines(entries, check, failures or {})
+    figures = render_figures(entries, results_dir / "figures")
+    sections = [("Figures", render_figure_section(figures, results_dir))]
+    sections += list(extra_sections or []) + [("Statistics audit of the paper's reported numbers", render_audit())]
     path = results_dir / "report.md"
-    atomic_write_text(path, render_report(entries, summary, extra_sections))
+    atomic_write_text(path, render_report(entries, summary, sections))
     return path, summary
 
 

@@ -74,6 +74,29 @@ def write_manifest_outputs(manifest: Manifest, result: ManifestResult, results_d
     return list(files)
 
 
+def render_audit() -> str:
+    """The statistics audit and the power plan over every value in paper_tables/."""
+    from repro.paper import paper_tables
+    from repro.stats_audit import audit, power_plan
+
+    rows, power = [], []
+    for name, table in paper_tables().items():
+        rows += [{"table": name, **r.to_dict()} for r in audit(table.values)]
+        power += [{"table": name, **r.to_dict()} for r in power_plan(table.values)]
+    return environment().get_template("audit.md.j2").render(audit=rows, power=power)
+
+
+def render_figure_section(figures: list, results_dir: Path) -> str:
+    lines = []
+    for f in figures:
+        if f.png is None:
+            lines.append(f"- **{f.title}** ({f.paper_ref or 'report figure'}): {f.caption}")
+            continue
+        rel = f.png.relative_to(results_dir) if f.png.is_relative_to(results_dir) else f.png
+        lines.append(f"**{f.title}** ({f.paper_ref or 'report figure'})\n\n![{f.title}]({rel})\n\n{f.caption}\n")
+    return "\n".join(lines) if lines else "No figure could be drawn from these results."
+
+
 def render_report(entries: list[tuple[Manifest, ManifestResult | None]], summary: dict[str, Any],
                   extra_sections: list[tuple[str, str]] | None = None) -> str:
     """report.md: summary, the claims checklist, every table, assumptions, provenance."""

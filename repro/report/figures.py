@@ -1,0 +1,203 @@
+"""The report's figures, drawn with matplotlib without a display: PNG for report.md, PDF for LaTeX.
+
+Two figures gather every manifest that has results: the accuracy gap against the
+routed fraction rho (Section 5.3, Table 1) and against the number of classes
+(Fig. 2). The others are declared by a manifest ([[figures]]) and drawn from its
+own runs: test accuracy per epoch (Fig. 3) and test-time expert usage by class
+(Fig. 4). Each comes with a caption saying what is plotted, from which runs
+(profile), and what the paper's text reports. A figure without data is not drawn:
+it is returned with png = None and the reason, and any stale file of that id is
+removed so the report never shows an old picture.
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass
+from pathlib import Path
+
+from matplotlib.figure import Figure
+
+from repro.fsutil import atomic_write_bytes
+from repro.manifest import Figure as FigureDecl
+from repro.manifest import Manifest, Profile
+from repro.paper import PaperValue, paper_tables, paper_value
+from repro.pipeline import ManifestResult
+from repro.report import figures_gaps as gaps
+from repro.report import figures_runs as runs
+
+DPI = 150
+
+
+@dataclass(frozen=True)
+class FigureFile:
+    id: str  # the file stem: out_dir/<id>.png and .pdf
+    title: str
+    png: Path | None  # None when the figure was not drawn
+    pdf: Path | None
+    caption: str  # "not drawn: <why>" when png is None
+    paper_ref: str
+
+    @property
+    def drawn(self) -> bool:
+        return self.png is not None
+
+
+def render_figures(entries: list[tuple[Manifest, ManifestResult | None]], out_dir: Path) -> list[FigureFile]:
+    """Draw every figure the results allow into out_dir; list the others with the reason they were skipped."""
+    out_dir = Path(out_dir)
+    points = gaps.gap_points(entries)
+    files = [_gap_vs_rho(entries, points, out_dir), _gap_vs_classes(entries, points, out_dir)]
+    used = {f.id for f in files}
+    for manifest, result in entries:
+        for decl in manifest.figures:
+            fig_id = decl.id if decl.id not in used else f"{manifest.id}_{decl.id}"
+            used.add(fig_id)
+            files.append(_declared(manifest, result, decl, fig_id, out_dir))
+    return files
+
+
+# --------------------------------------------------------------------------- files
+def _save(fig: Figure, fig_id: str, title: str, caption: str, paper_ref: str, out_dir: Path) -> FigureFile:
+    paths = {fmt: out_dir / f"{fig_id}.{fmt}" for fmt in ("png", "pdf")}
+    for fmt, path in paths.items():
+        buf = io.BytesIO()
+        # no timestamps: the same results give the same bytes
+        metadata = {"CreationDate": None} if fmt == "pdf" else {"Software": None}
+        fig.savefig(buf, format=fmt, dpi=DPI, metadata=metadata)
+        atomic_write_bytes(path, buf.getvalue())
+    return FigureFile(fig_id, title, paths["png"], paths["pdf"], caption, paper_ref)
+
+
+def _skip(fig_id: str, title: str, why: str, paper_ref: str, out_dir: Path) -> FigureFile:
+    for fmt in ("png", "pdf"):
+        (out_dir / f"{fig_id}.{fmt}").unlink(missing_ok=True)
+    return FigureFile(fig_id, title, None, None, f"not drawn: {why}", paper_ref)
+
+
+# --------------------------------------------------------------------------- caption parts
+def _profile_words(name: str, profile: Profile | None) -> str:
+    if profile is None:
+        return f"profile '{name}'"
+    epochs = f"{profile.epochs} epochs" if profile.epochs else "the paper's epochs"
+    data = "synthetic data, a pipeline check rather than the paper's numbers" if profile.data == "synthetic" \
+        else "real data"
+    subset = f", {profile.train_samples} training images" if profile.train_samples else ""
+    return f"profile '{name}' ({profile.seeds} seed(s), {epochs}{subset}, {data})"
+
+
+def runs_note(pairs: list[tuple[Manifest, ManifestResult]]) -> str:
+    """Which manifests' runs a figure shows, grouped by the profile they ran at."""
+    groups: dict[str, list[str]] = {}
+    for manifest, result in pairs:
+        words = _profile_words(result.profile, manifest.profiles.get(result.profile))
+        groups.setdefault(words, []).append(manifest.id)
+    return "Runs: " + "; ".join(f"{words}: {', '.join(ids)}" for words, ids in groups.items()) + "."
+
+
+def _describe(pv: PaperValue, statement: str) -> tuple[bool, str]:
+    where = f"Section {pv.section}" + (", explainer" if pv.source == "explainer-and-summary" else "")
+    if pv.value is not None:
+        return True, f"{statement} (paper: {pv.printed}, {where})"
+    direction = f"direction {pv.sign}" if pv.sign else pv.printed
+    return False, f"{statement} ({where}; {direction}, no number)"
+
+
+def paper_note(manifest: Manifest, rows: tuple[str, ...], paper_ref: str) -> str:
+    """What the paper's text says about a manifest figure's rows: values keyed by those rows, and the
+    reported findings of claims that compare them."""
+    said: list[tuple[bool, str]] = []
+    seen: set[str] = set()
+    for claim in manifest.claims:
+        key = claim.params.get("paper")
+        if not isinstance(key, str) or not {claim.params.get("row"), claim.params.get("baseline")} & set(rows):
+            continue
+        pv = paper_value(manifest.paper_table, key)
+        if pv is not None and pv.key not in seen:
+            seen.add(pv.key)
+            said.append(_describe(pv, claim.statement))
+    table = paper_tables().get(manifest.paper_table)
+    for pv in table.values if table else ():
+        if pv.row in rows and pv.key not in seen:
+            seen.add(pv.key)
+            said.append(_describe(pv, pv.note or pv.key))
+    ref = paper_ref or manifest.paper_ref
+    if not said:
+        return f"The paper's text gives no number for {ref}."
+    lead = "Paper" if any(numeric for numeric, _ in said) else f"The paper's text gives no number for {ref}; it states"
+    return f"{lead}: " + "; ".join(text for _, text in said) + "."
+
+
+# --------------------------------------------------------------------------- cross-manifest figures
+GAP_VS_RHO = ("gap_vs_rho", "Accuracy gap against the routed fraction ρ", "Section 5.3, Table 1")
+GAP_VS_CLASSES = ("gap_vs_classes", "Accuracy gap against the number of classes", "Fig. 2")
+
+
+def _no_gaps(entries: list[tuple[Manifest, ManifestResult | None]]) -> str:
+    ran = [m.id for m, r in entries if r is not None]
+    if not ran:
+        return "no manifest has results yet"
+    return f"no comparison of the manifests with results ({', '.join(ran)}) has a measured accuracy gap"
+
+
+def _pairs_for(entries, points: list[gaps.GapPoint]) -> list[tuple[Manifest, ManifestResult]]:
+    ids = set().union(*(p.manifests for p in points))
+    return [(m, r) for m, r in entries if r is not None and m.id in ids]
+
+
+def _gap_vs_rho(entries, points: list[gaps.GapPoint], out_dir: Path) -> FigureFile:
+    fig_id, title, ref = GAP_VS_RHO
+    shown, left_out = gaps.split_by_rho(points)
+    if not shown:
+        why = _no_gaps(entries) if not points else (
+            f"no compared treatment routes any compute: {left_out['zero']} comparison(s) have ρ = 0 and "
+            f"{left_out['missing']} have no measured ρ (their rows do not measure flops)")
+        return _skip(fig_id, title, why, ref, out_dir)
+    threshold = gaps.rho_threshold_pct([m for m, _ in entries])
+    fig, symlog = gaps.draw_gap_vs_rho(shown, threshold, title)
+    caption = gaps.caption_gap_vs_rho(shown, left_out, threshold, symlog, runs_note(_pairs_for(entries, shown)))
+    return _save(fig, fig_id, title, caption, ref, out_dir)
+
+
+def _gap_vs_classes(entries, points: list[gaps.GapPoint], out_dir: Path) -> FigureFile:
+    fig_id, title, ref = GAP_VS_CLASSES
+    shown = [p for p in points if p.series]
+    if not shown:
+        why = _no_gaps(entries) if not points else \
+            f"none of the {len(points)} measured comparison(s) belongs to a series (Comparison.series)"
+        return _skip(fig_id, title, why, ref, out_dir)
+    fig, symlog = gaps.draw_gap_vs_classes(shown, title)
+    caption = gaps.caption_gap_vs_classes(shown, symlog, runs_note(_pairs_for(entries, shown)))
+    return _save(fig, fig_id, title, caption, ref, out_dir)
+
+
+# --------------------------------------------------------------------------- manifest figures
+def _declared(manifest: Manifest, result: ManifestResult | None, decl: FigureDecl, fig_id: str,
+              out_dir: Path) -> FigureFile:
+    ref = decl.paper_ref or manifest.paper_ref
+    if result is None:
+        return _skip(fig_id, decl.title, f"{manifest.id} has no results yet (not run)", ref, out_dir)
+    where = f"{manifest.id} (profile '{result.profile}')"
+    runs_text, paper = runs_note([(manifest, result)]), paper_note(manifest, decl.rows, ref)
+    if decl.kind == "accuracy_by_epoch":
+        curves = runs.epoch_curves(decl, manifest, result)
+        if not curves:
+            return _skip(fig_id, decl.title, f"no run of {', '.join(decl.rows)} in {where} recorded test accuracy "
+                         "per epoch", ref, out_dir)
+        missing = [r for r in decl.rows if r not in {c.row for c in curves}]
+        fig = runs.draw_accuracy_by_epoch(curves, decl.title)
+        caption = runs.caption_accuracy_by_epoch(curves, manifest, missing, runs_text, paper)
+    elif decl.kind == "usage_by_class":
+        mats = runs.usage_matrices(decl, manifest, result)
+        if not mats:
+            return _skip(fig_id, decl.title, f"no run of {', '.join(decl.rows)} in {where} recorded test-time "
+                         "expert usage by class", ref, out_dir)
+        missing = [r for r in decl.rows if r not in {m.row for m in mats}]
+        fig = runs.draw_usage_by_class(mats, decl.title)
+        caption = runs.caption_usage_by_class(mats, missing, runs_text, paper)
+    else:
+        return _skip(fig_id, decl.title, f"no drawing for figure kind '{decl.kind}'", ref, out_dir)
+    return _save(fig, fig_id, decl.title, caption, ref, out_dir)
+
+
+__all__ = ["FigureFile", "render_figures", "runs_note", "paper_note"]

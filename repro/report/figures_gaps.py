@@ -1,0 +1,328 @@
+"""Accuracy gaps across manifests: gap vs routed fraction rho (Section 5.3) and vs class count (Fig. 2).
+
+Every MoE - dense comparison of every manifest with results becomes one point: the
+mean paired gap over seeds in percentage points (pp) with its 95% t-interval. A
+comparison that several manifests share (the same treatment and baseline runs,
+by run hash) is one point. Where the paper's text gives the gap as a number it is
+drawn beside ours as a hollow diamond; where it gives only a direction, a small
+"(+)" or "(−)" sits beside our point.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.ticker import FuncFormatter, NullLocator
+
+from repro.data.specs import DATASETS, get_dataset
+from repro.manifest import Comparison, Manifest
+from repro.paper import paper_value
+from repro.pipeline import ManifestResult
+
+HEAD_LABELS = {
+    "sparse_moe": "sparse MoE",
+    "soft_moe": "Soft MoE (batch axis)",
+    "per_sample_soft_moe": "per-sample Soft MoE",
+    "expert_choice": "Expert Choice",
+}
+MARKERS = ["o", "s", "^", "v", "P", "X", "*", "h"]
+GAP_UNITS = ("%", "pp")  # paper gaps printed in % of accuracy are percentage points
+SYMLOG_ABOVE_PP = 10.0  # a y range wider than this switches to symlog, linear within +-1 pp
+
+
+def dataset_colour(name: str) -> str:
+    return f"C{list(DATASETS).index(name)}" if name in DATASETS else "0.3"
+
+
+@dataclass
+class GapPoint:
+    """One plotted comparison: our mean gap, its interval, and the paper's value where stated."""
+
+    source: str  # "<manifest>/<comparison>" of the first manifest that has it
+    label: str
+    dataset: str
+    method: str  # what the treatment routes: its head, or its backbone when the heads match
+    series: str
+    profile: str
+    rho: float | None  # the treatment's routed fraction (a fraction, not %)
+    mean_pp: float
+    ci_pp: tuple[float, float] | None  # None with a single seed
+    n: int
+    paper_pp: float | None = None
+    paper_sign: str | None = None  # a direction the paper states without a number
+    paper_printed: str = ""
+    merged: list[str] = field(default_factory=list)  # other "<manifest>/<comparison>" with the same runs
+
+    @property
+    def num_classes(self) -> int:
+        return get_dataset(self.dataset).num_classes
+
+    @property
+    def sources(self) -> list[str]:
+        return [self.source, *self.merged]
+
+    @property
+    def manifests(self) -> set[str]:
+        return {s.split("/", 1)[0] for s in self.sources}
+
+
+def _run_hashes(result: ManifestResult, row_id: str) -> tuple[str, ...] | None:
+    runs = result.measured.details.get("runs", {}).get(row_id) or []
+    hashes = [r.get("hash") for r in runs]
+    return tuple(sorted(hashes)) if hashes and all(hashes) else None
+
+
+def _method(manifest: Manifest, comp: Comparison) -> str:
+    row, base = manifest.row(comp.row), manifest.row(comp.baseline)
+    if row.head.name != base.head.name:
+        return HEAD_LABELS.get(row.head.name, row.head.name)
+    return f"routed backbone ({row.backbone.name})"
+
+
+def _label(manifest: Manifest, comp: Comparison) -> str:
+    dataset = manifest.row(comp.row).dataset
+    title = get_dataset(dataset).title
+    if comp.label.lower().startswith((dataset, title.lower())):
+        return comp.label
+    return f"{title}, {comp.label}"
+
+
+def _point(manifest: Manifest, result: ManifestResult, comp: Comparison) -> GapPoint | None:
+    metrics = result.measured.metrics
+    gap: dict[str, Any] | None = metrics.get(f"comparisons.{comp.id}.gap")
+    if not isinstance(gap, dict) or gap.get("mean") is None:
+        return None
+    ci = gap.get("ci95")
+    point = GapPoint(
+        source=f"{manifest.id}/{comp.id}", label=_label(manifest, comp), dataset=manifest.row(comp.row).dataset,
+        method=_method(manifest, comp), series=comp.series, profile=result.profile,
+        rho=metrics.get(f"comparisons.{comp.id}.rho"), mean_pp=100 * gap["mean"],
+        ci_pp=(100 * ci[0], 100 * ci[1]) if ci and None not in ci else None, n=int(gap.get("n") or 0),
+    )
+    _adopt_paper(point, manifest, comp)
+    return point
+
+
+def _adopt_paper(point: GapPoint, manifest: Manifest, comp: Comparison) -> None:
+    """Fill the paper's gap from this manifest's table unless a numeric one is already there."""
+    pv = paper_value(manifest.paper_table, f"{comp.id}.gap")
+    if pv is None or point.paper_pp is not None:
+        return
+    if pv.value is not None and pv.unit in GAP_UNITS:
+        point.paper_pp, point.paper_sign, point.paper_printed = pv.value, None, pv.printed
+    elif pv.implied_sign and point.paper_sign is None:
+        point.paper_sign, point.paper_printed = pv.implied_sign, pv.printed
+
+
+def gap_points(entries: list[tuple[Manifest, ManifestResult | None]]) -> list[GapPoint]:
+    """Every accuracy comparison with a measured gap, one point per distinct pair of runs."""
+    points: dict[tuple, GapPoint] = {}
+    for manifest, result in entries:
+        if result is None:
+            continue
+        for comp in manifest.comparisons:
+            point = _point(manifest, result, comp)
+            if point is None:
+                continue
+            row, base = _run_hashes(result, comp.row), _run_hashes(result, comp.baseline)
+            key = (row, base) if row and base else (point.source,)
+            if key not in points:
+                points[key] = point
+                continue
+            kept = points[key]
+            kept.merged.append(point.source)
+            if point.series and not kept.series:  # the manifest that files it in a series names it best
+                kept.series, kept.label = point.series, point.label
+            if kept.rho is None:
+                kept.rho = point.rho
+            _adopt_paper(kept, manifest, comp)
+    return list(points.values())
+
+
+def rho_threshold_pct(manifests: list[Manifest]) -> tuple[float, str] | None:
+    """The paper's rho threshold, from any claim that names one (value in %, as printed)."""
+    for manifest in manifests:
+        for claim in manifest.claims:
+            key = claim.params.get("threshold")
+            pv = paper_value(manifest.paper_table, key) if isinstance(key, str) else None
+            if pv is not None and pv.value is not None and pv.metric == "rho" and pv.unit == "%":
+                return pv.value, pv.printed
+    return None
+
+
+# --------------------------------------------------------------------------- drawing
+def _y_scale(ax, points: list[GapPoint]) -> bool:
+    ys = [p.mean_pp for p in points] + [p.paper_pp for p in points if p.paper_pp is not None]
+    ys += [v for p in points if p.ci_pp for v in p.ci_pp]
+    ax.margins(y=0.08)
+    if max(abs(y) for y in ys) > SYMLOG_ABOVE_PP:
+        ax.set_yscale("symlog", linthresh=1.0)
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}".replace("-", "−")))
+        return True
+    return False
+
+
+def _draw_point(ax, x: float, p: GapPoint, colour: str, marker: str, signs: bool = True) -> None:
+    yerr = None if p.ci_pp is None else [[p.mean_pp - p.ci_pp[0]], [p.ci_pp[1] - p.mean_pp]]
+    ax.errorbar([x], [p.mean_pp], yerr=yerr, fmt=marker, color=colour, ms=6, capsize=2.5, lw=1, zorder=3)
+    if p.paper_pp is not None:
+        ax.plot([x], [p.paper_pp], marker="D", ms=9, mfc="none", mec=colour, mew=1.4, ls="none", zorder=4)
+    elif p.paper_sign and signs:
+        ax.annotate(f"({_sign(p.paper_sign)})", (x, p.mean_pp), xytext=(5, 4), textcoords="offset points",
+                    fontsize=7, color="0.3")
+
+
+def _sign(sign: str) -> str:
+    return "+" if sign == "+" else "−"
+
+
+def _minor_label(v: float, _pos: int) -> str:
+    """Label the 2s and 5s between decades of a log axis (0.2, 0.5, 2, 5, 20, 50)."""
+    return f"{v:g}" if f"{v:g}".lstrip("0.")[:1] in ("2", "5") else ""
+
+
+def _paper_handle() -> Line2D:
+    return Line2D([], [], marker="D", ms=8, mfc="none", mec="black", ls="none", label="paper's gap")
+
+
+def draw_gap_vs_rho(points: list[GapPoint], threshold: tuple[float, str] | None,
+                    title: str = "Accuracy gap against the routed fraction ρ") -> tuple[Figure, bool]:
+    """Gap (pp) against rho (%, log); returns the figure and whether the y axis is symlog."""
+    fig = Figure(figsize=(8.5, 5.0), layout="constrained")
+    ax = fig.add_subplot()
+    methods = sorted({p.method for p in points})
+    marker = {m: MARKERS[i % len(MARKERS)] for i, m in enumerate(methods)}
+    for p in points:
+        _draw_point(ax, 100 * p.rho, p, dataset_colour(p.dataset), marker[p.method])
+    ax.axhline(0, color="black", lw=0.8)
+    handles = [Line2D([], [], marker="o", color=dataset_colour(d), ls="none", label=get_dataset(d).title)
+               for d in DATASETS if any(p.dataset == d for p in points)]
+    handles += [Line2D([], [], marker=marker[m], color="0.35", ls="none", label=m) for m in methods]
+    if any(p.paper_pp is not None for p in points):
+        handles.append(_paper_handle())
+    if threshold:
+        ax.axvline(threshold[0], color="0.4", ls=":", lw=1)
+        handles.append(Line2D([], [], color="0.4", ls=":", label=f"paper's ρ threshold ({threshold[1]})"))
+    ax.set_xscale("log")
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.xaxis.set_minor_formatter(FuncFormatter(_minor_label))
+    symlog = _y_scale(ax, points)
+    ax.set_xlabel("routed fraction ρ of inference FLOPs (%, log scale)")
+    ax.set_ylabel("MoE − dense accuracy (pp)" + (" [symlog]" if symlog else ""))
+    ax.set_title(title)
+    ax.grid(True, which="major", alpha=0.3)
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
+    return fig, symlog
+
+
+def draw_gap_vs_classes(points: list[GapPoint],
+                        title: str = "Accuracy gap against the number of classes") -> tuple[Figure, bool]:
+    """Gap (pp) against the dataset's class count (log), one line per series."""
+    fig = Figure(figsize=(8.0, 5.6), layout="constrained")
+    ax = fig.add_subplot()
+    series = sorted({p.series for p in points}, key=str.lower)
+    handles = []
+    for i, name in enumerate(series):
+        colour = f"C{i % 10}"
+        dodge = 1.06 ** (i - (len(series) - 1) / 2)  # side by side, so bars at one class count do not overlap
+        mine = sorted((p for p in points if p.series == name), key=lambda p: p.num_classes)
+        xs = [p.num_classes * dodge for p in mine]
+        ax.plot(xs, [p.mean_pp for p in mine], color=colour, lw=1.2, zorder=2)
+        for x, p in zip(xs, mine):
+            _draw_point(ax, x, p, colour, "o", signs=False)  # listed in the caption: too crowded here
+        handles.append(Line2D([], [], marker="o", color=colour, label=name))
+    if any(p.paper_pp is not None for p in points):
+        handles.append(_paper_handle())
+    ax.axhline(0, color="black", lw=0.8)
+    ax.set_xscale("log")
+    titles = {d.num_classes: d.title for d in DATASETS.values()}  # every dataset, so runs compare at a glance
+    classes = sorted(set(titles) | {p.num_classes for p in points})
+    ax.set_xticks(classes, [f"{c}\n{titles.get(c, '')}" for c in classes], fontsize=8)
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.set_xlim(classes[0] / 1.6, classes[-1] * 1.6)
+    symlog = _y_scale(ax, points)
+    ax.set_xlabel("classes (log scale)")
+    ax.set_ylabel("MoE − dense accuracy (pp)" + (" [symlog]" if symlog else ""))
+    ax.set_title(title)
+    ax.grid(True, which="major", alpha=0.3)
+    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=3, fontsize=8, frameon=False)
+    return fig, symlog
+
+
+# --------------------------------------------------------------------------- captions
+def _pp(x: float) -> str:
+    return f"{x:+.2f}".replace("-", "−")
+
+
+def _paper_sentence(points: list[GapPoint], signs_drawn: bool) -> str:
+    numeric = [p for p in points if p.paper_pp is not None]
+    signs = [p for p in points if p.paper_pp is None and p.paper_sign]
+    parts = []
+    if numeric:
+        listed = "; ".join(f"{p.label}: ours {_pp(p.mean_pp)} pp, paper {p.paper_printed}" for p in numeric)
+        parts.append("Hollow diamonds: the gap the paper's text reports for the same comparison, drawn at the same "
+                     f"x as ours ({listed}).")
+    else:
+        parts.append("The paper's text reports none of these gaps as a number.")
+    if signs and signs_drawn:
+        parts.append(f"A bracketed (+) or (−) beside {len(signs)} point(s) is the direction the text states "
+                     "without a number.")
+    elif signs:
+        listed = "; ".join(f"{p.label} ({p.series}) {_sign(p.paper_sign)}" for p in signs)
+        parts.append(f"Directions the text states without a number (not drawn): {listed}.")
+    return " ".join(parts)
+
+
+def _common_sentences(points: list[GapPoint], symlog: bool) -> str:
+    merged = [p for p in points if p.merged]
+    out = []
+    if merged:
+        out.append("Comparisons that reuse the same runs in several manifests are drawn once: "
+                   + "; ".join(" = ".join(p.sources) for p in merged) + ".")
+    metrics = {}
+    for d in sorted({p.dataset for p in points}, key=list(DATASETS).index):
+        metrics.setdefault(get_dataset(d).metric, []).append(get_dataset(d).title)
+    words = {"final": "final-epoch test accuracy", "peak": "peak validation accuracy"}
+    out.append(f"Seeds per comparison: {'/'.join(str(n) for n in sorted({p.n for p in points}))}.")
+    out.append("Accuracy is " + " and ".join(f"{words[m]} on {', '.join(t)}" for m, t in metrics.items()) + ".")
+    if symlog:
+        out.append("The y axis is linear within ±1 pp and logarithmic beyond, so collapses of tens of points "
+                   "and sub-point gaps fit one axis.")
+    return " ".join(out)
+
+
+def caption_gap_vs_rho(points: list[GapPoint], left_out: dict[str, int], threshold: tuple[float, str] | None,
+                       symlog: bool, runs: str) -> str:
+    text = (f"Mean MoE − dense accuracy gap (percentage points, paired by seed; bars: 95% t-interval) against "
+            f"the treatment's routed fraction ρ for {len(points)} comparison(s); colour: dataset, marker: what "
+            "the treatment routes (its head, or its backbone where both heads are dense).")
+    words = {"zero": "with ρ = 0", "missing": "without a measured ρ"}
+    skipped = [f"{n} {words[why]}" for why, n in left_out.items() if n]
+    if skipped:
+        text += f" Not shown: {', '.join(skipped)}."
+    text += " " + _common_sentences(points, symlog) + " " + _paper_sentence(points, signs_drawn=True)
+    if threshold:
+        text += f" Dotted line: the ρ threshold the paper places between hurting and helping ({threshold[1]})."
+    return f"{text} {runs}"
+
+
+def caption_gap_vs_classes(points: list[GapPoint], symlog: bool, runs: str) -> str:
+    series = sorted({p.series for p in points}, key=str.lower)
+    text = (f"Mean MoE − dense accuracy gap (pp; bars: 95% t-interval) against the dataset's number of classes, "
+            f"one line per series of comparisons tagged alike across manifests ({'; '.join(series)}); points of "
+            "different series are offset slightly sideways.")
+    return f"{text} {_common_sentences(points, symlog)} {_paper_sentence(points, signs_drawn=False)} {runs}"
+
+
+def split_by_rho(points: list[GapPoint]) -> tuple[list[GapPoint], dict[str, int]]:
+    """Points with rho > 0, and how many were left out for rho = 0 or no rho."""
+    shown = [p for p in points if p.rho is not None and p.rho > 0]
+    zero = sum(1 for p in points if p.rho is not None and p.rho <= 0)
+    return shown, {"zero": zero, "missing": sum(1 for p in points if p.rho is None)}
+
+
+__all__ = ["GapPoint", "gap_points", "split_by_rho", "rho_threshold_pct", "draw_gap_vs_rho",
+           "draw_gap_vs_classes", "caption_gap_vs_rho", "caption_gap_vs_classes"]
