@@ -126,3 +126,20 @@ def test_backbone_flops_exact(backbone_model):
     report = count_flops(backbone_model, (3, 64, 64))
     assert report.problems == []
     assert len(report.routed_modules) == 8
+
+
+def test_both_execution_paths_agree_and_are_counted_exactly():
+    m = layer(k=2)
+    x = torch.randn(4, 6, 8, 8)
+    assert m.mixes_kernels(64) and not m.mixes_kernels(1) and not layer(k=1).mixes_kernels(64)
+    torch.testing.assert_close(m._mixed_kernels(x, *m.route(x)[1:]), m._per_expert(x, *m.route(x)[1:], [8, 8]),
+                               rtol=0, atol=1e-5)
+    tiny = torch.randn(4, 6, 1, 1)  # one output position: k convolutions are cheaper than mixing
+    torch.testing.assert_close(m(tiny), reference(m, tiny), rtol=0, atol=1e-5)
+    assert m.own_macs(([tiny.shape], torch.Size([4, 5, 1, 1]))) == 2 * 4 * 5 * 6 * 9
+
+
+def test_k1_backbone_flops_exact_on_the_per_expert_path():
+    model = build_model("imagenet", Component("resnet18_moeconv", {"top_k": 1}), Component("dense"))
+    report = count_flops(model, (3, 64, 64))
+    assert report.problems == []

@@ -12,7 +12,10 @@ selected logits. A convolution is linear in its weights, so
 and the per-sample mixture is: gather each sample's k banks, mix them with one
 batched matmul (B, 1, K) @ (B, K, W), and run one grouped convolution over the
 batch (groups = B). No Python loop over samples, and each sample's output depends
-on that sample only.
+on that sample only. Mixing costs k*W multiply-adds a sample against P*W for the
+convolution (P output positions); where running the k selected banks' convolutions
+(a loop over experts, k*P*W) is cheaper, as at k = 1 or on tiny feature maps, that
+path runs instead. Both are exact, and FLOP accounting counts the path that runs.
 
 With k = 1 the single gate is softmax of one logit, i.e. exactly 1: the router then
 receives no gradient (the ablation of Table 5 trains with a fixed random router).
@@ -76,16 +79,32 @@ class MoEConv2d(RoutingHooks, nn.Module):
         logits, g, top_i = self.route(x)
         return torch.zeros_like(logits).scatter(-1, top_i, g)
 
+    def mixes_kernels(self, positions: int) -> bool:
+        """Whether mixing kernels (k*W + P*W a sample) is cheaper than k convolutions (k*P*W)."""
+        return self.top_k + positions < self.top_k * positions
+
     def own_macs(self, shapes) -> int:
-        """Multiply-adds as executed (see repro.flops): mixing k banks plus one grouped convolution."""
+        """Multiply-adds as executed (see repro.flops), on whichever path runs."""
         (x, *_), out = shapes
         bank = self.out_channels * self.in_channels * self.kernel_size**2  # W
-        mixing = x[0] * self.top_k * bank  # (B, 1, K) @ (B, K, W)
-        return mixing + math.prod(out) * self.in_channels * self.kernel_size**2
+        conv = math.prod(out) * self.in_channels * self.kernel_size**2  # one convolution for the batch
+        if self.mixes_kernels(math.prod(out[2:])):
+            return x[0] * self.top_k * bank + conv  # (B, 1, K) @ (B, K, W), then one grouped convolution
+        return self.top_k * conv  # each sample through its k selected banks
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:  # (B, Ci, H, W) -> (B, Co, H', W')
-        b = x.shape[0]
         logits, g, top_i = self.route(x)
+        size = [(n + 2 * self.padding - self.kernel_size) // self.stride + 1 for n in x.shape[2:]]  # H', W'
+        if self.mixes_kernels(size[0] * size[1]):
+            y = self._mixed_kernels(x, g, top_i)
+        else:
+            y = self._per_expert(x, g, top_i, size)
+        probs = torch.softmax(logits.detach(), dim=-1)  # (B, E)
+        self._record_routing(probs, torch.zeros_like(probs).scatter(-1, top_i, 1.0))
+        return y
+
+    def _mixed_kernels(self, x: torch.Tensor, g: torch.Tensor, top_i: torch.Tensor) -> torch.Tensor:
+        b = x.shape[0]
         banks = self.weight.flatten(1).index_select(0, top_i.flatten()).view(b, self.top_k, -1)  # (B, K, W)
         w = torch.bmm(g.unsqueeze(1), banks)  # (B, 1, K) @ (B, K, W) -> (B, 1, W)
         y = F.conv2d(
@@ -93,9 +112,17 @@ class MoEConv2d(RoutingHooks, nn.Module):
             w.reshape(b * self.out_channels, self.in_channels, self.kernel_size, self.kernel_size),
             stride=self.stride, padding=self.padding, groups=b,
         )  # (1, B*Co, H', W')
-        probs = torch.softmax(logits.detach(), dim=-1)  # (B, E)
-        self._record_routing(probs, torch.zeros_like(probs).scatter(-1, top_i, 1.0))
         return y.reshape(b, self.out_channels, *y.shape[2:])
+
+    def _per_expert(self, x: torch.Tensor, g: torch.Tensor, top_i: torch.Tensor, size: list[int]) -> torch.Tensor:
+        gates = torch.zeros(x.shape[0], self.num_experts, dtype=g.dtype, device=g.device).scatter(-1, top_i, g)
+        out = x.new_zeros(x.shape[0], self.out_channels, *size)  # (B, Co, H', W')
+        for e in range(self.num_experts):
+            rows = (top_i == e).any(-1).nonzero().flatten()  # samples that selected expert e
+            if rows.numel():
+                y = F.conv2d(x[rows], self.weight[e], stride=self.stride, padding=self.padding)
+                out = out.index_add(0, rows, gates[rows, e, None, None, None] * y)
+        return out
 
 
 @dataclass(frozen=True)
