@@ -48,3 +48,14 @@ def test_verify_all_writes_one_report(results_dir, tmp_path, monkeypatch):
     report = (results_dir / "report.md").read_text()
     assert "Tables regenerated:" in report and "## Claims checklist" in report
     assert "FLOP checks passed:" in result.output
+
+
+def test_full_profile_without_the_dataset_fails_before_training(tmp_path, monkeypatch):
+    monkeypatch.setenv("REPRO_DATA", str(tmp_path / "empty"))
+    results = tmp_path / "results"
+    for table, dataset, folder in (("table1", "CIFAR-10", "cifar-10-batches-py"), ("table5", "ImageNet-1K", "imagenet")):
+        result = runner.invoke(app, [table, "--profile", "full", "--results-dir", str(results), "--device", "cpu"])
+        assert result.exit_code == 2, result.output
+        text = " ".join(result.output.split())
+        assert "nothing was trained" in text and dataset in text and folder in text
+        assert not (results / "runs").exists()
