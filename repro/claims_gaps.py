@@ -23,6 +23,10 @@ from repro.stats_audit import power_plan
 ALPHA = 0.05
 
 
+def _p(p: float | None) -> str:
+    return "undefined (the per-seed differences do not vary)" if p is None else f"{p:.3g}"
+
+
 def _pct(x: float) -> str:
     return f"{100 * x:+.2f}pp"
 
@@ -40,21 +44,28 @@ def _paper_sign(pv: PaperValue) -> int:
 
 def judge_gap(gap: dict[str, Any], pv: PaperValue, alpha: float = ALPHA) -> tuple[str, str, list[str]]:
     """(status, evidence, failed parts) of a measured gap against a reported one."""
-    n, mean, sd, p = gap["n"], gap["mean"], gap["sd"], gap["p"]
+    n, mean, sd, p = gap["n"], gap["mean"], gap["sd"], gap["p"]  # sd, p are None when undefined
     needed = seeds_needed(pv)
-    text = f"gap {_pct(mean)}" + (f" ± {100 * sd:.2f}pp, p={p:.3g}" if n > 1 and sd is not None else "")
+    text = f"gap {_pct(mean)}" + (f" ± {100 * sd:.2f}pp" if n > 1 and sd is not None else "")
+    text += f", p={_p(p)}" if n > 1 else ""
     text += f", {gap['positive']}/{n} seeds positive; reported {pv.printed or pv.implied_sign}"
     if n < 2:
         return "inconclusive", text + " (one seed: no test)", ["seeds: need at least 2 paired seeds"]
+    if mean == 0 and not sd:
+        return "inconclusive", text + " (identical accuracy on every seed: no information)", [
+            "sign: no difference on any seed"]
     failed: list[str] = []
     want = _paper_sign(pv)
-    sign_ok = want == 0 or (mean > 0) == (want > 0)
+    sign_ok = want == 0 or (mean != 0 and (mean > 0) == (want > 0))
     if not sign_ok:
-        failed.append(f"sign: measured {'+' if mean > 0 else '-'}, reported {'+' if want > 0 else '-'}")
+        measured = "0 (no difference)" if mean == 0 else ("+" if mean > 0 else "-")
+        failed.append(f"sign: measured {measured}, reported {'+' if want > 0 else '-'}")
     significant = p is not None and p < alpha
-    paper_significant = pv.p is not None and (pv.p_relation == "<" or pv.p < alpha) and pv.p <= alpha
-    if sign_ok and paper_significant and not significant:
-        failed.append(f"significance: p={p:.3g} is not below {alpha}")
+    # A direction the paper states needs a significant gap here too, unless the paper's own test
+    # was not significant (then only the direction is claimed).
+    paper_not_significant = pv.p is not None and pv.p_relation == "=" and pv.p >= alpha
+    if sign_ok and not paper_not_significant and not significant:
+        failed.append(f"significance: p={_p(p)} is not below {alpha}")
     if sign_ok and pv.positive_seeds is not None and pv.n and pv.positive_seeds in (0, pv.n):
         agree = gap["positive"] if pv.positive_seeds else n - gap["positive"]
         if agree < n:
@@ -67,7 +78,8 @@ def judge_gap(gap: dict[str, Any], pv: PaperValue, alpha: float = ALPHA) -> tupl
     if not failed:
         return "reproduced", text, []
     powered = needed is not None and n >= needed
-    power_note = f" (80% power at the paper's effect size needs {needed} seeds, {n} run)" if needed else ""
+    power_note = (f" (80% power at the paper's effect size needs {needed} seeds, {n} run)" if needed
+                  else " (the text gives no effect size, so no seed count decides power)")
     if failed[0].startswith("sign"):
         if significant or powered:
             return "not reproduced", text + power_note, failed
@@ -79,7 +91,7 @@ def judge_gap(gap: dict[str, Any], pv: PaperValue, alpha: float = ALPHA) -> tupl
 
 def _magnitude_tolerance(gap: dict[str, Any], pv: PaperValue) -> float:
     """95% half-width, in pp, of the difference between our mean gap and the paper's."""
-    n, sd = gap["n"], 100 * gap["sd"]
+    n, sd = gap["n"], 100 * (gap["sd"] or 0.0)
     n_p = pv.n or n
     sd_p = pv.sd if pv.sd is not None else sd
     se = math.sqrt(sd**2 / n + sd_p**2 / n_p)
@@ -173,11 +185,14 @@ def row_above(p: RowAbove, ev: Evidence):
         pv = _paper(ev, p.paper)
         reported = {p.paper: pv.printed or pv.implied_sign}
         text += f"; reported: {pv.note or pv.printed}"
-    if diff > 0:
+    significant = pval < ALPHA  # False for NaN (one seed, or no variance)
+    if diff > 0 and significant:
         return "reproduced", text, [], measured, reported
-    if pval < ALPHA:
+    if diff > 0:
+        return "inconclusive", text, ["significance: above, not significantly"], measured, reported
+    if significant:
         return "not reproduced", text, ["sign: significantly below"], measured, reported
-    return "inconclusive", text, ["sign: below, not significantly"], measured, reported
+    return "inconclusive", text, ["sign: not above, not significantly"], measured, reported
 
 
 @dataclass(frozen=True)
@@ -245,6 +260,6 @@ def gap_difference(p: GapDifference, ev: Evidence):
         failed.append(f"sign: measured {_pct(diff)}")
     elif abs(100 * diff - pv.value) > tol:
         failed.append(f"magnitude: {100 * diff:.2f} outside {pv.value:g} ± {tol:.2f}")
-    if min(a["n"], b["n"]) < 2:
+    if min(a["n"], b["n"]) < 2 or (diff == 0 and not a["sd"] and not b["sd"]):
         return "inconclusive", text, failed or ["seeds: need at least 2"], {"difference": diff}, {p.paper: pv.printed}
     return ("not reproduced" if failed else "reproduced"), text, failed, {"difference": diff}, {p.paper: pv.printed}

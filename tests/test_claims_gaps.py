@@ -59,11 +59,25 @@ def test_all_seeds_must_share_the_sign_when_the_paper_says_all_did():
 
 
 def test_sign_only_claims_and_the_rule_end_to_end():
-    ev = Evidence("table1", "table1", "smoke", metrics={"comparisons.std_h2048.gap": gap([0.4, 0.9])})
     claim = Claim("c", "s", "4.2", "gap_matches_paper", "empirical", {"comparison": "std_h2048", "paper": "std_h2048.gap"})
-    assert evaluate(claim, ev).status == "reproduced"
-    ev.metrics["comparisons.std_h2048.gap"] = gap([-0.4, -0.9])
-    assert evaluate(claim, ev).status in ("inconclusive", "not reproduced")
+
+    def verdict(diffs):
+        ev = Evidence("table1", "table1", "smoke", metrics={"comparisons.std_h2048.gap": gap(diffs)})
+        return evaluate(claim, ev)
+
+    assert verdict([0.4, 0.6, 0.5, 0.45]).status == "reproduced"  # the stated direction, significantly
+    v = verdict([0.4, 0.9])  # the direction, but not significant with two seeds
+    assert v.status == "inconclusive" and v.failed[0].startswith("significance")
+    assert verdict([-0.4, -0.6, -0.5, -0.45]).status == "not reproduced"  # significantly the other way
+    v = verdict([0.0, 0.0])
+    assert v.status == "inconclusive" and "no information" in v.evidence
+
+
+def test_a_finding_the_paper_itself_found_not_significant_needs_only_its_direction():
+    tiny_w2 = PaperValue("dw2.gap", "4.3", printed="p=0.10", sign="+", p=0.10, n=5)
+    assert judge_gap(gap([0.4, 0.9]), tiny_w2)[0] == "reproduced"
+    assert judge_gap(gap([0.4, -0.3]), tiny_w2)[0] == "reproduced"  # mean +0.05
+    assert judge_gap(gap([-0.4, 0.3]), tiny_w2)[0] in ("inconclusive", "not reproduced")
 
 
 @pytest.mark.parametrize("gaps,status", [([-2, -1, 1, 2, 3, 4], "reproduced"), ([-2, 3, -1, 2, 1, 4], "not reproduced")])
