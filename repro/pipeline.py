@@ -160,13 +160,21 @@ def run_manifest(manifest: Manifest, ctx: Context) -> ManifestResult:
             continue
         measured.update(MEASURERS[measure](manifest, ctx))
     comparison_metrics(manifest, measured)
+    result = ManifestResult(manifest.id, manifest.title, manifest.paper_ref, manifest.paper_table,
+                            ctx.profile_name, measured, [], provenance(ctx.device))
+    return decide(manifest, result)
+
+
+def decide(manifest: Manifest, result: ManifestResult) -> ManifestResult:
+    """(Re)decide the manifest's claims on the result's measurements, with the current rules."""
+    device = "cuda" if str(result.provenance.get("device", "")).startswith("cuda") else "cpu"
     evidence = Evidence(
-        manifest_id=manifest.id, paper_table=manifest.paper_table, profile=ctx.profile_name,
-        metrics=measured.metrics, missing=measured.missing, device=ctx.device, paper_scale=ctx.paper_scale,
+        manifest_id=manifest.id, paper_table=manifest.paper_table, profile=result.profile,
+        metrics=result.measured.metrics, missing=result.measured.missing, device=device,
+        paper_scale=result.profile == "full",
     )
-    verdicts = [evaluate(claim, evidence) for claim in manifest.claims]
-    return ManifestResult(manifest.id, manifest.title, manifest.paper_ref, manifest.paper_table, ctx.profile_name,
-                          measured, verdicts, provenance(ctx.device))
+    result.verdicts = [evaluate(claim, evidence) for claim in manifest.claims]
+    return result
 
 
 def save_result(result: ManifestResult, results_dir: Path) -> Path:

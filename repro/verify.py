@@ -8,10 +8,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import repro.experiments  # noqa: F401  (registers the "accuracy" measure)
+import repro.latency  # noqa: F401  (registers the "latency" measure)
 from repro.claims import Verdict
 from repro.fsutil import atomic_write_text
 from repro.manifest import Manifest, Row, load_all
-from repro.pipeline import Context, ManifestResult, load_result, row_flops, row_key, run_manifest, save_result
+from repro.pipeline import (
+    Context, ManifestResult, decide, load_result, row_flops, row_key, run_manifest, save_result,
+)
 from repro.report.figures import render_figures
 from repro.report.render import render_audit, render_figure_section, render_report, write_manifest_outputs
 
@@ -102,7 +105,7 @@ def summary_lines(entries: list[tuple[Manifest, ManifestResult | None]], check: 
 def write_report(results_dir: Path, manifests: list[Manifest] | None = None, check: FlopCheck | None = None,
                  failures: dict[str, str] | None = None, extra_sections=None) -> tuple[Path, dict]:
     manifests = manifests if manifests is not None else load_all()
-    entries = [(m, load_result(results_dir, m.id)) for m in manifests]
+    entries = [(m, _decided(results_dir, m)) for m in manifests]
     summary = summary_lines(entries, check, failures or {})
     figures = render_figures(entries, results_dir / "figures")
     sections = [("Figures", render_figure_section(figures, results_dir))]
@@ -110,6 +113,12 @@ def write_report(results_dir: Path, manifests: list[Manifest] | None = None, che
     path = results_dir / "report.md"
     atomic_write_text(path, render_report(entries, summary, sections))
     return path, summary
+
+
+def _decided(results_dir: Path, manifest: Manifest) -> ManifestResult | None:
+    """A stored result with its claims decided again by the current rules and manifest."""
+    result = load_result(results_dir, manifest.id)
+    return decide(manifest, result) if result is not None else None
 
 
 def describe_exception(exc: BaseException) -> str:
