@@ -22,8 +22,9 @@ RULES = Registry("claim rule")
 ROW_METRICS = {
     "total_macs", "backbone_macs", "head_macs", "routed_macs", "rho", "rho_all_ops", "head_share",
     "accuracy", "late_drop", "latency_ms", "op_calls",
+    "model_latency_ms", "backbone_latency_ms", "host_syncs", "kernel_launches", "num_experts",
 }
-COMPARISON_METRICS = {"flops_reduction", "flops_ratio", "gap", "slowdown", "rho"}
+COMPARISON_METRICS = {"flops_reduction", "flops_ratio", "gap", "slowdown", "rho", "model_slowdown"}
 
 
 @dataclass
@@ -269,3 +270,4 @@ def _check_metric_path(path: str, rows: set[str], comps: set[str], where: str, p
 Rule = Callable[[Any, Evidence], tuple]
 
 from repro import claims_gaps  # noqa: E402,F401  (registers the accuracy rules)
+from repro import claims_latency  # noqa: E402,F401  (registers the latency rules)

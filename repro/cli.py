@@ -258,6 +258,9 @@ def _manifest_command(path: Path):
     return command
 
 
+from repro.bench import bench_app  # noqa: E402
+
+app.add_typer(bench_app, name="bench", help="Benchmarks: latency per head, data path, training, capacity assignment.")
 _register_manifest_commands()
 
 

@@ -14,8 +14,10 @@ candidates that still have room, in order, and is forced only if it took none.
 Two implementations that must agree:
     assign_reference   a Python loop over samples, as the rule is written
     assign             tensor ops only (no host synchronisation): experts fill up at
-                       most E times, and each pass over the batch fixes the earliest
-                       fill, so E + 1 vectorised passes give the sequential answer.
+                       most min(E, B A / capacity) times, and each pass over the batch
+                       fixes the earliest fill, so that many passes plus one give the
+                       sequential answer. With one candidate (Kc = 1, the paper's k = 1)
+                       no sample can move, and one cumulative count settles who is forced.
 """
 
 from __future__ import annotations
@@ -76,23 +78,32 @@ def assign_reference(cand: torch.Tensor, cap: int, take: int, num_experts: int) 
     )
 
 
-def _takes(cand: torch.Tensor, fill: torch.Tensor, take: int) -> torch.Tensor:
+def _takes(cand: torch.Tensor, fill: torch.Tensor, take: int, order: torch.Tensor) -> torch.Tensor:
     """Candidates each sample takes, given fill[e] = index of the sample that fills e. -> (B, Kc) bool."""
-    b = cand.shape[0]
-    order = torch.arange(b, device=cand.device).unsqueeze(1)  # (B, 1)
     room = order <= fill[cand]  # (B, Kc): expert not yet full when sample b arrives
     return room & (room.long().cumsum(1) <= take)
+
+
+def _assign_single(cand: torch.Tensor, cap: int, num_experts: int) -> Assignment:
+    """Kc = 1: each sample keeps its one candidate; it is forced when `cap` earlier samples hold it."""
+    one_hot = torch.zeros(cand.shape[0], num_experts, dtype=torch.long, device=cand.device).scatter_(1, cand, 1)
+    earlier = (one_hot.cumsum(0) - one_hot).gather(1, cand)  # (B, 1): earlier samples on the same expert
+    return Assignment(cand, torch.ones_like(cand, dtype=torch.bool), (earlier >= cap).view(-1))
 
 
 def assign(cand: torch.Tensor, cap: int, take: int, num_experts: int) -> Assignment:
     """The same assignment as `assign_reference`, with tensor ops only: cand (B, Kc) -> Assignment."""
     b, kc = cand.shape
+    if kc == 1:
+        return _assign_single(cand, cap, num_experts)
     dev = cand.device
+    order = torch.arange(b, device=dev).unsqueeze(1)  # (B, 1)
     never = torch.full((num_experts,), b, dtype=torch.long, device=dev)
     fill = never.clone()  # (E,) sample index at which each expert fills up; B = not (yet) known to fill
     fixed = torch.zeros(num_experts, dtype=torch.bool, device=dev)
-    for _ in range(num_experts):  # each pass fixes the earliest remaining fill event, if any
-        taken = _takes(cand, fill, take)  # (B, Kc)
+    fills = min(num_experts, b * take // cap)  # each fill uses cap of the at most B*A placements
+    for _ in range(fills):  # each pass fixes the earliest remaining fill event, if any
+        taken = _takes(cand, fill, take, order)  # (B, Kc)
         hits = torch.zeros(b, num_experts, device=dev).scatter_add(1, cand, taken.float())  # (B, E)
         reached = hits.cumsum(0) >= cap  # (B, E), monotone down the batch
         first = (~reached).long().sum(0)  # (E,) first index at which the load reaches cap; B if never
@@ -100,7 +111,7 @@ def assign(cand: torch.Tensor, cap: int, take: int, num_experts: int) -> Assignm
         new = ~fixed & (first == earliest) & (first < b)
         fill = torch.where(new, first, fill)
         fixed = fixed | new
-    taken = _takes(cand, fill, take)  # (B, Kc)
+    taken = _takes(cand, fill, take, order)  # (B, Kc)
     forced = ~taken.any(1)  # (B,)
     taken[:, 0] |= forced  # force-assign to the top-1 candidate
     order = torch.sort((~taken).to(torch.uint8), dim=1, stable=True).indices[:, :take]  # taken first

@@ -1,0 +1,137 @@
+"""Latency tables (Table 7): per-row timings, slowdowns against a baseline, operator calls against E.
+
+Built from what rows measured (results' "latency" details and metrics), never
+from a manifest's name. Absolute times carry the device they were measured on;
+the paper's values sit in their own column, labelled with what they time.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from repro.claims import COMPARISON_METRICS, ROW_METRICS
+from repro.data.specs import get_dataset
+from repro.manifest import Manifest, Row
+from repro.paper import paper_tables
+from repro.pipeline import ManifestResult
+from repro.report.tables import Table, register_builder
+
+WHAT = {"latency_ms": "head", "model_latency_ms": "model", "backbone_latency_ms": "backbone",
+        "slowdown": "head", "model_slowdown": "model"}
+
+
+def ms(x: float | None) -> str:
+    if x is None:
+        return ""
+    return f"{x:.0f}" if x >= 100 else f"{x:.1f}" if x >= 10 else f"{x:.2f}" if x >= 1 else f"{x:.3f}"
+
+
+def times(x: float | None) -> str:
+    return "" if x is None else f"{x:.1f}x" if x < 100 else f"{x:.0f}x"
+
+
+def paper_cells(manifest: Manifest, ident: str, metrics: set[str]) -> str:
+    """The values the paper reports for a row or comparison (its `metrics`), with what they time."""
+    table = paper_tables().get(manifest.paper_table)
+    values = [v for v in table.values if v.row == ident and v.metric in metrics] if table else []
+    return "; ".join(f"{v.printed} ({WHAT.get(v.metric, v.metric)})" for v in values)
+
+
+def _setup_notes(result: ManifestResult) -> list[str]:
+    s = result.measured.details.get("latency_setup", {})
+    return [f"Measured on {s.get('device', '?')}, profile '{result.profile}': batch {s.get('batch')}, "
+            f"{s.get('warmup')} warm-up call(s), {s.get('min_reps')}-{s.get('max_reps')} repetitions per timing "
+            f"(median; IQR = interquartile range). Absolute times belong to this device; ratios are the headline.",
+            f"Operator calls: non-view aten operators of one head forward at batch {s.get('op_batch')} "
+            "(the same on every device); host syncs: those among them that wait for the device."]
+
+
+def latency_table(manifest: Manifest, result: ManifestResult) -> Table | None:
+    lat = result.measured.details.get("latency", {})
+    rows = [r for r in manifest.rows if r.id in lat]
+    if not rows:
+        return None
+    flops = result.measured.details.get("flops", {})
+    table = Table(key="latency", title=f"{manifest.title}: latency per batch", rows=[],
+                  columns=["Method", "Head ms", "Head IQR ms", "Ops / forward", "Host syncs", "Head MMAC / image",
+                           "Backbone ms", "Model ms", "Paper"])
+    groups: dict[tuple[str, str], list[Row]] = {}
+    for r in rows:
+        groups.setdefault((r.role, r.dataset), []).append(r)
+    for (role, dataset), members in sorted(groups.items(), key=lambda kv: kv[0][0] != "main"):
+        first = lat[members[0].id]
+        heading = (f"{get_dataset(dataset).title}: head on D = {first['head_features']} features, "
+                   f"whole model at {first['image_size']} px")
+        table.groups[len(table.rows)] = heading if role == "main" else f"Sensitivity — {heading}"
+        for r in members:
+            d = lat[r.id]
+            head_macs = flops.get(r.id, {}).get("head_macs")
+            table.rows.append([
+                r.label, ms(d["head"]["median_ms"]), f"{ms(d['head']['p25_ms'])}–{ms(d['head']['p75_ms'])}",
+                str(d["ops"]["ops"]), str(d["ops"]["host_syncs"]),
+                "" if head_macs is None else f"{head_macs / 1e6:.3f}", ms(d["backbone"]["median_ms"]),
+                ms(d["model"]["median_ms"]), paper_cells(manifest, r.id, ROW_METRICS),
+            ])
+    table.notes = _setup_notes(result) + [
+        "Head MMAC / image: multiply-adds of the head per image (routed heads: what one image executes), "
+        "from the FLOP count of the same row."]
+    return table
+
+
+def slowdown_table(manifest: Manifest, result: ManifestResult) -> Table | None:
+    m = result.measured.metrics
+    comps = [c for c in manifest.comparisons if f"comparisons.{c.id}.slowdown" in m]
+    if not comps:
+        return None
+    table = Table(key="slowdowns", title="Latency over the baseline's (x)", rows=[],
+                  columns=["Comparison", "Head x", "Model x", "Ops x", "Paper"])
+    for c in comps:
+        ops_a, ops_b = m.get(f"rows.{c.row}.op_calls"), m.get(f"rows.{c.baseline}.op_calls")
+        table.rows.append([c.label, times(m[f"comparisons.{c.id}.slowdown"]),
+                           times(m.get(f"comparisons.{c.id}.model_slowdown")),
+                           times(ops_a / ops_b) if ops_a and ops_b else "", paper_cells(manifest, c.id, COMPARISON_METRICS)])
+    table.notes = ["Head x: the row's head latency over the baseline's head latency; Model x: the same for the "
+                   "whole model (backbone + head), the reading this reproduction gives the paper's ratios."]
+    return table
+
+
+def _sweep_key(row: Row) -> str:
+    return json.dumps([row.dataset, row.backbone.key(), row.head.name,
+                       {k: v for k, v in row.head.params.items() if k != "num_experts"}], sort_keys=True)
+
+
+def _sweep_label(row: Row, d: dict[str, Any]) -> str:
+    params = ", ".join(f"{k}={v}" for k, v in sorted(row.head.params.items()) if k not in ("num_experts", "dispatch"))
+    dispatch = f", {d['dispatch']} dispatch" if d.get("dispatch") else ""
+    return f"{get_dataset(row.dataset).title}, {row.backbone.name}: {row.head.name}{dispatch} ({params})"
+
+
+def op_scaling_table(manifest: Manifest, result: ManifestResult) -> Table | None:
+    """Rows that differ only in the number of experts, side by side."""
+    lat = result.measured.details.get("latency", {})
+    sweeps: dict[str, dict[int, Any]] = {}
+    labels: dict[str, str] = {}
+    for r in manifest.rows:
+        if r.id in lat and lat[r.id]["num_experts"] is not None:
+            sweeps.setdefault(_sweep_key(r), {})[lat[r.id]["num_experts"]] = lat[r.id]
+            labels.setdefault(_sweep_key(r), _sweep_label(r, lat[r.id]))
+    sweeps = {k: v for k, v in sweeps.items() if len(v) > 1}
+    if not sweeps:
+        return None
+    experts = sorted({e for v in sweeps.values() for e in v})
+    table = Table(key="op_scaling", title="Operator calls and head latency against the number of experts E",
+                  columns=["Head", *[f"E={e}" for e in experts], "Ops per extra expert"], rows=[])
+    for key, by_e in sweeps.items():
+        es = sorted(by_e)
+        slope = (by_e[es[-1]]["ops"]["ops"] - by_e[es[0]]["ops"]["ops"]) / (es[-1] - es[0])
+        cells = [f"{by_e[e]['ops']['ops']} ops ({by_e[e]['ops']['host_syncs']} syncs), {ms(by_e[e]['head']['median_ms'])} ms"
+                 if e in by_e else "" for e in experts]
+        table.rows.append([labels[key], *cells, f"{slope:.1f}"])
+    table.notes = _setup_notes(result)[1:] + ["Ops per extra expert: (ops at the largest E - ops at the smallest) "
+                                              "/ (difference in E)."]
+    return table
+
+
+for _builder in (latency_table, slowdown_table, op_scaling_table):
+    register_builder(_builder)
