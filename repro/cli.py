@@ -103,6 +103,10 @@ def list_manifests() -> None:
         costs = "\n".join(f"{name}: {estimate(m, name)}" for name in m.profiles)
         table.add_row(m.id, f"{m.paper_ref}\n[dim]{m.title}[/]", str(len(m.rows)), str(len(m.claims)), costs)
     console.print(table)
+    from repro.timing import local_device
+
+    console.print(f"[dim]Costs are rough: training FLOPs over a throughput measured once on this machine's "
+                  f"{local_device()} (cached), plus a cost per step; runs already recorded are not counted out.[/]")
 
 
 @app.command("run")

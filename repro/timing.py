@@ -58,7 +58,12 @@ def throughput(device: str) -> float:
     return cache[key]
 
 
-def seconds_per_epoch(cfg: RunConfig, device: str = "cpu") -> float:
+def local_device() -> str:
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def seconds_per_epoch(cfg: RunConfig, device: str | None = None) -> float:
+    device = device or local_device()
     from repro.models import Component
     from repro.pipeline import _flops_for
 
