@@ -141,6 +141,11 @@ def execute_runs(requests: list[RunRequest], results_dir: Path, device: str, dat
             _collect(h, record, error, records, errors, progress, overall, task)
         return records, errors
     threads = max(1, (os.cpu_count() or 1) // jobs)
+    # glibc returns large blocks to the OS on every free, so each training step page-faults its
+    # gradients and optimizer temporaries back in; on a CPU that doubled a run's wall time.
+    # Workers inherit these thresholds (they are read when a process starts).
+    for name in ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_"):
+        os.environ.setdefault(name, str(1 << 30))
     manager = mp.get_context("spawn").Manager()
     events = manager.Queue()
     with ProcessPoolExecutor(jobs, mp_context=mp.get_context("spawn"), initializer=_worker_init,
