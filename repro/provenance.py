@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import os
 import importlib.metadata
 import platform
 import subprocess
@@ -15,14 +16,15 @@ PACKAGES = ("torch", "torchvision", "fvcore", "numpy", "scipy", "pandas", "jinja
 
 @lru_cache(maxsize=1)
 def git_commit() -> str:
-    """HEAD's hash, with '+dirty' when tracked files differ from it; 'unknown' outside git."""
+    """HEAD's hash, with '+dirty' when tracked files differ from it; in an image built without
+    .git, the commit it was built from ($REPRO_GIT_COMMIT); else 'unknown'."""
     try:
         head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True, check=True)
         dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO_ROOT,
                                capture_output=True, text=True, check=True)
         return head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
     except (OSError, subprocess.CalledProcessError):
-        return "unknown"
+        return os.environ.get("REPRO_GIT_COMMIT") or "unknown"
 
 
 def package_versions() -> dict[str, str]:

@@ -1,0 +1,321 @@
+"""Static checks of the container files (Dockerfile, compose files, .dockerignore) that need no
+Docker: the image installs the project exactly as the README does, and the compose files hand
+the CLI the folders and environment it reads. The real build and run: .ci/container-test.sh."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+import yaml
+
+from repro import REPO_ROOT
+from repro.data.layout import data_root
+from repro.verify import default_profile, default_results_dir
+
+DOCKERFILE = REPO_ROOT / "Dockerfile"
+COMPOSE_GPU = REPO_ROOT / "docker-compose.yml"
+COMPOSE_CPU = REPO_ROOT / "docker-compose.cpu.yml"
+README = REPO_ROOT / "README.md"
+
+# pip options that take a value; the value is not a requirement.
+_PIP_VALUE_OPTIONS = {
+    "-c", "--constraint", "-i", "--index-url", "--extra-index-url", "-f", "--find-links", "--cert",
+    "--client-cert", "-t", "--target", "--prefix", "--root", "--cache-dir", "--timeout", "--retries",
+    "--proxy", "--trusted-host", "--progress-bar", "--python-version", "--platform", "--implementation",
+    "--abi", "--log", "--src", "--upgrade-strategy", "-C", "--config-settings", "--report",
+    "--only-binary", "--no-binary", "--root-user-action",
+}
+
+
+# ---------------------------------------------------------------- parsing helpers
+
+def pip_install_commands(shell: str) -> list[list[str]]:
+    """The argument lists of every `pip install` / `python -m pip install` in a shell snippet."""
+    tokens = shlex.split(shell.replace("\\\n", " "), comments=True)
+    commands, current = [], []
+    for tok in tokens + [";"]:
+        if tok in {"&&", "||", ";", "|"} or tok.endswith(";"):
+            if tok.endswith(";") and tok != ";":
+                current.append(tok[:-1])
+            commands.append(current)
+            current = []
+        else:
+            current.append(tok)
+    found = []
+    for cmd in commands:
+        words = [w for w in cmd if not re.fullmatch(r"[A-Z_]+=.*", w)]  # drop VAR=value prefixes
+        for i in range(len(words) - 1):
+            is_pip = Path(words[i]).name in {"pip", "pip3"} or (
+                words[i] == "pip" and i >= 2 and words[i - 1] == "-m")
+            if is_pip and words[i + 1] == "install":
+                found.append(words[i + 2:])
+                break
+    return found
+
+
+def _normalize_requirement(req: str) -> tuple[str, frozenset[str]]:
+    """'./.[dev, x]' -> ('.', {'dev', 'x'}); a name keeps its extras too."""
+    m = re.fullmatch(r"(.*?)(?:\[([^\]]*)\])?", req.strip())
+    target, extras = m.group(1), m.group(2) or ""
+    target = target.rstrip("/") or "/"
+    target = re.sub(r"^(\./)+", "", target) or "."
+    return target, frozenset(e.strip() for e in extras.split(",") if e.strip())
+
+
+def install_spec(args: list[str]) -> frozenset[tuple]:
+    """What a `pip install` installs, ignoring how (cache, constraints, certificates)."""
+    spec, i = set(), 0
+    while i < len(args):
+        a = args[i]
+        if a in {"-e", "--editable"}:
+            spec.add(("editable", *_normalize_requirement(args[i + 1])))
+            i += 2
+        elif a.startswith("--editable="):
+            spec.add(("editable", *_normalize_requirement(a.split("=", 1)[1])))
+            i += 1
+        elif a in {"-r", "--requirement"}:
+            spec.add(("requirements", args[i + 1]))
+            i += 2
+        elif a in _PIP_VALUE_OPTIONS:
+            i += 2
+        elif a.startswith("-"):
+            i += 1
+        else:
+            spec.add(("requirement", *_normalize_requirement(a)))
+            i += 1
+    return frozenset(spec)
+
+
+def dockerfile_instructions(text: str) -> list[tuple[str, str]]:
+    """(INSTRUCTION, arguments) with continuation lines joined and comments dropped."""
+    lines = [ln for ln in text.splitlines() if not ln.lstrip().startswith("#")]
+    joined = re.sub(r"\\\n", " ", "\n".join(lines))
+    out = []
+    for ln in joined.splitlines():
+        if ln.strip():
+            word, _, rest = ln.strip().partition(" ")
+            out.append((word.upper(), rest.strip()))
+    return out
+
+
+def dockerfile_env(instructions) -> dict[str, str]:
+    env = {}
+    for word, rest in instructions:
+        if word == "ENV":
+            for tok in shlex.split(rest):
+                key, _, value = tok.partition("=")
+                env[key] = value
+    return env
+
+
+def readme_install_command() -> list[str]:
+    """The first `pip install` in the README's fenced shell blocks: the newcomer's install."""
+    blocks = re.findall(r"```(?:bash|sh|shell|console)?\n(.*?)```", README.read_text(), re.S)
+    for block in blocks:
+        commands = pip_install_commands(block)
+        if commands:
+            return commands[0]
+    raise AssertionError("README has no `pip install` command in a fenced shell block")
+
+
+def dockerfile_install_command() -> list[str]:
+    runs = [rest for word, rest in dockerfile_instructions(DOCKERFILE.read_text()) if word == "RUN"]
+    commands = [c for run in runs for c in pip_install_commands(run)]
+    assert len(commands) == 1, f"the Dockerfile should install with exactly one pip install, found {commands}"
+    return commands[0]
+
+
+class _ComposeLoader(yaml.SafeLoader):
+    """YAML with Compose's merge tags (!reset, !override) kept as markers."""
+
+
+def _tagged(loader: yaml.SafeLoader, node: yaml.Node) -> tuple[str, object]:
+    if isinstance(node, yaml.MappingNode):
+        return node.tag, loader.construct_mapping(node, deep=True)
+    if isinstance(node, yaml.SequenceNode):
+        return node.tag, loader.construct_sequence(node, deep=True)
+    return node.tag, loader.construct_scalar(node)
+
+
+_ComposeLoader.add_constructor("!reset", _tagged)
+_ComposeLoader.add_constructor("!override", _tagged)
+
+
+def compose(path: Path) -> dict:
+    return yaml.load(path.read_text(), Loader=_ComposeLoader)
+
+
+def env_default(value: str) -> str:
+    """'${VAR:-default}' -> 'default' (what Compose substitutes when VAR is unset)."""
+    return re.sub(r"\$\{\w+:?-([^}]*)\}", r"\1", str(value))
+
+
+def parse_volume(short: str) -> tuple[str, str, str]:
+    parts = env_default(short).split(":")
+    return parts[0], parts[1], parts[2] if len(parts) > 2 else "rw"
+
+
+# ---------------------------------------------------------------- the parsers themselves
+
+def test_install_spec_ignores_how_but_not_what():
+    readme = pip_install_commands("pip install -e '.[dev]' && repro verify-all  # comment")
+    assert readme == [["-e", ".[dev]"]]
+    docker = pip_install_commands(
+        "X=1 python -m pip install --no-cache-dir --constraint /tmp/c.txt -e './.[dev]' && rm -f /tmp/c.txt")
+    assert install_spec(readme[0]) == install_spec(docker[0]) == {("editable", ".", frozenset({"dev"}))}
+    # a different extra, a plain (non-editable) install or an extra package all differ
+    for other in ["pip install -e .", "pip install '.[dev]'", "pip install -e '.[dev]' torch==2.5",
+                  "pip install -e '.[dev,gpu]'", "pip install -r requirements.txt"]:
+        assert install_spec(pip_install_commands(other)[0]) != install_spec(readme[0]), other
+
+
+def test_dockerfile_instructions_join_continuations():
+    text = "FROM x\n# c\nENV A=1 \\\n    B=two\nRUN a \\\n  && b\n"
+    assert dockerfile_instructions(text) == [("FROM", "x"), ("ENV", "A=1      B=two"), ("RUN", "a    && b")]
+    assert dockerfile_env(dockerfile_instructions(text)) == {"A": "1", "B": "two"}
+
+
+# ---------------------------------------------------------------- Dockerfile
+
+def test_image_installs_what_the_readme_installs():
+    assert install_spec(dockerfile_install_command()) == install_spec(readme_install_command())
+
+
+def test_image_keeps_the_base_torch():
+    """torch and torchvision are pinned to the base's versions and checked after the install."""
+    args = dockerfile_install_command()
+    names = {s[1] for s in install_spec(args) if s[0] == "requirement"}
+    assert not names & {"torch", "torchvision"}
+    constraint = args[args.index("--constraint") + 1]
+    run = next(rest for word, rest in dockerfile_instructions(DOCKERFILE.read_text())
+               if word == "RUN" and "pip install" in rest)
+    before, after = run.split("pip install", 1)
+    assert f"> {constraint}" in before and 'v(\\"torch\\")' in before and 'v(\\"torchvision\\")' in before
+    assert f"diff {constraint} -" in after
+
+
+def test_dockerfile_base_user_entrypoint():
+    instructions = dockerfile_instructions(DOCKERFILE.read_text())
+    words = [w for w, _ in instructions]
+    arg_base = next(rest for w, rest in instructions if w == "ARG" and rest.startswith("BASE_IMAGE="))
+    image = arg_base.split("=", 1)[1]
+    assert re.fullmatch(r"[\w./-]+:[\w.-]+", image) and not image.endswith(":latest"), image
+    assert "cuda" in image, "the default base is a CUDA PyTorch runtime"
+    assert words.index("ARG") < words.index("FROM")
+    assert [rest for w, rest in instructions if w == "FROM"] == ["${BASE_IMAGE}"]
+    user = [rest for w, rest in instructions if w == "USER"][-1]
+    assert re.fullmatch(r"[1-9]\d*:[1-9]\d*", user), f"a numeric non-root USER, got {user}"
+    assert [rest for w, rest in instructions if w == "ENTRYPOINT"] == ['["repro"]']
+    assert [rest for w, rest in instructions if w == "CMD"] == ['["--help"]']
+
+
+def test_dockerfile_writable_home_and_caches():
+    instructions = dockerfile_instructions(DOCKERFILE.read_text())
+    env = dockerfile_env(instructions)
+    run_text = " ".join(rest for w, rest in instructions if w == "RUN")
+    chmod = re.search(r"chmod 1777 ([^&]+)", run_text).group(1).split()
+    for var in ["HOME", "TORCH_HOME", "XDG_CACHE_HOME"]:
+        assert env[var] in chmod, f"{var}={env[var]} must be writable by any UID"
+
+
+def test_dockerignore_keeps_data_results_caches_out_and_sources_in():
+    patterns = {ln.strip().strip("/") for ln in (REPO_ROOT / ".dockerignore").read_text().splitlines()
+                if ln.strip() and not ln.startswith("#")}
+    assert {"data", "results", ".cache", ".venv", ".git"} <= patterns
+    assert not patterns & {"repro", "manifests", "paper_tables", "pyproject.toml", "README.md", "."}
+
+
+# ---------------------------------------------------------------- compose files
+
+def test_compose_gpu_service():
+    doc = compose(COMPOSE_GPU)
+    svc = doc["services"]["repro"]
+    assert svc["build"]["context"] == "."
+    version = re.search(r'^version = "([^"]+)"', (REPO_ROOT / "pyproject.toml").read_text(), re.M).group(1)
+    assert env_default(svc["image"]) == f"repro-moe-rho:{version}"
+    devices = svc["deploy"]["resources"]["reservations"]["devices"]
+    assert devices[0]["driver"] == "nvidia" and "gpu" in devices[0]["capabilities"]
+    assert svc.get("shm_size") or svc.get("ipc") == "host"
+    assert re.fullmatch(r"\$\{UID:-\d+\}:\$\{GID:-\d+\}", svc["user"])
+    assert env_default(svc["environment"]["REPRO_PROFILE"]) == "full"
+
+
+def test_compose_mounts_match_what_the_cli_reads(monkeypatch):
+    svc = compose(COMPOSE_GPU)["services"]["repro"]
+    volumes = {target: (source, mode) for source, target, mode in map(parse_volume, svc["volumes"])}
+    env = svc["environment"]
+    assert volumes[env["REPRO_DATA"]] == ("./data", "ro")
+    assert volumes[env["REPRO_RESULTS"]] == ("./results", "rw")
+    cache_source, _ = volumes["/cache"]
+    assert cache_source in compose(COMPOSE_GPU)["volumes"], "the cache is a named volume"
+    image_env = dockerfile_env(dockerfile_instructions(DOCKERFILE.read_text()))
+    for var in ["TORCH_HOME", "XDG_CACHE_HOME"]:
+        assert image_env[var].startswith("/cache/")
+    for var in ["REPRO_DATA", "REPRO_RESULTS"]:
+        assert image_env[var] == env[var]
+    # the CLI honours exactly these variables
+    monkeypatch.setenv("REPRO_PROFILE", env_default(env["REPRO_PROFILE"]))
+    monkeypatch.setenv("REPRO_RESULTS", env["REPRO_RESULTS"])
+    monkeypatch.setenv("REPRO_DATA", env["REPRO_DATA"])
+    assert default_profile() == "full"
+    assert default_results_dir() == Path("/results")
+    assert data_root() == Path("/data")
+
+
+def test_compose_cpu_variant_drops_the_gpu_and_defaults_to_smoke():
+    svc = compose(COMPOSE_CPU)["services"]["repro"]
+    assert svc["deploy"] == ("!reset", {})
+    assert env_default(svc["environment"]["REPRO_PROFILE"]) == "smoke"
+    assert set(svc) == {"deploy", "environment"}, "the CPU file changes only the GPU and the profile"
+
+
+@pytest.mark.parametrize("path", [COMPOSE_GPU, COMPOSE_CPU, REPO_ROOT / ".ci" / "compose.ci.yml"])
+def test_compose_files_parse(path):
+    assert "repro" in compose(path)["services"]
+
+
+# ---------------------------------------------------------------- README, "Artifact evaluation"
+
+def _evaluation_section() -> str:
+    text = README.read_text()
+    start = text.index("\n## Artifact evaluation")
+    end = text.find("\n## ", start + 1)
+    return text[start:end if end > 0 else None]
+
+
+def test_evaluation_section_names_only_real_commands():
+    import typer.main
+
+    from repro.cli import app
+
+    registered = set(typer.main.get_command(app).commands)
+    named = set(re.findall(r"docker compose (?:-f \S+ )*run repro ([\w-]+)", _evaluation_section()))
+    assert {"verify-all", "list"} <= named
+    assert named <= registered, f"the README names commands the CLI lacks: {sorted(named - registered)}"
+
+
+def test_evaluation_section_states_the_compose_defaults():
+    section = _evaluation_section()
+    gpu, cpu = compose(COMPOSE_GPU)["services"]["repro"], compose(COMPOSE_CPU)["services"]["repro"]
+    assert f"profile `{env_default(gpu['environment']['REPRO_PROFILE'])}` unless" in section
+    assert f"makes `{env_default(cpu['environment']['REPRO_PROFILE'])}` the default" in section
+    assert "-f docker-compose.yml -f docker-compose.cpu.yml run repro" in section
+    base = next(rest for w, rest in dockerfile_instructions(DOCKERFILE.read_text())
+                if w == "ARG" and rest.startswith("BASE_IMAGE="))
+    assert f"`{base.split('=', 1)[1]}`" in section
+    for var in ["REPRO_DATA_DIR", "REPRO_RESULTS_DIR", "UID", "GID"]:
+        assert var in section and var in COMPOSE_GPU.read_text()
+
+
+def test_evaluation_section_lists_every_table_id():
+    from repro.manifest import manifest_paths
+
+    line = next(ln for ln in _evaluation_section().splitlines() if "# one table; the ids:" in ln)
+    listed = set()
+    for item in line.split("the ids:")[1].split(","):
+        m = re.fullmatch(r"\s*table(\d+)-table(\d+)\s*", item)
+        listed |= {f"table{i}" for i in range(int(m[1]), int(m[2]) + 1)} if m else {item.strip()}
+    assert listed == {p.stem for p in manifest_paths()}
