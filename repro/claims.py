@@ -9,7 +9,7 @@ verdict is ever written by hand: with no measurement the verdict is `not run`.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Literal
+from typing import Any, Literal
 
 from repro.paper import PaperValue, paper_value
 from repro.registry import Registry, closest
@@ -266,8 +266,6 @@ def _check_metric_path(path: str, rows: set[str], comps: set[str], where: str, p
     if metric not in metrics:
         problems.add(where, f"unknown metric '{metric}'{closest(metric, sorted(metrics))}; allowed: {', '.join(sorted(metrics))}")
 
-
-Rule = Callable[[Any, Evidence], tuple]
 
 from repro import claims_gaps  # noqa: E402,F401  (registers the accuracy rules)
 from repro import claims_latency  # noqa: E402,F401  (registers the latency rules)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Optional
 
@@ -267,6 +266,3 @@ from repro.bench import bench_app  # noqa: E402
 app.add_typer(bench_app, name="bench", help="Benchmarks: latency per head, data path, training, capacity assignment.")
 _register_manifest_commands()
 
-
-def main() -> None:  # pragma: no cover
-    app(sys.argv[1:])

@@ -2,7 +2,6 @@
 
 import torch
 import torch.nn.functional as F
-from PIL import Image
 
 from repro.bench_data import PILImages, bench_data, usual_transform
 from repro.data.augment import crop_flip, normalize

@@ -5,7 +5,7 @@ import torch
 
 from repro.manifest import Profile, Row
 from repro.models import Component, build_model
-from repro.recipes import RECIPES, resolve
+from repro.recipes import resolve
 from repro.train import _summary, make_optimizer, schedule_position
 
 FULL = Profile(description="full", seeds=5)

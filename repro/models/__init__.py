@@ -8,7 +8,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from torch import nn
 
 from repro.data.specs import get_dataset
 from repro.models import (  # noqa: F401  (registration side effects)
