@@ -18,7 +18,7 @@ from repro.claims import Evidence, Verdict, evaluate
 from repro.flops import FlopReport, count_flops
 from repro.fsutil import atomic_write_json
 from repro.manifest import Manifest, Profile, Row
-from repro.models import build_model
+from repro.models import Component, build_model
 from repro.data.specs import get_dataset
 from repro.provenance import provenance
 from repro.recipes import RECIPES
@@ -88,16 +88,23 @@ class ManifestResult:
 
 
 # --------------------------------------------------------------------------- FLOPs
+def model_key(dataset: str, backbone: Component, head: Component) -> str:
+    """A model's identity, independent of row ids and of the manifest it sits in."""
+    return json.dumps({"dataset": dataset, "backbone": backbone.key(), "head": head.key()}, sort_keys=True)
+
+
 def row_key(row: Row) -> str:
-    """A row's model identity, independent of its id and of the manifest it sits in."""
-    return json.dumps({"dataset": row.dataset, "backbone": row.backbone.key(), "head": row.head.key()}, sort_keys=True)
+    return model_key(row.dataset, row.backbone, row.head)
+
+
+def model_flops(dataset: str, backbone: Component, head: Component) -> FlopReport:
+    """Per-sample FLOPs of a model at the paper's resolution (cached)."""
+    return _flops_for(model_key(dataset, backbone, head))
 
 
 @lru_cache(maxsize=None)
 def _flops_for(key: str) -> FlopReport:
     spec = json.loads(key)
-    from repro.models import Component
-
     model = build_model(spec["dataset"], Component(**spec["backbone"]), Component(**spec["head"]))
     # Count the model as it infers after training: schedules (the k warm-up) at their last epoch.
     epochs = RECIPES[spec["dataset"]].epochs

@@ -65,12 +65,10 @@ def local_device() -> str:
 def seconds_per_epoch(cfg: RunConfig, device: str | None = None) -> float:
     device = device or local_device()
     from repro.models import Component
-    from repro.pipeline import _flops_for
+    from repro.pipeline import model_flops
 
     spec = get_dataset(cfg.dataset)
-    key = json.dumps({"dataset": cfg.dataset, "backbone": Component(**cfg.backbone).key(),
-                      "head": Component(**cfg.head).key()}, sort_keys=True)
-    report = _flops_for(key)
+    report = model_flops(cfg.dataset, Component(**cfg.backbone), Component(**cfg.head))
     scale = (cfg.image_size / spec.image_size) ** 2
     macs = report.backbone * scale + report.head  # per image, forward
     n_train = cfg.train_samples or spec.train_size
