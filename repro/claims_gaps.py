@@ -11,6 +11,7 @@ from the seed variance of both studies). When a part fails with fewer seeds than
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -163,6 +164,15 @@ def sign_follows_rho(p: SignFollowsRho, ev: Evidence):
     return ("reproduced" if ok else "not reproduced"), text, failed, {c: g for _, g, c in points}, {}
 
 
+def _welch_p(a: list[float], b: list[float]) -> float:
+    """Two-sided Welch p; NaN with fewer than two values a side or no variance at all."""
+    if len(a) < 2 or len(b) < 2:
+        return float("nan")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # identical values: scipy warns, p is NaN
+        return float(sps.ttest_ind(a, b, equal_var=False).pvalue)
+
+
 @dataclass(frozen=True)
 class RowAbove:
     row: str
@@ -176,7 +186,7 @@ def row_above(p: RowAbove, ev: Evidence):
     a = list(_need(ev, f"rows.{p.row}.{p.row_metric}").values())
     b = list(_need(ev, f"rows.{p.baseline}.{p.row_metric}").values())
     diff = sum(a) / len(a) - sum(b) / len(b)
-    pval = float(sps.ttest_ind(a, b, equal_var=False).pvalue) if len(a) > 1 and len(b) > 1 else float("nan")
+    pval = _welch_p(a, b)
     text = (f"{p.row_metric}: {p.row} {100 * sum(a) / len(a):.2f}% vs {p.baseline} {100 * sum(b) / len(b):.2f}%: "
             f"{_pct(diff)} (Welch p={pval:.3g})")
     measured = {f"rows.{p.row}.{p.row_metric}": a, f"rows.{p.baseline}.{p.row_metric}": b}

@@ -107,11 +107,10 @@ def write_report(results_dir: Path, manifests: list[Manifest] | None = None, che
     manifests = manifests if manifests is not None else load_all()
     entries = [(m, _decided(results_dir, m)) for m in manifests]
     summary = summary_lines(entries, check, failures or {})
-    figures = render_figures(entries, results_dir / "figures")
-    sections = [("Figures", render_figure_section(figures, results_dir))]
-    sections += list(extra_sections or []) + [("Statistics audit of the paper's reported numbers", render_audit())]
+    figures = render_figure_section(render_figures(entries, results_dir / "figures"), results_dir)
+    sections = list(extra_sections or []) + [("Statistics audit of the paper's reported numbers", render_audit())]
     path = results_dir / "report.md"
-    atomic_write_text(path, render_report(entries, summary, sections))
+    atomic_write_text(path, render_report(entries, summary, sections, figures))
     return path, summary
 
 

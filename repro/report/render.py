@@ -98,11 +98,11 @@ def render_figure_section(figures: list, results_dir: Path) -> str:
 
 
 def render_report(entries: list[tuple[Manifest, ManifestResult | None]], summary: dict[str, Any],
-                  extra_sections: list[tuple[str, str]] | None = None) -> str:
-    """report.md: summary, the claims checklist, every table, assumptions, provenance."""
+                  extra_sections: list[tuple[str, str]] | None = None, figures: str = "") -> str:
+    """report.md: summary, the claims checklist, figures, every table, assumptions, provenance."""
     blocks = []
     for manifest, result in entries:
         tables = build_tables(manifest, result) if result else []
         blocks.append({"manifest": manifest, "result": result, "tables": tables})
     return environment().get_template("report.md.j2").render(
-        blocks=blocks, summary=summary, extra_sections=extra_sections or [])
+        blocks=blocks, summary=summary, extra_sections=extra_sections or [], figures=figures)

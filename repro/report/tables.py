@@ -55,7 +55,7 @@ def flops_table(manifest: Manifest, result: ManifestResult) -> Table | None:
         return None
     table = Table(
         key="flops",
-        title=f"{manifest.title}",
+        title="FLOPs per image and the routed fraction ρ",
         columns=["Setting", "Backbone MMAC", "Head MMAC", "Routed MMAC", "Total MMAC", "Head share",
                  "ρ (ours)", "ρ, all ops (ours)", "ρ (paper)"],
         rows=[],
@@ -82,7 +82,7 @@ def flops_comparisons_table(manifest: Manifest, result: ManifestResult) -> Table
     comps = [c for c in manifest.comparisons if f"comparisons.{c.id}.flops_ratio" in m]
     if not comps:
         return None
-    table = Table(key="flops_comparisons", title="Derived FLOP comparisons",
+    table = Table(key="flops_comparisons", title="FLOPs of each model against its baseline",
                   columns=["Comparison", "FLOPs ratio (ours)", "Reduction (ours)", "Reported"], rows=[])
     for c in comps:
         paper = reported(manifest, f"{c.id}.flops_reduction") or reported(manifest, f"{c.id}.flops_ratio")
