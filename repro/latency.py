@@ -39,7 +39,7 @@ from repro.data.specs import get_dataset
 from repro.manifest import Manifest, Profile, Row
 from repro.models import BACKBONES, HEADS, build_model
 from repro.pipeline import Context, Measured, register_measurer
-from repro.recipes import RECIPES
+from repro.recipes import at_last_epoch
 
 HOST_SYNC_OPS = {"nonzero", "_local_scalar_dense", "item", "masked_select", "unique", "_unique2"}
 LAUNCH_EVENTS = {"cudaLaunchKernel", "cuLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernelEx"}
@@ -154,15 +154,6 @@ def count_ops(fn: Callable[[], Any], device: torch.device) -> OpCount:
 
 
 # --------------------------------------------------------------------------- models
-def at_last_epoch(model: nn.Module, dataset: str) -> nn.Module:
-    """Schedules at their final epoch: the model as it infers after training."""
-    epochs = RECIPES[dataset].epochs
-    for module in model.modules():
-        if hasattr(module, "on_epoch_start"):
-            module.on_epoch_start(epochs - 1, epochs)
-    return model
-
-
 @lru_cache(maxsize=None)
 def paper_features(dataset: str, backbone: str) -> int:
     """D of a backbone at the dataset's own resolution; backbone is a Component key as JSON."""

@@ -21,7 +21,7 @@ from repro.manifest import Manifest, Profile, Row
 from repro.models import Component, build_model
 from repro.data.specs import get_dataset
 from repro.provenance import provenance
-from repro.recipes import RECIPES
+from repro.recipes import at_last_epoch
 
 
 @dataclass
@@ -107,11 +107,7 @@ def _flops_for(key: str) -> FlopReport:
     spec = json.loads(key)
     model = build_model(spec["dataset"], Component(**spec["backbone"]), Component(**spec["head"]))
     # Count the model as it infers after training: schedules (the k warm-up) at their last epoch.
-    epochs = RECIPES[spec["dataset"]].epochs
-    for module in model.modules():
-        if module is not model and hasattr(module, "on_epoch_start"):
-            module.on_epoch_start(epochs - 1, epochs)
-    return count_flops(model, get_dataset(spec["dataset"]).input_shape)
+    return count_flops(at_last_epoch(model, spec["dataset"]), get_dataset(spec["dataset"]).input_shape)
 
 
 def row_flops(row: Row) -> FlopReport:

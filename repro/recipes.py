@@ -116,3 +116,12 @@ def resolve(row: Row, profile: Profile, seed: int) -> RunConfig:
 
 def seeds(profile: Profile) -> list[int]:
     return list(range(profile.seeds))
+
+
+def at_last_epoch(model, dataset: str):
+    """The model's schedules (temperature, k warm-up) at the recipe's last epoch: as it infers after training."""
+    epochs = RECIPES[dataset].epochs
+    for module in model.modules():
+        if hasattr(module, "on_epoch_start"):
+            module.on_epoch_start(epochs - 1, epochs)
+    return model
