@@ -8,24 +8,15 @@ verdict is ever written by hand: with no measurement the verdict is `not run`.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from repro.paper import PaperValue, paper_value
 from repro.registry import Registry, closest
+from repro.results import COMPARISON_METRICS, ROW_METRICS, Status, Verdict
 
-Status = Literal["reproduced", "not reproduced", "inconclusive", "not run"]
 
 RULES = Registry("claim rule")
-
-# Metrics whose values are fractions; paper values printed in % are divided by 100.
-ROW_METRICS = {
-    "total_macs", "backbone_macs", "head_macs", "routed_macs", "rho", "rho_all_ops", "head_share",
-    "accuracy", "late_drop", "latency_ms", "op_calls",
-    "model_latency_ms", "backbone_latency_ms", "host_syncs", "kernel_launches", "num_experts",
-}
-COMPARISON_METRICS = {"flops_reduction", "flops_ratio", "gap", "slowdown", "rho", "model_slowdown"}
-
 
 @dataclass
 class Evidence:
@@ -44,25 +35,6 @@ class Evidence:
 
     def why_missing(self, path: str) -> str:
         return self.missing.get(path, f"{path} was not measured")
-
-
-@dataclass
-class Verdict:
-    claim: str
-    statement: str
-    section: str
-    scope: str
-    status: Status
-    evidence: str  # one line: measured vs reported, and the rule applied
-    failed: list[str] = field(default_factory=list)  # which parts of the rule failed
-    measured: dict[str, Any] = field(default_factory=dict)
-    reported: dict[str, Any] = field(default_factory=dict)
-    paper_scale: bool = True
-    note: str = ""
-    seeds_needed: int | None = None  # for 80% power at the paper's effect size, where it gives one
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 class NotRun(Exception):

@@ -221,14 +221,14 @@ def verify_all(profile: Optional[str] = ProfileOpt, results_dir: Optional[Path] 
 
 
 def _print_checklist(results_dir: Path, manifests: list[Manifest]) -> None:
-    from repro.pipeline import load_result
+    from repro.results import load_result
 
     verdicts = [v for m in manifests if (r := load_result(results_dir, m.id)) for v in r.verdicts]
     _print_verdicts(verdicts)
 
 
 def _undecided_or_failed(results_dir: Path, manifests: list[Manifest], device: str) -> bool:
-    from repro.pipeline import load_result
+    from repro.results import load_result
 
     for m in manifests:
         result = load_result(results_dir, m.id)

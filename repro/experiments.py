@@ -13,7 +13,8 @@ from typing import Any
 from repro.cost import register_estimator
 from repro.data.layout import require
 from repro.manifest import Manifest, Profile
-from repro.pipeline import Context, Measured, register_measurer
+from repro.pipeline import Context, register_measurer
+from repro.results import Measured
 from repro.recipes import RunConfig, resolve, seeds
 from repro.runs import RunRequest, execute_runs
 from repro.stats import paired_gap

@@ -38,7 +38,8 @@ from repro.cost import register_estimator
 from repro.data.specs import get_dataset
 from repro.manifest import Manifest, Profile, Row
 from repro.models import BACKBONES, HEADS, build_model
-from repro.pipeline import Context, Measured, register_measurer
+from repro.pipeline import Context, register_measurer
+from repro.results import Measured
 from repro.recipes import at_last_epoch
 
 HOST_SYNC_OPS = {"nonzero", "_local_scalar_dense", "item", "masked_select", "unique", "_unique2"}

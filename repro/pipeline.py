@@ -14,13 +14,13 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable
 
-from repro.claims import Evidence, Verdict, evaluate
+from repro.claims import Evidence, evaluate
 from repro.flops import FlopReport, count_flops
-from repro.fsutil import atomic_write_json
 from repro.manifest import Manifest, Profile, Row
 from repro.models import Component, build_model
 from repro.data.specs import get_dataset
 from repro.provenance import provenance
+from repro.results import ManifestResult, Measured, load_result, save_result  # noqa: F401  (re-exported)
 from repro.recipes import at_last_epoch
 
 
@@ -39,52 +39,6 @@ class Context:
     @property
     def paper_scale(self) -> bool:
         return self.profile_name == "full"
-
-
-@dataclass
-class Measured:
-    metrics: dict[str, Any] = field(default_factory=dict)
-    missing: dict[str, str] = field(default_factory=dict)  # metric path -> why not measured
-    problems: list[str] = field(default_factory=list)  # failures that make the run not complete
-    details: dict[str, Any] = field(default_factory=dict)  # per-row records shown in reports
-
-    def update(self, other: Measured) -> None:
-        self.metrics.update(other.metrics)
-        self.missing.update(other.missing)
-        self.problems += other.problems
-        for key, value in other.details.items():
-            self.details.setdefault(key, {}).update(value)
-
-
-@dataclass
-class ManifestResult:
-    manifest_id: str
-    title: str
-    paper_ref: str
-    paper_table: str
-    profile: str
-    measured: Measured
-    verdicts: list[Verdict]
-    provenance: dict[str, Any]
-
-    @property
-    def ok(self) -> bool:
-        return not self.measured.problems
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "manifest": self.manifest_id, "title": self.title, "paper_ref": self.paper_ref,
-            "paper_table": self.paper_table, "profile": self.profile,
-            "metrics": self.measured.metrics, "missing": self.measured.missing,
-            "problems": self.measured.problems, "details": self.measured.details,
-            "verdicts": [v.to_dict() for v in self.verdicts], "provenance": self.provenance,
-        }
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> ManifestResult:
-        measured = Measured(d["metrics"], d["missing"], d["problems"], d["details"])
-        return cls(d["manifest"], d["title"], d["paper_ref"], d["paper_table"], d["profile"], measured,
-                   [Verdict(**v) for v in d["verdicts"]], d["provenance"])
 
 
 # --------------------------------------------------------------------------- FLOPs
@@ -178,19 +132,6 @@ def decide(manifest: Manifest, result: ManifestResult) -> ManifestResult:
     )
     result.verdicts = [evaluate(claim, evidence) for claim in manifest.claims]
     return result
-
-
-def save_result(result: ManifestResult, results_dir: Path) -> Path:
-    path = results_dir / result.manifest_id / "results.json"
-    atomic_write_json(path, result.to_dict())
-    return path
-
-
-def load_result(results_dir: Path, manifest_id: str) -> ManifestResult | None:
-    path = results_dir / manifest_id / "results.json"
-    if not path.exists():
-        return None
-    return ManifestResult.from_dict(json.loads(path.read_text()))
 
 
 __all__ = ["Context", "Measured", "ManifestResult", "run_manifest", "save_result", "load_result", "row_flops",

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import repro.experiments  # noqa: F401  (registers the "accuracy" measure)
 import repro.latency  # noqa: F401  (registers the "latency" measure)
-from repro.claims import Verdict
+from repro.results import Verdict
 from repro.fsutil import atomic_write_text
 from repro.manifest import Manifest, Row, load_all
 from repro.pipeline import (

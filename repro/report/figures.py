@@ -22,7 +22,7 @@ from repro.fsutil import atomic_write_bytes
 from repro.manifest import Figure as FigureDecl
 from repro.manifest import Manifest, Profile
 from repro.paper import PaperValue, paper_tables, paper_value
-from repro.pipeline import ManifestResult
+from repro.results import ManifestResult
 from repro.report import figures_gaps as gaps
 from repro.report import figures_runs as runs
 

@@ -20,7 +20,7 @@ from matplotlib.ticker import FuncFormatter, NullLocator
 from repro.data.specs import DATASETS, get_dataset
 from repro.manifest import Comparison, Manifest
 from repro.paper import paper_value
-from repro.pipeline import ManifestResult
+from repro.results import ManifestResult
 
 HEAD_LABELS = {
     "sparse_moe": "sparse MoE",

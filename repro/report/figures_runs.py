@@ -18,7 +18,7 @@ from matplotlib.figure import Figure
 from repro.data.specs import get_dataset
 from repro.manifest import Figure as FigureDecl
 from repro.manifest import Manifest
-from repro.pipeline import ManifestResult
+from repro.results import ManifestResult
 
 ACTIVE_SHARE = 0.05  # an expert "carries" test traffic when it is the top-1 of at least this share of images
 

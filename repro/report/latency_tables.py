@@ -14,7 +14,7 @@ from repro.claims import COMPARISON_METRICS, ROW_METRICS
 from repro.data.specs import get_dataset
 from repro.manifest import Manifest, Row
 from repro.paper import paper_tables
-from repro.pipeline import ManifestResult
+from repro.results import ManifestResult
 from repro.report.tables import Table, register_builder
 
 WHAT = {"latency_ms": "head", "model_latency_ms": "model", "backbone_latency_ms": "backbone",

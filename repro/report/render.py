@@ -10,7 +10,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from repro.fsutil import atomic_write_text
 from repro.manifest import Manifest
-from repro.pipeline import ManifestResult
+from repro.results import ManifestResult
 from repro.report.tables import Table, build_tables, verdict_counts
 
 _LATEX_SPECIAL = {

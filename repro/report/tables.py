@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 from repro.manifest import Manifest
 from repro.paper import paper_value
-from repro.pipeline import ManifestResult
+from repro.results import ManifestResult
 
 
 @dataclass

@@ -1,0 +1,205 @@
+"""What a manifest run produces, as data: metric paths, measurements, results.json. Torch-free.
+
+A metric lives at a path: ``rows.<row id>.<metric>`` or ``comparisons.<comparison id>.<metric>``.
+Paths are built and taken apart here only (`row_metric`, `comparison_metric`, `parse_metric_path`),
+so the vocabulary below is the one list of what can be measured. A value is a number, a per-seed
+mapping {seed: value}, or a dict of statistics (repro.stats.GapStats.to_dict()).
+
+The per-seed run summaries a report draws from (`details["runs"][row]`) are `RunSummary`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any, Literal
+
+from repro.fsutil import atomic_write_json
+
+Status = Literal["reproduced", "not reproduced", "inconclusive", "not run"]
+
+# What a row can measure: FLOPs (repro.measure.flops), accuracy (repro.measure.accuracy),
+# latency and operator counts (repro.measure.latency).
+ROW_METRICS = frozenset({
+    "total_macs", "backbone_macs", "head_macs", "routed_macs", "rho", "rho_all_ops", "head_share",
+    "accuracy", "late_drop", "chance",
+    "latency_ms", "op_calls", "model_latency_ms", "backbone_latency_ms", "host_syncs", "kernel_launches",
+    "num_experts",
+})
+# What a comparison derives from its two rows.
+COMPARISON_METRICS = frozenset({"flops_reduction", "flops_ratio", "gap", "slowdown", "rho", "model_slowdown"})
+# Fractions: a paper value printed in % is divided by 100 before it is compared with one of these.
+FLOP_SUMMARY = ("total_macs", "backbone_macs", "head_macs", "routed_macs", "rho", "rho_all_ops", "head_share")
+
+Kind = Literal["rows", "comparisons"]
+
+
+def row_metric(row_id: str, metric: str) -> str:
+    if metric not in ROW_METRICS:
+        raise KeyError(f"unknown row metric '{metric}'; known: {', '.join(sorted(ROW_METRICS))}")
+    return f"rows.{row_id}.{metric}"
+
+
+def comparison_metric(comparison_id: str, metric: str) -> str:
+    if metric not in COMPARISON_METRICS:
+        raise KeyError(f"unknown comparison metric '{metric}'; known: {', '.join(sorted(COMPARISON_METRICS))}")
+    return f"comparisons.{comparison_id}.{metric}"
+
+
+def parse_metric_path(path: str) -> tuple[Kind, str, str]:
+    """(kind, id, metric) of a metric path; ValueError naming what was expected."""
+    parts = path.split(".")
+    if len(parts) != 3 or parts[0] not in ("rows", "comparisons"):
+        raise ValueError(f"expected 'rows.<id>.<metric>' or 'comparisons.<id>.<metric>', got {path!r}")
+    kind, ident, metric = parts
+    vocabulary = ROW_METRICS if kind == "rows" else COMPARISON_METRICS
+    if metric not in vocabulary:
+        raise ValueError(f"unknown metric '{metric}' in {path!r}; allowed: {', '.join(sorted(vocabulary))}")
+    return kind, ident, metric  # type: ignore[return-value]
+
+
+@dataclass
+class Measured:
+    metrics: dict[str, Any] = field(default_factory=dict)  # metric path -> value
+    missing: dict[str, str] = field(default_factory=dict)  # metric path -> why not measured
+    problems: list[str] = field(default_factory=list)  # failures that make the run not complete
+    details: dict[str, Any] = field(default_factory=dict)  # per-row records shown in reports
+
+    def row(self, row_id: str, metric: str) -> Any:
+        return self.metrics.get(row_metric(row_id, metric))
+
+    def set_row(self, row_id: str, metric: str, value: Any) -> None:
+        self.metrics[row_metric(row_id, metric)] = value
+
+    def comparison(self, comparison_id: str, metric: str) -> Any:
+        return self.metrics.get(comparison_metric(comparison_id, metric))
+
+    def set_comparison(self, comparison_id: str, metric: str, value: Any) -> None:
+        self.metrics[comparison_metric(comparison_id, metric)] = value
+
+    def update(self, other: Measured) -> None:
+        self.metrics.update(other.metrics)
+        self.missing.update(other.missing)
+        self.problems += other.problems
+        for key, value in other.details.items():
+            self.details.setdefault(key, {}).update(value)
+
+    def runs(self, row_id: str) -> list[RunSummary]:
+        return [RunSummary.from_dict(d) for d in self.details.get("runs", {}).get(row_id) or []]
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """What reports and figures need from one run record, with the hash to trace it back."""
+
+    seed: int
+    hash: str
+    accuracy: float
+    final_accuracy: float
+    peak_accuracy: float
+    test_accuracy_by_epoch: list[float]
+    train_accuracy_by_epoch: list[float]
+    tau_by_epoch: list[float | None]
+    routing: dict[str, Any] = field(default_factory=dict)
+    weights: str | None = None
+    data: str | None = None
+    wall_seconds: float | None = None
+    device: str | None = None
+    chance: float | None = None
+
+    @classmethod
+    def from_record(cls, record: dict[str, Any]) -> RunSummary:
+        metrics, history = record["metrics"], record["history"]
+        return cls(
+            seed=record["seed"], hash=record["config_hash"], accuracy=metrics["accuracy"],
+            final_accuracy=metrics["final_accuracy"], peak_accuracy=metrics["peak_accuracy"],
+            test_accuracy_by_epoch=[h["test_accuracy"] for h in history],
+            train_accuracy_by_epoch=[h["train_accuracy"] for h in history],
+            tau_by_epoch=[h.get("tau") for h in history],
+            routing=record.get("routing", {}), weights=record.get("weights"), data=record.get("data"),
+            wall_seconds=record.get("wall_seconds"), device=record["provenance"].get("device"),
+            chance=metrics.get("chance"),
+        )
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> RunSummary:
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in known})
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class Verdict:
+    """One claim decided (repro.claims.evaluate): never written by hand."""
+
+    claim: str
+    statement: str
+    section: str
+    scope: str
+    status: Status
+    evidence: str  # one line: measured vs reported, and the rule applied
+    failed: list[str] = field(default_factory=list)  # which parts of the rule failed
+    measured: dict[str, Any] = field(default_factory=dict)
+    reported: dict[str, Any] = field(default_factory=dict)
+    paper_scale: bool = True
+    note: str = ""
+    seeds_needed: int | None = None  # for 80% power at the paper's effect size, where it gives one
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class ManifestResult:
+    manifest_id: str
+    title: str
+    paper_ref: str
+    paper_table: str
+    profile: str
+    measured: Measured
+    verdicts: list[Verdict]
+    provenance: dict[str, Any]
+
+    @property
+    def ok(self) -> bool:
+        return not self.measured.problems
+
+    @property
+    def device_type(self) -> str:
+        """'cuda' or 'cpu': where the measurements ran (recorded as data, never parsed from text)."""
+        return str(self.provenance.get("device_type", "cpu"))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "manifest": self.manifest_id, "title": self.title, "paper_ref": self.paper_ref,
+            "paper_table": self.paper_table, "profile": self.profile,
+            "metrics": self.measured.metrics, "missing": self.measured.missing,
+            "problems": self.measured.problems, "details": self.measured.details,
+            "verdicts": [v.to_dict() for v in self.verdicts], "provenance": self.provenance,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> ManifestResult:
+        measured = Measured(d["metrics"], d["missing"], d["problems"], d["details"])
+        return cls(d["manifest"], d["title"], d["paper_ref"], d["paper_table"], d["profile"], measured,
+                   [Verdict(**v) for v in d["verdicts"]], d["provenance"])
+
+
+def result_path(results_dir: Path, manifest_id: str) -> Path:
+    return results_dir / manifest_id / "results.json"
+
+
+def save_result(result: ManifestResult, results_dir: Path) -> Path:
+    path = result_path(results_dir, result.manifest_id)
+    atomic_write_json(path, result.to_dict())
+    return path
+
+
+def load_result(results_dir: Path, manifest_id: str) -> ManifestResult | None:
+    path = result_path(results_dir, manifest_id)
+    if not path.exists():
+        return None
+    return ManifestResult.from_dict(json.loads(path.read_text()))
