@@ -72,6 +72,10 @@ class Claim:
 @dataclass(frozen=True)
 class Profile:
     description: str
+    # What the profile is evidence for. pipeline: synthetic data, checks the machinery; functional:
+    # real images that are not the paper's; reduced: the paper's datasets with fewer seeds or epochs;
+    # paper: the paper's protocol. Only the last two decide empirical claims (repro.claims).
+    evidence: Literal["pipeline", "functional", "reduced", "paper"]
     device: Literal["auto", "cpu", "cuda"] = "auto"
     seeds: int = 1
     epochs: int | None = None  # None: the paper's epochs for the dataset (Section 4.1)

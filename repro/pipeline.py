@@ -38,7 +38,7 @@ class Context:
 
     @property
     def paper_scale(self) -> bool:
-        return self.profile_name == "full"
+        return self.profile.evidence == "paper"
 
 
 # --------------------------------------------------------------------------- FLOPs

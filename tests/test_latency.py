@@ -48,9 +48,9 @@ def test_time_call_statistics_are_ordered_and_respect_the_repetition_bounds():
 
 
 def test_settings_follow_the_profile():
-    quick = settings_for(Profile(description="s", batch_size=64, max_image_size=32), paper_scale=False)
+    quick = settings_for(Profile(description="s", evidence="pipeline", batch_size=64, max_image_size=32), paper_scale=False)
     assert (quick.batch, quick.image_size, quick.op_batch) == (64, 32, 256) and quick.min_reps < 10
-    full = settings_for(Profile(description="f"), paper_scale=True)
+    full = settings_for(Profile(description="f", evidence="paper"), paper_scale=True)
     assert (full.batch, full.image_size, full.min_reps) == (256, None, 20)
 
 

@@ -8,7 +8,7 @@ from repro.models import Component, build_model
 from repro.recipes import resolve
 from repro.train import _summary, make_optimizer, schedule_position
 
-FULL = Profile(description="full", seeds=5)
+FULL = Profile(description="full", evidence="paper", seeds=5)
 
 
 def _row(dataset, backbone, head="dense"):
@@ -45,7 +45,7 @@ def test_adam_without_schedule_on_cifar():
 
 
 def test_smoke_profile_shortens_but_keeps_identity():
-    smoke = Profile(description="s", epochs=4, data="synthetic", train_samples=256, max_image_size=32)
+    smoke = Profile(description="s", evidence="pipeline", epochs=4, data="synthetic", train_samples=256, max_image_size=32)
     cfg = resolve(_row("imagenet", "resnet18"), smoke, seed=0)
     assert cfg.image_size == 32 and cfg.epochs == 4 and cfg.data == "synthetic"
     assert cfg.hash != resolve(_row("imagenet", "resnet18"), FULL, seed=0).hash
@@ -53,7 +53,7 @@ def test_smoke_profile_shortens_but_keeps_identity():
 
 
 def test_schedules_are_compressed_onto_a_shorter_run():
-    cfg = resolve(_row("cifar10", "cifar_standard"), Profile(description="s", epochs=5), seed=0)
+    cfg = resolve(_row("cifar10", "cifar_standard"), Profile(description="s", evidence="reduced", epochs=5), seed=0)
     assert [schedule_position(e, cfg) for e in range(5)] == [(0, 50), (12, 50), (24, 50), (36, 50), (49, 50)]
     full = resolve(_row("cifar10", "cifar_standard"), FULL, seed=0)
     assert [schedule_position(e, full)[0] for e in range(50)] == list(range(50))

@@ -11,7 +11,7 @@ from repro.recipes import resolve
 from repro.runs import RunRequest, checkpoint_path, execute_runs, load_record, record_path, run_one
 from repro.train import NonFiniteLoss, train_run
 
-PROFILE = Profile(description="test", seeds=1, epochs=3, data="synthetic", train_samples=128, test_samples=64,
+PROFILE = Profile(description="test", evidence="pipeline", seeds=1, epochs=3, data="synthetic", train_samples=128, test_samples=64,
                   batch_size=32, max_image_size=16, pretrained=False)
 
 
