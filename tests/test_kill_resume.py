@@ -16,6 +16,7 @@ description = "A tiny training table for the kill-and-resume test."
 
 [profiles.smoke]
 description = "tiny"
+evidence = "pipeline"
 device = "cpu"
 seeds = 2
 epochs = 3
@@ -28,6 +29,7 @@ pretrained = false
 
 [profiles.full]
 description = "unused"
+evidence = "paper"
 
 [[rows]]
 id = "dense"

@@ -63,8 +63,8 @@ def _mini_manifest():
             ("batched_e4", {"name": "sparse_moe", "num_experts": 4, **sparse, "dispatch": "batched"})]
     doc = {
         "id": "lat", "title": "Latency", "paper_ref": "Table 7", "description": "test", "paper_table": "table7",
-        "profiles": {"smoke": {"description": "s", "batch_size": 4, "max_image_size": 16},
-                     "full": {"description": "f"}},
+        "profiles": {"smoke": {"description": "s", "evidence": "pipeline", "batch_size": 4, "max_image_size": 16},
+                     "full": {"description": "f", "evidence": "paper"}},
         "rows": [{"id": i, "label": i, "dataset": "cifar100", "measures": ["latency"],
                   "backbone": {"name": "cifar_standard"}, "head": h} for i, h in rows],
         "comparisons": [{"id": "cifar100_sparse_loop", "label": "loop over dense", "row": "cifar100_sparse_loop",
