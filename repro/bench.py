@@ -20,7 +20,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from repro.latency import LatencySettings, cpu_threads, device_label, measure_head, measure_row, time_call
+from repro.measure.latency import LatencySettings, cpu_threads, device_label, measure_head, measure_row, time_call
 from repro.manifest import Row
 from repro.models import Component
 from repro.models.capacity import assign, assign_reference, capacity
@@ -35,7 +35,7 @@ SHAPES = {"cifar100": ("cifar_standard", 304), "tiny_imagenet": ("tiny_standard"
 
 
 def _device(device: str) -> torch.device:
-    from repro.verify import resolve_device
+    from repro.devices import resolve_device
 
     return torch.device(resolve_device(device))
 

@@ -30,7 +30,7 @@ from repro.bench_data import PILImages, usual_transform
 from repro.data.loader import TensorLoader
 from repro.data.specs import get_dataset
 from repro.data.synthetic import synthetic_tensors
-from repro.latency import cpu_threads
+from repro.measure.latency import cpu_threads
 from repro.manifest import Profile, Row
 from repro.models import Component, build_model
 from repro.recipes import RunConfig, resolve

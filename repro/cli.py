@@ -12,15 +12,14 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from repro.cost import estimate
-from repro.data.layout import DatasetMissing
-from repro.weights import WeightsMissing
-from repro.manifest import Manifest, find_manifest, load_all, manifest_paths
+from rich.markup import escape
+
+from repro.manifest import Manifest, default_profile, find_manifest, load_all, manifest_paths
+from repro.results import FlopCheck, default_results_dir, load_result
 from repro.schema import SchemaError
-from repro.verify import (
-    FlopCheck, default_profile, default_results_dir, describe_exception, execute, flop_check, make_context,
-    write_report,
-)
+
+# Heavy modules (torch through the models, matplotlib through the report) are imported inside the
+# commands that need them, so `repro --help` and `repro report` start in well under a second.
 
 app = typer.Typer(
     help="Reproduce arXiv 2605.15484: run a paper table's manifest, check FLOPs, decide claims, render reports.",
@@ -42,19 +41,29 @@ def _progress() -> Progress:
 
 
 def _fail(message: str, code: int = 2) -> None:
-    err.print(f"[bold red]error:[/] {message}", highlight=False)
+    err.print(f"[bold red]error:[/] {escape(message)}", highlight=False)
     raise typer.Exit(code)
+
+
+def _message(exc: BaseException) -> str:
+    """An exception's text as written (KeyError's str() adds quotes around it)."""
+    return str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)
 
 
 def _load(manifest_id: str) -> Manifest:
     try:
         return find_manifest(manifest_id)
     except (KeyError, SchemaError) as exc:
-        _fail(str(exc).strip("'\""))
+        _fail(_message(exc))
 
 
 def _run_ids(ids: list[str], profile: str | None, results_dir: Path | None, device: str, jobs: int = 1,
              data_dir: Path | None = None) -> int:
+    from repro.data.layout import DatasetMissing
+    from repro.estimate import estimate
+    from repro.pipeline import execute, make_context
+    from repro.weights import WeightsMissing
+
     profile = profile or default_profile()
     results_dir = results_dir or default_results_dir()
     manifests = [_load(i) for i in ids]
@@ -63,7 +72,7 @@ def _run_ids(ids: list[str], profile: str | None, results_dir: Path | None, devi
         try:
             ctx = make_context(manifest, profile, results_dir, device, jobs=jobs, data_dir=data_dir)
         except (KeyError, RuntimeError) as exc:
-            _fail(str(exc).strip("'\""))
+            _fail(_message(exc))
         console.print(f"[bold]{manifest.id}[/]: {manifest.title} — profile [cyan]{profile}[/], device {ctx.device}; "
                       f"estimated {estimate(manifest, profile)}")
         try:
@@ -74,8 +83,8 @@ def _run_ids(ids: list[str], profile: str | None, results_dir: Path | None, devi
             _fail(f"{manifest.id} needs data that is not here; nothing was trained.\n{exc}")
         _print_verdicts(result.verdicts)
         for problem in result.measured.problems:
-            err.print(f"[red]problem:[/] {problem}", highlight=False)
-        console.print("wrote " + ", ".join(str(f) for f in files))
+            err.print(f"[red]problem:[/] {escape(problem)}", highlight=False)
+        console.print("wrote " + ", ".join(str(f) for f in files), markup=False)
         status |= 0 if result.ok else 1
     return status
 
@@ -84,7 +93,7 @@ def _print_verdicts(verdicts) -> None:
     colours = {"reproduced": "green", "not reproduced": "red", "inconclusive": "yellow", "not run": "dim"}
     table = Table("Claim", "Verdict", "Evidence", show_lines=False)
     for v in verdicts:
-        table.add_row(v.claim, f"[{colours[v.status]}]{v.status}[/]", v.evidence + (f" — {v.note}" if v.note else ""))
+        table.add_row(v.claim, f"[{colours[v.status]}]{v.status}[/]", escape(v.evidence + (f" — {v.note}" if v.note else "")))
     if verdicts:
         console.print(table)
 
@@ -92,18 +101,19 @@ def _print_verdicts(verdicts) -> None:
 @app.command("list")
 def list_manifests() -> None:
     """Manifests, what each reproduces, and what each profile costs."""
+    from repro.estimate import estimate, local_device
+
     table = Table("Id", "Reproduces", "Rows", "Claims", "Profiles and estimated cost")
     for path in manifest_paths():
         try:
             m = find_manifest(path.stem)
         except SchemaError as exc:
-            table.add_row(path.stem, f"[red]invalid manifest[/]: {exc.problems[0]}", "", "", "")
+            table.add_row(path.stem, f"[red]invalid manifest[/]: {escape(exc.problems[0])}", "", "", "")
             continue
         costs = "\n".join(f"{name}: {estimate(m, name)}" for name in m.profiles)
-        table.add_row(m.id, f"{m.paper_ref}\n[dim]{m.title}[/]", str(len(m.rows)), str(len(m.claims)), costs)
+        table.add_row(m.id, f"{escape(m.paper_ref)}\n[dim]{escape(m.title)}[/]", str(len(m.rows)), str(len(m.claims)),
+                      escape(costs))
     console.print(table)
-    from repro.timing import local_device
-
     console.print(f"[dim]Costs are rough: training FLOPs over a throughput measured once on this machine's "
                   f"{local_device()} (cached), plus a cost per step; runs already recorded are not counted out.[/]")
 
@@ -120,24 +130,28 @@ def run(ids: list[str] = typer.Argument(..., help="Manifest ids, e.g. table6."),
 def flops(ids: list[str] = typer.Argument(None, help="Manifest ids (default: all)."),
           verbose: bool = typer.Option(False, "--verbose", "-v", help="Show every module's three counts.")) -> None:
     """Count FLOPs of every row three ways (analytic, fvcore, torch/2); exit 1 on any disagreement."""
+    from repro.pipeline import flop_check
+
     manifests = [_load(i) for i in ids] if ids else _load_all()
     with _progress() as progress:
         check = flop_check(manifests, progress)
-    _print_flops(check, verbose)
+    _print_flops(manifests, check, verbose)
     if check.problems:
         for p in check.problems:
-            err.print(f"[red]FLOP check failed:[/] {p}", highlight=False)
+            err.print(f"[red]FLOP check failed:[/] {escape(p)}", highlight=False)
         raise typer.Exit(1)
-    console.print(f"[green]all {len(check.rows)} models: analytic = fvcore = torch/2 for every module[/]")
+    console.print(f"[green]all {len(check.models)} models: analytic = fvcore = torch/2 for every module[/]")
 
 
-def _print_flops(check: FlopCheck, verbose: bool) -> None:
-    from repro.pipeline import row_flops
+def _print_flops(manifests: list[Manifest], check: FlopCheck, verbose: bool) -> None:
+    from repro.measure.flops import row_flops
 
+    by_id = {m.id: m for m in manifests}
     table = Table("Manifest/row", "Total MMAC", "Routed MMAC", "ρ", "ρ all ops", "Modules", "Agree")
-    for manifest_id, row in check.rows:
+    for manifest_id, row_id in check.models:
+        row = by_id[manifest_id].row(row_id)
         r = row_flops(row)
-        table.add_row(f"{manifest_id}/{row.id}", f"{r.total / 1e6:,.3f}", f"{r.routed / 1e6:,.3f}", f"{r.rho:.4%}",
+        table.add_row(f"{manifest_id}/{row_id}", f"{r.total / 1e6:,.3f}", f"{r.routed / 1e6:,.3f}", f"{r.rho:.4%}",
                       f"{r.rho_all_ops:.4%}", str(len(r.modules)), "[green]yes[/]" if r.ok else "[red]NO[/]")
         if verbose:
             for mc in r.modules:
@@ -159,30 +173,32 @@ def data(data_dir: Optional[Path] = DataOpt) -> None:
     table = Table("Dataset", "Status", "Path", "Needed by (full profile)")
     for name, s in statuses.items():
         users = [m.id for m in manifests if any(r.dataset == name and "accuracy" in r.measures for r in m.rows)]
-        state = "[green]present[/]" if s.present else "[red]missing[/]: " + ", ".join(s.missing[:3])
-        table.add_row(s.title, state, str(s.path), ", ".join(users))
+        state = "[green]present[/]" if s.present else "[red]missing[/]: " + escape(", ".join(s.missing[:3]))
+        table.add_row(s.title, state, escape(str(s.path)), ", ".join(users))
     for arch in sorted(PRETRAINABLE - {"resnet18_moeconv"}):
         w = weights_status(arch)
         users = [m.id for m in manifests
                  if any(r.backbone.name in (arch, f"{arch}_moeconv") and "accuracy" in r.measures for r in m.rows)]
         table.add_row(f"{arch} weights", "[green]present[/]" if w.present else "[red]missing[/]", str(w.path),
                       ", ".join(users))
-    console.print(f"data root: {data_root(data_dir).absolute()}")
+    console.print(f"data root: {data_root(data_dir).absolute()}", markup=False)
     console.print(table)
     for s in statuses.values():
         if not s.present:
-            console.print(f"[dim]{s.title}: {s.how_to_fill}[/]", highlight=False)
+            console.print(f"[dim]{escape(f'{s.title}: {s.how_to_fill}')}[/]", highlight=False)
     console.print("[dim]The smoke profiles use synthetic data and random weights: they need none of these.[/]")
 
 
 @app.command("report")
 def report(results_dir: Optional[Path] = ResultsOpt) -> None:
     """Re-render report.md from whatever results the directory holds."""
+    from repro.report.summary import write_report
+
     results_dir = results_dir or default_results_dir()
     path, summary = write_report(results_dir, _load_all())
     for line in summary["lines"]:
-        console.print(line)
-    console.print(f"wrote {path}")
+        console.print(line, markup=False)
+    console.print(f"wrote {path}", markup=False)
 
 
 @app.command("verify-all")
@@ -190,6 +206,9 @@ def verify_all(profile: Optional[str] = ProfileOpt, results_dir: Optional[Path] 
                device: str = DeviceOpt, jobs: int = JobsOpt, data_dir: Optional[Path] = DataOpt,
                strict: bool = typer.Option(False, "--strict", help="Also exit 1 when a decidable claim did not reproduce.")) -> None:
     """Every manifest, every FLOP check, every claim: one report and an exit code to trust."""
+    from repro.pipeline import describe_exception, execute, flop_check, make_context
+    from repro.report.summary import write_report
+
     profile = profile or default_profile()
     results_dir = results_dir or default_results_dir()
     manifests = _load_all()
@@ -212,8 +231,8 @@ def verify_all(profile: Optional[str] = ProfileOpt, results_dir: Optional[Path] 
     _print_checklist(results_dir, manifests)
     console.rule("summary")
     for line in summary["lines"]:
-        console.print(line)
-    console.print(f"report: {path}")
+        console.print(line, markup=False)
+    console.print(f"report: {path}", markup=False)
     status = 1 if failures or check.problems else 0
     if strict and _undecided_or_failed(results_dir, manifests, device):
         status = 1
@@ -221,15 +240,11 @@ def verify_all(profile: Optional[str] = ProfileOpt, results_dir: Optional[Path] 
 
 
 def _print_checklist(results_dir: Path, manifests: list[Manifest]) -> None:
-    from repro.results import load_result
-
     verdicts = [v for m in manifests if (r := load_result(results_dir, m.id)) for v in r.verdicts]
     _print_verdicts(verdicts)
 
 
 def _undecided_or_failed(results_dir: Path, manifests: list[Manifest], device: str) -> bool:
-    from repro.results import load_result
-
     for m in manifests:
         result = load_result(results_dir, m.id)
         for v in result.verdicts if result else []:

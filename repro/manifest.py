@@ -21,6 +21,10 @@ from repro.schema import Problems, SchemaError, check_params, convert, field_nam
 Measure = Literal["flops", "accuracy", "latency"]
 
 
+def default_profile() -> str:
+    return os.environ.get("REPRO_PROFILE", "smoke")
+
+
 def manifests_dir() -> Path:
     return Path(os.environ.get("REPRO_MANIFESTS", REPO_ROOT / "manifests"))
 

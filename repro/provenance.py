@@ -50,6 +50,7 @@ def provenance(device: str = "cpu") -> dict[str, object]:
         "git_commit": git_commit(),
         "packages": package_versions(),
         "device": device_description(device),
+        "device_type": "cuda" if device.startswith("cuda") else "cpu",
         "platform": platform.platform(),
         "time": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
     }

@@ -11,6 +11,7 @@ The per-seed run summaries a report draws from (`details["runs"][row]`) are `Run
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal
@@ -186,6 +187,31 @@ class ManifestResult:
         measured = Measured(d["metrics"], d["missing"], d["problems"], d["details"])
         return cls(d["manifest"], d["title"], d["paper_ref"], d["paper_table"], d["profile"], measured,
                    [Verdict(**v) for v in d["verdicts"]], d["provenance"])
+
+
+@dataclass
+class FlopCheck:
+    """Every distinct model of a set of manifests counted three ways (repro.pipeline.flop_check)."""
+
+    models: list[tuple[str, str]] = field(default_factory=list)  # (manifest id, row id), first place seen
+    failures: dict[tuple[str, str], list[str]] = field(default_factory=dict)  # model -> its problems
+
+    def add(self, manifest_id: str, row_id: str, problems: list[str]) -> None:
+        self.models.append((manifest_id, row_id))
+        if problems:
+            self.failures[(manifest_id, row_id)] = list(problems)
+
+    @property
+    def passed(self) -> int:
+        return len(self.models) - len(self.failures)
+
+    @property
+    def problems(self) -> list[str]:
+        return [f"{m}/{r}: {p}" for (m, r), ps in self.failures.items() for p in ps]
+
+
+def default_results_dir() -> Path:
+    return Path(os.environ.get("REPRO_RESULTS", "results"))
 
 
 def result_path(results_dir: Path, manifest_id: str) -> Path:

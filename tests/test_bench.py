@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 from repro.bench import bench_capacity, bench_latency, method_rows
 from repro.bench_train import bench_config, bench_train
 from repro.cli import app
-from repro.latency import LatencySettings
+from repro.measure.latency import LatencySettings
 from repro.train import Engine, build_engine_model, compile_backbone, resolve_engine
 
 TINY = LatencySettings(batch=8, warmup=0, min_reps=1, max_reps=1, budget_s=0.0)

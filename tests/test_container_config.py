@@ -13,7 +13,8 @@ import yaml
 
 from repro import REPO_ROOT
 from repro.data.layout import data_root
-from repro.verify import default_profile, default_results_dir
+from repro.manifest import default_profile
+from repro.results import default_results_dir
 
 DOCKERFILE = REPO_ROOT / "Dockerfile"
 COMPOSE_GPU = REPO_ROOT / "docker-compose.yml"

@@ -9,7 +9,8 @@ import pytest
 
 from repro.data.specs import get_dataset
 from repro.manifest import find_manifest
-from repro.pipeline import comparison_metrics, row_key
+from repro.measure.flops import row_key
+from repro.pipeline import comparison_metrics
 from repro.results import ManifestResult, Measured
 from repro.report import figures_gaps, figures_runs
 from repro.report.figures import render_figures

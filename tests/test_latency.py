@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from repro.claims import Evidence, evaluate
-from repro.latency import LatencySettings, compiled_or_eager, count_ops, head_call, settings_for, time_call
+from repro.measure.latency import LatencySettings, compiled_or_eager, count_ops, head_call, settings_for, time_call
 from repro.manifest import Claim, Profile, parse_manifest
 from repro.models import HEADS
 from repro.pipeline import Context, run_manifest

@@ -70,8 +70,7 @@ class GapPoint:
 
 
 def _run_hashes(result: ManifestResult, row_id: str) -> tuple[str, ...] | None:
-    runs = result.measured.details.get("runs", {}).get(row_id) or []
-    hashes = [r.get("hash") for r in runs]
+    hashes = [r.hash for r in result.measured.runs(row_id)]
     return tuple(sorted(hashes)) if hashes and all(hashes) else None
 
 
@@ -91,15 +90,15 @@ def _label(manifest: Manifest, comp: Comparison) -> str:
 
 
 def _point(manifest: Manifest, result: ManifestResult, comp: Comparison) -> GapPoint | None:
-    metrics = result.measured.metrics
-    gap: dict[str, Any] | None = metrics.get(f"comparisons.{comp.id}.gap")
+    measured = result.measured
+    gap: dict[str, Any] | None = measured.comparison(comp.id, "gap")
     if not isinstance(gap, dict) or gap.get("mean") is None:
         return None
     ci = gap.get("ci95")
     point = GapPoint(
         source=f"{manifest.id}/{comp.id}", label=_label(manifest, comp), dataset=manifest.row(comp.row).dataset,
         method=_method(manifest, comp), series=comp.series, profile=result.profile,
-        rho=metrics.get(f"comparisons.{comp.id}.rho"), mean_pp=100 * gap["mean"],
+        rho=measured.comparison(comp.id, "rho"), mean_pp=100 * gap["mean"],
         ci_pp=(100 * ci[0], 100 * ci[1]) if ci and None not in ci else None, n=int(gap.get("n") or 0),
     )
     _adopt_paper(point, manifest, comp)

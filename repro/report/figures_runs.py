@@ -1,6 +1,6 @@
 """Figures a manifest declares from its own runs: accuracy per epoch (Fig. 3) and expert usage by class (Fig. 4).
 
-Both read the per-seed run summaries in ``details["runs"][row]`` (repro.experiments).
+Both read the per-seed run summaries (repro.results.RunSummary) of the rows they draw.
 Shapes: S seeds, T epochs, C classes, E experts.
 """
 
@@ -21,10 +21,6 @@ from repro.manifest import Manifest
 from repro.results import ManifestResult
 
 ACTIVE_SHARE = 0.05  # an expert "carries" test traffic when it is the top-1 of at least this share of images
-
-
-def _runs(result: ManifestResult, row_id: str) -> list[dict[str, Any]]:
-    return result.measured.details.get("runs", {}).get(row_id) or []
 
 
 # --------------------------------------------------------------------------- accuracy by epoch (Fig. 3)
@@ -53,22 +49,22 @@ def _padded(values: list[float | None], t: int) -> list[float]:
 def epoch_curves(decl: FigureDecl, manifest: Manifest, result: ManifestResult) -> list[EpochCurve]:
     curves = []
     for row_id in decl.rows:
-        runs = [r for r in _runs(result, row_id) if r.get("test_accuracy_by_epoch")]
+        runs = [r for r in result.measured.runs(row_id) if r.test_accuracy_by_epoch]
         if not runs:
             continue
-        t = min(len(r["test_accuracy_by_epoch"]) for r in runs)
-        acc = 100 * np.array([r["test_accuracy_by_epoch"][:t] for r in runs], dtype=float)  # (S, T)
-        taus = np.array([_padded(r.get("tau_by_epoch") or [], t) for r in runs], dtype=float)  # (S, T)
+        t = min(len(r.test_accuracy_by_epoch) for r in runs)
+        acc = 100 * np.array([r.test_accuracy_by_epoch[:t] for r in runs], dtype=float)  # (S, T)
+        taus = np.array([_padded(r.tau_by_epoch, t) for r in runs], dtype=float)  # (S, T)
         has_tau = np.isfinite(taus).any(axis=0)  # (T,)
         tau = None
         if has_tau.any():
             tau = np.full(t, np.nan)
             tau[has_tau] = np.nanmean(taus[:, has_tau], axis=0)
-        drops = [100 * (r["peak_accuracy"] - r["final_accuracy"]) for r in runs]
+        drops = [100 * (r.peak_accuracy - r.final_accuracy) for r in runs]
         curves.append(EpochCurve(
             row=row_id, label=manifest.row(row_id).label, seeds=len(runs), mean=acc.mean(axis=0),
             low=acc.min(axis=0), high=acc.max(axis=0), tau=tau, late_drop_pp=float(np.mean(drops)),
-            truncated=any(len(r["test_accuracy_by_epoch"]) != t for r in runs),
+            truncated=any(len(r.test_accuracy_by_epoch) != t for r in runs),
         ))
     return curves
 
@@ -151,7 +147,7 @@ class UsageMatrix:
 def usage_matrices(decl: FigureDecl, manifest: Manifest, result: ManifestResult) -> list[UsageMatrix]:
     mats = []
     for row_id in decl.rows:
-        routing = [r.get("routing") or {} for r in _runs(result, row_id)]
+        routing = [r.routing for r in result.measured.runs(row_id)]
         tables = [np.asarray(r["test_usage_by_class"], dtype=np.int64) for r in routing if r.get("test_usage_by_class")]
         if not tables or len({t.shape for t in tables}) != 1:
             continue

@@ -10,12 +10,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from repro.claims import COMPARISON_METRICS, ROW_METRICS
 from repro.data.specs import get_dataset
 from repro.manifest import Manifest, Row
 from repro.paper import paper_tables
-from repro.results import ManifestResult
-from repro.report.tables import Table, register_builder
+from repro.report.cells import Table
+from repro.results import COMPARISON_METRICS, ROW_METRICS, ManifestResult
 
 WHAT = {"latency_ms": "head", "model_latency_ms": "model", "backbone_latency_ms": "backbone",
         "slowdown": "head", "model_slowdown": "model"}
@@ -80,16 +79,16 @@ def latency_table(manifest: Manifest, result: ManifestResult) -> Table | None:
 
 
 def slowdown_table(manifest: Manifest, result: ManifestResult) -> Table | None:
-    m = result.measured.metrics
-    comps = [c for c in manifest.comparisons if f"comparisons.{c.id}.slowdown" in m]
+    measured = result.measured
+    comps = [c for c in manifest.comparisons if measured.comparison(c.id, "slowdown") is not None]
     if not comps:
         return None
     table = Table(key="slowdowns", title="Latency over the baseline's (x)", rows=[],
                   columns=["Comparison", "Head x", "Model x", "Ops x", "Paper"])
     for c in comps:
-        ops_a, ops_b = m.get(f"rows.{c.row}.op_calls"), m.get(f"rows.{c.baseline}.op_calls")
-        table.rows.append([c.label, times(m[f"comparisons.{c.id}.slowdown"]),
-                           times(m.get(f"comparisons.{c.id}.model_slowdown")),
+        ops_a, ops_b = measured.row(c.row, "op_calls"), measured.row(c.baseline, "op_calls")
+        table.rows.append([c.label, times(measured.comparison(c.id, "slowdown")),
+                           times(measured.comparison(c.id, "model_slowdown")),
                            times(ops_a / ops_b) if ops_a and ops_b else "", paper_cells(manifest, c.id, COMPARISON_METRICS)])
     table.notes = ["Head x: the row's head latency over the baseline's head latency; Model x: the same for the "
                    "whole model (backbone + head), the reading this reproduction gives the paper's ratios."]
@@ -131,7 +130,3 @@ def op_scaling_table(manifest: Manifest, result: ManifestResult) -> Table | None
     table.notes = _setup_notes(result)[1:] + ["Ops per extra expert: (ops at the largest E - ops at the smallest) "
                                               "/ (difference in E)."]
     return table
-
-
-for _builder in (latency_table, slowdown_table, op_scaling_table):
-    register_builder(_builder)

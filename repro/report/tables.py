@@ -8,44 +8,13 @@ cell is left empty.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from repro.manifest import Manifest
 from repro.paper import paper_value
-from repro.results import ManifestResult
-
-
-@dataclass
-class Table:
-    key: str  # unique within the manifest, e.g. "flops"
-    title: str
-    columns: list[str]
-    rows: list[list[str]]
-    notes: list[str] = field(default_factory=list)
-    groups: dict[int, str] = field(default_factory=dict)  # row index -> group heading before it
-
-
-def mmac(n: float | None) -> str:
-    return "" if n is None else f"{n / 1e6:,.3f}"
-
-
-def pct(x: float | None, digits: int = 2) -> str:
-    return "" if x is None else f"{100 * x:.{digits}f}%"
-
-
-def pct_auto(x: float | None) -> str:
-    """Percent with enough digits to show small fractions such as 0.06%."""
-    if x is None:
-        return ""
-    return pct(x, 3 if abs(x) < 0.01 else 2)
-
-
-def reported(manifest: Manifest, key: str) -> str:
-    pv = paper_value(manifest.paper_table, key)
-    if pv is None:
-        return ""
-    return pv.printed + (" (explainer)" if pv.source == "explainer-and-summary" else "")
+from repro.report.cells import Table, mean_sd, mmac, pct, pct_auto, reported
+from repro.report.latency_tables import latency_table, op_scaling_table, slowdown_table
+from repro.results import ManifestResult, row_metric
 
 
 def flops_table(manifest: Manifest, result: ManifestResult) -> Table | None:
@@ -78,28 +47,17 @@ def flops_table(manifest: Manifest, result: ManifestResult) -> Table | None:
 
 
 def flops_comparisons_table(manifest: Manifest, result: ManifestResult) -> Table | None:
-    m = result.measured.metrics
-    comps = [c for c in manifest.comparisons if f"comparisons.{c.id}.flops_ratio" in m]
+    measured = result.measured
+    comps = [c for c in manifest.comparisons if measured.comparison(c.id, "flops_ratio") is not None]
     if not comps:
         return None
     table = Table(key="flops_comparisons", title="FLOPs of each model against its baseline",
                   columns=["Comparison", "FLOPs ratio (ours)", "Reduction (ours)", "Reported"], rows=[])
     for c in comps:
         paper = reported(manifest, f"{c.id}.flops_reduction") or reported(manifest, f"{c.id}.flops_ratio")
-        table.rows.append([c.label, pct(m[f"comparisons.{c.id}.flops_ratio"], 1),
-                           pct(m[f"comparisons.{c.id}.flops_reduction"], 1), paper])
+        table.rows.append([c.label, pct(measured.comparison(c.id, "flops_ratio"), 1),
+                           pct(measured.comparison(c.id, "flops_reduction"), 1), paper])
     return table
-
-
-def _mean_sd(values: dict | None) -> str:
-    if not values:
-        return ""
-    xs = [100 * v for v in values.values()]
-    mean = sum(xs) / len(xs)
-    if len(xs) < 2:
-        return f"{mean:.2f} (n=1)"
-    sd = (sum((x - mean) ** 2 for x in xs) / (len(xs) - 1)) ** 0.5
-    return f"{mean:.2f} ± {sd:.2f}"
 
 
 def _gap_cells(gap: dict | None) -> list[str]:
@@ -124,7 +82,7 @@ def _paper_gap(manifest: Manifest, key: str) -> tuple[str, str]:
 
 
 def accuracy_comparisons_table(manifest: Manifest, result: ManifestResult) -> Table | None:
-    m = result.measured.metrics
+    measured = result.measured
     comps = [c for c in manifest.comparisons if "accuracy" in manifest.row(c.row).measures]
     if not comps:
         return None
@@ -132,10 +90,10 @@ def accuracy_comparisons_table(manifest: Manifest, result: ManifestResult) -> Ta
                   columns=["Configuration", "ρ", "Baseline acc. (%)", "Model acc. (%)", "Gap (pp)", "p", "d",
                            "Seeds +", "Gap, paper (pp)", "p, paper"], rows=[])
     for c in comps:
-        rho = m.get(f"comparisons.{c.id}.rho")
+        rho = measured.comparison(c.id, "rho")
         table.rows.append([c.label, pct_auto(rho) if rho is not None else "",
-                           _mean_sd(m.get(f"rows.{c.baseline}.accuracy")), _mean_sd(m.get(f"rows.{c.row}.accuracy")),
-                           *_gap_cells(m.get(f"comparisons.{c.id}.gap")), *_paper_gap(manifest, f"{c.id}.gap")])
+                           mean_sd(measured.row(c.baseline, "accuracy")), mean_sd(measured.row(c.row, "accuracy")),
+                           *_gap_cells(measured.comparison(c.id, "gap")), *_paper_gap(manifest, f"{c.id}.gap")])
     table.notes = [f"Profile '{result.profile}'. Accuracy: mean ± s.d. over seeds; gap: model - baseline per seed, "
                    "paired t-test (two-sided), d = mean / s.d. of the differences.",
                    "Paper columns hold only what the text states; an empty cell means the text gives no number."]
@@ -143,29 +101,26 @@ def accuracy_comparisons_table(manifest: Manifest, result: ManifestResult) -> Ta
 
 
 def accuracy_rows_table(manifest: Manifest, result: ManifestResult) -> Table | None:
-    m = result.measured.metrics
+    measured = result.measured
     rows = [r for r in manifest.rows if "accuracy" in r.measures]
     if not rows:
         return None
     table = Table(key="accuracy", title="Accuracy of every configuration", rows=[],
                   columns=["Row", "Dataset", "Accuracy (%)", "Seeds", "Run records", "Accuracy, paper"])
-    runs = result.measured.details.get("runs", {})
     for r in rows:
-        acc = m.get(f"rows.{r.id}.accuracy")
-        hashes = ", ".join(sorted({x["hash"][:8] for x in runs.get(r.id, [])}))
-        table.rows.append([r.label, r.dataset, _mean_sd(acc) if acc else result.measured.missing.get(
-            f"rows.{r.id}.accuracy", ""), str(len(acc or {})), hashes, reported(manifest, f"{r.id}.accuracy")])
+        acc = measured.row(r.id, "accuracy")
+        hashes = ", ".join(sorted({run.hash[:8] for run in measured.runs(r.id)}))
+        table.rows.append([r.label, r.dataset, mean_sd(acc) if acc else result.measured.missing.get(
+            row_metric(r.id, "accuracy"), ""), str(len(acc or {})), hashes, reported(manifest, f"{r.id}.accuracy")])
     table.notes = ["Run records: the first 8 characters of each run's hash; the record is runs/<hash>.json."]
     return table
 
 
-BUILDERS: list[Callable[[Manifest, ManifestResult], Table | None]] = [
+# Every table a manifest's results can show, in report order; each returns None when it has nothing.
+BUILDERS: tuple[Callable[[Manifest, ManifestResult], Table | None], ...] = (
     accuracy_comparisons_table, accuracy_rows_table, flops_table, flops_comparisons_table,
-]
-
-
-def register_builder(fn: Callable[[Manifest, ManifestResult], Table | None]) -> None:
-    BUILDERS.append(fn)
+    latency_table, slowdown_table, op_scaling_table,
+)
 
 
 def build_tables(manifest: Manifest, result: ManifestResult) -> list[Table]:

@@ -34,11 +34,10 @@ import torch
 from torch import nn
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from repro.cost import register_estimator
 from repro.data.specs import get_dataset
 from repro.manifest import Manifest, Profile, Row
 from repro.models import BACKBONES, HEADS, build_model
-from repro.pipeline import Context, register_measurer
+from repro.measure.base import Context
 from repro.results import Measured
 from repro.recipes import at_last_epoch
 
@@ -273,27 +272,3 @@ def measure_latency(manifest: Manifest, ctx: Context) -> Measured:
             if a is not None and b:
                 out.metrics[f"comparisons.{comp.id}.{ratio}"] = a / b
     return out
-
-
-def estimate_latency(manifest: Manifest, profile_name: str) -> tuple[float | None, str]:
-    """Calls x multiply-adds per call / this device's throughput, plus a fixed cost per call."""
-    from repro.pipeline import row_flops
-    from repro.timing import throughput
-
-    s = settings_for(manifest.profiles[profile_name], profile_name == "full")
-    rows = [r for r in manifest.rows if "latency" in r.measures]
-    calls = s.warmup + s.min_reps
-    seconds = 0.0
-    for row in rows:
-        spec = get_dataset(row.dataset)
-        scale = (min(spec.image_size, s.image_size or spec.image_size) / spec.image_size) ** 2
-        f = row_flops(row)
-        macs = calls * s.batch * (2 * f.backbone * scale + 2 * f.head) + s.op_batch * f.head
-        seconds += macs / throughput("cpu") + 3 * calls * 0.002
-    return seconds, f"{len(rows)} latency rows x 3 timings, batch {s.batch}, {calls}+ calls each"
-
-
-register_measurer("latency", measure_latency)
-register_estimator("latency", estimate_latency)
-
-from repro.report import latency_tables  # noqa: E402,F401  (registers the latency tables)

@@ -1,0 +1,37 @@
+"""The measures a manifest row can ask for, each with its measurer, in one explicit table.
+
+A measurer is ``fn(manifest, ctx: repro.measure.base.Context) -> repro.results.Measured``.
+Measurers import their heavy dependencies (torch, the models) when they run.
+"""
+
+from __future__ import annotations
+
+from repro.manifest import Manifest
+from repro.measure.base import Context
+from repro.registry import Registry
+from repro.results import Measured
+
+MEASURERS = Registry("measure")
+
+
+def _flops(manifest: Manifest, ctx: Context) -> Measured:
+    from repro.measure.flops import measure_flops
+
+    return measure_flops(manifest, ctx)
+
+
+def _accuracy(manifest: Manifest, ctx: Context) -> Measured:
+    from repro.measure.accuracy import measure_accuracy
+
+    return measure_accuracy(manifest, ctx)
+
+
+def _latency(manifest: Manifest, ctx: Context) -> Measured:
+    from repro.measure.latency import measure_latency
+
+    return measure_latency(manifest, ctx)
+
+
+MEASURERS.register("flops", doc="per-sample FLOPs three ways and rho (repro.measure.flops)")(_flops)
+MEASURERS.register("accuracy", doc="training runs, per-seed accuracy, paired gaps (repro.measure.accuracy)")(_accuracy)
+MEASURERS.register("latency", doc="wall-clock latency and operator counts (repro.measure.latency)")(_latency)

@@ -1,0 +1,85 @@
+"""The "accuracy" measure: a manifest's training rows -> runs -> per-seed metrics and paired gaps.
+
+Rows that measure accuracy become one run per seed of the profile. Before any
+training, every dataset and pretrained weight file the runs need is checked,
+so a missing one fails the table in seconds with a message that says where to
+put it. Comparisons become MoE - dense gaps paired by seed (repro.stats).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from repro.manifest import Manifest, Profile
+from repro.measure.base import Context
+from repro.recipes import RunConfig, resolve, seeds
+from repro.results import Measured, RunSummary, comparison_metric, row_metric
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    row: str
+    seed: int
+    cfg: RunConfig
+    label: str  # e.g. "table1/std_h128_moe seed 0", for progress and errors
+
+
+def planned_runs(manifest: Manifest, profile: Profile) -> list[PlannedRun]:
+    """Every (row, seed) run the accuracy rows of `manifest` need under `profile`."""
+    return [PlannedRun(row.id, seed, resolve(row, profile, seed), f"{manifest.id}/{row.id} seed {seed}")
+            for row in manifest.rows if "accuracy" in row.measures for seed in seeds(profile)]
+
+
+def preflight(configs: list[RunConfig], ctx: Context) -> None:
+    """Fail before any training when a dataset or pretrained weight file is missing."""
+    from repro.data.layout import require
+    from repro.weights import require_weights
+
+    for dataset in sorted({c.dataset for c in configs if c.data == "real"}):
+        require(dataset, ctx.data_dir)
+    for backbone in sorted({c.backbone["name"] for c in configs if c.pretrained}):
+        require_weights(backbone)
+
+
+def measure_accuracy(manifest: Manifest, ctx: Context) -> Measured:
+    from repro.runs import RunRequest, execute_runs
+    from repro.stats import paired_gap
+
+    out = Measured()
+    planned = planned_runs(manifest, ctx.profile)
+    preflight([p.cfg for p in planned], ctx)
+    records, errors = execute_runs([RunRequest(p.cfg, p.label) for p in planned], ctx.results_dir, ctx.device,
+                                   ctx.data_dir, ctx.jobs, ctx.progress)
+    per_row: dict[str, dict[int, float]] = {}
+    late_drop: dict[str, dict[int, float]] = {}  # peak - final test accuracy: the late collapse of Section 5
+    chance: dict[str, float] = {}
+    runs: dict[str, list[dict]] = {}
+    for p in planned:
+        h = p.cfg.hash
+        if h in errors:
+            out.problems.append(f"{p.label} ({h}) failed: {errors[h].splitlines()[0]}")
+            continue
+        summary = RunSummary.from_record(records[h])
+        per_row.setdefault(p.row, {})[p.seed] = summary.accuracy
+        late_drop.setdefault(p.row, {})[p.seed] = summary.peak_accuracy - summary.final_accuracy
+        if summary.chance is not None:
+            chance[p.row] = summary.chance
+        runs.setdefault(p.row, []).append(summary.to_dict())
+    for row in manifest.rows:
+        if "accuracy" not in row.measures:
+            continue
+        if row.id in per_row:
+            out.set_row(row.id, "accuracy", per_row[row.id])
+            out.set_row(row.id, "late_drop", late_drop[row.id])
+            if row.id in chance:
+                out.set_row(row.id, "chance", chance[row.id])
+        else:
+            out.missing[row_metric(row.id, "accuracy")] = f"every run of {row.id} failed"
+    for comp in manifest.comparisons:
+        a, b = per_row.get(comp.row), per_row.get(comp.baseline)
+        if a and b and set(a) & set(b):
+            out.set_comparison(comp.id, "gap", paired_gap(a, b).to_dict())
+        elif any(r.id in (comp.row, comp.baseline) and "accuracy" in r.measures for r in manifest.rows):
+            out.missing[comparison_metric(comp.id, "gap")] = f"no seed has both {comp.row} and {comp.baseline} finished"
+    out.details["runs"] = runs
+    return out

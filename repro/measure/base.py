@@ -1,0 +1,30 @@
+"""What every measurer gets and returns: the run context in, `repro.results.Measured` out."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from repro.manifest import Manifest, Profile
+from repro.results import Measured
+
+
+@dataclass
+class Context:
+    """How a manifest is being run."""
+
+    profile_name: str
+    profile: Profile
+    results_dir: Path
+    device: str = "cpu"
+    jobs: int = 1
+    data_dir: Path | None = None
+    progress: Any = None  # a rich Progress, or None
+
+    @property
+    def paper_scale(self) -> bool:
+        return self.profile.evidence == "paper"
+
+
+Measurer = Callable[[Manifest, Context], Measured]

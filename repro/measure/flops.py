@@ -1,0 +1,103 @@
+"""The "flops" measure: every row's per-sample FLOPs counted three ways, and its routed fraction rho.
+
+Counting builds the model and traces it (repro.flops), so reports are kept per
+process by model identity. `flop_summary` also keeps the counts on disk for the
+cost estimates of `repro list`, keyed by the model and a fingerprint of the code
+that builds and counts it; the FLOP check itself always counts afresh.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from repro import REPO_ROOT
+from repro.cache import cache_dir, read_json, write_json
+from repro.data.specs import get_dataset
+from repro.manifest import Manifest, Row
+from repro.measure.base import Context
+from repro.models import Component
+from repro.results import FLOP_SUMMARY, Measured
+
+if TYPE_CHECKING:  # torch is imported only when a model is actually counted
+    from repro.flops import FlopReport
+
+
+def model_key(dataset: str, backbone: Component, head: Component) -> str:
+    """A model's identity, independent of row ids and of the manifest it sits in."""
+    return json.dumps({"dataset": dataset, "backbone": backbone.key(), "head": head.key()}, sort_keys=True)
+
+
+def row_key(row: Row) -> str:
+    return model_key(row.dataset, row.backbone, row.head)
+
+
+def model_flops(dataset: str, backbone: Component, head: Component) -> FlopReport:
+    """Per-sample FLOPs of a model at the paper's resolution, counted in this process once."""
+    return _flops_for(model_key(dataset, backbone, head))
+
+
+def row_flops(row: Row) -> FlopReport:
+    return _flops_for(row_key(row))
+
+
+@lru_cache(maxsize=None)
+def _flops_for(key: str) -> FlopReport:
+    from repro.flops import count_flops
+    from repro.models import build_model
+    from repro.recipes import at_last_epoch
+
+    spec = json.loads(key)
+    model = build_model(spec["dataset"], Component(**spec["backbone"]), Component(**spec["head"]))
+    # Count the model as it infers after training: schedules (the k warm-up) at their last epoch.
+    return count_flops(at_last_epoch(model, spec["dataset"]), get_dataset(spec["dataset"]).input_shape)
+
+
+def _code_fingerprint() -> str:
+    """Hash of the sources that decide a count: a changed model or rule invalidates the disk cache."""
+    files = sorted((REPO_ROOT / "repro" / "models").glob("*.py")) + [REPO_ROOT / "repro" / "flops.py"]
+    digest = hashlib.sha256()
+    for path in files:
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def _summary_path(key: str) -> Path:
+    name = hashlib.sha256(f"{_fingerprint()}|{key}".encode()).hexdigest()[:24]
+    return cache_dir("flops") / f"{name}.json"
+
+
+@lru_cache(maxsize=1)
+def _fingerprint() -> str:
+    return _code_fingerprint()
+
+
+def flop_summary(dataset: str, backbone: Component, head: Component) -> dict[str, Any]:
+    """`FlopReport.summary()` of a model, from the disk cache when the same code counted it before."""
+    key = model_key(dataset, backbone, head)
+    path = _summary_path(key)
+    cached = read_json(path)
+    if isinstance(cached, dict) and cached.get("key") == key:
+        return cached["summary"]
+    summary = _flops_for(key).summary()
+    write_json(path, {"key": key, "summary": summary})
+    return summary
+
+
+def measure_flops(manifest: Manifest, ctx: Context) -> Measured:
+    out = Measured()
+    for row in manifest.rows:
+        if "flops" not in row.measures:
+            continue
+        report = row_flops(row)
+        summary = report.summary()
+        for name in FLOP_SUMMARY:
+            out.set_row(row.id, name, summary[name])
+        out.details.setdefault("flops", {})[row.id] = summary
+        out.problems += [f"{manifest.id}/{row.id}: {p}" for p in report.problems]
+        if ctx.progress is not None:
+            ctx.progress.log(f"{manifest.id}/{row.id}: {report.total / 1e6:,.2f} MMAC, rho {report.rho:.3%}")
+    return out

@@ -1,0 +1,49 @@
+"""A table as data (rows of formatted cells) and the cell formats every table builder shares."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from repro.manifest import Manifest
+from repro.paper import paper_value
+from repro.stats import summarize
+
+
+@dataclass
+class Table:
+    key: str  # unique within the manifest, e.g. "flops"
+    title: str
+    columns: list[str]
+    rows: list[list[str]]
+    notes: list[str] = field(default_factory=list)
+    groups: dict[int, str] = field(default_factory=dict)  # row index -> group heading before it
+
+
+def mmac(n: float | None) -> str:
+    return "" if n is None else f"{n / 1e6:,.3f}"
+
+
+def pct(x: float | None, digits: int = 2) -> str:
+    return "" if x is None else f"{100 * x:.{digits}f}%"
+
+
+def pct_auto(x: float | None) -> str:
+    """Percent with enough digits to show small fractions such as 0.06%."""
+    if x is None:
+        return ""
+    return pct(x, 3 if abs(x) < 0.01 else 2)
+
+
+def reported(manifest: Manifest, key: str) -> str:
+    pv = paper_value(manifest.paper_table, key)
+    if pv is None:
+        return ""
+    return pv.printed + (" (explainer)" if pv.source == "explainer-and-summary" else "")
+
+
+def mean_sd(values: dict | None) -> str:
+    """Per-seed fractions as percent: mean ± s.d. (ddof=1), or the single value with n=1."""
+    if not values:
+        return ""
+    s = summarize(100 * v for v in values.values())
+    return f"{s.mean:.2f} (n=1)" if s.n < 2 else f"{s.mean:.2f} ± {s.sd:.2f}"
