@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 
 def atomic_write_bytes(path: str | Path, data: bytes) -> None:
@@ -36,15 +37,21 @@ def atomic_write_text(path: str | Path, text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
 
 
-def _jsonable(obj: Any) -> Any:
+def jsonable(obj: Any) -> Any:
+    """Plain JSON data: non-finite floats -> None, tuples -> lists, keys -> str, dataclasses and
+    NumPy scalars -> their values (NumPy is not imported here: its scalars answer ``.item()``)."""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: jsonable(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, Mapping):
+        return {str(k): jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [jsonable(v) for v in obj]
+    if type(obj).__module__ == "numpy" and hasattr(obj, "item"):
+        obj = obj.item()
     if isinstance(obj, float) and not math.isfinite(obj):
         return None  # JSON has no NaN/inf; a missing value reads as null
-    if isinstance(obj, dict):
-        return {str(k): _jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_jsonable(v) for v in obj]
     return obj
 
 
 def atomic_write_json(path: str | Path, obj: Any) -> None:
-    atomic_write_text(path, json.dumps(_jsonable(obj), indent=2, sort_keys=True) + "\n")
+    atomic_write_text(path, json.dumps(jsonable(obj), indent=2, sort_keys=True) + "\n")

@@ -115,9 +115,6 @@ class Manifest:
     def row(self, row_id: str) -> Row:
         return next(r for r in self.rows if r.id == row_id)
 
-    def comparison(self, comp_id: str) -> Comparison:
-        return next(c for c in self.comparisons if c.id == comp_id)
-
     def measures(self) -> set[str]:
         return {m for r in self.rows for m in r.measures}
 

@@ -26,7 +26,6 @@ become strings.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
@@ -34,24 +33,9 @@ from typing import Any, Iterable, Mapping
 import numpy as np
 from scipy import stats
 
+from repro.fsutil import jsonable
+
 NAN = float("nan")
-
-
-def jsonable(obj: Any) -> Any:
-    """Plain JSON data: non-finite floats -> None, tuples -> lists, keys -> str."""
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return {f.name: jsonable(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
-    if isinstance(obj, Mapping):
-        return {str(k): jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [jsonable(v) for v in obj]
-    if isinstance(obj, (bool, np.bool_)):
-        return bool(obj)
-    if isinstance(obj, (int, np.integer)):
-        return int(obj)
-    if isinstance(obj, (float, np.floating)):
-        return float(obj) if math.isfinite(obj) else None
-    return obj
 
 
 class Record:

@@ -1,0 +1,67 @@
+"""repro.results: metric paths, the FLOP check's tally, run summaries, results.json round trip."""
+
+import pytest
+
+from repro.results import (
+    FlopCheck, ManifestResult, Measured, RunSummary, Verdict, comparison_metric, load_result, parse_metric_path,
+    row_metric, save_result,
+)
+
+
+def test_metric_paths_are_built_and_parsed_from_one_vocabulary():
+    assert row_metric("std_h128", "rho") == "rows.std_h128.rho"
+    assert comparison_metric("dw", "gap") == "comparisons.dw.gap"
+    assert parse_metric_path("rows.std_h128.accuracy") == ("rows", "std_h128", "accuracy")
+    with pytest.raises(KeyError, match="unknown row metric 'gap'"):
+        row_metric("std", "gap")  # a gap belongs to a comparison
+    with pytest.raises(ValueError, match="expected 'rows.<id>.<metric>'"):
+        parse_metric_path("rows.std")
+    with pytest.raises(ValueError, match="unknown metric 'acc'"):
+        parse_metric_path("rows.std.acc")
+
+
+def test_measured_accessors_write_the_paths_claims_read():
+    m = Measured()
+    m.set_row("a", "accuracy", {0: 0.5, 1: 0.6})
+    m.set_comparison("c", "flops_ratio", 0.8)
+    assert m.metrics == {"rows.a.accuracy": {0: 0.5, 1: 0.6}, "comparisons.c.flops_ratio": 0.8}
+    assert m.row("a", "accuracy") == {0: 0.5, 1: 0.6} and m.row("b", "accuracy") is None
+    assert m.comparison("c", "flops_ratio") == 0.8
+
+
+def test_flop_check_counts_models_that_passed_without_reading_messages():
+    check = FlopCheck()
+    check.add("t6", "a", [])
+    check.add("t6", "b:odd", ["fvcore 10 != analytic 12 at head"])  # a colon in the id no longer matters
+    check.add("t1", "c", [])
+    assert check.passed == 2
+    assert check.problems == ["t6/b:odd: fvcore 10 != analytic 12 at head"]
+
+
+def _record(seed=0, accuracies=(0.2, 0.5, 0.4)):
+    history = [{"test_accuracy": a, "train_accuracy": a + 0.1, "tau": 1.0 - i / 10} for i, a in enumerate(accuracies)]
+    return {"seed": seed, "config_hash": "abc123", "history": history,
+            "metrics": {"accuracy": accuracies[-1], "final_accuracy": accuracies[-1],
+                        "peak_accuracy": max(accuracies), "chance": 0.1},
+            "routing": {"expert_usage": [3, 1]}, "provenance": {"device": "cpu: x86_64, 2 threads"}}
+
+
+def test_run_summary_from_a_record_and_back():
+    s = RunSummary.from_record(_record())
+    assert (s.accuracy, s.peak_accuracy, s.final_accuracy, s.chance) == (0.4, 0.5, 0.4, 0.1)
+    assert s.test_accuracy_by_epoch == [0.2, 0.5, 0.4] and s.tau_by_epoch == [1.0, 0.9, 0.8]
+    assert RunSummary.from_dict({**s.to_dict(), "added_later": 1}) == s  # unknown keys of newer writers ignored
+
+
+def test_results_json_round_trip(tmp_path):
+    measured = Measured()
+    measured.set_row("a", "rho", 0.25)
+    measured.details["runs"] = {"a": [RunSummary.from_record(_record()).to_dict()]}
+    verdict = Verdict("c1", "s", "4.2", "analytic", "reproduced", "rho 25%")
+    result = ManifestResult("t", "T", "Table 1", "table1", "smoke", measured, [verdict],
+                            {"device_type": "cuda", "device": "cuda: H200"})
+    save_result(result, tmp_path)
+    back = load_result(tmp_path, "t")
+    assert back.to_dict() == result.to_dict()
+    assert back.device_type == "cuda" and back.measured.runs("a")[0].seed == 0
+    assert load_result(tmp_path, "absent") is None
