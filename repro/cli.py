@@ -26,7 +26,7 @@ app = typer.Typer(
     no_args_is_help=True, add_completion=False, rich_markup_mode="rich",
 )
 console = Console()
-err = Console(stderr=True)
+err = Console(stderr=True, soft_wrap=True)  # messages verbatim: paths and commands are not wrapped
 
 ProfileOpt = typer.Option(None, "--profile", "-p", help="Profile to run: smoke (CPU, minutes) or full (the paper's protocol). Default: $REPRO_PROFILE or smoke.")
 ResultsOpt = typer.Option(None, "--results-dir", "-o", help="Where results go. Default: $REPRO_RESULTS or ./results.")

@@ -16,7 +16,9 @@ from repro import REPO_ROOT
 from repro.data.specs import DATASETS
 from repro.models import BACKBONES, HEADS, Component
 from repro.registry import closest
-from repro.schema import Problems, SchemaError, check_params, convert, field_names, from_dict, read_toml
+from repro.schema import (
+    Problems, SchemaError, bounded, check_id, check_params, convert, field_names, from_dict, read_toml,
+)
 
 Measure = Literal["flops", "accuracy", "latency"]
 
@@ -73,6 +75,11 @@ class Claim:
     params: dict[str, Any] = field(default_factory=dict)  # the rule's parameters, validated
 
 
+# Upper bounds that keep a typo from asking for the impossible (1e11 samples) while leaving the paper's
+# protocol far inside: ImageNet-1K has 1.28M training images, the paper uses 10 seeds, 80 epochs, 256 px.
+MAX_SAMPLES, MAX_SEEDS, MAX_EPOCHS, MAX_BATCH, MAX_IMAGE = 1 << 24, 1000, 10_000, 1 << 16, 1024
+
+
 @dataclass(frozen=True)
 class Profile:
     description: str
@@ -81,14 +88,19 @@ class Profile:
     # paper: the paper's protocol. Only the last two decide empirical claims (repro.claims).
     evidence: Literal["pipeline", "functional", "reduced", "paper"]
     device: Literal["auto", "cpu", "cuda"] = "auto"
-    seeds: int = 1
-    epochs: int | None = None  # None: the paper's epochs for the dataset (Section 4.1)
+    seeds: int = bounded(1, ge=1, le=MAX_SEEDS)
+    epochs: int | None = bounded(None, ge=1, le=MAX_EPOCHS)  # None: the paper's epochs (Section 4.1)
     data: Literal["real", "synthetic"] = "real"
-    train_samples: int | None = None  # a subset, for profiles that must be quick
-    test_samples: int | None = None
-    batch_size: int | None = None
-    max_image_size: int | None = None  # cap on the training resolution; FLOPs always use the paper's
+    train_samples: int | None = bounded(None, ge=1, le=MAX_SAMPLES)  # a subset, for profiles that must be quick
+    test_samples: int | None = bounded(None, ge=1, le=MAX_SAMPLES)
+    batch_size: int | None = bounded(None, ge=1, le=MAX_BATCH)
+    max_image_size: int | None = bounded(None, ge=8, le=MAX_IMAGE)  # cap on the training resolution; FLOPs use the paper's
     pretrained: bool = True
+
+    def __post_init__(self) -> None:
+        if self.train_samples and self.batch_size and self.train_samples < self.batch_size:
+            raise ValueError(f"train_samples = {self.train_samples} is smaller than batch_size = {self.batch_size}: "
+                             "no full training batch would remain (the last partial batch is dropped)")
 
 
 @dataclass(frozen=True)
@@ -214,6 +226,7 @@ def parse_manifest(data: dict[str, Any], file: str | Path) -> Manifest:
         if "profiles" in data and name not in raw_profiles:
             problems.add(f"profiles.{name}", f"missing required profile (every manifest has {', '.join(REQUIRED_PROFILES)})")
     for name, prof in raw_profiles.items():
+        check_id(name, f"profiles.{name}", problems)  # a profile names a results folder
         profiles[name] = from_dict(Profile, prof, f"profiles.{name}", problems)
 
     rows = [r for r in rows if r is not None]
@@ -226,9 +239,16 @@ def parse_manifest(data: dict[str, Any], file: str | Path) -> Manifest:
             ref = getattr(c, attr)
             if ref not in row_ids:
                 problems.add(f"comparisons[{i}].{attr}", f"no row '{ref}'{closest(ref, sorted(row_ids))}; rows: {', '.join(sorted(row_ids))}")
+        if c.row == c.baseline:
+            problems.add(f"comparisons[{i}].baseline", f"'{c.baseline}' is the comparison's own row: a row compared "
+                         "with itself measures nothing")
     claims = [c for c in claims if c is not None]
     _check_ids(claims, "claims", problems)
     figures = [f for f in figures if f is not None]
+    _check_ids(figures, "figures", problems)
+    _check_ids([a for a in assumptions if a is not None], "assumptions", problems)
+    if "id" in scalars:
+        check_id(scalars["id"], "id", problems)
     for i, f in enumerate(figures):
         for ref in f.rows:
             if ref not in row_ids:
@@ -262,6 +282,7 @@ def _list(data: dict, key: str, problems: Problems) -> list:
 def _check_ids(items: list, kind: str, problems: Problems) -> None:
     seen: set[str] = set()
     for i, item in enumerate(items):
+        check_id(item.id, f"{kind}[{i}].id", problems)
         if item.id in seen:
             problems.add(f"{kind}[{i}].id", f"duplicate id '{item.id}'")
         seen.add(item.id)

@@ -9,6 +9,7 @@ give are absent: nothing here is estimated.
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -90,29 +91,48 @@ def paper_tables_dir() -> Path:
 def load_paper_table(path: Path) -> PaperTable:
     problems = Problems()
     table = from_dict(PaperTable, read_toml(path), "", problems)
-    if table is not None and table.table != path.stem:
+    if problems.items or table is None:  # a value that did not convert is None: check nothing further
+        raise SchemaError(path, problems.items or ["expected a table"])
+    if table.table != path.stem:
         problems.add("table", f"must equal the file name '{path.stem}'")
-    if table is not None:
-        keys = [v.key for v in table.values]
-        for i, key in enumerate(keys):
-            if key.count(".") < 1:
-                problems.add(f"values[{i}].key", f"expected '<row>.<metric>', got {key!r}")
-            if keys.index(key) != i:
-                problems.add(f"values[{i}].key", f"duplicate key {key!r}")
-    if problems.items or table is None:
+    keys = [v.key for v in table.values]
+    for i, key in enumerate(keys):
+        if key.count(".") < 1:
+            problems.add(f"values[{i}].key", f"expected '<row>.<metric>', got {key!r}")
+        if keys.index(key) != i:
+            problems.add(f"values[{i}].key", f"duplicate key {key!r}")
+    if problems.items:
         raise SchemaError(path, problems.items)
     return table
 
 
 @lru_cache(maxsize=None)
-def _load_all(directory: str) -> dict[str, PaperTable]:
-    return {p.stem: load_paper_table(p) for p in sorted(Path(directory).glob("*.toml"))}
+def _load(path: Path) -> PaperTable:
+    return load_paper_table(path)
+
+
+def paper_table(name: str) -> PaperTable | None:
+    """One table's reported values; a damaged file fails only the manifests that use it."""
+    path = paper_tables_dir() / f"{name}.toml"
+    return _load(path) if path.is_file() else None
 
 
 def paper_tables() -> dict[str, PaperTable]:
-    return _load_all(str(paper_tables_dir()))
+    """Every table that loads (for the audit and figures); a damaged one is skipped with a warning."""
+    out = {}
+    for path in sorted(paper_tables_dir().glob("*.toml")):
+        try:
+            out[path.stem] = _load(path)
+        except SchemaError as exc:
+            _warn_once(str(exc))
+    return out
+
+
+@lru_cache(maxsize=None)
+def _warn_once(message: str) -> None:
+    print(f"warning: skipping a damaged paper table: {message}", file=sys.stderr)
 
 
 def paper_value(table: str, key: str) -> PaperValue | None:
-    t = paper_tables().get(table)
+    t = paper_table(table)
     return t.get(key) if t else None

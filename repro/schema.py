@@ -8,6 +8,8 @@ All errors in a document are collected and raised together.
 from __future__ import annotations
 
 import dataclasses
+import math
+import re
 import sys
 import types
 from pathlib import Path
@@ -47,8 +49,61 @@ def read_toml(file: Path) -> dict[str, Any]:
             return tomllib.load(fh)
     except FileNotFoundError:
         raise SchemaError(file, ["file not found"]) from None
+    except UnicodeDecodeError as exc:
+        raise SchemaError(file, [f"not UTF-8 text (byte {exc.start}: {exc.reason}); TOML files are UTF-8"]) from None
     except tomllib.TOMLDecodeError as exc:
         raise SchemaError(file, [f"not valid TOML: {exc}"]) from None
+    except OSError as exc:  # a folder, no permission, an I/O error
+        raise SchemaError(file, [f"cannot be read: {exc.strerror or exc}"]) from None
+
+
+@dataclasses.dataclass(frozen=True)
+class Bounds:
+    """Allowed range of a numeric field (each element, for a list): ge <= x <= le, gt < x < lt."""
+
+    ge: float | None = None
+    gt: float | None = None
+    le: float | None = None
+    lt: float | None = None
+
+    def violated(self, x: float) -> bool:
+        return ((self.ge is not None and x < self.ge) or (self.gt is not None and x <= self.gt)
+                or (self.le is not None and x > self.le) or (self.lt is not None and x >= self.lt))
+
+    def text(self) -> str:
+        lo = f"{self.ge:g} <= " if self.ge is not None else f"{self.gt:g} < " if self.gt is not None else ""
+        hi = f" <= {self.le:g}" if self.le is not None else f" < {self.lt:g}" if self.lt is not None else ""
+        return f"{lo}value{hi}"
+
+
+def bounded(default: Any = dataclasses.MISSING, *, ge: float | None = None, gt: float | None = None,
+            le: float | None = None, lt: float | None = None) -> Any:
+    """A dataclass field whose value (or every element of it) `from_dict` checks against a range."""
+    bounds = Bounds(ge, gt, le, lt)
+    if isinstance(default, (list, tuple)):
+        return dataclasses.field(default_factory=lambda: default, metadata={"bounds": bounds})
+    return dataclasses.field(default=default, metadata={"bounds": bounds})
+
+
+def _check_bounds(f: dataclasses.Field, value: Any, path: str, problems: Problems) -> None:
+    bounds = f.metadata.get("bounds")
+    if bounds is None or value is None:
+        return
+    values = value if isinstance(value, (list, tuple)) else [value]
+    for i, x in enumerate(values):
+        if isinstance(x, (int, float)) and not isinstance(x, bool) and bounds.violated(x):
+            where = f"{path}[{i}]" if isinstance(value, (list, tuple)) else path
+            problems.add(where, f"{x!r} is out of range; allowed: {bounds.text()}")
+
+
+SAFE_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]{0,79}")
+
+
+def check_id(value: Any, path: str, problems: Problems) -> None:
+    """Ids name files and metric paths: letters, digits, '_' and '-', at most 80 characters."""
+    if isinstance(value, str) and not SAFE_ID.fullmatch(value):
+        problems.add(path, f"{value!r} is not a safe id: use letters, digits, '_' and '-' "
+                     "(no '.', '/', spaces; at most 80 characters), since ids name files and metric paths")
 
 
 def _type_name(tp: Any) -> str:
@@ -109,6 +164,9 @@ def convert(tp: Any, value: Any, path: str, problems: Problems) -> Any:
         return from_dict(tp, value, path, problems)
     if tp is float:
         if isinstance(value, (int, float)) and not isinstance(value, bool):
+            if not math.isfinite(value):
+                problems.add(path, f"expected a finite number, got {value!r}")
+                return None
             return float(value)
     elif tp is int:
         if isinstance(value, int) and not isinstance(value, bool):
@@ -141,6 +199,7 @@ def from_dict(cls: type, data: Any, path: str, problems: Problems) -> Any:
     for name, f in fields.items():
         if name in data:
             kwargs[name] = convert(hints[name], data[name], f"{prefix}{name}", problems)
+            _check_bounds(f, kwargs[name], f"{prefix}{name}", problems)
         elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
             problems.add(f"{prefix}{name}", f"missing required key ({_type_name(hints[name])})")
     if len(problems.items) > before:
@@ -174,4 +233,5 @@ def check_params(cls: type | None, params: dict, path: str, problems: Problems) 
     return {k: getattr(obj, k) for k in params if obj is not None and hasattr(obj, k)}
 
 
-__all__ = ["SchemaError", "Problems", "read_toml", "convert", "from_dict", "check_params", "field_names"]
+__all__ = ["SchemaError", "Problems", "read_toml", "convert", "from_dict", "check_params", "field_names", "bounded",
+           "check_id"]

@@ -21,7 +21,7 @@ from matplotlib.figure import Figure
 from repro.fsutil import atomic_write_bytes
 from repro.manifest import Figure as FigureDecl
 from repro.manifest import Manifest, Profile
-from repro.paper import PaperValue, paper_tables, paper_value
+from repro.paper import PaperValue, paper_table, paper_value
 from repro.results import ManifestResult
 from repro.report import figures_gaps as gaps
 from repro.report import figures_runs as runs
@@ -116,7 +116,7 @@ def paper_note(manifest: Manifest, rows: tuple[str, ...], paper_ref: str) -> str
         if pv is not None and pv.key not in seen:
             seen.add(pv.key)
             said.append(_describe(pv, claim.statement))
-    table = paper_tables().get(manifest.paper_table)
+    table = paper_table(manifest.paper_table)
     for pv in table.values if table else ():
         if pv.row in rows and pv.key not in seen:
             seen.add(pv.key)

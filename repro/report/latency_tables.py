@@ -12,7 +12,7 @@ from typing import Any
 
 from repro.data.specs import get_dataset
 from repro.manifest import Manifest, Row
-from repro.paper import paper_tables
+from repro.paper import paper_table
 from repro.report.cells import Table
 from repro.results import COMPARISON_METRICS, ROW_METRICS, ManifestResult
 
@@ -32,7 +32,7 @@ def times(x: float | None) -> str:
 
 def paper_cells(manifest: Manifest, ident: str, metrics: set[str]) -> str:
     """The values the paper reports for a row or comparison (its `metrics`), with what they time."""
-    table = paper_tables().get(manifest.paper_table)
+    table = paper_table(manifest.paper_table)
     values = [v for v in table.values if v.row == ident and v.metric in metrics] if table else []
     return "; ".join(f"{v.printed} ({WHAT.get(v.metric, v.metric)})" for v in values)
 
