@@ -234,13 +234,13 @@ done_phase "--help"
 
 phase "docker compose run repro table6"
 run_repro table6 table6
-expect_file "$RESULTS/table6/table6.md"
+expect_file "$RESULTS/smoke/table6/table6.md"
 check_owned
 done_phase "table6"
 
 phase "docker compose run repro verify-all --profile smoke"
 run_repro verify-all verify-all --profile smoke
-expect_file "$RESULTS/report.md"
+expect_file "$RESULTS/smoke/report.md"
 check_owned
 log "   $(find "$RESULTS" -type f | wc -l) files in the results folder, all owned by $TEST_UID:$TEST_GID"
 done_phase "verify-all"

@@ -67,6 +67,7 @@ def _run_ids(ids: list[str], profile: str | None, results_dir: Path | None, devi
     profile = profile or default_profile()
     results_dir = results_dir or default_results_dir()
     manifests = [_load(i) for i in ids]
+    _check_results_dir(results_dir)
     status = 0
     for manifest in manifests:
         try:
@@ -190,15 +191,24 @@ def data(data_dir: Optional[Path] = DataOpt) -> None:
 
 
 @app.command("report")
-def report(results_dir: Optional[Path] = ResultsOpt) -> None:
-    """Re-render report.md from whatever results the directory holds."""
+def report(results_dir: Optional[Path] = ResultsOpt,
+           profile: Optional[str] = typer.Option(None, "--profile", "-p", help="Only this profile's report. Default: every profile with results.")) -> None:
+    """Re-render <results>/<profile>/report.md from whatever results the directory holds."""
     from repro.report.summary import write_report
+    from repro.results import profiles_present
 
     results_dir = results_dir or default_results_dir()
-    path, summary = write_report(results_dir, _load_all())
-    for line in summary["lines"]:
-        console.print(line, markup=False)
-    console.print(f"wrote {path}", markup=False)
+    profiles = [profile] if profile else profiles_present(results_dir)
+    _check_results_dir(results_dir)
+    if not profiles:
+        _fail(f"no results in {results_dir}: run a table or `repro verify-all` first")
+    manifests = _load_all()
+    for name in profiles:
+        path, summary = write_report(results_dir, name, manifests)
+        console.rule(name)
+        for line in summary["lines"]:
+            console.print(line, markup=False)
+        console.print(f"wrote {path}", markup=False)
 
 
 @app.command("verify-all")
@@ -212,6 +222,7 @@ def verify_all(profile: Optional[str] = ProfileOpt, results_dir: Optional[Path] 
     profile = profile or default_profile()
     results_dir = results_dir or default_results_dir()
     manifests = _load_all()
+    _check_results_dir(results_dir)
     failures: dict[str, str] = {}
     with _progress() as progress:
         check = flop_check(manifests, progress)
@@ -227,31 +238,40 @@ def verify_all(profile: Optional[str] = ProfileOpt, results_dir: Optional[Path] 
             except Exception as exc:  # one broken table must not hide the others
                 failures[manifest.id] = describe_exception(exc)
             progress.advance(task)
-    path, summary = write_report(results_dir, manifests, check, failures)
-    _print_checklist(results_dir, manifests)
+    path, summary = write_report(results_dir, profile, manifests, check, failures)
+    _print_checklist(results_dir, profile, manifests)
     console.rule("summary")
     for line in summary["lines"]:
         console.print(line, markup=False)
     console.print(f"report: {path}", markup=False)
     status = 1 if failures or check.problems else 0
-    if strict and _undecided_or_failed(results_dir, manifests, device):
+    if strict and _undecided_or_failed(results_dir, profile, manifests, device):
         status = 1
     raise typer.Exit(status)
 
 
-def _print_checklist(results_dir: Path, manifests: list[Manifest]) -> None:
-    verdicts = [v for m in manifests if (r := load_result(results_dir, m.id)) for v in r.verdicts]
+def _print_checklist(results_dir: Path, profile: str, manifests: list[Manifest]) -> None:
+    verdicts = [v for m in manifests if (r := load_result(results_dir, profile, m.id)) for v in r.verdicts]
     _print_verdicts(verdicts)
 
 
-def _undecided_or_failed(results_dir: Path, manifests: list[Manifest], device: str) -> bool:
+def _undecided_or_failed(results_dir: Path, profile: str, manifests: list[Manifest], device: str) -> bool:
     for m in manifests:
-        result = load_result(results_dir, m.id)
+        result = load_result(results_dir, profile, m.id)
         for v in result.verdicts if result else []:
             exempt = v.status == "not run" and v.scope == "gpu" and not device.startswith("cuda")
             if v.status != "reproduced" and not exempt:
                 return True
     return False
+
+
+def _check_results_dir(results_dir: Path) -> None:
+    from repro.results import ResultsDirError, check_results_dir
+
+    try:
+        check_results_dir(results_dir)
+    except ResultsDirError as exc:
+        _fail(f"{exc}; nothing was run")
 
 
 def _load_all() -> list[Manifest]:

@@ -214,18 +214,59 @@ def default_results_dir() -> Path:
     return Path(os.environ.get("REPRO_RESULTS", "results"))
 
 
-def result_path(results_dir: Path, manifest_id: str) -> Path:
-    return results_dir / manifest_id / "results.json"
+MIN_FREE_BYTES = 256 << 20  # records are kilobytes, but a ResNet-18 checkpoint with Adam state is ~130 MB
+
+
+class ResultsDirError(RuntimeError):
+    """The results directory cannot hold results: not a folder, not writable, or no space."""
+
+
+def check_results_dir(results_dir: Path, min_free: int = MIN_FREE_BYTES) -> None:
+    """Make sure results can be written before any work starts; the message says what to change."""
+    import shutil
+    import tempfile
+
+    where = f"results directory {results_dir}"
+    if results_dir.exists() and not results_dir.is_dir():
+        raise ResultsDirError(f"the {where} is a file, not a folder; pass --results-dir a folder")
+    try:
+        results_dir.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=results_dir, prefix=".write-check-"):
+            pass
+    except OSError as exc:
+        raise ResultsDirError(f"cannot write in the {where}: {exc.strerror or exc}; "
+                              "choose a writable folder with --results-dir or $REPRO_RESULTS") from None
+    free = shutil.disk_usage(results_dir).free
+    if free < min_free:
+        raise ResultsDirError(f"the {where} has {free / 2**20:.0f} MiB free; at least {min_free / 2**20:.0f} MiB "
+                              "are needed for run records and checkpoints")
+
+
+def profile_dir(results_dir: Path, profile: str) -> Path:
+    """Everything one profile produced (tables, claims, figures, report.md); run records are shared."""
+    return results_dir / profile
+
+
+def profiles_present(results_dir: Path) -> list[str]:
+    """Profiles with at least one table's results in `results_dir`."""
+    if not results_dir.is_dir():
+        return []
+    return sorted(p.name for p in results_dir.iterdir()
+                  if p.is_dir() and p.name != "runs" and any(p.glob("*/results.json")))
+
+
+def result_path(results_dir: Path, profile: str, manifest_id: str) -> Path:
+    return profile_dir(results_dir, profile) / manifest_id / "results.json"
 
 
 def save_result(result: ManifestResult, results_dir: Path) -> Path:
-    path = result_path(results_dir, result.manifest_id)
+    path = result_path(results_dir, result.profile, result.manifest_id)
     atomic_write_json(path, result.to_dict())
     return path
 
 
-def load_result(results_dir: Path, manifest_id: str) -> ManifestResult | None:
-    path = result_path(results_dir, manifest_id)
+def load_result(results_dir: Path, profile: str, manifest_id: str) -> ManifestResult | None:
+    path = result_path(results_dir, profile, manifest_id)
     if not path.exists():
         return None
     return ManifestResult.from_dict(json.loads(path.read_text()))

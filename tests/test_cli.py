@@ -14,7 +14,7 @@ runner = CliRunner()
 def test_table6_writes_tables_and_claims(results_dir):
     result = runner.invoke(app, ["table6", "--results-dir", str(results_dir)])
     assert result.exit_code == 0, result.output
-    out = results_dir / "table6"
+    out = results_dir / "smoke" / "table6"
     for name in ("table6.md", "table6.tex", "claims.md", "results.json"):
         assert (out / name).is_file(), name
     record = json.loads((out / "results.json").read_text())
@@ -49,7 +49,7 @@ def test_verify_all_writes_one_report(results_dir, tmp_path, monkeypatch):
     monkeypatch.setenv("REPRO_MANIFESTS", str(manifests))
     result = runner.invoke(app, ["verify-all", "--results-dir", str(results_dir)])
     assert result.exit_code == 0, result.output
-    report = (results_dir / "report.md").read_text()
+    report = (results_dir / "smoke" / "report.md").read_text()
     assert "Tables regenerated:" in report and "## Claims checklist" in report
     assert "FLOP checks passed:" in result.output
 
@@ -63,3 +63,19 @@ def test_full_profile_without_the_dataset_fails_before_training(tmp_path, monkey
         text = " ".join(result.output.split())
         assert "nothing was trained" in text and dataset in text and folder in text
         assert not (results / "runs").exists()
+
+
+def test_results_are_kept_per_profile(results_dir, tmp_path, monkeypatch):
+    """A failed run at one profile must not overwrite another profile's table, claims or report."""
+    manifests = tmp_path / "manifests"
+    manifests.mkdir()
+    shutil.copy(REPO_ROOT / "manifests" / "table6.toml", manifests)
+    monkeypatch.setenv("REPRO_MANIFESTS", str(manifests))
+    assert runner.invoke(app, ["table6", "--results-dir", str(results_dir)]).exit_code == 0
+    smoke = (results_dir / "smoke" / "table6" / "claims.md").read_text()
+    assert runner.invoke(app, ["table6", "--profile", "full", "--results-dir", str(results_dir)]).exit_code == 0
+    assert (results_dir / "smoke" / "table6" / "claims.md").read_text() == smoke
+    assert (results_dir / "full" / "table6" / "results.json").is_file()
+    reported = runner.invoke(app, ["report", "--results-dir", str(results_dir)])
+    assert reported.exit_code == 0, reported.output
+    assert (results_dir / "smoke" / "report.md").is_file() and (results_dir / "full" / "report.md").is_file()

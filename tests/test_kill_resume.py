@@ -70,7 +70,7 @@ def _run(results: Path, env: dict, **kw) -> subprocess.Popen:
 
 
 def _table(results: Path) -> dict:
-    record = json.loads((results / "mini" / "results.json").read_text())
+    record = json.loads((results / "smoke" / "mini" / "results.json").read_text())
     return {"metrics": record["metrics"], "verdicts": [(v["claim"], v["status"], v["evidence"]) for v in record["verdicts"]]}
 
 
@@ -93,7 +93,7 @@ def test_sigkill_then_resume_equals_an_uninterrupted_run(tmp_path):
     os.killpg(proc.pid, signal.SIGKILL)  # no clean-up handlers run
     proc.wait()
     finished = {p.name: p.stat().st_mtime_ns for p in runs.glob("*.json")}
-    assert 1 <= len(finished) < 4 and not (killed / "mini" / "results.json").exists()
+    assert 1 <= len(finished) < 4 and not (killed / "smoke" / "mini" / "results.json").exists()
 
     again = _run(killed, env)
     assert again.wait(timeout=600) == 0, again.stderr.read().decode()

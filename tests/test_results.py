@@ -61,7 +61,35 @@ def test_results_json_round_trip(tmp_path):
     result = ManifestResult("t", "T", "Table 1", "table1", "smoke", measured, [verdict],
                             {"device_type": "cuda", "device": "cuda: H200"})
     save_result(result, tmp_path)
-    back = load_result(tmp_path, "t")
+    back = load_result(tmp_path, "smoke", "t")
     assert back.to_dict() == result.to_dict()
     assert back.device_type == "cuda" and back.measured.runs("a")[0].seed == 0
-    assert load_result(tmp_path, "absent") is None
+    assert load_result(tmp_path, "smoke", "absent") is None and load_result(tmp_path, "full", "t") is None
+    assert (tmp_path / "smoke" / "t" / "results.json").is_file()
+
+
+def test_results_dir_is_checked_before_any_work(tmp_path, monkeypatch):
+    import shutil as sh
+
+    from repro.results import ResultsDirError, check_results_dir
+
+    check_results_dir(tmp_path / "new" / "results")  # created
+    assert (tmp_path / "new" / "results").is_dir() and not list((tmp_path / "new" / "results").iterdir())
+    (tmp_path / "file").write_text("")
+    with pytest.raises(ResultsDirError, match="is a file, not a folder"):
+        check_results_dir(tmp_path / "file")
+    with pytest.raises(ResultsDirError, match="cannot write in the results directory"):
+        check_results_dir(tmp_path / "file" / "below")
+    monkeypatch.setattr(sh, "disk_usage", lambda p: sh._ntuple_diskusage(10 << 30, 10 << 30, 5 << 20))
+    with pytest.raises(ResultsDirError, match="5 MiB free"):
+        check_results_dir(tmp_path)
+
+
+def test_cli_refuses_an_unwritable_results_dir_up_front(tmp_path):
+    from typer.testing import CliRunner
+
+    from repro.cli import app
+
+    (tmp_path / "file").write_text("")
+    out = CliRunner().invoke(app, ["table6", "--results-dir", str(tmp_path / "file")])
+    assert out.exit_code == 2 and "is a file, not a folder" in out.output and "nothing was run" in out.output

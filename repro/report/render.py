@@ -10,7 +10,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from repro.fsutil import atomic_write_text
 from repro.manifest import Manifest
-from repro.results import ManifestResult
+from repro.results import ManifestResult, profile_dir
 from repro.report.tables import Table, build_tables, verdict_counts
 
 _LATEX_SPECIAL = {
@@ -61,8 +61,8 @@ def render_claims_md(manifest: Manifest, result: ManifestResult) -> str:
 
 
 def write_manifest_outputs(manifest: Manifest, result: ManifestResult, results_dir: Path) -> list[Path]:
-    """Write <id>.md, <id>.tex and claims.md into results_dir/<id>/; return their paths."""
-    out = results_dir / manifest.id
+    """Write <id>.md, <id>.tex and claims.md into results_dir/<profile>/<id>/; return their paths."""
+    out = profile_dir(results_dir, result.profile) / manifest.id
     tables = build_tables(manifest, result)
     files = {
         out / f"{manifest.id}.md": render_tables_md(manifest, tables, result),

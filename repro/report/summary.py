@@ -13,7 +13,7 @@ from repro.fsutil import atomic_write_text
 from repro.manifest import Manifest, load_all
 from repro.report.figures import render_figures
 from repro.report.render import render_audit, render_figure_section, render_report
-from repro.results import FlopCheck, ManifestResult, load_result
+from repro.results import FlopCheck, ManifestResult, load_result, profile_dir
 
 
 def decide(manifest: Manifest, result: ManifestResult) -> ManifestResult:
@@ -48,22 +48,25 @@ def summary_lines(entries: list[tuple[Manifest, ManifestResult | None]], check: 
             "regenerated": regenerated, "tables": len(entries)}
 
 
-def decided_results(results_dir: Path, manifests: list[Manifest]) -> list[tuple[Manifest, ManifestResult | None]]:
+def decided_results(results_dir: Path, profile: str,
+                    manifests: list[Manifest]) -> list[tuple[Manifest, ManifestResult | None]]:
     """Each manifest with its stored result, claims decided again by the current rules and manifest."""
     out = []
     for m in manifests:
-        result = load_result(results_dir, m.id)
+        result = load_result(results_dir, profile, m.id)
         out.append((m, decide(m, result) if result is not None else None))
     return out
 
 
-def write_report(results_dir: Path, manifests: list[Manifest] | None = None, check: FlopCheck | None = None,
-                 failures: dict[str, str] | None = None) -> tuple[Path, dict[str, Any]]:
+def write_report(results_dir: Path, profile: str, manifests: list[Manifest] | None = None,
+                 check: FlopCheck | None = None, failures: dict[str, str] | None = None) -> tuple[Path, dict[str, Any]]:
+    """results_dir/<profile>/report.md from the results of that profile."""
     manifests = manifests if manifests is not None else load_all()
-    entries = decided_results(results_dir, manifests)
+    out = profile_dir(results_dir, profile)
+    entries = decided_results(results_dir, profile, manifests)
     summary = summary_lines(entries, check, failures or {})
-    figures = render_figure_section(render_figures(entries, results_dir / "figures"), results_dir)
+    figures = render_figure_section(render_figures(entries, out / "figures"), out)
     sections = [("Statistics audit of the paper's reported numbers", render_audit())]
-    path = results_dir / "report.md"
+    path = out / "report.md"
     atomic_write_text(path, render_report(entries, summary, sections, figures))
     return path, summary
