@@ -10,17 +10,24 @@ A file that no decoder reads raises ImageDecodeError naming it, from a worker or
 from __future__ import annotations
 
 import warnings
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 import torch
 from PIL import Image
 from torchvision.io import ImageReadMode, decode_image, decode_jpeg, read_file
 
 JPEG_MAGIC = b"\xff\xd8"
-# torchvision 0.29 warns on every decode that TorchCodec will take these over; they still work, and a
-# warning per image would bury a run's output.
-warnings.filterwarnings("ignore", message="The image decoding and encoding capabilities of TorchVision",
-                        category=DeprecationWarning)
+
+
+@contextmanager
+def _quiet() -> Iterator[None]:
+    """torchvision 0.29 warns on every decode that TorchCodec will take these over; they still
+    work, and a warning per image would bury a run's output."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="The image decoding and encoding", category=DeprecationWarning)
+        yield
 
 
 class ImageDecodeError(RuntimeError):
@@ -48,7 +55,8 @@ def open_rgb(path: str | Path) -> Image.Image:
 def read_bytes(path: str | Path) -> torch.Tensor:
     """The encoded file as uint8 (L,), or ImageDecodeError naming it."""
     try:
-        data = read_file(str(path))
+        with _quiet():
+            data = read_file(str(path))
     except Exception as exc:
         raise decode_failure(path, exc) from exc
     if data.numel() == 0:
@@ -62,14 +70,16 @@ def _is_jpeg(data: torch.Tensor) -> bool:
 
 def _decode_one_cpu(data: torch.Tensor, path: str) -> torch.Tensor:
     try:
-        return decode_image(data, mode=ImageReadMode.RGB)
+        with _quiet():
+            return decode_image(data, mode=ImageReadMode.RGB)
     except Exception as exc:
         raise decode_failure(path, exc, data.numel()) from exc
 
 
 def _try_jpeg(data: torch.Tensor, device: torch.device) -> torch.Tensor | None:
     try:
-        return decode_jpeg(data, mode=ImageReadMode.RGB, device=device)
+        with _quiet():
+            return decode_jpeg(data, mode=ImageReadMode.RGB, device=device)
     except Exception:
         return None
 
@@ -80,7 +90,8 @@ def decode_batch(datas: list[torch.Tensor], paths: list[str], device: torch.devi
     jpegs = [i for i, d in enumerate(datas) if _is_jpeg(d)]
     if jpegs:
         try:
-            decoded = decode_jpeg([datas[i] for i in jpegs], mode=ImageReadMode.RGB, device=device)
+            with _quiet():
+                decoded = decode_jpeg([datas[i] for i in jpegs], mode=ImageReadMode.RGB, device=device)
         except Exception:  # one bad file fails the whole call: decode one by one to find it
             decoded = [_try_jpeg(datas[i], device) for i in jpegs]
         for i, image in zip(jpegs, decoded):
