@@ -32,11 +32,12 @@ from repro.data.augment import normalize
 from repro.data.crops import draw_train, eval_view, train_view
 from repro.data.jpeg import ImageDecodeError, decode_batch, open_rgb, read_bytes
 from repro.data.layout import data_root, require
-from repro.data.loader import epoch_generator, subset_indices
+from repro.data.loader import epoch_generator, one_thread, subset_indices
 from repro.data.specs import get_dataset
 
 PATHS = ("pil", "decode_cpu", "decode_cuda")
 PREFETCH = 4  # batches each worker keeps ready
+CPU = torch.device("cpu")
 
 
 def choose_path(device: str | torch.device) -> str:
@@ -83,6 +84,10 @@ class FolderImages(Dataset):
         return len(self.samples)
 
     def __getitem__(self, key: int | tuple[int, int]):
+        with one_thread(CPU):  # a no-op in a worker (one thread already); matters with workers=0
+            return self._item(key)
+
+    def _item(self, key: int | tuple[int, int]):
         index, epoch = key if isinstance(key, tuple) else (key, 0)
         path, label = self.samples[index]
         try:
@@ -115,6 +120,11 @@ class BatchTransform:
 
     def __call__(self, datas: list[torch.Tensor], paths: list[str], indices: list[int],
                  epochs: list[int]) -> torch.Tensor:
+        with one_thread(self.device):  # per-image ops: a second thread only waits (as in TensorLoader)
+            return self._views(datas, paths, indices, epochs)
+
+    def _views(self, datas: list[torch.Tensor], paths: list[str], indices: list[int],
+               epochs: list[int]) -> torch.Tensor:
         images = decode_batch(datas, paths, self.device)  # each (C, H_i, W_i) uint8
         if not self.train:
             return torch.stack([eval_view(im, self.image_size) for im in images])
@@ -132,6 +142,10 @@ class Collate:
     decode: bool = False
 
     def __call__(self, items: list):
+        with one_thread(CPU):
+            return self._collate(items)
+
+    def _collate(self, items: list):
         bad = [it for it in items if isinstance(it, Unreadable)]
         if bad:
             return bad[0]
@@ -200,7 +214,7 @@ class FolderLoader:
             raise ValueError(f"input path decode_cuda needs a CUDA device, not {self.device}")
         self.workers = default_workers() if workers is None else workers
         size = dataset.image_size
-        decode_device = self.device if self.pipeline == "decode_cuda" else torch.device("cpu")
+        decode_device = self.device if self.pipeline == "decode_cuda" else CPU
         self.transform = BatchTransform(train, size, seed, decode_device)
         if self.pipeline == "pil":
             reader, collate = dataset.reading("pil", seed), Collate()
@@ -230,8 +244,9 @@ class FolderLoader:
             if self.pipeline == "decode_cuda":
                 x = self.transform(*x)  # (B, C, S, S) uint8, decoded and cropped on the GPU
             x = x.to(self.device, non_blocking=True)
-            yield (normalize(x, self.mean, self.std, self.channels_last, self.dtype),
-                   y.to(self.device, non_blocking=True))
+            with one_thread(self.device):
+                x = normalize(x, self.mean, self.std, self.channels_last, self.dtype)
+            yield x, y.to(self.device, non_blocking=True)
 
 
 def image_folder_loader(path: str | Path, batch_size: int, *, train: bool, image_size: int = 224,
