@@ -95,12 +95,23 @@ def test_decode_path_gives_the_pil_paths_crops(tmp_path, train):
         assert (other - x_dec).abs().mean() > 10  # new epoch, new crops: the agreement above is not trivial
 
 
+@pytest.mark.slow  # spawns worker processes
 def test_crops_do_not_depend_on_the_worker_count(tmp_path):
     root = write_jpegs(tmp_path, classes=2, per_class=4, size=(80, 60))
     for pipeline in ("pil", "decode_cpu"):
         x0, y0 = batches(root, pipeline, True, workers=0, size=32)
         x2, y2 = batches(root, pipeline, True, workers=2, size=32)
         assert torch.equal(x0, x2) and torch.equal(y0, y2)
+
+
+def test_the_gpu_paths_main_process_decode_runs_here_on_the_cpu(tmp_path):
+    """decode_cuda's code (workers hand over bytes, the loop decodes and crops) with the CPU as its device."""
+    root = write_jpegs(tmp_path, classes=2, per_class=4, size=(120, 90))
+    expected = batches(root, "decode_cpu", True, size=64)
+    loader = image_folder_loader(root, 8, train=True, image_size=64, workers=0, seed=1, pipeline="decode_cpu", **RAW)
+    loader.pipeline, loader.loader.collate_fn.decode = "decode_cuda", False  # as on CUDA, with device cpu
+    x, y = next(iter(loader))
+    assert torch.equal(x, expected[0]) and torch.equal(y, expected[1])
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
@@ -135,11 +146,12 @@ def test_loader_says_which_path_ran_and_outputs_bf16_channels_last(tmp_path):
     assert x.dtype == torch.bfloat16 and x.is_contiguous(memory_format=torch.channels_last)
 
 
+@pytest.mark.parametrize("workers", [0, pytest.param(1, marks=pytest.mark.slow)])
 @pytest.mark.parametrize("pipeline", ["pil", "decode_cpu"])
-def test_a_zero_byte_jpeg_is_named_from_a_worker(tmp_path, pipeline):
+def test_a_zero_byte_jpeg_is_named_from_a_worker(tmp_path, pipeline, workers):
     root = write_jpegs(tmp_path, classes=2, per_class=2, size=(64, 48))
     (root / "c1" / "empty.JPEG").write_bytes(b"")
-    loader = image_folder_loader(root, 8, train=True, image_size=32, workers=1, pipeline=pipeline)
+    loader = image_folder_loader(root, 8, train=True, image_size=32, workers=workers, pipeline=pipeline)
     with pytest.raises(ImageDecodeError) as err:
         list(loader)
     first = str(err.value).splitlines()[0]
