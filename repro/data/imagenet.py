@@ -100,7 +100,7 @@ class FolderImages(Dataset):
             else:
                 image = eval_view(image, self.image_size)
             return TF.pil_to_tensor(image), label
-        except ImageDecodeError as exc:  # returned, not raised: a worker's raise loses the message's first line
+        except ImageDecodeError as exc:  # returned, not raised: raised in a worker, it comes back as "Caught ..."
             return Unreadable(str(exc))
 
 
