@@ -145,7 +145,8 @@ def check_dataset(dataset: str, data_dir: str | Path | None = None, allow_unveri
     bad data: the DataCheck's problems say what is wrong (raise_if_failed turns them into DatasetInvalid)."""
     spec = get_dataset(dataset)
     s = status(dataset, data_dir)
-    base = dict(dataset=dataset, title=spec.title, path=str(s.path), test_split="test" if dataset in cifar.CLASSES else "val")
+    test_split = "test" if dataset in cifar.CLASSES else "val"
+    base = dict(dataset=dataset, title=spec.title, path=str(s.path), test_split=test_split)
     if not s.present:
         return DataCheck(**base, problems=(s.message(),))
     try:
