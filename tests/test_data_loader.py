@@ -89,3 +89,59 @@ def test_subset_is_seeded_stratified_and_optional():
     assert torch.equal(x, x2) and not torch.equal(x, subset(images, labels, 50, seed=1)[0])
     assert torch.bincount(subset(images, labels, 50, seed=0, stratified=False)[1], minlength=10)[0] > 20
     assert subset(images, labels, None)[0] is images
+
+
+def reference_epoch(images, labels, batch_size, seed, epoch, padding=4):
+    """The same epoch image by image: pad, crop at the drawn offset, mirror, normalise (torchvision's order)."""
+    from repro.data.augment import draw_crop_flip
+    from repro.data.loader import epoch_generator
+
+    g = epoch_generator(seed, epoch)
+    order = torch.randperm(len(labels), generator=g)
+    dy, dx, flips = draw_crop_flip(len(labels), padding, g)
+    out = []
+    for b in range(len(labels) // batch_size):
+        xs = []
+        for k in range(b * batch_size, (b + 1) * batch_size):
+            padded = torch.nn.functional.pad(images[order[k]], (padding,) * 4)
+            crop = padded[:, dy[k]:dy[k] + 32, dx[k]:dx[k] + 32]
+            xs.append(crop.flip(-1) if flips[k] else crop)
+        out.append((normalize(torch.stack(xs), MEAN, STD), labels[order[b * batch_size:(b + 1) * batch_size]]))
+    return out
+
+
+def test_batches_equal_the_image_by_image_reference_in_both_crop_forms(monkeypatch):
+    """The CPU (grouped copies) and GPU (one gather) forms give the same batches, bit for bit."""
+    import repro.data.loader as loader_module
+    from repro.data.augment import crop_flip_gather
+
+    images = torch.randint(0, 256, (64, 3, 32, 32), dtype=torch.uint8, generator=torch.Generator().manual_seed(0))
+    labels = torch.arange(64) % 10
+    expected = reference_epoch(images, labels, 16, seed=5, epoch=1)
+    for form in ("grouped", "gather"):
+        if form == "gather":
+            monkeypatch.setattr(loader_module, "crop_flip", crop_flip_gather)
+        loader = TensorLoader(images, labels, 16, train=True, mean=MEAN, std=STD, seed=5)
+        loader.set_epoch(1)
+        got = list(loader)
+        assert len(got) == 4
+        assert all(torch.equal(x, ex) and torch.equal(y, ey) for (x, y), (ex, ey) in zip(got, expected))
+
+
+def test_bf16_output_is_the_float32_batch_rounded_once():
+    images, labels = labelled_images(48)
+    make = lambda dtype: TensorLoader(images, labels, 16, train=True, mean=MEAN, std=STD, seed=2, dtype=dtype,
+                                      channels_last=True)
+    for (x32, y32), (x16, y16) in zip(make(torch.float32), make(torch.bfloat16)):
+        assert x16.dtype == torch.bfloat16 and x16.is_contiguous(memory_format=torch.channels_last)
+        assert torch.equal(x16, x32.to(torch.bfloat16)) and torch.equal(y16, y32)
+    test = TensorLoader(images, labels, 16, train=False, mean=MEAN, std=STD, dtype=torch.bfloat16)
+    assert all(x.dtype == torch.bfloat16 for x, _ in test)
+    assert test.pipeline == "tensor_cpu"
+
+
+def test_the_split_is_moved_to_the_device_once():
+    images, labels = labelled_images(32)
+    loader = TensorLoader(images, labels, 16, train=True, mean=MEAN, std=STD, device="meta")
+    assert loader.images.device.type == "meta" and loader.labels.device.type == "meta"
+    assert loader.pipeline == "tensor_meta"

@@ -11,6 +11,8 @@ P padding.
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import torch
 import torch.nn.functional as F
 
@@ -90,12 +92,20 @@ def random_crop_flip(images: torch.Tensor, padding: int, generator: torch.Genera
     return crop_flip(padded, (H, W), dy, dx, flips)
 
 
-def normalize(images: torch.Tensor, mean: tuple[float, ...], std: tuple[float, ...],
-              channels_last: bool = False) -> torch.Tensor:
-    """uint8 (B, C, H, W) -> float32 (x / 255 - mean) / std, per channel."""
-    std_t = torch.tensor(std, device=images.device)
+@lru_cache(maxsize=32)
+def _affine(mean: tuple[float, ...], std: tuple[float, ...], device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    """(scale, shift), each (1, C, 1, 1) on `device`; cached so that a batch makes no host-to-device copy."""
+    std_t = torch.tensor(std, device=device)
     scale = (1.0 / (255.0 * std_t)).view(1, -1, 1, 1)
-    shift = (torch.tensor(mean, device=images.device) / std_t).view(1, -1, 1, 1)
+    shift = (torch.tensor(mean, device=device) / std_t).view(1, -1, 1, 1)
+    return scale, shift
+
+
+def normalize(images: torch.Tensor, mean: tuple[float, ...], std: tuple[float, ...],
+              channels_last: bool = False, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """uint8 (B, C, H, W) -> (x / 255 - mean) / std per channel, computed in float32, returned as `dtype`."""
+    scale, shift = _affine(tuple(mean), tuple(std), images.device)
     fmt = torch.channels_last if channels_last else torch.contiguous_format
     x = images.to(torch.float32).contiguous(memory_format=fmt)
-    return x.mul_(scale).sub_(shift)
+    x = x.mul_(scale).sub_(shift)
+    return x if dtype == torch.float32 else x.to(dtype)

@@ -18,8 +18,10 @@ Decoded tensors are cached under the cache dir (the `cache` argument, else
 `$REPRO_CACHE`, else `$XDG_CACHE_HOME/repro`, else `~/.cache/repro`), never next
 to the data, because the data mount may be read-only.
 
-Checks here only look for files; they never decode. Checksums: torchvision
-verifies CIFAR's published md5s whenever it loads the batches, and verifies the
+Checks here only look for files; they never decode (repro.data.check looks at the
+content). Messages hold no square brackets, which rich would take for markup, but
+printers still escape them (paths may). Checksums: CIFAR's published md5s (torchvision's
+lists) are checked whenever the batches load, and torchvision verifies the
 ILSVRC-2012 archives' md5s when its `ImageNet` class extracts them (the fill
 instruction below uses it). The Tiny-ImageNet zip has no checksum published by its
 source, so none is checked.
@@ -81,7 +83,7 @@ def how_to_fill(name: str, root: str | Path | None = None) -> str:
         folder = root / "imagenet"
         return (f"download ILSVRC2012_img_train.tar, ILSVRC2012_img_val.tar and ILSVRC2012_devkit_t12.tar.gz "
                 f"from {IMAGENET_URL} into {folder}/, then run  python -c \"import torchvision as tv; "
-                f"[tv.datasets.ImageNet('{folder}', split=s) for s in ('train', 'val')]\"  "
+                f"tv.datasets.ImageNet('{folder}', split='train'); tv.datasets.ImageNet('{folder}', split='val')\"  "
                 f"(it checks the archives' md5s and writes train/<wnid>/ and val/<wnid>/)")
     raise KeyError(name)
 
@@ -160,5 +162,5 @@ def require(name: str, root: str | Path | None = None) -> Path:
     """The dataset's folder, or DatasetMissing naming it, its folder and how to fill it."""
     s = status(name, root)
     if not s.present:
-        raise DatasetMissing(f"{s.message()} [data root: the given path, else $REPRO_DATA, else ./data]")
+        raise DatasetMissing(f"{s.message()} (data root: the given path, else $REPRO_DATA, else ./data)")
     return s.path

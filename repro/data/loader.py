@@ -68,7 +68,7 @@ def subset(images: torch.Tensor, labels: torch.Tensor, n: int | None, seed: int 
 
 
 class TensorLoader:
-    """Iterable of (x float32 (B, C, H, W), y int64 (B,)) batches on `device`.
+    """Iterable of (x (B, C, H, W) float32, or `dtype`, y int64 (B,)) batches on `device`.
 
     Train batches are shuffled, randomly cropped (zero padding P, default H / 8) and
     flipped; test batches keep the data's order, are not augmented, and cover every
@@ -78,16 +78,17 @@ class TensorLoader:
     def __init__(self, images: torch.Tensor, labels: torch.Tensor, batch_size: int, *, train: bool,
                  mean: tuple[float, ...], std: tuple[float, ...], padding: int | None = None,
                  flip: bool = True, seed: int = 0, device: str | torch.device | None = None,
-                 drop_last: bool | None = None, channels_last: bool = False) -> None:
+                 drop_last: bool | None = None, channels_last: bool = False,
+                 dtype: torch.dtype = torch.float32) -> None:
         if images.dtype != torch.uint8 or images.ndim != 4 or len(images) != len(labels):
             raise ValueError(f"expected uint8 images (N, C, H, W) and N labels, got {images.dtype} "
                              f"{tuple(images.shape)} and {tuple(labels.shape)}")
         device = torch.device(device) if device is not None else images.device
-        self.images = images.to(device)  # (N, C, H, W) uint8
+        self.images = images.to(device)  # (N, C, H, W) uint8, moved once; batches never leave the device
         self.labels = labels.to(device=device, dtype=torch.int64)
         self.batch_size, self.train, self.mean, self.std = batch_size, train, tuple(mean), tuple(std)
         self.padding = crop_padding(images.shape[-1]) if padding is None else padding
-        self.flip, self.seed, self.channels_last = flip, seed, channels_last
+        self.flip, self.seed, self.channels_last, self.dtype = flip, seed, channels_last, dtype
         self.drop_last = train if drop_last is None else drop_last
         self.epoch = 0
 
@@ -101,6 +102,11 @@ class TensorLoader:
     @property
     def device(self) -> torch.device:
         return self.images.device
+
+    @property
+    def pipeline(self) -> str:
+        """Which input path made the batches, for the run record: e.g. "tensor_cuda"."""
+        return f"tensor_{self.device.type}"
 
     def set_epoch(self, epoch: int) -> None:
         self.epoch = epoch
@@ -116,7 +122,8 @@ class TensorLoader:
         if not self.train:
             for start in range(0, n, self.batch_size):
                 with one_thread(self.device):
-                    x = normalize(self.images[start:start + self.batch_size], self.mean, self.std, self.channels_last)
+                    x = normalize(self.images[start:start + self.batch_size], self.mean, self.std, self.channels_last,
+                                  self.dtype)
                 yield x, self.labels[start:start + self.batch_size]
             return
         g = epoch_generator(self.seed, self.epoch)
@@ -132,5 +139,5 @@ class TensorLoader:
                 if self.padding:
                     x = F.pad(x, (self.padding,) * 4)  # (B, C, H + 2P, W + 2P)
                 x = crop_flip(x, size, dy[cut], dx[cut], flips[cut])
-                x = normalize(x, self.mean, self.std, self.channels_last)
+                x = normalize(x, self.mean, self.std, self.channels_last, self.dtype)
             yield x, self.labels.index_select(0, idx)

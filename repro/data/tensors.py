@@ -6,7 +6,7 @@ Decoding Tiny-ImageNet's 110k JPEGs takes about a minute, so the result is saved
 under the cache dir, named by a fingerprint of the source files (path, size,
 mtime; the label files included) so that edited data is decoded afresh, and
 written atomically (temporary file, then rename). CIFAR's pickles load in about a
-second and are read each time, md5 check included.
+second and are read each time, md5 check included (unless `allow_unverified`).
 """
 
 from __future__ import annotations
@@ -63,18 +63,20 @@ def _save_atomic(obj: dict, path: Path) -> None:
 
 
 def load_tensors(name: str, root: str | Path | None = None, split: str = "train", *,
-                 cache: str | Path | None = None, download: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+                 cache: str | Path | None = None, download: bool = False,
+                 allow_unverified: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
     """(images uint8 (N, 3, H, W), labels int64 (N,)) of a real dataset that fits in memory.
 
     CIFAR reads torchvision's pickles (fast, md5-checked, downloaded first when
-    `download`); Tiny-ImageNet decodes its JPEGs once and afterwards reads the cache.
+    `download`; `allow_unverified` skips the md5 check); Tiny-ImageNet, which has no published
+    checksum, decodes its JPEGs once and afterwards reads the cache.
     """
     spec = get_dataset(name)
     if name not in IN_MEMORY:
         raise ValueError(f"{spec.title} does not fit in memory; use repro.data.imagenet.image_folder_loader")
     train = _is_train(split)
     if name != "tiny_imagenet":
-        return cifar_tensors(name, root, train, download=download)
+        return cifar_tensors(name, root, train, download=download, allow_unverified=allow_unverified)
     path = cache_path(root, split, cache)
     if path.is_file():
         saved = torch.load(path, weights_only=True)

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from PIL import Image
 
+from repro.data.jpeg import open_rgb
 from repro.data.layout import require
 
 IMAGE_SIZE = 64
@@ -33,19 +33,24 @@ def tiny_imagenet_files(folder: Path, train: bool) -> tuple[list[Path], list[int
             paths += files
             labels += [index[w]] * len(files)
     else:
-        for line in (folder / "val" / "val_annotations.txt").read_text().splitlines():
+        annotations = folder / "val" / "val_annotations.txt"
+        for n, line in enumerate(annotations.read_text().splitlines(), 1):
             if line.strip():
-                file, wnid = line.split("\t")[:2]
-                paths.append(folder / "val" / "images" / file)
-                labels.append(index[wnid])
+                fields = line.split("\t")
+                if len(fields) < 2 or fields[1] not in index:
+                    raise ValueError(f"{annotations}, line {n}: expected '<file>\\t<wnid>\\t...' with a wnid "
+                                     f"of wnids.txt, got {line[:80]!r}")
+                paths.append(folder / "val" / "images" / fields[0])
+                labels.append(index[fields[1]])
     return paths, labels
 
 
-def _decode(path: Path) -> torch.Tensor:
-    with Image.open(path) as image:
-        if image.size != (IMAGE_SIZE, IMAGE_SIZE):
-            raise ValueError(f"{path}: expected a {IMAGE_SIZE}x{IMAGE_SIZE} image, got {image.size[0]}x{image.size[1]}")
-        rgb = np.array(image.convert("RGB"))  # (H, W, C); a few of the JPEGs are greyscale
+def decode_file(path: Path) -> torch.Tensor:
+    """One 64x64 image as uint8 (C, H, W); the error names the file (ImageDecodeError, or ValueError for its size)."""
+    image = open_rgb(path)  # a few of the JPEGs are greyscale: converted to RGB
+    if image.size != (IMAGE_SIZE, IMAGE_SIZE):
+        raise ValueError(f"{path}: expected a {IMAGE_SIZE}x{IMAGE_SIZE} image, got {image.size[0]}x{image.size[1]}")
+    rgb = np.array(image)  # (H, W, C)
     return torch.from_numpy(rgb).permute(2, 0, 1)  # (C, H, W)
 
 
@@ -55,6 +60,6 @@ def tiny_imagenet_tensors(root: str | Path | None, train: bool,
     paths, labels = tiny_imagenet_files(require("tiny_imagenet", root), train)
     images = torch.empty(len(paths), 3, IMAGE_SIZE, IMAGE_SIZE, dtype=torch.uint8)
     with ThreadPoolExecutor(workers or os.cpu_count() or 1) as pool:
-        for i, image in enumerate(pool.map(_decode, paths)):
+        for i, image in enumerate(pool.map(decode_file, paths)):
             images[i] = image
     return images, torch.tensor(labels, dtype=torch.int64)
