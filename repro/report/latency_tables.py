@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from repro.claims import COMPARISON_METRICS, ROW_METRICS
+from repro.results import COMPARISON_METRICS, ROW_METRICS
 from repro.data.specs import get_dataset
 from repro.manifest import Manifest, Row
 from repro.paper import paper_tables

@@ -1,61 +1,57 @@
-"""Gap verdicts on made-up records: reproduced; failed on sign; failed on significance; inconclusive."""
+"""Gap verdicts (repro.claims.gaps) on made-up records: reproduced; failed on sign; failed on significance; inconclusive."""
 
 import pytest
 
-from repro.claims import Evidence, evaluate
+from repro.claims import Evidence, Outcome, evaluate
+from repro.claims.gaps import judge_gap, seeds_needed
 from repro.manifest import Claim
 from repro.paper import PaperValue
-from repro.claims_gaps import judge_gap, seeds_needed
-from repro.stats import paired_gap
+
+from .helpers import gap
 
 # The paper's CIFAR-10 w=0.72 headline: +1.28 +- 1.26 pp over 10 seeds, p=.011, d=1.01.
 HEADLINE = PaperValue("dw072.gap", "4.2", printed="+1.28 ± 1.26% (p=.011, d=1.01)", value=1.28, unit="%",
                       sd=1.26, n=10, p=0.011, d=1.01)
 
 
-def gap(diffs_pp):
-    """A GapStats dict from per-seed differences in percentage points."""
-    base = {s: 0.80 for s in range(len(diffs_pp))}
-    return paired_gap({s: 0.80 + d / 100 for s, d in enumerate(diffs_pp)}, base).to_dict()
-
-
 def test_reproduced_when_sign_significance_and_size_agree():
-    status, text, failed = judge_gap(gap([1.0, 2.5, 0.4, 1.9, 1.2, 0.8, 2.2, 1.5, 0.3, 1.1]), HEADLINE)
-    assert status == "reproduced" and failed == [] and "10/10 seeds positive" in text
+    out = judge_gap(gap([1.0, 2.5, 0.4, 1.9, 1.2, 0.8, 2.2, 1.5, 0.3, 1.1]), HEADLINE)
+    assert isinstance(out, Outcome)
+    assert out.status == "reproduced" and out.failed == [] and "10/10 seeds positive" in out.evidence
 
 
 def test_failed_on_sign_with_enough_seeds():
-    status, _, failed = judge_gap(gap([-1.0, -2.5, -0.4, -1.9, -1.2, -0.8, -2.2, -1.5, -0.3, -1.1]), HEADLINE)
-    assert status == "not reproduced" and failed[0].startswith("sign: measured -, reported +")
+    out = judge_gap(gap([-1.0, -2.5, -0.4, -1.9, -1.2, -0.8, -2.2, -1.5, -0.3, -1.1]), HEADLINE)
+    assert out.status == "not reproduced" and out.failed[0].startswith("sign: measured -, reported +")
 
 
 def test_failed_on_significance_with_enough_seeds():
     # positive on average but far too noisy: p > .05 with 12 seeds, above the 10 that 80% power needs
-    status, text, failed = judge_gap(gap([3, -2.6, 2.9, -2.5, 3.1, -2.7, 2.4, -2.2, 2.8, -2.9, 1.0, -0.5]), HEADLINE)
+    out = judge_gap(gap([3, -2.6, 2.9, -2.5, 3.1, -2.7, 2.4, -2.2, 2.8, -2.9, 1.0, -0.5]), HEADLINE)
     assert seeds_needed(HEADLINE) == 10
-    assert status == "not reproduced" and failed[0].startswith("significance")
+    assert out.status == "not reproduced" and out.failed[0].startswith("significance")
 
 
 def test_inconclusive_when_underpowered():
-    status, text, failed = judge_gap(gap([0.5, -0.2, 0.9]), HEADLINE)  # 3 seeds < 10 needed
-    assert status == "inconclusive" and failed[0].startswith("significance")
-    assert "needs 10 seeds, 3 run" in text
+    out = judge_gap(gap([0.5, -0.2, 0.9]), HEADLINE)  # 3 seeds < 10 needed
+    assert out.status == "inconclusive" and out.failed[0].startswith("significance")
+    assert "needs 10 seeds, 3 run" in out.evidence
 
 
 def test_one_seed_is_inconclusive():
-    status, _, failed = judge_gap(gap([1.3]), HEADLINE)
-    assert status == "inconclusive" and failed == ["seeds: need at least 2 paired seeds"]
+    out = judge_gap(gap([1.3]), HEADLINE)
+    assert out.status == "inconclusive" and out.failed == ["seeds: need at least 2 paired seeds"]
 
 
 def test_magnitude_outside_the_seed_variance_tolerance():
-    status, _, failed = judge_gap(gap([9.0, 9.5, 10.2, 9.7, 10.1, 9.9, 9.4, 10.3, 9.8, 9.6]), HEADLINE)
-    assert status == "not reproduced" and failed[0].startswith("magnitude")
+    out = judge_gap(gap([9.0, 9.5, 10.2, 9.7, 10.1, 9.9, 9.4, 10.3, 9.8, 9.6]), HEADLINE)
+    assert out.status == "not reproduced" and out.failed[0].startswith("magnitude")
 
 
 def test_all_seeds_must_share_the_sign_when_the_paper_says_all_did():
     all_pos = PaperValue("k2.gap", "4.6", printed="p=1.2x10^-4", sign="+", p=1.2e-4, n=5, positive_seeds=5)
-    status, _, failed = judge_gap(gap([1.2, 1.4, 1.1, 1.3, 1.5, 1.2, 1.3, -0.1, 1.6, 1.2]), all_pos)
-    assert status == "not reproduced" and failed == ["seeds: 9/10 seeds share the sign; the paper reports all 5"]
+    out = judge_gap(gap([1.2, 1.4, 1.1, 1.3, 1.5, 1.2, 1.3, -0.1, 1.6, 1.2]), all_pos)
+    assert out.status == "not reproduced" and out.failed == ["seeds: 9/10 seeds share the sign; the paper reports all 5"]
 
 
 def test_sign_only_claims_and_the_rule_end_to_end():
@@ -75,9 +71,9 @@ def test_sign_only_claims_and_the_rule_end_to_end():
 
 def test_a_finding_the_paper_itself_found_not_significant_needs_only_its_direction():
     tiny_w2 = PaperValue("dw2.gap", "4.3", printed="p=0.10", sign="+", p=0.10, n=5)
-    assert judge_gap(gap([0.4, 0.9]), tiny_w2)[0] == "reproduced"
-    assert judge_gap(gap([0.4, -0.3]), tiny_w2)[0] == "reproduced"  # mean +0.05
-    assert judge_gap(gap([-0.4, 0.3]), tiny_w2)[0] in ("inconclusive", "not reproduced")
+    assert judge_gap(gap([0.4, 0.9]), tiny_w2).status == "reproduced"
+    assert judge_gap(gap([0.4, -0.3]), tiny_w2).status == "reproduced"  # mean +0.05
+    assert judge_gap(gap([-0.4, 0.3]), tiny_w2).status in ("inconclusive", "not reproduced")
 
 
 @pytest.mark.parametrize("gaps,status", [([-2, -1, 1, 2, 3, 4], "reproduced"), ([-2, 3, -1, 2, 1, 4], "not reproduced")])
