@@ -91,7 +91,7 @@ def judge_gap(gap: dict[str, Any], pv: PaperValue, alpha: float = ALPHA) -> Outc
     power_note = (f" (80% power at the paper's effect size needs {needed} seeds, {n} run)" if needed
                   else " (the text gives no effect size, so no seed count decides power)")
     first = failures[0].part
-    if first in ("sign", "significance"):  # as the old prefix test did: "significance" starts with "sign"
+    if first == "sign":
         if significant or powered:
             return Outcome("not reproduced", text + power_note, failed)
         return Outcome("inconclusive", text + power_note + "; the opposite sign is not significant", failed)

@@ -25,6 +25,12 @@ def test_failed_on_sign_with_enough_seeds():
     assert out.status == "not reproduced" and out.failed[0].startswith("sign: measured -, reported +")
 
 
+def test_an_underpowered_opposite_sign_is_inconclusive_and_says_so():
+    out = judge_gap(gap([-0.5, 0.2, -0.9]), HEADLINE)  # 3 seeds < 10 needed, opposite sign, p > .05
+    assert out.status == "inconclusive" and out.failed[0] == "sign: measured -, reported +"
+    assert out.evidence.endswith("needs 10 seeds, 3 run); the opposite sign is not significant")
+
+
 def test_failed_on_significance_with_enough_seeds():
     # positive on average but far too noisy: p > .05 with 12 seeds, above the 10 that 80% power needs
     out = judge_gap(gap([3, -2.6, 2.9, -2.5, 3.1, -2.7, 2.4, -2.2, 2.8, -2.9, 1.0, -0.5]), HEADLINE)
@@ -36,6 +42,7 @@ def test_inconclusive_when_underpowered():
     out = judge_gap(gap([0.5, -0.2, 0.9]), HEADLINE)  # 3 seeds < 10 needed
     assert out.status == "inconclusive" and out.failed[0].startswith("significance")
     assert "needs 10 seeds, 3 run" in out.evidence
+    assert "opposite sign" not in out.evidence  # the sign agrees; only significance is missing
 
 
 def test_one_seed_is_inconclusive():
