@@ -147,6 +147,8 @@ class Verdict:
     paper_scale: bool = True
     note: str = ""
     seeds_needed: int | None = None  # for 80% power at the paper's effect size, where it gives one
+    p_value: float | None = None  # the significance test's p, where the verdict rests on one
+    p_holm: float | None = None  # Holm-adjusted over a run's empirical tests (repro.claims.family.holm_adjust)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -10,7 +10,8 @@ hand: with no measurement the verdict is `not run`.
     gaps.py        rules on accuracy gaps paired by seed: gap_matches_paper, gap_order, row_above, ...
     latency.py     rules on latency and operator counts: within_factor, ordered, scales_with_experts
     rules.py       RULES, the registry filled from the families above
-    verdicts.py    evaluate(claim, evidence) -> Verdict
+    learned.py     the guard: a comparison counts only between models that beat chance
+    verdicts.py    evaluate(claim, evidence) -> Verdict, and what each kind of profile may decide
     references.py  check_references(manifest, problems): what the claims name must exist
 """
 

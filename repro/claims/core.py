@@ -7,10 +7,13 @@ reported values (repro.paper), and raises `NotRun` when a metric it needs was no
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol
+from typing import Any, Callable, Literal, Protocol
 
 from repro.paper import PaperValue, paper_value
 from repro.results import Status
+
+
+EvidenceKind = Literal["pipeline", "functional", "reduced", "paper"]
 
 
 @dataclass
@@ -24,12 +27,25 @@ class Evidence:
     missing: dict[str, str] = field(default_factory=dict)  # metric path -> why it was not measured
     device: str = "cpu"
     paper_scale: bool = True  # False when produced by a reduced profile such as smoke
+    # What the profile is evidence for (repro.manifest.Profile.evidence): only "reduced" and "paper"
+    # decide empirical and GPU-scoped claims (repro.claims.verdicts).
+    kind: EvidenceKind = "paper"
+    seeds: int | None = None  # seeds per row at this profile
+    epochs: int | None = None  # epochs per run; None: the paper's epochs for each dataset
+    comparison_rows: dict[str, tuple[str, str]] = field(default_factory=dict)  # comparison id -> (row, baseline)
 
     def get(self, path: str) -> Any:
         return self.metrics.get(path)
 
     def why_missing(self, path: str) -> str:
         return self.missing.get(path, f"{path} was not measured")
+
+    def rows_of(self, comparison: str) -> tuple[str, str]:
+        """(treatment row, baseline row) of a comparison; NotRun when the evidence does not say."""
+        if comparison not in self.comparison_rows:
+            raise NotRun(f"the rows of comparison '{comparison}' are not in the evidence, "
+                         "so whether both learned cannot be checked")
+        return self.comparison_rows[comparison]
 
 
 class NotRun(Exception):
@@ -45,6 +61,8 @@ class Outcome:
     failed: list[str] = field(default_factory=list)
     measured: dict[str, Any] = field(default_factory=dict)
     reported: dict[str, Any] = field(default_factory=dict)
+    must_have_learned: tuple[str, ...] = ()  # rows that must be above chance for the outcome to count
+    p_value: float | None = None  # the significance test the outcome rests on, if any
 
 
 def passed(ok: bool) -> Status:

@@ -73,6 +73,7 @@ def judge_gap(gap: dict[str, Any], pv: PaperValue, alpha: float = ALPHA) -> Outc
     # A direction the paper states needs a significant gap here too, unless the paper's own test
     # was not significant (then only the direction is claimed).
     paper_not_significant = pv.p is not None and pv.p_relation == "=" and pv.p >= alpha
+    tested = None if paper_not_significant else p  # the p this verdict rests on (Holm: repro.claims.family)
     if sign_ok and not paper_not_significant and not significant:
         failures.append(Failure("significance", f"p={_p(p)} is not below {alpha}"))
     if sign_ok and pv.positive_seeds is not None and pv.n and pv.positive_seeds in (0, pv.n):
@@ -85,7 +86,7 @@ def judge_gap(gap: dict[str, Any], pv: PaperValue, alpha: float = ALPHA) -> Outc
             failures.append(Failure("magnitude", f"{100 * mean:+.2f} is outside {pv.value:+.2f} ± {tol:.2f}pp"))
         text += f"; magnitude tolerance ±{tol:.2f}pp"
     if not failures:
-        return Outcome("reproduced", text)
+        return Outcome("reproduced", text, p_value=tested)
     failed = [str(f) for f in failures]
     powered = needed is not None and n >= needed
     power_note = (f" (80% power at the paper's effect size needs {needed} seeds, {n} run)" if needed
@@ -93,11 +94,12 @@ def judge_gap(gap: dict[str, Any], pv: PaperValue, alpha: float = ALPHA) -> Outc
     first = failures[0].part
     if first == "sign":
         if significant or powered:
-            return Outcome("not reproduced", text + power_note, failed)
-        return Outcome("inconclusive", text + power_note + "; the opposite sign is not significant", failed)
+            return Outcome("not reproduced", text + power_note, failed, p_value=tested)
+        return Outcome("inconclusive", text + power_note + "; the opposite sign is not significant", failed,
+                       p_value=tested)
     if first in ("significance", "seeds") and not powered:
-        return Outcome("inconclusive", text + power_note, failed)
-    return Outcome("not reproduced", text + power_note, failed)
+        return Outcome("inconclusive", text + power_note, failed, p_value=tested)
+    return Outcome("not reproduced", text + power_note, failed, p_value=tested)
 
 
 def _magnitude_tolerance(gap: dict[str, Any], pv: PaperValue) -> float:
@@ -117,6 +119,12 @@ def _rho_of(ev: Evidence, comparison: str) -> float:
     return need(ev, comparison_metric(comparison, "rho"))
 
 
+def _guarded(ev: Evidence, comparisons: tuple[str, ...], may_collapse: tuple[str, ...]) -> tuple[str, ...]:
+    """The rows of the comparisons that must have learned: all but those whose collapse is the finding."""
+    rows = [r for c in comparisons for r in ev.rows_of(c)]
+    return tuple(dict.fromkeys(r for r in rows if r not in may_collapse))
+
+
 def _half_width(gap: dict[str, Any]) -> float:
     lo, hi = gap.get("ci95") or (None, None)
     return 0.0 if lo is None or hi is None else (hi - lo) / 2
@@ -127,12 +135,14 @@ def _out_of_order(first: dict[str, Any], second: dict[str, Any]) -> bool:
     return first["mean"] - second["mean"] > math.hypot(_half_width(first), _half_width(second))
 
 
-def _ordering(text: str, inversions: list[str], unclear: list[str], measured: dict[str, Any]) -> Outcome:
+def _ordering(text: str, inversions: list[str], unclear: list[str], measured: dict[str, Any],
+              learners: tuple[str, ...]) -> Outcome:
     if inversions:
-        return Outcome("not reproduced", text, [f"order: {x}" for x in inversions], measured)
+        return Outcome("not reproduced", text, [f"order: {x}" for x in inversions], measured, must_have_learned=learners)
     if unclear:
-        return Outcome("inconclusive", text + "; out of order within seed noise", [f"order: {x}" for x in unclear], measured)
-    return Outcome("reproduced", text, [], measured)
+        return Outcome("inconclusive", text + "; out of order within seed noise", [f"order: {x}" for x in unclear],
+                       measured, must_have_learned=learners)
+    return Outcome("reproduced", text, [], measured, must_have_learned=learners)
 
 
 @dataclass(frozen=True)
@@ -140,6 +150,7 @@ class GapMatchesPaper:
     comparison: str
     paper: str
     alpha: float = ALPHA
+    may_collapse: tuple[str, ...] = ()  # treatment rows whose collapse to chance is the finding (repro.claims.learned)
 
 
 def gap_matches_paper(p: GapMatchesPaper, ev: Evidence) -> Outcome:
@@ -147,12 +158,14 @@ def gap_matches_paper(p: GapMatchesPaper, ev: Evidence) -> Outcome:
     gap = _gap(ev, p.comparison)
     judged = judge_gap(gap, pv, p.alpha)
     return replace(judged, measured={comparison_metric(p.comparison, "gap"): gap},
-                   reported={p.paper: pv.printed or pv.implied_sign})
+                   reported={p.paper: pv.printed or pv.implied_sign},
+                   must_have_learned=_guarded(ev, (p.comparison,), p.may_collapse))
 
 
 @dataclass(frozen=True)
 class MonotonicInRho:
     comparisons: tuple[str, ...]  # comparisons whose row is a routed (MoE) model with a rho
+    may_collapse: tuple[str, ...] = ()  # treatment rows whose collapse to chance is the finding (repro.claims.learned)
 
 
 def monotonic_in_rho(p: MonotonicInRho, ev: Evidence) -> Outcome:
@@ -163,12 +176,14 @@ def monotonic_in_rho(p: MonotonicInRho, ev: Evidence) -> Outcome:
             continue
         (inversions if _out_of_order(g1, g2) else unclear).append(f"{c1} ({pct(g1['mean'])}) >= {c2} ({pct(g2['mean'])})")
     text = "by rho: " + ", ".join(f"{c} rho={100 * r:.1f}% gap {pct(g['mean'])}" for r, g, c in points)
-    return _ordering(text, inversions, unclear, {c: {"rho": r, "gap": g["mean"]} for r, g, c in points})
+    return _ordering(text, inversions, unclear, {c: {"rho": r, "gap": g["mean"]} for r, g, c in points},
+                     _guarded(ev, p.comparisons, p.may_collapse))
 
 
 @dataclass(frozen=True)
 class SignFollowsRho:
     comparisons: tuple[str, ...]
+    may_collapse: tuple[str, ...] = ()  # treatment rows whose collapse to chance is the finding (repro.claims.learned)
 
 
 def sign_follows_rho(p: SignFollowsRho, ev: Evidence) -> Outcome:
@@ -177,7 +192,8 @@ def sign_follows_rho(p: SignFollowsRho, ev: Evidence) -> Outcome:
     text = f"signs ordered by rho: {signs} (" + ", ".join(f"{c}: {pct(g)}" for _, g, c in points) + ")"
     ok = "+-" not in signs
     failed = [] if ok else [f"sign: a positive gap sits below a negative one in rho ({signs})"]
-    return Outcome(passed(ok), text, failed, {c: g for _, g, c in points})
+    return Outcome(passed(ok), text, failed, {c: g for _, g, c in points},
+                   must_have_learned=_guarded(ev, p.comparisons, p.may_collapse))
 
 
 def _welch_p(a: list[float], b: list[float]) -> float:
@@ -195,6 +211,7 @@ class RowAbove:
     baseline: str
     row_metric: str = "accuracy"  # a per-seed row metric: accuracy, late_drop
     paper: str | None = None  # the reported finding, when the paper states it as a value or a sign
+    may_collapse: tuple[str, ...] = ()  # treatment rows whose collapse to chance is the finding (repro.claims.learned)
 
 
 def row_above(p: RowAbove, ev: Evidence) -> Outcome:
@@ -211,18 +228,21 @@ def row_above(p: RowAbove, ev: Evidence) -> Outcome:
         reported = {p.paper: pv.printed or pv.implied_sign}
         text += f"; reported: {pv.note or pv.printed}"
     significant = pval < ALPHA  # False for NaN (one seed, or no variance)
+    tested = dict(must_have_learned=tuple(r for r in (p.row, p.baseline) if r not in p.may_collapse),
+                  p_value=None if math.isnan(pval) else pval)
     if diff > 0 and significant:
-        return Outcome("reproduced", text, [], measured, reported)
+        return Outcome("reproduced", text, [], measured, reported, **tested)
     if diff > 0:
-        return Outcome("inconclusive", text, ["significance: above, not significantly"], measured, reported)
+        return Outcome("inconclusive", text, ["significance: above, not significantly"], measured, reported, **tested)
     if significant:
-        return Outcome("not reproduced", text, ["sign: significantly below"], measured, reported)
-    return Outcome("inconclusive", text, ["sign: not above, not significantly"], measured, reported)
+        return Outcome("not reproduced", text, ["sign: significantly below"], measured, reported, **tested)
+    return Outcome("inconclusive", text, ["sign: not above, not significantly"], measured, reported, **tested)
 
 
 @dataclass(frozen=True)
 class GapOrder:
     comparisons: tuple[str, ...]  # expected in increasing order of mean gap
+    may_collapse: tuple[str, ...] = ()  # treatment rows whose collapse to chance is the finding (repro.claims.learned)
 
 
 def gap_order(p: GapOrder, ev: Evidence) -> Outcome:
@@ -233,7 +253,7 @@ def gap_order(p: GapOrder, ev: Evidence) -> Outcome:
         if g1["mean"] < g2["mean"]:
             continue
         (inversions if _out_of_order(g1, g2) else unclear).append(f"{c1} >= {c2}")
-    return _ordering(text, inversions, unclear, {c: g["mean"] for c, g in gaps})
+    return _ordering(text, inversions, unclear, {c: g["mean"] for c, g in gaps}, _guarded(ev, p.comparisons, p.may_collapse))
 
 
 @dataclass(frozen=True)
@@ -260,6 +280,7 @@ class GapDifference:
     comparison: str
     minus: str
     paper: str
+    may_collapse: tuple[str, ...] = ()  # treatment rows whose collapse to chance is the finding (repro.claims.learned)
 
 
 def gap_difference(p: GapDifference, ev: Evidence) -> Outcome:
@@ -276,9 +297,10 @@ def gap_difference(p: GapDifference, ev: Evidence) -> Outcome:
     elif abs(100 * diff - pv.value) > tol:
         failed.append(f"magnitude: {100 * diff:.2f} outside {pv.value:g} ± {tol:.2f}")
     measured, reported = {"difference": diff}, {p.paper: pv.printed}
+    learners = _guarded(ev, (p.comparison, p.minus), p.may_collapse)
     if min(a["n"], b["n"]) < 2 or (diff == 0 and not a["sd"] and not b["sd"]):
-        return Outcome("inconclusive", text, failed or ["seeds: need at least 2"], measured, reported)
-    return Outcome(passed(not failed), text, failed, measured, reported)
+        return Outcome("inconclusive", text, failed or ["seeds: need at least 2"], measured, reported, learners)
+    return Outcome(passed(not failed), text, failed, measured, reported, learners)
 
 
 FAMILY = (

@@ -11,7 +11,7 @@ from repro.results import COMPARISON_METRICS, ROW_METRICS, parse_metric_path
 
 # Which claim parameters name what: paper keys, rows, comparisons, metric paths, row metrics.
 PAPER_KEYS = ("paper", "threshold")
-ROW_KEYS = ("below", "above", "rows", "row", "baseline")
+ROW_KEYS = ("below", "above", "rows", "row", "baseline", "may_collapse")
 COMPARISON_KEYS = ("comparison", "comparisons", "minus")
 PATH_KEYS = ("metric", "other", "numerator", "denominator", "metrics")
 
@@ -20,12 +20,18 @@ class _Identified(Protocol):
     id: str
 
 
+class _ComparisonLike(Protocol):
+    id: str
+    row: str
+    baseline: str
+
+
 class ManifestLike(Protocol):
     """The fields of repro.manifest.Manifest read here (claims never import manifests)."""
 
     paper_table: str
     rows: Iterable[_Identified]
-    comparisons: Iterable[_Identified]
+    comparisons: Iterable[_ComparisonLike]
     claims: Iterable[ClaimLike]
 
 
@@ -58,13 +64,29 @@ def check_references(manifest: ManifestLike, problems: ProblemSink) -> None:
                     _check_metric_path(ref, rows, comps, where, problems)
                 elif key == "row_metric" and ref not in ROW_METRICS:
                     problems.add(where, f"unknown metric '{ref}'{closest(ref, sorted(ROW_METRICS))}")
+        _check_may_collapse(claim, {c.id: (c.row, c.baseline) for c in manifest.comparisons}, f"claims[{i}]", problems)
+
+
+def _check_may_collapse(claim: ClaimLike, pairs: dict[str, tuple[str, str]], where: str, problems: ProblemSink) -> None:
+    """A row allowed to sit at chance must be a treatment the claim compares, never a baseline."""
+    named = [claim.params.get(k) for k in ("comparison", "minus")] + list(claim.params.get("comparisons") or ())
+    compared = [pairs[c] for c in named if isinstance(c, str) and c in pairs]
+    treatments = {row for row, _ in compared} | {claim.params.get("row")}
+    baselines = {base for _, base in compared} | {claim.params.get("baseline")}
+    for ref in claim.params.get("may_collapse") or ():
+        if ref in baselines:
+            problems.add(f"{where}.may_collapse", f"'{ref}' is a baseline of this claim: a baseline must have learned")
+        elif ref not in treatments:
+            problems.add(f"{where}.may_collapse", f"'{ref}' is not a treatment row this claim compares; "
+                         f"treatments: {', '.join(sorted(t for t in treatments if t))}")
 
 
 def _check_metric_path(path: str, rows: set[str], comps: set[str], where: str, problems: ProblemSink) -> None:
     try:
         kind, ident, _ = parse_metric_path(path)
     except ValueError as bad:
-        hint = closest(path.rsplit(".", 1)[-1], sorted(ROW_METRICS | COMPARISON_METRICS))
+        # the shape is right but the metric is not: suggest the closest one
+        hint = closest(path.rsplit(".", 1)[-1], sorted(ROW_METRICS | COMPARISON_METRICS)) if path.count(".") == 2 else ""
         problems.add(where, f"{bad}{hint}")
         return
     ids = rows if kind == "rows" else comps

@@ -7,7 +7,7 @@ from repro.claims.gaps import judge_gap, seeds_needed
 from repro.manifest import Claim
 from repro.paper import PaperValue
 
-from .helpers import gap
+from .helpers import gap, learned
 
 # The paper's CIFAR-10 w=0.72 headline: +1.28 +- 1.26 pp over 10 seeds, p=.011, d=1.01.
 HEADLINE = PaperValue("dw072.gap", "4.2", printed="+1.28 ± 1.26% (p=.011, d=1.01)", value=1.28, unit="%",
@@ -65,7 +65,8 @@ def test_sign_only_claims_and_the_rule_end_to_end():
     claim = Claim("c", "s", "4.2", "gap_matches_paper", "empirical", {"comparison": "std_h2048", "paper": "std_h2048.gap"})
 
     def verdict(diffs):
-        ev = Evidence("table1", "table1", "smoke", metrics={"comparisons.std_h2048.gap": gap(diffs)})
+        ev = Evidence("table1", "table1", "smoke", metrics={"comparisons.std_h2048.gap": gap(diffs), **learned("m", "d")},
+                      comparison_rows={"std_h2048": ("m", "d")})
         return evaluate(claim, ev)
 
     assert verdict([0.4, 0.6, 0.5, 0.45]).status == "reproduced"  # the stated direction, significantly
@@ -90,7 +91,9 @@ def test_monotonic_in_rho(gaps, status):
     for i, (c, g) in enumerate(zip(comps, gaps)):
         metrics[f"comparisons.{c}.gap"] = gap([g - 0.05, g + 0.05, g])
         metrics[f"comparisons.{c}.rho"] = 0.1 * (i + 1)
-    ev = Evidence("t", "table1", "smoke", metrics=metrics)
+    rows = {c: (f"moe{i}", "dense") for i, c in enumerate(comps)}
+    ev = Evidence("t", "table1", "smoke", metrics={**metrics, **learned("dense", *(r for r, _ in rows.values()))},
+                  comparison_rows=rows)
     claim = Claim("m", "s", "4.2", "monotonic_in_rho", "empirical", {"comparisons": tuple(comps)})
     assert evaluate(claim, ev).status == status
     sign = Claim("s", "s", "4.2", "sign_follows_rho", "empirical", {"comparisons": tuple(comps)})
