@@ -13,12 +13,17 @@ hand: with no measurement the verdict is `not run`.
     learned.py     the guard: a comparison counts only between models that beat chance
     verdicts.py    evaluate(claim, evidence) -> Verdict, and what each kind of profile may decide
     references.py  check_references(manifest, problems): what the claims name must exist
+    family.py      holm_adjust(verdicts): Holm-adjusted p over one run's empirical tests
+    headline.py    count_verdicts(verdicts): {scope: {status: count}}
 """
 
 from repro.claims.core import Evidence, NotRun, Outcome, Rule
+from repro.claims.family import holm_adjust
+from repro.claims.headline import count_verdicts
 from repro.claims.references import check_references
 from repro.claims.rules import RULES
 from repro.claims.verdicts import evaluate
 from repro.results import Status, Verdict
 
-__all__ = ["Evidence", "NotRun", "Outcome", "RULES", "Rule", "Status", "Verdict", "check_references", "evaluate"]
+__all__ = ["Evidence", "NotRun", "Outcome", "RULES", "Rule", "Status", "Verdict", "check_references",
+           "count_verdicts", "evaluate", "holm_adjust"]
