@@ -256,11 +256,14 @@ def _print_checklist(results_dir: Path, profile: str, manifests: list[Manifest])
 
 
 def _undecided_or_failed(results_dir: Path, profile: str, manifests: list[Manifest], device: str) -> bool:
+    """--strict: a claim this profile and device could decide that did not come out reproduced."""
     for m in manifests:
         result = load_result(results_dir, profile, m.id)
+        kind = result.profile_settings.get("evidence", "pipeline") if result else "pipeline"
         for v in result.verdicts if result else []:
-            exempt = v.status == "not run" and v.scope == "gpu" and not device.startswith("cuda")
-            if v.status != "reproduced" and not exempt:
+            undecidable = (v.scope != "analytic" and kind not in ("reduced", "paper")) or (
+                v.scope == "gpu" and not device.startswith("cuda"))
+            if v.status != "reproduced" and not (v.status == "not run" and undecidable):
                 return True
     return False
 

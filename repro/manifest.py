@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Literal, get_type_hints
 
 from repro import REPO_ROOT
+from repro.claims import RULES, check_references
 from repro.data.specs import DATASETS
 from repro.models import BACKBONES, HEADS, Component
 from repro.registry import closest
@@ -177,8 +178,6 @@ def _row(data: Any, path: str, problems: Problems) -> Row | None:
 
 
 def _claim(data: Any, path: str, problems: Problems) -> Claim | None:
-    from repro.claims import RULES  # claims import manifests' types; import late
-
     if not isinstance(data, dict):
         problems.add(path, "expected a table")
         return None
@@ -263,8 +262,6 @@ def parse_manifest(data: dict[str, Any], file: str | Path) -> Manifest:
         assumptions=tuple(a for a in assumptions if a is not None), profiles=profiles, figures=tuple(figures),
         path=str(file), **scalars,
     )
-    from repro.claims import check_references
-
     check_references(manifest, problems)
     if problems.items:
         raise SchemaError(file, problems.items)

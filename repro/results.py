@@ -148,6 +148,8 @@ class Verdict:
     paper_scale: bool = True
     note: str = ""
     seeds_needed: int | None = None  # for 80% power at the paper's effect size, where it gives one
+    p_value: float | None = None  # the significance test's p, where the verdict rests on one
+    p_holm: float | None = None  # Holm-adjusted over a run's empirical tests (repro.claims.family.holm_adjust)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -163,6 +165,9 @@ class ManifestResult:
     measured: Measured
     verdicts: list[Verdict]
     provenance: dict[str, Any]
+    # The profile's settings as run (repro.manifest.Profile fields): what the measurements are evidence
+    # for, kept with them so that a user profile is still known when the report is rendered later.
+    profile_settings: dict[str, Any] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -180,13 +185,14 @@ class ManifestResult:
             "metrics": self.measured.metrics, "missing": self.measured.missing,
             "problems": self.measured.problems, "details": self.measured.details,
             "verdicts": [v.to_dict() for v in self.verdicts], "provenance": self.provenance,
+            "profile_settings": self.profile_settings,
         }
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> ManifestResult:
         measured = Measured(d["metrics"], d["missing"], d["problems"], d["details"])
         return cls(d["manifest"], d["title"], d["paper_ref"], d["paper_table"], d["profile"], measured,
-                   [Verdict(**v) for v in d["verdicts"]], d["provenance"])
+                   [Verdict(**v) for v in d["verdicts"]], d["provenance"], d.get("profile_settings", {}))
 
 
 @dataclass

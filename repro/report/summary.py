@@ -5,47 +5,67 @@ Torch-free: `repro report` reads results.json files and renders; it never trains
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from repro.claims import Evidence, evaluate
+from repro.claims import Evidence, count_verdicts, evaluate, holm_adjust
 from repro.fsutil import atomic_write_text
-from repro.manifest import Manifest, load_all
+from repro.manifest import Manifest, Profile, load_all
 from repro.report.figures import render_figures
 from repro.report.render import render_audit, render_figure_section, render_report
 from repro.results import FlopCheck, ManifestResult, load_result, profile_dir
 
 
 def decide(manifest: Manifest, result: ManifestResult) -> ManifestResult:
-    """(Re)decide the manifest's claims on the result's measurements, with the current rules."""
-    profile = manifest.profiles.get(result.profile)
+    """(Re)decide the manifest's claims on the result's measurements, with the current rules.
+
+    What the measurements can decide follows the profile they were made under, as stored with
+    them; a result from before that was stored falls back to the manifest's profile of that name.
+    """
+    settings = result.profile_settings or _settings(manifest.profiles.get(result.profile))
+    kind = settings.get("evidence", "pipeline")
     evidence = Evidence(
         manifest_id=manifest.id, paper_table=manifest.paper_table, profile=result.profile,
         metrics=result.measured.metrics, missing=result.measured.missing, device=result.device_type,
-        paper_scale=profile is not None and profile.evidence == "paper",
+        paper_scale=kind == "paper", kind=kind, seeds=settings.get("seeds"), epochs=settings.get("epochs"),
+        comparison_rows={c.id: (c.row, c.baseline) for c in manifest.comparisons},
     )
     result.verdicts = [evaluate(claim, evidence) for claim in manifest.claims]
     return result
+
+
+def _settings(profile: Profile | None) -> dict[str, Any]:
+    return asdict(profile) if profile is not None else {}
 
 
 def summary_lines(entries: list[tuple[Manifest, ManifestResult | None]], check: FlopCheck | None,
                   failures: dict[str, str]) -> dict[str, Any]:
     verdicts = [v for _, r in entries if r for v in r.verdicts]
     total_claims = sum(len(m.claims) for m, _ in entries)
-    reproduced = sum(v.status == "reproduced" for v in verdicts)
-    decided = sum(v.status in ("reproduced", "not reproduced") for v in verdicts)
+    counts = count_verdicts(verdicts)
+    not_in_results = sum(len(m.claims) for m, r in entries if r is None)  # tables never run: their claims
+    reproduced = sum(c["reproduced"] for c in counts.values())
+    decided = sum(c["reproduced"] + c["not reproduced"] for c in counts.values())
     regenerated = sum(1 for m, r in entries if r is not None and r.ok and m.id not in failures)
-    lines = [
-        f"Tables regenerated: {regenerated} / {len(entries)}",
-        f"Claims reproduced: {reproduced} / decided {decided} / total {total_claims}",
-    ]
+    lines = [f"Tables regenerated: {regenerated} / {len(entries)}"]
+    for scope, c in counts.items():
+        n = sum(c.values())
+        if n:
+            lines.append(f"{SCOPE_TITLES.get(scope, scope)} claims ({n}): " + ", ".join(f"{k} {v}" for k, v in c.items()))
+    if not_in_results:
+        lines.append(f"Claims of tables not run into this folder: {not_in_results}")
     if check is not None:
         lines.append(f"FLOP checks passed: {check.passed} / {len(check.models)} distinct models "
                      "(analytic = fvcore = torch/2, module by module)")
     for manifest_id, why in failures.items():
         lines.append(f"FAILED {manifest_id}: {why}")
     return {"lines": lines, "reproduced": reproduced, "decided": decided, "total_claims": total_claims,
-            "regenerated": regenerated, "tables": len(entries)}
+            "regenerated": regenerated, "tables": len(entries), "counts": counts,
+            "per_table": [(m.id, count_verdicts(r.verdicts) if r else None, len(m.claims)) for m, r in entries]}
+
+
+SCOPE_TITLES = {"analytic": "Analytic (FLOP counts)", "empirical": "Empirical (training)", "gpu": "GPU-scoped (latency)"}
 
 
 def decided_results(results_dir: Path, profile: str,
@@ -64,6 +84,8 @@ def write_report(results_dir: Path, profile: str, manifests: list[Manifest] | No
     manifests = manifests if manifests is not None else load_all()
     out = profile_dir(results_dir, profile)
     entries = decided_results(results_dir, profile, manifests)
+    # Family-wise error over every significance-tested empirical claim of this report.
+    holm_adjust([v for _, r in entries if r for v in r.verdicts])
     summary = summary_lines(entries, check, failures or {})
     figures = render_figure_section(render_figures(entries, out / "figures"), out)
     sections = [("Statistics audit of the paper's reported numbers", render_audit())]

@@ -1,4 +1,4 @@
-"""Decision rules for latency findings (Table 7, Section 5).
+"""Rules for latency findings (Table 7, Section 5).
 
 Absolute times and ratios measured on another machine than the paper's cannot
 match its printed digits, so a latency value is judged within a factor of the
@@ -13,7 +13,8 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
-from repro.claims import RULES, Evidence, NotRun, _need, _paper
+from repro.claims.core import Evidence, NotRun, Outcome, Rule, need, paper, passed
+from repro.results import parse_metric_path, row_metric
 
 
 @dataclass(frozen=True)
@@ -27,16 +28,15 @@ class WithinFactor:
             raise ValueError("factor must be at least 1")
 
 
-@RULES.register("within_factor", config=WithinFactor,
-                doc="a measured value lies within a factor of the reported one (latency on other hardware)")
-def within_factor(p: WithinFactor, ev: Evidence):
-    pv = _paper(ev, p.paper)
-    value = _need(ev, p.metric)
+def within_factor(p: WithinFactor, ev: Evidence) -> Outcome:
+    pv = paper(ev, p.paper)
+    value = need(ev, p.metric)
     ratio = value / pv.value
     ok = 1 / p.factor <= ratio <= p.factor
-    text = f"measured {value:.4g}{pv.unit} vs reported {pv.printed}: {ratio:.2f}x of it (allowed {1 / p.factor:.2f}-{p.factor:g}x)"
+    text = (f"measured {value:.4g}{pv.unit} vs reported {pv.printed}: {ratio:.2f}x of it "
+            f"(allowed {1 / p.factor:.2f}-{p.factor:g}x)")
     failed = [] if ok else [f"factor: {ratio:.2f}x is outside [{1 / p.factor:.2f}, {p.factor:g}]"]
-    return ("reproduced" if ok else "not reproduced"), text, failed, {p.metric: value}, {p.paper: pv.printed}
+    return Outcome(passed(ok), text, failed, {p.metric: value}, {p.paper: pv.printed})
 
 
 @dataclass(frozen=True)
@@ -45,15 +45,14 @@ class Ordered:
     direction: Literal["decreasing", "increasing"] = "decreasing"
 
 
-@RULES.register("ordered", config=Ordered, doc="measured values are strictly decreasing (or increasing) in the order given")
-def ordered(p: Ordered, ev: Evidence):
-    values = {m: _need(ev, m) for m in p.metrics}
-    pairs = list(zip(p.metrics, p.metrics[1:]))
+def ordered(p: Ordered, ev: Evidence) -> Outcome:
+    values = {m: need(ev, m) for m in p.metrics}
     sign = ">" if p.direction == "decreasing" else "<"
-    bad = [(a, b) for a, b in pairs if not (values[a] > values[b] if sign == ">" else values[a] < values[b])]
-    text = f" {sign} ".join(f"{m.split('.')[1]} {v:.4g}" for m, v in values.items())
+    bad = [(a, b) for a, b in zip(p.metrics, p.metrics[1:])
+           if not (values[a] > values[b] if sign == ">" else values[a] < values[b])]
+    text = f" {sign} ".join(f"{parse_metric_path(m)[1]} {v:.4g}" for m, v in values.items())
     failed = [f"order: {a} ({values[a]:.4g}) is not {sign} {b} ({values[b]:.4g})" for a, b in bad]
-    return ("not reproduced" if failed else "reproduced"), text, failed, values, {}
+    return Outcome(passed(not failed), text, failed, values)
 
 
 @dataclass(frozen=True)
@@ -63,14 +62,13 @@ class Largest:
     row_metric: str = "model_latency_ms"
 
 
-@RULES.register("largest", config=Largest, doc="one row's metric exceeds every other listed row's")
-def largest(p: Largest, ev: Evidence):
-    top = _need(ev, f"rows.{p.row}.{p.row_metric}")
-    others = {r: _need(ev, f"rows.{r}.{p.row_metric}") for r in p.rows}
+def largest(p: Largest, ev: Evidence) -> Outcome:
+    top = need(ev, row_metric(p.row, p.row_metric))
+    others = {r: need(ev, row_metric(r, p.row_metric)) for r in p.rows}
     runner_up = max(others, key=others.get)
     failed = [f"{r}: {v:.4g} is not below {top:.4g}" for r, v in others.items() if not v < top]
     text = f"{p.row_metric}: {p.row} {top:.4g}; next {runner_up} {others[runner_up]:.4g} ({top / others[runner_up]:.2f}x)"
-    return ("not reproduced" if failed else "reproduced"), text, failed, {p.row: top, **others}, {}
+    return Outcome(passed(not failed), text, failed, {p.row: top, **others})
 
 
 @dataclass(frozen=True)
@@ -82,14 +80,12 @@ class ScalesWithExperts:
 
 
 def _experts(ev: Evidence, path: str) -> int:
-    _, row, _ = path.split(".")
-    return int(_need(ev, f"rows.{row}.num_experts"))
+    _, row, _ = parse_metric_path(path)
+    return int(need(ev, row_metric(row, "num_experts")))
 
 
-@RULES.register("scales_with_experts", config=ScalesWithExperts,
-                doc="a per-row count grows with the number of experts E (or stays constant in E)")
-def scales_with_experts(p: ScalesWithExperts, ev: Evidence):
-    points = sorted((_experts(ev, m), _need(ev, m)) for m in p.metrics)
+def scales_with_experts(p: ScalesWithExperts, ev: Evidence) -> Outcome:
+    points = sorted((_experts(ev, m), need(ev, m)) for m in p.metrics)
     es = [e for e, _ in points]
     if len(set(es)) < 2:
         raise NotRun(f"needs rows at two or more numbers of experts; measured E = {es}")
@@ -110,4 +106,14 @@ def scales_with_experts(p: ScalesWithExperts, ev: Evidence):
         text = f"{series}; relative spread {spread:.2%} (allowed {p.tolerance:.2%})"
     if not math.isfinite(slope):
         failed.append("slope: not finite")
-    return ("not reproduced" if failed else "reproduced"), text, failed, measured, {}
+    return Outcome(passed(not failed), text, failed, measured)
+
+
+FAMILY = (
+    Rule("within_factor", WithinFactor, within_factor,
+         "a measured value lies within a factor of the reported one (latency on other hardware)"),
+    Rule("ordered", Ordered, ordered, "measured values are strictly decreasing (or increasing) in the order given"),
+    Rule("largest", Largest, largest, "one row's metric exceeds every other listed row's"),
+    Rule("scales_with_experts", ScalesWithExperts, scales_with_experts,
+         "a per-row count grows with the number of experts E (or stays constant in E)"),
+)

@@ -1,0 +1,29 @@
+"""Claims: each finding of the paper as a decision rule evaluated on measured results.
+
+A claim names a rule and its parameters in the manifest that provides its evidence. A rule reads
+metrics ("rows.<id>.<metric>", "comparisons.<id>.<metric>", repro.results) and the paper's reported
+values, and returns an Outcome; `evaluate` turns it into a Verdict. No verdict is ever written by
+hand: with no measurement the verdict is `not run`.
+
+    core.py        Evidence, Outcome, NotRun, Rule and the helpers every rule shares
+    values.py      rules on single values (FLOPs, rho): matches_paper, compare, separates, ...
+    gaps.py        rules on accuracy gaps paired by seed: gap_matches_paper, gap_order, row_above, ...
+    latency.py     rules on latency and operator counts: within_factor, ordered, scales_with_experts
+    rules.py       RULES, the registry filled from the families above
+    learned.py     the guard: a comparison counts only between models that beat chance
+    verdicts.py    evaluate(claim, evidence) -> Verdict, and what each kind of profile may decide
+    references.py  check_references(manifest, problems): what the claims name must exist
+    family.py      holm_adjust(verdicts): Holm-adjusted p over one run's empirical tests
+    headline.py    count_verdicts(verdicts): {scope: {status: count}}
+"""
+
+from repro.claims.core import Evidence, NotRun, Outcome, Rule
+from repro.claims.family import holm_adjust
+from repro.claims.headline import count_verdicts
+from repro.claims.references import check_references
+from repro.claims.rules import RULES
+from repro.claims.verdicts import evaluate
+from repro.results import Status, Verdict
+
+__all__ = ["Evidence", "NotRun", "Outcome", "RULES", "Rule", "Status", "Verdict", "check_references",
+           "count_verdicts", "evaluate", "holm_adjust"]

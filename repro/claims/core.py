@@ -1,0 +1,128 @@
+"""What every claim rule works with: the evidence, the outcome it returns, and the helpers it shares.
+
+A rule is `fn(params, evidence) -> Outcome`: it reads metric paths (repro.results) and the paper's
+reported values (repro.paper), and raises `NotRun` when a metric it needs was not measured.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Literal, Protocol
+
+from repro.paper import PaperValue, paper_value
+from repro.results import Status
+
+
+EvidenceKind = Literal["pipeline", "functional", "reduced", "paper"]
+
+
+@dataclass
+class Evidence:
+    """What claims are decided on: the measured metrics of one manifest at one profile."""
+
+    manifest_id: str
+    paper_table: str
+    profile: str
+    metrics: dict[str, Any] = field(default_factory=dict)  # metric path -> value (or per-seed dict, or stats)
+    missing: dict[str, str] = field(default_factory=dict)  # metric path -> why it was not measured
+    device: str = "cpu"
+    paper_scale: bool = True  # False when produced by a reduced profile such as smoke
+    # What the profile is evidence for (repro.manifest.Profile.evidence): only "reduced" and "paper"
+    # decide empirical and GPU-scoped claims (repro.claims.verdicts).
+    kind: EvidenceKind = "paper"
+    seeds: int | None = None  # seeds per row at this profile
+    epochs: int | None = None  # epochs per run; None: the paper's epochs for each dataset
+    comparison_rows: dict[str, tuple[str, str]] = field(default_factory=dict)  # comparison id -> (row, baseline)
+
+    def get(self, path: str) -> Any:
+        return self.metrics.get(path)
+
+    def why_missing(self, path: str) -> str:
+        return self.missing.get(path, f"{path} was not measured")
+
+    def rows_of(self, comparison: str) -> tuple[str, str]:
+        """(treatment row, baseline row) of a comparison; NotRun when the evidence does not say."""
+        if comparison not in self.comparison_rows:
+            raise NotRun(f"the rows of comparison '{comparison}' are not in the evidence, "
+                         "so whether both learned cannot be checked")
+        return self.comparison_rows[comparison]
+
+
+class NotRun(Exception):
+    """A metric the rule needs was not measured; carries the reason."""
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a rule decides: its status, one line of evidence, the parts that failed, and the numbers."""
+
+    status: Status
+    evidence: str
+    failed: list[str] = field(default_factory=list)
+    measured: dict[str, Any] = field(default_factory=dict)
+    reported: dict[str, Any] = field(default_factory=dict)
+    must_have_learned: tuple[str, ...] = ()  # rows that must be above chance for the outcome to count
+    p_value: float | None = None  # the significance test the outcome rests on, if any
+
+
+def passed(ok: bool) -> Status:
+    return "reproduced" if ok else "not reproduced"
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One decision rule: its name in manifests, the dataclass of its parameters, the function."""
+
+    name: str
+    config: type
+    fn: Callable[[Any, Evidence], Outcome]
+    doc: str
+
+
+class ClaimLike(Protocol):
+    """The fields of repro.manifest.Claim the claims layer reads (claims never import manifests)."""
+
+    id: str
+    statement: str
+    section: str
+    rule: str
+    scope: str
+    params: dict[str, Any]
+
+
+def need(ev: Evidence, path: str) -> Any:
+    """The measured value at a metric path; NotRun with the reason when it was not measured."""
+    value = ev.get(path)
+    if value is None:
+        raise NotRun(ev.why_missing(path))
+    return value
+
+
+def paper(ev: Evidence, key: str) -> PaperValue:
+    """A reported value of the evidence's paper table."""
+    value = paper_value(ev.paper_table, key)
+    if value is None:  # check_references makes this unreachable for validated manifests
+        raise KeyError(f"paper_tables/{ev.paper_table}.toml has no value '{key}'")
+    return value
+
+
+def in_paper_units(value: float, pv: PaperValue) -> float:
+    """A measured fraction in the unit the paper prints (x 100 for %)."""
+    return value * 100 if pv.unit == "%" else value
+
+
+def from_paper_units(pv: PaperValue) -> float:
+    """A reported value in the measured metric's own units (fractions for %)."""
+    return pv.value / 100 if pv.unit == "%" else pv.value
+
+
+def fmt(value: float, pv: PaperValue) -> str:
+    """A measured value printed two digits finer than the paper printed it."""
+    shown = in_paper_units(value, pv)
+    digits = max(pv.decimals + 2, 2)
+    return f"{shown:.{digits}f}{pv.unit}"
+
+
+def pct(x: float) -> str:
+    """A difference of fractions in signed percentage points."""
+    return f"{100 * x:+.2f}pp"

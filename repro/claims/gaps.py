@@ -1,0 +1,317 @@
+"""Rules for accuracy findings: MoE - dense gaps paired by seed (repro.stats), and their orderings.
+
+A gap finding is judged on three parts, each only where the paper states it:
+sign (the direction), significance (p < alpha, where the paper reports a
+significant gap) and magnitude (the reported size, within a tolerance derived
+from the seed variance of both studies). When a part fails with fewer seeds than
+80% power at the paper's effect size needs, the verdict is `inconclusive`, not
+`not reproduced`: too few seeds cannot refute a finding.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass, replace
+from typing import Any, Literal
+
+from scipy import stats as sps
+
+from repro.claims.core import Evidence, Outcome, Rule, need, paper, passed, pct
+from repro.paper import PaperValue
+from repro.results import comparison_metric, row_metric
+from repro.stats_audit import power_plan
+
+ALPHA = 0.05
+
+Part = Literal["seeds", "sign", "significance", "magnitude"]
+
+
+@dataclass(frozen=True)
+class Failure:
+    part: Part
+    detail: str
+
+    def __str__(self) -> str:
+        return f"{self.part}: {self.detail}"
+
+
+def _p(p: float | None) -> str:
+    return "undefined (the per-seed differences do not vary)" if p is None else f"{p:.3g}"
+
+
+def seeds_needed(pv: PaperValue) -> int | None:
+    """Seeds for 80% power at the effect size the paper's numbers imply (repro.stats_audit.power_plan)."""
+    plan = power_plan([pv])
+    return plan[0].seeds_needed if plan else None
+
+
+def _paper_sign(pv: PaperValue) -> int:
+    sign = pv.implied_sign
+    return 0 if sign is None else (1 if sign == "+" else -1)
+
+
+def judge_gap(gap: dict[str, Any], pv: PaperValue, alpha: float = ALPHA) -> Outcome:
+    """A measured gap (repro.stats.GapStats.to_dict()) against a reported one."""
+    n, mean, sd, p = gap["n"], gap["mean"], gap["sd"], gap["p"]  # sd, p are None when undefined
+    needed = seeds_needed(pv)
+    text = f"gap {pct(mean)}" + (f" ± {100 * sd:.2f}pp" if n > 1 and sd is not None else "")
+    text += f", p={_p(p)}" if n > 1 else ""
+    text += f", {gap['positive']}/{n} seeds positive; reported {pv.printed or pv.implied_sign}"
+    if n < 2:
+        return Outcome("inconclusive", text + " (one seed: no test)", [str(Failure("seeds", "need at least 2 paired seeds"))])
+    if mean == 0 and not sd:
+        return Outcome("inconclusive", text + " (identical accuracy on every seed: no information)",
+                       [str(Failure("sign", "no difference on any seed"))])
+    failures: list[Failure] = []
+    want = _paper_sign(pv)
+    sign_ok = want == 0 or (mean != 0 and (mean > 0) == (want > 0))
+    if not sign_ok:
+        measured = "0 (no difference)" if mean == 0 else ("+" if mean > 0 else "-")
+        failures.append(Failure("sign", f"measured {measured}, reported {'+' if want > 0 else '-'}"))
+    significant = p is not None and p < alpha
+    # A direction the paper states needs a significant gap here too, unless the paper's own test
+    # was not significant (then only the direction is claimed).
+    paper_not_significant = pv.p is not None and pv.p_relation == "=" and pv.p >= alpha
+    tested = None if paper_not_significant else p  # the p this verdict rests on (Holm: repro.claims.family)
+    if sign_ok and not paper_not_significant and not significant:
+        failures.append(Failure("significance", f"p={_p(p)} is not below {alpha}"))
+    if sign_ok and pv.positive_seeds is not None and pv.n and pv.positive_seeds in (0, pv.n):
+        agree = gap["positive"] if pv.positive_seeds else n - gap["positive"]
+        if agree < n:
+            failures.append(Failure("seeds", f"{agree}/{n} seeds share the sign; the paper reports all {pv.n}"))
+    if pv.value is not None and sign_ok:
+        tol = _magnitude_tolerance(gap, pv)
+        if abs(100 * mean - pv.value) > tol:
+            failures.append(Failure("magnitude", f"{100 * mean:+.2f} is outside {pv.value:+.2f} ± {tol:.2f}pp"))
+        text += f"; magnitude tolerance ±{tol:.2f}pp"
+    if not failures:
+        return Outcome("reproduced", text, p_value=tested)
+    failed = [str(f) for f in failures]
+    powered = needed is not None and n >= needed
+    power_note = (f" (80% power at the paper's effect size needs {needed} seeds, {n} run)" if needed
+                  else " (the text gives no effect size, so no seed count decides power)")
+    first = failures[0].part
+    if first == "sign":
+        if significant or powered:
+            return Outcome("not reproduced", text + power_note, failed, p_value=tested)
+        return Outcome("inconclusive", text + power_note + "; the opposite sign is not significant", failed,
+                       p_value=tested)
+    if first in ("significance", "seeds") and not powered:
+        return Outcome("inconclusive", text + power_note, failed, p_value=tested)
+    return Outcome("not reproduced", text + power_note, failed, p_value=tested)
+
+
+def _magnitude_tolerance(gap: dict[str, Any], pv: PaperValue) -> float:
+    """95% half-width, in pp, of the difference between our mean gap and the paper's."""
+    n, sd = gap["n"], 100 * (gap["sd"] or 0.0)
+    n_p = pv.n or n
+    sd_p = pv.sd if pv.sd is not None else sd
+    se = math.sqrt(sd**2 / n + sd_p**2 / n_p)
+    return float(sps.t.ppf(0.975, max(1, min(n, n_p) - 1))) * se + pv.tolerance
+
+
+def _gap(ev: Evidence, comparison: str) -> dict[str, Any]:
+    return need(ev, comparison_metric(comparison, "gap"))
+
+
+def _rho_of(ev: Evidence, comparison: str) -> float:
+    return need(ev, comparison_metric(comparison, "rho"))
+
+
+def _guarded(ev: Evidence, comparisons: tuple[str, ...], may_collapse: tuple[str, ...]) -> tuple[str, ...]:
+    """The rows of the comparisons that must have learned: all but those whose collapse is the finding."""
+    rows = [r for c in comparisons for r in ev.rows_of(c)]
+    return tuple(dict.fromkeys(r for r in rows if r not in may_collapse))
+
+
+def _half_width(gap: dict[str, Any]) -> float:
+    lo, hi = gap.get("ci95") or (None, None)
+    return 0.0 if lo is None or hi is None else (hi - lo) / 2
+
+
+def _out_of_order(first: dict[str, Any], second: dict[str, Any]) -> bool:
+    """True when an inversion of two mean gaps is larger than their combined 95% half-widths."""
+    return first["mean"] - second["mean"] > math.hypot(_half_width(first), _half_width(second))
+
+
+def _ordering(text: str, inversions: list[str], unclear: list[str], measured: dict[str, Any],
+              learners: tuple[str, ...]) -> Outcome:
+    if inversions:
+        return Outcome("not reproduced", text, [f"order: {x}" for x in inversions], measured, must_have_learned=learners)
+    if unclear:
+        return Outcome("inconclusive", text + "; out of order within seed noise", [f"order: {x}" for x in unclear],
+                       measured, must_have_learned=learners)
+    return Outcome("reproduced", text, [], measured, must_have_learned=learners)
+
+
+@dataclass(frozen=True)
+class GapMatchesPaper:
+    comparison: str
+    paper: str
+    alpha: float = ALPHA
+    may_collapse: tuple[str, ...] = ()  # treatment rows whose collapse to chance is the finding (repro.claims.learned)
+
+
+def gap_matches_paper(p: GapMatchesPaper, ev: Evidence) -> Outcome:
+    pv = paper(ev, p.paper)
+    gap = _gap(ev, p.comparison)
+    judged = judge_gap(gap, pv, p.alpha)
+    return replace(judged, measured={comparison_metric(p.comparison, "gap"): gap},
+                   reported={p.paper: pv.printed or pv.implied_sign},
+                   must_have_learned=_guarded(ev, (p.comparison,), p.may_collapse))
+
+
+@dataclass(frozen=True)
+class MonotonicInRho:
+    comparisons: tuple[str, ...]  # comparisons whose row is a routed (MoE) model with a rho
+    may_collapse: tuple[str, ...] = ()  # treatment rows whose collapse to chance is the finding (repro.claims.learned)
+
+
+def monotonic_in_rho(p: MonotonicInRho, ev: Evidence) -> Outcome:
+    points = sorted((_rho_of(ev, c), _gap(ev, c), c) for c in p.comparisons)
+    inversions, unclear = [], []
+    for (r1, g1, c1), (r2, g2, c2) in zip(points, points[1:]):
+        if g2["mean"] > g1["mean"]:
+            continue
+        (inversions if _out_of_order(g1, g2) else unclear).append(f"{c1} ({pct(g1['mean'])}) >= {c2} ({pct(g2['mean'])})")
+    text = "by rho: " + ", ".join(f"{c} rho={100 * r:.1f}% gap {pct(g['mean'])}" for r, g, c in points)
+    return _ordering(text, inversions, unclear, {c: {"rho": r, "gap": g["mean"]} for r, g, c in points},
+                     _guarded(ev, p.comparisons, p.may_collapse))
+
+
+@dataclass(frozen=True)
+class SignFollowsRho:
+    comparisons: tuple[str, ...]
+    may_collapse: tuple[str, ...] = ()  # treatment rows whose collapse to chance is the finding (repro.claims.learned)
+
+
+def sign_follows_rho(p: SignFollowsRho, ev: Evidence) -> Outcome:
+    points = sorted((_rho_of(ev, c), _gap(ev, c)["mean"], c) for c in p.comparisons)
+    signs = "".join("+" if g > 0 else "-" for _, g, _ in points)
+    text = f"signs ordered by rho: {signs} (" + ", ".join(f"{c}: {pct(g)}" for _, g, c in points) + ")"
+    ok = "+-" not in signs
+    failed = [] if ok else [f"sign: a positive gap sits below a negative one in rho ({signs})"]
+    return Outcome(passed(ok), text, failed, {c: g for _, g, c in points},
+                   must_have_learned=_guarded(ev, p.comparisons, p.may_collapse))
+
+
+def _welch_p(a: list[float], b: list[float]) -> float:
+    """Two-sided Welch p; NaN with fewer than two values a side or no variance at all."""
+    if len(a) < 2 or len(b) < 2:
+        return float("nan")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # identical values: scipy warns, p is NaN
+        return float(sps.ttest_ind(a, b, equal_var=False).pvalue)
+
+
+@dataclass(frozen=True)
+class RowAbove:
+    row: str
+    baseline: str
+    row_metric: str = "accuracy"  # a per-seed row metric: accuracy, late_drop
+    paper: str | None = None  # the reported finding, when the paper states it as a value or a sign
+    may_collapse: tuple[str, ...] = ()  # treatment rows whose collapse to chance is the finding (repro.claims.learned)
+
+
+def row_above(p: RowAbove, ev: Evidence) -> Outcome:
+    a = list(need(ev, row_metric(p.row, p.row_metric)).values())
+    b = list(need(ev, row_metric(p.baseline, p.row_metric)).values())
+    diff = sum(a) / len(a) - sum(b) / len(b)
+    pval = _welch_p(a, b)
+    text = (f"{p.row_metric}: {p.row} {100 * sum(a) / len(a):.2f}% vs {p.baseline} {100 * sum(b) / len(b):.2f}%: "
+            f"{pct(diff)} (Welch p={pval:.3g})")
+    measured = {row_metric(p.row, p.row_metric): a, row_metric(p.baseline, p.row_metric): b}
+    reported = {}
+    if p.paper is not None:
+        pv = paper(ev, p.paper)
+        reported = {p.paper: pv.printed or pv.implied_sign}
+        text += f"; reported: {pv.note or pv.printed}"
+    significant = pval < ALPHA  # False for NaN (one seed, or no variance)
+    tested = dict(must_have_learned=tuple(r for r in (p.row, p.baseline) if r not in p.may_collapse),
+                  p_value=None if math.isnan(pval) else pval)
+    if diff > 0 and significant:
+        return Outcome("reproduced", text, [], measured, reported, **tested)
+    if diff > 0:
+        return Outcome("inconclusive", text, ["significance: above, not significantly"], measured, reported, **tested)
+    if significant:
+        return Outcome("not reproduced", text, ["sign: significantly below"], measured, reported, **tested)
+    return Outcome("inconclusive", text, ["sign: not above, not significantly"], measured, reported, **tested)
+
+
+@dataclass(frozen=True)
+class GapOrder:
+    comparisons: tuple[str, ...]  # expected in increasing order of mean gap
+    may_collapse: tuple[str, ...] = ()  # treatment rows whose collapse to chance is the finding (repro.claims.learned)
+
+
+def gap_order(p: GapOrder, ev: Evidence) -> Outcome:
+    gaps = [(c, _gap(ev, c)) for c in p.comparisons]
+    text = " < ".join(f"{c} {pct(g['mean'])}" for c, g in gaps)
+    inversions, unclear = [], []
+    for (c1, g1), (c2, g2) in zip(gaps, gaps[1:]):
+        if g1["mean"] < g2["mean"]:
+            continue
+        (inversions if _out_of_order(g1, g2) else unclear).append(f"{c1} >= {c2}")
+    return _ordering(text, inversions, unclear, {c: g["mean"] for c, g in gaps}, _guarded(ev, p.comparisons, p.may_collapse))
+
+
+@dataclass(frozen=True)
+class AccuracyMatchesPaper:
+    row: str
+    paper: str
+
+
+def accuracy_matches_paper(p: AccuracyMatchesPaper, ev: Evidence) -> Outcome:
+    pv = paper(ev, p.paper)
+    xs = [100 * v for v in need(ev, row_metric(p.row, "accuracy")).values()]
+    mean = sum(xs) / len(xs)
+    if len(xs) < 2:
+        return Outcome("inconclusive", f"{mean:.2f}% from one seed vs reported {pv.printed}", ["seeds: need at least 2"])
+    sd = math.sqrt(sum((x - mean) ** 2 for x in xs) / (len(xs) - 1))
+    tol = float(sps.t.ppf(0.975, len(xs) - 1)) * sd / math.sqrt(len(xs)) + pv.tolerance
+    text = f"{mean:.2f} ± {sd:.2f}% over {len(xs)} seeds vs reported {pv.printed} (tolerance ±{tol:.2f}pp)"
+    failed = [] if abs(mean - pv.value) <= tol else [f"magnitude: {mean:.2f} outside {pv.value:g} ± {tol:.2f}"]
+    return Outcome(passed(not failed), text, failed, {p.row: mean}, {p.paper: pv.printed})
+
+
+@dataclass(frozen=True)
+class GapDifference:
+    comparison: str
+    minus: str
+    paper: str
+    may_collapse: tuple[str, ...] = ()  # treatment rows whose collapse to chance is the finding (repro.claims.learned)
+
+
+def gap_difference(p: GapDifference, ev: Evidence) -> Outcome:
+    pv = paper(ev, p.paper)
+    a, b = _gap(ev, p.comparison), _gap(ev, p.minus)
+    diff = a["mean"] - b["mean"]
+    se = math.hypot(a["sem"] or 0.0, b["sem"] or 0.0)
+    df = max(1, min(a["n"], b["n"]) - 1)
+    tol = float(sps.t.ppf(0.975, df)) * 100 * se + pv.tolerance
+    text = f"{p.comparison} - {p.minus} = {pct(diff)} vs reported {pv.printed} (tolerance ±{tol:.2f}pp)"
+    failed = []
+    if (diff > 0) != (pv.value > 0):
+        failed.append(f"sign: measured {pct(diff)}")
+    elif abs(100 * diff - pv.value) > tol:
+        failed.append(f"magnitude: {100 * diff:.2f} outside {pv.value:g} ± {tol:.2f}")
+    measured, reported = {"difference": diff}, {p.paper: pv.printed}
+    learners = _guarded(ev, (p.comparison, p.minus), p.may_collapse)
+    if min(a["n"], b["n"]) < 2 or (diff == 0 and not a["sd"] and not b["sd"]):
+        return Outcome("inconclusive", text, failed or ["seeds: need at least 2"], measured, reported, learners)
+    return Outcome(passed(not failed), text, failed, measured, reported, learners)
+
+
+FAMILY = (
+    Rule("gap_matches_paper", GapMatchesPaper, gap_matches_paper,
+         "a paired MoE - dense gap has the reported sign, significance and size"),
+    Rule("monotonic_in_rho", MonotonicInRho, monotonic_in_rho, "mean gaps increase with the MoE row's rho"),
+    Rule("sign_follows_rho", SignFollowsRho, sign_follows_rho,
+         "every negative gap sits at lower rho than every positive one"),
+    Rule("row_above", RowAbove, row_above, "one row's per-seed metric exceeds another's on average (Welch t-test)"),
+    Rule("gap_order", GapOrder, gap_order, "mean gaps are in the stated increasing order"),
+    Rule("accuracy_matches_paper", AccuracyMatchesPaper, accuracy_matches_paper,
+         "a row's mean accuracy equals the reported one within its 95% CI and the printed precision"),
+    Rule("gap_difference", GapDifference, gap_difference, "the difference of two gaps matches the reported reversal"),
+)

@@ -1,0 +1,22 @@
+"""The claim rule registry, filled here and only here from each family's list of rules."""
+
+from __future__ import annotations
+
+from repro.claims.gaps import FAMILY as GAP_RULES
+from repro.claims.latency import FAMILY as LATENCY_RULES
+from repro.claims.values import FAMILY as VALUE_RULES
+from repro.registry import Registry
+
+FAMILIES = (VALUE_RULES, GAP_RULES, LATENCY_RULES)
+
+
+def build_rules() -> Registry:
+    """A registry of every family's rules; a name registered twice is refused (KeyError)."""
+    rules = Registry("claim rule")
+    for family in FAMILIES:
+        for rule in family:
+            rules.register(rule.name, config=rule.config, doc=rule.doc)(rule.fn)
+    return rules
+
+
+RULES = build_rules()

@@ -1,0 +1,78 @@
+"""Deciding one claim: the rule the manifest names, applied to the evidence, as a Verdict.
+
+What a profile may decide: analytic claims (FLOP counts) at every profile; empirical and
+GPU-scoped claims only on evidence of kind "reduced" or "paper" (repro.manifest.Profile.evidence).
+On the other kinds the rule still runs, so the verdict shows what was measured, but it is
+`not run`, with the reason in its note. A decided comparison whose models did not learn is
+`inconclusive` (repro.claims.learned).
+"""
+
+from __future__ import annotations
+
+from repro.claims.core import ClaimLike, Evidence, EvidenceKind, NotRun
+from repro.claims.gaps import seeds_needed
+from repro.claims.learned import did_not_learn
+from repro.claims.rules import RULES
+from repro.paper import paper_value
+from repro.results import Verdict
+
+DECIDING_KINDS: frozenset[EvidenceKind] = frozenset({"reduced", "paper"})
+# Why a kind of evidence decides no measured claim: "<profile> is <kind words>: <why>".
+_UNDECIDED = {
+    "pipeline": ("a pipeline check", "synthetic data decides no {scope} claim"),
+    "functional": ("a functional check", "real images that are not the paper's decide no {scope} claim"),
+}
+_SCOPE_WORDS = {"empirical": "empirical", "gpu": "GPU-scoped"}
+
+
+def evaluate(claim: ClaimLike, ev: Evidence) -> Verdict:
+    """Decide one manifest claim on the evidence; never raises for missing data."""
+    base = dict(claim=claim.id, statement=claim.statement, section=claim.section, scope=claim.scope,
+                paper_scale=ev.paper_scale or claim.scope == "analytic", seeds_needed=_seeds_needed(claim, ev))
+    if claim.scope == "gpu" and ev.device != "cuda":
+        return Verdict(**base, status="not run",
+                       evidence=f"needs a GPU (scope gpu); measured on {ev.device}, so not decided")
+    rule = RULES.get(claim.rule)
+    params = rule.config(**claim.params)
+    undecided = claim.scope != "analytic" and ev.kind not in DECIDING_KINDS
+    try:
+        out = rule.builder(params, ev)
+    except NotRun as why:
+        return Verdict(**base, status="not run", evidence=str(why),
+                       note=undecided_reason(ev, claim.scope) if undecided else "")
+    shown = dict(evidence=out.evidence, measured=dict(out.measured), reported=dict(out.reported))
+    if claim.scope == "analytic":
+        return Verdict(**base, status=out.status, failed=list(out.failed), **shown)
+    if undecided:
+        return Verdict(**base, status="not run", note=undecided_reason(ev, claim.scope), **shown)
+    try:
+        untrained = did_not_learn(ev, out.must_have_learned)
+    except NotRun as why:
+        return Verdict(**base, status="not run", note=f"cannot check that the models learned: {why}", **shown)
+    note = _protocol_note(ev)
+    if untrained:
+        return Verdict(**base, status="inconclusive", failed=[f"learned: {lr.describe()}" for lr in untrained],
+                       note=note, **shown)
+    return Verdict(**base, status=out.status, failed=list(out.failed), note=note, p_value=out.p_value, **shown)
+
+
+def undecided_reason(ev: Evidence, scope: str) -> str:
+    """Why evidence of a non-deciding kind leaves a measured claim undecided, naming the profile."""
+    what, why = _UNDECIDED.get(ev.kind, (f"a {ev.kind} profile", "it decides no {scope} claim"))
+    return f"{ev.profile} is {what}: {why.format(scope=_SCOPE_WORDS.get(scope, scope))}"
+
+
+def _protocol_note(ev: Evidence) -> str:
+    if ev.kind == "reduced":
+        epochs = "the paper's epochs" if ev.epochs is None else f"{ev.epochs} epochs"
+        seeds = "? seeds" if ev.seeds is None else f"{ev.seeds} seed{'s' if ev.seeds != 1 else ''}"
+        return f"decided on the '{ev.profile}' profile, a reduced protocol ({seeds}, {epochs}): not the paper's protocol"
+    if not ev.paper_scale:
+        return f"decided on the '{ev.profile}' profile: not a paper-scale result"
+    return ""
+
+
+def _seeds_needed(claim: ClaimLike, ev: Evidence) -> int | None:
+    key = claim.params.get("paper")
+    pv = paper_value(ev.paper_table, key) if isinstance(key, str) else None
+    return seeds_needed(pv) if pv is not None and claim.scope != "analytic" else None

@@ -1,0 +1,100 @@
+"""Gap verdicts (repro.claims.gaps) on made-up records: reproduced; failed on sign; failed on significance; inconclusive."""
+
+import pytest
+
+from repro.claims import Evidence, Outcome, evaluate
+from repro.claims.gaps import judge_gap, seeds_needed
+from repro.manifest import Claim
+from repro.paper import PaperValue
+
+from .helpers import gap, learned
+
+# The paper's CIFAR-10 w=0.72 headline: +1.28 +- 1.26 pp over 10 seeds, p=.011, d=1.01.
+HEADLINE = PaperValue("dw072.gap", "4.2", printed="+1.28 ± 1.26% (p=.011, d=1.01)", value=1.28, unit="%",
+                      sd=1.26, n=10, p=0.011, d=1.01)
+
+
+def test_reproduced_when_sign_significance_and_size_agree():
+    out = judge_gap(gap([1.0, 2.5, 0.4, 1.9, 1.2, 0.8, 2.2, 1.5, 0.3, 1.1]), HEADLINE)
+    assert isinstance(out, Outcome)
+    assert out.status == "reproduced" and out.failed == [] and "10/10 seeds positive" in out.evidence
+
+
+def test_failed_on_sign_with_enough_seeds():
+    out = judge_gap(gap([-1.0, -2.5, -0.4, -1.9, -1.2, -0.8, -2.2, -1.5, -0.3, -1.1]), HEADLINE)
+    assert out.status == "not reproduced" and out.failed[0].startswith("sign: measured -, reported +")
+
+
+def test_an_underpowered_opposite_sign_is_inconclusive_and_says_so():
+    out = judge_gap(gap([-0.5, 0.2, -0.9]), HEADLINE)  # 3 seeds < 10 needed, opposite sign, p > .05
+    assert out.status == "inconclusive" and out.failed[0] == "sign: measured -, reported +"
+    assert out.evidence.endswith("needs 10 seeds, 3 run); the opposite sign is not significant")
+
+
+def test_failed_on_significance_with_enough_seeds():
+    # positive on average but far too noisy: p > .05 with 12 seeds, above the 10 that 80% power needs
+    out = judge_gap(gap([3, -2.6, 2.9, -2.5, 3.1, -2.7, 2.4, -2.2, 2.8, -2.9, 1.0, -0.5]), HEADLINE)
+    assert seeds_needed(HEADLINE) == 10
+    assert out.status == "not reproduced" and out.failed[0].startswith("significance")
+
+
+def test_inconclusive_when_underpowered():
+    out = judge_gap(gap([0.5, -0.2, 0.9]), HEADLINE)  # 3 seeds < 10 needed
+    assert out.status == "inconclusive" and out.failed[0].startswith("significance")
+    assert "needs 10 seeds, 3 run" in out.evidence
+    assert "opposite sign" not in out.evidence  # the sign agrees; only significance is missing
+
+
+def test_one_seed_is_inconclusive():
+    out = judge_gap(gap([1.3]), HEADLINE)
+    assert out.status == "inconclusive" and out.failed == ["seeds: need at least 2 paired seeds"]
+
+
+def test_magnitude_outside_the_seed_variance_tolerance():
+    out = judge_gap(gap([9.0, 9.5, 10.2, 9.7, 10.1, 9.9, 9.4, 10.3, 9.8, 9.6]), HEADLINE)
+    assert out.status == "not reproduced" and out.failed[0].startswith("magnitude")
+
+
+def test_all_seeds_must_share_the_sign_when_the_paper_says_all_did():
+    all_pos = PaperValue("k2.gap", "4.6", printed="p=1.2x10^-4", sign="+", p=1.2e-4, n=5, positive_seeds=5)
+    out = judge_gap(gap([1.2, 1.4, 1.1, 1.3, 1.5, 1.2, 1.3, -0.1, 1.6, 1.2]), all_pos)
+    assert out.status == "not reproduced" and out.failed == ["seeds: 9/10 seeds share the sign; the paper reports all 5"]
+
+
+def test_sign_only_claims_and_the_rule_end_to_end():
+    claim = Claim("c", "s", "4.2", "gap_matches_paper", "empirical", {"comparison": "std_h2048", "paper": "std_h2048.gap"})
+
+    def verdict(diffs):
+        ev = Evidence("table1", "table1", "smoke", metrics={"comparisons.std_h2048.gap": gap(diffs), **learned("m", "d")},
+                      comparison_rows={"std_h2048": ("m", "d")})
+        return evaluate(claim, ev)
+
+    assert verdict([0.4, 0.6, 0.5, 0.45]).status == "reproduced"  # the stated direction, significantly
+    v = verdict([0.4, 0.9])  # the direction, but not significant with two seeds
+    assert v.status == "inconclusive" and v.failed[0].startswith("significance")
+    assert verdict([-0.4, -0.6, -0.5, -0.45]).status == "not reproduced"  # significantly the other way
+    v = verdict([0.0, 0.0])
+    assert v.status == "inconclusive" and "no information" in v.evidence
+
+
+def test_a_finding_the_paper_itself_found_not_significant_needs_only_its_direction():
+    tiny_w2 = PaperValue("dw2.gap", "4.3", printed="p=0.10", sign="+", p=0.10, n=5)
+    assert judge_gap(gap([0.4, 0.9]), tiny_w2).status == "reproduced"
+    assert judge_gap(gap([0.4, -0.3]), tiny_w2).status == "reproduced"  # mean +0.05
+    assert judge_gap(gap([-0.4, 0.3]), tiny_w2).status in ("inconclusive", "not reproduced")
+
+
+@pytest.mark.parametrize("gaps,status", [([-2, -1, 1, 2, 3, 4], "reproduced"), ([-2, 3, -1, 2, 1, 4], "not reproduced")])
+def test_monotonic_in_rho(gaps, status):
+    comps = [f"c{i}" for i in range(6)]
+    metrics = {}
+    for i, (c, g) in enumerate(zip(comps, gaps)):
+        metrics[f"comparisons.{c}.gap"] = gap([g - 0.05, g + 0.05, g])
+        metrics[f"comparisons.{c}.rho"] = 0.1 * (i + 1)
+    rows = {c: (f"moe{i}", "dense") for i, c in enumerate(comps)}
+    ev = Evidence("t", "table1", "smoke", metrics={**metrics, **learned("dense", *(r for r, _ in rows.values()))},
+                  comparison_rows=rows)
+    claim = Claim("m", "s", "4.2", "monotonic_in_rho", "empirical", {"comparisons": tuple(comps)})
+    assert evaluate(claim, ev).status == status
+    sign = Claim("s", "s", "4.2", "sign_follows_rho", "empirical", {"comparisons": tuple(comps)})
+    assert evaluate(sign, ev).status == ("reproduced" if status == "reproduced" else "not reproduced")

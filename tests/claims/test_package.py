@@ -1,0 +1,48 @@
+"""The claims package as a whole: its registry, its imports, and no import cycle anywhere in repro/."""
+
+import subprocess
+import sys
+
+import pytest
+
+from repro.claims import RULES
+from repro.claims.core import Outcome, Rule
+from repro.claims.rules import FAMILIES, build_rules
+
+from .import_graph import REPO, cycles, import_graph
+
+
+def test_every_family_rule_is_registered_once():
+    names = [rule.name for family in FAMILIES for rule in family]
+    assert len(names) == len(set(names)) == 16
+    assert RULES.names() == sorted(names)
+    assert all(RULES.get(r.name).config is r.config for family in FAMILIES for r in family)
+
+
+def test_the_registry_refuses_a_duplicate(monkeypatch):
+    rules = build_rules()
+    with pytest.raises(KeyError, match="claim rule 'compare' is already registered"):
+        rules.register("compare", config=object, doc="")(lambda p, ev: Outcome("reproduced", ""))
+    twice = (FAMILIES[0], (Rule("compare", object, lambda p, ev: None, "a second 'compare'"),))
+    monkeypatch.setattr("repro.claims.rules.FAMILIES", twice)
+    with pytest.raises(KeyError, match="already registered"):
+        build_rules()
+
+
+@pytest.mark.slow  # spawns a Python process (about a second)
+def test_importing_claims_leaves_torch_out():
+    code = "import sys, repro.claims; print('torch' in sys.modules, 'repro.manifest' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "False"]
+
+
+def test_the_cycle_finder_finds_a_cycle():
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert cycles(graph) == [["a", "b", "c"]]
+
+
+def test_no_import_cycle_in_repro():
+    graph = import_graph()
+    assert "repro.claims.core" in graph and "repro.claims" in graph["repro.manifest"]
+    assert all("repro.manifest" not in graph[m] for m in graph if m.startswith("repro.claims"))
+    assert cycles(graph) == []

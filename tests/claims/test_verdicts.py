@@ -1,0 +1,109 @@
+"""evaluate (repro.claims.verdicts): missing data, GPU scope and the profile a verdict was decided on."""
+
+import pytest
+
+from repro.claims import Evidence, evaluate
+from repro.manifest import load_all
+from repro.results import COMPARISON_METRICS, ROW_METRICS
+
+from .helpers import claim, ev, gap
+
+
+def test_missing_measurement_is_not_run_with_the_reason():
+    c = claim("matches_paper", metric="rows.r18_head.rho", paper="r18_head.rho")
+    e = ev()
+    e.missing["rows.r18_head.rho"] = "ImageNet is not present under data/imagenet"
+    v = evaluate(c, e)
+    assert v.status == "not run" and "ImageNet is not present" in v.evidence
+    assert evaluate(c, ev()).evidence == "rows.r18_head.rho was not measured"
+
+
+def test_gpu_scope_is_not_decided_on_a_cpu():
+    c = claim("compare", scope="gpu", metric="rows.a.rho", relation="<", bound=1.0)
+    v = evaluate(c, ev(rows__a__rho=0.5))
+    assert v.status == "not run" and "needs a GPU" in v.evidence
+    e = ev(rows__a__rho=0.5)
+    e.device = "cuda"
+    assert evaluate(c, e).status == "reproduced"
+
+
+def test_empirical_claims_on_smoke_are_labelled():
+    c = claim("compare", scope="empirical", metric="rows.a.rho", relation="<", bound=1.0)
+    e = ev(rows__a__rho=0.5)
+    e.paper_scale = False
+    v = evaluate(c, e)
+    assert v.status == "reproduced" and not v.paper_scale and "not a paper-scale result" in v.note
+
+
+def _full_metrics(manifest):
+    """Every row and comparison metric of a manifest, measured, with every row well above chance."""
+    metrics = {}
+    for i, r in enumerate(manifest.rows):
+        for name in ROW_METRICS:
+            metrics[f"rows.{r.id}.{name}"] = 0.3 + 0.01 * i
+        metrics[f"rows.{r.id}.accuracy"] = {0: 0.6, 1: 0.62, 2: 0.61}
+        metrics[f"rows.{r.id}.late_drop"] = {0: 0.01, 1: 0.02, 2: 0.015}
+        metrics[f"rows.{r.id}.chance"] = 0.01
+        metrics[f"rows.{r.id}.num_experts"] = 2 + i
+    for i, c in enumerate(manifest.comparisons):
+        for name in COMPARISON_METRICS:
+            metrics[f"comparisons.{c.id}.{name}"] = 1.0 + 0.1 * i
+        metrics[f"comparisons.{c.id}.gap"] = gap([0.5 + 0.1 * i, 0.7 + 0.1 * i, 0.6 + 0.1 * i])
+    return metrics
+
+
+def _evidence(manifest, kind, profile, device="cpu"):
+    return Evidence(manifest.id, manifest.paper_table, profile, metrics=_full_metrics(manifest), device=device,
+                    paper_scale=kind == "paper", kind=kind, seeds=3, epochs=2,
+                    comparison_rows={c.id: (c.row, c.baseline) for c in manifest.comparisons})
+
+
+@pytest.mark.parametrize("device", ["cpu", "cuda"])
+def test_a_pipeline_profile_decides_every_analytic_claim_and_no_measured_one(device):
+    counts = {"analytic": 0, "empirical": 0, "gpu": 0}
+    for manifest in load_all():
+        ev = _evidence(manifest, "pipeline", "smoke", device)
+        for c in manifest.claims:
+            v = evaluate(c, ev)
+            counts[c.scope] += 1
+            if c.scope == "analytic":
+                assert v.status in ("reproduced", "not reproduced", "inconclusive"), (c.id, v.evidence)
+            elif c.scope == "gpu" and device == "cpu":
+                assert v.status == "not run" and "needs a GPU" in v.evidence
+            else:
+                words = "empirical" if c.scope == "empirical" else "GPU-scoped"
+                assert v.status == "not run" and v.failed == [] and v.p_value is None
+                assert v.note == f"smoke is a pipeline check: synthetic data decides no {words} claim"
+                assert v.measured and "not measured" not in v.evidence  # what was measured is still shown
+    assert counts["analytic"] > 0 and counts["empirical"] > 40 and counts["gpu"] > 0
+
+
+def test_a_paper_profile_decides_the_same_claims():
+    for manifest in load_all():
+        ev = _evidence(manifest, "paper", "full", device="cuda")
+        for c in manifest.claims:
+            assert evaluate(c, ev).status != "not run", c.id
+
+
+def test_a_functional_profile_gives_its_reason():
+    c = claim("compare", scope="empirical", metric="rows.a.rho", relation="<", bound=1.0)
+    e = ev(rows__a__rho=0.5)
+    e.kind, e.profile = "functional", "functional"
+    v = evaluate(c, e)
+    assert v.status == "not run"
+    assert v.note == "functional is a functional check: real images that are not the paper's decide no empirical claim"
+    assert v.evidence == "rows.a.rho = 0.5 < the bound (1)"
+    assert evaluate(claim("compare", metric="rows.a.rho", relation="<", bound=1.0), e).status == "reproduced"
+    missing = evaluate(claim("compare", scope="empirical", metric="rows.b.rho", relation="<", bound=1.0), e)
+    assert missing.evidence == "rows.b.rho was not measured" and missing.note == v.note
+
+
+def test_a_reduced_profile_names_its_seeds_and_epochs():
+    c = claim("compare", scope="empirical", metric="rows.a.rho", relation="<", bound=1.0)
+    e = ev(rows__a__rho=0.5)
+    e.kind, e.profile, e.paper_scale, e.seeds, e.epochs = "reduced", "quick", False, 3, 20
+    v = evaluate(c, e)
+    assert v.status == "reproduced"
+    assert v.note == "decided on the 'quick' profile, a reduced protocol (3 seeds, 20 epochs): not the paper's protocol"
+    e.epochs = None
+    assert "(3 seeds, the paper's epochs)" in evaluate(c, e).note
