@@ -105,18 +105,17 @@ def compile_backbone(model: nn.Module, cfg: RunConfig, engine: Engine, device: t
     if engine.channels_last:
         x = x.contiguous(memory_format=torch.channels_last)
     trial = copy.deepcopy(model.backbone)
-    rng = torch.get_rng_state()
+    gpus = [device.index or 0] if device.type == "cuda" else []
     try:
-        trial.compile(backend=backend)
-        with _autocast(cfg, device):
-            out = trial(x)
-        if out.requires_grad:
-            out.float().sum().backward()
+        with torch.random.fork_rng(devices=gpus):  # the trial step leaves the run's random streams untouched
+            trial.compile(backend=backend)
+            with _autocast(cfg, device):
+                out = trial(x)
+            if out.requires_grad:
+                out.float().sum().backward()
     except Exception as exc:  # any compiler failure: train eagerly, as without compilation
         lines = [line for line in str(exc).splitlines() if line.strip()][:2]  # dynamo puts the cause second
         return f"{type(exc).__name__}: {' '.join(lines)}"
-    finally:
-        torch.set_rng_state(rng)
     model.backbone.compile(backend=backend)  # in place: parameter names, and so checkpoints, are unchanged
     return ""
 
@@ -307,7 +306,7 @@ def train_run(cfg: RunConfig, device: torch.device, data_dir: Path | None, check
         opt.load_state_dict(state["optimizer"])
         if sched is not None:
             sched.load_state_dict(state["scheduler"])
-        torch.set_rng_state(state["rng"])
+        _restore_rng(state["rng"], device)
         history, start, elapsed = state["history"], state["epoch"], state["elapsed"]
     hooks = routing_modules(model)
     for epoch in range(start, cfg.epochs):
@@ -324,19 +323,43 @@ def train_run(cfg: RunConfig, device: torch.device, data_dir: Path | None, check
             entry["test_usage_by_class"] = evaluation["usage_by_class"]
         history.append(entry)
         elapsed += entry["seconds"]
-        _save_checkpoint(checkpoint, model, opt, sched, history, epoch + 1, elapsed)
+        _save_checkpoint(checkpoint, model, opt, sched, history, epoch + 1, elapsed, device)
         if on_epoch is not None:
             on_epoch(epoch + 1, cfg.epochs, entry)
     executed = {**asdict(engine), "compile": engine.compile and not compile_error, "compile_error": compile_error}
     return {**_summary(cfg, history, data.source, frozen, elapsed), "engine": executed}
 
 
-def _save_checkpoint(path: Path, model, opt, sched, history, epoch: int, elapsed: float) -> None:
+def _rng_state(device: torch.device) -> dict[str, Any]:
+    """The generators' states as bytes, so that no map_location can move them off the CPU."""
+    out: dict[str, Any] = {"cpu": bytes(torch.get_rng_state().numpy().tobytes())}
+    if device.type == "cuda":
+        out["cuda"] = [bytes(s.cpu().numpy().tobytes()) for s in torch.cuda.get_rng_state_all()]
+    return out
+
+
+def _byte_tensor(state: bytes | torch.Tensor) -> torch.Tensor:
+    if isinstance(state, torch.Tensor):  # a checkpoint written before states were stored as bytes
+        return state.detach().to("cpu", torch.uint8)
+    return torch.frombuffer(bytearray(state), dtype=torch.uint8)
+
+
+def _restore_rng(state: dict[str, Any] | torch.Tensor, device: torch.device) -> None:
+    """Set the CPU (and, on CUDA, every GPU's) generator from a checkpoint's `rng` entry."""
+    if not isinstance(state, dict):
+        state = {"cpu": state}
+    torch.set_rng_state(_byte_tensor(state["cpu"]))
+    if device.type == "cuda" and "cuda" in state:
+        torch.cuda.set_rng_state_all([_byte_tensor(s) for s in state["cuda"]])
+
+
+def _save_checkpoint(path: Path, model, opt, sched, history, epoch: int, elapsed: float,
+                     device: torch.device) -> None:
     import io
 
     buf = io.BytesIO()
     torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(),
-                "scheduler": sched.state_dict() if sched is not None else {}, "rng": torch.get_rng_state(),
+                "scheduler": sched.state_dict() if sched is not None else {}, "rng": _rng_state(device),
                 "history": history, "epoch": epoch, "elapsed": elapsed}, buf)
     atomic_write_bytes(path, buf.getvalue())
 
