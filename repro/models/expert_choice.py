@@ -47,7 +47,8 @@ class ExpertChoiceHead(RoutedHead):
         s = torch.softmax(self.gate(h), dim=-1)  # (B, E)
         g, idx = s.t().topk(cap, dim=-1)  # (E, C): each expert's chosen samples and their gates
         y = self.experts(h[idx])  # (E, C, D) -> (E, C, O)
-        out = h.new_zeros(b, y.shape[-1]).index_add(0, idx.flatten(), (g.unsqueeze(-1) * y).flatten(0, 1))
+        src = (g.unsqueeze(-1) * y).flatten(0, 1)  # (E*C, O); float32 under autocast, as the gates are
+        out = src.new_zeros(b, y.shape[-1]).index_add(0, idx.flatten(), src)
         mask = torch.zeros_like(s).scatter(0, idx.t(), 1.0)  # (B, E)
         self._record_routing(s, mask, dropped=mask.sum(-1) == 0, capacity=cap)
         return out  # (B, O)
