@@ -47,19 +47,22 @@ class RunData:
 
 @dataclass(frozen=True)
 class Engine:
-    """Speed choices, from REPRO_CHANNELS_LAST, REPRO_COMPILE (auto, 1, 0) and REPRO_DISPATCH (auto, loop, batched).
+    """Speed choices, from REPRO_CHANNELS_LAST, REPRO_COMPILE (auto, 1, 0), REPRO_DISPATCH (auto, loop, batched)
+    and REPRO_BF16_CPU (0 by default).
 
     auto: channels-last convolutions everywhere (1.2-1.5x per training step on a
     2-core CPU at 32 px and above, CIFAR CNN to ResNet-18; neutral at 16 px);
     the backbone compiled on CUDA only (on that CPU it compiled for ~50 s and ran
     no faster); batched sparse dispatch on CUDA only (no host synchronisation; on
     a CPU its empty expert slots cost more than the loop's per-expert calls), and
-    only where the row leaves `dispatch` unset.
+    only where the row leaves `dispatch` unset. A recipe's bf16 autocast runs on CUDA; REPRO_BF16_CPU=1 runs it
+    on the CPU too, the nearest CPU equivalent of the CUDA path (slower there, so off by default).
     """
 
     channels_last: bool = False
     compile: bool = False
     dispatch: str | None = None  # replaces the sparse head's default dispatch
+    bf16_cpu: bool = False  # a bf16 recipe autocasts on the CPU as it does on CUDA
 
 
 def _env(name: str) -> str:
@@ -82,7 +85,8 @@ def resolve_engine(cfg: RunConfig, device: torch.device) -> Engine:
         if choice not in ("auto", "loop", "batched"):
             raise ValueError(f"REPRO_DISPATCH={choice!r}: expected auto, loop or batched")
         dispatch = ("batched" if cuda else None) if choice == "auto" else choice
-    return Engine(_switch("REPRO_CHANNELS_LAST", True), _switch("REPRO_COMPILE", cuda), dispatch)
+    return Engine(_switch("REPRO_CHANNELS_LAST", True), _switch("REPRO_COMPILE", cuda), dispatch,
+                  _switch("REPRO_BF16_CPU", False))
 
 
 def build_engine_model(cfg: RunConfig, engine: Engine) -> nn.Module:
@@ -109,7 +113,7 @@ def compile_backbone(model: nn.Module, cfg: RunConfig, engine: Engine, device: t
     try:
         with torch.random.fork_rng(devices=gpus):  # the trial step leaves the run's random streams untouched
             trial.compile(backend=backend)
-            with _autocast(cfg, device):
+            with _autocast(cfg, device, engine):
                 out = trial(x)
             if out.requires_grad:
                 out.float().sum().backward()
@@ -197,20 +201,26 @@ def make_optimizer(cfg: RunConfig, model: nn.Module) -> tuple[torch.optim.Optimi
     return opt, sched
 
 
-def _autocast(cfg: RunConfig, device: torch.device):
-    if cfg.bf16 and device.type == "cuda":
-        return torch.autocast("cuda", dtype=torch.bfloat16)
-    return contextlib.nullcontext()
+def autocast_dtype(cfg: RunConfig, device: torch.device, engine: Engine | None = None) -> torch.dtype | None:
+    """bfloat16 where the recipe asks for it and the device runs it (CUDA; the CPU with engine.bf16_cpu)."""
+    on = device.type == "cuda" or (device.type == "cpu" and engine is not None and engine.bf16_cpu)
+    return torch.bfloat16 if cfg.bf16 and on else None
 
 
-def evaluate(model: nn.Module, batches: Iterable, num_classes: int, cfg: RunConfig, device: torch.device) -> dict:
+def _autocast(cfg: RunConfig, device: torch.device, engine: Engine | None = None):
+    dtype = autocast_dtype(cfg, device, engine)
+    return torch.autocast(device.type, dtype=dtype) if dtype is not None else contextlib.nullcontext()
+
+
+def evaluate(model: nn.Module, batches: Iterable, num_classes: int, cfg: RunConfig, device: torch.device,
+             engine: Engine | None = None) -> dict:
     """Accuracy, loss, and for routed heads the expert usage per class (Fig. 4)."""
     model.eval()
     hooks = [m for m in routing_modules(model) if m is model.head]
     correct = seen = 0
     loss_sum = 0.0
     usage = None  # (classes, E)
-    with torch.no_grad(), _autocast(cfg, device):
+    with torch.no_grad(), _autocast(cfg, device, engine):
         for x, y in batches:
             x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
             logits = model(x).float()
@@ -230,7 +240,7 @@ def evaluate(model: nn.Module, batches: Iterable, num_classes: int, cfg: RunConf
     return out
 
 
-def train_epoch(model, data: RunData, opt, cfg: RunConfig, device, epoch: int) -> dict:
+def train_epoch(model, data: RunData, opt, cfg: RunConfig, device, epoch: int, engine: Engine | None = None) -> dict:
     """One pass over the training data. Sums stay on the device: one host sync per epoch."""
     set_train_mode(model)
     hooks = routing_modules(model)
@@ -241,7 +251,7 @@ def train_epoch(model, data: RunData, opt, cfg: RunConfig, device, epoch: int) -
     steps = 0
     for x, y in data.train:
         x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
-        with _autocast(cfg, device):
+        with _autocast(cfg, device, engine):
             logits = model(x)
             aux = sum((m.aux_loss() for m in hooks), zero())
             loss = F.cross_entropy(logits.float(), y) + aux.float()
@@ -313,10 +323,10 @@ def train_run(cfg: RunConfig, device: torch.device, data_dir: Path | None, check
         t0 = time.perf_counter()
         for m in hooks:
             m.on_epoch_start(*schedule_position(epoch, cfg))
-        entry = {"epoch": epoch + 1, **train_epoch(model, data, opt, cfg, device, epoch)}
+        entry = {"epoch": epoch + 1, **train_epoch(model, data, opt, cfg, device, epoch, engine)}
         if sched is not None:
             sched.step()
-        evaluation = evaluate(model, data.test, spec.num_classes, cfg, device)
+        evaluation = evaluate(model, data.test, spec.num_classes, cfg, device, engine)
         entry.update(test_accuracy=evaluation["accuracy"], test_loss=evaluation["loss"],
                      seconds=time.perf_counter() - t0)
         if "usage_by_class" in evaluation:
@@ -326,7 +336,9 @@ def train_run(cfg: RunConfig, device: torch.device, data_dir: Path | None, check
         _save_checkpoint(checkpoint, model, opt, sched, history, epoch + 1, elapsed, device)
         if on_epoch is not None:
             on_epoch(epoch + 1, cfg.epochs, entry)
-    executed = {**asdict(engine), "compile": engine.compile and not compile_error, "compile_error": compile_error}
+    dtype = autocast_dtype(cfg, device, engine)
+    executed = {**asdict(engine), "compile": engine.compile and not compile_error, "compile_error": compile_error,
+                "autocast": str(dtype).removeprefix("torch.") if dtype is not None else None}
     return {**_summary(cfg, history, data.source, frozen, elapsed), "engine": executed}
 
 

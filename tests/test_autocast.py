@@ -65,7 +65,8 @@ def test_sparse_head_trains_under_bf16_with_either_dispatch(dispatch, policy):
     _train_step(model, torch.randn(16, 3, 16, 16), torch.arange(16) % 10)
 
 
-@pytest.mark.parametrize("backbone", BACKBONES.names())
+@pytest.mark.parametrize("backbone", [pytest.param(b, marks=pytest.mark.slow) if b in SIZE else b
+                                      for b in BACKBONES.names()])
 def test_every_backbone_trains_a_step_under_bf16_autocast(backbone, policy):
     torch.manual_seed(0)
     dataset = "imagenet" if backbone in SIZE else ("tiny_imagenet" if backbone.startswith("tiny") else "cifar10")

@@ -1,13 +1,16 @@
 """The training loop's CUDA-only paths, run by their nearest CPU equivalents (issue 11.1)."""
 
+import dataclasses
+import math
+
 import pytest
 import torch
 
 from repro.manifest import Profile, Row
-from repro.models import Component
+from repro.models import BACKBONES, Component
 from repro.recipes import resolve
-from repro.runs import checkpoint_path
-from repro.train import _restore_rng, _rng_state, train_run
+from repro.train import (Engine, _restore_rng, _rng_state, autocast_dtype, build_engine_model, compile_backbone,
+                         train_run)
 
 PROFILE = Profile(description="test", evidence="pipeline", seeds=1, epochs=2, data="synthetic", train_samples=64,
                   test_samples=32, batch_size=32, max_image_size=16, pretrained=False)
@@ -66,3 +69,60 @@ def test_resume_from_a_checkpoint_loaded_with_a_device_map_location(tmp_path, mo
     assert seen == [torch.device("cpu")]
     strip = lambda r: [{k: v for k, v in h.items() if k != "seconds"} for h in r["history"]]  # noqa: E731
     assert strip(resumed) == strip(whole) and resumed["metrics"] == whole["metrics"]
+
+
+def test_a_bf16_recipe_trains_under_cpu_autocast_when_asked(tmp_path, monkeypatch):
+    """REPRO_BF16_CPU=1: the recipe's bf16 autocast runs on the CPU and the record says so."""
+    base = dataclasses.replace(resolve(_row("expert_choice", expert_hidden=16), PROFILE, seed=0), epochs=1, bf16=True)
+    monkeypatch.setenv("REPRO_BF16_CPU", "0")
+    plain = train_run(base, torch.device("cpu"), None, tmp_path / "plain.ckpt")
+    monkeypatch.setenv("REPRO_BF16_CPU", "1")
+    bf16 = train_run(base, torch.device("cpu"), None, tmp_path / "bf16.ckpt")
+    assert plain["engine"]["autocast"] is None and not plain["engine"]["bf16_cpu"]
+    assert bf16["engine"]["autocast"] == "bfloat16" and bf16["engine"]["bf16_cpu"]
+    loss = [r["history"][0]["train_loss"] for r in (plain, bf16)]
+    assert all(map(math.isfinite, loss)) and loss[0] != loss[1]  # bf16 rounding shows in the loss
+    assert abs(loss[0] - loss[1]) < 0.1
+
+
+def test_autocast_follows_recipe_device_and_switch():
+    cfg = resolve(_row(), PROFILE, seed=0)
+    on = dataclasses.replace(cfg, bf16=True)
+    cpu, cuda = torch.device("cpu"), torch.device("cuda")
+    assert autocast_dtype(on, cuda) is torch.bfloat16 and autocast_dtype(cfg, cuda) is None
+    assert autocast_dtype(on, cpu, Engine()) is None
+    assert autocast_dtype(on, cpu, Engine(bf16_cpu=True)) is torch.bfloat16
+    assert autocast_dtype(cfg, cpu, Engine(bf16_cpu=True)) is None
+
+
+@pytest.mark.slow
+def test_inductor_compiles_a_small_backbone_on_the_cpu():
+    cfg = resolve(_row(), PROFILE, seed=0)
+    torch.manual_seed(0)
+    model = build_engine_model(cfg, Engine()).eval()
+    x = torch.randn(4, 3, 16, 16)
+    expected = model(x)
+    torch._dynamo.reset()
+    assert compile_backbone(model, cfg, Engine(compile=True), torch.device("cpu"), backend="inductor") == ""
+    assert model.backbone._compiled_call_impl is not None
+    torch.testing.assert_close(model(x), expected, rtol=1e-4, atol=1e-5)
+    torch._dynamo.reset()
+
+
+TORCHVISION = ("resnet18", "mobilenet_v2", "resnet18_moeconv")
+
+
+@pytest.mark.parametrize("backbone", [pytest.param(b, marks=pytest.mark.slow) if b in TORCHVISION else b
+                                      for b in BACKBONES.names()])
+def test_channels_last_leaves_every_backbone_function_unchanged(backbone):
+    size = 32 if backbone.startswith(("resnet", "mobilenet")) else 16
+    dataset = "imagenet" if size == 32 else ("tiny_imagenet" if backbone.startswith("tiny") else "cifar10")
+    cfg = dataclasses.replace(resolve(_row(backbone=backbone, dataset=dataset), PROFILE, seed=0), image_size=size)
+    torch.manual_seed(0)
+    plain = build_engine_model(cfg, Engine()).eval()
+    fast = build_engine_model(cfg, Engine(channels_last=True)).eval()
+    fast.load_state_dict(plain.state_dict())
+    x = torch.randn(2, 3, size, size)
+    with torch.no_grad():
+        torch.testing.assert_close(fast(x.contiguous(memory_format=torch.channels_last)), plain(x),
+                                   rtol=1e-4, atol=1e-5)
