@@ -13,25 +13,14 @@ experts) a sample is processed depends on the rest of its batch.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 import torch
 from torch import nn
 
 from repro.models.base import RoutedHead
+from repro.models.configs import ExpertChoiceConfig
 from repro.models.capacity import capacity
 from repro.models.experts import ExpertBank
-from repro.models.heads import HEADS
-
-
-@dataclass(frozen=True)
-class ExpertChoiceConfig:
-    num_experts: int = 8  # shared with every MoE variant (Section 4.1)
-    expert_hidden: int = 304  # h, as the sparse head (Section 3.1)
-    dropout: float = 0.3
-    # c: not given in the paper. 1.0 makes the average experts per sample 1, the
-    # sparse head's k = 1; Zhou et al. also report c = 2 (their "EC-CF2").
-    capacity_factor: float = 1.0
 
 
 class ExpertChoiceHead(RoutedHead):
@@ -54,6 +43,5 @@ class ExpertChoiceHead(RoutedHead):
         return out  # (B, O)
 
 
-@HEADS.register("expert_choice", config=ExpertChoiceConfig, doc="Expert Choice routing: experts pick top-C samples")
 def build_expert_choice(in_features: int, num_classes: int, **params) -> nn.Module:
     return ExpertChoiceHead(in_features, num_classes, ExpertChoiceConfig(**params))
