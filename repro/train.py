@@ -29,6 +29,7 @@ from torch import nn
 from repro.data.specs import get_dataset
 from repro.fsutil import atomic_write_bytes
 from repro.models import Component, build_model
+from repro.models.base import entropy
 from repro.recipes import RunConfig
 
 EpochCallback = Callable[[int, int, dict[str, Any]], None]  # (epoch done, epochs, history entry)
@@ -240,14 +241,37 @@ def evaluate(model: nn.Module, batches: Iterable, num_classes: int, cfg: RunConf
     return out
 
 
+class RoutingTally:
+    """Sums of one routed module's per-step routing statistics over an epoch, on the device."""
+
+    def __init__(self) -> None:
+        self.steps = 0
+        self.usage = self.dropped = self.forced = self.entropy = None
+
+    def add(self, stats: dict) -> None:
+        self.steps += 1
+        for name, key in (("usage", "expert_counts"), ("dropped", "dropped"), ("forced", "forced"),
+                          ("entropy", "entropy")):
+            value = stats[key].float() if key == "entropy" else stats[key]
+            old = getattr(self, name)
+            setattr(self, name, value if old is None else old + value)
+
+    def layer_summary(self) -> dict[str, Any]:
+        """A backbone MoE layer's epoch (Table 5): expert usage counts, mean H(p_bar), H of the usage."""
+        usage = self.usage.float()
+        return {"expert_usage": self.usage.tolist(), "entropy": (self.entropy / self.steps).item(),
+                "usage_entropy": entropy(usage / usage.sum().clamp_min(1)).item()}
+
+
 def train_epoch(model, data: RunData, opt, cfg: RunConfig, device, epoch: int, engine: Engine | None = None) -> dict:
     """One pass over the training data. Sums stay on the device: one host sync per epoch."""
     set_train_mode(model)
     hooks = routing_modules(model)
+    names = {m: n for n, m in model.named_modules()}
     data.train.set_epoch(epoch)
     zero = lambda: torch.zeros((), device=device)  # noqa: E731
     loss_sum, aux_sum, correct, seen = zero(), zero(), zero(), 0
-    dropped, forced, entropy, usage = zero(), zero(), zero(), None
+    tallies = {m: RoutingTally() for m in hooks}
     steps = 0
     for x, y in data.train:
         x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
@@ -265,12 +289,10 @@ def train_epoch(model, data: RunData, opt, cfg: RunConfig, device, epoch: int, e
         aux_sum += aux.detach().float() * len(y)
         correct += (logits.argmax(-1) == y).sum()
         seen += len(y)
-        stats = model.head.routing_stats()
-        if stats:
-            dropped += stats["dropped"]
-            forced += stats["forced"]
-            entropy += stats["entropy"].float()
-            usage = stats["expert_counts"] if usage is None else usage + stats["expert_counts"]
+        for m in hooks:
+            stats = m.routing_stats()
+            if stats:
+                tallies[m].add(stats)
     if steps == 0:
         raise RuntimeError(f"no training batch: {cfg.train_samples} samples with batch size {cfg.batch_size}")
     mean_loss = (loss_sum / seen).item()
@@ -278,13 +300,19 @@ def train_epoch(model, data: RunData, opt, cfg: RunConfig, device, epoch: int, e
         raise NonFiniteLoss(f"the training loss became {mean_loss} during epoch {epoch + 1} "
                             f"(auxiliary part {(aux_sum / seen).item():.4g}); the run stops without a record")
     entry = {"train_loss": mean_loss, "train_accuracy": (correct / seen).item(), "aux_loss": (aux_sum / seen).item()}
-    if usage is not None:
-        entry.update(expert_usage=usage.tolist(), dropped=int(dropped.item()), forced=int(forced.item()),
-                     routing_entropy=(entropy / steps).item())
-    for name in ("tau", "current_k"):
-        value = getattr(model.head, name, None)
-        if isinstance(value, (int, float)):
-            entry["k" if name == "current_k" else name] = value
+    head = tallies.get(model.head)
+    if head is not None and head.steps:
+        entry.update(expert_usage=head.usage.tolist(), dropped=int(head.dropped.item()),
+                     forced=int(head.forced.item()), routing_entropy=(head.entropy / head.steps).item())
+    layers = {names[m]: t.layer_summary() for m, t in tallies.items() if m is not model.head and t.steps}
+    if layers:
+        entry["routing_layers"] = layers
+    for m in hooks:  # the schedules in force this epoch; the head's at the top level (tau, k)
+        state = m.schedule_state()
+        if m is model.head:
+            entry.update(state)
+        elif state:
+            entry.setdefault("schedules", {})[names[m]] = state
     return entry
 
 
@@ -376,6 +404,15 @@ def _save_checkpoint(path: Path, model, opt, sched, history, epoch: int, elapsed
     atomic_write_bytes(path, buf.getvalue())
 
 
+def _routing(last: dict[str, Any]) -> dict[str, Any]:
+    """The last epoch's routing: the head's (expert_usage, test_usage_by_class, routing_entropy) and, under
+    "layers", each backbone MoE layer's {"expert_usage": [E counts], "entropy": H(p_bar), "usage_entropy": ...}."""
+    out = {k: last[k] for k in ("expert_usage", "test_usage_by_class", "routing_entropy") if k in last}
+    if "routing_layers" in last:
+        out["layers"] = last["routing_layers"]
+    return out
+
+
 def _summary(cfg: RunConfig, history: list[dict], source: str, frozen: list[str], elapsed: float) -> dict[str, Any]:
     accs = [h["test_accuracy"] for h in history]
     peak = max(range(len(accs)), key=accs.__getitem__)
@@ -388,7 +425,7 @@ def _summary(cfg: RunConfig, history: list[dict], source: str, frozen: list[str]
         "metrics": {"accuracy": metric, "final_accuracy": final, "peak_accuracy": accs[peak],
                     "peak_epoch": peak + 1, "protocol": cfg.metric},
         "history": history,
-        "routing": {k: last[k] for k in ("expert_usage", "test_usage_by_class", "routing_entropy") if k in last},
+        "routing": _routing(last),
         "data": source,
         "frozen_parameters": len(frozen),
         "train_seconds": elapsed,

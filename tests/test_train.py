@@ -126,3 +126,30 @@ def test_channels_last_leaves_every_backbone_function_unchanged(backbone):
     with torch.no_grad():
         torch.testing.assert_close(fast(x.contiguous(memory_format=torch.channels_last)), plain(x),
                                    rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.slow
+def test_backbone_moe_routing_of_every_layer_reaches_the_record(tmp_path):
+    """Table 5's per-layer utilisation: expert usage over the last epoch and routing entropy, per MoEConv2d."""
+    row = _row(backbone="resnet18_moeconv", dataset="imagenet", hidden=[])
+    cfg = dataclasses.replace(resolve(row, PROFILE, seed=0), epochs=1, train_samples=16, test_samples=8,
+                              batch_size=8)
+    record = train_run(cfg, torch.device("cpu"), None, tmp_path / "c.ckpt")
+    layers = record["routing"]["layers"]
+    expected = [f"backbone.net.layer{i}.{b}.conv{c}" for i in (3, 4) for b in (0, 1) for c in (1, 2)]
+    assert sorted(layers) == expected
+    for stats in layers.values():
+        assert len(stats["expert_usage"]) == 8
+        assert sum(stats["expert_usage"]) == 2 * 16  # every training sample through k = 2 experts
+        assert 0 <= stats["entropy"] <= math.log(8) + 1e-6
+        assert 0 <= stats["usage_entropy"] <= math.log(8) + 1e-6
+    assert "expert_usage" not in record["routing"]  # the dense head routes nothing
+    assert record["history"][-1]["routing_layers"] == layers
+
+
+def test_schedules_come_from_the_generic_hook():
+    cfg = resolve(_row("sparse_moe", expert_hidden=8, k_warmup_epochs=2), PROFILE, seed=0)
+    model = build_engine_model(cfg, Engine())
+    model.head.on_epoch_start(0, 4)
+    assert model.head.schedule_state() == {"tau": 1.0, "k": 8}
+    assert build_engine_model(resolve(_row(), PROFILE, seed=0), Engine()).head.schedule_state() == {}

@@ -52,6 +52,9 @@ class SparseMoEHead(RoutedHead):
         self.tau = temperature(progress(epoch, num_epochs), c.tau_max, c.tau_min, c.tau_schedule, c.tau_sharpness)
         self.current_k = warmup_k(epoch, c.top_k, c.k_warmup_start, c.k_warmup_epochs)
 
+    def schedule_state(self) -> dict[str, float | int]:
+        return {"tau": self.tau, "k": self.current_k}
+
     def route(self, h: torch.Tensor):
         """Scores -> (probs (B, E), assignment, candidates (B, Kc), capacity or 0, base scores (B, E))."""
         c, e, k = self.cfg, self.cfg.num_experts, self.current_k
