@@ -51,10 +51,11 @@ class WeightsStatus:
     def file_name(self) -> str:
         return self.url.rsplit("/", 1)[-1]
 
-    def message(self) -> str:
+    def message(self, backbones: Iterable[str] = ()) -> str:
+        names = ", ".join(f"'{b}'" for b in (list(backbones) or [self.backbone]))
         if self.problem:
-            return f"pretrained weights for '{self.backbone}' at {self.path}: {self.problem}"
-        return (f"pretrained ImageNet weights for '{self.backbone}' ({self.file_name}) are not cached at {self.path} "
+            return f"pretrained weights for {names} at {self.path}: {self.problem}"
+        return (f"pretrained ImageNet weights for {names} ({self.file_name}) are not cached at {self.path} "
                 f"nor in REPRO_WEIGHTS. On a machine with internet run\n"
                 f"  TORCH_HOME=<dir> python -c \"import torch; torch.hub.load_state_dict_from_url('{self.url}')\"\n"
                 f"and copy <dir>/hub/checkpoints/{self.file_name} to {self.path.parent}/ "
@@ -122,10 +123,15 @@ def require_all_weights(backbones: Iterable[str], sources: Iterable[str | Path] 
     """The weights file of every backbone that has pretrained weights; every missing or bad file in one error."""
     given = list(sources) if sources is not None else None
     statuses = [weights_status(b, given) for b in sorted({b for b in backbones if weights_for(b)})]
-    bad = [s for s in statuses if not s.present]
+    bad: dict[Path, list[WeightsStatus]] = {}  # one line per file: backbones may share one (resnet18_moeconv)
+    for status in statuses:
+        if not status.present:
+            bad.setdefault(status.path, []).append(status)
     if bad:
-        head = f"{len(bad)} pretrained weights file(s) cannot be used:\n" if len(bad) > 1 else ""
-        raise WeightsMissing(head + "\n".join(f"- {s.message()}" if head else s.message() for s in bad))
+        lines = [group[0].message(s.backbone for s in group) for group in bad.values()]
+        if len(lines) == 1:
+            raise WeightsMissing(lines[0])
+        raise WeightsMissing(f"{len(lines)} pretrained weights files cannot be used:\n" + "\n".join(f"- {x}" for x in lines))
     return {s.backbone: s.path for s in statuses}
 
 
