@@ -131,7 +131,8 @@ def require_all_weights(backbones: Iterable[str], sources: Iterable[str | Path] 
         lines = [group[0].message(s.backbone for s in group) for group in bad.values()]
         if len(lines) == 1:
             raise WeightsMissing(lines[0])
-        raise WeightsMissing(f"{len(lines)} pretrained weights files cannot be used:\n" + "\n".join(f"- {x}" for x in lines))
+        listed = "\n".join(f"- {line}" for line in lines)
+        raise WeightsMissing(f"{len(lines)} pretrained weights files cannot be used:\n{listed}")
     return {s.backbone: s.path for s in statuses}
 
 

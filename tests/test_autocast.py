@@ -50,7 +50,7 @@ def _train_step(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor) -> flo
 @pytest.mark.parametrize("head", HEADS.names())
 def test_every_head_trains_a_step_under_bf16_autocast(head, policy):
     torch.manual_seed(0)
-    params = {"expert_hidden": 16} if "expert_hidden" in {f for f in HEADS.get(head).config.__dataclass_fields__} else {}
+    params = {"expert_hidden": 16} if "expert_hidden" in HEADS.get(head).config.__dataclass_fields__ else {}
     model = build_model("cifar10", Component("cifar_standard"), Component(head, SMALL_HEAD.get(head, params)),
                         image_size=16)
     x, y = torch.randn(16, 3, 16, 16), torch.arange(16) % 10

@@ -44,7 +44,7 @@ def test_a_checkpoint_of_the_old_format_still_restores():
 
 
 def test_resume_from_a_checkpoint_loaded_with_a_device_map_location(tmp_path, monkeypatch):
-    """Every tensor of the checkpoint is remapped (as map_location=cuda would); the run still resumes bit-identically."""
+    """Loaded with map_location=device as on CUDA: the RNG states are bytes no map_location moves; bit-identical."""
     cfg = resolve(_row(), PROFILE, seed=0)
     whole = train_run(cfg, torch.device("cpu"), None, tmp_path / "a.ckpt")
 

@@ -121,7 +121,8 @@ class MoEConv2d(RoutingHooks, nn.Module):
             rows = (top_i == e).any(-1).nonzero().flatten()  # samples that selected expert e
             if rows.numel():
                 y = F.conv2d(x[rows], self.weight[e], stride=self.stride, padding=self.padding)
-                out = out.index_add(0, rows, (gates[rows, e, None, None, None] * y).to(out.dtype))  # gates fp32 under CUDA autocast
+                y = gates[rows, e, None, None, None] * y  # float32 under CUDA autocast, whose softmax is float32
+                out = out.index_add(0, rows, y.to(out.dtype))
         return out
 
 
