@@ -166,8 +166,7 @@ def _print_flops(manifests: list[Manifest], check: FlopCheck, verbose: bool) -> 
 def data(data_dir: Optional[Path] = DataOpt) -> None:
     """Which datasets and pretrained weights are present, where, and what each manifest still needs."""
     from repro.data.layout import data_root, data_status
-    from repro.recipes import PRETRAINABLE
-    from repro.weights import weights_status
+    from repro.weights import WEIGHTS, weights_status
 
     manifests = _load_all()
     statuses = {s.name: s for s in data_status(data_dir)}
@@ -176,12 +175,15 @@ def data(data_dir: Optional[Path] = DataOpt) -> None:
         users = [m.id for m in manifests if any(r.dataset == name and "accuracy" in r.measures for r in m.rows)]
         state = "[green]present[/]" if s.present else "[red]missing[/]: " + escape(", ".join(s.missing[:3]))
         table.add_row(s.title, state, escape(str(s.path)), ", ".join(users))
-    for arch in sorted(PRETRAINABLE - {"resnet18_moeconv"}):
-        w = weights_status(arch)
-        users = [m.id for m in manifests
-                 if any(r.backbone.name in (arch, f"{arch}_moeconv") and "accuracy" in r.measures for r in m.rows)]
-        table.add_row(f"{arch} weights", "[green]present[/]" if w.present else "[red]missing[/]", str(w.path),
-                      ", ".join(users))
+    files: dict[str, tuple[object, list[str]]] = {}  # one weights file can serve several backbones
+    for backbone in sorted(WEIGHTS):
+        w = weights_status(backbone)
+        files.setdefault(w.file_name, (w, []))[1].append(backbone)
+    for w, backbones in files.values():
+        users = [m.id for m in manifests if any(r.backbone.name in backbones and "accuracy" in r.measures for r in m.rows)]
+        state = ("[green]present[/]" if w.present else f"[red]refused[/]: {escape(w.problem)}" if w.found
+                 else "[red]missing[/]")
+        table.add_row(f"{', '.join(backbones)} weights", state, escape(str(w.path)), ", ".join(users))
     console.print(f"data root: {data_root(data_dir).absolute()}", markup=False)
     console.print(table)
     for s in statuses.values():

@@ -15,10 +15,7 @@ from typing import Any, Literal
 
 from repro.data.specs import get_dataset
 from repro.manifest import Profile, Row
-from repro.weights import WEIGHTS, weights_for
-
-# Backbones with a pretrained start: derived from the one map (repro.weights); kept for cli.py.
-PRETRAINABLE = frozenset(WEIGHTS)
+from repro.weights import weights_for
 
 # Bump when a change to the training code changes what a run config produces:
 # records written under another version are not reused.

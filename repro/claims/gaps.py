@@ -15,12 +15,10 @@ import warnings
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-from scipy import stats as sps
 
 from repro.claims.core import Evidence, Outcome, Rule, need, paper, passed, pct
 from repro.paper import PaperValue
 from repro.results import comparison_metric, row_metric
-from repro.stats_audit import power_plan
 
 ALPHA = 0.05
 
@@ -42,6 +40,8 @@ def _p(p: float | None) -> str:
 
 def seeds_needed(pv: PaperValue) -> int | None:
     """Seeds for 80% power at the effect size the paper's numbers imply (repro.stats_audit.power_plan)."""
+    from repro.stats_audit import power_plan
+
     plan = power_plan([pv])
     return plan[0].seeds_needed if plan else None
 
@@ -108,7 +108,7 @@ def _magnitude_tolerance(gap: dict[str, Any], pv: PaperValue) -> float:
     n_p = pv.n or n
     sd_p = pv.sd if pv.sd is not None else sd
     se = math.sqrt(sd**2 / n + sd_p**2 / n_p)
-    return float(sps.t.ppf(0.975, max(1, min(n, n_p) - 1))) * se + pv.tolerance
+    return float(_sps().t.ppf(0.975, max(1, min(n, n_p) - 1))) * se + pv.tolerance
 
 
 def _gap(ev: Evidence, comparison: str) -> dict[str, Any]:
@@ -202,7 +202,7 @@ def _welch_p(a: list[float], b: list[float]) -> float:
         return float("nan")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # identical values: scipy warns, p is NaN
-        return float(sps.ttest_ind(a, b, equal_var=False).pvalue)
+        return float(_sps().ttest_ind(a, b, equal_var=False).pvalue)
 
 
 @dataclass(frozen=True)
@@ -269,7 +269,7 @@ def accuracy_matches_paper(p: AccuracyMatchesPaper, ev: Evidence) -> Outcome:
     if len(xs) < 2:
         return Outcome("inconclusive", f"{mean:.2f}% from one seed vs reported {pv.printed}", ["seeds: need at least 2"])
     sd = math.sqrt(sum((x - mean) ** 2 for x in xs) / (len(xs) - 1))
-    tol = float(sps.t.ppf(0.975, len(xs) - 1)) * sd / math.sqrt(len(xs)) + pv.tolerance
+    tol = float(_sps().t.ppf(0.975, len(xs) - 1)) * sd / math.sqrt(len(xs)) + pv.tolerance
     text = f"{mean:.2f} ± {sd:.2f}% over {len(xs)} seeds vs reported {pv.printed} (tolerance ±{tol:.2f}pp)"
     failed = [] if abs(mean - pv.value) <= tol else [f"magnitude: {mean:.2f} outside {pv.value:g} ± {tol:.2f}"]
     return Outcome(passed(not failed), text, failed, {p.row: mean}, {p.paper: pv.printed})
@@ -289,7 +289,7 @@ def gap_difference(p: GapDifference, ev: Evidence) -> Outcome:
     diff = a["mean"] - b["mean"]
     se = math.hypot(a["sem"] or 0.0, b["sem"] or 0.0)
     df = max(1, min(a["n"], b["n"]) - 1)
-    tol = float(sps.t.ppf(0.975, df)) * 100 * se + pv.tolerance
+    tol = float(_sps().t.ppf(0.975, df)) * 100 * se + pv.tolerance
     text = f"{p.comparison} - {p.minus} = {pct(diff)} vs reported {pv.printed} (tolerance ±{tol:.2f}pp)"
     failed = []
     if (diff > 0) != (pv.value > 0):
@@ -315,3 +315,11 @@ FAMILY = (
          "a row's mean accuracy equals the reported one within its 95% CI and the printed precision"),
     Rule("gap_difference", GapDifference, gap_difference, "the difference of two gaps matches the reported reversal"),
 )
+
+
+def _sps():
+    """scipy.stats, imported on first use: loading it costs about a second, which `repro --help` and
+    manifest validation (which only need the rules' parameter types) should not pay."""
+    from scipy import stats
+
+    return stats

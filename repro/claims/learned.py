@@ -17,7 +17,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from scipy import stats as sps
 
 from repro.claims.core import Evidence, need
 from repro.results import row_metric
@@ -68,9 +67,17 @@ def _one_sided_p(xs: list[float], mu: float) -> float | None:
     if sd == 0:
         return 0.0 if mean > mu else 1.0
     t = (mean - mu) / (sd / math.sqrt(n))
-    return float(sps.t.sf(t, n - 1))
+    return float(_sps().t.sf(t, n - 1))
 
 
 def did_not_learn(ev: Evidence, rows: tuple[str, ...]) -> list[Learning]:
     """The rows, among those given, that did not learn (in the order given)."""
     return [lr for lr in (learning(ev, r) for r in rows) if not lr.learned]
+
+
+def _sps():
+    """scipy.stats, imported on first use: loading it costs about a second, which `repro --help` and
+    manifest validation (which only need the rules' parameter types) should not pay."""
+    from scipy import stats
+
+    return stats

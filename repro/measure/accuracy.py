@@ -33,12 +33,11 @@ def planned_runs(manifest: Manifest, profile: Profile) -> list[PlannedRun]:
 def preflight(configs: list[RunConfig], ctx: Context) -> None:
     """Fail before any training when a dataset or pretrained weight file is missing."""
     from repro.data.layout import require
-    from repro.weights import require_weights
+    from repro.weights import require_all_weights
 
     for dataset in sorted({c.dataset for c in configs if c.data == "real"}):
         require(dataset, ctx.data_dir)
-    for backbone in sorted({c.backbone["name"] for c in configs if c.pretrained}):
-        require_weights(backbone)
+    require_all_weights({c.backbone["name"] for c in configs if c.pretrained})  # every missing file at once
 
 
 def measure_accuracy(manifest: Manifest, ctx: Context) -> Measured:
