@@ -20,7 +20,10 @@ def test_shape_dtype_balance_and_chance(name, size, d):
     assert len(counts) == spec.num_classes and counts.min() == 3 and counts.max() == 4  # balanced to within one
     assert digits.digits_per_image(spec.num_classes) == d
     assert digits.chance(name) == pytest.approx(1 / spec.num_classes)
-    assert torch.equal(x[:, 0], x[:, 1]) and torch.equal(x[:, 1], x[:, 2])  # grey scans on every channel
+    if d == 1:
+        assert torch.equal(x[:, 0], x[:, 1]) and torch.equal(x[:, 1], x[:, 2])  # a grey digit
+    else:
+        assert not x[:, d:].any()  # channels past the number's digits are black
 
 
 def test_deterministic():
@@ -47,18 +50,24 @@ def _scan_set(split: str) -> set[bytes]:
     return {scans[i].numpy().tobytes() for p in digits.pools(split) for i in p.tolist()}
 
 
-def test_composites_use_only_their_split_scans_in_label_order():
-    # At the native 8 px per digit (2 digits on 16 px) every cell is a scan verbatim.
+@pytest.mark.parametrize("name", ["cifar100", "tiny_imagenet", "imagenet"])
+def test_each_channel_is_a_scan_of_its_split_showing_the_labels_digit(name):
+    # At the scans' own 8 px, channel p of every image is a scan verbatim.
+    scans, labels = digits._scans()
+    by_bytes = {scans[i].numpy().tobytes(): int(labels[i]) for i in range(len(labels))}
+    d = digits.digits_per_image(DATASETS[name].num_classes)
     for split in ("train", "test"):
-        x, y = digits.digits_tensors("cifar100", 300, 16, split)
         own = _scan_set(split)
-        scans, labels = digits._scans()
-        by_bytes = {scans[i].numpy().tobytes(): int(labels[i]) for i in range(len(labels))}
-        for img, label in zip(x[:, 0], y.tolist()):
-            assert not img[:4].any() and not img[12:].any()  # a strip centred on the canvas
-            cells = [img[4:12, 0:8].numpy().tobytes(), img[4:12, 8:16].numpy().tobytes()]
+        x, y = digits.digits_tensors(name, 300, 8, split)
+        for img, label in zip(x, y.tolist()):
+            cells = [img[p].numpy().tobytes() for p in range(d)]
             assert all(c in own for c in cells)
-            assert [by_bytes[c] for c in cells] == [label // 10, label % 10]  # class = the number shown
+            assert [by_bytes[c] for c in cells] == [label // 10 ** (d - 1 - p) % 10 for p in range(d)]
+
+
+def test_a_split_smaller_than_the_class_count_draws_distinct_random_classes():
+    _, y = digits.digits_tensors("imagenet", 300, 8, "test")
+    assert len(set(y.tolist())) == 300 and y.max() > 900 and y.min() < 100
 
 
 def test_a_scan_repeats_only_after_its_whole_pool_is_used():
