@@ -34,9 +34,10 @@ ResultsOpt = typer.Option(None, "--results-dir", "-o", help="Where results go. D
 DeviceOpt = typer.Option("auto", "--device", help="auto, cpu or cuda.")
 JobsOpt = typer.Option(0, "--jobs", "-j", min=0, help="Runs trained in parallel processes; 0: one per CPU core on a CPU, 1 on a GPU.")
 DataOpt = typer.Option(None, "--data-dir", help="Dataset root. Default: $REPRO_DATA or ./data.")
-ManifestsOpt = typer.Option(None, "--manifests", help="Folder of manifests. Default: $REPRO_MANIFESTS or the package's manifests/.")
-ProfilesOpt = typer.Option(None, "--profiles", help="TOML file of [profiles.<name>] tables added to every manifest "
-                           "(replacing a profile of the same name). Default: $REPRO_PROFILES, else none.")
+ManifestsOpt = typer.Option(None, "--manifests", help="Folder of manifests. "
+                            "Default: $REPRO_MANIFESTS or the package's manifests/.")
+ProfilesOpt = typer.Option(None, "--profiles", help="TOML file of profiles (tables named profiles.<name>) added to "
+                           "every manifest, replacing one of the same name. Default: $REPRO_PROFILES, else none.")
 
 
 def _progress() -> Progress:

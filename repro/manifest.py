@@ -275,10 +275,11 @@ def load_profiles(path: str | Path) -> dict[str, Profile]:
     problems = Problems()
     for key in data:
         if key != "profiles":
-            problems.add(key, f"unknown key{closest(key, ['profiles'])}; a profiles file holds [profiles.<name>] tables")
+            problems.add(key, f"unknown key{closest(key, ['profiles'])}; "
+                         "a profiles file holds only tables named profiles.<name>")
     raw = data.get("profiles")
     if not isinstance(raw, dict) or not raw:
-        problems.add("profiles", "expected at least one [profiles.<name>] table")
+        problems.add("profiles", "expected at least one table named profiles.<name>")
         raw = {}
     profiles = {name: _profile(prof, f"profiles.{name}", problems) for name, prof in raw.items()}
     if problems.items:
