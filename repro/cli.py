@@ -14,7 +14,9 @@ from rich.table import Table
 
 from rich.markup import escape
 
-from repro.manifest import Manifest, default_profile, find_manifest, load_all, manifest_paths
+from repro.manifest import (
+    Manifest, default_profile, find_manifest, load_all, load_manifest, manifest_paths, user_profiles,
+)
 from repro.results import FlopCheck, default_results_dir, load_result
 from repro.schema import SchemaError
 
@@ -33,6 +35,10 @@ ResultsOpt = typer.Option(None, "--results-dir", "-o", help="Where results go. D
 DeviceOpt = typer.Option("auto", "--device", help="auto, cpu or cuda.")
 JobsOpt = typer.Option(0, "--jobs", "-j", min=0, help="Runs trained in parallel processes; 0: one per CPU core on a CPU, 1 on a GPU.")
 DataOpt = typer.Option(None, "--data-dir", help="Dataset root. Default: $REPRO_DATA or ./data.")
+ManifestsOpt = typer.Option(None, "--manifests", help="Folder of manifests. "
+                            "Default: $REPRO_MANIFESTS or the package's manifests/.")
+ProfilesOpt = typer.Option(None, "--profiles", help="TOML file of profiles (tables named profiles.<name>) added to "
+                           "every manifest, replacing one of the same name. Default: $REPRO_PROFILES, else none.")
 
 
 def _progress() -> Progress:
@@ -50,15 +56,15 @@ def _message(exc: BaseException) -> str:
     return str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)
 
 
-def _load(manifest_id: str) -> Manifest:
+def _load(manifest_id: str, manifests: Path | None = None, profiles: Path | None = None) -> Manifest:
     try:
-        return find_manifest(manifest_id)
+        return find_manifest(manifest_id, manifests, profiles)
     except (KeyError, SchemaError) as exc:
         _fail(_message(exc))
 
 
 def _run_ids(ids: list[str], profile: str | None, results_dir: Path | None, device: str, jobs: int = 1,
-             data_dir: Path | None = None) -> int:
+             data_dir: Path | None = None, manifests_dir: Path | None = None, profiles: Path | None = None) -> int:
     from repro.data.layout import DatasetMissing
     from repro.estimate import estimate
     from repro.pipeline import execute, make_context
@@ -66,7 +72,7 @@ def _run_ids(ids: list[str], profile: str | None, results_dir: Path | None, devi
 
     profile = profile or default_profile()
     results_dir = results_dir or default_results_dir()
-    manifests = [_load(i) for i in ids]
+    manifests = [_load(i, manifests_dir, profiles) for i in ids]
     _check_results_dir(results_dir)
     status = 0
     for manifest in manifests:
@@ -100,14 +106,15 @@ def _print_verdicts(verdicts) -> None:
 
 
 @app.command("list")
-def list_manifests() -> None:
+def list_manifests(manifests: Optional[Path] = ManifestsOpt, profiles: Optional[Path] = ProfilesOpt) -> None:
     """Manifests, what each reproduces, and what each profile costs."""
     from repro.estimate import estimate, local_device
 
     table = Table("Id", "Reproduces", "Rows", "Claims", "Profiles and estimated cost")
-    for path in manifest_paths():
+    extra = _user_profiles(profiles)
+    for path in manifest_paths(manifests):
         try:
-            m = find_manifest(path.stem)
+            m = load_manifest(path, extra)
         except SchemaError as exc:
             table.add_row(path.stem, f"[red]invalid manifest[/]: {escape(exc.problems[0])}", "", "", "")
             continue
@@ -122,18 +129,20 @@ def list_manifests() -> None:
 @app.command("run")
 def run(ids: list[str] = typer.Argument(..., help="Manifest ids, e.g. table6."), profile: Optional[str] = ProfileOpt,
         results_dir: Optional[Path] = ResultsOpt, device: str = DeviceOpt, jobs: int = JobsOpt,
-        data_dir: Optional[Path] = DataOpt) -> None:
+        data_dir: Optional[Path] = DataOpt, manifests: Optional[Path] = ManifestsOpt,
+        profiles: Optional[Path] = ProfilesOpt) -> None:
     """Run one or more manifests."""
-    raise typer.Exit(_run_ids(ids, profile, results_dir, device, jobs, data_dir))
+    raise typer.Exit(_run_ids(ids, profile, results_dir, device, jobs, data_dir, manifests, profiles))
 
 
 @app.command("flops")
 def flops(ids: list[str] = typer.Argument(None, help="Manifest ids (default: all)."),
-          verbose: bool = typer.Option(False, "--verbose", "-v", help="Show every module's three counts.")) -> None:
+          verbose: bool = typer.Option(False, "--verbose", "-v", help="Show every module's three counts."),
+          manifests_dir: Optional[Path] = ManifestsOpt) -> None:
     """Count FLOPs of every row three ways (analytic, fvcore, torch/2); exit 1 on any disagreement."""
     from repro.pipeline import flop_check
 
-    manifests = [_load(i) for i in ids] if ids else _load_all()
+    manifests = [_load(i, manifests_dir) for i in ids] if ids else _load_all(manifests_dir)
     with _progress() as progress:
         check = flop_check(manifests, progress)
     _print_flops(manifests, check, verbose)
@@ -163,12 +172,12 @@ def _print_flops(manifests: list[Manifest], check: FlopCheck, verbose: bool) -> 
 
 
 @app.command("data")
-def data(data_dir: Optional[Path] = DataOpt) -> None:
+def data(data_dir: Optional[Path] = DataOpt, manifests_dir: Optional[Path] = ManifestsOpt) -> None:
     """Which datasets and pretrained weights are present, where, and what each manifest still needs."""
     from repro.data.layout import data_root, data_status
     from repro.weights import WEIGHTS, weights_status
 
-    manifests = _load_all()
+    manifests = _load_all(manifests_dir)
     statuses = {s.name: s for s in data_status(data_dir)}
     table = Table("Dataset", "Status", "Path", "Needed by (full profile)")
     for name, s in statuses.items():
@@ -193,19 +202,20 @@ def data(data_dir: Optional[Path] = DataOpt) -> None:
 
 
 @app.command("report")
-def report(results_dir: Optional[Path] = ResultsOpt,
+def report(results_dir: Optional[Path] = ResultsOpt, manifests_dir: Optional[Path] = ManifestsOpt,
+           profiles: Optional[Path] = ProfilesOpt,
            profile: Optional[str] = typer.Option(None, "--profile", "-p", help="Only this profile's report. Default: every profile with results.")) -> None:
     """Re-render <results>/<profile>/report.md from whatever results the directory holds."""
     from repro.report.summary import write_report
     from repro.results import profiles_present
 
     results_dir = results_dir or default_results_dir()
-    profiles = [profile] if profile else profiles_present(results_dir)
+    manifests = _load_all(manifests_dir, profiles)  # bad input is reported before anything else
+    names = [profile] if profile else profiles_present(results_dir)
     _check_results_dir(results_dir)
-    if not profiles:
+    if not names:
         _fail(f"no results in {results_dir}: run a table or `repro verify-all` first")
-    manifests = _load_all()
-    for name in profiles:
+    for name in names:
         path, summary = write_report(results_dir, name, manifests)
         console.rule(name)
         for line in summary["lines"]:
@@ -216,14 +226,15 @@ def report(results_dir: Optional[Path] = ResultsOpt,
 @app.command("verify-all")
 def verify_all(profile: Optional[str] = ProfileOpt, results_dir: Optional[Path] = ResultsOpt,
                device: str = DeviceOpt, jobs: int = JobsOpt, data_dir: Optional[Path] = DataOpt,
-               strict: bool = typer.Option(False, "--strict", help="Also exit 1 when a decidable claim did not reproduce.")) -> None:
+               strict: bool = typer.Option(False, "--strict", help="Also exit 1 when a decidable claim did not reproduce."),
+               manifests_dir: Optional[Path] = ManifestsOpt, profiles: Optional[Path] = ProfilesOpt) -> None:
     """Every manifest, every FLOP check, every claim: one report and an exit code to trust."""
     from repro.pipeline import describe_exception, execute, flop_check, make_context
     from repro.report.summary import write_report
 
     profile = profile or default_profile()
     results_dir = results_dir or default_results_dir()
-    manifests = _load_all()
+    manifests = _load_all(manifests_dir, profiles)
     _check_results_dir(results_dir)
     failures: dict[str, str] = {}
     with _progress() as progress:
@@ -279,9 +290,16 @@ def _check_results_dir(results_dir: Path) -> None:
         _fail(f"{exc}; nothing was run")
 
 
-def _load_all() -> list[Manifest]:
+def _load_all(manifests: Path | None = None, profiles: Path | None = None) -> list[Manifest]:
     try:
-        return load_all()
+        return load_all(manifests, profiles)
+    except SchemaError as exc:
+        _fail(str(exc))
+
+
+def _user_profiles(profiles: Path | None) -> dict:
+    try:
+        return user_profiles(profiles)
     except SchemaError as exc:
         _fail(str(exc))
 
@@ -294,8 +312,9 @@ def _register_manifest_commands() -> None:
 
 def _manifest_command(path: Path):
     def command(profile: Optional[str] = ProfileOpt, results_dir: Optional[Path] = ResultsOpt,
-                device: str = DeviceOpt, jobs: int = JobsOpt, data_dir: Optional[Path] = DataOpt) -> None:
-        raise typer.Exit(_run_ids([path.stem], profile, results_dir, device, jobs, data_dir))
+                device: str = DeviceOpt, jobs: int = JobsOpt, data_dir: Optional[Path] = DataOpt,
+                manifests: Optional[Path] = ManifestsOpt, profiles: Optional[Path] = ProfilesOpt) -> None:
+        raise typer.Exit(_run_ids([path.stem], profile, results_dir, device, jobs, data_dir, manifests, profiles))
 
     command.__doc__ = f"Run manifests/{path.name} (the same as `repro run {path.stem}`)."
     return command

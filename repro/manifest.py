@@ -7,6 +7,7 @@ assumptions made where the paper is silent. Code never branches on its id.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,8 +30,9 @@ def default_profile() -> str:
     return os.environ.get("REPRO_PROFILE", "smoke")
 
 
-def manifests_dir() -> Path:
-    return Path(os.environ.get("REPRO_MANIFESTS", REPO_ROOT / "manifests"))
+def manifests_dir(directory: str | Path | None = None) -> Path:
+    """The manifests folder: `directory`, else $REPRO_MANIFESTS, else the package's manifests/."""
+    return Path(directory or os.environ.get("REPRO_MANIFESTS") or REPO_ROOT / "manifests")
 
 
 @dataclass(frozen=True)
@@ -92,7 +94,7 @@ class Profile:
     device: Literal["auto", "cpu", "cuda"] = "auto"
     seeds: int = bounded(1, ge=1, le=MAX_SEEDS)
     epochs: int | None = bounded(None, ge=1, le=MAX_EPOCHS)  # None: the paper's epochs (Section 4.1)
-    data: Literal["real", "synthetic"] = "real"
+    data: Literal["real", "synthetic", "digits"] = "real"  # digits: real scans standing in (repro.data.digits)
     train_samples: int | None = bounded(None, ge=1, le=MAX_SAMPLES)  # a subset, for profiles that must be quick
     test_samples: int | None = bounded(None, ge=1, le=MAX_SAMPLES)
     batch_size: int | None = bounded(None, ge=1, le=MAX_BATCH)
@@ -242,8 +244,7 @@ def parse_manifest(data: dict[str, Any], file: str | Path) -> Manifest:
         if "profiles" in data and name not in raw_profiles:
             problems.add(f"profiles.{name}", f"missing required profile (every manifest has {', '.join(REQUIRED_PROFILES)})")
     for name, prof in raw_profiles.items():
-        check_id(name, f"profiles.{name}", problems)  # a profile names a results folder
-        profiles[name] = from_dict(Profile, prof, f"profiles.{name}", problems)
+        profiles[name] = _profile(prof, f"profiles.{name}", problems)
 
     rows = [r for r in rows if r is not None]
     _check_ids(rows, "rows", problems)
@@ -285,6 +286,43 @@ def parse_manifest(data: dict[str, Any], file: str | Path) -> Manifest:
     return manifest
 
 
+
+
+def _profile(data: Any, path: str, problems: Problems) -> Profile | None:
+    """One profile, from a manifest or a user's profiles file: the same checks for both."""
+    check_id(path.removeprefix("profiles."), path, problems)  # a profile names a results folder
+    profile = from_dict(Profile, data, path, problems)
+    if profile is not None and profile.evidence in ("reduced", "paper") and profile.data != "real":
+        problems.add(f"{path}.data", f"evidence {profile.evidence!r} is the paper's datasets: expected 'real', "
+                     f"got {profile.data!r} (use evidence 'pipeline' or 'functional')")
+    return profile
+
+
+def load_profiles(path: str | Path) -> dict[str, Profile]:
+    """User profiles from a TOML file of [profiles.<name>] tables, validated like a manifest's;
+    raise SchemaError naming the file and every problem."""
+    path = Path(path)
+    data = read_toml(path)
+    problems = Problems()
+    for key in data:
+        if key != "profiles":
+            problems.add(key, f"unknown key{closest(key, ['profiles'])}; "
+                         "a profiles file holds only tables named profiles.<name>")
+    raw = data.get("profiles")
+    if not isinstance(raw, dict) or not raw:
+        problems.add("profiles", "expected at least one table named profiles.<name>")
+        raw = {}
+    profiles = {name: _profile(prof, f"profiles.{name}", problems) for name, prof in raw.items()}
+    if problems.items:
+        raise SchemaError(path, problems.items)
+    return profiles
+
+
+def with_profiles(manifest: Manifest, profiles: dict[str, Profile]) -> Manifest:
+    """The manifest with `profiles` added; a user profile replaces the manifest's of the same name."""
+    return dataclasses.replace(manifest, profiles={**manifest.profiles, **profiles})
+
+
 def _list(data: dict, key: str, problems: Problems) -> list:
     value = data.get(key, [])
     if not isinstance(value, list):
@@ -302,20 +340,40 @@ def _check_ids(items: list, kind: str, problems: Problems) -> None:
         seen.add(item.id)
 
 
-def load_manifest(path: str | Path) -> Manifest:
-    return parse_manifest(read_toml(Path(path)), path)
+def load_manifest(path: str | Path, profiles: dict[str, Profile] | None = None) -> Manifest:
+    manifest = parse_manifest(read_toml(Path(path)), path)
+    return with_profiles(manifest, profiles) if profiles else manifest
 
 
-def manifest_paths() -> list[Path]:
-    return sorted(manifests_dir().glob("*.toml"))
+PROFILES_FILE = "profiles.toml"  # in a manifests folder: user profiles (see load_profiles), not a manifest
 
 
-def load_all() -> list[Manifest]:
-    return [load_manifest(p) for p in manifest_paths()]
+def manifest_paths(directory: str | Path | None = None) -> list[Path]:
+    return sorted(p for p in manifests_dir(directory).glob("*.toml") if p.name != PROFILES_FILE)
 
 
-def find_manifest(manifest_id: str) -> Manifest:
-    paths = {p.stem: p for p in manifest_paths()}
+def profiles_path(path: str | Path | None = None) -> Path | None:
+    """The user profiles file: `path`, else $REPRO_PROFILES, else none."""
+    value = path or os.environ.get("REPRO_PROFILES")
+    return Path(value) if value else None
+
+
+def user_profiles(path: str | Path | None = None) -> dict[str, Profile]:
+    """The profiles of profiles_path(path), validated; {} without a file."""
+    file = profiles_path(path)
+    return load_profiles(file) if file else {}
+
+
+def load_all(directory: str | Path | None = None, profiles_file: str | Path | None = None) -> list[Manifest]:
+    """Every manifest in the folder (see manifests_dir), each with the user profiles (see profiles_path) added."""
+    extra = user_profiles(profiles_file)
+    return [load_manifest(p, extra) for p in manifest_paths(directory)]
+
+
+def find_manifest(manifest_id: str, directory: str | Path | None = None,
+                  profiles_file: str | Path | None = None) -> Manifest:
+    paths = {p.stem: p for p in manifest_paths(directory)}
     if manifest_id not in paths:
-        raise KeyError(f"no manifest '{manifest_id}'{closest(manifest_id, list(paths))}; known: {', '.join(paths)}")
-    return load_manifest(paths[manifest_id])
+        raise KeyError(f"no manifest '{manifest_id}'{closest(manifest_id, list(paths))}; "
+                       f"known in {manifests_dir(directory)}: {', '.join(paths)}")
+    return load_manifest(paths[manifest_id], user_profiles(profiles_file))

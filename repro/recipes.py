@@ -60,7 +60,7 @@ class RunConfig:
     schedule: str
     backbone_lr_scale: float
     bf16: bool
-    data: Literal["real", "synthetic"]
+    data: Literal["real", "synthetic", "digits"]
     train_samples: int | None
     test_samples: int | None
     image_size: int

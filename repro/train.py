@@ -44,6 +44,7 @@ class RunData:
     train: Any  # iterable of (x, y) batches with set_epoch(epoch) and len()
     test: Iterable
     source: str  # what was loaded, for the record
+    classes: int | None = None  # distinct labels trained on (None: the dataset's); chance is 1 / classes
 
 
 @dataclass(frozen=True)
@@ -133,10 +134,18 @@ def _resize(images: torch.Tensor, size: int) -> torch.Tensor:
 
 
 def make_data(cfg: RunConfig, device: torch.device, data_dir: Path | None, channels_last: bool = False) -> RunData:
-    from repro.data import loader, synthetic, tensors
+    from repro.data import digits, loader, synthetic, tensors
 
     spec = get_dataset(cfg.dataset)
-    if cfg.data == "synthetic":
+    flip = True
+    if cfg.data == "digits":
+        xtr, ytr = digits.digits_tensors(cfg.dataset, cfg.train_samples, cfg.image_size, "train")
+        xte, yte = digits.digits_tensors(cfg.dataset, cfg.test_samples, cfg.image_size, "test")
+        flip = False  # a mirrored digit is not a digit
+        source = (f"real handwritten digits (scikit-learn) standing in for {spec.title}: {spec.num_classes} classes of "
+                  f"{digits.digits_per_image(spec.num_classes)}-digit numbers, {len(ytr)} train / {len(yte)} test "
+                  f"images at {cfg.image_size}px from disjoint scans")
+    elif cfg.data == "synthetic":
         n_train, n_test = cfg.train_samples or 2048, cfg.test_samples or 512
         # The data set is fixed (seed 0) like a real one; the run seed sets init and order.
         xtr, ytr = synthetic.synthetic_tensors(cfg.dataset, n_train, 0, cfg.image_size, "train")
@@ -156,12 +165,13 @@ def make_data(cfg: RunConfig, device: torch.device, data_dir: Path | None, chann
                                                     seed=cfg.seed, train_samples=cfg.train_samples,
                                                     test_samples=cfg.test_samples, device=device,
                                                     channels_last=channels_last)
-        return RunData(train, test, f"{spec.title} image folders under {data_dir or 'the data root'}")
+        return RunData(train, test, f"{spec.title} image folders under {data_dir or 'the data root'}",
+                       len(train.dataset.classes))
     train = loader.TensorLoader.for_dataset(cfg.dataset, xtr, ytr, cfg.batch_size, train=True, seed=cfg.seed,
-                                            device=device, channels_last=channels_last)
+                                            device=device, channels_last=channels_last, flip=flip)
     test = loader.TensorLoader.for_dataset(cfg.dataset, xte, yte, cfg.batch_size, train=False, device=device,
                                            channels_last=channels_last)
-    return RunData(train, test, source)
+    return RunData(train, test, source, int(ytr.unique().numel()))
 
 
 def routing_modules(model: nn.Module) -> list[nn.Module]:
@@ -367,7 +377,8 @@ def train_run(cfg: RunConfig, device: torch.device, data_dir: Path | None, check
     dtype = autocast_dtype(cfg, device, engine)
     executed = {**asdict(engine), "compile": engine.compile and not compile_error, "compile_error": compile_error,
                 "autocast": str(dtype).removeprefix("torch.") if dtype is not None else None}
-    return {**_summary(cfg, history, data.source, frozen, elapsed), "engine": executed}
+    chance = 1.0 / (data.classes or spec.num_classes)
+    return {**_summary(cfg, history, data.source, frozen, elapsed, chance), "engine": executed}
 
 
 def _rng_state(device: torch.device) -> dict[str, Any]:
@@ -413,7 +424,8 @@ def _routing(last: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _summary(cfg: RunConfig, history: list[dict], source: str, frozen: list[str], elapsed: float) -> dict[str, Any]:
+def _summary(cfg: RunConfig, history: list[dict], source: str, frozen: list[str], elapsed: float,
+             chance: float) -> dict[str, Any]:
     accs = [h["test_accuracy"] for h in history]
     peak = max(range(len(accs)), key=accs.__getitem__)
     final = accs[-1]
@@ -423,7 +435,7 @@ def _summary(cfg: RunConfig, history: list[dict], source: str, frozen: list[str]
     last = history[-1]
     return {
         "metrics": {"accuracy": metric, "final_accuracy": final, "peak_accuracy": accs[peak],
-                    "peak_epoch": peak + 1, "protocol": cfg.metric},
+                    "peak_epoch": peak + 1, "protocol": cfg.metric, "chance": chance},
         "history": history,
         "routing": _routing(last),
         "data": source,

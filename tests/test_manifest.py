@@ -88,3 +88,25 @@ def test_all_problems_are_reported_together(tmp_path):
     problems = _problems(path)
     assert any(p.startswith("rows[1].backbone.width: must be positive") and "got -1.0" in p for p in problems)
     assert any("rows[1].backbone.depth: unknown key" in p for p in problems)
+
+
+def test_every_manifest_has_a_functional_profile_on_real_digits():
+    manifests = load_all()
+    training = [m for m in manifests if "accuracy" in m.measures()]
+    assert len(training) >= 9
+    shared = {}
+    for m in manifests:
+        p = m.profiles.get("functional")
+        assert p is not None, f"{m.path}: no [profiles.functional]"
+        assert p.evidence == "functional" and p.device == "cpu", m.id
+        assert "decides no" in p.description and "claim" in p.description, m.id
+        if m in training:
+            assert p.data == "digits" and p.seeds == 2 and not p.pretrained, m.id
+            assert p.epochs and p.train_samples and p.test_samples and p.max_image_size, m.id
+            # one setting per kind of table (table5's costly MoEConv2d rows aside), so that runs are
+            # shared across tables: ten-class tables learn in fewer steps than those with 100-1000 classes
+            if m.id != "table5":
+                ten = {r.dataset for r in m.rows if "accuracy" in r.measures} == {"cifar10"}
+                shared.setdefault(ten, set()).add((p.epochs, p.train_samples, p.test_samples, p.batch_size,
+                                                   p.max_image_size))
+    assert set(shared) == {True, False} and all(len(v) == 1 for v in shared.values()), shared

@@ -64,5 +64,6 @@ def test_metric_protocol(protocol, expected):
     cfg = resolve(_row("cifar10" if protocol == "final" else "tiny_imagenet",
                        "cifar_standard" if protocol == "final" else "tiny_standard"), FULL, seed=0)
     history = [{"test_accuracy": a} for a in (0.4, 0.7, 0.5)]
-    out = _summary(cfg, history, "", [], 1.0)
+    out = _summary(cfg, history, "", [], 1.0, chance=0.1)
     assert out["metrics"]["accuracy"] == expected and out["metrics"]["peak_epoch"] == 2
+    assert out["metrics"]["chance"] == 0.1
