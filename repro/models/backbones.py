@@ -31,15 +31,33 @@ class ConvBackboneConfig:
     width: float = 1.0  # width factor w, scales every block's channels
     batch_norm: bool = False
     features: Literal["flatten", "gap"] = "flatten"  # how the last block's map becomes F
+    # "he": He et al. fan-in normal weights, zero biases (see _he_init); "torch": PyTorch's default
+    # kaiming_uniform(a=sqrt(5)), under which the depthwise stack without BatchNorm does not learn.
+    init: Literal["he", "torch"] = "he"
 
     def __post_init__(self) -> None:
         if self.width <= 0:
             raise ValueError("width must be positive")
         if not self.channels or self.convs_per_block < 1:
             raise ValueError("need at least one block and one convolution per block")
+        if self.init not in ("he", "torch"):
+            raise ValueError(f"init must be 'he' or 'torch', got {self.init!r}")
 
     def widths(self) -> list[int]:
         return [max(1, round(c * self.width)) for c in self.channels]
+
+
+def _he_init(conv: nn.Conv2d, relu_follows: bool) -> None:
+    """He et al. (2015) fan-in init: Var(w) = gain^2 / fan_in keeps activations at unit scale.
+
+    gain sqrt(2) where a ReLU follows, 1 for the depthwise 3x3 (fan_in 9), which feeds the
+    pointwise 1x1 directly. PyTorch's default has Var(w) = 1 / (3 fan_in): each separable
+    unit then shrinks the signal's second moment ~18x, and its uniform biases (up to 1/3 at
+    fan_in 9) leave features almost input-independent at init (tools/investigate/FINDINGS.md).
+    """
+    nn.init.kaiming_normal_(conv.weight, mode="fan_in", nonlinearity="relu" if relu_follows else "linear")
+    if conv.bias is not None:
+        nn.init.zeros_(conv.bias)
 
 
 def _conv3x3(cin: int, cout: int, cfg: ConvBackboneConfig) -> list[nn.Module]:
@@ -51,6 +69,9 @@ def _conv3x3(cin: int, cout: int, cfg: ConvBackboneConfig) -> list[nn.Module]:
         ]
     else:
         layers = [nn.Conv2d(cin, cout, 3, padding=1, bias=bias)]
+    if cfg.init == "he":
+        for conv in layers:
+            _he_init(conv, relu_follows=conv is layers[-1])
     if cfg.batch_norm:
         layers.append(nn.BatchNorm2d(cout))
     layers.append(nn.ReLU(inplace=True))
