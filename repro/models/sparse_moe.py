@@ -12,11 +12,17 @@ per sample, O classes.
     o_b = sum_i C_{b,i} Expert_i(h_b)                             (B, O)
     aux = lambda_lb L_lb + lambda_ent L_ent    (Eq. 4-5), training forwards only
 
-One expert per sample in training ("one", the default) follows Section 3.3's
-"assigned to their highest-scoring expert with available capacity" and the
-single top-1 fallback. Then C_{b,i} = p/p = 1 for the assigned expert: the
-task loss sends no gradient to the router, which learns from L_lb and L_ent
-only. "top_k" lets a sample take up to k candidates with room instead.
+Reading of Section 3.3 (tools/investigate/FINDINGS.md has the evidence). In
+training a sample takes up to the current k experts with room ("top_k", the
+default), walking down its whole ranking ("all" candidates) before the top-1
+fallback. Only then does every mechanism the text describes act: the k = 8 -> 1
+warm-up dispatches to several experts, C = M p / sum M p differs from 1 and
+carries the task loss to the router, and at k = 1 the capacity ceiling moves
+samples off full experts (so the fallback is rare, as the text says). After the
+warm-up (k = 1) C = 1 and the router learns from L_lb and L_ent alone.
+Sensitivity readings: experts_per_sample = "one" (one expert per sample even
+during the warm-up) and capacity_candidates = 0 (only the top-k are candidates:
+at k = 1 capacity then never moves a sample).
 """
 
 from __future__ import annotations
@@ -54,8 +60,9 @@ class SparseMoEConfig:
     # c, lambda_lb, lambda_ent: GA-optimised values are in the supplement we lack.
     # c = 1.25 is Switch Transformer's training capacity factor; Section 3.3 implies c > 1.
     capacity_factor: float = 1.25
-    capacity_candidates: int = 0  # candidates per sample under capacity; 0 = the current k (Section 3.3)
-    experts_per_sample: Literal["one", "top_k"] = "one"  # in training; see the module docstring
+    # Candidates a sample may take under capacity: "all" E experts best first, 0 = the current k, or n.
+    capacity_candidates: int | Literal["all"] = "all"
+    experts_per_sample: Literal["one", "top_k"] = "top_k"  # in training; see the module docstring
     load_balance_weight: float = 0.01  # lambda_lb: Switch Transformer's alpha = 1e-2
     entropy_weight: float = 0.01  # lambda_ent: same order as lambda_lb (no published value)
     utility_weight: float = 0.0  # lambda_u: off, as the paper finds it inert (Section 3.3)
@@ -67,8 +74,9 @@ class SparseMoEConfig:
             raise ValueError(f"top_k must be in 1..{self.num_experts}")
         if self.k_warmup_epochs and not self.top_k <= self.k_warmup_start <= self.num_experts:
             raise ValueError("k_warmup_start must lie between top_k and num_experts")
-        if self.capacity_candidates and not self.top_k <= self.capacity_candidates <= self.num_experts:
-            raise ValueError("capacity_candidates must be 0 or lie between top_k and num_experts")
+        cc = self.capacity_candidates
+        if cc != "all" and (not isinstance(cc, int) or (cc and not self.top_k <= cc <= self.num_experts)):
+            raise ValueError(f"capacity_candidates must be 'all', 0 or lie between top_k and num_experts, got {cc!r}")
         if not 0 < self.tau_min <= self.tau_max:
             raise ValueError("need 0 < tau_min <= tau_max")
         if self.capacity_factor <= 0:
@@ -100,7 +108,8 @@ class SparseMoEHead(RoutedHead):
         if not self.training:  # plain top-k without capacity (Section 5.3)
             cand = p.topk(k, dim=-1).indices  # (B, K)
             return p, top_k_assignment(cand), cand, 0, base
-        cand = p.topk(max(k, c.capacity_candidates), dim=-1).indices  # (B, Kc)
+        n_cand = e if c.capacity_candidates == "all" else max(k, c.capacity_candidates)
+        cand = p.topk(n_cand, dim=-1).indices  # (B, Kc)
         cap = capacity(c.capacity_factor, int(h.shape[0]), k, e)
         take = 1 if c.experts_per_sample == "one" else k
         rule = assign_reference if c.dispatch == "loop" else assign
