@@ -289,3 +289,16 @@ def test_default_reading_hard_capacity_binds_at_k1():
     literal(h)
     s = literal.routing_stats()
     assert s["expert_counts"].max().item() > cap and s["rerouted"].item() == 0
+
+
+def test_combine_weights_stay_finite_when_capacity_moves_a_sample_to_an_expert_with_p_zero():
+    # At tau = 0.13 a low-ranked expert's p underflows to 0; M p / sum M p would be 0/0 there.
+    m = warmup_head(capacity_factor=1.0)
+    m.on_epoch_start(49, 50)
+    h = skewed_input(b=64) * 50.0  # large scores: p is one-hot in float32
+    out = m(h)
+    p, mask = m._routing["probs"], m._routing["mask"]
+    assert ((mask * p).sum(1) == 0).any()  # some sample sits only on experts with p = 0
+    assert torch.isfinite(out).all()
+    out.sum().backward()
+    assert all(torch.isfinite(q.grad).all() for q in m.parameters() if q.grad is not None)

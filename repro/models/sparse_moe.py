@@ -118,8 +118,10 @@ class SparseMoEHead(RoutedHead):
     def forward(self, h: torch.Tensor) -> torch.Tensor:  # (B, D) -> (B, O)
         p, a, cand, cap, base = self.route(h)
         mask = dispatch_mask(a, self.cfg.num_experts)  # M, (B, E)
-        mp = mask * p
-        combine = mp / mp.sum(-1, keepdim=True)  # C, (B, E)
+        # C = M p / sum_j M p, as a softmax of l~/tau over the assigned experts: a sample that capacity
+        # moves to a low-ranked expert can have p = 0 in float32 at tau = 0.13, and M p / sum M p is 0/0.
+        scores = self.router.with_utility(base) / self.tau
+        combine = torch.softmax(scores.masked_fill(mask == 0, float("-inf")), dim=-1)  # C, (B, E)
         out = DISPATCH[self.cfg.dispatch](h, self.experts, a, combine)  # (B, O)
         if self.training:
             self._aux = self.cfg.load_balance_weight * load_balance_loss(p, mask) + (
