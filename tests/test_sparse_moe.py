@@ -33,8 +33,12 @@ def test_defaults_and_validation():
     assert (cfg.capacity_factor, cfg.load_balance_weight, cfg.entropy_weight, cfg.utility_weight) == (
         1.25, 0.01, 0.01, 0.0,
     )
-    assert (cfg.experts_per_sample, cfg.dispatch, cfg.tau_sharpness) == ("one", "loop", 7.0)
-    for bad in [{"top_k": 9}, {"tau_min": 2.0}, {"capacity_factor": 0.0}, {"capacity_candidates": 9}]:
+    assert (cfg.experts_per_sample, cfg.capacity_candidates, cfg.dispatch, cfg.tau_sharpness) == (
+        "top_k", "all", "loop", 7.0,
+    )
+    bads = [{"top_k": 9}, {"tau_min": 2.0}, {"capacity_factor": 0.0}, {"capacity_candidates": 9},
+            {"capacity_candidates": "some"}]
+    for bad in bads:
         with pytest.raises(ValueError):
             SparseMoEConfig(**bad)
 
@@ -42,7 +46,7 @@ def test_defaults_and_validation():
 @pytest.mark.parametrize("mode, k", [("one", 1), ("one", 2), ("top_k", 2), ("top_k", 3)])
 @pytest.mark.parametrize("dispatch", ["loop", "batched"])
 def test_training_capacity_and_combine_invariants(mode, k, dispatch):
-    m = head(top_k=k, experts_per_sample=mode, capacity_factor=0.75, dispatch=dispatch).train()
+    m = head(top_k=k, experts_per_sample=mode, capacity_factor=0.75, capacity_candidates=0, dispatch=dispatch).train()
     h = skewed_input()
     m(h)
     s = m.routing_stats()
@@ -73,7 +77,7 @@ def test_large_capacity_training_equals_plain_top_k(mode, k):
 
 
 def test_one_mode_k2_sends_each_sample_to_one_expert_in_training_and_k_at_evaluation():
-    m = head(top_k=2, capacity_factor=8.0)
+    m = head(top_k=2, capacity_factor=8.0, experts_per_sample="one")
     h = skewed_input()
     m.train()(h)
     assert (m._routing["mask"].sum(1) == 1).all()
@@ -86,7 +90,7 @@ def test_capacity_candidates_widen_the_search():
     # k = 1: the rule's only candidate is the top-1, so a full top-1 always forces;
     # with all E experts as candidates a sample spills to its best expert with room.
     h = skewed_input()
-    narrow = head(capacity_factor=1.0).train()
+    narrow = head(capacity_factor=1.0, capacity_candidates=0).train()
     narrow(h)
     wide = head(capacity_factor=1.0, capacity_candidates=8).train()
     wide(h)
@@ -112,7 +116,7 @@ def test_aux_loss_is_weighted_lb_plus_entropy_of_last_training_forward():
 
 def test_one_expert_per_sample_gives_the_router_no_task_gradient():
     # C_{b,i} = p_{b,i} / p_{b,i} = 1: the task loss cannot reach W_r, K or e_i.
-    m = head(capacity_factor=0.75).train()
+    m = head(capacity_factor=0.75, experts_per_sample="one").train()
     m(skewed_input()).square().sum().backward()
     router_grads = [p.grad for p in m.router.parameters()]
     assert all(g is None or g.abs().max() < 1e-6 for g in router_grads)
@@ -230,3 +234,71 @@ def test_flops_exact_with_batched_dispatch():
     assert report.problems == []
     d, hid, o = model.head.experts.in_features, 304, 10
     assert report.head == d * 8 + d * 64 + 64 * 8 + 8 * (d * hid + hid * hid + hid * o)  # padded slots run too
+
+
+def warmup_head(**kw) -> SparseMoEHead:
+    """The CIFAR rows' head: k = 8 -> 1 over 5 epochs, of 50."""
+    return head(top_k=1, k_warmup_epochs=5, k_warmup_start=8, **kw).train()
+
+
+def test_default_reading_k_warmup_changes_the_training_dispatch():
+    # Under the default reading a warm-up sample is dispatched to its top-k experts; under
+    # experts_per_sample = "one" the warm-up leaves the training mask exactly as at k = 1.
+    h = skewed_input(b=32)
+    for mode, changes in [("top_k", True), ("one", False)]:
+        m = warmup_head(experts_per_sample=mode, capacity_candidates=0)
+        m.on_epoch_start(0, 50)
+        m(h)
+        warm = m._routing["mask"].clone()
+        m.on_epoch_start(49, 50)
+        m(h)
+        assert torch.equal(warm, m._routing["mask"]) is not changes, mode
+    m = warmup_head()
+    m.on_epoch_start(0, 50)
+    m(h)
+    assert (m._routing["mask"].sum(1) == 8).all()  # cap = ceil(1.25 * 32 * 8 / 8) = 40 >= B: nobody is short
+
+
+def test_default_reading_router_learns_from_the_task_loss_during_warmup():
+    # C = M p / sum M p over several experts is not constant, so cross-entropy reaches W_r and K.
+    y = torch.arange(24) % O
+    for mode, reaches in [("top_k", True), ("one", False)]:
+        m = warmup_head(experts_per_sample=mode)
+        m.on_epoch_start(0, 50)
+        torch.nn.functional.cross_entropy(m(skewed_input()), y).backward()
+        for p in (m.router.w_r.weight, m.router.key_proj.weight):
+            assert (p.grad.abs().max().item() > 1e-4) is reaches, mode
+    m = warmup_head()
+    m.on_epoch_start(49, 50)  # k = 1: C = 1, the router learns from the auxiliary losses only
+    torch.nn.functional.cross_entropy(m(skewed_input()), y).backward()
+    assert m.router.w_r.weight.grad.abs().max().item() < 1e-6
+
+
+def test_default_reading_hard_capacity_binds_at_k1():
+    # Every sample walks down its ranking to an expert with room: no expert over capacity, none forced.
+    # With only the top-1 as candidate (capacity_candidates = 0) the ceiling moves nobody.
+    h = skewed_input(b=64)
+    cap = capacity(1.25, 64, 1, 8)
+    m = warmup_head()
+    m.on_epoch_start(49, 50)
+    m(h)
+    s = m.routing_stats()
+    assert s["expert_counts"].max().item() <= cap and s["forced"].item() == 0 and s["rerouted"].item() > 0
+    literal = warmup_head(capacity_candidates=0)
+    literal.on_epoch_start(49, 50)
+    literal(h)
+    s = literal.routing_stats()
+    assert s["expert_counts"].max().item() > cap and s["rerouted"].item() == 0
+
+
+def test_combine_weights_stay_finite_when_capacity_moves_a_sample_to_an_expert_with_p_zero():
+    # At tau = 0.13 a low-ranked expert's p underflows to 0; M p / sum M p would be 0/0 there.
+    m = warmup_head(capacity_factor=1.0)
+    m.on_epoch_start(49, 50)
+    h = skewed_input(b=64) * 50.0  # large scores: p is one-hot in float32
+    out = m(h)
+    p, mask = m._routing["probs"], m._routing["mask"]
+    assert ((mask * p).sum(1) == 0).any()  # some sample sits only on experts with p = 0
+    assert torch.isfinite(out).all()
+    out.sum().backward()
+    assert all(torch.isfinite(q.grad).all() for q in m.parameters() if q.grad is not None)

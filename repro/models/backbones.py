@@ -18,6 +18,19 @@ from repro.models.catalog import BACKBONES  # noqa: F401  (re-exported)
 from repro.models.configs import ConvBackboneConfig, TorchvisionConfig  # noqa: F401
 
 
+def _he_init(conv: nn.Conv2d, relu_follows: bool) -> None:
+    """He et al. (2015) fan-in init: Var(w) = gain^2 / fan_in keeps activations at unit scale.
+
+    gain sqrt(2) where a ReLU follows, 1 for the depthwise 3x3 (fan_in 9), which feeds the
+    pointwise 1x1 directly. PyTorch's default has Var(w) = 1 / (3 fan_in): each separable
+    unit then shrinks the signal's second moment ~18x, and its uniform biases (up to 1/3 at
+    fan_in 9) leave features almost input-independent at init (tools/investigate/FINDINGS.md).
+    """
+    nn.init.kaiming_normal_(conv.weight, mode="fan_in", nonlinearity="relu" if relu_follows else "linear")
+    if conv.bias is not None:
+        nn.init.zeros_(conv.bias)
+
+
 def _conv3x3(cin: int, cout: int, cfg: ConvBackboneConfig) -> list[nn.Module]:
     bias = not cfg.batch_norm
     if cfg.depthwise:
@@ -27,6 +40,9 @@ def _conv3x3(cin: int, cout: int, cfg: ConvBackboneConfig) -> list[nn.Module]:
         ]
     else:
         layers = [nn.Conv2d(cin, cout, 3, padding=1, bias=bias)]
+    if cfg.init == "he":
+        for conv in layers:
+            _he_init(conv, relu_follows=conv is layers[-1])
     if cfg.batch_norm:
         layers.append(nn.BatchNorm2d(cout))
     layers.append(nn.ReLU(inplace=True))

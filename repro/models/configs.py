@@ -139,8 +139,9 @@ class SparseMoEConfig:
     # c, lambda_lb, lambda_ent: GA-optimised values are in the supplement we lack.
     # c = 1.25 is Switch Transformer's training capacity factor; Section 3.3 implies c > 1.
     capacity_factor: float = 1.25
-    capacity_candidates: int = 0  # candidates per sample under capacity; 0 = the current k (Section 3.3)
-    experts_per_sample: Literal["one", "top_k"] = "one"  # in training; see repro.models.sparse_moe
+    # Candidates a sample may take under capacity: "all" E experts best first, 0 = the current k, or n.
+    capacity_candidates: int | Literal["all"] = "all"
+    experts_per_sample: Literal["one", "top_k"] = "top_k"  # in training; see repro.models.sparse_moe
     load_balance_weight: float = 0.01  # lambda_lb: Switch Transformer's alpha = 1e-2
     entropy_weight: float = 0.01  # lambda_ent: same order as lambda_lb (no published value)
     utility_weight: float = 0.0  # lambda_u: off, as the paper finds it inert (Section 3.3)
@@ -153,8 +154,8 @@ class SparseMoEConfig:
         if c.count("top_k", 1, e, " (at most num_experts)"):
             if self.k_warmup_epochs:
                 c.count("k_warmup_start", self.top_k, e, " (between top_k and num_experts)")
-            if self.capacity_candidates:
-                c.count("capacity_candidates", self.top_k, e, " (0, or between top_k and num_experts)")
+            if self.capacity_candidates != "all" and self.capacity_candidates != 0:
+                c.count("capacity_candidates", self.top_k, e, " ('all', 0, or between top_k and num_experts)")
         c.count("k_warmup_epochs", 0, MAX_EPOCHS)
         c.count("key_dim", 1, MAX_WIDTH)
         c.number("key_similarity_weight", lambda v: v >= 0, "non-negative")
@@ -225,10 +226,15 @@ class ConvBackboneConfig:
     width: float = 1.0  # width factor w, scales every block's channels
     batch_norm: bool = False
     features: Literal["flatten", "gap"] = "flatten"  # how the last block's map becomes F
+    # "he": He et al. fan-in normal weights, zero biases (repro.models.backbones._he_init); "torch":
+    # PyTorch's default kaiming_uniform(a=sqrt(5)), under which the depthwise stack without BatchNorm
+    # does not learn (tools/investigate/FINDINGS.md).
+    init: Literal["he", "torch"] = "he"
 
     def __post_init__(self) -> None:
         c = Checks(self)
         c.counts("channels", 1, MAX_CHANNELS, min_len=1)
+        c.one_of("init", ("he", "torch"))
         c.count("convs_per_block", 1, 16)
         if c.number("width", lambda v: 0 < v <= 64, "positive and at most 64") and not c.problems:
             if max(self.widths()) > MAX_CHANNELS:

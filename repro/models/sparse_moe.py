@@ -12,11 +12,17 @@ per sample, O classes.
     o_b = sum_i C_{b,i} Expert_i(h_b)                             (B, O)
     aux = lambda_lb L_lb + lambda_ent L_ent    (Eq. 4-5), training forwards only
 
-One expert per sample in training ("one", the default) follows Section 3.3's
-"assigned to their highest-scoring expert with available capacity" and the
-single top-1 fallback. Then C_{b,i} = p/p = 1 for the assigned expert: the
-task loss sends no gradient to the router, which learns from L_lb and L_ent
-only. "top_k" lets a sample take up to k candidates with room instead.
+Reading of Section 3.3 (tools/investigate/FINDINGS.md has the evidence). In
+training a sample takes up to the current k experts with room ("top_k", the
+default), walking down its whole ranking ("all" candidates) before the top-1
+fallback. Only then does every mechanism the text describes act: the k = 8 -> 1
+warm-up dispatches to several experts, C = M p / sum M p differs from 1 and
+carries the task loss to the router, and at k = 1 the capacity ceiling moves
+samples off full experts (so the fallback is rare, as the text says). After the
+warm-up (k = 1) C = 1 and the router learns from L_lb and L_ent alone.
+Sensitivity readings: experts_per_sample = "one" (one expert per sample even
+during the warm-up) and capacity_candidates = 0 (only the top-k are candidates:
+at k = 1 capacity then never moves a sample).
 """
 
 from __future__ import annotations
@@ -63,7 +69,8 @@ class SparseMoEHead(RoutedHead):
         if not self.training:  # plain top-k without capacity (Section 5.3)
             cand = p.topk(k, dim=-1).indices  # (B, K)
             return p, top_k_assignment(cand), cand, 0, base
-        cand = p.topk(max(k, c.capacity_candidates), dim=-1).indices  # (B, Kc)
+        n_cand = e if c.capacity_candidates == "all" else max(k, c.capacity_candidates)
+        cand = p.topk(n_cand, dim=-1).indices  # (B, Kc)
         cap = capacity(c.capacity_factor, int(h.shape[0]), k, e)
         take = 1 if c.experts_per_sample == "one" else k
         rule = assign_reference if c.dispatch == "loop" else assign
@@ -72,8 +79,10 @@ class SparseMoEHead(RoutedHead):
     def forward(self, h: torch.Tensor) -> torch.Tensor:  # (B, D) -> (B, O)
         p, a, cand, cap, base = self.route(h)
         mask = dispatch_mask(a, self.cfg.num_experts)  # M, (B, E)
-        mp = mask * p
-        combine = mp / mp.sum(-1, keepdim=True)  # C, (B, E)
+        # C = M p / sum_j M p, as a softmax of l~/tau over the assigned experts: a sample that capacity
+        # moves to a low-ranked expert can have p = 0 in float32 at tau = 0.13, and M p / sum M p is 0/0.
+        scores = self.router.with_utility(base) / self.tau
+        combine = torch.softmax(scores.masked_fill(mask == 0, float("-inf")), dim=-1)  # C, (B, E)
         out = DISPATCH[self.cfg.dispatch](h, self.experts, a, combine)  # (B, O)
         if self.training:
             self._aux = self.cfg.load_balance_weight * load_balance_loss(p, mask) + (
