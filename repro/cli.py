@@ -14,6 +14,7 @@ from rich.table import Table
 
 from repro.cost import estimate
 from repro.data.layout import DatasetMissing
+from repro.executors.options import ExecutorOptions, with_executor_options
 from repro.weights import WeightsMissing
 from repro.manifest import Manifest, find_manifest, load_all, manifest_paths
 from repro.schema import SchemaError
@@ -54,14 +55,14 @@ def _load(manifest_id: str) -> Manifest:
 
 
 def _run_ids(ids: list[str], profile: str | None, results_dir: Path | None, device: str, jobs: int = 1,
-             data_dir: Path | None = None) -> int:
+             data_dir: Path | None = None, executor: ExecutorOptions | None = None) -> int:
     profile = profile or default_profile()
     results_dir = results_dir or default_results_dir()
     manifests = [_load(i) for i in ids]
     status = 0
     for manifest in manifests:
         try:
-            ctx = make_context(manifest, profile, results_dir, device, jobs=jobs, data_dir=data_dir)
+            ctx = make_context(manifest, profile, results_dir, device, jobs=jobs, data_dir=data_dir, executor=executor)
         except (KeyError, RuntimeError) as exc:
             _fail(str(exc).strip("'\""))
         console.print(f"[bold]{manifest.id}[/]: {manifest.title} — profile [cyan]{profile}[/], device {ctx.device}; "
@@ -76,8 +77,15 @@ def _run_ids(ids: list[str], profile: str | None, results_dir: Path | None, devi
         for problem in result.measured.problems:
             err.print(f"[red]problem:[/] {problem}", highlight=False)
         console.print("wrote " + ", ".join(str(f) for f in files))
+        console.print(_counts_line(ctx))
         status |= 0 if result.ok else 1
     return status
+
+
+def _counts_line(ctx) -> str:
+    from repro.runs import RunCounts
+
+    return (ctx.run_counts or RunCounts()).line()
 
 
 def _print_verdicts(verdicts) -> None:
@@ -109,11 +117,12 @@ def list_manifests() -> None:
 
 
 @app.command("run")
+@with_executor_options
 def run(ids: list[str] = typer.Argument(..., help="Manifest ids, e.g. table6."), profile: Optional[str] = ProfileOpt,
         results_dir: Optional[Path] = ResultsOpt, device: str = DeviceOpt, jobs: int = JobsOpt,
-        data_dir: Optional[Path] = DataOpt) -> None:
+        data_dir: Optional[Path] = DataOpt, executor: ExecutorOptions = None) -> None:
     """Run one or more manifests."""
-    raise typer.Exit(_run_ids(ids, profile, results_dir, device, jobs, data_dir))
+    raise typer.Exit(_run_ids(ids, profile, results_dir, device, jobs, data_dir, executor))
 
 
 @app.command("flops")
@@ -186,9 +195,11 @@ def report(results_dir: Optional[Path] = ResultsOpt) -> None:
 
 
 @app.command("verify-all")
+@with_executor_options
 def verify_all(profile: Optional[str] = ProfileOpt, results_dir: Optional[Path] = ResultsOpt,
                device: str = DeviceOpt, jobs: int = JobsOpt, data_dir: Optional[Path] = DataOpt,
-               strict: bool = typer.Option(False, "--strict", help="Also exit 1 when a decidable claim did not reproduce.")) -> None:
+               strict: bool = typer.Option(False, "--strict", help="Also exit 1 when a decidable claim did not reproduce."),
+               executor: ExecutorOptions = None) -> None:
     """Every manifest, every FLOP check, every claim: one report and an exit code to trust."""
     profile = profile or default_profile()
     results_dir = results_dir or default_results_dir()
@@ -200,9 +211,11 @@ def verify_all(profile: Optional[str] = ProfileOpt, results_dir: Optional[Path] 
         for manifest in manifests:
             progress.update(task, description=f"{manifest.id} ({profile})")
             try:
-                ctx = make_context(manifest, profile, results_dir, device, jobs=jobs, data_dir=data_dir)
+                ctx = make_context(manifest, profile, results_dir, device, jobs=jobs, data_dir=data_dir,
+                                   executor=executor)
                 ctx.progress = progress
                 result, _ = execute(manifest, ctx)
+                progress.log(f"{manifest.id}: {_counts_line(ctx)}")
                 if not result.ok:
                     failures[manifest.id] = f"{len(result.measured.problems)} problem(s), first: {result.measured.problems[0]}"
             except Exception as exc:  # one broken table must not hide the others
@@ -253,15 +266,20 @@ def _register_manifest_commands() -> None:
 
 
 def _manifest_command(path: Path):
+    @with_executor_options
     def command(profile: Optional[str] = ProfileOpt, results_dir: Optional[Path] = ResultsOpt,
-                device: str = DeviceOpt, jobs: int = JobsOpt, data_dir: Optional[Path] = DataOpt) -> None:
-        raise typer.Exit(_run_ids([path.stem], profile, results_dir, device, jobs, data_dir))
+                device: str = DeviceOpt, jobs: int = JobsOpt, data_dir: Optional[Path] = DataOpt,
+                executor: ExecutorOptions = None) -> None:
+        raise typer.Exit(_run_ids([path.stem], profile, results_dir, device, jobs, data_dir, executor))
 
     command.__doc__ = f"Run manifests/{path.name} (the same as `repro run {path.stem}`)."
     return command
 
 
 from repro.bench import bench_app  # noqa: E402
+from repro.status import status_command  # noqa: E402
+
+app.command("status")(status_command)
 
 app.add_typer(bench_app, name="bench", help="Benchmarks: latency per head, data path, training, capacity assignment.")
 _register_manifest_commands()

@@ -44,8 +44,9 @@ def measure_accuracy(manifest: Manifest, ctx: Context) -> Measured:
     out = Measured()
     planned = requests_for(manifest, ctx.profile_name, ctx.profile)
     preflight([r.cfg for _, _, r in planned], ctx)
-    records, errors = execute_runs([r for _, _, r in planned], ctx.results_dir, ctx.device, ctx.data_dir,
-                                   ctx.jobs, ctx.progress)
+    batch = execute_runs([r for _, _, r in planned], ctx.results_dir, ctx.device, ctx.data_dir,
+                         ctx.jobs, ctx.progress, options=ctx.executor)
+    records, errors, ctx.run_counts = batch.records, batch.errors, batch.counts
     per_row: dict[str, dict[int, float]] = {}
     late_drop: dict[str, dict[int, float]] = {}  # peak - final test accuracy: the late collapse of Section 5
     runs: dict[str, list[dict[str, Any]]] = {}

@@ -2,25 +2,28 @@
 
 A run is a RunConfig (a manifest row, a seed, a profile's settings). Its record
 lives at <results>/runs/<hash>.json; while it trains, <hash>.ckpt holds the last
-finished epoch. A record that cannot be read back whole (a truncated write, a
-hand edit, another config under the same name) is moved aside and the run redone.
+finished epoch and <hash>.lock names who trains it (repro.locks); a run that failed
+leaves <hash>.failed.json with its error. A record that cannot be read back whole
+(a truncated write, a hand edit, another config under the same name) is moved aside
+and the run redone. Which processes train the runs is an executor's business
+(repro.executors); every executor trains a run through `attempt_run`.
 """
 
 from __future__ import annotations
 
 import json
-import multiprocessing as mp
 import os
+import socket
 import time
 import traceback
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from repro.fsutil import atomic_write_json
+from repro.locks import LockLost, LockSettings, RunLock, read_holder, slurm_identity, try_lock
 from repro.provenance import provenance
 from repro.recipes import RunConfig
 
@@ -46,13 +49,19 @@ def checkpoint_path(results_dir: Path, cfg: RunConfig) -> Path:
     return runs_dir(results_dir) / f"{cfg.hash}.ckpt"
 
 
+def failure_path(results_dir: Path, run_hash: str) -> Path:
+    return runs_dir(results_dir) / f"{run_hash}.failed.json"
+
+
 def load_record(results_dir: Path, cfg: RunConfig) -> dict[str, Any] | None:
     """The finished record of `cfg`, or None; a damaged record is set aside, never read as a result."""
     path = record_path(results_dir, cfg)
-    if not path.exists():
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
         return None
     try:
-        record = json.loads(path.read_text())
+        record = json.loads(text)
         problem = None
         if not isinstance(record, dict) or not REQUIRED_KEYS <= set(record):
             problem = f"missing keys {sorted(REQUIRED_KEYS - set(record or {}))}"
@@ -65,14 +74,24 @@ def load_record(results_dir: Path, cfg: RunConfig) -> dict[str, Any] | None:
     if problem is None:
         return record
     aside = path.with_name(f"{path.name}.invalid-{int(time.time())}")
-    os.replace(path, aside)
+    try:
+        os.replace(path, aside)
+    except FileNotFoundError:  # another process set it aside first
+        return None
     print(f"warning: run record {path} is unusable ({problem}); moved to {aside.name} and the run will be redone")
     return None
 
 
+
+def executor_provenance(executor: str, device: str) -> dict[str, Any]:
+    """Who trained a run: the executor, host, process, device pinning and, under Slurm, the job and array task."""
+    return {"name": executor, "host": socket.gethostname(), "pid": os.getpid(), "device": device,
+            "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"), **slurm_identity()}
+
+
 def run_one(request: RunRequest, results_dir: Path, device: str, data_dir: Path | None,
-            events: Any = None) -> dict[str, Any]:
-    """Train (or resume) one run and write its record atomically."""
+            events: Any = None, executor: str = "local", lock: RunLock | None = None) -> dict[str, Any]:
+    """Train (or resume) one run and write its record atomically; with `lock`, stop if the lock is lost."""
     from repro.train import train_run
 
     cfg = request.cfg
@@ -83,11 +102,15 @@ def run_one(request: RunRequest, results_dir: Path, device: str, data_dir: Path 
         resumed_from = torch.load(checkpoint, map_location="cpu", weights_only=True)["epoch"]
 
     def on_epoch(epoch: int, epochs: int, entry: dict) -> None:
+        if lock is not None:
+            lock.ensure_held()
         if events is not None:
             events.put(("epoch", request.label, epoch, epochs))
 
     started = time.perf_counter()
     out = train_run(cfg, torch.device(device), data_dir, checkpoint, on_epoch)
+    if lock is not None:
+        lock.ensure_held()
     record = {
         "schema": RECORD_SCHEMA,
         "config": cfg.to_dict(),
@@ -97,104 +120,108 @@ def run_one(request: RunRequest, results_dir: Path, device: str, data_dir: Path 
         **out,
         "resumed_from_epoch": resumed_from,
         "wall_seconds": time.perf_counter() - started,
-        "provenance": provenance(device),
+        "provenance": {**provenance(device), "executor": executor_provenance(executor, device)},
     }
     atomic_write_json(record_path(results_dir, cfg), record)
-    checkpoint.unlink(missing_ok=True)
+    checkpoint.unlink(missing_ok=True)  # only the lock holder gets here, so no one is loading it
+    failure_path(results_dir, cfg.hash).unlink(missing_ok=True)
     return record
 
 
-def _worker_init(threads: int) -> None:
-    torch.set_num_threads(threads)
+@dataclass
+class Attempt:
+    """What one try at a run came to: trained here, found recorded, busy elsewhere, or failed."""
+
+    run_hash: str
+    status: str  # "trained" | "recorded" | "busy" | "failed"
+    record: dict[str, Any] | None = None
+    error: str | None = None
+    holder: dict[str, Any] | None = None  # the lock's holder, when busy
 
 
-def _run_in_worker(request: RunRequest, results_dir: Path, device: str, data_dir: Path | None, events: Any):
+def attempt_run(request: RunRequest, results_dir: Path, device: str, data_dir: Path | None, events: Any = None,
+                executor: str = "local", lock_settings: LockSettings = LockSettings()) -> Attempt:
+    """Take the run's lock, then train it unless its record appeared meanwhile; never raises for a failed run."""
+    h = request.cfg.hash
+    lock = try_lock(runs_dir(results_dir), h, lock_settings, request.label, executor)
+    if not isinstance(lock, RunLock):
+        return Attempt(h, "busy", holder=lock)
     try:
-        return request.cfg.hash, run_one(request, results_dir, device, data_dir, events), None
-    except Exception as exc:  # reported by the parent; the other runs go on
-        return request.cfg.hash, None, f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=3)}"
+        record = load_record(results_dir, request.cfg)  # written by the previous holder?
+        if record is not None:
+            return Attempt(h, "recorded", record)
+        return Attempt(h, "trained", run_one(request, results_dir, device, data_dir, events, executor, lock))
+    except LockLost:  # judged stale and taken over: the new holder trains it
+        return Attempt(h, "busy", holder=read_holder(lock.path) or {})
+    except Exception as exc:  # reported by the caller; the other runs go on
+        error = f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=3)}"
+        atomic_write_json(failure_path(results_dir, h), {"label": request.label, "error": error, "time": time.time(),
+                                                          "executor": executor_provenance(executor, device)})
+        return Attempt(h, "failed", error=error)
+    finally:
+        lock.release()
 
 
-def execute_runs(requests: list[RunRequest], results_dir: Path, device: str, data_dir: Path | None = None,
-                 jobs: int = 1, progress: Any = None) -> tuple[dict[str, dict], dict[str, str]]:
-    """Run what has no record yet; return (records by hash, errors by hash)."""
-    unique: dict[str, RunRequest] = {}
-    for r in requests:
-        unique.setdefault(r.cfg.hash, r)
-    records: dict[str, dict] = {}
+@dataclass
+class RunCounts:
+    trained: int = 0  # trained by this command (in its processes, or by the Slurm jobs it submitted)
+    reused: int = 0  # recorded before this command started
+    by_other: int = 0  # recorded meanwhile by another process
+
+    def line(self) -> str:
+        return f"runs: {self.trained} trained here, {self.reused} reused, {self.by_other} trained by another process"
+
+
+@dataclass
+class RunBatch:
+    """execute_runs' result. Unpacks as (records, errors), the shape it had before the counts."""
+
+    records: dict[str, dict] = field(default_factory=dict)  # by config hash
+    errors: dict[str, str] = field(default_factory=dict)  # by config hash
+    counts: RunCounts = field(default_factory=RunCounts)
+
+    def __iter__(self):
+        return iter((self.records, self.errors))
+
+    def add(self, attempt: Attempt, waited: bool = False) -> None:
+        """Book a finished attempt; `waited`: its record came from another process's lock we waited on."""
+        if attempt.status == "trained":
+            self.records[attempt.run_hash] = attempt.record
+            self.counts.trained += 1
+        elif attempt.status == "recorded":
+            self.records[attempt.run_hash] = attempt.record
+            self.counts.by_other += 1
+        elif attempt.status == "failed":
+            self.errors[attempt.run_hash] = attempt.error
+
+
+def pending_runs(requests: list[RunRequest], results_dir: Path) -> tuple[RunBatch, list[RunRequest]]:
+    """Deduplicate by hash; the runs already recorded are booked as reused, the others returned to do."""
+    batch = RunBatch()
     todo: list[RunRequest] = []
-    for h, r in unique.items():
+    seen: set[str] = set()
+    for r in requests:
+        if r.cfg.hash in seen:
+            continue
+        seen.add(r.cfg.hash)
         record = load_record(results_dir, r.cfg)
         if record is None:
             todo.append(r)
         else:
-            records[h] = record
-    errors: dict[str, str] = {}
-    if not todo:
-        return records, errors
-    overall = progress.add_task(f"runs ({len(records)} already recorded)", total=len(todo)) if progress else None
-    if jobs <= 1 or device.startswith("cuda"):
-        for r in todo:
-            task = progress.add_task(f"  {r.label}", total=r.cfg.epochs) if progress else None
-            events = _ProgressEvents(progress, {r.label: task})
-            h, record, error = _run_in_worker(r, results_dir, device, data_dir, events)
-            _collect(h, record, error, records, errors, progress, overall, task)
-        return records, errors
-    threads = max(1, (os.cpu_count() or 1) // jobs)
-    # glibc returns large blocks to the OS on every free, so each training step page-faults its
-    # gradients and optimizer temporaries back in; on a CPU that doubled a run's wall time.
-    # Workers inherit these thresholds (they are read when a process starts).
-    for name in ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_"):
-        os.environ.setdefault(name, str(1 << 30))
-    manager = mp.get_context("spawn").Manager()
-    events = manager.Queue()
-    with ProcessPoolExecutor(jobs, mp_context=mp.get_context("spawn"), initializer=_worker_init,
-                             initargs=(threads,)) as pool:
-        futures = {pool.submit(_run_in_worker, r, results_dir, device, data_dir, events): r for r in todo}
-        tasks = {r.label: progress.add_task(f"  {r.label}", total=r.cfg.epochs, start=False) for r in todo} if progress else {}
-        pending = set(futures)
-        while pending:
-            done, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
-            _drain(events, progress, tasks)
-            for f in done:
-                h, record, error = f.result()
-                _collect(h, record, error, records, errors, progress, overall, tasks.get(futures[f].label))
-    manager.shutdown()
-    return records, errors
+            batch.records[r.cfg.hash] = record
+            batch.counts.reused += 1
+    return batch, todo
 
 
-class _ProgressEvents:
-    """Queue-like sink for in-process runs: updates the progress bar directly."""
+def execute_runs(requests: list[RunRequest], results_dir: Path, device: str, data_dir: Path | None = None,
+                 jobs: int = 1, progress: Any = None, options: Any = None) -> RunBatch:
+    """Run what has no record yet with the executor `options` names (repro.executors.ExecutorOptions;
+    default: local); return the records and errors by hash, and the counts trained here, reused and
+    trained by another process."""
+    from repro.executors import ExecutorOptions, get_executor
 
-    def __init__(self, progress: Any, tasks: dict[str, Any]) -> None:
-        self.progress, self.tasks = progress, tasks
-
-    def put(self, event: tuple) -> None:
-        _apply(event, self.progress, self.tasks)
-
-
-def _apply(event: tuple, progress: Any, tasks: dict[str, Any]) -> None:
-    kind, label, epoch, epochs = event
-    if progress is not None and label in tasks:
-        progress.start_task(tasks[label])
-        progress.update(tasks[label], completed=epoch, total=epochs)
-
-
-def _drain(events: Any, progress: Any, tasks: dict[str, Any]) -> None:
-    while True:
-        try:
-            event = events.get_nowait()
-        except Exception:  # queue.Empty from a manager proxy
-            return
-        _apply(event, progress, tasks)
-
-
-def _collect(h, record, error, records, errors, progress, overall, task) -> None:
-    if record is not None:
-        records[h] = record
-    else:
-        errors[h] = error
-    if progress is not None:
-        progress.advance(overall)
-        if task is not None:
-            progress.remove_task(task)
+    options = options or ExecutorOptions()
+    batch, todo = pending_runs(requests, results_dir)
+    if todo:
+        get_executor(options.executor)(todo, batch, results_dir, device, data_dir, jobs, progress, options)
+    return batch
