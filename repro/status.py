@@ -1,7 +1,7 @@
 """`repro status`: per table, its runs done, running (who, for how long, last heartbeat), failed, pending.
 
 Read from the results directory alone (records, locks, failure and Slurm markers:
-repro.runs, repro.locks), so it answers for runs of any executor on any host, and
+repro.records, repro.locks), so it answers for runs of any executor on any host, and
 changes nothing there.
 """
 
@@ -74,7 +74,7 @@ def run_state(runs_dir: Path, run_hash: str, label: str, settings: LockSettings,
 
 def table_status(manifest, profile_name: str, results_dir: Path, settings: LockSettings) -> TableStatus:
     from repro.experiments import requests_for
-    from repro.runs import runs_dir
+    from repro.records import runs_dir
 
     out = TableStatus(manifest.id)
     seen: set[str] = set()

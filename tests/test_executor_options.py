@@ -28,7 +28,8 @@ def test_a_bad_time_or_param_is_named():
 
 def test_options_map_to_submitit_parameters_and_unknown_ones_to_sbatch():
     s = SlurmOptions(partition="gpu", gpus_per_task=1, cpus_per_task=8, time_min=240, max_parallel=16, account="lab",
-                     params=parse_params(["qos=high", "mem=32G", "signal-delay-s=120", "reservation=paper"]))
+                     params=parse_params(["qos=high", "mem=32G", "signal-delay-s=120", "reservation=paper",
+                                         "python=apptainer exec --nv repro.sif python"]))
     params = submitit_parameters(s, submitit.SlurmExecutor._valid_parameters())
     assert {k: params[k] for k in ("partition", "gpus_per_task", "cpus_per_task", "time", "array_parallelism",
                                    "account", "qos", "mem", "signal_delay_s")} == {

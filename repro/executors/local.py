@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from repro.executors import check_waiting, poll_interval
+from repro.executors.waiting import check_waiting, poll_interval
 from repro.executors.options import ExecutorOptions
 from repro.locks import LockSettings, describe_holder
 
@@ -67,7 +67,7 @@ def _pin(env: dict[str, str], threads: int) -> None:
 def run_local(todo: list, batch: Any, results_dir: Path, device: str, data_dir: Path | None, jobs: int,
               progress: Any, options: ExecutorOptions, slots: list[Slot] | None = None) -> None:
     """Train `todo` on this machine's slots (default: local_slots), booking each outcome in `batch`."""
-    from repro.runs import Attempt, attempt_run
+    from repro.records import Attempt, attempt_run
 
     if slots is None:
         gpus = visible_gpus() if device.startswith("cuda") else []

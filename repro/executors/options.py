@@ -100,7 +100,8 @@ def _typer_parameters() -> list[inspect.Parameter]:
         opt("slurm_account", None, Optional[str], "--slurm-account"),
         opt("slurm_runs_per_task", 1, int, "--slurm-runs-per-task", min=1, help="Runs trained one after another in one array task."),
         opt("slurm_param", [], list[str], "--slurm-param",
-            help="Any other submitit or sbatch parameter, key=value, repeatable (e.g. qos=high, mem=16G, constraint=a100)."),
+            help="Any other submitit or sbatch parameter, key=value, repeatable (e.g. qos=high, mem=16G, "
+                 "constraint=a100); python=CMD: how the tasks start Python (e.g. 'apptainer exec --nv repro.sif python')."),
     ]
 
 

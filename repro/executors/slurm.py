@@ -1,7 +1,7 @@
 """The slurm executor: the pending runs as one Slurm job array, submitted through submitit.
 
 Each array task trains its chunk of runs (`runs_per_task`, default one) through
-repro.runs.attempt_run, in the shared results directory: the same locks, checkpoints
+repro.records.attempt_run, in the shared results directory: the same locks, checkpoints
 and records as the local executor. Runs checkpoint every epoch; on a time-out or a
 preemption submitit calls `RunTask.checkpoint`, which resubmits the same task, and the
 requeued task resumes each run from its checkpoint. The submitting command watches the
@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from repro import REPO_ROOT
-from repro.executors import check_waiting, poll_interval
+from repro.executors.waiting import check_waiting, poll_interval
 from repro.executors.options import ExecutorOptions, SlurmOptions
 from repro.fsutil import atomic_write_json
 from repro.locks import LockSettings, lock_path, read_holder, stale_reason
@@ -37,7 +37,7 @@ class RunTask:
     def __call__(self) -> list[tuple[str, str, str | None]]:
         import torch
 
-        from repro.runs import attempt_run
+        from repro.records import attempt_run
 
         if os.environ.get("SLURM_CPUS_PER_TASK"):
             torch.set_num_threads(int(os.environ["SLURM_CPUS_PER_TASK"]))
@@ -70,6 +70,8 @@ def submitit_parameters(s: SlurmOptions, valid: set[str]) -> dict[str, Any]:
             params[key] = value
     extra: dict[str, Any] = {}
     for key, text in s.params.items():
+        if key == "python":
+            continue  # the tasks' interpreter: an argument of the executor, not a parameter (see `submit`)
         if key in valid:
             params[key] = _value(text)
         else:
@@ -80,7 +82,7 @@ def submitit_parameters(s: SlurmOptions, valid: set[str]) -> dict[str, Any]:
 
 
 def submitted_path(results_dir: Path, run_hash: str) -> Path:
-    from repro.runs import runs_dir
+    from repro.records import runs_dir
 
     return runs_dir(results_dir) / f"{run_hash}.slurm.json"
 
@@ -115,12 +117,15 @@ def submit(todo: list, results_dir: Path, data_dir: Path | None, options: Execut
     import submitit
 
     s = options.slurm
-    folder = Path(s.folder) if s.folder else results_dir / "slurm"
-    executor = submitit.SlurmExecutor(folder=folder / "%j", max_num_timeout=MAX_REQUEUES_ON_TIMEOUT)
+    folder = (Path(s.folder) if s.folder else results_dir / "slurm").absolute()
+    # python=...: how the tasks start Python, e.g. "apptainer exec --nv repro.sif python"; default this interpreter
+    executor = submitit.SlurmExecutor(folder=folder / "%j", max_num_timeout=MAX_REQUEUES_ON_TIMEOUT,
+                                      python=s.params.get("python"))
     executor.update_parameters(**submitit_parameters(s, executor._valid_parameters()))
     chunks = [todo[i:i + s.runs_per_task] for i in range(0, len(todo), s.runs_per_task)]
     with executor.batch():
-        jobs = [executor.submit(RunTask(chunk, results_dir.absolute(), data_dir, options.lock)) for chunk in chunks]
+        data = data_dir.absolute() if data_dir is not None else None  # the tasks may start in another directory
+        jobs = [executor.submit(RunTask(chunk, results_dir.absolute(), data, options.lock)) for chunk in chunks]
     out = {}
     for job, chunk in zip(jobs, chunks):
         for request in chunk:
@@ -134,7 +139,7 @@ def submit(todo: list, results_dir: Path, data_dir: Path | None, options: Execut
 def run_slurm(todo: list, batch: Any, results_dir: Path, device: str, data_dir: Path | None, jobs: int,
               progress: Any, options: ExecutorOptions) -> None:
     """Submit the runs no live process holds; then, unless no_wait, book every run's outcome in `batch`."""
-    from repro.runs import runs_dir
+    from repro.records import runs_dir
 
     settings = options.lock
     waiting: dict[str, tuple[Any, float]] = {}
@@ -161,6 +166,7 @@ def run_slurm(todo: list, batch: Any, results_dir: Path, device: str, data_dir: 
     submit_now(to_submit)
     if options.no_wait:
         for h, (request, job, _) in submitted.items():
+            batch.submitted[h] = job
             batch.errors[h] = (f"submitted as Slurm job {job}, not finished yet (--no-wait); `repro status` shows "
                                f"its progress; run this command again once it has ended to render the table")
         for h, (request, _) in waiting.items():
@@ -213,7 +219,7 @@ def _submitted_outcome(request: Any, job: str, since: float, results_dir: Path, 
                        settings: LockSettings):
     """("record", record), ("error", message), ("busy", None) when another process holds the run, or None
     while the run's task is still queued or running."""
-    from repro.runs import failure_path, load_record, runs_dir
+    from repro.records import failure_path, load_record, runs_dir
 
     record = load_record(results_dir, request.cfg)
     if record is not None:
