@@ -18,7 +18,7 @@ from repro.records import (  # noqa: F401  (re-exported)
 
 
 def execute_runs(requests: list[RunRequest], results_dir: Path, device: str, data_dir: Path | None = None,
-                 jobs: int = 1, progress: Any = None, options: Any = None) -> RunBatch:
+                 jobs: int = 1, progress: Any = None, options: ExecutorOptions | None = None) -> RunBatch:
     """Run what has no record yet with the executor `options` names (repro.executors.ExecutorOptions;
     default: local); return the records and errors by hash, and the counts trained here, reused and
     trained by another process."""

@@ -62,12 +62,14 @@ def test_slurm_executor_resumes_a_cancelled_task_and_equals_the_local_table(tmp_
         if victim is not None:
             holder = json.loads(victim.with_suffix(".lock").read_text())
             job = f"{holder['slurm_array_job_id']}_{holder['slurm_array_task_id']}"
-            subprocess.run(["scancel", job], check=True)
+            # SIGKILL at once: a plain scancel sends SIGTERM (submitit ignores it) and kills KillWait later,
+            # time enough for this small run to finish
+            subprocess.run(["scancel", "--signal=KILL", "--full", job], check=True)
             break
         time.sleep(0.05)
     output = submitter.communicate(timeout=600)[0]
     assert submitter.returncode == 1, output  # the table is incomplete: one run has no record
-    assert f"Slurm job {job} ended without a record" in output
+    assert f"Slurm job {job} ended without a record" in output, output
     assert not victim.with_suffix(".json").exists()
     cut_at = torch.load(victim, weights_only=True)["epoch"]
     assert 1 <= cut_at < EPOCHS
