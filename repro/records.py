@@ -153,7 +153,7 @@ def attempt_run(request: RunRequest, results_dir: Path, device: str, data_dir: P
             return Attempt(h, "recorded", record)
         return Attempt(h, "trained", run_one(request, results_dir, device, data_dir, events, executor, lock))
     except LockLost:  # judged stale and taken over: the new holder trains it
-        return Attempt(h, "busy", holder=read_holder(lock.path) or {})
+        return Attempt(h, "busy", holder=read_holder(lock.path) or {"heartbeat": time.time()})
     except Exception as exc:  # reported by the caller; the other runs go on
         error = f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=3)}"
         atomic_write_json(failure_path(results_dir, h), {"label": request.label, "error": error, "time": time.time(),

@@ -8,6 +8,7 @@ A requeued task waits for Slurm's BeginTime (about 2.5 minutes), so the test can
 import json
 import os
 import shutil
+import signal
 import subprocess
 import time
 
@@ -42,6 +43,22 @@ def slurm():
         pytest.skip(reason)
 
 
+def _cancel_frozen(pid, job):
+    """scancel the task while holding its process (on this host) stopped until it is gone: Slurm sends
+    SIGCONT, then SIGTERM (which submitit ignores), and SIGKILL seconds later, time enough for this
+    tiny run to finish its last epochs and so not be cut mid-run at all."""
+    os.kill(pid, signal.SIGSTOP)
+    subprocess.run(["scancel", job], check=True)
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        try:
+            os.kill(pid, signal.SIGSTOP)
+        except ProcessLookupError:
+            return
+        time.sleep(0.005)
+    raise AssertionError(f"scancel {job}: its process {pid} still runs after 120 s")
+
+
 def _table(results):
     record = json.loads((results / "mini" / "results.json").read_text())
     return {"metrics": record["metrics"], "verdicts": record["verdicts"]}
@@ -62,9 +79,7 @@ def test_slurm_executor_resumes_a_cancelled_task_and_equals_the_local_table(tmp_
         if victim is not None:
             holder = json.loads(victim.with_suffix(".lock").read_text())
             job = f"{holder['slurm_array_job_id']}_{holder['slurm_array_task_id']}"
-            # SIGKILL at once: a plain scancel sends SIGTERM (submitit ignores it) and kills KillWait later,
-            # time enough for this small run to finish
-            subprocess.run(["scancel", "--signal=KILL", "--full", job], check=True)
+            _cancel_frozen(holder["pid"], job)
             break
         time.sleep(0.05)
     output = submitter.communicate(timeout=600)[0]
