@@ -17,6 +17,7 @@ from rich.markup import escape
 from repro.manifest import (
     Manifest, default_profile, find_manifest, load_all, load_manifest, manifest_paths, user_profiles,
 )
+from repro.executors.options import ExecutorOptions, with_executor_options
 from repro.results import FlopCheck, default_results_dir, load_result
 from repro.schema import SchemaError
 
@@ -64,7 +65,8 @@ def _load(manifest_id: str, manifests: Path | None = None, profiles: Path | None
 
 
 def _run_ids(ids: list[str], profile: str | None, results_dir: Path | None, device: str, jobs: int = 1,
-             data_dir: Path | None = None, manifests_dir: Path | None = None, profiles: Path | None = None) -> int:
+             data_dir: Path | None = None, manifests_dir: Path | None = None, profiles: Path | None = None,
+             executor: ExecutorOptions | None = None) -> int:
     from repro.data.layout import DatasetMissing
     from repro.estimate import estimate
     from repro.pipeline import execute, make_context
@@ -77,7 +79,7 @@ def _run_ids(ids: list[str], profile: str | None, results_dir: Path | None, devi
     status = 0
     for manifest in manifests:
         try:
-            ctx = make_context(manifest, profile, results_dir, device, jobs=jobs, data_dir=data_dir)
+            ctx = make_context(manifest, profile, results_dir, device, jobs=jobs, data_dir=data_dir, executor=executor)
         except (KeyError, RuntimeError) as exc:
             _fail(_message(exc))
         console.print(f"[bold]{manifest.id}[/]: {manifest.title} — profile [cyan]{profile}[/], device {ctx.device}; "
@@ -92,8 +94,15 @@ def _run_ids(ids: list[str], profile: str | None, results_dir: Path | None, devi
         for problem in result.measured.problems:
             err.print(f"[red]problem:[/] {escape(problem)}", highlight=False)
         console.print("wrote " + ", ".join(str(f) for f in files), markup=False)
+        console.print(_counts_line(ctx), markup=False)
         status |= 0 if result.ok else 1
     return status
+
+
+def _counts_line(ctx) -> str:
+    from repro.runs import RunCounts
+
+    return (ctx.run_counts or RunCounts()).line()
 
 
 def _print_verdicts(verdicts) -> None:
@@ -127,12 +136,13 @@ def list_manifests(manifests: Optional[Path] = ManifestsOpt, profiles: Optional[
 
 
 @app.command("run")
+@with_executor_options
 def run(ids: list[str] = typer.Argument(..., help="Manifest ids, e.g. table6."), profile: Optional[str] = ProfileOpt,
         results_dir: Optional[Path] = ResultsOpt, device: str = DeviceOpt, jobs: int = JobsOpt,
         data_dir: Optional[Path] = DataOpt, manifests: Optional[Path] = ManifestsOpt,
-        profiles: Optional[Path] = ProfilesOpt) -> None:
+        profiles: Optional[Path] = ProfilesOpt, executor: ExecutorOptions = None) -> None:
     """Run one or more manifests."""
-    raise typer.Exit(_run_ids(ids, profile, results_dir, device, jobs, data_dir, manifests, profiles))
+    raise typer.Exit(_run_ids(ids, profile, results_dir, device, jobs, data_dir, manifests, profiles, executor))
 
 
 @app.command("flops")
@@ -224,10 +234,12 @@ def report(results_dir: Optional[Path] = ResultsOpt, manifests_dir: Optional[Pat
 
 
 @app.command("verify-all")
+@with_executor_options
 def verify_all(profile: Optional[str] = ProfileOpt, results_dir: Optional[Path] = ResultsOpt,
                device: str = DeviceOpt, jobs: int = JobsOpt, data_dir: Optional[Path] = DataOpt,
                strict: bool = typer.Option(False, "--strict", help="Also exit 1 when a decidable claim did not reproduce."),
-               manifests_dir: Optional[Path] = ManifestsOpt, profiles: Optional[Path] = ProfilesOpt) -> None:
+               manifests_dir: Optional[Path] = ManifestsOpt, profiles: Optional[Path] = ProfilesOpt,
+               executor: ExecutorOptions = None) -> None:
     """Every manifest, every FLOP check, every claim: one report and an exit code to trust."""
     from repro.pipeline import describe_exception, execute, flop_check, make_context
     from repro.report.summary import write_report
@@ -243,9 +255,11 @@ def verify_all(profile: Optional[str] = ProfileOpt, results_dir: Optional[Path] 
         for manifest in manifests:
             progress.update(task, description=f"{manifest.id} ({profile})")
             try:
-                ctx = make_context(manifest, profile, results_dir, device, jobs=jobs, data_dir=data_dir)
+                ctx = make_context(manifest, profile, results_dir, device, jobs=jobs, data_dir=data_dir,
+                                   executor=executor)
                 ctx.progress = progress
                 result, _ = execute(manifest, ctx)
+                progress.log(escape(f"{manifest.id}: {_counts_line(ctx)}"))
                 if not result.ok:
                     failures[manifest.id] = f"{len(result.measured.problems)} problem(s), first: {result.measured.problems[0]}"
             except Exception as exc:  # one broken table must not hide the others
@@ -311,16 +325,22 @@ def _register_manifest_commands() -> None:
 
 
 def _manifest_command(path: Path):
+    @with_executor_options
     def command(profile: Optional[str] = ProfileOpt, results_dir: Optional[Path] = ResultsOpt,
                 device: str = DeviceOpt, jobs: int = JobsOpt, data_dir: Optional[Path] = DataOpt,
-                manifests: Optional[Path] = ManifestsOpt, profiles: Optional[Path] = ProfilesOpt) -> None:
-        raise typer.Exit(_run_ids([path.stem], profile, results_dir, device, jobs, data_dir, manifests, profiles))
+                manifests: Optional[Path] = ManifestsOpt, profiles: Optional[Path] = ProfilesOpt,
+                executor: ExecutorOptions = None) -> None:
+        raise typer.Exit(_run_ids([path.stem], profile, results_dir, device, jobs, data_dir, manifests, profiles,
+                                  executor))
 
     command.__doc__ = f"Run manifests/{path.name} (the same as `repro run {path.stem}`)."
     return command
 
 
 from repro.bench import bench_app  # noqa: E402
+from repro.status import status_command  # noqa: E402
+
+app.command("status")(status_command)
 
 app.add_typer(bench_app, name="bench", help="Benchmarks: latency per head, data path, training, capacity assignment.")
 _register_manifest_commands()

@@ -1,6 +1,7 @@
 """Run records: atomic, never repeated, damaged ones redone; interrupted runs resume to the same record."""
 
 import json
+import os
 
 import pytest
 import torch
@@ -8,7 +9,9 @@ import torch
 from repro.manifest import Profile, Row
 from repro.models import Component
 from repro.recipes import resolve
-from repro.runs import RunRequest, checkpoint_path, execute_runs, load_record, record_path, run_one
+from repro.runs import (
+    RunRequest, checkpoint_path, execute_runs, failure_path, load_record, record_path, run_one,
+)
 from repro.train import NonFiniteLoss, train_run
 
 PROFILE = Profile(description="test", evidence="pipeline", seeds=1, epochs=3, data="synthetic", train_samples=128, test_samples=64,
@@ -29,13 +32,18 @@ def _strip(record):
 
 def test_record_is_written_once_and_reused(tmp_path):
     cfg = resolve(_row(), PROFILE, seed=0)
-    records, errors = execute_runs([RunRequest(cfg, "r")], tmp_path, "cpu")
+    first = execute_runs([RunRequest(cfg, "r"), RunRequest(cfg, "same run, another label")], tmp_path, "cpu")
+    records, errors = first
     assert not errors and record_path(tmp_path, cfg).is_file()
-    assert not checkpoint_path(tmp_path, cfg).exists()
+    assert not checkpoint_path(tmp_path, cfg).exists() and not (tmp_path / "runs" / f"{cfg.hash}.lock").exists()
+    assert first.counts.line() == "runs: 1 trained here, 0 reused, 0 trained by another process"
     mtime = record_path(tmp_path, cfg).stat().st_mtime_ns
-    again, _ = execute_runs([RunRequest(cfg, "r")], tmp_path, "cpu")
+    again = execute_runs([RunRequest(cfg, "r")], tmp_path, "cpu")
     assert record_path(tmp_path, cfg).stat().st_mtime_ns == mtime
-    assert again[cfg.hash]["metrics"] == records[cfg.hash]["metrics"]
+    assert again.records[cfg.hash]["metrics"] == records[cfg.hash]["metrics"]
+    assert (again.counts.trained, again.counts.reused, again.counts.by_other) == (0, 1, 0)
+    executor = records[cfg.hash]["provenance"]["executor"]
+    assert executor["name"] == "local" and executor["pid"] == os.getpid() and executor["device"] == "cpu"
 
 
 def test_a_truncated_record_is_detected_and_redone(tmp_path):
@@ -94,3 +102,6 @@ def test_failed_runs_are_reported_and_others_finish(tmp_path):
     bad = resolve(broken, PROFILE, seed=0)
     records, errors = execute_runs([RunRequest(good, "good"), RunRequest(bad, "bad")], tmp_path, "cpu")
     assert good.hash in records and bad.hash in errors and "width must be positive" in errors[bad.hash]
+    failed = json.loads(failure_path(tmp_path, bad.hash).read_text())  # for `repro status` and other processes
+    assert failed["label"] == "bad" and "width must be positive" in failed["error"]
+    assert not (tmp_path / "runs" / f"{bad.hash}.lock").exists()

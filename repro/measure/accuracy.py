@@ -47,8 +47,9 @@ def measure_accuracy(manifest: Manifest, ctx: Context) -> Measured:
     out = Measured()
     planned = planned_runs(manifest, ctx.profile)
     preflight([p.cfg for p in planned], ctx)
-    records, errors = execute_runs([RunRequest(p.cfg, p.label) for p in planned], ctx.results_dir, ctx.device,
-                                   ctx.data_dir, ctx.jobs, ctx.progress)
+    batch = execute_runs([RunRequest(p.cfg, p.label) for p in planned], ctx.results_dir, ctx.device,
+                         ctx.data_dir, ctx.jobs, ctx.progress, options=ctx.executor)
+    records, errors, ctx.run_counts = batch.records, batch.errors, batch.counts
     per_row: dict[str, dict[int, float]] = {}
     late_drop: dict[str, dict[int, float]] = {}  # peak - final test accuracy: the late collapse of Section 5
     chance: dict[str, float] = {}

@@ -1,0 +1,200 @@
+"""One lock file per run on the shared results directory, so that no run is trained twice.
+
+<results>/runs/<hash>.lock is created with O_CREAT|O_EXCL (atomic on a local disk and
+on NFSv3+), holds who trains the run (host, pid, Slurm job, start time), and its mtime
+is the heartbeat, refreshed by a thread while the run trains. Only the holder reads,
+writes or unlinks the run's checkpoint. A lock is stale, and is taken over with a
+warning, when its heartbeat is older than `stale_after_s`, when its holder is a process
+on this host that no longer exists, or when it was left by this same Slurm array task
+before a requeue. Torch-free, so `repro status` can read locks cheaply.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+DEFAULT_STALE_AFTER_S = 600.0
+
+
+class LockLost(RuntimeError):
+    """Another process took this run's lock over (ours was judged stale): stop training it."""
+
+
+@dataclass(frozen=True)
+class LockSettings:
+    stale_after_s: float = DEFAULT_STALE_AFTER_S
+
+    @property
+    def heartbeat_s(self) -> float:
+        return max(0.5, min(30.0, self.stale_after_s / 4))
+
+
+def lock_path(runs_dir: Path, run_hash: str) -> Path:
+    return runs_dir / f"{run_hash}.lock"
+
+
+def slurm_identity() -> dict[str, str]:
+    """This process's Slurm job and array task, from Slurm's environment ({} outside Slurm)."""
+    env = os.environ
+    if "SLURM_JOB_ID" not in env:
+        return {}
+    out = {"slurm_job_id": env["SLURM_JOB_ID"]}
+    if "SLURM_ARRAY_JOB_ID" in env:
+        out["slurm_array_job_id"] = env["SLURM_ARRAY_JOB_ID"]
+        out["slurm_array_task_id"] = env.get("SLURM_ARRAY_TASK_ID", "")
+    return out
+
+
+def holder_identity(label: str = "", executor: str = "local") -> dict[str, Any]:
+    return {"host": socket.gethostname(), "pid": os.getpid(), "executor": executor, "label": label,
+            "started": time.time(), **slurm_identity()}
+
+
+def read_holder(path: Path) -> dict[str, Any] | None:
+    """The lock's holder with `heartbeat` (its mtime) added, or None when there is no (whole) lock."""
+    try:
+        holder = json.loads(path.read_text())
+        holder["heartbeat"] = path.stat().st_mtime
+    except FileNotFoundError:
+        return None
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        # Created but not yet written (the creator writes right after O_EXCL): a holder with no identity.
+        try:
+            return {"heartbeat": path.stat().st_mtime}
+        except FileNotFoundError:
+            return None
+    return holder if isinstance(holder, dict) else {"heartbeat": path.stat().st_mtime}
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # exists, owned by someone else
+        return True
+    return True
+
+
+def stale_reason(holder: dict[str, Any], settings: LockSettings, now: float | None = None) -> str | None:
+    """Why `holder` no longer holds its run, or None while it still does."""
+    now = time.time() if now is None else now
+    age = now - holder["heartbeat"]
+    if age > settings.stale_after_s:
+        return f"no heartbeat for {age:.0f} s (stale after {settings.stale_after_s:.0f} s)"
+    if "pid" not in holder:
+        return None  # being written; young
+    if holder.get("host") == socket.gethostname() and not _pid_alive(int(holder["pid"])):
+        return f"its process {holder['pid']} on this host has exited"
+    me = slurm_identity()
+    if me and "slurm_array_job_id" in me and all(holder.get(k) == me[k] for k in ("slurm_array_job_id", "slurm_array_task_id")):
+        return "it is this Slurm array task's own lock from before a requeue"
+    if me and "slurm_array_job_id" not in me and holder.get("slurm_job_id") == me["slurm_job_id"]:
+        return "it is this Slurm job's own lock from before a requeue"
+    return None
+
+
+def describe_holder(holder: dict[str, Any], now: float | None = None) -> str:
+    now = time.time() if now is None else now
+    who = f"{holder.get('host', '?')}:{holder.get('pid', '?')}"
+    if holder.get("slurm_array_job_id"):
+        who += f" (Slurm job {holder['slurm_array_job_id']}_{holder.get('slurm_array_task_id', '')})"
+    elif holder.get("slurm_job_id"):
+        who += f" (Slurm job {holder['slurm_job_id']})"
+    since = f", for {now - holder['started']:.0f} s" if "started" in holder else ""
+    return f"{who}{since}, last heartbeat {now - holder['heartbeat']:.0f} s ago"
+
+
+class RunLock:
+    """A held lock; `release()` (or leaving the `with` block) removes it if it is still ours."""
+
+    def __init__(self, path: Path, token: str, settings: LockSettings) -> None:
+        self.path, self.token, self.settings = path, token, settings
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, name=f"heartbeat {path.name}", daemon=True)
+        self._thread.start()
+
+    def owned(self) -> bool:
+        holder = read_holder(self.path)
+        return holder is not None and holder.get("token") == self.token
+
+    def ensure_held(self) -> None:
+        if not self.owned():
+            raise LockLost(f"the lock {self.path} was taken over by another process; this one stops training the run")
+
+    def _beat(self) -> None:
+        while not self._stop.wait(self.settings.heartbeat_s):
+            if self.owned():
+                try:
+                    os.utime(self.path)
+                except FileNotFoundError:
+                    pass
+
+    def release(self) -> None:
+        self._stop.set()
+        self._thread.join()
+        if self.owned():
+            self.path.unlink(missing_ok=True)
+
+    def __enter__(self) -> "RunLock":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.release()
+
+
+def try_lock(runs_dir: Path, run_hash: str, settings: LockSettings, label: str = "",
+             executor: str = "local") -> RunLock | dict[str, Any]:
+    """Take the run's lock: a RunLock, or the live holder's description (a dict) when another process has it."""
+    runs_dir.mkdir(parents=True, exist_ok=True)
+    path = lock_path(runs_dir, run_hash)
+    for _ in range(3):
+        token = uuid.uuid4().hex
+        if _create(path, {**holder_identity(label, executor), "token": token}):
+            return RunLock(path, token, settings)
+        holder = read_holder(path)
+        if holder is None:
+            continue  # released between our create and our read
+        reason = stale_reason(holder, settings)
+        if reason is None:
+            return holder
+        _take_over(path, holder, reason, settings)
+    holder = read_holder(path)
+    return holder if holder is not None else {"heartbeat": time.time()}
+
+
+def _create(path: Path, holder: dict[str, Any]) -> bool:
+    try:
+        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+    except FileExistsError:
+        return False
+    with os.fdopen(fd, "w") as fh:
+        fh.write(json.dumps(holder, sort_keys=True))
+        fh.flush()
+        os.fsync(fh.fileno())
+    return True
+
+
+def _take_over(path: Path, holder: dict[str, Any], reason: str, settings: LockSettings) -> None:
+    """Remove a stale lock; a second O_EXCL file makes sure only one process removes it."""
+    guard = path.with_name(path.name + ".takeover")
+    if not _create(guard, holder_identity()):
+        g = read_holder(guard)
+        if g is not None and time.time() - g["heartbeat"] > settings.stale_after_s:
+            guard.unlink(missing_ok=True)  # a taker that died mid-takeover
+        return
+    try:
+        current = read_holder(path)
+        if current is not None and current.get("token") == holder.get("token") and stale_reason(current, settings):
+            print(f"warning: taking over the lock {path.name} of {describe_holder(current)}: {reason}", flush=True)
+            path.unlink(missing_ok=True)
+    finally:
+        guard.unlink(missing_ok=True)
