@@ -7,6 +7,7 @@ assumptions made where the paper is silent. Code never branches on its id.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -73,6 +74,9 @@ class Claim:
     rule: str  # a decision rule from repro.claims.RULES
     scope: Literal["analytic", "empirical", "gpu"]
     params: dict[str, Any] = field(default_factory=dict)  # the rule's parameters, validated
+    # What the paper rests on this finding, relative to the others (1): `repro plan` decides the
+    # heaviest claims first within a budget.
+    weight: float = bounded(1.0, ge=0.0, le=100.0)
 
 
 # Upper bounds that keep a typo from asking for the impossible (1e11 samples) while leaving the paper's
@@ -96,6 +100,12 @@ class Profile:
     batch_size: int | None = bounded(None, ge=1, le=MAX_BATCH)
     max_image_size: int | None = bounded(None, ge=8, le=MAX_IMAGE)  # cap on the training resolution; FLOPs use the paper's
     pretrained: bool = True
+    # Which training rows run: "<manifest>" or "<manifest>/<row>" entries; empty: every row
+    # (`repro plan` writes profiles that train only what the chosen claims read).
+    include: tuple[str, ...] = ()
+
+    def includes(self, manifest_id: str, row_id: str) -> bool:
+        return not self.include or manifest_id in self.include or f"{manifest_id}/{row_id}" in self.include
 
     def __post_init__(self) -> None:
         if self.train_samples and self.batch_size and self.train_samples < self.batch_size:
@@ -199,7 +209,7 @@ def _claim(data: Any, path: str, problems: Problems) -> Claim | None:
     typed = check_params(cfg, {k: v for k, v in params.items() if k in allowed}, path, problems)
     if claim is None:
         return None
-    return Claim(claim.id, claim.statement, claim.section, claim.rule, claim.scope, typed)
+    return Claim(claim.id, claim.statement, claim.section, claim.rule, claim.scope, typed, claim.weight)
 
 
 def parse_manifest(data: dict[str, Any], file: str | Path) -> Manifest:
@@ -286,6 +296,34 @@ def _check_ids(items: list, kind: str, problems: Problems) -> None:
         if item.id in seen:
             problems.add(f"{kind}[{i}].id", f"duplicate id '{item.id}'")
         seen.add(item.id)
+
+
+def load_profiles(path: str | Path) -> dict[str, Profile]:
+    """User profiles from a TOML file of [profiles.<name>] tables, validated like a manifest's;
+    raise SchemaError naming the file and every problem. (The same API as the `--profiles`
+    branch's; keep that one on merge.)"""
+    path = Path(path)
+    data = read_toml(path)
+    problems = Problems()
+    for key in data:
+        if key != "profiles":
+            problems.add(key, f"unknown key{closest(key, ['profiles'])}; a profiles file holds [profiles.<name>] tables")
+    raw = data.get("profiles")
+    if not isinstance(raw, dict) or not raw:
+        problems.add("profiles", "expected at least one [profiles.<name>] table")
+        raw = {}
+    profiles = {}
+    for name, prof in raw.items():
+        check_id(name, f"profiles.{name}", problems)
+        profiles[name] = from_dict(Profile, prof, f"profiles.{name}", problems)
+    if problems.items:
+        raise SchemaError(path, problems.items)
+    return profiles
+
+
+def with_profiles(manifest: Manifest, profiles: dict[str, Profile]) -> Manifest:
+    """The manifest with `profiles` added; a user profile replaces the manifest's of the same name."""
+    return dataclasses.replace(manifest, profiles={**manifest.profiles, **profiles})
 
 
 def load_manifest(path: str | Path) -> Manifest:
