@@ -84,21 +84,24 @@ def measure_throughput(device: str) -> float:
 
 
 @lru_cache(maxsize=None)
-def throughput(device: str) -> float:
-    """This host's measured multiply-adds per second on `device`, cached per device and thread count."""
+def throughput(device: str, measure: bool = True) -> float:
+    """This host's measured multiply-adds per second on `device`, cached per device and thread count
+    (NaN when not cached and `measure` is False)."""
     key = f"{device}:{_cpu_threads()}"
     path = cache_root() / "throughput.json"
     cache = read_json(path)
     cache = cache if isinstance(cache, dict) else {}
     value = cache.get(key)
     if not isinstance(value, (int, float)) or not value > 0:
+        if not measure:
+            return float("nan")
         cache[key] = value = measure_throughput(device)
         write_json(path, cache)
     return float(value)
 
 
-def cpu_throughput() -> Throughput:
-    return Throughput("cpu", "cpu", throughput("cpu"), CPU_STEP_OVERHEAD_S,
+def cpu_throughput(measure: bool = True) -> Throughput:
+    return Throughput("cpu", "cpu", throughput("cpu", measure), CPU_STEP_OVERHEAD_S,
                       f"measured on this host's CPU ({_cpu_threads()} threads, cached)")
 
 

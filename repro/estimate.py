@@ -101,12 +101,14 @@ class CostModel:
     data_dir: Path | None = None
     calibration: Path | None = None  # a GPU calibration file (repro.calibration)
     gpu: str | None = None  # the reference GPU's name when there is no calibration
+    cached_only: bool = False  # never count FLOPs or measure a device (torch-free callers): NaN where uncached
     _devices: dict[str, Throughput] = field(default_factory=dict, repr=False)
 
     def device(self, profile: Profile) -> Throughput:
         kind = "cpu" if profile.device == "cpu" else "gpu"
         if kind not in self._devices:
-            self._devices[kind] = cpu_throughput() if kind == "cpu" else gpu_throughput(self.calibration, self.gpu)
+            self._devices[kind] = (cpu_throughput(not self.cached_only) if kind == "cpu"
+                                   else gpu_throughput(self.calibration, self.gpu))
         return self._devices[kind]
 
     def run_time(self, cfg: RunConfig, manifest_id: str, device: Throughput) -> RunTime:
@@ -121,7 +123,9 @@ class CostModel:
         rate = device.images_per_s.get(manifest_id)
         if rate:  # a measured training rate: its per-step costs are inside it; evaluation is a forward pass
             return RunTime(cfg.epochs * (n_train + n_test / 3) / rate, 0.0, data)
-        macs = estimate_macs(cfg.dataset, Component(**cfg.backbone), Component(**cfg.head))
+        macs = estimate_macs(cfg.dataset, Component(**cfg.backbone), Component(**cfg.head), not self.cached_only)
+        if macs is None:
+            return RunTime(float("nan"), float("nan"), data)
         per_image = macs["backbone_macs"] * (cfg.image_size / spec.image_size) ** 2 + macs["head_macs"]
         work = 3 * per_image * n_train + per_image * n_test
         steps = n_train // cfg.batch_size + n_test // cfg.batch_size + 1

@@ -90,8 +90,9 @@ def flop_summary(dataset: str, backbone: Component, head: Component) -> dict[str
     return summary
 
 
-def estimate_macs(dataset: str, backbone: Component, head: Component) -> dict[str, int]:
-    """{"backbone_macs", "head_macs"} per sample at the paper's resolution, for cost estimates."""
+def estimate_macs(dataset: str, backbone: Component, head: Component, count: bool = True) -> dict[str, int] | None:
+    """{"backbone_macs", "head_macs"} per sample at the paper's resolution, for cost estimates
+    (None when not cached and `count` is False: torch-free callers such as the report)."""
     key = model_key(dataset, backbone, head)
     full = read_json(_summary_path(key))
     if isinstance(full, dict) and full.get("key") == key:
@@ -100,6 +101,8 @@ def estimate_macs(dataset: str, backbone: Component, head: Component) -> dict[st
     cached = read_json(path)
     if isinstance(cached, dict) and cached.get("key") == key:
         return cached["macs"]
+    if not count:
+        return None
     macs = _shape_macs(key)
     write_json(path, {"key": key, "macs": macs})
     return macs
