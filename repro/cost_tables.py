@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.markup import escape
 from rich.table import Table
 
 from repro.estimate import ESTIMATORS, Cost, CostModel, duration, hours
 from repro.manifest import Manifest
-from repro.plan import ClaimNeed, Plan
+
+if TYPE_CHECKING:  # repro.plan reads the power analysis (scipy): `repro list` does not need it
+    from repro.plan import ClaimNeed, Plan
 
 
 def _cost_cells(cost: Cost, extra_s: float, model: CostModel) -> list[str]:
@@ -30,6 +34,8 @@ def list_table(manifests: list[Manifest], model: CostModel, invalid: dict[str, s
         first = True
         for name in m.profiles:
             cost = model.cost([(m, name)])
+            if m.profiles[name].include and not cost.runs:
+                continue  # a plan's profile that trains nothing here
             sources.update(cost.sources)
             head = ([m.id, escape(m.paper_ref.split(",")[0]), str(len(m.rows)), str(len(m.claims))]
                     if first else ["", "", "", ""])

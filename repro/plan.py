@@ -27,7 +27,6 @@ from repro.estimate import Cost, CostModel, makespan
 from repro.manifest import Claim, Manifest, Profile
 from repro.paper import paper_value
 from repro.recipes import resolve
-from repro.stats_audit import power_plan
 
 BASE_PROFILE = "full"  # the paper's protocol: the plan's profiles are it with fewer rows and other seeds
 MIN_SEEDS = 2
@@ -103,16 +102,18 @@ def rows_read(manifest: Manifest, claim: Claim) -> tuple[str, ...]:
 
 def claim_seeds(manifest: Manifest, claim: Claim) -> tuple[int | None, str]:
     """(seeds, why) for 80% power at the paper's effect size; the paper's n without one; None if none reaches it."""
+    from repro.stats_audit import power_plan  # scipy: only when planning
+
     key = claim.params.get("paper")
     pv = paper_value(manifest.paper_table, key) if isinstance(key, str) else None
     row = next(iter(power_plan([pv])), None) if pv is not None else None
     paper_n = manifest.profiles[BASE_PROFILE].seeds
     if row is None:
-        return max(MIN_SEEDS, paper_n), f"the paper's {paper_n} (no effect size in the text)"
+        return max(MIN_SEEDS, paper_n), "the paper's n: no effect size in the text"
     if row.seeds_needed is None:
         return None, f"no seed count reaches 80% power ({row.note or 'no effect size'})"
-    bound = " at most" if row.bound else ""
-    return max(MIN_SEEDS, row.seeds_needed), f"{row.seeds_needed}{bound} for 80% power at d={row.effect_size:.2f}"
+    bound = "; d from 'p <', so at most this many" if row.bound else ""
+    return max(MIN_SEEDS, row.seeds_needed), f"80% power at d={row.effect_size:.2f}{bound}"
 
 
 def plan_profile(seeds: int, include: tuple[str, ...] = (), base: Profile | None = None) -> Profile:

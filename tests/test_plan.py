@@ -62,7 +62,7 @@ def test_rows_and_seeds_of_real_claims():
     claim = next(c for c in t1.claims if c.id == "t1_gap_monotonic_in_rho")
     comps = [c for c in t1.comparisons if c.id in claim.params["comparisons"]]
     assert pl.rows_read(t1, claim) == tuple(sorted({r for c in comps for r in (c.row, c.baseline)}))
-    assert pl.claim_seeds(t1, claim) == (5, "the paper's 5 (no effect size in the text)")
+    assert pl.claim_seeds(t1, claim) == (5, "the paper's n: no effect size in the text")
     head = find_manifest("headline_cifar10")
     seeds, why = pl.claim_seeds(head, next(c for c in head.claims if c.id == "headline_w2_gap"))
     assert seeds == 3 and "80% power" in why
