@@ -48,6 +48,7 @@ class ClaimNeed:
     seeds_why: str
     runs: dict[str, float]  # run hash -> GPU-seconds
     problem: str = ""  # why no seed count decides it, when none does
+    paper_seeds: int = 0  # the paper's own seed count for its table
 
     @property
     def key(self) -> str:
@@ -143,7 +144,7 @@ def claim_needs(manifests: list[Manifest], model: CostModel) -> list[ClaimNeed]:
                         t = model.run_time(cfg, m.id, device)
                         runs[cfg.hash] = t.compute_s + t.overhead_s / model.executor.packing(device.kind)
             needs.append(ClaimNeed(m.id, claim.id, claim.statement, claim.weight, rows, seeds or 0, why, runs,
-                                   "" if seeds else why))
+                                   "" if seeds else why, base.seeds))
     return needs
 
 
@@ -199,12 +200,18 @@ def make_plan(needs: list[ClaimNeed], gpu_hours: float, model: CostModel) -> Pla
 
 
 def plan_profiles(plan: Plan, manifests: list[Manifest]) -> dict[str, Profile]:
-    """One profile per seed count of the chosen claims, each including exactly their rows."""
+    """One profile per seed count of the chosen claims, each including exactly their rows; evidence
+    'reduced' where a claim runs on fewer seeds than the paper's table did (repro.manifest.Profile)."""
     by_seeds: dict[int, set[str]] = {}
+    fewer: set[int] = set()
     for c in plan.chosen:
         by_seeds.setdefault(c.need.seeds, set()).update(f"{c.need.manifest}/{r}" for r in c.need.rows)
+        if c.need.seeds < c.need.paper_seeds:
+            fewer.add(c.need.seeds)
     base = manifests[0].profiles[BASE_PROFILE] if manifests else None
-    return {f"plan_s{s}": plan_profile(s, tuple(rows), base) for s, rows in sorted(by_seeds.items())}
+    return {f"plan_s{s}": dataclasses.replace(plan_profile(s, tuple(rows), base),
+                                              evidence="reduced" if s in fewer else "paper")
+            for s, rows in sorted(by_seeds.items())}
 
 
 def profiles_toml(profiles: dict[str, Profile], plan: Plan) -> str:

@@ -113,7 +113,9 @@ def test_the_profiles_file_runs_exactly_the_planned_runs(needs, tmp_path):
     planned = {p.cfg.hash for m in manifests for name, prof in profiles.items()
                for p in planned_runs(with_profiles(m, profiles), prof)}
     assert planned == {h for c in plan.chosen for h in c.need.runs}
-    assert all(p.evidence == "paper" and p.data == "real" and p.epochs is None for p in profiles.values())
+    assert all(p.data == "real" and p.epochs is None for p in profiles.values())
+    fewer = {c.need.seeds for c in plan.chosen if c.need.seeds < c.need.paper_seeds}  # e.g. 3 of the headline's 10
+    assert fewer and {n for n, p in profiles.items() if p.evidence == "reduced"} == {f"plan_s{s}" for s in fewer}
 
 
 def test_list_shows_the_plans_profiles_and_the_warm_path_counts_and_measures_nothing(tmp_path, monkeypatch):
@@ -145,3 +147,16 @@ def test_list_shows_the_plans_profiles_and_the_warm_path_counts_and_measures_not
     cal.throughput.cache_clear()
     assert warm.exit_code == 0, warm.output
     assert "plan_s" in warm.output and "full" in warm.output and "reference, not measured" in warm.output
+
+
+def test_weights_and_includes_are_validated():
+    from repro.manifest import parse_manifest
+    from repro.schema import SchemaError, read_toml
+
+    data = read_toml(REPO_ROOT / "manifests" / "table5.toml")
+    data["claims"][0]["weight"] = -1
+    data["profiles"]["full"]["include"] = "table5/dense"  # a string, not an array
+    with pytest.raises(SchemaError) as info:
+        parse_manifest(data, "table5.toml")
+    text = str(info.value)
+    assert "claims[0].weight" in text and "profiles.full.include" in text
