@@ -60,7 +60,7 @@ def _load(manifest_id: str) -> Manifest:
 def _run_ids(ids: list[str], profile: str | None, results_dir: Path | None, device: str, jobs: int = 1,
              data_dir: Path | None = None) -> int:
     from repro.data.layout import DatasetMissing
-    from repro.estimate import estimate
+    from repro.estimate import CostModel, estimate
     from repro.pipeline import execute, make_context
     from repro.weights import WeightsMissing
 
@@ -75,7 +75,7 @@ def _run_ids(ids: list[str], profile: str | None, results_dir: Path | None, devi
         except (KeyError, RuntimeError) as exc:
             _fail(_message(exc))
         console.print(f"[bold]{manifest.id}[/]: {manifest.title} — profile [cyan]{profile}[/], device {ctx.device}; "
-                      f"estimated {estimate(manifest, profile)}")
+                      f"estimated {estimate(manifest, profile, CostModel(kind='gpu' if ctx.device.startswith('cuda') else 'cpu'))}")
         try:
             with _progress() as progress:
                 ctx.progress = progress

@@ -102,10 +102,11 @@ class CostModel:
     calibration: Path | None = None  # a GPU calibration file (repro.calibration)
     gpu: str | None = None  # the reference GPU's name when there is no calibration
     cached_only: bool = False  # never count FLOPs or measure a device (torch-free callers): NaN where uncached
+    kind: str | None = None  # "cpu" or "gpu" when the device is already chosen (a run about to start)
     _devices: dict[str, Throughput] = field(default_factory=dict, repr=False)
 
     def device(self, profile: Profile) -> Throughput:
-        kind = "cpu" if profile.device == "cpu" else "gpu"
+        kind = self.kind or ("cpu" if profile.device == "cpu" else "gpu")
         if kind not in self._devices:
             self._devices[kind] = (cpu_throughput(not self.cached_only) if kind == "cpu"
                                    else gpu_throughput(self.calibration, self.gpu))

@@ -33,7 +33,7 @@ GPU = cal.Throughput("A100", "gpu", 1e12, 0.003, "reference, not measured: test"
 @pytest.fixture
 def fixed(monkeypatch, tmp_path):
     """1e9 MAC/s CPU, 1e12 MAC/s GPU, models of 1e6 backbone + 1e5 head MACs per image at full size."""
-    monkeypatch.setattr(est, "cpu_throughput", lambda: CPU)
+    monkeypatch.setattr(est, "cpu_throughput", lambda measure=True: CPU)
     monkeypatch.setattr(est, "gpu_throughput", lambda calibration, gpu: GPU)
     monkeypatch.setattr(est, "estimate_macs", lambda *a: {"backbone_macs": 1e6, "head_macs": 1e5})
     monkeypatch.setenv("REPRO_DATA", str(tmp_path / "data"))
@@ -147,6 +147,7 @@ def test_shared_runs_count_once_and_wall_time_follows_the_executor(fixed):
     t = model.run_time(est.planned_runs(other, other.profiles["full"])[0].cfg, "t", GPU)
     assert packed.device_seconds == pytest.approx(4 * (t.compute_s + t.overhead_s / 2))  # only overhead overlaps
     assert model.cost([(other, "smoke")]).kind == "cpu"
+    assert est.CostModel(kind="cpu").cost([(other, "full")]).kind == "cpu"  # a full run about to start on a CPU
 
 
 def test_makespan_is_longest_first():

@@ -19,7 +19,7 @@ GPU = cal.Throughput("A100", "gpu", 1e12, 0.003, "reference, not measured: test"
 @pytest.fixture
 def fixed(monkeypatch, tmp_path):
     monkeypatch.setattr(est, "gpu_throughput", lambda calibration, gpu: GPU)
-    monkeypatch.setattr(est, "cpu_throughput", lambda: cal.Throughput("cpu", "cpu", 1e9, 0.004, "test cpu"))
+    monkeypatch.setattr(est, "cpu_throughput", lambda measure=True: cal.Throughput("cpu", "cpu", 1e9, 0.004, "test cpu"))
     monkeypatch.setattr(est, "estimate_macs", lambda *a: {"backbone_macs": 1e8, "head_macs": 1e6})
     monkeypatch.setenv("REPRO_DATA", str(tmp_path / "data"))
 
