@@ -68,7 +68,7 @@ def _run_ids(ids: list[str], profile: str | None, results_dir: Path | None, devi
              data_dir: Path | None = None, manifests_dir: Path | None = None, profiles: Path | None = None,
              executor: ExecutorOptions | None = None) -> int:
     from repro.data.layout import DatasetMissing
-    from repro.estimate import estimate
+    from repro.estimate import CostModel, estimate
     from repro.pipeline import execute, make_context
     from repro.weights import WeightsMissing
 
@@ -83,7 +83,7 @@ def _run_ids(ids: list[str], profile: str | None, results_dir: Path | None, devi
         except (KeyError, RuntimeError) as exc:
             _fail(_message(exc))
         console.print(f"[bold]{manifest.id}[/]: {manifest.title} — profile [cyan]{profile}[/], device {ctx.device}; "
-                      f"estimated {estimate(manifest, profile)}")
+                      f"estimated {estimate(manifest, profile, CostModel(kind='gpu' if ctx.device.startswith('cuda') else 'cpu'))}")
         try:
             with _progress() as progress:
                 ctx.progress = progress
@@ -114,25 +114,89 @@ def _print_verdicts(verdicts) -> None:
         console.print(table)
 
 
-@app.command("list")
-def list_manifests(manifests: Optional[Path] = ManifestsOpt, profiles: Optional[Path] = ProfilesOpt) -> None:
-    """Manifests, what each reproduces, and what each profile costs."""
-    from repro.estimate import estimate, local_device
+ExecutorOpt = typer.Option("local", "--executor", help="local or slurm: how the runs would be spread (wall time).")
+GpusOpt = typer.Option(1, "--gpus", min=1, help="GPUs the local executor spreads runs over.")
+RunsPerGpuOpt = typer.Option(1, "--runs-per-gpu", min=1, help="Runs sharing one GPU under the local executor.")
+SlurmParallelOpt = typer.Option(0, "--slurm-max-parallel", min=0, help="Slurm array tasks at once; 0: no limit.")
+CalibrationOpt = typer.Option(None, "--calibration", help="GPU calibration JSON from `repro bench gpu` (default: $REPRO_GPU_CALIBRATION); without it, GPU figures are a reference, not measured.")
+ReferenceGpuOpt = typer.Option(None, "--reference-gpu", help="The GPU of the reference figures: A100 (default), H100, H200, L40S, L4, A10, V100; default: this host's GPU if it has one.")
 
-    table = Table("Id", "Reproduces", "Rows", "Claims", "Profiles and estimated cost")
+
+def _cost_model(executor: str, gpus: int, runs_per_gpu: int, slurm_max_parallel: int, data_dir: Path | None,
+                calibration: Path | None, reference_gpu: str | None):
+    from repro.estimate import CostModel, Executor
+
+    try:
+        return CostModel(Executor(executor, gpus, runs_per_gpu, slurm_max_parallel), data_dir, calibration, reference_gpu)
+    except ValueError as exc:
+        _fail(str(exc))
+
+
+def _manifests_with(manifests_dir: Path | None, profiles: Path | None) -> tuple[list[Manifest], dict[str, str]]:
+    """Every valid manifest (with the profiles file's profiles added) and, by id, why the others are invalid."""
     extra = _user_profiles(profiles)
-    for path in manifest_paths(manifests):
+    manifests, invalid = [], {}
+    for path in manifest_paths(manifests_dir):
         try:
-            m = load_manifest(path, extra)
+            manifests.append(load_manifest(path, extra))
         except SchemaError as exc:
-            table.add_row(path.stem, f"[red]invalid manifest[/]: {escape(exc.problems[0])}", "", "", "")
-            continue
-        costs = "\n".join(f"{name}: {estimate(m, name)}" for name in m.profiles)
-        table.add_row(m.id, f"{escape(m.paper_ref)}\n[dim]{escape(m.title)}[/]", str(len(m.rows)), str(len(m.claims)),
-                      escape(costs))
+            invalid[path.stem] = exc.problems[0]
+    return manifests, invalid
+
+
+@app.command("list")
+def list_manifests(executor: str = ExecutorOpt, gpus: int = GpusOpt, runs_per_gpu: int = RunsPerGpuOpt,
+                   slurm_max_parallel: int = SlurmParallelOpt, manifests_dir: Optional[Path] = ManifestsOpt,
+                   profiles: Optional[Path] = ProfilesOpt, data_dir: Optional[Path] = DataOpt,
+                   calibration: Optional[Path] = CalibrationOpt, reference_gpu: Optional[str] = ReferenceGpuOpt) -> None:
+    """Manifests, what each reproduces, and what each profile costs: runs, epochs, device-hours, wall time."""
+    from repro.cost_tables import list_table, unknown_includes
+
+    model = _cost_model(executor, gpus, runs_per_gpu, slurm_max_parallel, data_dir, calibration, reference_gpu)
+    manifests, invalid = _manifests_with(manifests_dir, profiles)
+    for problem in unknown_includes(manifests):
+        err.print(f"[yellow]warning:[/] {escape(str(profiles))}: {escape(problem)}", highlight=False)
+    table, totals, sources = list_table(manifests, model, invalid)
     console.print(table)
-    console.print(f"[dim]Costs are rough: training FLOPs over a throughput measured once on this machine's "
-                  f"{local_device()} (cached), plus a cost per step; runs already recorded are not counted out.[/]")
+    console.print(totals)
+    console.print(f"[dim]Device-h: GPU-hours for profiles that run on a GPU, CPU-hours for those pinned to the CPU; "
+                  f"wall time on {escape(model.executor.describe('gpu'))} (CPU profiles: this CPU). A run shared by rows "
+                  "or tables counts once; runs already recorded are not counted out. Figures from:[/]")
+    for source in sorted(sources):
+        console.print(f"[dim]  {escape(source)}[/]", highlight=False)
+
+
+@app.command("plan")
+def plan(ids: list[str] = typer.Argument(None, help="Manifest ids (default: all)."),
+         gpu_hours: float = typer.Option(..., "--gpu-hours", min=0.0, help="The GPU budget the plan must fit."),
+         gpus: int = GpusOpt, runs_per_gpu: int = RunsPerGpuOpt, executor: str = ExecutorOpt,
+         slurm_max_parallel: int = SlurmParallelOpt,
+         out: Optional[Path] = typer.Option(None, "--out", help="Write the plan's profiles file here (TOML)."),
+         data_dir: Optional[Path] = DataOpt, calibration: Optional[Path] = CalibrationOpt,
+         reference_gpu: Optional[str] = ReferenceGpuOpt, manifests_dir: Optional[Path] = ManifestsOpt) -> None:
+    """Per empirical claim: rows, seeds for 80% power, runs and GPU-hours; the claims a budget decides, as profiles."""
+    from repro.cost_tables import needs_table
+    from repro.estimate import duration, hours
+    from repro.plan import claim_needs, make_plan, protocol_cost, write_plan
+
+    model = _cost_model(executor, gpus, runs_per_gpu, slurm_max_parallel, data_dir, calibration, reference_gpu)
+    manifests = [_load(i, manifests_dir) for i in ids] if ids else _load_all(manifests_dir)
+    needs = claim_needs(manifests, model)
+    result = make_plan(needs, gpu_hours, model)
+    console.print(needs_table(needs, result))
+    whole = protocol_cost(needs)
+    console.print(f"plan: {len(result.chosen)} claims (weight {result.weight:g} of "
+                  f"{sum(n.weight for n in needs if not n.problem):g}), {result.runs} distinct runs, "
+                  f"{hours(result.gpu_seconds)} of {gpu_hours:g} GPU-hours, wall {duration(result.wall_seconds)} on "
+                  f"{model.executor.describe('gpu')}; every plannable claim: {hours(whole.device_seconds)} GPU-hours, "
+                  f"{whole.runs} runs", markup=False)
+    for source in result.sources:
+        console.print(f"[dim]GPU figures: {escape(source)}[/]", highlight=False)
+    if out is not None:
+        profiles = write_plan(out, result, manifests)
+        console.print(f"wrote {out}: profiles {', '.join(profiles) or '(none: nothing fits)'}", markup=False)
+        for name in profiles:
+            console.print(f"  repro verify-all --profiles {out} --profile {name}", markup=False)
 
 
 @app.command("run")

@@ -77,6 +77,9 @@ class Claim:
     rule: str  # a decision rule from repro.claims.RULES
     scope: Literal["analytic", "empirical", "gpu"]
     params: dict[str, Any] = field(default_factory=dict)  # the rule's parameters, validated
+    # What the paper rests on this finding, relative to the others (1): `repro plan` decides the
+    # heaviest claims first within a budget.
+    weight: float = bounded(1.0, ge=0.0, le=100.0)
 
 
 # Upper bounds that keep a typo from asking for the impossible (1e11 samples) while leaving the paper's
@@ -100,6 +103,12 @@ class Profile:
     batch_size: int | None = bounded(None, ge=1, le=MAX_BATCH)
     max_image_size: int | None = bounded(None, ge=8, le=MAX_IMAGE)  # cap on the training resolution; FLOPs use the paper's
     pretrained: bool = True
+    # Which training rows run: "<manifest>" or "<manifest>/<row>" entries; empty: every row
+    # (`repro plan` writes profiles that train only what the chosen claims read).
+    include: tuple[str, ...] = ()
+
+    def includes(self, manifest_id: str, row_id: str) -> bool:
+        return not self.include or manifest_id in self.include or f"{manifest_id}/{row_id}" in self.include
 
     def __post_init__(self) -> None:
         if self.train_samples and self.batch_size and self.train_samples < self.batch_size:
@@ -217,7 +226,7 @@ def _claim(data: Any, path: str, problems: Problems) -> Claim | None:
     typed = check_params(cfg, {k: v for k, v in params.items() if k in allowed}, path, problems)
     if claim is None:
         return None
-    return Claim(claim.id, claim.statement, claim.section, claim.rule, claim.scope, typed)
+    return Claim(claim.id, claim.statement, claim.section, claim.rule, claim.scope, typed, claim.weight)
 
 
 def parse_manifest(data: dict[str, Any], file: str | Path) -> Manifest:

@@ -25,9 +25,10 @@ class PlannedRun:
 
 
 def planned_runs(manifest: Manifest, profile: Profile) -> list[PlannedRun]:
-    """Every (row, seed) run the accuracy rows of `manifest` need under `profile`."""
+    """Every (row, seed) run the accuracy rows of `manifest` need under `profile` (those it includes)."""
     return [PlannedRun(row.id, seed, resolve(row, profile, seed), f"{manifest.id}/{row.id} seed {seed}")
-            for row in manifest.rows if "accuracy" in row.measures for seed in seeds(profile)]
+            for row in manifest.rows if "accuracy" in row.measures and profile.includes(manifest.id, row.id)
+            for seed in seeds(profile)]
 
 
 def preflight(configs: list[RunConfig], ctx: Context) -> None:
@@ -73,6 +74,9 @@ def measure_accuracy(manifest: Manifest, ctx: Context) -> Measured:
             out.set_row(row.id, "late_drop", late_drop[row.id])
             if row.id in chance:
                 out.set_row(row.id, "chance", chance[row.id])
+        elif not ctx.profile.includes(manifest.id, row.id):
+            out.missing[row_metric(row.id, "accuracy")] = (f"{row.id} is not trained under profile "
+                                                           f"'{ctx.profile_name}' (not in its include list)")
         else:
             out.missing[row_metric(row.id, "accuracy")] = f"every run of {row.id} failed"
     for comp in manifest.comparisons:
@@ -80,6 +84,9 @@ def measure_accuracy(manifest: Manifest, ctx: Context) -> Measured:
         if a and b and set(a) & set(b):
             out.set_comparison(comp.id, "gap", paired_gap(a, b).to_dict())
         elif any(r.id in (comp.row, comp.baseline) and "accuracy" in r.measures for r in manifest.rows):
-            out.missing[comparison_metric(comp.id, "gap")] = f"no seed has both {comp.row} and {comp.baseline} finished"
+            out.missing[comparison_metric(comp.id, "gap")] = next(
+                (out.missing[row_metric(r, "accuracy")] for r in (comp.row, comp.baseline)
+                 if row_metric(r, "accuracy") in out.missing and not ctx.profile.includes(manifest.id, r)),
+                f"no seed has both {comp.row} and {comp.baseline} finished")
     out.details["runs"] = runs
     return out

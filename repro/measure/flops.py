@@ -1,9 +1,12 @@
 """The "flops" measure: every row's per-sample FLOPs counted three ways, and its routed fraction rho.
 
 Counting builds the model and traces it (repro.flops), so reports are kept per
-process by model identity. `flop_summary` also keeps the counts on disk for the
-cost estimates of `repro list`, keyed by the model and a fingerprint of the code
-that builds and counts it; the FLOP check itself always counts afresh.
+process by model identity. `flop_summary` also keeps the counts on disk, keyed by
+the model and a fingerprint of the code that builds and counts it; the FLOP check
+itself always counts afresh. The cost estimates of `repro list` need only the
+backbone's and head's multiply-adds: `estimate_macs` reads them from that cache, or
+counts them from layer shapes in one forward pass (repro.flops' analytic column,
+without the fvcore and torch cross-checks that make a full count slow) and caches them.
 """
 
 from __future__ import annotations
@@ -85,6 +88,75 @@ def flop_summary(dataset: str, backbone: Component, head: Component) -> dict[str
     summary = _flops_for(key).summary()
     write_json(path, {"key": key, "summary": summary})
     return summary
+
+
+def estimate_macs(dataset: str, backbone: Component, head: Component, count: bool = True) -> dict[str, int] | None:
+    """{"backbone_macs", "head_macs"} per sample at the paper's resolution, for cost estimates
+    (None when not cached and `count` is False: torch-free callers such as the report)."""
+    key = model_key(dataset, backbone, head)
+    full = read_json(_summary_path(key))
+    if isinstance(full, dict) and full.get("key") == key:
+        return {k: full["summary"][k] for k in ("backbone_macs", "head_macs")}
+    path = cache_dir("macs") / _summary_path(key).name
+    cached = read_json(path)
+    if isinstance(cached, dict) and cached.get("key") == key:
+        return cached["macs"]
+    if not count:
+        return None
+    macs = _shape_macs(key)
+    write_json(path, {"key": key, "macs": macs})
+    return macs
+
+
+def _shape_macs(key: str) -> dict[str, int]:
+    """Multiply-adds of convolutions and matrix products (and modules' own formulas) from one forward pass."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # batch-1 passes: threads only contend (60x slower on a busy 2-core host)
+    try:
+        return _count_from_shapes(json.loads(key))
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _count_from_shapes(spec: dict[str, Any]) -> dict[str, int]:
+    import torch
+
+    from repro.flops import OWN_MACS
+    from repro.models import build_model
+    from repro.recipes import at_last_epoch
+
+    # Built on the meta device (no weight initialisation, the slow part), then given plain values: a
+    # per-sample count depends on shapes and on how many experts a sample runs, never on weight values.
+    with torch.device("meta"):
+        model = build_model(spec["dataset"], Component(**spec["backbone"]), Component(**spec["head"]))
+    model = at_last_epoch(model.to_empty(device="cpu"), spec["dataset"]).eval()
+    with torch.no_grad():
+        for t in model.parameters():
+            t.zero_()
+        for t in model.buffers():
+            t.fill_(1 if t.is_floating_point() else 0)  # running variances of 1: no division by zero
+    totals = {"backbone": 0, "head": 0}
+
+    def hook(module, inputs, output, part: str) -> None:
+        shapes = ([i.shape for i in inputs if isinstance(i, torch.Tensor)],
+                  output.shape if isinstance(output, torch.Tensor) else torch.Size())
+        if hasattr(module, "own_macs"):
+            totals[part] += module.own_macs(shapes)
+            return
+        rule = next((OWN_MACS[c] for c in type(module).__mro__ if c in OWN_MACS), None)
+        totals[part] += rule(module, shapes) if rule else 0
+
+    handles = [m.register_forward_hook(lambda mod, i, o, part=name.split(".")[0]: hook(mod, i, o, part))
+               for name, m in model.named_modules() if name.split(".")[0] in totals]
+    try:
+        with torch.no_grad():
+            model(torch.randn(1, *get_dataset(spec["dataset"]).input_shape))
+    finally:
+        for h in handles:
+            h.remove()
+    return {"backbone_macs": totals["backbone"], "head_macs": totals["head"]}
 
 
 def measure_flops(manifest: Manifest, ctx: Context) -> Measured:

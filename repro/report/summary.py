@@ -88,7 +88,18 @@ def write_report(results_dir: Path, profile: str, manifests: list[Manifest] | No
     holm_adjust([v for _, r in entries if r for v in r.verdicts])
     summary = summary_lines(entries, check, failures or {})
     figures = render_figure_section(render_figures(entries, out / "figures"), out)
-    sections = [("Statistics audit of the paper's reported numbers", render_audit())]
+    sections = [("Statistics audit of the paper's reported numbers", render_audit()),
+                ("Compute per claim and table", _compute_section(results_dir, profile, manifests))]
     path = out / "report.md"
     atomic_write_text(path, render_report(entries, summary, sections, figures))
     return path, summary
+
+
+def _compute_section(results_dir: Path, profile: str, manifests: list[Manifest]) -> str:
+    from repro.estimate import CostModel
+    from repro.report.costs import compute_by_claim, render_compute
+
+    model = CostModel(cached_only=True)  # the report counts nothing: estimates from the caches `repro list` fills
+    lines = compute_by_claim(results_dir, profile, manifests, model)
+    source = "; ".join(sorted({model.device(m.profiles[profile]).source for m in manifests if profile in m.profiles}))
+    return render_compute(lines, profile, source) if lines else "No training runs at this profile."

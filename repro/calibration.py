@@ -1,0 +1,174 @@
+"""How fast the device that would run a profile trains: measured, read from a calibration file, or a reference.
+
+Three sources, each labelled wherever a figure is shown:
+- this host's CPU: `throughput("cpu")`, measured once on a small conv net (about a second) and
+  cached per device and thread count (repro.cache);
+- a GPU calibration file written by `repro bench gpu` on the GPU host:
+  ``{"device": "<name>", "manifests": {"<id>": {"images_per_s": <float>, ...}, ...}}``, training
+  images per second per manifest; a malformed file is ignored with a warning;
+- otherwise a reference, not a measurement: the device's peak dense bf16 FLOP/s (vendor data
+  sheets) times one efficiency, from NVIDIA's ResNet-50 v1.5 PyTorch recipe on one A100-80GB
+  with AMP: 2,470 training images/s (DeepLearningExamples, PyTorch/Classification/ConvNets/
+  resnet50v1.5, "Training performance: NVIDIA DGX A100"). At 4.09 GMAC per forward pass,
+  3x for training and 2 FLOP per multiply-add that is 6.06e13 FLOP/s of the A100's 3.12e14: 0.19.
+  Small CIFAR models do not fill a GPU: every optimiser step also pays a fixed launch overhead
+  (an assumption: a few hundred kernels at ~10 us each), which dominates them.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from repro.cache import cache_root, read_json, write_json
+
+RESNET50_A100_IMAGES_PER_S = 2470.0  # NVIDIA DeepLearningExamples, 1x A100-80GB, AMP
+RESNET50_FORWARD_MACS = 4.09e9  # at 224 px
+A100_PEAK_BF16_FLOPS = 312e12
+GPU_EFFICIENCY = RESNET50_A100_IMAGES_PER_S * 3 * RESNET50_FORWARD_MACS * 2 / A100_PEAK_BF16_FLOPS  # ~0.19
+GPU_STEP_OVERHEAD_S = 0.003  # assumption, not measured: launch-bound optimiser step of a small model
+CPU_STEP_OVERHEAD_S = 0.004  # optimiser, Python and dispatch per step on a CPU
+
+# Peak dense bf16 (fp16 for V100, which has no bf16) tensor-core FLOP/s, from the vendors' data sheets.
+REFERENCE_GPUS: dict[str, float] = {
+    "A100": 312e12, "H100": 989e12, "H200": 989e12, "L40S": 362e12, "L4": 121e12, "A10": 125e12, "V100": 125e12,
+}
+DEFAULT_REFERENCE_GPU = "A100"
+
+
+@dataclass(frozen=True)
+class Throughput:
+    """A device's training speed: multiply-adds per second and a fixed cost per optimiser step."""
+
+    device: str  # "cpu", or a GPU's name
+    kind: str  # "cpu" or "gpu"
+    macs_per_s: float  # training multiply-adds (3x the forward pass's) per second
+    step_overhead_s: float
+    source: str  # where the figures come from, shown beside every estimate
+    images_per_s: dict[str, float] = field(default_factory=dict)  # per manifest id, from a calibration file
+
+    @property
+    def measured(self) -> bool:
+        return not self.source.startswith("reference")
+
+
+def _cpu_threads() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def measure_throughput(device: str) -> float:
+    """Multiply-adds per second of forward+backward on a small conv net."""
+    import torch
+    from torch import nn
+
+    net = nn.Sequential(nn.Conv2d(3, 32, 3, padding=1), nn.ReLU(), nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(),
+                        nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(64, 10)).to(device)
+    x = torch.randn(64, 3, 32, 32, device=device)
+    macs_fwd = 64 * (32 * 32 * 32 * 27 + 32 * 32 * 64 * 288 + 640)
+    for _ in range(2):
+        net(x).sum().backward()
+    if device == "cuda":
+        torch.cuda.synchronize()
+    reps, t0 = 0, time.perf_counter()
+    while time.perf_counter() - t0 < 0.5:
+        net(x).sum().backward()
+        reps += 1
+    if device == "cuda":
+        torch.cuda.synchronize()
+    return 3 * macs_fwd * reps / (time.perf_counter() - t0)
+
+
+@lru_cache(maxsize=None)
+def throughput(device: str, measure: bool = True) -> float:
+    """This host's measured multiply-adds per second on `device`, cached per device and thread count
+    (NaN when not cached and `measure` is False)."""
+    key = f"{device}:{_cpu_threads()}"
+    path = cache_root() / "throughput.json"
+    cache = read_json(path)
+    cache = cache if isinstance(cache, dict) else {}
+    value = cache.get(key)
+    if not isinstance(value, (int, float)) or not value > 0:
+        if not measure:
+            return float("nan")
+        cache[key] = value = measure_throughput(device)
+        write_json(path, cache)
+    return float(value)
+
+
+def cpu_throughput(measure: bool = True) -> Throughput:
+    return Throughput("cpu", "cpu", throughput("cpu", measure), CPU_STEP_OVERHEAD_S,
+                      f"measured on this host's CPU ({_cpu_threads()} threads, cached)")
+
+
+def local_gpu_name() -> str | None:
+    """The first NVIDIA GPU's model name from the driver's /proc files (no torch), or None."""
+    root = Path("/proc/driver/nvidia/gpus")
+    if os.environ.get("CUDA_VISIBLE_DEVICES", None) == "" or not root.is_dir():
+        return None
+    for info in sorted(root.glob("*/information")):
+        for line in info.read_text(errors="replace").splitlines():
+            if line.startswith("Model:"):
+                return line.split(":", 1)[1].strip()
+    return None
+
+
+def reference_gpu(name: str | None = None) -> Throughput:
+    """The reference figures for the GPU `name` (a table key or a driver name containing one)."""
+    wanted = name or DEFAULT_REFERENCE_GPU
+    key = next((k for k in sorted(REFERENCE_GPUS, key=len, reverse=True) if k.lower() in wanted.lower()), None)
+    unknown = key is None
+    key = key or DEFAULT_REFERENCE_GPU
+    peak = REFERENCE_GPUS[key]
+    note = f" ({wanted} is not in the table: {key}'s figures)" if unknown else ""
+    return Throughput(key, "gpu", peak / 2 * GPU_EFFICIENCY, GPU_STEP_OVERHEAD_S,
+                      f"reference, not measured: {key} at {peak / 1e12:.0f} TFLOP/s bf16 peak x {GPU_EFFICIENCY:.2f} "
+                      f"efficiency (NVIDIA ResNet-50 v1.5 on A100), {GPU_STEP_OVERHEAD_S * 1e3:.0f} ms a step{note}")
+
+
+def load_calibration(path: str | Path, reference: Throughput) -> Throughput:
+    """A GPU calibration file's images/s per manifest on top of `reference`; `reference` alone, with a
+    warning naming the file and the key, when the file is missing or malformed."""
+    path = Path(path)
+    data = read_json(path)
+    problem = _calibration_problem(data) if data is not None else "no such file"
+    if problem:
+        print(f"warning: ignoring the GPU calibration {path}: {problem}; using the reference figures", file=sys.stderr)
+        return reference
+    rates = {m: float(v["images_per_s"]) for m, v in data["manifests"].items()}
+    base = reference_gpu(data["device"])
+    return Throughput(data["device"], "gpu", base.macs_per_s, base.step_overhead_s,
+                      f"measured: {path} ({data['device']}, {len(rates)} manifests); others: {base.source}", rates)
+
+
+def _calibration_problem(data: Any) -> str:
+    if not isinstance(data, dict):
+        return "expected a JSON object"
+    if not isinstance(data.get("device"), str):
+        return "key 'device': expected a string"
+    manifests = data.get("manifests")
+    if not isinstance(manifests, dict):
+        return "key 'manifests': expected an object of manifest id -> {\"images_per_s\": number}"
+    for mid, entry in manifests.items():
+        rate = entry.get("images_per_s") if isinstance(entry, dict) else None
+        if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not rate > 0:
+            return f"key 'manifests.{mid}.images_per_s': expected a positive number, got {rate!r}"
+    return ""
+
+
+def calibration_path(path: str | Path | None = None) -> Path | None:
+    """The GPU calibration file: `path`, else $REPRO_GPU_CALIBRATION, else none."""
+    value = path or os.environ.get("REPRO_GPU_CALIBRATION")
+    return Path(value) if value else None
+
+
+def gpu_throughput(calibration: str | Path | None = None, gpu: str | None = None) -> Throughput:
+    """The GPU a profile would run on: from the calibration file when one is given, else the reference
+    figures for `gpu`, else for this host's GPU, else for the default reference GPU."""
+    reference = reference_gpu(gpu or local_gpu_name())
+    path = calibration_path(calibration)
+    return load_calibration(path, reference) if path else reference

@@ -1,0 +1,81 @@
+"""Compute per claim and per table: the device-hours its runs took (run records) beside the estimate.
+
+Torch-free. A claim's runs are the (row, seed) runs of the rows its rule reads (repro.plan.rows_read)
+under the profile; a table's are all its training runs, each counted once. Time taken is a record's
+`wall_seconds` (training and evaluation, as the executor saw it), filed under the device its
+provenance names (`device_type`); runs without a record yet count in the estimate only.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from repro.estimate import CostModel
+from repro.manifest import Manifest
+from repro.measure.accuracy import planned_runs
+from repro.plan import rows_read
+
+
+@dataclass(frozen=True)
+class Compute:
+    """Runs counted once: how many have records, the hours they took by device, and the estimate for all."""
+
+    label: str  # "table1" or "table1/t1_sign_follows_rho"
+    runs: int
+    recorded: int
+    gpu_hours: float
+    cpu_hours: float
+    estimate_hours: float
+    estimate_kind: str  # what the estimate is hours of: "GPU" or "CPU"
+
+
+def _taken(results_dir: Path, hashes: set[str]) -> tuple[int, float, float]:
+    recorded, gpu, cpu = 0, 0.0, 0.0
+    for h in hashes:
+        path = results_dir / "runs" / f"{h}.json"  # repro.runs.record_path, without importing torch
+        try:
+            record = json.loads(path.read_text(encoding="utf-8"))
+            seconds = float(record.get("wall_seconds") or record.get("train_seconds") or 0.0)
+            on_gpu = record.get("provenance", {}).get("device_type") == "cuda"
+        except (OSError, ValueError, AttributeError, TypeError):
+            continue  # absent or unreadable: repro.runs sets damaged records aside when it next runs
+        recorded += 1
+        gpu, cpu = (gpu + seconds, cpu) if on_gpu else (gpu, cpu + seconds)
+    return recorded, gpu / 3600, cpu / 3600
+
+
+def compute_by_claim(results_dir: Path, profile: str, manifests: list[Manifest],
+                     model: CostModel | None = None) -> list[Compute]:
+    """Per manifest that has `profile`: a line per empirical claim with training runs, then the table's total."""
+    model = model or CostModel()
+    out = []
+    for m in manifests:
+        prof = m.profiles.get(profile)
+        if prof is None:
+            continue
+        planned = planned_runs(m, prof)
+        if not planned:
+            continue
+        device = model.device(prof)
+        est = {p.cfg.hash: model.run_time(p.cfg, m.id, device) for p in planned}
+        hours = {h: (t.compute_s + t.overhead_s / model.executor.packing(device.kind)) / 3600 for h, t in est.items()}
+        kind = device.kind.upper()
+
+        def line(label: str, hashes: set[str]) -> Compute:
+            recorded, gpu, cpu = _taken(results_dir, hashes)
+            return Compute(label, len(hashes), recorded, gpu, cpu, sum(hours[h] for h in hashes), kind)
+
+        for claim in m.claims:
+            rows = set(rows_read(m, claim))
+            if claim.scope == "empirical" and rows:
+                out.append(line(f"{m.id}/{claim.id}", {p.cfg.hash for p in planned if p.row in rows}))
+        out.append(line(m.id, {p.cfg.hash for p in planned}))
+    return out
+
+
+def render_compute(lines: list[Compute], profile: str, source: str) -> str:
+    from repro.report.render import environment
+
+    return environment().get_template("compute.md.j2").render(lines=lines, profile=profile, source=source)

@@ -1,0 +1,59 @@
+"""repro.report.costs: device-hours taken per claim and table from run records, beside the estimate."""
+
+import json
+
+import pytest
+
+from repro import calibration as cal
+from repro import estimate as est
+from repro.manifest import find_manifest
+from repro.measure.accuracy import planned_runs
+from repro.report.costs import compute_by_claim, render_compute
+
+
+@pytest.fixture
+def table5_records(tmp_path, monkeypatch):
+    monkeypatch.setattr(est, "gpu_throughput", lambda calibration, gpu: cal.Throughput("A100", "gpu", 1e12, 0.0, "ref"))
+    monkeypatch.setattr(est, "estimate_macs", lambda *a, **k: {"backbone_macs": 1e9, "head_macs": 0})
+    monkeypatch.setenv("REPRO_DATA", str(tmp_path / "data"))
+    m = find_manifest("table5")
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    planned = planned_runs(m, m.profiles["full"])
+    for p in planned:
+        if p.row == "dense":  # 5 seeds, an hour each on a GPU
+            record = {"wall_seconds": 3600.0, "provenance": {"device_type": "cuda"}}
+        elif p.row == "k2_moe" and p.seed < 2:  # 2 seeds, half an hour each on a CPU
+            record = {"wall_seconds": 1800.0, "train_seconds": 1.0, "provenance": {"device_type": "cpu"}}
+        else:
+            continue
+        (runs / f"{p.cfg.hash}.json").write_text(json.dumps(record))
+    (runs / f"{next(p for p in planned if p.row == 'k1_moe').cfg.hash}.json").write_text("{truncated")
+    return m, tmp_path
+
+
+def test_hours_taken_per_claim_and_per_table(table5_records):
+    m, results = table5_records
+    lines = {c.label: c for c in compute_by_claim(results, "full", [m])}
+    k2 = lines["table5/bb_moe_k2_positive"]  # rows k2_moe and dense
+    assert (k2.runs, k2.recorded, k2.gpu_hours, k2.cpu_hours) == (10, 7, 5.0, 1.0)
+    k1 = lines["table5/bb_moe_k1_negative"]  # rows k1_moe and dense: the damaged record does not count
+    assert (k1.runs, k1.recorded, k1.gpu_hours, k1.cpu_hours) == (10, 5, 5.0, 0.0)
+    table = lines["table5"]  # every run once, though all three claims read dense
+    assert (table.runs, table.recorded, table.gpu_hours, table.cpu_hours) == (15, 7, 5.0, 1.0)
+    per_run = 30 * (3 * 1e9 * 1_281_167 + 1e9 * 50_000) / 1e12 / 3600  # ImageNet, paper's sizes (no data here)
+    assert table.estimate_hours == pytest.approx(15 * per_run) and table.estimate_kind == "GPU"
+    text = render_compute(list(lines.values()), "full", "ref")
+    assert "| **table5** | 15 | 7 | 5.00 | 1.00 |" in text and "`table5/bb_moe_k_reversal`" in text
+
+
+def test_the_report_never_counts_or_measures(table5_records, monkeypatch):
+    from repro.measure import flops as mflops
+
+    m, results = table5_records
+    monkeypatch.setattr(est, "estimate_macs", mflops.estimate_macs)
+    monkeypatch.setenv("REPRO_CACHE", str(results / "empty-cache"))
+    monkeypatch.setattr(mflops, "_shape_macs", lambda key: pytest.fail("the report counted FLOPs"))
+    lines = compute_by_claim(results, "full", [m], est.CostModel(cached_only=True))
+    assert all(c.estimate_hours != c.estimate_hours for c in lines)  # NaN: not estimated
+    assert "not estimated" in render_compute(lines, "full", "ref")
