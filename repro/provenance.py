@@ -51,6 +51,8 @@ def provenance(device: str = "cpu") -> dict[str, object]:
         "packages": package_versions(),
         "device": device_description(device),
         "device_type": "cuda" if device.startswith("cuda") else "cpu",
+        # --allow-unverified-data: datasets whose files fail their published checksum were accepted.
+        "allow_unverified_data": os.environ.get("REPRO_ALLOW_UNVERIFIED_DATA", "") == "1",
         "platform": platform.platform(),
         "time": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
     }
