@@ -8,17 +8,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import repro.experiments  # noqa: F401  (registers the "accuracy" measure)
-import repro.latency  # noqa: F401  (registers the "latency" measure)
+import repro.report.latency_tables  # noqa: F401  (registers the latency tables)
+from repro.cost import register_estimator
+from repro.devices import resolve_device
+from repro.measure.latency import estimate_latency, measure_latency
 from repro.results import Verdict
 from repro.fsutil import atomic_write_text
 from repro.manifest import Manifest, Row, load_all
 from repro.pipeline import (
-    Context, ManifestResult, decide, load_result, row_flops, row_key, run_manifest, save_result,
+    Context, ManifestResult, decide, load_result, register_measurer, row_flops, row_key, run_manifest, save_result,
 )
 from repro.report.figures import render_figures
 from repro.report.render import render_audit, render_figure_section, render_report, write_manifest_outputs
 
 PROFILE_ENV, RESULTS_ENV = "REPRO_PROFILE", "REPRO_RESULTS"
+
+register_measurer("latency", measure_latency)  # until repro.measure's explicit table replaces these calls
+register_estimator("latency", estimate_latency)
 
 
 def default_profile() -> str:
@@ -27,16 +33,6 @@ def default_profile() -> str:
 
 def default_results_dir() -> Path:
     return Path(os.environ.get(RESULTS_ENV, "results"))
-
-
-def resolve_device(device: str) -> str:
-    import torch
-
-    if device == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    if device == "cuda" and not torch.cuda.is_available():
-        raise RuntimeError("--device cuda was asked for, but torch sees no CUDA device on this machine")
-    return device
 
 
 def make_context(manifest: Manifest, profile: str, results_dir: Path, device: str, jobs: int = 0, **kw) -> Context:
