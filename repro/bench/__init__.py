@@ -7,6 +7,9 @@
     train     end-to-end training images/s, fast path against the usual way (repro.bench.train)
     capacity  the greedy capacity assignment (Section 3.3) per batch against the
               batched expert forward it feeds (repro.bench.heads)
+    gpu       the prepared device check: training images/s and memory of each table's
+              heaviest model, kill/resume, Expert Choice in bf16, as a JSON the cost
+              model calibrates from (repro.bench.gpu, schema in repro.bench.calibration)
 
 Each prints a table whose ratios are the result; absolute times carry the device.
 This module holds only the commands: torch is imported when one runs, not when
@@ -15,6 +18,7 @@ This module holds only the commands: torch is imported when one runs, not when
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Optional
 
 import typer
@@ -22,7 +26,7 @@ from rich.console import Console
 from rich.table import Table
 
 bench_app = typer.Typer(no_args_is_help=True, add_completion=False,
-                        help="Benchmarks: latency per head, data path, training, capacity assignment.")
+                        help="Benchmarks: latency per head, data path, training, capacity assignment, device check.")
 console = Console()
 
 # The datasets `bench latency` knows (their shapes: repro.bench.heads.SHAPES, checked to agree by the tests).
@@ -44,15 +48,15 @@ def _fmt(x: float) -> str:
 
 
 @bench_app.command("latency")
-def latency(dataset: str = typer.Option("cifar100", help=f"One of {', '.join(LATENCY_DATASETS)}."),
-            batch: int = typer.Option(256, help="Batch size (the text gives none; 256 is our choice)."),
-            device: str = typer.Option("auto", help="auto, cpu or cuda."),
-            warmup: int = typer.Option(5), reps: int = typer.Option(20, help="Repetitions per timing (at least)."),
-            threads: int = typer.Option(1, help="CPU intra-op threads during timing; 0 keeps torch's setting."),
-            experts: str = typer.Option("2,4,8,16", help="Numbers of experts for the operator-count sweep."),
-            whole_model: bool = typer.Option(True, "--whole-model/--heads-only"),
-            compiled: bool = typer.Option(False, "--compile", help="Time heads under torch.compile (eager if it fails).")
-            ) -> None:
+def latency_cmd(dataset: str = typer.Option("cifar100", help=f"One of {', '.join(LATENCY_DATASETS)}."),
+                batch: int = typer.Option(256, help="Batch size (the text gives none; 256 is our choice)."),
+                device: str = typer.Option("auto", help="auto, cpu or cuda."),
+                warmup: int = typer.Option(5), reps: int = typer.Option(20, help="Repetitions per timing (at least)."),
+                threads: int = typer.Option(1, help="CPU intra-op threads during timing; 0 keeps torch's setting."),
+                experts: str = typer.Option("2,4,8,16", help="Numbers of experts for the operator-count sweep."),
+                whole_model: bool = typer.Option(True, "--whole-model/--heads-only"),
+                compiled: bool = typer.Option(False, "--compile", help="Time heads under torch.compile (eager if it fails).")
+                ) -> None:
     """ms per batch of each method's head (and whole model), ratios to dense, and operator calls against E."""
     if dataset not in LATENCY_DATASETS:
         raise typer.BadParameter(f"unknown dataset {dataset!r}; one of {', '.join(LATENCY_DATASETS)}")
@@ -82,8 +86,8 @@ def latency(dataset: str = typer.Option("cifar100", help=f"One of {', '.join(LAT
 
 
 @bench_app.command("data")
-def data(images: int = typer.Option(10_000), batch: int = typer.Option(256), device: str = typer.Option("cpu"),
-         repeats: int = typer.Option(3), workers: str = typer.Option("0,2", help="DataLoader worker counts to try.")) -> None:
+def data_cmd(images: int = typer.Option(10_000), batch: int = typer.Option(256), device: str = typer.Option("cpu"),
+             repeats: int = typer.Option(3), workers: str = typer.Option("0,2", help="DataLoader worker counts to try.")) -> None:
     """Images/s of the training data path alone: TensorLoader against torchvision-style DataLoaders."""
     from repro.bench.data import bench_data
 
@@ -96,10 +100,10 @@ def data(images: int = typer.Option(10_000), batch: int = typer.Option(256), dev
 
 
 @bench_app.command("train")
-def train(images: int = typer.Option(2048), batch: int = typer.Option(128), device: str = typer.Option("auto"),
-          rounds: int = typer.Option(3), workers: int = typer.Option(2, help="DataLoader workers of the usual way."),
-          threads: int = typer.Option(1, help="CPU intra-op threads for both paths; 0 keeps torch's setting."),
-          bf16: Optional[bool] = typer.Option(None, "--bf16/--fp32", help="Default: the CIFAR recipe (fp32).")) -> None:
+def train_cmd(images: int = typer.Option(2048), batch: int = typer.Option(128), device: str = typer.Option("auto"),
+              rounds: int = typer.Option(3), workers: int = typer.Option(2, help="DataLoader workers of the usual way."),
+              threads: int = typer.Option(1, help="CPU intra-op threads for both paths; 0 keeps torch's setting."),
+              bf16: Optional[bool] = typer.Option(None, "--bf16/--fp32", help="Default: the CIFAR recipe (fp32).")) -> None:
     """End-to-end training images/s of the CIFAR sparse MoE model: fast path against the usual way."""
     from repro.bench.train import bench_train
 
@@ -127,3 +131,41 @@ def capacity_cmd(batch: int = typer.Option(256), experts: int = typer.Option(8),
     for row in r["rows"]:
         t.add_row(row["assignment"], f"{row['ms']:.3g}", f"{row['of_experts']:.2g}x")
     console.print(t)
+
+
+@bench_app.command("gpu")
+def gpu_cmd(dry_run: bool = typer.Option(False, "--dry-run", help="The same sequence at toy size (default device: cpu)."),
+            out: Path = typer.Option(Path("results/bench_gpu.json"), "--out", help="The JSON to write."),
+            device: str = typer.Option("auto", help="auto: cuda (cpu for --dry-run)."),
+            steps: Optional[int] = typer.Option(None, min=1, help="Timed training steps per model (default 300; 1 with --dry-run)."),
+            budget_s: Optional[float] = typer.Option(None, help="Checks not begun after this many seconds are skipped."),
+            only: Optional[list[str]] = typer.Option(None, "--only", help="Only these manifests (repeatable).")) -> None:
+    """One prepared device check: each table's heaviest model trained, kill/resume, Expert Choice in bf16."""
+    from dataclasses import replace
+
+    from repro.bench.gpu import DRY_RUN, FULL, run_gpu_check
+    from repro.manifest import load_all
+
+    dev = "cpu" if dry_run and device == "auto" else _device(device)
+    if not dry_run and not dev.startswith("cuda"):
+        raise typer.BadParameter(f"{dev!r} is not a GPU; the full check trains at paper batches for minutes "
+                                 "per model. Use --dry-run here.", param_hint="--device")
+    settings = DRY_RUN if dry_run else FULL
+    settings = replace(settings, steps=steps or settings.steps, budget_s=budget_s or settings.budget_s)
+    manifests = [m for m in load_all() if not only or m.id in only]
+    if only and len(manifests) != len(set(only)):
+        known = {m.id for m in load_all()}
+        raise typer.BadParameter(f"unknown manifest(s) {', '.join(sorted(set(only) - known))}", param_hint="--only")
+    doc = run_gpu_check(dev, settings, out, manifests, dry_run, log=lambda line: console.print(line, highlight=False))
+    t = Table("Check", "Status", "Seconds", "Images / s", "Peak GiB", title=f"{doc['device']['label']}, "
+              f"torch {doc['torch']}{' (dry run)' if dry_run else ''}: {doc['wall_s']:.0f} s in all")
+    for c in doc["checks"]:
+        r, mem = c["result"], c["result"].get("peak_memory_bytes")
+        t.add_row(c["name"], c["status"], f"{c['seconds']:.1f}",
+                  f"{r['images_per_s']:,.1f}" if "images_per_s" in r else "", f"{mem / 2**30:.1f}" if mem else "")
+    console.print(t)
+    for c in doc["checks"]:
+        if c["status"] != "passed":
+            console.print(f"[red]{c['status']}[/] {c['name']}: {c['error']}", highlight=False)
+    console.print(f"wrote {out}")
+    raise typer.Exit(1 if any(c["status"] == "failed" for c in doc["checks"]) else 0)
