@@ -13,14 +13,15 @@ Schema "repro.bench.gpu/1" (JSON object; every key always present, null where it
                   "model_budget_s", "budget_s", "batch_cap" (null at full size), "image_cap" (null
                   at full size), "child_timeout_s", "precision": "bf16"}
     manifests    {manifest id: {"row": row id, "check": name of its "train" check, "train_macs": float}}:
-                 each manifest with accuracy rows, its heaviest row (most training multiply-adds)
+                 each manifest with accuracy rows, its heaviest row (most training multiply-adds);
+                 row and train_macs are null where its rows could not be counted (that check failed)
     checks       [{"name": str, "kind": "train" | "kill_resume" | "expert_choice_bf16",
                    "status": "passed" | "failed" | "skipped", "error": str ("" when passed),
                    "seconds": float, "result": {...}}], in the order they ran
 
 A "train" check's result: {"manifests": [ids], "dataset", "backbone", "head" (Component keys),
 "batch_size", "image_size", "precision", "channels_last", "compiled", "compile_error", "dispatch",
-"forward_macs" (per image at image_size), "steps", "timed_seconds", "warmup_seconds",
+"forward_macs" (per image at image_size), "flop_counter" (which count gave it), "steps", "timed_seconds", "warmup_seconds",
 "images_per_s", "train_macs_per_s" (3 x forward_macs x images/s), "peak_memory_bytes" (CUDA:
 torch.cuda.max_memory_allocated, compilation included; null on a CPU), "final_loss"}. A check whose
 compilation failed trains eagerly, as a run then does: it is "failed" with the compiler's error, and

@@ -128,8 +128,10 @@ def run_kill_resume(device: str, timeout_s: float = 300.0) -> dict[str, Any]:
         try:
             resumed.communicate(timeout=timeout_s)
         except subprocess.TimeoutExpired:
-            _kill(resumed)
             raise RuntimeError(f"the resuming child did not finish within {timeout_s:.0f} s") from None
+        finally:  # also when the caller's deadline interrupts the wait: no child outlives the check
+            if resumed.poll() is None:
+                _kill(resumed)
         if resumed.returncode != 0:
             raise RuntimeError(f"the resuming child failed: {_tail(base / 'resumed.log', resumed)}")
         record, whole = load_record(results, cfg), load_record(reference, cfg)

@@ -50,6 +50,24 @@ def test_each_table_trains_its_heaviest_row_and_tables_sharing_it_share_the_chec
         gpu.training_macs(r, a.profiles["full"]) for r in a.rows)
 
 
+@pytest.mark.slow  # counts three models four ways
+def test_without_fvcore_the_torch_count_stands_in_and_equals_the_checked_count(monkeypatch):
+    from repro.pipeline import row_key
+
+    m = _manifest("a", [("dense", "cifar10", STD, DENSE), ("moe", "cifar100", STD, WIDE_MOE),
+                        ("dw", "cifar10", {"name": "cifar_depthwise", "width": 0.72}, {"name": "soft_moe"})])
+    for row in m.rows:
+        f = row_flops(row)
+        assert gpu._torch_macs(row_key(row))[:2] == (f.backbone, f.head) and f.backbone + f.head == f.total
+
+    def no_fvcore(row):
+        raise ModuleNotFoundError("No module named 'fvcore'")
+
+    monkeypatch.setattr("repro.pipeline.row_flops", no_fvcore)
+    assert gpu.forward_macs(m.rows[0]) == (row_flops(m.rows[0]).backbone, row_flops(m.rows[0]).head,
+                                            "torch FlopCounterMode / 2 (no fvcore)")
+
+
 def test_the_check_config_is_the_paper_run_in_bf16_with_random_weights():
     m = _manifest("i", [("r18", "imagenet", {"name": "resnet18"}, DENSE)])
     planned = gpu.Planned("train/x", m.rows[0], m.profiles["full"], {"i": "r18"}, 1.0)
@@ -84,7 +102,7 @@ def _fake_sequence(monkeypatch):
     m = _manifest("a", [("wide", "cifar10", STD, WIDE_MOE)])
     planned = [gpu.Planned("train/one", m.rows[0], m.profiles["full"], {"a": "wide", "b": "w"}, 2.0),
                gpu.Planned("train/two", m.rows[0], m.profiles["full"], {"c": "wide"}, 1.0)]
-    monkeypatch.setattr(gpu, "plan_training", lambda manifests: planned)
+    monkeypatch.setattr(gpu, "plan_training", lambda manifests, failures=None: planned)
     monkeypatch.setattr(gpu, "expert_choice_rows", lambda manifests: [("a", m.rows[0])])
 
     def ec_fails(row, device):
@@ -122,7 +140,7 @@ def test_checks_past_the_budget_are_skipped_and_an_interrupted_file_says_not_rea
 
     gpu.run_gpu_check("cpu", replace(gpu.DRY_RUN, budget_s=0.0), out, manifests, dry_run=True, log=lambda _: None)
     cal = read_calibration(out)
-    assert {c.status for c in cal.checks} == {"skipped"} and "time budget of 0 s" in cal.checks[0].error
+    assert {c.status for c in cal.checks} == {"skipped"} and "time budget of 0 s spent" in cal.checks[0].error
 
     def stop(row, device):
         raise KeyboardInterrupt  # the device's time limit, as far as the file can tell
@@ -162,3 +180,34 @@ def test_dry_run_end_to_end(tmp_path):
         if c.kind == "expert_choice_bf16" and c.status == "passed":
             assert c.result["agreement_with_fp32"] >= 0.9
     assert json.loads(out.read_text())["settings"]["batch_cap"] == 4
+
+
+def test_a_check_running_into_the_deadline_is_stopped_and_later_ones_are_skipped(tmp_path, monkeypatch):
+    import time
+    from dataclasses import replace
+
+    manifests, out = _fake_sequence(monkeypatch), tmp_path / "gpu.json"
+    monkeypatch.setattr(gpu, "expert_choice_check", lambda row, device: time.sleep(30))
+    started = time.perf_counter()
+    gpu.run_gpu_check("cpu", replace(gpu.DRY_RUN, deadline_s=0.5), out, manifests, dry_run=True, log=lambda _: None)
+    assert time.perf_counter() - started < 20
+    cal = read_calibration(out)
+    first, *rest = cal.checks
+    assert first.status == "failed" and "CheckTimeout: stopped at the command's deadline" in first.error
+    assert [c.status for c in rest] == ["skipped"] * 3 and "time budget of 0 s" in rest[0].error
+
+
+def test_a_manifest_whose_rows_cannot_be_counted_is_a_failed_check_not_a_crash(tmp_path, monkeypatch):
+    manifests, out = _fake_sequence(monkeypatch), tmp_path / "gpu.json"
+
+    def plan(ms, failures):
+        failures["broken"] = ValueError("no FLOP rule for module Foo")
+        return []
+
+    monkeypatch.setattr(gpu, "plan_training", plan)
+    gpu.run_gpu_check("cpu", gpu.DRY_RUN, out, manifests, dry_run=True, log=lambda _: None)
+    cal = read_calibration(out)
+    broken = cal.check("train/broken")
+    assert broken.status == "failed" and broken.error.startswith("ValueError: no FLOP rule for module Foo")
+    assert cal.manifests["broken"] == {"row": None, "check": "train/broken", "train_macs": None}
+    assert cal.check("kill_resume").status == "passed" and cal.images_per_s("broken") is None
