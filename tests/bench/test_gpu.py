@@ -14,7 +14,7 @@ import torch
 from repro import REPO_ROOT
 from repro.bench import gpu
 from repro.bench.calibration import read_calibration
-from repro.manifest import Profile, parse_manifest
+from repro.manifest import parse_manifest
 from repro.pipeline import row_flops
 
 CPU = torch.device("cpu")
