@@ -60,6 +60,15 @@ class CalibrationError(ValueError):
     """A calibration file that does not follow the schema; the message names the file and the key."""
 
 
+class CheckFailed(AssertionError):
+    """What a check found wrong (an `expect` that did not hold); recorded as the check's error."""
+
+
+def expect(condition: bool, message: str) -> None:
+    if not condition:
+        raise CheckFailed(message)
+
+
 @dataclass
 class Check:
     name: str

@@ -30,6 +30,7 @@ import json
 import math
 import platform
 import signal
+import sys
 import threading
 import time
 import traceback
@@ -41,7 +42,7 @@ from typing import Any, Callable, Iterator
 import torch
 import torch.nn.functional as F
 
-from repro.bench.calibration import SCHEMA, Check
+from repro.bench.calibration import SCHEMA, Check, expect
 from repro.bench.harness import cpu_threads, error_line, synchronize
 from repro.data.specs import get_dataset
 from repro.devices import device_label
@@ -299,10 +300,10 @@ def expert_choice_check(row: Row, device: torch.device) -> dict[str, Any]:
     loss.backward()
     head.after_backward()
     grads = [p.grad for p in head.parameters() if p.requires_grad]
-    assert all(gr is not None for gr in grads), "a trainable parameter got no gradient"
+    expect(all(gr is not None for gr in grads), "a trainable parameter got no gradient")
     norm = torch.sqrt(sum((gr.float() ** 2).sum() for gr in grads)).item()
-    assert math.isfinite(loss.item()) and math.isfinite(norm), f"loss {loss.item()}, gradient norm {norm}"
-    assert agreement >= AGREEMENT, f"only {agreement:.0%} of samples within 5% of fp32 (expected >= {AGREEMENT:.0%})"
+    expect(math.isfinite(loss.item()) and math.isfinite(norm), f"loss {loss.item()}, gradient norm {norm}")
+    expect(agreement >= AGREEMENT, f"only {agreement:.0%} of samples within 5% of fp32 (expected >= {AGREEMENT:.0%})")
     return {"dataset": row.dataset, "head": row.head.key(), "batch": batch, "features": d,
             "output_dtype": str(out.dtype).replace("torch.", ""), "agreement_with_fp32": agreement,
             "max_rel_diff": rel.max().item(), "loss": loss.item(), "grad_norm": norm}
@@ -352,7 +353,8 @@ def _reraise(exc: BaseException) -> tuple[dict[str, Any], str]:
 
 
 def _free(device: torch.device) -> None:
-    torch._dynamo.reset()  # compiled graphs of the last model hold its memory
+    if "torch._dynamo" in sys.modules:  # compiled graphs of the last model hold its memory
+        torch._dynamo.reset()
     gc.collect()
     if device.type == "cuda":
         torch.cuda.empty_cache()

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from repro import REPO_ROOT
+from repro.bench.calibration import expect
 
 HOLD_S = 600  # the held child waits this long for its SIGKILL
 COMPARED = ("train_loss", "test_accuracy")
@@ -101,7 +102,7 @@ def _kill(proc: subprocess.Popen) -> None:
 
 
 def run_kill_resume(device: str, timeout_s: float = 300.0) -> dict[str, Any]:
-    """The check's result; AssertionError or RuntimeError saying what went wrong. Each child has timeout_s."""
+    """The check's result; CheckFailed or RuntimeError saying what went wrong. Each child has timeout_s."""
     import torch
 
     from repro.runs import checkpoint_path, load_record
@@ -119,9 +120,9 @@ def run_kill_resume(device: str, timeout_s: float = 300.0) -> dict[str, Any]:
         if not line:
             raise RuntimeError(f"the first child reported no epoch within {timeout_s:.0f} s: {_tail(base / 'held.log', held)}")
         ckpt = checkpoint_path(results, cfg)
-        assert json.loads(line)["epoch"] == 1, f"first report was {line!r}, expected epoch 1"
-        assert ckpt.exists(), f"no checkpoint at {ckpt} after epoch 1"
-        assert load_record(results, cfg) is None, "a record exists although the run was killed after epoch 1"
+        expect(json.loads(line)["epoch"] == 1, f"first report was {line!r}, expected epoch 1")
+        expect(ckpt.exists(), f"no checkpoint at {ckpt} after epoch 1")
+        expect(load_record(results, cfg) is None, "a record exists although the run was killed after epoch 1")
         killed_first = torch.load(ckpt, map_location="cpu", weights_only=True)["history"][0]
 
         resumed = _spawn([str(config), str(results), device, "--reference", str(reference)], base / "resumed.log")
@@ -135,19 +136,19 @@ def run_kill_resume(device: str, timeout_s: float = 300.0) -> dict[str, Any]:
         if resumed.returncode != 0:
             raise RuntimeError(f"the resuming child failed: {_tail(base / 'resumed.log', resumed)}")
         record, whole = load_record(results, cfg), load_record(reference, cfg)
-        assert record is not None and whole is not None, "a finished run left no readable record"
+        expect(record is not None and whole is not None, "a finished run left no readable record")
         history = record["history"]
-        assert record["resumed_from_epoch"] == 1, f"record says resumed_from_epoch={record['resumed_from_epoch']}, expected 1"
-        assert [h["epoch"] for h in history] == list(range(1, cfg.epochs + 1)), \
-            f"history epochs {[h['epoch'] for h in history]}, expected 1..{cfg.epochs}"
-        assert history[0] == json.loads(json.dumps(killed_first)), "epoch 1 differs from what the killed run saved"
-        assert not ckpt.exists(), f"checkpoint {ckpt} left behind after the record was written"
-        assert all(math.isfinite(h["train_loss"]) for h in history), "a non-finite training loss in the record"
+        expect(record["resumed_from_epoch"] == 1, f"record says resumed_from_epoch={record['resumed_from_epoch']}, expected 1")
+        expect([h["epoch"] for h in history] == list(range(1, cfg.epochs + 1)),
+               f"history epochs {[h['epoch'] for h in history]}, expected 1..{cfg.epochs}")
+        expect(history[0] == json.loads(json.dumps(killed_first)), "epoch 1 differs from what the killed run saved")
+        expect(not ckpt.exists(), f"checkpoint {ckpt} left behind after the record was written")
+        expect(all(math.isfinite(h["train_loss"]) for h in history), "a non-finite training loss in the record")
         diff = {k: max(abs(a[k] - b[k]) for a, b in zip(history, whole["history"])) for k in COMPARED}
         exact = device.startswith("cpu")
         same = all(v == 0 for v in diff.values())
         if exact:
-            assert same, f"resumed run differs from the uninterrupted one on a CPU: {diff}"
+            expect(same, f"resumed run differs from the uninterrupted one on a CPU: {diff}")
         return {"device": device, "epochs": cfg.epochs, "resumed_from_epoch": record["resumed_from_epoch"],
                 "killed_after_epoch": 1, "history_epochs": len(history), "matches_uninterrupted": same,
                 "max_abs_diff": diff, "exact_required": exact}

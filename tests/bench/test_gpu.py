@@ -35,6 +35,7 @@ DENSE = {"name": "dense", "hidden": [1024, 256]}
 WIDE_MOE = {"name": "sparse_moe", "expert_hidden": 2048}
 
 
+@pytest.mark.slow  # counts four models' FLOPs
 def test_each_table_trains_its_heaviest_row_and_tables_sharing_it_share_the_check():
     a = _manifest("a", [("dense", "cifar10", STD, DENSE), ("wide", "cifar10", STD, WIDE_MOE),
                         ("small", "cifar10", {"name": "cifar_depthwise", "width": 0.72}, DENSE)])
@@ -211,3 +212,38 @@ def test_a_manifest_whose_rows_cannot_be_counted_is_a_failed_check_not_a_crash(t
     assert broken.status == "failed" and broken.error.startswith("ValueError: no FLOP rule for module Foo")
     assert cal.manifests["broken"] == {"row": None, "check": "train/broken", "train_macs": None}
     assert cal.check("kill_resume").status == "passed" and cal.images_per_s("broken") is None
+
+
+def _dtype_safe_forward(self, h):
+    """The Expert Choice forward with the combine done in the source's dtype, as the bf16 fix does."""
+    from repro.models.capacity import capacity
+
+    b, e = int(h.shape[0]), self.cfg.num_experts
+    cap = min(capacity(self.cfg.capacity_factor, b, 1, e), b)
+    s = torch.softmax(self.gate(h), dim=-1)  # (B, E)
+    g, idx = s.t().topk(cap, dim=-1)  # (E, C)
+    y = self.experts(h[idx])  # (E, C, O)
+    src = (g.unsqueeze(-1) * y).flatten(0, 1)
+    out = torch.zeros(b, y.shape[-1], dtype=src.dtype, device=h.device).index_add(0, idx.flatten(), src)
+    mask = torch.zeros_like(s).scatter(0, idx.t(), 1.0)
+    self._record_routing(s, mask, dropped=mask.sum(-1) == 0, capacity=cap)
+    return out
+
+
+def test_the_expert_choice_check_passes_a_working_head_and_fails_one_whose_bf16_output_is_off(monkeypatch):
+    from repro.bench.calibration import CheckFailed
+    from repro.models.expert_choice import ExpertChoiceHead
+
+    m = _manifest("a", [("ec", "cifar10", STD, {"name": "expert_choice", "expert_hidden": 32})])
+    monkeypatch.setattr(ExpertChoiceHead, "forward", _dtype_safe_forward)
+    r = gpu.expert_choice_check(m.rows[0], CPU)
+    assert (r["batch"], r["features"]) == (128, 3072)  # the CIFAR recipe's batch, the standard CNN's D
+    assert r["agreement_with_fp32"] >= gpu.AGREEMENT and r["grad_norm"] > 0
+
+    def off_in_bf16(self, h):
+        out = _dtype_safe_forward(self, h)
+        return out * 2 if h.dtype == torch.bfloat16 else out
+
+    monkeypatch.setattr(ExpertChoiceHead, "forward", off_in_bf16)
+    with pytest.raises(CheckFailed, match=r"only \d+% of samples within 5% of fp32"):
+        gpu.expert_choice_check(m.rows[0], CPU)
