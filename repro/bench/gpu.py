@@ -4,7 +4,7 @@ The sequence, each step a check that records its own failure and lets the rest g
 
     expert_choice_bf16/<dataset>/<manifest>.<row>
         each Expert Choice head of the manifests, forward + backward at the paper's batch under
-        bf16 autocast, on the bf16 features an autocast backbone emits; its eval output against fp32
+        bf16 autocast, its eval output against fp32 (repro.bench.expert_choice_bf16)
     kill_resume
         save -> SIGKILL -> resume of a tiny run (repro.bench.kill_resume)
     train/<dataset>/<manifest>.<row>
@@ -40,9 +40,9 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import torch
-import torch.nn.functional as F
 
-from repro.bench.calibration import SCHEMA, Check, expect
+from repro.bench.calibration import SCHEMA, Check
+from repro.bench.expert_choice_bf16 import expert_choice_check, expert_choice_rows
 from repro.bench.harness import cpu_threads, error_line, synchronize
 from repro.data.specs import get_dataset
 from repro.devices import device_label
@@ -255,58 +255,6 @@ def train_check(p: Planned, s: GpuSettings, device: torch.device) -> tuple[dict[
         "final_loss": entry["train_loss"],
     }
     return result, f"compilation failed, trained eagerly: {compile_error}" if compile_error else ""
-
-
-# --------------------------------------------------------------------------- Expert Choice in bf16
-AGREEMENT = 0.9  # share of samples whose bf16 output is within 5% of fp32 (top-C ties may flip a few)
-
-
-def expert_choice_rows(manifests: list[Manifest]) -> list[tuple[str, Row]]:
-    """(manifest id, row) for each distinct Expert Choice head (dataset, backbone's D, parameters) of the accuracy rows."""
-    seen: dict[str, tuple[str, Row]] = {}
-    for m in manifests:
-        for r in m.rows:
-            if "accuracy" in r.measures and r.head.name == "expert_choice":
-                seen.setdefault(json.dumps([r.dataset, r.backbone.key(), r.head.key()], sort_keys=True), (m.id, r))
-    return list(seen.values())
-
-
-def expert_choice_check(row: Row, device: torch.device) -> dict[str, Any]:
-    """Forward + backward of the head under bf16 autocast at the paper's batch; its eval output against fp32."""
-    from repro.measure.latency import paper_features
-    from repro.models import HEADS
-    from repro.recipes import at_last_epoch
-
-    spec = get_dataset(row.dataset)
-    batch = RECIPES[row.dataset].batch_size
-    d = paper_features(row.dataset, json.dumps(row.backbone.key(), sort_keys=True))
-    torch.manual_seed(0)
-    head = at_last_epoch(HEADS.get(row.head.name).builder(d, spec.num_classes, **row.head.params), row.dataset)
-    head.to(device)
-    g = torch.Generator().manual_seed(0)
-    x = torch.randn(batch, d, generator=g).to(device)  # (B, D)
-    y = torch.randint(0, spec.num_classes, (batch,), generator=g).to(device)
-    low = x.to(torch.bfloat16)  # what an autocast backbone hands the head
-    head.eval()
-    with torch.no_grad():
-        ref = head(x)  # (B, O), fp32
-        with torch.autocast(device.type, dtype=torch.bfloat16):
-            out = head(low)
-    rel = (out.float() - ref).abs().amax(-1) / ref.abs().amax(-1).clamp_min(1e-6)  # (B,)
-    agreement = (rel < 0.05).float().mean().item()
-    head.train()
-    with torch.autocast(device.type, dtype=torch.bfloat16):
-        loss = F.cross_entropy(head(low.requires_grad_()).float(), y) + head.aux_loss().float()
-    loss.backward()
-    head.after_backward()
-    grads = [p.grad for p in head.parameters() if p.requires_grad]
-    expect(all(gr is not None for gr in grads), "a trainable parameter got no gradient")
-    norm = torch.sqrt(sum((gr.float() ** 2).sum() for gr in grads)).item()
-    expect(math.isfinite(loss.item()) and math.isfinite(norm), f"loss {loss.item()}, gradient norm {norm}")
-    expect(agreement >= AGREEMENT, f"only {agreement:.0%} of samples within 5% of fp32 (expected >= {AGREEMENT:.0%})")
-    return {"dataset": row.dataset, "head": row.head.key(), "batch": batch, "features": d,
-            "output_dtype": str(out.dtype).replace("torch.", ""), "agreement_with_fp32": agreement,
-            "max_rel_diff": rel.max().item(), "loss": loss.item(), "grad_norm": norm}
 
 
 # --------------------------------------------------------------------------- the sequence
