@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 import torch
-import torchvision
 from torch import nn
+from torch.overrides import TorchFunctionMode
 from torch.utils.flop_counter import FlopCounterMode
 
 from repro.models.classifier import Classifier
@@ -52,28 +52,44 @@ OWN_MACS: dict[type, Callable[[nn.Module, Shapes], int]] = {
 #     def own_macs(self, shapes: Shapes) -> int
 
 
-def _elementwise_in(m: nn.Module, shapes: Shapes) -> int:
-    return math.prod(shapes[0][0])
+def _input_elements(args: tuple, kwargs: dict) -> int:
+    return args[0].numel()
 
 
-def _batchnorm(m: nn.BatchNorm2d, shapes: Shapes) -> int:
-    return math.prod(shapes[0][0]) * (2 if m.affine else 1)
+def _batch_norm(args: tuple, kwargs: dict) -> int:
+    weight = args[3] if len(args) > 3 else kwargs.get("weight")
+    return args[0].numel() * (2 if weight is not None else 1)  # normalise, then scale and shift when affine
 
 
-def _mobilenet_pool(m: nn.Module, shapes: Shapes) -> int:
-    return m._repro_pool_in  # MobileNetV2.forward pools functionally; recorded by a hook
-
-
-# Second convention: normalisation, activation and pooling, per element.
-OWN_EXTRA: dict[type, Callable[[nn.Module, Shapes], int]] = {
-    nn.BatchNorm2d: _batchnorm,
-    nn.ReLU: _elementwise_in,
-    nn.ReLU6: _elementwise_in,
-    nn.MaxPool2d: _elementwise_in,
-    nn.AvgPool2d: _elementwise_in,
-    nn.AdaptiveAvgPool2d: _elementwise_in,
-    torchvision.models.MobileNetV2: _mobilenet_pool,
+# Second convention: normalisation, activation and pooling, per element. Counted
+# per function call, so that a forward calling one (MobileNet-V2 pools with
+# F.adaptive_avg_pool2d) counts as a module wrapping it (nn.AdaptiveAvgPool2d) does;
+# each call belongs to the innermost module running when it is made.
+EXTRA_FUNCTIONS: dict[str, Callable[[tuple, dict], int]] = {
+    "batch_norm": _batch_norm,
+    "relu": _input_elements,
+    "hardtanh": _input_elements,  # ReLU6
+    "max_pool2d": _input_elements,
+    "avg_pool2d": _input_elements,
+    "adaptive_avg_pool2d": _input_elements,
 }
+
+
+class _ExtraOps(TorchFunctionMode):
+    """Element counts of EXTRA_FUNCTIONS calls, by the module path that issued them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stack: list[str] = []
+        self.counts: dict[str, int] = defaultdict(int)
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        rule = EXTRA_FUNCTIONS.get(getattr(func, "__name__", ""))
+        if rule is not None and self.stack:
+            self.counts[self.stack[-1]] += rule(args, kwargs)
+        return func(*args, **kwargs)
+
 
 # fvcore ops that are neither convolution nor matrix product: zero in the primary
 # convention, declared here so that any op not listed is reported, never ignored.
@@ -150,35 +166,35 @@ class FlopReport:
         }
 
 
-def _record_shapes(model: nn.Module, x: torch.Tensor) -> dict[str, list[Shapes]]:
+def _record_shapes(model: nn.Module, x: torch.Tensor) -> tuple[dict[str, list[Shapes]], dict[str, int]]:
+    """Each module's call shapes, and the second convention's element counts it issued itself."""
     calls: dict[str, list[Shapes]] = defaultdict(list)
+    extra = _ExtraOps()
     handles = []
     for name, module in model.named_modules():
-        def hook(mod, inputs, output, name=name):
+        def enter(mod, inputs, name=name):
+            extra.stack.append(name)
+
+        def leave(mod, inputs, output, name=name):
+            extra.stack.pop()
             ins = [i.shape for i in inputs if isinstance(i, torch.Tensor)]
             calls[name].append((ins, output.shape if isinstance(output, torch.Tensor) else torch.Size()))
-            if isinstance(mod, torchvision.models.MobileNetV2):
-                mod._repro_pool_in = math.prod(mod._repro_features_out)
-        handles.append(module.register_forward_hook(hook))
-        if isinstance(module, torchvision.models.MobileNetV2):
-            def feat_hook(mod, inputs, output, parent=module):
-                parent._repro_features_out = output.shape
-            handles.append(module.features.register_forward_hook(feat_hook))
+        handles += [module.register_forward_pre_hook(enter), module.register_forward_hook(leave)]
     try:
-        with torch.no_grad():
+        with torch.no_grad(), extra:
             model(x)
     finally:
         for h in handles:
             h.remove()
-    return calls
+    return calls, dict(extra.counts)
 
 
-def _own(table: dict[type, Callable], module: nn.Module, calls: list[Shapes]) -> int:
-    if table is OWN_MACS and hasattr(module, "own_macs"):
+def _own_macs(module: nn.Module, calls: list[Shapes]) -> int:
+    if hasattr(module, "own_macs"):
         return sum(module.own_macs(c) for c in calls)
     for cls in type(module).__mro__:
-        if cls in table:
-            return sum(table[cls](module, c) for c in calls)
+        if cls in OWN_MACS:
+            return sum(OWN_MACS[cls](module, c) for c in calls)
     return 0
 
 
@@ -243,10 +259,10 @@ def count_flops(model: Classifier, input_shape: tuple[int, ...]) -> FlopReport:
     """Count one sample's FLOPs three ways and check they agree module by module."""
     model = model.eval()
     x = torch.randn(1, *input_shape)
-    calls = _record_shapes(model, x)
+    calls, extra_own = _record_shapes(model, x)
     modules = dict(model.named_modules())
-    own = {n: _own(OWN_MACS, modules[n], c) for n, c in calls.items()}
-    extra = {n: _own(OWN_EXTRA, modules[n], c) for n, c in calls.items()}
+    own = {n: _own_macs(modules[n], c) for n, c in calls.items()}
+    extra = {n: extra_own.get(n, 0) for n in calls}
     analytic = _rollup(own)
     analytic_all = _rollup({n: own[n] + extra[n] for n in own})
     fv, unsupported = _fvcore_counts(model, x)

@@ -15,6 +15,7 @@ from typing import Any, Literal, get_type_hints
 from repro import REPO_ROOT
 from repro.data.specs import DATASETS
 from repro.models import BACKBONES, HEADS, Component
+from repro.models.configs import ConfigError
 from repro.registry import closest
 from repro.schema import (
     Problems, SchemaError, bounded, check_id, check_params, convert, field_names, from_dict, read_toml,
@@ -148,7 +149,23 @@ def _component(registry, data: Any, path: str, problems: Problems) -> Component:
                      f"allowed: {', '.join(registry.names())}")
         return Component(str(name))
     params = {k: v for k, v in data.items() if k != "name"}
-    typed = check_params(registry.get(name).config, params, path, problems)
+    config = registry.get(name).config
+    if config is None:
+        return Component(name, check_params(None, params, path, problems))
+    hints, allowed = get_type_hints(config), field_names(config)
+    typed = {}
+    for key, value in params.items():
+        if key not in allowed:
+            problems.add(f"{path}.{key}", f"unknown key{closest(key, allowed)}; allowed: {', '.join(allowed)}")
+        elif (converted := convert(hints[key], value, f"{path}.{key}", problems)) is not None:
+            typed[key] = converted
+    try:  # the config's own range checks, each reported at its key path
+        config(**typed)
+    except ConfigError as exc:
+        for key, value, allowed_values in exc.problems:
+            problems.add(f"{path}.{key}", f"must be {allowed_values}, got {value!r}")
+    except (TypeError, ValueError) as exc:
+        problems.add(path, str(exc))
     return Component(name, typed)
 
 

@@ -15,6 +15,10 @@ from typing import Any, Literal
 
 from repro.data.specs import get_dataset
 from repro.manifest import Profile, Row
+from repro.weights import WEIGHTS, weights_for
+
+# Backbones with a pretrained start: derived from the one map (repro.weights); kept for cli.py.
+PRETRAINABLE = frozenset(WEIGHTS)
 
 # Bump when a change to the training code changes what a run config produces:
 # records written under another version are not reused.
@@ -44,9 +48,6 @@ RECIPES: dict[str, Recipe] = {
     "imagenet": Recipe(epochs=30, optimizer="sgd", lr=1e-2, momentum=0.9, schedule="cosine", batch_size=256,
                        backbone_lr_scale=0.1, bf16=True),
 }
-
-PRETRAINABLE = {"resnet18", "mobilenet_v2", "resnet18_moeconv"}
-
 
 @dataclass(frozen=True)
 class RunConfig:
@@ -90,7 +91,7 @@ def resolve(row: Row, profile: Profile, seed: int) -> RunConfig:
     """The run that trains `row` with `seed` under `profile`."""
     recipe = RECIPES[row.dataset]
     spec = get_dataset(row.dataset)
-    pretrained = profile.pretrained and row.backbone.name in PRETRAINABLE
+    pretrained = profile.pretrained and weights_for(row.backbone.name) is not None
     return RunConfig(
         dataset=row.dataset,
         backbone=row.backbone.key(),

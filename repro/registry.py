@@ -1,22 +1,41 @@
 """A small name -> builder registry (after fvcore's Registry).
 
 Each entry carries the dataclass that describes its keyword arguments, so a
-manifest can be validated against it before anything is built.
+manifest can be validated against it before anything is built. A builder may be
+named lazily as "module:function": it is imported when first built, so the
+registry (names, configs, docs) can be read without importing the builder's
+dependencies (torch, for the models).
 """
 
 from __future__ import annotations
 
 import difflib
-from dataclasses import dataclass
-from typing import Any, Callable, Iterator
+import functools
+import importlib
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator, Mapping
 
 
 @dataclass(frozen=True)
 class Entry:
     name: str
-    builder: Callable[..., Any]
+    target: Callable[..., Any] | str  # the builder, or "module:function" resolved on first use
     config: type | None  # dataclass whose fields are the builder's keyword arguments
     doc: str
+    defaults: Mapping[str, Any] = field(default_factory=dict)  # keyword arguments the builder gets unless given
+
+    @property
+    def builder(self) -> Callable[..., Any]:
+        fn = _resolve(self.target) if isinstance(self.target, str) else self.target
+        return functools.partial(fn, **self.defaults) if self.defaults else fn
+
+
+@functools.lru_cache(maxsize=None)
+def _resolve(target: str) -> Callable[..., Any]:
+    module, _, name = target.partition(":")
+    if not name:
+        raise ValueError(f"lazy builder {target!r} must read 'module:function'")
+    return getattr(importlib.import_module(module), name)
 
 
 def closest(word: str, options: list[str] | tuple[str, ...]) -> str:
@@ -30,11 +49,20 @@ class Registry:
         self.kind = kind
         self._entries: dict[str, Entry] = {}
 
+    def add(self, name: str, builder: Callable | str, config: type | None = None, doc: str = "",
+            defaults: Mapping[str, Any] | None = None) -> Entry:
+        """Register `builder` (a callable or "module:function") under `name`; duplicates are refused."""
+        if name in self._entries:
+            raise KeyError(f"{self.kind} '{name}' is already registered")
+        if not doc and callable(builder):
+            doc = (builder.__doc__ or "").strip()
+        entry = Entry(name, builder, config, doc, dict(defaults or {}))
+        self._entries[name] = entry
+        return entry
+
     def register(self, name: str, config: type | None = None, doc: str = "") -> Callable:
         def deco(fn: Callable) -> Callable:
-            if name in self._entries:
-                raise KeyError(f"{self.kind} '{name}' is already registered")
-            self._entries[name] = Entry(name, fn, config, doc or (fn.__doc__ or "").strip())
+            self.add(name, fn, config, doc)
             return fn
 
         return deco

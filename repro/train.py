@@ -29,6 +29,7 @@ from torch import nn
 from repro.data.specs import get_dataset
 from repro.fsutil import atomic_write_bytes
 from repro.models import Component, build_model
+from repro.models.base import entropy
 from repro.recipes import RunConfig
 
 EpochCallback = Callable[[int, int, dict[str, Any]], None]  # (epoch done, epochs, history entry)
@@ -47,19 +48,22 @@ class RunData:
 
 @dataclass(frozen=True)
 class Engine:
-    """Speed choices, from REPRO_CHANNELS_LAST, REPRO_COMPILE (auto, 1, 0) and REPRO_DISPATCH (auto, loop, batched).
+    """Speed choices, from REPRO_CHANNELS_LAST, REPRO_COMPILE (auto, 1, 0), REPRO_DISPATCH (auto, loop, batched)
+    and REPRO_BF16_CPU (0 by default).
 
     auto: channels-last convolutions everywhere (1.2-1.5x per training step on a
     2-core CPU at 32 px and above, CIFAR CNN to ResNet-18; neutral at 16 px);
     the backbone compiled on CUDA only (on that CPU it compiled for ~50 s and ran
     no faster); batched sparse dispatch on CUDA only (no host synchronisation; on
     a CPU its empty expert slots cost more than the loop's per-expert calls), and
-    only where the row leaves `dispatch` unset.
+    only where the row leaves `dispatch` unset. A recipe's bf16 autocast runs on CUDA; REPRO_BF16_CPU=1 runs it
+    on the CPU too, the nearest CPU equivalent of the CUDA path (slower there, so off by default).
     """
 
     channels_last: bool = False
     compile: bool = False
     dispatch: str | None = None  # replaces the sparse head's default dispatch
+    bf16_cpu: bool = False  # a bf16 recipe autocasts on the CPU as it does on CUDA
 
 
 def _env(name: str) -> str:
@@ -82,7 +86,8 @@ def resolve_engine(cfg: RunConfig, device: torch.device) -> Engine:
         if choice not in ("auto", "loop", "batched"):
             raise ValueError(f"REPRO_DISPATCH={choice!r}: expected auto, loop or batched")
         dispatch = ("batched" if cuda else None) if choice == "auto" else choice
-    return Engine(_switch("REPRO_CHANNELS_LAST", True), _switch("REPRO_COMPILE", cuda), dispatch)
+    return Engine(_switch("REPRO_CHANNELS_LAST", True), _switch("REPRO_COMPILE", cuda), dispatch,
+                  _switch("REPRO_BF16_CPU", False))
 
 
 def build_engine_model(cfg: RunConfig, engine: Engine) -> nn.Module:
@@ -105,18 +110,17 @@ def compile_backbone(model: nn.Module, cfg: RunConfig, engine: Engine, device: t
     if engine.channels_last:
         x = x.contiguous(memory_format=torch.channels_last)
     trial = copy.deepcopy(model.backbone)
-    rng = torch.get_rng_state()
+    gpus = [device.index or 0] if device.type == "cuda" else []
     try:
-        trial.compile(backend=backend)
-        with _autocast(cfg, device):
-            out = trial(x)
-        if out.requires_grad:
-            out.float().sum().backward()
+        with torch.random.fork_rng(devices=gpus):  # the trial step leaves the run's random streams untouched
+            trial.compile(backend=backend)
+            with _autocast(cfg, device, engine):
+                out = trial(x)
+            if out.requires_grad:
+                out.float().sum().backward()
     except Exception as exc:  # any compiler failure: train eagerly, as without compilation
         lines = [line for line in str(exc).splitlines() if line.strip()][:2]  # dynamo puts the cause second
         return f"{type(exc).__name__}: {' '.join(lines)}"
-    finally:
-        torch.set_rng_state(rng)
     model.backbone.compile(backend=backend)  # in place: parameter names, and so checkpoints, are unchanged
     return ""
 
@@ -198,20 +202,26 @@ def make_optimizer(cfg: RunConfig, model: nn.Module) -> tuple[torch.optim.Optimi
     return opt, sched
 
 
-def _autocast(cfg: RunConfig, device: torch.device):
-    if cfg.bf16 and device.type == "cuda":
-        return torch.autocast("cuda", dtype=torch.bfloat16)
-    return contextlib.nullcontext()
+def autocast_dtype(cfg: RunConfig, device: torch.device, engine: Engine | None = None) -> torch.dtype | None:
+    """bfloat16 where the recipe asks for it and the device runs it (CUDA; the CPU with engine.bf16_cpu)."""
+    on = device.type == "cuda" or (device.type == "cpu" and engine is not None and engine.bf16_cpu)
+    return torch.bfloat16 if cfg.bf16 and on else None
 
 
-def evaluate(model: nn.Module, batches: Iterable, num_classes: int, cfg: RunConfig, device: torch.device) -> dict:
+def _autocast(cfg: RunConfig, device: torch.device, engine: Engine | None = None):
+    dtype = autocast_dtype(cfg, device, engine)
+    return torch.autocast(device.type, dtype=dtype) if dtype is not None else contextlib.nullcontext()
+
+
+def evaluate(model: nn.Module, batches: Iterable, num_classes: int, cfg: RunConfig, device: torch.device,
+             engine: Engine | None = None) -> dict:
     """Accuracy, loss, and for routed heads the expert usage per class (Fig. 4)."""
     model.eval()
     hooks = [m for m in routing_modules(model) if m is model.head]
     correct = seen = 0
     loss_sum = 0.0
     usage = None  # (classes, E)
-    with torch.no_grad(), _autocast(cfg, device):
+    with torch.no_grad(), _autocast(cfg, device, engine):
         for x, y in batches:
             x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
             logits = model(x).float()
@@ -231,18 +241,41 @@ def evaluate(model: nn.Module, batches: Iterable, num_classes: int, cfg: RunConf
     return out
 
 
-def train_epoch(model, data: RunData, opt, cfg: RunConfig, device, epoch: int) -> dict:
+class RoutingTally:
+    """Sums of one routed module's per-step routing statistics over an epoch, on the device."""
+
+    def __init__(self) -> None:
+        self.steps = 0
+        self.usage = self.dropped = self.forced = self.entropy = None
+
+    def add(self, stats: dict) -> None:
+        self.steps += 1
+        for name, key in (("usage", "expert_counts"), ("dropped", "dropped"), ("forced", "forced"),
+                          ("entropy", "entropy")):
+            value = stats[key].float() if key == "entropy" else stats[key]
+            old = getattr(self, name)
+            setattr(self, name, value if old is None else old + value)
+
+    def layer_summary(self) -> dict[str, Any]:
+        """A backbone MoE layer's epoch (Table 5): expert usage counts, mean H(p_bar), H of the usage."""
+        usage = self.usage.float()
+        return {"expert_usage": self.usage.tolist(), "entropy": (self.entropy / self.steps).item(),
+                "usage_entropy": entropy(usage / usage.sum().clamp_min(1)).item()}
+
+
+def train_epoch(model, data: RunData, opt, cfg: RunConfig, device, epoch: int, engine: Engine | None = None) -> dict:
     """One pass over the training data. Sums stay on the device: one host sync per epoch."""
     set_train_mode(model)
     hooks = routing_modules(model)
+    names = {m: n for n, m in model.named_modules()}
     data.train.set_epoch(epoch)
     zero = lambda: torch.zeros((), device=device)  # noqa: E731
     loss_sum, aux_sum, correct, seen = zero(), zero(), zero(), 0
-    dropped, forced, entropy, usage = zero(), zero(), zero(), None
+    tallies = {m: RoutingTally() for m in hooks}
     steps = 0
     for x, y in data.train:
         x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
-        with _autocast(cfg, device):
+        with _autocast(cfg, device, engine):
             logits = model(x)
             aux = sum((m.aux_loss() for m in hooks), zero())
             loss = F.cross_entropy(logits.float(), y) + aux.float()
@@ -256,12 +289,10 @@ def train_epoch(model, data: RunData, opt, cfg: RunConfig, device, epoch: int) -
         aux_sum += aux.detach().float() * len(y)
         correct += (logits.argmax(-1) == y).sum()
         seen += len(y)
-        stats = model.head.routing_stats()
-        if stats:
-            dropped += stats["dropped"]
-            forced += stats["forced"]
-            entropy += stats["entropy"].float()
-            usage = stats["expert_counts"] if usage is None else usage + stats["expert_counts"]
+        for m in hooks:
+            stats = m.routing_stats()
+            if stats:
+                tallies[m].add(stats)
     if steps == 0:
         raise RuntimeError(f"no training batch: {cfg.train_samples} samples with batch size {cfg.batch_size}")
     mean_loss = (loss_sum / seen).item()
@@ -269,13 +300,19 @@ def train_epoch(model, data: RunData, opt, cfg: RunConfig, device, epoch: int) -
         raise NonFiniteLoss(f"the training loss became {mean_loss} during epoch {epoch + 1} "
                             f"(auxiliary part {(aux_sum / seen).item():.4g}); the run stops without a record")
     entry = {"train_loss": mean_loss, "train_accuracy": (correct / seen).item(), "aux_loss": (aux_sum / seen).item()}
-    if usage is not None:
-        entry.update(expert_usage=usage.tolist(), dropped=int(dropped.item()), forced=int(forced.item()),
-                     routing_entropy=(entropy / steps).item())
-    for name in ("tau", "current_k"):
-        value = getattr(model.head, name, None)
-        if isinstance(value, (int, float)):
-            entry["k" if name == "current_k" else name] = value
+    head = tallies.get(model.head)
+    if head is not None and head.steps:
+        entry.update(expert_usage=head.usage.tolist(), dropped=int(head.dropped.item()),
+                     forced=int(head.forced.item()), routing_entropy=(head.entropy / head.steps).item())
+    layers = {names[m]: t.layer_summary() for m, t in tallies.items() if m is not model.head and t.steps}
+    if layers:
+        entry["routing_layers"] = layers
+    for m in hooks:  # the schedules in force this epoch; the head's at the top level (tau, k)
+        state = m.schedule_state()
+        if m is model.head:
+            entry.update(state)
+        elif state:
+            entry.setdefault("schedules", {})[names[m]] = state
     return entry
 
 
@@ -307,38 +344,73 @@ def train_run(cfg: RunConfig, device: torch.device, data_dir: Path | None, check
         opt.load_state_dict(state["optimizer"])
         if sched is not None:
             sched.load_state_dict(state["scheduler"])
-        torch.set_rng_state(state["rng"])
+        _restore_rng(state["rng"], device)
         history, start, elapsed = state["history"], state["epoch"], state["elapsed"]
     hooks = routing_modules(model)
     for epoch in range(start, cfg.epochs):
         t0 = time.perf_counter()
         for m in hooks:
             m.on_epoch_start(*schedule_position(epoch, cfg))
-        entry = {"epoch": epoch + 1, **train_epoch(model, data, opt, cfg, device, epoch)}
+        entry = {"epoch": epoch + 1, **train_epoch(model, data, opt, cfg, device, epoch, engine)}
         if sched is not None:
             sched.step()
-        evaluation = evaluate(model, data.test, spec.num_classes, cfg, device)
+        evaluation = evaluate(model, data.test, spec.num_classes, cfg, device, engine)
         entry.update(test_accuracy=evaluation["accuracy"], test_loss=evaluation["loss"],
                      seconds=time.perf_counter() - t0)
         if "usage_by_class" in evaluation:
             entry["test_usage_by_class"] = evaluation["usage_by_class"]
         history.append(entry)
         elapsed += entry["seconds"]
-        _save_checkpoint(checkpoint, model, opt, sched, history, epoch + 1, elapsed)
+        _save_checkpoint(checkpoint, model, opt, sched, history, epoch + 1, elapsed, device)
         if on_epoch is not None:
             on_epoch(epoch + 1, cfg.epochs, entry)
-    executed = {**asdict(engine), "compile": engine.compile and not compile_error, "compile_error": compile_error}
+    dtype = autocast_dtype(cfg, device, engine)
+    executed = {**asdict(engine), "compile": engine.compile and not compile_error, "compile_error": compile_error,
+                "autocast": str(dtype).removeprefix("torch.") if dtype is not None else None}
     return {**_summary(cfg, history, data.source, frozen, elapsed), "engine": executed}
 
 
-def _save_checkpoint(path: Path, model, opt, sched, history, epoch: int, elapsed: float) -> None:
+def _rng_state(device: torch.device) -> dict[str, Any]:
+    """The generators' states as bytes, so that no map_location can move them off the CPU."""
+    out: dict[str, Any] = {"cpu": bytes(torch.get_rng_state().numpy().tobytes())}
+    if device.type == "cuda":
+        out["cuda"] = [bytes(s.cpu().numpy().tobytes()) for s in torch.cuda.get_rng_state_all()]
+    return out
+
+
+def _byte_tensor(state: bytes | torch.Tensor) -> torch.Tensor:
+    if isinstance(state, torch.Tensor):  # a checkpoint written before states were stored as bytes
+        return state.detach().to("cpu", torch.uint8)
+    return torch.frombuffer(bytearray(state), dtype=torch.uint8)
+
+
+def _restore_rng(state: dict[str, Any] | torch.Tensor, device: torch.device) -> None:
+    """Set the CPU (and, on CUDA, every GPU's) generator from a checkpoint's `rng` entry."""
+    if not isinstance(state, dict):
+        state = {"cpu": state}
+    torch.set_rng_state(_byte_tensor(state["cpu"]))
+    if device.type == "cuda" and "cuda" in state:
+        torch.cuda.set_rng_state_all([_byte_tensor(s) for s in state["cuda"]])
+
+
+def _save_checkpoint(path: Path, model, opt, sched, history, epoch: int, elapsed: float,
+                     device: torch.device) -> None:
     import io
 
     buf = io.BytesIO()
     torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(),
-                "scheduler": sched.state_dict() if sched is not None else {}, "rng": torch.get_rng_state(),
+                "scheduler": sched.state_dict() if sched is not None else {}, "rng": _rng_state(device),
                 "history": history, "epoch": epoch, "elapsed": elapsed}, buf)
     atomic_write_bytes(path, buf.getvalue())
+
+
+def _routing(last: dict[str, Any]) -> dict[str, Any]:
+    """The last epoch's routing: the head's (expert_usage, test_usage_by_class, routing_entropy) and, under
+    "layers", each backbone MoE layer's {"expert_usage": [E counts], "entropy": H(p_bar), "usage_entropy": ...}."""
+    out = {k: last[k] for k in ("expert_usage", "test_usage_by_class", "routing_entropy") if k in last}
+    if "routing_layers" in last:
+        out["layers"] = last["routing_layers"]
+    return out
 
 
 def _summary(cfg: RunConfig, history: list[dict], source: str, frozen: list[str], elapsed: float) -> dict[str, Any]:
@@ -353,7 +425,7 @@ def _summary(cfg: RunConfig, history: list[dict], source: str, frozen: list[str]
         "metrics": {"accuracy": metric, "final_accuracy": final, "peak_accuracy": accs[peak],
                     "peak_epoch": peak + 1, "protocol": cfg.metric},
         "history": history,
-        "routing": {k: last[k] for k in ("expert_usage", "test_usage_by_class", "routing_entropy") if k in last},
+        "routing": _routing(last),
         "data": source,
         "frozen_parameters": len(frozen),
         "train_seconds": elapsed,

@@ -101,3 +101,34 @@ def test_routed_modules_of_the_backbone_moe():
     names = model.routed_module_names()
     assert len(names) == 8 and all(".layer3." in n or ".layer4." in n for n in names)
     assert math.isclose(sum(1 for n in names if n.endswith("conv1")), 4)
+
+
+class _PoolsInForward(nn.Module):
+    """Pools functionally inside its own forward, as torchvision's MobileNetV2 does."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, padding=1)
+        self.out_features = 8
+
+    def forward(self, x):
+        return torch.flatten(torch.nn.functional.adaptive_avg_pool2d(torch.relu(self.conv(x)), 1), 1)
+
+
+class _PoolsInModule(_PoolsInForward):
+    def __init__(self) -> None:
+        super().__init__()
+        self.act, self.pool = nn.ReLU(), nn.AdaptiveAvgPool2d(1)
+
+    def forward(self, x):
+        return torch.flatten(self.pool(self.act(self.conv(x))), 1)
+
+
+def test_functional_pooling_in_a_forward_counts_as_a_pooling_module_does():
+    head = nn.Linear(8, 4)
+    functional = count_flops(Classifier(_PoolsInForward(), head), (3, 6, 6))
+    modular = count_flops(Classifier(_PoolsInModule(), head), (3, 6, 6))
+    elements = 8 * 6 * 6  # the ReLU's and the pool's input, one each per element
+    assert functional.total == modular.total == 8 * 6 * 6 * 27 + 8 * 4
+    assert functional.total_all_ops - functional.total == 2 * elements
+    assert functional.total_all_ops == modular.total_all_ops

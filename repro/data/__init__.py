@@ -4,21 +4,37 @@ Real data: `load_tensors` (CIFAR, Tiny-ImageNet: whole splits as uint8 tensors),
 `image_folder_loaders` / `image_folder_loader` (streamed ImageFolder trees).
 Batches: `TensorLoader` (in-memory, batch-wise augmentation on the device).
 Smoke profile: `synthetic_tensors`. Expected folders: see repro.data.layout.
+
+Names are imported from their modules on first use, so `repro.data.specs`
+(torch-free) can be read without importing torch.
 """
 
-from repro.data.augment import crop_padding, normalize, random_crop_flip
-from repro.data.imagenet import (FolderLoader, image_folder, image_folder_loader, image_folder_loaders,
-                                 imagenet_loader)
-from repro.data.layout import (DatasetMissing, DatasetStatus, cache_dir, data_root, data_status, dataset_dir,
-                               require)
-from repro.data.loader import TensorLoader, subset
-from repro.data.specs import DATASETS, DatasetSpec, get_dataset
-from repro.data.synthetic import synthetic_tensors
-from repro.data.tensors import load_tensors
+from __future__ import annotations
 
-__all__ = [
-    "DATASETS", "DatasetMissing", "DatasetSpec", "DatasetStatus", "FolderLoader", "TensorLoader", "cache_dir",
-    "crop_padding", "data_root", "data_status", "dataset_dir", "get_dataset", "image_folder", "image_folder_loader",
-    "image_folder_loaders", "imagenet_loader", "load_tensors", "normalize", "random_crop_flip", "require", "subset",
-    "synthetic_tensors",
-]
+import importlib
+from typing import Any
+
+_HOME = {
+    "crop_padding": "augment", "normalize": "augment", "random_crop_flip": "augment",
+    "FolderLoader": "imagenet", "image_folder": "imagenet", "image_folder_loader": "imagenet",
+    "image_folder_loaders": "imagenet", "imagenet_loader": "imagenet",
+    "DatasetMissing": "layout", "DatasetStatus": "layout", "cache_dir": "layout", "data_root": "layout",
+    "data_status": "layout", "dataset_dir": "layout", "require": "layout",
+    "TensorLoader": "loader", "subset": "loader",
+    "DATASETS": "specs", "DatasetSpec": "specs", "get_dataset": "specs",
+    "synthetic_tensors": "synthetic",
+    "load_tensors": "tensors",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _HOME:
+        raise AttributeError(f"module 'repro.data' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"repro.data.{_HOME[name]}"), name)
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_HOME])
+
+
+__all__ = sorted(_HOME)

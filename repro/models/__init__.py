@@ -1,25 +1,18 @@
 """Models as named, validated building blocks: backbones and heads by registry name.
 
-Importing this package registers every backbone and head.
+`Component`, the `BACKBONES` / `HEADS` registries and their configs
+(repro.models.configs) need no torch; `build_model` imports the builders.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from repro.models.catalog import BACKBONES, HEADS
 
-from repro.data.specs import get_dataset
-from repro.models import (  # noqa: F401  (registration side effects)
-    expert_choice,
-    moe_conv,
-    per_sample_soft_moe,
-    soft_moe,
-    sparse_moe,
-)
-from repro.models.backbones import BACKBONES
-from repro.models.classifier import Classifier
-from repro.models.heads import HEADS
+if TYPE_CHECKING:
+    from repro.models.classifier import Classifier
 
 
 @dataclass(frozen=True)
@@ -36,11 +29,22 @@ class Component:
 def build_model(dataset: str, backbone: Component, head: Component, pretrained: bool = False,
                 image_size: int | None = None) -> Classifier:
     """The model for `dataset` (its classes; its resolution unless `image_size` overrides it)."""
+    from repro.data.specs import get_dataset
+    from repro.models.classifier import Classifier
+
     spec = get_dataset(dataset)
     size = image_size or spec.image_size
     body = BACKBONES.get(backbone.name).builder((spec.channels, size, size), pretrained=pretrained, **backbone.params)
     top = HEADS.get(head.name).builder(body.out_features, spec.num_classes, **head.params)
     return Classifier(body, top)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "Classifier":  # torch: imported on first use only
+        from repro.models.classifier import Classifier
+
+        return Classifier
+    raise AttributeError(f"module 'repro.models' has no attribute {name!r}")
 
 
 __all__ = ["BACKBONES", "HEADS", "Classifier", "Component", "build_model"]

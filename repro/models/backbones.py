@@ -11,35 +11,11 @@ max pooling, and features taken by flattening the last block's map.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal
-
 import torch
-import torchvision
 from torch import nn
 
-from repro.registry import Registry
-
-BACKBONES = Registry("backbone")
-
-
-@dataclass(frozen=True)
-class ConvBackboneConfig:
-    channels: tuple[int, ...] = (24, 48)  # output channels of each block at w = 1
-    convs_per_block: int = 2  # 3x3 convolutions per block before the 2x2 max pool
-    depthwise: bool = False  # depthwise 3x3 + pointwise 1x1 in place of each 3x3 conv
-    width: float = 1.0  # width factor w, scales every block's channels
-    batch_norm: bool = False
-    features: Literal["flatten", "gap"] = "flatten"  # how the last block's map becomes F
-
-    def __post_init__(self) -> None:
-        if self.width <= 0:
-            raise ValueError("width must be positive")
-        if not self.channels or self.convs_per_block < 1:
-            raise ValueError("need at least one block and one convolution per block")
-
-    def widths(self) -> list[int]:
-        return [max(1, round(c * self.width)) for c in self.channels]
+from repro.models.catalog import BACKBONES  # noqa: F401  (re-exported)
+from repro.models.configs import ConvBackboneConfig, TorchvisionConfig  # noqa: F401
 
 
 def _conv3x3(cin: int, cout: int, cfg: ConvBackboneConfig) -> list[nn.Module]:
@@ -85,41 +61,9 @@ class ConvBackbone(nn.Module):
         return self.to_features(self.blocks(x))
 
 
-def _conv_entry(name: str, doc: str, **defaults) -> None:
-    @BACKBONES.register(name, config=ConvBackboneConfig, doc=doc)
-    def build(input_shape: tuple[int, int, int], pretrained: bool = False, **params) -> nn.Module:
-        return ConvBackbone(ConvBackboneConfig(**{**defaults, **params}), input_shape)
-
-
-_conv_entry("cifar_standard", "CIFAR standard CNN: two blocks, 24/48 channels", channels=(24, 48))
-_conv_entry(
-    "cifar_depthwise", "CIFAR depthwise-separable CNN, 24/48 x w", channels=(24, 48), depthwise=True
-)
-_conv_entry(
-    "cifar_depthwise_3block",
-    "CIFAR w=2.0 headline variant: three depthwise blocks (24/48/96 x w) with BatchNorm",
-    channels=(24, 48, 96),
-    depthwise=True,
-    batch_norm=True,
-    width=2.0,
-)
-_conv_entry(
-    "tiny_standard", "Tiny-ImageNet standard CNN: 32/64/128 with BatchNorm", channels=(32, 64, 128), batch_norm=True
-)
-_conv_entry(
-    "tiny_depthwise",
-    "Tiny-ImageNet depthwise-separable CNN: 32/64/128 x w with BatchNorm",
-    channels=(32, 64, 128),
-    depthwise=True,
-    batch_norm=True,
-)
-
-
-@dataclass(frozen=True)
-class TorchvisionConfig:
-    # Top-level children kept frozen at their pretrained weights during training,
-    # e.g. ("conv1", "bn1", "layer1", "layer2") for Table 5's matched dense baseline.
-    frozen: tuple[str, ...] = ()
+def build_conv(input_shape: tuple[int, int, int], pretrained: bool = False, **params) -> nn.Module:
+    """The CNNs of Section 4.1; each registry entry (repro.models.catalog) gives its defaults."""
+    return ConvBackbone(ConvBackboneConfig(**params), input_shape)
 
 
 class TorchvisionFeatures(nn.Module):
@@ -137,20 +81,23 @@ class TorchvisionFeatures(nn.Module):
 
 
 def torchvision_net(arch: str, pretrained: bool) -> nn.Module:
-    """A torchvision ImageNet model; pretrained weights come from TORCH_HOME's cache."""
-    weights = {"resnet18": "ResNet18_Weights", "mobilenet_v2": "MobileNet_V2_Weights"}[arch]
-    w = getattr(torchvision.models, weights).IMAGENET1K_V1 if pretrained else None
-    return getattr(torchvision.models, arch)(weights=w)
+    """A torchvision ImageNet model; pretrained weights from REPRO_WEIGHTS or TORCH_HOME's cache, hash-checked."""
+    import torchvision
+
+    from repro.weights import load_pretrained
+
+    net = getattr(torchvision.models, arch)(weights=None)
+    if pretrained:
+        net.load_state_dict(load_pretrained(arch))
+    return net
 
 
-@BACKBONES.register("resnet18", config=TorchvisionConfig, doc="torchvision ResNet-18, 512-d pooled features")
 def build_resnet18(input_shape: tuple[int, int, int], pretrained: bool = False, frozen: tuple[str, ...] = ()) -> nn.Module:
     net = torchvision_net("resnet18", pretrained)
     net.fc = nn.Identity()
     return TorchvisionFeatures(net, 512, frozen)
 
 
-@BACKBONES.register("mobilenet_v2", config=TorchvisionConfig, doc="torchvision MobileNet-V2, 1280-d pooled features")
 def build_mobilenet_v2(input_shape: tuple[int, int, int], pretrained: bool = False, frozen: tuple[str, ...] = ()) -> nn.Module:
     net = torchvision_net("mobilenet_v2", pretrained)
     net.classifier = nn.Identity()

@@ -4,6 +4,7 @@ Shapes: B batch, E experts.
 
 The engine calls, per epoch / step:
     on_epoch_start(epoch, num_epochs)  schedules (tau, k) for the coming epoch
+    schedule_state()                   the scheduled values now in force, e.g. {"tau": 0.5, "k": 1}
     aux_loss()                         weighted auxiliary loss of the last training forward
     routing_stats()                    statistics of the last forward (detached)
     after_backward()                   per-step bookkeeping that needs gradients
@@ -26,10 +27,13 @@ def entropy(p: torch.Tensor) -> torch.Tensor:
 
 
 class RoutingHooks:
-    """Mixin for nn.Module heads: no-op versions of the four engine hooks."""
+    """Mixin for nn.Module heads: no-op versions of the engine hooks."""
 
     def on_epoch_start(self, epoch: int, num_epochs: int) -> None:
         pass
+
+    def schedule_state(self) -> dict[str, float | int]:
+        return {}
 
     def aux_loss(self) -> torch.Tensor:
         aux = getattr(self, "_aux", None)

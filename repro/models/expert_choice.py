@@ -13,25 +13,14 @@ experts) a sample is processed depends on the rest of its batch.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 import torch
 from torch import nn
 
 from repro.models.base import RoutedHead
+from repro.models.configs import ExpertChoiceConfig
 from repro.models.capacity import capacity
 from repro.models.experts import ExpertBank
-from repro.models.heads import HEADS
-
-
-@dataclass(frozen=True)
-class ExpertChoiceConfig:
-    num_experts: int = 8  # shared with every MoE variant (Section 4.1)
-    expert_hidden: int = 304  # h, as the sparse head (Section 3.1)
-    dropout: float = 0.3
-    # c: not given in the paper. 1.0 makes the average experts per sample 1, the
-    # sparse head's k = 1; Zhou et al. also report c = 2 (their "EC-CF2").
-    capacity_factor: float = 1.0
 
 
 class ExpertChoiceHead(RoutedHead):
@@ -47,12 +36,12 @@ class ExpertChoiceHead(RoutedHead):
         s = torch.softmax(self.gate(h), dim=-1)  # (B, E)
         g, idx = s.t().topk(cap, dim=-1)  # (E, C): each expert's chosen samples and their gates
         y = self.experts(h[idx])  # (E, C, D) -> (E, C, O)
-        out = h.new_zeros(b, y.shape[-1]).index_add(0, idx.flatten(), (g.unsqueeze(-1) * y).flatten(0, 1))
+        src = (g.unsqueeze(-1) * y).flatten(0, 1)  # (E*C, O); float32 under autocast, as the gates are
+        out = src.new_zeros(b, y.shape[-1]).index_add(0, idx.flatten(), src)
         mask = torch.zeros_like(s).scatter(0, idx.t(), 1.0)  # (B, E)
         self._record_routing(s, mask, dropped=mask.sum(-1) == 0, capacity=cap)
         return out  # (B, O)
 
 
-@HEADS.register("expert_choice", config=ExpertChoiceConfig, doc="Expert Choice routing: experts pick top-C samples")
 def build_expert_choice(in_features: int, num_classes: int, **params) -> nn.Module:
     return ExpertChoiceHead(in_features, num_classes, ExpertChoiceConfig(**params))

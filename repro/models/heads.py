@@ -1,4 +1,4 @@
-"""Classifier heads and their registry; the MoE heads register themselves from their own files.
+"""Classifier heads; the registry (repro.models.catalog) names each builder, the MoE heads live in their own files.
 
 A head builder takes (in_features, num_classes, **params) and returns a module
 mapping (B, F) features to (B, num_classes) logits. Heads that route set
@@ -9,23 +9,14 @@ A linear "FC head" is the dense head with ``hidden = ()``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
 from torch import nn
 
 from repro.models.base import RoutingHooks
-from repro.registry import Registry
+from repro.models.catalog import HEADS  # noqa: F401  (re-exported)
+from repro.models.configs import DenseHeadConfig
 
-HEADS = Registry("head")
 
-
-@dataclass(frozen=True)
-class DenseHeadConfig:
-    # The paper's dense head is feature_dim -> 1024 -> h -> classes in the rho-sweep
-    # (Table 1), which replaced a fixed h = 256 used elsewhere.
-    hidden: tuple[int, ...] = (1024, 256)
-    dropout: float = 0.3
 
 
 class DenseHead(RoutingHooks, nn.Module):
@@ -47,6 +38,5 @@ class DenseHead(RoutingHooks, nn.Module):
         return self.mlp(h)
 
 
-@HEADS.register("dense", config=DenseHeadConfig, doc="dense MLP head (the paper's Dense baseline)")
 def build_dense(in_features: int, num_classes: int, **params) -> nn.Module:
     return DenseHead(in_features, num_classes, DenseHeadConfig(**params))

@@ -24,14 +24,14 @@ receives no gradient (the ablation of Table 5 trains with a fixed random router)
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from repro.models.backbones import BACKBONES, TorchvisionFeatures, torchvision_net
+from repro.models.backbones import TorchvisionFeatures, torchvision_net
 from repro.models.base import RoutingHooks
+from repro.models.configs import MoEConvBackboneConfig
 
 
 class MoEConv2d(RoutingHooks, nn.Module):
@@ -121,19 +121,8 @@ class MoEConv2d(RoutingHooks, nn.Module):
             rows = (top_i == e).any(-1).nonzero().flatten()  # samples that selected expert e
             if rows.numel():
                 y = F.conv2d(x[rows], self.weight[e], stride=self.stride, padding=self.padding)
-                out = out.index_add(0, rows, gates[rows, e, None, None, None] * y)
+                out = out.index_add(0, rows, (gates[rows, e, None, None, None] * y).to(out.dtype))  # gates fp32 under CUDA autocast
         return out
-
-
-@dataclass(frozen=True)
-class MoEConvBackboneConfig:
-    num_experts: int = 8
-    top_k: int = 2  # k = 2 in the paper's backbone MoE; k = 1 in its ablation (Table 5)
-    init_noise: float = 0.1  # "10% noise perturbation": noise s.d. = 0.1 x the pretrained weights' s.d.
-    layers: tuple[str, ...] = ("layer3", "layer4")
-    # Section 4.6: conv1, layer1 and layer2 stay frozen at their pretrained weights (the trainer
-    # turns off their gradients and keeps their BatchNorm statistics).
-    frozen: tuple[str, ...] = ("conv1", "bn1", "layer1", "layer2")
 
 
 FROZEN_PREFIXES = tuple(f"net.{name}." for name in MoEConvBackboneConfig.frozen)
@@ -150,9 +139,6 @@ class MoEConvFeatures(TorchvisionFeatures):
         return {n: m.routing_stats() for n, m in self.moe_layers().items()}
 
 
-@BACKBONES.register(
-    "resnet18_moeconv", config=MoEConvBackboneConfig, doc="ResNet-18 with MoEConv2d in layer3/layer4 (E=8, k=2)"
-)
 def build_resnet18_moeconv(input_shape: tuple[int, int, int], pretrained: bool = False, **params) -> nn.Module:
     cfg = MoEConvBackboneConfig(**params)
     net = torchvision_net("resnet18", pretrained)

@@ -13,21 +13,13 @@ plain reading of "each expert has a slot embedding s_i".
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 import torch
 from torch import nn
 
 from repro.models.base import RoutedHead
+from repro.models.configs import PerSampleSoftMoEConfig
 from repro.models.experts import ExpertBank
-from repro.models.heads import HEADS
-
-
-@dataclass(frozen=True)
-class PerSampleSoftMoEConfig:
-    num_experts: int = 8  # shared with every MoE variant (Section 4.1)
-    expert_hidden: int = 304  # h, as the sparse head (Section 3.1)
-    dropout: float = 0.3
 
 
 class PerSampleSoftMoEHead(RoutedHead):
@@ -45,8 +37,5 @@ class PerSampleSoftMoEHead(RoutedHead):
         return (g.t().unsqueeze(-1) * y).sum(0)  # (E, B, 1) * (E, B, O) -> (B, O)
 
 
-@HEADS.register(
-    "per_sample_soft_moe", config=PerSampleSoftMoEConfig, doc="per-sample soft gating over experts (Section 3.5)"
-)
 def build_per_sample_soft_moe(in_features: int, num_classes: int, **params) -> nn.Module:
     return PerSampleSoftMoEHead(in_features, num_classes, PerSampleSoftMoEConfig(**params))

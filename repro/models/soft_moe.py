@@ -17,22 +17,13 @@ does not mention it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 import torch
 from torch import nn
 
 from repro.models.base import RoutedHead
+from repro.models.configs import SoftMoEConfig
 from repro.models.experts import ExpertBank
-from repro.models.heads import HEADS
-
-
-@dataclass(frozen=True)
-class SoftMoEConfig:
-    num_experts: int = 8  # shared with every MoE variant (Section 4.1)
-    slots_per_expert: int = 1  # not given in the paper; one slot per expert, Puigcerver et al.'s smallest setting
-    expert_hidden: int = 304  # h, as the sparse head (Section 3.1)
-    dropout: float = 0.3
 
 
 class SoftMoEHead(RoutedHead):
@@ -60,6 +51,5 @@ class SoftMoEHead(RoutedHead):
         return combine @ y  # (B, E*S) @ (E*S, O) -> (B, O)
 
 
-@HEADS.register("soft_moe", config=SoftMoEConfig, doc="Soft MoE with the batch as token group (batch-axis dispatch)")
 def build_soft_moe(in_features: int, num_classes: int, **params) -> nn.Module:
     return SoftMoEHead(in_features, num_classes, SoftMoEConfig(**params))

@@ -21,58 +21,18 @@ only. "top_k" lets a sample take up to k candidates with room instead.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal
 
 import torch
 from torch import nn
 
 from repro.models.aux_losses import entropy_loss, load_balance_loss
 from repro.models.base import RoutedHead
+from repro.models.configs import SparseMoEConfig
 from repro.models.capacity import assign, assign_reference, capacity, dispatch_mask, top_k_assignment
 from repro.models.dispatch import DISPATCH
 from repro.models.experts import ExpertBank
-from repro.models.heads import HEADS
 from repro.models.router import Router, utility_changes
 from repro.models.schedules import progress, temperature, warmup_k
-
-
-@dataclass(frozen=True)
-class SparseMoEConfig:
-    num_experts: int = 8
-    expert_hidden: int = 304  # h: 304 CIFAR, 1024 Tiny-ImageNet, 512 ImageNet (Section 3.1)
-    top_k: int = 1  # k after any warm-up; the paper's head uses k = 1 (Section 4.1)
-    key_dim: int = 64  # d_k (Section 3.2)
-    key_similarity_weight: float = 0.5  # w_k (Section 3.2)
-    dropout: float = 0.3  # Section 3.1
-    tau_max: float = 1.0  # "Temperature anneals from tau = 1.0" (Section 4.1)
-    tau_min: float = 0.13  # 0.13 CIFAR, 0.3 Tiny-ImageNet / ImageNet (Section 4.1)
-    tau_schedule: Literal["linear", "sigmoid"] = "linear"  # sigmoid only for CIFAR w = 2.0 (Section 4.1)
-    tau_sharpness: float = 7.0  # kappa of the sigmoid schedule (Section 3.2)
-    k_warmup_epochs: int = 0  # 5 on CIFAR, none elsewhere (Section 4.1)
-    k_warmup_start: int = 8  # k at epoch 0 of the warm-up: "k = 8 -> 1" (Section 4.1)
-    # c, lambda_lb, lambda_ent: GA-optimised values are in the supplement we lack.
-    # c = 1.25 is Switch Transformer's training capacity factor; Section 3.3 implies c > 1.
-    capacity_factor: float = 1.25
-    capacity_candidates: int = 0  # candidates per sample under capacity; 0 = the current k (Section 3.3)
-    experts_per_sample: Literal["one", "top_k"] = "one"  # in training; see the module docstring
-    load_balance_weight: float = 0.01  # lambda_lb: Switch Transformer's alpha = 1e-2
-    entropy_weight: float = 0.01  # lambda_ent: same order as lambda_lb (no published value)
-    utility_weight: float = 0.0  # lambda_u: off, as the paper finds it inert (Section 3.3)
-    utility_decay: float = 0.9  # EMA decay of u_i (not given in the paper)
-    dispatch: Literal["loop", "batched"] = "loop"
-
-    def __post_init__(self) -> None:
-        if not 1 <= self.top_k <= self.num_experts:
-            raise ValueError(f"top_k must be in 1..{self.num_experts}")
-        if self.k_warmup_epochs and not self.top_k <= self.k_warmup_start <= self.num_experts:
-            raise ValueError("k_warmup_start must lie between top_k and num_experts")
-        if self.capacity_candidates and not self.top_k <= self.capacity_candidates <= self.num_experts:
-            raise ValueError("capacity_candidates must be 0 or lie between top_k and num_experts")
-        if not 0 < self.tau_min <= self.tau_max:
-            raise ValueError("need 0 < tau_min <= tau_max")
-        if self.capacity_factor <= 0:
-            raise ValueError("capacity_factor must be positive")
 
 
 class SparseMoEHead(RoutedHead):
@@ -91,6 +51,9 @@ class SparseMoEHead(RoutedHead):
         c = self.cfg
         self.tau = temperature(progress(epoch, num_epochs), c.tau_max, c.tau_min, c.tau_schedule, c.tau_sharpness)
         self.current_k = warmup_k(epoch, c.top_k, c.k_warmup_start, c.k_warmup_epochs)
+
+    def schedule_state(self) -> dict[str, float | int]:
+        return {"tau": self.tau, "k": self.current_k}
 
     def route(self, h: torch.Tensor):
         """Scores -> (probs (B, E), assignment, candidates (B, Kc), capacity or 0, base scores (B, E))."""
@@ -134,6 +97,5 @@ class SparseMoEHead(RoutedHead):
         self.router.update_utility(self.experts.grad_norms())
 
 
-@HEADS.register("sparse_moe", config=SparseMoEConfig, doc="the paper's sparse top-k MoE head with hard capacity")
 def build_sparse_moe(in_features: int, num_classes: int, **params) -> nn.Module:
     return SparseMoEHead(in_features, num_classes, SparseMoEConfig(**params))

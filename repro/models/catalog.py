@@ -1,0 +1,46 @@
+"""The backbone and head registries, filled here explicitly and readable without torch.
+
+Each builder is named lazily ("module:function") and imported when a model is
+built; the configs come from repro.models.configs. A backbone builder takes
+(input_shape, pretrained=False, **params); a head builder takes
+(in_features, num_classes, **params).
+"""
+
+from __future__ import annotations
+
+from repro.models.configs import (ConvBackboneConfig, DenseHeadConfig, ExpertChoiceConfig, MoEConvBackboneConfig,
+                                  PerSampleSoftMoEConfig, SoftMoEConfig, SparseMoEConfig, TorchvisionConfig)
+from repro.registry import Registry
+
+BACKBONES = Registry("backbone")
+HEADS = Registry("head")
+
+_CONV = "repro.models.backbones:build_conv"
+BACKBONES.add("cifar_standard", _CONV, ConvBackboneConfig, "CIFAR standard CNN: two blocks, 24/48 channels",
+              defaults={"channels": (24, 48)})
+BACKBONES.add("cifar_depthwise", _CONV, ConvBackboneConfig, "CIFAR depthwise-separable CNN, 24/48 x w",
+              defaults={"channels": (24, 48), "depthwise": True})
+BACKBONES.add("cifar_depthwise_3block", _CONV, ConvBackboneConfig,
+              "CIFAR w=2.0 headline variant: three depthwise blocks (24/48/96 x w) with BatchNorm",
+              defaults={"channels": (24, 48, 96), "depthwise": True, "batch_norm": True, "width": 2.0})
+BACKBONES.add("tiny_standard", _CONV, ConvBackboneConfig, "Tiny-ImageNet standard CNN: 32/64/128 with BatchNorm",
+              defaults={"channels": (32, 64, 128), "batch_norm": True})
+BACKBONES.add("tiny_depthwise", _CONV, ConvBackboneConfig,
+              "Tiny-ImageNet depthwise-separable CNN: 32/64/128 x w with BatchNorm",
+              defaults={"channels": (32, 64, 128), "depthwise": True, "batch_norm": True})
+BACKBONES.add("resnet18", "repro.models.backbones:build_resnet18", TorchvisionConfig,
+              "torchvision ResNet-18, 512-d pooled features")
+BACKBONES.add("mobilenet_v2", "repro.models.backbones:build_mobilenet_v2", TorchvisionConfig,
+              "torchvision MobileNet-V2, 1280-d pooled features")
+BACKBONES.add("resnet18_moeconv", "repro.models.moe_conv:build_resnet18_moeconv", MoEConvBackboneConfig,
+              "ResNet-18 with MoEConv2d in layer3/layer4 (E=8, k=2)")
+
+HEADS.add("dense", "repro.models.heads:build_dense", DenseHeadConfig, "dense MLP head (the paper's Dense baseline)")
+HEADS.add("sparse_moe", "repro.models.sparse_moe:build_sparse_moe", SparseMoEConfig,
+          "the paper's sparse top-k MoE head with hard capacity")
+HEADS.add("expert_choice", "repro.models.expert_choice:build_expert_choice", ExpertChoiceConfig,
+          "Expert Choice routing: experts pick top-C samples")
+HEADS.add("soft_moe", "repro.models.soft_moe:build_soft_moe", SoftMoEConfig,
+          "Soft MoE with the batch as token group (batch-axis dispatch)")
+HEADS.add("per_sample_soft_moe", "repro.models.per_sample_soft_moe:build_per_sample_soft_moe",
+          PerSampleSoftMoEConfig, "per-sample soft gating over experts (Section 3.5)")

@@ -1,0 +1,51 @@
+"""The registry: lazy "module:function" builders, defaults, duplicates refused; models' configs need no torch."""
+
+import subprocess
+import sys
+
+import pytest
+
+from repro.models import BACKBONES, HEADS
+from repro.registry import Registry
+
+
+def test_lazy_builder_is_imported_on_first_use_and_gets_its_defaults():
+    reg = Registry("thing")
+    reg.add("join", "os.path:join", defaults={})
+    reg.add("base", "os.path:basename")
+    assert reg.get("join").builder("a", "b") == "a/b"
+    assert reg.get("base").builder("/x/y.txt") == "y.txt"
+    reg.add("pow", "builtins:pow", defaults={"exp": 2})
+    assert reg.get("pow").builder(base=3) == 9 and reg.get("pow").builder(base=3, exp=3) == 27
+
+
+def test_duplicates_are_refused_for_both_forms():
+    reg = Registry("thing")
+    reg.add("a", "os.path:join")
+    with pytest.raises(KeyError, match="thing 'a' is already registered"):
+        reg.add("a", "os.path:basename")
+    with pytest.raises(KeyError, match="already registered"):
+        reg.register("a")(lambda: None)
+
+
+def test_a_malformed_lazy_name_says_what_is_expected():
+    reg = Registry("thing")
+    reg.add("bad", "os.path.join")
+    with pytest.raises(ValueError, match="module:function"):
+        reg.get("bad").builder
+
+
+@pytest.mark.parametrize("entry", [*BACKBONES, *HEADS], ids=lambda e: e.name)
+def test_every_model_entry_resolves_to_a_builder_and_its_defaults_make_a_valid_config(entry):
+    assert callable(entry.builder)
+    entry.config(**entry.defaults)  # the entry's defaults pass the config's own checks
+
+
+@pytest.mark.slow
+def test_manifests_and_model_configs_load_without_torch():
+    code = ("import sys, repro.manifest, repro.recipes, repro.weights, repro.models.configs; "
+            "from repro.models import BACKBONES, HEADS, Component; "
+            "assert len(BACKBONES.names()) == 8 and len(HEADS.names()) == 5; "
+            "repro.manifest.load_all(); "
+            "assert 'torch' not in sys.modules, sorted(m for m in sys.modules if m.startswith('torch'))")
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)

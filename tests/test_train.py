@@ -1,0 +1,155 @@
+"""The training loop's CUDA-only paths, run by their nearest CPU equivalents (issue 11.1)."""
+
+import dataclasses
+import math
+
+import pytest
+import torch
+
+from repro.manifest import Profile, Row
+from repro.models import BACKBONES, Component
+from repro.recipes import resolve
+from repro.train import (Engine, _restore_rng, _rng_state, autocast_dtype, build_engine_model, compile_backbone,
+                         train_run)
+
+PROFILE = Profile(description="test", evidence="pipeline", seeds=1, epochs=2, data="synthetic", train_samples=64,
+                  test_samples=32, batch_size=32, max_image_size=16, pretrained=False)
+
+
+def _row(head="dense", backbone="cifar_standard", dataset="cifar10", **params):
+    return Row(id="r", label="r", dataset=dataset, backbone=Component(backbone), head=Component(head, params),
+               measures=("accuracy",))
+
+
+def test_rng_state_survives_a_checkpoint_mapped_off_the_cpu(tmp_path):
+    """On CUDA the checkpoint is loaded with map_location=device; "meta" stands in for the GPU here."""
+    torch.manual_seed(3)
+    path = tmp_path / "ckpt"
+    torch.save({"rng": _rng_state(torch.device("cpu"))}, path)
+    expected = torch.rand(5)
+    state = torch.load(path, map_location=lambda storage, loc: storage.to("meta"), weights_only=True)
+    with pytest.raises(TypeError, match="ByteTensor"):  # what the old tensor-valued state hit
+        torch.set_rng_state(torch.get_rng_state().to("meta"))
+    torch.manual_seed(99)
+    _restore_rng(state["rng"], torch.device("meta"))
+    assert torch.equal(torch.rand(5), expected)
+
+
+def test_a_checkpoint_of_the_old_format_still_restores():
+    torch.manual_seed(4)
+    old = torch.get_rng_state()
+    expected = torch.rand(3)
+    _restore_rng(old, torch.device("cpu"))
+    assert torch.equal(torch.rand(3), expected)
+
+
+def test_resume_from_a_checkpoint_loaded_with_a_device_map_location(tmp_path, monkeypatch):
+    """Every tensor of the checkpoint is remapped (as map_location=cuda would); the run still resumes bit-identically."""
+    cfg = resolve(_row(), PROFILE, seed=0)
+    whole = train_run(cfg, torch.device("cpu"), None, tmp_path / "a.ckpt")
+
+    class Crash(Exception):
+        pass
+
+    def crash(epoch, epochs, entry):
+        if epoch == 1:
+            raise Crash
+    ckpt = tmp_path / "b.ckpt"
+    with pytest.raises(Crash):
+        train_run(cfg, torch.device("cpu"), None, ckpt, crash)
+    real_load, seen = torch.load, []
+
+    def load(path, map_location=None, **kw):
+        seen.append(map_location)
+        state = real_load(path, map_location=map_location, **kw)
+        assert not isinstance(state["rng"]["cpu"], torch.Tensor)  # nothing a map_location can move
+        return state
+    monkeypatch.setattr(torch, "load", load)
+    resumed = train_run(cfg, torch.device("cpu"), None, ckpt)
+    assert seen == [torch.device("cpu")]
+    strip = lambda r: [{k: v for k, v in h.items() if k != "seconds"} for h in r["history"]]  # noqa: E731
+    assert strip(resumed) == strip(whole) and resumed["metrics"] == whole["metrics"]
+
+
+def test_a_bf16_recipe_trains_under_cpu_autocast_when_asked(tmp_path, monkeypatch):
+    """REPRO_BF16_CPU=1: the recipe's bf16 autocast runs on the CPU and the record says so."""
+    base = dataclasses.replace(resolve(_row("expert_choice", expert_hidden=16), PROFILE, seed=0), epochs=1, bf16=True)
+    monkeypatch.setenv("REPRO_BF16_CPU", "0")
+    plain = train_run(base, torch.device("cpu"), None, tmp_path / "plain.ckpt")
+    monkeypatch.setenv("REPRO_BF16_CPU", "1")
+    bf16 = train_run(base, torch.device("cpu"), None, tmp_path / "bf16.ckpt")
+    assert plain["engine"]["autocast"] is None and not plain["engine"]["bf16_cpu"]
+    assert bf16["engine"]["autocast"] == "bfloat16" and bf16["engine"]["bf16_cpu"]
+    loss = [r["history"][0]["train_loss"] for r in (plain, bf16)]
+    assert all(map(math.isfinite, loss)) and loss[0] != loss[1]  # bf16 rounding shows in the loss
+    assert abs(loss[0] - loss[1]) < 0.1
+
+
+def test_autocast_follows_recipe_device_and_switch():
+    cfg = resolve(_row(), PROFILE, seed=0)
+    on = dataclasses.replace(cfg, bf16=True)
+    cpu, cuda = torch.device("cpu"), torch.device("cuda")
+    assert autocast_dtype(on, cuda) is torch.bfloat16 and autocast_dtype(cfg, cuda) is None
+    assert autocast_dtype(on, cpu, Engine()) is None
+    assert autocast_dtype(on, cpu, Engine(bf16_cpu=True)) is torch.bfloat16
+    assert autocast_dtype(cfg, cpu, Engine(bf16_cpu=True)) is None
+
+
+@pytest.mark.slow
+def test_inductor_compiles_a_small_backbone_on_the_cpu():
+    cfg = resolve(_row(), PROFILE, seed=0)
+    torch.manual_seed(0)
+    model = build_engine_model(cfg, Engine()).eval()
+    x = torch.randn(4, 3, 16, 16)
+    expected = model(x)
+    torch._dynamo.reset()
+    assert compile_backbone(model, cfg, Engine(compile=True), torch.device("cpu"), backend="inductor") == ""
+    assert model.backbone._compiled_call_impl is not None
+    torch.testing.assert_close(model(x), expected, rtol=1e-4, atol=1e-5)
+    torch._dynamo.reset()
+
+
+TORCHVISION = ("resnet18", "mobilenet_v2", "resnet18_moeconv")
+
+
+@pytest.mark.parametrize("backbone", [pytest.param(b, marks=pytest.mark.slow) if b in TORCHVISION else b
+                                      for b in BACKBONES.names()])
+def test_channels_last_leaves_every_backbone_function_unchanged(backbone):
+    size = 32 if backbone.startswith(("resnet", "mobilenet")) else 16
+    dataset = "imagenet" if size == 32 else ("tiny_imagenet" if backbone.startswith("tiny") else "cifar10")
+    cfg = dataclasses.replace(resolve(_row(backbone=backbone, dataset=dataset), PROFILE, seed=0), image_size=size)
+    torch.manual_seed(0)
+    plain = build_engine_model(cfg, Engine()).eval()
+    fast = build_engine_model(cfg, Engine(channels_last=True)).eval()
+    fast.load_state_dict(plain.state_dict())
+    x = torch.randn(2, 3, size, size)
+    with torch.no_grad():
+        torch.testing.assert_close(fast(x.contiguous(memory_format=torch.channels_last)), plain(x),
+                                   rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.slow
+def test_backbone_moe_routing_of_every_layer_reaches_the_record(tmp_path):
+    """Table 5's per-layer utilisation: expert usage over the last epoch and routing entropy, per MoEConv2d."""
+    row = _row(backbone="resnet18_moeconv", dataset="imagenet", hidden=[])
+    cfg = dataclasses.replace(resolve(row, PROFILE, seed=0), epochs=1, train_samples=16, test_samples=8,
+                              batch_size=8)
+    record = train_run(cfg, torch.device("cpu"), None, tmp_path / "c.ckpt")
+    layers = record["routing"]["layers"]
+    expected = [f"backbone.net.layer{i}.{b}.conv{c}" for i in (3, 4) for b in (0, 1) for c in (1, 2)]
+    assert sorted(layers) == expected
+    for stats in layers.values():
+        assert len(stats["expert_usage"]) == 8
+        assert sum(stats["expert_usage"]) == 2 * 16  # every training sample through k = 2 experts
+        assert 0 <= stats["entropy"] <= math.log(8) + 1e-6
+        assert 0 <= stats["usage_entropy"] <= math.log(8) + 1e-6
+    assert "expert_usage" not in record["routing"]  # the dense head routes nothing
+    assert record["history"][-1]["routing_layers"] == layers
+
+
+def test_schedules_come_from_the_generic_hook():
+    cfg = resolve(_row("sparse_moe", expert_hidden=8, k_warmup_epochs=2), PROFILE, seed=0)
+    model = build_engine_model(cfg, Engine())
+    model.head.on_epoch_start(0, 4)
+    assert model.head.schedule_state() == {"tau": 1.0, "k": 8}
+    assert build_engine_model(resolve(_row(), PROFILE, seed=0), Engine()).head.schedule_state() == {}

@@ -1,0 +1,92 @@
+"""Pretrained weights: one map, every missing file at once, local files checked against the published hash."""
+
+import hashlib
+
+import pytest
+import torch
+import torchvision
+
+from repro import weights as W
+from repro.models import BACKBONES
+
+
+@pytest.fixture
+def empty_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("TORCH_HOME", str(tmp_path / "torch-home"))
+    monkeypatch.delenv("REPRO_WEIGHTS", raising=False)
+    return tmp_path
+
+
+def _fake(folder, stem: str, payload: bytes):
+    """A file named as torchvision names its weights: <stem>-<sha256 prefix>.pth."""
+    prefix = hashlib.sha256(payload).hexdigest()[:8]
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{stem}-{prefix}.pth"
+    path.write_bytes(payload)
+    return path
+
+
+def test_the_one_map_names_real_torchvision_weights_and_only_registered_backbones():
+    assert W.weights_for("resnet18_moeconv") == W.weights_for("resnet18") == "ResNet18_Weights"
+    assert W.weights_for("cifar_standard") is None
+    for backbone, enum in W.WEIGHTS.items():
+        assert backbone in BACKBONES
+        assert getattr(torchvision.models, enum).IMAGENET1K_V1.url.endswith(".pth")
+
+
+def test_every_missing_file_is_listed_at_once(empty_cache):
+    with pytest.raises(W.WeightsMissing) as info:
+        W.require_all_weights(["resnet18", "mobilenet_v2", "resnet18_moeconv", "cifar_standard"])
+    text = str(info.value)
+    assert text.startswith("2 pretrained weights files cannot be used")
+    assert "'resnet18', 'resnet18_moeconv'" in text
+    assert "resnet18-f37072fd.pth" in text and "mobilenet_v2-b0353104.pth" in text
+    assert "REPRO_WEIGHTS" in text
+    assert W.require_all_weights(["cifar_standard", "tiny_standard"]) == {}  # nothing pretrained: nothing needed
+
+
+def test_a_file_that_fails_the_published_hash_is_refused_by_name(empty_cache, monkeypatch):
+    folder = empty_cache / "mine"
+    folder.mkdir()
+    bad = folder / "resnet18-f37072fd.pth"
+    bad.write_bytes(b"not the published weights")
+    monkeypatch.setenv("REPRO_WEIGHTS", str(folder))
+    status = W.weights_status("resnet18")
+    assert status.found and not status.present and status.path == bad
+    with pytest.raises(W.WeightsMissing, match=r"resnet18-f37072fd\.pth.*does not start with the published prefix "
+                                               r"f37072fd"):
+        W.require_weights("resnet18")
+
+
+@pytest.mark.parametrize("layout", ["folder", "hub_folder", "file"])
+def test_a_local_file_or_folder_with_the_right_hash_is_used(empty_cache, monkeypatch, layout):
+    folder = empty_cache / "mine"
+    path = _fake(folder / "hub" / "checkpoints" if layout == "hub_folder" else folder, "resnet18", b"weights v1")
+    monkeypatch.setattr(W, "weights_url", lambda b: f"https://download.pytorch.org/models/{path.name}")
+    source = path if layout == "file" else folder
+    assert W.require_all_weights(["resnet18"], sources=[source]) == {"resnet18": path}
+    monkeypatch.setenv("REPRO_WEIGHTS", str(source))
+    assert W.require_weights("resnet18") == path
+
+
+def test_the_torch_hub_cache_is_checked_too(empty_cache, monkeypatch):
+    cached = _fake(empty_cache / "torch-home" / "hub" / "checkpoints", "resnet18", b"cached")
+    monkeypatch.setattr(W, "weights_url", lambda b: f"https://download.pytorch.org/models/{cached.name}")
+    assert W.require_weights("resnet18") == cached
+    cached.write_bytes(b"cached, then damaged")
+    with pytest.raises(W.WeightsMissing, match=str(cached)):
+        W.require_weights("resnet18")
+
+
+def test_a_pretrained_backbone_loads_the_checked_file(empty_cache, monkeypatch):
+    torch.manual_seed(0)
+    reference = torchvision.models.mobilenet_v2(weights=None)
+    import io
+    buf = io.BytesIO()
+    torch.save(reference.state_dict(), buf)
+    path = _fake(empty_cache / "mine", "mobilenet_v2", buf.getvalue())
+    monkeypatch.setattr(W, "weights_url", lambda b: f"https://download.pytorch.org/models/{path.name}")
+    monkeypatch.setenv("REPRO_WEIGHTS", str(path.parent))
+    body = BACKBONES.get("mobilenet_v2").builder((3, 32, 32), pretrained=True)
+    for name, tensor in reference.features.state_dict().items():
+        assert torch.equal(body.net.features.state_dict()[name], tensor)
