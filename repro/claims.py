@@ -186,7 +186,7 @@ def evaluate(claim, ev: Evidence) -> Verdict:
     except NotRun as why:
         return Verdict(**base, status="not run", evidence=str(why))
     note = ""
-    if claim.scope == "empirical" and not ev.paper_scale:
+    if claim.scope in ("empirical", "extension") and not ev.paper_scale:
         note = f"decided on the '{ev.profile}' profile: not a paper-scale result"
     return Verdict(**base, status=status, evidence=text, failed=failed, measured=measured, reported=reported, note=note)
 
@@ -241,3 +241,7 @@ def _check_metric_path(path: str, rows: set[str], comps: set[str], where: str, p
 
 from repro import claims_gaps  # noqa: E402,F401  (registers the accuracy rules)
 from repro import claims_latency  # noqa: E402,F401  (registers the latency rules)
+from repro.claims_extension import FAMILY as _EXTENSION_RULES  # noqa: E402
+
+for _rule in _EXTENSION_RULES:
+    RULES.register(_rule.name, config=_rule.config, doc=_rule.doc)(_rule.fn)
