@@ -1,7 +1,7 @@
 """The extension figure (repro.report.figures_extension): points from measured gaps, one panel per router."""
 
 from repro.manifest import find_manifest
-from repro.report.figures_extension import (caption, draw_gap_vs_rho_by_router, is_extension,
+from repro.report.figures_extension import (caption, extension_section, draw_gap_vs_rho_by_router, is_extension,
                                             render_extension_figure, router_points)
 from repro.results import ManifestResult, Measured
 
@@ -36,3 +36,17 @@ def test_points_panels_and_caption(tmp_path):
     assert f.drawn and f.png.exists() and f.png.stat().st_size > 1000
     skipped = render_extension_figure(man, result(man, {}), tmp_path)
     assert not skipped.drawn and "no comparison" in skipped.caption
+
+
+def test_extension_section_lists_the_figure_and_verdicts(tmp_path):
+    from repro.claims import Evidence, evaluate
+
+    man = find_manifest("ext_routers")
+    res = result(man, {"relu_std_h128": (-0.02, 0.01)})
+    nothing = Evidence(man.id, man.paper_table, "smoke", metrics={}, paper_scale=False)
+    res.verdicts = [evaluate(c, nothing) for c in man.claims]
+    title, md = extension_section([(find_manifest("table1"), None), (man, res)], tmp_path / "figures", tmp_path)
+    assert title == "Beyond the paper: other routers"
+    assert "figures/ext_routers_gap_vs_rho.png" in md
+    assert md.count("- **not run**") == len(man.claims)
+    assert extension_section([(find_manifest("table1"), None)], tmp_path, tmp_path) is None

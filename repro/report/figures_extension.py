@@ -106,3 +106,29 @@ def render_extension_figure(manifest: Manifest, result: ManifestResult | None, o
         return _skip(fig_id, title, "no comparison has both a gap and rho yet", manifest.paper_ref, Path(out_dir))
     return _save(draw_gap_vs_rho_by_router(points), fig_id, title, caption(points, result.profile),
                  manifest.paper_ref, Path(out_dir))
+
+
+def extension_section(entries: list[tuple[Manifest, ManifestResult | None]], figures_dir: Path,
+                      report_dir: Path) -> tuple[str, str] | None:
+    """("Beyond the paper: ...", markdown) for render_report's extra_sections: each extension manifest's
+    figure and its claims' verdicts; None when no manifest is an extension."""
+    from repro.report.render import md_escape, render_figure_section
+
+    parts = []
+    for manifest, result in entries:
+        if not is_extension(manifest):
+            continue
+        figure = render_extension_figure(manifest, result, Path(figures_dir))
+        lines = [f"### {md_escape(manifest.title)}", "", md_escape(" ".join(manifest.description.split())), "",
+                 render_figure_section([figure], Path(report_dir)), ""]
+        if result is None:
+            lines.append("Not run at this profile.")
+        for v in result.verdicts if result is not None else []:
+            note = f" ({md_escape(v.note)})" if v.note else ""
+            lines.append(f"- **{v.status}**: {md_escape(v.statement)}. {md_escape(v.evidence)}{note}")
+        parts.append("\n".join(lines))
+    if not parts:
+        return None
+    head = ("Not part of the reproduction: routers from related work run through the paper's sweep. These "
+            "claims have no paper value and are counted apart from the reproduction's.")
+    return "Beyond the paper: other routers", head + "\n\n" + "\n\n".join(parts)
