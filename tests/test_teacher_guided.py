@@ -109,3 +109,24 @@ def test_trains_a_step_in_both_phases_and_flops_are_the_students():
     assert report.problems == []
     d, e, dk, hid, o = model.head.experts.in_features, 8, 64, 32, 10
     assert report.head == d * e + d * dk + dk * e + (d * hid + hid * hid + hid * o)  # the teacher never runs
+
+
+def test_a_replayed_step_is_the_dense_runs_step():
+    def one_step(head_name, params):
+        torch.manual_seed(5)
+        model = build_model("cifar10", Component("cifar_standard"), Component(head_name, params), image_size=16)
+        model.train()
+        if head_name == "teacher_guided":
+            model.head.on_epoch_start(0, 50)
+        opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+        x, y = torch.randn(8, 3, 16, 16), torch.arange(8) % 10  # drawn after the build: the same batch
+        F.cross_entropy(model(x), y).backward()
+        opt.step()
+        return model
+
+    dense = one_step("dense", {"hidden": [64, 32]})  # dropout 0.3: the masks must match too
+    tg = one_step("teacher_guided", {"expert_hidden": 32, "teacher_hidden": [64, 32]})
+    for a, b in zip(dense.backbone.parameters(), tg.backbone.parameters()):
+        torch.testing.assert_close(a, b, rtol=0, atol=0)
+    for a, b in zip(dense.head.parameters(), tg.head.teacher.parameters()):
+        torch.testing.assert_close(a, b, rtol=0, atol=0)

@@ -50,7 +50,11 @@ class TeacherGuidedHead(SparseMoEHead):
         twin = teacher or DenseHead(in_features, num_classes, DenseHeadConfig(cfg.teacher_hidden, cfg.teacher_dropout))
         self.replay = teacher is None  # plain attribute, read by on_epoch_start during super().__init__
         self.replaying = self.replay
-        super().__init__(in_features, num_classes, cfg)
+        # The student draws its initial weights from a stream of its own, so the global RNG after the
+        # model is built (dropout masks, on CPU) is the dense run's too.
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(torch.initial_seed() + 1)
+            super().__init__(in_features, num_classes, cfg)
         self.teacher = twin
         width = twin.mlp[0].out_features
         self.register_buffer("centres", torch.zeros(cfg.num_experts, width) if centres is None else centres.clone())
