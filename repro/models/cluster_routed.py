@@ -21,7 +21,8 @@ basis, not the router, keeps the accuracy). Adapted to a CNN backbone feeding a 
 head trained from scratch: there is no pretrained FFN to decompose, so the basis and the
 residuals are learned, not an SVD; the clusters are of the pooled backbone features the
 head reads, fitted once (seeded torch k-means) on the rows kept in the last warm-up
-epoch; the backbone keeps training, and labels come from the fixed centres.
+epoch (a run resumed exactly at the switch fits on its first batch instead); the
+backbone keeps training, and labels come from the fixed centres.
 """
 
 from __future__ import annotations

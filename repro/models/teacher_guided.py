@@ -24,7 +24,8 @@ Adapted to a CNN backbone feeding a routed head of MLP experts:
   first-layer features of the last kept training rows; z_b is then recomputed for every
   batch from the current backbone features. Run records keep no weights today, so this
   replay is how the teacher's features are obtained inside one run; `use_dense_twin`
-  loads a saved dense model instead (the replay is then skipped).
+  loads a saved dense model instead (the replay is then skipped). A run resumed exactly
+  at the switch has lost the kept rows and fits on its first student batch instead.
 - TGR's teacher router reads a ViT teacher's token features; here the teacher's own
   head layer reads the shared backbone's pooled features, one routing decision per image.
 - k-means into E groups stands in for TGR's teacher router, so that the teacher has
