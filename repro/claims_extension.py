@@ -44,8 +44,12 @@ class RouterOrderStable:
     # router-major: the first len(comparisons) / len(routers) belong to routers[0], in one shared
     # order of configurations, then routers[1]'s in that order, and so on
     comparisons: tuple[str, ...]
+    configs: tuple[str, ...] = ()  # a label for each configuration; default: routers[0]'s comparison ids
 
     def __post_init__(self) -> None:
+        if self.configs and len(self.configs) * len(self.routers) != len(self.comparisons):
+            raise ValueError(f"configs ({len(self.configs)}) must label every configuration "
+                             f"({len(self.comparisons) // max(1, len(self.routers))})")
         if len(self.routers) < 2:
             raise ValueError("router_order_stable needs at least two routers")
         if not self.comparisons or len(self.comparisons) % len(self.routers):
@@ -75,11 +79,12 @@ def router_order_stable(p: RouterOrderStable, ev: Evidence) -> Decision:
     grid = p.grid()
     rows = []  # (configuration label, order, ties)
     measured: dict[str, Any] = {}
-    for comps in grid:
+    for j, comps in enumerate(grid):
         gaps = [_need(ev, f"comparisons.{c}.gap") for c in comps]
         order, ties = order_at(gaps, p.routers)
-        rows.append((comps[0], order, ties))
-        measured[comps[0]] = {r: g["mean"] for r, g in zip(p.routers, gaps)}
+        label = p.configs[j] if p.configs else comps[0]
+        rows.append((label, order, ties))
+        measured[label] = {r: g["mean"] for r, g in zip(p.routers, gaps)}
     modal = Counter(order for _, order, _ in rows).most_common(1)[0][0]
     text = "order by mean gap: " + "; ".join(f"{c}: {' > '.join(o)}" for c, o, _ in rows)
     broken, unclear = [], []

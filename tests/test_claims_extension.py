@@ -24,6 +24,8 @@ def test_grid_and_validation():
     assert p.grid() == [["a_1", "b_1", "c_1"], ["a_2", "b_2", "c_2"]]
     with pytest.raises(ValueError, match="whole number"):
         RouterOrderStable(ROUTERS, COMPS[:5])
+    with pytest.raises(ValueError, match="label every configuration"):
+        RouterOrderStable(ROUTERS, COMPS, configs=("one",))
     with pytest.raises(ValueError, match="two routers"):
         RouterOrderStable(("a",), ("a_1",))
 
@@ -39,6 +41,8 @@ def test_same_order_everywhere_holds():
     d = router_order_stable(RouterOrderStable(ROUTERS, COMPS), evidence(g))
     assert d.status == "reproduced" and d.failed == []
     assert d.measured["a_1"] == {"a": 0.03, "b": 0.02, "c": -0.01}
+    d = router_order_stable(RouterOrderStable(ROUTERS, COMPS, configs=("h128", "h512")), evidence(g))
+    assert d.evidence == "order by mean gap: h128: a > b > c; h512: a > b > c"
 
 
 def test_a_clear_swap_breaks_the_order_and_a_noisy_one_is_inconclusive():
