@@ -24,6 +24,7 @@ from repro.results import ManifestResult
 ROUTER_TITLES = {"paper": "the paper's router", "tgr": "teacher-guided (TGR-MoE)",
                  "relu": "ReLU-routed (DECO)", "cluster": "cluster-routed (CLEAR-MoE)"}
 FAMILY_COLOURS = {"cifar_standard": "C0", "cifar_depthwise": "C1"}
+FAMILY_LABELS = {"cifar_standard": "standard backbone", "cifar_depthwise": "depthwise backbone"}
 
 
 def is_extension(manifest: Manifest) -> bool:
@@ -80,7 +81,7 @@ def draw_gap_vs_rho_by_router(points: list[RouterPoint]) -> Figure:
         ax.grid(True, alpha=0.3)
     axes[0].set_ylabel("MoE − dense accuracy (pp)")
     families = dict.fromkeys(p.backbone for p in points)
-    fig.legend(handles=[Line2D([], [], marker="o", color=FAMILY_COLOURS.get(f, "0.3"), label=f) for f in families],
+    fig.legend(handles=[Line2D([], [], marker="o", color=FAMILY_COLOURS.get(f, "0.3"), label=FAMILY_LABELS.get(f, f)) for f in families],
                loc="outside lower center", ncols=max(1, len(families)), fontsize=8, frameon=False)
     fig.suptitle("Beyond the paper: gap against ρ for each router", fontsize=10)
     return fig
