@@ -19,6 +19,11 @@ Adapted to a CNN backbone feeding a routed head of MLP experts: one routing deci
 image on the pooled backbone features; no shared experts (the paper's head has none),
 so s_i only scales the routed experts; the experts are the paper's F -> h -> h -> O MLPs.
 
+A sample whose gates are all closed outputs zero (counted as `dropped`), and no gradient
+reopens a closed gate; DECO's shared experts would keep such a sample's output. Without
+them, 40-60% of samples end with every gate closed on a toy problem
+(tests/test_routers_learn.py), and the smoke profile's depthwise rows drop every sample.
+
 rho: the number of experts a sample executes depends on the data. FLOPs count the
 executed dispatch on the traced input (three counters agree on it) and then report the
 mean: `expected_macs` puts `active_mean` experts per sample in place of the traced
