@@ -86,13 +86,18 @@ def load_record(results_dir: Path, cfg: RunConfig) -> dict[str, Any] | None:
 
 def executor_provenance(executor: str, device: str) -> dict[str, Any]:
     """Who trained a run: the executor, host, process, device pinning and, under Slurm, the job and array task."""
+    from repro.distributed import current
+
     return {"name": executor, "host": socket.gethostname(), "pid": os.getpid(), "device": device,
-            "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"), **slurm_identity()}
+            "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"), "world_size": current().size,
+            **slurm_identity()}
 
 
 def run_one(request: RunRequest, results_dir: Path, device: str, data_dir: Path | None,
             events: Any = None, executor: str = "local", lock: RunLock | None = None) -> dict[str, Any]:
-    """Train (or resume) one run and write its record atomically; with `lock`, stop if the lock is lost."""
+    """Train (or resume) one run and write its record atomically; with `lock`, stop if the lock is lost.
+    Under torchrun this is rank 0's: the other ranks are told to train the run with it (repro.distributed)."""
+    from repro import distributed
     from repro.train import train_run
 
     cfg = request.cfg
@@ -109,6 +114,8 @@ def run_one(request: RunRequest, results_dir: Path, device: str, data_dir: Path 
             events.put(("epoch", request.label, epoch, epochs))
 
     started = time.perf_counter()
+    if distributed.current().distributed:
+        distributed.announce_run(cfg)
     out = train_run(cfg, torch.device(device), data_dir, checkpoint, on_epoch)
     if lock is not None:
         lock.ensure_held()
