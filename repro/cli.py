@@ -124,10 +124,12 @@ def _ranks(device: str, results_dir: Path, data_dir: Path | None, executor: Exec
     world = distributed.init(device)
     if not world.main:
         distributed.follow_runs(results_dir, device, data_dir)
+        distributed.finish()
         yield False
         return
     with distributed.leading():
         yield True
+    distributed.finish()
 
 
 def _counts_line(ctx) -> str:

@@ -12,10 +12,15 @@ What is split, what is not:
     which every rank draws alike from (seed, epoch).
   - Gradients are averaged by DDP; since the local batches are equal, the mean of the
     local mean losses is the global mean loss.
-  - Per rank, on its local batch (what a standard DDP implementation does; the paper
-    does not say): the MoE heads' auxiliary losses and capacity (capacity of 128 samples
-    on each of 2 ranks, not of 256), and BatchNorm's batch statistics (no SyncBatchNorm).
-    DDP copies rank 0's buffers (BatchNorm running statistics) to every rank each step.
+  - Per rank, on its local batch: the MoE heads' auxiliary losses (balance, entropy) and
+    capacity, and BatchNorm's batch statistics (no SyncBatchNorm). The paper gives the global
+    batch (256) but not whether the capacity ceil(c B k / E) (Eq. 3) counts the global or the
+    local batch; we take the local one, what a standard DDP implementation computes without
+    extra communication: on 2 ranks each routes its 128 samples with C from B = 128 (half of
+    one process's C for 256, over half the samples), so the capacity per sample is the same
+    but which samples overflow is decided per half batch. The record says so
+    (engine.per_local_batch). DDP copies rank 0's buffers (BatchNorm running statistics)
+    to every rank before each step.
   - Random draws in the forward pass (dropout): rank 0 keeps the run's generator as on
     one process (and in the checkpoint); rank r > 0 reseeds from (seed, epoch, r) at
     every epoch, so a resumed run draws as an uninterrupted one.
@@ -68,12 +73,12 @@ class World:
     def distributed(self) -> bool:
         return self.size > 1
 
-    def describe(self) -> dict[str, Any]:
-        """For the run record's engine: N and what each rank computes on its own."""
+    def describe(self, batch_size: int) -> dict[str, Any]:
+        """For the run record's engine: N, the local batch, and what each rank computes on its own batch."""
         if not self.distributed:
             return {"world_size": 1}
-        return {"world_size": self.size, "backend": self.backend,
-                "per_rank": "batch statistics: MoE auxiliary losses and capacity, BatchNorm"}
+        return {"world_size": self.size, "backend": self.backend, "local_batch_size": batch_size // self.size,
+                "per_local_batch": "MoE auxiliary losses and capacity, BatchNorm batch statistics"}
 
 
 def launched() -> bool:
@@ -100,6 +105,13 @@ def init(device: str) -> World:
     if _control is None:
         _control = dist.new_group(backend="gloo", timeout=dt.timedelta(seconds=CONTROL_TIMEOUT_S))
     return current()
+
+
+def finish() -> None:
+    """Leave the process group once every rank is done (after `stop_followers`)."""
+    global _control
+    dist.destroy_process_group()
+    _control = None
 
 
 def rank_device(device: str, world: World) -> str:

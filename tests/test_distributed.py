@@ -4,9 +4,11 @@ Tolerance. Two processes compute the same per-sample arithmetic as one, but add 
 another order: DDP's all-reduce sums the ranks' gradients of their B/2 halves (one process
 sums all B at once), kernels run on half batches, and evaluation adds per-rank sums. The
 results agree to float32 rounding; measured on this run (cifar_standard, dense head without
-dropout, 2 epochs of 3 steps): train loss and accuracy identical, test loss 1.1e-7 and 1.9e-7
-apart, test accuracy identical. The test allows 1e-5 relative on losses and one test image on
-accuracies. With dropout or BatchNorm the runs differ by more than rounding (masks are drawn
+dropout, Adam, 2 epochs of 3 steps of 64 = 2 x 32): train loss and accuracy identical, test
+loss 1.1e-7 and 1.9e-7 apart, test accuracy identical, weights at most 9.2e-6 apart (Adam
+divides by the gradient's size, so rounding in a near-zero gradient moves a weight by up to
+~lr x 1e-2). The test allows 1e-5 relative on losses, one image on accuracies, 1e-4 on weights.
+A fixed world size adds in a fixed order: a 2-process run stopped and resumed is bit-identical. With dropout or BatchNorm the runs differ by more than rounding (masks are drawn
 per rank; batch statistics are per local batch), as in any DDP implementation.
 """
 
@@ -88,6 +90,31 @@ def test_epoch_sampler_shards_interleave_the_permutation():
     assert sorted(i for s in tests for i, _ in s) == list(range(11))  # evaluation: every image once
 
 
+@pytest.mark.parametrize("pipeline", ["pil", "decode_cpu"])
+def test_folder_loader_shards_make_one_process_steps(tmp_path, pipeline):
+    """The same for ImageNet's streaming loader: 11 images, global batch 4 on 2 ranks, crops drawn per image."""
+    import numpy as np
+    from PIL import Image
+
+    from repro.data.imagenet import image_folder_loader
+
+    rng = np.random.default_rng(0)
+    for cls in ("a", "b"):
+        (tmp_path / cls).mkdir()
+        for i in range(6 if cls == "a" else 5):
+            Image.fromarray(rng.integers(0, 256, (20, 28, 3), dtype=np.uint8)).save(tmp_path / cls / f"{i}.png")
+    kw = dict(train=True, image_size=16, workers=0, seed=2, pipeline=pipeline)
+    one = image_folder_loader(tmp_path, 4, **kw)
+    ranks = [image_folder_loader(tmp_path, 2, shard=(r, 2), **kw) for r in range(2)]
+    for loader in (one, *ranks):
+        loader.set_epoch(1)
+    whole, parts = list(one), [list(r) for r in ranks]
+    assert len(whole) == len(parts[0]) == len(parts[1]) == len(ranks[0]) == 2
+    for (xb, yb), (x0, y0), (x1, y1) in zip(whole, *parts):
+        assert torch.equal(torch.stack([x0, x1], 1).flatten(0, 1), xb)
+        assert torch.equal(torch.stack([y0, y1], 1).flatten(), yb)
+
+
 # --- two gloo processes on this CPU --------------------------------------------------------------------------
 
 PROFILE = Profile(description="t", evidence="pipeline", seeds=1, epochs=2, data="synthetic", train_samples=200,
@@ -136,7 +163,7 @@ def runs(tmp_path_factory):
 def test_two_processes_give_the_one_process_record(runs):
     _, one, two = runs
     assert one["engine"]["world_size"] == 1 and two["engine"]["world_size"] == 2
-    assert two["engine"]["backend"] == "gloo"
+    assert two["engine"]["backend"] == "gloo" and two["engine"]["local_batch_size"] == PROFILE.batch_size // 2
     worst = {}
     for a, b in zip(one["history"], two["history"], strict=True):
         for k in METRICS:

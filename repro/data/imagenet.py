@@ -51,8 +51,10 @@ def choose_path(device: str | torch.device) -> str:
 
 
 def default_workers() -> int:
-    """Every CPU this process may use but one, which the training loop keeps."""
+    """Every CPU this process may use but one, which the training loop keeps; under torchrun, this
+    process's share of them (LOCAL_WORLD_SIZE ranks on this host)."""
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    cpus //= max(1, int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
     return max(1, cpus - 1)
 
 
