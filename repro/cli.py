@@ -110,13 +110,24 @@ def _run_manifests(manifests: list[Manifest], profile: str, results_dir: Path, d
 @contextlib.contextmanager
 def _ranks(device: str, results_dir: Path, data_dir: Path | None, executor: ExecutorOptions | None):
     """Under torchrun (one run on N processes, repro.distributed): rank 0 leads (yields True) and releases
-    the others at the end; a rank > 0 trains the runs rank 0 announces, then yields False. Else True."""
+    the others at the end; a rank > 0 trains the runs rank 0 announces, then yields False. Else True.
+    With --gpus-per-run N outside torchrun: runs this command under torchrun and exits with its status."""
+    gpus = executor.gpus_per_run if executor is not None else 1
+    if os.environ.get("WORLD_SIZE", "1") == "1" and gpus > 1:
+        import subprocess
+        import sys
+
+        from repro.distributed import torchrun_command
+
+        raise typer.Exit(subprocess.call(torchrun_command(sys.argv[1:], gpus)))
     if os.environ.get("WORLD_SIZE", "1") == "1":
         yield True
         return
     from repro import distributed
     from repro.devices import resolve_device
 
+    if gpus not in (1, int(os.environ["WORLD_SIZE"])):
+        _fail(f"--gpus-per-run {gpus} under torchrun with {os.environ['WORLD_SIZE']} processes: give one of them")
     if executor is not None and executor.executor != "local":
         _fail(f"under torchrun each run trains on the launched processes; --executor {executor.executor} "
               f"does not apply (use the local executor, or run torchrun inside the Slurm job)")

@@ -107,6 +107,22 @@ def init(device: str) -> World:
     return current()
 
 
+def torchrun_command(args: list[str], n: int) -> list[str]:
+    """`repro <args>` (without --gpus-per-run) on n ranks of this host, as `--gpus-per-run n` runs it."""
+    import sys
+
+    kept, skip = [], False
+    for a in args:
+        if skip or a.startswith("--gpus-per-run="):
+            skip = False
+            continue
+        skip = a == "--gpus-per-run"
+        if not skip:
+            kept.append(a)
+    return [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={n}", "-m", "repro",
+            *kept]
+
+
 def finish() -> None:
     """Leave the process group once every rank is done (after `stop_followers`)."""
     global _control

@@ -44,6 +44,16 @@ def test_shard_positions_golden():
     assert shard_positions(5, 0, 1, even=True).tolist() == [0, 1, 2, 3, 4]
 
 
+def test_gpus_per_run_relaunches_the_command_under_torchrun():
+    import sys
+
+    from repro.distributed import torchrun_command
+
+    head = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=4", "-m", "repro"]
+    assert torchrun_command(["run", "table6", "--gpus-per-run", "4", "-p", "full"], 4) == head + ["run", "table6", "-p", "full"]
+    assert torchrun_command(["table6", "--gpus-per-run=4"], 4) == head + ["table6"]
+
+
 def test_local_batch_splits_the_global_batch():
     assert local_batch(256, World(0, 2)) == 128 and local_batch(256, World()) == 256
     with pytest.raises(ValueError, match="batch_size 256 does not split over 3 processes"):
