@@ -134,7 +134,9 @@ def _ranks(device: str, results_dir: Path, data_dir: Path | None, executor: Exec
     device = resolve_device(device)
     world = distributed.init(device)
     if not world.main:
-        distributed.follow_runs(results_dir, device, data_dir)
+        from repro.records import follow_runs
+
+        follow_runs(results_dir, device, data_dir)
         distributed.finish()
         yield False
         return

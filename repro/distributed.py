@@ -3,7 +3,7 @@
 Launch: `torchrun --nproc-per-node N -m repro run <id> ...`. Every rank runs the same
 command; rank 0 alone schedules: it runs the table as a single process would (locks,
 records, tables) and, before it trains a run, sends the run's config to the other
-ranks (`announce_run`), which train it with it (`follow_runs`) and write nothing.
+ranks (`announce_run`), which train it with it (repro.records.follow_runs) and write nothing.
 
 What is split, what is not:
   - The global batch is the recipe's (ImageNet: 256); each rank takes batch_size // N.
@@ -40,7 +40,6 @@ import datetime as dt
 import os
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import torch
@@ -194,24 +193,6 @@ def announce_run(cfg: Any) -> None:
 def stop_followers() -> None:
     """Rank 0: no more runs; the other ranks' commands return."""
     broadcast(("stop", None))
-
-
-def follow_runs(results_dir: Path, device: str, data_dir: Path | None) -> int:
-    """Rank r > 0: train each run rank 0 announces until it says stop; returns the number of runs trained."""
-    from repro.records import checkpoint_path
-    from repro.train import NonFiniteLoss, train_run
-
-    world = current()
-    trained = 0
-    while True:
-        kind, cfg = broadcast()
-        if kind == "stop":
-            return trained
-        try:
-            train_run(cfg, torch.device(rank_device(device, world)), data_dir, checkpoint_path(results_dir, cfg))
-        except NonFiniteLoss:
-            pass  # every rank sees the same reduced loss: rank 0 records the failure and goes on
-        trained += 1
 
 
 @contextmanager

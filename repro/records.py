@@ -7,7 +7,8 @@ leaves <hash>.failed.json with its error. A record that cannot be read back whol
 (a truncated write, a hand edit, another config under the same name) is moved aside
 and the run redone. Which processes train the runs is an executor's business
 (repro.executors, scheduled by repro.runs.execute_runs); every executor trains a
-run through `attempt_run`: take its lock, look for its record again, train.
+run through `attempt_run`: take its lock, look for its record again, train. Under torchrun
+the process of rank 0 does all that; the other ranks train with it (`follow_runs`, repro.distributed).
 """
 
 from __future__ import annotations
@@ -134,6 +135,24 @@ def run_one(request: RunRequest, results_dir: Path, device: str, data_dir: Path 
     checkpoint.unlink(missing_ok=True)  # only the lock holder gets here, so no one is loading it
     failure_path(results_dir, cfg.hash).unlink(missing_ok=True)
     return record
+
+
+def follow_runs(results_dir: Path, device: str, data_dir: Path | None) -> int:
+    """Rank r > 0: train each run rank 0 announces until it says stop; returns the number of runs trained."""
+    from repro.distributed import broadcast, current, rank_device
+    from repro.train import NonFiniteLoss, train_run
+
+    world = current()
+    trained = 0
+    while True:
+        kind, cfg = broadcast()
+        if kind == "stop":
+            return trained
+        try:
+            train_run(cfg, torch.device(rank_device(device, world)), data_dir, checkpoint_path(results_dir, cfg))
+        except NonFiniteLoss:
+            pass  # every rank sees the same reduced loss: rank 0 records the failure and goes on
+        trained += 1
 
 
 @dataclass

@@ -430,7 +430,8 @@ def _train(cfg: RunConfig, device: torch.device, data_dir: Path | None, checkpoi
             on_epoch(epoch + 1, cfg.epochs, entry)
     dtype = autocast_dtype(cfg, device, engine)
     executed = {**asdict(engine), "compile": engine.compile and not compile_error, "compile_error": compile_error,
-                "autocast": str(dtype).removeprefix("torch.") if dtype is not None else None, **world.describe(cfg.batch_size)}
+                "autocast": str(dtype).removeprefix("torch.") if dtype is not None else None,
+                **world.describe(cfg.batch_size)}
     chance = 1.0 / (data.classes or spec.num_classes)
     return {**_summary(cfg, history, data.source, frozen, elapsed, chance), "engine": executed}
 
