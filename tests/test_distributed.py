@@ -8,8 +8,9 @@ dropout, Adam, 2 epochs of 3 steps of 64 = 2 x 32): train loss and accuracy iden
 loss 1.1e-7 and 1.9e-7 apart, test accuracy identical, weights at most 9.2e-6 apart (Adam
 divides by the gradient's size, so rounding in a near-zero gradient moves a weight by up to
 ~lr x 1e-2). The test allows 1e-5 relative on losses, one image on accuracies, 1e-4 on weights.
-A fixed world size adds in a fixed order: a 2-process run stopped and resumed is bit-identical. With dropout or BatchNorm the runs differ by more than rounding (masks are drawn
-per rank; batch statistics are per local batch), as in any DDP implementation.
+A fixed world size adds in a fixed order: a 2-process run stopped and resumed is bit-identical.
+With dropout or BatchNorm the runs differ by more than rounding (masks are drawn per rank;
+batch statistics are per local batch), as in any DDP implementation.
 """
 
 import json
@@ -25,6 +26,7 @@ from repro.distributed import World, local_batch, shard_positions
 from repro.manifest import Profile, Row
 from repro.models import Component
 from repro.recipes import resolve
+
 
 def _images(n: int) -> tuple[torch.Tensor, torch.Tensor]:
     x = torch.arange(n, dtype=torch.uint8).view(n, 1, 1, 1).expand(n, 1, 4, 4).contiguous()  # image i is all i
