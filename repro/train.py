@@ -3,7 +3,7 @@
 Dense and MoE models go through exactly the same loop; the MoE heads add their
 auxiliary losses (Section 3.4) and receive the temperature / k schedules through
 their ``on_epoch_start`` hook. A checkpoint is written atomically after every
-epoch, so an interrupted run resumes where it stopped and, on a CPU, ends with
+epoch but the last (the record follows it), so an interrupted run resumes where it stopped and, on a CPU, ends with
 the same record as an uninterrupted one.
 
 How a run executes (memory format, compilation, the sparse head's dispatch) is
@@ -424,7 +424,7 @@ def _train(cfg: RunConfig, device: torch.device, data_dir: Path | None, checkpoi
             entry["test_usage_by_class"] = evaluation["usage_by_class"]
         history.append(entry)
         elapsed += entry["seconds"]
-        if world.main:
+        if world.main and epoch + 1 < cfg.epochs:  # after the last epoch the record follows; a kill before it resumes that epoch
             _save_checkpoint(checkpoint, model, opt, sched, history, epoch + 1, elapsed, device)
         if world.distributed:
             distributed.barrier()

@@ -105,3 +105,24 @@ def test_failed_runs_are_reported_and_others_finish(tmp_path):
     failed = json.loads(failure_path(tmp_path, bad.hash).read_text())  # for `repro status` and other processes
     assert failed["label"] == "bad" and "width must be positive" in failed["error"]
     assert not (tmp_path / "runs" / f"{bad.hash}.lock").exists()
+
+
+def test_no_checkpoint_is_written_after_the_last_epoch_and_a_kill_there_resumes_that_epoch(tmp_path):
+    """The record follows the last epoch at once, so its checkpoint is skipped; a crash between the two
+    resumes from the epoch before and still gives the uninterrupted record."""
+    cfg = resolve(_row(), PROFILE, seed=0)
+    whole = run_one(RunRequest(cfg, "r"), tmp_path / "a", "cpu", None)
+    ckpt = checkpoint_path(tmp_path / "b", cfg)
+    ckpt.parent.mkdir(parents=True)
+    saved = []
+
+    def crash_at_the_end(epoch, epochs, entry):
+        saved.append(torch.load(ckpt, weights_only=True)["epoch"])
+        if epoch == epochs:
+            raise RuntimeError("killed before the record")
+    with pytest.raises(RuntimeError):
+        train_run(cfg, torch.device("cpu"), None, ckpt, crash_at_the_end)
+    assert saved == [*range(1, cfg.epochs), cfg.epochs - 1]
+    resumed = run_one(RunRequest(cfg, "r"), tmp_path / "b", "cpu", None)
+    assert resumed["resumed_from_epoch"] == cfg.epochs - 1
+    assert _strip(resumed) == _strip(whole)

@@ -4,11 +4,15 @@ A slot is one concurrent run: on a CPU, `jobs` slots share the cores (one slot:
 in this process, as before); on GPUs, `runs_per_gpu` slots per visible GPU, each
 a process that sees only its GPU (CUDA_VISIBLE_DEVICES), so small models share a
 device. A run another process holds (repro.locks) is skipped and its record awaited;
-if its holder goes away without one, the run is tried here.
+if its holder goes away without one, the run is tried here. Slot processes outlive one
+call: starting one imports torch and this package again (about 2 CPU-seconds), and
+`verify-all` calls run_local once per table; they end with the command, or at once when a
+call is interrupted.
 """
 
 from __future__ import annotations
 
+import atexit
 import multiprocessing as mp
 import os
 import time
@@ -56,6 +60,38 @@ def local_slots(device: str, jobs: int, gpus: list[str], runs_per_gpu: int, cpus
     return [Slot(f"cpu/{k}", {}, max(1, cpus // jobs)) for k in range(jobs)]
 
 
+_POOLS: dict[tuple, ProcessPoolExecutor] = {}  # (slot name, env, threads) -> its one-process pool
+_EVENTS: list[Any] = []  # [manager, its queue] once started: epoch events from the slot processes
+
+
+def _slot_pool(slot: Slot, ctx: Any) -> ProcessPoolExecutor:
+    key = (slot.name, tuple(sorted(slot.env.items())), slot.threads)
+    pool = _POOLS.get(key)
+    if pool is None or getattr(pool, "_broken", False):  # a process that died takes its pool with it
+        pool = _POOLS[key] = ProcessPoolExecutor(1, mp_context=ctx, initializer=_pin, initargs=(slot.env, slot.threads))
+    return pool
+
+
+def _events_queue(ctx: Any) -> Any:
+    if not _EVENTS:
+        manager = ctx.Manager()
+        _EVENTS.extend([manager, manager.Queue()])
+    return _EVENTS[1]
+
+
+def close_slot_processes() -> None:
+    """End every slot process (and the event queue's manager) this process started."""
+    for pool in _POOLS.values():
+        pool.shutdown(cancel_futures=True)
+    _POOLS.clear()
+    if _EVENTS:
+        _EVENTS[0].shutdown()
+        _EVENTS.clear()
+
+
+atexit.register(close_slot_processes)
+
+
 def _pin(env: dict[str, str], threads: int) -> None:
     os.environ.update(env)  # before this process first touches CUDA
     if threads:
@@ -85,7 +121,7 @@ def run_local(todo: list, batch: Any, results_dir: Path, device: str, data_dir: 
     queue = deque(todo)
     waiting: dict[str, tuple[Any, float]] = {}  # hash -> (request, waiting since)
     pools: dict[str, ProcessPoolExecutor] = {}
-    events = manager = None
+    events = None
     tasks: dict[str, Any] = {}  # label -> progress task
     if not slots[0].in_process:
         # glibc returns large blocks to the OS on every free, so each training step page-faults its
@@ -94,10 +130,8 @@ def run_local(todo: list, batch: Any, results_dir: Path, device: str, data_dir: 
         for name in ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_"):
             os.environ.setdefault(name, str(1 << 30))
         ctx = mp.get_context("spawn")
-        manager = ctx.Manager()
-        events = manager.Queue()
-        pools = {s.name: ProcessPoolExecutor(1, mp_context=ctx, initializer=_pin, initargs=(s.env, s.threads))
-                 for s in slots}
+        events = _events_queue(ctx)
+        pools = {s.name: _slot_pool(s, ctx) for s in slots}
     running: dict[Future, tuple[Slot, Any]] = {}
     free = list(slots)
 
@@ -139,11 +173,9 @@ def run_local(todo: list, batch: Any, results_dir: Path, device: str, data_dir: 
             elif waiting:
                 if not _poll_waiting(waiting, queue, batch, results_dir, settings, progress, overall):
                     time.sleep(poll_interval(settings))
-    finally:
-        for pool in pools.values():
-            pool.shutdown(cancel_futures=True)
-        if manager is not None:
-            manager.shutdown()
+    except BaseException:  # interrupted: no slot process may go on training
+        close_slot_processes()
+        raise
 
 
 def _poll_waiting(waiting: dict, queue: deque, batch: Any, results_dir: Path, settings: LockSettings,

@@ -110,14 +110,10 @@ def estimate_macs(dataset: str, backbone: Component, head: Component, count: boo
 
 def _shape_macs(key: str) -> dict[str, int]:
     """Multiply-adds of convolutions and matrix products (and modules' own formulas) from one forward pass."""
-    import torch
+    from repro.flops import one_thread
 
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # batch-1 passes: threads only contend (60x slower on a busy 2-core host)
-    try:
+    with one_thread():  # batch-1 passes: threads only contend (60x slower on a busy 2-core host)
         return _count_from_shapes(json.loads(key))
-    finally:
-        torch.set_num_threads(threads)
 
 
 def _count_from_shapes(spec: dict[str, Any]) -> dict[str, int]:
