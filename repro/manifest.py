@@ -104,6 +104,12 @@ class Profile:
     batch_size: int | None = bounded(None, ge=1, le=MAX_BATCH)
     max_image_size: int | None = bounded(None, ge=8, le=MAX_IMAGE)  # cap on the training resolution; FLOPs use the paper's
     pretrained: bool = True
+    # A recipe override, for profiles that train from random initialisation where the paper's recipe
+    # fine-tunes pretrained weights (Section 4.1); None: the recipe's (repro.recipes.RECIPES). Only
+    # 'pipeline' and 'functional' profiles may set them: they are not the paper's protocol, and the
+    # profile's description must say so.
+    optimizer: Literal["adam", "sgd"] | None = None
+    lr: float | None = bounded(None, gt=0.0, le=1.0)
     # Which training rows run: "<manifest>" or "<manifest>/<row>" entries; empty: every row
     # (`repro plan` writes profiles that train only what the chosen claims read).
     include: tuple[str, ...] = ()
@@ -112,6 +118,11 @@ class Profile:
         return not self.include or manifest_id in self.include or f"{manifest_id}/{row_id}" in self.include
 
     def __post_init__(self) -> None:
+        overrides = [k for k in ("optimizer", "lr") if getattr(self, k) is not None]
+        if overrides and self.evidence in ("reduced", "paper"):
+            raise ValueError(f"{' and '.join(overrides)} {'override' if len(overrides) > 1 else 'overrides'} the "
+                             f"paper's recipe, which evidence "
+                             f"{self.evidence!r} must keep: remove them or use evidence 'pipeline' or 'functional'")
         if self.train_samples and self.batch_size and self.train_samples < self.batch_size:
             raise ValueError(f"train_samples = {self.train_samples} is smaller than batch_size = {self.batch_size}: "
                              "no full training batch would remain (the last partial batch is dropped)")

@@ -19,7 +19,7 @@ from repro.weights import weights_for
 
 # Bump when a change to the training code changes what a run config produces:
 # records written under another version are not reused.
-TRAINING_VERSION = 3
+TRAINING_VERSION = 4
 
 
 @dataclass(frozen=True)
@@ -96,8 +96,8 @@ def resolve(row: Row, profile: Profile, seed: int) -> RunConfig:
         seed=seed,
         epochs=profile.epochs or recipe.epochs,
         batch_size=profile.batch_size or recipe.batch_size,
-        optimizer=recipe.optimizer,
-        lr=recipe.lr,
+        optimizer=profile.optimizer or recipe.optimizer,
+        lr=profile.lr or recipe.lr,
         momentum=recipe.momentum,
         schedule=recipe.schedule,
         backbone_lr_scale=recipe.backbone_lr_scale if pretrained else 1.0,

@@ -70,6 +70,13 @@ def test_a_split_smaller_than_the_class_count_draws_distinct_random_classes():
     assert len(set(y.tolist())) == 300 and y.max() > 900 and y.min() < 100
 
 
+def test_a_test_split_smaller_than_the_class_count_holds_only_trained_classes():
+    _, train = digits.digits_tensors("imagenet", 512, 8, "train")
+    _, test = digits.digits_tensors("imagenet", 500, 8, "test")
+    assert len(set(train.tolist())) == 512 and len(set(test.tolist())) == 500
+    assert set(test.tolist()) <= set(train.tolist())
+
+
 def test_a_scan_repeats_only_after_its_whole_pool_is_used():
     x, y = digits.digits_tensors("cifar10", None, 8, "train")  # 8 px: the scans verbatim
     scans, _ = digits._scans()

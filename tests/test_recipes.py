@@ -67,3 +67,20 @@ def test_metric_protocol(protocol, expected):
     out = _summary(cfg, history, "", [], 1.0, chance=0.1)
     assert out["metrics"]["accuracy"] == expected and out["metrics"]["peak_epoch"] == 2
     assert out["metrics"]["chance"] == 0.1
+
+
+def test_a_functional_profile_may_override_the_optimizer_and_lr_and_nothing_else_moves():
+    scratch = Profile(description="f", evidence="functional", data="digits", pretrained=False, optimizer="adam", lr=3e-3)
+    cfg = resolve(_row("imagenet", "resnet18"), scratch, seed=0)
+    plain = resolve(_row("imagenet", "resnet18"), Profile(description="f", evidence="functional", data="digits",
+                                                          pretrained=False), seed=0)
+    assert (cfg.optimizer, cfg.lr, plain.optimizer, plain.lr) == ("adam", 3e-3, "sgd", 1e-2)
+    assert {k for k, v in cfg.to_dict().items() if plain.to_dict()[k] != v} == {"optimizer", "lr"}
+    opt, _ = make_optimizer(cfg, build_model("imagenet", Component("resnet18"), Component("dense")))
+    assert isinstance(opt, torch.optim.Adam) and [g["lr"] for g in opt.param_groups] == [3e-3, 3e-3]
+
+
+@pytest.mark.parametrize("evidence", ["paper", "reduced"])
+def test_the_papers_protocol_refuses_a_recipe_override(evidence):
+    with pytest.raises(ValueError, match="overrides the paper's recipe"):
+        Profile(description="p", evidence=evidence, lr=1e-3)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from repro.claims.learned import MIN_LEARNED
 from repro.manifest import Manifest
 from repro.paper import paper_value
 from repro.report.cells import Table, mean_sd, mmac, pct, pct_auto, reported
@@ -100,19 +101,54 @@ def accuracy_comparisons_table(manifest: Manifest, result: ManifestResult) -> Ta
     return table
 
 
+def collapse_claims(manifest: Manifest) -> dict[str, list[str]]:
+    """Row id -> ids of the claims whose `may_collapse` names it: rows the paper reports may end at chance."""
+    out: dict[str, list[str]] = {}
+    for claim in manifest.claims:
+        for row in claim.params.get("may_collapse") or ():
+            out.setdefault(row, []).append(claim.id)
+    return out
+
+
+def chance_note(accuracy: dict | None, chance: float | None, collapse: list[str]) -> str:
+    """What a row's accuracy says against chance, beside the numbers: collapse the paper reports is expected.
+
+    "Near chance" is the learned guard's margin (repro.claims.learned): the mean closes less than
+    MIN_LEARNED of the distance from chance to perfect accuracy.
+    """
+    claims = ", ".join(collapse)
+    if not accuracy or chance is None:
+        return f"the paper reports this method collapses ({claims})" if collapse else ""
+    mean = sum(accuracy.values()) / len(accuracy)
+    near = mean < chance + MIN_LEARNED * (1 - chance)
+    if collapse:
+        return (f"at or near chance: the paper reports this method collapses ({claims})" if near
+                else f"the paper reports this method collapses ({claims}); it learned here")
+    return "at or near chance: did not learn" if near else ""
+
+
 def accuracy_rows_table(manifest: Manifest, result: ManifestResult) -> Table | None:
     measured = result.measured
     rows = [r for r in manifest.rows if "accuracy" in r.measures]
     if not rows:
         return None
+    collapse = collapse_claims(manifest)
     table = Table(key="accuracy", title="Accuracy of every configuration", rows=[],
-                  columns=["Row", "Dataset", "Accuracy (%)", "Seeds", "Run records", "Accuracy, paper"])
+                  columns=["Row", "Dataset", "Accuracy (%)", "Chance (%)", "Seeds", "Note", "Run records",
+                           "Accuracy, paper"])
     for r in rows:
         acc = measured.row(r.id, "accuracy")
+        chance = measured.row(r.id, "chance")
         hashes = ", ".join(sorted({run.hash[:8] for run in measured.runs(r.id)}))
         table.rows.append([r.label, r.dataset, mean_sd(acc) if acc else result.measured.missing.get(
-            row_metric(r.id, "accuracy"), ""), str(len(acc or {})), hashes, reported(manifest, f"{r.id}.accuracy")])
-    table.notes = ["Run records: the first 8 characters of each run's hash; the record is runs/<hash>.json."]
+            row_metric(r.id, "accuracy"), ""), "" if chance is None else f"{100 * chance:.2f}",
+            str(len(acc or {})), chance_note(acc, chance, collapse.get(r.id, [])), hashes,
+            reported(manifest, f"{r.id}.accuracy")])
+    table.notes = ["Run records: the first 8 characters of each run's hash; the record is runs/<hash>.json.",
+                   "Chance: 1 / classes of the data the runs trained on (the record's metrics.chance). Note: 'at or "
+                   f"near chance' when the mean closes less than {MIN_LEARNED:.0%} of the distance from chance to "
+                   "100%; a row named by a claim's may_collapse is one the paper reports collapsing, so chance "
+                   "there is the expected outcome, not a failure of the artifact."]
     return table
 
 
