@@ -2,6 +2,8 @@
 
 from PIL import Image
 
+import pytest
+
 from repro.bench.data_imagenet import bench_imagenet, write_jpeg_fixtures
 
 
@@ -25,3 +27,15 @@ def test_every_path_reports_images_per_second_and_its_ratio_to_pil(tmp_path):
     assert by_path["pil"].ratio_to_pil == 1.0
     assert set(rows[0].to_dict()) == {"pipeline", "device", "workers", "batch_size", "images", "images_per_s",
                                       "ratio_to_pil", "rounds"}
+
+
+@pytest.mark.slow
+def test_the_command_reports_every_cpu_path_and_its_ratio(tmp_path):
+    from typer.testing import CliRunner
+
+    from repro.cli import app
+
+    out = CliRunner().invoke(app, ["bench", "data", "--dataset", "imagenet", "--repeats", "1", "--workers", "0",
+                                   "--folder", str(write_jpeg_fixtures(tmp_path / "jpegs", n=16))])
+    assert out.exit_code == 0, out.output
+    assert "pil" in out.output and "decode_cpu" in out.output and "1.00x" in out.output

@@ -87,8 +87,16 @@ def latency_cmd(dataset: str = typer.Option("cifar100", help=f"One of {', '.join
 
 @bench_app.command("data")
 def data_cmd(images: int = typer.Option(10_000), batch: int = typer.Option(256), device: str = typer.Option("cpu"),
-             repeats: int = typer.Option(3), workers: str = typer.Option("0,2", help="DataLoader worker counts to try.")) -> None:
-    """Images/s of the training data path alone: TensorLoader against torchvision-style DataLoaders."""
+             repeats: int = typer.Option(3), workers: str = typer.Option("0,2", help="DataLoader worker counts to try."),
+             dataset: str = typer.Option("cifar", "--dataset", help="cifar (in-memory tensors) or imagenet (JPEG folders)."),
+             folder: Optional[Path] = typer.Option(None, "--folder", help="imagenet: an ImageFolder tree (train/<class>/*.JPEG); "
+                                                   "default: 64 JPEG fixtures of 500x375 written to a temporary folder.")) -> None:
+    """Images/s of the training data path alone: in-memory tensors against DataLoaders, or each JPEG input path."""
+    if dataset == "imagenet":
+        _bench_imagenet_paths(folder, device, min(batch, 64), repeats, workers)
+        return
+    if dataset != "cifar":
+        raise typer.BadParameter(f"--dataset {dataset!r}: expected cifar or imagenet")
     from repro.bench.data import bench_data
 
     r = bench_data(images, batch, _device(device), repeats, tuple(int(w) for w in workers.split(",")))
@@ -96,6 +104,23 @@ def data_cmd(images: int = typer.Option(10_000), batch: int = typer.Option(256),
               title=f"{images} CIFAR-shaped images, batch {batch}, {r['device']}, augmentation included")
     for name, rate in r["images_per_s"].items():
         t.add_row(name, f"{rate:,.0f}", f"{r['speedup'][name]:.1f}x" if name in r["speedup"] else "")
+    console.print(t)
+
+
+def _bench_imagenet_paths(folder: Path | None, device: str, batch: int, repeats: int, workers: str) -> None:
+    import tempfile
+
+    from repro.bench.data_imagenet import bench_imagenet, write_jpeg_fixtures
+
+    with tempfile.TemporaryDirectory() as tmp:
+        root = folder or write_jpeg_fixtures(Path(tmp) / "jpegs")
+        rows = bench_imagenet(root, str(_device(device)), batch, int(workers.split(",")[-1]), repeats)
+    t = Table("Input path", "Device", "Workers", "Images / s", "x PIL",
+              title=f"ImageNet-style input paths: {rows[0].images if rows else 0} JPEGs of {root}, batch {batch}, "
+                    "random resized crop + flip + normalisation")
+    for r in rows:
+        t.add_row(r.pipeline, str(r.device), str(r.workers), f"{r.images_per_s:,.0f}",
+                  f"{r.ratio_to_pil:.2f}x" if r.ratio_to_pil else "")
     console.print(t)
 
 
