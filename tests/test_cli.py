@@ -1,5 +1,6 @@
 """The command line end to end on Table 6 (analytic, seconds)."""
 
+import pytest
 import json
 import shutil
 
@@ -11,6 +12,7 @@ from repro.cli import app
 runner = CliRunner()
 
 
+@pytest.mark.slow
 def test_table6_writes_tables_and_claims(results_dir):
     result = runner.invoke(app, ["table6", "--results-dir", str(results_dir)])
     assert result.exit_code == 0, result.output
@@ -30,6 +32,7 @@ def test_unknown_manifest_is_a_clear_error():
     assert "no manifest 'tabel6' (did you mean 'table6'?)" in result.output
 
 
+@pytest.mark.slow
 def test_list_and_flops(results_dir, tmp_path, monkeypatch):
     manifests = tmp_path / "manifests"  # `repro list` estimates every table's cost: Table 6 keeps this quick
     manifests.mkdir()
@@ -42,6 +45,7 @@ def test_list_and_flops(results_dir, tmp_path, monkeypatch):
     assert "analytic = fvcore = torch/2 for every module" in checked.output
 
 
+@pytest.mark.slow
 def test_verify_all_writes_one_report(results_dir, tmp_path, monkeypatch):
     manifests = tmp_path / "manifests"  # Table 6 alone: the other tables train, which other tests cover
     manifests.mkdir()
@@ -65,6 +69,7 @@ def test_full_profile_without_the_dataset_fails_before_training(tmp_path, monkey
         assert not (results / "runs").exists()
 
 
+@pytest.mark.slow
 def test_results_are_kept_per_profile(results_dir, tmp_path, monkeypatch):
     """A failed run at one profile must not overwrite another profile's table, claims or report."""
     manifests = tmp_path / "manifests"

@@ -82,6 +82,7 @@ def trained_accuracy(name, n_train, epochs, image_size=None):
     return hits / len(yte)
 
 
+@pytest.mark.slow
 def test_a_small_cnn_learns_ten_classes_quickly(one_thread):
     start = time.process_time()  # CPU seconds: what the test costs, whoever else shares the machine
     accuracy = trained_accuracy("cifar10", 2000, epochs=4)  # 124 steps; 0.82 when last measured
@@ -89,6 +90,7 @@ def test_a_small_cnn_learns_ten_classes_quickly(one_thread):
     assert time.process_time() - start < 20
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, classes", [("cifar100", 100), ("tiny_imagenet", 200)])
 def test_a_small_cnn_beats_chance_clearly_on_many_classes(one_thread, name, classes):
     # 3000 images, 184 steps; last measured 0.41 (41x chance, 100 classes) and 0.25 (49x, 200).

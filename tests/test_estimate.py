@@ -174,6 +174,7 @@ def test_throughput_is_measured_once_and_a_damaged_cache_is_rebuilt(tmp_path, mo
     cal.throughput.cache_clear()
 
 
+@pytest.mark.slow
 def test_quick_mac_count_equals_the_full_count(tmp_path, monkeypatch):
     """The estimate's one-pass count from layer shapes equals repro.flops' analytic column."""
     from repro.manifest import find_manifest
@@ -195,6 +196,7 @@ MANIFEST_IMPORTS_TORCH = "torch" in subprocess.run(
     capture_output=True, text=True, cwd=REPO_ROOT, timeout=120).stdout
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(MANIFEST_IMPORTS_TORCH, reason="repro.manifest still imports torch (through repro.models)")
 def test_warm_list_imports_no_torch(tmp_path):
     env = {**os.environ, "REPRO_CACHE": str(tmp_path)}

@@ -170,6 +170,7 @@ def test_usage_heatmap_rows_sum_to_one(manifests):
 
 
 # --------------------------------------------------------------------------- files
+@pytest.mark.slow
 def test_render_writes_valid_png_and_pdf(manifests, tmp_path):
     entries = [(manifests[i], fake_result(manifests[i])) for i in ("table2", "table9", "temperature_ablation")]
     files = {f.id: f for f in render_figures(entries, tmp_path)}

@@ -33,6 +33,7 @@ def _count(dataset, backbone, bparams, head="dense", hparams=None):
     return count_flops(model, get_dataset(dataset).input_shape)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dataset,backbone,params", BACKBONES)
 def test_backbones_agree_three_ways(dataset, backbone, params):
     report = _count(dataset, backbone, params)
@@ -64,6 +65,7 @@ def test_depthwise_backbone_by_hand():
     assert _count("cifar10", "cifar_depthwise", {"width": 0.72}).backbone == by_hand
 
 
+@pytest.mark.slow
 def test_rho_resnet18_head_h512_k1_against_the_paper():
     report = _count("imagenet", "resnet18", {}, "sparse_moe", {"expert_hidden": 512, "top_k": 1})
     expert = 512 * 512 + 512 * 512 + 512 * 1000  # d_in -> h -> h -> 1000
@@ -99,6 +101,7 @@ def test_an_op_fvcore_cannot_count_is_a_failure_naming_the_module():
     assert any(p.startswith("module 'head' (_Cdist): fvcore cannot count op aten::cdist") for p in report.problems)
 
 
+@pytest.mark.slow
 def test_routed_modules_of_the_backbone_moe():
     model = build_model("imagenet", Component("resnet18_moeconv"), Component("dense", {"hidden": []}))
     names = model.routed_module_names()

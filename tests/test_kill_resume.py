@@ -1,5 +1,6 @@
 """SIGKILL a table part-way; running it again finishes only what is missing and ends with the same table."""
 
+import pytest
 import json
 import os
 import signal
@@ -7,6 +8,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+pytestmark = pytest.mark.slow  # every test here trains runs
 
 MANIFEST = '''
 id = "mini"

@@ -52,6 +52,7 @@ def test_visible_gpus_follow_the_parents_cuda_visible_devices(monkeypatch):
     assert visible_gpus() == []
 
 
+@pytest.mark.slow
 def test_a_run_held_by_another_process_is_awaited_not_trained(tmp_path):
     done, held, freed = _cfg(0), _cfg(1), _cfg(2)
     source = tmp_path / "source"

@@ -175,6 +175,7 @@ def test_a_damaged_paper_table_fails_only_its_own_manifests(tmp_path, monkeypatc
         paper._load.cache_clear()
 
 
+@pytest.mark.slow
 def test_cli_refuses_a_bad_manifest_before_any_work(tmp_path):
     folder = tmp_path / "manifests"
     folder.mkdir()

@@ -108,6 +108,7 @@ def backbone_model():
     return build_model("imagenet", Component("resnet18_moeconv"), Component("dense"))
 
 
+@pytest.mark.slow
 def test_backbone_structure_frozen_prefixes_and_stats(backbone_model):
     body = backbone_model.backbone
     layers = body.moe_layers()
@@ -122,6 +123,7 @@ def test_backbone_structure_frozen_prefixes_and_stats(backbone_model):
     assert set(stats) == set(layers) and stats["net.layer4.1.conv2"]["expert_counts"].sum().item() == 4
 
 
+@pytest.mark.slow
 def test_backbone_flops_exact(backbone_model):
     report = count_flops(backbone_model, (3, 64, 64))
     assert report.problems == []
@@ -139,6 +141,7 @@ def test_both_execution_paths_agree_and_are_counted_exactly():
     assert m.own_macs(([tiny.shape], torch.Size([4, 5, 1, 1]))) == 2 * 4 * 5 * 6 * 9
 
 
+@pytest.mark.slow
 def test_k1_backbone_flops_exact_on_the_per_expert_path():
     model = build_model("imagenet", Component("resnet18_moeconv", {"top_k": 1}), Component("dense"))
     report = count_flops(model, (3, 64, 64))

@@ -14,6 +14,8 @@ from repro.runs import (
 )
 from repro.train import NonFiniteLoss, train_run
 
+pytestmark = pytest.mark.slow  # every test here trains runs
+
 PROFILE = Profile(description="test", evidence="pipeline", seeds=1, epochs=3, data="synthetic", train_samples=128, test_samples=64,
                   batch_size=32, max_image_size=16, pretrained=False)
 

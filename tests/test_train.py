@@ -43,6 +43,7 @@ def test_a_checkpoint_of_the_old_format_still_restores():
     assert torch.equal(torch.rand(3), expected)
 
 
+@pytest.mark.slow
 def test_resume_from_a_checkpoint_loaded_with_a_device_map_location(tmp_path, monkeypatch):
     """Loaded with map_location=device as on CUDA: the RNG states are bytes no map_location moves; bit-identical."""
     cfg = resolve(_row(), PROFILE, seed=0)
