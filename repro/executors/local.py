@@ -4,11 +4,14 @@ A slot is one concurrent run: on a CPU, `jobs` slots share the cores (one slot:
 in this process, as before); on GPUs, `runs_per_gpu` slots per visible GPU, each
 a process that sees only its GPU (CUDA_VISIBLE_DEVICES), so small models share a
 device. A run another process holds (repro.locks) is skipped and its record awaited;
-if its holder goes away without one, the run is tried here.
+if its holder goes away without one, the run is tried here. On Ctrl-C or SIGTERM the
+running workers are stopped within seconds and RunsInterrupted says what was kept
+(repro.interrupt).
 """
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing as mp
 import os
 import time
@@ -20,6 +23,9 @@ from typing import Any
 
 from repro.executors.waiting import check_waiting, poll_interval
 from repro.executors.options import ExecutorOptions
+from repro.interrupt import (
+    RunsInterrupted, checkpoint_epoch, clean_after_kill, stop_workers, training, worker_signals,
+)
 from repro.locks import LockSettings, describe_holder
 
 
@@ -57,6 +63,7 @@ def local_slots(device: str, jobs: int, gpus: list[str], runs_per_gpu: int, cpus
 
 
 def _pin(env: dict[str, str], threads: int) -> None:
+    worker_signals()  # Ctrl-C is the main process's to handle; it stops this one with SIGTERM
     os.environ.update(env)  # before this process first touches CUDA
     if threads:
         import torch
@@ -64,10 +71,18 @@ def _pin(env: dict[str, str], threads: int) -> None:
         torch.set_num_threads(threads)
 
 
+def _attempt_in_worker(request: Any, results_dir: Path, device: str, data_dir: Path | None, events: Any,
+                       settings: LockSettings) -> Any:
+    from repro.records import attempt_run
+
+    with training():
+        return attempt_run(request, results_dir, device, data_dir, events, "local", settings)
+
+
 def run_local(todo: list, batch: Any, results_dir: Path, device: str, data_dir: Path | None, jobs: int,
               progress: Any, options: ExecutorOptions, slots: list[Slot] | None = None) -> None:
     """Train `todo` on this machine's slots (default: local_slots), booking each outcome in `batch`."""
-    from repro.records import Attempt, attempt_run
+    from repro.records import Attempt, attempt_run, checkpoint_path
 
     if slots is None:
         gpus = visible_gpus() if device.startswith("cuda") else []
@@ -80,18 +95,8 @@ def run_local(todo: list, batch: Any, results_dir: Path, device: str, data_dir: 
     pools: dict[str, ProcessPoolExecutor] = {}
     events = manager = None
     tasks: dict[str, Any] = {}  # label -> progress task
-    if not slots[0].in_process:
-        # glibc returns large blocks to the OS on every free, so each training step page-faults its
-        # gradients and optimizer temporaries back in; on a CPU that doubled a run's wall time.
-        # Workers inherit these thresholds (they are read when a process starts).
-        for name in ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_"):
-            os.environ.setdefault(name, str(1 << 30))
-        ctx = mp.get_context("spawn")
-        manager = ctx.Manager()
-        events = manager.Queue()
-        pools = {s.name: ProcessPoolExecutor(1, mp_context=ctx, initializer=_pin, initargs=(s.env, s.threads))
-                 for s in slots}
     running: dict[Future, tuple[Slot, Any]] = {}
+    in_process: list = []  # the request training in this process, while it trains
     free = list(slots)
 
     def finish(attempt: Attempt, request: Any) -> None:
@@ -107,6 +112,17 @@ def run_local(todo: list, batch: Any, results_dir: Path, device: str, data_dir: 
             progress.advance(overall)
 
     try:
+        if not slots[0].in_process:
+            # glibc returns large blocks to the OS on every free, so each training step page-faults its
+            # gradients and optimizer temporaries back in; on a CPU that doubled a run's wall time.
+            # Workers inherit these thresholds (they are read when a process starts).
+            for name in ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_"):
+                os.environ.setdefault(name, str(1 << 30))
+            ctx = mp.get_context("spawn")
+            manager = ctx.Manager()
+            events = manager.Queue()
+            pools = {s.name: ProcessPoolExecutor(1, mp_context=ctx, initializer=_pin, initargs=(s.env, s.threads))
+                     for s in slots}
         while queue or waiting or running:
             while queue and free:
                 slot, request = free.pop(0), queue.popleft()
@@ -115,11 +131,13 @@ def run_local(todo: list, batch: Any, results_dir: Path, device: str, data_dir: 
                                                              start=slot.in_process)
                 if slot.in_process:
                     sink = _ProgressEvents(progress, tasks)
+                    in_process.append(request)
                     finish(attempt_run(request, results_dir, device, data_dir, sink, "local", settings), request)
+                    in_process.clear()
                     free.append(slot)
                 else:
-                    future = pools[slot.name].submit(attempt_run, request, results_dir, device, data_dir, events,
-                                                     "local", settings)
+                    future = pools[slot.name].submit(_attempt_in_worker, request, results_dir, device, data_dir,
+                                                     events, settings)
                     running[future] = (slot, request)
             if running:
                 done, _ = wait(list(running), timeout=0.5, return_when=FIRST_COMPLETED)
@@ -132,11 +150,44 @@ def run_local(todo: list, batch: Any, results_dir: Path, device: str, data_dir: 
             elif waiting:
                 if not _poll_waiting(waiting, queue, batch, results_dir, settings, progress, overall):
                     time.sleep(poll_interval(settings))
+    except KeyboardInterrupt:  # Ctrl-C, or SIGTERM (repro.interrupt.sigterm_as_interrupt)
+        stopped = in_process + _stop_workers(running, pools, batch, results_dir)
+        raise RunsInterrupted(len(batch.records), [checkpoint_epoch(checkpoint_path(results_dir, r.cfg))
+                                                   for r in stopped if r.cfg.hash not in batch.records],
+                              len(queue) + len(waiting)) from None
     finally:
         for pool in pools.values():
             pool.shutdown(cancel_futures=True)
         if manager is not None:
-            manager.shutdown()
+            with contextlib.suppress(Exception):  # gone already when a SIGTERM reached the whole group
+                manager.shutdown()
+
+
+def _stop_workers(running: dict, pools: dict, batch: Any, results_dir: Path) -> list:
+    """Stop the workers that train a run; book the runs recorded meanwhile; return the requests stopped."""
+    from repro.records import checkpoint_path, load_record, runs_dir
+
+    # One process per pool; ProcessPoolExecutor keeps no public handle on it.
+    procs = {f: next(iter(pools[slot.name]._processes.values())) for f, (slot, _) in running.items()
+             if pools[slot.name]._processes}
+    killed = stop_workers(procs)
+    for pool in pools.values():  # idle now, holding nothing: a graceful exit took seconds per worker
+        for proc in list(pool._processes.values()):
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+    stopped = []
+    for future, (slot, request) in running.items():
+        if future in procs and procs[future].pid in killed:
+            clean_after_kill(runs_dir(results_dir), request.cfg.hash, procs[future].pid)
+        # Read back rather than trust the future: a result in transit is lost when its pool breaks.
+        record = load_record(results_dir, request.cfg)
+        if record is None:
+            stopped.append(request)
+            continue
+        batch.records[request.cfg.hash] = record
+        batch.counts.trained += 1
+        checkpoint_path(results_dir, request.cfg).unlink(missing_ok=True)  # stopped between record and unlink
+    return stopped
 
 
 def _poll_waiting(waiting: dict, queue: deque, batch: Any, results_dir: Path, settings: LockSettings,
