@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Optional
 
@@ -37,6 +38,11 @@ ResultsOpt = typer.Option(None, "--results-dir", "-o", help="Where results go. D
 DeviceOpt = typer.Option("auto", "--device", help="auto, cpu or cuda.")
 JobsOpt = typer.Option(0, "--jobs", "-j", min=0, help="Runs trained in parallel processes; 0: one per CPU core on a CPU, 1 on a GPU.")
 DataOpt = typer.Option(None, "--data-dir", help="Dataset root. Default: $REPRO_DATA or ./data.")
+UnverifiedOpt = typer.Option(False, "--allow-unverified-data",
+                             help="Train on dataset files that fail their published checksum (a re-packed copy); "
+                                  "every run record and the report say so.")
+WorkersOpt = typer.Option(None, "--workers", min=0, help="Loader worker processes per split for image folders "
+                          "(ImageNet). Default: the CPUs this process may use, minus one.")
 ManifestsOpt = typer.Option(None, "--manifests", help="Folder of manifests. "
                             "Default: $REPRO_MANIFESTS or the package's manifests/.")
 ProfilesOpt = typer.Option(None, "--profiles", help="TOML file of profiles (tables named profiles.<name>) added to "
@@ -115,6 +121,16 @@ def _interrupted(manifest_id: str, exc: KeyboardInterrupt) -> None:
         message = f"{manifest_id} interrupted; every finished run record is kept; rerun `{command}` to resume"
     err.print(f"[bold yellow]{escape(message)}[/]", highlight=False)
     raise typer.Exit(130)
+
+
+def _data_env(allow_unverified: bool, workers: int | None) -> None:
+    """Data options reach every run, in this process, its workers and Slurm tasks, through the environment."""
+    from repro.data.check import ALLOW_UNVERIFIED_ENV, WORKERS_ENV
+
+    if allow_unverified:
+        os.environ[ALLOW_UNVERIFIED_ENV] = "1"
+    if workers is not None:
+        os.environ[WORKERS_ENV] = str(workers)
 
 
 def _counts_line(ctx) -> str:
@@ -222,8 +238,10 @@ def plan(ids: list[str] = typer.Argument(None, help="Manifest ids (default: all)
 def run(ids: list[str] = typer.Argument(..., help="Manifest ids, e.g. table6."), profile: Optional[str] = ProfileOpt,
         results_dir: Optional[Path] = ResultsOpt, device: str = DeviceOpt, jobs: int = JobsOpt,
         data_dir: Optional[Path] = DataOpt, manifests: Optional[Path] = ManifestsOpt,
-        profiles: Optional[Path] = ProfilesOpt, executor: ExecutorOptions = None) -> None:
+        profiles: Optional[Path] = ProfilesOpt, allow_unverified_data: bool = UnverifiedOpt,
+        workers: Optional[int] = WorkersOpt, executor: ExecutorOptions = None) -> None:
     """Run one or more manifests."""
+    _data_env(allow_unverified_data, workers)
     raise typer.Exit(_run_ids(ids, profile, results_dir, device, jobs, data_dir, manifests, profiles, executor))
 
 
@@ -321,8 +339,10 @@ def verify_all(profile: Optional[str] = ProfileOpt, results_dir: Optional[Path] 
                device: str = DeviceOpt, jobs: int = JobsOpt, data_dir: Optional[Path] = DataOpt,
                strict: bool = typer.Option(False, "--strict", help="Also exit 1 when a decidable claim did not reproduce."),
                manifests_dir: Optional[Path] = ManifestsOpt, profiles: Optional[Path] = ProfilesOpt,
+               allow_unverified_data: bool = UnverifiedOpt, workers: Optional[int] = WorkersOpt,
                executor: ExecutorOptions = None) -> None:
     """Every manifest, every FLOP check, every claim: one report and an exit code to trust."""
+    _data_env(allow_unverified_data, workers)
     from repro.pipeline import describe_exception, execute, flop_check, make_context
     from repro.report.summary import write_report
 
@@ -416,7 +436,9 @@ def _manifest_command(path: Path):
     def command(profile: Optional[str] = ProfileOpt, results_dir: Optional[Path] = ResultsOpt,
                 device: str = DeviceOpt, jobs: int = JobsOpt, data_dir: Optional[Path] = DataOpt,
                 manifests: Optional[Path] = ManifestsOpt, profiles: Optional[Path] = ProfilesOpt,
+                allow_unverified_data: bool = UnverifiedOpt, workers: Optional[int] = WorkersOpt,
                 executor: ExecutorOptions = None) -> None:
+        _data_env(allow_unverified_data, workers)
         raise typer.Exit(_run_ids([path.stem], profile, results_dir, device, jobs, data_dir, manifests, profiles,
                                   executor))
 

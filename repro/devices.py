@@ -1,13 +1,67 @@
-"""The one place that turns a --device string into a device this host has."""
+"""Which device a command runs on, and how results name it. Torch is imported inside the functions,
+so command-line help and reports can import this module without it.
+
+`resolve_device` turns a --device option into a torch device string, refusing one this machine
+lacks; `device_type` and `device_label` are what provenance and the latency tables record.
+"""
 
 from __future__ import annotations
 
+import platform
+from typing import Any
+
+
+class DeviceError(RuntimeError):
+    """A --device this machine does not have, or torch does not know."""
+
+
+def _present(kind: str) -> int:
+    """How many devices of a torch device type this machine has (0 when torch has no runtime for it)."""
+    import torch
+
+    if kind == "cpu":
+        return 1
+    runtime = getattr(torch, kind, None)
+    if runtime is None or not callable(getattr(runtime, "is_available", None)) or not runtime.is_available():
+        return 0
+    count = getattr(runtime, "device_count", None)
+    return int(count()) if callable(count) else 1
+
 
 def resolve_device(device: str) -> str:
+    """'auto' -> 'cuda' if torch sees a GPU, else 'cpu'; any other string torch parses ('cpu', 'cuda',
+    'cuda:1', ...) is returned normalised if this machine has that device, else DeviceError naming it."""
     import torch
 
     if device == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
-    if device == "cuda" and not torch.cuda.is_available():
-        raise RuntimeError("--device cuda was asked for, but torch sees no CUDA device on this machine")
-    return device
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError) as exc:
+        raise DeviceError(f"--device {device!r} is not a device torch knows: {exc}") from None
+    count = _present(dev.type)
+    if count == 0:
+        raise DeviceError(f"--device {device!r} was asked for, but torch sees no {dev.type} device on this machine; "
+                         "use --device cpu or auto")
+    if dev.index is not None and dev.index >= count:
+        raise DeviceError(f"--device {device!r} was asked for, but this machine has {count} {dev.type} device(s) "
+                         f"({dev.type}:0 to {dev.type}:{count - 1})")
+    return str(dev)
+
+
+def device_type(device: Any) -> str:
+    """'cuda', 'cpu', ...: the type of a device string or torch.device."""
+    return str(device).split(":")[0]
+
+
+def device_label(device: Any, threads: int | None = None) -> str:
+    """How results name the hardware: 'cuda: <GPU name>' or 'cpu: <processor>, N intra-op thread(s)'.
+
+    threads: the intra-op threads the measurement ran on; None or <= 0 means torch's current setting.
+    """
+    import torch
+
+    if device_type(device) == "cuda" and torch.cuda.is_available():
+        return f"cuda: {torch.cuda.get_device_name(torch.device(device))}"
+    n = threads if threads is not None and threads > 0 else torch.get_num_threads()
+    return f"cpu: {platform.processor() or platform.machine()}, {n} intra-op thread(s)"

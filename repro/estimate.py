@@ -186,7 +186,7 @@ def estimate_training(manifest: Manifest, profile_name: str, model: CostModel) -
 
 def estimate_latency(manifest: Manifest, profile_name: str, model: CostModel) -> tuple[float, str]:
     """Calls x multiply-adds per call / this CPU's throughput, plus a fixed cost per call."""
-    from repro.measure.latency import settings_for
+    from repro.measure.latency_settings import settings_for
 
     profile = manifest.profiles[profile_name]
     s = settings_for(profile, profile.evidence == "paper")

@@ -108,6 +108,8 @@ NON_MAC_OPS = [
     "aten::ceil", "aten::alias", "aten::lift_fresh", "aten::dropout_", "aten::feature_dropout",
     "aten::_set_item", "aten::new_tensor", "aten::tensor", "aten::masked_fill_", "aten::index_put",
     "aten::nonzero_numpy", "aten::scatter_add", "aten::clamp_max",
+    # ReLU routing and NormSiLU (repro.models.relu_routed): comparisons, fills, normalisation, SiLU
+    "aten::gt", "aten::full_like", "aten::layer_norm", "aten::silu", "aten::silu_",
 ]
 
 
@@ -139,6 +141,7 @@ class FlopReport:
     total_all_ops: int
     routed_all_ops: int
     problems: list[str] = field(default_factory=list)
+    mean_shift: int = 0  # MACs added to the traced count to report a data-dependent head at its mean
 
     @property
     def rho(self) -> float:
@@ -289,15 +292,20 @@ def count_flops(model: Classifier, input_shape: tuple[int, ...]) -> FlopReport:
     problems = sorted(set(problems))
 
     routed_names = model.routed_module_names()
+    # A head whose experts per sample depend on the data (ReLU routing) counts the mean, not the
+    # traced input's draw: the three counters above checked the executed dispatch itself.
+    shift = model.head.expected_macs() - analytic.get("head", 0) if hasattr(model.head, "expected_macs") else 0
+    routed_shift = shift if "head" in routed_names else 0
     return FlopReport(
         input_shape=tuple(input_shape),
         modules=rows,
         routed_modules=routed_names,
-        total=analytic[""],
+        total=analytic[""] + shift,
         backbone=analytic.get("backbone", 0),
-        head=analytic.get("head", 0),
-        routed=sum(analytic.get(n, 0) for n in routed_names),
-        total_all_ops=analytic_all[""],
-        routed_all_ops=sum(analytic_all.get(n, 0) for n in routed_names),
+        head=analytic.get("head", 0) + shift,
+        routed=sum(analytic.get(n, 0) for n in routed_names) + routed_shift,
+        total_all_ops=analytic_all[""] + shift,
+        routed_all_ops=sum(analytic_all.get(n, 0) for n in routed_names) + routed_shift,
+        mean_shift=shift,
         problems=problems,
     )

@@ -75,7 +75,8 @@ class Claim:
     statement: str  # our paraphrase of the finding
     section: str  # where the paper states it
     rule: str  # a decision rule from repro.claims.RULES
-    scope: Literal["analytic", "empirical", "gpu"]
+    # extension: a question beyond the paper (no paper value), decided like an empirical claim
+    scope: Literal["analytic", "empirical", "gpu", "extension"]
     params: dict[str, Any] = field(default_factory=dict)  # the rule's parameters, validated
     # What the paper rests on this finding, relative to the others (1): `repro plan` decides the
     # heaviest claims first within a budget.

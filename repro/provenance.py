@@ -10,6 +10,7 @@ import subprocess
 from functools import lru_cache
 
 from repro import REPO_ROOT, __version__
+from repro.devices import device_label, device_type
 
 PACKAGES = ("torch", "torchvision", "fvcore", "numpy", "scipy", "pandas", "jinja2", "typer", "rich")
 
@@ -37,20 +38,14 @@ def package_versions() -> dict[str, str]:
     return versions
 
 
-def device_description(device: str) -> str:
-    import torch
-
-    if device.startswith("cuda") and torch.cuda.is_available():
-        return f"cuda: {torch.cuda.get_device_name(0)}"
-    return f"cpu: {platform.processor() or platform.machine()}, {torch.get_num_threads()} threads"
-
-
 def provenance(device: str = "cpu") -> dict[str, object]:
     return {
         "git_commit": git_commit(),
         "packages": package_versions(),
-        "device": device_description(device),
-        "device_type": "cuda" if device.startswith("cuda") else "cpu",
+        "device": device_label(device),
+        "device_type": device_type(device),
+        # --allow-unverified-data: datasets whose files fail their published checksum were accepted.
+        "allow_unverified_data": os.environ.get("REPRO_ALLOW_UNVERIFIED_DATA", "") == "1",
         "platform": platform.platform(),
         "time": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
     }

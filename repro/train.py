@@ -26,6 +26,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from repro.data.check import unverified_allowed, workers_from_env
 from repro.data.specs import get_dataset
 from repro.fsutil import atomic_write_bytes
 from repro.models import Component, build_model
@@ -160,8 +161,9 @@ def make_data(cfg: RunConfig, device: torch.device, data_dir: Path | None, chann
         xte, yte = synthetic.synthetic_tensors(cfg.dataset, n_test, 0, cfg.image_size, "test")
         source = f"synthetic {spec.title}-shaped data: {n_train} train / {n_test} test images at {cfg.image_size}px"
     elif cfg.dataset in tensors.IN_MEMORY:
-        xtr, ytr = tensors.load_tensors(cfg.dataset, data_dir, "train")
-        xte, yte = tensors.load_tensors(cfg.dataset, data_dir, "test")
+        allow = unverified_allowed()
+        xtr, ytr = tensors.load_tensors(cfg.dataset, data_dir, "train", allow_unverified=allow)
+        xte, yte = tensors.load_tensors(cfg.dataset, data_dir, "test", allow_unverified=allow)
         xtr, ytr = loader.subset(xtr, ytr, cfg.train_samples)
         xte, yte = loader.subset(xte, yte, cfg.test_samples)
         xtr, xte = _resize(xtr, cfg.image_size), _resize(xte, cfg.image_size)
@@ -172,7 +174,7 @@ def make_data(cfg: RunConfig, device: torch.device, data_dir: Path | None, chann
         train, test = imagenet.image_folder_loaders(cfg.dataset, data_dir, cfg.batch_size, cfg.image_size,
                                                     seed=cfg.seed, train_samples=cfg.train_samples,
                                                     test_samples=cfg.test_samples, device=device,
-                                                    channels_last=channels_last)
+                                                    channels_last=channels_last, workers=workers_from_env())
         return RunData(train, test, f"{spec.title} image folders under {data_dir or 'the data root'}",
                        len(train.dataset.classes))
     train = loader.TensorLoader.for_dataset(cfg.dataset, xtr, ytr, cfg.batch_size, train=True, seed=cfg.seed,
@@ -390,7 +392,9 @@ def train_run(cfg: RunConfig, device: torch.device, data_dir: Path | None, check
     executed = {**asdict(engine), "compile": engine.compile and not compile_error, "compile_error": compile_error,
                 "autocast": str(dtype).removeprefix("torch.") if dtype is not None else None}
     chance = 1.0 / (data.classes or spec.num_classes)
-    return {**_summary(cfg, history, data.source, frozen, elapsed, chance), "engine": executed}
+    # Which input path fed the model (repro.data: tensor_<device>, pil, decode_cpu, decode_cuda).
+    data_path = {"pipeline": getattr(data.train, "pipeline", None), "workers": getattr(data.train, "workers", None)}
+    return {**_summary(cfg, history, data.source, frozen, elapsed, chance), "engine": executed, "input": data_path}
 
 
 def _rng_state(device: torch.device) -> dict[str, Any]:

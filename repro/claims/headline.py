@@ -6,7 +6,7 @@ from typing import Iterable, get_args
 
 from repro.results import Status, Verdict
 
-SCOPES = ("analytic", "empirical", "gpu")
+SCOPES = ("analytic", "empirical", "gpu", "extension")
 STATUSES: tuple[Status, ...] = get_args(Status)  # reproduced, not reproduced, inconclusive, not run
 
 

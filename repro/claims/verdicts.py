@@ -22,7 +22,7 @@ _UNDECIDED = {
     "pipeline": ("a pipeline check", "synthetic data decides no {scope} claim"),
     "functional": ("a functional check", "real images that are not the paper's decide no {scope} claim"),
 }
-_SCOPE_WORDS = {"empirical": "empirical", "gpu": "GPU-scoped"}
+_SCOPE_WORDS = {"empirical": "empirical", "gpu": "GPU-scoped", "extension": "extension"}
 
 
 def evaluate(claim: ClaimLike, ev: Evidence) -> Verdict:

@@ -31,14 +31,20 @@ def planned_runs(manifest: Manifest, profile: Profile) -> list[PlannedRun]:
             for seed in seeds(profile)]
 
 
-def preflight(configs: list[RunConfig], ctx: Context) -> None:
-    """Fail before any training when a dataset or pretrained weight file is missing."""
-    from repro.data.layout import require
+def preflight(configs: list[RunConfig], ctx: Context) -> list[str]:
+    """Fail before any training when a dataset is missing or wrong, or a pretrained weight file is missing.
+
+    Each dataset is checked once per table by its content (classes, split sizes, one decoded batch,
+    checksums); the summaries are returned for the report.
+    """
+    from repro.data.check import check_datasets, unverified_allowed
     from repro.weights import require_all_weights
 
-    for dataset in sorted({c.dataset for c in configs if c.data == "real"}):
-        require(dataset, ctx.data_dir)
+    checks = check_datasets([c.dataset for c in configs if c.data == "real"], ctx.data_dir, unverified_allowed())
+    for check in checks:
+        check.raise_if_failed()
     require_all_weights({c.backbone["name"] for c in configs if c.pretrained})  # every missing file at once
+    return [check.summary() for check in checks]
 
 
 def measure_accuracy(manifest: Manifest, ctx: Context) -> Measured:
@@ -47,7 +53,7 @@ def measure_accuracy(manifest: Manifest, ctx: Context) -> Measured:
 
     out = Measured()
     planned = planned_runs(manifest, ctx.profile)
-    preflight([p.cfg for p in planned], ctx)
+    data_checks = preflight([p.cfg for p in planned], ctx)
     batch = execute_runs([RunRequest(p.cfg, p.label) for p in planned], ctx.results_dir, ctx.device,
                          ctx.data_dir, ctx.jobs, ctx.progress, options=ctx.executor)
     records, errors, ctx.run_counts = batch.records, batch.errors, batch.counts
@@ -89,4 +95,6 @@ def measure_accuracy(manifest: Manifest, ctx: Context) -> Measured:
                  if row_metric(r, "accuracy") in out.missing and not ctx.profile.includes(manifest.id, r)),
                 f"no seed has both {comp.row} and {comp.baseline} finished")
     out.details["runs"] = runs
+    if data_checks:
+        out.details["data_checks"] = {"summaries": data_checks}
     return out

@@ -8,8 +8,9 @@ built; the configs come from repro.models.configs. A backbone builder takes
 
 from __future__ import annotations
 
-from repro.models.configs import (ConvBackboneConfig, DenseHeadConfig, ExpertChoiceConfig, MoEConvBackboneConfig,
-                                  PerSampleSoftMoEConfig, SoftMoEConfig, SparseMoEConfig, TorchvisionConfig)
+from repro.models.configs import (ClusterRoutedConfig, ConvBackboneConfig, DenseHeadConfig, ExpertChoiceConfig, MoEConvBackboneConfig,
+                                  PerSampleSoftMoEConfig, SoftMoEConfig, ReluRoutedConfig, SparseMoEConfig,
+                                  TeacherGuidedConfig, TorchvisionConfig)
 from repro.registry import Registry
 
 BACKBONES = Registry("backbone")
@@ -44,3 +45,10 @@ HEADS.add("soft_moe", "repro.models.soft_moe:build_soft_moe", SoftMoEConfig,
           "Soft MoE with the batch as token group (batch-axis dispatch)")
 HEADS.add("per_sample_soft_moe", "repro.models.per_sample_soft_moe:build_per_sample_soft_moe",
           PerSampleSoftMoEConfig, "per-sample soft gating over experts (Section 3.5)")
+# Beyond the paper (issue 17): routers from related work over the same experts.
+HEADS.add("teacher_guided", "repro.models.teacher_guided:build_teacher_guided", TeacherGuidedConfig,
+          "the sparse head with its router supervised by the dense twin's k-means assignment (TGR-MoE analogue)")
+HEADS.add("relu_routed", "repro.models.relu_routed:build_relu_routed", ReluRoutedConfig,
+          "ReLU gates with expert-wise scales and an adaptive L1 sparsity target (DECO analogue)")
+HEADS.add("cluster_routed", "repro.models.cluster_routed:build_cluster_routed", ClusterRoutedConfig,
+          "router trained on k-means labels of backbone features, optional shared-basis experts (CLEAR-MoE analogue)")

@@ -214,6 +214,85 @@ class PerSampleSoftMoEConfig:
         c.done()
 
 
+# Heads beyond the paper (issue 17): routers from related work over the same experts.
+
+
+def _kmeans_checks(c: Checks) -> None:
+    c.count("kmeans_samples", 1, 1 << 20)
+    c.count("kmeans_iters", 1, 1000)
+    c.count("kmeans_seed", 0, 2**31 - 1)
+
+
+@dataclass(frozen=True)
+class TeacherGuidedConfig(SparseMoEConfig):
+    """The sparse head (every SparseMoEConfig field) plus TGR-style teacher guidance (repro.models.teacher_guided)."""
+
+    # The dense twin's head F -> hidden -> classes: set to the dense row's `hidden` so the teacher
+    # starts from the very weights the dense run of the same seed starts from.
+    teacher_hidden: tuple[int, ...] = (1024, 304)
+    teacher_dropout: float = 0.3  # the dense head's dropout (Section 3.1)
+    teacher_epochs: int = 10  # epochs (paper timeline) that replay the dense twin before the student trains
+    teacher_weight: float = 1.0  # lambda_t on the router's cross-entropy to the teacher's assignment
+    kmeans_samples: int = 4096  # rows of the last teacher epoch kept to fit the teacher router
+    kmeans_iters: int = 25
+    kmeans_seed: int = 0
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        c = Checks(self)
+        c.counts("teacher_hidden", 1, MAX_WIDTH, min_len=1)
+        c.probability("teacher_dropout")
+        c.count("teacher_epochs", 1, MAX_EPOCHS)
+        c.number("teacher_weight", lambda v: v >= 0, "non-negative")
+        _kmeans_checks(c)
+        c.done()
+
+
+@dataclass(frozen=True)
+class ReluRoutedConfig:
+    num_experts: int = 8  # shared with every MoE variant (Section 4.1)
+    expert_hidden: int = 304  # h, as the sparse head (Section 3.1)
+    dropout: float = 0.3
+    target_active_fraction: float = 0.2  # DECO's 20% of routed experts active
+    # Adaptive L1 weight (ReMoE's controller): lambda <- lambda * growth^sign(active - target) per step.
+    sparsity_weight_init: float = 1e-8
+    sparsity_growth: float = 1.2
+    expert_activation: Literal["relu", "norm_silu"] = "relu"  # norm_silu: DECO's NormSiLU in the experts
+    active_mean_decay: float = 0.99  # EMA of the measured active experts per sample (the rho FLOPs use)
+
+    def __post_init__(self) -> None:
+        c = Checks(self)
+        _expert_checks(c)
+        c.number("target_active_fraction", lambda v: 0 < v <= 1, "in (0, 1]")
+        c.number("sparsity_weight_init", lambda v: v >= 0, "non-negative")
+        c.number("sparsity_growth", lambda v: v >= 1, "at least 1")
+        c.one_of("expert_activation", ("relu", "norm_silu"))
+        c.probability("active_mean_decay")
+        c.done()
+
+
+@dataclass(frozen=True)
+class ClusterRoutedConfig:
+    num_experts: int = 8  # shared with every MoE variant (Section 4.1)
+    expert_hidden: int = 304  # h, as the sparse head (Section 3.1)
+    dropout: float = 0.3
+    warmup_epochs: int = 5  # epochs (paper timeline) of features collected before k-means
+    label_weight: float = 1.0  # weight of the router's cross-entropy to the cluster labels
+    shared_rank: int = 0  # > 0: every expert layer is a shared rank-r basis plus a per-cluster residual
+    kmeans_samples: int = 4096
+    kmeans_iters: int = 25
+    kmeans_seed: int = 0
+
+    def __post_init__(self) -> None:
+        c = Checks(self)
+        _expert_checks(c)
+        c.count("warmup_epochs", 1, MAX_EPOCHS)
+        c.number("label_weight", lambda v: v >= 0, "non-negative")
+        c.count("shared_rank", 0, MAX_WIDTH)
+        _kmeans_checks(c)
+        c.done()
+
+
 # ---------------------------------------------------------------------------
 # Backbones (repro.models.backbones, repro.models.moe_conv).
 
@@ -282,4 +361,5 @@ class MoEConvBackboneConfig:
 __all__ = [
     "ConfigError", "ConvBackboneConfig", "DenseHeadConfig", "ExpertChoiceConfig", "MoEConvBackboneConfig",
     "PerSampleSoftMoEConfig", "SoftMoEConfig", "SparseMoEConfig", "TorchvisionConfig",
+    "TeacherGuidedConfig", "ReluRoutedConfig", "ClusterRoutedConfig",
 ]

@@ -13,6 +13,7 @@ from repro.claims import Evidence, count_verdicts, evaluate, holm_adjust
 from repro.fsutil import atomic_write_text
 from repro.manifest import Manifest, Profile, load_all
 from repro.report.figures import render_figures
+from repro.report.figures_extension import extension_section, is_extension
 from repro.report.render import render_audit, render_figure_section, render_report
 from repro.results import FlopCheck, ManifestResult, load_result, profile_dir
 
@@ -84,14 +85,24 @@ def write_report(results_dir: Path, profile: str, manifests: list[Manifest] | No
     manifests = manifests if manifests is not None else load_all()
     out = profile_dir(results_dir, profile)
     entries = decided_results(results_dir, profile, manifests)
+    # The reproduction is what the paper claims; extension manifests (other routers) are reported
+    # in a section of their own and counted apart.
+    reproduction = [(m, r) for m, r in entries if not is_extension(m)]
     # Family-wise error over every significance-tested empirical claim of this report.
-    holm_adjust([v for _, r in entries if r for v in r.verdicts])
-    summary = summary_lines(entries, check, failures or {})
-    figures = render_figure_section(render_figures(entries, out / "figures"), out)
+    holm_adjust([v for _, r in reproduction if r for v in r.verdicts])
+    summary = summary_lines(reproduction, check, failures or {})
+    extension = count_verdicts(v for m, r in entries if is_extension(m) and r for v in r.verdicts)["extension"]
+    if sum(extension.values()):
+        summary["lines"].append(f"Beyond the paper, extension claims ({sum(extension.values())}): "
+                                + ", ".join(f"{k} {v}" for k, v in extension.items()))
+    figures = render_figure_section(render_figures(reproduction, out / "figures"), out)
     sections = [("Statistics audit of the paper's reported numbers", render_audit()),
                 ("Compute per claim and table", _compute_section(results_dir, profile, manifests))]
+    beyond = extension_section(entries, out / "figures", out)
+    if beyond is not None:
+        sections.insert(0, beyond)
     path = out / "report.md"
-    atomic_write_text(path, render_report(entries, summary, sections, figures))
+    atomic_write_text(path, render_report(reproduction, summary, sections, figures))
     return path, summary
 
 

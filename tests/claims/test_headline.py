@@ -17,6 +17,7 @@ def test_counts_by_scope_and_status_with_zeros():
         "analytic": {"reproduced": 2, "not reproduced": 1, "inconclusive": 0, "not run": 0},
         "empirical": {"reproduced": 0, "not reproduced": 0, "inconclusive": 1, "not run": 1},
         "gpu": {"reproduced": 0, "not reproduced": 0, "inconclusive": 0, "not run": 1},
+        "extension": {"reproduced": 0, "not reproduced": 0, "inconclusive": 0, "not run": 0},
     }
     assert list(count_verdicts([])["gpu"]) == ["reproduced", "not reproduced", "inconclusive", "not run"]
 

@@ -60,7 +60,7 @@ def _evidence(manifest, kind, profile, device="cpu"):
 
 @pytest.mark.parametrize("device", ["cpu", "cuda"])
 def test_a_pipeline_profile_decides_every_analytic_claim_and_no_measured_one(device):
-    counts = {"analytic": 0, "empirical": 0, "gpu": 0}
+    counts = {"analytic": 0, "empirical": 0, "gpu": 0, "extension": 0}
     for manifest in load_all():
         ev = _evidence(manifest, "pipeline", "smoke", device)
         for c in manifest.claims:
@@ -71,7 +71,7 @@ def test_a_pipeline_profile_decides_every_analytic_claim_and_no_measured_one(dev
             elif c.scope == "gpu" and device == "cpu":
                 assert v.status == "not run" and "needs a GPU" in v.evidence
             else:
-                words = "empirical" if c.scope == "empirical" else "GPU-scoped"
+                words = {"empirical": "empirical", "gpu": "GPU-scoped", "extension": "extension"}[c.scope]
                 assert v.status == "not run" and v.failed == [] and v.p_value is None
                 assert v.note == f"smoke is a pipeline check: synthetic data decides no {words} claim"
                 assert v.measured and "not measured" not in v.evidence  # what was measured is still shown

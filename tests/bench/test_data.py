@@ -1,9 +1,9 @@
-"""The data-path benchmark: both sides do the same work, and the report is consistent."""
+"""The data-path benchmark (repro.bench.data): both sides do the same work, and the report is consistent."""
 
 import torch
 import torch.nn.functional as F
 
-from repro.bench_data import PILImages, bench_data, usual_transform
+from repro.bench.data import PILImages, bench_data, usual_transform
 from repro.data.augment import crop_flip, normalize
 from repro.data.specs import get_dataset
 

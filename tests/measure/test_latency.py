@@ -1,50 +1,15 @@
-"""The latency harness: operator counts (golden and against E), timing statistics, the tables, the rules."""
+"""The latency measurer: settings per profile, a latency manifest measured, decided and rendered, the rules."""
 
 import pytest
-import torch
 
 from repro.claims import Evidence, evaluate
-from repro.measure.latency import LatencySettings, compiled_or_eager, count_ops, head_call, settings_for, time_call
 from repro.manifest import Claim, Profile, parse_manifest
-from repro.models import HEADS
+from repro.measure import latency
+from repro.estimate import CostModel, estimate_latency
+from repro.measure.latency import measure_latency, settings_for
 from repro.pipeline import Context, run_manifest
 from repro.report.render import render_tables_md
 from repro.report.tables import build_tables
-
-CPU = torch.device("cpu")
-
-
-def _ops(name: str, batch: int = 256, **params):
-    torch.manual_seed(0)
-    head = HEADS.get(name).builder(32, 10, **params).eval()
-    return count_ops(head_call(head, 32, batch, CPU), CPU)
-
-
-def test_dense_head_golden_operator_count():
-    # three addmm and two relu; views (t) and evaluation-mode dropout launch nothing
-    assert _ops("dense", hidden=(16, 8)).by_name == {"addmm": 3, "relu": 2}
-    assert _ops("dense", hidden=()).ops == 1
-    assert _ops("dense").host_syncs == 0
-
-
-def test_loop_operator_calls_grow_with_experts_batched_do_not():
-    loop = {e: _ops("sparse_moe", num_experts=e, expert_hidden=16, dispatch="loop") for e in (2, 4, 8, 16)}
-    batched = {e: _ops("sparse_moe", num_experts=e, expert_hidden=16, dispatch="batched") for e in (2, 4, 8, 16)}
-    steps = [(loop[b].ops - loop[a].ops) / (b - a) for a, b in ((2, 4), (4, 8), (8, 16))]
-    assert steps[0] == steps[1] == steps[2] >= 4  # a fixed operator sequence per expert
-    assert {e: c.host_syncs for e, c in loop.items()} == {2: 2, 4: 4, 8: 8, 16: 16}  # one nonzero per expert
-    assert len({c.ops for c in batched.values()}) == 1 and all(c.host_syncs == 0 for c in batched.values())
-    assert loop[8].by_name["addmm"] == 3 * 8 and batched[8].by_name["bmm"] == 3
-
-
-def test_time_call_statistics_are_ordered_and_respect_the_repetition_bounds():
-    calls = []
-    s = LatencySettings(warmup=2, min_reps=4, max_reps=6, budget_s=0.0)
-    t = time_call(lambda: calls.append(sum(range(1000 * (len(calls) % 3 + 1)))), CPU, s)
-    assert t.reps == 4 and len(calls) == 2 + 4
-    assert t.min_ms <= t.p25_ms <= t.median_ms <= t.p75_ms
-    many = time_call(lambda: None, CPU, LatencySettings(warmup=0, min_reps=1, max_reps=7, budget_s=60.0))
-    assert many.reps == 7
 
 
 def test_settings_follow_the_profile():
@@ -106,6 +71,32 @@ def test_measure_decide_and_render_a_latency_manifest(tmp_path):
     assert "Operator calls" in md and "intra-op thread" in md
 
 
+def test_a_failing_row_is_a_problem_and_leaves_its_metrics_missing(tmp_path, monkeypatch):
+    manifest = _mini_manifest()
+    real = latency.measure_row
+
+    def fails_for_loop_e4(row, *args):
+        if row.id == "loop_e4":
+            raise RuntimeError("out of memory")
+        return real(row, *args)
+
+    monkeypatch.setattr(latency, "measure_row", fails_for_loop_e4)
+    out = measure_latency(manifest, Context("smoke", manifest.profiles["smoke"], tmp_path))
+    assert out.problems == ["lat/loop_e4: latency failed: RuntimeError: out of memory"]
+    assert sorted(out.missing) == sorted(f"rows.loop_e4.{m}" for m in latency.LATENCY_METRICS)
+    assert out.row("loop_e4", "op_calls") is None and out.row("batched_e4", "op_calls") is not None
+    assert set(out.details["latency"]) == {"cifar100_dense", "cifar100_sparse_loop", "batched_e2", "batched_e4"}
+
+
+def test_estimate_counts_every_latency_row_at_the_profile_settings(monkeypatch):
+    monkeypatch.setattr("repro.estimate.throughput", lambda device: 1e9)  # 1 GMAC/s: the estimate is arithmetic
+    manifest = _mini_manifest()
+    seconds, text = estimate_latency(manifest, "smoke", CostModel())
+    assert text == "5 latency rows x 3 timings, batch 4, 4+ calls each"  # QUICK: 1 warm-up + 3 repetitions
+    full, full_text = estimate_latency(manifest, "full", CostModel())
+    assert "batch 256, 30+ calls each" in full_text and full > seconds > 5 * 3 * 4 * 0.002
+
+
 def _claim(rule, scope="gpu", **params):
     return Claim("c", "s", "5", rule, scope, params)
 
@@ -149,16 +140,3 @@ def test_scales_with_experts_on_hand_made_counts():
     assert evaluate(flat, _ev("cpu", **linear)).status == "not reproduced"
     same_e = {**linear, "rows.e4.num_experts": 2, "rows.e8.num_experts": 2}
     assert evaluate(grows, _ev("cpu", **same_e)).status == "not run"
-
-
-def test_compiled_or_eager_falls_back_to_the_module():
-    head = HEADS.get("dense").builder(4, 2, hidden=()).eval()
-
-    def fails_when_compiled(m):
-        if m is not head:
-            raise RuntimeError("backend unavailable\nsecond line")
-
-    module, why = compiled_or_eager(head, fails_when_compiled)
-    assert module is head and why == "RuntimeError: backend unavailable second line"
-    module, why = compiled_or_eager(head, lambda m: None)
-    assert module is not head and why == ""

@@ -7,7 +7,7 @@ between them so machine noise falls on both; each reports its median round.
 
     usual   a torchvision-style dataset of PIL images, DataLoader with worker
             processes, per-image RandomCrop / RandomHorizontalFlip / ToTensor /
-            Normalize (repro.bench_data), the paper's loop dispatch, eager, the
+            Normalize (repro.bench.data), the paper's loop dispatch, eager, the
             textbook loop: forward, loss, backward, step
     fast    repro.train as a run executes: TensorLoader (uint8 images resident on
             the device, batch-wise augmentation), the Engine's choices (channels
@@ -26,11 +26,11 @@ import torch
 import torch.nn.functional as F
 from torch.utils.data import DataLoader
 
-from repro.bench_data import PILImages, usual_transform
+from repro.bench.data import PILImages, usual_transform
+from repro.bench.harness import cpu_threads, synchronize
 from repro.data.loader import TensorLoader
 from repro.data.specs import get_dataset
 from repro.data.synthetic import synthetic_tensors
-from repro.measure.latency import cpu_threads
 from repro.manifest import Profile, Row
 from repro.models import Component, build_model
 from repro.recipes import RunConfig, resolve
@@ -69,8 +69,7 @@ def _timed(run: Callable[[], int], device: torch.device) -> float:
     """Images per second of one round."""
     start = time.perf_counter()
     seen = run()
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
+    synchronize(device)
     return seen / (time.perf_counter() - start)
 
 

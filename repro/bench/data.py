@@ -21,6 +21,7 @@ from PIL import Image
 from torch.utils.data import DataLoader, Dataset
 from torchvision import transforms
 
+from repro.bench.harness import synchronize
 from repro.data.loader import TensorLoader
 from repro.data.specs import get_dataset
 from repro.data.synthetic import synthetic_tensors
@@ -49,8 +50,7 @@ def _epoch_seconds(batches: Iterable, device: torch.device) -> tuple[float, int]
     for x, y in batches:
         x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
         seen += len(y)
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
+    synchronize(device)
     return time.perf_counter() - start, seen
 
 

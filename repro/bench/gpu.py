@@ -1,0 +1,372 @@
+"""`repro bench gpu`: one prepared device check, written to a JSON the cost model calibrates from.
+
+The sequence, each step a check that records its own failure and lets the rest go on:
+
+    expert_choice_bf16/<dataset>/<manifest>.<row>
+        each Expert Choice head of the manifests, forward + backward at the paper's batch under
+        bf16 autocast, its eval output against fp32 (repro.bench.expert_choice_bf16)
+    kill_resume
+        save -> SIGKILL -> resume of a tiny run (repro.bench.kill_resume)
+    train/<dataset>/<manifest>.<row>
+        per manifest with accuracy rows, its heaviest model (most training multiply-adds over the
+        paper's protocol), trained for `steps` steps at the paper's batch (repro.recipes) through
+        repro.train's Engine and train_epoch: bf16 autocast, channels-last, the compiled backbone
+        on CUDA; images/s and peak memory. Manifests sharing a model share its check.
+
+Training batches are synthetic and resident on the device, so the figures are the model's step
+alone: the input pipeline is `repro bench data`'s. Steps stop early past a per-model time budget,
+and checks are skipped past the whole budget, so the command fits the device time it is given.
+The file is rewritten after every check: a run stopped from outside leaves the checks done so far.
+The schema and its reader: repro.bench.calibration.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import gc
+import importlib.util
+import json
+import math
+import platform
+import signal
+import sys
+import threading
+import time
+import traceback
+from dataclasses import asdict, dataclass, replace
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import torch
+
+from repro.bench.calibration import SCHEMA, Check
+from repro.bench.expert_choice_bf16 import expert_choice_check, expert_choice_rows
+from repro.bench.harness import cpu_threads, error_line, synchronize
+from repro.data.specs import get_dataset
+from repro.devices import device_label
+from repro.fsutil import atomic_write_json
+from repro.manifest import Manifest, Profile, Row
+from repro.recipes import RECIPES, RunConfig, resolve
+
+PAPER = Profile(description="the paper's protocol", evidence="paper")
+
+
+@dataclass(frozen=True)
+class GpuSettings:
+    steps: int = 300  # timed training steps per model
+    warmup_steps: int = 20  # untimed, after compilation
+    chunk_steps: int = 50  # the per-model budget is checked between chunks
+    model_budget_s: float = 30.0  # timed steps stop past this, per model
+    budget_s: float = 450.0  # checks not begun by then are skipped (a device command gets 600 s; an ImageNet
+    # model's check takes about two minutes, most of it compiling)
+    batch_cap: int | None = None  # toy sizes for --dry-run
+    image_cap: int | None = None
+    child_timeout_s: float = 240.0  # each kill/resume child process
+    deadline_s: float = 570.0  # a check still running then is stopped, so the file is complete before 600 s
+    precision: str = "bf16"
+
+
+FULL = GpuSettings()
+# No device time at stake: a loaded CPU may take longer, and every check still runs.
+DRY_RUN = GpuSettings(steps=1, warmup_steps=1, chunk_steps=1, model_budget_s=10.0, budget_s=1800.0, batch_cap=4,
+                      image_cap=16, child_timeout_s=300.0, deadline_s=3600.0)
+
+
+# --------------------------------------------------------------------------- what to train
+@dataclass(frozen=True)
+class Planned:
+    """A model to train: the heaviest row of one or more manifests."""
+
+    name: str
+    row: Row
+    profile: Profile
+    manifests: dict[str, str]  # manifest id -> its row id for this model
+    train_macs: float  # multiply-adds of one paper-protocol run: 3 x forward x images x epochs
+
+
+def paper_profile(manifest: Manifest) -> Profile:
+    return next((p for p in manifest.profiles.values() if p.evidence == "paper"), PAPER)
+
+
+def forward_macs(row: Row) -> tuple[float, float, str]:
+    """(backbone, head) multiply-adds per image at the paper's resolution, and the counter used:
+    repro.flops's checked count, or where fvcore is not installed (the GPU machine's image lacks it)
+    torch's FlopCounterMode / 2, which the FLOP check holds equal to it."""
+    from repro.measure.flops import row_flops, row_key
+
+    if _have_fvcore():  # else each count would build its model before failing
+        try:
+            f = row_flops(row)
+            return float(f.backbone), float(f.head), "repro.flops"
+        except ImportError:
+            pass
+    return _torch_macs(row_key(row))
+
+
+def _have_fvcore() -> bool:
+    try:
+        return importlib.util.find_spec("fvcore") is not None
+    except (ImportError, ValueError):  # a module set to None in sys.modules, as a test blocks it
+        return False
+
+
+@lru_cache(maxsize=None)
+def _torch_macs(key: str) -> tuple[float, float, str]:
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from repro.models import Component, build_model
+    from repro.recipes import at_last_epoch
+
+    spec = json.loads(key)
+    model = build_model(spec["dataset"], Component(**spec["backbone"]), Component(**spec["head"]))
+    model = at_last_epoch(model, spec["dataset"]).eval()
+    x = torch.randn(1, *get_dataset(spec["dataset"]).input_shape)  # (1, C, H, W)
+    counts = []
+    for part in (model, model.backbone):
+        with FlopCounterMode(display=False) as counter, torch.no_grad():
+            part(x)
+        counts.append(counter.get_total_flops() / 2)
+    total, backbone = counts
+    return backbone, total - backbone, "torch FlopCounterMode / 2 (no fvcore)"
+
+
+def training_macs(row: Row, profile: Profile) -> float:
+    spec = get_dataset(row.dataset)
+    epochs = profile.epochs or RECIPES[row.dataset].epochs
+    return 3.0 * sum(forward_macs(row)[:2]) * (profile.train_samples or spec.train_size) * epochs
+
+
+def plan_training(manifests: list[Manifest], failures: dict[str, BaseException] | None = None) -> list[Planned]:
+    """Each manifest's heaviest accuracy row; one entry per distinct model, heaviest first.
+    A manifest whose rows cannot be counted goes into `failures` (if given; else the error propagates)."""
+    from repro.measure.flops import row_key
+
+    by_model: dict[str, Planned] = {}
+    for m in manifests:
+        rows = [r for r in m.rows if "accuracy" in r.measures]
+        if not rows:
+            continue
+        profile = paper_profile(m)
+        try:
+            macs = {r.id: training_macs(r, profile) for r in rows}
+        except Exception as exc:  # recorded as that manifest's failed check
+            if failures is None:
+                raise
+            failures[m.id] = exc
+            continue
+        row = max(rows, key=lambda r: macs[r.id])
+        key = row_key(row)
+        if key not in by_model:
+            by_model[key] = Planned(f"train/{row.dataset}/{m.id}.{row.id}", row, profile, {}, macs[row.id])
+        by_model[key].manifests[m.id] = row.id
+    return sorted(by_model.values(), key=lambda p: -p.train_macs)
+
+
+def check_config(p: Planned, s: GpuSettings) -> RunConfig:
+    """The paper's run of the row, in bf16, at most the toy caps; random weights (speed does not depend on them)."""
+    cfg = resolve(p.row, p.profile, seed=0)
+    return replace(cfg, bf16=True, pretrained=False, batch_size=min(cfg.batch_size, s.batch_cap or cfg.batch_size),
+                   image_size=min(cfg.image_size, s.image_cap or cfg.image_size))
+
+
+# --------------------------------------------------------------------------- training throughput
+class SyntheticBatches:
+    """Training batches cycled from two resident on the device: the model's step alone, no input pipeline."""
+
+    def __init__(self, cfg: RunConfig, device: torch.device, channels_last: bool) -> None:
+        spec = get_dataset(cfg.dataset)
+        g = torch.Generator().manual_seed(0)
+        shape = (cfg.batch_size, spec.channels, cfg.image_size, cfg.image_size)  # (B, C, H, W)
+        fmt = torch.channels_last if channels_last else torch.contiguous_format
+        self.pool = [(torch.randn(shape, generator=g).to(device).contiguous(memory_format=fmt),
+                      torch.randint(0, spec.num_classes, (cfg.batch_size,), generator=g).to(device)) for _ in range(2)]
+        self.steps = 0  # set before each pass
+
+    def set_epoch(self, epoch: int) -> None:
+        pass
+
+    def __len__(self) -> int:
+        return self.steps
+
+    def __iter__(self):
+        return (self.pool[i % len(self.pool)] for i in range(self.steps))
+
+
+def bf16_autocast(device: torch.device):
+    """CPU autocast for --dry-run; on CUDA train_epoch's own autocast (cfg.bf16) is the one that runs."""
+    if device.type == "cpu":
+        return torch.autocast("cpu", dtype=torch.bfloat16)
+    return contextlib.nullcontext()
+
+
+def train_check(p: Planned, s: GpuSettings, device: torch.device) -> tuple[dict[str, Any], str]:
+    """(result, error): images/s and memory of `p` trained through repro.train; error names a compile fallback."""
+    from repro.train import (
+        RunData, build_engine_model, compile_backbone, freeze, make_optimizer, resolve_engine, routing_modules,
+        schedule_position, train_epoch,
+    )
+
+    cfg = check_config(p, s)
+    engine = resolve_engine(cfg, device)
+    torch.manual_seed(0)
+    model = build_engine_model(cfg, engine)
+    freeze(model)
+    model.to(device)
+    opt, _ = make_optimizer(cfg, model)
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+    started = time.perf_counter()
+    compile_error = compile_backbone(model, cfg, engine, device) if engine.compile else ""
+    for m in routing_modules(model):
+        m.on_epoch_start(*schedule_position(cfg.epochs - 1, cfg))  # the schedules' steady state
+
+    batches = SyntheticBatches(cfg, device, engine.channels_last)
+    data = RunData(batches, [], "synthetic, device-resident")
+
+    def steps(n: int, epoch: int) -> dict[str, Any]:
+        batches.steps = n
+        with bf16_autocast(device):
+            return train_epoch(model, data, opt, cfg, device, epoch)  # ends on a host sync
+
+    steps(s.warmup_steps, 0)
+    warmup_s = time.perf_counter() - started
+    done, timed_from = 0, time.perf_counter()
+    while done < s.steps and (done == 0 or time.perf_counter() - timed_from < s.model_budget_s):
+        entry = steps(min(s.chunk_steps, s.steps - done), 1 + done)
+        done += min(s.chunk_steps, s.steps - done)
+    synchronize(device)
+    timed_s = time.perf_counter() - timed_from
+    if not math.isfinite(entry["train_loss"]):
+        raise FloatingPointError(f"training loss {entry['train_loss']} after {done} steps")
+    spec, (backbone_macs, head_macs, counter) = get_dataset(cfg.dataset), forward_macs(p.row)
+    macs = backbone_macs * (cfg.image_size / spec.image_size) ** 2 + head_macs
+    images_per_s = done * cfg.batch_size / timed_s
+    result = {
+        "manifests": sorted(p.manifests), "dataset": cfg.dataset, "backbone": cfg.backbone, "head": cfg.head,
+        "batch_size": cfg.batch_size, "image_size": cfg.image_size, "precision": s.precision,
+        "channels_last": engine.channels_last, "compiled": engine.compile and not compile_error,
+        "compile_error": compile_error, "dispatch": engine.dispatch, "forward_macs": macs, "flop_counter": counter,
+        "steps": done,
+        "timed_seconds": timed_s, "warmup_seconds": warmup_s, "images_per_s": images_per_s,
+        "train_macs_per_s": 3 * macs * images_per_s,
+        "peak_memory_bytes": torch.cuda.max_memory_allocated(device) if device.type == "cuda" else None,
+        "final_loss": entry["train_loss"],
+    }
+    return result, f"compilation failed, trained eagerly: {compile_error}" if compile_error else ""
+
+
+# --------------------------------------------------------------------------- the sequence
+def device_info(device: torch.device) -> dict[str, Any]:
+    if device.type == "cuda":
+        props = torch.cuda.get_device_properties(device)
+        return {"type": "cuda", "name": props.name, "label": device_label(device),
+                "memory_bytes": props.total_memory, "capability": f"{props.major}.{props.minor}"}
+    return {"type": device.type, "name": platform.processor() or platform.machine(), "label": device_label(device),
+            "memory_bytes": None, "capability": None}
+
+
+def _where(exc: BaseException) -> str:
+    tb = traceback.extract_tb(exc.__traceback__)
+    return f" (at {Path(tb[-1].filename).name}:{tb[-1].lineno})" if tb else ""
+
+
+class CheckTimeout(BaseException):
+    """The whole command's deadline came while a check was running. Not an Exception, so that no
+    fallback on the way (compile_backbone's, for one) can swallow it."""
+
+
+@contextlib.contextmanager
+def _deadline(seconds: float) -> Iterator[None]:
+    """Raise CheckTimeout in this (main) thread after `seconds`; elsewhere, or on a platform without SIGALRM, no limit."""
+    if not hasattr(signal, "SIGALRM") or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum, frame):
+        raise CheckTimeout(f"stopped at the command's deadline, after {seconds:.0f} s of this check")
+
+    previous = signal.signal(signal.SIGALRM, stop)
+    signal.setitimer(signal.ITIMER_REAL, max(seconds, 0.001))
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def _reraise(exc: BaseException) -> tuple[dict[str, Any], str]:
+    raise exc  # a planning failure, reported where that manifest's training check would be
+
+
+def _free(device: torch.device) -> None:
+    if "torch._dynamo" in sys.modules:  # compiled graphs of the last model hold its memory
+        torch._dynamo.reset()
+    gc.collect()
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
+
+
+def run_gpu_check(device: str, settings: GpuSettings, out: Path, manifests: list[Manifest], dry_run: bool,
+                  log: Callable[[str], None] = print) -> dict[str, Any]:
+    """Run every check in order, rewriting `out` after each; return the document written.
+
+    On a CPU everything runs on one intra-op thread: the toy sizes gain nothing from a second,
+    and on a shared machine it waits for descheduled peers (repro.bench.harness)."""
+    dev = torch.device(device)
+    with cpu_threads(dev, 1):
+        return _run_checks(dev, settings, out, manifests, dry_run, log)
+
+
+def _run_checks(dev: torch.device, settings: GpuSettings, out: Path, manifests: list[Manifest], dry_run: bool,
+                log: Callable[[str], None]) -> dict[str, Any]:
+    from repro.bench.kill_resume import run_kill_resume
+    from repro.provenance import git_commit
+
+    device = str(dev)
+    began, t0 = dt.datetime.now(dt.timezone.utc), time.perf_counter()
+    unplanned: dict[str, BaseException] = {}
+    planned = plan_training(manifests, unplanned)  # FLOP counts, on the host, before any device work
+    jobs: list[tuple[Check, Callable[[], tuple[dict[str, Any], str]]]] = []
+    for manifest_id, row in expert_choice_rows(manifests):
+        jobs.append((Check(f"expert_choice_bf16/{row.dataset}/{manifest_id}.{row.id}", "expert_choice_bf16"),
+                     lambda row=row: (expert_choice_check(row, dev), "")))
+    jobs.append((Check("kill_resume", "kill_resume"), lambda: (run_kill_resume(device, settings.child_timeout_s), "")))
+    for p in planned:
+        jobs.append((Check(p.name, "train"), lambda p=p: train_check(p, settings, dev)))
+    for manifest_id, exc in unplanned.items():
+        jobs.append((Check(f"train/{manifest_id}", "train"), lambda exc=exc: _reraise(exc)))
+    for check, _ in jobs:
+        check.error = "not reached: the command stopped before this check"
+    doc = {"schema": SCHEMA, "dry_run": dry_run, "device": device_info(dev), "torch": torch.__version__,
+           "cuda": torch.version.cuda, "git_commit": git_commit(), "started": began.isoformat(timespec="seconds"),
+           "wall_s": 0.0, "settings": asdict(settings),
+           "manifests": {**{m: {"row": r, "check": p.name, "train_macs": p.train_macs}
+                            for p in planned for m, r in p.manifests.items()},
+                         **{m: {"row": None, "check": f"train/{m}", "train_macs": None} for m in unplanned}},
+           "checks": [c.to_dict() for c, _ in jobs]}
+
+    def write() -> None:
+        doc["wall_s"] = time.perf_counter() - t0
+        doc["checks"] = [c.to_dict() for c, _ in jobs]
+        atomic_write_json(out, doc)
+
+    write()
+    for check, run in jobs:
+        if time.perf_counter() - t0 > min(settings.budget_s, settings.deadline_s):
+            check.status, check.error = "skipped", (f"time budget of {min(settings.budget_s, settings.deadline_s):.0f} s "
+                                                    "spent before it began")
+        else:
+            began_check = time.perf_counter()
+            try:
+                with _deadline(settings.deadline_s - (began_check - t0)):
+                    check.result, error = run()
+                check.status, check.error = ("failed" if error else "passed"), error
+            except (Exception, CheckTimeout) as exc:  # a failing step is a failed check; the others still run
+                check.status, check.error = "failed", error_line(exc) + _where(exc)
+            check.seconds = time.perf_counter() - began_check
+            _free(dev)
+        log(f"{check.status:>7}  {check.name}  {check.seconds:.1f} s  {check.error}")
+        write()
+    return doc

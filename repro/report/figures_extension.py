@@ -1,0 +1,135 @@
+"""The extension's figure (issue 17): accuracy gap against rho, one panel per router.
+
+Beyond the paper, kept apart from the reproduction's figures. A manifest is an
+extension when all its claims have scope "extension" (`is_extension`); each of its
+comparisons is one point: the mean paired MoE - dense gap over seeds (pp) with its 95%
+t-interval, at the treatment row's rho, coloured by backbone family. Panels are the
+comparisons' `series` (one per router), in manifest order, on shared axes, so the
+question "does the sign follow rho for every router?" reads across panels.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.ticker import FuncFormatter
+
+from repro.manifest import Manifest
+from repro.results import ManifestResult
+
+ROUTER_TITLES = {"paper": "the paper's router", "tgr": "teacher-guided (TGR-MoE)",
+                 "relu": "ReLU-routed (DECO)", "cluster": "cluster-routed (CLEAR-MoE)"}
+FAMILY_COLOURS = {"cifar_standard": "C0", "cifar_depthwise": "C1"}
+FAMILY_LABELS = {"cifar_standard": "standard backbone", "cifar_depthwise": "depthwise backbone"}
+
+
+def is_extension(manifest: Manifest) -> bool:
+    """A manifest that asks questions beyond the paper: every claim it makes has scope "extension"."""
+    return bool(manifest.claims) and all(c.scope == "extension" for c in manifest.claims)
+
+
+@dataclass(frozen=True)
+class RouterPoint:
+    comparison: str
+    router: str  # the comparison's series
+    backbone: str  # the treatment row's backbone name
+    label: str
+    rho: float  # a fraction
+    mean_pp: float
+    ci_pp: tuple[float, float] | None  # None with one seed
+
+
+def router_points(manifest: Manifest, result: ManifestResult) -> list[RouterPoint]:
+    """Every comparison with a measured gap and rho, in manifest order."""
+    points = []
+    for comp in manifest.comparisons:
+        gap: dict[str, Any] | None = result.measured.comparison(comp.id, "gap")
+        rho = result.measured.comparison(comp.id, "rho")
+        if not isinstance(gap, dict) or gap.get("mean") is None or rho is None:
+            continue
+        ci = gap.get("ci95")
+        points.append(RouterPoint(comp.id, comp.series or comp.id, manifest.row(comp.row).backbone.name, comp.label,
+                                  float(rho), 100 * gap["mean"],
+                                  (100 * ci[0], 100 * ci[1]) if ci and None not in ci else None))
+    return points
+
+
+def draw_gap_vs_rho_by_router(points: list[RouterPoint]) -> Figure:
+    """One panel per router: gap (pp) against rho (%, log), shared axes, zero line."""
+    routers = list(dict.fromkeys(p.router for p in points))
+    fig = Figure(figsize=(3.2 * max(1, len(routers)), 3.6), layout="constrained")
+    axes = fig.subplots(1, max(1, len(routers)), sharex=True, sharey=True, squeeze=False)[0]
+    for ax, router in zip(axes, routers):
+        mine = sorted((p for p in points if p.router == router), key=lambda p: p.rho)
+        for family in dict.fromkeys(p.backbone for p in mine):
+            line = [p for p in mine if p.backbone == family]
+            colour = FAMILY_COLOURS.get(family, "0.3")
+            xs, ys = [100 * p.rho for p in line], [p.mean_pp for p in line]
+            ax.plot(xs, ys, color=colour, lw=0.8, alpha=0.6)
+            for p, x in zip(line, xs):
+                err = None if p.ci_pp is None else [[p.mean_pp - p.ci_pp[0]], [p.ci_pp[1] - p.mean_pp]]
+                ax.errorbar([x], [p.mean_pp], yerr=err, fmt="o", color=colour, ms=4, capsize=2)
+        ax.axhline(0, color="black", lw=0.8)
+        ax.set_xscale("log")
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.set_title(ROUTER_TITLES.get(router, router), fontsize=9)
+        ax.set_xlabel("ρ (%, log)")
+        ax.grid(True, alpha=0.3)
+    axes[0].set_ylabel("MoE − dense accuracy (pp)")
+    families = dict.fromkeys(p.backbone for p in points)
+    fig.legend(handles=[Line2D([], [], marker="o", color=FAMILY_COLOURS.get(f, "0.3"), label=FAMILY_LABELS.get(f, f)) for f in families],
+               loc="outside lower center", ncols=max(1, len(families)), fontsize=8, frameon=False)
+    fig.suptitle("Beyond the paper: gap against ρ for each router", fontsize=10)
+    return fig
+
+
+def caption(points: list[RouterPoint], profile: str) -> str:
+    routers = list(dict.fromkeys(p.router for p in points))
+    signs = "; ".join(
+        f"{ROUTER_TITLES.get(r, r)}: " + "".join("+" if p.mean_pp > 0 else "−" for p in
+                                                  sorted((q for q in points if q.router == r), key=lambda q: q.rho))
+        for r in routers)
+    return (f"Extension, not a reproduction: each point is one configuration's mean paired gap with its 95% "
+            f"interval, at the routed row's ρ (profile '{profile}'). Signs in increasing ρ: {signs}.")
+
+
+def render_extension_figure(manifest: Manifest, result: ManifestResult | None, out_dir: Path):
+    """The extension figure as a repro.report.figures.FigureFile (drawn, or skipped with the reason)."""
+    from repro.report.figures import _save, _skip
+
+    fig_id, title = f"{manifest.id}_gap_vs_rho", f"Extension ({manifest.id}): gap against ρ per router"
+    points = router_points(manifest, result) if result is not None else []
+    if not points:
+        return _skip(fig_id, title, "no comparison has both a gap and rho yet", manifest.paper_ref, Path(out_dir))
+    return _save(draw_gap_vs_rho_by_router(points), fig_id, title, caption(points, result.profile),
+                 manifest.paper_ref, Path(out_dir))
+
+
+def extension_section(entries: list[tuple[Manifest, ManifestResult | None]], figures_dir: Path,
+                      report_dir: Path) -> tuple[str, str] | None:
+    """("Beyond the paper: ...", markdown) for render_report's extra_sections: each extension manifest's
+    figure and its claims' verdicts; None when no manifest is an extension."""
+    from repro.report.render import md_escape, render_figure_section
+
+    parts = []
+    for manifest, result in entries:
+        if not is_extension(manifest):
+            continue
+        figure = render_extension_figure(manifest, result, Path(figures_dir))
+        lines = [f"### {md_escape(manifest.title)}", "", md_escape(" ".join(manifest.description.split())), "",
+                 render_figure_section([figure], Path(report_dir)), ""]
+        if result is None:
+            lines.append("Not run at this profile.")
+        for v in result.verdicts if result is not None else []:
+            note = f" ({md_escape(v.note)})" if v.note else ""
+            lines.append(f"- **{v.status}**: {md_escape(v.statement)}. {md_escape(v.evidence)}{note}")
+        parts.append("\n".join(lines))
+    if not parts:
+        return None
+    head = ("Not part of the reproduction: routers from related work run through the paper's sweep. These "
+            "claims have no paper value and are counted apart from the reproduction's.")
+    return "Beyond the paper: other routers", head + "\n\n" + "\n\n".join(parts)

@@ -1,0 +1,44 @@
+"""repro.devices: --device resolution refuses what the machine lacks, naming it; one label for results."""
+
+import platform
+
+import pytest
+import torch
+
+from repro.devices import DeviceError, device_label, device_type, resolve_device
+
+
+def test_auto_and_cpu():
+    assert resolve_device("auto") == ("cuda" if torch.cuda.is_available() else "cpu")
+    assert resolve_device("cpu") == "cpu"
+    assert resolve_device("cpu:0") == "cpu:0"
+
+
+def test_unknown_device_types_are_refused_by_name():
+    with pytest.raises(DeviceError, match="'tpu' is not a device torch knows"):
+        resolve_device("tpu")
+    with pytest.raises(DeviceError, match="'cuda:x'"):
+        resolve_device("cuda:x")
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="needs a host without CUDA")
+def test_cuda_on_a_cpu_host_is_refused_by_name():
+    for device in ("cuda", "cuda:0", "cuda:1"):
+        with pytest.raises(DeviceError, match=f"--device '{device}' was asked for, but torch sees no cuda device"):
+            resolve_device(device)
+
+
+def test_a_missing_gpu_index_names_the_ones_present(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    assert resolve_device("cuda:1") == "cuda:1" and resolve_device("cuda") == "cuda"
+    with pytest.raises(DeviceError, match=r"has 2 cuda device\(s\) \(cuda:0 to cuda:1\)"):
+        resolve_device("cuda:2")
+
+
+def test_device_type_and_cpu_label():
+    assert [device_type(d) for d in ("cuda:1", torch.device("cuda", 0), "cpu")] == ["cuda", "cuda", "cpu"]
+    cpu = platform.processor() or platform.machine()
+    assert device_label("cpu", 1) == f"cpu: {cpu}, 1 intra-op thread(s)"
+    assert device_label(torch.device("cpu")) == f"cpu: {cpu}, {torch.get_num_threads()} intra-op thread(s)"
+    assert device_label("cpu", 0) == device_label("cpu")  # 0: torch's own setting, as the harness reads it
