@@ -28,7 +28,14 @@ def _other_seconds(manifest: Manifest, profile: str, model: CostModel) -> float:
 
 def list_table(manifests: list[Manifest], model: CostModel, invalid: dict[str, str]) -> tuple[Table, Table, set[str]]:
     """(per manifest and profile, totals per profile over distinct runs, the sources of the figures)."""
-    table = Table("Id", "Reproduces", "Rows", "Claims", "Profile", "Runs", "Epochs", "Device-h", "Wall")
+    table = Table()
+    # Ids and profile names are what a user types next (`repro <id> --profile <name>`): never cut short.
+    table.add_column("Id", no_wrap=True, min_width=max([len(m.id) for m in manifests] + [2]))
+    for name in ("Reproduces", "Rows", "Claims"):
+        table.add_column(name)
+    table.add_column("Profile", no_wrap=True, min_width=max([len(n) for m in manifests for n in m.profiles] + [7]))
+    for name in ("Runs", "Epochs", "Device-h", "Wall"):
+        table.add_column(name)
     sources: set[str] = set()
     for m in manifests:
         first = True
