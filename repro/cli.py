@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 from typing import Optional
@@ -74,15 +75,21 @@ def _load(manifest_id: str, manifests: Path | None = None, profiles: Path | None
 def _run_ids(ids: list[str], profile: str | None, results_dir: Path | None, device: str, jobs: int = 1,
              data_dir: Path | None = None, manifests_dir: Path | None = None, profiles: Path | None = None,
              executor: ExecutorOptions | None = None) -> int:
+    profile = profile or default_profile()
+    results_dir = results_dir or default_results_dir()
+    manifests = [_load(i, manifests_dir, profiles) for i in ids]
+    _check_results_dir(results_dir)
+    with _ranks(device, results_dir, data_dir, executor) as leader:
+        return _run_manifests(manifests, profile, results_dir, device, jobs, data_dir, executor) if leader else 0
+
+
+def _run_manifests(manifests: list[Manifest], profile: str, results_dir: Path, device: str, jobs: int,
+                   data_dir: Path | None, executor: ExecutorOptions | None) -> int:
     from repro.data.layout import DatasetMissing
     from repro.estimate import CostModel, estimate
     from repro.pipeline import execute, make_context
     from repro.weights import WeightsMissing
 
-    profile = profile or default_profile()
-    results_dir = results_dir or default_results_dir()
-    manifests = [_load(i, manifests_dir, profiles) for i in ids]
-    _check_results_dir(results_dir)
     status = 0
     for manifest in manifests:
         try:
@@ -131,6 +138,44 @@ def _data_env(allow_unverified: bool, workers: int | None) -> None:
         os.environ[ALLOW_UNVERIFIED_ENV] = "1"
     if workers is not None:
         os.environ[WORKERS_ENV] = str(workers)
+
+
+@contextlib.contextmanager
+def _ranks(device: str, results_dir: Path, data_dir: Path | None, executor: ExecutorOptions | None):
+    """Under torchrun (one run on N processes, repro.distributed): rank 0 leads (yields True) and releases
+    the others at the end; a rank > 0 trains the runs rank 0 announces, then yields False. Else True.
+    With --gpus-per-run N outside torchrun: runs this command under torchrun and exits with its status."""
+    gpus = executor.gpus_per_run if executor is not None else 1
+    if os.environ.get("WORLD_SIZE", "1") == "1" and gpus > 1:
+        import subprocess
+        import sys
+
+        from repro.distributed import torchrun_command
+
+        raise typer.Exit(subprocess.call(torchrun_command(sys.argv[1:], gpus)))
+    if os.environ.get("WORLD_SIZE", "1") == "1":
+        yield True
+        return
+    from repro import distributed
+    from repro.devices import resolve_device
+
+    if gpus not in (1, int(os.environ["WORLD_SIZE"])):
+        _fail(f"--gpus-per-run {gpus} under torchrun with {os.environ['WORLD_SIZE']} processes: give one of them")
+    if executor is not None and executor.executor != "local":
+        _fail(f"under torchrun each run trains on the launched processes; --executor {executor.executor} "
+              f"does not apply (use the local executor, or run torchrun inside the Slurm job)")
+    device = resolve_device(device)
+    world = distributed.init(device)
+    if not world.main:
+        from repro.records import follow_runs
+
+        follow_runs(results_dir, device, data_dir)
+        distributed.finish()
+        yield False
+        return
+    with distributed.leading():
+        yield True
+    distributed.finish()
 
 
 def _counts_line(ctx) -> str:
@@ -343,13 +388,20 @@ def verify_all(profile: Optional[str] = ProfileOpt, results_dir: Optional[Path] 
                executor: ExecutorOptions = None) -> None:
     """Every manifest, every FLOP check, every claim: one report and an exit code to trust."""
     _data_env(allow_unverified_data, workers)
-    from repro.pipeline import describe_exception, execute, flop_check, make_context
-    from repro.report.summary import write_report
-
     profile = profile or default_profile()
     results_dir = results_dir or default_results_dir()
     manifests = _load_all(manifests_dir, profiles)
     _check_results_dir(results_dir)
+    with _ranks(device, results_dir, data_dir, executor) as leader:
+        if leader:
+            _verify_all(manifests, profile, results_dir, device, jobs, data_dir, strict, executor)
+
+
+def _verify_all(manifests: list[Manifest], profile: str, results_dir: Path, device: str, jobs: int,
+                data_dir: Path | None, strict: bool, executor: ExecutorOptions | None) -> None:
+    from repro.pipeline import describe_exception, execute, flop_check, make_context
+    from repro.report.summary import write_report
+
     failures: dict[str, str] = {}
     current = "verify-all"
     try:

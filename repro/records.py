@@ -6,9 +6,11 @@ finished epoch and <hash>.lock names who trains it (repro.locks); a run that fai
 leaves <hash>.failed.json with its error. A record or checkpoint that cannot be used
 (repro.record_checks: a truncated write, impossible values, a hand edit caught by the
 record's digest, another run's file under this name) is moved aside with a warning
-and the run redone (from its checkpoint, or from scratch). Which processes train the runs is an executor's business
-(repro.executors, scheduled by repro.runs.execute_runs); every executor trains a
-run through `attempt_run`: take its lock, look for its record again, train.
+and the run redone (from its checkpoint, or from scratch). Which processes train the
+runs is an executor's business (repro.executors, scheduled by repro.runs.execute_runs);
+every executor trains a run through `attempt_run`: take its lock, look for its record
+again, train. Under torchrun
+the process of rank 0 does all that; the other ranks train with it (`follow_runs`, repro.distributed).
 """
 
 from __future__ import annotations
@@ -103,13 +105,18 @@ def load_checkpoint_epoch(results_dir: Path, cfg: RunConfig) -> int:
 
 def executor_provenance(executor: str, device: str) -> dict[str, Any]:
     """Who trained a run: the executor, host, process, device pinning and, under Slurm, the job and array task."""
+    from repro.distributed import current
+
     return {"name": executor, "host": socket.gethostname(), "pid": os.getpid(), "device": device,
-            "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"), **slurm_identity()}
+            "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"), "world_size": current().size,
+            **slurm_identity()}
 
 
 def run_one(request: RunRequest, results_dir: Path, device: str, data_dir: Path | None,
             events: Any = None, executor: str = "local", lock: RunLock | None = None) -> dict[str, Any]:
-    """Train (or resume) one run and write its record atomically; with `lock`, stop if the lock is lost."""
+    """Train (or resume) one run and write its record atomically; with `lock`, stop if the lock is lost.
+    Under torchrun this is rank 0's: the other ranks are told to train the run with it (repro.distributed)."""
+    from repro import distributed
     from repro.train import CheckpointUnusable, train_run
 
     cfg = request.cfg
@@ -124,11 +131,15 @@ def run_one(request: RunRequest, results_dir: Path, device: str, data_dir: Path 
             events.put(("epoch", request.label, epoch, epochs))
 
     started = time.perf_counter()
+    if distributed.current().distributed:
+        distributed.announce_run(cfg)
     try:
         out = train_run(cfg, torch.device(device), data_dir, checkpoint, on_epoch)
     except CheckpointUnusable as exc:  # loaded, but does not fit the model or optimiser
         set_aside(checkpoint, "checkpoint", exc.reason, "the run restarts from epoch 0")
         resumed_from, started = 0, time.perf_counter()
+        if distributed.current().distributed:
+            distributed.announce_run(cfg)
         out = train_run(cfg, torch.device(device), data_dir, checkpoint, on_epoch)
     if lock is not None:
         lock.ensure_held()
@@ -151,6 +162,24 @@ def run_one(request: RunRequest, results_dir: Path, device: str, data_dir: Path 
     checkpoint.unlink(missing_ok=True)  # only the lock holder gets here, so no one is loading it
     failure_path(results_dir, cfg.hash).unlink(missing_ok=True)
     return record
+
+
+def follow_runs(results_dir: Path, device: str, data_dir: Path | None) -> int:
+    """Rank r > 0: train each run rank 0 announces until it says stop; returns the number of runs trained."""
+    from repro.distributed import broadcast, current, rank_device
+    from repro.train import NonFiniteLoss, train_run
+
+    world = current()
+    trained = 0
+    while True:
+        kind, cfg = broadcast()
+        if kind == "stop":
+            return trained
+        try:
+            train_run(cfg, torch.device(rank_device(device, world)), data_dir, checkpoint_path(results_dir, cfg))
+        except NonFiniteLoss:
+            pass  # every rank sees the same reduced loss: rank 0 records the failure and goes on
+        trained += 1
 
 
 @dataclass

@@ -26,6 +26,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from repro import distributed
 from repro.data.check import unverified_allowed, workers_from_env
 from repro.data.specs import get_dataset
 from repro.fsutil import atomic_write_bytes
@@ -142,10 +143,13 @@ def _resize(images: torch.Tensor, size: int) -> torch.Tensor:
     return x.round().clamp(0, 255).to(torch.uint8)
 
 
-def make_data(cfg: RunConfig, device: torch.device, data_dir: Path | None, channels_last: bool = False) -> RunData:
+def make_data(cfg: RunConfig, device: torch.device, data_dir: Path | None, channels_last: bool = False,
+              world: distributed.World = distributed.World()) -> RunData:
+    """The run's loaders; on N processes, rank r's shard of every epoch in batches of batch_size // N."""
     from repro.data import digits, loader, synthetic, tensors
 
     spec = get_dataset(cfg.dataset)
+    batch, shard = distributed.local_batch(cfg.batch_size, world), (world.rank, world.size)
     flip = True
     if cfg.data == "digits":
         xtr, ytr = digits.digits_tensors(cfg.dataset, cfg.train_samples, cfg.image_size, "train")
@@ -171,16 +175,16 @@ def make_data(cfg: RunConfig, device: torch.device, data_dir: Path | None, chann
     else:
         from repro.data import imagenet
 
-        train, test = imagenet.image_folder_loaders(cfg.dataset, data_dir, cfg.batch_size, cfg.image_size,
+        train, test = imagenet.image_folder_loaders(cfg.dataset, data_dir, batch, cfg.image_size,
                                                     seed=cfg.seed, train_samples=cfg.train_samples,
                                                     test_samples=cfg.test_samples, device=device,
-                                                    channels_last=channels_last, workers=workers_from_env())
+                                                    channels_last=channels_last, shard=shard, workers=workers_from_env())
         return RunData(train, test, f"{spec.title} image folders under {data_dir or 'the data root'}",
                        len(train.dataset.classes))
-    train = loader.TensorLoader.for_dataset(cfg.dataset, xtr, ytr, cfg.batch_size, train=True, seed=cfg.seed,
-                                            device=device, channels_last=channels_last, flip=flip)
-    test = loader.TensorLoader.for_dataset(cfg.dataset, xte, yte, cfg.batch_size, train=False, device=device,
-                                           channels_last=channels_last)
+    train = loader.TensorLoader.for_dataset(cfg.dataset, xtr, ytr, batch, train=True, seed=cfg.seed,
+                                            device=device, channels_last=channels_last, flip=flip, shard=shard)
+    test = loader.TensorLoader.for_dataset(cfg.dataset, xte, yte, batch, train=False, device=device,
+                                           channels_last=channels_last, shard=shard)
     return RunData(train, test, source, int(ytr.unique().numel()))
 
 
@@ -234,8 +238,9 @@ def _autocast(cfg: RunConfig, device: torch.device, engine: Engine | None = None
 
 
 def evaluate(model: nn.Module, batches: Iterable, num_classes: int, cfg: RunConfig, device: torch.device,
-             engine: Engine | None = None) -> dict:
-    """Accuracy, loss, and for routed heads the expert usage per class (Fig. 4)."""
+             engine: Engine | None = None, world: distributed.World = distributed.World()) -> dict:
+    """Accuracy, loss, and for routed heads the expert usage per class (Fig. 4); on N processes `batches` is
+    this rank's shard and the sums are all-reduced."""
     model.eval()
     hooks = [m for m in routing_modules(model) if m is model.head]
     correct = seen = 0
@@ -255,6 +260,10 @@ def evaluate(model: nn.Module, batches: Iterable, num_classes: int, cfg: RunConf
                 if usage is None:
                     usage = torch.zeros(num_classes, e, dtype=torch.long, device=device)
                 usage.index_put_((y, top1), torch.ones_like(y), accumulate=True)
+    if world.distributed:
+        sums = torch.tensor([loss_sum, correct, seen], dtype=torch.float64, device=device)  # exact up to 2^53
+        distributed.all_sum(sums, *([usage] if usage is not None else []))
+        loss_sum, correct, seen = sums[0].item(), int(sums[1].item()), int(sums[2].item())
     out = {"accuracy": correct / seen, "loss": loss_sum / seen}
     if usage is not None:
         out["usage_by_class"] = usage.cpu().tolist()
@@ -282,9 +291,17 @@ class RoutingTally:
         return {"expert_usage": self.usage.tolist(), "entropy": (self.entropy / self.steps).item(),
                 "usage_entropy": entropy(usage / usage.sum().clamp_min(1)).item()}
 
+    def all_sum(self, world: distributed.World) -> None:
+        """Sums over the ranks; `steps` counts every rank's steps, so means stay means over steps."""
+        distributed.all_sum(self.usage, self.dropped, self.forced, self.entropy)
+        self.steps *= world.size
 
-def train_epoch(model, data: RunData, opt, cfg: RunConfig, device, epoch: int, engine: Engine | None = None) -> dict:
-    """One pass over the training data. Sums stay on the device: one host sync per epoch."""
+
+def train_epoch(model, data: RunData, opt, cfg: RunConfig, device, epoch: int, engine: Engine | None = None,
+                step_model: nn.Module | None = None, world: distributed.World = distributed.World()) -> dict:
+    """One pass over the training data. Sums stay on the device: one host sync per epoch.
+    On N processes, `step_model` (DDP around `model`) takes the steps and the epoch's sums are all-reduced."""
+    step_model = step_model or model
     set_train_mode(model)
     hooks = routing_modules(model)
     names = {m: n for n, m in model.named_modules()}
@@ -296,7 +313,7 @@ def train_epoch(model, data: RunData, opt, cfg: RunConfig, device, epoch: int, e
     for x, y in data.train:
         x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
         with _autocast(cfg, device, engine):
-            logits = model(x)
+            logits = step_model(x)
             aux = sum((m.aux_loss() for m in hooks), zero())
             loss = F.cross_entropy(logits.float(), y) + aux.float()
         opt.zero_grad(set_to_none=True)
@@ -315,6 +332,13 @@ def train_epoch(model, data: RunData, opt, cfg: RunConfig, device, epoch: int, e
                 tallies[m].add(stats)
     if steps == 0:
         raise RuntimeError(f"no training batch: {cfg.train_samples} samples with batch size {cfg.batch_size}")
+    if world.distributed:
+        seen_t = torch.tensor(seen, device=device, dtype=torch.int64)
+        distributed.all_sum(loss_sum, aux_sum, correct, seen_t)
+        seen = int(seen_t.item())
+        for t in tallies.values():
+            if t.steps:
+                t.all_sum(world)
     mean_loss = (loss_sum / seen).item()
     if not math.isfinite(mean_loss):
         raise NonFiniteLoss(f"the training loss became {mean_loss} during epoch {epoch + 1} "
@@ -346,7 +370,24 @@ def schedule_position(epoch: int, cfg: RunConfig) -> tuple[int, int]:
 
 def train_run(cfg: RunConfig, device: torch.device, data_dir: Path | None, checkpoint: Path,
               on_epoch: EpochCallback | None = None) -> dict[str, Any]:
-    """Train one run to completion (resuming from `checkpoint` if present); return its metrics and history."""
+    """Train one run to completion (resuming from `checkpoint` if present); return its metrics and history.
+
+    In a torchrun process group every rank calls this with the same `cfg` (repro.distributed): rank 0
+    writes the checkpoints, the others wait for it; a failure on any rank ends the command (WorldBroken).
+    """
+    world = distributed.current()
+    if not world.distributed:
+        return _train(cfg, device, data_dir, checkpoint, on_epoch, world)
+    try:
+        return _train(cfg, device, data_dir, checkpoint, on_epoch, world)
+    except NonFiniteLoss:
+        raise  # every rank reduced the same loss: rank 0 records the failure, all go on to the next run
+    except Exception as exc:
+        raise distributed.WorldBroken(f"rank {world.rank} of {world.size}: {type(exc).__name__}: {exc}") from exc
+
+
+def _train(cfg: RunConfig, device: torch.device, data_dir: Path | None, checkpoint: Path,
+           on_epoch: EpochCallback | None, world: distributed.World) -> dict[str, Any]:
     torch.manual_seed(cfg.seed)
     spec = get_dataset(cfg.dataset)
     engine = resolve_engine(cfg, device)
@@ -354,11 +395,14 @@ def train_run(cfg: RunConfig, device: torch.device, data_dir: Path | None, check
     frozen = freeze(model)
     model.to(device)
     opt, sched = make_optimizer(cfg, model)
-    data = make_data(cfg, device, data_dir, engine.channels_last)
+    data = make_data(cfg, device, data_dir, engine.channels_last, world)
     compile_error = compile_backbone(model, cfg, engine, device) if engine.compile else ""
     history: list[dict[str, Any]] = []
     start, elapsed = 0, 0.0
-    if checkpoint.exists():
+    resume = checkpoint.exists()
+    if world.distributed:
+        resume = distributed.broadcast(resume)  # rank 0's view of the shared directory decides
+    if resume:
         state = torch.load(checkpoint, map_location=device, weights_only=True)
         try:
             model.load_state_dict(state["model"])
@@ -371,26 +415,37 @@ def train_run(cfg: RunConfig, device: torch.device, data_dir: Path | None, check
             raise CheckpointUnusable(checkpoint, f"it does not fit the run's model: {first}") from exc
         history, start, elapsed = state["history"], state["epoch"], state["elapsed"]
     hooks = routing_modules(model)
+    step_model = model
+    if world.distributed:  # routed modules may leave an expert without gradient in a step
+        step_model = distributed.wrap(model, world, device, any(getattr(m, "routed", False) for m in hooks))
     for epoch in range(start, cfg.epochs):
         t0 = time.perf_counter()
+        if world.rank > 0:
+            torch.manual_seed(distributed.rank_seed(cfg.seed, epoch, world.rank))
         for m in hooks:
             m.on_epoch_start(*schedule_position(epoch, cfg))
-        entry = {"epoch": epoch + 1, **train_epoch(model, data, opt, cfg, device, epoch, engine)}
+        entry = {"epoch": epoch + 1, **train_epoch(model, data, opt, cfg, device, epoch, engine, step_model, world)}
         if sched is not None:
             sched.step()
-        evaluation = evaluate(model, data.test, spec.num_classes, cfg, device, engine)
+        if world.distributed:
+            distributed.sync_buffers(model)  # each rank's last step updated its own BatchNorm statistics
+        evaluation = evaluate(model, data.test, spec.num_classes, cfg, device, engine, world)
         entry.update(test_accuracy=evaluation["accuracy"], test_loss=evaluation["loss"],
                      seconds=time.perf_counter() - t0)
         if "usage_by_class" in evaluation:
             entry["test_usage_by_class"] = evaluation["usage_by_class"]
         history.append(entry)
         elapsed += entry["seconds"]
-        _save_checkpoint(checkpoint, cfg.hash, model, opt, sched, history, epoch + 1, elapsed, device)
+        if world.main:
+            _save_checkpoint(checkpoint, cfg.hash, model, opt, sched, history, epoch + 1, elapsed, device)
+        if world.distributed:
+            distributed.barrier()
         if on_epoch is not None:
             on_epoch(epoch + 1, cfg.epochs, entry)
     dtype = autocast_dtype(cfg, device, engine)
     executed = {**asdict(engine), "compile": engine.compile and not compile_error, "compile_error": compile_error,
-                "autocast": str(dtype).removeprefix("torch.") if dtype is not None else None}
+                "autocast": str(dtype).removeprefix("torch.") if dtype is not None else None,
+                **world.describe(cfg.batch_size)}
     chance = 1.0 / (data.classes or spec.num_classes)
     # Which input path fed the model (repro.data: tensor_<device>, pil, decode_cpu, decode_cuda).
     data_path = {"pipeline": getattr(data.train, "pipeline", None), "workers": getattr(data.train, "workers", None)}

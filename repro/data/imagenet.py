@@ -34,6 +34,7 @@ from repro.data.jpeg import ImageDecodeError, decode_batch, open_rgb, read_bytes
 from repro.data.layout import data_root, require
 from repro.data.loader import epoch_generator, one_thread, subset_indices
 from repro.data.specs import get_dataset
+from repro.distributed import shard_positions
 
 PATHS = ("pil", "decode_cpu", "decode_cuda")
 PREFETCH = 4  # batches each worker keeps ready
@@ -50,8 +51,10 @@ def choose_path(device: str | torch.device) -> str:
 
 
 def default_workers() -> int:
-    """Every CPU this process may use but one, which the training loop keeps."""
+    """Every CPU this process may use but one, which the training loop keeps; under torchrun, this
+    process's share of them (LOCAL_WORLD_SIZE ranks on this host)."""
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    cpus //= max(1, int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
     return max(1, cpus - 1)
 
 
@@ -179,32 +182,42 @@ def image_folder(path: str | Path, train: bool = True, image_size: int = 224, n:
 
 
 class EpochSampler(Sampler[tuple[int, int]]):
-    """(index, epoch) keys in a shuffled (train) or the identity order (test) that depends only on (seed, epoch)."""
+    """(index, epoch) keys in a shuffled (train) or the identity order (test) that depends only on (seed, epoch).
 
-    def __init__(self, n: int, shuffle: bool, seed: int = 0) -> None:
+    `shard=(r, N)`: rank r's positions r, r + N, ... of that order (repro.distributed.shard_positions;
+    when shuffled, every rank as many), as TensorLoader shards its epochs.
+    """
+
+    def __init__(self, n: int, shuffle: bool, seed: int = 0, shard: tuple[int, int] = (0, 1)) -> None:
         self.n, self.shuffle, self.seed, self.epoch = n, shuffle, seed, 0
+        self.rank, self.world = shard
+        self.positions = shard_positions(n, self.rank, self.world, even=shuffle).tolist() if self.world > 1 else None
 
     def __iter__(self) -> Iterator[tuple[int, int]]:
         epoch, order = self.epoch, range(self.n)
         if self.shuffle:
             order = torch.randperm(self.n, generator=epoch_generator(self.seed, epoch)).tolist()
+        if self.positions is not None:
+            order = [order[p] for p in self.positions]
         return ((i, epoch) for i in order)
 
     def __len__(self) -> int:
-        return self.n
+        return self.n if self.positions is None else len(self.positions)
 
 
 class FolderLoader:
     """(x (B, C, S, S) float32 or `dtype`, y int64 (B,)) batches from an image folder, normalised on `device`.
 
-    Same interface as TensorLoader: len() batches per epoch, set_epoch(e) replays epoch e.
+    Same interface as TensorLoader: len() batches per epoch, set_epoch(e) replays epoch e; `shard=(r, N)`
+    with `batch_size` the local batch: rank r's share of every epoch, as TensorLoader's.
     `pipeline` is one of PATHS (None: choose_path(device)); the attribute of that name says which one ran.
     """
 
     def __init__(self, dataset: FolderImages, batch_size: int, *, train: bool,
                  mean: tuple[float, ...], std: tuple[float, ...], workers: int | None = None, seed: int = 0,
                  device: str | torch.device = "cpu", channels_last: bool = False, pipeline: str | None = None,
-                 prefetch: int = PREFETCH, dtype: torch.dtype = torch.float32) -> None:
+                 prefetch: int = PREFETCH, dtype: torch.dtype = torch.float32,
+                 shard: tuple[int, int] = (0, 1)) -> None:
         self.device, self.train, self.seed, self.epoch = torch.device(device), train, seed, 0
         self.mean, self.std, self.channels_last, self.dtype = tuple(mean), tuple(std), channels_last, dtype
         self.pipeline = pipeline or choose_path(self.device)
@@ -221,9 +234,9 @@ class FolderLoader:
         else:
             reader, collate = dataset.reading("bytes", seed), Collate(self.transform, self.pipeline == "decode_cpu")
         self.dataset = reader
-        self.sampler = EpochSampler(len(reader), shuffle=train, seed=seed)
+        self.sampler = EpochSampler(len(reader), shuffle=train, seed=seed, shard=shard)
         self.loader = DataLoader(reader, batch_size=batch_size, sampler=self.sampler, num_workers=self.workers,
-                                 collate_fn=collate, drop_last=train and len(reader) >= batch_size,
+                                 collate_fn=collate, drop_last=train and len(self.sampler) >= batch_size,
                                  persistent_workers=self.workers > 0,
                                  prefetch_factor=prefetch if self.workers > 0 else None,
                                  pin_memory=self.device.type == "cuda" and self.pipeline != "decode_cuda")
@@ -271,7 +284,7 @@ def image_folder_loaders(name: str, root: str | Path | None, batch_size: int, im
                          **kwargs) -> tuple[FolderLoader, FolderLoader]:
     """(train, test) loaders of a dataset kept as image folders (ImageNet-1K), at `image_size`.
 
-    Further keywords (workers, device, channels_last, pipeline, prefetch, dtype) go to FolderLoader.
+    Further keywords (workers, device, channels_last, pipeline, prefetch, dtype, shard) go to FolderLoader.
     """
     spec = get_dataset(name)
     if name != "imagenet":

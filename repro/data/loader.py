@@ -17,6 +17,7 @@ import torch.nn.functional as F
 
 from repro.data.augment import crop_flip, crop_padding, draw_crop_flip, normalize
 from repro.data.specs import get_dataset
+from repro.distributed import shard_positions
 
 
 @contextmanager
@@ -73,13 +74,18 @@ class TensorLoader:
     Train batches are shuffled, randomly cropped (zero padding P, default H / 8) and
     flipped; test batches keep the data's order, are not augmented, and cover every
     image. Train drops a last partial batch, unless that would leave no batch.
+
+    `shard=(r, N)`: rank r of N data-parallel processes (repro.distributed), `batch_size` the
+    local batch. Every rank draws the same epoch permutation and crops; rank r takes positions
+    r, r + N, ... of it (train: all ranks as many), so step i's N local batches together are
+    one process's step i with batch N * batch_size.
     """
 
     def __init__(self, images: torch.Tensor, labels: torch.Tensor, batch_size: int, *, train: bool,
                  mean: tuple[float, ...], std: tuple[float, ...], padding: int | None = None,
                  flip: bool = True, seed: int = 0, device: str | torch.device | None = None,
                  drop_last: bool | None = None, channels_last: bool = False,
-                 dtype: torch.dtype = torch.float32) -> None:
+                 dtype: torch.dtype = torch.float32, shard: tuple[int, int] = (0, 1)) -> None:
         if images.dtype != torch.uint8 or images.ndim != 4 or len(images) != len(labels):
             raise ValueError(f"expected uint8 images (N, C, H, W) and N labels, got {images.dtype} "
                              f"{tuple(images.shape)} and {tuple(labels.shape)}")
@@ -90,6 +96,7 @@ class TensorLoader:
         self.padding = crop_padding(images.shape[-1]) if padding is None else padding
         self.flip, self.seed, self.channels_last, self.dtype = flip, seed, channels_last, dtype
         self.drop_last = train if drop_last is None else drop_last
+        self.rank, self.world = shard
         self.epoch = 0
 
     @classmethod
@@ -113,12 +120,29 @@ class TensorLoader:
 
     def __len__(self) -> int:
         n = len(self.labels)
+        if self.world > 1:
+            return -(-len(self._positions()) // self.batch_size)
         if self.drop_last and n >= self.batch_size:
             return n // self.batch_size
         return -(-n // self.batch_size)
 
+    def _positions(self) -> torch.Tensor:
+        """This rank's positions in the epoch's order (all N when not sharded)."""
+        n, total = len(self.labels), self.batch_size * self.world  # total: the global batch
+        if self.train and self.drop_last and n >= total:
+            n = n // total * total
+        return shard_positions(n, self.rank, self.world, even=self.train)
+
     def __iter__(self) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
         n, size = len(self.labels), tuple(self.images.shape[-2:])
+        if not self.train and self.world > 1:
+            keep = self._positions().to(self.device)
+            for start in range(0, len(keep), self.batch_size):
+                idx = keep[start:start + self.batch_size]
+                with one_thread(self.device):
+                    x = normalize(self.images.index_select(0, idx), self.mean, self.std, self.channels_last, self.dtype)
+                yield x, self.labels.index_select(0, idx)
+            return
         if not self.train:
             for start in range(0, n, self.batch_size):
                 with one_thread(self.device):
@@ -131,8 +155,11 @@ class TensorLoader:
         order = torch.randperm(n, generator=g).to(self.device)
         draws = draw_crop_flip(n, self.padding, g, self.flip)  # (N,) each, for the whole epoch
         dy, dx, flips = (t.to(self.device) for t in draws)
+        mine = self._positions().to(self.device) if self.world > 1 else None
         for i in range(len(self)):
             cut = slice(i * self.batch_size, (i + 1) * self.batch_size)
+            if mine is not None:
+                cut = mine[cut]  # (B,) positions in the epoch's order
             idx = order[cut]
             with one_thread(self.device):
                 x = self.images.index_select(0, idx)  # (B, C, H, W) uint8

@@ -84,6 +84,13 @@ def run_local(todo: list, batch: Any, results_dir: Path, device: str, data_dir: 
     """Train `todo` on this machine's slots (default: local_slots), booking each outcome in `batch`."""
     from repro.records import Attempt, attempt_run, checkpoint_path
 
+    if slots is None and os.environ.get("WORLD_SIZE", "1") != "1":
+        # Under torchrun this is rank 0: each run trains in this process, on this rank's device, with
+        # the other ranks (repro.distributed); one run at a time.
+        from repro.distributed import current, rank_device
+
+        world = current()
+        slots, device = [Slot(f"ddp/{world.size}", in_process=True)], rank_device(device, world)
     if slots is None:
         gpus = visible_gpus() if device.startswith("cuda") else []
         slots = local_slots(device, jobs, gpus, options.runs_per_gpu, os.cpu_count() or 1)

@@ -38,12 +38,15 @@ class ExecutorOptions:
     no_wait: bool = False
     stale_after_s: float = DEFAULT_STALE_AFTER_S
     slurm: SlurmOptions = field(default_factory=SlurmOptions)
+    gpus_per_run: int = 1  # >1: the command relaunches itself under torchrun (repro.distributed)
 
     def __post_init__(self) -> None:
         if self.executor not in EXECUTORS:
             raise ValueError(f"executor '{self.executor}' is not one of {', '.join(EXECUTORS)}")
         if self.runs_per_gpu < 1:
             raise ValueError(f"runs_per_gpu must be at least 1, got {self.runs_per_gpu}")
+        if self.gpus_per_run < 1:
+            raise ValueError(f"gpus_per_run must be at least 1, got {self.gpus_per_run}")
 
     @property
     def lock(self) -> LockSettings:
@@ -89,6 +92,9 @@ def _typer_parameters() -> list[inspect.Parameter]:
     return [
         opt("executor_name", "local", str, "--executor", help="local (this machine) or slurm (a Slurm job array, through submitit)."),
         opt("runs_per_gpu", 1, int, "--runs-per-gpu", min=1, help="local on GPUs: concurrent runs per visible GPU, each its own process."),
+        opt("gpus_per_run", 1, int, "--gpus-per-run", min=1,
+            help="Train each run on N processes with DDP (one per GPU; gloo on a CPU): runs this command under "
+                 "torchrun --standalone --nproc-per-node N. The global batch stays the recipe's."),
         opt("no_wait", False, bool, "--no-wait", help="slurm: submit and return at once; rerun the command (or `repro status`) later."),
         opt("stale_lock_after", DEFAULT_STALE_AFTER_S, float, "--stale-lock-after", min=1.0,
             help="Seconds without a heartbeat after which another process's run lock is taken over."),
@@ -109,11 +115,12 @@ def options_from_cli(executor_name: str = "local", runs_per_gpu: int = 1, no_wai
                      stale_lock_after: float = DEFAULT_STALE_AFTER_S, slurm_partition: str | None = None,
                      slurm_gpus_per_task: int | None = None, slurm_cpus_per_task: int | None = None,
                      slurm_time: str = "4:00:00", slurm_max_parallel: int = 256, slurm_account: str | None = None,
-                     slurm_runs_per_task: int = 1, slurm_param: list[str] | None = None) -> ExecutorOptions:
+                     slurm_runs_per_task: int = 1, slurm_param: list[str] | None = None,
+                     gpus_per_run: int = 1) -> ExecutorOptions:
     slurm = SlurmOptions(partition=slurm_partition, gpus_per_task=slurm_gpus_per_task, cpus_per_task=slurm_cpus_per_task,
                          time_min=parse_slurm_time(slurm_time), max_parallel=slurm_max_parallel, account=slurm_account,
                          runs_per_task=slurm_runs_per_task, params=parse_params(slurm_param or []))
-    return ExecutorOptions(executor_name, runs_per_gpu, no_wait, stale_lock_after, slurm)
+    return ExecutorOptions(executor_name, runs_per_gpu, no_wait, stale_lock_after, slurm, gpus_per_run)
 
 
 def with_executor_options(command):
