@@ -20,6 +20,7 @@ from repro.manifest import (
     Manifest, default_profile, find_manifest, load_all, load_manifest, manifest_paths, user_profiles,
 )
 from repro.executors.options import ExecutorOptions, with_executor_options
+from repro.interrupt import sigterm_as_interrupt
 from repro.results import FlopCheck, default_results_dir, load_result
 from repro.schema import SchemaError
 
@@ -98,11 +99,13 @@ def _run_manifests(manifests: list[Manifest], profile: str, results_dir: Path, d
         console.print(f"[bold]{manifest.id}[/]: {manifest.title} — profile [cyan]{profile}[/], device {ctx.device}; "
                       f"estimated {estimate(manifest, profile, CostModel(kind='gpu' if ctx.device.startswith('cuda') else 'cpu'))}")
         try:
-            with _progress() as progress:
+            with sigterm_as_interrupt(), _progress() as progress:
                 ctx.progress = progress
                 result, files = execute(manifest, ctx)
         except (DatasetMissing, WeightsMissing) as exc:
             _fail(f"{manifest.id} needs data that is not here; nothing was trained.\n{exc}")
+        except KeyboardInterrupt as exc:
+            _interrupted(manifest.id, exc)
         _print_verdicts(result.verdicts)
         for problem in result.measured.problems:
             err.print(f"[red]problem:[/] {escape(problem)}", highlight=False)
@@ -110,6 +113,21 @@ def _run_manifests(manifests: list[Manifest], profile: str, results_dir: Path, d
         console.print(_counts_line(ctx), markup=False)
         status |= 0 if result.ok else 1
     return status
+
+
+def _interrupted(manifest_id: str, exc: KeyboardInterrupt) -> None:
+    """Ctrl-C or SIGTERM: say what was kept and how to resume; exit 130 as a shell does."""
+    import sys
+
+    from repro.interrupt import RunsInterrupted, command_line
+
+    command = command_line(sys.argv)
+    if isinstance(exc, RunsInterrupted):
+        message = f"{manifest_id} {exc.message(command)}"
+    else:  # outside training (FLOP counts, tables): every finished record is on disk
+        message = f"{manifest_id} interrupted; every finished run record is kept; rerun `{command}` to resume"
+    err.print(f"[bold yellow]{escape(message)}[/]", highlight=False)
+    raise typer.Exit(130)
 
 
 def _data_env(allow_unverified: bool, workers: int | None) -> None:
@@ -385,22 +403,27 @@ def _verify_all(manifests: list[Manifest], profile: str, results_dir: Path, devi
     from repro.report.summary import write_report
 
     failures: dict[str, str] = {}
-    with _progress() as progress:
-        check = flop_check(manifests, progress)
-        task = progress.add_task(f"manifests ({profile})", total=len(manifests))
-        for manifest in manifests:
-            progress.update(task, description=f"{manifest.id} ({profile})")
-            try:
-                ctx = make_context(manifest, profile, results_dir, device, jobs=jobs, data_dir=data_dir,
-                                   executor=executor)
-                ctx.progress = progress
-                result, _ = execute(manifest, ctx)
-                progress.log(escape(f"{manifest.id}: {_counts_line(ctx)}"))
-                if not result.ok:
-                    failures[manifest.id] = f"{len(result.measured.problems)} problem(s), first: {result.measured.problems[0]}"
-            except Exception as exc:  # one broken table must not hide the others
-                failures[manifest.id] = describe_exception(exc)
-            progress.advance(task)
+    current = "verify-all"
+    try:
+        with sigterm_as_interrupt(), _progress() as progress:
+            check = flop_check(manifests, progress)
+            task = progress.add_task(f"manifests ({profile})", total=len(manifests))
+            for manifest in manifests:
+                current = manifest.id
+                progress.update(task, description=f"{manifest.id} ({profile})")
+                try:
+                    ctx = make_context(manifest, profile, results_dir, device, jobs=jobs, data_dir=data_dir,
+                                       executor=executor)
+                    ctx.progress = progress
+                    result, _ = execute(manifest, ctx)
+                    progress.log(escape(f"{manifest.id}: {_counts_line(ctx)}"))
+                    if not result.ok:
+                        failures[manifest.id] = f"{len(result.measured.problems)} problem(s), first: {result.measured.problems[0]}"
+                except Exception as exc:  # one broken table must not hide the others
+                    failures[manifest.id] = describe_exception(exc)
+                progress.advance(task)
+    except KeyboardInterrupt as exc:
+        _interrupted(current, exc)
     path, summary = write_report(results_dir, profile, manifests, check, failures)
     _print_checklist(results_dir, profile, manifests)
     console.rule("summary")

@@ -3,11 +3,13 @@
 A run is a RunConfig (a manifest row, a seed, a profile's settings). Its record
 lives at <results>/runs/<hash>.json; while it trains, <hash>.ckpt holds the last
 finished epoch and <hash>.lock names who trains it (repro.locks); a run that failed
-leaves <hash>.failed.json with its error. A record that cannot be read back whole
-(a truncated write, a hand edit, another config under the same name) is moved aside
-and the run redone. Which processes train the runs is an executor's business
-(repro.executors, scheduled by repro.runs.execute_runs); every executor trains a
-run through `attempt_run`: take its lock, look for its record again, train. Under torchrun
+leaves <hash>.failed.json with its error. A record or checkpoint that cannot be used
+(repro.record_checks: a truncated write, impossible values, a hand edit caught by the
+record's digest, another run's file under this name) is moved aside with a warning
+and the run redone (from its checkpoint, or from scratch). Which processes train the
+runs is an executor's business (repro.executors, scheduled by repro.runs.execute_runs);
+every executor trains a run through `attempt_run`: take its lock, look for its record
+again, train. Under torchrun
 the process of rank 0 does all that; the other ranks train with it (`follow_runs`, repro.distributed).
 """
 
@@ -18,19 +20,18 @@ import os
 import socket
 import time
 import traceback
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from repro.fsutil import atomic_write_json
+from repro.fsutil import atomic_write_json, jsonable
 from repro.locks import LockLost, LockSettings, RunLock, read_holder, slurm_identity, try_lock
 from repro.provenance import provenance
 from repro.recipes import RunConfig
-
-RECORD_SCHEMA = 1
-REQUIRED_KEYS = {"schema", "config", "config_hash", "metrics", "history", "provenance"}
+from repro.record_checks import RECORD_SCHEMA, checkpoint_problem, record_digest, record_problem
 
 
 @dataclass(frozen=True)
@@ -55,34 +56,51 @@ def failure_path(results_dir: Path, run_hash: str) -> Path:
     return runs_dir(results_dir) / f"{run_hash}.failed.json"
 
 
-def load_record(results_dir: Path, cfg: RunConfig) -> dict[str, Any] | None:
-    """The finished record of `cfg`, or None; a damaged record is set aside, never read as a result."""
-    path = record_path(results_dir, cfg)
-    try:
-        text = path.read_text()
-    except FileNotFoundError:
-        return None
-    try:
-        record = json.loads(text)
-        problem = None
-        if not isinstance(record, dict) or not REQUIRED_KEYS <= set(record):
-            problem = f"missing keys {sorted(REQUIRED_KEYS - set(record or {}))}"
-        elif record["config_hash"] != cfg.hash or record["config"] != json.loads(json.dumps(cfg.to_dict())):
-            problem = "its config differs from the run's"
-        elif record["schema"] != RECORD_SCHEMA:
-            problem = f"schema {record['schema']} is not {RECORD_SCHEMA}"
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        problem = f"not valid JSON ({exc})"
-    if problem is None:
-        return record
-    aside = path.with_name(f"{path.name}.invalid-{int(time.time())}")
+def set_aside(path: Path, what: str, problem: str, then: str) -> Path | None:
+    """Move an unusable file to <name>.invalid-<time>-<id> (kept for inspection, never read) with a warning."""
+    aside = path.with_name(f"{path.name}.invalid-{int(time.time())}-{uuid.uuid4().hex[:6]}")
     try:
         os.replace(path, aside)
     except FileNotFoundError:  # another process set it aside first
         return None
-    print(f"warning: run record {path} is unusable ({problem}); moved to {aside.name} and the run will be redone")
+    print(f"warning: {what} {path} is unusable ({problem}); moved to {aside.name} and {then}", flush=True)
+    return aside
+
+
+def load_record(results_dir: Path, cfg: RunConfig) -> dict[str, Any] | None:
+    """The finished record of `cfg`, or None; a damaged record is set aside, never read as a result."""
+    path = record_path(results_dir, cfg)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    try:
+        record = json.loads(data.decode("utf-8"))
+        problem = record_problem(record, jsonable(cfg.to_dict()), cfg.hash, cfg.epochs)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        problem = f"not valid JSON ({exc})"
+    if problem is None:
+        return record
+    set_aside(path, "run record", problem, "the run will be redone")
     return None
 
+
+def load_checkpoint_epoch(results_dir: Path, cfg: RunConfig) -> int:
+    """The epoch the run's checkpoint resumes from (0: none); an unusable checkpoint is set aside."""
+    path = checkpoint_path(results_dir, cfg)
+    if not path.exists():
+        return 0
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+        problem = checkpoint_problem(state, cfg.hash, cfg.epochs)
+    except FileNotFoundError:
+        return 0
+    except Exception as exc:  # torch raises RuntimeError, EOFError, UnpicklingError... for a damaged file
+        problem = f"it cannot be loaded: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+    if problem is None:
+        return state["epoch"]
+    set_aside(path, "checkpoint", problem, "the run restarts from epoch 0")
+    return 0
 
 
 def executor_provenance(executor: str, device: str) -> dict[str, Any]:
@@ -99,14 +117,12 @@ def run_one(request: RunRequest, results_dir: Path, device: str, data_dir: Path 
     """Train (or resume) one run and write its record atomically; with `lock`, stop if the lock is lost.
     Under torchrun this is rank 0's: the other ranks are told to train the run with it (repro.distributed)."""
     from repro import distributed
-    from repro.train import train_run
+    from repro.train import CheckpointUnusable, train_run
 
     cfg = request.cfg
     checkpoint = checkpoint_path(results_dir, cfg)
     checkpoint.parent.mkdir(parents=True, exist_ok=True)
-    resumed_from = 0
-    if checkpoint.exists():
-        resumed_from = torch.load(checkpoint, map_location="cpu", weights_only=True)["epoch"]
+    resumed_from = load_checkpoint_epoch(results_dir, cfg)
 
     def on_epoch(epoch: int, epochs: int, entry: dict) -> None:
         if lock is not None:
@@ -117,7 +133,14 @@ def run_one(request: RunRequest, results_dir: Path, device: str, data_dir: Path 
     started = time.perf_counter()
     if distributed.current().distributed:
         distributed.announce_run(cfg)
-    out = train_run(cfg, torch.device(device), data_dir, checkpoint, on_epoch)
+    try:
+        out = train_run(cfg, torch.device(device), data_dir, checkpoint, on_epoch)
+    except CheckpointUnusable as exc:  # loaded, but does not fit the model or optimiser
+        set_aside(checkpoint, "checkpoint", exc.reason, "the run restarts from epoch 0")
+        resumed_from, started = 0, time.perf_counter()
+        if distributed.current().distributed:
+            distributed.announce_run(cfg)
+        out = train_run(cfg, torch.device(device), data_dir, checkpoint, on_epoch)
     if lock is not None:
         lock.ensure_held()
     record = {
@@ -131,6 +154,10 @@ def run_one(request: RunRequest, results_dir: Path, device: str, data_dir: Path 
         "wall_seconds": time.perf_counter() - started,
         "provenance": {**provenance(device), "executor": executor_provenance(executor, device)},
     }
+    record = jsonable(record)
+    record["digest"] = record_digest(record)
+    if problem := record_problem(record, jsonable(cfg.to_dict()), cfg.hash, cfg.epochs):
+        raise RuntimeError(f"the record of {request.label} fails its own check ({problem}); not written")
     atomic_write_json(record_path(results_dir, cfg), record)
     checkpoint.unlink(missing_ok=True)  # only the lock holder gets here, so no one is loading it
     failure_path(results_dir, cfg.hash).unlink(missing_ok=True)

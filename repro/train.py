@@ -41,6 +41,14 @@ class NonFiniteLoss(RuntimeError):
     """The loss became NaN or infinite: the run stops instead of writing a meaningless record."""
 
 
+class CheckpointUnusable(RuntimeError):
+    """The checkpoint loaded but does not fit this run's model, optimiser or schedule."""
+
+    def __init__(self, path: Path, reason: str) -> None:
+        super().__init__(f"checkpoint {path}: {reason}")
+        self.path, self.reason = path, reason
+
+
 @dataclass
 class RunData:
     train: Any  # iterable of (x, y) batches with set_epoch(epoch) and len()
@@ -396,11 +404,15 @@ def _train(cfg: RunConfig, device: torch.device, data_dir: Path | None, checkpoi
         resume = distributed.broadcast(resume)  # rank 0's view of the shared directory decides
     if resume:
         state = torch.load(checkpoint, map_location=device, weights_only=True)
-        model.load_state_dict(state["model"])
-        opt.load_state_dict(state["optimizer"])
-        if sched is not None:
-            sched.load_state_dict(state["scheduler"])
-        _restore_rng(state["rng"], device)
+        try:
+            model.load_state_dict(state["model"])
+            opt.load_state_dict(state["optimizer"])
+            if sched is not None:
+                sched.load_state_dict(state["scheduler"])
+            _restore_rng(state["rng"], device)
+        except (RuntimeError, KeyError, ValueError, TypeError, IndexError) as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise CheckpointUnusable(checkpoint, f"it does not fit the run's model: {first}") from exc
         history, start, elapsed = state["history"], state["epoch"], state["elapsed"]
     hooks = routing_modules(model)
     step_model = model
@@ -425,7 +437,7 @@ def _train(cfg: RunConfig, device: torch.device, data_dir: Path | None, checkpoi
         history.append(entry)
         elapsed += entry["seconds"]
         if world.main and epoch + 1 < cfg.epochs:  # after the last epoch the record follows; a kill before it resumes that epoch
-            _save_checkpoint(checkpoint, model, opt, sched, history, epoch + 1, elapsed, device)
+            _save_checkpoint(checkpoint, cfg.hash, model, opt, sched, history, epoch + 1, elapsed, device)
         if world.distributed:
             distributed.barrier()
         if on_epoch is not None:
@@ -463,14 +475,14 @@ def _restore_rng(state: dict[str, Any] | torch.Tensor, device: torch.device) -> 
         torch.cuda.set_rng_state_all([_byte_tensor(s) for s in state["cuda"]])
 
 
-def _save_checkpoint(path: Path, model, opt, sched, history, epoch: int, elapsed: float,
+def _save_checkpoint(path: Path, run_hash: str, model, opt, sched, history, epoch: int, elapsed: float,
                      device: torch.device) -> None:
     import io
 
     buf = io.BytesIO()
     torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(),
                 "scheduler": sched.state_dict() if sched is not None else {}, "rng": _rng_state(device),
-                "history": history, "epoch": epoch, "elapsed": elapsed}, buf)
+                "history": history, "epoch": epoch, "elapsed": elapsed, "config_hash": run_hash}, buf)
     atomic_write_bytes(path, buf.getvalue())
 
 

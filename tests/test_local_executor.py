@@ -97,21 +97,3 @@ def test_each_slot_process_is_pinned_to_its_device(tmp_path):
     assert Counter(e["cuda_visible_devices"] for e in executors) == {"0": 2, "1": 1}
     assert len({e["pid"] for e in executors}) == 3 and {e["name"] for e in executors} == {"local"}
 
-
-@pytest.mark.slow
-def test_slot_processes_serve_later_calls_until_closed(tmp_path):
-    """verify-all calls run_local once per table: the second call trains in the first call's processes."""
-    from repro.executors import local
-
-    slots = [Slot("cpu/0", {}, 1), Slot("cpu/1", {}, 1)]
-    pids = []
-    for seeds in ((0, 1), (2, 3)):
-        batch = RunBatch()
-        cfgs = [_cfg(s) for s in seeds]
-        run_local([RunRequest(c, str(c.seed)) for c in cfgs], batch, tmp_path, "cpu", None, 2, None,
-                  ExecutorOptions(), slots=slots)
-        assert not batch.errors and batch.counts.trained == 2
-        pids.append({batch.records[c.hash]["provenance"]["executor"]["pid"] for c in cfgs})
-    assert pids[0] == pids[1] and len(pids[0]) == 2
-    local.close_slot_processes()
-    assert not local._POOLS and not local._EVENTS

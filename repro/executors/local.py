@@ -4,15 +4,14 @@ A slot is one concurrent run: on a CPU, `jobs` slots share the cores (one slot:
 in this process, as before); on GPUs, `runs_per_gpu` slots per visible GPU, each
 a process that sees only its GPU (CUDA_VISIBLE_DEVICES), so small models share a
 device. A run another process holds (repro.locks) is skipped and its record awaited;
-if its holder goes away without one, the run is tried here. Slot processes outlive one
-call: starting one imports torch and this package again (about 2 CPU-seconds), and
-`verify-all` calls run_local once per table; they end with the command, or at once when a
-call is interrupted.
+if its holder goes away without one, the run is tried here. On Ctrl-C or SIGTERM the
+running workers are stopped within seconds and RunsInterrupted says what was kept
+(repro.interrupt).
 """
 
 from __future__ import annotations
 
-import atexit
+import contextlib
 import multiprocessing as mp
 import os
 import time
@@ -24,6 +23,9 @@ from typing import Any
 
 from repro.executors.waiting import check_waiting, poll_interval
 from repro.executors.options import ExecutorOptions
+from repro.interrupt import (
+    RunsInterrupted, checkpoint_epoch, clean_after_kill, stop_workers, training, worker_signals,
+)
 from repro.locks import LockSettings, describe_holder
 
 
@@ -60,39 +62,8 @@ def local_slots(device: str, jobs: int, gpus: list[str], runs_per_gpu: int, cpus
     return [Slot(f"cpu/{k}", {}, max(1, cpus // jobs)) for k in range(jobs)]
 
 
-_POOLS: dict[tuple, ProcessPoolExecutor] = {}  # (slot name, env, threads) -> its one-process pool
-_EVENTS: list[Any] = []  # [manager, its queue] once started: epoch events from the slot processes
-
-
-def _slot_pool(slot: Slot, ctx: Any) -> ProcessPoolExecutor:
-    key = (slot.name, tuple(sorted(slot.env.items())), slot.threads)
-    pool = _POOLS.get(key)
-    if pool is None or getattr(pool, "_broken", False):  # a process that died takes its pool with it
-        pool = _POOLS[key] = ProcessPoolExecutor(1, mp_context=ctx, initializer=_pin, initargs=(slot.env, slot.threads))
-    return pool
-
-
-def _events_queue(ctx: Any) -> Any:
-    if not _EVENTS:
-        manager = ctx.Manager()
-        _EVENTS.extend([manager, manager.Queue()])
-    return _EVENTS[1]
-
-
-def close_slot_processes() -> None:
-    """End every slot process (and the event queue's manager) this process started."""
-    for pool in _POOLS.values():
-        pool.shutdown(cancel_futures=True)
-    _POOLS.clear()
-    if _EVENTS:
-        _EVENTS[0].shutdown()
-        _EVENTS.clear()
-
-
-atexit.register(close_slot_processes)
-
-
 def _pin(env: dict[str, str], threads: int) -> None:
+    worker_signals()  # Ctrl-C is the main process's to handle; it stops this one with SIGTERM
     os.environ.update(env)  # before this process first touches CUDA
     if threads:
         import torch
@@ -100,10 +71,18 @@ def _pin(env: dict[str, str], threads: int) -> None:
         torch.set_num_threads(threads)
 
 
+def _attempt_in_worker(request: Any, results_dir: Path, device: str, data_dir: Path | None, events: Any,
+                       settings: LockSettings) -> Any:
+    from repro.records import attempt_run
+
+    with training():
+        return attempt_run(request, results_dir, device, data_dir, events, "local", settings)
+
+
 def run_local(todo: list, batch: Any, results_dir: Path, device: str, data_dir: Path | None, jobs: int,
               progress: Any, options: ExecutorOptions, slots: list[Slot] | None = None) -> None:
     """Train `todo` on this machine's slots (default: local_slots), booking each outcome in `batch`."""
-    from repro.records import Attempt, attempt_run
+    from repro.records import Attempt, attempt_run, checkpoint_path
 
     if slots is None and os.environ.get("WORLD_SIZE", "1") != "1":
         # Under torchrun this is rank 0: each run trains in this process, on this rank's device, with
@@ -121,18 +100,10 @@ def run_local(todo: list, batch: Any, results_dir: Path, device: str, data_dir: 
     queue = deque(todo)
     waiting: dict[str, tuple[Any, float]] = {}  # hash -> (request, waiting since)
     pools: dict[str, ProcessPoolExecutor] = {}
-    events = None
+    events = manager = None
     tasks: dict[str, Any] = {}  # label -> progress task
-    if not slots[0].in_process:
-        # glibc returns large blocks to the OS on every free, so each training step page-faults its
-        # gradients and optimizer temporaries back in; on a CPU that doubled a run's wall time.
-        # Workers inherit these thresholds (they are read when a process starts).
-        for name in ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_"):
-            os.environ.setdefault(name, str(1 << 30))
-        ctx = mp.get_context("spawn")
-        events = _events_queue(ctx)
-        pools = {s.name: _slot_pool(s, ctx) for s in slots}
     running: dict[Future, tuple[Slot, Any]] = {}
+    in_process: list = []  # the request training in this process, while it trains
     free = list(slots)
 
     def finish(attempt: Attempt, request: Any) -> None:
@@ -148,6 +119,17 @@ def run_local(todo: list, batch: Any, results_dir: Path, device: str, data_dir: 
             progress.advance(overall)
 
     try:
+        if not slots[0].in_process:
+            # glibc returns large blocks to the OS on every free, so each training step page-faults its
+            # gradients and optimizer temporaries back in; on a CPU that doubled a run's wall time.
+            # Workers inherit these thresholds (they are read when a process starts).
+            for name in ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_"):
+                os.environ.setdefault(name, str(1 << 30))
+            ctx = mp.get_context("spawn")
+            manager = ctx.Manager()
+            events = manager.Queue()
+            pools = {s.name: ProcessPoolExecutor(1, mp_context=ctx, initializer=_pin, initargs=(s.env, s.threads))
+                     for s in slots}
         while queue or waiting or running:
             while queue and free:
                 slot, request = free.pop(0), queue.popleft()
@@ -156,11 +138,13 @@ def run_local(todo: list, batch: Any, results_dir: Path, device: str, data_dir: 
                                                              start=slot.in_process)
                 if slot.in_process:
                     sink = _ProgressEvents(progress, tasks)
+                    in_process.append(request)
                     finish(attempt_run(request, results_dir, device, data_dir, sink, "local", settings), request)
+                    in_process.clear()
                     free.append(slot)
                 else:
-                    future = pools[slot.name].submit(attempt_run, request, results_dir, device, data_dir, events,
-                                                     "local", settings)
+                    future = pools[slot.name].submit(_attempt_in_worker, request, results_dir, device, data_dir,
+                                                     events, settings)
                     running[future] = (slot, request)
             if running:
                 done, _ = wait(list(running), timeout=0.5, return_when=FIRST_COMPLETED)
@@ -173,9 +157,44 @@ def run_local(todo: list, batch: Any, results_dir: Path, device: str, data_dir: 
             elif waiting:
                 if not _poll_waiting(waiting, queue, batch, results_dir, settings, progress, overall):
                     time.sleep(poll_interval(settings))
-    except BaseException:  # interrupted: no slot process may go on training
-        close_slot_processes()
-        raise
+    except KeyboardInterrupt:  # Ctrl-C, or SIGTERM (repro.interrupt.sigterm_as_interrupt)
+        stopped = in_process + _stop_workers(running, pools, batch, results_dir)
+        raise RunsInterrupted(len(batch.records), [checkpoint_epoch(checkpoint_path(results_dir, r.cfg))
+                                                   for r in stopped if r.cfg.hash not in batch.records],
+                              len(queue) + len(waiting)) from None
+    finally:
+        for pool in pools.values():
+            pool.shutdown(cancel_futures=True)
+        if manager is not None:
+            with contextlib.suppress(Exception):  # gone already when a SIGTERM reached the whole group
+                manager.shutdown()
+
+
+def _stop_workers(running: dict, pools: dict, batch: Any, results_dir: Path) -> list:
+    """Stop the workers that train a run; book the runs recorded meanwhile; return the requests stopped."""
+    from repro.records import checkpoint_path, load_record, runs_dir
+
+    # One process per pool; ProcessPoolExecutor keeps no public handle on it.
+    procs = {f: next(iter(pools[slot.name]._processes.values())) for f, (slot, _) in running.items()
+             if pools[slot.name]._processes}
+    killed = stop_workers(procs)
+    for pool in pools.values():  # idle now, holding nothing: a graceful exit took seconds per worker
+        for proc in list(pool._processes.values()):
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+    stopped = []
+    for future, (slot, request) in running.items():
+        if future in procs and procs[future].pid in killed:
+            clean_after_kill(runs_dir(results_dir), request.cfg.hash, procs[future].pid)
+        # Read back rather than trust the future: a result in transit is lost when its pool breaks.
+        record = load_record(results_dir, request.cfg)
+        if record is None:
+            stopped.append(request)
+            continue
+        batch.records[request.cfg.hash] = record
+        batch.counts.trained += 1
+        checkpoint_path(results_dir, request.cfg).unlink(missing_ok=True)  # stopped between record and unlink
+    return stopped
 
 
 def _poll_waiting(waiting: dict, queue: deque, batch: Any, results_dir: Path, settings: LockSettings,

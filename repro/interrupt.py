@@ -1,0 +1,143 @@
+"""Ctrl-C (SIGINT) and SIGTERM while runs train: stop the workers, keep what finished, say how to resume.
+
+The main process decides: Ctrl-C at a terminal reaches the whole process group, so
+pool workers ignore SIGINT and are stopped by the main process with SIGTERM, which
+they turn into KeyboardInterrupt so the run unwinds (its lock released, a
+half-written file removed; the checkpoint of its last finished epoch stays, written
+atomically). A worker that has not stopped after `GRACE_S` is killed, and its lock
+and temporary files are removed here (it cannot remove them itself). Torch-free.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator
+
+GRACE_S = 5.0  # a training step is far shorter; a worker still running after this is killed
+
+
+@dataclass(eq=False)  # an exception stays hashable
+class RunsInterrupted(KeyboardInterrupt):
+    """The runs stopped on SIGINT/SIGTERM. `checkpoints`: the epoch each interrupted run can resume
+    from (None: it had not finished an epoch)."""
+
+    recorded: int = 0
+    checkpoints: list[int | None] = field(default_factory=list)
+    not_started: int = 0
+
+    def __post_init__(self) -> None:
+        super().__init__(self.message())
+
+    def message(self, command: str = "") -> str:
+        kept = sorted((e for e in self.checkpoints if e), reverse=True)
+        fresh = sum(1 for e in self.checkpoints if not e)
+        parts = []
+        if kept:
+            parts.append(f"{'checkpoints' if len(kept) > 1 else 'checkpoint'} kept at epoch "
+                         + " and ".join(", ".join(map(str, kept)).rsplit(", ", 1)))
+        if fresh:
+            parts.append(f"{fresh} before their first epoch" if fresh > 1 else "1 before its first epoch")
+        interrupted = f"{len(self.checkpoints)} interrupted" + (f" ({'; '.join(parts)})" if parts else "")
+        resume = f"rerun `{command}` to resume" if command else "rerun the same command to resume"
+        return (f"interrupted: {self.recorded} {'run' if self.recorded == 1 else 'runs'} recorded, {interrupted}, "
+                f"{self.not_started} not started; {resume}")
+
+
+def command_line(argv: list[str]) -> str:
+    """The `repro` command that was run, for the resume hint."""
+    import shlex
+
+    return shlex.join(["repro", *argv[1:]])
+
+
+def _raise_interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt(signal.Signals(signum).name)
+
+
+@contextlib.contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """In the main process: SIGTERM interrupts like Ctrl-C (a scheduler's or `kill`'s stop request)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+_training = threading.Event()  # set in a pool worker while it trains a run
+
+
+def _worker_sigterm(signum: int, frame: object) -> None:
+    if _training.is_set():
+        raise KeyboardInterrupt("SIGTERM")  # unwind the run: lock released, partial writes removed
+    os._exit(128 + signum)  # idle: nothing to unwind, and no traceback from the pool's loop
+
+
+def worker_signals() -> None:
+    """In a pool worker: ignore the terminal's SIGINT; the main process stops it with SIGTERM."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, _worker_sigterm)
+
+
+@contextlib.contextmanager
+def training() -> Iterator[None]:
+    """In a pool worker, around one run: a SIGTERM now interrupts the run instead of ending the process."""
+    _training.set()
+    try:
+        yield
+    finally:
+        _training.clear()
+
+
+def stop_workers(futures: dict, grace_s: float = GRACE_S) -> set[int]:
+    """SIGTERM the worker (a multiprocessing.Process) of each running future, wait up to `grace_s` for
+    their futures to end, SIGKILL the workers still running; return the pids killed."""
+    from concurrent.futures import wait
+
+    live = {f: proc for f, proc in futures.items() if not f.done()}
+    for proc in live.values():
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(proc.pid, signal.SIGTERM)
+    try:
+        wait(list(live), timeout=grace_s)
+    except KeyboardInterrupt:  # a second Ctrl-C: do not wait
+        pass
+    killed = {proc.pid for f, proc in live.items() if not f.done() and proc.is_alive()}
+    for f, proc in live.items():
+        if proc.pid in killed:
+            proc.kill()
+            proc.join(1.0)
+    return killed
+
+
+def clean_after_kill(runs_dir: Path, run_hash: str, pid: int) -> None:
+    """What a killed worker leaves of run `run_hash`: its lock (if it names `pid`) and temporary files."""
+    import json
+
+    lock = runs_dir / f"{run_hash}.lock"
+    with contextlib.suppress(FileNotFoundError, ValueError):
+        if json.loads(lock.read_text()).get("pid") == pid:
+            lock.unlink()
+    for tmp in runs_dir.glob(f".{run_hash}.*.tmp"):  # fsutil's atomic writes: .<name>.<random>.tmp
+        tmp.unlink(missing_ok=True)
+
+
+def checkpoint_epoch(path: Path) -> int | None:
+    """The last finished epoch a checkpoint holds, None if there is none (or it cannot be read)."""
+    if not path.exists():
+        return None
+    import torch
+
+    try:
+        return int(torch.load(path, map_location="cpu", weights_only=True)["epoch"])
+    except Exception:  # reported as "before its first epoch"; the resume checks it properly
+        return None

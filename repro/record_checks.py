@@ -1,0 +1,106 @@
+"""Is a run record or checkpoint usable? Each check returns why not (a sentence), or None.
+
+A record must hold the keys, the shapes and the value ranges the tables read from it
+(repro.results.RunSummary), belong to the run it is filed under (config and hash), and
+carry the digest it was written with: sha256 of its canonical JSON without the digest,
+so a hand edit to any value is detected. Values are checked before the digest, so a
+record whose numbers are impossible says which number; a plausible edit says "digest".
+A record without a digest is refused: no record at a current config hash
+(TRAINING_VERSION 3) was written before digests, so a missing one means an edit.
+
+Torch-free: the checkpoint check takes the state torch.load returned.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from typing import Any
+
+from repro.fsutil import jsonable
+
+RECORD_SCHEMA = 2  # 2: records carry a digest
+REQUIRED_KEYS = ("schema", "config", "config_hash", "seed", "metrics", "history", "provenance", "digest")
+CHECKPOINT_KEYS = ("model", "optimizer", "scheduler", "rng", "history", "epoch", "elapsed")
+UNIT_METRICS = ("accuracy", "final_accuracy", "peak_accuracy")  # fractions in [0, 1]
+UNIT_HISTORY = ("test_accuracy", "train_accuracy")
+
+
+def record_digest(record: dict[str, Any]) -> str:
+    """sha256 of the record's canonical JSON (sorted keys, no spaces, NaN as null), without `digest`."""
+    body = {k: v for k, v in jsonable(record).items() if k != "digest"}
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
+    return hashlib.sha256(text.encode("ascii")).hexdigest()
+
+
+def _fraction(value: Any, where: str, low_open: bool = False) -> str | None:
+    """Why `value` is not a finite number in [0, 1] ((0, 1] with low_open), or None."""
+    allowed = "a number in (0, 1]" if low_open else "a number in [0, 1]"
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return f"{where} is {json.dumps(value)[:40]}, expected {allowed}"
+    if not math.isfinite(value) or value < 0 or value > 1 or (low_open and value == 0):
+        return f"{where} is {value}, expected {allowed}"
+    return None
+
+
+def record_problem(record: Any, config: dict[str, Any], config_hash: str, epochs: int) -> str | None:
+    """Why `record` (parsed JSON) is not the finished record of the run (config, hash, epochs), or None."""
+    if not isinstance(record, dict):
+        return f"it is a JSON {type(record).__name__}, expected an object"
+    missing = [k for k in REQUIRED_KEYS if k not in record]
+    if missing:
+        return f"missing keys {missing}"
+    if record["schema"] != RECORD_SCHEMA:
+        return f"schema {record['schema']!r} is not {RECORD_SCHEMA}"
+    if record["config_hash"] != config_hash or record["config"] != config:
+        return "its config differs from the run's (another run's record under this name)"
+    if record["seed"] != config.get("seed"):
+        return f"seed {record['seed']!r} is not the config's {config.get('seed')!r}"
+    metrics, history = record["metrics"], record["history"]
+    if not isinstance(metrics, dict) or not metrics:
+        return f"metrics is {json.dumps(metrics)[:40]}, expected an object with {', '.join(UNIT_METRICS)}"
+    for name in UNIT_METRICS:
+        if name not in metrics:
+            return f"metrics.{name} is missing"
+        if problem := _fraction(metrics[name], f"metrics.{name}"):
+            return problem
+    if "chance" in metrics and (problem := _fraction(metrics["chance"], "metrics.chance", low_open=True)):
+        return problem
+    if not isinstance(history, list) or len(history) != epochs:
+        size = f"a list of {len(history)}" if isinstance(history, list) else json.dumps(history)[:40]
+        return f"history is {size}, expected a list of {epochs} epochs"
+    for i, entry in enumerate(history):
+        if not isinstance(entry, dict):
+            return f"history[{i}] is {json.dumps(entry)[:40]}, expected an object"
+        for name in UNIT_HISTORY:
+            if problem := _fraction(entry.get(name), f"history[{i}].{name}"):
+                return problem
+    peak = metrics.get("peak_epoch")
+    if isinstance(peak, bool) or not isinstance(peak, int) or not 1 <= peak <= epochs:
+        return f"metrics.peak_epoch is {json.dumps(peak)}, expected an epoch in 1..{epochs}"
+    for name in ("provenance", "routing"):
+        if name in record and not isinstance(record[name], dict):
+            return f"{name} is {json.dumps(record[name])[:40]}, expected an object"
+    if record["digest"] != record_digest(record):
+        return "its digest does not match its content (edited after it was written)"
+    return None
+
+
+def checkpoint_problem(state: Any, config_hash: str, epochs: int) -> str | None:
+    """Why `state` (what torch.load returned) cannot resume the run, or None."""
+    if not isinstance(state, dict):
+        return f"it holds a {type(state).__name__}, expected a dict of training state"
+    missing = [k for k in CHECKPOINT_KEYS if k not in state]
+    if missing:
+        return f"missing keys {missing}"
+    if state.get("config_hash", config_hash) != config_hash:  # untagged: written before checkpoints named their run
+        return f"it belongs to run {state['config_hash']}, not {config_hash}"
+    epoch = state["epoch"]
+    if isinstance(epoch, bool) or not isinstance(epoch, int) or not 1 <= epoch <= epochs:
+        return f"epoch is {epoch!r}, expected an epoch in 1..{epochs}"
+    if not isinstance(state["history"], list) or len(state["history"]) != epoch:
+        return f"its history does not hold its {epoch} epochs"
+    if not isinstance(state["model"], dict):
+        return "model is not a state dict"
+    return None
