@@ -10,6 +10,7 @@ question "does the sign follow rho for every router?" reads across panels.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -76,6 +77,11 @@ def draw_gap_vs_rho_by_router(points: list[RouterPoint]) -> Figure:
         ax.axhline(0, color="black", lw=0.8)
         ax.set_xscale("log")
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.xaxis.set_minor_formatter(FuncFormatter(_two_and_five))  # all minor labels overlap on a narrow panel
+        # A gap lies in [-100, 100] pp; with two seeds a 95% interval (t, 1 d.f.) runs far past it.
+        low = min([p.ci_pp[0] for p in points if p.ci_pp] + [p.mean_pp for p in points] + [-5])
+        high = max([p.ci_pp[1] for p in points if p.ci_pp] + [p.mean_pp for p in points] + [5])
+        ax.set_ylim(max(-100, low * 1.1), min(100, high * 1.1))
         ax.set_title(ROUTER_TITLES.get(router, router), fontsize=9)
         ax.set_xlabel("ρ (%, log)")
         ax.grid(True, alpha=0.3)
@@ -87,6 +93,14 @@ def draw_gap_vs_rho_by_router(points: list[RouterPoint]) -> Figure:
     return fig
 
 
+def _two_and_five(value: float, _pos: int) -> str:
+    """Minor log-axis labels at 2x and 5x a power of ten only (20, 50, ...)."""
+    if value <= 0:
+        return ""
+    lead = round(value / 10 ** math.floor(math.log10(value)), 6)
+    return f"{value:g}" if lead in (2.0, 5.0) else ""
+
+
 def caption(points: list[RouterPoint], profile: str) -> str:
     routers = list(dict.fromkeys(p.router for p in points))
     signs = "; ".join(
@@ -94,7 +108,8 @@ def caption(points: list[RouterPoint], profile: str) -> str:
                                                   sorted((q for q in points if q.router == r), key=lambda q: q.rho))
         for r in routers)
     return (f"Extension, not a reproduction: each point is one configuration's mean paired gap with its 95% "
-            f"interval, at the routed row's ρ (profile '{profile}'). Signs in increasing ρ: {signs}.")
+            f"interval (cut at ±100 pp, the widest a gap can be), at the routed row's ρ (profile '{profile}'). "
+            f"Signs in increasing ρ: {signs}.")
 
 
 def render_extension_figure(manifest: Manifest, result: ManifestResult | None, out_dir: Path):
