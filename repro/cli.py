@@ -96,8 +96,9 @@ def _run_manifests(manifests: list[Manifest], profile: str, results_dir: Path, d
             ctx = make_context(manifest, profile, results_dir, device, jobs=jobs, data_dir=data_dir, executor=executor)
         except (KeyError, RuntimeError) as exc:
             _fail(_message(exc))
-        console.print(f"[bold]{manifest.id}[/]: {manifest.title} — profile [cyan]{profile}[/], device {ctx.device}; "
-                      f"estimated {estimate(manifest, profile, CostModel(kind='gpu' if ctx.device.startswith('cuda') else 'cpu'))}")
+        cost = estimate(manifest, profile, CostModel(kind="gpu" if ctx.device.startswith("cuda") else "cpu"))
+        console.print(f"[bold]{manifest.id}[/]: {escape(manifest.title)} — profile [cyan]{escape(profile)}[/], "
+                      f"device {ctx.device}; estimated {escape(cost)}")
         try:
             with sigterm_as_interrupt(), _progress() as progress:
                 ctx.progress = progress
