@@ -60,7 +60,7 @@ def _cancel_frozen(pid, job):
 
 
 def _table(results):
-    record = json.loads((results / "mini" / "results.json").read_text())
+    record = json.loads((results / "smoke" / "mini" / "results.json").read_text())
     return {"metrics": record["metrics"], "verdicts": record["verdicts"]}
 
 
