@@ -106,7 +106,7 @@ def _run_manifests(manifests: list[Manifest], profile: str, results_dir: Path, d
         except (DatasetMissing, WeightsMissing) as exc:
             _fail(f"{manifest.id} needs data that is not here; nothing was trained.\n{exc}")
         except KeyboardInterrupt as exc:
-            _interrupted(manifest.id, exc)
+            _interrupted(manifest.id, exc, results_dir)
         _print_verdicts(result.verdicts)
         for problem in result.measured.problems:
             err.print(f"[red]problem:[/] {escape(problem)}", highlight=False)
@@ -116,11 +116,14 @@ def _run_manifests(manifests: list[Manifest], profile: str, results_dir: Path, d
     return status
 
 
-def _interrupted(manifest_id: str, exc: KeyboardInterrupt) -> None:
-    """Ctrl-C or SIGTERM: say what was kept and how to resume; exit 130 as a shell does."""
+def _interrupted(manifest_id: str, exc: KeyboardInterrupt, results_dir: Path) -> None:
+    """Ctrl-C or SIGTERM: release this process's locks, say what was kept and how to resume; exit 130."""
     import sys
 
-    from repro.interrupt import RunsInterrupted, command_line
+    from repro.interrupt import RunsInterrupted, command_line, release_own_locks
+    from repro.records import runs_dir
+
+    release_own_locks(runs_dir(results_dir))
 
     command = command_line(sys.argv)
     if isinstance(exc, RunsInterrupted):
@@ -424,7 +427,7 @@ def _verify_all(manifests: list[Manifest], profile: str, results_dir: Path, devi
                     failures[manifest.id] = describe_exception(exc)
                 progress.advance(task)
     except KeyboardInterrupt as exc:
-        _interrupted(current, exc)
+        _interrupted(current, exc, results_dir)
     path, summary = write_report(results_dir, profile, manifests, check, failures)
     _print_checklist(results_dir, profile, manifests)
     console.rule("summary")

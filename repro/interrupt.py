@@ -131,6 +131,23 @@ def clean_after_kill(runs_dir: Path, run_hash: str, pid: int) -> None:
         tmp.unlink(missing_ok=True)
 
 
+def release_own_locks(runs_dir: Path) -> None:
+    """On an interrupt, every lock this process still holds is released, with its temporary files.
+
+    A signal can land between taking a run's lock and the block that releases it; the process is
+    about to exit, so a lock naming it can only be stale.
+    """
+    import json
+    import os
+    import socket
+
+    for lock in runs_dir.glob("*.lock"):
+        with contextlib.suppress(FileNotFoundError, ValueError):
+            holder = json.loads(lock.read_text())
+            if holder.get("host") == socket.gethostname():
+                clean_after_kill(runs_dir, lock.stem, os.getpid())
+
+
 def checkpoint_epoch(path: Path) -> int | None:
     """The last finished epoch a checkpoint holds, None if there is none (or it cannot be read)."""
     if not path.exists():
