@@ -7,6 +7,9 @@ lacks; `device_type` and `device_label` are what provenance and the latency tabl
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+from typing import Any, Iterator
+
 import platform
 from typing import Any
 
@@ -65,3 +68,23 @@ def device_label(device: Any, threads: int | None = None) -> str:
         return f"cuda: {torch.cuda.get_device_name(torch.device(device))}"
     n = threads if threads is not None and threads > 0 else torch.get_num_threads()
     return f"cpu: {platform.processor() or platform.machine()}, {n} intra-op thread(s)"
+
+
+@contextmanager
+def cpu_threads(device: Any, threads: int) -> Iterator[None]:
+    """Run the block on `threads` CPU intra-op threads; threads <= 0 or a non-CPU device keeps torch's setting.
+
+    The one thread-pinning helper: latency timings, batch preparation and batch-1 FLOP counts all use
+    it (on a busy 2-core host a split op waits for a descheduled peer thread: 10-60x the CPU time).
+    """
+    import torch
+
+    if torch.device(device).type != "cpu" or threads <= 0:
+        yield
+        return
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)

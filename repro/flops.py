@@ -17,7 +17,6 @@ from __future__ import annotations
 import math
 import warnings
 from collections import defaultdict
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -26,6 +25,7 @@ from torch import nn
 from torch.overrides import TorchFunctionMode
 from torch.utils.flop_counter import FlopCounterMode
 
+from repro.devices import cpu_threads
 from repro.models.classifier import Classifier
 
 # ---------------------------------------------------------------------------
@@ -259,21 +259,9 @@ def _own_unsupported(model: nn.Module, unsupported: dict[str, dict[str, int]]) -
     return own
 
 
-@contextmanager
-def one_thread():
-    """Batch-1 passes on one intra-op thread: more only spin against each other (10x the CPU time of
-    a count on a busy 2-core host, the same counts)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(threads)
-
-
 def count_flops(model: Classifier, input_shape: tuple[int, ...]) -> FlopReport:
     """Count one sample's FLOPs three ways and check they agree module by module."""
-    with one_thread():
+    with cpu_threads("cpu", 1):  # batch-1 passes: more threads only spin against each other
         return _count_flops(model, input_shape)
 
 

@@ -17,11 +17,12 @@ from __future__ import annotations
 import statistics
 import time
 from collections import Counter
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Protocol
 
 import torch
+
+from repro.devices import cpu_threads  # noqa: F401  (re-exported: the harness's thread pinning)
 from torch import nn
 from torch.utils._python_dispatch import TorchDispatchMode
 
@@ -36,20 +37,6 @@ class Repetitions(Protocol):
     min_reps: int
     max_reps: int
     budget_s: float  # repetitions stop past this time, once min_reps are done
-
-
-@contextmanager
-def cpu_threads(device: torch.device, threads: int) -> Iterator[None]:
-    """Run the block on `threads` CPU intra-op threads; threads <= 0 or a non-CPU device keeps torch's setting."""
-    if device.type != "cpu" or threads <= 0:
-        yield
-        return
-    before = torch.get_num_threads()
-    torch.set_num_threads(threads)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 def synchronize(device: torch.device) -> None:

@@ -9,7 +9,6 @@ Legend: N images, B batch, C channels, H height, W width.
 
 from __future__ import annotations
 
-from contextlib import contextmanager
 from typing import Iterator
 
 import torch
@@ -17,26 +16,14 @@ import torch.nn.functional as F
 
 from repro.data.augment import crop_flip, crop_padding, draw_crop_flip, normalize
 from repro.data.specs import get_dataset
+from repro.devices import cpu_threads
 from repro.distributed import shard_positions
 
 
-@contextmanager
-def one_thread(device: torch.device) -> Iterator[None]:
-    """Run CPU batch preparation on one intra-op thread.
-
-    Its ops are small and memory-bound: splitting them gains little, and on a
-    busy machine each split op waits for a descheduled peer thread (measured
-    here: 30x slower on 2 threads than on 1 under load).
-    """
-    if device.type != "cpu":
-        yield
-        return
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(threads)
+def one_thread(device: torch.device):
+    """CPU batch preparation on one intra-op thread: its ops are small and memory-bound, and on a busy
+    machine a split op waits for a descheduled peer thread (measured here: 30x slower on 2 threads)."""
+    return cpu_threads(device, 1)
 
 
 def epoch_generator(seed: int, epoch: int) -> torch.Generator:

@@ -110,9 +110,9 @@ def estimate_macs(dataset: str, backbone: Component, head: Component, count: boo
 
 def _shape_macs(key: str) -> dict[str, int]:
     """Multiply-adds of convolutions and matrix products (and modules' own formulas) from one forward pass."""
-    from repro.flops import one_thread
+    from repro.devices import cpu_threads
 
-    with one_thread():  # batch-1 passes: threads only contend (60x slower on a busy 2-core host)
+    with cpu_threads("cpu", 1):  # batch-1 passes: threads only contend (60x slower on a busy 2-core host)
         return _count_from_shapes(json.loads(key))
 
 
