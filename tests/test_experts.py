@@ -90,3 +90,26 @@ def test_dropout_only_in_training():
     b.train()
     torch.manual_seed(1)
     assert not torch.allclose(b(x, 0), b.eval()(x, 0))
+
+
+def test_a_loop_over_unbound_views_gives_the_gradients_of_indexing_each_expert():
+    """bank(x, e, views=bank.views()) is the indexed w[e] computation, forward and backward, to the bit."""
+    x = torch.randn(6, 5)
+    rows = [torch.tensor([0, 3]), torch.tensor([1, 2, 5]), torch.tensor([4])]
+    grads = []
+    for use_views in (False, True):
+        b = bank()
+        views = b.views() if use_views else None
+        out = torch.zeros(6, 4)
+        for e, r in enumerate(rows):
+            if use_views:
+                y = b(x[r], e, views=views)
+            else:  # the reference: every layer's weights indexed per expert
+                y = x[r]
+                for i, (w, bias) in enumerate(zip(b.weights, b.biases)):
+                    y = nn.functional.linear(y, w[e], bias[e])
+                    y = torch.relu(y) if i < 2 else y
+            out = out.index_add(0, r, y)
+        out.square().sum().backward()
+        grads.append([p.grad.clone() for p in b.parameters()])
+    assert all(torch.equal(a, c) for a, c in zip(*grads))

@@ -35,7 +35,7 @@ from torch import nn
 
 from repro.models.base import RoutedHead
 from repro.models.configs import ClusterRoutedConfig
-from repro.models.experts import ExpertBank
+from repro.models.experts import ExpertBank, ExpertViews
 from repro.models.kmeans import Reservoir, kmeans, nearest
 
 
@@ -57,13 +57,14 @@ class SharedBasisExpertBank(ExpertBank):
         return super().macs_per_row() + sum(v.shape[0] * (v.shape[1] + u.shape[0])
                                             for v, u in zip(self.basis_in, self.basis_out))
 
-    def forward(self, x: torch.Tensor, expert: int | None = None) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, expert: int | None = None, views: ExpertViews | None = None) -> torch.Tensor:
         """(N, D) rows of one expert -> (N, O)."""
         if expert is None:
             raise ValueError("SharedBasisExpertBank runs one expert at a time (loop dispatch)")
         last = len(self.weights) - 1
-        for i, (w, b, v, u) in enumerate(zip(self.weights, self.biases, self.basis_in, self.basis_out)):
-            x = F.linear(x, w[expert], b[expert]) + F.linear(F.linear(x, v), u)  # (N, in) -> (N, out)
+        weights, biases = views or self.views()
+        for i, (v, u) in enumerate(zip(self.basis_in, self.basis_out)):
+            x = F.linear(x, weights[i][expert], biases[i][expert]) + F.linear(F.linear(x, v), u)  # (N, in) -> (N, out)
             if i < last:
                 x = self.dropout(self.act(x))
         return x
@@ -118,10 +119,11 @@ class ClusterRoutedHead(RoutedHead):
             choice = z
         mask = F.one_hot(choice, e).to(h.dtype)  # (B, E)
         out = h.new_zeros(h.shape[0], self.experts.out_features)  # (B, O)
+        views = self.experts.views()
         for i in range(e):
             rows = (choice == i).nonzero(as_tuple=True)[0]  # (N_i,)
             if rows.numel():
-                out = out.index_add(0, rows, self.experts(h[rows], i).to(out.dtype))
+                out = out.index_add(0, rows, self.experts(h[rows], i, views=views).to(out.dtype))
         self._record_routing(p, mask, **extra)
         return out
 

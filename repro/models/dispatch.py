@@ -28,10 +28,11 @@ def loop_dispatch(h: torch.Tensor, experts: ExpertBank, a: Assignment, combine: 
     """(B, D) -> (B, O), looping over experts."""
     mask = dispatch_mask(a, experts.num_experts)  # (B, E)
     out = h.new_zeros(h.shape[0], experts.out_features)  # (B, O)
+    views = experts.views()
     for e in range(experts.num_experts):
         rows = mask[:, e].nonzero(as_tuple=True)[0]  # (N_e,)
         if rows.numel():
-            y = combine[rows, e, None] * experts(h[rows], e)  # (N_e, O)
+            y = combine[rows, e, None] * experts(h[rows], e, views=views)  # (N_e, O)
             out = out.index_add(0, rows, y.to(out.dtype))
     return out
 

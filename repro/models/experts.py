@@ -9,6 +9,13 @@ parameter set serves both dispatch implementations:
 
     bank(x, e)   x (N, D)     one expert, three F.linear calls (the paper's loop)
     bank(x)      x (E, C, D)  all experts at once, one torch.bmm per layer
+
+A loop over experts passes bank.views() (every stacked tensor unbound once) to each
+bank(x, e, views=...) call. Indexing w[e] per expert instead costs, in the backward
+pass, one zero-filled full (E, out, in) gradient and one full-size addition per
+expert (autograd's SelectBackward); the unbound views' gradients are stacked once.
+Measured: a CPU training step of the Tiny-ImageNet sparse head (E = 8, h = 1024,
+batch 128) took 181 ms indexing and 87% of it was those fills and additions.
 """
 
 from __future__ import annotations
@@ -18,6 +25,9 @@ import math
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+# Per layer, the E experts' weights, and the same for the biases (ExpertBank.views).
+ExpertViews = tuple[list[tuple[torch.Tensor, ...]], list[tuple[torch.Tensor, ...]]]
 
 
 class ExpertBank(nn.Module):
@@ -46,14 +56,20 @@ class ExpertBank(nn.Module):
         (x, *_), _ = shapes
         return math.prod(x[:-1]) * self.macs_per_row()
 
-    def forward(self, x: torch.Tensor, expert: int | None = None) -> torch.Tensor:
+    def views(self) -> ExpertViews:
+        """Every layer's weights and biases unbound into E per-expert tensors, for one loop over experts."""
+        return [w.unbind(0) for w in self.weights], [b.unbind(0) for b in self.biases]
+
+    def forward(self, x: torch.Tensor, expert: int | None = None, views: ExpertViews | None = None) -> torch.Tensor:
         """(N, D) with an expert index -> (N, O); (E, C, D) -> (E, C, O)."""
         last = len(self.weights) - 1
+        if x.dim() != 3:
+            weights, biases = views or self.views()
         for i, (w, b) in enumerate(zip(self.weights, self.biases)):
             if x.dim() == 3:
                 x = torch.bmm(x, w.transpose(1, 2)) + b.unsqueeze(1)  # (E, C, in) @ (E, in, out) -> (E, C, out)
             else:
-                x = F.linear(x, w[expert], b[expert])  # (N, in) -> (N, out)
+                x = F.linear(x, weights[i][expert], biases[i][expert])  # (N, in) -> (N, out)
             if i < last:
                 x = self.dropout(self.act(x))
         return x

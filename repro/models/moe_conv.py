@@ -117,10 +117,11 @@ class MoEConv2d(RoutingHooks, nn.Module):
     def _per_expert(self, x: torch.Tensor, g: torch.Tensor, top_i: torch.Tensor, size: list[int]) -> torch.Tensor:
         gates = torch.zeros(x.shape[0], self.num_experts, dtype=g.dtype, device=g.device).scatter(-1, top_i, g)
         out = x.new_zeros(x.shape[0], self.out_channels, *size)  # (B, Co, H', W')
+        banks = self.weight.unbind(0)  # one gradient stack, not a full-size zero gradient per expert (ExpertBank.views)
         for e in range(self.num_experts):
             rows = (top_i == e).any(-1).nonzero().flatten()  # samples that selected expert e
             if rows.numel():
-                y = F.conv2d(x[rows], self.weight[e], stride=self.stride, padding=self.padding)
+                y = F.conv2d(x[rows], banks[e], stride=self.stride, padding=self.padding)
                 y = gates[rows, e, None, None, None] * y  # float32 under CUDA autocast, whose softmax is float32
                 out = out.index_add(0, rows, y.to(out.dtype))
         return out

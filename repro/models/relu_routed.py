@@ -72,10 +72,11 @@ class ReluRoutedHead(RoutedHead):
         mask = (g > 0).to(g.dtype)  # (B, E)
         combine = g * self.scale  # (B, E)
         out = h.new_zeros(h.shape[0], self.experts.out_features)  # (B, O)
+        views = self.experts.views()
         for e in range(self.cfg.num_experts):
             rows = mask[:, e].nonzero(as_tuple=True)[0]  # (N_e,)
             if rows.numel():
-                y = combine[rows, e, None] * self.experts(h[rows], e)  # (N_e, O)
+                y = combine[rows, e, None] * self.experts(h[rows], e, views=views)  # (N_e, O)
                 out = out.index_add(0, rows, y.to(out.dtype))
         active = mask.sum(1)  # (B,) |A_b|
         if self.training:
