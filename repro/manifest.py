@@ -89,6 +89,16 @@ MAX_SAMPLES, MAX_SEEDS, MAX_EPOCHS, MAX_BATCH, MAX_IMAGE = 1 << 24, 1000, 10_000
 
 
 @dataclass(frozen=True)
+class DatasetSettings:
+    """A profile's values for the rows on one dataset, replacing the profile's own (Profile.datasets)."""
+    epochs: int | None = bounded(None, ge=1, le=MAX_EPOCHS)
+    train_samples: int | None = bounded(None, ge=1, le=MAX_SAMPLES)
+    test_samples: int | None = bounded(None, ge=1, le=MAX_SAMPLES)
+    batch_size: int | None = bounded(None, ge=1, le=MAX_BATCH)
+    max_image_size: int | None = bounded(None, ge=8, le=MAX_IMAGE)
+
+
+@dataclass(frozen=True)
 class Profile:
     description: str
     # What the profile is evidence for. pipeline: synthetic data, checks the machinery; functional:
@@ -104,28 +114,55 @@ class Profile:
     batch_size: int | None = bounded(None, ge=1, le=MAX_BATCH)
     max_image_size: int | None = bounded(None, ge=8, le=MAX_IMAGE)  # cap on the training resolution; FLOPs use the paper's
     pretrained: bool = True
+    # Where the pretrained weights of the backbones the recipe fine-tunes (ImageNet's) come from:
+    # torchvision's ImageNet weights, or weights repro pretrains on the digit stand-in's training split
+    # (repro.digit_weights; data = "digits" only), which need no download.
+    pretrained_on: Literal["imagenet", "digits"] = "imagenet"
     # A recipe override, for profiles that train from random initialisation where the paper's recipe
     # fine-tunes pretrained weights (Section 4.1); None: the recipe's (repro.recipes.RECIPES). Only
     # 'pipeline' and 'functional' profiles may set them: they are not the paper's protocol, and the
-    # profile's description must say so.
+    # profile's description must say so. backbone_lr_scale = 0 freezes a pretrained backbone.
     optimizer: Literal["adam", "sgd"] | None = None
     lr: float | None = bounded(None, gt=0.0, le=1.0)
+    backbone_lr_scale: float | None = bounded(None, ge=0.0, le=1.0)
     # Which training rows run: "<manifest>" or "<manifest>/<row>" entries; empty: every row
     # (`repro plan` writes profiles that train only what the chosen claims read).
     include: tuple[str, ...] = ()
+    # Per dataset, values replacing the ones above for that dataset's rows (e.g. more epochs for
+    # 1000 classes than for 10): [profiles.<name>.datasets.<dataset>].
+    datasets: dict[str, DatasetSettings] = field(default_factory=dict)
 
     def includes(self, manifest_id: str, row_id: str) -> bool:
         return not self.include or manifest_id in self.include or f"{manifest_id}/{row_id}" in self.include
 
+    def for_dataset(self, dataset: str) -> Profile:
+        """This profile as it applies to the rows on `dataset`."""
+        settings = self.datasets.get(dataset)
+        if settings is None:
+            return self
+        values = {k: v for k, v in dataclasses.asdict(settings).items() if v is not None}
+        return dataclasses.replace(self, **values, datasets={})
+
     def __post_init__(self) -> None:
-        overrides = [k for k in ("optimizer", "lr") if getattr(self, k) is not None]
+        overrides = [k for k in ("optimizer", "lr", "backbone_lr_scale") if getattr(self, k) is not None]
         if overrides and self.evidence in ("reduced", "paper"):
             raise ValueError(f"{' and '.join(overrides)} {'override' if len(overrides) > 1 else 'overrides'} the "
                              f"paper's recipe, which evidence "
                              f"{self.evidence!r} must keep: remove them or use evidence 'pipeline' or 'functional'")
-        if self.train_samples and self.batch_size and self.train_samples < self.batch_size:
-            raise ValueError(f"train_samples = {self.train_samples} is smaller than batch_size = {self.batch_size}: "
-                             "no full training batch would remain (the last partial batch is dropped)")
+        if self.pretrained_on == "digits" and self.data != "digits":
+            raise ValueError(f"pretrained_on = 'digits' pretrains on the digit stand-in, so it needs data = 'digits', "
+                             f"not {self.data!r}")
+        unknown = sorted(set(self.datasets) - set(DATASETS))
+        if unknown:
+            raise ValueError(f"datasets.{unknown[0]}: unknown dataset{closest(unknown[0], list(DATASETS))}; "
+                             f"allowed: {', '.join(DATASETS)}")
+        for name in [None, *self.datasets]:
+            p = self if name is None else self.for_dataset(name)
+            if p.train_samples and p.batch_size and p.train_samples < p.batch_size:
+                where = f"datasets.{name}: " if name else ""
+                raise ValueError(f"{where}train_samples = {p.train_samples} is smaller than batch_size = "
+                                 f"{p.batch_size}: no full training batch would remain (the last partial batch "
+                                 "is dropped)")
 
 
 @dataclass(frozen=True)

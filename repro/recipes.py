@@ -46,6 +46,10 @@ RECIPES: dict[str, Recipe] = {
                        backbone_lr_scale=0.1, bf16=True),
 }
 
+# Fields added to RunConfig after its first release, with their defaults (see RunConfig.hash).
+_LATER_DEFAULTS: dict[str, Any] = {"pretrained_on": "imagenet"}
+
+
 @dataclass(frozen=True)
 class RunConfig:
     dataset: str
@@ -66,6 +70,7 @@ class RunConfig:
     image_size: int
     pretrained: bool
     metric: Literal["final", "peak"]
+    pretrained_on: Literal["imagenet", "digits"] = "imagenet"  # whose weights, when pretrained (Profile)
     # The paper's epoch count for the dataset: a shortened profile runs the
     # temperature and k schedules compressed onto its own epochs.
     schedule_epochs: int = 0
@@ -76,7 +81,10 @@ class RunConfig:
 
     @property
     def hash(self) -> str:
-        blob = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
+        # A field added with a default that keeps the earlier behaviour stays out of the hash at that
+        # default, so the run records written before it was added are still found.
+        d = {k: v for k, v in self.to_dict().items() if _LATER_DEFAULTS.get(k, ...) != v}
+        blob = json.dumps(d, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
     @classmethod
@@ -88,7 +96,9 @@ def resolve(row: Row, profile: Profile, seed: int) -> RunConfig:
     """The run that trains `row` with `seed` under `profile`."""
     recipe = RECIPES[row.dataset]
     spec = get_dataset(row.dataset)
+    profile = profile.for_dataset(row.dataset)
     pretrained = profile.pretrained and weights_for(row.backbone.name) is not None
+    scale = profile.backbone_lr_scale if profile.backbone_lr_scale is not None else recipe.backbone_lr_scale
     return RunConfig(
         dataset=row.dataset,
         backbone=row.backbone.key(),
@@ -100,13 +110,14 @@ def resolve(row: Row, profile: Profile, seed: int) -> RunConfig:
         lr=profile.lr or recipe.lr,
         momentum=recipe.momentum,
         schedule=recipe.schedule,
-        backbone_lr_scale=recipe.backbone_lr_scale if pretrained else 1.0,
+        backbone_lr_scale=scale if pretrained else 1.0,
         bf16=recipe.bf16,
         data=profile.data,
         train_samples=profile.train_samples,
         test_samples=profile.test_samples,
         image_size=min(spec.image_size, profile.max_image_size or spec.image_size),
         pretrained=pretrained,
+        pretrained_on=profile.pretrained_on if pretrained else "imagenet",
         metric=spec.metric,
         schedule_epochs=recipe.epochs,
     )

@@ -212,7 +212,7 @@ def train_check(p: Planned, s: GpuSettings, device: torch.device) -> tuple[dict[
     engine = resolve_engine(cfg, device)
     torch.manual_seed(0)
     model = build_engine_model(cfg, engine)
-    freeze(model)
+    freeze(model, cfg)
     model.to(device)
     opt, _ = make_optimizer(cfg, model)
     if device.type == "cuda":

@@ -11,6 +11,8 @@ max pooling, and features taken by flattening the last block's map.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import torch
 from torch import nn
 
@@ -96,25 +98,28 @@ class TorchvisionFeatures(nn.Module):
         return self.net(x)
 
 
-def torchvision_net(arch: str, pretrained: bool) -> nn.Module:
-    """A torchvision ImageNet model; pretrained weights from REPRO_WEIGHTS or TORCH_HOME's cache, hash-checked."""
+def torchvision_net(arch: str, pretrained: bool | Path, classifier: str) -> nn.Module:
+    """A torchvision ImageNet model with its `classifier` attribute removed. pretrained: True loads
+    torchvision's ImageNet weights (REPRO_WEIGHTS or TORCH_HOME's cache, hash-checked); a path loads a
+    state dict of the network without its classifier (repro.digit_weights)."""
     import torchvision
 
     from repro.weights import load_pretrained
 
     net = getattr(torchvision.models, arch)(weights=None)
-    if pretrained:
+    if pretrained is True:
         net.load_state_dict(load_pretrained(arch))
+    setattr(net, classifier, nn.Identity())
+    if isinstance(pretrained, Path):
+        net.load_state_dict(torch.load(pretrained, map_location="cpu", weights_only=True))
     return net
 
 
-def build_resnet18(input_shape: tuple[int, int, int], pretrained: bool = False, frozen: tuple[str, ...] = ()) -> nn.Module:
-    net = torchvision_net("resnet18", pretrained)
-    net.fc = nn.Identity()
-    return TorchvisionFeatures(net, 512, frozen)
+def build_resnet18(input_shape: tuple[int, int, int], pretrained: bool | Path = False,
+                   frozen: tuple[str, ...] = ()) -> nn.Module:
+    return TorchvisionFeatures(torchvision_net("resnet18", pretrained, "fc"), 512, frozen)
 
 
-def build_mobilenet_v2(input_shape: tuple[int, int, int], pretrained: bool = False, frozen: tuple[str, ...] = ()) -> nn.Module:
-    net = torchvision_net("mobilenet_v2", pretrained)
-    net.classifier = nn.Identity()
-    return TorchvisionFeatures(net, 1280, frozen)
+def build_mobilenet_v2(input_shape: tuple[int, int, int], pretrained: bool | Path = False,
+                       frozen: tuple[str, ...] = ()) -> nn.Module:
+    return TorchvisionFeatures(torchvision_net("mobilenet_v2", pretrained, "classifier"), 1280, frozen)

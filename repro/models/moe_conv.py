@@ -24,6 +24,7 @@ receives no gradient (the ablation of Table 5 trains with a fixed random router)
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import torch
 import torch.nn.functional as F
@@ -141,10 +142,9 @@ class MoEConvFeatures(TorchvisionFeatures):
         return {n: m.routing_stats() for n, m in self.moe_layers().items()}
 
 
-def build_resnet18_moeconv(input_shape: tuple[int, int, int], pretrained: bool = False, **params) -> nn.Module:
+def build_resnet18_moeconv(input_shape: tuple[int, int, int], pretrained: bool | Path = False, **params) -> nn.Module:
     cfg = MoEConvBackboneConfig(**params)
-    net = torchvision_net("resnet18", pretrained)
-    net.fc = nn.Identity()
+    net = torchvision_net("resnet18", pretrained, "fc")
     for layer_name in cfg.layers:
         for block in getattr(net, layer_name):  # torchvision BasicBlock: conv1, conv2 are the 3x3 convs
             block.conv1 = MoEConv2d.from_conv(block.conv1, cfg.num_experts, cfg.top_k, cfg.init_noise)
