@@ -156,13 +156,12 @@ class Profile:
         if unknown:
             raise ValueError(f"datasets.{unknown[0]}: unknown dataset{closest(unknown[0], list(DATASETS))}; "
                              f"allowed: {', '.join(DATASETS)}")
-        for name in [None, *self.datasets]:
-            p = self if name is None else self.for_dataset(name)
-            if p.train_samples and p.batch_size and p.train_samples < p.batch_size:
+        for name, own in [(None, DatasetSettings()), *self.datasets.items()]:
+            n, batch = own.train_samples or self.train_samples, own.batch_size or self.batch_size
+            if n and batch and n < batch:
                 where = f"datasets.{name}: " if name else ""
-                raise ValueError(f"{where}train_samples = {p.train_samples} is smaller than batch_size = "
-                                 f"{p.batch_size}: no full training batch would remain (the last partial batch "
-                                 "is dropped)")
+                raise ValueError(f"{where}train_samples = {n} is smaller than batch_size = {batch}: no full "
+                                 "training batch would remain (the last partial batch is dropped)")
 
 
 @dataclass(frozen=True)

@@ -94,19 +94,21 @@ def test_every_manifest_has_a_functional_profile_on_real_digits():
     manifests = load_all()
     training = [m for m in manifests if "accuracy" in m.measures()]
     assert len(training) >= 9
-    shared = {}
+    per_dataset = {}
     for m in manifests:
         p = m.profiles.get("functional")
         assert p is not None, f"{m.path}: no [profiles.functional]"
         assert p.evidence == "functional" and p.device == "cpu", m.id
         assert "decides no" in p.description and "claim" in p.description, m.id
         if m in training:
-            assert p.data == "digits" and p.seeds == 2 and not p.pretrained, m.id
-            assert p.epochs and p.train_samples and p.test_samples and p.max_image_size, m.id
-            # one setting per kind of table (table5's costly MoEConv2d rows aside), so that runs are
-            # shared across tables: ten-class tables learn in fewer steps than those with 100-1000 classes
-            if m.id != "table5":
-                ten = {r.dataset for r in m.rows if "accuracy" in r.measures} == {"cifar10"}
-                shared.setdefault(ten, set()).add((p.epochs, p.train_samples, p.test_samples, p.batch_size,
-                                                   p.max_image_size))
-    assert set(shared) == {True, False} and all(len(v) == 1 for v in shared.values()), shared
+            assert p.data == "digits" and p.seeds == 2 and p.pretrained_on == "digits", m.id
+            # One setting per dataset in every table, so that tables sharing a row share its runs
+            # (table5 fine-tunes its backbone, whose MoE layers are the method, instead of freezing it).
+            for dataset in {r.dataset for r in m.rows if "accuracy" in r.measures}:
+                q = p.for_dataset(dataset)
+                assert q.epochs and q.train_samples and q.test_samples and q.max_image_size, (m.id, dataset)
+                per_dataset.setdefault(dataset, set()).add((q.epochs, q.train_samples, q.test_samples,
+                                                            q.batch_size, q.max_image_size, q.optimizer, q.lr))
+            assert (p.backbone_lr_scale == 0.0) == (m.id != "table5"), m.id
+    assert set(per_dataset) == {"cifar10", "cifar100", "tiny_imagenet", "imagenet"}
+    assert all(len(v) == 1 for v in per_dataset.values()), per_dataset

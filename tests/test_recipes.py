@@ -1,12 +1,14 @@
 """The paper's recipe per dataset (Section 4.1), and how a profile shortens it."""
 
+from dataclasses import replace
+
 import pytest
 import torch
 
-from repro.manifest import Profile, Row
+from repro.manifest import DatasetSettings, Profile, Row
 from repro.models import Component, build_model
 from repro.recipes import resolve
-from repro.train import _summary, make_optimizer, schedule_position
+from repro.train import _summary, freeze, make_optimizer, schedule_position, set_train_mode
 
 FULL = Profile(description="full", evidence="paper", seeds=5)
 
@@ -84,3 +86,49 @@ def test_a_functional_profile_may_override_the_optimizer_and_lr_and_nothing_else
 def test_the_papers_protocol_refuses_a_recipe_override(evidence):
     with pytest.raises(ValueError, match="overrides the paper's recipe"):
         Profile(description="p", evidence=evidence, lr=1e-3)
+
+
+def test_per_dataset_settings_replace_the_profiles_own_for_that_datasets_rows_only():
+    p = Profile(description="f", evidence="functional", data="digits", epochs=4, train_samples=2048,
+                datasets={"imagenet": DatasetSettings(epochs=6, train_samples=8192, max_image_size=16)})
+    cifar, imnet = resolve(_row("cifar10", "cifar_standard"), p, 0), resolve(_row("imagenet", "resnet18"), p, 0)
+    assert (cifar.epochs, cifar.train_samples, cifar.image_size) == (4, 2048, 32)
+    assert (imnet.epochs, imnet.train_samples, imnet.image_size) == (6, 8192, 16)
+    assert p.for_dataset("cifar10") is p and p.for_dataset("imagenet").datasets == {}
+
+
+def test_per_dataset_settings_are_checked_like_the_profiles_own():
+    with pytest.raises(ValueError, match="datasets.imagenet: train_samples = 64 is smaller than batch_size = 128"):
+        Profile(description="f", evidence="functional", batch_size=128,
+                datasets={"imagenet": DatasetSettings(train_samples=64)})
+    with pytest.raises(ValueError, match=r"datasets.imagenett: unknown dataset \(did you mean 'imagenet'\?\)"):
+        Profile(description="f", evidence="functional", datasets={"imagenett": DatasetSettings(epochs=2)})
+
+
+def test_a_zero_backbone_lr_scale_freezes_a_pretrained_backbone_only(tmp_path):
+    frozen = Profile(description="f", evidence="functional", data="digits", pretrained=True,
+                     pretrained_on="digits", backbone_lr_scale=0.0)
+    cfg = resolve(_row("imagenet", "resnet18"), frozen, 0)
+    assert (cfg.backbone_lr_scale, cfg.pretrained, cfg.pretrained_on) == (0.0, True, "digits")
+    assert resolve(_row("cifar10", "cifar_standard"), frozen, 0).backbone_lr_scale == 1.0  # trained from scratch
+    model = build_model("imagenet", Component("resnet18"), Component("dense"), image_size=16)
+    names = freeze(model, cfg)
+    assert names and all(not p.requires_grad for p in model.backbone.parameters())
+    set_train_mode(model, cfg)
+    assert not model.backbone.training and model.head.training  # BatchNorm statistics stay the pretrained ones
+    opt, _ = make_optimizer(cfg, model)
+    assert len(opt.param_groups) == 1  # the head only
+    with pytest.raises(ValueError, match="backbone_lr_scale overrides the paper's recipe"):
+        Profile(description="p", evidence="paper", backbone_lr_scale=0.0)
+    with pytest.raises(ValueError, match="pretrained_on = 'digits' .* needs data = 'digits'"):
+        Profile(description="p", evidence="functional", pretrained_on="digits")
+
+
+def test_a_field_added_at_its_default_leaves_the_run_hash_unchanged():
+    cfg = resolve(_row("imagenet", "resnet18"), FULL, 0)
+    old = {k: v for k, v in cfg.to_dict().items() if k != "pretrained_on"}  # the config as version 4 wrote it
+    import hashlib
+    import json
+    blob = json.dumps(old, sort_keys=True, separators=(",", ":"))
+    assert cfg.hash == hashlib.sha256(blob.encode()).hexdigest()[:16]
+    assert replace(cfg, pretrained_on="digits").hash != cfg.hash

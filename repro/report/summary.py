@@ -14,6 +14,7 @@ from repro.fsutil import atomic_write_text
 from repro.manifest import Manifest, Profile, load_all
 from repro.report.figures import render_figures
 from repro.report.figures_extension import extension_section, is_extension
+from repro.report.learning import learning_checks, render_learning, summary_line
 from repro.report.render import render_audit, render_figure_section, render_report
 from repro.results import FlopCheck, ManifestResult, load_result, profile_dir
 
@@ -101,6 +102,11 @@ def write_report(results_dir: Path, profile: str, manifests: list[Manifest] | No
     beyond = extension_section(entries, out / "figures", out)
     if beyond is not None:
         sections.insert(0, beyond)
+    checks = learning_checks(entries)  # functional results only
+    if checks:
+        summary["lines"].append(summary_line(checks))
+        summary["learning_failures"] = [c.rows[0] for c in checks if c.failed]
+        sections.insert(0, ("Does every method learn real images? (functional)", render_learning(checks)))
     path = out / "report.md"
     atomic_write_text(path, render_report(reproduction, summary, sections, figures))
     return path, summary

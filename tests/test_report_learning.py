@@ -1,0 +1,47 @@
+"""The functional profile's learning check: chance + 30 points on every seed, dense and sparse rows gated."""
+
+from repro.manifest import find_manifest
+from repro.report.learning import learning_checks, render_learning, summary_line
+from repro.results import ManifestResult, Measured
+
+
+def _result(manifest_id: str, accuracies: dict, chance: float, evidence: str = "functional", hashes=None):
+    measured = Measured()
+    for row, acc in accuracies.items():
+        measured.set_row(row, "accuracy", acc)
+        measured.set_row(row, "chance", chance)
+        runs = [{"seed": s, "hash": (hashes or {}).get(row, row) + str(s), "accuracy": a, "final_accuracy": a,
+                 "peak_accuracy": a, "peak_epoch": 1, "test_accuracy_by_epoch": [a],
+                 "train_accuracy_by_epoch": [a], "tau_by_epoch": []} for s, a in acc.items()]
+        measured.details.setdefault("runs", {})[row] = runs
+    return ManifestResult(manifest_id, "t", "ref", manifest_id, "functional", measured, [], {},
+                          profile_settings={"evidence": evidence})
+
+
+def test_every_seed_must_reach_chance_plus_30_points_and_only_dense_and_sparse_rows_gate():
+    table8 = find_manifest("table8")
+    result = _result("table8", {"c100_dense": {0: 0.62, 1: 0.29},  # one seed below 1% + 30 points
+                                "c100_per_sample_soft": {0: 0.2, 1: 0.2},  # another method: shown, not gated
+                                "c100_soft": {0: 0.01, 1: 0.01},  # the paper reports it collapses
+                                "imagenet_dense": {0: 0.5, 1: 0.45}}, chance=0.01)
+    checks = {c.rows[0]: c for c in learning_checks([(table8, result)])}
+    dense, other, soft, imnet = (checks[f"table8/{r}"] for r in
+                                 ("c100_dense", "c100_per_sample_soft", "c100_soft", "imagenet_dense"))
+    assert (dense.learned, dense.failed) == (False, True)
+    assert (other.learned, other.failed) == (False, False) and "not a dense or sparse-MoE row" in other.status()
+    assert not soft.failed and soft.status().startswith("did not learn; the paper reports this method collapses")
+    assert imnet.learned and imnet.status() == "learned"
+    line = summary_line(list(checks.values()))
+    assert "1 / 2 dense and sparse-MoE configurations" in line and line.endswith("FAILED: table8/c100_dense")
+    assert "| 62.0, 29.0 | 1.00 | 31.00 | did not learn: below chance + 30 points |" in render_learning([dense])
+
+
+def test_rows_sharing_runs_are_one_line_and_other_profiles_are_not_checked():
+    table4, table9 = find_manifest("table4"), find_manifest("table9")
+    shared = {"r18_dense": "abc", "imagenet_dense": "abc"}
+    a = _result("table4", {"r18_dense": {0: 0.6, 1: 0.6}}, 0.001, hashes=shared)
+    b = _result("table9", {"imagenet_dense": {0: 0.6, 1: 0.6}}, 0.001, hashes=shared)
+    checks = learning_checks([(table4, a), (table9, b)])
+    assert len(checks) == 1 and checks[0].rows == ("table4/r18_dense", "table9/imagenet_dense")
+    smoke = _result("table4", {"r18_dense": {0: 0.001, 1: 0.001}}, 0.001, evidence="pipeline")
+    assert learning_checks([(table4, smoke), (table9, None)]) == []
