@@ -127,8 +127,10 @@ class CostModel:
         macs = estimate_macs(cfg.dataset, Component(**cfg.backbone), Component(**cfg.head), not self.cached_only)
         if macs is None:
             return RunTime(float("nan"), float("nan"), data)
-        per_image = macs["backbone_macs"] * (cfg.image_size / spec.image_size) ** 2 + macs["head_macs"]
-        work = 3 * per_image * n_train + per_image * n_test
+        body = macs["backbone_macs"] * (cfg.image_size / spec.image_size) ** 2
+        per_image = body + macs["head_macs"]
+        backward = 0 if cfg.backbone_lr_scale == 0 else 2 * body  # a frozen backbone runs forward only
+        work = (per_image + backward + 2 * macs["head_macs"]) * n_train + per_image * n_test
         steps = n_train // cfg.batch_size + n_test // cfg.batch_size + 1
         return RunTime(cfg.epochs * work / device.macs_per_s, cfg.epochs * steps * device.step_overhead_s, data)
 
@@ -147,9 +149,33 @@ class CostModel:
             t = self.run_time(cfg, manifest_id, device)
             occupancy.append(t.compute_s + t.overhead_s / self.executor.packing(device.kind))
             sources.update((device.source, f"{cfg.dataset}: {t.data}"))
+        occupancy += self._pretraining([(cfg, device) for cfg, _, device in runs.values()])
         wall = makespan(occupancy, self.executor.slots(kind, len(occupancy)))
         return Cost(kind, len(runs), sum(c.epochs for c, _, _ in runs.values()), sum(occupancy), wall,
                     tuple(sorted(sources)))
+
+
+    def _pretraining(self, runs: list[tuple[RunConfig, Throughput]]) -> list[float]:
+        """Seconds of each digit-stand-in pretraining the runs need that is not cached (repro.digit_weights)."""
+        from repro.digit_weights import PRETRAIN, base_backbone, weights_path
+
+        out: dict[Path, float] = {}
+        for cfg, device in runs:
+            if not (cfg.pretrained and cfg.pretrained_on == "digits"):
+                continue
+            path = weights_path(cfg.backbone["name"], cfg.dataset, cfg.image_size)
+            if path in out or path.is_file():
+                continue
+            macs = estimate_macs(cfg.dataset, Component(base_backbone(cfg.backbone["name"])), Component("dense"),
+                                 not self.cached_only)
+            if macs is None:
+                out[path] = float("nan")
+                continue
+            body = macs["backbone_macs"] * (cfg.image_size / get_dataset(cfg.dataset).image_size) ** 2
+            steps = PRETRAIN.epochs * (PRETRAIN.images // PRETRAIN.batch_size)
+            out[path] = (PRETRAIN.epochs * 3 * body * PRETRAIN.images / device.macs_per_s
+                         + steps * device.step_overhead_s)
+        return list(out.values())
 
 
 def makespan(durations: list[float], slots: int) -> float:
