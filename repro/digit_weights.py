@@ -69,7 +69,8 @@ def _key(backbone: str, dataset: str, image_size: int, settings: Pretraining) ->
     return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
 
-def weights_path(backbone: str, dataset: str, image_size: int, settings: Pretraining = PRETRAIN) -> Path:
+def weights_path(backbone: str, dataset: str, image_size: int, settings: Pretraining | None = None) -> Path:
+    settings = settings or PRETRAIN
     base = base_backbone(backbone)
     return cache_dir("digit_weights") / f"{base}-{dataset}-{image_size}px-{_key(base, dataset, image_size, settings)}.pt"
 
@@ -79,9 +80,10 @@ def record(path: Path) -> dict[str, Any] | None:
     return read_json(path.with_suffix(".json"))
 
 
-def ensure(backbone: str, dataset: str, image_size: int, settings: Pretraining = PRETRAIN,
+def ensure(backbone: str, dataset: str, image_size: int, settings: Pretraining | None = None,
            log=print) -> Path:
     """The weights file for `backbone` on `dataset`'s stand-in at `image_size`, pretrained here if absent."""
+    settings = settings or PRETRAIN
     path = weights_path(backbone, dataset, image_size, settings)
     while not (path.is_file() and record(path) is not None):
         lock = try_lock(path.parent, path.stem, LockSettings())

@@ -43,9 +43,28 @@ def preflight(configs: list[RunConfig], ctx: Context) -> list[str]:
     checks = check_datasets([c.dataset for c in configs if c.data == "real"], ctx.data_dir, unverified_allowed())
     for check in checks:
         check.raise_if_failed()
-    # every missing file at once; weights pretrained on the digit stand-in are made when a run needs them
     require_all_weights({c.backbone["name"] for c in configs if c.pretrained and c.pretrained_on == "imagenet"})
     return [check.summary() for check in checks]
+
+
+def pretrain_stand_in_weights(configs: list[RunConfig], ctx: Context) -> None:
+    """Make the digit-stand-in weights the runs start from (repro.digit_weights) before any run trains,
+    in this process with all its threads, so that no training worker waits idle for another's."""
+    from rich.markup import escape
+
+    from repro import digit_weights
+    from repro.records import record_path
+
+    def say(text: str) -> None:
+        if ctx.progress is not None:
+            ctx.progress.log(escape(text))
+        else:
+            print(text, flush=True)
+
+    needed = sorted({(digit_weights.base_backbone(c.backbone["name"]), c.dataset, c.image_size) for c in configs
+                     if c.pretrained and c.pretrained_on == "digits" and not record_path(ctx.results_dir, c).is_file()})
+    for backbone, dataset, size in needed:
+        digit_weights.ensure(backbone, dataset, size, log=say)
 
 
 def measure_accuracy(manifest: Manifest, ctx: Context) -> Measured:
@@ -55,6 +74,7 @@ def measure_accuracy(manifest: Manifest, ctx: Context) -> Measured:
     out = Measured()
     planned = planned_runs(manifest, ctx.profile)
     data_checks = preflight([p.cfg for p in planned], ctx)
+    pretrain_stand_in_weights([p.cfg for p in planned], ctx)
     batch = execute_runs([RunRequest(p.cfg, p.label) for p in planned], ctx.results_dir, ctx.device,
                          ctx.data_dir, ctx.jobs, ctx.progress, options=ctx.executor)
     records, errors, ctx.run_counts = batch.records, batch.errors, batch.counts

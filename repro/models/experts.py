@@ -78,6 +78,6 @@ class ExpertBank(nn.Module):
         """Gradient magnitude of each expert's parameters, (E,); zero where no gradient exists."""
         sq = torch.zeros(self.num_experts, device=self.weights[0].device)
         for p in [*self.weights, *self.biases]:
-            if p.grad is not None:
-                sq = sq + p.grad.detach().flatten(1).pow(2).sum(1)
+            if p.grad is not None:  # one pass per tensor, no squared copy of the (E, out, in) gradient
+                sq = sq + torch.linalg.vector_norm(p.grad.detach().flatten(1), dim=1).square()
         return sq.sqrt()
