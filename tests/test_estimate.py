@@ -1,4 +1,4 @@
-"""repro.estimate, repro.calibration, repro.data.sizes: the cost model on fixtures of known size."""
+"""repro.cost.estimate, repro.cost.calibration, repro.data.sizes: the cost model on fixtures of known size."""
 
 import json
 import os
@@ -8,8 +8,8 @@ import sys
 import pytest
 
 from repro import REPO_ROOT
-from repro import calibration as cal
-from repro import estimate as est
+from repro.cost import calibration as cal
+from repro.cost import estimate as est
 from repro.data import sizes
 from repro.manifest import parse_manifest
 

@@ -5,10 +5,10 @@ import submitit
 import typer
 from typer.testing import CliRunner
 
-from repro.executors.options import (
+from repro.execution.options import (
     ExecutorOptions, SlurmOptions, options_from_cli, parse_params, parse_slurm_time, with_executor_options,
 )
-from repro.executors.slurm import record_job, submitit_parameters
+from repro.execution.slurm import record_job, submitit_parameters
 
 
 @pytest.mark.parametrize("text,minutes", [("90", 90), ("30:01", 31), ("4:00:00", 240), ("1-00", 1440),

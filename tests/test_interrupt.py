@@ -9,12 +9,12 @@ import time
 import pytest
 import torch
 
-import repro.executors.local as local
-from repro.interrupt import RunsInterrupted, clean_after_kill
+import repro.execution.local as local
+from repro.execution.interrupt import RunsInterrupted, clean_after_kill
 from repro.manifest import Profile, Row
 from repro.models import Component
 from repro.recipes import resolve
-from repro.runs import RunRequest, checkpoint_path, execute_runs, record_path, runs_dir
+from repro.execution.runs import RunRequest, checkpoint_path, execute_runs, record_path, runs_dir
 from minitable import counts, repro, write_manifest
 
 PROFILE = Profile(description="test", evidence="pipeline", seeds=3, epochs=2, data="synthetic", train_samples=64,

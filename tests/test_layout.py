@@ -83,7 +83,8 @@ def test_no_import_cycle_inside_repro():
 
 
 @pytest.mark.parametrize("module", ["repro.cli", "repro.report", "repro.report.summary", "repro.manifest",
-                                    "repro.claims", "repro.results", "repro.estimate"])
+                                    "repro.claims", "repro.results", "repro.cost.estimate", "repro.cost.plan",
+                                    "repro.cost.tables", "repro.execution", "repro.execution.options"])
 @pytest.mark.slow
 def test_light_modules_do_not_import_torch(module):
     code = f"import sys, {module}; bad = [m for m in ('torch', 'torchvision') if m in sys.modules]; print(bad)"

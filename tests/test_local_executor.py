@@ -10,13 +10,13 @@ from collections import Counter
 
 import pytest
 
-from repro.executors import ExecutorOptions
-from repro.executors.local import Slot, local_slots, run_local, visible_gpus
-from repro.locks import lock_path
+from repro.execution.options import ExecutorOptions
+from repro.execution.local import Slot, local_slots, run_local, visible_gpus
+from repro.execution.locks import lock_path
 from repro.manifest import Profile, Row
 from repro.models import Component
 from repro.recipes import resolve
-from repro.runs import RunBatch, RunRequest, execute_runs, record_path, runs_dir
+from repro.execution.runs import RunBatch, RunRequest, execute_runs, record_path, runs_dir
 
 PROFILE = Profile(description="test", evidence="pipeline", seeds=1, epochs=2, data="synthetic", train_samples=64,
                   test_samples=32, batch_size=32, max_image_size=16, pretrained=False)

@@ -1,4 +1,4 @@
-"""repro.plan: the claims a budget decides, runs shared once, and a profiles file that runs exactly the plan."""
+"""repro.cost.plan: the claims a budget decides, runs shared once, and a profiles file that runs exactly the plan."""
 
 import shutil
 
@@ -6,9 +6,9 @@ import pytest
 from typer.testing import CliRunner
 
 from repro import REPO_ROOT
-from repro import calibration as cal
-from repro import estimate as est
-from repro import plan as pl
+from repro.cost import calibration as cal
+from repro.cost import estimate as est
+from repro.cost import plan as pl
 from repro.cli import app
 from repro.manifest import find_manifest, load_all, load_profiles, with_profiles
 from repro.measure.accuracy import planned_runs

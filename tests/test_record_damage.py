@@ -9,8 +9,8 @@ import torch
 from repro.manifest import Profile, Row
 from repro.models import Component
 from repro.recipes import resolve
-from repro.record_checks import record_digest
-from repro.runs import RunRequest, checkpoint_path, execute_runs, record_path, runs_dir
+from repro.execution.record_checks import record_digest
+from repro.execution.runs import RunRequest, checkpoint_path, execute_runs, record_path, runs_dir
 from repro.train import train_run
 
 PROFILE = Profile(description="test", evidence="pipeline", seeds=1, epochs=2, data="synthetic", train_samples=64,

@@ -9,7 +9,7 @@ import torch
 from repro.manifest import Profile, Row
 from repro.models import Component
 from repro.recipes import resolve
-from repro.runs import (
+from repro.execution.runs import (
     RunRequest, checkpoint_path, execute_runs, failure_path, load_record, record_path, run_one,
 )
 from repro.train import NonFiniteLoss, train_run

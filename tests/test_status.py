@@ -5,8 +5,8 @@ import os
 import socket
 import time
 
-from repro.locks import LockSettings
-from repro.status import run_state
+from repro.execution.locks import LockSettings
+from repro.execution.status import run_state
 
 SETTINGS = LockSettings(stale_after_s=60)
 NOW = 1_000_000.0

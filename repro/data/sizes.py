@@ -1,4 +1,4 @@
-"""How many images each split holds on this machine, for the cost model (repro.estimate); no torch.
+"""How many images each split holds on this machine, for the cost model (repro.cost.estimate); no torch.
 
 CIFAR and Tiny-ImageNet have fixed splits: when the folder is there, the split sizes are
 the published ones (repro.data.specs). ImageNet is an ImageFolder tree a user may have

@@ -48,7 +48,7 @@ def preflight(configs: list[RunConfig], ctx: Context) -> list[str]:
 
 
 def measure_accuracy(manifest: Manifest, ctx: Context) -> Measured:
-    from repro.runs import RunRequest, execute_runs
+    from repro.execution.runs import RunRequest, execute_runs
     from repro.stats import paired_gap
 
     out = Measured()

@@ -3,10 +3,10 @@
 A slot is one concurrent run: on a CPU, `jobs` slots share the cores (one slot:
 in this process, as before); on GPUs, `runs_per_gpu` slots per visible GPU, each
 a process that sees only its GPU (CUDA_VISIBLE_DEVICES), so small models share a
-device. A run another process holds (repro.locks) is skipped and its record awaited;
+device. A run another process holds (repro.execution.locks) is skipped and its record awaited;
 if its holder goes away without one, the run is tried here. On Ctrl-C or SIGTERM the
 running workers are stopped within seconds and RunsInterrupted says what was kept
-(repro.interrupt).
+(repro.execution.interrupt).
 """
 
 from __future__ import annotations
@@ -21,12 +21,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from repro.executors.waiting import check_waiting, poll_interval
-from repro.executors.options import ExecutorOptions
-from repro.interrupt import (
+from repro.execution.waiting import check_waiting, poll_interval
+from repro.execution.options import ExecutorOptions
+from repro.execution.interrupt import (
     RunsInterrupted, checkpoint_epoch, clean_after_kill, stop_workers, training, worker_signals,
 )
-from repro.locks import LockSettings, describe_holder
+from repro.execution.locks import LockSettings, describe_holder
 
 
 @dataclass(frozen=True)
@@ -73,7 +73,7 @@ def _pin(env: dict[str, str], threads: int) -> None:
 
 def _attempt_in_worker(request: Any, results_dir: Path, device: str, data_dir: Path | None, events: Any,
                        settings: LockSettings) -> Any:
-    from repro.records import attempt_run
+    from repro.execution.records import attempt_run
 
     with training():
         return attempt_run(request, results_dir, device, data_dir, events, "local", settings)
@@ -82,12 +82,12 @@ def _attempt_in_worker(request: Any, results_dir: Path, device: str, data_dir: P
 def run_local(todo: list, batch: Any, results_dir: Path, device: str, data_dir: Path | None, jobs: int,
               progress: Any, options: ExecutorOptions, slots: list[Slot] | None = None) -> None:
     """Train `todo` on this machine's slots (default: local_slots), booking each outcome in `batch`."""
-    from repro.records import Attempt, attempt_run, checkpoint_path
+    from repro.execution.records import Attempt, attempt_run, checkpoint_path
 
     if slots is None and os.environ.get("WORLD_SIZE", "1") != "1":
         # Under torchrun this is rank 0: each run trains in this process, on this rank's device, with
-        # the other ranks (repro.distributed); one run at a time.
-        from repro.distributed import current, rank_device
+        # the other ranks (repro.execution.distributed); one run at a time.
+        from repro.execution.distributed import current, rank_device
 
         world = current()
         slots, device = [Slot(f"ddp/{world.size}", in_process=True)], rank_device(device, world)
@@ -157,7 +157,7 @@ def run_local(todo: list, batch: Any, results_dir: Path, device: str, data_dir: 
             elif waiting:
                 if not _poll_waiting(waiting, queue, batch, results_dir, settings, progress, overall):
                     time.sleep(poll_interval(settings))
-    except KeyboardInterrupt:  # Ctrl-C, or SIGTERM (repro.interrupt.sigterm_as_interrupt)
+    except KeyboardInterrupt:  # Ctrl-C, or SIGTERM (repro.execution.interrupt.sigterm_as_interrupt)
         stopped = in_process + _stop_workers(running, pools, batch, results_dir)
         raise RunsInterrupted(len(batch.records), [checkpoint_epoch(checkpoint_path(results_dir, r.cfg))
                                                    for r in stopped if r.cfg.hash not in batch.records],
@@ -172,7 +172,7 @@ def run_local(todo: list, batch: Any, results_dir: Path, device: str, data_dir: 
 
 def _stop_workers(running: dict, pools: dict, batch: Any, results_dir: Path) -> list:
     """Stop the workers that train a run; book the runs recorded meanwhile; return the requests stopped."""
-    from repro.records import checkpoint_path, load_record, runs_dir
+    from repro.execution.records import checkpoint_path, load_record, runs_dir
 
     # One process per pool; ProcessPoolExecutor keeps no public handle on it.
     procs = {f: next(iter(pools[slot.name]._processes.values())) for f, (slot, _) in running.items()

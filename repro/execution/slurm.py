@@ -1,7 +1,7 @@
 """The slurm executor: the pending runs as one Slurm job array, submitted through submitit.
 
 Each array task trains its chunk of runs (`runs_per_task`, default one) through
-repro.records.attempt_run, in the shared results directory: the same locks, checkpoints
+repro.execution.records.attempt_run, in the shared results directory: the same locks, checkpoints
 and records as the local executor. Runs checkpoint every epoch; on a time-out or a
 preemption submitit calls `RunTask.checkpoint`, which resubmits the same task, and the
 requeued task resumes each run from its checkpoint. The submitting command watches the
@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from repro import REPO_ROOT
-from repro.executors.waiting import check_waiting, poll_interval
-from repro.executors.options import ExecutorOptions, SlurmOptions
+from repro.execution.waiting import check_waiting, poll_interval
+from repro.execution.options import ExecutorOptions, SlurmOptions
 from repro.fsutil import atomic_write_json
-from repro.locks import LockSettings, lock_path, read_holder, stale_reason
+from repro.execution.locks import LockSettings, lock_path, read_holder, stale_reason
 
 MAX_REQUEUES_ON_TIMEOUT = 10  # a run may span this many task time limits, plus one
 
@@ -37,7 +37,7 @@ class RunTask:
     def __call__(self) -> list[tuple[str, str, str | None]]:
         import torch
 
-        from repro.records import attempt_run
+        from repro.execution.records import attempt_run
 
         if os.environ.get("SLURM_CPUS_PER_TASK"):
             torch.set_num_threads(int(os.environ["SLURM_CPUS_PER_TASK"]))
@@ -82,7 +82,7 @@ def submitit_parameters(s: SlurmOptions, valid: set[str]) -> dict[str, Any]:
 
 
 def submitted_path(results_dir: Path, run_hash: str) -> Path:
-    from repro.records import runs_dir
+    from repro.execution.records import runs_dir
 
     return runs_dir(results_dir) / f"{run_hash}.slurm.json"
 
@@ -139,7 +139,7 @@ def submit(todo: list, results_dir: Path, data_dir: Path | None, options: Execut
 def run_slurm(todo: list, batch: Any, results_dir: Path, device: str, data_dir: Path | None, jobs: int,
               progress: Any, options: ExecutorOptions) -> None:
     """Submit the runs no live process holds; then, unless no_wait, book every run's outcome in `batch`."""
-    from repro.records import runs_dir
+    from repro.execution.records import runs_dir
 
     settings = options.lock
     waiting: dict[str, tuple[Any, float]] = {}
@@ -219,7 +219,7 @@ def _submitted_outcome(request: Any, job: str, since: float, results_dir: Path, 
                        settings: LockSettings):
     """("record", record), ("error", message), ("busy", None) when another process holds the run, or None
     while the run's task is still queued or running."""
-    from repro.records import failure_path, load_record, runs_dir
+    from repro.execution.records import failure_path, load_record, runs_dir
 
     record = load_record(results_dir, request.cfg)
     if record is not None:

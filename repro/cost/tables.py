@@ -7,11 +7,11 @@ from typing import TYPE_CHECKING
 from rich.markup import escape
 from rich.table import Table
 
-from repro.estimate import ESTIMATORS, Cost, CostModel, duration, hours
+from repro.cost.estimate import ESTIMATORS, Cost, CostModel, duration, hours
 from repro.manifest import Manifest
 
-if TYPE_CHECKING:  # repro.plan reads the power analysis (scipy): `repro list` does not need it
-    from repro.plan import ClaimNeed, Plan
+if TYPE_CHECKING:  # repro.cost.plan reads the power analysis (scipy): `repro list` does not need it
+    from repro.cost.plan import ClaimNeed, Plan
 
 
 def _cost_cells(cost: Cost, extra_s: float, model: CostModel) -> list[str]:

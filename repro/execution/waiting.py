@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from repro.locks import LockSettings, lock_path, read_holder, stale_reason
-from repro.records import failure_path, load_record, runs_dir
+from repro.execution.locks import LockSettings, lock_path, read_holder, stale_reason
+from repro.execution.records import failure_path, load_record, runs_dir
 
 
 def check_waiting(request: Any, since: float, results_dir: Path, settings: LockSettings) -> tuple[str, Any]:

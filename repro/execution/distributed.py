@@ -3,7 +3,7 @@
 Launch: `torchrun --nproc-per-node N -m repro run <id> ...`. Every rank runs the same
 command; rank 0 alone schedules: it runs the table as a single process would (locks,
 records, tables) and, before it trains a run, sends the run's config to the other
-ranks (`announce_run`), which train it with it (repro.records.follow_runs) and write nothing.
+ranks (`announce_run`), which train it with it (repro.execution.records.follow_runs) and write nothing.
 
 What is split, what is not:
   - The global batch is the recipe's (ImageNet: 256); each rank takes batch_size // N.

@@ -23,7 +23,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from repro.estimate import Cost, CostModel, makespan
+from repro.cost.estimate import Cost, CostModel, makespan
 from repro.manifest import Claim, Manifest, Profile
 from repro.paper import paper_value
 from repro.recipes import resolve

@@ -5,7 +5,7 @@ A run's time = epochs x (training FLOPs / the device's throughput + steps x a co
   backbone scaled to the run's resolution, plus the head), over the training images actually on
   disk (repro.data.sizes; the paper's sizes when absent, and the output says which) or the
   profile's subset, plus one forward pass over the test split;
-- the throughput of the device that would run the profile (repro.calibration): this CPU,
+- the throughput of the device that would run the profile (repro.cost.calibration): this CPU,
   measured, for a profile pinned to the CPU; else a GPU, from a calibration file or a reference.
 Runs are counted once however many rows and tables share them (their config hash). Wall time
 follows the executor: runs spread longest-first over its parallel slots (GPUs x runs per GPU
@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Literal
 
-from repro.calibration import Throughput, cpu_throughput, gpu_throughput, throughput
+from repro.cost.calibration import Throughput, cpu_throughput, gpu_throughput, throughput
 from repro.data.sizes import split_sizes
 from repro.data.specs import get_dataset
 from repro.manifest import Manifest, Profile
@@ -35,7 +35,7 @@ FLOP_COUNT_S = 0.5  # analytic counting: well under a second a model on a CPU
 
 @dataclass(frozen=True)
 class Executor:
-    """How many runs train at once: the options of `repro run` (repro.runs' executors) as plain numbers."""
+    """How many runs train at once: the options of `repro run` (repro.execution.runs' executors) as plain numbers."""
 
     kind: Literal["local", "slurm"] = "local"
     gpus: int = 1
@@ -99,7 +99,7 @@ class CostModel:
 
     executor: Executor = field(default_factory=Executor)
     data_dir: Path | None = None
-    calibration: Path | None = None  # a GPU calibration file (repro.calibration)
+    calibration: Path | None = None  # a GPU calibration file (repro.cost.calibration)
     gpu: str | None = None  # the reference GPU's name when there is no calibration
     cached_only: bool = False  # never count FLOPs or measure a device (torch-free callers): NaN where uncached
     kind: str | None = None  # "cpu" or "gpu" when the device is already chosen (a run about to start)
