@@ -31,7 +31,7 @@ What is split, what is not:
 
 Between one process and N, the per-sample arithmetic is the same but sums are taken in
 another order (the gradient's all-reduce adds per-rank partial sums; kernels see
-batches of B / N), so results agree to float rounding (tests/test_distributed.py measures it).
+batches of B / N), so results agree to float rounding (tests/execution/test_distributed.py measures it).
 """
 
 from __future__ import annotations

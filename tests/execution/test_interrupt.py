@@ -15,7 +15,7 @@ from repro.manifest import Profile, Row
 from repro.models import Component
 from repro.recipes import resolve
 from repro.execution.runs import RunRequest, checkpoint_path, execute_runs, record_path, runs_dir
-from minitable import counts, repro, write_manifest
+from .minitable import counts, repro, write_manifest
 
 PROFILE = Profile(description="test", evidence="pipeline", seeds=3, epochs=2, data="synthetic", train_samples=64,
                   test_samples=32, batch_size=32, max_image_size=16, pretrained=False)
@@ -70,7 +70,7 @@ def test_a_killed_workers_lock_and_temporary_files_are_removed_but_not_another_h
     assert sorted(p.name for p in tmp_path.iterdir()) == ["abc.ckpt", "def.lock"]
 
 
-# The subprocess tests: the tiny table (tests/minitable.py), long enough that a signal lands mid-table.
+# The subprocess tests: the tiny table (tests/execution/minitable.py), long enough that a signal lands mid-table.
 EPOCHS, SAMPLES = 4, 320
 PATTERN = re.compile(r"mini interrupted: (\d+) runs? recorded, (\d+) interrupted(?: \(([^)]*)\))?, (\d+) not started; "
                      r"rerun `(.+)` to resume")

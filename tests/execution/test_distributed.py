@@ -143,7 +143,7 @@ def _cfg():
 def _two(cfg, folder, name: str, stop_after: int = 0) -> dict:
     import torch.multiprocessing as mp
 
-    import ddp_worker
+    from . import ddp_worker
 
     out = folder / f"{name}.json"
     mp.spawn(ddp_worker.rank_main, args=(2, ddp_worker.free_port(), cfg, str(folder / f"{name}.ckpt"), str(out),
@@ -213,7 +213,7 @@ def test_torchrun_trains_a_table_with_rank_0_writing_the_records(tmp_path):
     import subprocess
     import sys
 
-    from minitable import counts, write_manifest
+    from .minitable import counts, write_manifest
 
     env = write_manifest(tmp_path, epochs=1, train_samples=64)
     results = tmp_path / "results"

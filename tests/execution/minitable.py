@@ -1,4 +1,4 @@
-"""A tiny training table (two rows, two seeds, synthetic data) for the tests that run `repro` as a process."""
+"""A tiny training table (two rows, two seeds, synthetic data, one claim) for the tests that run `repro` as a process."""
 
 import os
 import re
@@ -48,6 +48,15 @@ head = {{ name = "sparse_moe", expert_hidden = 32 }}
 [[comparisons]]
 id = "gap"
 label = "moe vs dense"
+row = "moe"
+baseline = "dense"
+
+[[claims]]
+id = "c"
+statement = "the MoE row beats the dense row"
+section = "test"
+scope = "empirical"
+rule = "row_above"
 row = "moe"
 baseline = "dense"
 '''

@@ -5,7 +5,7 @@ from collections import Counter
 
 import pytest
 
-from minitable import counts, repro, write_manifest
+from .minitable import counts, repro, write_manifest
 
 
 @pytest.mark.slow

@@ -1,4 +1,4 @@
-"""One rank of a gloo process group on this CPU, for tests/test_distributed.py (spawned, so importable)."""
+"""One rank of a gloo process group on this CPU, for tests/execution/test_distributed.py (spawned, so importable)."""
 
 import json
 import os

@@ -15,7 +15,7 @@ import time
 import pytest
 import torch
 
-from minitable import counts, repro, write_manifest
+from .minitable import counts, repro, write_manifest
 
 EPOCHS = 8
 SLURM = ("--executor", "slurm", "--slurm-cpus-per-task", "1", "--slurm-time", "10")
