@@ -116,8 +116,9 @@ def run_one(request: RunRequest, results_dir: Path, device: str, data_dir: Path 
             events: Any = None, executor: str = "local", lock: RunLock | None = None) -> dict[str, Any]:
     """Train (or resume) one run and write its record atomically; with `lock`, stop if the lock is lost.
     Under torchrun this is rank 0's: the other ranks are told to train the run with it (repro.execution.distributed)."""
+    from repro.checkpoints import CheckpointUnusable
     from repro.execution import distributed
-    from repro.train import CheckpointUnusable, train_run
+    from repro.train import train_run
 
     cfg = request.cfg
     checkpoint = checkpoint_path(results_dir, cfg)
