@@ -12,21 +12,37 @@ from rich.console import Console
 from rich.progress import (
     BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn,
 )
+from rich.markup import escape
 from rich.table import Table
 
-from rich.markup import escape
-
+from repro.execution.interrupt import sigterm_as_interrupt
+from repro.execution.options import ExecutorOptions, with_executor_options
 from repro.manifest import (
     Manifest, default_profile, find_manifest, load_all, load_manifest, manifest_paths, user_profiles,
 )
-from repro.execution.options import ExecutorOptions, with_executor_options
-from repro.execution.interrupt import sigterm_as_interrupt
 from repro.results import FlopCheck, default_results_dir, load_result
 from repro.schema import SchemaError
 
 # Heavy modules (torch through the models, matplotlib through the report) are imported inside the
 # commands that need them, so `repro --help` and `repro report` start in well under a second.
 
+
+def _flags_show_no_type() -> None:
+    """A flag takes no value, so its help shows no type: as Typer's plain help does and its rich help did
+    before 0.29, whose rich panel prints one beside every option ("--help  <bool>  Show this message")."""
+    option = typer.core.TyperOption
+    shown = getattr(option, "display_type_rich", None)  # absent before Typer 0.29: nothing to change
+    if shown is None or getattr(shown, "flags_show_no_type", False):
+        return
+
+    def display_type_rich(self, ctx):
+        return None if self.is_flag or self.count else shown(self, ctx)
+
+    display_type_rich.flags_show_no_type = True
+    option.display_type_rich = display_type_rich
+
+
+_flags_show_no_type()
 app = typer.Typer(
     help="Reproduce arXiv 2605.15484: run a paper table's manifest, check FLOPs, decide claims, render reports.",
     no_args_is_help=True, add_completion=False, rich_markup_mode="rich",
