@@ -13,5 +13,19 @@ def results_dir(tmp_path, monkeypatch):
     return path
 
 
+@pytest.fixture
+def two_threads():
+    """Two torch intra-op threads for the test, so that a helper pinning one (or leaving the count alone) shows."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    yield
+    torch.set_num_threads(before)
+
+
 def pytest_configure(config):
     os.environ.setdefault("REPRO_PROFILE", "smoke")
+    # One intra-op thread unless asked otherwise: set before torch is first imported. The tests' tensors are tiny,
+    # and on a busy 2-core host a split op waits for a descheduled peer thread (the fast lane took 1.6x as long).
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
