@@ -15,8 +15,8 @@ from repro.train import train_run
 
 PROFILE = Profile(description="test", evidence="pipeline", seeds=1, epochs=2, data="synthetic", train_samples=64,
                   test_samples=32, batch_size=32, max_image_size=16, pretrained=False)
-ROW = Row(id="r", label="r", dataset="cifar10", backbone=Component("cifar_standard"), head=Component("dense"),
-          measures=("accuracy",))
+ROW = Row(id="r", label="r", dataset="cifar10", backbone=Component("cifar_standard", {"width": 0.5}),
+          head=Component("dense", {"hidden": (32,)}), measures=("accuracy",))  # small: every case retrains it
 CFG = resolve(ROW, PROFILE, seed=0)
 
 
