@@ -1,15 +1,17 @@
 """The import graph of repro/: every `import` and `from ... import` in each module, at any depth.
 
-Used by test_package.py to refuse import cycles. An import inside a function counts like one at the
-top of the file; imports under `if TYPE_CHECKING:` do not run, so they do not count.
+Used by test_layout.py to refuse import cycles and by claims/test_package.py for the claims' own imports.
+An import inside a function counts like one at the top of the file; imports under `if TYPE_CHECKING:`
+do not run, so they do not count. Run it (`python tests/import_graph.py`) to list any cycle.
 """
 
 from __future__ import annotations
 
 import ast
+from functools import cache
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 
 
 def module_names(root: Path = REPO) -> dict[str, Path]:
@@ -50,6 +52,7 @@ def _imports(tree: ast.AST, module: str, is_package: bool):
         stack.extend(ast.iter_child_nodes(node))
 
 
+@cache  # parsed once per test session; callers only read it
 def import_graph(root: Path = REPO) -> dict[str, set[str]]:
     """module -> the repro modules it imports (names that are not modules, e.g. functions, are dropped)."""
     modules = module_names(root)
