@@ -16,12 +16,16 @@ from repro.measure.accuracy import planned_runs
 GPU = cal.Throughput("A100", "gpu", 1e12, 0.003, "reference, not measured: test")
 
 
+def _fix(mp: pytest.MonkeyPatch, data) -> None:
+    mp.setattr(est, "gpu_throughput", lambda calibration, gpu: GPU)
+    mp.setattr(est, "cpu_throughput", lambda measure=True: cal.Throughput("cpu", "cpu", 1e9, 0.004, "test cpu"))
+    mp.setattr(est, "estimate_macs", lambda *a: {"backbone_macs": 1e8, "head_macs": 1e6})
+    mp.setenv("REPRO_DATA", str(data))
+
+
 @pytest.fixture
 def fixed(monkeypatch, tmp_path):
-    monkeypatch.setattr(est, "gpu_throughput", lambda calibration, gpu: GPU)
-    monkeypatch.setattr(est, "cpu_throughput", lambda measure=True: cal.Throughput("cpu", "cpu", 1e9, 0.004, "test cpu"))
-    monkeypatch.setattr(est, "estimate_macs", lambda *a: {"backbone_macs": 1e8, "head_macs": 1e6})
-    monkeypatch.setenv("REPRO_DATA", str(tmp_path / "data"))
+    _fix(monkeypatch, tmp_path / "data")
 
 
 def _need(key, weight, runs, seeds=2):
@@ -70,10 +74,18 @@ def test_rows_and_seeds_of_real_claims():
     assert pl.claim_seeds(t3, next(c for c in t3.claims if c.id == "tiny_dw2_gap"))[0] == 11  # above the paper's 5
 
 
+@pytest.fixture(scope="module")
+def priced(tmp_path_factory):
+    """Every manifest and its claims' needs, priced once for the module under the same fixed costs."""
+    with pytest.MonkeyPatch.context() as mp:
+        _fix(mp, tmp_path_factory.mktemp("plan") / "data")
+        manifests = load_all()
+        return manifests, pl.claim_needs(manifests, est.CostModel())
+
+
 @pytest.fixture
-def needs(fixed):
-    manifests = load_all()
-    return manifests, pl.claim_needs(manifests, est.CostModel())
+def needs(fixed, priced):
+    return priced
 
 
 def test_every_empirical_training_claim_is_priced(needs):

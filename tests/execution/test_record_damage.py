@@ -13,7 +13,7 @@ from repro.execution.record_checks import record_digest
 from repro.execution.runs import RunRequest, checkpoint_path, execute_runs, record_path, runs_dir
 from repro.train import train_run
 
-PROFILE = Profile(description="test", evidence="pipeline", seeds=1, epochs=2, data="synthetic", train_samples=64,
+PROFILE = Profile(description="test", evidence="pipeline", seeds=1, epochs=2, data="synthetic", train_samples=32,
                   test_samples=32, batch_size=32, max_image_size=16, pretrained=False)
 ROW = Row(id="r", label="r", dataset="cifar10", backbone=Component("cifar_standard", {"width": 0.5}),
           head=Component("dense", {"hidden": (32,)}), measures=("accuracy",))  # small: every case retrains it
