@@ -14,15 +14,25 @@ def results_dir(tmp_path, monkeypatch):
     return path
 
 
-@pytest.fixture
-def two_threads():
-    """Two torch intra-op threads for the test, so that a helper pinning one (or leaving the count alone) shows."""
+def _torch_threads(n: int):
     import torch
 
     before = torch.get_num_threads()
-    torch.set_num_threads(2)
+    torch.set_num_threads(n)
     yield
     torch.set_num_threads(before)
+
+
+@pytest.fixture
+def one_thread():
+    """Tiny convolutions gain nothing from a second thread, and lose much on a shared machine."""
+    yield from _torch_threads(1)
+
+
+@pytest.fixture
+def two_threads():
+    """Two torch intra-op threads for the test, so that a helper pinning one (or leaving the count alone) shows."""
+    yield from _torch_threads(2)
 
 
 def pytest_configure(config):

@@ -45,15 +45,6 @@ def test_classes_are_fixed_by_the_dataset_name():
     assert same < other / 3
 
 
-@pytest.fixture
-def one_thread():
-    """Tiny convolutions gain nothing from a second thread, and lose much on a shared machine."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 def small_cnn(classes, width=8):
     return nn.Sequential(
         nn.Conv2d(3, width, 3, padding=1), nn.BatchNorm2d(width), nn.ReLU(), nn.MaxPool2d(2),
