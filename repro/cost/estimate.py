@@ -35,7 +35,7 @@ FLOP_COUNT_S = 0.5  # analytic counting: well under a second a model on a CPU
 
 @dataclass(frozen=True)
 class Executor:
-    """How many runs train at once: the options of `repro run` (repro.execution.runs' executors) as plain numbers."""
+    """How many runs train at once: the options of `repro run` (repro.execution.options) as plain numbers."""
 
     kind: Literal["local", "slurm"] = "local"
     gpus: int = 1
