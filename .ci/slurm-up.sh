@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A one-node Slurm cluster on this host, for the slurm-executor test (tests/test_slurm.py).
+# A one-node Slurm cluster on this host, for the slurm-executor test (tests/execution/test_slurm.py).
 # No systemd: munged, slurmctld and slurmd are started directly, as root, and stopped by
 # .ci/slurm-down.sh from their pid files. Idempotent: a running cluster is left as it is.
 set -euo pipefail

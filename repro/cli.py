@@ -12,21 +12,37 @@ from rich.console import Console
 from rich.progress import (
     BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn,
 )
+from rich.markup import escape
 from rich.table import Table
 
-from rich.markup import escape
-
+from repro.execution.interrupt import sigterm_as_interrupt
+from repro.execution.options import ExecutorOptions, with_executor_options
 from repro.manifest import (
     Manifest, default_profile, find_manifest, load_all, load_manifest, manifest_paths, user_profiles,
 )
-from repro.executors.options import ExecutorOptions, with_executor_options
-from repro.interrupt import sigterm_as_interrupt
 from repro.results import FlopCheck, default_results_dir, load_result
 from repro.schema import SchemaError
 
 # Heavy modules (torch through the models, matplotlib through the report) are imported inside the
 # commands that need them, so `repro --help` and `repro report` start in well under a second.
 
+
+def _flags_show_no_type() -> None:
+    """A flag takes no value, so its help shows no type: as Typer's plain help does and its rich help did
+    before 0.29, whose rich panel prints one beside every option ("--help  <bool>  Show this message")."""
+    option = typer.core.TyperOption
+    shown = getattr(option, "display_type_rich", None)  # absent before Typer 0.29: nothing to change
+    if shown is None or getattr(shown, "flags_show_no_type", False):
+        return
+
+    def display_type_rich(self, ctx):
+        return None if self.is_flag or self.count else shown(self, ctx)
+
+    display_type_rich.flags_show_no_type = True
+    option.display_type_rich = display_type_rich
+
+
+_flags_show_no_type()
 app = typer.Typer(
     help="Reproduce arXiv 2605.15484: run a paper table's manifest, check FLOPs, decide claims, render reports.",
     no_args_is_help=True, add_completion=False, rich_markup_mode="rich",
@@ -86,7 +102,7 @@ def _run_ids(ids: list[str], profile: str | None, results_dir: Path | None, devi
 def _run_manifests(manifests: list[Manifest], profile: str, results_dir: Path, device: str, jobs: int,
                    data_dir: Path | None, executor: ExecutorOptions | None) -> int:
     from repro.data.layout import DatasetMissing
-    from repro.estimate import CostModel, estimate
+    from repro.cost.estimate import CostModel, estimate
     from repro.pipeline import execute, make_context
     from repro.weights import WeightsMissing
 
@@ -120,8 +136,8 @@ def _interrupted(manifest_id: str, exc: KeyboardInterrupt, results_dir: Path) ->
     """Ctrl-C or SIGTERM: release this process's locks, say what was kept and how to resume; exit 130."""
     import sys
 
-    from repro.interrupt import RunsInterrupted, command_line, release_own_locks
-    from repro.records import runs_dir
+    from repro.execution.interrupt import RunsInterrupted, command_line, release_own_locks
+    from repro.execution.records import runs_dir
 
     release_own_locks(runs_dir(results_dir))
 
@@ -146,7 +162,7 @@ def _data_env(allow_unverified: bool, workers: int | None) -> None:
 
 @contextlib.contextmanager
 def _ranks(device: str, results_dir: Path, data_dir: Path | None, executor: ExecutorOptions | None):
-    """Under torchrun (one run on N processes, repro.distributed): rank 0 leads (yields True) and releases
+    """Under torchrun (one run on N processes, repro.execution.distributed): rank 0 leads (yields True) and releases
     the others at the end; a rank > 0 trains the runs rank 0 announces, then yields False. Else True.
     With --gpus-per-run N outside torchrun: runs this command under torchrun and exits with its status."""
     gpus = executor.gpus_per_run if executor is not None else 1
@@ -154,13 +170,13 @@ def _ranks(device: str, results_dir: Path, data_dir: Path | None, executor: Exec
         import subprocess
         import sys
 
-        from repro.distributed import torchrun_command
+        from repro.execution.distributed import torchrun_command
 
         raise typer.Exit(subprocess.call(torchrun_command(sys.argv[1:], gpus)))
     if os.environ.get("WORLD_SIZE", "1") == "1":
         yield True
         return
-    from repro import distributed
+    from repro.execution import distributed
     from repro.devices import resolve_device
 
     if gpus not in (1, int(os.environ["WORLD_SIZE"])):
@@ -171,7 +187,7 @@ def _ranks(device: str, results_dir: Path, data_dir: Path | None, executor: Exec
     device = resolve_device(device)
     world = distributed.init(device)
     if not world.main:
-        from repro.records import follow_runs
+        from repro.execution.records import follow_runs
 
         follow_runs(results_dir, device, data_dir)
         distributed.finish()
@@ -183,7 +199,7 @@ def _ranks(device: str, results_dir: Path, data_dir: Path | None, executor: Exec
 
 
 def _counts_line(ctx) -> str:
-    from repro.runs import RunCounts
+    from repro.execution.runs import RunCounts
 
     return (ctx.run_counts or RunCounts()).line()
 
@@ -207,7 +223,7 @@ ReferenceGpuOpt = typer.Option(None, "--reference-gpu", help="The GPU of the ref
 
 def _cost_model(executor: str, gpus: int, runs_per_gpu: int, slurm_max_parallel: int, data_dir: Path | None,
                 calibration: Path | None, reference_gpu: str | None):
-    from repro.estimate import CostModel, Executor
+    from repro.cost.estimate import CostModel, Executor
 
     try:
         return CostModel(Executor(executor, gpus, runs_per_gpu, slurm_max_parallel), data_dir, calibration, reference_gpu)
@@ -233,7 +249,7 @@ def list_manifests(executor: str = ExecutorOpt, gpus: int = GpusOpt, runs_per_gp
                    profiles: Optional[Path] = ProfilesOpt, data_dir: Optional[Path] = DataOpt,
                    calibration: Optional[Path] = CalibrationOpt, reference_gpu: Optional[str] = ReferenceGpuOpt) -> None:
     """Manifests, what each reproduces, and what each profile costs: runs, epochs, device-hours, wall time."""
-    from repro.cost_tables import list_table, unknown_includes
+    from repro.cost.tables import list_table, unknown_includes
 
     model = _cost_model(executor, gpus, runs_per_gpu, slurm_max_parallel, data_dir, calibration, reference_gpu)
     manifests, invalid = _manifests_with(manifests_dir, profiles)
@@ -258,9 +274,9 @@ def plan(ids: list[str] = typer.Argument(None, help="Manifest ids (default: all)
          data_dir: Optional[Path] = DataOpt, calibration: Optional[Path] = CalibrationOpt,
          reference_gpu: Optional[str] = ReferenceGpuOpt, manifests_dir: Optional[Path] = ManifestsOpt) -> None:
     """Per empirical claim: rows, seeds for 80% power, runs and GPU-hours; the claims a budget decides, as profiles."""
-    from repro.cost_tables import needs_table
-    from repro.estimate import duration, hours
-    from repro.plan import claim_needs, make_plan, protocol_cost, write_plan
+    from repro.cost.tables import needs_table
+    from repro.cost.estimate import duration, hours
+    from repro.cost.plan import claim_needs, make_plan, protocol_cost, write_plan
 
     model = _cost_model(executor, gpus, runs_per_gpu, slurm_max_parallel, data_dir, calibration, reference_gpu)
     manifests = [_load(i, manifests_dir) for i in ids] if ids else _load_all(manifests_dir)
@@ -504,7 +520,7 @@ def _manifest_command(path: Path):
 
 
 from repro.bench import bench_app  # noqa: E402
-from repro.status import status_command  # noqa: E402
+from repro.execution.status import status_command  # noqa: E402
 
 app.command("status")(status_command)
 

@@ -2,7 +2,7 @@
 
 Dense and MoE models go through exactly the same loop; the MoE heads add their
 auxiliary losses (Section 3.4) and receive the temperature / k schedules through
-their ``on_epoch_start`` hook. A checkpoint is written atomically after every
+their ``on_epoch_start`` hook. A checkpoint (repro.checkpoints) is written after every
 epoch but the last (the record follows it), so an interrupted run resumes where it stopped and, on a CPU, ends with
 the same record as an uninterrupted one.
 
@@ -26,10 +26,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from repro import distributed
+from repro.checkpoints import load_checkpoint, save_checkpoint
 from repro.data.check import unverified_allowed, workers_from_env
 from repro.data.specs import get_dataset
-from repro.fsutil import atomic_write_bytes
+from repro.execution import distributed
 from repro.models import Component, build_model
 from repro.models.base import entropy
 from repro.recipes import RunConfig
@@ -39,14 +39,6 @@ EpochCallback = Callable[[int, int, dict[str, Any]], None]  # (epoch done, epoch
 
 class NonFiniteLoss(RuntimeError):
     """The loss became NaN or infinite: the run stops instead of writing a meaningless record."""
-
-
-class CheckpointUnusable(RuntimeError):
-    """The checkpoint loaded but does not fit this run's model, optimiser or schedule."""
-
-    def __init__(self, path: Path, reason: str) -> None:
-        super().__init__(f"checkpoint {path}: {reason}")
-        self.path, self.reason = path, reason
 
 
 @dataclass
@@ -393,7 +385,7 @@ def train_run(cfg: RunConfig, device: torch.device, data_dir: Path | None, check
               on_epoch: EpochCallback | None = None) -> dict[str, Any]:
     """Train one run to completion (resuming from `checkpoint` if present); return its metrics and history.
 
-    In a torchrun process group every rank calls this with the same `cfg` (repro.distributed): rank 0
+    In a torchrun process group every rank calls this with the same `cfg` (repro.execution.distributed): rank 0
     writes the checkpoints, the others wait for it; a failure on any rank ends the command (WorldBroken).
     """
     world = distributed.current()
@@ -424,17 +416,7 @@ def _train(cfg: RunConfig, device: torch.device, data_dir: Path | None, checkpoi
     if world.distributed:
         resume = distributed.broadcast(resume)  # rank 0's view of the shared directory decides
     if resume:
-        state = torch.load(checkpoint, map_location=device, weights_only=True)
-        try:
-            model.load_state_dict(state["model"])
-            opt.load_state_dict(state["optimizer"])
-            if sched is not None:
-                sched.load_state_dict(state["scheduler"])
-            _restore_rng(state["rng"], device)
-        except (RuntimeError, KeyError, ValueError, TypeError, IndexError) as exc:
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise CheckpointUnusable(checkpoint, f"it does not fit the run's model: {first}") from exc
-        history, start, elapsed = state["history"], state["epoch"], state["elapsed"]
+        history, start, elapsed = load_checkpoint(checkpoint, model, opt, sched, device)
     hooks = routing_modules(model)
     step_model = model
     if world.distributed:  # routed modules may leave an expert without gradient in a step
@@ -458,7 +440,7 @@ def _train(cfg: RunConfig, device: torch.device, data_dir: Path | None, checkpoi
         history.append(entry)
         elapsed += entry["seconds"]
         if world.main and epoch + 1 < cfg.epochs:  # after the last epoch the record follows; a kill before it resumes that epoch
-            _save_checkpoint(checkpoint, cfg.hash, model, opt, sched, history, epoch + 1, elapsed, device)
+            save_checkpoint(checkpoint, cfg.hash, model, opt, sched, history, epoch + 1, elapsed, device)
         if world.distributed:
             distributed.barrier()
         if on_epoch is not None:
@@ -471,40 +453,6 @@ def _train(cfg: RunConfig, device: torch.device, data_dir: Path | None, checkpoi
     # Which input path fed the model (repro.data: tensor_<device>, pil, decode_cpu, decode_cuda).
     data_path = {"pipeline": getattr(data.train, "pipeline", None), "workers": getattr(data.train, "workers", None)}
     return {**_summary(cfg, history, data.source, frozen, elapsed, chance), "engine": executed, "input": data_path}
-
-
-def _rng_state(device: torch.device) -> dict[str, Any]:
-    """The generators' states as bytes, so that no map_location can move them off the CPU."""
-    out: dict[str, Any] = {"cpu": bytes(torch.get_rng_state().numpy().tobytes())}
-    if device.type == "cuda":
-        out["cuda"] = [bytes(s.cpu().numpy().tobytes()) for s in torch.cuda.get_rng_state_all()]
-    return out
-
-
-def _byte_tensor(state: bytes | torch.Tensor) -> torch.Tensor:
-    if isinstance(state, torch.Tensor):  # a checkpoint written before states were stored as bytes
-        return state.detach().to("cpu", torch.uint8)
-    return torch.frombuffer(bytearray(state), dtype=torch.uint8)
-
-
-def _restore_rng(state: dict[str, Any] | torch.Tensor, device: torch.device) -> None:
-    """Set the CPU (and, on CUDA, every GPU's) generator from a checkpoint's `rng` entry."""
-    if not isinstance(state, dict):
-        state = {"cpu": state}
-    torch.set_rng_state(_byte_tensor(state["cpu"]))
-    if device.type == "cuda" and "cuda" in state:
-        torch.cuda.set_rng_state_all([_byte_tensor(s) for s in state["cuda"]])
-
-
-def _save_checkpoint(path: Path, run_hash: str, model, opt, sched, history, epoch: int, elapsed: float,
-                     device: torch.device) -> None:
-    import io
-
-    buf = io.BytesIO()
-    torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(),
-                "scheduler": sched.state_dict() if sched is not None else {}, "rng": _rng_state(device),
-                "history": history, "epoch": epoch, "elapsed": elapsed, "config_hash": run_hash}, buf)
-    atomic_write_bytes(path, buf.getvalue())
 
 
 def _routing(last: dict[str, Any]) -> dict[str, Any]:

@@ -1,3 +1,4 @@
+import gc
 import os
 import warnings
 
@@ -13,5 +14,37 @@ def results_dir(tmp_path, monkeypatch):
     return path
 
 
+def _torch_threads(n: int):
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture
+def one_thread():
+    """Tiny convolutions gain nothing from a second thread, and lose much on a shared machine."""
+    yield from _torch_threads(1)
+
+
+@pytest.fixture
+def two_threads():
+    """Two torch intra-op threads for the test, so that a helper pinning one (or leaving the count alone) shows."""
+    yield from _torch_threads(2)
+
+
 def pytest_configure(config):
     os.environ.setdefault("REPRO_PROFILE", "smoke")
+    # One intra-op thread unless asked otherwise: set before torch is first imported. The tests' tensors are tiny,
+    # and on a busy 2-core host a split op waits for a descheduled peer thread (the fast lane took 1.6x as long).
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    gc.disable()  # until collection has imported everything (pytest_collection_finish)
+
+
+def pytest_collection_finish(session):
+    # What collection imported (torch, sympy, scipy, ...) lives all session: no collection while it is
+    # imported, and none walks it again afterwards (together about 5 s of a 30 s fast lane).
+    gc.freeze()
+    gc.enable()

@@ -1,8 +1,9 @@
 """The command line end to end on Table 6 (analytic, seconds)."""
 
-import pytest
 import json
 import shutil
+
+import pytest
 
 from typer.testing import CliRunner
 
@@ -24,6 +25,17 @@ def test_table6_writes_tables_and_claims(results_dir):
     verdicts = {v["claim"]: v["status"] for v in record["verdicts"]}
     assert verdicts["rho_r18_head"] == "reproduced"
     assert record["provenance"]["packages"]["torch"]
+
+
+@pytest.mark.parametrize("command", [["--help"], ["run", "--help"], ["bench", "gpu", "--help"]], ids=" ".join)
+def test_help_shows_no_type_beside_a_flag_and_one_beside_a_value(command):
+    result = runner.invoke(app, command, env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    assert "<bool>" not in result.output
+    flag = next(line for line in result.output.splitlines() if "--help" in line)
+    assert flag.split("--help", 1)[1].split()[:1] == ["Show"], flag  # nothing between the flag and its help
+    if command != ["--help"]:
+        assert "<int range>" in result.output and "<str>" in result.output
 
 
 def test_unknown_manifest_is_a_clear_error():

@@ -64,7 +64,7 @@ def test_same_seed_same_batches_and_set_epoch_replays_an_epoch():
     assert all(torch.equal(a, b) for a, b in zip(epochs[2], [x for x, _ in resumed]))
 
 
-def test_channels_last_output_and_thread_count_left_alone():
+def test_channels_last_output_and_thread_count_left_alone(two_threads):
     images, labels = labelled_images(40)
     threads = torch.get_num_threads()
     loader = TensorLoader(images, labels, 16, train=True, mean=MEAN, std=STD, channels_last=True)

@@ -140,16 +140,11 @@ def test_functional_pooling_in_a_forward_counts_as_a_pooling_module_does():
     assert functional.total_all_ops == modular.total_all_ops
 
 
-def test_a_count_runs_on_one_thread_and_restores_the_callers():
+def test_a_count_runs_on_one_thread_and_restores_the_callers(two_threads):
     """Batch-1 passes on one intra-op thread (on a busy host more threads only spin); the caller's count is kept."""
     model = build_model("cifar10", Component("cifar_standard"), Component("dense", {"hidden": []}))
     seen = []
     model.backbone.register_forward_hook(lambda *_: seen.append(torch.get_num_threads()))
-    before = torch.get_num_threads()
-    torch.set_num_threads(2)
-    try:
-        count_flops(model, get_dataset("cifar10").input_shape)
-        assert seen and set(seen) == {1}
-        assert torch.get_num_threads() == 2
-    finally:
-        torch.set_num_threads(before)
+    count_flops(model, get_dataset("cifar10").input_shape)
+    assert seen and set(seen) == {1}
+    assert torch.get_num_threads() == 2

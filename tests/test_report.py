@@ -32,6 +32,7 @@ def test_markdown_escapes_pipes():
     assert md_escape("a|b\nc") == r"a\|b c"
 
 
+@pytest.mark.slow  # the fixture runs Table 6: every row's FLOPs counted three ways, ResNet-18 and MobileNet-V2 at 224 px
 def test_markdown_table_shows_paper_values_beside_ours(table6):
     _, result, files = table6
     md = files["table6.md"].read_text()
@@ -44,6 +45,7 @@ def test_markdown_table_shows_paper_values_beside_ours(table6):
     assert "`rho_r18_head`" in claims and "**reproduced**" in claims
 
 
+@pytest.mark.slow  # Table 6, as above, then pdflatex
 def test_latex_tables_compile(table6, tmp_path):
     if shutil.which("pdflatex") is None:
         if os.environ.get("REPRO_REQUIRE_LATEX"):

@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from repro import calibration as cal
-from repro import estimate as est
+from repro.cost import calibration as cal
+from repro.cost import estimate as est
 from repro.manifest import find_manifest
 from repro.measure.accuracy import planned_runs
 from repro.report.costs import compute_by_claim, render_compute

@@ -86,6 +86,7 @@ def test_cli_refuses_a_bad_profiles_file_naming_it(tmp_path):
         assert "profiles.cifar3x50.seeds: -3 is out of range; allowed: 1 <= value <= 1000" in text
 
 
+@pytest.mark.slow  # runs a copy of Table 6: every row's FLOPs counted three ways, ResNet-18 and MobileNet-V2 at 224 px
 def test_manifests_dir_with_one_manifest_and_a_user_profile(tmp_path, results_dir):
     folder = tmp_path / "my-manifests"
     folder.mkdir()

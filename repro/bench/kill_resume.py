@@ -1,11 +1,11 @@
 """Save -> SIGKILL -> resume on the device, as `repro bench gpu` checks it.
 
-A child process trains a tiny run through the real executor (repro.runs.run_one:
+A child process trains a tiny run through the real executor (repro.execution.runs.run_one:
 checkpoint after every epoch, record at the end); once the first epoch's checkpoint
 is written it reports and waits, and the parent kills its process group with
 SIGKILL, so no clean-up runs. A second child resumes the run to completion and then
 trains the same config uninterrupted in another folder. The check passes when the
-record reads back whole (repro.runs.load_record), says it resumed from epoch 1, holds
+record reads back whole (repro.execution.runs.load_record), says it resumed from epoch 1, holds
 every epoch once and in order, keeps the killed process's first epoch as that process
 checkpointed it, and leaves no checkpoint behind. On a CPU the resumed history must
 also equal the uninterrupted one exactly (repro.train's promise); on CUDA the
@@ -53,7 +53,7 @@ def tiny_config() -> Any:
 
 def _child(config: Path, results: Path, device: str, hold: bool, reference: Path | None) -> None:
     from repro.recipes import RunConfig
-    from repro.runs import RunRequest, run_one
+    from repro.execution.runs import RunRequest, run_one
 
     cfg = RunConfig.from_dict(json.loads(config.read_text()))
 
@@ -105,7 +105,7 @@ def run_kill_resume(device: str, timeout_s: float = 300.0) -> dict[str, Any]:
     """The check's result; CheckFailed or RuntimeError saying what went wrong. Each child has timeout_s."""
     import torch
 
-    from repro.runs import checkpoint_path, load_record
+    from repro.execution.runs import checkpoint_path, load_record
 
     cfg = tiny_config()
     with tempfile.TemporaryDirectory(prefix="repro-kill-resume-") as tmp:

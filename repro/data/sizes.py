@@ -1,4 +1,4 @@
-"""How many images each split holds on this machine, for the cost model (repro.estimate); no torch.
+"""How many images each split holds on this machine, for the cost model (repro.cost.estimate); no torch.
 
 CIFAR and Tiny-ImageNet have fixed splits: when the folder is there, the split sizes are
 the published ones (repro.data.specs). ImageNet is an ImageFolder tree a user may have
@@ -19,7 +19,7 @@ from repro.cache import cache_dir, read_json, write_json
 from repro.data.specs import get_dataset
 
 # The folder names of repro.data.layout.FOLDERS, kept here so that sizing imports no torchvision
-# (tests/test_estimate.py checks the two agree).
+# (tests/cost/test_estimate.py checks the two agree).
 FOLDERS = {"cifar10": "cifar-10-batches-py", "cifar100": "cifar-100-python", "tiny_imagenet": "tiny-imagenet-200",
            "imagenet": "imagenet"}
 COUNTED = {"imagenet"}  # ImageFolder trees: counted; the others have fixed splits

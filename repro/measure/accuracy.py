@@ -68,7 +68,7 @@ def pretrain_stand_in_weights(configs: list[RunConfig], ctx: Context) -> None:
 
 
 def measure_accuracy(manifest: Manifest, ctx: Context) -> Measured:
-    from repro.runs import RunRequest, execute_runs
+    from repro.execution.runs import RunRequest, execute_runs
     from repro.stats import paired_gap
 
     out = Measured()

@@ -21,8 +21,8 @@ class Context:
     jobs: int = 1
     data_dir: Path | None = None
     progress: Any = None  # a rich Progress, or None
-    executor: Any = None  # repro.executors.ExecutorOptions: who trains the runs; None: local
-    run_counts: Any = None  # repro.runs.RunCounts of this table's runs, set by the accuracy measurer
+    executor: Any = None  # repro.execution.options.ExecutorOptions: who trains the runs; None: local
+    run_counts: Any = None  # repro.execution.runs.RunCounts of this table's runs, set by the accuracy measurer
 
     @property
     def paper_scale(self) -> bool:

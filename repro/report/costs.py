@@ -1,6 +1,6 @@
 """Compute per claim and per table: the device-hours its runs took (run records) beside the estimate.
 
-Torch-free. A claim's runs are the (row, seed) runs of the rows its rule reads (repro.plan.rows_read)
+Torch-free. A claim's runs are the (row, seed) runs of the rows its rule reads (repro.cost.plan.rows_read)
 under the profile; a table's are all its training runs, each counted once. Time taken is a record's
 `wall_seconds` (training and evaluation, as the executor saw it), filed under the device its
 provenance names (`device_type`); runs without a record yet count in the estimate only.
@@ -12,10 +12,10 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from repro.estimate import CostModel
+from repro.cost.estimate import CostModel
 from repro.manifest import Manifest
 from repro.measure.accuracy import planned_runs
-from repro.plan import rows_read
+from repro.cost.plan import rows_read
 
 
 @dataclass(frozen=True)
@@ -34,13 +34,13 @@ class Compute:
 def _taken(results_dir: Path, hashes: set[str]) -> tuple[int, float, float]:
     recorded, gpu, cpu = 0, 0.0, 0.0
     for h in hashes:
-        path = results_dir / "runs" / f"{h}.json"  # repro.runs.record_path, without importing torch
+        path = results_dir / "runs" / f"{h}.json"  # repro.execution.runs.record_path, without importing torch
         try:
             record = json.loads(path.read_text(encoding="utf-8"))
             seconds = float(record.get("wall_seconds") or record.get("train_seconds") or 0.0)
             on_gpu = record.get("provenance", {}).get("device_type") == "cuda"
         except (OSError, ValueError, AttributeError, TypeError):
-            continue  # absent or unreadable: repro.runs sets damaged records aside when it next runs
+            continue  # absent or unreadable: repro.execution.runs sets damaged records aside when it next runs
         recorded += 1
         gpu, cpu = (gpu + seconds, cpu) if on_gpu else (gpu, cpu + seconds)
     return recorded, gpu / 3600, cpu / 3600

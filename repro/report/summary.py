@@ -113,7 +113,7 @@ def write_report(results_dir: Path, profile: str, manifests: list[Manifest] | No
 
 
 def _compute_section(results_dir: Path, profile: str, manifests: list[Manifest]) -> str:
-    from repro.estimate import CostModel
+    from repro.cost.estimate import CostModel
     from repro.report.costs import compute_by_claim, render_compute
 
     model = CostModel(cached_only=True)  # the report counts nothing: estimates from the caches `repro list` fills

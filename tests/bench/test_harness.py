@@ -55,7 +55,7 @@ def test_compiled_or_eager_falls_back_to_the_module():
     assert module is not head and why == ""
 
 
-def test_cpu_threads_pins_and_restores_and_leaves_other_devices_alone():
+def test_cpu_threads_pins_and_restores_and_leaves_other_devices_alone(two_threads):
     before = torch.get_num_threads()
     with cpu_threads(CPU, 1):
         assert torch.get_num_threads() == 1

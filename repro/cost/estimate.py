@@ -1,0 +1,244 @@
+"""What a profile costs before it runs: device-hours per run, summed over distinct runs, and wall time.
+
+A run's time = epochs x (training FLOPs / the device's throughput + steps x a cost per step):
+- training multiply-adds per image ~ 3x the forward pass's (repro.measure.flops.estimate_macs:
+  backbone scaled to the run's resolution, plus the head), over the training images actually on
+  disk (repro.data.sizes; the paper's sizes when absent, and the output says which) or the
+  profile's subset, plus one forward pass over the test split;
+- the throughput of the device that would run the profile (repro.cost.calibration): this CPU,
+  measured, for a profile pinned to the CPU; else a GPU, from a calibration file or a reference.
+Runs are counted once however many rows and tables share them (their config hash). Wall time
+follows the executor: runs spread longest-first over its parallel slots (GPUs x runs per GPU
+locally, the array's parallelism under Slurm); runs packed onto one GPU share its arithmetic and
+overlap only their per-step overhead. Warm, nothing here imports torch: FLOP counts, the CPU
+throughput and ImageNet's file count are cached (repro.cache).
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable, Literal
+
+from repro.cost.calibration import Throughput, cpu_throughput, gpu_throughput, throughput
+from repro.data.sizes import split_sizes
+from repro.data.specs import get_dataset
+from repro.manifest import Manifest, Profile
+from repro.measure.accuracy import planned_runs
+from repro.measure.flops import estimate_macs
+from repro.models import Component
+from repro.recipes import RunConfig
+
+FLOP_COUNT_S = 0.5  # analytic counting: well under a second a model on a CPU
+
+
+@dataclass(frozen=True)
+class Executor:
+    """How many runs train at once: the options of `repro run` (repro.execution.options) as plain numbers."""
+
+    kind: Literal["local", "slurm"] = "local"
+    gpus: int = 1
+    runs_per_gpu: int = 1
+    slurm_max_parallel: int = 0  # 0: no limit, every run of the array at once
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("local", "slurm"):
+            raise ValueError(f"executor: expected 'local' or 'slurm', got {self.kind!r}")
+        for name in ("gpus", "runs_per_gpu"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name.replace('_', '-')}: expected at least 1, got {getattr(self, name)}")
+        if self.slurm_max_parallel < 0:
+            raise ValueError(f"slurm-max-parallel: expected 0 (no limit) or more, got {self.slurm_max_parallel}")
+
+    def packing(self, kind: str) -> int:
+        """Runs sharing one device: only local GPUs are packed (a Slurm task holds one run)."""
+        return self.runs_per_gpu if kind == "gpu" and self.kind == "local" else 1
+
+    def slots(self, kind: str, runs: int) -> int:
+        if kind == "cpu":
+            return 1  # the CPU figure is measured on every core: parallel runs only share them
+        if self.kind == "slurm":
+            return min(runs, self.slurm_max_parallel) if self.slurm_max_parallel else max(runs, 1)
+        return self.gpus
+
+    def describe(self, kind: str) -> str:
+        if kind == "cpu":
+            return "this CPU"
+        if self.kind == "slurm":
+            return f"Slurm, {self.slurm_max_parallel or 'unlimited'} parallel"
+        return f"{self.gpus} GPU(s) x {self.runs_per_gpu} run(s) each"
+
+
+@dataclass(frozen=True)
+class RunTime:
+    compute_s: float  # arithmetic on the device, every epoch
+    overhead_s: float  # fixed per-step costs, every epoch
+    data: str  # where the split sizes came from
+
+
+@dataclass(frozen=True)
+class Cost:
+    """Runs counted once, their device-hours and the wall time under an executor."""
+
+    kind: str  # "gpu" or "cpu": what the device-hours are hours of
+    runs: int
+    epochs: int
+    device_seconds: float
+    wall_seconds: float
+    sources: tuple[str, ...] = ()  # throughput and data sources, as shown
+
+    @property
+    def device_hours(self) -> float:
+        return self.device_seconds / 3600
+
+
+@dataclass
+class CostModel:
+    """Costs of runs on the devices that would train them; devices are calibrated on first use."""
+
+    executor: Executor = field(default_factory=Executor)
+    data_dir: Path | None = None
+    calibration: Path | None = None  # a GPU calibration file (repro.cost.calibration)
+    gpu: str | None = None  # the reference GPU's name when there is no calibration
+    cached_only: bool = False  # never count FLOPs or measure a device (torch-free callers): NaN where uncached
+    kind: str | None = None  # "cpu" or "gpu" when the device is already chosen (a run about to start)
+    _devices: dict[str, Throughput] = field(default_factory=dict, repr=False)
+
+    def device(self, profile: Profile) -> Throughput:
+        kind = self.kind or ("cpu" if profile.device == "cpu" else "gpu")
+        if kind not in self._devices:
+            self._devices[kind] = (cpu_throughput(not self.cached_only) if kind == "cpu"
+                                   else gpu_throughput(self.calibration, self.gpu))
+        return self._devices[kind]
+
+    def run_time(self, cfg: RunConfig, manifest_id: str, device: Throughput) -> RunTime:
+        spec = get_dataset(cfg.dataset)
+        if cfg.data == "real":
+            sizes = split_sizes(cfg.dataset, self.data_dir)
+            n_train, n_test, data = sizes.train, sizes.test, sizes.source
+        else:
+            n_train, n_test, data = spec.train_size, spec.test_size, f"{cfg.data} data"
+        n_train = min(n_train, cfg.train_samples or n_train)
+        n_test = min(n_test, cfg.test_samples or n_test)
+        rate = device.images_per_s.get(manifest_id)
+        if rate:  # a measured training rate: its per-step costs are inside it; evaluation is a forward pass
+            return RunTime(cfg.epochs * (n_train + n_test / 3) / rate, 0.0, data)
+        macs = estimate_macs(cfg.dataset, Component(**cfg.backbone), Component(**cfg.head), not self.cached_only)
+        if macs is None:
+            return RunTime(float("nan"), float("nan"), data)
+        body = macs["backbone_macs"] * (cfg.image_size / spec.image_size) ** 2
+        per_image = body + macs["head_macs"]
+        backward = 0 if cfg.backbone_lr_scale == 0 else 2 * body  # a frozen backbone runs forward only
+        work = (per_image + backward + 2 * macs["head_macs"]) * n_train + per_image * n_test
+        steps = n_train // cfg.batch_size + n_test // cfg.batch_size + 1
+        return RunTime(cfg.epochs * work / device.macs_per_s, cfg.epochs * steps * device.step_overhead_s, data)
+
+    def cost(self, work: Iterable[tuple[Manifest, str]]) -> Cost:
+        """The distinct runs of every (manifest, profile name) pair, on the device each profile runs on."""
+        runs: dict[str, tuple[RunConfig, str, Throughput]] = {}
+        for manifest, name in work:
+            profile = manifest.profiles[name]
+            device = self.device(profile)
+            for p in planned_runs(manifest, profile):
+                runs.setdefault(p.cfg.hash, (p.cfg, manifest.id, device))
+        kinds = {d.kind for _, _, d in runs.values()}
+        kind = "gpu" if "gpu" in kinds else "cpu"
+        occupancy, sources = [], set()
+        for cfg, manifest_id, device in runs.values():
+            t = self.run_time(cfg, manifest_id, device)
+            occupancy.append(t.compute_s + t.overhead_s / self.executor.packing(device.kind))
+            sources.update((device.source, f"{cfg.dataset}: {t.data}"))
+        occupancy += self._pretraining([(cfg, device) for cfg, _, device in runs.values()])
+        wall = makespan(occupancy, self.executor.slots(kind, len(occupancy)))
+        return Cost(kind, len(runs), sum(c.epochs for c, _, _ in runs.values()), sum(occupancy), wall,
+                    tuple(sorted(sources)))
+
+
+    def _pretraining(self, runs: list[tuple[RunConfig, Throughput]]) -> list[float]:
+        """Seconds of each digit-stand-in pretraining the runs need that is not cached (repro.digit_weights)."""
+        from repro.digit_weights import PRETRAIN, base_backbone, weights_path
+
+        out: dict[Path, float] = {}
+        for cfg, device in runs:
+            if not (cfg.pretrained and cfg.pretrained_on == "digits"):
+                continue
+            path = weights_path(cfg.backbone["name"], cfg.dataset, cfg.image_size)
+            if path in out or path.is_file():
+                continue
+            macs = estimate_macs(cfg.dataset, Component(base_backbone(cfg.backbone["name"])), Component("dense"),
+                                 not self.cached_only)
+            if macs is None:
+                out[path] = float("nan")
+                continue
+            body = macs["backbone_macs"] * (cfg.image_size / get_dataset(cfg.dataset).image_size) ** 2
+            steps = PRETRAIN.epochs * (PRETRAIN.images // PRETRAIN.batch_size)
+            out[path] = (PRETRAIN.epochs * 3 * body * PRETRAIN.images / device.macs_per_s
+                         + steps * device.step_overhead_s)
+        return list(out.values())
+
+
+def makespan(durations: list[float], slots: int) -> float:
+    """Longest-first onto the least-loaded slot (Graham's LPT: within 4/3 of the optimum)."""
+    loads = [0.0] * max(1, min(slots, len(durations) or 1))
+    for d in sorted(durations, reverse=True):
+        heapq.heapreplace(loads, loads[0] + d)
+    return max(loads)
+
+
+def hours(seconds: float) -> str:
+    h = seconds / 3600
+    return f"{h:,.0f}" if h >= 100 else f"{h:,.1f}" if h >= 1 else f"{h:.2f}"
+
+
+def duration(seconds: float) -> str:
+    if seconds < 90:
+        return f"~{seconds:.0f} s"
+    if seconds < 5400:
+        return f"~{seconds / 60:.0f} min"
+    return f"~{seconds / 3600:.1f} h"
+
+
+# --------------------------------------------------------------------------- one line before a run
+def estimate_flops(manifest: Manifest, profile_name: str, model: CostModel) -> tuple[float, str]:
+    n = sum("flops" in r.measures for r in manifest.rows)
+    return FLOP_COUNT_S * n, f"{n} FLOP counts"
+
+
+def estimate_training(manifest: Manifest, profile_name: str, model: CostModel) -> tuple[float, str]:
+    c = model.cost([(manifest, profile_name)])
+    return c.wall_seconds, f"{c.runs} runs, {c.epochs} epochs, {hours(c.device_seconds)} {c.kind.upper()}-h"
+
+
+def estimate_latency(manifest: Manifest, profile_name: str, model: CostModel) -> tuple[float, str]:
+    """Calls x multiply-adds per call / this CPU's throughput, plus a fixed cost per call."""
+    from repro.measure.latency_settings import settings_for
+
+    profile = manifest.profiles[profile_name]
+    s = settings_for(profile, profile.evidence == "paper")
+    rows = [r for r in manifest.rows if "latency" in r.measures]
+    calls = s.warmup + s.min_reps
+    seconds = 0.0
+    for row in rows:
+        spec = get_dataset(row.dataset)
+        scale = (min(spec.image_size, s.image_size or spec.image_size) / spec.image_size) ** 2
+        f = estimate_macs(row.dataset, row.backbone, row.head)
+        macs = calls * s.batch * (2 * f["backbone_macs"] * scale + 2 * f["head_macs"]) + s.op_batch * f["head_macs"]
+        seconds += macs / throughput("cpu") + 3 * calls * 0.002  # three timings, ~2 ms of dispatch a call
+    return seconds, f"{len(rows)} latency rows x 3 timings, batch {s.batch}, {calls}+ calls each"
+
+
+Estimator = Callable[[Manifest, str, CostModel], tuple[float, str]]
+ESTIMATORS: dict[str, Estimator] = {"flops": estimate_flops, "accuracy": estimate_training,
+                                    "latency": estimate_latency}
+
+
+def estimate(manifest: Manifest, profile: str, model: CostModel | None = None) -> str:
+    """One line: the wall time of every measure of `manifest` at `profile`, with what it is made of."""
+    model = model or CostModel()
+    parts, total = [], 0.0
+    for measure in sorted(manifest.measures()):
+        seconds, text = ESTIMATORS[measure](manifest, profile, model)
+        parts.append(text)
+        total += seconds
+    return f"{duration(total)} ({'; '.join(parts)})"

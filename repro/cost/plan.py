@@ -1,0 +1,259 @@
+"""`repro plan`: what deciding each empirical claim costs, and which claims a GPU budget decides.
+
+A claim needs the training rows its rule reads (directly, or through the comparisons it names)
+at the seeds 80% power at the paper's effect size needs (repro.stats_audit.power_plan; at least
+2, a paired test's minimum), or the paper's own seed count where the text gives no effect size.
+Its runs are (row, seed) configs: a run two claims share, even across tables, is paid once.
+
+The plan is a weighted budgeted cover, solved greedily: take the claim with the most weight
+(Claim.weight, set in the manifests to what the paper rests on) per GPU-hour it adds, until
+nothing else fits; then keep that or the heaviest single claim that fits, whichever weighs more
+(the textbook guard that bounds the greedy's loss). A budget of the whole protocol's cost
+decides every plannable claim: each one's added cost is at most what is left.
+
+The plan is written as a profiles file: one profile per seed count, `plan_s<N>`, each training
+only the rows of its claims (Profile.include); `repro verify-all --profiles FILE --profile
+plan_s<N>` runs one, and the runs two profiles share are trained once (same config hash).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from repro.cost.estimate import Cost, CostModel, makespan
+from repro.manifest import Claim, Manifest, Profile
+from repro.paper import paper_value
+from repro.recipes import resolve
+
+BASE_PROFILE = "full"  # the paper's protocol: the plan's profiles are it with fewer rows and other seeds
+MIN_SEEDS = 2
+_ROW_KEYS = ("row", "baseline", "rows", "below", "above")
+_COMPARISON_KEYS = ("comparison", "comparisons", "minus")
+_METRIC_KEYS = ("metric", "other", "numerator", "denominator", "metrics")
+
+
+@dataclass(frozen=True)
+class ClaimNeed:
+    """What deciding one claim takes."""
+
+    manifest: str
+    claim: str
+    statement: str
+    weight: float
+    rows: tuple[str, ...]  # training rows it reads, "<row>" of its manifest
+    seeds: int
+    seeds_why: str
+    runs: dict[str, float]  # run hash -> GPU-seconds
+    problem: str = ""  # why no seed count decides it, when none does
+    paper_seeds: int = 0  # the paper's own seed count for its table
+
+    @property
+    def key(self) -> str:
+        return f"{self.manifest}/{self.claim}"
+
+    @property
+    def gpu_seconds(self) -> float:
+        return sum(self.runs.values())
+
+
+@dataclass(frozen=True)
+class Choice:
+    need: ClaimNeed
+    added_s: float  # GPU-seconds of the runs it adds to the plan, in the order chosen
+    shared: int  # its runs already in the plan when chosen
+
+
+@dataclass(frozen=True)
+class Plan:
+    budget_s: float
+    chosen: list[Choice]
+    left_out: list[tuple[ClaimNeed, str]]  # and why
+    gpu_seconds: float  # the distinct runs of the chosen claims
+    wall_seconds: float
+    runs: int
+    sources: tuple[str, ...]
+
+    @property
+    def weight(self) -> float:
+        return sum(c.need.weight for c in self.chosen)
+
+
+def rows_read(manifest: Manifest, claim: Claim) -> tuple[str, ...]:
+    """The training rows a claim's rule reads: named, through comparisons, or in metric paths."""
+    rows, comps = set(), set()
+    for key, value in claim.params.items():
+        refs = [v for v in (value if isinstance(value, (list, tuple)) else [value]) if isinstance(v, str)]
+        if key in _ROW_KEYS:
+            rows.update(refs)
+        elif key in _COMPARISON_KEYS:
+            comps.update(refs)
+        elif key in _METRIC_KEYS:
+            for path in refs:
+                kind, ident, _ = path.split(".")
+                (rows if kind == "rows" else comps).add(ident)
+    for comp in manifest.comparisons:
+        if comp.id in comps:
+            rows.update((comp.row, comp.baseline))
+    trained = {r.id for r in manifest.rows if "accuracy" in r.measures}
+    return tuple(sorted(rows & trained))
+
+
+def claim_seeds(manifest: Manifest, claim: Claim) -> tuple[int | None, str]:
+    """(seeds, why) for 80% power at the paper's effect size; the paper's n without one; None if none reaches it."""
+    from repro.stats_audit import power_plan  # scipy: only when planning
+
+    key = claim.params.get("paper")
+    pv = paper_value(manifest.paper_table, key) if isinstance(key, str) else None
+    row = next(iter(power_plan([pv])), None) if pv is not None else None
+    paper_n = manifest.profiles[BASE_PROFILE].seeds
+    if row is None:
+        return max(MIN_SEEDS, paper_n), "the paper's n: no effect size in the text"
+    if row.seeds_needed is None:
+        return None, f"no seed count reaches 80% power ({row.note or 'no effect size'})"
+    bound = "; d from 'p <', so at most this many" if row.bound else ""
+    return max(MIN_SEEDS, row.seeds_needed), f"80% power at d={row.effect_size:.2f}{bound}"
+
+
+def plan_profile(seeds: int, include: tuple[str, ...] = (), base: Profile | None = None) -> Profile:
+    """The paper's protocol (the manifests' `full` profile) at `seeds`, training only `include`."""
+    base = base or Profile(description="", evidence="paper")
+    return dataclasses.replace(base, description=f"repro plan: the paper's protocol at {seeds} seeds, "
+                               f"{len(include)} rows", seeds=seeds, include=tuple(sorted(include)), device="auto")
+
+
+def claim_needs(manifests: list[Manifest], model: CostModel) -> list[ClaimNeed]:
+    """Every empirical claim that reads training rows, with its rows, seeds and runs priced on the GPU."""
+    needs = []
+    for m in manifests:
+        base = m.profiles[BASE_PROFILE]
+        device = model.device(plan_profile(1, base=base))
+        for claim in m.claims:
+            rows = rows_read(m, claim)
+            if claim.scope != "empirical" or not rows:
+                continue
+            seeds, why = claim_seeds(m, claim)
+            runs: dict[str, float] = {}
+            profile = plan_profile(seeds or 1, base=base)
+            for row_id in rows if seeds else ():
+                for seed in range(seeds):
+                    cfg = resolve(m.row(row_id), profile, seed)
+                    if cfg.hash not in runs:
+                        t = model.run_time(cfg, m.id, device)
+                        runs[cfg.hash] = t.compute_s + t.overhead_s / model.executor.packing(device.kind)
+            needs.append(ClaimNeed(m.id, claim.id, claim.statement, claim.weight, rows, seeds or 0, why, runs,
+                                   "" if seeds else why, base.seeds))
+    return needs
+
+
+def _greedy(needs: list[ClaimNeed], budget_s: float) -> list[Choice]:
+    chosen: list[Choice] = []
+    have: dict[str, float] = {}
+    spent, todo = 0.0, list(needs)
+    limit = budget_s * (1 + 1e-9)  # sums in another order differ in the last bits
+    while todo:
+        priced = [(n, sum(s for h, s in n.runs.items() if h not in have)) for n in todo]
+        fits = [(n, cost) for n, cost in priced if spent + cost <= limit]
+        if not fits:
+            break
+        best, cost = max(fits, key=lambda nc: (nc[0].weight / nc[1] if nc[1] > 0 else float("inf"), nc[0].weight))
+        chosen.append(Choice(best, cost, sum(h in have for h in best.runs)))
+        have.update(best.runs)
+        spent += cost
+        todo.remove(best)
+    return chosen
+
+
+def make_plan(needs: list[ClaimNeed], gpu_hours: float, model: CostModel) -> Plan:
+    budget_s = gpu_hours * 3600
+    plannable = [n for n in needs if not n.problem]
+    chosen = _greedy(plannable, budget_s)
+    single = max((n for n in plannable if n.gpu_seconds <= budget_s * (1 + 1e-9)), key=lambda n: n.weight, default=None)
+    if single is not None and single.weight > sum(c.need.weight for c in chosen):
+        chosen = [Choice(single, single.gpu_seconds, 0)]
+    runs: dict[str, float] = {}
+    for c in chosen:
+        runs.update(c.need.runs)
+    left_budget = budget_s - sum(runs.values())
+    picked = {c.need.key for c in chosen}
+    left_out = []
+    for n in needs:
+        if n.key in picked:
+            continue
+        if n.problem:
+            left_out.append((n, n.problem))
+            continue
+        extra = sum(s for h, s in n.runs.items() if h not in runs)
+        at_two = extra * MIN_SEEDS / n.seeds
+        if n.seeds > MIN_SEEDS and at_two <= left_budget:
+            why = (f"too few seeds for power within the budget: {n.seeds} seeds add {extra / 3600:.1f} GPU-h, "
+                   f"{max(left_budget, 0) / 3600:.1f} left (about {at_two / 3600:.1f} at {MIN_SEEDS} seeds, underpowered)")
+        else:
+            why = f"cost: adds {extra / 3600:.1f} GPU-h, {max(left_budget, 0) / 3600:.1f} left"
+        left_out.append((n, why))
+    slots = model.executor.slots("gpu", len(runs))
+    sources = {model.device(Profile(description="", evidence="paper")).source}
+    return Plan(budget_s, chosen, left_out, sum(runs.values()), makespan(list(runs.values()), slots), len(runs),
+                tuple(sorted(sources)))
+
+
+def plan_profiles(plan: Plan, manifests: list[Manifest]) -> dict[str, Profile]:
+    """One profile per seed count of the chosen claims, each including exactly their rows; evidence
+    'reduced' where a claim runs on fewer seeds than the paper's table did (repro.manifest.Profile)."""
+    by_seeds: dict[int, set[str]] = {}
+    fewer: set[int] = set()
+    for c in plan.chosen:
+        by_seeds.setdefault(c.need.seeds, set()).update(f"{c.need.manifest}/{r}" for r in c.need.rows)
+        if c.need.seeds < c.need.paper_seeds:
+            fewer.add(c.need.seeds)
+    base = manifests[0].profiles[BASE_PROFILE] if manifests else None
+    return {f"plan_s{s}": dataclasses.replace(plan_profile(s, tuple(rows), base),
+                                              evidence="reduced" if s in fewer else "paper")
+            for s, rows in sorted(by_seeds.items())}
+
+
+def profiles_toml(profiles: dict[str, Profile], plan: Plan) -> str:
+    """The profiles file `repro run|verify-all|list --profiles` read: [profiles.<name>] tables."""
+    lines = [f"# Written by `repro plan`: {len(plan.chosen)} claims, {plan.runs} distinct runs, "
+             f"{plan.gpu_seconds / 3600:.1f} of {plan.budget_s / 3600:.1f} GPU-hours.",
+             "# Run each profile: repro verify-all --profiles THIS_FILE --profile <name> (shared runs train once)."]
+    for c in plan.chosen:
+        lines.append(f"#   plan_s{c.need.seeds}: {c.need.key} (weight {c.need.weight:g})")
+    for name, p in profiles.items():
+        lines += ["", f"[profiles.{name}]"]
+        for f in dataclasses.fields(Profile):
+            value = getattr(p, f.name)
+            if value is None or value == f.default:
+                continue
+            lines.append(f"{f.name} = {_toml(value)}")
+    return "\n".join(lines) + "\n"
+
+
+def _toml(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, (tuple, list)):
+        return "[" + ", ".join(_toml(v) for v in value) + "]"
+    return json.dumps(value, ensure_ascii=False)  # a JSON string is a TOML basic string
+
+
+def write_plan(path: Path, plan: Plan, manifests: list[Manifest]) -> dict[str, Profile]:
+    from repro.fsutil import atomic_write_text
+
+    profiles = plan_profiles(plan, manifests)
+    atomic_write_text(path, profiles_toml(profiles, plan))
+    return profiles
+
+
+def protocol_cost(needs: list[ClaimNeed]) -> Cost:
+    """Every plannable claim at its seeds, shared runs once: the budget that decides them all."""
+    runs: dict[str, float] = {}
+    for n in needs:
+        if not n.problem:
+            runs.update(n.runs)
+    return Cost("gpu", len(runs), 0, sum(runs.values()), sum(runs.values()))
+

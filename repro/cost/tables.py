@@ -1,0 +1,81 @@
+"""The tables `repro list` and `repro plan` print: costs per manifest and profile, totals, the plan."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from rich.markup import escape
+from rich.table import Table
+
+from repro.cost.estimate import ESTIMATORS, Cost, CostModel, duration, hours
+from repro.manifest import Manifest
+
+if TYPE_CHECKING:  # repro.cost.plan reads the power analysis (scipy): `repro list` does not need it
+    from repro.cost.plan import ClaimNeed, Plan
+
+
+def _cost_cells(cost: Cost, extra_s: float, model: CostModel) -> list[str]:
+    if not cost.runs:
+        return ["0", "0", "-", duration(extra_s) if extra_s else "-"]
+    return [str(cost.runs), f"{cost.epochs:,}", f"{hours(cost.device_seconds)} {cost.kind.upper()}-h",
+            duration(cost.wall_seconds + extra_s)]
+
+
+def _other_seconds(manifest: Manifest, profile: str, model: CostModel) -> float:
+    """The measures besides training (FLOP counts, latency), which run one after another."""
+    return sum(ESTIMATORS[m](manifest, profile, model)[0] for m in sorted(manifest.measures()) if m != "accuracy")
+
+
+def list_table(manifests: list[Manifest], model: CostModel, invalid: dict[str, str]) -> tuple[Table, Table, set[str]]:
+    """(per manifest and profile, totals per profile over distinct runs, the sources of the figures)."""
+    table = Table()
+    # Ids and profile names are what a user types next (`repro <id> --profile <name>`): never cut short.
+    table.add_column("Id", no_wrap=True, min_width=max([len(m.id) for m in manifests] + [2]))
+    for name in ("Reproduces", "Rows", "Claims"):
+        table.add_column(name)
+    table.add_column("Profile", no_wrap=True, min_width=max([len(n) for m in manifests for n in m.profiles] + [7]))
+    for name in ("Runs", "Epochs", "Device-h", "Wall"):
+        table.add_column(name)
+    sources: set[str] = set()
+    for m in manifests:
+        first = True
+        for name in m.profiles:
+            cost = model.cost([(m, name)])
+            if m.profiles[name].include and not cost.runs:
+                continue  # a plan's profile that trains nothing here
+            sources.update(cost.sources)
+            head = ([m.id, escape(m.paper_ref.split(",")[0]), str(len(m.rows)), str(len(m.claims))]
+                    if first else ["", "", "", ""])
+            table.add_row(*head, name, *_cost_cells(cost, _other_seconds(m, name, model), model))
+            first = False
+    for mid, problem in invalid.items():
+        table.add_row(mid, f"[red]invalid manifest[/]: {escape(problem)}", "", "", "", "", "", "", "")
+    totals = Table("Profile", "Distinct runs", "Epochs", "Device-h", "Wall (training)",
+                   title="Totals over every manifest: a run shared by tables counts once")
+    for name in sorted({n for m in manifests for n in m.profiles}):
+        cost = model.cost([(m, name) for m in manifests if name in m.profiles])
+        if cost.runs:
+            totals.add_row(name, *_cost_cells(cost, 0.0, model))
+    return table, totals, sources
+
+
+def unknown_includes(manifests: list[Manifest]) -> list[str]:
+    """Include entries of any profile that name no manifest or row: a typo would silently train nothing."""
+    known = {m.id for m in manifests} | {f"{m.id}/{r.id}" for m in manifests for r in m.rows}
+    names = {(name, entry) for m in manifests for name, p in m.profiles.items() for entry in p.include}
+    return sorted(f"profiles.{name}.include: no manifest or row '{entry}'" for name, entry in names if entry not in known)
+
+
+def needs_table(needs: list[ClaimNeed], plan: Plan) -> Table:
+    order = {c.need.key: i for i, c in enumerate(plan.chosen)}
+    added = {c.need.key: c for c in plan.chosen}
+    why_out = {n.key: why for n, why in plan.left_out}
+    table = Table("Claim", "Weight", "Seeds", "Rows", "Runs", "GPU-h alone", "GPU-h added", "Plan",
+                  title=f"Empirical claims: {len(plan.chosen)} of {len(needs)} in the plan")
+    for n in sorted(needs, key=lambda n: (n.key not in order, order.get(n.key, 0), -n.weight, n.key)):
+        c = added.get(n.key)
+        verdict = (f"[green]#{order[n.key] + 1}[/]" + (f", {c.shared} runs shared" if c.shared else "")
+                   if c else f"[yellow]left out[/]: {escape(why_out[n.key])}")
+        table.add_row(n.key, f"{n.weight:g}", f"{n.seeds or '-'} [dim]({escape(n.seeds_why)})[/]", str(len(n.rows)),
+                      str(len(n.runs)), hours(n.gpu_seconds), hours(c.added_s) if c else "", verdict)
+    return table

@@ -1,0 +1,149 @@
+"""How runs are executed: the options of the executors, as data, and as one Typer option set.
+
+Torch-free (the CLI imports it for `repro --help`). `with_executor_options` adds every
+option below to a Typer command that declares a parameter `executor: ExecutorOptions`,
+and hands the command one ExecutorOptions built from them.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import re
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from repro.execution.locks import DEFAULT_STALE_AFTER_S, LockSettings
+
+EXECUTORS = ("local", "slurm")
+
+
+@dataclass(frozen=True)
+class SlurmOptions:
+    partition: str | None = None
+    gpus_per_task: int | None = None
+    cpus_per_task: int | None = None
+    time_min: int = 240  # a task's time limit; longer runs resume after the requeue
+    max_parallel: int = 256  # array tasks running at once
+    account: str | None = None
+    runs_per_task: int = 1  # runs trained one after another in one array task
+    params: dict[str, str] = field(default_factory=dict)  # any other submitit/sbatch parameter
+    folder: str | None = None  # submitit's logs and pickles; default <results>/slurm
+
+
+@dataclass(frozen=True)
+class ExecutorOptions:
+    executor: str = "local"
+    runs_per_gpu: int = 1
+    no_wait: bool = False
+    stale_after_s: float = DEFAULT_STALE_AFTER_S
+    slurm: SlurmOptions = field(default_factory=SlurmOptions)
+    gpus_per_run: int = 1  # >1: the command relaunches itself under torchrun (repro.execution.distributed)
+
+    def __post_init__(self) -> None:
+        if self.executor not in EXECUTORS:
+            raise ValueError(f"executor '{self.executor}' is not one of {', '.join(EXECUTORS)}")
+        if self.runs_per_gpu < 1:
+            raise ValueError(f"runs_per_gpu must be at least 1, got {self.runs_per_gpu}")
+        if self.gpus_per_run < 1:
+            raise ValueError(f"gpus_per_run must be at least 1, got {self.gpus_per_run}")
+
+    @property
+    def lock(self) -> LockSettings:
+        return LockSettings(self.stale_after_s)
+
+
+def parse_slurm_time(text: str) -> int:
+    """Slurm's time formats (MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS) -> whole minutes, rounded up."""
+    m = re.fullmatch(r"(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?", text.strip())
+    if not m:
+        raise ValueError(f"--slurm-time '{text}' is not a Slurm time (MM, HH:MM:SS or D-HH:MM:SS)")
+    days, a, b, c = m.groups()
+    if days is not None:  # D-HH[:MM[:SS]]
+        seconds = int(days) * 86400 + int(a) * 3600 + int(b or 0) * 60 + int(c or 0)
+    elif c is not None:  # HH:MM:SS
+        seconds = int(a) * 3600 + int(b) * 60 + int(c)
+    elif b is not None:  # MM:SS
+        seconds = int(a) * 60 + int(b)
+    else:  # MM
+        seconds = int(a) * 60
+    return max(1, -(-seconds // 60))
+
+
+def parse_params(items: list[str]) -> dict[str, str]:
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"--slurm-param '{item}' is not key=value (e.g. --slurm-param qos=high)")
+        out[key.strip().replace("-", "_")] = value.strip()
+    return out
+
+
+def _typer_parameters() -> list[inspect.Parameter]:
+    import typer
+
+    panel = "Execution"
+
+    def opt(name: str, default: Any, annotation: Any, *flags: str, **kw: Any) -> inspect.Parameter:
+        return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=annotation,
+                                 default=typer.Option(default, *flags, rich_help_panel=panel, **kw))
+
+    return [
+        opt("executor_name", "local", str, "--executor", help="local (this machine) or slurm (a Slurm job array, through submitit)."),
+        opt("runs_per_gpu", 1, int, "--runs-per-gpu", min=1, help="local on GPUs: concurrent runs per visible GPU, each its own process."),
+        opt("gpus_per_run", 1, int, "--gpus-per-run", min=1,
+            help="Train each run on N processes with DDP (one per GPU; gloo on a CPU): runs this command under "
+                 "torchrun --standalone --nproc-per-node N. The global batch stays the recipe's."),
+        opt("no_wait", False, bool, "--no-wait", help="slurm: submit and return at once; rerun the command (or `repro status`) later."),
+        opt("stale_lock_after", DEFAULT_STALE_AFTER_S, float, "--stale-lock-after", min=1.0,
+            help="Seconds without a heartbeat after which another process's run lock is taken over."),
+        opt("slurm_partition", None, Optional[str], "--slurm-partition"),
+        opt("slurm_gpus_per_task", None, Optional[int], "--slurm-gpus-per-task", min=0),
+        opt("slurm_cpus_per_task", None, Optional[int], "--slurm-cpus-per-task", min=1),
+        opt("slurm_time", "4:00:00", str, "--slurm-time", help="Time limit of one array task; a run cut off resumes after the requeue."),
+        opt("slurm_max_parallel", 256, int, "--slurm-max-parallel", min=1, help="Array tasks running at once."),
+        opt("slurm_account", None, Optional[str], "--slurm-account"),
+        opt("slurm_runs_per_task", 1, int, "--slurm-runs-per-task", min=1, help="Runs trained one after another in one array task."),
+        opt("slurm_param", [], list[str], "--slurm-param",
+            help="Any other submitit or sbatch parameter, key=value, repeatable (e.g. qos=high, mem=16G, "
+                 "constraint=a100); python=CMD: how the tasks start Python (e.g. 'apptainer exec --nv repro.sif python')."),
+    ]
+
+
+def options_from_cli(executor_name: str = "local", runs_per_gpu: int = 1, no_wait: bool = False,
+                     stale_lock_after: float = DEFAULT_STALE_AFTER_S, slurm_partition: str | None = None,
+                     slurm_gpus_per_task: int | None = None, slurm_cpus_per_task: int | None = None,
+                     slurm_time: str = "4:00:00", slurm_max_parallel: int = 256, slurm_account: str | None = None,
+                     slurm_runs_per_task: int = 1, slurm_param: list[str] | None = None,
+                     gpus_per_run: int = 1) -> ExecutorOptions:
+    slurm = SlurmOptions(partition=slurm_partition, gpus_per_task=slurm_gpus_per_task, cpus_per_task=slurm_cpus_per_task,
+                         time_min=parse_slurm_time(slurm_time), max_parallel=slurm_max_parallel, account=slurm_account,
+                         runs_per_task=slurm_runs_per_task, params=parse_params(slurm_param or []))
+    return ExecutorOptions(executor_name, runs_per_gpu, no_wait, stale_lock_after, slurm, gpus_per_run)
+
+
+def with_executor_options(command):
+    """Replace the command's `executor` parameter by the execution options; pass it one ExecutorOptions."""
+    import typer
+
+    sig = inspect.signature(command)
+    if "executor" not in sig.parameters:
+        raise TypeError(f"{command.__name__} has no parameter 'executor' to fill with ExecutorOptions")
+    extra = _typer_parameters()
+    names = [p.name for p in extra]
+
+    @functools.wraps(command)
+    def wrapper(*args, **kwargs):
+        values = {n: kwargs.pop(n) for n in names if n in kwargs}
+        try:
+            kwargs["executor"] = options_from_cli(**values)
+        except ValueError as exc:
+            raise typer.BadParameter(str(exc)) from None
+        return command(*args, **kwargs)
+
+    params = [p for p in sig.parameters.values() if p.name != "executor"]
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    keyword = [p.replace(kind=p.KEYWORD_ONLY) for p in params if p not in positional]
+    wrapper.__signature__ = sig.replace(parameters=positional + keyword + extra)
+    return wrapper

@@ -1,0 +1,250 @@
+"""The slurm executor: the pending runs as one Slurm job array, submitted through submitit.
+
+Each array task trains its chunk of runs (`runs_per_task`, default one) through
+repro.execution.records.attempt_run, in the shared results directory: the same locks, checkpoints
+and records as the local executor. Runs checkpoint every epoch; on a time-out or a
+preemption submitit calls `RunTask.checkpoint`, which resubmits the same task, and the
+requeued task resumes each run from its checkpoint. The submitting command watches the
+records appear (and `squeue` for tasks that ended without one) and returns when every
+run is recorded or failed, or at once with `no_wait`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from repro import REPO_ROOT
+from repro.execution.waiting import check_waiting, poll_interval
+from repro.execution.options import ExecutorOptions, SlurmOptions
+from repro.fsutil import atomic_write_json
+from repro.execution.locks import LockSettings, lock_path, read_holder, stale_reason
+
+MAX_REQUEUES_ON_TIMEOUT = 10  # a run may span this many task time limits, plus one
+
+
+class RunTask:
+    """One array task: its runs, one after another. submitit pickles it; a requeue resubmits it."""
+
+    def __init__(self, requests: list, results_dir: Path, data_dir: Path | None, settings: LockSettings) -> None:
+        self.requests, self.results_dir, self.data_dir, self.settings = requests, results_dir, data_dir, settings
+
+    def __call__(self) -> list[tuple[str, str, str | None]]:
+        import torch
+
+        from repro.execution.records import attempt_run
+
+        if os.environ.get("SLURM_CPUS_PER_TASK"):
+            torch.set_num_threads(int(os.environ["SLURM_CPUS_PER_TASK"]))
+        # Slurm exposes only the GPUs it allocated to the task, so "a GPU is visible" is "one was asked for".
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+        out = []
+        for request in self.requests:
+            a = attempt_run(request, self.results_dir, device, self.data_dir, None, "slurm", self.settings)
+            out.append((a.run_hash, a.status, a.error))
+        return out
+
+    def checkpoint(self, *args: Any, **kwargs: Any):
+        """Called by submitit on a time-out or preemption: run the same task again; runs resume from their checkpoints."""
+        import submitit
+
+        return submitit.helpers.DelayedSubmission(RunTask(self.requests, self.results_dir, self.data_dir, self.settings))
+
+
+def _value(text: str) -> Any:
+    return int(text) if text.lstrip("-").isdigit() else text
+
+
+def submitit_parameters(s: SlurmOptions, valid: set[str]) -> dict[str, Any]:
+    """SlurmOptions -> submitit.SlurmExecutor parameters; a --slurm-param submitit does not know goes to sbatch as is."""
+    params: dict[str, Any] = {"time": s.time_min, "array_parallelism": s.max_parallel, "job_name": "repro",
+                              "setup": [f"export PYTHONPATH={REPO_ROOT}${{PYTHONPATH:+:$PYTHONPATH}}"]}
+    for key, value in (("partition", s.partition), ("gpus_per_task", s.gpus_per_task),
+                       ("cpus_per_task", s.cpus_per_task), ("account", s.account)):
+        if value is not None:
+            params[key] = value
+    extra: dict[str, Any] = {}
+    for key, text in s.params.items():
+        if key == "python":
+            continue  # the tasks' interpreter: an argument of the executor, not a parameter (see `submit`)
+        if key in valid:
+            params[key] = _value(text)
+        else:
+            extra[key.replace("_", "-")] = text
+    if extra:
+        params["additional_parameters"] = extra
+    return params
+
+
+def submitted_path(results_dir: Path, run_hash: str) -> Path:
+    from repro.execution.records import runs_dir
+
+    return runs_dir(results_dir) / f"{run_hash}.slurm.json"
+
+
+def queued_jobs(job_ids: list[str]) -> set[str] | None:
+    """Which of these jobs (123 or 123_4) Slurm still knows as queued or running; None if squeue did not answer."""
+    arrays = sorted({j.split("_")[0] for j in job_ids})
+    try:
+        out = subprocess.run(["squeue", "--noheader", "--array", "--format=%i", f"--jobs={','.join(arrays)}"],
+                             capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if out.returncode != 0:
+        # squeue refuses job ids that left its memory altogether: then none of them is queued.
+        return set() if "Invalid job id" in out.stderr else None
+    return {line.strip() for line in out.stdout.splitlines() if line.strip()}
+
+
+def record_job(record: dict[str, Any]) -> str | None:
+    """The Slurm job (123 or 123_4) that trained a record, from its provenance."""
+    return _holder_job(record.get("provenance", {}).get("executor", {}))
+
+
+def _holder_job(ex: dict[str, Any]) -> str | None:
+    if ex.get("slurm_array_job_id"):
+        return f"{ex['slurm_array_job_id']}_{ex.get('slurm_array_task_id', '')}"
+    return ex.get("slurm_job_id")
+
+
+def submit(todo: list, results_dir: Path, data_dir: Path | None, options: ExecutorOptions) -> dict[str, str]:
+    """Submit `todo` as one job array; return the job id (123_4) of each run's task, by hash."""
+    import submitit
+
+    s = options.slurm
+    folder = (Path(s.folder) if s.folder else results_dir / "slurm").absolute()
+    # python=...: how the tasks start Python, e.g. "apptainer exec --nv repro.sif python"; default this interpreter
+    executor = submitit.SlurmExecutor(folder=folder / "%j", max_num_timeout=MAX_REQUEUES_ON_TIMEOUT,
+                                      python=s.params.get("python"))
+    executor.update_parameters(**submitit_parameters(s, executor._valid_parameters()))
+    chunks = [todo[i:i + s.runs_per_task] for i in range(0, len(todo), s.runs_per_task)]
+    with executor.batch():
+        data = data_dir.absolute() if data_dir is not None else None  # the tasks may start in another directory
+        jobs = [executor.submit(RunTask(chunk, results_dir.absolute(), data, options.lock)) for chunk in chunks]
+    out = {}
+    for job, chunk in zip(jobs, chunks):
+        for request in chunk:
+            out[request.cfg.hash] = job.job_id
+            atomic_write_json(submitted_path(results_dir, request.cfg.hash),
+                              {"job_id": job.job_id, "label": request.label, "submitted": time.time(),
+                               "log": str(folder / job.job_id.split("_")[0])})
+    return out
+
+
+def run_slurm(todo: list, batch: Any, results_dir: Path, device: str, data_dir: Path | None, jobs: int,
+              progress: Any, options: ExecutorOptions) -> None:
+    """Submit the runs no live process holds; then, unless no_wait, book every run's outcome in `batch`."""
+    from repro.execution.records import runs_dir
+
+    settings = options.lock
+    waiting: dict[str, tuple[Any, float]] = {}
+    to_submit = []
+    for request in todo:
+        holder = read_holder(lock_path(runs_dir(results_dir), request.cfg.hash))
+        if holder is not None and stale_reason(holder, settings) is None:
+            waiting[request.cfg.hash] = (request, time.time())
+        else:
+            to_submit.append(request)
+    submitted: dict[str, tuple[Any, str, float]] = {}  # hash -> (request, job id, submitted at)
+
+    def submit_now(requests: list) -> None:
+        if not requests:
+            return
+        started = time.time()
+        ids = submit(requests, results_dir, data_dir, options)
+        for r in requests:
+            submitted[r.cfg.hash] = (r, ids[r.cfg.hash], started)
+        array = next(iter(ids.values())).split("_")[0]
+        _say(progress, f"submitted {len(requests)} run(s) as Slurm job {array} "
+                       f"({len(set(ids.values()))} array task(s)); logs in {options.slurm.folder or results_dir / 'slurm'}")
+
+    submit_now(to_submit)
+    if options.no_wait:
+        for h, (request, job, _) in submitted.items():
+            batch.submitted[h] = job
+            batch.errors[h] = (f"submitted as Slurm job {job}, not finished yet (--no-wait); `repro status` shows "
+                               f"its progress; run this command again once it has ended to render the table")
+        for h, (request, _) in waiting.items():
+            batch.errors[h] = "trained by another process, not finished yet (--no-wait)"
+        return
+    overall = progress.add_task(f"runs on Slurm ({batch.counts.reused} already recorded)", total=len(todo)) if progress else None
+    while submitted or waiting:
+        time.sleep(poll_interval(settings) if waiting else 2.0)
+        alive = queued_jobs([job for _, job, _ in submitted.values()]) if submitted else set()
+        for h, (request, job, since) in list(submitted.items()):
+            outcome = _submitted_outcome(request, job, since, results_dir, alive, settings)
+            if outcome is None:
+                continue
+            del submitted[h]
+            kind, value = outcome
+            if kind == "busy":  # its task found another process training it
+                waiting[h] = (request, since)
+                continue
+            if kind == "error":
+                batch.errors[h] = value
+            else:
+                batch.records[h] = value
+                if record_job(value) == job:
+                    batch.counts.trained += 1
+                else:
+                    batch.counts.by_other += 1
+            if progress is not None:
+                progress.advance(overall)
+        resubmit = []
+        for h, (request, since) in list(waiting.items()):
+            state, value = check_waiting(request, since, results_dir, settings)
+            if state == "held":
+                continue
+            del waiting[h]
+            if state == "free":
+                resubmit.append(request)
+                continue
+            if state == "recorded":
+                batch.records[h], batch.counts.by_other = value, batch.counts.by_other + 1
+            else:
+                batch.errors[h] = value
+            if progress is not None:
+                progress.advance(overall)
+        submit_now(resubmit)
+    for h in batch.records:
+        submitted_path(results_dir, h).unlink(missing_ok=True)
+
+
+def _submitted_outcome(request: Any, job: str, since: float, results_dir: Path, alive: set[str] | None,
+                       settings: LockSettings):
+    """("record", record), ("error", message), ("busy", None) when another process holds the run, or None
+    while the run's task is still queued or running."""
+    from repro.execution.records import failure_path, load_record, runs_dir
+
+    record = load_record(results_dir, request.cfg)
+    if record is not None:
+        return "record", record
+    try:
+        failed = json.loads(failure_path(results_dir, request.cfg.hash).read_text())
+        if failed.get("time", 0) >= since:
+            return "error", f"failed in Slurm job {job}: {failed['error']}"
+    except (FileNotFoundError, json.JSONDecodeError, KeyError):
+        pass
+    if alive is None or job in alive:
+        return None
+    record = load_record(results_dir, request.cfg)  # written just before the task left the queue
+    if record is not None:
+        return "record", record
+    holder = read_holder(lock_path(runs_dir(results_dir), request.cfg.hash))
+    if holder is not None and stale_reason(holder, settings) is None and _holder_job(holder) != job:
+        return "busy", None
+    return "error", (f"Slurm job {job} ended without a record (cancelled, out of time after "
+                     f"{MAX_REQUEUES_ON_TIMEOUT} requeues, or killed: see its log); its checkpoint is kept, "
+                     f"so running the command again resumes it")
+
+
+def _say(progress: Any, text: str) -> None:
+    if progress is not None:
+        progress.log(text)
+    else:
+        print(text, file=sys.stderr, flush=True)

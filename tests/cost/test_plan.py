@@ -1,0 +1,174 @@
+"""repro.cost.plan: the claims a budget decides, runs shared once, and a profiles file that runs exactly the plan."""
+
+import shutil
+
+import pytest
+from typer.testing import CliRunner
+
+from repro import REPO_ROOT
+from repro.cost import calibration as cal
+from repro.cost import estimate as est
+from repro.cost import plan as pl
+from repro.cli import app
+from repro.manifest import find_manifest, load_all, load_profiles, with_profiles
+from repro.measure.accuracy import planned_runs
+
+GPU = cal.Throughput("A100", "gpu", 1e12, 0.003, "reference, not measured: test")
+
+
+def _fix(mp: pytest.MonkeyPatch, data) -> None:
+    mp.setattr(est, "gpu_throughput", lambda calibration, gpu: GPU)
+    mp.setattr(est, "cpu_throughput", lambda measure=True: cal.Throughput("cpu", "cpu", 1e9, 0.004, "test cpu"))
+    mp.setattr(est, "estimate_macs", lambda *a: {"backbone_macs": 1e8, "head_macs": 1e6})
+    mp.setenv("REPRO_DATA", str(data))
+
+
+@pytest.fixture
+def fixed(monkeypatch, tmp_path):
+    _fix(monkeypatch, tmp_path / "data")
+
+
+def _need(key, weight, runs, seeds=2):
+    manifest, claim = key.split("/")
+    return pl.ClaimNeed(manifest, claim, "s", weight, ("r",), seeds, "test", runs)
+
+
+def test_greedy_by_weight_per_added_hour_shares_runs_and_says_why_not():
+    a = _need("m/a", 3, {"x": 1800, "y": 1800})
+    b = _need("m/b", 1, {"x": 1800})  # shares a's run x: free once a is in
+    c = _need("m/c", 1, {"z": 2700}, seeds=10)
+    plan = pl.make_plan([c, b, a], 1.0, est.CostModel())
+    assert [ch.need.key for ch in plan.chosen] == ["m/a", "m/b"]
+    assert [(ch.added_s, ch.shared) for ch in plan.chosen] == [(3600, 0), (0, 1)]
+    assert plan.gpu_seconds == 3600 and plan.runs == 2 and plan.weight == 4
+    assert [(n.key, why) for n, why in plan.left_out] == [("m/c", "cost: adds 0.8 GPU-h, 0.0 left")]
+    roomy = pl.make_plan([c, b, a], 6300 / 3600, est.CostModel())
+    assert [ch.need.key for ch in roomy.chosen] == ["m/a", "m/b", "m/c"] and roomy.gpu_seconds == 6300
+
+
+def test_too_few_seeds_for_power_is_told_apart_from_cost():
+    a = _need("m/a", 1, {"x": 3000})
+    big = _need("m/big", 1, {f"s{i}": 600 for i in range(10)}, seeds=10)  # 10 seeds: 6000 s; 2 seeds: 1200 s
+    plan = pl.make_plan([a, big], 4500 / 3600, est.CostModel())
+    assert [ch.need.key for ch in plan.chosen] == ["m/a"]
+    assert plan.left_out[0][1].startswith("too few seeds for power within the budget: 10 seeds add 1.7 GPU-h")
+
+
+def test_the_heaviest_single_claim_beats_a_lighter_greedy_pick():
+    cheap = _need("m/cheap", 1, {"x": 10})
+    heavy = _need("m/heavy", 5, {"y": 3600})  # ratio 5/3600 < 1/10, but alone it weighs more
+    plan = pl.make_plan([cheap, heavy], 1.0, est.CostModel())
+    assert [ch.need.key for ch in plan.chosen] == ["m/heavy"]
+
+
+def test_rows_and_seeds_of_real_claims():
+    t1 = find_manifest("table1")
+    claim = next(c for c in t1.claims if c.id == "t1_gap_monotonic_in_rho")
+    comps = [c for c in t1.comparisons if c.id in claim.params["comparisons"]]
+    assert pl.rows_read(t1, claim) == tuple(sorted({r for c in comps for r in (c.row, c.baseline)}))
+    assert pl.claim_seeds(t1, claim) == (5, "the paper's n: no effect size in the text")
+    head = find_manifest("headline_cifar10")
+    seeds, why = pl.claim_seeds(head, next(c for c in head.claims if c.id == "headline_w2_gap"))
+    assert seeds == 3 and "80% power" in why
+    t3 = find_manifest("table3")
+    assert pl.claim_seeds(t3, next(c for c in t3.claims if c.id == "tiny_dw2_gap"))[0] == 11  # above the paper's 5
+
+
+@pytest.fixture(scope="module")
+def priced(tmp_path_factory):
+    """Every manifest and its claims' needs, priced once for the module under the same fixed costs."""
+    with pytest.MonkeyPatch.context() as mp:
+        _fix(mp, tmp_path_factory.mktemp("plan") / "data")
+        manifests = load_all()
+        return manifests, pl.claim_needs(manifests, est.CostModel())
+
+
+@pytest.fixture
+def needs(fixed, priced):
+    return priced
+
+
+def test_every_empirical_training_claim_is_priced(needs):
+    manifests, ns = needs
+    expected = {f"{m.id}/{c.id}" for m in manifests for c in m.claims
+                if c.scope == "empirical" and pl.rows_read(m, c)}
+    assert {n.key for n in ns} == expected and len(expected) == 50
+    weights = {n.key: n.weight for n in ns}
+    assert weights["table1/t1_sign_follows_rho"] == 3 and weights["table4/in_r18_head_loses"] == 2
+
+
+@pytest.mark.parametrize("gpu_hours", [0.0, 0.5, 3.0, 24.0, 80.0])
+def test_the_plan_never_exceeds_the_budget(needs, gpu_hours):
+    _, ns = needs
+    plan = pl.make_plan(ns, gpu_hours, est.CostModel())
+    assert plan.gpu_seconds <= gpu_hours * 3600 * (1 + 1e-9)  # float sums only
+    assert sum(c.added_s for c in plan.chosen) == pytest.approx(plan.gpu_seconds)
+
+
+def test_the_protocols_budget_covers_every_claim_and_shares_runs(needs):
+    _, ns = needs
+    whole = pl.protocol_cost(ns)
+    plan = pl.make_plan(ns, whole.device_hours, est.CostModel())
+    assert {c.need.key for c in plan.chosen} == {n.key for n in ns if not n.problem}
+    assert plan.gpu_seconds == pytest.approx(whole.device_seconds)
+    assert sum(n.gpu_seconds for n in ns) > 1.5 * plan.gpu_seconds  # claims share rows, and tables share runs
+    assert any(c.shared for c in plan.chosen)
+
+
+def test_the_profiles_file_runs_exactly_the_planned_runs(needs, tmp_path):
+    manifests, ns = needs
+    plan = pl.make_plan(ns, 24.0, est.CostModel())
+    path = tmp_path / "plan.toml"
+    written = pl.write_plan(path, plan, manifests)
+    profiles = load_profiles(path)
+    assert profiles == written and all(name.startswith("plan_s") for name in profiles)
+    planned = {p.cfg.hash for m in manifests for name, prof in profiles.items()
+               for p in planned_runs(with_profiles(m, profiles), prof)}
+    assert planned == {h for c in plan.chosen for h in c.need.runs}
+    assert all(p.data == "real" and p.epochs is None for p in profiles.values())
+    fewer = {c.need.seeds for c in plan.chosen if c.need.seeds < c.need.paper_seeds}  # e.g. 3 of the headline's 10
+    assert fewer and {n for n, p in profiles.items() if p.evidence == "reduced"} == {f"plan_s{s}" for s in fewer}
+
+
+def test_list_shows_the_plans_profiles_and_the_warm_path_counts_and_measures_nothing(tmp_path, monkeypatch):
+    from repro.measure import flops as mflops
+
+    folder = tmp_path / "manifests"
+    folder.mkdir()
+    shutil.copy(REPO_ROOT / "manifests" / "table1.toml", folder)
+    monkeypatch.setenv("REPRO_MANIFESTS", str(folder))
+    monkeypatch.setenv("REPRO_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("REPRO_DATA", str(tmp_path / "data"))
+    monkeypatch.setattr(cal, "measure_throughput", lambda device: 1e10)
+    cal.throughput.cache_clear()
+    runner = CliRunner()
+    cold = runner.invoke(app, ["list"])  # counts table1's models and "measures" the CPU: both cached
+    assert cold.exit_code == 0, cold.output
+    plan = runner.invoke(app, ["plan", "--gpu-hours", "1", "--out", str(tmp_path / "plan.toml")])
+    assert plan.exit_code == 0, plan.output
+    assert "repro verify-all --profiles" in plan.output
+
+    def refuse(*a, **k):
+        raise AssertionError("the warm path counted FLOPs or measured a device")
+
+    monkeypatch.setattr(mflops, "_flops_for", refuse)
+    monkeypatch.setattr(mflops, "_shape_macs", refuse)
+    monkeypatch.setattr(cal, "measure_throughput", refuse)
+    cal.throughput.cache_clear()  # read back from the disk cache, as a new process would
+    warm = runner.invoke(app, ["list", "--profiles", str(tmp_path / "plan.toml"), "--gpus", "2"])
+    cal.throughput.cache_clear()
+    assert warm.exit_code == 0, warm.output
+    assert "plan_s" in warm.output and "full" in warm.output and "reference, not measured" in warm.output
+
+
+def test_weights_and_includes_are_validated():
+    from repro.manifest import parse_manifest
+    from repro.schema import SchemaError, read_toml
+
+    data = read_toml(REPO_ROOT / "manifests" / "table5.toml")
+    data["claims"][0]["weight"] = -1
+    data["profiles"]["full"]["include"] = "table5/dense"  # a string, not an array
+    with pytest.raises(SchemaError) as info:
+        parse_manifest(data, "table5.toml")
+    text = str(info.value)
+    assert "claims[0].weight" in text and "profiles.full.include" in text

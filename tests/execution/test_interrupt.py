@@ -1,0 +1,131 @@
+"""Ctrl-C / SIGTERM while a table trains: stop within seconds, keep what finished, resume to the same table."""
+
+import json
+import os
+import re
+import signal
+import time
+
+import pytest
+import torch
+
+import repro.execution.local as local
+from repro.execution.interrupt import RunsInterrupted, clean_after_kill
+from repro.manifest import Profile, Row
+from repro.models import Component
+from repro.recipes import resolve
+from repro.execution.runs import RunRequest, checkpoint_path, execute_runs, record_path, runs_dir
+from .minitable import counts, repro, write_manifest
+
+PROFILE = Profile(description="test", evidence="pipeline", seeds=3, epochs=2, data="synthetic", train_samples=64,
+                  test_samples=32, batch_size=32, max_image_size=16, pretrained=False)
+ROW = Row(id="r", label="r", dataset="cifar10", backbone=Component("cifar_standard"), head=Component("dense"),
+          measures=("accuracy",))
+
+
+def test_the_message_says_what_was_kept_and_how_to_resume():
+    assert RunsInterrupted(5, [2, 1], 9).message() == (
+        "interrupted: 5 runs recorded, 2 interrupted (checkpoints kept at epoch 2 and 1), 9 not started; "
+        "rerun the same command to resume")
+    assert RunsInterrupted(1, [None, 3, None, 1, 2], 0).message("repro mini --jobs 2") == (
+        "interrupted: 1 run recorded, 5 interrupted (checkpoints kept at epoch 3, 2 and 1; 2 before their first "
+        "epoch), 0 not started; rerun `repro mini --jobs 2` to resume")
+    assert RunsInterrupted(0, [None], 3).message() == (
+        "interrupted: 0 runs recorded, 1 interrupted (1 before its first epoch), 3 not started; "
+        "rerun the same command to resume")
+
+
+def test_ctrl_c_in_process_keeps_the_record_and_the_checkpoint_and_resumes(tmp_path, monkeypatch):
+    cfgs = [resolve(ROW, PROFILE, seed=s) for s in range(3)]
+    requests = [RunRequest(c, f"r seed {c.seed}") for c in cfgs]
+    real = local._apply
+
+    def ctrl_c_after_first_epoch_of_seed_1(event, progress, tasks):
+        if event[1] == "r seed 1" and event[2] == 1:
+            raise KeyboardInterrupt
+        real(event, progress, tasks)
+
+    monkeypatch.setattr(local, "_apply", ctrl_c_after_first_epoch_of_seed_1)
+    with pytest.raises(RunsInterrupted) as caught:
+        execute_runs(requests, tmp_path, "cpu", jobs=1)
+    assert (caught.value.recorded, caught.value.checkpoints, caught.value.not_started) == (1, [1], 1)
+    runs = runs_dir(tmp_path)
+    assert record_path(tmp_path, cfgs[0]).is_file() and not record_path(tmp_path, cfgs[1]).exists()
+    assert torch.load(checkpoint_path(tmp_path, cfgs[1]), weights_only=True)["epoch"] == 1
+    assert not list(runs.glob("*.lock")) and not list(runs.glob(".*.tmp")) and not list(runs.glob("*.failed.json"))
+
+    monkeypatch.setattr(local, "_apply", real)
+    batch = execute_runs(requests, tmp_path, "cpu", jobs=1)
+    assert (batch.counts.trained, batch.counts.reused) == (2, 1) and not batch.errors
+    assert batch.records[cfgs[1].hash]["resumed_from_epoch"] == 1
+
+
+def test_a_killed_workers_lock_and_temporary_files_are_removed_but_not_another_holders(tmp_path):
+    tmp_path.joinpath("abc.lock").write_text(json.dumps({"pid": 4242}))
+    tmp_path.joinpath("def.lock").write_text(json.dumps({"pid": 99}))
+    for name in (".abc.ckpt.x1.tmp", ".abc.json.x2.tmp", ".def.ckpt.x3.tmp", "abc.ckpt"):
+        tmp_path.joinpath(name).write_bytes(b"x")
+    clean_after_kill(tmp_path, "abc", 4242)
+    clean_after_kill(tmp_path, "def", 4242)  # its lock names another process: left for the stale-lock rule
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["abc.ckpt", "def.lock"]
+
+
+# The subprocess tests: the tiny table (tests/execution/minitable.py), long enough that a signal lands mid-table.
+EPOCHS, SAMPLES = 4, 320
+PATTERN = re.compile(r"mini interrupted: (\d+) runs? recorded, (\d+) interrupted(?: \(([^)]*)\))?, (\d+) not started; "
+                     r"rerun `(.+)` to resume")
+
+
+def _table(results):
+    record = json.loads((results / "smoke" / "mini" / "results.json").read_text())
+    return record["metrics"]
+
+
+@pytest.fixture(scope="module")
+def whole(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("whole")
+    proc = repro(folder / "results", write_manifest(folder, EPOCHS, SAMPLES), "--jobs", "2")
+    out, _ = proc.communicate(timeout=900)
+    assert proc.returncode == 0, out
+    return _table(folder / "results")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("jobs,signum,group", [("2", signal.SIGINT, True), ("1", signal.SIGTERM, False)],
+                         ids=["ctrl-c jobs 2", "sigterm jobs 1"])
+def test_a_signal_stops_the_table_in_seconds_and_a_rerun_completes_it_identically(tmp_path, whole, jobs, signum,
+                                                                                 group):
+    env = write_manifest(tmp_path, EPOCHS, SAMPLES)
+    results = tmp_path / "results"
+    runs = results / "runs"
+    proc = repro(results, env, "--jobs", jobs)
+    deadline = time.time() + 600
+    while not (runs.exists() and any(runs.glob("*.json"))):
+        assert proc.poll() is None and time.time() < deadline, proc.stdout.read()
+        time.sleep(0.05)
+    sent = time.monotonic()
+    (os.killpg if group else os.kill)(proc.pid, signum)  # a terminal's Ctrl-C reaches the whole group
+    out, _ = proc.communicate(timeout=60)
+    seconds = time.monotonic() - sent
+    print(f"{signal.Signals(signum).name} --jobs {jobs}: exited {proc.returncode} after {seconds:.2f} s")
+    assert proc.returncode == 130 and seconds < 10, out
+    found = PATTERN.search(out)
+    assert found, out
+    recorded, interrupted, not_started = int(found[1]), int(found[2]), int(found[4])
+    assert recorded + interrupted + not_started == 4 and 1 <= recorded < 4 and f"--jobs {jobs}" in found[5]
+    finished = {p.name: p.stat().st_mtime_ns for p in runs.glob("*.json")}
+    assert len(finished) == recorded
+    kept = sorted((torch.load(p, weights_only=True)["epoch"] for p in runs.glob("*.ckpt")), reverse=True)
+    said = re.search(r"kept at epoch ([\d, and]+)", found[3] or "")
+    assert sorted(int(e) for e in re.findall(r"\d+", said[1] if said else "")) == sorted(kept)
+    assert interrupted >= len(kept)
+    assert not list(runs.glob("*.lock")) and not list(runs.glob(".*.tmp")) and not list(runs.glob("*.failed.json"))
+    assert not (results / "smoke" / "mini" / "results.json").exists()
+
+    again = repro(results, env, "--jobs", jobs)
+    out, _ = again.communicate(timeout=900)
+    assert again.returncode == 0, out
+    assert counts(out) == (4 - recorded, recorded, 0)
+    assert {p.name: p.stat().st_mtime_ns for p in runs.glob("*.json") if p.name in finished} == finished
+    assert not list(runs.glob("*.ckpt")) and not list(runs.glob("*.invalid-*"))
+    assert _table(results) == whole

@@ -1,0 +1,90 @@
+"""Run locks: one holder at a time, a heartbeat while held, stale locks taken over, a lost lock noticed."""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+from repro.execution.locks import LockLost, LockSettings, RunLock, lock_path, read_holder, stale_reason, try_lock
+
+SETTINGS = LockSettings(stale_after_s=60)
+
+
+def _foreign_lock(runs, h, **holder):
+    """A lock file as another process would have left it."""
+    runs.mkdir(parents=True, exist_ok=True)
+    path = lock_path(runs, h)
+    path.write_text(json.dumps({"host": "elsewhere", "pid": 1, "token": "theirs", "started": time.time(), **holder}))
+    return path
+
+
+def test_a_held_run_is_refused_to_a_second_taker_and_free_after_release(tmp_path):
+    lock = try_lock(tmp_path, "abc", SETTINGS, "t/r seed 0")
+    assert isinstance(lock, RunLock)
+    holder = json.loads(lock.path.read_text())
+    assert (holder["host"], holder["pid"], holder["label"]) == (socket.gethostname(), os.getpid(), "t/r seed 0")
+    second = try_lock(tmp_path, "abc", SETTINGS)
+    assert isinstance(second, dict) and second["token"] == holder["token"]  # busy: the holder is described
+    lock.release()
+    assert not lock.path.exists()
+    third = try_lock(tmp_path, "abc", SETTINGS)
+    assert isinstance(third, RunLock) and third.token != lock.token
+    third.release()
+
+
+def test_the_heartbeat_moves_the_mtime_while_held(tmp_path):
+    lock = try_lock(tmp_path, "abc", LockSettings(stale_after_s=2))  # heartbeat every 0.5 s
+    os.utime(lock.path, (time.time() - 100, time.time() - 100))
+    deadline = time.time() + 5
+    while time.time() - read_holder(lock.path)["heartbeat"] > 50 and time.time() < deadline:
+        time.sleep(0.05)
+    assert time.time() - read_holder(lock.path)["heartbeat"] < 1.0
+    lock.release()
+
+
+def test_a_lock_without_heartbeat_is_taken_over_with_a_warning(tmp_path, capsys):
+    path = _foreign_lock(tmp_path, "abc")
+    assert isinstance(try_lock(tmp_path, "abc", SETTINGS), dict)  # fresh: busy
+    old = time.time() - 61
+    os.utime(path, (old, old))
+    lock = try_lock(tmp_path, "abc", SETTINGS)
+    assert isinstance(lock, RunLock)
+    assert "taking over the lock abc.lock of elsewhere:1" in capsys.readouterr().out
+    assert "no heartbeat for 61 s" in stale_reason({"heartbeat": old, "pid": 1}, SETTINGS, now=old + 61.4)
+    lock.release()
+
+
+def test_a_lock_of_an_exited_process_on_this_host_is_stale_at_once(tmp_path):
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    _foreign_lock(tmp_path, "abc", host=socket.gethostname(), pid=int(dead.stdout))
+    lock = try_lock(tmp_path, "abc", SETTINGS)
+    assert isinstance(lock, RunLock)
+    lock.release()
+    _foreign_lock(tmp_path, "abc", host=socket.gethostname(), pid=os.getpid())  # alive: not stale
+    assert isinstance(try_lock(tmp_path, "abc", SETTINGS), dict)
+
+
+def test_a_requeued_slurm_task_reclaims_its_own_lock_but_not_another_tasks(tmp_path, monkeypatch):
+    monkeypatch.setenv("SLURM_JOB_ID", "17")
+    monkeypatch.setenv("SLURM_ARRAY_JOB_ID", "12")
+    monkeypatch.setenv("SLURM_ARRAY_TASK_ID", "3")
+    _foreign_lock(tmp_path, "other", slurm_array_job_id="12", slurm_array_task_id="4")
+    assert isinstance(try_lock(tmp_path, "other", SETTINGS), dict)
+    _foreign_lock(tmp_path, "mine", slurm_array_job_id="12", slurm_array_task_id="3")
+    lock = try_lock(tmp_path, "mine", SETTINGS)
+    assert isinstance(lock, RunLock) and json.loads(lock.path.read_text())["slurm_array_task_id"] == "3"
+    lock.release()
+
+
+def test_a_holder_whose_lock_was_taken_over_stops_and_leaves_the_new_lock(tmp_path):
+    lock = try_lock(tmp_path, "abc", SETTINGS)
+    lock.path.unlink()
+    _foreign_lock(tmp_path, "abc")  # the new holder's lock
+    with pytest.raises(LockLost, match="abc.lock was taken over"):
+        lock.ensure_held()
+    lock.release()
+    assert read_holder(lock.path)["token"] == "theirs"

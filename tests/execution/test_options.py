@@ -1,0 +1,68 @@
+"""Executor options: Slurm times, --slurm-param, the submitit parameters they become, and the Typer option set."""
+
+import pytest
+import submitit
+import typer
+from typer.testing import CliRunner
+
+from repro.execution.options import (
+    ExecutorOptions, SlurmOptions, options_from_cli, parse_params, parse_slurm_time, with_executor_options,
+)
+from repro.execution.slurm import record_job, submitit_parameters
+
+
+@pytest.mark.parametrize("text,minutes", [("90", 90), ("30:01", 31), ("4:00:00", 240), ("1-00", 1440),
+                                          ("1-02:30", 1590), ("2-00:00:30", 2881), ("0:30", 1)])
+def test_slurm_time_formats_become_minutes(text, minutes):
+    assert parse_slurm_time(text) == minutes
+
+
+def test_a_bad_time_or_param_is_named():
+    with pytest.raises(ValueError, match="'4h' is not a Slurm time"):
+        parse_slurm_time("4h")
+    with pytest.raises(ValueError, match="'qos' is not key=value"):
+        parse_params(["qos"])
+    with pytest.raises(ValueError, match="executor 'ray' is not one of local, slurm"):
+        ExecutorOptions("ray")
+
+
+def test_options_map_to_submitit_parameters_and_unknown_ones_to_sbatch():
+    s = SlurmOptions(partition="gpu", gpus_per_task=1, cpus_per_task=8, time_min=240, max_parallel=16, account="lab",
+                     params=parse_params(["qos=high", "mem=32G", "signal-delay-s=120", "reservation=paper",
+                                         "python=apptainer exec --nv repro.sif python"]))
+    params = submitit_parameters(s, submitit.SlurmExecutor._valid_parameters())
+    assert {k: params[k] for k in ("partition", "gpus_per_task", "cpus_per_task", "time", "array_parallelism",
+                                   "account", "qos", "mem", "signal_delay_s")} == {
+        "partition": "gpu", "gpus_per_task": 1, "cpus_per_task": 8, "time": 240, "array_parallelism": 16,
+        "account": "lab", "qos": "high", "mem": "32G", "signal_delay_s": 120}
+    assert params["additional_parameters"] == {"reservation": "paper"}
+    # submitit accepts every key (it raises on an unknown one)
+    submitit.SlurmExecutor(folder="/tmp/unused").update_parameters(**params)
+
+
+def test_the_job_of_a_record_is_its_array_task():
+    assert record_job({"provenance": {"executor": {"slurm_array_job_id": "12", "slurm_array_task_id": "3",
+                                                   "slurm_job_id": "15"}}}) == "12_3"
+    assert record_job({"provenance": {"executor": {"slurm_job_id": "15"}}}) == "15"
+    assert record_job({"provenance": {"executor": {"name": "local"}}}) is None
+
+
+def test_the_typer_option_set_hands_the_command_one_executor_options():
+    seen = {}
+    app = typer.Typer()
+
+    @app.command()
+    @with_executor_options
+    def run(ids: list[str], jobs: int = typer.Option(1, "--jobs"), executor: ExecutorOptions = None) -> None:
+        seen.update(ids=ids, jobs=jobs, executor=executor)
+
+    result = CliRunner().invoke(app, ["t1", "t2", "--jobs", "3", "--executor", "slurm", "--slurm-partition", "gpu",
+                                      "--slurm-time", "1-00", "--slurm-param", "qos=high", "--slurm-param", "mem=8G",
+                                      "--no-wait", "--runs-per-gpu", "4"])
+    assert result.exit_code == 0, result.output
+    assert seen["ids"] == ["t1", "t2"] and seen["jobs"] == 3
+    assert seen["executor"] == ExecutorOptions("slurm", runs_per_gpu=4, no_wait=True, slurm=SlurmOptions(
+        partition="gpu", time_min=1440, params={"qos": "high", "mem": "8G"}))
+    assert CliRunner().invoke(app, ["t1"]).exit_code == 0 and seen["executor"] == options_from_cli()
+    bad = CliRunner().invoke(app, ["t1", "--slurm-time", "soon"])
+    assert bad.exit_code == 2 and "'soon' is not a Slurm time" in bad.output

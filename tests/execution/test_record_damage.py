@@ -1,0 +1,168 @@
+"""Every kind of unusable run record or checkpoint is moved aside with a warning naming it and why, and redone."""
+
+import io
+import json
+
+import pytest
+import torch
+
+from repro.manifest import Profile, Row
+from repro.models import Component
+from repro.recipes import resolve
+from repro.execution.record_checks import record_digest
+from repro.execution.runs import RunRequest, checkpoint_path, execute_runs, record_path, runs_dir
+from repro.train import train_run
+
+PROFILE = Profile(description="test", evidence="pipeline", seeds=1, epochs=2, data="synthetic", train_samples=32,
+                  test_samples=32, batch_size=32, max_image_size=16, pretrained=False)
+ROW = Row(id="r", label="r", dataset="cifar10", backbone=Component("cifar_standard", {"width": 0.5}),
+          head=Component("dense", {"hidden": (32,)}), measures=("accuracy",))  # small: every case retrains it
+CFG = resolve(ROW, PROFILE, seed=0)
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """An uninterrupted run's record, and the checkpoint the same run leaves after its first epoch."""
+    root = tmp_path_factory.mktemp("trained")
+    record = execute_runs([RunRequest(CFG, "r")], root / "whole", "cpu").records[CFG.hash]
+
+    class Stop(Exception):
+        pass
+
+    def stop_after_one(epoch, epochs, entry):
+        raise Stop
+
+    ckpt = checkpoint_path(root / "partial", CFG)
+    ckpt.parent.mkdir(parents=True)
+    with pytest.raises(Stop):
+        train_run(CFG, torch.device("cpu"), None, ckpt, stop_after_one)
+    return record, record_path(root / "whole", CFG).read_bytes(), ckpt.read_bytes()
+
+
+def _edit(change, redigest=True):
+    """A damage that edits the parsed record; `redigest`: as a buggy writer would, so the value check must catch it."""
+    def damage(data: bytes) -> bytes:
+        record = json.loads(data)
+        change(record)
+        if redigest:
+            record["digest"] = record_digest(record)
+        return json.dumps(record, indent=2).encode()  # json writes NaN / Infinity literally
+    return damage
+
+
+def _set(path, value):
+    def change(record):
+        *parents, last = path.split(".")
+        target = record
+        for key in parents:
+            target = target[int(key)] if isinstance(target, list) else target[key]
+        target[last] = value
+    return change
+
+
+def _other_run(record):
+    record["config"]["seed"], record["config_hash"], record["seed"] = 1, resolve(ROW, PROFILE, seed=1).hash, 1
+
+
+RECORD_DAMAGE = [
+    ("truncated", lambda d: d[: len(d) // 2], "not valid JSON"),
+    ("not utf-8", lambda d: b"\xff\xfe" + d, "not valid JSON"),
+    ("empty file", lambda d: b"", "not valid JSON"),
+    ("a bare number", lambda d: b"0.93", "it is a JSON float, expected an object"),
+    ("a list", lambda d: b"[]", "it is a JSON list, expected an object"),
+    ("no metrics", _edit(lambda r: r.pop("metrics")), "missing keys ['metrics']"),
+    ("empty metrics", _edit(_set("metrics", {})), "metrics is {}, expected an object"),
+    ("metrics a number", _edit(_set("metrics", 0.9)), "metrics is 0.9, expected an object"),
+    ("accuracy NaN", _edit(_set("metrics.accuracy", float("nan"))), "metrics.accuracy is nan, expected a number in [0, 1]"),
+    ("accuracy null", _edit(_set("metrics.accuracy", None)), "metrics.accuracy is null, expected a number in [0, 1]"),
+    ("accuracy a string", _edit(_set("metrics.accuracy", "0.9")), 'metrics.accuracy is "0.9", expected a number'),
+    ("accuracy a bool", _edit(_set("metrics.accuracy", True)), "metrics.accuracy is true, expected a number"),
+    ("accuracy above 1", _edit(_set("metrics.accuracy", 1.5)), "metrics.accuracy is 1.5, expected a number in [0, 1]"),
+    ("accuracy below 0", _edit(_set("metrics.accuracy", -0.1)), "metrics.accuracy is -0.1, expected"),
+    ("final accuracy infinite", _edit(_set("metrics.final_accuracy", float("inf"))), "metrics.final_accuracy is inf"),
+    ("chance 0", _edit(_set("metrics.chance", 0)), "metrics.chance is 0, expected a number in (0, 1]"),
+    ("peak epoch beyond the run", _edit(_set("metrics.peak_epoch", 7)), "metrics.peak_epoch is 7, expected an epoch in 1..2"),
+    ("history empty", _edit(_set("history", [])), "history is a list of 0, expected a list of 2 epochs"),
+    ("history accuracy NaN", _edit(_set("history.1.test_accuracy", float("nan"))), "history[1].test_accuracy is nan"),
+    ("provenance a string", _edit(_set("provenance", "cpu")), 'provenance is "cpu", expected an object'),
+    ("an older schema", _edit(_set("schema", 1)), "schema 1 is not 2"),
+    ("another run's record", _edit(_other_run), "its config differs from the run's"),
+    ("hand-edited accuracy", _edit(lambda r: r["metrics"].update(accuracy=r["metrics"]["accuracy"] + 0.01),
+                                   redigest=False), "its digest does not match its content"),
+    ("digest removed", _edit(lambda r: r.pop("digest"), redigest=False), "missing keys ['digest']"),
+]
+
+
+@pytest.mark.parametrize("damage,reason", [c[1:] for c in RECORD_DAMAGE], ids=[c[0] for c in RECORD_DAMAGE])
+def test_a_damaged_record_is_set_aside_with_its_reason_and_redone(tmp_path, capsys, trained, damage, reason):
+    record, data, _ = trained
+    path = record_path(tmp_path, CFG)
+    path.parent.mkdir(parents=True)
+    path.write_bytes(damage(data))
+    damaged = path.read_bytes()
+    batch = execute_runs([RunRequest(CFG, "r")], tmp_path, "cpu")
+    out = capsys.readouterr().out
+    assert f"warning: run record {path} is unusable ({reason}" in out
+    aside = list(runs_dir(tmp_path).glob(f"{path.name}.invalid-*"))
+    assert len(aside) == 1 and aside[0].read_bytes() == damaged and aside[0].name in out  # kept, not deleted
+    assert (batch.counts.trained, batch.counts.reused) == (1, 0) and not batch.errors
+    redone = json.loads(path.read_text())
+    assert redone["metrics"] == record["metrics"] and redone["digest"] == record_digest(redone)
+    assert execute_runs([RunRequest(CFG, "r")], tmp_path, "cpu").counts.reused == 1  # the redone record is accepted
+
+
+def _state(change):
+    def damage(data: bytes) -> bytes:
+        state = torch.load(io.BytesIO(data), weights_only=True)
+        state = change(state)
+        buf = io.BytesIO()
+        torch.save(state, buf)
+        return buf.getvalue()
+    return damage
+
+
+def _reshape_first_weight(state):
+    name = next(k for k, v in state["model"].items() if v.ndim >= 2)
+    state["model"][name] = torch.zeros(3, 3)
+    return state
+
+
+CHECKPOINT_DAMAGE = [
+    ("truncated", lambda d: d[: len(d) // 2], "it cannot be loaded: RuntimeError: PytorchStreamReader failed"),
+    ("empty file", lambda d: b"", "it cannot be loaded"),
+    ("not a checkpoint", lambda d: b"hello", "it cannot be loaded"),
+    ("a list", _state(lambda s: [1, 2]), "it holds a list, expected a dict of training state"),
+    ("no optimiser", _state(lambda s: {k: v for k, v in s.items() if k != "optimizer"}), "missing keys ['optimizer']"),
+    ("another run's", _state(lambda s: {**s, "config_hash": "0" * 16}), f"it belongs to run {'0' * 16}, not {CFG.hash}"),
+    ("epoch beyond the run", _state(lambda s: {**s, "epoch": 5}), "epoch is 5, expected an epoch in 1..2"),
+    ("history shorter than its epoch", _state(lambda s: {**s, "history": []}), "its history does not hold its 1 epochs"),
+    ("weights of another shape", _state(_reshape_first_weight), "it does not fit the run's model: Error(s) in loading"),
+]
+
+
+@pytest.mark.parametrize("damage,reason", [c[1:] for c in CHECKPOINT_DAMAGE], ids=[c[0] for c in CHECKPOINT_DAMAGE])
+def test_a_damaged_checkpoint_is_set_aside_with_its_reason_and_the_run_restarts(tmp_path, capsys, trained, damage,
+                                                                                reason):
+    record, _, ckpt_data = trained
+    ckpt = checkpoint_path(tmp_path, CFG)
+    ckpt.parent.mkdir(parents=True)
+    ckpt.write_bytes(damage(ckpt_data))
+    damaged = ckpt.read_bytes()
+    batch = execute_runs([RunRequest(CFG, "r")], tmp_path, "cpu")
+    out = capsys.readouterr().out
+    assert f"warning: checkpoint {ckpt} is unusable ({reason}" in out and "the run restarts from epoch 0" in out
+    aside = list(runs_dir(tmp_path).glob(f"{ckpt.name}.invalid-*"))
+    assert len(aside) == 1 and aside[0].read_bytes() == damaged
+    assert not batch.errors and not ckpt.exists()
+    redone = batch.records[CFG.hash]
+    assert redone["resumed_from_epoch"] == 0 and redone["metrics"] == record["metrics"]  # as if never started
+
+
+def test_an_intact_checkpoint_resumes_without_a_warning(tmp_path, capsys, trained):
+    record, _, ckpt_data = trained
+    ckpt = checkpoint_path(tmp_path, CFG)
+    ckpt.parent.mkdir(parents=True)
+    ckpt.write_bytes(ckpt_data)
+    redone = execute_runs([RunRequest(CFG, "r")], tmp_path, "cpu").records[CFG.hash]
+    assert "warning" not in capsys.readouterr().out
+    assert redone["resumed_from_epoch"] == 1 and redone["metrics"] == record["metrics"]

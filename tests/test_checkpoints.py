@@ -1,0 +1,66 @@
+"""Training checkpoints (repro.checkpoints): generator states no map_location moves, and a bit-identical resume."""
+
+import pytest
+import torch
+
+from repro.checkpoints import restore_rng, rng_state
+from repro.manifest import Profile, Row
+from repro.models import Component
+from repro.recipes import resolve
+from repro.train import train_run
+
+PROFILE = Profile(description="test", evidence="pipeline", seeds=1, epochs=2, data="synthetic", train_samples=64,
+                  test_samples=32, batch_size=32, max_image_size=16, pretrained=False)
+ROW = Row(id="r", label="r", dataset="cifar10", backbone=Component("cifar_standard"), head=Component("dense"),
+          measures=("accuracy",))
+
+
+def test_rng_state_survives_a_checkpoint_mapped_off_the_cpu(tmp_path):
+    """On CUDA the checkpoint is loaded with map_location=device; "meta" stands in for the GPU here."""
+    torch.manual_seed(3)
+    path = tmp_path / "ckpt"
+    torch.save({"rng": rng_state(torch.device("cpu"))}, path)
+    expected = torch.rand(5)
+    state = torch.load(path, map_location=lambda storage, loc: storage.to("meta"), weights_only=True)
+    with pytest.raises(TypeError, match="ByteTensor"):  # what the old tensor-valued state hit
+        torch.set_rng_state(torch.get_rng_state().to("meta"))
+    torch.manual_seed(99)
+    restore_rng(state["rng"], torch.device("meta"))
+    assert torch.equal(torch.rand(5), expected)
+
+
+def test_a_checkpoint_of_the_old_format_still_restores():
+    torch.manual_seed(4)
+    old = torch.get_rng_state()
+    expected = torch.rand(3)
+    restore_rng(old, torch.device("cpu"))
+    assert torch.equal(torch.rand(3), expected)
+
+
+@pytest.mark.slow
+def test_resume_from_a_checkpoint_loaded_with_a_device_map_location(tmp_path, monkeypatch):
+    """Loaded with map_location=device as on CUDA: the RNG states are bytes no map_location moves; bit-identical."""
+    cfg = resolve(ROW, PROFILE, seed=0)
+    whole = train_run(cfg, torch.device("cpu"), None, tmp_path / "a.ckpt")
+
+    class Crash(Exception):
+        pass
+
+    def crash(epoch, epochs, entry):
+        if epoch == 1:
+            raise Crash
+    ckpt = tmp_path / "b.ckpt"
+    with pytest.raises(Crash):
+        train_run(cfg, torch.device("cpu"), None, ckpt, crash)
+    real_load, seen = torch.load, []
+
+    def load(path, map_location=None, **kw):
+        seen.append(map_location)
+        state = real_load(path, map_location=map_location, **kw)
+        assert not isinstance(state["rng"]["cpu"], torch.Tensor)  # nothing a map_location can move
+        return state
+    monkeypatch.setattr(torch, "load", load)
+    resumed = train_run(cfg, torch.device("cpu"), None, ckpt)
+    assert seen == [torch.device("cpu")]
+    strip = lambda r: [{k: v for k, v in h.items() if k != "seconds"} for h in r["history"]]  # noqa: E731
+    assert strip(resumed) == strip(whole) and resumed["metrics"] == whole["metrics"]
