@@ -107,8 +107,9 @@ def test_every_manifest_has_a_functional_profile_on_real_digits():
             for dataset in {r.dataset for r in m.rows if "accuracy" in r.measures}:
                 q = p.for_dataset(dataset)
                 assert q.epochs and q.train_samples and q.test_samples and q.max_image_size, (m.id, dataset)
-                per_dataset.setdefault(dataset, set()).add((q.epochs, q.train_samples, q.test_samples,
-                                                            q.batch_size, q.max_image_size, q.optimizer, q.lr))
+                if m.id != "table5":  # its fine-tuned runs share nothing with the frozen ones, and cost 3x
+                    per_dataset.setdefault(dataset, set()).add((q.epochs, q.train_samples, q.test_samples,
+                                                                q.batch_size, q.max_image_size, q.optimizer, q.lr))
             assert (p.backbone_lr_scale == 0.0) == (m.id != "table5"), m.id
     assert set(per_dataset) == {"cifar10", "cifar100", "tiny_imagenet", "imagenet"}
     assert all(len(v) == 1 for v in per_dataset.values()), per_dataset
