@@ -45,3 +45,12 @@ def test_rows_sharing_runs_are_one_line_and_other_profiles_are_not_checked():
     assert len(checks) == 1 and checks[0].rows == ("table4/r18_dense", "table9/imagenet_dense")
     smoke = _result("table4", {"r18_dense": {0: 0.001, 1: 0.001}}, 0.001, evidence="pipeline")
     assert learning_checks([(table4, smoke), (table9, None)]) == []
+
+
+def test_figure_captions_name_each_datasets_setting_and_the_stand_in():
+    from repro.report.figures import _profile_words
+
+    functional = find_manifest("table9").profiles["functional"]
+    words = _profile_words("functional", functional)
+    assert "cifar100: 12 epochs, 8192 training images" in words and "imagenet: 4 epochs" in words
+    assert "real digit scans standing in" in words

@@ -134,6 +134,7 @@ def _torch_macs(key: str) -> tuple[float, float, str]:
 
 def training_macs(row: Row, profile: Profile) -> float:
     spec = get_dataset(row.dataset)
+    profile = profile.for_dataset(row.dataset)
     epochs = profile.epochs or RECIPES[row.dataset].epochs
     return 3.0 * sum(forward_macs(row)[:2]) * (profile.train_samples or spec.train_size) * epochs
 

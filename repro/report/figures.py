@@ -79,11 +79,15 @@ def _skip(fig_id: str, title: str, why: str, paper_ref: str, out_dir: Path) -> F
 def _profile_words(name: str, profile: Profile | None) -> str:
     if profile is None:
         return f"profile '{name}'"
-    epochs = f"{profile.epochs} epochs" if profile.epochs else "the paper's epochs"
-    data = "synthetic data, a pipeline check rather than the paper's numbers" if profile.data == "synthetic" \
-        else "real data"
-    subset = f", {profile.train_samples} training images" if profile.train_samples else ""
-    return f"profile '{name}' ({profile.seeds} seed(s), {epochs}{subset}, {data})"
+
+    def amount(p: Profile) -> str:
+        epochs = f"{p.epochs} epochs" if p.epochs else "the paper's epochs"
+        return epochs + (f", {p.train_samples} training images" if p.train_samples else "")
+
+    data = {"synthetic": "synthetic data, a pipeline check rather than the paper's numbers",
+            "digits": "real digit scans standing in for the datasets, not the paper's numbers"}.get(profile.data, "real data")
+    per_dataset = "; ".join(f"{d}: {amount(profile.for_dataset(d))}" for d in profile.datasets)
+    return f"profile '{name}' ({profile.seeds} seed(s), {per_dataset or amount(profile)}, {data})"
 
 
 def runs_note(pairs: list[tuple[Manifest, ManifestResult]]) -> str:
