@@ -2,6 +2,7 @@
 
 import os
 import re
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -71,9 +72,16 @@ def write_manifest(folder: Path, epochs: int = 3, train_samples: int = 192) -> d
     return {**os.environ, "REPRO_MANIFESTS": str(folder / "manifests"), "OMP_NUM_THREADS": "1", "COLUMNS": "200"}
 
 
+def _default_sigint() -> None:
+    # A shell starts background jobs with SIGINT ignored (`nohup ... &`), and children inherit that: the
+    # command under test gets Ctrl-C's default disposition, as it has in a terminal.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def repro(results: Path, env: dict, *args: str) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "repro", "mini", "--results-dir", str(results), "--jobs", "1", *args],
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+                            preexec_fn=_default_sigint)
 
 
 def counts(output: str) -> tuple[int, int, int]:
