@@ -215,10 +215,8 @@ def freeze(model: nn.Module, cfg: RunConfig) -> list[str]:
 def set_train_mode(model: nn.Module, cfg: RunConfig) -> None:
     model.train()
     prefixes = tuple(p.rstrip(".") for p in frozen_prefixes(model, cfg))
-    if "" in prefixes:
-        model.backbone.eval()
     for name, module in model.backbone.named_modules():
-        if name and name.startswith(prefixes):
+        if name.startswith(prefixes):  # "" (the root) only when the whole backbone is frozen
             module.eval()  # frozen layers keep their pretrained BatchNorm statistics
 
 
@@ -465,12 +463,11 @@ def _routing(last: dict[str, Any]) -> dict[str, Any]:
 
 
 def _weights_text(cfg: RunConfig) -> str:
-    source = pretrained_source(cfg)
-    if isinstance(source, Path):
+    if cfg.pretrained and cfg.pretrained_on == "digits":  # the file the model was built from
         from repro import digit_weights
 
-        return digit_weights.describe(source)
-    return "pretrained torchvision weights" if source else "random initialisation"
+        return digit_weights.describe(digit_weights.weights_path(cfg.backbone["name"], cfg.dataset, cfg.image_size))
+    return "pretrained torchvision weights" if cfg.pretrained else "random initialisation"
 
 
 def _summary(cfg: RunConfig, history: list[dict], source: str, frozen: list[str], elapsed: float,
