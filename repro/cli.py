@@ -15,7 +15,7 @@ from rich.progress import (
 from rich.markup import escape
 from rich.table import Table
 
-from repro.execution.interrupt import sigterm_as_interrupt
+from repro.runtime.interrupt import sigterm_as_interrupt
 from repro.execution.options import ExecutorOptions, with_executor_options
 from repro.manifest import (
     Manifest, default_profile, find_manifest, load_all, load_manifest, manifest_paths, user_profiles,
@@ -136,7 +136,7 @@ def _interrupted(manifest_id: str, exc: KeyboardInterrupt, results_dir: Path) ->
     """Ctrl-C or SIGTERM: release this process's locks, say what was kept and how to resume; exit 130."""
     import sys
 
-    from repro.execution.interrupt import RunsInterrupted, command_line, release_own_locks
+    from repro.runtime.interrupt import RunsInterrupted, command_line, release_own_locks
     from repro.execution.records import runs_dir
 
     release_own_locks(runs_dir(results_dir))
@@ -162,7 +162,7 @@ def _data_env(allow_unverified: bool, workers: int | None) -> None:
 
 @contextlib.contextmanager
 def _ranks(device: str, results_dir: Path, data_dir: Path | None, executor: ExecutorOptions | None):
-    """Under torchrun (one run on N processes, repro.execution.distributed): rank 0 leads (yields True) and releases
+    """Under torchrun (one run on N processes, repro.runtime.distributed): rank 0 leads (yields True) and releases
     the others at the end; a rank > 0 trains the runs rank 0 announces, then yields False. Else True.
     With --gpus-per-run N outside torchrun: runs this command under torchrun and exits with its status."""
     gpus = executor.gpus_per_run if executor is not None else 1
@@ -170,13 +170,13 @@ def _ranks(device: str, results_dir: Path, data_dir: Path | None, executor: Exec
         import subprocess
         import sys
 
-        from repro.execution.distributed import torchrun_command
+        from repro.runtime.distributed import torchrun_command
 
         raise typer.Exit(subprocess.call(torchrun_command(sys.argv[1:], gpus)))
     if os.environ.get("WORLD_SIZE", "1") == "1":
         yield True
         return
-    from repro.execution import distributed
+    from repro.runtime import distributed
     from repro.devices import resolve_device
 
     if gpus not in (1, int(os.environ["WORLD_SIZE"])):

@@ -35,7 +35,7 @@ from typing import Any
 
 from repro.cache import cache_dir, read_json
 from repro.fsutil import atomic_write_bytes, atomic_write_json
-from repro.execution.locks import LockSettings, try_lock
+from repro.runtime.locks import LockSettings, try_lock
 from repro.weights import WEIGHTS, sha256, weights_for
 
 

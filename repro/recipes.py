@@ -1,8 +1,9 @@
-"""The paper's training recipes (Section 4.1) and how a manifest row becomes one run's config.
+"""The paper's training recipes (Section 4.1), and the one place a manifest and a profile become run units.
 
 A RunConfig is everything that determines a run's result. Its hash names the
 run record, so two tables that need the same run share it instead of training
-twice.
+twice. `planned_runs` lists the (row, seed) units a manifest needs under a
+profile; the scheduler, the cost model, the report and `repro status` all ask it.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from repro.data.specs import get_dataset
-from repro.manifest import Profile, Row
+from repro.manifest import Manifest, Profile, Row
 from repro.weights import weights_for
 
 # Bump when a change to the training code changes what a run config produces:
@@ -125,6 +126,21 @@ def resolve(row: Row, profile: Profile, seed: int) -> RunConfig:
 
 def seeds(profile: Profile) -> list[int]:
     return list(range(profile.seeds))
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    row: str
+    seed: int
+    cfg: RunConfig
+    label: str  # e.g. "table1/std_h128_moe seed 0", for progress and errors
+
+
+def planned_runs(manifest: Manifest, profile: Profile) -> list[PlannedRun]:
+    """Every (row, seed) run the accuracy rows of `manifest` need under `profile` (those it includes)."""
+    return [PlannedRun(row.id, seed, resolve(row, profile, seed), f"{manifest.id}/{row.id} seed {seed}")
+            for row in manifest.rows if "accuracy" in row.measures and profile.includes(manifest.id, row.id)
+            for seed in seeds(profile)]
 
 
 def at_last_epoch(model, dataset: str):

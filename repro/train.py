@@ -29,7 +29,7 @@ from torch import nn
 from repro.checkpoints import load_checkpoint, save_checkpoint
 from repro.data.check import unverified_allowed, workers_from_env
 from repro.data.specs import get_dataset
-from repro.execution import distributed
+from repro.runtime import distributed
 from repro.models import Component, build_model
 from repro.models.base import entropy
 from repro.recipes import RunConfig
@@ -383,7 +383,7 @@ def train_run(cfg: RunConfig, device: torch.device, data_dir: Path | None, check
               on_epoch: EpochCallback | None = None) -> dict[str, Any]:
     """Train one run to completion (resuming from `checkpoint` if present); return its metrics and history.
 
-    In a torchrun process group every rank calls this with the same `cfg` (repro.execution.distributed): rank 0
+    In a torchrun process group every rank calls this with the same `cfg` (repro.runtime.distributed): rank 0
     writes the checkpoints, the others wait for it; a failure on any rank ends the command (WorldBroken).
     """
     world = distributed.current()

@@ -9,7 +9,7 @@ import torch
 
 from repro import digit_weights
 from repro.digit_weights import Pretraining
-from repro.execution.locks import LockSettings, try_lock
+from repro.runtime.locks import LockSettings, try_lock
 from repro.manifest import Profile, Row
 from repro.models import Component, build_model
 from repro.recipes import resolve

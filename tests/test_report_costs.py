@@ -7,7 +7,7 @@ import pytest
 from repro.cost import calibration as cal
 from repro.cost import estimate as est
 from repro.manifest import find_manifest
-from repro.measure.accuracy import planned_runs
+from repro.recipes import planned_runs
 from repro.report.costs import compute_by_claim, render_compute
 
 

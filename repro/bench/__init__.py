@@ -2,7 +2,7 @@
 
     latency   every method's head (and whole model) at one dataset's shapes: ms per
               batch, ratio to the dense head, operator calls; operator calls against E
-              (repro.bench.heads, timed by repro.bench.harness)
+              (repro.bench.heads, timed by repro.measure.timing)
     data      images/s of the training data path alone (repro.bench.data)
     train     end-to-end training images/s, fast path against the usual way (repro.bench.train)
     capacity  the greedy capacity assignment (Section 3.3) per batch against the

@@ -21,7 +21,7 @@ from PIL import Image
 from torch.utils.data import DataLoader, Dataset
 from torchvision import transforms
 
-from repro.bench.harness import synchronize
+from repro.measure.timing import synchronize
 from repro.data.loader import TensorLoader
 from repro.data.specs import get_dataset
 from repro.data.synthetic import synthetic_tensors

@@ -43,7 +43,7 @@ import torch
 
 from repro.bench.calibration import SCHEMA, Check
 from repro.bench.expert_choice_bf16 import expert_choice_check, expert_choice_rows
-from repro.bench.harness import cpu_threads, error_line, synchronize
+from repro.measure.timing import cpu_threads, error_line, synchronize
 from repro.data.specs import get_dataset
 from repro.devices import device_label
 from repro.fsutil import atomic_write_json
@@ -314,7 +314,7 @@ def run_gpu_check(device: str, settings: GpuSettings, out: Path, manifests: list
     """Run every check in order, rewriting `out` after each; return the document written.
 
     On a CPU everything runs on one intra-op thread: the toy sizes gain nothing from a second,
-    and on a shared machine it waits for descheduled peers (repro.bench.harness)."""
+    and on a shared machine it waits for descheduled peers (repro.measure.timing)."""
     dev = torch.device(device)
     with cpu_threads(dev, 1):
         return _run_checks(dev, settings, out, manifests, dry_run, log)

@@ -8,7 +8,7 @@ from typing import Any
 
 import torch
 
-from repro.bench.harness import cpu_threads, time_call
+from repro.measure.timing import cpu_threads, time_call
 from repro.devices import device_label, resolve_device
 from repro.manifest import Row
 from repro.measure.latency import LatencySettings, measure_head, measure_row

@@ -27,7 +27,7 @@ import torch.nn.functional as F
 from torch.utils.data import DataLoader
 
 from repro.bench.data import PILImages, usual_transform
-from repro.bench.harness import cpu_threads, synchronize
+from repro.measure.timing import cpu_threads, synchronize
 from repro.data.loader import TensorLoader
 from repro.data.specs import get_dataset
 from repro.data.synthetic import synthetic_tensors

@@ -25,7 +25,7 @@ from repro.cost.calibration import Throughput, cpu_throughput, gpu_throughput, t
 from repro.data.sizes import split_sizes
 from repro.data.specs import get_dataset
 from repro.manifest import Manifest, Profile
-from repro.measure.accuracy import planned_runs
+from repro.recipes import planned_runs
 from repro.measure.flops import estimate_macs
 from repro.models import Component
 from repro.recipes import RunConfig

@@ -34,7 +34,7 @@ from repro.data.jpeg import ImageDecodeError, decode_batch, open_rgb, read_bytes
 from repro.data.layout import data_root, require
 from repro.data.loader import epoch_generator, one_thread, subset_indices
 from repro.data.specs import get_dataset
-from repro.execution.distributed import shard_positions
+from repro.runtime.distributed import shard_positions
 
 PATHS = ("pil", "decode_cpu", "decode_cuda")
 PREFETCH = 4  # batches each worker keeps ready
@@ -184,7 +184,7 @@ def image_folder(path: str | Path, train: bool = True, image_size: int = 224, n:
 class EpochSampler(Sampler[tuple[int, int]]):
     """(index, epoch) keys in a shuffled (train) or the identity order (test) that depends only on (seed, epoch).
 
-    `shard=(r, N)`: rank r's positions r, r + N, ... of that order (repro.execution.distributed.shard_positions;
+    `shard=(r, N)`: rank r's positions r, r + N, ... of that order (repro.runtime.distributed.shard_positions;
     when shuffled, every rank as many), as TensorLoader shards its epochs.
     """
 

@@ -17,7 +17,7 @@ import torch.nn.functional as F
 from repro.data.augment import crop_flip, crop_padding, draw_crop_flip, normalize
 from repro.data.specs import get_dataset
 from repro.devices import cpu_threads
-from repro.execution.distributed import shard_positions
+from repro.runtime.distributed import shard_positions
 
 
 def one_thread(device: torch.device):
@@ -62,7 +62,7 @@ class TensorLoader:
     flipped; test batches keep the data's order, are not augmented, and cover every
     image. Train drops a last partial batch, unless that would leave no batch.
 
-    `shard=(r, N)`: rank r of N data-parallel processes (repro.execution.distributed), `batch_size` the
+    `shard=(r, N)`: rank r of N data-parallel processes (repro.runtime.distributed), `batch_size` the
     local batch. Every rank draws the same epoch permutation and crops; rank r takes positions
     r, r + N, ... of it (train: all ranks as many), so step i's N local batches together are
     one process's step i with batch N * batch_size.

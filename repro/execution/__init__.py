@@ -1,9 +1,9 @@
 """Execution: who trains the runs that have no record yet, and the records they leave. The unit is the run
-(its config hash).
+(its config hash). The scheduler sits above training (repro.train); the primitives it and the layers
+below share (per-run locks, Ctrl-C and SIGTERM, the torchrun process group) live low, in repro.runtime.
 
     runs            the scheduler: pending runs go to an executor; records are reused, never repeated
     records         one run's record: paths, load, train under a lock; record_checks: what makes one unusable
-    locks           per-run locks with a heartbeat; interrupt: Ctrl-C and SIGTERM; distributed: torchrun
     options         the executors' options, as data and as one Typer option set (torch-free)
     local, slurm    the executors (this machine; a Slurm job array through submitit); waiting: on another process
     status          `repro status`

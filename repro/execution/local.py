@@ -3,10 +3,10 @@
 A slot is one concurrent run: on a CPU, `jobs` slots share the cores (one slot:
 in this process, as before); on GPUs, `runs_per_gpu` slots per visible GPU, each
 a process that sees only its GPU (CUDA_VISIBLE_DEVICES), so small models share a
-device. A run another process holds (repro.execution.locks) is skipped and its record awaited;
+device. A run another process holds (repro.runtime.locks) is skipped and its record awaited;
 if its holder goes away without one, the run is tried here. On Ctrl-C or SIGTERM the
 running workers are stopped within seconds and RunsInterrupted says what was kept
-(repro.execution.interrupt).
+(repro.runtime.interrupt).
 """
 
 from __future__ import annotations
@@ -23,10 +23,10 @@ from typing import Any
 
 from repro.execution.waiting import check_waiting, poll_interval
 from repro.execution.options import ExecutorOptions
-from repro.execution.interrupt import (
+from repro.runtime.interrupt import (
     RunsInterrupted, checkpoint_epoch, clean_after_kill, stop_workers, training, worker_signals,
 )
-from repro.execution.locks import LockSettings, describe_holder
+from repro.runtime.locks import LockSettings, describe_holder
 
 
 @dataclass(frozen=True)
@@ -86,8 +86,8 @@ def run_local(todo: list, batch: Any, results_dir: Path, device: str, data_dir: 
 
     if slots is None and os.environ.get("WORLD_SIZE", "1") != "1":
         # Under torchrun this is rank 0: each run trains in this process, on this rank's device, with
-        # the other ranks (repro.execution.distributed); one run at a time.
-        from repro.execution.distributed import current, rank_device
+        # the other ranks (repro.runtime.distributed); one run at a time.
+        from repro.runtime.distributed import current, rank_device
 
         world = current()
         slots, device = [Slot(f"ddp/{world.size}", in_process=True)], rank_device(device, world)
@@ -157,7 +157,7 @@ def run_local(todo: list, batch: Any, results_dir: Path, device: str, data_dir: 
             elif waiting:
                 if not _poll_waiting(waiting, queue, batch, results_dir, settings, progress, overall):
                     time.sleep(poll_interval(settings))
-    except KeyboardInterrupt:  # Ctrl-C, or SIGTERM (repro.execution.interrupt.sigterm_as_interrupt)
+    except KeyboardInterrupt:  # Ctrl-C, or SIGTERM (repro.runtime.interrupt.sigterm_as_interrupt)
         stopped = in_process + _stop_workers(running, pools, batch, results_dir)
         raise RunsInterrupted(len(batch.records), [checkpoint_epoch(checkpoint_path(results_dir, r.cfg))
                                                    for r in stopped if r.cfg.hash not in batch.records],

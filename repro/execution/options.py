@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from repro.execution.locks import DEFAULT_STALE_AFTER_S, LockSettings
+from repro.runtime.locks import DEFAULT_STALE_AFTER_S, LockSettings
 
 EXECUTORS = ("local", "slurm")
 
@@ -38,7 +38,7 @@ class ExecutorOptions:
     no_wait: bool = False
     stale_after_s: float = DEFAULT_STALE_AFTER_S
     slurm: SlurmOptions = field(default_factory=SlurmOptions)
-    gpus_per_run: int = 1  # >1: the command relaunches itself under torchrun (repro.execution.distributed)
+    gpus_per_run: int = 1  # >1: the command relaunches itself under torchrun (repro.runtime.distributed)
 
     def __post_init__(self) -> None:
         if self.executor not in EXECUTORS:

@@ -2,7 +2,7 @@
 
 A run is a RunConfig (a manifest row, a seed, a profile's settings). Its record
 lives at <results>/runs/<hash>.json; while it trains, <hash>.ckpt holds the last
-finished epoch and <hash>.lock names who trains it (repro.execution.locks); a run that
+finished epoch and <hash>.lock names who trains it (repro.runtime.locks); a run that
 failed leaves <hash>.failed.json with its error. A record or checkpoint that cannot be used
 (repro.execution.record_checks: a truncated write, impossible values, a hand edit caught by the
 record's digest, another run's file under this name) is moved aside with a warning
@@ -10,7 +10,7 @@ and the run redone (from its checkpoint, or from scratch). Which processes train
 runs is an executor's business (repro.execution.local and .slurm, scheduled by
 repro.execution.runs.execute_runs); every executor trains a run through `attempt_run`: take
 its lock, look for its record again, train. Under torchrun the process of rank 0 does all
-that; the other ranks train with it (`follow_runs`, repro.execution.distributed).
+that; the other ranks train with it (`follow_runs`, repro.runtime.distributed).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from typing import Any
 import torch
 
 from repro.fsutil import atomic_write_json, jsonable
-from repro.execution.locks import LockLost, LockSettings, RunLock, read_holder, slurm_identity, try_lock
+from repro.runtime.locks import LockLost, LockSettings, RunLock, read_holder, slurm_identity, try_lock
 from repro.provenance import provenance
 from repro.recipes import RunConfig
 from repro.execution.record_checks import RECORD_SCHEMA, checkpoint_problem, record_digest, record_problem
@@ -105,7 +105,7 @@ def load_checkpoint_epoch(results_dir: Path, cfg: RunConfig) -> int:
 
 def executor_provenance(executor: str, device: str) -> dict[str, Any]:
     """Who trained a run: the executor, host, process, device pinning and, under Slurm, the job and array task."""
-    from repro.execution.distributed import current
+    from repro.runtime.distributed import current
 
     return {"name": executor, "host": socket.gethostname(), "pid": os.getpid(), "device": device,
             "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"), "world_size": current().size,
@@ -115,9 +115,9 @@ def executor_provenance(executor: str, device: str) -> dict[str, Any]:
 def run_one(request: RunRequest, results_dir: Path, device: str, data_dir: Path | None,
             events: Any = None, executor: str = "local", lock: RunLock | None = None) -> dict[str, Any]:
     """Train (or resume) one run and write its record atomically; with `lock`, stop if the lock is lost.
-    Under torchrun this is rank 0's: the other ranks are told to train the run with it (repro.execution.distributed)."""
+    Under torchrun this is rank 0's: the other ranks are told to train the run with it (repro.runtime.distributed)."""
     from repro.checkpoints import CheckpointUnusable
-    from repro.execution import distributed
+    from repro.runtime import distributed
     from repro.train import train_run
 
     cfg = request.cfg
@@ -167,7 +167,7 @@ def run_one(request: RunRequest, results_dir: Path, device: str, data_dir: Path 
 
 def follow_runs(results_dir: Path, device: str, data_dir: Path | None) -> int:
     """Rank r > 0: train each run rank 0 announces until it says stop; returns the number of runs trained."""
-    from repro.execution.distributed import broadcast, current, rank_device
+    from repro.runtime.distributed import broadcast, current, rank_device
     from repro.train import NonFiniteLoss, train_run
 
     world = current()

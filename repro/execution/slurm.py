@@ -23,7 +23,7 @@ from repro import REPO_ROOT
 from repro.execution.waiting import check_waiting, poll_interval
 from repro.execution.options import ExecutorOptions, SlurmOptions
 from repro.fsutil import atomic_write_json
-from repro.execution.locks import LockSettings, lock_path, read_holder, stale_reason
+from repro.runtime.locks import LockSettings, lock_path, read_holder, stale_reason
 
 MAX_REQUEUES_ON_TIMEOUT = 10  # a run may span this many task time limits, plus one
 

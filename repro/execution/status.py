@@ -1,7 +1,7 @@
 """`repro status`: per table, its runs done, running (who, for how long, last heartbeat), failed, pending.
 
 Read from the results directory alone (records, locks, failure and Slurm markers:
-repro.execution.records, repro.execution.locks), so it answers for runs of any executor on any host, and
+repro.execution.records, repro.runtime.locks), so it answers for runs of any executor on any host, and
 changes nothing there.
 """
 
@@ -15,7 +15,7 @@ from typing import Optional
 
 import typer
 
-from repro.execution.locks import DEFAULT_STALE_AFTER_S, LockSettings, describe_holder, read_holder, stale_reason
+from repro.runtime.locks import DEFAULT_STALE_AFTER_S, LockSettings, describe_holder, read_holder, stale_reason
 
 STATES = ("done", "running", "failed", "pending")
 
@@ -73,7 +73,7 @@ def run_state(runs_dir: Path, run_hash: str, label: str, settings: LockSettings,
 
 
 def table_status(manifest, profile_name: str, results_dir: Path, settings: LockSettings) -> TableStatus:
-    from repro.measure.accuracy import planned_runs
+    from repro.recipes import planned_runs
     from repro.execution.records import runs_dir
 
     out = TableStatus(manifest.id)

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from repro.execution.locks import LockSettings, lock_path, read_holder, stale_reason
+from repro.runtime.locks import LockSettings, lock_path, read_holder, stale_reason
 from repro.execution.records import failure_path, load_record, runs_dir
 
 

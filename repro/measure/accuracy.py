@@ -8,27 +8,10 @@ put it. Comparisons become MoE - dense gaps paired by seed (repro.stats).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from repro.manifest import Manifest, Profile
+from repro.manifest import Manifest
 from repro.measure.base import Context
-from repro.recipes import RunConfig, resolve, seeds
+from repro.recipes import RunConfig, planned_runs
 from repro.results import Measured, RunSummary, comparison_metric, row_metric
-
-
-@dataclass(frozen=True)
-class PlannedRun:
-    row: str
-    seed: int
-    cfg: RunConfig
-    label: str  # e.g. "table1/std_h128_moe seed 0", for progress and errors
-
-
-def planned_runs(manifest: Manifest, profile: Profile) -> list[PlannedRun]:
-    """Every (row, seed) run the accuracy rows of `manifest` need under `profile` (those it includes)."""
-    return [PlannedRun(row.id, seed, resolve(row, profile, seed), f"{manifest.id}/{row.id} seed {seed}")
-            for row in manifest.rows if "accuracy" in row.measures and profile.includes(manifest.id, row.id)
-            for seed in seeds(profile)]
 
 
 def preflight(configs: list[RunConfig], ctx: Context) -> list[str]:

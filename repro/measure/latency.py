@@ -5,7 +5,7 @@ Legend: B batch, C image channels, H x W resolution, D backbone features, E expe
 A row that measures "latency" is timed three ways, in evaluation mode without
 gradients, with the schedules (temperature, k warm-up) at their last epoch: its
 head alone on (B, D) features at the paper's D, its backbone alone and the whole
-model on (B, C, H, W) images, with the harness of repro.bench.harness (one
+model on (B, C, H, W) images, with the harness of repro.measure.timing (one
 intra-op thread on a CPU by default). Operator calls are those of one head
 forward at the paper-scale batch: Section 5 blames per-expert launches for the
 loop's slowdown, so its count grows with E and the batched path's does not.
@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import torch
 from torch import nn
 
-from repro.bench.harness import Timing, compiled_or_eager, count_ops, cpu_threads, time_call
+from repro.measure.timing import Timing, compiled_or_eager, count_ops, cpu_threads, time_call
 from repro.data.specs import get_dataset
 from repro.devices import device_label
 from repro.manifest import Manifest, Profile, Row

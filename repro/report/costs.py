@@ -14,7 +14,7 @@ from pathlib import Path
 
 from repro.cost.estimate import CostModel
 from repro.manifest import Manifest
-from repro.measure.accuracy import planned_runs
+from repro.recipes import planned_runs
 from repro.cost.plan import rows_read
 
 

@@ -11,7 +11,7 @@ from repro.cost import estimate as est
 from repro.cost import plan as pl
 from repro.cli import app
 from repro.manifest import find_manifest, load_all, load_profiles, with_profiles
-from repro.measure.accuracy import planned_runs
+from repro.recipes import planned_runs
 
 GPU = cal.Throughput("A100", "gpu", 1e12, 0.003, "reference, not measured: test")
 

@@ -23,7 +23,7 @@ def rank_main(rank: int, world: int, port: int, cfg, checkpoint: str, out: str, 
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE=str(world),
                       LOCAL_RANK=str(rank))
     torch.set_num_threads(1)
-    from repro.execution import distributed
+    from repro.runtime import distributed
     from repro.train import train_run
 
     distributed.init("cpu")

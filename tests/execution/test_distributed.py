@@ -1,4 +1,4 @@
-"""One run on N processes (repro.execution.distributed, issue 14.3): shards, and 2 gloo processes against 1.
+"""One run on N processes (repro.runtime.distributed, issue 14.3): shards, and 2 gloo processes against 1.
 
 Tolerance. Two processes compute the same per-sample arithmetic as one, but add it up in
 another order: DDP's all-reduce sums the ranks' gradients of their B/2 halves (one process
@@ -22,7 +22,7 @@ import torch
 
 from repro.data.imagenet import EpochSampler
 from repro.data.loader import TensorLoader
-from repro.execution.distributed import World, local_batch, shard_positions
+from repro.runtime.distributed import World, local_batch, shard_positions
 from repro.manifest import Profile, Row
 from repro.models import Component
 from repro.recipes import resolve
@@ -49,7 +49,7 @@ def test_shard_positions_golden():
 def test_gpus_per_run_relaunches_the_command_under_torchrun():
     import sys
 
-    from repro.execution.distributed import torchrun_command
+    from repro.runtime.distributed import torchrun_command
 
     head = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=4", "-m", "repro"]
     assert torchrun_command(["run", "table6", "--gpus-per-run", "4", "-p", "full"], 4) == head + ["run", "table6", "-p", "full"]

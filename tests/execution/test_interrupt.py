@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import repro.execution.local as local
-from repro.execution.interrupt import RunsInterrupted, clean_after_kill
+from repro.runtime.interrupt import RunsInterrupted, clean_after_kill
 from repro.manifest import Profile, Row
 from repro.models import Component
 from repro.recipes import resolve

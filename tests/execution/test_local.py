@@ -12,7 +12,7 @@ import pytest
 
 from repro.execution.options import ExecutorOptions
 from repro.execution.local import Slot, local_slots, run_local, visible_gpus
-from repro.execution.locks import lock_path
+from repro.runtime.locks import lock_path
 from repro.manifest import Profile, Row
 from repro.models import Component
 from repro.recipes import resolve

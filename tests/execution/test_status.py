@@ -5,7 +5,7 @@ import os
 import socket
 import time
 
-from repro.execution.locks import LockSettings
+from repro.runtime.locks import LockSettings
 from repro.execution.status import run_state
 
 SETTINGS = LockSettings(stale_after_s=60)

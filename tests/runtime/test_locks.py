@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from repro.execution.locks import LockLost, LockSettings, RunLock, lock_path, read_holder, stale_reason, try_lock
+from repro.runtime.locks import LockLost, LockSettings, RunLock, lock_path, read_holder, stale_reason, try_lock
 
 SETTINGS = LockSettings(stale_after_s=60)
 

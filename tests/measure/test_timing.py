@@ -2,7 +2,7 @@
 
 import torch
 
-from repro.bench.harness import compiled_or_eager, count_ops, cpu_threads, time_call
+from repro.measure.timing import compiled_or_eager, count_ops, cpu_threads, time_call
 from repro.measure.latency import LatencySettings, head_call
 from repro.models import HEADS
 
