@@ -17,9 +17,8 @@ from rich.table import Table
 
 from repro.runtime.interrupt import sigterm_as_interrupt
 from repro.execution.options import ExecutorOptions, with_executor_options
-from repro.manifest import (
-    Manifest, default_profile, find_manifest, load_all, load_manifest, manifest_paths, user_profiles,
-)
+from repro.manifest import Manifest, find_manifest, load_all, load_valid, manifest_paths
+from repro.profiles import default_profile
 from repro.results import FlopCheck, default_results_dir, load_result
 from repro.schema import SchemaError
 
@@ -232,15 +231,12 @@ def _cost_model(executor: str, gpus: int, runs_per_gpu: int, slurm_max_parallel:
 
 
 def _manifests_with(manifests_dir: Path | None, profiles: Path | None) -> tuple[list[Manifest], dict[str, str]]:
-    """Every valid manifest (with the profiles file's profiles added) and, by id, why the others are invalid."""
-    extra = _user_profiles(profiles)
-    manifests, invalid = [], {}
-    for path in manifest_paths(manifests_dir):
-        try:
-            manifests.append(load_manifest(path, extra))
-        except SchemaError as exc:
-            invalid[path.stem] = exc.problems[0]
-    return manifests, invalid
+    """Every valid manifest (with the profiles attached) and, by id, why the others are invalid."""
+    try:
+        manifests, invalid = load_valid(manifests_dir, profiles)
+    except SchemaError as exc:  # the profiles file
+        _fail(str(exc))
+    return manifests, {mid: exc.problems[0] for mid, exc in invalid.items()}
 
 
 @app.command("list")
@@ -249,12 +245,10 @@ def list_manifests(executor: str = ExecutorOpt, gpus: int = GpusOpt, runs_per_gp
                    profiles: Optional[Path] = ProfilesOpt, data_dir: Optional[Path] = DataOpt,
                    calibration: Optional[Path] = CalibrationOpt, reference_gpu: Optional[str] = ReferenceGpuOpt) -> None:
     """Manifests, what each reproduces, and what each profile costs: runs, epochs, device-hours, wall time."""
-    from repro.cost.tables import list_table, unknown_includes
+    from repro.cost.tables import list_table
 
     model = _cost_model(executor, gpus, runs_per_gpu, slurm_max_parallel, data_dir, calibration, reference_gpu)
     manifests, invalid = _manifests_with(manifests_dir, profiles)
-    for problem in unknown_includes(manifests):
-        err.print(f"[yellow]warning:[/] {escape(str(profiles))}: {escape(problem)}", highlight=False)
     table, totals, sources = list_table(manifests, model, invalid)
     console.print(table)
     console.print(totals)
@@ -466,7 +460,7 @@ def _undecided_or_failed(results_dir: Path, profile: str, manifests: list[Manife
     """--strict: a claim this profile and device could decide that did not come out reproduced."""
     for m in manifests:
         result = load_result(results_dir, profile, m.id)
-        kind = result.profile_settings.get("evidence", "pipeline") if result else "pipeline"
+        kind = result.profile_settings.evidence if result and result.profile_settings else "pipeline"
         for v in result.verdicts if result else []:
             undecidable = (v.scope != "analytic" and kind not in ("reduced", "paper")) or (
                 v.scope == "gpu" and not device.startswith("cuda"))
@@ -487,13 +481,6 @@ def _check_results_dir(results_dir: Path) -> None:
 def _load_all(manifests: Path | None = None, profiles: Path | None = None) -> list[Manifest]:
     try:
         return load_all(manifests, profiles)
-    except SchemaError as exc:
-        _fail(str(exc))
-
-
-def _user_profiles(profiles: Path | None) -> dict:
-    try:
-        return user_profiles(profiles)
     except SchemaError as exc:
         _fail(str(exc))
 

@@ -1,8 +1,10 @@
 """Manifests: one TOML file per paper table, validated into dataclasses.
 
 A manifest lists rows (model configurations), comparisons between rows, the
-claims the table provides evidence for, the profiles it can run at, and the
-assumptions made where the paper is silent. Code never branches on its id.
+claims the table provides evidence for, the paper's seed count, and the
+assumptions made where the paper is silent. The profiles it runs at are defined
+once for every table (repro.profiles) and attached when it is loaded, each as it
+applies to this table. Code never branches on its id.
 """
 
 from __future__ import annotations
@@ -18,16 +20,13 @@ from repro.claims import RULES, check_references
 from repro.data.specs import DATASETS
 from repro.models import BACKBONES, HEADS, Component
 from repro.models.configs import ConfigError
+from repro.profiles import MAX_SEEDS, Profile, all_profiles, check_against
 from repro.registry import closest
 from repro.schema import (
     Problems, SchemaError, bounded, check_id, check_params, convert, field_names, from_dict, read_toml,
 )
 
 Measure = Literal["flops", "accuracy", "latency"]
-
-
-def default_profile() -> str:
-    return os.environ.get("REPRO_PROFILE", "smoke")
 
 
 def manifests_dir(directory: str | Path | None = None) -> Path:
@@ -83,87 +82,6 @@ class Claim:
     weight: float = bounded(1.0, ge=0.0, le=100.0)
 
 
-# Upper bounds that keep a typo from asking for the impossible (1e11 samples) while leaving the paper's
-# protocol far inside: ImageNet-1K has 1.28M training images, the paper uses 10 seeds, 80 epochs, 256 px.
-MAX_SAMPLES, MAX_SEEDS, MAX_EPOCHS, MAX_BATCH, MAX_IMAGE = 1 << 24, 1000, 10_000, 1 << 16, 1024
-
-
-@dataclass(frozen=True)
-class DatasetSettings:
-    """A profile's values for the rows on one dataset, replacing the profile's own (Profile.datasets)."""
-    epochs: int | None = bounded(None, ge=1, le=MAX_EPOCHS)
-    train_samples: int | None = bounded(None, ge=1, le=MAX_SAMPLES)
-    test_samples: int | None = bounded(None, ge=1, le=MAX_SAMPLES)
-    batch_size: int | None = bounded(None, ge=1, le=MAX_BATCH)
-    max_image_size: int | None = bounded(None, ge=8, le=MAX_IMAGE)
-
-
-@dataclass(frozen=True)
-class Profile:
-    description: str
-    # What the profile is evidence for. pipeline: synthetic data, checks the machinery; functional:
-    # real images that are not the paper's; reduced: the paper's datasets with fewer seeds or epochs;
-    # paper: the paper's protocol. Only the last two decide empirical claims (repro.claims).
-    evidence: Literal["pipeline", "functional", "reduced", "paper"]
-    device: Literal["auto", "cpu", "cuda"] = "auto"
-    seeds: int = bounded(1, ge=1, le=MAX_SEEDS)
-    epochs: int | None = bounded(None, ge=1, le=MAX_EPOCHS)  # None: the paper's epochs (Section 4.1)
-    data: Literal["real", "synthetic", "digits"] = "real"  # digits: real scans standing in (repro.data.digits)
-    train_samples: int | None = bounded(None, ge=1, le=MAX_SAMPLES)  # a subset, for profiles that must be quick
-    test_samples: int | None = bounded(None, ge=1, le=MAX_SAMPLES)
-    batch_size: int | None = bounded(None, ge=1, le=MAX_BATCH)
-    max_image_size: int | None = bounded(None, ge=8, le=MAX_IMAGE)  # cap on the training resolution; FLOPs use the paper's
-    pretrained: bool = True
-    # Where the pretrained weights of the backbones the recipe fine-tunes (ImageNet's) come from:
-    # torchvision's ImageNet weights, or weights repro pretrains on the digit stand-in's training split
-    # (repro.digit_weights; data = "digits" only), which need no download.
-    pretrained_on: Literal["imagenet", "digits"] = "imagenet"
-    # A recipe override, for profiles that train from random initialisation where the paper's recipe
-    # fine-tunes pretrained weights (Section 4.1); None: the recipe's (repro.recipes.RECIPES). Only
-    # 'pipeline' and 'functional' profiles may set them: they are not the paper's protocol, and the
-    # profile's description must say so. backbone_lr_scale = 0 freezes a pretrained backbone.
-    optimizer: Literal["adam", "sgd"] | None = None
-    lr: float | None = bounded(None, gt=0.0, le=1.0)
-    backbone_lr_scale: float | None = bounded(None, ge=0.0, le=1.0)
-    # Which training rows run: "<manifest>" or "<manifest>/<row>" entries; empty: every row
-    # (`repro plan` writes profiles that train only what the chosen claims read).
-    include: tuple[str, ...] = ()
-    # Per dataset, values replacing the ones above for that dataset's rows (e.g. more epochs for
-    # 1000 classes than for 10): [profiles.<name>.datasets.<dataset>].
-    datasets: dict[str, DatasetSettings] = field(default_factory=dict)
-
-    def includes(self, manifest_id: str, row_id: str) -> bool:
-        return not self.include or manifest_id in self.include or f"{manifest_id}/{row_id}" in self.include
-
-    def for_dataset(self, dataset: str) -> Profile:
-        """This profile as it applies to the rows on `dataset`."""
-        settings = self.datasets.get(dataset)
-        if settings is None:
-            return self
-        values = {k: v for k, v in dataclasses.asdict(settings).items() if v is not None}
-        return dataclasses.replace(self, **values, datasets={})
-
-    def __post_init__(self) -> None:
-        overrides = [k for k in ("optimizer", "lr", "backbone_lr_scale") if getattr(self, k) is not None]
-        if overrides and self.evidence in ("reduced", "paper"):
-            raise ValueError(f"{' and '.join(overrides)} {'override' if len(overrides) > 1 else 'overrides'} the "
-                             f"paper's recipe, which evidence "
-                             f"{self.evidence!r} must keep: remove them or use evidence 'pipeline' or 'functional'")
-        if self.pretrained_on == "digits" and self.data != "digits":
-            raise ValueError(f"pretrained_on = 'digits' pretrains on the digit stand-in, so it needs data = 'digits', "
-                             f"not {self.data!r}")
-        unknown = sorted(set(self.datasets) - set(DATASETS))
-        if unknown:
-            raise ValueError(f"datasets.{unknown[0]}: unknown dataset{closest(unknown[0], list(DATASETS))}; "
-                             f"allowed: {', '.join(DATASETS)}")
-        for name, own in [(None, DatasetSettings()), *self.datasets.items()]:
-            n, batch = own.train_samples or self.train_samples, own.batch_size or self.batch_size
-            if n and batch and n < batch:
-                where = f"datasets.{name}: " if name else ""
-                raise ValueError(f"{where}train_samples = {n} is smaller than batch_size = {batch}: no full "
-                                 "training batch would remain (the last partial batch is dropped)")
-
-
 @dataclass(frozen=True)
 class Assumption:
     id: str
@@ -177,7 +95,8 @@ class Manifest:
     paper_ref: str  # e.g. "Table 6, Section 5.3"
     description: str
     rows: tuple[Row, ...]
-    profiles: dict[str, Profile]
+    profiles: dict[str, Profile] = field(default_factory=dict)  # attached by the loader (with_profiles)
+    seeds: int | None = None  # the paper's seed count for this table: what a profile without `seeds` runs
     comparisons: tuple[Comparison, ...] = ()
     claims: tuple[Claim, ...] = ()
     assumptions: tuple[Assumption, ...] = ()
@@ -191,9 +110,15 @@ class Manifest:
     def measures(self) -> set[str]:
         return {m for r in self.rows for m in r.measures}
 
+    def profile(self, name: str) -> Profile:
+        """The profile `name` as it applies to this table; KeyError naming the closest ones."""
+        if name not in self.profiles:
+            raise KeyError(f"no profile '{name}'{closest(name, list(self.profiles))}; "
+                           f"profiles: {', '.join(self.profiles)}")
+        return self.profiles[name]
 
-REQUIRED_PROFILES = ("smoke", "full")
-_TOP_KEYS = ["id", "title", "paper_ref", "description", "paper_table", "rows", "comparisons", "claims", "profiles",
+
+_TOP_KEYS = ["id", "title", "paper_ref", "description", "paper_table", "seeds", "rows", "comparisons", "claims",
              "assumptions", "figures"]
 _ROW_KEYS = field_names(Row)
 _CLAIM_KEYS = [k for k in field_names(Claim) if k != "params"]
@@ -281,9 +206,12 @@ def parse_manifest(data: dict[str, Any], file: str | Path) -> Manifest:
     """Validate a manifest document; raise SchemaError listing every problem."""
     problems = Problems()
     for key in data:
-        if key not in _TOP_KEYS:
+        if key == "profiles":
+            problems.add(key, "a manifest holds no profiles: every table runs at the profiles defined once in "
+                         "repro/profiles.toml; put a profile of your own in a file and pass --profiles FILE")
+        elif key not in _TOP_KEYS:
             problems.add(key, f"unknown key{closest(key, _TOP_KEYS)}; allowed: {', '.join(_TOP_KEYS)}")
-    for key in ("id", "title", "paper_ref", "description", "rows", "profiles"):
+    for key in ("id", "title", "paper_ref", "description", "rows"):
         if key not in data:
             problems.add(key, "missing required key")
     scalars = {k: convert(str, data[k], k, problems) for k in ("id", "title", "paper_ref", "description", "paper_table") if k in data}
@@ -292,16 +220,9 @@ def parse_manifest(data: dict[str, Any], file: str | Path) -> Manifest:
     claims = [_claim(c, f"claims[{i}]", problems) for i, c in enumerate(_list(data, "claims", problems))]
     assumptions = [from_dict(Assumption, a, f"assumptions[{i}]", problems) for i, a in enumerate(_list(data, "assumptions", problems))]
     figures = [from_dict(Figure, f, f"figures[{i}]", problems) for i, f in enumerate(_list(data, "figures", problems))]
-    profiles = {}
-    raw_profiles = data.get("profiles", {})
-    if not isinstance(raw_profiles, dict):
-        problems.add("profiles", "expected a table of profiles")
-        raw_profiles = {}
-    for name in REQUIRED_PROFILES:
-        if "profiles" in data and name not in raw_profiles:
-            problems.add(f"profiles.{name}", f"missing required profile (every manifest has {', '.join(REQUIRED_PROFILES)})")
-    for name, prof in raw_profiles.items():
-        profiles[name] = _profile(prof, f"profiles.{name}", problems)
+    seeds = convert(int, data["seeds"], "seeds", problems) if "seeds" in data else None
+    if seeds is not None and not 1 <= seeds <= MAX_SEEDS:
+        problems.add("seeds", f"{seeds!r} is out of range; allowed: 1 <= value <= {MAX_SEEDS}")
 
     rows = [r for r in rows if r is not None]
     _check_ids(rows, "rows", problems)
@@ -327,6 +248,9 @@ def parse_manifest(data: dict[str, Any], file: str | Path) -> Manifest:
         for ref in f.rows:
             if ref not in row_ids:
                 problems.add(f"figures[{i}].rows", f"no row '{ref}'{closest(ref, sorted(row_ids))}")
+    if seeds is None and any("accuracy" in r.measures for r in rows):
+        problems.add("seeds", "missing required key: a table that trains states the paper's seed count (an integer), "
+                     "which a profile without its own `seeds` runs")
     if "id" in scalars and Path(file).suffix == ".toml" and scalars["id"] != Path(file).stem:
         problems.add("id", f"must equal the file name '{Path(file).stem}' so that `repro {Path(file).stem}` finds it")
     scalars.setdefault("paper_table", scalars.get("id", ""))
@@ -334,7 +258,7 @@ def parse_manifest(data: dict[str, Any], file: str | Path) -> Manifest:
         raise SchemaError(file, problems.items)
     manifest = Manifest(
         rows=tuple(rows), comparisons=tuple(comparisons), claims=tuple(claims),
-        assumptions=tuple(a for a in assumptions if a is not None), profiles=profiles, figures=tuple(figures),
+        assumptions=tuple(a for a in assumptions if a is not None), figures=tuple(figures), seeds=seeds,
         path=str(file), **scalars,
     )
     check_references(manifest, problems)
@@ -345,39 +269,10 @@ def parse_manifest(data: dict[str, Any], file: str | Path) -> Manifest:
 
 
 
-def _profile(data: Any, path: str, problems: Problems) -> Profile | None:
-    """One profile, from a manifest or a user's profiles file: the same checks for both."""
-    check_id(path.removeprefix("profiles."), path, problems)  # a profile names a results folder
-    profile = from_dict(Profile, data, path, problems)
-    if profile is not None and profile.evidence in ("reduced", "paper") and profile.data != "real":
-        problems.add(f"{path}.data", f"evidence {profile.evidence!r} is the paper's datasets: expected 'real', "
-                     f"got {profile.data!r} (use evidence 'pipeline' or 'functional')")
-    return profile
-
-
-def load_profiles(path: str | Path) -> dict[str, Profile]:
-    """User profiles from a TOML file of [profiles.<name>] tables, validated like a manifest's;
-    raise SchemaError naming the file and every problem."""
-    path = Path(path)
-    data = read_toml(path)
-    problems = Problems()
-    for key in data:
-        if key != "profiles":
-            problems.add(key, f"unknown key{closest(key, ['profiles'])}; "
-                         "a profiles file holds only tables named profiles.<name>")
-    raw = data.get("profiles")
-    if not isinstance(raw, dict) or not raw:
-        problems.add("profiles", "expected at least one table named profiles.<name>")
-        raw = {}
-    profiles = {name: _profile(prof, f"profiles.{name}", problems) for name, prof in raw.items()}
-    if problems.items:
-        raise SchemaError(path, problems.items)
-    return profiles
-
-
 def with_profiles(manifest: Manifest, profiles: dict[str, Profile]) -> Manifest:
-    """The manifest with `profiles` added; a user profile replaces the manifest's of the same name."""
-    return dataclasses.replace(manifest, profiles={**manifest.profiles, **profiles})
+    """The manifest with `profiles` attached, each as it applies to this table (Profile.for_manifest)."""
+    own = {name: p.for_manifest(manifest.id, manifest.seeds) for name, p in profiles.items()}
+    return dataclasses.replace(manifest, profiles=own)
 
 
 def _list(data: dict, key: str, problems: Problems) -> list:
@@ -398,33 +293,40 @@ def _check_ids(items: list, kind: str, problems: Problems) -> None:
 
 
 def load_manifest(path: str | Path, profiles: dict[str, Profile] | None = None) -> Manifest:
+    """One manifest with the profiles attached: `profiles`, else the shipped and the user's (all_profiles)."""
     manifest = parse_manifest(read_toml(Path(path)), path)
-    return with_profiles(manifest, profiles) if profiles else manifest
+    return with_profiles(manifest, profiles if profiles is not None else all_profiles()[0])
 
 
-PROFILES_FILE = "profiles.toml"  # in a manifests folder: user profiles (see load_profiles), not a manifest
+PROFILES_FILE = "profiles.toml"  # in a manifests folder: a profiles file (--profiles), never read as a manifest
 
 
 def manifest_paths(directory: str | Path | None = None) -> list[Path]:
     return sorted(p for p in manifests_dir(directory).glob("*.toml") if p.name != PROFILES_FILE)
 
 
-def profiles_path(path: str | Path | None = None) -> Path | None:
-    """The user profiles file: `path`, else $REPRO_PROFILES, else none."""
-    value = path or os.environ.get("REPRO_PROFILES")
-    return Path(value) if value else None
-
-
-def user_profiles(path: str | Path | None = None) -> dict[str, Profile]:
-    """The profiles of profiles_path(path), validated; {} without a file."""
-    file = profiles_path(path)
-    return load_profiles(file) if file else {}
+def load_valid(directory: str | Path | None = None,
+               profiles_file: str | Path | None = None) -> tuple[list[Manifest], dict[str, SchemaError]]:
+    """Every manifest of the folder that is valid, with the profiles attached, and the others' errors by id.
+    The profiles are checked against the valid manifests (repro.profiles.check_against)."""
+    profiles, files = all_profiles(profiles_file)
+    manifests, invalid = [], {}
+    for path in manifest_paths(directory):
+        try:
+            manifests.append(parse_manifest(read_toml(path), path))
+        except SchemaError as exc:
+            invalid[path.stem] = exc
+    check_against(profiles, files, manifests)
+    return [with_profiles(m, profiles) for m in manifests], invalid
 
 
 def load_all(directory: str | Path | None = None, profiles_file: str | Path | None = None) -> list[Manifest]:
-    """Every manifest in the folder (see manifests_dir), each with the user profiles (see profiles_path) added."""
-    extra = user_profiles(profiles_file)
-    return [load_manifest(p, extra) for p in manifest_paths(directory)]
+    """Every manifest in the folder (see manifests_dir), each with the profiles attached; raise the first
+    invalid manifest's SchemaError."""
+    manifests, invalid = load_valid(directory, profiles_file)
+    for exc in invalid.values():
+        raise exc
+    return manifests
 
 
 def find_manifest(manifest_id: str, directory: str | Path | None = None,
@@ -433,4 +335,7 @@ def find_manifest(manifest_id: str, directory: str | Path | None = None,
     if manifest_id not in paths:
         raise KeyError(f"no manifest '{manifest_id}'{closest(manifest_id, list(paths))}; "
                        f"known in {manifests_dir(directory)}: {', '.join(paths)}")
-    return load_manifest(paths[manifest_id], user_profiles(profiles_file))
+    manifests, invalid = load_valid(directory, profiles_file)
+    if manifest_id in invalid:
+        raise invalid[manifest_id]
+    return next(m for m in manifests if m.id == manifest_id)

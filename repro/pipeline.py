@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import traceback
-from dataclasses import asdict
 from pathlib import Path
 
 from repro.devices import resolve_device
@@ -50,7 +49,7 @@ def run_manifest(manifest: Manifest, ctx: Context) -> ManifestResult:
         measured.update(MEASURERS.get(measure).builder(manifest, ctx))
     comparison_metrics(manifest, measured)
     result = ManifestResult(manifest.id, manifest.title, manifest.paper_ref, manifest.paper_table,
-                            ctx.profile_name, measured, [], provenance(ctx.device), asdict(ctx.profile))
+                            ctx.profile_name, measured, [], provenance(ctx.device), ctx.profile)
     return decide(manifest, result)
 
 

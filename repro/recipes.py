@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from repro.data.specs import get_dataset
-from repro.manifest import Manifest, Profile, Row
+from repro.manifest import Manifest, Row
+from repro.profiles import Profile
 from repro.weights import weights_for
 
 # Bump when a change to the training code changes what a run config produces:
@@ -138,6 +139,7 @@ class PlannedRun:
 
 def planned_runs(manifest: Manifest, profile: Profile) -> list[PlannedRun]:
     """Every (row, seed) run the accuracy rows of `manifest` need under `profile` (those it includes)."""
+    profile = profile.for_manifest(manifest.id, manifest.seeds)  # a no-op on the profiles a manifest holds
     return [PlannedRun(row.id, seed, resolve(row, profile, seed), f"{manifest.id}/{row.id} seed {seed}")
             for row in manifest.rows if "accuracy" in row.measures and profile.includes(manifest.id, row.id)
             for seed in seeds(profile)]

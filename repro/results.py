@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from repro.fsutil import atomic_write_json
+from repro.profiles import Profile
+from repro.schema import Problems, from_dict
 
 Status = Literal["reproduced", "not reproduced", "inconclusive", "not run"]
 
@@ -165,9 +167,10 @@ class ManifestResult:
     measured: Measured
     verdicts: list[Verdict]
     provenance: dict[str, Any]
-    # The profile's settings as run (repro.manifest.Profile fields): what the measurements are evidence
-    # for, kept with them so that a user profile is still known when the report is rendered later.
-    profile_settings: dict[str, Any] = field(default_factory=dict)
+    # The profile as run (for this table: repro.profiles.Profile.for_manifest): what the measurements are
+    # evidence for, kept with them so that a user profile is still known when the report is rendered
+    # later. None: a result written before it was stored.
+    profile_settings: Profile | None = None
 
     @property
     def ok(self) -> bool:
@@ -185,14 +188,23 @@ class ManifestResult:
             "metrics": self.measured.metrics, "missing": self.measured.missing,
             "problems": self.measured.problems, "details": self.measured.details,
             "verdicts": [v.to_dict() for v in self.verdicts], "provenance": self.provenance,
-            "profile_settings": self.profile_settings,
+            "profile_settings": asdict(self.profile_settings) if self.profile_settings else None,
         }
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> ManifestResult:
         measured = Measured(d["metrics"], d["missing"], d["problems"], d["details"])
         return cls(d["manifest"], d["title"], d["paper_ref"], d["paper_table"], d["profile"], measured,
-                   [Verdict(**v) for v in d["verdicts"]], d["provenance"], d.get("profile_settings", {}))
+                   [Verdict(**v) for v in d["verdicts"]], d["provenance"], _profile(d.get("profile_settings")))
+
+
+def _profile(data: dict[str, Any] | None) -> Profile | None:
+    """The stored profile, typed again; one that no longer validates (an older schema) counts as unknown."""
+    if not data:
+        return None
+    problems = Problems()
+    profile = from_dict(Profile, data, "profile_settings", problems)
+    return None if problems.items else profile
 
 
 @dataclass

@@ -4,7 +4,8 @@ import pytest
 import torch
 
 from repro.checkpoints import restore_rng, rng_state
-from repro.manifest import Profile, Row
+from repro.manifest import Row
+from repro.profiles import Profile
 from repro.models import Component
 from repro.recipes import resolve
 from repro.train import train_run

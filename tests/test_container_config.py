@@ -13,7 +13,7 @@ import yaml
 
 from repro import REPO_ROOT
 from repro.data.layout import data_root
-from repro.manifest import default_profile
+from repro.profiles import default_profile
 from repro.results import default_results_dir
 
 DOCKERFILE = REPO_ROOT / "Dockerfile"

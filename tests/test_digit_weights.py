@@ -10,7 +10,8 @@ import torch
 from repro import digit_weights
 from repro.digit_weights import Pretraining
 from repro.runtime.locks import LockSettings, try_lock
-from repro.manifest import Profile, Row
+from repro.manifest import Row
+from repro.profiles import Profile
 from repro.models import Component, build_model
 from repro.recipes import resolve
 

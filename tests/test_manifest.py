@@ -5,6 +5,8 @@ from pathlib import Path
 import pytest
 
 from repro.manifest import load_all, load_manifest, manifest_paths
+from repro.profiles import shipped_profiles
+from repro.recipes import planned_runs, resolve
 from repro.schema import SchemaError
 
 TABLE6 = Path(__file__).resolve().parents[1] / "manifests" / "table6.toml"
@@ -75,9 +77,7 @@ def test_claim_citing_a_value_the_paper_table_lacks_is_rejected(tmp_path):
     assert any("paper_tables/table6.toml has no value 'r18_head.accuracy'" in p for p in _problems(path))
 
 
-def test_missing_profile_and_bad_toml(tmp_path):
-    path = _broken(tmp_path, "[profiles.full]", "[profiles.fulll]")
-    assert any(p.startswith("profiles.full: missing required profile") for p in _problems(path))
+def test_bad_toml(tmp_path):
     bad = tmp_path / "table6.toml"
     bad.write_text("id = ")
     assert "not valid TOML" in _problems(bad)[0]
@@ -90,26 +90,66 @@ def test_all_problems_are_reported_together(tmp_path):
     assert any("rows[1].backbone.depth: unknown key" in p for p in problems)
 
 
-def test_every_manifest_has_a_functional_profile_on_real_digits():
+def test_the_shipped_profiles_are_defined_once_and_attached_to_every_manifest():
+    shipped = shipped_profiles()
+    assert {"smoke", "full", "functional"} <= set(shipped)
+    for m in load_all():
+        assert set(m.profiles) == set(shipped), m.id
+        for name, p in m.profiles.items():
+            assert p.tables == {}  # folded in for this table (Profile.for_manifest)
+            assert p.seeds == (shipped[name].seeds or m.seeds or 1), (m.id, name)
+    functional = shipped["functional"]
+    assert functional.evidence == "functional" and functional.data == "digits" and functional.seeds == 2
+    assert "decides no" in functional.description and "claim" in functional.description
+    assert set(functional.datasets) == {"cifar10", "cifar100", "tiny_imagenet", "imagenet"}
+
+
+def _model(row) -> tuple:
+    return row.dataset, repr(row.backbone.key()), repr(row.head.key())
+
+
+def test_two_tables_that_list_the_same_model_share_its_runs_at_every_profile():
     manifests = load_all()
-    training = [m for m in manifests if "accuracy" in m.measures()]
-    assert len(training) >= 9
-    per_dataset = {}
+    by_model: dict[tuple, list] = {}
     for m in manifests:
-        p = m.profiles.get("functional")
-        assert p is not None, f"{m.path}: no [profiles.functional]"
-        assert p.evidence == "functional" and p.device == "cpu", m.id
-        assert "decides no" in p.description and "claim" in p.description, m.id
-        if m in training:
-            assert p.data == "digits" and p.seeds == 2 and p.pretrained_on == "digits", m.id
-            # One setting per dataset in every table, so that tables sharing a row share its runs
-            # (table5 fine-tunes its backbone, whose MoE layers are the method, instead of freezing it).
-            for dataset in {r.dataset for r in m.rows if "accuracy" in r.measures}:
-                q = p.for_dataset(dataset)
-                assert q.epochs and q.train_samples and q.test_samples and q.max_image_size, (m.id, dataset)
-                if m.id != "table5":  # its fine-tuned runs share nothing with the frozen ones, and cost 3x
-                    per_dataset.setdefault(dataset, set()).add((q.epochs, q.train_samples, q.test_samples,
-                                                                q.batch_size, q.max_image_size, q.optimizer, q.lr))
-            assert (p.backbone_lr_scale == 0.0) == (m.id != "table5"), m.id
-    assert set(per_dataset) == {"cifar10", "cifar100", "tiny_imagenet", "imagenet"}
-    assert all(len(v) == 1 for v in per_dataset.values()), per_dataset
+        for r in m.rows:
+            if "accuracy" in r.measures:
+                by_model.setdefault(_model(r), []).append((m, r))
+    shared = [pairs for pairs in by_model.values() if len({m.id for m, _ in pairs}) > 1]
+    assert len(shared) >= 10  # e.g. Table 9 reuses the rows of Tables 2-4
+    for pairs in shared:
+        for name in shipped_profiles():
+            hashes = {resolve(r, m.profiles[name], 0).hash for m, r in pairs}
+            assert len(hashes) == 1, (name, [f"{m.id}/{r.id}" for m, r in pairs])
+
+
+def test_a_tables_own_settings_may_not_split_a_shared_models_runs(tmp_path):
+    path = tmp_path / "p.toml"
+    path.write_text('[profiles.quick]\ndescription = "q"\nevidence = "pipeline"\n'
+                    '[profiles.quick.tables.table9]\nepochs = 2\n')
+    with pytest.raises(SchemaError) as info:
+        load_all(profiles_file=path)
+    assert str(path) in str(info.value)
+    assert any(p.startswith("profiles.quick.tables.table9: would train table9/") and "runs would split" in p
+               for p in info.value.problems), info.value.problems
+
+
+@pytest.mark.parametrize("entry, message", [
+    ("table1/std_h512_dens", "matches no training row (did you mean 'table1/std_h512_dense'?)"),
+    ("tabel1", "matches no training row (did you mean 'table1'?)"),
+    ("table1/*_h4096_*", "matches no training row"),
+])
+def test_an_include_or_exclude_entry_must_match_a_row(tmp_path, entry, message):
+    path = tmp_path / "p.toml"
+    path.write_text(f'[profiles.quick]\ndescription = "q"\nevidence = "pipeline"\nexclude = ["{entry}"]\n')
+    with pytest.raises(SchemaError) as info:
+        load_all(profiles_file=path)
+    assert any(p.startswith("profiles.quick.exclude[0]:") and message in p for p in info.value.problems), \
+        info.value.problems
+
+
+def test_exclude_patterns_leave_out_exactly_the_rows_they_match():
+    (m,) = [m for m in load_all() if m.id == "table1"]
+    trained = sorted(p.row for p in planned_runs(m, m.profiles["functional"]) if p.seed == 0)
+    assert trained == ["dw_h512_dense", "dw_h512_moe", "std_h512_dense", "std_h512_moe"]
+    assert len({p.row for p in planned_runs(m, m.profiles["smoke"])}) == 12

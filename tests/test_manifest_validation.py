@@ -14,9 +14,11 @@ import pytest
 
 from repro import REPO_ROOT
 from repro.manifest import load_manifest, parse_manifest
+from repro.profiles import REQUIRED_PROFILES, SHIPPED_PROFILES, parse_profiles
 from repro.schema import SchemaError, read_toml
 
 BASE = read_toml(REPO_ROOT / "manifests" / "table1.toml")
+PROFILES = read_toml(SHIPPED_PROFILES)
 
 
 def _set(path: str, value):
@@ -37,32 +39,6 @@ _DELETE = object()
 ROW0, COMP0 = BASE["rows"][0]["id"], BASE["comparisons"][0]["id"]
 
 CASES = [
-    # profiles: counts and sizes must be positive, and fit
-    ("epochs zero", _set("profiles.smoke.epochs", 0), "profiles.smoke.epochs", "out of range"),
-    ("epochs negative", _set("profiles.smoke.epochs", -1), "profiles.smoke.epochs", "out of range"),
-    ("epochs huge", _set("profiles.smoke.epochs", 10**6), "profiles.smoke.epochs", "out of range"),
-    ("epochs bool", _set("profiles.smoke.epochs", True), "profiles.smoke.epochs", "expected an integer"),
-    ("batch zero", _set("profiles.smoke.batch_size", 0), "profiles.smoke.batch_size", "out of range"),
-    ("train samples zero", _set("profiles.smoke.train_samples", 0), "profiles.smoke.train_samples", "out of range"),
-    ("train samples 1e11", _set("profiles.smoke.train_samples", 10**11), "profiles.smoke.train_samples", "out of range"),
-    ("train samples float", _set("profiles.smoke.train_samples", 1e3), "profiles.smoke.train_samples", "expected an integer"),
-    ("test samples zero", _set("profiles.smoke.test_samples", 0), "profiles.smoke.test_samples", "out of range"),
-    ("seeds zero", _set("profiles.smoke.seeds", 0), "profiles.smoke.seeds", "out of range"),
-    ("seeds negative", _set("profiles.smoke.seeds", -1), "profiles.smoke.seeds", "out of range"),
-    ("seeds string", _set("profiles.smoke.seeds", "two"), "profiles.smoke.seeds", "expected an integer"),
-    ("image tiny", _set("profiles.smoke.max_image_size", 4), "profiles.smoke.max_image_size", "out of range"),
-    ("image huge", _set("profiles.smoke.max_image_size", 100_000), "profiles.smoke.max_image_size", "out of range"),
-    ("fewer samples than a batch", _set("profiles.smoke.train_samples", 16), "profiles.smoke", "smaller than batch_size"),
-    ("device tpu", _set("profiles.smoke.device", "tpu"), "profiles.smoke.device", "expected one of"),
-    ("data kind", _set("profiles.smoke.data", "imagenet"), "profiles.smoke.data", "expected one of"),
-    ("evidence kind", _set("profiles.smoke.evidence", "paper-ish"), "profiles.smoke.evidence", "expected one of"),
-    ("evidence missing", _set("profiles.smoke.evidence", _DELETE), "profiles.smoke.evidence", "missing required key"),
-    ("description missing", _set("profiles.full.description", _DELETE), "profiles.full.description", "missing required"),
-    ("profile key typo", _set("profiles.smoke.epoch", 3), "profiles.smoke.epoch", "did you mean 'epochs'"),
-    ("profile name unsafe", lambda d: d["profiles"].update({"../x": {"description": "d", "evidence": "paper"}}),
-     "profiles.../x", "not a safe id"),
-    ("profiles not a table", _set("profiles", ["smoke"]), "profiles", "expected a table"),
-    ("full profile missing", _set("profiles.full", _DELETE), "profiles.full", "missing required profile"),
     # ids name files and metric paths
     ("manifest id traversal", _set("id", "../../x"), "id", "not a safe id"),
     ("row id with a dot", _set("rows.0.id", "a.b"), "rows[0].id", "not a safe id"),
@@ -109,6 +85,73 @@ CASES = [
 ]
 
 
+PROFILE_CASES = [
+    # profiles: counts and sizes must be positive, and fit
+    ("epochs zero", _set("profiles.smoke.epochs", 0), "profiles.smoke.epochs", "out of range"),
+    ("epochs negative", _set("profiles.smoke.epochs", -1), "profiles.smoke.epochs", "out of range"),
+    ("epochs huge", _set("profiles.smoke.epochs", 10**6), "profiles.smoke.epochs", "out of range"),
+    ("epochs bool", _set("profiles.smoke.epochs", True), "profiles.smoke.epochs", "expected an integer"),
+    ("batch zero", _set("profiles.smoke.batch_size", 0), "profiles.smoke.batch_size", "out of range"),
+    ("train samples zero", _set("profiles.smoke.train_samples", 0), "profiles.smoke.train_samples", "out of range"),
+    ("train samples 1e11", _set("profiles.smoke.train_samples", 10**11), "profiles.smoke.train_samples", "out of range"),
+    ("train samples float", _set("profiles.smoke.train_samples", 1e3), "profiles.smoke.train_samples", "expected an integer"),
+    ("test samples zero", _set("profiles.smoke.test_samples", 0), "profiles.smoke.test_samples", "out of range"),
+    ("seeds zero", _set("profiles.smoke.seeds", 0), "profiles.smoke.seeds", "out of range"),
+    ("seeds negative", _set("profiles.smoke.seeds", -1), "profiles.smoke.seeds", "out of range"),
+    ("seeds string", _set("profiles.smoke.seeds", "two"), "profiles.smoke.seeds", "expected an integer"),
+    ("image tiny", _set("profiles.smoke.max_image_size", 4), "profiles.smoke.max_image_size", "out of range"),
+    ("image huge", _set("profiles.smoke.max_image_size", 100_000), "profiles.smoke.max_image_size", "out of range"),
+    ("fewer samples than a batch", _set("profiles.smoke.train_samples", 16), "profiles.smoke", "smaller than batch_size"),
+    ("device tpu", _set("profiles.smoke.device", "tpu"), "profiles.smoke.device", "expected one of"),
+    ("data kind", _set("profiles.smoke.data", "imagenet"), "profiles.smoke.data", "expected one of"),
+    ("evidence kind", _set("profiles.smoke.evidence", "paper-ish"), "profiles.smoke.evidence", "expected one of"),
+    ("evidence missing", _set("profiles.smoke.evidence", _DELETE), "profiles.smoke.evidence", "missing required key"),
+    ("description missing", _set("profiles.full.description", _DELETE), "profiles.full.description", "missing required"),
+    ("profile key typo", _set("profiles.smoke.epoch", 3), "profiles.smoke.epoch", "did you mean 'epochs'"),
+    ("profile name unsafe", lambda d: d["profiles"].update({"../x": {"description": "d", "evidence": "paper"}}),
+     "profiles.../x", "not a safe id"),
+    ("profiles not a table", _set("profiles", ["smoke"]), "profiles", "expected at least one table"),
+    ("full profile missing", _set("profiles.full", _DELETE), "profiles.full", "missing required profile"),
+    ("dataset settings typo", _set("profiles.functional.datasets.cifar10.epoch", 3),
+     "profiles.functional.datasets.cifar10.epoch", "did you mean 'epochs'"),
+    ("dataset unknown", _set("profiles.functional.datasets.cifar1000", {"epochs": 2}), "profiles.functional",
+     "did you mean 'cifar100'"),
+    ("table settings out of range", _set("profiles.smoke.tables.table5.epochs", 0),
+     "profiles.smoke.tables.table5.epochs", "out of range"),
+    ("table settings smaller than a batch", _set("profiles.smoke.tables.table5.train_samples", 8), "profiles.smoke",
+     "tables.table5.train_samples = 8 is smaller than batch_size = 16"),
+    ("latency key typo", _set("profiles.smoke.latency.batch", 16), "profiles.smoke.latency.batch",
+     "did you mean 'batch_size'"),
+    ("recipe override at the paper's protocol", _set("profiles.full.lr", 0.1), "profiles.full",
+     "lr overrides the paper's recipe"),
+    ("recipe override of one table at the paper's protocol", _set("profiles.full.tables", {"table5": {"backbone_lr_scale": 0.5}}),
+     "profiles.full", "tables.table5.backbone_lr_scale overrides the paper's recipe"),
+    ("exclude not a list", _set("profiles.smoke.exclude", "table1"), "profiles.smoke.exclude", "expected a list"),
+]
+
+
+@pytest.mark.parametrize("name, mutate, key, message", PROFILE_CASES, ids=[c[0] for c in PROFILE_CASES])
+def test_bad_profile_value_is_refused_naming_the_key(name, mutate, key, message):
+    doc = copy.deepcopy(PROFILES)
+    mutate(doc)
+    with pytest.raises(SchemaError) as info:
+        parse_profiles(doc, "my-profiles.toml", REQUIRED_PROFILES)
+    problems = info.value.problems
+    assert any(p.startswith(f"{key}:") and message in p for p in problems), problems
+    assert str(info.value).startswith("my-profiles.toml:")
+
+
+def test_a_manifest_holds_no_profiles_and_a_training_table_states_the_papers_seeds():
+    doc = copy.deepcopy(BASE)
+    doc["profiles"] = {"smoke": {"description": "d", "evidence": "pipeline"}}
+    del doc["seeds"]
+    with pytest.raises(SchemaError) as info:
+        parse_manifest(doc, "manifests/table1.toml")
+    assert any(p.startswith("profiles: a manifest holds no profiles") and "--profiles FILE" in p
+               for p in info.value.problems), info.value.problems
+    assert any(p.startswith("seeds: missing required key") for p in info.value.problems), info.value.problems
+
+
 @pytest.mark.parametrize("name, mutate, key, message", CASES, ids=[c[0] for c in CASES])
 def test_bad_manifest_value_is_refused_naming_the_key(name, mutate, key, message):
     doc = copy.deepcopy(BASE)
@@ -122,11 +165,18 @@ def test_bad_manifest_value_is_refused_naming_the_key(name, mutate, key, message
 
 def test_all_problems_are_reported_at_once():
     doc = copy.deepcopy(BASE)
-    for mutate in (_set("profiles.smoke.epochs", 0), _set("profiles.smoke.seeds", 0), _set("rows.0.id", "a.b")):
+    for mutate in (_set("seeds", 0), _set("rows.1.id", "x/y"), _set("rows.0.id", "a.b")):
         mutate(doc)
     with pytest.raises(SchemaError) as info:
         parse_manifest(doc, "t.toml")
     assert len(info.value.problems) >= 3
+    profiles = copy.deepcopy(PROFILES)
+    for mutate in (_set("profiles.smoke.epochs", 0), _set("profiles.smoke.seeds", 0),
+                   _set("profiles.functional.datasets.cifar10.epochs", -1)):
+        mutate(profiles)
+    with pytest.raises(SchemaError) as info:
+        parse_profiles(profiles, "p.toml")
+    assert len(info.value.problems) == 3
 
 
 @pytest.mark.parametrize("content, message", [
@@ -176,14 +226,21 @@ def test_a_damaged_paper_table_fails_only_its_own_manifests(tmp_path, monkeypatc
 
 
 @pytest.mark.slow
-def test_cli_refuses_a_bad_manifest_before_any_work(tmp_path):
+def test_cli_refuses_a_bad_manifest_or_profiles_file_before_any_work(tmp_path):
     folder = tmp_path / "manifests"
     folder.mkdir()
-    text = (REPO_ROOT / "manifests" / "table1.toml").read_text().replace("epochs = 3", "epochs = 0", 1)
+    text = (REPO_ROOT / "manifests" / "table1.toml").read_text().replace("seeds = 5", "seeds = 0", 1)
     (folder / "table1.toml").write_text(text)
     env = {**os.environ, "REPRO_MANIFESTS": str(folder), "REPRO_RESULTS": str(tmp_path / "results")}
     out = subprocess.run([sys.executable, "-m", "repro", "run", "table1"], capture_output=True, text=True, env=env,
                          timeout=120)
     assert out.returncode == 2, out.stderr
-    assert "profiles.smoke.epochs: 0 is out of range" in out.stderr and "table1.toml" in out.stderr
+    assert "seeds: 0 is out of range" in out.stderr and "table1.toml" in out.stderr
+    assert "Traceback" not in out.stderr and not (tmp_path / "results").exists()
+    profiles = tmp_path / "mine.toml"
+    profiles.write_text('[profiles.quick]\ndescription = "q"\nevidence = "pipeline"\nepochs = 0\n')
+    out = subprocess.run([sys.executable, "-m", "repro", "run", "table1", "--profiles", str(profiles)],
+                         capture_output=True, text=True, env={**env, "REPRO_MANIFESTS": ""}, timeout=120)
+    assert out.returncode == 2, out.stderr
+    assert "profiles.quick.epochs: 0 is out of range" in out.stderr and "mine.toml" in out.stderr
     assert "Traceback" not in out.stderr and not (tmp_path / "results").exists()

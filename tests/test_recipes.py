@@ -5,7 +5,8 @@ from dataclasses import replace
 import pytest
 import torch
 
-from repro.manifest import DatasetSettings, Profile, Row
+from repro.manifest import Row
+from repro.profiles import RowSettings, Profile
 from repro.models import Component, build_model
 from repro.recipes import resolve
 from repro.train import _summary, freeze, make_optimizer, schedule_position, set_train_mode
@@ -90,7 +91,7 @@ def test_the_papers_protocol_refuses_a_recipe_override(evidence):
 
 def test_per_dataset_settings_replace_the_profiles_own_for_that_datasets_rows_only():
     p = Profile(description="f", evidence="functional", data="digits", epochs=4, train_samples=2048,
-                datasets={"imagenet": DatasetSettings(epochs=6, train_samples=8192, max_image_size=16)})
+                datasets={"imagenet": RowSettings(epochs=6, train_samples=8192, max_image_size=16)})
     cifar, imnet = resolve(_row("cifar10", "cifar_standard"), p, 0), resolve(_row("imagenet", "resnet18"), p, 0)
     assert (cifar.epochs, cifar.train_samples, cifar.image_size) == (4, 2048, 32)
     assert (imnet.epochs, imnet.train_samples, imnet.image_size) == (6, 8192, 16)
@@ -98,11 +99,11 @@ def test_per_dataset_settings_replace_the_profiles_own_for_that_datasets_rows_on
 
 
 def test_per_dataset_settings_are_checked_like_the_profiles_own():
-    with pytest.raises(ValueError, match="datasets.imagenet: train_samples = 64 is smaller than batch_size = 128"):
+    with pytest.raises(ValueError, match="datasets.imagenet.train_samples = 64 is smaller than batch_size = 128"):
         Profile(description="f", evidence="functional", batch_size=128,
-                datasets={"imagenet": DatasetSettings(train_samples=64)})
+                datasets={"imagenet": RowSettings(train_samples=64)})
     with pytest.raises(ValueError, match=r"datasets.imagenett: unknown dataset \(did you mean 'imagenet'\?\)"):
-        Profile(description="f", evidence="functional", datasets={"imagenett": DatasetSettings(epochs=2)})
+        Profile(description="f", evidence="functional", datasets={"imagenett": RowSettings(epochs=2)})
 
 
 def test_a_zero_backbone_lr_scale_freezes_a_pretrained_backbone_only(tmp_path):

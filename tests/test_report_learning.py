@@ -1,6 +1,7 @@
 """The functional profile's learning check: chance + 30 points on every seed, dense and sparse rows gated."""
 
 from repro.manifest import find_manifest
+from repro.profiles import Profile
 from repro.report.learning import learning_checks, render_learning, summary_line
 from repro.results import ManifestResult, Measured
 
@@ -15,7 +16,7 @@ def _result(manifest_id: str, accuracies: dict, chance: float, evidence: str = "
                  "train_accuracy_by_epoch": [a], "tau_by_epoch": []} for s, a in acc.items()]
         measured.details.setdefault("runs", {})[row] = runs
     return ManifestResult(manifest_id, "t", "ref", manifest_id, "functional", measured, [], {},
-                          profile_settings={"evidence": evidence})
+                          profile_settings=Profile(description="t", evidence=evidence))
 
 
 def test_every_seed_must_reach_chance_plus_30_points_and_only_dense_and_sparse_rows_gate():

@@ -6,7 +6,8 @@ import math
 import pytest
 import torch
 
-from repro.manifest import Profile, Row
+from repro.manifest import Row
+from repro.profiles import Profile
 from repro.models import BACKBONES, Component
 from repro.recipes import resolve
 from repro.train import Engine, autocast_dtype, build_engine_model, compile_backbone, train_run

@@ -7,7 +7,8 @@ from typer.testing import CliRunner
 
 from repro import REPO_ROOT
 from repro.cli import app
-from repro.manifest import Profile, find_manifest, load_all, load_profiles, manifest_paths
+from repro.manifest import find_manifest, load_all, manifest_paths
+from repro.profiles import Profile, load_profiles
 from repro.schema import SchemaError
 
 runner = CliRunner()

@@ -47,7 +47,8 @@ from repro.measure.timing import cpu_threads, error_line, synchronize
 from repro.data.specs import get_dataset
 from repro.devices import device_label
 from repro.fsutil import atomic_write_json
-from repro.manifest import Manifest, Profile, Row
+from repro.manifest import Manifest, Row
+from repro.profiles import Profile
 from repro.recipes import RECIPES, RunConfig, resolve
 
 PAPER = Profile(description="the paper's protocol", evidence="paper")

@@ -40,7 +40,8 @@ COMPARED = ("train_loss", "test_accuracy")
 
 def tiny_config() -> Any:
     """Two epochs (killed after the first) of the CIFAR standard CNN with a sparse MoE head, 16 px synthetic images."""
-    from repro.manifest import Profile, Row
+    from repro.manifest import Row
+    from repro.profiles import Profile
     from repro.models import Component
     from repro.recipes import resolve
 

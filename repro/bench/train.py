@@ -31,7 +31,8 @@ from repro.measure.timing import cpu_threads, synchronize
 from repro.data.loader import TensorLoader
 from repro.data.specs import get_dataset
 from repro.data.synthetic import synthetic_tensors
-from repro.manifest import Profile, Row
+from repro.manifest import Row
+from repro.profiles import Profile
 from repro.models import Component, build_model
 from repro.recipes import RunConfig, resolve
 from repro.train import (

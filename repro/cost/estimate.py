@@ -24,7 +24,8 @@ from typing import Callable, Iterable, Literal
 from repro.cost.calibration import Throughput, cpu_throughput, gpu_throughput, throughput
 from repro.data.sizes import split_sizes
 from repro.data.specs import get_dataset
-from repro.manifest import Manifest, Profile
+from repro.manifest import Manifest
+from repro.profiles import Profile
 from repro.recipes import planned_runs
 from repro.measure.flops import estimate_macs
 from repro.models import Component

@@ -24,7 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from repro.cost.estimate import Cost, CostModel, makespan
-from repro.manifest import Claim, Manifest, Profile
+from repro.manifest import Claim, Manifest
+from repro.profiles import Profile
 from repro.paper import paper_value
 from repro.recipes import resolve
 
@@ -108,7 +109,7 @@ def claim_seeds(manifest: Manifest, claim: Claim) -> tuple[int | None, str]:
     key = claim.params.get("paper")
     pv = paper_value(manifest.paper_table, key) if isinstance(key, str) else None
     row = next(iter(power_plan([pv])), None) if pv is not None else None
-    paper_n = manifest.profiles[BASE_PROFILE].seeds
+    paper_n = manifest.seeds or 1
     if row is None:
         return max(MIN_SEEDS, paper_n), "the paper's n: no effect size in the text"
     if row.seeds_needed is None:
@@ -144,7 +145,7 @@ def claim_needs(manifests: list[Manifest], model: CostModel) -> list[ClaimNeed]:
                         t = model.run_time(cfg, m.id, device)
                         runs[cfg.hash] = t.compute_s + t.overhead_s / model.executor.packing(device.kind)
             needs.append(ClaimNeed(m.id, claim.id, claim.statement, claim.weight, rows, seeds or 0, why, runs,
-                                   "" if seeds else why, base.seeds))
+                                   "" if seeds else why, m.seeds or 1))
     return needs
 
 
@@ -225,7 +226,8 @@ def profiles_toml(profiles: dict[str, Profile], plan: Plan) -> str:
         lines += ["", f"[profiles.{name}]"]
         for f in dataclasses.fields(Profile):
             value = getattr(p, f.name)
-            if value is None or value == f.default:
+            default = f.default if f.default_factory is dataclasses.MISSING else f.default_factory()
+            if value is None or value == default:
                 continue
             lines.append(f"{f.name} = {_toml(value)}")
     return "\n".join(lines) + "\n"

@@ -59,13 +59,6 @@ def list_table(manifests: list[Manifest], model: CostModel, invalid: dict[str, s
     return table, totals, sources
 
 
-def unknown_includes(manifests: list[Manifest]) -> list[str]:
-    """Include entries of any profile that name no manifest or row: a typo would silently train nothing."""
-    known = {m.id for m in manifests} | {f"{m.id}/{r.id}" for m in manifests for r in m.rows}
-    names = {(name, entry) for m in manifests for name, p in m.profiles.items() for entry in p.include}
-    return sorted(f"profiles.{name}.include: no manifest or row '{entry}'" for name, entry in names if entry not in known)
-
-
 def needs_table(needs: list[ClaimNeed], plan: Plan) -> Table:
     order = {c.need.key: i for i, c in enumerate(plan.chosen)}
     added = {c.need.key: c for c in plan.chosen}

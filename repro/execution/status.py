@@ -97,7 +97,8 @@ def status_command(ids: list[str] = typer.Argument(None, help="Manifest ids (def
     from rich.console import Console
     from rich.table import Table
 
-    from repro.manifest import default_profile, find_manifest, load_all
+    from repro.manifest import find_manifest, load_all
+    from repro.profiles import default_profile
     from repro.results import default_results_dir
 
     profile = profile or default_profile()

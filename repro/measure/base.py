@@ -6,7 +6,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from repro.manifest import Manifest, Profile
+from repro.manifest import Manifest
+from repro.profiles import Profile
 from repro.results import Measured
 
 

@@ -27,7 +27,8 @@ from torch import nn
 from repro.measure.timing import Timing, compiled_or_eager, count_ops, cpu_threads, time_call
 from repro.data.specs import get_dataset
 from repro.devices import device_label
-from repro.manifest import Manifest, Profile, Row
+from repro.manifest import Manifest, Row
+from repro.profiles import Profile
 from repro.models import BACKBONES, HEADS, build_model
 from repro.recipes import at_last_epoch
 from repro.measure.latency_settings import QUICK, LatencySettings, settings_for  # noqa: F401  (re-exported)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from repro.manifest import Profile
+from repro.profiles import Profile
 
 
 @dataclass(frozen=True)
@@ -26,7 +26,7 @@ QUICK = LatencySettings(warmup=1, min_reps=3, max_reps=5, budget_s=0.1)
 
 def settings_for(profile: Profile, paper_scale: bool) -> LatencySettings:
     base = LatencySettings() if paper_scale else QUICK
-    return replace(base, batch=profile.batch_size or base.batch, image_size=profile.max_image_size)
+    return replace(base, batch=profile.latency.batch_size or base.batch, image_size=profile.latency.max_image_size)
 
 
 # --------------------------------------------------------------------------- models

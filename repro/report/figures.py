@@ -20,7 +20,8 @@ from matplotlib.figure import Figure
 
 from repro.fsutil import atomic_write_bytes
 from repro.manifest import Figure as FigureDecl
-from repro.manifest import Manifest, Profile
+from repro.manifest import Manifest
+from repro.profiles import Profile
 from repro.paper import PaperValue, paper_table, paper_value
 from repro.results import ManifestResult
 from repro.report import figures_gaps as gaps

@@ -54,7 +54,8 @@ class LearningCheck:
 
 
 def is_functional(result: ManifestResult | None) -> bool:
-    return result is not None and result.profile_settings.get("evidence") == "functional"
+    return result is not None and result.profile_settings is not None \
+        and result.profile_settings.evidence == "functional"
 
 
 def learning_checks(entries: list[tuple[Manifest, ManifestResult | None]]) -> list[LearningCheck]:

@@ -5,13 +5,12 @@ Torch-free: `repro report` reads results.json files and renders; it never trains
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from repro.claims import Evidence, count_verdicts, evaluate, holm_adjust
 from repro.fsutil import atomic_write_text
-from repro.manifest import Manifest, Profile, load_all
+from repro.manifest import Manifest, load_all
 from repro.report.figures import render_figures
 from repro.report.figures_extension import extension_section, is_extension
 from repro.report.learning import learning_checks, render_learning, summary_line
@@ -25,20 +24,17 @@ def decide(manifest: Manifest, result: ManifestResult) -> ManifestResult:
     What the measurements can decide follows the profile they were made under, as stored with
     them; a result from before that was stored falls back to the manifest's profile of that name.
     """
-    settings = result.profile_settings or _settings(manifest.profiles.get(result.profile))
-    kind = settings.get("evidence", "pipeline")
+    settings = result.profile_settings or manifest.profiles.get(result.profile)
+    kind = settings.evidence if settings else "pipeline"
     evidence = Evidence(
         manifest_id=manifest.id, paper_table=manifest.paper_table, profile=result.profile,
         metrics=result.measured.metrics, missing=result.measured.missing, device=result.device_type,
-        paper_scale=kind == "paper", kind=kind, seeds=settings.get("seeds"), epochs=settings.get("epochs"),
+        paper_scale=kind == "paper", kind=kind, seeds=settings.seeds if settings else None,
+        epochs=settings.epochs if settings else None,
         comparison_rows={c.id: (c.row, c.baseline) for c in manifest.comparisons},
     )
     result.verdicts = [evaluate(claim, evidence) for claim in manifest.claims]
     return result
-
-
-def _settings(profile: Profile | None) -> dict[str, Any]:
-    return asdict(profile) if profile is not None else {}
 
 
 def summary_lines(entries: list[tuple[Manifest, ManifestResult | None]], check: FlopCheck | None,

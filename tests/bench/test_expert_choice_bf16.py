@@ -5,7 +5,7 @@ import torch
 
 from repro.bench.calibration import CheckFailed
 from repro.bench.expert_choice_bf16 import AGREEMENT, expert_choice_check, expert_choice_rows
-from repro.manifest import parse_manifest
+from inline_manifests import inline_manifest
 from repro.models.expert_choice import ExpertChoiceHead
 
 CPU = torch.device("cpu")
@@ -14,7 +14,7 @@ DENSE = {"name": "dense", "hidden": [1024, 256]}
 
 
 def _manifest(ident, rows):
-    return parse_manifest({
+    return inline_manifest({
         "id": ident, "title": ident, "paper_ref": "test", "description": "test",
         "profiles": {"smoke": {"description": "s", "evidence": "pipeline"},
                      "full": {"description": "f", "evidence": "paper"}},

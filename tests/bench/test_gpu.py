@@ -14,14 +14,14 @@ import torch
 from repro import REPO_ROOT
 from repro.bench import gpu
 from repro.bench.calibration import read_calibration
-from repro.manifest import parse_manifest
+from inline_manifests import inline_manifest
 from repro.measure.flops import row_flops
 
 CPU = torch.device("cpu")
 
 
 def _manifest(ident, rows, measures=("flops", "accuracy")):
-    return parse_manifest({
+    return inline_manifest({
         "id": ident, "title": ident, "paper_ref": "test", "description": "test",
         "profiles": {"smoke": {"description": "s", "evidence": "pipeline"},
                      "full": {"description": "f", "evidence": "paper"}},

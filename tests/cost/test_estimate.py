@@ -11,11 +11,11 @@ from repro import REPO_ROOT
 from repro.cost import calibration as cal
 from repro.cost import estimate as est
 from repro.data import sizes
-from repro.manifest import parse_manifest
+from inline_manifests import inline_manifest
 
 
 def _manifest(rows, full=None):
-    return parse_manifest({
+    return inline_manifest({
         "id": "t", "title": "T", "paper_ref": "Table 1", "description": "d", "paper_table": "table1",
         "profiles": {"smoke": {"description": "s", "evidence": "pipeline", "device": "cpu", "seeds": 2, "epochs": 3,
                                "data": "synthetic", "train_samples": 256, "test_samples": 128, "batch_size": 32,

@@ -10,7 +10,8 @@ from repro.cost import calibration as cal
 from repro.cost import estimate as est
 from repro.cost import plan as pl
 from repro.cli import app
-from repro.manifest import find_manifest, load_all, load_profiles, with_profiles
+from repro.manifest import find_manifest, load_all, with_profiles
+from repro.profiles import load_profiles
 from repro.recipes import planned_runs
 
 GPU = cal.Throughput("A100", "gpu", 1e12, 0.003, "reference, not measured: test")
@@ -163,12 +164,16 @@ def test_list_shows_the_plans_profiles_and_the_warm_path_counts_and_measures_not
 
 def test_weights_and_includes_are_validated():
     from repro.manifest import parse_manifest
+    from repro.profiles import SHIPPED_PROFILES, parse_profiles
     from repro.schema import SchemaError, read_toml
 
     data = read_toml(REPO_ROOT / "manifests" / "table5.toml")
     data["claims"][0]["weight"] = -1
-    data["profiles"]["full"]["include"] = "table5/dense"  # a string, not an array
     with pytest.raises(SchemaError) as info:
         parse_manifest(data, "table5.toml")
-    text = str(info.value)
-    assert "claims[0].weight" in text and "profiles.full.include" in text
+    assert "claims[0].weight" in str(info.value)
+    profiles = read_toml(SHIPPED_PROFILES)
+    profiles["profiles"]["full"]["include"] = "table5/dense"  # a string, not an array
+    with pytest.raises(SchemaError) as info:
+        parse_profiles(profiles, "p.toml")
+    assert "profiles.full.include" in str(info.value)

@@ -12,39 +12,23 @@ id = "mini"
 title = "two rows, two seeds"
 paper_ref = "test"
 description = "A tiny training table for the executor tests."
-
-[profiles.smoke]
-description = "tiny"
-evidence = "pipeline"
-device = "cpu"
 seeds = 2
-epochs = {epochs}
-data = "synthetic"
-train_samples = {train_samples}
-test_samples = 64
-batch_size = 32
-max_image_size = 16
-pretrained = false
-
-[profiles.full]
-description = "unused"
-evidence = "paper"
 
 [[rows]]
 id = "dense"
 label = "dense"
 dataset = "cifar10"
 measures = ["accuracy"]
-backbone = {{ name = "cifar_standard" }}
-head = {{ name = "dense" }}
+backbone = { name = "cifar_standard" }
+head = { name = "dense" }
 
 [[rows]]
 id = "moe"
 label = "moe"
 dataset = "cifar10"
 measures = ["accuracy"]
-backbone = {{ name = "cifar_standard" }}
-head = {{ name = "sparse_moe", expert_hidden = 32 }}
+backbone = { name = "cifar_standard" }
+head = { name = "sparse_moe", expert_hidden = 32 }
 
 [[comparisons]]
 id = "gap"
@@ -62,14 +46,37 @@ row = "moe"
 baseline = "dense"
 '''
 
+# The tests' own smoke profile (a profiles file, as a user would give one), replacing the shipped one.
+PROFILES = '''
+[profiles.smoke]
+description = "tiny"
+evidence = "pipeline"
+device = "cpu"
+seeds = 2
+epochs = {epochs}
+data = "synthetic"
+train_samples = {train_samples}
+test_samples = 64
+batch_size = 32
+max_image_size = 16
+pretrained = false
+
+[profiles.full]
+description = "unused"
+evidence = "paper"
+'''
+
 COUNTS = re.compile(r"runs: (\d+) trained here, (\d+) reused, (\d+) trained by another process")
 
 
 def write_manifest(folder: Path, epochs: int = 3, train_samples: int = 192) -> dict:
-    """Write manifests/mini.toml under `folder`; return the environment that makes `repro` find it."""
+    """Write manifests/mini.toml and its profiles file under `folder`; return the environment that makes
+    `repro` find them."""
     (folder / "manifests").mkdir(parents=True, exist_ok=True)
-    (folder / "manifests" / "mini.toml").write_text(MANIFEST.format(epochs=epochs, train_samples=train_samples))
-    return {**os.environ, "REPRO_MANIFESTS": str(folder / "manifests"), "OMP_NUM_THREADS": "1", "COLUMNS": "200"}
+    (folder / "manifests" / "mini.toml").write_text(MANIFEST)
+    (folder / "profiles.toml").write_text(PROFILES.format(epochs=epochs, train_samples=train_samples))
+    return {**os.environ, "REPRO_MANIFESTS": str(folder / "manifests"), "REPRO_PROFILES": str(folder / "profiles.toml"),
+            "OMP_NUM_THREADS": "1", "COLUMNS": "200"}
 
 
 def _default_sigint() -> None:

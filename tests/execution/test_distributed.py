@@ -23,7 +23,8 @@ import torch
 from repro.data.imagenet import EpochSampler
 from repro.data.loader import TensorLoader
 from repro.runtime.distributed import World, local_batch, shard_positions
-from repro.manifest import Profile, Row
+from repro.manifest import Row
+from repro.profiles import Profile
 from repro.models import Component
 from repro.recipes import resolve
 

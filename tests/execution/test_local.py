@@ -13,7 +13,8 @@ import pytest
 from repro.execution.options import ExecutorOptions
 from repro.execution.local import Slot, local_slots, run_local, visible_gpus
 from repro.runtime.locks import lock_path
-from repro.manifest import Profile, Row
+from repro.manifest import Row
+from repro.profiles import Profile
 from repro.models import Component
 from repro.recipes import resolve
 from repro.execution.runs import RunBatch, RunRequest, execute_runs, record_path, runs_dir

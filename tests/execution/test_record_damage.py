@@ -6,7 +6,8 @@ import json
 import pytest
 import torch
 
-from repro.manifest import Profile, Row
+from repro.manifest import Row
+from repro.profiles import Profile
 from repro.models import Component
 from repro.recipes import resolve
 from repro.execution.record_checks import record_digest

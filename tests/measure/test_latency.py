@@ -3,7 +3,9 @@
 import pytest
 
 from repro.claims import Evidence, evaluate
-from repro.manifest import Claim, Profile, parse_manifest
+from inline_manifests import inline_manifest
+from repro.manifest import Claim
+from repro.profiles import LatencyProfile, Profile
 from repro.measure import latency
 from repro.cost.estimate import CostModel, estimate_latency
 from repro.measure.latency import measure_latency, settings_for
@@ -13,7 +15,8 @@ from repro.report.tables import build_tables
 
 
 def test_settings_follow_the_profile():
-    quick = settings_for(Profile(description="s", evidence="pipeline", batch_size=64, max_image_size=32), paper_scale=False)
+    quick = settings_for(Profile(description="s", evidence="pipeline", batch_size=8, max_image_size=16,
+                                 latency=LatencyProfile(batch_size=64, max_image_size=32)), paper_scale=False)
     assert (quick.batch, quick.image_size, quick.op_batch) == (64, 32, 256) and quick.min_reps < 10
     full = settings_for(Profile(description="f", evidence="paper"), paper_scale=True)
     assert (full.batch, full.image_size, full.min_reps) == (256, None, 20)
@@ -28,7 +31,8 @@ def _mini_manifest():
             ("batched_e4", {"name": "sparse_moe", "num_experts": 4, **sparse, "dispatch": "batched"})]
     doc = {
         "id": "lat", "title": "Latency", "paper_ref": "Table 7", "description": "test", "paper_table": "table7",
-        "profiles": {"smoke": {"description": "s", "evidence": "pipeline", "batch_size": 4, "max_image_size": 16},
+        "profiles": {"smoke": {"description": "s", "evidence": "pipeline",
+                               "latency": {"batch_size": 4, "max_image_size": 16}},
                      "full": {"description": "f", "evidence": "paper"}},
         "rows": [{"id": i, "label": i, "dataset": "cifar100", "measures": ["latency"],
                   "backbone": {"name": "cifar_standard"}, "head": h} for i, h in rows],
@@ -43,7 +47,7 @@ def _mini_manifest():
              "metric": "comparisons.cifar100_sparse_loop.model_slowdown", "paper": "cifar100_sparse_loop.model_slowdown"},
         ],
     }
-    return parse_manifest(doc, "lat")
+    return inline_manifest(doc, "lat")
 
 
 def test_measure_decide_and_render_a_latency_manifest(tmp_path):
