@@ -3,15 +3,18 @@
 Each measure a row can ask for ("flops", "accuracy", "latency") has a measurer in
 repro.measure.MEASURERS; comparisons derive metrics from pairs of rows; claims are
 decided on the result (repro.claims). Everything a table shows is saved in
-results.json next to it, with its provenance. `flop_check` counts every distinct
-model of every manifest three ways; repro.report.summary writes report.md.
+results.json next to it, with its provenance. `TableRun` runs tables one after another
+(`repro run`, `repro verify-all`); `flop_check` counts every distinct model of every
+manifest three ways; repro.report.summary writes report.md.
 """
 
 from __future__ import annotations
 
 import os
 import traceback
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Callable
 
 from repro.devices import resolve_device
 from repro.manifest import Manifest
@@ -24,11 +27,10 @@ from repro.report.summary import decide
 from repro.results import FlopCheck, ManifestResult, Measured, comparison_metric, row_metric, save_result
 
 def make_context(manifest: Manifest, profile: str, results_dir: Path, device: str, jobs: int = 0, **kw) -> Context:
-    if profile not in manifest.profiles:
-        raise KeyError(f"{manifest.path}: no profile '{profile}'; this manifest has: {', '.join(manifest.profiles)}")
+    settings = manifest.profile(profile)  # KeyError naming the closest profiles
     device = resolve_device(device)
     jobs = jobs or (1 if device.startswith("cuda") else os.cpu_count() or 1)
-    return Context(profile, manifest.profiles[profile], results_dir, device, jobs=jobs, **kw)
+    return Context(profile, settings, results_dir, device, jobs=jobs, **kw)
 
 
 def comparison_metrics(manifest: Manifest, measured: Measured) -> None:
@@ -61,6 +63,83 @@ def execute(manifest: Manifest, ctx: Context) -> tuple[ManifestResult, list[Path
     return result, files
 
 
+@dataclass
+class TableOutcome:
+    """What running one table came to."""
+
+    manifest_id: str
+    result: ManifestResult | None = None
+    files: list[Path] = field(default_factory=list)
+    run_counts: Any = None  # repro.execution.runs.RunCounts, when the table trains
+    needs_data: str = ""  # a dataset or pretrained weights file is missing: nothing was trained
+    error: str = ""  # the table failed to run (repro.pipeline.describe_exception)
+
+    @property
+    def problem(self) -> str:
+        """Why the table did not regenerate cleanly ('' when it did)."""
+        if self.needs_data or self.error:
+            return self.needs_data or self.error
+        if self.result is not None and self.result.measured.problems:
+            problems = self.result.measured.problems
+            return f"{len(problems)} problem(s), first: {problems[0]}"
+        return ""
+
+
+@dataclass
+class TableRun:
+    """Tables run one after another at one profile; `current` names the table running (for an interrupt)."""
+
+    profile: str
+    results_dir: Path
+    device: str
+    jobs: int = 0
+    data_dir: Path | None = None
+    executor: Any = None  # repro.execution.options.ExecutorOptions
+    progress: Any = None
+    current: str | None = None
+
+    def run(self, manifests: list[Manifest], on_start: Callable[[Manifest, Context], None] | None = None,
+            on_done: Callable[[TableOutcome], None] | None = None) -> list[TableOutcome]:
+        """Run each manifest; a table that fails is an outcome, and the next one still runs. An interrupt
+        (KeyboardInterrupt) propagates, with `current` naming the table it stopped."""
+        from repro.data.layout import DatasetMissing
+        from repro.weights import WeightsMissing
+
+        outcomes = []
+        for manifest in manifests:
+            self.current = manifest.id
+            out = TableOutcome(manifest.id)
+            try:
+                ctx = make_context(manifest, self.profile, self.results_dir, self.device, jobs=self.jobs,
+                                   data_dir=self.data_dir, executor=self.executor)
+                ctx.progress = self.progress
+                if on_start is not None:
+                    on_start(manifest, ctx)
+                out.result, out.files = execute(manifest, ctx)
+                out.run_counts = ctx.run_counts
+            except (DatasetMissing, WeightsMissing) as exc:
+                out.needs_data = f"{manifest.id} needs data that is not here; nothing was trained.\n{exc}"
+            except Exception as exc:  # one broken table must not hide the others
+                out.error = describe_exception(exc)
+            outcomes.append(out)
+            if on_done is not None:
+                on_done(out)
+        self.current = None
+        return outcomes
+
+
+def decidable_not_reproduced(results: list[ManifestResult], device: str) -> bool:
+    """--strict: a claim the profile and device could decide that did not come out reproduced."""
+    for result in results:
+        kind = result.profile_settings.evidence if result.profile_settings else "pipeline"
+        for v in result.verdicts:
+            undecidable = (v.scope != "analytic" and kind not in ("reduced", "paper")) or (
+                v.scope == "gpu" and not device.startswith("cuda"))
+            if v.status != "reproduced" and not (v.status == "not run" and undecidable):
+                return True
+    return False
+
+
 def flop_check(manifests: list[Manifest], progress=None) -> FlopCheck:
     """Count every distinct model three ways; any disagreement or unsupported op fails it."""
     check, seen = FlopCheck(), set()
@@ -82,4 +161,5 @@ def describe_exception(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}{where}"
 
 
-__all__ = ["Context", "comparison_metric", "execute", "flop_check", "make_context", "row_metric", "run_manifest"]
+__all__ = ["Context", "TableOutcome", "TableRun", "comparison_metric", "decidable_not_reproduced", "execute",
+           "flop_check", "make_context", "row_metric", "run_manifest"]

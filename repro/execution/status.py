@@ -1,4 +1,4 @@
-"""`repro status`: per table, its runs done, running (who, for how long, last heartbeat), failed, pending.
+"""Per table, its runs done, running (who, for how long, last heartbeat), failed, pending (`repro status`).
 
 Read from the results directory alone (records, locks, failure and Slurm markers:
 repro.execution.records, repro.runtime.locks), so it answers for runs of any executor on any host, and
@@ -11,9 +11,6 @@ import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
-
-import typer
 
 from repro.runtime.locks import DEFAULT_STALE_AFTER_S, LockSettings, describe_holder, read_holder, stale_reason
 
@@ -84,40 +81,3 @@ def table_status(manifest, profile_name: str, results_dir: Path, settings: LockS
             seen.add(planned.cfg.hash)
             out.runs.append(run_state(runs_dir(results_dir), planned.cfg.hash, planned.label, settings, now))
     return out
-
-
-def status_command(ids: list[str] = typer.Argument(None, help="Manifest ids (default: all)."),
-                   profile: Optional[str] = typer.Option(None, "--profile", "-p", help="Default: $REPRO_PROFILE or smoke."),
-                   results_dir: Optional[Path] = typer.Option(None, "--results-dir", "-o",
-                                                              help="Default: $REPRO_RESULTS or ./results."),
-                   stale_lock_after: float = typer.Option(DEFAULT_STALE_AFTER_S, "--stale-lock-after",
-                                                          help="Seconds without a heartbeat after which a run counts as interrupted."),
-                   verbose: bool = typer.Option(False, "--verbose", "-v", help="Also list the pending runs.")) -> None:
-    """Per table: runs done, running (who, for how long, last heartbeat), failed (with the error), pending."""
-    from rich.console import Console
-    from rich.table import Table
-
-    from repro.manifest import find_manifest, load_all
-    from repro.profiles import default_profile
-    from repro.results import default_results_dir
-
-    profile = profile or default_profile()
-    results_dir = results_dir or default_results_dir()
-    manifests = [find_manifest(i) for i in ids] if ids else load_all()
-    console = Console()
-    table = Table("Table", *STATES, title=f"runs in {results_dir} (profile {profile})")
-    lines: list[str] = []
-    settings = LockSettings(stale_lock_after)
-    for m in manifests:
-        if profile not in m.profiles:
-            continue
-        status = table_status(m, profile, results_dir, settings)
-        if not status.runs:
-            continue
-        table.add_row(m.id, *(str(status.count(s)) for s in STATES))
-        for r in status.runs:
-            if r.state in ("running", "failed") or (verbose and r.state == "pending"):
-                lines.append(f"{r.state:8} {r.label} ({r.run_hash[:12]}): {r.detail}")
-    console.print(table)
-    for line in lines:
-        console.print(line, highlight=False, markup=False)

@@ -5,9 +5,8 @@ import submitit
 import typer
 from typer.testing import CliRunner
 
-from repro.execution.options import (
-    ExecutorOptions, SlurmOptions, options_from_cli, parse_params, parse_slurm_time, with_executor_options,
-)
+from repro.cli.execution import with_executor_options
+from repro.execution.options import ExecutorOptions, SlurmOptions, options_from_cli, parse_params, parse_slurm_time
 from repro.execution.slurm import record_job, submitit_parameters
 
 

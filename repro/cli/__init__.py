@@ -1,0 +1,53 @@
+"""The `repro` command line: one command per manifest, FLOP checks, reports, verify-all.
+
+    tables     run ID..., <id> (one per manifest), verify-all
+    info       list, plan, flops, data: what things are and cost, before anything runs
+    report     report: re-render from the results present
+    status     status: runs done, running, failed, pending
+    bench      bench ...: the benchmarks
+    common     consoles, shared options, loading with clear errors, the interrupt exit
+    execution  the executors' options as one Typer option set
+
+The commands import their heavy modules (torch, matplotlib) when they run.
+"""
+
+from __future__ import annotations
+
+import typer
+
+from repro.cli import info, report, status, tables
+from repro.cli.bench import bench_app
+
+
+def _flags_show_no_type() -> None:
+    """A flag takes no value, so its help shows no type: as Typer's plain help does and its rich help did
+    before 0.29, whose rich panel prints one beside every option ("--help  <bool>  Show this message")."""
+    option = typer.core.TyperOption
+    shown = getattr(option, "display_type_rich", None)  # absent before Typer 0.29: nothing to change
+    if shown is None or getattr(shown, "flags_show_no_type", False):
+        return
+
+    def display_type_rich(self, ctx):
+        return None if self.is_flag or self.count else shown(self, ctx)
+
+    display_type_rich.flags_show_no_type = True
+    option.display_type_rich = display_type_rich
+
+
+_flags_show_no_type()
+app = typer.Typer(
+    help="Reproduce arXiv 2605.15484: run a paper table's manifest, check FLOPs, decide claims, render reports.",
+    no_args_is_help=True, add_completion=False, rich_markup_mode="rich",
+)
+app.command("list")(info.list_manifests)
+app.command("plan")(info.plan)
+app.command("run")(tables.run)
+app.command("flops")(info.flops)
+app.command("data")(info.data)
+app.command("report")(report.report)
+app.command("verify-all")(tables.verify_all)
+app.command("status")(status.status)
+app.add_typer(bench_app, name="bench", help="Benchmarks: latency per head, data path, training, capacity assignment.")
+tables.register_manifest_commands(app)
+
+__all__ = ["app"]

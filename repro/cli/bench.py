@@ -1,0 +1,178 @@
+"""`repro bench ...`: the benchmark commands (the benchmarks themselves are repro.bench)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.table import Table
+
+from repro.bench import LATENCY_DATASETS
+from repro.cli.common import console
+
+bench_app = typer.Typer(no_args_is_help=True, add_completion=False,
+                        help="Benchmarks: latency per head, data path, training, capacity assignment, device check.")
+
+
+def _device(device: str) -> str:
+    """The --device option resolved (repro.devices.resolve_device); a device this machine lacks is a usage error."""
+    from repro.devices import DeviceError, resolve_device
+
+    try:
+        return resolve_device(device)
+    except DeviceError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--device") from None
+
+
+def _fmt(x: float) -> str:
+    return f"{x:.3g}"
+
+
+@bench_app.command("latency")
+def latency_cmd(dataset: str = typer.Option("cifar100", help=f"One of {', '.join(LATENCY_DATASETS)}."),
+                batch: int = typer.Option(256, help="Batch size (the text gives none; 256 is our choice)."),
+                device: str = typer.Option("auto", help="auto, cpu or cuda."),
+                warmup: int = typer.Option(5), reps: int = typer.Option(20, help="Repetitions per timing (at least)."),
+                threads: int = typer.Option(1, help="CPU intra-op threads during timing; 0 keeps torch's setting."),
+                experts: str = typer.Option("2,4,8,16", help="Numbers of experts for the operator-count sweep."),
+                whole_model: bool = typer.Option(True, "--whole-model/--heads-only"),
+                compiled: bool = typer.Option(False, "--compile", help="Time heads under torch.compile (eager if it fails).")
+                ) -> None:
+    """ms per batch of each method's head (and whole model), ratios to dense, and operator calls against E."""
+    if dataset not in LATENCY_DATASETS:
+        raise typer.BadParameter(f"unknown dataset {dataset!r}; one of {', '.join(LATENCY_DATASETS)}")
+    from repro.bench.heads import bench_latency
+    from repro.measure.latency import LatencySettings
+
+    s = LatencySettings(batch=batch, warmup=warmup, min_reps=reps, max_reps=max(reps, 200), budget_s=3.0,
+                        threads=threads, compile=compiled)
+    r = bench_latency(dataset, _device(device), s, tuple(int(e) for e in experts.split(",")), whole_model)
+    t = Table("Method", "Head ms", "x dense head", "Ops / forward", "Host syncs", *(
+        ("Model ms", "x dense model") if whole_model else ()), title=f"{dataset}, batch {batch}{', heads compiled' if compiled else ''} — {r['device']}")
+    for m in r["methods"]:
+        t.add_row(m["method"], _fmt(m["head"]["median_ms"]), f"{m['head_x']:.2f}x", str(m["ops"]["ops"]),
+                  str(m["ops"]["host_syncs"]),
+                  *((_fmt(m["model"]["median_ms"]), f"{m['model_x']:.2f}x") if whole_model else ()))
+    console.print(t)
+    for m in r["methods"]:
+        if m["compile_error"]:
+            console.print(f"[yellow]{m['method']}: timed eagerly, compilation failed: {m['compile_error']}[/]")
+    t = Table("E", "Loop ops", "Loop host syncs", "Loop ms", "Batched ops", "Batched ms",
+              title="Sparse MoE head: operator calls per forward against the number of experts")
+    for w in r["sweep"]:
+        lo, ba = w["loop"], w["batched"]
+        t.add_row(str(w["experts"]), str(lo["ops"]["ops"]), str(lo["ops"]["host_syncs"]), _fmt(lo["head"]["median_ms"]),
+                  str(ba["ops"]["ops"]), _fmt(ba["head"]["median_ms"]))
+    console.print(t)
+
+
+@bench_app.command("data")
+def data_cmd(images: int = typer.Option(10_000), batch: int = typer.Option(256), device: str = typer.Option("cpu"),
+             repeats: int = typer.Option(3), workers: str = typer.Option("0,2", help="DataLoader worker counts to try."),
+             dataset: str = typer.Option("cifar", "--dataset", help="cifar (in-memory tensors) or imagenet (JPEG folders)."),
+             folder: Optional[Path] = typer.Option(None, "--folder", help="imagenet: an ImageFolder tree (train/<class>/*.JPEG); "
+                                                   "default: 64 JPEG fixtures of 500x375 written to a temporary folder.")) -> None:
+    """Images/s of the training data path alone: in-memory tensors against DataLoaders, or each JPEG input path."""
+    if dataset == "imagenet":
+        _bench_imagenet_paths(folder, device, min(batch, 64), repeats, workers)
+        return
+    if dataset != "cifar":
+        raise typer.BadParameter(f"--dataset {dataset!r}: expected cifar or imagenet")
+    from repro.bench.data import bench_data
+
+    r = bench_data(images, batch, _device(device), repeats, tuple(int(w) for w in workers.split(",")))
+    t = Table("Data path", "Images / s", "TensorLoader speed-up",
+              title=f"{images} CIFAR-shaped images, batch {batch}, {r['device']}, augmentation included")
+    for name, rate in r["images_per_s"].items():
+        t.add_row(name, f"{rate:,.0f}", f"{r['speedup'][name]:.1f}x" if name in r["speedup"] else "")
+    console.print(t)
+
+
+def _bench_imagenet_paths(folder: Path | None, device: str, batch: int, repeats: int, workers: str) -> None:
+    import tempfile
+
+    from repro.bench.data_imagenet import bench_imagenet, write_jpeg_fixtures
+
+    with tempfile.TemporaryDirectory() as tmp:
+        root = folder or write_jpeg_fixtures(Path(tmp) / "jpegs")
+        rows = bench_imagenet(root, str(_device(device)), batch, int(workers.split(",")[-1]), repeats)
+    t = Table("Input path", "Device", "Workers", "Images / s", "x PIL",
+              title=f"ImageNet-style input paths: {rows[0].images if rows else 0} JPEGs of {root}, batch {batch}, "
+                    "random resized crop + flip + normalisation")
+    for r in rows:
+        t.add_row(r.pipeline, str(r.device), str(r.workers), f"{r.images_per_s:,.0f}",
+                  f"{r.ratio_to_pil:.2f}x" if r.ratio_to_pil else "")
+    console.print(t)
+
+
+@bench_app.command("train")
+def train_cmd(images: int = typer.Option(2048), batch: int = typer.Option(128), device: str = typer.Option("auto"),
+              rounds: int = typer.Option(3), workers: int = typer.Option(2, help="DataLoader workers of the usual way."),
+              threads: int = typer.Option(1, help="CPU intra-op threads for both paths; 0 keeps torch's setting."),
+              bf16: Optional[bool] = typer.Option(None, "--bf16/--fp32", help="Default: the CIFAR recipe (fp32).")) -> None:
+    """End-to-end training images/s of the CIFAR sparse MoE model: fast path against the usual way."""
+    from repro.bench.train import bench_train
+
+    r = bench_train(images, batch, _device(device), rounds, workers, threads, bf16=bf16)
+    t = Table("Path", "Images / s", "Rounds", title=f"CIFAR standard backbone + sparse MoE, batch {batch}, "
+              f"{r['steps_per_round']} steps a round, {r['device']}, {r['threads']} thread(s)")
+    for name, rate in r["images_per_s"].items():
+        t.add_row(name, f"{rate:,.0f}", ", ".join(f"{x:,.0f}" for x in r["rounds"][name]))
+    console.print(t)
+    console.print(f"fast / usual: [bold]{r['speedup']:.2f}x[/]; fast path engine: {r['engine']}", highlight=False)
+
+
+@bench_app.command("capacity")
+def capacity_cmd(batch: int = typer.Option(256), experts: int = typer.Option(8), device: str = typer.Option("auto"),
+                 threads: int = typer.Option(1)) -> None:
+    """The greedy capacity assignment per batch against the batched expert forward it feeds (CIFAR-100 shapes)."""
+    from repro.bench.heads import bench_capacity
+    from repro.measure.latency import LatencySettings
+
+    s = LatencySettings(warmup=3, min_reps=20, max_reps=200, budget_s=2.0, threads=threads)
+    r = bench_capacity(batch, experts, device=_device(device), settings=s)
+    t = Table("Assignment", "ms per batch", "x batched expert forward",
+              title=f"batch {batch}, E={experts}, capacity {r['capacity']}; batched expert forward "
+                    f"{r['experts_ms']:.3g} ms — {r['device']}")
+    for row in r["rows"]:
+        t.add_row(row["assignment"], f"{row['ms']:.3g}", f"{row['of_experts']:.2g}x")
+    console.print(t)
+
+
+@bench_app.command("gpu")
+def gpu_cmd(dry_run: bool = typer.Option(False, "--dry-run", help="The same sequence at toy size (default device: cpu)."),
+            out: Path = typer.Option(Path("results/bench_gpu.json"), "--out", help="The JSON to write."),
+            device: str = typer.Option("auto", help="auto: cuda (cpu for --dry-run)."),
+            steps: Optional[int] = typer.Option(None, min=1, help="Timed training steps per model (default 300; 1 with --dry-run)."),
+            budget_s: Optional[float] = typer.Option(None, help="Checks not begun after this many seconds are skipped."),
+            only: Optional[list[str]] = typer.Option(None, "--only", help="Only these manifests (repeatable).")) -> None:
+    """One prepared device check: each table's heaviest model trained, kill/resume, Expert Choice in bf16."""
+    from dataclasses import replace
+
+    from repro.bench.gpu import DRY_RUN, FULL, run_gpu_check
+    from repro.manifest import load_all
+
+    dev = "cpu" if dry_run and device == "auto" else _device(device)
+    if not dry_run and not dev.startswith("cuda"):
+        raise typer.BadParameter(f"{dev!r} is not a GPU; the full check trains at paper batches for minutes "
+                                 "per model. Use --dry-run here.", param_hint="--device")
+    settings = DRY_RUN if dry_run else FULL
+    settings = replace(settings, steps=steps or settings.steps, budget_s=budget_s or settings.budget_s)
+    manifests = [m for m in load_all() if not only or m.id in only]
+    if only and len(manifests) != len(set(only)):
+        known = {m.id for m in load_all()}
+        raise typer.BadParameter(f"unknown manifest(s) {', '.join(sorted(set(only) - known))}", param_hint="--only")
+    doc = run_gpu_check(dev, settings, out, manifests, dry_run, log=lambda line: console.print(line, highlight=False))
+    t = Table("Check", "Status", "Seconds", "Images / s", "Peak GiB", title=f"{doc['device']['label']}, "
+              f"torch {doc['torch']}{' (dry run)' if dry_run else ''}: {doc['wall_s']:.0f} s in all")
+    for c in doc["checks"]:
+        r, mem = c["result"], c["result"].get("peak_memory_bytes")
+        t.add_row(c["name"], c["status"], f"{c['seconds']:.1f}",
+                  f"{r['images_per_s']:,.1f}" if "images_per_s" in r else "", f"{mem / 2**30:.1f}" if mem else "")
+    console.print(t)
+    for c in doc["checks"]:
+        if c["status"] != "passed":
+            console.print(f"[red]{c['status']}[/] {c['name']}: {c['error']}", highlight=False)
+    console.print(f"wrote {out}")
+    raise typer.Exit(1 if any(c["status"] == "failed" for c in doc["checks"]) else 0)
