@@ -36,7 +36,7 @@ from typing import Any
 from repro.cache import cache_dir, read_json
 from repro.fsutil import atomic_write_bytes, atomic_write_json
 from repro.runtime.locks import LockSettings, try_lock
-from repro.weights import WEIGHTS, sha256, weights_for
+from repro.weights import pretrained_backbones, sha256, weights_for
 
 
 @dataclass(frozen=True)
@@ -56,11 +56,12 @@ POLL_S = 2.0
 
 def base_backbone(backbone: str) -> str:
     """The plain torchvision backbone whose weights `backbone` starts from (resnet18_moeconv -> resnet18):
-    the first WEIGHTS entry with the same weights enum."""
+    the first pretrained backbone, by name, with the same weights enum."""
     enum = weights_for(backbone)
     if enum is None:
-        raise KeyError(f"backbone '{backbone}' starts from no pretrained weights; those that do: {', '.join(WEIGHTS)}")
-    return next(name for name, e in WEIGHTS.items() if e == enum)
+        raise KeyError(f"backbone '{backbone}' starts from no pretrained weights; those that do: "
+                       f"{', '.join(pretrained_backbones())}")
+    return next(name for name, e in pretrained_backbones().items() if e == enum)
 
 
 def _key(backbone: str, dataset: str, image_size: int, settings: Pretraining) -> str:

@@ -82,6 +82,16 @@ class RunConfig:
         return dataclasses.asdict(self)
 
     @property
+    def torchvision_weights(self) -> bool:
+        """It starts from torchvision's ImageNet weights (repro.weights), which must be on disk."""
+        return self.pretrained and self.pretrained_on == "imagenet"
+
+    @property
+    def digit_weights(self) -> bool:
+        """It starts from weights repro pretrains on the digit stand-in (repro.digit_weights)."""
+        return self.pretrained and self.pretrained_on == "digits"
+
+    @property
     def hash(self) -> str:
         # A field added with a default that keeps the earlier behaviour stays out of the hash at that
         # default, so the run records written before it was added are still found.

@@ -23,6 +23,7 @@ class Entry:
     config: type | None  # dataclass whose fields are the builder's keyword arguments
     doc: str
     defaults: Mapping[str, Any] = field(default_factory=dict)  # keyword arguments the builder gets unless given
+    info: Any = None  # what a registry keeps beside each entry (e.g. a backbone's pretrained weights), as data
 
     @property
     def builder(self) -> Callable[..., Any]:
@@ -50,13 +51,13 @@ class Registry:
         self._entries: dict[str, Entry] = {}
 
     def add(self, name: str, builder: Callable | str, config: type | None = None, doc: str = "",
-            defaults: Mapping[str, Any] | None = None) -> Entry:
+            defaults: Mapping[str, Any] | None = None, info: Any = None) -> Entry:
         """Register `builder` (a callable or "module:function") under `name`; duplicates are refused."""
         if name in self._entries:
             raise KeyError(f"{self.kind} '{name}' is already registered")
         if not doc and callable(builder):
             doc = (builder.__doc__ or "").strip()
-        entry = Entry(name, builder, config, doc, dict(defaults or {}))
+        entry = Entry(name, builder, config, doc, dict(defaults or {}), info)
         self._entries[name] = entry
         return entry
 

@@ -95,7 +95,7 @@ def resolve_engine(cfg: RunConfig, device: torch.device) -> Engine:
 
 def pretrained_source(cfg: RunConfig) -> bool | Path:
     """What the backbone starts from: False (random), True (torchvision's ImageNet weights) or a weights file."""
-    if cfg.pretrained and cfg.pretrained_on == "digits":
+    if cfg.digit_weights:
         from repro import digit_weights
 
         return digit_weights.ensure(cfg.backbone["name"], cfg.dataset, cfg.image_size)
@@ -165,7 +165,7 @@ def make_data(cfg: RunConfig, device: torch.device, data_dir: Path | None, chann
         xtr, ytr = synthetic.synthetic_tensors(cfg.dataset, n_train, 0, cfg.image_size, "train")
         xte, yte = synthetic.synthetic_tensors(cfg.dataset, n_test, 0, cfg.image_size, "test")
         source = f"synthetic {spec.title}-shaped data: {n_train} train / {n_test} test images at {cfg.image_size}px"
-    elif cfg.dataset in tensors.IN_MEMORY:
+    elif get_dataset(cfg.dataset).in_memory:
         allow = unverified_allowed()
         xtr, ytr = tensors.load_tensors(cfg.dataset, data_dir, "train", allow_unverified=allow)
         xte, yte = tensors.load_tensors(cfg.dataset, data_dir, "test", allow_unverified=allow)
@@ -463,7 +463,7 @@ def _routing(last: dict[str, Any]) -> dict[str, Any]:
 
 
 def _weights_text(cfg: RunConfig) -> str:
-    if cfg.pretrained and cfg.pretrained_on == "digits":  # the file the model was built from
+    if cfg.digit_weights:  # the file the model was built from
         from repro import digit_weights
 
         return digit_weights.describe(digit_weights.weights_path(cfg.backbone["name"], cfg.dataset, cfg.image_size))

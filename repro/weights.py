@@ -1,7 +1,8 @@
-"""Pretrained torchvision weights: the one backbone -> weights map, where the files are, and their hashes.
+"""Pretrained torchvision weights: where the files are, and their hashes.
 
-WEIGHTS is torch-free: which backbones start from ImageNet weights, by the name
-of their torchvision weights enum (IMAGENET1K_V1 of each). A file is looked up
+Which backbones start from ImageNet weights, by the name of their torchvision weights enum
+(IMAGENET1K_V1 of each), is a field of each backbone's registry entry (repro.models.catalog,
+BackboneInfo.weights), read here torch-free. A file is looked up
 in the folders or files of REPRO_WEIGHTS (os.pathsep-separated) or of a
 `sources` argument, then in torch.hub's cache ($TORCH_HOME/hub/checkpoints),
 and is refused unless its sha256 starts with the hash prefix torchvision
@@ -17,18 +18,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
-# Backbone registry name -> torchvision weights enum; resnet18_moeconv starts from ResNet-18's (Section 4.6).
-WEIGHTS: dict[str, str] = {
-    "resnet18": "ResNet18_Weights",
-    "mobilenet_v2": "MobileNet_V2_Weights",
-    "resnet18_moeconv": "ResNet18_Weights",
-}
+from repro.models.catalog import BACKBONES, backbone_info
+
 HASH_PREFIX = re.compile(r"-([a-f0-9]*)\.")  # torch.hub's HASH_REGEX: "resnet18-f37072fd.pth" -> f37072fd
 
 
 def weights_for(backbone: str) -> str | None:
     """The torchvision weights enum a backbone's pretrained start uses, or None when it has none."""
-    return WEIGHTS.get(backbone)
+    return backbone_info(backbone).weights
+
+
+def pretrained_backbones() -> dict[str, str]:
+    """Every backbone that starts from pretrained weights -> its torchvision weights enum."""
+    return {e.name: e.info.weights for e in BACKBONES if e.info is not None and e.info.weights}
 
 
 class WeightsMissing(RuntimeError):
@@ -67,7 +69,8 @@ def weights_url(backbone: str) -> str:
 
     name = weights_for(backbone)
     if name is None:
-        raise KeyError(f"backbone '{backbone}' has no pretrained weights; those that do: {', '.join(sorted(WEIGHTS))}")
+        raise KeyError(f"backbone '{backbone}' has no pretrained weights; those that do: "
+                       f"{', '.join(sorted(pretrained_backbones()))}")
     return getattr(torchvision.models, name).IMAGENET1K_V1.url
 
 

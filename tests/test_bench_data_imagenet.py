@@ -1,4 +1,4 @@
-"""`repro bench data --dataset imagenet`: images/s of each input path on JPEG fixtures the test writes."""
+"""`repro bench data --input jpeg`: images/s of each input path on JPEG fixtures the test writes."""
 
 from PIL import Image
 
@@ -35,7 +35,7 @@ def test_the_command_reports_every_cpu_path_and_its_ratio(tmp_path):
 
     from repro.cli import app
 
-    out = CliRunner().invoke(app, ["bench", "data", "--dataset", "imagenet", "--repeats", "1", "--workers", "0",
+    out = CliRunner().invoke(app, ["bench", "data", "--input", "jpeg", "--repeats", "1", "--workers", "0",
                                    "--folder", str(write_jpeg_fixtures(tmp_path / "jpegs", n=16))])
     assert out.exit_code == 0, out.output
     assert "pil" in out.output and "decode_cpu" in out.output and "1.00x" in out.output

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from repro.data.layout import (TINY_IMAGENET_URL, DatasetMissing, cache_dir, data_root, data_status,
-                               require, status)
+                               dataset_dir, require, status)
 
 
 def test_data_root_precedence(monkeypatch, tmp_path):
@@ -82,3 +82,15 @@ def test_imagenet_needs_a_thousand_class_folders_in_both_splits(tmp_path):
     for i in range(1000):
         (folder / "val" / f"n{i:08d}").mkdir()
     assert status("imagenet", tmp_path).present
+
+
+def test_each_datasets_storage_and_folder_are_fields_of_its_spec():
+    from repro.data.layout import cifar_class
+    from repro.data.specs import DATASETS
+
+    for spec in DATASETS.values():
+        assert dataset_dir(spec.name, "/d") == Path("/d") / spec.folder
+        if spec.storage == "cifar_pickles":  # the folder torchvision's class reads and downloads into
+            assert cifar_class(spec).base_folder == spec.folder
+        assert spec.in_memory == (spec.storage != "image_folders")
+    assert {s.storage for s in DATASETS.values()} == {"cifar_pickles", "tiny_imagenet_files", "image_folders"}

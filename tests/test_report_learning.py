@@ -55,3 +55,10 @@ def test_figure_captions_name_each_datasets_setting_and_the_stand_in():
     words = _profile_words("functional", functional)
     assert "cifar100: 12 epochs, 8192 training images" in words and "imagenet: 4 epochs" in words
     assert "real digit scans standing in" in words
+
+
+def test_which_heads_the_check_gates_is_a_field_of_each_heads_registry_entry():
+    from repro.models import HEADS
+    from repro.models.catalog import head_info
+
+    assert sorted(e.name for e in HEADS if head_info(e.name).gated) == ["dense", "sparse_moe"]

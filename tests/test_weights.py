@@ -26,11 +26,13 @@ def _fake(folder, stem: str, payload: bytes):
     return path
 
 
-def test_the_one_map_names_real_torchvision_weights_and_only_registered_backbones():
+def test_each_backbones_weights_are_a_field_of_its_registry_entry_and_name_real_torchvision_weights():
     assert W.weights_for("resnet18_moeconv") == W.weights_for("resnet18") == "ResNet18_Weights"
     assert W.weights_for("cifar_standard") is None
-    for backbone, enum in W.WEIGHTS.items():
-        assert backbone in BACKBONES
+    assert W.pretrained_backbones() == {"mobilenet_v2": "MobileNet_V2_Weights", "resnet18": "ResNet18_Weights",
+                                        "resnet18_moeconv": "ResNet18_Weights"}
+    for backbone, enum in W.pretrained_backbones().items():
+        assert BACKBONES.get(backbone).info.weights == enum
         assert getattr(torchvision.models, enum).IMAGENET1K_V1.url.endswith(".pth")
 
 

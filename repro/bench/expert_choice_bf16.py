@@ -19,17 +19,18 @@ import torch.nn.functional as F
 from repro.bench.calibration import expect
 from repro.data.specs import get_dataset
 from repro.manifest import Manifest, Row
+from repro.models.catalog import head_info
 from repro.recipes import RECIPES
 
 AGREEMENT = 0.9  # share of samples whose bf16 output is within 5% of fp32 (top-C ties may flip a few)
 
 
 def expert_choice_rows(manifests: list[Manifest]) -> list[tuple[str, Row]]:
-    """(manifest id, row) for each distinct Expert Choice head (dataset, backbone's D, parameters) of the accuracy rows."""
+    """(manifest id, row) for each distinct head its registry entry marks for the bf16 check (Expert Choice) (dataset, backbone's D, parameters) of the accuracy rows."""
     seen: dict[str, tuple[str, Row]] = {}
     for m in manifests:
         for r in m.rows:
-            if "accuracy" in r.measures and r.head.name == "expert_choice":
+            if "accuracy" in r.measures and head_info(r.head.name).bf16_check:
                 seen.setdefault(json.dumps([r.dataset, r.backbone.key(), r.head.key()], sort_keys=True), (m.id, r))
     return list(seen.values())
 

@@ -70,15 +70,16 @@ def latency_cmd(dataset: str = typer.Option("cifar100", help=f"One of {', '.join
 @bench_app.command("data")
 def data_cmd(images: int = typer.Option(10_000), batch: int = typer.Option(256), device: str = typer.Option("cpu"),
              repeats: int = typer.Option(3), workers: str = typer.Option("0,2", help="DataLoader worker counts to try."),
-             dataset: str = typer.Option("cifar", "--dataset", help="cifar (in-memory tensors) or imagenet (JPEG folders)."),
-             folder: Optional[Path] = typer.Option(None, "--folder", help="imagenet: an ImageFolder tree (train/<class>/*.JPEG); "
+             source: str = typer.Option("tensors", "--input", help="tensors (CIFAR-shaped, in memory) or jpeg "
+                                        "(ImageNet-style image folders)."),
+             folder: Optional[Path] = typer.Option(None, "--folder", help="jpeg: an ImageFolder tree (train/<class>/*.JPEG); "
                                                    "default: 64 JPEG fixtures of 500x375 written to a temporary folder.")) -> None:
     """Images/s of the training data path alone: in-memory tensors against DataLoaders, or each JPEG input path."""
-    if dataset == "imagenet":
+    if source == "jpeg":
         _bench_imagenet_paths(folder, device, min(batch, 64), repeats, workers)
         return
-    if dataset != "cifar":
-        raise typer.BadParameter(f"--dataset {dataset!r}: expected cifar or imagenet")
+    if source != "tensors":
+        raise typer.BadParameter(f"--input {source!r}: expected tensors or jpeg")
     from repro.bench.data import bench_data
 
     r = bench_data(images, batch, _device(device), repeats, tuple(int(w) for w in workers.split(",")))

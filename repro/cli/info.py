@@ -122,7 +122,7 @@ def _print_flops(manifests: list[Manifest], check: FlopCheck, verbose: bool) -> 
 def data(data_dir: Optional[Path] = DataOpt, manifests_dir: Optional[Path] = ManifestsOpt) -> None:
     """Which datasets and pretrained weights are present, where, and what each manifest still needs."""
     from repro.data.layout import data_root, data_status
-    from repro.weights import WEIGHTS, weights_status
+    from repro.weights import pretrained_backbones, weights_status
 
     manifests = load_every(manifests_dir)
     statuses = {s.name: s for s in data_status(data_dir)}
@@ -132,7 +132,7 @@ def data(data_dir: Optional[Path] = DataOpt, manifests_dir: Optional[Path] = Man
         state = "[green]present[/]" if s.present else "[red]missing[/]: " + escape(", ".join(s.missing[:3]))
         table.add_row(s.title, state, escape(str(s.path)), ", ".join(users))
     files: dict[str, tuple[object, list[str]]] = {}  # one weights file can serve several backbones
-    for backbone in sorted(WEIGHTS):
+    for backbone in sorted(pretrained_backbones()):
         w = weights_status(backbone)
         files.setdefault(w.file_name, (w, []))[1].append(backbone)
     for w, backbones in files.values():

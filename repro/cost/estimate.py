@@ -162,7 +162,7 @@ class CostModel:
 
         out: dict[Path, float] = {}
         for cfg, device in runs:
-            if not (cfg.pretrained and cfg.pretrained_on == "digits"):
+            if not cfg.digit_weights:
                 continue
             path = weights_path(cfg.backbone["name"], cfg.dataset, cfg.image_size)
             if path in out or path.is_file():

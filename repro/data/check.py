@@ -17,7 +17,7 @@ from pathlib import Path
 import torch
 
 from repro.data import cifar
-from repro.data.layout import DatasetMissing, FOLDERS, how_to_fill, status
+from repro.data.layout import DatasetMissing, how_to_fill, status
 from repro.data.specs import get_dataset
 
 BATCH = 8  # images decoded per split
@@ -145,14 +145,13 @@ def check_dataset(dataset: str, data_dir: str | Path | None = None, allow_unveri
     bad data: the DataCheck's problems say what is wrong (raise_if_failed turns them into DatasetInvalid)."""
     spec = get_dataset(dataset)
     s = status(dataset, data_dir)
-    test_split = "test" if dataset in cifar.CLASSES else "val"
-    base = dict(dataset=dataset, title=spec.title, path=str(s.path), test_split=test_split)
+    base = dict(dataset=dataset, title=spec.title, path=str(s.path), test_split=spec.test_split)
     if not s.present:
         return DataCheck(**base, problems=(s.message(),))
     try:
-        if dataset in cifar.CLASSES:
+        if spec.storage == "cifar_pickles":
             found = _check_cifar(dataset, s.path, allow_unverified)
-        elif dataset == "tiny_imagenet":
+        elif spec.storage == "tiny_imagenet_files":
             found = _check_tiny_imagenet(s.path)
         else:
             found = _check_image_folders(s.path)
@@ -161,7 +160,7 @@ def check_dataset(dataset: str, data_dir: str | Path | None = None, allow_unveri
     problems = found.pop("problems")
     if found.get("classes") is not None and found["classes"] != spec.num_classes:
         problems.insert(0, f"{found['classes']} classes found, {spec.title} has {spec.num_classes}; "
-                           f"to replace {FOLDERS[dataset]}/, {how_to_fill(dataset, data_dir)}")
+                           f"to replace {spec.folder}/, {how_to_fill(dataset, data_dir)}")
     notes = ()
     sizes = (found.get("train_size"), found.get("test_size"))
     if None not in sizes and sizes != (spec.train_size, spec.test_size):

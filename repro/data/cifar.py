@@ -15,13 +15,19 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from torchvision.datasets import CIFAR10, CIFAR100
-
-from repro.data.layout import DatasetMissing, data_root, how_to_fill, require, status
+from repro.data.layout import DatasetMissing, cifar_class, data_root, how_to_fill, require, status
 from repro.data.specs import get_dataset
 
-CLASSES = {"cifar10": CIFAR10, "cifar100": CIFAR100}
-LABEL_KEY = {"cifar10": "labels", "cifar100": "fine_labels"}
+# The pickles' label key, by torchvision class: CIFAR-100's batches hold fine and coarse labels.
+LABEL_KEY = {"CIFAR10": "labels", "CIFAR100": "fine_labels"}
+
+
+def _cls(name: str):
+    return cifar_class(get_dataset(name))
+
+
+def _label_key(name: str) -> str:
+    return LABEL_KEY[get_dataset(name).torchvision_class]
 
 
 class DatasetUnverified(DatasetMissing):
@@ -30,7 +36,7 @@ class DatasetUnverified(DatasetMissing):
 
 def split_files(name: str, train: bool | None = None) -> list[tuple[str, str]]:
     """(file name, published md5) of one split (None: both) and the meta file."""
-    cls = CLASSES[name]
+    cls = _cls(name)
     files = (cls.train_list if train in (True, None) else []) + (cls.test_list if train in (False, None) else [])
     return [(f, md5) for f, md5 in files] + [(cls.meta["filename"], cls.meta["md5"])]
 
@@ -68,10 +74,10 @@ def read_split(name: str, folder: Path, train: bool) -> tuple[torch.Tensor, torc
         entry = _unpickle(folder / file)
         try:
             data.append(np.asarray(entry["data"], dtype=np.uint8).reshape(-1, 3, 32, 32))  # rows are CHW
-            labels += list(entry[LABEL_KEY[name]])
+            labels += list(entry[_label_key(name)])
         except (KeyError, ValueError) as exc:
             raise DatasetMissing(f"{folder / file}: not a CIFAR batch ({type(exc).__name__}: {exc}); expected "
-                                 f"'data' (N, 3072) uint8 and '{LABEL_KEY[name]}'") from exc
+                                 f"'data' (N, 3072) uint8 and '{_label_key(name)}'") from exc
     images = torch.from_numpy(np.concatenate(data))
     if len(images) != len(labels):
         raise DatasetMissing(f"{folder}: {len(images)} images but {len(labels)} labels in the {name} pickles")
@@ -79,7 +85,7 @@ def read_split(name: str, folder: Path, train: bool) -> tuple[torch.Tensor, torc
 
 
 def class_names(name: str, folder: Path) -> list[str]:
-    meta = CLASSES[name].meta
+    meta = _cls(name).meta
     entry = _unpickle(folder / meta["filename"])
     if meta["key"] not in entry:
         raise DatasetMissing(f"{folder / meta['filename']}: no '{meta['key']}' entry; expected the class names")
@@ -92,7 +98,7 @@ def cifar_tensors(name: str, root: str | Path | None, train: bool, download: boo
     root = data_root(root)
     if download and not status(name, root).present:
         try:
-            CLASSES[name](str(root), train=train, download=True)
+            _cls(name)(str(root), train=train, download=True)
         except Exception as e:  # offline, read-only root, interrupted transfer
             raise DatasetMissing(f"{status(name, root).message()} (download failed: {e})") from e
     folder = require(name, root)

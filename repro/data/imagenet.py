@@ -271,11 +271,12 @@ def image_folder_loader(path: str | Path, batch_size: int, *, train: bool, image
                         mean=mean or spec.mean, std=std or spec.std, seed=seed, **kwargs)
 
 
-def imagenet_loader(root: str | Path | None, split: str, batch_size: int, **kwargs) -> FolderLoader:
-    """ImageNet-1K's train or val ("test" is accepted for val) tree under the data root."""
+def imagenet_loader(root: str | Path | None, split: str, batch_size: int, name: str = "imagenet",
+                    **kwargs) -> FolderLoader:
+    """An image_folders dataset's (ImageNet-1K's) train or val ("test" is accepted for val) tree under the data root."""
     if split not in ("train", "val", "test"):
         raise ValueError(f"unknown split {split!r}; use 'train' or 'val'")
-    folder = require("imagenet", data_root(root)) / ("train" if split == "train" else "val")
+    folder = require(name, data_root(root)) / ("train" if split == "train" else "val")
     return image_folder_loader(folder, batch_size, train=split == "train", **kwargs)
 
 
@@ -287,9 +288,9 @@ def image_folder_loaders(name: str, root: str | Path | None, batch_size: int, im
     Further keywords (workers, device, channels_last, pipeline, prefetch, dtype, shard) go to FolderLoader.
     """
     spec = get_dataset(name)
-    if name != "imagenet":
+    if spec.in_memory:
         raise ValueError(f"{spec.title} is loaded into memory; use repro.data.tensors.load_tensors")
     size = image_size or spec.image_size
     common = dict(image_size=size, mean=spec.mean, std=spec.std, seed=seed, **kwargs)
-    return (imagenet_loader(root, "train", batch_size, n=train_samples, **common),
-            imagenet_loader(root, "val", batch_size, n=test_samples, **common))
+    return (imagenet_loader(root, "train", batch_size, name, n=train_samples, **common),
+            imagenet_loader(root, "val", batch_size, name, n=test_samples, **common))

@@ -33,19 +33,17 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from torchvision.datasets import CIFAR10, CIFAR100
+import torchvision.datasets
 
-from repro.data.specs import DATASETS, get_dataset
+from repro.data.specs import DATASETS, DatasetSpec, get_dataset
 
 TINY_IMAGENET_URL = "http://cs231n.stanford.edu/tiny-imagenet-200.zip"
 IMAGENET_URL = "https://image-net.org/challenges/LSVRC/2012/2012-downloads.php"
-_CIFAR = {"cifar10": CIFAR10, "cifar100": CIFAR100}
-FOLDERS = {
-    "cifar10": CIFAR10.base_folder,
-    "cifar100": CIFAR100.base_folder,
-    "tiny_imagenet": "tiny-imagenet-200",
-    "imagenet": "imagenet",
-}
+
+
+def cifar_class(spec: DatasetSpec):
+    """torchvision's CIFAR10 / CIFAR100 class of a cifar_pickles dataset: its file list, md5s, folder."""
+    return getattr(torchvision.datasets, spec.torchvision_class)
 
 
 class DatasetMissing(RuntimeError):
@@ -66,21 +64,19 @@ def cache_dir(path: str | Path | None = None) -> Path:
 
 
 def dataset_dir(name: str, root: str | Path | None = None) -> Path:
-    get_dataset(name)
-    return data_root(root) / FOLDERS[name]
+    return data_root(root) / get_dataset(name).folder
 
 
 def how_to_fill(name: str, root: str | Path | None = None) -> str:
-    root = data_root(root).absolute()
-    if name in _CIFAR:
-        cls = _CIFAR[name].__name__
+    spec, root = get_dataset(name), data_root(root).absolute()
+    if spec.storage == "cifar_pickles":
         return (f"on a machine with internet run  python -c \"import torchvision; "
-                f"torchvision.datasets.{cls}('{root}', download=True)\"  "
-                f"(or copy an existing {FOLDERS[name]}/ folder into {root}/)")
-    if name == "tiny_imagenet":
-        return f"download {TINY_IMAGENET_URL} and unzip it inside {root}/ (it creates tiny-imagenet-200/)"
-    if name == "imagenet":
-        folder = root / "imagenet"
+                f"torchvision.datasets.{spec.torchvision_class}('{root}', download=True)\"  "
+                f"(or copy an existing {spec.folder}/ folder into {root}/)")
+    if spec.storage == "tiny_imagenet_files":
+        return f"download {TINY_IMAGENET_URL} and unzip it inside {root}/ (it creates {spec.folder}/)"
+    if spec.storage == "image_folders":
+        folder = root / spec.folder
         return (f"download ILSVRC2012_img_train.tar, ILSVRC2012_img_val.tar and ILSVRC2012_devkit_t12.tar.gz "
                 f"from {IMAGENET_URL} into {folder}/, then run  python -c \"import torchvision as tv; "
                 f"tv.datasets.ImageNet('{folder}', split='train'); tv.datasets.ImageNet('{folder}', split='val')\"  "
@@ -107,8 +103,8 @@ class DatasetStatus:
         return f"{self.title}: not found at {self.path} (missing {shown}); to fill it, {self.how_to_fill}"
 
 
-def _missing_cifar(name: str, folder: Path) -> list[str]:
-    cls = _CIFAR[name]
+def _missing_cifar(spec: DatasetSpec, folder: Path) -> list[str]:
+    cls = cifar_class(spec)
     files = [f for f, _ in cls.train_list + cls.test_list] + [cls.meta["filename"]]
     return [f for f in files if not (folder / f).is_file()]
 
@@ -142,14 +138,14 @@ def _missing_image_folders(folder: Path, num_classes: int) -> list[str]:
 def status(name: str, root: str | Path | None = None) -> DatasetStatus:
     spec = get_dataset(name)
     folder = dataset_dir(name, root).absolute()
-    if name in _CIFAR:
-        missing = _missing_cifar(name, folder)
-    elif name == "tiny_imagenet":
+    if spec.storage == "cifar_pickles":
+        missing = _missing_cifar(spec, folder)
+    elif spec.storage == "tiny_imagenet_files":
         missing = _missing_tiny_imagenet(folder)
     else:
         missing = _missing_image_folders(folder, spec.num_classes)
     if not folder.is_dir():
-        missing = [f"{FOLDERS[name]}/ (the whole folder)"]
+        missing = [f"{spec.folder}/ (the whole folder)"]
     return DatasetStatus(name, spec.title, folder, missing, how_to_fill(name, root) if missing else "")
 
 

@@ -18,11 +18,6 @@ from pathlib import Path
 from repro.cache import cache_dir, read_json, write_json
 from repro.data.specs import get_dataset
 
-# The folder names of repro.data.layout.FOLDERS, kept here so that sizing imports no torchvision
-# (tests/cost/test_estimate.py checks the two agree).
-FOLDERS = {"cifar10": "cifar-10-batches-py", "cifar100": "cifar-100-python", "tiny_imagenet": "tiny-imagenet-200",
-           "imagenet": "imagenet"}
-COUNTED = {"imagenet"}  # ImageFolder trees: counted; the others have fixed splits
 IMAGE_SUFFIXES = (".jpeg", ".jpg", ".png")
 
 
@@ -73,10 +68,10 @@ def count_image_folder(folder: Path) -> tuple[int, int]:
 def split_sizes(dataset: str, root: str | Path | None = None) -> SplitSizes:
     """The train and test split sizes of `dataset` as found under the data root, else the paper's."""
     spec = get_dataset(dataset)
-    folder = data_root(root) / FOLDERS[dataset]
+    folder = data_root(root) / spec.folder
     if not folder.is_dir():
         return SplitSizes(spec.train_size, spec.test_size, "paper (not on disk)")
-    if dataset in COUNTED:
+    if spec.storage == "image_folders":  # a tree a user may have trimmed: counted; the others have fixed splits
         train, test = count_image_folder(folder)
         if train and test:
             return SplitSizes(train, test, "on disk (counted)")

@@ -24,9 +24,6 @@ from repro.data.layout import cache_dir, require
 from repro.data.specs import get_dataset
 from repro.data.tiny_imagenet import tiny_imagenet_files, tiny_imagenet_tensors
 
-IN_MEMORY = ("cifar10", "cifar100", "tiny_imagenet")
-
-
 def _is_train(split: str) -> bool:
     if split not in ("train", "test", "val"):
         raise ValueError(f"unknown split {split!r}; use 'train' or 'test' ('val' is a synonym of 'test')")
@@ -41,9 +38,9 @@ def fingerprint(paths: list[Path]) -> str:
     return h.hexdigest()[:16]
 
 
-def cache_path(root: str | Path | None, split: str, cache: str | Path | None = None) -> Path:
-    """Where Tiny-ImageNet's decoded split goes; lists the source files but decodes nothing."""
-    name = "tiny_imagenet"
+def cache_path(root: str | Path | None, split: str, cache: str | Path | None = None,
+               name: str = "tiny_imagenet") -> Path:
+    """Where a tiny_imagenet_files dataset's decoded split goes; lists the source files but decodes nothing."""
     folder, train = require(name, root), _is_train(split)
     paths, _ = tiny_imagenet_files(folder, train)
     labels = [folder / "wnids.txt"] + ([] if train else [folder / "val" / "val_annotations.txt"])
@@ -72,12 +69,12 @@ def load_tensors(name: str, root: str | Path | None = None, split: str = "train"
     checksum, decodes its JPEGs once and afterwards reads the cache.
     """
     spec = get_dataset(name)
-    if name not in IN_MEMORY:
+    if not spec.in_memory:
         raise ValueError(f"{spec.title} does not fit in memory; use repro.data.imagenet.image_folder_loader")
     train = _is_train(split)
-    if name != "tiny_imagenet":
+    if spec.storage == "cifar_pickles":
         return cifar_tensors(name, root, train, download=download, allow_unverified=allow_unverified)
-    path = cache_path(root, split, cache)
+    path = cache_path(root, split, cache, name)
     if path.is_file():
         saved = torch.load(path, weights_only=True)
         return saved["images"], saved["labels"]

@@ -26,7 +26,7 @@ def preflight(configs: list[RunConfig], ctx: Context) -> list[str]:
     checks = check_datasets([c.dataset for c in configs if c.data == "real"], ctx.data_dir, unverified_allowed())
     for check in checks:
         check.raise_if_failed()
-    require_all_weights({c.backbone["name"] for c in configs if c.pretrained and c.pretrained_on == "imagenet"})
+    require_all_weights({c.backbone["name"] for c in configs if c.torchvision_weights})
     return [check.summary() for check in checks]
 
 
@@ -45,7 +45,7 @@ def pretrain_stand_in_weights(configs: list[RunConfig], ctx: Context) -> None:
             print(text, flush=True)
 
     needed = sorted({(digit_weights.base_backbone(c.backbone["name"]), c.dataset, c.image_size) for c in configs
-                     if c.pretrained and c.pretrained_on == "digits" and not record_path(ctx.results_dir, c).is_file()})
+                     if c.digit_weights and not record_path(ctx.results_dir, c).is_file()})
     for backbone, dataset, size in needed:
         digit_weights.ensure(backbone, dataset, size, log=say)
 

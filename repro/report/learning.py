@@ -20,11 +20,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from repro.manifest import Manifest
+from repro.models.catalog import head_info
 from repro.report.tables import collapse_claims
 from repro.results import ManifestResult
 
 LEARN_MARGIN = 0.30  # accuracy points above chance every seed must reach
-GATED_HEADS = ("dense", "sparse_moe")
 
 
 @dataclass(frozen=True)
@@ -73,7 +73,7 @@ def learning_checks(entries: list[tuple[Manifest, ManifestResult | None]]) -> li
             check = LearningCheck(
                 rows=(f"{manifest.id}/{row.id}",), label=row.label, dataset=row.dataset,
                 accuracies=tuple(accuracy[s] for s in sorted(accuracy)), chance=float(chance),
-                gated=row.head.name in GATED_HEADS,
+                gated=head_info(row.head.name).gated,
                 collapse=tuple(f"{manifest.id}/{c}" for c in collapse.get(row.id, [])))
             seen = merged.get(key)
             merged[key] = check if seen is None else LearningCheck(

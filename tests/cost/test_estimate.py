@@ -93,12 +93,6 @@ def test_imagenet_run_time_uses_the_counted_images(fixed, tmp_path):
     assert t.overhead_s == pytest.approx(30 * (1000 // 256 + 100 // 256 + 1) * 0.003)
 
 
-def test_the_folder_names_match_the_layout():
-    from repro.data.layout import FOLDERS
-
-    assert sizes.FOLDERS == FOLDERS
-
-
 def test_a_calibration_file_gives_measured_rates_and_a_bad_one_is_ignored(tmp_path, capsys):
     good = tmp_path / "gpu.json"
     good.write_text(json.dumps({"device": "NVIDIA H200", "manifests": {"t": {"images_per_s": 5000.0, "x": 1}}}))
