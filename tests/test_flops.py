@@ -148,3 +148,18 @@ def test_a_count_runs_on_one_thread_and_restores_the_callers(two_threads):
     count_flops(model, get_dataset("cifar10").input_shape)
     assert seen and set(seen) == {1}
     assert torch.get_num_threads() == 2
+
+
+def test_a_count_whose_ops_depend_on_the_weights_is_the_same_whatever_the_random_state():
+    """The ReLU-routed head opens its gates per input, so its executed ops depend on its initial weights:
+    repro.measure.flops builds every counted model from one fixed seed, and leaves the caller's stream alone."""
+    from repro.measure.flops import _flops_for, model_key
+
+    key = model_key("cifar10", Component("cifar_depthwise"), Component("relu_routed", {"expert_hidden": 128}))
+    counts = []
+    for seed in (1, 2):
+        _flops_for.cache_clear()
+        torch.manual_seed(seed)
+        counts.append(_flops_for(key).rho_all_ops)
+        assert torch.initial_seed() == seed  # the caller's random stream is not reseeded
+    assert counts[0] == counts[1]

@@ -53,10 +53,16 @@ def _flops_for(key: str) -> FlopReport:
     from repro.models import build_model
     from repro.recipes import at_last_epoch
 
+    import torch
+
     spec = json.loads(key)
-    model = build_model(spec["dataset"], Component(**spec["backbone"]), Component(**spec["head"]))
-    # Count the model as it infers after training: schedules (the k warm-up) at their last epoch.
-    return count_flops(at_last_epoch(model, spec["dataset"]), get_dataset(spec["dataset"]).input_shape)
+    # A fixed seed: a head whose executed ops depend on its weights (the ReLU-routed gates open per input)
+    # must count the same in every process, and the caller's random stream is left as it was.
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        model = build_model(spec["dataset"], Component(**spec["backbone"]), Component(**spec["head"]))
+        # Count the model as it infers after training: schedules (the k warm-up) at their last epoch.
+        return count_flops(at_last_epoch(model, spec["dataset"]), get_dataset(spec["dataset"]).input_shape)
 
 
 def _code_fingerprint() -> str:
