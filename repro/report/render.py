@@ -55,18 +55,26 @@ def render_tables_tex(manifest: Manifest, tables: list[Table]) -> str:
     return environment().get_template("tables.tex.j2").render(manifest=manifest, tables=tables)
 
 
+def render_standalone_tex(manifest: Manifest, tables: list[Table]) -> str:
+    """The same tables as a document of their own: `pdflatex <id>_standalone.tex`, from any folder."""
+    return environment().get_template("standalone.tex.j2").render(
+        manifest=manifest, body=render_tables_tex(manifest, tables))
+
+
 def render_claims_md(manifest: Manifest, result: ManifestResult) -> str:
     return environment().get_template("claims.md.j2").render(
         manifest=manifest, result=result, counts=verdict_counts(result.verdicts))
 
 
 def write_manifest_outputs(manifest: Manifest, result: ManifestResult, results_dir: Path) -> list[Path]:
-    """Write <id>.md, <id>.tex and claims.md into results_dir/<profile>/<id>/; return their paths."""
+    """Write <id>.md, <id>.tex (table environments to \\input), <id>_standalone.tex (a document) and claims.md
+    into results_dir/<profile>/<id>/; return their paths."""
     out = profile_dir(results_dir, result.profile) / manifest.id
     tables = build_tables(manifest, result)
     files = {
         out / f"{manifest.id}.md": render_tables_md(manifest, tables, result),
         out / f"{manifest.id}.tex": render_tables_tex(manifest, tables),
+        out / f"{manifest.id}_standalone.tex": render_standalone_tex(manifest, tables),
         out / "claims.md": render_claims_md(manifest, result),
     }
     for path, text in files.items():
