@@ -1,5 +1,5 @@
 """`python -m repro` is the `repro` command."""
 
-from repro.cli import app
+from repro.cli import main
 
-app(prog_name="repro")
+main()

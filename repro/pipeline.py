@@ -56,8 +56,11 @@ def run_manifest(manifest: Manifest, ctx: Context) -> ManifestResult:
 
 
 def execute(manifest: Manifest, ctx: Context) -> tuple[ManifestResult, list[Path]]:
-    """Run one manifest and write its results.json, tables and claims."""
+    """Run one manifest and write its results.json, tables and claims; none of them while some of its runs
+    are submitted and not awaited (`ctx.submitted`): a table is never written from missing results."""
     result = run_manifest(manifest, ctx)
+    if ctx.submitted:
+        return result, []
     save_result(result, ctx.results_dir)
     files = write_manifest_outputs(manifest, result, ctx.results_dir)
     return result, files
@@ -73,10 +76,11 @@ class TableOutcome:
     run_counts: Any = None  # repro.execution.runs.RunCounts, when the table trains
     needs_data: str = ""  # a dataset or pretrained weights file is missing: nothing was trained
     error: str = ""  # the table failed to run (repro.pipeline.describe_exception)
+    submitted: dict[str, str] = field(default_factory=dict)  # run hash -> Slurm job, not awaited: no table written
 
     @property
     def problem(self) -> str:
-        """Why the table did not regenerate cleanly ('' when it did)."""
+        """Why the table did not regenerate cleanly ('' when it did, or when it waits for submitted runs)."""
         if self.needs_data or self.error:
             return self.needs_data or self.error
         if self.result is not None and self.result.measured.problems:
@@ -115,8 +119,10 @@ class TableRun:
                 ctx.progress = self.progress
                 if on_start is not None:
                     on_start(manifest, ctx)
-                out.result, out.files = execute(manifest, ctx)
-                out.run_counts = ctx.run_counts
+                result, out.files = execute(manifest, ctx)
+                out.run_counts, out.submitted = ctx.run_counts, ctx.submitted
+                if not ctx.submitted:
+                    out.result = result
             except (DatasetMissing, WeightsMissing) as exc:
                 out.needs_data = f"{manifest.id} needs data that is not here; nothing was trained.\n{exc}"
             except Exception as exc:  # one broken table must not hide the others

@@ -16,9 +16,11 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from shlex import quote
 from typing import Iterable
 
 from repro.models.catalog import BACKBONES, backbone_info
+from repro.terminal import Step
 
 HASH_PREFIX = re.compile(r"-([a-f0-9]*)\.")  # torch.hub's HASH_REGEX: "resnet18-f37072fd.pth" -> f37072fd
 
@@ -53,15 +55,32 @@ class WeightsStatus:
     def file_name(self) -> str:
         return self.url.rsplit("/", 1)[-1]
 
+    @property
+    def hash_prefix(self) -> str:
+        """The start of the file's sha256 that torchvision publishes in its name (resnet18-f37072fd.pth)."""
+        match = HASH_PREFIX.search(self.file_name)
+        return match.group(1) if match else ""
+
+    def fill_steps(self) -> list[Step]:
+        """How to put the file where it is looked for: each step with its command (repro data prints them)."""
+        return [
+            Step("on a machine with internet, run:",
+                 f"TORCH_HOME=/tmp/torch python -c \"import torch; torch.hub.load_state_dict_from_url('{self.url}')\""),
+            Step(f"and copy /tmp/torch/hub/checkpoints/{self.file_name} here, into the cache "
+                 "(in the container: the torch-cache volume):",
+                 f"mkdir -p {quote(str(self.path.parent))} && cp {self.file_name} {quote(str(self.path.parent))}/"),
+            Step("or set REPRO_WEIGHTS to the file or its folder (several: separated by ':'):",
+                 "export REPRO_WEIGHTS=/path/to/weights"),
+            Step(f"its sha256 must start with {self.hash_prefix}:", f"sha256sum {self.file_name}"),
+        ]
+
     def message(self, backbones: Iterable[str] = ()) -> str:
         names = ", ".join(f"'{b}'" for b in (list(backbones) or [self.backbone]))
         if self.problem:
             return f"pretrained weights for {names} at {self.path}: {self.problem}"
+        steps = "\n".join(f"{s.say}\n  {s.command}" for s in self.fill_steps())
         return (f"pretrained ImageNet weights for {names} ({self.file_name}) are not cached at {self.path} "
-                f"nor in REPRO_WEIGHTS. On a machine with internet run\n"
-                f"  TORCH_HOME=<dir> python -c \"import torch; torch.hub.load_state_dict_from_url('{self.url}')\"\n"
-                f"and copy <dir>/hub/checkpoints/{self.file_name} to {self.path.parent}/ "
-                "(in the container: the torch-cache volume), or set REPRO_WEIGHTS to the file or its folder.")
+                f"nor in REPRO_WEIGHTS. To fill it,\n{steps}")
 
 
 def weights_url(backbone: str) -> str:

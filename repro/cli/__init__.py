@@ -5,10 +5,14 @@
     report     report: re-render from the results present
     status     status: runs done, running, failed, pending
     bench      bench ...: the benchmarks
-    common     consoles, shared options, loading with clear errors, the interrupt exit
+    common     consoles, shared options, loading with clear errors, printing that fits 80 columns
+    progress   what a table command hands the library as progress: bars, detail behind -v, the log file
+    verdicts   the claims checklist as the terminal shows it
     execution  the executors' options as one Typer option set
 
-The commands import their heavy modules (torch, matplotlib) when they run.
+The commands import their heavy modules (torch, matplotlib) when they run. `main` is the `repro`
+command: Ctrl-C and SIGTERM are handled there and only there, so a test or a notebook that calls
+`app` (or the library) keeps its own Ctrl-C.
 """
 
 from __future__ import annotations
@@ -34,10 +38,34 @@ def _flags_show_no_type() -> None:
     option.display_type_rich = display_type_rich
 
 
+class _Group(typer.core.TyperGroup):
+    """Typer itself turns Ctrl-C inside a command into exit 130; this group lets the KeyboardInterrupt
+    through to whoever called the app: `main` says what was kept, pytest stops, a notebook cell ends."""
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt as exc:
+            self.interrupt = exc
+            raise
+
+    def main(self, *args, **kwargs):
+        self.interrupt = None
+        try:
+            result = super().main(*args, **kwargs)
+        except SystemExit:
+            if self.interrupt is not None:
+                raise self.interrupt from None
+            raise
+        if self.interrupt is not None:  # standalone_mode=False: Typer returned 130
+            raise self.interrupt
+        return result
+
+
 _flags_show_no_type()
 app = typer.Typer(
     help="Reproduce arXiv 2605.15484: run a paper table's manifest, check FLOPs, decide claims, render reports.",
-    no_args_is_help=True, add_completion=False, rich_markup_mode="rich",
+    no_args_is_help=True, add_completion=False, rich_markup_mode="rich", cls=_Group,
 )
 app.command("list")(info.list_manifests)
 app.command("plan")(info.plan)
@@ -50,4 +78,23 @@ app.command("status")(status.status)
 app.add_typer(bench_app, name="bench", help="Benchmarks: latency per head, data path, training, capacity assignment.")
 tables.register_manifest_commands(app)
 
-__all__ = ["app"]
+
+
+def main() -> None:
+    """The `repro` command: SIGTERM stops it as Ctrl-C does; either says what was kept and exits 130."""
+    import sys
+
+    from rich.markup import escape
+
+    from repro.cli.common import ExitCode, err, interrupted_message
+    from repro.runtime.interrupt import sigterm_as_interrupt
+
+    try:
+        with sigterm_as_interrupt():
+            app(prog_name="repro")
+    except KeyboardInterrupt as exc:
+        err.print(f"[bold yellow]{escape(interrupted_message(exc, sys.argv))}[/]", highlight=False)
+        raise SystemExit(int(ExitCode.INTERRUPTED)) from None
+
+
+__all__ = ["app", "main"]

@@ -1,30 +1,53 @@
-"""What every command shares: the consoles, the common options, loading with clear errors, the interrupt exit.
+"""What every command shares: the consoles, the common options, loading with clear errors, printing that
+fits 80 columns, and the interrupt: a command names what it stopped (CommandInterrupted), the `repro`
+entry point says what was kept (repro.cli.main).
 
 Heavy modules (torch through the models, matplotlib through the report) are imported inside the
-commands that need them, so `repro --help` and `repro report` start in well under a second.
+commands that need them, and every name the user typed is checked before they are: `repro --help`,
+`repro report` and a typo answer in well under a second.
 """
 
 from __future__ import annotations
 
 import os
+from enum import IntEnum
 from pathlib import Path
 from typing import NoReturn
 
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import (
-    BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn,
-)
-from rich.table import Table
+from rich.text import Text
 
+from repro import terminal
 from repro.manifest import Manifest, find_manifest, load_all, load_valid
+from repro.profiles import shipped_profiles
 from repro.schema import SchemaError
+from repro.terminal import Grid, print_words
 
 console = Console()
 err = Console(stderr=True, soft_wrap=True)  # messages verbatim: paths and commands are not wrapped
 
-ProfileOpt = typer.Option(None, "--profile", "-p", help="Profile to run: smoke (CPU, minutes) or full (the paper's protocol). Default: $REPRO_PROFILE or smoke.")
+
+class ExitCode(IntEnum):
+    """What `repro` exits with (the README's "Exit codes" lists these)."""
+
+    OK = 0
+    FAILED = 1  # a table failed, a FLOP count disagreed, a method did not learn (functional), --strict
+    BAD_INPUT = 2  # an unknown name, an invalid file, missing data: nothing ran
+    SUBMITTED = 3  # --no-wait: runs submitted to Slurm and not awaited; no table written from missing results
+    INTERRUPTED = 130  # Ctrl-C or SIGTERM: every finished record kept; the same command resumes
+
+
+def profile_help() -> str:
+    """The --profile help, from repro/profiles.toml: each shipped profile with its evidence and device."""
+    names = [f"{name} ({p.evidence}{', ' + p.device if p.device != 'auto' else ''})"
+             for name, p in shipped_profiles().items()]
+    return (f"Profile: {', '.join(names)}, or one of your own (--profiles FILE or $REPRO_PROFILES); `repro list` "
+            "shows what each costs. Default: $REPRO_PROFILE or smoke.")
+
+
+ProfileOpt = typer.Option(None, "--profile", "-p", help=profile_help())
 ResultsOpt = typer.Option(None, "--results-dir", "-o", help="Where results go. Default: $REPRO_RESULTS or ./results.")
 DeviceOpt = typer.Option("auto", "--device", help="auto, cpu or cuda.")
 JobsOpt = typer.Option(0, "--jobs", "-j", min=0, help="Runs trained in parallel processes; 0: one per CPU core on a CPU, 1 on a GPU.")
@@ -40,12 +63,29 @@ ProfilesOpt = typer.Option(None, "--profiles", help="TOML file of profiles (tabl
                            "the shipped ones, replacing one of the same name. Default: $REPRO_PROFILES, else none.")
 
 
-def progress_bar() -> Progress:
-    return Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                    TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(), console=console, transient=False)
+VerboseOpt = typer.Option(False, "--verbose", "-v", help="Show the detail (every FLOP count, run and evidence); "
+                          "it is always in <results>/<profile>/repro.log.")
 
 
-def fail(message: str, code: int = 2) -> NoReturn:
+def show(text: str | Text, out: Console | None = None) -> None:
+    """Prose: wrapped at words; a word wider than the terminal (a path) is left whole on its own line."""
+    print_words(out or console, text)
+
+
+def paste(text: str, out: Console | None = None) -> None:
+    """A command or a path to copy: one line, however wide (the terminal wraps it, the copy is whole)."""
+    (out or console).print(text, soft_wrap=True, highlight=False, markup=False)
+
+
+def print_grid(grid: Grid, title: str = "", out: Console | None = None) -> None:
+    """A table laid out at the terminal's width (repro.terminal.fit): nothing cut, dropped columns below."""
+    out = out or console
+    if title:
+        show(Text(title, style="bold"), out)
+    terminal.print_grid(out, grid)
+
+
+def fail(message: str, code: int = ExitCode.BAD_INPUT) -> NoReturn:
     err.print(f"[bold red]error:[/] {escape(message)}", highlight=False)
     raise typer.Exit(code)
 
@@ -111,36 +151,33 @@ def set_data_env(allow_unverified: bool, workers: int | None) -> None:
         os.environ[WORKERS_ENV] = str(workers)
 
 
-def interrupted(manifest_id: str, exc: KeyboardInterrupt, results_dir: Path) -> NoReturn:
-    """Ctrl-C or SIGTERM: release this process's locks, say what was kept and how to resume; exit 130."""
-    import sys
+class CommandInterrupted(KeyboardInterrupt):
+    """Ctrl-C (or SIGTERM) stopped a command: what it was doing and where its records are, for the entry
+    point's message. Still a KeyboardInterrupt: called from a test or a notebook, it stops them."""
 
-    from repro.execution.records import runs_dir
+    def __init__(self, where: str, results_dir: Path | None, cause: BaseException) -> None:
+        super().__init__(where)
+        self.where, self.results_dir, self.cause = where, results_dir, cause
+
+
+def interrupted_message(exc: KeyboardInterrupt, argv: list[str]) -> str:
+    """Release this process's locks; say what was kept and how to resume."""
     from repro.runtime.interrupt import RunsInterrupted, command_line, release_own_locks
 
-    release_own_locks(runs_dir(results_dir))
-    command = command_line(sys.argv)
-    if isinstance(exc, RunsInterrupted):
-        text = f"{manifest_id} {exc.message(command)}"
-    else:  # outside training (FLOP counts, tables): every finished record is on disk
-        text = f"{manifest_id} interrupted; every finished run record is kept; rerun `{command}` to resume"
-    err.print(f"[bold yellow]{escape(text)}[/]", highlight=False)
-    raise typer.Exit(130)
+    if not isinstance(exc, CommandInterrupted):  # a command that keeps nothing (list, plan, flops)
+        return "interrupted"
+    if exc.results_dir is not None:
+        from repro.execution.records import runs_dir
+
+        release_own_locks(runs_dir(exc.results_dir))
+    command = command_line(argv)
+    if isinstance(exc.cause, RunsInterrupted):
+        return f"{exc.where} {exc.cause.message(command)}"
+    # outside training (FLOP counts, tables): every finished record is on disk
+    return f"{exc.where} interrupted; every finished run record is kept; rerun `{command}` to resume"
 
 
 def counts_line(run_counts) -> str:
     from repro.execution.runs import RunCounts
 
     return (run_counts or RunCounts()).line()
-
-
-VERDICT_COLOURS = {"reproduced": "green", "not reproduced": "red", "inconclusive": "yellow", "not run": "dim"}
-
-
-def print_verdicts(verdicts) -> None:
-    table = Table("Claim", "Verdict", "Evidence", show_lines=False)
-    for v in verdicts:
-        table.add_row(v.claim, f"[{VERDICT_COLOURS[v.status]}]{v.status}[/]",
-                      escape(v.evidence + (f" — {v.note}" if v.note else "")))
-    if verdicts:
-        console.print(table)

@@ -6,14 +6,16 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.markup import escape
-from rich.table import Table
+from rich.text import Text
 
 from repro.cli.common import (
-    DataOpt, ManifestsOpt, ProfilesOpt, console, err, fail, load_every, load_some, load_valid_or_fail, progress_bar,
+    DataOpt, ManifestsOpt, ProfilesOpt, console, err, fail, load_every, load_some, load_valid_or_fail,
+    paste, print_grid, show,
 )
+from repro.cli.progress import Reporter
 from repro.manifest import Manifest
 from repro.results import FlopCheck
+from repro.terminal import Column, Grid
 
 ExecutorOpt = typer.Option("local", "--executor", help="local or slurm: how the runs would be spread (wall time).")
 GpusOpt = typer.Option(1, "--gpus", min=1, help="GPUs the local executor spreads runs over.")
@@ -43,13 +45,14 @@ def list_manifests(executor: str = ExecutorOpt, gpus: int = GpusOpt, runs_per_gp
     model = _cost_model(executor, gpus, runs_per_gpu, slurm_max_parallel, data_dir, calibration, reference_gpu)
     manifests, invalid = load_valid_or_fail(manifests_dir, profiles)
     table, totals, sources = list_table(manifests, model, invalid)
-    console.print(table)
-    console.print(totals)
-    console.print(f"[dim]Device-h: GPU-hours for profiles that run on a GPU, CPU-hours for those pinned to the CPU; "
-                  f"wall time on {escape(model.executor.describe('gpu'))} (CPU profiles: this CPU). A run shared by rows "
-                  "or tables counts once; runs already recorded are not counted out. Figures from:[/]")
+    print_grid(table)
+    console.print()
+    print_grid(totals, "Totals over every manifest: a run shared by tables counts once")
+    show(Text("Device-h: GPU-hours for profiles that run on a GPU, CPU-hours for those pinned to the CPU; wall time "
+              f"on {model.executor.describe('gpu')} (CPU profiles: this CPU). A run shared by rows or tables counts "
+              "once; runs already recorded are not counted out. Figures from:", style="dim"))
     for source in sorted(sources):
-        console.print(f"[dim]  {escape(source)}[/]", highlight=False)
+        show(Text(f"  {source}", style="dim"))
 
 
 def plan(ids: list[str] = typer.Argument(None, help="Manifest ids (default: all)."),
@@ -58,7 +61,9 @@ def plan(ids: list[str] = typer.Argument(None, help="Manifest ids (default: all)
          slurm_max_parallel: int = SlurmParallelOpt,
          out: Optional[Path] = typer.Option(None, "--out", help="Write the plan's profiles file here (TOML)."),
          data_dir: Optional[Path] = DataOpt, calibration: Optional[Path] = CalibrationOpt,
-         reference_gpu: Optional[str] = ReferenceGpuOpt, manifests_dir: Optional[Path] = ManifestsOpt) -> None:
+         reference_gpu: Optional[str] = ReferenceGpuOpt, manifests_dir: Optional[Path] = ManifestsOpt,
+         verbose: bool = typer.Option(False, "--verbose", "-v", help="Also where each seed count comes from, and "
+                                      "the rows each claim reads.")) -> None:
     """Per empirical claim: rows, seeds for 80% power, runs and GPU-hours; the claims a budget decides, as profiles."""
     from repro.cost.tables import needs_table
     from repro.cost.estimate import duration, hours
@@ -68,20 +73,20 @@ def plan(ids: list[str] = typer.Argument(None, help="Manifest ids (default: all)
     manifests = load_some(ids, manifests_dir)
     needs = claim_needs(manifests, model)
     result = make_plan(needs, gpu_hours, model)
-    console.print(needs_table(needs, result))
+    print_grid(needs_table(needs, result, verbose), f"Empirical claims: {len(result.chosen)} of {len(needs)} in the plan")
     whole = protocol_cost(needs)
-    console.print(f"plan: {len(result.chosen)} claims (weight {result.weight:g} of "
-                  f"{sum(n.weight for n in needs if not n.problem):g}), {result.runs} distinct runs, "
-                  f"{hours(result.gpu_seconds)} of {gpu_hours:g} GPU-hours, wall {duration(result.wall_seconds)} on "
-                  f"{model.executor.describe('gpu')}; every plannable claim: {hours(whole.device_seconds)} GPU-hours, "
-                  f"{whole.runs} runs", markup=False)
+    show(f"plan: {len(result.chosen)} claims (weight {result.weight:g} of "
+         f"{sum(n.weight for n in needs if not n.problem):g}), {result.runs} distinct runs, "
+         f"{hours(result.gpu_seconds)} of {gpu_hours:g} GPU-hours, wall {duration(result.wall_seconds)} on "
+         f"{model.executor.describe('gpu')}; every plannable claim: {hours(whole.device_seconds)} GPU-hours, "
+         f"{whole.runs} runs")
     for source in result.sources:
-        console.print(f"[dim]GPU figures: {escape(source)}[/]", highlight=False)
+        show(Text(f"GPU figures: {source}", style="dim"))
     if out is not None:
         profiles = write_plan(out, result, manifests)
-        console.print(f"wrote {out}: profiles {', '.join(profiles) or '(none: nothing fits)'}", markup=False)
+        show(f"wrote {out}: profiles {', '.join(profiles) or '(none: nothing fits)'}")
         for name in profiles:
-            console.print(f"  repro verify-all --profiles {out} --profile {name}", markup=False)
+            paste(f"  repro verify-all --profiles {out} --profile {name}")
 
 
 def flops(ids: list[str] = typer.Argument(None, help="Manifest ids (default: all)."),
@@ -91,60 +96,78 @@ def flops(ids: list[str] = typer.Argument(None, help="Manifest ids (default: all
     from repro.pipeline import flop_check
 
     manifests = load_some(ids, manifests_dir)
-    with progress_bar() as progress:
+    with Reporter(console) as progress:
         check = flop_check(manifests, progress)
     _print_flops(manifests, check, verbose)
     if check.problems:
         for p in check.problems:
-            err.print(f"[red]FLOP check failed:[/] {escape(p)}", highlight=False)
+            show(Text.assemble(("FLOP check failed: ", "red"), p), err)
         raise typer.Exit(1)
-    console.print(f"[green]all {len(check.models)} models: analytic = fvcore = torch/2 for every module[/]")
+    show(Text(f"all {len(check.models)} models: analytic = fvcore = torch/2 for every module", style="green"))
 
 
 def _print_flops(manifests: list[Manifest], check: FlopCheck, verbose: bool) -> None:
+    """Every distinct model under its manifest's id (a section), by row id: ids stay whole at 80 columns."""
     from repro.measure.flops import row_flops
 
     by_id = {m.id: m for m in manifests}
-    table = Table("Manifest/row", "Total MMAC", "Routed MMAC", "ρ", "ρ all ops", "Modules", "Agree")
+    grid = Grid([Column("Row"), Column("Total MMAC", right=True), Column("Routed MMAC", right=True),
+                 Column("ρ", right=True), Column("ρ all ops", right=True), Column("Modules", right=True, drop=1),
+                 Column("Agree")])
+    section = None
     for manifest_id, row_id in check.models:
-        row = by_id[manifest_id].row(row_id)
-        r = row_flops(row)
-        table.add_row(f"{manifest_id}/{row_id}", f"{r.total / 1e6:,.3f}", f"{r.routed / 1e6:,.3f}", f"{r.rho:.4%}",
-                      f"{r.rho_all_ops:.4%}", str(len(r.modules)), "[green]yes[/]" if r.ok else "[red]NO[/]")
+        if manifest_id != section:
+            grid.section(manifest_id)
+            section = manifest_id
+        r = row_flops(by_id[manifest_id].row(row_id))
+        grid.add(row_id, f"{r.total / 1e6:,.3f}", f"{r.routed / 1e6:,.3f}", f"{r.rho:.4%}", f"{r.rho_all_ops:.4%}",
+                 str(len(r.modules)), Text("yes", style="green") if r.ok else Text("NO", style="bold red"))
         if verbose:
             for mc in r.modules:
-                table.add_row(f"  [dim]{mc.name or '<model>'} ({mc.kind})[/]", f"{mc.analytic / 1e6:,.6f}",
-                              f"fvcore {mc.fvcore / 1e6:,.6f}", f"torch/2 {mc.torch / 2e6:,.6f}", "", "",
-                              "yes" if mc.agrees else "[red]NO[/]")
-    console.print(table)
+                grid.add(Text(f"  {mc.name or '<model>'} ({mc.kind})", style="dim"), f"{mc.analytic / 1e6:,.6f}",
+                         f"fvcore {mc.fvcore / 1e6:,.6f}", f"torch/2 {mc.torch / 2e6:,.6f}", "", "",
+                         "yes" if mc.agrees else Text("NO", style="bold red"))
+    print_grid(grid, "FLOPs of each distinct model (MMAC: millions of multiply-accumulates)")
 
 
 def data(data_dir: Optional[Path] = DataOpt, manifests_dir: Optional[Path] = ManifestsOpt) -> None:
-    """Which datasets and pretrained weights are present, where, and what each manifest still needs."""
-    from repro.data.layout import data_root, data_status
+    """Which datasets and pretrained weights are present, where, and how to fill what is missing."""
+    from repro.data.layout import data_root, data_status, fill_steps
     from repro.weights import pretrained_backbones, weights_status
 
     manifests = load_every(manifests_dir)
-    statuses = {s.name: s for s in data_status(data_dir)}
-    table = Table("Dataset", "Status", "Path", "Needed by (full profile)")
-    for name, s in statuses.items():
-        users = [m.id for m in manifests if any(r.dataset == name and "accuracy" in r.measures for r in m.rows)]
-        state = "[green]present[/]" if s.present else "[red]missing[/]: " + escape(", ".join(s.missing[:3]))
-        table.add_row(s.title, state, escape(str(s.path)), ", ".join(users))
+    grid = Grid([Column("Dataset or weights"), Column("Status"), Column("Needed by (full profile)", prose=True)])
+    blocks: list[tuple[str, str, list]] = []  # (title, where it is or is looked for, steps to fill it)
+    for s in data_status(data_dir):
+        users = [m.id for m in manifests if any(r.dataset == s.name and "accuracy" in r.measures for r in m.rows)]
+        grid.add(s.title, Text("present", style="green") if s.present else Text("missing", style="red"), ", ".join(users))
+        if s.present:
+            blocks.append((s.title, f"present at {s.path}", []))
+        else:
+            shown = ", ".join(s.missing[:3]) + (f" and {len(s.missing) - 3} more" if len(s.missing) > 3 else "")
+            blocks.append((s.title, f"missing {shown} at {s.path}", fill_steps(s.name, data_dir)))
     files: dict[str, tuple[object, list[str]]] = {}  # one weights file can serve several backbones
     for backbone in sorted(pretrained_backbones()):
         w = weights_status(backbone)
         files.setdefault(w.file_name, (w, []))[1].append(backbone)
     for w, backbones in files.values():
         users = [m.id for m in manifests if any(r.backbone.name in backbones and "accuracy" in r.measures for r in m.rows)]
-        state = ("[green]present[/]" if w.present else f"[red]refused[/]: {escape(w.problem)}" if w.found
-                 else "[red]missing[/]")
-        table.add_row(f"{', '.join(backbones)} weights", state, escape(str(w.path)), ", ".join(users))
-    console.print(f"data root: {data_root(data_dir).absolute()}", markup=False)
-    console.print(table)
-    for s in statuses.values():
-        if not s.present:
-            console.print(f"[dim]{escape(f'{s.title}: {s.how_to_fill}')}[/]", highlight=False)
-    console.print("[dim]The smoke profiles use synthetic data and random weights: they need none of these.[/]")
-
-
+        title = f"{', '.join(backbones)} weights"
+        state = "present" if w.present else "refused" if w.found else "missing"
+        grid.add(title, Text(state, style="green" if w.present else "red"), ", ".join(users))
+        where = (f"{w.file_name} (sha256 {w.hash_prefix}...) "
+                 + (f"at {w.path}" if w.present else f"at {w.path}: {w.problem}" if w.found
+                    else f"not in $REPRO_WEIGHTS nor at {w.path}"))
+        blocks.append((title, where, [] if w.present else w.fill_steps()))
+    show(f"data root: {data_root(data_dir).absolute()} (--data-dir, else $REPRO_DATA, else ./data)")
+    print_grid(grid)
+    for title, where, steps in blocks:
+        console.print()
+        show(Text.assemble((f"{title}: ", "bold"), where))
+        for step in steps:
+            if step.say:
+                show(step.say)
+            if step.command:
+                paste(f"  {step.command}")
+    console.print()
+    show(Text("The smoke profiles use synthetic data and random weights: they need none of these.", style="dim"))

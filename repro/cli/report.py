@@ -7,7 +7,9 @@ from typing import Optional
 
 import typer
 
-from repro.cli.common import ManifestsOpt, ProfilesOpt, ResultsOpt, check_results_dir, console, fail, load_every
+from repro.cli.common import (
+    ManifestsOpt, ProfilesOpt, ResultsOpt, check_profile, check_results_dir, console, fail, load_every, show,
+)
 from repro.results import default_results_dir
 
 
@@ -20,7 +22,10 @@ def report(results_dir: Optional[Path] = ResultsOpt, manifests_dir: Optional[Pat
 
     results_dir = results_dir or default_results_dir()
     manifests = load_every(manifests_dir, profiles)  # bad input is reported before anything else
-    names = [profile] if profile else profiles_present(results_dir)
+    present = profiles_present(results_dir)
+    if profile and profile not in present:
+        check_profile(manifests, profile)  # an unknown name is refused, naming the closest
+    names = [profile] if profile else present
     check_results_dir(results_dir)
     if not names:
         fail(f"no results in {results_dir}: run a table or `repro verify-all` first")
@@ -28,5 +33,5 @@ def report(results_dir: Optional[Path] = ResultsOpt, manifests_dir: Optional[Pat
         path, summary = write_report(results_dir, name, manifests)
         console.rule(name)
         for line in summary["lines"]:
-            console.print(line, markup=False)
-        console.print(f"wrote {path}", markup=False)
+            show(line)
+        show(f"wrote {path}")

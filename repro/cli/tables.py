@@ -1,26 +1,37 @@
-"""The commands that run tables: `repro run ID...`, `repro <id>` for every manifest, `repro verify-all`."""
+"""The commands that run tables: `repro run ID...`, `repro <id>` for every manifest, `repro verify-all`.
+
+What they print, quiet by default: progress (bars in a terminal; nothing piped), one summary line per
+table as it ends, the claims checklist, then warnings and errors. `-v` adds the detail (each FLOP
+count, each latency, the claims' evidence); everything, with its time, is also written to
+<results>/<profile>/repro.log.
+"""
 
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.markup import escape
+from rich.text import Text
 
 from repro.cli.common import (
-    DataOpt, DeviceOpt, JobsOpt, ManifestsOpt, ProfileOpt, ProfilesOpt, ResultsOpt, UnverifiedOpt, WorkersOpt,
-    check_profile, check_results_dir, console, counts_line, err, fail, interrupted, load_every, load_one,
-    print_verdicts, progress_bar, set_data_env,
+    DataOpt, DeviceOpt, ExitCode, JobsOpt, ManifestsOpt, ProfileOpt, ProfilesOpt, ResultsOpt, UnverifiedOpt,
+    VerboseOpt, WorkersOpt, CommandInterrupted, check_profile, check_results_dir, console, counts_line, err, fail,
+    load_every, load_one, print_grid, set_data_env, show,
 )
 from repro.cli.execution import with_executor_options
+from repro.cli.progress import Reporter
+from repro.cli.verdicts import verdict_counts, verdicts_grid
 from repro.execution.options import ExecutorOptions
 from repro.execution.torchrun import TorchrunUsageError, ranks, relaunch
 from repro.manifest import Manifest, manifest_paths
 from repro.profiles import default_profile
 from repro.results import default_results_dir, load_result
-from repro.runtime.interrupt import sigterm_as_interrupt
+from repro.runtime.interrupt import command_line
+
+LOG_NAME = "repro.log"  # <results>/<profile>/repro.log: every line a table command printed or left behind -v
 
 
 def _leading(device: str, results_dir: Path, data_dir: Path | None, executor: ExecutorOptions | None):
@@ -32,51 +43,151 @@ def _leading(device: str, results_dir: Path, data_dir: Path | None, executor: Ex
     return ranks(device, results_dir, data_dir, executor.gpus_per_run, executor.executor)
 
 
+def _reporter(results_dir: Path, profile: str, verbose: bool) -> Reporter:
+    return Reporter(console, verbose, results_dir / profile / LOG_NAME, command_line(sys.argv))
+
+
+def _ranges(tasks: list[int]) -> str:
+    """[0, 1, 2, 5] -> '0-2,5'"""
+    out, start = [], None
+    for i, t in enumerate(tasks):
+        start = t if start is None else start
+        if i + 1 == len(tasks) or tasks[i + 1] != t + 1:
+            out.append(str(start) if start == t else f"{start}-{t}")
+            start = None
+    return ",".join(out)
+
+
+def submitted_lines(manifest_id: str, profile: str, submitted: dict[str, str]) -> list[str]:
+    """One line per Slurm array job that holds runs of this table, submitted and not awaited (--no-wait)."""
+    arrays: dict[str, list[int]] = {}
+    for job in submitted.values():
+        array, _, task = job.partition("_")
+        arrays.setdefault(array, []).extend([int(task)] if task.isdigit() else [])
+    lines = []
+    for array, tasks in sorted(arrays.items()):
+        runs = sum(1 for job in submitted.values() if job.partition("_")[0] == array)
+        where = f"Slurm job {array}" + (f", tasks {_ranges(sorted(set(tasks)))}" if tasks else "")
+        lines.append(f"{manifest_id}: {runs} run{'' if runs == 1 else 's'} submitted as {where}; follow them with "
+                     f"`repro status {manifest_id} --profile {profile}`; rerun this command once they have ended "
+                     "to write the table")
+    return lines
+
+
+def _runs(counts) -> str:
+    """'24 runs: 20 reused, 4 trained here' (the parts that are not zero)."""
+    parts = [(counts.trained, "trained here"), (counts.reused, "reused"), (counts.by_other, "trained by another process")]
+    total = sum(n for n, _ in parts)
+    return f"{total} run{'' if total == 1 else 's'}: " + ", ".join(f"{n} {what}" for n, what in parts if n)
+
+
+def _summary(out, seconds: float, brief: bool) -> Text:
+    """A table's one line: its claims by verdict, its runs, how long, where its files are (`brief`: the runs
+    without the zeros, and not the folder: verify-all's report names it)."""
+    parts = [verdict_counts(out.result.verdicts)] if out.result is not None else []
+    if out.run_counts is not None:
+        parts.append(_runs(out.run_counts) if brief else counts_line(out.run_counts))
+    parts.append(f"{seconds:.0f} s" if seconds >= 10 else f"{seconds:.1f} s")
+    if out.files and not brief:
+        parts.append(f"wrote {out.files[0].parent}/")
+    state = Text("failed: ", style="bold red") if out.problem and out.result is None else Text("")
+    return Text.assemble((out.manifest_id, "bold"), ": ", state, "; ".join(parts))
+
+
+def _run_all(run, manifests: list[Manifest], reporter: Reporter, announce: bool) -> list:
+    """Run the tables with `reporter` as their progress: one summary line per table, warnings kept for last.
+    `announce`: a line before each table too, with its estimated cost (`repro run`; verify-all says less)."""
+    from repro.cost.estimate import CostModel, estimate
+
+    started = {}
+    tables = reporter.add_task("tables", total=len(manifests)) if len(manifests) > 1 else None
+
+    def start(manifest: Manifest, ctx) -> None:
+        reporter.table, started[manifest.id] = manifest.id, time.monotonic()
+        if announce:
+            cost = estimate(manifest, run.profile, CostModel(kind="gpu" if ctx.device.startswith("cuda") else "cpu"))
+            reporter.say(f"{manifest.id}: {manifest.title} — profile {run.profile}, device {ctx.device}; "
+                         f"estimated compute {cost}, start-up not counted")
+
+    def done(out) -> None:
+        reporter.say(_summary(out, time.monotonic() - started.get(out.manifest_id, time.monotonic()), not announce))
+        for line in submitted_lines(out.manifest_id, run.profile, out.submitted):
+            reporter.say(line)
+        if out.result is not None:
+            for problem in out.result.measured.problems:
+                reporter.warn("problem", problem)
+        if out.needs_data or out.error:
+            reporter.warn("error", out.needs_data or out.error, "bold red")
+        reporter.end_table()
+        if tables is not None:
+            reporter.advance(tables)
+
+    run.progress = reporter
+    return run.run(manifests, on_start=start, on_done=done)
+
+
+def _print_claims(results: list, evidence: bool, quiet: bool = False) -> None:
+    groups = [(r.manifest_id, r.verdicts) for r in results if r.verdicts]
+    notes, grid = verdicts_grid(groups, evidence, quiet)
+    if not (notes or grid.rows):
+        return
+    console.rule("claims")
+    for line in notes:
+        show(line)
+    if grid.rows:
+        print_grid(grid)
+
+
+def _finish(reporter: Reporter, lines: list[str]) -> None:
+    """The lines after the tables, into the log too; then the warnings and errors, last."""
+    for line in lines:
+        reporter.record(line)
+        show(line)
+    for warning in reporter.warnings:
+        show(warning, err)
+
+
+def _exit_code(outcomes: list) -> int:
+    if any(o.needs_data for o in outcomes):
+        return ExitCode.BAD_INPUT
+    if any(o.problem for o in outcomes):
+        return ExitCode.FAILED
+    return ExitCode.SUBMITTED if any(o.submitted for o in outcomes) else ExitCode.OK
+
+
 def run_ids(ids: list[str], profile: str | None, results_dir: Path | None, device: str, jobs: int = 1,
             data_dir: Path | None = None, manifests_dir: Path | None = None, profiles: Path | None = None,
-            executor: ExecutorOptions | None = None) -> int:
+            executor: ExecutorOptions | None = None, verbose: bool = False,
+            data_env: tuple[bool, int | None] = (False, None)) -> int:
     profile = profile or default_profile()
     results_dir = results_dir or default_results_dir()
     manifests = [load_one(i, manifests_dir, profiles) for i in ids]
     check_profile(manifests, profile)
     check_results_dir(results_dir)
+    set_data_env(*data_env)  # after every name is checked: the data layer imports torch
     try:
         with _leading(device, results_dir, data_dir, executor) as leader:
-            return _run_tables(manifests, profile, results_dir, device, jobs, data_dir, executor) if leader else 0
+            if not leader:
+                return ExitCode.OK
+            return _run_tables(manifests, profile, results_dir, device, jobs, data_dir, executor, verbose)
     except TorchrunUsageError as exc:
         fail(str(exc))
 
 
 def _run_tables(manifests: list[Manifest], profile: str, results_dir: Path, device: str, jobs: int,
-                data_dir: Path | None, executor: ExecutorOptions | None) -> int:
-    from repro.cost.estimate import CostModel, estimate
+                data_dir: Path | None, executor: ExecutorOptions | None, verbose: bool) -> int:
     from repro.pipeline import TableRun
 
-    def start(manifest: Manifest, ctx) -> None:
-        cost = estimate(manifest, profile, CostModel(kind="gpu" if ctx.device.startswith("cuda") else "cpu"))
-        console.print(f"[bold]{manifest.id}[/]: {escape(manifest.title)} — profile [cyan]{escape(profile)}[/], "
-                      f"device {ctx.device}; estimated {escape(cost)}")
-
-    def done(out) -> None:
-        if out.result is not None:
-            print_verdicts(out.result.verdicts)
-            for problem in out.result.measured.problems:
-                err.print(f"[red]problem:[/] {escape(problem)}", highlight=False)
-            console.print("wrote " + ", ".join(str(f) for f in out.files), markup=False)
-            console.print(counts_line(out.run_counts), markup=False)
-        elif out.needs_data or out.error:
-            err.print(f"[bold red]error:[/] {escape(out.needs_data or out.error)}", highlight=False)
-
     run = TableRun(profile, results_dir, device, jobs, data_dir, executor)
+    reporter = _reporter(results_dir, profile, verbose)
     try:
-        with sigterm_as_interrupt(), progress_bar() as progress:
-            run.progress = progress
-            outcomes = run.run(manifests, on_start=start, on_done=done)
+        with reporter:
+            outcomes = _run_all(run, manifests, reporter, announce=True)
+            _print_claims([o.result for o in outcomes if o.result is not None], evidence=True)
+            _finish(reporter, [f"log: {reporter.log_path}"])
     except KeyboardInterrupt as exc:
-        interrupted(run.current or "run", exc, results_dir)
-    if any(o.needs_data for o in outcomes):
-        return 2
-    return 1 if any(o.problem for o in outcomes) else 0
+        raise CommandInterrupted(run.current or "run", results_dir, exc) from exc
+    return _exit_code(outcomes)
 
 
 @with_executor_options
@@ -84,10 +195,10 @@ def run(ids: list[str] = typer.Argument(..., help="Manifest ids, e.g. table6."),
         results_dir: Optional[Path] = ResultsOpt, device: str = DeviceOpt, jobs: int = JobsOpt,
         data_dir: Optional[Path] = DataOpt, manifests: Optional[Path] = ManifestsOpt,
         profiles: Optional[Path] = ProfilesOpt, allow_unverified_data: bool = UnverifiedOpt,
-        workers: Optional[int] = WorkersOpt, executor: ExecutorOptions = None) -> None:
+        workers: Optional[int] = WorkersOpt, verbose: bool = VerboseOpt, executor: ExecutorOptions = None) -> None:
     """Run one or more manifests."""
-    set_data_env(allow_unverified_data, workers)
-    raise typer.Exit(run_ids(ids, profile, results_dir, device, jobs, data_dir, manifests, profiles, executor))
+    raise typer.Exit(run_ids(ids, profile, results_dir, device, jobs, data_dir, manifests, profiles, executor,
+                             verbose, (allow_unverified_data, workers)))
 
 
 def manifest_command(path: Path):
@@ -97,10 +208,9 @@ def manifest_command(path: Path):
                 device: str = DeviceOpt, jobs: int = JobsOpt, data_dir: Optional[Path] = DataOpt,
                 manifests: Optional[Path] = ManifestsOpt, profiles: Optional[Path] = ProfilesOpt,
                 allow_unverified_data: bool = UnverifiedOpt, workers: Optional[int] = WorkersOpt,
-                executor: ExecutorOptions = None) -> None:
-        set_data_env(allow_unverified_data, workers)
+                verbose: bool = VerboseOpt, executor: ExecutorOptions = None) -> None:
         raise typer.Exit(run_ids([path.stem], profile, results_dir, device, jobs, data_dir, manifests, profiles,
-                                 executor))
+                                 executor, verbose, (allow_unverified_data, workers)))
 
     command.__doc__ = f"Run manifests/{path.name} (the same as `repro run {path.stem}`)."
     return command
@@ -117,55 +227,50 @@ def verify_all(profile: Optional[str] = ProfileOpt, results_dir: Optional[Path] 
                strict: bool = typer.Option(False, "--strict", help="Also exit 1 when a decidable claim did not reproduce."),
                manifests_dir: Optional[Path] = ManifestsOpt, profiles: Optional[Path] = ProfilesOpt,
                allow_unverified_data: bool = UnverifiedOpt, workers: Optional[int] = WorkersOpt,
-               executor: ExecutorOptions = None) -> None:
+               verbose: bool = VerboseOpt, executor: ExecutorOptions = None) -> None:
     """Every manifest, every FLOP check, every claim: one report and an exit code to trust."""
-    set_data_env(allow_unverified_data, workers)
     profile = profile or default_profile()
     results_dir = results_dir or default_results_dir()
     manifests = load_every(manifests_dir, profiles)
     check_profile(manifests, profile)
     check_results_dir(results_dir)
+    set_data_env(allow_unverified_data, workers)  # after every name is checked: the data layer imports torch
     try:
         with _leading(device, results_dir, data_dir, executor) as leader:
             if leader:
-                _verify_all(manifests, profile, results_dir, device, jobs, data_dir, strict, executor)
+                raise typer.Exit(_verify_all(manifests, profile, results_dir, device, jobs, data_dir, strict,
+                                             executor, verbose))
     except TorchrunUsageError as exc:
         fail(str(exc))
 
 
 def _verify_all(manifests: list[Manifest], profile: str, results_dir: Path, device: str, jobs: int,
-                data_dir: Path | None, strict: bool, executor: ExecutorOptions | None) -> None:
+                data_dir: Path | None, strict: bool, executor: ExecutorOptions | None, verbose: bool) -> int:
     from repro.pipeline import TableRun, decidable_not_reproduced, flop_check
     from repro.report.summary import write_report
 
     run = TableRun(profile, results_dir, device, jobs, data_dir, executor)
+    run.current = "verify-all"
+    reporter = _reporter(results_dir, profile, verbose)
     try:
-        with sigterm_as_interrupt(), progress_bar() as progress:
-            run.progress = progress
-            run.current = "verify-all"
-            check = flop_check(manifests, progress)
-            task = progress.add_task(f"manifests ({profile})", total=len(manifests))
-
-            def start(manifest: Manifest, ctx) -> None:
-                progress.update(task, description=f"{manifest.id} ({profile})")
-
-            def done(out) -> None:
-                if out.result is not None:
-                    progress.log(escape(f"{out.manifest_id}: {counts_line(out.run_counts)}"))
-                progress.advance(task)
-
-            outcomes = run.run(manifests, on_start=start, on_done=done)
+        with reporter:
+            reporter.say(f"verify-all: {len(manifests)} tables at profile {profile}")
+            check = flop_check(manifests, reporter)
+            reporter.say(f"FLOP checks: {check.passed} of {len(check.models)} distinct models agree (analytic = "
+                         "fvcore = torch/2)")
+            for problem in check.problems:
+                reporter.warn("FLOP check failed", problem)
+            outcomes = _run_all(run, manifests, reporter, announce=False)
+            failures = {o.manifest_id: o.problem for o in outcomes if o.problem}
+            path, summary = write_report(results_dir, profile, manifests, check, failures)
+            _print_claims([r for m in manifests if (r := load_result(results_dir, profile, m.id))], evidence=verbose,
+                          quiet=not verbose)
+            console.rule("summary")
+            _finish(reporter, [*summary["lines"], f"report: {path}", f"log: {reporter.log_path}"])
     except KeyboardInterrupt as exc:
-        interrupted(run.current or "verify-all", exc, results_dir)
-    failures = {o.manifest_id: o.problem for o in outcomes if o.problem}
-    path, summary = write_report(results_dir, profile, manifests, check, failures)
-    print_verdicts([v for m in manifests if (r := load_result(results_dir, profile, m.id)) for v in r.verdicts])
-    console.rule("summary")
-    for line in summary["lines"]:
-        console.print(line, markup=False)
-    console.print(f"report: {path}", markup=False)
+        raise CommandInterrupted(run.current or "verify-all", results_dir, exc) from exc
     # A functional profile exists to show that the methods learn: a dense or sparse-MoE row that did not fails it.
-    status = 1 if failures or check.problems or summary.get("learning_failures") else 0
+    status = ExitCode.FAILED if failures or check.problems or summary.get("learning_failures") else _exit_code(outcomes)
     if strict and decidable_not_reproduced([o.result for o in outcomes if o.result is not None], device):
-        status = 1
-    raise typer.Exit(status)
+        status = ExitCode.FAILED
+    return status

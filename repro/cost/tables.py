@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from rich.markup import escape
-from rich.table import Table
+from rich.text import Text
 
 from repro.cost.estimate import ESTIMATORS, Cost, CostModel, duration, hours
 from repro.manifest import Manifest
+from repro.terminal import Column, Grid
 
 if TYPE_CHECKING:  # repro.cost.plan reads the power analysis (scipy): `repro list` does not need it
     from repro.cost.plan import ClaimNeed, Plan
@@ -21,54 +21,67 @@ def _cost_cells(cost: Cost, extra_s: float, model: CostModel) -> list[str]:
             duration(cost.wall_seconds + extra_s)]
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
 def _other_seconds(manifest: Manifest, profile: str, model: CostModel) -> float:
     """The measures besides training (FLOP counts, latency), which run one after another."""
     return sum(ESTIMATORS[m](manifest, profile, model)[0] for m in sorted(manifest.measures()) if m != "accuracy")
 
 
-def list_table(manifests: list[Manifest], model: CostModel, invalid: dict[str, str]) -> tuple[Table, Table, set[str]]:
-    """(per manifest and profile, totals per profile over distinct runs, the sources of the figures)."""
-    table = Table()
-    # Ids and profile names are what a user types next (`repro <id> --profile <name>`): never cut short.
-    table.add_column("Id", no_wrap=True, min_width=max([len(m.id) for m in manifests] + [2]))
-    for name in ("Reproduces", "Rows", "Claims"):
-        table.add_column(name)
-    table.add_column("Profile", no_wrap=True, min_width=max([len(n) for m in manifests for n in m.profiles] + [7]))
-    for name in ("Runs", "Epochs", "Device-h", "Wall"):
-        table.add_column(name)
+def list_table(manifests: list[Manifest], model: CostModel, invalid: dict[str, str]) -> tuple[Grid, Grid, set[str]]:
+    """(per manifest and profile, totals per profile over distinct runs, the sources of the figures).
+
+    Each manifest is a section headed by its id, what it reproduces and its size: the profile rows under it
+    keep every cost whole at 80 columns, whatever the length of an id."""
+    table = Grid([Column("Profile"), *_COST_COLUMNS])
     sources: set[str] = set()
     for m in manifests:
-        first = True
+        table.section(Text.assemble((m.id, "bold"), f" — {m.paper_ref.split(',')[0]}; {_count(len(m.rows), 'row')}, "
+                                    f"{_count(len(m.claims), 'claim')}"))
         for name in m.profiles:
             cost = model.cost([(m, name)])
             if m.profiles[name].include and not cost.runs:
                 continue  # a plan's profile that trains nothing here
             sources.update(cost.sources)
-            head = ([m.id, escape(m.paper_ref.split(",")[0]), str(len(m.rows)), str(len(m.claims))]
-                    if first else ["", "", "", ""])
-            table.add_row(*head, name, *_cost_cells(cost, _other_seconds(m, name, model), model))
-            first = False
+            table.add(name, *_cost_cells(cost, _other_seconds(m, name, model), model))
     for mid, problem in invalid.items():
-        table.add_row(mid, f"[red]invalid manifest[/]: {escape(problem)}", "", "", "", "", "", "", "")
-    totals = Table("Profile", "Distinct runs", "Epochs", "Device-h", "Wall (training)",
-                   title="Totals over every manifest: a run shared by tables counts once")
+        table.section(Text.assemble((mid, "bold"), " — ", ("invalid manifest", "red"), f": {problem}"))
+    totals = Grid([Column("Profile"), Column("Distinct runs", right=True), *_COST_COLUMNS[1:]])
     for name in sorted({n for m in manifests for n in m.profiles}):
         cost = model.cost([(m, name) for m in manifests if name in m.profiles])
         if cost.runs:
-            totals.add_row(name, *_cost_cells(cost, 0.0, model))
+            totals.add(name, *_cost_cells(cost, 0.0, model))
     return table, totals, sources
 
 
-def needs_table(needs: list[ClaimNeed], plan: Plan) -> Table:
+_COST_COLUMNS = [Column("Runs", right=True), Column("Epochs", right=True), Column("Device-h", right=True),
+                 Column("Wall", right=True)]
+
+
+def needs_table(needs: list[ClaimNeed], plan: Plan, verbose: bool = False) -> Grid:
+    """One row per empirical claim, under its table's id (claim ids stay whole at 80 columns), the chosen ones
+    first in the plan's order; why a claim was left out, and (verbose) where its seed count comes from, are
+    prose, below the table when it is narrow."""
     order = {c.need.key: i for i, c in enumerate(plan.chosen)}
     added = {c.need.key: c for c in plan.chosen}
     why_out = {n.key: why for n, why in plan.left_out}
-    table = Table("Claim", "Weight", "Seeds", "Rows", "Runs", "GPU-h alone", "GPU-h added", "Plan",
-                  title=f"Empirical claims: {len(plan.chosen)} of {len(needs)} in the plan")
-    for n in sorted(needs, key=lambda n: (n.key not in order, order.get(n.key, 0), -n.weight, n.key)):
-        c = added.get(n.key)
-        verdict = (f"[green]#{order[n.key] + 1}[/]" + (f", {c.shared} runs shared" if c.shared else "")
-                   if c else f"[yellow]left out[/]: {escape(why_out[n.key])}")
-        table.add_row(n.key, f"{n.weight:g}", f"{n.seeds or '-'} [dim]({escape(n.seeds_why)})[/]", str(len(n.rows)),
-                      str(len(n.runs)), hours(n.gpu_seconds), hours(c.added_s) if c else "", verdict)
+    table = Grid([Column("Claim"), Column("Weight", right=True), Column("Seeds", right=True),
+                  Column("Runs", right=True), Column("GPU-h alone", right=True), Column("GPU-h added", right=True),
+                  Column("Plan", right=True), Column("Why", prose=True, drop=1)]
+                 + ([Column("Seeds from", prose=True, drop=2), Column("Rows", right=True, drop=2)] if verbose else []))
+    rank = {}
+    for n in needs:
+        rank[n.manifest] = min(rank.get(n.manifest, len(needs)), order.get(n.key, len(needs)))
+    for manifest in sorted(rank, key=lambda m: (rank[m], m)):
+        table.section(manifest)
+        for n in sorted((n for n in needs if n.manifest == manifest),
+                        key=lambda n: (n.key not in order, order.get(n.key, 0), -n.weight, n.key)):
+            c = added.get(n.key)
+            plan_cell = Text(f"#{order[n.key] + 1}", style="green") if c else Text("out", style="yellow")
+            why = (f"{c.shared} runs shared" if c.shared else "") if c else why_out[n.key]
+            table.add(n.claim, f"{n.weight:g}", str(n.seeds or "-"), str(len(n.runs)), hours(n.gpu_seconds),
+                      hours(c.added_s) if c else "", plan_cell, why,
+                      *([n.seeds_why, str(len(n.rows))] if verbose else []))
     return table

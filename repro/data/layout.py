@@ -32,10 +32,12 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from shlex import quote
 
 import torchvision.datasets
 
 from repro.data.specs import DATASETS, DatasetSpec, get_dataset
+from repro.terminal import Step, inline
 
 TINY_IMAGENET_URL = "http://cs231n.stanford.edu/tiny-imagenet-200.zip"
 IMAGENET_URL = "https://image-net.org/challenges/LSVRC/2012/2012-downloads.php"
@@ -67,21 +69,30 @@ def dataset_dir(name: str, root: str | Path | None = None) -> Path:
     return data_root(root) / get_dataset(name).folder
 
 
-def how_to_fill(name: str, root: str | Path | None = None) -> str:
+def fill_steps(name: str, root: str | Path | None = None) -> list[Step]:
+    """How to fill a missing dataset under `root`: what to do, each with its command (repro data prints them)."""
     spec, root = get_dataset(name), data_root(root).absolute()
     if spec.storage == "cifar_pickles":
-        return (f"on a machine with internet run  python -c \"import torchvision; "
-                f"torchvision.datasets.{spec.torchvision_class}('{root}', download=True)\"  "
-                f"(or copy an existing {spec.folder}/ folder into {root}/)")
+        return [Step("on a machine with internet, run:",
+                     f"python -c \"import torchvision; torchvision.datasets.{spec.torchvision_class}('{root}', "
+                     "download=True)\""),
+                Step(f"(or copy an existing {spec.folder}/ folder into {root}/)")]
     if spec.storage == "tiny_imagenet_files":
-        return f"download {TINY_IMAGENET_URL} and unzip it inside {root}/ (it creates {spec.folder}/)"
+        return [Step(f"download {TINY_IMAGENET_URL} and unzip it inside {root}/ (it creates {spec.folder}/):",
+                     f"curl -LO {TINY_IMAGENET_URL} && unzip -q {TINY_IMAGENET_URL.rsplit('/', 1)[-1]} "
+                     f"-d {quote(str(root))}")]
     if spec.storage == "image_folders":
         folder = root / spec.folder
-        return (f"download ILSVRC2012_img_train.tar, ILSVRC2012_img_val.tar and ILSVRC2012_devkit_t12.tar.gz "
-                f"from {IMAGENET_URL} into {folder}/, then run  python -c \"import torchvision as tv; "
-                f"tv.datasets.ImageNet('{folder}', split='train'); tv.datasets.ImageNet('{folder}', split='val')\"  "
-                f"(it checks the archives' md5s and writes train/<wnid>/ and val/<wnid>/)")
+        return [Step(f"download ILSVRC2012_img_train.tar, ILSVRC2012_img_val.tar and ILSVRC2012_devkit_t12.tar.gz "
+                     f"from {IMAGENET_URL} into {folder}/, then run:"),
+                Step("", f"python -c \"import torchvision as tv; tv.datasets.ImageNet('{folder}', split='train'); "
+                         f"tv.datasets.ImageNet('{folder}', split='val')\""),
+                Step("(it checks the archives' md5s and writes train/<wnid>/ and val/<wnid>/)")]
     raise KeyError(name)
+
+
+def how_to_fill(name: str, root: str | Path | None = None) -> str:
+    return inline(fill_steps(name, root))
 
 
 @dataclass(frozen=True)

@@ -61,12 +61,15 @@ def measure_accuracy(manifest: Manifest, ctx: Context) -> Measured:
     batch = execute_runs([RunRequest(p.cfg, p.label) for p in planned], ctx.results_dir, ctx.device,
                          ctx.data_dir, ctx.jobs, ctx.progress, options=ctx.executor)
     records, errors, ctx.run_counts = batch.records, batch.errors, batch.counts
+    ctx.submitted = dict(batch.submitted)  # not failures: the table waits for them (repro.pipeline.execute)
     per_row: dict[str, dict[int, float]] = {}
     late_drop: dict[str, dict[int, float]] = {}  # peak - final test accuracy: the late collapse of Section 5
     chance: dict[str, float] = {}
     runs: dict[str, list[dict]] = {}
     for p in planned:
         h = p.cfg.hash
+        if h in batch.submitted:
+            continue
         if h in errors:
             out.problems.append(f"{p.label} ({h}) failed: {errors[h].splitlines()[0]}")
             continue

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
@@ -24,6 +24,7 @@ class Context:
     progress: Any = None  # a rich Progress, or None
     executor: Any = None  # repro.execution.options.ExecutorOptions: who trains the runs; None: local
     run_counts: Any = None  # repro.execution.runs.RunCounts of this table's runs, set by the accuracy measurer
+    submitted: dict[str, str] = field(default_factory=dict)  # run hash -> Slurm job (123_4), not awaited (--no-wait)
 
     @property
     def paper_scale(self) -> bool:

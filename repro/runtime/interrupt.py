@@ -62,7 +62,9 @@ def _raise_interrupt(signum: int, frame: object) -> None:
 
 @contextlib.contextmanager
 def sigterm_as_interrupt() -> Iterator[None]:
-    """In the main process: SIGTERM interrupts like Ctrl-C (a scheduler's or `kill`'s stop request)."""
+    """In the main process: SIGTERM interrupts like Ctrl-C (a scheduler's or `kill`'s stop request).
+    Installed by the `repro` entry point alone (repro.cli.main), never by the library, so that a test
+    or a notebook that calls it keeps its own signal handling."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return

@@ -1,0 +1,172 @@
+"""Every command's output at 80 columns, in a terminal and piped: no id, path or number is cut, tables fit,
+verify-all is quiet (no source location, no per-model line, a shared note said once) and logs the detail.
+
+The inputs are small: the executor tests' two-row table and a copy with long ids, one epoch of 32 images.
+"""
+
+import json
+import os
+import re
+import socket
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from rich.cells import cell_len
+from typer.testing import CliRunner
+
+from repro.cli import app
+from repro.manifest import load_all
+
+sys.path.insert(0, str(Path(__file__).parent / "execution"))
+from minitable import MANIFEST, PROFILES  # noqa: E402
+
+runner = CliRunner()
+LONG = "a_table_whose_identifier_is_rather_long"
+LONG_ROW = "a_sparse_moe_row_with_a_long_identifier"
+LONG_CLAIM = "the_moe_row_beats_the_dense_row_by_some_margin"
+MODES = {"terminal": {"COLUMNS": "80", "TTY_COMPATIBLE": "1"}, "piped": {"COLUMNS": "80", "TTY_COMPATIBLE": "0"}}
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07|\r")
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("columns") / "a_folder_with_a_long_name_so_that_paths_are_wider_than_a_line"
+    (root / "manifests").mkdir(parents=True)
+    (root / "manifests" / "mini.toml").write_text(MANIFEST)
+    long = (MANIFEST.replace('id = "mini"', f'id = "{LONG}"').replace('id = "moe"', f'id = "{LONG_ROW}"')
+            .replace('row = "moe"', f'row = "{LONG_ROW}"').replace('id = "c"', f'id = "{LONG_CLAIM}"')
+            .replace('measures = ["accuracy"]', 'measures = ["accuracy", "flops"]'))  # a FLOP line per row: detail
+    (root / "manifests" / f"{LONG}.toml").write_text(long)
+    (root / "profiles.toml").write_text(PROFILES.format(epochs=1, train_samples=32))
+    env = {"REPRO_MANIFESTS": str(root / "manifests"), "REPRO_PROFILES": str(root / "profiles.toml"),
+           "REPRO_DATA": str(root / "data"), "OMP_NUM_THREADS": "1"}
+    return root, env, load_all(root / "manifests", root / "profiles.toml")
+
+
+def invoke(args: list[str], env: dict, mode: str):
+    result = runner.invoke(app, args, env={**env, **MODES[mode]})
+    return result, ANSI.sub("", result.output)
+
+
+def visible(output: str) -> list[str]:
+    """The lines left on the screen: a terminal's progress bars are transient."""
+    return [line.rstrip() for line in output.splitlines() if "━" not in line]
+
+
+def whole(token: str, line: str) -> bool:
+    return re.search(rf"(?<![\w.-]){re.escape(token)}(?![\w-])", line) is not None
+
+
+def assert_fits_and_nothing_cut(output: str, tokens: list[str]) -> None:
+    lines = visible(output)
+    assert "…" not in output, output
+    for line in lines:
+        if cell_len(line) > 80:  # only something to copy whole: one path, or an indented command
+            assert " " not in line.strip() or (line.startswith("  ") and "  " not in line.strip()), line
+    for token in tokens:
+        assert any(whole(token, line) for line in lines), f"{token!r} is not whole on one line of:\n{output}"
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_list_fits_80_columns(inputs, mode):
+    from repro.cost.estimate import CostModel
+
+    root, env, manifests = inputs
+    result, out = invoke(["list"], env, mode)
+    assert result.exit_code == 0, out
+    model = CostModel()
+    full = {m.id: model.cost([(m, "full")]) for m in manifests}
+    tokens = [LONG, "mini", "smoke", "full", *(f"{c.epochs:,}" for c in full.values())]
+    assert_fits_and_nothing_cut(out, tokens)
+    assert f"{LONG} — test; 2 rows, 1 claim" in visible(out)  # the section heading above its profiles
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_plan_fits_80_columns(inputs, mode):
+    root, env, _ = inputs
+    out_file = root / "plan.toml"
+    result, out = invoke(["plan", "--gpu-hours", "1", "--out", str(out_file)], env, mode)
+    assert result.exit_code == 0, out
+    assert_fits_and_nothing_cut(out, [LONG, "mini", LONG_CLAIM, "c", str(out_file)])
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_status_fits_80_columns(inputs, mode):
+    from repro.recipes import planned_runs
+
+    root, env, manifests = inputs
+    results = root / "status-results"
+    runs = results / "runs"
+    runs.mkdir(parents=True, exist_ok=True)
+    planned = planned_runs(manifests[0], manifests[0].profiles["smoke"])
+    running, failed = planned[0], planned[1]
+    now = time.time()
+    (runs / f"{running.cfg.hash}.lock").write_text(json.dumps(
+        {"host": socket.gethostname(), "pid": os.getpid(), "started": now, "label": running.label}))
+    (runs / f"{failed.cfg.hash}.failed.json").write_text(json.dumps(
+        {"label": failed.label, "error": f"RuntimeError: out of memory in {root}/data", "time": now,
+         "executor": {"host": socket.gethostname()}}))
+    result, out = invoke(["status", "--results-dir", str(results)], env, mode)
+    assert result.exit_code == 0, out
+    assert_fits_and_nothing_cut(out, [manifests[0].id, manifests[1].id, running.label.split()[0],
+                                      running.cfg.hash[:12], failed.cfg.hash[:12], str(results), f"{root}/data"])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", MODES)
+def test_data_fits_80_columns_and_each_fill_command_is_one_line(inputs, mode):
+    from repro.data.layout import data_root, fill_steps
+    from repro.weights import pretrained_backbones, weights_status
+
+    root, env, _ = inputs
+    result, out = invoke(["data"], env, mode)
+    assert result.exit_code == 0, out
+    commands = [s.command for name in ("cifar10", "cifar100", "tiny_imagenet", "imagenet")
+                for s in fill_steps(name, root / "data") if s.command]
+    weights = [weights_status(b) for b in pretrained_backbones()]
+    commands += [s.command for w in weights if not w.present for s in w.fill_steps()]
+    lines = visible(out)
+    for command in commands:
+        assert f"  {command}" in lines, command  # a line of its own, ready to paste
+    assert_fits_and_nothing_cut(out, [str(data_root(root / "data").absolute()), "REPRO_WEIGHTS",
+                                      *(w.file_name for w in weights), *(w.hash_prefix for w in weights)])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", MODES)
+def test_flops_fits_80_columns(inputs, mode):
+    from repro.measure.flops import row_flops
+
+    root, env, manifests = inputs
+    result, out = invoke(["flops"], env, mode)
+    assert result.exit_code == 0, out
+    rows = [r for m in manifests for r in m.rows]
+    assert_fits_and_nothing_cut(out, [LONG, LONG_ROW, "dense", *(f"{row_flops(r).total / 1e6:,.3f}" for r in rows)])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", MODES)
+def test_verify_all_is_quiet_fits_80_columns_and_logs_the_detail(inputs, mode):
+    root, env, _ = inputs
+    results = root / "results"
+    result, out = invoke(["verify-all", "--results-dir", str(results), "--jobs", "1"], env, mode)
+    assert result.exit_code == 0, out
+    assert not re.search(r"\w+\.py:\d+", out), out  # no source location
+    assert "MMAC" not in out, out  # no per-model line
+    note = "smoke is a pipeline check: synthetic data decides no empirical claim"
+    assert " ".join(out.split()).count(note) == 1, out  # said once, above the checklist, for both claims
+    log = results / "smoke" / "repro.log"
+    assert_fits_and_nothing_cut(out, [LONG, "mini", str(results / "smoke" / "report.md"), str(log)])
+    assert LONG_CLAIM not in out  # not run for the reason the note gives: counted there, listed with -v
+    for manifest_id in ("mini", LONG):  # one line per table
+        assert sum(line.startswith(f"{manifest_id}: ") for line in visible(out)) == 1, out
+    logged = log.read_text()
+    assert re.search(rf"^\d{{4}}-\d\d-\d\dT\d\d:\d\d:\d\d\S* {LONG}/{LONG_ROW}: [\d.,]+ MMAC", logged, re.M), logged
+
+    verbose, vout = invoke(["verify-all", "--results-dir", str(results), "--jobs", "1", "-v"], env, mode)
+    assert verbose.exit_code == 0, vout
+    assert f"{LONG}/{LONG_ROW}:" in vout and "accuracy: moe" in vout  # the FLOP lines, the claims' evidence
+    assert " ".join(vout.split()).count(note) == 1, vout
+    assert_fits_and_nothing_cut(vout, [LONG, LONG_CLAIM])
