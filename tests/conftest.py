@@ -1,8 +1,13 @@
 import gc
 import os
 import warnings
+from pathlib import Path
 
 import pytest
+
+TESTS = Path(__file__).resolve().parent
+SUITE_SIZE = pytest.StashKey[int]()  # the whole suite's test count, when this session collected all of it
+_deselected: list = []
 
 warnings.filterwarnings("ignore", message=".*torch.jit.script.*", category=FutureWarning)
 
@@ -43,7 +48,15 @@ def pytest_configure(config):
     gc.disable()  # until collection has imported everything (pytest_collection_finish)
 
 
+def pytest_deselected(items):
+    _deselected.extend(items)  # -m "not slow", -k: still tests of the suite
+
+
 def pytest_collection_finish(session):
+    # The README states the suite's size; tests/test_readme.py checks it whenever every test file was collected.
+    if all(Path(arg.split("::")[0]).resolve() in (TESTS, TESTS.parent) for arg in session.config.args):
+        if "::" not in " ".join(session.config.args):
+            session.config.stash[SUITE_SIZE] = len(session.items) + len(_deselected)
     # What collection imported (torch, sympy, scipy, ...) lives all session: no collection while it is
     # imported, and none walks it again afterwards (together about 5 s of a 30 s fast lane).
     gc.freeze()
