@@ -1,10 +1,10 @@
 """What a table command hands the library as `progress`: bars in a terminal, detail behind -v, a log file.
 
 The library calls the methods of a rich Progress (add_task, advance, update, start_task, remove_task,
-log, print); `log` is detail (a FLOP count, a latency, a run waiting for another process's record),
-`print` is a notice everyone should see. In a terminal the bars show, named by the table running,
-with an ETA; piped, no bar is drawn (the commands print one line per table instead). Every line,
-shown or not, goes to the log file with its time, so `-v` is never needed after the fact.
+log); `log` is detail (a FLOP count, a latency, a run waiting for another process's record). In a
+terminal the bars show, named by the table running, with an ETA; piped, no bar is drawn (the
+commands print one line per table instead). Every line, shown or not, goes to the log file with its
+time, so `-v` is never needed after the fact.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from rich.console import Console
+from rich.errors import MarkupError
 from rich.progress import (
     BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn,
 )
@@ -110,16 +111,13 @@ class Reporter:
 
     def log(self, text: str) -> None:
         """Detail: shown with -v, always in the log file. `text` may hold rich markup."""
-        line = Text.from_markup(text)
+        try:
+            line = Text.from_markup(text)
+        except MarkupError:  # a path or a list in brackets, not markup
+            line = Text(text)
         self._write(line.plain)
         if self.verbose:
             self._show(line)
-
-    def print(self, text: str) -> None:
-        """A notice: always shown, and in the log file."""
-        line = Text.from_markup(text)
-        self._write(line.plain)
-        self._show(line)
 
     # What the commands print through it.
     def say(self, line: Text | str) -> None:
