@@ -55,7 +55,8 @@ class SparseMoEHead(RoutedHead):
     def on_epoch_start(self, epoch: int, num_epochs: int) -> None:
         """tau from the temperature schedule at t/T = epoch/(num_epochs-1); k from the warm-up."""
         c = self.cfg
-        self.tau = temperature(progress(epoch, num_epochs), c.tau_max, c.tau_min, c.tau_schedule, c.tau_sharpness)
+        self.tau = temperature(progress(epoch, num_epochs), c.tau_max, c.tau_min, c.tau_schedule, c.tau_sharpness,
+                               c.tau_sigmoid_form)
         self.current_k = warmup_k(epoch, c.top_k, c.k_warmup_start, c.k_warmup_epochs)
 
     def schedule_state(self) -> dict[str, float | int]:
@@ -85,7 +86,7 @@ class SparseMoEHead(RoutedHead):
         combine = torch.softmax(scores.masked_fill(mask == 0, float("-inf")), dim=-1)  # C, (B, E)
         out = DISPATCH[self.cfg.dispatch](h, self.experts, a, combine)  # (B, O)
         if self.training:
-            self._aux = self.cfg.load_balance_weight * load_balance_loss(p, mask) + (
+            self._aux = self.cfg.load_balance_weight * load_balance_loss(p, mask, self.cfg.load_balance_fraction) + (
                 self.cfg.entropy_weight * entropy_loss(p)
             )
         rerouted = a.valid[:, 0] & ~a.forced & (a.experts[:, 0] != cand[:, 0])  # (B,) not on top-1, not forced
