@@ -11,6 +11,15 @@ def test_precision_and_tolerance_from_the_printed_number():
     assert PaperValue("a.rho", "4.6", printed="~38%", value=38, approx=True).tolerance == pytest.approx(1.0)
     assert PaperValue("a.gap", "4.2", printed="+1.28 ± 1.26%", value=1.28).decimals == 2
     assert PaperValue("a.x", "4.2", printed="22.7%", value=22.7).tolerance == pytest.approx(0.05)
+    assert PaperValue("a.x", "5", printed="roughly 60x", value=60, approx=True).tolerance == pytest.approx(1.0)
+
+
+def test_precision_is_the_printed_values_not_a_p_value_printed_after_it():
+    # Table 5's k = 2 gap as the explainer prints it: the tolerance is half of 0.01, not of 0.001.
+    pv = PaperValue("k2.gap_size", "4.6", printed="+1.17% (p=1.2x10^-4)", value=1.17)
+    assert pv.decimals == 2 and pv.tolerance == pytest.approx(0.005)
+    assert PaperValue("a.gap", "4.2", printed="+0.54 ± 0.16% (p<10^-5, d=3.31)", value=0.54).decimals == 2
+    assert PaperValue("a.gap", "4.2", printed="-36%", value=-36).decimals == 0
 
 
 def test_a_value_needs_a_number_or_a_sign():
