@@ -37,7 +37,8 @@ class PaperValue:
     p: float | None = None
     p_relation: Literal["=", "<"] = "="
     d: float | None = None  # Cohen's d
-    sign: Literal["+", "-"] | None = None  # for findings stated by sign only
+    # For findings stated by sign only; "<=0": the text says only that no gain appears (flat or negative).
+    sign: Literal["+", "-", "<=0"] | None = None
     positive_seeds: int | None = None  # seeds with a positive gap, when stated
     note: str = ""
 

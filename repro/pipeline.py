@@ -23,7 +23,7 @@ from repro.measure.base import Context
 from repro.measure.flops import row_flops, row_key
 from repro.provenance import provenance
 from repro.report.render import write_manifest_outputs
-from repro.report.summary import decide
+from repro.claims import decide_table
 from repro.results import FlopCheck, ManifestResult, Measured, comparison_metric, row_metric, save_result
 
 def make_context(manifest: Manifest, profile: str, results_dir: Path, device: str, jobs: int = 0, **kw) -> Context:
@@ -52,7 +52,7 @@ def run_manifest(manifest: Manifest, ctx: Context) -> ManifestResult:
     comparison_metrics(manifest, measured)
     result = ManifestResult(manifest.id, manifest.title, manifest.paper_ref, manifest.paper_table,
                             ctx.profile_name, measured, [], provenance(ctx.device), ctx.profile)
-    return decide(manifest, result)
+    return decide_table(manifest, result)
 
 
 def execute(manifest: Manifest, ctx: Context) -> tuple[ManifestResult, list[Path]]:

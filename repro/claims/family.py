@@ -36,8 +36,8 @@ def in_family(v: Verdict) -> bool:
 def holm_adjust(verdicts: Iterable[Verdict], alpha: float = ALPHA) -> int:
     """Set `p_holm` on every verdict of the family (in place); return the family's size m.
 
-    Pass all verdicts of one verify-all run, after every manifest's claims are decided. A verdict
-    significant at `alpha` alone but not after the adjustment gets a note saying so.
+    Pass all verdicts of one report, after every manifest's claims are decided (repro.claims.decide).
+    A verdict significant at `alpha` alone but not after the adjustment gets a note saying so.
     """
     family = [v for v in verdicts if in_family(v)]
     for v, adjusted in zip(family, holm([v.p_value for v in family])):

@@ -63,10 +63,13 @@ def undecided_reason(ev: Evidence, scope: str) -> str:
 
 
 def _protocol_note(ev: Evidence) -> str:
+    """How the profile the evidence was measured under departs from the paper's protocol, from its settings."""
+    departs = ev.settings.departures(ev.paper_seeds) if ev.settings is not None else []
+    if departs:
+        return (f"decided on the '{ev.profile}' profile, which departs from the paper's protocol: "
+                + "; ".join(departs))
     if ev.kind == "reduced":
-        epochs = "the paper's epochs" if ev.epochs is None else f"{ev.epochs} epochs"
-        seeds = "? seeds" if ev.seeds is None else f"{ev.seeds} seed{'s' if ev.seeds != 1 else ''}"
-        return f"decided on the '{ev.profile}' profile, a reduced protocol ({seeds}, {epochs}): not the paper's protocol"
+        return f"decided on the '{ev.profile}' profile, a reduced protocol: not the paper's protocol"
     if not ev.paper_scale:
         return f"decided on the '{ev.profile}' profile: not a paper-scale result"
     return ""

@@ -19,7 +19,7 @@ from repro.execution.options import ExecutorOptions
 from repro.execution.torchrun import TorchrunUsageError, ranks, relaunch
 from repro.manifest import Manifest, manifest_paths
 from repro.profiles import default_profile
-from repro.results import default_results_dir, load_result
+from repro.results import default_results_dir
 from repro.runtime.interrupt import sigterm_as_interrupt
 
 
@@ -135,6 +135,7 @@ def verify_all(profile: Optional[str] = ProfileOpt, results_dir: Optional[Path] 
 
 def _verify_all(manifests: list[Manifest], profile: str, results_dir: Path, device: str, jobs: int,
                 data_dir: Path | None, strict: bool, executor: ExecutorOptions | None) -> None:
+    from repro.claims import decided_results
     from repro.pipeline import TableRun, decidable_not_reproduced, flop_check
     from repro.report.summary import write_report
 
@@ -158,8 +159,9 @@ def _verify_all(manifests: list[Manifest], profile: str, results_dir: Path, devi
     except KeyboardInterrupt as exc:
         interrupted(run.current or "verify-all", exc, results_dir)
     failures = {o.manifest_id: o.problem for o in outcomes if o.problem}
-    path, summary = write_report(results_dir, profile, manifests, check, failures)
-    print_verdicts([v for m in manifests if (r := load_result(results_dir, profile, m.id)) for v in r.verdicts])
+    entries = decided_results(results_dir, profile, manifests)  # every table's claims, Holm over the report
+    path, summary = write_report(entries, results_dir, profile, check, failures)
+    print_verdicts([v for _, r in entries if r for v in r.verdicts])
     console.rule("summary")
     for line in summary["lines"]:
         console.print(line, markup=False)
