@@ -71,7 +71,7 @@ class PaperValue:
     def implied_sign(self) -> str | None:
         if self.sign:
             return self.sign
-        if self.value is not None and self.value != 0 and self.metric in ("gap", "reversal"):
+        if self.value is not None and self.value != 0 and self.metric in ("gap", "gap_size", "reversal"):
             return "+" if self.value > 0 else "-"
         return None
 

@@ -152,6 +152,9 @@ class Verdict:
     seeds_needed: int | None = None  # for 80% power at the paper's effect size, where it gives one
     p_value: float | None = None  # the significance test's p, where the verdict rests on one
     p_holm: float | None = None  # Holm-adjusted over a run's empirical tests (repro.claims.family.holm_adjust)
+    # Where the reported number the verdict is judged against is printed: a claim whose reference
+    # appears only in the AI-written explainer is counted apart from the paper's (repro.claims.headline).
+    source: str = "method-and-results"
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

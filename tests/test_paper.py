@@ -1,6 +1,12 @@
 """The paper's reported values: they load, carry their precision, and each one is used."""
 
+import os
+import re
+from pathlib import Path
+
 import pytest
+
+from repro import REPO_ROOT
 
 from repro.manifest import load_all
 from repro.paper import PaperValue, paper_tables
@@ -43,3 +49,27 @@ def test_every_reported_value_is_shown_or_cited_by_a_claim():
         assert name in used, f"paper_tables/{name}.toml has no manifest reproducing it"
         unused = [v.key for v in table.values if v.key not in used[name]]
         assert not unused, f"paper_tables/{name}.toml values neither shown nor cited: {unused}"
+
+
+def test_the_36_ms_loop_latency_is_the_explainers():
+    from repro.paper import paper_value
+
+    assert paper_value("table7", "cifar100_sparse_loop.model_latency_ms").source == "explainer-and-summary"
+    assert paper_value("table7", "cifar100_dense.model_latency_ms").source == "method-and-results"
+
+
+# The paper's text is not part of the artifact; where a copy is at hand ($REPRO_PAPER_TEXT, or beside the checkout)
+PAPER_TEXT = Path(os.environ.get("REPRO_PAPER_TEXT", REPO_ROOT.parent / "shared" / "paper" / "method-and-results.txt"))
+
+
+def _numbers(text: str) -> set[str]:
+    """Number tokens ("1.28", ".011", "10", "4"), the paper's LaTeX and ours alike."""
+    return {n.lstrip("0") or "0" for n in re.findall(r"\d*\.\d+|\d+", text)}
+
+
+@pytest.mark.skipif(not PAPER_TEXT.is_file(), reason="the paper's text is not beside this checkout")
+def test_every_value_marked_as_the_method_texts_prints_numbers_found_there():
+    text = _numbers(PAPER_TEXT.read_text(encoding="utf-8"))
+    wrong = [f"{name}/{v.key}: {v.printed}" for name, table in paper_tables().items() for v in table.values
+             if v.source == "method-and-results" and v.printed and not _numbers(v.printed) <= text]
+    assert not wrong, wrong

@@ -45,7 +45,8 @@ def summary_lines(entries: list[tuple[Manifest, ManifestResult | None]], check: 
             "per_table": [(m.id, count_verdicts(r.verdicts) if r else None, len(m.claims)) for m, r in entries]}
 
 
-SCOPE_TITLES = {"analytic": "Analytic (FLOP counts)", "empirical": "Empirical (training)", "gpu": "GPU-scoped (latency)"}
+SCOPE_TITLES = {"analytic": "Analytic (FLOP counts)", "empirical": "Empirical (training)", "gpu": "GPU-scoped (latency)",
+                "explainer": "From the explainer, not the paper's text (any scope)"}
 
 
 def write_report(entries: list[tuple[Manifest, ManifestResult | None]], results_dir: Path, profile: str,

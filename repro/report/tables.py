@@ -8,6 +8,7 @@ cell is left empty.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Callable
 
 from repro.claims.learned import MIN_LEARNED
@@ -74,6 +75,9 @@ def _paper_gap(manifest: Manifest, key: str) -> tuple[str, str]:
     pv = paper_value(manifest.paper_table, key)
     if pv is None:
         return "", ""
+    size = paper_value(manifest.paper_table, f"{key}_size")  # a size only the explainer gives (Table 5)
+    if pv.value is None and size is not None and size.value is not None:
+        pv = dataclasses.replace(size, p=pv.p, p_relation=pv.p_relation)
     if pv.value is not None:
         gap = f"{pv.value:+.2f}" + (f" ± {pv.sd:.2f}" if pv.sd is not None else "")
     else:
