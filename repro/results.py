@@ -32,6 +32,8 @@ ROW_METRICS = frozenset({
 })
 # What a comparison derives from its two rows.
 COMPARISON_METRICS = frozenset({"flops_reduction", "flops_ratio", "gap", "slowdown", "rho", "model_slowdown"})
+# details[READINGS_DETAIL]: the rows the readings table varied, counted again (repro.measure.readings).
+READINGS_DETAIL = "readings"
 # Fractions: a paper value printed in % is divided by 100 before it is compared with one of these.
 FLOP_SUMMARY = ("total_macs", "backbone_macs", "head_macs", "routed_macs", "rho", "rho_all_ops", "head_share")
 
@@ -90,6 +92,18 @@ class Measured:
 
     def runs(self, row_id: str) -> list[RunSummary]:
         return [RunSummary.from_dict(d) for d in self.details.get("runs", {}).get(row_id) or []]
+
+
+def derive_comparisons(comparisons: Any, measured: Measured) -> None:
+    """The metrics of each comparison (id, row, baseline) that follow from its two rows' FLOP metrics."""
+    for comp in comparisons:
+        rho = measured.row(comp.row, "rho")
+        if rho is not None:
+            measured.set_comparison(comp.id, "rho", rho)
+        total, base = measured.row(comp.row, "total_macs"), measured.row(comp.baseline, "total_macs")
+        if total is not None and base is not None:
+            measured.set_comparison(comp.id, "flops_ratio", total / base)
+            measured.set_comparison(comp.id, "flops_reduction", 1 - total / base)
 
 
 @dataclass(frozen=True)
@@ -174,6 +188,9 @@ class ManifestResult:
     # evidence for, kept with them so that a user profile is still known when the report is rendered
     # later. None: a result written before it was stored.
     profile_settings: Profile | None = None
+    # The analytic claims under each alternative reading (repro.claims.readings.ClaimReadings), decided with the
+    # verdicts from the counts in details[READINGS_DETAIL]; written to results.json, decided again when read.
+    readings: list[Any] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -192,6 +209,7 @@ class ManifestResult:
             "problems": self.measured.problems, "details": self.measured.details,
             "verdicts": [v.to_dict() for v in self.verdicts], "provenance": self.provenance,
             "profile_settings": asdict(self.profile_settings) if self.profile_settings else None,
+            "readings": [r.to_dict() for r in self.readings],
         }
 
     @classmethod

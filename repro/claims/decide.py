@@ -4,7 +4,8 @@ Both the pipeline (after a table is measured) and `repro report` (on results alr
 current rules and manifests) call these; the report layer only renders the verdicts they return.
 
     evidence_for(manifest, result)    the Evidence a table's claims are decided on, from its typed Profile
-    decide_table(manifest, result)    every claim of the table -> result.verdicts
+    decide_table(manifest, result)    every claim of the table -> result.verdicts, and its analytic claims
+                                      under each alternative reading -> result.readings
     decide_family(verdicts)           Holm's adjustment over every significance-tested claim of one report
     decided_results(dir, profile, ms) each manifest's stored result, decided, with Holm over all of them
 """
@@ -16,10 +17,11 @@ from typing import Iterable, Protocol
 
 from repro.claims.core import ClaimLike, Evidence
 from repro.claims.family import holm_adjust
+from repro.claims.readings import decide_readings
 from repro.claims.references import ManifestLike
 from repro.claims.verdicts import evaluate
 from repro.profiles import Profile
-from repro.results import ManifestResult, Verdict, load_result
+from repro.results import READINGS_DETAIL, ManifestResult, Verdict, load_result
 
 
 class DecidedManifest(ManifestLike, Protocol):
@@ -46,9 +48,12 @@ def evidence_for(manifest: DecidedManifest, result: ManifestResult) -> Evidence:
 
 
 def decide_table(manifest: DecidedManifest, result: ManifestResult) -> ManifestResult:
-    """(Re)decide the table's claims on the result's measurements with the current rules; in place."""
+    """(Re)decide the table's claims on the result's measurements with the current rules, and its analytic
+    claims under each alternative reading from the counts stored with them (repro.measure.readings); in place."""
     evidence = evidence_for(manifest, result)
     result.verdicts = [evaluate(claim, evidence) for claim in manifest.claims]
+    counted = result.measured.details.get(READINGS_DETAIL, {}).get("rows", {})
+    result.readings = decide_readings(manifest, evidence, lambda row: counted.get(row.id))
     return result
 
 

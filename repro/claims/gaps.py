@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 
@@ -163,6 +163,9 @@ def gap_matches_paper(p: GapMatchesPaper, ev: Evidence) -> Outcome:
 class MonotonicInRho:
     comparisons: tuple[str, ...]  # comparisons whose row is a routed (MoE) model with a rho
     may_collapse: tuple[str, ...] = ()  # treatment rows whose collapse to chance is the finding (repro.claims.learned)
+    # Comparisons whose gap sign the text states but that the claim leaves out, with the reason
+    # (repro.claims.references.check_stated_signs).
+    excluded: dict[str, str] = field(default_factory=dict)
 
 
 def monotonic_in_rho(p: MonotonicInRho, ev: Evidence) -> Outcome:
@@ -181,6 +184,7 @@ def monotonic_in_rho(p: MonotonicInRho, ev: Evidence) -> Outcome:
 class SignFollowsRho:
     comparisons: tuple[str, ...]
     may_collapse: tuple[str, ...] = ()  # treatment rows whose collapse to chance is the finding (repro.claims.learned)
+    excluded: dict[str, str] = field(default_factory=dict)  # as MonotonicInRho.excluded
 
 
 def sign_follows_rho(p: SignFollowsRho, ev: Evidence) -> Outcome:

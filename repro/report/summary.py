@@ -15,6 +15,7 @@ from repro.manifest import Manifest
 from repro.report.figures import render_figures
 from repro.report.figures_extension import extension_section, is_extension
 from repro.report.learning import learning_checks, render_learning, summary_line
+from repro.report.readings import readings_cost, readings_entries, readings_summary, render_readings
 from repro.report.render import render_audit, render_figure_section, render_report
 from repro.results import FlopCheck, ManifestResult, profile_dir
 
@@ -65,6 +66,12 @@ def write_report(entries: list[tuple[Manifest, ManifestResult | None]], results_
     figures = render_figure_section(render_figures(reproduction, out / "figures"), out)
     sections = [("Statistics audit of the paper's reported numbers", render_audit()),
                 ("Compute per claim and table", _compute_section(results_dir, profile, manifests))]
+    readings = readings_entries(reproduction)
+    if readings:
+        cost = readings_cost(reproduction)
+        summary["lines"].append(readings_summary(readings, *cost))
+        sections.insert(0, ("Readings the text leaves open: which analytic verdicts depend on them",
+                            render_readings(readings, *cost)))
     beyond = extension_section(entries, out / "figures", out)
     if beyond is not None:
         sections.insert(0, beyond)
