@@ -27,6 +27,9 @@ Status = Literal["reproduced", "not reproduced", "inconclusive", "not run"]
 ROW_METRICS = frozenset({
     "total_macs", "backbone_macs", "head_macs", "routed_macs", "rho", "rho_all_ops", "head_share",
     "accuracy", "late_drop", "chance",
+    # per seed, of the head's test-time top-1 routing (Section 5.3): the most used expert's share of the test
+    # images, and the usage's entropy over log E (1: every expert equally often)
+    "routing_top_share", "routing_balance",
     "latency_ms", "op_calls", "model_latency_ms", "backbone_latency_ms", "host_syncs", "kernel_launches",
     "num_experts",
 })

@@ -12,7 +12,7 @@ from repro.results import COMPARISON_METRICS, ROW_METRICS, parse_metric_path
 # Which claim parameters name what: paper keys, rows, comparisons, metric paths, row metrics.
 PAPER_KEYS = ("paper", "threshold")
 ROW_KEYS = ("below", "above", "rows", "row", "baseline", "may_collapse")
-COMPARISON_KEYS = ("comparison", "comparisons", "minus")
+COMPARISON_KEYS = ("comparison", "comparisons", "minus", "others")
 PATH_KEYS = ("metric", "other", "numerator", "denominator", "metrics")
 
 

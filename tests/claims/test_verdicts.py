@@ -44,6 +44,8 @@ def _full_metrics(manifest):
             metrics[f"rows.{r.id}.{name}"] = 0.3 + 0.01 * i
         metrics[f"rows.{r.id}.accuracy"] = {0: 0.6, 1: 0.62, 2: 0.61}
         metrics[f"rows.{r.id}.late_drop"] = {0: 0.01, 1: 0.02, 2: 0.015}
+        metrics[f"rows.{r.id}.routing_top_share"] = {0: 0.6, 1: 0.4, 2: 0.7}
+        metrics[f"rows.{r.id}.routing_balance"] = {0: 0.97, 1: 0.9, 2: 0.99}
         metrics[f"rows.{r.id}.chance"] = 0.01
         metrics[f"rows.{r.id}.num_experts"] = 2 + i
     for i, c in enumerate(manifest.comparisons):
