@@ -98,3 +98,16 @@ def test_the_default_sigmoid_head_ends_at_tau_min():
     assert head.tau == pytest.approx(0.13, abs=1e-12)
     head.on_epoch_start(0, 50)
     assert head.tau == pytest.approx(1.0, abs=1e-12)
+
+
+def test_the_temperature_ablation_compares_its_schedules_at_the_same_end_temperature():
+    from repro.manifest import find_manifest
+
+    rows = find_manifest("temperature_ablation").rows
+    ends = {}
+    for row in rows:
+        head = SparseMoEHead(4, 3, SparseMoEConfig(**row.head.params))
+        head.on_epoch_start(49, 50)
+        ends[row.id] = head.tau
+    assert ends["sigmoid_low"] == pytest.approx(ends["linear_low"], abs=1e-12) == pytest.approx(0.05)
+    assert all(ends[r.id] == pytest.approx(r.head.params["tau_min"]) for r in rows)
