@@ -33,7 +33,7 @@ def summary_lines(entries: list[tuple[Manifest, ManifestResult | None]], check: 
     for scope, c in counts.items():
         n = sum(c.values())
         if n:
-            lines.append(f"{SCOPE_TITLES.get(scope, scope)} claims ({n}): " + ", ".join(f"{k} {v}" for k, v in c.items()))
+            lines.append(f"{SCOPE_TITLES.get(scope, f'{scope} claims')} ({n}): " + ", ".join(f"{k} {v}" for k, v in c.items()))
     if not_in_results:
         lines.append(f"Claims of tables not run into this folder: {not_in_results}")
     if check is not None:
@@ -46,8 +46,9 @@ def summary_lines(entries: list[tuple[Manifest, ManifestResult | None]], check: 
             "per_table": [(m.id, count_verdicts(r.verdicts) if r else None, len(m.claims)) for m, r in entries]}
 
 
-SCOPE_TITLES = {"analytic": "Analytic (FLOP counts)", "empirical": "Empirical (training)", "gpu": "GPU-scoped (latency)",
-                "explainer": "From the explainer, not the paper's text (any scope)"}
+SCOPE_TITLES = {"analytic": "Analytic (FLOP counts) claims", "empirical": "Empirical (training) claims",
+                "gpu": "GPU-scoped (latency) claims",
+                "explainer": "Claims from the explainer, not the paper's text (any scope; counted apart)"}
 
 
 def write_report(entries: list[tuple[Manifest, ManifestResult | None]], results_dir: Path, profile: str,
