@@ -265,15 +265,51 @@ def count_flops(model: Classifier, input_shape: tuple[int, ...]) -> FlopReport:
         return _count_flops(model, input_shape)
 
 
-def _count_flops(model: Classifier, input_shape: tuple[int, ...]) -> FlopReport:
-    model = model.eval()
-    x = torch.randn(1, *input_shape)
+def _analytic(model: Classifier, x: torch.Tensor) -> tuple[dict, dict[str, int], dict[str, int]]:
+    """(each module's calls, its analytic MACs rolled up, the same with the second convention's ops)."""
     calls, extra_own = _record_shapes(model, x)
     modules = dict(model.named_modules())
     own = {n: _own_macs(modules[n], c) for n, c in calls.items()}
     extra = {n: extra_own.get(n, 0) for n in calls}
-    analytic = _rollup(own)
-    analytic_all = _rollup({n: own[n] + extra[n] for n in own})
+    return calls, _rollup(own), _rollup({n: own[n] + extra[n] for n in own})
+
+
+def _report(model: Classifier, input_shape: tuple[int, ...], analytic: dict[str, int], analytic_all: dict[str, int],
+            rows: list[ModuleCount], problems: list[str]) -> FlopReport:
+    routed_names = model.routed_module_names()
+    # A head whose experts per sample depend on the data (ReLU routing) counts the mean, not the
+    # traced input's draw: the three counters checked the executed dispatch itself.
+    shift = model.head.expected_macs() - analytic.get("head", 0) if hasattr(model.head, "expected_macs") else 0
+    routed_shift = shift if "head" in routed_names else 0
+    return FlopReport(
+        input_shape=tuple(input_shape),
+        modules=rows,
+        routed_modules=routed_names,
+        total=analytic[""] + shift,
+        backbone=analytic.get("backbone", 0),
+        head=analytic.get("head", 0) + shift,
+        routed=sum(analytic.get(n, 0) for n in routed_names) + routed_shift,
+        total_all_ops=analytic_all[""] + shift,
+        routed_all_ops=sum(analytic_all.get(n, 0) for n in routed_names) + routed_shift,
+        mean_shift=shift,
+        problems=problems,
+    )
+
+
+def count_analytic(model: Classifier, input_shape: tuple[int, ...]) -> FlopReport:
+    """The analytic column alone (no fvcore, no torch counter): the same totals count_flops reports, from one
+    forward pass. For models counted only to compare with ones count_flops checked (the readings table)."""
+    with cpu_threads("cpu", 1):
+        model = model.eval()
+        _, analytic, analytic_all = _analytic(model, torch.randn(1, *input_shape))
+        return _report(model, input_shape, analytic, analytic_all, [], [])
+
+
+def _count_flops(model: Classifier, input_shape: tuple[int, ...]) -> FlopReport:
+    model = model.eval()
+    x = torch.randn(1, *input_shape)
+    calls, analytic, analytic_all = _analytic(model, x)
+    modules = dict(model.named_modules())
     fv, unsupported = _fvcore_counts(model, x)
     tc = _torch_counts(model, x)
 
@@ -296,22 +332,4 @@ def _count_flops(model: Classifier, input_shape: tuple[int, ...]) -> FlopReport:
         for op, n in sorted(ops.items()):
             problems.append(f"module '{name or '<model>'}' ({kind}): fvcore cannot count op {op} ({n} call(s))")
     problems = sorted(set(problems))
-
-    routed_names = model.routed_module_names()
-    # A head whose experts per sample depend on the data (ReLU routing) counts the mean, not the
-    # traced input's draw: the three counters above checked the executed dispatch itself.
-    shift = model.head.expected_macs() - analytic.get("head", 0) if hasattr(model.head, "expected_macs") else 0
-    routed_shift = shift if "head" in routed_names else 0
-    return FlopReport(
-        input_shape=tuple(input_shape),
-        modules=rows,
-        routed_modules=routed_names,
-        total=analytic[""] + shift,
-        backbone=analytic.get("backbone", 0),
-        head=analytic.get("head", 0) + shift,
-        routed=sum(analytic.get(n, 0) for n in routed_names) + routed_shift,
-        total_all_ops=analytic_all[""] + shift,
-        routed_all_ops=sum(analytic_all.get(n, 0) for n in routed_names) + routed_shift,
-        mean_shift=shift,
-        problems=problems,
-    )
+    return _report(model, input_shape, analytic, analytic_all, rows, problems)

@@ -20,7 +20,8 @@ from repro.claims import RULES, check_references
 from repro.data.specs import DATASETS
 from repro.models import BACKBONES, HEADS, Component
 from repro.models.configs import ConfigError
-from repro.profiles import MAX_SEEDS, Profile, all_profiles, check_against
+from repro.profiles import MAX_BATCH, MAX_SEEDS, Profile, all_profiles, check_against
+from repro.readings import Reading, Sensitivity, applying, check_rows, expand, shipped_readings
 from repro.registry import closest
 from repro.schema import (
     Problems, SchemaError, bounded, check_id, check_params, convert, field_names, from_dict, read_toml,
@@ -44,6 +45,10 @@ class Row:
     measures: tuple[Measure, ...] = ("flops",)
     role: Literal["main", "sensitivity"] = "main"  # sensitivity rows probe an assumption
     notes: str = ""
+    batch_size: int | None = None  # the row's training batch; None: the recipe's (a profile's wins over both)
+    # Set on the rows a [[sensitivity]] table generates: "<reading>/<alternative>", and the row it varies.
+    reading: str = ""
+    base: str = ""
 
 
 @dataclass(frozen=True)
@@ -103,6 +108,8 @@ class Manifest:
     figures: tuple[Figure, ...] = ()
     paper_table: str = ""  # the paper_tables/ file holding its reported values; default: id
     path: str = ""
+    sensitivity: tuple[Sensitivity, ...] = ()  # rows generated from the readings' alternatives (repro.readings)
+    readings: tuple[Reading, ...] = ()  # the readings (repro/readings.toml) that apply to this table's rows
 
     def row(self, row_id: str) -> Row:
         return next(r for r in self.rows if r.id == row_id)
@@ -119,8 +126,8 @@ class Manifest:
 
 
 _TOP_KEYS = ["id", "title", "paper_ref", "description", "paper_table", "seeds", "rows", "comparisons", "claims",
-             "assumptions", "figures"]
-_ROW_KEYS = field_names(Row)
+             "assumptions", "figures", "sensitivity"]
+_ROW_KEYS = [k for k in field_names(Row) if k not in ("reading", "base")]  # those two: generated rows only
 _CLAIM_KEYS = [k for k in field_names(Claim) if k != "params"]
 
 
@@ -220,15 +227,26 @@ def parse_manifest(data: dict[str, Any], file: str | Path) -> Manifest:
     claims = [_claim(c, f"claims[{i}]", problems) for i, c in enumerate(_list(data, "claims", problems))]
     assumptions = [from_dict(Assumption, a, f"assumptions[{i}]", problems) for i, a in enumerate(_list(data, "assumptions", problems))]
     figures = [from_dict(Figure, f, f"figures[{i}]", problems) for i, f in enumerate(_list(data, "figures", problems))]
+    sensitivity = [from_dict(Sensitivity, s, f"sensitivity[{i}]", problems)
+                   for i, s in enumerate(_list(data, "sensitivity", problems))]
     seeds = convert(int, data["seeds"], "seeds", problems) if "seeds" in data else None
     if seeds is not None and not 1 <= seeds <= MAX_SEEDS:
         problems.add("seeds", f"{seeds!r} is out of range; allowed: 1 <= value <= {MAX_SEEDS}")
 
     rows = [r for r in rows if r is not None]
     _check_ids(rows, "rows", problems)
-    row_ids = {r.id for r in rows}
+    for i, r in enumerate(rows):
+        if r.batch_size is not None and not 1 <= r.batch_size <= MAX_BATCH:
+            problems.add(f"rows[{i}].batch_size", f"{r.batch_size!r} is out of range; allowed: 1 <= value <= {MAX_BATCH}")
+    readings = shipped_readings()
+    if not problems.items:  # the components are known: every main row carries each reading's chosen value
+        check_rows(rows, readings, problems)
     comparisons = [c for c in comparisons if c is not None]
     _check_ids(comparisons, "comparisons", problems)
+    if not problems.items:  # the readings' alternatives as rows and comparisons of their own
+        twins, twin_comparisons = expand(rows, comparisons, [s for s in sensitivity if s is not None], readings, problems)
+        rows, comparisons = rows + twins, comparisons + twin_comparisons
+    row_ids = {r.id for r in rows}
     for i, c in enumerate(comparisons):
         for attr in ("row", "baseline"):
             ref = getattr(c, attr)
@@ -259,7 +277,8 @@ def parse_manifest(data: dict[str, Any], file: str | Path) -> Manifest:
     manifest = Manifest(
         rows=tuple(rows), comparisons=tuple(comparisons), claims=tuple(claims),
         assumptions=tuple(a for a in assumptions if a is not None), figures=tuple(figures), seeds=seeds,
-        path=str(file), **scalars,
+        path=str(file), sensitivity=tuple(s for s in sensitivity if s is not None), readings=applying(rows, readings),
+        **scalars,
     )
     check_references(manifest, problems)
     if problems.items:

@@ -9,6 +9,7 @@ give are absent: nothing here is estimated.
 from __future__ import annotations
 
 import os
+import re
 import sys
 from dataclasses import dataclass
 from functools import lru_cache
@@ -18,6 +19,7 @@ from typing import Literal
 from repro import REPO_ROOT
 from repro.schema import Problems, SchemaError, from_dict, read_toml
 
+_NUMBER = re.compile(r"\d*\.\d+|\d+")  # the printed value is the first; what follows (± s.d., p, d) is not it
 Source = Literal["method-and-results", "explainer-and-summary", "abstract-and-references"]
 
 
@@ -35,7 +37,8 @@ class PaperValue:
     p: float | None = None
     p_relation: Literal["=", "<"] = "="
     d: float | None = None  # Cohen's d
-    sign: Literal["+", "-"] | None = None  # for findings stated by sign only
+    # For findings stated by sign only; "<=0": the text says only that no gain appears (flat or negative).
+    sign: Literal["+", "-", "<=0"] | None = None
     positive_seeds: int | None = None  # seeds with a positive gap, when stated
     note: str = ""
 
@@ -53,9 +56,10 @@ class PaperValue:
 
     @property
     def decimals(self) -> int:
-        """Decimal places of the printed value (0.06% -> 2), the precision it claims."""
-        number = "".join(ch for ch in self.printed.split("±")[0] if ch.isdigit() or ch == ".").strip(".")
-        return len(number.split(".")[1]) if "." in number else 0
+        """Decimal places of the printed value, its first number (0.06% -> 2; "+1.17% (p=1.2x10^-4)" -> 2,
+        never the p-value's), the precision it claims."""
+        number = _NUMBER.search(self.printed) if self.value is not None else None  # "p<10^-4" prints no value
+        return len(number.group(0).partition(".")[2]) if number else 0
 
     @property
     def tolerance(self) -> float:
@@ -67,7 +71,7 @@ class PaperValue:
     def implied_sign(self) -> str | None:
         if self.sign:
             return self.sign
-        if self.value is not None and self.value != 0 and self.metric in ("gap", "reversal"):
+        if self.value is not None and self.value != 0 and self.metric in ("gap", "gap_size", "reversal"):
             return "+" if self.value > 0 else "-"
         return None
 

@@ -21,10 +21,12 @@ from repro.manifest import Manifest
 from repro.measure import MEASURERS
 from repro.measure.base import Context
 from repro.measure.flops import row_flops, row_key
+from repro.measure.readings import count_readings
 from repro.provenance import provenance
 from repro.report.render import write_manifest_outputs
-from repro.report.summary import decide
-from repro.results import FlopCheck, ManifestResult, Measured, comparison_metric, row_metric, save_result
+from repro.claims import decide_table
+from repro.results import (FlopCheck, ManifestResult, Measured, comparison_metric, derive_comparisons, row_metric,
+                           save_result)
 
 def make_context(manifest: Manifest, profile: str, results_dir: Path, device: str, jobs: int = 0, **kw) -> Context:
     settings = manifest.profile(profile)  # KeyError naming the closest profiles
@@ -35,14 +37,7 @@ def make_context(manifest: Manifest, profile: str, results_dir: Path, device: st
 
 def comparison_metrics(manifest: Manifest, measured: Measured) -> None:
     """Metrics of each comparison that can be derived from its two rows' metrics."""
-    for comp in manifest.comparisons:
-        rho = measured.row(comp.row, "rho")
-        if rho is not None:
-            measured.set_comparison(comp.id, "rho", rho)
-        total, base = measured.row(comp.row, "total_macs"), measured.row(comp.baseline, "total_macs")
-        if total is not None and base is not None:
-            measured.set_comparison(comp.id, "flops_ratio", total / base)
-            measured.set_comparison(comp.id, "flops_reduction", 1 - total / base)
+    derive_comparisons(manifest.comparisons, measured)
 
 
 def run_manifest(manifest: Manifest, ctx: Context) -> ManifestResult:
@@ -52,7 +47,8 @@ def run_manifest(manifest: Manifest, ctx: Context) -> ManifestResult:
     comparison_metrics(manifest, measured)
     result = ManifestResult(manifest.id, manifest.title, manifest.paper_ref, manifest.paper_table,
                             ctx.profile_name, measured, [], provenance(ctx.device), ctx.profile)
-    return decide(manifest, result)
+    count_readings(manifest, result)  # the analytic claims' rows under each alternative reading
+    return decide_table(manifest, result)
 
 
 def execute(manifest: Manifest, ctx: Context) -> tuple[ManifestResult, list[Path]]:

@@ -112,6 +112,25 @@ class Profile:
         datasets = {d: dataclasses.replace(s, **own) for d, s in self.datasets.items()}
         return dataclasses.replace(self, **own, seeds=self.seeds or paper_seeds or 1, datasets=datasets, tables={})
 
+    def departures(self, paper_seeds: int | None) -> list[str]:
+        """Every way this profile, as it applies to one table (for_manifest), departs from the paper's
+        protocol (Section 4.1): seeds, data, epochs, samples, image size, batch size, weights, recipe."""
+        out = []
+        if self.seeds is not None and paper_seeds is not None and self.seeds != paper_seeds:
+            out.append(f"{self.seeds} seed{'s' if self.seeds != 1 else ''} where the paper has {paper_seeds}")
+        if self.data != "real":
+            out.append(f"{self.data} data standing in for the paper's datasets")
+        if not self.pretrained:
+            out.append("random initialisation where the paper fine-tunes pretrained weights")
+        elif self.pretrained_on != "imagenet":
+            out.append(f"backbones pretrained on the {self.pretrained_on} stand-in, not ImageNet")
+        out += _settings_departures(self)
+        for dataset, settings in self.datasets.items():
+            given = _settings_departures(settings)
+            if given:
+                out.append(f"on {dataset}: {', '.join(given)}")
+        return out
+
     def __post_init__(self) -> None:
         scoped = [("", self), *((f"datasets.{d}.", s) for d, s in self.datasets.items()),
                   *((f"tables.{t}.", s) for t, s in self.tables.items())]
@@ -133,6 +152,21 @@ class Profile:
             if n and batch and n < batch:
                 raise ValueError(f"{where}train_samples = {n} is smaller than batch_size = {batch}: no full "
                                  "training batch would remain (the last partial batch is dropped)")
+
+
+def _settings_departures(obj: Profile | RowSettings) -> list[str]:
+    """The run settings a profile (or one dataset's settings) changes from the paper's recipe."""
+    out = []
+    for name, words in (("epochs", "{} epochs instead of the paper's"), ("train_samples", "{} training images"),
+                        ("test_samples", "{} test images"), ("batch_size", "batch {} instead of the recipe's"),
+                        ("max_image_size", "images at most {} px")):
+        if getattr(obj, name) is not None:
+            out.append(words.format(getattr(obj, name)))
+    recipe = [f"{name} {getattr(obj, name):g}" if isinstance(getattr(obj, name), float) else f"{name} {getattr(obj, name)}"
+              for name in RECIPE_OVERRIDES if getattr(obj, name, None) is not None]
+    if recipe:
+        out.append("recipe " + ", ".join(recipe) + " instead of the paper's")
+    return out
 
 
 def matches(entry: str, manifest_id: str, row_id: str) -> bool:

@@ -117,7 +117,7 @@ def resolve(row: Row, profile: Profile, seed: int) -> RunConfig:
         head=row.head.key(),
         seed=seed,
         epochs=profile.epochs or recipe.epochs,
-        batch_size=profile.batch_size or recipe.batch_size,
+        batch_size=profile.batch_size or row.batch_size or recipe.batch_size,  # a quick profile's batch wins
         optimizer=profile.optimizer or recipe.optimizer,
         lr=profile.lr or recipe.lr,
         momentum=recipe.momentum,

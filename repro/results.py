@@ -27,11 +27,16 @@ Status = Literal["reproduced", "not reproduced", "inconclusive", "not run"]
 ROW_METRICS = frozenset({
     "total_macs", "backbone_macs", "head_macs", "routed_macs", "rho", "rho_all_ops", "head_share",
     "accuracy", "late_drop", "chance",
+    # per seed, of the head's test-time top-1 routing (Section 5.3): the most used expert's share of the test
+    # images, and the usage's entropy over log E (1: every expert equally often)
+    "routing_top_share", "routing_balance",
     "latency_ms", "op_calls", "model_latency_ms", "backbone_latency_ms", "host_syncs", "kernel_launches",
     "num_experts",
 })
 # What a comparison derives from its two rows.
 COMPARISON_METRICS = frozenset({"flops_reduction", "flops_ratio", "gap", "slowdown", "rho", "model_slowdown"})
+# details[READINGS_DETAIL]: the rows the readings table varied, counted again (repro.measure.readings).
+READINGS_DETAIL = "readings"
 # Fractions: a paper value printed in % is divided by 100 before it is compared with one of these.
 FLOP_SUMMARY = ("total_macs", "backbone_macs", "head_macs", "routed_macs", "rho", "rho_all_ops", "head_share")
 
@@ -90,6 +95,18 @@ class Measured:
 
     def runs(self, row_id: str) -> list[RunSummary]:
         return [RunSummary.from_dict(d) for d in self.details.get("runs", {}).get(row_id) or []]
+
+
+def derive_comparisons(comparisons: Any, measured: Measured) -> None:
+    """The metrics of each comparison (id, row, baseline) that follow from its two rows' FLOP metrics."""
+    for comp in comparisons:
+        rho = measured.row(comp.row, "rho")
+        if rho is not None:
+            measured.set_comparison(comp.id, "rho", rho)
+        total, base = measured.row(comp.row, "total_macs"), measured.row(comp.baseline, "total_macs")
+        if total is not None and base is not None:
+            measured.set_comparison(comp.id, "flops_ratio", total / base)
+            measured.set_comparison(comp.id, "flops_reduction", 1 - total / base)
 
 
 @dataclass(frozen=True)
@@ -152,6 +169,9 @@ class Verdict:
     seeds_needed: int | None = None  # for 80% power at the paper's effect size, where it gives one
     p_value: float | None = None  # the significance test's p, where the verdict rests on one
     p_holm: float | None = None  # Holm-adjusted over a run's empirical tests (repro.claims.family.holm_adjust)
+    # Where the reported number the verdict is judged against is printed: a claim whose reference
+    # appears only in the AI-written explainer is counted apart from the paper's (repro.claims.headline).
+    source: str = "method-and-results"
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -171,6 +191,9 @@ class ManifestResult:
     # evidence for, kept with them so that a user profile is still known when the report is rendered
     # later. None: a result written before it was stored.
     profile_settings: Profile | None = None
+    # The analytic claims under each alternative reading (repro.claims.readings.ClaimReadings), decided with the
+    # verdicts from the counts in details[READINGS_DETAIL]; written to results.json, decided again when read.
+    readings: list[Any] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -189,6 +212,7 @@ class ManifestResult:
             "problems": self.measured.problems, "details": self.measured.details,
             "verdicts": [v.to_dict() for v in self.verdicts], "provenance": self.provenance,
             "profile_settings": asdict(self.profile_settings) if self.profile_settings else None,
+            "readings": [r.to_dict() for r in self.readings],
         }
 
     @classmethod

@@ -242,3 +242,51 @@ def seeds_for_power(d: float, power: float = 0.8, alpha: float = 0.05, max_n: in
         mid = (lo + hi) // 2
         lo, hi = (lo, mid) if power_at(d, mid, alpha) >= power else (mid, hi)
     return hi
+
+
+# ---------------------------------------------------------------------------
+# The paper's effect sizes, and the seeds 80% power at them needs (repro.claims, repro.cost.plan,
+# the audit in repro.stats_audit). A reported value is a repro.paper.PaperValue.
+
+
+@dataclass(frozen=True)
+class PaperEffect(Record):
+    """|d_z| a reported value implies, and where it comes from: "d", "mean/sd" or "p, n"."""
+
+    d: float
+    source: str
+    bound: bool  # a lower bound (from "p <"): seeds needed at it are an upper bound
+
+
+def states_a_test(pv: Any) -> bool:
+    """A value that states a test: p, d or seed signs, or a signed gap with its spread.
+
+    An absolute accuracy's mean ± sd is not tested against zero, so it is left out.
+    """
+    if pv.p is not None or pv.d is not None or pv.positive_seeds is not None:
+        return True
+    return pv.implied_sign is not None and pv.value is not None and (pv.sd is not None or pv.n is not None)
+
+
+def paper_effect(pv: Any) -> PaperEffect | None:
+    """The effect size d_z of a reported test; None where the text gives none (or states no test)."""
+    if not states_a_test(pv):
+        return None
+    if pv.d is not None:
+        return PaperEffect(abs(pv.d), "d", False)
+    if pv.value is not None and pv.sd is not None and pv.sd > 0:
+        return PaperEffect(abs(pv.value) / pv.sd, "mean/sd", False)
+    if pv.p is not None and pv.n is not None and pv.n >= 2 and pv.p > 0:
+        return PaperEffect(t_from_p(pv.p, pv.n - 1) / math.sqrt(pv.n), "p, n", pv.p_relation == "<")
+    return None
+
+
+def seeds_needed(pv: Any, power: float = 0.8, alpha: float = 0.05) -> int | None:
+    """Seeds for `power` at the paper's effect size; None where the text gives no effect size."""
+    effect = paper_effect(pv)
+    if effect is None or effect.d == 0:
+        return None
+    try:
+        return seeds_for_power(effect.d, power, alpha)
+    except ValueError:
+        return None

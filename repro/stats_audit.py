@@ -30,7 +30,7 @@ from decimal import Decimal
 from typing import Iterable
 
 from repro.paper import PaperValue
-from repro.stats import Record, p_from_t, power_at, seeds_for_power, t_from_p
+from repro.stats import Record, p_from_t, paper_effect, power_at, seeds_for_power, states_a_test, t_from_p
 
 
 @dataclass(frozen=True)
@@ -199,16 +199,6 @@ def _read(v: PaperValue) -> _Read:
     return _Read(mean, sd, v.n, p, p_text, d, d_text)
 
 
-def _is_test(v: PaperValue) -> bool:
-    """A value that states a test: p, d or seed signs, or a signed gap with its spread.
-
-    An absolute accuracy's mean ± sd is not tested against zero, so it is left out.
-    """
-    if v.p is not None or v.d is not None or v.positive_seeds is not None:
-        return True
-    return v.implied_sign is not None and v.value is not None and (v.sd is not None or v.n is not None)
-
-
 def _verdict(ok: bool) -> str:
     return "consistent" if ok else "inconsistent"
 
@@ -247,8 +237,8 @@ def _sign_rows(v: PaperValue, r: _Read, row) -> list[AuditRow]:
 
 
 def audit_value(v: PaperValue) -> list[AuditRow]:
-    """Audit rows for one paper value; [] when it states no test (see ``_is_test``)."""
-    if not _is_test(v):
+    """Audit rows for one paper value; [] when it states no test (repro.stats.states_a_test)."""
+    if not states_a_test(v):
         return []
     r = _read(v)
 
@@ -313,17 +303,10 @@ def power_plan(values: Iterable[PaperValue], power: float = 0.8, alpha: float = 
     """
     rows = []
     for v in values:
-        if not _is_test(v):
+        effect = paper_effect(v)
+        if effect is None:
             continue
-        bound = False
-        if v.d is not None:
-            d, source = abs(v.d), "d"
-        elif v.value is not None and v.sd is not None and v.sd > 0:
-            d, source = abs(v.value) / v.sd, "mean/sd"
-        elif v.p is not None and v.n is not None and v.n >= 2 and v.p > 0:
-            d, source, bound = t_from_p(v.p, v.n - 1) / math.sqrt(v.n), "p, n", v.p_relation == "<"
-        else:
-            continue
+        d, source, bound = effect.d, effect.source, effect.bound
         note, needed = "", None
         if d == 0:
             note = "zero effect size: no n reaches the target power"

@@ -33,6 +33,33 @@ def test_load_balance_golden():
     assert load_balance_loss(probs, torch.ones(2, 2)).item() == pytest.approx(1.0)
 
 
+def test_load_balance_fraction_over_samples_is_k_times_the_one_over_dispatches():
+    # f over the B = 2 samples at two experts per sample: (2/2, 2/2) = (1, 1): 2 * (0.7 + 0.3) = 2
+    probs = torch.tensor([[0.8, 0.2], [0.6, 0.4]])
+    both = torch.ones(2, 2)
+    assert load_balance_loss(probs, both, "samples").item() == pytest.approx(2.0)
+    # one expert per sample: the two readings agree
+    one = torch.tensor([[1.0, 0.0], [0.0, 1.0]])
+    assert load_balance_loss(probs, one, "samples").item() == pytest.approx(load_balance_loss(probs, one).item())
+    with pytest.raises(ValueError):
+        load_balance_loss(probs, one, "tokens")  # type: ignore[arg-type]
+
+
+def test_the_head_applies_its_load_balance_fraction_during_the_warm_up():
+    from repro.models.sparse_moe import SparseMoEConfig, SparseMoEHead
+
+    losses = {}
+    for fraction in ("dispatches", "samples"):
+        torch.manual_seed(0)
+        cfg = SparseMoEConfig(expert_hidden=8, k_warmup_epochs=5, k_warmup_start=4, entropy_weight=0.0,
+                              load_balance_weight=1.0, load_balance_fraction=fraction)
+        head = SparseMoEHead(6, 3, cfg).train()
+        head.on_epoch_start(0, 10)  # k = 4: four experts per sample
+        head(torch.randn(16, 6))
+        losses[fraction] = head.aux_loss().item()
+    assert losses["samples"] == pytest.approx(4 * losses["dispatches"], rel=1e-5)
+
+
 def test_load_balance_gradient_flows_through_probs_only():
     probs = torch.tensor([[0.8, 0.2], [0.6, 0.4]], requires_grad=True)
     mask = torch.tensor([[1.0, 0.0], [0.0, 1.0]], requires_grad=True)

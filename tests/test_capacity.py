@@ -130,3 +130,33 @@ def test_large_capacity_gives_plain_top_k():
         assert torch.equal(dispatch_mask(a, 8), dispatch_mask(top_k_assignment(cand), 8))
         a1 = rule(cand, 30, 1, 8)
         assert torch.equal(a1.experts[:, 0], cand[:, 0]) and not a1.forced.any()
+
+
+@pytest.mark.parametrize("rule", RULES)
+@pytest.mark.parametrize("c", [1.0, 1.25, 2.0])
+def test_with_every_expert_a_candidate_the_fallback_never_happens(rule, c):
+    # E ceil(c B k / E) >= c B k >= B A: some expert always has room (the "all" candidates reading),
+    # however skewed the batch; with only the top-1 candidate the same batches force most samples.
+    gen = torch.Generator().manual_seed(0)
+    for trial in range(20):
+        b, e = 8 + 7 * trial, 8
+        k = 1 + trial % 4
+        skew = torch.zeros(b, e)
+        skew[:, 0] = 10.0  # every sample ranks expert 0 first
+        ranks = (skew + torch.rand(b, e, generator=gen)).argsort(dim=1, descending=True)  # (B, E) best first
+        cap = capacity(c, b, k, e)
+        assert not rule(ranks, cap, k, e).forced.any()
+        assert not rule(ranks, cap, 1, e).forced.any()
+        if cap < b:
+            assert rule(ranks[:, :1], cap, 1, e).forced.sum().item() == b - cap  # the literal rule at k = 1
+
+
+def test_no_text_calls_the_impossible_fallback_rare():
+    # Section 3.3 says "rare"; under the chosen rule it cannot happen at all (the test above).
+    from repro import REPO_ROOT
+
+    texts = [REPO_ROOT / "repro" / "models" / name for name in ("sparse_moe.py", "capacity.py")]
+    texts += sorted((REPO_ROOT / "manifests").glob("*.toml")) + [REPO_ROOT / "repro" / "readings.toml"]
+    for path in texts:
+        text = path.read_text(encoding="utf-8").lower()
+        assert "fallback stay rare" not in text and "so the fallback is rare" not in text, path

@@ -146,3 +146,49 @@ def test_k1_backbone_flops_exact_on_the_per_expert_path():
     model = build_model("imagenet", Component("resnet18_moeconv", {"top_k": 1}), Component("dense"))
     report = count_flops(model, (3, 64, 64))
     assert report.problems == []
+
+
+def _conv(out_hw: int, cout: int, cin: int, k: int = 3) -> int:
+    return out_hw * out_hw * cout * cin * k * k
+
+
+# ResNet-18 at 224 x 224 by hand (multiply-adds of its convolutions; BasicBlocks of two 3x3 convs):
+STEM = _conv(112, 64, 3, 7)  # 7x7 stride-2 conv1, then a max pool to 56 x 56
+LAYER1 = 4 * _conv(56, 64, 64)
+
+
+def _layer(hw: int, c: int) -> tuple[int, int, int]:
+    """(first conv1 of stride 2, each of the three stride-1 3x3 convs, the 1x1 stride-2 downsample)."""
+    return _conv(hw, c, c // 2), _conv(hw, c, c), _conv(hw, c, c // 2, 1)
+
+
+def test_hand_count_six_stride1_convolutions_route_38_2_percent():
+    layers = {name: _layer(hw, c) for name, hw, c in (("layer2", 28, 128), ("layer3", 14, 256), ("layer4", 7, 512))}
+    backbone = STEM + LAYER1 + sum(first + 3 * rest + down for first, rest, down in layers.values())
+    assert backbone == 1_813_561_344  # torchvision's 1.81 GMACs
+    total = backbone + 512 * 1000  # ResNet-18's own 512 -> 1000 classifier (Table 5's heads)
+    stride1 = sum(3 * layers[n][1] for n in ("layer3", "layer4"))  # six convolutions of 115.6 M each
+    every = stride1 + sum(layers[n][0] for n in ("layer3", "layer4"))  # ... and the two stride-2 ones
+    assert f"{stride1 / total:.1%}" == "38.2%"  # Section 4.6: "approximately 38%"
+    assert f"{every / total:.1%}" == "44.6%"  # all eight, before the MoE's own router and mixing
+
+
+def test_stride1_reading_routes_the_six_stride1_convolutions_only():
+    with torch.device("meta"):
+        six = build_model("imagenet", Component("resnet18_moeconv", {"routed": "stride1"}), Component("dense"))
+    names = sorted(six.backbone.moe_layers())
+    assert names == ["net.layer3.0.conv2", "net.layer3.1.conv1", "net.layer3.1.conv2",
+                     "net.layer4.0.conv2", "net.layer4.1.conv1", "net.layer4.1.conv2"]
+    assert all(six.backbone.moe_layers()[n].stride == 1 for n in names)
+    assert isinstance(six.backbone.net.layer3[0].conv1, nn.Conv2d)
+
+
+@pytest.mark.slow
+def test_stride1_backbone_moe_rho_is_the_hand_count_plus_its_routers():
+    model = build_model("imagenet", Component("resnet18_moeconv", {"routed": "stride1"}), Component("dense", {"hidden": []}))
+    report = count_flops(model, (3, 224, 224))
+    assert report.problems == [] and len(report.routed_modules) == 6
+    # Each MoEConv2d also mixes its k = 2 selected filter banks per sample (k W multiply-adds) and routes
+    # (C -> 8): the rho-definition assumption counts both as routed, 0.6 pp above the hand count.
+    assert 0.3824 < report.rho < 0.3824 + 0.007
+    assert f"{report.rho:.1%}" == "38.8%"

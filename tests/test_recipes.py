@@ -133,3 +133,11 @@ def test_a_field_added_at_its_default_leaves_the_run_hash_unchanged():
     blob = json.dumps(old, sort_keys=True, separators=(",", ":"))
     assert cfg.hash == hashlib.sha256(blob.encode()).hexdigest()[:16]
     assert replace(cfg, pretrained_on="digits").hash != cfg.hash
+
+
+def test_a_rows_batch_size_replaces_the_recipes_and_a_quick_profiles_replaces_both():
+    # The batch-size reading's alternatives (repro/readings.toml) are rows with a batch of their own.
+    row = replace(_row("cifar10", "cifar_standard"), batch_size=256)
+    assert resolve(_row("cifar10", "cifar_standard"), FULL, seed=0).batch_size == 128
+    assert resolve(row, FULL, seed=0).batch_size == 256
+    assert resolve(row, Profile(description="s", evidence="pipeline", batch_size=32), seed=0).batch_size == 32

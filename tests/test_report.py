@@ -38,9 +38,9 @@ def test_markdown_table_shows_paper_values_beside_ours(table6):
     md = files["table6.md"].read_text()
     assert "| ρ (ours) |" in md and "| ρ (paper) |" in md
     r18 = next(line for line in md.splitlines() if line.startswith("| ImageNet-1K, ResNet-18, head-only"))
-    assert r18.rstrip().endswith("| 0.06% |") and "0.059%" in r18
+    assert r18.rstrip().endswith("| 0.06% | - |") and "0.059%" in r18  # the text states its gap negative
     cifar_std = next(line for line in md.splitlines() if line.startswith("| CIFAR-10, standard backbone"))
-    assert cifar_std.rstrip().endswith("|  |")  # the text gives no number: the cell stays empty
+    assert cifar_std.rstrip().endswith("|  | ≤0 |")  # the text gives no rho (the cell stays empty), a gap not positive
     claims = files["claims.md"].read_text()
     assert "`rho_r18_head`" in claims and "**reproduced**" in claims
 

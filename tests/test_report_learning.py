@@ -62,3 +62,19 @@ def test_which_heads_the_check_gates_is_a_field_of_each_heads_registry_entry():
     from repro.models.catalog import head_info
 
     assert sorted(e.name for e in HEADS if head_info(e.name).gated) == ["dense", "sparse_moe"]
+
+
+def test_rows_training_an_alternative_reading_are_reported_and_do_not_gate():
+    # table1's [[sensitivity]] rows: the reading the artifact did not choose may well not learn (PyTorch's
+    # default init on the depthwise stack, tools/investigate/FINDINGS.md); the check shows it, verify-all goes on.
+    table1 = find_manifest("table1")
+    result = _result("table1", {"dw_h512_dense": {0: 0.9, 1: 0.91}, "dw_h512_dense__torch_init": {0: 0.1, 1: 0.11},
+                                "std_h512_moe__literal_capacity": {0: 0.85, 1: 0.8}}, chance=0.1)
+    checks = {c.rows[0]: c for c in learning_checks([(table1, result)])}
+    torch_init = checks["table1/dw_h512_dense__torch_init"]
+    assert not torch_init.learned and not torch_init.failed and torch_init.reading == "conv-init/torch_init"
+    assert torch_init.status() == "did not learn under the alternative reading conv-init/torch_init: below chance + 30 points"
+    assert checks["table1/std_h512_moe__literal_capacity"].learned
+    line = summary_line(list(checks.values()))
+    assert "1 / 1 dense and sparse-MoE configurations" in line and "FAILED" not in line
+    assert "under alternative readings 1 / 2 (did not learn: table1/dw_h512_dense__torch_init)" in line

@@ -31,20 +31,41 @@ def test_linear_schedule_golden(frac, tau):
         (1.0, 0.1555016408),  # 0.13 + 0.87 / (1 + e^3.5) = 0.13 + 0.87 * 0.0293122308
     ],
 )
-def test_sigmoid_schedule_golden(frac, tau):
-    assert sigmoid_tau(frac, TAU_MAX, TAU_MIN, kappa=7.0) == pytest.approx(tau, abs=1e-9)
+def test_centred_sigmoid_schedule_golden(frac, tau):
+    assert sigmoid_tau(frac, TAU_MAX, TAU_MIN, kappa=7.0, form="centred") == pytest.approx(tau, abs=1e-9)
 
 
-def test_sigmoid_is_monotone_and_sharper_than_linear_in_the_middle():
-    taus = [sigmoid_tau(i / 100, TAU_MAX, TAU_MIN) for i in range(101)]
+# The exact form rescales the centred share s by (s - s(1)) / (s(0) - s(1)), s(0) - s(1) = 0.9413755384.
+@pytest.mark.parametrize("frac, tau", [
+    (0.0, 1.0), (0.5, 0.565),
+    (0.25, 0.8902676),  # 0.13 + 0.87 (0.8519528 - 0.0293122) / 0.9413755
+    (1.0, 0.13),
+])
+def test_exact_sigmoid_schedule_golden(frac, tau):
+    assert sigmoid_tau(frac, TAU_MAX, TAU_MIN, kappa=7.0) == pytest.approx(tau, abs=1e-7)
+
+
+def test_only_the_exact_sigmoid_ends_where_linear_annealing_ends():
+    # Section 3.2 anneals "from tau_max to tau_min": the centred form stops at 0.078 for tau_min = 0.05
+    # (the temperature ablation), where the linear schedule it is compared with reaches 0.05.
+    assert sigmoid_tau(1.0, 1.0, 0.05, form="centred") == pytest.approx(0.0778466, abs=1e-6)
+    assert sigmoid_tau(1.0, 1.0, 0.05) == pytest.approx(linear_tau(1.0, 1.0, 0.05), abs=1e-12)
+    assert sigmoid_tau(0.0, 1.0, 0.05) == pytest.approx(1.0, abs=1e-12)
+
+
+@pytest.mark.parametrize("form, scale", [("centred", 1.0), ("exact", 1 / 0.9413755384)])
+def test_sigmoid_is_monotone_and_sharper_than_linear_in_the_middle(form, scale):
+    taus = [sigmoid_tau(i / 100, TAU_MAX, TAU_MIN, form=form) for i in range(101)]
     assert all(a > b for a, b in zip(taus, taus[1:]))
-    slope_mid = (sigmoid_tau(0.51, TAU_MAX, TAU_MIN) - sigmoid_tau(0.49, TAU_MAX, TAU_MIN)) / 0.02
-    assert slope_mid == pytest.approx(-0.87 * 7.0 / 4, rel=1e-3)  # d/dt of the sigmoid at 0: -(range) kappa / 4
+    slope_mid = (sigmoid_tau(0.51, TAU_MAX, TAU_MIN, form=form) - sigmoid_tau(0.49, TAU_MAX, TAU_MIN, form=form)) / 0.02
+    assert slope_mid == pytest.approx(-0.87 * 7.0 / 4 * scale, rel=1e-3)  # -(range) kappa / 4, rescaled
 
 
 def test_temperature_dispatches_on_schedule_name():
     assert temperature(0.5, 1.0, 0.3, "linear") == pytest.approx(0.65)
     assert temperature(0.5, 1.0, 0.3, "sigmoid") == pytest.approx(0.65)
+    with pytest.raises(ValueError):
+        sigmoid_tau(0.5, 1.0, 0.3, form="cubic")  # type: ignore[arg-type]
     with pytest.raises(ValueError):
         temperature(0.5, 1.0, 0.3, "cosine")  # type: ignore[arg-type]
 
@@ -57,7 +78,8 @@ def test_k_warmup_cifar_8_to_1_over_5_epochs():
 
 
 def test_head_on_epoch_start_follows_the_schedules():
-    cfg = SparseMoEConfig(expert_hidden=8, tau_schedule="sigmoid", k_warmup_epochs=5, k_warmup_start=8)
+    cfg = SparseMoEConfig(expert_hidden=8, tau_schedule="sigmoid", k_warmup_epochs=5, k_warmup_start=8,
+                          tau_sigmoid_form="centred")
     head = SparseMoEHead(4, 3, cfg)
     seen = []
     for epoch in range(50):
@@ -68,3 +90,24 @@ def test_head_on_epoch_start_follows_the_schedules():
     assert [k for _, k in seen[:6]] == [8, 7, 5, 4, 2, 1]
     assert seen[24][0] > 0.565 > seen[25][0]  # the midpoint t = T/2 = 24.5 lies between epochs 24 and 25
     assert math.isclose(SparseMoEHead(4, 3, SparseMoEConfig(expert_hidden=8)).tau, 1.0)
+
+
+def test_the_default_sigmoid_head_ends_at_tau_min():
+    head = SparseMoEHead(4, 3, SparseMoEConfig(expert_hidden=8, tau_schedule="sigmoid"))
+    head.on_epoch_start(49, 50)
+    assert head.tau == pytest.approx(0.13, abs=1e-12)
+    head.on_epoch_start(0, 50)
+    assert head.tau == pytest.approx(1.0, abs=1e-12)
+
+
+def test_the_temperature_ablation_compares_its_schedules_at_the_same_end_temperature():
+    from repro.manifest import find_manifest
+
+    rows = find_manifest("temperature_ablation").rows
+    ends = {}
+    for row in rows:
+        head = SparseMoEHead(4, 3, SparseMoEConfig(**row.head.params))
+        head.on_epoch_start(49, 50)
+        ends[row.id] = head.tau
+    assert ends["sigmoid_low"] == pytest.approx(ends["linear_low"], abs=1e-12) == pytest.approx(0.05)
+    assert all(ends[r.id] == pytest.approx(r.head.params["tau_min"]) for r in rows)

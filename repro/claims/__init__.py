@@ -8,16 +8,21 @@ hand: with no measurement the verdict is `not run`.
     core.py        Evidence, Outcome, NotRun, Rule and the helpers every rule shares
     values.py      rules on single values (FLOPs, rho): matches_paper, compare, separates, ...
     gaps.py        rules on accuracy gaps paired by seed: gap_matches_paper, gap_order, row_above, ...
+    routing.py     rules on test-time routing (Section 5.3): routing_concentrated, gap_tracks_routing, ...
     latency.py     rules on latency and operator counts: within_factor, ordered, scales_with_experts
     rules.py       RULES, the registry filled from the families above
     learned.py     the guard: a comparison counts only between models that beat chance
     verdicts.py    evaluate(claim, evidence) -> Verdict, and what each kind of profile may decide
     references.py  check_references(manifest, problems): what the claims name must exist
     family.py      holm_adjust(verdicts): Holm-adjusted p over one run's empirical tests
-    headline.py    count_verdicts(verdicts): {scope: {status: count}}
+    decide.py      decide_table, decide_family, decided_results: where the pipeline and `repro report`
+                   decide a table's claims and apply Holm over a report (the report only renders)
+    headline.py    count_verdicts(verdicts): {group: {status: count}}, the explainer's claims apart
+    readings.py    decide_readings: every analytic claim under every alternative reading (repro/readings.toml)
 """
 
 from repro.claims.core import Evidence, NotRun, Outcome, Rule
+from repro.claims.decide import decide_family, decide_table, decided_results, evidence_for
 from repro.claims.family import holm_adjust
 from repro.claims.headline import count_verdicts
 from repro.claims.references import check_references
@@ -26,4 +31,5 @@ from repro.claims.verdicts import evaluate
 from repro.results import Status, Verdict
 
 __all__ = ["Evidence", "NotRun", "Outcome", "RULES", "Rule", "Status", "Verdict", "check_references",
-           "count_verdicts", "evaluate", "holm_adjust"]
+           "count_verdicts", "decide_family", "decide_table", "decided_results", "evaluate", "evidence_for",
+           "holm_adjust"]

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Literal, Protocol
 
 from repro.paper import PaperValue, paper_value
+from repro.profiles import Profile
 from repro.results import Status
 
 
@@ -31,7 +32,9 @@ class Evidence:
     # decide empirical and GPU-scoped claims (repro.claims.verdicts).
     kind: EvidenceKind = "paper"
     seeds: int | None = None  # seeds per row at this profile
-    epochs: int | None = None  # epochs per run; None: the paper's epochs for each dataset
+    paper_seeds: int | None = None  # the paper's seeds for this table (the manifest's `seeds`)
+    # The profile as run (repro.profiles.Profile): a verdict's note names how it departs from the paper's protocol.
+    settings: Profile | None = None
     comparison_rows: dict[str, tuple[str, str]] = field(default_factory=dict)  # comparison id -> (row, baseline)
 
     def get(self, path: str) -> Any:

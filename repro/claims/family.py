@@ -29,15 +29,17 @@ def holm(p_values: list[float]) -> list[float]:
 
 
 def in_family(v: Verdict) -> bool:
-    """A decided empirical verdict that rests on a significance test."""
-    return v.scope == "empirical" and v.status != "not run" and v.p_value is not None
+    """A decided empirical verdict that rests on a significance test. A claim judged against a number only
+    the explainer prints re-tests a comparison the paper's own claim tests, so it is left out."""
+    return (v.scope == "empirical" and v.status != "not run" and v.p_value is not None
+            and v.source != "explainer-and-summary")
 
 
 def holm_adjust(verdicts: Iterable[Verdict], alpha: float = ALPHA) -> int:
     """Set `p_holm` on every verdict of the family (in place); return the family's size m.
 
-    Pass all verdicts of one verify-all run, after every manifest's claims are decided. A verdict
-    significant at `alpha` alone but not after the adjustment gets a note saying so.
+    Pass all verdicts of one report, after every manifest's claims are decided (repro.claims.decide).
+    A verdict significant at `alpha` alone but not after the adjustment gets a note saying so.
     """
     family = [v for v in verdicts if in_family(v)]
     for v, adjusted in zip(family, holm([v.p_value for v in family])):

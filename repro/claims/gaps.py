@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import math
 import warnings
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 
-from repro.claims.core import Evidence, Outcome, Rule, need, paper, passed, pct
+from repro.claims.core import Evidence, NotRun, Outcome, Rule, need, paper, passed, pct
 from repro.paper import PaperValue
 from repro.results import comparison_metric, row_metric
 
@@ -39,16 +39,10 @@ def _p(p: float | None) -> str:
 
 
 def seeds_needed(pv: PaperValue) -> int | None:
-    """Seeds for 80% power at the effect size the paper's numbers imply (repro.stats_audit.power_plan)."""
-    from repro.stats_audit import power_plan
+    """Seeds for 80% power at the effect size the paper's numbers imply (repro.stats.seeds_needed)."""
+    from repro.stats import seeds_needed as needed  # scipy: imported when a claim is decided
 
-    plan = power_plan([pv])
-    return plan[0].seeds_needed if plan else None
-
-
-def _paper_sign(pv: PaperValue) -> int:
-    sign = pv.implied_sign
-    return 0 if sign is None else (1 if sign == "+" else -1)
+    return needed(pv)
 
 
 def judge_gap(gap: dict[str, Any], pv: PaperValue, alpha: float = ALPHA) -> Outcome:
@@ -64,16 +58,19 @@ def judge_gap(gap: dict[str, Any], pv: PaperValue, alpha: float = ALPHA) -> Outc
         return Outcome("inconclusive", text + " (identical accuracy on every seed: no information)",
                        [str(Failure("sign", "no difference on any seed"))])
     failures: list[Failure] = []
-    want = _paper_sign(pv)
-    sign_ok = want == 0 or (mean != 0 and (mean > 0) == (want > 0))
+    want = pv.implied_sign  # "+", "-", "<=0" (the text says only that it is not positive) or None
+    if want == "<=0":
+        sign_ok = mean <= 0
+    else:
+        sign_ok = want is None or (mean != 0 and (mean > 0) == (want == "+"))
     if not sign_ok:
         measured = "0 (no difference)" if mean == 0 else ("+" if mean > 0 else "-")
-        failures.append(Failure("sign", f"measured {measured}, reported {'+' if want > 0 else '-'}"))
+        failures.append(Failure("sign", f"measured {measured}, reported {'not positive' if want == '<=0' else want}"))
     significant = p is not None and p < alpha
     # A direction the paper states needs a significant gap here too, unless the paper's own test
-    # was not significant (then only the direction is claimed).
-    paper_not_significant = pv.p is not None and pv.p_relation == "=" and pv.p >= alpha
-    tested = None if paper_not_significant else p  # the p this verdict rests on (Holm: repro.claims.family)
+    # was not significant (then only the direction is claimed), or it states only that no gain appears.
+    paper_not_significant = (pv.p is not None and pv.p_relation == "=" and pv.p >= alpha) or want == "<=0"
+    tested = None if paper_not_significant and sign_ok else p  # the p this verdict rests on (Holm: repro.claims.family)
     if sign_ok and not paper_not_significant and not significant:
         failures.append(Failure("significance", f"p={_p(p)} is not below {alpha}"))
     if sign_ok and pv.positive_seeds is not None and pv.n and pv.positive_seeds in (0, pv.n):
@@ -166,6 +163,9 @@ def gap_matches_paper(p: GapMatchesPaper, ev: Evidence) -> Outcome:
 class MonotonicInRho:
     comparisons: tuple[str, ...]  # comparisons whose row is a routed (MoE) model with a rho
     may_collapse: tuple[str, ...] = ()  # treatment rows whose collapse to chance is the finding (repro.claims.learned)
+    # Comparisons whose gap sign the text states but that the claim leaves out, with the reason
+    # (repro.claims.references.check_stated_signs).
+    excluded: dict[str, str] = field(default_factory=dict)
 
 
 def monotonic_in_rho(p: MonotonicInRho, ev: Evidence) -> Outcome:
@@ -184,6 +184,7 @@ def monotonic_in_rho(p: MonotonicInRho, ev: Evidence) -> Outcome:
 class SignFollowsRho:
     comparisons: tuple[str, ...]
     may_collapse: tuple[str, ...] = ()  # treatment rows whose collapse to chance is the finding (repro.claims.learned)
+    excluded: dict[str, str] = field(default_factory=dict)  # as MonotonicInRho.excluded
 
 
 def sign_follows_rho(p: SignFollowsRho, ev: Evidence) -> Outcome:
@@ -263,14 +264,23 @@ class AccuracyMatchesPaper:
 
 
 def accuracy_matches_paper(p: AccuracyMatchesPaper, ev: Evidence) -> Outcome:
+    """A row's mean accuracy against the paper's mean: both are means over seeds, so the tolerance is the
+    95% half-width of their difference (Welch), the paper's spread taken as ours where the text gives none;
+    the printed precision adds only its rounding."""
     pv = paper(ev, p.paper)
     xs = [100 * v for v in need(ev, row_metric(p.row, "accuracy")).values()]
-    mean = sum(xs) / len(xs)
-    if len(xs) < 2:
+    n, mean = len(xs), sum(xs) / len(xs)
+    if n < 2:
         return Outcome("inconclusive", f"{mean:.2f}% from one seed vs reported {pv.printed}", ["seeds: need at least 2"])
-    sd = math.sqrt(sum((x - mean) ** 2 for x in xs) / (len(xs) - 1))
-    tol = float(_sps().t.ppf(0.975, len(xs) - 1)) * sd / math.sqrt(len(xs)) + pv.tolerance
-    text = f"{mean:.2f} ± {sd:.2f}% over {len(xs)} seeds vs reported {pv.printed} (tolerance ±{tol:.2f}pp)"
+    sd = math.sqrt(sum((x - mean) ** 2 for x in xs) / (n - 1))
+    n_p, sd_p = pv.n or ev.paper_seeds or n, pv.sd if pv.sd is not None else sd
+    ours, theirs = sd**2 / n, sd_p**2 / n_p
+    se = math.sqrt(ours + theirs)
+    df = (ours + theirs) ** 2 / (ours**2 / (n - 1) + theirs**2 / max(1, n_p - 1)) if se > 0 else 1.0
+    tol = float(_sps().t.ppf(0.975, df)) * se + pv.tolerance
+    spread = "" if pv.sd is not None else ", the paper's s.d. taken as ours"
+    text = (f"{mean:.2f} ± {sd:.2f}% over {n} seeds vs reported {pv.printed} over {n_p} seeds "
+            f"(tolerance ±{tol:.2f}pp: 95% of the difference of two means{spread})")
     failed = [] if abs(mean - pv.value) <= tol else [f"magnitude: {mean:.2f} outside {pv.value:g} ± {tol:.2f}"]
     return Outcome(passed(not failed), text, failed, {p.row: mean}, {p.paper: pv.printed})
 
@@ -280,27 +290,28 @@ class GapDifference:
     comparison: str
     minus: str
     paper: str
+    alpha: float = ALPHA
     may_collapse: tuple[str, ...] = ()  # treatment rows whose collapse to chance is the finding (repro.claims.learned)
 
 
 def gap_difference(p: GapDifference, ev: Evidence) -> Outcome:
+    """gap(comparison) - gap(minus), paired by seed and judged as a gap (sign, significance, magnitude, power).
+
+    Per seed the difference of the two gaps; where they share a baseline (Table 5's k = 2 and k = 1 against
+    one dense model) it cancels, so the test is the paired one of the two treatments, not two independent gaps.
+    """
+    from repro.stats import paired_gap
+
     pv = paper(ev, p.paper)
     a, b = _gap(ev, p.comparison), _gap(ev, p.minus)
-    diff = a["mean"] - b["mean"]
-    se = math.hypot(a["sem"] or 0.0, b["sem"] or 0.0)
-    df = max(1, min(a["n"], b["n"]) - 1)
-    tol = float(_sps().t.ppf(0.975, df)) * 100 * se + pv.tolerance
-    text = f"{p.comparison} - {p.minus} = {pct(diff)} vs reported {pv.printed} (tolerance ±{tol:.2f}pp)"
-    failed = []
-    if (diff > 0) != (pv.value > 0):
-        failed.append(f"sign: measured {pct(diff)}")
-    elif abs(100 * diff - pv.value) > tol:
-        failed.append(f"magnitude: {100 * diff:.2f} outside {pv.value:g} ± {tol:.2f}")
-    measured, reported = {"difference": diff}, {p.paper: pv.printed}
-    learners = _guarded(ev, (p.comparison, p.minus), p.may_collapse)
-    if min(a["n"], b["n"]) < 2 or (diff == 0 and not a["sd"] and not b["sd"]):
-        return Outcome("inconclusive", text, failed or ["seeds: need at least 2"], measured, reported, learners)
-    return Outcome(passed(not failed), text, failed, measured, reported, learners)
+    da, db = a.get("differences") or {}, b.get("differences") or {}
+    if not set(da) & set(db):
+        raise NotRun(f"no seed has both gaps {p.comparison} and {p.minus}")
+    diff = paired_gap(da, db).to_dict()
+    judged = judge_gap(diff, pv, p.alpha)
+    text = f"{p.comparison} - {p.minus} per seed: {judged.evidence}"
+    return replace(judged, evidence=text, measured={"difference": diff},
+                   reported={p.paper: pv.printed}, must_have_learned=_guarded(ev, (p.comparison, p.minus), p.may_collapse))
 
 
 FAMILY = (

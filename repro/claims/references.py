@@ -12,7 +12,7 @@ from repro.results import COMPARISON_METRICS, ROW_METRICS, parse_metric_path
 # Which claim parameters name what: paper keys, rows, comparisons, metric paths, row metrics.
 PAPER_KEYS = ("paper", "threshold")
 ROW_KEYS = ("below", "above", "rows", "row", "baseline", "may_collapse")
-COMPARISON_KEYS = ("comparison", "comparisons", "minus")
+COMPARISON_KEYS = ("comparison", "comparisons", "minus", "others")
 PATH_KEYS = ("metric", "other", "numerator", "denominator", "metrics")
 
 
@@ -29,6 +29,7 @@ class _ComparisonLike(Protocol):
 class ManifestLike(Protocol):
     """The fields of repro.manifest.Manifest read here (claims never import manifests)."""
 
+    id: str
     paper_table: str
     rows: Iterable[_Identified]
     comparisons: Iterable[_ComparisonLike]
@@ -65,6 +66,66 @@ def check_references(manifest: ManifestLike, problems: ProblemSink) -> None:
                 elif key == "row_metric" and ref not in ROW_METRICS:
                     problems.add(where, f"unknown metric '{ref}'{closest(ref, sorted(ROW_METRICS))}")
         _check_may_collapse(claim, {c.id: (c.row, c.baseline) for c in manifest.comparisons}, f"claims[{i}]", problems)
+        check_stated_signs(claim, manifest, f"claims[{i}]", problems)
+
+
+# Rules that split or order settings by the sign of their gap: they must read every setting whose sign the
+# text states. separates lists rows (a setting's sign: "<row>.gap" in the paper table); the others comparisons.
+SIGN_RULES = {"separates": "rows", "sign_follows_rho": "comparisons", "monotonic_in_rho": "comparisons"}
+
+
+def stated_signs(manifest: ManifestLike, kind: str) -> dict[str, str]:
+    """Row or comparison id -> the gap sign the paper's text states for it ("<id>.gap" in the paper table)."""
+    ids = [r.id for r in manifest.rows] if kind == "rows" else [c.id for c in manifest.comparisons]
+    values = {i: paper_value(manifest.paper_table, f"{i}.gap") for i in ids}
+    return {i: pv.implied_sign for i, pv in values.items() if pv is not None and pv.implied_sign is not None}
+
+
+def check_stated_signs(claim: ClaimLike, manifest: ManifestLike, where: str, problems: ProblemSink) -> None:
+    """A separation or sign rule refuses a list that leaves out a setting whose gap sign the text states
+    (unless `excluded` names it with a reason), and a row put on the side its stated sign contradicts."""
+    kind = SIGN_RULES.get(claim.rule)
+    if kind is None:
+        return
+    signs = stated_signs(manifest, kind)
+    excluded = claim.params.get("excluded") or {}
+    for ref in excluded:
+        if ref not in signs:
+            problems.add(f"{where}.excluded", f"'{ref}' has no gap sign the text states: only a stated setting "
+                         f"needs excluding; stated: {', '.join(sorted(signs)) or 'none'}")
+    if kind == "rows":
+        sides = {r: "below" for r in claim.params.get("below") or ()} | {r: "above" for r in claim.params.get("above") or ()}
+        for ref, side in sides.items():
+            want = "above" if signs.get(ref) == "+" else "below" if signs.get(ref) in ("-", "<=0") else side
+            if want != side:
+                problems.add(f"{where}.{side}", f"'{ref}': the text states its gap sign {signs[ref]}, which puts it "
+                             f"{want}, not {side}")
+    else:
+        sides = {c: "comparisons" for c in claim.params.get("comparisons") or ()}
+    for ref, sign in signs.items():
+        if ref not in sides and ref not in excluded:
+            lists = "below or above" if kind == "rows" else "comparisons"
+            problems.add(where, f"{claim.rule} leaves out '{ref}', whose gap sign the text states ({sign}): "
+                         f"list it in {lists}, or in excluded with the reason")
+
+
+def claim_rows(claim: ClaimLike, comparisons: Iterable[_ComparisonLike]) -> tuple[str, ...]:
+    """Every row a claim's rule reads: named, through the comparisons it names, or in its metric paths."""
+    rows, comps = set(), set()
+    for key, value in claim.params.items():
+        refs = [v for v in (value if isinstance(value, (list, tuple)) else [value]) if isinstance(v, str)]
+        if key in ROW_KEYS:
+            rows.update(refs)
+        elif key in COMPARISON_KEYS:
+            comps.update(refs)
+        elif key in PATH_KEYS:
+            for path in refs:
+                kind, ident, _ = parse_metric_path(path)
+                (rows if kind == "rows" else comps).add(ident)
+    for comp in comparisons:
+        if comp.id in comps:
+            rows.update((comp.row, comp.baseline))
+    return tuple(sorted(rows))
 
 
 def _check_may_collapse(claim: ClaimLike, pairs: dict[str, tuple[str, str]], where: str, problems: ProblemSink) -> None:

@@ -6,7 +6,7 @@ paper within half a unit of its last printed digit (a full unit when printed as 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from repro.claims.core import Evidence, Outcome, Rule, fmt, from_paper_units, in_paper_units, need, paper, passed
@@ -99,6 +99,9 @@ class Separates:
     row_metric: str  # the metric compared on each row, e.g. "rho"
     below: tuple[str, ...]  # rows the paper reports on the losing side
     above: tuple[str, ...]  # rows the paper reports on the winning side
+    # Rows whose gap sign the text states but that the claim leaves out, each with the reason: every row with
+    # a stated sign must be in below, above or here (repro.claims.references.check_stated_signs).
+    excluded: dict[str, str] = field(default_factory=dict)
 
 
 def separates(p: Separates, ev: Evidence) -> Outcome:
@@ -110,6 +113,12 @@ def separates(p: Separates, ev: Evidence) -> Outcome:
     failed += [f"{r}: {v:.4g} is not above {bound:.4g}" for r, v in highs.items() if not v > bound]
     text = (f"reported threshold {pv.printed}; below: max {max(lows.values()):.4g} ({max(lows, key=lows.get)}), "
             f"above: min {min(highs.values()):.4g} ({min(highs, key=highs.get)})")
+    if max(lows.values()) < min(highs.values()):
+        text += f"; these rows are split anywhere in ({max(lows.values()):.4g}, {min(highs.values()):.4g})"
+    else:
+        text += "; no threshold splits these rows"
+    if p.excluded:
+        text += "; left out: " + "; ".join(f"{r} ({why})" for r, why in p.excluded.items())
     measured = {row_metric(r, p.row_metric): v for r, v in (lows | highs).items()}
     return Outcome(passed(not failed), text, failed, measured, {p.threshold: pv.printed})
 

@@ -12,11 +12,13 @@ from __future__ import annotations
 from repro.claims.core import ClaimLike, Evidence, EvidenceKind, NotRun
 from repro.claims.gaps import seeds_needed
 from repro.claims.learned import did_not_learn
+from repro.claims.references import PAPER_KEYS
 from repro.claims.rules import RULES
 from repro.paper import paper_value
 from repro.results import Verdict
 
 DECIDING_KINDS: frozenset[EvidenceKind] = frozenset({"reduced", "paper"})
+EXPLAINER = "explainer-and-summary"
 # Why a kind of evidence decides no measured claim: "<profile> is <kind words>: <why>".
 _UNDECIDED = {
     "pipeline": ("a pipeline check", "synthetic data decides no {scope} claim"),
@@ -28,7 +30,8 @@ _SCOPE_WORDS = {"empirical": "empirical", "gpu": "GPU-scoped", "extension": "ext
 def evaluate(claim: ClaimLike, ev: Evidence) -> Verdict:
     """Decide one manifest claim on the evidence; never raises for missing data."""
     base = dict(claim=claim.id, statement=claim.statement, section=claim.section, scope=claim.scope,
-                paper_scale=ev.paper_scale or claim.scope == "analytic", seeds_needed=_seeds_needed(claim, ev))
+                paper_scale=ev.paper_scale or claim.scope == "analytic", seeds_needed=_seeds_needed(claim, ev),
+                source=reference_source(claim, ev.paper_table))
     if claim.scope == "gpu" and ev.device != "cuda":
         return Verdict(**base, status="not run",
                        evidence=f"needs a GPU (scope gpu); measured on {ev.device}, so not decided")
@@ -63,13 +66,23 @@ def undecided_reason(ev: Evidence, scope: str) -> str:
 
 
 def _protocol_note(ev: Evidence) -> str:
+    """How the profile the evidence was measured under departs from the paper's protocol, from its settings."""
+    departs = ev.settings.departures(ev.paper_seeds) if ev.settings is not None else []
+    if departs:
+        return (f"decided on the '{ev.profile}' profile, which departs from the paper's protocol: "
+                + "; ".join(departs))
     if ev.kind == "reduced":
-        epochs = "the paper's epochs" if ev.epochs is None else f"{ev.epochs} epochs"
-        seeds = "? seeds" if ev.seeds is None else f"{ev.seeds} seed{'s' if ev.seeds != 1 else ''}"
-        return f"decided on the '{ev.profile}' profile, a reduced protocol ({seeds}, {epochs}): not the paper's protocol"
+        return f"decided on the '{ev.profile}' profile, a reduced protocol: not the paper's protocol"
     if not ev.paper_scale:
         return f"decided on the '{ev.profile}' profile: not a paper-scale result"
     return ""
+
+
+def reference_source(claim: ClaimLike, paper_table: str) -> str:
+    """Which text the reported numbers a claim is judged against come from: the explainer's if any one does."""
+    keys = [claim.params.get(name) for name in PAPER_KEYS]
+    sources = {pv.source for key in keys if isinstance(key, str) and (pv := paper_value(paper_table, key)) is not None}
+    return EXPLAINER if EXPLAINER in sources else "method-and-results"
 
 
 def _seeds_needed(claim: ClaimLike, ev: Evidence) -> int | None:

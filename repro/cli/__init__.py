@@ -3,6 +3,7 @@
     tables     run ID..., <id> (one per manifest), verify-all
     info       list, plan, flops, data: what things are and cost, before anything runs
     report     report: re-render from the results present
+    readings   readings ID...: every analytic claim under every alternative reading
     status     status: runs done, running, failed, pending
     bench      bench ...: the benchmarks
     common     consoles, shared options, loading with clear errors, printing that fits 80 columns
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 import typer
 
-from repro.cli import info, report, status, tables
+from repro.cli import info, readings, report, status, tables
 from repro.cli.bench import bench_app
 
 
@@ -75,6 +76,7 @@ app.command("data")(info.data)
 app.command("report")(report.report)
 app.command("verify-all")(tables.verify_all)
 app.command("status")(status.status)
+app.command("readings")(readings.readings)
 app.add_typer(bench_app, name="bench", help="Benchmarks: latency per head, data path, training, capacity assignment.")
 tables.register_manifest_commands(app)
 

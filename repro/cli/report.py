@@ -17,6 +17,7 @@ def report(results_dir: Optional[Path] = ResultsOpt, manifests_dir: Optional[Pat
            profiles: Optional[Path] = ProfilesOpt,
            profile: Optional[str] = typer.Option(None, "--profile", "-p", help="Only this profile's report. Default: every profile with results.")) -> None:
     """Re-render <results>/<profile>/report.md from whatever results the directory holds."""
+    from repro.claims import decided_results
     from repro.report.summary import write_report
     from repro.results import profiles_present
 
@@ -30,7 +31,7 @@ def report(results_dir: Optional[Path] = ResultsOpt, manifests_dir: Optional[Pat
     if not names:
         fail(f"no results in {results_dir}: run a table or `repro verify-all` first")
     for name in names:
-        path, summary = write_report(results_dir, name, manifests)
+        path, summary = write_report(decided_results(results_dir, name, manifests), results_dir, name)
         console.rule(name)
         for line in summary["lines"]:
             show(line)

@@ -28,7 +28,7 @@ from repro.execution.options import ExecutorOptions
 from repro.execution.torchrun import TorchrunUsageError, ranks, relaunch
 from repro.manifest import Manifest, manifest_paths
 from repro.profiles import default_profile
-from repro.results import default_results_dir, load_result
+from repro.results import default_results_dir
 from repro.runtime.interrupt import command_line
 
 LOG_NAME = "repro.log"  # <results>/<profile>/repro.log: every line a table command printed or left behind -v
@@ -246,6 +246,7 @@ def verify_all(profile: Optional[str] = ProfileOpt, results_dir: Optional[Path] 
 
 def _verify_all(manifests: list[Manifest], profile: str, results_dir: Path, device: str, jobs: int,
                 data_dir: Path | None, strict: bool, executor: ExecutorOptions | None, verbose: bool) -> int:
+    from repro.claims import decided_results
     from repro.pipeline import TableRun, decidable_not_reproduced, flop_check
     from repro.report.summary import write_report
 
@@ -262,9 +263,9 @@ def _verify_all(manifests: list[Manifest], profile: str, results_dir: Path, devi
                 reporter.warn("FLOP check failed", problem)
             outcomes = _run_all(run, manifests, reporter, announce=False)
             failures = {o.manifest_id: o.problem for o in outcomes if o.problem}
-            path, summary = write_report(results_dir, profile, manifests, check, failures)
-            _print_claims([r for m in manifests if (r := load_result(results_dir, profile, m.id))], evidence=verbose,
-                          quiet=not verbose)
+            entries = decided_results(results_dir, profile, manifests)  # every table's claims, Holm over the report
+            path, summary = write_report(entries, results_dir, profile, check, failures)
+            _print_claims([r for _, r in entries if r], evidence=verbose, quiet=not verbose)
             console.rule("summary")
             _finish(reporter, [*summary["lines"], f"report: {path}", f"log: {reporter.log_path}"])
     except KeyboardInterrupt as exc:

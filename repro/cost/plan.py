@@ -1,5 +1,9 @@
 """`repro plan`: what deciding each empirical claim costs, and which claims a GPU budget decides.
 
+Besides the claims, each alternative reading a manifest trains ([[sensitivity]], repro.readings) is priced
+as a need of its own ("reading:<reading>/<alternative>", weight SENSITIVITY_WEIGHT): its rows and the rows
+they are compared with, at the paper's seeds.
+
 A claim needs the training rows its rule reads (directly, or through the comparisons it names)
 at the seeds 80% power at the paper's effect size needs (repro.stats_audit.power_plan; at least
 2, a paired test's minimum), or the paper's own seed count where the text gives no effect size.
@@ -23,6 +27,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from repro.claims.references import claim_rows
 from repro.cost.estimate import Cost, CostModel, makespan
 from repro.manifest import Claim, Manifest
 from repro.profiles import Profile
@@ -31,9 +36,6 @@ from repro.recipes import resolve
 
 BASE_PROFILE = "full"  # the paper's protocol: the plan's profiles are it with fewer rows and other seeds
 MIN_SEEDS = 2
-_ROW_KEYS = ("row", "baseline", "rows", "below", "above")
-_COMPARISON_KEYS = ("comparison", "comparisons", "minus")
-_METRIC_KEYS = ("metric", "other", "numerator", "denominator", "metrics")
 
 
 @dataclass(frozen=True)
@@ -84,22 +86,8 @@ class Plan:
 
 def rows_read(manifest: Manifest, claim: Claim) -> tuple[str, ...]:
     """The training rows a claim's rule reads: named, through comparisons, or in metric paths."""
-    rows, comps = set(), set()
-    for key, value in claim.params.items():
-        refs = [v for v in (value if isinstance(value, (list, tuple)) else [value]) if isinstance(v, str)]
-        if key in _ROW_KEYS:
-            rows.update(refs)
-        elif key in _COMPARISON_KEYS:
-            comps.update(refs)
-        elif key in _METRIC_KEYS:
-            for path in refs:
-                kind, ident, _ = path.split(".")
-                (rows if kind == "rows" else comps).add(ident)
-    for comp in manifest.comparisons:
-        if comp.id in comps:
-            rows.update((comp.row, comp.baseline))
     trained = {r.id for r in manifest.rows if "accuracy" in r.measures}
-    return tuple(sorted(rows & trained))
+    return tuple(r for r in claim_rows(claim, manifest.comparisons) if r in trained)
 
 
 def claim_seeds(manifest: Manifest, claim: Claim) -> tuple[int | None, str]:
@@ -146,6 +134,38 @@ def claim_needs(manifests: list[Manifest], model: CostModel) -> list[ClaimNeed]:
                         runs[cfg.hash] = t.compute_s + t.overhead_s / model.executor.packing(device.kind)
             needs.append(ClaimNeed(m.id, claim.id, claim.statement, claim.weight, rows, seeds or 0, why, runs,
                                    "" if seeds else why, m.seeds or 1))
+        needs += sensitivity_needs(m, model, device)
+    return needs
+
+
+SENSITIVITY_WEIGHT = 0.5  # a reading's rows test the artifact's own choices, not a finding of the paper
+
+
+def sensitivity_needs(m: Manifest, model: CostModel, device) -> list[ClaimNeed]:
+    """One need per alternative reading a manifest trains ([[sensitivity]]): its rows and the rows they are
+    compared with, at the paper's seeds, so that `repro plan` prices them and a plan's profile can include them."""
+    groups: dict[str, set[str]] = {}
+    for row in m.rows:
+        if row.reading and "accuracy" in row.measures:
+            groups.setdefault(row.reading, set()).add(row.id)
+    for comp in m.comparisons:
+        reading = m.row(comp.row).reading or m.row(comp.baseline).reading
+        if reading in groups:
+            groups[reading] |= {comp.row, comp.baseline}
+    seeds = max(MIN_SEEDS, m.seeds or 1)
+    profile = plan_profile(seeds, base=m.profiles[BASE_PROFILE])
+    needs = []
+    for reading, rows in groups.items():
+        runs: dict[str, float] = {}
+        for row_id in sorted(rows):
+            for seed in range(seeds):
+                cfg = resolve(m.row(row_id), profile, seed)
+                if cfg.hash not in runs:
+                    t = model.run_time(cfg, m.id, device)
+                    runs[cfg.hash] = t.compute_s + t.overhead_s / model.executor.packing(device.kind)
+        label = next(r.label for r in m.rows if r.reading == reading).rsplit(" [", 1)[-1].rstrip("]")
+        needs.append(ClaimNeed(m.id, f"reading:{reading}", f"sensitivity rows: {label}", SENSITIVITY_WEIGHT,
+                               tuple(sorted(rows)), seeds, "the paper's n: the rows it varies", runs, "", m.seeds or 1))
     return needs
 
 

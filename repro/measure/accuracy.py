@@ -8,6 +8,8 @@ put it. Comparisons become MoE - dense gaps paired by seed (repro.stats).
 
 from __future__ import annotations
 
+import math
+
 from repro.manifest import Manifest
 from repro.measure.base import Context
 from repro.recipes import RunConfig, planned_runs
@@ -50,6 +52,20 @@ def pretrain_stand_in_weights(configs: list[RunConfig], ctx: Context) -> None:
         digit_weights.ensure(backbone, dataset, size, log=say)
 
 
+def routing_at_test_time(routing: dict) -> tuple[float, float] | None:
+    """(top share, balance) of a run's test-time top-1 routing (the record's test_usage_by_class, classes x E):
+    the most used expert's share of the test images, and the usage's entropy / log E. None without routing."""
+    table = routing.get("test_usage_by_class")
+    if not table:
+        return None
+    usage = [sum(col) for col in zip(*table)]  # (E,) test images per expert
+    total, e = sum(usage), len(usage)
+    if total == 0 or e < 2:
+        return None
+    shares = [u / total for u in usage]
+    return max(shares), -sum(p * math.log(p) for p in shares if p > 0) / math.log(e)
+
+
 def measure_accuracy(manifest: Manifest, ctx: Context) -> Measured:
     from repro.execution.runs import RunRequest, execute_runs
     from repro.stats import paired_gap
@@ -65,6 +81,7 @@ def measure_accuracy(manifest: Manifest, ctx: Context) -> Measured:
     per_row: dict[str, dict[int, float]] = {}
     late_drop: dict[str, dict[int, float]] = {}  # peak - final test accuracy: the late collapse of Section 5
     chance: dict[str, float] = {}
+    routing: dict[str, dict[str, dict[int, float]]] = {}  # row -> metric -> seed -> value (Section 5.3)
     runs: dict[str, list[dict]] = {}
     for p in planned:
         h = p.cfg.hash
@@ -78,6 +95,10 @@ def measure_accuracy(manifest: Manifest, ctx: Context) -> Measured:
         late_drop.setdefault(p.row, {})[p.seed] = summary.peak_accuracy - summary.final_accuracy
         if summary.chance is not None:
             chance[p.row] = summary.chance
+        shares = routing_at_test_time(summary.routing)
+        if shares is not None:
+            for metric, value in zip(("routing_top_share", "routing_balance"), shares):
+                routing.setdefault(p.row, {}).setdefault(metric, {})[p.seed] = value
         runs.setdefault(p.row, []).append(summary.to_dict())
     for row in manifest.rows:
         if "accuracy" not in row.measures:
@@ -87,6 +108,8 @@ def measure_accuracy(manifest: Manifest, ctx: Context) -> Measured:
             out.set_row(row.id, "late_drop", late_drop[row.id])
             if row.id in chance:
                 out.set_row(row.id, "chance", chance[row.id])
+            for metric, values in routing.get(row.id, {}).items():
+                out.set_row(row.id, metric, values)
         elif not ctx.profile.includes(manifest.id, row.id):
             out.missing[row_metric(row.id, "accuracy")] = (f"{row.id} is not trained under profile "
                                                            f"'{ctx.profile_name}' (not in its include list)")

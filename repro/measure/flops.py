@@ -122,15 +122,14 @@ def _shape_macs(key: str) -> dict[str, int]:
         return _count_from_shapes(json.loads(key))
 
 
-def _count_from_shapes(spec: dict[str, Any]) -> dict[str, int]:
+def _shape_model(spec: dict[str, Any]):
+    """The model built on the meta device (no weight initialisation, the slow part), then given plain values:
+    a per-sample count depends on shapes and on how many experts a sample runs, never on weight values."""
     import torch
 
-    from repro.flops import OWN_MACS
     from repro.models import build_model
     from repro.recipes import at_last_epoch
 
-    # Built on the meta device (no weight initialisation, the slow part), then given plain values: a
-    # per-sample count depends on shapes and on how many experts a sample runs, never on weight values.
     with torch.device("meta"):
         model = build_model(spec["dataset"], Component(**spec["backbone"]), Component(**spec["head"]))
     model = at_last_epoch(model.to_empty(device="cpu"), spec["dataset"]).eval()
@@ -139,6 +138,32 @@ def _count_from_shapes(spec: dict[str, Any]) -> dict[str, int]:
             t.zero_()
         for t in model.buffers():
             t.fill_(1 if t.is_floating_point() else 0)  # running variances of 1: no division by zero
+    return model
+
+
+def analytic_summary(dataset: str, backbone: Component, head: Component) -> dict[str, Any]:
+    """The FLOP_SUMMARY metrics of a model from the analytic column alone (repro.flops.count_analytic), counted
+    once per process: for models only compared with ones the FLOP check counted three ways (the readings)."""
+    return _analytic_for(model_key(dataset, backbone, head))
+
+
+@lru_cache(maxsize=None)
+def _analytic_for(key: str) -> dict[str, Any]:
+    from repro.devices import cpu_threads
+    from repro.flops import count_analytic
+
+    spec = json.loads(key)
+    with cpu_threads("cpu", 1):
+        summary = count_analytic(_shape_model(spec), get_dataset(spec["dataset"]).input_shape).summary()
+    return {name: summary[name] for name in FLOP_SUMMARY}
+
+
+def _count_from_shapes(spec: dict[str, Any]) -> dict[str, int]:
+    import torch
+
+    from repro.flops import OWN_MACS
+
+    model = _shape_model(spec)
     totals = {"backbone": 0, "head": 0}
 
     def hook(module, inputs, output, part: str) -> None:

@@ -91,6 +91,19 @@ def measure_head(row: Row, s: LatencySettings, device: torch.device) -> dict[str
             "dispatch": getattr(cfg, "dispatch", None)}
 
 
+def operator_counts(row: Row) -> dict[str, Any]:
+    """The row metrics an operator count gives (op_calls, host_syncs, num_experts), on the CPU at the paper-scale
+    batch, without timing anything: what the readings table recounts for a row under another reading."""
+    device = torch.device("cpu")
+    head, d = row_head(row, device)
+    with torch.no_grad(), cpu_threads(device, 1):
+        ops = count_ops(head_call(head, d, LatencySettings().op_batch, device), device)
+    out = {"op_calls": ops.ops, "host_syncs": ops.host_syncs}
+    if getattr(getattr(head, "cfg", None), "num_experts", None) is not None:
+        out["num_experts"] = head.cfg.num_experts
+    return out
+
+
 def measure_row(row: Row, s: LatencySettings, device: torch.device, backbones: dict[str, Timing]) -> dict[str, Any]:
     """measure_head, plus the whole model and its backbone alone on (B, C, H, W) images."""
     spec = get_dataset(row.dataset)

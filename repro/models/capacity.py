@@ -8,7 +8,8 @@ first), A experts a sample may be assigned (1 or k).
 Samples are taken in batch order; each takes its best candidate whose expert is
 not yet full. A sample whose candidates are all full is force-assigned to its
 top-1 candidate, which may then hold more than `capacity` samples. No sample is
-dropped. With A = k (the "top_k" reading, an option), a sample takes up to k
+dropped. With every expert a candidate (Kc = E) and c >= 1 no sample is ever
+forced: the E experts hold E capacity >= c B k >= B A placements. With A = k (the "top_k" reading, an option), a sample takes up to k
 candidates that still have room, in order, and is forced only if it took none.
 
 Two implementations that must agree:

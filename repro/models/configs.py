@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Callable, Literal
+from typing import Any, Callable, ClassVar, Literal
 
 MAX_WIDTH = 2**14
 MAX_EXPERTS = 256
@@ -134,6 +134,9 @@ class SparseMoEConfig:
     tau_min: float = 0.13  # 0.13 CIFAR, 0.3 Tiny-ImageNet / ImageNet (Section 4.1)
     tau_schedule: Literal["linear", "sigmoid"] = "linear"  # sigmoid only for CIFAR w = 2.0 (Section 4.1)
     tau_sharpness: float = 7.0  # kappa of the sigmoid schedule (Section 3.2)
+    # The sigmoid's equation is not in the text (repro.models.schedules): "exact" ends at tau_max and
+    # tau_min as "anneals from tau_max to tau_min" says; "centred" stops 2.9% of the range short.
+    tau_sigmoid_form: Literal["exact", "centred"] = "exact"
     k_warmup_epochs: int = 0  # 5 on CIFAR, none elsewhere (Section 4.1)
     k_warmup_start: int = 8  # k at epoch 0 of the warm-up: "k = 8 -> 1" (Section 4.1)
     # c, lambda_lb, lambda_ent: GA-optimised values are in the supplement we lack.
@@ -143,10 +146,21 @@ class SparseMoEConfig:
     capacity_candidates: int | Literal["all"] = "all"
     experts_per_sample: Literal["one", "top_k"] = "top_k"  # in training; see repro.models.sparse_moe
     load_balance_weight: float = 0.01  # lambda_lb: Switch Transformer's alpha = 1e-2
+    # f_i of L_lb (Eq. 4): the share of all dispatches ("dispatches") or of the B samples ("samples");
+    # the two differ by the factor k during the k warm-up (repro.models.aux_losses).
+    load_balance_fraction: Literal["dispatches", "samples"] = "dispatches"
     entropy_weight: float = 0.01  # lambda_ent: same order as lambda_lb (no published value)
     utility_weight: float = 0.0  # lambda_u: off, as the paper finds it inert (Section 3.3)
     utility_decay: float = 0.9  # EMA decay of u_i (not given in the paper)
     dispatch: Literal["loop", "batched"] = "loop"
+
+    # Fields that change how the head trains but nothing an evaluation forward executes: neither the
+    # FLOP count nor the operator count depends on them (tests/test_configs.py counts both).
+    TRAINING_ONLY: ClassVar[frozenset[str]] = frozenset({
+        "tau_max", "tau_min", "tau_schedule", "tau_sharpness", "tau_sigmoid_form", "k_warmup_epochs",
+        "k_warmup_start", "capacity_factor", "capacity_candidates", "experts_per_sample", "load_balance_weight",
+        "load_balance_fraction", "entropy_weight", "utility_decay",
+    })
 
     def __post_init__(self) -> None:
         c = Checks(self)
@@ -162,9 +176,11 @@ class SparseMoEConfig:
         if c.number("tau_max", lambda v: v > 0, "positive"):
             c.number("tau_min", lambda v: 0 < v <= self.tau_max, f"in (0, tau_max = {self.tau_max}]")
         c.one_of("tau_schedule", ("linear", "sigmoid"))
+        c.one_of("tau_sigmoid_form", ("exact", "centred"))
         c.number("tau_sharpness", lambda v: v > 0, "positive")
         c.number("capacity_factor", lambda v: v > 0, "positive")
         c.one_of("experts_per_sample", ("one", "top_k"))
+        c.one_of("load_balance_fraction", ("dispatches", "samples"))
         for name in ("load_balance_weight", "entropy_weight", "utility_weight"):
             c.number(name, lambda v: v >= 0, "non-negative")
         c.probability("utility_decay")
@@ -310,6 +326,8 @@ class ConvBackboneConfig:
     # does not learn (tools/investigate/FINDINGS.md).
     init: Literal["he", "torch"] = "he"
 
+    TRAINING_ONLY: ClassVar[frozenset[str]] = frozenset({"init"})  # see SparseMoEConfig.TRAINING_ONLY
+
     def __post_init__(self) -> None:
         c = Checks(self)
         c.counts("channels", 1, MAX_CHANNELS, min_len=1)
@@ -344,9 +362,15 @@ class MoEConvBackboneConfig:
     top_k: int = 2  # k = 2 in the paper's backbone MoE; k = 1 in its ablation (Table 5)
     init_noise: float = 0.1  # "10% noise perturbation": noise s.d. = 0.1 x the pretrained weights' s.d.
     layers: tuple[str, ...] = ("layer3", "layer4")
+    # Which 3x3 convolutions of those layers are routed: "all" eight (two per BasicBlock, "all eight MoE
+    # layers", Section 4.6), or the six of "stride1" (each layer's first convolution, stride 2, stays a
+    # plain convolution). Section 4.6's "~38%" is the latter's share, the former's is 45%.
+    routed: Literal["all", "stride1"] = "all"
     # Section 4.6: conv1, layer1 and layer2 stay frozen at their pretrained weights (the trainer
     # turns off their gradients and keeps their BatchNorm statistics).
     frozen: tuple[str, ...] = ("conv1", "bn1", "layer1", "layer2")
+
+    TRAINING_ONLY: ClassVar[frozenset[str]] = frozenset({"init_noise", "frozen"})  # see SparseMoEConfig
 
     def __post_init__(self) -> None:
         c = Checks(self)
@@ -354,6 +378,7 @@ class MoEConvBackboneConfig:
         c.count("top_k", 1, e, " (at most num_experts)")
         c.number("init_noise", lambda v: v >= 0, "non-negative")
         c.names("layers", RESNET_LAYERS, min_len=1)
+        c.one_of("routed", ("all", "stride1"))
         c.names("frozen", RESNET_CHILDREN)
         c.done()
 

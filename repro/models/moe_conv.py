@@ -1,5 +1,9 @@
 """Backbone MoE (Section 4.6): MoEConv2d in place of ResNet-18's layer3/layer4 3x3 convolutions.
 
+Which of them: "all" eight (each BasicBlock's conv1 and conv2; "all eight MoE layers") or the six
+"stride1" ones (each layer's first conv1, of stride 2, stays plain), MoEConvBackboneConfig.routed.
+The text's "~38%" is the six's share of ResNet-18's multiply-adds; the eight route 45%.
+
 Shapes: B batch, E experts, K top-k, Ci/Co input/output channels, kh x kw kernel,
 W = Co*Ci*kh*kw weights of one filter bank.
 
@@ -147,6 +151,8 @@ def build_resnet18_moeconv(input_shape: tuple[int, int, int], pretrained: bool |
     net = torchvision_net("resnet18", pretrained, "fc")
     for layer_name in cfg.layers:
         for block in getattr(net, layer_name):  # torchvision BasicBlock: conv1, conv2 are the 3x3 convs
-            block.conv1 = MoEConv2d.from_conv(block.conv1, cfg.num_experts, cfg.top_k, cfg.init_noise)
-            block.conv2 = MoEConv2d.from_conv(block.conv2, cfg.num_experts, cfg.top_k, cfg.init_noise)
+            for name in ("conv1", "conv2"):
+                conv = getattr(block, name)
+                if cfg.routed == "all" or conv.stride == (1, 1):
+                    setattr(block, name, MoEConv2d.from_conv(conv, cfg.num_experts, cfg.top_k, cfg.init_noise))
     return MoEConvFeatures(net, 512, cfg.frozen)

@@ -5,13 +5,19 @@ per epoch: epoch e (0-based) of N is t = e, T = N - 1, so the first epoch trains
 tau(0) and the last at tau(T). With N = 1 the single epoch is t = 0.
 
     linear   tau(t) = tau_max - (tau_max - tau_min) t / T                    (Section 3.2)
-    sigmoid  tau(t) = tau_min + (tau_max - tau_min) sigmoid(kappa (1/2 - t/T))
+    sigmoid  s(x) = sigmoid(kappa (1/2 - x)), x = t / T
+             centred  tau(t) = tau_min + (tau_max - tau_min) s(t/T)
+             exact    tau(t) = tau_min + (tau_max - tau_min) (s(t/T) - s(1)) / (s(0) - s(1))
 
 The sigmoid equation is not in the text we have, only "sigma is the logistic
-function and kappa = 7.0 the sharpness". We take the standard centred form: it
-equals the linear schedule's midpoint at t = T/2, and its end points are
-tau_min + (tau_max - tau_min) sigmoid(+-kappa/2), i.e. 2.9% of the range inside
-[tau_min, tau_max] for kappa = 7.
+function and kappa = 7.0 the sharpness", and that the schedule anneals "from
+tau_max to tau_min". The centred form equals the linear schedule's midpoint at
+t = T/2 but its end points are tau_min + (tau_max - tau_min) sigmoid(-+kappa/2),
+2.9% of the range inside [tau_min, tau_max] for kappa = 7: it ends at 0.156 for
+tau_min = 0.13, and at 0.078 for 0.05, where the linear schedule it is compared
+with ends at 0.05. The exact form (the default, the reading "sigmoid-form" in
+repro/readings.toml) rescales the same curve so that it starts at tau_max and
+ends at tau_min; its midpoint is unchanged.
 
 k warm-up (Section 4.1, CIFAR: "5-epoch warmup (k = 8 -> 1)"): k falls linearly
 from k_start at epoch 0 towards k_end, rounded half up, and is k_end from epoch
@@ -36,18 +42,29 @@ def linear_tau(frac: float, tau_max: float, tau_min: float) -> float:
     return tau_max - (tau_max - tau_min) * frac
 
 
-def sigmoid_tau(frac: float, tau_max: float, tau_min: float, kappa: float = 7.0) -> float:
-    """tau at t / T = frac; kappa the sharpness (Section 3.2)."""
-    return tau_min + (tau_max - tau_min) / (1.0 + math.exp(-kappa * (0.5 - frac)))
+def _s(frac: float, kappa: float) -> float:
+    return 1.0 / (1.0 + math.exp(-kappa * (0.5 - frac)))
+
+
+def sigmoid_tau(frac: float, tau_max: float, tau_min: float, kappa: float = 7.0,
+                form: Literal["exact", "centred"] = "exact") -> float:
+    """tau at t / T = frac; kappa the sharpness (Section 3.2); form: see the module docstring."""
+    share = _s(frac, kappa)
+    if form == "exact":
+        share = (share - _s(1.0, kappa)) / (_s(0.0, kappa) - _s(1.0, kappa))
+    elif form != "centred":
+        raise ValueError(f"unknown sigmoid form '{form}'")
+    return tau_min + (tau_max - tau_min) * share
 
 
 def temperature(
-    frac: float, tau_max: float, tau_min: float, schedule: Literal["linear", "sigmoid"], kappa: float = 7.0
+    frac: float, tau_max: float, tau_min: float, schedule: Literal["linear", "sigmoid"], kappa: float = 7.0,
+    form: Literal["exact", "centred"] = "exact",
 ) -> float:
     if schedule == "linear":
         return linear_tau(frac, tau_max, tau_min)
     if schedule == "sigmoid":
-        return sigmoid_tau(frac, tau_max, tau_min, kappa)
+        return sigmoid_tau(frac, tau_max, tau_min, kappa, form)
     raise ValueError(f"unknown temperature schedule '{schedule}'")
 
 

@@ -18,11 +18,14 @@ default), walking down its whole ranking ("all" candidates) before the top-1
 fallback. Only then does every mechanism the text describes act: the k = 8 -> 1
 warm-up dispatches to several experts, C = M p / sum M p differs from 1 and
 carries the task loss to the router, and at k = 1 the capacity ceiling moves
-samples off full experts (so the fallback is rare, as the text says). After the
-warm-up (k = 1) C = 1 and the router learns from L_lb and L_ent alone.
-Sensitivity readings: experts_per_sample = "one" (one expert per sample even
-during the warm-up) and capacity_candidates = 0 (only the top-k are candidates:
-at k = 1 capacity then never moves a sample).
+samples off full experts. Under this rule the fallback never happens, which is
+stronger than the text's "rare": E ceil(c B k / E) >= c B k >= B k for c >= 1, so
+some expert has room for every sample (tests/test_capacity.py). After the warm-up
+(k = 1) C = 1 and the router learns from L_lb and L_ent alone. Alternative
+readings (repro/readings.toml): experts_per_sample = "one" (one expert per sample
+even during the warm-up) and capacity_candidates = 0 (only the top-k are
+candidates: at k = 1 capacity then never moves a sample, and every sample whose
+expert is full is forced onto it).
 """
 
 from __future__ import annotations
@@ -55,7 +58,8 @@ class SparseMoEHead(RoutedHead):
     def on_epoch_start(self, epoch: int, num_epochs: int) -> None:
         """tau from the temperature schedule at t/T = epoch/(num_epochs-1); k from the warm-up."""
         c = self.cfg
-        self.tau = temperature(progress(epoch, num_epochs), c.tau_max, c.tau_min, c.tau_schedule, c.tau_sharpness)
+        self.tau = temperature(progress(epoch, num_epochs), c.tau_max, c.tau_min, c.tau_schedule, c.tau_sharpness,
+                               c.tau_sigmoid_form)
         self.current_k = warmup_k(epoch, c.top_k, c.k_warmup_start, c.k_warmup_epochs)
 
     def schedule_state(self) -> dict[str, float | int]:
@@ -85,7 +89,7 @@ class SparseMoEHead(RoutedHead):
         combine = torch.softmax(scores.masked_fill(mask == 0, float("-inf")), dim=-1)  # C, (B, E)
         out = DISPATCH[self.cfg.dispatch](h, self.experts, a, combine)  # (B, O)
         if self.training:
-            self._aux = self.cfg.load_balance_weight * load_balance_loss(p, mask) + (
+            self._aux = self.cfg.load_balance_weight * load_balance_loss(p, mask, self.cfg.load_balance_fraction) + (
                 self.cfg.entropy_weight * entropy_loss(p)
             )
         rerouted = a.valid[:, 0] & ~a.forced & (a.experts[:, 0] != cand[:, 0])  # (B,) not on top-1, not forced

@@ -7,7 +7,9 @@ chance + LEARN_MARGIN of the data it trained on (chance: the record's metrics.ch
 
 The dense and sparse-MoE rows (the paper's two methods under test in every table; a
 backbone whose convolutions are routed has a dense head and counts) must learn:
-`repro verify-all` exits 1 when one does not. The other methods (Soft MoE, per-sample
+`repro verify-all` exits 1 when one does not. A row that trains an alternative reading
+(role "sensitivity", repro/readings.toml) is shown, with its reading, and does not set the
+exit code: whether a reading the artifact did not choose still learns is what it reports. The other methods (Soft MoE, per-sample
 Soft MoE, Expert Choice, the extension routers) are shown beside them and do not set
 the exit code; a row named by a claim's may_collapse is one the paper reports
 collapsing, and is shown as such whatever it reached. Rows that share their runs
@@ -34,8 +36,9 @@ class LearningCheck:
     dataset: str
     accuracies: tuple[float, ...]  # per seed, fractions
     chance: float
-    gated: bool  # a dense or sparse-MoE row: it sets the exit code
+    gated: bool  # a dense or sparse-MoE main row: it sets the exit code
     collapse: tuple[str, ...] = ()  # claims whose may_collapse names a row
+    reading: str = ""  # "<reading>/<alternative>" of a row that trains an alternative reading
 
     @property
     def learned(self) -> bool:
@@ -50,6 +53,8 @@ class LearningCheck:
             return "learned"
         if self.collapse:
             return f"did not learn; the paper reports this method collapses ({', '.join(self.collapse)})"
+        if self.reading:
+            return f"did not learn under the alternative reading {self.reading}: below chance + 30 points"
         return "did not learn: below chance + 30 points" + ("" if self.gated else " (not a dense or sparse-MoE row)")
 
 
@@ -73,20 +78,25 @@ def learning_checks(entries: list[tuple[Manifest, ManifestResult | None]]) -> li
             check = LearningCheck(
                 rows=(f"{manifest.id}/{row.id}",), label=row.label, dataset=row.dataset,
                 accuracies=tuple(accuracy[s] for s in sorted(accuracy)), chance=float(chance),
-                gated=head_info(row.head.name).gated,
-                collapse=tuple(f"{manifest.id}/{c}" for c in collapse.get(row.id, [])))
+                gated=head_info(row.head.name).gated and row.role == "main",
+                collapse=tuple(f"{manifest.id}/{c}" for c in collapse.get(row.id, [])), reading=row.reading)
             seen = merged.get(key)
             merged[key] = check if seen is None else LearningCheck(
                 seen.rows + check.rows, seen.label, seen.dataset, seen.accuracies, seen.chance,
-                seen.gated or check.gated, seen.collapse + check.collapse)
+                seen.gated or check.gated, seen.collapse + check.collapse, seen.reading or check.reading)
     return list(merged.values())
 
 
 def summary_line(checks: list[LearningCheck]) -> str:
     gated = [c for c in checks if c.gated]
-    others = [c for c in checks if not c.gated]
+    readings = [c for c in checks if not c.gated and c.reading]
+    others = [c for c in checks if not c.gated and not c.reading]
     line = (f"Learning check (functional): {sum(c.learned for c in gated)} / {len(gated)} dense and sparse-MoE "
             f"configurations at chance + {LEARN_MARGIN * 100:.0f} points or more on every seed")
+    if readings:
+        line += (f"; under alternative readings {sum(c.learned for c in readings)} / {len(readings)}"
+                 + (f" (did not learn: {', '.join(c.rows[0] for c in readings if not c.learned)})"
+                    if not all(c.learned for c in readings) else ""))
     if others:
         line += f"; other methods {sum(c.learned for c in others)} / {len(others)}"
     failed = [c for c in checks if c.failed]
@@ -105,5 +115,6 @@ def render_learning(checks: list[LearningCheck]) -> str:
     note = (f"Every run trained on real handwritten digits standing in for the dataset (repro.data.digits); no paper "
             f"claim is decided on them. A configuration learned when every seed reaches chance + "
             f"{LEARN_MARGIN * 100:.0f} points. Dense and sparse-MoE configurations must (verify-all exits 1 "
-            "otherwise); the other methods are shown beside them; rows sharing their runs are one line.")
+            "otherwise); the other methods, and the rows that train an alternative reading (`<row>__<alternative>`, "
+            "repro/readings.toml), are shown beside them; rows sharing their runs are one line.")
     return "\n".join(lines) + "\n\n" + note

@@ -1,6 +1,7 @@
-"""report.md from whatever results a directory holds: claims re-decided, the headline, figures.
+"""report.md from the decided results of a directory: the headline, the checklist, figures, sections.
 
-Torch-free: `repro report` reads results.json files and renders; it never trains or counts.
+Torch-free, and it decides nothing: its callers (verify-all, `repro report`) pass results whose claims
+repro.claims.decided_results decided, with Holm over the report. It never trains or counts.
 """
 
 from __future__ import annotations
@@ -8,33 +9,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from repro.claims import Evidence, count_verdicts, evaluate, holm_adjust
+from repro.claims import count_verdicts
 from repro.fsutil import atomic_write_text
-from repro.manifest import Manifest, load_all
+from repro.manifest import Manifest
 from repro.report.figures import render_figures
 from repro.report.figures_extension import extension_section, is_extension
 from repro.report.learning import learning_checks, render_learning, summary_line
+from repro.report.readings import readings_cost, readings_entries, readings_summary, render_readings
 from repro.report.render import render_audit, render_figure_section, render_report
-from repro.results import FlopCheck, ManifestResult, load_result, profile_dir
-
-
-def decide(manifest: Manifest, result: ManifestResult) -> ManifestResult:
-    """(Re)decide the manifest's claims on the result's measurements, with the current rules.
-
-    What the measurements can decide follows the profile they were made under, as stored with
-    them; a result from before that was stored falls back to the manifest's profile of that name.
-    """
-    settings = result.profile_settings or manifest.profiles.get(result.profile)
-    kind = settings.evidence if settings else "pipeline"
-    evidence = Evidence(
-        manifest_id=manifest.id, paper_table=manifest.paper_table, profile=result.profile,
-        metrics=result.measured.metrics, missing=result.measured.missing, device=result.device_type,
-        paper_scale=kind == "paper", kind=kind, seeds=settings.seeds if settings else None,
-        epochs=settings.epochs if settings else None,
-        comparison_rows={c.id: (c.row, c.baseline) for c in manifest.comparisons},
-    )
-    result.verdicts = [evaluate(claim, evidence) for claim in manifest.claims]
-    return result
+from repro.results import FlopCheck, ManifestResult, profile_dir
 
 
 def summary_lines(entries: list[tuple[Manifest, ManifestResult | None]], check: FlopCheck | None,
@@ -50,7 +33,7 @@ def summary_lines(entries: list[tuple[Manifest, ManifestResult | None]], check: 
     for scope, c in counts.items():
         n = sum(c.values())
         if n:
-            lines.append(f"{SCOPE_TITLES.get(scope, scope)} claims ({n}): " + ", ".join(f"{k} {v}" for k, v in c.items()))
+            lines.append(f"{SCOPE_TITLES.get(scope, f'{scope} claims')} ({n}): " + ", ".join(f"{k} {v}" for k, v in c.items()))
     if not_in_results:
         lines.append(f"Claims of tables not run into this folder: {not_in_results}")
     if check is not None:
@@ -63,30 +46,19 @@ def summary_lines(entries: list[tuple[Manifest, ManifestResult | None]], check: 
             "per_table": [(m.id, count_verdicts(r.verdicts) if r else None, len(m.claims)) for m, r in entries]}
 
 
-SCOPE_TITLES = {"analytic": "Analytic (FLOP counts)", "empirical": "Empirical (training)", "gpu": "GPU-scoped (latency)"}
+SCOPE_TITLES = {"analytic": "Analytic (FLOP counts) claims", "empirical": "Empirical (training) claims",
+                "gpu": "GPU-scoped (latency) claims",
+                "explainer": "Claims from the explainer, not the paper's text (any scope; counted apart)"}
 
 
-def decided_results(results_dir: Path, profile: str,
-                    manifests: list[Manifest]) -> list[tuple[Manifest, ManifestResult | None]]:
-    """Each manifest with its stored result, claims decided again by the current rules and manifest."""
-    out = []
-    for m in manifests:
-        result = load_result(results_dir, profile, m.id)
-        out.append((m, decide(m, result) if result is not None else None))
-    return out
-
-
-def write_report(results_dir: Path, profile: str, manifests: list[Manifest] | None = None,
+def write_report(entries: list[tuple[Manifest, ManifestResult | None]], results_dir: Path, profile: str,
                  check: FlopCheck | None = None, failures: dict[str, str] | None = None) -> tuple[Path, dict[str, Any]]:
-    """results_dir/<profile>/report.md from the results of that profile."""
-    manifests = manifests if manifests is not None else load_all()
+    """results_dir/<profile>/report.md from the decided results of that profile (repro.claims.decided_results)."""
+    manifests = [m for m, _ in entries]
     out = profile_dir(results_dir, profile)
-    entries = decided_results(results_dir, profile, manifests)
     # The reproduction is what the paper claims; extension manifests (other routers) are reported
     # in a section of their own and counted apart.
     reproduction = [(m, r) for m, r in entries if not is_extension(m)]
-    # Family-wise error over every significance-tested empirical claim of this report.
-    holm_adjust([v for _, r in reproduction if r for v in r.verdicts])
     summary = summary_lines(reproduction, check, failures or {})
     extension = count_verdicts(v for m, r in entries if is_extension(m) and r for v in r.verdicts)["extension"]
     if sum(extension.values()):
@@ -95,6 +67,12 @@ def write_report(results_dir: Path, profile: str, manifests: list[Manifest] | No
     figures = render_figure_section(render_figures(reproduction, out / "figures"), out)
     sections = [("Statistics audit of the paper's reported numbers", render_audit()),
                 ("Compute per claim and table", _compute_section(results_dir, profile, manifests))]
+    readings = readings_entries(reproduction)
+    if readings:
+        cost = readings_cost(reproduction)
+        summary["lines"].append(readings_summary(readings, *cost))
+        sections.insert(0, ("Readings the text leaves open: which analytic verdicts depend on them",
+                            render_readings(readings, *cost)))
     beyond = extension_section(entries, out / "figures", out)
     if beyond is not None:
         sections.insert(0, beyond)

@@ -8,6 +8,7 @@ cell is left empty.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Callable
 
 from repro.claims.learned import MIN_LEARNED
@@ -27,24 +28,36 @@ def flops_table(manifest: Manifest, result: ManifestResult) -> Table | None:
         key="flops",
         title="FLOPs per image and the routed fraction ρ",
         columns=["Setting", "Backbone MMAC", "Head MMAC", "Routed MMAC", "Total MMAC", "Head share",
-                 "ρ (ours)", "ρ, all ops (ours)", "ρ (paper)"],
+                 "ρ (ours)", "ρ, all ops (ours)", "ρ (paper)", "Gap sign (text)"],
         rows=[],
         notes=["MMAC: millions of multiply-adds per image (one multiply-add = one FLOP, fvcore's convention); "
                "analytic = fvcore = torch/2 for every module.",
-               "ρ = routed / total FLOPs. 'All ops' adds normalisation, activation and pooling."],
+               "ρ = routed / total FLOPs. 'All ops' adds normalisation, activation and pooling.",
+               "Gap sign (text): the sign of the setting's MoE - dense gap where the text states one (≤0: not "
+               "positive), which a separation claim must read."],
     )
-    for role, heading in (("main", ""), ("sensitivity", "Sensitivity to assumptions")):
-        members = [r for r in rows if r.role == role]
-        if members and heading:
+    for members, heading in _by_role(rows):
+        if heading:
             table.groups[len(table.rows)] = heading
         for r in members:
             f = flops[r.id]
+            sign = paper_value(manifest.paper_table, f"{r.id}.gap")
             table.rows.append([
                 r.label, mmac(f["backbone_macs"]), mmac(f["head_macs"]), mmac(f["routed_macs"]),
                 mmac(f["total_macs"]), pct_auto(f["head_share"]), pct_auto(f["rho"]) if f["routed_macs"] else "",
                 pct_auto(f["rho_all_ops"]) if f["routed_macs"] else "", reported(manifest, f"{r.id}.rho"),
+                (sign.implied_sign or "").replace("<=0", "≤0") if sign else "",
             ])
     return table
+
+
+SENSITIVITY_HEADING = "Sensitivity to assumptions and readings (repro/readings.toml)"
+
+
+def _by_role(rows: list) -> list[tuple[list, str]]:
+    """The main rows, then the sensitivity rows under a heading (none when there are none)."""
+    main, other = [r for r in rows if r.role == "main"], [r for r in rows if r.role != "main"]
+    return [(main, "")] + ([(other, SENSITIVITY_HEADING)] if other else [])
 
 
 def flops_comparisons_table(manifest: Manifest, result: ManifestResult) -> Table | None:
@@ -74,6 +87,9 @@ def _paper_gap(manifest: Manifest, key: str) -> tuple[str, str]:
     pv = paper_value(manifest.paper_table, key)
     if pv is None:
         return "", ""
+    size = paper_value(manifest.paper_table, f"{key}_size")  # a size only the explainer gives (Table 5)
+    if pv.value is None and size is not None and size.value is not None:
+        pv = dataclasses.replace(size, p=pv.p, p_relation=pv.p_relation)
     if pv.value is not None:
         gap = f"{pv.value:+.2f}" + (f" ± {pv.sd:.2f}" if pv.sd is not None else "")
     else:
@@ -90,7 +106,12 @@ def accuracy_comparisons_table(manifest: Manifest, result: ManifestResult) -> Ta
     table = Table(key="gaps", title=f"{manifest.title}: MoE - dense gaps paired by seed",
                   columns=["Configuration", "ρ", "Baseline acc. (%)", "Model acc. (%)", "Gap (pp)", "p", "d",
                            "Seeds +", "Gap, paper (pp)", "p, paper"], rows=[])
+    sensitivity = {r.id for r in manifest.rows if r.role != "main"}
+    comps = [c for c in comps if c.row not in sensitivity and c.baseline not in sensitivity] + [
+        c for c in comps if c.row in sensitivity or c.baseline in sensitivity]
     for c in comps:
+        if (c.row in sensitivity or c.baseline in sensitivity) and SENSITIVITY_HEADING not in table.groups.values():
+            table.groups[len(table.rows)] = SENSITIVITY_HEADING
         rho = measured.comparison(c.id, "rho")
         table.rows.append([c.label, pct_auto(rho) if rho is not None else "",
                            mean_sd(measured.row(c.baseline, "accuracy")), mean_sd(measured.row(c.row, "accuracy")),
@@ -136,7 +157,9 @@ def accuracy_rows_table(manifest: Manifest, result: ManifestResult) -> Table | N
     table = Table(key="accuracy", title="Accuracy of every configuration", rows=[],
                   columns=["Row", "Dataset", "Accuracy (%)", "Chance (%)", "Seeds", "Note", "Run records",
                            "Accuracy, paper"])
-    for r in rows:
+    for r in (r for members, heading in _by_role(rows) for r in members):
+        if r.role != "main" and SENSITIVITY_HEADING not in table.groups.values():
+            table.groups[len(table.rows)] = SENSITIVITY_HEADING
         acc = measured.row(r.id, "accuracy")
         chance = measured.row(r.id, "chance")
         hashes = ", ".join(sorted({run.hash[:8] for run in measured.runs(r.id)}))

@@ -2,6 +2,7 @@
 
 import pytest
 
+from repro.profiles import Profile, RowSettings
 from repro.claims import Evidence, evaluate
 from repro.manifest import load_all
 from repro.results import COMPARISON_METRICS, ROW_METRICS
@@ -43,6 +44,8 @@ def _full_metrics(manifest):
             metrics[f"rows.{r.id}.{name}"] = 0.3 + 0.01 * i
         metrics[f"rows.{r.id}.accuracy"] = {0: 0.6, 1: 0.62, 2: 0.61}
         metrics[f"rows.{r.id}.late_drop"] = {0: 0.01, 1: 0.02, 2: 0.015}
+        metrics[f"rows.{r.id}.routing_top_share"] = {0: 0.6, 1: 0.4, 2: 0.7}
+        metrics[f"rows.{r.id}.routing_balance"] = {0: 0.97, 1: 0.9, 2: 0.99}
         metrics[f"rows.{r.id}.chance"] = 0.01
         metrics[f"rows.{r.id}.num_experts"] = 2 + i
     for i, c in enumerate(manifest.comparisons):
@@ -54,7 +57,7 @@ def _full_metrics(manifest):
 
 def _evidence(manifest, kind, profile, device="cpu"):
     return Evidence(manifest.id, manifest.paper_table, profile, metrics=_full_metrics(manifest), device=device,
-                    paper_scale=kind == "paper", kind=kind, seeds=3, epochs=2,
+                    paper_scale=kind == "paper", kind=kind, seeds=3,
                     comparison_rows={c.id: (c.row, c.baseline) for c in manifest.comparisons})
 
 
@@ -101,9 +104,38 @@ def test_a_functional_profile_gives_its_reason():
 def test_a_reduced_profile_names_its_seeds_and_epochs():
     c = claim("compare", scope="empirical", metric="rows.a.rho", relation="<", bound=1.0)
     e = ev(rows__a__rho=0.5)
-    e.kind, e.profile, e.paper_scale, e.seeds, e.epochs = "reduced", "quick", False, 3, 20
+    e.kind, e.profile, e.paper_scale, e.paper_seeds = "reduced", "quick", False, 5
+    e.settings = Profile("q", "reduced", seeds=3, epochs=20)
     v = evaluate(c, e)
     assert v.status == "reproduced"
-    assert v.note == "decided on the 'quick' profile, a reduced protocol (3 seeds, 20 epochs): not the paper's protocol"
-    e.epochs = None
-    assert "(3 seeds, the paper's epochs)" in evaluate(c, e).note
+    assert v.note == ("decided on the 'quick' profile, which departs from the paper's protocol: "
+                      "3 seeds where the paper has 5; 20 epochs instead of the paper's")
+    e.settings = Profile("q", "reduced", seeds=3)
+    assert v.note != evaluate(c, e).note and "epochs" not in evaluate(c, e).note
+
+
+def test_the_note_names_every_way_the_profile_departs_from_the_paper():
+    # A reduced profile that trains from scratch on a subset at a lower resolution says so, not only its seeds.
+    c = claim("compare", scope="empirical", metric="rows.a.rho", relation="<", bound=1.0)
+    e = ev(rows__a__rho=0.5)
+    e.kind, e.profile, e.paper_scale, e.paper_seeds = "reduced", "cheap", False, 5
+    e.settings = Profile("c", "reduced", seeds=5, pretrained=False, train_samples=1000, test_samples=500,
+                         batch_size=64, max_image_size=32,
+                         datasets={"imagenet": RowSettings(epochs=3, max_image_size=64)})
+    note = evaluate(c, e).note
+    for words in ("random initialisation where the paper fine-tunes pretrained weights", "1000 training images",
+                  "500 test images", "batch 64 instead of the recipe's", "images at most 32 px",
+                  "on imagenet: 3 epochs instead of the paper's, images at most 64 px"):
+        assert words in note, (words, note)
+    assert "seed" not in note  # the paper's five seeds
+    e.settings = Profile("f", "paper")
+    e.kind, e.paper_scale = "paper", True
+    assert evaluate(c, e).note == ""
+
+
+def test_a_functional_profile_names_its_recipe_overrides():
+    p = Profile("f", "functional", seeds=2, data="digits", optimizer="adam", lr=0.001, backbone_lr_scale=0.0,
+                pretrained_on="digits")
+    assert p.departures(5) == ["2 seeds where the paper has 5", "digits data standing in for the paper's datasets",
+                               "backbones pretrained on the digits stand-in, not ImageNet",
+                               "recipe optimizer adam, lr 0.001, backbone_lr_scale 0 instead of the paper's"]

@@ -93,7 +93,8 @@ def test_every_empirical_training_claim_is_priced(needs):
     manifests, ns = needs
     expected = {f"{m.id}/{c.id}" for m in manifests for c in m.claims
                 if c.scope == "empirical" and pl.rows_read(m, c)}
-    assert {n.key for n in ns} == expected and len(expected) == 50
+    readings = {f"{m.id}/reading:{r.reading}" for m in manifests for r in m.rows if r.reading and "accuracy" in r.measures}
+    assert {n.key for n in ns} == expected | readings and len(expected) == 56 and len(readings) == 3
     weights = {n.key: n.weight for n in ns}
     assert weights["table1/t1_sign_follows_rho"] == 3 and weights["table4/in_r18_head_loses"] == 2
 
@@ -177,3 +178,15 @@ def test_weights_and_includes_are_validated():
     with pytest.raises(SchemaError) as info:
         parse_profiles(profiles, "p.toml")
     assert "profiles.full.include" in str(info.value)
+
+
+def test_each_alternative_reading_a_table_trains_is_priced_with_the_rows_it_is_compared_with(needs):
+    _, ns = needs
+    literal = next(n for n in ns if n.key == "table1/reading:capacity-rule/literal_capacity")
+    # the two MoE twins, and the dense rows their gaps are taken against, at the paper's five seeds
+    assert literal.rows == ("dw_h512_dense", "dw_h512_moe__literal_capacity", "std_h512_dense",
+                            "std_h512_moe__literal_capacity")
+    assert literal.seeds == 5 and len(literal.runs) == 20 and literal.weight == pl.SENSITIVITY_WEIGHT
+    init = next(n for n in ns if n.key == "table1/reading:conv-init/torch_init")
+    assert set(init.rows) == {"std_h512_moe__torch_init", "std_h512_dense__torch_init", "dw_h512_moe__torch_init",
+                              "dw_h512_dense__torch_init"}

@@ -1,0 +1,74 @@
+"""Where claims are decided: one table's claims on its stored measurements, and Holm over a report's family.
+
+Both the pipeline (after a table is measured) and `repro report` (on results already on disk, with the
+current rules and manifests) call these; the report layer only renders the verdicts they return.
+
+    evidence_for(manifest, result)    the Evidence a table's claims are decided on, from its typed Profile
+    decide_table(manifest, result)    every claim of the table -> result.verdicts, and its analytic claims
+                                      under each alternative reading -> result.readings
+    decide_family(verdicts)           Holm's adjustment over every significance-tested claim of one report
+    decided_results(dir, profile, ms) each manifest's stored result, decided, with Holm over all of them
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterable, Protocol
+
+from repro.claims.core import ClaimLike, Evidence
+from repro.claims.family import holm_adjust
+from repro.claims.readings import decide_readings
+from repro.claims.references import ManifestLike
+from repro.claims.verdicts import evaluate
+from repro.profiles import Profile
+from repro.results import READINGS_DETAIL, ManifestResult, Verdict, load_result
+
+
+class DecidedManifest(ManifestLike, Protocol):
+    """The fields of repro.manifest.Manifest read here (claims never import manifests)."""
+
+    id: str
+    seeds: int | None
+    claims: Iterable[ClaimLike]
+    profiles: dict[str, Profile]
+
+
+def evidence_for(manifest: DecidedManifest, result: ManifestResult) -> Evidence:
+    """What the table's claims are decided on: its measurements, and the profile they were made under as
+    stored with them (a result from before that was stored falls back to the manifest's profile of that name)."""
+    settings = result.profile_settings or manifest.profiles.get(result.profile)
+    kind = settings.evidence if settings else "pipeline"
+    return Evidence(
+        manifest_id=manifest.id, paper_table=manifest.paper_table, profile=result.profile,
+        metrics=result.measured.metrics, missing=result.measured.missing, device=result.device_type,
+        paper_scale=kind == "paper", kind=kind, seeds=settings.seeds if settings else None,
+        paper_seeds=manifest.seeds, settings=settings,
+        comparison_rows={c.id: (c.row, c.baseline) for c in manifest.comparisons},
+    )
+
+
+def decide_table(manifest: DecidedManifest, result: ManifestResult) -> ManifestResult:
+    """(Re)decide the table's claims on the result's measurements with the current rules, and its analytic
+    claims under each alternative reading from the counts stored with them (repro.measure.readings); in place."""
+    evidence = evidence_for(manifest, result)
+    result.verdicts = [evaluate(claim, evidence) for claim in manifest.claims]
+    counted = result.measured.details.get(READINGS_DETAIL, {}).get("rows", {})
+    result.readings = decide_readings(manifest, evidence, lambda row: counted.get(row.id))
+    return result
+
+
+def decide_family(verdicts: Iterable[Verdict]) -> int:
+    """Holm over one report's significance-tested empirical verdicts (repro.claims.family); the family's size."""
+    return holm_adjust(verdicts)
+
+
+def decided_results(results_dir: Path, profile: str,
+                    manifests: list[DecidedManifest]) -> list[tuple[DecidedManifest, ManifestResult | None]]:
+    """Each manifest with its stored result (None: not run into this folder), its claims decided again by the
+    current rules and manifest, and Holm applied over every verdict of the report."""
+    entries = []
+    for m in manifests:
+        result = load_result(results_dir, profile, m.id)
+        entries.append((m, decide_table(m, result) if result is not None else None))
+    decide_family(v for _, r in entries if r for v in r.verdicts)
+    return entries

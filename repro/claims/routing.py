@@ -1,0 +1,140 @@
+"""Rules for routing findings (Section 5.3): where test-time routing goes, and how it relates to the gap.
+
+They read per-seed routing metrics of a head's test-time top-1 choices (repro.measure.accuracy.routing_at_test_time):
+`rows.<id>.routing_top_share` (the most used expert's share of the test images) and
+`rows.<id>.routing_balance` (the usage's entropy over log E: 1 when every expert is used equally), and the
+per-seed MoE - dense differences of a comparison's gap. Every compared row must have learned
+(repro.claims.learned). FAMILY lists the rules for repro.claims.rules.
+
+    routing_concentrated   on every seed, one expert takes more than `share` of the test-time routing
+    gap_tracks_routing     across seeds, the gap falls (or rises) with a routing metric: the correlation within
+                           each comparison, pooled
+    balanced_yet_worst     a comparison's row routes near-perfectly balanced, yet its gap is the lowest
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Literal
+
+from repro.claims.core import Evidence, Outcome, Rule, need, pct
+from repro.results import comparison_metric, row_metric
+
+ALPHA = 0.05
+
+
+@dataclass(frozen=True)
+class RoutingConcentrated:
+    row: str
+    share: float = 0.5  # "the majority": more than half
+
+
+def routing_concentrated(p: RoutingConcentrated, ev: Evidence) -> Outcome:
+    shares = need(ev, row_metric(p.row, "routing_top_share"))
+    values = [shares[s] for s in sorted(shares)]
+    text = (f"{p.row}: the most used expert takes " + ", ".join(f"{100 * v:.1f}%" for v in values)
+            + f" of test-time routing per seed (more than {100 * p.share:.0f}% claimed)")
+    above = sum(v > p.share for v in values)
+    learned = dict(must_have_learned=(p.row,))
+    if above == len(values):
+        return Outcome("reproduced", text, [], {p.row: values}, **learned)
+    if above == 0:
+        return Outcome("not reproduced", text, [f"share: no seed above {p.share:g}"], {p.row: values}, **learned)
+    return Outcome("inconclusive", text, [f"share: {above} of {len(values)} seeds above {p.share:g}"],
+                   {p.row: values}, **learned)
+
+
+@dataclass(frozen=True)
+class GapTracksRouting:
+    comparisons: tuple[str, ...]
+    row_metric: str = "routing_balance"  # of each comparison's treatment row, per seed
+    direction: Literal["negative", "positive"] = "negative"  # lower metric, larger gap: negative
+
+
+def _pooled_correlation(groups: list[list[tuple[float, float]]]) -> tuple[float, int]:
+    """Pearson r of (x, y) pooled over groups after removing each group's means, and its degrees of freedom."""
+    xs, ys = [], []
+    for pairs in groups:
+        mx, my = sum(x for x, _ in pairs) / len(pairs), sum(y for _, y in pairs) / len(pairs)
+        xs += [x - mx for x, _ in pairs]
+        ys += [y - my for _, y in pairs]
+    sxx, syy = sum(x * x for x in xs), sum(y * y for y in ys)
+    r = sum(x * y for x, y in zip(xs, ys)) / math.sqrt(sxx * syy) if sxx > 0 and syy > 0 else 0.0
+    return r, len(xs) - 2 - (len(groups) - 1)
+
+
+def gap_tracks_routing(p: GapTracksRouting, ev: Evidence) -> Outcome:
+    groups, rows = [], []
+    for comp in p.comparisons:
+        row, _ = ev.rows_of(comp)
+        rows.append(row)
+        # seeds as strings: a gap's per-seed differences come from JSON-ready dicts, row metrics may not
+        diffs = {str(s): d for s, d in (need(ev, comparison_metric(comp, "gap")).get("differences") or {}).items()}
+        metric = {str(s): v for s, v in need(ev, row_metric(row, p.row_metric)).items()}
+        pairs = [(float(metric[s]), float(diffs[s])) for s in diffs if s in metric]
+        if len(pairs) >= 2:
+            groups.append(pairs)
+    r, df = _pooled_correlation(groups) if groups else (0.0, 0)
+    text = (f"{p.row_metric} against the gap over seeds, within {len(groups)} comparison(s): r = {r:+.2f} "
+            f"on {sum(len(g) for g in groups)} seeds (claimed {p.direction})")
+    learned = tuple(dict.fromkeys(r for c in p.comparisons for r in ev.rows_of(c)))
+    measured = {"r": r, "seeds": sum(len(g) for g in groups)}
+    if df < 1 or abs(r) >= 1:
+        pval = None if df < 1 else 0.0
+    else:
+        pval = float(_sps().t.sf(abs(r) * math.sqrt(df / (1 - r * r)), df) * 2)
+    if pval is None:
+        return Outcome("inconclusive", text + "; too few seeds for a test", ["seeds: too few for a correlation"],
+                       measured, must_have_learned=learned)
+    text += f", p={pval:.3g}"
+    agrees = (r < 0) == (p.direction == "negative") and r != 0
+    if agrees and pval < ALPHA:
+        return Outcome("reproduced", text, [], measured, must_have_learned=learned, p_value=pval)
+    if not agrees and pval < ALPHA:
+        return Outcome("not reproduced", text, [f"sign: r = {r:+.2f}, significantly"], measured,
+                       must_have_learned=learned, p_value=pval)
+    return Outcome("inconclusive", text, [f"significance: p={pval:.3g} is not below {ALPHA}"], measured,
+                   must_have_learned=learned, p_value=pval)
+
+
+@dataclass(frozen=True)
+class BalancedYetWorst:
+    comparison: str
+    others: tuple[str, ...]  # comparisons whose gaps it must trail
+    balance: float = 0.95  # "near-perfect balance": at least this share of the maximal routing entropy
+
+
+def balanced_yet_worst(p: BalancedYetWorst, ev: Evidence) -> Outcome:
+    row, _ = ev.rows_of(p.comparison)
+    balance = need(ev, row_metric(row, "routing_balance"))
+    mean_balance = sum(balance.values()) / len(balance)
+    gaps = {c: need(ev, comparison_metric(c, "gap")) for c in (p.comparison, *p.others)}
+    own = gaps[p.comparison]["mean"]
+    text = (f"{row}: routing balance {mean_balance:.3f} (near-perfect: at least {p.balance:g}); gap {pct(own)} against "
+            + ", ".join(f"{c} {pct(g['mean'])}" for c, g in gaps.items() if c != p.comparison))
+    failed = [] if mean_balance >= p.balance else [f"balance: {mean_balance:.3f} is below {p.balance:g}"]
+    failed += [f"order: {p.comparison} ({pct(own)}) is not below {c} ({pct(g['mean'])})"
+               for c, g in gaps.items() if c != p.comparison and not own < g["mean"]]
+    learned = tuple(dict.fromkeys(r for c in gaps for r in ev.rows_of(c)))
+    measured = {"balance": mean_balance, **{c: g["mean"] for c, g in gaps.items()}}
+    if not failed:
+        return Outcome("reproduced", text, [], measured, must_have_learned=learned)
+    return Outcome("not reproduced", text, failed, measured, must_have_learned=learned)
+
+
+FAMILY = (
+    Rule("routing_concentrated", RoutingConcentrated, routing_concentrated,
+         "on every seed one expert takes more than a share of the test-time routing"),
+    Rule("gap_tracks_routing", GapTracksRouting, gap_tracks_routing,
+         "across seeds the gap falls (or rises) with a routing metric, within each comparison"),
+    Rule("balanced_yet_worst", BalancedYetWorst, balanced_yet_worst,
+         "a comparison's row routes near-perfectly balanced yet has the lowest gap"),
+)
+
+
+def _sps():
+    """scipy.stats on first use (manifest validation needs only the parameter types)."""
+    from scipy import stats
+
+    return stats

@@ -1,0 +1,186 @@
+"""Readings as data (repro/readings.toml, repro.readings): what each applies to, the chosen values the
+manifests must carry, the rows [[sensitivity]] generates, and every analytic claim under every alternative."""
+
+import copy
+
+import pytest
+
+from repro import REPO_ROOT
+from repro.claims import Evidence, evaluate
+from repro.claims.readings import decide_readings
+from repro.manifest import find_manifest, load_all, parse_manifest
+from repro.models import Component
+from repro.readings import SHIPPED_READINGS, parse_readings, readings_by_id, shipped_readings
+from repro.schema import SchemaError, read_toml
+
+TABLE1 = read_toml(REPO_ROOT / "manifests" / "table1.toml")
+READINGS = read_toml(SHIPPED_READINGS)
+
+
+def test_the_readings_the_issue_names_are_declared_each_with_alternatives():
+    ids = set(readings_by_id())
+    assert ids == {"cnn-convs-per-block", "cnn-features", "dense-head", "backbone-moe-layers", "capacity-rule",
+                   "experts-per-sample", "conv-init", "sigmoid-form", "lb-fraction", "batch-size",
+                   "routing-hyperparameters"}
+    assert all(r.alternatives for r in shipped_readings())
+
+
+def test_every_reading_applies_to_a_shipped_row_and_every_main_row_carries_its_chosen_value():
+    rows = [r for m in load_all() for r in m.rows]
+    for reading in shipped_readings():
+        applied = [r for r in rows if reading.applies_to(r)]
+        assert applied, f"{reading.id} applies to no row"
+        assert all(reading.holds(r) for r in applied if r.role == "main"), reading.id
+
+
+def test_what_a_reading_applies_to_and_what_it_changes():
+    t1, t5, t6 = find_manifest("table1"), find_manifest("table5"), find_manifest("table6")
+    dense_head = readings_by_id()["dense-head"]
+    assert dense_head.applies_to(t6.row("cifar10_dw072_dense"))  # F -> 1024 -> 256 -> 10
+    assert not dense_head.applies_to(t1.row("std_h128_dense"))  # the sweep's head is stated: 1024 -> h
+    assert not dense_head.applies_to(t5.row("dense"))  # ResNet-18's own classifier
+    moe = readings_by_id()["backbone-moe-layers"]
+    twin = moe.vary(t6.row("r18_backbone_moe"), moe.alternative("stride1"))
+    assert twin.id == "r18_backbone_moe__stride1" and twin.role == "sensitivity" and twin.base == "r18_backbone_moe"
+    assert twin.backbone == Component("resnet18_moeconv", {"top_k": 2, "routed": "stride1"})
+    assert twin.reading == "backbone-moe-layers/stride1" and twin.head == t6.row("r18_backbone_moe").head
+    assert not moe.training_only(moe.alternatives[0])
+    for name in ("capacity-rule", "experts-per-sample", "conv-init", "sigmoid-form", "lb-fraction", "batch-size",
+                 "routing-hyperparameters"):
+        assert all(readings_by_id()[name].training_only(a) for a in readings_by_id()[name].alternatives), name
+
+
+def test_table5_shows_only_what_applies_to_its_rows():
+    # Its dense-head assumption (feature_dim -> 1024 -> 256) contradicted its backbone-classifier one (512 -> 1000):
+    # readings apply by what a row is, so neither that nor the CNN layout or capacity rule shows for Table 5.
+    t5 = find_manifest("table5")
+    assert [r.id for r in t5.readings] == ["backbone-moe-layers"]
+    assert "backbone-classifier" in [a.id for a in t5.assumptions]
+    assert not {"dense-head", "cnn-blocks", "capacity-rule"} & {a.id for a in t5.assumptions}
+
+
+def test_no_manifest_repeats_a_reading_as_an_assumption_of_its_own():
+    readings = set(readings_by_id()) | {"cnn-blocks"}  # cnn-blocks: the two CNN readings' former home
+    for m in load_all():
+        assert not readings & {a.id for a in m.assumptions}, m.id
+
+
+def _table1(mutate):
+    doc = copy.deepcopy(TABLE1)
+    mutate(doc)
+    return parse_manifest(doc, "table1.toml")
+
+
+def test_a_main_row_that_departs_from_a_reading_is_refused_naming_both():
+    def literal(doc):
+        doc["rows"][1]["head"]["capacity_candidates"] = 0
+    with pytest.raises(SchemaError) as exc:
+        _table1(literal)
+    (problem,) = exc.value.problems
+    assert problem.startswith("rows[1]: 'std_h128_moe' departs from reading 'capacity-rule'")
+    assert "head.capacity_candidates = 0, not 'all'" in problem
+
+    def as_sensitivity(doc):
+        literal(doc)
+        doc["rows"][1]["role"] = "sensitivity"
+    assert _table1(as_sensitivity).row("std_h128_moe").head.params["capacity_candidates"] == 0
+
+
+def test_sensitivity_tables_generate_rows_and_comparisons_that_vary_every_side_a_reading_touches():
+    t1 = find_manifest("table1")
+    twins = {r.id: r for r in t1.rows if r.reading}
+    assert set(twins) == {f"{b}__{a}" for b in ("std_h512_moe", "dw_h512_moe") for a in
+                          ("literal_capacity", "one_expert", "torch_init")} | {"std_h512_dense__torch_init",
+                                                                              "dw_h512_dense__torch_init"}
+    assert twins["dw_h512_moe__literal_capacity"].head.params["capacity_candidates"] == 0
+    assert twins["dw_h512_dense__torch_init"].backbone.params == {"init": "torch"}
+    comps = {c.id: (c.row, c.baseline) for c in t1.comparisons}
+    assert comps["dw_h512__literal_capacity"] == ("dw_h512_moe__literal_capacity", "dw_h512_dense")
+    assert comps["dw_h512__torch_init"] == ("dw_h512_moe__torch_init", "dw_h512_dense__torch_init")
+    assert all(twins[r].measures == ("flops", "accuracy") for r in twins)
+
+
+@pytest.mark.parametrize("sensitivity, message", [
+    ({"rows": ["nope"], "readings": ["conv-init"]}, "sensitivity[0].rows[0]: no row 'nope'"),
+    ({"rows": ["std_h512_moe"], "readings": ["conv-inits"]}, "no reading 'conv-inits' (did you mean 'conv-init'?)"),
+    ({"rows": ["std_h512_dense"], "readings": ["capacity-rule"]},
+     "reading 'capacity-rule' applies to none of the rows std_h512_dense"),
+])
+def test_a_bad_sensitivity_table_is_refused(sensitivity, message):
+    with pytest.raises(SchemaError) as exc:
+        _table1(lambda doc: doc.__setitem__("sensitivity", [sensitivity]))
+    assert any(message in p for p in exc.value.problems), exc.value.problems
+
+
+@pytest.mark.parametrize("mutate, where, message", [
+    (lambda r: r[4]["alternatives"][0]["head"].__setitem__("capacity_candidate", 0), "readings[4].alternatives[0].head.capacity_candidate",
+     "not a parameter of head 'sparse_moe' (did you mean 'capacity_candidates'?)"),
+    (lambda r: r[4]["alternatives"][0]["head"].__setitem__("capacity_candidates", "most"), "readings[4].alternatives[0].head.capacity_candidates",
+     "expected"),
+    (lambda r: r[3]["applies"].__setitem__("backbones", ["resnet18_moe"]), "readings[3].applies.backbones[0]",
+     "unknown backbone 'resnet18_moe'"),
+    (lambda r: r[0]["alternatives"][0].__setitem__("id", "flatten"), "readings[1]", "choice id 'flatten' is used twice"),
+    (lambda r: r[9].__setitem__("chosen", {"id": "x", "label": "x", "head": {"hidden": [8]}}), "readings[9].chosen.head",
+     "overrides the head of rows the reading does not name"),
+])
+def test_a_bad_readings_file_is_refused_naming_the_key(mutate, where, message):
+    doc = copy.deepcopy(READINGS)
+    mutate(doc["readings"])
+    with pytest.raises(SchemaError) as exc:
+        parse_readings(doc, "readings.toml")
+    assert any(p.startswith(where) and message in p for p in exc.value.problems), exc.value.problems
+
+
+def _stub_recount(varied):
+    return {"rho": 0.38, "total_macs": 100, "routed_macs": 38} if varied.reading.endswith("stride1") else None
+
+
+def test_decide_readings_decides_each_alternative_from_the_recount_and_says_what_was_not_counted():
+    t6 = find_manifest("table6")
+    metrics = {f"rows.{r.id}.rho": 0.452 for r in t6.rows}
+    ev = Evidence("table6", "table6", "smoke", metrics=metrics, kind="pipeline")
+    entries = {e.claim: e for e in decide_readings(t6, ev, _stub_recount)}
+    moe = entries["rho_backbone_moe"]
+    assert moe.chosen.status == "not reproduced" and moe.chosen.value == "45.2%"
+    (stride1,) = moe.alternatives
+    assert (stride1.reading, stride1.alternative, stride1.status, stride1.value) == (
+        "backbone-moe-layers", "stride1", "reproduced", "38%")
+    assert moe.depends and moe.line() == ("rho_backbone_moe: not reproduced under the chosen readings (45.2%); "
+                                          "reproduced under 'the six stride-1 3x3 convolutions' (backbone-moe-layers) (38%)")
+    near_half = entries["rho_cifar_dw_near_half"]
+    assert {o.status for o in near_half.alternatives} == {"not run"}  # the stub counted no CNN layout
+    assert "capacity-rule" in near_half.training_only and "conv-init" in near_half.training_only
+    assert set(entries) == {c.id for c in t6.claims if c.scope == "analytic"}
+    assert entries["rho_r18_head"].chosen.status == evaluate(next(c for c in t6.claims if c.id == "rho_r18_head"),
+                                                             ev).status
+
+
+def test_training_only_alternatives_change_no_count():
+    from repro.measure.flops import analytic_summary
+    from repro.measure.latency import operator_counts
+
+    rows = {"capacity-rule": ("table7", "cifar100_sparse_loop"), "experts-per-sample": ("table7", "cifar100_sparse_loop"),
+            "lb-fraction": ("table7", "cifar100_sparse_loop"), "routing-hyperparameters": ("table7", "cifar100_sparse_loop"),
+            "conv-init": ("table6", "cifar10_dw072_moe"), "sigmoid-form": ("headline_cifar10", "dw2_moe")}
+    for name, (table, row_id) in rows.items():
+        reading, row = readings_by_id()[name], find_manifest(table).row(row_id)
+        base = analytic_summary(row.dataset, row.backbone, row.head)
+        for alt in reading.alternatives:
+            twin = reading.vary(row, alt)
+            assert analytic_summary(twin.dataset, twin.backbone, twin.head) == base, (name, alt.id)
+            if "latency" in row.measures:
+                assert operator_counts(twin) == operator_counts(row), (name, alt.id)
+
+
+@pytest.mark.slow
+def test_the_readings_analytic_counts_equal_the_three_way_counts_of_every_row_an_analytic_claim_reads():
+    from repro.claims.references import claim_rows
+    from repro.measure.flops import analytic_summary, row_flops
+    from repro.results import FLOP_SUMMARY
+
+    t6 = find_manifest("table6")
+    read = {r for c in t6.claims if c.scope == "analytic" for r in claim_rows(c, t6.comparisons)}
+    for row in t6.rows:
+        if row.id in read or row.reading:
+            full = row_flops(row).summary()
+            assert analytic_summary(row.dataset, row.backbone, row.head) == {k: full[k] for k in FLOP_SUMMARY}, row.id
