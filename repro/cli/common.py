@@ -38,6 +38,10 @@ ManifestsOpt = typer.Option(None, "--manifests", help="Folder of manifests. "
                             "Default: $REPRO_MANIFESTS or the package's manifests/.")
 ProfilesOpt = typer.Option(None, "--profiles", help="TOML file of profiles (tables named profiles.<name>) added to "
                            "the shipped ones, replacing one of the same name. Default: $REPRO_PROFILES, else none.")
+DeterministicOpt = typer.Option(False, "--deterministic",
+                                help="Train in PyTorch's deterministic mode (and cuBLAS's fixed workspace), on the "
+                                     "profile's threads: bit-identical runs on the same kind of machine. A profile's "
+                                     "`deterministic` key wins; sets $REPRO_DETERMINISTIC for the runs.")
 
 
 def progress_bar() -> Progress:
@@ -92,13 +96,30 @@ def check_profile(manifests: list[Manifest], profile: str) -> None:
             fail(message(exc))
 
 
-def check_results_dir(results_dir: Path) -> None:
+def check_results_dir(results_dir: Path, profile: str | None = None, manifest_ids: list[str] = ()) -> None:
+    """Every folder the command will write (runs/, the profile's, each table's) must take a file."""
     from repro.results import ResultsDirError, check_results_dir as check
 
     try:
-        check(results_dir)
+        check(results_dir, profile=profile, manifest_ids=manifest_ids)
     except ResultsDirError as exc:
         fail(f"{exc}; nothing was run")
+
+
+def write_failed(exc: OSError) -> NoReturn:
+    """A file the disk refused (repro.fsutil.WriteFailed): one line; the records already written stay."""
+    fail(f"{exc}; every finished run record is kept, and the same command resumes once it can write", 1)
+
+
+def set_numerics_env(deterministic: bool) -> None:
+    """--deterministic reaches every run's config (repro.profiles.environment_defaults) and, before CUDA
+    starts, cuBLAS in this process, its workers and Slurm tasks, through the environment."""
+    from repro.profiles import DETERMINISTIC_ENV
+    from repro.runtime.numerics import deterministic_environment
+
+    if deterministic:
+        os.environ[DETERMINISTIC_ENV] = "1"
+        deterministic_environment()
 
 
 def set_data_env(allow_unverified: bool, workers: int | None) -> None:

@@ -6,8 +6,12 @@ from pathlib import Path
 from typing import Optional
 
 import typer
+from rich.markup import escape
 
-from repro.cli.common import ManifestsOpt, ProfilesOpt, ResultsOpt, check_results_dir, console, fail, load_every
+from repro.cli.common import (
+    ManifestsOpt, ProfilesOpt, ResultsOpt, check_results_dir, console, err, fail, load_every, write_failed,
+)
+from repro.fsutil import WriteFailed
 from repro.results import default_results_dir
 
 
@@ -15,18 +19,37 @@ def report(results_dir: Optional[Path] = ResultsOpt, manifests_dir: Optional[Pat
            profiles: Optional[Path] = ProfilesOpt,
            profile: Optional[str] = typer.Option(None, "--profile", "-p", help="Only this profile's report. Default: every profile with results.")) -> None:
     """Re-render <results>/<profile>/report.md from whatever results the directory holds."""
+    import sys
+
     from repro.report.summary import write_report
     from repro.results import profiles_present
+    from repro.runtime.interrupt import command_line, sigterm_as_interrupt
 
     results_dir = results_dir or default_results_dir()
     manifests = load_every(manifests_dir, profiles)  # bad input is reported before anything else
-    names = [profile] if profile else profiles_present(results_dir)
-    check_results_dir(results_dir)
+    if not results_dir.is_dir():
+        fail(f"no results in {results_dir}: the folder does not exist; run a table or `repro verify-all` first")
+    present = profiles_present(results_dir)
+    if profile is not None and profile not in present:
+        fail(f"no results of profile '{profile}' in {results_dir} (profiles with results: "
+             f"{', '.join(present) or 'none'}); run a table at that profile first")
+    names = [profile] if profile else present
     if not names:
         fail(f"no results in {results_dir}: run a table or `repro verify-all` first")
     for name in names:
-        path, summary = write_report(results_dir, name, manifests)
-        console.rule(name)
-        for line in summary["lines"]:
-            console.print(line, markup=False)
-        console.print(f"wrote {path}", markup=False)
+        check_results_dir(results_dir, name)
+    try:
+        with sigterm_as_interrupt():
+            for name in names:
+                path, summary = write_report(results_dir, name, manifests)
+                console.rule(name)
+                for line in summary["lines"]:
+                    console.print(line, markup=False)
+                console.print(f"wrote {path}", markup=False)
+    except KeyboardInterrupt:
+        # Each file is replaced whole, so none is half-written; the set of them may be part old, part new.
+        err.print(f"[bold yellow]{escape(f'report interrupted: the run records and results are untouched; figures and report.md may be partly re-rendered; rerun `{command_line(sys.argv)}` to render them all')}[/]",
+                  highlight=False)
+        raise typer.Exit(130)
+    except WriteFailed as exc:
+        write_failed(exc)

@@ -7,6 +7,7 @@ from typing import Optional
 
 import typer
 
+from repro.cli.common import ManifestsOpt, ProfilesOpt
 from repro.execution.status import STATES, table_status
 from repro.runtime.locks import DEFAULT_STALE_AFTER_S, LockSettings
 
@@ -15,6 +16,7 @@ def status(ids: list[str] = typer.Argument(None, help="Manifest ids (default: al
            profile: Optional[str] = typer.Option(None, "--profile", "-p", help="Default: $REPRO_PROFILE or smoke."),
            results_dir: Optional[Path] = typer.Option(None, "--results-dir", "-o",
                                                       help="Default: $REPRO_RESULTS or ./results."),
+           manifests_dir: Optional[Path] = ManifestsOpt, profiles: Optional[Path] = ProfilesOpt,
            stale_lock_after: float = typer.Option(DEFAULT_STALE_AFTER_S, "--stale-lock-after",
                                                   help="Seconds without a heartbeat after which a run counts as interrupted."),
            verbose: bool = typer.Option(False, "--verbose", "-v", help="Also list the pending runs.")) -> None:
@@ -27,7 +29,7 @@ def status(ids: list[str] = typer.Argument(None, help="Manifest ids (default: al
 
     profile = profile or default_profile()
     results_dir = results_dir or default_results_dir()
-    manifests = load_some(ids)
+    manifests = load_some(ids, manifests_dir, profiles)
     check_profile(manifests, profile)
     table = Table("Table", *STATES, title=f"runs in {results_dir} (profile {profile})")
     lines: list[str] = []

@@ -10,10 +10,11 @@ import typer
 from rich.markup import escape
 
 from repro.cli.common import (
-    DataOpt, DeviceOpt, JobsOpt, ManifestsOpt, ProfileOpt, ProfilesOpt, ResultsOpt, UnverifiedOpt, WorkersOpt,
-    check_profile, check_results_dir, console, counts_line, err, fail, interrupted, load_every, load_one,
-    print_verdicts, progress_bar, set_data_env,
+    DataOpt, DeterministicOpt, DeviceOpt, JobsOpt, ManifestsOpt, ProfileOpt, ProfilesOpt, ResultsOpt, UnverifiedOpt,
+    WorkersOpt, check_profile, check_results_dir, console, counts_line, err, fail, interrupted, load_every, load_one,
+    print_verdicts, progress_bar, set_data_env, set_numerics_env, write_failed,
 )
+from repro.fsutil import WriteFailed
 from repro.cli.execution import with_executor_options
 from repro.execution.options import ExecutorOptions
 from repro.execution.torchrun import TorchrunUsageError, ranks, relaunch
@@ -39,7 +40,7 @@ def run_ids(ids: list[str], profile: str | None, results_dir: Path | None, devic
     results_dir = results_dir or default_results_dir()
     manifests = [load_one(i, manifests_dir, profiles) for i in ids]
     check_profile(manifests, profile)
-    check_results_dir(results_dir)
+    check_results_dir(results_dir, profile, [m.id for m in manifests])
     try:
         with _leading(device, results_dir, data_dir, executor) as leader:
             return _run_tables(manifests, profile, results_dir, device, jobs, data_dir, executor) if leader else 0
@@ -74,6 +75,8 @@ def _run_tables(manifests: list[Manifest], profile: str, results_dir: Path, devi
             outcomes = run.run(manifests, on_start=start, on_done=done)
     except KeyboardInterrupt as exc:
         interrupted(run.current or "run", exc, results_dir)
+    except WriteFailed as exc:
+        write_failed(exc)
     if any(o.needs_data for o in outcomes):
         return 2
     return 1 if any(o.problem for o in outcomes) else 0
@@ -84,9 +87,11 @@ def run(ids: list[str] = typer.Argument(..., help="Manifest ids, e.g. table6."),
         results_dir: Optional[Path] = ResultsOpt, device: str = DeviceOpt, jobs: int = JobsOpt,
         data_dir: Optional[Path] = DataOpt, manifests: Optional[Path] = ManifestsOpt,
         profiles: Optional[Path] = ProfilesOpt, allow_unverified_data: bool = UnverifiedOpt,
-        workers: Optional[int] = WorkersOpt, executor: ExecutorOptions = None) -> None:
+        workers: Optional[int] = WorkersOpt, deterministic: bool = DeterministicOpt,
+        executor: ExecutorOptions = None) -> None:
     """Run one or more manifests."""
     set_data_env(allow_unverified_data, workers)
+    set_numerics_env(deterministic)
     raise typer.Exit(run_ids(ids, profile, results_dir, device, jobs, data_dir, manifests, profiles, executor))
 
 
@@ -97,8 +102,9 @@ def manifest_command(path: Path):
                 device: str = DeviceOpt, jobs: int = JobsOpt, data_dir: Optional[Path] = DataOpt,
                 manifests: Optional[Path] = ManifestsOpt, profiles: Optional[Path] = ProfilesOpt,
                 allow_unverified_data: bool = UnverifiedOpt, workers: Optional[int] = WorkersOpt,
-                executor: ExecutorOptions = None) -> None:
+                deterministic: bool = DeterministicOpt, executor: ExecutorOptions = None) -> None:
         set_data_env(allow_unverified_data, workers)
+        set_numerics_env(deterministic)
         raise typer.Exit(run_ids([path.stem], profile, results_dir, device, jobs, data_dir, manifests, profiles,
                                  executor))
 
@@ -117,14 +123,15 @@ def verify_all(profile: Optional[str] = ProfileOpt, results_dir: Optional[Path] 
                strict: bool = typer.Option(False, "--strict", help="Also exit 1 when a decidable claim did not reproduce."),
                manifests_dir: Optional[Path] = ManifestsOpt, profiles: Optional[Path] = ProfilesOpt,
                allow_unverified_data: bool = UnverifiedOpt, workers: Optional[int] = WorkersOpt,
-               executor: ExecutorOptions = None) -> None:
+               deterministic: bool = DeterministicOpt, executor: ExecutorOptions = None) -> None:
     """Every manifest, every FLOP check, every claim: one report and an exit code to trust."""
     set_data_env(allow_unverified_data, workers)
+    set_numerics_env(deterministic)
     profile = profile or default_profile()
     results_dir = results_dir or default_results_dir()
     manifests = load_every(manifests_dir, profiles)
     check_profile(manifests, profile)
-    check_results_dir(results_dir)
+    check_results_dir(results_dir, profile, [m.id for m in manifests])
     try:
         with _leading(device, results_dir, data_dir, executor) as leader:
             if leader:
@@ -155,10 +162,12 @@ def _verify_all(manifests: list[Manifest], profile: str, results_dir: Path, devi
                 progress.advance(task)
 
             outcomes = run.run(manifests, on_start=start, on_done=done)
+            failures = {o.manifest_id: o.problem for o in outcomes if o.problem}
+            path, summary = write_report(results_dir, profile, manifests, check, failures)
     except KeyboardInterrupt as exc:
         interrupted(run.current or "verify-all", exc, results_dir)
-    failures = {o.manifest_id: o.problem for o in outcomes if o.problem}
-    path, summary = write_report(results_dir, profile, manifests, check, failures)
+    except WriteFailed as exc:
+        write_failed(exc)
     print_verdicts([v for m in manifests if (r := load_result(results_dir, profile, m.id)) for v in r.verdicts])
     console.rule("summary")
     for line in summary["lines"]:

@@ -24,11 +24,12 @@ from repro.execution.protocol import Outcome, RunState
 from repro.execution.record_checks import read_record
 from repro.fsutil import WriteFailed
 from repro.recipes import RunConfig
+from repro.results import RUNS_FOLDER
 from repro.runtime.locks import LockSettings, lock_path, read_holder, stale_reason
 
 
 def runs_dir(results_dir: Path) -> Path:
-    return results_dir / "runs"
+    return results_dir / RUNS_FOLDER
 
 
 def record_path(results_dir: Path, cfg: RunConfig) -> Path:
