@@ -108,12 +108,15 @@ class RunSummary:
     weights: str | None = None
     data: str | None = None
     wall_seconds: float | None = None
-    device: str | None = None
+    device: str | None = None  # provenance.device: "cpu: <processor>, N intra-op thread(s)" or "cuda: <GPU>"
     chance: float | None = None
+    threads: int | None = None  # the run's facts (provenance.reproducibility); None in records written before
+    deterministic: bool | None = None
 
     @classmethod
     def from_record(cls, record: dict[str, Any]) -> RunSummary:
         metrics, history = record["metrics"], record["history"]
+        facts = record["provenance"].get("reproducibility") or {}
         return cls(
             seed=record["seed"], hash=record["config_hash"], accuracy=metrics["accuracy"],
             final_accuracy=metrics["final_accuracy"], peak_accuracy=metrics["peak_accuracy"],
@@ -122,7 +125,7 @@ class RunSummary:
             tau_by_epoch=[h.get("tau") for h in history],
             routing=record.get("routing", {}), weights=record.get("weights"), data=record.get("data"),
             wall_seconds=record.get("wall_seconds"), device=record["provenance"].get("device"),
-            chance=metrics.get("chance"),
+            chance=metrics.get("chance"), threads=facts.get("threads"), deterministic=facts.get("deterministic"),
         )
 
     @classmethod
