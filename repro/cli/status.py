@@ -9,6 +9,7 @@ import typer
 
 from repro.cli.common import ManifestsOpt, ProfilesOpt
 from repro.execution.status import STATES, table_status
+from repro.runtime.interrupt import sigterm_as_interrupt
 from repro.runtime.locks import DEFAULT_STALE_AFTER_S, LockSettings
 
 
@@ -23,7 +24,7 @@ def status(ids: list[str] = typer.Argument(None, help="Manifest ids (default: al
     """Per table: runs done, running (who, for how long, last heartbeat), failed (with the error), pending."""
     from rich.table import Table
 
-    from repro.cli.common import check_profile, console, load_some
+    from repro.cli.common import check_profile, console, err, load_some
     from repro.profiles import default_profile
     from repro.results import default_results_dir
 
@@ -34,14 +35,19 @@ def status(ids: list[str] = typer.Argument(None, help="Manifest ids (default: al
     table = Table("Table", *STATES, title=f"runs in {results_dir} (profile {profile})")
     lines: list[str] = []
     settings = LockSettings(stale_lock_after)
-    for m in manifests:
-        runs = table_status(m, profile, results_dir, settings)
-        if not runs.runs:
-            continue
-        table.add_row(m.id, *(str(runs.count(s)) for s in STATES))
-        for r in runs.runs:
-            if r.state in ("running", "failed") or (verbose and r.state == "pending"):
-                lines.append(f"{r.state:8} {r.label} ({r.run_hash[:12]}): {r.detail}")
+    try:
+        with sigterm_as_interrupt():
+            for m in manifests:
+                runs = table_status(m, profile, results_dir, settings)
+                if not runs.runs:
+                    continue
+                table.add_row(m.id, *(str(runs.count(s)) for s in STATES))
+                for r in runs.runs:
+                    if r.state in ("running", "failed") or (verbose and r.state == "pending"):
+                        lines.append(f"{r.state:8} {r.label} ({r.run_hash[:12]}): {r.detail}")
+    except KeyboardInterrupt:
+        err.print("[bold yellow]status interrupted; it changes nothing in the results folder[/]", highlight=False)
+        raise typer.Exit(130)
     console.print(table)
     for line in lines:
         console.print(line, highlight=False, markup=False)
