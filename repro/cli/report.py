@@ -48,8 +48,9 @@ def report(results_dir: Optional[Path] = ResultsOpt, manifests_dir: Optional[Pat
                 console.print(f"wrote {path}", markup=False)
     except KeyboardInterrupt:
         # Each file is replaced whole, so none is half-written; the set of them may be part old, part new.
-        err.print(f"[bold yellow]{escape(f'report interrupted: the run records and results are untouched; figures and report.md may be partly re-rendered; rerun `{command_line(sys.argv)}` to render them all')}[/]",
-                  highlight=False)
+        text = (f"report interrupted: the run records and results are untouched; figures and report.md may be "
+                f"partly re-rendered; rerun `{command_line(sys.argv)}` to render them all")
+        err.print(f"[bold yellow]{escape(text)}[/]", highlight=False)
         raise typer.Exit(130)
     except WriteFailed as exc:
         write_failed(exc)

@@ -26,7 +26,7 @@ from typing import Any
 
 import torch
 
-from repro.execution.files import (  # noqa: F401  (the paths are re-exported)
+from repro.execution.files import (
     checkpoint_path, failure_path, load_record, record_path, runs_dir, set_aside,
 )
 from repro.execution.protocol import Outcome, RunRequest, RunState

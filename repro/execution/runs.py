@@ -17,7 +17,6 @@ from repro.execution.files import (  # noqa: F401  (re-exported)
 )
 from repro.execution.options import EXECUTORS, ExecutorOptions
 from repro.execution.protocol import ExecutionRequest, Executor, Outcome, RunRequest, RunState, Stopped
-from repro.execution.record_checks import RECORD_SCHEMA  # noqa: F401  (re-exported)
 from repro.runtime.interrupt import RunsInterrupted, checkpoint_epoch
 
 

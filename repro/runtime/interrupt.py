@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -68,21 +69,25 @@ def _raise_interrupt(signum: int, frame: object) -> None:
 def sigterm_as_interrupt() -> Iterator[None]:
     """In the main process: SIGTERM interrupts like Ctrl-C (a scheduler's or `kill`'s stop request).
 
-    A KeyboardInterrupt raised while Python runs a finalizer is printed ("Exception ignored in ...") and
-    dropped; the signal is remembered, so the block still ends as interrupted when it reaches its end.
-    Ctrl-C stays ignored where the process was started ignoring it (`nohup`, a shell's background job).
+    A KeyboardInterrupt raised while Python runs a finalizer is dropped (Python would print "Exception
+    ignored in ..." and go on); the signal is remembered, so the block still ends as interrupted when it
+    reaches its end. Ctrl-C stays ignored where the process was started ignoring it (`nohup`, a shell's
+    background job).
     """
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     wanted = [signal.SIGTERM] + ([signal.SIGINT] if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN else [])
     previous = {s: signal.signal(s, _raise_interrupt) for s in wanted}
+    hook = sys.unraisablehook
+    sys.unraisablehook = lambda u: None if issubclass(u.exc_type, KeyboardInterrupt) and _received else hook(u)
     _received.clear()
     try:
         yield
-        if _received:  # swallowed on its way
+        if _received:  # dropped on its way
             raise KeyboardInterrupt(signal.Signals(_received[-1]).name)
     finally:
+        sys.unraisablehook = hook
         for s, handler in previous.items():
             signal.signal(s, handler)
 
