@@ -1,8 +1,14 @@
-"""Atomic file writes: a crash leaves either the old file or the new one, never half of one."""
+"""Atomic file writes: a crash leaves either the old file or the new one, never half of one.
+
+A write the machine refuses (no space, a read-only disk, no permission) raises WriteFailed, which
+names the file and what to free or fix: it is the machine's fault, not the run's, so the commands
+stop on it with that one line instead of recording it as a failed run.
+"""
 
 from __future__ import annotations
 
 import dataclasses
+import errno
 import json
 import math
 import os
@@ -11,10 +17,33 @@ from pathlib import Path
 from typing import Any, Mapping
 
 
+class WriteFailed(OSError):
+    """A file could not be written. Raised as WriteFailed(errno, strerror, path), like OSError, so it pickles."""
+
+    @classmethod
+    def of(cls, path: str | Path, cause: OSError) -> WriteFailed:
+        return cls(cause.errno or errno.EIO, cause.strerror or str(cause), str(path))
+
+    def __str__(self) -> str:
+        folder = Path(self.filename).parent
+        if self.errno in (errno.ENOSPC, errno.EDQUOT):
+            fix = f"free space on the disk that holds {folder}"
+        elif self.errno == errno.EROFS:
+            fix = f"{folder} is on a read-only file system: choose a writable folder"
+        elif self.errno in (errno.EACCES, errno.EPERM):
+            fix = f"make {folder} writable for this user, or choose another folder"
+        else:
+            fix = f"check the disk that holds {folder}"
+        return f"cannot write {self.filename}: {self.strerror}; {fix}"
+
+
 def atomic_write_bytes(path: str | Path, data: bytes) -> None:
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise WriteFailed.of(path, exc) from None
     try:
         os.fchmod(fd, 0o666 & ~_umask())  # mkstemp makes 0600; give the file the usual permissions
         with os.fdopen(fd, "wb") as fh:
@@ -22,8 +51,10 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, OSError) and not isinstance(exc, WriteFailed):
+            raise WriteFailed.of(path, exc) from None
         raise
 
 

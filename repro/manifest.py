@@ -348,10 +348,22 @@ def load_all(directory: str | Path | None = None, profiles_file: str | Path | No
     return manifests
 
 
+def _declared_id(path: Path) -> object:
+    try:
+        return read_toml(path).get("id")
+    except SchemaError:
+        return None
+
+
 def find_manifest(manifest_id: str, directory: str | Path | None = None,
                   profiles_file: str | Path | None = None) -> Manifest:
     paths = {p.stem: p for p in manifest_paths(directory)}
     if manifest_id not in paths:
+        declaring = [p.name for p in paths.values() if _declared_id(p) == manifest_id]
+        if declaring:  # a copy renamed without its id: name the files, not the closest id
+            raise KeyError(f"no manifest file {manifest_id}.toml in {manifests_dir(directory)}; "
+                           f"{', '.join(declaring)} {'say' if len(declaring) > 1 else 'says'} id = '{manifest_id}', "
+                           "but a manifest's id must equal its file name")
         raise KeyError(f"no manifest '{manifest_id}'{closest(manifest_id, list(paths))}; "
                        f"known in {manifests_dir(directory)}: {', '.join(paths)}")
     manifests, invalid = load_valid(directory, profiles_file)

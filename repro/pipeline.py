@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from repro.devices import resolve_device
+from repro.fsutil import WriteFailed
 from repro.manifest import Manifest
 from repro.measure import MEASURERS
 from repro.measure.base import Context
@@ -31,7 +32,8 @@ from repro.results import (FlopCheck, ManifestResult, Measured, comparison_metri
 def make_context(manifest: Manifest, profile: str, results_dir: Path, device: str, jobs: int = 0, **kw) -> Context:
     settings = manifest.profile(profile)  # KeyError naming the closest profiles
     device = resolve_device(device)
-    jobs = jobs or (1 if device.startswith("cuda") else os.cpu_count() or 1)
+    # On a CPU as many runs at once as the cores hold at the threads each trains on (its config's).
+    jobs = jobs or (1 if device.startswith("cuda") else max(1, (os.cpu_count() or 1) // settings.run_threads()))
     return Context(profile, settings, results_dir, device, jobs=jobs, **kw)
 
 
@@ -101,7 +103,8 @@ class TableRun:
     def run(self, manifests: list[Manifest], on_start: Callable[[Manifest, Context], None] | None = None,
             on_done: Callable[[TableOutcome], None] | None = None) -> list[TableOutcome]:
         """Run each manifest; a table that fails is an outcome, and the next one still runs. An interrupt
-        (KeyboardInterrupt) propagates, with `current` naming the table it stopped."""
+        (KeyboardInterrupt) and a file the disk refuses (WriteFailed) propagate, with `current` naming the
+        table they stopped."""
         from repro.data.layout import DatasetMissing
         from repro.weights import WeightsMissing
 
@@ -121,6 +124,8 @@ class TableRun:
                     out.result = result
             except (DatasetMissing, WeightsMissing) as exc:
                 out.needs_data = f"{manifest.id} needs data that is not here; nothing was trained.\n{exc}"
+            except WriteFailed:
+                raise  # the disk refuses files: every next table would fail the same way
             except Exception as exc:  # one broken table must not hide the others
                 out.error = describe_exception(exc)
             outcomes.append(out)

@@ -27,12 +27,33 @@ REQUIRED_PROFILES = ("smoke", "full")  # the default profile, and the paper's pr
 
 # Upper bounds that keep a typo from asking for the impossible (1e11 samples) while leaving the paper's
 # protocol far inside: ImageNet-1K has 1.28M training images, the paper uses 10 seeds, 80 epochs, 256 px.
-MAX_SAMPLES, MAX_SEEDS, MAX_EPOCHS, MAX_BATCH, MAX_IMAGE = 1 << 24, 1000, 10_000, 1 << 16, 1024
+MAX_SAMPLES, MAX_SEEDS, MAX_EPOCHS, MAX_BATCH, MAX_IMAGE, MAX_THREADS = 1 << 24, 1000, 10_000, 1 << 16, 1024, 1024
 RECIPE_OVERRIDES = ("optimizer", "lr", "backbone_lr_scale")
+# Where a profile leaves `threads` and `deterministic` out, the environment gives them (else 1 and off).
+THREADS_ENV, DETERMINISTIC_ENV = "OMP_NUM_THREADS", "REPRO_DETERMINISTIC"
 
 
 def default_profile() -> str:
     return os.environ.get("REPRO_PROFILE", "smoke")
+
+
+def environment_defaults() -> tuple[int, bool]:
+    """(threads, deterministic) for a profile that gives neither: $OMP_NUM_THREADS, else 1 on every machine
+    (never the machine's core count); $REPRO_DETERMINISTIC (1 or 0), else off. Raises SchemaError naming the
+    variable when its value is neither."""
+    problems = []
+    text = os.environ.get(THREADS_ENV, "").strip()
+    first = text.split(",")[0].strip()  # OpenMP's nested form "4,2": the outer level is the intra-op pool
+    threads = int(first) if first.isdigit() else 0
+    if text and not 1 <= threads <= MAX_THREADS:
+        problems.append(f"{THREADS_ENV}: {text!r} is not a whole number of threads in 1..{MAX_THREADS} "
+                        "(the intra-op threads each run trains on)")
+    flag = os.environ.get(DETERMINISTIC_ENV, "").strip().lower()
+    if flag not in ("", "0", "1", "false", "true", "no", "yes", "off", "on"):
+        problems.append(f"{DETERMINISTIC_ENV}: {flag!r} is neither 1 nor 0")
+    if problems:
+        raise SchemaError("the environment", problems)
+    return threads or 1, flag in ("1", "true", "yes", "on")
 
 
 @dataclass(frozen=True)
@@ -93,6 +114,17 @@ class Profile:
     datasets: dict[str, RowSettings] = field(default_factory=dict)
     tables: dict[str, RowSettings] = field(default_factory=dict)
     latency: LatencyProfile = field(default_factory=LatencyProfile)
+    # Intra-op CPU threads every run trains on, under every executor (None: $OMP_NUM_THREADS, else 1), and
+    # PyTorch's deterministic algorithms (None: $REPRO_DETERMINISTIC, else off); both are part of a run's
+    # identity (repro.recipes.RunConfig), since they change its float rounding (repro.runtime.numerics).
+    threads: int | None = bounded(None, ge=1, le=MAX_THREADS)
+    deterministic: bool | None = None
+
+    def run_threads(self) -> int:
+        return self.threads or environment_defaults()[0]
+
+    def run_deterministic(self) -> bool:
+        return self.deterministic if self.deterministic is not None else environment_defaults()[1]
 
     def includes(self, manifest_id: str, row_id: str) -> bool:
         included = not self.include or any(matches(e, manifest_id, row_id) for e in self.include)
@@ -221,7 +253,9 @@ def shipped_profiles() -> dict[str, Profile]:
 
 
 def all_profiles(path: str | Path | None = None) -> tuple[dict[str, Profile], dict[str, Path]]:
-    """The shipped profiles with the user file's (see profiles_path) added over them, and each one's file."""
+    """The shipped profiles with the user file's (see profiles_path) added over them, and each one's file.
+    The environment's defaults are checked here, before any work (environment_defaults)."""
+    environment_defaults()
     profiles = shipped_profiles()
     files = {name: SHIPPED_PROFILES for name in profiles}
     user = profiles_path(path)

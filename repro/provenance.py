@@ -38,11 +38,12 @@ def package_versions() -> dict[str, str]:
     return versions
 
 
-def provenance(device: str = "cpu") -> dict[str, object]:
+def provenance(device: str = "cpu", threads: int | None = None) -> dict[str, object]:
+    """threads: the intra-op threads the numbers were computed on (None: torch's current setting)."""
     return {
         "git_commit": git_commit(),
         "packages": package_versions(),
-        "device": device_label(device),
+        "device": device_label(device, threads),
         "device_type": device_type(device),
         # --allow-unverified-data: datasets whose files fail their published checksum were accepted.
         "allow_unverified_data": os.environ.get("REPRO_ALLOW_UNVERIFIED_DATA", "") == "1",

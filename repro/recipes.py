@@ -48,8 +48,10 @@ RECIPES: dict[str, Recipe] = {
                        backbone_lr_scale=0.1, bf16=True),
 }
 
-# Fields added to RunConfig after its first release, with their defaults (see RunConfig.hash).
-_LATER_DEFAULTS: dict[str, Any] = {"pretrained_on": "imagenet"}
+# Fields added to RunConfig after its first release, with their defaults (see RunConfig.hash). A record
+# written before a field existed reads as that default (repro.execution.record_checks); one written
+# before `threads` is reused only where its own provenance says it trained on one thread.
+LATER_DEFAULTS: dict[str, Any] = {"pretrained_on": "imagenet", "threads": 1, "deterministic": False}
 
 
 @dataclass(frozen=True)
@@ -76,6 +78,10 @@ class RunConfig:
     # The paper's epoch count for the dataset: a shortened profile runs the
     # temperature and k schedules compressed onto its own epochs.
     schedule_epochs: int = 0
+    # Intra-op CPU threads the run trains on, under every executor, and PyTorch's deterministic algorithms
+    # (repro.runtime.numerics): a float sum split over other threads rounds otherwise, so both identify it.
+    threads: int = 1
+    deterministic: bool = False
     version: int = TRAINING_VERSION
 
     def to_dict(self) -> dict[str, Any]:
@@ -95,7 +101,7 @@ class RunConfig:
     def hash(self) -> str:
         # A field added with a default that keeps the earlier behaviour stays out of the hash at that
         # default, so the run records written before it was added are still found.
-        d = {k: v for k, v in self.to_dict().items() if _LATER_DEFAULTS.get(k, ...) != v}
+        d = {k: v for k, v in self.to_dict().items() if LATER_DEFAULTS.get(k, ...) != v}
         blob = json.dumps(d, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
@@ -132,6 +138,8 @@ def resolve(row: Row, profile: Profile, seed: int) -> RunConfig:
         pretrained_on=profile.pretrained_on if pretrained else "imagenet",
         metric=spec.metric,
         schedule_epochs=recipe.epochs,
+        threads=profile.run_threads(),
+        deterministic=profile.run_deterministic(),
     )
 
 

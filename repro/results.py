@@ -14,7 +14,7 @@ import json
 import os
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Iterable, Literal
 
 from repro.fsutil import atomic_write_json
 from repro.profiles import Profile
@@ -125,12 +125,15 @@ class RunSummary:
     weights: str | None = None
     data: str | None = None
     wall_seconds: float | None = None
-    device: str | None = None
+    device: str | None = None  # provenance.device: "cpu: <processor>, N intra-op thread(s)" or "cuda: <GPU>"
     chance: float | None = None
+    threads: int | None = None  # the run's facts (provenance.reproducibility); None in records written before
+    deterministic: bool | None = None
 
     @classmethod
     def from_record(cls, record: dict[str, Any]) -> RunSummary:
         metrics, history = record["metrics"], record["history"]
+        facts = record["provenance"].get("reproducibility") or {}
         return cls(
             seed=record["seed"], hash=record["config_hash"], accuracy=metrics["accuracy"],
             final_accuracy=metrics["final_accuracy"], peak_accuracy=metrics["peak_accuracy"],
@@ -139,7 +142,7 @@ class RunSummary:
             tau_by_epoch=[h.get("tau") for h in history],
             routing=record.get("routing", {}), weights=record.get("weights"), data=record.get("data"),
             wall_seconds=record.get("wall_seconds"), device=record["provenance"].get("device"),
-            chance=metrics.get("chance"),
+            chance=metrics.get("chance"), threads=facts.get("threads"), deterministic=facts.get("deterministic"),
         )
 
     @classmethod
@@ -263,25 +266,56 @@ class ResultsDirError(RuntimeError):
     """The results directory cannot hold results: not a folder, not writable, or no space."""
 
 
-def check_results_dir(results_dir: Path, min_free: int = MIN_FREE_BYTES) -> None:
-    """Make sure results can be written before any work starts; the message says what to change."""
+RUNS_FOLDER = "runs"  # <results>/runs/: the run records every profile and table shares (repro.execution.files)
+
+
+def written_folders(results_dir: Path, profile: str | None = None, manifest_ids: Iterable[str] = ()) -> list[Path]:
+    """The folders a command writes in: the run records', and the profile's, its figures' and each table's."""
+    folders = [results_dir / RUNS_FOLDER]
+    if profile is not None:
+        folders += [profile_dir(results_dir, profile), profile_dir(results_dir, profile) / "figures"]
+        folders += [profile_dir(results_dir, profile) / m for m in manifest_ids]
+    return folders
+
+
+def check_results_dir(results_dir: Path, min_free: int = MIN_FREE_BYTES, profile: str | None = None,
+                      manifest_ids: Iterable[str] = ()) -> None:
+    """Make sure results can be written before any work starts, in every folder the command writes
+    (written_folders); the message names the folder and says what to change."""
     import shutil
-    import tempfile
 
     where = f"results directory {results_dir}"
     if results_dir.exists() and not results_dir.is_dir():
         raise ResultsDirError(f"the {where} is a file, not a folder; pass --results-dir a folder")
     try:
         results_dir.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=results_dir, prefix=".write-check-"):
-            pass
     except OSError as exc:
         raise ResultsDirError(f"cannot write in the {where}: {exc.strerror or exc}; "
                               "choose a writable folder with --results-dir or $REPRO_RESULTS") from None
+    _check_writable(results_dir, results_dir)
+    for folder in written_folders(results_dir, profile, manifest_ids):
+        _check_writable(folder, results_dir)
     free = shutil.disk_usage(results_dir).free
     if free < min_free:
         raise ResultsDirError(f"the {where} has {free / 2**20:.0f} MiB free; at least {min_free / 2**20:.0f} MiB "
                               "are needed for run records and checkpoints")
+
+
+def _check_writable(folder: Path, results_dir: Path) -> None:
+    """A file can be created in `folder`, or (not there yet) in the nearest folder above it that is."""
+    import tempfile
+
+    while not folder.exists() and folder != results_dir:
+        folder = folder.parent
+    if not folder.is_dir():
+        raise ResultsDirError(f"{folder} is a file where the results need a folder; move it away")
+    try:
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".write-check-"):
+            pass
+    except OSError as exc:
+        fix = ("choose a writable folder with --results-dir or $REPRO_RESULTS" if folder == results_dir
+               else "make it writable, or choose another folder with --results-dir")
+        raise ResultsDirError(f"cannot write in {folder}: {exc.strerror or exc}; {fix}") from None
 
 
 def profile_dir(results_dir: Path, profile: str) -> Path:
@@ -294,7 +328,7 @@ def profiles_present(results_dir: Path) -> list[str]:
     if not results_dir.is_dir():
         return []
     return sorted(p.name for p in results_dir.iterdir()
-                  if p.is_dir() and p.name != "runs" and any(p.glob("*/results.json")))
+                  if p.is_dir() and p.name != RUNS_FOLDER and any(p.glob("*/results.json")))
 
 
 def result_path(results_dir: Path, profile: str, manifest_id: str) -> Path:

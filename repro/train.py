@@ -29,7 +29,7 @@ from torch import nn
 from repro.checkpoints import load_checkpoint, save_checkpoint
 from repro.data.check import unverified_allowed, workers_from_env
 from repro.data.specs import get_dataset
-from repro.runtime import distributed
+from repro.runtime import distributed, numerics
 from repro.models import Component, build_model
 from repro.models.base import entropy
 from repro.recipes import RunConfig
@@ -381,20 +381,25 @@ def schedule_position(epoch: int, cfg: RunConfig) -> tuple[int, int]:
 
 def train_run(cfg: RunConfig, device: torch.device, data_dir: Path | None, checkpoint: Path,
               on_epoch: EpochCallback | None = None) -> dict[str, Any]:
-    """Train one run to completion (resuming from `checkpoint` if present); return its metrics and history.
+    """Train one run to completion (resuming from `checkpoint` if present); return its metrics and history,
+    and under "reproducibility" the facts its numbers depend on (threads, deterministic mode, versions).
 
     In a torchrun process group every rank calls this with the same `cfg` (repro.runtime.distributed): rank 0
     writes the checkpoints, the others wait for it; a failure on any rank ends the command (WorldBroken).
     """
     world = distributed.current()
-    if not world.distributed:
-        return _train(cfg, device, data_dir, checkpoint, on_epoch, world)
-    try:
-        return _train(cfg, device, data_dir, checkpoint, on_epoch, world)
-    except NonFiniteLoss:
-        raise  # every rank reduced the same loss: rank 0 records the failure, all go on to the next run
-    except Exception as exc:
-        raise distributed.WorldBroken(f"rank {world.rank} of {world.size}: {type(exc).__name__}: {exc}") from exc
+    # The run's threads and deterministic mode, in whatever process trains it (repro.runtime.numerics).
+    with numerics.run_numerics(cfg.threads, cfg.deterministic, device) as facts:
+        if not world.distributed:
+            out = _train(cfg, device, data_dir, checkpoint, on_epoch, world)
+        else:
+            try:
+                out = _train(cfg, device, data_dir, checkpoint, on_epoch, world)
+            except NonFiniteLoss:
+                raise  # every rank reduced the same loss: rank 0 records the failure, all go on to the next run
+            except Exception as exc:
+                raise distributed.WorldBroken(f"rank {world.rank} of {world.size}: {type(exc).__name__}: {exc}") from exc
+    return {**out, "reproducibility": facts}
 
 
 def _train(cfg: RunConfig, device: torch.device, data_dir: Path | None, checkpoint: Path,

@@ -27,12 +27,17 @@ def cache(tmp_path, monkeypatch):
     return tmp_path / "cache"
 
 
-def test_made_once_with_a_record_and_loaded_by_every_backbone_that_starts_from_it(cache):
+def test_made_once_with_a_record_and_loaded_by_every_backbone_that_starts_from_it(cache, one_thread, monkeypatch):
+    seen = []
+    real = digit_weights._pretrain_on
+    monkeypatch.setattr(digit_weights, "_pretrain_on", lambda *a: (seen.append(torch.get_num_threads()), real(*a)))
     path = digit_weights.ensure("resnet18_moeconv", "imagenet", 16, SMALL)  # ResNet-18's weights
     assert path.parent == cache / "digit_weights" and path.name.startswith("resnet18-imagenet-16px-")
     record = digit_weights.record(path)
     assert record["sha256"] == digit_weights.sha256(path) and len(record["test_digit_accuracy"]) == 3
     assert record["settings"]["images"] == 256 and "read the 3 digits" in record["objective"]
+    assert record["settings"]["threads"] == 2 and seen == [2]  # fixed: not this machine's core count
+    assert torch.get_num_threads() == 1
     stamp = path.stat().st_mtime_ns
     assert digit_weights.ensure("resnet18", "imagenet", 16, SMALL) == path and path.stat().st_mtime_ns == stamp
     state = torch.load(path, weights_only=True)

@@ -5,6 +5,7 @@ are checked by the component configs themselves; the cases here cover the manife
 """
 
 import copy
+import re
 import os
 import subprocess
 import sys
@@ -244,3 +245,65 @@ def test_cli_refuses_a_bad_manifest_or_profiles_file_before_any_work(tmp_path):
     assert out.returncode == 2, out.stderr
     assert "profiles.quick.epochs: 0 is out of range" in out.stderr and "mine.toml" in out.stderr
     assert "Traceback" not in out.stderr and not (tmp_path / "results").exists()
+
+
+def _runner():
+    from typer.testing import CliRunner
+
+    from repro.cli import app
+
+    return CliRunner(), app
+
+
+def test_a_folder_named_like_a_manifest_is_listed_as_invalid_not_skipped(tmp_path):
+    """Issue 22, item 7: `repro list` skipped a manifest folder entry x.toml that is a directory, silently."""
+    runner, app = _runner()
+    (tmp_path / "x.toml").mkdir()
+    (tmp_path / "table6.toml").write_bytes((REPO_ROOT / "manifests" / "table6.toml").read_bytes())
+    result = runner.invoke(app, ["list", "--manifests", str(tmp_path)], env={"COLUMNS": "250"})
+    assert result.exit_code == 0, result.output
+    line = next(line for line in result.output.splitlines() if line.startswith("│ x "))
+    assert "invalid manifest: cannot be read" in line
+
+
+def test_two_manifests_with_one_id_are_named_once_each(tmp_path):
+    """Issue 22, item 7: `run a` printed the same problem twice, and `run twin` said "no manifest 'twin'"."""
+    runner, app = _runner()
+    text = (REPO_ROOT / "manifests" / "table6.toml").read_text().replace('id = "table6"', 'id = "twin"', 1)
+    for name in ("a.toml", "b.toml"):
+        (tmp_path / name).write_text(text)
+    ran = runner.invoke(app, ["run", "a", "--manifests", str(tmp_path), "--results-dir", str(tmp_path / "r")])
+    assert ran.exit_code == 2 and ran.output.count("must equal the file name 'a'") == 1, ran.output
+    ran = runner.invoke(app, ["run", "twin", "--manifests", str(tmp_path), "--results-dir", str(tmp_path / "r")],
+                        env={"COLUMNS": "300"})
+    assert ran.exit_code == 2, ran.output
+    assert "no manifest file twin.toml" in ran.output and "a.toml, b.toml say id = 'twin'" in ran.output, ran.output
+    assert not (tmp_path / "r").exists()
+
+
+def test_status_takes_a_profiles_file_and_refuses_an_unknown_profile(tmp_path):
+    """Issue 22, item 7: `repro status` had no --profiles, and `--profile nosuch` printed an empty table, exit 0."""
+    runner, app = _runner()
+    (tmp_path / "table5.toml").write_bytes((REPO_ROOT / "manifests" / "table5.toml").read_bytes())
+    mine = tmp_path.parent / f"{tmp_path.name}-mine.toml"  # outside the manifests folder
+    mine.write_text('[profiles.quick]\ndescription = "q"\nevidence = "pipeline"\nseeds = 1\nepochs = 1\n'
+                    'data = "synthetic"\n')
+    args = ["status", "--manifests", str(tmp_path), "--results-dir", str(tmp_path / "r")]
+    unknown = runner.invoke(app, [*args, "--profile", "nosuch"])
+    assert unknown.exit_code == 2 and "no profile 'nosuch'" in unknown.output, unknown.output
+    known = runner.invoke(app, [*args, "--profiles", str(mine), "--profile", "quick"], env={"COLUMNS": "200"})
+    assert known.exit_code == 0, known.output
+    assert re.search(r"│ table5 +│ +0 +│ +0 +│ +0 +│ +3 +│", known.output), known.output  # 3 rows x 1 seed, pending
+
+
+def test_report_on_a_folder_that_does_not_exist_is_refused(tmp_path):
+    """Issue 22, item 7: `repro report` created the folder and wrote an empty report, exit 0."""
+    runner, app = _runner()
+    for args in ([], ["--profile", "smoke"]):
+        result = runner.invoke(app, ["report", "--results-dir", str(tmp_path / "none"), *args])
+        assert result.exit_code == 2 and "the folder does not exist" in result.output, result.output
+        assert not (tmp_path / "none").exists()
+    (tmp_path / "empty").mkdir()
+    result = runner.invoke(app, ["report", "--results-dir", str(tmp_path / "empty"), "--profile", "smoke"])
+    assert result.exit_code == 2 and "no results of profile 'smoke'" in result.output, result.output
+    assert list((tmp_path / "empty").iterdir()) == []

@@ -6,9 +6,10 @@ import pytest
 import torch
 
 from repro.manifest import Row
-from repro.profiles import RowSettings, Profile
+from repro.profiles import RowSettings, Profile, environment_defaults
 from repro.models import Component, build_model
 from repro.recipes import resolve
+from repro.schema import SchemaError
 from repro.train import _summary, freeze, make_optimizer, schedule_position, set_train_mode
 
 FULL = Profile(description="full", evidence="paper", seeds=5)
@@ -127,12 +128,15 @@ def test_a_zero_backbone_lr_scale_freezes_a_pretrained_backbone_only(tmp_path):
 
 def test_a_field_added_at_its_default_leaves_the_run_hash_unchanged():
     cfg = resolve(_row("imagenet", "resnet18"), FULL, 0)
-    old = {k: v for k, v in cfg.to_dict().items() if k != "pretrained_on"}  # the config as version 4 wrote it
+    later = ("pretrained_on", "threads", "deterministic")
+    old = {k: v for k, v in cfg.to_dict().items() if k not in later}  # the config as version 4 first wrote it
     import hashlib
     import json
     blob = json.dumps(old, sort_keys=True, separators=(",", ":"))
+    assert (cfg.threads, cfg.deterministic) == (1, False)  # OMP_NUM_THREADS=1 (tests/conftest.py)
     assert cfg.hash == hashlib.sha256(blob.encode()).hexdigest()[:16]
-    assert replace(cfg, pretrained_on="digits").hash != cfg.hash
+    assert len({cfg.hash, replace(cfg, pretrained_on="digits").hash, replace(cfg, threads=2).hash,
+                replace(cfg, deterministic=True).hash}) == 4
 
 
 def test_a_rows_batch_size_replaces_the_recipes_and_a_quick_profiles_replaces_both():
@@ -141,3 +145,20 @@ def test_a_rows_batch_size_replaces_the_recipes_and_a_quick_profiles_replaces_bo
     assert resolve(_row("cifar10", "cifar_standard"), FULL, seed=0).batch_size == 128
     assert resolve(row, FULL, seed=0).batch_size == 256
     assert resolve(row, Profile(description="s", evidence="pipeline", batch_size=32), seed=0).batch_size == 32
+
+
+def test_the_threads_and_deterministic_mode_come_from_the_profile_else_the_environment(monkeypatch):
+    row = _row("cifar10", "cifar_standard")
+    monkeypatch.delenv("OMP_NUM_THREADS")
+    monkeypatch.delenv("REPRO_DETERMINISTIC", raising=False)
+    assert (resolve(row, FULL, 0).threads, resolve(row, FULL, 0).deterministic) == (1, False)  # on every machine
+    monkeypatch.setenv("OMP_NUM_THREADS", "4")
+    monkeypatch.setenv("REPRO_DETERMINISTIC", "1")
+    assert (resolve(row, FULL, 0).threads, resolve(row, FULL, 0).deterministic) == (4, True)
+    own = replace(FULL, threads=2, deterministic=False)
+    assert (resolve(row, own, 0).threads, resolve(row, own, 0).deterministic) == (2, False)
+    for name, value in (("OMP_NUM_THREADS", "abc"), ("OMP_NUM_THREADS", "0"), ("REPRO_DETERMINISTIC", "maybe")):
+        monkeypatch.setenv(name, value)
+        with pytest.raises(SchemaError, match=f"(?s)the environment: 1 problem.*{name}: '{value}'"):
+            environment_defaults()
+        monkeypatch.setenv(name, "1")

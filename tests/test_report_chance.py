@@ -34,3 +34,32 @@ def test_accuracy_table_marks_the_collapsed_row_and_not_its_baseline():
     assert soft["Chance (%)"] == "1.00" and soft["Accuracy (%)"] == "1.10 ± 0.14"
     assert soft["Note"].startswith("at or near chance: the paper reports this method collapses (")
     assert dense["Note"] == ""
+
+
+def _runs(*settings):
+    from repro.results import RunSummary
+
+    return [RunSummary(seed=s, hash=f"h{s}", accuracy=0.6, final_accuracy=0.6, peak_accuracy=0.6,
+                       test_accuracy_by_epoch=[0.6], train_accuracy_by_epoch=[0.6], tau_by_epoch=[None],
+                       device=device, threads=threads, deterministic=det).to_dict()
+            for s, (device, threads, det) in enumerate(settings)]
+
+
+def test_a_row_whose_runs_were_made_under_other_threads_or_devices_says_so():
+    """Issue 22, item 8: records of one row from differently sized machines mixed in one folder without a word."""
+    manifest = find_manifest("table8")
+    measured = Measured()
+    same = ("cpu: x86_64, 1 intra-op thread(s)", 1, False)
+    mixes = {"c100_dense": [same, ("cpu: x86_64, 2 intra-op thread(s)", 2, False)],
+             "c100_soft": [same, same], "c100_per_sample_soft": [same, ("cuda: NVIDIA H100", 1, True)]}
+    for row, settings in mixes.items():
+        measured.set_row(row, "accuracy", {0: 0.6, 1: 0.6})
+        measured.details.setdefault("runs", {})[row] = _runs(*settings)
+    table = accuracy_rows_table(manifest, ManifestResult("table8", "t", "ref", "table8", "smoke", measured, [], {}))
+    label = {r.id: r.label for r in manifest.rows}
+    note = {row[0]: dict(zip(table.columns, row))["Note"] for row in table.rows}
+    assert note[label["c100_dense"]] == ("runs made under 2 settings, not bit-comparable: cpu: x86_64, 1 intra-op "
+                                         "thread(s); cpu: x86_64, 2 intra-op thread(s)")
+    assert "settings" not in note[label["c100_soft"]]
+    assert note[label["c100_per_sample_soft"]].endswith("cpu: x86_64, 1 intra-op thread(s); cuda: NVIDIA H100, "
+                                                        "1 intra-op thread(s), deterministic")

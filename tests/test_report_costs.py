@@ -3,6 +3,7 @@
 import json
 
 import pytest
+from fake_records import record  # tests/fake_records.py
 
 from repro.cost import calibration as cal
 from repro.cost import estimate as est
@@ -22,12 +23,14 @@ def table5_records(tmp_path, monkeypatch):
     planned = planned_runs(m, m.profiles["full"])
     for p in planned:
         if p.row == "dense":  # 5 seeds, an hour each on a GPU
-            record = {"wall_seconds": 3600.0, "provenance": {"device_type": "cuda"}}
+            r = record(p.cfg, wall_seconds=3600.0, provenance={"device_type": "cuda", "device": "cuda: A100"})
         elif p.row == "k2_moe" and p.seed < 2:  # 2 seeds, half an hour each on a CPU
-            record = {"wall_seconds": 1800.0, "train_seconds": 1.0, "provenance": {"device_type": "cpu"}}
+            r = record(p.cfg, wall_seconds=1800.0, train_seconds=1.0)
+        elif p.row == "k2_moe" and p.seed == 2:  # an hour, but edited after it was written: `repro run` refuses it
+            r = {**record(p.cfg, wall_seconds=1800.0), "wall_seconds": 3600.0}
         else:
             continue
-        (runs / f"{p.cfg.hash}.json").write_text(json.dumps(record))
+        (runs / f"{p.cfg.hash}.json").write_text(json.dumps(r))
     (runs / f"{next(p for p in planned if p.row == 'k1_moe').cfg.hash}.json").write_text("{truncated")
     return m, tmp_path
 

@@ -54,7 +54,8 @@ def tiny_config() -> Any:
 
 def _child(config: Path, results: Path, device: str, hold: bool, reference: Path | None) -> None:
     from repro.recipes import RunConfig
-    from repro.execution.runs import RunRequest, run_one
+    from repro.execution.protocol import RunRequest
+    from repro.execution.records import run_one
 
     cfg = RunConfig.from_dict(json.loads(config.read_text()))
 

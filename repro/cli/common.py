@@ -61,6 +61,10 @@ ManifestsOpt = typer.Option(None, "--manifests", help="Folder of manifests. "
                             "Default: $REPRO_MANIFESTS or the package's manifests/.")
 ProfilesOpt = typer.Option(None, "--profiles", help="TOML file of profiles (tables named profiles.<name>) added to "
                            "the shipped ones, replacing one of the same name. Default: $REPRO_PROFILES, else none.")
+DeterministicOpt = typer.Option(False, "--deterministic",
+                                help="Train in PyTorch's deterministic mode (and cuBLAS's fixed workspace), on the "
+                                     "profile's threads: bit-identical runs on the same kind of machine. A profile's "
+                                     "`deterministic` key wins; sets $REPRO_DETERMINISTIC for the runs.")
 
 
 VerboseOpt = typer.Option(False, "--verbose", "-v", help="Show the detail (every FLOP count, run and evidence); "
@@ -132,13 +136,30 @@ def check_profile(manifests: list[Manifest], profile: str) -> None:
             fail(message(exc))
 
 
-def check_results_dir(results_dir: Path) -> None:
+def check_results_dir(results_dir: Path, profile: str | None = None, manifest_ids: list[str] = ()) -> None:
+    """Every folder the command will write (runs/, the profile's, each table's) must take a file."""
     from repro.results import ResultsDirError, check_results_dir as check
 
     try:
-        check(results_dir)
+        check(results_dir, profile=profile, manifest_ids=manifest_ids)
     except ResultsDirError as exc:
         fail(f"{exc}; nothing was run")
+
+
+def write_failed(exc: OSError) -> NoReturn:
+    """A file the disk refused (repro.fsutil.WriteFailed): one line; the records already written stay."""
+    fail(f"{exc}; every finished run record is kept, and the same command resumes once it can write", 1)
+
+
+def set_numerics_env(deterministic: bool) -> None:
+    """--deterministic reaches every run's config (repro.profiles.environment_defaults) and, before CUDA
+    starts, cuBLAS in this process, its workers and Slurm tasks, through the environment."""
+    from repro.profiles import DETERMINISTIC_ENV
+    from repro.runtime.numerics import deterministic_environment
+
+    if deterministic:
+        os.environ[DETERMINISTIC_ENV] = "1"
+        deterministic_environment()
 
 
 def set_data_env(allow_unverified: bool, workers: int | None) -> None:
@@ -155,9 +176,9 @@ class CommandInterrupted(KeyboardInterrupt):
     """Ctrl-C (or SIGTERM) stopped a command: what it was doing and where its records are, for the entry
     point's message. Still a KeyboardInterrupt: called from a test or a notebook, it stops them."""
 
-    def __init__(self, where: str, results_dir: Path | None, cause: BaseException) -> None:
+    def __init__(self, where: str, results_dir: Path | None, cause: BaseException, message: str = "") -> None:
         super().__init__(where)
-        self.where, self.results_dir, self.cause = where, results_dir, cause
+        self.where, self.results_dir, self.cause, self.message = where, results_dir, cause, message
 
 
 def interrupted_message(exc: KeyboardInterrupt, argv: list[str]) -> str:
@@ -166,6 +187,8 @@ def interrupted_message(exc: KeyboardInterrupt, argv: list[str]) -> str:
 
     if not isinstance(exc, CommandInterrupted):  # a command that keeps nothing (list, plan, flops)
         return "interrupted"
+    if exc.message:  # a command that writes no run record (status, report) says what it left
+        return exc.message
     if exc.results_dir is not None:
         from repro.execution.records import runs_dir
 

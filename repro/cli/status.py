@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from repro.cli.common import ProfileOpt
+from repro.cli.common import ManifestsOpt, ProfileOpt, ProfilesOpt
 from repro.execution.status import STATES, table_status
 from repro.runtime.locks import DEFAULT_STALE_AFTER_S, LockSettings
 
@@ -16,30 +16,34 @@ def status(ids: list[str] = typer.Argument(None, help="Manifest ids (default: al
            profile: Optional[str] = ProfileOpt,
            results_dir: Optional[Path] = typer.Option(None, "--results-dir", "-o",
                                                       help="Default: $REPRO_RESULTS or ./results."),
+           manifests_dir: Optional[Path] = ManifestsOpt, profiles: Optional[Path] = ProfilesOpt,
            stale_lock_after: float = typer.Option(DEFAULT_STALE_AFTER_S, "--stale-lock-after",
                                                   help="Seconds without a heartbeat after which a run counts as interrupted."),
            verbose: bool = typer.Option(False, "--verbose", "-v", help="Also list the pending runs.")) -> None:
     """Per table: runs done, running (who, for how long, last heartbeat), failed (with the error), pending."""
-    from repro.cli.common import check_profile, load_some, print_grid, show
+    from repro.cli.common import CommandInterrupted, check_profile, load_some, print_grid, show
     from repro.profiles import default_profile
     from repro.results import default_results_dir
     from repro.terminal import Column, Grid
 
     profile = profile or default_profile()
     results_dir = results_dir or default_results_dir()
-    manifests = load_some(ids)
+    manifests = load_some(ids, manifests_dir, profiles)
     check_profile(manifests, profile)
     table = Grid([Column("Table"), *(Column(s, right=True) for s in STATES)])
     lines: list[str] = []
     settings = LockSettings(stale_lock_after)
-    for m in manifests:
-        runs = table_status(m, profile, results_dir, settings)
-        if not runs.runs:
-            continue
-        table.add(m.id, *(str(runs.count(s)) for s in STATES))
-        for r in runs.runs:
-            if r.state in ("running", "failed") or (verbose and r.state == "pending"):
-                lines.append(f"{r.state:8} {r.label} ({r.run_hash[:12]}): {r.detail}")
+    try:
+        for m in manifests:
+            runs = table_status(m, profile, results_dir, settings)
+            if not runs.runs:
+                continue
+            table.add(m.id, *(str(runs.count(s)) for s in STATES))
+            for r in runs.runs:
+                if r.state in ("running", "failed") or (verbose and r.state == "pending"):
+                    lines.append(f"{r.state:8} {r.label} ({r.run_hash[:12]}): {r.detail}")
+    except KeyboardInterrupt as exc:
+        raise CommandInterrupted("status", None, exc, "status interrupted; it changes nothing in the results folder") from exc
     print_grid(table, f"runs in {results_dir} (profile {profile})")
     for line in lines:
         show(line)

@@ -17,10 +17,11 @@ import typer
 from rich.text import Text
 
 from repro.cli.common import (
-    DataOpt, DeviceOpt, ExitCode, JobsOpt, ManifestsOpt, ProfileOpt, ProfilesOpt, ResultsOpt, UnverifiedOpt,
-    VerboseOpt, WorkersOpt, CommandInterrupted, check_profile, check_results_dir, console, counts_line, err, fail,
-    load_every, load_one, print_grid, set_data_env, show,
+    DataOpt, DeterministicOpt, DeviceOpt, ExitCode, JobsOpt, ManifestsOpt, ProfileOpt, ProfilesOpt, ResultsOpt,
+    UnverifiedOpt, VerboseOpt, WorkersOpt, CommandInterrupted, check_profile, check_results_dir, console, counts_line,
+    err, fail, load_every, load_one, print_grid, set_data_env, set_numerics_env, show, write_failed,
 )
+from repro.fsutil import WriteFailed
 from repro.cli.execution import with_executor_options
 from repro.cli.progress import Reporter
 from repro.cli.verdicts import verdict_counts, verdicts_grid
@@ -158,13 +159,14 @@ def _exit_code(outcomes: list) -> int:
 def run_ids(ids: list[str], profile: str | None, results_dir: Path | None, device: str, jobs: int = 1,
             data_dir: Path | None = None, manifests_dir: Path | None = None, profiles: Path | None = None,
             executor: ExecutorOptions | None = None, verbose: bool = False,
-            data_env: tuple[bool, int | None] = (False, None)) -> int:
+            data_env: tuple[bool, int | None] = (False, None), deterministic: bool = False) -> int:
     profile = profile or default_profile()
     results_dir = results_dir or default_results_dir()
     manifests = [load_one(i, manifests_dir, profiles) for i in ids]
     check_profile(manifests, profile)
-    check_results_dir(results_dir)
+    check_results_dir(results_dir, profile, [m.id for m in manifests])
     set_data_env(*data_env)  # after every name is checked: the data layer imports torch
+    set_numerics_env(deterministic)
     try:
         with _leading(device, results_dir, data_dir, executor) as leader:
             if not leader:
@@ -187,6 +189,8 @@ def _run_tables(manifests: list[Manifest], profile: str, results_dir: Path, devi
             _finish(reporter, [f"log: {reporter.log_path}"])
     except KeyboardInterrupt as exc:
         raise CommandInterrupted(run.current or "run", results_dir, exc) from exc
+    except WriteFailed as exc:
+        write_failed(exc)
     return _exit_code(outcomes)
 
 
@@ -195,10 +199,11 @@ def run(ids: list[str] = typer.Argument(..., help="Manifest ids, e.g. table6."),
         results_dir: Optional[Path] = ResultsOpt, device: str = DeviceOpt, jobs: int = JobsOpt,
         data_dir: Optional[Path] = DataOpt, manifests: Optional[Path] = ManifestsOpt,
         profiles: Optional[Path] = ProfilesOpt, allow_unverified_data: bool = UnverifiedOpt,
-        workers: Optional[int] = WorkersOpt, verbose: bool = VerboseOpt, executor: ExecutorOptions = None) -> None:
+        workers: Optional[int] = WorkersOpt, deterministic: bool = DeterministicOpt, verbose: bool = VerboseOpt,
+        executor: ExecutorOptions = None) -> None:
     """Run one or more manifests."""
     raise typer.Exit(run_ids(ids, profile, results_dir, device, jobs, data_dir, manifests, profiles, executor,
-                             verbose, (allow_unverified_data, workers)))
+                             verbose, (allow_unverified_data, workers), deterministic))
 
 
 def manifest_command(path: Path):
@@ -208,9 +213,10 @@ def manifest_command(path: Path):
                 device: str = DeviceOpt, jobs: int = JobsOpt, data_dir: Optional[Path] = DataOpt,
                 manifests: Optional[Path] = ManifestsOpt, profiles: Optional[Path] = ProfilesOpt,
                 allow_unverified_data: bool = UnverifiedOpt, workers: Optional[int] = WorkersOpt,
-                verbose: bool = VerboseOpt, executor: ExecutorOptions = None) -> None:
+                deterministic: bool = DeterministicOpt, verbose: bool = VerboseOpt,
+                executor: ExecutorOptions = None) -> None:
         raise typer.Exit(run_ids([path.stem], profile, results_dir, device, jobs, data_dir, manifests, profiles,
-                                 executor, verbose, (allow_unverified_data, workers)))
+                                 executor, verbose, (allow_unverified_data, workers), deterministic))
 
     command.__doc__ = f"Run manifests/{path.name} (the same as `repro run {path.stem}`)."
     return command
@@ -227,14 +233,16 @@ def verify_all(profile: Optional[str] = ProfileOpt, results_dir: Optional[Path] 
                strict: bool = typer.Option(False, "--strict", help="Also exit 1 when a decidable claim did not reproduce."),
                manifests_dir: Optional[Path] = ManifestsOpt, profiles: Optional[Path] = ProfilesOpt,
                allow_unverified_data: bool = UnverifiedOpt, workers: Optional[int] = WorkersOpt,
-               verbose: bool = VerboseOpt, executor: ExecutorOptions = None) -> None:
+               deterministic: bool = DeterministicOpt, verbose: bool = VerboseOpt,
+               executor: ExecutorOptions = None) -> None:
     """Every manifest, every FLOP check, every claim: one report and an exit code to trust."""
     profile = profile or default_profile()
     results_dir = results_dir or default_results_dir()
     manifests = load_every(manifests_dir, profiles)
     check_profile(manifests, profile)
-    check_results_dir(results_dir)
+    check_results_dir(results_dir, profile, [m.id for m in manifests])
     set_data_env(allow_unverified_data, workers)  # after every name is checked: the data layer imports torch
+    set_numerics_env(deterministic)
     try:
         with _leading(device, results_dir, data_dir, executor) as leader:
             if leader:
@@ -270,6 +278,8 @@ def _verify_all(manifests: list[Manifest], profile: str, results_dir: Path, devi
             _finish(reporter, [*summary["lines"], f"report: {path}", f"log: {reporter.log_path}"])
     except KeyboardInterrupt as exc:
         raise CommandInterrupted(run.current or "verify-all", results_dir, exc) from exc
+    except WriteFailed as exc:
+        write_failed(exc)
     # A functional profile exists to show that the methods learn: a dense or sparse-MoE row that did not fails it.
     status = ExitCode.FAILED if failures or check.problems or summary.get("learning_failures") else _exit_code(outcomes)
     if strict and decidable_not_reproduced([o.result for o in outcomes if o.result is not None], device):

@@ -5,8 +5,8 @@ in this process, as before); on GPUs, `runs_per_gpu` slots per visible GPU, each
 a process that sees only its GPU (CUDA_VISIBLE_DEVICES), so small models share a
 device. A run another process holds (repro.runtime.locks) is skipped and its record awaited;
 if its holder goes away without one, the run is tried here. On Ctrl-C or SIGTERM the
-running workers are stopped within seconds and RunsInterrupted says what was kept
-(repro.runtime.interrupt).
+running workers are stopped within seconds and Stopped names the runs they trained (the
+scheduler says what was kept); on a disk that refuses a file (WriteFailed) they are stopped too.
 """
 
 from __future__ import annotations
@@ -21,11 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from repro.execution.waiting import check_waiting, poll_interval
-from repro.execution.options import ExecutorOptions
-from repro.runtime.interrupt import (
-    RunsInterrupted, checkpoint_epoch, clean_after_kill, stop_workers, training, worker_signals,
-)
+from repro.execution.files import poll_interval, probe
+from repro.execution.protocol import ExecutionRequest, Outcome, RunRequest, RunState, Stopped
+from repro.runtime.interrupt import clean_after_kill, stop_workers, training, worker_signals
 from repro.runtime.locks import LockSettings, describe_holder
 
 
@@ -33,7 +31,6 @@ from repro.runtime.locks import LockSettings, describe_holder
 class Slot:
     name: str  # e.g. "gpu1/0": the first run slot on GPU 1
     env: dict[str, str] = field(default_factory=dict)  # set in the slot's process before torch starts
-    threads: int = 0  # torch threads in the slot's process; 0: leave torch's default
     in_process: bool = False  # the run trains in this process (one slot in all)
 
 
@@ -47,43 +44,39 @@ def visible_gpus() -> list[str]:
     return [str(i) for i in range(torch.cuda.device_count())]
 
 
-def local_slots(device: str, jobs: int, gpus: list[str], runs_per_gpu: int, cpus: int) -> list[Slot]:
+def local_slots(device: str, jobs: int, gpus: list[str], runs_per_gpu: int) -> list[Slot]:
     """The run slots of this machine. On CUDA, slot k of every GPU comes before slot k+1 of any,
-    so the first runs spread over the GPUs before any GPU takes a second."""
+    so the first runs spread over the GPUs before any GPU takes a second. Each run trains on the
+    threads its config names, whichever slot it lands in (repro.runtime.numerics)."""
     if device.startswith("cuda"):
         if not gpus:
             raise RuntimeError("device cuda was asked for, but no GPU is visible (CUDA_VISIBLE_DEVICES is empty)")
         if len(gpus) == 1 and runs_per_gpu == 1:
             return [Slot(f"gpu{gpus[0]}/0", in_process=True)]
-        threads = max(1, cpus // (len(gpus) * runs_per_gpu))
-        return [Slot(f"gpu{g}/{k}", {"CUDA_VISIBLE_DEVICES": g}, threads) for k in range(runs_per_gpu) for g in gpus]
+        return [Slot(f"gpu{g}/{k}", {"CUDA_VISIBLE_DEVICES": g}) for k in range(runs_per_gpu) for g in gpus]
     if jobs <= 1:
         return [Slot("cpu", in_process=True)]
-    return [Slot(f"cpu/{k}", {}, max(1, cpus // jobs)) for k in range(jobs)]
+    return [Slot(f"cpu/{k}") for k in range(jobs)]
 
 
-def _pin(env: dict[str, str], threads: int) -> None:
+def _pin(env: dict[str, str]) -> None:
     worker_signals()  # Ctrl-C is the main process's to handle; it stops this one with SIGTERM
     os.environ.update(env)  # before this process first touches CUDA
-    if threads:
-        import torch
-
-        torch.set_num_threads(threads)
 
 
-def _attempt_in_worker(request: Any, results_dir: Path, device: str, data_dir: Path | None, events: Any,
-                       settings: LockSettings) -> Any:
+def _attempt_in_worker(request: RunRequest, results_dir: Path, device: str, data_dir: Path | None, events: Any,
+                       settings: LockSettings) -> Outcome:
     from repro.execution.records import attempt_run
 
     with training():
         return attempt_run(request, results_dir, device, data_dir, events, "local", settings)
 
 
-def run_local(todo: list, batch: Any, results_dir: Path, device: str, data_dir: Path | None, jobs: int,
-              progress: Any, options: ExecutorOptions, slots: list[Slot] | None = None) -> None:
-    """Train `todo` on this machine's slots (default: local_slots), booking each outcome in `batch`."""
-    from repro.execution.records import Attempt, attempt_run, checkpoint_path
+def run_local(work: ExecutionRequest, slots: list[Slot] | None = None) -> list[Outcome]:
+    """Train `work.runs` on this machine's slots (default: local_slots); one Outcome per run."""
+    from repro.execution.records import attempt_run
 
+    device, progress, results_dir, data_dir = work.device, work.progress, work.results_dir, work.data_dir
     if slots is None and os.environ.get("WORLD_SIZE", "1") != "1":
         # Under torchrun this is rank 0: each run trains in this process, on this rank's device, with
         # the other ranks (repro.runtime.distributed); one run at a time.
@@ -93,28 +86,29 @@ def run_local(todo: list, batch: Any, results_dir: Path, device: str, data_dir: 
         slots, device = [Slot(f"ddp/{world.size}", in_process=True)], rank_device(device, world)
     if slots is None:
         gpus = visible_gpus() if device.startswith("cuda") else []
-        slots = local_slots(device, jobs, gpus, options.runs_per_gpu, os.cpu_count() or 1)
-    settings = options.lock
+        slots = local_slots(device, work.jobs, gpus, work.options.runs_per_gpu)
+    settings = work.options.lock
     device = "cuda" if device.startswith("cuda") and not slots[0].in_process else device
-    overall = progress.add_task(f"runs ({batch.counts.reused} already recorded)", total=len(todo)) if progress else None
-    queue = deque(todo)
-    waiting: dict[str, tuple[Any, float]] = {}  # hash -> (request, waiting since)
+    overall = progress.add_task(f"runs ({work.reused} already recorded)", total=len(work.runs)) if progress else None
+    queue = deque(work.runs)
+    waiting: dict[str, tuple[RunRequest, float]] = {}  # hash -> (request, waiting since)
     pools: dict[str, ProcessPoolExecutor] = {}
     events = manager = None
     tasks: dict[str, Any] = {}  # label -> progress task
-    running: dict[Future, tuple[Slot, Any]] = {}
-    in_process: list = []  # the request training in this process, while it trains
+    running: dict[Future, tuple[Slot, RunRequest]] = {}
+    in_process: list[RunRequest] = []  # the request training in this process, while it trains
     free = list(slots)
+    outcomes: list[Outcome] = []
 
-    def finish(attempt: Attempt, request: Any) -> None:
+    def finish(outcome: Outcome, request: RunRequest) -> None:
         if progress is not None and request.label in tasks:
             progress.remove_task(tasks.pop(request.label))
-        if attempt.status == "busy":
-            waiting[attempt.run_hash] = (request, time.time())
+        if outcome.state is RunState.HELD:
+            waiting[outcome.run_hash] = (request, time.time())
             if progress is not None:
-                progress.log(f"{request.label}: held by {describe_holder(attempt.holder)}; waiting for its record")
+                progress.log(f"{request.label}: held by {describe_holder(outcome.holder)}; waiting for its record")
             return
-        batch.add(attempt)
+        outcomes.append(outcome)
         if progress is not None:
             progress.advance(overall)
 
@@ -128,7 +122,7 @@ def run_local(todo: list, batch: Any, results_dir: Path, device: str, data_dir: 
             ctx = mp.get_context("spawn")
             manager = ctx.Manager()
             events = manager.Queue()
-            pools = {s.name: ProcessPoolExecutor(1, mp_context=ctx, initializer=_pin, initargs=(s.env, s.threads))
+            pools = {s.name: ProcessPoolExecutor(1, mp_context=ctx, initializer=_pin, initargs=(s.env,))
                      for s in slots}
         while queue or waiting or running:
             while queue and free:
@@ -155,24 +149,25 @@ def run_local(todo: list, batch: Any, results_dir: Path, device: str, data_dir: 
                     free.sort(key=slots.index)
                     finish(future.result(), request)
             elif waiting:
-                if not _poll_waiting(waiting, queue, batch, results_dir, settings, progress, overall):
+                if not _poll_waiting(waiting, queue, outcomes, results_dir, settings, progress, overall):
                     time.sleep(poll_interval(settings))
-    except KeyboardInterrupt:  # Ctrl-C, or SIGTERM (repro.runtime.interrupt.sigterm_as_interrupt)
-        stopped = in_process + _stop_workers(running, pools, batch, results_dir)
-        raise RunsInterrupted(len(batch.records), [checkpoint_epoch(checkpoint_path(results_dir, r.cfg))
-                                                   for r in stopped if r.cfg.hash not in batch.records],
-                              len(queue) + len(waiting)) from None
+    except BaseException as exc:  # Ctrl-C, SIGTERM (repro.runtime.interrupt.sigterm_as_interrupt), a disk that refuses
+        stopped = in_process + _stop_workers(running, pools, results_dir)
+        if isinstance(exc, KeyboardInterrupt):
+            raise Stopped(stopped) from None
+        raise
     finally:
         for pool in pools.values():
             pool.shutdown(cancel_futures=True)
         if manager is not None:
             with contextlib.suppress(Exception):  # gone already when a SIGTERM reached the whole group
                 manager.shutdown()
+    return outcomes
 
 
-def _stop_workers(running: dict, pools: dict, batch: Any, results_dir: Path) -> list:
-    """Stop the workers that train a run; book the runs recorded meanwhile; return the requests stopped."""
-    from repro.execution.records import checkpoint_path, load_record, runs_dir
+def _stop_workers(running: dict, pools: dict, results_dir: Path) -> list[RunRequest]:
+    """Stop the workers that train a run, cleaning up after those killed; return the requests they trained."""
+    from repro.execution.files import runs_dir
 
     # One process per pool; ProcessPoolExecutor keeps no public handle on it.
     procs = {f: next(iter(pools[slot.name]._processes.values())) for f, (slot, _) in running.items()
@@ -182,39 +177,27 @@ def _stop_workers(running: dict, pools: dict, batch: Any, results_dir: Path) -> 
         for proc in list(pool._processes.values()):
             with contextlib.suppress(ProcessLookupError):
                 proc.kill()
-    stopped = []
     for future, (slot, request) in running.items():
         if future in procs and procs[future].pid in killed:
             clean_after_kill(runs_dir(results_dir), request.cfg.hash, procs[future].pid)
-        # Read back rather than trust the future: a result in transit is lost when its pool breaks.
-        record = load_record(results_dir, request.cfg)
-        if record is None:
-            stopped.append(request)
-            continue
-        batch.records[request.cfg.hash] = record
-        batch.counts.trained += 1
-        checkpoint_path(results_dir, request.cfg).unlink(missing_ok=True)  # stopped between record and unlink
-    return stopped
+    # A result in transit is lost when its pool breaks: the scheduler reads what was kept from disk.
+    return [request for _, request in running.values()]
 
 
-def _poll_waiting(waiting: dict, queue: deque, batch: Any, results_dir: Path, settings: LockSettings,
+def _poll_waiting(waiting: dict, queue: deque, outcomes: list[Outcome], results_dir: Path, settings: LockSettings,
                   progress: Any, overall: Any) -> bool:
     """Book the awaited runs that finished elsewhere; requeue those whose holder left. True if any changed."""
     changed = False
     for h, (request, since) in list(waiting.items()):
-        state, value = check_waiting(request, since, results_dir, settings)
-        if state == "held":
+        outcome = probe(results_dir, request.cfg, settings, since)
+        if outcome.state is RunState.HELD:
             continue
         changed = True
         del waiting[h]
-        if state == "free":
+        if outcome.state is RunState.FREE:
             queue.append(request)
             continue
-        if state == "recorded":
-            batch.records[h] = value
-            batch.counts.by_other += 1
-        else:
-            batch.errors[h] = value
+        outcomes.append(outcome)
         if progress is not None:
             progress.advance(overall)
     return changed

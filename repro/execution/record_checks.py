@@ -7,7 +7,12 @@ so a hand edit to any value is detected. Values are checked before the digest, s
 record whose numbers are impossible says which number; a plausible edit says "digest".
 A record without a digest is refused: no record at a current config hash
 (TRAINING_VERSION 3) was written before digests, so a missing one means an edit.
+A config key added to RunConfig later reads as its default where an older record lacks it
+(repro.recipes.LATER_DEFAULTS); a record must have trained on the thread count its run
+names (its run facts say so; an older one's CPU device label does).
 
+This module decides what a usable record is for every command: `repro run` sets an unusable one
+aside and redoes the run, `repro status` counts it pending, the report's compute section skips it.
 Torch-free: the checkpoint check takes the state torch.load returned.
 """
 
@@ -16,9 +21,12 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
+from pathlib import Path
 from typing import Any
 
 from repro.fsutil import jsonable
+from repro.recipes import LATER_DEFAULTS, RunConfig
 
 RECORD_SCHEMA = 2  # 2: records carry a digest
 REQUIRED_KEYS = ("schema", "config", "config_hash", "seed", "metrics", "history", "provenance", "digest")
@@ -53,8 +61,13 @@ def record_problem(record: Any, config: dict[str, Any], config_hash: str, epochs
         return f"missing keys {missing}"
     if record["schema"] != RECORD_SCHEMA:
         return f"schema {record['schema']!r} is not {RECORD_SCHEMA}"
-    if record["config_hash"] != config_hash or record["config"] != config:
+    stored = {**LATER_DEFAULTS, **record["config"]} if isinstance(record["config"], dict) else record["config"]
+    if record["config_hash"] != config_hash or stored != config:
         return "its config differs from the run's (another run's record under this name)"
+    trained, asked = record_threads(record), config.get("threads", LATER_DEFAULTS["threads"])
+    if trained is not None and trained != asked:
+        return (f"it was trained on {trained} intra-op thread(s) and this run trains on {asked} "
+                "(a record of another thread count, from before thread counts named a run)")
     if record["seed"] != config.get("seed"):
         return f"seed {record['seed']!r} is not the config's {config.get('seed')!r}"
     metrics, history = record["metrics"], record["history"]
@@ -85,6 +98,36 @@ def record_problem(record: Any, config: dict[str, Any], config_hash: str, epochs
     if record["digest"] != record_digest(record):
         return "its digest does not match its content (edited after it was written)"
     return None
+
+
+def record_threads(record: dict[str, Any]) -> int | None:
+    """The intra-op threads a record says it trained on: its run facts (provenance.reproducibility), else, in a
+    record written before those, the count its CPU device label names; None when it names none (a GPU's)."""
+    provenance = record.get("provenance")
+    if not isinstance(provenance, dict):
+        return None
+    facts = provenance.get("reproducibility")
+    if isinstance(facts, dict) and isinstance(facts.get("threads"), int):
+        return facts["threads"]
+    found = re.search(r", (\d+) intra-op thread", str(provenance.get("device", "")))
+    return int(found[1]) if found and provenance.get("device_type", "cpu") == "cpu" else None
+
+
+def read_record(path: Path, cfg: RunConfig) -> tuple[dict[str, Any] | None, str | None]:
+    """(the usable record of `cfg` at `path`, None), (None, why it is unusable), or (None, None) when there is none.
+    Reads only: repro.execution.files.load_record sets an unusable record aside."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None, None
+    except OSError as exc:
+        return None, f"it cannot be read ({exc.strerror or exc})"
+    try:
+        record = json.loads(data.decode("utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        return None, f"not valid JSON ({exc})"
+    problem = record_problem(record, jsonable(cfg.to_dict()), cfg.hash, cfg.epochs)
+    return (record, None) if problem is None else (None, problem)
 
 
 def checkpoint_problem(state: Any, config_hash: str, epochs: int) -> str | None:

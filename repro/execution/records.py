@@ -3,7 +3,9 @@
 A run is a RunConfig (a manifest row, a seed, a profile's settings). Its record
 lives at <results>/runs/<hash>.json; while it trains, <hash>.ckpt holds the last
 finished epoch and <hash>.lock names who trains it (repro.runtime.locks); a run that
-failed leaves <hash>.failed.json with its error. A record or checkpoint that cannot be used
+failed leaves <hash>.failed.json with its error (the files: repro.execution.files). A record
+also states the facts its numbers depend on (provenance.reproducibility: threads, deterministic
+mode, library versions; provenance.device). A record or checkpoint that cannot be used
 (repro.execution.record_checks: a truncated write, impossible values, a hand edit caught by the
 record's digest, another run's file under this name) is moved aside with a warning
 and the run redone (from its checkpoint, or from scratch). Which processes train the
@@ -15,74 +17,24 @@ that; the other ranks train with it (`follow_runs`, repro.runtime.distributed).
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 import time
 import traceback
-import uuid
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from repro.fsutil import atomic_write_json, jsonable
-from repro.runtime.locks import LockLost, LockSettings, RunLock, read_holder, slurm_identity, try_lock
+from repro.execution.files import (
+    checkpoint_path, failure_path, load_record, record_path, runs_dir, set_aside,
+)
+from repro.execution.protocol import Outcome, RunRequest, RunState
+from repro.execution.record_checks import RECORD_SCHEMA, checkpoint_problem, record_digest, record_problem
+from repro.fsutil import WriteFailed, atomic_write_json, jsonable
 from repro.provenance import provenance
 from repro.recipes import RunConfig
-from repro.execution.record_checks import RECORD_SCHEMA, checkpoint_problem, record_digest, record_problem
-
-
-@dataclass(frozen=True)
-class RunRequest:
-    cfg: RunConfig
-    label: str  # e.g. "table1/std_h128_moe seed 0", for progress and errors
-
-
-def runs_dir(results_dir: Path) -> Path:
-    return results_dir / "runs"
-
-
-def record_path(results_dir: Path, cfg: RunConfig) -> Path:
-    return runs_dir(results_dir) / f"{cfg.hash}.json"
-
-
-def checkpoint_path(results_dir: Path, cfg: RunConfig) -> Path:
-    return runs_dir(results_dir) / f"{cfg.hash}.ckpt"
-
-
-def failure_path(results_dir: Path, run_hash: str) -> Path:
-    return runs_dir(results_dir) / f"{run_hash}.failed.json"
-
-
-def set_aside(path: Path, what: str, problem: str, then: str) -> Path | None:
-    """Move an unusable file to <name>.invalid-<time>-<id> (kept for inspection, never read) with a warning."""
-    aside = path.with_name(f"{path.name}.invalid-{int(time.time())}-{uuid.uuid4().hex[:6]}")
-    try:
-        os.replace(path, aside)
-    except FileNotFoundError:  # another process set it aside first
-        return None
-    print(f"warning: {what} {path} is unusable ({problem}); moved to {aside.name} and {then}", flush=True)
-    return aside
-
-
-def load_record(results_dir: Path, cfg: RunConfig) -> dict[str, Any] | None:
-    """The finished record of `cfg`, or None; a damaged record is set aside, never read as a result."""
-    path = record_path(results_dir, cfg)
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        return None
-    try:
-        record = json.loads(data.decode("utf-8"))
-        problem = record_problem(record, jsonable(cfg.to_dict()), cfg.hash, cfg.epochs)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        problem = f"not valid JSON ({exc})"
-    if problem is None:
-        return record
-    set_aside(path, "run record", problem, "the run will be redone")
-    return None
+from repro.runtime.locks import LockLost, LockSettings, RunLock, read_holder, slurm_identity, try_lock
 
 
 def load_checkpoint_epoch(results_dir: Path, cfg: RunConfig) -> int:
@@ -144,6 +96,7 @@ def run_one(request: RunRequest, results_dir: Path, device: str, data_dir: Path 
         out = train_run(cfg, torch.device(device), data_dir, checkpoint, on_epoch)
     if lock is not None:
         lock.ensure_held()
+    facts = out.pop("reproducibility")
     record = {
         "schema": RECORD_SCHEMA,
         "config": cfg.to_dict(),
@@ -153,7 +106,8 @@ def run_one(request: RunRequest, results_dir: Path, device: str, data_dir: Path 
         **out,
         "resumed_from_epoch": resumed_from,
         "wall_seconds": time.perf_counter() - started,
-        "provenance": {**provenance(device), "executor": executor_provenance(executor, device)},
+        "provenance": {**provenance(device, cfg.threads), "reproducibility": facts,
+                       "executor": executor_provenance(executor, device)},
     }
     record = jsonable(record)
     record["digest"] = record_digest(record)
@@ -183,87 +137,32 @@ def follow_runs(results_dir: Path, device: str, data_dir: Path | None) -> int:
         trained += 1
 
 
-@dataclass
-class Attempt:
-    """What one try at a run came to: trained here, found recorded, busy elsewhere, or failed."""
-
-    run_hash: str
-    status: str  # "trained" | "recorded" | "busy" | "failed"
-    record: dict[str, Any] | None = None
-    error: str | None = None
-    holder: dict[str, Any] | None = None  # the lock's holder, when busy
-
-
 def attempt_run(request: RunRequest, results_dir: Path, device: str, data_dir: Path | None, events: Any = None,
-                executor: str = "local", lock_settings: LockSettings = LockSettings()) -> Attempt:
-    """Take the run's lock, then train it unless its record appeared meanwhile; never raises for a failed run."""
+                executor: str = "local", lock_settings: LockSettings = LockSettings()) -> Outcome:
+    """Take the run's lock, then train it unless its record appeared meanwhile: TRAINED, RECORDED, HELD (another
+    process has it) or FAILED. Never raises for a failed run; raises WriteFailed when the disk refuses a file
+    (its fault, not the run's: the command stops on it, and no record is touched)."""
     h = request.cfg.hash
     lock = try_lock(runs_dir(results_dir), h, lock_settings, request.label, executor)
     if not isinstance(lock, RunLock):
-        return Attempt(h, "busy", holder=lock)
+        return Outcome(h, RunState.HELD, holder=lock)
     try:
         record = load_record(results_dir, request.cfg)  # written by the previous holder?
         if record is not None:
-            return Attempt(h, "recorded", record)
-        return Attempt(h, "trained", run_one(request, results_dir, device, data_dir, events, executor, lock))
+            return Outcome(h, RunState.RECORDED, record=record)
+        return Outcome(h, RunState.TRAINED, record=run_one(request, results_dir, device, data_dir, events, executor, lock))
     except LockLost:  # judged stale and taken over: the new holder trains it
-        return Attempt(h, "busy", holder=read_holder(lock.path) or {"heartbeat": time.time()})
+        return Outcome(h, RunState.HELD, holder=read_holder(lock.path) or {"heartbeat": time.time()})
+    except WriteFailed:
+        raise
     except Exception as exc:  # reported by the caller; the other runs go on
         error = f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=3)}"
-        atomic_write_json(failure_path(results_dir, h), {"label": request.label, "error": error, "time": time.time(),
-                                                          "executor": executor_provenance(executor, device)})
-        return Attempt(h, "failed", error=error)
+        failure = {"label": request.label, "error": error, "time": time.time(),
+                   "executor": executor_provenance(executor, device)}
+        try:
+            atomic_write_json(failure_path(results_dir, h), failure)
+        except WriteFailed:
+            pass  # the caller still gets the error; only `repro status` will not show it
+        return Outcome(h, RunState.FAILED, error=error)
     finally:
         lock.release()
-
-
-@dataclass
-class RunCounts:
-    trained: int = 0  # trained by this command (in its processes, or by the Slurm jobs it submitted)
-    reused: int = 0  # recorded before this command started
-    by_other: int = 0  # recorded meanwhile by another process
-
-    def line(self) -> str:
-        return f"runs: {self.trained} trained here, {self.reused} reused, {self.by_other} trained by another process"
-
-
-@dataclass
-class RunBatch:
-    """execute_runs' result. Unpacks as (records, errors), the shape it had before the counts."""
-
-    records: dict[str, dict] = field(default_factory=dict)  # by config hash
-    errors: dict[str, str] = field(default_factory=dict)  # by config hash
-    counts: RunCounts = field(default_factory=RunCounts)
-    submitted: dict[str, str] = field(default_factory=dict)  # hash -> Slurm job, not awaited (no_wait; also in errors)
-
-    def __iter__(self):
-        return iter((self.records, self.errors))
-
-    def add(self, attempt: Attempt, waited: bool = False) -> None:
-        """Book a finished attempt; `waited`: its record came from another process's lock we waited on."""
-        if attempt.status == "trained":
-            self.records[attempt.run_hash] = attempt.record
-            self.counts.trained += 1
-        elif attempt.status == "recorded":
-            self.records[attempt.run_hash] = attempt.record
-            self.counts.by_other += 1
-        elif attempt.status == "failed":
-            self.errors[attempt.run_hash] = attempt.error
-
-
-def pending_runs(requests: list[RunRequest], results_dir: Path) -> tuple[RunBatch, list[RunRequest]]:
-    """Deduplicate by hash; the runs already recorded are booked as reused, the others returned to do."""
-    batch = RunBatch()
-    todo: list[RunRequest] = []
-    seen: set[str] = set()
-    for r in requests:
-        if r.cfg.hash in seen:
-            continue
-        seen.add(r.cfg.hash)
-        record = load_record(results_dir, r.cfg)
-        if record is None:
-            todo.append(r)
-        else:
-            batch.records[r.cfg.hash] = record
-            batch.counts.reused += 1
-    return batch, todo

@@ -11,8 +11,6 @@ run is recorded or failed, or at once with `no_wait`.
 
 from __future__ import annotations
 
-import json
-import os
 import subprocess
 import sys
 import time
@@ -20,10 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from repro import REPO_ROOT
-from repro.execution.waiting import check_waiting, poll_interval
+from repro.execution.files import poll_interval, probe, submitted_path
 from repro.execution.options import ExecutorOptions, SlurmOptions
+from repro.execution.protocol import ExecutionRequest, Outcome, RunRequest, RunState
 from repro.fsutil import atomic_write_json
-from repro.runtime.locks import LockSettings, lock_path, read_holder, stale_reason
+from repro.runtime.locks import LockSettings
 
 MAX_REQUEUES_ON_TIMEOUT = 10  # a run may span this many task time limits, plus one
 
@@ -34,20 +33,19 @@ class RunTask:
     def __init__(self, requests: list, results_dir: Path, data_dir: Path | None, settings: LockSettings) -> None:
         self.requests, self.results_dir, self.data_dir, self.settings = requests, results_dir, data_dir, settings
 
-    def __call__(self) -> list[tuple[str, str, str | None]]:
+    def __call__(self) -> list[Outcome]:
+        import dataclasses
+
         import torch
 
         from repro.execution.records import attempt_run
 
-        if os.environ.get("SLURM_CPUS_PER_TASK"):
-            torch.set_num_threads(int(os.environ["SLURM_CPUS_PER_TASK"]))
         # Slurm exposes only the GPUs it allocated to the task, so "a GPU is visible" is "one was asked for".
+        # Each run trains on the threads its config names (repro.runtime.numerics), not the task's CPU count.
         device = "cuda" if torch.cuda.is_available() else "cpu"
-        out = []
-        for request in self.requests:
-            a = attempt_run(request, self.results_dir, device, self.data_dir, None, "slurm", self.settings)
-            out.append((a.run_hash, a.status, a.error))
-        return out
+        return [dataclasses.replace(attempt_run(r, self.results_dir, device, self.data_dir, None, "slurm", self.settings),
+                                    record=None)  # the submitter reads the record from disk
+                for r in self.requests]
 
     def checkpoint(self, *args: Any, **kwargs: Any):
         """Called by submitit on a time-out or preemption: run the same task again; runs resume from their checkpoints."""
@@ -79,12 +77,6 @@ def submitit_parameters(s: SlurmOptions, valid: set[str]) -> dict[str, Any]:
     if extra:
         params["additional_parameters"] = extra
     return params
-
-
-def submitted_path(results_dir: Path, run_hash: str) -> Path:
-    from repro.execution.records import runs_dir
-
-    return runs_dir(results_dir) / f"{run_hash}.slurm.json"
 
 
 def queued_jobs(job_ids: list[str]) -> set[str] | None:
@@ -136,27 +128,25 @@ def submit(todo: list, results_dir: Path, data_dir: Path | None, options: Execut
     return out
 
 
-def run_slurm(todo: list, batch: Any, results_dir: Path, device: str, data_dir: Path | None, jobs: int,
-              progress: Any, options: ExecutorOptions) -> None:
-    """Submit the runs no live process holds; then, unless no_wait, book every run's outcome in `batch`."""
-    from repro.execution.records import runs_dir
-
+def run_slurm(work: ExecutionRequest) -> list[Outcome]:
+    """Submit the runs no live process holds; then, unless no_wait, wait for every run's outcome."""
+    results_dir, options, progress = work.results_dir, work.options, work.progress
     settings = options.lock
-    waiting: dict[str, tuple[Any, float]] = {}
+    waiting: dict[str, tuple[RunRequest, float]] = {}
     to_submit = []
-    for request in todo:
-        holder = read_holder(lock_path(runs_dir(results_dir), request.cfg.hash))
-        if holder is not None and stale_reason(holder, settings) is None:
+    for request in work.runs:
+        if probe(results_dir, request.cfg, settings, time.time()).state is RunState.HELD:
             waiting[request.cfg.hash] = (request, time.time())
         else:
             to_submit.append(request)
-    submitted: dict[str, tuple[Any, str, float]] = {}  # hash -> (request, job id, submitted at)
+    submitted: dict[str, tuple[RunRequest, str, float]] = {}  # hash -> (request, job id, submitted at)
+    outcomes: list[Outcome] = []
 
     def submit_now(requests: list) -> None:
         if not requests:
             return
         started = time.time()
-        ids = submit(requests, results_dir, data_dir, options)
+        ids = submit(requests, results_dir, work.data_dir, options)
         for r in requests:
             submitted[r.cfg.hash] = (r, ids[r.cfg.hash], started)
         array = next(iter(ids.values())).split("_")[0]
@@ -165,14 +155,13 @@ def run_slurm(todo: list, batch: Any, results_dir: Path, device: str, data_dir: 
 
     submit_now(to_submit)
     if options.no_wait:
-        for h, (request, job, _) in submitted.items():
-            batch.submitted[h] = job
-            batch.errors[h] = (f"submitted as Slurm job {job}, not finished yet (--no-wait); `repro status` shows "
-                               f"its progress; run this command again once it has ended to render the table")
-        for h, (request, _) in waiting.items():
-            batch.errors[h] = "trained by another process, not finished yet (--no-wait)"
-        return
-    overall = progress.add_task(f"runs on Slurm ({batch.counts.reused} already recorded)", total=len(todo)) if progress else None
+        return [*(Outcome(h, RunState.SUBMITTED, job=job, error=(
+                    f"submitted as Slurm job {job}, not finished yet (--no-wait); `repro status` shows its progress; "
+                    f"run this command again once it has ended to render the table"))
+                  for h, (_, job, _) in submitted.items()),
+                *(Outcome(h, RunState.HELD, error="trained by another process, not finished yet (--no-wait)")
+                  for h in waiting)]
+    overall = progress.add_task(f"runs on Slurm ({work.reused} already recorded)", total=len(work.runs)) if progress else None
     while submitted or waiting:
         time.sleep(poll_interval(settings) if waiting else 2.0)
         alive = queued_jobs([job for _, job, _ in submitted.values()]) if submitted else set()
@@ -181,66 +170,48 @@ def run_slurm(todo: list, batch: Any, results_dir: Path, device: str, data_dir: 
             if outcome is None:
                 continue
             del submitted[h]
-            kind, value = outcome
-            if kind == "busy":  # its task found another process training it
+            if outcome.state is RunState.HELD:  # its task found another process training it
                 waiting[h] = (request, since)
                 continue
-            if kind == "error":
-                batch.errors[h] = value
-            else:
-                batch.records[h] = value
-                if record_job(value) == job:
-                    batch.counts.trained += 1
-                else:
-                    batch.counts.by_other += 1
+            outcomes.append(outcome)
             if progress is not None:
                 progress.advance(overall)
         resubmit = []
         for h, (request, since) in list(waiting.items()):
-            state, value = check_waiting(request, since, results_dir, settings)
-            if state == "held":
+            outcome = probe(results_dir, request.cfg, settings, since)
+            if outcome.state is RunState.HELD:
                 continue
             del waiting[h]
-            if state == "free":
+            if outcome.state is RunState.FREE:
                 resubmit.append(request)
                 continue
-            if state == "recorded":
-                batch.records[h], batch.counts.by_other = value, batch.counts.by_other + 1
-            else:
-                batch.errors[h] = value
+            outcomes.append(outcome)
             if progress is not None:
                 progress.advance(overall)
         submit_now(resubmit)
-    for h in batch.records:
-        submitted_path(results_dir, h).unlink(missing_ok=True)
+    for outcome in outcomes:
+        if outcome.record is not None:
+            submitted_path(results_dir, outcome.run_hash).unlink(missing_ok=True)
+    return outcomes
 
 
-def _submitted_outcome(request: Any, job: str, since: float, results_dir: Path, alive: set[str] | None,
-                       settings: LockSettings):
-    """("record", record), ("error", message), ("busy", None) when another process holds the run, or None
-    while the run's task is still queued or running."""
-    from repro.execution.records import failure_path, load_record, runs_dir
-
-    record = load_record(results_dir, request.cfg)
-    if record is not None:
-        return "record", record
-    try:
-        failed = json.loads(failure_path(results_dir, request.cfg.hash).read_text())
-        if failed.get("time", 0) >= since:
-            return "error", f"failed in Slurm job {job}: {failed['error']}"
-    except (FileNotFoundError, json.JSONDecodeError, KeyError):
-        pass
-    if alive is None or job in alive:
-        return None
-    record = load_record(results_dir, request.cfg)  # written just before the task left the queue
-    if record is not None:
-        return "record", record
-    holder = read_holder(lock_path(runs_dir(results_dir), request.cfg.hash))
-    if holder is not None and stale_reason(holder, settings) is None and _holder_job(holder) != job:
-        return "busy", None
-    return "error", (f"Slurm job {job} ended without a record (cancelled, out of time after "
-                     f"{MAX_REQUEUES_ON_TIMEOUT} requeues, or killed: see its log); its checkpoint is kept, "
-                     f"so running the command again resumes it")
+def _submitted_outcome(request: RunRequest, job: str, since: float, results_dir: Path, alive: set[str] | None,
+                       settings: LockSettings) -> Outcome | None:
+    """A submitted run's outcome: TRAINED by its task (RECORDED when another process's record came first),
+    FAILED, HELD when another process holds it, or None while its task is still queued or running."""
+    outcome = probe(results_dir, request.cfg, settings, since)
+    if outcome.state not in (RunState.RECORDED, RunState.FAILED):
+        if alive is None or job in alive:
+            return None
+        outcome = probe(results_dir, request.cfg, settings, since)  # written just before the task left the queue
+    if outcome.state is RunState.RECORDED:
+        trained = record_job(outcome.record) == job
+        return Outcome(outcome.run_hash, RunState.TRAINED, record=outcome.record, job=job) if trained else outcome
+    if outcome.state is RunState.FAILED or (outcome.state is RunState.HELD and _holder_job(outcome.holder) != job):
+        return outcome
+    return Outcome(request.cfg.hash, RunState.FAILED, job=job, error=(
+        f"Slurm job {job} ended without a record (cancelled, out of time after {MAX_REQUEUES_ON_TIMEOUT} requeues, "
+        f"or killed: see its log); its checkpoint is kept, so running the command again resumes it"))
 
 
 def _say(progress: Any, text: str) -> None:

@@ -1,24 +1,29 @@
-"""Per table, its runs done, running (who, for how long, last heartbeat), failed, pending (`repro status`).
+"""What `repro status` shows: per table, its runs done, running (who, for how long, last heartbeat), failed, pending.
 
-Read from the results directory alone (records, locks, failure and Slurm markers:
-repro.execution.records, repro.runtime.locks), so it answers for runs of any executor on any host, and
-changes nothing there.
+Read from the results directory alone, through the probe every executor uses
+(repro.execution.files.probe: records, locks, failures), so it answers for runs of any executor on
+any host; it reads only, so an unusable record (repro.execution.record_checks, the rule `repro run`
+applies) is counted pending, with why, and left where it is. Torch-free.
 """
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from repro.runtime.locks import DEFAULT_STALE_AFTER_S, LockSettings, describe_holder, read_holder, stale_reason
+from repro.execution.files import checkpoint_path, probe, read_json, submitted_path
+from repro.execution.protocol import RunState
+from repro.recipes import RunConfig, planned_runs
+from repro.runtime.locks import LockSettings, describe_holder, stale_reason
 
-STATES = ("done", "running", "failed", "pending")
+# What status calls each state a run's files can be in (repro.execution.files.probe).
+SHOWN = {RunState.RECORDED: "done", RunState.HELD: "running", RunState.FAILED: "failed", RunState.FREE: "pending"}
+STATES = tuple(SHOWN.values())
 
 
-@dataclass
-class RunState:
+@dataclass(frozen=True)
+class RunLine:
     label: str
     run_hash: str
     state: str  # one of STATES
@@ -28,56 +33,45 @@ class RunState:
 @dataclass
 class TableStatus:
     manifest_id: str
-    runs: list[RunState] = field(default_factory=list)
+    runs: list[RunLine] = field(default_factory=list)
 
     def count(self, state: str) -> int:
         return sum(r.state == state for r in self.runs)
 
 
-def _json(path: Path) -> dict | None:
-    try:
-        value = json.loads(path.read_text())
-    except (FileNotFoundError, json.JSONDecodeError, UnicodeDecodeError):
-        return None
-    return value if isinstance(value, dict) else None
-
-
-def run_state(runs_dir: Path, run_hash: str, label: str, settings: LockSettings, now: float | None = None) -> RunState:
-    """One run's state from its files: a whole record, then a live lock, then a failure, else pending."""
+def run_line(results_dir: Path, cfg: RunConfig, label: str, settings: LockSettings, now: float | None = None) -> RunLine:
+    """One run's state from its files: a usable record, then a live lock, then a failure, else pending."""
     now = time.time() if now is None else now
-    record = _json(runs_dir / f"{run_hash}.json")
-    if record is not None and record.get("config_hash") == run_hash:
-        ex = record.get("provenance", {}).get("executor", {})
+    outcome = probe(results_dir, cfg, settings, set_aside_unusable=False, now=now)
+    state = SHOWN[outcome.state]
+    if outcome.state is RunState.RECORDED:
+        ex = outcome.record.get("provenance", {}).get("executor", {})
         where = f" on {ex['host']} ({ex.get('name', '?')})" if ex.get("host") else ""
-        return RunState(label, run_hash, "done", f"{record.get('wall_seconds', 0):.0f} s{where}")
-    holder = read_holder(runs_dir / f"{run_hash}.lock")
-    stale = stale_reason(holder, settings, now) if holder is not None else None
-    if holder is not None and stale is None:
-        return RunState(label, run_hash, "running", describe_holder(holder, now))
-    failed = _json(runs_dir / f"{run_hash}.failed.json")
-    if failed is not None:
-        host = failed.get("executor", {}).get("host", "?")
-        return RunState(label, run_hash, "failed", f"on {host}: {str(failed.get('error', '')).splitlines()[0]}")
+        return RunLine(label, cfg.hash, state, f"{outcome.record.get('wall_seconds', 0):.0f} s{where}")
+    if outcome.state is RunState.HELD:
+        return RunLine(label, cfg.hash, state, describe_holder(outcome.holder, now))
+    if outcome.state is RunState.FAILED:
+        return RunLine(label, cfg.hash, state, outcome.error.splitlines()[0])
     notes = []
-    if holder is not None:
-        notes.append(f"interrupted ({describe_holder(holder, now)}: {stale})")
-    queued = _json(runs_dir / f"{run_hash}.slurm.json")
+    if outcome.error:  # an unusable record
+        notes.append(f"{outcome.error}: the next run sets it aside and redoes it")
+    if outcome.holder is not None:
+        notes.append(f"interrupted ({describe_holder(outcome.holder, now)}: {stale_reason(outcome.holder, settings, now)})")
+    queued = read_json(submitted_path(results_dir, cfg.hash))
     if queued is not None:
         notes.append(f"submitted as Slurm job {queued.get('job_id')}")
-    if (runs_dir / f"{run_hash}.ckpt").exists():
+    if checkpoint_path(results_dir, cfg).exists():
         notes.append("a checkpoint is kept: it resumes")
-    return RunState(label, run_hash, "pending", "; ".join(notes))
+    return RunLine(label, cfg.hash, state, "; ".join(notes))
 
 
 def table_status(manifest, profile_name: str, results_dir: Path, settings: LockSettings) -> TableStatus:
-    from repro.recipes import planned_runs
-    from repro.execution.records import runs_dir
-
     out = TableStatus(manifest.id)
     seen: set[str] = set()
     now = time.time()
     for planned in planned_runs(manifest, manifest.profiles[profile_name]):
         if planned.cfg.hash not in seen:
             seen.add(planned.cfg.hash)
-            out.runs.append(run_state(runs_dir(results_dir), planned.cfg.hash, planned.label, settings, now))
+            out.runs.append(run_line(results_dir, planned.cfg, planned.label, settings, now))
     return out
+

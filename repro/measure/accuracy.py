@@ -38,7 +38,7 @@ def pretrain_stand_in_weights(configs: list[RunConfig], ctx: Context) -> None:
     from rich.markup import escape
 
     from repro import digit_weights
-    from repro.execution.records import record_path
+    from repro.execution.files import record_path
 
     def say(text: str) -> None:
         if ctx.progress is not None:

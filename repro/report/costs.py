@@ -8,13 +8,14 @@ provenance names (`device_type`); runs without a record yet count in the estimat
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
 from repro.cost.estimate import CostModel
+from repro.execution.files import record_path
+from repro.execution.record_checks import read_record
 from repro.manifest import Manifest
-from repro.recipes import planned_runs
+from repro.recipes import RunConfig, planned_runs
 from repro.cost.plan import rows_read
 
 
@@ -31,18 +32,19 @@ class Compute:
     estimate_kind: str  # what the estimate is hours of: "GPU" or "CPU"
 
 
-def _taken(results_dir: Path, hashes: set[str]) -> tuple[int, float, float]:
+def _taken(results_dir: Path, cfgs: dict[str, RunConfig], hashes: set[str]) -> tuple[int, float, float]:
     recorded, gpu, cpu = 0, 0.0, 0.0
     for h in hashes:
-        path = results_dir / "runs" / f"{h}.json"  # repro.execution.runs.record_path, without importing torch
-        try:
-            record = json.loads(path.read_text(encoding="utf-8"))
-            seconds = float(record.get("wall_seconds") or record.get("train_seconds") or 0.0)
-            on_gpu = record.get("provenance", {}).get("device_type") == "cuda"
-        except (OSError, ValueError, AttributeError, TypeError):
-            continue  # absent or unreadable: repro.execution.runs sets damaged records aside when it next runs
+        # The rule `repro run` applies (repro.execution.record_checks); an unusable record counts as none.
+        record, _ = read_record(record_path(results_dir, cfgs[h]), cfgs[h])
+        if record is None:
+            continue
+        seconds = float(record.get("wall_seconds") or record.get("train_seconds") or 0.0)
         recorded += 1
-        gpu, cpu = (gpu + seconds, cpu) if on_gpu else (gpu, cpu + seconds)
+        if record["provenance"].get("device_type") == "cuda":
+            gpu += seconds
+        else:
+            cpu += seconds
     return recorded, gpu / 3600, cpu / 3600
 
 
@@ -59,12 +61,13 @@ def compute_by_claim(results_dir: Path, profile: str, manifests: list[Manifest],
         if not planned:
             continue
         device = model.device(prof)
-        est = {p.cfg.hash: model.run_time(p.cfg, m.id, device) for p in planned}
+        cfgs = {p.cfg.hash: p.cfg for p in planned}
+        est = {h: model.run_time(cfg, m.id, device) for h, cfg in cfgs.items()}
         hours = {h: (t.compute_s + t.overhead_s / model.executor.packing(device.kind)) / 3600 for h, t in est.items()}
         kind = device.kind.upper()
 
         def line(label: str, hashes: set[str]) -> Compute:
-            recorded, gpu, cpu = _taken(results_dir, hashes)
+            recorded, gpu, cpu = _taken(results_dir, cfgs, hashes)
             return Compute(label, len(hashes), recorded, gpu, cpu, sum(hours[h] for h in hashes), kind)
 
         for claim in m.claims:

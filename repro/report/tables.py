@@ -16,7 +16,7 @@ from repro.manifest import Manifest
 from repro.paper import paper_value
 from repro.report.cells import Table, mean_sd, mmac, pct, pct_auto, reported
 from repro.report.latency_tables import latency_table, op_scaling_table, slowdown_table
-from repro.results import ManifestResult, row_metric
+from repro.results import ManifestResult, RunSummary, row_metric
 
 
 def flops_table(manifest: Manifest, result: ManifestResult) -> Table | None:
@@ -148,6 +148,21 @@ def chance_note(accuracy: dict | None, chance: float | None, collapse: list[str]
     return "at or near chance: did not learn" if near else ""
 
 
+def machine_note(runs: list[RunSummary]) -> str:
+    """Said beside a row whose runs were made under different devices, thread counts or deterministic modes:
+    their numbers differ by more than the seed (README, Reproducibility)."""
+    def setting(run: RunSummary) -> str:
+        text = run.device or "an unrecorded device"
+        if run.threads is not None and "intra-op" not in text:
+            text += f", {run.threads} intra-op thread(s)"
+        return text + (", deterministic" if run.deterministic else "")
+
+    settings = sorted({setting(run) for run in runs})
+    if len(settings) < 2:
+        return ""
+    return f"runs made under {len(settings)} settings, not bit-comparable: {'; '.join(settings)}"
+
+
 def accuracy_rows_table(manifest: Manifest, result: ManifestResult) -> Table | None:
     measured = result.measured
     rows = [r for r in manifest.rows if "accuracy" in r.measures]
@@ -165,13 +180,16 @@ def accuracy_rows_table(manifest: Manifest, result: ManifestResult) -> Table | N
         hashes = ", ".join(sorted({run.hash[:8] for run in measured.runs(r.id)}))
         table.rows.append([r.label, r.dataset, mean_sd(acc) if acc else result.measured.missing.get(
             row_metric(r.id, "accuracy"), ""), "" if chance is None else f"{100 * chance:.2f}",
-            str(len(acc or {})), chance_note(acc, chance, collapse.get(r.id, [])), hashes,
+            str(len(acc or {})), "; ".join(n for n in (chance_note(acc, chance, collapse.get(r.id, [])),
+                                                       machine_note(measured.runs(r.id))) if n), hashes,
             reported(manifest, f"{r.id}.accuracy")])
     table.notes = ["Run records: the first 8 characters of each run's hash; the record is runs/<hash>.json.",
                    "Chance: 1 / classes of the data the runs trained on (the record's metrics.chance). Note: 'at or "
                    f"near chance' when the mean closes less than {MIN_LEARNED:.0%} of the distance from chance to "
                    "100%; a row named by a claim's may_collapse is one the paper reports collapsing, so chance "
-                   "there is the expected outcome, not a failure of the artifact."]
+                   "there is the expected outcome, not a failure of the artifact. It also says when a row's runs "
+                   "were made on different devices, thread counts or deterministic modes: their numbers then differ "
+                   "by more than the seed."]
     return table
 
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import sys
 import threading
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
@@ -56,7 +56,11 @@ def command_line(argv: list[str]) -> str:
     return shlex.join(["repro", *argv[1:]])
 
 
+_received: list[int] = []  # the signals that interrupted the current sigterm_as_interrupt block
+
+
 def _raise_interrupt(signum: int, frame: object) -> None:
+    _received.append(signum)
     raise KeyboardInterrupt(signal.Signals(signum).name)
 
 
@@ -64,15 +68,28 @@ def _raise_interrupt(signum: int, frame: object) -> None:
 def sigterm_as_interrupt() -> Iterator[None]:
     """In the main process: SIGTERM interrupts like Ctrl-C (a scheduler's or `kill`'s stop request).
     Installed by the `repro` entry point alone (repro.cli.main), never by the library, so that a test
-    or a notebook that calls it keeps its own signal handling."""
+    or a notebook that calls it keeps its own signal handling.
+    A KeyboardInterrupt raised while Python runs a finalizer is dropped (Python would print "Exception
+    ignored in ..." and go on); the signal is remembered, so the block still ends as interrupted when it
+    reaches its end. Ctrl-C stays ignored where the process was started ignoring it (`nohup`, a shell's
+    background job).
+    """
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+    wanted = [signal.SIGTERM] + ([signal.SIGINT] if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN else [])
+    previous = {s: signal.signal(s, _raise_interrupt) for s in wanted}
+    hook = sys.unraisablehook
+    sys.unraisablehook = lambda u: None if issubclass(u.exc_type, KeyboardInterrupt) and _received else hook(u)
+    _received.clear()
     try:
         yield
+        if _received:  # dropped on its way
+            raise KeyboardInterrupt(signal.Signals(_received[-1]).name)
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        sys.unraisablehook = hook
+        for s, handler in previous.items():
+            signal.signal(s, handler)
 
 
 _training = threading.Event()  # set in a pool worker while it trains a run
@@ -123,12 +140,12 @@ def stop_workers(futures: dict, grace_s: float = GRACE_S) -> set[int]:
 
 def clean_after_kill(runs_dir: Path, run_hash: str, pid: int) -> None:
     """What a killed worker leaves of run `run_hash`: its lock (if it names `pid`) and temporary files."""
-    import json
+    from repro.runtime.locks import lock_path, read_holder
 
-    lock = runs_dir / f"{run_hash}.lock"
-    with contextlib.suppress(FileNotFoundError, ValueError):
-        if json.loads(lock.read_text()).get("pid") == pid:
-            lock.unlink()
+    lock = lock_path(runs_dir, run_hash)
+    holder = read_holder(lock)
+    if holder is not None and holder.get("pid") == pid:
+        lock.unlink(missing_ok=True)
     for tmp in runs_dir.glob(f".{run_hash}.*.tmp"):  # fsutil's atomic writes: .<name>.<random>.tmp
         tmp.unlink(missing_ok=True)
 
@@ -139,15 +156,14 @@ def release_own_locks(runs_dir: Path) -> None:
     A signal can land between taking a run's lock and the block that releases it; the process is
     about to exit, so a lock naming it can only be stale.
     """
-    import json
-    import os
     import socket
 
+    from repro.runtime.locks import read_holder
+
     for lock in runs_dir.glob("*.lock"):
-        with contextlib.suppress(FileNotFoundError, ValueError):
-            holder = json.loads(lock.read_text())
-            if holder.get("host") == socket.gethostname():
-                clean_after_kill(runs_dir, lock.stem, os.getpid())
+        holder = read_holder(lock)
+        if holder is not None and holder.get("host") == socket.gethostname():
+            clean_after_kill(runs_dir, lock.stem, os.getpid())
 
 
 def checkpoint_epoch(path: Path) -> int | None:

@@ -6,7 +6,10 @@ is the heartbeat, refreshed by a thread while the run trains. Only the holder re
 writes or unlinks the run's checkpoint. A lock is stale, and is taken over with a
 warning, when its heartbeat is older than `stale_after_s`, when its holder is a process
 on this host that no longer exists, or when it was left by this same Slurm array task
-before a requeue. Torch-free, so `repro status` can read locks cheaply.
+before a requeue. A lock file that cannot be read or names no valid holder (random bytes,
+a pid that is not a process id) is named as such and taken over once it is older than
+`unreadable_grace_s`: a lock is written in the same instant it is created. Torch-free, so
+`repro status` can read locks cheaply; its only import from repro is fsutil's WriteFailed.
 """
 
 from __future__ import annotations
@@ -21,7 +24,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from repro.fsutil import WriteFailed
+
 DEFAULT_STALE_AFTER_S = 600.0
+PID_MAX = 2**31 - 1  # pids are positive C ints; Linux's pid_max is at most 2**22
 
 
 class LockLost(RuntimeError):
@@ -35,6 +41,11 @@ class LockSettings:
     @property
     def heartbeat_s(self) -> float:
         return max(0.5, min(30.0, self.stale_after_s / 4))
+
+    @property
+    def unreadable_grace_s(self) -> float:
+        """How long a lock that cannot be read may stay so: its creator writes it right after creating it."""
+        return min(10.0, self.stale_after_s)
 
 
 def lock_path(runs_dir: Path, run_hash: str) -> Path:
@@ -58,20 +69,46 @@ def holder_identity(label: str = "", executor: str = "local") -> dict[str, Any]:
             "started": time.time(), **slurm_identity()}
 
 
+def holder_problem(holder: Any) -> str | None:
+    """Why a lock's parsed content names no holder (a sentence), or None."""
+    if not isinstance(holder, dict):
+        return f"it holds a JSON {type(holder).__name__}, not a lock"
+    pid = holder.get("pid")
+    if isinstance(pid, bool) or not isinstance(pid, int) or not 1 <= pid <= PID_MAX:
+        return f"its pid {json.dumps(pid)[:40]} is not a process id"
+    for key in ("host", "token", "label", "executor", "slurm_job_id", "slurm_array_job_id", "slurm_array_task_id"):
+        if key in holder and not isinstance(holder[key], str):
+            return f"its {key} {json.dumps(holder[key])[:40]} is not text"
+    started = holder.get("started", 0.0)
+    if isinstance(started, bool) or not isinstance(started, (int, float)):
+        return f"its start time {json.dumps(started)[:40]} is not a number"
+    return None
+
+
 def read_holder(path: Path) -> dict[str, Any] | None:
-    """The lock's holder with `heartbeat` (its mtime) added, or None when there is no (whole) lock."""
+    """The lock's holder with `heartbeat` (its mtime) added, or None when there is no lock. A lock that
+    cannot be read, or names no valid holder, is {"heartbeat", "file", "problem": why}: never an identity."""
     try:
-        holder = json.loads(path.read_text())
-        holder["heartbeat"] = path.stat().st_mtime
+        data = path.read_bytes()
+        heartbeat = path.stat().st_mtime
     except FileNotFoundError:
         return None
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        # Created but not yet written (the creator writes right after O_EXCL): a holder with no identity.
+    except OSError as exc:  # no permission, an I/O error, a folder
         try:
-            return {"heartbeat": path.stat().st_mtime}
+            heartbeat = path.stat().st_mtime
         except FileNotFoundError:
             return None
-    return holder if isinstance(holder, dict) else {"heartbeat": path.stat().st_mtime}
+        except OSError:
+            heartbeat = 0.0
+        return {"heartbeat": heartbeat, "file": str(path), "problem": f"it cannot be read ({exc.strerror or exc})"}
+    try:
+        holder = json.loads(data.decode("utf-8"))
+        problem = holder_problem(holder)
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        problem = "it is empty" if not data else "it is not a lock (not JSON text)"
+    if problem is not None:
+        return {"heartbeat": heartbeat, "file": str(path), "problem": problem}
+    return {**holder, "heartbeat": heartbeat}
 
 
 def _pid_alive(pid: int) -> bool:
@@ -88,11 +125,15 @@ def stale_reason(holder: dict[str, Any], settings: LockSettings, now: float | No
     """Why `holder` no longer holds its run, or None while it still does."""
     now = time.time() if now is None else now
     age = now - holder["heartbeat"]
+    if "problem" in holder:
+        if age > settings.unreadable_grace_s:
+            return f"{holder['problem']} after {age:.0f} s (given {settings.unreadable_grace_s:.0f} s to be written)"
+        return None  # just created: its creator is writing it
     if age > settings.stale_after_s:
         return f"no heartbeat for {age:.0f} s (stale after {settings.stale_after_s:.0f} s)"
     if "pid" not in holder:
-        return None  # being written; young
-    if holder.get("host") == socket.gethostname() and not _pid_alive(int(holder["pid"])):
+        return None
+    if holder.get("host") == socket.gethostname() and not _pid_alive(holder["pid"]):
         return f"its process {holder['pid']} on this host has exited"
     me = slurm_identity()
     if me and "slurm_array_job_id" in me and all(holder.get(k) == me[k] for k in ("slurm_array_job_id", "slurm_array_task_id")):
@@ -104,6 +145,8 @@ def stale_reason(holder: dict[str, Any], settings: LockSettings, now: float | No
 
 def describe_holder(holder: dict[str, Any], now: float | None = None) -> str:
     now = time.time() if now is None else now
+    if "problem" in holder:
+        return f"the lock file {holder['file']}, which cannot be used: {holder['problem']}"
     who = f"{holder.get('host', '?')}:{holder.get('pid', '?')}"
     if holder.get("slurm_array_job_id"):
         who += f" (Slurm job {holder['slurm_array_job_id']}_{holder.get('slurm_array_task_id', '')})"
@@ -153,8 +196,12 @@ class RunLock:
 
 def try_lock(runs_dir: Path, run_hash: str, settings: LockSettings, label: str = "",
              executor: str = "local") -> RunLock | dict[str, Any]:
-    """Take the run's lock: a RunLock, or the live holder's description (a dict) when another process has it."""
-    runs_dir.mkdir(parents=True, exist_ok=True)
+    """Take the run's lock: a RunLock, or the live holder's description (a dict) when another process has it.
+    Raises WriteFailed when the folder refuses the lock file."""
+    try:
+        runs_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise WriteFailed.of(runs_dir, exc) from None
     path = lock_path(runs_dir, run_hash)
     for _ in range(3):
         token = uuid.uuid4().hex
@@ -176,10 +223,16 @@ def _create(path: Path, holder: dict[str, Any]) -> bool:
         fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
     except FileExistsError:
         return False
-    with os.fdopen(fd, "w") as fh:
-        fh.write(json.dumps(holder, sort_keys=True))
-        fh.flush()
-        os.fsync(fh.fileno())
+    except OSError as exc:
+        raise WriteFailed.of(path, exc) from None
+    try:
+        with os.fdopen(fd, "w") as fh:
+            fh.write(json.dumps(holder, sort_keys=True))
+            fh.flush()
+            os.fsync(fh.fileno())
+    except OSError as exc:  # a full disk: the empty lock would hold the run for nothing
+        path.unlink(missing_ok=True)
+        raise WriteFailed.of(path, exc) from None
     return True
 
 
@@ -194,7 +247,11 @@ def _take_over(path: Path, holder: dict[str, Any], reason: str, settings: LockSe
     try:
         current = read_holder(path)
         if current is not None and current.get("token") == holder.get("token") and stale_reason(current, settings):
-            print(f"warning: taking over the lock {path.name} of {describe_holder(current)}: {reason}", flush=True)
+            if "problem" in current:
+                print(f"warning: the lock file {path} cannot be used ({stale_reason(current, settings)}); "
+                      "taking it over", flush=True)
+            else:
+                print(f"warning: taking over the lock {path.name} of {describe_holder(current)}: {reason}", flush=True)
             path.unlink(missing_ok=True)
     finally:
         guard.unlink(missing_ok=True)

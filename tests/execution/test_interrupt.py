@@ -16,7 +16,7 @@ from repro.profiles import Profile
 from repro.models import Component
 from repro.recipes import resolve
 from repro.execution.runs import RunRequest, checkpoint_path, execute_runs, record_path, runs_dir
-from .minitable import counts, repro, write_manifest
+from .minitable import _default_sigint, counts, repro, write_manifest
 
 PROFILE = Profile(description="test", evidence="pipeline", seeds=3, epochs=2, data="synthetic", train_samples=64,
                   test_samples=32, batch_size=32, max_image_size=16, pretrained=False)
@@ -130,3 +130,84 @@ def test_a_signal_stops_the_table_in_seconds_and_a_rerun_completes_it_identicall
     assert {p.name: p.stat().st_mtime_ns for p in runs.glob("*.json") if p.name in finished} == finished
     assert not list(runs.glob("*.ckpt")) and not list(runs.glob("*.invalid-*"))
     assert _table(results) == whole
+
+
+def test_the_interrupt_summary_counts_a_record_written_after_the_last_booking(tmp_path, monkeypatch):
+    """A record written just before the signal, not yet booked by the scheduler, counts as recorded: the
+    summary reads the disk ("sigterm jobs 1" once said 0 recorded, 1 interrupted, with the record there)."""
+    import repro.execution.records as records
+
+    cfgs = [resolve(ROW, PROFILE, seed=s) for s in range(3)]
+    real = records.atomic_write_json
+
+    def then_interrupted(path, obj):
+        real(path, obj)
+        if str(path).endswith(f"{cfgs[0].hash}.json"):
+            raise KeyboardInterrupt  # SIGTERM between the record's write and its booking
+
+    monkeypatch.setattr(records, "atomic_write_json", then_interrupted)
+    with pytest.raises(RunsInterrupted) as caught:
+        execute_runs([RunRequest(c, f"r seed {c.seed}") for c in cfgs], tmp_path, "cpu", jobs=1)
+    assert (caught.value.recorded, caught.value.checkpoints, caught.value.not_started) == (1, [], 2)
+    assert not checkpoint_path(tmp_path, cfgs[0]).exists() and not list(runs_dir(tmp_path).glob("*.lock"))
+
+
+REPORT = '''
+import os, signal, sys
+
+import repro.report.summary as summary
+
+real, how = summary.write_report, sys.argv.pop(1)
+
+
+class Finalized:
+    def __del__(self):  # a KeyboardInterrupt raised here is printed ("Exception ignored in") and dropped
+        os.kill(os.getpid(), signal.SIGINT)
+
+
+def interrupted(*args, **kwargs):
+    if how == "swallowed":
+        Finalized()
+    else:
+        os.kill(os.getpid(), getattr(signal, how))
+    return real(*args, **kwargs)
+
+
+summary.write_report = interrupted
+from repro.cli import app
+
+app(prog_name="repro")
+'''
+
+
+@pytest.fixture(scope="module")
+def table6_results(tmp_path_factory):
+    from typer.testing import CliRunner
+
+    from repro.cli import app
+
+    results = tmp_path_factory.mktemp("report") / "results"
+    assert CliRunner().invoke(app, ["table6", "--results-dir", str(results)]).exit_code == 0
+    assert CliRunner().invoke(app, ["report", "--results-dir", str(results)]).exit_code == 0
+    return results
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("how", ["SIGTERM", "SIGINT", "swallowed"])
+def test_report_keeps_the_interrupt_contract(table6_results, tmp_path, how):
+    """Issue 22, item 5: `repro report` exited 143 with no output on SIGTERM, and on Ctrl-C either 130 silently
+    or, when the KeyboardInterrupt landed in a finalizer, 'Exception ignored' and then exit 0."""
+    import subprocess
+    import sys
+
+    before = (table6_results / "smoke" / "report.md").read_bytes()
+    script = tmp_path / "report_interrupted.py"
+    script.write_text(REPORT)
+    out = subprocess.run([sys.executable, str(script), how, "report", "--results-dir", str(table6_results)],
+                         capture_output=True, text=True, timeout=300, env={**os.environ, "COLUMNS": "300"},
+                         preexec_fn=_default_sigint)
+    assert out.returncode == 130, out.stdout + out.stderr
+    assert "report interrupted: the run records and results are untouched" in out.stderr
+    assert "rerun `repro report --results-dir" in out.stderr and "Traceback" not in out.stderr
+    if how != "swallowed":  # stopped before rendering: the last report stays as it was
+        assert (table6_results / "smoke" / "report.md").read_bytes() == before

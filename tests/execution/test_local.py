@@ -10,14 +10,14 @@ from collections import Counter
 
 import pytest
 
-from repro.execution.options import ExecutorOptions
 from repro.execution.local import Slot, local_slots, run_local, visible_gpus
+from repro.execution.protocol import ExecutionRequest, RunState
 from repro.runtime.locks import lock_path
 from repro.manifest import Row
 from repro.profiles import Profile
 from repro.models import Component
 from repro.recipes import resolve
-from repro.execution.runs import RunBatch, RunRequest, execute_runs, record_path, runs_dir
+from repro.execution.runs import RunRequest, execute_runs, record_path, runs_dir
 
 PROFILE = Profile(description="test", evidence="pipeline", seeds=1, epochs=2, data="synthetic", train_samples=64,
                   test_samples=32, batch_size=32, max_image_size=16, pretrained=False)
@@ -30,20 +30,19 @@ def _cfg(seed):
 
 
 def test_slots_spread_runs_over_gpus_before_doubling_up():
-    slots = local_slots("cuda", jobs=1, gpus=["4", "6"], runs_per_gpu=3, cpus=12)
+    slots = local_slots("cuda", jobs=1, gpus=["4", "6"], runs_per_gpu=3)
     assert [s.name for s in slots] == ["gpu4/0", "gpu6/0", "gpu4/1", "gpu6/1", "gpu4/2", "gpu6/2"]
     assert [s.env["CUDA_VISIBLE_DEVICES"] for s in slots] == ["4", "6"] * 3
-    assert {s.threads for s in slots} == {2} and not any(s.in_process for s in slots)
-    assert Counter(s.env["CUDA_VISIBLE_DEVICES"] for s in local_slots("cuda", 1, ["0"], 4, 16)) == {"0": 4}
+    assert not any(s.in_process for s in slots)
+    assert Counter(s.env["CUDA_VISIBLE_DEVICES"] for s in local_slots("cuda", 1, ["0"], 4)) == {"0": 4}
 
 
 def test_one_slot_trains_in_this_process_as_before():
-    assert local_slots("cuda", jobs=8, gpus=["0"], runs_per_gpu=1, cpus=8) == [Slot("gpu0/0", in_process=True)]
-    assert local_slots("cpu", jobs=1, gpus=[], runs_per_gpu=4, cpus=8) == [Slot("cpu", in_process=True)]
-    assert [(s.name, s.threads, s.env) for s in local_slots("cpu", 3, [], 1, 8)] == [
-        ("cpu/0", 2, {}), ("cpu/1", 2, {}), ("cpu/2", 2, {})]
+    assert local_slots("cuda", jobs=8, gpus=["0"], runs_per_gpu=1) == [Slot("gpu0/0", in_process=True)]
+    assert local_slots("cpu", jobs=1, gpus=[], runs_per_gpu=4) == [Slot("cpu", in_process=True)]
+    assert [(s.name, s.env) for s in local_slots("cpu", 3, [], 1)] == [("cpu/0", {}), ("cpu/1", {}), ("cpu/2", {})]
     with pytest.raises(RuntimeError, match="no GPU is visible"):
-        local_slots("cuda", 1, [], 1, 8)
+        local_slots("cuda", 1, [], 1)
 
 
 def test_visible_gpus_follow_the_parents_cuda_visible_devices(monkeypatch):
@@ -87,14 +86,13 @@ def test_a_run_held_by_another_process_is_awaited_not_trained(tmp_path):
 @pytest.mark.slow
 def test_each_slot_process_is_pinned_to_its_device(tmp_path):
     """Three slots on two fake GPUs (CPU training; the pinning is the env each slot's process starts with)."""
-    slots = [Slot("gpu0/0", {"CUDA_VISIBLE_DEVICES": "0"}, 1), Slot("gpu1/0", {"CUDA_VISIBLE_DEVICES": "1"}, 1),
-             Slot("gpu0/1", {"CUDA_VISIBLE_DEVICES": "0"}, 1)]
+    slots = [Slot("gpu0/0", {"CUDA_VISIBLE_DEVICES": "0"}), Slot("gpu1/0", {"CUDA_VISIBLE_DEVICES": "1"}),
+             Slot("gpu0/1", {"CUDA_VISIBLE_DEVICES": "0"})]
     cfgs = [_cfg(s) for s in range(3)]
-    batch = RunBatch()
-    run_local([RunRequest(c, str(c.seed)) for c in cfgs], batch, tmp_path, "cpu", None, 1, None, ExecutorOptions(),
-              slots=slots)
-    assert not batch.errors and batch.counts.trained == 3
-    executors = [batch.records[c.hash]["provenance"]["executor"] for c in cfgs]
+    outcomes = run_local(ExecutionRequest(tuple(RunRequest(c, str(c.seed)) for c in cfgs), tmp_path, "cpu"), slots=slots)
+    assert [o.state for o in outcomes] == [RunState.TRAINED] * 3
+    records = {o.run_hash: o.record for o in outcomes}
+    executors = [records[c.hash]["provenance"]["executor"] for c in cfgs]
     assert Counter(e["cuda_visible_devices"] for e in executors) == {"0": 2, "1": 1}
     assert len({e["pid"] for e in executors}) == 3 and {e["name"] for e in executors} == {"local"}
 

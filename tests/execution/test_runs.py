@@ -11,8 +11,9 @@ from repro.profiles import Profile
 from repro.models import Component
 from repro.recipes import resolve
 from repro.execution.runs import (
-    RunRequest, checkpoint_path, execute_runs, failure_path, load_record, record_path, run_one,
+    RunRequest, checkpoint_path, execute_runs, failure_path, load_record, record_path,
 )
+from repro.execution.records import run_one
 from repro.train import NonFiniteLoss, train_run
 
 pytestmark = pytest.mark.slow  # every test here trains runs

@@ -1,5 +1,6 @@
 """A real one-node Slurm (.ci/slurm-up.sh): the slurm executor trains every run as an array task, a
-cancelled task's run resumes from its checkpoint on the rerun, and the table equals the local executor's.
+cancelled task's run resumes from its checkpoint on the rerun, and every run's numbers equal the local
+executor's bit for bit (both train on the profile's threads, whatever CPUs a task was given).
 
 Skipped unless Slurm answers; with REPRO_REQUIRE_SLURM=1 (as .ci/run sets) a missing Slurm fails it.
 A requeued task waits for Slurm's BeginTime (about 2.5 minutes), so the test cancels and resubmits instead.
@@ -18,7 +19,9 @@ import torch
 from .minitable import counts, repro, write_manifest
 
 EPOCHS = 8
-SLURM = ("--executor", "slurm", "--slurm-cpus-per-task", "1", "--slurm-time", "10")
+# Two CPUs a task, where the runs' profile gives one thread (OMP_NUM_THREADS=1, minitable): a task that trained on
+# its CPU count, as it once did, would round otherwise than the local executor.
+SLURM = ("--executor", "slurm", "--slurm-cpus-per-task", "2", "--slurm-time", "10")
 
 
 def _slurm_missing() -> str | None:
@@ -62,6 +65,16 @@ def _cancel_frozen(pid, job):
 def _table(results):
     record = json.loads((results / "smoke" / "mini" / "results.json").read_text())
     return {"metrics": record["metrics"], "verdicts": record["verdicts"]}
+
+
+def _numbers(results):
+    """Every run's metrics, history (without timings) and routing, by hash: what must not depend on the executor."""
+    out = {}
+    for path in (results / "runs").glob("*.json"):
+        r = json.loads(path.read_text())
+        out[path.stem] = (r["metrics"], r["routing"], [{k: v for k, v in h.items() if k != "seconds"} for h in r["history"]],
+                          r["provenance"]["reproducibility"]["threads"])
+    return out
 
 
 @pytest.mark.slow
@@ -111,3 +124,4 @@ def test_slurm_executor_resumes_a_cancelled_task_and_equals_the_local_table(tmp_
     output = baseline.communicate(timeout=600)[0]
     assert baseline.returncode == 0 and counts(output) == (4, 0, 0), output
     assert _table(cluster) == _table(local)
+    assert len(_numbers(local)) == 4 and _numbers(cluster) == _numbers(local)  # bit for bit, run by run

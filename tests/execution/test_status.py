@@ -1,54 +1,99 @@
-"""`repro status`: a run's state read from its files alone (record, lock, failure, Slurm marker, checkpoint)."""
+"""`repro status`: a run's state read from its files alone (record, lock, failure, Slurm marker, checkpoint),
+with the same rule for a usable record as `repro run` (repro.execution.record_checks)."""
 
 import json
 import os
 import socket
 import time
 
+import pytest
+from fake_records import config, record, write_record  # tests/fake_records.py
+
+from repro.execution.files import runs_dir
+from repro.execution.runs import pending_runs
+from repro.execution.protocol import RunRequest
+from repro.execution.status import run_line
 from repro.runtime.locks import LockSettings
-from repro.execution.status import run_state
 
 SETTINGS = LockSettings(stale_after_s=60)
 NOW = 1_000_000.0
 
 
-def _write(runs, name, obj, mtime=NOW):
-    path = runs / name
+def _write(results, name, obj, mtime=NOW):
+    path = runs_dir(results) / name
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(obj) if not isinstance(obj, str) else obj)
     os.utime(path, (mtime, mtime))
+    return path
 
 
 def test_each_state_from_the_files_of_a_run(tmp_path):
-    _write(tmp_path, "a.json", {"config_hash": "a", "wall_seconds": 12.4,
-                                "provenance": {"executor": {"host": "n1", "name": "slurm"}}})
-    assert (run_state(tmp_path, "a", "t/a", SETTINGS, NOW).state, run_state(tmp_path, "a", "t/a", SETTINGS, NOW).detail) \
-        == ("done", "12 s on n1 (slurm)")
+    a, b, c, d, e, f = (config(seed) for seed in range(6))
+    write_record(tmp_path, a, provenance={"executor": {"host": "n1", "name": "slurm"}, "device_type": "cpu"})
+    done = run_line(tmp_path, a, "t/a", SETTINGS, NOW)
+    assert (done.state, done.detail) == ("done", "12 s on n1 (slurm)")
 
     holder = {"host": "n2", "pid": 7, "started": NOW - 300, "slurm_array_job_id": "12", "slurm_array_task_id": "3"}
-    _write(tmp_path, "b.lock", holder, mtime=NOW - 5)
-    b = run_state(tmp_path, "b", "t/b", SETTINGS, NOW)
-    assert (b.state, b.detail) == ("running", "n2:7 (Slurm job 12_3), for 300 s, last heartbeat 5 s ago")
+    _write(tmp_path, f"{b.hash}.lock", holder, mtime=NOW - 5)
+    running = run_line(tmp_path, b, "t/b", SETTINGS, NOW)
+    assert (running.state, running.detail) == ("running", "n2:7 (Slurm job 12_3), for 300 s, last heartbeat 5 s ago")
 
-    _write(tmp_path, "c.failed.json", {"error": "RuntimeError: width must be positive\ntraceback", "executor": {"host": "n3"}})
-    c = run_state(tmp_path, "c", "t/c", SETTINGS, NOW)
-    assert (c.state, c.detail) == ("failed", "on n3: RuntimeError: width must be positive")
+    _write(tmp_path, f"{c.hash}.failed.json", {"error": "RuntimeError: width must be positive\ntraceback",
+                                               "executor": {"host": "n3"}, "time": NOW - 50})
+    failed = run_line(tmp_path, c, "t/c", SETTINGS, NOW)
+    assert (failed.state, failed.detail) == ("failed", "failed in another process (on n3): RuntimeError: width must be positive")
 
-    _write(tmp_path, "d.lock", {**holder, "started": NOW - 1000}, mtime=NOW - 100)  # no heartbeat for 100 s
-    _write(tmp_path, "d.ckpt", "x")
-    d = run_state(tmp_path, "d", "t/d", SETTINGS, NOW)
-    assert d.state == "pending" and d.detail.startswith("interrupted (n2:7 (Slurm job 12_3), for 1000 s, last heartbeat 100 s ago")
-    assert d.detail.endswith("a checkpoint is kept: it resumes")
+    _write(tmp_path, f"{d.hash}.lock", {**holder, "started": NOW - 1000}, mtime=NOW - 100)  # no heartbeat for 100 s
+    _write(tmp_path, f"{d.hash}.ckpt", "x")
+    interrupted = run_line(tmp_path, d, "t/d", SETTINGS, NOW)
+    assert interrupted.state == "pending"
+    assert interrupted.detail.startswith("interrupted (n2:7 (Slurm job 12_3), for 1000 s, last heartbeat 100 s ago")
+    assert interrupted.detail.endswith("a checkpoint is kept: it resumes")
 
-    _write(tmp_path, "e.slurm.json", {"job_id": "12_4"})
-    assert run_state(tmp_path, "e", "t/e", SETTINGS, NOW).detail == "submitted as Slurm job 12_4"
-    assert (run_state(tmp_path, "f", "t/f", SETTINGS, NOW).state, run_state(tmp_path, "f", "t/f", SETTINGS, NOW).detail) \
+    _write(tmp_path, f"{e.hash}.slurm.json", {"job_id": "12_4"})
+    assert run_line(tmp_path, e, "t/e", SETTINGS, NOW).detail == "submitted as Slurm job 12_4"
+    assert (run_line(tmp_path, f, "t/f", SETTINGS, NOW).state, run_line(tmp_path, f, "t/f", SETTINGS, NOW).detail) \
         == ("pending", "")
 
 
 def test_a_record_wins_over_a_leftover_lock_and_a_truncated_record_does_not_count(tmp_path):
-    _write(tmp_path, "a.json", '{"config_hash": "a", "wall_')
-    assert run_state(tmp_path, "a", "t/a", SETTINGS, NOW).state == "pending"
-    _write(tmp_path, "a.lock", {"host": socket.gethostname(), "pid": os.getpid(), "started": time.time()}, time.time())
-    assert run_state(tmp_path, "a", "t/a", SETTINGS).state == "running"
-    _write(tmp_path, "a.json", {"config_hash": "a", "wall_seconds": 1})
-    assert run_state(tmp_path, "a", "t/a", SETTINGS).state == "done"
+    cfg = config()
+    _write(tmp_path, f"{cfg.hash}.json", '{"config_hash": "a", "wall_')
+    assert run_line(tmp_path, cfg, "t/a", SETTINGS, NOW).state == "pending"
+    _write(tmp_path, f"{cfg.hash}.lock", {"host": socket.gethostname(), "pid": os.getpid(), "started": time.time()},
+           time.time())
+    assert run_line(tmp_path, cfg, "t/a", SETTINGS).state == "running"
+    write_record(tmp_path, cfg)
+    assert run_line(tmp_path, cfg, "t/a", SETTINGS).state == "done"
+
+
+def _edited_accuracy(r):
+    r["metrics"]["accuracy"] = 0.99  # plausible, but the digest no longer matches
+
+
+def _text_accuracy(r):
+    r["metrics"]["accuracy"] = "abc"
+
+
+def _schema_99(r):
+    r["schema"] = 99
+
+
+def _truncated(r):
+    return json.dumps(r)[:200]
+
+
+@pytest.mark.parametrize("damage", [_edited_accuracy, _text_accuracy, _schema_99, _truncated],
+                         ids=["edited accuracy", "accuracy 'abc'", "schema 99", "truncated"])
+def test_status_counts_pending_every_record_run_would_set_aside_and_touches_none(tmp_path, damage, capsys):
+    """Issue 22, item 6: status counted such records done while `repro run` redid their runs."""
+    cfg = config()
+    r = record(cfg)
+    text = damage(r)
+    path = _write(tmp_path, f"{cfg.hash}.json", text if isinstance(text, str) else json.dumps(r))
+    line = run_line(tmp_path, cfg, "t/a", SETTINGS, NOW)
+    assert line.state == "pending" and line.detail.startswith("its record is unusable (")
+    assert line.detail.endswith("the next run sets it aside and redoes it") and path.exists()
+    assert capsys.readouterr().out == ""  # status warns and moves nothing
+    batch, todo = pending_runs([RunRequest(cfg, "t/a")], tmp_path)  # what `repro run` decides
+    assert [t.cfg.hash for t in todo] == [cfg.hash] and not path.exists()

@@ -88,3 +88,47 @@ def test_a_holder_whose_lock_was_taken_over_stops_and_leaves_the_new_lock(tmp_pa
         lock.ensure_held()
     lock.release()
     assert read_holder(lock.path)["token"] == "theirs"
+
+
+@pytest.mark.parametrize("content, problem", [
+    (json.dumps({"host": "vm", "pid": "abc"}), "its pid \"abc\" is not a process id"),
+    (json.dumps({"host": "vm", "pid": 99999999999999999999}), "its pid 99999999999999999999 is not a process id"),
+    (json.dumps({"host": "vm", "pid": -1}), "its pid -1 is not a process id"),  # os.kill(-1, 0) signals every process
+    (json.dumps({"host": "vm", "pid": 7, "started": "noon"}), "its start time \"noon\" is not a number"),
+    (json.dumps(["vm", 7]), "it holds a JSON list, not a lock"),
+    (bytes(range(256)) * 4, "it is not a lock (not JSON text)"),
+    (b"", "it is empty"),
+], ids=["pid abc", "pid too large", "pid -1", "start time text", "a list", "random bytes", "empty"])
+def test_a_malformed_lock_is_named_and_taken_over_after_a_short_grace(tmp_path, capsys, content, problem):
+    """Issue 22, items 3 and 4: such locks crashed `run` and `status` (ValueError, OverflowError), were taken as
+    alive (pid -1), or were waited on for the whole stale timeout as 'held by ?:?'."""
+    path = lock_path(tmp_path, "abc")
+    path.write_bytes(content.encode() if isinstance(content, str) else content)
+    holder = read_holder(path)
+    assert holder["problem"] == problem and holder["file"] == str(path)
+    assert stale_reason(holder, SETTINGS, now=holder["heartbeat"] + 5) is None  # maybe being written
+    assert isinstance(try_lock(tmp_path, "abc", SETTINGS), dict)
+    from repro.runtime.locks import describe_holder
+    assert describe_holder(holder) == f"the lock file {path}, which cannot be used: {problem}"
+    old = time.time() - SETTINGS.unreadable_grace_s - 1
+    os.utime(path, (old, old))
+    lock = try_lock(tmp_path, "abc", SETTINGS)  # long before the 60 s stale timeout
+    assert isinstance(lock, RunLock)
+    warning = capsys.readouterr().out
+    assert f"warning: the lock file {path} cannot be used ({problem} after" in warning and "taking it over" in warning
+    lock.release()
+
+
+def test_a_lock_that_cannot_be_read_is_named(tmp_path, monkeypatch):
+    path = lock_path(tmp_path, "abc")
+    path.write_text("{}")
+    real = type(path).read_bytes
+
+    def refuse(self):
+        if self == path:
+            raise PermissionError(13, "Permission denied")
+        return real(self)
+
+    monkeypatch.setattr(type(path), "read_bytes", refuse)
+    holder = read_holder(path)
+    assert holder["problem"] == "it cannot be read (Permission denied)"

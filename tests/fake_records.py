@@ -1,0 +1,42 @@
+"""Run records and run configs made without training, for the tests that only read them."""
+
+import json
+from pathlib import Path
+
+from repro.execution.record_checks import RECORD_SCHEMA, record_digest
+from repro.fsutil import jsonable
+from repro.manifest import Row
+from repro.models import Component
+from repro.profiles import Profile
+from repro.recipes import resolve
+
+PROFILE = Profile(description="test", evidence="pipeline", seeds=1, epochs=2, data="synthetic", train_samples=64,
+                  test_samples=32, batch_size=32, max_image_size=16, pretrained=False)
+
+
+def config(seed: int = 0, profile: Profile = PROFILE):
+    row = Row(id="r", label="r", dataset="cifar10", backbone=Component("cifar_standard"), head=Component("dense"),
+              measures=("accuracy",))
+    return resolve(row, profile, seed=seed)
+
+
+def record(cfg, accuracy: float = 0.5, **extra) -> dict:
+    """A record of `cfg` that repro.execution.record_checks accepts (`extra` replaces top-level keys, digest after)."""
+    history = [{"epoch": e + 1, "test_accuracy": accuracy, "train_accuracy": accuracy} for e in range(cfg.epochs)]
+    out = {"schema": RECORD_SCHEMA, "config": jsonable(cfg.to_dict()), "config_hash": cfg.hash, "seed": cfg.seed,
+           "metrics": {"accuracy": accuracy, "final_accuracy": accuracy, "peak_accuracy": accuracy,
+                       "peak_epoch": cfg.epochs, "chance": 0.1},
+           "history": history, "wall_seconds": 12.4,
+           "provenance": {"device": f"cpu: x86_64, {cfg.threads} intra-op thread(s)", "device_type": "cpu",
+                          "reproducibility": {"threads": cfg.threads, "deterministic": cfg.deterministic},
+                          "executor": {"name": "local", "host": "n1"}},
+           **extra}
+    out["digest"] = record_digest(out)
+    return out
+
+
+def write_record(results_dir: Path, cfg, **kw) -> Path:
+    path = results_dir / "runs" / f"{cfg.hash}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(record(cfg, **kw)))
+    return path
