@@ -12,6 +12,7 @@ from repro.fsutil import atomic_write_text
 from repro.manifest import Manifest
 from repro.results import ManifestResult, profile_dir
 from repro.report.tables import Table, build_tables, verdict_counts
+from repro.report.trained_on import TrainedOn, trained_on
 
 _LATEX_SPECIAL = {
     "\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
@@ -48,16 +49,17 @@ def environment() -> Environment:
 
 
 def render_tables_md(manifest: Manifest, tables: list[Table], result: ManifestResult) -> str:
-    return environment().get_template("tables.md.j2").render(manifest=manifest, tables=tables, result=result)
+    return environment().get_template("tables.md.j2").render(manifest=manifest, tables=tables, result=result,
+                                                              trained=trained_on(manifest, result))
 
 
-def render_tables_tex(manifest: Manifest, tables: list[Table]) -> str:
-    return environment().get_template("tables.tex.j2").render(manifest=manifest, tables=tables)
+def render_tables_tex(manifest: Manifest, tables: list[Table], trained: TrainedOn) -> str:
+    return environment().get_template("tables.tex.j2").render(manifest=manifest, tables=tables, trained=trained)
 
 
 def render_claims_md(manifest: Manifest, result: ManifestResult) -> str:
     return environment().get_template("claims.md.j2").render(
-        manifest=manifest, result=result, counts=verdict_counts(result.verdicts))
+        manifest=manifest, result=result, counts=verdict_counts(result.verdicts), trained=trained_on(manifest, result))
 
 
 def write_manifest_outputs(manifest: Manifest, result: ManifestResult, results_dir: Path) -> list[Path]:
@@ -66,7 +68,7 @@ def write_manifest_outputs(manifest: Manifest, result: ManifestResult, results_d
     tables = build_tables(manifest, result)
     files = {
         out / f"{manifest.id}.md": render_tables_md(manifest, tables, result),
-        out / f"{manifest.id}.tex": render_tables_tex(manifest, tables),
+        out / f"{manifest.id}.tex": render_tables_tex(manifest, tables, trained_on(manifest, result)),
         out / "claims.md": render_claims_md(manifest, result),
     }
     for path, text in files.items():
