@@ -26,6 +26,7 @@ from repro.paper import PaperValue, paper_table, paper_value
 from repro.results import ManifestResult
 from repro.report import figures_gaps as gaps
 from repro.report import figures_runs as runs
+from repro.report.figure_stamp import Stamp, draw_stamp, metadata, stamp_for
 
 DPI = 150
 
@@ -59,13 +60,14 @@ def render_figures(entries: list[tuple[Manifest, ManifestResult | None]], out_di
 
 
 # --------------------------------------------------------------------------- files
-def _save(fig: Figure, fig_id: str, title: str, caption: str, paper_ref: str, out_dir: Path) -> FigureFile:
+def _save(fig: Figure, fig_id: str, title: str, caption: str, paper_ref: str, out_dir: Path,
+          stamp: Stamp) -> FigureFile:
+    """Both files, each carrying the stamp (repro.report.figure_stamp) on the image and in its metadata."""
+    draw_stamp(fig, stamp)
     paths = {fmt: out_dir / f"{fig_id}.{fmt}" for fmt in ("png", "pdf")}
     for fmt, path in paths.items():
         buf = io.BytesIO()
-        # no timestamps: the same results give the same bytes
-        metadata = {"CreationDate": None} if fmt == "pdf" else {"Software": None}
-        fig.savefig(buf, format=fmt, dpi=DPI, metadata=metadata)
+        fig.savefig(buf, format=fmt, dpi=DPI, metadata=metadata(stamp, fmt))
         atomic_write_bytes(path, buf.getvalue())
     return FigureFile(fig_id, title, paths["png"], paths["pdf"], caption, paper_ref)
 
@@ -160,8 +162,9 @@ def _gap_vs_rho(entries, points: list[gaps.GapPoint], out_dir: Path) -> FigureFi
         return _skip(fig_id, title, why, ref, out_dir)
     threshold = gaps.rho_threshold_pct([m for m, _ in entries])
     fig, symlog = gaps.draw_gap_vs_rho(shown, threshold, title)
-    caption = gaps.caption_gap_vs_rho(shown, left_out, threshold, symlog, runs_note(_pairs_for(entries, shown)))
-    return _save(fig, fig_id, title, caption, ref, out_dir)
+    pairs = _pairs_for(entries, shown)
+    caption = gaps.caption_gap_vs_rho(shown, left_out, threshold, symlog, runs_note(pairs))
+    return _save(fig, fig_id, title, caption, ref, out_dir, stamp_for(pairs))
 
 
 def _gap_vs_classes(entries, points: list[gaps.GapPoint], out_dir: Path) -> FigureFile:
@@ -172,8 +175,9 @@ def _gap_vs_classes(entries, points: list[gaps.GapPoint], out_dir: Path) -> Figu
             f"none of the {len(points)} measured comparison(s) belongs to a series (Comparison.series)"
         return _skip(fig_id, title, why, ref, out_dir)
     fig, symlog = gaps.draw_gap_vs_classes(shown, title)
-    caption = gaps.caption_gap_vs_classes(shown, symlog, runs_note(_pairs_for(entries, shown)))
-    return _save(fig, fig_id, title, caption, ref, out_dir)
+    pairs = _pairs_for(entries, shown)
+    caption = gaps.caption_gap_vs_classes(shown, symlog, runs_note(pairs))
+    return _save(fig, fig_id, title, caption, ref, out_dir, stamp_for(pairs))
 
 
 # --------------------------------------------------------------------------- manifest figures
@@ -202,7 +206,7 @@ def _declared(manifest: Manifest, result: ManifestResult | None, decl: FigureDec
         caption = runs.caption_usage_by_class(mats, missing, runs_text, paper)
     else:
         return _skip(fig_id, decl.title, f"no drawing for figure kind '{decl.kind}'", ref, out_dir)
-    return _save(fig, fig_id, decl.title, caption, ref, out_dir)
+    return _save(fig, fig_id, decl.title, caption, ref, out_dir, stamp_for([(manifest, result)]))
 
 
 __all__ = ["FigureFile", "render_figures", "runs_note", "paper_note"]

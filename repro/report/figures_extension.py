@@ -88,7 +88,7 @@ def draw_gap_vs_rho_by_router(points: list[RouterPoint]) -> Figure:
     axes[0].set_ylabel("MoE − dense accuracy (pp)")
     families = dict.fromkeys(p.backbone for p in points)
     fig.legend(handles=[Line2D([], [], marker="o", color=FAMILY_COLOURS.get(f, "0.3"), label=FAMILY_LABELS.get(f, f)) for f in families],
-               loc="outside lower center", ncols=max(1, len(families)), fontsize=8, frameon=False)
+               loc="outside right upper", fontsize=8, frameon=False)  # the foot holds the stamp
     fig.suptitle("Beyond the paper: gap against ρ for each router", fontsize=10)
     return fig
 
@@ -114,6 +114,7 @@ def caption(points: list[RouterPoint], profile: str) -> str:
 
 def render_extension_figure(manifest: Manifest, result: ManifestResult | None, out_dir: Path):
     """The extension figure as a repro.report.figures.FigureFile (drawn, or skipped with the reason)."""
+    from repro.report.figure_stamp import stamp_for
     from repro.report.figures import _save, _skip
 
     fig_id, title = f"{manifest.id}_gap_vs_rho", f"Extension ({manifest.id}): gap against ρ per router"
@@ -121,7 +122,7 @@ def render_extension_figure(manifest: Manifest, result: ManifestResult | None, o
     if not points:
         return _skip(fig_id, title, "no comparison has both a gap and rho yet", manifest.paper_ref, Path(out_dir))
     return _save(draw_gap_vs_rho_by_router(points), fig_id, title, caption(points, result.profile),
-                 manifest.paper_ref, Path(out_dir))
+                 manifest.paper_ref, Path(out_dir), stamp_for([(manifest, result)]))
 
 
 def extension_section(entries: list[tuple[Manifest, ManifestResult | None]], figures_dir: Path,

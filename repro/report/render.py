@@ -26,14 +26,15 @@ _LATEX_UNICODE = {
 _LATEX_RE = re.compile("|".join(re.escape(k) for k in [*_LATEX_SPECIAL, *_LATEX_UNICODE]))
 
 
-def latex_escape(text: Any) -> str:
-    """Escape every LaTeX special character and map the symbols tables use to math mode."""
+def latex_escape(text: Any, strict: bool = True) -> str:
+    """Escape every LaTeX special character and map the symbols tables use to math mode. A character with no
+    mapping raises, unless not `strict` (text from outside: a data path), where it becomes '?'."""
     s = str(text)
     out = _LATEX_RE.sub(lambda m: _LATEX_SPECIAL.get(m.group(0)) or _LATEX_UNICODE[m.group(0)], s)
     non_ascii = sorted({ch for ch in out if ord(ch) > 127})
-    if non_ascii:
+    if non_ascii and strict:
         raise ValueError(f"no LaTeX mapping for {''.join(non_ascii)!r} in {s!r}")
-    return out
+    return "".join(ch if ord(ch) <= 127 else "?" for ch in out)
 
 
 def md_escape(text: Any) -> str:
@@ -44,6 +45,7 @@ def environment() -> Environment:
     env = Environment(loader=PackageLoader("repro.report", "templates"), undefined=StrictUndefined,
                       trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
     env.filters["tex"] = latex_escape
+    env.filters["tex_lenient"] = lambda text: latex_escape(text, strict=False)
     env.filters["md"] = md_escape
     return env
 
