@@ -13,6 +13,7 @@ from repro.fsutil import atomic_write_text
 from repro.manifest import Manifest, load_all
 from repro.report.figures import render_figures
 from repro.report.figures_extension import extension_section, is_extension
+from repro.report.html import write_report_html
 from repro.report.learning import learning_checks, render_learning, summary_line
 from repro.report.render import render_audit, render_figure_section, render_report
 from repro.results import FlopCheck, ManifestResult, load_result, profile_dir
@@ -89,13 +90,15 @@ def write_report(results_dir: Path, profile: str, manifests: list[Manifest] | No
     holm_adjust([v for _, r in reproduction if r for v in r.verdicts])
     summary = summary_lines(reproduction, check, failures or {})
     extension = count_verdicts(v for m, r in entries if is_extension(m) and r for v in r.verdicts)["extension"]
+    summary["extension"] = extension
     if sum(extension.values()):
         summary["lines"].append(f"Beyond the paper, extension claims ({sum(extension.values())}): "
                                 + ", ".join(f"{k} {v}" for k, v in extension.items()))
-    figures = render_figure_section(render_figures(reproduction, out / "figures"), out)
+    drawn = render_figures(reproduction, out / "figures")
+    figures = render_figure_section(drawn, out)
     sections = [("Statistics audit of the paper's reported numbers", render_audit()),
                 ("Compute per claim and table", _compute_section(results_dir, profile, manifests))]
-    beyond = extension_section(entries, out / "figures", out)
+    beyond = extension_section(entries, out / "figures", out, drawn)
     if beyond is not None:
         sections.insert(0, beyond)
     checks = learning_checks(entries)  # functional results only
@@ -105,6 +108,9 @@ def write_report(results_dir: Path, profile: str, manifests: list[Manifest] | No
         sections.insert(0, ("Does every method learn real images? (functional)", render_learning(checks)))
     path = out / "report.md"
     atomic_write_text(path, render_report(reproduction, summary, sections, figures))
+    # report.html: the same data; the extension manifests' figures and claims sit among the others there.
+    write_report_html(entries, {m.id for m, _ in entries if is_extension(m)}, summary, drawn,
+                      [s for s in sections if s is not beyond], SCOPE_TITLES, out, results_dir)
     return path, summary
 
 
