@@ -49,11 +49,21 @@ def run_ids(ids: list[str], profile: str | None, results_dir: Path | None, devic
 
 def _run_tables(manifests: list[Manifest], profile: str, results_dir: Path, device: str, jobs: int,
                 data_dir: Path | None, executor: ExecutorOptions | None) -> int:
-    from repro.cost.estimate import CostModel, estimate
+    from repro.cost.command import table_line
+    from repro.cost.estimate import CostModel
+    from repro.cost.fit import fit_folder
     from repro.pipeline import TableRun
 
+    models: dict[str, tuple] = {}
+
     def start(manifest: Manifest, ctx) -> None:
-        cost = estimate(manifest, profile, CostModel(kind="gpu" if ctx.device.startswith("cuda") else "cpu"))
+        kind = "gpu" if ctx.device.startswith("cuda") else "cpu"
+        if kind not in models:  # fitted once to the records already here, from the caches (no counting)
+            fitted = fit_folder(CostModel(kind=kind, cached_only=True), results_dir, manifests)
+            models[kind] = (CostModel(kind=kind, fitted=fitted.model.fitted, exact_sizes=bool(fitted.fits)),
+                            fitted.rates, frozenset(fitted.times.runs))
+        model, rates, recorded = models[kind]
+        cost = table_line(manifest, profile, model, rates, recorded)
         console.print(f"[bold]{manifest.id}[/]: {escape(manifest.title)} — profile [cyan]{escape(profile)}[/], "
                       f"device {ctx.device}; estimated {escape(cost)}")
 

@@ -7,34 +7,32 @@ from typing import TYPE_CHECKING
 from rich.markup import escape
 from rich.table import Table
 
-from repro.cost.estimate import ESTIMATORS, Cost, CostModel, duration, hours
+from repro.cost.command import Rates, command_time
+from repro.cost.estimate import Cost, CostModel, device_time, duration, hours
 from repro.manifest import Manifest
 
 if TYPE_CHECKING:  # repro.cost.plan reads the power analysis (scipy): `repro list` does not need it
     from repro.cost.plan import ClaimNeed, Plan
 
 
-def _cost_cells(cost: Cost, extra_s: float, model: CostModel) -> list[str]:
+def _cost_cells(cost: Cost, wall_s: float, basis: str) -> list[str]:
+    """Runs, epochs, device time, the command's wall time and what that figure is (fitted, measured, reference)."""
     if not cost.runs:
-        return ["0", "0", "-", duration(extra_s) if extra_s else "-"]
-    return [str(cost.runs), f"{cost.epochs:,}", f"{hours(cost.device_seconds)} {cost.kind.upper()}-h",
-            duration(cost.wall_seconds + extra_s)]
+        return ["0", "0", "-", duration(wall_s), basis]
+    return [str(cost.runs), f"{cost.epochs:,}", device_time(cost.device_seconds, cost.kind), duration(wall_s), basis]
 
 
-def _other_seconds(manifest: Manifest, profile: str, model: CostModel) -> float:
-    """The measures besides training (FLOP counts, latency), which run one after another."""
-    return sum(ESTIMATORS[m](manifest, profile, model)[0] for m in sorted(manifest.measures()) if m != "accuracy")
-
-
-def list_table(manifests: list[Manifest], model: CostModel, invalid: dict[str, str]) -> tuple[Table, Table, set[str]]:
-    """(per manifest and profile, totals per profile over distinct runs, the sources of the figures)."""
+def list_table(manifests: list[Manifest], model: CostModel, invalid: dict[str, str],
+               rates: Rates = Rates()) -> tuple[Table, Table, set[str]]:
+    """(per manifest and profile, totals per profile over distinct runs, the sources of the figures). A table's
+    wall time is `repro <id>` alone; a profile's, `repro verify-all` (repro.cost.command)."""
     table = Table()
     # Ids and profile names are what a user types next (`repro <id> --profile <name>`): never cut short.
     table.add_column("Id", no_wrap=True, min_width=max([len(m.id) for m in manifests] + [2]))
     for name in ("Reproduces", "Rows", "Claims"):
         table.add_column(name)
     table.add_column("Profile", no_wrap=True, min_width=max([len(n) for m in manifests for n in m.profiles] + [7]))
-    for name in ("Runs", "Epochs", "Device-h", "Wall"):
+    for name in ("Runs", "Epochs", "Device", "Wall", "From"):
         table.add_column(name)
     sources: set[str] = set()
     for m in manifests:
@@ -46,16 +44,19 @@ def list_table(manifests: list[Manifest], model: CostModel, invalid: dict[str, s
             sources.update(cost.sources)
             head = ([m.id, escape(m.paper_ref.split(",")[0]), str(len(m.rows)), str(len(m.claims))]
                     if first else ["", "", "", ""])
-            table.add_row(*head, name, *_cost_cells(cost, _other_seconds(m, name, model), model))
+            alone = command_time([m], name, model, rates, verify_all=False)
+            table.add_row(*head, name, *_cost_cells(cost, alone.seconds, alone.basis()))
             first = False
     for mid, problem in invalid.items():
-        table.add_row(mid, f"[red]invalid manifest[/]: {escape(problem)}", "", "", "", "", "", "", "")
-    totals = Table("Profile", "Distinct runs", "Epochs", "Device-h", "Wall (training)",
+        table.add_row(mid, f"[red]invalid manifest[/]: {escape(problem)}", "", "", "", "", "", "", "", "")
+    totals = Table("Profile", "Distinct runs", "Epochs", "Device", "Wall (verify-all)", "From",
                    title="Totals over every manifest: a run shared by tables counts once")
     for name in sorted({n for m in manifests for n in m.profiles}):
-        cost = model.cost([(m, name) for m in manifests if name in m.profiles])
+        mine = [m for m in manifests if name in m.profiles]
+        cost = model.cost([(m, name) for m in mine])
         if cost.runs:
-            totals.add_row(name, *_cost_cells(cost, 0.0, model))
+            whole = command_time(mine, name, model, rates)
+            totals.add_row(name, *_cost_cells(cost, whole.seconds, whole.basis()))
     return table, totals, sources
 
 

@@ -41,12 +41,26 @@ def md_escape(text: Any) -> str:
     return str(text).replace("|", r"\|").replace("\n", " ")
 
 
+def _device_time(seconds: float, kind: str) -> str:
+    from repro.cost.estimate import device_time
+
+    return device_time(seconds, kind)
+
+
+def _seconds(seconds: float | None) -> str:
+    from repro.cost.estimate import seconds_text
+
+    return "" if seconds is None or seconds != seconds else seconds_text(seconds)
+
+
 def environment() -> Environment:
     env = Environment(loader=PackageLoader("repro.report", "templates"), undefined=StrictUndefined,
                       trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
     env.filters["tex"] = latex_escape
     env.filters["tex_lenient"] = lambda text: latex_escape(text, strict=False)
     env.filters["md"] = md_escape
+    env.filters["device_time"] = _device_time
+    env.filters["seconds"] = _seconds
     return env
 
 

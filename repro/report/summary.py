@@ -115,10 +115,6 @@ def write_report(results_dir: Path, profile: str, manifests: list[Manifest] | No
 
 
 def _compute_section(results_dir: Path, profile: str, manifests: list[Manifest]) -> str:
-    from repro.cost.estimate import CostModel
-    from repro.report.costs import compute_by_claim, render_compute
+    from repro.report.costs import compute_section
 
-    model = CostModel(cached_only=True)  # the report counts nothing: estimates from the caches `repro list` fills
-    lines = compute_by_claim(results_dir, profile, manifests, model)
-    source = "; ".join(sorted({model.device(m.profiles[profile]).source for m in manifests if profile in m.profiles}))
-    return render_compute(lines, profile, source) if lines else "No training runs at this profile."
+    return compute_section(results_dir, profile, manifests)
