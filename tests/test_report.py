@@ -26,6 +26,7 @@ def test_latex_escape_covers_specials_and_symbols():
     assert latex_escape("ρ ± 0.1 × 2") == r"$\rho$ $\pm$ 0.1 $\times$ 2"
     with pytest.raises(ValueError, match="no LaTeX mapping"):
         latex_escape("温度")
+    assert latex_escape("/data/josé_1", strict=False) == r"/data/jos?\_1"  # a path from outside: never refused
 
 
 def test_markdown_escapes_pipes():

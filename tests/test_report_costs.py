@@ -1,4 +1,4 @@
-"""repro.report.costs: device-hours taken per claim and table from run records, beside the estimate."""
+"""repro.report.costs: device time taken per claim and table from run records, beside the estimate."""
 
 import json
 
@@ -47,7 +47,14 @@ def test_hours_taken_per_claim_and_per_table(table5_records):
     per_run = 30 * (3 * 1e9 * 1_281_167 + 1e9 * 50_000) / 1e12 / 3600  # ImageNet, paper's sizes (no data here)
     assert table.estimate_hours == pytest.approx(15 * per_run) and table.estimate_kind == "GPU"
     text = render_compute(list(lines.values()), "full", "ref")
-    assert "| **table5** | 15 | 7 | 5.00 | 1.00 |" in text and "`table5/bb_moe_k_reversal`" in text
+    assert "| **table5** | 15 | 7 | 5.0 GPU-h | 1.0 CPU-h |" in text and "`table5/bb_moe_k_reversal`" in text
+
+
+def test_times_under_a_hundredth_of_an_hour_read_in_seconds():
+    from repro.report.costs import Compute
+
+    text = render_compute([Compute("table1", 8, 8, 0.0, 20 / 3600, 31 / 3600, "CPU")], "smoke", "fitted")
+    assert "| **table1** | 8 | 8 | 0 GPU-s | 20 CPU-s | 31 CPU-s |" in text and "0.00 " not in text.split("\n", 1)[1]
 
 
 def test_the_report_never_counts_or_measures(table5_records, monkeypatch):

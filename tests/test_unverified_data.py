@@ -46,6 +46,14 @@ def test_a_repacked_cifar_folder_trains_only_when_allowed_and_says_so(tmp_path, 
     records = [json.loads(p.read_text()) for p in (results / "runs").glob("*.json") if not p.name.endswith(".failed.json")]
     assert len(records) == 4 and all(r["provenance"]["allow_unverified_data"] for r in records)
     assert {r["input"]["pipeline"] for r in records} == {"tensor_cpu"}
+    # The files people copy say it too, naming the files that failed (the table, its claims, every caption).
+    table_dir = results / "tiny" / "table1"
+    for name in ("table1.md", "claims.md", "table1.tex"):
+        text = " ".join((table_dir / name).read_text().split())
+        assert "UNVERIFIED" in text and "data" in text and "md5 mismatch accepted" in text, name
+        assert "allow-unverified-data" in text, name
+    assert "data_batch_1: md5" in (table_dir / "table1.md").read_text()
+    assert "data_batch_1: md5" in (table_dir / "claims.md").read_text()
     reported = runner.invoke(app, ["report", "--results-dir", str(results), "--profiles",
                                    str(tmp_path / "profiles.toml"), "--profile", "tiny"])
     assert reported.exit_code == 0, reported.output

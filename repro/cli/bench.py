@@ -177,3 +177,45 @@ def gpu_cmd(dry_run: bool = typer.Option(False, "--dry-run", help="The same sequ
             console.print(f"[red]{c['status']}[/] {c['name']}: {c['error']}", highlight=False)
     console.print(f"wrote {out}")
     raise typer.Exit(1 if any(c["status"] == "failed" for c in doc["checks"]) else 0)
+
+
+@bench_app.command("estimates")
+def estimates_cmd(profile: str = typer.Option("smoke", "--profile", "-p", help="The profile whose measured times to check."),
+                  results_dir: Optional[Path] = typer.Option(None, "--results-dir", "-o", help="Default: $REPRO_RESULTS or ./results."),
+                  fit_on: str = typer.Option("", "--fit-on", help="Fit on these tables of the profile only (comma-separated), holding its others out; default: every record (in-sample)."),
+                  wall: Optional[float] = typer.Option(None, "--wall", min=0.0, help="The measured wall seconds of the verify-all that filled the folder, where it has no timings.json (e.g. from GNU time)."),
+                  manifests_dir: Optional[Path] = typer.Option(None, "--manifests", help="Folder of manifests.")) -> None:
+    """Estimate / measured time per table, per held-out run and for verify-all, from a results folder's records."""
+    from repro.bench.estimates import GOAL, bench_estimates
+    from repro.cli.common import load_every
+    from repro.cost.estimate import seconds_text as duration
+    from repro.results import default_results_dir
+
+    manifests = load_every(manifests_dir)
+    ids = tuple(i for i in fit_on.split(",") if i)
+    unknown = [i for i in ids if i not in {m.id for m in manifests}]
+    if unknown:
+        raise typer.BadParameter(f"no table {unknown[0]!r}", param_hint="--fit-on")
+    r = bench_estimates(results_dir or default_results_dir(), profile, manifests, ids, wall)
+    t = Table("Table", "Estimated", "Measured", "Estimate / measured", "From", "Measured by",
+              title=f"{profile}: fitted on {', '.join(ids) + ' and the other profiles' if ids else 'every record'}")
+    for c in r.tables:
+        held = "" if not ids or c.what in ids else " (held out)"
+        t.add_row(c.what + held, duration(c.estimated_s), duration(c.measured_s),
+                  "-" if c.ratio is None else f"{c.ratio:.2f}", c.basis, c.source)
+    for c in (r.held_out, r.command):
+        if c is not None:
+            t.add_row(f"[bold]{c.what}[/]", duration(c.estimated_s), duration(c.measured_s), f"[bold]{c.ratio:.2f}[/]",
+                      c.basis, c.source)
+    console.print(t)
+    if r.run_ratios:
+        q = sorted(r.run_ratios)
+        pick = lambda p: q[min(len(q) - 1, int(p * len(q)))]  # noqa: E731
+        console.print(f"{'held-out' if ids else 'fitted'} runs: {len(q)}, predicted / measured seconds median "
+                      f"{pick(0.5):.2f}, 10-90% {pick(0.1):.2f}-{pick(0.9):.2f}", markup=False)
+    for line in r.fitted:
+        console.print(f"[dim]{line}[/]", highlight=False)
+    verdict = r.within_goal
+    if verdict is not None:
+        console.print(f"goal {GOAL[0]:.1f}-{GOAL[1]:.1f} ({'held-out tables and ' if ids else ''}verify-all): "
+                      f"{'met' if verdict else 'NOT met'}", markup=False)

@@ -9,7 +9,7 @@ import typer
 from rich.text import Text
 
 from repro.cli.common import (
-    DataOpt, ManifestsOpt, ProfilesOpt, console, err, fail, load_every, load_some, load_valid_or_fail,
+    DataOpt, ManifestsOpt, ProfilesOpt, ResultsOpt, console, err, fail, load_every, load_some, load_valid_or_fail,
     paste, print_grid, show,
 )
 from repro.cli.progress import Reporter
@@ -38,21 +38,32 @@ def _cost_model(executor: str, gpus: int, runs_per_gpu: int, slurm_max_parallel:
 def list_manifests(executor: str = ExecutorOpt, gpus: int = GpusOpt, runs_per_gpu: int = RunsPerGpuOpt,
                    slurm_max_parallel: int = SlurmParallelOpt, manifests_dir: Optional[Path] = ManifestsOpt,
                    profiles: Optional[Path] = ProfilesOpt, data_dir: Optional[Path] = DataOpt,
-                   calibration: Optional[Path] = CalibrationOpt, reference_gpu: Optional[str] = ReferenceGpuOpt) -> None:
-    """Manifests, what each reproduces, and what each profile costs: runs, epochs, device-hours, wall time."""
+                   calibration: Optional[Path] = CalibrationOpt, reference_gpu: Optional[str] = ReferenceGpuOpt,
+                   results_dir: Optional[Path] = ResultsOpt) -> None:
+    """Manifests, what each reproduces, and what each profile costs: runs, epochs, device time, wall time, each
+    figure fitted to the run records in --results-dir, measured (this CPU, a calibration file) or a reference."""
+    from repro.cost.compare import lines
+    from repro.cost.fit import fit_folder
     from repro.cost.tables import list_table
+    from repro.results import default_results_dir
 
     model = _cost_model(executor, gpus, runs_per_gpu, slurm_max_parallel, data_dir, calibration, reference_gpu)
     manifests, invalid = load_valid_or_fail(manifests_dir, profiles)
-    table, totals, sources = list_table(manifests, model, invalid)
+    folder = fit_folder(model, results_dir or default_results_dir(), manifests)
+    table, totals, sources = list_table(manifests, model, invalid, folder.rates)
     print_grid(table)
     console.print()
     print_grid(totals, "Totals over every manifest: a run shared by tables counts once")
-    show(Text("Device-h: GPU-hours for profiles that run on a GPU, CPU-hours for those pinned to the CPU; wall time "
-              f"on {model.executor.describe('gpu')} (CPU profiles: this CPU). A run shared by rows or tables counts "
-              "once; runs already recorded are not counted out. Figures from:", style="dim"))
+    show(Text("Device: GPU time for profiles that run on a GPU, CPU time for those pinned to the CPU; wall time of "
+              f"`repro <id>` alone and of `repro verify-all` (start-up, FLOP counts, training, rendering), on "
+              f"{model.executor.describe('gpu')} (CPU profiles: this CPU), counts cold. From: fitted (to the run "
+              "records in the results folder), measured (this CPU's benchmark, a GPU calibration file) or "
+              "reference. A run shared by rows or tables counts once; runs already recorded are not counted out. "
+              "Figures from:", style="dim"))
     for source in sorted(sources):
         show(Text(f"  {source}", style="dim"))
+    for line in folder.describe() + lines(manifests, model, folder.times, folder.rates):
+        show(Text(line, style="dim"))
 
 
 def plan(ids: list[str] = typer.Argument(None, help="Manifest ids (default: all)."),
@@ -62,15 +73,19 @@ def plan(ids: list[str] = typer.Argument(None, help="Manifest ids (default: all)
          out: Optional[Path] = typer.Option(None, "--out", help="Write the plan's profiles file here (TOML)."),
          data_dir: Optional[Path] = DataOpt, calibration: Optional[Path] = CalibrationOpt,
          reference_gpu: Optional[str] = ReferenceGpuOpt, manifests_dir: Optional[Path] = ManifestsOpt,
+         results_dir: Optional[Path] = ResultsOpt,
          verbose: bool = typer.Option(False, "--verbose", "-v", help="Also where each seed count comes from, and "
                                       "the rows each claim reads.")) -> None:
     """Per empirical claim: rows, seeds for 80% power, runs and GPU-hours; the claims a budget decides, as profiles."""
+    from repro.cost.fit import fit_folder
     from repro.cost.tables import needs_table
     from repro.cost.estimate import duration, hours
-    from repro.cost.plan import claim_needs, make_plan, protocol_cost, write_plan
+    from repro.cost.plan import BASE_PROFILE, claim_needs, make_plan, protocol_cost, write_plan
+    from repro.results import default_results_dir
 
     model = _cost_model(executor, gpus, runs_per_gpu, slurm_max_parallel, data_dir, calibration, reference_gpu)
     manifests = load_some(ids, manifests_dir)
+    folder = fit_folder(model, results_dir or default_results_dir(), manifests)  # GPU records there: fitted figures
     needs = claim_needs(manifests, model)
     result = make_plan(needs, gpu_hours, model)
     print_grid(needs_table(needs, result, verbose), f"Empirical claims: {len(result.chosen)} of {len(needs)} in the plan")
@@ -80,8 +95,11 @@ def plan(ids: list[str] = typer.Argument(None, help="Manifest ids (default: all)
          f"{hours(result.gpu_seconds)} of {gpu_hours:g} GPU-hours, wall {duration(result.wall_seconds)} on "
          f"{model.executor.describe('gpu')}; every plannable claim: {hours(whole.device_seconds)} GPU-hours, "
          f"{whole.runs} runs")
+    basis = model.device(manifests[0].profiles[BASE_PROFILE]).basis if manifests else "reference"
     for source in result.sources:
-        show(Text(f"GPU figures: {source}", style="dim"))
+        show(Text(f"GPU figures ({basis}): {source}", style="dim"))
+    for line in folder.describe():
+        show(Text(line, style="dim"))
     if out is not None:
         profiles = write_plan(out, result, manifests)
         show(f"wrote {out}: profiles {', '.join(profiles) or '(none: nothing fits)'}")

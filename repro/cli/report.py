@@ -18,7 +18,7 @@ from repro.results import default_results_dir
 def report(results_dir: Optional[Path] = ResultsOpt, manifests_dir: Optional[Path] = ManifestsOpt,
            profiles: Optional[Path] = ProfilesOpt,
            profile: Optional[str] = typer.Option(None, "--profile", "-p", help="Only this profile's report. Default: every profile with results.")) -> None:
-    """Re-render <results>/<profile>/report.md from whatever results the directory holds."""
+    """Re-render <results>/<profile>/report.md and report.html from whatever results the directory holds."""
     import sys
 
     from repro.claims import decided_results
@@ -46,7 +46,7 @@ def report(results_dir: Optional[Path] = ResultsOpt, manifests_dir: Optional[Pat
             console.rule(name)
             for line in summary["lines"]:
                 show(line)
-            show(f"wrote {path}")
+            show(f"wrote {path} and {path.with_name('report.html')}")
     except KeyboardInterrupt as exc:
         # Each file is replaced whole, so none is half-written; the set of them may be part old, part new.
         text = (f"report interrupted: the run records and results are untouched; figures and report.md may be "

@@ -98,17 +98,25 @@ def _summary(out, seconds: float, brief: bool) -> Text:
 def _run_all(run, manifests: list[Manifest], reporter: Reporter, announce: bool) -> list:
     """Run the tables with `reporter` as their progress: one summary line per table, warnings kept for last.
     `announce`: a line before each table too, with its estimated cost (`repro run`; verify-all says less)."""
-    from repro.cost.estimate import CostModel, estimate
+    from repro.cost.command import table_line
+    from repro.cost.estimate import CostModel
+    from repro.cost.fit import fit_folder
 
     started = {}
     tables = reporter.add_task("tables", total=len(manifests)) if len(manifests) > 1 else None
+    models: dict[str, tuple] = {}
 
     def start(manifest: Manifest, ctx) -> None:
         reporter.table, started[manifest.id] = manifest.id, time.monotonic()
         if announce:
-            cost = estimate(manifest, run.profile, CostModel(kind="gpu" if ctx.device.startswith("cuda") else "cpu"))
+            kind = "gpu" if ctx.device.startswith("cuda") else "cpu"
+            if kind not in models:  # fitted once to the records already here, from the caches (no counting)
+                fitted = fit_folder(CostModel(kind=kind, cached_only=True), run.results_dir, manifests)
+                models[kind] = (CostModel(kind=kind, fitted=fitted.model.fitted, exact_sizes=bool(fitted.fits)),
+                                fitted.rates, frozenset(fitted.times.runs))
+            model, rates, recorded = models[kind]
             reporter.say(f"{manifest.id}: {manifest.title} — profile {run.profile}, device {ctx.device}; "
-                         f"estimated compute {cost}, start-up not counted")
+                         f"estimated {table_line(manifest, run.profile, model, rates, recorded)}")
 
     def done(out) -> None:
         reporter.say(_summary(out, time.monotonic() - started.get(out.manifest_id, time.monotonic()), not announce))
@@ -275,7 +283,8 @@ def _verify_all(manifests: list[Manifest], profile: str, results_dir: Path, devi
             path, summary = write_report(entries, results_dir, profile, check, failures)
             _print_claims([r for _, r in entries if r], evidence=verbose, quiet=not verbose)
             console.rule("summary")
-            _finish(reporter, [*summary["lines"], f"report: {path}", f"log: {reporter.log_path}"])
+            _finish(reporter, [*summary["lines"], f"report: {path} (in a browser: {path.with_name('report.html')})",
+                               f"log: {reporter.log_path}"])
     except KeyboardInterrupt as exc:
         raise CommandInterrupted(run.current or "verify-all", results_dir, exc) from exc
     except WriteFailed as exc:

@@ -51,10 +51,23 @@ class Throughput:
     step_overhead_s: float
     source: str  # where the figures come from, shown beside every estimate
     images_per_s: dict[str, float] = field(default_factory=dict)  # per manifest id, from a calibration file
+    # Fitted to run records only (repro.cost.fit); zero or one otherwise:
+    run_overhead_s: float = 0.0  # per run, outside its epochs (building the model and its data)
+    step_param_s: float = 0.0  # per trainable parameter and step (optimiser and gradient memory)
+    checkpoint_param_s: float = 0.0  # per parameter a checkpoint holds, per checkpoint (one an epoch but the last)
+    cpu_share: float = 1.0  # a run's CPU seconds per second of its wall time on this machine, as its records show
+    parallel: int = 1  # runs at once the figures hold for (a CPU fitted to runs trained N at a time)
+    fitted: bool = False
 
     @property
     def measured(self) -> bool:
         return not self.source.startswith("reference")
+
+    @property
+    def basis(self) -> str:
+        """What every figure computed from this device is: "fitted" (to run records), "measured" (this CPU's
+        benchmark, a GPU calibration file) or "reference" (a data sheet and an assumed efficiency)."""
+        return "fitted" if self.fitted else "measured" if self.measured else "reference"
 
 
 def _cpu_threads() -> int:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import heapq
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Literal
+from typing import Iterable, Literal
 
 from repro.cost.calibration import Throughput, cpu_throughput, gpu_throughput, throughput
 from repro.data.sizes import split_sizes
@@ -30,9 +30,6 @@ from repro.recipes import planned_runs
 from repro.measure.flops import estimate_macs
 from repro.models import Component
 from repro.recipes import RunConfig
-
-FLOP_COUNT_S = 0.5  # analytic counting: well under a second a model on a CPU
-
 
 @dataclass(frozen=True)
 class Executor:
@@ -74,7 +71,17 @@ class Executor:
 @dataclass(frozen=True)
 class RunTime:
     compute_s: float  # arithmetic on the device, every epoch
-    overhead_s: float  # fixed per-step costs, every epoch
+    overhead_s: float  # fixed per-step costs, every epoch, and the run's own set-up
+    data: str  # where the split sizes came from
+
+
+@dataclass(frozen=True)
+class RunWork:
+    """What one run does, whatever device runs it: the quantities its time is fitted on (repro.cost.fit)."""
+
+    macs: float  # training multiply-adds over every epoch, and the test passes (NaN where not counted)
+    steps: int  # optimiser and evaluation steps over every epoch
+    images: float  # training images plus a third of the test images (a forward pass), over every epoch
     data: str  # where the split sizes came from
 
 
@@ -104,16 +111,22 @@ class CostModel:
     gpu: str | None = None  # the reference GPU's name when there is no calibration
     cached_only: bool = False  # never count FLOPs or measure a device (torch-free callers): NaN where uncached
     kind: str | None = None  # "cpu" or "gpu" when the device is already chosen (a run about to start)
+    # By kind ("cpu", "gpu"): figures fitted to the run records of a results folder (repro.cost.fit), used
+    # instead of the measured or reference ones.
+    fitted: dict[str, Throughput] = field(default_factory=dict)
+    exact_sizes: bool = False  # price runs by the model built at their resolution (repro.cost.fit sets it)
     _devices: dict[str, Throughput] = field(default_factory=dict, repr=False)
 
     def device(self, profile: Profile) -> Throughput:
         kind = self.kind or ("cpu" if profile.device == "cpu" else "gpu")
+        if kind in self.fitted:
+            return self.fitted[kind]
         if kind not in self._devices:
             self._devices[kind] = (cpu_throughput(not self.cached_only) if kind == "cpu"
                                    else gpu_throughput(self.calibration, self.gpu))
         return self._devices[kind]
 
-    def run_time(self, cfg: RunConfig, manifest_id: str, device: Throughput) -> RunTime:
+    def run_work(self, cfg: RunConfig) -> RunWork:
         spec = get_dataset(cfg.dataset)
         if cfg.data == "real":
             sizes = split_sizes(cfg.dataset, self.data_dir)
@@ -122,36 +135,83 @@ class CostModel:
             n_train, n_test, data = spec.train_size, spec.test_size, f"{cfg.data} data"
         n_train = min(n_train, cfg.train_samples or n_train)
         n_test = min(n_test, cfg.test_samples or n_test)
-        rate = device.images_per_s.get(manifest_id)
-        if rate:  # a measured training rate: its per-step costs are inside it; evaluation is a forward pass
-            return RunTime(cfg.epochs * (n_train + n_test / 3) / rate, 0.0, data)
+        steps = cfg.epochs * (n_train // cfg.batch_size + n_test // cfg.batch_size + 1)
+        images = cfg.epochs * (n_train + n_test / 3)
+        macs = self._macs(cfg)
+        if macs is None:
+            return RunWork(float("nan"), steps, images, data)
+        body, head = macs
+        per_image = body + head
+        backward = 0 if cfg.backbone_lr_scale == 0 else 2 * body  # a frozen backbone runs forward only
+        work = (per_image + backward + 2 * head) * n_train + per_image * n_test
+        return RunWork(cfg.epochs * work, steps, images, data)
+
+    def _macs(self, cfg: RunConfig) -> tuple[float, float] | None:
+        """(backbone, head) forward multiply-adds per image at the run's resolution. Fitted figures use the model
+        built for that resolution (repro.measure.model_size, counted once: `exact_sizes`; `cached_only` and not
+        counted yet: as the others); the others the paper-resolution count with the backbone's scaled by area,
+        which needs no model built."""
+        spec = get_dataset(cfg.dataset)
+        size = self._size(cfg) if self.exact_sizes and cfg.image_size != spec.image_size else None
+        if size is not None:
+            return size.backbone_macs, size.head_macs
         macs = estimate_macs(cfg.dataset, Component(**cfg.backbone), Component(**cfg.head), not self.cached_only)
         if macs is None:
-            return RunTime(float("nan"), float("nan"), data)
-        body = macs["backbone_macs"] * (cfg.image_size / spec.image_size) ** 2
-        per_image = body + macs["head_macs"]
-        backward = 0 if cfg.backbone_lr_scale == 0 else 2 * body  # a frozen backbone runs forward only
-        work = (per_image + backward + 2 * macs["head_macs"]) * n_train + per_image * n_test
-        steps = n_train // cfg.batch_size + n_test // cfg.batch_size + 1
-        return RunTime(cfg.epochs * work / device.macs_per_s, cfg.epochs * steps * device.step_overhead_s, data)
+            return None
+        return macs["backbone_macs"] * (cfg.image_size / spec.image_size) ** 2, macs["head_macs"]
 
-    def cost(self, work: Iterable[tuple[Manifest, str]]) -> Cost:
-        """The distinct runs of every (manifest, profile name) pair, on the device each profile runs on."""
+    def _size(self, cfg: RunConfig):
+        from repro.measure.model_size import model_size
+
+        return model_size(cfg.dataset, Component(**cfg.backbone), Component(**cfg.head), cfg.image_size,
+                          not self.cached_only)
+
+    def run_params(self, cfg: RunConfig) -> tuple[float, float]:
+        """(trainable parameters, parameters a checkpoint holds: the model and Adam's two moments of the
+        trainable ones) of the model built for the run's resolution; NaN where not counted and `cached_only`."""
+        size = self._size(cfg)
+        if size is None:
+            return float("nan"), float("nan")
+        trainable = size.head_params + (0 if cfg.backbone_lr_scale == 0 else size.backbone_params)
+        return trainable, size.backbone_params + size.head_params + 2 * trainable
+
+    def run_time(self, cfg: RunConfig, manifest_id: str, device: Throughput) -> RunTime:
+        """Device seconds of one run (CPU seconds for a fitted CPU) as compute and the rest; wall = their sum /
+        device.cpu_share."""
+        w = self.run_work(cfg)
+        rate = device.images_per_s.get(manifest_id)
+        if rate:  # a measured training rate: its per-step costs are inside it; evaluation is a forward pass
+            return RunTime(w.images / rate, device.run_overhead_s, w.data)
+        overhead = w.steps * device.step_overhead_s + device.run_overhead_s
+        if device.step_param_s or device.checkpoint_param_s:
+            trainable, held = self.run_params(cfg)
+            if trainable == trainable:  # NaN: sizes not counted (cached_only), priced without these terms
+                overhead += w.steps * trainable * device.step_param_s + (cfg.epochs - 1) * held * device.checkpoint_param_s
+        return RunTime(w.macs / device.macs_per_s, overhead, w.data)
+
+    def cost(self, work: Iterable[tuple[Manifest, str]], skip: frozenset[str] = frozenset()) -> Cost:
+        """The distinct runs of every (manifest, profile name) pair, on the device each profile runs on, but those
+        whose config hash is in `skip` (recorded already, or trained by an earlier table of the same command)."""
         runs: dict[str, tuple[RunConfig, str, Throughput]] = {}
         for manifest, name in work:
             profile = manifest.profiles[name]
             device = self.device(profile)
             for p in planned_runs(manifest, profile):
-                runs.setdefault(p.cfg.hash, (p.cfg, manifest.id, device))
+                if p.cfg.hash not in skip:
+                    runs.setdefault(p.cfg.hash, (p.cfg, manifest.id, device))
         kinds = {d.kind for _, _, d in runs.values()}
         kind = "gpu" if "gpu" in kinds else "cpu"
-        occupancy, sources = [], set()
+        occupancy, walls, sources = [], [], set()
         for cfg, manifest_id, device in runs.values():
             t = self.run_time(cfg, manifest_id, device)
             occupancy.append(t.compute_s + t.overhead_s / self.executor.packing(device.kind))
+            walls.append(occupancy[-1] / device.cpu_share)
             sources.update((device.source, f"{cfg.dataset}: {t.data}"))
-        occupancy += self._pretraining([(cfg, device) for cfg, _, device in runs.values()])
-        wall = makespan(occupancy, self.executor.slots(kind, len(occupancy)))
+        pretraining = self._pretraining([(cfg, device) for cfg, _, device in runs.values()])
+        occupancy += pretraining
+        parallel = max((d.parallel for _, _, d in runs.values() if d.kind == "cpu"), default=1)
+        slots = parallel if kind == "cpu" else self.executor.slots(kind, len(walls))
+        wall = makespan(walls, slots) + sum(pretraining)  # pretraining: in the main process, before any run trains
         return Cost(kind, len(runs), sum(c.epochs for c, _, _ in runs.values()), sum(occupancy), wall,
                     tuple(sorted(sources)))
 
@@ -192,6 +252,20 @@ def hours(seconds: float) -> str:
     return f"{h:,.0f}" if h >= 100 else f"{h:,.1f}" if h >= 1 else f"{h:.2f}"
 
 
+def device_time(seconds: float, kind: str) -> str:
+    """Device time in hours, or in seconds where hours would read 0.00: '1.5 GPU-h', '42 CPU-s'."""
+    if seconds != seconds:  # NaN: not counted
+        return f"? {kind.upper()}-h"
+    return f"{hours(seconds)} {kind.upper()}-h" if seconds >= 36 else f"{seconds:.0f} {kind.upper()}-s"
+
+
+def seconds_text(seconds: float) -> str:
+    """A measured or estimated time to compare with another: '388 s', '14.2 min', '3.1 h'."""
+    if seconds < 600:
+        return f"{seconds:.0f} s"
+    return f"{seconds / 60:.1f} min" if seconds < 5400 else f"{seconds / 3600:.1f} h"
+
+
 def duration(seconds: float) -> str:
     if seconds < 90:
         return f"~{seconds:.0f} s"
@@ -200,19 +274,10 @@ def duration(seconds: float) -> str:
     return f"~{seconds / 3600:.1f} h"
 
 
-# --------------------------------------------------------------------------- one line before a run
-def estimate_flops(manifest: Manifest, profile_name: str, model: CostModel) -> tuple[float, str]:
-    n = sum("flops" in r.measures for r in manifest.rows)
-    return FLOP_COUNT_S * n, f"{n} FLOP counts"
-
-
-def estimate_training(manifest: Manifest, profile_name: str, model: CostModel) -> tuple[float, str]:
-    c = model.cost([(manifest, profile_name)])
-    return c.wall_seconds, f"{c.runs} runs, {c.epochs} epochs, {hours(c.device_seconds)} {c.kind.upper()}-h"
-
-
+# --------------------------------------------------------------------------- latency (repro.cost.command prices it)
 def estimate_latency(manifest: Manifest, profile_name: str, model: CostModel) -> tuple[float, str]:
-    """Calls x multiply-adds per call / this CPU's throughput, plus a fixed cost per call."""
+    """Calls x multiply-adds per call / this CPU's throughput, plus a fixed cost per call (NaN where a count or
+    the throughput is not cached and `model.cached_only`)."""
     from repro.measure.latency_settings import settings_for
 
     profile = manifest.profiles[profile_name]
@@ -223,23 +288,10 @@ def estimate_latency(manifest: Manifest, profile_name: str, model: CostModel) ->
     for row in rows:
         spec = get_dataset(row.dataset)
         scale = (min(spec.image_size, s.image_size or spec.image_size) / spec.image_size) ** 2
-        f = estimate_macs(row.dataset, row.backbone, row.head)
+        f = estimate_macs(row.dataset, row.backbone, row.head, not model.cached_only)
+        if f is None:
+            return float("nan"), "not estimated: FLOP counts not cached"
         macs = calls * s.batch * (2 * f["backbone_macs"] * scale + 2 * f["head_macs"]) + s.op_batch * f["head_macs"]
-        seconds += macs / throughput("cpu") + 3 * calls * 0.002  # three timings, ~2 ms of dispatch a call
+        rate = throughput("cpu", not model.cached_only)
+        seconds += macs / rate + 3 * calls * 0.002  # three timings, ~2 ms of dispatch a call
     return seconds, f"{len(rows)} latency rows x 3 timings, batch {s.batch}, {calls}+ calls each"
-
-
-Estimator = Callable[[Manifest, str, CostModel], tuple[float, str]]
-ESTIMATORS: dict[str, Estimator] = {"flops": estimate_flops, "accuracy": estimate_training,
-                                    "latency": estimate_latency}
-
-
-def estimate(manifest: Manifest, profile: str, model: CostModel | None = None) -> str:
-    """One line: the wall time of every measure of `manifest` at `profile`, with what it is made of."""
-    model = model or CostModel()
-    parts, total = [], 0.0
-    for measure in sorted(manifest.measures()):
-        seconds, text = ESTIMATORS[measure](manifest, profile, model)
-        parts.append(text)
-        total += seconds
-    return f"{duration(total)} ({'; '.join(parts)})"

@@ -6,7 +6,8 @@ from typing import TYPE_CHECKING
 
 from rich.text import Text
 
-from repro.cost.estimate import ESTIMATORS, Cost, CostModel, duration, hours
+from repro.cost.command import Rates, command_time
+from repro.cost.estimate import Cost, CostModel, device_time, duration, hours
 from repro.manifest import Manifest
 from repro.terminal import Column, Grid
 
@@ -14,24 +15,21 @@ if TYPE_CHECKING:  # repro.cost.plan reads the power analysis (scipy): `repro li
     from repro.cost.plan import ClaimNeed, Plan
 
 
-def _cost_cells(cost: Cost, extra_s: float, model: CostModel) -> list[str]:
+def _cost_cells(cost: Cost, wall_s: float, basis: str) -> list[str]:
+    """Runs, epochs, device time, the command's wall time and what that figure is (fitted, measured, reference)."""
     if not cost.runs:
-        return ["0", "0", "-", duration(extra_s) if extra_s else "-"]
-    return [str(cost.runs), f"{cost.epochs:,}", f"{hours(cost.device_seconds)} {cost.kind.upper()}-h",
-            duration(cost.wall_seconds + extra_s)]
+        return ["0", "0", "-", duration(wall_s), basis]
+    return [str(cost.runs), f"{cost.epochs:,}", device_time(cost.device_seconds, cost.kind), duration(wall_s), basis]
 
 
 def _count(n: int, noun: str) -> str:
     return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
-def _other_seconds(manifest: Manifest, profile: str, model: CostModel) -> float:
-    """The measures besides training (FLOP counts, latency), which run one after another."""
-    return sum(ESTIMATORS[m](manifest, profile, model)[0] for m in sorted(manifest.measures()) if m != "accuracy")
-
-
-def list_table(manifests: list[Manifest], model: CostModel, invalid: dict[str, str]) -> tuple[Grid, Grid, set[str]]:
-    """(per manifest and profile, totals per profile over distinct runs, the sources of the figures).
+def list_table(manifests: list[Manifest], model: CostModel, invalid: dict[str, str],
+               rates: Rates = Rates()) -> tuple[Grid, Grid, set[str]]:
+    """(per manifest and profile, totals per profile over distinct runs, the sources of the figures). A table's
+    wall time is `repro <id>` alone; a profile's, `repro verify-all` (repro.cost.command).
 
     Each manifest is a section headed by its id, what it reproduces and its size: the profile rows under it
     keep every cost whole at 80 columns, whatever the length of an id."""
@@ -45,19 +43,26 @@ def list_table(manifests: list[Manifest], model: CostModel, invalid: dict[str, s
             if m.profiles[name].include and not cost.runs:
                 continue  # a plan's profile that trains nothing here
             sources.update(cost.sources)
-            table.add(name, *_cost_cells(cost, _other_seconds(m, name, model), model))
+            alone = command_time([m], name, model, rates, verify_all=False)
+            table.add(name, *_cost_cells(cost, alone.seconds, alone.basis()))
     for mid, problem in invalid.items():
         table.section(Text.assemble((mid, "bold"), " — ", ("invalid manifest", "red"), f": {problem}"))
-    totals = Grid([Column("Profile"), Column("Distinct runs", right=True), *_COST_COLUMNS[1:]])
+    totals = Grid([Column("Profile"), Column("Distinct runs", right=True), *_COST_COLUMNS[1:3],
+                   Column("Wall (verify-all)", right=True), _COST_COLUMNS[4]])
     for name in sorted({n for m in manifests for n in m.profiles}):
-        cost = model.cost([(m, name) for m in manifests if name in m.profiles])
+        mine = [m for m in manifests if name in m.profiles]
+        cost = model.cost([(m, name) for m in mine])
         if cost.runs:
-            totals.add(name, *_cost_cells(cost, 0.0, model))
+            whole = command_time(mine, name, model, rates)
+            totals.add(name, *_cost_cells(cost, whole.seconds, whole.basis()))
     return table, totals, sources
 
 
-_COST_COLUMNS = [Column("Runs", right=True), Column("Epochs", right=True), Column("Device-h", right=True),
-                 Column("Wall", right=True)]
+# From: whether a figure is fitted (to the run records of the results folder), measured (this CPU's benchmark,
+# a GPU calibration file) or a reference.
+_COST_COLUMNS = [Column("Runs", right=True), Column("Epochs", right=True), Column("Device", right=True),
+                 Column("Wall", right=True), Column("From", drop=1)]
+
 
 
 def needs_table(needs: list[ClaimNeed], plan: Plan, verbose: bool = False) -> Grid:

@@ -83,14 +83,14 @@ def run_one(request: RunRequest, results_dir: Path, device: str, data_dir: Path 
         if events is not None:
             events.put(("epoch", request.label, epoch, epochs))
 
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     if distributed.current().distributed:
         distributed.announce_run(cfg)
     try:
         out = train_run(cfg, torch.device(device), data_dir, checkpoint, on_epoch)
     except CheckpointUnusable as exc:  # loaded, but does not fit the model or optimiser
         set_aside(checkpoint, "checkpoint", exc.reason, "the run restarts from epoch 0")
-        resumed_from, started = 0, time.perf_counter()
+        resumed_from, started, cpu_started = 0, time.perf_counter(), time.process_time()
         if distributed.current().distributed:
             distributed.announce_run(cfg)
         out = train_run(cfg, torch.device(device), data_dir, checkpoint, on_epoch)
@@ -106,6 +106,9 @@ def run_one(request: RunRequest, results_dir: Path, device: str, data_dir: Path 
         **out,
         "resumed_from_epoch": resumed_from,
         "wall_seconds": time.perf_counter() - started,
+        # CPU seconds of this process while it ran (every thread): what the cost model is fitted to, since a
+        # run's wall time also holds the machine's other load (repro.cost.fit).
+        "cpu_seconds": time.process_time() - cpu_started,
         "provenance": {**provenance(device, cfg.threads), "reproducibility": facts,
                        "executor": executor_provenance(executor, device)},
     }

@@ -16,11 +16,11 @@ from repro.recipes import RunConfig, planned_runs
 from repro.results import Measured, RunSummary, comparison_metric, row_metric
 
 
-def preflight(configs: list[RunConfig], ctx: Context) -> list[str]:
+def preflight(configs: list[RunConfig], ctx: Context) -> list:
     """Fail before any training when a dataset is missing or wrong, or a pretrained weight file is missing.
 
     Each dataset is checked once per table by its content (classes, split sizes, one decoded batch,
-    checksums); the summaries are returned for the report.
+    checksums); the checks (repro.data.check.DataCheck) are returned for the report and the table's files.
     """
     from repro.data.check import check_datasets, unverified_allowed
     from repro.weights import require_all_weights
@@ -29,7 +29,7 @@ def preflight(configs: list[RunConfig], ctx: Context) -> list[str]:
     for check in checks:
         check.raise_if_failed()
     require_all_weights({c.backbone["name"] for c in configs if c.torchvision_weights})
-    return [check.summary() for check in checks]
+    return checks
 
 
 def pretrain_stand_in_weights(configs: list[RunConfig], ctx: Context) -> None:
@@ -125,6 +125,7 @@ def measure_accuracy(manifest: Manifest, ctx: Context) -> Measured:
                  if row_metric(r, "accuracy") in out.missing and not ctx.profile.includes(manifest.id, r)),
                 f"no seed has both {comp.row} and {comp.baseline} finished")
     out.details["runs"] = runs
-    if data_checks:
-        out.details["data_checks"] = {"summaries": data_checks}
+    if data_checks:  # the lines for the report, and the checks themselves for each table's provenance
+        out.details["data_checks"] = {"summaries": [c.summary() for c in data_checks],
+                                      "checks": [c.provenance() for c in data_checks]}
     return out

@@ -122,16 +122,18 @@ def _shape_macs(key: str) -> dict[str, int]:
         return _count_from_shapes(json.loads(key))
 
 
-def _shape_model(spec: dict[str, Any]):
-    """The model built on the meta device (no weight initialisation, the slow part), then given plain values:
-    a per-sample count depends on shapes and on how many experts a sample runs, never on weight values."""
+def _shape_model(spec: dict[str, Any], image_size: int | None = None):
+    """The model `spec` names, at `image_size` (built for it, as a run builds it) or the dataset's own, on the
+    meta device (no weight initialisation, the slow part), then given plain values: a per-sample count
+    depends on shapes and on how many experts a sample runs, never on weight values."""
     import torch
 
     from repro.models import build_model
     from repro.recipes import at_last_epoch
 
     with torch.device("meta"):
-        model = build_model(spec["dataset"], Component(**spec["backbone"]), Component(**spec["head"]))
+        model = build_model(spec["dataset"], Component(**spec["backbone"]), Component(**spec["head"]),
+                            **({"image_size": image_size} if image_size else {}))
     model = at_last_epoch(model.to_empty(device="cpu"), spec["dataset"]).eval()
     with torch.no_grad():
         for t in model.parameters():
@@ -158,12 +160,13 @@ def _analytic_for(key: str) -> dict[str, Any]:
     return {name: summary[name] for name in FLOP_SUMMARY}
 
 
-def _count_from_shapes(spec: dict[str, Any]) -> dict[str, int]:
+def _count_from_shapes(spec: dict[str, Any], image_size: int | None = None) -> dict[str, int]:
+    """Per-sample multiply-adds of the model `spec` names, at `image_size` or the dataset's own."""
     import torch
 
     from repro.flops import OWN_MACS
 
-    model = _shape_model(spec)
+    model = _shape_model(spec, image_size)
     totals = {"backbone": 0, "head": 0}
 
     def hook(module, inputs, output, part: str) -> None:
@@ -179,7 +182,8 @@ def _count_from_shapes(spec: dict[str, Any]) -> dict[str, int]:
                for name, m in model.named_modules() if name.split(".")[0] in totals]
     try:
         with torch.no_grad():
-            model(torch.randn(1, *get_dataset(spec["dataset"]).input_shape))
+            shape = get_dataset(spec["dataset"]).input_shape
+            model(torch.randn(1, shape[0], *(2 * [image_size] if image_size else shape[1:])))
     finally:
         for h in handles:
             h.remove()

@@ -17,6 +17,9 @@ class Table:
     rows: list[list[str]]
     notes: list[str] = field(default_factory=list)
     groups: dict[int, str] = field(default_factory=dict)  # row index -> group heading before it
+    # (row index, column index) -> the run records the cell's number came from, as (label, run hash):
+    # report.html links the number to each record; Markdown and LaTeX leave it out.
+    links: dict[tuple[int, int], tuple[tuple[str, str], ...]] = field(default_factory=dict)
 
 
 def mmac(n: float | None) -> str:

@@ -78,7 +78,26 @@ def compute_by_claim(results_dir: Path, profile: str, manifests: list[Manifest],
     return out
 
 
-def render_compute(lines: list[Compute], profile: str, source: str) -> str:
+def render_compute(lines: list[Compute], profile: str, source: str, walls: list | None = None,
+                   fitted: list[str] | None = None) -> str:
     from repro.report.render import environment
 
-    return environment().get_template("compute.md.j2").render(lines=lines, profile=profile, source=source)
+    return environment().get_template("compute.md.j2").render(lines=lines, profile=profile, source=source,
+                                                              walls=walls or [], fitted=fitted or [])
+
+
+def compute_section(results_dir: Path, profile: str, manifests: list[Manifest]) -> str:
+    """The report's section: time taken per claim and table beside the estimate, and each table's wall time
+    estimated against measured. The cost model is fitted to the folder's records (repro.cost.fit) from the
+    caches alone: the report counts nothing (sizes not counted yet are priced by area-scaled counts)."""
+    from repro.cost.compare import compare_tables
+    from repro.cost.fit import fit_folder
+
+    model = CostModel(cached_only=True)
+    folder = fit_folder(model, results_dir, manifests)
+    lines = compute_by_claim(results_dir, profile, manifests, model)
+    if not lines:
+        return "No training runs at this profile."
+    source = "; ".join(sorted({model.device(m.profiles[profile]).source for m in manifests if profile in m.profiles}))
+    walls = [c for c in compare_tables(manifests, profile, model, folder.times, folder.rates)]
+    return render_compute(lines, profile, source, walls, folder.describe())

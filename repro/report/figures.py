@@ -26,6 +26,7 @@ from repro.paper import PaperValue, paper_table, paper_value
 from repro.results import ManifestResult
 from repro.report import figures_gaps as gaps
 from repro.report import figures_runs as runs
+from repro.report.figure_stamp import Stamp, draw_stamp, metadata, stamp_for
 
 DPI = 150
 
@@ -38,6 +39,8 @@ class FigureFile:
     pdf: Path | None
     caption: str  # "not drawn: <why>" when png is None
     paper_ref: str
+    shows: frozenset[tuple[str, str]] = frozenset()  # the (manifest id, row id) pairs drawn: a claim links to it
+
 
     @property
     def drawn(self) -> bool:
@@ -59,15 +62,16 @@ def render_figures(entries: list[tuple[Manifest, ManifestResult | None]], out_di
 
 
 # --------------------------------------------------------------------------- files
-def _save(fig: Figure, fig_id: str, title: str, caption: str, paper_ref: str, out_dir: Path) -> FigureFile:
+def _save(fig: Figure, fig_id: str, title: str, caption: str, paper_ref: str, out_dir: Path,
+          stamp: Stamp, shows: frozenset[tuple[str, str]] = frozenset()) -> FigureFile:
+    """Both files, each carrying the stamp (repro.report.figure_stamp) on the image and in its metadata."""
+    draw_stamp(fig, stamp)
     paths = {fmt: out_dir / f"{fig_id}.{fmt}" for fmt in ("png", "pdf")}
     for fmt, path in paths.items():
         buf = io.BytesIO()
-        # no timestamps: the same results give the same bytes
-        metadata = {"CreationDate": None} if fmt == "pdf" else {"Software": None}
-        fig.savefig(buf, format=fmt, dpi=DPI, metadata=metadata)
+        fig.savefig(buf, format=fmt, dpi=DPI, metadata=metadata(stamp, fmt))
         atomic_write_bytes(path, buf.getvalue())
-    return FigureFile(fig_id, title, paths["png"], paths["pdf"], caption, paper_ref)
+    return FigureFile(fig_id, title, paths["png"], paths["pdf"], caption, paper_ref, shows)
 
 
 def _skip(fig_id: str, title: str, why: str, paper_ref: str, out_dir: Path) -> FigureFile:
@@ -145,6 +149,18 @@ def _no_gaps(entries: list[tuple[Manifest, ManifestResult | None]]) -> str:
     return f"no comparison of the manifests with results ({', '.join(ran)}) has a measured accuracy gap"
 
 
+def _rows_drawn(entries, points: list[gaps.GapPoint]) -> frozenset[tuple[str, str]]:
+    """Both rows of every comparison behind the points, in every manifest that shares the point."""
+    by_id = {m.id: m for m, _ in entries}
+    out = set()
+    for p in points:
+        for source in p.sources:
+            manifest_id, comparison = source.split("/", 1)
+            comp = next(c for c in by_id[manifest_id].comparisons if c.id == comparison)
+            out.update({(manifest_id, comp.row), (manifest_id, comp.baseline)})
+    return frozenset(out)
+
+
 def _pairs_for(entries, points: list[gaps.GapPoint]) -> list[tuple[Manifest, ManifestResult]]:
     ids = set().union(*(p.manifests for p in points))
     return [(m, r) for m, r in entries if r is not None and m.id in ids]
@@ -160,8 +176,9 @@ def _gap_vs_rho(entries, points: list[gaps.GapPoint], out_dir: Path) -> FigureFi
         return _skip(fig_id, title, why, ref, out_dir)
     threshold = gaps.rho_threshold_pct([m for m, _ in entries])
     fig, symlog = gaps.draw_gap_vs_rho(shown, threshold, title)
-    caption = gaps.caption_gap_vs_rho(shown, left_out, threshold, symlog, runs_note(_pairs_for(entries, shown)))
-    return _save(fig, fig_id, title, caption, ref, out_dir)
+    pairs = _pairs_for(entries, shown)
+    caption = gaps.caption_gap_vs_rho(shown, left_out, threshold, symlog, runs_note(pairs))
+    return _save(fig, fig_id, title, caption, ref, out_dir, stamp_for(pairs), _rows_drawn(entries, shown))
 
 
 def _gap_vs_classes(entries, points: list[gaps.GapPoint], out_dir: Path) -> FigureFile:
@@ -172,8 +189,9 @@ def _gap_vs_classes(entries, points: list[gaps.GapPoint], out_dir: Path) -> Figu
             f"none of the {len(points)} measured comparison(s) belongs to a series (Comparison.series)"
         return _skip(fig_id, title, why, ref, out_dir)
     fig, symlog = gaps.draw_gap_vs_classes(shown, title)
-    caption = gaps.caption_gap_vs_classes(shown, symlog, runs_note(_pairs_for(entries, shown)))
-    return _save(fig, fig_id, title, caption, ref, out_dir)
+    pairs = _pairs_for(entries, shown)
+    caption = gaps.caption_gap_vs_classes(shown, symlog, runs_note(pairs))
+    return _save(fig, fig_id, title, caption, ref, out_dir, stamp_for(pairs), _rows_drawn(entries, shown))
 
 
 # --------------------------------------------------------------------------- manifest figures
@@ -202,7 +220,8 @@ def _declared(manifest: Manifest, result: ManifestResult | None, decl: FigureDec
         caption = runs.caption_usage_by_class(mats, missing, runs_text, paper)
     else:
         return _skip(fig_id, decl.title, f"no drawing for figure kind '{decl.kind}'", ref, out_dir)
-    return _save(fig, fig_id, decl.title, caption, ref, out_dir)
+    return _save(fig, fig_id, decl.title, caption, ref, out_dir, stamp_for([(manifest, result)]),
+                 frozenset((manifest.id, r) for r in decl.rows))
 
 
 __all__ = ["FigureFile", "render_figures", "runs_note", "paper_note"]

@@ -88,7 +88,7 @@ def draw_gap_vs_rho_by_router(points: list[RouterPoint]) -> Figure:
     axes[0].set_ylabel("MoE − dense accuracy (pp)")
     families = dict.fromkeys(p.backbone for p in points)
     fig.legend(handles=[Line2D([], [], marker="o", color=FAMILY_COLOURS.get(f, "0.3"), label=FAMILY_LABELS.get(f, f)) for f in families],
-               loc="outside lower center", ncols=max(1, len(families)), fontsize=8, frameon=False)
+               loc="outside right upper", fontsize=8, frameon=False)  # the foot holds the stamp
     fig.suptitle("Beyond the paper: gap against ρ for each router", fontsize=10)
     return fig
 
@@ -114,20 +114,24 @@ def caption(points: list[RouterPoint], profile: str) -> str:
 
 def render_extension_figure(manifest: Manifest, result: ManifestResult | None, out_dir: Path):
     """The extension figure as a repro.report.figures.FigureFile (drawn, or skipped with the reason)."""
+    from repro.report.figure_stamp import stamp_for
     from repro.report.figures import _save, _skip
 
     fig_id, title = f"{manifest.id}_gap_vs_rho", f"Extension ({manifest.id}): gap against ρ per router"
     points = router_points(manifest, result) if result is not None else []
     if not points:
         return _skip(fig_id, title, "no comparison has both a gap and rho yet", manifest.paper_ref, Path(out_dir))
+    rows = {(manifest.id, r) for c in manifest.comparisons if c.id in {p.comparison for p in points}
+            for r in (c.row, c.baseline)}
     return _save(draw_gap_vs_rho_by_router(points), fig_id, title, caption(points, result.profile),
-                 manifest.paper_ref, Path(out_dir))
+                 manifest.paper_ref, Path(out_dir), stamp_for([(manifest, result)]), frozenset(rows))
 
 
 def extension_section(entries: list[tuple[Manifest, ManifestResult | None]], figures_dir: Path,
-                      report_dir: Path) -> tuple[str, str] | None:
+                      report_dir: Path, drawn: list | None = None) -> tuple[str, str] | None:
     """("Beyond the paper: ...", markdown) for render_report's extra_sections: each extension manifest's
-    figure and its claims' verdicts; None when no manifest is an extension."""
+    figure and its claims' verdicts; None when no manifest is an extension. Each FigureFile is also
+    appended to `drawn` when given (report.html shows it among the figures)."""
     from repro.report.render import md_escape, render_figure_section
 
     parts = []
@@ -135,6 +139,8 @@ def extension_section(entries: list[tuple[Manifest, ManifestResult | None]], fig
         if not is_extension(manifest):
             continue
         figure = render_extension_figure(manifest, result, Path(figures_dir))
+        if drawn is not None:
+            drawn.append(figure)
         lines = [f"### {md_escape(manifest.title)}", "", md_escape(" ".join(manifest.description.split())), "",
                  render_figure_section([figure], Path(report_dir)), ""]
         if result is None:

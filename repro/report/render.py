@@ -12,6 +12,7 @@ from repro.fsutil import atomic_write_text
 from repro.manifest import Manifest
 from repro.results import ManifestResult, profile_dir
 from repro.report.tables import Table, build_tables, verdict_counts
+from repro.report.trained_on import TrainedOn, trained_on
 
 _LATEX_SPECIAL = {
     "\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
@@ -25,45 +26,62 @@ _LATEX_UNICODE = {
 _LATEX_RE = re.compile("|".join(re.escape(k) for k in [*_LATEX_SPECIAL, *_LATEX_UNICODE]))
 
 
-def latex_escape(text: Any) -> str:
-    """Escape every LaTeX special character and map the symbols tables use to math mode."""
+def latex_escape(text: Any, strict: bool = True) -> str:
+    """Escape every LaTeX special character and map the symbols tables use to math mode. A character with no
+    mapping raises, unless not `strict` (text from outside: a data path), where it becomes '?'."""
     s = str(text)
     out = _LATEX_RE.sub(lambda m: _LATEX_SPECIAL.get(m.group(0)) or _LATEX_UNICODE[m.group(0)], s)
     non_ascii = sorted({ch for ch in out if ord(ch) > 127})
-    if non_ascii:
+    if non_ascii and strict:
         raise ValueError(f"no LaTeX mapping for {''.join(non_ascii)!r} in {s!r}")
-    return out
+    return "".join(ch if ord(ch) <= 127 else "?" for ch in out)
 
 
 def md_escape(text: Any) -> str:
     return str(text).replace("|", r"\|").replace("\n", " ")
 
 
+def _device_time(seconds: float, kind: str) -> str:
+    from repro.cost.estimate import device_time
+
+    return device_time(seconds, kind)
+
+
+def _seconds(seconds: float | None) -> str:
+    from repro.cost.estimate import seconds_text
+
+    return "" if seconds is None or seconds != seconds else seconds_text(seconds)
+
+
 def environment() -> Environment:
     env = Environment(loader=PackageLoader("repro.report", "templates"), undefined=StrictUndefined,
                       trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
     env.filters["tex"] = latex_escape
+    env.filters["tex_lenient"] = lambda text: latex_escape(text, strict=False)
     env.filters["md"] = md_escape
+    env.filters["device_time"] = _device_time
+    env.filters["seconds"] = _seconds
     return env
 
 
 def render_tables_md(manifest: Manifest, tables: list[Table], result: ManifestResult) -> str:
-    return environment().get_template("tables.md.j2").render(manifest=manifest, tables=tables, result=result)
+    return environment().get_template("tables.md.j2").render(manifest=manifest, tables=tables, result=result,
+                                                              trained=trained_on(manifest, result))
 
 
-def render_tables_tex(manifest: Manifest, tables: list[Table]) -> str:
-    return environment().get_template("tables.tex.j2").render(manifest=manifest, tables=tables)
+def render_tables_tex(manifest: Manifest, tables: list[Table], trained: TrainedOn) -> str:
+    return environment().get_template("tables.tex.j2").render(manifest=manifest, tables=tables, trained=trained)
 
 
-def render_standalone_tex(manifest: Manifest, tables: list[Table]) -> str:
+def render_standalone_tex(manifest: Manifest, tables: list[Table], trained: TrainedOn) -> str:
     """The same tables as a document of their own: `pdflatex <id>_standalone.tex`, from any folder."""
     return environment().get_template("standalone.tex.j2").render(
-        manifest=manifest, body=render_tables_tex(manifest, tables))
+        manifest=manifest, body=render_tables_tex(manifest, tables, trained))
 
 
 def render_claims_md(manifest: Manifest, result: ManifestResult) -> str:
     return environment().get_template("claims.md.j2").render(
-        manifest=manifest, result=result, counts=verdict_counts(result.verdicts))
+        manifest=manifest, result=result, counts=verdict_counts(result.verdicts), trained=trained_on(manifest, result))
 
 
 def write_manifest_outputs(manifest: Manifest, result: ManifestResult, results_dir: Path) -> list[Path]:
@@ -71,10 +89,11 @@ def write_manifest_outputs(manifest: Manifest, result: ManifestResult, results_d
     into results_dir/<profile>/<id>/; return their paths."""
     out = profile_dir(results_dir, result.profile) / manifest.id
     tables = build_tables(manifest, result)
+    trained = trained_on(manifest, result)
     files = {
         out / f"{manifest.id}.md": render_tables_md(manifest, tables, result),
-        out / f"{manifest.id}.tex": render_tables_tex(manifest, tables),
-        out / f"{manifest.id}_standalone.tex": render_standalone_tex(manifest, tables),
+        out / f"{manifest.id}.tex": render_tables_tex(manifest, tables, trained),
+        out / f"{manifest.id}_standalone.tex": render_standalone_tex(manifest, tables, trained),
         out / "claims.md": render_claims_md(manifest, result),
     }
     for path, text in files.items():

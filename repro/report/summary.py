@@ -14,6 +14,7 @@ from repro.fsutil import atomic_write_text
 from repro.manifest import Manifest
 from repro.report.figures import render_figures
 from repro.report.figures_extension import extension_section, is_extension
+from repro.report.html import write_report_html
 from repro.report.learning import learning_checks, render_learning, summary_line
 from repro.report.readings import readings_cost, readings_entries, readings_summary, render_readings
 from repro.report.render import render_audit, render_figure_section, render_report
@@ -61,10 +62,12 @@ def write_report(entries: list[tuple[Manifest, ManifestResult | None]], results_
     reproduction = [(m, r) for m, r in entries if not is_extension(m)]
     summary = summary_lines(reproduction, check, failures or {})
     extension = count_verdicts(v for m, r in entries if is_extension(m) and r for v in r.verdicts)["extension"]
+    summary["extension"] = extension
     if sum(extension.values()):
         summary["lines"].append(f"Beyond the paper, extension claims ({sum(extension.values())}): "
                                 + ", ".join(f"{k} {v}" for k, v in extension.items()))
-    figures = render_figure_section(render_figures(reproduction, out / "figures"), out)
+    drawn = render_figures(reproduction, out / "figures")
+    figures = render_figure_section(drawn, out)
     sections = [("Statistics audit of the paper's reported numbers", render_audit()),
                 ("Compute per claim and table", _compute_section(results_dir, profile, manifests))]
     readings = readings_entries(reproduction)
@@ -73,7 +76,7 @@ def write_report(entries: list[tuple[Manifest, ManifestResult | None]], results_
         summary["lines"].append(readings_summary(readings, *cost))
         sections.insert(0, ("Readings the text leaves open: which analytic verdicts depend on them",
                             render_readings(readings, *cost)))
-    beyond = extension_section(entries, out / "figures", out)
+    beyond = extension_section(entries, out / "figures", out, drawn)
     if beyond is not None:
         sections.insert(0, beyond)
     checks = learning_checks(entries)  # functional results only
@@ -83,14 +86,13 @@ def write_report(entries: list[tuple[Manifest, ManifestResult | None]], results_
         sections.insert(0, ("Does every method learn real images? (functional)", render_learning(checks)))
     path = out / "report.md"
     atomic_write_text(path, render_report(reproduction, summary, sections, figures))
+    # report.html: the same data; the extension manifests' figures and claims sit among the others there.
+    write_report_html(entries, {m.id for m, _ in entries if is_extension(m)}, summary, drawn,
+                      [s for s in sections if s is not beyond], SCOPE_TITLES, out, results_dir)
     return path, summary
 
 
 def _compute_section(results_dir: Path, profile: str, manifests: list[Manifest]) -> str:
-    from repro.cost.estimate import CostModel
-    from repro.report.costs import compute_by_claim, render_compute
+    from repro.report.costs import compute_section
 
-    model = CostModel(cached_only=True)  # the report counts nothing: estimates from the caches `repro list` fills
-    lines = compute_by_claim(results_dir, profile, manifests, model)
-    source = "; ".join(sorted({model.device(m.profiles[profile]).source for m in manifests if profile in m.profiles}))
-    return render_compute(lines, profile, source) if lines else "No training runs at this profile."
+    return compute_section(results_dir, profile, manifests)

@@ -98,6 +98,12 @@ def _paper_gap(manifest: Manifest, key: str) -> tuple[str, str]:
     return gap + (" (explainer)" if pv.source == "explainer-and-summary" else ""), p
 
 
+def run_links(result: ManifestResult, row_id: str, who: str = "") -> tuple[tuple[str, str], ...]:
+    """(label, hash) of each run of a row, by seed: what a number drawn from them links to."""
+    suffix = f" ({who})" if who else ""
+    return tuple((f"seed {r.seed}{suffix}", r.hash) for r in sorted(result.measured.runs(row_id), key=lambda r: r.seed))
+
+
 def accuracy_comparisons_table(manifest: Manifest, result: ManifestResult) -> Table | None:
     measured = result.measured
     comps = [c for c in manifest.comparisons if "accuracy" in manifest.row(c.row).measures]
@@ -112,7 +118,10 @@ def accuracy_comparisons_table(manifest: Manifest, result: ManifestResult) -> Ta
     for c in comps:
         if (c.row in sensitivity or c.baseline in sensitivity) and SENSITIVITY_HEADING not in table.groups.values():
             table.groups[len(table.rows)] = SENSITIVITY_HEADING
+        i = len(table.rows)
         rho = measured.comparison(c.id, "rho")
+        base, model = run_links(result, c.baseline, "baseline"), run_links(result, c.row, "model")
+        table.links.update({(i, 2): base, (i, 3): model, (i, 4): model + base})
         table.rows.append([c.label, pct_auto(rho) if rho is not None else "",
                            mean_sd(measured.row(c.baseline, "accuracy")), mean_sd(measured.row(c.row, "accuracy")),
                            *_gap_cells(measured.comparison(c.id, "gap")), *_paper_gap(manifest, f"{c.id}.gap")])
@@ -175,8 +184,10 @@ def accuracy_rows_table(manifest: Manifest, result: ManifestResult) -> Table | N
     for r in (r for members, heading in _by_role(rows) for r in members):
         if r.role != "main" and SENSITIVITY_HEADING not in table.groups.values():
             table.groups[len(table.rows)] = SENSITIVITY_HEADING
+        i = len(table.rows)
         acc = measured.row(r.id, "accuracy")
         chance = measured.row(r.id, "chance")
+        table.links[(i, 2)] = run_links(result, r.id)
         hashes = ", ".join(sorted({run.hash[:8] for run in measured.runs(r.id)}))
         table.rows.append([r.label, r.dataset, mean_sd(acc) if acc else result.measured.missing.get(
             row_metric(r.id, "accuracy"), ""), "" if chance is None else f"{100 * chance:.2f}",

@@ -93,7 +93,7 @@ def test_a_failing_row_is_a_problem_and_leaves_its_metrics_missing(tmp_path, mon
 
 
 def test_estimate_counts_every_latency_row_at_the_profile_settings(monkeypatch):
-    monkeypatch.setattr("repro.cost.estimate.throughput", lambda device: 1e9)  # 1 GMAC/s: the estimate is arithmetic
+    monkeypatch.setattr("repro.cost.estimate.throughput", lambda device, measure=True: 1e9)  # 1 GMAC/s: the estimate is arithmetic
     manifest = _mini_manifest()
     seconds, text = estimate_latency(manifest, "smoke", CostModel())
     assert text == "5 latency rows x 3 timings, batch 4, 4+ calls each"  # QUICK: 1 warm-up + 3 repetitions

@@ -1,0 +1,189 @@
+"""report.html beside report.md: the same results, figures and sections, laid out for a reader in a browser.
+
+One self-contained file (figures inline as base64 PNG, styles inline, no script, no network
+reference), opened from the results folder: a first screen with the headline per group of claims
+and per table in colour; each claim one line (verdict, measured against reported) with its
+evidence folded away below (<details>); numbers linked to the run records they came from
+(relative links to ../runs/<hash>.json) and each claim to the figures that draw its rows. It reads
+the data report.md is rendered from (repro.report.summary.write_report) and decides nothing. The
+Markdown sections (learning check, statistics audit, compute) are converted with markdown-it.
+Torch-free.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, PackageLoader, StrictUndefined
+from markupsafe import Markup, escape
+
+from repro.claims.headline import STATUSES
+from repro.cost.plan import rows_read
+from repro.fsutil import atomic_write_text
+from repro.manifest import Manifest
+from repro.report.figure_stamp import stamp_for
+from repro.report.figures import FigureFile
+from repro.report.tables import Table, build_tables
+from repro.report.trained_on import TrainedOn, trained_on
+from repro.results import ManifestResult, Verdict
+
+STATUS_CLASS = {"reproduced": "ok", "not reproduced": "bad", "inconclusive": "unsure", "not run": "skip"}
+EXTENSION_TITLE = "Beyond the paper (extension)"
+
+
+@dataclass(frozen=True)
+class RunLink:
+    label: str  # "seed 0"
+    href: str  # relative to report.html
+    short: str  # the hash's first 8 characters
+    value: str = ""  # the number the run gave, where one is shown
+
+
+@dataclass(frozen=True)
+class RowRuns:
+    row: str
+    label: str
+    runs: tuple[RunLink, ...]
+
+
+@dataclass(frozen=True)
+class ClaimView:
+    anchor: str
+    verdict: Verdict
+    css: str
+    figures: tuple[tuple[str, str], ...]  # (anchor, title) of each figure that draws the claim's rows
+    rows: tuple[RowRuns, ...]  # the runs behind the claim's numbers
+    measured: tuple[tuple[str, str], ...]  # (metric path, value as text)
+
+
+@dataclass
+class TableView:
+    manifest: Manifest
+    result: ManifestResult | None
+    extension: bool
+    claims: list[ClaimView] = field(default_factory=list)
+    tables: list[Table] = field(default_factory=list)
+    trained: TrainedOn | None = None
+    counts: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class FigureView:
+    anchor: str
+    title: str
+    paper_ref: str
+    caption: str
+    src: str  # a data: URI, or "" when not drawn
+
+
+def _runs_href(out_dir: Path, results_dir: Path) -> str:
+    """The runs folder as seen from report.html (results/<profile>/ -> results/runs/)."""
+    return Path(os.path.relpath(results_dir / "runs", out_dir)).as_posix()
+
+
+def data_uri(path: Path | None) -> str:
+    if path is None or not path.is_file():
+        return ""
+    return "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode("ascii")
+
+
+def _value_text(value: Any) -> str:
+    if isinstance(value, dict) and "mean" in value:  # a paired gap (repro.stats.GapStats)
+        sd = f" ± {100 * value['sd']:.2f}" if value.get("sd") is not None else ""
+        p = f", p = {value['p']:.3g}" if value.get("p") is not None else ""
+        return f"{100 * value['mean']:+.2f}{sd} pp over {value.get('n', '?')} seeds{p}"
+    if isinstance(value, dict):
+        return ", ".join(f"{k}: {_value_text(v)}" for k, v in value.items())
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
+
+
+def _claim_view(manifest: Manifest, result: ManifestResult, v: Verdict, figures: list[FigureFile],
+                runs_href: str) -> ClaimView:
+    claim = next((c for c in manifest.claims if c.id == v.claim), None)
+    rows = rows_read(manifest, claim) if claim is not None else ()
+    linked = tuple((f"fig-{f.id}", f.title) for f in figures
+                   if f.drawn and any((manifest.id, r) in f.shows for r in rows))
+    per_row = []
+    for row_id in rows:
+        runs = sorted(result.measured.runs(row_id), key=lambda r: r.seed)
+        if runs:
+            per_row.append(RowRuns(row_id, manifest.row(row_id).label, tuple(
+                RunLink(f"seed {r.seed}", f"{runs_href}/{r.hash}.json", r.hash[:8], f"{100 * r.accuracy:.2f}%")
+                for r in runs)))
+    measured = tuple((k, _value_text(x)) for k, x in v.measured.items())
+    return ClaimView(f"claim-{manifest.id}-{v.claim}", v, STATUS_CLASS[v.status], linked, tuple(per_row), measured)
+
+
+def table_views(entries: list[tuple[Manifest, ManifestResult | None]], extension: set[str],
+                figures: list[FigureFile], runs_href: str) -> list[TableView]:
+    out = []
+    for manifest, result in entries:
+        view = TableView(manifest, result, manifest.id in extension)
+        if result is not None:
+            view.claims = [_claim_view(manifest, result, v, figures, runs_href) for v in result.verdicts]
+            view.tables = build_tables(manifest, result)
+            view.trained = trained_on(manifest, result)
+            view.counts = {s: sum(v.status == s for v in result.verdicts) for s in STATUSES}
+        out.append(view)
+    return out
+
+
+def _markdown(out_dir: Path):
+    """Markdown to HTML (tables on, raw HTML off), with images read from out_dir and inlined."""
+    from markdown_it import MarkdownIt
+
+    md = MarkdownIt("commonmark", {"html": False}).enable("table")
+
+    def image(tokens, idx, options, env):
+        token = tokens[idx]
+        src = data_uri(out_dir / str(token.attrGet("src") or ""))
+        alt = escape(token.content)
+        return f'<img src="{src}" alt="{alt}">' if src else f"<em>{alt} (figure file missing)</em>"
+
+    md.add_render_rule("image", image)
+    return md
+
+
+def environment() -> Environment:
+    env = Environment(loader=PackageLoader("repro.report", "templates"), undefined=StrictUndefined,
+                      autoescape=True, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
+    env.globals["status_class"] = STATUS_CLASS
+    return env
+
+
+def render_report_html(entries: list[tuple[Manifest, ManifestResult | None]], extension: set[str],
+                       summary: dict[str, Any], figures: list[FigureFile], sections: list[tuple[str, str]],
+                       titles: dict[str, str], out_dir: Path, results_dir: Path) -> str:
+    """The page. `summary` is write_report's (its headline counts, per-table counts and lines), `sections` the
+    Markdown sections of report.md, `figures` every figure drawn (reproduction and extension), `titles` the
+    headline's name for each group of claims."""
+    md = _markdown(out_dir)
+    groups = [(g, titles.get(g, g), c) for g, c in summary["counts"].items() if g != "extension" and sum(c.values())]
+    if sum(summary.get("extension", {}).values()):
+        groups.append(("extension", EXTENSION_TITLE, summary["extension"]))
+    runs_href = _runs_href(out_dir, results_dir)
+    views = table_views(entries, extension, figures, runs_href)
+    stamp = stamp_for([(m, r) for m, r in entries if r is not None])
+    return environment().get_template("report.html.j2").render(
+        summary=summary, groups=groups, statuses=STATUSES, views=views, runs_href=runs_href,
+        label=stamp.text, evidence=not stamp.not_evidence, claims=sum(len(v.claims) for v in views),
+        pending=sum(len(v.manifest.claims) for v in views if v.result is None),
+        figures=[FigureView(f"fig-{f.id}", f.title, f.paper_ref or "report figure", f.caption, data_uri(f.png))
+                 for f in figures],
+        sections=[(title, Markup(md.render(body))) for title, body in sections])
+
+
+def write_report_html(entries: list[tuple[Manifest, ManifestResult | None]], extension: set[str],
+                      summary: dict[str, Any], figures: list[FigureFile], sections: list[tuple[str, str]],
+                      titles: dict[str, str], out_dir: Path, results_dir: Path) -> Path:
+    """results_dir/<profile>/report.html (out_dir), beside report.md."""
+    path = out_dir / "report.html"
+    atomic_write_text(path, render_report_html(entries, extension, summary, figures, sections, titles, out_dir,
+                                               results_dir))
+    return path

@@ -1,0 +1,42 @@
+"""`repro list --results-dir`: the cost model fitted to the records there, each figure saying what it is."""
+
+import json
+import shutil
+
+from typer.testing import CliRunner
+
+from repro import REPO_ROOT
+from repro.cli import app
+from repro.cost import calibration as cal
+from repro.cost import estimate as est
+from repro.manifest import find_manifest
+from repro.recipes import planned_runs
+
+
+def test_list_fits_the_records_in_the_results_folder(tmp_path, monkeypatch):
+    manifests = tmp_path / "manifests"
+    manifests.mkdir()
+    shutil.copy(REPO_ROOT / "manifests" / "temperature_ablation.toml", manifests)
+    monkeypatch.setenv("REPRO_MANIFESTS", str(manifests))
+    monkeypatch.setattr(est, "cpu_throughput", lambda measure=True: cal.Throughput("cpu", "cpu", 1e9, 0.0, "bench"))
+    # No model is counted: each run's work from its own settings
+    monkeypatch.setattr(est.CostModel, "run_work", lambda self, cfg: est.RunWork(
+        1e9 * cfg.epochs * (cfg.train_samples or 1000), cfg.epochs, 0.0, "data"))
+    monkeypatch.setattr(est.CostModel, "run_params", lambda self, cfg: (0.0, 0.0))
+    m = find_manifest("temperature_ablation", manifests)
+    results = tmp_path / "results"
+    (results / "runs").mkdir(parents=True)
+    for p in planned_runs(m, m.profiles["smoke"]):
+        seconds = 2e-9 * 1e9 * p.cfg.epochs * p.cfg.train_samples  # twice the benchmark's time: the fit must see it
+        (results / "runs" / f"{p.cfg.hash}.json").write_text(json.dumps({
+            "config": p.cfg.to_dict(), "config_hash": p.cfg.hash, "label": p.label, "train_seconds": seconds,
+            "wall_seconds": seconds, "cpu_seconds": seconds,
+            "provenance": {"time": "2026-12-01T12:00:00+00:00", "device_type": "cpu",
+                           "device": "cpu: x86_64, 1 intra-op thread(s)"}}))
+    listed = CliRunner().invoke(app, ["list", "--results-dir", str(results)], env={"COLUMNS": "200"})
+    assert listed.exit_code == 0, listed.output
+    text = " ".join(listed.output.split())
+    assert "CPU: fitted to 8 run records (CPU seconds; predicted / measured per run: median 1.00" in text
+    assert "smoke: 8 of 8 runs recorded" in text and "From" in text and "fitted" in text
+    cold = CliRunner().invoke(app, ["list", "--results-dir", str(tmp_path / "empty")], env={"COLUMNS": "200"})
+    assert cold.exit_code == 0 and "fitted to" not in cold.output and "measured" in cold.output
