@@ -96,7 +96,10 @@ def _run_ids(ids: list[str], profile: str | None, results_dir: Path | None, devi
     manifests = [_load(i, manifests_dir, profiles) for i in ids]
     _check_results_dir(results_dir)
     with _ranks(device, results_dir, data_dir, executor) as leader:
-        return _run_manifests(manifests, profile, results_dir, device, jobs, data_dir, executor) if leader else 0
+        if not leader:
+            return 0
+        with _recording(f"run {' '.join(ids)}", results_dir, profile):
+            return _run_manifests(manifests, profile, results_dir, device, jobs, data_dir, executor)
 
 
 def _run_manifests(manifests: list[Manifest], profile: str, results_dir: Path, device: str, jobs: int,
@@ -391,7 +394,8 @@ def report(results_dir: Optional[Path] = ResultsOpt, manifests_dir: Optional[Pat
     if not names:
         _fail(f"no results in {results_dir}: run a table or `repro verify-all` first")
     for name in names:
-        path, summary = write_report(results_dir, name, manifests)
+        with _recording("report", results_dir, name, heavy=False):
+            path, summary = write_report(results_dir, name, manifests)
         console.rule(name)
         for line in summary["lines"]:
             console.print(line, markup=False)
@@ -414,7 +418,8 @@ def verify_all(profile: Optional[str] = ProfileOpt, results_dir: Optional[Path] 
     _check_results_dir(results_dir)
     with _ranks(device, results_dir, data_dir, executor) as leader:
         if leader:
-            _verify_all(manifests, profile, results_dir, device, jobs, data_dir, strict, executor)
+            with _recording("verify-all", results_dir, profile):
+                _verify_all(manifests, profile, results_dir, device, jobs, data_dir, strict, executor)
 
 
 def _verify_all(manifests: list[Manifest], profile: str, results_dir: Path, device: str, jobs: int,
@@ -473,6 +478,19 @@ def _undecided_or_failed(results_dir: Path, profile: str, manifests: list[Manife
             if v.status != "reproduced" and not (v.status == "not run" and undecidable):
                 return True
     return False
+
+
+@contextlib.contextmanager
+def _recording(command: str, results_dir: Path, profile: str, heavy: bool = True):
+    """Phase timings of the command into <results>/<profile>/timings.json (repro.timings); `heavy`: the
+    command trains or counts, so torch's import is timed as start-up rather than inside its first phase."""
+    from repro import timings
+
+    with timings.recording(command, results_dir, profile):
+        if heavy:
+            with timings.phase(timings.STARTUP):
+                import torch  # noqa: F401
+        yield
 
 
 def _check_results_dir(results_dir: Path) -> None:

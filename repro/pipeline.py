@@ -23,6 +23,7 @@ from repro.provenance import provenance
 from repro.report.render import write_manifest_outputs
 from repro.report.summary import decide
 from repro.results import FlopCheck, ManifestResult, Measured, comparison_metric, row_metric, save_result
+from repro.timings import phase
 
 def make_context(manifest: Manifest, profile: str, results_dir: Path, device: str, jobs: int = 0, **kw) -> Context:
     if profile not in manifest.profiles:
@@ -51,14 +52,16 @@ def run_manifest(manifest: Manifest, ctx: Context) -> ManifestResult:
     comparison_metrics(manifest, measured)
     result = ManifestResult(manifest.id, manifest.title, manifest.paper_ref, manifest.paper_table,
                             ctx.profile_name, measured, [], provenance(ctx.device), asdict(ctx.profile))
-    return decide(manifest, result)
+    with phase("claims", manifest.id):
+        return decide(manifest, result)
 
 
 def execute(manifest: Manifest, ctx: Context) -> tuple[ManifestResult, list[Path]]:
     """Run one manifest and write its results.json, tables and claims."""
     result = run_manifest(manifest, ctx)
-    save_result(result, ctx.results_dir)
-    files = write_manifest_outputs(manifest, result, ctx.results_dir)
+    with phase("tables", manifest.id):
+        save_result(result, ctx.results_dir)
+        files = write_manifest_outputs(manifest, result, ctx.results_dir)
     return result, files
 
 
@@ -67,13 +70,14 @@ def flop_check(manifests: list[Manifest], progress=None) -> FlopCheck:
     check, seen = FlopCheck(), set()
     rows = [(m.id, r) for m in manifests for r in m.rows]
     task = progress.add_task("FLOP checks", total=len(rows)) if progress else None
-    for manifest_id, row in rows:
-        key = row_key(row)
-        if key not in seen:
-            seen.add(key)
-            check.add(manifest_id, row.id, row_flops(row).problems)
-        if progress:
-            progress.advance(task)
+    with phase("FLOP check"):
+        for manifest_id, row in rows:
+            key = row_key(row)
+            if key not in seen:
+                seen.add(key)
+                check.add(manifest_id, row.id, row_flops(row).problems)
+            if progress:
+                progress.advance(task)
     return check
 
 

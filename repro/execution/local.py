@@ -193,6 +193,7 @@ def _stop_workers(running: dict, pools: dict, batch: Any, results_dir: Path) -> 
             continue
         batch.records[request.cfg.hash] = record
         batch.counts.trained += 1
+        batch.trained.append(request.cfg.hash)
         checkpoint_path(results_dir, request.cfg).unlink(missing_ok=True)  # stopped between record and unlink
     return stopped
 

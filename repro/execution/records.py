@@ -131,14 +131,14 @@ def run_one(request: RunRequest, results_dir: Path, device: str, data_dir: Path 
         if events is not None:
             events.put(("epoch", request.label, epoch, epochs))
 
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     if distributed.current().distributed:
         distributed.announce_run(cfg)
     try:
         out = train_run(cfg, torch.device(device), data_dir, checkpoint, on_epoch)
     except CheckpointUnusable as exc:  # loaded, but does not fit the model or optimiser
         set_aside(checkpoint, "checkpoint", exc.reason, "the run restarts from epoch 0")
-        resumed_from, started = 0, time.perf_counter()
+        resumed_from, started, cpu = 0, time.perf_counter(), time.process_time()
         if distributed.current().distributed:
             distributed.announce_run(cfg)
         out = train_run(cfg, torch.device(device), data_dir, checkpoint, on_epoch)
@@ -153,6 +153,9 @@ def run_one(request: RunRequest, results_dir: Path, device: str, data_dir: Path 
         **out,
         "resumed_from_epoch": resumed_from,
         "wall_seconds": time.perf_counter() - started,
+        # where this process's time went (repro.timings); this attempt's, when the run was resumed
+        "timings": {**out.pop("timings", {}), "run": {"wall_s": time.perf_counter() - started,
+                                                      "cpu_s": time.process_time() - cpu}},
         "provenance": {**provenance(device), "executor": executor_provenance(executor, device)},
     }
     record = jsonable(record)
@@ -234,6 +237,7 @@ class RunBatch:
     records: dict[str, dict] = field(default_factory=dict)  # by config hash
     errors: dict[str, str] = field(default_factory=dict)  # by config hash
     counts: RunCounts = field(default_factory=RunCounts)
+    trained: list[str] = field(default_factory=list)  # hashes of the runs this command trained, in order
     submitted: dict[str, str] = field(default_factory=dict)  # hash -> Slurm job, not awaited (no_wait; also in errors)
 
     def __iter__(self):
@@ -244,6 +248,7 @@ class RunBatch:
         if attempt.status == "trained":
             self.records[attempt.run_hash] = attempt.record
             self.counts.trained += 1
+            self.trained.append(attempt.run_hash)
         elif attempt.status == "recorded":
             self.records[attempt.run_hash] = attempt.record
             self.counts.by_other += 1

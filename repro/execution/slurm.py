@@ -191,6 +191,7 @@ def run_slurm(todo: list, batch: Any, results_dir: Path, device: str, data_dir: 
                 batch.records[h] = value
                 if record_job(value) == job:
                     batch.counts.trained += 1
+                    batch.trained.append(h)
                 else:
                     batch.counts.by_other += 1
             if progress is not None:

@@ -16,7 +16,9 @@ from repro.report.figures import render_figures
 from repro.report.figures_extension import extension_section, is_extension
 from repro.report.learning import learning_checks, render_learning, summary_line
 from repro.report.render import render_audit, render_figure_section, render_report
+from repro.report.time_table import render_timings
 from repro.results import FlopCheck, ManifestResult, load_result, profile_dir
+from repro.timings import flush, phase
 
 
 def decide(manifest: Manifest, result: ManifestResult) -> ManifestResult:
@@ -83,6 +85,12 @@ def decided_results(results_dir: Path, profile: str,
 def write_report(results_dir: Path, profile: str, manifests: list[Manifest] | None = None,
                  check: FlopCheck | None = None, failures: dict[str, str] | None = None) -> tuple[Path, dict[str, Any]]:
     """results_dir/<profile>/report.md from the results of that profile."""
+    with phase("report"):
+        return _write_report(results_dir, profile, manifests, check, failures)
+
+
+def _write_report(results_dir: Path, profile: str, manifests: list[Manifest] | None,
+                  check: FlopCheck | None, failures: dict[str, str] | None) -> tuple[Path, dict[str, Any]]:
     manifests = manifests if manifests is not None else load_all()
     out = profile_dir(results_dir, profile)
     entries = decided_results(results_dir, profile, manifests)
@@ -96,10 +104,15 @@ def write_report(results_dir: Path, profile: str, manifests: list[Manifest] | No
     if sum(extension.values()):
         summary["lines"].append(f"Beyond the paper, extension claims ({sum(extension.values())}): "
                                 + ", ".join(f"{k} {v}" for k, v in extension.items()))
-    figures = render_figure_section(render_figures(reproduction, out / "figures"), out)
+    with phase("figures"):
+        figures = render_figure_section(render_figures(reproduction, out / "figures"), out)
     sections = [("Statistics audit of the paper's reported numbers", render_audit()),
                 ("Compute per claim and table", _compute_section(results_dir, profile, manifests))]
-    beyond = extension_section(entries, out / "figures", out)
+    flush()  # the phases so far, for the table below
+    if (times := render_timings(results_dir, profile)) is not None:
+        sections.append(("Where the time went", times))
+    with phase("figures"):  # the extension's section draws its own figures
+        beyond = extension_section(entries, out / "figures", out)
     if beyond is not None:
         sections.insert(0, beyond)
     checks = learning_checks(entries)  # functional results only
