@@ -17,6 +17,7 @@ from rich.table import Table
 
 from repro.execution.interrupt import sigterm_as_interrupt
 from repro.execution.options import ExecutorOptions, with_executor_options
+from repro.execution.workers import kept_workers
 from repro.manifest import (
     Manifest, default_profile, find_manifest, load_all, load_manifest, manifest_paths, user_profiles,
 )
@@ -98,7 +99,7 @@ def _run_ids(ids: list[str], profile: str | None, results_dir: Path | None, devi
     with _ranks(device, results_dir, data_dir, executor) as leader:
         if not leader:
             return 0
-        with _recording(f"run {' '.join(ids)}", results_dir, profile):
+        with _recording(f"run {' '.join(ids)}", results_dir, profile), kept_workers():
             return _run_manifests(manifests, profile, results_dir, device, jobs, data_dir, executor)
 
 
@@ -418,7 +419,7 @@ def verify_all(profile: Optional[str] = ProfileOpt, results_dir: Optional[Path] 
     _check_results_dir(results_dir)
     with _ranks(device, results_dir, data_dir, executor) as leader:
         if leader:
-            with _recording("verify-all", results_dir, profile):
+            with _recording("verify-all", results_dir, profile), kept_workers():
                 _verify_all(manifests, profile, results_dir, device, jobs, data_dir, strict, executor)
 
 

@@ -12,7 +12,6 @@ running workers are stopped within seconds and RunsInterrupted says what was kep
 from __future__ import annotations
 
 import contextlib
-import multiprocessing as mp
 import os
 import time
 from collections import deque
@@ -24,9 +23,10 @@ from typing import Any
 from repro.execution.waiting import check_waiting, poll_interval
 from repro.execution.options import ExecutorOptions
 from repro.execution.interrupt import (
-    RunsInterrupted, checkpoint_epoch, clean_after_kill, stop_workers, training, worker_signals,
+    RunsInterrupted, checkpoint_epoch, clean_after_kill, stop_workers, training,
 )
 from repro.execution.locks import LockSettings, describe_holder
+from repro.execution.workers import release_workers, start_workers
 
 
 @dataclass(frozen=True)
@@ -62,15 +62,6 @@ def local_slots(device: str, jobs: int, gpus: list[str], runs_per_gpu: int, cpus
     return [Slot(f"cpu/{k}", {}, max(1, cpus // jobs)) for k in range(jobs)]
 
 
-def _pin(env: dict[str, str], threads: int) -> None:
-    worker_signals()  # Ctrl-C is the main process's to handle; it stops this one with SIGTERM
-    os.environ.update(env)  # before this process first touches CUDA
-    if threads:
-        import torch
-
-        torch.set_num_threads(threads)
-
-
 def _attempt_in_worker(request: Any, results_dir: Path, device: str, data_dir: Path | None, events: Any,
                        settings: LockSettings) -> Any:
     from repro.execution.records import attempt_run
@@ -100,7 +91,8 @@ def run_local(todo: list, batch: Any, results_dir: Path, device: str, data_dir: 
     queue = deque(todo)
     waiting: dict[str, tuple[Any, float]] = {}  # hash -> (request, waiting since)
     pools: dict[str, ProcessPoolExecutor] = {}
-    events = manager = None
+    events = workers = None
+    failed = True  # until the loop ends normally: then kept workers may serve the next table
     tasks: dict[str, Any] = {}  # label -> progress task
     running: dict[Future, tuple[Slot, Any]] = {}
     in_process: list = []  # the request training in this process, while it trains
@@ -120,16 +112,8 @@ def run_local(todo: list, batch: Any, results_dir: Path, device: str, data_dir: 
 
     try:
         if not slots[0].in_process:
-            # glibc returns large blocks to the OS on every free, so each training step page-faults its
-            # gradients and optimizer temporaries back in; on a CPU that doubled a run's wall time.
-            # Workers inherit these thresholds (they are read when a process starts).
-            for name in ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_"):
-                os.environ.setdefault(name, str(1 << 30))
-            ctx = mp.get_context("spawn")
-            manager = ctx.Manager()
-            events = manager.Queue()
-            pools = {s.name: ProcessPoolExecutor(1, mp_context=ctx, initializer=_pin, initargs=(s.env, s.threads))
-                     for s in slots}
+            workers = start_workers(slots)
+            pools, events = workers.pools, workers.events
         while queue or waiting or running:
             while queue and free:
                 slot, request = free.pop(0), queue.popleft()
@@ -157,17 +141,15 @@ def run_local(todo: list, batch: Any, results_dir: Path, device: str, data_dir: 
             elif waiting:
                 if not _poll_waiting(waiting, queue, batch, results_dir, settings, progress, overall):
                     time.sleep(poll_interval(settings))
+        failed = False
     except KeyboardInterrupt:  # Ctrl-C, or SIGTERM (repro.execution.interrupt.sigterm_as_interrupt)
         stopped = in_process + _stop_workers(running, pools, batch, results_dir)
         raise RunsInterrupted(len(batch.records), [checkpoint_epoch(checkpoint_path(results_dir, r.cfg))
                                                    for r in stopped if r.cfg.hash not in batch.records],
                               len(queue) + len(waiting)) from None
     finally:
-        for pool in pools.values():
-            pool.shutdown(cancel_futures=True)
-        if manager is not None:
-            with contextlib.suppress(Exception):  # gone already when a SIGTERM reached the whole group
-                manager.shutdown()
+        if workers is not None:
+            release_workers(workers, failed)
 
 
 def _stop_workers(running: dict, pools: dict, batch: Any, results_dir: Path) -> list:
