@@ -8,6 +8,7 @@ twice.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 from dataclasses import dataclass
@@ -79,7 +80,7 @@ class RunConfig:
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
-    @property
+    @functools.cached_property  # computed once: `repro plan` asks for thousands (a frozen config never changes)
     def hash(self) -> str:
         # A field added with a default that keeps the earlier behaviour stays out of the hash at that
         # default, so the run records written before it was added are still found.
