@@ -7,6 +7,9 @@
     train     end-to-end training images/s, fast path against the usual way (repro.bench.train)
     capacity  the greedy capacity assignment (Section 3.3) per batch against the
               batched expert forward it feeds (repro.bench.heads)
+    smoke     `verify-all --profile smoke` in a fresh folder with an empty cache: its phase
+              table, wall and CPU seconds, and the ratio to this machine's previous run
+              (repro.bench.smoke, phases from repro.timings)
     gpu       the prepared device check: training images/s and memory of each table's
               heaviest model, kill/resume, Expert Choice in bf16, as a JSON the cost
               model calibrates from (repro.bench.gpu, schema in repro.bench.calibration)
@@ -26,7 +29,7 @@ from rich.console import Console
 from rich.table import Table
 
 bench_app = typer.Typer(no_args_is_help=True, add_completion=False,
-                        help="Benchmarks: latency per head, data path, training, capacity assignment, device check.")
+                        help="Benchmarks: latency per head, data path, training, capacity assignment, smoke profile, device check.")
 console = Console()
 
 # The datasets `bench latency` knows (their shapes: repro.bench.heads.SHAPES, checked to agree by the tests).
@@ -194,3 +197,45 @@ def gpu_cmd(dry_run: bool = typer.Option(False, "--dry-run", help="The same sequ
             console.print(f"[red]{c['status']}[/] {c['name']}: {c['error']}", highlight=False)
     console.print(f"wrote {out}")
     raise typer.Exit(1 if any(c["status"] == "failed" for c in doc["checks"]) else 0)
+
+
+@bench_app.command("smoke")
+def smoke_cmd(folder: Optional[Path] = typer.Option(None, "--folder", help="Where the run goes (results/, cache/, "
+                                                    "verify-all.log); it must not exist yet. Default: a new temporary folder."),
+              history: Path = typer.Option(Path("results/bench/smoke.json"), "--history",
+                                           help="The history file: each run is appended, the ratio is to the last of this machine."),
+              warm_cache: Optional[Path] = typer.Option(None, "--cache", help="Use this cache instead of an empty one "
+                                                        "(the measurement is then not cold).")) -> None:
+    """The smoke profile end to end, cold: its phases, wall time, CPU seconds, and the ratio to last time here."""
+    import tempfile
+
+    from repro.bench.smoke import append_history, history_entry, previous, read_history, run_smoke
+    from repro.timings import phase_rows
+
+    if folder is not None and folder.exists():
+        raise typer.BadParameter(f"{folder} exists; give a folder that does not, so the run starts fresh",
+                                 param_hint="--folder")
+    folder = folder or Path(tempfile.mkdtemp(prefix="repro-bench-smoke-"))
+    console.print(f"verify-all --profile smoke in {folder} ({'cache ' + str(warm_cache) if warm_cache else 'empty cache'})...",
+                  highlight=False)
+    run = run_smoke(folder, warm_cache)
+    entry = history_entry(run, cold=warm_cache is None)
+    before = previous(read_history(history), entry)
+    if run.timings is not None:
+        t = Table("Phase", "Covers", "Wall s", "CPU s", "Most CPU in",
+                  title=f"verify-all --profile smoke, {entry['machine']['cpu']} x{entry['machine']['cores']}")
+        for r in phase_rows(run.timings):
+            t.add_row(r.phase, r.items, "" if r.wall_s is None else f"{r.wall_s:.1f}", f"{r.cpu_s:.1f}", r.most)
+        console.print(t)
+    else:
+        console.print(f"[red]no timings.json: see {folder / 'verify-all.log'}[/]", highlight=False)
+    ratio = f"; {run.cpu_s / before['cpu_s']:.2f}x the CPU-s of {before['time']} ({before['commit'][:12]}, " \
+            f"{before['cpu_s']:.0f} CPU-s)" if before else "; no earlier run of this machine"
+    console.print(f"wall {run.wall_s:.1f} s, {run.cpu_s:.1f} CPU-s (user {run.user_s:.1f} + system {run.sys_s:.1f}, "
+                  f"every process), peak RSS {run.max_rss_mb:,.0f} MB, load {run.load[0]:.1f} -> {run.load[1]:.1f}"
+                  f"{ratio}", highlight=False)
+    append_history(history, entry)
+    console.print(f"results in {folder / 'results'}; appended to {history}", highlight=False)
+    if run.returncode:
+        console.print(f"[red]verify-all exited {run.returncode}: see {folder / 'verify-all.log'}[/]", highlight=False)
+    raise typer.Exit(run.returncode)
