@@ -1,8 +1,11 @@
-"""A run's training checkpoint: model, optimiser, scheduler, random generators, history, after each epoch.
+"""A run's training checkpoint: model, optimiser, scheduler, random generators, history, after an epoch.
 
-Written atomically by rank 0 after every epoch but the last (the run record follows it), so an
-interrupted run resumes where it stopped and, on a CPU, ends with the same record as an
-uninterrupted one. Where the file lives, and what makes one unusable before training starts
+Written atomically by rank 0 after an epoch once `checkpoint_seconds()` of training have passed since the
+previous one (default 60 s, $REPRO_CHECKPOINT_SECONDS; 0: after every epoch), never after the last epoch (the
+run record follows it), so an interrupted run resumes where it stopped and, on a CPU, ends with the same
+record as an uninterrupted one. The interval bounds what a kill loses; a checkpoint after every epoch
+made runs whose epochs take a second (the smoke profile's) write their model and optimiser state again
+and again: 20 GB for one smoke run of every table. Where the file lives, and what makes one unusable before training starts
 (another run's, an epoch beyond the run), is the records' business (repro.execution.records,
 repro.execution.record_checks); what fails here is a checkpoint that loads but does not fit the
 model or optimiser (CheckpointUnusable).
@@ -11,12 +14,31 @@ model or optimiser (CheckpointUnusable).
 from __future__ import annotations
 
 import io
+import os
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from repro.fsutil import atomic_write_bytes
+
+
+CHECKPOINT_ENV = "REPRO_CHECKPOINT_SECONDS"
+DEFAULT_CHECKPOINT_SECONDS = 60.0
+
+
+def checkpoint_seconds() -> float:
+    """Training seconds between checkpoints, from $REPRO_CHECKPOINT_SECONDS (0: after every epoch)."""
+    value = os.environ.get(CHECKPOINT_ENV, "").strip()
+    if not value:
+        return DEFAULT_CHECKPOINT_SECONDS
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = -1.0
+    if not seconds >= 0:  # NaN too
+        raise ValueError(f"{CHECKPOINT_ENV}={value!r}: expected a number of seconds, 0 or more")
+    return seconds
 
 
 class CheckpointUnusable(RuntimeError):

@@ -76,6 +76,8 @@ def jsonable(obj: Any) -> Any:
     if isinstance(obj, Mapping):
         return {str(k): jsonable(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
+        if all(type(v) is int for v in obj):  # the bulk of a record: expert usage counts per class
+            return list(obj)
         return [jsonable(v) for v in obj]
     if type(obj).__module__ == "numpy" and hasattr(obj, "item"):
         obj = obj.item()

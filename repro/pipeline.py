@@ -28,6 +28,7 @@ from repro.report.render import write_manifest_outputs
 from repro.claims import decide_table
 from repro.results import (FlopCheck, ManifestResult, Measured, comparison_metric, derive_comparisons, row_metric,
                            save_result)
+from repro.timings import phase
 
 def make_context(manifest: Manifest, profile: str, results_dir: Path, device: str, jobs: int = 0, **kw) -> Context:
     settings = manifest.profile(profile)  # KeyError naming the closest profiles
@@ -50,7 +51,8 @@ def run_manifest(manifest: Manifest, ctx: Context) -> ManifestResult:
     result = ManifestResult(manifest.id, manifest.title, manifest.paper_ref, manifest.paper_table,
                             ctx.profile_name, measured, [], provenance(ctx.device), ctx.profile)
     count_readings(manifest, result)  # the analytic claims' rows under each alternative reading
-    return decide_table(manifest, result)
+    with phase("claims", manifest.id):
+        return decide_table(manifest, result)
 
 
 def execute(manifest: Manifest, ctx: Context) -> tuple[ManifestResult, list[Path]]:
@@ -59,8 +61,9 @@ def execute(manifest: Manifest, ctx: Context) -> tuple[ManifestResult, list[Path
     result = run_manifest(manifest, ctx)
     if ctx.submitted:
         return result, []
-    save_result(result, ctx.results_dir)
-    files = write_manifest_outputs(manifest, result, ctx.results_dir)
+    with phase("tables", manifest.id):
+        save_result(result, ctx.results_dir)
+        files = write_manifest_outputs(manifest, result, ctx.results_dir)
     return result, files
 
 
@@ -152,13 +155,14 @@ def flop_check(manifests: list[Manifest], progress=None) -> FlopCheck:
     check, seen = FlopCheck(), set()
     rows = [(m.id, r) for m in manifests for r in m.rows]
     task = progress.add_task("FLOP checks", total=len(rows)) if progress else None
-    for manifest_id, row in rows:
-        key = row_key(row)
-        if key not in seen:
-            seen.add(key)
-            check.add(manifest_id, row.id, row_flops(row).problems)
-        if progress:
-            progress.advance(task)
+    with phase("FLOP check"):
+        for manifest_id, row in rows:
+            key = row_key(row)
+            if key not in seen:
+                seen.add(key)
+                check.add(manifest_id, row.id, row_flops(row).problems)
+            if progress:
+                progress.advance(task)
     return check
 
 

@@ -9,6 +9,7 @@ profile; the scheduler, the cost model, the report and `repro status` all ask it
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 from dataclasses import dataclass
@@ -97,7 +98,7 @@ class RunConfig:
         """It starts from weights repro pretrains on the digit stand-in (repro.digit_weights)."""
         return self.pretrained and self.pretrained_on == "digits"
 
-    @property
+    @functools.cached_property  # computed once: `repro plan` asks for thousands (a frozen config never changes)
     def hash(self) -> str:
         # A field added with a default that keeps the earlier behaviour stays out of the hash at that
         # default, so the run records written before it was added are still found.

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
 import numpy as np
-from scipy import stats
+from scipy import special  # not scipy.stats: its import alone took 2 CPU-s, most of `repro plan`
 
 from repro.fsutil import jsonable
 
@@ -115,14 +115,14 @@ def from_summary(mean: float, sd: float, n: int) -> SummaryTest:
 
 def p_from_t(t: float, df: int) -> float:
     """Two-sided p of a t statistic with ``df`` degrees of freedom."""
-    return float(2.0 * stats.t.sf(abs(t), df))
+    return float(2.0 * special.stdtr(df, -abs(t)))  # scipy.stats.t.sf(|t|, df)
 
 
 def t_from_p(p: float, df: int) -> float:
     """|t| whose two-sided p is ``p`` (the inverse of ``p_from_t``); p = 0 -> inf."""
     if not 0.0 <= p <= 1.0:
         raise ValueError(f"t_from_p: p must lie in [0, 1], got {p}")
-    return float(stats.t.isf(p / 2.0, df)) if p > 0 else math.inf
+    return float(-special.stdtrit(df, p / 2.0)) if p > 0 else math.inf  # scipy.stats.t.isf(p / 2, df)
 
 
 @dataclass(frozen=True)
@@ -188,7 +188,7 @@ def paired_gap(treatment: Mapping[int, float], baseline: Mapping[int, float]) ->
         sem = sd / math.sqrt(n)
         test = from_summary(mean, sd, n)
         t, p, d = test.t, test.p, test.d
-        half = float(stats.t.ppf(0.975, n - 1)) * sem
+        half = float(special.stdtrit(n - 1, 0.975)) * sem  # scipy.stats.t.ppf(0.975, n - 1)
         ci = (mean - half, mean + half)
     only_t = tuple(sorted(set(treatment) - set(baseline)))
     only_b = tuple(sorted(set(baseline) - set(treatment)))
@@ -205,16 +205,27 @@ def paired_gap(treatment: Mapping[int, float], baseline: Mapping[int, float]) ->
 # Power of the two-sided paired t-test (noncentral t).
 
 
+def _nct_sf(x: float, df: int, nc: float) -> float:
+    """scipy.stats.nct.sf: the ufunc it calls, clipped as it clips it (scipy.stats itself where that is absent)."""
+    ufunc = getattr(getattr(special, "_ufuncs", None), "_nct_sf", None)
+    if ufunc is None:
+        from scipy import stats
+
+        return float(stats.nct.sf(x, df, nc))
+    with np.errstate(over="ignore"):
+        return float(np.clip(ufunc(x, df, nc), 0, 1))
+
+
 def power_at(d: float, n: int, alpha: float = 0.05) -> float:
     """Power of the two-sided paired t-test with n seeds at effect size d_z."""
     if n < 2:
         raise ValueError(f"power_at: a t-test needs n >= 2 seeds, got {n}")
     df = n - 1
-    crit = float(stats.t.isf(alpha / 2.0, df))
+    crit = float(-special.stdtrit(df, alpha / 2.0))
     nc = abs(d) * math.sqrt(n)
     # P(T > crit) + P(T < -crit); the lower tail as sf at -nc (symmetry), since
     # scipy's nct.cdf far in the left tail can return NaN for large nc.
-    power = float(stats.nct.sf(crit, df, nc) + stats.nct.sf(crit, df, -nc))
+    power = _nct_sf(crit, df, nc) + _nct_sf(crit, df, -nc)
     if not math.isfinite(power):
         raise ArithmeticError(f"power_at: noncentral t gave {power} for d={d}, n={n}, alpha={alpha}")
     return min(power, 1.0)

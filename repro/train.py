@@ -2,9 +2,9 @@
 
 Dense and MoE models go through exactly the same loop; the MoE heads add their
 auxiliary losses (Section 3.4) and receive the temperature / k schedules through
-their ``on_epoch_start`` hook. A checkpoint (repro.checkpoints) is written after every
-epoch but the last (the record follows it), so an interrupted run resumes where it stopped and, on a CPU, ends with
-the same record as an uninterrupted one.
+their ``on_epoch_start`` hook. A checkpoint (repro.checkpoints) is written after an epoch once a minute of
+training has passed since the last one, never after the last epoch (the record follows it), so an interrupted run
+resumes where its checkpoint stopped and, on a CPU, ends with the same record as an uninterrupted one.
 
 How a run executes (memory format, compilation, the sparse head's dispatch) is
 an Engine: choices that change speed, not results beyond float rounding, so
@@ -26,13 +26,14 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from repro.checkpoints import load_checkpoint, save_checkpoint
+from repro.checkpoints import checkpoint_seconds, load_checkpoint, save_checkpoint
 from repro.data.check import unverified_allowed, workers_from_env
 from repro.data.specs import get_dataset
 from repro.runtime import distributed, numerics
 from repro.models import Component, build_model
 from repro.models.base import entropy
 from repro.recipes import RunConfig
+from repro.timings import Stopwatch
 
 EpochCallback = Callable[[int, int, dict[str, Any]], None]  # (epoch done, epochs, history entry)
 
@@ -404,26 +405,33 @@ def train_run(cfg: RunConfig, device: torch.device, data_dir: Path | None, check
 
 def _train(cfg: RunConfig, device: torch.device, data_dir: Path | None, checkpoint: Path,
            on_epoch: EpochCallback | None, world: distributed.World) -> dict[str, Any]:
+    watch = Stopwatch()
     torch.manual_seed(cfg.seed)
     spec = get_dataset(cfg.dataset)
     engine = resolve_engine(cfg, device)
-    model = build_engine_model(cfg, engine)
-    frozen = freeze(model, cfg)
-    model.to(device)
-    opt, sched = make_optimizer(cfg, model)
-    data = make_data(cfg, device, data_dir, engine.channels_last, world)
-    compile_error = compile_backbone(model, cfg, engine, device) if engine.compile else ""
+    with watch.part("model building"):
+        model = build_engine_model(cfg, engine)
+        frozen = freeze(model, cfg)
+        model.to(device)
+        opt, sched = make_optimizer(cfg, model)
+    with watch.part("data preparation"):
+        data = make_data(cfg, device, data_dir, engine.channels_last, world)
+    with watch.part("model building"):
+        compile_error = compile_backbone(model, cfg, engine, device) if engine.compile else ""
     history: list[dict[str, Any]] = []
     start, elapsed = 0, 0.0
     resume = checkpoint.exists()
     if world.distributed:
         resume = distributed.broadcast(resume)  # rank 0's view of the shared directory decides
     if resume:
-        history, start, elapsed = load_checkpoint(checkpoint, model, opt, sched, device)
+        with watch.part("checkpoints"):
+            history, start, elapsed = load_checkpoint(checkpoint, model, opt, sched, device)
     hooks = routing_modules(model)
     step_model = model
     if world.distributed:  # routed modules may leave an expert without gradient in a step
         step_model = distributed.wrap(model, world, device, any(getattr(m, "routed", False) for m in hooks))
+    every, since = checkpoint_seconds(), 0.0  # training seconds since the last checkpoint
+    watch.start("epochs")
     for epoch in range(start, cfg.epochs):
         t0 = time.perf_counter()
         if world.rank > 0:
@@ -442,12 +450,17 @@ def _train(cfg: RunConfig, device: torch.device, data_dir: Path | None, checkpoi
             entry["test_usage_by_class"] = evaluation["usage_by_class"]
         history.append(entry)
         elapsed += entry["seconds"]
-        if world.main and epoch + 1 < cfg.epochs:  # after the last epoch the record follows; a kill before it resumes that epoch
-            save_checkpoint(checkpoint, cfg.hash, model, opt, sched, history, epoch + 1, elapsed, device)
+        since += entry["seconds"]
+        # After the last epoch the record follows; a kill before it resumes from the last checkpoint.
+        if world.main and epoch + 1 < cfg.epochs and since >= every:
+            with watch.part("checkpoints"):
+                save_checkpoint(checkpoint, cfg.hash, model, opt, sched, history, epoch + 1, elapsed, device)
+            since = 0.0
         if world.distributed:
             distributed.barrier()
         if on_epoch is not None:
             on_epoch(epoch + 1, cfg.epochs, entry)
+    watch.stop()
     dtype = autocast_dtype(cfg, device, engine)
     executed = {**asdict(engine), "compile": engine.compile and not compile_error, "compile_error": compile_error,
                 "autocast": str(dtype).removeprefix("torch.") if dtype is not None else None,
@@ -455,7 +468,8 @@ def _train(cfg: RunConfig, device: torch.device, data_dir: Path | None, checkpoi
     chance = 1.0 / (data.classes or spec.num_classes)
     # Which input path fed the model (repro.data: tensor_<device>, pil, decode_cpu, decode_cuda).
     data_path = {"pipeline": getattr(data.train, "pipeline", None), "workers": getattr(data.train, "workers", None)}
-    return {**_summary(cfg, history, data.source, frozen, elapsed, chance), "engine": executed, "input": data_path}
+    return {**_summary(cfg, history, data.source, frozen, elapsed, chance), "engine": executed, "input": data_path,
+            "timings": watch.as_dict()}
 
 
 def _routing(last: dict[str, Any]) -> dict[str, Any]:

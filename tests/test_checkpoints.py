@@ -1,9 +1,12 @@
-"""Training checkpoints (repro.checkpoints): generator states no map_location moves, and a bit-identical resume."""
+"""Training checkpoints (repro.checkpoints): generator states no map_location moves, a bit-identical resume, and
+the interval between checkpoints."""
+
+import dataclasses
 
 import pytest
 import torch
 
-from repro.checkpoints import restore_rng, rng_state
+from repro.checkpoints import CHECKPOINT_ENV, DEFAULT_CHECKPOINT_SECONDS, checkpoint_seconds, restore_rng, rng_state
 from repro.manifest import Row
 from repro.profiles import Profile
 from repro.models import Component
@@ -65,3 +68,32 @@ def test_resume_from_a_checkpoint_loaded_with_a_device_map_location(tmp_path, mo
     assert seen == [torch.device("cpu")]
     strip = lambda r: [{k: v for k, v in h.items() if k != "seconds"} for h in r["history"]]  # noqa: E731
     assert strip(resumed) == strip(whole) and resumed["metrics"] == whole["metrics"]
+
+
+def test_the_checkpoint_interval_is_read_from_the_environment(monkeypatch):
+    monkeypatch.delenv(CHECKPOINT_ENV, raising=False)
+    assert checkpoint_seconds() == DEFAULT_CHECKPOINT_SECONDS == 60.0
+    monkeypatch.setenv(CHECKPOINT_ENV, "0")
+    assert checkpoint_seconds() == 0.0
+    monkeypatch.setenv(CHECKPOINT_ENV, "2.5")
+    assert checkpoint_seconds() == 2.5
+    for bad in ("-1", "soon", "nan"):
+        monkeypatch.setenv(CHECKPOINT_ENV, bad)
+        with pytest.raises(ValueError, match=f"REPRO_CHECKPOINT_SECONDS='{bad}': expected a number of seconds"):
+            checkpoint_seconds()
+
+
+@pytest.mark.parametrize("interval,written", [("0", [1, 2]), ("", [])], ids=["every epoch", "default interval"])
+def test_a_checkpoint_follows_an_epoch_only_once_the_interval_has_passed(tmp_path, monkeypatch, interval, written):
+    """Epochs of a fraction of a second: with the default interval (a minute) no checkpoint is written at all;
+    with 0, one after every epoch but the last, as the resume tests need."""
+    monkeypatch.setenv(CHECKPOINT_ENV, interval)
+    cfg = resolve(ROW, dataclasses.replace(PROFILE, epochs=3), seed=0)
+    ckpt, seen = tmp_path / "c.ckpt", []
+
+    def look(epoch, epochs, entry):
+        if ckpt.exists():
+            seen.append(torch.load(ckpt, weights_only=True)["epoch"])
+    out = train_run(cfg, torch.device("cpu"), None, ckpt, look)
+    assert sorted(set(seen)) == written and len(out["history"]) == 3
+    assert ("checkpoints" in out["timings"]) == bool(written)

@@ -68,6 +68,11 @@ def test_verify_all_writes_one_report(results_dir, tmp_path, monkeypatch):
     report = (results_dir / "smoke" / "report.md").read_text()
     assert "Tables regenerated:" in report and "## Claims checklist" in report
     assert "FLOP checks passed:" in result.output
+    entry = json.loads((results_dir / "smoke" / "timings.json").read_text())["commands"]["verify-all"]
+    phases = {(p["phase"], p["table"]) for p in entry["phases"]}
+    assert {("FLOP check", ""), ("FLOP counting", "table6"), ("claims", "table6"), ("tables", "table6"),
+            ("report", "")} <= phases
+    assert "## Where the time went" in report and "| FLOP check | " in report and "| **total** | verify-all |" in report
 
 
 def test_full_profile_without_the_dataset_fails_before_training(tmp_path, monkeypatch):

@@ -65,5 +65,8 @@ def test_the_report_never_counts_or_measures(table5_records, monkeypatch):
     monkeypatch.setenv("REPRO_CACHE", str(results / "empty-cache"))
     monkeypatch.setattr(mflops, "_shape_macs", lambda key: pytest.fail("the report counted FLOPs"))
     lines = compute_by_claim(results, "full", [m], est.CostModel(cached_only=True))
+    assert all(c.estimate_hours > 0 for c in lines)  # the shipped models' counts (repro.measure.model_macs)
+    monkeypatch.setattr(mflops, "shipped_macs", lambda key: None)  # a manifest of one's own, nothing cached
+    lines = compute_by_claim(results, "full", [m], est.CostModel(cached_only=True))
     assert all(c.estimate_hours != c.estimate_hours for c in lines)  # NaN: not estimated
     assert "not estimated" in render_compute(lines, "full", "ref")

@@ -8,7 +8,8 @@ from html.parser import HTMLParser
 import pytest
 
 from repro.manifest import find_manifest
-from repro.report.summary import decide, write_report
+from repro.claims import decide_table, decided_results
+from repro.report.summary import write_report
 from repro.results import save_result
 from test_figures import fake_result
 
@@ -35,12 +36,12 @@ def report(tmp_path_factory):
     for m in manifests[:2]:  # table6 is not run: its claims are listed apart, not counted as decided
         result = dataclasses.replace(fake_result(m), provenance={"git_commit": "0123456789abcdef", "time": "t", "device": "cpu", "packages": {}},
                                      profile_settings=m.profiles["smoke"].for_manifest(m.id, m.seeds))
-        save_result(decide(m, result), results)  # as the pipeline stores it: claims decided
+        save_result(decide_table(m, result), results)  # as the pipeline stores it: claims decided
         for runs in result.measured.details["runs"].values():
             for run in runs:
                 (results / "runs").mkdir(exist_ok=True)
                 (results / "runs" / f"{run['hash']}.json").write_text("{}")
-    write_report(results, "smoke", manifests)
+    write_report(decided_results(results, "smoke", manifests), results, "smoke")
     path = results / "smoke" / "report.html"
     return results, path.read_text(encoding="utf-8"), manifests
 

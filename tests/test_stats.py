@@ -258,3 +258,33 @@ def test_seeds_for_power_paper_effect_sizes_and_extremes():
         seeds_for_power(0.0)
     with pytest.raises(ValueError, match="alpha < power"):
         seeds_for_power(1.0, power=0.01)
+
+
+def test_the_t_and_noncentral_t_functions_equal_scipy_stats_exactly():
+    """repro.stats calls the ufuncs scipy.stats.t and scipy.stats.nct call, without importing scipy.stats."""
+    import math
+
+    from scipy import stats as sst
+
+    from repro.stats import _nct_sf, p_from_t, t_from_p
+
+    for df in (1, 2, 4, 9, 29, 99):
+        for t in (0.0, 0.3, 1.7, 2.26, 5.0, 40.0):
+            assert p_from_t(t, df) == float(2.0 * sst.t.sf(abs(t), df))
+            assert p_from_t(-t, df) == p_from_t(t, df)
+        for p in (1e-9, 0.01, 0.05, 0.5, 1.0):
+            assert t_from_p(p, df) == float(sst.t.isf(p / 2.0, df))
+        crit = float(sst.t.isf(0.025, df))
+        for nc in (-30.0, -3.0, -0.1, 0.0, 0.5, 2.0, 9.4, 30.0):
+            assert _nct_sf(crit, df, nc) == float(sst.nct.sf(crit, df, nc))
+    assert math.isinf(t_from_p(0.0, 3))
+
+
+@pytest.mark.slow
+def test_importing_the_statistics_leaves_scipy_stats_out():
+    import subprocess
+    import sys
+
+    code = "import sys, repro.stats; print('scipy.stats' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "False", out.stderr

@@ -7,6 +7,9 @@
     train     end-to-end training images/s, fast path against the usual way (repro.bench.train)
     capacity  the greedy capacity assignment (Section 3.3) per batch against the
               batched expert forward it feeds (repro.bench.heads)
+    smoke     `verify-all --profile smoke` in a fresh folder with an empty cache: its phase
+              table, wall and CPU seconds, and the ratio to this machine's previous run
+              (repro.bench.smoke, phases from repro.timings)
     gpu       the prepared device check: training images/s and memory of each table's
               heaviest model, kill/resume, Expert Choice in bf16, as a JSON the cost
               model calibrates from (repro.bench.gpu, schema in repro.bench.calibration)

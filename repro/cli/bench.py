@@ -12,7 +12,7 @@ from repro.bench import LATENCY_DATASETS
 from repro.cli.common import console
 
 bench_app = typer.Typer(no_args_is_help=True, add_completion=False,
-                        help="Benchmarks: latency per head, data path, training, capacity assignment, device check.")
+                        help="Benchmarks: latency per head, data path, training, capacity assignment, smoke profile, device check.")
 
 
 def _device(device: str) -> str:
@@ -219,3 +219,45 @@ def estimates_cmd(profile: str = typer.Option("smoke", "--profile", "-p", help="
     if verdict is not None:
         console.print(f"goal {GOAL[0]:.1f}-{GOAL[1]:.1f} ({'held-out tables and ' if ids else ''}verify-all): "
                       f"{'met' if verdict else 'NOT met'}", markup=False)
+
+
+@bench_app.command("smoke")
+def smoke_cmd(folder: Optional[Path] = typer.Option(None, "--folder", help="Where the run goes (results/, cache/, "
+                                                    "verify-all.log); it must not exist yet. Default: a new temporary folder."),
+              history: Path = typer.Option(Path("results/bench/smoke.json"), "--history",
+                                           help="The history file: each run is appended, the ratio is to the last of this machine."),
+              warm_cache: Optional[Path] = typer.Option(None, "--cache", help="Use this cache instead of an empty one "
+                                                        "(the measurement is then not cold).")) -> None:
+    """The smoke profile end to end, cold: its phases, wall time, CPU seconds, and the ratio to last time here."""
+    import tempfile
+
+    from repro.bench.smoke import append_history, history_entry, previous, read_history, run_smoke
+    from repro.cli.common import print_grid, show
+    from repro.terminal import Column, Grid
+    from repro.timings import phase_rows
+
+    if folder is not None and folder.exists():
+        raise typer.BadParameter(f"{folder} exists; give a folder that does not, so the run starts fresh",
+                                 param_hint="--folder")
+    folder = folder or Path(tempfile.mkdtemp(prefix="repro-bench-smoke-"))
+    show(f"verify-all --profile smoke in {folder} ({'cache ' + str(warm_cache) if warm_cache else 'empty cache'})...")
+    run = run_smoke(folder, warm_cache)
+    entry = history_entry(run, cold=warm_cache is None)
+    before = previous(read_history(history), entry)
+    if run.timings is not None:
+        grid = Grid([Column("Phase"), Column("Wall s", right=True), Column("CPU s", right=True),
+                     Column("Covers", prose=True, drop=2), Column("Most CPU in", prose=True, drop=1)])
+        for r in phase_rows(run.timings):
+            grid.add(r.phase, "" if r.wall_s is None else f"{r.wall_s:.1f}", f"{r.cpu_s:.1f}", r.items, r.most)
+        print_grid(grid, f"verify-all --profile smoke, {entry['machine']['cpu']} x{entry['machine']['cores']}")
+    else:
+        show(f"no timings.json: see {folder / 'verify-all.log'}")
+    ratio = (f"; {run.cpu_s / before['cpu_s']:.2f}x the CPU-s of {before['time']} ({before['commit'][:12]}, "
+             f"{before['cpu_s']:.0f} CPU-s)" if before else "; no earlier run of this machine")
+    show(f"wall {run.wall_s:.1f} s, {run.cpu_s:.1f} CPU-s (user {run.user_s:.1f} + system {run.sys_s:.1f}, every "
+         f"process), peak RSS {run.max_rss_mb:,.0f} MB, load {run.load[0]:.1f} -> {run.load[1]:.1f}{ratio}")
+    append_history(history, entry)
+    show(f"results in {folder / 'results'}; appended to {history}")
+    if run.returncode:
+        show(f"verify-all exited {run.returncode}: see {folder / 'verify-all.log'}")
+    raise typer.Exit(run.returncode)

@@ -9,10 +9,11 @@ commands that need them, and every name the user typed is checked before they ar
 
 from __future__ import annotations
 
+import contextlib
 import os
 from enum import IntEnum
 from pathlib import Path
-from typing import NoReturn
+from typing import Iterator, NoReturn
 
 import typer
 from rich.console import Console
@@ -204,3 +205,16 @@ def counts_line(run_counts) -> str:
     from repro.execution.runs import RunCounts
 
     return (run_counts or RunCounts()).line()
+
+
+@contextlib.contextmanager
+def recording(command: str, results_dir: Path, profile: str, heavy: bool = True) -> Iterator[None]:
+    """Phase timings of the command into <results>/<profile>/timings.json (repro.timings); `heavy`: the
+    command trains or counts, so torch's import is timed as start-up rather than inside its first phase."""
+    from repro import timings
+
+    with timings.recording(command, results_dir, profile):
+        if heavy:
+            with timings.phase(timings.STARTUP):
+                import torch  # noqa: F401
+        yield

@@ -29,8 +29,9 @@ def _cost_model(executor: str, gpus: int, runs_per_gpu: int, slurm_max_parallel:
                 calibration: Path | None, reference_gpu: str | None):
     from repro.cost.estimate import CostModel, Executor
 
-    try:
-        return CostModel(Executor(executor, gpus, runs_per_gpu, slurm_max_parallel), data_dir, calibration, reference_gpu)
+    try:  # an unmeasured CPU gets the reference figure: measuring it would import torch (seconds)
+        return CostModel(Executor(executor, gpus, runs_per_gpu, slurm_max_parallel), data_dir, calibration,
+                         reference_gpu, measure_cpu=False)
     except ValueError as exc:
         fail(str(exc))
 

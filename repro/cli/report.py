@@ -22,6 +22,7 @@ def report(results_dir: Optional[Path] = ResultsOpt, manifests_dir: Optional[Pat
     import sys
 
     from repro.claims import decided_results
+    from repro.cli.common import recording
     from repro.report.summary import write_report
     from repro.results import profiles_present
     from repro.runtime.interrupt import command_line
@@ -42,7 +43,8 @@ def report(results_dir: Optional[Path] = ResultsOpt, manifests_dir: Optional[Pat
         check_results_dir(results_dir, name)
     try:
         for name in names:
-            path, summary = write_report(decided_results(results_dir, name, manifests), results_dir, name)
+            with recording("report", results_dir, name, heavy=False):
+                path, summary = write_report(decided_results(results_dir, name, manifests), results_dir, name)
             console.rule(name)
             for line in summary["lines"]:
                 show(line)

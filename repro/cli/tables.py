@@ -19,7 +19,7 @@ from rich.text import Text
 from repro.cli.common import (
     DataOpt, DeterministicOpt, DeviceOpt, ExitCode, JobsOpt, ManifestsOpt, ProfileOpt, ProfilesOpt, ResultsOpt,
     UnverifiedOpt, VerboseOpt, WorkersOpt, CommandInterrupted, check_profile, check_results_dir, console, counts_line,
-    err, fail, load_every, load_one, print_grid, set_data_env, set_numerics_env, show, write_failed,
+    err, fail, load_every, load_one, print_grid, recording, set_data_env, set_numerics_env, show, write_failed,
 )
 from repro.fsutil import WriteFailed
 from repro.cli.execution import with_executor_options
@@ -27,6 +27,7 @@ from repro.cli.progress import Reporter
 from repro.cli.verdicts import verdict_counts, verdicts_grid
 from repro.execution.options import ExecutorOptions
 from repro.execution.torchrun import TorchrunUsageError, ranks, relaunch
+from repro.execution.workers import kept_workers
 from repro.manifest import Manifest, manifest_paths
 from repro.profiles import default_profile
 from repro.results import default_results_dir
@@ -179,7 +180,8 @@ def run_ids(ids: list[str], profile: str | None, results_dir: Path | None, devic
         with _leading(device, results_dir, data_dir, executor) as leader:
             if not leader:
                 return ExitCode.OK
-            return _run_tables(manifests, profile, results_dir, device, jobs, data_dir, executor, verbose)
+            with recording(f"run {' '.join(ids)}", results_dir, profile), kept_workers():
+                return _run_tables(manifests, profile, results_dir, device, jobs, data_dir, executor, verbose)
     except TorchrunUsageError as exc:
         fail(str(exc))
 
@@ -254,8 +256,10 @@ def verify_all(profile: Optional[str] = ProfileOpt, results_dir: Optional[Path] 
     try:
         with _leading(device, results_dir, data_dir, executor) as leader:
             if leader:
-                raise typer.Exit(_verify_all(manifests, profile, results_dir, device, jobs, data_dir, strict,
-                                             executor, verbose))
+                with recording("verify-all", results_dir, profile), kept_workers():
+                    status = _verify_all(manifests, profile, results_dir, device, jobs, data_dir, strict, executor,
+                                         verbose)
+                raise typer.Exit(status)
     except TorchrunUsageError as exc:
         fail(str(exc))
 

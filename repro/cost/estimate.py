@@ -10,8 +10,10 @@ A run's time = epochs x (training FLOPs / the device's throughput + steps x a co
 Runs are counted once however many rows and tables share them (their config hash). Wall time
 follows the executor: runs spread longest-first over its parallel slots (GPUs x runs per GPU
 locally, the array's parallelism under Slurm); runs packed onto one GPU share its arithmetic and
-overlap only their per-step overhead. Warm, nothing here imports torch: FLOP counts, the CPU
-throughput and ImageNet's file count are cached (repro.cache).
+overlap only their per-step overhead. For the shipped manifests nothing here imports torch, even on a
+cold cache: their multiply-adds are shipped (repro.measure.model_macs), and `measure_cpu=False` takes a
+reference figure for a CPU not yet measured; other models' counts, the CPU throughput and ImageNet's file
+count are cached (repro.cache).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Literal
 
-from repro.cost.calibration import Throughput, cpu_throughput, gpu_throughput, throughput
+from repro.cost.calibration import Throughput, cpu_throughput, gpu_throughput
 from repro.data.sizes import split_sizes
 from repro.data.specs import get_dataset
 from repro.manifest import Manifest
@@ -110,6 +112,7 @@ class CostModel:
     calibration: Path | None = None  # a GPU calibration file (repro.cost.calibration)
     gpu: str | None = None  # the reference GPU's name when there is no calibration
     cached_only: bool = False  # never count FLOPs or measure a device (torch-free callers): NaN where uncached
+    measure_cpu: bool = True  # False: an unmeasured CPU gets the reference figure (`repro list`: no torch import)
     kind: str | None = None  # "cpu" or "gpu" when the device is already chosen (a run about to start)
     # By kind ("cpu", "gpu"): figures fitted to the run records of a results folder (repro.cost.fit), used
     # instead of the measured or reference ones.
@@ -118,11 +121,14 @@ class CostModel:
     _devices: dict[str, Throughput] = field(default_factory=dict, repr=False)
 
     def device(self, profile: Profile) -> Throughput:
-        kind = self.kind or ("cpu" if profile.device == "cpu" else "gpu")
+        return self.of_kind(self.kind or ("cpu" if profile.device == "cpu" else "gpu"))
+
+    def of_kind(self, kind: str) -> Throughput:
         if kind in self.fitted:
             return self.fitted[kind]
         if kind not in self._devices:
-            self._devices[kind] = (cpu_throughput(not self.cached_only) if kind == "cpu"
+            self._devices[kind] = (cpu_throughput(self.measure_cpu and not self.cached_only,
+                                                  reference=not self.measure_cpu) if kind == "cpu"
                                    else gpu_throughput(self.calibration, self.gpu))
         return self._devices[kind]
 
@@ -292,6 +298,5 @@ def estimate_latency(manifest: Manifest, profile_name: str, model: CostModel) ->
         if f is None:
             return float("nan"), "not estimated: FLOP counts not cached"
         macs = calls * s.batch * (2 * f["backbone_macs"] * scale + 2 * f["head_macs"]) + s.op_batch * f["head_macs"]
-        rate = throughput("cpu", not model.cached_only)
-        seconds += macs / rate + 3 * calls * 0.002  # three timings, ~2 ms of dispatch a call
+        seconds += macs / model.of_kind("cpu").macs_per_s + 3 * calls * 0.002  # three timings, ~2 ms of dispatch a call
     return seconds, f"{len(rows)} latency rows x 3 timings, batch {s.batch}, {calls}+ calls each"

@@ -12,7 +12,6 @@ scheduler says what was kept); on a disk that refuses a file (WriteFailed) they 
 from __future__ import annotations
 
 import contextlib
-import multiprocessing as mp
 import os
 import time
 from collections import deque
@@ -23,8 +22,9 @@ from typing import Any
 
 from repro.execution.files import poll_interval, probe
 from repro.execution.protocol import ExecutionRequest, Outcome, RunRequest, RunState, Stopped
-from repro.runtime.interrupt import clean_after_kill, stop_workers, training, worker_signals
+from repro.runtime.interrupt import clean_after_kill, stop_workers, training
 from repro.runtime.locks import LockSettings, describe_holder
+from repro.execution.workers import release_workers, start_workers
 
 
 @dataclass(frozen=True)
@@ -59,11 +59,6 @@ def local_slots(device: str, jobs: int, gpus: list[str], runs_per_gpu: int) -> l
     return [Slot(f"cpu/{k}") for k in range(jobs)]
 
 
-def _pin(env: dict[str, str]) -> None:
-    worker_signals()  # Ctrl-C is the main process's to handle; it stops this one with SIGTERM
-    os.environ.update(env)  # before this process first touches CUDA
-
-
 def _attempt_in_worker(request: RunRequest, results_dir: Path, device: str, data_dir: Path | None, events: Any,
                        settings: LockSettings) -> Outcome:
     from repro.execution.records import attempt_run
@@ -93,7 +88,8 @@ def run_local(work: ExecutionRequest, slots: list[Slot] | None = None) -> list[O
     queue = deque(work.runs)
     waiting: dict[str, tuple[RunRequest, float]] = {}  # hash -> (request, waiting since)
     pools: dict[str, ProcessPoolExecutor] = {}
-    events = manager = None
+    events = workers = None
+    failed = True  # until the loop ends normally: then kept workers may serve the next table
     tasks: dict[str, Any] = {}  # label -> progress task
     running: dict[Future, tuple[Slot, RunRequest]] = {}
     in_process: list[RunRequest] = []  # the request training in this process, while it trains
@@ -114,16 +110,8 @@ def run_local(work: ExecutionRequest, slots: list[Slot] | None = None) -> list[O
 
     try:
         if not slots[0].in_process:
-            # glibc returns large blocks to the OS on every free, so each training step page-faults its
-            # gradients and optimizer temporaries back in; on a CPU that doubled a run's wall time.
-            # Workers inherit these thresholds (they are read when a process starts).
-            for name in ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_"):
-                os.environ.setdefault(name, str(1 << 30))
-            ctx = mp.get_context("spawn")
-            manager = ctx.Manager()
-            events = manager.Queue()
-            pools = {s.name: ProcessPoolExecutor(1, mp_context=ctx, initializer=_pin, initargs=(s.env,))
-                     for s in slots}
+            workers = start_workers(slots)
+            pools, events = workers.pools, workers.events
         while queue or waiting or running:
             while queue and free:
                 slot, request = free.pop(0), queue.popleft()
@@ -151,17 +139,15 @@ def run_local(work: ExecutionRequest, slots: list[Slot] | None = None) -> list[O
             elif waiting:
                 if not _poll_waiting(waiting, queue, outcomes, results_dir, settings, progress, overall):
                     time.sleep(poll_interval(settings))
+        failed = False
     except BaseException as exc:  # Ctrl-C, SIGTERM (repro.runtime.interrupt.sigterm_as_interrupt), a disk that refuses
         stopped = in_process + _stop_workers(running, pools, results_dir)
         if isinstance(exc, KeyboardInterrupt):
             raise Stopped(stopped) from None
         raise
     finally:
-        for pool in pools.values():
-            pool.shutdown(cancel_futures=True)
-        if manager is not None:
-            with contextlib.suppress(Exception):  # gone already when a SIGTERM reached the whole group
-                manager.shutdown()
+        if workers is not None:
+            release_workers(workers, failed)
     return outcomes
 
 

@@ -109,6 +109,9 @@ def run_one(request: RunRequest, results_dir: Path, device: str, data_dir: Path 
         # CPU seconds of this process while it ran (every thread): what the cost model is fitted to, since a
         # run's wall time also holds the machine's other load (repro.cost.fit).
         "cpu_seconds": time.process_time() - cpu_started,
+        # where this process's time went (repro.timings); this attempt's, when the run was resumed
+        "timings": {**out.pop("timings", {}), "run": {"wall_s": time.perf_counter() - started,
+                                                      "cpu_s": time.process_time() - cpu_started}},
         "provenance": {**provenance(device, cfg.threads), "reproducibility": facts,
                        "executor": executor_provenance(executor, device)},
     }

@@ -48,6 +48,7 @@ class RunBatch:
     records: dict[str, dict] = field(default_factory=dict)  # by config hash
     errors: dict[str, str] = field(default_factory=dict)  # by config hash
     counts: RunCounts = field(default_factory=RunCounts)
+    trained: list[str] = field(default_factory=list)  # hashes of the runs this command trained, in order
     submitted: dict[str, str] = field(default_factory=dict)  # hash -> Slurm job, not awaited (no_wait; also in errors)
 
     def __iter__(self):
@@ -60,6 +61,7 @@ class RunBatch:
             self.records[h] = outcome.record
             if outcome.state is RunState.TRAINED:
                 self.counts.trained += 1
+                self.trained.append(h)
             else:
                 self.counts.by_other += 1
             return

@@ -10,6 +10,7 @@ from repro.manifest import Manifest
 from repro.measure.base import Context
 from repro.registry import Registry
 from repro.results import Measured
+from repro.timings import phase
 
 MEASURERS = Registry("measure")
 
@@ -17,19 +18,22 @@ MEASURERS = Registry("measure")
 def _flops(manifest: Manifest, ctx: Context) -> Measured:
     from repro.measure.flops import measure_flops
 
-    return measure_flops(manifest, ctx)
+    with phase("FLOP counting", manifest.id):
+        return measure_flops(manifest, ctx)
 
 
 def _accuracy(manifest: Manifest, ctx: Context) -> Measured:
     from repro.measure.accuracy import measure_accuracy
 
-    return measure_accuracy(manifest, ctx)
+    with phase("training", manifest.id):
+        return measure_accuracy(manifest, ctx)
 
 
 def _latency(manifest: Manifest, ctx: Context) -> Measured:
     from repro.measure.latency import measure_latency
 
-    return measure_latency(manifest, ctx)
+    with phase("latency", manifest.id):
+        return measure_latency(manifest, ctx)
 
 
 MEASURERS.register("flops", doc="per-sample FLOPs three ways and rho (repro.measure.flops)")(_flops)

@@ -14,6 +14,7 @@ from repro.manifest import Manifest
 from repro.measure.base import Context
 from repro.recipes import RunConfig, planned_runs
 from repro.results import Measured, RunSummary, comparison_metric, row_metric
+from repro.timings import add_runs, phase
 
 
 def preflight(configs: list[RunConfig], ctx: Context) -> list:
@@ -72,12 +73,15 @@ def measure_accuracy(manifest: Manifest, ctx: Context) -> Measured:
 
     out = Measured()
     planned = planned_runs(manifest, ctx.profile)
-    data_checks = preflight([p.cfg for p in planned], ctx)
-    pretrain_stand_in_weights([p.cfg for p in planned], ctx)
+    with phase("data checks", manifest.id):
+        data_checks = preflight([p.cfg for p in planned], ctx)
+    with phase("stand-in pretraining", manifest.id):
+        pretrain_stand_in_weights([p.cfg for p in planned], ctx)
     batch = execute_runs([RunRequest(p.cfg, p.label) for p in planned], ctx.results_dir, ctx.device,
                          ctx.data_dir, ctx.jobs, ctx.progress, options=ctx.executor)
     records, errors, ctx.run_counts = batch.records, batch.errors, batch.counts
     ctx.submitted = dict(batch.submitted)  # not failures: the table waits for them (repro.pipeline.execute)
+    add_runs(manifest.id, [records[h] for h in batch.trained if h in records])
     per_row: dict[str, dict[int, float]] = {}
     late_drop: dict[str, dict[int, float]] = {}  # peak - final test accuracy: the late collapse of Section 5
     chance: dict[str, float] = {}

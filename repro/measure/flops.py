@@ -4,9 +4,10 @@ Counting builds the model and traces it (repro.flops), so reports are kept per
 process by model identity. `flop_summary` also keeps the counts on disk, keyed by
 the model and a fingerprint of the code that builds and counts it; the FLOP check
 itself always counts afresh. The cost estimates of `repro list` need only the
-backbone's and head's multiply-adds: `estimate_macs` reads them from that cache, or
-counts them from layer shapes in one forward pass (repro.flops' analytic column,
-without the fvcore and torch cross-checks that make a full count slow) and caches them.
+backbone's and head's multiply-adds: `estimate_macs` reads a shipped model's from
+repro.measure.model_macs, another's from that cache, or counts them from layer shapes
+in one forward pass (repro.flops' analytic column, without the fvcore and torch
+cross-checks that make a full count slow) and caches them.
 """
 
 from __future__ import annotations
@@ -22,16 +23,12 @@ from repro.cache import cache_dir, read_json, write_json
 from repro.data.specs import get_dataset
 from repro.manifest import Manifest, Row
 from repro.measure.base import Context
+from repro.measure.model_macs import model_key, shipped_macs
 from repro.models import Component
 from repro.results import FLOP_SUMMARY, Measured
 
 if TYPE_CHECKING:  # torch is imported only when a model is actually counted
     from repro.flops import FlopReport
-
-
-def model_key(dataset: str, backbone: Component, head: Component) -> str:
-    """A model's identity, independent of row ids and of the manifest it sits in."""
-    return json.dumps({"dataset": dataset, "backbone": backbone.key(), "head": head.key()}, sort_keys=True)
 
 
 def row_key(row: Row) -> str:
@@ -97,9 +94,12 @@ def flop_summary(dataset: str, backbone: Component, head: Component) -> dict[str
 
 
 def estimate_macs(dataset: str, backbone: Component, head: Component, count: bool = True) -> dict[str, int] | None:
-    """{"backbone_macs", "head_macs"} per sample at the paper's resolution, for cost estimates
-    (None when not cached and `count` is False: torch-free callers such as the report)."""
+    """{"backbone_macs", "head_macs"} per sample at the paper's resolution, for cost estimates: a shipped
+    model's from repro.measure.model_macs, another's from the caches or counted (None when not cached and
+    `count` is False: torch-free callers such as the report)."""
     key = model_key(dataset, backbone, head)
+    if (shipped := shipped_macs(key)) is not None:
+        return shipped
     full = read_json(_summary_path(key))
     if isinstance(full, dict) and full.get("key") == key:
         return {k: full["summary"][k] for k in ("backbone_macs", "head_macs")}

@@ -19,6 +19,8 @@ from repro.report.learning import learning_checks, render_learning, summary_line
 from repro.report.readings import readings_cost, readings_entries, readings_summary, render_readings
 from repro.report.render import render_audit, render_figure_section, render_report
 from repro.results import FlopCheck, ManifestResult, profile_dir
+from repro.report.time_table import render_timings
+from repro.timings import flush, phase
 
 
 def summary_lines(entries: list[tuple[Manifest, ManifestResult | None]], check: FlopCheck | None,
@@ -55,6 +57,12 @@ SCOPE_TITLES = {"analytic": "Analytic (FLOP counts) claims", "empirical": "Empir
 def write_report(entries: list[tuple[Manifest, ManifestResult | None]], results_dir: Path, profile: str,
                  check: FlopCheck | None = None, failures: dict[str, str] | None = None) -> tuple[Path, dict[str, Any]]:
     """results_dir/<profile>/report.md from the decided results of that profile (repro.claims.decided_results)."""
+    with phase("report"):
+        return _write_report(entries, results_dir, profile, check, failures)
+
+
+def _write_report(entries: list[tuple[Manifest, ManifestResult | None]], results_dir: Path, profile: str,
+                  check: FlopCheck | None, failures: dict[str, str] | None) -> tuple[Path, dict[str, Any]]:
     manifests = [m for m, _ in entries]
     out = profile_dir(results_dir, profile)
     # The reproduction is what the paper claims; extension manifests (other routers) are reported
@@ -66,7 +74,8 @@ def write_report(entries: list[tuple[Manifest, ManifestResult | None]], results_
     if sum(extension.values()):
         summary["lines"].append(f"Beyond the paper, extension claims ({sum(extension.values())}): "
                                 + ", ".join(f"{k} {v}" for k, v in extension.items()))
-    drawn = render_figures(reproduction, out / "figures")
+    with phase("figures"):
+        drawn = render_figures(reproduction, out / "figures")
     figures = render_figure_section(drawn, out)
     sections = [("Statistics audit of the paper's reported numbers", render_audit()),
                 ("Compute per claim and table", _compute_section(results_dir, profile, manifests))]
@@ -76,7 +85,11 @@ def write_report(entries: list[tuple[Manifest, ManifestResult | None]], results_
         summary["lines"].append(readings_summary(readings, *cost))
         sections.insert(0, ("Readings the text leaves open: which analytic verdicts depend on them",
                             render_readings(readings, *cost)))
-    beyond = extension_section(entries, out / "figures", out, drawn)
+    flush()  # the phases so far, for the table below
+    if (times := render_timings(results_dir, profile)) is not None:
+        sections.append(("Where the time went", times))
+    with phase("figures"):  # the extension's section draws its own figures
+        beyond = extension_section(entries, out / "figures", out, drawn)
     if beyond is not None:
         sections.insert(0, beyond)
     checks = learning_checks(entries)  # functional results only

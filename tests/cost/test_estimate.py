@@ -33,7 +33,7 @@ GPU = cal.Throughput("A100", "gpu", 1e12, 0.003, "reference, not measured: test"
 @pytest.fixture
 def fixed(monkeypatch, tmp_path):
     """1e9 MAC/s CPU, 1e12 MAC/s GPU, models of 1e6 backbone + 1e5 head MACs per image at full size."""
-    monkeypatch.setattr(est, "cpu_throughput", lambda measure=True: CPU)
+    monkeypatch.setattr(est, "cpu_throughput", lambda measure=True, reference=False: CPU)
     monkeypatch.setattr(est, "gpu_throughput", lambda calibration, gpu: GPU)
     monkeypatch.setattr(est, "estimate_macs", lambda *a: {"backbone_macs": 1e6, "head_macs": 1e5})
     monkeypatch.setenv("REPRO_DATA", str(tmp_path / "data"))

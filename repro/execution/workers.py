@@ -1,0 +1,98 @@
+"""The local executor's worker processes: one single-process pool per slot, and a queue for progress events.
+
+A spawned worker imports torch and the models before its first run (seconds of CPU each); a command that
+runs many tables (verify-all) would pay that again for every table. Inside `kept_workers()` the workers of
+one table stay for the next that has the same slots, and are stopped when the block ends. A worker keeps
+nothing between runs that a run reads: each run seeds itself and builds its own model and data
+(repro.train). After a failure or an interrupt the workers are stopped as before, never reused.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing as mp
+import os
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Iterator, Protocol
+
+from repro.runtime.interrupt import worker_signals
+
+
+class SlotLike(Protocol):
+    name: str
+    env: dict[str, str]
+
+
+def _pin(env: dict[str, str]) -> None:
+    worker_signals()  # Ctrl-C is the main process's to handle; it stops this one with SIGTERM
+    os.environ.update(env)  # before this process first touches CUDA; each run sets its own threads
+
+
+@dataclass
+class Workers:
+    pools: dict[str, ProcessPoolExecutor]  # slot name -> its one-process pool
+    manager: Any  # the multiprocessing manager serving `events`
+    events: Any  # its queue: (kind, label, epoch, epochs) from the workers
+
+    def close(self) -> None:
+        for pool in self.pools.values():
+            pool.shutdown(cancel_futures=True)
+        with contextlib.suppress(Exception):  # gone already when a SIGTERM reached the whole group
+            self.manager.shutdown()
+
+    @property
+    def broken(self) -> bool:
+        return any(getattr(pool, "_broken", False) for pool in self.pools.values())
+
+
+_kept: list[dict[tuple, Workers]] = []  # one dict per open kept_workers() block, innermost last
+
+
+def _key(slots: list[SlotLike]) -> tuple:
+    return tuple((s.name, tuple(sorted(s.env.items()))) for s in slots)
+
+
+def start_workers(slots: list[SlotLike]) -> Workers:
+    """The slots' workers: those kept from the previous table when a kept_workers() block is open, else new."""
+    key = _key(slots)
+    if _kept and key in _kept[-1]:
+        workers = _kept[-1].pop(key)
+        if not workers.broken:
+            _kept[-1][key] = workers
+            return workers
+        workers.close()
+    # glibc returns large blocks to the OS on every free, so each training step page-faults its
+    # gradients and optimizer temporaries back in; on a CPU that doubled a run's wall time.
+    # Workers inherit these thresholds (they are read when a process starts).
+    for name in ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_"):
+        os.environ.setdefault(name, str(1 << 30))
+    ctx = mp.get_context("spawn")
+    manager = ctx.Manager()
+    workers = Workers({s.name: ProcessPoolExecutor(1, mp_context=ctx, initializer=_pin, initargs=(s.env,))
+                       for s in slots}, manager, manager.Queue())
+    if _kept:
+        _kept[-1][key] = workers
+    return workers
+
+
+def release_workers(workers: Workers, failed: bool) -> None:
+    """After a table: keep the workers for the next one inside a kept_workers() block, unless it failed."""
+    kept = _kept[-1] if _kept else {}
+    if not failed and any(w is workers for w in kept.values()):
+        return
+    for key, w in list(kept.items()):
+        if w is workers:
+            del kept[key]
+    workers.close()
+
+
+@contextlib.contextmanager
+def kept_workers() -> Iterator[None]:
+    """Keep the local executor's workers from one table to the next until the block ends."""
+    _kept.append({})
+    try:
+        yield
+    finally:
+        for workers in _kept.pop().values():
+            workers.close()

@@ -1,0 +1,118 @@
+"""Phase timings (repro.timings): exclusive nesting by hand-set clocks, the file each command writes, the CPU of
+live child processes, and the phase table the report and `repro bench smoke` print."""
+
+import json
+import multiprocessing
+import sys
+import time
+
+import pytest
+
+from repro import timings
+from repro.timings import Clocks, Recorder, phase_rows
+
+
+class _Clock:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+
+def test_a_phase_inside_another_pauses_it_so_every_second_counts_once(monkeypatch):
+    wall, cpu = _Clock(), _Clock()
+    monkeypatch.setattr(timings.time, "perf_counter", wall)
+    clocks = Clocks(cpu)
+    clocks.start("outer")
+    wall.now, cpu.now = 3.0, 2.0
+    with clocks.part("inner"):
+        wall.now, cpu.now = 7.0, 5.0
+    wall.now, cpu.now = 10.0, 6.0
+    clocks.stop()
+    assert clocks.totals == {"outer": {"wall_s": 6.0, "cpu_s": 3.0, "count": 1},
+                             "inner": {"wall_s": 4.0, "cpu_s": 3.0, "count": 1}}
+
+
+def test_phases_without_a_recorder_do_nothing_and_names_are_checked(tmp_path):
+    with timings.phase("training", "t"):
+        pass
+    with pytest.raises(KeyError, match="unknown phase 'trainig'"):
+        with timings.phase("trainig"):
+            pass
+    with pytest.raises(KeyError, match="unknown run part"):
+        timings.Stopwatch().start("epoch")
+
+
+def test_each_command_keeps_its_latest_entry_in_the_profiles_timings_json(tmp_path):
+    with timings.recording("verify-all", tmp_path, "smoke"):
+        with timings.phase("FLOP check"):
+            pass
+        with timings.phase("training", "table1"):
+            timings.add_runs("table1", [{"label": "table1/r seed 0", "config_hash": "ab", "wall_seconds": 2.0,
+                                         "timings": {"epochs": {"wall_s": 1.5, "cpu_s": 1.2},
+                                                     "run": {"wall_s": 2.0, "cpu_s": 1.9}}}])
+    with timings.recording("report", tmp_path, "smoke"):
+        with timings.phase("report"):
+            pass
+    doc = json.loads((tmp_path / "smoke" / "timings.json").read_text())
+    assert doc["schema"] == 1 and sorted(doc["commands"]) == ["report", "verify-all"]
+    entry = doc["commands"]["verify-all"]
+    names = [(p["phase"], p["table"]) for p in entry["phases"]]
+    assert ("FLOP check", "") in names and ("training", "table1") in names
+    assert entry["runs"] == [{"table": "table1", "label": "table1/r seed 0", "hash": "ab", "wall_s": 2.0,
+                              "cpu_s": 1.9, "parts": {"epochs": {"wall_s": 1.5, "cpu_s": 1.2}}}]
+    assert entry["wall_s"] >= sum(p["wall_s"] for p in entry["phases"]) - 1e-6
+    assert entry["machine"]["cores"] >= 1 and timings.report_entry(doc) == entry
+    (tmp_path / "smoke" / "timings.json").write_text('{"schema": 0, "commands": {}}')
+    assert timings.load(tmp_path / "smoke" / "timings.json") is None
+
+
+def test_the_phase_table_sums_tables_and_lists_the_runs_parts_under_training():
+    entry = {"command": "verify-all", "wall_s": 100.0, "cpu_s": 150.0, "phases": [
+        {"phase": "start-up and imports", "table": "", "wall_s": 5.0, "cpu_s": 4.0, "count": 2},
+        {"phase": "data checks", "table": "a", "wall_s": 0.001, "cpu_s": 0.0, "count": 1},  # nothing to check: hidden
+        {"phase": "training", "table": "a", "wall_s": 30.0, "cpu_s": 90.0, "count": 1},
+        {"phase": "training", "table": "b", "wall_s": 10.0, "cpu_s": 30.0, "count": 1},
+        {"phase": "report", "table": "", "wall_s": 2.0, "cpu_s": 2.0, "count": 1}],
+        "runs": [{"table": "a", "parts": {"epochs": {"wall_s": 9.0, "cpu_s": 60.0}}},
+                 {"table": "b", "parts": {"epochs": {"wall_s": 9.0, "cpu_s": 20.0},
+                                          "checkpoints": {"wall_s": 1.0, "cpu_s": 0.5}}}]}
+    rows = {r.phase: r for r in phase_rows(entry)}
+    assert list(rows) == ["start-up and imports", "training", "  epochs", "  checkpoints", "report", "other", "total"]
+    assert (rows["training"].wall_s, rows["training"].cpu_s, rows["training"].items, rows["training"].most) == (
+        40.0, 120.0, "2 runs, 2 tables", "a (75%)")
+    assert (rows["  epochs"].wall_s, rows["  epochs"].cpu_s, rows["  epochs"].most) == (None, 80.0, "a (75%)")
+    assert (rows["other"].wall_s, rows["other"].cpu_s) == (pytest.approx(52.999), 24.0)
+    assert (rows["total"].wall_s, rows["total"].cpu_s) == (100.0, 150.0)
+
+
+def _spin(seconds):
+    end = time.process_time() + seconds
+    while time.process_time() < end:
+        pass
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="live children are read from /proc")
+def test_the_cpu_of_a_live_worker_process_is_counted():
+    ctx = multiprocessing.get_context("fork")
+    before = timings.tree_cpu()
+    child = ctx.Process(target=_spin, args=(1.0,))
+    child.start()
+    time.sleep(0.2)
+    deadline = time.time() + 30
+    while timings.tree_cpu() - before < 0.5 and child.is_alive() and time.time() < deadline:
+        time.sleep(0.05)
+    alive = child.is_alive()
+    child.join()
+    assert alive, "the worker finished before its CPU was read"
+    assert timings.tree_cpu() - before >= 0.9  # reaped now: in this process's children's times
+
+
+def test_a_recorder_counts_the_interpreters_start_as_start_up():
+    rec = Recorder("x", "smoke")
+    start = rec.totals.get((timings.STARTUP, ""))
+    if timings.process_age() is None:
+        pytest.skip("no /proc: the start is not known")
+    assert start is not None and start["wall_s"] > 0 and start["cpu_s"] > 0
