@@ -521,8 +521,10 @@ def _manifest_command(path: Path):
 
 from repro.bench import bench_app  # noqa: E402
 from repro.execution.status import status_command  # noqa: E402
+from repro.rho.command import rho_command  # noqa: E402
 
 app.command("status")(status_command)
+app.command("rho")(rho_command)
 
 app.add_typer(bench_app, name="bench", help="Benchmarks: latency per head, data path, training, capacity assignment.")
 _register_manifest_commands()
