@@ -47,8 +47,8 @@ def draw(rows: list[dict], points: list[dict], reference: Reference, title: str,
     ax.axhline(f.value * 100, color="tab:red", lw=1.2, ls="--", zorder=1)
     ax.text(0.995, t.value * 100, f"paper's {t.printed} threshold (Sec. {t.section})", ha="right", va="bottom",
             fontsize=8, color="tab:green", transform=ax.get_yaxis_transform())
-    ax.text(0.995, f.value * 100, f"{f.printed}: head-only routing hurt below (Sec. {f.section})", ha="right", va="bottom",
-            fontsize=8, color="tab:red", transform=ax.get_yaxis_transform())
+    ax.text(0.995, f.value * 100, f"{f.printed}: head-only routing hurt below (Sec. {f.section})", ha="right",
+            va="bottom", fontsize=8, color="tab:red", transform=ax.get_yaxis_transform())
     ax.scatter([], [], marker="*", s=100, color="black", label="paper's settings (Table 6), as counted here")
     ax.scatter([], [], marker="o", s=45, facecolors="none", edgecolors="black", label="their ρ as the paper prints it")
     ax.set_xscale("log")
