@@ -19,7 +19,7 @@ from repro.devices import cpu_threads
 from repro.flops import FlopReport, count_flops
 from repro.rho.inputs import Pattern
 from repro.rho.networks import Network, dense_model, head_only_model, probe, record_calls
-from repro.rho.placement import Layer, match_layers, routable_layers, route, subtree_macs
+from repro.rho.placement import Layer, check_memory, match_layers, routable_layers, route, subtree_macs
 from repro.rho.reference import Reference, Zone
 from repro.rho.target import Candidate, minimal_placement
 
@@ -122,6 +122,7 @@ def _plan(out: Analysis, request: Request) -> _Plan:
     out.dense_macs = subtree_macs(dense, calls)
     already = sum(subtree_macs(dense, calls, n) for n in dense.routed_module_names())
     named = match_layers(dense, calls, list(request.patterns), out.network.spec.name) if request.patterns else []
+    check_memory(dense, named, request.route_experts)
     if request.needs_layers:
         out.layers = routable_layers(dense, calls, request.route_experts, request.route_top_k)
     return _Plan(out.dense_macs, already, named)

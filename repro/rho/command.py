@@ -24,13 +24,13 @@ from repro.rho.inputs import check_target, parse_pattern, parse_size
 from repro.rho.reference import TORCHVISION_DATASET, default_setting, head_config, load_reference
 from repro.rho import render
 
-MAX_CLASSES = 100_000  # ten times ImageNet-21K's: a typo, not a dataset, beyond it
+MAX_CLASSES = 100_000  # ImageNet-21K has 21,841: beyond this is a typo, not a dataset
 
 _LEFT_OUT = ", ".join(f"{f.module} ({', '.join(f.models)})" for f in FAMILIES if f.excluded)
 HELP = f"""Where rho (routed share of inference FLOPs) lands on a CNN before you train it: a head-only sparse
 MoE in place of its classifier, chosen layers routed as MoEConv2d banks (--route), or the fewest layers
-whose routing reaches a target (--target); each against the paper's ~7% threshold and 1% floor, with
-Table 6's settings beside it. FLOPs only: no weights, no data; every count is checked analytic = fvcore =
+whose routing reaches a target (--target); each against the paper's threshold and floor (Sections 4.5,
+4.6, 5.3), with Table 6's settings beside it. FLOPs only: no weights, no data; every count is checked analytic = fvcore =
 torch/2. MODEL: any torchvision classification CNN or registry backbone (--list). Left out, as
 transformers whose attention no conv bank routes: {_LEFT_OUT}."""
 
@@ -101,8 +101,9 @@ def _rho(model, all_models, list_models, size, classes, experts, hidden, head_k,
         check_target(target)
     setting = default_setting(spec)
     head = _options(lambda: head_config(setting, experts, hidden, head_k), "--head-k")
-    bank = _options(lambda: MoEConvBackboneConfig(num_experts=experts or setting.route_experts,
-                                                  top_k=route_k or setting.route_top_k), "--route-k")
+    bank = _options(lambda: MoEConvBackboneConfig(
+        num_experts=setting.route_experts if experts is None else experts,
+        top_k=setting.route_top_k if route_k is None else route_k), "--route-k")
     shape = parse_size(size) if size else None
     if classes is not None and not 1 <= classes <= MAX_CLASSES:
         raise RhoInputError(f"--classes {classes}: expected between 1 and {MAX_CLASSES:,}")

@@ -104,7 +104,8 @@ def probe(network: Network) -> torch.Size | None:
     fixed = build_body(network, meta=True) if network.spec.source == "torchvision" else None
     seen: list[torch.Size] = []
     if fixed is not None:
-        getattr(fixed, network.spec.classifier).register_forward_pre_hook(lambda m, inputs: seen.append(inputs[0].shape))
+        classifier = getattr(fixed, network.spec.classifier)
+        classifier.register_forward_pre_hook(lambda m, inputs: seen.append(inputs[0].shape))
 
     def runs(h: int, w: int) -> bool:  # a registry CNN's flattened features depend on the size it is built for
         try:

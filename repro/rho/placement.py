@@ -108,7 +108,8 @@ def routable_layers(model: Classifier, calls: dict[str, list[Shapes]], experts: 
 
 def match_layers(model: Classifier, calls: dict[str, list[Shapes]], patterns: list[Pattern],
                  network: str) -> list[str]:
-    """The layers the patterns name, shallowest first; a pattern naming nothing, or anything not routable, is refused."""
+    """The layers the patterns name, shallowest first; a pattern naming nothing, or anything not routable, is
+    refused."""
     modules = {p[len(PREFIX):]: m for p, m in model.named_modules() if p.startswith(PREFIX)}
     routable = [n for n, m in modules.items() if not why_not_routable(m, calls.get(PREFIX + n, []))]
     chosen: set[str] = set()
@@ -134,14 +135,21 @@ def match_layers(model: Classifier, calls: dict[str, list[Shapes]], patterns: li
     return sorted(chosen, key=lambda n: order[PREFIX + n])
 
 
-def route(model: Classifier, names: list[str], experts: int, top_k: int) -> Classifier:
-    """`model` with each named layer replaced by a bank of `experts` experts at `top_k`, holding plain values
-    (a count depends on shapes only: no copies of the weights, no noise drawn); refused when too large."""
+def check_memory(model: Classifier, names: list[str], experts: int) -> None:
+    """Refuse a placement whose expert weights would not fit this shared host."""
     modules = dict(model.named_modules())
     size = experts * sum(p.numel() * p.element_size() for n in names for p in modules[PREFIX + n].parameters())
     if size > MAX_BANK_BYTES:
-        raise RhoInputError(f"routing {len(names)} layer(s) as {experts}-expert banks would hold {size / 2**30:.1f} GiB "
-                            f"of weights (at most {MAX_BANK_BYTES / 2**30:.0f} GiB here): route fewer layers or experts")
+        raise RhoInputError(f"routing {len(names)} layer(s) as {experts}-expert banks would hold {size / 2**30:.1f} "
+                            f"GiB of weights (at most {MAX_BANK_BYTES / 2**30:.0f} GiB here): route fewer layers or "
+                            "experts")
+
+
+def route(model: Classifier, names: list[str], experts: int, top_k: int) -> Classifier:
+    """`model` with each named layer replaced by a bank of `experts` experts at `top_k`, holding plain values
+    (a count depends on shapes only: no copies of the weights, no noise drawn); refused when too large."""
+    check_memory(model, names, experts)
+    modules = dict(model.named_modules())
     for name in names:
         parent, _, child = (PREFIX + name).rpartition(".")
         setattr(modules[parent], child, materialise(_bank_shape(modules[PREFIX + name], experts, top_k)))

@@ -26,6 +26,10 @@ def _table(*columns: str) -> Table:
     return table
 
 
+def _gmac(macs: int) -> str:
+    return f"{macs / 1e9:.4g}"  # four significant digits, for a CIFAR CNN's 0.002 as for ResNet-18's 1.815
+
+
 def _rho(value: float) -> str:
     return f"{value:.2%}" if value >= 0.001 else f"{value:.3%}"
 
@@ -43,7 +47,7 @@ def print_analysis(console: Console, data: dict, reference: Reference) -> None:
         label = LABELS[r["kind"]] + (f" {r['target']:g}" if r["kind"] == "target" else "")
         layers = "—" if r["kind"] in ("head_only", "as_built") else str(len(r["layers"]))
         table.add_row(label, layers, _int(r["experts"]), _int(r["top_k"]), _int(r["hidden"]),
-                      f"{r['total_macs'] / 1e9:,.3f}", _rho(r["rho"]), side(reference, r["zone"]))
+                      _gmac(r["total_macs"]), _rho(r["rho"]), side(reference, r["zone"]))
     console.print(table)
     for r in data["results"]:
         if r["layers"]:
@@ -107,7 +111,7 @@ def print_survey(console: Console, rows: list[dict], reference: Reference) -> No
         if "rho" not in row:
             table.add_row(row["model"], "—", "—", "skipped")
             continue
-        table.add_row(row["model"], f"{row['total_macs'] / 1e9:,.3f}", _rho(row["rho"]), side(reference, row["zone"]))
+        table.add_row(row["model"], _gmac(row["total_macs"]), _rho(row["rho"]), side(reference, row["zone"]))
     console.print(table)
     for row in rows:
         if "skipped" in row:

@@ -1,4 +1,5 @@
-"""`repro rho`'s counts against Table 6's rows, the fidelity issue's readings, and torchvision CNNs outside the registry."""
+"""`repro rho`'s counts against Table 6's rows, both readings of which layers the backbone MoE routes, and
+torchvision CNNs outside the registry."""
 
 import pytest
 

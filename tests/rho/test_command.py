@@ -28,6 +28,7 @@ def rho(*args: str, columns: int = 80):
     (["resnet18", "--size", "10x"], "--size '10x'"),
     (["resnet18", "--experts", "0"], "--experts 0: must be an integer in 1..256"),
     (["resnet18", "--route-k", "9"], "--route-k 9: must be an integer in 1..8"),
+    (["resnet18", "--route-k", "0"], "--route-k 0: must be an integer in 1..8"),
     (["resnet18", "--hidden", "-1"], "--hidden -1"),
     (["resnet18", "--classes", "0"], "--classes 0"),
     (["--all", "--route", "layer4.*"], "give MODEL, not --all"),

@@ -59,7 +59,8 @@ def test_kinds_of_routable_layer():
 
 def brute_force(candidates, total, routed, target):
     for n in range(len(candidates) + 1):
-        feasible = [s for s in itertools.combinations(candidates, n) if rho_of(list(s), total, routed) >= Fraction(target)]
+        feasible = [s for s in itertools.combinations(candidates, n)
+                    if rho_of(list(s), total, routed) >= Fraction(target)]
         if feasible:
             best = max(feasible, key=lambda s: sorted((c.order for c in s), reverse=True))
             return [c.name for c in sorted(best, key=lambda c: c.order)], n

@@ -12,7 +12,8 @@ from repro.rho.target import Candidate, minimal_placement, rho_of
 def brute_force(candidates, total, routed, target):
     """Every subset, smallest first; among the smallest that reach the target, the deepest (deepest layer first)."""
     for n in range(len(candidates) + 1):
-        feasible = [s for s in itertools.combinations(candidates, n) if rho_of(list(s), total, routed) >= Fraction(target)]
+        feasible = [s for s in itertools.combinations(candidates, n)
+                    if rho_of(list(s), total, routed) >= Fraction(target)]
         if feasible:
             best = max(feasible, key=lambda s: sorted((c.order for c in s), reverse=True))
             return tuple(c.name for c in sorted(best, key=lambda c: c.order))
