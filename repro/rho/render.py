@@ -27,7 +27,7 @@ def _table(*columns: str) -> Table:
 
 
 def _gmac(macs: int) -> str:
-    return f"{macs / 1e9:.4g}"  # four significant digits, for a CIFAR CNN's 0.002 as for ResNet-18's 1.815
+    return f"{macs / 1e9:#.4g}".rstrip(".")  # four significant digits, for a CIFAR CNN's 0.002056 as for 1.815
 
 
 def _rho(value: float) -> str:
@@ -44,14 +44,13 @@ def print_analysis(console: Console, data: dict, reference: Reference) -> None:
     console.print(escape(describe_model(data)), highlight=False)
     table = _table("Placement", "Layers", "E", "k", "h", "GMAC", "ρ", "Paper's side")
     for r in data["results"]:
-        label = LABELS[r["kind"]] + (f" {r['target']:g}" if r["kind"] == "target" else "")
         layers = "—" if r["kind"] in ("head_only", "as_built") else str(len(r["layers"]))
-        table.add_row(label, layers, _int(r["experts"]), _int(r["top_k"]), _int(r["hidden"]),
+        table.add_row(_label(r), layers, _int(r["experts"]), _int(r["top_k"]), _int(r["hidden"]),
                       _gmac(r["total_macs"]), _rho(r["rho"]), side(reference, r["zone"]))
     console.print(table)
     for r in data["results"]:
         if r["layers"]:
-            console.print(f"{LABELS[r['kind']]} routes: " + ", ".join(r["layers"]), markup=False, highlight=False)
+            console.print(f"layers routed by {_label(r)}: " + ", ".join(r["layers"]), markup=False, highlight=False)
         if r["kind"] == "target":
             if not r["reached"]:
                 console.print(f"no placement reaches {r['target']:.2%}: routing every candidate layer gives "
@@ -64,6 +63,10 @@ def print_analysis(console: Console, data: dict, reference: Reference) -> None:
         console.print(f"{side(reference, zone)}: {reference.describe(zone)}", markup=False, highlight=False)
     print_check(console, data)
     print_reference(console, reference)
+
+
+def _label(result: dict) -> str:
+    return LABELS[result["kind"]] + (f" {result['target']:g}" if result["kind"] == "target" else "")
 
 
 def _int(value: int | None) -> str:
