@@ -19,7 +19,8 @@ from repro.manifest import Manifest, Row, find_manifest, load_all
 from repro.models import Component
 from repro.models.configs import MoEConvBackboneConfig, SparseMoEConfig
 from repro.paper import paper_table
-from repro.rho.catalog import ModelSpec
+from repro.rho.catalog import ModelSpec, RhoInputError
+from repro.schema import SchemaError
 
 SETTINGS_MANIFEST = "table6"  # the paper's FLOP decomposition: its settings and their rho
 TORCHVISION_DATASET = "imagenet"  # torchvision's classifiers are ImageNet-1K models
@@ -71,19 +72,25 @@ def _percent(value: float) -> str:
 
 @lru_cache(maxsize=1)
 def settings_manifest() -> Manifest:
-    return find_manifest(SETTINGS_MANIFEST)
+    try:
+        return find_manifest(SETTINGS_MANIFEST)
+    except (KeyError, SchemaError) as exc:
+        message = exc.args[0] if isinstance(exc, KeyError) else str(exc)
+        raise RhoInputError(f"repro rho reads the paper's settings from the '{SETTINGS_MANIFEST}' manifest: "
+                            f"{message}") from None
 
 
 def load_reference() -> Reference:
     manifest = settings_manifest()
     table = paper_table(manifest.paper_table or manifest.id)
-    separates = next(c for c in manifest.claims if c.rule == "separates")
-    value = table.get(separates.params["threshold"]) if table else None
-    if value is None or value.unit != "%":
-        raise ValueError(f"{manifest.path}: claim '{separates.id}' names no threshold in percent in paper_tables/")
-    threshold = Bound(value.value / 100, value.printed, value.section)
+    separates = next((c for c in manifest.claims if c.rule == "separates"), None)
+    value = table.get(separates.params["threshold"]) if table and separates else None
     floors = [c for c in manifest.claims if c.rule == "compare" and c.params.get("relation") == "<"
               and str(c.params.get("metric", "")).endswith(".rho") and "bound" in c.params]
+    if value is None or value.unit != "%" or not floors:
+        raise RhoInputError(f"{manifest.path}: expected a 'separates' claim whose threshold paper_tables/ gives in "
+                            "percent, and a 'compare' claim bounding a rho from above (the paper's threshold and floor)")
+    threshold = Bound(value.value / 100, value.printed, value.section)
     floor = Bound(float(floors[0].params["bound"]), _percent(float(floors[0].params["bound"])), floors[0].section)
     settings = []
     for side in ("below", "above"):
@@ -121,6 +128,13 @@ def _first_row(rows: list[Row], backbone: str) -> Row | None:
     return next((r for r in rows if r.backbone.name == backbone), None)
 
 
+def _every_row() -> list[Row]:
+    try:
+        return [r for m in load_all() for r in m.rows]
+    except SchemaError as exc:
+        raise RhoInputError(str(exc)) from None
+
+
 def _sparse_row(dataset: str) -> Row | None:
     rows = settings_manifest().rows
     return next((r for r in rows if r.dataset == dataset and r.head.name == MOE_HEAD and r.role == "main"), None)
@@ -128,13 +142,14 @@ def _sparse_row(dataset: str) -> Row | None:
 
 def default_setting(spec: ModelSpec) -> Setting:
     """A torchvision model: Table 6's ImageNet head-only row. A registry backbone: the first row using it
-    (Table 6 first, then the other manifests), with the head of its dataset's head-only row when it has none."""
+    (Table 6 first, then the other manifests), with the head of its dataset's head-only row when it has none;
+    ImageNet's setting for a backbone no manifest uses."""
     backbone = Component(spec.name)
     if spec.source == "torchvision":
         dataset = TORCHVISION_DATASET
     else:
         rows = list(settings_manifest().rows)
-        row = _first_row(rows, spec.name) or _first_row([r for m in load_all() for r in m.rows], spec.name)
+        row = _first_row(rows, spec.name) or _first_row(_every_row(), spec.name)
         dataset = row.dataset if row else TORCHVISION_DATASET
         backbone = row.backbone if row else backbone
         if row is not None and row.head.name == MOE_HEAD:

@@ -56,6 +56,19 @@ def test_input_the_network_cannot_take_is_refused_naming_what_it_can(args, says)
     assert says in " ".join(result.output.split())
 
 
+def test_without_the_table6_manifest_it_says_what_it_reads(tmp_path, monkeypatch):
+    from repro.rho.reference import settings_manifest
+
+    monkeypatch.setenv("REPRO_MANIFESTS", str(tmp_path))
+    settings_manifest.cache_clear()
+    try:
+        result = rho("resnet18")
+    finally:
+        settings_manifest.cache_clear()
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert "reads the paper's settings from the 'table6' manifest: no manifest 'table6'" in result.output
+
+
 @pytest.mark.slow
 def test_a_misspelt_name_is_refused_without_importing_torch():
     code = ("import sys; from typer.testing import CliRunner; from repro.cli import app; "
