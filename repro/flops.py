@@ -111,6 +111,8 @@ NON_MAC_OPS = [
     "aten::nonzero_numpy", "aten::scatter_add", "aten::clamp_max",
     # ReLU routing and NormSiLU (repro.models.relu_routed): comparisons, fills, normalisation, SiLU
     "aten::gt", "aten::full_like", "aten::layer_norm", "aten::silu", "aten::silu_",
+    # torchvision CNNs counted by `repro rho`: ConvNeXt's GELU, MobileNet-V3's hard swish and hard sigmoid
+    "aten::gelu", "aten::hardswish", "aten::hardswish_", "aten::hardsigmoid", "aten::hardsigmoid_",
 ]
 
 

@@ -4,6 +4,7 @@
     info       list, plan, flops, data: what things are and cost, before anything runs
     report     report: re-render from the results present
     readings   readings ID...: every analytic claim under every alternative reading
+    rho        rho MODEL: where rho lands on any torchvision CNN (repro.rho.command)
     status     status: runs done, running, failed, pending
     bench      bench ...: the benchmarks
     common     consoles, shared options, loading with clear errors, printing that fits 80 columns
@@ -22,6 +23,7 @@ import typer
 
 from repro.cli import info, readings, report, status, tables
 from repro.cli.bench import bench_app
+from repro.rho.command import rho_command
 
 
 def _flags_show_no_type() -> None:
@@ -77,6 +79,7 @@ app.command("report")(report.report)
 app.command("verify-all")(tables.verify_all)
 app.command("status")(status.status)
 app.command("readings")(readings.readings)
+app.command("rho")(rho_command)
 app.add_typer(bench_app, name="bench", help="Benchmarks: latency per head, data path, training, capacity assignment.")
 tables.register_manifest_commands(app)
 

@@ -20,6 +20,9 @@ on that sample only. Mixing costs k*W multiply-adds a sample against P*W for the
 convolution (P output positions); where running the k selected banks' convolutions
 (a loop over experts, k*P*W) is cheaper, as at k = 1 or on tiny feature maps, that
 path runs instead. Both are exact, and FLOP accounting counts the path that runs.
+Grouped (depthwise) banks, biases and rectangular, strided or dilated kernels follow
+torch's Conv2d, so any zero-padded convolution can become a bank (`repro rho`); a
+bias mixes with the same gates, (B, 1, K) @ (B, K, Co).
 
 With k = 1 the single gate is softmax of one logit, i.e. exactly 1: the router then
 receives no gradient (the ablation of Table 5 trains with a fixed random router).
@@ -33,6 +36,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.nn.modules.utils import _pair
 
 from repro.models.backbones import TorchvisionFeatures, torchvision_net
 from repro.models.base import RoutingHooks
@@ -46,31 +50,41 @@ class MoEConv2d(RoutingHooks, nn.Module):
         self,
         in_channels: int,
         out_channels: int,
-        kernel_size: int,
+        kernel_size: int | tuple[int, int],
         num_experts: int = 8,
         top_k: int = 2,
-        stride: int = 1,
-        padding: int = 1,
+        stride: int | tuple[int, int] = 1,
+        padding: int | tuple[int, int] = 1,
+        groups: int = 1,
+        bias: bool = False,
+        dilation: int | tuple[int, int] = 1,
     ) -> None:
         super().__init__()
-        self.in_channels, self.out_channels = in_channels, out_channels
-        self.kernel_size, self.stride, self.padding = kernel_size, stride, padding
+        self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
+        self.kernel_size, self.stride, self.padding = _pair(kernel_size), _pair(stride), _pair(padding)
+        self.dilation = _pair(dilation)
         self.num_experts, self.top_k = num_experts, top_k
-        self.weight = nn.Parameter(torch.empty(num_experts, out_channels, in_channels, kernel_size, kernel_size))
-        nn.init.kaiming_normal_(self.weight.view(-1, in_channels, kernel_size, kernel_size), nonlinearity="relu")
+        shape = (out_channels, in_channels // groups, *self.kernel_size)  # one bank: (Co, Ci/g, kh, kw)
+        self.weight = nn.Parameter(torch.empty(num_experts, *shape))
+        nn.init.kaiming_normal_(self.weight.view(-1, *shape[1:]), nonlinearity="relu")
+        self.bias = nn.Parameter(torch.zeros(num_experts, out_channels)) if bias else None  # (E, Co)
         self.router = nn.Linear(in_channels, num_experts)
 
     @classmethod
     def from_conv(cls, conv: nn.Conv2d, num_experts: int, top_k: int, noise: float) -> MoEConv2d:
-        """Experts start as copies of a (pretrained) conv, perturbed by `noise` x its weight s.d."""
-        assert conv.groups == 1 and conv.bias is None and conv.kernel_size[0] == conv.kernel_size[1]
+        """Experts start as copies of a (pretrained) conv, perturbed by `noise` x its weight s.d.; biases are copied."""
+        if conv.padding_mode != "zeros" or isinstance(conv.padding, str):
+            raise ValueError(f"MoEConv2d pads with zeros by a fixed amount; this conv pads {conv.padding!r} "
+                             f"({conv.padding_mode})")
         moe = cls(
-            conv.in_channels, conv.out_channels, conv.kernel_size[0], num_experts, top_k,
-            conv.stride[0], conv.padding[0],
+            conv.in_channels, conv.out_channels, conv.kernel_size, num_experts, top_k,
+            conv.stride, conv.padding, conv.groups, conv.bias is not None, conv.dilation,
         )
         with torch.no_grad():
-            w = conv.weight  # (Co, Ci, kh, kw)
+            w = conv.weight  # (Co, Ci/g, kh, kw)
             moe.weight.copy_(w.unsqueeze(0) + noise * w.std() * torch.randn_like(moe.weight))
+            if conv.bias is not None:
+                moe.bias.copy_(conv.bias.unsqueeze(0).expand_as(moe.bias))
         return moe
 
     def route(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -91,15 +105,23 @@ class MoEConv2d(RoutingHooks, nn.Module):
     def own_macs(self, shapes) -> int:
         """Multiply-adds as executed (see repro.flops), on whichever path runs."""
         (x, *_), out = shapes
-        bank = self.out_channels * self.in_channels * self.kernel_size**2  # W
-        conv = math.prod(out) * self.in_channels * self.kernel_size**2  # one convolution for the batch
+        fan_in = self.in_channels // self.groups * math.prod(self.kernel_size)
+        bank = self.out_channels * fan_in  # W
+        conv = math.prod(out) * fan_in  # one convolution for the batch
         if self.mixes_kernels(math.prod(out[2:])):
-            return x[0] * self.top_k * bank + conv  # (B, 1, K) @ (B, K, W), then one grouped convolution
+            biases = x[0] * self.top_k * self.out_channels if self.bias is not None else 0  # (B, 1, K) @ (B, K, Co)
+            return x[0] * self.top_k * bank + biases + conv  # (B, 1, K) @ (B, K, W), then one grouped convolution
         return self.top_k * conv  # each sample through its k selected banks
+
+    def macs(self, shapes) -> int:
+        """Multiply-adds of one call with the router's: what repro.flops counts for this module and its children."""
+        (x, *_), _ = shapes
+        return self.own_macs(shapes) + x[0] * self.in_channels * self.num_experts  # router: (B, Ci) @ (Ci, E)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:  # (B, Ci, H, W) -> (B, Co, H', W')
         logits, g, top_i = self.route(x)
-        size = [(n + 2 * self.padding - self.kernel_size) // self.stride + 1 for n in x.shape[2:]]  # H', W'
+        size = [(n + 2 * p - d * (k - 1) - 1) // s + 1  # H', W'
+                for n, p, d, k, s in zip(x.shape[2:], self.padding, self.dilation, self.kernel_size, self.stride)]
         if self.mixes_kernels(size[0] * size[1]):
             y = self._mixed_kernels(x, g, top_i)
         else:
@@ -112,10 +134,14 @@ class MoEConv2d(RoutingHooks, nn.Module):
         b = x.shape[0]
         banks = self.weight.flatten(1).index_select(0, top_i.flatten()).view(b, self.top_k, -1)  # (B, K, W)
         w = torch.bmm(g.unsqueeze(1), banks)  # (B, 1, K) @ (B, K, W) -> (B, 1, W)
+        bias = None
+        if self.bias is not None:
+            bias = torch.bmm(g.unsqueeze(1), self.bias.index_select(0, top_i.flatten()).view(b, self.top_k, -1))
+            bias = bias.flatten()  # (B, 1, K) @ (B, K, Co) -> (B*Co,)
         y = F.conv2d(
             x.reshape(1, b * self.in_channels, *x.shape[2:]),  # (1, B*Ci, H, W)
-            w.reshape(b * self.out_channels, self.in_channels, self.kernel_size, self.kernel_size),
-            stride=self.stride, padding=self.padding, groups=b,
+            w.reshape(b * self.out_channels, *self.weight.shape[2:]),  # (B*Co, Ci/g, kh, kw)
+            bias, stride=self.stride, padding=self.padding, dilation=self.dilation, groups=b * self.groups,
         )  # (1, B*Co, H', W')
         return y.reshape(b, self.out_channels, *y.shape[2:])
 
@@ -123,10 +149,12 @@ class MoEConv2d(RoutingHooks, nn.Module):
         gates = torch.zeros(x.shape[0], self.num_experts, dtype=g.dtype, device=g.device).scatter(-1, top_i, g)
         out = x.new_zeros(x.shape[0], self.out_channels, *size)  # (B, Co, H', W')
         banks = self.weight.unbind(0)  # one gradient stack, not a full-size zero gradient per expert (ExpertBank.views)
+        biases = self.bias.unbind(0) if self.bias is not None else [None] * self.num_experts
         for e in range(self.num_experts):
             rows = (top_i == e).any(-1).nonzero().flatten()  # samples that selected expert e
             if rows.numel():
-                y = F.conv2d(x[rows], banks[e], stride=self.stride, padding=self.padding)
+                y = F.conv2d(x[rows], banks[e], biases[e], stride=self.stride, padding=self.padding,
+                             dilation=self.dilation, groups=self.groups)
                 y = gates[rows, e, None, None, None] * y  # float32 under CUDA autocast, whose softmax is float32
                 out = out.index_add(0, rows, y.to(out.dtype))
         return out

@@ -1,0 +1,41 @@
+"""`repro rho --all`: the head-only MoE's rho on every torchvision CNN, and the paper's settings beside them.
+
+Each model is counted three ways like any other (repro.rho.analysis); a model that cannot take
+the input size is skipped with the reason, not fatal. The paper's settings are Table 6's rows
+as this artifact counts them (repro.measure.flops, cached on disk), with the rho the paper prints.
+"""
+
+from __future__ import annotations
+
+from repro.rho.analysis import Request, analyse
+from repro.rho.catalog import ModelSpec, RhoInputError
+from repro.rho.networks import Network
+from repro.rho.reference import Reference, Setting, settings_manifest
+
+
+def count_one(spec: ModelSpec, setting: Setting, size: tuple[int, int], classes: int, request: Request,
+              reference: Reference) -> dict:
+    """A torchvision CNN's total MACs and head-only rho, or why it was skipped."""
+    try:
+        analysis = analyse(Network(spec, setting, size, classes), request, reference)
+    except RhoInputError as exc:
+        return {"model": spec.name, "family": spec.family, "skipped": str(exc)}
+    head = analysis.results[0]
+    return {"model": spec.name, "family": spec.family, "total_macs": head.total_macs, "routed_macs": head.routed_macs,
+            "rho": head.rho, "zone": head.zone, "modules_checked": head.modules_checked,
+            "problems": list(head.problems)}
+
+
+def setting_points(reference: Reference) -> list[dict]:
+    """The paper's settings as counted here: total MACs and rho, with the rho the paper prints."""
+    from repro.measure.flops import flop_summary
+
+    manifest = settings_manifest()
+    points = []
+    for s in reference.settings:
+        row = manifest.row(s.row)
+        summary = flop_summary(row.dataset, row.backbone, row.head)
+        points.append({"row": s.row, "side": s.side, "total_macs": summary["total_macs"], "rho": summary["rho"],
+                       "paper": s.printed, "paper_rho": s.value, "from_explainer": s.from_explainer,
+                       "problems": summary["problems"]})
+    return points
