@@ -179,7 +179,7 @@ def test_stride1_reading_routes_the_six_stride1_convolutions_only():
     names = sorted(six.backbone.moe_layers())
     assert names == ["net.layer3.0.conv2", "net.layer3.1.conv1", "net.layer3.1.conv2",
                      "net.layer4.0.conv2", "net.layer4.1.conv1", "net.layer4.1.conv2"]
-    assert all(six.backbone.moe_layers()[n].stride == 1 for n in names)
+    assert all(six.backbone.moe_layers()[n].stride == (1, 1) for n in names)
     assert isinstance(six.backbone.net.layer3[0].conv1, nn.Conv2d)
 
 
