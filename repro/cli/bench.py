@@ -245,7 +245,7 @@ def smoke_cmd(folder: Optional[Path] = typer.Option(None, "--folder", help="Wher
     entry = history_entry(run, cold=warm_cache is None)
     before = previous(read_history(history), entry)
     if run.timings is not None:
-        grid = Grid([Column("Phase"), Column("Wall s", right=True), Column("CPU s", right=True),
+        grid = Grid([Column("Phase"), Column("Wall-s", right=True), Column("CPU-s", right=True),
                      Column("Covers", prose=True, drop=2), Column("Most CPU in", prose=True, drop=1)])
         for r in phase_rows(run.timings):
             grid.add(r.phase, "" if r.wall_s is None else f"{r.wall_s:.1f}", f"{r.cpu_s:.1f}", r.items, r.most)
