@@ -174,9 +174,9 @@ def interrupted(*args, **kwargs):
 
 
 summary.write_report = interrupted
-from repro.cli import app
+from repro.cli import main
 
-app(prog_name="repro")
+main()  # the `repro` entry point: the one place SIGTERM and Ctrl-C are handled
 '''
 
 
