@@ -25,15 +25,16 @@ def report(results_dir: Optional[Path] = ResultsOpt, manifests_dir: Optional[Pat
     from repro.cli.common import recording
     from repro.report.summary import write_report
     from repro.results import profiles_present
-    from repro.runtime.interrupt import command_line
+    from repro.runtime.interrupt import command_line, raise_pending
 
     results_dir = results_dir or default_results_dir()
     manifests = load_every(manifests_dir, profiles)  # bad input is reported before anything else
+    if profile is not None:
+        check_profile(manifests, profile)  # an unknown name is refused, naming the closest, before the folder
     if not results_dir.is_dir():
         fail(f"no results in {results_dir}: the folder does not exist; run a table or `repro verify-all` first")
     present = profiles_present(results_dir)
     if profile is not None and profile not in present:
-        check_profile(manifests, profile)  # an unknown name is refused, naming the closest
         fail(f"no results of profile '{profile}' in {results_dir} (profiles with results: "
              f"{', '.join(present) or 'none'}); run a table at that profile first")
     names = [profile] if profile else present
@@ -49,6 +50,7 @@ def report(results_dir: Optional[Path] = ResultsOpt, manifests_dir: Optional[Pat
             for line in summary["lines"]:
                 show(line)
             show(f"wrote {path} and {path.with_name('report.html')}")
+        raise_pending()  # a Ctrl-C dropped in a finalizer while rendering still interrupts
     except KeyboardInterrupt as exc:
         # Each file is replaced whole, so none is half-written; the set of them may be part old, part new.
         text = (f"report interrupted: the run records and results are untouched; figures and report.md may be "

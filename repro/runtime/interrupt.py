@@ -83,13 +83,23 @@ def sigterm_as_interrupt() -> Iterator[None]:
     sys.unraisablehook = lambda u: None if issubclass(u.exc_type, KeyboardInterrupt) and _received else hook(u)
     _received.clear()
     try:
-        yield
-        if _received:  # dropped on its way
-            raise KeyboardInterrupt(signal.Signals(_received[-1]).name)
+        try:
+            yield
+        except SystemExit:  # the command line's normal end (Typer exits): a dropped signal still interrupts
+            raise_pending()
+            raise
+        raise_pending()
     finally:
         sys.unraisablehook = hook
         for s, handler in previous.items():
             signal.signal(s, handler)
+
+
+def raise_pending() -> None:
+    """Raise the KeyboardInterrupt of a signal this block received but Python dropped on its way (it landed in
+    a finalizer), so that a command can still end as interrupted, with its own message."""
+    if _received:
+        raise KeyboardInterrupt(signal.Signals(_received[-1]).name)
 
 
 _training = threading.Event()  # set in a pool worker while it trains a run
