@@ -206,7 +206,11 @@ def try_lock(runs_dir: Path, run_hash: str, settings: LockSettings, label: str =
     for _ in range(3):
         token = uuid.uuid4().hex
         if _create(path, {**holder_identity(label, executor), "token": token}):
-            return RunLock(path, token, settings)
+            try:
+                return RunLock(path, token, settings)
+            except BaseException:  # interrupted before the caller holds it: it could not release it
+                path.unlink(missing_ok=True)
+                raise
         holder = read_holder(path)
         if holder is None:
             continue  # released between our create and our read
@@ -233,6 +237,9 @@ def _create(path: Path, holder: dict[str, Any]) -> bool:
     except OSError as exc:  # a full disk: the empty lock would hold the run for nothing
         path.unlink(missing_ok=True)
         raise WriteFailed.of(path, exc) from None
+    except BaseException:  # Ctrl-C or SIGTERM mid-write: nobody would release a half-written lock
+        path.unlink(missing_ok=True)
+        raise
     return True
 
 
