@@ -30,13 +30,13 @@ def test_the_previous_run_is_the_latest_of_the_same_machine_and_cache_state(tmp_
 
 
 @pytest.mark.slow
-def test_a_run_measures_verify_all_in_a_fresh_folder_with_an_empty_cache(tmp_path):
-    from execution.minitable import MANIFEST  # tests/execution/minitable.py
+def test_a_run_measures_verify_all_in_a_fresh_folder_with_an_empty_cache(tmp_path, monkeypatch):
+    from execution.minitable import write_manifest  # tests/execution/minitable.py
 
-    manifests = tmp_path / "manifests"
-    manifests.mkdir()
-    (manifests / "mini.toml").write_text(MANIFEST.format(epochs=2, train_samples=64))
-    run = run_smoke(tmp_path / "run", extra=["--manifests", str(manifests), "--jobs", "1"])
+    env = write_manifest(tmp_path, epochs=2, train_samples=64)  # manifests/mini.toml and its profiles file
+    for name in ("REPRO_MANIFESTS", "REPRO_PROFILES"):
+        monkeypatch.setenv(name, env[name])
+    run = run_smoke(tmp_path / "run", extra=["--jobs", "1"])
     assert run.returncode == 0, (tmp_path / "run" / "verify-all.log").read_text()
     assert run.cpu_s > 1 and run.wall_s > 0 and run.max_rss_mb > 10
     assert run.timings is not None and run.timings["command"] == "verify-all" and len(run.timings["runs"]) == 4

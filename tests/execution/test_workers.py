@@ -5,26 +5,26 @@ import pytest
 
 from repro.execution import workers as w
 from repro.execution.local import Slot, run_local
-from repro.execution.options import ExecutorOptions
-from repro.execution.runs import RunBatch, RunRequest
-from repro.manifest import Profile, Row
+from repro.execution.protocol import ExecutionRequest, RunRequest, RunState
+from repro.manifest import Row
 from repro.models import Component
+from repro.profiles import Profile
 from repro.recipes import resolve
 
 PROFILE = Profile(description="test", evidence="pipeline", seeds=1, epochs=1, data="synthetic", train_samples=32,
                   test_samples=32, batch_size=32, max_image_size=16, pretrained=False)
-SLOTS = [Slot("cpu/0", {}, 1), Slot("cpu/1", {}, 1)]
+SLOTS = [Slot("cpu/0"), Slot("cpu/1")]
 
 
 def _table(tmp_path, seeds):
     row = Row(id="r", label="r", dataset="cifar10", backbone=Component("cifar_standard"), head=Component("dense"),
               measures=("accuracy",))
-    batch = RunBatch()
     cfgs = [resolve(row, PROFILE, seed=s) for s in seeds]
-    run_local([RunRequest(c, str(c.seed)) for c in cfgs], batch, tmp_path, "cpu", None, 2, None, ExecutorOptions(),
-              slots=SLOTS)
-    assert not batch.errors and sorted(batch.trained) == sorted(c.hash for c in cfgs)
-    return {batch.records[c.hash]["provenance"]["executor"]["pid"] for c in cfgs}
+    work = ExecutionRequest(tuple(RunRequest(c, str(c.seed)) for c in cfgs), tmp_path, "cpu", jobs=2)
+    outcomes = {o.run_hash: o for o in run_local(work, slots=SLOTS)}
+    assert sorted(outcomes) == sorted(c.hash for c in cfgs)
+    assert all(o.state is RunState.TRAINED for o in outcomes.values()), outcomes
+    return {o.record["provenance"]["executor"]["pid"] for o in outcomes.values()}
 
 
 class _FakePool:
