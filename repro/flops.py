@@ -34,6 +34,17 @@ from repro.models.classifier import Classifier
 Shapes = tuple[list[torch.Size], torch.Size]  # (input shapes, output shape)
 
 
+def plain_values(module: nn.Module) -> nn.Module:
+    """Give a model built on the meta device (then `to_empty`) plain values: parameters 0, floating buffers 1
+    (running variances of 1: no division by zero), others 0. A count depends on shapes, never on weights."""
+    with torch.no_grad():
+        for t in module.parameters():
+            t.zero_()
+        for t in module.buffers():
+            t.fill_(1 if t.is_floating_point() else 0)
+    return module
+
+
 def conv2d_macs(m: nn.Conv2d, shapes: Shapes) -> int:
     _, out = shapes
     return math.prod(out) * (m.in_channels // m.groups) * math.prod(m.kernel_size)

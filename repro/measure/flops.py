@@ -128,19 +128,14 @@ def _shape_model(spec: dict[str, Any], image_size: int | None = None):
     depends on shapes and on how many experts a sample runs, never on weight values."""
     import torch
 
+    from repro.flops import plain_values
     from repro.models import build_model
     from repro.recipes import at_last_epoch
 
     with torch.device("meta"):
         model = build_model(spec["dataset"], Component(**spec["backbone"]), Component(**spec["head"]),
                             **({"image_size": image_size} if image_size else {}))
-    model = at_last_epoch(model.to_empty(device="cpu"), spec["dataset"]).eval()
-    with torch.no_grad():
-        for t in model.parameters():
-            t.zero_()
-        for t in model.buffers():
-            t.fill_(1 if t.is_floating_point() else 0)  # running variances of 1: no division by zero
-    return model
+    return plain_values(at_last_epoch(model.to_empty(device="cpu"), spec["dataset"]).eval())
 
 
 def analytic_summary(dataset: str, backbone: Component, head: Component) -> dict[str, Any]:

@@ -25,7 +25,7 @@ from typing import Any, Callable
 import torch
 from torch import nn
 
-from repro.flops import Shapes
+from repro.flops import Shapes, plain_values
 from repro.models import Component
 from repro.models.backbones import TorchvisionFeatures
 from repro.models.catalog import BACKBONES, HEADS
@@ -56,13 +56,7 @@ def materialise(module: nn.Module) -> nn.Module:
     """Meta tensors -> CPU storage holding plain values (weights play no part in a count)."""
     if not any(t.is_meta for t in [*module.parameters(), *module.buffers()]):
         return module
-    module = module.to_empty(device="cpu")
-    with torch.no_grad():
-        for t in module.parameters():
-            t.zero_()
-        for t in module.buffers():
-            t.fill_(1 if t.is_floating_point() else 0)  # running variances of 1: no division by zero
-    return module
+    return plain_values(module.to_empty(device="cpu"))
 
 
 def _on_meta(build: Callable[[], nn.Module]) -> nn.Module:
