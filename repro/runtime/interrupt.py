@@ -90,6 +90,7 @@ def sigterm_as_interrupt() -> Iterator[None]:
             raise
         raise_pending()
     finally:
+        _received.clear()  # outside a block nothing is pending: a later command must not see this one's signal
         sys.unraisablehook = hook
         for s, handler in previous.items():
             signal.signal(s, handler)
