@@ -48,14 +48,16 @@ def row_flops(row: Row) -> FlopReport:
 def _flops_for(key: str) -> FlopReport:
     from repro.flops import count_flops
     from repro.models import build_model
+    from repro.models.values import built_for_counting
     from repro.recipes import at_last_epoch
 
     import torch
 
     spec = json.loads(key)
     # A fixed seed: a head whose executed ops depend on its weights (the ReLU-routed gates open per input)
-    # must count the same in every process, and the caller's random stream is left as it was.
-    with torch.random.fork_rng(devices=[]):
+    # must count the same in every process, and the caller's random stream is left as it was. Expert banks
+    # hold zeros (repro.models.values): no count reads them, and drawing them was half the check's time.
+    with torch.random.fork_rng(devices=[]), built_for_counting():
         torch.manual_seed(0)
         model = build_model(spec["dataset"], Component(**spec["backbone"]), Component(**spec["head"]))
         # Count the model as it infers after training: schedules (the k warm-up) at their last epoch.

@@ -26,6 +26,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from repro.models.values import init_bank
+
 # Per layer, the E experts' weights, and the same for the biases (ExpertBank.views).
 ExpertViews = tuple[list[tuple[torch.Tensor, ...]], list[tuple[torch.Tensor, ...]]]
 
@@ -44,8 +46,8 @@ class ExpertBank(nn.Module):
         self.biases = nn.ParameterList(nn.Parameter(torch.empty(num_experts, o)) for o, _ in shapes)  # (E, out)
         for w, b in zip(self.weights, self.biases):
             bound = 1 / math.sqrt(w.shape[-1])  # nn.Linear's default initialisation, per expert
-            nn.init.uniform_(w, -bound, bound)
-            nn.init.uniform_(b, -bound, bound)
+            init_bank(w, lambda t, bound=bound: nn.init.uniform_(t, -bound, bound))
+            init_bank(b, lambda t, bound=bound: nn.init.uniform_(t, -bound, bound))
 
     def macs_per_row(self) -> int:
         d, h, o = self.in_features, self.hidden_features, self.out_features

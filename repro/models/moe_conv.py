@@ -41,6 +41,7 @@ from torch.nn.modules.utils import _pair
 from repro.models.backbones import TorchvisionFeatures, torchvision_net
 from repro.models.base import RoutingHooks
 from repro.models.configs import MoEConvBackboneConfig
+from repro.models.values import counting, init_bank
 
 
 class MoEConv2d(RoutingHooks, nn.Module):
@@ -66,7 +67,7 @@ class MoEConv2d(RoutingHooks, nn.Module):
         self.num_experts, self.top_k = num_experts, top_k
         shape = (out_channels, in_channels // groups, *self.kernel_size)  # one bank: (Co, Ci/g, kh, kw)
         self.weight = nn.Parameter(torch.empty(num_experts, *shape))
-        nn.init.kaiming_normal_(self.weight.view(-1, *shape[1:]), nonlinearity="relu")
+        init_bank(self.weight.view(-1, *shape[1:]), lambda t: nn.init.kaiming_normal_(t, nonlinearity="relu"))
         self.bias = nn.Parameter(torch.zeros(num_experts, out_channels)) if bias else None  # (E, Co)
         self.router = nn.Linear(in_channels, num_experts)
 
@@ -82,7 +83,10 @@ class MoEConv2d(RoutingHooks, nn.Module):
         )
         with torch.no_grad():
             w = conv.weight  # (Co, Ci/g, kh, kw)
-            moe.weight.copy_(w.unsqueeze(0) + noise * w.std() * torch.randn_like(moe.weight))
+            if counting():  # built to be counted: no draws (repro.models.values)
+                moe.weight.copy_(w.unsqueeze(0).expand_as(moe.weight))
+            else:
+                moe.weight.copy_(w.unsqueeze(0) + noise * w.std() * torch.randn_like(moe.weight))
             if conv.bias is not None:
                 moe.bias.copy_(conv.bias.unsqueeze(0).expand_as(moe.bias))
         return moe
