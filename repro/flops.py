@@ -36,12 +36,17 @@ Shapes = tuple[list[torch.Size], torch.Size]  # (input shapes, output shape)
 
 def plain_values(module: nn.Module) -> nn.Module:
     """Give a model built on the meta device (then `to_empty`) plain values: parameters 0, floating buffers 1
-    (running variances of 1: no division by zero), others 0. A count depends on shapes, never on weights."""
+    (running variances of 1: no division by zero), others 0. A count depends on shapes, never on weights; a
+    module whose count reads a buffer (a ReLU-routed head's mean experts a sample) sets it again itself
+    (`reset_counted_buffers`)."""
     with torch.no_grad():
         for t in module.parameters():
             t.zero_()
         for t in module.buffers():
             t.fill_(1 if t.is_floating_point() else 0)
+    for m in module.modules():
+        if hasattr(m, "reset_counted_buffers"):
+            m.reset_counted_buffers()
     return module
 
 

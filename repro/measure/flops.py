@@ -165,6 +165,14 @@ def _count_from_shapes(spec: dict[str, Any], image_size: int | None = None) -> d
 
     model = _shape_model(spec, image_size)
     totals = {"backbone": 0, "head": 0}
+    # A module whose experts per sample depend on the data (ReLU routing) counts its mean, as the FLOP check
+    # reports it (repro.flops), in place of what its plain values execute (no gate opens on zero weights).
+    mean = {name: m for name, m in model.named_modules() if hasattr(m, "expected_macs")}
+    for name, m in mean.items():
+        totals[name.split(".")[0]] += m.expected_macs()
+
+    def counted(name: str) -> bool:
+        return name.split(".")[0] in totals and not any(name == n or name.startswith(n + ".") for n in mean)
 
     def hook(module, inputs, output, part: str) -> None:
         shapes = ([i.shape for i in inputs if isinstance(i, torch.Tensor)],
@@ -176,7 +184,7 @@ def _count_from_shapes(spec: dict[str, Any], image_size: int | None = None) -> d
         totals[part] += rule(module, shapes) if rule else 0
 
     handles = [m.register_forward_hook(lambda mod, i, o, part=name.split(".")[0]: hook(mod, i, o, part))
-               for name, m in model.named_modules() if name.split(".")[0] in totals]
+               for name, m in model.named_modules() if counted(name)]
     try:
         with torch.no_grad():
             shape = get_dataset(spec["dataset"]).input_shape

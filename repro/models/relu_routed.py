@@ -63,6 +63,13 @@ class ReluRoutedHead(RoutedHead):
         self.register_buffer("active_mean", torch.tensor(cfg.target_active_fraction * e))  # mean |A_b|
         self._active_fraction: torch.Tensor | None = None
 
+    def reset_counted_buffers(self) -> None:
+        """The buffers a count reads, at their starting values: a model given plain values for counting
+        (repro.flops.plain_values) runs `active_mean` = a* E experts a sample, as an untrained head does."""
+        with torch.no_grad():
+            self.sparsity_weight.fill_(float(self.cfg.sparsity_weight_init))
+            self.active_mean.fill_(self.cfg.target_active_fraction * self.cfg.num_experts)
+
     def gates(self, h: torch.Tensor) -> torch.Tensor:
         """g = ReLU(W_r h): (B, D) -> (B, E)."""
         return F.relu(self.router(h))

@@ -46,3 +46,19 @@ def test_every_entry_equals_the_count_from_the_models_shapes():
         if shipped_macs(key) != counted:
             stale.append(f"{key}: shipped {shipped_macs(key)}, counted {counted}")
     assert not stale, f"{len(stale)} stale entries, first {stale[0]}; {REGENERATE}"
+
+
+@pytest.mark.parametrize("head,params", [
+    ("dense", {}), ("sparse_moe", {"expert_hidden": 64, "top_k": 2}), ("soft_moe", {"expert_hidden": 64}),
+    ("per_sample_soft_moe", {"expert_hidden": 64}), ("expert_choice", {"expert_hidden": 64}),
+    ("relu_routed", {"expert_hidden": 64}), ("cluster_routed", {"expert_hidden": 64, "shared_rank": 16}),
+    ("teacher_guided", {"expert_hidden": 64, "teacher_hidden": [1024, 64]}),
+])
+def test_the_estimate_from_shapes_is_the_three_way_checks_count_for_every_head_kind(head, params):
+    """The cost estimates (and the shipped table) count what the FLOP check reports: for a ReLU-routed head,
+    its mean experts a sample, not the none its plain values open (ext_routers' std_h128_relu: 24,576 head
+    MACs before, against the check's 681,984)."""
+    backbone = Component("cifar_standard")
+    checked = flops.model_flops("cifar10", backbone, Component(head, params))
+    key = flops.model_key("cifar10", backbone, Component(head, params))
+    assert flops._shape_macs(key) == {"backbone_macs": checked.backbone, "head_macs": checked.head}
