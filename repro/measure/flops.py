@@ -158,41 +158,13 @@ def _analytic_for(key: str) -> dict[str, Any]:
 
 
 def _count_from_shapes(spec: dict[str, Any], image_size: int | None = None) -> dict[str, int]:
-    """Per-sample multiply-adds of the model `spec` names, at `image_size` or the dataset's own."""
-    import torch
+    """Per-sample multiply-adds of the model `spec` names, at `image_size` or the dataset's own: the analytic
+    column of repro.flops (a ReLU-routed head at its mean experts a sample, as the FLOP check reports it)."""
+    from repro.flops import count_analytic
 
-    from repro.flops import OWN_MACS
-
-    model = _shape_model(spec, image_size)
-    totals = {"backbone": 0, "head": 0}
-    # A module whose experts per sample depend on the data (ReLU routing) counts its mean, as the FLOP check
-    # reports it (repro.flops), in place of what its plain values execute (no gate opens on zero weights).
-    mean = {name: m for name, m in model.named_modules() if hasattr(m, "expected_macs")}
-    for name, m in mean.items():
-        totals[name.split(".")[0]] += m.expected_macs()
-
-    def counted(name: str) -> bool:
-        return name.split(".")[0] in totals and not any(name == n or name.startswith(n + ".") for n in mean)
-
-    def hook(module, inputs, output, part: str) -> None:
-        shapes = ([i.shape for i in inputs if isinstance(i, torch.Tensor)],
-                  output.shape if isinstance(output, torch.Tensor) else torch.Size())
-        if hasattr(module, "own_macs"):
-            totals[part] += module.own_macs(shapes)
-            return
-        rule = next((OWN_MACS[c] for c in type(module).__mro__ if c in OWN_MACS), None)
-        totals[part] += rule(module, shapes) if rule else 0
-
-    handles = [m.register_forward_hook(lambda mod, i, o, part=name.split(".")[0]: hook(mod, i, o, part))
-               for name, m in model.named_modules() if counted(name)]
-    try:
-        with torch.no_grad():
-            shape = get_dataset(spec["dataset"]).input_shape
-            model(torch.randn(1, shape[0], *(2 * [image_size] if image_size else shape[1:])))
-    finally:
-        for h in handles:
-            h.remove()
-    return {"backbone_macs": totals["backbone"], "head_macs": totals["head"]}
+    channels, *size = get_dataset(spec["dataset"]).input_shape
+    report = count_analytic(_shape_model(spec, image_size), (channels, *([image_size] * 2 if image_size else size)))
+    return {"backbone_macs": report.backbone, "head_macs": report.head}
 
 
 def measure_flops(manifest: Manifest, ctx: Context) -> Measured:

@@ -59,13 +59,14 @@ class ReluRoutedHead(RoutedHead):
         self.experts = ExpertBank(e, in_features, cfg.expert_hidden, num_classes, cfg.dropout)
         if cfg.expert_activation == "norm_silu":
             self.experts.act = NormSiLU()
-        self.register_buffer("sparsity_weight", torch.tensor(float(cfg.sparsity_weight_init)))  # lambda_t
-        self.register_buffer("active_mean", torch.tensor(cfg.target_active_fraction * e))  # mean |A_b|
+        self.register_buffer("sparsity_weight", torch.empty(()))  # lambda_t
+        self.register_buffer("active_mean", torch.empty(()))  # mean |A_b|
+        self.reset_counted_buffers()
         self._active_fraction: torch.Tensor | None = None
 
     def reset_counted_buffers(self) -> None:
-        """The buffers a count reads, at their starting values: a model given plain values for counting
-        (repro.flops.plain_values) runs `active_mean` = a* E experts a sample, as an untrained head does."""
+        """The buffers at their starting values (lambda_0; `active_mean` = a* E); a model given plain values for
+        counting (repro.flops.plain_values) sets them again, so that it counts a* E experts a sample."""
         with torch.no_grad():
             self.sparsity_weight.fill_(float(self.cfg.sparsity_weight_init))
             self.active_mean.fill_(self.cfg.target_active_fraction * self.cfg.num_experts)
