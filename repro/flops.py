@@ -14,6 +14,7 @@ FLOPs_routed / FLOPs_total).
 
 from __future__ import annotations
 
+import contextlib
 import math
 import warnings
 from collections import defaultdict
@@ -188,8 +189,10 @@ class FlopReport:
         }
 
 
-def _record_shapes(model: nn.Module, x: torch.Tensor) -> tuple[dict[str, list[Shapes]], dict[str, int]]:
-    """Each module's call shapes, and the second convention's element counts it issued itself."""
+def _record_shapes(model: nn.Module, x: torch.Tensor, also: contextlib.AbstractContextManager | None = None
+                   ) -> tuple[dict[str, list[Shapes]], dict[str, int]]:
+    """Each module's call shapes, and the second convention's element counts it issued itself; `also` (torch's
+    counter) observes the same forward pass."""
     calls: dict[str, list[Shapes]] = defaultdict(list)
     extra = _ExtraOps()
     handles = []
@@ -203,7 +206,7 @@ def _record_shapes(model: nn.Module, x: torch.Tensor) -> tuple[dict[str, list[Sh
             calls[name].append((ins, output.shape if isinstance(output, torch.Tensor) else torch.Size()))
         handles += [module.register_forward_pre_hook(enter), module.register_forward_hook(leave)]
     try:
-        with torch.no_grad(), extra:
+        with torch.no_grad(), extra, also or contextlib.nullcontext():
             model(x)
     finally:
         for h in handles:
@@ -250,9 +253,8 @@ def _fvcore_counts(model: nn.Module, x: torch.Tensor) -> tuple[dict[str, int], d
     return by_module, unsupported
 
 
-def _torch_counts(model: nn.Module, x: torch.Tensor) -> dict[str, int]:
-    with FlopCounterMode(display=False) as counter, torch.no_grad():
-        model(x)
+def _torch_counts(model: nn.Module, counter: FlopCounterMode) -> dict[str, int]:
+    """torch's counts by module path, from a counter that observed one forward pass of `model`."""
     root = type(model).__name__
     out: dict[str, int] = {}
     for name, ops in counter.get_flop_counts().items():
@@ -283,9 +285,10 @@ def count_flops(model: Classifier, input_shape: tuple[int, ...]) -> FlopReport:
         return _count_flops(model, input_shape)
 
 
-def _analytic(model: Classifier, x: torch.Tensor) -> tuple[dict, dict[str, int], dict[str, int]]:
+def _analytic(model: Classifier, x: torch.Tensor, also: contextlib.AbstractContextManager | None = None
+              ) -> tuple[dict, dict[str, int], dict[str, int]]:
     """(each module's calls, its analytic MACs rolled up, the same with the second convention's ops)."""
-    calls, extra_own = _record_shapes(model, x)
+    calls, extra_own = _record_shapes(model, x, also)
     modules = dict(model.named_modules())
     own = {n: _own_macs(modules[n], c) for n, c in calls.items()}
     extra = {n: extra_own.get(n, 0) for n in calls}
@@ -326,10 +329,13 @@ def count_analytic(model: Classifier, input_shape: tuple[int, ...]) -> FlopRepor
 def _count_flops(model: Classifier, input_shape: tuple[int, ...]) -> FlopReport:
     model = model.eval()
     x = torch.randn(1, *input_shape)
-    calls, analytic, analytic_all = _analytic(model, x)
+    # The analytic column and torch's counter observe one forward pass (each counts it its own way: module
+    # shapes and formulas, aten ops); fvcore traces its own.
+    counter = FlopCounterMode(display=False)
+    calls, analytic, analytic_all = _analytic(model, x, counter)
     modules = dict(model.named_modules())
     fv, unsupported = _fvcore_counts(model, x)
-    tc = _torch_counts(model, x)
+    tc = _torch_counts(model, counter)
 
     problems: list[str] = []
     rows: list[ModuleCount] = []
