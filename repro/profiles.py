@@ -127,8 +127,15 @@ class Profile:
         return self.deterministic if self.deterministic is not None else environment_defaults()[1]
 
     def includes(self, manifest_id: str, row_id: str) -> bool:
-        included = not self.include or any(matches(e, manifest_id, row_id) for e in self.include)
-        return included and not any(matches(e, manifest_id, row_id) for e in self.exclude)
+        return self.left_out_by(manifest_id, row_id) is None
+
+    def left_out_by(self, manifest_id: str, row_id: str) -> str | None:
+        """Which list leaves the row out ("its exclude list", "its include list"), or None when it trains."""
+        if any(matches(e, manifest_id, row_id) for e in self.exclude):
+            return "its exclude list"
+        if self.include and not any(matches(e, manifest_id, row_id) for e in self.include):
+            return "its include list, which does not name it"
+        return None
 
     def for_dataset(self, dataset: str) -> Profile:
         """This profile as it applies to the rows on `dataset`."""

@@ -105,3 +105,32 @@ def test_manifests_dir_with_one_manifest_and_a_user_profile(tmp_path, results_di
     assert (results_dir / "analytic" / "mytable" / "results.json").is_file()
     missing = runner.invoke(app, ["run", "table1", "--manifests", str(folder)])
     assert missing.exit_code == 2 and "no manifest 'table1'" in missing.output
+
+
+@pytest.mark.parametrize("include, exclude, row, left_out", [
+    ((), (), "std_moe", None),
+    ((), ("table3/std_*",), "std_moe", "its exclude list"),
+    ((), ("table3/std_*",), "dw12_moe", None),
+    (("table3/dw12_*",), (), "std_moe", "its include list, which does not name it"),
+    (("table3/*",), ("table3/std_moe",), "std_moe", "its exclude list"),  # the exclude list wins
+])
+def test_a_row_left_out_names_the_list_that_leaves_it_out(include, exclude, row, left_out):
+    profile = Profile(description="p", evidence="pipeline", include=include, exclude=exclude)
+    assert profile.left_out_by("table3", row) == left_out
+    assert profile.includes("table3", row) == (left_out is None)
+
+
+def test_a_table_says_which_list_left_each_untrained_row_out(tmp_path):
+    import dataclasses
+
+    from repro.measure.accuracy import measure_accuracy
+    from repro.measure.base import Context
+
+    manifest = find_manifest("table8")
+    # CIFAR-100's rows are named by both lists (the exclude list wins), the others by neither: nothing trains.
+    profile = dataclasses.replace(manifest.profiles["smoke"], include=("table8/c100_*",), exclude=("table8/c100_*",))
+    missing = measure_accuracy(manifest, Context("mine", profile, tmp_path)).missing
+    assert missing["rows.c100_soft.accuracy"] == ("c100_soft is not trained under profile 'mine' "
+                                                 "(left out by its exclude list)")
+    assert missing["rows.imagenet_soft.accuracy"] == ("imagenet_soft is not trained under profile 'mine' "
+                                                     "(left out by its include list, which does not name it)")

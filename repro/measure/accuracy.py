@@ -114,9 +114,9 @@ def measure_accuracy(manifest: Manifest, ctx: Context) -> Measured:
                 out.set_row(row.id, "chance", chance[row.id])
             for metric, values in routing.get(row.id, {}).items():
                 out.set_row(row.id, metric, values)
-        elif not ctx.profile.includes(manifest.id, row.id):
+        elif (left_out := ctx.profile.left_out_by(manifest.id, row.id)) is not None:
             out.missing[row_metric(row.id, "accuracy")] = (f"{row.id} is not trained under profile "
-                                                           f"'{ctx.profile_name}' (not in its include list)")
+                                                           f"'{ctx.profile_name}' (left out by {left_out})")
         else:
             out.missing[row_metric(row.id, "accuracy")] = f"every run of {row.id} failed"
     for comp in manifest.comparisons:
