@@ -130,7 +130,8 @@ class Profile:
         return self.left_out_by(manifest_id, row_id) is None
 
     def left_out_by(self, manifest_id: str, row_id: str) -> str | None:
-        """Which list leaves the row out ("its exclude list", "its include list"), or None when it trains."""
+        """Which list leaves the row out, as a phrase ("its exclude list", or "its include list, which does not
+        name it"), or None when the row trains; an exclude entry wins over an include entry."""
         if any(matches(e, manifest_id, row_id) for e in self.exclude):
             return "its exclude list"
         if self.include and not any(matches(e, manifest_id, row_id) for e in self.include):

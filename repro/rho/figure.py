@@ -38,20 +38,26 @@ def _named(rows: list[dict]) -> list[dict]:
 LABEL_PLACES = (((7, -10), "left"), ((7, 6), "left"), ((-7, -10), "right"), ((-7, 6), "right"))
 
 
+def star_boxes(fig: Figure, labels: list) -> list[Bbox]:
+    """The square, in pixels, each label's star covers (a star's size is an area in points^2)."""
+    r = STAR_SIZE ** 0.5 / 2 * fig.dpi / 72
+    return [Bbox.from_extents(x - r, y - r, x + r, y + r)
+            for x, y in (label.axes.transData.transform(label.xy) for label in labels)]
+
+
 def _separate(fig: Figure, labels: list) -> None:
     """Move each setting's label to the first place where it covers no label placed before it and no other
     setting's star; where every place is covered, the first place."""
     renderer = fig.canvas.get_renderer()
-    r = STAR_SIZE ** 0.5 / 2 * fig.dpi / 72  # a star's radius in pixels (its size is an area in points^2)
-    stars = [Bbox.from_extents(x - r, y - r, x + r, y + r)
-             for x, y in (label.axes.transData.transform(label.xy) for label in labels)]
+    stars = star_boxes(fig, labels)
     placed = []
     for i, label in enumerate(labels):
+        taken = placed + stars[:i] + stars[i + 1:]
         for offset, align in LABEL_PLACES:
             label.set_position(offset)
             label.set_horizontalalignment(align)
             box = label.get_window_extent(renderer).expanded(1.02, 1.1)
-            if not any(box.overlaps(other) for other in placed + [s for j, s in enumerate(stars) if j != i]):
+            if not any(box.overlaps(other) for other in taken):
                 break
         else:
             label.set_position(LABEL_PLACES[0][0])

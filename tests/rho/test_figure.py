@@ -2,9 +2,8 @@
 
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
-from matplotlib.transforms import Bbox
 
-from repro.rho.figure import LABEL_PLACES, STAR_SIZE, _separate
+from repro.rho.figure import LABEL_PLACES, STAR_SIZE, _separate, star_boxes
 
 
 def _labelled(stars: list[tuple[float, float, str]]):
@@ -24,10 +23,7 @@ def _labelled(stars: list[tuple[float, float, str]]):
 
 def _boxes(fig, labels):
     renderer = fig.canvas.get_renderer()
-    r = STAR_SIZE ** 0.5 / 2 * fig.dpi / 72
-    stars = [Bbox.from_extents(x - r, y - r, x + r, y + r)
-             for x, y in (label.axes.transData.transform(label.xy) for label in labels)]
-    return [label.get_window_extent(renderer) for label in labels], stars
+    return [label.get_window_extent(renderer) for label in labels], star_boxes(fig, labels)
 
 
 # Table 6's two CIFAR settings at the top left of the figure: the first's label, placed below right, runs
