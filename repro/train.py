@@ -31,6 +31,7 @@ from repro.data.check import unverified_allowed, workers_from_env
 from repro.data.specs import get_dataset
 from repro.runtime import distributed, numerics
 from repro.models import Component, build_model
+from repro.models import small_maps
 from repro.models.base import entropy
 from repro.recipes import RunConfig
 from repro.timings import Stopwatch
@@ -52,15 +53,17 @@ class RunData:
 
 @dataclass(frozen=True)
 class Engine:
-    """Speed choices, from REPRO_CHANNELS_LAST, REPRO_COMPILE (auto, 1, 0), REPRO_DISPATCH (auto, loop, batched)
-    and REPRO_BF16_CPU (0 by default).
+    """Speed choices, from REPRO_CHANNELS_LAST, REPRO_COMPILE, REPRO_SMALL_MAPS (auto, 1, 0), REPRO_DISPATCH
+    (auto, loop, batched) and REPRO_BF16_CPU (0 by default).
 
     auto: channels-last convolutions everywhere (1.2-1.5x per training step on a
     2-core CPU at 32 px and above, CIFAR CNN to ResNet-18; neutral at 16 px);
     the backbone compiled on CUDA only (on that CPU it compiled for ~50 s and ran
     no faster); batched sparse dispatch on CUDA only (no host synchronisation; on
     a CPU its empty expert slots cost more than the loop's per-expert calls), and
-    only where the row leaves `dispatch` unset. A recipe's bf16 autocast runs on CUDA; REPRO_BF16_CPU=1 runs it
+    only where the row leaves `dispatch` unset; convolutions on maps smaller than their kernel by faster exact
+    paths on the CPU (repro.models.small_maps: ResNet-18's training step at 16 px 4-5x faster on a 2-core
+    AVX2 CPU; not measured on CUDA, so off there). A recipe's bf16 autocast runs on CUDA; REPRO_BF16_CPU=1 runs it
     on the CPU too, the nearest CPU equivalent of the CUDA path (slower there, so off by default).
     """
 
@@ -68,6 +71,7 @@ class Engine:
     compile: bool = False
     dispatch: str | None = None  # replaces the sparse head's default dispatch
     bf16_cpu: bool = False  # a bf16 recipe autocasts on the CPU as it does on CUDA
+    small_maps: bool = False  # convolutions on maps smaller than their kernel: repro.models.small_maps
 
 
 def _env(name: str) -> str:
@@ -91,7 +95,7 @@ def resolve_engine(cfg: RunConfig, device: torch.device) -> Engine:
             raise ValueError(f"REPRO_DISPATCH={choice!r}: expected auto, loop or batched")
         dispatch = ("batched" if cuda else None) if choice == "auto" else choice
     return Engine(_switch("REPRO_CHANNELS_LAST", True), _switch("REPRO_COMPILE", cuda), dispatch,
-                  _switch("REPRO_BF16_CPU", False))
+                  _switch("REPRO_BF16_CPU", False), _switch("REPRO_SMALL_MAPS", not cuda))
 
 
 def pretrained_source(cfg: RunConfig) -> bool | Path:
@@ -103,14 +107,22 @@ def pretrained_source(cfg: RunConfig) -> bool | Path:
     return cfg.pretrained
 
 
+def to_channels_last(model: nn.Module) -> nn.Module:
+    """Every nn.Conv2d's weights channels-last, in place (4-d weights only; MoEConv2d's banks stay as they are)."""
+    for module in model.modules():
+        if isinstance(module, nn.Conv2d):
+            module.to(memory_format=torch.channels_last)
+    return model
+
+
 def build_engine_model(cfg: RunConfig, engine: Engine) -> nn.Module:
     head = Component(cfg.head["name"], {**cfg.head["params"], **({"dispatch": engine.dispatch} if engine.dispatch else {})})
     model = build_model(cfg.dataset, Component(**cfg.backbone), head, pretrained=pretrained_source(cfg),
                         image_size=cfg.image_size)
     if engine.channels_last:
-        for module in model.modules():
-            if isinstance(module, nn.Conv2d):  # 4-d weights only; MoEConv2d's expert bank stays as it is
-                module.to(memory_format=torch.channels_last)
+        to_channels_last(model)
+    if engine.small_maps:
+        small_maps.use_small_maps(model)
     return model
 
 

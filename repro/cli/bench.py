@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import statistics
 from pathlib import Path
 from typing import Optional
 
@@ -12,7 +13,8 @@ from repro.bench import LATENCY_DATASETS
 from repro.cli.common import console
 
 bench_app = typer.Typer(no_args_is_help=True, add_completion=False,
-                        help="Benchmarks: latency per head, data path, training, capacity assignment, smoke profile, device check.")
+                        help="Benchmarks: latency per head, data path, training, small-map convolutions, capacity assignment, "
+                        "smoke profile, device check.")
 
 
 def _device(device: str) -> str:
@@ -122,6 +124,32 @@ def train_cmd(images: int = typer.Option(2048), batch: int = typer.Option(128), 
         t.add_row(name, f"{rate:,.0f}", ", ".join(f"{x:,.0f}" for x in r["rounds"][name]))
     console.print(t)
     console.print(f"fast / usual: [bold]{r['speedup']:.2f}x[/]; fast path engine: {r['engine']}", highlight=False)
+
+
+@bench_app.command("small-maps")
+def small_maps_cmd(batch: int = typer.Option(128, help="Images a step (the functional profile's batch)."),
+                   steps: int = typer.Option(3, help="Training steps a round."), rounds: int = typer.Option(3),
+                   threads: int = typer.Option(1, help="CPU intra-op threads (a run's; the digit pretraining takes 2).")) -> None:
+    """Training steps of the functional profile's small-map backbones: torch's convolution against the small-map paths."""
+    from repro.bench.small_maps import bench_small_maps
+    from repro.cli.common import print_grid, show
+    from repro.terminal import Column, Grid
+
+    for name, value in (("--batch", batch), ("--steps", steps), ("--rounds", rounds), ("--threads", threads)):
+        if value < 1:
+            raise typer.BadParameter(f"{value}: expected 1 or more", param_hint=name)
+    rows = bench_small_maps(batch, steps, rounds, threads)
+    grid = Grid([Column("Backbone", prose=True), Column("Px", right=True), Column("Small", right=True),
+                 Column("Conv ms", right=True), Column("Small ms", right=True), Column("Speed-up", right=True),
+                 Column("Diff out/grad", drop=1)])
+    for r in rows:
+        grid.add(r.case.label, str(r.case.image_size), f"{r.small} of {r.layers}", f"{statistics.median(r.conv_ms):.0f}",
+                 f"{statistics.median(r.small_ms):.0f}", f"{r.speedup:.2f}x", f"{r.output_diff:.1e} / {r.grad_diff:.1e}")
+    print_grid(grid, f"A training step (forward, backward, Adam; dense head), batch {batch}, {threads} thread(s), "
+                     f"median of {rounds} rounds of {steps} steps")
+    show("Small: the convolution layers that take a small-map path at this size (repro.models.small_maps). Diff: "
+         "the largest difference of the outputs and of the gradients, relative to the largest value (float "
+         "rounding: the two paths compute one function).")
 
 
 @bench_app.command("capacity")

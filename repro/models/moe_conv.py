@@ -39,6 +39,7 @@ from torch import nn
 from torch.nn.modules.utils import _pair
 
 from repro.models.backbones import TorchvisionFeatures, torchvision_net
+from repro.models import small_maps
 from repro.models.base import RoutingHooks
 from repro.models.configs import MoEConvBackboneConfig
 from repro.models.values import counting, init_bank
@@ -46,6 +47,9 @@ from repro.models.values import counting, init_bank
 
 class MoEConv2d(RoutingHooks, nn.Module):
     routed = True
+    # The training engine's choice (repro.models.small_maps.use_small_maps): a bank's convolution on a map smaller
+    # than its kernel takes a faster path, the same function. Off where models are counted or timed.
+    small_maps = False
 
     def __init__(
         self,
@@ -128,11 +132,18 @@ class MoEConv2d(RoutingHooks, nn.Module):
                 for n, p, d, k, s in zip(x.shape[2:], self.padding, self.dilation, self.kernel_size, self.stride)]
         if self.mixes_kernels(size[0] * size[1]):
             y = self._mixed_kernels(x, g, top_i)
+        elif self.small_maps and small_maps.path(tuple(x.shape[2:]), self.kernel_size, self.stride, self.padding,
+                                                 self.dilation, self.groups) == "matmul":
+            x_taps, w_taps = small_maps.taps(x, self.weight, self.padding, self.dilation)  # once, not per expert
+            y = self._per_expert(x, g, top_i, size, x_taps, w_taps)
         else:
             y = self._per_expert(x, g, top_i, size)
         probs = torch.softmax(logits.detach(), dim=-1)  # (B, E)
         self._record_routing(probs, torch.zeros_like(probs).scatter(-1, top_i, 1.0))
         return y
+
+    def _conv(self, *args, **kwargs) -> torch.Tensor:
+        return (small_maps.conv2d if self.small_maps else F.conv2d)(*args, **kwargs)
 
     def _mixed_kernels(self, x: torch.Tensor, g: torch.Tensor, top_i: torch.Tensor) -> torch.Tensor:
         b = x.shape[0]
@@ -142,23 +153,28 @@ class MoEConv2d(RoutingHooks, nn.Module):
         if self.bias is not None:
             bias = torch.bmm(g.unsqueeze(1), self.bias.index_select(0, top_i.flatten()).view(b, self.top_k, -1))
             bias = bias.flatten()  # (B, 1, K) @ (B, K, Co) -> (B*Co,)
-        y = F.conv2d(
+        y = self._conv(
             x.reshape(1, b * self.in_channels, *x.shape[2:]),  # (1, B*Ci, H, W)
             w.reshape(b * self.out_channels, *self.weight.shape[2:]),  # (B*Co, Ci/g, kh, kw)
             bias, stride=self.stride, padding=self.padding, dilation=self.dilation, groups=b * self.groups,
         )  # (1, B*Co, H', W')
         return y.reshape(b, self.out_channels, *y.shape[2:])
 
-    def _per_expert(self, x: torch.Tensor, g: torch.Tensor, top_i: torch.Tensor, size: list[int]) -> torch.Tensor:
+    def _per_expert(self, x: torch.Tensor, g: torch.Tensor, top_i: torch.Tensor, size: list[int],
+                    x_taps: torch.Tensor | None = None, w_taps: torch.Tensor | None = None) -> torch.Tensor:
+        """Each sample through its k banks. A 1x1 output on the small-map path passes the taps inside the input
+        (small_maps.taps): the banks' convolutions are then unpadded, as large as their input."""
         gates = torch.zeros(x.shape[0], self.num_experts, dtype=g.dtype, device=g.device).scatter(-1, top_i, g)
         out = x.new_zeros(x.shape[0], self.out_channels, *size)  # (B, Co, H', W')
-        banks = self.weight.unbind(0)  # one gradient stack, not a full-size zero gradient per expert (ExpertBank.views)
+        weight, conv = self.weight, dict(stride=self.stride, padding=self.padding, dilation=self.dilation)
+        if x_taps is not None:
+            x, weight, conv = x_taps, w_taps, dict(stride=1, padding=0, dilation=1)
+        banks = weight.unbind(0)  # one gradient stack, not a full-size zero gradient per expert (ExpertBank.views)
         biases = self.bias.unbind(0) if self.bias is not None else [None] * self.num_experts
         for e in range(self.num_experts):
             rows = (top_i == e).any(-1).nonzero().flatten()  # samples that selected expert e
             if rows.numel():
-                y = F.conv2d(x[rows], banks[e], biases[e], stride=self.stride, padding=self.padding,
-                             dilation=self.dilation, groups=self.groups)
+                y = self._conv(x[rows], banks[e], biases[e], groups=self.groups, **conv)
                 y = gates[rows, e, None, None, None] * y  # float32 under CUDA autocast, whose softmax is float32
                 out = out.index_add(0, rows, y.to(out.dtype))
         return out

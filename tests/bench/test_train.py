@@ -22,12 +22,13 @@ def test_bench_train_same_steps_both_paths_and_a_consistent_ratio():
 
 def test_engine_defaults_per_device_and_overrides(monkeypatch):
     cfg = bench_config("cifar10", 64, 32, 0, None)
-    for name in ("REPRO_CHANNELS_LAST", "REPRO_COMPILE", "REPRO_DISPATCH"):
+    for name in ("REPRO_CHANNELS_LAST", "REPRO_COMPILE", "REPRO_DISPATCH", "REPRO_SMALL_MAPS"):
         monkeypatch.delenv(name, raising=False)
-    assert resolve_engine(cfg, CPU) == Engine(channels_last=True, compile=False, dispatch=None)
+    assert resolve_engine(cfg, CPU) == Engine(channels_last=True, compile=False, dispatch=None, small_maps=True)
     assert resolve_engine(cfg, torch.device("cuda")) == Engine(channels_last=True, compile=True, dispatch="batched")
     monkeypatch.setenv("REPRO_DISPATCH", "batched")
     monkeypatch.setenv("REPRO_CHANNELS_LAST", "0")
+    monkeypatch.setenv("REPRO_SMALL_MAPS", "0")
     assert resolve_engine(cfg, CPU) == Engine(channels_last=False, compile=False, dispatch="batched")
     explicit = bench_config("cifar10", 64, 32, 0, None)
     explicit = explicit.__class__(**{**explicit.to_dict(), "head": {"name": "sparse_moe", "params": {"dispatch": "loop"}}})

@@ -1,0 +1,66 @@
+"""repro.models.small_maps computes F.conv2d's function, and its gradients, on every path it takes."""
+
+import itertools
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from repro.models import Component, build_model
+from repro.models.moe_conv import MoEConv2d
+from repro.models.small_maps import SmallMapConv2d, conv2d, path, use_small_maps
+
+CASES = list(itertools.product([(1, 1), (2, 2), (1, 3), (4, 4)], [1, 3, (3, 1)], [1, 2], [0, 1, 2], [1, 2],
+                               [1, 2, 8], [False, True]))
+
+
+@pytest.mark.parametrize("size,k,s,p,d,g,b", CASES)
+def test_conv2d_matches_torch_forward_and_backward(size, k, s, p, d, g, b):
+    kh, kw = (k, k) if isinstance(k, int) else k
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randn(3, 8, *size, dtype=torch.float64, generator=gen, requires_grad=True)
+    w = torch.randn(8, 8 // g, kh, kw, dtype=torch.float64, generator=gen, requires_grad=True)
+    bias = torch.randn(8, dtype=torch.float64, generator=gen, requires_grad=True) if b else None
+    try:
+        ref = F.conv2d(x, w, bias, s, p, d, g)
+    except RuntimeError:  # a kernel larger than the padded input: torch refuses it too
+        with pytest.raises(RuntimeError):
+            conv2d(x, w, bias, s, p, d, g)
+        return
+    out = conv2d(x, w, bias, s, p, d, g)
+    inputs = [x, w] + ([bias] if b else [])
+    assert out.shape == ref.shape
+    assert torch.allclose(out, ref)
+    for a, c in zip(torch.autograd.grad(ref.square().sum(), inputs), torch.autograd.grad(out.square().sum(), inputs)):
+        assert torch.allclose(a, c)
+
+
+def test_paths_taken():
+    assert path((1, 1), 3, 1, 1, 1, 1) == "matmul"  # ResNet-18's layer4 at 16 px
+    assert path((2, 2), 3, 2, 1, 1, 1) == "matmul"  # its stride-2 conv from 2x2
+    assert path((2, 2), 3, 1, 1, 1, 96) == "padded"  # a depthwise 3x3 on 2x2
+    assert path((2, 2), 3, 1, 1, 1, 1) == "conv"  # dense on 2x2: oneDNN's own path is as fast
+    assert path((4, 4), 3, 1, 1, 1, 96) == "conv"
+    assert path((1, 1), 3, 1, 1, 1, 1) != "conv" and path((8, 8), 3, 1, 1, 1, 1) == "conv"
+
+
+def test_resnet18_at_16px_and_moeconv_train_the_same_function():
+    for backbone in (Component("resnet18"), Component("resnet18_moeconv", {"top_k": 2})):
+        torch.manual_seed(0)
+        plain = build_model("imagenet", backbone, Component("dense", {"hidden": [32]}), image_size=16).double()
+        small = build_model("imagenet", backbone, Component("dense", {"hidden": [32]}), image_size=16).double()
+        small.load_state_dict(plain.state_dict())
+        assert use_small_maps(small) > 0
+        assert list(small.state_dict()) == list(plain.state_dict())  # checkpoints load into either
+        assert any(isinstance(m, (SmallMapConv2d, MoEConv2d)) for m in small.modules())
+        x = torch.randn(4, 3, 16, 16, dtype=torch.float64)
+        plain.eval()  # no dropout: one function to compare
+        small.eval()
+        ya, yb = plain(x), small(x)
+        assert torch.allclose(ya, yb)
+        ya.square().sum().backward()
+        yb.square().sum().backward()
+        for (name, p), q in zip(plain.named_parameters(), small.parameters()):
+            assert (p.grad is None) == (q.grad is None), name
+            if p.grad is not None:
+                assert torch.allclose(p.grad, q.grad), name
