@@ -128,8 +128,7 @@ def _pretrain_on(backbone: str, dataset: str, image_size: int, s: Pretraining, p
     from repro.data import digits, loader
     from repro.data.specs import get_dataset
     from repro.models import BACKBONES
-    from repro.models.small_maps import use_small_maps
-    from repro.train import to_channels_last
+    from repro.models.small_maps import to_channels_last, use_small_maps
 
     spec = get_dataset(dataset)
     d = digits.digits_per_image(spec.num_classes)

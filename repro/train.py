@@ -32,6 +32,7 @@ from repro.data.specs import get_dataset
 from repro.runtime import distributed, numerics
 from repro.models import Component, build_model
 from repro.models import small_maps
+from repro.models.small_maps import to_channels_last
 from repro.models.base import entropy
 from repro.recipes import RunConfig
 from repro.timings import Stopwatch
@@ -105,14 +106,6 @@ def pretrained_source(cfg: RunConfig) -> bool | Path:
 
         return digit_weights.ensure(cfg.backbone["name"], cfg.dataset, cfg.image_size)
     return cfg.pretrained
-
-
-def to_channels_last(model: nn.Module) -> nn.Module:
-    """Every nn.Conv2d's weights channels-last, in place (4-d weights only; MoEConv2d's banks stay as they are)."""
-    for module in model.modules():
-        if isinstance(module, nn.Conv2d):
-            module.to(memory_format=torch.channels_last)
-    return model
 
 
 def build_engine_model(cfg: RunConfig, engine: Engine) -> nn.Module:

@@ -19,8 +19,7 @@ import torch.nn.functional as F
 
 from repro.measure.timing import cpu_threads
 from repro.models import Component, build_model
-from repro.models.small_maps import path, use_small_maps
-from repro.train import to_channels_last
+from repro.models.small_maps import path, to_channels_last, use_small_maps
 
 DENSE = Component("dense", {"hidden": [1024, 256]})
 

@@ -118,14 +118,20 @@ def use_small_maps(model: nn.Module) -> int:
     """Give every convolution of `model` conv2d's paths, in place: each plain nn.Conv2d becomes a SmallMapConv2d,
     and each MoEConv2d runs its banks' convolutions through conv2d. Returns how many modules changed (subclasses
     of nn.Conv2d other than SmallMapConv2d keep their own forward)."""
-    from repro.models.moe_conv import MoEConv2d
-
     changed = 0
     for module in model.modules():
         if type(module) is nn.Conv2d:
             module.__class__ = SmallMapConv2d
             changed += 1
-        elif isinstance(module, MoEConv2d) and not module.small_maps:
+        elif getattr(module, "small_maps", None) is False:  # MoEConv2d's switch
             module.small_maps = True
             changed += 1
     return changed
+
+
+def to_channels_last(model: nn.Module) -> nn.Module:
+    """Every nn.Conv2d's weights channels-last, in place (4-d weights only; MoEConv2d's banks stay as they are)."""
+    for module in model.modules():
+        if isinstance(module, nn.Conv2d):
+            module.to(memory_format=torch.channels_last)
+    return model
