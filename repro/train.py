@@ -63,7 +63,7 @@ class Engine:
     no faster); batched sparse dispatch on CUDA only (no host synchronisation; on
     a CPU its empty expert slots cost more than the loop's per-expert calls), and
     only where the row leaves `dispatch` unset; convolutions on maps smaller than their kernel by faster exact
-    paths on the CPU (repro.models.small_maps: ResNet-18's training step at 16 px 4-5x faster on a 2-core
+    paths on the CPU (repro.models.small_maps: ResNet-18's training step at 16 px 3.6-4.6x faster on a 2-core
     AVX2 CPU; not measured on CUDA, so off there). A recipe's bf16 autocast runs on CUDA; REPRO_BF16_CPU=1 runs it
     on the CPU too, the nearest CPU equivalent of the CUDA path (slower there, so off by default).
     """
