@@ -10,29 +10,36 @@ from repro.models import Component, build_model
 from repro.models.moe_conv import MoEConv2d
 from repro.models.small_maps import SmallMapConv2d, conv2d, path, use_small_maps
 
-CASES = list(itertools.product([(1, 1), (2, 2), (1, 3), (4, 4)], [1, 3, (3, 1)], [1, 2], [0, 1, 2], [1, 2],
-                               [1, 2, 8], [False, True]))
+GEOMETRY = list(itertools.product([1, 3, (3, 1)], [1, 2], [0, 1, 2], [1, 2], [False, True]))  # k, s, p, d, bias
 
 
-@pytest.mark.parametrize("size,k,s,p,d,g,b", CASES)
-def test_conv2d_matches_torch_forward_and_backward(size, k, s, p, d, g, b):
-    kh, kw = (k, k) if isinstance(k, int) else k
+@pytest.mark.parametrize("groups", [1, 2, 8])
+@pytest.mark.parametrize("size", [(1, 1), (2, 2), (1, 3), (4, 4)])
+def test_conv2d_matches_torch_forward_and_backward(size, groups):
+    """Every kernel, stride, padding, dilation and bias on this map size and group count (72 convolutions)."""
     gen = torch.Generator().manual_seed(0)
-    x = torch.randn(3, 8, *size, dtype=torch.float64, generator=gen, requires_grad=True)
-    w = torch.randn(8, 8 // g, kh, kw, dtype=torch.float64, generator=gen, requires_grad=True)
-    bias = torch.randn(8, dtype=torch.float64, generator=gen, requires_grad=True) if b else None
-    try:
-        ref = F.conv2d(x, w, bias, s, p, d, g)
-    except RuntimeError:  # a kernel larger than the padded input: torch refuses it too
-        with pytest.raises(RuntimeError):
-            conv2d(x, w, bias, s, p, d, g)
-        return
-    out = conv2d(x, w, bias, s, p, d, g)
-    inputs = [x, w] + ([bias] if b else [])
-    assert out.shape == ref.shape
-    assert torch.allclose(out, ref)
-    for a, c in zip(torch.autograd.grad(ref.square().sum(), inputs), torch.autograd.grad(out.square().sum(), inputs)):
-        assert torch.allclose(a, c)
+    paths = set()
+    for k, s, p, d, b in GEOMETRY:
+        case = f"size={size} k={k} stride={s} padding={p} dilation={d} groups={groups} bias={b}"
+        kh, kw = (k, k) if isinstance(k, int) else k
+        x = torch.randn(3, 8, *size, dtype=torch.float64, generator=gen, requires_grad=True)
+        w = torch.randn(8, 8 // groups, kh, kw, dtype=torch.float64, generator=gen, requires_grad=True)
+        bias = torch.randn(8, dtype=torch.float64, generator=gen, requires_grad=True) if b else None
+        try:
+            ref = F.conv2d(x, w, bias, s, p, d, groups)
+        except RuntimeError:  # a kernel larger than the padded input: torch refuses it too
+            with pytest.raises(RuntimeError):
+                conv2d(x, w, bias, s, p, d, groups)
+            continue
+        paths.add(path(size, k, s, p, d, groups))
+        out = conv2d(x, w, bias, s, p, d, groups)
+        inputs = [x, w] + ([bias] if b else [])
+        assert out.shape == ref.shape, case
+        assert torch.allclose(out, ref), case
+        for a, c in zip(torch.autograd.grad(ref.square().sum(), inputs), torch.autograd.grad(out.square().sum(), inputs)):
+            assert torch.allclose(a, c), case
+    # the cases reach the rewrites, not only torch's own path (no case here gives a 1x3 map a 1x1 output)
+    assert ("matmul" in paths) == (size != (1, 3)) and ("padded" in paths) == (groups > 1), paths
 
 
 def test_paths_taken():
