@@ -93,7 +93,9 @@ def main() -> None:
 
     from repro.cli.common import ExitCode, err, interrupted_message
     from repro.runtime.interrupt import sigterm_as_interrupt
+    from repro.runtime.memory import keep_freed_memory
 
+    keep_freed_memory()  # this process counts FLOPs, pretrains and times latency; its workers train
     try:
         with sigterm_as_interrupt():
             app(prog_name="repro")

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Iterator, Protocol
 
 from repro.runtime.interrupt import worker_signals
+from repro.runtime.memory import keep_freed_memory
 
 
 class SlotLike(Protocol):
@@ -62,11 +63,7 @@ def start_workers(slots: list[SlotLike]) -> Workers:
             _kept[-1][key] = workers
             return workers
         workers.close()
-    # glibc returns large blocks to the OS on every free, so each training step page-faults its
-    # gradients and optimizer temporaries back in; on a CPU that doubled a run's wall time.
-    # Workers inherit these thresholds (they are read when a process starts).
-    for name in ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_"):
-        os.environ.setdefault(name, str(1 << 30))
+    keep_freed_memory()  # workers inherit the thresholds through the environment (repro.runtime.memory)
     ctx = mp.get_context("spawn")
     manager = ctx.Manager()
     workers = Workers({s.name: ProcessPoolExecutor(1, mp_context=ctx, initializer=_pin, initargs=(s.env,))
