@@ -32,20 +32,24 @@ class Compute:
     estimate_kind: str  # what the estimate is hours of: "GPU" or "CPU"
 
 
-def _taken(results_dir: Path, cfgs: dict[str, RunConfig], hashes: set[str]) -> tuple[int, float, float]:
-    recorded, gpu, cpu = 0, 0.0, 0.0
-    for h in hashes:
-        # The rule `repro run` applies (repro.execution.record_checks); an unusable record counts as none.
-        record, _ = read_record(record_path(results_dir, cfgs[h]), cfgs[h])
-        if record is None:
-            continue
-        seconds = float(record.get("wall_seconds") or record.get("train_seconds") or 0.0)
-        recorded += 1
-        if record["provenance"].get("device_type") == "cuda":
-            gpu += seconds
-        else:
-            cpu += seconds
-    return recorded, gpu / 3600, cpu / 3600
+@dataclass(frozen=True)
+class Taken:
+    """What one run's usable record says it took (wall seconds), and on which kind of device."""
+
+    seconds: float
+    cuda: bool
+
+
+def _taken_by(results_dir: Path, cfgs: dict[str, RunConfig]) -> dict[str, Taken]:
+    """Each run's usable record, read once (a claim line and its table line share runs), by the rule
+    `repro run` applies (repro.execution.record_checks); an unusable record counts as none."""
+    taken = {}
+    for h, cfg in cfgs.items():
+        record, _ = read_record(record_path(results_dir, cfg), cfg)
+        if record is not None:
+            seconds = float(record.get("wall_seconds") or record.get("train_seconds") or 0.0)
+            taken[h] = Taken(seconds, record["provenance"].get("device_type") == "cuda")
+    return taken
 
 
 def compute_by_claim(results_dir: Path, profile: str, manifests: list[Manifest],
@@ -65,10 +69,12 @@ def compute_by_claim(results_dir: Path, profile: str, manifests: list[Manifest],
         est = {h: model.run_time(cfg, m.id, device) for h, cfg in cfgs.items()}
         hours = {h: (t.compute_s + t.overhead_s / model.executor.packing(device.kind)) / 3600 for h, t in est.items()}
         kind = device.kind.upper()
+        taken = _taken_by(results_dir, cfgs)
 
         def line(label: str, hashes: set[str]) -> Compute:
-            recorded, gpu, cpu = _taken(results_dir, cfgs, hashes)
-            return Compute(label, len(hashes), recorded, gpu, cpu, sum(hours[h] for h in hashes), kind)
+            runs = [taken[h] for h in hashes if h in taken]
+            gpu, cpu = (sum(t.seconds for t in runs if t.cuda is on) / 3600 for on in (True, False))
+            return Compute(label, len(hashes), len(runs), gpu, cpu, sum(hours[h] for h in hashes), kind)
 
         for claim in m.claims:
             rows = set(rows_read(m, claim))
