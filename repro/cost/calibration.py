@@ -3,7 +3,8 @@
 Three sources, each labelled wherever a figure is shown:
 - this host's CPU: `throughput("cpu")`, measured once on a small conv net (about a second, and
   torch's import) and cached per device and thread count (repro.cache); until then `repro list`
-  shows a reference figure per core, labelled as one;
+  prices CPU runs by what they took on a machine of CI's kind (repro.cost.reference), labelled a
+  reference;
 - a GPU calibration file written by `repro bench gpu` on the GPU host:
   ``{"device": "<name>", "manifests": {"<id>": {"images_per_s": <float>, ...}, ...}}``, training
   images per second per manifest; a malformed file is ignored with a warning;
@@ -34,8 +35,9 @@ A100_PEAK_BF16_FLOPS = 312e12
 GPU_EFFICIENCY = RESNET50_A100_IMAGES_PER_S * 3 * RESNET50_FORWARD_MACS * 2 / A100_PEAK_BF16_FLOPS  # ~0.19
 GPU_STEP_OVERHEAD_S = 0.003  # assumption, not measured: launch-bound optimiser step of a small model
 CPU_STEP_OVERHEAD_S = 0.004  # optimiser, Python and dispatch per step on a CPU
-# Training multiply-adds per second per core where this CPU is not measured yet (measure_throughput on the
-# project's 2-core x86-64 CI machine gave 8.3e9 on 2 threads, December 2026): a reference, labelled as one.
+# Training multiply-adds per second per core where this CPU is not measured yet and the shipped reference
+# (repro.cost.reference) cannot be read (measure_throughput on the project's 2-core x86-64 CI machine gave
+# 8.3e9 on 2 threads, December 2026): a guess, labelled as one.
 CPU_REFERENCE_MACS_PER_CORE = 4e9
 
 # Peak dense bf16 (fp16 for V100, which has no bf16) tensor-core FLOP/s, from the vendors' data sheets.
@@ -55,6 +57,7 @@ class Throughput:
     step_overhead_s: float
     source: str  # where the figures come from, shown beside every estimate
     images_per_s: dict[str, float] = field(default_factory=dict)  # per manifest id, from a calibration file
+    run_seconds: dict[str, float] = field(default_factory=dict)  # per config hash, from the CPU reference
     # Fitted to run records only (repro.cost.fit); zero or one otherwise:
     run_overhead_s: float = 0.0  # per run, outside its epochs (building the model and its data)
     step_param_s: float = 0.0  # per trainable parameter and step (optimiser and gradient memory)
@@ -122,6 +125,13 @@ def cpu_throughput(measure: bool = True, reference: bool = False) -> Throughput:
     NaN, or with `reference` the reference figure, so that `repro list` answers without importing torch."""
     value = throughput("cpu", measure)
     if value != value and reference:
+        from repro.cost import reference as shipped
+
+        ref = shipped.load()
+        if ref is not None:
+            return Throughput("cpu", "cpu", ref.macs_per_s, ref.step_overhead_s, ref.source,
+                              run_seconds=ref.run_seconds(), run_overhead_s=ref.run_overhead_s,
+                              cpu_share=ref.cpu_share, parallel=_cpu_threads())
         macs = CPU_REFERENCE_MACS_PER_CORE * _cpu_threads()
         return Throughput("cpu", "cpu", macs, CPU_STEP_OVERHEAD_S,
                           f"reference, not measured: {CPU_REFERENCE_MACS_PER_CORE / 1e9:.0f} GMAC/s per core x "

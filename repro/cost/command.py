@@ -36,17 +36,33 @@ class Rate:
     why: str  # where the figure comes from
 
 
+def _reference(name: str, guess: float, why: str) -> Rate:
+    """The rate measured on the CPU reference's machine (repro.cost.reference), else a guess."""
+    from repro.cost import reference
+
+    ref = reference.load()
+    if ref is not None and name in ref.rates:
+        return Rate(ref.rates[name], "reference", f"measured on {ref.machine}, {ref.measured}")
+    return Rate(guess, "reference", why)
+
+
 @dataclass(frozen=True)
 class Rates:
     """Seconds per unit of each phase that the run model does not price."""
 
     # The interpreter and the command line's imports (torch: 6 s on the project's 2-core CI machine).
-    startup: Rate = Rate(6.0, "reference", "torch's import on a 2-core CPU")
-    flop_model: Rate = Rate(0.5, "reference", "analytic, fvcore and torch counts of one model")  # per distinct model
-    workers: Rate = Rate(6.0, "reference", "worker processes each import torch")  # per table that trains in them
-    latency: Rate = Rate(1.0, "reference", "the latency estimate as it stands")  # x repro.cost.estimate.estimate_latency
-    rest: Rate = Rate(1.0, "reference", "data checks, claims, table files")  # per table
-    report: Rate = Rate(15.0, "reference", "figures, report.md and report.html")  # per report
+    startup: Rate = _reference("startup", 6.0, "torch's import on a 2-core CPU")
+    flop_model: Rate = _reference("flop_model", 0.5, "analytic, fvcore and torch counts of one model")  # per model
+    workers: Rate = _reference("workers", 6.0, "worker processes each import torch")  # per table that trains in them
+    latency: Rate = _reference("latency", 1.0, "the latency estimate as it stands")  # x estimate_latency
+    rest: Rate = _reference("rest", 1.0, "data checks, claims, table files")  # per table
+    report: Rate = _reference("report", 15.0, "figures, report.md and report.html")  # per report
+
+
+# What fit_rates prices a command with to read each phase's units back (models counted, latency estimated,
+# runs priced), whatever the reference rates are: one second a model, the latency estimate as it is, no
+# worker start-up.
+_UNITS = Rates(flop_model=Rate(1.0, "", ""), workers=Rate(0.0, "", ""), latency=Rate(1.0, "", ""))
 
 
 @dataclass(frozen=True)
@@ -147,18 +163,17 @@ def fit_rates(times: FolderTimes, manifests: list[Manifest], model: CostModel) -
         for name, cmd in commands.items():
             mine = [by_id[t] for t in cmd.tables if t in by_id and profile in by_id[t].profiles]
             before = frozenset(h for h, r in times.runs.items() if cmd.started is not None and r.ended < cmd.started)
-            estimate = command_time(mine, profile, model, Rates(), verify_all=name == "verify-all", recorded=before)
+            estimate = command_time(mine, profile, model, _UNITS, verify_all=name == "verify-all", recorded=before)
             units.setdefault("startup", []).append((cmd.phases.get("start-up and imports", 0.0), 1.0))
             flops = sum(cmd.phases.get(k, 0.0) for k in ("FLOP check", "FLOP counting"))
             n_models = sum(p.seconds for p in estimate.parts if p.phase in ("FLOP check", "FLOP counting"))
-            units.setdefault("flop_model", []).append((flops, n_models / Rates().flop_model.seconds))
+            units.setdefault("flop_model", []).append((flops, n_models / _UNITS.flop_model.seconds))
             lat = cmd.phases.get("latency", 0.0)
             lat_est = sum(p.seconds for p in estimate.parts if p.phase == "latency")
             if lat_est:
                 units.setdefault("latency", []).append((lat, lat_est))
             train = sum(cmd.phases.get(k, 0.0) for k in ("training", "stand-in pretraining"))
-            runs_est = sum(p.seconds for p in estimate.parts if p.phase == "training") - sum(
-                Rates().workers.seconds for p in estimate.parts if p.phase == "training" and p.seconds > 0)
+            runs_est = sum(p.seconds for p in estimate.parts if p.phase == "training")  # _UNITS: no worker term
             training_tables = sum(1 for p in estimate.parts if p.phase == "training" and p.seconds > 0)
             if training_tables:
                 units.setdefault("workers", []).append((max(0.0, train - runs_est), training_tables))
@@ -169,7 +184,7 @@ def fit_rates(times: FolderTimes, manifests: list[Manifest], model: CostModel) -
                 units.setdefault("report", []).append(
                     (sum(cmd.phases.get(k, 0.0) for k in ("figures", "report", "timings")), 1.0))
     if "rest" not in units:  # no timings.json: the tables' wall times less what the model prices in them
-        bare = dataclasses.replace(Rates(), rest=Rate(0.0, "", ""), workers=Rate(0.0, "", ""))
+        bare = dataclasses.replace(_UNITS, rest=Rate(0.0, "", ""))
         residuals: dict[bool, list[float]] = {True: [], False: []}  # by whether the table trained runs
         for profile, tables in times.tables.items():
             for manifest_id, table in tables.items():

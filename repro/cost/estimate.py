@@ -185,6 +185,9 @@ class CostModel:
         """Device seconds of one run (CPU seconds for a fitted CPU) as compute and the rest; wall = their sum /
         device.cpu_share."""
         w = self.run_work(cfg)
+        measured = device.run_seconds.get(cfg.hash)
+        if measured is not None:  # the CPU reference has this very run (repro.cost.reference)
+            return RunTime(measured, 0.0, w.data)
         rate = device.images_per_s.get(manifest_id)
         if rate:  # a measured training rate: its per-step costs are inside it; evaluation is a forward pass
             return RunTime(w.images / rate, device.run_overhead_s, w.data)
@@ -215,7 +218,11 @@ class CostModel:
             sources.update((device.source, f"{cfg.dataset}: {t.data}"))
         pretraining = self._pretraining([(cfg, device) for cfg, _, device in runs.values()])
         occupancy += pretraining
+        # Figures per run (fitted to records, the reference): the runs share the cores, each on its threads.
         parallel = max((d.parallel for _, _, d in runs.values() if d.kind == "cpu"), default=1)
+        if parallel > 1:
+            threads = max(c.threads for c, _, d in runs.values() if d.kind == "cpu")
+            parallel = max(1, _cores() // threads)
         slots = parallel if kind == "cpu" else self.executor.slots(kind, len(walls))
         wall = makespan(walls, slots) + sum(pretraining)  # pretraining: in the main process, before any run trains
         return Cost(kind, len(runs), sum(c.epochs for c, _, _ in runs.values()), sum(occupancy), wall,
@@ -243,6 +250,12 @@ class CostModel:
             out[path] = (PRETRAIN.epochs * 3 * body * PRETRAIN.images / device.macs_per_s
                          + steps * device.step_overhead_s)
         return list(out.values())
+
+
+def _cores() -> int:
+    import os
+
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 def makespan(durations: list[float], slots: int) -> float:

@@ -82,26 +82,32 @@ def _features(model: CostModel, run: MeasuredRun) -> list[float] | None:
     return values if all(math.isfinite(v) for v in values) else None
 
 
+def fit_constants(data: list[tuple[list[float], float]], a0: float) -> tuple[list[float], bool]:
+    """(a, b, c, o, k) fitted to (features, seconds) pairs, and whether `a` is the fit's (else a0, the device's
+    seconds per multiply-add: kept where the records cannot pin it; 0: none to keep)."""
+    scale = [max(sum(f[j] for f, _ in data) / len(data), 1e-30) for j in range(5)]  # conditioning
+    rows = [[f[j] / scale[j] / math.sqrt(s) for j in range(5)] for f, s in data]
+    target = [math.sqrt(s) for _, s in data]
+    coef = [c / scale[j] for j, c in enumerate(_nnls(rows, target))]
+    total = sum(s for _, s in data)
+    little = sum(f[0] for f, _ in data) * (a0 or coef[0]) < MIN_COMPUTE_SHARE * total
+    implausible = a0 > 0 and not a0 / RATE_BOUND <= coef[0] <= a0 * RATE_BOUND
+    if a0 > 0 and (little or implausible):  # keep the device's own rate, fit the rest
+        rest = _nnls([[f[j] / scale[j] / math.sqrt(s) for j in range(1, 5)] for f, s in data],
+                     [(s - a0 * f[0]) / math.sqrt(s) for f, s in data])
+        return [a0] + [c / scale[j + 1] for j, c in enumerate(rest)], False
+    return coef, True
+
+
 def fit_device(runs: list[MeasuredRun], model: CostModel, base: Throughput) -> RunFit | None:
     """The constants of the device the runs trained on, starting from `base` (its measured or reference figures);
     None with fewer than MIN_RUNS usable records."""
     data = [(f, _seconds(r), r) for r in runs if (f := _features(model, r)) is not None]
     if len(data) < MIN_RUNS:
         return None
-    scale = [max(sum(f[j] for f, _, _ in data) / len(data), 1e-30) for j in range(5)]  # conditioning
-    rows = [[f[j] / scale[j] / math.sqrt(s) for j in range(5)] for f, s, _ in data]
-    target = [math.sqrt(s) for _, s, _ in data]
-    coef = [c / scale[j] for j, c in enumerate(_nnls(rows, target))]
-    total = sum(s for _, s, _ in data)
     a0 = 1 / base.macs_per_s if base.macs_per_s > 0 and math.isfinite(base.macs_per_s) else 0.0
-    rate = "fitted"
-    little = sum(f[0] for f, _, _ in data) * (a0 or coef[0]) < MIN_COMPUTE_SHARE * total
-    implausible = a0 > 0 and not a0 / RATE_BOUND <= coef[0] <= a0 * RATE_BOUND
-    if a0 > 0 and (little or implausible):
-        rate = base.basis  # the records cannot pin the compute rate: keep the device's own, fit the rest
-        rest = _nnls([[f[j] / scale[j] / math.sqrt(s) for j in range(1, 5)] for f, s, _ in data],
-                     [(s - a0 * f[0]) / math.sqrt(s) for f, s, _ in data])
-        coef = [a0] + [c / scale[j + 1] for j, c in enumerate(rest)]
+    coef, own_rate = fit_constants([(f, s) for f, s, _ in data], a0)
+    rate = "fitted" if own_rate else base.basis
     ratios = tuple(sum(c * x for c, x in zip(coef, f)) / s for f, s, _ in data)
     with_cpu = [r for _, _, r in data if r.cpu_s is not None]
     share = sum(r.cpu_s for r in with_cpu) / sum(r.wall_s for r in with_cpu) if with_cpu else 1.0
@@ -112,7 +118,7 @@ def fit_device(runs: list[MeasuredRun], model: CostModel, base: Throughput) -> R
     fitted = dataclasses.replace(
         base, macs_per_s=1 / coef[0] if coef[0] > 0 else float("inf"), step_overhead_s=coef[1], step_param_s=coef[2],
         run_overhead_s=coef[3], checkpoint_param_s=coef[4], cpu_share=min(max(share, 0.02), float(threads)),
-        parallel=parallel, fitted=True, images_per_s={},
+        parallel=parallel, fitted=True, images_per_s={}, run_seconds={},
         source=f"fitted to {len(data)} run records of this results folder ({base.device})")
     sized = sum(1 for f, _, _ in data if f[2] > 0 or f[4] > 0)
     return RunFit(fitted, len(data), ratios, seconds, rate, sized)

@@ -39,6 +39,7 @@ class MeasuredRun:
     device: str  # "cpu" or "cuda"
     threads: int | None  # a CPU run's intra-op threads
     ended: float  # POSIX seconds
+    label: str = ""  # the record's "<table>/<row> seed <n>"
 
 
 @dataclass(frozen=True)
@@ -92,7 +93,8 @@ def _run(record: dict[str, Any]) -> MeasuredRun | None:
     cpu = record.get("cpu_seconds", ((record.get("timings") or {}).get("run") or {}).get("cpu_s"))
     cpu = float(cpu) if isinstance(cpu, (int, float)) and cpu > 0 else None
     return MeasuredRun(record.get("config_hash", cfg.hash), cfg, str(record.get("label", "")).split("/")[0], train,
-                       wall, cpu, str(prov.get("device_type", "cpu")), int(threads.group(1)) if threads else None, ended)
+                       wall, cpu, str(prov.get("device_type", "cpu")), int(threads.group(1)) if threads else None, ended,
+                       str(record.get("label", "")))
 
 
 def read_runs(results_dir: Path) -> dict[str, MeasuredRun]:

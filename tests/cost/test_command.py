@@ -14,6 +14,8 @@ PROFILES = {"smoke": {"description": "s", "evidence": "pipeline", "device": "cpu
             "full": {"description": "f", "evidence": "paper", "seeds": 2}}
 # 1 s of arithmetic a run and nothing else, two runs at a time
 CPU = cal.Throughput("cpu", "cpu", 1.0, 0.0, "fitted (test)", parallel=2, fitted=True)
+# Reference rates of round sizes (the shipped ones come from repro/cost/cpu_reference.json: test_reference.py)
+GUESS = Rates(*(Rate(s, "reference", "test") for s in (6.0, 0.5, 6.0, 1.0, 1.0, 15.0)))
 
 
 def _manifest(mid, rows):
@@ -39,7 +41,7 @@ def _parts(t):
 
 def test_verify_all_counts_every_model_once_and_trains_a_shared_run_once(tables):
     t1, t2, model = tables
-    t = command_time([t1, t2], "smoke", model)
+    t = command_time([t1, t2], "smoke", model, GUESS)
     parts = _parts(t)
     assert parts[("start-up", "")] == 6.0 and parts[("FLOP check", "")] == 3 * 0.5  # models a, b, c
     assert parts[("FLOP counting", "t1")] == parts[("FLOP counting", "t2")] == 0.0  # counted by the check
@@ -52,7 +54,7 @@ def test_verify_all_counts_every_model_once_and_trains_a_shared_run_once(tables)
 def test_run_counts_its_own_models_and_skips_recorded_runs(tables):
     t1, t2, model = tables
     recorded = frozenset(p.cfg.hash for p in est.planned_runs(t1, t1.profiles["smoke"]))
-    t = command_time([t2], "smoke", model, verify_all=False, recorded=recorded)
+    t = command_time([t2], "smoke", model, GUESS, verify_all=False, recorded=recorded)
     parts = _parts(t)
     assert parts[("FLOP counting", "t2")] == 2 * 0.5 and ("FLOP check", "") not in parts
     assert parts[("training", "t2")] == 1.0 + 6.0 and ("report", "") not in parts

@@ -1,0 +1,89 @@
+"""Writing repro/cost/cpu_reference.json (repro.cost.reference) from results folders: tools/write_cpu_reference.py.
+
+The runs' CPU seconds as measured, the run model fitted to them at the units of a cold estimate (repro.cost.fit's
+constants without its parameter terms: a cold estimate has no model sizes) and the phase rates fitted to the
+folders' timings.json (repro.cost.command.fit_rates).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+from typing import Any
+
+from repro.cost.reference import RATE_NAMES, SCHEMA
+
+
+def fit(samples: list[dict[str, Any]]) -> dict[str, float]:
+    """The run model of a reference's runs: repro.cost.fit's constants at the cold estimate's units (no parameter
+    terms: a cold estimate has no model sizes), and the CPU share of their wall time."""
+    from repro.cost.fit import fit_constants
+
+    (a, b, _, o, _), _ = fit_constants([([r["macs"], r["steps"], 0.0, 1.0, 0.0], r["cpu_s"]) for r in samples], 0.0)
+    return {"macs_per_s": 1 / a if a > 0 else float("inf"), "step_overhead_s": b, "run_overhead_s": o,
+            "cpu_share": sum(r["cpu_s"] for r in samples) / sum(r["wall_s"] for r in samples)}
+
+
+def build(results_dirs: list[Path], manifests: list, commit: str, machine: str) -> dict[str, Any]:
+    """The document tools/write_cpu_reference.py writes: every CPU run record of the folders, the run model
+    fitted to them at the cold estimate's units, and the phase rates fitted to their timings.json."""
+    import statistics
+
+    from repro.cost.calibration import Throughput
+    from repro.cost.command import fit_rates
+    from repro.cost.estimate import CostModel
+    from repro.cost.fit import MIN_RUNS
+    from repro.cost.measured import FolderTimes, read_folder
+
+    times = FolderTimes()
+    for folder in results_dirs:
+        one = read_folder(folder)
+        times.runs.update(one.runs)
+        for profile, tables in one.tables.items():
+            times.tables.setdefault(profile, {}).update(tables)
+        for profile, commands in one.commands.items():
+            times.commands.setdefault(profile, {}).update(commands)
+    runs = [r for r in times.runs_of("cpu") if r.cpu_s is not None]
+    if len(runs) < MIN_RUNS:
+        raise ValueError(f"{len(runs)} CPU run records with CPU seconds under {', '.join(map(str, results_dirs))}; "
+                         f"a reference needs {MIN_RUNS} or more")
+    model = CostModel(cached_only=True)  # what a cold `repro list` sees: shipped counts, no model sizes
+    samples = sorted(({"hash": r.hash, "label": _label(r), "macs": model.run_work(r.cfg).macs,
+                       "steps": model.run_work(r.cfg).steps, "cpu_s": round(r.cpu_s, 3), "wall_s": round(r.wall_s, 3)}
+                      for r in runs), key=lambda s: s["label"])
+    constants = fit(samples)
+    device = Throughput("cpu", "cpu", constants["macs_per_s"], constants["step_overhead_s"], "reference",
+                        run_seconds={s["hash"]: s["cpu_s"] for s in samples}, run_overhead_s=constants["run_overhead_s"],
+                        cpu_share=constants["cpu_share"], parallel=2, fitted=True)
+    rates = fit_rates(times, manifests, CostModel(cached_only=True, fitted={"cpu": device}))
+    ratios = sorted((r["macs"] / constants["macs_per_s"] + r["steps"] * constants["step_overhead_s"]
+                     + constants["run_overhead_s"]) / r["cpu_s"] for r in samples)
+    deciles = statistics.quantiles(ratios, n=10)
+    newest = max(r.ended for r in runs)
+    return {
+        "schema": SCHEMA,
+        "note": "written by tools/write_cpu_reference.py; checked by tests/cost/test_reference.py",
+        "machine": machine,
+        "measured": dt.datetime.fromtimestamp(newest, dt.timezone.utc).strftime("%Y-%m-%d"),
+        "commit": commit,
+        "run_model": constants,
+        "fit": f"the run model's CPU seconds / the measured, per run: median {statistics.median(ratios):.2f}, "
+               f"10-90% {deciles[0]:.2f}-{deciles[-1]:.2f} (a run listed here is priced at its own)",
+        "rates": {k: round(getattr(rates, k).seconds, 4) for k in RATE_NAMES if getattr(rates, k).basis == "fitted"},
+        # What the estimates priced by this file are checked against (tests/cost/test_reference.py):
+        "verify_all_wall_s": {profile: round(commands["verify-all"].wall_s, 1)
+                              for profile, commands in sorted(times.commands.items()) if "verify-all" in commands},
+        "runs": samples,
+    }
+
+
+def dumps(doc: dict[str, Any]) -> str:
+    """The document as JSON, one line per run, so that a new reference reads as a diff of the runs that moved."""
+    head = json.dumps({k: v for k, v in doc.items() if k != "runs"}, indent=1)
+    runs = ",\n".join("  " + json.dumps(r) for r in doc["runs"])
+    return head[:-2] + ',\n "runs": [\n' + runs + "\n ]\n}\n"
+
+
+def _label(run) -> str:
+    return f"{run.label or run.manifest} ({run.cfg.data}, {run.cfg.epochs} epochs)"
