@@ -114,7 +114,11 @@ def digit_targets(labels, digits: int):
 
 
 def _pretrain(backbone: str, dataset: str, image_size: int, s: Pretraining, path: Path, lock) -> None:
-    with run_numerics(s.threads, False, "cpu"):
+    import torch
+
+    # The caller's random stream is left where it was: a run that pretrains its backbone here (a cold cache)
+    # then draws its head's initialisation and its batches as a run that found the file does.
+    with run_numerics(s.threads, False, "cpu"), torch.random.fork_rng(devices=[]):
         _pretrain_on(backbone, dataset, image_size, s, path, lock)
 
 

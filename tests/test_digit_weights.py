@@ -38,6 +38,10 @@ def test_made_once_with_a_record_and_loaded_by_every_backbone_that_starts_from_i
     assert record["settings"]["images"] == 256 and "read the 3 digits" in record["objective"]
     assert record["settings"]["threads"] == 2 and seen == [2]  # fixed: not this machine's core count
     assert torch.get_num_threads() == 1
+    torch.manual_seed(7)
+    before = torch.get_rng_state()
+    digit_weights.ensure("resnet18", "imagenet", 16, replace(SMALL, images=128))  # pretrains another file
+    assert torch.equal(torch.get_rng_state(), before)  # the caller's stream, as if the file had been cached
     stamp = path.stat().st_mtime_ns
     assert digit_weights.ensure("resnet18", "imagenet", 16, SMALL) == path and path.stat().st_mtime_ns == stamp
     state = torch.load(path, weights_only=True)
