@@ -33,7 +33,7 @@ class RunSample:
     """One run of the reference machine: what the cold cost model sees of it, and the CPU seconds it took."""
 
     hash: str
-    label: str  # "<table>/<row> seed <n> (<profile>)"
+    label: str  # "<table>/<row> seed <n> (<data>, <n> epochs)"
     macs: float  # repro.cost.estimate.RunWork.macs at shipped counts (area-scaled)
     steps: int
     cpu_s: float
