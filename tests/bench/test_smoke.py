@@ -42,3 +42,4 @@ def test_a_run_measures_verify_all_in_a_fresh_folder_with_an_empty_cache(tmp_pat
     assert run.timings is not None and run.timings["command"] == "verify-all" and len(run.timings["runs"]) == 4
     phases = {p["phase"] for p in run.timings["phases"]}
     assert {"start-up and imports", "FLOP check", "training", "claims", "tables", "report"} <= phases
+    assert list((tmp_path / "run" / "xdg-cache" / "matplotlib").glob("fontlist-*.json"))  # built anew: cold
