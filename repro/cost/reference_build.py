@@ -7,10 +7,11 @@ folders' timings.json (repro.cost.command.fit_rates).
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from repro.cost.reference import RATE_NAMES, SCHEMA
 
@@ -56,7 +57,8 @@ def build(results_dirs: list[Path], manifests: list, commit: str, machine: str) 
     device = Throughput("cpu", "cpu", constants["macs_per_s"], constants["step_overhead_s"], "reference",
                         run_seconds={s["hash"]: s["cpu_s"] for s in samples}, run_overhead_s=constants["run_overhead_s"],
                         cpu_share=constants["cpu_share"], parallel=2, fitted=True)
-    rates = fit_rates(times, manifests, CostModel(cached_only=True, fitted={"cpu": device}))
+    with _empty_cache():  # the folders were measured cold: their stand-in pretraining is priced, whatever is cached here
+        rates = fit_rates(times, manifests, CostModel(cached_only=True, fitted={"cpu": device}))
     ratios = sorted((r["macs"] / constants["macs_per_s"] + r["steps"] * constants["step_overhead_s"]
                      + constants["run_overhead_s"]) / r["cpu_s"] for r in samples)
     deciles = statistics.quantiles(ratios, n=10)
@@ -76,6 +78,23 @@ def build(results_dirs: list[Path], manifests: list, commit: str, machine: str) 
                               for profile, commands in sorted(times.commands.items()) if "verify-all" in commands},
         "runs": samples,
     }
+
+
+@contextlib.contextmanager
+def _empty_cache() -> Iterator[None]:
+    import os
+    import tempfile
+
+    old = os.environ.get("REPRO_CACHE")
+    with tempfile.TemporaryDirectory(prefix="repro-reference-") as folder:
+        os.environ["REPRO_CACHE"] = folder
+        try:
+            yield
+        finally:
+            if old is None:
+                os.environ.pop("REPRO_CACHE", None)
+            else:
+                os.environ["REPRO_CACHE"] = old
 
 
 def dumps(doc: dict[str, Any]) -> str:
