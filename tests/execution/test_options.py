@@ -35,8 +35,14 @@ def test_options_map_to_submitit_parameters_and_unknown_ones_to_sbatch():
         "partition": "gpu", "gpus_per_task": 1, "cpus_per_task": 8, "time": 240, "array_parallelism": 16,
         "account": "lab", "qos": "high", "mem": "32G", "signal_delay_s": 120}
     assert params["additional_parameters"] == {"reservation": "paper"}
-    # submitit accepts every key (it raises on an unknown one)
-    submitit.SlurmExecutor(folder="/tmp/unused").update_parameters(**params)
+    # submitit writes every key into the job script (its script writer raises on an unknown one); no srun needed,
+    # as SlurmExecutor itself would, so this holds on a machine without Slurm
+    from submitit.slurm.slurm import _make_sbatch_string
+
+    script = _make_sbatch_string(command="python -c 1", folder="/tmp/unused", **params).splitlines()
+    assert {"#SBATCH --partition=gpu", "#SBATCH --gpus-per-task=1", "#SBATCH --cpus-per-task=8", "#SBATCH --time=240",
+            "#SBATCH --account=lab", "#SBATCH --qos=high", "#SBATCH --mem=32G", "#SBATCH --signal=USR2@120",
+            "#SBATCH --reservation=paper"} <= set(script)
 
 
 def test_the_job_of_a_record_is_its_array_task():
