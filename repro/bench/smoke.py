@@ -3,9 +3,9 @@
 It runs `repro verify-all --profile smoke` as a child process in a fresh folder with empty caches
 ($REPRO_CACHE, $XDG_CACHE_HOME and matplotlib's inside that folder), as a first-time evaluator would,
 and measures the child's wall time and CPU seconds (user + system of it and every process it waited
-for, from wait4). The phase table
-comes from the timings.json the run writes (repro.timings). Each result is appended to a history
-file; the ratio is to the latest earlier entry of the same machine (CPU model, cores and OS).
+for, from wait4). The phase table comes from the timings.json the run writes (repro.timings). Each
+result is appended to a history file; the ratio is to the latest earlier entry of the same machine
+(CPU model, cores and OS).
 Torch-free: the work happens in the child.
 """
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Literal
 
-from repro.cost.calibration import Throughput, cpu_throughput, gpu_throughput
+from repro.cost.calibration import Throughput, _cpu_threads, cpu_throughput, gpu_throughput
 from repro.data.sizes import split_sizes
 from repro.data.specs import get_dataset
 from repro.manifest import Manifest
@@ -222,7 +222,7 @@ class CostModel:
         parallel = max((d.parallel for _, _, d in runs.values() if d.kind == "cpu"), default=1)
         if parallel > 1:
             threads = max(c.threads for c, _, d in runs.values() if d.kind == "cpu")
-            parallel = max(1, _cores() // threads)
+            parallel = max(1, _cpu_threads() // threads)
         slots = parallel if kind == "cpu" else self.executor.slots(kind, len(walls))
         wall = makespan(walls, slots) + sum(pretraining)  # pretraining: in the main process, before any run trains
         return Cost(kind, len(runs), sum(c.epochs for c, _, _ in runs.values()), sum(occupancy), wall,
@@ -250,12 +250,6 @@ class CostModel:
             out[path] = (PRETRAIN.epochs * 3 * body * PRETRAIN.images / device.macs_per_s
                          + steps * device.step_overhead_s)
         return list(out.values())
-
-
-def _cores() -> int:
-    import os
-
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 def makespan(durations: list[float], slots: int) -> float:

@@ -7,11 +7,13 @@ folders' timings.json (repro.cost.command.fit_rates).
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import json
+import os
+import tempfile
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
+from unittest import mock
 
 from repro.cost.reference import RATE_NAMES, SCHEMA
 
@@ -50,14 +52,15 @@ def build(results_dirs: list[Path], manifests: list, commit: str, machine: str) 
         raise ValueError(f"{len(runs)} CPU run records with CPU seconds under {', '.join(map(str, results_dirs))}; "
                          f"a reference needs {MIN_RUNS} or more")
     model = CostModel(cached_only=True)  # what a cold `repro list` sees: shipped counts, no model sizes
-    samples = sorted(({"hash": r.hash, "label": _label(r), "macs": model.run_work(r.cfg).macs,
-                       "steps": model.run_work(r.cfg).steps, "cpu_s": round(r.cpu_s, 3), "wall_s": round(r.wall_s, 3)}
-                      for r in runs), key=lambda s: s["label"])
+    work = {r.hash: model.run_work(r.cfg) for r in runs}
+    samples = sorted(({"hash": r.hash, "label": _label(r), "macs": work[r.hash].macs, "steps": work[r.hash].steps,
+                       "cpu_s": round(r.cpu_s, 3), "wall_s": round(r.wall_s, 3)} for r in runs), key=lambda s: s["label"])
     constants = fit(samples)
     device = Throughput("cpu", "cpu", constants["macs_per_s"], constants["step_overhead_s"], "reference",
                         run_seconds={s["hash"]: s["cpu_s"] for s in samples}, run_overhead_s=constants["run_overhead_s"],
                         cpu_share=constants["cpu_share"], parallel=2, fitted=True)
-    with _empty_cache():  # the folders were measured cold: their stand-in pretraining is priced, whatever is cached here
+    # The folders were measured cold: their stand-in pretraining is priced, whatever is cached here.
+    with tempfile.TemporaryDirectory(prefix="repro-reference-") as empty, mock.patch.dict(os.environ, REPRO_CACHE=empty):
         rates = fit_rates(times, manifests, CostModel(cached_only=True, fitted={"cpu": device}))
     ratios = sorted((r["macs"] / constants["macs_per_s"] + r["steps"] * constants["step_overhead_s"]
                      + constants["run_overhead_s"]) / r["cpu_s"] for r in samples)
@@ -78,23 +81,6 @@ def build(results_dirs: list[Path], manifests: list, commit: str, machine: str) 
                               for profile, commands in sorted(times.commands.items()) if "verify-all" in commands},
         "runs": samples,
     }
-
-
-@contextlib.contextmanager
-def _empty_cache() -> Iterator[None]:
-    import os
-    import tempfile
-
-    old = os.environ.get("REPRO_CACHE")
-    with tempfile.TemporaryDirectory(prefix="repro-reference-") as folder:
-        os.environ["REPRO_CACHE"] = folder
-        try:
-            yield
-        finally:
-            if old is None:
-                os.environ.pop("REPRO_CACHE", None)
-            else:
-                os.environ["REPRO_CACHE"] = old
 
 
 def dumps(doc: dict[str, Any]) -> str:

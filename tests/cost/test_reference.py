@@ -131,7 +131,7 @@ def test_build_recovers_the_constants_its_records_were_made_with(tmp_path, cold)
     assert "median 1.00" in doc["fit"] and "a test CPU x2" in built.source
 
 
-def test_build_prices_the_measured_commands_cold_whatever_this_machine_has_cached(tmp_path, monkeypatch, cold):
+def test_build_prices_the_measured_commands_cold_whatever_this_machine_has_cached(tmp_path, cold):
     """The stand-in pretraining a cold verify-all measured is priced as such, even where its weights are cached."""
     from repro import digit_weights
 
