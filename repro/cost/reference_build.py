@@ -54,13 +54,16 @@ def build(results_dirs: list[Path], manifests: list, commit: str, machine: str) 
     model = CostModel(cached_only=True)  # what a cold `repro list` sees: shipped counts, no model sizes
     work = {r.hash: model.run_work(r.cfg) for r in runs}
     samples = sorted(({"hash": r.hash, "label": _label(r), "macs": work[r.hash].macs, "steps": work[r.hash].steps,
-                       "cpu_s": round(r.cpu_s, 3), "wall_s": round(r.wall_s, 3)} for r in runs), key=lambda s: s["label"])
+                       "cpu_s": round(r.cpu_s, 3), "wall_s": round(r.wall_s, 3)} for r in runs),
+                     key=lambda s: s["label"])
     constants = fit(samples)
     device = Throughput("cpu", "cpu", constants["macs_per_s"], constants["step_overhead_s"], "reference",
-                        run_seconds={s["hash"]: s["cpu_s"] for s in samples}, run_overhead_s=constants["run_overhead_s"],
-                        cpu_share=constants["cpu_share"], parallel=2, fitted=True)
+                        run_seconds={s["hash"]: s["cpu_s"] for s in samples},
+                        run_overhead_s=constants["run_overhead_s"], cpu_share=constants["cpu_share"], parallel=2,
+                        fitted=True)
     # The folders were measured cold: their stand-in pretraining is priced, whatever is cached here.
-    with tempfile.TemporaryDirectory(prefix="repro-reference-") as empty, mock.patch.dict(os.environ, REPRO_CACHE=empty):
+    with tempfile.TemporaryDirectory(prefix="repro-reference-") as empty, \
+            mock.patch.dict(os.environ, REPRO_CACHE=empty):
         rates = fit_rates(times, manifests, CostModel(cached_only=True, fitted={"cpu": device}))
     ratios = sorted((r["macs"] / constants["macs_per_s"] + r["steps"] * constants["step_overhead_s"]
                      + constants["run_overhead_s"]) / r["cpu_s"] for r in samples)
