@@ -33,6 +33,7 @@ from typing import Any
 
 from repro import REPO_ROOT
 from repro.bench.calibration import expect
+from repro.checkpoints import CHECKPOINT_ENV
 
 HOLD_S = 600  # the held child waits this long for its SIGKILL
 COMPARED = ("train_loss", "test_accuracy")
@@ -74,6 +75,7 @@ def _child(config: Path, results: Path, device: str, hold: bool, reference: Path
 def _spawn(args: list[str], log: Path) -> subprocess.Popen:
     """The child in its own session (killed as a group); stderr to a file, so a chatty child never blocks."""
     env = dict(os.environ)
+    env[CHECKPOINT_ENV] = "0"  # a checkpoint after every epoch: the kill comes after the first
     if args[2].startswith("cpu"):
         env.setdefault("OMP_NUM_THREADS", "1")  # a tiny CPU run only waits on a second thread
     with open(log, "w") as err:
