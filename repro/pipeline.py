@@ -16,19 +16,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from repro.devices import resolve_device
-from repro.fsutil import WriteFailed
-from repro.manifest import Manifest
+from repro.core.devices import resolve_device
+from repro.core.fsutil import WriteFailed
+from repro.plan.manifest import Manifest
 from repro.measure import MEASURERS
-from repro.measure.base import Context
-from repro.measure.flops import row_flops, row_key
-from repro.measure.readings import count_readings
-from repro.provenance import provenance
+from repro.measure.measurer import Context
+from repro.measure.flop_check import row_flops, row_key
+from repro.measure.reading_counts import count_readings
+from repro.results.provenance import provenance
 from repro.report.render import write_manifest_outputs
 from repro.claims import decide_table
-from repro.results import (FlopCheck, ManifestResult, Measured, comparison_metric, derive_comparisons, row_metric,
+from repro.results.measurements import (FlopCheck, ManifestResult, Measured, comparison_metric, derive_comparisons, row_metric,
                            save_result)
-from repro.timings import phase
+from repro.results.timings import phase
 
 def make_context(manifest: Manifest, profile: str, results_dir: Path, device: str, jobs: int = 0, **kw) -> Context:
     settings = manifest.profile(profile)  # KeyError naming the closest profiles
@@ -109,7 +109,7 @@ class TableRun:
         (KeyboardInterrupt) and a file the disk refuses (WriteFailed) propagate, with `current` naming the
         table they stopped."""
         from repro.data.layout import DatasetMissing
-        from repro.weights import WeightsMissing
+        from repro.models.weights import WeightsMissing
 
         outcomes = []
         for manifest in manifests:

@@ -46,7 +46,7 @@ def pytest_configure(config):
     # and on a busy 2-core host a split op waits for a descheduled peer thread (the fast lane took 1.6x as long).
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     # A checkpoint after every epoch: the resume tests kill runs whose epochs take a fraction of the default
-    # interval (repro.checkpoints); tests/test_train.py checks the interval itself.
+    # interval (repro.train.checkpoints); tests/test_train.py checks the interval itself.
     os.environ.setdefault("REPRO_CHECKPOINT_SECONDS", "0")
     gc.disable()  # until collection has imported everything (pytest_collection_finish)
 

@@ -4,11 +4,11 @@ import json
 from pathlib import Path
 
 from repro.execution.record_checks import RECORD_SCHEMA, record_digest
-from repro.fsutil import jsonable
-from repro.manifest import Row
+from repro.core.fsutil import jsonable
+from repro.plan.manifest import Row
 from repro.models import Component
-from repro.profiles import Profile
-from repro.recipes import resolve
+from repro.spec.profiles import Profile
+from repro.plan.recipes import resolve
 
 PROFILE = Profile(description="test", evidence="pipeline", seeds=1, epochs=2, data="synthetic", train_samples=64,
                   test_samples=32, batch_size=32, max_image_size=16, pretrained=False)

@@ -1,13 +1,13 @@
 """Tests' small manifests written inline, each with its own profiles: a document's `profiles` table is
-read as a profiles file (repro.profiles.parse_profiles) and attached, as the loader attaches the shipped
+read as a profiles file (repro.spec.profiles.parse_profiles) and attached, as the loader attaches the shipped
 ones to a manifest file."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from repro.manifest import Manifest, parse_manifest, with_profiles
-from repro.profiles import parse_profiles
+from repro.plan.manifest import Manifest, parse_manifest, with_profiles
+from repro.spec.profiles import parse_profiles
 
 
 def inline_manifest(doc: dict[str, Any], file: str = "t.toml") -> Manifest:

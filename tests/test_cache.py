@@ -1,6 +1,6 @@
-"""repro.cache: caches live under REPRO_CACHE, are written atomically, and a damaged entry is rebuilt."""
+"""repro.core.cache: caches live under REPRO_CACHE, are written atomically, and a damaged entry is rebuilt."""
 
-from repro.cache import cache_dir, cache_root, read_json, write_json
+from repro.core.cache import cache_dir, cache_root, read_json, write_json
 
 
 def test_cache_root_follows_the_environment(tmp_path, monkeypatch):

@@ -156,7 +156,7 @@ def test_no_text_calls_the_impossible_fallback_rare():
     from repro import REPO_ROOT
 
     texts = [REPO_ROOT / "repro" / "models" / name for name in ("sparse_moe.py", "capacity.py")]
-    texts += sorted((REPO_ROOT / "manifests").glob("*.toml")) + [REPO_ROOT / "repro" / "readings.toml"]
+    texts += sorted((REPO_ROOT / "manifests").glob("*.toml")) + [REPO_ROOT / "repro" / "spec" / "readings.toml"]
     for path in texts:
         text = path.read_text(encoding="utf-8").lower()
         assert "fallback stay rare" not in text and "so the fallback is rare" not in text, path

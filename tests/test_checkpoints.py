@@ -1,4 +1,4 @@
-"""Training checkpoints (repro.checkpoints): generator states no map_location moves, a bit-identical resume, and
+"""Training checkpoints (repro.train.checkpoints): generator states no map_location moves, a bit-identical resume, and
 the interval between checkpoints."""
 
 import dataclasses
@@ -6,12 +6,12 @@ import dataclasses
 import pytest
 import torch
 
-from repro.checkpoints import CHECKPOINT_ENV, DEFAULT_CHECKPOINT_SECONDS, checkpoint_seconds, restore_rng, rng_state
-from repro.manifest import Row
-from repro.profiles import Profile
+from repro.train.checkpoints import CHECKPOINT_ENV, DEFAULT_CHECKPOINT_SECONDS, checkpoint_seconds, restore_rng, rng_state
+from repro.plan.manifest import Row
+from repro.spec.profiles import Profile
 from repro.models import Component
-from repro.recipes import resolve
-from repro.train import train_run
+from repro.plan.recipes import resolve
+from repro.train.loop import train_run
 
 PROFILE = Profile(description="test", evidence="pipeline", seeds=1, epochs=2, data="synthetic", train_samples=64,
                   test_samples=32, batch_size=32, max_image_size=16, pretrained=False)

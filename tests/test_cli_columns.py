@@ -17,7 +17,7 @@ from rich.cells import cell_len
 from typer.testing import CliRunner
 
 from repro.cli import app
-from repro.manifest import load_all
+from repro.plan.manifest import load_all
 
 sys.path.insert(0, str(Path(__file__).parent / "execution"))
 from minitable import MANIFEST, PROFILES  # noqa: E402
@@ -94,7 +94,7 @@ def test_plan_fits_80_columns(inputs, mode):
 
 @pytest.mark.parametrize("mode", MODES)
 def test_status_fits_80_columns(inputs, mode):
-    from repro.recipes import planned_runs
+    from repro.plan.recipes import planned_runs
 
     root, env, manifests = inputs
     results = root / "status-results"
@@ -118,7 +118,7 @@ def test_status_fits_80_columns(inputs, mode):
 @pytest.mark.parametrize("mode", MODES)
 def test_data_fits_80_columns_and_each_fill_command_is_one_line(inputs, mode):
     from repro.data.layout import data_root, fill_steps
-    from repro.weights import pretrained_backbones, weights_status
+    from repro.models.weights import pretrained_backbones, weights_status
 
     root, env, _ = inputs
     result, out = invoke(["data"], env, mode)
@@ -137,7 +137,7 @@ def test_data_fits_80_columns_and_each_fill_command_is_one_line(inputs, mode):
 @pytest.mark.slow
 @pytest.mark.parametrize("mode", MODES)
 def test_flops_fits_80_columns(inputs, mode):
-    from repro.measure.flops import row_flops
+    from repro.measure.flop_check import row_flops
 
     root, env, manifests = inputs
     result, out = invoke(["flops"], env, mode)

@@ -72,7 +72,7 @@ def test_every_unknown_name_gets_the_closest_before_torch_is_imported(tmp_path):
 
 def test_profile_help_lists_the_profiles_that_exist():
     from repro.cli.common import profile_help
-    from repro.profiles import shipped_profiles
+    from repro.spec.profiles import shipped_profiles
 
     text = profile_help()
     assert all(f"{name} (" in text for name in shipped_profiles())

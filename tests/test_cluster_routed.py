@@ -4,7 +4,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from repro.flops import count_flops
+from repro.models.flops import count_flops
 from repro.models import Component, build_model
 from repro.models.cluster_routed import ClusterRoutedHead, SharedBasisExpertBank
 from repro.models.configs import ClusterRoutedConfig

@@ -5,10 +5,10 @@ from pathlib import Path
 
 import pytest
 
-from repro.manifest import _component, load_manifest
+from repro.plan.manifest import _component, load_manifest
 from repro.models import BACKBONES, HEADS
 from repro.models.configs import (MAX_WIDTH, ConfigError, ConvBackboneConfig, DenseHeadConfig, SparseMoEConfig)
-from repro.schema import Problems, SchemaError
+from repro.core.schema import Problems, SchemaError
 
 NAN, INF = float("nan"), float("inf")
 

@@ -13,8 +13,8 @@ import yaml
 
 from repro import REPO_ROOT
 from repro.data.layout import data_root
-from repro.profiles import default_profile
-from repro.results import default_results_dir
+from repro.spec.profiles import default_profile
+from repro.results.measurements import default_results_dir
 
 DOCKERFILE = REPO_ROOT / "Dockerfile"
 COMPOSE_GPU = REPO_ROOT / "docker-compose.yml"
@@ -312,7 +312,7 @@ def test_evaluation_section_states_the_compose_defaults():
 
 
 def test_evaluation_section_lists_every_table_id():
-    from repro.manifest import manifest_paths
+    from repro.plan.manifest import manifest_paths
 
     line = next(ln for ln in _evaluation_section().splitlines() if "# one table; the ids:" in ln)
     listed = set()

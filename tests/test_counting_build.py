@@ -1,15 +1,15 @@
-"""Models built to be counted (repro.models.values): expert banks hold zeros, and every count is unchanged."""
+"""Models built to be counted (repro.models.zero_banks): expert banks hold zeros, and every count is unchanged."""
 
 from contextlib import nullcontext
 
 import pytest
 import torch
 
-from repro.flops import count_flops
+from repro.models.flops import count_flops
 from repro.models import Component, build_model
 from repro.models.moe_conv import MoEConv2d
-from repro.models.values import built_for_counting, counting
-from repro.recipes import at_last_epoch
+from repro.models.zero_banks import built_for_counting, counting
+from repro.plan.recipes import at_last_epoch
 
 MODELS = [  # every head kind that holds an expert bank, and the backbone MoE (Table 5) on both of its readings
     ("cifar10", "cifar_standard", {}, "sparse_moe", {"expert_hidden": 64, "top_k": 2}),

@@ -5,8 +5,8 @@ import torch
 
 from repro.data import digits
 from repro.data.specs import DATASETS
-from repro.recipes import RunConfig
-from repro.train import make_data
+from repro.plan.recipes import RunConfig
+from repro.train.loop import make_data
 
 
 @pytest.mark.parametrize("name,size,d", [("cifar10", 16, 1), ("cifar100", 16, 2), ("tiny_imagenet", 24, 3),

@@ -1,11 +1,11 @@
-"""repro.devices: --device resolution refuses what the machine lacks, naming it; one label for results."""
+"""repro.core.devices: --device resolution refuses what the machine lacks, naming it; one label for results."""
 
 import platform
 
 import pytest
 import torch
 
-from repro.devices import DeviceError, device_label, device_type, resolve_device
+from repro.core.devices import DeviceError, device_label, device_type, resolve_device
 
 
 def test_auto_and_cpu():

@@ -1,4 +1,4 @@
-"""Backbones pretrained on the digit stand-in (repro.digit_weights): made once, loaded, frozen, recorded."""
+"""Backbones pretrained on the digit stand-in (repro.train.digit_weights): made once, loaded, frozen, recorded."""
 
 import threading
 import time
@@ -7,13 +7,13 @@ from dataclasses import replace
 import pytest
 import torch
 
-from repro import digit_weights
-from repro.digit_weights import Pretraining
+from repro.train import digit_weights
+from repro.train.digit_weights import Pretraining
 from repro.runtime.locks import LockSettings, try_lock
-from repro.manifest import Row
-from repro.profiles import Profile
+from repro.plan.manifest import Row
+from repro.spec.profiles import Profile
 from repro.models import Component, build_model
-from repro.recipes import resolve
+from repro.plan.recipes import resolve
 
 pytestmark = pytest.mark.slow  # each test pretrains a ResNet-18
 
@@ -71,7 +71,7 @@ def test_a_second_process_waits_for_the_first_ones_file(cache, monkeypatch):
 
 
 def test_a_frozen_digit_pretrained_run_trains_its_head_only_and_says_whose_weights(cache, tmp_path):
-    from repro.train import train_run
+    from repro.train.loop import train_run
 
     row = Row(id="r", label="r", dataset="imagenet", backbone=Component("resnet18"), head=Component("dense"),
               measures=("accuracy",))

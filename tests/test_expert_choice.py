@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from repro.flops import count_flops
+from repro.models.flops import count_flops
 from repro.models import Component, build_model
 from repro.models.expert_choice import ExpertChoiceConfig, ExpertChoiceHead
 

@@ -6,7 +6,7 @@ import zlib
 
 from matplotlib.figure import Figure
 
-from repro.manifest import find_manifest
+from repro.plan.manifest import find_manifest
 from repro.report.figure_stamp import draw_stamp, stamp_for
 from repro.report.figures import render_figures
 from test_figures import fake_result

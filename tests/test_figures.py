@@ -8,13 +8,13 @@ import numpy as np
 import pytest
 
 from repro.data.specs import get_dataset
-from repro.manifest import find_manifest
-from repro.measure.flops import row_key
+from repro.plan.manifest import find_manifest
+from repro.measure.flop_check import row_key
 from repro.pipeline import comparison_metrics
-from repro.results import ManifestResult, Measured
+from repro.results.measurements import ManifestResult, Measured
 from repro.report import figures_gaps, figures_runs
 from repro.report.figures import render_figures
-from repro.stats import paired_gap
+from repro.claims.stats import paired_gap
 
 SEEDS = (0, 1, 2)
 EPOCHS = 4

@@ -1,9 +1,9 @@
 """The extension figure (repro.report.figures_extension): points from measured gaps, one panel per router."""
 
-from repro.manifest import find_manifest
+from repro.plan.manifest import find_manifest
 from repro.report.figures_extension import (caption, extension_section, draw_gap_vs_rho_by_router, is_extension,
                                             render_extension_figure, router_points)
-from repro.results import ManifestResult, Measured
+from repro.results.measurements import ManifestResult, Measured
 
 
 def result(manifest, gaps):

@@ -6,9 +6,9 @@ import pytest
 import torch
 from torch import nn
 
-from repro import flops as F
+from repro.models import flops as F
 from repro.data.specs import get_dataset
-from repro.flops import count_flops
+from repro.models.flops import count_flops
 from repro.models import Component, build_model
 from repro.models.classifier import Classifier
 
@@ -152,8 +152,8 @@ def test_a_count_runs_on_one_thread_and_restores_the_callers(two_threads):
 
 def test_a_count_whose_ops_depend_on_the_weights_is_the_same_whatever_the_random_state():
     """The ReLU-routed head opens its gates per input, so its executed ops depend on its initial weights:
-    repro.measure.flops builds every counted model from one fixed seed, and leaves the caller's stream alone."""
-    from repro.measure.flops import _flops_for, model_key
+    repro.measure.flop_check builds every counted model from one fixed seed, and leaves the caller's stream alone."""
+    from repro.measure.flop_check import _flops_for, model_key
 
     key = model_key("cifar10", Component("cifar_depthwise"), Component("relu_routed", {"expert_hidden": 128}))
     counts = []

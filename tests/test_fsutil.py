@@ -1,9 +1,9 @@
-"""repro.fsutil's plain-JSON conversion: what each kind of value becomes (golden cases), on the fast path for
+"""repro.core.fsutil's plain-JSON conversion: what each kind of value becomes (golden cases), on the fast path for
 lists of integers and the general one alike."""
 
 import math
 
-from repro.fsutil import jsonable
+from repro.core.fsutil import jsonable
 
 
 def test_values_become_plain_json():

@@ -1,65 +1,54 @@
-"""The architecture as tests: the layer order the README writes, no import cycle inside repro/ (function-level
+"""The architecture as tests: the layer order pyproject.toml's import-linter contract writes (run here with
+`lint-imports`), one top-level module besides the entry point, no import cycle inside repro/ (function-level
 imports included), and the light entry points stay torch-free."""
 
-import re
+import shutil
 import subprocess
 import sys
+import tomllib
 
 import pytest
-from import_graph import cycles, import_graph, module_names  # tests/import_graph.py
+from import_graph import cycles, import_graph  # tests/import_graph.py
 
 from repro import REPO_ROOT
 
-LAYER_LINE = re.compile(r"^(\d+)\s+(repro/\S.*)$")
+LINT_IMPORTS = shutil.which("lint-imports") or str(REPO_ROOT / ".venv" / "bin" / "lint-imports")
 
 
-def readme_layers(text: str) -> dict[str, int]:
-    """'repro/cli/' or 'repro/flops.py' -> its layer, from the README's layer list (How it is organised)."""
-    block = text.split("layer  modules (from the top)", 1)[1].split("```", 1)[0]
-    layers = {}
-    for line in block.strip().splitlines():
-        found = LAYER_LINE.match(line.strip())
-        assert found, f"README layer list: cannot read {line!r}"
-        for place in found[2].split():
-            layers[place] = int(found[1])
-    return layers
+def lint_imports(config: str | None = None) -> subprocess.CompletedProcess:
+    args = [LINT_IMPORTS, "--no-cache"] + ([config] if config else [])
+    return subprocess.run(args, cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)
 
 
-def layer_of(module: str, layers: dict[str, int]) -> int | None:
-    """The layer of a module (repro.cli.tables -> repro/cli/; repro.flops -> repro/flops.py), or None."""
-    parts = module.split(".")
-    for depth in range(len(parts), 0, -1):
-        stem = "/".join(parts[:depth])
-        for place in (f"{stem}/", f"{stem}.py"):
-            if place in layers:
-                return layers[place]
-    return layers.get("repro/__init__.py") if module == "repro" else None
+def test_every_import_keeps_the_layer_order_of_the_contract():
+    out = lint_imports()
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
+    assert "1 kept, 0 broken" in out.stdout
 
 
-def layer_violations(graph: dict[str, set[str]], layers: dict[str, int]) -> list[str]:
-    out = []
-    for module, imported in sorted(graph.items()):
-        here = layer_of(module, layers)
-        for target in sorted(imported):
-            there = layer_of(target, layers)
-            if here is not None and there is not None and there > here:
-                out.append(f"{module} (layer {here}) imports {target} (layer {there})")
-    return out
+def test_the_contract_breaks_on_an_import_up_a_layer(tmp_path):
+    """The same contract with two layers swapped (the command line below the building blocks) must fail."""
+    doc = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())
+    contract = doc["tool"]["importlinter"]["contracts"][0]
+    layers = contract["layers"]
+    top, bottom = layers.index("repro.cli"), layers.index("repro.core")
+    layers[top], layers[bottom] = layers[bottom], layers[top]
+    config = tmp_path / "swapped.toml"
+    config.write_text('[tool.importlinter]\nroot_package = "repro"\n\n[[tool.importlinter.contracts]]\n'
+                      'name = "swapped"\ntype = "layers"\nlayers = [\n' + "".join(f'"{layer}",\n' for layer in layers) + "]\n")
+    out = lint_imports(str(config))
+    assert out.returncode == 1 and "BROKEN" in out.stdout, out.stdout[-2000:]
+    assert "repro.cli" in out.stdout
 
 
-def test_the_layer_check_finds_an_import_up_a_layer():
-    layers = {"repro/a.py": 1, "repro/b/": 2, "repro/__init__.py": 1}
-    assert layer_violations({"repro.a": {"repro.b.x"}, "repro.b.x": {"repro.a", "repro"}}, layers) == [
-        "repro.a (layer 1) imports repro.b.x (layer 2)"]
-    assert layer_of("repro.b.x.y", layers) == 2 and layer_of("repro.c", layers) is None
-
-
-def test_every_module_imports_only_from_its_layer_or_below_as_the_readme_writes():
-    layers = readme_layers((REPO_ROOT / "README.md").read_text())
-    unplaced = [m for m in module_names() if layer_of(m, layers) is None]
-    assert unplaced == [], f"modules the README's layer list leaves out: {', '.join(unplaced)}"
-    broken = layer_violations(import_graph(), layers)
-    assert broken == [], "imports up a layer: " + "; ".join(broken)
+def test_the_contract_places_every_package_and_one_top_level_module():
+    """Every package of repro/ is in a layer, and pipeline.py is the only module at the top level."""
+    layers = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"][0]["layers"]
+    placed = {name.strip() for layer in layers for name in layer.split("|")}
+    packages = {f"repro.{p.name}" for p in (REPO_ROOT / "repro").iterdir() if (p / "__init__.py").exists()}
+    assert packages - placed == set(), f"packages in no layer: {sorted(packages - placed)}"
+    modules = sorted(p.name for p in (REPO_ROOT / "repro").glob("*.py"))
+    assert modules == ["__init__.py", "__main__.py", "pipeline.py"]
 
 
 def test_the_cycle_finder_finds_cycles():
@@ -72,9 +61,9 @@ def test_no_import_cycle_inside_repro():
     assert found == [], "; ".join(" <-> ".join(c) for c in found)
 
 
-@pytest.mark.parametrize("module", ["repro.cli", "repro.report", "repro.report.summary", "repro.manifest",
-                                    "repro.claims", "repro.results", "repro.cost.estimate", "repro.cost.plan",
-                                    "repro.cost.tables", "repro.execution", "repro.execution.options"])
+@pytest.mark.parametrize("module", ["repro.cli", "repro.report", "repro.report.summary", "repro.plan.manifest",
+                                    "repro.claims", "repro.results.measurements", "repro.cost.estimate", "repro.cost.plan",
+                                    "repro.cost.cost_tables", "repro.execution", "repro.execution.options"])
 @pytest.mark.slow
 def test_light_modules_do_not_import_torch(module):
     code = f"import sys, {module}; bad = [m for m in ('torch', 'torchvision') if m in sys.modules]; print(bad)"

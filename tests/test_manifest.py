@@ -4,10 +4,10 @@ from pathlib import Path
 
 import pytest
 
-from repro.manifest import load_all, load_manifest, manifest_paths
-from repro.profiles import shipped_profiles
-from repro.recipes import planned_runs, resolve
-from repro.schema import SchemaError
+from repro.plan.manifest import load_all, load_manifest, manifest_paths
+from repro.spec.profiles import shipped_profiles
+from repro.plan.recipes import planned_runs, resolve
+from repro.core.schema import SchemaError
 
 TABLE6 = Path(__file__).resolve().parents[1] / "manifests" / "table6.toml"
 

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from repro import REPO_ROOT
-from repro.manifest import load_manifest, parse_manifest
-from repro.profiles import REQUIRED_PROFILES, SHIPPED_PROFILES, parse_profiles
-from repro.schema import SchemaError, read_toml
+from repro.plan.manifest import load_manifest, parse_manifest
+from repro.spec.profiles import REQUIRED_PROFILES, SHIPPED_PROFILES, parse_profiles
+from repro.core.schema import SchemaError, read_toml
 
 BASE = read_toml(REPO_ROOT / "manifests" / "table1.toml")
 PROFILES = read_toml(SHIPPED_PROFILES)
@@ -212,7 +212,7 @@ def _paper_dir(tmp_path: Path, broken: str, content: bytes) -> Path:
      "values[0].value: expected a number"),
 ])
 def test_a_damaged_paper_table_fails_only_its_own_manifests(tmp_path, monkeypatch, content, message):
-    from repro import paper
+    from repro.spec import paper
 
     monkeypatch.setenv("REPRO_PAPER_TABLES", str(_paper_dir(tmp_path, "table7", content)))
     paper._load.cache_clear()

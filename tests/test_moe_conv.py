@@ -5,7 +5,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from repro.flops import count_flops
+from repro.models.flops import count_flops
 from repro.models import Component, build_model
 from repro.models.moe_conv import FROZEN_PREFIXES, MoEConv2d
 

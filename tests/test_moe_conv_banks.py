@@ -5,7 +5,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from repro.flops import count_flops
+from repro.models.flops import count_flops
 from repro.models.classifier import Classifier
 from repro.models.moe_conv import MoEConv2d
 from repro.models.moe_pointwise import MoEPointwise

@@ -8,8 +8,8 @@ import pytest
 
 from repro import REPO_ROOT
 
-from repro.manifest import load_all
-from repro.paper import PaperValue, paper_tables
+from repro.plan.manifest import load_all
+from repro.spec.paper import PaperValue, paper_tables
 
 
 def test_precision_and_tolerance_from_the_printed_number():
@@ -53,7 +53,7 @@ def test_every_reported_value_is_shown_or_cited_by_a_claim():
 
 
 def test_the_36_ms_loop_latency_is_the_explainers():
-    from repro.paper import paper_value
+    from repro.spec.paper import paper_value
 
     assert paper_value("table7", "cifar100_sparse_loop.model_latency_ms").source == "explainer-and-summary"
     assert paper_value("table7", "cifar100_dense.model_latency_ms").source == "method-and-results"

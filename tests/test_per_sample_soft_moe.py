@@ -2,7 +2,7 @@
 
 import torch
 
-from repro.flops import count_flops
+from repro.models.flops import count_flops
 from repro.models import Component, build_model
 from repro.models.per_sample_soft_moe import PerSampleSoftMoEConfig, PerSampleSoftMoEHead
 

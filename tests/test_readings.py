@@ -1,4 +1,4 @@
-"""Readings as data (repro/readings.toml, repro.readings): what each applies to, the chosen values the
+"""Readings as data (repro/spec/readings.toml, repro.spec.readings): what each applies to, the chosen values the
 manifests must carry, the rows [[sensitivity]] generates, and every analytic claim under every alternative."""
 
 import copy
@@ -7,11 +7,11 @@ import pytest
 
 from repro import REPO_ROOT
 from repro.claims import Evidence, evaluate
-from repro.claims.readings import decide_readings
-from repro.manifest import find_manifest, load_all, parse_manifest
+from repro.claims.under_readings import decide_readings
+from repro.plan.manifest import find_manifest, load_all, parse_manifest
 from repro.models import Component
-from repro.readings import SHIPPED_READINGS, parse_readings, readings_by_id, shipped_readings
-from repro.schema import SchemaError, read_toml
+from repro.spec.readings import SHIPPED_READINGS, parse_readings, readings_by_id, shipped_readings
+from repro.core.schema import SchemaError, read_toml
 
 TABLE1 = read_toml(REPO_ROOT / "manifests" / "table1.toml")
 READINGS = read_toml(SHIPPED_READINGS)
@@ -156,7 +156,7 @@ def test_decide_readings_decides_each_alternative_from_the_recount_and_says_what
 
 
 def test_training_only_alternatives_change_no_count():
-    from repro.measure.flops import analytic_summary
+    from repro.measure.flop_check import analytic_summary
     from repro.measure.latency import operator_counts
 
     rows = {"capacity-rule": ("table7", "cifar100_sparse_loop"), "experts-per-sample": ("table7", "cifar100_sparse_loop"),
@@ -175,8 +175,8 @@ def test_training_only_alternatives_change_no_count():
 @pytest.mark.slow
 def test_the_readings_analytic_counts_equal_the_three_way_counts_of_every_row_an_analytic_claim_reads():
     from repro.claims.references import claim_rows
-    from repro.measure.flops import analytic_summary, row_flops
-    from repro.results import FLOP_SUMMARY
+    from repro.measure.flop_check import analytic_summary, row_flops
+    from repro.results.measurements import FLOP_SUMMARY
 
     t6 = find_manifest("table6")
     read = {r for c in t6.claims if c.scope == "analytic" for r in claim_rows(c, t6.comparisons)}

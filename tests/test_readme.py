@@ -16,7 +16,7 @@ SUITE = re.compile(r"`python -m pytest` runs about ([\d,]+) tests")
 
 def test_the_full_protocol_is_what_repro_list_totals(tmp_path, monkeypatch):
     from repro.cost.estimate import CostModel, hours
-    from repro.manifest import load_all
+    from repro.plan.manifest import load_all
 
     monkeypatch.delenv("REPRO_GPU_CALIBRATION", raising=False)
     stated = FULL.findall(README)

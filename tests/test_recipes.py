@@ -5,12 +5,12 @@ from dataclasses import replace
 import pytest
 import torch
 
-from repro.manifest import Row
-from repro.profiles import RowSettings, Profile, environment_defaults
+from repro.plan.manifest import Row
+from repro.spec.profiles import RowSettings, Profile, environment_defaults
 from repro.models import Component, build_model
-from repro.recipes import resolve
-from repro.schema import SchemaError
-from repro.train import _summary, freeze, make_optimizer, schedule_position, set_train_mode
+from repro.plan.recipes import resolve
+from repro.core.schema import SchemaError
+from repro.train.loop import _summary, freeze, make_optimizer, schedule_position, set_train_mode
 
 FULL = Profile(description="full", evidence="paper", seeds=5)
 
@@ -140,7 +140,7 @@ def test_a_field_added_at_its_default_leaves_the_run_hash_unchanged():
 
 
 def test_a_rows_batch_size_replaces_the_recipes_and_a_quick_profiles_replaces_both():
-    # The batch-size reading's alternatives (repro/readings.toml) are rows with a batch of their own.
+    # The batch-size reading's alternatives (repro/spec/readings.toml) are rows with a batch of their own.
     row = replace(_row("cifar10", "cifar_standard"), batch_size=256)
     assert resolve(_row("cifar10", "cifar_standard"), FULL, seed=0).batch_size == 128
     assert resolve(row, FULL, seed=0).batch_size == 256

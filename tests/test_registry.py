@@ -6,7 +6,7 @@ import sys
 import pytest
 
 from repro.models import BACKBONES, HEADS
-from repro.registry import Registry
+from repro.core.registry import Registry
 
 
 def test_lazy_builder_is_imported_on_first_use_and_gets_its_defaults():
@@ -43,9 +43,9 @@ def test_every_model_entry_resolves_to_a_builder_and_its_defaults_make_a_valid_c
 
 @pytest.mark.slow
 def test_manifests_and_model_configs_load_without_torch():
-    code = ("import sys, repro.manifest, repro.recipes, repro.weights, repro.models.configs; "
+    code = ("import sys, repro.plan.manifest, repro.plan.recipes, repro.models.weights, repro.models.configs; "
             "from repro.models import BACKBONES, HEADS, Component; "
             "assert len(BACKBONES.names()) == 8 and len(HEADS.names()) == 8; "
-            "repro.manifest.load_all(); "
+            "repro.plan.manifest.load_all(); "
             "assert 'torch' not in sys.modules, sorted(m for m in sys.modules if m.startswith('torch'))")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)

@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from repro.flops import count_flops
+from repro.models.flops import count_flops
 from repro.models import Component, build_model
 from repro.models.configs import ReluRoutedConfig
 from repro.models.relu_routed import NormSiLU, ReluRoutedHead

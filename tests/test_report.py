@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from repro.manifest import find_manifest
+from repro.plan.manifest import find_manifest
 from repro.pipeline import Context, run_manifest
 from repro.report.render import latex_escape, md_escape, write_manifest_outputs
 

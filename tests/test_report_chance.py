@@ -1,8 +1,8 @@
 """The accuracy table shows chance beside each row, and says where the paper reports a collapse."""
 
-from repro.manifest import find_manifest
-from repro.report.tables import accuracy_rows_table, chance_note, collapse_claims
-from repro.results import ManifestResult, Measured
+from repro.plan.manifest import find_manifest
+from repro.report.table_rows import accuracy_rows_table, chance_note, collapse_claims
+from repro.results.measurements import ManifestResult, Measured
 
 
 def test_collapse_claims_name_the_rows_the_paper_says_collapse():
@@ -37,7 +37,7 @@ def test_accuracy_table_marks_the_collapsed_row_and_not_its_baseline():
 
 
 def _runs(*settings):
-    from repro.results import RunSummary
+    from repro.results.measurements import RunSummary
 
     return [RunSummary(seed=s, hash=f"h{s}", accuracy=0.6, final_accuracy=0.6, peak_accuracy=0.6,
                        test_accuracy_by_epoch=[0.6], train_accuracy_by_epoch=[0.6], tau_by_epoch=[None],

@@ -7,8 +7,8 @@ from fake_records import record  # tests/fake_records.py
 
 from repro.cost import calibration as cal
 from repro.cost import estimate as est
-from repro.manifest import find_manifest
-from repro.recipes import planned_runs
+from repro.plan.manifest import find_manifest
+from repro.plan.recipes import planned_runs
 from repro.report.costs import compute_by_claim, render_compute
 
 
@@ -58,7 +58,7 @@ def test_times_under_a_hundredth_of_an_hour_read_in_seconds():
 
 
 def test_the_report_never_counts_or_measures(table5_records, monkeypatch):
-    from repro.measure import flops as mflops
+    from repro.measure import flop_check as mflops
 
     m, results = table5_records
     monkeypatch.setattr(est, "estimate_macs", mflops.estimate_macs)

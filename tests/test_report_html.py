@@ -7,10 +7,10 @@ from html.parser import HTMLParser
 
 import pytest
 
-from repro.manifest import find_manifest
+from repro.plan.manifest import find_manifest
 from repro.claims import decide_table, decided_results
 from repro.report.summary import write_report
-from repro.results import save_result
+from repro.results.measurements import save_result
 from test_figures import fake_result
 
 

@@ -1,9 +1,9 @@
 """The functional profile's learning check: chance + 30 points on every seed, dense and sparse rows gated."""
 
-from repro.manifest import find_manifest
-from repro.profiles import Profile
+from repro.plan.manifest import find_manifest
+from repro.spec.profiles import Profile
 from repro.report.learning import learning_checks, render_learning, summary_line
-from repro.results import ManifestResult, Measured
+from repro.results.measurements import ManifestResult, Measured
 
 
 def _result(manifest_id: str, accuracies: dict, chance: float, evidence: str = "functional", hashes=None):

@@ -1,8 +1,8 @@
-"""repro.results: metric paths, the FLOP check's tally, run summaries, results.json round trip."""
+"""repro.results.measurements: metric paths, the FLOP check's tally, run summaries, results.json round trip."""
 
 import pytest
 
-from repro.results import (
+from repro.results.measurements import (
     FlopCheck, ManifestResult, Measured, RunSummary, Verdict, comparison_metric, load_result, parse_metric_path,
     row_metric, save_result,
 )
@@ -71,7 +71,7 @@ def test_results_json_round_trip(tmp_path):
 def test_results_dir_is_checked_before_any_work(tmp_path, monkeypatch):
     import shutil as sh
 
-    from repro.results import ResultsDirError, check_results_dir
+    from repro.results.measurements import ResultsDirError, check_results_dir
 
     check_results_dir(tmp_path / "new" / "results")  # created
     assert (tmp_path / "new" / "results").is_dir() and not list((tmp_path / "new" / "results").iterdir())

@@ -13,8 +13,8 @@ GOLDEN = Path(__file__).resolve().parent / "golden" / "run_hashes.json"
 def planned_hashes() -> dict[str, dict[str, str]]:
     """{profile: {"<manifest>/<row> seed <s>": hash}} for every shipped manifest and profile, one thread,
     not deterministic (the defaults with no environment)."""
-    from repro.manifest import load_all
-    from repro.recipes import planned_runs
+    from repro.plan.manifest import load_all
+    from repro.plan.recipes import planned_runs
 
     out: dict[str, dict[str, str]] = {}
     for manifest in load_all():

@@ -101,7 +101,7 @@ def test_the_default_sigmoid_head_ends_at_tau_min():
 
 
 def test_the_temperature_ablation_compares_its_schedules_at_the_same_end_temperature():
-    from repro.manifest import find_manifest
+    from repro.plan.manifest import find_manifest
 
     rows = find_manifest("temperature_ablation").rows
     ends = {}

@@ -7,7 +7,7 @@ import pytest
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from repro.flops import count_flops
+from repro.models.flops import count_flops
 from repro.models import Component, build_model
 from repro.models.aux_losses import entropy_loss, load_balance_loss
 from repro.models.capacity import capacity

@@ -1,4 +1,4 @@
-"""repro.stats: hand-computed golden values, scipy equivalences, the paper's own numbers,
+"""repro.claims.stats: hand-computed golden values, scipy equivalences, the paper's own numbers,
 and power counts checked against G*Power, numerical integration and simulation."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy import integrate, stats
 
-from repro.stats import from_summary, paired_gap, power_at, seeds_for_power, summarize
+from repro.claims.stats import from_summary, paired_gap, power_at, seeds_for_power, summarize
 
 
 # ---------------------------------------------------------------------------
@@ -261,12 +261,12 @@ def test_seeds_for_power_paper_effect_sizes_and_extremes():
 
 
 def test_the_t_and_noncentral_t_functions_equal_scipy_stats_exactly():
-    """repro.stats calls the ufuncs scipy.stats.t and scipy.stats.nct call, without importing scipy.stats."""
+    """repro.claims.stats calls the ufuncs scipy.stats.t and scipy.stats.nct call, without importing scipy.stats."""
     import math
 
     from scipy import stats as sst
 
-    from repro.stats import _nct_sf, p_from_t, t_from_p
+    from repro.claims.stats import _nct_sf, p_from_t, t_from_p
 
     for df in (1, 2, 4, 9, 29, 99):
         for t in (0.0, 0.3, 1.7, 2.26, 5.0, 40.0):
@@ -285,6 +285,6 @@ def test_importing_the_statistics_leaves_scipy_stats_out():
     import subprocess
     import sys
 
-    code = "import sys, repro.stats; print('scipy.stats' in sys.modules)"
+    code = "import sys, repro.claims.stats; print('scipy.stats' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and out.stdout.strip() == "False", out.stderr

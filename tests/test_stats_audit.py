@@ -1,4 +1,4 @@
-"""repro.stats_audit: printed numbers as rounding intervals, the audit on the paper's
+"""repro.claims.stats_audit: printed numbers as rounding intervals, the audit on the paper's
 headline statistics (Section 4.2) and on records made inconsistent on purpose, and
 the power plan."""
 
@@ -10,9 +10,9 @@ import math
 import numpy as np
 import pytest
 
-from repro.paper import PaperValue, paper_tables
-from repro.stats import from_summary
-from repro.stats_audit import (
+from repro.spec.paper import PaperValue, paper_tables
+from repro.claims.stats import from_summary
+from repro.claims.stats_audit import (
     Interval,
     Printed,
     abs_ratio,

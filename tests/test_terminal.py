@@ -1,11 +1,11 @@
-"""repro.terminal: tables that fit a width without cutting an id, a path or a number; prose wrapped at words."""
+"""repro.core.terminal: tables that fit a width without cutting an id, a path or a number; prose wrapped at words."""
 
 import os
 
 from rich.console import Console
 from rich.text import Text
 
-from repro.terminal import Column, Grid, Step, fit, inline, print_grid, wrap_words
+from repro.core.terminal import Column, Grid, Step, fit, inline, print_grid, wrap_words
 
 
 def render(grid: Grid, width: int) -> list[str]:

@@ -1,4 +1,4 @@
-"""Phase timings (repro.timings): exclusive nesting by hand-set clocks, the file each command writes, the CPU of
+"""Phase timings (repro.results.timings): exclusive nesting by hand-set clocks, the file each command writes, the CPU of
 live child processes, and the phase table the report and `repro bench smoke` print."""
 
 import json
@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from repro import timings
-from repro.timings import Clocks, Recorder, phase_rows
+from repro.results import timings
+from repro.results.timings import Clocks, Recorder, phase_rows
 
 
 class _Clock:

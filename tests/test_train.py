@@ -6,11 +6,11 @@ import math
 import pytest
 import torch
 
-from repro.manifest import Row
-from repro.profiles import Profile
+from repro.plan.manifest import Row
+from repro.spec.profiles import Profile
 from repro.models import BACKBONES, Component
-from repro.recipes import resolve
-from repro.train import Engine, autocast_dtype, build_engine_model, compile_backbone, train_run
+from repro.plan.recipes import resolve
+from repro.train.loop import Engine, autocast_dtype, build_engine_model, compile_backbone, train_run
 
 PROFILE = Profile(description="test", evidence="pipeline", seeds=1, epochs=2, data="synthetic", train_samples=64,
                   test_samples=32, batch_size=32, max_image_size=16, pretrained=False)

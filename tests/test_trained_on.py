@@ -2,11 +2,11 @@
 
 import dataclasses
 
-from repro.manifest import find_manifest
+from repro.plan.manifest import find_manifest
 from repro.report.render import render_claims_md, render_tables_md, render_tables_tex
-from repro.report.tables import build_tables
+from repro.report.table_rows import build_tables
 from repro.report.trained_on import trained_on
-from repro.results import ManifestResult, Measured
+from repro.results.measurements import ManifestResult, Measured
 
 MISMATCH = "data_batch_1: md5 0123abcd != c99cafc152244af753f735de768cd75f"
 

@@ -7,9 +7,9 @@ from typer.testing import CliRunner
 
 from repro import REPO_ROOT
 from repro.cli import app
-from repro.manifest import find_manifest, load_all, manifest_paths
-from repro.profiles import Profile, load_profiles
-from repro.schema import SchemaError
+from repro.plan.manifest import find_manifest, load_all, manifest_paths
+from repro.spec.profiles import Profile, load_profiles
+from repro.core.schema import SchemaError
 
 runner = CliRunner()
 
@@ -124,7 +124,7 @@ def test_a_table_says_which_list_left_each_untrained_row_out(tmp_path):
     import dataclasses
 
     from repro.measure.accuracy import measure_accuracy
-    from repro.measure.base import Context
+    from repro.measure.measurer import Context
 
     manifest = find_manifest("table8")
     # CIFAR-100's rows are named by both lists (the exclude list wins), the others by neither: nothing trains.

@@ -6,7 +6,7 @@ import pytest
 import torch
 import torchvision
 
-from repro import weights as W
+from repro.models import weights as W
 from repro.models import BACKBONES
 
 

@@ -16,11 +16,11 @@ import json
 import sys
 from pathlib import Path
 
-from repro.cost.reference import REFERENCE_FILE
+from repro.cost.cpu_reference import REFERENCE_FILE
 from repro.cost.reference_build import build, dumps
-from repro.fsutil import atomic_write_text
-from repro.manifest import load_all
-from repro.timings import machine, machine_key
+from repro.core.fsutil import atomic_write_text
+from repro.plan.manifest import load_all
+from repro.results.timings import machine, machine_key
 
 
 def runs_commit(folders: list[Path]) -> str:

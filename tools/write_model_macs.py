@@ -5,8 +5,8 @@
 Run it after changing a model, a FLOP rule or a manifest's rows, when tests/measure/test_model_macs.py says so.
 """
 
-from repro.manifest import load_all
-from repro.measure.flops import _shape_macs
+from repro.plan.manifest import load_all
+from repro.measure.flop_check import _shape_macs
 from repro.measure.model_macs import needed_keys, write_table
 
 if __name__ == "__main__":

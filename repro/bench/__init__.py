@@ -9,10 +9,10 @@
               batched expert forward it feeds (repro.bench.heads)
     smoke     `verify-all --profile smoke` in a fresh folder with an empty cache: its phase
               table, wall and CPU seconds, and the ratio to this machine's previous run
-              (repro.bench.smoke, phases from repro.timings)
+              (repro.bench.smoke, phases from repro.results.timings)
     gpu       the prepared device check: training images/s and memory of each table's
               heaviest model, kill/resume, Expert Choice in bf16, as a JSON the cost
-              model calibrates from (repro.bench.gpu, schema in repro.bench.calibration)
+              model calibrates from (repro.bench.gpu, schema in repro.bench.gpu_calibration)
 
 Each prints a table whose ratios are the result; absolute times carry the device. The
 commands are repro.cli.bench; torch is imported when one runs, not when `repro --help` lists them.

@@ -9,15 +9,15 @@ The sequence, each step a check that records its own failure and lets the rest g
         save -> SIGKILL -> resume of a tiny run (repro.bench.kill_resume)
     train/<dataset>/<manifest>.<row>
         per manifest with accuracy rows, its heaviest model (most training multiply-adds over the
-        paper's protocol), trained for `steps` steps at the paper's batch (repro.recipes) through
-        repro.train's Engine and train_epoch: bf16 autocast, channels-last, the compiled backbone
+        paper's protocol), trained for `steps` steps at the paper's batch (repro.plan.recipes) through
+        repro.train.loop's Engine and train_epoch: bf16 autocast, channels-last, the compiled backbone
         on CUDA; images/s and peak memory. Manifests sharing a model share its check.
 
 Training batches are synthetic and resident on the device, so the figures are the model's step
 alone: the input pipeline is `repro bench data`'s. Steps stop early past a per-model time budget,
 and checks are skipped past the whole budget, so the command fits the device time it is given.
 The file is rewritten after every check: a run stopped from outside leaves the checks done so far.
-The schema and its reader: repro.bench.calibration.
+The schema and its reader: repro.bench.gpu_calibration.
 """
 
 from __future__ import annotations
@@ -41,15 +41,15 @@ from typing import Any, Callable, Iterator
 
 import torch
 
-from repro.bench.calibration import SCHEMA, Check
+from repro.bench.gpu_calibration import SCHEMA, Check
 from repro.bench.expert_choice_bf16 import expert_choice_check, expert_choice_rows
 from repro.measure.timing import cpu_threads, error_line, synchronize
 from repro.data.specs import get_dataset
-from repro.devices import device_label
-from repro.fsutil import atomic_write_json
-from repro.manifest import Manifest, Row
-from repro.profiles import Profile
-from repro.recipes import RECIPES, RunConfig, resolve
+from repro.core.devices import device_label
+from repro.core.fsutil import atomic_write_json
+from repro.plan.manifest import Manifest, Row
+from repro.spec.profiles import Profile
+from repro.plan.recipes import RECIPES, RunConfig, resolve
 
 PAPER = Profile(description="the paper's protocol", evidence="paper")
 
@@ -93,14 +93,14 @@ def paper_profile(manifest: Manifest) -> Profile:
 
 def forward_macs(row: Row) -> tuple[float, float, str]:
     """(backbone, head) multiply-adds per image at the paper's resolution, and the counter used:
-    repro.flops's checked count, or where fvcore is not installed (the GPU machine's image lacks it)
+    repro.models.flops's checked count, or where fvcore is not installed (the GPU machine's image lacks it)
     torch's FlopCounterMode / 2, which the FLOP check holds equal to it."""
-    from repro.measure.flops import row_flops, row_key
+    from repro.measure.flop_check import row_flops, row_key
 
     if _have_fvcore():  # else each count would build its model before failing
         try:
             f = row_flops(row)
-            return float(f.backbone), float(f.head), "repro.flops"
+            return float(f.backbone), float(f.head), "repro.models.flops"
         except ImportError:
             pass
     return _torch_macs(row_key(row))
@@ -118,7 +118,7 @@ def _torch_macs(key: str) -> tuple[float, float, str]:
     from torch.utils.flop_counter import FlopCounterMode
 
     from repro.models import Component, build_model
-    from repro.recipes import at_last_epoch
+    from repro.plan.recipes import at_last_epoch
 
     spec = json.loads(key)
     model = build_model(spec["dataset"], Component(**spec["backbone"]), Component(**spec["head"]))
@@ -143,7 +143,7 @@ def training_macs(row: Row, profile: Profile) -> float:
 def plan_training(manifests: list[Manifest], failures: dict[str, BaseException] | None = None) -> list[Planned]:
     """Each manifest's heaviest accuracy row; one entry per distinct model, heaviest first.
     A manifest whose rows cannot be counted goes into `failures` (if given; else the error propagates)."""
-    from repro.measure.flops import row_key
+    from repro.measure.flop_check import row_key
 
     by_model: dict[str, Planned] = {}
     for m in manifests:
@@ -204,8 +204,8 @@ def bf16_autocast(device: torch.device):
 
 
 def train_check(p: Planned, s: GpuSettings, device: torch.device) -> tuple[dict[str, Any], str]:
-    """(result, error): images/s and memory of `p` trained through repro.train; error names a compile fallback."""
-    from repro.train import (
+    """(result, error): images/s and memory of `p` trained through repro.train.loop; error names a compile fallback."""
+    from repro.train.loop import (
         RunData, build_engine_model, compile_backbone, freeze, make_optimizer, resolve_engine, routing_modules,
         schedule_position, train_epoch,
     )
@@ -324,7 +324,7 @@ def run_gpu_check(device: str, settings: GpuSettings, out: Path, manifests: list
 def _run_checks(dev: torch.device, settings: GpuSettings, out: Path, manifests: list[Manifest], dry_run: bool,
                 log: Callable[[str], None]) -> dict[str, Any]:
     from repro.bench.kill_resume import run_kill_resume
-    from repro.provenance import git_commit
+    from repro.results.provenance import git_commit
 
     device = str(dev)
     began, t0 = dt.datetime.now(dt.timezone.utc), time.perf_counter()

@@ -9,8 +9,8 @@ from typing import Any
 import torch
 
 from repro.measure.timing import cpu_threads, time_call
-from repro.devices import device_label, resolve_device
-from repro.manifest import Row
+from repro.core.devices import device_label, resolve_device
+from repro.plan.manifest import Row
 from repro.measure.latency import LatencySettings, measure_head, measure_row
 from repro.models import Component
 from repro.models.capacity import assign, assign_reference, capacity

@@ -8,7 +8,7 @@ trains the same config uninterrupted in another folder. The check passes when th
 record reads back whole (repro.execution.runs.load_record), says it resumed from epoch 1, holds
 every epoch once and in order, keeps the killed process's first epoch as that process
 checkpointed it, and leaves no checkpoint behind. On a CPU the resumed history must
-also equal the uninterrupted one exactly (repro.train's promise); on CUDA the
+also equal the uninterrupted one exactly (repro.train.loop's promise); on CUDA the
 difference is reported, not judged (dropout draws from the CUDA generator).
 
 Result: {"device", "epochs", "resumed_from_epoch", "killed_after_epoch", "history_epochs",
@@ -32,8 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from repro import REPO_ROOT
-from repro.bench.calibration import expect
-from repro.checkpoints import CHECKPOINT_ENV
+from repro.bench.gpu_calibration import expect
+from repro.train.checkpoints import CHECKPOINT_ENV
 
 HOLD_S = 600  # the held child waits this long for its SIGKILL
 COMPARED = ("train_loss", "test_accuracy")
@@ -41,10 +41,10 @@ COMPARED = ("train_loss", "test_accuracy")
 
 def tiny_config() -> Any:
     """Two epochs (killed after the first) of the CIFAR standard CNN with a sparse MoE head, 16 px synthetic images."""
-    from repro.manifest import Row
-    from repro.profiles import Profile
+    from repro.plan.manifest import Row
+    from repro.spec.profiles import Profile
     from repro.models import Component
-    from repro.recipes import resolve
+    from repro.plan.recipes import resolve
 
     row = Row(id="kill_resume", label="kill_resume", dataset="cifar10", backbone=Component("cifar_standard"),
               head=Component("sparse_moe", {"expert_hidden": 32, "top_k": 1}), measures=("accuracy",))
@@ -54,7 +54,7 @@ def tiny_config() -> Any:
 
 
 def _child(config: Path, results: Path, device: str, hold: bool, reference: Path | None) -> None:
-    from repro.recipes import RunConfig
+    from repro.plan.recipes import RunConfig
     from repro.execution.protocol import RunRequest
     from repro.execution.records import run_one
 

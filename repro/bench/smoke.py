@@ -3,7 +3,7 @@
 It runs `repro verify-all --profile smoke` as a child process in a fresh folder with empty caches
 ($REPRO_CACHE, $XDG_CACHE_HOME and matplotlib's inside that folder), as a first-time evaluator would,
 and measures the child's wall time and CPU seconds (user + system of it and every process it waited
-for, from wait4). The phase table comes from the timings.json the run writes (repro.timings). Each
+for, from wait4). The phase table comes from the timings.json the run writes (repro.results.timings). Each
 result is appended to a history file; the ratio is to the latest earlier entry of the same machine
 (CPU model, cores and OS).
 Torch-free: the work happens in the child.
@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from repro.fsutil import atomic_write_json
-from repro.timings import load, machine, machine_key, timings_path
+from repro.core.fsutil import atomic_write_json
+from repro.results.timings import load, machine, machine_key, timings_path
 
 PROFILE = "smoke"
 
@@ -78,7 +78,7 @@ def run_smoke(folder: Path, warm_cache: Path | None = None, extra: list[str] | N
 
 
 def history_entry(run: SmokeRun, cold: bool) -> dict[str, Any]:
-    from repro.provenance import git_commit
+    from repro.results.provenance import git_commit
 
     return {"time": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "machine": machine(),
             "commit": git_commit(), "cold": cold, "returncode": run.returncode, "wall_s": round(run.wall_s, 2),

@@ -9,7 +9,7 @@ between them so machine noise falls on both; each reports its median round.
             processes, per-image RandomCrop / RandomHorizontalFlip / ToTensor /
             Normalize (repro.bench.data), the paper's loop dispatch, eager, the
             textbook loop: forward, loss, backward, step
-    fast    repro.train as a run executes: TensorLoader (uint8 images resident on
+    fast    repro.train.loop as a run executes: TensorLoader (uint8 images resident on
             the device, batch-wise augmentation), the Engine's choices (channels
             last, dispatch, backbone compiled with a fallback) and train_epoch,
             with its routing statistics and auxiliary losses
@@ -31,11 +31,11 @@ from repro.measure.timing import cpu_threads, synchronize
 from repro.data.loader import TensorLoader
 from repro.data.specs import get_dataset
 from repro.data.synthetic import synthetic_tensors
-from repro.manifest import Row
-from repro.profiles import Profile
+from repro.plan.manifest import Row
+from repro.spec.profiles import Profile
 from repro.models import Component, build_model
-from repro.recipes import RunConfig, resolve
-from repro.train import (
+from repro.plan.recipes import RunConfig, resolve
+from repro.train.loop import (
     Engine, RunData, build_engine_model, compile_backbone, make_optimizer, resolve_engine, routing_modules,
     train_epoch,
 )

@@ -1,7 +1,7 @@
 """Claims: each finding of the paper as a decision rule evaluated on measured results.
 
 A claim names a rule and its parameters in the manifest that provides its evidence. A rule reads
-metrics ("rows.<id>.<metric>", "comparisons.<id>.<metric>", repro.results) and the paper's reported
+metrics ("rows.<id>.<metric>", "comparisons.<id>.<metric>", repro.results.measurements) and the paper's reported
 values, and returns an Outcome; `evaluate` turns it into a Verdict. No verdict is ever written by
 hand: with no measurement the verdict is `not run`.
 
@@ -18,7 +18,7 @@ hand: with no measurement the verdict is `not run`.
     decide.py      decide_table, decide_family, decided_results: where the pipeline and `repro report`
                    decide a table's claims and apply Holm over a report (the report only renders)
     headline.py    count_verdicts(verdicts): {group: {status: count}}, the explainer's claims apart
-    readings.py    decide_readings: every analytic claim under every alternative reading (repro/readings.toml)
+    readings.py    decide_readings: every analytic claim under every alternative reading (repro/spec/readings.toml)
 """
 
 from repro.claims.core import Evidence, NotRun, Outcome, Rule
@@ -28,7 +28,7 @@ from repro.claims.headline import count_verdicts
 from repro.claims.references import check_references
 from repro.claims.rules import RULES
 from repro.claims.verdicts import evaluate
-from repro.results import Status, Verdict
+from repro.results.measurements import Status, Verdict
 
 __all__ = ["Evidence", "NotRun", "Outcome", "RULES", "Rule", "Status", "Verdict", "check_references",
            "count_verdicts", "decide_family", "decide_table", "decided_results", "evaluate", "evidence_for",

@@ -1,7 +1,7 @@
 """What every claim rule works with: the evidence, the outcome it returns, and the helpers it shares.
 
-A rule is `fn(params, evidence) -> Outcome`: it reads metric paths (repro.results) and the paper's
-reported values (repro.paper), and raises `NotRun` when a metric it needs was not measured.
+A rule is `fn(params, evidence) -> Outcome`: it reads metric paths (repro.results.measurements) and the paper's
+reported values (repro.spec.paper), and raises `NotRun` when a metric it needs was not measured.
 """
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Literal, Protocol
 
-from repro.paper import PaperValue, paper_value
-from repro.profiles import Profile
-from repro.results import Status
+from repro.spec.paper import PaperValue, paper_value
+from repro.spec.profiles import Profile
+from repro.results.measurements import Status
 
 
 EvidenceKind = Literal["pipeline", "functional", "reduced", "paper"]
@@ -28,12 +28,12 @@ class Evidence:
     missing: dict[str, str] = field(default_factory=dict)  # metric path -> why it was not measured
     device: str = "cpu"
     paper_scale: bool = True  # False when produced by a reduced profile such as smoke
-    # What the profile is evidence for (repro.manifest.Profile.evidence): only "reduced" and "paper"
+    # What the profile is evidence for (repro.plan.manifest.Profile.evidence): only "reduced" and "paper"
     # decide empirical and GPU-scoped claims (repro.claims.verdicts).
     kind: EvidenceKind = "paper"
     seeds: int | None = None  # seeds per row at this profile
     paper_seeds: int | None = None  # the paper's seeds for this table (the manifest's `seeds`)
-    # The profile as run (repro.profiles.Profile): a verdict's note names how it departs from the paper's protocol.
+    # The profile as run (repro.spec.profiles.Profile): a verdict's note names how it departs from the paper's protocol.
     settings: Profile | None = None
     comparison_rows: dict[str, tuple[str, str]] = field(default_factory=dict)  # comparison id -> (row, baseline)
 
@@ -83,7 +83,7 @@ class Rule:
 
 
 class ClaimLike(Protocol):
-    """The fields of repro.manifest.Claim the claims layer reads (claims never import manifests)."""
+    """The fields of repro.plan.manifest.Claim the claims layer reads (claims never import manifests)."""
 
     id: str
     statement: str

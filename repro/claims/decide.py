@@ -17,15 +17,15 @@ from typing import Iterable, Protocol
 
 from repro.claims.core import ClaimLike, Evidence
 from repro.claims.family import holm_adjust
-from repro.claims.readings import decide_readings
+from repro.claims.under_readings import decide_readings
 from repro.claims.references import ManifestLike
 from repro.claims.verdicts import evaluate
-from repro.profiles import Profile
-from repro.results import READINGS_DETAIL, ManifestResult, Verdict, load_result
+from repro.spec.profiles import Profile
+from repro.results.measurements import READINGS_DETAIL, ManifestResult, Verdict, load_result
 
 
 class DecidedManifest(ManifestLike, Protocol):
-    """The fields of repro.manifest.Manifest read here (claims never import manifests)."""
+    """The fields of repro.plan.manifest.Manifest read here (claims never import manifests)."""
 
     id: str
     seeds: int | None
@@ -49,7 +49,7 @@ def evidence_for(manifest: DecidedManifest, result: ManifestResult) -> Evidence:
 
 def decide_table(manifest: DecidedManifest, result: ManifestResult) -> ManifestResult:
     """(Re)decide the table's claims on the result's measurements with the current rules, and its analytic
-    claims under each alternative reading from the counts stored with them (repro.measure.readings); in place."""
+    claims under each alternative reading from the counts stored with them (repro.measure.reading_counts); in place."""
     evidence = evidence_for(manifest, result)
     result.verdicts = [evaluate(claim, evidence) for claim in manifest.claims]
     counted = result.measured.details.get(READINGS_DETAIL, {}).get("rows", {})

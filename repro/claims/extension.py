@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from repro.claims.core import Evidence, Outcome, Rule, need
-from repro.results import comparison_metric
+from repro.results.measurements import comparison_metric
 
 
 def _half_width(gap: dict[str, Any]) -> float:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from repro.results import Verdict
+from repro.results.measurements import Verdict
 
 ALPHA = 0.05
 

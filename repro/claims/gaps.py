@@ -1,4 +1,4 @@
-"""Rules for accuracy findings: MoE - dense gaps paired by seed (repro.stats), and their orderings.
+"""Rules for accuracy findings: MoE - dense gaps paired by seed (repro.claims.stats), and their orderings.
 
 A gap finding is judged on three parts, each only where the paper states it:
 sign (the direction), significance (p < alpha, where the paper reports a
@@ -17,8 +17,8 @@ from typing import Any, Literal
 
 
 from repro.claims.core import Evidence, NotRun, Outcome, Rule, need, paper, passed, pct
-from repro.paper import PaperValue
-from repro.results import comparison_metric, row_metric
+from repro.spec.paper import PaperValue
+from repro.results.measurements import comparison_metric, row_metric
 
 ALPHA = 0.05
 
@@ -39,14 +39,14 @@ def _p(p: float | None) -> str:
 
 
 def seeds_needed(pv: PaperValue) -> int | None:
-    """Seeds for 80% power at the effect size the paper's numbers imply (repro.stats.seeds_needed)."""
-    from repro.stats import seeds_needed as needed  # scipy: imported when a claim is decided
+    """Seeds for 80% power at the effect size the paper's numbers imply (repro.claims.stats.seeds_needed)."""
+    from repro.claims.stats import seeds_needed as needed  # scipy: imported when a claim is decided
 
     return needed(pv)
 
 
 def judge_gap(gap: dict[str, Any], pv: PaperValue, alpha: float = ALPHA) -> Outcome:
-    """A measured gap (repro.stats.GapStats.to_dict()) against a reported one."""
+    """A measured gap (repro.claims.stats.GapStats.to_dict()) against a reported one."""
     n, mean, sd, p = gap["n"], gap["mean"], gap["sd"], gap["p"]  # sd, p are None when undefined
     needed = seeds_needed(pv)
     text = f"gap {pct(mean)}" + (f" ± {100 * sd:.2f}pp" if n > 1 and sd is not None else "")
@@ -300,7 +300,7 @@ def gap_difference(p: GapDifference, ev: Evidence) -> Outcome:
     Per seed the difference of the two gaps; where they share a baseline (Table 5's k = 2 and k = 1 against
     one dense model) it cancels, so the test is the paired one of the two treatments, not two independent gaps.
     """
-    from repro.stats import paired_gap
+    from repro.claims.stats import paired_gap
 
     pv = paper(ev, p.paper)
     a, b = _gap(ev, p.comparison), _gap(ev, p.minus)

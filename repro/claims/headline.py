@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Iterable, get_args
 
-from repro.results import Status, Verdict
+from repro.results.measurements import Status, Verdict
 
 SCOPES = ("analytic", "empirical", "gpu", "extension")
 EXPLAINER_GROUP = "explainer"  # counted apart: from the explainer, not the paper's text

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from repro.claims.core import Evidence, NotRun, Outcome, Rule, need, paper, passed
-from repro.results import parse_metric_path, row_metric
+from repro.results.measurements import parse_metric_path, row_metric
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 
 from repro.claims.core import Evidence, need
-from repro.results import row_metric
+from repro.results.measurements import row_metric
 
 LEARNED_ALPHA = 0.05
 MIN_LEARNED = 0.05  # share of the distance from chance to perfect accuracy a row must close

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any, Iterable, Protocol
 
 from repro.claims.core import ClaimLike
-from repro.paper import paper_value
-from repro.registry import closest
-from repro.results import COMPARISON_METRICS, ROW_METRICS, parse_metric_path
+from repro.spec.paper import paper_value
+from repro.core.registry import closest
+from repro.results.measurements import COMPARISON_METRICS, ROW_METRICS, parse_metric_path
 
 # Which claim parameters name what: paper keys, rows, comparisons, metric paths, row metrics.
 PAPER_KEYS = ("paper", "threshold")
@@ -27,7 +27,7 @@ class _ComparisonLike(Protocol):
 
 
 class ManifestLike(Protocol):
-    """The fields of repro.manifest.Manifest read here (claims never import manifests)."""
+    """The fields of repro.plan.manifest.Manifest read here (claims never import manifests)."""
 
     id: str
     paper_table: str

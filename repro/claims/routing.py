@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from repro.claims.core import Evidence, Outcome, Rule, need, pct
-from repro.results import comparison_metric, row_metric
+from repro.results.measurements import comparison_metric, row_metric
 
 ALPHA = 0.05
 

@@ -7,7 +7,7 @@ from repro.claims.gaps import FAMILY as GAP_RULES
 from repro.claims.latency import FAMILY as LATENCY_RULES
 from repro.claims.routing import FAMILY as ROUTING_RULES
 from repro.claims.values import FAMILY as VALUE_RULES
-from repro.registry import Registry
+from repro.core.registry import Registry
 
 FAMILIES = (VALUE_RULES, GAP_RULES, ROUTING_RULES, LATENCY_RULES, EXTENSION_RULES)
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from repro.claims.core import Evidence, Outcome, Rule, fmt, from_paper_units, in_paper_units, need, paper, passed
-from repro.results import row_metric
+from repro.results.measurements import row_metric
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """Deciding one claim: the rule the manifest names, applied to the evidence, as a Verdict.
 
 What a profile may decide: analytic claims (FLOP counts) at every profile; empirical and
-GPU-scoped claims only on evidence of kind "reduced" or "paper" (repro.manifest.Profile.evidence).
+GPU-scoped claims only on evidence of kind "reduced" or "paper" (repro.plan.manifest.Profile.evidence).
 On the other kinds the rule still runs, so the verdict shows what was measured, but it is
 `not run`, with the reason in its note. A decided comparison whose models did not learn is
 `inconclusive` (repro.claims.learned).
@@ -14,8 +14,8 @@ from repro.claims.gaps import seeds_needed
 from repro.claims.learned import did_not_learn
 from repro.claims.references import PAPER_KEYS
 from repro.claims.rules import RULES
-from repro.paper import paper_value
-from repro.results import Verdict
+from repro.spec.paper import paper_value
+from repro.results.measurements import Verdict
 
 DECIDING_KINDS: frozenset[EvidenceKind] = frozenset({"reduced", "paper"})
 EXPLAINER = "explainer-and-summary"

@@ -4,7 +4,7 @@
     info       list, plan, flops, data: what things are and cost, before anything runs
     report     report: re-render from the results present
     readings   readings ID...: every analytic claim under every alternative reading
-    rho        rho MODEL: where rho lands on any torchvision CNN (repro.rho.command)
+    rho        rho MODEL: where rho lands on any torchvision CNN (repro.cli.rho)
     status     status: runs done, running, failed, pending
     bench      bench ...: the benchmarks
     common     consoles, shared options, loading with clear errors, printing that fits 80 columns
@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import typer
 
-from repro.cli import info, readings, report, status, tables
+from repro.cli import info, readings, report, status
+from repro.cli import run as tables
 from repro.cli.bench import bench_app
-from repro.rho.command import rho_command
+from repro.cli.rho import rho_command
 
 
 def _flags_show_no_type() -> None:

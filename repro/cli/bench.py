@@ -18,8 +18,8 @@ bench_app = typer.Typer(no_args_is_help=True, add_completion=False,
 
 
 def _device(device: str) -> str:
-    """The --device option resolved (repro.devices.resolve_device); a device this machine lacks is a usage error."""
-    from repro.devices import DeviceError, resolve_device
+    """The --device option resolved (repro.core.devices.resolve_device); a device this machine lacks is a usage error."""
+    from repro.core.devices import DeviceError, resolve_device
 
     try:
         return resolve_device(device)
@@ -133,7 +133,7 @@ def small_maps_cmd(batch: int = typer.Option(128, help="Images a step (the funct
     """Training steps of the functional profile's small-map backbones: torch's convolution against the small-map paths."""
     from repro.bench.small_maps import bench_small_maps
     from repro.cli.common import print_grid, show
-    from repro.terminal import Column, Grid
+    from repro.core.terminal import Column, Grid
 
     for name, value in (("--batch", batch), ("--steps", steps), ("--rounds", rounds), ("--threads", threads)):
         if value < 1:
@@ -180,7 +180,7 @@ def gpu_cmd(dry_run: bool = typer.Option(False, "--dry-run", help="The same sequ
     from dataclasses import replace
 
     from repro.bench.gpu import DRY_RUN, FULL, run_gpu_check
-    from repro.manifest import load_all
+    from repro.plan.manifest import load_all
 
     dev = "cpu" if dry_run and device == "auto" else _device(device)
     if not dry_run and not dev.startswith("cuda"):
@@ -217,7 +217,7 @@ def estimates_cmd(profile: str = typer.Option("smoke", "--profile", "-p", help="
     from repro.bench.estimates import GOAL, bench_estimates
     from repro.cli.common import load_every
     from repro.cost.estimate import seconds_text as duration
-    from repro.results import default_results_dir
+    from repro.results.measurements import default_results_dir
 
     manifests = load_every(manifests_dir)
     ids = tuple(i for i in fit_on.split(",") if i)
@@ -261,8 +261,8 @@ def smoke_cmd(folder: Optional[Path] = typer.Option(None, "--folder", help="Wher
 
     from repro.bench.smoke import append_history, history_entry, previous, read_history, run_smoke
     from repro.cli.common import print_grid, show
-    from repro.terminal import Column, Grid
-    from repro.timings import phase_rows
+    from repro.core.terminal import Column, Grid
+    from repro.results.timings import phase_rows
 
     if folder is not None and folder.exists():
         raise typer.BadParameter(f"{folder} exists; give a folder that does not, so the run starts fresh",

@@ -20,11 +20,11 @@ from rich.console import Console
 from rich.markup import escape
 from rich.text import Text
 
-from repro import terminal
-from repro.manifest import Manifest, find_manifest, load_all, load_valid
-from repro.profiles import shipped_profiles
-from repro.schema import SchemaError
-from repro.terminal import Grid, print_words
+from repro.core import terminal
+from repro.plan.manifest import Manifest, find_manifest, load_all, load_valid
+from repro.spec.profiles import shipped_profiles
+from repro.core.schema import SchemaError
+from repro.core.terminal import Grid, print_words
 
 console = Console()
 err = Console(stderr=True, soft_wrap=True)  # messages verbatim: paths and commands are not wrapped
@@ -41,7 +41,7 @@ class ExitCode(IntEnum):
 
 
 def profile_help() -> str:
-    """The --profile help, from repro/profiles.toml: each shipped profile with its evidence and device."""
+    """The --profile help, from repro/spec/profiles.toml: each shipped profile with its evidence and device."""
     names = [f"{name} ({p.evidence}{', ' + p.device if p.device != 'auto' else ''})"
              for name, p in shipped_profiles().items()]
     return (f"Profile: {', '.join(names)}, or one of your own (--profiles FILE or $REPRO_PROFILES); `repro list` "
@@ -83,7 +83,7 @@ def paste(text: str, out: Console | None = None) -> None:
 
 
 def print_grid(grid: Grid, title: str = "", out: Console | None = None) -> None:
-    """A table laid out at the terminal's width (repro.terminal.fit): nothing cut, dropped columns below."""
+    """A table laid out at the terminal's width (repro.core.terminal.fit): nothing cut, dropped columns below."""
     out = out or console
     if title:
         show(Text(title, style="bold"), out)
@@ -139,7 +139,7 @@ def check_profile(manifests: list[Manifest], profile: str) -> None:
 
 def check_results_dir(results_dir: Path, profile: str | None = None, manifest_ids: list[str] = ()) -> None:
     """Every folder the command will write (runs/, the profile's, each table's) must take a file."""
-    from repro.results import ResultsDirError, check_results_dir as check
+    from repro.results.measurements import ResultsDirError, check_results_dir as check
 
     try:
         check(results_dir, profile=profile, manifest_ids=manifest_ids)
@@ -148,14 +148,14 @@ def check_results_dir(results_dir: Path, profile: str | None = None, manifest_id
 
 
 def write_failed(exc: OSError) -> NoReturn:
-    """A file the disk refused (repro.fsutil.WriteFailed): one line; the records already written stay."""
+    """A file the disk refused (repro.core.fsutil.WriteFailed): one line; the records already written stay."""
     fail(f"{exc}; every finished run record is kept, and the same command resumes once it can write", 1)
 
 
 def set_numerics_env(deterministic: bool) -> None:
-    """--deterministic reaches every run's config (repro.profiles.environment_defaults) and, before CUDA
+    """--deterministic reaches every run's config (repro.spec.profiles.environment_defaults) and, before CUDA
     starts, cuBLAS in this process, its workers and Slurm tasks, through the environment."""
-    from repro.profiles import DETERMINISTIC_ENV
+    from repro.spec.profiles import DETERMINISTIC_ENV
     from repro.runtime.numerics import deterministic_environment
 
     if deterministic:
@@ -209,9 +209,9 @@ def counts_line(run_counts) -> str:
 
 @contextlib.contextmanager
 def recording(command: str, results_dir: Path, profile: str, heavy: bool = True) -> Iterator[None]:
-    """Phase timings of the command into <results>/<profile>/timings.json (repro.timings); `heavy`: the
+    """Phase timings of the command into <results>/<profile>/timings.json (repro.results.timings); `heavy`: the
     command trains or counts, so torch's import is timed as start-up rather than inside its first phase."""
-    from repro import timings
+    from repro.results import timings
 
     with timings.recording(command, results_dir, profile):
         if heavy:

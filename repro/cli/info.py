@@ -13,9 +13,9 @@ from repro.cli.common import (
     paste, print_grid, show,
 )
 from repro.cli.progress import Reporter
-from repro.manifest import Manifest
-from repro.results import FlopCheck
-from repro.terminal import Column, Grid
+from repro.plan.manifest import Manifest
+from repro.results.measurements import FlopCheck
+from repro.core.terminal import Column, Grid
 
 ExecutorOpt = typer.Option("local", "--executor", help="local or slurm: how the runs would be spread (wall time).")
 GpusOpt = typer.Option(1, "--gpus", min=1, help="GPUs the local executor spreads runs over.")
@@ -45,8 +45,8 @@ def list_manifests(executor: str = ExecutorOpt, gpus: int = GpusOpt, runs_per_gp
     figure fitted to the run records in --results-dir, measured (this CPU, a calibration file) or a reference."""
     from repro.cost.compare import lines
     from repro.cost.fit import fit_folder
-    from repro.cost.tables import list_table
-    from repro.results import default_results_dir
+    from repro.cost.cost_tables import list_table
+    from repro.results.measurements import default_results_dir
 
     model = _cost_model(executor, gpus, runs_per_gpu, slurm_max_parallel, data_dir, calibration, reference_gpu)
     manifests, invalid = load_valid_or_fail(manifests_dir, profiles)
@@ -79,10 +79,10 @@ def plan(ids: list[str] = typer.Argument(None, help="Manifest ids (default: all)
                                       "the rows each claim reads.")) -> None:
     """Per empirical claim: rows, seeds for 80% power, runs and GPU-hours; the claims a budget decides, as profiles."""
     from repro.cost.fit import fit_folder
-    from repro.cost.tables import needs_table
+    from repro.cost.cost_tables import needs_table
     from repro.cost.estimate import duration, hours
     from repro.cost.plan import BASE_PROFILE, claim_needs, make_plan, protocol_cost, write_plan
-    from repro.results import default_results_dir
+    from repro.results.measurements import default_results_dir
 
     model = _cost_model(executor, gpus, runs_per_gpu, slurm_max_parallel, data_dir, calibration, reference_gpu)
     manifests = load_some(ids, manifests_dir)
@@ -127,7 +127,7 @@ def flops(ids: list[str] = typer.Argument(None, help="Manifest ids (default: all
 
 def _print_flops(manifests: list[Manifest], check: FlopCheck, verbose: bool) -> None:
     """Every distinct model under its manifest's id (a section), by row id: ids stay whole at 80 columns."""
-    from repro.measure.flops import row_flops
+    from repro.measure.flop_check import row_flops
 
     by_id = {m.id: m for m in manifests}
     grid = Grid([Column("Row"), Column("Total MMAC", right=True), Column("Routed MMAC", right=True),
@@ -152,7 +152,7 @@ def _print_flops(manifests: list[Manifest], check: FlopCheck, verbose: bool) -> 
 def data(data_dir: Optional[Path] = DataOpt, manifests_dir: Optional[Path] = ManifestsOpt) -> None:
     """Which datasets and pretrained weights are present, where, and how to fill what is missing."""
     from repro.data.layout import data_root, data_status, fill_steps
-    from repro.weights import pretrained_backbones, weights_status
+    from repro.models.weights import pretrained_backbones, weights_status
 
     manifests = load_every(manifests_dir)
     grid = Grid([Column("Dataset or weights"), Column("Status"), Column("Needed by (full profile)", prose=True)])

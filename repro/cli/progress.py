@@ -22,7 +22,7 @@ from rich.progress import (
 )
 from rich.text import Text
 
-from repro.terminal import print_words
+from repro.core.terminal import print_words
 
 
 def bars(console: Console) -> Progress:

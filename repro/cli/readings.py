@@ -1,7 +1,7 @@
 """`repro readings [ID...]`: every analytic claim under every reading the text leaves open, without a run.
 
-The logic is below the command line: repro.measure.readings counts the rows the tables' analytic claims
-read, and each alternative of the readings that apply to them (repro/readings.toml); repro.claims.readings
+The logic is below the command line: repro.measure.reading_counts counts the rows the tables' analytic claims
+read, and each alternative of the readings that apply to them (repro/spec/readings.toml); repro.claims.under_readings
 decides the claims on each. This prints, claim by claim, which readings reproduce it, and exits 0 whatever
 the verdicts: it informs, it does not gate.
 """
@@ -19,12 +19,12 @@ from repro.cli.common import ManifestsOpt, load_some, print_grid, show
 def readings(ids: list[str] = typer.Argument(None, help="Manifest ids (default: every one with analytic claims)."),
              manifests_dir: Optional[Path] = ManifestsOpt,
              verbose: bool = typer.Option(False, "--verbose", "-v", help="Also print each verdict's evidence.")) -> None:
-    """Every analytic claim under every alternative reading (repro/readings.toml): which readings reproduce it."""
+    """Every analytic claim under every alternative reading (repro/spec/readings.toml): which readings reproduce it."""
     from rich.text import Text
 
-    from repro.measure.readings import readings_for
-    from repro.report.readings import readings_summary
-    from repro.terminal import Column, Grid
+    from repro.measure.reading_counts import readings_for
+    from repro.report.readings_section import readings_summary
+    from repro.core.terminal import Column, Grid
 
     claims, cpu, models = [], 0.0, 0
     for m in load_some(ids, manifests_dir):

@@ -11,8 +11,8 @@ from repro.cli.common import (
     ManifestsOpt, ProfilesOpt, ResultsOpt, CommandInterrupted, check_profile, check_results_dir, console, fail,
     load_every, show, write_failed,
 )
-from repro.fsutil import WriteFailed
-from repro.results import default_results_dir
+from repro.core.fsutil import WriteFailed
+from repro.results.measurements import default_results_dir
 
 
 def report(results_dir: Optional[Path] = ResultsOpt, manifests_dir: Optional[Path] = ManifestsOpt,
@@ -24,7 +24,7 @@ def report(results_dir: Optional[Path] = ResultsOpt, manifests_dir: Optional[Pat
     from repro.claims import decided_results
     from repro.cli.common import recording
     from repro.report.summary import write_report
-    from repro.results import profiles_present
+    from repro.results.measurements import profiles_present
     from repro.runtime.interrupt import command_line, raise_pending
 
     results_dir = results_dir or default_results_dir()

@@ -22,9 +22,9 @@ def status(ids: list[str] = typer.Argument(None, help="Manifest ids (default: al
            verbose: bool = typer.Option(False, "--verbose", "-v", help="Also list the pending runs.")) -> None:
     """Per table: runs done, running (who, for how long, last heartbeat), failed (with the error), pending."""
     from repro.cli.common import CommandInterrupted, check_profile, load_some, print_grid, show
-    from repro.profiles import default_profile
-    from repro.results import default_results_dir
-    from repro.terminal import Column, Grid
+    from repro.spec.profiles import default_profile
+    from repro.results.measurements import default_results_dir
+    from repro.core.terminal import Column, Grid
 
     profile = profile or default_profile()
     results_dir = results_dir or default_results_dir()

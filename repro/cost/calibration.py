@@ -2,8 +2,8 @@
 
 Three sources, each labelled wherever a figure is shown:
 - this host's CPU: `throughput("cpu")`, measured once on a small conv net (about a second, and
-  torch's import) and cached per device and thread count (repro.cache); until then `repro list`
-  prices CPU runs by what they took on a machine of CI's kind (repro.cost.reference), labelled a
+  torch's import) and cached per device and thread count (repro.core.cache); until then `repro list`
+  prices CPU runs by what they took on a machine of CI's kind (repro.cost.cpu_reference), labelled a
   reference;
 - a GPU calibration file written by `repro bench gpu` on the GPU host:
   ``{"device": "<name>", "manifests": {"<id>": {"images_per_s": <float>, ...}, ...}}``, training
@@ -27,7 +27,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from repro.cache import cache_root, read_json, write_json
+from repro.core.cache import cache_root, read_json, write_json
 
 RESNET50_A100_IMAGES_PER_S = 2470.0  # NVIDIA DeepLearningExamples, 1x A100-80GB, AMP
 RESNET50_FORWARD_MACS = 4.09e9  # at 224 px
@@ -36,7 +36,7 @@ GPU_EFFICIENCY = RESNET50_A100_IMAGES_PER_S * 3 * RESNET50_FORWARD_MACS * 2 / A1
 GPU_STEP_OVERHEAD_S = 0.003  # assumption, not measured: launch-bound optimiser step of a small model
 CPU_STEP_OVERHEAD_S = 0.004  # optimiser, Python and dispatch per step on a CPU
 # Training multiply-adds per second per core where this CPU is not measured yet and the shipped reference
-# (repro.cost.reference) cannot be read (measure_throughput on the project's 2-core x86-64 CI machine gave
+# (repro.cost.cpu_reference) cannot be read (measure_throughput on the project's 2-core x86-64 CI machine gave
 # 8.3e9 on 2 threads, December 2026): a guess, labelled as one.
 CPU_REFERENCE_MACS_PER_CORE = 4e9
 
@@ -125,7 +125,7 @@ def cpu_throughput(measure: bool = True, reference: bool = False) -> Throughput:
     NaN, or with `reference` the reference figure, so that `repro list` answers without importing torch."""
     value = throughput("cpu", measure)
     if value != value and reference:
-        from repro.cost import reference as shipped
+        from repro.cost import cpu_reference as shipped
 
         ref = shipped.load()
         if ref is not None:

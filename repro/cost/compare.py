@@ -1,7 +1,7 @@
 """Estimated against measured: each table's and each command's wall time, as `repro list`, the report and
 `repro bench estimates` show them. Torch-free when the counts are cached.
 
-A table's estimate is its part of the command it was measured in (repro.cost.command): within
+A table's estimate is its part of the command it was measured in (repro.cost.wall_time): within
 `verify-all` its FLOP counts were made by the FLOP check, and runs another table trained first are not
 its own. What the table measured comes from the results folder (repro.cost.measured): timings.json's
 phases, else the file times.
@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from repro.cost.command import Rates, command_time
+from repro.cost.wall_time import Rates, command_time
 from repro.cost.estimate import CostModel, duration
 from repro.cost.measured import FolderTimes
-from repro.manifest import Manifest
-from repro.recipes import planned_runs
+from repro.plan.manifest import Manifest
+from repro.plan.recipes import planned_runs
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """What a profile costs before it runs: device-hours per run, summed over distinct runs, and wall time.
 
 A run's time = epochs x (training FLOPs / the device's throughput + steps x a cost per step):
-- training multiply-adds per image ~ 3x the forward pass's (repro.measure.flops.estimate_macs:
+- training multiply-adds per image ~ 3x the forward pass's (repro.measure.flop_check.estimate_macs:
   backbone scaled to the run's resolution, plus the head), over the training images actually on
   disk (repro.data.sizes; the paper's sizes when absent, and the output says which) or the
   profile's subset, plus one forward pass over the test split;
@@ -13,7 +13,7 @@ locally, the array's parallelism under Slurm); runs packed onto one GPU share it
 overlap only their per-step overhead. For the shipped manifests nothing here imports torch, even on a
 cold cache: their multiply-adds are shipped (repro.measure.model_macs), and `measure_cpu=False` takes a
 reference figure for a CPU not yet measured; other models' counts, the CPU throughput and ImageNet's file
-count are cached (repro.cache).
+count are cached (repro.core.cache).
 """
 
 from __future__ import annotations
@@ -26,12 +26,12 @@ from typing import Iterable, Literal
 from repro.cost.calibration import Throughput, _cpu_threads, cpu_throughput, gpu_throughput
 from repro.data.sizes import split_sizes
 from repro.data.specs import get_dataset
-from repro.manifest import Manifest
-from repro.profiles import Profile
-from repro.recipes import planned_runs
-from repro.measure.flops import estimate_macs
+from repro.plan.manifest import Manifest
+from repro.spec.profiles import Profile
+from repro.plan.recipes import planned_runs
+from repro.measure.flop_check import estimate_macs
 from repro.models import Component
-from repro.recipes import RunConfig
+from repro.plan.recipes import RunConfig
 
 @dataclass(frozen=True)
 class Executor:
@@ -186,7 +186,7 @@ class CostModel:
         device.cpu_share."""
         w = self.run_work(cfg)
         measured = device.run_seconds.get(cfg.hash)
-        if measured is not None:  # the CPU reference has this very run (repro.cost.reference)
+        if measured is not None:  # the CPU reference has this very run (repro.cost.cpu_reference)
             return RunTime(measured, 0.0, w.data)
         rate = device.images_per_s.get(manifest_id)
         if rate:  # a measured training rate: its per-step costs are inside it; evaluation is a forward pass
@@ -230,8 +230,8 @@ class CostModel:
 
 
     def _pretraining(self, runs: list[tuple[RunConfig, Throughput]]) -> list[float]:
-        """Seconds of each digit-stand-in pretraining the runs need that is not cached (repro.digit_weights)."""
-        from repro.digit_weights import PRETRAIN, base_backbone, weights_path
+        """Seconds of each digit-stand-in pretraining the runs need that is not cached (repro.train.digit_weights)."""
+        from repro.train.digit_weights import PRETRAIN, base_backbone, weights_path
 
         out: dict[Path, float] = {}
         for cfg, device in runs:
@@ -287,7 +287,7 @@ def duration(seconds: float) -> str:
     return f"~{seconds / 3600:.1f} h"
 
 
-# --------------------------------------------------------------------------- latency (repro.cost.command prices it)
+# --------------------------------------------------------------------------- latency (repro.cost.wall_time prices it)
 def estimate_latency(manifest: Manifest, profile_name: str, model: CostModel) -> tuple[float, str]:
     """Calls x multiply-adds per call / this CPU's throughput, plus a fixed cost per call (NaN where a count or
     the throughput is not cached and `model.cached_only`)."""

@@ -142,7 +142,7 @@ def fit_model(model: CostModel, times: FolderTimes) -> dict[str, RunFit]:
 
 def _probe(kind: str):
     """A profile whose runs go to `kind`: CostModel.device reads only its device."""
-    from repro.profiles import Profile
+    from repro.spec.profiles import Profile
 
     return Profile(description="", evidence="pipeline", device="cpu" if kind == "cpu" else "cuda")
 
@@ -153,7 +153,7 @@ class FolderFit:
 
     model: CostModel
     fits: dict[str, RunFit]
-    rates: object  # repro.cost.command.Rates
+    rates: object  # repro.cost.wall_time.Rates
     times: FolderTimes
 
     def describe(self) -> list[str]:
@@ -167,7 +167,7 @@ class FolderFit:
 
 def fit_folder(model: CostModel, results_dir, manifests: list) -> FolderFit:
     """Fit `model` (in place) and the phase rates to what `results_dir` holds; nothing fitted where it holds nothing."""
-    from repro.cost.command import Rates, fit_rates
+    from repro.cost.wall_time import Rates, fit_rates
 
     times = read_folder(results_dir)
     fits = fit_model(model, times) if times.runs else {}

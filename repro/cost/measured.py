@@ -2,8 +2,8 @@
 
 - Every run record: its config, the seconds of its epochs (`train_seconds`: training and evaluation),
   of the whole run in its process (`wall_seconds`) and the CPU seconds it took (`cpu_seconds`, or the
-  run's part of repro.timings' `timings`), the device and, on a CPU, the intra-op threads it ran on.
-- Per profile, each command's phases from `<profile>/timings.json` (repro.timings: wall seconds per
+  run's part of repro.results.timings' `timings`), the device and, on a CPU, the intra-op threads it ran on.
+- Per profile, each command's phases from `<profile>/timings.json` (repro.results.timings: wall seconds per
   phase and table, and the command's total) when the folder has one.
 - Otherwise each table's wall time from what every folder has: the times its results.json and run
   records were written (to the second). Tables that ran one after another in one command end where
@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from repro.recipes import RunConfig
+from repro.plan.recipes import RunConfig
 
-TIMINGS_FILE = "timings.json"  # repro.timings writes it into each profile's folder
+TIMINGS_FILE = "timings.json"  # repro.results.timings writes it into each profile's folder
 MAX_GAP_S = 120.0  # a longer pause between two tables' files: not one command, the table's start is unknown
 _THREADS = re.compile(r"(\d+) intra-op thread")
 

@@ -1,11 +1,11 @@
 """`repro plan`: what deciding each empirical claim costs, and which claims a GPU budget decides.
 
-Besides the claims, each alternative reading a manifest trains ([[sensitivity]], repro.readings) is priced
+Besides the claims, each alternative reading a manifest trains ([[sensitivity]], repro.spec.readings) is priced
 as a need of its own ("reading:<reading>/<alternative>", weight SENSITIVITY_WEIGHT): its rows and the rows
 they are compared with, at the paper's seeds.
 
 A claim needs the training rows its rule reads (directly, or through the comparisons it names)
-at the seeds 80% power at the paper's effect size needs (repro.stats_audit.power_plan; at least
+at the seeds 80% power at the paper's effect size needs (repro.claims.stats_audit.power_plan; at least
 2, a paired test's minimum), or the paper's own seed count where the text gives no effect size.
 Its runs are (row, seed) configs: a run two claims share, even across tables, is paid once.
 
@@ -29,10 +29,10 @@ from pathlib import Path
 
 from repro.claims.references import claim_rows
 from repro.cost.estimate import Cost, CostModel, makespan
-from repro.manifest import Claim, Manifest
-from repro.profiles import Profile
-from repro.paper import paper_value
-from repro.recipes import resolve
+from repro.plan.manifest import Claim, Manifest
+from repro.spec.profiles import Profile
+from repro.spec.paper import paper_value
+from repro.plan.recipes import resolve
 
 BASE_PROFILE = "full"  # the paper's protocol: the plan's profiles are it with fewer rows and other seeds
 MIN_SEEDS = 2
@@ -92,7 +92,7 @@ def rows_read(manifest: Manifest, claim: Claim) -> tuple[str, ...]:
 
 def claim_seeds(manifest: Manifest, claim: Claim) -> tuple[int | None, str]:
     """(seeds, why) for 80% power at the paper's effect size; the paper's n without one; None if none reaches it."""
-    from repro.stats_audit import power_plan  # scipy: only when planning
+    from repro.claims.stats_audit import power_plan  # scipy: only when planning
 
     key = claim.params.get("paper")
     pv = paper_value(manifest.paper_table, key) if isinstance(key, str) else None
@@ -222,7 +222,7 @@ def make_plan(needs: list[ClaimNeed], gpu_hours: float, model: CostModel) -> Pla
 
 def plan_profiles(plan: Plan, manifests: list[Manifest]) -> dict[str, Profile]:
     """One profile per seed count of the chosen claims, each including exactly their rows; evidence
-    'reduced' where a claim runs on fewer seeds than the paper's table did (repro.manifest.Profile)."""
+    'reduced' where a claim runs on fewer seeds than the paper's table did (repro.plan.manifest.Profile)."""
     by_seeds: dict[int, set[str]] = {}
     fewer: set[int] = set()
     for c in plan.chosen:
@@ -264,7 +264,7 @@ def _toml(value) -> str:
 
 
 def write_plan(path: Path, plan: Plan, manifests: list[Manifest]) -> dict[str, Profile]:
-    from repro.fsutil import atomic_write_text
+    from repro.core.fsutil import atomic_write_text
 
     profiles = plan_profiles(plan, manifests)
     atomic_write_text(path, profiles_toml(profiles, plan))

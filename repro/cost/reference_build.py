@@ -1,8 +1,8 @@
-"""Writing repro/cost/cpu_reference.json (repro.cost.reference) from results folders: tools/write_cpu_reference.py.
+"""Writing repro/cost/cpu_reference.json (repro.cost.cpu_reference) from results folders: tools/write_cpu_reference.py.
 
 The runs' CPU seconds as measured, the run model fitted to them at the units of a cold estimate (repro.cost.fit's
 constants without its parameter terms: a cold estimate has no model sizes) and the phase rates fitted to the
-folders' timings.json (repro.cost.command.fit_rates).
+folders' timings.json (repro.cost.wall_time.fit_rates).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
-from repro.cost.reference import RATE_NAMES, SCHEMA
+from repro.cost.cpu_reference import RATE_NAMES, SCHEMA
 
 
 def fit(samples: list[dict[str, Any]]) -> dict[str, float]:
@@ -34,7 +34,7 @@ def build(results_dirs: list[Path], manifests: list, commit: str, machine: str) 
     import statistics
 
     from repro.cost.calibration import Throughput
-    from repro.cost.command import fit_rates
+    from repro.cost.wall_time import fit_rates
     from repro.cost.estimate import CostModel
     from repro.cost.fit import MIN_RUNS
     from repro.cost.measured import FolderTimes, read_folder

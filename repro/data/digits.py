@@ -28,7 +28,7 @@ twice the steps to reach 77%. It is easier than the real datasets
 about the paper's numbers.
 
 Digits are not mirror-symmetric (and a mirrored number is another one), so
-training on this source keeps the random crops and drops the flips (repro.train).
+training on this source keeps the random crops and drops the flips (repro.train.loop).
 Legend: N images, K classes, D digits per image, C channels, S image size.
 """
 

@@ -37,7 +37,7 @@ from shlex import quote
 import torchvision.datasets
 
 from repro.data.specs import DATASETS, DatasetSpec, get_dataset
-from repro.terminal import Step, inline
+from repro.core.terminal import Step, inline
 
 TINY_IMAGENET_URL = "http://cs231n.stanford.edu/tiny-imagenet-200.zip"
 IMAGENET_URL = "https://image-net.org/challenges/LSVRC/2012/2012-downloads.php"

@@ -16,7 +16,7 @@ import torch.nn.functional as F
 
 from repro.data.augment import crop_flip, crop_padding, draw_crop_flip, normalize
 from repro.data.specs import get_dataset
-from repro.devices import cpu_threads
+from repro.core.devices import cpu_threads
 from repro.runtime.distributed import shard_positions
 
 

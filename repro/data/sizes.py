@@ -3,7 +3,7 @@
 CIFAR and Tiny-ImageNet have fixed splits: when the folder is there, the split sizes are
 the published ones (repro.data.specs). ImageNet is an ImageFolder tree a user may have
 trimmed or extended, so its files are counted; counting 1.3M names takes seconds, so the
-count is cached (repro.cache) under a signature of the folder's and its class folders'
+count is cached (repro.core.cache) under a signature of the folder's and its class folders'
 mtimes, which change whenever a file is added or removed. Without the folder, the
 paper's sizes stand in, and `source` says so.
 """
@@ -15,7 +15,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from repro.cache import cache_dir, read_json, write_json
+from repro.core.cache import cache_dir, read_json, write_json
 from repro.data.specs import get_dataset
 
 IMAGE_SUFFIXES = (".jpeg", ".jpg", ".png")

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from repro.registry import closest
+from repro.core.registry import closest
 
 
 # How a dataset is kept on disk: torchvision's CIFAR pickles; Tiny-ImageNet's JPEG files with its wnids and

@@ -1,5 +1,5 @@
 """Execution: who trains the runs that have no record yet, and the records they leave. The unit is the run
-(its config hash). The scheduler sits above training (repro.train); the primitives it and the layers
+(its config hash). The scheduler sits above training (repro.train.loop); the primitives it and the layers
 below share (per-run locks, Ctrl-C and SIGTERM, the torchrun process group, a run's threads) live low,
 in repro.runtime.
 

@@ -22,9 +22,9 @@ from typing import Any
 
 from repro.execution.protocol import Outcome, RunState
 from repro.execution.record_checks import read_record
-from repro.fsutil import WriteFailed
-from repro.recipes import RunConfig
-from repro.results import RUNS_FOLDER
+from repro.core.fsutil import WriteFailed
+from repro.plan.recipes import RunConfig
+from repro.results.measurements import RUNS_FOLDER
 from repro.runtime.locks import LockSettings, lock_path, read_holder, stale_reason
 
 

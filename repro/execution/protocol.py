@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from repro.execution.options import ExecutorOptions
-from repro.recipes import RunConfig
+from repro.plan.recipes import RunConfig
 
 
 @dataclass(frozen=True)

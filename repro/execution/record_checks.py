@@ -1,14 +1,14 @@
 """Is a run record or checkpoint usable? Each check returns why not (a sentence), or None.
 
 A record must hold the keys, the shapes and the value ranges the tables read from it
-(repro.results.RunSummary), belong to the run it is filed under (config and hash), and
+(repro.results.measurements.RunSummary), belong to the run it is filed under (config and hash), and
 carry the digest it was written with: sha256 of its canonical JSON without the digest,
 so a hand edit to any value is detected. Values are checked before the digest, so a
 record whose numbers are impossible says which number; a plausible edit says "digest".
 A record without a digest is refused: no record at a current config hash
 (TRAINING_VERSION 3) was written before digests, so a missing one means an edit.
 A config key added to RunConfig later reads as its default where an older record lacks it
-(repro.recipes.LATER_DEFAULTS); a record must have trained on the thread count its run
+(repro.plan.recipes.LATER_DEFAULTS); a record must have trained on the thread count its run
 names (its run facts say so; an older one's CPU device label does).
 
 This module decides what a usable record is for every command: `repro run` sets an unusable one
@@ -25,8 +25,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from repro.fsutil import jsonable
-from repro.recipes import LATER_DEFAULTS, RunConfig
+from repro.core.fsutil import jsonable
+from repro.plan.recipes import LATER_DEFAULTS, RunConfig
 
 RECORD_SCHEMA = 2  # 2: records carry a digest
 REQUIRED_KEYS = ("schema", "config", "config_hash", "seed", "metrics", "history", "provenance", "digest")

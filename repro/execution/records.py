@@ -31,9 +31,9 @@ from repro.execution.files import (
 )
 from repro.execution.protocol import Outcome, RunRequest, RunState
 from repro.execution.record_checks import RECORD_SCHEMA, checkpoint_problem, record_digest, record_problem
-from repro.fsutil import WriteFailed, atomic_write_json, jsonable
-from repro.provenance import provenance
-from repro.recipes import RunConfig
+from repro.core.fsutil import WriteFailed, atomic_write_json, jsonable
+from repro.results.provenance import provenance
+from repro.plan.recipes import RunConfig
 from repro.runtime.locks import LockLost, LockSettings, RunLock, read_holder, slurm_identity, try_lock
 
 
@@ -68,9 +68,9 @@ def run_one(request: RunRequest, results_dir: Path, device: str, data_dir: Path 
             events: Any = None, executor: str = "local", lock: RunLock | None = None) -> dict[str, Any]:
     """Train (or resume) one run and write its record atomically; with `lock`, stop if the lock is lost.
     Under torchrun this is rank 0's: the other ranks are told to train the run with it (repro.runtime.distributed)."""
-    from repro.checkpoints import CheckpointUnusable
+    from repro.train.checkpoints import CheckpointUnusable
     from repro.runtime import distributed
-    from repro.train import train_run
+    from repro.train.loop import train_run
 
     cfg = request.cfg
     checkpoint = checkpoint_path(results_dir, cfg)
@@ -109,7 +109,7 @@ def run_one(request: RunRequest, results_dir: Path, device: str, data_dir: Path 
         # CPU seconds of this process while it ran (every thread): what the cost model is fitted to, since a
         # run's wall time also holds the machine's other load (repro.cost.fit).
         "cpu_seconds": time.process_time() - cpu_started,
-        # where this process's time went (repro.timings); this attempt's, when the run was resumed
+        # where this process's time went (repro.results.timings); this attempt's, when the run was resumed
         "timings": {**out.pop("timings", {}), "run": {"wall_s": time.perf_counter() - started,
                                                       "cpu_s": time.process_time() - cpu_started}},
         "provenance": {**provenance(device, cfg.threads), "reproducibility": facts,
@@ -128,7 +128,7 @@ def run_one(request: RunRequest, results_dir: Path, device: str, data_dir: Path 
 def follow_runs(results_dir: Path, device: str, data_dir: Path | None) -> int:
     """Rank r > 0: train each run rank 0 announces until it says stop; returns the number of runs trained."""
     from repro.runtime.distributed import broadcast, current, rank_device
-    from repro.train import NonFiniteLoss, train_run
+    from repro.train.loop import NonFiniteLoss, train_run
 
     world = current()
     trained = 0

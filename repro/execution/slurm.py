@@ -21,7 +21,7 @@ from repro import REPO_ROOT
 from repro.execution.files import poll_interval, probe, submitted_path
 from repro.execution.options import ExecutorOptions, SlurmOptions
 from repro.execution.protocol import ExecutionRequest, Outcome, RunRequest, RunState
-from repro.fsutil import atomic_write_json
+from repro.core.fsutil import atomic_write_json
 from repro.runtime.locks import LockSettings
 
 MAX_REQUEUES_ON_TIMEOUT = 10  # a run may span this many task time limits, plus one

@@ -40,7 +40,7 @@ def ranks(device: str, results_dir: Path, data_dir: Path | None, gpus_per_run: i
     if world_size() == 1:
         yield True
         return
-    from repro.devices import resolve_device
+    from repro.core.devices import resolve_device
     from repro.runtime import distributed
 
     if gpus_per_run not in (1, world_size()):

@@ -4,7 +4,7 @@ A spawned worker imports torch and the models before its first run (seconds of C
 runs many tables (verify-all) would pay that again for every table. Inside `kept_workers()` the workers of
 one table stay for the next that has the same slots, and are stopped when the block ends. A worker keeps
 nothing between runs that a run reads: each run seeds itself and builds its own model and data
-(repro.train). After a failure or an interrupt the workers are stopped as before, never reused.
+(repro.train.loop). After a failure or an interrupt the workers are stopped as before, never reused.
 """
 
 from __future__ import annotations

@@ -1,22 +1,22 @@
 """The measures a manifest row can ask for, each with its measurer, in one explicit table.
 
-A measurer is ``fn(manifest, ctx: repro.measure.base.Context) -> repro.results.Measured``.
+A measurer is ``fn(manifest, ctx: repro.measure.measurer.Context) -> repro.results.measurements.Measured``.
 Measurers import their heavy dependencies (torch, the models) when they run.
 """
 
 from __future__ import annotations
 
-from repro.manifest import Manifest
-from repro.measure.base import Context
-from repro.registry import Registry
-from repro.results import Measured
-from repro.timings import phase
+from repro.plan.manifest import Manifest
+from repro.measure.measurer import Context
+from repro.core.registry import Registry
+from repro.results.measurements import Measured
+from repro.results.timings import phase
 
 MEASURERS = Registry("measure")
 
 
 def _flops(manifest: Manifest, ctx: Context) -> Measured:
-    from repro.measure.flops import measure_flops
+    from repro.measure.flop_check import measure_flops
 
     with phase("FLOP counting", manifest.id):
         return measure_flops(manifest, ctx)
@@ -36,6 +36,6 @@ def _latency(manifest: Manifest, ctx: Context) -> Measured:
         return measure_latency(manifest, ctx)
 
 
-MEASURERS.register("flops", doc="per-sample FLOPs three ways and rho (repro.measure.flops)")(_flops)
+MEASURERS.register("flops", doc="per-sample FLOPs three ways and rho (repro.measure.flop_check)")(_flops)
 MEASURERS.register("accuracy", doc="training runs, per-seed accuracy, paired gaps (repro.measure.accuracy)")(_accuracy)
 MEASURERS.register("latency", doc="wall-clock latency and operator counts (repro.measure.latency)")(_latency)

@@ -3,18 +3,18 @@
 Rows that measure accuracy become one run per seed of the profile. Before any
 training, every dataset and pretrained weight file the runs need is checked,
 so a missing one fails the table in seconds with a message that says where to
-put it. Comparisons become MoE - dense gaps paired by seed (repro.stats).
+put it. Comparisons become MoE - dense gaps paired by seed (repro.claims.stats).
 """
 
 from __future__ import annotations
 
 import math
 
-from repro.manifest import Manifest
-from repro.measure.base import Context
-from repro.recipes import RunConfig, planned_runs
-from repro.results import Measured, RunSummary, comparison_metric, row_metric
-from repro.timings import add_runs, phase
+from repro.plan.manifest import Manifest
+from repro.measure.measurer import Context
+from repro.plan.recipes import RunConfig, planned_runs
+from repro.results.measurements import Measured, RunSummary, comparison_metric, row_metric
+from repro.results.timings import add_runs, phase
 
 
 def preflight(configs: list[RunConfig], ctx: Context) -> list:
@@ -24,7 +24,7 @@ def preflight(configs: list[RunConfig], ctx: Context) -> list:
     checksums); the checks (repro.data.check.DataCheck) are returned for the report and the table's files.
     """
     from repro.data.check import check_datasets, unverified_allowed
-    from repro.weights import require_all_weights
+    from repro.models.weights import require_all_weights
 
     checks = check_datasets([c.dataset for c in configs if c.data == "real"], ctx.data_dir, unverified_allowed())
     for check in checks:
@@ -34,11 +34,11 @@ def preflight(configs: list[RunConfig], ctx: Context) -> list:
 
 
 def pretrain_stand_in_weights(configs: list[RunConfig], ctx: Context) -> None:
-    """Make the digit-stand-in weights the runs start from (repro.digit_weights) before any run trains,
+    """Make the digit-stand-in weights the runs start from (repro.train.digit_weights) before any run trains,
     in this process with all its threads, so that no training worker waits idle for another's."""
     from rich.markup import escape
 
-    from repro import digit_weights
+    from repro.train import digit_weights
     from repro.execution.files import record_path
 
     def say(text: str) -> None:
@@ -69,7 +69,7 @@ def routing_at_test_time(routing: dict) -> tuple[float, float] | None:
 
 def measure_accuracy(manifest: Manifest, ctx: Context) -> Measured:
     from repro.execution.runs import RunRequest, execute_runs
-    from repro.stats import paired_gap
+    from repro.claims.stats import paired_gap
 
     out = Measured()
     planned = planned_runs(manifest, ctx.profile)

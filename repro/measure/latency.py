@@ -26,16 +26,16 @@ from torch import nn
 
 from repro.measure.timing import Timing, compiled_or_eager, count_ops, cpu_threads, time_call
 from repro.data.specs import get_dataset
-from repro.devices import device_label
-from repro.manifest import Manifest, Row
-from repro.profiles import Profile
+from repro.core.devices import device_label
+from repro.plan.manifest import Manifest, Row
+from repro.spec.profiles import Profile
 from repro.models import BACKBONES, HEADS, build_model
-from repro.recipes import at_last_epoch
+from repro.plan.recipes import at_last_epoch
 from repro.measure.latency_settings import QUICK, LatencySettings, settings_for  # noqa: F401  (re-exported)
-from repro.results import Measured, row_metric
+from repro.results.measurements import Measured, row_metric
 
 if TYPE_CHECKING:
-    from repro.measure.base import Context
+    from repro.measure.measurer import Context
 
 # What a failed row leaves missing; the metrics a measured row sets.
 LATENCY_METRICS = ("latency_ms", "model_latency_ms", "backbone_latency_ms", "op_calls")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from repro.profiles import Profile
+from repro.spec.profiles import Profile
 
 
 @dataclass(frozen=True)

@@ -4,11 +4,11 @@
 the paper's resolution (repro.cost.estimate). Counting them builds and traces each model: with torch's
 import about 20 CPU-seconds for the shipped manifests on a 2-core CPU, before either command could
 answer. `model_macs.json` beside this file holds those counts; a model it lacks (a row of your own
-manifest) is counted from its shapes and cached, as before (repro.measure.flops.estimate_macs).
+manifest) is counted from its shapes and cached, as before (repro.measure.flop_check.estimate_macs).
 
 tests/measure/test_model_macs.py fails when a shipped model has no entry, or an entry no longer equals
 the count from the model's shapes; `python tools/write_model_macs.py` writes the file again. The table is
-for estimates only: every FLOP a table or claim shows is counted afresh (repro.flops).
+for estimates only: every FLOP a table or claim shows is counted afresh (repro.models.flops).
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable
 
-from repro.fsutil import atomic_write_text
-from repro.manifest import Manifest
+from repro.core.fsutil import atomic_write_text
+from repro.plan.manifest import Manifest
 from repro.models import Component
 
 MACS_FILE = Path(__file__).with_name("model_macs.json")
@@ -33,9 +33,9 @@ def model_key(dataset: str, backbone: Component, head: Component) -> str:
 
 def needed_keys(manifests: Iterable[Manifest]) -> set[str]:
     """Every model the cost estimates of these manifests ask for: each row's, and the stand-in pretraining's
-    (a digit-pretrained backbone's base with the dense head, repro.digit_weights)."""
-    from repro.digit_weights import base_backbone
-    from repro.recipes import planned_runs
+    (a digit-pretrained backbone's base with the dense head, repro.train.digit_weights)."""
+    from repro.train.digit_weights import base_backbone
+    from repro.plan.recipes import planned_runs
 
     keys: set[str] = set()
     for m in manifests:

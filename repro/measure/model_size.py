@@ -4,7 +4,7 @@ run's resolution. What the fitted cost model (repro.cost.fit) prices a run by.
 The model is built for the run's resolution (a smaller image gives a flattening head fewer inputs), so its
 counts are not the paper-resolution ones scaled by area: a ResNet-18 at 16 px keeps 1 x 1 maps in its last
 stage, four times the area scaling's share there. Counted once per model and resolution on the meta device
-(no weights are made) and cached (repro.cache), so the cost model reads it without importing torch.
+(no weights are made) and cached (repro.core.cache), so the cost model reads it without importing torch.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import hashlib
 import json
 from dataclasses import dataclass
 
-from repro.cache import cache_dir, read_json, write_json
-from repro.measure.flops import _count_from_shapes, model_key
+from repro.core.cache import cache_dir, read_json, write_json
+from repro.measure.flop_check import _count_from_shapes, model_key
 from repro.models import Component
 
 
@@ -44,7 +44,7 @@ def model_size(dataset: str, backbone: Component, head: Component, image_size: i
 def _count(spec: dict, image_size: int) -> ModelSize:
     import torch
 
-    from repro.devices import cpu_threads
+    from repro.core.devices import cpu_threads
     from repro.models import build_model
 
     with torch.device("meta"):

@@ -22,7 +22,7 @@ from typing import Any, Callable, Iterator, Protocol
 
 import torch
 
-from repro.devices import cpu_threads  # noqa: F401  (re-exported: the harness's thread pinning)
+from repro.core.devices import cpu_threads  # noqa: F401  (re-exported: the harness's thread pinning)
 from torch import nn
 from torch.utils._python_dispatch import TorchDispatchMode
 

@@ -11,7 +11,7 @@ once a sample may take several experts (the k = 8 -> 1 warm-up): counts_i over
 every dispatch ("dispatches", the default: sum_i f_i = 1, L_lb is 1 for uniform
 routing at any k) or over the B samples ("samples": sum_i f_i = k, so L_lb is k
 times larger). With one expert per sample the two are equal. The reading
-"lb-fraction" (repro/readings.toml) names both. f is a count (no gradient), so
+"lb-fraction" (repro/spec/readings.toml) names both. f is a count (no gradient), so
 L_lb reaches the router through P; L_lb is E when every sample goes to one
 expert with probability 1.
 """

@@ -101,10 +101,10 @@ class TorchvisionFeatures(nn.Module):
 def torchvision_net(arch: str, pretrained: bool | Path, classifier: str) -> nn.Module:
     """A torchvision ImageNet model with its `classifier` attribute removed. pretrained: True loads
     torchvision's ImageNet weights (REPRO_WEIGHTS or TORCH_HOME's cache, hash-checked); a path loads a
-    state dict of the network without its classifier (repro.digit_weights)."""
+    state dict of the network without its classifier (repro.train.digit_weights)."""
     import torchvision
 
-    from repro.weights import load_pretrained
+    from repro.models.weights import load_pretrained
 
     net = getattr(torchvision.models, arch)(weights=None)
     if pretrained is True:

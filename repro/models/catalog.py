@@ -15,13 +15,13 @@ from dataclasses import dataclass
 from repro.models.configs import (ClusterRoutedConfig, ConvBackboneConfig, DenseHeadConfig, ExpertChoiceConfig, MoEConvBackboneConfig,
                                   PerSampleSoftMoEConfig, SoftMoEConfig, ReluRoutedConfig, SparseMoEConfig,
                                   TeacherGuidedConfig, TorchvisionConfig)
-from repro.registry import Registry
+from repro.core.registry import Registry
 
 
 
 @dataclass(frozen=True)
 class BackboneInfo:
-    # The torchvision weights enum whose IMAGENET1K_V1 a pretrained start loads (repro.weights); None:
+    # The torchvision weights enum whose IMAGENET1K_V1 a pretrained start loads (repro.models.weights); None:
     # trained from random initialisation. resnet18_moeconv starts from ResNet-18's (Section 4.6).
     weights: str | None = None
 

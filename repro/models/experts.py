@@ -26,7 +26,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from repro.models.values import init_bank
+from repro.models.zero_banks import init_bank
 
 # Per layer, the E experts' weights, and the same for the biases (ExpertBank.views).
 ExpertViews = tuple[list[tuple[torch.Tensor, ...]], list[tuple[torch.Tensor, ...]]]
@@ -54,7 +54,7 @@ class ExpertBank(nn.Module):
         return d * h + h * h + h * o
 
     def own_macs(self, shapes) -> int:
-        """Multiply-adds of one call (see repro.flops): every row through all three layers."""
+        """Multiply-adds of one call (see repro.models.flops): every row through all three layers."""
         (x, *_), _ = shapes
         return math.prod(x[:-1]) * self.macs_per_row()
 

@@ -42,7 +42,7 @@ from repro.models.backbones import TorchvisionFeatures, torchvision_net
 from repro.models import small_maps
 from repro.models.base import RoutingHooks
 from repro.models.configs import MoEConvBackboneConfig
-from repro.models.values import counting, init_bank
+from repro.models.zero_banks import counting, init_bank
 
 
 class MoEConv2d(RoutingHooks, nn.Module):
@@ -87,7 +87,7 @@ class MoEConv2d(RoutingHooks, nn.Module):
         )
         with torch.no_grad():
             w = conv.weight  # (Co, Ci/g, kh, kw)
-            if counting():  # built to be counted: no draws (repro.models.values)
+            if counting():  # built to be counted: no draws (repro.models.zero_banks)
                 moe.weight.copy_(w.unsqueeze(0).expand_as(moe.weight))
             else:
                 moe.weight.copy_(w.unsqueeze(0) + noise * w.std() * torch.randn_like(moe.weight))
@@ -111,7 +111,7 @@ class MoEConv2d(RoutingHooks, nn.Module):
         return self.top_k + positions < self.top_k * positions
 
     def own_macs(self, shapes) -> int:
-        """Multiply-adds as executed (see repro.flops), on whichever path runs."""
+        """Multiply-adds as executed (see repro.models.flops), on whichever path runs."""
         (x, *_), out = shapes
         fan_in = self.in_channels // self.groups * math.prod(self.kernel_size)
         bank = self.out_channels * fan_in  # W
@@ -122,7 +122,7 @@ class MoEConv2d(RoutingHooks, nn.Module):
         return self.top_k * conv  # each sample through its k selected banks
 
     def macs(self, shapes) -> int:
-        """Multiply-adds of one call with the router's: what repro.flops counts for this module and its children."""
+        """Multiply-adds of one call with the router's: what repro.models.flops counts for this module and its children."""
         (x, *_), _ = shapes
         return self.own_macs(shapes) + x[0] * self.in_channels * self.num_experts  # router: (B, Ci) @ (Ci, E)
 

@@ -34,7 +34,7 @@ class MoEPointwise(nn.Module):
         return cls(MoEConv2d.from_conv(conv, num_experts, top_k, noise))
 
     def macs(self, shapes) -> int:
-        """Multiply-adds of one call, router included, as repro.flops counts the bank inside."""
+        """Multiply-adds of one call, router included, as repro.models.flops counts the bank inside."""
         (x, *_), out = shapes
         return self.bank.macs(([torch.Size([x[0], x[-1], *x[1:-1]])], torch.Size([out[0], out[-1], *out[1:-1]])))
 

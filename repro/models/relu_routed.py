@@ -66,7 +66,7 @@ class ReluRoutedHead(RoutedHead):
 
     def reset_counted_buffers(self) -> None:
         """The buffers at their starting values (lambda_0; `active_mean` = a* E); a model given plain values for
-        counting (repro.flops.plain_values) sets them again, so that it counts a* E experts a sample."""
+        counting (repro.models.flops.plain_values) sets them again, so that it counts a* E experts a sample."""
         with torch.no_grad():
             self.sparsity_weight.fill_(float(self.cfg.sparsity_weight_init))
             self.active_mean.fill_(self.cfg.target_active_fraction * self.cfg.num_experts)
@@ -110,7 +110,7 @@ class ReluRoutedHead(RoutedHead):
         return {"sparsity_weight": float(self.sparsity_weight), "active_mean": float(self.active_mean)}
 
     def expected_macs(self) -> int:
-        """MACs of one sample at `active_mean` experts (see repro.flops): the router plus that many experts."""
+        """MACs of one sample at `active_mean` experts (see repro.models.flops): the router plus that many experts."""
         router = self.router.in_features * self.router.out_features
         return router + round(float(self.active_mean) * self.experts.macs_per_row())
 

@@ -56,7 +56,7 @@ class Router(nn.Module):
         return self.with_utility(self(h))
 
     def own_macs(self, shapes) -> int:
-        """Multiply-adds outside W_r and K (see repro.flops): the cosine term (B, Dk) @ (Dk, E)."""
+        """Multiply-adds outside W_r and K (see repro.models.flops): the cosine term (B, Dk) @ (Dk, E)."""
         (h, *_), _ = shapes
         return h[0] * self.key_proj.out_features * self.num_experts
 

@@ -16,7 +16,7 @@ t = T/2 but its end points are tau_min + (tau_max - tau_min) sigmoid(-+kappa/2),
 2.9% of the range inside [tau_min, tau_max] for kappa = 7: it ends at 0.156 for
 tau_min = 0.13, and at 0.078 for 0.05, where the linear schedule it is compared
 with ends at 0.05. The exact form (the default, the reading "sigmoid-form" in
-repro/readings.toml) rescales the same curve so that it starts at tau_max and
+repro/spec/readings.toml) rescales the same curve so that it starts at tau_max and
 ends at tau_min; its midpoint is unchanged.
 
 k warm-up (Section 4.1, CIFAR: "5-epoch warmup (k = 8 -> 1)"): k falls linearly

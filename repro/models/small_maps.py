@@ -18,7 +18,7 @@ Measured on that CPU (`repro bench small-maps`, batch 128, 1 thread): a training
 16 px 3.6-4.6x faster, of its MoEConv2d k = 2 variant 2.9-3.1x, of the CIFAR 3-block depthwise backbone at
 8 px 1.4-1.7x.
 
-Used by the training engine only (repro.train.Engine.small_maps, and the digit pretraining): FLOP counts
+Used by the training engine only (repro.train.loop.Engine.small_maps, and the digit pretraining): FLOP counts
 and latency keep torch's convolution, which is what the paper's models are. Legend: N batch, G groups,
 Ci/Co input/output channels, kh x kw kernel, T the taps inside the input.
 """

@@ -35,7 +35,7 @@ class SoftMoEHead(RoutedHead):
         self.experts = ExpertBank(cfg.num_experts, in_features, cfg.expert_hidden, num_classes, cfg.dropout)
 
     def own_macs(self, shapes) -> int:
-        """Dispatch D^T X and combine C Y~ (see repro.flops)."""
+        """Dispatch D^T X and combine C Y~ (see repro.models.flops)."""
         (h, *_), out = shapes
         return self.num_slots * h[0] * h[1] + h[0] * self.num_slots * out[1]
 

@@ -22,7 +22,7 @@ samples off full experts. Under this rule the fallback never happens, which is
 stronger than the text's "rare": E ceil(c B k / E) >= c B k >= B k for c >= 1, so
 some expert has room for every sample (tests/test_capacity.py). After the warm-up
 (k = 1) C = 1 and the router learns from L_lb and L_ent alone. Alternative
-readings (repro/readings.toml): experts_per_sample = "one" (one expert per sample
+readings (repro/spec/readings.toml): experts_per_sample = "one" (one expert per sample
 even during the warm-up) and capacity_candidates = 0 (only the top-k are
 candidates: at k = 1 capacity then never moves a sample, and every sample whose
 expert is full is forced onto it).

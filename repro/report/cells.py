@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from repro.manifest import Manifest
-from repro.paper import paper_value
-from repro.stats import summarize
+from repro.plan.manifest import Manifest
+from repro.spec.paper import paper_value
+from repro.claims.stats import summarize
 
 
 @dataclass

@@ -14,8 +14,8 @@ from pathlib import Path
 from repro.cost.estimate import CostModel
 from repro.execution.files import record_path
 from repro.execution.record_checks import read_record
-from repro.manifest import Manifest
-from repro.recipes import RunConfig, planned_runs
+from repro.plan.manifest import Manifest
+from repro.plan.recipes import RunConfig, planned_runs
 from repro.cost.plan import rows_read
 
 

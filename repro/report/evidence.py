@@ -7,7 +7,7 @@ result. Words come from the profile as run (ManifestResult.profile_settings), ne
 
 from __future__ import annotations
 
-from repro.profiles import Profile
+from repro.spec.profiles import Profile
 
 DATA_WORDS = {
     "synthetic": "synthetic data",

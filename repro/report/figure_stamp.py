@@ -14,9 +14,9 @@ from dataclasses import dataclass
 
 from matplotlib.figure import Figure
 
-from repro.manifest import Manifest
+from repro.plan.manifest import Manifest
 from repro.report.evidence import commits_text, decides_empirical, label
-from repro.results import ManifestResult
+from repro.results.measurements import ManifestResult
 
 FOOTER_SIZE = 8
 MARK_ALPHA = 0.13  # faint enough to read the data through, dark enough to survive a screenshot

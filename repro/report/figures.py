@@ -18,12 +18,12 @@ from pathlib import Path
 
 from matplotlib.figure import Figure
 
-from repro.fsutil import atomic_write_bytes
-from repro.manifest import Figure as FigureDecl
-from repro.manifest import Manifest
-from repro.profiles import Profile
-from repro.paper import PaperValue, paper_table, paper_value
-from repro.results import ManifestResult
+from repro.core.fsutil import atomic_write_bytes
+from repro.plan.manifest import Figure as FigureDecl
+from repro.plan.manifest import Manifest
+from repro.spec.profiles import Profile
+from repro.spec.paper import PaperValue, paper_table, paper_value
+from repro.results.measurements import ManifestResult
 from repro.report import figures_gaps as gaps
 from repro.report import figures_runs as runs
 from repro.report.figure_stamp import Stamp, draw_stamp, metadata, stamp_for

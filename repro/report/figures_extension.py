@@ -19,8 +19,8 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter
 
-from repro.manifest import Manifest
-from repro.results import ManifestResult
+from repro.plan.manifest import Manifest
+from repro.results.measurements import ManifestResult
 
 ROUTER_TITLES = {"paper": "the paper's router", "tgr": "teacher-guided (TGR-MoE)",
                  "relu": "ReLU-routed (DECO)", "cluster": "cluster-routed (CLEAR-MoE)"}

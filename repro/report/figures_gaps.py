@@ -18,9 +18,9 @@ from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, NullLocator
 
 from repro.data.specs import DATASETS, get_dataset
-from repro.manifest import Comparison, Manifest
-from repro.paper import paper_value
-from repro.results import ManifestResult
+from repro.plan.manifest import Comparison, Manifest
+from repro.spec.paper import paper_value
+from repro.results.measurements import ManifestResult
 
 HEAD_LABELS = {
     "sparse_moe": "sparse MoE",

@@ -1,6 +1,6 @@
 """Figures a manifest declares from its own runs: accuracy per epoch (Fig. 3) and expert usage by class (Fig. 4).
 
-Both read the per-seed run summaries (repro.results.RunSummary) of the rows they draw.
+Both read the per-seed run summaries (repro.results.measurements.RunSummary) of the rows they draw.
 Shapes: S seeds, T epochs, C classes, E experts.
 """
 
@@ -16,9 +16,9 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from repro.data.specs import get_dataset
-from repro.manifest import Figure as FigureDecl
-from repro.manifest import Manifest
-from repro.results import ManifestResult
+from repro.plan.manifest import Figure as FigureDecl
+from repro.plan.manifest import Manifest
+from repro.results.measurements import ManifestResult
 
 ACTIVE_SHARE = 0.05  # an expert "carries" test traffic when it is the top-1 of at least this share of images
 

@@ -23,13 +23,13 @@ from markupsafe import Markup, escape
 
 from repro.claims.headline import STATUSES
 from repro.cost.plan import rows_read
-from repro.fsutil import atomic_write_text
-from repro.manifest import Manifest
+from repro.core.fsutil import atomic_write_text
+from repro.plan.manifest import Manifest
 from repro.report.figure_stamp import stamp_for
 from repro.report.figures import FigureFile
-from repro.report.tables import Table, build_tables
+from repro.report.table_rows import Table, build_tables
 from repro.report.trained_on import TrainedOn, trained_on
-from repro.results import ManifestResult, Verdict
+from repro.results.measurements import ManifestResult, Verdict
 
 STATUS_CLASS = {"reproduced": "ok", "not reproduced": "bad", "inconclusive": "unsure", "not run": "skip"}
 EXTENSION_TITLE = "Beyond the paper (extension)"
@@ -92,7 +92,7 @@ def data_uri(path: Path | None) -> str:
 
 
 def _value_text(value: Any) -> str:
-    if isinstance(value, dict) and "mean" in value:  # a paired gap (repro.stats.GapStats)
+    if isinstance(value, dict) and "mean" in value:  # a paired gap (repro.claims.stats.GapStats)
         sd = f" ± {100 * value['sd']:.2f}" if value.get("sd") is not None else ""
         p = f", p = {value['p']:.3g}" if value.get("p") is not None else ""
         return f"{100 * value['mean']:+.2f}{sd} pp over {value.get('n', '?')} seeds{p}"

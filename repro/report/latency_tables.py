@@ -11,10 +11,10 @@ import json
 from typing import Any
 
 from repro.data.specs import get_dataset
-from repro.manifest import Manifest, Row
-from repro.paper import paper_table
+from repro.plan.manifest import Manifest, Row
+from repro.spec.paper import paper_table
 from repro.report.cells import Table
-from repro.results import COMPARISON_METRICS, ROW_METRICS, ManifestResult
+from repro.results.measurements import COMPARISON_METRICS, ROW_METRICS, ManifestResult
 
 WHAT = {"latency_ms": "head", "model_latency_ms": "model", "backbone_latency_ms": "backbone",
         "slowdown": "head", "model_slowdown": "model"}

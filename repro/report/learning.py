@@ -8,7 +8,7 @@ chance + LEARN_MARGIN of the data it trained on (chance: the record's metrics.ch
 The dense and sparse-MoE rows (the paper's two methods under test in every table; a
 backbone whose convolutions are routed has a dense head and counts) must learn:
 `repro verify-all` exits 1 when one does not. A row that trains an alternative reading
-(role "sensitivity", repro/readings.toml) is shown, with its reading, and does not set the
+(role "sensitivity", repro/spec/readings.toml) is shown, with its reading, and does not set the
 exit code: whether a reading the artifact did not choose still learns is what it reports. The other methods (Soft MoE, per-sample
 Soft MoE, Expert Choice, the extension routers) are shown beside them and do not set
 the exit code; a row named by a claim's may_collapse is one the paper reports
@@ -21,10 +21,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from repro.manifest import Manifest
+from repro.plan.manifest import Manifest
 from repro.models.catalog import head_info
-from repro.report.tables import collapse_claims
-from repro.results import ManifestResult
+from repro.report.table_rows import collapse_claims
+from repro.results.measurements import ManifestResult
 
 LEARN_MARGIN = 0.30  # accuracy points above chance every seed must reach
 
@@ -116,5 +116,5 @@ def render_learning(checks: list[LearningCheck]) -> str:
             f"claim is decided on them. A configuration learned when every seed reaches chance + "
             f"{LEARN_MARGIN * 100:.0f} points. Dense and sparse-MoE configurations must (verify-all exits 1 "
             "otherwise); the other methods, and the rows that train an alternative reading (`<row>__<alternative>`, "
-            "repro/readings.toml), are shown beside them; rows sharing their runs are one line.")
+            "repro/spec/readings.toml), are shown beside them; rows sharing their runs are one line.")
     return "\n".join(lines) + "\n\n" + note

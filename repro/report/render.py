@@ -8,10 +8,10 @@ from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
-from repro.fsutil import atomic_write_text
-from repro.manifest import Manifest
-from repro.results import ManifestResult, profile_dir
-from repro.report.tables import Table, build_tables, verdict_counts
+from repro.core.fsutil import atomic_write_text
+from repro.plan.manifest import Manifest
+from repro.results.measurements import ManifestResult, profile_dir
+from repro.report.table_rows import Table, build_tables, verdict_counts
 from repro.report.trained_on import TrainedOn, trained_on
 
 _LATEX_SPECIAL = {
@@ -103,8 +103,8 @@ def write_manifest_outputs(manifest: Manifest, result: ManifestResult, results_d
 
 def render_audit() -> str:
     """The statistics audit and the power plan over every value in paper_tables/."""
-    from repro.paper import paper_tables
-    from repro.stats_audit import audit, power_plan
+    from repro.spec.paper import paper_tables
+    from repro.claims.stats_audit import audit, power_plan
 
     rows, power = [], []
     for name, table in paper_tables().items():

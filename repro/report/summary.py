@@ -10,17 +10,17 @@ from pathlib import Path
 from typing import Any
 
 from repro.claims import count_verdicts
-from repro.fsutil import atomic_write_text
-from repro.manifest import Manifest
+from repro.core.fsutil import atomic_write_text
+from repro.plan.manifest import Manifest
 from repro.report.figures import render_figures
 from repro.report.figures_extension import extension_section, is_extension
 from repro.report.html import write_report_html
 from repro.report.learning import learning_checks, render_learning, summary_line
-from repro.report.readings import readings_cost, readings_entries, readings_summary, render_readings
+from repro.report.readings_section import readings_cost, readings_entries, readings_summary, render_readings
 from repro.report.render import render_audit, render_figure_section, render_report
-from repro.results import FlopCheck, ManifestResult, profile_dir
+from repro.results.measurements import FlopCheck, ManifestResult, profile_dir
 from repro.report.time_table import render_timings
-from repro.timings import flush, phase
+from repro.results.timings import flush, phase
 
 
 def summary_lines(entries: list[tuple[Manifest, ManifestResult | None]], check: FlopCheck | None,

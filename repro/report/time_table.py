@@ -1,10 +1,10 @@
-"""The report's "Where the time went": a command's phase timings (repro.timings) as a small table."""
+"""The report's "Where the time went": a command's phase timings (repro.results.timings) as a small table."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from repro.timings import load, phase_rows, report_entry, timings_path
+from repro.results.timings import load, phase_rows, report_entry, timings_path
 
 
 def render_timings(results_dir: Path, profile: str) -> str | None:

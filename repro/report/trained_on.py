@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from typing import Literal
 
 from repro.data.specs import get_dataset
-from repro.manifest import Manifest
-from repro.profiles import Profile
+from repro.plan.manifest import Manifest
+from repro.spec.profiles import Profile
 from repro.report.evidence import commits_text, label
-from repro.results import ManifestResult
+from repro.results.measurements import ManifestResult
 
 Kind = Literal["synthetic", "digits", "paper", "unverified", "unchecked"]
 KIND_WORDS = {"synthetic": "synthetic", "digits": "digit stand-in", "paper": "the paper's dataset",

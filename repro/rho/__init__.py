@@ -3,7 +3,7 @@
 The paper's rule of thumb (Sections 4.5, 4.6, 5.3): sparse routing helps only where the routed
 computation is a substantial share of inference FLOPs, rho = FLOPs_routed / FLOPs_total. This
 package answers "where would rho be?" for every torchvision CNN and every registry backbone,
-counting FLOPs only (no weights, no data), three ways (repro.flops):
+counting FLOPs only (no weights, no data), three ways (repro.models.flops):
 
     catalog     which models, torch-free (names are checked before torch is imported)
     inputs      the command's inputs, validated torch-free: size, patterns, target

@@ -1,4 +1,4 @@
-"""One model's rho under each placement asked for, every count checked three ways (repro.flops).
+"""One model's rho under each placement asked for, every count checked three ways (repro.models.flops).
 
     head_only  the paper's sparse MoE head in place of the classifier (E, h, k)
     as_built   a registry backbone that already routes (resnet18_moeconv): rho as it is built
@@ -15,12 +15,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from repro.devices import cpu_threads
-from repro.flops import FlopReport, count_flops
+from repro.core.devices import cpu_threads
+from repro.models.flops import FlopReport, count_flops
 from repro.rho.inputs import Pattern
 from repro.rho.networks import Network, dense_model, head_only_model, probe, record_calls
 from repro.rho.placement import Layer, check_memory, match_layers, routable_layers, route, subtree_macs
-from repro.rho.reference import Reference, Zone
+from repro.rho.paper_settings import Reference, Zone
 from repro.rho.target import Candidate, minimal_placement
 
 Kind = Literal["head_only", "as_built", "routed", "target"]

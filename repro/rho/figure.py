@@ -17,8 +17,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.transforms import Bbox
 
-from repro.fsutil import atomic_write_bytes
-from repro.rho.reference import Reference
+from repro.core.fsutil import atomic_write_bytes
+from repro.rho.paper_settings import Reference
 
 DPI = 150
 STAR_SIZE = 140  # a setting's star, in points^2

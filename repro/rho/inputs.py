@@ -12,9 +12,9 @@ import re
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
-from repro.rho.catalog import RhoInputError
+from repro.rho.model_list import RhoInputError
 
-MAX_SIZE = 1024  # the manifests' cap on an image side (repro.manifest.MAX_IMAGE)
+MAX_SIZE = 1024  # the manifests' cap on an image side (repro.plan.manifest.MAX_IMAGE)
 _SEGMENT = re.compile(r"(\*\*|([A-Za-z0-9_*?-]|\[!?[A-Za-z0-9_-]+\])+)")
 
 

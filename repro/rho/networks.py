@@ -4,7 +4,7 @@ Shapes: B batch (1 here), C channels, H x W input, F features, O classes.
 
 A per-sample FLOP count depends on layer shapes and on how many experts a sample runs,
 never on weight values, so each network is built on the meta device and then given plain
-values (zero weights, unit running variances), as repro.measure.flops counts a row's cost.
+values (zero weights, unit running variances), as repro.measure.flop_check counts a row's cost.
 A builder that computes with tensors while it builds (torchvision's RegNet) is built on the
 CPU instead.
 
@@ -25,15 +25,15 @@ from typing import Any, Callable
 import torch
 from torch import nn
 
-from repro.flops import Shapes, plain_values
+from repro.models.flops import Shapes, plain_values
 from repro.models import Component
 from repro.models.backbones import TorchvisionFeatures
 from repro.models.catalog import BACKBONES, HEADS
 from repro.models.classifier import Classifier
-from repro.recipes import at_last_epoch
-from repro.rho.catalog import ModelSpec, RhoInputError
+from repro.plan.recipes import at_last_epoch
+from repro.rho.model_list import ModelSpec, RhoInputError
 from repro.rho.inputs import MAX_SIZE
-from repro.rho.reference import MOE_HEAD, Setting
+from repro.rho.paper_settings import MOE_HEAD, Setting
 
 DENSE_TOP = Component("dense", {"hidden": []})  # one linear layer F -> O on a registry backbone
 

@@ -3,7 +3,7 @@
 A routable layer is a zero-padded nn.Conv2d (any kernel, stride, groups, bias), which
 becomes a MoEConv2d bank, or an nn.Linear applied at every position of a channels-last map
 (ConvNeXt's pointwise convolutions), which becomes a MoEPointwise bank. Each is costed as
-repro.flops counts it: its own multiply-adds as given (`dense`) and as a bank of E experts
+repro.models.flops counts it: its own multiply-adds as given (`dense`) and as a bank of E experts
 at top-k, router included (`routed`), from the shapes of one forward pass of one sample.
 """
 
@@ -14,11 +14,11 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from repro.flops import OWN_MACS, Shapes
+from repro.models.flops import OWN_MACS, Shapes
 from repro.models.classifier import Classifier
 from repro.models.moe_conv import MoEConv2d
 from repro.models.moe_pointwise import MoEPointwise
-from repro.rho.catalog import RhoInputError, did_you_mean
+from repro.rho.model_list import RhoInputError, did_you_mean
 from repro.rho.inputs import Pattern
 from repro.rho.networks import materialise
 
@@ -38,7 +38,7 @@ class Layer:
 
 
 def _own(module: nn.Module, calls: list[Shapes]) -> int:
-    """A module's multiply-adds outside its children, by repro.flops' rules."""
+    """A module's multiply-adds outside its children, by repro.models.flops' rules."""
     if hasattr(module, "own_macs"):
         return sum(module.own_macs(c) for c in calls)
     rule = next((OWN_MACS[c] for c in type(module).__mro__ if c in OWN_MACS), None)
@@ -46,7 +46,7 @@ def _own(module: nn.Module, calls: list[Shapes]) -> int:
 
 
 def subtree_macs(model: nn.Module, calls: dict[str, list[Shapes]], root: str = "") -> int:
-    """Multiply-adds of the module at `root` and everything inside it (repro.flops' analytic column)."""
+    """Multiply-adds of the module at `root` and everything inside it (repro.models.flops' analytic column)."""
     modules = dict(model.named_modules())
     return sum(_own(modules[n], c) for n, c in calls.items()
                if not root or n == root or n.startswith(root + "."))

@@ -2,15 +2,15 @@
 
 Each model is counted three ways like any other (repro.rho.analysis); a model that cannot take
 the input size is skipped with the reason, not fatal. The paper's settings are Table 6's rows
-as this artifact counts them (repro.measure.flops, cached on disk), with the rho the paper prints.
+as this artifact counts them (repro.measure.flop_check, cached on disk), with the rho the paper prints.
 """
 
 from __future__ import annotations
 
 from repro.rho.analysis import Request, analyse
-from repro.rho.catalog import ModelSpec, RhoInputError
+from repro.rho.model_list import ModelSpec, RhoInputError
 from repro.rho.networks import Network
-from repro.rho.reference import Reference, Setting, settings_manifest
+from repro.rho.paper_settings import Reference, Setting, settings_manifest
 
 
 def count_one(spec: ModelSpec, setting: Setting, size: tuple[int, int], classes: int, request: Request,
@@ -28,7 +28,7 @@ def count_one(spec: ModelSpec, setting: Setting, size: tuple[int, int], classes:
 
 def setting_points(reference: Reference) -> list[dict]:
     """The paper's settings as counted here: total MACs and rho, with the rho the paper prints."""
-    from repro.measure.flops import flop_summary
+    from repro.measure.flop_check import flop_summary
 
     manifest = settings_manifest()
     points = []

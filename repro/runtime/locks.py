@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from repro.fsutil import WriteFailed
+from repro.core.fsutil import WriteFailed
 
 DEFAULT_STALE_AFTER_S = 600.0
 PID_MAX = 2**31 - 1  # pids are positive C ints; Linux's pid_max is at most 2**22

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from repro.bench.calibration import SCHEMA, CalibrationError, Check, read_calibration
+from repro.bench.gpu_calibration import SCHEMA, CalibrationError, Check, read_calibration
 
 
 def _train(name, images_per_s, macs, status="passed", memory=None):

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from repro.bench.calibration import CheckFailed
+from repro.bench.gpu_calibration import CheckFailed
 from repro.bench.expert_choice_bf16 import AGREEMENT, expert_choice_check, expert_choice_rows
 from inline_manifests import inline_manifest
 from repro.models.expert_choice import ExpertChoiceHead

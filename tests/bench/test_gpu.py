@@ -13,9 +13,9 @@ import torch
 
 from repro import REPO_ROOT
 from repro.bench import gpu
-from repro.bench.calibration import read_calibration
+from repro.bench.gpu_calibration import read_calibration
 from inline_manifests import inline_manifest
-from repro.measure.flops import row_flops
+from repro.measure.flop_check import row_flops
 
 CPU = torch.device("cpu")
 
@@ -53,7 +53,7 @@ def test_each_table_trains_its_heaviest_row_and_tables_sharing_it_share_the_chec
 
 @pytest.mark.slow  # counts three models four ways
 def test_without_fvcore_the_torch_count_stands_in_and_equals_the_checked_count(monkeypatch):
-    from repro.measure.flops import row_key
+    from repro.measure.flop_check import row_key
 
     m = _manifest("a", [("dense", "cifar10", STD, DENSE), ("moe", "cifar100", STD, WIDE_MOE),
                         ("dw", "cifar10", {"name": "cifar_depthwise", "width": 0.72}, {"name": "soft_moe"})])
@@ -64,7 +64,7 @@ def test_without_fvcore_the_torch_count_stands_in_and_equals_the_checked_count(m
     def no_fvcore(row):
         raise ModuleNotFoundError("No module named 'fvcore'")
 
-    monkeypatch.setattr("repro.measure.flops.row_flops", no_fvcore)
+    monkeypatch.setattr("repro.measure.flop_check.row_flops", no_fvcore)
     assert gpu.forward_macs(m.rows[0]) == (row_flops(m.rows[0]).backbone, row_flops(m.rows[0]).head,
                                             "torch FlopCounterMode / 2 (no fvcore)")
 
@@ -168,7 +168,7 @@ def test_dry_run_end_to_end(tmp_path):
     # Toy bf16 steps on a CPU have been seen to turn NaN now and then (ResNet-18 + Soft MoE, 16 px,
     # batch 4; not reproduced in isolation): such a step must be a failed check with its error.
     assert sum(c.status == "passed" for c in train) >= len(train) - 1, [c.error for c in train if c.error]
-    from repro.manifest import load_all
+    from repro.plan.manifest import load_all
 
     trained = {m.id for m in load_all() if any("accuracy" in r.measures for r in m.rows)}
     assert set(cal.manifests) == trained and {"table1", "table5", "ext_routers"} <= trained  # every trained table

@@ -4,7 +4,7 @@ verify-all in a fresh folder with an empty cache, its timings.json beside the re
 import pytest
 
 from repro.bench.smoke import append_history, previous, read_history, run_smoke
-from repro.timings import machine
+from repro.results.timings import machine
 
 HERE = machine()
 THERE = {**HERE, "cpu": "another CPU"}

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from repro.bench.train import bench_config, bench_train
-from repro.train import Engine, build_engine_model, compile_backbone, resolve_engine
+from repro.train.loop import Engine, build_engine_model, compile_backbone, resolve_engine
 
 CPU = torch.device("cpu")
 

@@ -1,8 +1,8 @@
 """Hand-made claims and evidence for the rule tests."""
 
 from repro.claims import Evidence
-from repro.manifest import Claim
-from repro.stats import paired_gap
+from repro.plan.manifest import Claim
+from repro.claims.stats import paired_gap
 
 
 def claim(rule, scope="analytic", **params):

@@ -4,9 +4,9 @@ import re
 
 from repro import REPO_ROOT
 from repro.claims import decided_results
-from repro.manifest import find_manifest
-from repro.profiles import Profile
-from repro.results import ManifestResult, Measured, save_result
+from repro.plan.manifest import find_manifest
+from repro.spec.profiles import Profile
+from repro.results.measurements import ManifestResult, Measured, save_result
 
 from .helpers import gap, learned
 

@@ -4,7 +4,7 @@ import pytest
 
 from repro.claims import RULES, Evidence, evaluate
 from repro.claims.extension import RouterOrderStable, order_at, router_order_stable
-from repro.manifest import Claim, find_manifest
+from repro.plan.manifest import Claim, find_manifest
 
 
 def gap(mean, half=0.0):

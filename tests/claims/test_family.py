@@ -4,8 +4,8 @@ import pytest
 
 from repro.claims import Evidence, evaluate, holm_adjust
 from repro.claims.family import holm
-from repro.manifest import Claim
-from repro.results import Verdict
+from repro.plan.manifest import Claim
+from repro.results.measurements import Verdict
 
 from .helpers import gap, learned
 

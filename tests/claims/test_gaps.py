@@ -4,8 +4,8 @@ import pytest
 
 from repro.claims import Evidence, Outcome, evaluate
 from repro.claims.gaps import judge_gap, seeds_needed
-from repro.manifest import Claim
-from repro.paper import PaperValue
+from repro.plan.manifest import Claim
+from repro.spec.paper import PaperValue
 
 from .helpers import gap, learned
 
@@ -114,7 +114,7 @@ def test_a_gap_the_text_says_is_not_positive():
 
 
 def _gap_difference(k2, k1, dense):
-    from repro.stats import paired_gap
+    from repro.claims.stats import paired_gap
 
     accs = lambda xs: {s: x / 100 for s, x in enumerate(xs)}  # noqa: E731
     metrics = {"comparisons.k2.gap": paired_gap(accs(k2), accs(dense)).to_dict(),

@@ -3,7 +3,7 @@
 import pytest
 
 from repro.claims import count_verdicts
-from repro.results import Verdict
+from repro.results.measurements import Verdict
 
 
 def _v(scope, status):
@@ -36,7 +36,7 @@ def test_claims_judged_against_the_explainers_numbers_are_counted_apart():
 
 def test_which_claims_rest_on_the_explainer():
     from repro.claims import Evidence, evaluate
-    from repro.manifest import load_all
+    from repro.plan.manifest import load_all
 
     sources = {}
     for m in load_all():

@@ -4,7 +4,7 @@ import pytest
 
 from repro.claims import Evidence, evaluate
 from repro.claims.learned import MIN_LEARNED, learning
-from repro.manifest import Claim, find_manifest
+from repro.plan.manifest import Claim, find_manifest
 
 from .helpers import gap, learned
 

@@ -31,12 +31,12 @@ def test_the_registry_refuses_a_duplicate(monkeypatch):
 
 @pytest.mark.slow  # spawns a Python process (about a second)
 def test_importing_claims_leaves_torch_out():
-    code = "import sys, repro.claims; print('torch' in sys.modules, 'repro.manifest' in sys.modules)"
+    code = "import sys, repro.claims; print('torch' in sys.modules, 'repro.plan.manifest' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False"]
 
 
 def test_the_manifest_imports_the_claims_and_never_the_reverse():
     graph = import_graph()  # no cycle anywhere in repro/: tests/test_layout.py
-    assert "repro.claims.core" in graph and "repro.claims" in graph["repro.manifest"]
-    assert all("repro.manifest" not in graph[m] for m in graph if m.startswith("repro.claims"))
+    assert "repro.claims.core" in graph and "repro.claims" in graph["repro.plan.manifest"]
+    assert all("repro.plan.manifest" not in graph[m] for m in graph if m.startswith("repro.claims"))

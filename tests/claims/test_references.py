@@ -3,8 +3,8 @@
 from types import SimpleNamespace as NS
 
 from repro.claims import check_references
-from repro.manifest import Claim
-from repro.schema import Problems
+from repro.plan.manifest import Claim
+from repro.core.schema import Problems
 
 
 def _manifest(*claims):
@@ -41,7 +41,7 @@ def _table(name):
     import copy
 
     from repro import REPO_ROOT
-    from repro.schema import read_toml
+    from repro.core.schema import read_toml
 
     return copy.deepcopy(read_toml(REPO_ROOT / "manifests" / f"{name}.toml"))
 
@@ -49,8 +49,8 @@ def _table(name):
 def _load_problems(doc, name):
     import pytest
 
-    from repro.manifest import parse_manifest
-    from repro.schema import SchemaError
+    from repro.plan.manifest import parse_manifest
+    from repro.core.schema import SchemaError
 
     with pytest.raises(SchemaError) as exc:
         parse_manifest(doc, f"{name}.toml")
@@ -86,7 +86,7 @@ def test_a_separation_rule_refuses_a_setting_on_the_side_its_sign_contradicts_an
 
 def test_the_shipped_separation_claim_reads_every_stated_setting_and_its_verdict_follows():
     from repro.claims.references import stated_signs
-    from repro.manifest import find_manifest
+    from repro.plan.manifest import find_manifest
 
     t6 = find_manifest("table6")
     sep = next(c for c in t6.claims if c.id == "rho_threshold_separates")
@@ -101,6 +101,6 @@ def test_a_sign_rule_over_comparisons_must_read_every_comparison_whose_sign_the_
     problems = _load_problems(doc, "table1")
     assert any("sign_follows_rho leaves out 'dw_h128', whose gap sign the text states (-)" in p for p in problems)
     rule["excluded"] = {"dw_h128": "a reason"}
-    from repro.manifest import parse_manifest
+    from repro.plan.manifest import parse_manifest
 
     assert parse_manifest(doc, "table1.toml")  # an exclusion with its reason is accepted, and shown

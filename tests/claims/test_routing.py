@@ -5,7 +5,7 @@ import math
 import pytest
 
 from repro.claims import Evidence, evaluate
-from repro.manifest import Claim, find_manifest
+from repro.plan.manifest import Claim, find_manifest
 from repro.measure.accuracy import routing_at_test_time as routing_of
 
 from .helpers import gap, learned

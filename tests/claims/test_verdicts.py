@@ -2,10 +2,10 @@
 
 import pytest
 
-from repro.profiles import Profile, RowSettings
+from repro.spec.profiles import Profile, RowSettings
 from repro.claims import Evidence, evaluate
-from repro.manifest import load_all
-from repro.results import COMPARISON_METRICS, ROW_METRICS
+from repro.plan.manifest import load_all
+from repro.results.measurements import COMPARISON_METRICS, ROW_METRICS
 
 from .helpers import claim, ev, gap
 

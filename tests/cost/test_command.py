@@ -1,10 +1,10 @@
-"""repro.cost.command: a command's wall time by phase, runs shared between tables paid once, rates fitted to timings."""
+"""repro.cost.wall_time: a command's wall time by phase, runs shared between tables paid once, rates fitted to timings."""
 
 import pytest
 
 from repro.cost import calibration as cal
 from repro.cost import estimate as est
-from repro.cost.command import Rate, Rates, command_time, fit_rates, table_line
+from repro.cost.wall_time import Rate, Rates, command_time, fit_rates, table_line
 from repro.cost.measured import FolderTimes, MeasuredCommand
 from inline_manifests import inline_manifest
 

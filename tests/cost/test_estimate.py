@@ -170,9 +170,9 @@ def test_throughput_is_measured_once_and_a_damaged_cache_is_rebuilt(tmp_path, mo
 
 @pytest.mark.slow
 def test_quick_mac_count_equals_the_full_count(tmp_path, monkeypatch):
-    """The estimate's one-pass count from layer shapes equals repro.flops' analytic column."""
-    from repro.manifest import find_manifest
-    from repro.measure.flops import _shape_macs, row_flops, row_key
+    """The estimate's one-pass count from layer shapes equals repro.models.flops' analytic column."""
+    from repro.plan.manifest import find_manifest
+    from repro.measure.flop_check import _shape_macs, row_flops, row_key
 
     for manifest_id, row_id in [("table1", "std_h2048_moe"), ("table5", "k2_moe"), ("table4", "mnv2_h256_moe")]:
         row = find_manifest(manifest_id).row(row_id)
@@ -186,12 +186,12 @@ def test_duration_formats():
 
 
 MANIFEST_IMPORTS_TORCH = "torch" in subprocess.run(
-    [sys.executable, "-c", "import sys, repro.manifest; print(sorted(m for m in sys.modules if m == 'torch'))"],
+    [sys.executable, "-c", "import sys, repro.plan.manifest; print(sorted(m for m in sys.modules if m == 'torch'))"],
     capture_output=True, text=True, cwd=REPO_ROOT, timeout=120).stdout
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(MANIFEST_IMPORTS_TORCH, reason="repro.manifest still imports torch (through repro.models)")
+@pytest.mark.skipif(MANIFEST_IMPORTS_TORCH, reason="repro.plan.manifest still imports torch (through repro.models)")
 def test_warm_list_imports_no_torch(tmp_path):
     env = {**os.environ, "REPRO_CACHE": str(tmp_path)}
     code = ("import sys; from typer.testing import CliRunner; from repro.cli import app; r = CliRunner().invoke(app, "

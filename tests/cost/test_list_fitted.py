@@ -9,8 +9,8 @@ from repro import REPO_ROOT
 from repro.cli import app
 from repro.cost import calibration as cal
 from repro.cost import estimate as est
-from repro.manifest import find_manifest
-from repro.recipes import planned_runs
+from repro.plan.manifest import find_manifest
+from repro.plan.recipes import planned_runs
 
 
 def test_list_fits_the_records_in_the_results_folder(tmp_path, monkeypatch):

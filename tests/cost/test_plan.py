@@ -10,9 +10,9 @@ from repro.cost import calibration as cal
 from repro.cost import estimate as est
 from repro.cost import plan as pl
 from repro.cli import app
-from repro.manifest import find_manifest, load_all, with_profiles
-from repro.profiles import load_profiles
-from repro.recipes import planned_runs
+from repro.plan.manifest import find_manifest, load_all, with_profiles
+from repro.spec.profiles import load_profiles
+from repro.plan.recipes import planned_runs
 
 GPU = cal.Throughput("A100", "gpu", 1e12, 0.003, "reference, not measured: test")
 
@@ -135,7 +135,7 @@ def test_the_profiles_file_runs_exactly_the_planned_runs(needs, tmp_path):
 def test_list_and_plan_count_and_measure_nothing_even_on_a_cold_cache(tmp_path, monkeypatch):
     """The shipped models' multiply-adds are data (repro.measure.model_macs), and an unmeasured CPU gets the
     reference figure: neither command builds a model or imports torch to measure a device."""
-    from repro.measure import flops as mflops
+    from repro.measure import flop_check as mflops
 
     folder = tmp_path / "manifests"
     folder.mkdir()
@@ -166,9 +166,9 @@ def test_list_and_plan_count_and_measure_nothing_even_on_a_cold_cache(tmp_path, 
 
 
 def test_weights_and_includes_are_validated():
-    from repro.manifest import parse_manifest
-    from repro.profiles import SHIPPED_PROFILES, parse_profiles
-    from repro.schema import SchemaError, read_toml
+    from repro.plan.manifest import parse_manifest
+    from repro.spec.profiles import SHIPPED_PROFILES, parse_profiles
+    from repro.core.schema import SchemaError, read_toml
 
     data = read_toml(REPO_ROOT / "manifests" / "table5.toml")
     data["claims"][0]["weight"] = -1

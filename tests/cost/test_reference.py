@@ -1,4 +1,4 @@
-"""repro.cost.reference: the shipped CPU reference is the fit of the runs it lists, lists the runs the shipped
+"""repro.cost.cpu_reference: the shipped CPU reference is the fit of the runs it lists, lists the runs the shipped
 CPU profiles plan at the counts that price them today, prices a cold verify-all near what it took, and a
 damaged file falls back to the per-core guess with a warning naming the file and the key."""
 
@@ -9,11 +9,12 @@ import json
 import pytest
 
 from repro.cost import calibration as cal
-from repro.cost import reference, reference_build
-from repro.cost.command import Rates, command_time
+from repro.cost import reference_build
+from repro.cost import cpu_reference as reference
+from repro.cost.wall_time import Rates, command_time
 from repro.cost.estimate import CostModel
-from repro.manifest import load_all
-from repro.recipes import planned_runs
+from repro.plan.manifest import load_all
+from repro.plan.recipes import planned_runs
 
 REGENERATE = ("the CPU reference is out of date: run the shipped CPU profiles cold on a 2-core machine and "
               "`python tools/write_cpu_reference.py` their folders (its docstring), then commit "
@@ -133,7 +134,7 @@ def test_build_recovers_the_constants_its_records_were_made_with(tmp_path, cold)
 
 def test_build_prices_the_measured_commands_cold_whatever_this_machine_has_cached(tmp_path, cold):
     """The stand-in pretraining a cold verify-all measured is priced as such, even where its weights are cached."""
-    from repro import digit_weights
+    from repro.train import digit_weights
 
     manifests = load_all()
     table4 = next(m for m in manifests if m.id == "table4")

@@ -24,7 +24,7 @@ def rank_main(rank: int, world: int, port: int, cfg, checkpoint: str, out: str, 
                       LOCAL_RANK=str(rank))
     torch.set_num_threads(1)
     from repro.runtime import distributed
-    from repro.train import train_run
+    from repro.train.loop import train_run
 
     distributed.init("cpu")
 

@@ -23,10 +23,10 @@ import torch
 from repro.data.imagenet import EpochSampler
 from repro.data.loader import TensorLoader
 from repro.runtime.distributed import World, local_batch, shard_positions
-from repro.manifest import Row
-from repro.profiles import Profile
+from repro.plan.manifest import Row
+from repro.spec.profiles import Profile
 from repro.models import Component
-from repro.recipes import resolve
+from repro.plan.recipes import resolve
 
 
 def _images(n: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -155,7 +155,7 @@ def _two(cfg, folder, name: str, stop_after: int = 0) -> dict:
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     """The same run on one process and on two (gloo), one thread each; and the seconds each took."""
-    from repro.train import train_run
+    from repro.train.loop import train_run
 
     folder = tmp_path_factory.mktemp("ddp")
     threads = torch.get_num_threads()

@@ -20,7 +20,7 @@ import pytest
 from repro.execution.files import runs_dir
 from repro.execution.protocol import RunRequest
 from repro.execution.runs import execute_runs, record_path
-from repro.fsutil import WriteFailed
+from repro.core.fsutil import WriteFailed
 
 from .minitable import counts, repro, write_manifest
 
@@ -132,7 +132,7 @@ def test_a_malformed_lock_is_named_by_status_and_taken_over_by_run(tmp_path, con
 def test_a_full_disk_stops_the_runs_without_a_failure_record(tmp_path, monkeypatch):
     """In process: the write that fails is the checkpoint's; the failure record cannot be written either.
     Neither is a failed run: WriteFailed stops the command, the lock is released, nothing else written."""
-    import repro.checkpoints as checkpoints
+    import repro.train.checkpoints as checkpoints
     from fake_records import config  # tests/fake_records.py
 
     done, cut = config(0), config(1)

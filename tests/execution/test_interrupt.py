@@ -11,10 +11,10 @@ import torch
 
 import repro.execution.local as local
 from repro.runtime.interrupt import RunsInterrupted, clean_after_kill
-from repro.manifest import Row
-from repro.profiles import Profile
+from repro.plan.manifest import Row
+from repro.spec.profiles import Profile
 from repro.models import Component
-from repro.recipes import resolve
+from repro.plan.recipes import resolve
 from repro.execution.runs import RunRequest, checkpoint_path, execute_runs, record_path, runs_dir
 from .minitable import _default_sigint, counts, repro, write_manifest
 

@@ -13,10 +13,10 @@ import pytest
 from repro.execution.local import Slot, local_slots, run_local, visible_gpus
 from repro.execution.protocol import ExecutionRequest, RunState
 from repro.runtime.locks import lock_path
-from repro.manifest import Row
-from repro.profiles import Profile
+from repro.plan.manifest import Row
+from repro.spec.profiles import Profile
 from repro.models import Component
-from repro.recipes import resolve
+from repro.plan.recipes import resolve
 from repro.execution.runs import RunRequest, execute_runs, record_path, runs_dir
 
 PROFILE = Profile(description="test", evidence="pipeline", seeds=1, epochs=2, data="synthetic", train_samples=64,

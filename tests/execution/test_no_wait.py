@@ -8,7 +8,7 @@ from typer.testing import CliRunner
 import repro.execution.slurm as slurm
 from repro.cli import app
 from repro.cli.common import ExitCode
-from repro.cli.tables import submitted_lines
+from repro.cli.run import submitted_lines
 
 from .minitable import write_manifest
 

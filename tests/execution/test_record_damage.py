@@ -6,13 +6,13 @@ import json
 import pytest
 import torch
 
-from repro.manifest import Row
-from repro.profiles import Profile
+from repro.plan.manifest import Row
+from repro.spec.profiles import Profile
 from repro.models import Component
-from repro.recipes import resolve
+from repro.plan.recipes import resolve
 from repro.execution.record_checks import record_digest
 from repro.execution.runs import RunRequest, checkpoint_path, execute_runs, record_path, runs_dir
-from repro.train import train_run
+from repro.train.loop import train_run
 
 PROFILE = Profile(description="test", evidence="pipeline", seeds=1, epochs=2, data="synthetic", train_samples=32,
                   test_samples=32, batch_size=32, max_image_size=16, pretrained=False)

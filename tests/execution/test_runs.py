@@ -6,15 +6,15 @@ import os
 import pytest
 import torch
 
-from repro.manifest import Row
-from repro.profiles import Profile
+from repro.plan.manifest import Row
+from repro.spec.profiles import Profile
 from repro.models import Component
-from repro.recipes import resolve
+from repro.plan.recipes import resolve
 from repro.execution.runs import (
     RunRequest, checkpoint_path, execute_runs, failure_path, load_record, record_path,
 )
 from repro.execution.records import run_one
-from repro.train import NonFiniteLoss, train_run
+from repro.train.loop import NonFiniteLoss, train_run
 
 pytestmark = pytest.mark.slow  # every test here trains runs
 

@@ -6,10 +6,10 @@ import pytest
 from repro.execution import workers as w
 from repro.execution.local import Slot, run_local
 from repro.execution.protocol import ExecutionRequest, RunRequest, RunState
-from repro.manifest import Row
+from repro.plan.manifest import Row
 from repro.models import Component
-from repro.profiles import Profile
-from repro.recipes import resolve
+from repro.spec.profiles import Profile
+from repro.plan.recipes import resolve
 
 PROFILE = Profile(description="test", evidence="pipeline", seeds=1, epochs=1, data="synthetic", train_samples=32,
                   test_samples=32, batch_size=32, max_image_size=16, pretrained=False)

@@ -4,15 +4,15 @@ import pytest
 
 from repro.claims import Evidence, evaluate
 from inline_manifests import inline_manifest
-from repro.manifest import Claim
-from repro.profiles import LatencyProfile, Profile
+from repro.plan.manifest import Claim
+from repro.spec.profiles import LatencyProfile, Profile
 from repro.measure import latency
 from repro.cost.calibration import Throughput
 from repro.cost.estimate import CostModel, estimate_latency
 from repro.measure.latency import measure_latency, settings_for
 from repro.pipeline import Context, run_manifest
 from repro.report.render import render_tables_md
-from repro.report.tables import build_tables
+from repro.report.table_rows import build_tables
 
 
 def test_settings_follow_the_profile():

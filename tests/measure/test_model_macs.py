@@ -3,8 +3,8 @@ count from each model's shapes, and what the cost estimates read instead of coun
 
 import pytest
 
-import repro.measure.flops as flops
-from repro.manifest import load_all
+import repro.measure.flop_check as flops
+from repro.plan.manifest import load_all
 from repro.measure.model_macs import MACS_FILE, needed_keys, shipped_macs
 from repro.models import Component
 

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from repro.measure.flops import estimate_macs
+from repro.measure.flop_check import estimate_macs
 from repro.measure.model_size import model_size
 from repro.models import Component, build_model
 

@@ -3,15 +3,15 @@ torchvision CNNs outside the registry."""
 
 import pytest
 
-from repro.flops import count_flops
-from repro.manifest import find_manifest
-from repro.measure.flops import row_flops
+from repro.models.flops import count_flops
+from repro.plan.manifest import find_manifest
+from repro.measure.flop_check import row_flops
 from repro.rho.analysis import Request, analyse
-from repro.rho.catalog import resolve_model
+from repro.rho.model_list import resolve_model
 from repro.rho.inputs import parse_pattern
 from repro.rho.networks import Network, dense_model, record_calls
 from repro.rho.placement import match_layers, route
-from repro.rho.reference import default_setting, head_config, load_reference
+from repro.rho.paper_settings import default_setting, head_config, load_reference
 
 pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning")
 TABLE6 = find_manifest("table6")

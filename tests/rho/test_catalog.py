@@ -10,7 +10,7 @@ from torch import nn
 from torchvision.models import get_model_builder, list_models
 
 from repro import REPO_ROOT
-from repro.rho.catalog import FAMILIES, RhoInputError, did_you_mean, registry_backbones, resolve_model, torchvision_cnns
+from repro.rho.model_list import FAMILIES, RhoInputError, did_you_mean, registry_backbones, resolve_model, torchvision_cnns
 
 pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning")  # torchvision's notes on default initialisation
 
@@ -63,7 +63,7 @@ def test_unknown_names_are_refused_with_the_closest():
 
 @pytest.mark.slow
 def test_the_command_module_imports_no_torch():
-    code = "import sys, repro.rho.command; print([m for m in ('torch', 'torchvision') if m in sys.modules])"
+    code = "import sys, repro.cli.rho; print([m for m in ('torch', 'torchvision') if m in sys.modules])"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO_ROOT, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"

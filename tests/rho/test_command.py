@@ -9,8 +9,8 @@ from typer.testing import CliRunner
 
 from repro import REPO_ROOT
 from repro.cli import app
-from repro.rho import command
-from repro.rho.catalog import resolve_model
+from repro.cli import rho as command
+from repro.rho.model_list import resolve_model
 
 pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning")
 runner = CliRunner()
@@ -57,7 +57,7 @@ def test_input_the_network_cannot_take_is_refused_naming_what_it_can(args, says)
 
 
 def test_without_the_table6_manifest_it_says_what_it_reads(tmp_path, monkeypatch):
-    from repro.rho.reference import settings_manifest
+    from repro.rho.paper_settings import settings_manifest
 
     monkeypatch.setenv("REPRO_MANIFESTS", str(tmp_path))
     settings_manifest.cache_clear()

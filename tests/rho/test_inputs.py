@@ -2,7 +2,7 @@
 
 import pytest
 
-from repro.rho.catalog import RhoInputError
+from repro.rho.model_list import RhoInputError
 from repro.rho.inputs import check_target, parse_pattern, parse_size
 
 RESNET_NAMES = ["conv1", "layer3", "layer3.0", "layer3.0.conv1", "layer3.0.conv2", "layer3.0.downsample.0",

@@ -6,13 +6,13 @@ from fractions import Fraction
 
 import pytest
 
-from repro.flops import count_flops
+from repro.models.flops import count_flops
 from repro.rho import placement
-from repro.rho.catalog import RhoInputError, resolve_model
+from repro.rho.model_list import RhoInputError, resolve_model
 from repro.rho.inputs import parse_pattern
 from repro.rho.networks import Network, dense_model, record_calls
 from repro.rho.placement import match_layers, routable_layers, route, subtree_macs
-from repro.rho.reference import default_setting
+from repro.rho.paper_settings import default_setting
 from repro.rho.target import Candidate, minimal_placement, rho_of
 
 pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning")

@@ -5,9 +5,9 @@ import dataclasses, json, sys, time, tempfile
 from pathlib import Path
 import torch
 torch.set_num_threads(1)
-from repro.manifest import load_all
-from repro.recipes import resolve
-from repro.train import train_run
+from repro.plan.manifest import load_all
+from repro.plan.recipes import resolve
+from repro.train.loop import train_run
 
 spec, *over = sys.argv[1:]
 mid, rid = spec.split("/")

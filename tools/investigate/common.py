@@ -3,7 +3,7 @@
 Data: scikit-learn's load_digits (1,797 real images, 10 classes), split 80/20 with a fixed
 seed (1,437 train / 360 test), pixels 0..16 scaled to 0..255, upscaled bilinearly to 32x32,
 replicated to 3 channels, normalised with the training set's mean/std. Training uses
-repro.train.train_epoch / evaluate and repro.data.loader.TensorLoader (crop + flip), the
+repro.train.loop.train_epoch / evaluate and repro.data.loader.TensorLoader (crop + flip), the
 schedules compressed onto the paper's 50 CIFAR epochs exactly as a shortened profile does.
 """
 
@@ -19,8 +19,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run from anywher
 
 from repro.data.loader import TensorLoader  # noqa: E402
 from repro.models import Component, build_model  # noqa: E402
-from repro.recipes import RunConfig  # noqa: E402
-from repro.train import RunData, evaluate, make_optimizer, schedule_position, train_epoch  # noqa: E402
+from repro.plan.recipes import RunConfig  # noqa: E402
+from repro.train.loop import RunData, evaluate, make_optimizer, schedule_position, train_epoch  # noqa: E402
 
 torch.set_num_threads(1)
 DEVICE = torch.device("cpu")

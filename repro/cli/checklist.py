@@ -1,0 +1,61 @@
+"""The claims checklist as the terminal shows it: one line per claim, grouped by table, notes said once.
+
+A note that several claims share (a profile that decides no empirical claim) is printed once, above
+the table, with the number of claims it applies to; a claim's own note stays beside its evidence.
+The evidence is a prose column: shown by `repro run`, behind -v for `repro verify-all`.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from rich.text import Text
+
+from repro.core.terminal import Column, Grid
+
+VERDICT_COLOURS = {"reproduced": "green", "not reproduced": "red", "inconclusive": "yellow", "not run": "dim"}
+
+
+def shared_notes(verdicts: list) -> list[tuple[str, int]]:
+    """The notes more than one claim carries, most frequent first, with how many carry each."""
+    counts = Counter(v.note for v in verdicts if v.note)
+    return [(note, n) for note, n in counts.most_common() if n > 1]
+
+
+def _explained(v, said: set[str]) -> bool:
+    """Not run for a reason many claims share (the profile decides no such claim): the note says it for all."""
+    return v.status == "not run" and v.note in said
+
+
+def verdicts_grid(groups: list[tuple[str, list]], evidence: bool, quiet: bool = False) -> tuple[list[Text], Grid]:
+    """(the shared notes as lines, the checklist) for verdicts grouped by table id, each group a section
+    headed by its id (one group: no heading). `quiet`: a claim not run for a shared reason is counted in
+    that reason's line instead of listed."""
+    every = [v for _, vs in groups for v in vs]
+    shared = shared_notes(every)
+    said = {note for note, _ in shared}
+    if quiet:
+        lines = [Text.assemble((f"{n} claims not run: ", "bold"), note, " (-v lists them)") for note, n in shared]
+        groups = [(table_id, [v for v in vs if not _explained(v, said)]) for table_id, vs in groups]
+    else:
+        lines = [Text.assemble((f"{n} claims: ", "bold"), note) for note, n in shared]
+    columns = [Column("Claim"), Column("Verdict")] + ([Column("Evidence", prose=True, drop=1)] if evidence else [])
+    grid = Grid(columns)
+    for table_id, verdicts in groups:
+        if len(groups) > 1 and verdicts:
+            grid.section(table_id)
+        for v in verdicts:
+            cells = [v.claim, Text(v.status, style=VERDICT_COLOURS.get(v.status, ""))]
+            if evidence:
+                note = "" if v.note in said else v.note
+                cells.append(v.evidence + (f" — {note}" if note else ""))
+            grid.add(*cells)
+    return lines, grid
+
+
+def verdict_counts(verdicts: list) -> str:
+    """'4 claims: 2 reproduced, 2 not run' (statuses in the checklist's order)."""
+    counts = Counter(v.status for v in verdicts)
+    parts = [f"{counts[s]} {s}" for s in VERDICT_COLOURS if counts[s]]
+    n = len(verdicts)
+    return f"{n} claim{'' if n == 1 else 's'}" + (f": {', '.join(parts)}" if parts else "")

@@ -1,0 +1,47 @@
+"""The artifact's caches outside the results directory: where they live, read and written safely.
+
+Everything lives under ``$REPRO_CACHE`` (default ``$XDG_CACHE_HOME/repro``, else ``~/.cache/repro``):
+``throughput.json`` (the cost model's device calibration) and ``flops/`` (FLOP counts for estimates).
+Entries are written atomically; an entry that cannot be read back is ignored with a warning and
+rebuilt, so a damaged cache never stops a command.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from repro.core.fsutil import atomic_write_json
+
+
+def cache_root() -> Path:
+    if os.environ.get("REPRO_CACHE"):
+        return Path(os.environ["REPRO_CACHE"])
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "repro"
+
+
+def cache_dir(kind: str) -> Path:
+    return cache_root() / kind
+
+
+def read_json(path: Path) -> Any | None:
+    """The cached value, or None when absent or damaged (then with a warning naming the file)."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:  # ValueError covers JSON and UTF-8 decoding errors
+        print(f"warning: ignoring the damaged cache entry {path} ({type(exc).__name__}: {exc}); "
+              "it will be rebuilt", file=sys.stderr)
+        return None
+
+
+def write_json(path: Path, value: Any) -> None:
+    """Write atomically; a cache that cannot be written (read-only home) only costs a recount."""
+    try:
+        atomic_write_json(path, value)
+    except OSError as exc:
+        print(f"warning: cannot write the cache entry {path} ({exc}); continuing without it", file=sys.stderr)

@@ -1,0 +1,105 @@
+"""The CPU reference: what a CPU run costs on a machine of CI's kind, measured there and shipped as data.
+
+A CPU that has trained nothing here yet (no run records to fit, repro.cost.fit; no benchmark cached,
+repro.cost.calibration) is priced by `cpu_reference.json`, which `tools/write_cpu_reference.py` writes
+from the results folders of `repro verify-all` at the shipped CPU profiles on one such machine. It holds
+
+- each run's CPU seconds there, by config hash: a run it has is priced at what it took;
+- the run model fitted to those runs (repro.cost.fit) in the units a cold estimate has without torch
+  (the shipped multiply-adds scaled to the run's resolution, steps, one cost per run), for any other run;
+- the command's phase rates fitted to the folders' timings.json (repro.cost.wall_time.fit_rates);
+
+with the machine, the date and the commit they were measured on, which every figure priced by it names.
+A faster or slower machine of the same kind moves them all in proportion (README, Time: up to 1.6x).
+repro.cost.reference_build writes it; tests/cost/test_reference.py refits the file's runs and checks that
+today's counts still price them.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+REFERENCE_FILE = Path(__file__).with_name("cpu_reference.json")
+SCHEMA = 1
+RATE_NAMES = ("startup", "flop_model", "workers", "latency", "rest", "report")  # repro.cost.wall_time.Rates
+
+
+@dataclass(frozen=True)
+class RunSample:
+    """One run of the reference machine: what the cold cost model sees of it, and the CPU seconds it took."""
+
+    hash: str
+    label: str  # "<table>/<row> seed <n> (<data>, <n> epochs)"
+    macs: float  # repro.cost.estimate.RunWork.macs at shipped counts (area-scaled)
+    steps: int
+    cpu_s: float
+    wall_s: float
+
+
+@dataclass(frozen=True)
+class CpuReference:
+    machine: str  # "Intel(R) Xeon(R) Processor x2 (Linux)"
+    measured: str  # the UTC date of the folders' newest run
+    commit: str
+    runs: tuple[RunSample, ...]
+    macs_per_s: float  # the run model: seconds = macs / macs_per_s + steps x step_overhead_s + run_overhead_s
+    step_overhead_s: float
+    run_overhead_s: float
+    cpu_share: float  # CPU seconds per wall second of a run there
+    rates: dict[str, float]  # seconds per unit of each repro.cost.wall_time.Rates phase
+
+    @property
+    def source(self) -> str:
+        return (f"reference, not measured here: {len(self.runs)} runs and the commands' phases measured on "
+                f"{self.machine}, {self.measured}, commit {self.commit[:12]} (repro/cost/cpu_reference.json)")
+
+    def run_seconds(self) -> dict[str, float]:
+        return {r.hash: r.cpu_s for r in self.runs}
+
+
+def parse(doc: Any) -> CpuReference:
+    """The reference a JSON document holds; ValueError naming the key when it is not one."""
+    def need(obj: Any, key: str, kind: type | tuple[type, ...], where: str) -> Any:
+        value = obj.get(key) if isinstance(obj, dict) else None
+        if not isinstance(value, kind) or isinstance(value, bool):
+            expected = {str: "a string", int: "a whole number", dict: "an object", list: "a list"}.get(kind, "a number")
+            raise ValueError(f"key '{where}{key}': expected {expected}, got {value!r}")
+        return value
+
+    if need(doc, "schema", int, "") != SCHEMA:
+        raise ValueError(f"key 'schema': expected {SCHEMA}, got {doc['schema']!r}")
+    model = need(doc, "run_model", dict, "")
+    numbers = {k: float(need(model, k, (int, float), "run_model.")) for k in
+               ("macs_per_s", "step_overhead_s", "run_overhead_s", "cpu_share")}
+    if not numbers["macs_per_s"] > 0 or not numbers["cpu_share"] > 0:
+        raise ValueError("keys 'run_model.macs_per_s' and 'run_model.cpu_share': expected positive numbers")
+    rates = need(doc, "rates", dict, "")
+    runs = []
+    for i, r in enumerate(need(doc, "runs", list, "")):
+        where = f"runs[{i}]."
+        runs.append(RunSample(need(r, "hash", str, where), need(r, "label", str, where),
+                              float(need(r, "macs", (int, float), where)), need(r, "steps", int, where),
+                              float(need(r, "cpu_s", (int, float), where)),
+                              float(need(r, "wall_s", (int, float), where))))
+    return CpuReference(need(doc, "machine", str, ""), need(doc, "measured", str, ""), need(doc, "commit", str, ""),
+                        tuple(runs), **numbers,
+                        rates={k: float(need(rates, k, (int, float), "rates.")) for k in RATE_NAMES if k in rates})
+
+
+@lru_cache(maxsize=None)
+def load(path: Path = REFERENCE_FILE) -> CpuReference | None:
+    """The shipped reference, or None (with a warning naming the file) when it is missing or damaged."""
+    import sys
+
+    try:
+        return parse(json.loads(path.read_text(encoding="utf-8")))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        print(f"warning: ignoring the CPU reference {path} ({exc}); CPU figures fall back to a per-core guess",
+              file=sys.stderr)
+        return None

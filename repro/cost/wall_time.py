@@ -1,0 +1,208 @@
+"""A command's wall time, phase by phase: start-up, FLOP counts, each table's training and the rest, the report.
+
+    verify-all = start-up + FLOP check (every distinct model, three ways) + each table + the report
+    run ID...  = start-up + each table, its models counted the first time it meets them
+    a table    = FLOP counting + training (the runs it is the first to train, repro.cost.estimate, and its
+                 worker processes) + latency + the rest (data checks, claims, tables, what no phase covers)
+
+Each phase is a rate times what the plan holds of it (models, tables, the run model's seconds). A rate is
+fitted to the phases a results folder measured (`timings.json`, repro.results.timings; without it the tables'
+wall times that the file times give, repro.cost.measured) or else a reference, and every figure says
+which: "fitted", "measured" (a device figure from this CPU's benchmark or a calibration file) or
+"reference". The counts on disk (FLOPs, model sizes) are taken as cold: a first run's time.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from repro.cost.estimate import CostModel, duration, estimate_latency, seconds_text
+from repro.cost.measured import FolderTimes
+from repro.plan.manifest import Manifest
+from repro.measure.flop_check import row_key
+
+# repro.results.timings' phases, as the parts below price them
+PHASE_OF = {"start-up and imports": "start-up", "FLOP check": "FLOP check", "FLOP counting": "FLOP counting",
+            "data checks": "rest", "stand-in pretraining": "training", "training": "training", "latency": "latency",
+            "claims": "rest", "tables": "rest", "figures": "report", "report": "report", "timings": "report"}
+BASES = ("fitted", "measured", "reference")  # from strongest to weakest
+
+
+@dataclass(frozen=True)
+class Rate:
+    seconds: float  # per unit
+    basis: str  # "fitted" or "reference"
+    why: str  # where the figure comes from
+
+
+def _reference(name: str, guess: float, why: str) -> Rate:
+    """The rate measured on the CPU reference's machine (repro.cost.cpu_reference), else a guess."""
+    from repro.cost import cpu_reference as reference
+
+    ref = reference.load()
+    if ref is not None and name in ref.rates:
+        return Rate(ref.rates[name], "reference", f"measured on {ref.machine}, {ref.measured}")
+    return Rate(guess, "reference", why)
+
+
+@dataclass(frozen=True)
+class Rates:
+    """Seconds per unit of each phase that the run model does not price."""
+
+    # The interpreter and the command line's imports (torch: 6 s on the project's 2-core CI machine).
+    startup: Rate = _reference("startup", 6.0, "torch's import on a 2-core CPU")
+    flop_model: Rate = _reference("flop_model", 0.5, "analytic, fvcore and torch counts of one model")  # per model
+    workers: Rate = _reference("workers", 6.0, "worker processes each import torch")  # per table that trains in them
+    latency: Rate = _reference("latency", 1.0, "the latency estimate as it stands")  # x estimate_latency
+    rest: Rate = _reference("rest", 1.0, "data checks, claims, table files")  # per table
+    report: Rate = _reference("report", 15.0, "figures, report.md and report.html")  # per report
+
+
+# What fit_rates prices a command with to read each phase's units back (models counted, latency estimated,
+# runs priced), whatever the reference rates are: one second a model, the latency estimate as it is, no
+# worker start-up.
+_UNITS = Rates(flop_model=Rate(1.0, "", ""), workers=Rate(0.0, "", ""), latency=Rate(1.0, "", ""))
+
+
+@dataclass(frozen=True)
+class Part:
+    phase: str
+    table: str  # "" for the command's own parts
+    seconds: float
+    basis: str
+
+
+@dataclass(frozen=True)
+class CommandTime:
+    command: str
+    parts: tuple[Part, ...]
+
+    @property
+    def seconds(self) -> float:
+        return sum(p.seconds for p in self.parts)
+
+    def table(self, manifest_id: str) -> float:
+        return sum(p.seconds for p in self.parts if p.table == manifest_id)
+
+    def basis(self, manifest_id: str | None = None) -> str:
+        """The weakest basis among the parts that carry a tenth of the time or more."""
+        parts = [p for p in self.parts if manifest_id is None or p.table == manifest_id]
+        total = sum(p.seconds for p in parts) or 1.0
+        weighty = [p.basis for p in parts if p.seconds >= 0.1 * total] or ["reference"]
+        return max(weighty, key=BASES.index)
+
+
+def _weaker(a: str, b: str) -> str:
+    return max(a, b, key=BASES.index)
+
+
+def command_time(manifests: list[Manifest], profile: str, model: CostModel, rates: Rates = Rates(),
+                 verify_all: bool = True, recorded: frozenset[str] = frozenset()) -> CommandTime:
+    """The wall time of `repro verify-all` (or `repro run` of these manifests) at `profile`; the runs in
+    `recorded` are reused, not trained."""
+    parts = [Part("start-up", "", rates.startup.seconds, rates.startup.basis)]
+    counted: set[str] = set()
+    if verify_all:
+        models = {row_key(r) for m in manifests for r in m.rows}
+        counted |= models
+        parts.append(Part("FLOP check", "", len(models) * rates.flop_model.seconds, rates.flop_model.basis))
+    trained: set[str] = set(recorded)
+    for m in manifests:
+        if profile not in m.profiles:
+            continue
+        new = {row_key(r) for r in m.rows if "flops" in r.measures} - counted
+        counted |= new
+        parts.append(Part("FLOP counting", m.id, len(new) * rates.flop_model.seconds, rates.flop_model.basis))
+        if "accuracy" in m.measures():
+            cost = model.cost([(m, profile)], skip=frozenset(trained))
+            device = model.device(m.profiles[profile])
+            trained |= {p.cfg.hash for p in _planned(m, profile)}
+            in_workers = device.parallel > 1 or (device.kind == "cpu" and _cpus() > 1)  # the local executor's default
+            workers = rates.workers.seconds if cost.runs and in_workers else 0.0
+            parts.append(Part("training", m.id, cost.wall_seconds + workers,
+                              _weaker(device.basis, rates.workers.basis) if workers else device.basis))
+        if "latency" in m.measures():
+            seconds, _ = estimate_latency(m, profile, model)
+            parts.append(Part("latency", m.id, seconds * rates.latency.seconds, rates.latency.basis))
+        parts.append(Part("rest", m.id, rates.rest.seconds, rates.rest.basis))
+    if verify_all:
+        parts.append(Part("report", "", rates.report.seconds, rates.report.basis))
+    return CommandTime("verify-all" if verify_all else "run " + " ".join(m.id for m in manifests), tuple(parts))
+
+
+def table_line(manifest: Manifest, profile: str, model: CostModel, rates: Rates = Rates(),
+               recorded: frozenset[str] = frozenset()) -> str:
+    """One line before `repro <id>` trains: its time alone (start-up aside), what it is made of, its basis."""
+    t = command_time([manifest], profile, model, rates, verify_all=False, recorded=recorded)
+    mine = [p for p in t.parts if p.table == manifest.id and p.seconds >= 0.5]
+    parts = ", ".join(f"{p.phase} {seconds_text(p.seconds)}" for p in mine) or "nothing to speak of"
+    return f"{duration(t.table(manifest.id))} ({t.basis(manifest.id)}: {parts})"
+
+
+def _cpus() -> int:
+    import os
+
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def _planned(manifest: Manifest, profile: str):
+    from repro.plan.recipes import planned_runs
+
+    return planned_runs(manifest, manifest.profiles[profile])
+
+
+def fit_rates(times: FolderTimes, manifests: list[Manifest], model: CostModel) -> Rates:
+    """Each rate fitted to what the folder measured (timings.json's phases; else the tables' wall times from
+    the file times, for the per-table rest), the others left at their reference. `model` carries the fitted
+    run figures already (repro.cost.fit.fit_model)."""
+    rates = Rates()
+    by_id = {m.id: m for m in manifests}
+    units: dict[str, list[tuple[float, float]]] = {}  # rate -> (measured seconds, units) per observation
+    for profile, commands in times.commands.items():
+        for name, cmd in commands.items():
+            mine = [by_id[t] for t in cmd.tables if t in by_id and profile in by_id[t].profiles]
+            before = frozenset(h for h, r in times.runs.items() if cmd.started is not None and r.ended < cmd.started)
+            estimate = command_time(mine, profile, model, _UNITS, verify_all=name == "verify-all", recorded=before)
+            units.setdefault("startup", []).append((cmd.phases.get("start-up and imports", 0.0), 1.0))
+            flops = sum(cmd.phases.get(k, 0.0) for k in ("FLOP check", "FLOP counting"))
+            n_models = sum(p.seconds for p in estimate.parts if p.phase in ("FLOP check", "FLOP counting"))
+            units.setdefault("flop_model", []).append((flops, n_models / _UNITS.flop_model.seconds))
+            lat = cmd.phases.get("latency", 0.0)
+            lat_est = sum(p.seconds for p in estimate.parts if p.phase == "latency")
+            if lat_est:
+                units.setdefault("latency", []).append((lat, lat_est))
+            train = sum(cmd.phases.get(k, 0.0) for k in ("training", "stand-in pretraining"))
+            runs_est = sum(p.seconds for p in estimate.parts if p.phase == "training")  # _UNITS: no worker term
+            training_tables = sum(1 for p in estimate.parts if p.phase == "training" and p.seconds > 0)
+            if training_tables:
+                units.setdefault("workers", []).append((max(0.0, train - runs_est), training_tables))
+            covered = sum(cmd.phases.values())
+            rest = sum(cmd.phases.get(k, 0.0) for k in ("data checks", "claims", "tables")) + max(0.0, cmd.wall_s - covered)
+            units.setdefault("rest", []).append((rest, max(1, len(mine))))
+            if name == "verify-all":
+                units.setdefault("report", []).append(
+                    (sum(cmd.phases.get(k, 0.0) for k in ("figures", "report", "timings")), 1.0))
+    if "rest" not in units:  # no timings.json: the tables' wall times less what the model prices in them
+        bare = dataclasses.replace(_UNITS, rest=Rate(0.0, "", ""))
+        residuals: dict[bool, list[float]] = {True: [], False: []}  # by whether the table trained runs
+        for profile, tables in times.tables.items():
+            for manifest_id, table in tables.items():
+                m = by_id.get(manifest_id)
+                if m is None or profile not in m.profiles or table.phases:
+                    continue
+                own = command_time([m], profile, model, bare, verify_all=False)
+                priced = sum(p.seconds for p in own.parts if p.table == m.id and p.phase != "FLOP counting")
+                trains = any(p.phase == "training" and p.seconds > 0 for p in own.parts)
+                residuals[trains].append(max(0.0, table.wall_s - priced))
+        if residuals[False]:
+            units["rest"] = [(s, 1.0) for s in residuals[False]]
+        if residuals[True]:
+            rest = (sum(residuals[False]) / len(residuals[False])) if residuals[False] else rates.rest.seconds
+            units["workers"] = [(max(0.0, s - rest), 1.0) for s in residuals[True]]
+    fitted = {}
+    for name, obs in units.items():
+        seconds, count = sum(s for s, _ in obs), sum(n for _, n in obs)
+        if count > 0:
+            fitted[name] = Rate(seconds / count, "fitted", f"{len(obs)} measurement(s) in this results folder")
+    return dataclasses.replace(rates, **fitted)

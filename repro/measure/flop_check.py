@@ -1,0 +1,183 @@
+"""The "flops" measure: every row's per-sample FLOPs counted three ways, and its routed fraction rho.
+
+Counting builds the model and traces it (repro.models.flops), so reports are kept per
+process by model identity. `flop_summary` also keeps the counts on disk, keyed by
+the model and a fingerprint of the code that builds and counts it; the FLOP check
+itself always counts afresh. The cost estimates of `repro list` need only the
+backbone's and head's multiply-adds: `estimate_macs` reads a shipped model's from
+repro.measure.model_macs, another's from that cache, or counts them from layer shapes
+in one forward pass (repro.models.flops' analytic column, without the fvcore and torch
+cross-checks that make a full count slow) and caches them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from repro import REPO_ROOT
+from repro.core.cache import cache_dir, read_json, write_json
+from repro.data.specs import get_dataset
+from repro.plan.manifest import Manifest, Row
+from repro.measure.measurer import Context
+from repro.measure.model_macs import model_key, shipped_macs
+from repro.models import Component
+from repro.results.measurements import FLOP_SUMMARY, Measured
+
+if TYPE_CHECKING:  # torch is imported only when a model is actually counted
+    from repro.models.flops import FlopReport
+
+
+def row_key(row: Row) -> str:
+    return model_key(row.dataset, row.backbone, row.head)
+
+
+def model_flops(dataset: str, backbone: Component, head: Component) -> FlopReport:
+    """Per-sample FLOPs of a model at the paper's resolution, counted in this process once."""
+    return _flops_for(model_key(dataset, backbone, head))
+
+
+def row_flops(row: Row) -> FlopReport:
+    return _flops_for(row_key(row))
+
+
+@lru_cache(maxsize=None)
+def _flops_for(key: str) -> FlopReport:
+    from repro.models.flops import count_flops
+    from repro.models import build_model
+    from repro.models.zero_banks import built_for_counting
+    from repro.plan.recipes import at_last_epoch
+
+    import torch
+
+    spec = json.loads(key)
+    # A fixed seed: a head whose executed ops depend on its weights (the ReLU-routed gates open per input)
+    # must count the same in every process, and the caller's random stream is left as it was. Expert banks
+    # hold zeros (repro.models.zero_banks): no count reads them, and drawing them was half the check's time.
+    with torch.random.fork_rng(devices=[]), built_for_counting():
+        torch.manual_seed(0)
+        model = build_model(spec["dataset"], Component(**spec["backbone"]), Component(**spec["head"]))
+        # Count the model as it infers after training: schedules (the k warm-up) at their last epoch.
+        return count_flops(at_last_epoch(model, spec["dataset"]), get_dataset(spec["dataset"]).input_shape)
+
+
+def _code_fingerprint() -> str:
+    """Hash of the sources that decide a count: a changed model or rule invalidates the disk cache."""
+    files = sorted((REPO_ROOT / "repro" / "models").glob("*.py"))  # the models and their counter (models/flops.py)
+    digest = hashlib.sha256()
+    for path in files:
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def _summary_path(key: str) -> Path:
+    name = hashlib.sha256(f"{_fingerprint()}|{key}".encode()).hexdigest()[:24]
+    return cache_dir("flops") / f"{name}.json"
+
+
+@lru_cache(maxsize=1)
+def _fingerprint() -> str:
+    return _code_fingerprint()
+
+
+def flop_summary(dataset: str, backbone: Component, head: Component) -> dict[str, Any]:
+    """`FlopReport.summary()` of a model, from the disk cache when the same code counted it before."""
+    key = model_key(dataset, backbone, head)
+    path = _summary_path(key)
+    cached = read_json(path)
+    if isinstance(cached, dict) and cached.get("key") == key:
+        return cached["summary"]
+    summary = _flops_for(key).summary()
+    write_json(path, {"key": key, "summary": summary})
+    return summary
+
+
+def estimate_macs(dataset: str, backbone: Component, head: Component, count: bool = True) -> dict[str, int] | None:
+    """{"backbone_macs", "head_macs"} per sample at the paper's resolution, for cost estimates: a shipped
+    model's from repro.measure.model_macs, another's from the caches or counted (None when not cached and
+    `count` is False: torch-free callers such as the report)."""
+    key = model_key(dataset, backbone, head)
+    if (shipped := shipped_macs(key)) is not None:
+        return shipped
+    full = read_json(_summary_path(key))
+    if isinstance(full, dict) and full.get("key") == key:
+        return {k: full["summary"][k] for k in ("backbone_macs", "head_macs")}
+    path = cache_dir("macs") / _summary_path(key).name
+    cached = read_json(path)
+    if isinstance(cached, dict) and cached.get("key") == key:
+        return cached["macs"]
+    if not count:
+        return None
+    macs = _shape_macs(key)
+    write_json(path, {"key": key, "macs": macs})
+    return macs
+
+
+def _shape_macs(key: str) -> dict[str, int]:
+    """Multiply-adds of convolutions and matrix products (and modules' own formulas) from one forward pass."""
+    from repro.core.devices import cpu_threads
+
+    with cpu_threads("cpu", 1):  # batch-1 passes: threads only contend (60x slower on a busy 2-core host)
+        return _count_from_shapes(json.loads(key))
+
+
+def _shape_model(spec: dict[str, Any], image_size: int | None = None):
+    """The model `spec` names, at `image_size` (built for it, as a run builds it) or the dataset's own, on the
+    meta device (no weight initialisation, the slow part), then given plain values: a per-sample count
+    depends on shapes and on how many experts a sample runs, never on weight values."""
+    import torch
+
+    from repro.models.flops import plain_values
+    from repro.models import build_model
+    from repro.plan.recipes import at_last_epoch
+
+    with torch.device("meta"):
+        model = build_model(spec["dataset"], Component(**spec["backbone"]), Component(**spec["head"]),
+                            **({"image_size": image_size} if image_size else {}))
+    return plain_values(at_last_epoch(model.to_empty(device="cpu"), spec["dataset"]).eval())
+
+
+def analytic_summary(dataset: str, backbone: Component, head: Component) -> dict[str, Any]:
+    """The FLOP_SUMMARY metrics of a model from the analytic column alone (repro.models.flops.count_analytic), counted
+    once per process: for models only compared with ones the FLOP check counted three ways (the readings)."""
+    return _analytic_for(model_key(dataset, backbone, head))
+
+
+@lru_cache(maxsize=None)
+def _analytic_for(key: str) -> dict[str, Any]:
+    from repro.core.devices import cpu_threads
+    from repro.models.flops import count_analytic
+
+    spec = json.loads(key)
+    with cpu_threads("cpu", 1):
+        summary = count_analytic(_shape_model(spec), get_dataset(spec["dataset"]).input_shape).summary()
+    return {name: summary[name] for name in FLOP_SUMMARY}
+
+
+def _count_from_shapes(spec: dict[str, Any], image_size: int | None = None) -> dict[str, int]:
+    """Per-sample multiply-adds of the model `spec` names, at `image_size` or the dataset's own: the analytic
+    column of repro.models.flops (a ReLU-routed head at its mean experts a sample, as the FLOP check reports it)."""
+    from repro.models.flops import count_analytic
+
+    channels, *size = get_dataset(spec["dataset"]).input_shape
+    report = count_analytic(_shape_model(spec, image_size), (channels, *([image_size] * 2 if image_size else size)))
+    return {"backbone_macs": report.backbone, "head_macs": report.head}
+
+
+def measure_flops(manifest: Manifest, ctx: Context) -> Measured:
+    out = Measured()
+    for row in manifest.rows:
+        if "flops" not in row.measures:
+            continue
+        report = row_flops(row)
+        summary = report.summary()
+        for name in FLOP_SUMMARY:
+            out.set_row(row.id, name, summary[name])
+        out.details.setdefault("flops", {})[row.id] = summary
+        out.problems += [f"{manifest.id}/{row.id}: {p}" for p in report.problems]
+        if ctx.progress is not None:
+            ctx.progress.log(f"{manifest.id}/{row.id}: {report.total / 1e6:,.2f} MMAC, rho {report.rho:.3%}")
+    return out

@@ -1,0 +1,86 @@
+"""The counts the readings table needs: every row an analytic claim reads, under each alternative reading.
+
+repro.claims.under_readings decides the claims; it asks for the metrics of each varied row through a
+`recount` callable. Here that callable counts: FLOPs from the analytic column alone (the readings'
+models are only compared with rows the FLOP check counted three ways; repro.measure.flop_check.
+analytic_summary, once per distinct model and process) and, for rows that time latency, operator
+counts of the head (repro.measure.latency.operator_counts). What was counted is kept in the table's
+results (details["readings"]) with the CPU-seconds it took, so `repro report` decides the readings
+again, with the current rules, and counts nothing.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from repro.claims import evidence_for
+from repro.claims.under_readings import ClaimReadings, decide_readings
+from repro.plan.manifest import Manifest, Row
+from repro.measure.flop_check import analytic_summary, model_key
+from repro.results.measurements import READINGS_DETAIL, ManifestResult, Measured, derive_comparisons
+
+
+def row_counts(row: Row) -> dict[str, Any]:
+    """A row's analytic metrics, counted without training or timing."""
+    out: dict[str, Any] = {}
+    if "flops" in row.measures:
+        out.update(analytic_summary(row.dataset, row.backbone, row.head))
+    if "latency" in row.measures:
+        from repro.measure.latency import operator_counts
+
+        out.update(operator_counts(row))
+    return out
+
+
+class Counter:
+    """The recount callable: counts each varied row once, and keeps what it counted and the CPU time it took."""
+
+    def __init__(self) -> None:
+        self.rows: dict[str, dict[str, Any]] = {}
+        self.models: set[str] = set()
+        self.cpu_seconds = 0.0
+
+    def __call__(self, row: Row) -> dict[str, Any]:
+        if row.id not in self.rows:
+            start = time.process_time()
+            self.rows[row.id] = row_counts(row)
+            self.cpu_seconds += time.process_time() - start
+            self.models.add(model_key(row.dataset, row.backbone, row.head))
+        return self.rows[row.id]
+
+    def detail(self) -> dict[str, Any]:
+        return {"rows": self.rows, "models": len(self.models), "cpu_seconds": round(self.cpu_seconds, 3)}
+
+
+def count_readings(manifest: Manifest, result: ManifestResult) -> None:
+    """Count every row the manifest's analytic claims read, under each alternative reading; into the result."""
+    if not any(c.scope == "analytic" for c in manifest.claims):
+        return
+    counter = Counter()
+    decide_readings(manifest, evidence_for(manifest, result), counter)
+    result.measured.details[READINGS_DETAIL] = counter.detail()
+
+
+def readings_for(manifest: Manifest, profile: str = "smoke") -> tuple[list[ClaimReadings], dict[str, Any]]:
+    """`repro readings`: the manifest's analytic claims under every reading, from counts alone (no training,
+    no timing): the rows its analytic claims read counted as the table would, then every alternative."""
+    from repro.claims.references import claim_rows
+
+    read = {r for c in manifest.claims if c.scope == "analytic" for r in claim_rows(c, manifest.comparisons)}
+    measured = Measured()
+    base = Counter()
+    for row in manifest.rows:
+        if row.id in read:
+            for metric, value in base(row).items():
+                measured.set_row(row.id, metric, value)
+    derive_comparisons(manifest.comparisons, measured)
+    result = ManifestResult(manifest.id, manifest.title, manifest.paper_ref, manifest.paper_table, profile, measured,
+                            [], {}, manifest.profiles.get(profile))
+    counter = Counter()
+    entries = decide_readings(manifest, evidence_for(manifest, result), counter)
+    detail = counter.detail()
+    detail["cpu_seconds"] = round(counter.cpu_seconds + base.cpu_seconds, 3)
+    detail["models"] = len(counter.models | base.models)
+    return entries, detail
+

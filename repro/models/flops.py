@@ -1,0 +1,359 @@
+"""FLOP accounting: analytical formulas checked against fvcore and torch, and rho.
+
+Convention (the paper's Section 4.1 "FLOPs are computed analytically"): a
+multiply-add counts as one FLOP, as fvcore counts. torch's FlopCounterMode counts
+two per multiply-add, so its numbers are halved before comparison. Only
+convolutions and matrix products count in the primary convention; a second
+convention adds normalisation, activation and pooling (one per element,
+two for an affine BatchNorm) to show how sensitive rho is.
+
+Counts are per sample: one image at the paper's resolution, in evaluation mode,
+so an MoE counts the experts a sample actually executes (Section 3.1: rho =
+FLOPs_routed / FLOPs_total).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import warnings
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Callable
+
+import torch
+from torch import nn
+from torch.overrides import TorchFunctionMode
+from torch.utils.flop_counter import FlopCounterMode
+
+from repro.core.devices import cpu_threads
+from repro.models.classifier import Classifier
+
+# ---------------------------------------------------------------------------
+# Analytical formulas, written from layer shapes. Each gives the multiply-adds a
+# module performs itself (not in its children) for one recorded call.
+Shapes = tuple[list[torch.Size], torch.Size]  # (input shapes, output shape)
+
+
+def plain_values(module: nn.Module) -> nn.Module:
+    """Give a model built on the meta device (then `to_empty`) plain values: parameters 0, floating buffers 1
+    (running variances of 1: no division by zero), others 0. A count depends on shapes, never on weights; a
+    module whose count reads a buffer (a ReLU-routed head's mean experts a sample) sets it again itself
+    (`reset_counted_buffers`)."""
+    with torch.no_grad():
+        for t in module.parameters():
+            t.zero_()
+        for t in module.buffers():
+            t.fill_(1 if t.is_floating_point() else 0)
+    for m in module.modules():
+        if hasattr(m, "reset_counted_buffers"):
+            m.reset_counted_buffers()
+    return module
+
+
+def conv2d_macs(m: nn.Conv2d, shapes: Shapes) -> int:
+    _, out = shapes
+    return math.prod(out) * (m.in_channels // m.groups) * math.prod(m.kernel_size)
+
+
+def linear_macs(m: nn.Linear, shapes: Shapes) -> int:
+    _, out = shapes
+    return math.prod(out) * m.in_features  # (N, out) rows, each in_features multiply-adds
+
+
+OWN_MACS: dict[type, Callable[[nn.Module, Shapes], int]] = {
+    nn.Conv2d: conv2d_macs,
+    nn.Linear: linear_macs,
+}
+# Modules of this package that compute outside their children (a router's cosine
+# term, a kernel mixture) carry their own formula as a method:
+#     def own_macs(self, shapes: Shapes) -> int
+
+
+def _input_elements(args: tuple, kwargs: dict) -> int:
+    return args[0].numel()
+
+
+def _batch_norm(args: tuple, kwargs: dict) -> int:
+    weight = args[3] if len(args) > 3 else kwargs.get("weight")
+    return args[0].numel() * (2 if weight is not None else 1)  # normalise, then scale and shift when affine
+
+
+# Second convention: normalisation, activation and pooling, per element. Counted
+# per function call, so that a forward calling one (MobileNet-V2 pools with
+# F.adaptive_avg_pool2d) counts as a module wrapping it (nn.AdaptiveAvgPool2d) does;
+# each call belongs to the innermost module running when it is made.
+EXTRA_FUNCTIONS: dict[str, Callable[[tuple, dict], int]] = {
+    "batch_norm": _batch_norm,
+    "relu": _input_elements,
+    "hardtanh": _input_elements,  # ReLU6
+    "max_pool2d": _input_elements,
+    "avg_pool2d": _input_elements,
+    "adaptive_avg_pool2d": _input_elements,
+}
+
+
+class _ExtraOps(TorchFunctionMode):
+    """Element counts of EXTRA_FUNCTIONS calls, by the module path that issued them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stack: list[str] = []
+        self.counts: dict[str, int] = defaultdict(int)
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        rule = EXTRA_FUNCTIONS.get(getattr(func, "__name__", ""))
+        if rule is not None and self.stack:
+            self.counts[self.stack[-1]] += rule(args, kwargs)
+        return func(*args, **kwargs)
+
+
+# fvcore ops that are neither convolution nor matrix product: zero in the primary
+# convention, declared here so that any op not listed is reported, never ignored.
+NON_MAC_OPS = [
+    "aten::add", "aten::add_", "aten::mul", "aten::mul_", "aten::div", "aten::sub", "aten::rsub",
+    "aten::max_pool2d", "aten::avg_pool2d", "aten::adaptive_avg_pool2d", "aten::batch_norm",
+    "aten::hardtanh", "aten::hardtanh_", "aten::relu", "aten::relu_", "aten::softmax", "aten::log_softmax",
+    "aten::topk", "aten::sort", "aten::argsort", "aten::argmax", "aten::mean", "aten::sum", "aten::norm",
+    "aten::linalg_vector_norm", "aten::clamp_min", "aten::clamp", "aten::expand_as", "aten::index_add_",
+    "aten::index_add", "aten::scatter", "aten::scatter_", "aten::scatter_add_", "aten::ones_like",
+    "aten::numel", "aten::exp", "aten::log", "aten::neg", "aten::sigmoid", "aten::where", "aten::index_select",
+    "aten::masked_select", "aten::cumsum", "aten::lt", "aten::le", "aten::ne", "aten::sqrt", "aten::pow",
+    "aten::abs", "aten::repeat", "aten::new_ones", "aten::fill_", "aten::zero_", "aten::bincount",
+    "aten::one_hot", "aten::logical_and", "aten::logical_not", "aten::any", "aten::all", "aten::min",
+    "aten::amax", "aten::detach_", "aten::unflatten", "aten::scalar_tensor", "aten::item", "aten::dim",
+    "aten::ceil", "aten::alias", "aten::lift_fresh", "aten::dropout_", "aten::feature_dropout",
+    "aten::_set_item", "aten::new_tensor", "aten::tensor", "aten::masked_fill_", "aten::index_put",
+    "aten::nonzero_numpy", "aten::scatter_add", "aten::clamp_max",
+    # ReLU routing and NormSiLU (repro.models.relu_routed): comparisons, fills, normalisation, SiLU
+    "aten::gt", "aten::full_like", "aten::layer_norm", "aten::silu", "aten::silu_",
+    # torchvision CNNs counted by `repro rho`: ConvNeXt's GELU, MobileNet-V3's hard swish and hard sigmoid
+    "aten::gelu", "aten::hardswish", "aten::hardswish_", "aten::hardsigmoid", "aten::hardsigmoid_",
+]
+
+
+# ---------------------------------------------------------------------------
+@dataclass
+class ModuleCount:
+    name: str  # module path; "" is the whole model
+    kind: str
+    analytic: int  # multiply-adds
+    fvcore: int  # multiply-adds
+    torch: int  # FLOPs, two per multiply-add
+
+    @property
+    def agrees(self) -> bool:
+        return self.analytic == self.fvcore and 2 * self.analytic == self.torch
+
+
+@dataclass
+class FlopReport:
+    """Per-sample counts of one model; MACs throughout (multiply-add = 1)."""
+
+    input_shape: tuple[int, ...]
+    modules: list[ModuleCount]
+    routed_modules: list[str]
+    total: int
+    backbone: int
+    head: int
+    routed: int
+    total_all_ops: int
+    routed_all_ops: int
+    problems: list[str] = field(default_factory=list)
+    mean_shift: int = 0  # MACs added to the traced count to report a data-dependent head at its mean
+
+    @property
+    def rho(self) -> float:
+        return self.routed / self.total
+
+    @property
+    def rho_all_ops(self) -> float:
+        return self.routed_all_ops / self.total_all_ops
+
+    @property
+    def head_share(self) -> float:
+        return self.head / self.total
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def summary(self) -> dict:
+        return {
+            "total_macs": self.total, "backbone_macs": self.backbone, "head_macs": self.head,
+            "routed_macs": self.routed, "rho": self.rho, "head_share": self.head_share,
+            "total_all_ops": self.total_all_ops, "routed_all_ops": self.routed_all_ops,
+            "rho_all_ops": self.rho_all_ops, "routed_modules": self.routed_modules,
+            "checked_modules": len(self.modules), "problems": self.problems,
+        }
+
+
+def _record_shapes(model: nn.Module, x: torch.Tensor, also: contextlib.AbstractContextManager | None = None
+                   ) -> tuple[dict[str, list[Shapes]], dict[str, int]]:
+    """Each module's call shapes, and the second convention's element counts it issued itself; `also` (torch's
+    counter) observes the same forward pass."""
+    calls: dict[str, list[Shapes]] = defaultdict(list)
+    extra = _ExtraOps()
+    handles = []
+    for name, module in model.named_modules():
+        def enter(mod, inputs, name=name):
+            extra.stack.append(name)
+
+        def leave(mod, inputs, output, name=name):
+            extra.stack.pop()
+            ins = [i.shape for i in inputs if isinstance(i, torch.Tensor)]
+            calls[name].append((ins, output.shape if isinstance(output, torch.Tensor) else torch.Size()))
+        handles += [module.register_forward_pre_hook(enter), module.register_forward_hook(leave)]
+    try:
+        with torch.no_grad(), extra, also or contextlib.nullcontext():
+            model(x)
+    finally:
+        for h in handles:
+            h.remove()
+    return calls, dict(extra.counts)
+
+
+def _own_macs(module: nn.Module, calls: list[Shapes]) -> int:
+    if hasattr(module, "own_macs"):
+        return sum(module.own_macs(c) for c in calls)
+    for cls in type(module).__mro__:
+        if cls in OWN_MACS:
+            return sum(OWN_MACS[cls](module, c) for c in calls)
+    return 0
+
+
+def _rollup(own: dict[str, int]) -> dict[str, int]:
+    """Totals per module path: each module's own count added to all its ancestors."""
+    total: dict[str, int] = defaultdict(int)
+    for name, n in own.items():
+        total[name] += n
+        parts = name.split(".") if name else []
+        for i in range(len(parts)):
+            total[".".join(parts[:i])] += n
+    return total
+
+
+def _zero(inputs, outputs) -> int:
+    return 0
+
+
+def _fvcore_counts(model: nn.Module, x: torch.Tensor) -> tuple[dict[str, int], dict[str, dict[str, int]]]:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)  # torch deprecates the jit tracing fvcore relies on
+        from fvcore.nn import FlopCountAnalysis
+
+    fa = FlopCountAnalysis(model, x)
+    fa.set_op_handle(**{op: _zero for op in NON_MAC_OPS})
+    fa.unsupported_ops_warnings(False).uncalled_modules_warnings(False).tracer_warnings("none")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        by_module = {k: int(v) for k, v in fa.by_module().items()}
+        unsupported = {name: dict(fa.unsupported_ops(name)) for name, _ in model.named_modules()}
+    return by_module, unsupported
+
+
+def _torch_counts(model: nn.Module, counter: FlopCounterMode) -> dict[str, int]:
+    """torch's counts by module path, from a counter that observed one forward pass of `model`."""
+    root = type(model).__name__
+    out: dict[str, int] = {}
+    for name, ops in counter.get_flop_counts().items():
+        if name == "Global":
+            continue
+        key = "" if name == root else name[len(root) + 1:]
+        out[key] = int(sum(ops.values()))
+    return out
+
+
+def _own_unsupported(model: nn.Module, unsupported: dict[str, dict[str, int]]) -> dict[str, dict[str, int]]:
+    """Unsupported ops attributed to the innermost module that issues them."""
+    own = {}
+    for name, module in model.named_modules():
+        ops = dict(unsupported.get(name, {}))
+        for child, _ in module.named_children():
+            for op, n in unsupported.get(f"{name}.{child}" if name else child, {}).items():
+                ops[op] = ops.get(op, 0) - n
+        ops = {op: n for op, n in ops.items() if n > 0}
+        if ops:
+            own[name] = ops
+    return own
+
+
+def count_flops(model: Classifier, input_shape: tuple[int, ...]) -> FlopReport:
+    """Count one sample's FLOPs three ways and check they agree module by module."""
+    with cpu_threads("cpu", 1):  # batch-1 passes: more threads only spin against each other
+        return _count_flops(model, input_shape)
+
+
+def _analytic(model: Classifier, x: torch.Tensor, also: contextlib.AbstractContextManager | None = None
+              ) -> tuple[dict, dict[str, int], dict[str, int]]:
+    """(each module's calls, its analytic MACs rolled up, the same with the second convention's ops)."""
+    calls, extra_own = _record_shapes(model, x, also)
+    modules = dict(model.named_modules())
+    own = {n: _own_macs(modules[n], c) for n, c in calls.items()}
+    extra = {n: extra_own.get(n, 0) for n in calls}
+    return calls, _rollup(own), _rollup({n: own[n] + extra[n] for n in own})
+
+
+def _report(model: Classifier, input_shape: tuple[int, ...], analytic: dict[str, int], analytic_all: dict[str, int],
+            rows: list[ModuleCount], problems: list[str]) -> FlopReport:
+    routed_names = model.routed_module_names()
+    # A head whose experts per sample depend on the data (ReLU routing) counts the mean, not the
+    # traced input's draw: the three counters checked the executed dispatch itself.
+    shift = model.head.expected_macs() - analytic.get("head", 0) if hasattr(model.head, "expected_macs") else 0
+    routed_shift = shift if "head" in routed_names else 0
+    return FlopReport(
+        input_shape=tuple(input_shape),
+        modules=rows,
+        routed_modules=routed_names,
+        total=analytic[""] + shift,
+        backbone=analytic.get("backbone", 0),
+        head=analytic.get("head", 0) + shift,
+        routed=sum(analytic.get(n, 0) for n in routed_names) + routed_shift,
+        total_all_ops=analytic_all[""] + shift,
+        routed_all_ops=sum(analytic_all.get(n, 0) for n in routed_names) + routed_shift,
+        mean_shift=shift,
+        problems=problems,
+    )
+
+
+def count_analytic(model: Classifier, input_shape: tuple[int, ...]) -> FlopReport:
+    """The analytic column alone (no fvcore, no torch counter): the same totals count_flops reports, from one
+    forward pass. For models counted only to compare with ones count_flops checked (the readings table)."""
+    with cpu_threads("cpu", 1):
+        model = model.eval()
+        _, analytic, analytic_all = _analytic(model, torch.randn(1, *input_shape))
+        return _report(model, input_shape, analytic, analytic_all, [], [])
+
+
+def _count_flops(model: Classifier, input_shape: tuple[int, ...]) -> FlopReport:
+    model = model.eval()
+    x = torch.randn(1, *input_shape)
+    # The analytic column and torch's counter observe one forward pass (each counts it its own way: module
+    # shapes and formulas, aten ops); fvcore traces its own.
+    counter = FlopCounterMode(display=False)
+    calls, analytic, analytic_all = _analytic(model, x, counter)
+    modules = dict(model.named_modules())
+    fv, unsupported = _fvcore_counts(model, x)
+    tc = _torch_counts(model, counter)
+
+    problems: list[str] = []
+    rows: list[ModuleCount] = []
+    for name, module in model.named_modules():
+        if name not in calls:  # containers such as ModuleList are never called themselves
+            continue
+        a, f, t = analytic.get(name, 0), fv.get(name, 0), tc.get(name, 0)
+        if a == f == t == 0:
+            continue
+        count = ModuleCount(name, type(module).__name__, a, f, t)
+        rows.append(count)
+        if not count.agrees:
+            problems.append(
+                f"module '{name or '<model>'}' ({count.kind}): analytic {a:,} vs fvcore {f:,} vs torch/2 {t / 2:,.1f} MACs"
+            )
+    for name, ops in _own_unsupported(model, unsupported).items():
+        kind = type(modules[name]).__name__
+        for op, n in sorted(ops.items()):
+            problems.append(f"module '{name or '<model>'}' ({kind}): fvcore cannot count op {op} ({n} call(s))")
+    problems = sorted(set(problems))
+    return _report(model, input_shape, analytic, analytic_all, rows, problems)

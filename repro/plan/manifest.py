@@ -1,0 +1,372 @@
+"""Manifests: one TOML file per paper table, validated into dataclasses.
+
+A manifest lists rows (model configurations), comparisons between rows, the
+claims the table provides evidence for, the paper's seed count, and the
+assumptions made where the paper is silent. The profiles it runs at are defined
+once for every table (repro.spec.profiles) and attached when it is loaded, each as it
+applies to this table. Code never branches on its id.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, get_type_hints
+
+from repro import REPO_ROOT
+from repro.claims import RULES, check_references
+from repro.data.specs import DATASETS
+from repro.models import BACKBONES, HEADS, Component
+from repro.models.configs import ConfigError
+from repro.spec.profiles import MAX_BATCH, MAX_SEEDS, Profile, all_profiles, check_against
+from repro.spec.readings import Reading, Sensitivity, applying, check_rows, expand, shipped_readings
+from repro.core.registry import closest
+from repro.core.schema import (
+    Problems, SchemaError, bounded, check_id, check_params, convert, field_names, from_dict, read_toml,
+)
+
+Measure = Literal["flops", "accuracy", "latency"]
+
+
+def manifests_dir(directory: str | Path | None = None) -> Path:
+    """The manifests folder: `directory`, else $REPRO_MANIFESTS, else the package's manifests/."""
+    return Path(directory or os.environ.get("REPRO_MANIFESTS") or REPO_ROOT / "manifests")
+
+
+@dataclass(frozen=True)
+class Row:
+    id: str
+    label: str
+    dataset: str
+    backbone: Component
+    head: Component
+    measures: tuple[Measure, ...] = ("flops",)
+    role: Literal["main", "sensitivity"] = "main"  # sensitivity rows probe an assumption
+    notes: str = ""
+    batch_size: int | None = None  # the row's training batch; None: the recipe's (a profile's wins over both)
+    # Set on the rows a [[sensitivity]] table generates: "<reading>/<alternative>", and the row it varies.
+    reading: str = ""
+    base: str = ""
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """A treatment row against its baseline row (FLOPs reduction, accuracy gap, ...)."""
+
+    id: str
+    label: str
+    row: str
+    baseline: str
+    series: str = ""  # groups comparisons across tables for figures, e.g. "depthwise w=2.0"
+
+
+@dataclass(frozen=True)
+class Figure:
+    """A figure drawn from this manifest's runs."""
+
+    id: str
+    kind: Literal["accuracy_by_epoch", "usage_by_class"]
+    title: str
+    rows: tuple[str, ...]
+    paper_ref: str = ""
+
+
+@dataclass(frozen=True)
+class Claim:
+    id: str
+    statement: str  # our paraphrase of the finding
+    section: str  # where the paper states it
+    rule: str  # a decision rule from repro.claims.RULES
+    # extension: a question beyond the paper (no paper value), decided like an empirical claim
+    scope: Literal["analytic", "empirical", "gpu", "extension"]
+    params: dict[str, Any] = field(default_factory=dict)  # the rule's parameters, validated
+    # What the paper rests on this finding, relative to the others (1): `repro plan` decides the
+    # heaviest claims first within a budget.
+    weight: float = bounded(1.0, ge=0.0, le=100.0)
+
+
+@dataclass(frozen=True)
+class Assumption:
+    id: str
+    text: str
+
+
+@dataclass(frozen=True)
+class Manifest:
+    id: str
+    title: str
+    paper_ref: str  # e.g. "Table 6, Section 5.3"
+    description: str
+    rows: tuple[Row, ...]
+    profiles: dict[str, Profile] = field(default_factory=dict)  # attached by the loader (with_profiles)
+    seeds: int | None = None  # the paper's seed count for this table: what a profile without `seeds` runs
+    comparisons: tuple[Comparison, ...] = ()
+    claims: tuple[Claim, ...] = ()
+    assumptions: tuple[Assumption, ...] = ()
+    figures: tuple[Figure, ...] = ()
+    paper_table: str = ""  # the paper_tables/ file holding its reported values; default: id
+    path: str = ""
+    sensitivity: tuple[Sensitivity, ...] = ()  # rows generated from the readings' alternatives (repro.spec.readings)
+    readings: tuple[Reading, ...] = ()  # the readings (repro/spec/readings.toml) that apply to this table's rows
+
+    def row(self, row_id: str) -> Row:
+        return next(r for r in self.rows if r.id == row_id)
+
+    def measures(self) -> set[str]:
+        return {m for r in self.rows for m in r.measures}
+
+    def profile(self, name: str) -> Profile:
+        """The profile `name` as it applies to this table; KeyError naming the closest ones."""
+        if name not in self.profiles:
+            raise KeyError(f"no profile '{name}'{closest(name, list(self.profiles))}; "
+                           f"profiles: {', '.join(self.profiles)}")
+        return self.profiles[name]
+
+
+_TOP_KEYS = ["id", "title", "paper_ref", "description", "paper_table", "seeds", "rows", "comparisons", "claims",
+             "assumptions", "figures", "sensitivity"]
+_ROW_KEYS = [k for k in field_names(Row) if k not in ("reading", "base")]  # those two: generated rows only
+_CLAIM_KEYS = [k for k in field_names(Claim) if k != "params"]
+
+
+def _component(registry, data: Any, path: str, problems: Problems) -> Component:
+    if not isinstance(data, dict) or "name" not in data:
+        problems.add(path, f"expected a table with 'name' = one of {', '.join(registry.names())}")
+        return Component("?")
+    name = data["name"]
+    if name not in registry:
+        problems.add(f"{path}.name", f"unknown {registry.kind} '{name}'{closest(str(name), registry.names())}; "
+                     f"allowed: {', '.join(registry.names())}")
+        return Component(str(name))
+    params = {k: v for k, v in data.items() if k != "name"}
+    config = registry.get(name).config
+    if config is None:
+        return Component(name, check_params(None, params, path, problems))
+    hints, allowed = get_type_hints(config), field_names(config)
+    typed = {}
+    for key, value in params.items():
+        if key not in allowed:
+            problems.add(f"{path}.{key}", f"unknown key{closest(key, allowed)}; allowed: {', '.join(allowed)}")
+        elif (converted := convert(hints[key], value, f"{path}.{key}", problems)) is not None:
+            typed[key] = converted
+    try:  # the config's own range checks, each reported at its key path
+        config(**typed)
+    except ConfigError as exc:
+        for key, value, allowed_values in exc.problems:
+            problems.add(f"{path}.{key}", f"must be {allowed_values}, got {value!r}")
+    except (TypeError, ValueError) as exc:
+        problems.add(path, str(exc))
+    return Component(name, typed)
+
+
+def _row(data: Any, path: str, problems: Problems) -> Row | None:
+    if not isinstance(data, dict):
+        problems.add(path, "expected a table")
+        return None
+    for key in data:
+        if key not in _ROW_KEYS:
+            problems.add(f"{path}.{key}", f"unknown key{closest(key, _ROW_KEYS)}; allowed: {', '.join(_ROW_KEYS)}")
+    for key in ("id", "label", "dataset", "backbone", "head"):
+        if key not in data:
+            problems.add(f"{path}.{key}", "missing required key")
+    if "dataset" in data and data["dataset"] not in DATASETS:
+        problems.add(f"{path}.dataset", f"unknown dataset {data['dataset']!r}{closest(str(data['dataset']), list(DATASETS))}; "
+                     f"allowed: {', '.join(DATASETS)}")
+    backbone = _component(BACKBONES, data.get("backbone"), f"{path}.backbone", problems)
+    head = _component(HEADS, data.get("head"), f"{path}.head", problems)
+    plain = {k: v for k, v in data.items() if k not in ("backbone", "head") and k in _ROW_KEYS}
+    hints = get_type_hints(Row)
+    kwargs = {key: convert(hints[key], value, f"{path}.{key}", problems) for key, value in plain.items()}
+    try:
+        return Row(backbone=backbone, head=head, **{k: v for k, v in kwargs.items() if v is not None})
+    except TypeError:
+        return None
+
+
+def _claim(data: Any, path: str, problems: Problems) -> Claim | None:
+    if not isinstance(data, dict):
+        problems.add(path, "expected a table")
+        return None
+    base = {k: v for k, v in data.items() if k in _CLAIM_KEYS}
+    claim = from_dict(Claim, base, path, problems)
+    rule = data.get("rule")
+    if rule not in RULES:
+        if rule is not None:
+            problems.add(f"{path}.rule", f"unknown rule {rule!r}{closest(str(rule), RULES.names())}; "
+                         f"allowed: {', '.join(RULES.names())}")
+        return None
+    cfg = RULES.get(rule).config
+    allowed = _CLAIM_KEYS + field_names(cfg)
+    params = {k: v for k, v in data.items() if k not in _CLAIM_KEYS}
+    for key in params:
+        if key not in allowed:
+            problems.add(f"{path}.{key}", f"unknown key{closest(key, allowed)}; allowed for rule '{rule}': {', '.join(allowed)}")
+    typed = check_params(cfg, {k: v for k, v in params.items() if k in allowed}, path, problems)
+    if claim is None:
+        return None
+    return Claim(claim.id, claim.statement, claim.section, claim.rule, claim.scope, typed, claim.weight)
+
+
+def parse_manifest(data: dict[str, Any], file: str | Path) -> Manifest:
+    """Validate a manifest document; raise SchemaError listing every problem."""
+    problems = Problems()
+    for key in data:
+        if key == "profiles":
+            problems.add(key, "a manifest holds no profiles: every table runs at the profiles defined once in "
+                         "repro/spec/profiles.toml; put a profile of your own in a file and pass --profiles FILE")
+        elif key not in _TOP_KEYS:
+            problems.add(key, f"unknown key{closest(key, _TOP_KEYS)}; allowed: {', '.join(_TOP_KEYS)}")
+    for key in ("id", "title", "paper_ref", "description", "rows"):
+        if key not in data:
+            problems.add(key, "missing required key")
+    scalars = {k: convert(str, data[k], k, problems) for k in ("id", "title", "paper_ref", "description", "paper_table") if k in data}
+    rows = [_row(r, f"rows[{i}]", problems) for i, r in enumerate(_list(data, "rows", problems))]
+    comparisons = [from_dict(Comparison, c, f"comparisons[{i}]", problems) for i, c in enumerate(_list(data, "comparisons", problems))]
+    claims = [_claim(c, f"claims[{i}]", problems) for i, c in enumerate(_list(data, "claims", problems))]
+    assumptions = [from_dict(Assumption, a, f"assumptions[{i}]", problems) for i, a in enumerate(_list(data, "assumptions", problems))]
+    figures = [from_dict(Figure, f, f"figures[{i}]", problems) for i, f in enumerate(_list(data, "figures", problems))]
+    sensitivity = [from_dict(Sensitivity, s, f"sensitivity[{i}]", problems)
+                   for i, s in enumerate(_list(data, "sensitivity", problems))]
+    seeds = convert(int, data["seeds"], "seeds", problems) if "seeds" in data else None
+    if seeds is not None and not 1 <= seeds <= MAX_SEEDS:
+        problems.add("seeds", f"{seeds!r} is out of range; allowed: 1 <= value <= {MAX_SEEDS}")
+
+    rows = [r for r in rows if r is not None]
+    _check_ids(rows, "rows", problems)
+    for i, r in enumerate(rows):
+        if r.batch_size is not None and not 1 <= r.batch_size <= MAX_BATCH:
+            problems.add(f"rows[{i}].batch_size", f"{r.batch_size!r} is out of range; allowed: 1 <= value <= {MAX_BATCH}")
+    readings = shipped_readings()
+    if not problems.items:  # the components are known: every main row carries each reading's chosen value
+        check_rows(rows, readings, problems)
+    comparisons = [c for c in comparisons if c is not None]
+    _check_ids(comparisons, "comparisons", problems)
+    if not problems.items:  # the readings' alternatives as rows and comparisons of their own
+        twins, twin_comparisons = expand(rows, comparisons, [s for s in sensitivity if s is not None], readings, problems)
+        rows, comparisons = rows + twins, comparisons + twin_comparisons
+    row_ids = {r.id for r in rows}
+    for i, c in enumerate(comparisons):
+        for attr in ("row", "baseline"):
+            ref = getattr(c, attr)
+            if ref not in row_ids:
+                problems.add(f"comparisons[{i}].{attr}", f"no row '{ref}'{closest(ref, sorted(row_ids))}; rows: {', '.join(sorted(row_ids))}")
+        if c.row == c.baseline:
+            problems.add(f"comparisons[{i}].baseline", f"'{c.baseline}' is the comparison's own row: a row compared "
+                         "with itself measures nothing")
+    claims = [c for c in claims if c is not None]
+    _check_ids(claims, "claims", problems)
+    figures = [f for f in figures if f is not None]
+    _check_ids(figures, "figures", problems)
+    _check_ids([a for a in assumptions if a is not None], "assumptions", problems)
+    if "id" in scalars:
+        check_id(scalars["id"], "id", problems)
+    for i, f in enumerate(figures):
+        for ref in f.rows:
+            if ref not in row_ids:
+                problems.add(f"figures[{i}].rows", f"no row '{ref}'{closest(ref, sorted(row_ids))}")
+    if seeds is None and any("accuracy" in r.measures for r in rows):
+        problems.add("seeds", "missing required key: a table that trains states the paper's seed count (an integer), "
+                     "which a profile without its own `seeds` runs")
+    if "id" in scalars and Path(file).suffix == ".toml" and scalars["id"] != Path(file).stem:
+        problems.add("id", f"must equal the file name '{Path(file).stem}' so that `repro {Path(file).stem}` finds it")
+    scalars.setdefault("paper_table", scalars.get("id", ""))
+    if problems.items:
+        raise SchemaError(file, problems.items)
+    manifest = Manifest(
+        rows=tuple(rows), comparisons=tuple(comparisons), claims=tuple(claims),
+        assumptions=tuple(a for a in assumptions if a is not None), figures=tuple(figures), seeds=seeds,
+        path=str(file), sensitivity=tuple(s for s in sensitivity if s is not None), readings=applying(rows, readings),
+        **scalars,
+    )
+    check_references(manifest, problems)
+    if problems.items:
+        raise SchemaError(file, problems.items)
+    return manifest
+
+
+
+
+def with_profiles(manifest: Manifest, profiles: dict[str, Profile]) -> Manifest:
+    """The manifest with `profiles` attached, each as it applies to this table (Profile.for_manifest)."""
+    own = {name: p.for_manifest(manifest.id, manifest.seeds) for name, p in profiles.items()}
+    return dataclasses.replace(manifest, profiles=own)
+
+
+def _list(data: dict, key: str, problems: Problems) -> list:
+    value = data.get(key, [])
+    if not isinstance(value, list):
+        problems.add(key, f"expected an array of tables ([[{key}]])")
+        return []
+    return value
+
+
+def _check_ids(items: list, kind: str, problems: Problems) -> None:
+    seen: set[str] = set()
+    for i, item in enumerate(items):
+        check_id(item.id, f"{kind}[{i}].id", problems)
+        if item.id in seen:
+            problems.add(f"{kind}[{i}].id", f"duplicate id '{item.id}'")
+        seen.add(item.id)
+
+
+def load_manifest(path: str | Path, profiles: dict[str, Profile] | None = None) -> Manifest:
+    """One manifest with the profiles attached: `profiles`, else the shipped and the user's (all_profiles)."""
+    manifest = parse_manifest(read_toml(Path(path)), path)
+    return with_profiles(manifest, profiles if profiles is not None else all_profiles()[0])
+
+
+PROFILES_FILE = "profiles.toml"  # in a manifests folder: a profiles file (--profiles), never read as a manifest
+
+
+def manifest_paths(directory: str | Path | None = None) -> list[Path]:
+    return sorted(p for p in manifests_dir(directory).glob("*.toml") if p.name != PROFILES_FILE)
+
+
+def load_valid(directory: str | Path | None = None,
+               profiles_file: str | Path | None = None) -> tuple[list[Manifest], dict[str, SchemaError]]:
+    """Every manifest of the folder that is valid, with the profiles attached, and the others' errors by id.
+    The profiles are checked against the valid manifests (repro.spec.profiles.check_against)."""
+    profiles, files = all_profiles(profiles_file)
+    manifests, invalid = [], {}
+    for path in manifest_paths(directory):
+        try:
+            manifests.append(parse_manifest(read_toml(path), path))
+        except SchemaError as exc:
+            invalid[path.stem] = exc
+    check_against(profiles, files, manifests)
+    return [with_profiles(m, profiles) for m in manifests], invalid
+
+
+def load_all(directory: str | Path | None = None, profiles_file: str | Path | None = None) -> list[Manifest]:
+    """Every manifest in the folder (see manifests_dir), each with the profiles attached; raise the first
+    invalid manifest's SchemaError."""
+    manifests, invalid = load_valid(directory, profiles_file)
+    for exc in invalid.values():
+        raise exc
+    return manifests
+
+
+def _declared_id(path: Path) -> object:
+    try:
+        return read_toml(path).get("id")
+    except SchemaError:
+        return None
+
+
+def find_manifest(manifest_id: str, directory: str | Path | None = None,
+                  profiles_file: str | Path | None = None) -> Manifest:
+    paths = {p.stem: p for p in manifest_paths(directory)}
+    if manifest_id not in paths:
+        declaring = [p.name for p in paths.values() if _declared_id(p) == manifest_id]
+        if declaring:  # a copy renamed without its id: name the files, not the closest id
+            raise KeyError(f"no manifest file {manifest_id}.toml in {manifests_dir(directory)}; "
+                           f"{', '.join(declaring)} {'say' if len(declaring) > 1 else 'says'} id = '{manifest_id}', "
+                           "but a manifest's id must equal its file name")
+        raise KeyError(f"no manifest '{manifest_id}'{closest(manifest_id, list(paths))}; "
+                       f"known in {manifests_dir(directory)}: {', '.join(paths)}")
+    manifests, invalid = load_valid(directory, profiles_file)
+    if manifest_id in invalid:
+        raise invalid[manifest_id]
+    return next(m for m in manifests if m.id == manifest_id)

@@ -1,0 +1,222 @@
+"""Tables as data: rows of formatted cells built from a manifest's results.
+
+Each builder looks at what a manifest's rows measure (never at its name) and
+returns a table, or None when it has nothing to show. Reported values sit in
+their own columns beside the reproduced ones; where the text gives no number the
+cell is left empty.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable
+
+from repro.claims.learned import MIN_LEARNED
+from repro.plan.manifest import Manifest
+from repro.spec.paper import paper_value
+from repro.report.cells import Table, mean_sd, mmac, pct, pct_auto, reported
+from repro.report.latency_tables import latency_table, op_scaling_table, slowdown_table
+from repro.results.measurements import ManifestResult, RunSummary, row_metric
+
+
+def flops_table(manifest: Manifest, result: ManifestResult) -> Table | None:
+    flops = result.measured.details.get("flops", {})
+    rows = [r for r in manifest.rows if r.id in flops]
+    if not rows:
+        return None
+    table = Table(
+        key="flops",
+        title="FLOPs per image and the routed fraction ρ",
+        columns=["Setting", "Backbone MMAC", "Head MMAC", "Routed MMAC", "Total MMAC", "Head share",
+                 "ρ (ours)", "ρ, all ops (ours)", "ρ (paper)", "Gap sign (text)"],
+        rows=[],
+        notes=["MMAC: millions of multiply-adds per image (one multiply-add = one FLOP, fvcore's convention); "
+               "analytic = fvcore = torch/2 for every module.",
+               "ρ = routed / total FLOPs. 'All ops' adds normalisation, activation and pooling.",
+               "Gap sign (text): the sign of the setting's MoE - dense gap where the text states one (≤0: not "
+               "positive), which a separation claim must read."],
+    )
+    for members, heading in _by_role(rows):
+        if heading:
+            table.groups[len(table.rows)] = heading
+        for r in members:
+            f = flops[r.id]
+            sign = paper_value(manifest.paper_table, f"{r.id}.gap")
+            table.rows.append([
+                r.label, mmac(f["backbone_macs"]), mmac(f["head_macs"]), mmac(f["routed_macs"]),
+                mmac(f["total_macs"]), pct_auto(f["head_share"]), pct_auto(f["rho"]) if f["routed_macs"] else "",
+                pct_auto(f["rho_all_ops"]) if f["routed_macs"] else "", reported(manifest, f"{r.id}.rho"),
+                (sign.implied_sign or "").replace("<=0", "≤0") if sign else "",
+            ])
+    return table
+
+
+SENSITIVITY_HEADING = "Sensitivity to assumptions and readings (repro/spec/readings.toml)"
+
+
+def _by_role(rows: list) -> list[tuple[list, str]]:
+    """The main rows, then the sensitivity rows under a heading (none when there are none)."""
+    main, other = [r for r in rows if r.role == "main"], [r for r in rows if r.role != "main"]
+    return [(main, "")] + ([(other, SENSITIVITY_HEADING)] if other else [])
+
+
+def flops_comparisons_table(manifest: Manifest, result: ManifestResult) -> Table | None:
+    measured = result.measured
+    comps = [c for c in manifest.comparisons if measured.comparison(c.id, "flops_ratio") is not None]
+    if not comps:
+        return None
+    table = Table(key="flops_comparisons", title="FLOPs of each model against its baseline",
+                  columns=["Comparison", "FLOPs ratio (ours)", "Reduction (ours)", "Reported"], rows=[])
+    for c in comps:
+        paper = reported(manifest, f"{c.id}.flops_reduction") or reported(manifest, f"{c.id}.flops_ratio")
+        table.rows.append([c.label, pct(measured.comparison(c.id, "flops_ratio"), 1),
+                           pct(measured.comparison(c.id, "flops_reduction"), 1), paper])
+    return table
+
+
+def _gap_cells(gap: dict | None) -> list[str]:
+    if not gap:
+        return ["", "", "", ""]
+    sd = "" if gap["sd"] is None else f" ± {100 * gap['sd']:.2f}"
+    p = "" if gap["p"] is None else f"{gap['p']:.2g}"
+    d = "" if gap["d"] is None else f"{gap['d']:.2f}"
+    return [f"{100 * gap['mean']:+.2f}{sd}", p, d, f"{gap['positive']}/{gap['n']}"]
+
+
+def _paper_gap(manifest: Manifest, key: str) -> tuple[str, str]:
+    pv = paper_value(manifest.paper_table, key)
+    if pv is None:
+        return "", ""
+    size = paper_value(manifest.paper_table, f"{key}_size")  # a size only the explainer gives (Table 5)
+    if pv.value is None and size is not None and size.value is not None:
+        pv = dataclasses.replace(size, p=pv.p, p_relation=pv.p_relation)
+    if pv.value is not None:
+        gap = f"{pv.value:+.2f}" + (f" ± {pv.sd:.2f}" if pv.sd is not None else "")
+    else:
+        gap = f"sign {pv.sign}"
+    p = "" if pv.p is None else ("<" if pv.p_relation == "<" else "") + f"{pv.p:g}"
+    return gap + (" (explainer)" if pv.source == "explainer-and-summary" else ""), p
+
+
+def run_links(result: ManifestResult, row_id: str, who: str = "") -> tuple[tuple[str, str], ...]:
+    """(label, hash) of each run of a row, by seed: what a number drawn from them links to."""
+    suffix = f" ({who})" if who else ""
+    return tuple((f"seed {r.seed}{suffix}", r.hash) for r in sorted(result.measured.runs(row_id), key=lambda r: r.seed))
+
+
+def accuracy_comparisons_table(manifest: Manifest, result: ManifestResult) -> Table | None:
+    measured = result.measured
+    comps = [c for c in manifest.comparisons if "accuracy" in manifest.row(c.row).measures]
+    if not comps:
+        return None
+    table = Table(key="gaps", title=f"{manifest.title}: MoE - dense gaps paired by seed",
+                  columns=["Configuration", "ρ", "Baseline acc. (%)", "Model acc. (%)", "Gap (pp)", "p", "d",
+                           "Seeds +", "Gap, paper (pp)", "p, paper"], rows=[])
+    sensitivity = {r.id for r in manifest.rows if r.role != "main"}
+    comps = [c for c in comps if c.row not in sensitivity and c.baseline not in sensitivity] + [
+        c for c in comps if c.row in sensitivity or c.baseline in sensitivity]
+    for c in comps:
+        if (c.row in sensitivity or c.baseline in sensitivity) and SENSITIVITY_HEADING not in table.groups.values():
+            table.groups[len(table.rows)] = SENSITIVITY_HEADING
+        i = len(table.rows)
+        rho = measured.comparison(c.id, "rho")
+        base, model = run_links(result, c.baseline, "baseline"), run_links(result, c.row, "model")
+        table.links.update({(i, 2): base, (i, 3): model, (i, 4): model + base})
+        table.rows.append([c.label, pct_auto(rho) if rho is not None else "",
+                           mean_sd(measured.row(c.baseline, "accuracy")), mean_sd(measured.row(c.row, "accuracy")),
+                           *_gap_cells(measured.comparison(c.id, "gap")), *_paper_gap(manifest, f"{c.id}.gap")])
+    table.notes = [f"Profile '{result.profile}'. Accuracy: mean ± s.d. over seeds; gap: model - baseline per seed, "
+                   "paired t-test (two-sided), d = mean / s.d. of the differences.",
+                   "Paper columns hold only what the text states; an empty cell means the text gives no number."]
+    return table
+
+
+def collapse_claims(manifest: Manifest) -> dict[str, list[str]]:
+    """Row id -> ids of the claims whose `may_collapse` names it: rows the paper reports may end at chance."""
+    out: dict[str, list[str]] = {}
+    for claim in manifest.claims:
+        for row in claim.params.get("may_collapse") or ():
+            out.setdefault(row, []).append(claim.id)
+    return out
+
+
+def chance_note(accuracy: dict | None, chance: float | None, collapse: list[str]) -> str:
+    """What a row's accuracy says against chance, beside the numbers: collapse the paper reports is expected.
+
+    "Near chance" is the learned guard's margin (repro.claims.learned): the mean closes less than
+    MIN_LEARNED of the distance from chance to perfect accuracy.
+    """
+    claims = ", ".join(collapse)
+    if not accuracy or chance is None:
+        return f"the paper reports this method collapses ({claims})" if collapse else ""
+    mean = sum(accuracy.values()) / len(accuracy)
+    near = mean < chance + MIN_LEARNED * (1 - chance)
+    if collapse:
+        return (f"at or near chance: the paper reports this method collapses ({claims})" if near
+                else f"the paper reports this method collapses ({claims}); it learned here")
+    return "at or near chance: did not learn" if near else ""
+
+
+def machine_note(runs: list[RunSummary]) -> str:
+    """Said beside a row whose runs were made under different devices, thread counts or deterministic modes:
+    their numbers differ by more than the seed (README, Reproducibility)."""
+    def setting(run: RunSummary) -> str:
+        text = run.device or "an unrecorded device"
+        if run.threads is not None and "intra-op" not in text:
+            text += f", {run.threads} intra-op thread(s)"
+        return text + (", deterministic" if run.deterministic else "")
+
+    settings = sorted({setting(run) for run in runs})
+    if len(settings) < 2:
+        return ""
+    return f"runs made under {len(settings)} settings, not bit-comparable: {'; '.join(settings)}"
+
+
+def accuracy_rows_table(manifest: Manifest, result: ManifestResult) -> Table | None:
+    measured = result.measured
+    rows = [r for r in manifest.rows if "accuracy" in r.measures]
+    if not rows:
+        return None
+    collapse = collapse_claims(manifest)
+    table = Table(key="accuracy", title="Accuracy of every configuration", rows=[],
+                  columns=["Row", "Dataset", "Accuracy (%)", "Chance (%)", "Seeds", "Note", "Run records",
+                           "Accuracy, paper"])
+    for r in (r for members, heading in _by_role(rows) for r in members):
+        if r.role != "main" and SENSITIVITY_HEADING not in table.groups.values():
+            table.groups[len(table.rows)] = SENSITIVITY_HEADING
+        i = len(table.rows)
+        acc = measured.row(r.id, "accuracy")
+        chance = measured.row(r.id, "chance")
+        table.links[(i, 2)] = run_links(result, r.id)
+        hashes = ", ".join(sorted({run.hash[:8] for run in measured.runs(r.id)}))
+        table.rows.append([r.label, r.dataset, mean_sd(acc) if acc else result.measured.missing.get(
+            row_metric(r.id, "accuracy"), ""), "" if chance is None else f"{100 * chance:.2f}",
+            str(len(acc or {})), "; ".join(n for n in (chance_note(acc, chance, collapse.get(r.id, [])),
+                                                       machine_note(measured.runs(r.id))) if n), hashes,
+            reported(manifest, f"{r.id}.accuracy")])
+    table.notes = ["Run records: the first 8 characters of each run's hash; the record is runs/<hash>.json.",
+                   "Chance: 1 / classes of the data the runs trained on (the record's metrics.chance). Note: 'at or "
+                   f"near chance' when the mean closes less than {MIN_LEARNED:.0%} of the distance from chance to "
+                   "100%; a row named by a claim's may_collapse is one the paper reports collapsing, so chance "
+                   "there is the expected outcome, not a failure of the artifact. It also says when a row's runs "
+                   "were made on different devices, thread counts or deterministic modes: their numbers then differ "
+                   "by more than the seed."]
+    return table
+
+
+# Every table a manifest's results can show, in report order; each returns None when it has nothing.
+BUILDERS: tuple[Callable[[Manifest, ManifestResult], Table | None], ...] = (
+    accuracy_comparisons_table, accuracy_rows_table, flops_table, flops_comparisons_table,
+    latency_table, slowdown_table, op_scaling_table,
+)
+
+
+def build_tables(manifest: Manifest, result: ManifestResult) -> list[Table]:
+    return [t for t in (b(manifest, result) for b in BUILDERS) if t is not None]
+
+
+def verdict_counts(verdicts: list[Any]) -> dict[str, int]:
+    counts = {"reproduced": 0, "not reproduced": 0, "inconclusive": 0, "not run": 0}
+    for v in verdicts:
+        counts[v.status] += 1
+    return counts

@@ -1,0 +1,348 @@
+"""What a manifest run produces, as data: metric paths, measurements, results.json. Torch-free.
+
+A metric lives at a path: ``rows.<row id>.<metric>`` or ``comparisons.<comparison id>.<metric>``.
+Paths are built and taken apart here only (`row_metric`, `comparison_metric`, `parse_metric_path`),
+so the vocabulary below is the one list of what can be measured. A value is a number, a per-seed
+mapping {seed: value}, or a dict of statistics (repro.claims.stats.GapStats.to_dict()).
+
+The per-seed run summaries a report draws from (`details["runs"][row]`) are `RunSummary`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any, Iterable, Literal
+
+from repro.core.fsutil import atomic_write_json
+from repro.spec.profiles import Profile
+from repro.core.schema import Problems, from_dict
+
+Status = Literal["reproduced", "not reproduced", "inconclusive", "not run"]
+
+# What a row can measure: FLOPs (repro.measure.flop_check), accuracy (repro.measure.accuracy),
+# latency and operator counts (repro.measure.latency).
+ROW_METRICS = frozenset({
+    "total_macs", "backbone_macs", "head_macs", "routed_macs", "rho", "rho_all_ops", "head_share",
+    "accuracy", "late_drop", "chance",
+    # per seed, of the head's test-time top-1 routing (Section 5.3): the most used expert's share of the test
+    # images, and the usage's entropy over log E (1: every expert equally often)
+    "routing_top_share", "routing_balance",
+    "latency_ms", "op_calls", "model_latency_ms", "backbone_latency_ms", "host_syncs", "kernel_launches",
+    "num_experts",
+})
+# What a comparison derives from its two rows.
+COMPARISON_METRICS = frozenset({"flops_reduction", "flops_ratio", "gap", "slowdown", "rho", "model_slowdown"})
+# details[READINGS_DETAIL]: the rows the readings table varied, counted again (repro.measure.reading_counts).
+READINGS_DETAIL = "readings"
+# Fractions: a paper value printed in % is divided by 100 before it is compared with one of these.
+FLOP_SUMMARY = ("total_macs", "backbone_macs", "head_macs", "routed_macs", "rho", "rho_all_ops", "head_share")
+
+Kind = Literal["rows", "comparisons"]
+
+
+def row_metric(row_id: str, metric: str) -> str:
+    if metric not in ROW_METRICS:
+        raise KeyError(f"unknown row metric '{metric}'; known: {', '.join(sorted(ROW_METRICS))}")
+    return f"rows.{row_id}.{metric}"
+
+
+def comparison_metric(comparison_id: str, metric: str) -> str:
+    if metric not in COMPARISON_METRICS:
+        raise KeyError(f"unknown comparison metric '{metric}'; known: {', '.join(sorted(COMPARISON_METRICS))}")
+    return f"comparisons.{comparison_id}.{metric}"
+
+
+def parse_metric_path(path: str) -> tuple[Kind, str, str]:
+    """(kind, id, metric) of a metric path; ValueError naming what was expected."""
+    parts = path.split(".")
+    if len(parts) != 3 or parts[0] not in ("rows", "comparisons"):
+        raise ValueError(f"expected 'rows.<id>.<metric>' or 'comparisons.<id>.<metric>', got {path!r}")
+    kind, ident, metric = parts
+    vocabulary = ROW_METRICS if kind == "rows" else COMPARISON_METRICS
+    if metric not in vocabulary:
+        raise ValueError(f"unknown metric '{metric}' in {path!r}; allowed: {', '.join(sorted(vocabulary))}")
+    return kind, ident, metric  # type: ignore[return-value]
+
+
+@dataclass
+class Measured:
+    metrics: dict[str, Any] = field(default_factory=dict)  # metric path -> value
+    missing: dict[str, str] = field(default_factory=dict)  # metric path -> why not measured
+    problems: list[str] = field(default_factory=list)  # failures that make the run not complete
+    details: dict[str, Any] = field(default_factory=dict)  # per-row records shown in reports
+
+    def row(self, row_id: str, metric: str) -> Any:
+        return self.metrics.get(row_metric(row_id, metric))
+
+    def set_row(self, row_id: str, metric: str, value: Any) -> None:
+        self.metrics[row_metric(row_id, metric)] = value
+
+    def comparison(self, comparison_id: str, metric: str) -> Any:
+        return self.metrics.get(comparison_metric(comparison_id, metric))
+
+    def set_comparison(self, comparison_id: str, metric: str, value: Any) -> None:
+        self.metrics[comparison_metric(comparison_id, metric)] = value
+
+    def update(self, other: Measured) -> None:
+        self.metrics.update(other.metrics)
+        self.missing.update(other.missing)
+        self.problems += other.problems
+        for key, value in other.details.items():
+            self.details.setdefault(key, {}).update(value)
+
+    def runs(self, row_id: str) -> list[RunSummary]:
+        return [RunSummary.from_dict(d) for d in self.details.get("runs", {}).get(row_id) or []]
+
+
+def derive_comparisons(comparisons: Any, measured: Measured) -> None:
+    """The metrics of each comparison (id, row, baseline) that follow from its two rows' FLOP metrics."""
+    for comp in comparisons:
+        rho = measured.row(comp.row, "rho")
+        if rho is not None:
+            measured.set_comparison(comp.id, "rho", rho)
+        total, base = measured.row(comp.row, "total_macs"), measured.row(comp.baseline, "total_macs")
+        if total is not None and base is not None:
+            measured.set_comparison(comp.id, "flops_ratio", total / base)
+            measured.set_comparison(comp.id, "flops_reduction", 1 - total / base)
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """What reports and figures need from one run record, with the hash to trace it back."""
+
+    seed: int
+    hash: str
+    accuracy: float
+    final_accuracy: float
+    peak_accuracy: float
+    test_accuracy_by_epoch: list[float]
+    train_accuracy_by_epoch: list[float]
+    tau_by_epoch: list[float | None]
+    routing: dict[str, Any] = field(default_factory=dict)
+    weights: str | None = None
+    data: str | None = None
+    wall_seconds: float | None = None
+    device: str | None = None  # provenance.device: "cpu: <processor>, N intra-op thread(s)" or "cuda: <GPU>"
+    chance: float | None = None
+    threads: int | None = None  # the run's facts (provenance.reproducibility); None in records written before
+    deterministic: bool | None = None
+
+    @classmethod
+    def from_record(cls, record: dict[str, Any]) -> RunSummary:
+        metrics, history = record["metrics"], record["history"]
+        facts = record["provenance"].get("reproducibility") or {}
+        return cls(
+            seed=record["seed"], hash=record["config_hash"], accuracy=metrics["accuracy"],
+            final_accuracy=metrics["final_accuracy"], peak_accuracy=metrics["peak_accuracy"],
+            test_accuracy_by_epoch=[h["test_accuracy"] for h in history],
+            train_accuracy_by_epoch=[h["train_accuracy"] for h in history],
+            tau_by_epoch=[h.get("tau") for h in history],
+            routing=record.get("routing", {}), weights=record.get("weights"), data=record.get("data"),
+            wall_seconds=record.get("wall_seconds"), device=record["provenance"].get("device"),
+            chance=metrics.get("chance"), threads=facts.get("threads"), deterministic=facts.get("deterministic"),
+        )
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> RunSummary:
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in known})
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class Verdict:
+    """One claim decided (repro.claims.evaluate): never written by hand."""
+
+    claim: str
+    statement: str
+    section: str
+    scope: str
+    status: Status
+    evidence: str  # one line: measured vs reported, and the rule applied
+    failed: list[str] = field(default_factory=list)  # which parts of the rule failed
+    measured: dict[str, Any] = field(default_factory=dict)
+    reported: dict[str, Any] = field(default_factory=dict)
+    paper_scale: bool = True
+    note: str = ""
+    seeds_needed: int | None = None  # for 80% power at the paper's effect size, where it gives one
+    p_value: float | None = None  # the significance test's p, where the verdict rests on one
+    p_holm: float | None = None  # Holm-adjusted over a run's empirical tests (repro.claims.family.holm_adjust)
+    # Where the reported number the verdict is judged against is printed: a claim whose reference
+    # appears only in the AI-written explainer is counted apart from the paper's (repro.claims.headline).
+    source: str = "method-and-results"
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class ManifestResult:
+    manifest_id: str
+    title: str
+    paper_ref: str
+    paper_table: str
+    profile: str
+    measured: Measured
+    verdicts: list[Verdict]
+    provenance: dict[str, Any]
+    # The profile as run (for this table: repro.spec.profiles.Profile.for_manifest): what the measurements are
+    # evidence for, kept with them so that a user profile is still known when the report is rendered
+    # later. None: a result written before it was stored.
+    profile_settings: Profile | None = None
+    # The analytic claims under each alternative reading (repro.claims.under_readings.ClaimReadings), decided with the
+    # verdicts from the counts in details[READINGS_DETAIL]; written to results.json, decided again when read.
+    readings: list[Any] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.measured.problems
+
+    @property
+    def device_type(self) -> str:
+        """'cuda' or 'cpu': where the measurements ran (recorded as data, never parsed from text)."""
+        return str(self.provenance.get("device_type", "cpu"))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "manifest": self.manifest_id, "title": self.title, "paper_ref": self.paper_ref,
+            "paper_table": self.paper_table, "profile": self.profile,
+            "metrics": self.measured.metrics, "missing": self.measured.missing,
+            "problems": self.measured.problems, "details": self.measured.details,
+            "verdicts": [v.to_dict() for v in self.verdicts], "provenance": self.provenance,
+            "profile_settings": asdict(self.profile_settings) if self.profile_settings else None,
+            "readings": [r.to_dict() for r in self.readings],
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> ManifestResult:
+        measured = Measured(d["metrics"], d["missing"], d["problems"], d["details"])
+        return cls(d["manifest"], d["title"], d["paper_ref"], d["paper_table"], d["profile"], measured,
+                   [Verdict(**v) for v in d["verdicts"]], d["provenance"], _profile(d.get("profile_settings")))
+
+
+def _profile(data: dict[str, Any] | None) -> Profile | None:
+    """The stored profile, typed again; one that no longer validates (an older schema) counts as unknown."""
+    if not data:
+        return None
+    problems = Problems()
+    profile = from_dict(Profile, data, "profile_settings", problems)
+    return None if problems.items else profile
+
+
+@dataclass
+class FlopCheck:
+    """Every distinct model of a set of manifests counted three ways (repro.pipeline.flop_check)."""
+
+    models: list[tuple[str, str]] = field(default_factory=list)  # (manifest id, row id), first place seen
+    failures: dict[tuple[str, str], list[str]] = field(default_factory=dict)  # model -> its problems
+
+    def add(self, manifest_id: str, row_id: str, problems: list[str]) -> None:
+        self.models.append((manifest_id, row_id))
+        if problems:
+            self.failures[(manifest_id, row_id)] = list(problems)
+
+    @property
+    def passed(self) -> int:
+        return len(self.models) - len(self.failures)
+
+    @property
+    def problems(self) -> list[str]:
+        return [f"{m}/{r}: {p}" for (m, r), ps in self.failures.items() for p in ps]
+
+
+def default_results_dir() -> Path:
+    return Path(os.environ.get("REPRO_RESULTS", "results"))
+
+
+MIN_FREE_BYTES = 256 << 20  # records are kilobytes, but a ResNet-18 checkpoint with Adam state is ~130 MB
+
+
+class ResultsDirError(RuntimeError):
+    """The results directory cannot hold results: not a folder, not writable, or no space."""
+
+
+RUNS_FOLDER = "runs"  # <results>/runs/: the run records every profile and table shares (repro.execution.files)
+
+
+def written_folders(results_dir: Path, profile: str | None = None, manifest_ids: Iterable[str] = ()) -> list[Path]:
+    """The folders a command writes in: the run records', and the profile's, its figures' and each table's."""
+    folders = [results_dir / RUNS_FOLDER]
+    if profile is not None:
+        folders += [profile_dir(results_dir, profile), profile_dir(results_dir, profile) / "figures"]
+        folders += [profile_dir(results_dir, profile) / m for m in manifest_ids]
+    return folders
+
+
+def check_results_dir(results_dir: Path, min_free: int = MIN_FREE_BYTES, profile: str | None = None,
+                      manifest_ids: Iterable[str] = ()) -> None:
+    """Make sure results can be written before any work starts, in every folder the command writes
+    (written_folders); the message names the folder and says what to change."""
+    import shutil
+
+    where = f"results directory {results_dir}"
+    if results_dir.exists() and not results_dir.is_dir():
+        raise ResultsDirError(f"the {where} is a file, not a folder; pass --results-dir a folder")
+    try:
+        results_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ResultsDirError(f"cannot write in the {where}: {exc.strerror or exc}; "
+                              "choose a writable folder with --results-dir or $REPRO_RESULTS") from None
+    _check_writable(results_dir, results_dir)
+    for folder in written_folders(results_dir, profile, manifest_ids):
+        _check_writable(folder, results_dir)
+    free = shutil.disk_usage(results_dir).free
+    if free < min_free:
+        raise ResultsDirError(f"the {where} has {free / 2**20:.0f} MiB free; at least {min_free / 2**20:.0f} MiB "
+                              "are needed for run records and checkpoints")
+
+
+def _check_writable(folder: Path, results_dir: Path) -> None:
+    """A file can be created in `folder`, or (not there yet) in the nearest folder above it that is."""
+    import tempfile
+
+    while not folder.exists() and folder != results_dir:
+        folder = folder.parent
+    if not folder.is_dir():
+        raise ResultsDirError(f"{folder} is a file where the results need a folder; move it away")
+    try:
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".write-check-"):
+            pass
+    except OSError as exc:
+        fix = ("choose a writable folder with --results-dir or $REPRO_RESULTS" if folder == results_dir
+               else "make it writable, or choose another folder with --results-dir")
+        raise ResultsDirError(f"cannot write in {folder}: {exc.strerror or exc}; {fix}") from None
+
+
+def profile_dir(results_dir: Path, profile: str) -> Path:
+    """Everything one profile produced (tables, claims, figures, report.md); run records are shared."""
+    return results_dir / profile
+
+
+def profiles_present(results_dir: Path) -> list[str]:
+    """Profiles with at least one table's results in `results_dir`."""
+    if not results_dir.is_dir():
+        return []
+    return sorted(p.name for p in results_dir.iterdir()
+                  if p.is_dir() and p.name != RUNS_FOLDER and any(p.glob("*/results.json")))
+
+
+def result_path(results_dir: Path, profile: str, manifest_id: str) -> Path:
+    return profile_dir(results_dir, profile) / manifest_id / "results.json"
+
+
+def save_result(result: ManifestResult, results_dir: Path) -> Path:
+    path = result_path(results_dir, result.profile, result.manifest_id)
+    atomic_write_json(path, result.to_dict())
+    return path
+
+
+def load_result(results_dir: Path, profile: str, manifest_id: str) -> ManifestResult | None:
+    path = result_path(results_dir, profile, manifest_id)
+    if not path.exists():
+        return None
+    return ManifestResult.from_dict(json.loads(path.read_text()))

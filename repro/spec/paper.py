@@ -1,0 +1,142 @@
+"""The numbers the paper's text reports, loaded from paper_tables/*.toml.
+
+Each value is keyed "<row or comparison id>.<metric>" within its table, the same
+ids the table's manifest uses, and records the number as printed, where it
+comes from, and its statistics when the text gives them. Cells the text does not
+give are absent: nothing here is estimated.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+from repro import REPO_ROOT
+from repro.core.schema import Problems, SchemaError, from_dict, read_toml
+
+_NUMBER = re.compile(r"\d*\.\d+|\d+")  # the printed value is the first; what follows (± s.d., p, d) is not it
+Source = Literal["method-and-results", "explainer-and-summary", "abstract-and-references"]
+
+
+@dataclass(frozen=True)
+class PaperValue:
+    key: str  # "<row or comparison id>.<metric>"
+    section: str  # the paper section the number is stated in
+    source: Source = "method-and-results"  # which text file of ../shared/paper holds it
+    printed: str = ""  # the number exactly as printed, e.g. "0.06%", "~38%", "p<10^-5"
+    value: float | None = None
+    unit: str = ""  # "%", "ms", "x", "pp" (percentage points), or "" for plain numbers
+    approx: bool = False  # printed with "~", "approximately", "roughly"
+    sd: float | None = None
+    n: int | None = None  # seeds
+    p: float | None = None
+    p_relation: Literal["=", "<"] = "="
+    d: float | None = None  # Cohen's d
+    # For findings stated by sign only; "<=0": the text says only that no gain appears (flat or negative).
+    sign: Literal["+", "-", "<=0"] | None = None
+    positive_seeds: int | None = None  # seeds with a positive gap, when stated
+    note: str = ""
+
+    def __post_init__(self) -> None:
+        if self.value is None and self.sign is None and self.p is None and self.d is None:
+            raise ValueError(f"paper value '{self.key}' carries no number and no sign")
+
+    @property
+    def row(self) -> str:
+        return self.key.rsplit(".", 1)[0]
+
+    @property
+    def metric(self) -> str:
+        return self.key.rsplit(".", 1)[1]
+
+    @property
+    def decimals(self) -> int:
+        """Decimal places of the printed value, its first number (0.06% -> 2; "+1.17% (p=1.2x10^-4)" -> 2,
+        never the p-value's), the precision it claims."""
+        number = _NUMBER.search(self.printed) if self.value is not None else None  # "p<10^-4" prints no value
+        return len(number.group(0).partition(".")[2]) if number else 0
+
+    @property
+    def tolerance(self) -> float:
+        """Half a unit in the last printed digit; a full unit for approximate values."""
+        unit = 10.0 ** (-self.decimals)
+        return unit if self.approx else unit / 2
+
+    @property
+    def implied_sign(self) -> str | None:
+        if self.sign:
+            return self.sign
+        if self.value is not None and self.value != 0 and self.metric in ("gap", "gap_size", "reversal"):
+            return "+" if self.value > 0 else "-"
+        return None
+
+
+@dataclass(frozen=True)
+class PaperTable:
+    table: str
+    title: str
+    section: str
+    values: tuple[PaperValue, ...] = ()
+    notes: str = ""
+
+    def get(self, key: str) -> PaperValue | None:
+        return next((v for v in self.values if v.key == key), None)
+
+
+def paper_tables_dir() -> Path:
+    return Path(os.environ.get("REPRO_PAPER_TABLES", REPO_ROOT / "paper_tables"))
+
+
+def load_paper_table(path: Path) -> PaperTable:
+    problems = Problems()
+    table = from_dict(PaperTable, read_toml(path), "", problems)
+    if problems.items or table is None:  # a value that did not convert is None: check nothing further
+        raise SchemaError(path, problems.items or ["expected a table"])
+    if table.table != path.stem:
+        problems.add("table", f"must equal the file name '{path.stem}'")
+    keys = [v.key for v in table.values]
+    for i, key in enumerate(keys):
+        if key.count(".") < 1:
+            problems.add(f"values[{i}].key", f"expected '<row>.<metric>', got {key!r}")
+        if keys.index(key) != i:
+            problems.add(f"values[{i}].key", f"duplicate key {key!r}")
+    if problems.items:
+        raise SchemaError(path, problems.items)
+    return table
+
+
+@lru_cache(maxsize=None)
+def _load(path: Path) -> PaperTable:
+    return load_paper_table(path)
+
+
+def paper_table(name: str) -> PaperTable | None:
+    """One table's reported values; a damaged file fails only the manifests that use it."""
+    path = paper_tables_dir() / f"{name}.toml"
+    return _load(path) if path.is_file() else None
+
+
+def paper_tables() -> dict[str, PaperTable]:
+    """Every table that loads (for the audit and figures); a damaged one is skipped with a warning."""
+    out = {}
+    for path in sorted(paper_tables_dir().glob("*.toml")):
+        try:
+            out[path.stem] = _load(path)
+        except SchemaError as exc:
+            _warn_once(str(exc))
+    return out
+
+
+@lru_cache(maxsize=None)
+def _warn_once(message: str) -> None:
+    print(f"warning: skipping a damaged paper table: {message}", file=sys.stderr)
+
+
+def paper_value(table: str, key: str) -> PaperValue | None:
+    t = paper_table(table)
+    return t.get(key) if t else None

@@ -1,0 +1,322 @@
+"""Profiles: what a run is evidence for, what it trains on and for how long. Defined once.
+
+The shipped profiles live in one file, repro/spec/profiles.toml; a user's file (--profiles FILE,
+$REPRO_PROFILES) is read the same way and adds profiles, replacing one of the same name. A manifest
+holds no profile: every table is run at the same profiles (repro.plan.manifest attaches them), so the
+settings of a run depend on the profile, the row's dataset and, for the rows of one table only,
+that table's own settings ([profiles.<name>.tables.<manifest>]). Which rows a profile trains is
+`include` / `exclude`, entries "<manifest>" or "<manifest>/<row>" with shell-style patterns.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import fnmatch
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from repro.data.specs import DATASETS
+from repro.core.registry import closest
+from repro.core.schema import Problems, SchemaError, bounded, check_id, from_dict, read_toml
+
+SHIPPED_PROFILES = Path(__file__).with_name("profiles.toml")
+REQUIRED_PROFILES = ("smoke", "full")  # the default profile, and the paper's protocol (`repro plan` starts from it)
+
+# Upper bounds that keep a typo from asking for the impossible (1e11 samples) while leaving the paper's
+# protocol far inside: ImageNet-1K has 1.28M training images, the paper uses 10 seeds, 80 epochs, 256 px.
+MAX_SAMPLES, MAX_SEEDS, MAX_EPOCHS, MAX_BATCH, MAX_IMAGE, MAX_THREADS = 1 << 24, 1000, 10_000, 1 << 16, 1024, 1024
+RECIPE_OVERRIDES = ("optimizer", "lr", "backbone_lr_scale")
+# Where a profile leaves `threads` and `deterministic` out, the environment gives them (else 1 and off).
+THREADS_ENV, DETERMINISTIC_ENV = "OMP_NUM_THREADS", "REPRO_DETERMINISTIC"
+
+
+def default_profile() -> str:
+    return os.environ.get("REPRO_PROFILE", "smoke")
+
+
+def environment_defaults() -> tuple[int, bool]:
+    """(threads, deterministic) for a profile that gives neither: $OMP_NUM_THREADS, else 1 on every machine
+    (never the machine's core count); $REPRO_DETERMINISTIC (1 or 0), else off. Raises SchemaError naming the
+    variable when its value is neither."""
+    problems = []
+    text = os.environ.get(THREADS_ENV, "").strip()
+    first = text.split(",")[0].strip()  # OpenMP's nested form "4,2": the outer level is the intra-op pool
+    threads = int(first) if first.isdigit() else 0
+    if text and not 1 <= threads <= MAX_THREADS:
+        problems.append(f"{THREADS_ENV}: {text!r} is not a whole number of threads in 1..{MAX_THREADS} "
+                        "(the intra-op threads each run trains on)")
+    flag = os.environ.get(DETERMINISTIC_ENV, "").strip().lower()
+    if flag not in ("", "0", "1", "false", "true", "no", "yes", "off", "on"):
+        problems.append(f"{DETERMINISTIC_ENV}: {flag!r} is neither 1 nor 0")
+    if problems:
+        raise SchemaError("the environment", problems)
+    return threads or 1, flag in ("1", "true", "yes", "on")
+
+
+@dataclass(frozen=True)
+class RowSettings:
+    """A profile's values for some of its rows (one dataset's, or one table's), replacing the profile's own."""
+    epochs: int | None = bounded(None, ge=1, le=MAX_EPOCHS)
+    train_samples: int | None = bounded(None, ge=1, le=MAX_SAMPLES)
+    test_samples: int | None = bounded(None, ge=1, le=MAX_SAMPLES)
+    batch_size: int | None = bounded(None, ge=1, le=MAX_BATCH)
+    max_image_size: int | None = bounded(None, ge=8, le=MAX_IMAGE)
+    backbone_lr_scale: float | None = bounded(None, ge=0.0, le=1.0)
+
+    def given(self) -> dict[str, Any]:
+        return {k: v for k, v in dataclasses.asdict(self).items() if v is not None}
+
+
+@dataclass(frozen=True)
+class LatencyProfile:
+    """How a profile times the latency table (repro.measure.latency_settings); None: the paper-scale value."""
+    batch_size: int | None = bounded(None, ge=1, le=MAX_BATCH)
+    max_image_size: int | None = bounded(None, ge=8, le=MAX_IMAGE)  # cap on whole-model resolution
+
+
+@dataclass(frozen=True)
+class Profile:
+    description: str
+    # What the profile is evidence for. pipeline: synthetic data, checks the machinery; functional:
+    # real images that are not the paper's; reduced: the paper's datasets with fewer seeds or epochs;
+    # paper: the paper's protocol. Only the last two decide empirical claims (repro.claims).
+    evidence: Literal["pipeline", "functional", "reduced", "paper"]
+    device: Literal["auto", "cpu", "cuda"] = "auto"
+    seeds: int | None = bounded(None, ge=1, le=MAX_SEEDS)  # None: the paper's, as each manifest states it
+    epochs: int | None = bounded(None, ge=1, le=MAX_EPOCHS)  # None: the paper's epochs (Section 4.1)
+    data: Literal["real", "synthetic", "digits"] = "real"  # digits: real scans standing in (repro.data.digits)
+    train_samples: int | None = bounded(None, ge=1, le=MAX_SAMPLES)  # a subset, for profiles that must be quick
+    test_samples: int | None = bounded(None, ge=1, le=MAX_SAMPLES)
+    batch_size: int | None = bounded(None, ge=1, le=MAX_BATCH)
+    max_image_size: int | None = bounded(None, ge=8, le=MAX_IMAGE)  # cap on the training resolution; FLOPs use the paper's
+    pretrained: bool = True
+    # Where the pretrained weights of the backbones the recipe fine-tunes (ImageNet's) come from:
+    # torchvision's ImageNet weights, or weights repro pretrains on the digit stand-in's training split
+    # (repro.train.digit_weights; data = "digits" only), which need no download.
+    pretrained_on: Literal["imagenet", "digits"] = "imagenet"
+    # A recipe override, for profiles that train from random initialisation where the paper's recipe
+    # fine-tunes pretrained weights (Section 4.1); None: the recipe's (repro.plan.recipes.RECIPES). Only
+    # 'pipeline' and 'functional' profiles may set them: they are not the paper's protocol, and the
+    # profile's description must say so. backbone_lr_scale = 0 freezes a pretrained backbone.
+    optimizer: Literal["adam", "sgd"] | None = None
+    lr: float | None = bounded(None, gt=0.0, le=1.0)
+    backbone_lr_scale: float | None = bounded(None, ge=0.0, le=1.0)
+    # Which training rows run: "<manifest>" or "<manifest>/<row>" entries, shell-style patterns allowed.
+    # include empty: every row (`repro plan` writes profiles that train only what the chosen claims
+    # read); exclude: rows left out (the functional profile's, to fit a CPU budget).
+    include: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    # Per dataset, and per table, values replacing the ones above for those rows (a table's win):
+    # [profiles.<name>.datasets.<dataset>], [profiles.<name>.tables.<manifest>].
+    datasets: dict[str, RowSettings] = field(default_factory=dict)
+    tables: dict[str, RowSettings] = field(default_factory=dict)
+    latency: LatencyProfile = field(default_factory=LatencyProfile)
+    # Intra-op CPU threads every run trains on, under every executor (None: $OMP_NUM_THREADS, else 1), and
+    # PyTorch's deterministic algorithms (None: $REPRO_DETERMINISTIC, else off); both are part of a run's
+    # identity (repro.plan.recipes.RunConfig), since they change its float rounding (repro.runtime.numerics).
+    threads: int | None = bounded(None, ge=1, le=MAX_THREADS)
+    deterministic: bool | None = None
+
+    def run_threads(self) -> int:
+        return self.threads or environment_defaults()[0]
+
+    def run_deterministic(self) -> bool:
+        return self.deterministic if self.deterministic is not None else environment_defaults()[1]
+
+    def includes(self, manifest_id: str, row_id: str) -> bool:
+        return self.left_out_by(manifest_id, row_id) is None
+
+    def left_out_by(self, manifest_id: str, row_id: str) -> str | None:
+        """Which list leaves the row out, as a phrase ("its exclude list", or "its include list, which does not
+        name it"), or None when the row trains; an exclude entry wins over an include entry."""
+        if any(matches(e, manifest_id, row_id) for e in self.exclude):
+            return "its exclude list"
+        if self.include and not any(matches(e, manifest_id, row_id) for e in self.include):
+            return "its include list, which does not name it"
+        return None
+
+    def for_dataset(self, dataset: str) -> Profile:
+        """This profile as it applies to the rows on `dataset`."""
+        settings = self.datasets.get(dataset)
+        if settings is None:
+            return self
+        return dataclasses.replace(self, **settings.given(), datasets={})
+
+    def for_manifest(self, manifest_id: str, paper_seeds: int | None) -> Profile:
+        """This profile as it applies to one manifest: its seeds (the paper's where the profile gives none)
+        and its own table settings folded in, above every dataset's."""
+        own = self.tables.get(manifest_id, RowSettings()).given()
+        datasets = {d: dataclasses.replace(s, **own) for d, s in self.datasets.items()}
+        return dataclasses.replace(self, **own, seeds=self.seeds or paper_seeds or 1, datasets=datasets, tables={})
+
+    def departures(self, paper_seeds: int | None) -> list[str]:
+        """Every way this profile, as it applies to one table (for_manifest), departs from the paper's
+        protocol (Section 4.1): seeds, data, epochs, samples, image size, batch size, weights, recipe."""
+        out = []
+        if self.seeds is not None and paper_seeds is not None and self.seeds != paper_seeds:
+            out.append(f"{self.seeds} seed{'s' if self.seeds != 1 else ''} where the paper has {paper_seeds}")
+        if self.data != "real":
+            out.append(f"{self.data} data standing in for the paper's datasets")
+        if not self.pretrained:
+            out.append("random initialisation where the paper fine-tunes pretrained weights")
+        elif self.pretrained_on != "imagenet":
+            out.append(f"backbones pretrained on the {self.pretrained_on} stand-in, not ImageNet")
+        out += _settings_departures(self)
+        for dataset, settings in self.datasets.items():
+            given = _settings_departures(settings)
+            if given:
+                out.append(f"on {dataset}: {', '.join(given)}")
+        return out
+
+    def __post_init__(self) -> None:
+        scoped = [("", self), *((f"datasets.{d}.", s) for d, s in self.datasets.items()),
+                  *((f"tables.{t}.", s) for t, s in self.tables.items())]
+        overrides = [f"{where}{k}" for where, obj in scoped for k in RECIPE_OVERRIDES
+                     if getattr(obj, k, None) is not None]
+        if overrides and self.evidence in ("reduced", "paper"):
+            raise ValueError(f"{' and '.join(overrides)} {'override' if len(overrides) > 1 else 'overrides'} the "
+                             f"paper's recipe, which evidence "
+                             f"{self.evidence!r} must keep: remove them or use evidence 'pipeline' or 'functional'")
+        if self.pretrained_on == "digits" and self.data != "digits":
+            raise ValueError(f"pretrained_on = 'digits' pretrains on the digit stand-in, so it needs data = 'digits', "
+                             f"not {self.data!r}")
+        unknown = sorted(set(self.datasets) - set(DATASETS))
+        if unknown:
+            raise ValueError(f"datasets.{unknown[0]}: unknown dataset{closest(unknown[0], list(DATASETS))}; "
+                             f"allowed: {', '.join(DATASETS)}")
+        for where, own in scoped:
+            n, batch = getattr(own, "train_samples") or self.train_samples, own.batch_size or self.batch_size
+            if n and batch and n < batch:
+                raise ValueError(f"{where}train_samples = {n} is smaller than batch_size = {batch}: no full "
+                                 "training batch would remain (the last partial batch is dropped)")
+
+
+def _settings_departures(obj: Profile | RowSettings) -> list[str]:
+    """The run settings a profile (or one dataset's settings) changes from the paper's recipe."""
+    out = []
+    for name, words in (("epochs", "{} epochs instead of the paper's"), ("train_samples", "{} training images"),
+                        ("test_samples", "{} test images"), ("batch_size", "batch {} instead of the recipe's"),
+                        ("max_image_size", "images at most {} px")):
+        if getattr(obj, name) is not None:
+            out.append(words.format(getattr(obj, name)))
+    recipe = [f"{name} {getattr(obj, name):g}" if isinstance(getattr(obj, name), float) else f"{name} {getattr(obj, name)}"
+              for name in RECIPE_OVERRIDES if getattr(obj, name, None) is not None]
+    if recipe:
+        out.append("recipe " + ", ".join(recipe) + " instead of the paper's")
+    return out
+
+
+def matches(entry: str, manifest_id: str, row_id: str) -> bool:
+    """Does an include/exclude entry ("<manifest>" or "<manifest>/<row>", patterns allowed) name this row?"""
+    table, _, row = entry.partition("/")
+    return fnmatch.fnmatchcase(manifest_id, table) and (not row or fnmatch.fnmatchcase(row_id, row))
+
+
+def _profile(data: Any, path: str, problems: Problems) -> Profile | None:
+    check_id(path.removeprefix("profiles."), path, problems)  # a profile names a results folder
+    profile = from_dict(Profile, data, path, problems)
+    if profile is not None and profile.evidence in ("reduced", "paper") and profile.data != "real":
+        problems.add(f"{path}.data", f"evidence {profile.evidence!r} is the paper's datasets: expected 'real', "
+                     f"got {profile.data!r} (use evidence 'pipeline' or 'functional')")
+    return profile
+
+
+def load_profiles(path: str | Path, required: tuple[str, ...] = ()) -> dict[str, Profile]:
+    """The profiles of a TOML file of [profiles.<name>] tables, validated (the shipped file and a user's
+    alike); raise SchemaError naming the file and every problem."""
+    return parse_profiles(read_toml(Path(path)), path, required)
+
+
+def parse_profiles(data: dict[str, Any], path: str | Path, required: tuple[str, ...] = ()) -> dict[str, Profile]:
+    """Validate a profiles document; raise SchemaError naming `path` and every problem."""
+    problems = Problems()
+    for key in data:
+        if key != "profiles":
+            problems.add(key, f"unknown key{closest(key, ['profiles'])}; "
+                         "a profiles file holds only tables named profiles.<name>")
+    raw = data.get("profiles")
+    if not isinstance(raw, dict) or not raw:
+        problems.add("profiles", "expected at least one table named profiles.<name>")
+        raw = {}
+    for name in required:
+        if raw and name not in raw:
+            problems.add(f"profiles.{name}", f"missing required profile (the shipped file has {', '.join(required)})")
+    profiles = {name: _profile(prof, f"profiles.{name}", problems) for name, prof in raw.items()}
+    if problems.items:
+        raise SchemaError(path, problems.items)
+    return profiles
+
+
+def profiles_path(path: str | Path | None = None) -> Path | None:
+    """The user profiles file: `path`, else $REPRO_PROFILES, else none."""
+    value = path or os.environ.get("REPRO_PROFILES")
+    return Path(value) if value else None
+
+
+def shipped_profiles() -> dict[str, Profile]:
+    return load_profiles(SHIPPED_PROFILES, REQUIRED_PROFILES)
+
+
+def all_profiles(path: str | Path | None = None) -> tuple[dict[str, Profile], dict[str, Path]]:
+    """The shipped profiles with the user file's (see profiles_path) added over them, and each one's file.
+    The environment's defaults are checked here, before any work (environment_defaults)."""
+    environment_defaults()
+    profiles = shipped_profiles()
+    files = {name: SHIPPED_PROFILES for name in profiles}
+    user = profiles_path(path)
+    if user is not None:
+        own = load_profiles(user)
+        profiles.update(own)
+        files.update({name: user for name in own})
+    return profiles, files
+
+
+def _model(row) -> str:
+    return json.dumps([row.dataset, row.backbone.key(), row.head.key()], sort_keys=True, default=str)
+
+
+def check_against(profiles: dict[str, Profile], files: dict[str, Path], manifests: list) -> None:
+    """Every include/exclude entry and table name must match what the manifests hold, and a table's own
+    settings may touch only rows no other table lists (else its runs would split); raise SchemaError.
+
+    The shipped file is checked only against the manifests it names (a --manifests folder of your own
+    holds other tables); a user's file against every manifest given."""
+    by_id = {m.id: m for m in manifests}
+    models: dict[tuple, list[str]] = {}
+    for m in manifests:
+        for r in m.rows:
+            if "accuracy" in r.measures:
+                models.setdefault(_model(r), []).append(f"{m.id}/{r.id}")
+    problems: dict[Path, Problems] = {}
+    for name, profile in profiles.items():
+        file = files[name]
+        out = problems.setdefault(file, Problems())
+        shipped = file == SHIPPED_PROFILES
+        for key in ("include", "exclude"):
+            for i, entry in enumerate(getattr(profile, key)):
+                table = entry.partition("/")[0]
+                if shipped and not any(fnmatch.fnmatchcase(t, table) for t in by_id):
+                    continue
+                if not any(matches(entry, m.id, r.id) for m in manifests for r in m.rows if "accuracy" in r.measures):
+                    names = [m.id for m in manifests] + [f"{m.id}/{r.id}" for m in manifests for r in m.rows
+                                                         if "accuracy" in r.measures]
+                    out.add(f"profiles.{name}.{key}[{i}]", f"'{entry}' matches no training row{closest(entry, names)}")
+        for table, settings in profile.tables.items():
+            if table not in by_id:
+                if not shipped:
+                    out.add(f"profiles.{name}.tables.{table}", f"no manifest '{table}'{closest(table, list(by_id))}")
+                continue
+            for r in by_id[table].rows:
+                if "accuracy" not in r.measures or not settings.given():
+                    continue
+                others = [x for x in models[_model(r)]
+                          if not x.startswith(f"{table}/")]
+                if others:
+                    out.add(f"profiles.{name}.tables.{table}", f"would train {table}/{r.id} otherwise than "
+                            f"{others[0]}, the same model, so their runs would split: give the settings per dataset")
+    for file, out in problems.items():
+        if out.items:
+            raise SchemaError(file, out.items)

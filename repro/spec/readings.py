@@ -1,0 +1,301 @@
+"""Readings: each choice the paper's text leaves open, with the chosen value and the alternatives. Defined once.
+
+repro/spec/readings.toml declares them. A reading applies to a manifest row by the row's backbone and
+head names, its dataset, and component values it must have (`applies`); its chosen value and each
+alternative are config overrides of the row's backbone or head, or its batch size. From them:
+
+    Reading.applies_to(row)            does the text leave this open for this row?
+    Reading.holds(row)                 does the row carry the chosen value? (main rows must: repro.plan.manifest)
+    Reading.vary(row, alternative)     the row under the alternative: a sensitivity row "<row>__<alt id>"
+    Reading.training_only(alternative) whether the alternative changes only how a model trains (no FLOP or
+                                       operator count: the config's TRAINING_ONLY fields, or the batch size)
+
+Torch-free: components are validated against the configs of repro.models.configs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, get_type_hints
+
+from repro.data.specs import DATASETS
+from repro.models import BACKBONES, HEADS, Component
+from repro.models.configs import ConfigError
+from repro.spec.profiles import MAX_BATCH
+from repro.core.registry import Registry, closest
+from repro.core.schema import Problems, SchemaError, bounded, check_id, convert, from_dict, read_toml
+
+SHIPPED_READINGS = Path(__file__).with_name("readings.toml")
+PARTS = ("backbone", "head")  # the components an override may change
+
+
+@dataclass(frozen=True)
+class Choice:
+    """The chosen value of a reading, or one alternative: overrides of a row's components."""
+
+    id: str  # names generated rows: "<row>__<id>"
+    label: str
+    backbone: dict[str, Any] = field(default_factory=dict)
+    head: dict[str, Any] = field(default_factory=dict)
+    batch_size: int | None = bounded(None, ge=1, le=MAX_BATCH)  # the row's training batch (a recipe setting)
+
+    def overrides(self, part: str) -> dict[str, Any]:
+        return getattr(self, part)
+
+
+@dataclass(frozen=True)
+class Applies:
+    """Which rows a reading concerns; an empty list matches any."""
+
+    backbones: tuple[str, ...] = ()
+    heads: tuple[str, ...] = ()
+    datasets: tuple[str, ...] = ()
+    backbone_where: dict[str, Any] = field(default_factory=dict)  # values the row's component must have
+    head_where: dict[str, Any] = field(default_factory=dict)
+
+    def names(self, part: str) -> tuple[str, ...]:
+        return getattr(self, f"{part}s")
+
+    def where(self, part: str) -> dict[str, Any]:
+        return getattr(self, f"{part}_where")
+
+
+def registry(part: str) -> Registry:
+    return BACKBONES if part == "backbone" else HEADS
+
+
+def effective(part: str, component: Component) -> dict[str, Any]:
+    """Every parameter of a component as built: the row's, else the registry entry's defaults, else the config's."""
+    entry = registry(part).get(component.name)
+    if entry.config is None:
+        return {}
+    return dataclasses.asdict(entry.config(**{**entry.defaults, **component.params}))
+
+
+def _same(a: Any, b: Any) -> bool:
+    norm = lambda v: tuple(v) if isinstance(v, (list, tuple)) else v  # noqa: E731  (TOML arrays, config tuples)
+    return norm(a) == norm(b)
+
+
+@dataclass(frozen=True)
+class Reading:
+    id: str
+    title: str  # what the text leaves open
+    section: str  # where the text touches it
+    text: str  # why the chosen value, and what the alternatives would change
+    chosen: Choice
+    applies: Applies = field(default_factory=Applies)
+    alternatives: tuple[Choice, ...] = ()
+
+    def applies_to(self, row: Any) -> bool:
+        a = self.applies
+        if a.datasets and row.dataset not in a.datasets:
+            return False
+        for part in PARTS:
+            component = getattr(row, part)
+            if a.names(part) and component.name not in a.names(part):
+                return False
+            if a.where(part):
+                values = effective(part, component)
+                if not all(_same(values.get(k), v) for k, v in a.where(part).items()):
+                    return False
+        return True
+
+    def differences(self, row: Any, choice: Choice | None = None) -> list[str]:
+        """Where the row departs from a choice (the chosen value by default): 'key = row value (choice value)'."""
+        choice = choice or self.chosen
+        out = []
+        for part in PARTS:
+            values = effective(part, getattr(row, part))
+            out += [f"{part}.{k} = {values.get(k)!r}, not {v!r}" for k, v in choice.overrides(part).items()
+                    if not _same(values.get(k), v)]
+        if choice.batch_size is not None and row.batch_size not in (None, choice.batch_size):
+            out.append(f"batch_size = {row.batch_size}, not {choice.batch_size}")
+        return out
+
+    def holds(self, row: Any) -> bool:
+        return not self.differences(row)
+
+    def training_only(self, alternative: Choice) -> bool:
+        """True when the alternative changes nothing an evaluation forward executes (so no FLOP or operator
+        count): every override is a TRAINING_ONLY field of its component's config, or the batch size."""
+        for part in PARTS:
+            for key in alternative.overrides(part):
+                names = self.applies.names(part) or registry(part).names()
+                if any(key not in getattr(registry(part).get(n).config, "TRAINING_ONLY", ()) for n in names):
+                    return False
+        return True
+
+    def vary(self, row: Any, alternative: Choice) -> Any:
+        """The row under an alternative: its sensitivity twin "<row>__<alternative>" (repro.plan.manifest.Row)."""
+        parts = {part: Component(getattr(row, part).name, {**getattr(row, part).params, **alternative.overrides(part)})
+                 for part in PARTS}
+        return dataclasses.replace(
+            row, id=f"{row.id}__{alternative.id}", label=f"{row.label} [{self.title}: {alternative.label}]",
+            role="sensitivity", reading=f"{self.id}/{alternative.id}", base=row.id,
+            batch_size=alternative.batch_size or row.batch_size, **parts)
+
+    def alternative(self, alternative_id: str) -> Choice:
+        return next(a for a in self.alternatives if a.id == alternative_id)
+
+
+def _check_choice(reading: Reading, choice: Choice, path: str, problems: Problems) -> None:
+    """Every override must be a valid value of every component the reading applies to."""
+    check_id(choice.id, f"{path}.id", problems)
+    for part in PARTS:
+        overrides = choice.overrides(part)
+        if not overrides:
+            continue
+        names = reading.applies.names(part)
+        if not names:
+            problems.add(f"{path}.{part}", f"overrides the {part} of rows the reading does not name: give "
+                         f"applies.{part}s")
+            continue
+        for name in names:
+            entry = registry(part).get(name)
+            hints = get_type_hints(entry.config) if entry.config else {}
+            for key, value in overrides.items():
+                if key not in hints:
+                    problems.add(f"{path}.{part}.{key}", f"not a parameter of {part} '{name}'"
+                                 f"{closest(key, list(hints))}")
+                else:
+                    convert(hints[key], value, f"{path}.{part}.{key}", problems)
+            try:
+                entry.config(**{**entry.defaults, **{k: v for k, v in overrides.items() if k in hints}})
+            except (ConfigError, TypeError, ValueError) as exc:
+                problems.add(f"{path}.{part}", f"{part} '{name}': {exc}")
+
+
+def _check(reading: Reading, i: int, problems: Problems) -> None:
+    path = f"readings[{i}]"
+    check_id(reading.id, f"{path}.id", problems)
+    for part in PARTS:
+        for j, name in enumerate(reading.applies.names(part)):
+            if name not in registry(part):
+                problems.add(f"{path}.applies.{part}s[{j}]", f"unknown {part} '{name}'"
+                             f"{closest(name, registry(part).names())}")
+    for j, d in enumerate(reading.applies.datasets):
+        if d not in DATASETS:
+            problems.add(f"{path}.applies.datasets[{j}]", f"unknown dataset '{d}'{closest(d, list(DATASETS))}")
+    if problems.items:
+        return
+    if not reading.alternatives:
+        problems.add(f"{path}.alternatives", "a reading needs at least one alternative to the chosen value")
+    _check_choice(reading, reading.chosen, f"{path}.chosen", problems)
+    for j, alt in enumerate(reading.alternatives):
+        _check_choice(reading, alt, f"{path}.alternatives[{j}]", problems)
+
+
+def parse_readings(data: dict[str, Any], path: str | Path) -> tuple[Reading, ...]:
+    """Validate a readings document; raise SchemaError naming `path` and every problem."""
+    problems = Problems()
+    for key in data:
+        if key != "readings":
+            problems.add(key, f"unknown key{closest(key, ['readings'])}; a readings file holds [[readings]] tables")
+    raw = data.get("readings", [])
+    if not isinstance(raw, list):
+        problems.add("readings", "expected an array of tables ([[readings]])")
+        raw = []
+    readings = [from_dict(Reading, r, f"readings[{i}]", problems) for i, r in enumerate(raw)]
+    if problems.items:
+        raise SchemaError(path, problems.items)
+    ids, alternative_ids = set(), set()
+    for i, reading in enumerate(readings):
+        _check(reading, i, problems)
+        if reading.id in ids:
+            problems.add(f"readings[{i}].id", f"duplicate id '{reading.id}'")
+        ids.add(reading.id)
+        for j, alt in enumerate((reading.chosen, *reading.alternatives)):
+            if alt.id in alternative_ids:
+                problems.add(f"readings[{i}]", f"choice id '{alt.id}' is used twice: ids name generated rows")
+            alternative_ids.add(alt.id)
+    if problems.items:
+        raise SchemaError(path, problems.items)
+    return tuple(readings)
+
+
+def load_readings(path: str | Path) -> tuple[Reading, ...]:
+    return parse_readings(read_toml(Path(path)), path)
+
+
+@lru_cache(maxsize=1)
+def shipped_readings() -> tuple[Reading, ...]:
+    return load_readings(SHIPPED_READINGS)
+
+
+def readings_by_id() -> dict[str, Reading]:
+    return {r.id: r for r in shipped_readings()}
+
+
+# --------------------------------------------------------------------------- in a manifest
+@dataclass(frozen=True)
+class Sensitivity:
+    """A manifest's [[sensitivity]] table: its `rows` under every alternative of the `readings` named that
+    applies to them, as rows of their own ("<row>__<alternative>", role "sensitivity") that train like any
+    other, and each comparison of those rows with its twin ("<comparison>__<alternative>")."""
+
+    rows: tuple[str, ...]
+    readings: tuple[str, ...]
+
+
+def check_rows(rows: list, readings: tuple[Reading, ...], problems: Problems) -> None:
+    """Every main row must carry the chosen value of each reading that applies to it."""
+    for i, row in enumerate(rows):
+        if row.role != "main":
+            continue
+        for reading in readings:
+            if reading.applies_to(row) and not reading.holds(row):
+                problems.add(f"rows[{i}]", f"'{row.id}' departs from reading '{reading.id}' ({reading.chosen.label}): "
+                             f"{'; '.join(reading.differences(row))}; state the chosen value (repro/spec/readings.toml), "
+                             "or make the row role = 'sensitivity'")
+
+
+def expand(rows: list, comparisons: list, sensitivity: list[Sensitivity], readings: tuple[Reading, ...],
+           problems: Problems) -> tuple[list, list]:
+    """The rows and comparisons [[sensitivity]] tables generate (validated: each problem added)."""
+    by_id = {r.id: r for r in rows}
+    known = {r.id: r for r in readings}
+    new_rows: dict[str, Any] = {}
+    new_comparisons: dict[str, Any] = {}
+    for i, s in enumerate(sensitivity):
+        for j, row_id in enumerate(s.rows):
+            if row_id not in by_id:
+                problems.add(f"sensitivity[{i}].rows[{j}]", f"no row '{row_id}'{closest(row_id, sorted(by_id))}")
+        for j, reading_id in enumerate(s.readings):
+            reading = known.get(reading_id)
+            if reading is None:
+                problems.add(f"sensitivity[{i}].readings[{j}]", f"no reading '{reading_id}'"
+                             f"{closest(reading_id, sorted(known))}; readings: {', '.join(known)}")
+                continue
+            varied = [by_id[r] for r in s.rows if r in by_id and reading.applies_to(by_id[r])]
+            if not varied:
+                problems.add(f"sensitivity[{i}].readings[{j}]", f"reading '{reading_id}' applies to none of the "
+                             f"rows {', '.join(s.rows)}")
+            for alt in reading.alternatives:
+                twins = {row.id: reading.vary(row, alt) for row in varied}
+                for twin in twins.values():
+                    check_id(twin.id, f"sensitivity[{i}]", problems)
+                    if twin.id in by_id or twin.id in new_rows:
+                        problems.add(f"sensitivity[{i}]", f"row '{twin.id}' would exist twice")
+                    new_rows[twin.id] = twin
+                for c in comparisons:
+                    sides = [by_id[c.row], by_id[c.baseline]] if c.row in by_id and c.baseline in by_id else []
+                    # a twin comparison varies every side the reading applies to, never one of two
+                    if not any(r.id in twins for r in sides) or any(
+                            reading.applies_to(r) and r.id not in twins for r in sides):
+                        continue
+                    twin = dataclasses.replace(
+                        c, id=f"{c.id}__{alt.id}", label=f"{c.label} [{reading.title}: {alt.label}]", series="",
+                        row=twins[c.row].id if c.row in twins else c.row,
+                        baseline=twins[c.baseline].id if c.baseline in twins else c.baseline)
+                    check_id(twin.id, f"sensitivity[{i}]", problems)
+                    new_comparisons[twin.id] = twin
+    return list(new_rows.values()), list(new_comparisons.values())
+
+
+def applying(rows: list, readings: tuple[Reading, ...]) -> tuple[Reading, ...]:
+    """The readings that apply to at least one of the rows: those a table depends on."""
+    return tuple(r for r in readings if any(r.applies_to(row) for row in rows))
