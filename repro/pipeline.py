@@ -14,10 +14,13 @@ import os
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable, Mapping
 
 from repro.core.devices import resolve_device
 from repro.core.fsutil import WriteFailed
+from repro.core.progress import Progress
+from repro.execution.options import TableOptions
+from repro.execution.runs import RunCounts
 from repro.plan.manifest import Manifest
 from repro.measure import MEASURERS
 from repro.measure.measurer import Context
@@ -30,12 +33,14 @@ from repro.results.measurements import (FlopCheck, ManifestResult, Measured, com
                            save_result)
 from repro.results.timings import phase
 
-def make_context(manifest: Manifest, profile: str, results_dir: Path, device: str, jobs: int = 0, **kw) -> Context:
-    settings = manifest.profile(profile)  # KeyError naming the closest profiles
-    device = resolve_device(device)
+def make_context(manifest: Manifest, options: TableOptions, progress: Progress | None = None) -> Context:
+    """How `manifest` runs under `options`: its profile as the manifest holds it (applied once, in plan/)."""
+    settings = manifest.profile(options.profile)  # KeyError naming the closest profiles
+    device = resolve_device(options.device)
     # On a CPU as many runs at once as the cores hold at the threads each trains on (its config's).
-    jobs = jobs or (1 if device.startswith("cuda") else max(1, (os.cpu_count() or 1) // settings.run_threads()))
-    return Context(profile, settings, results_dir, device, jobs=jobs, **kw)
+    jobs = options.jobs or (1 if device.startswith("cuda") else max(1, (os.cpu_count() or 1) // settings.run_threads()))
+    return Context(options.profile, settings, options.results_dir, device, jobs, options.data_dir, progress,
+                   options.executor, options.data.allow_unverified, options.data.workers)
 
 
 def comparison_metrics(manifest: Manifest, measured: Measured) -> None:
@@ -43,28 +48,39 @@ def comparison_metrics(manifest: Manifest, measured: Measured) -> None:
     derive_comparisons(manifest.comparisons, measured)
 
 
-def run_manifest(manifest: Manifest, ctx: Context) -> ManifestResult:
-    measured = Measured()
+@dataclass(frozen=True)
+class TableMeasurement:
+    """One table's measurements and claims, with the runs behind them."""
+
+    result: ManifestResult
+    runs: RunCounts | None = None  # when the table trains: trained here, reused, trained by another process
+    submitted: Mapping[str, str] = field(default_factory=dict)  # run hash -> Slurm job, not awaited (--no-wait)
+
+
+def run_manifest(manifest: Manifest, ctx: Context) -> TableMeasurement:
+    measured, runs, submitted = Measured(), None, {}
     for measure in sorted(manifest.measures()):
-        measured.update(MEASURERS.get(measure).builder(manifest, ctx))
+        got = MEASURERS.get(measure).builder(manifest, ctx)
+        measured.update(got.measured)
+        runs, submitted = got.runs or runs, {**submitted, **got.submitted}
     comparison_metrics(manifest, measured)
     result = ManifestResult(manifest.id, manifest.title, manifest.paper_ref, manifest.paper_table,
                             ctx.profile_name, measured, [], provenance(ctx.device), ctx.profile)
     count_readings(manifest, result)  # the analytic claims' rows under each alternative reading
     with phase("claims", manifest.id):
-        return decide_table(manifest, result)
+        return TableMeasurement(decide_table(manifest, result), runs, submitted)
 
 
-def execute(manifest: Manifest, ctx: Context) -> tuple[ManifestResult, list[Path]]:
+def execute(manifest: Manifest, ctx: Context) -> tuple[TableMeasurement, list[Path]]:
     """Run one manifest and write its results.json, tables and claims; none of them while some of its runs
-    are submitted and not awaited (`ctx.submitted`): a table is never written from missing results."""
-    result = run_manifest(manifest, ctx)
-    if ctx.submitted:
-        return result, []
+    are submitted and not awaited: a table is never written from missing results."""
+    table = run_manifest(manifest, ctx)
+    if table.submitted:
+        return table, []
     with phase("tables", manifest.id):
-        save_result(result, ctx.results_dir)
-        files = write_manifest_outputs(manifest, result, ctx.results_dir)
-    return result, files
+        save_result(table.result, ctx.results_dir)
+        files = write_manifest_outputs(manifest, table.result, ctx.results_dir)
+    return table, files
 
 
 @dataclass
@@ -74,7 +90,7 @@ class TableOutcome:
     manifest_id: str
     result: ManifestResult | None = None
     files: list[Path] = field(default_factory=list)
-    run_counts: Any = None  # repro.execution.runs.RunCounts, when the table trains
+    run_counts: RunCounts | None = None  # when the table trains
     needs_data: str = ""  # a dataset or pretrained weights file is missing: nothing was trained
     error: str = ""  # the table failed to run (repro.pipeline.describe_exception)
     submitted: dict[str, str] = field(default_factory=dict)  # run hash -> Slurm job, not awaited: no table written
@@ -92,15 +108,11 @@ class TableOutcome:
 
 @dataclass
 class TableRun:
-    """Tables run one after another at one profile; `current` names the table running (for an interrupt)."""
+    """Tables run one after another under one set of options; `current` names the table running (for an
+    interrupt)."""
 
-    profile: str
-    results_dir: Path
-    device: str
-    jobs: int = 0
-    data_dir: Path | None = None
-    executor: Any = None  # repro.execution.options.ExecutorOptions
-    progress: Any = None
+    options: TableOptions
+    progress: Progress | None = None
     current: str | None = None
 
     def run(self, manifests: list[Manifest], on_start: Callable[[Manifest, Context], None] | None = None,
@@ -116,15 +128,13 @@ class TableRun:
             self.current = manifest.id
             out = TableOutcome(manifest.id)
             try:
-                ctx = make_context(manifest, self.profile, self.results_dir, self.device, jobs=self.jobs,
-                                   data_dir=self.data_dir, executor=self.executor)
-                ctx.progress = self.progress
+                ctx = make_context(manifest, self.options, self.progress)
                 if on_start is not None:
                     on_start(manifest, ctx)
-                result, out.files = execute(manifest, ctx)
-                out.run_counts, out.submitted = ctx.run_counts, ctx.submitted
-                if not ctx.submitted:
-                    out.result = result
+                table, out.files = execute(manifest, ctx)
+                out.run_counts, out.submitted = table.runs, dict(table.submitted)
+                if not table.submitted:
+                    out.result = table.result
             except (DatasetMissing, WeightsMissing) as exc:
                 out.needs_data = f"{manifest.id} needs data that is not here; nothing was trained.\n{exc}"
             except WriteFailed:
@@ -172,5 +182,5 @@ def describe_exception(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}{where}"
 
 
-__all__ = ["Context", "TableOutcome", "TableRun", "comparison_metric", "decidable_not_reproduced", "execute",
+__all__ = ["Context", "TableMeasurement", "TableOutcome", "TableRun", "comparison_metric", "decidable_not_reproduced", "execute",
            "flop_check", "make_context", "row_metric", "run_manifest"]

@@ -56,7 +56,7 @@ def pytest_deselected(items):
 
 
 def pytest_collection_finish(session):
-    # The README states the suite's size; tests/test_readme.py checks it whenever every test file was collected.
+    # docs/testing.md states the suite's size; tests/test_docs_numbers.py checks it whenever every test file was collected.
     if all(Path(arg.split("::")[0]).resolve() in (TESTS, TESTS.parent) for arg in session.config.args):
         if "::" not in " ".join(session.config.args):
             session.config.stash[SUITE_SIZE] = len(session.items) + len(_deselected)

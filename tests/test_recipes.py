@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from repro.plan.manifest import Row
-from repro.spec.profiles import RowSettings, Profile, environment_defaults
+from repro.spec.profiles import RowSettings, Profile, RunDefaults
 from repro.models import Component, build_model
 from repro.plan.recipes import resolve
 from repro.core.schema import SchemaError
@@ -147,18 +147,18 @@ def test_a_rows_batch_size_replaces_the_recipes_and_a_quick_profiles_replaces_bo
     assert resolve(row, Profile(description="s", evidence="pipeline", batch_size=32), seed=0).batch_size == 32
 
 
-def test_the_threads_and_deterministic_mode_come_from_the_profile_else_the_environment(monkeypatch):
+def test_the_threads_and_deterministic_mode_come_from_the_profile_else_the_commands_defaults():
     row = _row("cifar10", "cifar_standard")
-    monkeypatch.delenv("OMP_NUM_THREADS")
-    monkeypatch.delenv("REPRO_DETERMINISTIC", raising=False)
     assert (resolve(row, FULL, 0).threads, resolve(row, FULL, 0).deterministic) == (1, False)  # on every machine
-    monkeypatch.setenv("OMP_NUM_THREADS", "4")
-    monkeypatch.setenv("REPRO_DETERMINISTIC", "1")
-    assert (resolve(row, FULL, 0).threads, resolve(row, FULL, 0).deterministic) == (4, True)
-    own = replace(FULL, threads=2, deterministic=False)
-    assert (resolve(row, own, 0).threads, resolve(row, own, 0).deterministic) == (2, False)
+    applied = FULL.for_manifest("t", 1, RunDefaults(threads=4, deterministic=True))
+    assert (resolve(row, applied, 0).threads, resolve(row, applied, 0).deterministic) == (4, True)
+    own = replace(FULL, threads=2, deterministic=False).for_manifest("t", 1, RunDefaults(4, True))
+    assert (resolve(row, own, 0).threads, resolve(row, own, 0).deterministic) == (2, False)  # the profile's win
+
+
+def test_the_commands_defaults_are_read_from_its_environment_and_checked():
+    assert RunDefaults.from_environment({}) == RunDefaults(1, False)
+    assert RunDefaults.from_environment({"OMP_NUM_THREADS": "4,2", "REPRO_DETERMINISTIC": "yes"}) == RunDefaults(4, True)
     for name, value in (("OMP_NUM_THREADS", "abc"), ("OMP_NUM_THREADS", "0"), ("REPRO_DETERMINISTIC", "maybe")):
-        monkeypatch.setenv(name, value)
         with pytest.raises(SchemaError, match=f"(?s)the environment: 1 problem.*{name}: '{value}'"):
-            environment_defaults()
-        monkeypatch.setenv(name, "1")
+            RunDefaults.from_environment({name: value})

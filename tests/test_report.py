@@ -15,7 +15,7 @@ from repro.report.render import latex_escape, md_escape, write_manifest_outputs
 def table6(tmp_path_factory):
     manifest = find_manifest("table6")
     out = tmp_path_factory.mktemp("results")
-    result = run_manifest(manifest, Context("smoke", manifest.profiles["smoke"], out))
+    result = run_manifest(manifest, Context("smoke", manifest.profiles["smoke"], out)).result
     files = write_manifest_outputs(manifest, result, out)
     return manifest, result, {f.name: f for f in files}
 

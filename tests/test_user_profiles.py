@@ -44,7 +44,8 @@ def test_user_profiles_are_merged_onto_every_manifest(tmp_path):
     assert [m.id for m in merged] == [m.id for m in shipped] and len(merged) == len(manifest_paths())
     for before, after in zip(shipped, merged):
         assert after.profiles["cifar3x50"] == Profile(description="real CIFAR, 3 seeds x 50 epochs",
-                                                      evidence="reduced", seeds=3, epochs=50)
+                                                      evidence="reduced", seeds=3, epochs=50, threads=1,
+                                                      deterministic=False)  # as applied: the defaults filled in
         assert after.profiles["smoke"].train_samples == 64 and after.profiles["smoke"].seeds == 1  # replaced
         assert after.profiles["full"] == before.profiles["full"]  # the others kept
         assert set(after.profiles) == set(before.profiles) | {"cifar3x50"}
@@ -129,7 +130,7 @@ def test_a_table_says_which_list_left_each_untrained_row_out(tmp_path):
     manifest = find_manifest("table8")
     # CIFAR-100's rows are named by both lists (the exclude list wins), the others by neither: nothing trains.
     profile = dataclasses.replace(manifest.profiles["smoke"], include=("table8/c100_*",), exclude=("table8/c100_*",))
-    missing = measure_accuracy(manifest, Context("mine", profile, tmp_path)).missing
+    missing = measure_accuracy(manifest, Context("mine", profile, tmp_path)).measured.missing
     assert missing["rows.c100_soft.accuracy"] == ("c100_soft is not trained under profile 'mine' "
                                                  "(left out by its exclude list)")
     assert missing["rows.imagenet_soft.accuracy"] == ("imagenet_soft is not trained under profile 'mine' "

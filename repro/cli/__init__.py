@@ -44,7 +44,15 @@ def _flags_show_no_type() -> None:
 
 class _Group(typer.core.TyperGroup):
     """Typer itself turns Ctrl-C inside a command into exit 130; this group lets the KeyboardInterrupt
-    through to whoever called the app: `main` says what was kept, pytest stops, a notebook cell ends."""
+    through to whoever called the app: `main` says what was kept, pytest stops, a notebook cell ends.
+
+    `repro <id>` for any manifest id is `repro run <id>`: the id is resolved here, not registered as a
+    command of its own, so that the table commands' options are declared once (repro.cli.run.tables)."""
+
+    def resolve_command(self, ctx, args):
+        if args and args[0] not in self.commands and args[0] in manifest_ids():
+            return args[0], self.commands["run"], args[:1] + args[1:]
+        return super().resolve_command(ctx, args)
 
     def invoke(self, ctx):
         try:
@@ -66,23 +74,31 @@ class _Group(typer.core.TyperGroup):
         return result
 
 
+def manifest_ids() -> list[str]:
+    """The shipped manifests' ids (file names, without loading them): `repro <id>` runs one."""
+    from repro.plan.manifest import manifest_paths
+
+    return [p.stem for p in manifest_paths()]
+
+
 _flags_show_no_type()
 app = typer.Typer(
     help="Reproduce arXiv 2605.15484: run a paper table's manifest, check FLOPs, decide claims, render reports.",
+    epilog=f"repro <id> runs one table (repro run <id>): {', '.join(manifest_ids())}.",
     no_args_is_help=True, add_completion=False, rich_markup_mode="rich", cls=_Group,
 )
+app.command("verify-all", help=tables.VERIFY_ALL_HELP)(tables.tables)
+app.command("run", help=tables.RUN_HELP,
+            epilog=f"repro <id> is repro run <id>, for the ids {', '.join(manifest_ids())}.")(tables.tables)
 app.command("list")(info.list_manifests)
 app.command("plan")(info.plan)
-app.command("run")(tables.run)
-app.command("flops")(info.flops)
-app.command("data")(info.data)
-app.command("report")(report.report)
-app.command("verify-all")(tables.verify_all)
 app.command("status")(status.status)
+app.command("report")(report.report)
+app.command("flops")(info.flops)
 app.command("readings")(readings.readings)
+app.command("data")(info.data)
 app.command("rho")(rho_command)
 app.add_typer(bench_app, name="bench", help="Benchmarks: latency per head, data path, training, capacity assignment.")
-tables.register_manifest_commands(app)
 
 
 

@@ -10,6 +10,7 @@ commands that need them, and every name the user typed is checked before they ar
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 from enum import IntEnum
 from pathlib import Path
@@ -22,7 +23,7 @@ from rich.text import Text
 
 from repro.core import terminal
 from repro.plan.manifest import Manifest, find_manifest, load_all, load_valid
-from repro.spec.profiles import shipped_profiles
+from repro.spec.profiles import RunDefaults, shipped_profiles
 from repro.core.schema import SchemaError
 from repro.core.terminal import Grid, print_words
 
@@ -65,7 +66,7 @@ ProfilesOpt = typer.Option(None, "--profiles", help="TOML file of profiles (tabl
 DeterministicOpt = typer.Option(False, "--deterministic",
                                 help="Train in PyTorch's deterministic mode (and cuBLAS's fixed workspace), on the "
                                      "profile's threads: bit-identical runs on the same kind of machine. A profile's "
-                                     "`deterministic` key wins; sets $REPRO_DETERMINISTIC for the runs.")
+                                     "`deterministic` key wins. Default: $REPRO_DETERMINISTIC.")
 
 
 VerboseOpt = typer.Option(False, "--verbose", "-v", help="Show the detail (every FLOP count, run and evidence); "
@@ -100,29 +101,44 @@ def message(exc: BaseException) -> str:
     return str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)
 
 
-def load_one(manifest_id: str, manifests: Path | None = None, profiles: Path | None = None) -> Manifest:
+def run_defaults(deterministic: bool = False) -> RunDefaults:
+    """The threads and deterministic mode of runs whose profile gives neither: this command's environment
+    ($OMP_NUM_THREADS, $REPRO_DETERMINISTIC), read here, where the command starts; --deterministic turns it on."""
     try:
-        return find_manifest(manifest_id, manifests, profiles)
+        defaults = RunDefaults.from_environment()
+    except SchemaError as exc:
+        fail(str(exc))
+    return dataclasses.replace(defaults, deterministic=True) if deterministic else defaults
+
+
+def load_one(manifest_id: str, manifests: Path | None = None, profiles: Path | None = None,
+             defaults: RunDefaults | None = None) -> Manifest:
+    try:
+        return find_manifest(manifest_id, manifests, profiles, defaults or run_defaults())
     except (KeyError, SchemaError) as exc:
         fail(message(exc))
 
 
-def load_every(manifests: Path | None = None, profiles: Path | None = None) -> list[Manifest]:
+def load_every(manifests: Path | None = None, profiles: Path | None = None,
+               defaults: RunDefaults | None = None) -> list[Manifest]:
     try:
-        return load_all(manifests, profiles)
+        return load_all(manifests, profiles, defaults or run_defaults())
     except SchemaError as exc:
         fail(str(exc))
 
 
-def load_some(ids: list[str] | None, manifests: Path | None = None, profiles: Path | None = None) -> list[Manifest]:
-    """The manifests named (every one, when none is), failing on the first unknown or invalid one."""
-    return [load_one(i, manifests, profiles) for i in ids] if ids else load_every(manifests, profiles)
+def load_some(ids: list[str] | None, manifests: Path | None = None, profiles: Path | None = None,
+              defaults: RunDefaults | None = None) -> list[Manifest]:
+    """The manifests named (every one, when none is), failing on the first unknown or invalid one; the
+    profiles attached under `defaults` (else this command's environment's)."""
+    defaults = defaults or run_defaults()
+    return [load_one(i, manifests, profiles, defaults) for i in ids] if ids else load_every(manifests, profiles, defaults)
 
 
 def load_valid_or_fail(manifests_dir: Path | None, profiles: Path | None) -> tuple[list[Manifest], dict[str, str]]:
     """Every valid manifest (with the profiles attached) and, by id, why the others are invalid."""
     try:
-        manifests, invalid = load_valid(manifests_dir, profiles)
+        manifests, invalid = load_valid(manifests_dir, profiles, run_defaults())
     except SchemaError as exc:  # the profiles file
         fail(str(exc))
     return manifests, {mid: exc.problems[0] for mid, exc in invalid.items()}
@@ -150,27 +166,6 @@ def check_results_dir(results_dir: Path, profile: str | None = None, manifest_id
 def write_failed(exc: OSError) -> NoReturn:
     """A file the disk refused (repro.core.fsutil.WriteFailed): one line; the records already written stay."""
     fail(f"{exc}; every finished run record is kept, and the same command resumes once it can write", 1)
-
-
-def set_numerics_env(deterministic: bool) -> None:
-    """--deterministic reaches every run's config (repro.spec.profiles.environment_defaults) and, before CUDA
-    starts, cuBLAS in this process, its workers and Slurm tasks, through the environment."""
-    from repro.spec.profiles import DETERMINISTIC_ENV
-    from repro.runtime.numerics import deterministic_environment
-
-    if deterministic:
-        os.environ[DETERMINISTIC_ENV] = "1"
-        deterministic_environment()
-
-
-def set_data_env(allow_unverified: bool, workers: int | None) -> None:
-    """Data options reach every run, in this process, its workers and Slurm tasks, through the environment."""
-    from repro.data.check import ALLOW_UNVERIFIED_ENV, WORKERS_ENV
-
-    if allow_unverified:
-        os.environ[ALLOW_UNVERIFIED_ENV] = "1"
-    if workers is not None:
-        os.environ[WORKERS_ENV] = str(workers)
 
 
 class CommandInterrupted(KeyboardInterrupt):

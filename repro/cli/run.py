@@ -16,22 +16,26 @@ from typing import Optional
 import typer
 from rich.text import Text
 
+from repro.cli.checklist import verdict_counts, verdicts_grid
 from repro.cli.common import (
     DataOpt, DeterministicOpt, DeviceOpt, ExitCode, JobsOpt, ManifestsOpt, ProfileOpt, ProfilesOpt, ResultsOpt,
     UnverifiedOpt, VerboseOpt, WorkersOpt, CommandInterrupted, check_profile, check_results_dir, console, counts_line,
-    err, fail, load_every, load_one, print_grid, recording, set_data_env, set_numerics_env, show, write_failed,
+    err, fail, load_some, print_grid, recording, run_defaults, show, write_failed,
 )
-from repro.core.fsutil import WriteFailed
-from repro.cli.execution import with_executor_options
+from repro.cli.execution import (
+    ExecutorOpt, GpusPerRunOpt, NoWaitOpt, RunsPerGpuOpt, SlurmAccountOpt, SlurmCpusPerTaskOpt, SlurmGpusPerTaskOpt,
+    SlurmMaxParallelOpt, SlurmParamOpt, SlurmPartitionOpt, SlurmRunsPerTaskOpt, SlurmTimeOpt, StaleLockAfterOpt,
+)
 from repro.cli.progress import Reporter
-from repro.cli.checklist import verdict_counts, verdicts_grid
-from repro.execution.options import ExecutorOptions
+from repro.core.fsutil import WriteFailed
+from repro.data.options import DataOptions
+from repro.execution.options import ExecutorOptions, TableOptions, options_from_cli
 from repro.execution.torchrun import TorchrunUsageError, ranks, relaunch
 from repro.execution.workers import kept_workers
-from repro.plan.manifest import Manifest, manifest_paths
-from repro.spec.profiles import default_profile
+from repro.plan.manifest import Manifest
 from repro.results.measurements import default_results_dir
 from repro.runtime.interrupt import command_line
+from repro.spec.profiles import default_profile
 
 LOG_NAME = "repro.log"  # <results>/<profile>/repro.log: every line a table command printed or left behind -v
 
@@ -112,16 +116,16 @@ def _run_all(run, manifests: list[Manifest], reporter: Reporter, announce: bool)
         if announce:
             kind = "gpu" if ctx.device.startswith("cuda") else "cpu"
             if kind not in models:  # fitted once to the records already here, from the caches (no counting)
-                fitted = fit_folder(CostModel(kind=kind, cached_only=True), run.results_dir, manifests)
+                fitted = fit_folder(CostModel(kind=kind, cached_only=True), run.options.results_dir, manifests)
                 models[kind] = (CostModel(kind=kind, fitted=fitted.model.fitted, exact_sizes=bool(fitted.fits)),
                                 fitted.rates, frozenset(fitted.times.runs))
             model, rates, recorded = models[kind]
-            reporter.say(f"{manifest.id}: {manifest.title} — profile {run.profile}, device {ctx.device}; "
-                         f"estimated {table_line(manifest, run.profile, model, rates, recorded)}")
+            reporter.say(f"{manifest.id}: {manifest.title} — profile {run.options.profile}, device {ctx.device}; "
+                         f"estimated {table_line(manifest, run.options.profile, model, rates, recorded)}")
 
     def done(out) -> None:
         reporter.say(_summary(out, time.monotonic() - started.get(out.manifest_id, time.monotonic()), not announce))
-        for line in submitted_lines(out.manifest_id, run.profile, out.submitted):
+        for line in submitted_lines(out.manifest_id, run.options.profile, out.submitted):
             reporter.say(line)
         if out.result is not None:
             for problem in out.result.measured.problems:
@@ -132,7 +136,6 @@ def _run_all(run, manifests: list[Manifest], reporter: Reporter, announce: bool)
         if tables is not None:
             reporter.advance(tables)
 
-    run.progress = reporter
     return run.run(manifests, on_start=start, on_done=done)
 
 
@@ -157,6 +160,12 @@ def _finish(reporter: Reporter, lines: list[str]) -> None:
         show(warning, err)
 
 
+def decidable_not_reproduced(outcomes: list, device: str) -> bool:
+    from repro.pipeline import decidable_not_reproduced as not_reproduced
+
+    return not_reproduced([o.result for o in outcomes if o.result is not None], device)
+
+
 def _exit_code(outcomes: list) -> int:
     if any(o.needs_data for o in outcomes):
         return ExitCode.BAD_INPUT
@@ -165,117 +174,44 @@ def _exit_code(outcomes: list) -> int:
     return ExitCode.SUBMITTED if any(o.submitted for o in outcomes) else ExitCode.OK
 
 
-def run_ids(ids: list[str], profile: str | None, results_dir: Path | None, device: str, jobs: int = 1,
-            data_dir: Path | None = None, manifests_dir: Path | None = None, profiles: Path | None = None,
-            executor: ExecutorOptions | None = None, verbose: bool = False,
-            data_env: tuple[bool, int | None] = (False, None), deterministic: bool = False) -> int:
-    profile = profile or default_profile()
-    results_dir = results_dir or default_results_dir()
-    manifests = [load_one(i, manifests_dir, profiles) for i in ids]
-    check_profile(manifests, profile)
-    check_results_dir(results_dir, profile, [m.id for m in manifests])
-    set_data_env(*data_env)  # after every name is checked: the data layer imports torch
-    set_numerics_env(deterministic)
-    try:
-        with _leading(device, results_dir, data_dir, executor) as leader:
-            if not leader:
-                return ExitCode.OK
-            with recording(f"run {' '.join(ids)}", results_dir, profile), kept_workers():
-                return _run_tables(manifests, profile, results_dir, device, jobs, data_dir, executor, verbose)
-    except TorchrunUsageError as exc:
-        fail(str(exc))
+def _start(options: TableOptions) -> None:
+    """Before CUDA starts in this process or any it spawns: cuBLAS's fixed workspace, in deterministic mode."""
+    if options.defaults.deterministic:
+        from repro.runtime.numerics import deterministic_environment
+
+        deterministic_environment()
 
 
-def _run_tables(manifests: list[Manifest], profile: str, results_dir: Path, device: str, jobs: int,
-                data_dir: Path | None, executor: ExecutorOptions | None, verbose: bool) -> int:
+def _run_tables(manifests: list[Manifest], options: TableOptions) -> int:
     from repro.pipeline import TableRun
 
-    run = TableRun(profile, results_dir, device, jobs, data_dir, executor)
-    reporter = _reporter(results_dir, profile, verbose)
+    reporter = _reporter(options.results_dir, options.profile, options.verbose)
+    run = TableRun(options, reporter)
     try:
         with reporter:
             outcomes = _run_all(run, manifests, reporter, announce=True)
             _print_claims([o.result for o in outcomes if o.result is not None], evidence=True)
             _finish(reporter, [f"log: {reporter.log_path}"])
     except KeyboardInterrupt as exc:
-        raise CommandInterrupted(run.current or "run", results_dir, exc) from exc
+        raise CommandInterrupted(run.current or "run", options.results_dir, exc) from exc
     except WriteFailed as exc:
         write_failed(exc)
-    return _exit_code(outcomes)
+    status = _exit_code(outcomes)
+    if options.strict and decidable_not_reproduced(outcomes, options.device):
+        status = ExitCode.FAILED
+    return status
 
 
-@with_executor_options
-def run(ids: list[str] = typer.Argument(..., help="Manifest ids, e.g. table6."), profile: Optional[str] = ProfileOpt,
-        results_dir: Optional[Path] = ResultsOpt, device: str = DeviceOpt, jobs: int = JobsOpt,
-        data_dir: Optional[Path] = DataOpt, manifests: Optional[Path] = ManifestsOpt,
-        profiles: Optional[Path] = ProfilesOpt, allow_unverified_data: bool = UnverifiedOpt,
-        workers: Optional[int] = WorkersOpt, deterministic: bool = DeterministicOpt, verbose: bool = VerboseOpt,
-        executor: ExecutorOptions = None) -> None:
-    """Run one or more manifests."""
-    raise typer.Exit(run_ids(ids, profile, results_dir, device, jobs, data_dir, manifests, profiles, executor,
-                             verbose, (allow_unverified_data, workers), deterministic))
-
-
-def manifest_command(path: Path):
-    """`repro <id>`: the same as `repro run <id>`."""
-    @with_executor_options
-    def command(profile: Optional[str] = ProfileOpt, results_dir: Optional[Path] = ResultsOpt,
-                device: str = DeviceOpt, jobs: int = JobsOpt, data_dir: Optional[Path] = DataOpt,
-                manifests: Optional[Path] = ManifestsOpt, profiles: Optional[Path] = ProfilesOpt,
-                allow_unverified_data: bool = UnverifiedOpt, workers: Optional[int] = WorkersOpt,
-                deterministic: bool = DeterministicOpt, verbose: bool = VerboseOpt,
-                executor: ExecutorOptions = None) -> None:
-        raise typer.Exit(run_ids([path.stem], profile, results_dir, device, jobs, data_dir, manifests, profiles,
-                                 executor, verbose, (allow_unverified_data, workers), deterministic))
-
-    command.__doc__ = f"Run manifests/{path.name} (the same as `repro run {path.stem}`)."
-    return command
-
-
-def register_manifest_commands(app: typer.Typer) -> None:
-    for path in manifest_paths():
-        app.command(path.stem, rich_help_panel="Paper tables")(manifest_command(path))
-
-
-@with_executor_options
-def verify_all(profile: Optional[str] = ProfileOpt, results_dir: Optional[Path] = ResultsOpt,
-               device: str = DeviceOpt, jobs: int = JobsOpt, data_dir: Optional[Path] = DataOpt,
-               strict: bool = typer.Option(False, "--strict", help="Also exit 1 when a decidable claim did not reproduce."),
-               manifests_dir: Optional[Path] = ManifestsOpt, profiles: Optional[Path] = ProfilesOpt,
-               allow_unverified_data: bool = UnverifiedOpt, workers: Optional[int] = WorkersOpt,
-               deterministic: bool = DeterministicOpt, verbose: bool = VerboseOpt,
-               executor: ExecutorOptions = None) -> None:
-    """Every manifest, every FLOP check, every claim: one report and an exit code to trust."""
-    profile = profile or default_profile()
-    results_dir = results_dir or default_results_dir()
-    manifests = load_every(manifests_dir, profiles)
-    check_profile(manifests, profile)
-    check_results_dir(results_dir, profile, [m.id for m in manifests])
-    set_data_env(allow_unverified_data, workers)  # after every name is checked: the data layer imports torch
-    set_numerics_env(deterministic)
-    try:
-        with _leading(device, results_dir, data_dir, executor) as leader:
-            if leader:
-                with recording("verify-all", results_dir, profile), kept_workers():
-                    status = _verify_all(manifests, profile, results_dir, device, jobs, data_dir, strict, executor,
-                                         verbose)
-                raise typer.Exit(status)
-    except TorchrunUsageError as exc:
-        fail(str(exc))
-
-
-def _verify_all(manifests: list[Manifest], profile: str, results_dir: Path, device: str, jobs: int,
-                data_dir: Path | None, strict: bool, executor: ExecutorOptions | None, verbose: bool) -> int:
+def _verify_all(manifests: list[Manifest], options: TableOptions) -> int:
     from repro.claims import decided_results
-    from repro.pipeline import TableRun, decidable_not_reproduced, flop_check
+    from repro.pipeline import TableRun, flop_check
     from repro.report.summary import write_report
 
-    run = TableRun(profile, results_dir, device, jobs, data_dir, executor)
-    run.current = "verify-all"
-    reporter = _reporter(results_dir, profile, verbose)
+    reporter = _reporter(options.results_dir, options.profile, options.verbose)
+    run = TableRun(options, reporter, current="verify-all")
     try:
         with reporter:
-            reporter.say(f"verify-all: {len(manifests)} tables at profile {profile}")
+            reporter.say(f"verify-all: {len(manifests)} tables at profile {options.profile}")
             check = flop_check(manifests, reporter)
             reporter.say(f"FLOP checks: {check.passed} of {len(check.models)} distinct models agree (analytic = "
                          "fvcore = torch/2)")
@@ -283,18 +219,77 @@ def _verify_all(manifests: list[Manifest], profile: str, results_dir: Path, devi
                 reporter.warn("FLOP check failed", problem)
             outcomes = _run_all(run, manifests, reporter, announce=False)
             failures = {o.manifest_id: o.problem for o in outcomes if o.problem}
-            entries = decided_results(results_dir, profile, manifests)  # every table's claims, Holm over the report
-            path, summary = write_report(entries, results_dir, profile, check, failures)
-            _print_claims([r for _, r in entries if r], evidence=verbose, quiet=not verbose)
+            # every table's claims, Holm over the report
+            entries = decided_results(options.results_dir, options.profile, manifests)
+            path, summary = write_report(entries, options.results_dir, options.profile, check, failures)
+            _print_claims([r for _, r in entries if r], evidence=options.verbose, quiet=not options.verbose)
             console.rule("summary")
             _finish(reporter, [*summary["lines"], f"report: {path} (in a browser: {path.with_name('report.html')})",
                                f"log: {reporter.log_path}"])
     except KeyboardInterrupt as exc:
-        raise CommandInterrupted(run.current or "verify-all", results_dir, exc) from exc
+        raise CommandInterrupted(run.current or "verify-all", options.results_dir, exc) from exc
     except WriteFailed as exc:
         write_failed(exc)
     # A functional profile exists to show that the methods learn: a dense or sparse-MoE row that did not fails it.
     status = ExitCode.FAILED if failures or check.problems or summary.get("learning_failures") else _exit_code(outcomes)
-    if strict and decidable_not_reproduced([o.result for o in outcomes if o.result is not None], device):
+    if options.strict and decidable_not_reproduced(outcomes, options.device):
         status = ExitCode.FAILED
     return status
+
+
+def run_tables(ids: list[str] | None, options: TableOptions, report: bool) -> int:
+    """Run the manifests `ids` (every one when None) under `options`; `report`: verify-all's FLOP check of every
+    model and report.md over them. Checks every name and folder before any work."""
+    manifests = load_some(ids, options.manifests_dir, options.profiles_file, options.defaults)
+    check_profile(manifests, options.profile)
+    check_results_dir(options.results_dir, options.profile, [m.id for m in manifests])
+    _start(options)
+    command = "verify-all" if report else f"run {' '.join(ids or [])}"
+    try:
+        with _leading(options.device, options.results_dir, options.data_dir, options.executor) as leader:
+            if not leader:
+                return ExitCode.OK
+            with recording(command, options.results_dir, options.profile), kept_workers():
+                return (_verify_all if report else _run_tables)(manifests, options)
+    except TorchrunUsageError as exc:
+        fail(str(exc))
+
+
+# The options of every table command, declared once. `repro run`, `repro verify-all` and `repro <id>` (an alias of
+# `repro run <id>`, resolved by the command group: repro.cli.ManifestAliases) are this one function.
+def tables(
+    ctx: typer.Context,
+    ids: Optional[list[str]] = typer.Argument(None, help="Manifest ids, e.g. table6 (verify-all: default every one).",
+                                              show_default=False),
+    profile: Optional[str] = ProfileOpt, results_dir: Optional[Path] = ResultsOpt, device: str = DeviceOpt,
+    jobs: int = JobsOpt, data_dir: Optional[Path] = DataOpt, manifests: Optional[Path] = ManifestsOpt,
+    profiles: Optional[Path] = ProfilesOpt, allow_unverified_data: bool = UnverifiedOpt,
+    workers: Optional[int] = WorkersOpt, deterministic: bool = DeterministicOpt,
+    strict: bool = typer.Option(False, "--strict", help="Also exit 1 when a decidable claim did not reproduce."),
+    verbose: bool = VerboseOpt,
+    executor: str = ExecutorOpt, runs_per_gpu: int = RunsPerGpuOpt, gpus_per_run: int = GpusPerRunOpt,
+    no_wait: bool = NoWaitOpt, stale_lock_after: float = StaleLockAfterOpt,
+    slurm_partition: Optional[str] = SlurmPartitionOpt, slurm_gpus_per_task: Optional[int] = SlurmGpusPerTaskOpt,
+    slurm_cpus_per_task: Optional[int] = SlurmCpusPerTaskOpt, slurm_time: str = SlurmTimeOpt,
+    slurm_max_parallel: int = SlurmMaxParallelOpt, slurm_account: Optional[str] = SlurmAccountOpt,
+    slurm_runs_per_task: int = SlurmRunsPerTaskOpt, slurm_param: list[str] = SlurmParamOpt,
+) -> None:
+    report = ctx.info_name == "verify-all"
+    if not report and not ids:
+        fail("name at least one manifest, e.g. `repro run table6`; `repro list` shows them all")
+    try:
+        execution = options_from_cli(executor, runs_per_gpu, no_wait, stale_lock_after, slurm_partition,
+                                     slurm_gpus_per_task, slurm_cpus_per_task, slurm_time, slurm_max_parallel,
+                                     slurm_account, slurm_runs_per_task, slurm_param, gpus_per_run)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from None
+    options = TableOptions(
+        profile=profile or default_profile(), results_dir=results_dir or default_results_dir(), device=device,
+        jobs=jobs, data_dir=data_dir, manifests_dir=manifests, profiles_file=profiles,
+        data=DataOptions(allow_unverified_data, workers), defaults=run_defaults(deterministic), executor=execution,
+        verbose=verbose, strict=strict)
+    raise typer.Exit(run_tables(ids, options, report))
+
+
+RUN_HELP = "Run one or more manifests: FLOPs, training runs, claims, tables."
+VERIFY_ALL_HELP = "Every manifest, every FLOP check, every claim: one report and an exit code to trust."

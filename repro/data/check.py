@@ -169,20 +169,6 @@ def check_dataset(dataset: str, data_dir: str | Path | None = None, allow_unveri
     return DataCheck(**base, **found, problems=tuple(problems), notes=notes)
 
 
-ALLOW_UNVERIFIED_ENV = "REPRO_ALLOW_UNVERIFIED_DATA"  # set by --allow-unverified-data; workers inherit it
-WORKERS_ENV = "REPRO_WORKERS"  # set by --workers: loader worker processes per split (image folders)
-
-
-def unverified_allowed() -> bool:
-    """Whether this process (and the runs it starts) may train on files that fail their checksum."""
-    return os.environ.get(ALLOW_UNVERIFIED_ENV, "") == "1"
-
-
-def workers_from_env() -> int | None:
-    value = os.environ.get(WORKERS_ENV, "")
-    return int(value) if value.isdigit() else None
-
-
 def check_datasets(datasets: list[str], data_dir: str | Path | None = None,
                    allow_unverified: bool = False) -> list[DataCheck]:
     """One check per distinct dataset, in sorted order (a table's rows share their datasets' checks)."""

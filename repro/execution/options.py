@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 
+from repro.data.options import DataOptions
 from repro.runtime.locks import DEFAULT_STALE_AFTER_S, LockSettings
+from repro.spec.profiles import RunDefaults
 
 EXECUTORS = ("local", "slurm")
 
@@ -47,6 +50,25 @@ class ExecutorOptions:
     @property
     def lock(self) -> LockSettings:
         return LockSettings(self.stale_after_s)
+
+
+@dataclass(frozen=True)
+class TableOptions:
+    """What a table command (`repro run`, `repro <id>`, `repro verify-all`) was asked, as one typed value: the
+    command line fills it once (repro.cli.run), and the pipeline hands its parts to each run's request."""
+
+    profile: str
+    results_dir: Path
+    device: str = "auto"  # auto, cpu, cuda, cuda:N
+    jobs: int = 0  # concurrent runs; 0: as many as the cores hold on a CPU, 1 on a GPU
+    data_dir: Path | None = None
+    manifests_dir: Path | None = None
+    profiles_file: Path | None = None
+    data: DataOptions = DataOptions()
+    defaults: RunDefaults = RunDefaults()  # threads and deterministic mode where a profile gives neither
+    executor: ExecutorOptions = field(default_factory=ExecutorOptions)
+    verbose: bool = False
+    strict: bool = False  # exit 1 when a claim the profile and device could decide did not reproduce
 
 
 def parse_slurm_time(text: str) -> int:

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from repro.core.progress import Progress
+from repro.data.options import DataOptions
 from repro.execution.options import ExecutorOptions
 from repro.plan.recipes import RunConfig
 
@@ -22,6 +24,7 @@ from repro.plan.recipes import RunConfig
 class RunRequest:
     cfg: RunConfig
     label: str  # e.g. "table1/std_h128_moe seed 0", for progress and errors
+    data: DataOptions = DataOptions()  # how it reads its data (not part of its hash)
 
 
 class RunState(enum.Enum):
@@ -51,7 +54,7 @@ class ExecutionRequest:
     data_dir: Path | None = None
     jobs: int = 1  # concurrent runs on a CPU (the local executor)
     options: ExecutorOptions = field(default_factory=ExecutorOptions)
-    progress: Any = None  # a rich Progress, or None
+    progress: Progress | None = None
     reused: int = 0  # runs of the same table already recorded, for the progress line
 
 

@@ -85,15 +85,15 @@ def run_one(request: RunRequest, results_dir: Path, device: str, data_dir: Path 
 
     started, cpu_started = time.perf_counter(), time.process_time()
     if distributed.current().distributed:
-        distributed.announce_run(cfg)
+        distributed.announce_run((cfg, request.data))
     try:
-        out = train_run(cfg, torch.device(device), data_dir, checkpoint, on_epoch)
+        out = train_run(cfg, torch.device(device), data_dir, checkpoint, on_epoch, request.data)
     except CheckpointUnusable as exc:  # loaded, but does not fit the model or optimiser
         set_aside(checkpoint, "checkpoint", exc.reason, "the run restarts from epoch 0")
         resumed_from, started, cpu_started = 0, time.perf_counter(), time.process_time()
         if distributed.current().distributed:
-            distributed.announce_run(cfg)
-        out = train_run(cfg, torch.device(device), data_dir, checkpoint, on_epoch)
+            distributed.announce_run((cfg, request.data))
+        out = train_run(cfg, torch.device(device), data_dir, checkpoint, on_epoch, request.data)
     if lock is not None:
         lock.ensure_held()
     facts = out.pop("reproducibility")
@@ -133,11 +133,13 @@ def follow_runs(results_dir: Path, device: str, data_dir: Path | None) -> int:
     world = current()
     trained = 0
     while True:
-        kind, cfg = broadcast()
+        kind, run = broadcast()
         if kind == "stop":
             return trained
+        cfg, data = run
         try:
-            train_run(cfg, torch.device(rank_device(device, world)), data_dir, checkpoint_path(results_dir, cfg))
+            train_run(cfg, torch.device(rank_device(device, world)), data_dir, checkpoint_path(results_dir, cfg),
+                      data=data)
         except NonFiniteLoss:
             pass  # every rank sees the same reduced loss: rank 0 records the failure and goes on
         trained += 1

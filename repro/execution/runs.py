@@ -16,6 +16,8 @@ from repro.execution.files import (  # noqa: F401  (re-exported)
     checkpoint_path, failure_path, load_record, record_path, runs_dir,
 )
 from repro.execution.options import EXECUTORS, ExecutorOptions
+from repro.core.progress import Progress
+from repro.data.options import DataOptions  # noqa: F401  (re-exported: a run request's data options)
 from repro.execution.protocol import ExecutionRequest, Executor, Outcome, RunRequest, RunState, Stopped
 from repro.runtime.interrupt import RunsInterrupted, checkpoint_epoch
 
@@ -102,7 +104,7 @@ def interruption(results_dir: Path, requests: list[RunRequest], in_flight: list[
 
 
 def execute_runs(requests: list[RunRequest], results_dir: Path, device: str, data_dir: Path | None = None,
-                 jobs: int = 1, progress: Any = None, options: ExecutorOptions | None = None) -> RunBatch:
+                 jobs: int = 1, progress: Progress | None = None, options: ExecutorOptions | None = None) -> RunBatch:
     """Run what has no record yet with the executor `options` names (repro.execution.options.ExecutorOptions;
     default: local); return the records and errors by hash, and the counts trained here, reused and
     trained by another process. On Ctrl-C or SIGTERM, raises RunsInterrupted saying what was kept."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 
 from repro.plan.manifest import Manifest
-from repro.measure.measurer import Context
+from repro.measure.measurer import Context, Measurement
 from repro.plan.recipes import RunConfig, planned_runs
 from repro.results.measurements import Measured, RunSummary, comparison_metric, row_metric
 from repro.results.timings import add_runs, phase
@@ -23,10 +23,10 @@ def preflight(configs: list[RunConfig], ctx: Context) -> list:
     Each dataset is checked once per table by its content (classes, split sizes, one decoded batch,
     checksums); the checks (repro.data.check.DataCheck) are returned for the report and the table's files.
     """
-    from repro.data.check import check_datasets, unverified_allowed
+    from repro.data.check import check_datasets
     from repro.models.weights import require_all_weights
 
-    checks = check_datasets([c.dataset for c in configs if c.data == "real"], ctx.data_dir, unverified_allowed())
+    checks = check_datasets([c.dataset for c in configs if c.data == "real"], ctx.data_dir, ctx.allow_unverified_data)
     for check in checks:
         check.raise_if_failed()
     require_all_weights({c.backbone["name"] for c in configs if c.torchvision_weights})
@@ -67,8 +67,8 @@ def routing_at_test_time(routing: dict) -> tuple[float, float] | None:
     return max(shares), -sum(p * math.log(p) for p in shares if p > 0) / math.log(e)
 
 
-def measure_accuracy(manifest: Manifest, ctx: Context) -> Measured:
-    from repro.execution.runs import RunRequest, execute_runs
+def measure_accuracy(manifest: Manifest, ctx: Context) -> Measurement:
+    from repro.execution.runs import DataOptions, RunRequest, execute_runs
     from repro.claims.stats import paired_gap
 
     out = Measured()
@@ -77,10 +77,10 @@ def measure_accuracy(manifest: Manifest, ctx: Context) -> Measured:
         data_checks = preflight([p.cfg for p in planned], ctx)
     with phase("stand-in pretraining", manifest.id):
         pretrain_stand_in_weights([p.cfg for p in planned], ctx)
-    batch = execute_runs([RunRequest(p.cfg, p.label) for p in planned], ctx.results_dir, ctx.device,
+    data = DataOptions(ctx.allow_unverified_data, ctx.workers)
+    batch = execute_runs([RunRequest(p.cfg, p.label, data) for p in planned], ctx.results_dir, ctx.device,
                          ctx.data_dir, ctx.jobs, ctx.progress, options=ctx.executor)
-    records, errors, ctx.run_counts = batch.records, batch.errors, batch.counts
-    ctx.submitted = dict(batch.submitted)  # not failures: the table waits for them (repro.pipeline.execute)
+    records, errors = batch.records, batch.errors
     add_runs(manifest.id, [records[h] for h in batch.trained if h in records])
     per_row: dict[str, dict[int, float]] = {}
     late_drop: dict[str, dict[int, float]] = {}  # peak - final test accuracy: the late collapse of Section 5
@@ -132,4 +132,5 @@ def measure_accuracy(manifest: Manifest, ctx: Context) -> Measured:
     if data_checks:  # the lines for the report, and the checks themselves for each table's provenance
         out.details["data_checks"] = {"summaries": [c.summary() for c in data_checks],
                                       "checks": [c.provenance() for c in data_checks]}
-    return out
+    # Submitted runs are not failures: the table waits for them (repro.pipeline.execute).
+    return Measurement(out, batch.counts, dict(batch.submitted))

@@ -1,19 +1,28 @@
-"""What every measurer gets and returns: the run context in, `repro.results.measurements.Measured` out."""
+"""What every measurer gets and returns: a frozen `Context` in, a `Measurement` out.
+
+A measurer writes nothing into its context: what it measured (metrics, the runs it counted, the runs it
+submitted and did not await) comes back in its Measurement, and the pipeline combines them.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Callable, Mapping
 
+from repro.core.progress import Progress
+from repro.execution.options import ExecutorOptions
 from repro.plan.manifest import Manifest
-from repro.spec.profiles import Profile
 from repro.results.measurements import Measured
+from repro.spec.profiles import Profile
+
+if TYPE_CHECKING:
+    from repro.execution.runs import RunCounts
 
 
-@dataclass
+@dataclass(frozen=True)
 class Context:
-    """How a manifest is being run."""
+    """How a manifest is being run: the profile as it applies to this table (plan/), where, on what."""
 
     profile_name: str
     profile: Profile
@@ -21,14 +30,23 @@ class Context:
     device: str = "cpu"
     jobs: int = 1
     data_dir: Path | None = None
-    progress: Any = None  # a rich Progress, or None
-    executor: Any = None  # repro.execution.options.ExecutorOptions: who trains the runs; None: local
-    run_counts: Any = None  # repro.execution.runs.RunCounts of this table's runs, set by the accuracy measurer
-    submitted: dict[str, str] = field(default_factory=dict)  # run hash -> Slurm job (123_4), not awaited (--no-wait)
+    progress: Progress | None = None
+    executor: ExecutorOptions | None = None  # who trains the runs; None: the local executor
+    allow_unverified_data: bool = False  # train on datasets that failed their checksums (--allow-unverified-data)
+    workers: int | None = None  # image-folder loader processes per split (--workers); None: the loader's choice
 
     @property
     def paper_scale(self) -> bool:
         return self.profile.evidence == "paper"
 
 
-Measurer = Callable[[Manifest, Context], Measured]
+@dataclass(frozen=True)
+class Measurement:
+    """What one measurer measured for one table."""
+
+    measured: Measured
+    runs: RunCounts | None = None  # the table's runs: trained here, reused, trained by another process
+    submitted: Mapping[str, str] = field(default_factory=dict)  # run hash -> Slurm job (123_4), not awaited
+
+
+Measurer = Callable[[Manifest, Context], Measurement]

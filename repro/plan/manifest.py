@@ -20,7 +20,7 @@ from repro.claims import RULES, check_references
 from repro.data.specs import DATASETS
 from repro.models import BACKBONES, HEADS, Component
 from repro.models.configs import ConfigError
-from repro.spec.profiles import MAX_BATCH, MAX_SEEDS, Profile, all_profiles, check_against
+from repro.spec.profiles import MAX_BATCH, MAX_SEEDS, Profile, RunDefaults, all_profiles, check_against
 from repro.spec.readings import Reading, Sensitivity, applying, check_rows, expand, shipped_readings
 from repro.core.registry import closest
 from repro.core.schema import (
@@ -288,9 +288,10 @@ def parse_manifest(data: dict[str, Any], file: str | Path) -> Manifest:
 
 
 
-def with_profiles(manifest: Manifest, profiles: dict[str, Profile]) -> Manifest:
-    """The manifest with `profiles` attached, each as it applies to this table (Profile.for_manifest)."""
-    own = {name: p.for_manifest(manifest.id, manifest.seeds) for name, p in profiles.items()}
+def with_profiles(manifest: Manifest, profiles: dict[str, Profile], defaults: RunDefaults = RunDefaults()) -> Manifest:
+    """The manifest with `profiles` attached, each as it applies to this table (Profile.for_manifest): the one
+    place a profile is applied; everything downstream reads `manifest.profiles[name]`."""
+    own = {name: p.for_manifest(manifest.id, manifest.seeds, defaults) for name, p in profiles.items()}
     return dataclasses.replace(manifest, profiles=own)
 
 
@@ -311,10 +312,11 @@ def _check_ids(items: list, kind: str, problems: Problems) -> None:
         seen.add(item.id)
 
 
-def load_manifest(path: str | Path, profiles: dict[str, Profile] | None = None) -> Manifest:
+def load_manifest(path: str | Path, profiles: dict[str, Profile] | None = None,
+                  defaults: RunDefaults = RunDefaults()) -> Manifest:
     """One manifest with the profiles attached: `profiles`, else the shipped and the user's (all_profiles)."""
     manifest = parse_manifest(read_toml(Path(path)), path)
-    return with_profiles(manifest, profiles if profiles is not None else all_profiles()[0])
+    return with_profiles(manifest, profiles if profiles is not None else all_profiles()[0], defaults)
 
 
 PROFILES_FILE = "profiles.toml"  # in a manifests folder: a profiles file (--profiles), never read as a manifest
@@ -324,10 +326,10 @@ def manifest_paths(directory: str | Path | None = None) -> list[Path]:
     return sorted(p for p in manifests_dir(directory).glob("*.toml") if p.name != PROFILES_FILE)
 
 
-def load_valid(directory: str | Path | None = None,
-               profiles_file: str | Path | None = None) -> tuple[list[Manifest], dict[str, SchemaError]]:
-    """Every manifest of the folder that is valid, with the profiles attached, and the others' errors by id.
-    The profiles are checked against the valid manifests (repro.spec.profiles.check_against)."""
+def load_valid(directory: str | Path | None = None, profiles_file: str | Path | None = None,
+               defaults: RunDefaults = RunDefaults()) -> tuple[list[Manifest], dict[str, SchemaError]]:
+    """Every manifest of the folder that is valid, with the profiles attached (under `defaults`), and the
+    others' errors by id. The profiles are checked against the valid manifests (repro.spec.profiles.check_against)."""
     profiles, files = all_profiles(profiles_file)
     manifests, invalid = [], {}
     for path in manifest_paths(directory):
@@ -336,13 +338,14 @@ def load_valid(directory: str | Path | None = None,
         except SchemaError as exc:
             invalid[path.stem] = exc
     check_against(profiles, files, manifests)
-    return [with_profiles(m, profiles) for m in manifests], invalid
+    return [with_profiles(m, profiles, defaults) for m in manifests], invalid
 
 
-def load_all(directory: str | Path | None = None, profiles_file: str | Path | None = None) -> list[Manifest]:
+def load_all(directory: str | Path | None = None, profiles_file: str | Path | None = None,
+             defaults: RunDefaults = RunDefaults()) -> list[Manifest]:
     """Every manifest in the folder (see manifests_dir), each with the profiles attached; raise the first
     invalid manifest's SchemaError."""
-    manifests, invalid = load_valid(directory, profiles_file)
+    manifests, invalid = load_valid(directory, profiles_file, defaults)
     for exc in invalid.values():
         raise exc
     return manifests
@@ -356,7 +359,7 @@ def _declared_id(path: Path) -> object:
 
 
 def find_manifest(manifest_id: str, directory: str | Path | None = None,
-                  profiles_file: str | Path | None = None) -> Manifest:
+                  profiles_file: str | Path | None = None, defaults: RunDefaults = RunDefaults()) -> Manifest:
     paths = {p.stem: p for p in manifest_paths(directory)}
     if manifest_id not in paths:
         declaring = [p.name for p in paths.values() if _declared_id(p) == manifest_id]
@@ -366,7 +369,7 @@ def find_manifest(manifest_id: str, directory: str | Path | None = None,
                            "but a manifest's id must equal its file name")
         raise KeyError(f"no manifest '{manifest_id}'{closest(manifest_id, list(paths))}; "
                        f"known in {manifests_dir(directory)}: {', '.join(paths)}")
-    manifests, invalid = load_valid(directory, profiles_file)
+    manifests, invalid = load_valid(directory, profiles_file, defaults)
     if manifest_id in invalid:
         raise invalid[manifest_id]
     return next(m for m in manifests if m.id == manifest_id)

@@ -157,8 +157,8 @@ class PlannedRun:
 
 
 def planned_runs(manifest: Manifest, profile: Profile) -> list[PlannedRun]:
-    """Every (row, seed) run the accuracy rows of `manifest` need under `profile` (those it includes)."""
-    profile = profile.for_manifest(manifest.id, manifest.seeds)  # a no-op on the profiles a manifest holds
+    """Every (row, seed) run the accuracy rows of `manifest` need under `profile`, as it applies to this
+    manifest (`manifest.profiles[name]`: applied once, where the manifest was loaded)."""
     return [PlannedRun(row.id, seed, resolve(row, profile, seed), f"{manifest.id}/{row.id} seed {seed}")
             for row in manifest.rows if "accuracy" in row.measures and profile.includes(manifest.id, row.id)
             for seed in seeds(profile)]

@@ -91,10 +91,8 @@ class TrainedOn:
 
 
 def _settings(manifest: Manifest, result: ManifestResult) -> Profile | None:
-    if result.profile_settings is not None:
-        return result.profile_settings
-    profile = manifest.profiles.get(result.profile)
-    return profile.for_manifest(manifest.id, manifest.seeds) if profile else None
+    """The profile as the table ran: stored with its result, else as the manifest holds it (already applied)."""
+    return result.profile_settings or manifest.profiles.get(result.profile)
 
 
 def _checks(result: ManifestResult) -> dict[str, dict]:

@@ -185,9 +185,9 @@ def rank_seed(seed: int, epoch: int, rank: int) -> int:
     return (seed * 1_000_003 + epoch) * 1_009 + rank
 
 
-def announce_run(cfg: Any) -> None:
-    """Rank 0: the other ranks are to train `cfg` with it now."""
-    broadcast(("train", cfg))
+def announce_run(run: Any) -> None:
+    """Rank 0: the other ranks are to train `run` (its config and data options) with it now."""
+    broadcast(("train", run))
 
 
 def stop_followers() -> None:

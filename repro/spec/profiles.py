@@ -16,7 +16,7 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Mapping
 
 from repro.data.specs import DATASETS
 from repro.core.registry import closest
@@ -29,7 +29,7 @@ REQUIRED_PROFILES = ("smoke", "full")  # the default profile, and the paper's pr
 # protocol far inside: ImageNet-1K has 1.28M training images, the paper uses 10 seeds, 80 epochs, 256 px.
 MAX_SAMPLES, MAX_SEEDS, MAX_EPOCHS, MAX_BATCH, MAX_IMAGE, MAX_THREADS = 1 << 24, 1000, 10_000, 1 << 16, 1024, 1024
 RECIPE_OVERRIDES = ("optimizer", "lr", "backbone_lr_scale")
-# Where a profile leaves `threads` and `deterministic` out, the environment gives them (else 1 and off).
+# Where a profile leaves `threads` and `deterministic` out, the command's environment gives them (else 1 and off).
 THREADS_ENV, DETERMINISTIC_ENV = "OMP_NUM_THREADS", "REPRO_DETERMINISTIC"
 
 
@@ -37,23 +37,32 @@ def default_profile() -> str:
     return os.environ.get("REPRO_PROFILE", "smoke")
 
 
-def environment_defaults() -> tuple[int, bool]:
-    """(threads, deterministic) for a profile that gives neither: $OMP_NUM_THREADS, else 1 on every machine
-    (never the machine's core count); $REPRO_DETERMINISTIC (1 or 0), else off. Raises SchemaError naming the
-    variable when its value is neither."""
-    problems = []
-    text = os.environ.get(THREADS_ENV, "").strip()
-    first = text.split(",")[0].strip()  # OpenMP's nested form "4,2": the outer level is the intra-op pool
-    threads = int(first) if first.isdigit() else 0
-    if text and not 1 <= threads <= MAX_THREADS:
-        problems.append(f"{THREADS_ENV}: {text!r} is not a whole number of threads in 1..{MAX_THREADS} "
-                        "(the intra-op threads each run trains on)")
-    flag = os.environ.get(DETERMINISTIC_ENV, "").strip().lower()
-    if flag not in ("", "0", "1", "false", "true", "no", "yes", "off", "on"):
-        problems.append(f"{DETERMINISTIC_ENV}: {flag!r} is neither 1 nor 0")
-    if problems:
-        raise SchemaError("the environment", problems)
-    return threads or 1, flag in ("1", "true", "yes", "on")
+@dataclass(frozen=True)
+class RunDefaults:
+    """What every run trains on where its profile does not say: intra-op threads (never the machine's core
+    count) and PyTorch's deterministic mode. Both name a run (repro.plan.recipes.RunConfig). The command line
+    reads them once, where it starts (`from_environment`); a library caller passes its own or takes 1 and off."""
+
+    threads: int = 1
+    deterministic: bool = False
+
+    @classmethod
+    def from_environment(cls, environ: Mapping[str, str] = os.environ) -> RunDefaults:
+        """$OMP_NUM_THREADS, else 1; $REPRO_DETERMINISTIC (1 or 0), else off. Raises SchemaError naming the
+        variable when its value is neither."""
+        problems = []
+        text = environ.get(THREADS_ENV, "").strip()
+        first = text.split(",")[0].strip()  # OpenMP's nested form "4,2": the outer level is the intra-op pool
+        threads = int(first) if first.isdigit() else 0
+        if text and not 1 <= threads <= MAX_THREADS:
+            problems.append(f"{THREADS_ENV}: {text!r} is not a whole number of threads in 1..{MAX_THREADS} "
+                            "(the intra-op threads each run trains on)")
+        flag = environ.get(DETERMINISTIC_ENV, "").strip().lower()
+        if flag not in ("", "0", "1", "false", "true", "no", "yes", "off", "on"):
+            problems.append(f"{DETERMINISTIC_ENV}: {flag!r} is neither 1 nor 0")
+        if problems:
+            raise SchemaError("the environment", problems)
+        return cls(threads or 1, flag in ("1", "true", "yes", "on"))
 
 
 @dataclass(frozen=True)
@@ -114,17 +123,17 @@ class Profile:
     datasets: dict[str, RowSettings] = field(default_factory=dict)
     tables: dict[str, RowSettings] = field(default_factory=dict)
     latency: LatencyProfile = field(default_factory=LatencyProfile)
-    # Intra-op CPU threads every run trains on, under every executor (None: $OMP_NUM_THREADS, else 1), and
-    # PyTorch's deterministic algorithms (None: $REPRO_DETERMINISTIC, else off); both are part of a run's
+    # Intra-op CPU threads every run trains on, under every executor, and PyTorch's deterministic algorithms
+    # (None: the command's RunDefaults: $OMP_NUM_THREADS else 1, $REPRO_DETERMINISTIC else off); both are part of a run's
     # identity (repro.plan.recipes.RunConfig), since they change its float rounding (repro.runtime.numerics).
     threads: int | None = bounded(None, ge=1, le=MAX_THREADS)
     deterministic: bool | None = None
 
     def run_threads(self) -> int:
-        return self.threads or environment_defaults()[0]
+        return self.threads or 1
 
     def run_deterministic(self) -> bool:
-        return self.deterministic if self.deterministic is not None else environment_defaults()[1]
+        return bool(self.deterministic)
 
     def includes(self, manifest_id: str, row_id: str) -> bool:
         return self.left_out_by(manifest_id, row_id) is None
@@ -145,12 +154,16 @@ class Profile:
             return self
         return dataclasses.replace(self, **settings.given(), datasets={})
 
-    def for_manifest(self, manifest_id: str, paper_seeds: int | None) -> Profile:
-        """This profile as it applies to one manifest: its seeds (the paper's where the profile gives none)
-        and its own table settings folded in, above every dataset's."""
+    def for_manifest(self, manifest_id: str, paper_seeds: int | None, defaults: RunDefaults = RunDefaults()) -> Profile:
+        """This profile as it applies to one manifest: its seeds (the paper's where the profile gives none), its
+        own table settings folded in above every dataset's, and the threads and deterministic mode of `defaults`
+        where it gives neither. Applied once, where a manifest is loaded (repro.plan.manifest.with_profiles)."""
         own = self.tables.get(manifest_id, RowSettings()).given()
         datasets = {d: dataclasses.replace(s, **own) for d, s in self.datasets.items()}
-        return dataclasses.replace(self, **own, seeds=self.seeds or paper_seeds or 1, datasets=datasets, tables={})
+        return dataclasses.replace(
+            self, **own, seeds=self.seeds or paper_seeds or 1, datasets=datasets, tables={},
+            threads=self.threads or defaults.threads,
+            deterministic=self.deterministic if self.deterministic is not None else defaults.deterministic)
 
     def departures(self, paper_seeds: int | None) -> list[str]:
         """Every way this profile, as it applies to one table (for_manifest), departs from the paper's
@@ -261,9 +274,7 @@ def shipped_profiles() -> dict[str, Profile]:
 
 
 def all_profiles(path: str | Path | None = None) -> tuple[dict[str, Profile], dict[str, Path]]:
-    """The shipped profiles with the user file's (see profiles_path) added over them, and each one's file.
-    The environment's defaults are checked here, before any work (environment_defaults)."""
-    environment_defaults()
+    """The shipped profiles with the user file's (see profiles_path) added over them, and each one's file."""
     profiles = shipped_profiles()
     files = {name: SHIPPED_PROFILES for name in profiles}
     user = profiles_path(path)

@@ -27,7 +27,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from repro.train.checkpoints import checkpoint_seconds, load_checkpoint, save_checkpoint
-from repro.data.check import unverified_allowed, workers_from_env
+from repro.data.options import DataOptions
 from repro.data.specs import get_dataset
 from repro.runtime import distributed, numerics
 from repro.models import Component, build_model
@@ -151,7 +151,7 @@ def _resize(images: torch.Tensor, size: int) -> torch.Tensor:
 
 
 def make_data(cfg: RunConfig, device: torch.device, data_dir: Path | None, channels_last: bool = False,
-              world: distributed.World = distributed.World()) -> RunData:
+              world: distributed.World = distributed.World(), options: DataOptions = DataOptions()) -> RunData:
     """The run's loaders; on N processes, rank r's shard of every epoch in batches of batch_size // N."""
     from repro.data import digits, loader, synthetic, tensors
 
@@ -172,7 +172,7 @@ def make_data(cfg: RunConfig, device: torch.device, data_dir: Path | None, chann
         xte, yte = synthetic.synthetic_tensors(cfg.dataset, n_test, 0, cfg.image_size, "test")
         source = f"synthetic {spec.title}-shaped data: {n_train} train / {n_test} test images at {cfg.image_size}px"
     elif get_dataset(cfg.dataset).in_memory:
-        allow = unverified_allowed()
+        allow = options.allow_unverified
         xtr, ytr = tensors.load_tensors(cfg.dataset, data_dir, "train", allow_unverified=allow)
         xte, yte = tensors.load_tensors(cfg.dataset, data_dir, "test", allow_unverified=allow)
         xtr, ytr = loader.subset(xtr, ytr, cfg.train_samples)
@@ -185,7 +185,7 @@ def make_data(cfg: RunConfig, device: torch.device, data_dir: Path | None, chann
         train, test = imagenet.image_folder_loaders(cfg.dataset, data_dir, batch, cfg.image_size,
                                                     seed=cfg.seed, train_samples=cfg.train_samples,
                                                     test_samples=cfg.test_samples, device=device,
-                                                    channels_last=channels_last, shard=shard, workers=workers_from_env())
+                                                    channels_last=channels_last, shard=shard, workers=options.workers)
         return RunData(train, test, f"{spec.title} image folders under {data_dir or 'the data root'}",
                        len(train.dataset.classes))
     train = loader.TensorLoader.for_dataset(cfg.dataset, xtr, ytr, batch, train=True, seed=cfg.seed,
@@ -386,7 +386,7 @@ def schedule_position(epoch: int, cfg: RunConfig) -> tuple[int, int]:
 
 
 def train_run(cfg: RunConfig, device: torch.device, data_dir: Path | None, checkpoint: Path,
-              on_epoch: EpochCallback | None = None) -> dict[str, Any]:
+              on_epoch: EpochCallback | None = None, data: DataOptions = DataOptions()) -> dict[str, Any]:
     """Train one run to completion (resuming from `checkpoint` if present); return its metrics and history,
     and under "reproducibility" the facts its numbers depend on (threads, deterministic mode, versions).
 
@@ -397,10 +397,10 @@ def train_run(cfg: RunConfig, device: torch.device, data_dir: Path | None, check
     # The run's threads and deterministic mode, in whatever process trains it (repro.runtime.numerics).
     with numerics.run_numerics(cfg.threads, cfg.deterministic, device) as facts:
         if not world.distributed:
-            out = _train(cfg, device, data_dir, checkpoint, on_epoch, world)
+            out = _train(cfg, device, data_dir, checkpoint, on_epoch, world, data)
         else:
             try:
-                out = _train(cfg, device, data_dir, checkpoint, on_epoch, world)
+                out = _train(cfg, device, data_dir, checkpoint, on_epoch, world, data)
             except NonFiniteLoss:
                 raise  # every rank reduced the same loss: rank 0 records the failure, all go on to the next run
             except Exception as exc:
@@ -409,7 +409,7 @@ def train_run(cfg: RunConfig, device: torch.device, data_dir: Path | None, check
 
 
 def _train(cfg: RunConfig, device: torch.device, data_dir: Path | None, checkpoint: Path,
-           on_epoch: EpochCallback | None, world: distributed.World) -> dict[str, Any]:
+           on_epoch: EpochCallback | None, world: distributed.World, options: DataOptions) -> dict[str, Any]:
     watch = Stopwatch()
     torch.manual_seed(cfg.seed)
     spec = get_dataset(cfg.dataset)
@@ -420,7 +420,7 @@ def _train(cfg: RunConfig, device: torch.device, data_dir: Path | None, checkpoi
         model.to(device)
         opt, sched = make_optimizer(cfg, model)
     with watch.part("data preparation"):
-        data = make_data(cfg, device, data_dir, engine.channels_last, world)
+        data = make_data(cfg, device, data_dir, engine.channels_last, world, options)
     with watch.part("model building"):
         compile_error = compile_backbone(model, cfg, engine, device) if engine.compile else ""
     history: list[dict[str, Any]] = []

@@ -5,7 +5,6 @@ import submitit
 import typer
 from typer.testing import CliRunner
 
-from repro.cli.execution import with_executor_options
 from repro.execution.options import ExecutorOptions, SlurmOptions, options_from_cli, parse_params, parse_slurm_time
 from repro.execution.slurm import record_job, submitit_parameters
 
@@ -52,22 +51,41 @@ def test_the_job_of_a_record_is_its_array_task():
     assert record_job({"provenance": {"executor": {"name": "local"}}}) is None
 
 
-def test_the_typer_option_set_hands_the_command_one_executor_options():
+def _invoked(monkeypatch, args: list[str]) -> tuple[object, dict]:
+    """The real `repro` app with the table runner replaced: what one command line hands it."""
+    from repro.cli import app, run as tables
+
     seen = {}
-    app = typer.Typer()
 
-    @app.command()
-    @with_executor_options
-    def run(ids: list[str], jobs: int = typer.Option(1, "--jobs"), executor: ExecutorOptions = None) -> None:
-        seen.update(ids=ids, jobs=jobs, executor=executor)
+    def run_tables(ids, options, report):
+        seen.update(ids=ids, options=options, report=report)
+        return 0
 
-    result = CliRunner().invoke(app, ["t1", "t2", "--jobs", "3", "--executor", "slurm", "--slurm-partition", "gpu",
-                                      "--slurm-time", "1-00", "--slurm-param", "qos=high", "--slurm-param", "mem=8G",
-                                      "--no-wait", "--runs-per-gpu", "4"])
+    monkeypatch.setattr(tables, "run_tables", run_tables)
+    return CliRunner().invoke(app, args), seen
+
+
+def test_one_option_set_serves_run_every_table_alias_and_verify_all(monkeypatch, tmp_path):
+    result, seen = _invoked(monkeypatch, [
+        "run", "t1", "t2", "--jobs", "3", "--results-dir", str(tmp_path), "--executor", "slurm", "--slurm-partition",
+        "gpu", "--slurm-time", "1-00", "--slurm-param", "qos=high", "--slurm-param", "mem=8G", "--no-wait",
+        "--runs-per-gpu", "4", "--allow-unverified-data", "--workers", "2", "--deterministic", "--profile", "full"])
     assert result.exit_code == 0, result.output
-    assert seen["ids"] == ["t1", "t2"] and seen["jobs"] == 3
-    assert seen["executor"] == ExecutorOptions("slurm", runs_per_gpu=4, no_wait=True, slurm=SlurmOptions(
+    options = seen["options"]
+    assert seen["ids"] == ["t1", "t2"] and not seen["report"] and options.jobs == 3
+    assert (options.profile, options.results_dir) == ("full", tmp_path)
+    assert options.executor == ExecutorOptions("slurm", runs_per_gpu=4, no_wait=True, slurm=SlurmOptions(
         partition="gpu", time_min=1440, params={"qos": "high", "mem": "8G"}))
-    assert CliRunner().invoke(app, ["t1"]).exit_code == 0 and seen["executor"] == options_from_cli()
-    bad = CliRunner().invoke(app, ["t1", "--slurm-time", "soon"])
+    assert (options.data.allow_unverified, options.data.workers, options.defaults.deterministic) == (True, 2, True)
+
+    result, seen = _invoked(monkeypatch, ["table6", "--jobs", "2"])  # `repro <id>` is `repro run <id>`
+    assert result.exit_code == 0 and seen["ids"] == ["table6"] and seen["options"].jobs == 2 and not seen["report"]
+    assert seen["options"].executor == options_from_cli() and not seen["options"].data.allow_unverified
+
+    result, seen = _invoked(monkeypatch, ["verify-all", "--strict"])
+    assert result.exit_code == 0 and seen["report"] and seen["ids"] in (None, []) and seen["options"].strict
+
+    bad = CliRunner().invoke(__import__("repro.cli", fromlist=["app"]).app, ["run", "t1", "--slurm-time", "soon"])
     assert bad.exit_code == 2 and "'soon' is not a Slurm time" in bad.output
+    none = CliRunner().invoke(__import__("repro.cli", fromlist=["app"]).app, ["run"])
+    assert none.exit_code == 2 and "name at least one manifest" in none.output

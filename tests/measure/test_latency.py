@@ -54,7 +54,7 @@ def _mini_manifest():
 def test_measure_decide_and_render_a_latency_manifest(tmp_path):
     manifest = _mini_manifest()
     ctx = Context("smoke", manifest.profiles["smoke"], tmp_path)
-    result = run_manifest(manifest, ctx)
+    result = run_manifest(manifest, ctx).result
     m = result.measured.metrics
     assert result.ok, result.measured.problems
     assert m["comparisons.cifar100_sparse_loop.slowdown"] == pytest.approx(

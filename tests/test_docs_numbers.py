@@ -1,6 +1,7 @@
-"""The README's numbers come from the tool: the full protocol's runs, epochs and GPU-hours are the totals
-`repro list` prints, its exit codes are the command line's, and the suite's size is the count pytest collects
-(rounded to 50, as the README gives it). Each fails when the README and the tool drift apart."""
+"""The numbers the docs state come from the tool: the full protocol's runs, epochs and GPU-hours
+(docs/cluster.md) are the totals `repro list` prints, the exit codes (docs/commands.md) are the command
+line's, and the suite's size (docs/testing.md) is the count pytest collects, rounded to 50. Each fails when
+a page and the tool drift apart."""
 
 import re
 
@@ -9,7 +10,8 @@ from conftest import SUITE_SIZE
 
 from repro import REPO_ROOT
 
-README = (REPO_ROOT / "README.md").read_text()
+DOCS = REPO_ROOT / "docs"
+CLUSTER, COMMANDS, TESTING = ((DOCS / f"{page}.md").read_text() for page in ("cluster", "commands", "testing"))
 FULL = re.compile(r"The full protocol is ([\d,]+) distinct training runs \(([\d,]+) epochs, ([\d.]+) GPU-hours")
 SUITE = re.compile(r"`python -m pytest` runs about ([\d,]+) tests")
 
@@ -19,26 +21,26 @@ def test_the_full_protocol_is_what_repro_list_totals(tmp_path, monkeypatch):
     from repro.plan.manifest import load_all
 
     monkeypatch.delenv("REPRO_GPU_CALIBRATION", raising=False)
-    stated = FULL.findall(README)
-    assert len(stated) == 1, "the README gives the full protocol's size once, in these words: " + FULL.pattern
+    stated = FULL.findall(CLUSTER)
+    assert len(stated) == 1, "docs/cluster.md gives the full protocol's size once, in these words: " + FULL.pattern
     manifests = load_all()
     # the GPU figures `repro list` labels "reference, not measured" (A100); no dataset on disk: the paper's sizes
     cost = CostModel(data_dir=tmp_path, gpu="A100").cost([(m, "full") for m in manifests if "full" in m.profiles])
     assert stated[0] == (str(cost.runs), f"{cost.epochs:,}", hours(cost.device_seconds))
 
 
-def test_the_exit_codes_the_readme_lists_are_the_command_lines():
+def test_the_exit_codes_the_docs_list_are_the_command_lines():
     from repro.cli.common import ExitCode
 
-    block = README.split("**Exit codes**", 1)[1].split("\n\n", 1)[0]
+    block = COMMANDS.split("## Exit codes", 1)[1].strip().split("\n\n", 1)[0]
     listed = {int(code): name for code, name in re.findall(r"`(\d+)` ([^;.,]+)", block)}
     assert sorted(listed) == sorted(int(c) for c in ExitCode), block
 
 
-def test_the_readme_gives_the_suite_s_size(request):
+def test_the_docs_give_the_suite_s_size(request):
     total = request.config.stash.get(SUITE_SIZE, None)
     if total is None:
         pytest.skip("the suite's size is known only when every test file is collected")
-    stated = SUITE.findall(README)
-    assert len(stated) == 1, "the README gives the suite's size once, in these words: " + SUITE.pattern
+    stated = SUITE.findall(TESTING)
+    assert len(stated) == 1, "docs/testing.md gives the suite's size once, in these words: " + SUITE.pattern
     assert int(stated[0].replace(",", "")) == round(total / 50) * 50, f"{total} tests collected"
