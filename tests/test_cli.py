@@ -104,3 +104,16 @@ def test_results_are_kept_per_profile(results_dir, tmp_path, monkeypatch):
     reported = runner.invoke(app, ["report", "--results-dir", str(results_dir)])
     assert reported.exit_code == 0, reported.output
     assert (results_dir / "smoke" / "report.md").is_file() and (results_dir / "full" / "report.md").is_file()
+
+
+def test_the_top_level_help_is_one_screen_with_the_evaluators_commands_first(monkeypatch):
+    from repro.cli import manifest_ids
+
+    monkeypatch.setenv("COLUMNS", "80")
+    out = CliRunner().invoke(app, ["--help"], terminal_width=80).output
+    lines = out.splitlines()
+    assert len(lines) <= 40, out
+    commands = [ln.split()[1] for ln in lines if ln.startswith("│ ") and ln[2] not in " -"]
+    assert commands[:3] == ["verify-all", "run", "list"], commands
+    assert not set(commands) & set(manifest_ids())  # the tables are aliases of `run`, named in one sentence
+    assert all(i in " ".join(out.split()) for i in manifest_ids())

@@ -90,15 +90,17 @@ app = typer.Typer(
 app.command("verify-all", help=tables.VERIFY_ALL_HELP)(tables.tables)
 app.command("run", help=tables.RUN_HELP,
             epilog=f"repro <id> is repro run <id>, for the ids {', '.join(manifest_ids())}.")(tables.tables)
-app.command("list")(info.list_manifests)
-app.command("plan")(info.plan)
-app.command("status")(status.status)
-app.command("report")(report.report)
-app.command("flops")(info.flops)
-app.command("readings")(readings.readings)
-app.command("data")(info.data)
-app.command("rho")(rho_command)
-app.add_typer(bench_app, name="bench", help="Benchmarks: latency per head, data path, training, capacity assignment.")
+# One line each in `repro --help` (each command's --help has the whole text).
+app.command("list", short_help="Each table and what each profile costs, before anything runs.")(info.list_manifests)
+app.command("plan", short_help="What deciding each empirical claim costs; the claims a budget decides.")(info.plan)
+app.command("status", short_help="Per table: runs done, running, failed, pending.")(status.status)
+app.command("report", short_help="Re-render report.md and report.html from the results present.")(report.report)
+app.command("flops", short_help="Every row's FLOPs counted three ways; exit 1 on a disagreement.")(info.flops)
+app.command("readings", short_help="Every analytic claim under every reading the text leaves open.")(readings.readings)
+app.command("data", short_help="Which datasets and weights are present; how to fill what is missing.")(info.data)
+app.command("rho", short_help="Beyond the paper: where rho lands on any torchvision CNN.")(rho_command)
+app.add_typer(bench_app, name="bench", help="Benchmarks: latency per head, data path, training, capacity assignment.",
+              short_help="Speed benchmarks, as ratios measured in one run; gpu: the device check.")
 
 
 
