@@ -55,7 +55,7 @@ def run_smoke(folder: Path, warm_cache: Path | None = None, extra: list[str] | N
     folder.mkdir(parents=True, exist_ok=True)
     results = folder / "results"
     env = {**os.environ, "REPRO_CACHE": str(warm_cache or folder / "cache"), "REPRO_RESULTS": str(results)}
-    if warm_cache is None:  # every cache the run reads starts empty, matplotlib's font list too (3.8 s cold, machine C)
+    if warm_cache is None:  # every cache the run reads starts empty, matplotlib's font list too (docs/performance.md)
         env.update(XDG_CACHE_HOME=str(folder / "xdg-cache"), MPLCONFIGDIR=str(folder / "xdg-cache" / "matplotlib"))
     env.pop("REPRO_PROFILE", None)
     command = [sys.executable, "-m", "repro", "verify-all", "--profile", PROFILE, "--results-dir", str(results),

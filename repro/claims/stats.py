@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
 import numpy as np
-from scipy import special  # not scipy.stats: its import alone took 2 CPU-s, most of `repro plan`
+from scipy import special  # not scipy.stats, whose import was most of `repro plan` (docs/performance.md)
 
 from repro.core.fsutil import jsonable
 

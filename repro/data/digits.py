@@ -20,10 +20,8 @@ categories whose chance level is exactly 1 / K, and a model that does not learn
 stays at it. Stacking the digits in the channels, rather than side by side, keeps
 the image at the scans' own 8 px whatever K is (so the resolution is the time
 budget's choice) and leaves the class independent of position, which the ResNet
-and MobileNet backbones discard in their global pooling. Measured on the CIFAR
-standard backbone, dense head, 100 classes, 16 px, 2,048 images x 8 epochs in
-batches of 64: 37% test accuracy stacked, 1% (chance) side by side, which needed
-twice the steps to reach 77%. It is easier than the real datasets
+and MobileNet backbones discard in their global pooling; side by side, a CNN stayed
+at chance far longer (docs/performance.md, "Digits stacked"). It is easier than the real datasets
 (digits, 8 px each), so it shows that a method learns real images; it says nothing
 about the paper's numbers.
 

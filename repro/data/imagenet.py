@@ -44,8 +44,8 @@ CPU = torch.device("cpu")
 def choose_path(device: str | torch.device) -> str:
     """The input path for a training device: the GPU decoder on CUDA, else decode_jpeg in the workers.
 
-    decode_cpu over pil: about 1.4x the images/s per core here on 500x375 JPEGs, within one
-    grey level of PIL's pixels (repro bench data --dataset imagenet measures both).
+    decode_cpu over pil: more images/s per core, within one grey level of PIL's pixels
+    (repro bench data --dataset imagenet measures both; docs/performance.md).
     """
     return "decode_cuda" if torch.device(device).type == "cuda" else "decode_cpu"
 

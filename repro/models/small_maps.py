@@ -14,9 +14,7 @@ differs), remove those cases:
 - **a grouped convolution on an input smaller than its kernel** (a depthwise 3x3 on 2x2) is padded
   explicitly first and then convolved without padding, which oneDNN runs on its ordinary path.
 
-Measured on that CPU (`repro bench small-maps`, batch 128, 1 thread): a training step of ResNet-18 at
-16 px 3.6-4.6x faster, of its MoEConv2d k = 2 variant 2.9-3.1x, of the CIFAR 3-block depthwise backbone at
-8 px 1.4-1.7x.
+`repro bench small-maps` measures the speed-up of a training step (docs/performance.md has the figures).
 
 Used by the training engine only (repro.train.loop.Engine.small_maps, and the digit pretraining): FLOP counts
 and latency keep torch's convolution, which is what the paper's models are. Legend: N batch, G groups,

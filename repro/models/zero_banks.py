@@ -3,8 +3,7 @@
 A FLOP count, a parameter count or a layer's shapes depend on which experts a sample runs, never
 on what those experts hold: routers, gates and the backbone decide the dispatch, and they keep
 their own initialisation (a ReLU-routed head still opens gates per input). Drawing random values
-for the banks was most of the FLOP check's cost (measured on the 95 distinct models of the
-manifests, 2-core CPU: expert-bank initialisation 30 of 73 CPU-s), and no count reads them.
+for the banks was most of the FLOP check's cost (docs/performance.md), and no count reads them.
 
     with built_for_counting():
         model = build_model(...)   # every ExpertBank and MoEConv2d bank filled with zeros

@@ -2,9 +2,8 @@
 
 glibc serves a block of 32 MiB or more (and, until its dynamic threshold has grown, one of 128 KiB or
 more) with a fresh mmap and unmaps it on free. A training step that frees its gradients and optimizer
-temporaries and allocates them again then page-faults every page back in: on a 2-core CPU the system
-time of a sparse head's step was as large as its compute (8 experts of 1024 x 1024 each: 44 ms a step,
-22 ms of it in the kernel), and the FLOP check spent a quarter of its time faulting in expert banks.
+temporaries and allocates them again then page-faults every page back in: a sparse head's step spent as
+much time in the kernel as in its compute (docs/performance.md, "Allocator").
 Raising both thresholds keeps the blocks in the heap for reuse. It changes where memory comes from,
 never a number a run computes; the price is a higher resident size (the heap does not shrink).
 

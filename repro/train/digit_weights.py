@@ -3,8 +3,7 @@
 The paper fine-tunes ImageNet-pretrained ResNet-18 and MobileNet-V2 (Section 4.1). A
 `functional` profile cannot download torchvision's weights, and from random
 initialisation its 1000-class stand-in (repro.data.digits) does not learn in a CPU
-budget: ResNet-18 with the dense head reached 2.7% after 16,384 images x 8 epochs
-(224 CPU-s) under Adam. A profile with `pretrained_on = "digits"` therefore starts
+budget (docs/performance.md, "Pretrained digit weights"). A profile with `pretrained_on = "digits"` therefore starts
 those backbones from weights repro makes itself, once per (backbone, dataset, image
 size), as torchvision's were made on ImageNet's own training split:
 

@@ -57,15 +57,13 @@ class Engine:
     """Speed choices, from REPRO_CHANNELS_LAST, REPRO_COMPILE, REPRO_SMALL_MAPS (auto, 1, 0), REPRO_DISPATCH
     (auto, loop, batched) and REPRO_BF16_CPU (0 by default).
 
-    auto: channels-last convolutions everywhere (1.2-1.5x per training step on a
-    2-core CPU at 32 px and above, CIFAR CNN to ResNet-18; neutral at 16 px);
-    the backbone compiled on CUDA only (on that CPU it compiled for ~50 s and ran
-    no faster); batched sparse dispatch on CUDA only (no host synchronisation; on
-    a CPU its empty expert slots cost more than the loop's per-expert calls), and
-    only where the row leaves `dispatch` unset; convolutions on maps smaller than their kernel by faster exact
-    paths on the CPU (repro.models.small_maps: ResNet-18's training step at 16 px 3.6-4.6x faster on a 2-core
-    AVX2 CPU; not measured on CUDA, so off there). A recipe's bf16 autocast runs on CUDA; REPRO_BF16_CPU=1 runs it
-    on the CPU too, the nearest CPU equivalent of the CUDA path (slower there, so off by default).
+    auto: channels-last convolutions everywhere (faster from 32 px up, neutral at 16 px); the backbone
+    compiled on CUDA only (on a CPU it compiled long and ran no faster); batched sparse dispatch on CUDA only
+    (no host synchronisation; on a CPU its empty expert slots cost more than the loop's per-expert calls),
+    and only where the row leaves `dispatch` unset; convolutions on maps smaller than their kernel by
+    faster exact paths on the CPU (repro.models.small_maps; not measured on CUDA, so off there); the
+    measurements: docs/performance.md. A recipe's bf16 autocast runs on CUDA; REPRO_BF16_CPU=1 runs it on
+    the CPU too, the nearest CPU equivalent of the CUDA path (slower there, so off by default).
     """
 
     channels_last: bool = False
@@ -233,8 +231,7 @@ def make_optimizer(cfg: RunConfig, model: nn.Module) -> tuple[torch.optim.Optimi
     if body:
         groups.append({"params": body, "lr": cfg.lr * cfg.backbone_lr_scale})
     # fused: one kernel per step for every parameter, not one per tensor and operation. The update is the
-    # same to float rounding; on a CPU, an Adam step over the 11M parameters of the Tiny-ImageNet sparse
-    # head took 14 ms fused against 71 ms (torch's CPU default), about half of that head's training step.
+    # same to float rounding, and on a CPU several times faster (docs/performance.md, "Fused Adam").
     if cfg.optimizer == "adam":
         opt: torch.optim.Optimizer = torch.optim.Adam(groups, lr=cfg.lr, fused=True)
     else:
