@@ -24,7 +24,7 @@ from repro.execution.runs import RunCounts
 from repro.plan.manifest import Manifest
 from repro.measure import MEASURERS
 from repro.measure.measurer import Context
-from repro.measure.flop_check import row_flops, row_key
+from repro.measure.flop_check import row_key, row_summary
 from repro.measure.reading_counts import count_readings
 from repro.results.provenance import provenance
 from repro.report.render import write_manifest_outputs
@@ -40,7 +40,7 @@ def make_context(manifest: Manifest, options: TableOptions, progress: Progress |
     # On a CPU as many runs at once as the cores hold at the threads each trains on (its config's).
     jobs = options.jobs or (1 if device.startswith("cuda") else max(1, (os.cpu_count() or 1) // settings.run_threads()))
     return Context(options.profile, settings, options.results_dir, device, jobs, options.data_dir, progress,
-                   options.executor, options.data.allow_unverified, options.data.workers)
+                   options.executor, options.data.allow_unverified, options.data.workers, options.remeasure_latency)
 
 
 def comparison_metrics(manifest: Manifest, measured: Measured) -> None:
@@ -170,7 +170,7 @@ def flop_check(manifests: list[Manifest], progress=None) -> FlopCheck:
             key = row_key(row)
             if key not in seen:
                 seen.add(key)
-                check.add(manifest_id, row.id, row_flops(row).problems)
+                check.add(manifest_id, row.id, row_summary(row)["problems"])
             if progress:
                 progress.advance(task)
     return check

@@ -266,6 +266,8 @@ def tables(
     profiles: Optional[Path] = ProfilesOpt, allow_unverified_data: bool = UnverifiedOpt,
     workers: Optional[int] = WorkersOpt, deterministic: bool = DeterministicOpt,
     strict: bool = typer.Option(False, "--strict", help="Also exit 1 when a decidable claim did not reproduce."),
+    remeasure_latency: bool = typer.Option(False, "--remeasure-latency",
+                                           help="Time latency rows again instead of reusing this device's."),
     verbose: bool = VerboseOpt,
     executor: str = ExecutorOpt, runs_per_gpu: int = RunsPerGpuOpt, gpus_per_run: int = GpusPerRunOpt,
     no_wait: bool = NoWaitOpt, stale_lock_after: float = StaleLockAfterOpt,
@@ -287,7 +289,7 @@ def tables(
         profile=profile or default_profile(), results_dir=results_dir or default_results_dir(), device=device,
         jobs=jobs, data_dir=data_dir, manifests_dir=manifests, profiles_file=profiles,
         data=DataOptions(allow_unverified_data, workers), defaults=run_defaults(deterministic), executor=execution,
-        verbose=verbose, strict=strict)
+        verbose=verbose, strict=strict, remeasure_latency=remeasure_latency)
     raise typer.Exit(run_tables(ids, options, report))
 
 

@@ -69,6 +69,7 @@ class TableOptions:
     executor: ExecutorOptions = field(default_factory=ExecutorOptions)
     verbose: bool = False
     strict: bool = False  # exit 1 when a claim the profile and device could decide did not reproduce
+    remeasure_latency: bool = False  # time latency rows again rather than reuse this device's kept measurements
 
 
 def parse_slurm_time(text: str) -> int:

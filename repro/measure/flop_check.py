@@ -1,9 +1,11 @@
 """The "flops" measure: every row's per-sample FLOPs counted three ways, and its routed fraction rho.
 
 Counting builds the model and traces it (repro.models.flops), so reports are kept per
-process by model identity. `flop_summary` also keeps the counts on disk, keyed by
-the model and a fingerprint of the code that builds and counts it; the FLOP check
-itself always counts afresh. The cost estimates of `repro list` need only the
+process by model identity, and `flop_summary` keeps them on disk, keyed by the model and
+a fingerprint of everything that decides a count: the code that builds, schedules and
+counts it, the datasets' shapes, and the torch and fvcore versions. The same model under
+the same fingerprint counts the same, so the FLOP check and the "flops" measure reuse it;
+a changed model file, rule or library counts afresh. The cost estimates of `repro list` need only the
 backbone's and head's multiply-adds: `estimate_macs` reads a shipped model's from
 repro.measure.model_macs, another's from that cache, or counts them from layer shapes
 in one forward pass (repro.models.flops' analytic column, without the fvcore and torch
@@ -65,11 +67,20 @@ def _flops_for(key: str) -> FlopReport:
 
 
 def _code_fingerprint() -> str:
-    """Hash of the sources that decide a count: a changed model or rule invalidates the disk cache."""
-    files = sorted((REPO_ROOT / "repro" / "models").glob("*.py"))  # the models and their counter (models/flops.py)
+    """Hash of what decides a count: the models and their counter (models/), the schedules at the last epoch
+    (plan/recipes.py), the input shapes (data/specs.py), and torch's and fvcore's versions."""
+    import importlib.metadata
+
+    package = REPO_ROOT / "repro"
+    files = sorted((package / "models").glob("*.py")) + [package / "plan" / "recipes.py", package / "data" / "specs.py"]
     digest = hashlib.sha256()
     for path in files:
         digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    for dist in ("torch", "fvcore"):
+        try:
+            digest.update(f"{dist}={importlib.metadata.version(dist)}".encode())
+        except importlib.metadata.PackageNotFoundError:
+            digest.update(f"{dist}=absent".encode())
     return digest.hexdigest()[:16]
 
 
@@ -167,17 +178,22 @@ def _count_from_shapes(spec: dict[str, Any], image_size: int | None = None) -> d
     return {"backbone_macs": report.backbone, "head_macs": report.head}
 
 
+def row_summary(row: Row) -> dict[str, Any]:
+    """`FlopReport.summary()` of the row's model, problems included: from the disk cache when counted before."""
+    return flop_summary(row.dataset, row.backbone, row.head)
+
+
 def measure_flops(manifest: Manifest, ctx: Context) -> Measured:
     out = Measured()
     for row in manifest.rows:
         if "flops" not in row.measures:
             continue
-        report = row_flops(row)
-        summary = report.summary()
+        summary = row_summary(row)
         for name in FLOP_SUMMARY:
             out.set_row(row.id, name, summary[name])
         out.details.setdefault("flops", {})[row.id] = summary
-        out.problems += [f"{manifest.id}/{row.id}: {p}" for p in report.problems]
+        out.problems += [f"{manifest.id}/{row.id}: {p}" for p in summary["problems"]]
         if ctx.progress is not None:
-            ctx.progress.log(f"{manifest.id}/{row.id}: {report.total / 1e6:,.2f} MMAC, rho {report.rho:.3%}")
+            ctx.progress.log(f"{manifest.id}/{row.id}: {summary['total_macs'] / 1e6:,.2f} MMAC, "
+                             f"rho {summary['rho']:.3%}")
     return out

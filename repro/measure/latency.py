@@ -10,15 +10,22 @@ intra-op thread on a CPU by default). Operator calls are those of one head
 forward at the paper-scale batch: Section 5 blames per-expert launches for the
 loop's slowdown, so its count grows with E and the batched path's does not.
 
+A row's measurement is kept in <results>/runs/latency/<key>.json, the key naming everything it depends on
+(the model, the settings, the device, torch's version, the models' code): a later command on the same
+device reuses it, as a run record is reused, unless asked to measure again (--remeasure-latency).
+
 Nothing is registered on import: the pipeline's measurer table names
 `measure_latency`, the cost model's estimator table `estimate_latency`.
 """
 
 from __future__ import annotations
 
+import datetime as dt
+import hashlib
 import json
 from dataclasses import asdict
 from functools import lru_cache
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 import torch
@@ -27,6 +34,8 @@ from torch import nn
 from repro.measure.timing import Timing, compiled_or_eager, count_ops, cpu_threads, time_call
 from repro.data.specs import get_dataset
 from repro.core.devices import device_label
+from repro.core.fsutil import atomic_write_json
+from repro.execution.files import read_json, runs_dir
 from repro.plan.manifest import Manifest, Row
 from repro.spec.profiles import Profile
 from repro.models import BACKBONES, HEADS, build_model
@@ -119,20 +128,42 @@ def measure_row(row: Row, s: LatencySettings, device: torch.device, backbones: d
     return {**out, "model": asdict(whole), "backbone": asdict(backbones[key]), "image_size": size}
 
 
+def latency_path(results_dir: Path, row: Row, s: LatencySettings, label: str) -> Path:
+    """Where a row's measurement under settings `s` on the device `label` is kept."""
+    from repro.measure.flop_check import _fingerprint, row_key
+
+    blob = json.dumps({"model": row_key(row), "settings": asdict(s), "device": label, "torch": torch.__version__,
+                       "code": _fingerprint()}, sort_keys=True)
+    return runs_dir(results_dir) / "latency" / f"{hashlib.sha256(blob.encode()).hexdigest()[:16]}.json"
+
+
+def _kept(path: Path) -> dict[str, Any] | None:
+    """A kept measurement, None if absent or not one (a damaged file is measured again and overwritten)."""
+    data = read_json(path)
+    keys = ("head", "ops", "model", "backbone", "measured_at")
+    return data if isinstance(data, dict) and all(k in data for k in keys) else None
+
+
 # --------------------------------------------------------------------------- measurer and estimator
 def measure_latency(manifest: Manifest, ctx: Context) -> Measured:
-    """Every latency row timed and its operators counted; comparisons get head and model slowdowns."""
+    """Every latency row timed and its operators counted (or its kept measurement reused); comparisons get
+    head and model slowdowns."""
     out = Measured()
     device = torch.device(ctx.device)
     s = settings_for(ctx.profile, ctx.paper_scale)
-    out.details["latency_setup"] = {"device": device_label(device, s.threads), "profile": ctx.profile_name,
-                                    **asdict(s)}
+    label = device_label(device, s.threads)
+    out.details["latency_setup"] = {"device": label, "profile": ctx.profile_name, **asdict(s)}
     backbones: dict[str, Timing] = {}
     for row in manifest.rows:
         if "latency" not in row.measures:
             continue
+        path = latency_path(ctx.results_dir, row, s, label)
         try:
-            r = measure_row(row, s, device, backbones)
+            r = None if ctx.remeasure_latency else _kept(path)
+            if r is None:
+                r = {**measure_row(row, s, device, backbones),
+                     "measured_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}
+                atomic_write_json(path, r)
         except Exception as exc:  # one failing row must not hide the others
             out.problems.append(f"{manifest.id}/{row.id}: latency failed: {type(exc).__name__}: {exc}")
             for metric in LATENCY_METRICS:

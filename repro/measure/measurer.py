@@ -34,6 +34,7 @@ class Context:
     executor: ExecutorOptions | None = None  # who trains the runs; None: the local executor
     allow_unverified_data: bool = False  # train on datasets that failed their checksums (--allow-unverified-data)
     workers: int | None = None  # image-folder loader processes per split (--workers); None: the loader's choice
+    remeasure_latency: bool = False  # time latency rows again rather than reuse this device's kept measurements
 
     @property
     def paper_scale(self) -> bool:

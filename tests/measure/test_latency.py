@@ -146,3 +146,27 @@ def test_scales_with_experts_on_hand_made_counts():
     assert evaluate(flat, _ev("cpu", **linear)).status == "not reproduced"
     same_e = {**linear, "rows.e4.num_experts": 2, "rows.e8.num_experts": 2}
     assert evaluate(grows, _ev("cpu", **same_e)).status == "not run"
+
+
+def test_a_rows_latency_is_kept_and_reused_on_the_same_device_unless_asked_again(tmp_path, monkeypatch):
+    import dataclasses
+
+    manifest = _mini_manifest()
+    ctx = Context("smoke", manifest.profiles["smoke"], tmp_path)
+    timed = []
+    real = latency.measure_row
+    monkeypatch.setattr(latency, "measure_row", lambda row, *a: timed.append(row.id) or real(row, *a))
+    first = measure_latency(manifest, ctx)
+    rows = sorted(r.id for r in manifest.rows)
+    assert sorted(timed) == rows and len(list((tmp_path / "runs" / "latency").glob("*.json"))) == len(rows)
+    again = measure_latency(manifest, ctx)
+    assert sorted(timed) == rows and again.metrics == first.metrics  # nothing timed twice: the kept ones
+    damaged = next((tmp_path / "runs" / "latency").glob("*.json"))
+    damaged.write_text("{not json")
+    measure_latency(manifest, ctx)
+    assert len(timed) == len(rows) + 1  # a file that is not a measurement is measured again
+    measure_latency(manifest, dataclasses.replace(ctx, remeasure_latency=True))
+    assert len(timed) == 2 * len(rows) + 1
+    other = dataclasses.replace(ctx, profile=dataclasses.replace(ctx.profile, latency=LatencyProfile(batch_size=8)))
+    measure_latency(manifest, other)
+    assert len(timed) == 3 * len(rows) + 1  # other settings: other measurements
