@@ -65,7 +65,8 @@ def run_manifest(manifest: Manifest, ctx: Context) -> TableMeasurement:
         runs, submitted = got.runs or runs, {**submitted, **got.submitted}
     comparison_metrics(manifest, measured)
     result = ManifestResult(manifest.id, manifest.title, manifest.paper_ref, manifest.paper_table,
-                            ctx.profile_name, measured, [], provenance(ctx.device), ctx.profile)
+                            ctx.profile_name, measured, [], provenance(ctx.device, allow_unverified_data=ctx.allow_unverified_data),
+                            ctx.profile)
     count_readings(manifest, result)  # the analytic claims' rows under each alternative reading
     with phase("claims", manifest.id):
         return TableMeasurement(decide_table(manifest, result), runs, submitted)

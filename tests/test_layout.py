@@ -2,6 +2,7 @@
 `lint-imports`), one top-level module besides the entry point, no import cycle inside repro/ (function-level
 imports included), and the light entry points stay torch-free."""
 
+import re
 import shutil
 import subprocess
 import sys
@@ -49,6 +50,29 @@ def test_the_contract_places_every_package_and_one_top_level_module():
     assert packages - placed == set(), f"packages in no layer: {sorted(packages - placed)}"
     modules = sorted(p.name for p in (REPO_ROOT / "repro").glob("*.py"))
     assert modules == ["__init__.py", "__main__.py", "pipeline.py"]
+
+
+# Where the package may write the environment: only for the processes it starts (issue: settings reach code as
+# typed arguments). Each entry: the module, and why.
+ENVIRONMENT_WRITERS = {
+    "repro/runtime/memory.py": "glibc's allocator thresholds, read by every process this one starts",
+    "repro/runtime/numerics.py": "cuBLAS's workspace, read when CUDA starts here or in a child",
+    "repro/execution/workers.py": "a worker sets its own environment as it starts, before CUDA",
+    "repro/bench/kill_resume.py": "the environment of the child process it spawns",
+}
+WRITE = re.compile(r"os\.environ\[[^]]+\]\s*=(?!=)|os\.environ\.(?:update|setdefault|pop)\(|os\.putenv\(|"
+                   r"\benv\[[^]]+\]\s*=(?!=)")
+
+
+def test_the_environment_is_written_only_where_a_child_process_starts():
+    writers = {}
+    for path in sorted((REPO_ROOT / "repro").rglob("*.py")):
+        found = [n for n, line in enumerate(path.read_text().splitlines(), 1) if WRITE.search(line)]
+        if found:
+            writers[str(path.relative_to(REPO_ROOT))] = found
+    assert set(writers) <= set(ENVIRONMENT_WRITERS), {k: v for k, v in writers.items() if k not in ENVIRONMENT_WRITERS}
+    assert WRITE.search('os.environ["X"] = "1"') and WRITE.search("os.environ.update(env)")
+    assert not WRITE.search('os.environ.get("X")') and not WRITE.search('os.environ["X"] == "1"')
 
 
 def test_the_cycle_finder_finds_cycles():

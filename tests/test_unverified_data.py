@@ -1,6 +1,7 @@
 """A re-packed CIFAR folder: refused naming its files, trained with --allow-unverified-data, and marked."""
 
 import json
+import os
 
 import pytest
 from torchvision.datasets import CIFAR10
@@ -28,7 +29,7 @@ def test_a_repacked_cifar_folder_trains_only_when_allowed_and_says_so(tmp_path, 
     make_cifar(tmp_path / "data", CIFAR10, monkeypatch, per_file=16)  # 80 train / 16 test images
     monkeypatch.undo()  # torchvision's published md5s again: every file is now a re-packed copy
     monkeypatch.setenv("REPRO_DATA", str(tmp_path / "data"))
-    monkeypatch.setenv("REPRO_ALLOW_UNVERIFIED_DATA", "")  # restored after the test: the CLI sets it
+    before = dict(os.environ)
     (tmp_path / "profiles.toml").write_text(PROFILE)
     results = tmp_path / "results"
     args = ["table1", "--profiles", str(tmp_path / "profiles.toml"), "--profile", "tiny",
@@ -43,6 +44,9 @@ def test_a_repacked_cifar_folder_trains_only_when_allowed_and_says_so(tmp_path, 
 
     accepted = runner.invoke(app, args + ["--allow-unverified-data"])
     assert accepted.exit_code == 0, accepted.output
+    # The flag reached each run on its request, not through the environment of this process.
+    assert {k: v for k, v in os.environ.items() if k.startswith("REPRO")} == {
+        k: v for k, v in before.items() if k.startswith("REPRO")}
     records = [json.loads(p.read_text()) for p in (results / "runs").glob("*.json") if not p.name.endswith(".failed.json")]
     assert len(records) == 4 and all(r["provenance"]["allow_unverified_data"] for r in records)
     assert {r["input"]["pipeline"] for r in records} == {"tensor_cpu"}

@@ -112,7 +112,7 @@ def run_one(request: RunRequest, results_dir: Path, device: str, data_dir: Path 
         # where this process's time went (repro.results.timings); this attempt's, when the run was resumed
         "timings": {**out.pop("timings", {}), "run": {"wall_s": time.perf_counter() - started,
                                                       "cpu_s": time.process_time() - cpu_started}},
-        "provenance": {**provenance(device, cfg.threads), "reproducibility": facts,
+        "provenance": {**provenance(device, cfg.threads, request.data.allow_unverified), "reproducibility": facts,
                        "executor": executor_provenance(executor, device)},
     }
     record = jsonable(record)

@@ -38,15 +38,15 @@ def package_versions() -> dict[str, str]:
     return versions
 
 
-def provenance(device: str = "cpu", threads: int | None = None) -> dict[str, object]:
-    """threads: the intra-op threads the numbers were computed on (None: torch's current setting)."""
+def provenance(device: str = "cpu", threads: int | None = None, allow_unverified_data: bool = False) -> dict[str, object]:
+    """threads: the intra-op threads the numbers were computed on (None: torch's current setting);
+    allow_unverified_data: datasets whose files fail their published checksum were accepted."""
     return {
         "git_commit": git_commit(),
         "packages": package_versions(),
         "device": device_label(device, threads),
         "device_type": device_type(device),
-        # --allow-unverified-data: datasets whose files fail their published checksum were accepted.
-        "allow_unverified_data": os.environ.get("REPRO_ALLOW_UNVERIFIED_DATA", "") == "1",
+        "allow_unverified_data": allow_unverified_data,
         "platform": platform.platform(),
         "time": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
     }
