@@ -21,7 +21,7 @@ def test_the_readings_the_issue_names_are_declared_each_with_alternatives():
     ids = set(readings_by_id())
     assert ids == {"cnn-convs-per-block", "cnn-features", "dense-head", "backbone-moe-layers", "capacity-rule",
                    "experts-per-sample", "conv-init", "sigmoid-form", "lb-fraction", "batch-size",
-                   "routing-hyperparameters"}
+                   "routing-hyperparameters", "moe-conv-gate", "moe-conv-regularisers"}
     assert all(r.alternatives for r in shipped_readings())
 
 
@@ -46,7 +46,7 @@ def test_what_a_reading_applies_to_and_what_it_changes():
     assert twin.reading == "backbone-moe-layers/stride1" and twin.head == t6.row("r18_backbone_moe").head
     assert not moe.training_only(moe.alternatives[0])
     for name in ("capacity-rule", "experts-per-sample", "conv-init", "sigmoid-form", "lb-fraction", "batch-size",
-                 "routing-hyperparameters"):
+                 "routing-hyperparameters", "moe-conv-gate", "moe-conv-regularisers"):
         assert all(readings_by_id()[name].training_only(a) for a in readings_by_id()[name].alternatives), name
 
 
@@ -54,7 +54,7 @@ def test_table5_shows_only_what_applies_to_its_rows():
     # Its dense-head assumption (feature_dim -> 1024 -> 256) contradicted its backbone-classifier one (512 -> 1000):
     # readings apply by what a row is, so neither that nor the CNN layout or capacity rule shows for Table 5.
     t5 = find_manifest("table5")
-    assert [r.id for r in t5.readings] == ["backbone-moe-layers"]
+    assert [r.id for r in t5.readings] == ["backbone-moe-layers", "moe-conv-gate", "moe-conv-regularisers"]
     assert "backbone-classifier" in [a.id for a in t5.assumptions]
     assert not {"dense-head", "cnn-blocks", "capacity-rule"} & {a.id for a in t5.assumptions}
 
@@ -98,6 +98,18 @@ def test_sensitivity_tables_generate_rows_and_comparisons_that_vary_every_side_a
     assert comps["dw_h512__literal_capacity"] == ("dw_h512_moe__literal_capacity", "dw_h512_dense")
     assert comps["dw_h512__torch_init"] == ("dw_h512_moe__torch_init", "dw_h512_dense__torch_init")
     assert all(twins[r].measures == ("flops", "accuracy") for r in twins)
+
+
+def test_table5_trains_each_gate_and_the_heads_regularisers_at_k1_and_k2_against_one_dense_twin():
+    t5 = find_manifest("table5")
+    twins = {r.id: r for r in t5.rows if r.reading}
+    assert set(twins) == {f"{k}_moe__{a}" for k in ("k1", "k2") for a in ("switch_gate", "head_regularisers")}
+    assert twins["k1_moe__switch_gate"].backbone == Component("resnet18_moeconv", {"top_k": 1, "gate": "switch"})
+    assert twins["k2_moe__head_regularisers"].backbone.params == {
+        "top_k": 2, "capacity_factor": 1.25, "load_balance_weight": 0.01, "entropy_weight": 0.01, "tau_min": 0.3}
+    comps = {c.id: (c.row, c.baseline) for c in t5.comparisons}
+    assert comps["k1__switch_gate"] == ("k1_moe__switch_gate", "dense")
+    assert comps["k2__head_regularisers"] == ("k2_moe__head_regularisers", "dense")
 
 
 @pytest.mark.parametrize("sensitivity, message", [
@@ -161,7 +173,8 @@ def test_training_only_alternatives_change_no_count():
 
     rows = {"capacity-rule": ("table7", "cifar100_sparse_loop"), "experts-per-sample": ("table7", "cifar100_sparse_loop"),
             "lb-fraction": ("table7", "cifar100_sparse_loop"), "routing-hyperparameters": ("table7", "cifar100_sparse_loop"),
-            "conv-init": ("table6", "cifar10_dw072_moe"), "sigmoid-form": ("headline_cifar10", "dw2_moe")}
+            "conv-init": ("table6", "cifar10_dw072_moe"), "sigmoid-form": ("headline_cifar10", "dw2_moe"),
+            "moe-conv-gate": ("table6", "r18_backbone_moe"), "moe-conv-regularisers": ("table6", "r18_backbone_moe_k1")}
     for name, (table, row_id) in rows.items():
         reading, row = readings_by_id()[name], find_manifest(table).row(row_id)
         base = analytic_summary(row.dataset, row.backbone, row.head)

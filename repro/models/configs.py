@@ -369,14 +369,32 @@ class MoEConvBackboneConfig:
     # Section 4.6: conv1, layer1 and layer2 stay frozen at their pretrained weights (the trainer
     # turns off their gradients and keeps their BatchNorm statistics).
     frozen: tuple[str, ...] = ("conv1", "bn1", "layer1", "layer2")
+    # The text gives MoEConv2d no gate equation (reading "moe-conv-gate", repro.models.moe_conv): "renormalised",
+    # the softmax of the k selected logits (at k = 1 exactly 1, so the router gets no gradient), or "switch", each
+    # selected expert's probability under the softmax over all E (Switch Transformer's gate).
+    gate: Literal["renormalised", "switch"] = "renormalised"
+    # Table 5's routing regularisers (reading "moe-conv-regularisers"): none unless set. The head's are a capacity
+    # factor c in training, lambda_lb, lambda_ent and tau annealed linearly from 1.0 to tau_min (Section 4.1).
+    capacity_factor: float = 0.0  # 0: no capacity limit
+    load_balance_weight: float = 0.0
+    entropy_weight: float = 0.0
+    tau_min: float = 1.0  # 1.0: no temperature
 
-    TRAINING_ONLY: ClassVar[frozenset[str]] = frozenset({"init_noise", "frozen"})  # see SparseMoEConfig
+    # See SparseMoEConfig.TRAINING_ONLY. The gate changes the values a gate takes, not what executes (its softmax
+    # and top-k are no multiply-adds, and both forms run one of each): tests/test_readings.py counts both forms.
+    TRAINING_ONLY: ClassVar[frozenset[str]] = frozenset({
+        "init_noise", "frozen", "gate", "capacity_factor", "load_balance_weight", "entropy_weight", "tau_min"})
 
     def __post_init__(self) -> None:
         c = Checks(self)
         e = self.num_experts if c.count("num_experts", 1, MAX_EXPERTS) else MAX_EXPERTS
         c.count("top_k", 1, e, " (at most num_experts)")
         c.number("init_noise", lambda v: v >= 0, "non-negative")
+        c.one_of("gate", ("renormalised", "switch"))
+        c.number("capacity_factor", lambda v: v >= 0, "non-negative (0: no capacity limit)")
+        for name in ("load_balance_weight", "entropy_weight"):
+            c.number(name, lambda v: v >= 0, "non-negative")
+        c.number("tau_min", lambda v: 0 < v <= 1, "in (0, 1], the temperature's end from 1.0")
         c.names("layers", RESNET_LAYERS, min_len=1)
         c.one_of("routed", ("all", "stride1"))
         c.names("frozen", RESNET_CHILDREN)
