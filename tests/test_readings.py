@@ -197,3 +197,109 @@ def test_the_readings_analytic_counts_equal_the_three_way_counts_of_every_row_an
         if row.id in read or row.reading:
             full = row_flops(row).summary()
             assert analytic_summary(row.dataset, row.backbone, row.head) == {k: full[k] for k in FLOP_SUMMARY}, row.id
+
+
+def _paper_evidence(manifest, gaps: dict[str, float], rho: dict[str, float]) -> Evidence:
+    """Evidence of kind 'paper' (it decides empirical claims): five seeds per row at 80% against chance 10%, each
+    comparison's gap a tight paired one, each MoE row's rho."""
+    metrics = {f"rows.{r.id}.{k}": v for r in manifest.rows
+               for k, v in (("accuracy", {s: 0.8 for s in range(5)}), ("chance", 0.1))}
+    for comp, mean in gaps.items():
+        metrics[f"comparisons.{comp}.gap"] = {"n": 5, "mean": mean, "sd": 0.001, "p": 1e-4, "ci95": [mean - 0.001, mean + 0.001],
+                                              "positive": 5 if mean > 0 else 0,
+                                              "differences": {s: mean for s in range(5)}}
+    for comp, value in rho.items():
+        metrics[f"comparisons.{comp}.rho"] = value
+    return Evidence(manifest.id, manifest.paper_table, "full", metrics=metrics, kind="paper",
+                    comparison_rows={c.id: (c.row, c.baseline) for c in manifest.comparisons})
+
+
+def test_a_reading_that_moves_rho_decides_the_rho_ordered_claims_again_on_the_same_gaps():
+    """Pooled features put Table 1's DW h=128 (1.4%) below std h=512 (2.1%): gaps monotonic in the chosen rho
+    are out of order in that one, without any training (issue 38, item 5)."""
+    t1 = find_manifest("table1")
+    chosen = {"std_h128": 0.043, "std_h512": 0.129, "dw_h128": 0.244, "std_h2048": 0.435, "dw_h512": 0.512,
+              "dw_h2048": 0.845}
+    pooled = {"std_h128": 0.002, "dw_h128": 0.014, "std_h512": 0.021, "dw_h512": 0.131, "std_h2048": 0.237,
+              "dw_h2048": 0.687}
+    gaps = {"std_h128": -0.03, "std_h512": -0.02, "dw_h128": -0.01, "std_h2048": 0.01, "dw_h512": 0.02,
+            "dw_h2048": 0.03}
+    rows_rho = {c.row: pooled[c.id] for c in t1.comparisons if c.id in pooled}
+
+    def recount(varied):
+        if varied.reading != "cnn-features/gap_features":
+            return None
+        return {"rho": rows_rho.get(varied.base, 0.0)}
+
+    entries = {e.claim: e for e in decide_readings(t1, _paper_evidence(t1, gaps, chosen), recount)}
+    mono = entries["t1_gap_monotonic_in_rho"]
+    assert mono.kind == "ordered by rho" and mono.chosen.status == "reproduced"
+    pooled_outcome = next(o for o in mono.alternatives if o.reading == "cnn-features")
+    assert pooled_outcome.status == "not reproduced" and "dw_h128" in " ".join(pooled_outcome.failed)
+    assert pooled_outcome.order.startswith("std_h128 0.2% < dw_h128 1.4% < std_h512 2.1%")
+    assert mono.depends and "conv-init" in mono.training_only
+    assert entries["t1_sign_follows_rho"].chosen.status == "reproduced"  # -, -, -, +, +, + in either order
+    assert {o.status for o in entries["t1_sign_follows_rho"].alternatives} == {"reproduced", "not run"}
+
+
+def test_an_empirical_claim_is_decided_again_on_the_rows_each_trained_alternative_gives_its_comparisons():
+    t5 = find_manifest("table5")
+    gaps = {"k2": 0.012, "k1": -0.021, "k2__switch_gate": 0.004, "k1__switch_gate": 0.009,
+            "k2__head_regularisers": 0.011, "k1__head_regularisers": -0.015}
+    entries = {e.claim: e for e in decide_readings(t5, _paper_evidence(t5, gaps, {}), lambda row: None)}
+    reversal = entries["bb_moe_k_reversal"]
+    assert reversal.kind == "trained"
+    assert [(o.alternative, o.value) for o in reversal.alternatives] == [
+        ("switch_gate", "-0.50pp"), ("head_regularisers", "+2.60pp")]
+    assert reversal.chosen.value == "+3.30pp"
+    line = reversal.sign_line()
+    assert line.startswith("bb_moe_k_reversal (") and "the sign flips under 'Switch: the selected" in line
+    k1 = entries["bb_moe_k1_negative"]
+    assert [o.status for o in k1.alternatives] == ["not reproduced", "reproduced"]
+    assert "keeps its sign" not in k1.sign_line()
+    assert entries["bb_moe_k2_positive"].sign_line().endswith("it keeps its sign under every trained alternative")
+    assert not any(e.kind == "trained" for e in decide_readings(t5, _paper_evidence(t5, gaps, {}), lambda r: None,
+                                                                 trained=False))
+
+
+def test_the_checklist_says_on_its_row_which_alternative_alone_reproduces_a_claim():
+    t6 = find_manifest("table6")
+    metrics = {f"rows.{r.id}.rho": 0.452 for r in t6.rows}
+    ev = Evidence("table6", "table6", "smoke", metrics=metrics, kind="pipeline")
+    entries = {e.claim: e for e in decide_readings(t6, ev, _stub_recount)}
+    assert entries["rho_backbone_moe"].only_under() == (
+        "reproduced under the alternative reading 'the six stride-1 3x3 convolutions' (backbone-moe-layers/stride1), 38%")
+    assert entries["rho_r18_head"].only_under() == ""
+
+
+def test_repro_readings_lists_every_reading_and_the_rho_order_each_gives_table1():
+    from typer.testing import CliRunner
+
+    from repro.cli import app
+
+    out = CliRunner().invoke(app, ["readings", "table1", "table5"], env={"COLUMNS": "250"})
+    assert out.exit_code == 0, out.output
+    lines = out.output.splitlines()
+    gate = next(line for line in lines if line.startswith("moe-conv-gate "))
+    assert "softmax over the k selected logits" in gate and "switch_gate" in gate and "table5's [[sensitivity]]" in gate
+    assert any(line.startswith("moe-conv-regularisers ") and "head_regularisers" in line for line in lines)
+    assert "table1/t1_gap_monotonic_in_rho (empirical, ordered by rho)" in out.output
+    pooled = next(line for line in lines if line.lstrip().startswith("cnn-features") and "not run" in line)
+    assert "std_h128 0.199% < dw_h128 1.4% < std_h512 2.08%" in pooled
+
+
+def test_the_checklist_row_of_rho_backbone_moe_says_inline_it_reproduces_under_the_stride1_reading():
+    from repro.claims.decide import decide_table
+    from repro.report.render import render_claims_md
+    from repro.results import READINGS_DETAIL, ManifestResult, Measured
+
+    t6 = find_manifest("table6")
+    measured = Measured(metrics={f"rows.{r.id}.rho": 0.452 for r in t6.rows})
+    stride1 = {"rho": 0.388, "total_macs": 100, "routed_macs": 38}
+    measured.details[READINGS_DETAIL] = {"rows": {"r18_backbone_moe__stride1": stride1,
+                                                  "r18_backbone_moe_k1__stride1": stride1}}
+    result = decide_table(t6, ManifestResult("table6", t6.title, t6.paper_ref, t6.paper_table, "smoke", measured,
+                                             [], {}, t6.profiles.get("smoke")))
+    row = next(line for line in render_claims_md(t6, result).splitlines() if "(`rho_backbone_moe`)" in line)
+    assert "**not reproduced**" in row and ("**reproduced under the alternative reading 'the six stride-1 3x3 "
+                                            "convolutions' (backbone-moe-layers/stride1), 38.8%**") in row

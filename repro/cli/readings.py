@@ -1,8 +1,9 @@
-"""`repro readings [ID...]`: every analytic claim under every reading the text leaves open, without a run.
+"""`repro readings [ID...]`: every reading the text leaves open, and the claims decided under each, without a run.
 
-The logic is below the command line: repro.measure.readings counts the rows the tables' analytic claims
-read, and each alternative of the readings that apply to them (repro/readings.toml); repro.claims.readings
-decides the claims on each. This prints, claim by claim, which readings reproduce it, and exits 0 whatever
+The logic is below the command line: repro/readings.toml declares the readings; repro.measure.readings counts
+the rows the tables' analytic and rho-ordered claims read, and each alternative of the readings that apply to
+them; repro.claims.readings decides the claims on each. This prints the readings (what was chosen, the
+alternatives, and how each is decided), then, claim by claim, which readings reproduce it, and exits 0 whatever
 the verdicts: it informs, it does not gate.
 """
 
@@ -16,32 +17,45 @@ import typer
 from repro.cli.common import ManifestsOpt, load_some, print_grid, show
 
 
-def readings(ids: list[str] = typer.Argument(None, help="Manifest ids (default: every one with analytic claims)."),
+def readings(ids: list[str] = typer.Argument(None, help="Manifest ids (default: every one)."),
              manifests_dir: Optional[Path] = ManifestsOpt,
              verbose: bool = typer.Option(False, "--verbose", "-v", help="Also print each verdict's evidence.")) -> None:
-    """Every analytic claim under every alternative reading (repro/readings.toml): which readings reproduce it."""
+    """Every reading the text leaves open (repro/readings.toml), and the claims decided again under each."""
     from rich.text import Text
 
+    from repro.claims.readings import recounted_claims
     from repro.measure.readings import readings_for
-    from repro.report.readings import readings_summary
+    from repro.report.readings import how_decided, readings_summary, shown_readings
     from repro.terminal import Column, Grid
 
+    manifests = load_some(ids, manifests_dir)
+    listed = Grid([Column("Reading"), Column("Chosen", prose=True), Column("Alternatives", prose=True, drop=2),
+                   Column("Decided by", prose=True, drop=1)])
+    for r in shown_readings(manifests):
+        listed.add(r.id, r.chosen.label, "; ".join(f"{a.id}: {a.label}" for a in r.alternatives),
+                   how_decided(r, manifests))
+    print_grid(listed, "Readings the text leaves open (repro/readings.toml)")
+
     claims, cpu, models = [], 0.0, 0
-    for m in load_some(ids, manifests_dir):
-        if any(c.scope == "analytic" for c in m.claims):
+    for m in manifests:
+        if recounted_claims(m):
             entries, detail = readings_for(m)
             claims += entries
             cpu, models = cpu + detail["cpu_seconds"], models + detail["models"]
     # One section per claim (its id printed whole above its readings), so no id is cut at 80 columns.
-    grid = Grid([Column("Reading"), Column("Verdict"), Column("Value", right=True), Column("Under", prose=True, drop=2),
+    grid = Grid([Column("Reading"), Column("Verdict"), Column("Value", right=True), Column("Under", prose=True, drop=3),
+                 Column("Order by rho", prose=True, drop=2),
                  *([Column("Evidence", prose=True, drop=1)] if verbose else [])])
     colours = {"reproduced": "green", "not reproduced": "red", "inconclusive": "yellow", "not run": "dim"}
     for e in claims:
-        grid.section(f"{e.manifest}/{e.claim}")
+        grid.section(f"{e.manifest}/{e.claim}" + (" (empirical, ordered by rho)" if e.kind == "ordered by rho" else ""))
         for o in [e.chosen, *e.alternatives]:
             grid.add(o.reading or "(as chosen)", Text(o.status, style=colours[o.status]), o.value,
-                     o.label if o.reading else "", *([o.evidence] if verbose else []))
-    print_grid(grid, "Analytic claims under each reading the text leaves open")
+                     o.label if o.reading else "", o.order, *([o.evidence] if verbose else []))
+    print_grid(grid, "Claims under each reading: analytic ones, and empirical ones that order gaps by rho")
     for e in claims:
         show(e.line())
     show(readings_summary(claims, cpu, models))
+    if any(e.kind == "ordered by rho" for e in claims):
+        show("An empirical claim ordered by rho needs the table's measured gaps: here it is `not run`, with the order "
+             "each reading puts its settings in; the report decides it on the gaps its run measured.")

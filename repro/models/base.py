@@ -8,6 +8,8 @@ The engine calls, per epoch / step:
     aux_loss()                         weighted auxiliary loss of the last training forward
     routing_stats()                    statistics of the last forward (detached)
     after_backward()                   per-step bookkeeping that needs gradients
+    router_parameters()                the router's parameters: the engine records how far a backbone MoE
+                                       layer's router moved each epoch (Table 5's k = 1 router)
 
 Modules without routing inherit the no-op versions. A routed module records the
 raw tensors of its last forward with ``_record_routing``; the summary dict is
@@ -48,6 +50,9 @@ class RoutingHooks:
 
     def after_backward(self) -> None:
         pass
+
+    def router_parameters(self) -> list:
+        return []
 
     def _record_routing(
         self,

@@ -83,8 +83,8 @@ def _write_report(entries: list[tuple[Manifest, ManifestResult | None]], results
     if readings:
         cost = readings_cost(reproduction)
         summary["lines"].append(readings_summary(readings, *cost))
-        sections.insert(0, ("Readings the text leaves open: which analytic verdicts depend on them",
-                            render_readings(readings, *cost)))
+        sections.insert(0, ("Readings the text leaves open: which verdicts depend on them",
+                            render_readings(readings, *cost, manifests)))
     flush()  # the phases so far, for the table below
     if (times := render_timings(results_dir, profile)) is not None:
         sections.append(("Where the time went", times))
