@@ -258,6 +258,11 @@ def test_an_empirical_claim_is_decided_again_on_the_rows_each_trained_alternativ
     assert [o.status for o in k1.alternatives] == ["not reproduced", "reproduced"]
     assert "keeps its sign" not in k1.sign_line()
     assert entries["bb_moe_k2_positive"].sign_line().endswith("it keeps its sign under every trained alternative")
+    from repro.report.readings import trained_summary
+
+    assert trained_summary(list(entries.values())).endswith(
+        "measured sign flips under an alternative: bb_moe_k1_negative under switch_gate, "
+        "bb_moe_k1_gap_size under switch_gate, bb_moe_k_reversal under switch_gate")
     assert not any(e.kind == "trained" for e in decide_readings(t5, _paper_evidence(t5, gaps, {}), lambda r: None,
                                                                  trained=False))
 

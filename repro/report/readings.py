@@ -61,6 +61,19 @@ def trained_lines(claims: list[Any]) -> list[str]:
     return [line for c in claims if c.kind == "trained" and (line := c.sign_line())]
 
 
+def trained_summary(claims: list[Any]) -> str:
+    """One headline line: how many empirical claims the trained alternatives decided again, and which measured
+    numbers change sign under one ('' when none was)."""
+    trained = [c for c in claims if c.kind == "trained"]
+    if not trained:
+        return ""
+    flips = [f"{c.claim} under {o.alternative}" for c in trained for o in c.alternatives
+             if o.value[:1] in "+-" and c.chosen.value[:1] in "+-" and o.value and c.chosen.value
+             and o.value[0] != c.chosen.value[0]]
+    return (f"Trained readings: {len(trained)} empirical claims decided again on the rows their alternatives trained; "
+            f"measured sign flips under an alternative: {', '.join(flips) or 'none'}")
+
+
 def render_readings(claims: list[Any], cpu_seconds: float, models: int, manifests: list[Any] | None = None) -> str:
     from repro.report.render import environment
 
