@@ -253,7 +253,9 @@ def test_an_empirical_claim_is_decided_again_on_the_rows_each_trained_alternativ
         ("switch_gate", "-0.50pp"), ("head_regularisers", "+2.60pp")]
     assert reversal.chosen.value == "+3.30pp"
     line = reversal.sign_line()
-    assert line.startswith("bb_moe_k_reversal (") and "the sign flips under 'Switch: the selected" in line
+    assert line.startswith("bb_moe_k_reversal (") and line.endswith(
+        "): +3.30pp as chosen, -0.50pp under switch_gate, +2.60pp under head_regularisers: "
+        "the sign flips under switch_gate")
     k1 = entries["bb_moe_k1_negative"]
     assert [o.status for o in k1.alternatives] == ["not reproduced", "reproduced"]
     assert "keeps its sign" not in k1.sign_line()
@@ -261,8 +263,8 @@ def test_an_empirical_claim_is_decided_again_on_the_rows_each_trained_alternativ
     from repro.report.readings import trained_summary
 
     assert trained_summary(list(entries.values())).endswith(
-        "measured sign flips under an alternative: bb_moe_k1_negative under switch_gate, "
-        "bb_moe_k1_gap_size under switch_gate, bb_moe_k_reversal under switch_gate")
+        "changes sign under an alternative for bb_moe_k1_negative (switch_gate), bb_moe_k1_gap_size (switch_gate), "
+        "bb_moe_k_reversal (switch_gate)")
     assert not any(e.kind == "trained" for e in decide_readings(t5, _paper_evidence(t5, gaps, {}), lambda r: None,
                                                                  trained=False))
 

@@ -88,11 +88,11 @@ class ClaimReadings:
         signs = [o.value[:1] for o in outcomes]
         if self.kind != "trained" or not all(sign in "+-" and sign for sign in signs):
             return ""
-        parts = [f"{o.value} under " + ("the chosen readings" if not o.reading else f"'{o.label}'") for o in outcomes]
-        flipped = [f"'{o.label}'" for o, sign in zip(self.alternatives, signs[1:]) if sign != signs[0]]
+        parts = [f"{o.value} " + (f"under {o.alternative}" if o.reading else "as chosen") for o in outcomes]
+        flipped = [o.alternative for o, sign in zip(self.alternatives, signs[1:]) if sign != signs[0]]
         verdict = (f"the sign flips under {', '.join(flipped)}" if flipped
                    else "it keeps its sign under every trained alternative")
-        return f"{self.claim} ({self.statement}): {'; '.join(parts)}: {verdict}"
+        return f"{self.claim} ({self.statement}): {', '.join(parts)}: {verdict}"
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

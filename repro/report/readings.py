@@ -67,11 +67,13 @@ def trained_summary(claims: list[Any]) -> str:
     trained = [c for c in claims if c.kind == "trained"]
     if not trained:
         return ""
-    flips = [f"{c.claim} under {o.alternative}" for c in trained for o in c.alternatives
-             if o.value[:1] in "+-" and c.chosen.value[:1] in "+-" and o.value and c.chosen.value
-             and o.value[0] != c.chosen.value[0]]
+    flips = []
+    for c in trained:
+        under = [o.alternative for o in c.alternatives if o.value[:1] in ("+", "-") and c.chosen.value[:1] in ("+", "-")
+                 and o.value[0] != c.chosen.value[0]]
+        flips += [f"{c.claim} ({', '.join(under)})"] if under else []
     return (f"Trained readings: {len(trained)} empirical claims decided again on the rows their alternatives trained; "
-            f"measured sign flips under an alternative: {', '.join(flips) or 'none'}")
+            f"the measured number changes sign under an alternative for {', '.join(flips) or 'none'}")
 
 
 def render_readings(claims: list[Any], cpu_seconds: float, models: int, manifests: list[Any] | None = None) -> str:

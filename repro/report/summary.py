@@ -82,7 +82,8 @@ def _write_report(entries: list[tuple[Manifest, ManifestResult | None]], results
     readings = readings_entries(reproduction)
     if readings:
         cost = readings_cost(reproduction)
-        summary["lines"].append(readings_summary(readings, *cost))
+        if any(c.kind != "trained" for c in readings):
+            summary["lines"].append(readings_summary(readings, *cost))
         if trained := trained_summary(readings):
             summary["lines"].append(trained)
         sections.insert(0, ("Readings the text leaves open: which verdicts depend on them",
