@@ -55,12 +55,17 @@ class Applies:
     datasets: tuple[str, ...] = ()
     backbone_where: dict[str, Any] = field(default_factory=dict)  # values the row's component must have
     head_where: dict[str, Any] = field(default_factory=dict)
+    backbone_unless: dict[str, Any] = field(default_factory=dict)  # values it must not have (an FC head: hidden [])
+    head_unless: dict[str, Any] = field(default_factory=dict)
 
     def names(self, part: str) -> tuple[str, ...]:
         return getattr(self, f"{part}s")
 
     def where(self, part: str) -> dict[str, Any]:
         return getattr(self, f"{part}_where")
+
+    def unless(self, part: str) -> dict[str, Any]:
+        return getattr(self, f"{part}_unless")
 
 
 def registry(part: str) -> Registry:
@@ -98,9 +103,11 @@ class Reading:
             component = getattr(row, part)
             if a.names(part) and component.name not in a.names(part):
                 return False
-            if a.where(part):
+            if a.where(part) or a.unless(part):
                 values = effective(part, component)
                 if not all(_same(values.get(k), v) for k, v in a.where(part).items()):
+                    return False
+                if any(_same(values.get(k), v) for k, v in a.unless(part).items()):
                     return False
         return True
 

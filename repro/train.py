@@ -336,8 +336,10 @@ def train_epoch(model, data: RunData, opt, cfg: RunConfig, device, epoch: int, e
     loss_sum, aux_sum, correct, seen = zero(), zero(), zero(), 0
     tallies = {m: RoutingTally() for m in hooks}
     routers = {m: _flat(m.router_parameters()) for m in hooks if m is not model.head and m.router_parameters()}
-    steps = 0
+    steps, per_epoch = 0, len(data.train)
     for x, y in data.train:
+        for m in hooks:  # a schedule stepped per training step (repro.models.schedules, reading "tau-step")
+            m.on_step(steps, per_epoch)
         x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
         with _autocast(cfg, device, engine):
             logits = step_model(x)

@@ -21,7 +21,8 @@ def test_the_readings_the_issue_names_are_declared_each_with_alternatives():
     ids = set(readings_by_id())
     assert ids == {"cnn-convs-per-block", "cnn-features", "dense-head", "backbone-moe-layers", "capacity-rule",
                    "experts-per-sample", "conv-init", "sigmoid-form", "lb-fraction", "batch-size",
-                   "routing-hyperparameters", "moe-conv-gate", "moe-conv-regularisers"}
+                   "routing-hyperparameters", "moe-conv-gate", "moe-conv-regularisers", "k-warmup-form",
+                   "dense-dropout", "expert-dropout", "tau-step", "router-in-rho"}
     assert all(r.alternatives for r in shipped_readings())
 
 
@@ -39,6 +40,11 @@ def test_what_a_reading_applies_to_and_what_it_changes():
     assert dense_head.applies_to(t6.row("cifar10_dw072_dense"))  # F -> 1024 -> 256 -> 10
     assert not dense_head.applies_to(t1.row("std_h128_dense"))  # the sweep's head is stated: 1024 -> h
     assert not dense_head.applies_to(t5.row("dense"))  # ResNet-18's own classifier
+    dropout = readings_by_id()["dense-dropout"]
+    assert dropout.applies_to(t1.row("std_h128_dense")) and not dropout.applies_to(t5.row("dense"))  # no hidden layer
+    warmup = readings_by_id()["k-warmup-form"]
+    assert warmup.applies_to(t1.row("std_h128_moe")) and not warmup.applies_to(t6.row("r18_head"))  # no warm-up
+    assert not readings_by_id()["router-in-rho"].training_only(readings_by_id()["router-in-rho"].alternatives[0])
     moe = readings_by_id()["backbone-moe-layers"]
     twin = moe.vary(t6.row("r18_backbone_moe"), moe.alternative("stride1"))
     assert twin.id == "r18_backbone_moe__stride1" and twin.role == "sensitivity" and twin.base == "r18_backbone_moe"
@@ -46,7 +52,8 @@ def test_what_a_reading_applies_to_and_what_it_changes():
     assert twin.reading == "backbone-moe-layers/stride1" and twin.head == t6.row("r18_backbone_moe").head
     assert not moe.training_only(moe.alternatives[0])
     for name in ("capacity-rule", "experts-per-sample", "conv-init", "sigmoid-form", "lb-fraction", "batch-size",
-                 "routing-hyperparameters", "moe-conv-gate", "moe-conv-regularisers"):
+                 "routing-hyperparameters", "moe-conv-gate", "moe-conv-regularisers", "k-warmup-form", "dense-dropout",
+                 "expert-dropout", "tau-step"):
         assert all(readings_by_id()[name].training_only(a) for a in readings_by_id()[name].alternatives), name
 
 
@@ -174,7 +181,9 @@ def test_training_only_alternatives_change_no_count():
     rows = {"capacity-rule": ("table7", "cifar100_sparse_loop"), "experts-per-sample": ("table7", "cifar100_sparse_loop"),
             "lb-fraction": ("table7", "cifar100_sparse_loop"), "routing-hyperparameters": ("table7", "cifar100_sparse_loop"),
             "conv-init": ("table6", "cifar10_dw072_moe"), "sigmoid-form": ("headline_cifar10", "dw2_moe"),
-            "moe-conv-gate": ("table6", "r18_backbone_moe"), "moe-conv-regularisers": ("table6", "r18_backbone_moe_k1")}
+            "moe-conv-gate": ("table6", "r18_backbone_moe"), "moe-conv-regularisers": ("table6", "r18_backbone_moe_k1"),
+            "k-warmup-form": ("table1", "std_h512_moe"), "tau-step": ("table7", "cifar100_sparse_loop"),
+            "dense-dropout": ("table7", "cifar100_dense"), "expert-dropout": ("table7", "cifar100_soft")}
     for name, (table, row_id) in rows.items():
         reading, row = readings_by_id()[name], find_manifest(table).row(row_id)
         base = analytic_summary(row.dataset, row.backbone, row.head)
@@ -310,3 +319,27 @@ def test_the_checklist_row_of_rho_backbone_moe_says_inline_it_reproduces_under_t
     row = next(line for line in render_claims_md(t6, result).splitlines() if "(`rho_backbone_moe`)" in line)
     assert "**not reproduced**" in row and ("**reproduced under the alternative reading 'the six stride-1 3x3 "
                                             "convolutions' (backbone-moe-layers/stride1), 38.8%**") in row
+
+
+def test_router_in_rho_moves_the_head_only_rho_as_its_text_says():
+    """The reading router-in-rho: the experts alone in FLOPs_routed, not the router that picks them."""
+    from repro.measure.flops import analytic_summary
+
+    reading, t6 = readings_by_id()["router-in-rho"], find_manifest("table6")
+    shown = {}
+    for row_id in ("r18_head", "mnv2_head", "cifar10_std_moe"):
+        row = t6.row(row_id)
+        twin = reading.vary(row, reading.alternative("experts_only"))
+        shown[row_id] = tuple(f"{100 * analytic_summary(r.dataset, r.backbone, r.head)['rho']:.3g}%" for r in (row, twin))
+    assert shown == {"r18_head": ("0.0592%", "0.0571%"), "mnv2_head": ("0.506%", "0.475%"),
+                     "cifar10_std_moe": ("8.24%", "6.78%")}
+
+
+def test_a_head_that_counts_its_experts_only_names_them_as_the_routed_modules():
+    from repro.models import build_model
+
+    with __import__("torch").device("meta"):
+        whole = build_model("cifar10", Component("cifar_standard"), Component("sparse_moe", {"expert_hidden": 8}))
+        experts = build_model("cifar10", Component("cifar_standard"),
+                              Component("sparse_moe", {"expert_hidden": 8, "rho_counts_router": False}))
+    assert whole.routed_module_names() == ["head"] and experts.routed_module_names() == ["head.experts"]

@@ -4,6 +4,7 @@ Shapes: B batch, E experts.
 
 The engine calls, per epoch / step:
     on_epoch_start(epoch, num_epochs)  schedules (tau, k) for the coming epoch
+    on_step(step, steps)               before each training step of the epoch: a schedule stepped per step
     schedule_state()                   the scheduled values now in force, e.g. {"tau": 0.5, "k": 1}
     aux_loss()                         weighted auxiliary loss of the last training forward
     routing_stats()                    statistics of the last forward (detached)
@@ -32,6 +33,9 @@ class RoutingHooks:
     """Mixin for nn.Module heads: no-op versions of the engine hooks."""
 
     def on_epoch_start(self, epoch: int, num_epochs: int) -> None:
+        pass
+
+    def on_step(self, step: int, steps: int) -> None:
         pass
 
     def schedule_state(self) -> dict[str, float | int]:
