@@ -30,6 +30,9 @@ ROW_METRICS = frozenset({
     # per seed, of the head's test-time top-1 routing (Section 5.3): the most used expert's share of the test
     # images, and the usage's entropy over log E (1: every expert equally often)
     "routing_top_share", "routing_balance",
+    # per seed, H(p_bar) / log E of the head's routing probabilities over its last training epoch (the record's
+    # routing_entropy): "routing entropy" read as the entropy of p (the reading "routing-entropy")
+    "routing_p_entropy",
     "latency_ms", "op_calls", "model_latency_ms", "backbone_latency_ms", "host_syncs", "kernel_launches",
     "num_experts",
     # per seed, of a backbone MoE's routers (Table 5): the largest summed per-epoch relative shift of a layer's

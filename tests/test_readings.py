@@ -22,13 +22,22 @@ def test_the_readings_the_issue_names_are_declared_each_with_alternatives():
     assert ids == {"cnn-convs-per-block", "cnn-features", "dense-head", "backbone-moe-layers", "capacity-rule",
                    "experts-per-sample", "conv-init", "sigmoid-form", "lb-fraction", "batch-size",
                    "routing-hyperparameters", "moe-conv-gate", "moe-conv-regularisers", "k-warmup-form",
-                   "dense-dropout", "expert-dropout", "tau-step", "router-in-rho"}
+                   "dense-dropout", "expert-dropout", "tau-step", "router-in-rho", "routing-entropy",
+                   "dense-latency-scope"}
     assert all(r.alternatives for r in shipped_readings())
 
 
-def test_every_reading_applies_to_a_shipped_row_and_every_main_row_carries_its_chosen_value():
-    rows = [r for m in load_all() for r in m.rows]
+def test_every_reading_applies_to_a_shipped_row_or_claim_and_every_main_row_carries_its_chosen_value():
+    manifests = load_all()
+    rows = [r for m in manifests for r in m.rows]
+    claims = {f"{m.id}/{c.id}": c for m in manifests for c in m.claims}
     for reading in shipped_readings():
+        if reading.applies.claims:  # a reading of what claims measure: each names a shipped claim that carries it
+            assert set(reading.applies.claims) <= set(claims), reading.id
+            assert all(reading.claim_params(claims[c], reading.chosen) == claims[c].params
+                       for c in reading.applies.claims), reading.id
+            assert not any(reading.applies_to(r) for r in rows), reading.id
+            continue
         applied = [r for r in rows if reading.applies_to(r)]
         assert applied, f"{reading.id} applies to no row"
         assert all(reading.holds(r) for r in applied if r.role == "main"), reading.id
@@ -343,3 +352,60 @@ def test_a_head_that_counts_its_experts_only_names_them_as_the_routed_modules():
         experts = build_model("cifar10", Component("cifar_standard"),
                               Component("sparse_moe", {"expert_hidden": 8, "rho_counts_router": False}))
     assert whole.routed_module_names() == ["head"] and experts.routed_module_names() == ["head.experts"]
+
+
+def test_a_reading_of_what_a_claim_measures_decides_it_again_on_the_same_runs():
+    """'Routing entropy' (Section 5.3) as the test-time usage's entropy or as p_bar's: the same seeds, two metrics."""
+    t4 = find_manifest("table4")
+    assert "routing-entropy" in [r.id for r in t4.readings]
+    gaps = {"mnv2_h512": {0: -0.01, 1: -0.02, 2: -0.03}, "mnv2_h256": {0: -0.02, 1: -0.03, 2: -0.04}}
+    metrics = {}
+    for comp, diffs in gaps.items():
+        metrics[f"comparisons.{comp}.gap"] = {"mean": sum(diffs.values()) / 3, "differences": diffs}
+    rows = dict((c.id, c.row) for c in t4.comparisons)
+    for comp in gaps:  # usage entropy rises as the gap falls (negative: reproduced); p_bar's falls with it
+        metrics[f"rows.{rows[comp]}.routing_balance"] = {0: 0.5, 1: 0.6, 2: 0.7}
+        metrics[f"rows.{rows[comp]}.routing_p_entropy"] = {0: 0.7, 1: 0.6, 2: 0.5}
+    for r in t4.rows:
+        metrics[f"rows.{r.id}.accuracy"], metrics[f"rows.{r.id}.chance"] = {s: 0.7 for s in range(3)}, 0.001
+    ev = Evidence("table4", "table4", "full", metrics=metrics, kind="paper",
+                  comparison_rows={c.id: (c.row, c.baseline) for c in t4.comparisons})
+    entry = next(e for e in decide_readings(t4, ev, lambda row: None) if e.claim == "in_mnv2_lower_entropy_less_negative")
+    (alt,) = entry.alternatives
+    assert entry.kind == "metric" and (alt.reading, alt.alternative) == ("routing-entropy", "entropy_of_p")
+    assert entry.chosen.status == "reproduced" and alt.status == "not reproduced" and entry.depends
+    assert "routing_p_entropy against the gap" in alt.evidence
+
+
+def test_a_claim_that_departs_from_a_reading_of_what_it_measures_is_refused():
+    doc = read_toml(REPO_ROOT / "manifests" / "table4.toml")
+    claim = next(c for c in doc["claims"] if c["id"] == "in_mnv2_lower_entropy_less_negative")
+    claim["row_metric"] = "routing_top_share"
+    with pytest.raises(SchemaError) as exc:
+        parse_manifest(doc, "table4.toml")
+    assert any("departs from reading 'routing-entropy'" in p and "row_metric = 'routing_top_share'" in p
+               for p in exc.value.problems), exc.value.problems
+
+
+def test_the_routing_p_entropy_metric_is_p_bars_entropy_over_log_e():
+    import math
+
+    from repro.measure.accuracy import routing_p_entropy
+
+    assert routing_p_entropy({"routing_entropy": math.log(4) / 2, "expert_usage": [1, 2, 3, 4]}) == pytest.approx(0.5)
+    assert routing_p_entropy({"expert_usage": [1, 2]}) is None and routing_p_entropy({}) is None
+
+
+@pytest.mark.parametrize("mutate, message", [
+    (lambda r: r.__setitem__("applies", {"claims": ["table4-in_mnv2"]}), "expected '<manifest>/<claim>'"),
+    (lambda r: r["alternatives"][0].__setitem__("head", {"dropout": 0.0}),
+     "a reading of claims overrides claim parameters only"),
+    (lambda r: r["alternatives"][0].pop("claim"), "a reading names claims (applies.claims) and overrides"),
+])
+def test_a_bad_reading_of_claims_is_refused(mutate, message):
+    doc = copy.deepcopy(READINGS)
+    entropy = next(r for r in doc["readings"] if r["id"] == "routing-entropy")
+    mutate(entropy)
+    with pytest.raises(SchemaError) as exc:
+        parse_readings(doc, "readings.toml")
+    assert any(message in p for p in exc.value.problems), exc.value.problems

@@ -9,6 +9,8 @@ Three kinds of claim are decided again, one reading varied at a time (the others
                   without any training (the pooled-features reading puts Table 1's DW h = 128 below std h = 512)
     trained       an empirical claim every comparison of which a manifest's [[sensitivity]] table trained under
                   an alternative ("<comparison>__<alternative>"): the claim decided on those twins instead
+    metric        a claim a reading of what it measures names (applies.claims): decided on the same evidence
+                  with the rule parameters of each alternative (which metric "routing entropy" is)
 
 An alternative that changes only how a model trains (Reading.training_only) changes no count: for the first
 two kinds it is named, not recounted; it is what the third kind decides. Torch-free.
@@ -29,7 +31,7 @@ Recount = Callable[[Any], "dict[str, Any] | None"]  # a varied row (repro.manife
 FRACTIONS = frozenset({"rho", "rho_all_ops", "head_share", "flops_reduction", "flops_ratio"})
 # Rules that sort measured gaps by the compared rows' rho: a reading that moves rho can reorder them.
 RHO_ORDERED_RULES = frozenset({"monotonic_in_rho", "sign_follows_rho"})
-Kind = Literal["analytic", "ordered by rho", "trained"]
+Kind = Literal["analytic", "ordered by rho", "trained", "metric"]
 
 
 @dataclass
@@ -144,7 +146,27 @@ def decide_readings(manifest: Any, evidence: Evidence, recount: Recount, trained
             entry = _trained(claim, manifest, evidence)
             if entry is not None:
                 out.append(entry)
+        entry = _measured_otherwise(claim, manifest, evidence)
+        if entry is not None:
+            out.append(entry)
     return out
+
+
+def reread_claims(manifest: Any) -> list[Any]:
+    """The claims a reading of what they measure names (repro/readings.toml applies.claims)."""
+    return [c for c in manifest.claims if any(r.applies_to_claim(manifest.id, c.id) for r in manifest.readings)]
+
+
+def _measured_otherwise(claim: Any, manifest: Any, evidence: Evidence) -> ClaimReadings | None:
+    readings = [r for r in manifest.readings if r.applies_to_claim(manifest.id, claim.id)]
+    if not readings:
+        return None
+    entry = _chosen(claim, manifest, evidence, "metric")
+    for reading in readings:
+        for alt in reading.alternatives:
+            v = evaluate(dataclasses.replace(claim, params=reading.claim_params(claim, alt)), evidence)
+            entry.alternatives.append(_outcome(reading.id, alt.id, alt.label, v))
+    return entry
 
 
 def _chosen(claim: Any, manifest: Any, evidence: Evidence, kind: Kind) -> ClaimReadings:

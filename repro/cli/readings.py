@@ -16,6 +16,8 @@ import typer
 
 from repro.cli.common import ManifestsOpt, load_some, print_grid, show
 
+KINDS = {"ordered by rho": " (empirical, ordered by rho)", "metric": " (under each reading of what it measures)"}
+
 
 def readings(ids: list[str] = typer.Argument(None, help="Manifest ids (default: every one)."),
              manifests_dir: Optional[Path] = ManifestsOpt,
@@ -23,7 +25,7 @@ def readings(ids: list[str] = typer.Argument(None, help="Manifest ids (default: 
     """Every reading the text leaves open (repro/readings.toml), and the claims decided again under each."""
     from rich.text import Text
 
-    from repro.claims.readings import recounted_claims
+    from repro.claims.readings import recounted_claims, reread_claims
     from repro.measure.readings import readings_for
     from repro.report.readings import how_decided, readings_summary, shown_readings
     from repro.terminal import Column, Grid
@@ -38,7 +40,7 @@ def readings(ids: list[str] = typer.Argument(None, help="Manifest ids (default: 
 
     claims, cpu, models = [], 0.0, 0
     for m in manifests:
-        if recounted_claims(m):
+        if recounted_claims(m) or reread_claims(m):
             entries, detail = readings_for(m)
             claims += entries
             cpu, models = cpu + detail["cpu_seconds"], models + detail["models"]
@@ -48,14 +50,16 @@ def readings(ids: list[str] = typer.Argument(None, help="Manifest ids (default: 
                  *([Column("Evidence", prose=True, drop=1)] if verbose else [])])
     colours = {"reproduced": "green", "not reproduced": "red", "inconclusive": "yellow", "not run": "dim"}
     for e in claims:
-        grid.section(f"{e.manifest}/{e.claim}" + (" (empirical, ordered by rho)" if e.kind == "ordered by rho" else ""))
+        grid.section(f"{e.manifest}/{e.claim}" + KINDS.get(e.kind, ""))
         for o in [e.chosen, *e.alternatives]:
             grid.add(o.reading or "(as chosen)", Text(o.status, style=colours[o.status]), o.value,
                      o.label if o.reading else "", o.order, *([o.evidence] if verbose else []))
-    print_grid(grid, "Claims under each reading: analytic ones, and empirical ones that order gaps by rho")
+    print_grid(grid, "Claims under each reading: analytic ones, empirical ones that order gaps by rho, and those a "
+                     "reading of what they measure names")
     for e in claims:
         show(e.line())
     show(readings_summary(claims, cpu, models))
-    if any(e.kind == "ordered by rho" for e in claims):
-        show("An empirical claim ordered by rho needs the table's measured gaps: here it is `not run`, with the order "
-             "each reading puts its settings in; the report decides it on the gaps its run measured.")
+    if any(e.kind != "analytic" for e in claims):
+        show("An empirical or GPU-scoped claim needs the table's measurements: here it is `not run` (a claim ordered "
+             "by rho shows the order each reading puts its settings in); the report decides it on what its run "
+             "measured.")

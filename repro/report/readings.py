@@ -34,6 +34,8 @@ def how_decided(reading: Reading, manifests: list[Any]) -> str:
     trained (the [[sensitivity]] rows that train them), in words."""
     counted = [a.id for a in reading.alternatives if not reading.training_only(a)]
     trained = {m.id: sum(1 for r in m.rows if r.reading.startswith(f"{reading.id}/")) for m in manifests}
+    if reading.applies.claims:
+        return f"the claims it names decided again on the same measurements: {', '.join(reading.applies.claims)}"
     parts = []
     if counted:
         parts.append(f"counting: {', '.join(counted)} {'changes' if len(counted) == 1 else 'change'} a FLOP count, "
@@ -49,10 +51,11 @@ def readings_summary(claims: list[Any], cpu_seconds: float, models: int) -> str:
     counted = [c for c in claims if c.kind != "trained"]
     depends = [c.claim for c in counted if c.depends]
     alternatives = sum(len(c.alternatives) for c in counted)
-    ordered = sum(1 for c in counted if c.kind == "ordered by rho")
-    return (f"Readings: {len(counted) - ordered} analytic claims and {ordered} empirical claims ordered by rho decided "
-            f"under {alternatives} alternative readings ({len(depends)} change verdict under one: "
-            f"{', '.join(depends) or 'none'}); counting the alternatives took {cpu_seconds:.1f} CPU-s ({models} models)")
+    kinds = {k: sum(1 for c in counted if c.kind == k) for k in ("analytic", "ordered by rho", "metric")}
+    return (f"Readings: {kinds['analytic']} analytic claims, {kinds['ordered by rho']} empirical claims ordered by rho "
+            f"and {kinds['metric']} claims under a reading of what they measure decided under {alternatives} "
+            f"alternative readings ({len(depends)} change verdict under one: {', '.join(depends) or 'none'}); "
+            f"counting the alternatives took {cpu_seconds:.1f} CPU-s ({models} models)")
 
 
 def trained_lines(claims: list[Any]) -> list[str]:
@@ -88,7 +91,8 @@ def render_readings(claims: list[Any], cpu_seconds: float, models: int, manifest
              "empirical claim that orders measured gaps by rho, is decided again under every alternative of each "
              "reading that applies to the rows it reads (one reading at a time, the others as chosen), by counting "
              "those rows again; an empirical claim ordered by rho keeps the gaps as measured and takes rho under the "
-             f"alternative. {len(readings)} readings; "
+             "alternative. A reading of what a claim measures (which metric 'routing entropy' is) decides the claims it "
+             f"names again on the same measurements. {len(readings)} readings; "
              f"{readings_summary(claims, cpu_seconds, models).removeprefix('Readings: ')}.")
     outro = ("Readings that change only how a model trains leave every count these claims read unchanged, so they "
              f"cannot move these verdicts: {', '.join(training_only) or 'none'}. Their alternatives are decided by "
