@@ -106,7 +106,8 @@ class ClaimReadings:
 
 
 def shown_value(verdict: Verdict) -> str:
-    """The one number an analytic verdict rests on, as a reader checks it: '38.8%', '14.2x'; '' for several."""
+    """The one number a verdict rests on, as a reader checks it: '38.8%', '14.2x', a gap's mean '+0.75pp'; '' for
+    several."""
     gaps = [v for v in verdict.measured.values() if isinstance(v, dict) and isinstance(v.get("mean"), (int, float))]
     if len(verdict.measured) == 1 and len(gaps) == 1:  # a gap or a difference of gaps: its mean, signed
         return pct(gaps[0]["mean"])
@@ -132,7 +133,7 @@ def recounted_claims(manifest: Any) -> list[Any]:
 def decide_readings(manifest: Any, evidence: Evidence, recount: Recount, trained: bool = True) -> list[ClaimReadings]:
     """Each analytic claim, and each empirical claim ordered by rho, under each alternative of the readings that
     apply to the rows it reads; with `trained`, each empirical claim under each alternative a [[sensitivity]]
-    table trained for all its comparisons.
+    table trained for all its comparisons; each claim a reading of what it measures names, under its alternatives.
 
     `recount(row)` gives a varied row's metrics, or None where they were not counted (then that alternative
     is `not run`)."""
