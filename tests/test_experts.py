@@ -113,3 +113,18 @@ def test_a_loop_over_unbound_views_gives_the_gradients_of_indexing_each_expert()
         out.square().sum().backward()
         grads.append([p.grad.clone() for p in b.parameters()])
     assert all(torch.equal(a, c) for a, c in zip(*grads))
+
+
+def test_dropout_after_each_hidden_layer_or_after_the_last_only():
+    """The reading expert-dropout: where the 0.3 dropout sits; in evaluation both are the same expert."""
+    seen = {}
+    for at in ("each_hidden", "last_hidden"):
+        torch.manual_seed(0)
+        bank = ExpertBank(2, 5, 4, 3, drop=0.3, drop_at=at)
+        calls = []
+        bank.dropout.register_forward_hook(lambda mod, inp, out: calls.append(inp[0].shape))
+        x = torch.randn(6, 5)
+        bank.train()(x, 0)
+        seen[at] = (list(calls), bank.eval()(x, 0))
+    assert seen["each_hidden"][0] == [torch.Size([6, 4])] * 2 and seen["last_hidden"][0] == [torch.Size([6, 4])]
+    torch.testing.assert_close(seen["each_hidden"][1], seen["last_hidden"][1])

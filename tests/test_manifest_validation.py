@@ -293,7 +293,8 @@ def test_status_takes_a_profiles_file_and_refuses_an_unknown_profile(tmp_path):
     assert unknown.exit_code == 2 and "no profile 'nosuch'" in unknown.output, unknown.output
     known = runner.invoke(app, [*args, "--profiles", str(mine), "--profile", "quick"], env={"COLUMNS": "200"})
     assert known.exit_code == 0, known.output
-    assert re.search(r"^table5 +0 +0 +0 +3 *$", known.output, re.M), known.output  # 3 rows x 1 seed, pending
+    # 3 rows and 4 [[sensitivity]] rows x 1 seed, pending
+    assert re.search(r"^table5 +0 +0 +0 +7 *$", known.output, re.M), known.output
 
 
 def test_report_on_a_folder_that_does_not_exist_is_refused(tmp_path):

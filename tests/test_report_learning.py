@@ -78,3 +78,21 @@ def test_rows_training_an_alternative_reading_are_reported_and_do_not_gate():
     line = summary_line(list(checks.values()))
     assert "1 / 1 dense and sparse-MoE configurations" in line and "FAILED" not in line
     assert "under alternative readings 1 / 2 (did not learn: table1/dw_h512_dense__torch_init)" in line
+
+
+def test_the_learning_table_shows_per_gate_whether_the_k1_router_moved_and_the_k_reversal_sign():
+    table5 = find_manifest("table5")
+    result = _result("table5", {r: {0: 0.8, 1: 0.8} for r in ("dense", "k1_moe", "k1_moe__switch_gate")}, 0.001)
+    result.measured.set_row("k1_moe", "routers_moved", {0: 0.0, 1: 0.0})
+    result.measured.set_row("k1_moe", "router_shift", {0: 0.0, 1: 0.0})
+    result.measured.set_row("k1_moe__switch_gate", "routers_moved", {0: 1.0, 1: 1.0})
+    result.measured.set_row("k1_moe__switch_gate", "router_shift", {0: 0.031, 1: 0.029})
+    checks = {c.rows[0]: c for c in learning_checks([(table5, result)])}
+    fixed, switch, dense = checks["table5/k1_moe"], checks["table5/k1_moe__switch_gate"], checks["table5/dense"]
+    assert fixed.router_status() == "no: every layer's router is exactly at its initialisation, on every seed"
+    assert switch.router_status() == "yes: every layer's router, on every seed (largest relative shift per seed 0.031, 0.029)"
+    assert dense.router_status() == "" and switch.reading == "moe-conv-gate/switch_gate"
+    text = render_learning([fixed, switch], ["bb_moe_k_reversal (k=2 vs k=1): the sign flips under 'Switch'"])
+    assert "| learned | no: every layer's router is exactly at its initialisation, on every seed |" in text
+    assert "[The gate of a MoEConv2d layer: Switch: the selected expert's probability under all E]" in text
+    assert text.endswith("- bb_moe_k_reversal (k=2 vs k=1): the sign flips under 'Switch'")

@@ -53,6 +53,18 @@ def test_run_summary_from_a_record_and_back():
     assert RunSummary.from_dict({**s.to_dict(), "added_later": 1}) == s  # unknown keys of newer writers ignored
 
 
+def test_run_summary_sums_each_backbone_moe_routers_shift_over_the_epochs():
+    from repro.measure.accuracy import routers_moved
+
+    record = _record()
+    for epoch, shifts in zip(record["history"], ({"a": 0.0, "b": 0.25}, {"a": 0.0, "b": 0.5}, {"a": 0.0})):
+        epoch["routing_layers"] = {name: {"entropy": 1.0, "router_shift": v} for name, v in shifts.items()}
+    summary = RunSummary.from_record(record)
+    assert summary.router_shift == {"a": 0.0, "b": 0.75}
+    assert routers_moved(summary.router_shift) == (0.75, 0.5)  # the largest shift; one layer of two moved
+    assert RunSummary.from_record(_record()).router_shift == {} and routers_moved({}) is None
+
+
 def test_results_json_round_trip(tmp_path):
     measured = Measured()
     measured.set_row("a", "rho", 0.25)

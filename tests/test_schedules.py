@@ -111,3 +111,44 @@ def test_the_temperature_ablation_compares_its_schedules_at_the_same_end_tempera
         ends[row.id] = head.tau
     assert ends["sigmoid_low"] == pytest.approx(ends["linear_low"], abs=1e-12) == pytest.approx(0.05)
     assert all(ends[r.id] == pytest.approx(r.head.params["tau_min"]) for r in rows)
+
+
+def test_k_warmup_held_at_8_for_five_epochs_then_1():
+    """The reading k-warmup-form's alternative: k = 8 throughout the warm-up, then the final k."""
+    assert [warmup_k(e, 1, 8, 5, "hold") for e in range(7)] == [8, 8, 8, 8, 8, 1, 1]
+    assert [warmup_k(e, 1, 8, 5, "linear") for e in range(6)] == [8, 7, 5, 4, 2, 1]
+    with pytest.raises(ValueError, match="unknown k warm-up form"):
+        warmup_k(0, 1, 8, 5, "cosine")
+
+
+def test_step_progress_runs_over_every_step_of_the_run():
+    from repro.models.schedules import step_progress
+
+    assert [step_progress(e, 2, s, 3) for e in range(2) for s in range(3)] == [0, 0.2, 0.4, 0.6, 0.8, 1.0]
+    assert step_progress(0, 1, 0, 1) == 0.0
+    with pytest.raises(ValueError):
+        step_progress(0, 2, 3, 3)
+
+
+def test_a_head_stepping_tau_per_step_anneals_within_each_epoch_and_one_per_epoch_does_not():
+    per_step = SparseMoEHead(8, 3, SparseMoEConfig(expert_hidden=4, tau_min=0.2, tau_step="step"))
+    per_epoch = SparseMoEHead(8, 3, SparseMoEConfig(expert_hidden=4, tau_min=0.2))
+    for head in (per_step, per_epoch):
+        head.on_epoch_start(1, 3)  # tau(1/2) = 0.6 for the whole epoch, per epoch
+    taus = []
+    for step in range(4):
+        per_step.on_step(step, 4)
+        per_epoch.on_step(step, 4)
+        taus.append(per_step.tau)
+        assert per_epoch.tau == pytest.approx(0.6)
+    # t / T = (4 + s) / 11 over 3 epochs of 4 steps: 1 - 0.8 t / T
+    assert taus == pytest.approx([1 - 0.8 * (4 + s) / 11 for s in range(4)])
+
+
+def test_the_head_warms_k_up_in_the_form_its_config_names():
+    held = SparseMoEHead(8, 3, SparseMoEConfig(expert_hidden=4, k_warmup_epochs=5, k_warmup_form="hold"))
+    ks = []
+    for epoch in range(6):
+        held.on_epoch_start(epoch, 50)
+        ks.append(held.current_k)
+    assert ks == [8, 8, 8, 8, 8, 1]

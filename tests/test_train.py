@@ -103,3 +103,68 @@ def test_schedules_come_from_the_generic_hook():
     model.head.on_epoch_start(0, 4)
     assert model.head.schedule_state() == {"tau": 1.0, "k": 8}
     assert build_engine_model(resolve(_row(), PROFILE, seed=0), Engine()).head.schedule_state() == {}
+
+
+class _Batches:
+    """A fixed list of (x, y) batches with the loader interface train_epoch uses."""
+
+    def __init__(self, batches):
+        self.batches = batches
+
+    def __iter__(self):
+        return iter(self.batches)
+
+    def __len__(self):
+        return len(self.batches)
+
+    def set_epoch(self, epoch):
+        pass
+
+
+@pytest.mark.parametrize("gate, moves", [("renormalised", False), ("switch", True)])
+def test_an_epoch_records_how_far_each_backbone_moe_router_moved(gate, moves):
+    """Table 5's k = 1 router: exactly where it started under the renormalised gate, moved under Switch's."""
+    from torch import nn
+
+    from repro.models.classifier import Classifier
+    from repro.models.heads import build_dense
+    from repro.models.moe_conv import MoEConv2d
+    from repro.train.loop import RunData, make_optimizer, train_epoch
+
+    torch.manual_seed(0)
+    body = nn.Sequential(MoEConv2d(3, 4, 3, num_experts=4, top_k=1, gate=gate), nn.AdaptiveAvgPool2d(1), nn.Flatten())
+    model = Classifier(body, build_dense(4, 3, hidden=[]))
+    router = model.backbone[0].router
+    flat = lambda: torch.cat([router.weight.detach().flatten(), router.bias.detach()])  # noqa: E731
+    before = flat()
+    cfg = dataclasses.replace(resolve(_row(), PROFILE, seed=0), lr=0.01)
+    opt, _ = make_optimizer(cfg, model)
+    data = RunData(_Batches([(torch.randn(8, 3, 6, 6), torch.randint(0, 3, (8,))) for _ in range(3)]), [], "fixed")
+    entry = train_epoch(model, data, opt, cfg, torch.device("cpu"), 0)
+    shift = entry["routing_layers"]["backbone.0"]["router_shift"]
+    moved = (flat() - before).norm() / before.norm()
+    assert shift == pytest.approx(moved.item()) and (shift > 1e-4 if moves else shift == 0.0)
+
+
+def test_the_engine_steps_a_per_step_temperature_before_each_training_step():
+    """The reading tau-step: each step of the epoch trains at its own tau; a per-epoch head keeps one."""
+    from torch import nn
+
+    from repro.models.classifier import Classifier
+    from repro.models.sparse_moe import build_sparse_moe
+    from repro.train.loop import RunData, make_optimizer, train_epoch
+
+    seen = {}
+    for step in ("step", "epoch"):
+        torch.manual_seed(0)
+        model = Classifier(nn.Flatten(), build_sparse_moe(12, 3, expert_hidden=4, tau_min=0.2, tau_step=step))
+        taus = []
+        model.head.register_forward_pre_hook(lambda mod, args: taus.append(mod.tau))
+        cfg = resolve(_row(), PROFILE, seed=0)
+        opt, _ = make_optimizer(cfg, model)
+        data = RunData(_Batches([(torch.randn(8, 3, 2, 2), torch.randint(0, 3, (8,))) for _ in range(3)]), [], "f")
+        model.head.on_epoch_start(1, 2)  # the last of two epochs: tau_min per epoch
+        train_epoch(model, data, opt, cfg, torch.device("cpu"), 1)
+        seen[step] = taus
+    assert seen["step"] == pytest.approx([1 - 0.8 * (3 + s) / 5 for s in range(3)])  # steps 3, 4, 5 of 0..5
+    assert seen["epoch"] == pytest.approx([0.2] * 3)

@@ -1,8 +1,9 @@
-"""`repro readings [ID...]`: every analytic claim under every reading the text leaves open, without a run.
+"""`repro readings [ID...]`: every reading the text leaves open, and the claims decided under each, without a run.
 
-The logic is below the command line: repro.measure.reading_counts counts the rows the tables' analytic claims
-read, and each alternative of the readings that apply to them (repro/spec/readings.toml); repro.claims.under_readings
-decides the claims on each. This prints, claim by claim, which readings reproduce it, and exits 0 whatever
+The logic is below the command line: repro/spec/readings.toml declares the readings; repro.measure.reading_counts counts
+the rows the tables' analytic and rho-ordered claims read, and each alternative of the readings that apply to
+them; repro.claims.under_readings decides the claims on each. This prints the readings (what was chosen, the
+alternatives, and how each is decided), then, claim by claim, which readings reproduce it, and exits 0 whatever
 the verdicts: it informs, it does not gate.
 """
 
@@ -15,33 +16,50 @@ import typer
 
 from repro.cli.common import ManifestsOpt, load_some, print_grid, show
 
+KINDS = {"ordered by rho": " (empirical, ordered by rho)", "metric": " (under each reading of what it measures)"}
 
-def readings(ids: list[str] = typer.Argument(None, help="Manifest ids (default: every one with analytic claims)."),
+
+def readings(ids: list[str] = typer.Argument(None, help="Manifest ids (default: every one)."),
              manifests_dir: Optional[Path] = ManifestsOpt,
              verbose: bool = typer.Option(False, "--verbose", "-v", help="Also print each verdict's evidence.")) -> None:
-    """Every analytic claim under every alternative reading (repro/spec/readings.toml): which readings reproduce it."""
+    """Every reading the text leaves open (repro/spec/readings.toml), and the claims decided again under each."""
     from rich.text import Text
 
+    from repro.claims.under_readings import recounted_claims, reread_claims
     from repro.measure.reading_counts import readings_for
-    from repro.report.readings_section import readings_summary
+    from repro.report.readings_section import how_decided, readings_summary, shown_readings
     from repro.core.terminal import Column, Grid
 
+    manifests = load_some(ids, manifests_dir)
+    listed = Grid([Column("Reading"), Column("Chosen", prose=True), Column("Alternatives", prose=True, drop=2),
+                   Column("Decided by", prose=True, drop=1)])
+    for r in shown_readings(manifests):
+        listed.add(r.id, r.chosen.label, "; ".join(f"{a.id}: {a.label}" for a in r.alternatives),
+                   how_decided(r, manifests))
+    print_grid(listed, "Readings the text leaves open (repro/spec/readings.toml)")
+
     claims, cpu, models = [], 0.0, 0
-    for m in load_some(ids, manifests_dir):
-        if any(c.scope == "analytic" for c in m.claims):
+    for m in manifests:
+        if recounted_claims(m) or reread_claims(m):
             entries, detail = readings_for(m)
             claims += entries
             cpu, models = cpu + detail["cpu_seconds"], models + detail["models"]
     # One section per claim (its id printed whole above its readings), so no id is cut at 80 columns.
-    grid = Grid([Column("Reading"), Column("Verdict"), Column("Value", right=True), Column("Under", prose=True, drop=2),
+    grid = Grid([Column("Reading"), Column("Verdict"), Column("Value", right=True), Column("Under", prose=True, drop=3),
+                 Column("Order by rho", prose=True, drop=2),
                  *([Column("Evidence", prose=True, drop=1)] if verbose else [])])
     colours = {"reproduced": "green", "not reproduced": "red", "inconclusive": "yellow", "not run": "dim"}
     for e in claims:
-        grid.section(f"{e.manifest}/{e.claim}")
+        grid.section(f"{e.manifest}/{e.claim}" + KINDS.get(e.kind, ""))
         for o in [e.chosen, *e.alternatives]:
             grid.add(o.reading or "(as chosen)", Text(o.status, style=colours[o.status]), o.value,
-                     o.label if o.reading else "", *([o.evidence] if verbose else []))
-    print_grid(grid, "Analytic claims under each reading the text leaves open")
+                     o.label if o.reading else "", o.order, *([o.evidence] if verbose else []))
+    print_grid(grid, "Claims under each reading: analytic ones, empirical ones that order gaps by rho, and those a "
+                     "reading of what they measure names")
     for e in claims:
         show(e.line())
     show(readings_summary(claims, cpu, models))
+    if any(e.kind != "analytic" for e in claims):
+        show("An empirical or GPU-scoped claim needs the table's measurements: here it is `not run` (a claim ordered "
+             "by rho shows the order each reading puts its settings in); the report decides it on what its run "
+             "measured.")

@@ -67,6 +67,24 @@ def routing_at_test_time(routing: dict) -> tuple[float, float] | None:
     return max(shares), -sum(p * math.log(p) for p in shares if p > 0) / math.log(e)
 
 
+def routing_p_entropy(routing: dict) -> float | None:
+    """H(p_bar) / log E of a run's head over its last training epoch (the record's routing_entropy, E its experts):
+    'routing entropy' read as the entropy of the routing probabilities p. None without routing."""
+    h, usage = routing.get("routing_entropy"), routing.get("expert_usage")
+    if h is None or not usage or len(usage) < 2:
+        return None
+    return h / math.log(len(usage))
+
+
+def routers_moved(router_shift: dict[str, float]) -> tuple[float, float] | None:
+    """(largest shift, share of layers moved) of a run's backbone MoE routers (RunSummary.router_shift, each
+    layer's summed over the epochs): whether Table 5's k = 1 router left its initialisation. None without one."""
+    if not router_shift:
+        return None
+    shifts = list(router_shift.values())
+    return max(shifts), sum(v > 0 for v in shifts) / len(shifts)
+
+
 def measure_accuracy(manifest: Manifest, ctx: Context) -> Measurement:
     from repro.execution.runs import DataOptions, RunRequest, execute_runs
     from repro.claims.stats import paired_gap
@@ -102,6 +120,12 @@ def measure_accuracy(manifest: Manifest, ctx: Context) -> Measurement:
         shares = routing_at_test_time(summary.routing)
         if shares is not None:
             for metric, value in zip(("routing_top_share", "routing_balance"), shares):
+                routing.setdefault(p.row, {}).setdefault(metric, {})[p.seed] = value
+        if (p_entropy := routing_p_entropy(summary.routing)) is not None:
+            routing.setdefault(p.row, {}).setdefault("routing_p_entropy", {})[p.seed] = p_entropy
+        moved = routers_moved(summary.router_shift)
+        if moved is not None:
+            for metric, value in zip(("router_shift", "routers_moved"), moved):
                 routing.setdefault(p.row, {}).setdefault(metric, {})[p.seed] = value
         runs.setdefault(p.row, []).append(summary.to_dict())
     for row in manifest.rows:

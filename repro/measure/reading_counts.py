@@ -1,4 +1,5 @@
-"""The counts the readings table needs: every row an analytic claim reads, under each alternative reading.
+"""The counts the readings table needs: every row an analytic claim (or one ordered by rho) reads, under each
+alternative reading.
 
 repro.claims.under_readings decides the claims; it asks for the metrics of each varied row through a
 `recount` callable. Here that callable counts: FLOPs from the analytic column alone (the readings'
@@ -15,7 +16,7 @@ import time
 from typing import Any
 
 from repro.claims import evidence_for
-from repro.claims.under_readings import ClaimReadings, decide_readings
+from repro.claims.under_readings import ClaimReadings, decide_readings, recounted_claims
 from repro.plan.manifest import Manifest, Row
 from repro.measure.flop_check import analytic_summary, model_key
 from repro.results.measurements import READINGS_DETAIL, ManifestResult, Measured, derive_comparisons
@@ -54,8 +55,9 @@ class Counter:
 
 
 def count_readings(manifest: Manifest, result: ManifestResult) -> None:
-    """Count every row the manifest's analytic claims read, under each alternative reading; into the result."""
-    if not any(c.scope == "analytic" for c in manifest.claims):
+    """Count every row the manifest's analytic (and rho-ordered) claims read, under each alternative reading;
+    into the result."""
+    if not recounted_claims(manifest):
         return
     counter = Counter()
     decide_readings(manifest, evidence_for(manifest, result), counter)
@@ -63,11 +65,12 @@ def count_readings(manifest: Manifest, result: ManifestResult) -> None:
 
 
 def readings_for(manifest: Manifest, profile: str = "smoke") -> tuple[list[ClaimReadings], dict[str, Any]]:
-    """`repro readings`: the manifest's analytic claims under every reading, from counts alone (no training,
-    no timing): the rows its analytic claims read counted as the table would, then every alternative."""
+    """`repro readings`: the manifest's analytic and rho-ordered claims under every reading, from counts alone (no
+    training, no timing): the rows they read counted as the table would, then every alternative. A rho-ordered
+    claim has no gaps here: it is `not run`, with the order rho puts its settings in under each reading."""
     from repro.claims.references import claim_rows
 
-    read = {r for c in manifest.claims if c.scope == "analytic" for r in claim_rows(c, manifest.comparisons)}
+    read = {r for c in recounted_claims(manifest) for r in claim_rows(c, manifest.comparisons)}
     measured = Measured()
     base = Counter()
     for row in manifest.rows:
@@ -78,7 +81,7 @@ def readings_for(manifest: Manifest, profile: str = "smoke") -> tuple[list[Claim
     result = ManifestResult(manifest.id, manifest.title, manifest.paper_ref, manifest.paper_table, profile, measured,
                             [], {}, manifest.profiles.get(profile))
     counter = Counter()
-    entries = decide_readings(manifest, evidence_for(manifest, result), counter)
+    entries = decide_readings(manifest, evidence_for(manifest, result), counter, trained=False)
     detail = counter.detail()
     detail["cpu_seconds"] = round(counter.cpu_seconds + base.cpu_seconds, 3)
     detail["models"] = len(counter.models | base.models)

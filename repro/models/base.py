@@ -4,10 +4,13 @@ Shapes: B batch, E experts.
 
 The engine calls, per epoch / step:
     on_epoch_start(epoch, num_epochs)  schedules (tau, k) for the coming epoch
+    on_step(step, steps)               before each training step of the epoch: a schedule stepped per step
     schedule_state()                   the scheduled values now in force, e.g. {"tau": 0.5, "k": 1}
     aux_loss()                         weighted auxiliary loss of the last training forward
     routing_stats()                    statistics of the last forward (detached)
     after_backward()                   per-step bookkeeping that needs gradients
+    router_parameters()                the router's parameters: the engine records how far a backbone MoE
+                                       layer's router moved each epoch (Table 5's k = 1 router)
 
 Modules without routing inherit the no-op versions. A routed module records the
 raw tensors of its last forward with ``_record_routing``; the summary dict is
@@ -32,6 +35,9 @@ class RoutingHooks:
     def on_epoch_start(self, epoch: int, num_epochs: int) -> None:
         pass
 
+    def on_step(self, step: int, steps: int) -> None:
+        pass
+
     def schedule_state(self) -> dict[str, float | int]:
         return {}
 
@@ -48,6 +54,9 @@ class RoutingHooks:
 
     def after_backward(self) -> None:
         pass
+
+    def router_parameters(self) -> list:
+        return []
 
     def _record_routing(
         self,

@@ -16,9 +16,11 @@ class Classifier(nn.Module):
         return self.head(self.backbone(x))
 
     def routed_module_names(self) -> list[str]:
-        """Outermost submodules whose compute is FLOPs_routed (rho's numerator, Section 3.1)."""
+        """Outermost submodules whose compute is FLOPs_routed (rho's numerator, Section 3.1); a routed module that
+        names `rho_parts` counts those children only (the sparse head's experts without its router)."""
         names: list[str] = []
         for name, module in self.named_modules():
             if getattr(module, "routed", False) and not any(name.startswith(n + ".") for n in names):
-                names.append(name)
+                parts = getattr(module, "rho_parts", ())
+                names += [f"{name}.{part}" for part in parts] if parts else [name]
         return names

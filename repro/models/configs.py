@@ -105,7 +105,10 @@ class DenseHeadConfig:
     # The paper's dense head is feature_dim -> 1024 -> h -> classes in the rho-sweep
     # (Table 1), which replaced a fixed h = 256 used elsewhere.
     hidden: tuple[int, ...] = (1024, 256)
+    # Dropout 0.3 after each hidden layer: Section 3.1 states it for the experts only (reading "dense-dropout").
     dropout: float = 0.3
+
+    TRAINING_ONLY: ClassVar[frozenset[str]] = frozenset({"dropout"})  # see SparseMoEConfig.TRAINING_ONLY
 
     def __post_init__(self) -> None:
         c = Checks(self)
@@ -119,7 +122,17 @@ def _expert_checks(c: Checks) -> bool:
     ok = c.count("num_experts", 1, MAX_EXPERTS)
     c.count("expert_hidden", 1, MAX_WIDTH)
     c.probability("dropout")
+    if hasattr(c.cfg, "dropout_at"):
+        c.one_of("dropout_at", DROPOUT_AT)
     return ok
+
+
+# Where an expert's dropout sits (reading "expert-dropout", repro.models.experts): after each of its two hidden
+# layers, or after the last only, before the output layer.
+DROPOUT_AT = ("each_hidden", "last_hidden")
+DropoutAt = Literal["each_hidden", "last_hidden"]
+# A TRAINING_ONLY set (see SparseMoEConfig) for the paper's other MoE heads: dropout is the identity in evaluation.
+_EXPERT_TRAINING_ONLY: frozenset[str] = frozenset({"dropout_at"})
 
 
 @dataclass(frozen=True)
@@ -130,6 +143,7 @@ class SparseMoEConfig:
     key_dim: int = 64  # d_k (Section 3.2)
     key_similarity_weight: float = 0.5  # w_k (Section 3.2)
     dropout: float = 0.3  # Section 3.1
+    dropout_at: DropoutAt = "each_hidden"
     tau_max: float = 1.0  # "Temperature anneals from tau = 1.0" (Section 4.1)
     tau_min: float = 0.13  # 0.13 CIFAR, 0.3 Tiny-ImageNet / ImageNet (Section 4.1)
     tau_schedule: Literal["linear", "sigmoid"] = "linear"  # sigmoid only for CIFAR w = 2.0 (Section 4.1)
@@ -139,6 +153,13 @@ class SparseMoEConfig:
     tau_sigmoid_form: Literal["exact", "centred"] = "exact"
     k_warmup_epochs: int = 0  # 5 on CIFAR, none elsewhere (Section 4.1)
     k_warmup_start: int = 8  # k at epoch 0 of the warm-up: "k = 8 -> 1" (Section 4.1)
+    # How k falls (reading "k-warmup-form", repro.models.schedules): "linear" 8, 7, 5, 4, 2, or "hold" k = 8 throughout
+    k_warmup_form: Literal["linear", "hold"] = "linear"
+    # Whether tau steps once per epoch or at every training step (reading "tau-step", repro.models.schedules)
+    tau_step: Literal["epoch", "step"] = "epoch"
+    # Section 3.1's FLOPs_routed for a head-only MoE, "the classifier head": with its router (True), or the experts
+    # alone (reading "router-in-rho"). Changes no computation, only what rho counts (repro.models.flops).
+    rho_counts_router: bool = True
     # c, lambda_lb, lambda_ent: GA-optimised values are in the supplement we lack.
     # c = 1.25 is Switch Transformer's training capacity factor; Section 3.3 implies c > 1.
     capacity_factor: float = 1.25
@@ -159,7 +180,7 @@ class SparseMoEConfig:
     TRAINING_ONLY: ClassVar[frozenset[str]] = frozenset({
         "tau_max", "tau_min", "tau_schedule", "tau_sharpness", "tau_sigmoid_form", "k_warmup_epochs",
         "k_warmup_start", "capacity_factor", "capacity_candidates", "experts_per_sample", "load_balance_weight",
-        "load_balance_fraction", "entropy_weight", "utility_decay",
+        "load_balance_fraction", "entropy_weight", "utility_decay", "k_warmup_form", "tau_step", "dropout_at",
     })
 
     def __post_init__(self) -> None:
@@ -177,6 +198,9 @@ class SparseMoEConfig:
             c.number("tau_min", lambda v: 0 < v <= self.tau_max, f"in (0, tau_max = {self.tau_max}]")
         c.one_of("tau_schedule", ("linear", "sigmoid"))
         c.one_of("tau_sigmoid_form", ("exact", "centred"))
+        c.one_of("k_warmup_form", ("linear", "hold"))
+        c.one_of("tau_step", ("epoch", "step"))
+        c.one_of("rho_counts_router", (True, False))
         c.number("tau_sharpness", lambda v: v > 0, "positive")
         c.number("capacity_factor", lambda v: v > 0, "positive")
         c.one_of("experts_per_sample", ("one", "top_k"))
@@ -193,9 +217,12 @@ class ExpertChoiceConfig:
     num_experts: int = 8  # shared with every MoE variant (Section 4.1)
     expert_hidden: int = 304  # h, as the sparse head (Section 3.1)
     dropout: float = 0.3
+    dropout_at: DropoutAt = "each_hidden"
     # c: not given in the paper. 1.0 makes the average experts per sample 1, the
     # sparse head's k = 1; Zhou et al. also report c = 2 (their "EC-CF2").
     capacity_factor: float = 1.0
+
+    TRAINING_ONLY: ClassVar[frozenset[str]] = _EXPERT_TRAINING_ONLY
 
     def __post_init__(self) -> None:
         c = Checks(self)
@@ -210,6 +237,9 @@ class SoftMoEConfig:
     slots_per_expert: int = 1  # not given in the paper; one slot per expert, Puigcerver et al.'s smallest setting
     expert_hidden: int = 304  # h, as the sparse head (Section 3.1)
     dropout: float = 0.3
+    dropout_at: DropoutAt = "each_hidden"
+
+    TRAINING_ONLY: ClassVar[frozenset[str]] = _EXPERT_TRAINING_ONLY
 
     def __post_init__(self) -> None:
         c = Checks(self)
@@ -223,6 +253,9 @@ class PerSampleSoftMoEConfig:
     num_experts: int = 8  # shared with every MoE variant (Section 4.1)
     expert_hidden: int = 304  # h, as the sparse head (Section 3.1)
     dropout: float = 0.3
+    dropout_at: DropoutAt = "each_hidden"
+
+    TRAINING_ONLY: ClassVar[frozenset[str]] = _EXPERT_TRAINING_ONLY
 
     def __post_init__(self) -> None:
         c = Checks(self)
@@ -369,14 +402,32 @@ class MoEConvBackboneConfig:
     # Section 4.6: conv1, layer1 and layer2 stay frozen at their pretrained weights (the trainer
     # turns off their gradients and keeps their BatchNorm statistics).
     frozen: tuple[str, ...] = ("conv1", "bn1", "layer1", "layer2")
+    # The text gives MoEConv2d no gate equation (reading "moe-conv-gate", repro.models.moe_conv): "renormalised",
+    # the softmax of the k selected logits (at k = 1 exactly 1, so the router gets no gradient), or "switch", each
+    # selected expert's probability under the softmax over all E (Switch Transformer's gate).
+    gate: Literal["renormalised", "switch"] = "renormalised"
+    # Table 5's routing regularisers (reading "moe-conv-regularisers"): none unless set. The head's are a capacity
+    # factor c in training, lambda_lb, lambda_ent and tau annealed linearly from 1.0 to tau_min (Section 4.1).
+    capacity_factor: float = 0.0  # 0: no capacity limit
+    load_balance_weight: float = 0.0
+    entropy_weight: float = 0.0
+    tau_min: float = 1.0  # 1.0: no temperature
 
-    TRAINING_ONLY: ClassVar[frozenset[str]] = frozenset({"init_noise", "frozen"})  # see SparseMoEConfig
+    # See SparseMoEConfig.TRAINING_ONLY. The gate changes the values a gate takes, not what executes (its softmax
+    # and top-k are no multiply-adds, and both forms run one of each): tests/test_readings.py counts both forms.
+    TRAINING_ONLY: ClassVar[frozenset[str]] = frozenset({
+        "init_noise", "frozen", "gate", "capacity_factor", "load_balance_weight", "entropy_weight", "tau_min"})
 
     def __post_init__(self) -> None:
         c = Checks(self)
         e = self.num_experts if c.count("num_experts", 1, MAX_EXPERTS) else MAX_EXPERTS
         c.count("top_k", 1, e, " (at most num_experts)")
         c.number("init_noise", lambda v: v >= 0, "non-negative")
+        c.one_of("gate", ("renormalised", "switch"))
+        c.number("capacity_factor", lambda v: v >= 0, "non-negative (0: no capacity limit)")
+        for name in ("load_balance_weight", "entropy_weight"):
+            c.number(name, lambda v: v >= 0, "non-negative")
+        c.number("tau_min", lambda v: 0 < v <= 1, "in (0, 1], the temperature's end from 1.0")
         c.names("layers", RESNET_LAYERS, min_len=1)
         c.one_of("routed", ("all", "stride1"))
         c.names("frozen", RESNET_CHILDREN)

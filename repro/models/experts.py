@@ -4,7 +4,8 @@ Shapes: E experts, N rows routed to one expert, C rows per expert in a batched
 buffer, D input features (d_in), H hidden width h, O outputs (d_out).
 
 Each expert is d_in -> h -> h -> d_out with ReLU and dropout 0.3 after both hidden
-layers. The weights of all E experts are stacked on a leading axis so that one
+layers ("each_hidden"; the reading "expert-dropout" has it after the second only,
+"last_hidden": Section 3.1 lists the dropout without saying where). The weights of all E experts are stacked on a leading axis so that one
 parameter set serves both dispatch implementations:
 
     bank(x, e)   x (N, D)     one expert, three F.linear calls (the paper's loop)
@@ -33,9 +34,13 @@ ExpertViews = tuple[list[tuple[torch.Tensor, ...]], list[tuple[torch.Tensor, ...
 
 class ExpertBank(nn.Module):
     def __init__(
-        self, num_experts: int, in_features: int, hidden_features: int, out_features: int, drop: float = 0.3
+        self, num_experts: int, in_features: int, hidden_features: int, out_features: int, drop: float = 0.3,
+        drop_at: str = "each_hidden",
     ) -> None:
         super().__init__()
+        if drop_at not in ("each_hidden", "last_hidden"):
+            raise ValueError(f"unknown dropout position '{drop_at}'")
+        self.drop_at = drop_at
         self.num_experts = num_experts
         self.in_features, self.hidden_features, self.out_features = in_features, hidden_features, out_features
         self.act = nn.ReLU()  # a module, so the all-ops FLOP convention sees it
@@ -72,7 +77,9 @@ class ExpertBank(nn.Module):
             else:
                 x = F.linear(x, weights[i][expert], biases[i][expert])  # (N, in) -> (N, out)
             if i < last:
-                x = self.dropout(self.act(x))
+                x = self.act(x)
+                if self.drop_at == "each_hidden" or i == last - 1:
+                    x = self.dropout(x)
         return x
 
     def grad_norms(self) -> torch.Tensor:

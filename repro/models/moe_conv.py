@@ -24,24 +24,43 @@ Grouped (depthwise) banks, biases and rectangular, strided or dilated kernels fo
 torch's Conv2d, so any zero-padded convolution can become a bank (`repro rho`); a
 bias mixes with the same gates, (B, 1, K) @ (B, K, Co).
 
-With k = 1 the single gate is softmax of one logit, i.e. exactly 1: the router then
-receives no gradient (the ablation of Table 5 trains with a fixed random router).
+Gate (reading "moe-conv-gate", repro/spec/readings.toml; the text gives no gate equation):
+
+    l = W_r GAP(x) / tau                                       (B, E)
+    renormalised  g = softmax(l[top-k])                        (B, K)  the default
+    switch        g = softmax(l)[top-k]                        (B, K)  Switch Transformer's gate
+
+With k = 1 the renormalised gate is the softmax of one logit, exactly 1: the router
+then receives no gradient (the ablation of Table 5 trains with a fixed random
+router). The switch gate scales each selected bank by its probability under all E,
+so the task loss reaches W_r at any k.
+
+Routing regularisers (reading "moe-conv-regularisers"): none by default. The head's
+(repro.models.sparse_moe) are capacity ceil(c B k / E) in training (any expert with
+room, best first, up to k a sample: repro.models.capacity), lambda_lb L_lb +
+lambda_ent L_ent on p = softmax(l) (repro.models.aux_losses), and tau annealed
+linearly from 1.0 to tau_min over the epochs (repro.models.schedules). Evaluation
+is plain top-k, as the head's.
 """
 
 from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Literal
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 from torch.nn.modules.utils import _pair
 
+from repro.models.aux_losses import entropy_loss, load_balance_loss
 from repro.models.backbones import TorchvisionFeatures, torchvision_net
 from repro.models import small_maps
 from repro.models.base import RoutingHooks
+from repro.models.capacity import assign, capacity, dispatch_mask
 from repro.models.configs import MoEConvBackboneConfig
+from repro.models.schedules import linear_tau, progress
 from repro.models.zero_banks import counting, init_bank
 
 
@@ -63,8 +82,18 @@ class MoEConv2d(RoutingHooks, nn.Module):
         groups: int = 1,
         bias: bool = False,
         dilation: int | tuple[int, int] = 1,
+        gate: Literal["renormalised", "switch"] = "renormalised",
+        capacity_factor: float = 0.0,  # 0: no capacity limit
+        load_balance_weight: float = 0.0,
+        entropy_weight: float = 0.0,
+        tau_min: float = 1.0,
     ) -> None:
         super().__init__()
+        if gate not in ("renormalised", "switch"):
+            raise ValueError(f"unknown MoEConv2d gate '{gate}'")
+        self.gate, self.capacity_factor, self.tau_min = gate, capacity_factor, tau_min
+        self.load_balance_weight, self.entropy_weight = load_balance_weight, entropy_weight
+        self.tau = 1.0
         self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
         self.kernel_size, self.stride, self.padding = _pair(kernel_size), _pair(stride), _pair(padding)
         self.dilation = _pair(dilation)
@@ -76,14 +105,15 @@ class MoEConv2d(RoutingHooks, nn.Module):
         self.router = nn.Linear(in_channels, num_experts)
 
     @classmethod
-    def from_conv(cls, conv: nn.Conv2d, num_experts: int, top_k: int, noise: float) -> MoEConv2d:
-        """Experts start as copies of a (pretrained) conv, perturbed by `noise` x its weight s.d.; biases are copied."""
+    def from_conv(cls, conv: nn.Conv2d, num_experts: int, top_k: int, noise: float, **routing) -> MoEConv2d:
+        """Experts start as copies of a (pretrained) conv, perturbed by `noise` x its weight s.d.; biases are copied.
+        `routing`: the gate and regularisers (the constructor's keywords)."""
         if conv.padding_mode != "zeros" or isinstance(conv.padding, str):
             raise ValueError(f"MoEConv2d pads with zeros by a fixed amount; this conv pads {conv.padding!r} "
                              f"({conv.padding_mode})")
         moe = cls(
             conv.in_channels, conv.out_channels, conv.kernel_size, num_experts, top_k,
-            conv.stride, conv.padding, conv.groups, conv.bias is not None, conv.dilation,
+            conv.stride, conv.padding, conv.groups, conv.bias is not None, conv.dilation, **routing,
         )
         with torch.no_grad():
             w = conv.weight  # (Co, Ci/g, kh, kw)
@@ -95,16 +125,46 @@ class MoEConv2d(RoutingHooks, nn.Module):
                 moe.bias.copy_(conv.bias.unsqueeze(0).expand_as(moe.bias))
         return moe
 
+    def on_epoch_start(self, epoch: int, num_epochs: int) -> None:
+        """tau for the coming epoch: linear from 1.0 (Section 4.1) to tau_min; 1.0 throughout by default."""
+        self.tau = linear_tau(progress(epoch, num_epochs), 1.0, self.tau_min)
+
+    def schedule_state(self) -> dict[str, float | int]:
+        return {"tau": self.tau} if self.tau_min != 1.0 else {}
+
+    def router_parameters(self) -> list[nn.Parameter]:
+        return list(self.router.parameters())
+
     def route(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """(logits (B, E), gates (B, K), selected experts (B, K)); gates = softmax of the top-k logits."""
+        """(scores l (B, E), gates (B, K), selected experts (B, K)); a gate is 0 on a slot capacity left empty."""
         logits = self.router(x.mean(dim=(2, 3)))  # (B, E)
+        if self.tau != 1.0:
+            logits = logits / self.tau
+        if self.training and self.capacity_factor:
+            return self._route_with_capacity(logits)
+        if self.gate == "switch":
+            g, top_i = torch.softmax(logits, dim=-1).topk(self.top_k, dim=-1)  # (B, K): p of the top-k
+            return logits, g, top_i
         top_logits, top_i = logits.topk(self.top_k, dim=-1)  # (B, K)
         return logits, torch.softmax(top_logits, dim=-1), top_i
+
+    def _route_with_capacity(self, logits: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The head's training rule (repro.models.capacity): every expert a candidate, best first; a sample takes
+        up to k with room. A padded slot (fewer than k with room) repeats the sample's first expert with gate 0."""
+        b, e = logits.shape
+        cand = logits.topk(e, dim=-1).indices  # (B, E) best first
+        a = assign(cand, capacity(self.capacity_factor, b, self.top_k, e), self.top_k, e)
+        experts = torch.where(a.valid, a.experts, a.experts[:, :1])  # (B, K); slot 0 is always taken
+        if self.gate == "switch":
+            g = torch.softmax(logits, dim=-1).gather(-1, experts) * a.valid  # (B, K)
+        else:
+            g = torch.softmax(logits.gather(-1, experts).masked_fill(~a.valid, float("-inf")), dim=-1)  # (B, K)
+        return logits, g, experts
 
     def gates(self, x: torch.Tensor) -> torch.Tensor:
         """Dense gate matrix G (B, E): the top-k gates, zero elsewhere."""
         logits, g, top_i = self.route(x)
-        return torch.zeros_like(logits).scatter(-1, top_i, g)
+        return torch.zeros_like(logits).scatter_add(-1, top_i, g)
 
     def mixes_kernels(self, positions: int) -> bool:
         """Whether mixing kernels (k*W + P*W a sample) is cheaper than k convolutions (k*P*W)."""
@@ -139,7 +199,11 @@ class MoEConv2d(RoutingHooks, nn.Module):
         else:
             y = self._per_expert(x, g, top_i, size)
         probs = torch.softmax(logits.detach(), dim=-1)  # (B, E)
-        self._record_routing(probs, torch.zeros_like(probs).scatter(-1, top_i, 1.0))
+        mask = torch.zeros_like(probs).scatter(-1, top_i, 1.0)  # M (B, E); a padded slot repeats a taken expert
+        if self.training and (self.load_balance_weight or self.entropy_weight):
+            p = torch.softmax(logits, dim=-1)  # (B, E), with its gradient
+            self._aux = self.load_balance_weight * load_balance_loss(p, mask) + self.entropy_weight * entropy_loss(p)
+        self._record_routing(probs, mask)
         return y
 
     def _conv(self, *args, **kwargs) -> torch.Tensor:
@@ -164,7 +228,7 @@ class MoEConv2d(RoutingHooks, nn.Module):
                     x_taps: torch.Tensor | None = None, w_taps: torch.Tensor | None = None) -> torch.Tensor:
         """Each sample through its k banks. A 1x1 output on the small-map path passes the taps inside the input
         (small_maps.taps): the banks' convolutions are then unpadded, as large as their input."""
-        gates = torch.zeros(x.shape[0], self.num_experts, dtype=g.dtype, device=g.device).scatter(-1, top_i, g)
+        gates = torch.zeros(x.shape[0], self.num_experts, dtype=g.dtype, device=g.device).scatter_add(-1, top_i, g)
         out = x.new_zeros(x.shape[0], self.out_channels, *size)  # (B, Co, H', W')
         weight, conv = self.weight, dict(stride=self.stride, padding=self.padding, dilation=self.dilation)
         if x_taps is not None:
@@ -202,5 +266,8 @@ def build_resnet18_moeconv(input_shape: tuple[int, int, int], pretrained: bool |
             for name in ("conv1", "conv2"):
                 conv = getattr(block, name)
                 if cfg.routed == "all" or conv.stride == (1, 1):
-                    setattr(block, name, MoEConv2d.from_conv(conv, cfg.num_experts, cfg.top_k, cfg.init_noise))
+                    setattr(block, name, MoEConv2d.from_conv(
+                        conv, cfg.num_experts, cfg.top_k, cfg.init_noise, gate=cfg.gate, tau_min=cfg.tau_min,
+                        capacity_factor=cfg.capacity_factor, load_balance_weight=cfg.load_balance_weight,
+                        entropy_weight=cfg.entropy_weight))
     return MoEConvFeatures(net, 512, cfg.frozen)

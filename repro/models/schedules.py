@@ -21,7 +21,13 @@ ends at tau_min; its midpoint is unchanged.
 
 k warm-up (Section 4.1, CIFAR: "5-epoch warmup (k = 8 -> 1)"): k falls linearly
 from k_start at epoch 0 towards k_end, rounded half up, and is k_end from epoch
-`warmup_epochs` on. For 8 -> 1 over 5 epochs: 8, 7, 5, 4, 2, then 1.
+`warmup_epochs` on. For 8 -> 1 over 5 epochs: 8, 7, 5, 4, 2, then 1 ("linear", the
+default). The text does not say how k falls: "hold" keeps k_start for the warm-up's
+epochs, then k_end: 8, 8, 8, 8, 8, then 1 (the reading "k-warmup-form").
+
+The engine steps tau once per epoch. Whether the paper's tau steps per epoch or per
+training step is not stated (the reading "tau-step"): per step, the schedule's t / T
+runs over every step of the (paper-timeline) run, `step_progress`.
 """
 
 from __future__ import annotations
@@ -68,8 +74,21 @@ def temperature(
     raise ValueError(f"unknown temperature schedule '{schedule}'")
 
 
-def warmup_k(epoch: int, k_end: int, k_start: int, warmup_epochs: int) -> int:
-    """Top-k for `epoch` under a linear k_start -> k_end warm-up of `warmup_epochs` (Section 4.1)."""
+def step_progress(epoch: int, num_epochs: int, step: int, steps: int) -> float:
+    """t / T at step `step` (0-based) of `steps` in epoch `epoch` of `num_epochs`: 0 at the first step, 1 at the last."""
+    if not (0 <= epoch < num_epochs and 0 <= step < steps):
+        raise ValueError(f"step {step} of {steps} in epoch {epoch} of {num_epochs} is outside the run")
+    total = num_epochs * steps
+    return (epoch * steps + step) / (total - 1) if total > 1 else 0.0
+
+
+def warmup_k(epoch: int, k_end: int, k_start: int, warmup_epochs: int,
+             form: Literal["linear", "hold"] = "linear") -> int:
+    """Top-k for `epoch` under a k_start -> k_end warm-up of `warmup_epochs` (Section 4.1): linear, or held."""
     if warmup_epochs <= 0 or epoch >= warmup_epochs:
         return k_end
+    if form == "hold":
+        return k_start
+    if form != "linear":
+        raise ValueError(f"unknown k warm-up form '{form}'")
     return math.floor(k_start - (k_start - k_end) * epoch / warmup_epochs + 0.5)

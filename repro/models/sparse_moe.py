@@ -41,7 +41,7 @@ from repro.models.capacity import assign, assign_reference, capacity, dispatch_m
 from repro.models.dispatch import DISPATCH
 from repro.models.experts import ExpertBank
 from repro.models.router import Router, utility_changes
-from repro.models.schedules import progress, temperature, warmup_k
+from repro.models.schedules import progress, step_progress, temperature, warmup_k
 
 
 class SparseMoEHead(RoutedHead):
@@ -51,16 +51,28 @@ class SparseMoEHead(RoutedHead):
         self.router = Router(
             in_features, cfg.num_experts, cfg.key_dim, cfg.key_similarity_weight, cfg.utility_weight, cfg.utility_decay
         )
-        self.experts = ExpertBank(cfg.num_experts, in_features, cfg.expert_hidden, num_classes, cfg.dropout)
+        self.experts = ExpertBank(cfg.num_experts, in_features, cfg.expert_hidden, num_classes, cfg.dropout,
+                                  cfg.dropout_at)
         self.num_classes = num_classes
+        # FLOPs_routed (Section 3.1): the whole head, or its experts alone (the reading "router-in-rho"; repro.models.flops)
+        self.rho_parts = () if cfg.rho_counts_router else ("experts",)
         self.on_epoch_start(0, 1)
 
     def on_epoch_start(self, epoch: int, num_epochs: int) -> None:
         """tau from the temperature schedule at t/T = epoch/(num_epochs-1); k from the warm-up."""
         c = self.cfg
-        self.tau = temperature(progress(epoch, num_epochs), c.tau_max, c.tau_min, c.tau_schedule, c.tau_sharpness,
-                               c.tau_sigmoid_form)
-        self.current_k = warmup_k(epoch, c.top_k, c.k_warmup_start, c.k_warmup_epochs)
+        self._epoch, self._epochs = epoch, num_epochs
+        self.tau = self._temperature(progress(epoch, num_epochs))
+        self.current_k = warmup_k(epoch, c.top_k, c.k_warmup_start, c.k_warmup_epochs, c.k_warmup_form)
+
+    def on_step(self, step: int, steps: int) -> None:
+        """With tau_step = "step", tau at this training step of the run (repro.models.schedules.step_progress)."""
+        if self.cfg.tau_step == "step":
+            self.tau = self._temperature(step_progress(self._epoch, self._epochs, step, steps))
+
+    def _temperature(self, frac: float) -> float:
+        c = self.cfg
+        return temperature(frac, c.tau_max, c.tau_min, c.tau_schedule, c.tau_sharpness, c.tau_sigmoid_form)
 
     def schedule_state(self) -> dict[str, float | int]:
         return {"tau": self.tau, "k": self.current_k}

@@ -21,7 +21,7 @@ from repro.data.specs import DATASETS
 from repro.models import BACKBONES, HEADS, Component
 from repro.models.configs import ConfigError
 from repro.spec.profiles import MAX_BATCH, MAX_SEEDS, Profile, RunDefaults, all_profiles, check_against
-from repro.spec.readings import Reading, Sensitivity, applying, check_rows, expand, shipped_readings
+from repro.spec.readings import Reading, Sensitivity, applying, check_claims, check_rows, expand, shipped_readings
 from repro.core.registry import closest
 from repro.core.schema import (
     Problems, SchemaError, bounded, check_id, check_params, convert, field_names, from_dict, read_toml,
@@ -257,6 +257,8 @@ def parse_manifest(data: dict[str, Any], file: str | Path) -> Manifest:
                          "with itself measures nothing")
     claims = [c for c in claims if c is not None]
     _check_ids(claims, "claims", problems)
+    if not problems.items and "id" in scalars:  # a reading of what a claim measures names it by "<manifest>/<claim>"
+        check_claims(scalars["id"], claims, readings, problems, lambda rule: RULES.get(rule).config)
     figures = [f for f in figures if f is not None]
     _check_ids(figures, "figures", problems)
     _check_ids([a for a in assumptions if a is not None], "assumptions", problems)
@@ -277,7 +279,8 @@ def parse_manifest(data: dict[str, Any], file: str | Path) -> Manifest:
     manifest = Manifest(
         rows=tuple(rows), comparisons=tuple(comparisons), claims=tuple(claims),
         assumptions=tuple(a for a in assumptions if a is not None), figures=tuple(figures), seeds=seeds,
-        path=str(file), sensitivity=tuple(s for s in sensitivity if s is not None), readings=applying(rows, readings),
+        path=str(file), sensitivity=tuple(s for s in sensitivity if s is not None),
+        readings=applying(rows, readings, scalars.get("id", ""), claims),
         **scalars,
     )
     check_references(manifest, problems)

@@ -27,7 +27,7 @@ from repro.core.fsutil import atomic_write_text
 from repro.plan.manifest import Manifest
 from repro.report.figure_stamp import stamp_for
 from repro.report.figures import FigureFile
-from repro.report.table_rows import Table, build_tables
+from repro.report.table_rows import Table, build_tables, only_under
 from repro.report.trained_on import TrainedOn, trained_on
 from repro.results.measurements import ManifestResult, Verdict
 
@@ -58,6 +58,7 @@ class ClaimView:
     figures: tuple[tuple[str, str], ...]  # (anchor, title) of each figure that draws the claim's rows
     rows: tuple[RowRuns, ...]  # the runs behind the claim's numbers
     measured: tuple[tuple[str, str], ...]  # (metric path, value as text)
+    under: str = ""  # "reproduced under the alternative reading ...", where only an alternative reproduces it
 
 
 @dataclass
@@ -117,7 +118,8 @@ def _claim_view(manifest: Manifest, result: ManifestResult, v: Verdict, figures:
                 RunLink(f"seed {r.seed}", f"{runs_href}/{r.hash}.json", r.hash[:8], f"{100 * r.accuracy:.2f}%")
                 for r in runs)))
     measured = tuple((k, _value_text(x)) for k, x in v.measured.items())
-    return ClaimView(f"claim-{manifest.id}-{v.claim}", v, STATUS_CLASS[v.status], linked, tuple(per_row), measured)
+    return ClaimView(f"claim-{manifest.id}-{v.claim}", v, STATUS_CLASS[v.status], linked, tuple(per_row), measured,
+                     only_under(result).get(v.claim, ""))
 
 
 def table_views(entries: list[tuple[Manifest, ManifestResult | None]], extension: set[str],

@@ -1,4 +1,5 @@
-"""The readings table: every analytic claim under every reading the text leaves open, as report.md shows it.
+"""The readings section: every reading the text leaves open, and the claims decided under each, as report.md
+shows it (and `repro readings` prints).
 
 Renders what repro.claims.decide decided (ManifestResult.readings); computes nothing. Torch-free.
 """
@@ -7,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from repro.spec.readings import shipped_readings
+from repro.spec.readings import Reading, shipped_readings
 from repro.results.measurements import READINGS_DETAIL
 
 
@@ -22,26 +23,82 @@ def readings_cost(entries: list[tuple[Any, Any]]) -> tuple[float, int]:
     return sum(d.get("cpu_seconds", 0.0) for d in details), sum(d.get("models", 0) for d in details)
 
 
+def shown_readings(manifests: list[Any]) -> list[Reading]:
+    """The readings that apply to a row of any of the manifests, in repro/spec/readings.toml's order."""
+    applying = {r.id for m in manifests for r in m.readings}
+    return [r for r in shipped_readings() if r.id in applying]
+
+
+def how_decided(reading: Reading, manifests: list[Any]) -> str:
+    """How the alternatives of a reading are decided: counted (the claims they can move, decided again) or
+    trained (the [[sensitivity]] rows that train them), in words."""
+    counted = [a.id for a in reading.alternatives if not reading.training_only(a)]
+    trained = {m.id: sum(1 for r in m.rows if r.reading.startswith(f"{reading.id}/")) for m in manifests}
+    if reading.applies.claims:
+        return f"the claims it names decided again on the same measurements: {', '.join(reading.applies.claims)}"
+    parts = []
+    if counted:
+        parts.append(f"counting: {', '.join(counted)} {'changes' if len(counted) == 1 else 'change'} a FLOP count, "
+                     "so the claims that read those rows are decided again")
+    if len(counted) < len(reading.alternatives):
+        where = [f"{m}'s [[sensitivity]] ({n} rows)" for m, n in trained.items() if n]
+        parts.append("changes only how a model trains: decided by training, in " + ", ".join(where) if where else
+                     "changes only how a model trains; no table here trains it (a [[sensitivity]] table would)")
+    return "; ".join(parts)
+
+
 def readings_summary(claims: list[Any], cpu_seconds: float, models: int) -> str:
-    depends = [c.claim for c in claims if c.depends]
-    alternatives = sum(len(c.alternatives) for c in claims)
-    return (f"Readings: {len(claims)} analytic claims decided under {alternatives} alternative readings "
-            f"({len(depends)} change verdict under one: {', '.join(depends) or 'none'}); counting the "
-            f"alternatives took {cpu_seconds:.1f} CPU-s ({models} models)")
+    counted = [c for c in claims if c.kind != "trained"]
+    depends = [c.claim for c in counted if c.depends]
+    alternatives = sum(len(c.alternatives) for c in counted)
+    kinds = {k: sum(1 for c in counted if c.kind == k) for k in ("analytic", "ordered by rho", "metric")}
+    return (f"Readings: {kinds['analytic']} analytic claims, {kinds['ordered by rho']} empirical claims ordered by rho "
+            f"and {kinds['metric']} claims under a reading of what they measure decided under {alternatives} "
+            f"alternative readings ({len(depends)} change verdict under one: {', '.join(depends) or 'none'}); "
+            f"counting the alternatives took {cpu_seconds:.1f} CPU-s ({models} models)")
 
 
-def render_readings(claims: list[Any], cpu_seconds: float, models: int) -> str:
+def trained_lines(claims: list[Any]) -> list[str]:
+    """One line per claim decided again on the rows a [[sensitivity]] table trained: the sign of its measured
+    number under each reading, and whether it keeps it (Table 5's k = 2 vs k = 1 under each gate)."""
+    return [line for c in claims if c.kind == "trained" and (line := c.sign_line())]
+
+
+def trained_summary(claims: list[Any]) -> str:
+    """One headline line: how many empirical claims the trained alternatives decided again, and which measured
+    numbers change sign under one ('' when none was)."""
+    trained = [c for c in claims if c.kind == "trained"]
+    if not trained:
+        return ""
+    flips = []
+    for c in trained:
+        under = [o.alternative for o in c.alternatives if o.value[:1] in ("+", "-") and c.chosen.value[:1] in ("+", "-")
+                 and o.value[0] != c.chosen.value[0]]
+        flips += [f"{c.claim} ({', '.join(under)})"] if under else []
+    return (f"Trained readings: {len(trained)} empirical claims decided again on the rows their alternatives trained; "
+            f"the measured number changes sign under an alternative for {', '.join(flips) or 'none'}")
+
+
+def render_readings(claims: list[Any], cpu_seconds: float, models: int, manifests: list[Any] | None = None) -> str:
     from repro.report.render import environment
 
     readings = shipped_readings()
-    trained = sorted({r for c in claims for r in c.training_only})
+    counted = [c for c in claims if c.kind != "trained"]
+    trained = [c for c in claims if c.kind == "trained"]
+    training_only = sorted({r for c in counted for r in c.training_only})
     intro = ("Each choice the paper's text leaves open is declared once, in `repro/spec/readings.toml`, with the value "
-             "this artifact chose and each alternative as a configuration override. Every analytic claim is decided "
-             "again under every alternative of each reading that applies to the rows it reads (one reading at a time, "
-             f"the others as chosen), by counting those rows again. {len(readings)} readings; "
+             "this artifact chose and each alternative as a configuration override. Every analytic claim, and every "
+             "empirical claim that orders measured gaps by rho, is decided again under every alternative of each "
+             "reading that applies to the rows it reads (one reading at a time, the others as chosen), by counting "
+             "those rows again; an empirical claim ordered by rho keeps the gaps as measured and takes rho under the "
+             "alternative. A reading of what a claim measures (which metric 'routing entropy' is) decides the claims it "
+             f"names again on the same measurements. {len(readings)} readings; "
              f"{readings_summary(claims, cpu_seconds, models).removeprefix('Readings: ')}.")
-    outro = ("Readings that change only how a model trains leave every count an analytic claim reads unchanged, so "
-             f"they cannot move these verdicts: {', '.join(trained) or 'none'}. Their alternatives are decided by "
+    outro = ("Readings that change only how a model trains leave every count these claims read unchanged, so they "
+             f"cannot move these verdicts: {', '.join(training_only) or 'none'}. Their alternatives are decided by "
              "training: a manifest's `[[sensitivity]]` rows (`<row>__<alternative>`), which `repro plan` prices and "
-             "a profile can include; the functional profile trains table1's.")
-    return environment().get_template("readings.md.j2").render(entries=claims, intro=intro, outro=outro)
+             "a profile can include; the functional profile trains table1's and table5's. The empirical claims "
+             "whose every comparison such rows trained are decided again on them below.")
+    listed = [(r, how_decided(r, manifests)) for r in shown_readings(manifests)] if manifests else []
+    return environment().get_template("readings.md.j2").render(
+        entries=counted, trained=trained, signs=trained_lines(trained), listed=listed, intro=intro, outro=outro)

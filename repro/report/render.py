@@ -11,7 +11,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from repro.core.fsutil import atomic_write_text
 from repro.plan.manifest import Manifest
 from repro.results.measurements import ManifestResult, profile_dir
-from repro.report.table_rows import Table, build_tables, verdict_counts
+from repro.report.table_rows import Table, build_tables, only_under, verdict_counts
 from repro.report.trained_on import TrainedOn, trained_on
 
 _LATEX_SPECIAL = {
@@ -81,7 +81,8 @@ def render_standalone_tex(manifest: Manifest, tables: list[Table], trained: Trai
 
 def render_claims_md(manifest: Manifest, result: ManifestResult) -> str:
     return environment().get_template("claims.md.j2").render(
-        manifest=manifest, result=result, counts=verdict_counts(result.verdicts), trained=trained_on(manifest, result))
+        manifest=manifest, result=result, counts=verdict_counts(result.verdicts), trained=trained_on(manifest, result),
+        only_under=only_under(result))
 
 
 def write_manifest_outputs(manifest: Manifest, result: ManifestResult, results_dir: Path) -> list[Path]:
@@ -130,6 +131,6 @@ def render_report(entries: list[tuple[Manifest, ManifestResult | None]], summary
     blocks = []
     for manifest, result in entries:
         tables = build_tables(manifest, result) if result else []
-        blocks.append({"manifest": manifest, "result": result, "tables": tables})
+        blocks.append({"manifest": manifest, "result": result, "tables": tables, "only_under": only_under(result)})
     return environment().get_template("report.md.j2").render(
         blocks=blocks, summary=summary, extra_sections=extra_sections or [], figures=figures)

@@ -15,8 +15,8 @@ from repro.plan.manifest import Manifest
 from repro.report.figures import render_figures
 from repro.report.figures_extension import extension_section, is_extension
 from repro.report.html import write_report_html
-from repro.report.learning import learning_checks, render_learning, summary_line
-from repro.report.readings_section import readings_cost, readings_entries, readings_summary, render_readings
+from repro.report.learning import is_functional, learning_checks, render_learning, summary_line
+from repro.report.readings_section import readings_cost, readings_entries, readings_summary, render_readings, trained_lines, trained_summary
 from repro.report.render import render_audit, render_figure_section, render_report
 from repro.results.measurements import FlopCheck, ManifestResult, profile_dir
 from repro.report.time_table import render_timings
@@ -82,9 +82,12 @@ def _write_report(entries: list[tuple[Manifest, ManifestResult | None]], results
     readings = readings_entries(reproduction)
     if readings:
         cost = readings_cost(reproduction)
-        summary["lines"].append(readings_summary(readings, *cost))
-        sections.insert(0, ("Readings the text leaves open: which analytic verdicts depend on them",
-                            render_readings(readings, *cost)))
+        if any(c.kind != "trained" for c in readings):
+            summary["lines"].append(readings_summary(readings, *cost))
+        if trained := trained_summary(readings):
+            summary["lines"].append(trained)
+        sections.insert(0, ("Readings the text leaves open: which verdicts depend on them",
+                            render_readings(readings, *cost, manifests)))
     flush()  # the phases so far, for the table below
     if (times := render_timings(results_dir, profile)) is not None:
         sections.append(("Where the time went", times))
@@ -96,7 +99,8 @@ def _write_report(entries: list[tuple[Manifest, ManifestResult | None]], results
     if checks:
         summary["lines"].append(summary_line(checks))
         summary["learning_failures"] = [c.rows[0] for c in checks if c.failed]
-        sections.insert(0, ("Does every method learn real images? (functional)", render_learning(checks)))
+        signs = trained_lines([c for c in readings if c.manifest in {m.id for m, r in entries if is_functional(r)}])
+        sections.insert(0, ("Does every method learn real images? (functional)", render_learning(checks, signs)))
     path = out / "report.md"
     atomic_write_text(path, render_report(reproduction, summary, sections, figures))
     # report.html: the same data; the extension manifests' figures and claims sit among the others there.

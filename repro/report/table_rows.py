@@ -220,3 +220,11 @@ def verdict_counts(verdicts: list[Any]) -> dict[str, int]:
     for v in verdicts:
         counts[v.status] += 1
     return counts
+
+
+def only_under(result: Any) -> dict[str, str]:
+    """Claim id -> 'reproduced under the alternative reading ...' for each claim the chosen readings do not
+    reproduce and an alternative does (repro.claims.under_readings): said on the claim's own checklist row."""
+    if result is None:
+        return {}
+    return {e.claim: note for e in result.readings if e.kind != "trained" and (note := e.only_under())}

@@ -30,8 +30,14 @@ ROW_METRICS = frozenset({
     # per seed, of the head's test-time top-1 routing (Section 5.3): the most used expert's share of the test
     # images, and the usage's entropy over log E (1: every expert equally often)
     "routing_top_share", "routing_balance",
+    # per seed, H(p_bar) / log E of the head's routing probabilities over its last training epoch (the record's
+    # routing_entropy): "routing entropy" read as the entropy of p (the reading "routing-entropy")
+    "routing_p_entropy",
     "latency_ms", "op_calls", "model_latency_ms", "backbone_latency_ms", "host_syncs", "kernel_launches",
     "num_experts",
+    # per seed, of a backbone MoE's routers (Table 5): the largest summed per-epoch relative shift of a layer's
+    # router from where it started, and the share of layers whose router moved at all (0: none did)
+    "router_shift", "routers_moved",
 })
 # What a comparison derives from its two rows.
 COMPARISON_METRICS = frozenset({"flops_reduction", "flops_ratio", "gap", "slowdown", "rho", "model_slowdown"})
@@ -129,6 +135,8 @@ class RunSummary:
     chance: float | None = None
     threads: int | None = None  # the run's facts (provenance.reproducibility); None in records written before
     deterministic: bool | None = None
+    # Each backbone MoE layer's router shift summed over the epochs (repro.train.loop.router_shift); 0.0: it never moved
+    router_shift: dict[str, float] = field(default_factory=dict)
 
     @classmethod
     def from_record(cls, record: dict[str, Any]) -> RunSummary:
@@ -143,6 +151,7 @@ class RunSummary:
             routing=record.get("routing", {}), weights=record.get("weights"), data=record.get("data"),
             wall_seconds=record.get("wall_seconds"), device=record["provenance"].get("device"),
             chance=metrics.get("chance"), threads=facts.get("threads"), deterministic=facts.get("deterministic"),
+            router_shift=_router_shifts(history),
         )
 
     @classmethod
@@ -152,6 +161,16 @@ class RunSummary:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def _router_shifts(history: list[dict[str, Any]]) -> dict[str, float]:
+    """Each backbone MoE layer's router shift summed over the epochs that recorded one."""
+    out: dict[str, float] = {}
+    for epoch in history:
+        for name, layer in (epoch.get("routing_layers") or {}).items():
+            if "router_shift" in layer:
+                out[name] = out.get(name, 0.0) + layer["router_shift"]
+    return out
 
 
 @dataclass

@@ -2,7 +2,9 @@
 
 repro/spec/readings.toml declares them. A reading applies to a manifest row by the row's backbone and
 head names, its dataset, and component values it must have (`applies`); its chosen value and each
-alternative are config overrides of the row's backbone or head, or its batch size. From them:
+alternative are config overrides of the row's backbone or head, or its batch size. A reading of what a
+claim measures (which metric "routing entropy" is) applies to claims instead (`applies.claims`,
+"<manifest>/<claim>"), and its choices override the claim's rule parameters (`claim`). From them:
 
     Reading.applies_to(row)            does the text leave this open for this row?
     Reading.holds(row)                 does the row carry the chosen value? (main rows must: repro.plan.manifest)
@@ -19,7 +21,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, get_type_hints
+from typing import Any, Callable, get_type_hints
 
 from repro.data.specs import DATASETS
 from repro.models import BACKBONES, HEADS, Component
@@ -41,6 +43,7 @@ class Choice:
     backbone: dict[str, Any] = field(default_factory=dict)
     head: dict[str, Any] = field(default_factory=dict)
     batch_size: int | None = bounded(None, ge=1, le=MAX_BATCH)  # the row's training batch (a recipe setting)
+    claim: dict[str, Any] = field(default_factory=dict)  # rule parameters of the claims the reading names
 
     def overrides(self, part: str) -> dict[str, Any]:
         return getattr(self, part)
@@ -55,12 +58,18 @@ class Applies:
     datasets: tuple[str, ...] = ()
     backbone_where: dict[str, Any] = field(default_factory=dict)  # values the row's component must have
     head_where: dict[str, Any] = field(default_factory=dict)
+    backbone_unless: dict[str, Any] = field(default_factory=dict)  # values it must not have (an FC head: hidden [])
+    head_unless: dict[str, Any] = field(default_factory=dict)
+    claims: tuple[str, ...] = ()  # "<manifest>/<claim>": a reading of what these claims measure, not of a row
 
     def names(self, part: str) -> tuple[str, ...]:
         return getattr(self, f"{part}s")
 
     def where(self, part: str) -> dict[str, Any]:
         return getattr(self, f"{part}_where")
+
+    def unless(self, part: str) -> dict[str, Any]:
+        return getattr(self, f"{part}_unless")
 
 
 def registry(part: str) -> Registry:
@@ -92,15 +101,19 @@ class Reading:
 
     def applies_to(self, row: Any) -> bool:
         a = self.applies
+        if a.claims:  # a reading of claims applies to no row
+            return False
         if a.datasets and row.dataset not in a.datasets:
             return False
         for part in PARTS:
             component = getattr(row, part)
             if a.names(part) and component.name not in a.names(part):
                 return False
-            if a.where(part):
+            if a.where(part) or a.unless(part):
                 values = effective(part, component)
                 if not all(_same(values.get(k), v) for k, v in a.where(part).items()):
+                    return False
+                if any(_same(values.get(k), v) for k, v in a.unless(part).items()):
                     return False
         return True
 
@@ -119,9 +132,19 @@ class Reading:
     def holds(self, row: Any) -> bool:
         return not self.differences(row)
 
+    def applies_to_claim(self, manifest_id: str, claim_id: str) -> bool:
+        return f"{manifest_id}/{claim_id}" in self.applies.claims
+
+    def claim_params(self, claim: Any, choice: Choice) -> dict[str, Any]:
+        """The claim's rule parameters under a choice of this reading."""
+        return {**claim.params, **choice.claim}
+
     def training_only(self, alternative: Choice) -> bool:
         """True when the alternative changes nothing an evaluation forward executes (so no FLOP or operator
-        count): every override is a TRAINING_ONLY field of its component's config, or the batch size."""
+        count): every override is a TRAINING_ONLY field of its component's config, or the batch size. A reading
+        of what a claim measures is never training-only: it is decided on the measurements as they are."""
+        if alternative.claim:
+            return False
         for part in PARTS:
             for key in alternative.overrides(part):
                 names = self.applies.names(part) or registry(part).names()
@@ -180,6 +203,16 @@ def _check(reading: Reading, i: int, problems: Problems) -> None:
     for j, d in enumerate(reading.applies.datasets):
         if d not in DATASETS:
             problems.add(f"{path}.applies.datasets[{j}]", f"unknown dataset '{d}'{closest(d, list(DATASETS))}")
+    for j, name in enumerate(reading.applies.claims):
+        if name.count("/") != 1 or not all(name.split("/")):
+            problems.add(f"{path}.applies.claims[{j}]", f"expected '<manifest>/<claim>', got {name!r}")
+    for j, choice in enumerate((reading.chosen, *reading.alternatives)):
+        where = f"{path}.chosen" if j == 0 else f"{path}.alternatives[{j - 1}]"
+        if bool(choice.claim) != bool(reading.applies.claims):
+            problems.add(f"{where}.claim", "a reading names claims (applies.claims) and overrides their parameters "
+                         "(claim), or does neither")
+        if reading.applies.claims and (choice.backbone or choice.head or choice.batch_size is not None):
+            problems.add(where, "a reading of claims overrides claim parameters only, not a row's components")
     if problems.items:
         return
     if not reading.alternatives:
@@ -253,6 +286,27 @@ def check_rows(rows: list, readings: tuple[Reading, ...], problems: Problems) ->
                              "or make the row role = 'sensitivity'")
 
 
+def check_claims(manifest_id: str, claims: list, readings: tuple[Reading, ...], problems: Problems,
+                 rule_config: Callable[[str], type]) -> None:
+    """Every claim a reading of claims names must carry its chosen parameters, and take each alternative's;
+    `rule_config(rule)` is the rule's parameter type (the caller's: readings sit below the claims' rules)."""
+    for i, claim in enumerate(claims):
+        for reading in readings:
+            if not reading.applies_to_claim(manifest_id, claim.id):
+                continue
+            departs = [f"{k} = {claim.params.get(k)!r}, not {v!r}" for k, v in reading.chosen.claim.items()
+                       if not _same(claim.params.get(k), v)]
+            if departs:
+                problems.add(f"claims[{i}]", f"'{claim.id}' departs from reading '{reading.id}' "
+                             f"({reading.chosen.label}): {'; '.join(departs)}; state the chosen value")
+            for alt in reading.alternatives:
+                try:
+                    rule_config(claim.rule)(**reading.claim_params(claim, alt))
+                except (TypeError, ValueError) as exc:
+                    problems.add(f"claims[{i}]", f"reading '{reading.id}' alternative '{alt.id}' does not fit rule "
+                                 f"'{claim.rule}': {exc}")
+
+
 def expand(rows: list, comparisons: list, sensitivity: list[Sensitivity], readings: tuple[Reading, ...],
            problems: Problems) -> tuple[list, list]:
     """The rows and comparisons [[sensitivity]] tables generate (validated: each problem added)."""
@@ -296,6 +350,7 @@ def expand(rows: list, comparisons: list, sensitivity: list[Sensitivity], readin
     return list(new_rows.values()), list(new_comparisons.values())
 
 
-def applying(rows: list, readings: tuple[Reading, ...]) -> tuple[Reading, ...]:
-    """The readings that apply to at least one of the rows: those a table depends on."""
-    return tuple(r for r in readings if any(r.applies_to(row) for row in rows))
+def applying(rows: list, readings: tuple[Reading, ...], manifest_id: str = "", claims: list = ()) -> tuple[Reading, ...]:
+    """The readings that apply to at least one of the rows, or of the claims: those a table depends on."""
+    return tuple(r for r in readings if any(r.applies_to(row) for row in rows)
+                 or any(r.applies_to_claim(manifest_id, c.id) for c in claims))

@@ -311,6 +311,15 @@ class RoutingTally:
         self.steps *= world.size
 
 
+def _flat(params: list[torch.Tensor]) -> torch.Tensor:
+    return torch.cat([p.detach().flatten() for p in params]).clone()
+
+
+def router_shift(before: torch.Tensor, after: torch.Tensor) -> float:
+    """How far a router moved over an epoch: ||W_after - W_before|| / ||W_before||, 0.0 when it did not."""
+    return ((after - before).norm() / before.norm().clamp_min(torch.finfo(before.dtype).tiny)).item()
+
+
 def train_epoch(model, data: RunData, opt, cfg: RunConfig, device, epoch: int, engine: Engine | None = None,
                 step_model: nn.Module | None = None, world: distributed.World = distributed.World()) -> dict:
     """One pass over the training data. Sums stay on the device: one host sync per epoch.
@@ -323,8 +332,11 @@ def train_epoch(model, data: RunData, opt, cfg: RunConfig, device, epoch: int, e
     zero = lambda: torch.zeros((), device=device)  # noqa: E731
     loss_sum, aux_sum, correct, seen = zero(), zero(), zero(), 0
     tallies = {m: RoutingTally() for m in hooks}
-    steps = 0
+    routers = {m: _flat(m.router_parameters()) for m in hooks if m is not model.head and m.router_parameters()}
+    steps, per_epoch = 0, len(data.train)
     for x, y in data.train:
+        for m in hooks:  # a schedule stepped per training step (repro.models.schedules, reading "tau-step")
+            m.on_step(steps, per_epoch)
         x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
         with _autocast(cfg, device, engine):
             logits = step_model(x)
@@ -363,6 +375,9 @@ def train_epoch(model, data: RunData, opt, cfg: RunConfig, device, epoch: int, e
         entry.update(expert_usage=head.usage.tolist(), dropped=int(head.dropped.item()),
                      forced=int(head.forced.item()), routing_entropy=(head.entropy / head.steps).item())
     layers = {names[m]: t.layer_summary() for m, t in tallies.items() if m is not model.head and t.steps}
+    for m, before in routers.items():  # exactly 0 where the router got no gradient (Table 5's k = 1 gate)
+        if names[m] in layers:
+            layers[names[m]]["router_shift"] = router_shift(before, _flat(m.router_parameters()))
     if layers:
         entry["routing_layers"] = layers
     for m in hooks:  # the schedules in force this epoch; the head's at the top level (tau, k)
@@ -476,7 +491,8 @@ def _train(cfg: RunConfig, device: torch.device, data_dir: Path | None, checkpoi
 
 def _routing(last: dict[str, Any]) -> dict[str, Any]:
     """The last epoch's routing: the head's (expert_usage, test_usage_by_class, routing_entropy) and, under
-    "layers", each backbone MoE layer's {"expert_usage": [E counts], "entropy": H(p_bar), "usage_entropy": ...}."""
+    "layers", each backbone MoE layer's {"expert_usage": [E counts], "entropy": H(p_bar), "usage_entropy": ...,
+    "router_shift": how far its router moved that epoch}."""
     out = {k: last[k] for k in ("expert_usage", "test_usage_by_class", "routing_entropy") if k in last}
     if "routing_layers" in last:
         out["layers"] = last["routing_layers"]
