@@ -129,3 +129,26 @@ def fmt(value: float, pv: PaperValue) -> str:
 def pct(x: float) -> str:
     """A difference of fractions in signed percentage points."""
     return f"{100 * x:+.2f}pp"
+
+
+SIGN_WORDS = {"+": "positive", "-": "negative", "<=0": "not positive"}
+
+
+def sign_word(sign: str | None) -> str:
+    """A stated or measured direction in words: 'positive', 'negative', 'not positive'."""
+    return SIGN_WORDS.get(sign or "", "no stated sign")
+
+
+def reported_gap(pv: PaperValue) -> str:
+    """A reported gap as evidence prints it: its size in pp (the paper prints gaps in %), else its sign in words,
+    then the statistics the text gives ('+1.28 ± 1.26pp (p=0.011, d=1.01)', 'negative (p=0.004)')."""
+    if pv.value is not None:
+        digits = pv.decimals
+        text = f"{pv.value:+.{digits}f}" + (f" ± {pv.sd:.{digits}f}" if pv.sd is not None else "") + "pp"
+    else:
+        text = sign_word(pv.implied_sign)
+    stats = ([f"p{'<' if pv.p_relation == '<' else '='}{pv.p:.2g}"] if pv.p is not None else [])
+    stats += [f"d={pv.d:g}"] if pv.d is not None else []
+    if pv.positive_seeds is not None and pv.n:
+        stats.append(f"{pv.positive_seeds}/{pv.n} seeds positive")
+    return text + (f" ({', '.join(stats)})" if stats else "")

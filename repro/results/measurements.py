@@ -30,6 +30,9 @@ ROW_METRICS = frozenset({
     # per seed, of the head's test-time top-1 routing (Section 5.3): the most used expert's share of the test
     # images, and the usage's entropy over log E (1: every expert equally often)
     "routing_top_share", "routing_balance",
+    # per seed, of the last training epoch: the head's dispatch balance; and over a backbone's MoE layers (Section
+    # 4.6) their number, the least-used expert's share of its layer, the lowest and highest layer balance
+    "train_routing_balance", "moe_layers", "layer_min_share", "layer_balance_min", "layer_balance_max",
     "latency_ms", "op_calls", "model_latency_ms", "backbone_latency_ms", "host_syncs", "kernel_launches",
     "num_experts",
 })
