@@ -36,15 +36,24 @@ class Evidence:
     # The profile as run (repro.spec.profiles.Profile): a verdict's note names how it departs from the paper's protocol.
     settings: Profile | None = None
     comparison_rows: dict[str, tuple[str, str]] = field(default_factory=dict)  # comparison id -> (row, baseline)
+    # Another table a claim reads ("<table>:<id>", repro.claims.across) -> why its measurements are not here.
+    missing_tables: dict[str, str] = field(default_factory=dict)
 
     def get(self, path: str) -> Any:
         return self.metrics.get(path)
 
     def why_missing(self, path: str) -> str:
+        ident = path.split(".")[1] if path.count(".") == 2 else ""
+        table = ident.partition(":")[0] if ":" in ident else ""
+        if table in self.missing_tables:
+            return self.missing_tables[table]
         return self.missing.get(path, f"{path} was not measured")
 
     def rows_of(self, comparison: str) -> tuple[str, str]:
         """(treatment row, baseline row) of a comparison; NotRun when the evidence does not say."""
+        table = comparison.partition(":")[0] if ":" in comparison else ""
+        if table in self.missing_tables:
+            raise NotRun(self.missing_tables[table])
         if comparison not in self.comparison_rows:
             raise NotRun(f"the rows of comparison '{comparison}' are not in the evidence, "
                          "so whether both learned cannot be checked")
@@ -91,6 +100,7 @@ class ClaimLike(Protocol):
     rule: str
     scope: str
     params: dict[str, Any]
+    kind: str  # an analytic claim's: "printed", "property" or "self-test" (repro.claims.headline)
 
 
 def need(ev: Evidence, path: str) -> Any:

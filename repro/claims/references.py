@@ -41,7 +41,9 @@ class ProblemSink(Protocol):
 
 
 def check_references(manifest: ManifestLike, problems: ProblemSink) -> None:
-    """Every metric path, row and paper key a claim names must exist; each miss is added to problems."""
+    """Every metric path, row and paper key a claim names must exist; each miss is added to problems. A reference
+    to another manifest's row or comparison ("<manifest>:<id>") is checked with every manifest at hand
+    (repro.claims.across.check_across)."""
     rows = {r.id for r in manifest.rows}
     comps = {c.id for c in manifest.comparisons}
     table = manifest.paper_table
@@ -54,6 +56,8 @@ def check_references(manifest: ManifestLike, problems: ProblemSink) -> None:
                 if key in PAPER_KEYS:
                     if paper_value(table, ref) is None:
                         problems.add(where, f"paper_tables/{table}.toml has no value '{ref}'")
+                elif ":" in ref and key in ROW_KEYS + COMPARISON_KEYS:
+                    continue  # another manifest's: repro.claims.across
                 elif key in ROW_KEYS:
                     if ref not in rows:
                         problems.add(where, f"no row '{ref}'{closest(ref, sorted(rows))}")
@@ -157,6 +161,8 @@ def _check_metric_path(path: str, rows: set[str], comps: set[str], where: str, p
         hint = closest(path.rsplit(".", 1)[-1], sorted(ROW_METRICS | COMPARISON_METRICS)) if path.count(".") == 2 else ""
         problems.add(where, f"{bad}{hint}")
         return
+    if ":" in ident:
+        return  # another manifest's row or comparison: repro.claims.across
     ids = rows if kind == "rows" else comps
     if ident not in ids:
         problems.add(where, f"no {kind[:-1]} '{ident}'{closest(ident, sorted(ids))}")

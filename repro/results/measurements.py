@@ -178,6 +178,12 @@ class Verdict:
     # Where the reported number the verdict is judged against is printed: a claim whose reference
     # appears only in the AI-written explainer is counted apart from the paper's (repro.claims.headline).
     source: str = "method-and-results"
+    # Set on a verdict a table shows but another decides (Manifest.shows, repro.claims.across): that table's id.
+    decided_in: str = ""
+    # For an analytic claim: "printed" (a number the paper prints, matched by a count), "property" (a bound or
+    # property that follows from the paper's architecture) or "self-test" (of this artifact's own code, shown but
+    # not counted as a reproduction of the paper); repro.claims.headline groups by it.
+    kind: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -200,6 +206,9 @@ class ManifestResult:
     # The analytic claims under each alternative reading (repro.claims.under_readings.ClaimReadings), decided with the
     # verdicts from the counts in details[READINGS_DETAIL]; written to results.json, decided again when read.
     readings: list[Any] = field(default_factory=list)
+    # Verdicts of claims another table decides and this one shows (Manifest.shows): derived when the results are
+    # decided together (repro.claims.decide), never counted here, not written to results.json.
+    shown: list[Verdict] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
