@@ -79,9 +79,22 @@ def render_standalone_tex(manifest: Manifest, tables: list[Table], trained: Trai
         manifest=manifest, body=render_tables_tex(manifest, tables, trained))
 
 
+def alternative_only(result: ManifestResult) -> dict[str, list[Any]]:
+    """Claim id -> the alternative readings (repro.claims.under_readings.ReadingOutcome) under which a claim that the
+    chosen readings do not reproduce is reproduced: the checklist says so on a line of its own."""
+    out = {}
+    for entry in result.readings:
+        if entry.chosen.status != "reproduced":
+            alternatives = [o for o in entry.alternatives if o.status == "reproduced"]
+            if alternatives:
+                out[entry.claim] = alternatives
+    return out
+
+
 def render_claims_md(manifest: Manifest, result: ManifestResult) -> str:
     return environment().get_template("claims.md.j2").render(
-        manifest=manifest, result=result, counts=verdict_counts(result.verdicts), trained=trained_on(manifest, result))
+        manifest=manifest, result=result, counts=verdict_counts(result.verdicts), trained=trained_on(manifest, result),
+        alternative_only=alternative_only(result))
 
 
 def write_manifest_outputs(manifest: Manifest, result: ManifestResult, results_dir: Path) -> list[Path]:
@@ -130,6 +143,7 @@ def render_report(entries: list[tuple[Manifest, ManifestResult | None]], summary
     blocks = []
     for manifest, result in entries:
         tables = build_tables(manifest, result) if result else []
-        blocks.append({"manifest": manifest, "result": result, "tables": tables})
+        blocks.append({"manifest": manifest, "result": result, "tables": tables,
+                       "alternative_only": alternative_only(result) if result else {}})
     return environment().get_template("report.md.j2").render(
         blocks=blocks, summary=summary, extra_sections=extra_sections or [], figures=figures)

@@ -60,9 +60,16 @@ def _full_metrics(manifest):
 
 
 def _evidence(manifest, kind, profile, device="cpu"):
-    return Evidence(manifest.id, manifest.paper_table, profile, metrics=_full_metrics(manifest), device=device,
-                    paper_scale=kind == "paper", kind=kind, seeds=3,
-                    comparison_rows={c.id: (c.row, c.baseline) for c in manifest.comparisons})
+    """The manifest's evidence, with every other table's measured as well (claims that span tables read them)."""
+    from repro.claims.across import with_tables
+    from repro.results.measurements import ManifestResult, Measured
+
+    ev = Evidence(manifest.id, manifest.paper_table, profile, metrics=_full_metrics(manifest), device=device,
+                  paper_scale=kind == "paper", kind=kind, seeds=3,
+                  comparison_rows={c.id: (c.row, c.baseline) for c in manifest.comparisons})
+    others = {m.id: (m, ManifestResult(m.id, "", "", m.paper_table, profile, Measured(_full_metrics(m)), [], {}))
+              for m in load_all()}
+    return with_tables(ev, manifest, others)
 
 
 @pytest.mark.parametrize("device", ["cpu", "cuda"])
