@@ -12,7 +12,8 @@ decided there (shown_verdicts): the headline and Holm's family count it once.
     split(ref)               ("table2", "dw072") for "table2:dw072"; (None, ref) for a table's own id
     tables_named(manifest)   the other manifests its claims read or its `shows` name
     with_tables(ev, others)  the evidence with the other tables' measurements under qualified ids
-    check_across(manifests)  every qualified reference and `shows` entry names what exists; no finding twice
+    check_across(manifests)  every qualified reference and `shows` entry names what exists; no finding twice; a
+                             rule over the paper's stated signs reads every setting whose sign any table states
     shown_verdicts(m, by_id) the verdicts a manifest shows from the tables that decide them
 """
 
@@ -117,6 +118,11 @@ def check_across(manifests: Iterable[Any]) -> dict[str, list[str]]:
                 add(m.id, f"shows[{j}]: manifest '{table}' has no claim '{claim_id}'")
             elif claim_id in own:
                 add(m.id, f"shows[{j}]: '{claim_id}' is also a claim of {m.id}: a finding is decided once")
+    for m in by_id.values():
+        for i, claim in enumerate(m.claims):
+            if claim.params.get("stated_signs") == "paper":
+                for text in check_paper_signs(m, claim, by_id):
+                    add(m.id, f"claims[{i}]: {text}")
     seen: dict[Any, str] = {}
     for m in by_id.values():
         for claim in m.claims:
@@ -127,6 +133,87 @@ def check_across(manifests: Iterable[Any]) -> dict[str, list[str]]:
             else:
                 seen[key] = f"{m.id}:{claim.id}"
     return problems
+
+
+def paper_signs(by_id: Mapping[str, Any]) -> dict[str, str]:
+    """Every setting whose gap sign the text states, in any table: "<manifest>:<comparison>" -> its sign, from
+    "<comparison>.gap" in the manifest's paper table."""
+    out = {}
+    for m in by_id.values():
+        for c in m.comparisons:
+            pv = paper_value(m.paper_table, f"{c.id}.gap")
+            if pv is not None and pv.implied_sign is not None:
+                out[qualify(m.id, c.id)] = pv.implied_sign
+    return out
+
+
+def _side(sign: str) -> str:
+    return "above" if sign == "+" else "below"
+
+
+def check_paper_signs(manifest: Any, claim: Any, by_id: Mapping[str, Any]) -> list[str]:
+    """A separation rule over the paper's stated signs: each listed row names the settings it counts (their MoE
+    row's dataset and components agree with it), each on the side its stated sign puts it; every stated setting
+    of every table is counted by a listed row or excluded with a reason; a row whose own table states its sign
+    is listed, or counts only excluded settings."""
+    signs, out = paper_signs(by_id), []
+    settings, excluded = claim.params.get("settings") or {}, claim.params.get("excluded") or {}
+    sides = {r: "below" for r in claim.params.get("below") or ()} | {r: "above" for r in claim.params.get("above") or ()}
+    rows = {r.id: r for r in manifest.rows}
+    counted = set()
+    for row_id, named in settings.items():
+        for setting in named:
+            table, comp_id = split(setting)
+            other = by_id.get(table)
+            comp = next((c for c in other.comparisons if c.id == comp_id), None) if other is not None else None
+            if comp is None:
+                out.append(f"settings.{row_id}: '{setting}' names no comparison of another manifest")
+                continue
+            if setting not in signs:
+                out.append(f"settings.{row_id}: the text states no gap sign for '{setting}'")
+                continue
+            counted.add(setting)
+            moe = next(r for r in other.rows if r.id == comp.row)
+            if row_id in rows and not _same_model(rows[row_id], moe):
+                out.append(f"settings.{row_id}: '{setting}' compares {table}'s {moe.id}, a different model "
+                           f"({moe.dataset}, {moe.backbone.name}, {moe.head.name} {moe.head.params})")
+            if row_id in sides and _side(signs[setting]) != sides[row_id]:
+                out.append(f"'{row_id}': {setting}'s stated gap sign {signs[setting]} puts it {_side(signs[setting])}, "
+                           f"not {sides[row_id]}")
+            if row_id not in sides and setting not in excluded:
+                out.append(f"settings.{row_id}: the row is not listed, so '{setting}' must be excluded with the reason")
+    for row_id in sides:
+        if row_id not in settings:
+            out.append(f"'{row_id}' is listed {sides[row_id]} but names no setting it counts (settings.{row_id})")
+    for setting, sign in sorted(signs.items()):
+        if setting not in counted and setting not in excluded:
+            out.append(f"{claim.rule} leaves out '{setting}', whose gap sign the text states ({sign}): list a row "
+                       "that counts it, or exclude it with the reason")
+    for setting in excluded:
+        if setting not in signs:
+            out.append(f"excluded: '{setting}' is no setting whose gap sign the text states")
+    for row_id, row in rows.items():
+        own = paper_value(manifest.paper_table, f"{row_id}.gap")
+        if own is None or own.implied_sign is None:
+            continue
+        unlisted_counts_only_excluded = row_id in settings and all(s in excluded for s in settings[row_id])
+        if row_id not in sides and not unlisted_counts_only_excluded:
+            out.append(f"'{row_id}': its gap sign is stated ({own.implied_sign}); list it, or name the settings it "
+                       "counts and exclude them")
+        for setting in settings.get(row_id, ()):
+            if setting in signs and _side(signs[setting]) != _side(own.implied_sign):
+                out.append(f"'{row_id}': its own stated sign {own.implied_sign} disagrees with {setting}'s "
+                           f"{signs[setting]}")
+    return out
+
+
+def _same_model(row: Any, other: Any) -> bool:
+    """The same dataset and components, the row's parameters a subset of the other's (a FLOP row leaves out
+    what only training reads)."""
+    def within(a: Any, b: Any) -> bool:
+        return a.name == b.name and all(b.params.get(k) == v for k, v in a.params.items())
+
+    return row.dataset == other.dataset and within(row.backbone, other.backbone) and within(row.head, other.head)
 
 
 def finding_key(manifest: Any, claim: Any, by_id: Mapping[str, Any]) -> tuple:

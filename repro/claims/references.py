@@ -95,8 +95,8 @@ def check_stated_signs(claim: ClaimLike, manifest: ManifestLike, where: str, pro
     """A separation or sign rule refuses a list that leaves out a setting whose gap sign the text states
     (unless `excluded` names it with a reason), and a row put on the side its stated sign contradicts."""
     kind = SIGN_RULES.get(claim.rule)
-    if kind is None:
-        return
+    if kind is None or claim.params.get("stated_signs") == "paper":
+        return  # a claim over the whole paper's settings: checked with every manifest (repro.claims.across)
     signs = stated_signs(manifest, kind)
     excluded = claim.params.get("excluded") or {}
     for ref in excluded:
