@@ -19,9 +19,10 @@ from typing import Callable, Mapping
 from repro.core.devices import resolve_device
 from repro.core.fsutil import WriteFailed
 from repro.core.progress import Progress
+from repro.core.schema import SchemaError, read_toml
 from repro.execution.options import TableOptions
 from repro.execution.runs import RunCounts
-from repro.plan.manifest import Manifest
+from repro.plan.manifest import Manifest, parse_manifest
 from repro.measure import MEASURERS
 from repro.measure.measurer import Context
 from repro.measure.flop_check import row_key, row_summary
@@ -29,8 +30,9 @@ from repro.measure.reading_counts import count_readings
 from repro.results.provenance import provenance
 from repro.report.render import write_manifest_outputs
 from repro.claims import decide_table
-from repro.results.measurements import (FlopCheck, ManifestResult, Measured, comparison_metric, derive_comparisons, row_metric,
-                           save_result)
+from repro.claims.across import tables_named
+from repro.results.measurements import (FlopCheck, ManifestResult, Measured, comparison_metric, derive_comparisons,
+                                        load_result, row_metric, save_result)
 from repro.results.timings import phase
 
 def make_context(manifest: Manifest, options: TableOptions, progress: Progress | None = None) -> Context:
@@ -69,7 +71,20 @@ def run_manifest(manifest: Manifest, ctx: Context) -> TableMeasurement:
                             ctx.profile)
     count_readings(manifest, result)  # the analytic claims' rows under each alternative reading
     with phase("claims", manifest.id):
-        return TableMeasurement(decide_table(manifest, result), runs, submitted)
+        return TableMeasurement(decide_table(manifest, result, stored_tables(manifest, ctx)), runs, submitted)
+
+
+def stored_tables(manifest: Manifest, ctx: Context) -> dict[str, tuple[Manifest, ManifestResult | None]]:
+    """The other manifests this one's claims read or its `shows` name (repro.claims.across), from the folder it
+    was loaded from, each with its result stored in the results folder at this profile (None: not run yet)."""
+    folder, out = Path(manifest.path).parent, {}
+    for table in tables_named(manifest):
+        try:
+            other = parse_manifest(read_toml(folder / f"{table}.toml"), folder / f"{table}.toml")
+        except SchemaError:
+            continue  # an invalid or missing manifest: what the claims need from it is `not run`
+        out[table] = (other, load_result(ctx.results_dir, ctx.profile_name, table))
+    return out
 
 
 def execute(manifest: Manifest, ctx: Context) -> tuple[TableMeasurement, list[Path]]:

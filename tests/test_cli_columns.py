@@ -38,6 +38,8 @@ def inputs(tmp_path_factory):
     long = (MANIFEST.replace('id = "mini"', f'id = "{LONG}"').replace('id = "moe"', f'id = "{LONG_ROW}"')
             .replace('row = "moe"', f'row = "{LONG_ROW}"').replace('id = "c"', f'id = "{LONG_CLAIM}"')
             .replace('measures = ["accuracy"]', 'measures = ["accuracy", "flops"]'))  # a FLOP line per row: detail
+    # its claim another finding than mini's: two tables deciding one finding are refused (repro.claims.across)
+    long = long.rstrip("\n") + '\nrow_metric = "late_drop"\n'
     (root / "manifests" / f"{LONG}.toml").write_text(long)
     (root / "profiles.toml").write_text(PROFILES.format(epochs=1, train_samples=32))
     env = {"REPRO_MANIFESTS": str(root / "manifests"), "REPRO_PROFILES": str(root / "profiles.toml"),

@@ -7,18 +7,22 @@ hand: with no measurement the verdict is `not run`.
 
     core.py        Evidence, Outcome, NotRun, Rule and the helpers every rule shares
     values.py      rules on single values (FLOPs, rho): matches_paper, compare, separates, ...
-    gaps.py        rules on accuracy gaps paired by seed: gap_matches_paper, gap_order, row_above, ...
+    gaps.py        rules on accuracy gaps paired by seed: gap_matches_paper (with a band), row_above, ...
+    orders.py      orderings of gaps with one seed-noise allowance: gap_order, sign_follows_rho, gap_largest, ...
+    bands.py       findings stated in words, each decided against the band its manifest chose: near_chance, ...
     routing.py     rules on test-time routing (Section 5.3): routing_concentrated, gap_tracks_routing, ...
     latency.py     rules on latency and operator counts: within_factor, ordered, scales_with_experts
     rules.py       RULES, the registry filled from the families above
     learned.py     the guard: a comparison counts only between models that beat chance
+    across.py      claims that read other tables ("<manifest>:<id>"), claims a table shows but another decides,
+                   and the checks across manifests: one claim per finding, every stated sign read
     verdicts.py    evaluate(claim, evidence) -> Verdict, and what each kind of profile may decide
     references.py  check_references(manifest, problems): what the claims name must exist
     family.py      holm_adjust(verdicts): Holm-adjusted p over one run's empirical tests
     decide.py      decide_table, decide_family, decided_results: where the pipeline and `repro report`
                    decide a table's claims and apply Holm over a report (the report only renders)
-    headline.py    count_verdicts(verdicts): {group: {status: count}}, the explainer's claims apart
-    readings.py    decide_readings: every analytic claim under every alternative reading (repro/spec/readings.toml)
+    headline.py    count_verdicts(verdicts): {group: {status: count}}, analytic kinds and the explainer's claims apart
+    under_readings.py  decide_readings: every analytic claim under every alternative reading (repro/spec/readings.toml)
 """
 
 from repro.claims.core import Evidence, NotRun, Outcome, Rule

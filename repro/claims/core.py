@@ -36,15 +36,24 @@ class Evidence:
     # The profile as run (repro.spec.profiles.Profile): a verdict's note names how it departs from the paper's protocol.
     settings: Profile | None = None
     comparison_rows: dict[str, tuple[str, str]] = field(default_factory=dict)  # comparison id -> (row, baseline)
+    # Another table a claim reads ("<table>:<id>", repro.claims.across) -> why its measurements are not here.
+    missing_tables: dict[str, str] = field(default_factory=dict)
 
     def get(self, path: str) -> Any:
         return self.metrics.get(path)
 
     def why_missing(self, path: str) -> str:
+        ident = path.split(".")[1] if path.count(".") == 2 else ""
+        table = ident.partition(":")[0] if ":" in ident else ""
+        if table in self.missing_tables:
+            return self.missing_tables[table]
         return self.missing.get(path, f"{path} was not measured")
 
     def rows_of(self, comparison: str) -> tuple[str, str]:
         """(treatment row, baseline row) of a comparison; NotRun when the evidence does not say."""
+        table = comparison.partition(":")[0] if ":" in comparison else ""
+        if table in self.missing_tables:
+            raise NotRun(self.missing_tables[table])
         if comparison not in self.comparison_rows:
             raise NotRun(f"the rows of comparison '{comparison}' are not in the evidence, "
                          "so whether both learned cannot be checked")
@@ -91,6 +100,7 @@ class ClaimLike(Protocol):
     rule: str
     scope: str
     params: dict[str, Any]
+    kind: str  # an analytic claim's: "printed", "property" or "self-test" (repro.claims.headline)
 
 
 def need(ev: Evidence, path: str) -> Any:
@@ -129,3 +139,26 @@ def fmt(value: float, pv: PaperValue) -> str:
 def pct(x: float) -> str:
     """A difference of fractions in signed percentage points."""
     return f"{100 * x:+.2f}pp"
+
+
+SIGN_WORDS = {"+": "positive", "-": "negative", "<=0": "not positive"}
+
+
+def sign_word(sign: str | None) -> str:
+    """A stated or measured direction in words: 'positive', 'negative', 'not positive'."""
+    return SIGN_WORDS.get(sign or "", "no stated sign")
+
+
+def reported_gap(pv: PaperValue) -> str:
+    """A reported gap as evidence prints it: its size in pp (the paper prints gaps in %), else its sign in words,
+    then the statistics the text gives ('+1.28 ± 1.26pp (p=0.011, d=1.01)', 'negative (p=0.004)')."""
+    if pv.value is not None:
+        digits = pv.decimals
+        text = f"{pv.value:+.{digits}f}" + (f" ± {pv.sd:.{digits}f}" if pv.sd is not None else "") + "pp"
+    else:
+        text = sign_word(pv.implied_sign)
+    stats = ([f"p{'<' if pv.p_relation == '<' else '='}{pv.p:.2g}"] if pv.p is not None else [])
+    stats += [f"d={pv.d:g}"] if pv.d is not None else []
+    if pv.positive_seeds is not None and pv.n:
+        stats.append(f"{pv.positive_seeds}/{pv.n} seeds positive")
+    return text + (f" ({', '.join(stats)})" if stats else "")

@@ -1,34 +1,37 @@
 """Rules for accuracy findings: MoE - dense gaps paired by seed (repro.claims.stats), and their orderings.
 
-A gap finding is judged on three parts, each only where the paper states it:
-sign (the direction), significance (p < alpha, where the paper reports a
-significant gap) and magnitude (the reported size, within a tolerance derived
-from the seed variance of both studies). When a part fails with fewer seeds than
-80% power at the paper's effect size needs, the verdict is `inconclusive`, not
-`not reproduced`: too few seeds cannot refute a finding.
+A gap finding is judged on the parts the paper states: sign (the direction), significance (p < alpha, where
+the paper reports a significant gap), magnitude (the reported size, within a tolerance derived from the seed
+variance of both studies), effect size (the reported d inside the 95% CI of the measured d_z), and a band the
+manifest chose for a vague word ("severe", "approaches"), written beside the claim as an assumption. When a part
+fails with fewer seeds than 80% power at the paper's effect size needs, the verdict is `inconclusive`, not
+`not reproduced`: too few seeds cannot refute a finding; a mean outside a band whose 95% CI still reaches it is
+`inconclusive` too. Orderings of gaps are in repro.claims.orders.
 """
 
 from __future__ import annotations
 
 import math
 import warnings
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 
-from repro.claims.core import Evidence, NotRun, Outcome, Rule, need, paper, passed, pct
+from repro.claims.core import Evidence, NotRun, Outcome, Rule, need, paper, passed, pct, reported_gap, sign_word
+from repro.claims.orders import guarded
 from repro.spec.paper import PaperValue
 from repro.results.measurements import comparison_metric, row_metric
 
 ALPHA = 0.05
 
-Part = Literal["seeds", "sign", "significance", "magnitude"]
+Part = Literal["seeds", "sign", "significance", "magnitude", "effect size", "band"]
 
 
 @dataclass(frozen=True)
 class Failure:
     part: Part
     detail: str
+    decisive: bool = True  # False: outside only by its mean, within seed noise (the verdict is inconclusive)
 
     def __str__(self) -> str:
         return f"{self.part}: {self.detail}"
@@ -45,13 +48,29 @@ def seeds_needed(pv: PaperValue) -> int | None:
     return needed(pv)
 
 
-def judge_gap(gap: dict[str, Any], pv: PaperValue, alpha: float = ALPHA) -> Outcome:
-    """A measured gap (repro.claims.stats.GapStats.to_dict()) against a reported one."""
+@dataclass(frozen=True)
+class Band:
+    """Where a vague word puts a gap, in pp (the manifest chose it, and says so in an assumption)."""
+
+    low: float
+    high: float
+    words: str  # what the band stands for, e.g. "severe: at least 5pp below dense"
+
+    def __post_init__(self) -> None:
+        if not self.low < self.high:
+            raise ValueError(f"a band needs low < high, got [{self.low}, {self.high}]")
+
+    def text(self) -> str:
+        return f"[{self.low:+g}, {self.high:+g}]pp ({self.words})"
+
+
+def judge_gap(gap: dict[str, Any], pv: PaperValue, alpha: float = ALPHA, band: Band | None = None) -> Outcome:
+    """A measured gap (repro.claims.stats.GapStats.to_dict()) against a reported one, and a band where one is chosen."""
     n, mean, sd, p = gap["n"], gap["mean"], gap["sd"], gap["p"]  # sd, p are None when undefined
     needed = seeds_needed(pv)
-    text = f"gap {pct(mean)}" + (f" ± {100 * sd:.2f}pp" if n > 1 and sd is not None else "")
+    text = f"gap {100 * mean:+.2f}" + (f" ± {100 * sd:.2f}" if n > 1 and sd is not None else "") + "pp"
     text += f", p={_p(p)}" if n > 1 else ""
-    text += f", {gap['positive']}/{n} seeds positive; reported {pv.printed or pv.implied_sign}"
+    text += f", {gap['positive']}/{n} seeds positive; reported {reported_gap(pv)}"
     if n < 2:
         return Outcome("inconclusive", text + " (one seed: no test)", [str(Failure("seeds", "need at least 2 paired seeds"))])
     if mean == 0 and not sd:
@@ -64,8 +83,8 @@ def judge_gap(gap: dict[str, Any], pv: PaperValue, alpha: float = ALPHA) -> Outc
     else:
         sign_ok = want is None or (mean != 0 and (mean > 0) == (want == "+"))
     if not sign_ok:
-        measured = "0 (no difference)" if mean == 0 else ("+" if mean > 0 else "-")
-        failures.append(Failure("sign", f"measured {measured}, reported {'not positive' if want == '<=0' else want}"))
+        measured = "zero (no difference)" if mean == 0 else sign_word("+" if mean > 0 else "-")
+        failures.append(Failure("sign", f"measured {measured}, reported {sign_word(want)}"))
     significant = p is not None and p < alpha
     # A direction the paper states needs a significant gap here too, unless the paper's own test
     # was not significant (then only the direction is claimed), or it states only that no gain appears.
@@ -80,8 +99,13 @@ def judge_gap(gap: dict[str, Any], pv: PaperValue, alpha: float = ALPHA) -> Outc
     if pv.value is not None and sign_ok:
         tol = _magnitude_tolerance(gap, pv)
         if abs(100 * mean - pv.value) > tol:
-            failures.append(Failure("magnitude", f"{100 * mean:+.2f} is outside {pv.value:+.2f} ± {tol:.2f}pp"))
+            failures.append(Failure("magnitude", f"{100 * mean:+.2f}pp is outside {pv.value:+.2f} ± {tol:.2f}pp"))
         text += f"; magnitude tolerance ±{tol:.2f}pp"
+    if pv.d is not None and sign_ok and n > 1 and sd:
+        text += _effect_size(gap, pv, failures)
+    if band is not None and sign_ok:
+        text += f"; band {band.text()}"
+        _check_band(gap, band, failures)
     if not failures:
         return Outcome("reproduced", text, p_value=tested)
     failed = [str(f) for f in failures]
@@ -96,7 +120,33 @@ def judge_gap(gap: dict[str, Any], pv: PaperValue, alpha: float = ALPHA) -> Outc
                        p_value=tested)
     if first in ("significance", "seeds") and not powered:
         return Outcome("inconclusive", text + power_note, failed, p_value=tested)
+    if not any(f.decisive for f in failures):
+        return Outcome("inconclusive", text + "; outside the band by its mean only, within seed noise", failed,
+                       p_value=tested)
     return Outcome("not reproduced", text + power_note, failed, p_value=tested)
+
+
+def _effect_size(gap: dict[str, Any], pv: PaperValue, failures: list[Failure]) -> str:
+    """The measured d_z with its 95% CI; the reported d outside it is a failed part. Text for the evidence."""
+    from repro.claims.stats import d_z_interval
+
+    d = gap["mean"] / gap["sd"]
+    lo, hi = d_z_interval(d, gap["n"])
+    if not lo <= abs(pv.d) * (1 if d >= 0 else -1) <= hi:
+        failures.append(Failure("effect size", f"reported d={pv.d:g} is outside the measured d_z's 95% CI "
+                                               f"[{lo:.2f}, {hi:.2f}]"))
+    return f"; d_z {d:.2f} (95% CI {lo:.2f} to {hi:.2f}) vs reported d={pv.d:g}"
+
+
+def _check_band(gap: dict[str, Any], band: Band, failures: list[Failure]) -> None:
+    """A mean outside the band fails; decisively when its 95% CI misses the band too."""
+    mean = 100 * gap["mean"]
+    if band.low <= mean <= band.high:
+        return
+    lo, hi = gap.get("ci95") or (None, None)
+    reaches = lo is None or hi is None or (100 * lo <= band.high and 100 * hi >= band.low)
+    failures.append(Failure("band", f"{mean:+.2f}pp is outside {band.text()}"
+                            + ("; its 95% CI reaches the band" if reaches else ""), decisive=not reaches))
 
 
 def _magnitude_tolerance(gap: dict[str, Any], pv: PaperValue) -> float:
@@ -112,89 +162,31 @@ def _gap(ev: Evidence, comparison: str) -> dict[str, Any]:
     return need(ev, comparison_metric(comparison, "gap"))
 
 
-def _rho_of(ev: Evidence, comparison: str) -> float:
-    return need(ev, comparison_metric(comparison, "rho"))
-
-
-def _guarded(ev: Evidence, comparisons: tuple[str, ...], may_collapse: tuple[str, ...]) -> tuple[str, ...]:
-    """The rows of the comparisons that must have learned: all but those whose collapse is the finding."""
-    rows = [r for c in comparisons for r in ev.rows_of(c)]
-    return tuple(dict.fromkeys(r for r in rows if r not in may_collapse))
-
-
-def _half_width(gap: dict[str, Any]) -> float:
-    lo, hi = gap.get("ci95") or (None, None)
-    return 0.0 if lo is None or hi is None else (hi - lo) / 2
-
-
-def _out_of_order(first: dict[str, Any], second: dict[str, Any]) -> bool:
-    """True when an inversion of two mean gaps is larger than their combined 95% half-widths."""
-    return first["mean"] - second["mean"] > math.hypot(_half_width(first), _half_width(second))
-
-
-def _ordering(text: str, inversions: list[str], unclear: list[str], measured: dict[str, Any],
-              learners: tuple[str, ...]) -> Outcome:
-    if inversions:
-        return Outcome("not reproduced", text, [f"order: {x}" for x in inversions], measured, must_have_learned=learners)
-    if unclear:
-        return Outcome("inconclusive", text + "; out of order within seed noise", [f"order: {x}" for x in unclear],
-                       measured, must_have_learned=learners)
-    return Outcome("reproduced", text, [], measured, must_have_learned=learners)
-
-
 @dataclass(frozen=True)
 class GapMatchesPaper:
     comparison: str
     paper: str
     alpha: float = ALPHA
     may_collapse: tuple[str, ...] = ()  # treatment rows whose collapse to chance is the finding (repro.claims.learned)
+    # Where a vague word ("severe", "approaches") puts the gap, in pp, and the words it stands for; the
+    # manifest gives the reason in an assumption.
+    band: tuple[float, float] | None = None
+    band_words: str = ""
+
+    def __post_init__(self) -> None:
+        if self.band is not None:
+            if len(self.band) != 2 or not self.band_words:
+                raise ValueError("band is [low, high] in pp, with band_words saying what it stands for")
+            Band(*self.band, self.band_words)
 
 
 def gap_matches_paper(p: GapMatchesPaper, ev: Evidence) -> Outcome:
     pv = paper(ev, p.paper)
     gap = _gap(ev, p.comparison)
-    judged = judge_gap(gap, pv, p.alpha)
+    judged = judge_gap(gap, pv, p.alpha, Band(*p.band, p.band_words) if p.band is not None else None)
     return replace(judged, measured={comparison_metric(p.comparison, "gap"): gap},
-                   reported={p.paper: pv.printed or pv.implied_sign},
-                   must_have_learned=_guarded(ev, (p.comparison,), p.may_collapse))
-
-
-@dataclass(frozen=True)
-class MonotonicInRho:
-    comparisons: tuple[str, ...]  # comparisons whose row is a routed (MoE) model with a rho
-    may_collapse: tuple[str, ...] = ()  # treatment rows whose collapse to chance is the finding (repro.claims.learned)
-    # Comparisons whose gap sign the text states but that the claim leaves out, with the reason
-    # (repro.claims.references.check_stated_signs).
-    excluded: dict[str, str] = field(default_factory=dict)
-
-
-def monotonic_in_rho(p: MonotonicInRho, ev: Evidence) -> Outcome:
-    points = sorted((_rho_of(ev, c), _gap(ev, c), c) for c in p.comparisons)
-    inversions, unclear = [], []
-    for (r1, g1, c1), (r2, g2, c2) in zip(points, points[1:]):
-        if g2["mean"] > g1["mean"]:
-            continue
-        (inversions if _out_of_order(g1, g2) else unclear).append(f"{c1} ({pct(g1['mean'])}) >= {c2} ({pct(g2['mean'])})")
-    text = "by rho: " + ", ".join(f"{c} rho={100 * r:.1f}% gap {pct(g['mean'])}" for r, g, c in points)
-    return _ordering(text, inversions, unclear, {c: {"rho": r, "gap": g["mean"]} for r, g, c in points},
-                     _guarded(ev, p.comparisons, p.may_collapse))
-
-
-@dataclass(frozen=True)
-class SignFollowsRho:
-    comparisons: tuple[str, ...]
-    may_collapse: tuple[str, ...] = ()  # treatment rows whose collapse to chance is the finding (repro.claims.learned)
-    excluded: dict[str, str] = field(default_factory=dict)  # as MonotonicInRho.excluded
-
-
-def sign_follows_rho(p: SignFollowsRho, ev: Evidence) -> Outcome:
-    points = sorted((_rho_of(ev, c), _gap(ev, c)["mean"], c) for c in p.comparisons)
-    signs = "".join("+" if g > 0 else "-" for _, g, _ in points)
-    text = f"signs ordered by rho: {signs} (" + ", ".join(f"{c}: {pct(g)}" for _, g, c in points) + ")"
-    ok = "+-" not in signs
-    failed = [] if ok else [f"sign: a positive gap sits below a negative one in rho ({signs})"]
-    return Outcome(passed(ok), text, failed, {c: g for _, g, c in points},
-                   must_have_learned=_guarded(ev, p.comparisons, p.may_collapse))
+                   reported={p.paper: reported_gap(pv)},
+                   must_have_learned=guarded(ev, (p.comparison,), p.may_collapse))
 
 
 def _welch_p(a: list[float], b: list[float]) -> float:
@@ -226,7 +218,7 @@ def row_above(p: RowAbove, ev: Evidence) -> Outcome:
     reported = {}
     if p.paper is not None:
         pv = paper(ev, p.paper)
-        reported = {p.paper: pv.printed or pv.implied_sign}
+        reported = {p.paper: reported_gap(pv)}
         text += f"; reported: {pv.note or pv.printed}"
     significant = pval < ALPHA  # False for NaN (one seed, or no variance)
     tested = dict(must_have_learned=tuple(r for r in (p.row, p.baseline) if r not in p.may_collapse),
@@ -238,23 +230,6 @@ def row_above(p: RowAbove, ev: Evidence) -> Outcome:
     if significant:
         return Outcome("not reproduced", text, ["sign: significantly below"], measured, reported, **tested)
     return Outcome("inconclusive", text, ["sign: not above, not significantly"], measured, reported, **tested)
-
-
-@dataclass(frozen=True)
-class GapOrder:
-    comparisons: tuple[str, ...]  # expected in increasing order of mean gap
-    may_collapse: tuple[str, ...] = ()  # treatment rows whose collapse to chance is the finding (repro.claims.learned)
-
-
-def gap_order(p: GapOrder, ev: Evidence) -> Outcome:
-    gaps = [(c, _gap(ev, c)) for c in p.comparisons]
-    text = " < ".join(f"{c} {pct(g['mean'])}" for c, g in gaps)
-    inversions, unclear = [], []
-    for (c1, g1), (c2, g2) in zip(gaps, gaps[1:]):
-        if g1["mean"] < g2["mean"]:
-            continue
-        (inversions if _out_of_order(g1, g2) else unclear).append(f"{c1} >= {c2}")
-    return _ordering(text, inversions, unclear, {c: g["mean"] for c, g in gaps}, _guarded(ev, p.comparisons, p.may_collapse))
 
 
 @dataclass(frozen=True)
@@ -311,17 +286,13 @@ def gap_difference(p: GapDifference, ev: Evidence) -> Outcome:
     judged = judge_gap(diff, pv, p.alpha)
     text = f"{p.comparison} - {p.minus} per seed: {judged.evidence}"
     return replace(judged, evidence=text, measured={"difference": diff},
-                   reported={p.paper: pv.printed}, must_have_learned=_guarded(ev, (p.comparison, p.minus), p.may_collapse))
+                   reported={p.paper: pv.printed}, must_have_learned=guarded(ev, (p.comparison, p.minus), p.may_collapse))
 
 
 FAMILY = (
     Rule("gap_matches_paper", GapMatchesPaper, gap_matches_paper,
          "a paired MoE - dense gap has the reported sign, significance and size"),
-    Rule("monotonic_in_rho", MonotonicInRho, monotonic_in_rho, "mean gaps increase with the MoE row's rho"),
-    Rule("sign_follows_rho", SignFollowsRho, sign_follows_rho,
-         "every negative gap sits at lower rho than every positive one"),
     Rule("row_above", RowAbove, row_above, "one row's per-seed metric exceeds another's on average (Welch t-test)"),
-    Rule("gap_order", GapOrder, gap_order, "mean gaps are in the stated increasing order"),
     Rule("accuracy_matches_paper", AccuracyMatchesPaper, accuracy_matches_paper,
          "a row's mean accuracy equals the reported one within its 95% CI and the printed precision"),
     Rule("gap_difference", GapDifference, gap_difference, "the difference of two gaps matches the reported reversal"),

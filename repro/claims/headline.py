@@ -1,8 +1,10 @@
-"""The headline of a run: how many claims of each scope came out each way, the explainer's claims apart.
+"""The headline of a run: how many claims of each group came out each way.
 
-A claim whose reported number appears only in the AI-written explainer that accompanies the paper
-(Verdict.source) is decided and shown like any other, but counted in a group of its own: the
-paper's text does not state it.
+Groups are scopes, with two further splits. Analytic claims come in three kinds (Claim.kind): numbers the
+paper prints that a count matches ("analytic"), bounds and properties that follow from the paper's
+architecture ("property"), and self-tests of this artifact's own code ("self-test": shown, never counted as a
+reproduction of the paper). A claim whose reported number appears only in the AI-written explainer that
+accompanies the paper (Verdict.source) is decided and shown like any other, but counted in a group of its own.
 """
 
 from __future__ import annotations
@@ -13,13 +15,19 @@ from repro.results.measurements import Status, Verdict
 
 SCOPES = ("analytic", "empirical", "gpu", "extension")
 EXPLAINER_GROUP = "explainer"  # counted apart: from the explainer, not the paper's text
-GROUPS = (*SCOPES, EXPLAINER_GROUP)
+PROPERTY_GROUP, SELF_TEST_GROUP = "property", "self-test"  # analytic claims that match no printed number
+GROUPS = ("analytic", PROPERTY_GROUP, SELF_TEST_GROUP, "empirical", "gpu", "extension", EXPLAINER_GROUP)
+NOT_REPRODUCTIONS = frozenset({SELF_TEST_GROUP})  # shown, never counted as reproductions of the paper
 STATUSES: tuple[Status, ...] = get_args(Status)  # reproduced, not reproduced, inconclusive, not run
 
 
 def group_of(v: Verdict) -> str:
-    """The headline group a verdict counts in: its scope, or the explainer's group."""
-    return EXPLAINER_GROUP if v.source == "explainer-and-summary" else v.scope
+    """The headline group a verdict counts in: the explainer's, an analytic kind's, or its scope."""
+    if v.source == "explainer-and-summary":
+        return EXPLAINER_GROUP
+    if v.scope == "analytic" and v.kind in (PROPERTY_GROUP, SELF_TEST_GROUP):
+        return v.kind
+    return v.scope
 
 
 def count_verdicts(verdicts: Iterable[Verdict]) -> dict[str, dict[Status, int]]:
@@ -30,3 +38,9 @@ def count_verdicts(verdicts: Iterable[Verdict]) -> dict[str, dict[Status, int]]:
             raise ValueError(f"verdict '{v.claim}' has scope {v.scope!r}; expected one of {', '.join(SCOPES)}")
         counts[group_of(v)][v.status] += 1
     return counts
+
+
+def reproductions(counts: dict[str, dict[Status, int]]) -> tuple[int, int]:
+    """(reproduced, decided) over the groups that count as reproductions of the paper (self-tests left out)."""
+    groups = [c for g, c in counts.items() if g not in NOT_REPRODUCTIONS]
+    return (sum(c["reproduced"] for c in groups), sum(c["reproduced"] + c["not reproduced"] for c in groups))

@@ -12,7 +12,7 @@ from repro.results.measurements import COMPARISON_METRICS, ROW_METRICS, parse_me
 # Which claim parameters name what: paper keys, rows, comparisons, metric paths, row metrics.
 PAPER_KEYS = ("paper", "threshold")
 ROW_KEYS = ("below", "above", "rows", "row", "baseline", "may_collapse")
-COMPARISON_KEYS = ("comparison", "comparisons", "minus", "others")
+COMPARISON_KEYS = ("comparison", "comparisons", "minus", "others", "deficit", "series")
 PATH_KEYS = ("metric", "other", "numerator", "denominator", "metrics")
 
 
@@ -41,20 +41,23 @@ class ProblemSink(Protocol):
 
 
 def check_references(manifest: ManifestLike, problems: ProblemSink) -> None:
-    """Every metric path, row and paper key a claim names must exist; each miss is added to problems."""
+    """Every metric path, row and paper key a claim names must exist; each miss is added to problems. A reference
+    to another manifest's row or comparison ("<manifest>:<id>") is checked with every manifest at hand
+    (repro.claims.across.check_across)."""
     rows = {r.id for r in manifest.rows}
     comps = {c.id for c in manifest.comparisons}
     table = manifest.paper_table
     for i, claim in enumerate(manifest.claims):
         for key, value in claim.params.items():
-            refs = value if isinstance(value, (list, tuple)) else [value]
-            for ref in refs:
+            for ref in param_refs(value):
                 if not isinstance(ref, str):
                     continue
                 where = f"claims[{i}].{key}"
                 if key in PAPER_KEYS:
                     if paper_value(table, ref) is None:
                         problems.add(where, f"paper_tables/{table}.toml has no value '{ref}'")
+                elif ":" in ref and key in ROW_KEYS + COMPARISON_KEYS:
+                    continue  # another manifest's: repro.claims.across
                 elif key in ROW_KEYS:
                     if ref not in rows:
                         problems.add(where, f"no row '{ref}'{closest(ref, sorted(rows))}")
@@ -67,6 +70,13 @@ def check_references(manifest: ManifestLike, problems: ProblemSink) -> None:
                     problems.add(where, f"unknown metric '{ref}'{closest(ref, sorted(ROW_METRICS))}")
         _check_may_collapse(claim, {c.id: (c.row, c.baseline) for c in manifest.comparisons}, f"claims[{i}]", problems)
         check_stated_signs(claim, manifest, f"claims[{i}]", problems)
+
+
+def param_refs(value: Any) -> list[Any]:
+    """The ids a parameter names: itself, its items, or the items of a table of lists (GapNotRising.series)."""
+    if isinstance(value, dict):
+        return [ref for v in value.values() for ref in param_refs(v)]
+    return list(value) if isinstance(value, (list, tuple)) else [value]
 
 
 # Rules that split or order settings by the sign of their gap: they must read every setting whose sign the
@@ -85,8 +95,8 @@ def check_stated_signs(claim: ClaimLike, manifest: ManifestLike, where: str, pro
     """A separation or sign rule refuses a list that leaves out a setting whose gap sign the text states
     (unless `excluded` names it with a reason), and a row put on the side its stated sign contradicts."""
     kind = SIGN_RULES.get(claim.rule)
-    if kind is None:
-        return
+    if kind is None or claim.params.get("stated_signs") == "paper":
+        return  # a claim over the whole paper's settings: checked with every manifest (repro.claims.across)
     signs = stated_signs(manifest, kind)
     excluded = claim.params.get("excluded") or {}
     for ref in excluded:
@@ -113,7 +123,7 @@ def claim_rows(claim: ClaimLike, comparisons: Iterable[_ComparisonLike]) -> tupl
     """Every row a claim's rule reads: named, through the comparisons it names, or in its metric paths."""
     rows, comps = set(), set()
     for key, value in claim.params.items():
-        refs = [v for v in (value if isinstance(value, (list, tuple)) else [value]) if isinstance(v, str)]
+        refs = [v for v in param_refs(value) if isinstance(v, str)]
         if key in ROW_KEYS:
             rows.update(refs)
         elif key in COMPARISON_KEYS:
@@ -130,7 +140,8 @@ def claim_rows(claim: ClaimLike, comparisons: Iterable[_ComparisonLike]) -> tupl
 
 def _check_may_collapse(claim: ClaimLike, pairs: dict[str, tuple[str, str]], where: str, problems: ProblemSink) -> None:
     """A row allowed to sit at chance must be a treatment the claim compares, never a baseline."""
-    named = [claim.params.get(k) for k in ("comparison", "minus")] + list(claim.params.get("comparisons") or ())
+    named = [claim.params.get(k) for k in ("comparison", "minus", "deficit")]
+    named += [c for k in ("comparisons", "others", "series") for c in param_refs(claim.params.get(k) or ())]
     compared = [pairs[c] for c in named if isinstance(c, str) and c in pairs]
     treatments = {row for row, _ in compared} | {claim.params.get("row")}
     baselines = {base for _, base in compared} | {claim.params.get("baseline")}
@@ -150,6 +161,8 @@ def _check_metric_path(path: str, rows: set[str], comps: set[str], where: str, p
         hint = closest(path.rsplit(".", 1)[-1], sorted(ROW_METRICS | COMPARISON_METRICS)) if path.count(".") == 2 else ""
         problems.add(where, f"{bad}{hint}")
         return
+    if ":" in ident:
+        return  # another manifest's row or comparison: repro.claims.across
     ids = rows if kind == "rows" else comps
     if ident not in ids:
         problems.add(where, f"no {kind[:-1]} '{ident}'{closest(ident, sorted(ids))}")

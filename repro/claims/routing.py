@@ -9,7 +9,10 @@ per-seed MoE - dense differences of a comparison's gap. Every compared row must 
     routing_concentrated   on every seed, one expert takes more than `share` of the test-time routing
     gap_tracks_routing     across seeds, the gap falls (or rises) with a routing metric: the correlation within
                            each comparison, pooled
-    balanced_yet_worst     a comparison's row routes near-perfectly balanced, yet its gap is the lowest
+    balanced_yet_worst     a comparison's row routes near-perfectly balanced, yet its gap is the lowest (the order
+                           judged as repro.claims.orders judges every order, so gap_order cannot disagree)
+    routing_uniform        on every seed a row's routing is uniform: its balance at least `balance`
+    layers_active_non_uniform  on every seed every backbone MoE layer uses every expert, balanced yet not uniformly
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from repro.claims.core import Evidence, Outcome, Rule, need, pct
+from repro.claims.orders import ordered_pairs
 from repro.results.measurements import comparison_metric, row_metric
 
 ALPHA = 0.05
@@ -110,17 +114,79 @@ def balanced_yet_worst(p: BalancedYetWorst, ev: Evidence) -> Outcome:
     balance = need(ev, row_metric(row, "routing_balance"))
     mean_balance = sum(balance.values()) / len(balance)
     gaps = {c: need(ev, comparison_metric(c, "gap")) for c in (p.comparison, *p.others)}
-    own = gaps[p.comparison]["mean"]
-    text = (f"{row}: routing balance {mean_balance:.3f} (near-perfect: at least {p.balance:g}); gap {pct(own)} against "
-            + ", ".join(f"{c} {pct(g['mean'])}" for c, g in gaps.items() if c != p.comparison))
+    own = gaps[p.comparison]
+    text = (f"{row}: routing balance {mean_balance:.3f} (near-perfect: at least {p.balance:g}); gap {pct(own['mean'])} "
+            "against " + ", ".join(f"{c} {pct(g['mean'])}" for c, g in gaps.items() if c != p.comparison))
     failed = [] if mean_balance >= p.balance else [f"balance: {mean_balance:.3f} is below {p.balance:g}"]
-    failed += [f"order: {p.comparison} ({pct(own)}) is not below {c} ({pct(g['mean'])})"
-               for c, g in gaps.items() if c != p.comparison and not own < g["mean"]]
+    inversions, unclear = ordered_pairs([(p.comparison, own, c, g) for c, g in gaps.items() if c != p.comparison])
     learned = tuple(dict.fromkeys(r for c in gaps for r in ev.rows_of(c)))
     measured = {"balance": mean_balance, **{c: g["mean"] for c, g in gaps.items()}}
-    if not failed:
-        return Outcome("reproduced", text, [], measured, must_have_learned=learned)
-    return Outcome("not reproduced", text, failed, measured, must_have_learned=learned)
+    balanced = not failed
+    failed += [f"order: {x}" for x in inversions + unclear]
+    if not balanced or inversions:
+        return Outcome("not reproduced", text, failed, measured, must_have_learned=learned)
+    if unclear:
+        return Outcome("inconclusive", text + "; out of order within seed noise", failed, measured,
+                       must_have_learned=learned)
+    return Outcome("reproduced", text, [], measured, must_have_learned=learned)
+
+
+def _per_seed(values: dict, ok) -> tuple[int, int]:
+    """(seeds that pass, seeds) of per-seed values."""
+    return sum(bool(ok(v)) for v in values.values()), len(values)
+
+
+def _by_seeds(passing: int, seeds: int, text: str, failure: str, measured: dict, row: str) -> Outcome:
+    learned = dict(must_have_learned=(row,))
+    if passing == seeds:
+        return Outcome("reproduced", text, [], measured, **learned)
+    if passing == 0:
+        return Outcome("not reproduced", text, [f"{failure}: no seed"], measured, **learned)
+    return Outcome("inconclusive", text, [f"{failure}: {passing} of {seeds} seeds"], measured, **learned)
+
+
+@dataclass(frozen=True)
+class RoutingUniform:
+    row: str
+    balance: float = 0.99  # "exactly uniform": the usage's entropy over log E at least this (the manifest says why)
+    at: Literal["test", "train"] = "test"  # test-time top-1 routing, or the last training epoch's dispatch
+
+
+def routing_uniform(p: RoutingUniform, ev: Evidence) -> Outcome:
+    metric = "routing_balance" if p.at == "test" else "train_routing_balance"
+    values = need(ev, row_metric(p.row, metric))
+    other = ev.get(row_metric(p.row, "train_routing_balance" if p.at == "test" else "routing_balance"))
+    text = (f"{p.row}: {'test-time' if p.at == 'test' else 'training'} routing balance "
+            + ", ".join(f"{values[s] + 0.0:.3f}" for s in sorted(values)) + f" per seed (uniform: at least {p.balance:g})")
+    if other:
+        text += (f"; {'training' if p.at == 'test' else 'test-time'} balance "
+                 + ", ".join(f"{other[s] + 0.0:.3f}" for s in sorted(other)))
+    return _by_seeds(*_per_seed(values, lambda v: v >= p.balance), text, f"balance: at least {p.balance:g}",
+                     {p.row: dict(values)}, p.row)
+
+
+@dataclass(frozen=True)
+class LayersActiveNonUniform:
+    row: str
+    layers: int = 8  # the MoE layers the text counts
+    min_share: float = 0.01  # "active": every expert takes at least this share of its layer's assignments
+    balanced: float = 0.90  # "balanced": every layer's usage entropy over log E at least this
+    uniform: float = 0.99  # "non-uniform": every layer's below this (RoutingUniform's "exactly uniform")
+
+
+def layers_active_non_uniform(p: LayersActiveNonUniform, ev: Evidence) -> Outcome:
+    count, share = need(ev, row_metric(p.row, "moe_layers")), need(ev, row_metric(p.row, "layer_min_share"))
+    low, high = need(ev, row_metric(p.row, "layer_balance_min")), need(ev, row_metric(p.row, "layer_balance_max"))
+    seeds = sorted(count)
+    text = (f"{p.row} per seed (last training epoch): " + "; ".join(
+        f"{count[s]} layers, least-used expert {100 * share[s]:.1f}%, balance {low[s]:.3f}-{high[s]:.3f}"
+        for s in seeds) + f" (claimed: {p.layers} layers, every expert at least {100 * p.min_share:g}%, balance in "
+        f"[{p.balanced:g}, {p.uniform:g}))")
+    ok = {s: count[s] == p.layers and share[s] >= p.min_share and low[s] >= p.balanced and high[s] < p.uniform
+          for s in seeds}
+    measured = {"moe_layers": dict(count), "layer_min_share": dict(share), "layer_balance_min": dict(low),
+                "layer_balance_max": dict(high)}
+    return _by_seeds(*_per_seed(ok, bool), text, "layers active, balanced, not uniform", measured, p.row)
 
 
 FAMILY = (
@@ -130,6 +196,9 @@ FAMILY = (
          "across seeds the gap falls (or rises) with a routing metric, within each comparison"),
     Rule("balanced_yet_worst", BalancedYetWorst, balanced_yet_worst,
          "a comparison's row routes near-perfectly balanced yet has the lowest gap"),
+    Rule("routing_uniform", RoutingUniform, routing_uniform, "on every seed a row's routing is uniform"),
+    Rule("layers_active_non_uniform", LayersActiveNonUniform, layers_active_non_uniform,
+         "on every seed every backbone MoE layer uses every expert, balanced yet not uniformly"),
 )
 
 

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+from repro.claims.bands import FAMILY as BAND_RULES
 from repro.claims.extension import FAMILY as EXTENSION_RULES
 from repro.claims.gaps import FAMILY as GAP_RULES
 from repro.claims.latency import FAMILY as LATENCY_RULES
+from repro.claims.orders import FAMILY as ORDER_RULES
 from repro.claims.routing import FAMILY as ROUTING_RULES
 from repro.claims.values import FAMILY as VALUE_RULES
 from repro.core.registry import Registry
 
-FAMILIES = (VALUE_RULES, GAP_RULES, ROUTING_RULES, LATENCY_RULES, EXTENSION_RULES)
+FAMILIES = (VALUE_RULES, GAP_RULES, ORDER_RULES, BAND_RULES, ROUTING_RULES, LATENCY_RULES, EXTENSION_RULES)
 
 
 def build_rules() -> Registry:

@@ -255,6 +255,29 @@ def seeds_for_power(d: float, power: float = 0.8, alpha: float = 0.05, max_n: in
     return hi
 
 
+def d_z_interval(d: float, n: int, level: float = 0.95) -> tuple[float, float]:
+    """Confidence interval of d_z from an observed d_z over n >= 2 paired seeds: the noncentralities that put
+    the observed t = d sqrt(n) at the (1 + level)/2 and (1 - level)/2 quantiles of the noncentral t with n - 1
+    degrees of freedom, over sqrt(n) (the interval inverts the test, as in Cumming and Finch 2001)."""
+    if n < 2 or not math.isfinite(d):
+        raise ValueError(f"d_z_interval: needs n >= 2 and a finite d, got d={d}, n={n}")
+    df, t = n - 1, d * math.sqrt(n)
+
+    def solve(tail: float) -> float:  # the nc with P(T > t | nc) = tail; P rises with nc
+        lo, hi = t - 10.0, t + 10.0
+        while _nct_sf(t, df, lo) > tail:
+            lo -= 2 * (hi - lo)
+        while _nct_sf(t, df, hi) < tail:
+            hi += 2 * (hi - lo)
+        for _ in range(200):
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if _nct_sf(t, df, mid) < tail else (lo, mid)
+        return (lo + hi) / 2
+
+    alpha = (1 - level) / 2
+    return solve(alpha) / math.sqrt(n), solve(1 - alpha) / math.sqrt(n)
+
+
 # ---------------------------------------------------------------------------
 # The paper's effect sizes, and the seeds 80% power at them needs (repro.claims, repro.cost.plan,
 # the audit in repro.claims.stats_audit). A reported value is a repro.spec.paper.PaperValue.

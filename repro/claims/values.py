@@ -102,6 +102,11 @@ class Separates:
     # Rows whose gap sign the text states but that the claim leaves out, each with the reason: every row with
     # a stated sign must be in below, above or here (repro.claims.references.check_stated_signs).
     excluded: dict[str, str] = field(default_factory=dict)
+    # "paper": the claim must read every setting whose gap sign the text states in any table, not only in its own
+    # (repro.claims.across.check_paper_signs). Each row then names the settings it counts, "<manifest>:<comparison>"
+    # (the comparison whose MoE row it is), and `excluded` is keyed by such settings.
+    stated_signs: Literal["table", "paper"] = "table"
+    settings: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 def separates(p: Separates, ev: Evidence) -> Outcome:

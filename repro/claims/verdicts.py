@@ -31,7 +31,7 @@ def evaluate(claim: ClaimLike, ev: Evidence) -> Verdict:
     """Decide one manifest claim on the evidence; never raises for missing data."""
     base = dict(claim=claim.id, statement=claim.statement, section=claim.section, scope=claim.scope,
                 paper_scale=ev.paper_scale or claim.scope == "analytic", seeds_needed=_seeds_needed(claim, ev),
-                source=reference_source(claim, ev.paper_table))
+                source=reference_source(claim, ev.paper_table), kind=getattr(claim, "kind", ""))
     if claim.scope == "gpu" and ev.device != "cuda":
         return Verdict(**base, status="not run",
                        evidence=f"needs a GPU (scope gpu); measured on {ev.device}, so not decided")

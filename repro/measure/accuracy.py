@@ -85,6 +85,30 @@ def routers_moved(router_shift: dict[str, float]) -> tuple[float, float] | None:
     return max(shifts), sum(v > 0 for v in shifts) / len(shifts)
 
 
+def _balance(usage: list[float]) -> float | None:
+    """The usage's entropy over log E (1: every expert equally often); None with no usage or one expert."""
+    total, e = sum(usage), len(usage)
+    if total <= 0 or e < 2:
+        return None
+    shares = [u / total for u in usage]
+    return -sum(p * math.log(p) for p in shares if p > 0) / math.log(e)
+
+
+def routing_in_training(routing: dict) -> dict[str, float]:
+    """Row metrics of a run's last training epoch (Section 4.6): the head's dispatch balance, and over the
+    backbone's MoE layers their number, the least-used expert's share of its layer and the lowest and highest
+    layer balance. Empty without routing."""
+    out = {}
+    if (head := _balance(routing.get("expert_usage") or [])) is not None:
+        out["train_routing_balance"] = head
+    layers = [layer["expert_usage"] for layer in (routing.get("layers") or {}).values() if sum(layer["expert_usage"])]
+    if layers:
+        balances = [_balance(u) or 0.0 for u in layers]
+        out.update(moe_layers=len(layers), layer_min_share=min(min(u) / sum(u) for u in layers),
+                   layer_balance_min=min(balances), layer_balance_max=max(balances))
+    return out
+
+
 def measure_accuracy(manifest: Manifest, ctx: Context) -> Measurement:
     from repro.execution.runs import DataOptions, RunRequest, execute_runs
     from repro.claims.stats import paired_gap
@@ -127,6 +151,8 @@ def measure_accuracy(manifest: Manifest, ctx: Context) -> Measurement:
         if moved is not None:
             for metric, value in zip(("router_shift", "routers_moved"), moved):
                 routing.setdefault(p.row, {}).setdefault(metric, {})[p.seed] = value
+        for metric, value in routing_in_training(summary.routing).items():
+            routing.setdefault(p.row, {}).setdefault(metric, {})[p.seed] = value
         runs.setdefault(p.row, []).append(summary.to_dict())
     for row in manifest.rows:
         if "accuracy" not in row.measures:

@@ -17,6 +17,7 @@ from typing import Any, Literal, get_type_hints
 
 from repro import REPO_ROOT
 from repro.claims import RULES, check_references
+from repro.claims.across import check_across
 from repro.data.specs import DATASETS
 from repro.models import BACKBONES, HEADS, Component
 from repro.models.configs import ConfigError
@@ -85,6 +86,10 @@ class Claim:
     # What the paper rests on this finding, relative to the others (1): `repro plan` decides the
     # heaviest claims first within a budget.
     weight: float = bounded(1.0, ge=0.0, le=100.0)
+    # An analytic claim says what it checks (repro.claims.headline): "printed", a number the paper prints that a
+    # count matches; "property", a bound or property that follows from the paper's architecture; "self-test", of
+    # this artifact's own code (shown, not counted as a reproduction). Other scopes leave it empty.
+    kind: Literal["", "printed", "property", "self-test"] = ""
 
 
 @dataclass(frozen=True)
@@ -110,6 +115,9 @@ class Manifest:
     path: str = ""
     sensitivity: tuple[Sensitivity, ...] = ()  # rows generated from the readings' alternatives (repro.spec.readings)
     readings: tuple[Reading, ...] = ()  # the readings (repro/spec/readings.toml) that apply to this table's rows
+    # Claims another manifest decides that this table shows too, "<manifest>:<claim>" (repro.claims.across):
+    # a finding two tables share is decided once and counted once.
+    shows: tuple[str, ...] = ()
 
     def row(self, row_id: str) -> Row:
         return next(r for r in self.rows if r.id == row_id)
@@ -126,7 +134,7 @@ class Manifest:
 
 
 _TOP_KEYS = ["id", "title", "paper_ref", "description", "paper_table", "seeds", "rows", "comparisons", "claims",
-             "assumptions", "figures", "sensitivity"]
+             "assumptions", "figures", "sensitivity", "shows"]
 _ROW_KEYS = [k for k in field_names(Row) if k not in ("reading", "base")]  # those two: generated rows only
 _CLAIM_KEYS = [k for k in field_names(Claim) if k != "params"]
 
@@ -206,7 +214,11 @@ def _claim(data: Any, path: str, problems: Problems) -> Claim | None:
     typed = check_params(cfg, {k: v for k, v in params.items() if k in allowed}, path, problems)
     if claim is None:
         return None
-    return Claim(claim.id, claim.statement, claim.section, claim.rule, claim.scope, typed, claim.weight)
+    if (claim.scope == "analytic") != bool(claim.kind):
+        problems.add(f"{path}.kind", "an analytic claim states its kind ('printed', 'property' or 'self-test'), "
+                     "and only an analytic one" if claim.scope == "analytic" else
+                     f"kind is for analytic claims; this one is {claim.scope}")
+    return Claim(claim.id, claim.statement, claim.section, claim.rule, claim.scope, typed, claim.weight, claim.kind)
 
 
 def parse_manifest(data: dict[str, Any], file: str | Path) -> Manifest:
@@ -230,6 +242,7 @@ def parse_manifest(data: dict[str, Any], file: str | Path) -> Manifest:
     sensitivity = [from_dict(Sensitivity, s, f"sensitivity[{i}]", problems)
                    for i, s in enumerate(_list(data, "sensitivity", problems))]
     seeds = convert(int, data["seeds"], "seeds", problems) if "seeds" in data else None
+    shows = convert(tuple[str, ...], data["shows"], "shows", problems) if "shows" in data else ()
     if seeds is not None and not 1 <= seeds <= MAX_SEEDS:
         problems.add("seeds", f"{seeds!r} is out of range; allowed: 1 <= value <= {MAX_SEEDS}")
 
@@ -281,7 +294,7 @@ def parse_manifest(data: dict[str, Any], file: str | Path) -> Manifest:
         assumptions=tuple(a for a in assumptions if a is not None), figures=tuple(figures), seeds=seeds,
         path=str(file), sensitivity=tuple(s for s in sensitivity if s is not None),
         readings=applying(rows, readings, scalars.get("id", ""), claims),
-        **scalars,
+        shows=tuple(shows or ()), **scalars,
     )
     check_references(manifest, problems)
     if problems.items:
@@ -340,6 +353,10 @@ def load_valid(directory: str | Path | None = None, profiles_file: str | Path | 
             manifests.append(parse_manifest(read_toml(path), path))
         except SchemaError as exc:
             invalid[path.stem] = exc
+    for manifest_id, problems in check_across(manifests).items():  # what one manifest names in another
+        bad = next(m for m in manifests if m.id == manifest_id)
+        invalid[manifest_id] = SchemaError(bad.path, problems)
+    manifests = [m for m in manifests if m.id not in invalid]
     check_against(profiles, files, manifests)
     return [with_profiles(m, profiles, defaults) for m in manifests], invalid
 

@@ -67,6 +67,7 @@ class TableView:
     result: ManifestResult | None
     extension: bool
     claims: list[ClaimView] = field(default_factory=list)
+    shown: list[ClaimView] = field(default_factory=list)  # decided in another table (Verdict.decided_in)
     tables: list[Table] = field(default_factory=list)
     trained: TrainedOn | None = None
     counts: dict[str, int] = field(default_factory=dict)
@@ -129,6 +130,7 @@ def table_views(entries: list[tuple[Manifest, ManifestResult | None]], extension
         view = TableView(manifest, result, manifest.id in extension)
         if result is not None:
             view.claims = [_claim_view(manifest, result, v, figures, runs_href) for v in result.verdicts]
+            view.shown = [_claim_view(manifest, result, v, figures, runs_href) for v in result.shown]
             view.tables = build_tables(manifest, result)
             view.trained = trained_on(manifest, result)
             view.counts = {s: sum(v.status == s for v in result.verdicts) for s in STATUSES}

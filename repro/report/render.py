@@ -11,7 +11,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from repro.core.fsutil import atomic_write_text
 from repro.plan.manifest import Manifest
 from repro.results.measurements import ManifestResult, profile_dir
-from repro.report.table_rows import Table, build_tables, only_under, verdict_counts
+from repro.report.table_rows import Table, build_tables, verdict_counts
 from repro.report.trained_on import TrainedOn, trained_on
 
 _LATEX_SPECIAL = {
@@ -79,10 +79,22 @@ def render_standalone_tex(manifest: Manifest, tables: list[Table], trained: Trai
         manifest=manifest, body=render_tables_tex(manifest, tables, trained))
 
 
+def alternative_only(result: ManifestResult) -> dict[str, list[Any]]:
+    """Claim id -> the alternative readings (repro.claims.under_readings.ReadingOutcome) under which a claim that the
+    chosen readings do not reproduce is reproduced: the checklist says so on a line of its own."""
+    out = {}
+    for entry in result.readings:
+        if entry.chosen.status != "reproduced":
+            alternatives = [o for o in entry.alternatives if o.status == "reproduced"]
+            if alternatives:
+                out[entry.claim] = alternatives
+    return out
+
+
 def render_claims_md(manifest: Manifest, result: ManifestResult) -> str:
     return environment().get_template("claims.md.j2").render(
         manifest=manifest, result=result, counts=verdict_counts(result.verdicts), trained=trained_on(manifest, result),
-        only_under=only_under(result))
+        alternative_only=alternative_only(result))
 
 
 def write_manifest_outputs(manifest: Manifest, result: ManifestResult, results_dir: Path) -> list[Path]:
@@ -131,6 +143,7 @@ def render_report(entries: list[tuple[Manifest, ManifestResult | None]], summary
     blocks = []
     for manifest, result in entries:
         tables = build_tables(manifest, result) if result else []
-        blocks.append({"manifest": manifest, "result": result, "tables": tables, "only_under": only_under(result)})
+        blocks.append({"manifest": manifest, "result": result, "tables": tables,
+                       "alternative_only": alternative_only(result) if result else {}})
     return environment().get_template("report.md.j2").render(
         blocks=blocks, summary=summary, extra_sections=extra_sections or [], figures=figures)

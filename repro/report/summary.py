@@ -10,14 +10,17 @@ from pathlib import Path
 from typing import Any
 
 from repro.claims import count_verdicts
+from repro.claims.headline import reproductions
 from repro.core.fsutil import atomic_write_text
 from repro.plan.manifest import Manifest
 from repro.report.figures import render_figures
 from repro.report.figures_extension import extension_section, is_extension
 from repro.report.html import write_report_html
 from repro.report.learning import is_functional, learning_checks, render_learning, summary_line
-from repro.report.readings_section import readings_cost, readings_entries, readings_summary, render_readings, trained_lines, trained_summary
-from repro.report.render import render_audit, render_figure_section, render_report
+from repro.report.readings_section import (
+    readings_cost, readings_entries, readings_summary, render_readings, trained_lines, trained_summary,
+)
+from repro.report.render import render_audit, render_figure_section, render_report, write_manifest_outputs
 from repro.results.measurements import FlopCheck, ManifestResult, profile_dir
 from repro.report.time_table import render_timings
 from repro.results.timings import flush, phase
@@ -29,8 +32,7 @@ def summary_lines(entries: list[tuple[Manifest, ManifestResult | None]], check: 
     total_claims = sum(len(m.claims) for m, _ in entries)
     counts = count_verdicts(verdicts)
     not_in_results = sum(len(m.claims) for m, r in entries if r is None)  # tables never run: their claims
-    reproduced = sum(c["reproduced"] for c in counts.values())
-    decided = sum(c["reproduced"] + c["not reproduced"] for c in counts.values())
+    reproduced, decided = reproductions(counts)  # self-tests of this artifact's code are no reproduction
     regenerated = sum(1 for m, r in entries if r is not None and r.ok and m.id not in failures)
     lines = [f"Tables regenerated: {regenerated} / {len(entries)}"]
     for scope, c in counts.items():
@@ -49,7 +51,10 @@ def summary_lines(entries: list[tuple[Manifest, ManifestResult | None]], check: 
             "per_table": [(m.id, count_verdicts(r.verdicts) if r else None, len(m.claims)) for m, r in entries]}
 
 
-SCOPE_TITLES = {"analytic": "Analytic (FLOP counts) claims", "empirical": "Empirical (training) claims",
+SCOPE_TITLES = {"analytic": "Analytic claims: numbers the paper prints, matched by FLOP counts",
+                "property": "Analytic claims: bounds and properties of the paper's architecture",
+                "self-test": "Self-tests of this artifact's code (shown, not counted as reproductions)",
+                "empirical": "Empirical (training) claims",
                 "gpu": "GPU-scoped (latency) claims",
                 "explainer": "Claims from the explainer, not the paper's text (any scope; counted apart)"}
 
@@ -103,6 +108,9 @@ def _write_report(entries: list[tuple[Manifest, ManifestResult | None]], results
         sections.insert(0, ("Does every method learn real images? (functional)", render_learning(checks, signs)))
     path = out / "report.md"
     atomic_write_text(path, render_report(reproduction, summary, sections, figures))
+    for manifest, result in entries:  # each table's claims.md as decided with the others (repro.claims.across)
+        if result is not None:
+            write_manifest_outputs(manifest, result, results_dir)
     # report.html: the same data; the extension manifests' figures and claims sit among the others there.
     write_report_html(entries, {m.id for m, _ in entries if is_extension(m)}, summary, drawn,
                       [s for s in sections if s is not beyond], SCOPE_TITLES, out, results_dir)

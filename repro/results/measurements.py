@@ -33,6 +33,9 @@ ROW_METRICS = frozenset({
     # per seed, H(p_bar) / log E of the head's routing probabilities over its last training epoch (the record's
     # routing_entropy): "routing entropy" read as the entropy of p (the reading "routing-entropy")
     "routing_p_entropy",
+    # per seed, of the last training epoch: the head's dispatch balance; and over a backbone's MoE layers (Section
+    # 4.6) their number, the least-used expert's share of its layer, the lowest and highest layer balance
+    "train_routing_balance", "moe_layers", "layer_min_share", "layer_balance_min", "layer_balance_max",
     "latency_ms", "op_calls", "model_latency_ms", "backbone_latency_ms", "host_syncs", "kernel_launches",
     "num_experts",
     # per seed, of a backbone MoE's routers (Table 5): the largest summed per-epoch relative shift of a layer's
@@ -194,6 +197,12 @@ class Verdict:
     # Where the reported number the verdict is judged against is printed: a claim whose reference
     # appears only in the AI-written explainer is counted apart from the paper's (repro.claims.headline).
     source: str = "method-and-results"
+    # Set on a verdict a table shows but another decides (Manifest.shows, repro.claims.across): that table's id.
+    decided_in: str = ""
+    # For an analytic claim: "printed" (a number the paper prints, matched by a count), "property" (a bound or
+    # property that follows from the paper's architecture) or "self-test" (of this artifact's own code, shown but
+    # not counted as a reproduction of the paper); repro.claims.headline groups by it.
+    kind: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -216,6 +225,9 @@ class ManifestResult:
     # The analytic claims under each alternative reading (repro.claims.under_readings.ClaimReadings), decided with the
     # verdicts from the counts in details[READINGS_DETAIL]; written to results.json, decided again when read.
     readings: list[Any] = field(default_factory=list)
+    # Verdicts of claims another table decides and this one shows (Manifest.shows): derived when the results are
+    # decided together (repro.claims.decide), never counted here, not written to results.json.
+    shown: list[Verdict] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:

@@ -22,12 +22,12 @@ def test_reproduced_when_sign_significance_and_size_agree():
 
 def test_failed_on_sign_with_enough_seeds():
     out = judge_gap(gap([-1.0, -2.5, -0.4, -1.9, -1.2, -0.8, -2.2, -1.5, -0.3, -1.1]), HEADLINE)
-    assert out.status == "not reproduced" and out.failed[0].startswith("sign: measured -, reported +")
+    assert out.status == "not reproduced" and out.failed[0].startswith("sign: measured negative, reported positive")
 
 
 def test_an_underpowered_opposite_sign_is_inconclusive_and_says_so():
     out = judge_gap(gap([-0.5, 0.2, -0.9]), HEADLINE)  # 3 seeds < 10 needed, opposite sign, p > .05
-    assert out.status == "inconclusive" and out.failed[0] == "sign: measured -, reported +"
+    assert out.status == "inconclusive" and out.failed[0] == "sign: measured negative, reported positive"
     assert out.evidence.endswith("needs 10 seeds, 3 run); the opposite sign is not significant")
 
 
@@ -109,7 +109,7 @@ def test_a_gap_the_text_says_is_not_positive():
     assert judge_gap(gap([-0.2, 0.1, -0.3]), NOT_POSITIVE).status == "reproduced"
     assert judge_gap(gap([-0.2, 0.1, -0.3]), NOT_POSITIVE).p_value is None  # nothing significant is claimed
     out = judge_gap(gap([0.8, 0.9, 1.0, 0.85, 0.95]), NOT_POSITIVE)
-    assert out.status == "not reproduced" and out.failed == ["sign: measured +, reported not positive"]
+    assert out.status == "not reproduced" and out.failed == ["sign: measured positive, reported not positive"]
     assert judge_gap(gap([0.8, -0.2, 0.1]), NOT_POSITIVE).status == "inconclusive"
 
 

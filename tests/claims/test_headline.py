@@ -15,6 +15,8 @@ def test_counts_by_scope_and_status_with_zeros():
           _v("empirical", "not run"), _v("empirical", "inconclusive"), _v("gpu", "not run")]
     assert count_verdicts(vs) == {
         "analytic": {"reproduced": 2, "not reproduced": 1, "inconclusive": 0, "not run": 0},
+        "property": {"reproduced": 0, "not reproduced": 0, "inconclusive": 0, "not run": 0},
+        "self-test": {"reproduced": 0, "not reproduced": 0, "inconclusive": 0, "not run": 0},
         "empirical": {"reproduced": 0, "not reproduced": 0, "inconclusive": 1, "not run": 1},
         "gpu": {"reproduced": 0, "not reproduced": 0, "inconclusive": 0, "not run": 1},
         "extension": {"reproduced": 0, "not reproduced": 0, "inconclusive": 0, "not run": 0},
@@ -47,3 +49,46 @@ def test_which_claims_rest_on_the_explainer():
     assert explainer == ["table5/bb_moe_k1_gap_size", "table5/bb_moe_k2_gap_size", "table6/rho_cifar_dw_near_half",
                          "table7/cifar100_loop_36ms"]
     assert sources["table5/bb_moe_k2_positive"] == sources["table5/bb_moe_k_reversal"] == "method-and-results"
+
+
+def test_the_analytic_group_keeps_printed_numbers_properties_and_self_tests_apart():
+    from repro.claims.headline import reproductions
+
+    vs = [Verdict("printed", "s", "0", "analytic", "reproduced", "e", kind="printed"),
+          Verdict("bound", "s", "0", "analytic", "reproduced", "e", kind="property"),
+          Verdict("loop", "s", "0", "analytic", "reproduced", "e", kind="self-test"),
+          Verdict("gap", "s", "0", "empirical", "not reproduced", "e")]
+    counts = count_verdicts(vs)
+    assert [counts[g]["reproduced"] for g in ("analytic", "property", "self-test")] == [1, 1, 1]
+    assert reproductions(counts) == (2, 3)  # a self-test of this artifact's code is no reproduction of the paper
+
+
+def test_the_shipped_analytic_claims_state_their_kind():
+    from repro.plan.manifest import load_all
+
+    kinds = {c.id: c.kind for m in load_all() for c in m.claims if c.scope == "analytic"}
+    assert {k for k, v in kinds.items() if v == "self-test"} == {"loop_ops_grow_with_experts",
+                                                                  "batched_ops_constant_in_experts"}
+    assert {k for k, v in kinds.items() if v == "property"} == {
+        "imagenet_heads_below_1pct_r18", "imagenet_heads_below_1pct_mnv2", "backbone_moe_rho_independent_of_k",
+        "depthwise_raises_rho"}
+    assert kinds["rho_r18_head"] == kinds["rho_backbone_moe"] == "printed"
+    assert all(c.kind == "" for m in load_all() for c in m.claims if c.scope != "analytic")
+
+
+def test_an_analytic_claim_without_its_kind_is_refused():
+    import copy
+
+    import pytest
+
+    from repro import REPO_ROOT
+    from repro.plan.manifest import parse_manifest
+    from repro.core.schema import SchemaError, read_toml
+
+    doc = copy.deepcopy(read_toml(REPO_ROOT / "manifests" / "table6.toml"))
+    del doc["claims"][0]["kind"]
+    doc["claims"][1]["scope"], doc["claims"][1]["kind"] = "empirical", "printed"
+    with pytest.raises(SchemaError) as exc:
+        parse_manifest(doc, "table6.toml")
+    assert any(p.startswith("claims[0].kind: an analytic claim states its kind") for p in exc.value.problems)
+    assert any(p.startswith("claims[1].kind: kind is for analytic claims") for p in exc.value.problems)

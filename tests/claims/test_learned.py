@@ -51,7 +51,7 @@ def test_a_chance_level_baseline_gives_inconclusive():
     assert v.status == "inconclusive"
     assert v.failed == ["learned: dense did not learn (10.00% vs chance 10.00%; needs at least 14.50% and p < 0.05, "
                         "one-sided t over 4 seeds: p=0.5)"]
-    assert v.evidence.startswith("gap +0.49pp") and v.p_value is None  # measured evidence still shown
+    assert v.evidence.startswith("gap +0.49 ± 0.09pp") and v.p_value is None  # measured evidence still shown
     trained = {**metrics, **learned("dense")}
     assert evaluate(GAP_CLAIM, _ev(trained, comparison_rows={"std_h2048": ("moe", "dense")})).status == "reproduced"
 

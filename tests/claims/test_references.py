@@ -61,37 +61,61 @@ def _claim_of(doc, claim_id):
     return next(c for c in doc["claims"] if c["id"] == claim_id)
 
 
-def test_a_separation_rule_refuses_a_row_list_that_leaves_out_a_setting_whose_sign_the_text_states():
-    # rho_threshold_separates used to list only three settings below ~7%: the standard-backbone CIFAR-10 MoE
-    # (rho 8.2%, not positive by Section 4.2 and 5) and Table 1's DW h=128 (24.4%, negative) were left out.
-    doc = _table("table6")
-    sep = _claim_of(doc, "rho_threshold_separates")
-    sep["below"] = ["r18_head", "mnv2_head", "tiny_std_moe"]
-    problems = _load_problems(doc, "table6")
-    for row, sign in (("cifar10_std_moe", "<=0"), ("cifar10_dw_h128_moe", "-")):
-        assert any(f"separates leaves out '{row}', whose gap sign the text states ({sign})" in p for p in problems)
+def _paper_sign_problems(doc):
+    """check_across's problems for table6 with `doc` in its place (the guard needs every manifest)."""
+    from repro.claims.across import check_across
+    from repro.plan.manifest import load_all, parse_manifest
+
+    manifests = [parse_manifest(doc, "table6.toml") if m.id == "table6" else m for m in load_all()]
+    return check_across(manifests).get("table6", [])
 
 
-def test_a_separation_rule_refuses_a_setting_on_the_side_its_sign_contradicts_and_an_unstated_exclusion():
+def test_a_separation_rule_reads_every_setting_whose_sign_any_table_states():
+    # The threshold claim listed only table6's own stated rows: CIFAR-10 w=2.0 (+, rho 10.6%), CIFAR-100 w=0.72
+    # (+), Tiny w=2.0 (+), MobileNet-V2 h=256 (-) and the Soft MoE / Expert Choice rows were neither listed nor
+    # excluded. Leaving one out is refused, whichever table states its sign.
     doc = _table("table6")
     sep = _claim_of(doc, "rho_threshold_separates")
+    sep["above"].remove("cifar10_dw2_moe")
+    del sep["settings"]["cifar10_dw2_moe"]
+    del sep["excluded"]["table9:c100_soft"]
+    problems = _paper_sign_problems(doc)
+    i = doc["claims"].index(sep)
+    assert f"claims[{i}]: separates leaves out 'headline_cifar10:dw2', whose gap sign the text states (+): list a " \
+           "row that counts it, or exclude it with the reason" in problems
+    assert any("leaves out 'table9:c100_soft', whose gap sign the text states (-)" in p for p in problems)
+    assert any("'cifar10_dw2_moe': its gap sign is stated (+); list it" in p for p in problems)
+
+
+def test_a_separation_rule_refuses_a_setting_on_the_wrong_side_another_model_or_an_unstated_exclusion():
+    doc = _table("table6")
+    sep = _claim_of(doc, "rho_threshold_separates")
+    i = doc["claims"].index(sep)
     sep["below"].remove("cifar10_std_moe")
     sep["above"].append("cifar10_std_moe")
-    sep["excluded"]["cifar10_dw072_dense"] = "a dense row"
-    problems = _load_problems(doc, "table6")
-    assert any("'cifar10_std_moe': the text states its gap sign <=0, which puts it below, not above" in p
-               for p in problems), problems
-    assert any("excluded: 'cifar10_dw072_dense' has no gap sign the text states" in p for p in problems)
+    sep["settings"]["mnv2_head"] = ["table4:mnv2_h256"]  # the h=256 model, not table6's h=512 row
+    sep["excluded"]["table4:r18_dense"] = "a dense row"
+    problems = _paper_sign_problems(doc)
+    assert f"claims[{i}]: 'cifar10_std_moe': table9:cifar10_sparse_std's stated gap sign <=0 puts it below, not " \
+           "above" in problems
+    assert any(p.startswith(f"claims[{i}]: settings.mnv2_head: 'table4:mnv2_h256' compares table4's mnv2_h256_moe, "
+                            "a different model") for p in problems)
+    assert f"claims[{i}]: excluded: 'table4:r18_dense' is no setting whose gap sign the text states" in problems
 
 
 def test_the_shipped_separation_claim_reads_every_stated_setting_and_its_verdict_follows():
-    from repro.claims.references import stated_signs
-    from repro.plan.manifest import find_manifest
+    from repro.claims.across import paper_signs
+    from repro.plan.manifest import find_manifest, load_all
 
     t6 = find_manifest("table6")
     sep = next(c for c in t6.claims if c.id == "rho_threshold_separates")
-    listed = set(sep.params["below"]) | set(sep.params["above"]) | set(sep.params["excluded"])
-    assert listed == set(stated_signs(t6, "rows")) and len(listed) == 10
+    counted = {s for settings in sep.params["settings"].values() for s in settings}
+    stated = paper_signs({m.id: m for m in load_all()})
+    assert set(stated) == (counted - set(sep.params["excluded"])) | set(sep.params["excluded"])
+    assert len(stated) == 34 and len(sep.params["below"]) + len(sep.params["above"]) == 13
+    for row in ("cifar10_dw2_moe", "cifar100_dw072_moe", "tiny_dw2_moe"):
+        assert row in sep.params["above"]
+    assert "mnv2_h256_head" in sep.params["below"]
 
 
 def test_a_sign_rule_over_comparisons_must_read_every_comparison_whose_sign_the_text_states():

@@ -78,3 +78,53 @@ def test_table4_and_table9_decide_the_findings_the_checklist_lacked():
     t9 = {c.id: c for c in find_manifest("table9").claims}
     assert t9["t9_cifar10_sparse_std_not_positive"].params == {"comparison": "cifar10_sparse_std",
                                                                "paper": "cifar10_sparse_std.gap"}
+
+
+def test_training_routing_from_a_record_golden():
+    from repro.measure.accuracy import routing_in_training
+
+    # a head's last epoch: 4 experts used 25/25/25/25; two backbone layers, one with an expert at 2 of 100
+    record = {"expert_usage": [25, 25, 25, 25],
+              "layers": {"layer3.0.conv1": {"expert_usage": [50, 30, 18, 2]},
+                         "layer3.0.conv2": {"expert_usage": [25, 25, 25, 25]}}}
+    out = routing_in_training(record)
+    low = -sum(x * math.log(x) for x in (0.5, 0.3, 0.18, 0.02)) / math.log(4)
+    assert out == pytest.approx({"train_routing_balance": 1.0, "moe_layers": 2, "layer_min_share": 0.02,
+                                 "layer_balance_min": low, "layer_balance_max": 1.0})
+    assert routing_in_training({}) == {}
+
+
+def test_exactly_uniform_and_majority_on_one_expert_cannot_both_hold_on_one_evidence():
+    # Section 4.6 says the head-only k=1 model converged to exactly uniform routing; Section 5.3 that ResNet-18's
+    # head-only MoE sends the majority of test images to one expert. Read on the same test-time routing, a share
+    # above one half caps the balance at 0.80 with 8 experts, so at most one of the two claims reproduces.
+    rows = {"r18_h512": ("moe", "dense")}
+    uniform = _claim("routing_uniform", row="moe", balance=0.99)
+    majority = _claim("routing_concentrated", row="moe", share=0.5)
+    for top in (0.13, 0.3, 0.51, 0.9):
+        rest = (1 - top) / 7
+        balance = -(top * math.log(top) + 7 * rest * math.log(rest)) / math.log(8)
+        ev = _ev({"rows.moe.routing_top_share": {0: top, 1: top}, "rows.moe.routing_balance": {0: balance, 1: balance}},
+                 rows)
+        both = [evaluate(c, ev).status for c in (uniform, majority)]
+        assert both.count("reproduced") <= 1, (top, both)
+    at_one_eighth = _ev({"rows.moe.routing_balance": {0: 0.999, 1: 0.995}, "rows.moe.train_routing_balance": {0: 1.0}},
+                        rows)
+    v = evaluate(uniform, at_one_eighth)
+    assert v.status == "reproduced" and "training balance 1.000" in v.evidence
+
+
+def test_every_backbone_layer_active_balanced_and_not_uniform():
+    rows = {"k2": ("moe", "dense")}
+    c = _claim("layers_active_non_uniform", row="moe", layers=8, min_share=0.01, balanced=0.9, uniform=0.99)
+
+    def ev(count=8, share=0.05, low=0.93, high=0.98):
+        per_seed = lambda x: {0: x, 1: x}  # noqa: E731
+        return _ev({"rows.moe.moe_layers": per_seed(count), "rows.moe.layer_min_share": per_seed(share),
+                    "rows.moe.layer_balance_min": per_seed(low), "rows.moe.layer_balance_max": per_seed(high)}, rows)
+
+    assert evaluate(c, ev()).status == "reproduced"
+    assert evaluate(c, ev(share=0.0)).status == "not reproduced"  # an expert never used: not every one is active
+    assert evaluate(c, ev(high=0.995)).status == "not reproduced"  # a layer routes uniformly
+    assert evaluate(c, ev(low=0.7)).status == "not reproduced"  # a layer not balanced
+    assert evaluate(c, ev(count=4)).status == "not reproduced"  # not the eight layers the text counts

@@ -46,6 +46,10 @@ def _full_metrics(manifest):
         metrics[f"rows.{r.id}.late_drop"] = {0: 0.01, 1: 0.02, 2: 0.015}
         metrics[f"rows.{r.id}.routing_top_share"] = {0: 0.6, 1: 0.4, 2: 0.7}
         metrics[f"rows.{r.id}.routing_balance"] = {0: 0.97, 1: 0.9, 2: 0.99}
+        metrics[f"rows.{r.id}.train_routing_balance"] = {0: 0.999, 1: 0.998, 2: 0.999}
+        for name, value in (("moe_layers", 8), ("layer_min_share", 0.05), ("layer_balance_min", 0.93),
+                            ("layer_balance_max", 0.97)):
+            metrics[f"rows.{r.id}.{name}"] = {0: value, 1: value, 2: value}
         metrics[f"rows.{r.id}.chance"] = 0.01
         metrics[f"rows.{r.id}.num_experts"] = 2 + i
     for i, c in enumerate(manifest.comparisons):
@@ -56,9 +60,16 @@ def _full_metrics(manifest):
 
 
 def _evidence(manifest, kind, profile, device="cpu"):
-    return Evidence(manifest.id, manifest.paper_table, profile, metrics=_full_metrics(manifest), device=device,
-                    paper_scale=kind == "paper", kind=kind, seeds=3,
-                    comparison_rows={c.id: (c.row, c.baseline) for c in manifest.comparisons})
+    """The manifest's evidence, with every other table's measured as well (claims that span tables read them)."""
+    from repro.claims.across import with_tables
+    from repro.results.measurements import ManifestResult, Measured
+
+    ev = Evidence(manifest.id, manifest.paper_table, profile, metrics=_full_metrics(manifest), device=device,
+                  paper_scale=kind == "paper", kind=kind, seeds=3,
+                  comparison_rows={c.id: (c.row, c.baseline) for c in manifest.comparisons})
+    others = {m.id: (m, ManifestResult(m.id, "", "", m.paper_table, profile, Measured(_full_metrics(m)), [], {}))
+              for m in load_all()}
+    return with_tables(ev, manifest, others)
 
 
 @pytest.mark.parametrize("device", ["cpu", "cuda"])

@@ -40,9 +40,9 @@ def _mini_manifest():
         "comparisons": [{"id": "cifar100_sparse_loop", "label": "loop over dense", "row": "cifar100_sparse_loop",
                          "baseline": "cifar100_dense"}],
         "claims": [
-            {"id": "grows", "statement": "s", "section": "5", "scope": "analytic", "rule": "scales_with_experts",
+            {"id": "grows", "statement": "s", "section": "5", "scope": "analytic", "kind": "self-test", "rule": "scales_with_experts",
              "metrics": ["rows.cifar100_sparse_loop.op_calls", "rows.loop_e4.op_calls"], "expect": "grows"},
-            {"id": "flat", "statement": "s", "section": "5", "scope": "analytic", "rule": "scales_with_experts",
+            {"id": "flat", "statement": "s", "section": "5", "scope": "analytic", "kind": "self-test", "rule": "scales_with_experts",
              "metrics": ["rows.batched_e2.op_calls", "rows.batched_e4.op_calls"], "expect": "constant"},
             {"id": "ratio", "statement": "s", "section": "5", "scope": "gpu", "rule": "within_factor",
              "metric": "comparisons.cifar100_sparse_loop.model_slowdown", "paper": "cifar100_sparse_loop.model_slowdown"},
