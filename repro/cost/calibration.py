@@ -1,10 +1,9 @@
-"""How fast the device that would run a profile trains: measured, read from a calibration file, or a reference.
+"""How fast the device that would run a profile trains: a reference, scaled or read from a calibration file.
 
-Three sources, each labelled wherever a figure is shown:
-- this host's CPU: `throughput("cpu")`, measured once on a small conv net (about a second, and
-  torch's import) and cached per device and thread count (repro.core.cache); until then `repro list`
-  prices CPU runs by what they took on a machine of CI's kind (repro.cost.cpu_reference), labelled a
-  reference;
+Three sources, each labelled wherever a figure is shown (`Throughput.origin`, the From column):
+- this host's CPU: what runs took on a machine of CI's kind (repro.cost.cpu_reference), times this
+  CPU's speed factor against that machine where a quiet measurement is kept (repro.cost.speed), never
+  a single FLOP rate of its own;
 - a GPU calibration file written by `repro bench gpu` on the GPU host:
   ``{"device": "<name>", "manifests": {"<id>": {"images_per_s": <float>, ...}, ...}}``, training
   images per second per manifest; a malformed file is ignored with a warning;
@@ -21,13 +20,14 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from repro.core.cache import cache_root, read_json, write_json
+from repro.core.cache import read_json
+
+if TYPE_CHECKING:
+    from repro.cost.speed import Speed
 
 RESNET50_A100_IMAGES_PER_S = 2470.0  # NVIDIA DeepLearningExamples, 1x A100-80GB, AMP
 RESNET50_FORWARD_MACS = 4.09e9  # at 224 px
@@ -35,9 +35,8 @@ A100_PEAK_BF16_FLOPS = 312e12
 GPU_EFFICIENCY = RESNET50_A100_IMAGES_PER_S * 3 * RESNET50_FORWARD_MACS * 2 / A100_PEAK_BF16_FLOPS  # ~0.19
 GPU_STEP_OVERHEAD_S = 0.003  # assumption, not measured: launch-bound optimiser step of a small model
 CPU_STEP_OVERHEAD_S = 0.004  # optimiser, Python and dispatch per step on a CPU
-# Training multiply-adds per second per core where this CPU is not measured yet and the shipped reference
-# (repro.cost.cpu_reference) cannot be read (measure_throughput on the project's 2-core x86-64 CI machine gave
-# 8.3e9 on 2 threads, December 2026): a guess, labelled as one.
+# Training multiply-adds per second per core where the shipped CPU reference (repro.cost.cpu_reference) cannot be
+# read: a guess, labelled as one.
 CPU_REFERENCE_MACS_PER_CORE = 4e9
 
 # Peak dense bf16 (fp16 for V100, which has no bf16) tensor-core FLOP/s, from the vendors' data sheets.
@@ -65,6 +64,8 @@ class Throughput:
     cpu_share: float = 1.0  # a run's CPU seconds per second of its wall time on this machine, as its records show
     parallel: int = 1  # runs at once the figures hold for (a CPU fitted to runs trained N at a time)
     fitted: bool = False
+    label: str = ""  # the From column's words for it (docs/cost-model.md); its basis where empty
+    speed: float = 1.0  # the speed factor a CPU reference's figures were scaled by (repro.cost.speed)
 
     @property
     def measured(self) -> bool:
@@ -76,68 +77,34 @@ class Throughput:
         benchmark, a GPU calibration file) or "reference" (a data sheet and an assumed efficiency)."""
         return "fitted" if self.fitted else "measured" if self.measured else "reference"
 
+    @property
+    def origin(self) -> str:
+        """What the From column says of figures computed from it: "fitted", "CPU reference x1.12", ..."""
+        return "fitted" if self.fitted else self.label or self.basis
+
 
 def _cpu_threads() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
-def measure_throughput(device: str) -> float:
-    """Multiply-adds per second of forward+backward on a small conv net."""
-    import torch
-    from torch import nn
+def cpu_throughput(speed: Speed | None = None) -> Throughput:
+    """This CPU: the CPU reference's run model and runs (repro.cost.cpu_reference) times `speed`'s factor
+    (repro.cost.speed: this CPU's seconds over the reference machine's; unscaled without one); a per-core guess,
+    labelled as one, where the reference cannot be read. Torch-free."""
+    from repro.cost import cpu_reference as shipped
 
-    net = nn.Sequential(nn.Conv2d(3, 32, 3, padding=1), nn.ReLU(), nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(),
-                        nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(64, 10)).to(device)
-    x = torch.randn(64, 3, 32, 32, device=device)
-    macs_fwd = 64 * (32 * 32 * 32 * 27 + 32 * 32 * 64 * 288 + 640)
-    for _ in range(2):
-        net(x).sum().backward()
-    if device == "cuda":
-        torch.cuda.synchronize()
-    reps, t0 = 0, time.perf_counter()
-    while time.perf_counter() - t0 < 0.5:
-        net(x).sum().backward()
-        reps += 1
-    if device == "cuda":
-        torch.cuda.synchronize()
-    return 3 * macs_fwd * reps / (time.perf_counter() - t0)
-
-
-@lru_cache(maxsize=None)
-def throughput(device: str, measure: bool = True) -> float:
-    """This host's measured multiply-adds per second on `device`, cached per device and thread count
-    (NaN when not cached and `measure` is False)."""
-    key = f"{device}:{_cpu_threads()}"
-    path = cache_root() / "throughput.json"
-    cache = read_json(path)
-    cache = cache if isinstance(cache, dict) else {}
-    value = cache.get(key)
-    if not isinstance(value, (int, float)) or not value > 0:
-        if not measure:
-            return float("nan")
-        cache[key] = value = measure_throughput(device)
-        write_json(path, cache)
-    return float(value)
-
-
-def cpu_throughput(measure: bool = True, reference: bool = False) -> Throughput:
-    """This CPU's measured figure (measured now when not cached and `measure`); uncached and not measured:
-    NaN, or with `reference` the reference figure, so that `repro list` answers without importing torch."""
-    value = throughput("cpu", measure)
-    if value != value and reference:
-        from repro.cost import cpu_reference as shipped
-
-        ref = shipped.load()
-        if ref is not None:
-            return Throughput("cpu", "cpu", ref.macs_per_s, ref.step_overhead_s, ref.source,
-                              run_seconds=ref.run_seconds(), run_overhead_s=ref.run_overhead_s,
-                              cpu_share=ref.cpu_share, parallel=_cpu_threads())
+    ref = shipped.load()
+    factor = speed.factor if speed is not None else 1.0
+    if ref is None:
         macs = CPU_REFERENCE_MACS_PER_CORE * _cpu_threads()
-        return Throughput("cpu", "cpu", macs, CPU_STEP_OVERHEAD_S,
+        return Throughput("cpu", "cpu", macs / factor, CPU_STEP_OVERHEAD_S * factor,
                           f"reference, not measured: {CPU_REFERENCE_MACS_PER_CORE / 1e9:.0f} GMAC/s per core x "
-                          f"{_cpu_threads()} (a 2-core x86-64 CI machine); `repro <table>` measures this CPU once")
-    return Throughput("cpu", "cpu", value, CPU_STEP_OVERHEAD_S,
-                      f"measured on this host's CPU ({_cpu_threads()} threads, cached)")
+                          f"{_cpu_threads()} (a 2-core x86-64 CI machine)", label="CPU guess", speed=factor)
+    scaled = f"; x {speed.describe()}" if speed is not None else "; not scaled: no speed factor kept (`repro bench speed`)"
+    return Throughput("cpu", "cpu", ref.macs_per_s / factor, ref.step_overhead_s * factor, ref.source + scaled,
+                      run_seconds={h: s * factor for h, s in ref.run_seconds().items()},
+                      run_overhead_s=ref.run_overhead_s * factor, cpu_share=ref.cpu_share, parallel=_cpu_threads(),
+                      label=speed.label if speed is not None else "CPU reference", speed=factor)
 
 
 def local_gpu_name() -> str | None:

@@ -5,15 +5,16 @@ A run's time = epochs x (training FLOPs / the device's throughput + steps x a co
   backbone scaled to the run's resolution, plus the head), over the training images actually on
   disk (repro.data.sizes; the paper's sizes when absent, and the output says which) or the
   profile's subset, plus one forward pass over the test split;
-- the throughput of the device that would run the profile (repro.cost.calibration): this CPU,
-  measured, for a profile pinned to the CPU; else a GPU, from a calibration file or a reference.
+- the throughput of the device that would run the profile (repro.cost.calibration): the CPU reference
+  scaled by this CPU's speed factor, for a profile pinned to the CPU; else a GPU, from a calibration file
+  or a reference.
 Runs are counted once however many rows and tables share them (their config hash). Wall time
 follows the executor: runs spread longest-first over its parallel slots (GPUs x runs per GPU
 locally, the array's parallelism under Slurm); runs packed onto one GPU share its arithmetic and
 overlap only their per-step overhead. For the shipped manifests nothing here imports torch, even on a
-cold cache: their multiply-adds are shipped (repro.measure.model_macs), and `measure_cpu=False` takes a
-reference figure for a CPU not yet measured; other models' counts, the CPU throughput and ImageNet's file
-count are cached (repro.core.cache).
+cold cache: their multiply-adds are shipped (repro.measure.model_macs) and the CPU's figures are the shipped
+reference's; other models' counts, the CPU's speed factor and the datasets' image counts are cached
+(repro.core.cache).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from pathlib import Path
 from typing import Iterable, Literal
 
 from repro.cost.calibration import Throughput, _cpu_threads, cpu_throughput, gpu_throughput
+from repro.cost.speed import Speed, kept_speed
 from repro.data.sizes import split_sizes
 from repro.data.specs import get_dataset
 from repro.plan.manifest import Manifest
@@ -111,14 +113,14 @@ class CostModel:
     data_dir: Path | None = None
     calibration: Path | None = None  # a GPU calibration file (repro.cost.calibration)
     gpu: str | None = None  # the reference GPU's name when there is no calibration
-    cached_only: bool = False  # never count FLOPs or measure a device (torch-free callers): NaN where uncached
-    measure_cpu: bool = True  # False: an unmeasured CPU gets the reference figure (`repro list`: no torch import)
+    cached_only: bool = False  # never count FLOPs (torch-free callers): NaN where uncached
     kind: str | None = None  # "cpu" or "gpu" when the device is already chosen (a run about to start)
     # By kind ("cpu", "gpu"): figures fitted to the run records of a results folder (repro.cost.fit), used
     # instead of the measured or reference ones.
     fitted: dict[str, Throughput] = field(default_factory=dict)
     exact_sizes: bool = False  # price runs by the model built at their resolution (repro.cost.fit sets it)
     _devices: dict[str, Throughput] = field(default_factory=dict, repr=False)
+    _speed: list = field(default_factory=list, repr=False)  # [this CPU's kept Speed or None], read once
 
     def device(self, profile: Profile) -> Throughput:
         return self.of_kind(self.kind or ("cpu" if profile.device == "cpu" else "gpu"))
@@ -127,10 +129,15 @@ class CostModel:
         if kind in self.fitted:
             return self.fitted[kind]
         if kind not in self._devices:
-            self._devices[kind] = (cpu_throughput(self.measure_cpu and not self.cached_only,
-                                                  reference=not self.measure_cpu) if kind == "cpu"
+            self._devices[kind] = (cpu_throughput(self.speed()) if kind == "cpu"
                                    else gpu_throughput(self.calibration, self.gpu))
         return self._devices[kind]
+
+    def speed(self) -> Speed | None:
+        """This CPU's kept speed factor against the CPU reference's machine (repro.cost.speed), or None."""
+        if not self._speed:
+            self._speed.append(kept_speed())
+        return self._speed[0]
 
     def run_work(self, cfg: RunConfig) -> RunWork:
         spec = get_dataset(cfg.dataset)
