@@ -57,7 +57,56 @@ def test_real_data_sizes_say_whether_they_are_on_disk(fixed, tmp_path):
     assert absent.data == "paper (not on disk)"
     assert absent.compute_s == pytest.approx(50 * (3 * 1.1e6 * 50_000 + 1.1e6 * 10_000) / 1e12)
     (tmp_path / "data" / "cifar-10-batches-py").mkdir(parents=True)
-    assert est.CostModel().run_time(cfg, "t", GPU).data == "on disk (fixed split)"
+    assert est.CostModel().run_time(cfg, "t", GPU).data == "paper (the folder holds no images)"
+
+
+def _cifar_folder(root, per_batch, test):
+    """torchvision's CIFAR-10 layout holding 5 x `per_batch` training and `test` test images, a meta and a readme."""
+    import pickle
+
+    import numpy as np
+
+    folder = root / "cifar-10-batches-py"
+    folder.mkdir(parents=True)
+    for name, n in [(f"data_batch_{i}", per_batch) for i in range(1, 6)] + [("test_batch", test)]:
+        batch = {"data": np.zeros((n, 3072), dtype=np.uint8), "labels": [i % 10 for i in range(n)]}
+        (folder / name).write_bytes(pickle.dumps(batch))
+    (folder / "batches.meta").write_bytes(pickle.dumps({"label_names": [str(i) for i in range(10)]}))
+    (folder / "readme.html").write_text("<html></html>")
+    return folder
+
+
+def test_a_cifar_of_a_users_own_is_priced_by_the_images_it_holds(fixed, tmp_path, monkeypatch):
+    """A 200-image CIFAR-10 in torchvision's format is 200 images, not the 50,000 its name suggests; the count is
+    cached until a file changes."""
+    folder = _cifar_folder(tmp_path / "data", 40, 40)
+    m = _manifest([("a", "cifar10", {})])
+    cfg = est.planned_runs(m, m.profiles["full"])[0].cfg
+    t = est.CostModel().run_time(cfg, "t", GPU)
+    assert t.data == "on disk (counted)"
+    assert t.compute_s == pytest.approx(50 * (3 * 1.1e6 * 200 + 1.1e6 * 40) / 1e12)
+    sign, count = sizes.COUNTERS["cifar_pickles"]
+    calls = []
+    monkeypatch.setitem(sizes.COUNTERS, "cifar_pickles", (sign, lambda f: calls.append(f) or count(f)))
+    assert sizes.split_sizes("cifar10", tmp_path / "data") == sizes.SplitSizes(200, 40, "on disk (counted)")
+    assert calls == []  # from the cache
+    _cifar_folder(tmp_path / "more", 100, 60)
+    (folder / "test_batch").write_bytes((tmp_path / "more" / "cifar-10-batches-py" / "test_batch").read_bytes())
+    assert sizes.split_sizes("cifar10", tmp_path / "data") == sizes.SplitSizes(200, 60, "on disk (counted)")
+    assert len(calls) == 1
+
+
+def test_tiny_imagenet_is_counted_from_its_files_and_annotations(tmp_path, monkeypatch):
+    monkeypatch.setenv("REPRO_CACHE", str(tmp_path / "cache"))
+    folder = tmp_path / "tiny-imagenet-200"
+    for w, n in (("n01", 3), ("n02", 2)):
+        (folder / "train" / w / "images").mkdir(parents=True)
+        for i in range(n):
+            (folder / "train" / w / "images" / f"{w}_{i}.JPEG").write_bytes(b"")
+        (folder / "train" / w / f"{w}_boxes.txt").write_text("")
+    (folder / "val").mkdir()
+    (folder / "val" / "val_annotations.txt").write_text("val_0.JPEG\tn01\t0\t0\t1\t1\nval_1.JPEG\tn02\t0\t0\t1\t1\n")
+    assert sizes.split_sizes("tiny_imagenet", tmp_path) == sizes.SplitSizes(5, 2, "on disk (counted)")
 
 
 def _image_folder(root, train, val):
