@@ -21,8 +21,8 @@ ExecutorOpt = typer.Option("local", "--executor", help="local or slurm: how the 
 GpusOpt = typer.Option(1, "--gpus", min=1, help="GPUs the local executor spreads runs over.")
 RunsPerGpuOpt = typer.Option(1, "--runs-per-gpu", min=1, help="Runs sharing one GPU under the local executor.")
 SlurmParallelOpt = typer.Option(0, "--slurm-max-parallel", min=0, help="Slurm array tasks at once; 0: no limit.")
-CalibrationOpt = typer.Option(None, "--calibration", help="GPU calibration JSON from `repro bench gpu` (default: $REPRO_GPU_CALIBRATION); without it, GPU figures are a reference, not measured.")
-ReferenceGpuOpt = typer.Option(None, "--reference-gpu", help="The GPU of the reference figures: A100 (default), H100, H200, L40S, L4, A10, V100; default: this host's GPU if it has one.")
+CalibrationOpt = typer.Option(None, "--calibration", help="GPU calibration JSON from `repro bench gpu` (default: $REPRO_GPU_CALIBRATION); without it, GPU figures are the shipped H200 reference (docs/cost-model.md).")
+ReferenceGpuOpt = typer.Option(None, "--reference-gpu", help="Scale the H200 reference to this GPU by bf16 peak: A100, H100, H200, L40S, L4, A10, V100; default: this host's GPU, else the H200.")
 
 
 def _cost_model(executor: str, gpus: int, runs_per_gpu: int, slurm_max_parallel: int, data_dir: Path | None,

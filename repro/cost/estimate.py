@@ -20,13 +20,14 @@ reference's; other models' counts, the CPU's speed factor and the datasets' imag
 from __future__ import annotations
 
 import heapq
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Literal
 
 from repro.cost.calibration import Throughput, _cpu_threads, cpu_throughput, gpu_throughput
 from repro.cost.speed import Speed, kept_speed
-from repro.data.sizes import split_sizes
+from repro.data.sizes import run_split_sizes
 from repro.data.specs import get_dataset
 from repro.plan.manifest import Manifest
 from repro.spec.profiles import Profile
@@ -139,15 +140,13 @@ class CostModel:
             self._speed.append(kept_speed())
         return self._speed[0]
 
+    def split_counts(self, cfg: RunConfig) -> tuple[int, int, str]:
+        """(training images, test images, where their counts came from) of one run (repro.data.sizes)."""
+        sizes = run_split_sizes(cfg.dataset, cfg.data, cfg.train_samples, cfg.test_samples, self.data_dir)
+        return sizes.train, sizes.test, sizes.source
+
     def run_work(self, cfg: RunConfig) -> RunWork:
-        spec = get_dataset(cfg.dataset)
-        if cfg.data == "real":
-            sizes = split_sizes(cfg.dataset, self.data_dir)
-            n_train, n_test, data = sizes.train, sizes.test, sizes.source
-        else:
-            n_train, n_test, data = spec.train_size, spec.test_size, f"{cfg.data} data"
-        n_train = min(n_train, cfg.train_samples or n_train)
-        n_test = min(n_test, cfg.test_samples or n_test)
+        n_train, n_test, data = self.split_counts(cfg)
         steps = cfg.epochs * (n_train // cfg.batch_size + n_test // cfg.batch_size + 1)
         images = cfg.epochs * (n_train + n_test / 3)
         macs = self._macs(cfg)
@@ -158,6 +157,15 @@ class CostModel:
         backward = 0 if cfg.backbone_lr_scale == 0 else 2 * body  # a frozen backbone runs forward only
         work = (per_image + backward + 2 * head) * n_train + per_image * n_test
         return RunWork(cfg.epochs * work, steps, images, data)
+
+    def data_preparation_s(self, cfg: RunConfig, device: Throughput) -> float:
+        """Host seconds making or loading a run's in-memory splits, on a GPU priced by a calibration file
+        (repro.cost.gpu_reference); streamed image folders are read inside the epochs."""
+        spec = get_dataset(cfg.dataset)
+        if not device.data_s_per_value or not spec.in_memory:
+            return 0.0
+        n_train, n_test, _ = self.split_counts(cfg)
+        return (n_train + n_test) * spec.channels * cfg.image_size ** 2 * device.data_s_per_value
 
     def _macs(self, cfg: RunConfig) -> tuple[float, float] | None:
         """(backbone, head) forward multiply-adds per image at the run's resolution. Fitted figures use the model
@@ -195,10 +203,11 @@ class CostModel:
         measured = device.run_seconds.get(cfg.hash)
         if measured is not None:  # the CPU reference has this very run (repro.cost.cpu_reference)
             return RunTime(measured, 0.0, w.data)
+        fixed = device.run_overhead_s + self.data_preparation_s(cfg, device)
         rate = device.images_per_s.get(manifest_id)
         if rate:  # a measured training rate: its per-step costs are inside it; evaluation is a forward pass
-            return RunTime(w.images / rate, device.run_overhead_s, w.data)
-        overhead = w.steps * device.step_overhead_s + device.run_overhead_s
+            return RunTime(w.images / rate, fixed, w.data)
+        overhead = w.steps * device.step_overhead_s + fixed
         if device.step_param_s or device.checkpoint_param_s:
             trainable, held = self.run_params(cfg)
             if trainable == trainable:  # NaN: sizes not counted (cached_only), priced without these terms
@@ -223,18 +232,35 @@ class CostModel:
             occupancy.append(t.compute_s + t.overhead_s / self.executor.packing(device.kind))
             walls.append(occupancy[-1] / device.cpu_share)
             sources.update((device.source, f"{cfg.dataset}: {t.data}"))
-        pretraining = self._pretraining([(cfg, device) for cfg, _, device in runs.values()])
-        occupancy += pretraining
         # Figures per run (fitted to records, the reference): the runs share the cores, each on its threads.
         parallel = max((d.parallel for _, _, d in runs.values() if d.kind == "cpu"), default=1)
         if parallel > 1:
             threads = max(c.threads for c, _, d in runs.values() if d.kind == "cpu")
             parallel = max(1, _cpu_threads() // threads)
         slots = parallel if kind == "cpu" else self.executor.slots(kind, len(walls))
+        for i, seconds in self._compilation(list(runs.values()), slots):
+            occupancy[i] += seconds
+            walls[i] += seconds
+        pretraining = self._pretraining([(cfg, device) for cfg, _, device in runs.values()])
+        occupancy += pretraining
         wall = makespan(walls, slots) + sum(pretraining)  # pretraining: in the main process, before any run trains
         return Cost(kind, len(runs), sum(c.epochs for c, _, _ in runs.values()), sum(occupancy), wall,
                     tuple(sorted(sources)))
 
+    def _compilation(self, runs: list[tuple[RunConfig, str, Throughput]], slots: int) -> list[tuple[int, float]]:
+        """(run index, seconds) of each compilation the runs pay on a GPU priced by a calibration file: a backbone
+        once per process that trains it, so once per slot that takes one of its runs locally (at most), once per
+        run under Slurm (a task a run)."""
+        by_backbone: dict[str, list[int]] = {}
+        for i, (cfg, _, device) in enumerate(runs):
+            if device.compile_s:
+                by_backbone.setdefault(json.dumps(cfg.backbone, sort_keys=True), []).append(i)
+        out = []
+        for indices in by_backbone.values():
+            cfg, _, device = runs[indices[0]]
+            copies = len(indices) if self.executor.kind == "slurm" else min(len(indices), slots)
+            out += [(i, device.compile_seconds(cfg.backbone)) for i in indices[:copies]]
+        return out
 
     def _pretraining(self, runs: list[tuple[RunConfig, Throughput]]) -> list[float]:
         """Seconds of each digit-stand-in pretraining the runs need that is not cached (repro.train.digit_weights)."""

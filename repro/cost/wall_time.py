@@ -74,7 +74,7 @@ class Part:
     table: str  # "" for the command's own parts
     seconds: float
     basis: str
-    origin: str = ""  # the From column's words: "fitted", "CPU reference x1.12", "H200 reference, 2026-12-04", ...
+    origin: str = ""  # the From column's words: "fitted", "CPU reference x1.12", "H200 ref. 2026-12-04", ...
 
 
 @dataclass(frozen=True)

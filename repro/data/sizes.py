@@ -122,3 +122,13 @@ def split_sizes(dataset: str, root: str | Path | None = None) -> SplitSizes:
     if train and test:
         return SplitSizes(train, test, "on disk (counted)")
     return SplitSizes(spec.train_size, spec.test_size, "paper (the folder holds no images)")
+
+
+def run_split_sizes(dataset: str, data: str, train_samples: int | None, test_samples: int | None,
+                    root: str | Path | None = None) -> SplitSizes:
+    """A run's training and test images: its real data's on disk (`data` "real"), else the dataset's sizes in
+    the kind of data it makes (synthetic, digits); each capped by the profile's subset."""
+    spec = get_dataset(dataset)
+    sizes = split_sizes(dataset, root) if data == "real" else SplitSizes(spec.train_size, spec.test_size, f"{data} data")
+    return SplitSizes(min(sizes.train, train_samples or sizes.train), min(sizes.test, test_samples or sizes.test),
+                      sizes.source)
