@@ -261,9 +261,10 @@ def speed_cmd(runs: int = typer.Option(BENCH_RUNS, "--runs", min=1, help="Refere
 
     speed, rows = measure_speed(bench_runs(runs), reps)
     grid = Grid([Column("Reference run"), Column("There CPU-s", right=True), Column("Here CPU-s", right=True),
-                 Column("Here / there", right=True)])
-    for r in rows:
-        grid.add(r.label, f"{r.reference_s:.3f}", " ".join(f"{s:.3f}" for s in r.seconds), f"{r.ratio:.2f}")
+                 Column("Apart", right=True), Column("Ratio", right=True)])
+    for r in rows:  # here: the least of the repetitions; apart: the most over the least
+        grid.add(r.label.split(" (")[0], f"{r.reference_s:.3f}", f"{min(r.seconds):.3f}",
+                 f"{max(r.seconds) / min(r.seconds) - 1:.0%}", f"{r.ratio:.2f}")
     print_grid(grid, f"{speed.machine} against the CPU reference's machine")
     show(speed.describe())
     if keep(speed):
