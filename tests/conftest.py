@@ -12,6 +12,13 @@ _deselected: list = []
 warnings.filterwarnings("ignore", message=".*torch.jit.script.*", category=FutureWarning)
 
 
+@pytest.fixture(autouse=True)
+def own_results_folder(tmp_path_factory, monkeypatch):
+    """Every test has a results folder of its own, empty and not yet made, unless it sets one: a test never reads
+    the ./results that the README's `repro verify-all` leaves where the suite runs next (tests/test_readme_commands.py)."""
+    monkeypatch.setenv("REPRO_RESULTS", str(tmp_path_factory.mktemp("own", numbered=True) / "results"))
+
+
 @pytest.fixture
 def results_dir(tmp_path, monkeypatch):
     path = tmp_path / "results"

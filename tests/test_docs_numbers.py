@@ -17,15 +17,18 @@ SUITE = re.compile(r"`python -m pytest` runs about ([\d,]+) tests")
 
 
 def test_the_full_protocol_is_what_repro_list_totals(tmp_path, monkeypatch):
+    from repro.cost import calibration
     from repro.cost.estimate import CostModel, hours
     from repro.plan.manifest import load_all
 
     monkeypatch.delenv("REPRO_GPU_CALIBRATION", raising=False)
+    monkeypatch.setattr(calibration, "local_gpu_name", lambda: None)
     stated = FULL.findall(CLUSTER)
     assert len(stated) == 1, "docs/cluster.md gives the full protocol's size once, in these words: " + FULL.pattern
     manifests = load_all()
-    # the GPU figures `repro list` labels "reference, not measured" (A100); no dataset on disk: the paper's sizes
-    cost = CostModel(data_dir=tmp_path, gpu="A100").cost([(m, "full") for m in manifests if "full" in m.profiles])
+    # the GPU figures `repro list` gives without a calibration: the shipped H200 reference (repro.cost.gpu_reference);
+    # no dataset on disk: the paper's sizes
+    cost = CostModel(data_dir=tmp_path).cost([(m, "full") for m in manifests if "full" in m.profiles])
     assert stated[0] == (str(cost.runs), f"{cost.epochs:,}", hours(cost.device_seconds))
 
 

@@ -3,11 +3,15 @@ live child processes, and the phase table the report and `repro bench smoke` pri
 
 import json
 import multiprocessing
+import os
+import shlex
+import subprocess
 import sys
 import time
 
 import pytest
 
+from repro import REPO_ROOT
 from repro.results import timings
 from repro.results.timings import Clocks, Recorder, phase_rows
 
@@ -113,6 +117,17 @@ def test_the_cpu_of_a_live_worker_process_is_counted():
 def test_a_recorder_counts_the_interpreters_start_as_start_up():
     rec = Recorder("x", "smoke")
     start = rec.totals.get((timings.STARTUP, ""))
-    if timings.process_age() is None:
-        pytest.skip("no /proc: the start is not known")
     assert start is not None and start["wall_s"] > 0 and start["cpu_s"] > 0
+
+
+def test_start_up_is_the_interpreters_not_that_of_the_shell_it_ran_last_in():
+    """bash runs the last command of `bash -c "A && B"` in its own process, which started before A: the README's
+    `pip install ... && repro verify-all` must not count the install as start-up."""
+    code = ("from repro.results import timings; "
+            "print(timings.Recorder('x', 'smoke').totals[(timings.STARTUP, '')]['wall_s'])")
+    sleep = 4
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    out = subprocess.run(["bash", "-c", f"sleep {sleep} && {shlex.quote(sys.executable)} -c {shlex.quote(code)}"],
+                         capture_output=True, text=True, env=env, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert float(out.stdout) < sleep - 1  # the interpreter's start and one import, not the shell's sleep

@@ -1,4 +1,7 @@
-"""The file `repro bench gpu` writes, and `read_calibration`, which the cost model uses to read it. Torch-free.
+"""The file `repro bench gpu` writes, and `read_calibration`, which reads every check back. Torch-free.
+
+The cost model, a layer below, reads the keys it prices with itself (repro.cost.gpu_reference), and ships one
+such file measured on an H200 as its GPU reference.
 
 Schema "repro.bench.gpu/1" (JSON object; every key always present, null where it does not apply):
 
@@ -34,8 +37,8 @@ An "expert_choice_bf16" result: {"dataset", "head", "batch", "features" (D), "ou
 
 Reading: `read_calibration(path)` validates the keys above (CalibrationError names the file and
 the key) and gives `images_per_s(manifest)`, `peak_memory_bytes(manifest)` and
-`train_macs_per_s()`, the median achieved training multiply-adds per second, the figure the cost
-model's throughput stands for. A dry-run file (`dry_run` true) is for tests, not calibration.
+`train_macs_per_s()`, the median achieved training multiply-adds per second. A dry-run file (`dry_run`
+true) is for tests, not calibration.
 """
 
 from __future__ import annotations

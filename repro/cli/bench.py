@@ -11,10 +11,11 @@ from rich.table import Table
 
 from repro.bench import LATENCY_DATASETS
 from repro.cli.common import console
+from repro.cost.speed import BENCH_RUNS, REPS
 
 bench_app = typer.Typer(no_args_is_help=True, add_completion=False,
                         help="Benchmarks: latency per head, data path, training, small-map convolutions, capacity assignment, "
-                        "smoke profile, device check.")
+                        "smoke profile, this CPU's speed, device check.")
 
 
 def _device(device: str) -> str:
@@ -247,6 +248,32 @@ def estimates_cmd(profile: str = typer.Option("smoke", "--profile", "-p", help="
     if verdict is not None:
         console.print(f"goal {GOAL[0]:.1f}-{GOAL[1]:.1f} ({'held-out tables and ' if ids else ''}verify-all): "
                       f"{'met' if verdict else 'NOT met'}", markup=False)
+
+
+@bench_app.command("speed")
+def speed_cmd(runs: int = typer.Option(BENCH_RUNS, "--runs", min=1, help="Reference runs to train again."),
+              reps: int = typer.Option(REPS, "--reps", min=1, help="Repetitions of each run.")) -> None:
+    """This CPU against the CPU reference's machine: a few of the reference's runs trained again here. A quiet
+    measurement is kept, and `repro list` scales the reference's figures by it (docs/cost-model.md)."""
+    from repro.cli.common import print_grid, show
+    from repro.core.terminal import Column, Grid
+    from repro.cost.speed import MAX_AGE_DAYS, bench_runs, keep, kept_speed, measure_speed, speed_path
+
+    speed, rows = measure_speed(bench_runs(runs), reps)
+    grid = Grid([Column("Reference run"), Column("There CPU-s", right=True), Column("Here CPU-s", right=True),
+                 Column("Apart", right=True), Column("Ratio", right=True)])
+    for r in rows:  # here: the least of the repetitions; apart: the most over the least
+        grid.add(r.label.split(" (")[0], f"{r.reference_s:.3f}", f"{min(r.seconds):.3f}",
+                 f"{max(r.seconds) / min(r.seconds) - 1:.0%}", f"{r.ratio:.2f}")
+    print_grid(grid, f"{speed.machine} against the CPU reference's machine")
+    show(speed.describe())
+    if keep(speed):
+        show(f"kept in {speed_path()} for {MAX_AGE_DAYS} days: estimates scale the CPU reference by "
+             f"{speed.factor:.2f}")
+    else:
+        kept = kept_speed()
+        show(f"not kept: {speed.why_not_kept()}; estimates go on with "
+             + (f"the kept factor {kept.factor:.2f}" if kept else "the CPU reference unscaled"))
 
 
 @bench_app.command("smoke")

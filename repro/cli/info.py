@@ -21,17 +21,17 @@ ExecutorOpt = typer.Option("local", "--executor", help="local or slurm: how the 
 GpusOpt = typer.Option(1, "--gpus", min=1, help="GPUs the local executor spreads runs over.")
 RunsPerGpuOpt = typer.Option(1, "--runs-per-gpu", min=1, help="Runs sharing one GPU under the local executor.")
 SlurmParallelOpt = typer.Option(0, "--slurm-max-parallel", min=0, help="Slurm array tasks at once; 0: no limit.")
-CalibrationOpt = typer.Option(None, "--calibration", help="GPU calibration JSON from `repro bench gpu` (default: $REPRO_GPU_CALIBRATION); without it, GPU figures are a reference, not measured.")
-ReferenceGpuOpt = typer.Option(None, "--reference-gpu", help="The GPU of the reference figures: A100 (default), H100, H200, L40S, L4, A10, V100; default: this host's GPU if it has one.")
+CalibrationOpt = typer.Option(None, "--calibration", help="GPU calibration JSON from `repro bench gpu` (default: $REPRO_GPU_CALIBRATION); without it, GPU figures are the shipped H200 reference (docs/cost-model.md).")
+ReferenceGpuOpt = typer.Option(None, "--reference-gpu", help="Scale the H200 reference to this GPU by bf16 peak: A100, H100, H200, L40S, L4, A10, V100; default: this host's GPU, else the H200.")
 
 
 def _cost_model(executor: str, gpus: int, runs_per_gpu: int, slurm_max_parallel: int, data_dir: Path | None,
                 calibration: Path | None, reference_gpu: str | None):
     from repro.cost.estimate import CostModel, Executor
 
-    try:  # an unmeasured CPU gets the reference figure: measuring it would import torch (seconds)
+    try:
         return CostModel(Executor(executor, gpus, runs_per_gpu, slurm_max_parallel), data_dir, calibration,
-                         reference_gpu, measure_cpu=False)
+                         reference_gpu)
     except ValueError as exc:
         fail(str(exc))
 
@@ -57,9 +57,9 @@ def list_manifests(executor: str = ExecutorOpt, gpus: int = GpusOpt, runs_per_gp
     print_grid(totals, "Totals over every manifest: a run shared by tables counts once")
     show(Text("Device: GPU time for profiles that run on a GPU, CPU time for those pinned to the CPU; wall time of "
               f"`repro <id>` alone and of `repro verify-all` (start-up, FLOP counts, training, rendering), on "
-              f"{model.executor.describe('gpu')} (CPU profiles: this CPU), counts cold. From: fitted (to the run "
-              "records in the results folder), measured (this CPU's benchmark, a GPU calibration file) or "
-              "reference. A run shared by rows or tables counts once; runs already recorded are not counted out. "
+              f"{model.executor.describe('gpu')} (CPU profiles: this CPU), counts cold. From: what each figure came from "
+              "(docs/cost-model.md): the run records in the results folder (fitted), a GPU calibration file, or a "
+              "reference (the CPU one scaled by `repro bench speed`'s factor where kept). A run shared by rows or tables counts once; runs already recorded are not counted out. "
               "Figures from:", style="dim"))
     for source in sorted(sources):
         show(Text(f"  {source}", style="dim"))

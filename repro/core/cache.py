@@ -1,7 +1,7 @@
 """The artifact's caches outside the results directory: where they live, read and written safely.
 
 Everything lives under ``$REPRO_CACHE`` (default ``$XDG_CACHE_HOME/repro``, else ``~/.cache/repro``):
-``throughput.json`` (the cost model's device calibration) and ``flops/`` (FLOP counts for estimates).
+``speed.json`` (this CPU against the CPU reference, repro.cost.speed) and ``flops/`` (FLOP counts for estimates).
 Entries are written atomically; an entry that cannot be read back is ignored with a warning and
 rebuilt, so a damaged cache never stops a command.
 """

@@ -1,33 +1,34 @@
-"""How fast the device that would run a profile trains: measured, read from a calibration file, or a reference.
+"""How fast the device that would run a profile trains: a reference, scaled or read from a calibration file.
 
-Three sources, each labelled wherever a figure is shown:
-- this host's CPU: `throughput("cpu")`, measured once on a small conv net (about a second, and
-  torch's import) and cached per device and thread count (repro.core.cache); until then `repro list`
-  prices CPU runs by what they took on a machine of CI's kind (repro.cost.cpu_reference), labelled a
-  reference;
-- a GPU calibration file written by `repro bench gpu` on the GPU host:
-  ``{"device": "<name>", "manifests": {"<id>": {"images_per_s": <float>, ...}, ...}}``, training
-  images per second per manifest; a malformed file is ignored with a warning;
-- otherwise a reference, not a measurement: the device's peak dense bf16 FLOP/s (vendor data
-  sheets) times one efficiency, from NVIDIA's ResNet-50 v1.5 PyTorch recipe on one A100-80GB
+Three sources, each labelled wherever a figure is shown (`Throughput.origin`, the From column):
+- this host's CPU: what runs took on a machine of CI's kind (repro.cost.cpu_reference), times this
+  CPU's speed factor against that machine where a quiet measurement is kept (repro.cost.speed), never
+  a single FLOP rate of its own;
+- a GPU: the calibration file `repro bench gpu` wrote on the GPU host, when one is given; else the
+  shipped reference, that same file measured on one H200 (repro.cost.gpu_reference), its rates scaled by
+  bf16 peak FLOP/s to another GPU where one is named; both price a run's fixed costs (data preparation,
+  compilation) beside its epochs. A malformed file is ignored with a warning naming the file and the key;
+- where the shipped GPU reference cannot be read, data-sheet figures: the device's peak dense bf16
+  FLOP/s times one efficiency, from NVIDIA's ResNet-50 v1.5 PyTorch recipe on one A100-80GB
   with AMP: 2,470 training images/s (DeepLearningExamples, PyTorch/Classification/ConvNets/
   resnet50v1.5, "Training performance: NVIDIA DGX A100"). At 4.09 GMAC per forward pass,
   3x for training and 2 FLOP per multiply-add that is 6.06e13 FLOP/s of the A100's 3.12e14: 0.19.
-  Small CIFAR models do not fill a GPU: every optimiser step also pays a fixed launch overhead
-  (an assumption: a few hundred kernels at ~10 us each), which dominates them.
+  Every optimiser step also pays a fixed launch overhead (an assumption: a few hundred kernels at
+  ~10 us each).
 """
 
 from __future__ import annotations
 
 import os
+import statistics
 import sys
-import time
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from repro.core.cache import cache_root, read_json, write_json
+if TYPE_CHECKING:
+    from repro.cost.gpu_reference import GpuCalibration
+    from repro.cost.speed import Speed
 
 RESNET50_A100_IMAGES_PER_S = 2470.0  # NVIDIA DeepLearningExamples, 1x A100-80GB, AMP
 RESNET50_FORWARD_MACS = 4.09e9  # at 224 px
@@ -35,9 +36,8 @@ A100_PEAK_BF16_FLOPS = 312e12
 GPU_EFFICIENCY = RESNET50_A100_IMAGES_PER_S * 3 * RESNET50_FORWARD_MACS * 2 / A100_PEAK_BF16_FLOPS  # ~0.19
 GPU_STEP_OVERHEAD_S = 0.003  # assumption, not measured: launch-bound optimiser step of a small model
 CPU_STEP_OVERHEAD_S = 0.004  # optimiser, Python and dispatch per step on a CPU
-# Training multiply-adds per second per core where this CPU is not measured yet and the shipped reference
-# (repro.cost.cpu_reference) cannot be read (measure_throughput on the project's 2-core x86-64 CI machine gave
-# 8.3e9 on 2 threads, December 2026): a guess, labelled as one.
+# Training multiply-adds per second per core where the shipped CPU reference (repro.cost.cpu_reference) cannot be
+# read: a guess, labelled as one.
 CPU_REFERENCE_MACS_PER_CORE = 4e9
 
 # Peak dense bf16 (fp16 for V100, which has no bf16) tensor-core FLOP/s, from the vendors' data sheets.
@@ -65,6 +65,19 @@ class Throughput:
     cpu_share: float = 1.0  # a run's CPU seconds per second of its wall time on this machine, as its records show
     parallel: int = 1  # runs at once the figures hold for (a CPU fitted to runs trained N at a time)
     fitted: bool = False
+    label: str = ""  # the From column's words for it (docs/cost-model.md); its basis where empty
+    speed: float = 1.0  # the speed factor a CPU reference's figures were scaled by (repro.cost.speed)
+    # A GPU's fixed costs per run, from a calibration file (repro.cost.gpu_reference):
+    compile_s: dict[str, float] = field(default_factory=dict)  # per backbone (gpu_reference.backbone_key)
+    data_s_per_value: float = 0.0  # host seconds per value (C x H x W) of a run's in-memory images
+
+    def compile_seconds(self, backbone: dict[str, Any]) -> float:
+        """Compiling `backbone` once (a GPU from a calibration file); 0 where the figures have no compile times."""
+        if not self.compile_s:
+            return 0.0
+        from repro.cost.gpu_reference import backbone_key
+
+        return self.compile_s.get(backbone_key(backbone), statistics.median(self.compile_s.values()))
 
     @property
     def measured(self) -> bool:
@@ -76,68 +89,34 @@ class Throughput:
         benchmark, a GPU calibration file) or "reference" (a data sheet and an assumed efficiency)."""
         return "fitted" if self.fitted else "measured" if self.measured else "reference"
 
+    @property
+    def origin(self) -> str:
+        """What the From column says of figures computed from it: "fitted", "CPU reference x1.12", ..."""
+        return "fitted" if self.fitted else self.label or self.basis
+
 
 def _cpu_threads() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
-def measure_throughput(device: str) -> float:
-    """Multiply-adds per second of forward+backward on a small conv net."""
-    import torch
-    from torch import nn
+def cpu_throughput(speed: Speed | None = None) -> Throughput:
+    """This CPU: the CPU reference's run model and runs (repro.cost.cpu_reference) times `speed`'s factor
+    (repro.cost.speed: this CPU's seconds over the reference machine's; unscaled without one); a per-core guess,
+    labelled as one, where the reference cannot be read. Torch-free."""
+    from repro.cost import cpu_reference as shipped
 
-    net = nn.Sequential(nn.Conv2d(3, 32, 3, padding=1), nn.ReLU(), nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(),
-                        nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(64, 10)).to(device)
-    x = torch.randn(64, 3, 32, 32, device=device)
-    macs_fwd = 64 * (32 * 32 * 32 * 27 + 32 * 32 * 64 * 288 + 640)
-    for _ in range(2):
-        net(x).sum().backward()
-    if device == "cuda":
-        torch.cuda.synchronize()
-    reps, t0 = 0, time.perf_counter()
-    while time.perf_counter() - t0 < 0.5:
-        net(x).sum().backward()
-        reps += 1
-    if device == "cuda":
-        torch.cuda.synchronize()
-    return 3 * macs_fwd * reps / (time.perf_counter() - t0)
-
-
-@lru_cache(maxsize=None)
-def throughput(device: str, measure: bool = True) -> float:
-    """This host's measured multiply-adds per second on `device`, cached per device and thread count
-    (NaN when not cached and `measure` is False)."""
-    key = f"{device}:{_cpu_threads()}"
-    path = cache_root() / "throughput.json"
-    cache = read_json(path)
-    cache = cache if isinstance(cache, dict) else {}
-    value = cache.get(key)
-    if not isinstance(value, (int, float)) or not value > 0:
-        if not measure:
-            return float("nan")
-        cache[key] = value = measure_throughput(device)
-        write_json(path, cache)
-    return float(value)
-
-
-def cpu_throughput(measure: bool = True, reference: bool = False) -> Throughput:
-    """This CPU's measured figure (measured now when not cached and `measure`); uncached and not measured:
-    NaN, or with `reference` the reference figure, so that `repro list` answers without importing torch."""
-    value = throughput("cpu", measure)
-    if value != value and reference:
-        from repro.cost import cpu_reference as shipped
-
-        ref = shipped.load()
-        if ref is not None:
-            return Throughput("cpu", "cpu", ref.macs_per_s, ref.step_overhead_s, ref.source,
-                              run_seconds=ref.run_seconds(), run_overhead_s=ref.run_overhead_s,
-                              cpu_share=ref.cpu_share, parallel=_cpu_threads())
+    ref = shipped.load()
+    factor = speed.factor if speed is not None else 1.0
+    if ref is None:
         macs = CPU_REFERENCE_MACS_PER_CORE * _cpu_threads()
-        return Throughput("cpu", "cpu", macs, CPU_STEP_OVERHEAD_S,
+        return Throughput("cpu", "cpu", macs / factor, CPU_STEP_OVERHEAD_S * factor,
                           f"reference, not measured: {CPU_REFERENCE_MACS_PER_CORE / 1e9:.0f} GMAC/s per core x "
-                          f"{_cpu_threads()} (a 2-core x86-64 CI machine); `repro <table>` measures this CPU once")
-    return Throughput("cpu", "cpu", value, CPU_STEP_OVERHEAD_S,
-                      f"measured on this host's CPU ({_cpu_threads()} threads, cached)")
+                          f"{_cpu_threads()} (a 2-core x86-64 CI machine)", label="CPU guess", speed=factor)
+    scaled = f"; x {speed.describe()}" if speed is not None else "; not scaled: no speed factor kept (`repro bench speed`)"
+    return Throughput("cpu", "cpu", ref.macs_per_s / factor, ref.step_overhead_s * factor, ref.source + scaled,
+                      run_seconds={h: s * factor for h, s in ref.run_seconds().items()},
+                      run_overhead_s=ref.run_overhead_s * factor, cpu_share=ref.cpu_share, parallel=_cpu_threads(),
+                      label=speed.label if speed is not None else "CPU reference", speed=factor)
 
 
 def local_gpu_name() -> str | None:
@@ -162,37 +141,8 @@ def reference_gpu(name: str | None = None) -> Throughput:
     note = f" ({wanted} is not in the table: {key}'s figures)" if unknown else ""
     return Throughput(key, "gpu", peak / 2 * GPU_EFFICIENCY, GPU_STEP_OVERHEAD_S,
                       f"reference, not measured: {key} at {peak / 1e12:.0f} TFLOP/s bf16 peak x {GPU_EFFICIENCY:.2f} "
-                      f"efficiency (NVIDIA ResNet-50 v1.5 on A100), {GPU_STEP_OVERHEAD_S * 1e3:.0f} ms a step{note}")
-
-
-def load_calibration(path: str | Path, reference: Throughput) -> Throughput:
-    """A GPU calibration file's images/s per manifest on top of `reference`; `reference` alone, with a
-    warning naming the file and the key, when the file is missing or malformed."""
-    path = Path(path)
-    data = read_json(path)
-    problem = _calibration_problem(data) if data is not None else "no such file"
-    if problem:
-        print(f"warning: ignoring the GPU calibration {path}: {problem}; using the reference figures", file=sys.stderr)
-        return reference
-    rates = {m: float(v["images_per_s"]) for m, v in data["manifests"].items()}
-    base = reference_gpu(data["device"])
-    return Throughput(data["device"], "gpu", base.macs_per_s, base.step_overhead_s,
-                      f"measured: {path} ({data['device']}, {len(rates)} manifests); others: {base.source}", rates)
-
-
-def _calibration_problem(data: Any) -> str:
-    if not isinstance(data, dict):
-        return "expected a JSON object"
-    if not isinstance(data.get("device"), str):
-        return "key 'device': expected a string"
-    manifests = data.get("manifests")
-    if not isinstance(manifests, dict):
-        return "key 'manifests': expected an object of manifest id -> {\"images_per_s\": number}"
-    for mid, entry in manifests.items():
-        rate = entry.get("images_per_s") if isinstance(entry, dict) else None
-        if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not rate > 0:
-            return f"key 'manifests.{mid}.images_per_s': expected a positive number, got {rate!r}"
-    return ""
+                      f"efficiency (NVIDIA ResNet-50 v1.5 on A100), {GPU_STEP_OVERHEAD_S * 1e3:.0f} ms a step{note}",
+                      label=f"{key} data sheet")
 
 
 def calibration_path(path: str | Path | None = None) -> Path | None:
@@ -201,9 +151,47 @@ def calibration_path(path: str | Path | None = None) -> Path | None:
     return Path(value) if value else None
 
 
+def _peak_key(name: str) -> str | None:
+    return next((k for k in sorted(REFERENCE_GPUS, key=len, reverse=True) if k.lower() in name.lower()), None)
+
+
+def from_calibration(cal: GpuCalibration, label: str, source: str, scale: float = 1.0,
+                     data_s_per_value: float | None = None) -> Throughput:
+    """A GPU priced by a calibration's figures, its rates times `scale` (another GPU's peak over the measured one's)."""
+    return Throughput(cal.device, "gpu", cal.macs_per_s * scale, GPU_STEP_OVERHEAD_S, source,
+                      {m: r * scale for m, r in cal.images_per_s.items()}, label=label, compile_s=dict(cal.compile_s),
+                      data_s_per_value=cal.data_s_per_value if cal.data_s_per_value is not None else data_s_per_value or 0.0)
+
+
 def gpu_throughput(calibration: str | Path | None = None, gpu: str | None = None) -> Throughput:
-    """The GPU a profile would run on: from the calibration file when one is given, else the reference
-    figures for `gpu`, else for this host's GPU, else for the default reference GPU."""
-    reference = reference_gpu(gpu or local_gpu_name())
+    """The GPU a profile would run on: the calibration file when one is given (`calibration`, else
+    $REPRO_GPU_CALIBRATION); else the shipped H200 reference (repro.cost.gpu_reference), its rates scaled by peak
+    FLOP/s to `gpu` or this host's GPU where that is another; data-sheet figures where the reference cannot be read."""
+    from repro.cost import gpu_reference
+
+    shipped = gpu_reference.load()
     path = calibration_path(calibration)
-    return load_calibration(path, reference) if path else reference
+    if path is not None:
+        try:
+            own = gpu_reference.read(path)
+        except gpu_reference.CalibrationProblem as exc:
+            print(f"warning: ignoring the GPU calibration ({exc}); using the reference figures", file=sys.stderr)
+        else:
+            borrowed = "" if own.data_s_per_value is not None or shipped is None else \
+                "; data preparation: the shipped H200 reference's"
+            return from_calibration(own, "calibration file", f"measured: {path} ({own.device}, {len(own.images_per_s)} "
+                                    f"manifests){borrowed}", data_s_per_value=shipped.data_s_per_value if shipped else None)
+    wanted = gpu or local_gpu_name()
+    if shipped is None:
+        return reference_gpu(wanted)
+    here, there = _peak_key(wanted or shipped.device), _peak_key(shipped.device)
+    when = shipped.started[:10]
+    source = (f"reference, not measured here: `repro bench gpu` on one {shipped.device}, {when} "
+              f"({len(shipped.images_per_s)} manifests; repro/cost/gpu_reference.json)")
+    if here is None or there is None or here == there:
+        note = f"; {wanted} is not in the peak table: the {there}'s figures" if here is None and wanted else ""
+        return from_calibration(shipped, f"{there} ref. {when}", source + note)
+    scale = REFERENCE_GPUS[here] / REFERENCE_GPUS[there]
+    return from_calibration(shipped, f"{there} ref. x{scale:.2f} ({here})",
+                            f"{source}, its rates x {scale:.2f} for the {here} (bf16 peak {REFERENCE_GPUS[here] / 1e12:.0f} "
+                            f"over {REFERENCE_GPUS[there] / 1e12:.0f} TFLOP/s)", scale)

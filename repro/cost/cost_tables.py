@@ -16,7 +16,7 @@ if TYPE_CHECKING:  # repro.cost.plan reads the power analysis (scipy): `repro li
 
 
 def _cost_cells(cost: Cost, wall_s: float, basis: str) -> list[str]:
-    """Runs, epochs, device time, the command's wall time and what that figure is (fitted, measured, reference)."""
+    """Runs, epochs, device time, the command's wall time and what that figure came from (docs/cost-model.md)."""
     if not cost.runs:
         return ["0", "0", "-", duration(wall_s), basis]
     return [str(cost.runs), f"{cost.epochs:,}", device_time(cost.device_seconds, cost.kind), duration(wall_s), basis]
@@ -44,7 +44,7 @@ def list_table(manifests: list[Manifest], model: CostModel, invalid: dict[str, s
                 continue  # a plan's profile that trains nothing here
             sources.update(cost.sources)
             alone = command_time([m], name, model, rates, verify_all=False)
-            table.add(name, *_cost_cells(cost, alone.seconds, alone.basis()))
+            table.add(name, *_cost_cells(cost, alone.seconds, alone.origin()))
     for mid, problem in invalid.items():
         table.section(Text.assemble((mid, "bold"), " — ", ("invalid manifest", "red"), f": {problem}"))
     totals = Grid([Column("Profile"), Column("Distinct runs", right=True), *_COST_COLUMNS[1:3],
@@ -54,12 +54,13 @@ def list_table(manifests: list[Manifest], model: CostModel, invalid: dict[str, s
         cost = model.cost([(m, name) for m in mine])
         if cost.runs:
             whole = command_time(mine, name, model, rates)
-            totals.add(name, *_cost_cells(cost, whole.seconds, whole.basis()))
+            totals.add(name, *_cost_cells(cost, whole.seconds, whole.origin()))
     return table, totals, sources
 
 
-# From: whether a figure is fitted (to the run records of the results folder), measured (this CPU's benchmark,
-# a GPU calibration file) or a reference.
+# From: what a figure came from (docs/cost-model.md): "fitted" (to the run records of the results folder), a GPU
+# calibration file, or a reference: the CPU reference (scaled by this CPU's speed factor where one is kept), the
+# shipped GPU reference.
 _COST_COLUMNS = [Column("Runs", right=True), Column("Epochs", right=True), Column("Device", right=True),
                  Column("Wall", right=True), Column("From", drop=1)]
 

@@ -1,8 +1,7 @@
 """The CPU reference: what a CPU run costs on a machine of CI's kind, measured there and shipped as data.
 
-A CPU that has trained nothing here yet (no run records to fit, repro.cost.fit; no benchmark cached,
-repro.cost.calibration) is priced by `cpu_reference.json`, which `tools/write_cpu_reference.py` writes
-from the results folders of `repro verify-all` at the shipped CPU profiles on one such machine. It holds
+A CPU that has trained nothing here yet (no run records to fit, repro.cost.fit) is priced by
+`cpu_reference.json`, which `tools/write_cpu_reference.py` writes from the results folders of `repro verify-all` at the shipped CPU profiles on one such machine. It holds
 
 - each run's CPU seconds there, by config hash: a run it has is priced at what it took;
 - the run model fitted to those runs (repro.cost.fit) in the units a cold estimate has without torch
@@ -10,7 +9,7 @@ from the results folders of `repro verify-all` at the shipped CPU profiles on on
 - the command's phase rates fitted to the folders' timings.json (repro.cost.wall_time.fit_rates);
 
 with the machine, the date and the commit they were measured on, which every figure priced by it names.
-A faster or slower machine of the same kind moves them all in proportion (README, Time: up to 1.6x).
+A faster or slower machine moves them all in proportion: this CPU's speed factor (repro.cost.speed) scales them.
 repro.cost.reference_build writes it; tests/cost/test_reference.py refits the file's runs and checks that
 today's counts still price them.
 """

@@ -5,26 +5,29 @@ A run's time = epochs x (training FLOPs / the device's throughput + steps x a co
   backbone scaled to the run's resolution, plus the head), over the training images actually on
   disk (repro.data.sizes; the paper's sizes when absent, and the output says which) or the
   profile's subset, plus one forward pass over the test split;
-- the throughput of the device that would run the profile (repro.cost.calibration): this CPU,
-  measured, for a profile pinned to the CPU; else a GPU, from a calibration file or a reference.
+- the throughput of the device that would run the profile (repro.cost.calibration): the CPU reference
+  scaled by this CPU's speed factor, for a profile pinned to the CPU; else a GPU, from a calibration file
+  or a reference.
 Runs are counted once however many rows and tables share them (their config hash). Wall time
 follows the executor: runs spread longest-first over its parallel slots (GPUs x runs per GPU
 locally, the array's parallelism under Slurm); runs packed onto one GPU share its arithmetic and
 overlap only their per-step overhead. For the shipped manifests nothing here imports torch, even on a
-cold cache: their multiply-adds are shipped (repro.measure.model_macs), and `measure_cpu=False` takes a
-reference figure for a CPU not yet measured; other models' counts, the CPU throughput and ImageNet's file
-count are cached (repro.core.cache).
+cold cache: their multiply-adds are shipped (repro.measure.model_macs) and the CPU's figures are the shipped
+reference's; other models' counts, the CPU's speed factor and the datasets' image counts are cached
+(repro.core.cache).
 """
 
 from __future__ import annotations
 
 import heapq
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Literal
 
 from repro.cost.calibration import Throughput, _cpu_threads, cpu_throughput, gpu_throughput
-from repro.data.sizes import split_sizes
+from repro.cost.speed import Speed, kept_speed
+from repro.data.sizes import run_split_sizes
 from repro.data.specs import get_dataset
 from repro.plan.manifest import Manifest
 from repro.spec.profiles import Profile
@@ -111,14 +114,14 @@ class CostModel:
     data_dir: Path | None = None
     calibration: Path | None = None  # a GPU calibration file (repro.cost.calibration)
     gpu: str | None = None  # the reference GPU's name when there is no calibration
-    cached_only: bool = False  # never count FLOPs or measure a device (torch-free callers): NaN where uncached
-    measure_cpu: bool = True  # False: an unmeasured CPU gets the reference figure (`repro list`: no torch import)
+    cached_only: bool = False  # never count FLOPs (torch-free callers): NaN where uncached
     kind: str | None = None  # "cpu" or "gpu" when the device is already chosen (a run about to start)
     # By kind ("cpu", "gpu"): figures fitted to the run records of a results folder (repro.cost.fit), used
     # instead of the measured or reference ones.
     fitted: dict[str, Throughput] = field(default_factory=dict)
     exact_sizes: bool = False  # price runs by the model built at their resolution (repro.cost.fit sets it)
     _devices: dict[str, Throughput] = field(default_factory=dict, repr=False)
+    _speed: list = field(default_factory=list, repr=False)  # [this CPU's kept Speed or None], read once
 
     def device(self, profile: Profile) -> Throughput:
         return self.of_kind(self.kind or ("cpu" if profile.device == "cpu" else "gpu"))
@@ -127,20 +130,23 @@ class CostModel:
         if kind in self.fitted:
             return self.fitted[kind]
         if kind not in self._devices:
-            self._devices[kind] = (cpu_throughput(self.measure_cpu and not self.cached_only,
-                                                  reference=not self.measure_cpu) if kind == "cpu"
+            self._devices[kind] = (cpu_throughput(self.speed()) if kind == "cpu"
                                    else gpu_throughput(self.calibration, self.gpu))
         return self._devices[kind]
 
+    def speed(self) -> Speed | None:
+        """This CPU's kept speed factor against the CPU reference's machine (repro.cost.speed), or None."""
+        if not self._speed:
+            self._speed.append(kept_speed())
+        return self._speed[0]
+
+    def split_counts(self, cfg: RunConfig) -> tuple[int, int, str]:
+        """(training images, test images, where their counts came from) of one run (repro.data.sizes)."""
+        sizes = run_split_sizes(cfg.dataset, cfg.data, cfg.train_samples, cfg.test_samples, self.data_dir)
+        return sizes.train, sizes.test, sizes.source
+
     def run_work(self, cfg: RunConfig) -> RunWork:
-        spec = get_dataset(cfg.dataset)
-        if cfg.data == "real":
-            sizes = split_sizes(cfg.dataset, self.data_dir)
-            n_train, n_test, data = sizes.train, sizes.test, sizes.source
-        else:
-            n_train, n_test, data = spec.train_size, spec.test_size, f"{cfg.data} data"
-        n_train = min(n_train, cfg.train_samples or n_train)
-        n_test = min(n_test, cfg.test_samples or n_test)
+        n_train, n_test, data = self.split_counts(cfg)
         steps = cfg.epochs * (n_train // cfg.batch_size + n_test // cfg.batch_size + 1)
         images = cfg.epochs * (n_train + n_test / 3)
         macs = self._macs(cfg)
@@ -151,6 +157,15 @@ class CostModel:
         backward = 0 if cfg.backbone_lr_scale == 0 else 2 * body  # a frozen backbone runs forward only
         work = (per_image + backward + 2 * head) * n_train + per_image * n_test
         return RunWork(cfg.epochs * work, steps, images, data)
+
+    def data_preparation_s(self, cfg: RunConfig, device: Throughput) -> float:
+        """Host seconds making or loading a run's in-memory splits, on a GPU priced by a calibration file
+        (repro.cost.gpu_reference); streamed image folders are read inside the epochs."""
+        spec = get_dataset(cfg.dataset)
+        if not device.data_s_per_value or not spec.in_memory:
+            return 0.0
+        n_train, n_test, _ = self.split_counts(cfg)
+        return (n_train + n_test) * spec.channels * cfg.image_size ** 2 * device.data_s_per_value
 
     def _macs(self, cfg: RunConfig) -> tuple[float, float] | None:
         """(backbone, head) forward multiply-adds per image at the run's resolution. Fitted figures use the model
@@ -188,10 +203,11 @@ class CostModel:
         measured = device.run_seconds.get(cfg.hash)
         if measured is not None:  # the CPU reference has this very run (repro.cost.cpu_reference)
             return RunTime(measured, 0.0, w.data)
+        fixed = device.run_overhead_s + self.data_preparation_s(cfg, device)
         rate = device.images_per_s.get(manifest_id)
         if rate:  # a measured training rate: its per-step costs are inside it; evaluation is a forward pass
-            return RunTime(w.images / rate, device.run_overhead_s, w.data)
-        overhead = w.steps * device.step_overhead_s + device.run_overhead_s
+            return RunTime(w.images / rate, fixed, w.data)
+        overhead = w.steps * device.step_overhead_s + fixed
         if device.step_param_s or device.checkpoint_param_s:
             trainable, held = self.run_params(cfg)
             if trainable == trainable:  # NaN: sizes not counted (cached_only), priced without these terms
@@ -216,18 +232,35 @@ class CostModel:
             occupancy.append(t.compute_s + t.overhead_s / self.executor.packing(device.kind))
             walls.append(occupancy[-1] / device.cpu_share)
             sources.update((device.source, f"{cfg.dataset}: {t.data}"))
-        pretraining = self._pretraining([(cfg, device) for cfg, _, device in runs.values()])
-        occupancy += pretraining
         # Figures per run (fitted to records, the reference): the runs share the cores, each on its threads.
         parallel = max((d.parallel for _, _, d in runs.values() if d.kind == "cpu"), default=1)
         if parallel > 1:
             threads = max(c.threads for c, _, d in runs.values() if d.kind == "cpu")
             parallel = max(1, _cpu_threads() // threads)
         slots = parallel if kind == "cpu" else self.executor.slots(kind, len(walls))
+        for i, seconds in self._compilation(list(runs.values()), slots):
+            occupancy[i] += seconds
+            walls[i] += seconds
+        pretraining = self._pretraining([(cfg, device) for cfg, _, device in runs.values()])
+        occupancy += pretraining
         wall = makespan(walls, slots) + sum(pretraining)  # pretraining: in the main process, before any run trains
         return Cost(kind, len(runs), sum(c.epochs for c, _, _ in runs.values()), sum(occupancy), wall,
                     tuple(sorted(sources)))
 
+    def _compilation(self, runs: list[tuple[RunConfig, str, Throughput]], slots: int) -> list[tuple[int, float]]:
+        """(run index, seconds) of each compilation the runs pay on a GPU priced by a calibration file: a backbone
+        once per process that trains it, so once per slot that takes one of its runs locally (at most), once per
+        run under Slurm (a task a run)."""
+        by_backbone: dict[str, list[int]] = {}
+        for i, (cfg, _, device) in enumerate(runs):
+            if device.compile_s:
+                by_backbone.setdefault(json.dumps(cfg.backbone, sort_keys=True), []).append(i)
+        out = []
+        for indices in by_backbone.values():
+            cfg, _, device = runs[indices[0]]
+            copies = len(indices) if self.executor.kind == "slurm" else min(len(indices), slots)
+            out += [(i, device.compile_seconds(cfg.backbone)) for i in indices[:copies]]
+        return out
 
     def _pretraining(self, runs: list[tuple[RunConfig, Throughput]]) -> list[float]:
         """Seconds of each digit-stand-in pretraining the runs need that is not cached (repro.train.digit_weights)."""

@@ -118,7 +118,7 @@ def fit_device(runs: list[MeasuredRun], model: CostModel, base: Throughput) -> R
     fitted = dataclasses.replace(
         base, macs_per_s=1 / coef[0] if coef[0] > 0 else float("inf"), step_overhead_s=coef[1], step_param_s=coef[2],
         run_overhead_s=coef[3], checkpoint_param_s=coef[4], cpu_share=min(max(share, 0.02), float(threads)),
-        parallel=parallel, fitted=True, images_per_s={}, run_seconds={},
+        parallel=parallel, fitted=True, images_per_s={}, run_seconds={}, compile_s={}, data_s_per_value=0.0,
         source=f"fitted to {len(data)} run records of this results folder ({base.device})")
     sized = sum(1 for f, _, _ in data if f[2] > 0 or f[4] > 0)
     return RunFit(fitted, len(data), ratios, seconds, rate, sized)

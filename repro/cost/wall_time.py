@@ -27,6 +27,9 @@ PHASE_OF = {"start-up and imports": "start-up", "FLOP check": "FLOP check", "FLO
             "data checks": "rest", "stand-in pretraining": "training", "training": "training", "latency": "latency",
             "claims": "rest", "tables": "rest", "figures": "report", "report": "report", "timings": "report"}
 BASES = ("fitted", "measured", "reference")  # from strongest to weakest
+# The rates in seconds, which the speed factor scales where they are the reference's (repro.cost.speed); `latency`
+# multiplies the latency estimate, which the scaled CPU figures price already.
+SECONDS_RATES = ("startup", "flop_model", "workers", "rest", "report")
 
 
 @dataclass(frozen=True)
@@ -71,6 +74,7 @@ class Part:
     table: str  # "" for the command's own parts
     seconds: float
     basis: str
+    origin: str = ""  # the From column's words: "fitted", "CPU reference x1.12", "H200 ref. 2026-12-04", ...
 
 
 @dataclass(frozen=True)
@@ -92,6 +96,17 @@ class CommandTime:
         weighty = [p.basis for p in parts if p.seconds >= 0.1 * total] or ["reference"]
         return max(weighty, key=BASES.index)
 
+    def origin(self, manifest_id: str | None = None) -> str:
+        """What the figure came from, for the From column: that of the largest part of the weakest basis among
+        the parts that carry a tenth of the time or more."""
+        parts = [p for p in self.parts if manifest_id is None or p.table == manifest_id]
+        total = sum(p.seconds for p in parts) or 1.0
+        weighty = [p for p in parts if p.seconds >= 0.1 * total]
+        if not weighty:
+            return self.basis(manifest_id)
+        weakest = max((p.basis for p in weighty), key=BASES.index)
+        return max((p for p in weighty if p.basis == weakest), key=lambda p: p.seconds).origin or weakest
+
 
 def _weaker(a: str, b: str) -> str:
     return max(a, b, key=BASES.index)
@@ -100,34 +115,47 @@ def _weaker(a: str, b: str) -> str:
 def command_time(manifests: list[Manifest], profile: str, model: CostModel, rates: Rates = Rates(),
                  verify_all: bool = True, recorded: frozenset[str] = frozenset()) -> CommandTime:
     """The wall time of `repro verify-all` (or `repro run` of these manifests) at `profile`; the runs in
-    `recorded` are reused, not trained."""
-    parts = [Part("start-up", "", rates.startup.seconds, rates.startup.basis)]
+    `recorded` are reused, not trained. The reference's phase rates are scaled by this CPU's speed factor."""
+    speed = model.speed()
+    host = speed.label if speed is not None else "CPU reference"
+
+    def priced(phase: str, table: str, units: float, name: str) -> Part:
+        rate = getattr(rates, name)
+        reference = rate.basis == "reference"
+        scale = speed.factor if speed is not None and reference and name in SECONDS_RATES else 1.0
+        return Part(phase, table, units * rate.seconds * scale, rate.basis, host if reference else rate.basis)
+
+    parts = [priced("start-up", "", 1.0, "startup")]
     counted: set[str] = set()
     if verify_all:
         models = {row_key(r) for m in manifests for r in m.rows}
         counted |= models
-        parts.append(Part("FLOP check", "", len(models) * rates.flop_model.seconds, rates.flop_model.basis))
+        parts.append(priced("FLOP check", "", len(models), "flop_model"))
     trained: set[str] = set(recorded)
     for m in manifests:
         if profile not in m.profiles:
             continue
         new = {row_key(r) for r in m.rows if "flops" in r.measures} - counted
         counted |= new
-        parts.append(Part("FLOP counting", m.id, len(new) * rates.flop_model.seconds, rates.flop_model.basis))
+        parts.append(priced("FLOP counting", m.id, len(new), "flop_model"))
         if "accuracy" in m.measures():
             cost = model.cost([(m, profile)], skip=frozenset(trained))
             device = model.device(m.profiles[profile])
             trained |= {p.cfg.hash for p in _planned(m, profile)}
             in_workers = device.parallel > 1 or (device.kind == "cpu" and _cpus() > 1)  # the local executor's default
-            workers = rates.workers.seconds if cost.runs and in_workers else 0.0
-            parts.append(Part("training", m.id, cost.wall_seconds + workers,
-                              _weaker(device.basis, rates.workers.basis) if workers else device.basis))
+            workers = priced("training", m.id, 1.0, "workers") if cost.runs and in_workers else None
+            workers = workers if workers is not None and workers.seconds else None
+            basis = _weaker(device.basis, workers.basis) if workers else device.basis
+            parts.append(Part("training", m.id, cost.wall_seconds + (workers.seconds if workers else 0.0), basis,
+                              device.origin if basis == device.basis else workers.origin))
         if "latency" in m.measures():
             seconds, _ = estimate_latency(m, profile, model)
-            parts.append(Part("latency", m.id, seconds * rates.latency.seconds, rates.latency.basis))
-        parts.append(Part("rest", m.id, rates.rest.seconds, rates.rest.basis))
+            latency = priced("latency", m.id, seconds, "latency")  # priced by the CPU's figures
+            parts.append(dataclasses.replace(latency, origin=model.of_kind("cpu").origin)
+                         if latency.basis == "reference" else latency)
+        parts.append(priced("rest", m.id, 1.0, "rest"))
     if verify_all:
-        parts.append(Part("report", "", rates.report.seconds, rates.report.basis))
+        parts.append(priced("report", "", 1.0, "report"))
     return CommandTime("verify-all" if verify_all else "run " + " ".join(m.id for m in manifests), tuple(parts))
 
 
@@ -137,7 +165,7 @@ def table_line(manifest: Manifest, profile: str, model: CostModel, rates: Rates 
     t = command_time([manifest], profile, model, rates, verify_all=False, recorded=recorded)
     mine = [p for p in t.parts if p.table == manifest.id and p.seconds >= 0.5]
     parts = ", ".join(f"{p.phase} {seconds_text(p.seconds)}" for p in mine) or "nothing to speak of"
-    return f"{duration(t.table(manifest.id))} ({t.basis(manifest.id)}: {parts})"
+    return f"{duration(t.table(manifest.id))} ({t.origin(manifest.id)}: {parts})"
 
 
 def _cpus() -> int:

@@ -1,11 +1,11 @@
 """How many images each split holds on this machine, for the cost model (repro.cost.estimate); no torch.
 
-CIFAR and Tiny-ImageNet have fixed splits: when the folder is there, the split sizes are
-the published ones (repro.data.specs). ImageNet is an ImageFolder tree a user may have
-trimmed or extended, so its files are counted; counting 1.3M names takes seconds, so the
-count is cached (repro.core.cache) under a signature of the folder's and its class folders'
-mtimes, which change whenever a file is added or removed. Without the folder, the
-paper's sizes stand in, and `source` says so.
+What is on disk is counted, never assumed from the dataset's name: a CIFAR folder of a user's own may hold 200
+images, not 50,000. CIFAR's batches are read (every pickle in the folder holding "data"; the test split those
+named "test..."), Tiny-ImageNet's training files and validation annotations counted, and ImageNet's ImageFolder
+trees counted. Counting takes up to seconds (reading CIFAR's 180 MB, listing 1.3M names), so each count is cached
+(repro.core.cache) under a signature of the files' or folders' sizes and mtimes, which change whenever a file is
+added, replaced or removed. Without the folder, the paper's sizes stand in, and `source` says so.
 """
 
 from __future__ import annotations
@@ -37,14 +37,25 @@ def _class_dirs(split: Path) -> list[os.DirEntry]:
     return sorted((e for e in os.scandir(split) if e.is_dir()), key=lambda e: e.name) if split.is_dir() else []
 
 
-def _signature(folder: Path) -> str:
-    digest = hashlib.sha256()
-    for split in ("train", "val"):
-        path = folder / split
-        digest.update(f"{split}:{path.stat().st_mtime_ns if path.is_dir() else 0}".encode())
-        for entry in _class_dirs(path):
-            digest.update(f"{entry.name}:{entry.stat().st_mtime_ns}".encode())
-    return digest.hexdigest()[:24]
+def _stamp(path: Path) -> str:
+    if not path.exists():
+        return f"{path.name}:-"
+    st = path.stat()
+    return f"{path.name}:{st.st_size}:{st.st_mtime_ns}"
+
+
+def _signature_image_folders(folder: Path) -> list[str]:
+    return [_stamp(folder / split) + "".join(f"|{e.name}:{e.stat().st_mtime_ns}" for e in _class_dirs(folder / split))
+            for split in ("train", "val")]
+
+
+def _signature_tiny_imagenet(folder: Path) -> list[str]:
+    return [_stamp(folder / "train"), _stamp(folder / "val" / "val_annotations.txt"),
+            *(_stamp(Path(e.path) / "images") for e in _class_dirs(folder / "train"))]
+
+
+def _signature_cifar(folder: Path) -> list[str]:
+    return sorted(_stamp(Path(e.path)) for e in os.scandir(folder) if e.is_file())
 
 
 def _count_images(split: Path) -> int:
@@ -52,15 +63,51 @@ def _count_images(split: Path) -> int:
                if e.name.lower().endswith(IMAGE_SUFFIXES))
 
 
-def count_image_folder(folder: Path) -> tuple[int, int]:
-    """(train, val) image files of an ImageFolder tree, cached by the tree's mtimes."""
+def _count_image_folders(folder: Path) -> tuple[int, int]:
+    return _count_images(folder / "train"), _count_images(folder / "val")
+
+
+def _count_tiny_imagenet(folder: Path) -> tuple[int, int]:
+    train = sum(1 for d in _class_dirs(folder / "train") if (Path(d.path) / "images").is_dir()
+                for e in os.scandir(Path(d.path) / "images") if e.name.lower().endswith(IMAGE_SUFFIXES))
+    annotations = folder / "val" / "val_annotations.txt"
+    val = sum(1 for line in annotations.read_text().splitlines() if line.strip()) if annotations.is_file() else 0
+    return train, val
+
+
+def _count_cifar(folder: Path) -> tuple[int, int]:
+    """Images in the folder's batches: every pickle holding "data", in the test split when its name starts "test"."""
+    import pickle
+
+    counts = {True: 0, False: 0}
+    for entry in os.scandir(folder):
+        if not entry.is_file():
+            continue
+        try:
+            with open(entry.path, "rb") as f:
+                batch = pickle.load(f, encoding="latin1")
+        except Exception:  # not a batch (readme.html), or damaged: the data check names it before anything trains
+            continue
+        if isinstance(batch, dict) and "data" in batch:
+            counts[entry.name.startswith("test")] += len(batch["data"])
+    return counts[False], counts[True]
+
+
+COUNTERS = {"cifar_pickles": (_signature_cifar, _count_cifar),
+            "tiny_imagenet_files": (_signature_tiny_imagenet, _count_tiny_imagenet),
+            "image_folders": (_signature_image_folders, _count_image_folders)}
+
+
+def count_on_disk(folder: Path, storage: str) -> tuple[int, int]:
+    """(train, test) images of a dataset folder stored as `storage`, cached by the files' sizes and mtimes."""
     folder = folder.absolute()
-    path = cache_dir("sizes") / (hashlib.sha256(str(folder).encode()).hexdigest()[:24] + ".json")
-    signature = _signature(folder)
+    sign, count = COUNTERS[storage]
+    path = cache_dir("sizes") / (hashlib.sha256(f"{storage}:{folder}".encode()).hexdigest()[:24] + ".json")
+    signature = hashlib.sha256("\n".join(sign(folder)).encode()).hexdigest()[:24]
     cached = read_json(path)
     if isinstance(cached, dict) and cached.get("signature") == signature and cached.get("folder") == str(folder):
         return int(cached["train"]), int(cached["val"])
-    train, val = _count_images(folder / "train"), _count_images(folder / "val")
+    train, val = count(folder)
     write_json(path, {"folder": str(folder), "signature": signature, "train": train, "val": val})
     return train, val
 
@@ -71,9 +118,17 @@ def split_sizes(dataset: str, root: str | Path | None = None) -> SplitSizes:
     folder = data_root(root) / spec.folder
     if not folder.is_dir():
         return SplitSizes(spec.train_size, spec.test_size, "paper (not on disk)")
-    if spec.storage == "image_folders":  # a tree a user may have trimmed: counted; the others have fixed splits
-        train, test = count_image_folder(folder)
-        if train and test:
-            return SplitSizes(train, test, "on disk (counted)")
-        return SplitSizes(spec.train_size, spec.test_size, "paper (the folder holds no images)")
-    return SplitSizes(spec.train_size, spec.test_size, "on disk (fixed split)")
+    train, test = count_on_disk(folder, spec.storage)
+    if train and test:
+        return SplitSizes(train, test, "on disk (counted)")
+    return SplitSizes(spec.train_size, spec.test_size, "paper (the folder holds no images)")
+
+
+def run_split_sizes(dataset: str, data: str, train_samples: int | None, test_samples: int | None,
+                    root: str | Path | None = None) -> SplitSizes:
+    """A run's training and test images: its real data's on disk (`data` "real"), else the dataset's sizes in
+    the kind of data it makes (synthetic, digits); each capped by the profile's subset."""
+    spec = get_dataset(dataset)
+    sizes = split_sizes(dataset, root) if data == "real" else SplitSizes(spec.train_size, spec.test_size, f"{data} data")
+    return SplitSizes(min(sizes.train, train_samples or sizes.train), min(sizes.test, test_samples or sizes.test),
+                      sizes.source)

@@ -69,8 +69,18 @@ def tree_cpu() -> float:
     return t.user + t.system + t.children_user + t.children_system + sum(_live_child_cpu(p.pid) for p in live)
 
 
+def interpreter_age() -> float:
+    """Seconds since this interpreter started (repro.STARTED), never more than the process's age where known."""
+    from repro import STARTED
+
+    age = max(0.0, time.time() - STARTED)
+    process = process_age()
+    return age if process is None else min(age, process)
+
+
 def process_age() -> float | None:
-    """Seconds since this process started (from /proc), or None where unknown."""
+    """Seconds since this process started (from /proc), or None where unknown. A shell that runs a command last
+    runs it in its own process: the shell's start, not the command's."""
     fields = _proc_fields("self")
     try:
         boot = next(float(line.split()[1]) for line in Path("/proc/stat").read_text().splitlines()
@@ -162,12 +172,11 @@ class Recorder(Clocks):
         self.runs: list[dict[str, Any]] = []
         self.results_dir: Path | None = None  # set by `recording`
         self._wall0, self._cpu0 = time.perf_counter(), tree_cpu()
-        age = process_age()
-        if age is not None:  # the interpreter's start and the command line's imports, before this recorder
-            t = os.times()
-            self.add((STARTUP, ""), age, t.user + t.system)
-            self._wall0 -= age
-            self._cpu0 -= t.user + t.system
+        age = interpreter_age()  # the interpreter's start and the command line's imports, before this recorder
+        t = os.times()
+        self.add((STARTUP, ""), age, t.user + t.system)
+        self._wall0 -= age
+        self._cpu0 -= t.user + t.system
 
     def start(self, key: Hashable) -> None:
         if not isinstance(key, tuple) or key[0] not in PHASES:

@@ -33,7 +33,7 @@ GPU = cal.Throughput("A100", "gpu", 1e12, 0.003, "reference, not measured: test"
 @pytest.fixture
 def fixed(monkeypatch, tmp_path):
     """1e9 MAC/s CPU, 1e12 MAC/s GPU, models of 1e6 backbone + 1e5 head MACs per image at full size."""
-    monkeypatch.setattr(est, "cpu_throughput", lambda measure=True, reference=False: CPU)
+    monkeypatch.setattr(est, "cpu_throughput", lambda speed=None: CPU)
     monkeypatch.setattr(est, "gpu_throughput", lambda calibration, gpu: GPU)
     monkeypatch.setattr(est, "estimate_macs", lambda *a: {"backbone_macs": 1e6, "head_macs": 1e5})
     monkeypatch.setenv("REPRO_DATA", str(tmp_path / "data"))
@@ -57,7 +57,56 @@ def test_real_data_sizes_say_whether_they_are_on_disk(fixed, tmp_path):
     assert absent.data == "paper (not on disk)"
     assert absent.compute_s == pytest.approx(50 * (3 * 1.1e6 * 50_000 + 1.1e6 * 10_000) / 1e12)
     (tmp_path / "data" / "cifar-10-batches-py").mkdir(parents=True)
-    assert est.CostModel().run_time(cfg, "t", GPU).data == "on disk (fixed split)"
+    assert est.CostModel().run_time(cfg, "t", GPU).data == "paper (the folder holds no images)"
+
+
+def _cifar_folder(root, per_batch, test):
+    """torchvision's CIFAR-10 layout holding 5 x `per_batch` training and `test` test images, a meta and a readme."""
+    import pickle
+
+    import numpy as np
+
+    folder = root / "cifar-10-batches-py"
+    folder.mkdir(parents=True)
+    for name, n in [(f"data_batch_{i}", per_batch) for i in range(1, 6)] + [("test_batch", test)]:
+        batch = {"data": np.zeros((n, 3072), dtype=np.uint8), "labels": [i % 10 for i in range(n)]}
+        (folder / name).write_bytes(pickle.dumps(batch))
+    (folder / "batches.meta").write_bytes(pickle.dumps({"label_names": [str(i) for i in range(10)]}))
+    (folder / "readme.html").write_text("<html></html>")
+    return folder
+
+
+def test_a_cifar_of_a_users_own_is_priced_by_the_images_it_holds(fixed, tmp_path, monkeypatch):
+    """A 200-image CIFAR-10 in torchvision's format is 200 images, not the 50,000 its name suggests; the count is
+    cached until a file changes."""
+    folder = _cifar_folder(tmp_path / "data", 40, 40)
+    m = _manifest([("a", "cifar10", {})])
+    cfg = est.planned_runs(m, m.profiles["full"])[0].cfg
+    t = est.CostModel().run_time(cfg, "t", GPU)
+    assert t.data == "on disk (counted)"
+    assert t.compute_s == pytest.approx(50 * (3 * 1.1e6 * 200 + 1.1e6 * 40) / 1e12)
+    sign, count = sizes.COUNTERS["cifar_pickles"]
+    calls = []
+    monkeypatch.setitem(sizes.COUNTERS, "cifar_pickles", (sign, lambda f: calls.append(f) or count(f)))
+    assert sizes.split_sizes("cifar10", tmp_path / "data") == sizes.SplitSizes(200, 40, "on disk (counted)")
+    assert calls == []  # from the cache
+    _cifar_folder(tmp_path / "more", 100, 60)
+    (folder / "test_batch").write_bytes((tmp_path / "more" / "cifar-10-batches-py" / "test_batch").read_bytes())
+    assert sizes.split_sizes("cifar10", tmp_path / "data") == sizes.SplitSizes(200, 60, "on disk (counted)")
+    assert len(calls) == 1
+
+
+def test_tiny_imagenet_is_counted_from_its_files_and_annotations(tmp_path, monkeypatch):
+    monkeypatch.setenv("REPRO_CACHE", str(tmp_path / "cache"))
+    folder = tmp_path / "tiny-imagenet-200"
+    for w, n in (("n01", 3), ("n02", 2)):
+        (folder / "train" / w / "images").mkdir(parents=True)
+        for i in range(n):
+            (folder / "train" / w / "images" / f"{w}_{i}.JPEG").write_bytes(b"")
+        (folder / "train" / w / f"{w}_boxes.txt").write_text("")
+    (folder / "val").mkdir()
+    (folder / "val" / "val_annotations.txt").write_text("val_0.JPEG\tn01\t0\t0\t1\t1\nval_1.JPEG\tn02\t0\t0\t1\t1\n")
+    assert sizes.split_sizes("tiny_imagenet", tmp_path) == sizes.SplitSizes(5, 2, "on disk (counted)")
 
 
 def _image_folder(root, train, val):
@@ -91,22 +140,6 @@ def test_imagenet_run_time_uses_the_counted_images(fixed, tmp_path):
     assert t.data == "on disk (counted)"
     assert t.compute_s == pytest.approx(30 * (3 * 1.1e6 * 1000 + 1.1e6 * 100) / 1e12)
     assert t.overhead_s == pytest.approx(30 * (1000 // 256 + 100 // 256 + 1) * 0.003)
-
-
-def test_a_calibration_file_gives_measured_rates_and_a_bad_one_is_ignored(tmp_path, capsys):
-    good = tmp_path / "gpu.json"
-    good.write_text(json.dumps({"device": "NVIDIA H200", "manifests": {"t": {"images_per_s": 5000.0, "x": 1}}}))
-    ref = cal.reference_gpu("A100")
-    tp = cal.load_calibration(good, ref)
-    assert tp.images_per_s == {"t": 5000.0} and tp.measured and tp.device == "NVIDIA H200"
-    assert tp.macs_per_s == pytest.approx(989e12 / 2 * cal.GPU_EFFICIENCY)  # others: H200's reference
-    for bad, key in [({"device": 1, "manifests": {}}, "'device'"), ({"device": "x"}, "'manifests'"),
-                     ({"device": "x", "manifests": {"t": {"images_per_s": -1}}}, "'manifests.t.images_per_s'")]:
-        good.write_text(json.dumps(bad))
-        assert cal.load_calibration(good, ref) is ref
-        assert key in capsys.readouterr().err
-    good.write_text("{not json")
-    assert cal.load_calibration(good, ref) is ref
 
 
 def test_calibrated_rate_replaces_the_flop_model(fixed):
@@ -154,18 +187,6 @@ def test_executor_refuses_nonsense():
         est.Executor(gpus=0)
     with pytest.raises(ValueError, match="'local' or 'slurm'"):
         est.Executor("pbs")
-
-
-def test_throughput_is_measured_once_and_a_damaged_cache_is_rebuilt(tmp_path, monkeypatch):
-    monkeypatch.setenv("REPRO_CACHE", str(tmp_path))
-    calls = []
-    monkeypatch.setattr(cal, "measure_throughput", lambda device: calls.append(device) or 2.5e9)
-    cal.throughput.cache_clear()
-    (tmp_path / "throughput.json").write_text("{not json")
-    assert cal.throughput("cpu") == 2.5e9 and calls == ["cpu"]
-    cal.throughput.cache_clear()
-    assert cal.throughput("cpu") == 2.5e9 and calls == ["cpu"]  # read back from the repaired file
-    cal.throughput.cache_clear()
 
 
 @pytest.mark.slow

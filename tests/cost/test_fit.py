@@ -91,3 +91,16 @@ def test_too_few_records_fit_nothing_and_fit_model_sets_each_kind(sizes):
     fits = fit_model(model, FolderTimes({r.hash: r for r in _runs()}))
     assert set(fits) == {"cpu"} and model.fitted["cpu"] is fits["cpu"].device and model.exact_sizes
     assert "fitted to 18 run records" in fits["cpu"].describe()
+
+
+def test_a_gpu_fitted_to_records_prices_them_by_the_fit_alone(sizes):
+    """The fit's per-run cost holds a run's data preparation and compilation: the calibration's are not added again."""
+    gpu = dataclasses.replace(BASE, device="NVIDIA H200", kind="gpu", source="reference: test",
+                              compile_s={"x": 30.0}, data_s_per_value=1e-6)
+    runs = [dataclasses.replace(r, device="cuda") for r in _runs()]
+    d = fit_device(runs, est.CostModel(), gpu).device
+    assert (d.compile_s, d.data_s_per_value) == ({}, 0.0)
+    model = est.CostModel()
+    for r in runs:
+        t = model.run_time(r.cfg, "t", d)
+        assert t.compute_s + t.overhead_s == pytest.approx(r.cpu_s or r.wall_s, rel=1e-6)

@@ -18,7 +18,7 @@ def test_list_fits_the_records_in_the_results_folder(tmp_path, monkeypatch):
     manifests.mkdir()
     shutil.copy(REPO_ROOT / "manifests" / "temperature_ablation.toml", manifests)
     monkeypatch.setenv("REPRO_MANIFESTS", str(manifests))
-    monkeypatch.setattr(est, "cpu_throughput", lambda measure=True, reference=False: cal.Throughput("cpu", "cpu", 1e9, 0.0, "bench"))
+    monkeypatch.setattr(est, "cpu_throughput", lambda speed=None: cal.Throughput("cpu", "cpu", 1e9, 0.0, "bench"))
     # No model is counted: each run's work from its own settings
     monkeypatch.setattr(est.CostModel, "run_work", lambda self, cfg: est.RunWork(
         1e9 * cfg.epochs * (cfg.train_samples or 1000), cfg.epochs, 0.0, "data"))

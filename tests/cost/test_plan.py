@@ -9,6 +9,7 @@ from repro import REPO_ROOT
 from repro.cost import calibration as cal
 from repro.cost import estimate as est
 from repro.cost import plan as pl
+from repro.cost import speed
 from repro.cli import app
 from repro.plan.manifest import find_manifest, load_all, with_profiles
 from repro.spec.profiles import load_profiles
@@ -19,7 +20,7 @@ GPU = cal.Throughput("A100", "gpu", 1e12, 0.003, "reference, not measured: test"
 
 def _fix(mp: pytest.MonkeyPatch, data) -> None:
     mp.setattr(est, "gpu_throughput", lambda calibration, gpu: GPU)
-    mp.setattr(est, "cpu_throughput", lambda measure=True, reference=False: cal.Throughput("cpu", "cpu", 1e9, 0.004, "test cpu"))
+    mp.setattr(est, "cpu_throughput", lambda speed=None: cal.Throughput("cpu", "cpu", 1e9, 0.004, "test cpu"))
     mp.setattr(est, "estimate_macs", lambda *a: {"backbone_macs": 1e8, "head_macs": 1e6})
     mp.setenv("REPRO_DATA", str(data))
 
@@ -149,8 +150,8 @@ def test_list_and_plan_count_and_measure_nothing_even_on_a_cold_cache(tmp_path, 
 
     monkeypatch.setattr(mflops, "_flops_for", refuse)
     monkeypatch.setattr(mflops, "_shape_macs", refuse)
-    monkeypatch.setattr(cal, "measure_throughput", refuse)
-    cal.throughput.cache_clear()
+    monkeypatch.setattr(speed, "measure_speed", refuse)
+    monkeypatch.setattr(speed, "train_cpu_seconds", refuse)
     runner = CliRunner()
     cold = runner.invoke(app, ["list"])
     assert cold.exit_code == 0, cold.output
@@ -158,9 +159,7 @@ def test_list_and_plan_count_and_measure_nothing_even_on_a_cold_cache(tmp_path, 
     plan = runner.invoke(app, ["plan", "--gpu-hours", "1", "--out", str(tmp_path / "plan.toml")])
     assert plan.exit_code == 0, plan.output
     assert "repro verify-all --profiles" in plan.output
-    cal.throughput.cache_clear()
     warm = runner.invoke(app, ["list", "--profiles", str(tmp_path / "plan.toml"), "--gpus", "2"])
-    cal.throughput.cache_clear()
     assert warm.exit_code == 0, warm.output
     assert "plan_s" in warm.output and "full" in warm.output and "reference, not measured" in warm.output
 

@@ -23,12 +23,9 @@ REGENERATE = ("the CPU reference is out of date: run the shipped CPU profiles co
 
 @pytest.fixture
 def cold(tmp_path, monkeypatch):
-    """No CPU benchmark cached, runs on one thread: what a first `repro list` sees."""
+    """No speed factor kept, runs on one thread: what a first `repro list` sees."""
     monkeypatch.setenv("REPRO_CACHE", str(tmp_path / "cache"))
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
-    cal.throughput.cache_clear()
-    yield
-    cal.throughput.cache_clear()
 
 
 def _cpu_runs():
@@ -63,9 +60,9 @@ def test_it_lists_the_runs_the_cpu_profiles_plan_at_today_s_counts(cold):
 
 def test_a_cold_estimate_prices_listed_runs_at_their_own_and_verify_all_near_what_it_took(cold):
     ref = reference.load()
-    model = CostModel(measure_cpu=False)
+    model = CostModel()
     device = model.of_kind("cpu")
-    assert device.source == ref.source and device.basis == "reference"
+    assert device.source.startswith(ref.source) and device.basis == "reference" and device.origin == "CPU reference"
     planned, listed = _cpu_runs(), {r.hash: r for r in ref.runs}
     some = next(iter(planned))
     t = model.run_time(planned[some], "", device)
@@ -92,7 +89,7 @@ def test_a_damaged_reference_names_the_key_and_falls_back_to_the_guess(tmp_path,
     assert str(bad) in err and "runs[3].cpu_s" in err and "expected a number" in err
     assert reference.load(tmp_path / "absent.json") is None
     monkeypatch.setattr(reference, "load", lambda path=reference.REFERENCE_FILE: None)
-    guess = cal.cpu_throughput(measure=False, reference=True)
+    guess = cal.cpu_throughput()
     assert guess.source.startswith("reference, not measured: 4 GMAC/s per core") and not guess.run_seconds
 
 

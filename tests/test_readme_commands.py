@@ -1,0 +1,44 @@
+"""The README's two commands, in the order written, in a fresh folder: `pip install -e '.[dev]' && repro verify-all`,
+then `python -m pytest`.
+
+The package is installed already and the suite has no network, so a slow command before `repro verify-all` in the
+same `bash -c` stands in for the install: bash runs the last command in its own process, which started before it
+(repro.results.timings counts start-up from the interpreter's start). The second command runs the tests that price
+profiles from a results folder (tests/cost, the report's costs) where the first left ./results: each test sets its
+own folder (tests/conftest.py), so what ran before changes nothing.
+"""
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from repro import REPO_ROOT
+
+INSTALL_S = 30  # the stand-in install; start-up on a busy 2-core machine, torch's import included, is well under it
+
+
+@pytest.mark.slow
+def test_the_readmes_two_commands_pass_in_order_in_a_fresh_folder(tmp_path):
+    folder = tmp_path / "fresh"
+    folder.mkdir()
+    # A new user's environment: none of the suite's settings, an empty cache.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("REPRO_")}
+    env.update(PYTHONPATH=str(REPO_ROOT), REPRO_CACHE=str(tmp_path / "cache"))
+    script = Path(sys.executable).with_name("repro")
+    repro = shlex.quote(str(script)) if script.is_file() else f"{shlex.quote(sys.executable)} -m repro"
+    first = subprocess.run(["bash", "-c", f"sleep {INSTALL_S} && {repro} verify-all"], cwd=folder, env=env,
+                           capture_output=True, text=True, timeout=1800)
+    assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
+    entry = json.loads((folder / "results" / "smoke" / "timings.json").read_text())["commands"]["verify-all"]
+    startup = next(p["wall_s"] for p in entry["phases"] if p["phase"] == "start-up and imports")
+    assert startup < INSTALL_S, f"start-up {startup:.1f} s counts the {INSTALL_S} s before the interpreter started"
+
+    tests = [str(REPO_ROOT / "tests" / "cost"), str(REPO_ROOT / "tests" / "test_report_costs.py")]
+    second = subprocess.run([sys.executable, "-m", "pytest", *tests, "-m", "not slow", "-q", "-p", "no:cacheprovider"],
+                            cwd=folder, env=env, capture_output=True, text=True, timeout=1800)
+    assert second.returncode == 0, second.stdout[-5000:] + second.stderr[-3000:]
