@@ -32,6 +32,8 @@ class DecidedManifest(ManifestLike, Protocol):
     claims: Iterable[ClaimLike]
     profiles: dict[str, Profile]
 
+    def trained_datasets(self) -> tuple[str, ...]: ...
+
 
 def evidence_for(manifest: DecidedManifest, result: ManifestResult) -> Evidence:
     """What the table's claims are decided on: its measurements, and the profile they were made under as
@@ -42,7 +44,8 @@ def evidence_for(manifest: DecidedManifest, result: ManifestResult) -> Evidence:
         manifest_id=manifest.id, paper_table=manifest.paper_table, profile=result.profile,
         metrics=result.measured.metrics, missing=result.measured.missing, device=result.device_type,
         paper_scale=kind == "paper", kind=kind, seeds=settings.seeds if settings else None,
-        paper_seeds=manifest.seeds, settings=settings,
+        paper_seeds=manifest.seeds, settings=settings, datasets=manifest.trained_datasets(),
+        data=tuple(result.data_checks()),
         comparison_rows={c.id: (c.row, c.baseline) for c in manifest.comparisons},
     )
 
