@@ -86,3 +86,18 @@ def test_a_table_that_trains_nothing_says_so():
     t = trained_on(manifest, result)
     assert t.data_text() == "no training runs: FLOP counts (analytic, no data)" and t.seeds_text() == "none"
     assert "Profile smoke: synthetic data, a pipeline check, not evidence; no training runs: FLOP counts" in t.sentence()
+
+
+def test_the_checksums_file_is_written_beside_the_tables_and_dropped_once_the_data_verifies(tmp_path):
+    from repro.report.render import write_manifest_outputs
+
+    manifest = find_manifest("table1")
+    real = dataclasses.replace(manifest.profiles["smoke"], data="real", evidence="reduced").for_manifest("table1", 2)
+    check = {"dataset": "cifar10", "title": "CIFAR-10", "path": "data/cifar-10-batches-py",
+             "checksum": "md5 mismatch accepted", "unverified": [MISMATCH]}
+    written = write_manifest_outputs(manifest, _result(manifest, real, "CIFAR-10", [check]), tmp_path)
+    listed = tmp_path / "mine" / "table1" / "table1_unverified_checksums.txt"
+    assert listed in written and f"  {MISMATCH}\n" in listed.read_text()
+    verified = dict(check, checksum="md5 verified", unverified=[])
+    written = write_manifest_outputs(manifest, _result(manifest, real, "CIFAR-10", [verified]), tmp_path)
+    assert not listed.exists() and listed not in written
