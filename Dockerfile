@@ -9,9 +9,6 @@ FROM ${BASE_IMAGE}
 # PEM text of extra CA certificates that pip trusts during this build only, for
 # registries reached through a TLS-inspecting proxy. Empty (the default): pip's own trust.
 ARG EXTRA_CA_CERT=""
-# The commit the image is built from, for the provenance of every result (.git stays out of
-# the build context): `REPRO_GIT_COMMIT=$(git rev-parse HEAD) docker compose build`.
-ARG REPRO_GIT_COMMIT=unknown
 
 LABEL org.opencontainers.image.title="repro-moe-rho" \
       org.opencontainers.image.description="Reproducibility artifact for arXiv 2605.15484" \
@@ -29,15 +26,16 @@ ENV HOME=/home/repro \
     REPRO_RESULTS=/results \
     PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
-    PIP_DISABLE_PIP_VERSION_CHECK=1 \
-    REPRO_GIT_COMMIT=${REPRO_GIT_COMMIT}
+    PIP_DISABLE_PIP_VERSION_CHECK=1
 
 RUN groupadd --non-unique --gid 1000 repro \
     && useradd --non-unique --uid 1000 --gid 1000 --no-log-init --create-home --home-dir /home/repro repro \
     && mkdir -p /cache/torch /cache/xdg /data /results \
     && chmod 1777 /home/repro /cache /cache/torch /cache/xdg /results
 
-# Editable, as in the README: repro.REPO_ROOT (manifests/, paper_tables/) is the source tree.
+# Editable, as in the README: repro.REPO_ROOT (manifests/, paper_tables/) is the source tree. Of .git,
+# .dockerignore lets in only HEAD, the branch refs and the index, from which every result records the
+# commit the image was built from (repro/results/git_files.py): no build variable to set.
 WORKDIR /opt/repro
 COPY . .
 

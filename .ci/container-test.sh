@@ -110,7 +110,7 @@ docker compose version | sed 's/^/[container-test]   /'
 COMPOSE_FILES=(-f docker-compose.yml -f docker-compose.cpu.yml -f .ci/compose.ci.yml)
 compose() {
     env UID="$TEST_UID" GID="$TEST_GID" REPRO_IMAGE="$IMAGE_TAG" \
-        REPRO_RESULTS_DIR="$RESULTS" REPRO_DATA_DIR="$DATA" \
+        REPRO_RESULTS="$RESULTS" REPRO_DATA="$DATA" \
         docker compose -p "$PROJECT" "${COMPOSE_FILES[@]}" "$@"
 }
 done_phase "engine"
@@ -192,8 +192,7 @@ EOF
 }
 EXTRA_CA=$(extra_ca)
 log "extra CA certificates for pip in the build: $(grep -c 'BEGIN CERTIFICATE' <<<"$EXTRA_CA" || true)"
-REPRO_GIT_COMMIT="$(git rev-parse HEAD 2>/dev/null || echo unknown)" \
-    BASE_IMAGE="$BASE_TAG" EXTRA_CA_CERT="$EXTRA_CA" compose build >"$CACHE/build.log" 2>&1 \
+BASE_IMAGE="$BASE_TAG" EXTRA_CA_CERT="$EXTRA_CA" compose build >"$CACHE/build.log" 2>&1 \
     || { tail -n 40 "$CACHE/build.log"; fail "docker compose build"; }
 grep -E '^#[0-9]+ [0-9.]+ torch ' "$CACHE/build.log" | sed 's/^/[container-test]   build: /' || true
 # earlier builds of this image, now untagged
@@ -208,14 +207,14 @@ mkdir -p "$RESULTS" "$DATA"
 chown "$TEST_UID:$TEST_GID" "$RESULTS"
 COMPOSE_UP=1
 
-run_repro() {  # LOGNAME ARGS...: `docker compose run repro ARGS`, output kept in $CACHE/run-LOGNAME.log
+run_repro() {  # LOGNAME ARGS...: `docker compose run --rm repro ARGS`, output kept in $CACHE/run-LOGNAME.log
     local name=$1 rc
     shift
     set +e
     compose run --rm repro "$@" </dev/null 2>&1 | tee "$CACHE/run-$name.log"
     rc=${PIPESTATUS[0]}
     set -e
-    [ "$rc" = 0 ] || fail "docker compose run repro $* exited $rc"
+    [ "$rc" = 0 ] || fail "docker compose run --rm repro $* exited $rc"
 }
 check_owned() {  # every path under $RESULTS belongs to TEST_UID:TEST_GID
     local stray
@@ -227,22 +226,36 @@ expect_file() {
     log "   $(stat -c '%n  owner %u:%g  %s bytes' "$1")"
 }
 
-phase "docker compose run repro (the default command: --help)"
+phase "docker compose run --rm repro (the default command: --help)"
 compose run --rm repro </dev/null >"$CACHE/run-help.log" 2>&1 || { cat "$CACHE/run-help.log"; fail "repro --help"; }
 grep -q "verify-all" "$CACHE/run-help.log" || { cat "$CACHE/run-help.log"; fail "repro --help lists no verify-all"; }
 done_phase "--help"
 
-phase "docker compose run repro table6"
+phase "docker compose run --rm repro table6"
 run_repro table6 table6
 expect_file "$RESULTS/smoke/table6/table6.md"
 check_owned
 done_phase "table6"
 
-phase "docker compose run repro verify-all --profile smoke"
+phase "docker compose run --rm repro verify-all --profile smoke"
 run_repro verify-all verify-all --profile smoke
 expect_file "$RESULTS/smoke/report.md"
 check_owned
 log "   $(find "$RESULTS" -type f | wc -l) files in the results folder, all owned by $TEST_UID:$TEST_GID"
 done_phase "verify-all"
+
+# The commit every result records, set by no variable: the image reads it from the .git files that
+# .dockerignore lets in (a worktree's .git is a file: nothing to read, so "unknown"). The image compares the
+# files with the index, so a change staged but not committed is not seen (`git diff`, not `git status`).
+phase "the commit the results record"
+EXPECTED=unknown
+if [ -d .git ]; then
+    EXPECTED=$(git rev-parse HEAD)
+    git diff --quiet || EXPECTED="$EXPECTED+dirty"
+fi
+RECORDED=$(python3 -c 'import json, pathlib, sys; print(" ".join(sorted({json.loads(p.read_text())["provenance"]["git_commit"] for p in pathlib.Path(sys.argv[1]).glob("*/results.json")})))' "$RESULTS/smoke")
+[ "$RECORDED" = "$EXPECTED" ] || fail "the results record commit '$RECORDED'; the build context is at '$EXPECTED'"
+log "   every result records $RECORDED"
+done_phase "commit"
 
 log "PASS: image built and every report written through docker compose run ($((SECONDS - T0)) s in all)"

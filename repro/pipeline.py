@@ -107,7 +107,7 @@ class TableOutcome:
     result: ManifestResult | None = None
     files: list[Path] = field(default_factory=list)
     run_counts: RunCounts | None = None  # when the table trains
-    needs_data: str = ""  # a dataset or pretrained weights file is missing: nothing was trained
+    needs_data: str = ""  # a dataset or pretrained weights file is missing or refused: nothing was trained
     error: str = ""  # the table failed to run (repro.pipeline.describe_exception)
     submitted: dict[str, str] = field(default_factory=dict)  # run hash -> Slurm job, not awaited: no table written
 
@@ -136,7 +136,7 @@ class TableRun:
         """Run each manifest; a table that fails is an outcome, and the next one still runs. An interrupt
         (KeyboardInterrupt) and a file the disk refuses (WriteFailed) propagate, with `current` naming the
         table they stopped."""
-        from repro.data.layout import DatasetMissing
+        from repro.data.layout import DataRefused, DatasetMissing
         from repro.models.weights import WeightsMissing
 
         outcomes = []
@@ -153,6 +153,8 @@ class TableRun:
                     out.result = table.result
             except (DatasetMissing, WeightsMissing) as exc:
                 out.needs_data = f"{manifest.id} needs data that is not here; nothing was trained.\n{exc}"
+            except DataRefused as exc:  # present, but malformed or failing its checksums: the message says which
+                out.needs_data = f"{manifest.id}: nothing was trained: {exc}"
             except WriteFailed:
                 raise  # the disk refuses files: every next table would fail the same way
             except Exception as exc:  # one broken table must not hide the others

@@ -1,6 +1,7 @@
-"""Static checks of the container files (Dockerfile, compose files, .dockerignore) that need no
-Docker: the image installs the project exactly as the README does, and the compose files hand
-the CLI the folders and environment it reads. The real build and run: .ci/container-test.sh."""
+"""Static checks of the container files (Dockerfile, compose files, .dockerignore, docs/container.md) that
+need no Docker: the image installs the project exactly as the README does, the compose files hand the CLI
+the folders and environment it reads under the names it reads them by, and the build context lets the
+image record its commit. The real build and run: .ci/container-test.sh."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ DOCKERFILE = REPO_ROOT / "Dockerfile"
 COMPOSE_GPU = REPO_ROOT / "docker-compose.yml"
 COMPOSE_CPU = REPO_ROOT / "docker-compose.cpu.yml"
 README = REPO_ROOT / "README.md"
+CONTAINER_DOC = REPO_ROOT / "docs" / "container.md"
 
 # pip options that take a value; the value is not a requirement.
 _PIP_VALUE_OPTIONS = {
@@ -278,42 +280,141 @@ def test_compose_files_parse(path):
     assert "repro" in compose(path)["services"]
 
 
-# ---------------------------------------------------------------- docs/evaluation.md
+# ---------------------------------------------------------------- docs/container.md
 
-def _evaluation_section() -> str:
-    return (REPO_ROOT / "docs" / "evaluation.md").read_text()
+def _container_doc() -> str:
+    return CONTAINER_DOC.read_text()
 
 
-def test_evaluation_section_names_only_real_commands():
+def test_container_doc_names_only_real_commands():
     import typer.main
 
     from repro.cli import app, manifest_ids
 
     registered = set(typer.main.get_command(app).commands) | set(manifest_ids())  # `repro <id>`: `repro run <id>`
-    named = set(re.findall(r"docker compose (?:-f \S+ )*run repro ([\w-]+)", _evaluation_section()))
+    named = set(re.findall(r"docker compose (?:-f \S+ )*run --rm repro ([\w-]+)", _container_doc()))
     assert {"verify-all", "list"} <= named
-    assert named <= registered, f"docs/evaluation.md names commands the CLI lacks: {sorted(named - registered)}"
+    assert named <= registered, f"docs/container.md names commands the CLI lacks: {sorted(named - registered)}"
 
 
-def test_evaluation_section_states_the_compose_defaults():
-    section = _evaluation_section()
+def test_every_compose_run_removes_its_container():
+    """`docker compose run` without --rm leaves a stopped container behind per command: every command, comment
+    and log line that runs the service says --rm."""
+    for path in (CONTAINER_DOC, REPO_ROOT / ".ci" / "container-test.sh", COMPOSE_GPU, COMPOSE_CPU):
+        text = path.read_text()
+        assert re.search(r"compose(?: -f \S+)* run --rm repro", text), path.name
+        without = re.findall(r".*compose(?: -f \S+)* run (?!--rm )repro.*", text)
+        assert not without, f"{path.name}: {without}"
+
+
+def test_container_doc_states_the_compose_defaults():
+    doc = _container_doc()
     gpu, cpu = compose(COMPOSE_GPU)["services"]["repro"], compose(COMPOSE_CPU)["services"]["repro"]
-    assert f"profile `{env_default(gpu['environment']['REPRO_PROFILE'])}` unless" in section
-    assert f"makes `{env_default(cpu['environment']['REPRO_PROFILE'])}` the default" in section
-    assert "-f docker-compose.yml -f docker-compose.cpu.yml run repro" in section
+    assert f"profile `{env_default(gpu['environment']['REPRO_PROFILE'])}` unless" in doc
+    assert f"makes `{env_default(cpu['environment']['REPRO_PROFILE'])}` the default" in doc
+    assert "-f docker-compose.yml -f docker-compose.cpu.yml run --rm repro" in doc
     base = next(rest for w, rest in dockerfile_instructions(DOCKERFILE.read_text())
                 if w == "ARG" and rest.startswith("BASE_IMAGE="))
-    assert f"`{base.split('=', 1)[1]}`" in section
-    for var in ["REPRO_DATA_DIR", "REPRO_RESULTS_DIR", "UID", "GID"]:
-        assert var in section and var in COMPOSE_GPU.read_text()
+    assert f"`{base.split('=', 1)[1]}`" in doc
 
 
-def test_evaluation_section_lists_every_table_id():
+def test_container_doc_names_the_compose_version_the_cpu_file_needs():
+    assert "!reset" in COMPOSE_CPU.read_text()
+    assert "Compose 2.24 or later" in _container_doc() and "Compose >= 2.24" in COMPOSE_GPU.read_text()
+
+
+def test_each_setting_has_one_name_in_compose_the_cli_and_the_doc():
+    """A host folder is set by the variable the CLI reads for it (REPRO_DATA, REPRO_RESULTS), and the doc's table
+    lists exactly the variables the compose files read."""
+    svc = compose(COMPOSE_GPU)["services"]["repro"]
+    for short in svc["volumes"]:
+        source, target = re.match(r"\$\{(\w+):-[^}]*\}:([^:]+)", short).groups() if short.startswith("$") else (None, None)
+        if source is not None:
+            assert svc["environment"][source] == target, f"{short}: mount it where ${source} points inside"
+    read = set(re.findall(r"\$\{(\w+)", COMPOSE_GPU.read_text() + COMPOSE_CPU.read_text()))
+    table = set(re.findall(r"^\| `(\w+)`(?:, `(\w+)`)? \|", _container_doc(), re.M))
+    documented = {name for pair in table for name in pair if name}
+    assert documented == read | {"BASE_IMAGE", "EXTRA_CA_CERT"}, (documented, read)
+    for text in (_container_doc(), COMPOSE_GPU.read_text(), COMPOSE_CPU.read_text(),
+                 (REPO_ROOT / ".ci" / "container-test.sh").read_text()):
+        assert "REPRO_DATA_DIR" not in text and "REPRO_RESULTS_DIR" not in text
+
+
+def test_container_doc_lists_every_table_id():
     from repro.plan.manifest import manifest_paths
 
-    line = next(ln for ln in _evaluation_section().splitlines() if "# one table; the ids:" in ln)
+    line = next(ln for ln in _container_doc().splitlines() if "# one table; the ids:" in ln)
     listed = set()
     for item in line.split("the ids:")[1].split(","):
         m = re.fullmatch(r"\s*table(\d+)-table(\d+)\s*", item)
         listed |= {f"table{i}" for i in range(int(m[1]), int(m[2]) + 1)} if m else {item.strip()}
     assert listed == {p.stem for p in manifest_paths()}
+
+
+def test_compose_gives_the_container_a_stable_hostname():
+    """A lock a killed container left must be known as this host's (issue 41): one fixed name, no variable."""
+    svc = compose(COMPOSE_GPU)["services"]["repro"]
+    assert re.fullmatch(r"[a-z][a-z0-9-]*", svc["hostname"]), svc.get("hostname")
+    assert "hostname" not in compose(COMPOSE_CPU)["services"]["repro"]
+
+
+# ---------------------------------------------------------------- the commit an image records
+
+def dockerignore_patterns() -> list[str]:
+    return [ln.strip() for ln in (REPO_ROOT / ".dockerignore").read_text().splitlines()
+            if ln.strip() and not ln.startswith("#")]
+
+
+def _glob(pattern: str, path: str) -> bool:
+    """Docker's pattern match (moby/patternmatcher): * and ? stay within a folder, ** crosses folders."""
+    regex = ""
+    i = 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            regex, i = regex + "(?:.*/)?", i + 3
+        elif pattern.startswith("**", i):
+            regex, i = regex + ".*", i + 2
+        elif pattern[i] == "*":
+            regex, i = regex + "[^/]*", i + 1
+        elif pattern[i] == "?":
+            regex, i = regex + "[^/]", i + 1
+        else:
+            regex, i = regex + re.escape(pattern[i]), i + 1
+    return re.fullmatch(regex, path) is not None
+
+
+def excluded(path: str, patterns: list[str]) -> bool:
+    """Whether Docker leaves `path` (relative, /-separated) out of the build context: the last pattern that
+    matches the path or one of its parent folders decides; a `!` pattern lets it back in."""
+    out = False
+    parts = path.split("/")
+    for pattern in patterns:
+        keep = pattern.startswith("!")
+        pattern = pattern.lstrip("!").strip("/")
+        if any(_glob(pattern, "/".join(parts[:i])) for i in range(1, len(parts) + 1)):
+            out = not keep
+    return out
+
+
+def test_the_pattern_matcher_follows_docker():
+    pats = ["*.md", "!README*.md", "README-secret.md", "**/__pycache__", ".git", "!.git/HEAD"]
+    assert excluded("a.md", pats) and not excluded("README.md", pats) and excluded("README-secret.md", pats)
+    assert excluded("x/y/__pycache__/m.pyc", pats) and not excluded("x/y.py", pats)
+    assert excluded(".git/config", pats) and not excluded(".git/HEAD", pats) and excluded(".git/objects/ab/cd", pats)
+
+
+def test_the_build_context_holds_heads_refs_and_index_of_git_and_none_of_its_objects():
+    pats = dockerignore_patterns()
+    for kept in (".git/HEAD", ".git/refs/heads/main", ".git/refs/heads/feature/x", ".git/packed-refs", ".git/index",
+                 "repro/__init__.py", "Dockerfile", "pyproject.toml"):
+        assert not excluded(kept, pats), kept
+    for left in (".git/config", ".git/objects/ab/cdef", ".git/objects/pack/p.pack", ".git/logs/HEAD",
+                 ".git/refs/remotes/origin/main", ".git/hooks/pre-commit", "data/cifar-10-batches-py/data_batch_1",
+                 "results/smoke/report.md", ".venv/bin/python"):
+        assert excluded(left, pats), left
+
+
+def test_no_variable_carries_the_commit_into_the_build():
+    for path in (DOCKERFILE, COMPOSE_GPU, REPO_ROOT / ".ci" / "container-test.sh"):
+        assert "REPRO_GIT_COMMIT" not in path.read_text(), path
+    assert "REPRO_GIT_COMMIT" not in (REPO_ROOT / "repro" / "results" / "provenance.py").read_text()

@@ -1,6 +1,7 @@
 """The per-table data check looks at content: classes, split sizes, one decoded batch, md5s by file."""
 
 import hashlib
+import pickle
 
 import pytest
 import torch
@@ -55,12 +56,18 @@ def test_an_md5_mismatch_names_the_file_and_is_refused_unless_allowed(tmp_path, 
     line = f"data_batch_3: md5 {got} != {expected}"
 
     refused = check_dataset("cifar10", tmp_path)
-    assert not refused.ok and refused.unverified == (line,) and line in refused.problems[0]
-    assert "--allow-unverified-data" in refused.problems[0]
-    with pytest.raises(DatasetInvalid, match=line):
+    assert not refused.ok and refused.unverified == (line,)
+    message = refused.problems[0]
+    # What failed (the file, both md5s), then the flag; no Python API; at most 6 lines
+    assert f"  data_batch_3: md5 {got}\n" in message and f"expected {expected}\n" in message
+    assert "1 of 7 files differ\n" in message and "Add --allow-unverified-data to train on them" in message
+    assert "allow_unverified" not in message and "not here" not in message and len(message.splitlines()) <= 6
+    with pytest.raises(DatasetUnverified) as err:
         refused.raise_if_failed()
-    with pytest.raises(DatasetUnverified, match=line):  # the loaders say the same, naming the file
+    assert str(err.value) == message and not isinstance(err.value, DatasetMissing)
+    with pytest.raises(DatasetUnverified) as err:  # the loaders say the same, naming the file
         load_tensors("cifar10", tmp_path, "train")
+    assert f"  data_batch_3: md5 {got}\n" in str(err.value) and "1 of 6 files differ" in str(err.value)
     assert load_tensors("cifar10", tmp_path, "test")[0].shape == (4, 3, 32, 32)  # the test split is intact
 
     accepted = check_dataset("cifar10", tmp_path, allow_unverified=True)
@@ -86,6 +93,21 @@ def test_an_unreadable_pickle_is_named(tmp_path, monkeypatch):
     (tmp_path / "cifar-10-batches-py" / "test_batch").write_bytes(b"not a pickle")
     check = check_dataset("cifar10", tmp_path, allow_unverified=True)
     assert not check.ok and str(tmp_path / "cifar-10-batches-py" / "test_batch") in check.problems[0]
+
+
+@pytest.mark.parametrize("meta", [b"garbage", pickle.dumps([1, 2]), pickle.dumps({"other": []})])
+def test_a_malformed_meta_file_is_invalid_not_missing(tmp_path, monkeypatch, meta):
+    """The folder is there: a malformed batches.meta is named, with what was expected, and never 'not here'."""
+    make_cifar(tmp_path, CIFAR10, monkeypatch)
+    (tmp_path / "cifar-10-batches-py" / "batches.meta").write_bytes(meta)
+    check = check_dataset("cifar10", tmp_path, allow_unverified=True)
+    assert not check.ok and not check.missing
+    with pytest.raises(DatasetInvalid) as err:
+        check.raise_if_failed()
+    assert not isinstance(err.value, DatasetMissing)
+    text = str(err.value)
+    assert text.startswith("CIFAR-10 cannot be used as it is:\n  ") and "batches.meta: " in text
+    assert "DatasetMissing" not in text and "DatasetInvalid" not in text
 
 
 def make_tiny(root, wnids, per_class=1, val=3):

@@ -9,7 +9,7 @@ import pytest
 import torch
 from torchvision.datasets import CIFAR10, CIFAR100
 
-from repro.data.layout import DatasetMissing
+from repro.data.layout import DatasetMissing, DatasetUnverified
 from repro.data.tensors import load_tensors
 
 
@@ -64,7 +64,7 @@ def test_a_changed_file_fails_the_md5_check(tmp_path, monkeypatch):
     make_cifar(tmp_path, CIFAR10, monkeypatch)
     with open(tmp_path / "cifar-10-batches-py" / "data_batch_3", "ab") as f:
         f.write(b"\0")
-    with pytest.raises(DatasetMissing, match="md5") as err:
+    with pytest.raises(DatasetUnverified, match="md5") as err:
         load_tensors("cifar10", tmp_path, "train")
     assert "cifar-10-batches-py" in str(err.value)
 

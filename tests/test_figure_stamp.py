@@ -72,3 +72,27 @@ def test_a_profile_that_decides_claims_is_labelled_without_the_mark():
     fig = Figure()
     draw_stamp(fig, stamp)
     assert [t.get_text() for t in fig.texts] == [stamp.text]  # the footer only: no mark across the plot
+
+
+def test_results_on_unverified_data_say_so_in_every_figure_and_across_the_plot(tmp_path):
+    manifest = find_manifest("headline_cifar10")
+    reduced = dataclasses.replace(manifest.profiles["full"], seeds=3, epochs=20, evidence="reduced")
+    result = dataclasses.replace(fake_result(manifest, "mine"), provenance={"git_commit": "feedbeefcafe0000"},
+                                 profile_settings=reduced)
+    check = {"dataset": "cifar10", "title": "CIFAR-10", "path": "data/cifar-10-batches-py", "train_size": 200,
+             "test_size": 40, "checksum": "md5 mismatch accepted", "unverified": ["data_batch_1: md5 0 != 1"]}
+    result.measured.details["data_checks"] = {"summaries": [], "checks": [check]}
+    stamp = stamp_for([(manifest, result)])
+    assert stamp.text.startswith("mine: UNVERIFIED data (copies of the paper's datasets that fail their published "
+                                 "checksums), a reduced protocol")
+    assert stamp.unverified and not stamp.not_evidence and stamp.mark == "mine: unverified data"
+    fig = Figure()
+    fig.add_subplot()
+    draw_stamp(fig, stamp)
+    assert "mine: unverified data" in [t.get_text() for t in fig.texts]
+    assert fig._supxlabel.get_color() == "#b00020"
+    files = [f for f in render_figures([(manifest, result)], tmp_path) if f.drawn]
+    assert files
+    for f in files:
+        assert "UNVERIFIED data" in _png_text(f.png.read_bytes())["Description"], f.id
+        assert "UNVERIFIED data" in _pdf_subject(f.pdf.read_bytes()), f.id

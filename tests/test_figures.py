@@ -1,5 +1,6 @@
 """Report figures from fabricated results of real manifests: files, deduplication, skips, golden numbers."""
 
+import dataclasses
 import hashlib
 import math
 import struct
@@ -211,3 +212,68 @@ def test_figure_whose_rows_recorded_nothing_is_skipped(manifests, tmp_path):
     usage = files["fig4_usage_by_class"]
     assert not usage.drawn and "expert usage" in usage.caption
     assert files["gap_vs_rho"].drawn and not (tmp_path / "fig4_usage_by_class.png").exists()
+
+
+def _colour_pixels(fig, colour: str, tolerance: int = 12) -> int:
+    """How many pixels of the rendered figure are `colour` (a matplotlib colour), within `tolerance` per channel."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.colors import to_rgb
+
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    image = np.asarray(canvas.buffer_rgba())[..., :3].astype(int)  # (H, W, 3)
+    target = np.array([round(255 * c) for c in to_rgb(colour)])
+    return int((np.abs(image - target) <= tolerance).all(axis=-1).sum())
+
+
+def test_coinciding_accuracy_curves_stay_visible(manifests):
+    """Fig. 3 on runs that did not learn: linear and sigmoid schedules to tau_min = 0.05 give the same curves,
+    and the first drawn (C0) must still show beneath the second, in both panels."""
+    m = manifests["temperature_ablation"]
+    decl = m.figures[0]
+    first, second = figures_runs.epoch_curves(decl, m, fake_result(m))[:2]
+    twin = figures_runs.EpochCurve(**{**second.__dict__, "mean": first.mean, "low": first.low,
+                                      "high": first.high, "tau": first.tau})
+    fig = figures_runs.draw_accuracy_by_epoch([first, twin], "coinciding")
+    for ax in fig.axes:
+        if ax.get_legend() is not None:
+            ax.get_legend().remove()  # count the curves' own pixels, not the legend's samples
+    lines = [line for line in fig.axes[0].lines]
+    assert lines[0].get_linestyle() != lines[1].get_linestyle() and lines[0].get_marker() != lines[1].get_marker()
+    assert lines[0].get_linewidth() > lines[1].get_linewidth() and lines[0].get_zorder() < lines[1].get_zorder()
+    assert _colour_pixels(fig, "C0") > 300  # before: 0, the second curve drawn exactly over the first
+
+
+def _signed_point(i: int, rho: float, gap: float, sign: str) -> figures_gaps.GapPoint:
+    return figures_gaps.GapPoint(source=f"t/c{i}", label=f"c{i}", dataset=("cifar10", "cifar100")[i % 2],
+                                 method="sparse MoE", series="s", profile="smoke", rho=rho, mean_pp=gap,
+                                 ci_pp=(gap - 20, gap + 20), n=2, paper_sign=sign)
+
+
+def test_sign_marks_in_gap_vs_rho_are_in_the_legend_and_never_overlap():
+    """Twelve comparisons the paper signs without a number, crowded at rho 30-50 % on two gaps (as smoke's are)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from repro.report.figure_stamp import Stamp, draw_stamp
+
+    points = [_signed_point(i, 0.30 + 0.02 * (i % 10), (0.0, -0.8)[i % 2], ("+", "-", "<=0")[i % 3])
+              for i in range(12)]
+    fig, _ = figures_gaps.draw_gap_vs_rho(points, (7.0, "~7%"))
+    draw_stamp(fig, Stamp("smoke: synthetic data, a pipeline check, not evidence · commit 0123", True, "smoke"))
+    FigureCanvasAgg(fig).draw()  # the final layout, with the stamp
+    ax = fig.axes[0]
+    marks = [t for t in ax.texts if t.get_text() in figures_gaps.SIGN_TEXT.values()]
+    assert sorted(t.get_text() for t in marks) == sorted(figures_gaps.SIGN_TEXT[p.paper_sign] for p in points)
+    boxes = [t.get_window_extent() for t in marks]
+    for i, a in enumerate(boxes):
+        for b in boxes[i + 1:]:
+            assert not a.overlaps(b), (a, b)
+        assert ax.get_window_extent().contains(a.x0, a.y0) and ax.get_window_extent().contains(a.x1, a.y1)
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    for words in ("paper: gap positive, no number", "paper: gap negative, no number",
+                  "paper: gap not positive (no gain), no number"):
+        assert words in legend, legend
+    # Without signed points the legend says nothing of signs
+    fig, _ = figures_gaps.draw_gap_vs_rho([dataclasses.replace(points[0], paper_sign=None)], None)
+    assert not any("no number" in t.get_text() for t in fig.axes[0].get_legend().get_texts())
+    assert not fig.axes[0].texts

@@ -113,3 +113,82 @@ def test_verify_all_writes_a_report_html_that_renders_in_chromium(tmp_path, monk
     if artifacts:
         Path(artifacts).mkdir(parents=True, exist_ok=True)
         shutil.copy(shot, Path(artifacts) / "report-html.png")
+
+
+# Injected into a copy of the page shown in a frame of a given width: the page's scroll width against its
+# viewport's, whether the per-table summary's header row shows (folded: it does not), and each element that
+# sticks out of the viewport without a scrolling box of its own around it.
+WIDTH_PROBE = """<script>
+window.addEventListener("load", function () {
+  var d = document.documentElement, out = [];
+  document.querySelectorAll("body *").forEach(function (e) {
+    var a = e.parentElement, boxed = false;
+    for (; a; a = a.parentElement) { if (getComputedStyle(a).overflowX !== "visible") { boxed = true; } }
+    if (!boxed && e.getBoundingClientRect().right > d.clientWidth + 1 && out.length < 10) {
+      out.push(e.tagName + "." + e.className + ": " + (e.textContent || "").slice(0, 50));
+    }
+  });
+  var head = document.querySelector("table.per-table thead");
+  parent.postMessage({scroll: d.scrollWidth, client: d.clientWidth, outside: out,
+                      summaryHeader: getComputedStyle(head).display}, "*");
+});
+</script>"""
+
+
+def measured_at(binary: str, page: Path, width: int, profile_dir: Path) -> dict:
+    """The page's widths in a frame `width` CSS pixels wide (a headless window is at least 500 px wide)."""
+    probed = page.with_name(f"probe-{width}.html")
+    probed.write_text(page.read_text(encoding="utf-8").replace("<head>", "<head>\n" + WIDTH_PROBE, 1), encoding="utf-8")
+    frame = page.with_name(f"frame-{width}.html")
+    frame.write_text(f'<!DOCTYPE html><html><body style="margin:0"><iframe src="{probed.name}" '
+                     f'style="width:{width}px;height:1600px;border:0"></iframe><script>window.addEventListener('
+                     '"message", function (e) { document.documentElement.setAttribute("data-probe", '
+                     'JSON.stringify(e.data)); });</script></body></html>', encoding="utf-8")
+    dom = browse(binary, frame, profile_dir, f"--window-size={max(width + 100, 600)},1600",
+                 "--virtual-time-budget=10000", "--dump-dom")
+    assert dom.returncode == 0, dom.stderr[-3000:]
+    found = re.search(r'data-probe="([^"]*)"', dom.stdout)
+    assert found, dom.stdout[-2000:]
+    return json.loads(found.group(1).replace("&quot;", '"').replace("&amp;", "&").replace("&lt;", "<"))
+
+
+@pytest.mark.slow  # three Chromium runs
+def test_the_report_fits_a_400_px_screen_without_sideways_scrolling(tmp_path):
+    """At 400 px the per-table summary folds (a line per table, labels beside the counts) and wide tables scroll
+    inside their own box: the page's scroll width is its viewport's. At 1280 px the summary is a table."""
+    import dataclasses
+
+    from repro.claims import decide_table, decided_results
+    from repro.plan.manifest import find_manifest
+    from repro.report.summary import write_report
+    from repro.results.measurements import save_result
+    from test_figures import fake_result
+
+    binary = chromium()
+    results = tmp_path / "results"
+    manifests = [find_manifest(i) for i in ("headline_cifar10", "table2", "table6", "table7")]
+    for m in manifests[:2]:  # trained tables: claims, figures, wide tables of run links; the others not run
+        result = dataclasses.replace(fake_result(m), provenance={
+            "git_commit": "0123456789abcdef0123456789abcdef01234567+dirty", "time": "2026-01-01T00:00:00+00:00",
+            "device": "cpu: a processor with a rather long name, 1 intra-op thread(s)", "packages": {}},
+            profile_settings=m.profiles["smoke"].for_manifest(m.id, m.seeds))
+        save_result(decide_table(m, result), results)
+    write_report(decided_results(results, "smoke", manifests), results, "smoke")
+    page = results / "smoke" / "report.html"
+
+    narrow = measured_at(binary, page, 400, tmp_path / "chromium-400")
+    assert narrow["client"] >= 380 and narrow["scroll"] <= narrow["client"], narrow
+    assert narrow["outside"] == [] and narrow["summaryHeader"] == "none", narrow
+    wide = measured_at(binary, page, 1280, tmp_path / "chromium-1280")
+    assert wide["scroll"] <= wide["client"] and wide["summaryHeader"] == "table-header-group", wide
+
+    shot = tmp_path / "report-html-400.png"  # the page as a 400 px screen shows it
+    frame = page.with_name("frame-400.html")
+    frame.write_text(frame.read_text().replace("probe-400.html", page.name), encoding="utf-8")
+    taken = browse(binary, frame, tmp_path / "chromium-shot-400", f"--screenshot={shot}", "--window-size=400,1600",
+                   "--hide-scrollbars", "--virtual-time-budget=5000")
+    assert taken.returncode == 0 and shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", taken.stderr[-3000:]
+    artifacts = os.environ.get("REPRO_ARTIFACTS")
+    if artifacts:
+        Path(artifacts).mkdir(parents=True, exist_ok=True)
+        shutil.copy(shot, Path(artifacts) / "report-html-400.png")

@@ -90,6 +90,6 @@ def test_the_first_screen_has_the_headline_per_group_and_per_table(report):
     assert {a["data-group"] for a in page.all("div", "group")} == scopes == {"empirical"}  # a group per scope decided
     per_table = text[text.index('class="per-table"'):text.index("</table>", text.index('class="per-table"'))]
     assert all(f'href="#claims-{m.id}"' in per_table for m in manifests)
-    assert '<td class="skip">' in per_table and "not run into this folder" in per_table  # colour per verdict
+    assert '<td class="skip" data-label="not run">' in per_table and "not run into this folder" in per_table  # colour per verdict
     assert text.index('id="headline"') < text.index('id="claims"')
     assert "smoke: synthetic data, a pipeline check, not evidence · commit 0123456789ab" in text

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Literal, Protocol
 
+from repro.data.check_result import DataCheck
 from repro.spec.paper import PaperValue, paper_value
 from repro.spec.profiles import Profile
 from repro.results.measurements import Status
@@ -35,12 +36,21 @@ class Evidence:
     paper_seeds: int | None = None  # the paper's seeds for this table (the manifest's `seeds`)
     # The profile as run (repro.spec.profiles.Profile): a verdict's note names how it departs from the paper's protocol.
     settings: Profile | None = None
+    datasets: tuple[str, ...] = ()  # those the table trains on: the departures name their recipes' numbers
+    # The content checks of the datasets the runs trained on (repro.data.check): the split sizes found and
+    # the files accepted with --allow-unverified-data, which the verdict's note names.
+    data: tuple[DataCheck, ...] = ()
     comparison_rows: dict[str, tuple[str, str]] = field(default_factory=dict)  # comparison id -> (row, baseline)
     # Another table a claim reads ("<table>:<id>", repro.claims.across) -> why its measurements are not here.
     missing_tables: dict[str, str] = field(default_factory=dict)
 
     def get(self, path: str) -> Any:
         return self.metrics.get(path)
+
+    @property
+    def unverified_data(self) -> list[str]:
+        """The datasets (titles) whose files fail their published checksum, accepted with --allow-unverified-data."""
+        return [c.title for c in self.data if c.accepted_unverified]
 
     def why_missing(self, path: str) -> str:
         ident = path.split(".")[1] if path.count(".") == 2 else ""

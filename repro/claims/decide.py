@@ -35,6 +35,8 @@ class DecidedManifest(ManifestLike, Protocol):
     claims: Iterable[ClaimLike]
     profiles: dict[str, Profile]
 
+    def trained_datasets(self) -> tuple[str, ...]: ...
+
 
 def evidence_for(manifest: DecidedManifest, result: ManifestResult, others: Others | None = None) -> Evidence:
     """What the table's claims are decided on: its measurements, and the profile they were made under as
@@ -46,7 +48,8 @@ def evidence_for(manifest: DecidedManifest, result: ManifestResult, others: Othe
         manifest_id=manifest.id, paper_table=manifest.paper_table, profile=result.profile,
         metrics=dict(result.measured.metrics), missing=dict(result.measured.missing), device=result.device_type,
         paper_scale=kind == "paper", kind=kind, seeds=settings.seeds if settings else None,
-        paper_seeds=manifest.seeds, settings=settings,
+        paper_seeds=manifest.seeds, settings=settings, datasets=manifest.trained_datasets(),
+        data=tuple(result.data_checks()),
         comparison_rows={c.id: (c.row, c.baseline) for c in manifest.comparisons},
     )
     return with_tables(evidence, manifest, others or {})

@@ -53,6 +53,7 @@ def evaluate(claim: ClaimLike, ev: Evidence) -> Verdict:
     except NotRun as why:
         return Verdict(**base, status="not run", note=f"cannot check that the models learned: {why}", **shown)
     note = _protocol_note(ev)
+    base["unverified_data"] = ev.unverified_data
     if untrained:
         return Verdict(**base, status="inconclusive", failed=[f"learned: {lr.describe()}" for lr in untrained],
                        note=note, **shown)
@@ -67,7 +68,8 @@ def undecided_reason(ev: Evidence, scope: str) -> str:
 
 def _protocol_note(ev: Evidence) -> str:
     """How the profile the evidence was measured under departs from the paper's protocol, from its settings."""
-    departs = ev.settings.departures(ev.paper_seeds) if ev.settings is not None else []
+    departs = ev.settings.departures(ev.paper_seeds, ev.datasets) if ev.settings is not None else []
+    departs += [d for check in ev.data for d in (check.checksum_departure(), check.size_departure()) if d]
     if departs:
         return (f"decided on the '{ev.profile}' profile, which departs from the paper's protocol: "
                 + "; ".join(departs))

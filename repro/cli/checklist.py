@@ -45,7 +45,10 @@ def verdicts_grid(groups: list[tuple[str, list]], evidence: bool, quiet: bool = 
         if len(groups) > 1 and verdicts:
             grid.section(table_id)
         for v in verdicts:
-            cells = [v.claim, Text(v.status, style=VERDICT_COLOURS.get(v.status, ""))]
+            verdict = Text(v.status, style=VERDICT_COLOURS.get(v.status, ""))
+            if v.unverified_data:  # beside the verdict, on a line of its own to keep the column narrow
+                verdict.append("\non unverified data", style="bold red")
+            cells = [v.claim, verdict]
             if evidence:
                 note = "" if v.note in said else v.note
                 cells.append(v.evidence + (f" — {note}" if note else ""))

@@ -96,7 +96,9 @@ def _summary(out, seconds: float, brief: bool) -> Text:
     parts.append(f"{seconds:.0f} s" if seconds >= 10 else f"{seconds:.1f} s")
     if out.files and not brief:
         parts.append(f"wrote {out.files[0].parent}/")
-    state = Text("failed: ", style="bold red") if out.problem and out.result is None else Text("")
+    # refused: the data or weights it needs are missing or not the published ones, and nothing was trained
+    state = Text("refused: " if out.needs_data else "failed: ", style="bold red") \
+        if out.problem and out.result is None else Text("")
     return Text.assemble((out.manifest_id, "bold"), ": ", state, "; ".join(parts))
 
 

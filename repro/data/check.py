@@ -5,68 +5,23 @@ the class count must be the dataset's (a Tiny-ImageNet copy with 10 wnids is ref
 one batch of train and test images must decode at the expected shape, the split
 sizes are counted and stated, and CIFAR's md5s are compared with the published ones.
 A checksum mismatch names the file; it is accepted only with `allow_unverified`,
-and then the DataCheck says so (`unverified`), for the run records and the report.
+and then the DataCheck (repro.data.check_result) says so (`unverified`), for the run
+records and the report.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import torch
 
 from repro.data import cifar
-from repro.data.layout import DatasetMissing, how_to_fill, status
+from repro.data.check_result import MD5_ACCEPTED, MD5_MISMATCH, MD5_VERIFIED, DataCheck
+from repro.data.layout import DataRefused, DatasetInvalid, how_to_fill, status  # DatasetInvalid: re-exported
 from repro.data.specs import get_dataset
 
 BATCH = 8  # images decoded per split
-
-
-class DatasetInvalid(DatasetMissing):
-    """A dataset that is present but whose content is not the dataset's; the message says what differs."""
-
-
-@dataclass(frozen=True)
-class DataCheck:
-    dataset: str
-    title: str
-    path: str
-    classes: int | None = None  # found
-    train_size: int | None = None
-    test_size: int | None = None
-    test_split: str = "test"  # what the paper evaluates on: CIFAR's test set, the others' val set
-    checksum: str = ""  # "md5 verified", "md5 mismatch accepted", "no checksum published"
-    unverified: tuple[str, ...] = ()  # "<file>: md5 <got> != <expected>", accepted with allow_unverified
-    problems: tuple[str, ...] = ()  # any one refuses the dataset
-    notes: tuple[str, ...] = field(default=())
-
-    @property
-    def ok(self) -> bool:
-        return not self.problems
-
-    def sizes(self) -> str:
-        def n(v: int | None) -> str:
-            return "?" if v is None else f"{v:,}"
-        return f"{n(self.train_size)} train / {n(self.test_size)} {self.test_split}"
-
-    def summary(self) -> str:
-        """One line for `repro data`, the log and the report."""
-        if not self.ok:
-            return f"{self.title}: refused at {self.path}: " + "; ".join(self.problems)
-        line = f"{self.title}: {self.classes} classes, {self.sizes()}, one batch decoded, {self.checksum}"
-        if self.unverified:
-            line += "; unverified: " + "; ".join(self.unverified)
-        return line + "".join(f"; {note}" for note in self.notes) + f" ({self.path})"
-
-    def provenance(self) -> dict:
-        """What a run record stores about its data."""
-        return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items() if k != "problems"}
-
-    def raise_if_failed(self) -> "DataCheck":
-        if not self.ok:
-            raise DatasetInvalid(self.summary())
-        return self
 
 
 def _count_files(folder: Path, suffixes: tuple[str, ...]) -> int:
@@ -77,11 +32,12 @@ def _count_files(folder: Path, suffixes: tuple[str, ...]) -> int:
 def _check_cifar(name: str, folder: Path, allow_unverified: bool) -> dict:
     spec = get_dataset(name)
     mismatches = cifar.md5_mismatches(name, folder)
-    found: dict = {"checksum": "md5 verified", "unverified": tuple(mismatches), "problems": []}
+    found: dict = {"checksum": MD5_VERIFIED, "unverified": tuple(m.line() for m in mismatches), "problems": []}
     if mismatches:
-        found["checksum"] = "md5 mismatch accepted" if allow_unverified else "md5 mismatch"
+        found["checksum"] = MD5_ACCEPTED if allow_unverified else MD5_MISMATCH
         if not allow_unverified:  # the files are not read: they are not the published ones
-            found["problems"].append(str(cifar.unverified_error(name, folder, mismatches)))
+            found["problems"].append(str(cifar.unverified_error(name, folder, mismatches,
+                                                                len(cifar.split_files(name)))))
             return found
     names = cifar.class_names(name, folder)
     (xtr, ytr), (xte, yte) = (cifar.read_split(name, folder, train) for train in (True, False))
@@ -142,12 +98,12 @@ def _check_image_folders(folder: Path) -> dict:
 
 def check_dataset(dataset: str, data_dir: str | Path | None = None, allow_unverified: bool = False) -> DataCheck:
     """Look at the dataset's content: classes, split sizes, one decoded batch, checksums. Never raises for
-    bad data: the DataCheck's problems say what is wrong (raise_if_failed turns them into DatasetInvalid)."""
+    bad data: the DataCheck's problems say what is wrong (raise_if_failed raises them as the error of their kind)."""
     spec = get_dataset(dataset)
     s = status(dataset, data_dir)
     base = dict(dataset=dataset, title=spec.title, path=str(s.path), test_split=spec.test_split)
     if not s.present:
-        return DataCheck(**base, problems=(s.message(),))
+        return DataCheck(**base, problems=(s.message(),), missing=True)
     try:
         if spec.storage == "cifar_pickles":
             found = _check_cifar(dataset, s.path, allow_unverified)
@@ -155,7 +111,9 @@ def check_dataset(dataset: str, data_dir: str | Path | None = None, allow_unveri
             found = _check_tiny_imagenet(s.path)
         else:
             found = _check_image_folders(s.path)
-    except Exception as exc:  # an unreadable file: its error names it (DatasetMissing, ImageDecodeError, ValueError)
+    except DataRefused as exc:  # a malformed file: the message names it and what was expected
+        return DataCheck(**base, problems=(str(exc),))
+    except Exception as exc:  # an unreadable file: its error names it (ImageDecodeError, ValueError)
         return DataCheck(**base, problems=(f"{type(exc).__name__}: {exc}",))
     problems = found.pop("problems")
     if found.get("classes") is not None and found["classes"] != spec.num_classes:

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import hashlib
 import pickle
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import torch
-from repro.data.layout import DatasetMissing, cifar_class, data_root, how_to_fill, require, status
+from repro.data.layout import (DatasetInvalid, DatasetMissing, DatasetUnverified, cifar_class, data_root, require,
+                               status)
 from repro.data.specs import get_dataset
 
 # The pickles' label key, by torchvision class: CIFAR-100's batches hold fine and coarse labels.
@@ -30,10 +32,6 @@ def _label_key(name: str) -> str:
     return LABEL_KEY[get_dataset(name).torchvision_class]
 
 
-class DatasetUnverified(DatasetMissing):
-    """Files whose checksum differs from the published one; accepted only when asked explicitly."""
-
-
 def split_files(name: str, train: bool | None = None) -> list[tuple[str, str]]:
     """(file name, published md5) of one split (None: both) and the meta file."""
     cls = _cls(name)
@@ -41,22 +39,40 @@ def split_files(name: str, train: bool | None = None) -> list[tuple[str, str]]:
     return [(f, md5) for f, md5 in files] + [(cls.meta["filename"], cls.meta["md5"])]
 
 
-def md5_mismatches(name: str, folder: Path, train: bool | None = None) -> list[str]:
-    """'<file>: md5 <got> != <expected>' for every file of the split whose md5 is not the published one."""
+@dataclass(frozen=True)
+class Mismatch:
+    """One file whose md5 is not the one torchvision publishes."""
+
+    file: str
+    got: str
+    expected: str
+
+    def line(self) -> str:
+        """As run records and the report store it (repro.data.check_result.DataCheck.unverified)."""
+        return f"{self.file}: md5 {self.got} != {self.expected}"
+
+
+def md5_mismatches(name: str, folder: Path, train: bool | None = None) -> list[Mismatch]:
+    """Every file of the split (None: both) and the meta file whose md5 is not the published one."""
     out = []
     for file, expected in split_files(name, train):
         got = hashlib.md5((folder / file).read_bytes()).hexdigest()
         if got != expected:
-            out.append(f"{file}: md5 {got} != {expected}")
+            out.append(Mismatch(file, got, expected))
     return out
 
 
-def unverified_error(name: str, folder: Path, mismatches: list[str]) -> DatasetUnverified:
+def unverified_error(name: str, folder: Path, mismatches: list[Mismatch], checked: int) -> DatasetUnverified:
+    """The refusal in 6 lines, each within 80 columns but the folder's: the first file that fails, with both
+    md5s, then the flag that accepts the files (the command line puts the table's id before the first)."""
+    first, more = mismatches[0], len(mismatches) - 1
     return DatasetUnverified(
-        f"{get_dataset(name).title}: {len(mismatches)} file(s) in {folder} fail torchvision's md5 check: "
-        f"{'; '.join(mismatches)}. To train on them anyway (a re-packed or converted copy), pass "
-        f"--allow-unverified-data (allow_unverified=True), which every run record and the report then show; "
-        f"to replace them, {how_to_fill(name, folder.parent)}")
+        f"{get_dataset(name).title} fails its checksums.\n"
+        f"  {folder}: {len(mismatches)} of {checked} files differ{', e.g.' if more else ''}\n"
+        f"  {first.file}: md5 {first.got}\n"
+        f"  {' ' * len(first.file)}  expected {first.expected}\n"
+        "Add --allow-unverified-data to train on them anyway: every record, table and\n"
+        "report then says \"unverified\" (docs/your-own-data.md).")
 
 
 def _unpickle(path: Path) -> dict:
@@ -64,7 +80,7 @@ def _unpickle(path: Path) -> dict:
         with open(path, "rb") as f:
             return pickle.load(f, encoding="latin1")
     except Exception as exc:  # truncated, not a pickle
-        raise DatasetMissing(f"{path}: cannot read it as a CIFAR pickle ({type(exc).__name__}: {exc})") from exc
+        raise DatasetInvalid(f"{path}: cannot read it as a CIFAR pickle ({type(exc).__name__}: {exc})") from exc
 
 
 def read_split(name: str, folder: Path, train: bool) -> tuple[torch.Tensor, torch.Tensor]:
@@ -75,20 +91,20 @@ def read_split(name: str, folder: Path, train: bool) -> tuple[torch.Tensor, torc
         try:
             data.append(np.asarray(entry["data"], dtype=np.uint8).reshape(-1, 3, 32, 32))  # rows are CHW
             labels += list(entry[_label_key(name)])
-        except (KeyError, ValueError) as exc:
-            raise DatasetMissing(f"{folder / file}: not a CIFAR batch ({type(exc).__name__}: {exc}); expected "
+        except (KeyError, ValueError, TypeError, IndexError) as exc:
+            raise DatasetInvalid(f"{folder / file}: not a CIFAR batch ({type(exc).__name__}: {exc}); expected "
                                  f"'data' (N, 3072) uint8 and '{_label_key(name)}'") from exc
     images = torch.from_numpy(np.concatenate(data))
     if len(images) != len(labels):
-        raise DatasetMissing(f"{folder}: {len(images)} images but {len(labels)} labels in the {name} pickles")
+        raise DatasetInvalid(f"{folder}: {len(images)} images but {len(labels)} labels in the {name} pickles")
     return images, torch.tensor(labels, dtype=torch.int64)
 
 
 def class_names(name: str, folder: Path) -> list[str]:
     meta = _cls(name).meta
     entry = _unpickle(folder / meta["filename"])
-    if meta["key"] not in entry:
-        raise DatasetMissing(f"{folder / meta['filename']}: no '{meta['key']}' entry; expected the class names")
+    if not isinstance(entry, dict) or meta["key"] not in entry:
+        raise DatasetInvalid(f"{folder / meta['filename']}: no '{meta['key']}' entry; expected the class names")
     return list(entry[meta["key"]])
 
 
@@ -105,5 +121,5 @@ def cifar_tensors(name: str, root: str | Path | None, train: bool, download: boo
     if not allow_unverified:
         mismatches = md5_mismatches(name, folder, train)
         if mismatches:
-            raise unverified_error(name, folder, mismatches)
+            raise unverified_error(name, folder, mismatches, len(split_files(name, train)))
     return read_split(name, folder, train)

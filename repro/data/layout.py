@@ -48,8 +48,22 @@ def cifar_class(spec: DatasetSpec):
     return getattr(torchvision.datasets, spec.torchvision_class)
 
 
-class DatasetMissing(RuntimeError):
+class DataRefused(RuntimeError):
+    """A real dataset that cannot be trained on as it is: absent, malformed, or failing its published checksums.
+    The message says what failed (the file, and what was expected) and what to do, in a few lines."""
+
+
+class DatasetMissing(DataRefused):
     """A real dataset is absent or incomplete; the message says how to fill it."""
+
+
+class DatasetInvalid(DataRefused):
+    """A dataset that is present but whose files are not the dataset's (unreadable, malformed, wrong classes);
+    the message names the file and what differs."""
+
+
+class DatasetUnverified(DataRefused):
+    """Files whose checksum differs from the published one; accepted only with --allow-unverified-data."""
 
 
 def data_root(path: str | Path | None = None) -> Path:

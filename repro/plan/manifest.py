@@ -125,6 +125,10 @@ class Manifest:
     def measures(self) -> set[str]:
         return {m for r in self.rows for m in r.measures}
 
+    def trained_datasets(self) -> tuple[str, ...]:
+        """The datasets this table's rows train on, in row order (their recipes: repro.spec.recipes)."""
+        return tuple(dict.fromkeys(r.dataset for r in self.rows if "accuracy" in r.measures))
+
     def profile(self, name: str) -> Profile:
         """The profile `name` as it applies to this table; KeyError naming the closest ones."""
         if name not in self.profiles:

@@ -1,4 +1,4 @@
-"""The paper's training recipes (Section 4.1), and the one place a manifest and a profile become run units.
+"""The one place a manifest and a profile become run units, with the paper's recipes (repro.spec.recipes).
 
 A RunConfig is everything that determines a run's result. Its hash names the
 run record, so two tables that need the same run share it instead of training
@@ -18,36 +18,13 @@ from typing import Any, Literal
 from repro.data.specs import get_dataset
 from repro.plan.manifest import Manifest, Row
 from repro.spec.profiles import Profile
+from repro.spec.recipes import RECIPES, Recipe  # the paper's, per dataset; importers of this module keep them
 from repro.models.weights import weights_for
 
 # Bump when a change to the training code changes what a run config produces:
 # records written under another version are not reused.
 TRAINING_VERSION = 4
 
-
-@dataclass(frozen=True)
-class Recipe:
-    epochs: int
-    optimizer: Literal["adam", "sgd"]
-    lr: float
-    momentum: float = 0.0
-    schedule: Literal["constant", "cosine"] = "constant"
-    batch_size: int = 128
-    backbone_lr_scale: float = 1.0  # pretrained backbones: 0.1 x the head's lr
-    bf16: bool = False  # autocast to bfloat16 (CUDA only)
-
-
-# Section 4.1: CIFAR 50 epochs, Tiny-ImageNet 80, ImageNet 30; Adam lr 1e-3 for
-# CIFAR/Tiny-ImageNet; SGD lr 1e-2, momentum 0.9, cosine for ImageNet, whose
-# pretrained backbones train at 0.1x the head's lr with bf16 AMP and batch 256.
-# The CIFAR/Tiny-ImageNet batch size is not stated: 128 is our choice.
-RECIPES: dict[str, Recipe] = {
-    "cifar10": Recipe(epochs=50, optimizer="adam", lr=1e-3),
-    "cifar100": Recipe(epochs=50, optimizer="adam", lr=1e-3),
-    "tiny_imagenet": Recipe(epochs=80, optimizer="adam", lr=1e-3),
-    "imagenet": Recipe(epochs=30, optimizer="sgd", lr=1e-2, momentum=0.9, schedule="cosine", batch_size=256,
-                       backbone_lr_scale=0.1, bf16=True),
-}
 
 # Fields added to RunConfig after its first release, with their defaults (see RunConfig.hash). A record
 # written before a field existed reads as that default (repro.execution.record_checks); one written

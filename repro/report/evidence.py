@@ -14,6 +14,8 @@ DATA_WORDS = {
     "digits": "real digit scans standing in for the datasets",
     "real": "the paper's datasets",
 }
+# Data with files that fail their published checksum, accepted with --allow-unverified-data.
+UNVERIFIED_WORDS = "UNVERIFIED data (copies of the paper's datasets that fail their published checksums)"
 EVIDENCE_WORDS = {
     "pipeline": "a pipeline check, not evidence",
     "functional": "a check that the methods learn real images, not evidence for the paper's claims",
@@ -46,7 +48,7 @@ def label(name: str, profile: Profile | None, unverified: bool = False) -> str:
         return f"{name}: profile settings not recorded with the results"
     data = DATA_WORDS[profile.data]
     if unverified and profile.data == "real":
-        data = "copies of the paper's datasets that fail their checksums (unverified)"
+        data = UNVERIFIED_WORDS
     text = f"{name}: {data}, {EVIDENCE_WORDS[profile.evidence]}"
     if profile.evidence == "reduced":
         text += f" ({_amount(profile)})"

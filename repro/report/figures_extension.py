@@ -147,7 +147,7 @@ def extension_section(entries: list[tuple[Manifest, ManifestResult | None]], fig
             lines.append("Not run at this profile.")
         for v in result.verdicts if result is not None else []:
             note = f" ({md_escape(v.note)})" if v.note else ""
-            lines.append(f"- **{v.status}**: {md_escape(v.statement)}. {md_escape(v.evidence)}{note}")
+            lines.append(f"- **{v.status_text}**: {md_escape(v.statement)}. {md_escape(v.evidence)}{note}")
         parts.append("\n".join(lines))
     if not parts:
         return None

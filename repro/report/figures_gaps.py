@@ -5,7 +5,8 @@ mean paired gap over seeds in percentage points (pp) with its 95% t-interval. A
 comparison that several manifests share (the same treatment and baseline runs,
 by run hash) is one point. Where the paper's text gives the gap as a number it is
 drawn beside ours as a hollow diamond; where it gives only a direction, a small
-"(+)" or "(−)" sits beside our point.
+"(+)" or "(−)" sits beside our point, at the first spot around it where it covers
+no other mark and no point, and the legend says what it means.
 """
 
 from __future__ import annotations
@@ -164,18 +165,63 @@ def _y_scale(ax, points: list[GapPoint]) -> bool:
     return False
 
 
-def _draw_point(ax, x: float, p: GapPoint, colour: str, marker: str, signs: bool = True) -> None:
+def _draw_point(ax, x: float, p: GapPoint, colour: str, marker: str) -> None:
     yerr = None if p.ci_pp is None else [[p.mean_pp - p.ci_pp[0]], [p.ci_pp[1] - p.mean_pp]]
     ax.errorbar([x], [p.mean_pp], yerr=yerr, fmt=marker, color=colour, ms=6, capsize=2.5, lw=1, zorder=3)
     if p.paper_pp is not None:
         ax.plot([x], [p.paper_pp], marker="D", ms=9, mfc="none", mec=colour, mew=1.4, ls="none", zorder=4)
-    elif p.paper_sign and signs:
-        ax.annotate(f"({_sign(p.paper_sign)})", (x, p.mean_pp), xytext=(5, 4), textcoords="offset points",
-                    fontsize=7, color="0.3")
 
 
-def _sign(sign: str) -> str:
-    return "+" if sign == "+" else "−"
+# A direction the paper states without a number (repro.spec.paper.PaperValue.sign), as marked and as said.
+SIGN_TEXT = {"+": "(+)", "-": "(−)", "<=0": "(≤0)"}
+SIGN_MARKER = {"+": "$(+)$", "-": "$(-)$", "<=0": r"$(\leq 0)$"}
+SIGN_WORDS = {"+": "positive", "-": "negative", "<=0": "not positive (no gain)"}
+
+
+SIGN_SIZE = 7  # points
+# Where a sign mark may sit, as (dx, dy) in points from its point to the mark's lower left corner: beside
+# it first, then above and below, then further out; the first spot that is free wins.
+SIGN_SPOTS = [(5, 2), (5, -9), (-17, 2), (-17, -9), (5, 10), (5, -17), (-17, 10), (-17, -17),
+              (-6, 8), (-6, -15), (15, 2), (15, -9), (-27, 2), (-27, -9), (5, 18), (5, -25), (-17, 18), (-17, -25)]
+POINT_RADIUS = 4.0  # points: a data marker's half width (ms 6), kept clear of the marks
+
+
+def _overlap(a: tuple[float, float, float, float], b: tuple[float, float, float, float]) -> float:
+    """The area two (x0, y0, x1, y1) boxes share."""
+    return max(0.0, min(a[2], b[2]) - max(a[0], b[0])) * max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
+
+
+def place_signs(fig: Figure, ax, marks: list[tuple[float, float, str]]) -> list:
+    """One "(+)" / "(−)" annotation per (x, y, sign) in data: each at the first of SIGN_SPOTS around its point
+    whose box, in the figure as laid out so far, meets no mark already placed and no point, inside the axes
+    (none free: the spot that overlaps least). Offsets are in points from the point, so the marks move with it
+    when the layout changes later (the stamp)."""
+    fig.draw_without_rendering()
+    scale = fig.dpi / 72  # display pixels per point
+    centres = [tuple(ax.transData.transform((x, y))) for x, y, _ in marks]
+    inside = ax.get_window_extent()
+    probe = ax.text(0, 0, SIGN_TEXT["<=0"], fontsize=SIGN_SIZE)  # the widest
+    extent = probe.get_window_extent()
+    probe.remove()
+    w, h = extent.width, extent.height
+    r = POINT_RADIUS * scale
+    taken = [(cx - r, cy - r, cx + r, cy + r) for cx, cy in centres]
+    texts = []
+    for (x, y, sign), (cx, cy) in zip(marks, centres):
+        def cost(spot: tuple[float, float]) -> float:
+            box = (cx + spot[0] * scale, cy + spot[1] * scale, cx + spot[0] * scale + w, cy + spot[1] * scale + h)
+            outside = box[0] < inside.x0 or box[1] < inside.y0 or box[2] > inside.x1 or box[3] > inside.y1
+            return sum(_overlap(box, t) for t in taken) + (w * h if outside else 0.0)
+        spot = next((s for s in SIGN_SPOTS if cost(s) == 0), min(SIGN_SPOTS, key=cost))
+        taken.append((cx + spot[0] * scale, cy + spot[1] * scale, cx + spot[0] * scale + w, cy + spot[1] * scale + h))
+        texts.append(ax.annotate(SIGN_TEXT[sign], (x, y), xytext=spot, textcoords="offset points",
+                                 fontsize=SIGN_SIZE, color="0.3", va="bottom", ha="left", in_layout=False))
+    return texts
+
+
+def _sign_handles(signs: set[str]) -> list[Line2D]:
+    return [Line2D([], [], marker=SIGN_MARKER[s], ms=16 if s == "<=0" else 12, color="0.3", ls="none",
+                   label=f"paper: gap {SIGN_WORDS[s]}, no number") for s in SIGN_TEXT if s in signs]
 
 
 def _minor_label(v: float, _pos: int) -> str:
@@ -196,12 +242,14 @@ def draw_gap_vs_rho(points: list[GapPoint], threshold: tuple[float, str] | None,
     marker = {m: MARKERS[i % len(MARKERS)] for i, m in enumerate(methods)}
     for p in points:
         _draw_point(ax, 100 * p.rho, p, dataset_colour(p.dataset), marker[p.method])
+    signed = [p for p in points if p.paper_pp is None and p.paper_sign]
     ax.axhline(0, color="black", lw=0.8)
     handles = [Line2D([], [], marker="o", color=dataset_colour(d), ls="none", label=get_dataset(d).title)
                for d in DATASETS if any(p.dataset == d for p in points)]
     handles += [Line2D([], [], marker=marker[m], color="0.35", ls="none", label=m) for m in methods]
     if any(p.paper_pp is not None for p in points):
         handles.append(_paper_handle())
+    handles += _sign_handles({p.paper_sign for p in signed})
     if threshold:
         ax.axvline(threshold[0], color="0.4", ls=":", lw=1)
         handles.append(Line2D([], [], color="0.4", ls=":", label=f"paper's ρ threshold ({threshold[1]})"))
@@ -214,6 +262,7 @@ def draw_gap_vs_rho(points: list[GapPoint], threshold: tuple[float, str] | None,
     ax.set_title(title)
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
+    place_signs(fig, ax, [(100 * p.rho, p.mean_pp, p.paper_sign) for p in signed])
     return fig, symlog
 
 
@@ -231,7 +280,7 @@ def draw_gap_vs_classes(points: list[GapPoint],
         xs = [p.num_classes * dodge for p in mine]
         ax.plot(xs, [p.mean_pp for p in mine], color=colour, lw=1.2, zorder=2)
         for x, p in zip(xs, mine):
-            _draw_point(ax, x, p, colour, "o", signs=False)  # listed in the caption: too crowded here
+            _draw_point(ax, x, p, colour, "o")  # the paper's signs: listed in the caption, too crowded here
         handles.append(Line2D([], [], marker="o", color=colour, label=name))
     if any(p.paper_pp is not None for p in points):
         handles.append(_paper_handle())
@@ -267,10 +316,10 @@ def _paper_sentence(points: list[GapPoint], signs_drawn: bool) -> str:
     else:
         parts.append("The paper's text reports none of these gaps as a number.")
     if signs and signs_drawn:
-        parts.append(f"A bracketed (+) or (−) beside {len(signs)} point(s) is the direction the text states "
-                     "without a number.")
+        parts.append(f"A bracketed (+), (−) or (≤0) beside {len(signs)} point(s) is the direction the text "
+                     "states without a number, set beside its point where it covers no other.")
     elif signs:
-        listed = "; ".join(f"{p.label} ({p.series}) {_sign(p.paper_sign)}" for p in signs)
+        listed = "; ".join(f"{p.label} ({p.series}) {SIGN_TEXT[p.paper_sign]}" for p in signs)
         parts.append(f"Directions the text states without a number (not drawn): {listed}.")
     return " ".join(parts)
 

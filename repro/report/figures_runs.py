@@ -69,6 +69,19 @@ def epoch_curves(decl: FigureDecl, manifest: Manifest, result: ManifestResult) -
     return curves
 
 
+# Curves that coincide (the same schedule to the same tau_min for the first epochs, or runs that did not learn)
+# stay visible: each later curve is drawn above the earlier ones, thinner, dashed and with a smaller marker of
+# another shape, so the curve beneath shows around it.
+LINE_STYLES = ["-", (0, (6, 2.5)), (0, (2, 2)), (0, (8, 2, 2, 2)), (0, (4, 1.5)), (0, (1, 1.5))]
+CURVE_MARKERS = ["o", "s", "^", "D", "v", "P"]
+
+
+def curve_style(i: int, n: int) -> dict[str, Any]:
+    """The line of curve i of n: the first is the widest and lowest."""
+    return {"ls": LINE_STYLES[i % len(LINE_STYLES)], "lw": 1.4 + 0.7 * (n - 1 - i), "zorder": 2 + i,
+            "marker": CURVE_MARKERS[i % len(CURVE_MARKERS)], "ms": 3.5 + 1.2 * (n - 1 - i)}
+
+
 def draw_accuracy_by_epoch(curves: list[EpochCurve], title: str) -> Figure:
     with_tau = [c for c in curves if c.tau is not None]
     fig = Figure(figsize=(8.5, 5.6 if with_tau else 4.4), layout="constrained")
@@ -77,13 +90,14 @@ def draw_accuracy_by_epoch(curves: list[EpochCurve], title: str) -> Figure:
     else:
         ax, ax_tau = fig.add_subplot(), None
     for i, c in enumerate(curves):
-        colour = f"C{i % 10}"
-        ax.plot(c.epochs, c.mean, color=colour, lw=1.5, marker="o" if len(c.mean) <= 12 else None, ms=3,
-                label=f"{c.label} (n={c.seeds})")
+        colour, style = f"C{i % 10}", curve_style(i, len(curves))
+        if len(c.mean) > 12:
+            style["marker"] = None
+        ax.plot(c.epochs, c.mean, color=colour, label=f"{c.label} (n={c.seeds})", **style)
         if c.seeds > 1:
-            ax.fill_between(c.epochs, c.low, c.high, color=colour, alpha=0.18, lw=0)
+            ax.fill_between(c.epochs, c.low, c.high, color=colour, alpha=0.12, lw=0, zorder=1)
         if ax_tau is not None and c.tau is not None:
-            ax_tau.plot(c.epochs, c.tau, color=colour, lw=1.2)
+            ax_tau.plot(c.epochs, c.tau, color=colour, **{**style, "marker": None})
     ax.set_ylabel("test accuracy (%)")
     ax.set_title(title, fontsize=10)
     ax.grid(True, alpha=0.3)

@@ -176,7 +176,7 @@ def render_report_html(entries: list[tuple[Manifest, ManifestResult | None]], ex
     stamp = stamp_for([(m, r) for m, r in entries if r is not None])
     return environment().get_template("report.html.j2").render(
         summary=summary, groups=groups, statuses=STATUSES, views=views, runs_href=runs_href,
-        label=stamp.text, evidence=not stamp.not_evidence, claims=sum(len(v.claims) for v in views),
+        label=stamp.text, warn=stamp.warns, unverified=stamp.unverified, claims=sum(len(v.claims) for v in views),
         pending=sum(len(v.manifest.claims) for v in views if v.result is None),
         figures=[FigureView(f"fig-{f.id}", f.title, f.paper_ref or "report figure", f.caption, data_uri(f.png))
                  for f in figures],

@@ -12,7 +12,7 @@ from repro.core.fsutil import atomic_write_text
 from repro.plan.manifest import Manifest
 from repro.results.measurements import ManifestResult, profile_dir
 from repro.report.table_rows import Table, build_tables, verdict_counts
-from repro.report.trained_on import TrainedOn, trained_on
+from repro.report.trained_on import CHECKSUMS_SUFFIX, TrainedOn, trained_on
 
 _LATEX_SPECIAL = {
     "\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
@@ -99,7 +99,8 @@ def render_claims_md(manifest: Manifest, result: ManifestResult) -> str:
 
 def write_manifest_outputs(manifest: Manifest, result: ManifestResult, results_dir: Path) -> list[Path]:
     """Write <id>.md, <id>.tex (table environments to \\input), <id>_standalone.tex (a document) and claims.md
-    into results_dir/<profile>/<id>/; return their paths."""
+    into results_dir/<profile>/<id>/, and <id>_unverified_checksums.txt where files failed their checksums (the
+    captions name it); return their paths."""
     out = profile_dir(results_dir, result.profile) / manifest.id
     tables = build_tables(manifest, result)
     trained = trained_on(manifest, result)
@@ -109,6 +110,11 @@ def write_manifest_outputs(manifest: Manifest, result: ManifestResult, results_d
         out / f"{manifest.id}_standalone.tex": render_standalone_tex(manifest, tables, trained),
         out / "claims.md": render_claims_md(manifest, result),
     }
+    stale = out / f"{manifest.id}{CHECKSUMS_SUFFIX}"
+    if trained.checksums_file:
+        files[out / trained.checksums_file] = trained.checksums_text()
+    elif stale.is_file():  # an earlier run's, on data that now passes its checksums
+        stale.unlink()
     for path, text in files.items():
         atomic_write_text(path, text)
     return list(files)
@@ -139,11 +145,16 @@ def render_figure_section(figures: list, results_dir: Path) -> str:
 
 def render_report(entries: list[tuple[Manifest, ManifestResult | None]], summary: dict[str, Any],
                   extra_sections: list[tuple[str, str]] | None = None, figures: str = "") -> str:
-    """report.md: summary, the claims checklist, figures, every table, assumptions, provenance."""
+    """report.md: the profile's label (the figures' stamp), summary, the claims checklist, figures, every table,
+    assumptions, provenance."""
+    from repro.report.figure_stamp import stamp_for
+
+    stamp = stamp_for([(m, r) for m, r in entries if r is not None])
     blocks = []
     for manifest, result in entries:
         tables = build_tables(manifest, result) if result else []
         blocks.append({"manifest": manifest, "result": result, "tables": tables,
                        "alternative_only": alternative_only(result) if result else {}})
     return environment().get_template("report.md.j2").render(
-        blocks=blocks, summary=summary, extra_sections=extra_sections or [], figures=figures)
+        blocks=blocks, summary=summary, extra_sections=extra_sections or [], figures=figures, label=stamp.text,
+        unverified=stamp.unverified)

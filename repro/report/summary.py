@@ -35,6 +35,9 @@ def summary_lines(entries: list[tuple[Manifest, ManifestResult | None]], check: 
     reproduced, decided = reproductions(counts)  # self-tests of this artifact's code are no reproduction
     regenerated = sum(1 for m, r in entries if r is not None and r.ok and m.id not in failures)
     lines = [f"Tables regenerated: {regenerated} / {len(entries)}"]
+    unverified = dict.fromkeys(d for _, r in entries if r for c in r.data_checks() if (d := c.checksum_departure()))
+    if unverified:  # first: every number below rests on it
+        lines.insert(0, "UNVERIFIED data: " + "; ".join(unverified) + ". Every verdict decided on it says so.")
     for scope, c in counts.items():
         n = sum(c.values())
         if n:

@@ -2,9 +2,10 @@
 
 `<table>.md`, `claims.md` and each `.tex` caption are the files people copy out of a results folder,
 so each says it itself: synthetic data, the digit stand-in, the paper's dataset (checksums verified),
-or unverified copies, naming the files that failed. Read from the result as stored: the run summaries'
-own description of their data (RunSummary.data), the data checks made before training, the profile
-as run. Torch-free.
+or unverified copies. The Markdown files name each file that failed with both md5s; a caption says how
+many failed and names the file beside it that lists them (CHECKSUMS_FILE), so that it stays one line.
+Read from the result as stored: the run summaries' own description of their data (RunSummary.data),
+the data checks made before training (ManifestResult.data_checks), the profile as run. Torch-free.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from repro.data.check_result import DataCheck
 from repro.data.specs import get_dataset
 from repro.plan.manifest import Manifest
 from repro.spec.profiles import Profile
@@ -19,6 +21,7 @@ from repro.report.evidence import commits_text, label
 from repro.results.measurements import ManifestResult
 
 Kind = Literal["synthetic", "digits", "paper", "unverified", "unchecked"]
+CHECKSUMS_SUFFIX = "_unverified_checksums.txt"  # <table id> + this, beside the table's files
 KIND_WORDS = {"synthetic": "synthetic", "digits": "digit stand-in", "paper": "the paper's dataset",
               "unverified": "UNVERIFIED", "unchecked": "the paper's dataset, content check not recorded"}
 
@@ -33,13 +36,20 @@ class DataSource:
     checksum: str = ""  # the data check's: "md5 verified", "md5 mismatch accepted", ...
     unverified: tuple[str, ...] = ()  # "<file>: md5 <got> != <expected>", accepted with --allow-unverified-data
 
-    def text(self) -> str:
+    def text(self, checksums_file: str = "") -> str:
+        """`checksums_file`: count the failed checksums and name the file that lists them, instead of listing
+        them here (a caption's one line)."""
+        described = ": " + "; ".join(self.described) if self.described else ""
+        if self.unverified and checksums_file:
+            n = len(self.unverified)
+            files = f"{n} files fail their" if n != 1 else "1 file fails its"
+            return f"{self.dataset} (UNVERIFIED: {files} published md5, listed in {checksums_file}){described}"
         head = f"{self.dataset} ({KIND_WORDS[self.kind]}"
         head += f", {self.checksum})" if self.checksum and self.kind in ("paper", "unverified") else ")"
         if self.unverified:
             head += ": files that fail their published checksum, accepted with --allow-unverified-data: " + \
                 "; ".join(self.unverified)
-        return head + (": " + "; ".join(self.described) if self.described else "")
+        return head + described
 
 
 @dataclass(frozen=True)
@@ -54,16 +64,32 @@ class TrainedOn:
     runs: int
     commit: str
     measures: tuple[str, ...]
+    manifest_id: str = ""
 
     @property
     def unverified(self) -> bool:
         return any(s.kind == "unverified" for s in self.sources)
 
-    def data_text(self) -> str:
+    @property
+    def checksums_file(self) -> str:
+        """The file beside the table's files that lists every failed checksum ('' when none failed)."""
+        return f"{self.manifest_id}{CHECKSUMS_SUFFIX}" if self.unverified else ""
+
+    def checksums_text(self) -> str:
+        """That file's text: each failed file with the md5 found and the one published."""
+        lines = [f"# {self.manifest_id}: dataset files that fail their published md5 (torchvision's lists),",
+                 "# accepted with --allow-unverified-data. Each line: <file>: md5 <found> != <published>."]
+        for s in self.sources:
+            if s.unverified:
+                lines += [s.dataset] + [f"  {u}" for u in s.unverified]
+        return "\n".join(lines) + "\n"
+
+    def data_text(self, short: bool = False) -> str:
+        """`short`: failed checksums counted and referred to the checksums file (a caption's one line)."""
         if not self.sources:
             what = {"flops": "FLOP counts (analytic, no data)", "latency": "timings of random inputs"}
             return "no training runs: " + ", ".join(what.get(m, m) for m in self.measures if m in what)
-        return "; ".join(s.text() for s in self.sources)
+        return "; ".join(s.text(self.checksums_file if short else "") for s in self.sources)
 
     def seeds_text(self) -> str:
         if not self.seeds:
@@ -84,7 +110,8 @@ class TrainedOn:
 
     def sentence(self) -> str:
         """One sentence for a LaTeX caption."""
-        parts = [f"Profile {self.evidence}", f"trained on {self.data_text()}" if self.sources else self.data_text()]
+        data = self.data_text(short=True)
+        parts = [f"Profile {self.evidence}", f"trained on {data}" if self.sources else data]
         if self.seeds:
             parts += [f"seeds {self.seeds_text()}", f"epochs {self.epochs_text()}"]
         return "; ".join(parts) + f"; {self.commit}."
@@ -95,24 +122,18 @@ def _settings(manifest: Manifest, result: ManifestResult) -> Profile | None:
     return result.profile_settings or manifest.profiles.get(result.profile)
 
 
-def _checks(result: ManifestResult) -> dict[str, dict]:
-    """The data checks stored with the result, by dataset title."""
-    checks = (result.measured.details.get("data_checks") or {}).get("checks") or []
-    return {c.get("title", c.get("dataset", "")): c for c in checks if isinstance(c, dict)}
-
-
-def _kind(data: str, check: dict | None) -> Kind:
+def _kind(data: str, check: DataCheck | None) -> Kind:
     if data in ("synthetic", "digits"):
         return data  # type: ignore[return-value]
     if check is None:
         return "unchecked"
-    return "unverified" if check.get("unverified") else "paper"
+    return "unverified" if check.unverified else "paper"
 
 
 def trained_on(manifest: Manifest, result: ManifestResult) -> TrainedOn:
     settings = _settings(manifest, result)
     data = settings.data if settings else "real"
-    checks = _checks(result)
+    checks = {c.title: c for c in result.data_checks()}
     by_dataset: dict[str, list] = {}
     for row in manifest.rows:
         runs = result.measured.runs(row.id)
@@ -122,11 +143,11 @@ def trained_on(manifest: Manifest, result: ManifestResult) -> TrainedOn:
     for title, runs in by_dataset.items():
         check = checks.get(title)
         sources.append(DataSource(title, _kind(data, check), tuple(sorted({r.data for r in runs if r.data})),
-                                  (check or {}).get("checksum", ""), tuple((check or {}).get("unverified") or ())))
+                                  check.checksum if check else "", check.unverified if check else ()))
         epochs.append((title, max(len(r.test_accuracy_by_epoch) for r in runs)))
     runs = [r for rs in by_dataset.values() for r in rs]
     unverified = any(s.kind == "unverified" for s in sources)
     commit = str(result.provenance.get("git_commit") or "")
     return TrainedOn(result.profile, label(result.profile, settings, unverified), tuple(sources),
                      tuple(sorted({r.seed for r in runs})), tuple(epochs), len({r.hash for r in runs}),
-                     commits_text({commit}), tuple(sorted(manifest.measures())))
+                     commits_text({commit}), tuple(sorted(manifest.measures())), manifest.id)

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Iterable, Literal
 
 from repro.core.fsutil import atomic_write_json
+from repro.data.check_result import DataCheck
 from repro.spec.profiles import Profile
 from repro.core.schema import Problems, from_dict
 
@@ -203,6 +204,14 @@ class Verdict:
     # property that follows from the paper's architecture) or "self-test" (of this artifact's own code, shown but
     # not counted as a reproduction of the paper); repro.claims.headline groups by it.
     kind: str = ""
+    # The datasets (titles) of a decided measured claim whose files fail their published checksum, accepted
+    # with --allow-unverified-data: every place that shows the verdict says so beside it (`status_text`).
+    unverified_data: list[str] = field(default_factory=list)
+
+    @property
+    def status_text(self) -> str:
+        """The status, with 'on unverified data' when the evidence trained on files that fail their checksums."""
+        return f"{self.status} (on unverified data)" if self.unverified_data else self.status
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -232,6 +241,11 @@ class ManifestResult:
     @property
     def ok(self) -> bool:
         return not self.measured.problems
+
+    def data_checks(self) -> list[DataCheck]:
+        """The content checks of the datasets the table trained on, made before it trained (repro.data.check)."""
+        stored = (self.measured.details.get("data_checks") or {}).get("checks") or []
+        return [DataCheck.from_stored(c) for c in stored if isinstance(c, dict)]
 
     @property
     def device_type(self) -> str:

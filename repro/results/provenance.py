@@ -11,21 +11,23 @@ from functools import lru_cache
 
 from repro import REPO_ROOT; from repro import __version__
 from repro.core.devices import device_label, device_type
+from repro.results.git_files import commit_from_files
 
 PACKAGES = ("torch", "torchvision", "fvcore", "numpy", "scipy", "pandas", "jinja2", "typer", "rich")
 
 
 @lru_cache(maxsize=1)
 def git_commit() -> str:
-    """HEAD's hash, with '+dirty' when tracked files differ from it; in an image built without
-    .git, the commit it was built from ($REPRO_GIT_COMMIT); else 'unknown'."""
+    """HEAD's hash, with '+dirty' when tracked files differ from it; where git cannot answer (a container
+    image, whose build context holds .git's HEAD, refs and index but not its objects), the same read from
+    those files (repro.results.git_files); else 'unknown'."""
     try:
         head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True, check=True)
         dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO_ROOT,
                                capture_output=True, text=True, check=True)
         return head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
     except (OSError, subprocess.CalledProcessError):
-        return os.environ.get("REPRO_GIT_COMMIT") or "unknown"
+        return commit_from_files(REPO_ROOT) or "unknown"
 
 
 def package_versions() -> dict[str, str]:

@@ -16,9 +16,10 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Mapping
+from typing import Any, Iterable, Literal, Mapping
 
-from repro.data.specs import DATASETS
+from repro.data.specs import DATASETS, get_dataset
+from repro.spec.recipes import RECIPES
 from repro.core.registry import closest
 from repro.core.schema import Problems, SchemaError, bounded, check_id, from_dict, read_toml
 
@@ -107,7 +108,7 @@ class Profile:
     # (repro.train.digit_weights; data = "digits" only), which need no download.
     pretrained_on: Literal["imagenet", "digits"] = "imagenet"
     # A recipe override, for profiles that train from random initialisation where the paper's recipe
-    # fine-tunes pretrained weights (Section 4.1); None: the recipe's (repro.plan.recipes.RECIPES). Only
+    # fine-tunes pretrained weights (Section 4.1); None: the recipe's (repro.spec.recipes.RECIPES). Only
     # 'pipeline' and 'functional' profiles may set them: they are not the paper's protocol, and the
     # profile's description must say so. backbone_lr_scale = 0 freezes a pretrained backbone.
     optimizer: Literal["adam", "sgd"] | None = None
@@ -165,9 +166,13 @@ class Profile:
             threads=self.threads or defaults.threads,
             deterministic=self.deterministic if self.deterministic is not None else defaults.deterministic)
 
-    def departures(self, paper_seeds: int | None) -> list[str]:
+    def departures(self, paper_seeds: int | None, datasets: Iterable[str] = ()) -> list[str]:
         """Every way this profile, as it applies to one table (for_manifest), departs from the paper's
-        protocol (Section 4.1): seeds, data, epochs, samples, image size, batch size, weights, recipe."""
+        protocol (Section 4.1): seeds, data, epochs, samples, image size, batch size, weights, recipe.
+        `datasets`: those the table trains on (Manifest.trained_datasets), whose recipes (repro.spec.recipes)
+        put the paper's numbers beside the profile's ("2 epochs instead of the paper's 50"); the settings of
+        other datasets are then left out."""
+        datasets = list(dict.fromkeys(datasets))
         out = []
         if self.seeds is not None and paper_seeds is not None and self.seeds != paper_seeds:
             out.append(f"{self.seeds} seed{'s' if self.seeds != 1 else ''} where the paper has {paper_seeds}")
@@ -177,9 +182,11 @@ class Profile:
             out.append("random initialisation where the paper fine-tunes pretrained weights")
         elif self.pretrained_on != "imagenet":
             out.append(f"backbones pretrained on the {self.pretrained_on} stand-in, not ImageNet")
-        out += _settings_departures(self)
+        out += _settings_departures(self, datasets)
         for dataset, settings in self.datasets.items():
-            given = _settings_departures(settings)
+            if datasets and dataset not in datasets:
+                continue
+            given = _settings_departures(settings, [dataset] if datasets else [])
             if given:
                 out.append(f"on {dataset}: {', '.join(given)}")
         return out
@@ -207,14 +214,38 @@ class Profile:
                                  "training batch would remain (the last partial batch is dropped)")
 
 
-def _settings_departures(obj: Profile | RowSettings) -> list[str]:
-    """The run settings a profile (or one dataset's settings) changes from the paper's recipe."""
+# (setting, its words, the paper's value for one dataset, the words before it): a departure names the
+# paper's value when the datasets are known ("batch 40 instead of the recipe's 128").
+_PAPER_VALUES = (
+    ("epochs", "{} epoch{}", lambda d: RECIPES[d].epochs, "instead of the paper's"),
+    ("train_samples", "{} training images", lambda d: get_dataset(d).train_size, "instead of the paper's"),
+    ("test_samples", "{} test images", lambda d: get_dataset(d).test_size, "instead of the paper's"),
+    ("batch_size", "batch {}", lambda d: RECIPES[d].batch_size, "instead of the recipe's"),
+    ("max_image_size", "images at most {} px", lambda d: get_dataset(d).image_size, "where the paper has"),
+)
+
+
+def _paper_number(values: dict[str, int]) -> str:
+    """'50', or '50 (cifar10), 80 (tiny_imagenet)' where the datasets differ."""
+    if len(set(values.values())) == 1:
+        return f"{next(iter(values.values())):,}"
+    return ", ".join(f"{v:,} ({d})" for d, v in values.items())
+
+
+def _settings_departures(obj: Profile | RowSettings, datasets: list[str]) -> list[str]:
+    """The run settings a profile (or one dataset's settings) changes from the paper's recipe, with the paper's
+    value for `datasets` (none: the words alone)."""
     out = []
-    for name, words in (("epochs", "{} epochs instead of the paper's"), ("train_samples", "{} training images"),
-                        ("test_samples", "{} test images"), ("batch_size", "batch {} instead of the recipe's"),
-                        ("max_image_size", "images at most {} px")):
-        if getattr(obj, name) is not None:
-            out.append(words.format(getattr(obj, name)))
+    for name, words, paper, before in _PAPER_VALUES:
+        value = getattr(obj, name)
+        if value is None:
+            continue
+        text = words.format(value, "" if value == 1 else "s")
+        if datasets:
+            text += f" {before} {_paper_number({d: paper(d) for d in datasets})}"
+        elif name in ("epochs", "batch_size"):
+            text += f" {before}"
+        out.append(text)
     recipe = [f"{name} {getattr(obj, name):g}" if isinstance(getattr(obj, name), float) else f"{name} {getattr(obj, name)}"
               for name in RECIPE_OVERRIDES if getattr(obj, name, None) is not None]
     if recipe:

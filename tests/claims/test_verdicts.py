@@ -150,3 +150,46 @@ def test_a_functional_profile_names_its_recipe_overrides():
     assert p.departures(5) == ["2 seeds where the paper has 5", "digits data standing in for the paper's datasets",
                                "backbones pretrained on the digits stand-in, not ImageNet",
                                "recipe optimizer adam, lr 0.001, backbone_lr_scale 0 instead of the paper's"]
+
+
+def test_departures_put_the_papers_numbers_beside_the_profiles():
+    """With the datasets a table trains on (Manifest.trained_datasets), each setting names the paper's number."""
+    table = next(m for m in load_all() if m.id == "headline_cifar10")
+    assert table.trained_datasets() == ("cifar10",)
+    p = Profile("mine", "reduced", seeds=2, epochs=2, batch_size=40, train_samples=200, test_samples=40,
+                max_image_size=16, pretrained=False,
+                datasets={"cifar10": RowSettings(epochs=3), "imagenet": RowSettings(epochs=1)})
+    assert p.departures(10, table.trained_datasets()) == [
+        "2 seeds where the paper has 10", "random initialisation where the paper fine-tunes pretrained weights",
+        "2 epochs instead of the paper's 50", "200 training images instead of the paper's 50,000",
+        "40 test images instead of the paper's 10,000", "batch 40 instead of the recipe's 128",
+        "images at most 16 px where the paper has 32",
+        "on cifar10: 3 epochs instead of the paper's 50"]  # imagenet's settings: not this table's
+    assert Profile("q", "reduced", epochs=4).departures(None, ["cifar10", "tiny_imagenet", "cifar10"]) == [
+        "4 epochs instead of the paper's 50 (cifar10), 80 (tiny_imagenet)"]
+
+
+def test_a_verdict_on_unverified_data_says_so_beside_it_with_the_numbers():
+    from repro.data.check_result import DataCheck
+
+    c = claim("compare", scope="empirical", metric="rows.a.rho", relation="<", bound=1.0)
+    e = ev(rows__a__rho=0.5)
+    e.kind, e.profile, e.paper_scale, e.paper_seeds = "reduced", "mine", False, 10
+    e.settings = Profile("mine", "reduced", seeds=2, epochs=2)
+    e.datasets = ("cifar10",)
+    pairs = tuple(f"data_batch_{i}: md5 {i:032x} != {i + 1:032x}" for i in range(1, 8))
+    e.data = (DataCheck("cifar10", "CIFAR-10", "data/cifar-10-batches-py", 10, 200, 40,
+                        checksum="md5 mismatch accepted", unverified=pairs),)
+    v = evaluate(c, e)
+    assert v.status == "reproduced" and v.unverified_data == ["CIFAR-10"]
+    assert v.status_text == "reproduced (on unverified data)"
+    for words in ("2 epochs instead of the paper's 50",
+                  "7 CIFAR-10 files fail their published md5 (unverified, accepted with --allow-unverified-data)",
+                  "200 train / 40 test CIFAR-10 images where the paper has 50,000 / 10,000"):
+        assert words in v.note, (words, v.note)
+    analytic = evaluate(claim("compare", scope="analytic", metric="rows.a.rho", relation="<", bound=1.0), e)
+    assert analytic.unverified_data == [] and analytic.status_text == analytic.status  # FLOPs read no data
+    e.data = (DataCheck("cifar10", "CIFAR-10", "data/cifar-10-batches-py", 10, 50_000, 10_000,
+                        checksum="md5 verified"),)
+    verified = evaluate(c, e)
+    assert verified.unverified_data == [] and "md5" not in verified.note and "images where" not in verified.note
