@@ -11,7 +11,6 @@ from the seed variance of both studies). When a part fails with fewer seeds than
 from __future__ import annotations
 
 import math
-import warnings
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
@@ -77,13 +76,14 @@ def judge_gap(gap: dict[str, Any], pv: PaperValue, alpha: float = ALPHA) -> Outc
         agree = gap["positive"] if pv.positive_seeds else n - gap["positive"]
         if agree < n:
             failures.append(Failure("seeds", f"{agree}/{n} seeds share the sign; the paper reports all {pv.n}"))
+    tol = None  # the magnitude's, where it is judged
     if pv.value is not None and sign_ok:
         tol = _magnitude_tolerance(gap, pv)
         if abs(100 * mean - pv.value) > tol:
             failures.append(Failure("magnitude", f"{100 * mean:+.2f} is outside {pv.value:+.2f} ± {tol:.2f}pp"))
         text += f"; magnitude tolerance ±{tol:.2f}pp"
     if not failures:
-        return Outcome("reproduced", text, p_value=tested)
+        return Outcome("reproduced", text, p_value=tested, tolerance=tol)
     failed = [str(f) for f in failures]
     powered = needed is not None and n >= needed
     power_note = (f" (80% power at the paper's effect size needs {needed} seeds, {n} run)" if needed
@@ -91,12 +91,12 @@ def judge_gap(gap: dict[str, Any], pv: PaperValue, alpha: float = ALPHA) -> Outc
     first = failures[0].part
     if first == "sign":
         if significant or powered:
-            return Outcome("not reproduced", text + power_note, failed, p_value=tested)
+            return Outcome("not reproduced", text + power_note, failed, p_value=tested, tolerance=tol)
         return Outcome("inconclusive", text + power_note + "; the opposite sign is not significant", failed,
-                       p_value=tested)
+                       p_value=tested, tolerance=tol)
     if first in ("significance", "seeds") and not powered:
-        return Outcome("inconclusive", text + power_note, failed, p_value=tested)
-    return Outcome("not reproduced", text + power_note, failed, p_value=tested)
+        return Outcome("inconclusive", text + power_note, failed, p_value=tested, tolerance=tol)
+    return Outcome("not reproduced", text + power_note, failed, p_value=tested, tolerance=tol)
 
 
 def _magnitude_tolerance(gap: dict[str, Any], pv: PaperValue) -> float:
@@ -198,12 +198,11 @@ def sign_follows_rho(p: SignFollowsRho, ev: Evidence) -> Outcome:
 
 
 def _welch_p(a: list[float], b: list[float]) -> float:
-    """Two-sided Welch p; NaN with fewer than two values a side or no variance at all."""
-    if len(a) < 2 or len(b) < 2:
-        return float("nan")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # identical values: scipy warns, p is NaN
-        return float(_sps().ttest_ind(a, b, equal_var=False).pvalue)
+    """Two-sided Welch p (repro.claims.stats.welch); NaN with fewer than two values a side, or none varying and
+    the means equal."""
+    from repro.claims.stats import welch  # scipy: imported when a claim is decided
+
+    return welch(a, b).p
 
 
 @dataclass(frozen=True)
@@ -282,7 +281,7 @@ def accuracy_matches_paper(p: AccuracyMatchesPaper, ev: Evidence) -> Outcome:
     text = (f"{mean:.2f} ± {sd:.2f}% over {n} seeds vs reported {pv.printed} over {n_p} seeds "
             f"(tolerance ±{tol:.2f}pp: 95% of the difference of two means{spread})")
     failed = [] if abs(mean - pv.value) <= tol else [f"magnitude: {mean:.2f} outside {pv.value:g} ± {tol:.2f}"]
-    return Outcome(passed(not failed), text, failed, {p.row: mean}, {p.paper: pv.printed})
+    return Outcome(passed(not failed), text, failed, {p.row: mean}, {p.paper: pv.printed}, tolerance=tol)
 
 
 @dataclass(frozen=True)
