@@ -175,6 +175,12 @@ class Verdict:
     # Where the reported number the verdict is judged against is printed: a claim whose reference
     # appears only in the AI-written explainer is counted apart from the paper's (repro.claims.headline).
     source: str = "method-and-results"
+    # The rule that decided it (the manifest's `rule`), the rows that rule reads (named, through comparisons or
+    # in metric paths: repro.claims.references.claim_rows), and the allowance it judged with where it has one
+    # (repro.claims.core.Outcome.tolerance). Empty in results written before they were stored.
+    rule: str = ""
+    rows: list[str] = field(default_factory=list)
+    tolerance: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
