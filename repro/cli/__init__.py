@@ -6,6 +6,7 @@
     readings   readings ID...: every analytic claim under every alternative reading
     rho        rho MODEL: where rho lands on any torchvision CNN (repro.cli.rho)
     status     status: runs done, running, failed, pending
+    export     export: every run, epoch and verdict as CSV, Parquet or JSON (repro.results.frames)
     bench      bench ...: the benchmarks
     common     consoles, shared options, loading with clear errors, printing that fits 80 columns
     progress   what a table command hands the library as progress: bars, detail behind -v, the log file
@@ -22,6 +23,7 @@ from __future__ import annotations
 import typer
 
 from repro.cli import info, readings, report, status
+from repro.cli.export import export
 from repro.cli import run as tables
 from repro.cli.bench import bench_app
 from repro.cli.rho import rho_command
@@ -79,6 +81,7 @@ app.command("data")(info.data)
 app.command("report")(report.report)
 app.command("verify-all")(tables.verify_all)
 app.command("status")(status.status)
+app.command("export")(export)
 app.command("readings")(readings.readings)
 app.command("rho")(rho_command)
 app.add_typer(bench_app, name="bench", help="Benchmarks: latency per head, data path, training, capacity assignment.")
