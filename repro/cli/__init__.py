@@ -7,6 +7,7 @@
     rho        rho MODEL: where rho lands on any torchvision CNN (repro.cli.rho)
     status     status: runs done, running, failed, pending
     export     export: every run, epoch and verdict as CSV, Parquet or JSON (repro.results.frames)
+    compare    compare A B: two results folders, rows beyond seed noise, verdicts changed (repro.report.compare)
     bench      bench ...: the benchmarks
     common     consoles, shared options, loading with clear errors, printing that fits 80 columns
     progress   what a table command hands the library as progress: bars, detail behind -v, the log file
@@ -23,6 +24,7 @@ from __future__ import annotations
 import typer
 
 from repro.cli import info, readings, report, status
+from repro.cli.compare import compare
 from repro.cli.export import export
 from repro.cli import run as tables
 from repro.cli.bench import bench_app
@@ -82,6 +84,7 @@ app.command("report")(report.report)
 app.command("verify-all")(tables.verify_all)
 app.command("status")(status.status)
 app.command("export")(export)
+app.command("compare")(compare)
 app.command("readings")(readings.readings)
 app.command("rho")(rho_command)
 app.add_typer(bench_app, name="bench", help="Benchmarks: latency per head, data path, training, capacity assignment.")
