@@ -19,7 +19,7 @@ import json
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Iterable
 
 from repro.results.family import holm, in_family
 from repro.results.measurements import ManifestResult, Verdict, profile_dir, profiles_present
@@ -47,6 +47,13 @@ ROW_SEED_COLUMNS = (
     "reading", "device", "threads", "deterministic",
 )
 ROW_STAT_COLUMNS = ("profile", "table", "row", "seeds", "accuracy_mean", "accuracy_sd", "chance", "rho")
+# Number columns: typed as numbers even where a value is missing (NaN), so that every format keeps their type.
+NUMBERS = frozenset({
+    "seed", "rho", "accuracy", "final_accuracy", "peak_accuracy", "peak_epoch", "chance", "epochs", "threads", "version",
+    "cpu_seconds", "wall_seconds", "epoch", "train_loss", "train_accuracy", "test_loss", "test_accuracy", "aux_loss",
+    "seconds", "routing_entropy", "dropped", "forced", "tau", "k", "teacher_phase", "cluster_warmup", "active_mean",
+    "sparsity_weight", "tolerance", "p_value", "p_holm", "seeds_needed", "seeds", "accuracy_mean", "accuracy_sd",
+})
 SEPARATOR = ";"  # joins the uses of a record shared by several rows, and a verdict's rows
 DATA_KINDS = {"synthetic": "synthetic", "digits": "stand-in"}  # a run's config.data -> the data column
 
@@ -109,6 +116,8 @@ def _frame(rows: list[dict[str, Any]], columns: tuple[str, ...], folder: Folder 
     import pandas as pd
 
     frame = pd.DataFrame(rows, columns=list(columns))
+    for column in NUMBERS.intersection(columns):
+        frame[column] = pd.to_numeric(frame[column])
     if folder is not None:
         frame.attrs["unusable"] = {str(p): why for p, why in folder.records.unusable.items()}
     return frame
@@ -160,7 +169,7 @@ def _run_row(h: str, record: dict[str, Any], uses: list[Use], results: dict) -> 
     }
 
 
-def _joined(values) -> str | None:
+def _joined(values: Iterable[str]) -> str | None:
     values = list(values)
     return SEPARATOR.join(values) if values else None
 
