@@ -150,6 +150,7 @@ def _run_row(h: str, record: dict[str, Any], uses: list[Use], results: dict) -> 
     config, metrics, prov = record["config"], record["metrics"], record["provenance"]
     facts = prov.get("reproducibility") or {}
     tables = [results[(u.profile, u.table)] for u in uses]
+    threads = record_threads(record)
     return {
         "run_hash": h,
         "profile": _joined(u.profile for u in uses), "table": _joined(u.table for u in uses),
@@ -162,7 +163,7 @@ def _run_row(h: str, record: dict[str, Any], uses: list[Use], results: dict) -> 
         "peak_accuracy": metrics["peak_accuracy"], "peak_epoch": metrics.get("peak_epoch"),
         "protocol": metrics.get("protocol"), "chance": metrics.get("chance"), "epochs": len(record["history"]),
         "device": prov.get("device"), "device_type": prov.get("device_type"),
-        "threads": record_threads(record) if record_threads(record) is not None else config.get("threads"),
+        "threads": threads if threads is not None else config.get("threads"),
         "deterministic": facts.get("deterministic", config.get("deterministic")), "torch": facts.get("torch"),
         "commit": prov.get("git_commit"), "version": config.get("version"),
         "cpu_seconds": record.get("cpu_seconds"), "wall_seconds": record.get("wall_seconds"), "time": prov.get("time"),
