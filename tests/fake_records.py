@@ -40,3 +40,18 @@ def write_record(results_dir: Path, cfg, **kw) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(record(cfg, **kw)))
     return path
+
+
+def write_result(results_dir: Path, table: str, rows: dict, profile: str = "smoke", verdicts=(), metrics=None,
+                 details=None) -> Path:
+    """<results>/<profile>/<table>/results.json whose rows name the runs `rows` gives ({row: [record, ...]}),
+    as repro.measure.accuracy stores them (details["runs"], and each row's per-seed accuracy and chance)."""
+    from repro.results.measurements import ManifestResult, Measured, RunSummary, save_result
+
+    measured = Measured(dict(metrics or {}), {}, [], dict(details or {}))
+    for row, records in rows.items():
+        summaries = [RunSummary.from_record(r) for r in records]
+        measured.details.setdefault("runs", {})[row] = [s.to_dict() for s in summaries]
+        measured.set_row(row, "accuracy", {s.seed: s.accuracy for s in summaries})
+        measured.set_row(row, "chance", summaries[0].chance)
+    return save_result(ManifestResult(table, table, "test", table, profile, measured, list(verdicts), {}), results_dir)

@@ -13,7 +13,7 @@ def _result(manifest_id: str, accuracies: dict, chance: float, evidence: str = "
         measured.set_row(row, "chance", chance)
         runs = [{"seed": s, "hash": (hashes or {}).get(row, row) + str(s), "accuracy": a, "final_accuracy": a,
                  "peak_accuracy": a, "peak_epoch": 1, "test_accuracy_by_epoch": [a],
-                 "train_accuracy_by_epoch": [a], "tau_by_epoch": []} for s, a in acc.items()]
+                 "train_accuracy_by_epoch": [a], "tau_by_epoch": [], "chance": chance} for s, a in acc.items()]
         measured.details.setdefault("runs", {})[row] = runs
     return ManifestResult(manifest_id, "t", "ref", manifest_id, "functional", measured, [], {},
                           profile_settings=Profile(description="t", evidence=evidence))

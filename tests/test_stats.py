@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy import integrate, stats
 
-from repro.claims.stats import from_summary, paired_gap, power_at, seeds_for_power, summarize
+from repro.claims.stats import from_summary, paired_gap, power_at, seeds_for_power, summarize, welch
 
 
 # ---------------------------------------------------------------------------
@@ -144,6 +144,40 @@ def test_gap_to_dict_is_strict_json():
 
 # ---------------------------------------------------------------------------
 # from_summary: the paper's own summary numbers (Section 4.2)
+
+
+# ---------------------------------------------------------------------------
+# welch (two folders' seeds of one row: repro compare)
+
+
+def test_welch_golden():
+    # a = 1, 2, 3: mean 2, var 1, se^2 1/3; b = 4, 5, 6, 7: mean 5.5, var 5/3, se^2 5/12.
+    # t = 3.5 / sqrt(3/4); df = (3/4)^2 / ((1/3)^2 / 2 + (5/12)^2 / 3) = 0.5625 / (1/18 + 25/432).
+    w = welch([1.0, 2.0, 3.0], [4.0, 5.0, 6.0, 7.0])
+    assert (w.n_a, w.n_b, w.mean_a, w.mean_b, w.difference) == (3, 4, 2.0, 5.5, 3.5)
+    assert w.t == pytest.approx(3.5 / math.sqrt(0.75), abs=1e-12)
+    assert w.df == pytest.approx(0.5625 / (1 / 18 + 25 / 432), abs=1e-12)
+    assert w.p == pytest.approx(2 * stats.t.sf(w.t, w.df), abs=1e-14)
+
+
+@pytest.mark.parametrize("a,b", [([0.5, 0.6], [0.55, 0.7]), ([0.1, 0.1], [0.2, 0.2]), ([0.1, 0.1], [0.1, 0.1]),
+                                 ([0.3, 0.3, 0.3], [0.2, 0.4]), ([0.7], [0.1, 0.2]),
+                                 (list(np.random.default_rng(3).normal(0.6, 0.02, 10)), [0.61, 0.58, 0.62])])
+def test_welch_p_is_scipy_s(a, b):
+    """The same p as scipy.stats.ttest_ind(equal_var=False), bit for bit, degenerate cases included (NaN for one
+    value a side and for no variance and no difference, 0 for no variance and a difference)."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        reference = stats.ttest_ind(b, a, equal_var=False).pvalue
+    p = welch(a, b).p
+    assert (math.isnan(p) and math.isnan(reference)) or p == reference
+
+
+def test_welch_rejects_nan():
+    with pytest.raises(ValueError, match="group b: value 1 of 2 is NaN"):
+        welch([0.1, 0.2], [0.1, float("nan")])
 
 
 def test_from_summary_equals_paired_gap_on_data_with_that_summary():

@@ -85,6 +85,10 @@ class Outcome:
     reported: dict[str, Any] = field(default_factory=dict)
     must_have_learned: tuple[str, ...] = ()  # rows that must be above chance for the outcome to count
     p_value: float | None = None  # the significance test the outcome rests on, if any
+    # The allowance the measurement was judged with, where the rule has one: ± in the reported value's unit
+    # (percentage points for accuracy and gaps), a relative spread (equal, scales_with_experts) or a factor
+    # (within_factor).
+    tolerance: float | None = None
 
 
 def passed(ok: bool) -> Status:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 
@@ -96,6 +96,7 @@ def judge_gap(gap: dict[str, Any], pv: PaperValue, alpha: float = ALPHA, band: B
         agree = gap["positive"] if pv.positive_seeds else n - gap["positive"]
         if agree < n:
             failures.append(Failure("seeds", f"{agree}/{n} seeds share the sign; the paper reports all {pv.n}"))
+    tol = None  # the magnitude's, where it is judged
     if pv.value is not None and sign_ok:
         tol = _magnitude_tolerance(gap, pv)
         if abs(100 * mean - pv.value) > tol:
@@ -107,7 +108,7 @@ def judge_gap(gap: dict[str, Any], pv: PaperValue, alpha: float = ALPHA, band: B
         text += f"; band {band.text()}"
         _check_band(gap, band, failures)
     if not failures:
-        return Outcome("reproduced", text, p_value=tested)
+        return Outcome("reproduced", text, p_value=tested, tolerance=tol)
     failed = [str(f) for f in failures]
     powered = needed is not None and n >= needed
     power_note = (f" (80% power at the paper's effect size needs {needed} seeds, {n} run)" if needed
@@ -115,15 +116,15 @@ def judge_gap(gap: dict[str, Any], pv: PaperValue, alpha: float = ALPHA, band: B
     first = failures[0].part
     if first == "sign":
         if significant or powered:
-            return Outcome("not reproduced", text + power_note, failed, p_value=tested)
+            return Outcome("not reproduced", text + power_note, failed, p_value=tested, tolerance=tol)
         return Outcome("inconclusive", text + power_note + "; the opposite sign is not significant", failed,
-                       p_value=tested)
+                       p_value=tested, tolerance=tol)
     if first in ("significance", "seeds") and not powered:
-        return Outcome("inconclusive", text + power_note, failed, p_value=tested)
+        return Outcome("inconclusive", text + power_note, failed, p_value=tested, tolerance=tol)
     if not any(f.decisive for f in failures):
         return Outcome("inconclusive", text + "; outside the band by its mean only, within seed noise", failed,
-                       p_value=tested)
-    return Outcome("not reproduced", text + power_note, failed, p_value=tested)
+                       p_value=tested, tolerance=tol)
+    return Outcome("not reproduced", text + power_note, failed, p_value=tested, tolerance=tol)
 
 
 def _effect_size(gap: dict[str, Any], pv: PaperValue, failures: list[Failure]) -> str:
@@ -190,12 +191,11 @@ def gap_matches_paper(p: GapMatchesPaper, ev: Evidence) -> Outcome:
 
 
 def _welch_p(a: list[float], b: list[float]) -> float:
-    """Two-sided Welch p; NaN with fewer than two values a side or no variance at all."""
-    if len(a) < 2 or len(b) < 2:
-        return float("nan")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # identical values: scipy warns, p is NaN
-        return float(_sps().ttest_ind(a, b, equal_var=False).pvalue)
+    """Two-sided Welch p (repro.claims.stats.welch); NaN with fewer than two values a side, or none varying and
+    the means equal."""
+    from repro.claims.stats import welch  # scipy: imported when a claim is decided
+
+    return welch(a, b).p
 
 
 @dataclass(frozen=True)
@@ -257,7 +257,7 @@ def accuracy_matches_paper(p: AccuracyMatchesPaper, ev: Evidence) -> Outcome:
     text = (f"{mean:.2f} ± {sd:.2f}% over {n} seeds vs reported {pv.printed} over {n_p} seeds "
             f"(tolerance ±{tol:.2f}pp: 95% of the difference of two means{spread})")
     failed = [] if abs(mean - pv.value) <= tol else [f"magnitude: {mean:.2f} outside {pv.value:g} ± {tol:.2f}"]
-    return Outcome(passed(not failed), text, failed, {p.row: mean}, {p.paper: pv.printed})
+    return Outcome(passed(not failed), text, failed, {p.row: mean}, {p.paper: pv.printed}, tolerance=tol)
 
 
 @dataclass(frozen=True)

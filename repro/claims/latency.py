@@ -36,7 +36,7 @@ def within_factor(p: WithinFactor, ev: Evidence) -> Outcome:
     text = (f"measured {value:.4g}{pv.unit} vs reported {pv.printed}: {ratio:.2f}x of it "
             f"(allowed {1 / p.factor:.2f}-{p.factor:g}x)")
     failed = [] if ok else [f"factor: {ratio:.2f}x is outside [{1 / p.factor:.2f}, {p.factor:g}]"]
-    return Outcome(passed(ok), text, failed, {p.metric: value}, {p.paper: pv.printed})
+    return Outcome(passed(ok), text, failed, {p.metric: value}, {p.paper: pv.printed}, tolerance=p.factor)
 
 
 @dataclass(frozen=True)
@@ -106,7 +106,8 @@ def scales_with_experts(p: ScalesWithExperts, ev: Evidence) -> Outcome:
         text = f"{series}; relative spread {spread:.2%} (allowed {p.tolerance:.2%})"
     if not math.isfinite(slope):
         failed.append("slope: not finite")
-    return Outcome(passed(not failed), text, failed, measured)
+    return Outcome(passed(not failed), text, failed, measured,
+                   tolerance=p.tolerance if p.expect == "constant" else None)
 
 
 FAMILY = (

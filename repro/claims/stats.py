@@ -113,7 +113,7 @@ def from_summary(mean: float, sd: float, n: int) -> SummaryTest:
     return SummaryTest(t=t, df=df, p=p_from_t(t, df), d=mean / sd)
 
 
-def p_from_t(t: float, df: int) -> float:
+def p_from_t(t: float, df: float) -> float:
     """Two-sided p of a t statistic with ``df`` degrees of freedom."""
     return float(2.0 * special.stdtr(df, -abs(t)))  # scipy.stats.t.sf(|t|, df)
 
@@ -199,6 +199,43 @@ def paired_gap(treatment: Mapping[int, float], baseline: Mapping[int, float]) ->
         positive=int(np.sum(arr > 0)), differences=diffs,
         only_treatment=only_t, only_baseline=only_b, note="; ".join(notes),
     )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class WelchTest(Record):
+    """Two independent groups (two folders' seeds of one row): b - a, Welch's t and its two-sided p.
+
+    df is Welch-Satterthwaite's. Fewer than two values on a side: t, df and p are NaN. Neither group
+    varies: as for a paired gap, p = 0 and t = ±inf when the means differ (df NaN), NaN when they are
+    equal; p equals scipy.stats.ttest_ind(equal_var=False)'s in every case.
+    """
+
+    n_a: int
+    n_b: int
+    mean_a: float
+    mean_b: float
+    difference: float  # mean_b - mean_a
+    t: float
+    df: float
+    p: float
+
+
+def welch(a: Iterable[float], b: Iterable[float]) -> WelchTest:
+    """Welch's unequal-variance t-test of mean(b) - mean(a); rejects NaN and inf."""
+    xa, xb = _finite_values(a, "welch, group a"), _finite_values(b, "welch, group b")
+    na, nb = int(xa.size), int(xb.size)
+    mean_a, mean_b = float(np.mean(xa)), float(np.mean(xb))
+    diff = mean_b - mean_a
+    if na < 2 or nb < 2:
+        return WelchTest(na, nb, mean_a, mean_b, diff, NAN, NAN, NAN)
+    va, vb = float(np.var(xa, ddof=1)) / na, float(np.var(xb, ddof=1)) / nb  # squared standard errors
+    if va + vb == 0:
+        if diff == 0:
+            return WelchTest(na, nb, mean_a, mean_b, diff, NAN, NAN, NAN)
+        return WelchTest(na, nb, mean_a, mean_b, diff, math.copysign(math.inf, diff), NAN, 0.0)
+    t = diff / math.sqrt(va + vb)
+    df = (va + vb) ** 2 / (va**2 / (na - 1) + vb**2 / (nb - 1))
+    return WelchTest(na, nb, mean_a, mean_b, diff, t, df, p_from_t(t, df))
 
 
 # ---------------------------------------------------------------------------

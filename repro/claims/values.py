@@ -27,7 +27,7 @@ def matches_paper(p: MatchesPaper, ev: Evidence) -> Outcome:
     kind = "approximate, a unit in the last digit" if pv.approx else "half a unit in the last printed digit"
     text = f"measured {fmt(value, pv)} vs reported {pv.printed} (tolerance ±{pv.tolerance:g}{pv.unit}: {kind})"
     failed = [] if ok else [f"value: {fmt(value, pv)} is outside {pv.value:g}±{pv.tolerance:g}{pv.unit}"]
-    return Outcome(passed(ok), text, failed, {p.metric: value}, {p.paper: pv.printed})
+    return Outcome(passed(ok), text, failed, {p.metric: value}, {p.paper: pv.printed}, tolerance=pv.tolerance)
 
 
 @dataclass(frozen=True)
@@ -43,7 +43,7 @@ def ratio_matches_paper(p: RatioMatchesPaper, ev: Evidence) -> Outcome:
     ok = abs(ratio - pv.value) <= pv.tolerance + 1e-12
     text = f"measured ratio {ratio:.2f}{pv.unit} vs reported {pv.printed} (tolerance ±{pv.tolerance:g})"
     failed = [] if ok else [f"ratio: {ratio:.2f} is outside {pv.value:g}±{pv.tolerance:g}"]
-    return Outcome(passed(ok), text, failed, {"ratio": ratio}, {p.paper: pv.printed})
+    return Outcome(passed(ok), text, failed, {"ratio": ratio}, {p.paper: pv.printed}, tolerance=pv.tolerance)
 
 
 @dataclass(frozen=True)
@@ -90,7 +90,7 @@ def equal(p: Equal, ev: Evidence) -> Outcome:
     shown = ", ".join(f"{v:.6g}" for v in values.values())
     text = f"values {shown}: relative spread {spread:.2e} (tolerance {p.relative_tolerance:g})"
     failed = [] if ok else [f"spread {spread:.2e} exceeds {p.relative_tolerance:g}"]
-    return Outcome(passed(ok), text, failed, values, {})
+    return Outcome(passed(ok), text, failed, values, {}, tolerance=p.relative_tolerance)
 
 
 @dataclass(frozen=True)

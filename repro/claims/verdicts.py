@@ -9,10 +9,12 @@ On the other kinds the rule still runs, so the verdict shows what was measured, 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from repro.claims.core import ClaimLike, Evidence, EvidenceKind, NotRun
 from repro.claims.gaps import seeds_needed
 from repro.claims.learned import did_not_learn
-from repro.claims.references import PAPER_KEYS
+from repro.claims.references import PAPER_KEYS, claim_rows
 from repro.claims.rules import RULES
 from repro.spec.paper import paper_value
 from repro.results.measurements import Verdict
@@ -31,7 +33,8 @@ def evaluate(claim: ClaimLike, ev: Evidence) -> Verdict:
     """Decide one manifest claim on the evidence; never raises for missing data."""
     base = dict(claim=claim.id, statement=claim.statement, section=claim.section, scope=claim.scope,
                 paper_scale=ev.paper_scale or claim.scope == "analytic", seeds_needed=_seeds_needed(claim, ev),
-                source=reference_source(claim, ev.paper_table), kind=getattr(claim, "kind", ""))
+                source=reference_source(claim, ev.paper_table), kind=getattr(claim, "kind", ""), rule=claim.rule,
+                rows=_rows_read(claim, ev))
     if claim.scope == "gpu" and ev.device != "cuda":
         return Verdict(**base, status="not run",
                        evidence=f"needs a GPU (scope gpu); measured on {ev.device}, so not decided")
@@ -43,7 +46,8 @@ def evaluate(claim: ClaimLike, ev: Evidence) -> Verdict:
     except NotRun as why:
         return Verdict(**base, status="not run", evidence=str(why),
                        note=undecided_reason(ev, claim.scope) if undecided else "")
-    shown = dict(evidence=out.evidence, measured=dict(out.measured), reported=dict(out.reported))
+    shown = dict(evidence=out.evidence, measured=dict(out.measured), reported=dict(out.reported),
+                 tolerance=out.tolerance)
     if claim.scope == "analytic":
         return Verdict(**base, status=out.status, failed=list(out.failed), **shown)
     if undecided:
@@ -58,6 +62,17 @@ def evaluate(claim: ClaimLike, ev: Evidence) -> Verdict:
         return Verdict(**base, status="inconclusive", failed=[f"learned: {lr.describe()}" for lr in untrained],
                        note=note, **shown)
     return Verdict(**base, status=out.status, failed=list(out.failed), note=note, p_value=out.p_value, **shown)
+
+
+@dataclass(frozen=True)
+class _Pair:
+    id: str
+    row: str
+    baseline: str
+
+
+def _rows_read(claim: ClaimLike, ev: Evidence) -> list[str]:
+    return list(claim_rows(claim, [_Pair(c, row, base) for c, (row, base) in ev.comparison_rows.items()]))
 
 
 def undecided_reason(ev: Evidence, scope: str) -> str:

@@ -6,6 +6,8 @@
     readings   readings ID...: every analytic claim under every alternative reading
     rho        rho MODEL: where rho lands on any torchvision CNN (repro.cli.rho)
     status     status: runs done, running, failed, pending
+    export     export: every run, epoch and verdict as CSV, Parquet or JSON (repro.results.frames)
+    compare    compare A B: two results folders, rows beyond seed noise, verdicts changed (repro.report.compare)
     bench      bench ...: the benchmarks
     common     consoles, shared options, loading with clear errors, printing that fits 80 columns
     progress   what a table command hands the library as progress: bars, detail behind -v, the log file
@@ -22,6 +24,8 @@ from __future__ import annotations
 import typer
 
 from repro.cli import info, readings, report, status
+from repro.cli.compare import compare
+from repro.cli.export import export
 from repro.cli import run as tables
 from repro.cli.bench import bench_app
 from repro.cli.rho import rho_command
@@ -95,6 +99,8 @@ app.command("list", short_help="Each table and what each profile costs, before a
 app.command("plan", short_help="What deciding each empirical claim costs; the claims a budget decides.")(info.plan)
 app.command("status", short_help="Per table: runs done, running, failed, pending.")(status.status)
 app.command("report", short_help="Re-render report.md and report.html from the results present.")(report.report)
+app.command("export", short_help="Runs, epochs and verdicts as CSV, JSON or Parquet tables.")(export)
+app.command("compare", short_help="Two results folders: rows beyond seed noise, changed verdicts.")(compare)
 app.command("flops", short_help="Every row's FLOPs counted three ways; exit 1 on a disagreement.")(info.flops)
 app.command("readings", short_help="Every analytic claim under every reading the text leaves open.")(readings.readings)
 app.command("data", short_help="Which datasets and weights are present; how to fill what is missing.")(info.data)

@@ -11,56 +11,31 @@ A config key added to RunConfig later reads as its default where an older record
 (repro.plan.recipes.LATER_DEFAULTS); a record must have trained on the thread count its run
 names (its run facts say so; an older one's CPU device label does).
 
-This module decides what a usable record is for every command: `repro run` sets an unusable one
+The record's own checks (shape, values, digest) are repro.results.run_records', which a reader of a results
+folder without a plan applies too; this module adds the planned run's config and hash. It decides what a
+usable record is for every command that plans runs: `repro run` sets an unusable one
 aside and redoes the run, `repro status` counts it pending, the report's compute section skips it.
 Torch-free: the checkpoint check takes the state torch.load returned.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-import math
-import re
 from pathlib import Path
 from typing import Any
 
 from repro.core.fsutil import jsonable
 from repro.plan.recipes import LATER_DEFAULTS, RunConfig
+from repro.results.run_records import (  # noqa: F401  (RECORD_SCHEMA, record_digest: the writer's, here too)
+    RECORD_SCHEMA, content_problem, parse_record, record_digest, record_threads, shape_problem,
+)
 
-RECORD_SCHEMA = 2  # 2: records carry a digest
-REQUIRED_KEYS = ("schema", "config", "config_hash", "seed", "metrics", "history", "provenance", "digest")
 CHECKPOINT_KEYS = ("model", "optimizer", "scheduler", "rng", "history", "epoch", "elapsed")
-UNIT_METRICS = ("accuracy", "final_accuracy", "peak_accuracy")  # fractions in [0, 1]
-UNIT_HISTORY = ("test_accuracy", "train_accuracy")
-
-
-def record_digest(record: dict[str, Any]) -> str:
-    """sha256 of the record's canonical JSON (sorted keys, no spaces, NaN as null), without `digest`."""
-    body = {k: v for k, v in jsonable(record).items() if k != "digest"}
-    text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
-    return hashlib.sha256(text.encode("ascii")).hexdigest()
-
-
-def _fraction(value: Any, where: str, low_open: bool = False) -> str | None:
-    """Why `value` is not a finite number in [0, 1] ((0, 1] with low_open), or None."""
-    allowed = "a number in (0, 1]" if low_open else "a number in [0, 1]"
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return f"{where} is {json.dumps(value)[:40]}, expected {allowed}"
-    if not math.isfinite(value) or value < 0 or value > 1 or (low_open and value == 0):
-        return f"{where} is {value}, expected {allowed}"
-    return None
 
 
 def record_problem(record: Any, config: dict[str, Any], config_hash: str, epochs: int) -> str | None:
     """Why `record` (parsed JSON) is not the finished record of the run (config, hash, epochs), or None."""
-    if not isinstance(record, dict):
-        return f"it is a JSON {type(record).__name__}, expected an object"
-    missing = [k for k in REQUIRED_KEYS if k not in record]
-    if missing:
-        return f"missing keys {missing}"
-    if record["schema"] != RECORD_SCHEMA:
-        return f"schema {record['schema']!r} is not {RECORD_SCHEMA}"
+    if problem := shape_problem(record):
+        return problem
     stored = {**LATER_DEFAULTS, **record["config"]} if isinstance(record["config"], dict) else record["config"]
     if record["config_hash"] != config_hash or stored != config:
         return "its config differs from the run's (another run's record under this name)"
@@ -70,62 +45,15 @@ def record_problem(record: Any, config: dict[str, Any], config_hash: str, epochs
                 "(a record of another thread count, from before thread counts named a run)")
     if record["seed"] != config.get("seed"):
         return f"seed {record['seed']!r} is not the config's {config.get('seed')!r}"
-    metrics, history = record["metrics"], record["history"]
-    if not isinstance(metrics, dict) or not metrics:
-        return f"metrics is {json.dumps(metrics)[:40]}, expected an object with {', '.join(UNIT_METRICS)}"
-    for name in UNIT_METRICS:
-        if name not in metrics:
-            return f"metrics.{name} is missing"
-        if problem := _fraction(metrics[name], f"metrics.{name}"):
-            return problem
-    if "chance" in metrics and (problem := _fraction(metrics["chance"], "metrics.chance", low_open=True)):
-        return problem
-    if not isinstance(history, list) or len(history) != epochs:
-        size = f"a list of {len(history)}" if isinstance(history, list) else json.dumps(history)[:40]
-        return f"history is {size}, expected a list of {epochs} epochs"
-    for i, entry in enumerate(history):
-        if not isinstance(entry, dict):
-            return f"history[{i}] is {json.dumps(entry)[:40]}, expected an object"
-        for name in UNIT_HISTORY:
-            if problem := _fraction(entry.get(name), f"history[{i}].{name}"):
-                return problem
-    peak = metrics.get("peak_epoch")
-    if isinstance(peak, bool) or not isinstance(peak, int) or not 1 <= peak <= epochs:
-        return f"metrics.peak_epoch is {json.dumps(peak)}, expected an epoch in 1..{epochs}"
-    for name in ("provenance", "routing"):
-        if name in record and not isinstance(record[name], dict):
-            return f"{name} is {json.dumps(record[name])[:40]}, expected an object"
-    if record["digest"] != record_digest(record):
-        return "its digest does not match its content (edited after it was written)"
-    return None
-
-
-def record_threads(record: dict[str, Any]) -> int | None:
-    """The intra-op threads a record says it trained on: its run facts (provenance.reproducibility), else, in a
-    record written before those, the count its CPU device label names; None when it names none (a GPU's)."""
-    provenance = record.get("provenance")
-    if not isinstance(provenance, dict):
-        return None
-    facts = provenance.get("reproducibility")
-    if isinstance(facts, dict) and isinstance(facts.get("threads"), int):
-        return facts["threads"]
-    found = re.search(r", (\d+) intra-op thread", str(provenance.get("device", "")))
-    return int(found[1]) if found and provenance.get("device_type", "cpu") == "cpu" else None
+    return content_problem(record, epochs)
 
 
 def read_record(path: Path, cfg: RunConfig) -> tuple[dict[str, Any] | None, str | None]:
     """(the usable record of `cfg` at `path`, None), (None, why it is unusable), or (None, None) when there is none.
     Reads only: repro.execution.files.load_record sets an unusable record aside."""
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        return None, None
-    except OSError as exc:
-        return None, f"it cannot be read ({exc.strerror or exc})"
-    try:
-        record = json.loads(data.decode("utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        return None, f"not valid JSON ({exc})"
+    record, problem = parse_record(path)
+    if record is None:
+        return None, problem
     problem = record_problem(record, jsonable(cfg.to_dict()), cfg.hash, cfg.epochs)
     return (record, None) if problem is None else (None, problem)
 

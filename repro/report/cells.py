@@ -6,7 +6,6 @@ from dataclasses import dataclass, field
 
 from repro.plan.manifest import Manifest
 from repro.spec.paper import paper_value
-from repro.claims.stats import summarize
 
 
 @dataclass
@@ -42,11 +41,3 @@ def reported(manifest: Manifest, key: str) -> str:
     if pv is None:
         return ""
     return pv.printed + (" (explainer)" if pv.source == "explainer-and-summary" else "")
-
-
-def mean_sd(values: dict | None) -> str:
-    """Per-seed fractions as percent: mean ± s.d. (ddof=1), or the single value with n=1."""
-    if not values:
-        return ""
-    s = summarize(100 * v for v in values.values())
-    return f"{s.mean:.2f} (n=1)" if s.n < 2 else f"{s.mean:.2f} ± {s.sd:.2f}"

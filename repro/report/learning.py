@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 from repro.plan.manifest import Manifest
 from repro.models.catalog import head_info
+from repro.report.row_numbers import row_numbers
 from repro.report.table_rows import collapse_claims
 from repro.results.measurements import ManifestResult
 
@@ -87,9 +88,9 @@ def learning_checks(entries: list[tuple[Manifest, ManifestResult | None]]) -> li
     for manifest, result in entries:
         if not is_functional(result):
             continue
-        collapse = collapse_claims(manifest)
+        collapse, numbers = collapse_claims(manifest), row_numbers(result)
         for row in manifest.rows:
-            accuracy, chance = result.measured.row(row.id, "accuracy"), result.measured.row(row.id, "chance")
+            accuracy, chance = numbers.accuracy(row.id), numbers.chance(row.id)  # per seed, from the frame
             if not accuracy or chance is None:
                 continue
             key = tuple(sorted(run.hash for run in result.measured.runs(row.id))) or (f"{manifest.id}/{row.id}",)

@@ -3,7 +3,8 @@
 Each builder looks at what a manifest's rows measure (never at its name) and
 returns a table, or None when it has nothing to show. Reported values sit in
 their own columns beside the reproduced ones; where the text gives no number the
-cell is left empty.
+cell is left empty. Accuracy over seeds and the paired gaps are computed from the
+table's rows-by-seed frame (repro.report.row_numbers), as a notebook computes them.
 """
 
 from __future__ import annotations
@@ -14,8 +15,9 @@ from typing import Any, Callable
 from repro.claims.learned import MIN_LEARNED
 from repro.plan.manifest import Manifest
 from repro.spec.paper import paper_value
-from repro.report.cells import Table, mean_sd, mmac, pct, pct_auto, reported
+from repro.report.cells import Table, mmac, pct, pct_auto, reported
 from repro.report.latency_tables import latency_table, op_scaling_table, slowdown_table
+from repro.report.row_numbers import row_numbers
 from repro.results.measurements import ManifestResult, RunSummary, row_metric
 
 
@@ -113,6 +115,7 @@ def accuracy_comparisons_table(manifest: Manifest, result: ManifestResult) -> Ta
                   columns=["Configuration", "ρ", "Baseline acc. (%)", "Model acc. (%)", "Gap (pp)", "p", "d",
                            "Seeds +", "Gap, paper (pp)", "p, paper"], rows=[])
     sensitivity = {r.id for r in manifest.rows if r.role != "main"}
+    numbers = row_numbers(result)
     comps = [c for c in comps if c.row not in sensitivity and c.baseline not in sensitivity] + [
         c for c in comps if c.row in sensitivity or c.baseline in sensitivity]
     for c in comps:
@@ -123,8 +126,8 @@ def accuracy_comparisons_table(manifest: Manifest, result: ManifestResult) -> Ta
         base, model = run_links(result, c.baseline, "baseline"), run_links(result, c.row, "model")
         table.links.update({(i, 2): base, (i, 3): model, (i, 4): model + base})
         table.rows.append([c.label, pct_auto(rho) if rho is not None else "",
-                           mean_sd(measured.row(c.baseline, "accuracy")), mean_sd(measured.row(c.row, "accuracy")),
-                           *_gap_cells(measured.comparison(c.id, "gap")), *_paper_gap(manifest, f"{c.id}.gap")])
+                           numbers.mean_sd(c.baseline), numbers.mean_sd(c.row),
+                           *_gap_cells(numbers.gap(c.row, c.baseline)), *_paper_gap(manifest, f"{c.id}.gap")])
     table.notes = [f"Profile '{result.profile}'. Accuracy: mean ± s.d. over seeds; gap: model - baseline per seed, "
                    "paired t-test (two-sided), d = mean / s.d. of the differences.",
                    "Paper columns hold only what the text states; an empty cell means the text gives no number."]
@@ -140,16 +143,16 @@ def collapse_claims(manifest: Manifest) -> dict[str, list[str]]:
     return out
 
 
-def chance_note(accuracy: dict | None, chance: float | None, collapse: list[str]) -> str:
-    """What a row's accuracy says against chance, beside the numbers: collapse the paper reports is expected.
+def chance_note(mean: float | None, chance: float | None, collapse: list[str]) -> str:
+    """What a row's mean accuracy over seeds says against chance, beside the numbers: collapse the paper reports
+    is expected.
 
     "Near chance" is the learned guard's margin (repro.claims.learned): the mean closes less than
     MIN_LEARNED of the distance from chance to perfect accuracy.
     """
     claims = ", ".join(collapse)
-    if not accuracy or chance is None:
+    if mean is None or chance is None:
         return f"the paper reports this method collapses ({claims})" if collapse else ""
-    mean = sum(accuracy.values()) / len(accuracy)
     near = mean < chance + MIN_LEARNED * (1 - chance)
     if collapse:
         return (f"at or near chance: the paper reports this method collapses ({claims})" if near
@@ -178,6 +181,7 @@ def accuracy_rows_table(manifest: Manifest, result: ManifestResult) -> Table | N
     if not rows:
         return None
     collapse = collapse_claims(manifest)
+    numbers = row_numbers(result)
     table = Table(key="accuracy", title="Accuracy of every configuration", rows=[],
                   columns=["Row", "Dataset", "Accuracy (%)", "Chance (%)", "Seeds", "Note", "Run records",
                            "Accuracy, paper"])
@@ -185,14 +189,14 @@ def accuracy_rows_table(manifest: Manifest, result: ManifestResult) -> Table | N
         if r.role != "main" and SENSITIVITY_HEADING not in table.groups.values():
             table.groups[len(table.rows)] = SENSITIVITY_HEADING
         i = len(table.rows)
-        acc = measured.row(r.id, "accuracy")
-        chance = measured.row(r.id, "chance")
+        chance = numbers.chance(r.id)
         table.links[(i, 2)] = run_links(result, r.id)
         hashes = ", ".join(sorted({run.hash[:8] for run in measured.runs(r.id)}))
-        table.rows.append([r.label, r.dataset, mean_sd(acc) if acc else result.measured.missing.get(
+        table.rows.append([r.label, r.dataset, numbers.mean_sd(r.id) or result.measured.missing.get(
             row_metric(r.id, "accuracy"), ""), "" if chance is None else f"{100 * chance:.2f}",
-            str(len(acc or {})), "; ".join(n for n in (chance_note(acc, chance, collapse.get(r.id, [])),
-                                                       machine_note(measured.runs(r.id))) if n), hashes,
+            str(numbers.seeds_of(r.id)), "; ".join(n for n in (chance_note(numbers.mean(r.id), chance,
+                                                                          collapse.get(r.id, [])),
+                                                               machine_note(measured.runs(r.id))) if n), hashes,
             reported(manifest, f"{r.id}.accuracy")])
     table.notes = ["Run records: the first 8 characters of each run's hash; the record is runs/<hash>.json.",
                    "Chance: 1 / classes of the data the runs trained on (the record's metrics.chance). Note: 'at or "

@@ -212,6 +212,12 @@ class Verdict:
     def status_text(self) -> str:
         """The status, with 'on unverified data' when the evidence trained on files that fail their checksums."""
         return f"{self.status} (on unverified data)" if self.unverified_data else self.status
+    # The rule that decided it (the manifest's `rule`), the rows that rule reads (named, through comparisons or
+    # in metric paths: repro.claims.references.claim_rows), and the allowance it judged with where it has one
+    # (repro.claims.core.Outcome.tolerance). Empty in results written before they were stored.
+    rule: str = ""
+    rows: list[str] = field(default_factory=list)
+    tolerance: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -53,6 +53,7 @@ def test_one_seed_is_inconclusive():
 def test_magnitude_outside_the_seed_variance_tolerance():
     out = judge_gap(gap([9.0, 9.5, 10.2, 9.7, 10.1, 9.9, 9.4, 10.3, 9.8, 9.6]), HEADLINE)
     assert out.status == "not reproduced" and out.failed[0].startswith("magnitude")
+    assert out.tolerance is not None and f"magnitude tolerance ±{out.tolerance:.2f}pp" in out.evidence  # as data too
 
 
 def test_all_seeds_must_share_the_sign_when_the_paper_says_all_did():

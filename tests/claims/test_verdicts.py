@@ -193,3 +193,26 @@ def test_a_verdict_on_unverified_data_says_so_beside_it_with_the_numbers():
                         checksum="md5 verified"),)
     verified = evaluate(c, e)
     assert verified.unverified_data == [] and "md5" not in verified.note and "images where" not in verified.note
+
+
+def test_a_verdict_names_its_rule_the_rows_it_reads_and_its_tolerance():
+    """The verdicts frame (repro.results.frames.verdicts) shows these; before, only the evidence text had them."""
+    from repro.plan.manifest import Claim
+
+    from .helpers import learned
+
+    value = evaluate(claim("matches_paper", metric="rows.r18_head.rho", paper="r18_head.rho"),
+                     ev(rows__r18_head__rho=0.0006))
+    assert (value.status, value.rule, value.rows, value.tolerance) == ("reproduced", "matches_paper", ["r18_head"],
+                                                                       0.005)  # half a unit of "0.06%"
+    gap_claim = Claim("c", "s", "4.2", "gap_matches_paper", "empirical",
+                      {"comparison": "std_h2048", "paper": "std_h2048.gap"})
+    e = Evidence("table1", "table1", "smoke", metrics={"comparisons.std_h2048.gap": gap([0.4, 0.6, 0.5, 0.45]),
+                                                       **learned("m", "d")}, comparison_rows={"std_h2048": ("m", "d")})
+    decided = evaluate(gap_claim, e)
+    assert (decided.rule, decided.rows, decided.tolerance) == ("gap_matches_paper", ["d", "m"], None)  # a sign only
+    not_run = evaluate(gap_claim, Evidence("table1", "table1", "smoke", comparison_rows={"std_h2048": ("m", "d")}))
+    assert not_run.status == "not run" and not_run.rows == ["d", "m"]  # what it would read, decided or not
+    spread = evaluate(claim("equal", metrics=("rows.a.rho", "rows.b.rho"), relative_tolerance=0.01),
+                      ev(rows__a__rho=0.5, rows__b__rho=0.5))
+    assert (spread.rows, spread.tolerance) == (["a", "b"], 0.01)

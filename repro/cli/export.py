@@ -1,0 +1,65 @@
+"""`repro export`: a results folder's runs, epochs and verdicts as CSV, Parquet or JSON files (repro.results.export)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from repro.cli.common import fail
+
+READ_RESULTS = "The results folder to read. Default: $REPRO_RESULTS or ./results."
+SHOWN_UNUSABLE = 5  # unusable records named one per line; the rest counted
+
+
+def export(profile: Optional[str] = typer.Option(None, "--profile", "-p",
+                                                 help="Only this profile's tables and runs. Default: every run."),
+           fmt: str = typer.Option("csv", "--format", help="csv, parquet (needs pyarrow) or json."),
+           out: Optional[Path] = typer.Option(None, "--out", help="Folder to write into. Default: <results>/export."),
+           results_dir: Optional[Path] = typer.Option(None, "--results-dir", "-o", help=READ_RESULTS)) -> None:
+    """Every run, epoch and verdict as CSV, Parquet or JSON."""
+    from repro.cli.common import print_grid, show, write_failed
+    from repro.core.fsutil import WriteFailed
+    from repro.core.terminal import Column, Grid
+    from repro.results.export import FORMATS, export_frames, missing_package
+    from repro.results.frames import FolderError, read_folder
+    from repro.results.measurements import RUNS_FOLDER, default_results_dir, profiles_present
+
+    if fmt not in FORMATS:
+        fail(f"--format {fmt}: expected one of {', '.join(FORMATS)}")
+    if (package := missing_package(fmt)) is not None:
+        fail(f"--format {fmt} needs the package {package}, which is not installed: pip install {package} "
+             "(or use --format csv)")
+    results_dir = results_dir or default_results_dir()
+    out = out or results_dir / "export"
+    if out.exists() and not out.is_dir():
+        fail(f"--out {out} is a file; give a folder")
+    if profile is not None and results_dir.is_dir() and profile not in profiles_present(results_dir):
+        fail(f"no results of profile '{profile}' in {results_dir} (profiles with results: "
+             f"{', '.join(profiles_present(results_dir)) or 'none'})")
+    try:
+        folder = read_folder(results_dir, profile)
+    except FolderError as exc:
+        fail(str(exc))
+    if not folder.records.records:
+        unusable = len(folder.records.unusable)
+        fail(f"no usable run record in {results_dir / RUNS_FOLDER}" + (f" ({unusable} unusable)" if unusable else "")
+             + "; run a table or `repro verify-all` first")
+    try:
+        written = export_frames(folder, out, fmt, profile)  # type: ignore[arg-type]
+    except WriteFailed as exc:
+        write_failed(exc)
+    show(f"{results_dir}{f' (profile {profile})' if profile else ''} as {fmt}, written to {out}:")
+    grid = Grid([Column("File"), Column("Rows", right=True)])
+    for w in written:
+        grid.add(w.path.name, f"{w.rows:,}")
+    print_grid(grid)
+    show("Columns and units: docs/results-data.md")
+    unusable = folder.records.unusable
+    if unusable:
+        show(f"{len(unusable)} unusable run record(s) left out, as `repro run` would set them aside:")
+        for path, why in list(unusable.items())[:SHOWN_UNUSABLE]:
+            show(f"  {path}: {why}")
+        if len(unusable) > SHOWN_UNUSABLE:
+            show(f"  and {len(unusable) - SHOWN_UNUSABLE} more")

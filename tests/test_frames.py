@@ -1,0 +1,130 @@
+"""repro.results.frames: a results folder as DataFrames, built from the files alone (records and results.json),
+with pandas imported only when a frame is asked for."""
+
+import json
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+from fake_records import config, record, write_record, write_result
+
+from repro import REPO_ROOT
+from repro.results import frames
+from repro.results.measurements import Verdict
+
+
+@pytest.fixture
+def folder(tmp_path):
+    """Two rows of two seeds in table `t`, the dense row's runs shared with table `u`, one unusable record, and
+    one record no table used."""
+    results = tmp_path / "results"
+    dense = [record(config(seed=s), accuracy=a) for s, a in ((0, 0.5), (1, 0.7))]
+    moe = [record(config(seed=s, profile=_profile(threads=2)), accuracy=a) for s, a in ((0, 0.6), (1, 0.9))]
+    for r in dense + moe:
+        write_record(results, config(seed=r["seed"], profile=_profile(threads=r["config"]["threads"])),
+                     accuracy=r["metrics"]["accuracy"])
+    write_record(results, config(seed=5))  # in no table
+    bad = write_record(results, config(seed=7))
+    bad.write_text(bad.read_text()[:40])
+    verdicts = [Verdict("a", "s", "4.2", "empirical", "reproduced", "e", p_value=0.01, rule="row_above",
+                        rows=["dense", "moe"]),
+                Verdict("b", "s", "4.2", "empirical", "not reproduced", "e", p_value=0.04),
+                Verdict("f", "s", "4.5", "analytic", "reproduced", "e", rule="matches_paper", tolerance=0.005)]
+    write_result(results, "t", {"dense": dense, "moe": moe}, verdicts=verdicts,
+                 metrics={"rows.moe.rho": 0.25, "rows.dense.rho": 0.0})
+    write_result(results, "u", {"shared_dense": dense})
+    return results, bad
+
+
+def _profile(threads: int):
+    import dataclasses
+
+    from fake_records import PROFILE
+
+    return dataclasses.replace(PROFILE, threads=threads)
+
+
+def test_runs_is_one_row_per_usable_record_with_every_table_that_used_it(folder):
+    results, bad = folder
+    runs = frames.runs(results)
+    assert list(runs.columns) == list(frames.RUN_COLUMNS)
+    assert len(runs) == 5 and runs.run_hash.is_unique  # 6 files, one unusable
+    assert runs.attrs["unusable"] == {str(bad): frames.read_folder(results).records.unusable[bad]}
+    by_hash = runs.set_index("run_hash")
+    shared = by_hash.loc[config(seed=1).hash]
+    assert (shared.table, shared.row, shared.profile) == ("t;u", "dense;shared_dense", "smoke;smoke")
+    assert (shared.accuracy, shared.seed, shared.threads, shared.data, shared.rho) == (0.7, 1, 1, "synthetic", 0.0)
+    moe = by_hash.loc[config(seed=0, profile=_profile(threads=2)).hash]
+    assert (moe.row, moe.threads, moe.rho, moe.epochs, moe.wall_seconds) == ("moe", 2, 0.25, 2, 12.4)
+    lone = by_hash.loc[config(seed=5).hash]
+    assert pd.isna(lone.table) and lone.dataset == "cifar10" and lone.backbone == "cifar_standard"
+    assert set(frames.runs(results, profile="smoke").run_hash) == set(runs.run_hash) - {config(seed=5).hash}
+    assert frames.runs(results, profile="other").empty
+
+
+def test_history_is_one_row_per_run_and_epoch(folder):
+    results, _ = folder
+    history = frames.history(results)
+    assert list(history.columns) == list(frames.HISTORY_COLUMNS)
+    assert len(history) == 5 * 2 and sorted(history.epoch.unique()) == [1, 2]
+    assert history.groupby("run_hash").size().eq(2).all()
+
+
+def test_verdicts_are_one_row_per_claim_and_profile_with_holm_over_the_profile(folder):
+    from repro.claims.family import holm_adjust
+
+    results, _ = folder
+    verdicts = frames.verdicts(results).set_index("claim")
+    assert list(frames.verdicts(results).columns) == list(frames.VERDICT_COLUMNS)
+    assert len(verdicts) == 3
+    stored = [Verdict("a", "s", "4.2", "empirical", "reproduced", "e", p_value=0.01),
+              Verdict("b", "s", "4.2", "empirical", "not reproduced", "e", p_value=0.04)]
+    holm_adjust(stored)  # the report's rule
+    assert verdicts.p_holm.loc["a"] == stored[0].p_holm == 0.02 and verdicts.p_holm.loc["b"] == stored[1].p_holm
+    assert (verdicts.rule.loc["a"], verdicts.rows.loc["a"], verdicts.tolerance.loc["f"]) == \
+        ("row_above", "dense;moe", 0.005)
+    assert verdicts.p_holm.isna().loc["f"] and verdicts.table.loc["a"] == "t"
+
+
+def test_row_stats_are_the_mean_and_sample_sd_over_seeds(folder):
+    results, _ = folder
+    stats = frames.row_stats(frames.row_seeds(results)).set_index(["table", "row"])
+    assert stats.loc[("t", "moe"), "seeds"] == 2
+    assert stats.loc[("t", "moe"), "accuracy_mean"] == pytest.approx(0.75, abs=1e-15)
+    assert stats.loc[("t", "moe"), "accuracy_sd"] == pytest.approx(0.3 / 2**0.5, abs=1e-15)  # ddof=1
+    assert stats.loc[("u", "shared_dense"), "accuracy_mean"] == pytest.approx(0.6, abs=1e-15)
+    assert list(frames.row_stats(frames.row_seeds(results).iloc[:0]).columns) == list(frames.ROW_STAT_COLUMNS)
+
+
+def test_data_provenance_and_readings():
+    synthetic = {"config": {"data": "synthetic"}, "provenance": {}}
+    assert frames.data_kind(synthetic, []) == "synthetic"
+    assert frames.data_kind({"config": {"data": "digits"}, "provenance": {}}, []) == "stand-in"
+    real = {"config": {"data": "real", "dataset": "cifar10"}, "provenance": {"allow_unverified_data": True}}
+    assert frames.data_kind(real, []) == "unverified"  # allowed and no check stored: not known to be verified
+    assert frames.data_kind({**real, "provenance": {}}, []) == "verified"
+    assert frames.reading_of("dw_h512__torch_init") == "conv-init/torch_init"
+    assert frames.reading_of("dw_h512_dense") is None
+
+
+def test_a_missing_folder_or_a_broken_results_json_is_named(tmp_path, folder):
+    with pytest.raises(frames.FolderError, match="is not a folder of results"):
+        frames.runs(tmp_path / "nowhere")
+    results, _ = folder
+    broken = results / "smoke" / "t" / "results.json"
+    broken.write_text(json.dumps({"manifest": "t"}))
+    with pytest.raises(frames.FolderError, match=f"{broken} is not a table's results.json: KeyError"):
+        frames.verdicts(results)
+
+
+def test_importing_the_results_package_leaves_pandas_out():
+    code = ("import sys, repro.results, repro.results.frames; print('pandas' in sys.modules); "
+            "from repro.results import runs; print('pandas' in sys.modules, runs.__module__)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO_ROOT, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["False", "False", "repro.results.frames"]
+    with pytest.raises(AttributeError, match="has no attribute 'nothing'"):
+        import repro.results
+
+        repro.results.nothing  # noqa: B018
