@@ -3,6 +3,7 @@
     tables     run ID..., <id> (one per manifest), verify-all
     info       list, plan, flops, data: what things are and cost, before anything runs
     report     report: re-render from the results present
+    appendix   appendix: the Artifact Appendix, claim by claim, from the configuration and a results folder
     readings   readings ID...: every analytic claim under every alternative reading
     rho        rho MODEL: where rho lands on any torchvision CNN (repro.cli.rho)
     status     status: runs done, running, failed, pending
@@ -21,7 +22,7 @@ from __future__ import annotations
 
 import typer
 
-from repro.cli import info, readings, report, status
+from repro.cli import appendix, info, readings, report, status
 from repro.cli import run as tables
 from repro.cli.bench import bench_app
 from repro.cli.rho import rho_command
@@ -95,6 +96,8 @@ app.command("list", short_help="Each table and what each profile costs, before a
 app.command("plan", short_help="What deciding each empirical claim costs; the claims a budget decides.")(info.plan)
 app.command("status", short_help="Per table: runs done, running, failed, pending.")(status.status)
 app.command("report", short_help="Re-render report.md and report.html from the results present.")(report.report)
+app.command("appendix", short_help="The Artifact Appendix: each claim's command, hardware, cost and expected result.")(
+    appendix.appendix)
 app.command("flops", short_help="Every row's FLOPs counted three ways; exit 1 on a disagreement.")(info.flops)
 app.command("readings", short_help="Every analytic claim under every reading the text leaves open.")(readings.readings)
 app.command("data", short_help="Which datasets and weights are present; how to fill what is missing.")(info.data)
