@@ -203,4 +203,8 @@ def test_bad_options_are_refused_before_any_work(tmp_path):
     assert result.exit_code == 2 and "--format: expected md or tex, got 'pdf'" in result.output
     result = runner.invoke(app, ["appendix", "--profile", "ful", "--results-dir", str(tmp_path)])
     assert result.exit_code == 2 and "did you mean 'full'" in result.output
-    assert not any(tmp_path.iterdir())
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    result = runner.invoke(app, ["appendix", "--manifests", str(empty), "--results-dir", str(tmp_path)])
+    assert result.exit_code == 2 and f"no manifest in {empty}" in " ".join(result.output.split())
+    assert [p.name for p in tmp_path.iterdir()] == ["empty"]

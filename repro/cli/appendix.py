@@ -32,6 +32,10 @@ def appendix(profile: Optional[str] = ProfileOpt,
         fail(f"--format: expected {' or '.join(FORMATS)}, got {fmt!r}")
     profile = profile or default_profile()
     manifests = load_every(manifests_dir, profiles)
+    if not manifests:
+        from repro.plan.manifest import manifests_dir as folder
+
+        fail(f"no manifest in {folder(manifests_dir)}: an appendix has one row per claim of the manifests there")
     check_profile(manifests, profile)
     results_dir = results_dir or default_results_dir()
     with_results = profile in profiles_present(results_dir)
