@@ -3,7 +3,10 @@
     container.py   the Dockerfile, the compose files and pyproject.toml, read as data
     claim_rows.py  one row per claim: finding, command, hardware, cost, rule and expected result, badge,
                    readings; with results, the verdict and the run records behind it
-    build.py       the sections, in the standard order, as an Appendix
+    parts.py       the parts as typed data: check-list items, data sets, weights, the Appendix
+    sections.py    the prose parts worded from the facts: abstract, check-list, hardware, software,
+                   installation, workflow, evaluation, customisation, notes
+    build.py       the facts computed once and the Appendix assembled, in the standard order
     render.py      Markdown and LaTeX, and write_appendix: the files beside each report
 
 `repro appendix` (repro.cli.appendix) writes one on demand; docs/artifact-appendix.md describes it.

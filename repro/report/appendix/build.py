@@ -12,11 +12,13 @@ from __future__ import annotations
 from collections import Counter
 
 from repro.cost.claim_cost import claim_cost
-from repro.cost.disk import DiskSpace, disk_space, gigabytes
+from repro.cost.disk import disk_space, gigabytes
 from repro.cost.estimate import CostModel, device_time, duration
 from repro.cost.plan import BASE_PROFILE
 from repro.cost.wall_time import Rates, command_time
+from repro.data.sizes import decoded_cache_bytes
 from repro.data.sources import dataset_source
+from repro.models.weights import HASH_PREFIX, published_url
 from repro.plan.manifest import Manifest
 from repro.plan.recipes import planned_runs
 import repro.report.appendix.sections as sections
@@ -37,21 +39,6 @@ def _verify_all(manifests: list[Manifest], profile: str, model: CostModel, rates
                      sum(p.seconds for p in t.parts if p.phase in PREPARE_PHASES))
 
 
-def _disk_text(d: DiskSpace) -> str:
-    data = " + ".join(f"{x.title} {gigabytes(x.total)}" for x in d.datasets) or "no download"
-    unsized = [f for x in d.datasets for f in x.unsized]
-    if d.uncounted:
-        ckpt = f"checkpoints not counted ({d.uncounted} model sizes not cached: `repro appendix` counts them)"
-    elif d.checkpoint_bytes:
-        ckpt = (f"checkpoints {gigabytes(d.checkpoint_bytes)} ({d.at_once} run(s) at once, the largest "
-                f"{gigabytes(d.largest_bytes)})")
-    else:
-        ckpt = "no checkpoint (one-epoch runs)"
-    total = gigabytes(d.total) if d.total == d.total else f"{gigabytes(d.total - d.checkpoint_bytes)} and more"
-    left = f"; {', '.join(unsized)} not sized" if unsized else ""
-    return f"{total}: {data} (archives as published, reference; decoded caches){left}; {ckpt}"
-
-
 def _runs_by_profile(manifests: list[Manifest]) -> dict[str, list]:
     out: dict[str, dict] = {}
     for m in manifests:
@@ -62,8 +49,6 @@ def _runs_by_profile(manifests: list[Manifest]) -> dict[str, list]:
 
 
 def _datasets(manifests: list[Manifest], runs: dict[str, list], model: CostModel) -> list[DatasetEntry]:
-    from repro.data.sizes import decoded_cache_bytes
-
     names = sorted({r.dataset for m in manifests for r in m.rows if "accuracy" in r.measures})
     out = []
     for name in names:
@@ -76,8 +61,6 @@ def _datasets(manifests: list[Manifest], runs: dict[str, list], model: CostModel
 
 
 def _weights(runs: dict[str, list]) -> list[WeightsEntry]:
-    from repro.models.weights import HASH_PREFIX, published_url
-
     files: dict[str, tuple[str, set, set]] = {}
     for name, cfgs in runs.items():
         for cfg in cfgs:
@@ -109,7 +92,7 @@ def build_appendix(entries: list[tuple[Manifest, ManifestResult | None]], profil
                       with_results) for m, result in entries for c in m.claims]
     runs = _runs_by_profile(manifests)
     facts = Facts(manifests, profile, shown, inputs, {p: _verify_all(manifests, p, model, rates) for p in shown},
-                  {p: _disk_text(disk_space(manifests, p, model)) for p in shown}, _datasets(manifests, runs, model),
+                  {p: sections.disk_text(disk_space(manifests, p, model)) for p in shown}, _datasets(manifests, runs, model),
                   Counter(c.scope for m in manifests for c in m.claims))
     return Appendix(profile, BASE_PROFILE, sections.paper_title(inputs.package), sections.abstract(facts),
                     sections.checklist(facts), sections.hardware(facts), sections.software(facts), facts.datasets,

@@ -13,7 +13,7 @@ from typing import get_args
 
 from repro.claims.verdicts import DECIDING_KINDS, EXPLAINER, reference_source
 from repro.core.terminal import Step
-from repro.cost.disk import gigabytes
+from repro.cost.disk import DiskSpace, gigabytes
 from repro.cost.estimate import duration
 from repro.execution.options import EXECUTORS
 from repro.plan.manifest import Manifest
@@ -42,6 +42,22 @@ def abstract(f: Facts) -> list[str]:
     return [FRAMING, f"{paper_title(f.inputs.package)}.",
             f"It decides {sum(f.scopes.values())} claims of {len(f.manifests)} tables ({_scopes(f)}) from its "
             f"manifests. This appendix is written for the {f.profile} profile: {BADGES.get(evidence, evidence)}."]
+
+
+def disk_text(d: DiskSpace) -> str:
+    """The disk a profile needs, in one line: the total, each data set, the checkpoints."""
+    data = " + ".join(f"{x.title} {gigabytes(x.total)}" for x in d.datasets) or "no download"
+    unsized = [f for x in d.datasets for f in x.unsized]
+    if d.uncounted:
+        ckpt = f"checkpoints not counted ({d.uncounted} model sizes not cached: `repro appendix` counts them)"
+    elif d.checkpoint_bytes:
+        ckpt = (f"checkpoints {gigabytes(d.checkpoint_bytes)} ({d.at_once} run(s) at once, the largest "
+                f"{gigabytes(d.largest_bytes)})")
+    else:
+        ckpt = "no checkpoint (one-epoch runs)"
+    total = gigabytes(d.total) if d.total == d.total else f"{gigabytes(d.total - d.checkpoint_bytes)} and more"
+    left = f"; {', '.join(unsized)} not sized" if unsized else ""
+    return f"{total}: {data} (archives as published, reference; decoded caches){left}; {ckpt}"
 
 
 def checklist(f: Facts) -> list[Item]:
