@@ -65,7 +65,8 @@ def deciding_profile(manifest: Manifest, claim: Claim, profile: str) -> str:
 
 def hardware(manifest: Manifest, claim: Claim, profile: str, device: str) -> str:
     """What the claim's measures need at `profile`; `device`: the GPU the cost model prices it on."""
-    measures = {m for r in manifest.rows if r.id in claim_rows(claim, manifest.comparisons) for m in r.measures}
+    read = set(claim_rows(claim, manifest.comparisons))
+    measures = {m for r in manifest.rows if r.id in read for m in r.measures}
     runs_on = manifest.profiles[profile].device
     if claim.scope == "gpu":
         return f"an NVIDIA GPU (GPU-scoped; priced as {device})"
@@ -110,7 +111,8 @@ def _value(v) -> str:
 
 
 def readings_of(manifest: Manifest, claim: Claim, result: ManifestResult | None) -> str:
-    rows = [r for r in manifest.rows if r.id in claim_rows(claim, manifest.comparisons)]
+    read = set(claim_rows(claim, manifest.comparisons))
+    rows = [r for r in manifest.rows if r.id in read]
     readings = [r for r in manifest.readings if any(r.applies_to(row) for row in rows)]
     if not rows_read(manifest, claim):  # a count or a timing changes only under an alternative that changes the model
         readings = [r for r in readings if not all(r.training_only(a) for a in r.alternatives)]
