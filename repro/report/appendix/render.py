@@ -62,7 +62,7 @@ def appendix_inputs(manifests: list[Manifest], results_dir: Path | None, count: 
     from repro.cost.wall_time import Rates
     from repro.results.provenance import git_commit
 
-    model = CostModel(data_dir=data_dir, cached_only=not count, measure_cpu=False)
+    model = CostModel(data_dir=data_dir, cached_only=not count)
     rates, notes = Rates(), ()
     if results_dir is not None and results_dir.is_dir():
         folder = fit_folder(model, results_dir, manifests)
