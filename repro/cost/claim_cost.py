@@ -1,7 +1,8 @@
 """What deciding one claim at a profile costs: the runs of the rows it reads, and the counting and timing of them.
 
-A claim reads rows (repro.claims.references.claim_rows: named, through its comparisons, in its metric paths).
-Its cost is the cost model's for the table cut down to those rows: the device time of their (row, seed) runs
+A claim reads rows (repro.claims.references.claim_rows: named, through its comparisons, in its metric paths),
+its own table's and, for a finding that spans tables, other tables' (repro.claims.across). Its cost is the cost
+model's for those tables cut down to those rows: the device time of their (row, seed) runs
 (CostModel.cost, each run once) and the wall time of their FLOP counts and latency timings
 (repro.cost.wall_time.command_time), each labelled as the model labels it: fitted, measured or reference.
 Nothing is priced here that the cost model does not price, so a change to it shows in every claim.
@@ -11,7 +12,9 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import Mapping
 
+from repro.claims.across import qualified_ids
 from repro.claims.references import claim_rows
 from repro.cost.estimate import CostModel, device_time, duration
 from repro.cost.wall_time import BASES, Rates, command_time
@@ -49,21 +52,40 @@ class ClaimCost:
         return f"{wall} wall, no training ({self.counting_basis})"
 
 
-def claim_manifest(manifest: Manifest, claim: Claim) -> Manifest:
-    """The table cut down to the rows the claim reads, as the cost model prices tables."""
-    rows = set(claim_rows(claim, manifest.comparisons))
+def _cut(manifest: Manifest, rows: set[str], claims: tuple[Claim, ...]) -> Manifest:
     return dataclasses.replace(manifest, rows=tuple(r for r in manifest.rows if r.id in rows),
                                comparisons=tuple(c for c in manifest.comparisons if {c.row, c.baseline} <= rows),
-                               claims=(claim,))
+                               claims=claims)
 
 
-def claim_cost(manifest: Manifest, claim: Claim, profile: str, model: CostModel, rates: Rates = Rates()) -> ClaimCost:
-    """The claim's runs and counts at `profile` on the device that profile runs on."""
-    own = claim_manifest(manifest, claim)
-    cost = model.cost([(own, profile)])
+def claim_manifest(manifest: Manifest, claim: Claim) -> Manifest:
+    """The table cut down to the rows the claim reads, as the cost model prices tables."""
+    return _cut(manifest, set(claim_rows(claim, manifest.comparisons)), (claim,))
+
+
+def claim_tables(manifest: Manifest, claim: Claim, by_id: Mapping[str, Manifest] | None = None) -> list[Manifest]:
+    """The claim's table cut down to the rows it reads, then each other table it reads ("<manifest>:<id>",
+    repro.claims.across), cut down to the rows it reads there: what must run for it to be decided."""
+    tables = [claim_manifest(manifest, claim)]
+    for table, ids in sorted(qualified_ids(claim).items()):
+        other = (by_id or {}).get(table)
+        if other is None:  # a manifest not given: priced without it (the load refuses one that does not exist)
+            continue
+        rows = {r.id for r in other.rows if r.id in ids}
+        rows |= {r for c in other.comparisons if c.id in ids for r in (c.row, c.baseline)}
+        tables.append(_cut(other, rows, ()))
+    return tables
+
+
+def claim_cost(manifest: Manifest, claim: Claim, profile: str, model: CostModel, rates: Rates = Rates(),
+               by_id: Mapping[str, Manifest] | None = None) -> ClaimCost:
+    """The claim's runs and counts at `profile` on the device that profile runs on, the other tables' it reads
+    among them (`by_id`: the manifests by id), each run counted once."""
+    tables = claim_tables(manifest, claim, by_id)
+    cost = model.cost([(t, profile) for t in tables])
     device = model.device(manifest.profiles[profile])
-    t = command_time([own], profile, model, rates, verify_all=False)
-    counting = [p for p in t.parts if p.table == manifest.id and p.phase in COUNTING_PHASES and p.seconds]
+    t = command_time(tables, profile, model, rates, verify_all=False)
+    counting = [p for p in t.parts if p.table and p.phase in COUNTING_PHASES and p.seconds]
     seconds = sum(p.seconds for p in counting)
     basis = max((p.basis for p in counting), key=BASES.index, default=rates.flop_model.basis)
     return ClaimCost(profile, cost.runs, cost.kind, cost.device_seconds, device.basis, seconds, basis, device.source)

@@ -36,7 +36,7 @@ MANIFEST = {
                {"id": "all", "statement": "s", "section": "1", "scope": "empirical", "rule": "gap_order",
                 "comparisons": ["ab", "cb"]},
                {"id": "count", "statement": "s", "section": "1", "scope": "analytic", "rule": "compare",
-                "metric": "rows.f.rho", "relation": "<", "bound": 0.5}],
+                "metric": "rows.f.rho", "relation": "<", "bound": 0.5, "kind": "property"}],
 }
 
 
