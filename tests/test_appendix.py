@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from repro import REPO_ROOT
 from repro.claims import decide_table, decided_results
 from repro.cli import app, manifest_ids
-from repro.cost.claim_cost import claim_cost
+from repro.cost.claim_cost import claim_cost, claim_tables
 from repro.cost.plan import rows_read
 from repro.plan.manifest import find_manifest, load_all
 from repro.report.appendix import appendix_inputs, build_appendix, render, write_appendix
@@ -66,9 +66,7 @@ def test_every_claim_of_every_manifest_has_one_row_in_order(manifests, inputs):
 
 def test_a_claim_added_to_a_copy_of_a_manifest_gains_its_row(tmp_path):
     folder = tmp_path / "manifests"
-    folder.mkdir()
-    for name in ("table2", "table6"):
-        shutil.copy(REPO_ROOT / "manifests" / f"{name}.toml", folder)
+    shutil.copytree(REPO_ROOT / "manifests", folder)  # all of them: a finding may span tables
     with open(folder / "table2.toml", "a") as f:
         f.write('\n[[claims]]\nid = "added_dense_above_moe"\nstatement = "A claim added to the copy"\n'
                 'section = "4.3"\nscope = "empirical"\nrule = "row_above"\nrow = "std_dense"\nbaseline = "std_moe"\n')
@@ -77,9 +75,7 @@ def test_a_claim_added_to_a_copy_of_a_manifest_gains_its_row(tmp_path):
                                  str(tmp_path / "results"), "--out", str(out)], env={"COLUMNS": "200"})
     assert result.exit_code == 0, result.output
     rows = claim_table(out.read_text())
-    copied = load_all(folder)
-    assert len(rows) == sum(len(m.claims) for m in copied) == len(find_manifest("table2").claims) + 1 + len(
-        find_manifest("table6").claims)
+    assert len(rows) == sum(len(m.claims) for m in load_all(folder)) == sum(len(m.claims) for m in load_all()) + 1
     added = rows["table2/added_dense_above_moe"]
     assert added["Finding (section)"] == "A claim added to the copy (Section 4.3)"
     assert added["Rule and expected result"].startswith("`row_above`: one row's per-seed metric exceeds")
@@ -121,7 +117,7 @@ def test_with_results_each_row_shows_the_verdict_there_beside_the_full_profile_c
     for m, result in entries:
         for c in m.claims:
             row = rows[f"{m.id}/{c.id}"]
-            full = claim_cost(m, c, "full", inputs.model, inputs.rates).text()
+            full = claim_cost(m, c, "full", inputs.model, inputs.rates, {x.id: x for x in chosen}).text()
             assert row["Cost at full"] == full and ("GPU-h" in full or "no training" in full)
             if result is None:
                 assert row["Verdict at functional"] == "**not run**"
@@ -131,6 +127,23 @@ def test_with_results_each_row_shows_the_verdict_there_beside_the_full_profile_c
             assert row["Verdict at functional"] == f"**{verdict.status}**"
             hashes = [r.hash for row_id in rows_read(m, c) for r in result.measured.runs(row_id)]
             assert hashes and all(f"`{h}`" in row["Run records"] for h in hashes)
+
+
+def test_a_finding_that_spans_tables_is_decided_and_priced_with_every_table_it_reads(manifests, inputs):
+    rows = claim_table(render(build_appendix([(m, None) for m in manifests], "full", inputs, False), "md"))
+    by_id = {m.id: m for m in manifests}
+    t3 = by_id["table3"]
+    claim = next(c for c in t3.claims if c.id == "fig2_depthwise_gap_rises_with_classes")  # CIFAR-10, -100, Tiny
+    assert rows["table3/fig2_depthwise_gap_rises_with_classes"]["Decided by"].startswith(
+        "`repro run table3 headline_cifar10 table2 --profile full`")
+    tables = claim_tables(t3, claim, by_id)
+    assert [t.id for t in tables] == ["table3", "headline_cifar10", "table2"]
+    assert [sorted(r.id for r in t.rows) for t in tables[1:]] == [["dw072_dense", "dw072_moe"]] * 2
+    alone = claim_cost(t3, claim, "full", inputs.model, inputs.rates)
+    spanning = claim_cost(t3, claim, "full", inputs.model, inputs.rates, by_id)
+    own_seeds, c10_seeds, c100_seeds = (by_id[i].profiles["full"].seeds for i in ("table3", "headline_cifar10", "table2"))
+    assert alone.runs == 2 * own_seeds and spanning.runs == alone.runs + 2 * c10_seeds + 2 * c100_seeds
+    assert rows["table3/fig2_depthwise_gap_rises_with_classes"]["Cost at full"] == spanning.text()
 
 
 def test_the_badge_follows_what_the_profile_is_evidence_of(manifests, inputs):
@@ -161,13 +174,14 @@ def test_the_expected_result_is_the_rule_and_the_papers_value_at_its_printed_pre
 def test_a_claim_that_trains_nothing_lists_no_reading_that_changes_only_training(manifests, inputs):
     rows = claim_table(render(build_appendix([(m, None) for m in manifests], "full", inputs, False), "md"))
     readings = readings_by_id()
+    by_id = {m.id: m for m in manifests}
     counted = 0
     for m in manifests:
         for c in m.claims:
             listed = rows[f"{m.id}/{c.id}"]["Readings that can change it"].split("; ")[0]
             ids = [] if listed == "none" else listed.split(", ")
-            assert set(ids) <= {r.id for r in m.readings}
-            if not rows_read(m, c):
+            assert set(ids) <= {r.id for t in claim_tables(m, c, by_id) for r in t.readings}
+            if not rows_read(m, c) and not any(readings[i].applies_to_claim(m.id, c.id) for i in ids):
                 counted += 1
                 assert not [i for i in ids if all(readings[i].training_only(a) for a in readings[i].alternatives)]
     assert counted > 0

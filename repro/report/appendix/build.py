@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from repro.cost.claim_cost import claim_cost
+from repro.cost.claim_cost import claim_cost, claim_tables
 from repro.cost.disk import disk_space, gigabytes
 from repro.cost.estimate import CostModel, device_time, duration
 from repro.cost.plan import BASE_PROFILE
@@ -88,8 +88,11 @@ def build_appendix(entries: list[tuple[Manifest, ManifestResult | None]], profil
     model, rates = inputs.model, inputs.rates
     shown = [BASE_PROFILE] + ([profile] if profile != BASE_PROFILE else [])
     device = model.device(manifests[0].profiles[BASE_PROFILE]).device
-    rows = [claim_row(m, c, profile, {p: claim_cost(m, c, p, model, rates) for p in shown}, device, result,
-                      with_results) for m, result in entries for c in m.claims]
+    by_id = {m.id: m for m in manifests}
+    results = {m.id: r for m, r in entries} if with_results else None
+    rows = [claim_row(claim_tables(m, c, by_id), c, profile,
+                      {p: claim_cost(m, c, p, model, rates, by_id) for p in shown}, device, results)
+            for m in manifests for c in m.claims]
     runs = _runs_by_profile(manifests)
     facts = Facts(manifests, profile, shown, inputs, {p: _verify_all(manifests, p, model, rates) for p in shown},
                   {p: sections.disk_text(disk_space(manifests, p, model)) for p in shown}, _datasets(manifests, runs, model),

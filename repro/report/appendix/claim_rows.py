@@ -1,7 +1,8 @@
 """One row of the appendix per claim: what it finds, what decides it, what it costs, what is expected, what was measured.
 
     finding     the manifest's statement and the paper section it comes from
-    decided by  `repro <table> --profile <p>`: the appendix's profile where that profile decides the claim
+    decided by  `repro <table> --profile <p>` (`repro run <table> <other tables>` for a finding that spans
+                tables, repro.claims.across): the appendix's profile where that profile decides the claim
                 (repro.claims.verdicts: analytic claims at every profile, the others on the paper's data), else
                 the paper's protocol (repro.cost.plan.BASE_PROFILE); the hardware its rows' measures need
     cost        the cost model's, for the rows the claim reads (repro.cost.claim_cost), at the paper's protocol
@@ -19,12 +20,13 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import Mapping
 
 from repro.claims import RULES
-from repro.claims.references import COMPARISON_KEYS, PAPER_KEYS, PATH_KEYS, ROW_KEYS, claim_rows
+from repro.claims.references import COMPARISON_KEYS, PAPER_KEYS, PATH_KEYS, ROW_KEYS
 from repro.claims.verdicts import DECIDING_KINDS
 from repro.cost.claim_cost import ClaimCost
-from repro.cost.plan import BASE_PROFILE, rows_read
+from repro.cost.plan import BASE_PROFILE
 from repro.plan.manifest import Claim, Manifest
 from repro.results.measurements import ManifestResult
 from repro.spec.paper import PaperValue, paper_value
@@ -63,11 +65,11 @@ def deciding_profile(manifest: Manifest, claim: Claim, profile: str) -> str:
     return BASE_PROFILE
 
 
-def hardware(manifest: Manifest, claim: Claim, profile: str, device: str) -> str:
-    """What the claim's measures need at `profile`; `device`: the GPU the cost model prices it on."""
-    read = set(claim_rows(claim, manifest.comparisons))
-    measures = {m for r in manifest.rows if r.id in read for m in r.measures}
-    runs_on = manifest.profiles[profile].device
+def hardware(tables: list[Manifest], claim: Claim, profile: str, device: str) -> str:
+    """What the claim's measures need at `profile`, over the rows it reads (`tables`, claim_tables); `device`: the
+    GPU the cost model prices it on."""
+    measures = {m for t in tables for r in t.rows for m in r.measures}
+    runs_on = tables[0].profiles[profile].device
     if claim.scope == "gpu":
         return f"an NVIDIA GPU (GPU-scoped; priced as {device})"
     if "accuracy" in measures:
@@ -75,6 +77,12 @@ def hardware(manifest: Manifest, claim: Claim, profile: str, device: str) -> str
     if "latency" in measures:
         return "the CPU or a GPU (operator counts)"
     return "the CPU (FLOP counts)"
+
+
+def command(tables: list[Manifest], profile: str) -> str:
+    """`repro <table> --profile <p>`; a claim that reads other tables needs them run too (`repro run` takes them all)."""
+    ids = " ".join(t.id for t in tables)
+    return f"repro {ids} --profile {profile}" if len(tables) == 1 else f"repro run {ids} --profile {profile}"
 
 
 def describe_paper_value(pv: PaperValue) -> str:
@@ -110,12 +118,13 @@ def _value(v) -> str:
     return ", ".join(map(str, v)) if isinstance(v, (tuple, list)) else f"{v:g}" if isinstance(v, float) else str(v)
 
 
-def readings_of(manifest: Manifest, claim: Claim, result: ManifestResult | None) -> str:
-    read = set(claim_rows(claim, manifest.comparisons))
-    rows = [r for r in manifest.rows if r.id in read]
-    readings = [r for r in manifest.readings if any(r.applies_to(row) for row in rows)]
-    if not rows_read(manifest, claim):  # a count or a timing changes only under an alternative that changes the model
-        readings = [r for r in readings if not all(r.training_only(a) for a in r.alternatives)]
+def readings_of(tables: list[Manifest], claim: Claim, result: ManifestResult | None) -> str:
+    """The readings that apply to the rows the claim reads (`tables`, claim_tables) that can change its verdict."""
+    own = tables[0]
+    readings = list({r.id: r for t in tables for r in t.readings if any(r.applies_to(row) for row in t.rows)}.values())
+    if not any("accuracy" in r.measures for t in tables for r in t.rows):  # a count or a timing changes only
+        readings = [r for r in readings if not all(r.training_only(a) for a in r.alternatives)]  # with the model
+    readings += [r for r in own.readings if r.applies_to_claim(own.id, claim.id) and r not in readings]  # its rule
     text = ", ".join(r.id for r in readings) or "none"
     decided = next((c for c in (result.readings if result else []) if c.claim == claim.id), None)
     if decided is not None and readings:
@@ -125,12 +134,15 @@ def readings_of(manifest: Manifest, claim: Claim, result: ManifestResult | None)
     return text
 
 
-def claim_row(manifest: Manifest, claim: Claim, profile: str, costs: dict[str, ClaimCost], device: str,
-              result: ManifestResult | None, with_results: bool) -> ClaimRow:
-    """The row of one claim; `costs` by profile name (the paper's protocol's and `profile`'s)."""
+def claim_row(tables: list[Manifest], claim: Claim, profile: str, costs: dict[str, ClaimCost], device: str,
+              results: Mapping[str, ManifestResult | None] | None) -> ClaimRow:
+    """The row of one claim. `tables`: its own and the others it reads, cut down to the rows it reads
+    (repro.cost.claim_cost.claim_tables); `costs` by profile name (the paper's protocol's and `profile`'s);
+    `results` by manifest id, None without a results folder."""
+    manifest = tables[0]
     decided_at = deciding_profile(manifest, claim, profile)
     here = costs[profile]
-    trained = rows_read(manifest, claim)
+    trained = [(t.id, r.id) for t in tables for r in t.rows if "accuracy" in r.measures]
     evidence = manifest.profiles[profile].evidence
     if here.runs or not trained:
         badge, cost_here = BADGES.get(evidence, evidence), here.text()
@@ -138,17 +150,18 @@ def claim_row(manifest: Manifest, claim: Claim, profile: str, costs: dict[str, C
         why = f"its rows are not trained at {profile}"
         badge, cost_here = f"none: {why}", why
     cost_here = "" if profile == BASE_PROFILE else cost_here
+    result = results.get(manifest.id) if results is not None else None
     row = ClaimRow(
-        manifest.id, claim.id, claim.statement, claim.section, claim.scope,
-        f"repro {manifest.id} --profile {decided_at}", decided_at, hardware(manifest, claim, decided_at, device),
-        costs[BASE_PROFILE].text(), cost_here, claim.rule, expected_result(manifest, claim), badge,
-        readings_of(manifest, claim, result))
-    if not with_results:
+        manifest.id, claim.id, claim.statement, claim.section, claim.scope, command(tables, decided_at), decided_at,
+        hardware(tables, claim, decided_at, device), costs[BASE_PROFILE].text(), cost_here, claim.rule,
+        expected_result(manifest, claim), badge, readings_of(tables, claim, result))
+    if results is None:
         return row
     if result is None:
         return dataclasses.replace(row, verdict="not run", runs_note="the table was not run into this folder")
     verdict = next((v for v in result.verdicts if v.claim == claim.id), None)
-    runs = tuple(r.hash for row_id in trained for r in sorted(result.measured.runs(row_id), key=lambda r: r.seed))
+    runs = tuple(r.hash for table, row_id in trained if results.get(table) is not None
+                 for r in sorted(results[table].measured.runs(row_id), key=lambda r: r.seed))
     note = "" if runs else ("no training run: FLOP counts and timings, in its table's results.json" if not trained
                             else "no run record at this profile")
     return dataclasses.replace(row, verdict=verdict.status if verdict else "not run", runs=runs, runs_note=note)
