@@ -116,6 +116,16 @@ def test_status_fits_80_columns(inputs, mode):
                                       running.cfg.hash[:12], failed.cfg.hash[:12], str(results), f"{root}/data"])
 
 
+@pytest.mark.parametrize("mode", MODES)
+def test_appendix_fits_80_columns(inputs, mode, tmp_path):
+    root, env, _ = inputs
+    out_file = root / f"appendix-{mode}.md"
+    result, out = invoke(["appendix", "--out", str(out_file), "--results-dir", str(tmp_path)], env, mode)
+    assert result.exit_code == 0, out
+    assert_fits_and_nothing_cut(out, [str(out_file), str(tmp_path), "smoke"])
+    assert out_file.read_text().count(f"| `{LONG}/{LONG_CLAIM}`") == 1
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("mode", MODES)
 def test_data_fits_80_columns_and_each_fill_command_is_one_line(inputs, mode):

@@ -76,7 +76,8 @@ def test_numbers_link_to_their_run_records_and_claims_to_their_figures(report):
     hrefs = [a["href"] for a in page.all("a")]
     internal = [h for h in hrefs if h.startswith("#")]
     assert internal and all(h[1:] in ids for h in internal)
-    records = [h for h in hrefs if not h.startswith("#")]
+    appendix = [a["href"] for a in page.all("a", "appendix")]  # the one other file the page links
+    records = [h for h in hrefs if not h.startswith("#") and h not in appendix]
     assert records and all(re.fullmatch(r"\.\./runs/[0-9a-f]{16}\.json", h) for h in records)
     assert all((results / "smoke" / h).resolve().is_file() for h in records)
     assert any(a["href"] == "#fig-gap_vs_rho" for a in page.all("a", "fig"))
@@ -93,3 +94,13 @@ def test_the_first_screen_has_the_headline_per_group_and_per_table(report):
     assert '<td class="skip" data-label="not run">' in per_table and "not run into this folder" in per_table  # colour per verdict
     assert text.index('id="headline"') < text.index('id="claims"')
     assert "smoke: synthetic data, a pipeline check, not evidence · commit 0123456789ab" in text
+
+
+def test_it_links_the_artifact_appendix_written_beside_it(report):
+    results, text, manifests = report
+    links = [a["href"] for a in Page(text).all("a", "appendix")]
+    assert links == ["artifact-appendix.md", "artifact-appendix.tex"]
+    assert all((results / "smoke" / h).is_file() for h in links)
+    appendix = (results / "smoke" / "artifact-appendix.md").read_text()
+    assert all(f"`{m.id}/{c.id}`" in appendix for m in manifests for c in m.claims)  # every claim, table6's too
+    assert "](artifact-appendix.md)" in (results / "smoke" / "report.md").read_text()

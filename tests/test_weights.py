@@ -92,3 +92,20 @@ def test_a_pretrained_backbone_loads_the_checked_file(empty_cache, monkeypatch):
     body = BACKBONES.get("mobilenet_v2").builder((3, 32, 32), pretrained=True)
     for name, tensor in reference.features.state_dict().items():
         assert torch.equal(body.net.features.state_dict()[name], tensor)
+
+
+def test_the_published_url_is_torchvisions_and_is_cached_per_version(tmp_path, monkeypatch):
+    import json
+
+    from repro.models.weights import published_url, weights_url
+
+    monkeypatch.setenv("REPRO_CACHE", str(tmp_path))
+    assert published_url("resnet18") == weights_url("resnet18") == "https://download.pytorch.org/models/resnet18-f37072fd.pth"
+    cached = json.loads((tmp_path / "sources" / "weights.json").read_text())
+    assert cached["urls"] == {"resnet18": weights_url("resnet18")}
+    cached["urls"]["resnet18"] = "https://example.org/resnet18-00000000.pth"  # read back, not asked again
+    (tmp_path / "sources" / "weights.json").write_text(json.dumps(cached))
+    assert published_url("resnet18") == "https://example.org/resnet18-00000000.pth"
+    cached["torchvision"] = "0.0"  # another torchvision: its own URL again
+    (tmp_path / "sources" / "weights.json").write_text(json.dumps(cached))
+    assert published_url("resnet18") == weights_url("resnet18")

@@ -10,6 +10,7 @@ that holds it; the other lists it under `shows = ["<manifest>:<claim>"]` and ren
 decided there (shown_verdicts): the headline and Holm's family count it once.
 
     split(ref)               ("table2", "dw072") for "table2:dw072"; (None, ref) for a table's own id
+    qualified_ids(claim)     per other manifest, the row and comparison ids a claim reads there
     tables_named(manifest)   the other manifests its claims read or its `shows` name
     with_tables(ev, others)  the evidence with the other tables' measurements under qualified ids
     check_across(manifests)  every qualified reference and `shows` entry names what exists; no finding twice; a
@@ -53,6 +54,16 @@ def _refs(claim: Any) -> list[str]:
                 out.append(ref)
             elif key in PATH_KEYS and ref.count(".") == 2:
                 out.append(ref.split(".")[1])
+    return out
+
+
+def qualified_ids(claim: Any) -> dict[str, set[str]]:
+    """Per other manifest, the row and comparison ids a claim reads there ("<manifest>:<id>")."""
+    out: dict[str, set[str]] = {}
+    for ref in _refs(claim):
+        table, ident = split(ref)
+        if table is not None:
+            out.setdefault(table, set()).add(ident)
     return out
 
 

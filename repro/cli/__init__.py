@@ -3,6 +3,7 @@
     tables     run ID..., <id> (one per manifest), verify-all
     info       list, plan, flops, data: what things are and cost, before anything runs
     report     report: re-render from the results present
+    appendix   appendix: the Artifact Appendix, claim by claim, from the configuration and a results folder
     readings   readings ID...: every analytic claim under every alternative reading
     rho        rho MODEL: where rho lands on any torchvision CNN (repro.cli.rho)
     status     status: runs done, running, failed, pending
@@ -23,7 +24,7 @@ from __future__ import annotations
 
 import typer
 
-from repro.cli import info, readings, report, status
+from repro.cli import appendix, info, readings, report, status
 from repro.cli.compare import compare
 from repro.cli.export import export
 from repro.cli import run as tables
@@ -99,6 +100,8 @@ app.command("list", short_help="Each table and what each profile costs, before a
 app.command("plan", short_help="What deciding each empirical claim costs; the claims a budget decides.")(info.plan)
 app.command("status", short_help="Per table: runs done, running, failed, pending.")(status.status)
 app.command("report", short_help="Re-render report.md and report.html from the results present.")(report.report)
+app.command("appendix", short_help="The Artifact Appendix: each claim's command, hardware, cost and expected result.")(
+    appendix.appendix)
 app.command("export", short_help="Runs, epochs and verdicts as CSV, JSON or Parquet tables.")(export)
 app.command("compare", short_help="Two results folders: rows beyond seed noise, changed verdicts.")(compare)
 app.command("flops", short_help="Every row's FLOPs counted three ways; exit 1 on a disagreement.")(info.flops)

@@ -132,3 +132,13 @@ def run_split_sizes(dataset: str, data: str, train_samples: int | None, test_sam
     sizes = split_sizes(dataset, root) if data == "real" else SplitSizes(spec.train_size, spec.test_size, f"{data} data")
     return SplitSizes(min(sizes.train, train_samples or sizes.train), min(sizes.test, test_samples or sizes.test),
                       sizes.source)
+
+
+def decoded_cache_bytes(dataset: str, root: str | Path | None = None) -> int:
+    """Bytes of the decoded splits repro.data.tensors caches for `dataset` (uint8 images (N, C, H, W), int64
+    labels): only a tiny_imagenet_files dataset is decoded once and cached; the others are read as stored."""
+    spec = get_dataset(dataset)
+    if spec.storage != "tiny_imagenet_files":
+        return 0
+    sizes = split_sizes(dataset, root)
+    return (sizes.train + sizes.test) * (spec.channels * spec.image_size ** 2 + 8)

@@ -93,6 +93,22 @@ def weights_url(backbone: str) -> str:
     return getattr(torchvision.models, name).IMAGENET1K_V1.url
 
 
+def published_url(backbone: str) -> str:
+    """weights_url, read once per torchvision version and cached (repro.core.cache): no torch import after that."""
+    from importlib.metadata import version
+
+    from repro.core.cache import cache_dir, read_json, write_json
+
+    path = cache_dir("sources") / "weights.json"
+    cached = read_json(path)
+    cached = cached if isinstance(cached, dict) and cached.get("torchvision") == version("torchvision") else {}
+    urls = cached.get("urls") if isinstance(cached.get("urls"), dict) else {}
+    if not isinstance(urls.get(backbone), str):
+        urls[backbone] = weights_url(backbone)
+        write_json(path, {"torchvision": version("torchvision"), "urls": urls})
+    return urls[backbone]
+
+
 def _sources(sources: Iterable[str | Path] | None) -> list[Path]:
     if sources is None:
         sources = [s for s in os.environ.get("REPRO_WEIGHTS", "").split(os.pathsep) if s.strip()]

@@ -163,10 +163,10 @@ def environment() -> Environment:
 
 def render_report_html(entries: list[tuple[Manifest, ManifestResult | None]], extension: set[str],
                        summary: dict[str, Any], figures: list[FigureFile], sections: list[tuple[str, str]],
-                       titles: dict[str, str], out_dir: Path, results_dir: Path) -> str:
+                       titles: dict[str, str], out_dir: Path, results_dir: Path, appendix: list[str] | None = None) -> str:
     """The page. `summary` is write_report's (its headline counts, per-table counts and lines), `sections` the
     Markdown sections of report.md, `figures` every figure drawn (reproduction and extension), `titles` the
-    headline's name for each group of claims."""
+    headline's name for each group of claims, `appendix` the Artifact Appendix's files (relative to the page)."""
     md = _markdown(out_dir)
     groups = [(g, titles.get(g, g), c) for g, c in summary["counts"].items() if g != "extension" and sum(c.values())]
     if sum(summary.get("extension", {}).values()):
@@ -180,14 +180,14 @@ def render_report_html(entries: list[tuple[Manifest, ManifestResult | None]], ex
         pending=sum(len(v.manifest.claims) for v in views if v.result is None),
         figures=[FigureView(f"fig-{f.id}", f.title, f.paper_ref or "report figure", f.caption, data_uri(f.png))
                  for f in figures],
-        sections=[(title, Markup(md.render(body))) for title, body in sections])
+        sections=[(title, Markup(md.render(body))) for title, body in sections], appendix=appendix or [])
 
 
 def write_report_html(entries: list[tuple[Manifest, ManifestResult | None]], extension: set[str],
                       summary: dict[str, Any], figures: list[FigureFile], sections: list[tuple[str, str]],
-                      titles: dict[str, str], out_dir: Path, results_dir: Path) -> Path:
+                      titles: dict[str, str], out_dir: Path, results_dir: Path, appendix: list[str] | None = None) -> Path:
     """results_dir/<profile>/report.html (out_dir), beside report.md."""
     path = out_dir / "report.html"
     atomic_write_text(path, render_report_html(entries, extension, summary, figures, sections, titles, out_dir,
-                                               results_dir))
+                                               results_dir, appendix))
     return path

@@ -144,9 +144,10 @@ def render_figure_section(figures: list, results_dir: Path) -> str:
 
 
 def render_report(entries: list[tuple[Manifest, ManifestResult | None]], summary: dict[str, Any],
-                  extra_sections: list[tuple[str, str]] | None = None, figures: str = "") -> str:
+                  extra_sections: list[tuple[str, str]] | None = None, figures: str = "",
+                  appendix: list[str] | None = None) -> str:
     """report.md: the profile's label (the figures' stamp), summary, the claims checklist, figures, every table,
-    assumptions, provenance."""
+    assumptions, provenance; `appendix`: the Artifact Appendix's files, relative to report.md."""
     from repro.report.figure_stamp import stamp_for
 
     stamp = stamp_for([(m, r) for m, r in entries if r is not None])
@@ -157,4 +158,4 @@ def render_report(entries: list[tuple[Manifest, ManifestResult | None]], summary
                        "alternative_only": alternative_only(result) if result else {}})
     return environment().get_template("report.md.j2").render(
         blocks=blocks, summary=summary, extra_sections=extra_sections or [], figures=figures, label=stamp.text,
-        unverified=stamp.unverified)
+        unverified=stamp.unverified, appendix=appendix or [])

@@ -16,6 +16,7 @@ from repro.plan.manifest import Manifest
 from repro.report.figures import render_figures
 from repro.report.figures_extension import extension_section, is_extension
 from repro.report.html import write_report_html
+from repro.report.appendix import write_appendix
 from repro.report.learning import is_functional, learning_checks, render_learning, summary_line
 from repro.report.readings_section import (
     readings_cost, readings_entries, readings_summary, render_readings, trained_lines, trained_summary,
@@ -109,14 +110,16 @@ def _write_report(entries: list[tuple[Manifest, ManifestResult | None]], results
         summary["learning_failures"] = [c.rows[0] for c in checks if c.failed]
         signs = trained_lines([c for c in readings if c.manifest in {m.id for m, r in entries if is_functional(r)}])
         sections.insert(0, ("Does every method learn real images? (functional)", render_learning(checks, signs)))
+    # The Artifact Appendix of these results (every claim, the extension's too), which both reports link.
+    appendix = [p.relative_to(out).as_posix() for p in write_appendix(entries, results_dir, profile)]
     path = out / "report.md"
-    atomic_write_text(path, render_report(reproduction, summary, sections, figures))
+    atomic_write_text(path, render_report(reproduction, summary, sections, figures, appendix))
     for manifest, result in entries:  # each table's claims.md as decided with the others (repro.claims.across)
         if result is not None:
             write_manifest_outputs(manifest, result, results_dir)
     # report.html: the same data; the extension manifests' figures and claims sit among the others there.
     write_report_html(entries, {m.id for m, _ in entries if is_extension(m)}, summary, drawn,
-                      [s for s in sections if s is not beyond], SCOPE_TITLES, out, results_dir)
+                      [s for s in sections if s is not beyond], SCOPE_TITLES, out, results_dir, appendix)
     return path, summary
 
 

@@ -1,0 +1,53 @@
+"""`repro appendix`: the Artifact Appendix of a profile, in Markdown or LaTeX, from the configuration and a results folder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from repro.cli.common import (
+    DataOpt, ManifestsOpt, ProfileOpt, ProfilesOpt, ResultsOpt, check_profile, fail, load_every, show,
+)
+from repro.core.fsutil import WriteFailed, atomic_write_text
+
+
+def appendix(profile: Optional[str] = ProfileOpt,
+             fmt: str = typer.Option("md", "--format", "-f", help="md (Markdown) or tex (LaTeX, booktabs: a "
+                                     "document pdflatex compiles)."),
+             out: Optional[Path] = typer.Option(None, "--out", help="The file to write. Default: "
+                                                "<results>/<profile>/artifact-appendix.<format>."),
+             results_dir: Optional[Path] = ResultsOpt, manifests_dir: Optional[Path] = ManifestsOpt,
+             profiles: Optional[Path] = ProfilesOpt, data_dir: Optional[Path] = DataOpt) -> None:
+    """The Artifact Appendix (ACM / cTuning): checklist, description, installation, workflow, and one row per claim
+    with its command, hardware, cost, expected result and badge; with results of the profile in the folder, the
+    verdict there and the run records behind it."""
+    from repro.claims import decided_results
+    from repro.report.appendix import APPENDIX_NAME, FORMATS, appendix_inputs, build_appendix, render
+    from repro.results.measurements import default_results_dir, profile_dir, profiles_present
+    from repro.spec.profiles import default_profile
+
+    if fmt not in FORMATS:
+        fail(f"--format: expected {' or '.join(FORMATS)}, got {fmt!r}")
+    profile = profile or default_profile()
+    manifests = load_every(manifests_dir, profiles)
+    if not manifests:
+        from repro.plan.manifest import manifests_dir as folder
+
+        fail(f"no manifest in {folder(manifests_dir)}: an appendix has one row per claim of the manifests there")
+    check_profile(manifests, profile)
+    results_dir = results_dir or default_results_dir()
+    with_results = profile in profiles_present(results_dir)
+    entries = (decided_results(results_dir, profile, manifests) if with_results
+               else [(m, None) for m in manifests])
+    inputs = appendix_inputs(manifests, results_dir, count=True, data_dir=data_dir)
+    text = render(build_appendix(entries, profile, inputs, with_results), fmt)
+    path = out or profile_dir(results_dir, profile) / f"{APPENDIX_NAME}.{fmt}"
+    try:
+        atomic_write_text(path, text)
+    except OSError as exc:  # WriteFailed says what to free or change
+        fail(str(exc) if isinstance(exc, WriteFailed) else f"cannot write {path}: {exc.strerror or exc}")
+    claims = sum(len(m.claims) for m in manifests)
+    where = f"verdicts from {results_dir}" if with_results else f"no results of profile '{profile}' in {results_dir}"
+    show(f"wrote {path}: {claims} claims, profile {profile}; {where}")

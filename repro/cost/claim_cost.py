@@ -1,0 +1,91 @@
+"""What deciding one claim at a profile costs: the runs of the rows it reads, and the counting and timing of them.
+
+A claim reads rows (repro.claims.references.claim_rows: named, through its comparisons, in its metric paths),
+its own table's and, for a finding that spans tables, other tables' (repro.claims.across). Its cost is the cost
+model's for those tables cut down to those rows: the device time of their (row, seed) runs
+(CostModel.cost, each run once) and the wall time of their FLOP counts and latency timings
+(repro.cost.wall_time.command_time), each labelled as the model labels it: fitted, measured or reference.
+Nothing is priced here that the cost model does not price, so a change to it shows in every claim.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Mapping
+
+from repro.claims.across import qualified_ids
+from repro.claims.references import claim_rows
+from repro.cost.estimate import CostModel, device_time, duration
+from repro.cost.wall_time import BASES, Rates, command_time
+from repro.plan.manifest import Claim, Manifest
+
+COUNTING_PHASES = ("FLOP counting", "latency")  # the parts of a table's time that are neither training nor fixed
+
+
+@dataclass(frozen=True)
+class ClaimCost:
+    profile: str
+    runs: int  # training runs, each counted once
+    kind: str  # "gpu" or "cpu": what device_seconds are seconds of
+    device_seconds: float  # of the training runs
+    device_basis: str  # fitted, measured or reference
+    counting_seconds: float  # wall time of its FLOP counts and latency timings
+    counting_basis: str
+    source: str  # where the device figures come from, as the cost model says it
+
+    @property
+    def basis(self) -> str:
+        """The weakest basis of the parts that cost anything."""
+        parts = [b for b, s in ((self.device_basis, self.device_seconds), (self.counting_basis, self.counting_seconds))
+                 if s]
+        return max(parts or [self.counting_basis], key=BASES.index)
+
+    def text(self) -> str:
+        """'1.5 GPU-h (12 runs, reference)', '~3 s wall (FLOP counts, fitted)'."""
+        if self.runs:
+            runs = f"{self.runs} run{'' if self.runs == 1 else 's'}"
+            return f"{device_time(self.device_seconds, self.kind)} ({runs}, {self.device_basis})"
+        if self.counting_seconds != self.counting_seconds:
+            return "not estimated: FLOP counts not cached"
+        wall = f"~{self.counting_seconds:.1f} s" if self.counting_seconds < 10 else duration(self.counting_seconds)
+        return f"{wall} wall, no training ({self.counting_basis})"
+
+
+def _cut(manifest: Manifest, rows: set[str], claims: tuple[Claim, ...]) -> Manifest:
+    return dataclasses.replace(manifest, rows=tuple(r for r in manifest.rows if r.id in rows),
+                               comparisons=tuple(c for c in manifest.comparisons if {c.row, c.baseline} <= rows),
+                               claims=claims)
+
+
+def claim_manifest(manifest: Manifest, claim: Claim) -> Manifest:
+    """The table cut down to the rows the claim reads, as the cost model prices tables."""
+    return _cut(manifest, set(claim_rows(claim, manifest.comparisons)), (claim,))
+
+
+def claim_tables(manifest: Manifest, claim: Claim, by_id: Mapping[str, Manifest] | None = None) -> list[Manifest]:
+    """The claim's table cut down to the rows it reads, then each other table it reads ("<manifest>:<id>",
+    repro.claims.across), cut down to the rows it reads there: what must run for it to be decided."""
+    tables = [claim_manifest(manifest, claim)]
+    for table, ids in sorted(qualified_ids(claim).items()):
+        other = (by_id or {}).get(table)
+        if other is None:  # a manifest not given: priced without it (the load refuses one that does not exist)
+            continue
+        rows = {r.id for r in other.rows if r.id in ids}
+        rows |= {r for c in other.comparisons if c.id in ids for r in (c.row, c.baseline)}
+        tables.append(_cut(other, rows, ()))
+    return tables
+
+
+def claim_cost(manifest: Manifest, claim: Claim, profile: str, model: CostModel, rates: Rates = Rates(),
+               by_id: Mapping[str, Manifest] | None = None) -> ClaimCost:
+    """The claim's runs and counts at `profile` on the device that profile runs on, the other tables' it reads
+    among them (`by_id`: the manifests by id), each run counted once."""
+    tables = claim_tables(manifest, claim, by_id)
+    cost = model.cost([(t, profile) for t in tables])
+    device = model.device(manifest.profiles[profile])
+    t = command_time(tables, profile, model, rates, verify_all=False)
+    counting = [p for p in t.parts if p.table and p.phase in COUNTING_PHASES and p.seconds]
+    seconds = sum(p.seconds for p in counting)
+    basis = max((p.basis for p in counting), key=BASES.index, default=rates.flop_model.basis)
+    return ClaimCost(profile, cost.runs, cost.kind, cost.device_seconds, device.basis, seconds, basis, device.source)

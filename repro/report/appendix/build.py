@@ -1,0 +1,103 @@
+"""The appendix assembled: the facts the sections are worded from, the data sets and weights, one row per claim.
+
+The facts are computed once: `repro verify-all`'s time and the disk at the paper's protocol and at the
+appendix's profile (repro.cost), the data sets the manifests train on (repro.data.sources) and the pretrained
+weights the profiles' runs start from. The sections (repro.report.appendix.sections) word them in the ACM /
+cTuning order: abstract, check-list, description, installation, workflow, evaluation (the claims' rows,
+repro.report.appendix.claim_rows), customisation, notes.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from repro.cost.claim_cost import claim_cost, claim_tables
+from repro.cost.disk import disk_space, gigabytes
+from repro.cost.estimate import CostModel, device_time, duration
+from repro.cost.plan import BASE_PROFILE
+from repro.cost.wall_time import Rates, command_time
+from repro.data.sizes import decoded_cache_bytes
+from repro.data.sources import dataset_source
+from repro.models.weights import HASH_PREFIX, published_url
+from repro.plan.manifest import Manifest
+from repro.plan.recipes import planned_runs
+import repro.report.appendix.sections as sections
+from repro.report.appendix.claim_rows import claim_row
+from repro.report.appendix.parts import Appendix, DatasetEntry, Facts, Inputs, VerifyAll, WeightsEntry
+from repro.results.measurements import ManifestResult
+
+PREPARE_PHASES = ("start-up", "FLOP check")  # of `repro verify-all` (repro.cost.wall_time): before any table
+
+
+def _verify_all(manifests: list[Manifest], profile: str, model: CostModel, rates: Rates) -> VerifyAll:
+    """`repro verify-all --profile <profile>` as the cost model prices it (repro.cost.wall_time)."""
+    mine = [m for m in manifests if profile in m.profiles]
+    t = command_time(mine, profile, model, rates)
+    cost = model.cost([(m, profile) for m in mine])
+    device = f"{device_time(cost.device_seconds, cost.kind)} in {cost.runs} runs" if cost.runs else "no training"
+    return VerifyAll(f"{duration(t.seconds)} wall ({t.basis()})", device,
+                     sum(p.seconds for p in t.parts if p.phase in PREPARE_PHASES))
+
+
+def _runs_by_profile(manifests: list[Manifest]) -> dict[str, list]:
+    out: dict[str, dict] = {}
+    for m in manifests:
+        for name, prof in m.profiles.items():
+            for p in planned_runs(m, prof):
+                out.setdefault(name, {}).setdefault(p.cfg.hash, p.cfg)
+    return {name: list(runs.values()) for name, runs in out.items()}
+
+
+def _datasets(manifests: list[Manifest], runs: dict[str, list], model: CostModel) -> list[DatasetEntry]:
+    names = sorted({r.dataset for m in manifests for r in m.rows if "accuracy" in r.measures})
+    out = []
+    for name in names:
+        source = dataset_source(name)
+        users = tuple(p for p, cfgs in runs.items() if any(c.dataset == name and c.data == "real" for c in cfgs))
+        cache = decoded_cache_bytes(name, model.data_dir)
+        out.append(DatasetEntry(source.title, source.archives, len(source.checked_files), source.checksum_note,
+                                gigabytes(cache) if cache else "", users))
+    return out
+
+
+def _weights(runs: dict[str, list]) -> list[WeightsEntry]:
+    files: dict[str, tuple[str, set, set]] = {}
+    for name, cfgs in runs.items():
+        for cfg in cfgs:
+            if cfg.torchvision_weights:
+                url = published_url(cfg.backbone["name"])
+                entry = files.setdefault(url, (url, set(), set()))
+                entry[1].add(cfg.backbone["name"])
+                entry[2].add(name)
+    out = []
+    for url, backbones, profiles in files.values():
+        file = url.rsplit("/", 1)[-1]
+        match = HASH_PREFIX.search(file)
+        out.append(WeightsEntry(tuple(sorted(backbones)), file, url, match.group(1) if match else "",
+                                tuple(sorted(profiles))))
+    return sorted(out, key=lambda w: w.file)
+
+
+def build_appendix(entries: list[tuple[Manifest, ManifestResult | None]], profile: str, inputs: Inputs,
+                   with_results: bool) -> Appendix:
+    """The appendix of `profile` for these manifests (each with its result, or None); `with_results`: the rows
+    show the verdicts (None: the table was not run into the folder)."""
+    manifests = [m for m, _ in entries]
+    if not manifests:
+        raise ValueError("an appendix needs at least one manifest")
+    model, rates = inputs.model, inputs.rates
+    shown = [BASE_PROFILE] + ([profile] if profile != BASE_PROFILE else [])
+    device = model.device(manifests[0].profiles[BASE_PROFILE]).device
+    by_id = {m.id: m for m in manifests}
+    results = {m.id: r for m, r in entries} if with_results else None
+    rows = [claim_row(claim_tables(m, c, by_id), c, profile,
+                      {p: claim_cost(m, c, p, model, rates, by_id) for p in shown}, device, results)
+            for m in manifests for c in m.claims]
+    runs = _runs_by_profile(manifests)
+    facts = Facts(manifests, profile, shown, inputs, {p: _verify_all(manifests, p, model, rates) for p in shown},
+                  {p: sections.disk_text(disk_space(manifests, p, model)) for p in shown}, _datasets(manifests, runs, model),
+                  Counter(c.scope for m in manifests for c in m.claims))
+    return Appendix(profile, BASE_PROFILE, sections.paper_title(inputs.package), sections.abstract(facts),
+                    sections.checklist(facts), sections.hardware(facts), sections.software(facts), facts.datasets,
+                    _weights(runs), sections.installation(facts), sections.workflow(facts), sections.evaluation(facts),
+                    rows, sections.customisation(facts), sections.notes(facts), with_results)

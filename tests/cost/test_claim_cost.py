@@ -1,0 +1,68 @@
+"""repro.cost.claim_cost: a claim costs what the cost model prices for the rows it reads, labelled as the model labels it."""
+
+import dataclasses
+
+import pytest
+
+from repro.cost import calibration as cal
+from repro.cost import estimate as est
+from repro.cost.claim_cost import claim_cost, claim_manifest
+from repro.cost.wall_time import Rate, Rates
+from inline_manifests import inline_manifest
+
+GPU = cal.Throughput("A100", "gpu", 1e12, 0.003, "reference, not measured: test")
+
+
+@pytest.fixture
+def fixed(monkeypatch, tmp_path):
+    monkeypatch.setattr(est, "gpu_throughput", lambda calibration, gpu: GPU)
+    monkeypatch.setattr(est, "estimate_macs", lambda *a: {"backbone_macs": 1e6, "head_macs": 1e5})
+    monkeypatch.setenv("REPRO_DATA", str(tmp_path / "data"))
+
+
+def _row(i, measures=("flops", "accuracy"), hidden=64):
+    return {"id": i, "label": i, "dataset": "cifar10", "measures": list(measures),
+            "backbone": {"name": "cifar_standard"}, "head": {"name": "dense", "hidden": [hidden]}}
+
+
+MANIFEST = {
+    "id": "t", "title": "T", "paper_ref": "Table 1", "description": "d", "paper_table": "table1",
+    "profiles": {"full": {"description": "f", "evidence": "paper", "device": "cuda", "seeds": 3}},
+    "rows": [_row("a"), _row("b", hidden=32), _row("c", hidden=16), _row("f", ("flops",), 8)],
+    "comparisons": [{"id": "ab", "label": "ab", "row": "a", "baseline": "b"},
+                    {"id": "cb", "label": "cb", "row": "c", "baseline": "b"}],
+    "claims": [{"id": "one", "statement": "s", "section": "1", "scope": "empirical", "rule": "row_above",
+                "row": "a", "baseline": "b"},
+               {"id": "all", "statement": "s", "section": "1", "scope": "empirical", "rule": "gap_order",
+                "comparisons": ["ab", "cb"]},
+               {"id": "count", "statement": "s", "section": "1", "scope": "analytic", "rule": "compare",
+                "metric": "rows.f.rho", "relation": "<", "bound": 0.5, "kind": "property"}],
+}
+
+
+def test_a_claim_costs_the_runs_of_the_rows_it_reads(fixed):
+    m = inline_manifest(MANIFEST)
+    model = est.CostModel()
+    one, every = (claim_cost(m, c, "full", model) for c in m.claims[:2])
+    assert one.runs == 2 * 3 and every.runs == 3 * 3  # rows x seeds, each run once
+    trained = dataclasses.replace(m, rows=m.rows[:3])
+    assert every.device_seconds == pytest.approx(model.cost([(trained, "full")]).device_seconds)
+    assert one.device_seconds == pytest.approx(model.cost([(dataclasses.replace(m, rows=m.rows[:2]), "full")]).device_seconds)
+    assert (one.kind, one.device_basis) == ("gpu", "reference")
+    assert one.text().endswith("(6 runs, reference)") and one.text().startswith(est.device_time(one.device_seconds, "gpu"))
+
+
+def test_a_claim_on_counts_alone_costs_its_counting_at_the_rate_and_basis_given(fixed):
+    m = inline_manifest(MANIFEST)
+    rates = Rates(flop_model=Rate(2.0, "fitted", "test"))
+    count = claim_cost(m, m.claims[2], "full", est.CostModel(), rates)
+    assert count.runs == 0 and count.device_seconds == 0
+    assert (count.counting_seconds, count.counting_basis, count.basis) == (2.0, "fitted", "fitted")  # one model
+    assert count.text() == "~2.0 s wall, no training (fitted)"
+
+
+def test_the_claims_table_keeps_only_its_rows_and_the_comparisons_between_them():
+    m = inline_manifest(MANIFEST)
+    own = claim_manifest(m, m.claims[0])
+    assert [r.id for r in own.rows] == ["a", "b"] and [c.id for c in own.comparisons] == ["ab"]
+    assert own.profiles == m.profiles and own.id == m.id  # priced as the table it is part of
