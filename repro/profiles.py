@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 from repro.data.specs import DATASETS
 from repro.registry import closest
+from repro.runtime import environment
 from repro.schema import Problems, SchemaError, bounded, check_id, from_dict, read_toml
 
 SHIPPED_PROFILES = Path(__file__).with_name("profiles.toml")
@@ -27,7 +28,8 @@ REQUIRED_PROFILES = ("smoke", "full")  # the default profile, and the paper's pr
 
 # Upper bounds that keep a typo from asking for the impossible (1e11 samples) while leaving the paper's
 # protocol far inside: ImageNet-1K has 1.28M training images, the paper uses 10 seeds, 80 epochs, 256 px.
-MAX_SAMPLES, MAX_SEEDS, MAX_EPOCHS, MAX_BATCH, MAX_IMAGE, MAX_THREADS = 1 << 24, 1000, 10_000, 1 << 16, 1024, 1024
+MAX_SAMPLES, MAX_SEEDS, MAX_EPOCHS, MAX_BATCH, MAX_IMAGE = 1 << 24, 1000, 10_000, 1 << 16, 1024
+MAX_THREADS = environment.MAX_THREADS
 RECIPE_OVERRIDES = ("optimizer", "lr", "backbone_lr_scale")
 # Where a profile leaves `threads` and `deterministic` out, the environment gives them (else 1 and off).
 THREADS_ENV, DETERMINISTIC_ENV = "OMP_NUM_THREADS", "REPRO_DETERMINISTIC"
@@ -41,19 +43,10 @@ def environment_defaults() -> tuple[int, bool]:
     """(threads, deterministic) for a profile that gives neither: $OMP_NUM_THREADS, else 1 on every machine
     (never the machine's core count); $REPRO_DETERMINISTIC (1 or 0), else off. Raises SchemaError naming the
     variable when its value is neither."""
-    problems = []
-    text = os.environ.get(THREADS_ENV, "").strip()
-    first = text.split(",")[0].strip()  # OpenMP's nested form "4,2": the outer level is the intra-op pool
-    threads = int(first) if first.isdigit() else 0
-    if text and not 1 <= threads <= MAX_THREADS:
-        problems.append(f"{THREADS_ENV}: {text!r} is not a whole number of threads in 1..{MAX_THREADS} "
-                        "(the intra-op threads each run trains on)")
-    flag = os.environ.get(DETERMINISTIC_ENV, "").strip().lower()
-    if flag not in ("", "0", "1", "false", "true", "no", "yes", "off", "on"):
-        problems.append(f"{DETERMINISTIC_ENV}: {flag!r} is neither 1 nor 0")
+    problems = [p for name in (THREADS_ENV, DETERMINISTIC_ENV) if (p := environment.problem(name)) is not None]
     if problems:
         raise SchemaError("the environment", problems)
-    return threads or 1, flag in ("1", "true", "yes", "on")
+    return environment.value(THREADS_ENV) or 1, environment.value(DETERMINISTIC_ENV)
 
 
 @dataclass(frozen=True)

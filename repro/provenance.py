@@ -11,6 +11,7 @@ from functools import lru_cache
 
 from repro import REPO_ROOT, __version__
 from repro.devices import device_label, device_type
+from repro.runtime import environment
 
 PACKAGES = ("torch", "torchvision", "fvcore", "numpy", "scipy", "pandas", "jinja2", "typer", "rich")
 
@@ -46,7 +47,7 @@ def provenance(device: str = "cpu", threads: int | None = None) -> dict[str, obj
         "device": device_label(device, threads),
         "device_type": device_type(device),
         # --allow-unverified-data: datasets whose files fail their published checksum were accepted.
-        "allow_unverified_data": os.environ.get("REPRO_ALLOW_UNVERIFIED_DATA", "") == "1",
+        "allow_unverified_data": environment.value("REPRO_ALLOW_UNVERIFIED_DATA"),
         "platform": platform.platform(),
         "time": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
     }

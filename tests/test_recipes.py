@@ -159,6 +159,6 @@ def test_the_threads_and_deterministic_mode_come_from_the_profile_else_the_envir
     assert (resolve(row, own, 0).threads, resolve(row, own, 0).deterministic) == (2, False)
     for name, value in (("OMP_NUM_THREADS", "abc"), ("OMP_NUM_THREADS", "0"), ("REPRO_DETERMINISTIC", "maybe")):
         monkeypatch.setenv(name, value)
-        with pytest.raises(SchemaError, match=f"(?s)the environment: 1 problem.*{name}: '{value}'"):
+        with pytest.raises(SchemaError, match=f"(?s)the environment: 1 problem.*{name}='{value}': expected"):
             environment_defaults()
         monkeypatch.setenv(name, "1")

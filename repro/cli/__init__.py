@@ -70,6 +70,19 @@ app = typer.Typer(
     help="Reproduce arXiv 2605.15484: run a paper table's manifest, check FLOPs, decide claims, render reports.",
     no_args_is_help=True, add_completion=False, rich_markup_mode="rich", cls=_Group,
 )
+
+
+@app.callback()
+def _checked_environment() -> None:
+    # Before any command does any work: every environment variable the tool reads parses
+    # (repro.runtime.environment), else exit 2 naming each variable, its value and what was expected.
+    from repro.cli.common import fail_all
+    from repro.runtime.environment import problems
+
+    if found := problems():
+        fail_all(found)
+
+
 app.command("list")(info.list_manifests)
 app.command("plan")(info.plan)
 app.command("run")(tables.run)

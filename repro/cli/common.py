@@ -95,6 +95,13 @@ def fail(message: str, code: int = ExitCode.BAD_INPUT) -> NoReturn:
     raise typer.Exit(code)
 
 
+def fail_all(messages: list[str], code: int = ExitCode.BAD_INPUT) -> NoReturn:
+    """Several problems found at once: one error line each, then exit."""
+    for text in messages[:-1]:
+        err.print(f"[bold red]error:[/] {escape(text)}", highlight=False)
+    fail(messages[-1], code)
+
+
 def message(exc: BaseException) -> str:
     """An exception's text as written (KeyError's str() adds quotes around it)."""
     return str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)

@@ -19,6 +19,7 @@ import torch
 from repro.data import cifar
 from repro.data.layout import DatasetMissing, how_to_fill, status
 from repro.data.specs import get_dataset
+from repro.runtime import environment
 
 BATCH = 8  # images decoded per split
 
@@ -175,12 +176,11 @@ WORKERS_ENV = "REPRO_WORKERS"  # set by --workers: loader worker processes per s
 
 def unverified_allowed() -> bool:
     """Whether this process (and the runs it starts) may train on files that fail their checksum."""
-    return os.environ.get(ALLOW_UNVERIFIED_ENV, "") == "1"
+    return environment.value(ALLOW_UNVERIFIED_ENV)
 
 
 def workers_from_env() -> int | None:
-    value = os.environ.get(WORKERS_ENV, "")
-    return int(value) if value.isdigit() else None
+    return environment.value(WORKERS_ENV)
 
 
 def check_datasets(datasets: list[str], data_dir: str | Path | None = None,

@@ -22,6 +22,7 @@ from typing import Any
 
 from repro.execution.files import poll_interval, probe
 from repro.execution.protocol import ExecutionRequest, Outcome, RunRequest, RunState, Stopped
+from repro.runtime import environment
 from repro.runtime.interrupt import clean_after_kill, stop_workers, training
 from repro.runtime.locks import LockSettings, describe_holder
 from repro.execution.workers import release_workers, start_workers
@@ -72,7 +73,7 @@ def run_local(work: ExecutionRequest, slots: list[Slot] | None = None) -> list[O
     from repro.execution.records import attempt_run
 
     device, progress, results_dir, data_dir = work.device, work.progress, work.results_dir, work.data_dir
-    if slots is None and os.environ.get("WORLD_SIZE", "1") != "1":
+    if slots is None and environment.value("WORLD_SIZE") != 1:
         # Under torchrun this is rank 0: each run trains in this process, on this rank's device, with
         # the other ranks (repro.runtime.distributed); one run at a time.
         from repro.runtime.distributed import current, rank_device
