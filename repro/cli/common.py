@@ -26,6 +26,7 @@ from repro.profiles import shipped_profiles
 from repro.schema import SchemaError
 from repro.terminal import Grid, print_words
 
+terminal.ignore_zero_size()  # before any console is made, Typer's own included
 console = Console()
 err = Console(stderr=True, soft_wrap=True)  # messages verbatim: paths and commands are not wrapped
 
