@@ -3,10 +3,15 @@
 A write the machine refuses (no space, a read-only disk, no permission) raises WriteFailed, which
 names the file and what to free or fix: it is the machine's fault, not the run's, so the commands
 stop on it with that one line instead of recording it as a failed run.
+
+Text is written through the error handler `BYTES_OR_MARK`, so that no locale stops a write: under a locale
+that cannot decode a path's bytes (LC_ALL=C), Python holds them as lone surrogates, which go out as the
+bytes they were; a character the output's encoding lacks (an em dash on an ASCII terminal) becomes "?".
 """
 
 from __future__ import annotations
 
+import codecs
 import dataclasses
 import errno
 import json
@@ -37,6 +42,21 @@ class WriteFailed(OSError):
         return f"cannot write {self.filename}: {self.strerror}; {fix}"
 
 
+BYTES_OR_MARK = "repro.bytes-or-mark"
+
+
+def _bytes_or_mark(exc: UnicodeError) -> tuple[str | bytes, int]:
+    if not isinstance(exc, UnicodeEncodeError):
+        raise exc
+    char = exc.object[exc.start]
+    if "\udc80" <= char <= "\udcff":  # surrogateescape's form of an undecodable byte
+        return bytes([ord(char) - 0xDC00]), exc.start + 1
+    return "?", exc.start + 1
+
+
+codecs.register_error(BYTES_OR_MARK, _bytes_or_mark)
+
+
 def atomic_write_bytes(path: str | Path, data: bytes) -> None:
     path = Path(path)
     try:
@@ -65,7 +85,7 @@ def _umask() -> int:
 
 
 def atomic_write_text(path: str | Path, text: str) -> None:
-    atomic_write_bytes(path, text.encode("utf-8"))
+    atomic_write_bytes(path, text.encode("utf-8", BYTES_OR_MARK))
 
 
 def jsonable(obj: Any) -> Any:

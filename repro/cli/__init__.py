@@ -105,10 +105,14 @@ def main() -> None:
     from rich.markup import escape
 
     from repro.cli.common import ExitCode, err, interrupted_message
+    from repro.fsutil import BYTES_OR_MARK
     from repro.runtime.interrupt import sigterm_as_interrupt
     from repro.runtime.memory import keep_freed_memory
 
     keep_freed_memory()  # this process counts FLOPs, pretrains and times latency; its workers train
+    for stream in (sys.stdout, sys.stderr):  # a locale's encoding that lacks a character never stops a line
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors=BYTES_OR_MARK)
     try:
         with sigterm_as_interrupt():
             app(prog_name="repro")
