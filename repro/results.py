@@ -285,6 +285,10 @@ def check_results_dir(results_dir: Path, min_free: int = MIN_FREE_BYTES, profile
     import shutil
 
     where = f"results directory {results_dir}"
+    for folder in [results_dir, *written_folders(results_dir, profile, manifest_ids)]:
+        if (link := _dangling_link(folder)) is not None:
+            raise ResultsDirError(f"{link} is a symbolic link to {os.readlink(link)}, which does not exist; create "
+                                  "that folder (or mount its disk), or choose another with --results-dir")
     if results_dir.exists() and not results_dir.is_dir():
         raise ResultsDirError(f"the {where} is a file, not a folder; pass --results-dir a folder")
     try:
@@ -299,6 +303,14 @@ def check_results_dir(results_dir: Path, min_free: int = MIN_FREE_BYTES, profile
     if free < min_free:
         raise ResultsDirError(f"the {where} has {free / 2**20:.0f} MiB free; at least {min_free / 2**20:.0f} MiB "
                               "are needed for run records and checkpoints")
+
+
+def _dangling_link(path: Path) -> Path | None:
+    """The first symbolic link on `path` (itself or a folder above it) whose target does not exist, or None."""
+    for part in [path, *path.parents]:
+        if part.is_symlink() and not part.exists():
+            return part
+    return None
 
 
 def _check_writable(folder: Path, results_dir: Path) -> None:

@@ -93,3 +93,20 @@ def test_cli_refuses_an_unwritable_results_dir_up_front(tmp_path):
     (tmp_path / "file").write_text("")
     out = CliRunner().invoke(app, ["table6", "--results-dir", str(tmp_path / "file")])
     assert out.exit_code == 2 and "is a file, not a folder" in out.output and "nothing was run" in out.output
+
+
+@pytest.mark.parametrize("link", ["results", "results/runs", "results/smoke"])
+def test_a_dangling_symlink_in_the_results_is_named_with_its_target(tmp_path, link):
+    """Issue 41, item 14: a dangling symlink as the results folder gave "cannot write ...: File exists"."""
+    from typer.testing import CliRunner
+
+    from repro.cli import app
+
+    (tmp_path / link).parent.mkdir(parents=True, exist_ok=True)
+    (tmp_path / link).symlink_to(tmp_path / "unmounted" / "disk")
+    out = CliRunner().invoke(app, ["table6", "--results-dir", str(tmp_path / "results")], env={"COLUMNS": "300"})
+    assert out.exit_code == 2 and "File exists" not in out.output, out.output
+    assert (f"error: {tmp_path / link} is a symbolic link to {tmp_path / 'unmounted' / 'disk'}, which does not "
+            "exist; create that folder (or mount its disk), or choose another with --results-dir; nothing was run"
+            in out.output), out.output
+    assert not (tmp_path / "unmounted").exists()
