@@ -9,7 +9,7 @@ import inspect
 from typing import Any, Optional
 
 from repro.execution.options import options_from_cli
-from repro.runtime.locks import DEFAULT_STALE_AFTER_S
+from repro.runtime.locks import DEFAULT_STALE_AFTER_S, MIN_STALE_AFTER_S
 
 
 def _typer_parameters() -> list[inspect.Parameter]:
@@ -28,8 +28,9 @@ def _typer_parameters() -> list[inspect.Parameter]:
             help="Train each run on N processes with DDP (one per GPU; gloo on a CPU): runs this command under "
                  "torchrun --standalone --nproc-per-node N. The global batch stays the recipe's."),
         opt("no_wait", False, bool, "--no-wait", help="slurm: submit and return at once; rerun the command (or `repro status`) later."),
-        opt("stale_lock_after", DEFAULT_STALE_AFTER_S, float, "--stale-lock-after", min=1.0,
-            help="Seconds without a heartbeat after which another process's run lock is taken over."),
+        opt("stale_lock_after", DEFAULT_STALE_AFTER_S, float, "--stale-lock-after",
+            help=f"Seconds without a heartbeat after which another process's run lock is taken over (at least "
+                 f"{MIN_STALE_AFTER_S:g}: twice the heartbeat)."),
         opt("slurm_partition", None, Optional[str], "--slurm-partition"),
         opt("slurm_gpus_per_task", None, Optional[int], "--slurm-gpus-per-task", min=0),
         opt("slurm_cpus_per_task", None, Optional[int], "--slurm-cpus-per-task", min=1),

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from repro.runtime.locks import DEFAULT_STALE_AFTER_S, LockSettings
+from repro.runtime.locks import DEFAULT_STALE_AFTER_S, LockSettings, stale_after_problem
 
 EXECUTORS = ("local", "slurm")
 
@@ -43,6 +43,8 @@ class ExecutorOptions:
             raise ValueError(f"runs_per_gpu must be at least 1, got {self.runs_per_gpu}")
         if self.gpus_per_run < 1:
             raise ValueError(f"gpus_per_run must be at least 1, got {self.gpus_per_run}")
+        if problem := stale_after_problem(self.stale_after_s):
+            raise ValueError(problem)
 
     @property
     def lock(self) -> LockSettings:

@@ -27,6 +27,9 @@ from typing import Any
 from repro.fsutil import WriteFailed
 
 DEFAULT_STALE_AFTER_S = 600.0
+MAX_HEARTBEAT_S = 30.0  # a holder refreshes its lock at least this often, whatever its own stale_after_s
+# A holder beats every MAX_HEARTBEAT_S at the default; a taker that waits less than two beats takes live locks.
+MIN_STALE_AFTER_S = 2 * MAX_HEARTBEAT_S
 PID_MAX = 2**31 - 1  # pids are positive C ints; Linux's pid_max is at most 2**22
 
 
@@ -40,12 +43,20 @@ class LockSettings:
 
     @property
     def heartbeat_s(self) -> float:
-        return max(0.5, min(30.0, self.stale_after_s / 4))
+        return max(0.5, min(MAX_HEARTBEAT_S, self.stale_after_s / 4))
 
     @property
     def unreadable_grace_s(self) -> float:
         """How long a lock that cannot be read may stay so: its creator writes it right after creating it."""
         return min(10.0, self.stale_after_s)
+
+
+def stale_after_problem(seconds: float) -> str | None:
+    """Why `seconds` cannot be a command's --stale-lock-after (a sentence), or None."""
+    if not seconds >= MIN_STALE_AFTER_S:
+        return (f"--stale-lock-after {seconds:g} is below {MIN_STALE_AFTER_S:g} s, twice the {MAX_HEARTBEAT_S:g} s "
+                "between a live run's heartbeats: its lock would be taken over while it trains")
+    return None
 
 
 def lock_path(runs_dir: Path, run_hash: str) -> Path:
