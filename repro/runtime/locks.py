@@ -5,15 +5,22 @@ on NFSv3+), holds who trains the run (host, pid, Slurm job, start time), and its
 is the heartbeat, refreshed by a thread while the run trains. Only the holder reads,
 writes or unlinks the run's checkpoint. A lock is stale, and is taken over with a
 warning, when its heartbeat is older than `stale_after_s`, when its holder is a process
-on this host that no longer exists, or when it was left by this same Slurm array task
+on this machine that no longer exists, or when it was left by this same Slurm array task
 before a requeue. A lock file that cannot be read or names no valid holder (random bytes,
 a pid that is not a process id) is named as such and taken over once it is older than
-`unreadable_grace_s`: a lock is written in the same instant it is created. Torch-free, so
-`repro status` can read locks cheaply; its only import from repro is fsutil's WriteFailed.
+`unreadable_grace_s`: a lock is written in the same instant it is created.
+
+"This machine" is the kernel's boot id, which every container on it shares (the host name where a lock
+predates boot ids): a container's host name is new each run unless its compose file fixes one. A process
+is known by its pid and start time, so a pid reused by another process is not taken for the holder. A
+holder in another pid namespace on this machine (another container, or one that was killed) cannot be
+looked up: its lock is stale after two heartbeats' silence (MIN_STALE_AFTER_S), not `stale_after_s`.
+Torch-free, so `repro status` can read locks cheaply; its only import from repro is fsutil's WriteFailed.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import socket
@@ -75,9 +82,39 @@ def slurm_identity() -> dict[str, str]:
     return out
 
 
+def _first_line(path: str) -> str | None:
+    try:
+        with open(path) as fh:
+            return fh.readline().strip() or None
+    except OSError:
+        return None
+
+
+@functools.lru_cache(maxsize=1)  # neither changes while the process lives
+def machine_identity() -> dict[str, str]:
+    """This machine's boot id and this process's pid namespace, as far as /proc tells ({} where it does not)."""
+    out = {"boot_id": _first_line("/proc/sys/kernel/random/boot_id")}
+    try:
+        out["pid_ns"] = os.readlink("/proc/self/ns/pid")  # "pid:[4026531836]"
+    except OSError:
+        pass
+    return {k: v for k, v in out.items() if v}
+
+
+def process_started(pid: int) -> int | None:
+    """When process `pid` started, in clock ticks since boot (/proc/<pid>/stat, field 22); None if unknown."""
+    line = _first_line(f"/proc/{pid}/stat")
+    try:
+        return int(line.rsplit(")", 1)[1].split()[19]) if line else None
+    except (IndexError, ValueError):
+        return None
+
+
 def holder_identity(label: str = "", executor: str = "local") -> dict[str, Any]:
+    started = process_started(os.getpid())
     return {"host": socket.gethostname(), "pid": os.getpid(), "executor": executor, "label": label,
-            "started": time.time(), **slurm_identity()}
+            "started": time.time(), **machine_identity(), **({"pid_started": started} if started else {}),
+            **slurm_identity()}
 
 
 def holder_problem(holder: Any) -> str | None:
@@ -87,9 +124,13 @@ def holder_problem(holder: Any) -> str | None:
     pid = holder.get("pid")
     if isinstance(pid, bool) or not isinstance(pid, int) or not 1 <= pid <= PID_MAX:
         return f"its pid {json.dumps(pid)[:40]} is not a process id"
-    for key in ("host", "token", "label", "executor", "slurm_job_id", "slurm_array_job_id", "slurm_array_task_id"):
+    for key in ("host", "token", "label", "executor", "slurm_job_id", "slurm_array_job_id", "slurm_array_task_id",
+                "boot_id", "pid_ns"):
         if key in holder and not isinstance(holder[key], str):
             return f"its {key} {json.dumps(holder[key])[:40]} is not text"
+    ticks = holder.get("pid_started", 0)
+    if isinstance(ticks, bool) or not isinstance(ticks, int):
+        return f"its process start {json.dumps(ticks)[:40]} is not a number of clock ticks"
     started = holder.get("started", 0.0)
     if isinstance(started, bool) or not isinstance(started, (int, float)):
         return f"its start time {json.dumps(started)[:40]} is not a number"
@@ -144,13 +185,35 @@ def stale_reason(holder: dict[str, Any], settings: LockSettings, now: float | No
         return f"no heartbeat for {age:.0f} s (stale after {settings.stale_after_s:.0f} s)"
     if "pid" not in holder:
         return None
-    if holder.get("host") == socket.gethostname() and not _pid_alive(holder["pid"]):
-        return f"its process {holder['pid']} on this host has exited"
+    if (gone := _exited_here(holder, age, settings)) is not None:
+        return gone
     me = slurm_identity()
     if me and "slurm_array_job_id" in me and all(holder.get(k) == me[k] for k in ("slurm_array_job_id", "slurm_array_task_id")):
         return "it is this Slurm array task's own lock from before a requeue"
     if me and "slurm_array_job_id" not in me and holder.get("slurm_job_id") == me["slurm_job_id"]:
         return "it is this Slurm job's own lock from before a requeue"
+    return None
+
+
+def _exited_here(holder: dict[str, Any], age: float, settings: LockSettings) -> str | None:
+    """Why a holder on this machine is gone, or None (alive, or on another machine)."""
+    here = machine_identity()
+    if "boot_id" in holder and "boot_id" in here:
+        if holder["boot_id"] != here["boot_id"]:
+            return None
+    elif holder.get("host") != socket.gethostname():
+        return None
+    pid = holder["pid"]
+    if holder.get("pid_ns", here.get("pid_ns")) != here.get("pid_ns"):  # another container: its pids are not ours
+        silence = min(settings.stale_after_s, MIN_STALE_AFTER_S)
+        if age > silence:
+            return f"no heartbeat for {age:.0f} s from process {pid} of another container on this machine"
+        return None
+    if not _pid_alive(pid):
+        return f"its process {pid} on this host has exited"
+    started = holder.get("pid_started")
+    if started is not None and process_started(pid) not in (None, started):
+        return f"its process {pid} on this host has exited (the pid now names another process)"
     return None
 
 

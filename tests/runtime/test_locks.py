@@ -132,3 +132,45 @@ def test_a_lock_that_cannot_be_read_is_named(tmp_path, monkeypatch):
     monkeypatch.setattr(type(path), "read_bytes", refuse)
     holder = read_holder(path)
     assert holder["problem"] == "it cannot be read (Permission denied)"
+
+
+def _here(**holder):
+    """A lock of this process as a lock of this version writes it: this machine's boot id, this pid namespace, and
+    the process's start (clock ticks since boot), read from /proc here."""
+    try:
+        identity = {"boot_id": open("/proc/sys/kernel/random/boot_id").read().strip(),
+                    "pid_ns": os.readlink("/proc/self/ns/pid"),
+                    "pid_started": int(open("/proc/self/stat").read().rsplit(")", 1)[1].split()[19])}
+    except OSError:
+        pytest.skip("/proc does not give this machine's boot id, pid namespace and process start here")
+    return {"host": socket.gethostname(), "pid": os.getpid(), "started": time.time(), "token": "t", **identity,
+            **holder}
+
+
+def test_a_killed_containers_lock_is_taken_over_after_two_heartbeats_not_the_stale_timeout():
+    """Issue 41, item 16: the lock of a container killed on this machine (same boot id, another pid namespace,
+    its own host name) waited the whole 600 s before it was taken over."""
+    settings = LockSettings()  # 600 s
+    now = time.time()
+    container = _here(host="3f2a9c1d7e5b", pid=23, pid_ns="pid:[4026532999]", pid_started=1)
+    assert stale_reason({**container, "heartbeat": now - 20}, settings, now) is None  # a live container beats
+    reason = stale_reason({**container, "heartbeat": now - 61}, settings, now)  # two 30 s heartbeats missed
+    assert reason == "no heartbeat for 61 s from process 23 of another container on this machine"
+    other_machine = {**container, "boot_id": "another-boot", "heartbeat": now - 300}
+    assert stale_reason(other_machine, settings, now) is None  # another machine: its clock, the 600 s rule
+
+
+def test_a_reused_pid_is_not_taken_for_the_holder(tmp_path):
+    """A pid in the lock that now names another process (a container's pids restart at 1) is not its holder."""
+    settings, now = LockSettings(), time.time()
+    assert stale_reason({**_here(), "heartbeat": now}, settings, now) is None  # this very process
+    reused = {**_here(pid_started=_here()["pid_started"] - 1), "heartbeat": now}
+    assert stale_reason(reused, settings, now) == (f"its process {os.getpid()} on this host has exited (the pid now "
+                                                   "names another process)")
+    lock_path(tmp_path, "abc").write_text(json.dumps({k: v for k, v in reused.items() if k != "heartbeat"}))
+    lock = try_lock(tmp_path, "abc", settings)
+    assert isinstance(lock, RunLock)
+    written = json.loads(lock.path.read_text())
+    assert {k: written[k] for k in ("boot_id", "pid_ns", "pid_started")} == {
+        k: _here()[k] for k in ("boot_id", "pid_ns", "pid_started")}
+    lock.release()
