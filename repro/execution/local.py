@@ -97,12 +97,17 @@ def run_local(work: ExecutionRequest, slots: list[Slot] | None = None) -> list[O
     free = list(slots)
     outcomes: list[Outcome] = []
 
+    said: dict[str, tuple] = {}  # hash -> the holder last logged: a wait is logged when its holder changes
+
     def finish(outcome: Outcome, request: RunRequest) -> None:
         if progress is not None and request.label in tasks:
             progress.remove_task(tasks.pop(request.label))
         if outcome.state is RunState.HELD:
             waiting[outcome.run_hash] = (request, time.time())
-            if progress is not None:
+            holder = outcome.holder or {}
+            who = tuple(holder.get(k) for k in ("host", "pid", "token", "problem"))
+            if progress is not None and said.get(outcome.run_hash) != who:
+                said[outcome.run_hash] = who
                 progress.log(f"{request.label}: held by {describe_holder(outcome.holder)}; waiting for its record")
             return
         outcomes.append(outcome)
@@ -138,6 +143,8 @@ def run_local(work: ExecutionRequest, slots: list[Slot] | None = None) -> list[O
                     free.sort(key=slots.index)
                     finish(future.result(), request)
             elif waiting:
+                # A run found free goes back to the queue after this sleep: when its lock still cannot be taken,
+                # the next try is one poll interval later, never at once.
                 if not _poll_waiting(waiting, queue, outcomes, results_dir, settings, progress, overall):
                     time.sleep(poll_interval(settings))
         failed = False
@@ -173,21 +180,21 @@ def _stop_workers(running: dict, pools: dict, results_dir: Path) -> list[RunRequ
 
 def _poll_waiting(waiting: dict, queue: deque, outcomes: list[Outcome], results_dir: Path, settings: LockSettings,
                   progress: Any, overall: Any) -> bool:
-    """Book the awaited runs that finished elsewhere; requeue those whose holder left. True if any changed."""
-    changed = False
+    """Book the awaited runs that finished elsewhere; requeue those whose holder left. True if any was booked."""
+    booked = False
     for h, (request, since) in list(waiting.items()):
         outcome = probe(results_dir, request.cfg, settings, since)
         if outcome.state is RunState.HELD:
             continue
-        changed = True
         del waiting[h]
         if outcome.state is RunState.FREE:
             queue.append(request)
             continue
+        booked = True
         outcomes.append(outcome)
         if progress is not None:
             progress.advance(overall)
-    return changed
+    return booked
 
 
 class _ProgressEvents:

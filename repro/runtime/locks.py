@@ -318,13 +318,16 @@ def _create(path: Path, holder: dict[str, Any]) -> bool:
 
 
 def _take_over(path: Path, holder: dict[str, Any], reason: str, settings: LockSettings) -> None:
-    """Remove a stale lock; a second O_EXCL file makes sure only one process removes it."""
+    """Remove a stale lock; a second O_EXCL file, the guard, makes sure only one process removes it. A guard
+    is stale by the rules of a lock (its taker exited, or was killed mid-takeover): it is removed and taken."""
     guard = path.with_name(path.name + ".takeover")
     if not _create(guard, holder_identity()):
         g = read_holder(guard)
-        if g is not None and time.time() - g["heartbeat"] > settings.stale_after_s:
-            guard.unlink(missing_ok=True)  # a taker that died mid-takeover
-        return
+        if g is None or stale_reason(g, settings) is None:
+            return  # another process is taking the lock over now
+        guard.unlink(missing_ok=True)
+        if not _create(guard, holder_identity()):
+            return
     try:
         current = read_holder(path)
         if current is not None and current.get("token") == holder.get("token") and stale_reason(current, settings):

@@ -174,3 +174,21 @@ def test_a_reused_pid_is_not_taken_for_the_holder(tmp_path):
     assert {k: written[k] for k in ("boot_id", "pid_ns", "pid_started")} == {
         k: _here()[k] for k in ("boot_id", "pid_ns", "pid_started")}
     lock.release()
+
+
+def test_a_takeover_guard_left_by_a_dead_taker_is_stale_too(tmp_path, capsys):
+    """Issue 41, item 4: a stale lock (dead pid) plus the .lock.takeover guard a kill mid-takeover leaves kept the
+    run blocked: the guard was honoured for 600 s although its pid was dead."""
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    pid = int(dead.stdout)
+    path = _foreign_lock(tmp_path, "abc", host=socket.gethostname(), pid=pid)
+    guard = path.with_name("abc.lock.takeover")
+    guard.write_text(json.dumps({"host": socket.gethostname(), "pid": pid, "started": time.time()}))
+    lock = try_lock(tmp_path, "abc", LockSettings())  # stale after 600 s: the guard is seconds old
+    assert isinstance(lock, RunLock) and not guard.exists()
+    assert f"its process {pid} on this host has exited" in capsys.readouterr().out
+    lock.release()
+    live = {"host": socket.gethostname(), "pid": os.getpid(), "started": time.time()}  # a taker at work
+    _foreign_lock(tmp_path, "abc", host=socket.gethostname(), pid=pid)
+    guard.write_text(json.dumps(live))
+    assert isinstance(try_lock(tmp_path, "abc", LockSettings()), dict) and guard.exists()
