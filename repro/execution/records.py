@@ -34,7 +34,9 @@ from repro.execution.record_checks import RECORD_SCHEMA, checkpoint_problem, rec
 from repro.fsutil import WriteFailed, atomic_write_json, jsonable
 from repro.provenance import provenance
 from repro.recipes import RunConfig
-from repro.runtime.locks import LockLost, LockSettings, RunLock, read_holder, slurm_identity, try_lock
+from repro.runtime.locks import (
+    LockLost, LockNotRemovable, LockSettings, RunLock, read_holder, slurm_identity, try_lock,
+)
 
 
 def load_checkpoint_epoch(results_dir: Path, cfg: RunConfig) -> int:
@@ -149,7 +151,10 @@ def attempt_run(request: RunRequest, results_dir: Path, device: str, data_dir: P
     process has it) or FAILED. Never raises for a failed run; raises WriteFailed when the disk refuses a file
     (its fault, not the run's: the command stops on it, and no record is touched)."""
     h = request.cfg.hash
-    lock = try_lock(runs_dir(results_dir), h, lock_settings, request.label, executor)
+    try:
+        lock = try_lock(runs_dir(results_dir), h, lock_settings, request.label, executor)
+    except LockNotRemovable as exc:  # another user's stale lock: this run is skipped, the others train
+        return Outcome(h, RunState.FAILED, error=str(exc))
     if not isinstance(lock, RunLock):
         return Outcome(h, RunState.HELD, holder=lock)
     try:

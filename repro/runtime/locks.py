@@ -44,6 +44,22 @@ class LockLost(RuntimeError):
     """Another process took this run's lock over (ours was judged stale): stop training it."""
 
 
+class LockNotRemovable(RuntimeError):
+    """A stale lock (or takeover guard) this user may not remove, such as another user's in a sticky folder:
+    its run is skipped, and the message names the file and who can remove it."""
+
+    @classmethod
+    def of(cls, path: Path, reason: str, cause: OSError) -> LockNotRemovable:
+        try:
+            import pwd
+
+            owner = pwd.getpwuid(path.stat().st_uid).pw_name
+        except (ImportError, KeyError, OSError):
+            owner = "its owner"
+        return cls(f"the lock {path} is stale ({reason}), but this user may not remove it "
+                   f"({cause.strerror or cause}); the run is skipped: {owner} or root can remove the file")
+
+
 @dataclass(frozen=True)
 class LockSettings:
     stale_after_s: float = DEFAULT_STALE_AFTER_S
@@ -271,7 +287,7 @@ class RunLock:
 def try_lock(runs_dir: Path, run_hash: str, settings: LockSettings, label: str = "",
              executor: str = "local") -> RunLock | dict[str, Any]:
     """Take the run's lock: a RunLock, or the live holder's description (a dict) when another process has it.
-    Raises WriteFailed when the folder refuses the lock file."""
+    Raises WriteFailed when the folder refuses the lock file, LockNotRemovable when a stale one may not be removed."""
     try:
         runs_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -323,9 +339,9 @@ def _take_over(path: Path, holder: dict[str, Any], reason: str, settings: LockSe
     guard = path.with_name(path.name + ".takeover")
     if not _create(guard, holder_identity()):
         g = read_holder(guard)
-        if g is None or stale_reason(g, settings) is None:
+        if g is None or (why := stale_reason(g, settings)) is None:
             return  # another process is taking the lock over now
-        guard.unlink(missing_ok=True)
+        _remove(guard, why)
         if not _create(guard, holder_identity()):
             return
     try:
@@ -336,6 +352,14 @@ def _take_over(path: Path, holder: dict[str, Any], reason: str, settings: LockSe
                       "taking it over", flush=True)
             else:
                 print(f"warning: taking over the lock {path.name} of {describe_holder(current)}: {reason}", flush=True)
-            path.unlink(missing_ok=True)
+            _remove(path, reason)
     finally:
         guard.unlink(missing_ok=True)
+
+
+def _remove(path: Path, reason: str) -> None:
+    """Unlink a stale lock or guard; LockNotRemovable when this user may not (another user's, in a sticky folder)."""
+    try:
+        path.unlink(missing_ok=True)
+    except PermissionError as exc:
+        raise LockNotRemovable.of(path, reason, exc) from None

@@ -192,3 +192,30 @@ def test_a_takeover_guard_left_by_a_dead_taker_is_stale_too(tmp_path, capsys):
     _foreign_lock(tmp_path, "abc", host=socket.gethostname(), pid=pid)
     guard.write_text(json.dumps(live))
     assert isinstance(try_lock(tmp_path, "abc", LockSettings()), dict) and guard.exists()
+
+
+def test_a_stale_lock_this_user_may_not_remove_is_named_with_its_owner(tmp_path, monkeypatch):
+    """Issue 41, item 12: another user's stale lock in a sticky (1777) runs/ raised a PermissionError traceback."""
+    import pwd
+    from pathlib import Path
+
+    from repro.runtime.locks import LockNotRemovable
+
+    path = _foreign_lock(tmp_path, "abc")
+    old = time.time() - 61
+    os.utime(path, (old, old))
+    real = Path.unlink
+
+    def sticky(self, missing_ok=False):
+        if self == path:
+            raise PermissionError(1, "Operation not permitted", str(self))
+        return real(self, missing_ok=missing_ok)
+
+    monkeypatch.setattr(Path, "unlink", sticky)
+    with pytest.raises(LockNotRemovable) as caught:
+        try_lock(tmp_path, "abc", SETTINGS)
+    owner = pwd.getpwuid(os.getuid()).pw_name
+    assert str(caught.value) == (f"the lock {path} is stale (no heartbeat for 61 s (stale after 60 s)), but this user "
+                                 f"may not remove it (Operation not permitted); the run is skipped: {owner} or root "
+                                 "can remove the file")
+    assert path.exists() and not path.with_name("abc.lock.takeover").exists()  # our guard is gone again
