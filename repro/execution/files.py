@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from repro.execution.protocol import Outcome, RunState
-from repro.execution.record_checks import read_record
+from repro.execution.record_checks import LeftAlone, read_record
 from repro.fsutil import WriteFailed
 from repro.recipes import RunConfig
 from repro.results import RUNS_FOLDER
@@ -62,7 +62,8 @@ def set_aside(path: Path, what: str, problem: str, then: str) -> Path | None:
 
 
 def load_record(results_dir: Path, cfg: RunConfig) -> dict[str, Any] | None:
-    """The finished record of `cfg`, or None; an unusable record is set aside, never read as a result."""
+    """The finished record of `cfg`, or None; an unusable record is set aside, never read as a result. Raises
+    LeftAlone (repro.execution.record_checks) for one that cannot be read or that a newer version wrote."""
     path = record_path(results_dir, cfg)
     record, problem = read_record(path, cfg)
     if problem is not None:
@@ -98,25 +99,30 @@ def probe(results_dir: Path, cfg: RunConfig, settings: LockSettings, since: floa
     """What the files of a run say: RECORDED (a usable record), HELD (a live lock), FAILED (a failure written at
     or after `since`), else FREE (with the lock left by a holder that is gone, if any). The record is read again
     last: its holder may finish between the reads. `set_aside_unusable` False reads only (repro status): an
-    unusable record then counts as none, and a FREE outcome's `error` says why it is unusable."""
+    unusable record then counts as none, and a FREE outcome's `error` says why it is unusable. A record left
+    alone (it cannot be read, or a newer version wrote it) is FAILED, its error the line that says so."""
     def record() -> tuple[dict[str, Any] | None, str | None]:
         if set_aside_unusable:
             return load_record(results_dir, cfg), None
         return read_record(record_path(results_dir, cfg), cfg)
 
-    found, _ = record()
-    if found is not None:
-        return Outcome(cfg.hash, RunState.RECORDED, record=found)
-    holder = read_holder(lock_path(runs_dir(results_dir), cfg.hash))
-    if holder is not None and stale_reason(holder, settings, now) is None:
-        return Outcome(cfg.hash, RunState.HELD, holder=holder)
-    failed = failure_outcome(results_dir, cfg.hash, since)
-    if failed is not None:
-        return failed
-    found, unusable = record()
+    try:
+        found, _ = record()
+        if found is not None:
+            return Outcome(cfg.hash, RunState.RECORDED, record=found)
+        holder = read_holder(lock_path(runs_dir(results_dir), cfg.hash))
+        if holder is not None and stale_reason(holder, settings, now) is None:
+            return Outcome(cfg.hash, RunState.HELD, holder=holder)
+        failed = failure_outcome(results_dir, cfg.hash, since)
+        if failed is not None:
+            return failed
+        found, unusable = record()
+    except LeftAlone as exc:
+        return Outcome(cfg.hash, RunState.FAILED, error=str(exc))
     if found is not None:
         return Outcome(cfg.hash, RunState.RECORDED, record=found)
     return Outcome(cfg.hash, RunState.FREE, holder=holder, error=unusable and f"its record is unusable ({unusable})")
+
 
 def poll_interval(settings: LockSettings) -> float:
     """How often a run another process holds is probed again."""

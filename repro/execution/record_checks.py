@@ -13,6 +13,9 @@ names (its run facts say so; an older one's CPU device label does).
 
 This module decides what a usable record is for every command: `repro run` sets an unusable one
 aside and redoes the run, `repro status` counts it pending, the report's compute section skips it.
+Only content that is wrong is damage. A file that cannot be read (no permission, an I/O error) and a
+record a newer version wrote (a higher `schema`) raise LeftAlone instead: the file stays where it is,
+and its run is neither reused nor trained again here, with one line naming the file.
 Torch-free: the checkpoint check takes the state torch.load returned.
 """
 
@@ -33,6 +36,20 @@ REQUIRED_KEYS = ("schema", "config", "config_hash", "seed", "metrics", "history"
 CHECKPOINT_KEYS = ("model", "optimizer", "scheduler", "rng", "history", "epoch", "elapsed")
 UNIT_METRICS = ("accuracy", "final_accuracy", "peak_accuracy")  # fractions in [0, 1]
 UNIT_HISTORY = ("test_accuracy", "train_accuracy")
+
+
+class LeftAlone(Exception):
+    """A run's record or checkpoint that is not damage and is not used here: it cannot be read, or a newer version
+    wrote it. Never set aside; its run is skipped, and the message (one line) names the file and why."""
+
+    @classmethod
+    def unreadable(cls, path: Path, cause: OSError) -> LeftAlone:
+        return cls(f"cannot read {path}: {cause.strerror or cause}; it is left as it is and its run is skipped")
+
+
+def newer_schema(record: Any) -> bool:
+    schema = record.get("schema") if isinstance(record, dict) else None
+    return isinstance(schema, int) and not isinstance(schema, bool) and schema > RECORD_SCHEMA
 
 
 def record_digest(record: dict[str, Any]) -> str:
@@ -115,17 +132,21 @@ def record_threads(record: dict[str, Any]) -> int | None:
 
 def read_record(path: Path, cfg: RunConfig) -> tuple[dict[str, Any] | None, str | None]:
     """(the usable record of `cfg` at `path`, None), (None, why it is unusable), or (None, None) when there is none.
-    Reads only: repro.execution.files.load_record sets an unusable record aside."""
+    Raises LeftAlone when the file cannot be read or a newer version wrote it. Reads only:
+    repro.execution.files.load_record sets an unusable record aside."""
     try:
         data = path.read_bytes()
     except FileNotFoundError:
         return None, None
-    except OSError as exc:
-        return None, f"it cannot be read ({exc.strerror or exc})"
+    except OSError as exc:  # no permission, an I/O error: the content may be fine
+        raise LeftAlone.unreadable(path, exc) from None
     try:
         record = json.loads(data.decode("utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         return None, f"not valid JSON ({exc})"
+    if newer_schema(record):
+        raise LeftAlone(f"{path} was written by a newer version (record schema {record['schema']}; this one reads "
+                        f"{RECORD_SCHEMA}): not reused, and left as it is; its run is skipped")
     problem = record_problem(record, jsonable(cfg.to_dict()), cfg.hash, cfg.epochs)
     return (record, None) if problem is None else (None, problem)
 

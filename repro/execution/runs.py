@@ -16,6 +16,7 @@ from repro.execution.files import (  # noqa: F401  (re-exported)
     checkpoint_path, failure_path, load_record, record_path, runs_dir,
 )
 from repro.execution.options import EXECUTORS, ExecutorOptions
+from repro.execution.record_checks import LeftAlone
 from repro.execution.protocol import ExecutionRequest, Executor, Outcome, RunRequest, RunState, Stopped
 from repro.runtime.interrupt import RunsInterrupted, checkpoint_epoch
 
@@ -71,7 +72,8 @@ class RunBatch:
 
 
 def pending_runs(requests: list[RunRequest], results_dir: Path) -> tuple[RunBatch, list[RunRequest]]:
-    """Deduplicate by hash; the runs already recorded are booked as reused, the others returned to do."""
+    """Deduplicate by hash; the runs already recorded are booked as reused, those whose record is left alone
+    (unreadable, or a newer version's) as errors, the others returned to do."""
     batch = RunBatch()
     todo: list[RunRequest] = []
     seen: set[str] = set()
@@ -79,7 +81,11 @@ def pending_runs(requests: list[RunRequest], results_dir: Path) -> tuple[RunBatc
         if r.cfg.hash in seen:
             continue
         seen.add(r.cfg.hash)
-        record = load_record(results_dir, r.cfg)
+        try:
+            record = load_record(results_dir, r.cfg)
+        except LeftAlone as exc:
+            batch.errors[r.cfg.hash] = str(exc)
+            continue
         if record is None:
             todo.append(r)
         else:
@@ -92,13 +98,20 @@ def interruption(results_dir: Path, requests: list[RunRequest], in_flight: list[
     """What an interrupt left, read from disk (a record may be written after its outcome was last booked):
     the runs with a record, the epoch each interrupted run resumes from, the runs not started."""
     unique = list({r.cfg.hash: r for r in requests}.values())
-    recorded = {r.cfg.hash for r in unique if load_record(results_dir, r.cfg) is not None}
+    recorded = {r.cfg.hash for r in unique if _recorded(results_dir, r)}
     stopped = [r for r in {r.cfg.hash: r for r in in_flight}.values() if r.cfg.hash not in recorded]
     for r in in_flight:
         if r.cfg.hash in recorded:  # stopped between its record and its checkpoint's removal
             checkpoint_path(results_dir, r.cfg).unlink(missing_ok=True)
     epochs = [checkpoint_epoch(checkpoint_path(results_dir, r.cfg)) for r in stopped]
     return RunsInterrupted(len(recorded), epochs, len(unique) - len(recorded) - len(stopped))
+
+
+def _recorded(results_dir: Path, request: RunRequest) -> bool:
+    try:
+        return load_record(results_dir, request.cfg) is not None
+    except LeftAlone:
+        return False
 
 
 def execute_runs(requests: list[RunRequest], results_dir: Path, device: str, data_dir: Path | None = None,

@@ -167,3 +167,26 @@ def test_an_intact_checkpoint_resumes_without_a_warning(tmp_path, capsys, traine
     redone = execute_runs([RunRequest(CFG, "r")], tmp_path, "cpu").records[CFG.hash]
     assert "warning" not in capsys.readouterr().out
     assert redone["resumed_from_epoch"] == 1 and redone["metrics"] == record["metrics"]
+
+
+def test_a_checkpoint_that_cannot_be_read_is_named_and_left_alone(tmp_path, capsys, trained, monkeypatch):
+    """Issue 41, item 3, for checkpoints: a read error (permission, I/O) is not damage. The run is skipped with one
+    line; the checkpoint stays for when it can be read; nothing else is written."""
+    import repro.execution.records as records
+    from repro.execution.records import attempt_run
+    from repro.execution.protocol import RunState
+
+    _, _, ckpt_data = trained
+    ckpt = checkpoint_path(tmp_path, CFG)
+    ckpt.parent.mkdir(parents=True)
+    ckpt.write_bytes(ckpt_data)
+
+    def refuse(path, *args, **kwargs):
+        raise PermissionError(13, "Permission denied", str(path))
+
+    monkeypatch.setattr(records.torch, "load", refuse)
+    outcome = attempt_run(RunRequest(CFG, "r"), tmp_path, "cpu", None)
+    assert outcome.state is RunState.FAILED
+    assert outcome.error == f"cannot read {ckpt}: Permission denied; it is left as it is and its run is skipped"
+    assert "warning" not in capsys.readouterr().out
+    assert sorted(p.name for p in runs_dir(tmp_path).iterdir()) == [ckpt.name] and ckpt.read_bytes() == ckpt_data
