@@ -1,7 +1,10 @@
 """Is a run record or checkpoint usable? Each check returns why not (a sentence), or None.
 
 A record must hold the keys, the shapes and the value ranges the tables read from it
-(repro.results.RunSummary), belong to the run it is filed under (config and hash), and
+(repro.results.RunSummary), and every other field a command reads has the type in FIELD_TYPES
+(`repro status`: the executor and the seconds; the report: the seconds, the device, the routing
+counts), so that no reader needs a check of its own. It must belong to the run it is filed under
+(config and hash), and
 carry the digest it was written with: sha256 of its canonical JSON without the digest,
 so a hand edit to any value is detected. Values are checked before the digest, so a
 record whose numbers are impossible says which number; a plausible edit says "digest".
@@ -59,6 +62,61 @@ def record_digest(record: dict[str, Any]) -> str:
     return hashlib.sha256(text.encode("ascii")).hexdigest()
 
 
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _seconds(value: Any) -> bool:
+    return _number(value) and value >= 0
+
+
+def _count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _counts(value: Any) -> bool:
+    return isinstance(value, list) and all(_count(v) for v in value)
+
+
+def _text(value: Any) -> bool:
+    return isinstance(value, str)
+
+
+# Where present, each field a command reads has this type (the dotted path's last key; dicts only on the way).
+FIELD_TYPES: tuple[tuple[str, Any, str], ...] = (
+    ("wall_seconds", _seconds, "a number of seconds, 0 or more"),
+    ("cpu_seconds", _seconds, "a number of seconds, 0 or more"),
+    ("train_seconds", _seconds, "a number of seconds, 0 or more"),
+    ("resumed_from_epoch", _count, "an epoch, 0 or more"),
+    ("label", _text, "text"),
+    ("data", _text, "text"),
+    ("weights", _text, "text"),
+    ("metrics.protocol", _text, "text"),
+    ("provenance.device", _text, "text"),
+    ("provenance.device_type", _text, "text"),
+    ("provenance.executor", lambda v: isinstance(v, dict), "an object"),
+    ("provenance.executor.host", _text, "text"),
+    ("provenance.executor.name", _text, "text"),
+    ("provenance.reproducibility", lambda v: isinstance(v, dict), "an object"),
+    ("provenance.reproducibility.threads", lambda v: _count(v) and v >= 1, "a whole number of threads"),
+    ("provenance.reproducibility.deterministic", lambda v: isinstance(v, bool), "true or false"),
+    ("routing.expert_usage", _counts, "a list of counts"),
+    ("routing.test_usage_by_class", lambda v: isinstance(v, list) and all(map(_counts, v)),
+     "a list of lists of counts (classes x experts)"),
+    ("routing.routing_entropy", _number, "a number"),
+)
+
+
+def _field(record: dict[str, Any], path: str) -> tuple[bool, Any]:
+    """(present, value) of a dotted path through nested objects."""
+    value: Any = record
+    for key in path.split("."):
+        if not isinstance(value, dict) or key not in value:
+            return False, None
+        value = value[key]
+    return True, value
+
+
 def _fraction(value: Any, where: str, low_open: bool = False) -> str | None:
     """Why `value` is not a finite number in [0, 1] ((0, 1] with low_open), or None."""
     allowed = "a number in (0, 1]" if low_open else "a number in [0, 1]"
@@ -106,12 +164,18 @@ def record_problem(record: Any, config: dict[str, Any], config_hash: str, epochs
         for name in UNIT_HISTORY:
             if problem := _fraction(entry.get(name), f"history[{i}].{name}"):
                 return problem
+        if entry.get("tau") is not None and not _number(entry["tau"]):
+            return f"history[{i}].tau is {json.dumps(entry['tau'])[:40]}, expected a number or null"
     peak = metrics.get("peak_epoch")
     if isinstance(peak, bool) or not isinstance(peak, int) or not 1 <= peak <= epochs:
         return f"metrics.peak_epoch is {json.dumps(peak)}, expected an epoch in 1..{epochs}"
     for name in ("provenance", "routing"):
         if name in record and not isinstance(record[name], dict):
             return f"{name} is {json.dumps(record[name])[:40]}, expected an object"
+    for path, valid, expected in FIELD_TYPES:
+        present, value = _field(record, path)
+        if present and not valid(value):
+            return f"{path} is {json.dumps(value)[:40]}, expected {expected}"
     if record["digest"] != record_digest(record):
         return "its digest does not match its content (edited after it was written)"
     return None

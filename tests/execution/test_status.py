@@ -79,8 +79,16 @@ def _truncated(r):
     return json.dumps(r)[:200]
 
 
-@pytest.mark.parametrize("damage", [_edited_accuracy, _text_accuracy, _truncated],
-                         ids=["edited accuracy", "accuracy 'abc'", "truncated"])
+def _wall_seconds_a_word(r):
+    """Issue 41, item 5: with its digest made again, `run` reused this record and `status` crashed formatting it."""
+    from repro.execution.record_checks import record_digest
+
+    r["wall_seconds"] = "fast"
+    r["digest"] = record_digest(r)
+
+
+@pytest.mark.parametrize("damage", [_edited_accuracy, _text_accuracy, _truncated, _wall_seconds_a_word],
+                         ids=["edited accuracy", "accuracy 'abc'", "truncated", "wall seconds 'fast', redigested"])
 def test_status_counts_pending_every_record_run_would_set_aside_and_touches_none(tmp_path, damage, capsys):
     """Issue 22, item 6: status counted such records done while `repro run` redid their runs."""
     cfg = config()
