@@ -138,6 +138,15 @@ class TableRun:
         return outcomes
 
 
+def rebuild_result(manifest: Manifest, profile: str, results_dir: Path, device: str = "auto") -> ManifestResult:
+    """The table's results.json and tables written again from the run records already in `results_dir`, training
+    nothing (a run without a record is a problem of the table, as a failed run is); FLOP counts and latencies
+    are measured again on this machine. For a results.json that was damaged (repro.results.ResultUnusable)."""
+    ctx = make_context(manifest, profile, results_dir, device, jobs=1, train=False)
+    result, _ = execute(manifest, ctx)
+    return result
+
+
 def decidable_not_reproduced(results: list[ManifestResult], device: str) -> bool:
     """--strict: a claim the profile and device could decide that did not come out reproduced."""
     for result in results:
@@ -173,4 +182,4 @@ def describe_exception(exc: BaseException) -> str:
 
 
 __all__ = ["Context", "TableOutcome", "TableRun", "comparison_metric", "decidable_not_reproduced", "execute",
-           "flop_check", "make_context", "row_metric", "run_manifest"]
+           "flop_check", "make_context", "rebuild_result", "row_metric", "run_manifest"]

@@ -115,13 +115,18 @@ def _recorded(results_dir: Path, request: RunRequest) -> bool:
 
 
 def execute_runs(requests: list[RunRequest], results_dir: Path, device: str, data_dir: Path | None = None,
-                 jobs: int = 1, progress: Any = None, options: ExecutorOptions | None = None) -> RunBatch:
+                 jobs: int = 1, progress: Any = None, options: ExecutorOptions | None = None,
+                 train: bool = True) -> RunBatch:
     """Run what has no record yet with the executor `options` names (repro.execution.options.ExecutorOptions;
     default: local); return the records and errors by hash, and the counts trained here, reused and
-    trained by another process. On Ctrl-C or SIGTERM, raises RunsInterrupted saying what was kept."""
+    trained by another process. On Ctrl-C or SIGTERM, raises RunsInterrupted saying what was kept.
+    `train` False: the records there only; a run without one is an error, as a failed run is."""
     options = options or ExecutorOptions()
     batch, todo = pending_runs(requests, results_dir)
-    if todo:
+    if not train:
+        for r in todo:
+            batch.errors[r.cfg.hash] = "it has no run record, and a rebuild trains nothing"
+    elif todo:
         work = ExecutionRequest(tuple(todo), results_dir, device, data_dir, jobs, options, progress,
                                 batch.counts.reused)
         try:

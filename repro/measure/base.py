@@ -25,6 +25,7 @@ class Context:
     executor: Any = None  # repro.execution.options.ExecutorOptions: who trains the runs; None: local
     run_counts: Any = None  # repro.execution.runs.RunCounts of this table's runs, set by the accuracy measurer
     submitted: dict[str, str] = field(default_factory=dict)  # run hash -> Slurm job (123_4), not awaited (--no-wait)
+    train: bool = True  # False: a rebuild (repro.pipeline.rebuild_result) reads the run records there, trains none
 
     @property
     def paper_scale(self) -> bool:
