@@ -8,13 +8,15 @@
 
 `probe` reads a run's record, lock and failure in one fixed order and says what they come to as an
 Outcome (repro.execution.protocol): the executors, while they wait on another process, and
-`repro status` all ask it. Torch-free.
+`repro status` all ask it. `remove_stale_temporaries` removes, when runs start, the temporary files
+of writes that a killed process left (repro.fsutil). Torch-free.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import socket
 import time
 import uuid
 from pathlib import Path
@@ -22,10 +24,10 @@ from typing import Any
 
 from repro.execution.protocol import Outcome, RunState
 from repro.execution.record_checks import LeftAlone, read_record
-from repro.fsutil import WriteFailed
+from repro.fsutil import WriteFailed, temporary_writer
 from repro.recipes import RunConfig
 from repro.results import RUNS_FOLDER
-from repro.runtime.locks import LockSettings, lock_path, read_holder, stale_reason
+from repro.runtime.locks import LockSettings, lock_path, pid_alive, read_holder, stale_reason
 
 
 def runs_dir(results_dir: Path) -> Path:
@@ -69,6 +71,34 @@ def load_record(results_dir: Path, cfg: RunConfig) -> dict[str, Any] | None:
     if problem is not None:
         set_aside(path, "run record", problem, "the run will be redone")
     return record
+
+
+def remove_stale_temporaries(results_dir: Path, settings: LockSettings, now: float | None = None) -> list[Path]:
+    """Remove the temporary files in runs/ that no writer will finish: older than the lock timeout, and written by
+    a process not alive (on this host, its pid has exited; on another, or unnamed, the age decides). A write
+    takes seconds; a SIGKILL mid-write leaves one for good (a checkpoint's: 65 MB)."""
+    now = time.time() if now is None else now
+    removed, freed = [], 0
+    for tmp in sorted(runs_dir(results_dir).glob(".*.tmp")):
+        try:
+            stat = tmp.stat()
+        except OSError:
+            continue
+        writer = temporary_writer(tmp.name)
+        if now - stat.st_mtime <= settings.stale_after_s:
+            continue
+        if writer is not None and writer[1] == socket.gethostname() and pid_alive(writer[0]):
+            continue
+        try:
+            tmp.unlink()
+        except OSError:  # gone already, or not ours to remove: left as it is
+            continue
+        removed.append(tmp)
+        freed += stat.st_size
+    if removed:
+        print(f"removed {len(removed)} temporary file(s) ({freed / 2**20:.1f} MiB) that stopped writes left in "
+              f"{runs_dir(results_dir)}", flush=True)
+    return removed
 
 
 def read_json(path: Path) -> dict[str, Any] | None:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from repro.execution.files import (  # noqa: F401  (re-exported)
-    checkpoint_path, failure_path, load_record, record_path, runs_dir,
+    checkpoint_path, failure_path, load_record, record_path, remove_stale_temporaries, runs_dir,
 )
 from repro.execution.options import EXECUTORS, ExecutorOptions
 from repro.execution.record_checks import LeftAlone
@@ -122,6 +122,7 @@ def execute_runs(requests: list[RunRequest], results_dir: Path, device: str, dat
     trained by another process. On Ctrl-C or SIGTERM, raises RunsInterrupted saying what was kept.
     `train` False: the records there only; a run without one is an error, as a failed run is."""
     options = options or ExecutorOptions()
+    remove_stale_temporaries(results_dir, options.lock)
     batch, todo = pending_runs(requests, results_dir)
     if not train:
         for r in todo:

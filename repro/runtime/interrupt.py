@@ -157,7 +157,7 @@ def clean_after_kill(runs_dir: Path, run_hash: str, pid: int) -> None:
     holder = read_holder(lock)
     if holder is not None and holder.get("pid") == pid:
         lock.unlink(missing_ok=True)
-    for tmp in runs_dir.glob(f".{run_hash}.*.tmp"):  # fsutil's atomic writes: .<name>.<random>.tmp
+    for tmp in runs_dir.glob(f".{run_hash}.*.tmp"):  # fsutil's atomic writes: .<name>.<pid>@<host>.<random>.tmp
         tmp.unlink(missing_ok=True)
 
 

@@ -179,7 +179,7 @@ def read_holder(path: Path) -> dict[str, Any] | None:
     return {**holder, "heartbeat": heartbeat}
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -225,7 +225,7 @@ def _exited_here(holder: dict[str, Any], age: float, settings: LockSettings) -> 
         if age > silence:
             return f"no heartbeat for {age:.0f} s from process {pid} of another container on this machine"
         return None
-    if not _pid_alive(pid):
+    if not pid_alive(pid):
         return f"its process {pid} on this host has exited"
     started = holder.get("pid_started")
     if started is not None and process_started(pid) not in (None, started):
