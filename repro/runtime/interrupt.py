@@ -1,7 +1,8 @@
 """Ctrl-C (SIGINT) and SIGTERM while runs train: stop the workers, keep what finished, say how to resume.
 
+A closed terminal (SIGHUP) and Ctrl-\\ (SIGQUIT) stop the command the same way: no core dump, no lock left.
 The main process decides: Ctrl-C at a terminal reaches the whole process group, so
-pool workers ignore SIGINT and are stopped by the main process with SIGTERM, which
+pool workers ignore SIGINT (and SIGHUP, SIGQUIT) and are stopped by the main process with SIGTERM, which
 they turn into KeyboardInterrupt so the run unwinds (its lock released, a
 half-written file removed; the checkpoint of its last finished epoch stays, written
 atomically). A worker that has not stopped after `GRACE_S` is killed, and its lock
@@ -57,6 +58,8 @@ def command_line(argv: list[str]) -> str:
 
 
 _received: list[int] = []  # the signals that interrupted the current sigterm_as_interrupt block
+# What a terminal sends the whole foreground process group: Ctrl-C, a hangup (closed), Ctrl-\\.
+TERMINAL_SIGNALS = (signal.SIGINT, signal.SIGHUP, signal.SIGQUIT)
 
 
 def _raise_interrupt(signum: int, frame: object) -> None:
@@ -66,18 +69,19 @@ def _raise_interrupt(signum: int, frame: object) -> None:
 
 @contextlib.contextmanager
 def sigterm_as_interrupt() -> Iterator[None]:
-    """In the main process: SIGTERM interrupts like Ctrl-C (a scheduler's or `kill`'s stop request).
+    """In the main process: SIGTERM interrupts like Ctrl-C (a scheduler's or `kill`'s stop request), and so do
+    SIGHUP (the terminal closed) and SIGQUIT (Ctrl-\\), which would end the process with its locks held.
     Installed by the `repro` entry point alone (repro.cli.main), never by the library, so that a test
     or a notebook that calls it keeps its own signal handling.
     A KeyboardInterrupt raised while Python runs a finalizer is dropped (Python would print "Exception
     ignored in ..." and go on); the signal is remembered, so the block still ends as interrupted when it
-    reaches its end. Ctrl-C stays ignored where the process was started ignoring it (`nohup`, a shell's
-    background job).
+    reaches its end. Ctrl-C, SIGHUP and SIGQUIT stay ignored where the process was started ignoring them (`nohup`,
+    a shell's background job).
     """
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    wanted = [signal.SIGTERM] + ([signal.SIGINT] if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN else [])
+    wanted = [signal.SIGTERM] + [s for s in TERMINAL_SIGNALS if signal.getsignal(s) is not signal.SIG_IGN]
     previous = {s: signal.signal(s, _raise_interrupt) for s in wanted}
     hook = sys.unraisablehook
     sys.unraisablehook = lambda u: None if issubclass(u.exc_type, KeyboardInterrupt) and _received else hook(u)
@@ -113,9 +117,27 @@ def _worker_sigterm(signum: int, frame: object) -> None:
 
 
 def worker_signals() -> None:
-    """In a pool worker: ignore the terminal's SIGINT; the main process stops it with SIGTERM."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    """In a pool worker (or the manager serving its events): ignore the terminal's signals; the main process stops
+    it with SIGTERM."""
+    for signum in TERMINAL_SIGNALS:
+        signal.signal(signum, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, _worker_sigterm)
+
+
+@contextlib.contextmanager
+def terminal_signals_ignored() -> Iterator[None]:
+    """In the main process, while it starts helper processes: an ignored signal is inherited (it survives exec),
+    so multiprocessing's resource tracker, which ignores only SIGINT and SIGTERM itself, outlives a hangup or
+    Ctrl-\\ that the main process handles (dead, it is relaunched with a traceback per shared block)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {s: signal.signal(s, signal.SIG_IGN) for s in TERMINAL_SIGNALS[1:]}
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
 
 
 @contextlib.contextmanager

@@ -92,10 +92,13 @@ def whole(tmp_path_factory):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("jobs,signum,group", [("2", signal.SIGINT, True), ("1", signal.SIGTERM, False)],
-                         ids=["ctrl-c jobs 2", "sigterm jobs 1"])
+@pytest.mark.parametrize("jobs,signum,group", [("2", signal.SIGINT, True), ("1", signal.SIGTERM, False),
+                                               ("2", signal.SIGHUP, True), ("2", signal.SIGQUIT, True)],
+                         ids=["ctrl-c jobs 2", "sigterm jobs 1", "closed terminal jobs 2", "ctrl-backslash jobs 2"])
 def test_a_signal_stops_the_table_in_seconds_and_a_rerun_completes_it_identically(tmp_path, whole, jobs, signum,
                                                                                  group):
+    """Issue 41, item 10: a closed terminal (SIGHUP) exited 129 with no "interrupted" line and left locks; SIGQUIT
+    dumped core."""
     env = write_manifest(tmp_path, EPOCHS, SAMPLES)
     results = tmp_path / "results"
     runs = results / "runs"
