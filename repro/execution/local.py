@@ -65,7 +65,21 @@ def _attempt_in_worker(request: RunRequest, results_dir: Path, device: str, data
     from repro.execution.records import attempt_run
 
     with training():
-        return attempt_run(request, results_dir, device, data_dir, events, "local", settings)
+        return attempt_run(request, results_dir, device, data_dir, _Progress(events), "local", settings)
+
+
+class _Progress:
+    """A worker's end of the events queue. Progress is for display: with the manager gone (the main process was
+    killed and the manager stopped first), an epoch is not a failed run; the worker stops itself next."""
+
+    def __init__(self, events: Any) -> None:
+        self.events = events
+
+    def put(self, event: tuple) -> None:
+        try:
+            self.events.put(event)
+        except (OSError, EOFError):  # BrokenPipeError, ConnectionRefusedError, ...
+            pass
 
 
 def run_local(work: ExecutionRequest, slots: list[Slot] | None = None) -> list[Outcome]:

@@ -6,7 +6,9 @@ pool workers ignore SIGINT (and SIGHUP, SIGQUIT) and are stopped by the main pro
 they turn into KeyboardInterrupt so the run unwinds (its lock released, a
 half-written file removed; the checkpoint of its last finished epoch stays, written
 atomically). A worker that has not stopped after `GRACE_S` is killed, and its lock
-and temporary files are removed here (it cannot remove them itself). Torch-free.
+and temporary files are removed here (it cannot remove them itself). A worker whose main process
+dies without stopping it (SIGKILL, the OOM killer) notices within PARENT_POLL_S and stops itself the
+same way (`exit_with_parent`). Torch-free.
 """
 
 from __future__ import annotations
@@ -16,11 +18,13 @@ import os
 import signal
 import sys
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
 GRACE_S = 5.0  # a training step is far shorter; a worker still running after this is killed
+PARENT_POLL_S = 0.5  # how often a worker looks whether its main process is still there
 
 
 @dataclass(eq=False)  # an exception stays hashable
@@ -118,10 +122,31 @@ def _worker_sigterm(signum: int, frame: object) -> None:
 
 def worker_signals() -> None:
     """In a pool worker (or the manager serving its events): ignore the terminal's signals; the main process stops
-    it with SIGTERM."""
+    it with SIGTERM, and should the main process die without doing so, it stops itself (exit_with_parent)."""
     for signum in TERMINAL_SIGNALS:
         signal.signal(signum, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, _worker_sigterm)
+    exit_with_parent()
+
+
+def exit_with_parent(poll_s: float = PARENT_POLL_S) -> None:
+    """Watch, from a thread, for the end of the process that started this one; then stop as its SIGTERM would
+    stop this one (a run in training unwinds: its lock released, a half-written file removed, its last
+    checkpoint kept) and exit. Without it, pool workers (about 0.9 GB each), the manager and with them the
+    resource tracker lived on under pid 1 after a SIGKILL of the main process alone."""
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(poll_s)
+        if _training.is_set():
+            os.kill(os.getpid(), signal.SIGTERM)  # _worker_sigterm, in the main thread
+            deadline = time.monotonic() + GRACE_S
+            while _training.is_set() and time.monotonic() < deadline:
+                time.sleep(0.05)
+        os._exit(128 + signal.SIGTERM)
+
+    threading.Thread(target=watch, name="parent watch", daemon=True).start()
 
 
 @contextlib.contextmanager

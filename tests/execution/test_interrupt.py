@@ -214,3 +214,62 @@ def test_report_keeps_the_interrupt_contract(table6_results, tmp_path, how):
     assert "rerun `repro report --results-dir" in out.stderr and "Traceback" not in out.stderr
     if how != "swallowed":  # stopped before rendering: the last report stays as it was
         assert (table6_results / "smoke" / "report.md").read_bytes() == before
+
+
+def _session(sid: int) -> list[str]:
+    """The processes of a session still alive (the command under test leads its own): 'pid command' each."""
+    out = []
+    for proc in os.listdir("/proc"):
+        if proc.isdigit():
+            try:
+                with open(f"/proc/{proc}/stat") as fh:
+                    fields = fh.read().rsplit(")", 1)[1].split()
+                if int(fields[3]) == sid and fields[0] != "Z":
+                    with open(f"/proc/{proc}/cmdline", "rb") as fh:
+                        out.append(f"{proc} {fh.read().replace(bytes(1), b' ').decode(errors='replace')[:80]}")
+            except (OSError, IndexError, ValueError):
+                continue
+    return out
+
+
+KILLS = 10
+
+
+@pytest.mark.slow
+def test_ten_sigkills_of_the_main_process_alone_leave_no_process_and_the_table_equals_a_clean_runs(tmp_path, whole):
+    """Issue 41, item 2: kill -9 of the main process only (the OOM killer; not the group, as a terminal's Ctrl-C
+    is) left both pool workers and the resource tracker alive under pid 1, minutes later."""
+    import random
+
+    env = write_manifest(tmp_path, EPOCHS, SAMPLES)
+    results = tmp_path / "results"
+    runs = results / "runs"
+    rng, written, gone_after = random.Random(41), {}, []
+    for kill in range(KILLS):
+        proc = repro(results, env, "--jobs", "2")
+        deadline = time.time() + 600
+        while not any(runs.glob("*.lock")) and proc.poll() is None:  # the workers train
+            assert time.time() < deadline
+            time.sleep(0.05)
+        if proc.poll() is not None:  # finished before this kill: every run is recorded
+            break
+        time.sleep(rng.uniform(0, 2.0))  # a random moment of the training
+        os.kill(proc.pid, signal.SIGKILL)
+        killed = time.monotonic()
+        proc.wait()  # the main process only: its output pipe stays open while any child holds it
+        while _session(proc.pid) and time.monotonic() - killed < 10:
+            time.sleep(0.1)
+        gone_after.append(time.monotonic() - killed)
+        assert _session(proc.pid) == [], f"kill {kill + 1}: alive 10 s after the kill: {_session(proc.pid)}"
+        proc.communicate(timeout=60)
+        assert not list(runs.glob("*.lock")), f"kill {kill + 1}: locks left: {list(runs.glob('*.lock'))}"
+        for path in runs.glob("*.json"):
+            assert written.setdefault(path.name, path.stat().st_mtime_ns) == path.stat().st_mtime_ns  # never rewritten
+    print(f"{len(gone_after)} SIGKILLs of the main process: every process of the command gone "
+          f"{min(gone_after):.1f}-{max(gone_after):.1f} s after each")
+    again = repro(results, env, "--jobs", "2")
+    out, _ = again.communicate(timeout=900)
+    assert again.returncode == 0, out
+    assert {p.name: p.stat().st_mtime_ns for p in runs.glob("*.json") if p.name in written} == written
+    assert not list(runs.glob("*.ckpt")) and not list(runs.glob(".*.tmp")) and not list(runs.glob("*.failed.json"))
+    assert _table(results) == whole
