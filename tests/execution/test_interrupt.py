@@ -232,28 +232,53 @@ def _session(sid: int) -> list[str]:
     return out
 
 
-KILLS = 10
+KILLS, KILL_EPOCHS = 10, 12
+
+
+def _epochs_done(runs) -> int:
+    """Epochs finished and kept, over the table's runs: a record's all, a checkpoint's its epoch."""
+    done = 0
+    for path in runs.glob("*.json"):
+        if not path.name.endswith(".failed.json"):
+            done += KILL_EPOCHS
+    for path in runs.glob("*.ckpt"):
+        try:
+            done += torch.load(path, weights_only=True)["epoch"]
+        except (OSError, RuntimeError, EOFError):  # replaced or removed while read: counted at the next look
+            pass
+    return done
+
+
+@pytest.fixture(scope="module")
+def whole_longer(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("whole_longer")
+    proc = repro(folder / "results", write_manifest(folder, KILL_EPOCHS, SAMPLES), "--jobs", "2")
+    out, _ = proc.communicate(timeout=900)
+    assert proc.returncode == 0, out
+    return _table(folder / "results")
 
 
 @pytest.mark.slow
-def test_ten_sigkills_of_the_main_process_alone_leave_no_process_and_the_table_equals_a_clean_runs(tmp_path, whole):
+def test_ten_sigkills_of_the_main_process_alone_leave_no_process_and_the_table_equals_a_clean_runs(tmp_path,
+                                                                                                  whole_longer):
     """Issue 41, item 2: kill -9 of the main process only (the OOM killer; not the group, as a terminal's Ctrl-C
-    is) left both pool workers and the resource tracker alive under pid 1, minutes later."""
+    is) left both pool workers and the resource tracker alive under pid 1, minutes later. Each kill lands once
+    the table has kept a random number of epochs (of 48; the last at 36 at most, so the table never ends first,
+    however fast the machine), then after a random part of a second."""
     import random
 
-    env = write_manifest(tmp_path, EPOCHS, SAMPLES)
+    env = write_manifest(tmp_path, KILL_EPOCHS, SAMPLES)
     results = tmp_path / "results"
     runs = results / "runs"
     rng, written, gone_after = random.Random(41), {}, []
-    for kill in range(KILLS):
+    targets = sorted(rng.sample(range(1, 3 * KILL_EPOCHS + 1), KILLS))
+    for kill, target in enumerate(targets):
         proc = repro(results, env, "--jobs", "2")
         deadline = time.time() + 600
-        while not any(runs.glob("*.lock")) and proc.poll() is None:  # the workers train
-            assert time.time() < deadline
-            time.sleep(0.05)
-        if proc.poll() is not None:  # finished before this kill: every run is recorded
-            break
-        time.sleep(rng.uniform(0, 2.0))  # a random moment of the training
+        while not (any(runs.glob("*.lock")) and _epochs_done(runs) >= target):
+            assert proc.poll() is None and time.time() < deadline, f"the table ended before kill {kill + 1}"
+            time.sleep(0.02)
+        time.sleep(rng.uniform(0, 0.3))
         os.kill(proc.pid, signal.SIGKILL)
         killed = time.monotonic()
         proc.wait()  # the main process only: its output pipe stays open while any child holds it
@@ -266,10 +291,11 @@ def test_ten_sigkills_of_the_main_process_alone_leave_no_process_and_the_table_e
         for path in runs.glob("*.json"):
             assert written.setdefault(path.name, path.stat().st_mtime_ns) == path.stat().st_mtime_ns  # never rewritten
     print(f"{len(gone_after)} SIGKILLs of the main process: every process of the command gone "
-          f"{min(gone_after):.1f}-{max(gone_after):.1f} s after each")
+          f"{min(gone_after):.1f}-{max(gone_after):.1f} s after each; kept epochs at the kills {targets} or more "
+          f"of {4 * KILL_EPOCHS}; {len(written)} of 4 runs recorded before the last")
     again = repro(results, env, "--jobs", "2")
     out, _ = again.communicate(timeout=900)
     assert again.returncode == 0, out
     assert {p.name: p.stat().st_mtime_ns for p in runs.glob("*.json") if p.name in written} == written
     assert not list(runs.glob("*.ckpt")) and not list(runs.glob(".*.tmp")) and not list(runs.glob("*.failed.json"))
-    assert _table(results) == whole
+    assert _table(results) == whole_longer
