@@ -376,7 +376,8 @@ def result_problem(data: Any, profile: str, manifest_id: str) -> str | None:
         return f"missing keys {missing}"
     for key, kind in RESULT_KEYS.items():
         if not isinstance(data[key], kind):
-            return f"{key} is {json.dumps(data[key])[:40]}, expected {'text' if kind is str else 'a JSON ' + kind.__name__}"
+            expected = "text" if kind is str else f"a JSON {kind.__name__}"
+            return f"{key} is {json.dumps(data[key])[:40]}, expected {expected}"
     if (data["manifest"], data["profile"]) != (manifest_id, profile):
         return f"it is the result of {data['manifest']} at profile {data['profile']}, not of {manifest_id} at {profile}"
     if not all(isinstance(v, dict) for v in data["verdicts"]):

@@ -31,8 +31,9 @@ def test_a_bad_checkpoint_interval_is_refused_before_any_run(tmp_path, bad):
 
 
 def test_every_bad_variable_is_named_at_once_in_one_form():
-    found = problems({"REPRO_WORKERS": "two", "OMP_NUM_THREADS": "0", "REPRO_DISPATCH": "fused", "REPRO_COMPILE": "maybe",
-                      "REPRO_DDP_CONTROL_TIMEOUT_S": "0", "WORLD_SIZE": "x", "COLUMNS": "0", "REPRO_RESULTS": ""})
+    found = problems({"REPRO_WORKERS": "two", "OMP_NUM_THREADS": "0", "REPRO_DISPATCH": "fused",
+                      "REPRO_COMPILE": "maybe", "REPRO_DDP_CONTROL_TIMEOUT_S": "0", "WORLD_SIZE": "x", "COLUMNS": "0",
+                      "REPRO_RESULTS": ""})
     assert [p.split("=")[0] for p in found] == ["OMP_NUM_THREADS", "REPRO_WORKERS", "REPRO_COMPILE", "REPRO_DISPATCH",
                                                 "WORLD_SIZE", "REPRO_DDP_CONTROL_TIMEOUT_S"]
     assert found[1] == ("REPRO_WORKERS='two': expected a whole number, 0 or more (loader processes per split for "
