@@ -10,6 +10,7 @@ manifest three ways; repro.report.summary writes report.md.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import traceback
 from dataclasses import dataclass, field
@@ -166,6 +167,15 @@ class TableRun:
         return outcomes
 
 
+def rebuild_result(manifest: Manifest, profile: str, results_dir: Path, device: str = "auto") -> ManifestResult:
+    """The table's results.json and tables written again from the run records already in `results_dir`, training
+    nothing (a run without a record is a problem of the table, as a failed run is); FLOP counts and latencies
+    are measured again on this machine. For a results.json that was damaged (repro.results.measurements.ResultUnusable)."""
+    ctx = dataclasses.replace(make_context(manifest, TableOptions(profile, results_dir, device, jobs=1)), train=False)
+    table, _ = execute(manifest, ctx)
+    return table.result
+
+
 def decidable_not_reproduced(results: list[ManifestResult], device: str) -> bool:
     """--strict: a claim the profile and device could decide that did not come out reproduced."""
     for result in results:
@@ -200,5 +210,5 @@ def describe_exception(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}{where}"
 
 
-__all__ = ["Context", "TableMeasurement", "TableOutcome", "TableRun", "comparison_metric", "decidable_not_reproduced", "execute",
-           "flop_check", "make_context", "row_metric", "run_manifest"]
+__all__ = ["Context", "TableMeasurement", "TableOutcome", "TableRun", "comparison_metric", "decidable_not_reproduced",
+           "execute", "flop_check", "make_context", "rebuild_result", "row_metric", "run_manifest"]

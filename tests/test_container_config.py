@@ -246,6 +246,13 @@ def test_compose_gpu_service():
     assert env_default(svc["environment"]["REPRO_PROFILE"]) == "full"
 
 
+def test_compose_gives_every_container_the_same_host_name():
+    """Issue 41, item 16: without one, each container is named by its id, so a killed container's run locks
+    looked like another host's and the next `docker compose run` waited 600 s before taking them over."""
+    hostname = compose(COMPOSE_GPU)["services"]["repro"].get("hostname")
+    assert isinstance(hostname, str) and re.fullmatch(r"[a-z][a-z0-9-]*", hostname), hostname
+
+
 def test_compose_mounts_match_what_the_cli_reads(monkeypatch):
     svc = compose(COMPOSE_GPU)["services"]["repro"]
     volumes = {target: (source, mode) for source, target, mode in map(parse_volume, svc["volumes"])}

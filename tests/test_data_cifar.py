@@ -9,7 +9,7 @@ import pytest
 import torch
 from torchvision.datasets import CIFAR10, CIFAR100
 
-from repro.data.layout import DatasetMissing, DatasetUnverified
+from repro.data.layout import DatasetInvalid, DatasetMissing, DatasetUnverified
 from repro.data.tensors import load_tensors
 
 
@@ -82,3 +82,47 @@ def test_failed_download_says_how_to_fill(tmp_path, monkeypatch):
     with pytest.raises(DatasetMissing, match=r"download failed.*no network") as err:
         load_tensors("cifar10", tmp_path, "train", download=True)
     assert "download=True" in str(err.value) and str(tmp_path / "cifar-10-batches-py") in str(err.value)
+
+
+class _Runs:
+    """Pickles as a call of os.system: what a hostile batches.meta or data batch holds."""
+
+    def __init__(self, command):
+        self.command = command
+
+    def __reduce__(self):
+        import os
+
+        return os.system, (self.command,)
+
+
+@pytest.mark.parametrize("file", ["batches.meta", "data_batch_2"])
+def test_a_pickle_that_calls_a_function_is_refused_without_running_it(tmp_path, monkeypatch, file):
+    """Issue 41, item 1: a batches.meta whose pickle called os.system(...) ran it under --allow-unverified-data,
+    which the md5 error itself tells the user to pass."""
+    from repro.data.check import check_dataset
+
+    make_cifar(tmp_path, CIFAR10, monkeypatch)
+    marker = tmp_path / "ran"
+    path = tmp_path / "cifar-10-batches-py" / file
+    hostile = _Runs(f"touch {marker}")
+    path.write_bytes(pickle.dumps({"data": hostile, "labels": [0], "label_names": hostile}))
+    check = check_dataset("cifar10", tmp_path, allow_unverified=True)
+    assert not marker.exists()
+    assert not check.ok and f"{path}: cannot read it as a CIFAR pickle" in check.problems[0]
+    assert "it names posix.system, which a CIFAR batch never holds; refused without running it" in check.problems[0]
+    if file.startswith("data"):  # the loader reads the batches (the meta file only the check reads)
+        with pytest.raises(DatasetInvalid, match="posix.system"):
+            load_tensors("cifar10", tmp_path, "train", allow_unverified=True)
+    assert not marker.exists()
+
+
+def test_pickles_of_protocol_2_as_cifar_ships_them_load(tmp_path, monkeypatch):
+    """CIFAR's files are Python 2 pickles (protocol 2): NumPy's _reconstruct and, for bytes, _codecs.encode."""
+    train, _ = make_cifar(tmp_path, CIFAR10, monkeypatch)
+    folder = tmp_path / "cifar-10-batches-py"
+    for name, _ in CIFAR10.train_list:
+        entry = pickle.loads((folder / name).read_bytes())
+        (folder / name).write_bytes(pickle.dumps({**entry, "batch_label": b"training batch"}, protocol=2))
+    images, _ = load_tensors("cifar10", tmp_path, "train", allow_unverified=True)
+    assert torch.equal(images, train)

@@ -160,5 +160,5 @@ def test_the_commands_defaults_are_read_from_its_environment_and_checked():
     assert RunDefaults.from_environment({}) == RunDefaults(1, False)
     assert RunDefaults.from_environment({"OMP_NUM_THREADS": "4,2", "REPRO_DETERMINISTIC": "yes"}) == RunDefaults(4, True)
     for name, value in (("OMP_NUM_THREADS", "abc"), ("OMP_NUM_THREADS", "0"), ("REPRO_DETERMINISTIC", "maybe")):
-        with pytest.raises(SchemaError, match=f"(?s)the environment: 1 problem.*{name}: '{value}'"):
+        with pytest.raises(SchemaError, match=f"(?s)the environment: 1 problem.*{name}='{value}': expected"):
             RunDefaults.from_environment({name: value})

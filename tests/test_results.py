@@ -1,5 +1,8 @@
 """repro.results.measurements: metric paths, the FLOP check's tally, run summaries, results.json round trip."""
 
+import json
+from pathlib import Path
+
 import pytest
 
 from repro.results.measurements import (
@@ -105,3 +108,91 @@ def test_cli_refuses_an_unwritable_results_dir_up_front(tmp_path):
     (tmp_path / "file").write_text("")
     out = CliRunner().invoke(app, ["table6", "--results-dir", str(tmp_path / "file")])
     assert out.exit_code == 2 and "is a file, not a folder" in out.output and "nothing was run" in out.output
+
+
+@pytest.mark.parametrize("link", ["results", "results/runs", "results/smoke"])
+def test_a_dangling_symlink_in_the_results_is_named_with_its_target(tmp_path, link):
+    """Issue 41, item 14: a dangling symlink as the results folder gave "cannot write ...: File exists"."""
+    from typer.testing import CliRunner
+
+    from repro.cli import app
+
+    (tmp_path / link).parent.mkdir(parents=True, exist_ok=True)
+    (tmp_path / link).symlink_to(tmp_path / "unmounted" / "disk")
+    out = CliRunner().invoke(app, ["table6", "--results-dir", str(tmp_path / "results")], env={"COLUMNS": "300"})
+    assert out.exit_code == 2 and "File exists" not in out.output, out.output
+    assert (f"error: {tmp_path / link} is a symbolic link to {tmp_path / 'unmounted' / 'disk'}, which does not "
+            "exist; create that folder (or mount its disk), or choose another with --results-dir; nothing was run"
+            in out.output), out.output
+    assert not (tmp_path / "unmounted").exists()
+
+
+@pytest.fixture
+def mini_from_records(tmp_path):
+    """The executor tests' tiny table run from records written without training (tests/fake_records.py): its
+    results.json, and the CLI arguments that find its manifest and profiles."""
+    import sys
+
+    from typer.testing import CliRunner
+
+    from fake_records import record  # tests/fake_records.py
+    from repro.cli import app
+    from repro.plan.manifest import load_all
+    from repro.plan.recipes import planned_runs
+
+    sys.path.insert(0, str(Path(__file__).parent / "execution"))
+    from minitable import write_manifest
+
+    env = write_manifest(tmp_path)
+    args = ["--manifests", env["REPRO_MANIFESTS"], "--profiles", env["REPRO_PROFILES"]]
+    manifest = next(m for m in load_all(Path(env["REPRO_MANIFESTS"]), Path(env["REPRO_PROFILES"])) if m.id == "mini")
+    results = tmp_path / "results"
+    (results / "runs").mkdir(parents=True)
+    for i, p in enumerate(planned_runs(manifest, manifest.profiles["smoke"])):
+        (results / "runs" / f"{p.cfg.hash}.json").write_text(json.dumps(record(p.cfg, accuracy=0.3 + 0.1 * i)))
+    out = CliRunner().invoke(app, ["run", "mini", "-o", str(results), *args])
+    assert out.exit_code == 0 and "4 reused" in out.output, out.output
+    return results, args
+
+
+@pytest.mark.parametrize("damage", [lambda text: text[: len(text) // 2], lambda text: '{"schema": 99}'],
+                         ids=["truncated", "schema 99"])
+def test_report_rebuilds_a_damaged_results_json_from_the_run_records(mini_from_records, damage):
+    """Issue 41, item 6: a truncated results.json crashed `report` (JSONDecodeError), {"schema": 99} too
+    (KeyError 'metrics'); it can be rebuilt from the run records."""
+    from typer.testing import CliRunner
+
+    from repro.cli import app
+
+    results, args = mini_from_records
+    path = results / "smoke" / "mini" / "results.json"
+    whole = json.loads(path.read_text())
+    path.write_text(damage(path.read_text()))
+    damaged = path.read_bytes()
+    records = {p.name: p.read_bytes() for p in (results / "runs").iterdir()}
+    out = CliRunner().invoke(app, ["report", "-o", str(results), *args], env={"COLUMNS": "300"})
+    assert out.exit_code == 0 and "Traceback" not in out.output, out.output
+    assert f"warning: table result {path} is unusable (" in out.output
+    assert "mini: results.json rebuilt from the run records" in out.output
+    rebuilt = json.loads(path.read_text())
+    assert rebuilt["metrics"] == whole["metrics"] and rebuilt["details"]["runs"] == whole["details"]["runs"]
+    aside = list(path.parent.glob("results.json.invalid-*"))
+    assert len(aside) == 1 and aside[0].read_bytes() == damaged  # kept for inspection
+    assert {p.name: p.read_bytes() for p in (results / "runs").iterdir()} == records  # nothing trained or rewritten
+    assert "mini" in (results / "smoke" / "report.md").read_text()
+
+
+def test_a_results_json_that_cannot_be_read_is_not_damage(tmp_path, monkeypatch):
+    from repro.results.measurements import ResultUnusable
+
+    path = tmp_path / "smoke" / "t" / "results.json"
+    path.parent.mkdir(parents=True)
+    path.write_text("{}")
+    with pytest.raises(ResultUnusable, match=r"missing keys \['manifest'") as damaged:
+        load_result(tmp_path, "smoke", "t")
+    real = Path.read_bytes
+    monkeypatch.setattr(Path, "read_bytes", lambda self: (_ for _ in ()).throw(PermissionError(13, "Permission denied"))
+                        if self == path else real(self))
+    with pytest.raises(ResultUnusable, match=r"it cannot be read \(Permission denied\)") as unreadable:
+        load_result(tmp_path, "smoke", "t")
+    assert damaged.value.damaged and not unreadable.value.damaged

@@ -1,7 +1,10 @@
 """repro.core.terminal: tables that fit a width without cutting an id, a path or a number; prose wrapped at words."""
 
 import os
+import subprocess
+import sys
 
+import pytest
 from rich.console import Console
 from rich.text import Text
 
@@ -87,3 +90,17 @@ def test_sections_head_their_rows_and_the_columns_line_up_across_sections():
                      "  temp_linear_low_collapses_vs_sigmoid  not run",
                      "table1",
                      "  t1_sign_follows_rho                   reproduced"]
+
+
+@pytest.mark.parametrize("args, stream", [(["list"], "stdout"), (["nosuch"], "stderr"),
+                                          (["table6", "--profile", "nosuch"], "stderr")],
+                         ids=["list", "an unknown command", "an unknown profile"])
+def test_columns_0_still_prints(tmp_path, args, stream):
+    """Issue 41, item 9: COLUMNS=0 hid all output, errors included (exit 2 with nothing printed; list exited 0
+    with no output)."""
+    out = subprocess.run([sys.executable, "-m", "repro", *args], capture_output=True, text=True, timeout=120,
+                         cwd=tmp_path, env={**os.environ, "COLUMNS": "0", "LINES": "0"})
+    shown = getattr(out, stream)
+    assert out.returncode == (0 if args == ["list"] else 2), out.stderr
+    assert ("table6" in shown) if args == ["list"] else ("nosuch" in shown), (out.stdout, out.stderr)
+    assert max(len(line) for line in shown.splitlines()) <= 80  # piped: rich's 80 columns

@@ -92,6 +92,17 @@ app = typer.Typer(
     epilog=f"repro <id> runs one table (repro run <id>): {', '.join(manifest_ids())}.",
     no_args_is_help=True, add_completion=False, rich_markup_mode="rich", cls=_Group,
 )
+@app.callback()
+def _checked_environment() -> None:
+    # Before any command does any work: every environment variable the tool reads parses
+    # (repro.core.environment), else exit 2 naming each variable, its value and what was expected.
+    from repro.cli.common import fail_all
+    from repro.core.environment import problems
+
+    if found := problems():
+        fail_all(found)
+
+
 app.command("verify-all", help=tables.VERIFY_ALL_HELP)(tables.tables)
 app.command("run", help=tables.RUN_HELP,
             epilog=f"repro <id> is repro run <id>, for the ids {', '.join(manifest_ids())}.")(tables.tables)
@@ -120,10 +131,14 @@ def main() -> None:
     from rich.markup import escape
 
     from repro.cli.common import ExitCode, err, interrupted_message
+    from repro.core.fsutil import BYTES_OR_MARK
     from repro.runtime.interrupt import sigterm_as_interrupt
     from repro.runtime.memory import keep_freed_memory
 
     keep_freed_memory()  # this process counts FLOPs, pretrains and times latency; its workers train
+    for stream in (sys.stdout, sys.stderr):  # a locale's encoding that lacks a character never stops a line
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors=BYTES_OR_MARK)
     try:
         with sigterm_as_interrupt():
             app(prog_name="repro")

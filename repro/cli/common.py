@@ -27,6 +27,7 @@ from repro.spec.profiles import RunDefaults, shipped_profiles
 from repro.core.schema import SchemaError
 from repro.core.terminal import Grid, print_words
 
+terminal.ignore_zero_size()  # before any console is made, Typer's own included
 console = Console()
 err = Console(stderr=True, soft_wrap=True)  # messages verbatim: paths and commands are not wrapped
 
@@ -94,6 +95,13 @@ def print_grid(grid: Grid, title: str = "", out: Console | None = None) -> None:
 def fail(message: str, code: int = ExitCode.BAD_INPUT) -> NoReturn:
     err.print(f"[bold red]error:[/] {escape(message)}", highlight=False)
     raise typer.Exit(code)
+
+
+def fail_all(messages: list[str], code: int = ExitCode.BAD_INPUT) -> NoReturn:
+    """Several problems found at once: one error line each, then exit."""
+    for text in messages[:-1]:
+        err.print(f"[bold red]error:[/] {escape(text)}", highlight=False)
+    fail(messages[-1], code)
 
 
 def message(exc: BaseException) -> str:

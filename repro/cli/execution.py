@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import typer
 
-from repro.runtime.locks import DEFAULT_STALE_AFTER_S
+from repro.runtime.locks import DEFAULT_STALE_AFTER_S, MIN_STALE_AFTER_S
 
 PANEL = "Execution"
 
@@ -22,8 +22,9 @@ GpusPerRunOpt = _opt(1, "--gpus-per-run", min=1,
                      help="Train each run on N processes with DDP (one per GPU; gloo on a CPU): runs this command "
                           "under torchrun --standalone --nproc-per-node N. The global batch stays the recipe's.")
 NoWaitOpt = _opt(False, "--no-wait", help="slurm: submit and return at once; rerun the command (or `repro status`) later.")
-StaleLockAfterOpt = _opt(DEFAULT_STALE_AFTER_S, "--stale-lock-after", min=1.0,
-                         help="Seconds without a heartbeat after which another process's run lock is taken over.")
+StaleLockAfterOpt = _opt(DEFAULT_STALE_AFTER_S, "--stale-lock-after",
+                         help=f"Seconds without a heartbeat after which another process's run lock is taken over "
+                              f"(at least {MIN_STALE_AFTER_S:g}: twice the heartbeat).")
 SlurmPartitionOpt = _opt(None, "--slurm-partition")
 SlurmGpusPerTaskOpt = _opt(None, "--slurm-gpus-per-task", min=0)
 SlurmCpusPerTaskOpt = _opt(None, "--slurm-cpus-per-task", min=1)

@@ -22,6 +22,7 @@ from rich.progress import (
 )
 from rich.text import Text
 
+from repro.core.fsutil import BYTES_OR_MARK
 from repro.core.terminal import print_words
 
 
@@ -48,7 +49,7 @@ class Reporter:
     def __enter__(self) -> Reporter:
         if self.log_path is not None:
             self.log_path.parent.mkdir(parents=True, exist_ok=True)
-            self._log = open(self.log_path, "a", encoding="utf-8")
+            self._log = open(self.log_path, "a", encoding="utf-8", errors=BYTES_OR_MARK)  # any locale
             self._write(f"== {self.command} (host {socket.gethostname()}, pid {os.getpid()})")
         if self.bars is not None:
             self.bars.start()

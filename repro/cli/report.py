@@ -44,6 +44,7 @@ def report(results_dir: Optional[Path] = ResultsOpt, manifests_dir: Optional[Pat
         check_results_dir(results_dir, name)
     try:
         for name in names:
+            _rebuild_damaged(results_dir, name, manifests)
             with recording("report", results_dir, name, heavy=False):
                 path, summary = write_report(decided_results(results_dir, name, manifests), results_dir, name)
             console.rule(name)
@@ -58,3 +59,32 @@ def report(results_dir: Optional[Path] = ResultsOpt, manifests_dir: Optional[Pat
         raise CommandInterrupted("report", None, exc, text) from exc
     except WriteFailed as exc:
         write_failed(exc)
+
+
+def _rebuild_damaged(results_dir: Path, profile: str, manifests: list) -> None:
+    """A table's results.json that cannot be parsed as one is set aside and rebuilt from the run records (nothing
+    trains); one that cannot be read (permission, I/O) stops the report with one line, left as it is."""
+    from repro.results.measurements import ResultUnusable, load_result
+
+    damaged = []
+    for m in manifests:
+        try:
+            load_result(results_dir, profile, m.id)
+        except ResultUnusable as exc:
+            if not exc.damaged:
+                fail(f"cannot read {exc.path}: {exc.reason}; it is left as it is")
+            damaged.append((m, exc))
+    if not damaged:
+        return
+    from repro.execution.files import set_aside
+    from repro.pipeline import rebuild_result
+
+    for m, exc in damaged:
+        if profile not in m.profiles:
+            fail(f"{exc.path} is unusable ({exc.reason}) and profile '{profile}' is not known here to rebuild it; "
+                 "pass the profiles file it was run with (--profiles)")
+        set_aside(exc.path, "table result", exc.reason, "it is rebuilt from the run records")
+        result = rebuild_result(m, profile, results_dir)
+        problems = result.measured.problems
+        show(f"{m.id}: results.json rebuilt from the run records" + (
+            f"; {len(problems)} problem(s), first: {problems[0]}" if problems else ""))

@@ -9,7 +9,7 @@ import typer
 
 from repro.cli.common import ManifestsOpt, ProfileOpt, ProfilesOpt
 from repro.execution.status import STATES, table_status
-from repro.runtime.locks import DEFAULT_STALE_AFTER_S, LockSettings
+from repro.runtime.locks import DEFAULT_STALE_AFTER_S, LockSettings, stale_after_problem
 
 
 def status(ids: list[str] = typer.Argument(None, help="Manifest ids (default: all)."),
@@ -21,11 +21,13 @@ def status(ids: list[str] = typer.Argument(None, help="Manifest ids (default: al
                                                   help="Seconds without a heartbeat after which a run counts as interrupted."),
            verbose: bool = typer.Option(False, "--verbose", "-v", help="Also list the pending runs.")) -> None:
     """Per table: runs done, running (who, for how long, last heartbeat), failed (with the error), pending."""
-    from repro.cli.common import CommandInterrupted, check_profile, load_some, print_grid, show
+    from repro.cli.common import CommandInterrupted, check_profile, fail, load_some, print_grid, show
     from repro.spec.profiles import default_profile
     from repro.results.measurements import default_results_dir
     from repro.core.terminal import Column, Grid
 
+    if problem := stale_after_problem(stale_lock_after):
+        fail(problem)
     profile = profile or default_profile()
     results_dir = results_dir or default_results_dir()
     manifests = load_some(ids, manifests_dir, profiles)

@@ -3,15 +3,26 @@
 A write the machine refuses (no space, a read-only disk, no permission) raises WriteFailed, which
 names the file and what to free or fix: it is the machine's fault, not the run's, so the commands
 stop on it with that one line instead of recording it as a failed run.
+
+A write goes to a temporary file beside its target, named for its writer (.<name>.<pid>@<host>.<random>.tmp),
+and replaces the target once whole: a process killed mid-write (SIGKILL) leaves the temporary file, which
+repro.execution.files removes at a later start once it is stale (`temporary_writer` says whose it is).
+
+Text is written through the error handler `BYTES_OR_MARK`, so that no locale stops a write: under a locale
+that cannot decode a path's bytes (LC_ALL=C), Python holds them as lone surrogates, which go out as the
+bytes they were; a character the output's encoding lacks (an em dash on an ASCII terminal) becomes "?".
 """
 
 from __future__ import annotations
 
+import codecs
 import dataclasses
 import errno
 import json
 import math
 import os
+import re
+import socket
 import tempfile
 from pathlib import Path
 from typing import Any, Mapping
@@ -37,11 +48,27 @@ class WriteFailed(OSError):
         return f"cannot write {self.filename}: {self.strerror}; {fix}"
 
 
+BYTES_OR_MARK = "repro.bytes-or-mark"
+
+
+def _bytes_or_mark(exc: UnicodeError) -> tuple[str | bytes, int]:
+    if not isinstance(exc, UnicodeEncodeError):
+        raise exc
+    char = exc.object[exc.start]
+    if "\udc80" <= char <= "\udcff":  # surrogateescape's form of an undecodable byte
+        return bytes([ord(char) - 0xDC00]), exc.start + 1
+    return "?", exc.start + 1
+
+
+codecs.register_error(BYTES_OR_MARK, _bytes_or_mark)
+
+
 def atomic_write_bytes(path: str | Path, data: bytes) -> None:
     path = Path(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}@{socket.gethostname()}.", suffix=".tmp",
+                                   dir=path.parent)
     except OSError as exc:
         raise WriteFailed.of(path, exc) from None
     try:
@@ -58,6 +85,16 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
         raise
 
 
+_TEMPORARY = re.compile(r"\.(?P<name>.+?)\.(?P<pid>\d+)@(?P<host>.+)\.[^./]+\.tmp")
+
+
+def temporary_writer(name: str) -> tuple[int, str] | None:
+    """(pid, host) of the process that wrote an atomic write's temporary file of this name; None when the name
+    is not one, or is one of before temporary files named their writer (.<name>.<random>.tmp)."""
+    found = _TEMPORARY.fullmatch(name)
+    return (int(found["pid"]), found["host"]) if found else None
+
+
 def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
@@ -65,7 +102,7 @@ def _umask() -> int:
 
 
 def atomic_write_text(path: str | Path, text: str) -> None:
-    atomic_write_bytes(path, text.encode("utf-8"))
+    atomic_write_bytes(path, text.encode("utf-8", BYTES_OR_MARK))
 
 
 def jsonable(obj: Any) -> Any:

@@ -34,6 +34,7 @@ from repro.data.jpeg import ImageDecodeError, decode_batch, open_rgb, read_bytes
 from repro.data.layout import data_root, require
 from repro.data.loader import epoch_generator, one_thread, subset_indices
 from repro.data.specs import get_dataset
+from repro.core import environment
 from repro.runtime.distributed import shard_positions
 
 PATHS = ("pil", "decode_cpu", "decode_cuda")
@@ -54,7 +55,7 @@ def default_workers() -> int:
     """Every CPU this process may use but one, which the training loop keeps; under torchrun, this
     process's share of them (LOCAL_WORLD_SIZE ranks on this host)."""
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    cpus //= max(1, int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
+    cpus //= max(1, environment.value("LOCAL_WORLD_SIZE"))
     return max(1, cpus - 1)
 
 

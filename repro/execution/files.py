@@ -8,24 +8,26 @@
 
 `probe` reads a run's record, lock and failure in one fixed order and says what they come to as an
 Outcome (repro.execution.protocol): the executors, while they wait on another process, and
-`repro status` all ask it. Torch-free.
+`repro status` all ask it. `remove_stale_temporaries` removes, when runs start, the temporary files
+of writes that a killed process left (repro.core.fsutil). Torch-free.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import socket
 import time
 import uuid
 from pathlib import Path
 from typing import Any
 
 from repro.execution.protocol import Outcome, RunState
-from repro.execution.record_checks import read_record
-from repro.core.fsutil import WriteFailed
+from repro.execution.record_checks import LeftAlone, read_record
+from repro.core.fsutil import WriteFailed, temporary_writer
 from repro.plan.recipes import RunConfig
 from repro.results.measurements import RUNS_FOLDER
-from repro.runtime.locks import LockSettings, lock_path, read_holder, stale_reason
+from repro.runtime.locks import LockSettings, lock_path, pid_alive, read_holder, stale_reason
 
 
 def runs_dir(results_dir: Path) -> Path:
@@ -62,12 +64,41 @@ def set_aside(path: Path, what: str, problem: str, then: str) -> Path | None:
 
 
 def load_record(results_dir: Path, cfg: RunConfig) -> dict[str, Any] | None:
-    """The finished record of `cfg`, or None; an unusable record is set aside, never read as a result."""
+    """The finished record of `cfg`, or None; an unusable record is set aside, never read as a result. Raises
+    LeftAlone (repro.execution.record_checks) for one that cannot be read or that a newer version wrote."""
     path = record_path(results_dir, cfg)
     record, problem = read_record(path, cfg)
     if problem is not None:
         set_aside(path, "run record", problem, "the run will be redone")
     return record
+
+
+def remove_stale_temporaries(results_dir: Path, settings: LockSettings, now: float | None = None) -> list[Path]:
+    """Remove the temporary files in runs/ that no writer will finish: older than the lock timeout, and written by
+    a process not alive (on this host, its pid has exited; on another, or unnamed, the age decides). A write
+    takes seconds; a SIGKILL mid-write leaves one for good (a checkpoint's: 65 MB)."""
+    now = time.time() if now is None else now
+    removed, freed = [], 0
+    for tmp in sorted(runs_dir(results_dir).glob(".*.tmp")):
+        try:
+            stat = tmp.stat()
+        except OSError:
+            continue
+        writer = temporary_writer(tmp.name)
+        if now - stat.st_mtime <= settings.stale_after_s:
+            continue
+        if writer is not None and writer[1] == socket.gethostname() and pid_alive(writer[0]):
+            continue
+        try:
+            tmp.unlink()
+        except OSError:  # gone already, or not ours to remove: left as it is
+            continue
+        removed.append(tmp)
+        freed += stat.st_size
+    if removed:
+        print(f"removed {len(removed)} temporary file(s) ({freed / 2**20:.1f} MiB) that stopped writes left in "
+              f"{runs_dir(results_dir)}", flush=True)
+    return removed
 
 
 def read_json(path: Path) -> dict[str, Any] | None:
@@ -98,25 +129,30 @@ def probe(results_dir: Path, cfg: RunConfig, settings: LockSettings, since: floa
     """What the files of a run say: RECORDED (a usable record), HELD (a live lock), FAILED (a failure written at
     or after `since`), else FREE (with the lock left by a holder that is gone, if any). The record is read again
     last: its holder may finish between the reads. `set_aside_unusable` False reads only (repro status): an
-    unusable record then counts as none, and a FREE outcome's `error` says why it is unusable."""
+    unusable record then counts as none, and a FREE outcome's `error` says why it is unusable. A record left
+    alone (it cannot be read, or a newer version wrote it) is FAILED, its error the line that says so."""
     def record() -> tuple[dict[str, Any] | None, str | None]:
         if set_aside_unusable:
             return load_record(results_dir, cfg), None
         return read_record(record_path(results_dir, cfg), cfg)
 
-    found, _ = record()
-    if found is not None:
-        return Outcome(cfg.hash, RunState.RECORDED, record=found)
-    holder = read_holder(lock_path(runs_dir(results_dir), cfg.hash))
-    if holder is not None and stale_reason(holder, settings, now) is None:
-        return Outcome(cfg.hash, RunState.HELD, holder=holder)
-    failed = failure_outcome(results_dir, cfg.hash, since)
-    if failed is not None:
-        return failed
-    found, unusable = record()
+    try:
+        found, _ = record()
+        if found is not None:
+            return Outcome(cfg.hash, RunState.RECORDED, record=found)
+        holder = read_holder(lock_path(runs_dir(results_dir), cfg.hash))
+        if holder is not None and stale_reason(holder, settings, now) is None:
+            return Outcome(cfg.hash, RunState.HELD, holder=holder)
+        failed = failure_outcome(results_dir, cfg.hash, since)
+        if failed is not None:
+            return failed
+        found, unusable = record()
+    except LeftAlone as exc:
+        return Outcome(cfg.hash, RunState.FAILED, error=str(exc))
     if found is not None:
         return Outcome(cfg.hash, RunState.RECORDED, record=found)
     return Outcome(cfg.hash, RunState.FREE, holder=holder, error=unusable and f"its record is unusable ({unusable})")
+
 
 def poll_interval(settings: LockSettings) -> float:
     """How often a run another process holds is probed again."""

@@ -22,6 +22,7 @@ from typing import Any
 
 from repro.execution.files import poll_interval, probe
 from repro.execution.protocol import ExecutionRequest, Outcome, RunRequest, RunState, Stopped
+from repro.core import environment
 from repro.runtime.interrupt import clean_after_kill, stop_workers, training
 from repro.runtime.locks import LockSettings, describe_holder
 from repro.execution.workers import release_workers, start_workers
@@ -64,7 +65,21 @@ def _attempt_in_worker(request: RunRequest, results_dir: Path, device: str, data
     from repro.execution.records import attempt_run
 
     with training():
-        return attempt_run(request, results_dir, device, data_dir, events, "local", settings)
+        return attempt_run(request, results_dir, device, data_dir, _Progress(events), "local", settings)
+
+
+class _Progress:
+    """A worker's end of the events queue. Progress is for display: with the manager gone (the main process was
+    killed and the manager stopped first), an epoch is not a failed run; the worker stops itself next."""
+
+    def __init__(self, events: Any) -> None:
+        self.events = events
+
+    def put(self, event: tuple) -> None:
+        try:
+            self.events.put(event)
+        except (OSError, EOFError):  # BrokenPipeError, ConnectionRefusedError, ...
+            pass
 
 
 def run_local(work: ExecutionRequest, slots: list[Slot] | None = None) -> list[Outcome]:
@@ -72,7 +87,7 @@ def run_local(work: ExecutionRequest, slots: list[Slot] | None = None) -> list[O
     from repro.execution.records import attempt_run
 
     device, progress, results_dir, data_dir = work.device, work.progress, work.results_dir, work.data_dir
-    if slots is None and os.environ.get("WORLD_SIZE", "1") != "1":
+    if slots is None and environment.value("WORLD_SIZE") != 1:
         # Under torchrun this is rank 0: each run trains in this process, on this rank's device, with
         # the other ranks (repro.runtime.distributed); one run at a time.
         from repro.runtime.distributed import current, rank_device
@@ -96,12 +111,17 @@ def run_local(work: ExecutionRequest, slots: list[Slot] | None = None) -> list[O
     free = list(slots)
     outcomes: list[Outcome] = []
 
+    said: dict[str, tuple] = {}  # hash -> the holder last logged: a wait is logged when its holder changes
+
     def finish(outcome: Outcome, request: RunRequest) -> None:
         if progress is not None and request.label in tasks:
             progress.remove_task(tasks.pop(request.label))
         if outcome.state is RunState.HELD:
             waiting[outcome.run_hash] = (request, time.time())
-            if progress is not None:
+            holder = outcome.holder or {}
+            who = tuple(holder.get(k) for k in ("host", "pid", "token", "problem"))
+            if progress is not None and said.get(outcome.run_hash) != who:
+                said[outcome.run_hash] = who
                 progress.log(f"{request.label}: held by {describe_holder(outcome.holder)}; waiting for its record")
             return
         outcomes.append(outcome)
@@ -137,6 +157,8 @@ def run_local(work: ExecutionRequest, slots: list[Slot] | None = None) -> list[O
                     free.sort(key=slots.index)
                     finish(future.result(), request)
             elif waiting:
+                # A run found free goes back to the queue after this sleep: when its lock still cannot be taken,
+                # the next try is one poll interval later, never at once.
                 if not _poll_waiting(waiting, queue, outcomes, results_dir, settings, progress, overall):
                     time.sleep(poll_interval(settings))
         failed = False
@@ -172,21 +194,21 @@ def _stop_workers(running: dict, pools: dict, results_dir: Path) -> list[RunRequ
 
 def _poll_waiting(waiting: dict, queue: deque, outcomes: list[Outcome], results_dir: Path, settings: LockSettings,
                   progress: Any, overall: Any) -> bool:
-    """Book the awaited runs that finished elsewhere; requeue those whose holder left. True if any changed."""
-    changed = False
+    """Book the awaited runs that finished elsewhere; requeue those whose holder left. True if any was booked."""
+    booked = False
     for h, (request, since) in list(waiting.items()):
         outcome = probe(results_dir, request.cfg, settings, since)
         if outcome.state is RunState.HELD:
             continue
-        changed = True
         del waiting[h]
         if outcome.state is RunState.FREE:
             queue.append(request)
             continue
+        booked = True
         outcomes.append(outcome)
         if progress is not None:
             progress.advance(overall)
-    return changed
+    return booked
 
 
 class _ProgressEvents:

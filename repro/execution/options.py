@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from repro.data.options import DataOptions
-from repro.runtime.locks import DEFAULT_STALE_AFTER_S, LockSettings
+from repro.runtime.locks import DEFAULT_STALE_AFTER_S, LockSettings, stale_after_problem
 from repro.spec.profiles import RunDefaults
 
 EXECUTORS = ("local", "slurm")
@@ -46,6 +46,8 @@ class ExecutorOptions:
             raise ValueError(f"runs_per_gpu must be at least 1, got {self.runs_per_gpu}")
         if self.gpus_per_run < 1:
             raise ValueError(f"gpus_per_run must be at least 1, got {self.gpus_per_run}")
+        if problem := stale_after_problem(self.stale_after_s):
+            raise ValueError(problem)
 
     @property
     def lock(self) -> LockSettings:

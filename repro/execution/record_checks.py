@@ -20,13 +20,14 @@ Torch-free: the checkpoint check takes the state torch.load returned.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 from repro.core.fsutil import jsonable
 from repro.plan.recipes import LATER_DEFAULTS, RunConfig
-from repro.results.run_records import (  # noqa: F401  (RECORD_SCHEMA, record_digest: the writer's, here too)
-    RECORD_SCHEMA, content_problem, parse_record, record_digest, record_threads, shape_problem,
+from repro.results.run_records import (  # noqa: F401  (RECORD_SCHEMA, record_digest, LeftAlone: the writer's too)
+    RECORD_SCHEMA, LeftAlone, content_problem, newer_schema, record_digest, record_threads, shape_problem,
 )
 
 CHECKPOINT_KEYS = ("model", "optimizer", "scheduler", "rng", "history", "epoch", "elapsed")
@@ -50,10 +51,21 @@ def record_problem(record: Any, config: dict[str, Any], config_hash: str, epochs
 
 def read_record(path: Path, cfg: RunConfig) -> tuple[dict[str, Any] | None, str | None]:
     """(the usable record of `cfg` at `path`, None), (None, why it is unusable), or (None, None) when there is none.
-    Reads only: repro.execution.files.load_record sets an unusable record aside."""
-    record, problem = parse_record(path)
-    if record is None:
-        return None, problem
+    Raises LeftAlone when the file cannot be read or a newer version wrote it: neither is damage. Reads only:
+    repro.execution.files.load_record sets an unusable record aside."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None, None
+    except OSError as exc:  # no permission, an I/O error: the content may be fine
+        raise LeftAlone.unreadable(path, exc) from None
+    try:
+        record = json.loads(data.decode("utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        return None, f"not valid JSON ({exc})"
+    if newer_schema(record):
+        raise LeftAlone(f"{path} was written by a newer version (record schema {record['schema']}; this one reads "
+                        f"{RECORD_SCHEMA}): not reused, and left as it is; its run is skipped")
     problem = record_problem(record, jsonable(cfg.to_dict()), cfg.hash, cfg.epochs)
     return (record, None) if problem is None else (None, problem)
 

@@ -30,15 +30,20 @@ from repro.execution.files import (
     checkpoint_path, failure_path, load_record, record_path, runs_dir, set_aside,
 )
 from repro.execution.protocol import Outcome, RunRequest, RunState
-from repro.execution.record_checks import RECORD_SCHEMA, checkpoint_problem, record_digest, record_problem
+from repro.execution.record_checks import (
+    RECORD_SCHEMA, LeftAlone, checkpoint_problem, record_digest, record_problem,
+)
 from repro.core.fsutil import WriteFailed, atomic_write_json, jsonable
 from repro.results.provenance import provenance
 from repro.plan.recipes import RunConfig
-from repro.runtime.locks import LockLost, LockSettings, RunLock, read_holder, slurm_identity, try_lock
+from repro.runtime.locks import (
+    LockLost, LockNotRemovable, LockSettings, RunLock, read_holder, slurm_identity, try_lock,
+)
 
 
 def load_checkpoint_epoch(results_dir: Path, cfg: RunConfig) -> int:
-    """The epoch the run's checkpoint resumes from (0: none); an unusable checkpoint is set aside."""
+    """The epoch the run's checkpoint resumes from (0: none); an unusable checkpoint is set aside, one that cannot
+    be read raises LeftAlone."""
     path = checkpoint_path(results_dir, cfg)
     if not path.exists():
         return 0
@@ -47,6 +52,8 @@ def load_checkpoint_epoch(results_dir: Path, cfg: RunConfig) -> int:
         problem = checkpoint_problem(state, cfg.hash, cfg.epochs)
     except FileNotFoundError:
         return 0
+    except OSError as exc:  # no permission, an I/O error: not damage, so not set aside
+        raise LeftAlone.unreadable(path, exc) from None
     except Exception as exc:  # torch raises RuntimeError, EOFError, UnpicklingError... for a damaged file
         problem = f"it cannot be loaded: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
     if problem is None:
@@ -151,7 +158,10 @@ def attempt_run(request: RunRequest, results_dir: Path, device: str, data_dir: P
     process has it) or FAILED. Never raises for a failed run; raises WriteFailed when the disk refuses a file
     (its fault, not the run's: the command stops on it, and no record is touched)."""
     h = request.cfg.hash
-    lock = try_lock(runs_dir(results_dir), h, lock_settings, request.label, executor)
+    try:
+        lock = try_lock(runs_dir(results_dir), h, lock_settings, request.label, executor)
+    except LockNotRemovable as exc:  # another user's stale lock: this run is skipped, the others train
+        return Outcome(h, RunState.FAILED, error=str(exc))
     if not isinstance(lock, RunLock):
         return Outcome(h, RunState.HELD, holder=lock)
     try:
@@ -161,6 +171,8 @@ def attempt_run(request: RunRequest, results_dir: Path, device: str, data_dir: P
         return Outcome(h, RunState.TRAINED, record=run_one(request, results_dir, device, data_dir, events, executor, lock))
     except LockLost:  # judged stale and taken over: the new holder trains it
         return Outcome(h, RunState.HELD, holder=read_holder(lock.path) or {"heartbeat": time.time()})
+    except LeftAlone as exc:  # its record or checkpoint cannot be read, or a newer version wrote it: not a failure
+        return Outcome(h, RunState.FAILED, error=str(exc))
     except WriteFailed:
         raise
     except Exception as exc:  # reported by the caller; the other runs go on

@@ -13,11 +13,12 @@ from pathlib import Path
 from typing import Any
 
 from repro.execution.files import (  # noqa: F401  (re-exported)
-    checkpoint_path, failure_path, load_record, record_path, runs_dir,
+    checkpoint_path, failure_path, load_record, record_path, remove_stale_temporaries, runs_dir,
 )
 from repro.execution.options import EXECUTORS, ExecutorOptions
 from repro.core.progress import Progress
 from repro.data.options import DataOptions  # noqa: F401  (re-exported: a run request's data options)
+from repro.execution.record_checks import LeftAlone
 from repro.execution.protocol import ExecutionRequest, Executor, Outcome, RunRequest, RunState, Stopped
 from repro.runtime.interrupt import RunsInterrupted, checkpoint_epoch
 
@@ -73,7 +74,8 @@ class RunBatch:
 
 
 def pending_runs(requests: list[RunRequest], results_dir: Path) -> tuple[RunBatch, list[RunRequest]]:
-    """Deduplicate by hash; the runs already recorded are booked as reused, the others returned to do."""
+    """Deduplicate by hash; the runs already recorded are booked as reused, those whose record is left alone
+    (unreadable, or a newer version's) as errors, the others returned to do."""
     batch = RunBatch()
     todo: list[RunRequest] = []
     seen: set[str] = set()
@@ -81,7 +83,11 @@ def pending_runs(requests: list[RunRequest], results_dir: Path) -> tuple[RunBatc
         if r.cfg.hash in seen:
             continue
         seen.add(r.cfg.hash)
-        record = load_record(results_dir, r.cfg)
+        try:
+            record = load_record(results_dir, r.cfg)
+        except LeftAlone as exc:
+            batch.errors[r.cfg.hash] = str(exc)
+            continue
         if record is None:
             todo.append(r)
         else:
@@ -94,7 +100,7 @@ def interruption(results_dir: Path, requests: list[RunRequest], in_flight: list[
     """What an interrupt left, read from disk (a record may be written after its outcome was last booked):
     the runs with a record, the epoch each interrupted run resumes from, the runs not started."""
     unique = list({r.cfg.hash: r for r in requests}.values())
-    recorded = {r.cfg.hash for r in unique if load_record(results_dir, r.cfg) is not None}
+    recorded = {r.cfg.hash for r in unique if _recorded(results_dir, r)}
     stopped = [r for r in {r.cfg.hash: r for r in in_flight}.values() if r.cfg.hash not in recorded]
     for r in in_flight:
         if r.cfg.hash in recorded:  # stopped between its record and its checkpoint's removal
@@ -103,14 +109,27 @@ def interruption(results_dir: Path, requests: list[RunRequest], in_flight: list[
     return RunsInterrupted(len(recorded), epochs, len(unique) - len(recorded) - len(stopped))
 
 
+def _recorded(results_dir: Path, request: RunRequest) -> bool:
+    try:
+        return load_record(results_dir, request.cfg) is not None
+    except LeftAlone:
+        return False
+
+
 def execute_runs(requests: list[RunRequest], results_dir: Path, device: str, data_dir: Path | None = None,
-                 jobs: int = 1, progress: Progress | None = None, options: ExecutorOptions | None = None) -> RunBatch:
+                 jobs: int = 1, progress: Progress | None = None, options: ExecutorOptions | None = None,
+                 train: bool = True) -> RunBatch:
     """Run what has no record yet with the executor `options` names (repro.execution.options.ExecutorOptions;
     default: local); return the records and errors by hash, and the counts trained here, reused and
-    trained by another process. On Ctrl-C or SIGTERM, raises RunsInterrupted saying what was kept."""
+    trained by another process. On Ctrl-C or SIGTERM, raises RunsInterrupted saying what was kept.
+    `train` False: the records there only; a run without one is an error, as a failed run is."""
     options = options or ExecutorOptions()
+    remove_stale_temporaries(results_dir, options.lock)
     batch, todo = pending_runs(requests, results_dir)
-    if todo:
+    if not train:
+        for r in todo:
+            batch.errors[r.cfg.hash] = "it has no run record, and a rebuild trains nothing"
+    elif todo:
         work = ExecutionRequest(tuple(todo), results_dir, device, data_dir, jobs, options, progress,
                                 batch.counts.reused)
         try:

@@ -8,10 +8,11 @@ relaunches the same command under torchrun.
 from __future__ import annotations
 
 import contextlib
-import os
 import subprocess
 from pathlib import Path
 from typing import Iterator
+
+from repro.core import environment
 
 
 class TorchrunUsageError(ValueError):
@@ -19,7 +20,7 @@ class TorchrunUsageError(ValueError):
 
 
 def world_size() -> int:
-    return int(os.environ.get("WORLD_SIZE", "1"))
+    return environment.value("WORLD_SIZE")
 
 
 def relaunch(argv: list[str], gpus_per_run: int) -> int | None:

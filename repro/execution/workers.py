@@ -13,10 +13,12 @@ import contextlib
 import multiprocessing as mp
 import os
 from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import resource_tracker
+from multiprocessing.managers import SyncManager
 from dataclasses import dataclass
 from typing import Any, Iterator, Protocol
 
-from repro.runtime.interrupt import worker_signals
+from repro.runtime.interrupt import terminal_signals_ignored, worker_signals
 from repro.runtime.memory import keep_freed_memory
 
 
@@ -65,12 +67,22 @@ def start_workers(slots: list[SlotLike]) -> Workers:
         workers.close()
     keep_freed_memory()  # workers inherit the thresholds through the environment (repro.runtime.memory)
     ctx = mp.get_context("spawn")
-    manager = ctx.Manager()
+    manager = start_manager(ctx)
     workers = Workers({s.name: ProcessPoolExecutor(1, mp_context=ctx, initializer=_pin, initargs=(s.env,))
                        for s in slots}, manager, manager.Queue())
     if _kept:
         _kept[-1][key] = workers
     return workers
+
+
+def start_manager(ctx: Any) -> SyncManager:
+    """ctx.Manager(), but its server, like the workers, ignores the terminal's signals and ends with this process
+    (worker_signals); the resource tracker starts with it, deaf to them too, and lives as long as the last of them."""
+    manager = SyncManager(ctx=ctx)
+    with terminal_signals_ignored():
+        resource_tracker.ensure_running()
+        manager.start(initializer=worker_signals)
+    return manager
 
 
 def release_workers(workers: Workers, failed: bool) -> None:

@@ -115,13 +115,15 @@ def measure_accuracy(manifest: Manifest, ctx: Context) -> Measurement:
 
     out = Measured()
     planned = planned_runs(manifest, ctx.profile)
-    with phase("data checks", manifest.id):
-        data_checks = preflight([p.cfg for p in planned], ctx)
-    with phase("stand-in pretraining", manifest.id):
-        pretrain_stand_in_weights([p.cfg for p in planned], ctx)
+    data_checks = []  # a rebuild trains nothing, so it needs no data (its records say what they trained on)
+    if ctx.train:
+        with phase("data checks", manifest.id):
+            data_checks = preflight([p.cfg for p in planned], ctx)
+        with phase("stand-in pretraining", manifest.id):
+            pretrain_stand_in_weights([p.cfg for p in planned], ctx)
     data = DataOptions(ctx.allow_unverified_data, ctx.workers)
     batch = execute_runs([RunRequest(p.cfg, p.label, data) for p in planned], ctx.results_dir, ctx.device,
-                         ctx.data_dir, ctx.jobs, ctx.progress, options=ctx.executor)
+                         ctx.data_dir, ctx.jobs, ctx.progress, options=ctx.executor, train=ctx.train)
     records, errors = batch.records, batch.errors
     add_runs(manifest.id, [records[h] for h in batch.trained if h in records])
     per_row: dict[str, dict[int, float]] = {}

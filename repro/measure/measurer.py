@@ -35,6 +35,7 @@ class Context:
     allow_unverified_data: bool = False  # train on datasets that failed their checksums (--allow-unverified-data)
     workers: int | None = None  # image-folder loader processes per split (--workers); None: the loader's choice
     remeasure_latency: bool = False  # time latency rows again rather than reuse this device's kept measurements
+    train: bool = True  # False: a rebuild (repro.pipeline.rebuild_result) reads the run records there, trains none
 
     @property
     def paper_scale(self) -> bool:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from repro.cost.estimate import CostModel
 from repro.execution.files import record_path
-from repro.execution.record_checks import read_record
+from repro.execution.record_checks import LeftAlone, read_record
 from repro.plan.manifest import Manifest
 from repro.plan.recipes import RunConfig, planned_runs
 from repro.cost.plan import rows_read
@@ -45,7 +45,10 @@ def _taken_by(results_dir: Path, cfgs: dict[str, RunConfig]) -> dict[str, Taken]
     `repro run` applies (repro.execution.record_checks); an unusable record counts as none."""
     taken = {}
     for h, cfg in cfgs.items():
-        record, _ = read_record(record_path(results_dir, cfg), cfg)
+        try:
+            record, _ = read_record(record_path(results_dir, cfg), cfg)
+        except LeftAlone:  # unreadable, or a newer version's: not this version's evidence
+            continue
         if record is not None:
             seconds = float(record.get("wall_seconds") or record.get("train_seconds") or 0.0)
             taken[h] = Taken(seconds, record["provenance"].get("device_type") == "cuda")

@@ -336,6 +336,10 @@ def check_results_dir(results_dir: Path, min_free: int = MIN_FREE_BYTES, profile
     import shutil
 
     where = f"results directory {results_dir}"
+    for folder in [results_dir, *written_folders(results_dir, profile, manifest_ids)]:
+        if (link := _dangling_link(folder)) is not None:
+            raise ResultsDirError(f"{link} is a symbolic link to {os.readlink(link)}, which does not exist; create "
+                                  "that folder (or mount its disk), or choose another with --results-dir")
     if results_dir.exists() and not results_dir.is_dir():
         raise ResultsDirError(f"the {where} is a file, not a folder; pass --results-dir a folder")
     try:
@@ -350,6 +354,14 @@ def check_results_dir(results_dir: Path, min_free: int = MIN_FREE_BYTES, profile
     if free < min_free:
         raise ResultsDirError(f"the {where} has {free / 2**20:.0f} MiB free; at least {min_free / 2**20:.0f} MiB "
                               "are needed for run records and checkpoints")
+
+
+def _dangling_link(path: Path) -> Path | None:
+    """The first symbolic link on `path` (itself or a folder above it) whose target does not exist, or None."""
+    for part in [path, *path.parents]:
+        if part.is_symlink() and not part.exists():
+            return part
+    return None
 
 
 def _check_writable(folder: Path, results_dir: Path) -> None:
@@ -392,8 +404,54 @@ def save_result(result: ManifestResult, results_dir: Path) -> Path:
     return path
 
 
+class ResultUnusable(ValueError):
+    """A results.json that cannot be used: `damaged` (content that is wrong: it is set aside and rebuilt from the
+    run records, repro.pipeline.rebuild_damaged) or not (it cannot be read: permission, I/O)."""
+
+    def __init__(self, path: Path, reason: str, damaged: bool = True) -> None:
+        self.path, self.reason, self.damaged = path, reason, damaged
+        super().__init__(f"{path}: {reason}")
+
+
+# The keys results.json holds (ManifestResult.to_dict), with the JSON type each must have.
+RESULT_KEYS = {"manifest": str, "title": str, "paper_ref": str, "paper_table": str, "profile": str, "metrics": dict,
+               "missing": dict, "problems": list, "details": dict, "verdicts": list, "provenance": dict}
+
+
+def result_problem(data: Any, profile: str, manifest_id: str) -> str | None:
+    """Why `data` (parsed results.json) is not the result of the table at the profile, or None."""
+    if not isinstance(data, dict):
+        return f"it is a JSON {type(data).__name__}, expected an object"
+    missing = [k for k in RESULT_KEYS if k not in data]
+    if missing:
+        return f"missing keys {missing}"
+    for key, kind in RESULT_KEYS.items():
+        if not isinstance(data[key], kind):
+            expected = "text" if kind is str else f"a JSON {kind.__name__}"
+            return f"{key} is {json.dumps(data[key])[:40]}, expected {expected}"
+    if (data["manifest"], data["profile"]) != (manifest_id, profile):
+        return f"it is the result of {data['manifest']} at profile {data['profile']}, not of {manifest_id} at {profile}"
+    if not all(isinstance(v, dict) for v in data["verdicts"]):
+        return "verdicts holds an entry that is not an object"
+    return None
+
+
 def load_result(results_dir: Path, profile: str, manifest_id: str) -> ManifestResult | None:
+    """The table's stored result, None when it has none; ResultUnusable when its results.json cannot be used."""
     path = result_path(results_dir, profile, manifest_id)
-    if not path.exists():
+    try:
+        text = path.read_bytes()
+    except FileNotFoundError:
         return None
-    return ManifestResult.from_dict(json.loads(path.read_text()))
+    except OSError as exc:
+        raise ResultUnusable(path, f"it cannot be read ({exc.strerror or exc})", damaged=False) from None
+    try:
+        data = json.loads(text.decode("utf-8"))
+    except ValueError as exc:  # JSON and UTF-8 decoding errors
+        raise ResultUnusable(path, f"not valid JSON ({exc})") from None
+    if (problem := result_problem(data, profile, manifest_id)) is not None:
+        raise ResultUnusable(path, problem)
+    try:
+        return ManifestResult.from_dict(data)
+    except (KeyError, TypeError, ValueError) as exc:  # a verdict of another shape
+        raise ResultUnusable(path, f"it does not read as a table's result ({type(exc).__name__}: {exc})") from None

@@ -30,6 +30,76 @@ UNIT_METRICS = ("accuracy", "final_accuracy", "peak_accuracy")  # fractions in [
 UNIT_HISTORY = ("test_accuracy", "train_accuracy")
 
 
+class LeftAlone(Exception):
+    """A run's record or checkpoint that is not damage and is not used here: it cannot be read, or a newer version
+    wrote it. Never set aside; its run is skipped, and the message (one line) names the file and why."""
+
+    @classmethod
+    def unreadable(cls, path: Path, cause: OSError) -> LeftAlone:
+        return cls(f"cannot read {path}: {cause.strerror or cause}; it is left as it is and its run is skipped")
+
+
+def newer_schema(record: Any) -> bool:
+    schema = record.get("schema") if isinstance(record, dict) else None
+    return isinstance(schema, int) and not isinstance(schema, bool) and schema > RECORD_SCHEMA
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _seconds(value: Any) -> bool:
+    return _number(value) and value >= 0
+
+
+def _count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _counts(value: Any) -> bool:
+    return isinstance(value, list) and all(_count(v) for v in value)
+
+
+def _text(value: Any) -> bool:
+    return isinstance(value, str)
+
+
+# Where present, each field a command reads has this type (the dotted path's last key; dicts only on the way), so
+# that no reader (`repro run`, `repro status`, the report, the frames) needs a check of its own.
+FIELD_TYPES: tuple[tuple[str, Any, str], ...] = (
+    ("wall_seconds", _seconds, "a number of seconds, 0 or more"),
+    ("cpu_seconds", _seconds, "a number of seconds, 0 or more"),
+    ("train_seconds", _seconds, "a number of seconds, 0 or more"),
+    ("resumed_from_epoch", _count, "an epoch, 0 or more"),
+    ("label", _text, "text"),
+    ("data", _text, "text"),
+    ("weights", _text, "text"),
+    ("metrics.protocol", _text, "text"),
+    ("provenance.device", _text, "text"),
+    ("provenance.device_type", _text, "text"),
+    ("provenance.executor", lambda v: isinstance(v, dict), "an object"),
+    ("provenance.executor.host", _text, "text"),
+    ("provenance.executor.name", _text, "text"),
+    ("provenance.reproducibility", lambda v: isinstance(v, dict), "an object"),
+    ("provenance.reproducibility.threads", lambda v: _count(v) and v >= 1, "a whole number of threads"),
+    ("provenance.reproducibility.deterministic", lambda v: isinstance(v, bool), "true or false"),
+    ("routing.expert_usage", _counts, "a list of counts"),
+    ("routing.test_usage_by_class", lambda v: isinstance(v, list) and all(map(_counts, v)),
+     "a list of lists of counts (classes x experts)"),
+    ("routing.routing_entropy", _number, "a number"),
+)
+
+
+def _field(record: dict[str, Any], path: str) -> tuple[bool, Any]:
+    """(present, value) of a dotted path through nested objects."""
+    value: Any = record
+    for key in path.split("."):
+        if not isinstance(value, dict) or key not in value:
+            return False, None
+        value = value[key]
+    return True, value
+
+
 def record_digest(record: dict[str, Any]) -> str:
     """sha256 of the record's canonical JSON (sorted keys, no spaces, NaN as null), without `digest`."""
     body = {k: v for k, v in jsonable(record).items() if k != "digest"}
@@ -81,12 +151,18 @@ def content_problem(record: dict[str, Any], epochs: int) -> str | None:
         for name in UNIT_HISTORY:
             if problem := fraction_problem(entry.get(name), f"history[{i}].{name}"):
                 return problem
+        if entry.get("tau") is not None and not _number(entry["tau"]):
+            return f"history[{i}].tau is {json.dumps(entry['tau'])[:40]}, expected a number or null"
     peak = metrics.get("peak_epoch")
     if isinstance(peak, bool) or not isinstance(peak, int) or not 1 <= peak <= epochs:
         return f"metrics.peak_epoch is {json.dumps(peak)}, expected an epoch in 1..{epochs}"
     for name in ("provenance", "routing"):
         if name in record and not isinstance(record[name], dict):
             return f"{name} is {json.dumps(record[name])[:40]}, expected an object"
+    for path, valid, expected in FIELD_TYPES:
+        present, value = _field(record, path)
+        if present and not valid(value):
+            return f"{path} is {json.dumps(value)[:40]}, expected {expected}"
     if record["digest"] != record_digest(record):
         return "its digest does not match its content (edited after it was written)"
     return None

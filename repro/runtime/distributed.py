@@ -37,7 +37,6 @@ batches of B / N), so results agree to float rounding (tests/execution/test_dist
 from __future__ import annotations
 
 import datetime as dt
-import os
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -46,9 +45,11 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
+from repro.core import environment
+
 # Followers wait for rank 0's next run while it does the rest of a table (FLOP counts,
 # latency, waiting for another process's lock): their control channel waits long.
-CONTROL_TIMEOUT_S = float(os.environ.get("REPRO_DDP_CONTROL_TIMEOUT_S", 7 * 24 * 3600))
+CONTROL_TIMEOUT_S = environment.value("REPRO_DDP_CONTROL_TIMEOUT_S")
 _control: Any = None  # the gloo group of control messages (objects, barriers)
 
 
@@ -82,13 +83,13 @@ class World:
 
 def launched() -> bool:
     """True in a process torchrun started as one of several ranks."""
-    return int(os.environ.get("WORLD_SIZE", "1")) > 1
+    return environment.value("WORLD_SIZE") > 1
 
 
 def current() -> World:
     if not (dist.is_available() and dist.is_initialized()):
         return World()
-    return World(dist.get_rank(), dist.get_world_size(), int(os.environ.get("LOCAL_RANK", "0")), dist.get_backend())
+    return World(dist.get_rank(), dist.get_world_size(), environment.value("LOCAL_RANK"), dist.get_backend())
 
 
 def init(device: str) -> World:
@@ -99,7 +100,7 @@ def init(device: str) -> World:
     if not dist.is_initialized():
         cuda = device.startswith("cuda")
         if cuda:
-            torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
+            torch.cuda.set_device(environment.value("LOCAL_RANK"))
         dist.init_process_group("nccl" if cuda else "gloo")
     if _control is None:
         _control = dist.new_group(backend="gloo", timeout=dt.timedelta(seconds=CONTROL_TIMEOUT_S))

@@ -1,11 +1,14 @@
 """Ctrl-C (SIGINT) and SIGTERM while runs train: stop the workers, keep what finished, say how to resume.
 
+A closed terminal (SIGHUP) and Ctrl-\\ (SIGQUIT) stop the command the same way: no core dump, no lock left.
 The main process decides: Ctrl-C at a terminal reaches the whole process group, so
-pool workers ignore SIGINT and are stopped by the main process with SIGTERM, which
+pool workers ignore SIGINT (and SIGHUP, SIGQUIT) and are stopped by the main process with SIGTERM, which
 they turn into KeyboardInterrupt so the run unwinds (its lock released, a
 half-written file removed; the checkpoint of its last finished epoch stays, written
 atomically). A worker that has not stopped after `GRACE_S` is killed, and its lock
-and temporary files are removed here (it cannot remove them itself). Torch-free.
+and temporary files are removed here (it cannot remove them itself). A worker whose main process
+dies without stopping it (SIGKILL, the OOM killer) notices within PARENT_POLL_S and stops itself the
+same way (`exit_with_parent`). Torch-free.
 """
 
 from __future__ import annotations
@@ -15,11 +18,13 @@ import os
 import signal
 import sys
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
 GRACE_S = 5.0  # a training step is far shorter; a worker still running after this is killed
+PARENT_POLL_S = 0.5  # how often a worker looks whether its main process is still there
 
 
 @dataclass(eq=False)  # an exception stays hashable
@@ -57,6 +62,8 @@ def command_line(argv: list[str]) -> str:
 
 
 _received: list[int] = []  # the signals that interrupted the current sigterm_as_interrupt block
+# What a terminal sends the whole foreground process group: Ctrl-C, a hangup (closed), Ctrl-\\.
+TERMINAL_SIGNALS = (signal.SIGINT, signal.SIGHUP, signal.SIGQUIT)
 
 
 def _raise_interrupt(signum: int, frame: object) -> None:
@@ -66,18 +73,19 @@ def _raise_interrupt(signum: int, frame: object) -> None:
 
 @contextlib.contextmanager
 def sigterm_as_interrupt() -> Iterator[None]:
-    """In the main process: SIGTERM interrupts like Ctrl-C (a scheduler's or `kill`'s stop request).
+    """In the main process: SIGTERM interrupts like Ctrl-C (a scheduler's or `kill`'s stop request), and so do
+    SIGHUP (the terminal closed) and SIGQUIT (Ctrl-\\), which would end the process with its locks held.
     Installed by the `repro` entry point alone (repro.cli.main), never by the library, so that a test
     or a notebook that calls it keeps its own signal handling.
     A KeyboardInterrupt raised while Python runs a finalizer is dropped (Python would print "Exception
     ignored in ..." and go on); the signal is remembered, so the block still ends as interrupted when it
-    reaches its end. Ctrl-C stays ignored where the process was started ignoring it (`nohup`, a shell's
-    background job).
+    reaches its end. Ctrl-C, SIGHUP and SIGQUIT stay ignored where the process was started ignoring them (`nohup`,
+    a shell's background job).
     """
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    wanted = [signal.SIGTERM] + ([signal.SIGINT] if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN else [])
+    wanted = [signal.SIGTERM] + [s for s in TERMINAL_SIGNALS if signal.getsignal(s) is not signal.SIG_IGN]
     previous = {s: signal.signal(s, _raise_interrupt) for s in wanted}
     hook = sys.unraisablehook
     sys.unraisablehook = lambda u: None if issubclass(u.exc_type, KeyboardInterrupt) and _received else hook(u)
@@ -113,9 +121,48 @@ def _worker_sigterm(signum: int, frame: object) -> None:
 
 
 def worker_signals() -> None:
-    """In a pool worker: ignore the terminal's SIGINT; the main process stops it with SIGTERM."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    """In a pool worker (or the manager serving its events): ignore the terminal's signals; the main process stops
+    it with SIGTERM, and should the main process die without doing so, it stops itself (exit_with_parent)."""
+    for signum in TERMINAL_SIGNALS:
+        signal.signal(signum, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, _worker_sigterm)
+    exit_with_parent()
+
+
+def exit_with_parent(poll_s: float = PARENT_POLL_S) -> None:
+    """Watch, from a thread, for the end of the process that started this one; then stop as its SIGTERM would
+    stop this one (a run in training unwinds: its lock released, a half-written file removed, its last
+    checkpoint kept) and exit. Without it, pool workers (about 0.9 GB each), the manager and with them the
+    resource tracker lived on under pid 1 after a SIGKILL of the main process alone."""
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(poll_s)
+        if _training.is_set():
+            os.kill(os.getpid(), signal.SIGTERM)  # _worker_sigterm, in the main thread
+            deadline = time.monotonic() + GRACE_S
+            while _training.is_set() and time.monotonic() < deadline:
+                time.sleep(0.05)
+        os._exit(128 + signal.SIGTERM)
+
+    threading.Thread(target=watch, name="parent watch", daemon=True).start()
+
+
+@contextlib.contextmanager
+def terminal_signals_ignored() -> Iterator[None]:
+    """In the main process, while it starts helper processes: an ignored signal is inherited (it survives exec),
+    so multiprocessing's resource tracker, which ignores only SIGINT and SIGTERM itself, outlives a hangup or
+    Ctrl-\\ that the main process handles (dead, it is relaunched with a traceback per shared block)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {s: signal.signal(s, signal.SIG_IGN) for s in TERMINAL_SIGNALS[1:]}
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
 
 
 @contextlib.contextmanager
@@ -157,7 +204,7 @@ def clean_after_kill(runs_dir: Path, run_hash: str, pid: int) -> None:
     holder = read_holder(lock)
     if holder is not None and holder.get("pid") == pid:
         lock.unlink(missing_ok=True)
-    for tmp in runs_dir.glob(f".{run_hash}.*.tmp"):  # fsutil's atomic writes: .<name>.<random>.tmp
+    for tmp in runs_dir.glob(f".{run_hash}.*.tmp"):  # fsutil's atomic writes: .<name>.<pid>@<host>.<random>.tmp
         tmp.unlink(missing_ok=True)
 
 

@@ -5,15 +5,22 @@ on NFSv3+), holds who trains the run (host, pid, Slurm job, start time), and its
 is the heartbeat, refreshed by a thread while the run trains. Only the holder reads,
 writes or unlinks the run's checkpoint. A lock is stale, and is taken over with a
 warning, when its heartbeat is older than `stale_after_s`, when its holder is a process
-on this host that no longer exists, or when it was left by this same Slurm array task
+on this machine that no longer exists, or when it was left by this same Slurm array task
 before a requeue. A lock file that cannot be read or names no valid holder (random bytes,
 a pid that is not a process id) is named as such and taken over once it is older than
-`unreadable_grace_s`: a lock is written in the same instant it is created. Torch-free, so
-`repro status` can read locks cheaply; its only import from repro is fsutil's WriteFailed.
+`unreadable_grace_s`: a lock is written in the same instant it is created.
+
+"This machine" is the kernel's boot id, which every container on it shares (the host name where a lock
+predates boot ids): a container's host name is new each run unless its compose file fixes one. A process
+is known by its pid and start time, so a pid reused by another process is not taken for the holder. A
+holder in another pid namespace on this machine (another container, or one that was killed) cannot be
+looked up: its lock is stale after two heartbeats' silence (MIN_STALE_AFTER_S), not `stale_after_s`.
+Torch-free, so `repro status` can read locks cheaply; its only import from repro is fsutil's WriteFailed.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import socket
@@ -27,11 +34,30 @@ from typing import Any
 from repro.core.fsutil import WriteFailed
 
 DEFAULT_STALE_AFTER_S = 600.0
+MAX_HEARTBEAT_S = 30.0  # a holder refreshes its lock at least this often, whatever its own stale_after_s
+# A holder beats every MAX_HEARTBEAT_S at the default; a taker that waits less than two beats takes live locks.
+MIN_STALE_AFTER_S = 2 * MAX_HEARTBEAT_S
 PID_MAX = 2**31 - 1  # pids are positive C ints; Linux's pid_max is at most 2**22
 
 
 class LockLost(RuntimeError):
     """Another process took this run's lock over (ours was judged stale): stop training it."""
+
+
+class LockNotRemovable(RuntimeError):
+    """A stale lock (or takeover guard) this user may not remove, such as another user's in a sticky folder:
+    its run is skipped, and the message names the file and who can remove it."""
+
+    @classmethod
+    def of(cls, path: Path, reason: str, cause: OSError) -> LockNotRemovable:
+        try:
+            import pwd
+
+            owner = pwd.getpwuid(path.stat().st_uid).pw_name
+        except (ImportError, KeyError, OSError):
+            owner = "its owner"
+        return cls(f"the lock {path} is stale ({reason}), but this user may not remove it "
+                   f"({cause.strerror or cause}); the run is skipped: {owner} or root can remove the file")
 
 
 @dataclass(frozen=True)
@@ -40,12 +66,20 @@ class LockSettings:
 
     @property
     def heartbeat_s(self) -> float:
-        return max(0.5, min(30.0, self.stale_after_s / 4))
+        return max(0.5, min(MAX_HEARTBEAT_S, self.stale_after_s / 4))
 
     @property
     def unreadable_grace_s(self) -> float:
         """How long a lock that cannot be read may stay so: its creator writes it right after creating it."""
         return min(10.0, self.stale_after_s)
+
+
+def stale_after_problem(seconds: float) -> str | None:
+    """Why `seconds` cannot be a command's --stale-lock-after (a sentence), or None."""
+    if not seconds >= MIN_STALE_AFTER_S:
+        return (f"--stale-lock-after {seconds:g} is below {MIN_STALE_AFTER_S:g} s, twice the {MAX_HEARTBEAT_S:g} s "
+                "between a live run's heartbeats: its lock would be taken over while it trains")
+    return None
 
 
 def lock_path(runs_dir: Path, run_hash: str) -> Path:
@@ -64,9 +98,39 @@ def slurm_identity() -> dict[str, str]:
     return out
 
 
+def _first_line(path: str) -> str | None:
+    try:
+        with open(path) as fh:
+            return fh.readline().strip() or None
+    except OSError:
+        return None
+
+
+@functools.lru_cache(maxsize=1)  # neither changes while the process lives
+def machine_identity() -> dict[str, str]:
+    """This machine's boot id and this process's pid namespace, as far as /proc tells ({} where it does not)."""
+    out = {"boot_id": _first_line("/proc/sys/kernel/random/boot_id")}
+    try:
+        out["pid_ns"] = os.readlink("/proc/self/ns/pid")  # "pid:[4026531836]"
+    except OSError:
+        pass
+    return {k: v for k, v in out.items() if v}
+
+
+def process_started(pid: int) -> int | None:
+    """When process `pid` started, in clock ticks since boot (/proc/<pid>/stat, field 22); None if unknown."""
+    line = _first_line(f"/proc/{pid}/stat")
+    try:
+        return int(line.rsplit(")", 1)[1].split()[19]) if line else None
+    except (IndexError, ValueError):
+        return None
+
+
 def holder_identity(label: str = "", executor: str = "local") -> dict[str, Any]:
+    started = process_started(os.getpid())
     return {"host": socket.gethostname(), "pid": os.getpid(), "executor": executor, "label": label,
-            "started": time.time(), **slurm_identity()}
+            "started": time.time(), **machine_identity(), **({"pid_started": started} if started else {}),
+            **slurm_identity()}
 
 
 def holder_problem(holder: Any) -> str | None:
@@ -76,9 +140,13 @@ def holder_problem(holder: Any) -> str | None:
     pid = holder.get("pid")
     if isinstance(pid, bool) or not isinstance(pid, int) or not 1 <= pid <= PID_MAX:
         return f"its pid {json.dumps(pid)[:40]} is not a process id"
-    for key in ("host", "token", "label", "executor", "slurm_job_id", "slurm_array_job_id", "slurm_array_task_id"):
+    for key in ("host", "token", "label", "executor", "slurm_job_id", "slurm_array_job_id", "slurm_array_task_id",
+                "boot_id", "pid_ns"):
         if key in holder and not isinstance(holder[key], str):
             return f"its {key} {json.dumps(holder[key])[:40]} is not text"
+    ticks = holder.get("pid_started", 0)
+    if isinstance(ticks, bool) or not isinstance(ticks, int):
+        return f"its process start {json.dumps(ticks)[:40]} is not a number of clock ticks"
     started = holder.get("started", 0.0)
     if isinstance(started, bool) or not isinstance(started, (int, float)):
         return f"its start time {json.dumps(started)[:40]} is not a number"
@@ -111,7 +179,7 @@ def read_holder(path: Path) -> dict[str, Any] | None:
     return {**holder, "heartbeat": heartbeat}
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -133,13 +201,35 @@ def stale_reason(holder: dict[str, Any], settings: LockSettings, now: float | No
         return f"no heartbeat for {age:.0f} s (stale after {settings.stale_after_s:.0f} s)"
     if "pid" not in holder:
         return None
-    if holder.get("host") == socket.gethostname() and not _pid_alive(holder["pid"]):
-        return f"its process {holder['pid']} on this host has exited"
+    if (gone := _exited_here(holder, age, settings)) is not None:
+        return gone
     me = slurm_identity()
     if me and "slurm_array_job_id" in me and all(holder.get(k) == me[k] for k in ("slurm_array_job_id", "slurm_array_task_id")):
         return "it is this Slurm array task's own lock from before a requeue"
     if me and "slurm_array_job_id" not in me and holder.get("slurm_job_id") == me["slurm_job_id"]:
         return "it is this Slurm job's own lock from before a requeue"
+    return None
+
+
+def _exited_here(holder: dict[str, Any], age: float, settings: LockSettings) -> str | None:
+    """Why a holder on this machine is gone, or None (alive, or on another machine)."""
+    here = machine_identity()
+    if "boot_id" in holder and "boot_id" in here:
+        if holder["boot_id"] != here["boot_id"]:
+            return None
+    elif holder.get("host") != socket.gethostname():
+        return None
+    pid = holder["pid"]
+    if holder.get("pid_ns", here.get("pid_ns")) != here.get("pid_ns"):  # another container: its pids are not ours
+        silence = min(settings.stale_after_s, MIN_STALE_AFTER_S)
+        if age > silence:
+            return f"no heartbeat for {age:.0f} s from process {pid} of another container on this machine"
+        return None
+    if not pid_alive(pid):
+        return f"its process {pid} on this host has exited"
+    started = holder.get("pid_started")
+    if started is not None and process_started(pid) not in (None, started):
+        return f"its process {pid} on this host has exited (the pid now names another process)"
     return None
 
 
@@ -197,7 +287,7 @@ class RunLock:
 def try_lock(runs_dir: Path, run_hash: str, settings: LockSettings, label: str = "",
              executor: str = "local") -> RunLock | dict[str, Any]:
     """Take the run's lock: a RunLock, or the live holder's description (a dict) when another process has it.
-    Raises WriteFailed when the folder refuses the lock file."""
+    Raises WriteFailed when the folder refuses the lock file, LockNotRemovable when a stale one may not be removed."""
     try:
         runs_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -244,13 +334,16 @@ def _create(path: Path, holder: dict[str, Any]) -> bool:
 
 
 def _take_over(path: Path, holder: dict[str, Any], reason: str, settings: LockSettings) -> None:
-    """Remove a stale lock; a second O_EXCL file makes sure only one process removes it."""
+    """Remove a stale lock; a second O_EXCL file, the guard, makes sure only one process removes it. A guard
+    is stale by the rules of a lock (its taker exited, or was killed mid-takeover): it is removed and taken."""
     guard = path.with_name(path.name + ".takeover")
     if not _create(guard, holder_identity()):
         g = read_holder(guard)
-        if g is not None and time.time() - g["heartbeat"] > settings.stale_after_s:
-            guard.unlink(missing_ok=True)  # a taker that died mid-takeover
-        return
+        if g is None or (why := stale_reason(g, settings)) is None:
+            return  # another process is taking the lock over now
+        _remove(guard, why)
+        if not _create(guard, holder_identity()):
+            return
     try:
         current = read_holder(path)
         if current is not None and current.get("token") == holder.get("token") and stale_reason(current, settings):
@@ -259,6 +352,14 @@ def _take_over(path: Path, holder: dict[str, Any], reason: str, settings: LockSe
                       "taking it over", flush=True)
             else:
                 print(f"warning: taking over the lock {path.name} of {describe_holder(current)}: {reason}", flush=True)
-            path.unlink(missing_ok=True)
+            _remove(path, reason)
     finally:
         guard.unlink(missing_ok=True)
+
+
+def _remove(path: Path, reason: str) -> None:
+    """Unlink a stale lock or guard; LockNotRemovable when this user may not (another user's, in a sticky folder)."""
+    try:
+        path.unlink(missing_ok=True)
+    except PermissionError as exc:
+        raise LockNotRemovable.of(path, reason, exc) from None

@@ -21,6 +21,7 @@ from typing import Any, Iterable, Literal, Mapping
 from repro.data.specs import DATASETS, get_dataset
 from repro.spec.recipes import RECIPES
 from repro.core.registry import closest
+from repro.core import environment
 from repro.core.schema import Problems, SchemaError, bounded, check_id, from_dict, read_toml
 
 SHIPPED_PROFILES = Path(__file__).with_name("profiles.toml")
@@ -28,7 +29,8 @@ REQUIRED_PROFILES = ("smoke", "full")  # the default profile, and the paper's pr
 
 # Upper bounds that keep a typo from asking for the impossible (1e11 samples) while leaving the paper's
 # protocol far inside: ImageNet-1K has 1.28M training images, the paper uses 10 seeds, 80 epochs, 256 px.
-MAX_SAMPLES, MAX_SEEDS, MAX_EPOCHS, MAX_BATCH, MAX_IMAGE, MAX_THREADS = 1 << 24, 1000, 10_000, 1 << 16, 1024, 1024
+MAX_SAMPLES, MAX_SEEDS, MAX_EPOCHS, MAX_BATCH, MAX_IMAGE = 1 << 24, 1000, 10_000, 1 << 16, 1024
+MAX_THREADS = environment.MAX_THREADS
 RECIPE_OVERRIDES = ("optimizer", "lr", "backbone_lr_scale")
 # Where a profile leaves `threads` and `deterministic` out, the command's environment gives them (else 1 and off).
 THREADS_ENV, DETERMINISTIC_ENV = "OMP_NUM_THREADS", "REPRO_DETERMINISTIC"
@@ -49,21 +51,12 @@ class RunDefaults:
 
     @classmethod
     def from_environment(cls, environ: Mapping[str, str] = os.environ) -> RunDefaults:
-        """$OMP_NUM_THREADS, else 1; $REPRO_DETERMINISTIC (1 or 0), else off. Raises SchemaError naming the
-        variable when its value is neither."""
-        problems = []
-        text = environ.get(THREADS_ENV, "").strip()
-        first = text.split(",")[0].strip()  # OpenMP's nested form "4,2": the outer level is the intra-op pool
-        threads = int(first) if first.isdigit() else 0
-        if text and not 1 <= threads <= MAX_THREADS:
-            problems.append(f"{THREADS_ENV}: {text!r} is not a whole number of threads in 1..{MAX_THREADS} "
-                            "(the intra-op threads each run trains on)")
-        flag = environ.get(DETERMINISTIC_ENV, "").strip().lower()
-        if flag not in ("", "0", "1", "false", "true", "no", "yes", "off", "on"):
-            problems.append(f"{DETERMINISTIC_ENV}: {flag!r} is neither 1 nor 0")
+        """$OMP_NUM_THREADS, else 1; $REPRO_DETERMINISTIC (1 or 0), else off (repro.core.environment's parsers).
+        Raises SchemaError naming each variable whose value does not parse."""
+        problems = [p for name in (THREADS_ENV, DETERMINISTIC_ENV) if (p := environment.problem(name, environ))]
         if problems:
             raise SchemaError("the environment", problems)
-        return cls(threads or 1, flag in ("1", "true", "yes", "on"))
+        return cls(environment.value(THREADS_ENV, environ) or 1, environment.value(DETERMINISTIC_ENV, environ))
 
 
 @dataclass(frozen=True)

@@ -14,31 +14,23 @@ model or optimiser (CheckpointUnusable).
 from __future__ import annotations
 
 import io
-import os
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from repro.core.fsutil import atomic_write_bytes
+from repro.core import environment
 
 
 CHECKPOINT_ENV = "REPRO_CHECKPOINT_SECONDS"
-DEFAULT_CHECKPOINT_SECONDS = 60.0
+DEFAULT_CHECKPOINT_SECONDS = environment.VARIABLES[CHECKPOINT_ENV].default
 
 
 def checkpoint_seconds() -> float:
-    """Training seconds between checkpoints, from $REPRO_CHECKPOINT_SECONDS (0: after every epoch)."""
-    value = os.environ.get(CHECKPOINT_ENV, "").strip()
-    if not value:
-        return DEFAULT_CHECKPOINT_SECONDS
-    try:
-        seconds = float(value)
-    except ValueError:
-        seconds = -1.0
-    if not seconds >= 0:  # NaN too
-        raise ValueError(f"{CHECKPOINT_ENV}={value!r}: expected a number of seconds, 0 or more")
-    return seconds
+    """Training seconds between checkpoints, from $REPRO_CHECKPOINT_SECONDS (0: after every epoch); a value
+    that is not one raises repro.core.environment.BadEnvironment (a ValueError) naming it."""
+    return environment.value(CHECKPOINT_ENV)
 
 
 class CheckpointUnusable(RuntimeError):

@@ -16,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import copy
 import math
-import os
 import time
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
@@ -29,6 +28,7 @@ from torch import nn
 from repro.train.checkpoints import checkpoint_seconds, load_checkpoint, save_checkpoint
 from repro.data.options import DataOptions
 from repro.data.specs import get_dataset
+from repro.core import environment
 from repro.runtime import distributed, numerics
 from repro.models import Component, build_model
 from repro.models import small_maps
@@ -73,13 +73,9 @@ class Engine:
     small_maps: bool = False  # convolutions on maps smaller than their kernel: repro.models.small_maps
 
 
-def _env(name: str) -> str:
-    return os.environ.get(name, "auto").strip().lower()
-
-
 def _switch(name: str, auto: bool) -> bool:
-    value = _env(name)
-    return auto if value == "auto" else value in ("1", "true", "yes", "on")
+    value = environment.value(name)  # None: auto
+    return auto if value is None else value
 
 
 def resolve_engine(cfg: RunConfig, device: torch.device) -> Engine:
@@ -89,9 +85,7 @@ def resolve_engine(cfg: RunConfig, device: torch.device) -> Engine:
     dispatch = None
     head_fields = {f.name for f in fields(HEADS.get(cfg.head["name"]).config)}
     if "dispatch" in head_fields and "dispatch" not in cfg.head["params"]:
-        choice = _env("REPRO_DISPATCH")
-        if choice not in ("auto", "loop", "batched"):
-            raise ValueError(f"REPRO_DISPATCH={choice!r}: expected auto, loop or batched")
+        choice = environment.value("REPRO_DISPATCH")
         dispatch = ("batched" if cuda else None) if choice == "auto" else choice
     return Engine(_switch("REPRO_CHANNELS_LAST", True), _switch("REPRO_COMPILE", cuda), dispatch,
                   _switch("REPRO_BF16_CPU", False), _switch("REPRO_SMALL_MAPS", not cuda))

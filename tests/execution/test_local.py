@@ -96,3 +96,46 @@ def test_each_slot_process_is_pinned_to_its_device(tmp_path):
     assert Counter(e["cuda_visible_devices"] for e in executors) == {"0": 2, "1": 1}
     assert len({e["pid"] for e in executors}) == 3 and {e["name"] for e in executors} == {"local"}
 
+
+
+class _Log:
+    """A progress the executor reports to: the lines it logs."""
+
+    def __init__(self):
+        self.lines = []
+
+    def add_task(self, *a, **kw):
+        return len(self.lines)
+
+    def log(self, text):
+        self.lines.append(text)
+
+    def __getattr__(self, name):  # advance, update, start_task, remove_task
+        return lambda *a, **kw: None
+
+
+def test_a_run_its_lock_keeps_from_us_is_retried_once_a_poll_and_its_wait_is_logged_once(tmp_path, monkeypatch):
+    """Issue 41, item 4: with a stale lock whose takeover guard stayed, the probe said free, the lock said held, and
+    the scheduler looped with no sleep, writing 33,566 identical lines to repro.log (about 550 lines/s)."""
+    import repro.execution.local as local
+    import repro.execution.records as records
+    from repro.execution.protocol import Outcome
+
+    cfg, tries, sleeps = _cfg(0), [], []
+    holder = {"host": "vm", "pid": 7, "token": "theirs", "heartbeat": time.time() - 900}
+
+    def held_five_times(request, *args, **kwargs):
+        tries.append(len(sleeps))
+        if len(tries) <= 5:
+            return Outcome(cfg.hash, RunState.HELD, holder={**holder, "heartbeat": time.time() - 900 - len(tries)})
+        return Outcome(cfg.hash, RunState.TRAINED, record={"done": True})
+
+    monkeypatch.setattr(records, "attempt_run", held_five_times)
+    monkeypatch.setattr(local, "probe", lambda *a, **kw: Outcome(cfg.hash, RunState.FREE, holder=holder))
+    monkeypatch.setattr(local.time, "sleep", sleeps.append)
+    progress = _Log()
+    outcomes = run_local(ExecutionRequest((RunRequest(cfg, "r seed 0"),), tmp_path, "cpu", progress=progress))
+    assert [o.state for o in outcomes] == [RunState.TRAINED]
+    assert tries == [0, 1, 2, 3, 4, 5]  # each try after one more sleep
+    assert [line for line in progress.lines if "held by" in line] == [
+        "r seed 0: held by vm:7, last heartbeat 901 s ago; waiting for its record"]

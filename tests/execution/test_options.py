@@ -89,3 +89,20 @@ def test_one_option_set_serves_run_every_table_alias_and_verify_all(monkeypatch,
     assert bad.exit_code == 2 and "'soon' is not a Slurm time" in bad.output
     none = CliRunner().invoke(__import__("repro.cli", fromlist=["app"]).app, ["run"])
     assert none.exit_code == 2 and "name at least one manifest" in none.output
+
+
+@pytest.mark.parametrize("command", [["table6"], ["status"]])
+@pytest.mark.parametrize("seconds", ["3", "59.5"])
+def test_a_stale_lock_after_shorter_than_two_heartbeats_is_refused(tmp_path, command, seconds):
+    """Issue 41, item 13: a second process with --stale-lock-after 3 took over a live process's locks (heartbeats
+    come every 30 s) and two runs trained twice; any value >= 1 was accepted without a word."""
+    from repro.cli import app
+
+    out = CliRunner().invoke(app, [*command, "--stale-lock-after", seconds, "--results-dir", str(tmp_path / "r")],
+                             env={"COLUMNS": "300"})
+    assert out.exit_code == 2, out.output
+    assert (f"--stale-lock-after {seconds} is below 60 s, twice the 30 s between a live run's heartbeats: its lock "
+            "would be taken over while it trains") in " ".join(out.output.replace("│", " ").split()), out.output
+    assert not (tmp_path / "r").exists()
+    at_least = CliRunner().invoke(app, ["status", "--stale-lock-after", "60", "--results-dir", str(tmp_path)])
+    assert at_least.exit_code == 0, at_least.output

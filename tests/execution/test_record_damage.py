@@ -87,6 +87,17 @@ RECORD_DAMAGE = [
     ("history accuracy NaN", _edit(_set("history.1.test_accuracy", float("nan"))), "history[1].test_accuracy is nan"),
     ("provenance a string", _edit(_set("provenance", "cpu")), 'provenance is "cpu", expected an object'),
     ("an older schema", _edit(_set("schema", 1)), "schema 1 is not 2"),
+    # Issue 41, item 5: with a valid digest, `run` reused these and `status` or `report` (or `run` itself) crashed.
+    ("wall seconds a word", _edit(_set("wall_seconds", "fast")),
+     'wall_seconds is "fast", expected a number of seconds'),
+    ("usage counts as text", _edit(_set("routing.test_usage_by_class", [["3", "1"]])),
+     'routing.test_usage_by_class is [["3", "1"]], expected a list of lists of counts'),
+    ("expert usage as text", _edit(_set("routing.expert_usage", ["3", "1"])),
+     'routing.expert_usage is ["3", "1"], expected a list of counts'),
+    ("executor host a number", _edit(_set("provenance.executor.host", 7)),
+     "provenance.executor.host is 7, expected text"),
+    ("threads as text", _edit(_set("provenance.reproducibility.threads", "1")),
+     'provenance.reproducibility.threads is "1", expected a whole number of threads'),
     ("another run's record", _edit(_other_run), "its config differs from the run's"),
     ("hand-edited accuracy", _edit(lambda r: r["metrics"].update(accuracy=r["metrics"]["accuracy"] + 0.01),
                                    redigest=False), "its digest does not match its content"),
@@ -167,3 +178,26 @@ def test_an_intact_checkpoint_resumes_without_a_warning(tmp_path, capsys, traine
     redone = execute_runs([RunRequest(CFG, "r")], tmp_path, "cpu").records[CFG.hash]
     assert "warning" not in capsys.readouterr().out
     assert redone["resumed_from_epoch"] == 1 and redone["metrics"] == record["metrics"]
+
+
+def test_a_checkpoint_that_cannot_be_read_is_named_and_left_alone(tmp_path, capsys, trained, monkeypatch):
+    """Issue 41, item 3, for checkpoints: a read error (permission, I/O) is not damage. The run is skipped with one
+    line; the checkpoint stays for when it can be read; nothing else is written."""
+    import repro.execution.records as records
+    from repro.execution.records import attempt_run
+    from repro.execution.protocol import RunState
+
+    _, _, ckpt_data = trained
+    ckpt = checkpoint_path(tmp_path, CFG)
+    ckpt.parent.mkdir(parents=True)
+    ckpt.write_bytes(ckpt_data)
+
+    def refuse(path, *args, **kwargs):
+        raise PermissionError(13, "Permission denied", str(path))
+
+    monkeypatch.setattr(records.torch, "load", refuse)
+    outcome = attempt_run(RunRequest(CFG, "r"), tmp_path, "cpu", None)
+    assert outcome.state is RunState.FAILED
+    assert outcome.error == f"cannot read {ckpt}: Permission denied; it is left as it is and its run is skipped"
+    assert "warning" not in capsys.readouterr().out
+    assert sorted(p.name for p in runs_dir(tmp_path).iterdir()) == [ckpt.name] and ckpt.read_bytes() == ckpt_data

@@ -75,16 +75,20 @@ def _text_accuracy(r):
     r["metrics"]["accuracy"] = "abc"
 
 
-def _schema_99(r):
-    r["schema"] = 99
-
-
 def _truncated(r):
     return json.dumps(r)[:200]
 
 
-@pytest.mark.parametrize("damage", [_edited_accuracy, _text_accuracy, _schema_99, _truncated],
-                         ids=["edited accuracy", "accuracy 'abc'", "schema 99", "truncated"])
+def _wall_seconds_a_word(r):
+    """Issue 41, item 5: with its digest made again, `run` reused this record and `status` crashed formatting it."""
+    from repro.execution.record_checks import record_digest
+
+    r["wall_seconds"] = "fast"
+    r["digest"] = record_digest(r)
+
+
+@pytest.mark.parametrize("damage", [_edited_accuracy, _text_accuracy, _truncated, _wall_seconds_a_word],
+                         ids=["edited accuracy", "accuracy 'abc'", "truncated", "wall seconds 'fast', redigested"])
 def test_status_counts_pending_every_record_run_would_set_aside_and_touches_none(tmp_path, damage, capsys):
     """Issue 22, item 6: status counted such records done while `repro run` redid their runs."""
     cfg = config()
@@ -97,3 +101,45 @@ def test_status_counts_pending_every_record_run_would_set_aside_and_touches_none
     assert capsys.readouterr().out == ""  # status warns and moves nothing
     batch, todo = pending_runs([RunRequest(cfg, "t/a")], tmp_path)  # what `repro run` decides
     assert [t.cfg.hash for t in todo] == [cfg.hash] and not path.exists()
+
+
+@pytest.mark.parametrize("error", [PermissionError(13, "Permission denied"), OSError(5, "Input/output error")],
+                         ids=["no permission", "an I/O error"])
+def test_a_record_that_cannot_be_read_is_named_and_left_alone(tmp_path, monkeypatch, error):
+    """Issue 41, item 3: a valid record the user may not read (mode 0600, another owner) was moved aside as
+    .invalid and trained again; an NFS read error would do the same. Only content that is wrong is damage."""
+    from pathlib import Path
+
+    cfg = config()
+    path = write_record(tmp_path, cfg)
+    kept = path.read_bytes()
+    real = Path.read_bytes
+
+    def refuse(self):
+        if self == path:
+            raise error
+        return real(self)
+
+    monkeypatch.setattr(Path, "read_bytes", refuse)
+    said = f"cannot read {path}: {error.strerror}; it is left as it is and its run is skipped"
+    batch, todo = pending_runs([RunRequest(cfg, "t/a")], tmp_path)  # what `repro run` decides
+    assert todo == [] and batch.errors == {cfg.hash: said} and not batch.records
+    line = run_line(tmp_path, cfg, "t/a", SETTINGS, NOW)
+    assert (line.state, line.detail) == ("failed", said)
+    monkeypatch.undo()
+    assert path.read_bytes() == kept and sorted(p.name for p in runs_dir(tmp_path).iterdir()) == [path.name]
+
+
+def test_a_record_of_a_newer_schema_is_kept_and_not_reused(tmp_path):
+    """Issue 41, item 15: a record of a newer version (schema 3, valid digest) was moved aside and redone; two
+    installs sharing one folder would keep undoing each other's records."""
+    cfg = config()
+    path = write_record(tmp_path, cfg, schema=3, new_field={"only": "a newer version reads this"})
+    kept = path.read_bytes()
+    said = (f"{path} was written by a newer version (record schema 3; this one reads 2): not reused, and left as it "
+            "is; its run is skipped")
+    batch, todo = pending_runs([RunRequest(cfg, "t/a")], tmp_path)
+    assert todo == [] and batch.errors == {cfg.hash: said}
+    assert (run_line(tmp_path, cfg, "t/a", SETTINGS, NOW).state, run_line(tmp_path, cfg, "t/a", SETTINGS, NOW).detail) \
+        == ("failed", said)
+    assert path.read_bytes() == kept and sorted(p.name for p in runs_dir(tmp_path).iterdir()) == [path.name]

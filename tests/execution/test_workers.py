@@ -45,7 +45,7 @@ class _FakeManager:
 
 def test_release_keeps_workers_inside_a_block_and_closes_them_after_a_failure(monkeypatch):
     monkeypatch.setattr(w, "ProcessPoolExecutor", lambda *a, **k: _FakePool())
-    monkeypatch.setattr(w.mp, "get_context", lambda kind: type("Ctx", (), {"Manager": _FakeManager})())
+    monkeypatch.setattr(w, "start_manager", lambda ctx: _FakeManager())
     first = w.start_workers(SLOTS)
     w.release_workers(first, failed=False)  # outside a block: closed at once
     assert all(p.shut for p in first.pools.values())

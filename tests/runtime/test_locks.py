@@ -132,3 +132,90 @@ def test_a_lock_that_cannot_be_read_is_named(tmp_path, monkeypatch):
     monkeypatch.setattr(type(path), "read_bytes", refuse)
     holder = read_holder(path)
     assert holder["problem"] == "it cannot be read (Permission denied)"
+
+
+def _here(**holder):
+    """A lock of this process as a lock of this version writes it: this machine's boot id, this pid namespace, and
+    the process's start (clock ticks since boot), read from /proc here."""
+    try:
+        identity = {"boot_id": open("/proc/sys/kernel/random/boot_id").read().strip(),
+                    "pid_ns": os.readlink("/proc/self/ns/pid"),
+                    "pid_started": int(open("/proc/self/stat").read().rsplit(")", 1)[1].split()[19])}
+    except OSError:
+        pytest.skip("/proc does not give this machine's boot id, pid namespace and process start here")
+    return {"host": socket.gethostname(), "pid": os.getpid(), "started": time.time(), "token": "t", **identity,
+            **holder}
+
+
+def test_a_killed_containers_lock_is_taken_over_after_two_heartbeats_not_the_stale_timeout():
+    """Issue 41, item 16: the lock of a container killed on this machine (same boot id, another pid namespace,
+    its own host name) waited the whole 600 s before it was taken over."""
+    settings = LockSettings()  # 600 s
+    now = time.time()
+    container = _here(host="3f2a9c1d7e5b", pid=23, pid_ns="pid:[4026532999]", pid_started=1)
+    assert stale_reason({**container, "heartbeat": now - 20}, settings, now) is None  # a live container beats
+    reason = stale_reason({**container, "heartbeat": now - 61}, settings, now)  # two 30 s heartbeats missed
+    assert reason == "no heartbeat for 61 s from process 23 of another container on this machine"
+    other_machine = {**container, "boot_id": "another-boot", "heartbeat": now - 300}
+    assert stale_reason(other_machine, settings, now) is None  # another machine: its clock, the 600 s rule
+
+
+def test_a_reused_pid_is_not_taken_for_the_holder(tmp_path):
+    """A pid in the lock that now names another process (a container's pids restart at 1) is not its holder."""
+    settings, now = LockSettings(), time.time()
+    assert stale_reason({**_here(), "heartbeat": now}, settings, now) is None  # this very process
+    reused = {**_here(pid_started=_here()["pid_started"] - 1), "heartbeat": now}
+    assert stale_reason(reused, settings, now) == (f"its process {os.getpid()} on this host has exited (the pid now "
+                                                   "names another process)")
+    lock_path(tmp_path, "abc").write_text(json.dumps({k: v for k, v in reused.items() if k != "heartbeat"}))
+    lock = try_lock(tmp_path, "abc", settings)
+    assert isinstance(lock, RunLock)
+    written = json.loads(lock.path.read_text())
+    assert {k: written[k] for k in ("boot_id", "pid_ns", "pid_started")} == {
+        k: _here()[k] for k in ("boot_id", "pid_ns", "pid_started")}
+    lock.release()
+
+
+def test_a_takeover_guard_left_by_a_dead_taker_is_stale_too(tmp_path, capsys):
+    """Issue 41, item 4: a stale lock (dead pid) plus the .lock.takeover guard a kill mid-takeover leaves kept the
+    run blocked: the guard was honoured for 600 s although its pid was dead."""
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    pid = int(dead.stdout)
+    path = _foreign_lock(tmp_path, "abc", host=socket.gethostname(), pid=pid)
+    guard = path.with_name("abc.lock.takeover")
+    guard.write_text(json.dumps({"host": socket.gethostname(), "pid": pid, "started": time.time()}))
+    lock = try_lock(tmp_path, "abc", LockSettings())  # stale after 600 s: the guard is seconds old
+    assert isinstance(lock, RunLock) and not guard.exists()
+    assert f"its process {pid} on this host has exited" in capsys.readouterr().out
+    lock.release()
+    live = {"host": socket.gethostname(), "pid": os.getpid(), "started": time.time()}  # a taker at work
+    _foreign_lock(tmp_path, "abc", host=socket.gethostname(), pid=pid)
+    guard.write_text(json.dumps(live))
+    assert isinstance(try_lock(tmp_path, "abc", LockSettings()), dict) and guard.exists()
+
+
+def test_a_stale_lock_this_user_may_not_remove_is_named_with_its_owner(tmp_path, monkeypatch):
+    """Issue 41, item 12: another user's stale lock in a sticky (1777) runs/ raised a PermissionError traceback."""
+    import pwd
+    from pathlib import Path
+
+    from repro.runtime.locks import LockNotRemovable
+
+    path = _foreign_lock(tmp_path, "abc")
+    old = time.time() - 61
+    os.utime(path, (old, old))
+    real = Path.unlink
+
+    def sticky(self, missing_ok=False):
+        if self == path:
+            raise PermissionError(1, "Operation not permitted", str(self))
+        return real(self, missing_ok=missing_ok)
+
+    monkeypatch.setattr(Path, "unlink", sticky)
+    with pytest.raises(LockNotRemovable) as caught:
+        try_lock(tmp_path, "abc", SETTINGS)
+    owner = pwd.getpwuid(os.getuid()).pw_name
+    assert str(caught.value) == (f"the lock {path} is stale (no heartbeat for 61 s (stale after 60 s)), but this user "
+                                 f"may not remove it (Operation not permitted); the run is skipped: {owner} or root "
+                                 "can remove the file")
+    assert path.exists() and not path.with_name("abc.lock.takeover").exists()  # our guard is gone again
