@@ -97,10 +97,13 @@ def _qualified(path: str, table: str) -> str:
     return f"{kind}.{qualify(table, ident)}.{metric}"
 
 
-def check_across(manifests: Iterable[Any]) -> dict[str, list[str]]:
+def check_across(manifests: Iterable[Any], elsewhere: Iterable[str] = ()) -> dict[str, list[str]]:
     """Problems per manifest id: a qualified reference or `shows` entry that names no manifest, row, comparison or
-    claim; a `shows` entry of a claim the manifest decides itself; a finding decided by two claims."""
+    claim; a `shows` entry of a claim the manifest decides itself; a finding decided by two claims. A manifest
+    named in `elsewhere` (a shipped table outside a folder of the user's own) is not checked: a claim that reads
+    it is `not run` there, naming it."""
     by_id = {m.id: m for m in manifests}
+    absent = set(elsewhere) - set(by_id)
     problems: dict[str, list[str]] = {}
 
     def add(manifest_id: str, text: str) -> None:
@@ -116,6 +119,8 @@ def check_across(manifests: Iterable[Any]) -> dict[str, list[str]]:
                         continue
                     kind = "rows" if key in ROW_KEYS or (key in PATH_KEYS and ref.startswith("rows.")) \
                         else "comparisons"
+                    if table in absent:
+                        continue
                     if table not in by_id:
                         add(m.id, f"claims[{i}].{key}: '{ref}' names no manifest '{table}'")
                     elif local not in {x.id for x in getattr(by_id[table], kind)}:
@@ -123,6 +128,8 @@ def check_across(manifests: Iterable[Any]) -> dict[str, list[str]]:
         own = {c.id for c in m.claims}
         for j, shown in enumerate(getattr(m, "shows", ())):
             table, claim_id = split(shown)
+            if table in absent:
+                continue
             if table is None or table not in by_id:
                 add(m.id, f"shows[{j}]: '{shown}' must be '<manifest>:<claim>' naming another manifest")
             elif claim_id not in {c.id for c in by_id[table].claims}:
@@ -132,7 +139,7 @@ def check_across(manifests: Iterable[Any]) -> dict[str, list[str]]:
     for m in by_id.values():
         for i, claim in enumerate(m.claims):
             if claim.params.get("stated_signs") == "paper":
-                for text in check_paper_signs(m, claim, by_id):
+                for text in check_paper_signs(m, claim, by_id, absent):
                     add(m.id, f"claims[{i}]: {text}")
     seen: dict[Any, str] = {}
     for m in by_id.values():
@@ -162,7 +169,7 @@ def _side(sign: str) -> str:
     return "above" if sign == "+" else "below"
 
 
-def check_paper_signs(manifest: Any, claim: Any, by_id: Mapping[str, Any]) -> list[str]:
+def check_paper_signs(manifest: Any, claim: Any, by_id: Mapping[str, Any], absent: Iterable[str] = ()) -> list[str]:
     """A separation rule over the paper's stated signs: each listed row names the settings it counts (their MoE
     row's dataset and components agree with it), each on the side its stated sign puts it; every stated setting
     of every table is counted by a listed row or excluded with a reason; a row whose own table states its sign
@@ -175,6 +182,8 @@ def check_paper_signs(manifest: Any, claim: Any, by_id: Mapping[str, Any]) -> li
     for row_id, named in settings.items():
         for setting in named:
             table, comp_id = split(setting)
+            if table in absent:  # outside this folder: it counts nowhere here
+                continue
             other = by_id.get(table)
             comp = next((c for c in other.comparisons if c.id == comp_id), None) if other is not None else None
             if comp is None:
@@ -201,7 +210,7 @@ def check_paper_signs(manifest: Any, claim: Any, by_id: Mapping[str, Any]) -> li
             out.append(f"{claim.rule} leaves out '{setting}', whose gap sign the text states ({sign}): list a row "
                        "that counts it, or exclude it with the reason")
     for setting in excluded:
-        if setting not in signs:
+        if setting not in signs and split(setting)[0] not in absent:
             out.append(f"excluded: '{setting}' is no setting whose gap sign the text states")
     for row_id, row in rows.items():
         own = paper_value(manifest.paper_table, f"{row_id}.gap")

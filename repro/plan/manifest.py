@@ -357,7 +357,9 @@ def load_valid(directory: str | Path | None = None, profiles_file: str | Path | 
             manifests.append(parse_manifest(read_toml(path), path))
         except SchemaError as exc:
             invalid[path.stem] = exc
-    for manifest_id, problems in check_across(manifests).items():  # what one manifest names in another
+    # What one manifest names in another; a folder of the user's own may hold some of the shipped tables only.
+    elsewhere = {p.stem for p in manifest_paths(None)} if directory is not None else set()
+    for manifest_id, problems in check_across(manifests, elsewhere).items():
         bad = next(m for m in manifests if m.id == manifest_id)
         invalid[manifest_id] = SchemaError(bad.path, problems)
     manifests = [m for m in manifests if m.id not in invalid]

@@ -127,3 +127,16 @@ def test_shows_is_a_top_level_list_of_qualified_claims(table):
 
     with pytest.raises(SchemaError, match="shows: expected a list of a string"):
         parse_manifest(doc, f"{table}.toml")
+
+
+def test_a_folder_of_ones_own_may_hold_one_shipped_table_and_still_refuses_a_misspelt_one():
+    table6 = find_manifest("table6")
+    others = {m.id for m in load_all()} - {"table6"}
+    assert check_across([table6], elsewhere=others) == {}  # its settings in other tables count nowhere here
+    problems = check_across([table6])  # with no table elsewhere, each reference is checked
+    assert any("names no comparison of another manifest" in p for p in problems["table6"])
+    typo = copy.deepcopy(table6)
+    claim = next(c for c in typo.claims if c.params.get("stated_signs") == "paper")
+    first_row = next(iter(claim.params["settings"]))
+    claim.params["settings"][first_row] = ["tabel4:r18_h512"]
+    assert any("tabel4:r18_h512" in p for p in check_across([typo], elsewhere=others)["table6"])
