@@ -42,7 +42,7 @@ def test_two_folders_alike_exit_0(tmp_path):
     done, lines = invoke(a, b)
     assert done.exit_code == 0, done.output
     assert "Profile smoke: 2 rows in both, 0 differ, 0 beyond seed noise" in done.output.replace("\n", " ")
-    assert lines[-1] == "No row beyond seed noise and no verdict changed: exit 0"
+    assert lines[-1] == "Same: no row beyond seed noise or on other runs, no verdict changed: exit 0"
     assert all(len(line) <= 80 or " " not in line.strip() for line in done.output.splitlines())
 
 
@@ -60,16 +60,20 @@ def test_a_row_beyond_seed_noise_is_named_with_welch_and_holm_and_exits_1(tmp_pa
     assert done.exit_code == 1
     dense = next(line for line in lines if line.startswith("t/dense"))
     assert dense.split()[1:4] == ["51.00", "70.00", "+19.00"] and "beyond noise" in dense
-    assert lines[-1] == "Differs: exit 1"
+    assert lines[-1].startswith("Differs: exit 1 (") and "beyond seed noise" in lines[-1]
 
 
 def test_the_settings_that_differ_are_named_beside_the_row(tmp_path):
     a, b = make(tmp_path / "a"), make(tmp_path / "b", moe=(0.60, 0.59, 0.61), threads=2)
     out = compare_folders(a, b)
     assert {r.row: r.settings for r in out.rows} == {"dense": "threads 1 vs 2", "moe": "threads 1 vs 2"}
-    assert not out.differs  # compared all the same: within seed noise here
+    assert not out.beyond_noise  # within seed noise here, but the moe row's runs are other runs, other numbers
+    assert [r.row for r in out.rows if r.other_runs_differ] == ["moe"] and out.differs
     done, lines = invoke(a, b)
-    assert done.exit_code == 0 and "2 of them made under other settings: threads 1 vs 2" in lines
+    assert done.exit_code == 1 and "2 of them made under other settings: threads 1 vs 2" in lines
+    assert lines[-1] == "Differs: exit 1 (1 row(s) on other runs with other accuracies)"
+    same = compare_folders(a, make(tmp_path / "c", threads=2))  # other runs, the same numbers: not a difference
+    assert not same.differs and not any(r.other_runs_differ for r in same.rows)
     assert any(line.startswith("t/moe") and line.endswith("threads 1 vs 2") for line in lines)
 
 

@@ -1,7 +1,8 @@
 """`repro compare A B`: two results folders on one screen (repro.report.compare), or as JSON, with an exit code.
 
-Exit 0: no row differs beyond seed noise and no verdict changed; 1: one does; 2: bad input (a folder without
-usable run records, no profile or row in common), said in one line.
+Exit 0: no row differs beyond seed noise, no verdict changed, and every row that differs at all was made by
+the same runs (same run hashes: a GPU's nondeterminism); 1: otherwise, e.g. the same rows trained on another
+thread count; 2: bad input (a folder without usable run records, no profile or row in common), in one line.
 """
 
 from __future__ import annotations
@@ -85,7 +86,14 @@ def _show(result) -> None:
         print_grid(grid)
     else:
         show("No verdict changed.")
-    show("Differs: exit 1" if result.differs else "No row beyond seed noise and no verdict changed: exit 0")
+    if result.differs:
+        other = sum(r.other_runs_differ for r in result.rows)
+        reasons = [f"{len(result.beyond_noise)} row(s) beyond seed noise" if result.beyond_noise else "",
+                   f"{other} row(s) on other runs with other accuracies" if other else "",
+                   f"{len(result.verdicts)} verdict(s) changed" if result.verdicts else ""]
+        show(f"Differs: exit 1 ({'; '.join(r for r in reasons if r)})")
+    else:
+        show("Same: no row beyond seed noise or on other runs, no verdict changed: exit 0")
 
 
 def _settings(rows) -> dict[str, int]:

@@ -51,7 +51,7 @@ def list_manifests(executor: str = ExecutorOpt, gpus: int = GpusOpt, runs_per_gp
     model = _cost_model(executor, gpus, runs_per_gpu, slurm_max_parallel, data_dir, calibration, reference_gpu)
     manifests, invalid = load_valid_or_fail(manifests_dir, profiles)
     folder = fit_folder(model, results_dir or default_results_dir(), manifests)
-    table, totals, sources = list_table(manifests, model, invalid, folder.rates)
+    table, totals, _ = list_table(manifests, model, invalid, folder.rates)
     print_grid(table)
     console.print()
     print_grid(totals, "Totals over every manifest: a run shared by tables counts once")
@@ -59,10 +59,9 @@ def list_manifests(executor: str = ExecutorOpt, gpus: int = GpusOpt, runs_per_gp
               f"`repro <id>` alone and of `repro verify-all` (start-up, FLOP counts, training, rendering), on "
               f"{model.executor.describe('gpu')} (CPU profiles: this CPU), counts cold. From: what each figure came from "
               "(docs/cost-model.md): the run records in the results folder (fitted), a GPU calibration file, or a "
-              "reference (the CPU one scaled by `repro bench speed`'s factor where kept). A run shared by rows or tables counts once; runs already recorded are not counted out. "
-              "Figures from:", style="dim"))
-    for source in sorted(sources):
-        show(Text(f"  {source}", style="dim"))
+              "reference (the CPU one scaled by `repro bench speed`'s factor where kept). A run shared by rows or "
+              "tables counts once; runs already recorded are not counted out. A table of 0 runs trains nothing: its "
+              "numbers are FLOP counts or latency timings, priced by their wall time.", style="dim"))
     for line in folder.describe() + lines(manifests, model, folder.times, folder.rates):
         show(Text(line, style="dim"))
 
@@ -79,7 +78,7 @@ def plan(ids: list[str] = typer.Argument(None, help="Manifest ids (default: all)
                                       "the rows each claim reads.")) -> None:
     """Per empirical claim: rows, seeds for 80% power, runs and GPU-hours; the claims a budget decides, as profiles."""
     from repro.cost.fit import fit_folder
-    from repro.cost.cost_tables import needs_table
+    from repro.cost.cost_tables import left_out_line, needs_table, plan_table
     from repro.cost.estimate import duration, hours
     from repro.cost.plan import BASE_PROFILE, claim_needs, make_plan, protocol_cost, write_plan
     from repro.results.measurements import default_results_dir
@@ -89,7 +88,15 @@ def plan(ids: list[str] = typer.Argument(None, help="Manifest ids (default: all)
     folder = fit_folder(model, results_dir or default_results_dir(), manifests)  # GPU records there: fitted figures
     needs = claim_needs(manifests, model)
     result = make_plan(needs, gpu_hours, model)
-    print_grid(needs_table(needs, result, verbose), f"Empirical claims: {len(result.chosen)} of {len(needs)} in the plan")
+    claims = sum(not n.claim.startswith("reading:") for n in needs)
+    title = (f"Empirical claims: {len(result.chosen)} of {len(needs)} in the plan ({claims} claims of the checklist, "
+             f"{len(needs) - claims} readings trained)")
+    if verbose:
+        print_grid(needs_table(needs, result, verbose), title)
+    else:
+        print_grid(plan_table(result), title)
+        if line := left_out_line(result):
+            show(line)
     whole = protocol_cost(needs)
     show(f"plan: {len(result.chosen)} claims (weight {result.weight:g} of "
          f"{sum(n.weight for n in needs if not n.problem):g}), {result.runs} distinct runs, "
@@ -131,8 +138,7 @@ def _print_flops(manifests: list[Manifest], check: FlopCheck, verbose: bool) -> 
 
     by_id = {m.id: m for m in manifests}
     grid = Grid([Column("Row"), Column("Total MMAC", right=True), Column("Routed MMAC", right=True),
-                 Column("ρ", right=True), Column("ρ all ops", right=True), Column("Modules", right=True, drop=1),
-                 Column("Agree")])
+                 Column("ρ", right=True), Column("ρ all ops", right=True), Column("Agree")])
     section = None
     for manifest_id, row_id in check.models:
         if manifest_id != section:
@@ -140,13 +146,16 @@ def _print_flops(manifests: list[Manifest], check: FlopCheck, verbose: bool) -> 
             section = manifest_id
         r = row_flops(by_id[manifest_id].row(row_id))
         grid.add(row_id, f"{r.total / 1e6:,.3f}", f"{r.routed / 1e6:,.3f}", f"{r.rho:.4%}", f"{r.rho_all_ops:.4%}",
-                 str(len(r.modules)), Text("yes", style="green") if r.ok else Text("NO", style="bold red"))
+                 Text("yes", style="green") if r.ok else Text("NO", style="bold red"))
         if verbose:
             for mc in r.modules:
                 grid.add(Text(f"  {mc.name or '<model>'} ({mc.kind})", style="dim"), f"{mc.analytic / 1e6:,.6f}",
-                         f"fvcore {mc.fvcore / 1e6:,.6f}", f"torch/2 {mc.torch / 2e6:,.6f}", "", "",
+                         f"fvcore {mc.fvcore / 1e6:,.6f}", f"torch/2 {mc.torch / 2e6:,.6f}", "",
                          "yes" if mc.agrees else Text("NO", style="bold red"))
     print_grid(grid, "FLOPs of each distinct model (MMAC: millions of multiply-accumulates)")
+    show(Text("Total and Routed: multiply-accumulates per image at the paper's resolution; ρ: the routed share "
+              "(Section 3); ρ all ops: the same with every operation counted, not only multiply-accumulates; Agree: "
+              "analytic = fvcore = torch/2 for every module (-v lists them).", style="dim"))
 
 
 def data(data_dir: Optional[Path] = DataOpt, manifests_dir: Optional[Path] = ManifestsOpt) -> None:

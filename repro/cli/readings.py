@@ -21,23 +21,19 @@ KINDS = {"ordered by rho": " (empirical, ordered by rho)", "metric": " (under ea
 
 def readings(ids: list[str] = typer.Argument(None, help="Manifest ids (default: every one)."),
              manifests_dir: Optional[Path] = ManifestsOpt,
-             verbose: bool = typer.Option(False, "--verbose", "-v", help="Also print each verdict's evidence.")) -> None:
+             verbose: bool = typer.Option(False, "--verbose", "-v", help="Also list the readings, what each "
+                                          "alternative is, the order by rho, each verdict's evidence and the prose.")) -> None:
     """Every reading the text leaves open (repro/spec/readings.toml), and the claims decided again under each."""
     from rich.text import Text
 
     from repro.claims.under_readings import recounted_claims, reread_claims
     from repro.measure.reading_counts import readings_for
-    from repro.report.readings_section import how_decided, readings_summary, shown_readings
+    from repro.report.readings_section import readings_summary
     from repro.core.terminal import Column, Grid
 
     manifests = load_some(ids, manifests_dir)
-    listed = Grid([Column("Reading"), Column("Chosen", prose=True), Column("Alternatives", prose=True, drop=2),
-                   Column("Decided by", prose=True, drop=1)])
-    for r in shown_readings(manifests):
-        listed.add(r.id, r.chosen.label, "; ".join(f"{a.id}: {a.label}" for a in r.alternatives),
-                   how_decided(r, manifests))
-    print_grid(listed, "Readings the text leaves open (repro/spec/readings.toml)")
-
+    if verbose:
+        _list_readings(manifests)
     claims, cpu, models = [], 0.0, 0
     for m in manifests:
         if recounted_claims(m) or reread_claims(m):
@@ -45,21 +41,37 @@ def readings(ids: list[str] = typer.Argument(None, help="Manifest ids (default: 
             claims += entries
             cpu, models = cpu + detail["cpu_seconds"], models + detail["models"]
     # One section per claim (its id printed whole above its readings), so no id is cut at 80 columns.
-    grid = Grid([Column("Reading"), Column("Verdict"), Column("Value", right=True), Column("Under", prose=True, drop=3),
-                 Column("Order by rho", prose=True, drop=2),
-                 *([Column("Evidence", prose=True, drop=1)] if verbose else [])])
+    grid = Grid([Column("Reading"), Column("Verdict"), Column("Value", right=True),
+                 *([Column("Under", prose=True, drop=3), Column("Order by rho", prose=True, drop=2),
+                    Column("Evidence", prose=True, drop=1)] if verbose else [])])
     colours = {"reproduced": "green", "not reproduced": "red", "inconclusive": "yellow", "not run": "dim"}
     for e in claims:
         grid.section(f"{e.manifest}/{e.claim}" + KINDS.get(e.kind, ""))
         for o in [e.chosen, *e.alternatives]:
-            grid.add(o.reading or "(as chosen)", Text(o.status, style=colours[o.status]), o.value,
-                     o.label if o.reading else "", o.order, *([o.evidence] if verbose else []))
-    print_grid(grid, "Claims under each reading: analytic ones, empirical ones that order gaps by rho, and those a "
-                     "reading of what they measure names")
+            grid.add(f"{o.reading}/{o.alternative}" if o.reading else "(as chosen)",
+                     Text(o.status, style=colours[o.status]), o.value,
+                     *([o.label if o.reading else "", o.order, o.evidence] if verbose else []))
+    print_grid(grid, "Claims under each reading the text leaves open (repro/spec/readings.toml)")
+    show(readings_summary(claims, cpu, models))
+    if not verbose:
+        show(Text("-v: the readings themselves, what each alternative is, the order by rho and the evidence", style="dim"))
+        return
     for e in claims:
         show(e.line())
-    show(readings_summary(claims, cpu, models))
     if any(e.kind != "analytic" for e in claims):
         show("An empirical or GPU-scoped claim needs the table's measurements: here it is `not run` (a claim ordered "
              "by rho shows the order each reading puts its settings in); the report decides it on what its run "
              "measured.")
+
+
+def _list_readings(manifests) -> None:
+    """Every reading that applies to the manifests: the value chosen, the alternatives, how each is decided."""
+    from repro.core.terminal import Column, Grid
+    from repro.report.readings_section import how_decided, shown_readings
+
+    listed = Grid([Column("Reading"), Column("Chosen", prose=True), Column("Alternatives", prose=True, drop=2),
+                   Column("Decided by", prose=True, drop=1)])
+    for r in shown_readings(manifests):
+        listed.add(r.id, r.chosen.label, "; ".join(f"{a.id}: {a.label}" for a in r.alternatives),
+                   how_decided(r, manifests))
+    print_grid(listed, "Readings the text leaves open (repro/spec/readings.toml)")

@@ -38,7 +38,7 @@ def list_table(manifests: list[Manifest], model: CostModel, invalid: dict[str, s
     for m in manifests:
         table.section(Text.assemble((m.id, "bold"), f" — {m.paper_ref.split(',')[0]}; {_count(len(m.rows), 'row')}, "
                                     f"{_count(len(m.claims), 'claim')}"))
-        for name in m.profiles:
+        for name in profile_order(m.profiles):
             cost = model.cost([(m, name)])
             if m.profiles[name].include and not cost.runs:
                 continue  # a plan's profile that trains nothing here
@@ -49,7 +49,7 @@ def list_table(manifests: list[Manifest], model: CostModel, invalid: dict[str, s
         table.section(Text.assemble((mid, "bold"), " — ", ("invalid manifest", "red"), f": {problem}"))
     totals = Grid([Column("Profile"), Column("Distinct runs", right=True), *_COST_COLUMNS[1:3],
                    Column("Wall (verify-all)", right=True), _COST_COLUMNS[4]])
-    for name in sorted({n for m in manifests for n in m.profiles}):
+    for name in profile_order({n for m in manifests for n in m.profiles}):
         mine = [m for m in manifests if name in m.profiles]
         cost = model.cost([(m, name) for m in mine])
         if cost.runs:
@@ -64,6 +64,38 @@ def list_table(manifests: list[Manifest], model: CostModel, invalid: dict[str, s
 _COST_COLUMNS = [Column("Runs", right=True), Column("Epochs", right=True), Column("Device", right=True),
                  Column("Wall", right=True), Column("From", drop=1)]
 
+
+
+SHIPPED_ORDER = ("smoke", "functional", "full")  # cheapest first: the order an evaluator runs them in
+
+
+def profile_order(names) -> list[str]:
+    """The shipped profiles cheapest first, then any of one's own by name."""
+    names = set(names)
+    return [n for n in SHIPPED_ORDER if n in names] + sorted(names - set(SHIPPED_ORDER))
+
+
+def plan_table(plan: Plan) -> Grid:
+    """One line per claim the plan decides, under its table's id, in the plan's order (#): the seeds 80% power
+    needs, its runs and the GPU-hours it adds to the plan (fits 80 columns; `needs_table` is the detail)."""
+    table = Grid([Column("#", right=True), Column("Claim"), Column("Seeds", right=True), Column("Runs", right=True),
+                  Column("GPU-h", right=True)])
+    ranked = list(enumerate(plan.chosen, 1))
+    for manifest in dict.fromkeys(c.need.manifest for _, c in ranked):
+        table.section(manifest)
+        for i, c in ((i, c) for i, c in ranked if c.need.manifest == manifest):
+            table.add(str(i), c.need.claim, str(c.need.seeds or "-"), str(len(c.need.runs)), hours(c.added_s))
+    return table
+
+
+def left_out_line(plan: Plan) -> str:
+    """The claims the plan leaves out, counted by why (the words before a reason's colon)."""
+    reasons: dict[str, int] = {}
+    for _, why in plan.left_out:
+        key = why.split(":")[0]
+        reasons[key] = reasons.get(key, 0) + 1
+    parts = "; ".join(f"{n} {why}" for why, n in sorted(reasons.items(), key=lambda kv: -kv[1]))
+    return f"left out: {len(plan.left_out)} ({parts}); `-v` lists each with why" if plan.left_out else ""
 
 
 def needs_table(needs: list[ClaimNeed], plan: Plan, verbose: bool = False) -> Grid:

@@ -48,6 +48,9 @@ class RowDifference:
     p: float | None
     p_holm: float | None
     settings: str
+    # The row's runs in B are other runs than A's (other run hashes: another thread count, deterministic mode or
+    # training version) and their accuracies are not the same: the folders do not hold the same results.
+    other_runs_differ: bool = False
 
     @property
     def beyond_noise(self) -> bool:
@@ -85,7 +88,9 @@ class FolderComparison:
 
     @property
     def differs(self) -> bool:
-        return bool(self.beyond_noise or self.verdicts)
+        """Exit 1: a row differs beyond seed noise, a verdict changed, or a row's runs are other runs whose
+        accuracies differ (same seeds, other threads: not the same bits, and not the same results)."""
+        return bool(self.beyond_noise or self.verdicts or any(r.other_runs_differ for r in self.rows))
 
     def to_dict(self) -> dict[str, Any]:
         def number(x: float | None) -> float | None:
@@ -172,9 +177,12 @@ def compare_folders(a: Path, b: Path, profile: str | None = None) -> FolderCompa
     adjusted = dict(zip(defined, holm([tests[k].p for k in defined])))
     for k in common:
         t = tests[k]
+        ga, gb = groups_a[k], groups_b[k]
+        other = set(ga.run_hash) != set(gb.run_hash) and (
+            sorted(zip(ga.seed, ga.accuracy)) != sorted(zip(gb.seed, gb.accuracy)))
         out.rows.append(RowDifference(*k, t.n_a, t.n_b, t.mean_a, t.mean_b, t.difference,
                                       None if math.isnan(t.p) else t.p, adjusted.get(k),
-                                      settings_note(groups_a[k], groups_b[k])))
+                                      settings_note(ga, gb), other))
     runs_a, runs_b = _run_names(seeds_a), _run_names(seeds_b)
     out.only_a, out.only_b = sorted(runs_a - runs_b), sorted(runs_b - runs_a)
     out.verdicts = _verdict_changes(verdicts(folder_a), verdicts(folder_b), profiles)
