@@ -61,9 +61,44 @@ def whole(token: str, line: str) -> bool:
     return re.search(rf"(?<![\w.-]){re.escape(token)}(?![\w-])", line) is not None
 
 
-def assert_fits_and_nothing_cut(output: str, tokens: list[str]) -> None:
+UNIT = re.compile(r"(s|ms|min|h|%|pp|GB|GiB|MiB|CPU-s|GPU-h|CPU-h)")
+NUMBER = re.compile(r"~?[\d.,]*\d")
+
+
+def invoke_wide(args: list[str], env: dict):
+    """The same command on a terminal wide enough that nothing wraps: the words as the command wrote them."""
+    result = runner.invoke(app, args, env={**env, "COLUMNS": "2000", "TTY_COMPATIBLE": "0"})
+    return ANSI.sub("", result.output)
+
+
+def splits(output: str, wide: str) -> list[str]:
+    """Where a word or a number's unit runs on to the next line of `output`, judged against `wide` (the same
+    command unwrapped): the last word of a line and the first of the next make one of `wide`'s words when
+    joined ("functiona" / "l"), or a number ends a line whose first word is its unit in `wide` ("1.7" / "s")."""
+    words, text = set(wide.split()), " ".join(wide.split())
+    lines = [line.strip("│ ") for line in visible(output) if line.strip("│ ")]
+    found = []
+    for a, b in zip(lines, lines[1:]):
+        last, first = a.split()[-1], b.split()[0]
+        if last not in words and last + first in words:
+            found.append(f"{last!r} / {first!r}")
+        if NUMBER.fullmatch(last) and UNIT.fullmatch(first.rstrip(",;.)")) and f"{last} {first}" in text:
+            found.append(f"{last!r} / {first!r}")
+    return found
+
+
+def test_the_split_finder_finds_a_folded_word_and_a_number_torn_from_its_unit():
+    wide = "no profile 'functiona' (did you mean 'functional'?) took 1.7 s in all"
+    assert splits("no profile 'functiona' (did you mean 'functiona\nl'?) took 1.7 s in all", wide)
+    assert splits("no profile 'functiona' (did you mean 'functional'?) took 1.7\ns in all", wide)
+    assert not splits("no profile 'functiona' (did you mean\n'functional'?) took 1.7 s\nin all", wide)
+
+
+def assert_fits_and_nothing_cut(output: str, tokens: list[str], wide: str | None = None) -> None:
     lines = visible(output)
     assert "…" not in output, output
+    if wide is not None:
+        assert not splits(output, wide), f"split across lines: {splits(output, wide)}\n{output}"
     for line in lines:
         if cell_len(line) > 80:  # only something to copy whole: one path, or an indented command
             assert " " not in line.strip() or (line.startswith("  ") and "  " not in line.strip()), line
@@ -81,7 +116,7 @@ def test_list_fits_80_columns(inputs, mode):
     model = CostModel()
     full = {m.id: model.cost([(m, "full")]) for m in manifests}
     tokens = [LONG, "mini", "smoke", "full", *(f"{c.epochs:,}" for c in full.values())]
-    assert_fits_and_nothing_cut(out, tokens)
+    assert_fits_and_nothing_cut(out, tokens, invoke_wide(["list"], env))
     assert f"{LONG} — test; 2 rows, 1 claim" in visible(out)  # the section heading above its profiles
 
 
@@ -91,7 +126,8 @@ def test_plan_fits_80_columns(inputs, mode):
     out_file = root / "plan.toml"
     result, out = invoke(["plan", "--gpu-hours", "1", "--out", str(out_file)], env, mode)
     assert result.exit_code == 0, out
-    assert_fits_and_nothing_cut(out, [LONG, "mini", LONG_CLAIM, "c", str(out_file)])
+    assert_fits_and_nothing_cut(out, [LONG, "mini", LONG_CLAIM, "c", str(out_file)],
+                                invoke_wide(["plan", "--gpu-hours", "1", "--out", str(out_file)], env))
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -182,3 +218,13 @@ def test_verify_all_is_quiet_fits_80_columns_and_logs_the_detail(inputs, mode):
     assert f"{LONG}/{LONG_ROW}:" in vout and "accuracy: moe" in vout  # the FLOP lines, the claims' evidence
     assert " ".join(vout.split()).count(note) == 1, vout
     assert_fits_and_nothing_cut(vout, [LONG, LONG_CLAIM])
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("args", [["verify-all", "--profile", "functiona"], ["run", "nosuchtable"],
+                                  ["run", "mini", "--stale-lock-after", "3"]])
+def test_error_panels_fit_80_columns_with_nothing_split(inputs, mode, args):
+    root, env, _ = inputs
+    result, out = invoke(args, env, mode)
+    assert result.exit_code == 2, out
+    assert_fits_and_nothing_cut(out, [], invoke_wide(args, env))

@@ -104,3 +104,13 @@ def test_columns_0_still_prints(tmp_path, args, stream):
     assert out.returncode == (0 if args == ["list"] else 2), out.stderr
     assert ("table6" in shown) if args == ["list"] else ("nosuch" in shown), (out.stdout, out.stderr)
     assert max(len(line) for line in shown.splitlines()) <= 80  # piped: rich's 80 columns
+
+
+def test_a_number_and_its_unit_stay_on_one_line():
+    from rich.text import Text
+
+    from repro.core.terminal import wrap_words
+
+    lines = [t.plain for t in wrap_words(Text("a plan of 23.9 GPU-hours, wall ~10 min on 1 GPU"), 30)]
+    assert lines == ["a plan of 23.9 GPU-hours, wall", "~10 min on 1 GPU"]
+    assert [t.plain for t in wrap_words(Text("took twelve seconds 1.7 s"), 22)] == ["took twelve seconds", "1.7 s"]

@@ -92,15 +92,20 @@ def print_grid(grid: Grid, title: str = "", out: Console | None = None) -> None:
     terminal.print_grid(out, grid)
 
 
+def error_line(message: str) -> None:
+    """An error, wrapped at words within the terminal's width; a path wider than it keeps a line of its own."""
+    print_words(err, Text.assemble(("error: ", "bold red"), message))
+
+
 def fail(message: str, code: int = ExitCode.BAD_INPUT) -> NoReturn:
-    err.print(f"[bold red]error:[/] {escape(message)}", highlight=False)
+    error_line(message)
     raise typer.Exit(code)
 
 
 def fail_all(messages: list[str], code: int = ExitCode.BAD_INPUT) -> NoReturn:
-    """Several problems found at once: one error line each, then exit."""
+    """Several problems found at once: one error each, then exit."""
     for text in messages[:-1]:
-        err.print(f"[bold red]error:[/] {escape(text)}", highlight=False)
+        error_line(text)
     fail(messages[-1], code)
 
 

@@ -39,16 +39,26 @@ def inline(steps: list[Step]) -> str:
     return "  ".join(part for s in steps for part in (s.say, s.command) if part)
 
 
+# A number and the unit after it stay on one line ("~10 min", "1.7 s", "24 GPU-hours").
+UNIT_AFTER_NUMBER = re.compile(r"~?[\d.,]*\d (?:s|ms|min|h|%|pp|GB|GiB|MiB|CPU-s|GPU-h|CPU-h|GPU-hours|CPU-hours)"
+                               r"(?![\w-])")
+
+
 def wrap_words(text: Text, width: int) -> list[Text]:
-    """Lines of at most `width` cells broken at spaces only: a word wider than that (a path, a URL) is a line
-    of its own, whole."""
+    """Lines of at most `width` cells broken at spaces only, never between a number and its unit: a word
+    wider than that (a path, a URL) is a line of its own, whole."""
     out: list[Text] = []
     for line in text.split("\n", allow_blank=True):
         offsets, start = [], 0
-        for word in re.finditer(r"\S+", line.plain):
+        glued = {m.start() + m.group().index(" ") + 1 for m in UNIT_AFTER_NUMBER.finditer(line.plain)}
+        words = list(re.finditer(r"\S+", line.plain))
+        for i, word in enumerate(words):
             if word.start() > start and cell_len(line.plain[start:word.end()]) > width:
-                offsets.append(word.start())
-                start = word.start()
+                at = word.start()
+                if at in glued and i > 0 and words[i - 1].start() > start:  # take the number along
+                    at = words[i - 1].start()
+                offsets.append(at)
+                start = at
         for part in line.divide(offsets):
             part.rstrip()
             out.append(part)
