@@ -8,7 +8,7 @@ from repro.core.fsutil import jsonable
 from repro.plan.manifest import Row
 from repro.models import Component
 from repro.spec.profiles import Profile
-from repro.plan.recipes import resolve
+from repro.plan.run_config import resolve
 
 PROFILE = Profile(description="test", evidence="pipeline", seeds=1, epochs=2, data="synthetic", train_samples=64,
                   test_samples=32, batch_size=32, max_image_size=16, pretrained=False)

@@ -10,7 +10,7 @@ from repro.train.checkpoints import CHECKPOINT_ENV, DEFAULT_CHECKPOINT_SECONDS, 
 from repro.plan.manifest import Row
 from repro.spec.profiles import Profile
 from repro.models import Component
-from repro.plan.recipes import resolve
+from repro.plan.run_config import resolve
 from repro.train.loop import train_run
 
 PROFILE = Profile(description="test", evidence="pipeline", seeds=1, epochs=2, data="synthetic", train_samples=64,

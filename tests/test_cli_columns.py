@@ -132,7 +132,7 @@ def test_plan_fits_80_columns(inputs, mode):
 
 @pytest.mark.parametrize("mode", MODES)
 def test_status_fits_80_columns(inputs, mode):
-    from repro.plan.recipes import planned_runs
+    from repro.plan.run_config import planned_runs
 
     root, env, manifests = inputs
     results = root / "status-results"

@@ -5,7 +5,7 @@ import torch
 
 from repro.data import digits
 from repro.data.specs import DATASETS
-from repro.plan.recipes import RunConfig
+from repro.plan.run_config import RunConfig
 from repro.train.loop import make_data
 
 

@@ -13,7 +13,7 @@ from repro.runtime.locks import LockSettings, try_lock
 from repro.plan.manifest import Row
 from repro.spec.profiles import Profile
 from repro.models import Component, build_model
-from repro.plan.recipes import resolve
+from repro.plan.run_config import resolve
 
 pytestmark = pytest.mark.slow  # each test pretrains a ResNet-18
 

@@ -6,7 +6,7 @@ import pytest
 
 from repro.plan.manifest import load_all, load_manifest, manifest_paths
 from repro.spec.profiles import shipped_profiles
-from repro.plan.recipes import planned_runs, resolve
+from repro.plan.run_config import planned_runs, resolve
 from repro.core.schema import SchemaError
 
 TABLE6 = Path(__file__).resolve().parents[1] / "manifests" / "table6.toml"

@@ -302,7 +302,7 @@ def test_repro_readings_lists_every_reading_and_the_rho_order_each_gives_table1(
 
     from repro.cli import app
 
-    out = CliRunner().invoke(app, ["readings", "table1", "table5"], env={"COLUMNS": "250"})
+    out = CliRunner().invoke(app, ["readings", "table1", "table5", "-v"], env={"COLUMNS": "250"})
     assert out.exit_code == 0, out.output
     lines = out.output.splitlines()
     gate = next(line for line in lines if line.startswith("moe-conv-gate "))

@@ -8,7 +8,7 @@ import torch
 from repro.plan.manifest import Row
 from repro.spec.profiles import RowSettings, Profile, RunDefaults
 from repro.models import Component, build_model
-from repro.plan.recipes import resolve
+from repro.plan.run_config import resolve
 from repro.core.schema import SchemaError
 from repro.train.loop import _summary, freeze, make_optimizer, schedule_position, set_train_mode
 

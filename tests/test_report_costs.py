@@ -8,7 +8,7 @@ from fake_records import record  # tests/fake_records.py
 from repro.cost import calibration as cal
 from repro.cost import estimate as est
 from repro.plan.manifest import find_manifest
-from repro.plan.recipes import planned_runs
+from repro.plan.run_config import planned_runs
 from repro.report.costs import compute_by_claim, render_compute
 
 

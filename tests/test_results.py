@@ -107,7 +107,8 @@ def test_cli_refuses_an_unwritable_results_dir_up_front(tmp_path):
 
     (tmp_path / "file").write_text("")
     out = CliRunner().invoke(app, ["table6", "--results-dir", str(tmp_path / "file")])
-    assert out.exit_code == 2 and "is a file, not a folder" in out.output and "nothing was run" in out.output
+    text = " ".join(out.output.split())
+    assert out.exit_code == 2 and "is a file, not a folder" in text and "nothing was run" in text
 
 
 @pytest.mark.parametrize("link", ["results", "results/runs", "results/smoke"])
@@ -138,7 +139,7 @@ def mini_from_records(tmp_path):
     from fake_records import record  # tests/fake_records.py
     from repro.cli import app
     from repro.plan.manifest import load_all
-    from repro.plan.recipes import planned_runs
+    from repro.plan.run_config import planned_runs
 
     sys.path.insert(0, str(Path(__file__).parent / "execution"))
     from minitable import write_manifest

@@ -14,7 +14,7 @@ def planned_hashes() -> dict[str, dict[str, str]]:
     """{profile: {"<manifest>/<row> seed <s>": hash}} for every shipped manifest and profile, one thread,
     not deterministic (the defaults with no environment)."""
     from repro.plan.manifest import load_all
-    from repro.plan.recipes import planned_runs
+    from repro.plan.run_config import planned_runs
 
     out: dict[str, dict[str, str]] = {}
     for manifest in load_all():

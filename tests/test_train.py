@@ -9,7 +9,7 @@ import torch
 from repro.plan.manifest import Row
 from repro.spec.profiles import Profile
 from repro.models import BACKBONES, Component
-from repro.plan.recipes import resolve
+from repro.plan.run_config import resolve
 from repro.train.loop import Engine, autocast_dtype, build_engine_model, compile_backbone, train_run
 
 PROFILE = Profile(description="test", evidence="pipeline", seeds=1, epochs=2, data="synthetic", train_samples=64,

@@ -19,7 +19,7 @@ from pathlib import Path
 from repro.core.fsutil import atomic_write_text
 from repro.cost.gpu_reference import REFERENCE_FILE, build
 from repro.plan.manifest import load_all
-from repro.plan.recipes import planned_runs
+from repro.plan.run_config import planned_runs
 
 
 def configs(profiles: Path) -> dict:

@@ -16,12 +16,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from repro.cost.wall_time import BASES, command_time, fit_rates
-from repro.cost.compare import Compared, compare_commands, compare_tables
+from repro.cost.vs_measured import Compared, compare_commands, compare_tables
 from repro.cost.estimate import CostModel
 from repro.cost.fit import fit_model
 from repro.cost.measured import FolderTimes, read_folder
 from repro.plan.manifest import Manifest
-from repro.plan.recipes import planned_runs
+from repro.plan.run_config import planned_runs
 
 GOAL = (0.7, 1.3)
 

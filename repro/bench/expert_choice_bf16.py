@@ -20,7 +20,7 @@ from repro.bench.gpu_calibration import expect
 from repro.data.specs import get_dataset
 from repro.plan.manifest import Manifest, Row
 from repro.models.catalog import head_info
-from repro.plan.recipes import RECIPES
+from repro.plan.run_config import RECIPES
 
 AGREEMENT = 0.9  # share of samples whose bf16 output is within 5% of fp32 (top-C ties may flip a few)
 
@@ -39,7 +39,7 @@ def expert_choice_check(row: Row, device: torch.device) -> dict[str, Any]:
     """Forward + backward of the head under bf16 autocast at the paper's batch; its eval output against fp32."""
     from repro.measure.latency import paper_features
     from repro.models import HEADS
-    from repro.plan.recipes import at_last_epoch
+    from repro.plan.run_config import at_last_epoch
 
     spec = get_dataset(row.dataset)
     batch = RECIPES[row.dataset].batch_size

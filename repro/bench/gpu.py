@@ -9,7 +9,7 @@ The sequence, each step a check that records its own failure and lets the rest g
         save -> SIGKILL -> resume of a tiny run (repro.bench.kill_resume)
     train/<dataset>/<manifest>.<row>
         per manifest with accuracy rows, its heaviest model (most training multiply-adds over the
-        paper's protocol), trained for `steps` steps at the paper's batch (repro.plan.recipes) through
+        paper's protocol), trained for `steps` steps at the paper's batch (repro.plan.run_config) through
         repro.train.loop's Engine and train_epoch: bf16 autocast, channels-last, the compiled backbone
         on CUDA; images/s and peak memory. Manifests sharing a model share its check.
 
@@ -49,7 +49,7 @@ from repro.core.devices import device_label
 from repro.core.fsutil import atomic_write_json
 from repro.plan.manifest import Manifest, Row
 from repro.spec.profiles import Profile
-from repro.plan.recipes import RECIPES, RunConfig, resolve
+from repro.plan.run_config import RECIPES, RunConfig, resolve
 
 PAPER = Profile(description="the paper's protocol", evidence="paper")
 
@@ -118,7 +118,7 @@ def _torch_macs(key: str) -> tuple[float, float, str]:
     from torch.utils.flop_counter import FlopCounterMode
 
     from repro.models import Component, build_model
-    from repro.plan.recipes import at_last_epoch
+    from repro.plan.run_config import at_last_epoch
 
     spec = json.loads(key)
     model = build_model(spec["dataset"], Component(**spec["backbone"]), Component(**spec["head"]))

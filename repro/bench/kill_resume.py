@@ -44,7 +44,7 @@ def tiny_config() -> Any:
     from repro.plan.manifest import Row
     from repro.spec.profiles import Profile
     from repro.models import Component
-    from repro.plan.recipes import resolve
+    from repro.plan.run_config import resolve
 
     row = Row(id="kill_resume", label="kill_resume", dataset="cifar10", backbone=Component("cifar_standard"),
               head=Component("sparse_moe", {"expert_hidden": 32, "top_k": 1}), measures=("accuracy",))
@@ -54,7 +54,7 @@ def tiny_config() -> Any:
 
 
 def _child(config: Path, results: Path, device: str, hold: bool, reference: Path | None) -> None:
-    from repro.plan.recipes import RunConfig
+    from repro.plan.run_config import RunConfig
     from repro.execution.protocol import RunRequest
     from repro.execution.records import run_one
 

@@ -34,7 +34,7 @@ from repro.data.synthetic import synthetic_tensors
 from repro.plan.manifest import Row
 from repro.spec.profiles import Profile
 from repro.models import Component, build_model
-from repro.plan.recipes import RunConfig, resolve
+from repro.plan.run_config import RunConfig, resolve
 from repro.train.loop import (
     Engine, RunData, build_engine_model, compile_backbone, make_optimizer, resolve_engine, routing_modules,
     train_epoch,

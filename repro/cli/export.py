@@ -29,8 +29,7 @@ def export(profile: Optional[str] = typer.Option(None, "--profile", "-p",
     if fmt not in FORMATS:
         fail(f"--format {fmt}: expected one of {', '.join(FORMATS)}")
     if (package := missing_package(fmt)) is not None:
-        fail(f"--format {fmt} needs the package {package}, which is not installed: pip install {package} "
-             "(or use --format csv)")
+        fail(f"--format {fmt} needs {package} (pip install {package}); or use --format csv")
     results_dir = results_dir or default_results_dir()
     out = out or results_dir / "export"
     if out.exists() and not out.is_dir():

@@ -43,7 +43,7 @@ def list_manifests(executor: str = ExecutorOpt, gpus: int = GpusOpt, runs_per_gp
                    results_dir: Optional[Path] = ResultsOpt) -> None:
     """Manifests, what each reproduces, and what each profile costs: runs, epochs, device time, wall time, each
     figure fitted to the run records in --results-dir, measured (this CPU, a calibration file) or a reference."""
-    from repro.cost.compare import lines
+    from repro.cost.vs_measured import lines
     from repro.cost.fit import fit_folder
     from repro.cost.cost_tables import list_table
     from repro.results.measurements import default_results_dir
@@ -51,7 +51,7 @@ def list_manifests(executor: str = ExecutorOpt, gpus: int = GpusOpt, runs_per_gp
     model = _cost_model(executor, gpus, runs_per_gpu, slurm_max_parallel, data_dir, calibration, reference_gpu)
     manifests, invalid = load_valid_or_fail(manifests_dir, profiles)
     folder = fit_folder(model, results_dir or default_results_dir(), manifests)
-    table, totals, _ = list_table(manifests, model, invalid, folder.rates)
+    table, totals, sources = list_table(manifests, model, invalid, folder.rates)
     print_grid(table)
     console.print()
     print_grid(totals, "Totals over every manifest: a run shared by tables counts once")
@@ -62,6 +62,8 @@ def list_manifests(executor: str = ExecutorOpt, gpus: int = GpusOpt, runs_per_gp
               "reference (the CPU one scaled by `repro bench speed`'s factor where kept). A run shared by rows or "
               "tables counts once; runs already recorded are not counted out. A table of 0 runs trains nothing: its "
               "numbers are FLOP counts or latency timings, priced by their wall time.", style="dim"))
+    for source in sorted(s for s in sources if s.startswith("reference")):  # which machine, when, which commit
+        show(Text(source, style="dim"))
     for line in folder.describe() + lines(manifests, model, folder.times, folder.rates):
         show(Text(line, style="dim"))
 

@@ -28,7 +28,7 @@ from repro.cli.execution import (
 )
 from repro.cli.progress import Reporter
 from repro.core.fsutil import WriteFailed
-from repro.data.options import DataOptions
+from repro.data.read_options import DataOptions
 from repro.execution.options import ExecutorOptions, TableOptions, options_from_cli
 from repro.execution.torchrun import TorchrunUsageError, ranks, relaunch
 from repro.execution.workers import kept_workers

@@ -20,7 +20,7 @@ from repro.cost.estimate import CostModel
 from repro.data.sizes import decoded_cache_bytes
 from repro.data.sources import dataset_source
 from repro.plan.manifest import Manifest
-from repro.plan.recipes import planned_runs
+from repro.plan.run_config import planned_runs
 
 BYTES_PER_PARAM = 4  # float32
 

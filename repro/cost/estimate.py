@@ -31,10 +31,10 @@ from repro.data.sizes import run_split_sizes
 from repro.data.specs import get_dataset
 from repro.plan.manifest import Manifest
 from repro.spec.profiles import Profile
-from repro.plan.recipes import planned_runs
+from repro.plan.run_config import planned_runs
 from repro.measure.flop_check import estimate_macs
 from repro.models import Component
-from repro.plan.recipes import RunConfig
+from repro.plan.run_config import RunConfig
 
 @dataclass(frozen=True)
 class Executor:

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from repro.plan.recipes import RunConfig
+from repro.plan.run_config import RunConfig
 
 TIMINGS_FILE = "timings.json"  # repro.results.timings writes it into each profile's folder
 MAX_GAP_S = 120.0  # a longer pause between two tables' files: not one command, the table's start is unknown

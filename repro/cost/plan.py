@@ -32,7 +32,7 @@ from repro.cost.estimate import Cost, CostModel, makespan
 from repro.plan.manifest import Claim, Manifest
 from repro.spec.profiles import Profile
 from repro.spec.paper import paper_value
-from repro.plan.recipes import resolve
+from repro.plan.run_config import resolve
 
 BASE_PROFILE = "full"  # the paper's protocol: the plan's profiles are it with fewer rows and other seeds
 MIN_SEEDS = 2

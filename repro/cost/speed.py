@@ -135,7 +135,7 @@ def bench_runs(count: int = BENCH_RUNS) -> list[tuple[object, float, str]]:
     those that need no dataset, no pretrained weights and at most MAX_RUN_S there."""
     from repro.cost import cpu_reference
     from repro.plan.manifest import load_all
-    from repro.plan.recipes import planned_runs
+    from repro.plan.run_config import planned_runs
 
     ref = cpu_reference.load()
     if ref is None:

@@ -175,7 +175,7 @@ def _cpus() -> int:
 
 
 def _planned(manifest: Manifest, profile: str):
-    from repro.plan.recipes import planned_runs
+    from repro.plan.run_config import planned_runs
 
     return planned_runs(manifest, manifest.profiles[profile])
 

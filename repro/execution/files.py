@@ -25,7 +25,7 @@ from typing import Any
 from repro.execution.protocol import Outcome, RunState
 from repro.execution.record_checks import LeftAlone, read_record
 from repro.core.fsutil import WriteFailed, temporary_writer
-from repro.plan.recipes import RunConfig
+from repro.plan.run_config import RunConfig
 from repro.results.measurements import RUNS_FOLDER
 from repro.runtime.locks import LockSettings, lock_path, pid_alive, read_holder, stale_reason
 

@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from repro.data.options import DataOptions
+from repro.data.read_options import DataOptions
 from repro.runtime.locks import DEFAULT_STALE_AFTER_S, LockSettings, stale_after_problem
 from repro.spec.profiles import RunDefaults
 

@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from repro.core.progress import Progress
-from repro.data.options import DataOptions
+from repro.data.read_options import DataOptions
 from repro.execution.options import ExecutorOptions
-from repro.plan.recipes import RunConfig
+from repro.plan.run_config import RunConfig
 
 
 @dataclass(frozen=True)

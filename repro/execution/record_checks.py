@@ -8,7 +8,7 @@ record whose numbers are impossible says which number; a plausible edit says "di
 A record without a digest is refused: no record at a current config hash
 (TRAINING_VERSION 3) was written before digests, so a missing one means an edit.
 A config key added to RunConfig later reads as its default where an older record lacks it
-(repro.plan.recipes.LATER_DEFAULTS); a record must have trained on the thread count its run
+(repro.plan.run_config.LATER_DEFAULTS); a record must have trained on the thread count its run
 names (its run facts say so; an older one's CPU device label does).
 
 The record's own checks (shape, values, digest) are repro.results.run_records', which a reader of a results
@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from repro.core.fsutil import jsonable
-from repro.plan.recipes import LATER_DEFAULTS, RunConfig
+from repro.plan.run_config import LATER_DEFAULTS, RunConfig
 from repro.results.run_records import (  # noqa: F401  (RECORD_SCHEMA, record_digest, LeftAlone: the writer's too)
     RECORD_SCHEMA, LeftAlone, content_problem, newer_schema, record_digest, record_threads, shape_problem,
 )

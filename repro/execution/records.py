@@ -35,7 +35,7 @@ from repro.execution.record_checks import (
 )
 from repro.core.fsutil import WriteFailed, atomic_write_json, jsonable
 from repro.results.provenance import provenance
-from repro.plan.recipes import RunConfig
+from repro.plan.run_config import RunConfig
 from repro.runtime.locks import (
     LockLost, LockNotRemovable, LockSettings, RunLock, read_holder, slurm_identity, try_lock,
 )

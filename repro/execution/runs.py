@@ -17,7 +17,7 @@ from repro.execution.files import (  # noqa: F401  (re-exported)
 )
 from repro.execution.options import EXECUTORS, ExecutorOptions
 from repro.core.progress import Progress
-from repro.data.options import DataOptions  # noqa: F401  (re-exported: a run request's data options)
+from repro.data.read_options import DataOptions  # noqa: F401  (re-exported: a run request's data options)
 from repro.execution.record_checks import LeftAlone
 from repro.execution.protocol import ExecutionRequest, Executor, Outcome, RunRequest, RunState, Stopped
 from repro.runtime.interrupt import RunsInterrupted, checkpoint_epoch

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from repro.execution.files import checkpoint_path, probe, read_json, submitted_path
 from repro.execution.protocol import RunState
-from repro.plan.recipes import RunConfig, planned_runs
+from repro.plan.run_config import RunConfig, planned_runs
 from repro.runtime.locks import LockSettings, describe_holder, stale_reason
 
 # What status calls each state a run's files can be in (repro.execution.files.probe).

@@ -12,7 +12,7 @@ import math
 
 from repro.plan.manifest import Manifest
 from repro.measure.measurer import Context, Measurement
-from repro.plan.recipes import RunConfig, planned_runs
+from repro.plan.run_config import RunConfig, planned_runs
 from repro.results.measurements import Measured, RunSummary, comparison_metric, row_metric
 from repro.results.timings import add_runs, phase
 

@@ -51,7 +51,7 @@ def _flops_for(key: str) -> FlopReport:
     from repro.models.flops import count_flops
     from repro.models import build_model
     from repro.models.zero_banks import built_for_counting
-    from repro.plan.recipes import at_last_epoch
+    from repro.plan.run_config import at_last_epoch
 
     import torch
 
@@ -68,11 +68,13 @@ def _flops_for(key: str) -> FlopReport:
 
 def _code_fingerprint() -> str:
     """Hash of what decides a count: the models and their counter (models/), the schedules at the last epoch
-    (plan/recipes.py), the input shapes (data/specs.py), and torch's and fvcore's versions."""
+    (plan/run_config.py's at_last_epoch, spec/recipes.py's epochs), the input shapes (data/specs.py), and torch's and
+    fvcore's versions."""
     import importlib.metadata
 
     package = REPO_ROOT / "repro"
-    files = sorted((package / "models").glob("*.py")) + [package / "plan" / "recipes.py", package / "data" / "specs.py"]
+    files = sorted((package / "models").glob("*.py")) + [
+        package / "plan" / "run_config.py", package / "spec" / "recipes.py", package / "data" / "specs.py"]
     digest = hashlib.sha256()
     for path in files:
         digest.update(path.name.encode() + b"\0" + path.read_bytes())
@@ -143,7 +145,7 @@ def _shape_model(spec: dict[str, Any], image_size: int | None = None):
 
     from repro.models.flops import plain_values
     from repro.models import build_model
-    from repro.plan.recipes import at_last_epoch
+    from repro.plan.run_config import at_last_epoch
 
     with torch.device("meta"):
         model = build_model(spec["dataset"], Component(**spec["backbone"]), Component(**spec["head"]),

@@ -39,7 +39,7 @@ from repro.execution.files import read_json, runs_dir
 from repro.plan.manifest import Manifest, Row
 from repro.spec.profiles import Profile
 from repro.models import BACKBONES, HEADS, build_model
-from repro.plan.recipes import at_last_epoch
+from repro.plan.run_config import at_last_epoch
 from repro.measure.latency_settings import QUICK, LatencySettings, settings_for  # noqa: F401  (re-exported)
 from repro.results.measurements import Measured, row_metric
 

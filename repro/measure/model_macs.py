@@ -34,7 +34,7 @@ def needed_keys(manifests: Iterable[Manifest]) -> set[str]:
     """Every model the cost estimates of these manifests ask for: each row's, and the stand-in pretraining's
     (a digit-pretrained backbone's base with the dense head, repro.train.digit_weights)."""
     from repro.train.digit_weights import base_backbone
-    from repro.plan.recipes import planned_runs
+    from repro.plan.run_config import planned_runs
 
     keys: set[str] = set()
     for m in manifests:

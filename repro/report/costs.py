@@ -15,7 +15,7 @@ from repro.cost.estimate import CostModel
 from repro.execution.files import record_path
 from repro.execution.record_checks import LeftAlone, read_record
 from repro.plan.manifest import Manifest
-from repro.plan.recipes import RunConfig, planned_runs
+from repro.plan.run_config import RunConfig, planned_runs
 from repro.cost.plan import rows_read
 
 
@@ -99,7 +99,7 @@ def compute_section(results_dir: Path, profile: str, manifests: list[Manifest]) 
     """The report's section: time taken per claim and table beside the estimate, and each table's wall time
     estimated against measured. The cost model is fitted to the folder's records (repro.cost.fit) from the
     caches alone: the report counts nothing (sizes not counted yet are priced by area-scaled counts)."""
-    from repro.cost.compare import compare_tables
+    from repro.cost.vs_measured import compare_tables
     from repro.cost.fit import fit_folder
 
     model = CostModel(cached_only=True)

@@ -2,7 +2,7 @@
 
 A float sum split over N threads rounds otherwise than one split over M, and over a few epochs
 the difference grows into a different model (the same digits run ended at 50.6% on one thread and
-41.9% on two). So a run's thread count is part of its identity (repro.plan.recipes.RunConfig.threads),
+41.9% on two). So a run's thread count is part of its identity (repro.plan.run_config.RunConfig.threads),
 and `run_numerics` sets it around the training of that run in whatever process trains it: the
 command's own process, a local worker, a Slurm task, every torchrun rank. Which executor trains a
 run then changes nothing in its record.

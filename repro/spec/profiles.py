@@ -43,7 +43,7 @@ def default_profile() -> str:
 @dataclass(frozen=True)
 class RunDefaults:
     """What every run trains on where its profile does not say: intra-op threads (never the machine's core
-    count) and PyTorch's deterministic mode. Both name a run (repro.plan.recipes.RunConfig). The command line
+    count) and PyTorch's deterministic mode. Both name a run (repro.plan.run_config.RunConfig). The command line
     reads them once, where it starts (`from_environment`); a library caller passes its own or takes 1 and off."""
 
     threads: int = 1
@@ -119,7 +119,7 @@ class Profile:
     latency: LatencyProfile = field(default_factory=LatencyProfile)
     # Intra-op CPU threads every run trains on, under every executor, and PyTorch's deterministic algorithms
     # (None: the command's RunDefaults: $OMP_NUM_THREADS else 1, $REPRO_DETERMINISTIC else off); both are part of a run's
-    # identity (repro.plan.recipes.RunConfig), since they change its float rounding (repro.runtime.numerics).
+    # identity (repro.plan.run_config.RunConfig), since they change its float rounding (repro.runtime.numerics).
     threads: int | None = bounded(None, ge=1, le=MAX_THREADS)
     deterministic: bool | None = None
 

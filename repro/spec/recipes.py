@@ -1,6 +1,6 @@
 """The paper's training recipe for each dataset (Section 4.1), as data: epochs, optimizer, learning rate, batch.
 
-repro.plan.recipes applies them (with a profile) to make every run's config; a profile's departures
+repro.plan.run_config applies them (with a profile) to make every run's config; a profile's departures
 from the paper's protocol (repro.spec.profiles.Profile.departures) name their numbers.
 """
 

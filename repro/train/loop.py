@@ -26,7 +26,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from repro.train.checkpoints import checkpoint_seconds, load_checkpoint, save_checkpoint
-from repro.data.options import DataOptions
+from repro.data.read_options import DataOptions
 from repro.data.specs import get_dataset
 from repro.core import environment
 from repro.runtime import distributed, numerics
@@ -34,7 +34,7 @@ from repro.models import Component, build_model
 from repro.models import small_maps
 from repro.models.small_maps import to_channels_last
 from repro.models.base import entropy
-from repro.plan.recipes import RunConfig
+from repro.plan.run_config import RunConfig
 from repro.results.timings import Stopwatch
 
 EpochCallback = Callable[[int, int, dict[str, Any]], None]  # (epoch done, epochs, history entry)

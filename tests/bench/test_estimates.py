@@ -8,7 +8,7 @@ import pytest
 from repro.bench.estimates import bench_estimates, held_out_times
 from repro.cost import estimate as est
 from repro.cost.measured import read_folder
-from repro.plan.recipes import planned_runs
+from repro.plan.run_config import planned_runs
 from inline_manifests import inline_manifest
 
 PROFILES = {"smoke": {"description": "s", "evidence": "pipeline", "device": "cpu", "seeds": 2, "epochs": 1,

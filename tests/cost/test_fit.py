@@ -9,7 +9,7 @@ from repro.cost import calibration as cal
 from repro.cost import estimate as est
 from repro.cost.fit import fit_device, fit_model
 from repro.cost.measured import FolderTimes, MeasuredRun
-from repro.plan.recipes import RunConfig
+from repro.plan.run_config import RunConfig
 
 BASE = cal.Throughput("cpu", "cpu", 1e10, 0.004, "measured on this host's CPU (test)")
 TRUE = dict(a=1 / 2e10, b=0.01, c=2e-9, o=0.3, k=1e-8)  # s/MAC, s/step, s/(param step), s/run, s/(param checkpoint)

@@ -11,7 +11,7 @@ from repro.cost import estimate as est
 from repro.cost import gpu_reference
 from repro.cost.wall_time import command_time
 from repro.plan.manifest import load_all
-from repro.plan.recipes import planned_runs
+from repro.plan.run_config import planned_runs
 from inline_manifests import inline_manifest
 
 LEASE = REPO_ROOT / "docs" / "measurements" / "2026-12-04-h200"

@@ -4,7 +4,7 @@ import datetime as dt
 import json
 
 from repro.cost.measured import MAX_GAP_S, read_folder
-from repro.plan.recipes import RunConfig
+from repro.plan.run_config import RunConfig
 
 T0 = dt.datetime(2026, 12, 1, 12, 0, 0, tzinfo=dt.timezone.utc)
 

@@ -13,7 +13,7 @@ from repro.cost import speed
 from repro.cli import app
 from repro.plan.manifest import find_manifest, load_all, with_profiles
 from repro.spec.profiles import load_profiles
-from repro.plan.recipes import planned_runs
+from repro.plan.run_config import planned_runs
 
 GPU = cal.Throughput("A100", "gpu", 1e12, 0.003, "reference, not measured: test")
 

@@ -14,7 +14,7 @@ from repro.cost import cpu_reference as reference
 from repro.cost.wall_time import Rates, command_time
 from repro.cost.estimate import CostModel
 from repro.plan.manifest import load_all
-from repro.plan.recipes import planned_runs
+from repro.plan.run_config import planned_runs
 
 REGENERATE = ("the CPU reference is out of date: run the shipped CPU profiles cold on a 2-core machine and "
               "`python tools/write_cpu_reference.py` their folders (its docstring), then commit "

@@ -26,7 +26,7 @@ from repro.runtime.distributed import World, local_batch, shard_positions
 from repro.plan.manifest import Row
 from repro.spec.profiles import Profile
 from repro.models import Component
-from repro.plan.recipes import resolve
+from repro.plan.run_config import resolve
 
 
 def _images(n: int) -> tuple[torch.Tensor, torch.Tensor]:

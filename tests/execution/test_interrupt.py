@@ -14,7 +14,7 @@ from repro.runtime.interrupt import RunsInterrupted, clean_after_kill
 from repro.plan.manifest import Row
 from repro.spec.profiles import Profile
 from repro.models import Component
-from repro.plan.recipes import resolve
+from repro.plan.run_config import resolve
 from repro.execution.runs import RunRequest, checkpoint_path, execute_runs, record_path, runs_dir
 from .minitable import _default_sigint, counts, repro, write_manifest
 

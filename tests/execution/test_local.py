@@ -16,7 +16,7 @@ from repro.runtime.locks import lock_path
 from repro.plan.manifest import Row
 from repro.spec.profiles import Profile
 from repro.models import Component
-from repro.plan.recipes import resolve
+from repro.plan.run_config import resolve
 from repro.execution.runs import RunRequest, execute_runs, record_path, runs_dir
 
 PROFILE = Profile(description="test", evidence="pipeline", seeds=1, epochs=2, data="synthetic", train_samples=64,

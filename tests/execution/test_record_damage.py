@@ -9,7 +9,7 @@ import torch
 from repro.plan.manifest import Row
 from repro.spec.profiles import Profile
 from repro.models import Component
-from repro.plan.recipes import resolve
+from repro.plan.run_config import resolve
 from repro.execution.record_checks import record_digest
 from repro.execution.runs import RunRequest, checkpoint_path, execute_runs, record_path, runs_dir
 from repro.train.loop import train_run

@@ -14,7 +14,7 @@ from repro.execution.record_checks import record_digest
 from repro.execution.runs import execute_runs, pending_runs, record_path, runs_dir
 from repro.plan.manifest import Row
 from repro.models import Component
-from repro.plan.recipes import resolve
+from repro.plan.run_config import resolve
 
 SPARSE = Row(id="moe", label="moe", dataset="cifar10", backbone=Component("cifar_standard"),
              head=Component("sparse_moe", {"expert_hidden": 32}), measures=("accuracy",))
@@ -53,7 +53,7 @@ def test_the_run_trains_on_its_threads_in_this_process_and_in_a_worker_alike(tmp
 
 
 def test_a_record_from_before_thread_counts_named_a_run_is_reused_only_at_its_own_count(tmp_path, capsys):
-    """Records written before `threads` was a config key keep their hash at one thread (repro.plan.recipes.LATER_DEFAULTS);
+    """Records written before `threads` was a config key keep their hash at one thread (repro.plan.run_config.LATER_DEFAULTS);
     their CPU device label says what they trained on, and one trained on another count is redone."""
     cfg = config()
     old = record(cfg)

@@ -9,7 +9,7 @@ import torch
 from repro.plan.manifest import Row
 from repro.spec.profiles import Profile
 from repro.models import Component
-from repro.plan.recipes import resolve
+from repro.plan.run_config import resolve
 from repro.execution.runs import (
     RunRequest, checkpoint_path, execute_runs, failure_path, load_record, record_path,
 )

@@ -9,7 +9,7 @@ from repro.execution.protocol import ExecutionRequest, RunRequest, RunState
 from repro.plan.manifest import Row
 from repro.models import Component
 from repro.spec.profiles import Profile
-from repro.plan.recipes import resolve
+from repro.plan.run_config import resolve
 
 PROFILE = Profile(description="test", evidence="pipeline", seeds=1, epochs=1, data="synthetic", train_samples=32,
                   test_samples=32, batch_size=32, max_image_size=16, pretrained=False)

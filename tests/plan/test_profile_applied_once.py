@@ -8,7 +8,7 @@ import pytest
 
 from repro.measure.measurer import Context, Measurement
 from repro.plan.manifest import find_manifest, load_all
-from repro.plan.recipes import planned_runs
+from repro.plan.run_config import planned_runs
 from repro.spec.profiles import Profile, RunDefaults
 
 

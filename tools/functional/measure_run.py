@@ -6,7 +6,7 @@ from pathlib import Path
 import torch
 torch.set_num_threads(1)
 from repro.plan.manifest import load_all
-from repro.plan.recipes import resolve
+from repro.plan.run_config import resolve
 from repro.train.loop import train_run
 
 spec, *over = sys.argv[1:]

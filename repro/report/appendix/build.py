@@ -20,7 +20,7 @@ from repro.data.sizes import decoded_cache_bytes
 from repro.data.sources import dataset_source
 from repro.models.weights import HASH_PREFIX, published_url
 from repro.plan.manifest import Manifest
-from repro.plan.recipes import planned_runs
+from repro.plan.run_config import planned_runs
 import repro.report.appendix.sections as sections
 from repro.report.appendix.claim_rows import claim_row
 from repro.report.appendix.parts import Appendix, DatasetEntry, Facts, Inputs, VerifyAll, WeightsEntry

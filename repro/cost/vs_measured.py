@@ -15,7 +15,7 @@ from repro.cost.wall_time import Rates, command_time
 from repro.cost.estimate import CostModel, duration
 from repro.cost.measured import FolderTimes
 from repro.plan.manifest import Manifest
-from repro.plan.recipes import planned_runs
+from repro.plan.run_config import planned_runs
 
 
 @dataclass(frozen=True)
