@@ -358,7 +358,9 @@ def load_valid(directory: str | Path | None = None, profiles_file: str | Path | 
         except SchemaError as exc:
             invalid[path.stem] = exc
     # What one manifest names in another; a folder of the user's own may hold some of the shipped tables only.
-    elsewhere = {p.stem for p in manifest_paths(None)} if directory is not None else set()
+    shipped = REPO_ROOT / "manifests"
+    folder = manifests_dir(directory)
+    elsewhere = {p.stem for p in manifest_paths(shipped)} if folder.resolve() != shipped.resolve() else set()
     for manifest_id, problems in check_across(manifests, elsewhere).items():
         bad = next(m for m in manifests if m.id == manifest_id)
         invalid[manifest_id] = SchemaError(bad.path, problems)
