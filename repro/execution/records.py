@@ -152,6 +152,20 @@ def follow_runs(results_dir: Path, device: str, data_dir: Path | None) -> int:
         trained += 1
 
 
+def interrupted_by(exc: BaseException) -> KeyboardInterrupt | None:
+    """The Ctrl-C or SIGTERM an exception was raised while handling, if any: a stop that lands inside a lazy
+    import (torch's of triton, say) can leave a half-imported module whose next use raises another error,
+    which is then no failure of the run."""
+    seen: set[int] = set()
+    cause = exc.__cause__ or exc.__context__
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, KeyboardInterrupt):
+            return cause
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+    return None
+
+
 def attempt_run(request: RunRequest, results_dir: Path, device: str, data_dir: Path | None, events: Any = None,
                 executor: str = "local", lock_settings: LockSettings = LockSettings()) -> Outcome:
     """Take the run's lock, then train it unless its record appeared meanwhile: TRAINED, RECORDED, HELD (another
@@ -176,6 +190,8 @@ def attempt_run(request: RunRequest, results_dir: Path, device: str, data_dir: P
     except WriteFailed:
         raise
     except Exception as exc:  # reported by the caller; the other runs go on
+        if (stop := interrupted_by(exc)) is not None:  # a failure on the way out of a stop is the stop
+            raise stop from None
         error = f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=3)}"
         failure = {"label": request.label, "error": error, "time": time.time(),
                    "executor": executor_provenance(executor, device)}

@@ -201,3 +201,21 @@ def test_a_checkpoint_that_cannot_be_read_is_named_and_left_alone(tmp_path, caps
     assert outcome.error == f"cannot read {ckpt}: Permission denied; it is left as it is and its run is skipped"
     assert "warning" not in capsys.readouterr().out
     assert sorted(p.name for p in runs_dir(tmp_path).iterdir()) == [ckpt.name] and ckpt.read_bytes() == ckpt_data
+
+
+def test_an_error_raised_on_the_way_out_of_a_stop_is_the_stop_not_a_failure():
+    """A SIGTERM that landed inside torch's lazy import of triton left it half-imported; the next use raised
+    AttributeError, which was recorded as the run's failure (seen once in the ten-SIGKILL loop)."""
+    from repro.execution.records import interrupted_by
+
+    def failing_after_a_stop():
+        try:
+            raise KeyboardInterrupt("SIGTERM")
+        except KeyboardInterrupt:
+            raise AttributeError("module 'triton.backends' has no attribute 'compiler'")
+
+    try:
+        failing_after_a_stop()
+    except AttributeError as exc:
+        assert isinstance(interrupted_by(exc), KeyboardInterrupt)
+    assert interrupted_by(ValueError("a real failure")) is None
