@@ -59,8 +59,11 @@ ENVIRONMENT_WRITERS = {
     "repro/runtime/numerics.py": "cuBLAS's workspace, read when CUDA starts here or in a child",
     "repro/execution/workers.py": "a worker sets its own environment as it starts, before CUDA",
     "repro/bench/kill_resume.py": "the environment of the child process it spawns",
+    "repro/core/terminal.py": "removes an inherited COLUMNS or LINES of 0, which rich (here and in every child) "
+                              "would take as a terminal zero cells wide",
 }
-WRITE = re.compile(r"os\.environ\[[^]]+\]\s*=(?!=)|os\.environ\.(?:update|setdefault|pop)\(|os\.putenv\(|"
+WRITE = re.compile(r"os\.environ\[[^]]+\]\s*=(?!=)|os\.environ\.(?:update|setdefault|pop)\(|os\.(?:putenv|unsetenv)\(|"
+                   r"\bdel os\.environ\[|"
                    r"\benv\[[^]]+\]\s*=(?!=)")
 
 
@@ -72,6 +75,7 @@ def test_the_environment_is_written_only_where_a_child_process_starts():
             writers[str(path.relative_to(REPO_ROOT))] = found
     assert set(writers) <= set(ENVIRONMENT_WRITERS), {k: v for k, v in writers.items() if k not in ENVIRONMENT_WRITERS}
     assert WRITE.search('os.environ["X"] = "1"') and WRITE.search("os.environ.update(env)")
+    assert WRITE.search('del os.environ["X"]')
     assert not WRITE.search('os.environ.get("X")') and not WRITE.search('os.environ["X"] == "1"')
 
 
