@@ -23,10 +23,14 @@ import dataclasses
 import math
 import os
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from repro.cost.calibration import Throughput
 from repro.cost.estimate import CostModel
 from repro.cost.measured import FolderTimes, MeasuredRun, read_folder
+
+if TYPE_CHECKING:
+    from repro.cost.wall_time import Rates
 
 MIN_RUNS = 3
 MIN_COMPUTE_SHARE = 0.10  # below this share of the runs' time, the records cannot pin the compute rate
@@ -153,7 +157,7 @@ class FolderFit:
 
     model: CostModel
     fits: dict[str, RunFit]
-    rates: object  # repro.cost.wall_time.Rates
+    rates: Rates
     times: FolderTimes
 
     def describe(self) -> list[str]:

@@ -18,7 +18,7 @@ from collections import deque
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from repro.execution.files import poll_interval, probe
 from repro.execution.protocol import ExecutionRequest, Outcome, RunRequest, RunState, Stopped
@@ -26,6 +26,9 @@ from repro.core import environment
 from repro.runtime.interrupt import clean_after_kill, stop_workers, training
 from repro.runtime.locks import LockSettings, describe_holder
 from repro.execution.workers import release_workers, start_workers
+
+if TYPE_CHECKING:
+    from rich.progress import Progress, TaskID
 
 
 @dataclass(frozen=True)
@@ -193,7 +196,7 @@ def _stop_workers(running: dict, pools: dict, results_dir: Path) -> list[RunRequ
 
 
 def _poll_waiting(waiting: dict, queue: deque, outcomes: list[Outcome], results_dir: Path, settings: LockSettings,
-                  progress: Any, overall: Any) -> bool:
+                  progress: Progress | None, overall: TaskID | None) -> bool:
     """Book the awaited runs that finished elsewhere; requeue those whose holder left. True if any was booked."""
     booked = False
     for h, (request, since) in list(waiting.items()):

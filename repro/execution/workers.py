@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import multiprocessing as mp
 import os
+import queue
 from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import resource_tracker
 from multiprocessing.managers import SyncManager
@@ -35,8 +36,8 @@ def _pin(env: dict[str, str]) -> None:
 @dataclass
 class Workers:
     pools: dict[str, ProcessPoolExecutor]  # slot name -> its one-process pool
-    manager: Any  # the multiprocessing manager serving `events`
-    events: Any  # its queue: (kind, label, epoch, epochs) from the workers
+    manager: SyncManager  # serves `events`
+    events: queue.Queue  # a proxy of one: (kind, label, epoch, epochs) from the workers
 
     def close(self) -> None:
         for pool in self.pools.values():

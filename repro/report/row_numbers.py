@@ -11,18 +11,21 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from repro.results.frames import result_row_seeds, row_stats
 from repro.results.measurements import ManifestResult
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 @dataclass
 class RowNumbers:
     """One table's rows by seed, and their statistics by row."""
 
-    seeds: Any  # pandas.DataFrame: frames.ROW_SEED_COLUMNS
-    stats: Any  # pandas.DataFrame: frames.ROW_STAT_COLUMNS, indexed by row
+    seeds: pd.DataFrame  # frames.ROW_SEED_COLUMNS
+    stats: pd.DataFrame  # frames.ROW_STAT_COLUMNS, indexed by row
 
     def has(self, row: str) -> bool:
         return row in self.stats.index

@@ -19,7 +19,7 @@ import math
 import time
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator, Protocol
 
 import torch
 import torch.nn.functional as F
@@ -44,9 +44,17 @@ class NonFiniteLoss(RuntimeError):
     """The loss became NaN or infinite: the run stops instead of writing a meaningless record."""
 
 
+class EpochBatches(Protocol):
+    """The training batches: len() of them per epoch, and set_epoch(e) replays epoch e's order (a resume)."""
+
+    def __iter__(self) -> Iterator[tuple[torch.Tensor, torch.Tensor]]: ...
+    def __len__(self) -> int: ...
+    def set_epoch(self, epoch: int) -> None: ...
+
+
 @dataclass
 class RunData:
-    train: Any  # iterable of (x, y) batches with set_epoch(epoch) and len()
+    train: EpochBatches
     test: Iterable
     source: str  # what was loaded, for the record
     classes: int | None = None  # distinct labels trained on (None: the dataset's); chance is 1 / classes
