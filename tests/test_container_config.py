@@ -132,7 +132,19 @@ def dockerfile_install_command() -> list[str]:
 
 
 class _ComposeLoader(yaml.SafeLoader):
-    """YAML with Compose's merge tags (!reset, !override) kept as markers."""
+    """YAML as Compose reads it: its merge tags (!reset, !override) kept as markers, and a key given twice
+    in one mapping an error (PyYAML keeps the last silently; Compose refuses the file)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
+        seen: dict[object, int] = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"mapping key {key!r} given twice (lines {seen[key]} and "
+                    f"{key_node.start_mark.line + 1})", key_node.start_mark)
+            seen[key] = key_node.start_mark.line + 1
+        return super().construct_mapping(node, deep=deep)
 
 
 def _tagged(loader: yaml.SafeLoader, node: yaml.Node) -> tuple[str, object]:
@@ -162,6 +174,16 @@ def parse_volume(short: str) -> tuple[str, str, str]:
 
 
 # ---------------------------------------------------------------- the parsers themselves
+
+def test_the_compose_reader_refuses_a_key_given_twice_as_compose_does(tmp_path):
+    twice = tmp_path / "compose.yml"
+    twice.write_text("services:\n  repro:\n    hostname: a\n    init: true\n    hostname: b\n")
+    with pytest.raises(yaml.constructor.ConstructorError, match="'hostname' given twice .lines 3 and 5"):
+        compose(twice)
+    once = tmp_path / "once.yml"
+    once.write_text("services:\n  repro:\n    hostname: a\n  other:\n    hostname: b\n")
+    assert compose(once)["services"]["other"]["hostname"] == "b"
+
 
 def test_install_spec_ignores_how_but_not_what():
     readme = pip_install_commands("pip install -e '.[dev]' && repro verify-all  # comment")
