@@ -79,6 +79,73 @@ def test_the_environment_is_written_only_where_a_child_process_starts():
     assert not WRITE.search('os.environ.get("X")') and not WRITE.search('os.environ["X"] == "1"')
 
 
+# ---------------------------------------------------------------- prose that names code
+
+DOTTED = re.compile(r"\brepro(?:\.[A-Za-z_]\w*)+")
+# "repro.<x>" that are file names, not modules: the log, the Apptainer image, a marker, the container's base image.
+NOT_MODULES = {"repro.log", "repro.sif", "repro.bytes", "repro.base"}
+NAMING = ["repro/**/*.py", "repro/**/*.toml", "repro/**/*.j2", "tests/**/*.py", "docs/**/*.md", "manifests/*.toml",
+          "README.md", "pyproject.toml"]
+
+
+def _top_level_names(path) -> set[str]:
+    """The names a module defines at its top level (functions, classes, assignments, imports)."""
+    import ast
+
+    names = set()
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                names |= {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names |= {(a.asname or a.name).split(".")[0] for a in node.names}
+    return names
+
+
+def unresolved(dotted: str) -> str | None:
+    """Why `repro.a.b[.name]` names nothing in this checkout (None when it names a module, or a name the
+    longest module it starts with defines at its top level)."""
+    parts = dotted.split(".")
+    modules = [(end, REPO_ROOT.joinpath(*parts[:end])) for end in range(len(parts), 0, -1)]
+    end, module = next((end, m) for end, m in ((e, b / "__init__.py" if b.is_dir() else b.with_suffix(".py"))
+                                               for e, b in modules) if m.is_file())  # repro/__init__.py at last
+    rest = parts[end:]
+    if rest and rest[0] not in _top_level_names(module):
+        return f"{'.'.join(parts[:end])} defines no {rest[0]}"
+    return None
+
+
+def _prose(path) -> list[tuple[int, str]]:
+    """(line, text) of what a file says in words: a Python file's comments and strings (code that names a
+    missing attribute fails when it runs), every line of any other file."""
+    import io
+    import tokenize
+
+    if path.suffix != ".py":
+        return list(enumerate(path.read_text(errors="replace").splitlines(), 1))
+    tokens = tokenize.generate_tokens(io.StringIO(path.read_text()).readline)
+    return [(t.start[0], t.string) for t in tokens if t.type in (tokenize.COMMENT, tokenize.STRING)]
+
+
+def test_every_dotted_name_in_comments_and_docs_names_code_that_exists():
+    stale = {}
+    files = {f for pattern in NAMING for f in REPO_ROOT.glob(pattern)} - {REPO_ROOT / "tests" / "test_layout.py"}
+    for path in sorted(files):
+        for n, text in _prose(path):
+            for name in DOTTED.findall(text):
+                if ".".join(name.split(".")[:2]) not in NOT_MODULES and (why := unresolved(name)):
+                    stale[f"{path.relative_to(REPO_ROOT)}:{n}: {name}"] = why
+    assert not stale, "\n".join(f"{k} ({v})" for k, v in stale.items())
+
+
+def test_a_stale_dotted_name_is_found():
+    assert unresolved("repro.plan.manifest.with_profiles") is None and unresolved("repro.cli") is None
+    assert unresolved("repro.manifest.load_profiles") == "repro defines no manifest"
+    assert unresolved("repro.plan.manifest.load_profiles") == "repro.plan.manifest defines no load_profiles"
+
+
 def test_the_cycle_finder_finds_cycles():
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert cycles({"a": {"b"}, "b": set(), "c": {"a", "b"}}) == []

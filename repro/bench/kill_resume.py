@@ -1,11 +1,11 @@
 """Save -> SIGKILL -> resume on the device, as `repro bench gpu` checks it.
 
-A child process trains a tiny run through the real executor (repro.execution.runs.run_one:
+A child process trains a tiny run through the real executor (repro.execution.records.run_one:
 checkpoint after every epoch, record at the end); once the first epoch's checkpoint
 is written it reports and waits, and the parent kills its process group with
 SIGKILL, so no clean-up runs. A second child resumes the run to completion and then
 trains the same config uninterrupted in another folder. The check passes when the
-record reads back whole (repro.execution.runs.load_record), says it resumed from epoch 1, holds
+record reads back whole (repro.execution.files.load_record), says it resumed from epoch 1, holds
 every epoch once and in order, keeps the killed process's first epoch as that process
 checkpointed it, and leaves no checkpoint behind. On a CPU the resumed history must
 also equal the uninterrupted one exactly (repro.train.loop's promise); on CUDA the

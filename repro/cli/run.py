@@ -258,7 +258,7 @@ def run_tables(ids: list[str] | None, options: TableOptions, report: bool) -> in
 
 
 # The options of every table command, declared once. `repro run`, `repro verify-all` and `repro <id>` (an alias of
-# `repro run <id>`, resolved by the command group: repro.cli.ManifestAliases) are this one function.
+# `repro run <id>`, resolved by the command group: repro.cli._Group) are this one function.
 def tables(
     ctx: typer.Context,
     ids: Optional[list[str]] = typer.Argument(None, help="Manifest ids, e.g. table6 (verify-all: default every one).",

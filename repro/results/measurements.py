@@ -406,7 +406,7 @@ def save_result(result: ManifestResult, results_dir: Path) -> Path:
 
 class ResultUnusable(ValueError):
     """A results.json that cannot be used: `damaged` (content that is wrong: it is set aside and rebuilt from the
-    run records, repro.pipeline.rebuild_damaged) or not (it cannot be read: permission, I/O)."""
+    run records, repro.pipeline.rebuild_result) or not (it cannot be read: permission, I/O)."""
 
     def __init__(self, path: Path, reason: str, damaged: bool = True) -> None:
         self.path, self.reason, self.damaged = path, reason, damaged

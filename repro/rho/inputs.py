@@ -14,7 +14,7 @@ from fnmatch import fnmatchcase
 
 from repro.rho.model_list import RhoInputError
 
-MAX_SIZE = 1024  # the manifests' cap on an image side (repro.plan.manifest.MAX_IMAGE)
+MAX_SIZE = 1024  # the manifests' cap on an image side (repro.spec.profiles.MAX_IMAGE)
 _SEGMENT = re.compile(r"(\*\*|([A-Za-z0-9_*?-]|\[!?[A-Za-z0-9_-]+\])+)")
 
 
