@@ -412,3 +412,27 @@ def test_a_bad_reading_of_claims_is_refused(mutate, message):
     with pytest.raises(SchemaError) as exc:
         parse_readings(doc, "readings.toml")
     assert any(message in p for p in exc.value.problems), exc.value.problems
+
+
+def test_repro_readings_counts_as_the_report_does(tmp_path):
+    """`repro readings` and a table's run give one figure: the models counted are the alternatives' alone (the
+    rows as chosen are the FLOP check's), and the extension's claims are counted apart, as the report does."""
+    from typer.testing import CliRunner
+
+    from repro.cli import app
+    from repro.measure.reading_counts import readings_for
+    from repro.pipeline import Context, run_manifest
+    from repro.results.measurements import READINGS_DETAIL
+
+    table6 = find_manifest("table6")
+    run = run_manifest(table6, Context("smoke", table6.profiles["smoke"], tmp_path)).result
+    entries, detail = readings_for(table6)
+    assert detail["models"] == run.measured.details[READINGS_DETAIL]["models"] > 0
+    assert [(e.claim, e.kind) for e in entries] == [(e.claim, e.kind) for e in run.readings if e.kind != "trained"]
+
+    out = CliRunner().invoke(app, ["readings", "table1", "ext_routers"], env={"COLUMNS": "400"})
+    assert out.exit_code == 0, out.output
+    paper = next(line for line in out.output.splitlines() if line.startswith("Readings: "))
+    beyond = next(line for line in out.output.splitlines() if line.startswith("Beyond the paper "))
+    assert "2 empirical claims ordered by rho" in paper  # table1's two, not the extension's four
+    assert "4 empirical claims ordered by rho" in beyond and "0 analytic claims" in beyond

@@ -129,6 +129,11 @@ class Manifest:
         """The datasets this table's rows train on, in row order (their recipes: repro.spec.recipes)."""
         return tuple(dict.fromkeys(r.dataset for r in self.rows if "accuracy" in r.measures))
 
+    def is_extension(self) -> bool:
+        """A table that asks questions beyond the paper: every claim it makes has scope "extension" (the report
+        and `repro readings` count its claims apart from the paper's)."""
+        return bool(self.claims) and all(c.scope == "extension" for c in self.claims)
+
     def profile(self, name: str) -> Profile:
         """The profile `name` as it applies to this table; KeyError naming the closest ones."""
         if name not in self.profiles:

@@ -29,8 +29,8 @@ FAMILY_LABELS = {"cifar_standard": "standard backbone", "cifar_depthwise": "dept
 
 
 def is_extension(manifest: Manifest) -> bool:
-    """A manifest that asks questions beyond the paper: every claim it makes has scope "extension"."""
-    return bool(manifest.claims) and all(c.scope == "extension" for c in manifest.claims)
+    """A manifest that asks questions beyond the paper (Manifest.is_extension)."""
+    return manifest.is_extension()
 
 
 @dataclass(frozen=True)
