@@ -61,3 +61,18 @@ def test_every_variable_the_code_names_is_listed():
     named -= {"REPRO_GPUS"}  # read by docker compose from the host's environment, not by repro (docs/container.md)
     assert named - set(VARIABLES) == set(), "add these to repro.core.environment.VARIABLES"
     assert environment.__doc__ and all(v.meaning and v.expected for v in VARIABLES.values())
+
+
+# Read by others, not by repro: docker compose (the container's), the device tools, and CI's switches.
+NOT_OURS = {"REPRO_GPUS", "REPRO_IMAGE", "REPRO_REQUIRE_LATEX", "REPRO_REQUIRE_CHROMIUM", "REPRO_REQUIRE_SLURM",
+            "REPRO_ARTIFACTS", "REPRO_COMPOSE_GO"}
+
+
+def test_every_variable_the_docs_name_is_one_the_code_reads():
+    """docs/ once named REPRO_WORKERS, which no code reads (--workers reaches a run as an option)."""
+    named = {}
+    for path in [*(REPO_ROOT / "docs").glob("*.md"), REPO_ROOT / "README.md"]:
+        for name in re.findall(r"\b(REPRO_[A-Z0-9_]*[A-Z0-9])\b", path.read_text()):
+            named.setdefault(name, path.name)
+    unknown = {n: f for n, f in named.items() if n not in VARIABLES and n not in NOT_OURS}
+    assert not unknown, f"named in docs but read by nothing: {unknown}"
