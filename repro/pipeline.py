@@ -67,9 +67,10 @@ def run_manifest(manifest: Manifest, ctx: Context) -> TableMeasurement:
         measured.update(got.measured)
         runs, submitted = got.runs or runs, {**submitted, **got.submitted}
     comparison_metrics(manifest, measured)
+    # The threads the runs computed on (each record's), not this process's current setting.
+    made_on = provenance(ctx.device, ctx.profile.run_threads(), allow_unverified_data=ctx.allow_unverified_data)
     result = ManifestResult(manifest.id, manifest.title, manifest.paper_ref, manifest.paper_table,
-                            ctx.profile_name, measured, [], provenance(ctx.device, allow_unverified_data=ctx.allow_unverified_data),
-                            ctx.profile)
+                            ctx.profile_name, measured, [], made_on, ctx.profile)
     count_readings(manifest, result)  # the analytic claims' rows under each alternative reading
     with phase("claims", manifest.id):
         return TableMeasurement(decide_table(manifest, result, stored_tables(manifest, ctx)), runs, submitted)

@@ -59,3 +59,11 @@ def test_latex_tables_compile(table6, tmp_path):
     assert run.returncode == 0, run.stdout[-2000:]
     assert (tmp_path / "table6_standalone.pdf").stat().st_size > 1000
     assert files["table6.tex"].read_text().split("\n", 2)[2] in doc.read_text()  # the same tables
+
+
+def test_a_tables_provenance_names_the_threads_its_runs_used_not_this_processs(tmp_path, two_threads):
+    """The report said 2 intra-op threads while every record said 1 (the profile's)."""
+    manifest = find_manifest("table6")
+    result = run_manifest(manifest, Context("smoke", manifest.profiles["smoke"], tmp_path)).result
+    assert manifest.profiles["smoke"].run_threads() == 1
+    assert result.provenance["device"].endswith(", 1 intra-op thread(s)"), result.provenance["device"]

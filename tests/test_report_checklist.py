@@ -56,3 +56,12 @@ def test_the_per_table_headline_keeps_self_tests_apart():
                for line in summary["lines"])
     report = render_report([(t7, _result(t7, [loop]))], summary)
     assert "| table7 | – | – | 1 / 0 / 0 / 0 | – | – | – |" in report
+
+
+def test_the_tables_regenerated_count_the_extension_beside_the_papers():
+    """verify-all said "12 tables" and the report "Tables regenerated: 11 / 11": the extension's table was left
+    out of the count without a word."""
+    t7, ext = find_manifest("table7"), find_manifest("ext_routers")
+    summary = summary_lines([(t7, _result(t7, []))], None, {}, [(ext, _result(ext, [])), (ext, None)])
+    assert summary["lines"][0] == "Tables regenerated: 1 / 1 of the paper's, and 1 / 2 beyond it"
+    assert summary_lines([(t7, _result(t7, []))], None, {})["lines"][0] == "Tables regenerated: 1 / 1"

@@ -60,8 +60,11 @@ def test_every_claim_is_one_line_with_its_evidence_folded_below(report):
     stored = sum(len(json.loads(p.read_text())["verdicts"]) for p in (results / "smoke").glob("*/results.json"))
     page = Page(text)
     claims = page.all("details", "claim")
-    shown = next(a for a in page.all("p") if a.get("id") == "claim-count")["data-claims"]
-    assert len(claims) == stored == int(shown) > 0
+    count = next(a for a in page.all("p") if a.get("id") == "claim-count")
+    assert len(claims) == stored == int(count["data-claims"]) > 0
+    not_run = sum(a["data-status"] == "not run" for a in claims)
+    assert int(count["data-not-run"]) == not_run > 0  # "88 claims decided" once counted these too
+    assert f"{len(claims) - not_run} decided from its results, {not_run} not run at this profile" in text
     assert {a["data-status"] for a in claims} <= {"reproduced", "not reproduced", "inconclusive", "not run"}
     assert len(page.all("div", "pending")) == len(manifests[2].claims)  # table6: not run into this folder
     first = text[text.index('<details class="claim'):]

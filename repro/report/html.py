@@ -177,6 +177,7 @@ def render_report_html(entries: list[tuple[Manifest, ManifestResult | None]], ex
     return environment().get_template("report.html.j2").render(
         summary=summary, groups=groups, statuses=STATUSES, views=views, runs_href=runs_href,
         label=stamp.text, warn=stamp.warns, unverified=stamp.unverified, claims=sum(len(v.claims) for v in views),
+        not_run=sum(c.verdict.status == "not run" for v in views for c in v.claims),
         pending=sum(len(v.manifest.claims) for v in views if v.result is None),
         figures=[FigureView(f"fig-{f.id}", f.title, f.paper_ref or "report figure", f.caption, data_uri(f.png))
                  for f in figures],

@@ -27,15 +27,21 @@ from repro.report.time_table import render_timings
 from repro.results.timings import flush, phase
 
 
+def _regenerated(entries: list[tuple[Manifest, ManifestResult | None]], failures: dict[str, str]) -> int:
+    return sum(1 for m, r in entries if r is not None and r.ok and m.id not in failures)
+
+
 def summary_lines(entries: list[tuple[Manifest, ManifestResult | None]], check: FlopCheck | None,
-                  failures: dict[str, str]) -> dict[str, Any]:
+                  failures: dict[str, str], beyond: list[tuple[Manifest, ManifestResult | None]] = ()) -> dict[str, Any]:
+    """The headline of the paper's tables (`entries`); `beyond`, the extension's tables, only counted beside them."""
     verdicts = [v for _, r in entries if r for v in r.verdicts]
     total_claims = sum(len(m.claims) for m, _ in entries)
     counts = count_verdicts(verdicts)
     not_in_results = sum(len(m.claims) for m, r in entries if r is None)  # tables never run: their claims
     reproduced, decided = reproductions(counts)  # self-tests of this artifact's code are no reproduction
-    regenerated = sum(1 for m, r in entries if r is not None and r.ok and m.id not in failures)
-    lines = [f"Tables regenerated: {regenerated} / {len(entries)}"]
+    regenerated = _regenerated(entries, failures)
+    lines = [f"Tables regenerated: {regenerated} / {len(entries)}"
+             + (f" of the paper's, and {_regenerated(beyond, failures)} / {len(beyond)} beyond it" if beyond else "")]
     unverified = dict.fromkeys(d for _, r in entries if r for c in r.data_checks() if (d := c.checksum_departure()))
     if unverified:  # first: every number below rests on it
         lines.insert(0, "UNVERIFIED data: " + "; ".join(unverified) + ". Every verdict decided on it says so.")
@@ -77,7 +83,7 @@ def _write_report(entries: list[tuple[Manifest, ManifestResult | None]], results
     # The reproduction is what the paper claims; extension manifests (other routers) are reported
     # in a section of their own and counted apart.
     reproduction = [(m, r) for m, r in entries if not is_extension(m)]
-    summary = summary_lines(reproduction, check, failures or {})
+    summary = summary_lines(reproduction, check, failures or {}, [(m, r) for m, r in entries if is_extension(m)])
     extension = count_verdicts(v for m, r in entries if is_extension(m) and r for v in r.verdicts)["extension"]
     summary["extension"] = extension
     if sum(extension.values()):
