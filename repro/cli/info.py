@@ -108,7 +108,7 @@ def plan(ids: list[str] = typer.Argument(None, help="Manifest ids (default: all)
     basis = model.device(manifests[0].profiles[BASE_PROFILE]).basis if manifests else "reference"
     for source in result.sources:
         show(Text(f"GPU figures ({basis}): {source}", style="dim"))
-    for line in folder.describe():
+    for line in folder.describe("gpu"):  # a GPU plan: a CPU folder's fits and start-up times say nothing of it
         show(Text(line, style="dim"))
     if out is not None:
         profiles = write_plan(out, result, manifests)

@@ -160,11 +160,13 @@ class FolderFit:
     rates: Rates
     times: FolderTimes
 
-    def describe(self) -> list[str]:
-        lines = [f"{kind.upper()}: {fit.describe()}" for kind, fit in self.fits.items()]
+    def describe(self, device: str | None = None) -> list[str]:
+        """One line per fit; `device` ("gpu"): only the fits of that device's runs, and no command-phase rates
+        (those are this machine's start-up, FLOP check and rendering, which a GPU plan does not price)."""
+        lines = [f"{kind.upper()}: {fit.describe()}" for kind, fit in self.fits.items() if device in (None, kind)]
         rates = dataclasses.asdict(self.rates)
         fitted = [k for k, v in rates.items() if v["basis"] == "fitted"]
-        if fitted:
+        if fitted and device is None:
             lines.append("phase rates fitted: " + ", ".join(f"{k} {rates[k]['seconds']:.3g} s" for k in fitted))
         return lines
 

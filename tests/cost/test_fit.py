@@ -104,3 +104,16 @@ def test_a_gpu_fitted_to_records_prices_them_by_the_fit_alone(sizes):
     for r in runs:
         t = model.run_time(r.cfg, "t", d)
         assert t.compute_s + t.overhead_s == pytest.approx(r.cpu_s or r.wall_s, rel=1e-6)
+
+
+def test_a_gpu_plan_describes_the_gpu_fit_alone():
+    """`repro plan` prices GPU runs: it printed a CPU folder's fit and start-up times ("startup 167 s") too."""
+    from repro.cost.fit import FolderFit, RunFit
+    from repro.cost.wall_time import Rates
+
+    fit = {kind: RunFit(None, 5, (1.0,) * 5, f"{kind} seconds", "fitted") for kind in ("cpu", "gpu")}
+    startup = dataclasses.replace(Rates().startup, seconds=167.0, basis="fitted")
+    folder = FolderFit(None, fit, dataclasses.replace(Rates(), startup=startup), FolderTimes())
+    every = folder.describe()
+    assert [line[:4] for line in every] == ["CPU:", "GPU:", "phas"] and "startup 167 s" in every[2]
+    assert folder.describe("gpu") == [every[1]]
