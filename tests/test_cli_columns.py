@@ -228,3 +228,34 @@ def test_error_panels_fit_80_columns_with_nothing_split(inputs, mode, args):
     result, out = invoke(args, env, mode)
     assert result.exit_code == 2, out
     assert_fits_and_nothing_cut(out, [], invoke_wide(args, env))
+
+
+@pytest.fixture(scope="module")
+def results(inputs):
+    """mini on one thread, then mini and the long table on two: rows made under other thread counts, and
+    rows (the long ones) in one folder only, which compare names."""
+    root, env, _ = inputs
+    folders = []
+    for threads, tables in (("1", ["mini"]), ("2", ["mini", LONG])):
+        folder = root / f"results_on_{threads}_threads_for_export_and_compare"
+        result, out = invoke(["run", *tables, "--results-dir", str(folder), "--jobs", "1"],
+                             {**env, "OMP_NUM_THREADS": threads}, "piped")
+        assert result.exit_code == 0, out
+        folders.append(folder)
+    return folders
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", MODES)
+def test_export_and_compare_fit_80_columns_with_nothing_split(inputs, results, mode, tmp_path):
+    _, env, _ = inputs
+    out_dir = tmp_path / "an_export_folder_with_a_long_name_so_that_its_path_is_wider_than_a_line_of_the_screen"
+    export = ["export", "--results-dir", str(results[0]), "--out", str(out_dir)]
+    done, out = invoke(export, env, mode)
+    assert done.exit_code == 0, out
+    assert_fits_and_nothing_cut(out, [str(out_dir), "runs.csv"], invoke_wide(export, env))
+    compare = ["compare", *map(str, results)]
+    done, out = invoke(compare, env, mode)
+    assert done.exit_code == 1, out  # runs in one folder only
+    assert "thread" in out, out  # the rows made on other thread counts are named so
+    assert_fits_and_nothing_cut(out, [*map(str, results), LONG_ROW], invoke_wide(compare, env))
