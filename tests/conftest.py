@@ -47,14 +47,22 @@ def two_threads():
     yield from _torch_threads(2)
 
 
+# The variables of the user's environment the suite keeps: the cache (FLOP counts, stand-in weights: a warm one
+# saves minutes, and no result depends on it), where the paper's text is, and the switches and folders CI sets for
+# the suite itself. Every other REPRO_* a user exported (a profile, manifests, a dispatch mode) is dropped.
+KEPT = ("REPRO_CACHE", "REPRO_PAPER_TEXT", "REPRO_ARTIFACTS", "REPRO_COMPOSE_GO", "REPRO_REQUIRE_")
+
+
 def pytest_configure(config):
-    os.environ.setdefault("REPRO_PROFILE", "smoke")
-    # One intra-op thread unless asked otherwise: set before torch is first imported. The tests' tensors are tiny,
-    # and on a busy 2-core host a split op waits for a descheduled peer thread (the fast lane took 1.6x as long).
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    for name in [n for n in os.environ if n.startswith("REPRO_") and not n.startswith(KEPT)]:
+        del os.environ[name]
+    os.environ["REPRO_PROFILE"] = "smoke"
+    # One intra-op thread: set before torch is first imported (tests that need two set it: two_threads). The
+    # tests' tensors are tiny, and on a busy 2-core host a split op waits for a descheduled peer thread.
+    os.environ["OMP_NUM_THREADS"] = "1"
     # A checkpoint after every epoch: the resume tests kill runs whose epochs take a fraction of the default
     # interval (repro.train.checkpoints); tests/test_train.py checks the interval itself.
-    os.environ.setdefault("REPRO_CHECKPOINT_SECONDS", "0")
+    os.environ["REPRO_CHECKPOINT_SECONDS"] = "0"
     gc.disable()  # until collection has imported everything (pytest_collection_finish)
 
 
