@@ -79,16 +79,18 @@ def write_manifest(folder: Path, epochs: int = 3, train_samples: int = 192) -> d
             "OMP_NUM_THREADS": "1", "COLUMNS": "200"}
 
 
-def _default_sigint() -> None:
-    # A shell starts background jobs with SIGINT ignored (`nohup ... &`), and children inherit that: the
-    # command under test gets Ctrl-C's default disposition, as it has in a terminal.
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
+def _terminal_signals() -> None:
+    # A shell starts background jobs with SIGINT and SIGQUIT ignored, `nohup` ignores SIGHUP, and children inherit
+    # that (repro then leaves them ignored, as it should): the command under test gets a terminal's default
+    # dispositions of Ctrl-C, Ctrl-\ and a closed terminal, whatever started the suite.
+    for signum in (signal.SIGINT, signal.SIGQUIT, signal.SIGHUP):
+        signal.signal(signum, signal.SIG_DFL)
 
 
 def repro(results: Path, env: dict, *args: str) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "repro", "mini", "--results-dir", str(results), "--jobs", "1", *args],
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
-                            preexec_fn=_default_sigint)
+                            preexec_fn=_terminal_signals)
 
 
 def counts(output: str) -> tuple[int, int, int]:

@@ -16,7 +16,7 @@ from repro.spec.profiles import Profile
 from repro.models import Component
 from repro.plan.run_config import resolve
 from repro.execution.runs import RunRequest, checkpoint_path, execute_runs, record_path, runs_dir
-from .minitable import _default_sigint, counts, repro, write_manifest
+from .minitable import _terminal_signals, counts, repro, write_manifest
 
 PROFILE = Profile(description="test", evidence="pipeline", seeds=3, epochs=2, data="synthetic", train_samples=64,
                   test_samples=32, batch_size=32, max_image_size=16, pretrained=False)
@@ -208,7 +208,7 @@ def test_report_keeps_the_interrupt_contract(table6_results, tmp_path, how):
     script.write_text(REPORT)
     out = subprocess.run([sys.executable, str(script), how, "report", "--results-dir", str(table6_results)],
                          capture_output=True, text=True, timeout=300, env={**os.environ, "COLUMNS": "300"},
-                         preexec_fn=_default_sigint)
+                         preexec_fn=_terminal_signals)
     assert out.returncode == 130, out.stdout + out.stderr
     assert "report interrupted: the run records and results are untouched" in out.stderr
     assert "rerun `repro report --results-dir" in out.stderr and "Traceback" not in out.stderr
