@@ -262,3 +262,19 @@ def test_export_and_compare_fit_80_columns_with_nothing_split(inputs, results, m
     assert done.exit_code == 1, out  # runs in one folder only
     assert "thread" in out, out  # the rows made on other thread counts are named so
     assert_fits_and_nothing_cut(out, [*map(str, results), LONG_ROW], invoke_wide(compare, env))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_missing_datasets_fill_command_is_a_line_of_its_own(inputs, mode, tmp_path):
+    """The command to fetch the data was folded into the error's prose, across lines: it could not be pasted."""
+    from repro.data.layout import fill_steps
+
+    root, env, _ = inputs
+    shipped = {k: v for k, v in env.items() if k not in ("REPRO_MANIFESTS", "REPRO_PROFILES")}
+    data = tmp_path / "an_empty_data_folder_whose_path_is_long_enough_to_push_the_command_past_a_line"
+    args = ["run", "headline_cifar10", "--profile", "full", "--data-dir", str(data), "--results-dir", str(tmp_path / "r")]
+    result, out = invoke(args, shipped, mode)
+    assert result.exit_code == 2, out
+    command = next(s.command for s in fill_steps("cifar10", data) if s.command)
+    assert f"  {command}" in visible(out), out
+    assert_fits_and_nothing_cut(out, [str(data)], invoke_wide(args, shipped))

@@ -8,7 +8,7 @@ import pytest
 from rich.console import Console
 from rich.text import Text
 
-from repro.core.terminal import Column, Grid, Step, fit, inline, print_grid, wrap_words
+from repro.core.terminal import Column, Grid, Step, as_lines, fit, print_grid, wrap_words
 
 
 def render(grid: Grid, width: int) -> list[str]:
@@ -72,9 +72,13 @@ def test_words_wrap_at_spaces_and_a_word_wider_than_the_line_stays_whole():
         "  indented words", "stay indented"]
 
 
-def test_steps_read_inline_for_an_error_message():
-    steps = [Step("on a machine with internet, run:", "python -c \"print(1)\""), Step("(or copy it)")]
-    assert inline(steps) == "on a machine with internet, run:  python -c \"print(1)\"  (or copy it)"
+def test_steps_put_each_command_on_a_line_of_its_own_which_is_never_wrapped():
+    command = "python -c \"import torchvision; torchvision.datasets.CIFAR10('/a/rather/long/path', download=True)\""
+    steps = [Step("on a machine with internet, run:", command), Step("(or copy it)")]
+    assert as_lines(steps) == f"on a machine with internet, run:\n  {command}\n(or copy it)"
+    lines = [t.plain for t in wrap_words(Text(f"to fill it, {as_lines(steps)}"), 40)]
+    assert lines == ["to fill it, on a machine with internet,", "run:", f"  {command}", "(or copy it)"]
+    assert [t.plain for t in wrap_words(Text("  /a/path: prose that wraps"), 16)] == ["  /a/path: prose", "that wraps"]
 
 
 def test_sections_head_their_rows_and_the_columns_line_up_across_sections():

@@ -34,9 +34,19 @@ class Step:
     command: str = ""  # the command that does it: one line, never wrapped
 
 
-def inline(steps: list[Step]) -> str:
-    """Steps as one sentence, for an error message: "say  command  say ..."."""
-    return "  ".join(part for s in steps for part in (s.say, s.command) if part)
+# A line of a message that is a command to paste: two spaces, then a program. wrap_words leaves it whole, however
+# wide (the terminal folds it on screen; a copy of it is one line).
+COMMAND_LINE = re.compile(r"^  (?:python|pip|curl|wget|repro|docker|git|torchrun|sbatch|srun|tar|unzip|cp|mkdir)\b")
+
+
+def as_lines(steps: list[Step]) -> str:
+    """Steps for an error message: what to do as prose, each command on a line of its own, indented by two
+    spaces ("say\n  command\nsay"), which print_words never wraps."""
+    lines = []
+    for s in steps:
+        lines += [s.say] if s.say else []
+        lines += [f"  {s.command}"] if s.command else []
+    return "\n".join(lines)
 
 
 # A number and the unit after it stay on one line ("~10 min", "1.7 s", "24 GPU-hours").
@@ -46,9 +56,12 @@ UNIT_AFTER_NUMBER = re.compile(r"~?[\d.,]*\d (?:s|ms|min|h|%|pp|GB|GiB|MiB|CPU-s
 
 def wrap_words(text: Text, width: int) -> list[Text]:
     """Lines of at most `width` cells broken at spaces only, never between a number and its unit: a word
-    wider than that (a path, a URL) is a line of its own, whole."""
+    wider than that (a path, a URL) is a line of its own, whole, and so is a command line (COMMAND_LINE)."""
     out: list[Text] = []
     for line in text.split("\n", allow_blank=True):
+        if COMMAND_LINE.match(line.plain):
+            out.append(line)  # a command to paste: whole
+            continue
         offsets, start = [], 0
         glued = {m.start() + m.group().index(" ") + 1 for m in UNIT_AFTER_NUMBER.finditer(line.plain)}
         words = list(re.finditer(r"\S+", line.plain))

@@ -119,7 +119,7 @@ def check_dataset(dataset: str, data_dir: str | Path | None = None, allow_unveri
     problems = found.pop("problems")
     if found.get("classes") is not None and found["classes"] != spec.num_classes:
         problems.insert(0, f"{found['classes']} classes found, {spec.title} has {spec.num_classes}; "
-                           f"to replace {spec.folder}/, {how_to_fill(dataset, data_dir)}")
+                           f"to replace {spec.folder}/,\n{how_to_fill(dataset, data_dir)}")
     notes = ()
     sizes = (found.get("train_size"), found.get("test_size"))
     if None not in sizes and sizes != (spec.train_size, spec.test_size):

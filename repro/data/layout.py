@@ -37,7 +37,7 @@ from shlex import quote
 import torchvision.datasets
 
 from repro.data.specs import DATASETS, DatasetSpec, get_dataset
-from repro.core.terminal import Step, inline
+from repro.core.terminal import Step, as_lines
 
 TINY_IMAGENET_URL = "http://cs231n.stanford.edu/tiny-imagenet-200.zip"
 IMAGENET_URL = "https://image-net.org/challenges/LSVRC/2012/2012-downloads.php"
@@ -106,7 +106,7 @@ def fill_steps(name: str, root: str | Path | None = None) -> list[Step]:
 
 
 def how_to_fill(name: str, root: str | Path | None = None) -> str:
-    return inline(fill_steps(name, root))
+    return as_lines(fill_steps(name, root))
 
 
 @dataclass(frozen=True)
@@ -125,7 +125,7 @@ class DatasetStatus:
         if self.present:
             return f"{self.title}: present at {self.path}"
         shown = ", ".join(self.missing[:5]) + (f" and {len(self.missing) - 5} more" if len(self.missing) > 5 else "")
-        return f"{self.title}: not found at {self.path} (missing {shown}); to fill it, {self.how_to_fill}"
+        return f"{self.title}: not found at {self.path} (missing {shown}); to fill it,\n{self.how_to_fill}"
 
 
 def _missing_cifar(spec: DatasetSpec, folder: Path) -> list[str]:
