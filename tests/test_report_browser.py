@@ -181,6 +181,8 @@ def test_the_report_fits_a_400_px_screen_without_sideways_scrolling(tmp_path):
     assert narrow["outside"] == [] and narrow["summaryHeader"] == "none", narrow
     wide = measured_at(binary, page, 1280, tmp_path / "chromium-1280")
     assert wide["scroll"] <= wide["client"] and wide["summaryHeader"] == "table-header-group", wide
+    print(f"scroll / client width: {narrow['scroll']} / {narrow['client']} px at 400, "
+          f"{wide['scroll']} / {wide['client']} px at 1280")  # docs/evaluation.md quotes it (pytest -s)
 
     shot = tmp_path / "report-html-400.png"  # the page as a 400 px screen shows it
     frame = page.with_name("frame-400.html")
