@@ -128,3 +128,21 @@ def test_importing_the_results_package_leaves_pandas_out():
         import repro.results
 
         repro.results.nothing  # noqa: B018
+
+
+def test_docs_give_every_column_of_every_frame_once_in_its_section():
+    """docs/results-data.md: one line per column, with its unit, under the frame's heading."""
+    import re
+
+    from repro import REPO_ROOT
+    from repro.results.frames import (HISTORY_COLUMNS, ROW_SEED_COLUMNS, ROW_STAT_COLUMNS, RUN_COLUMNS,
+                                      VERDICT_COLUMNS)
+
+    doc = (REPO_ROOT / "docs" / "results-data.md").read_text()
+    sections = dict(re.findall(r"^## `(\w+)`[^\n]*\n(.*?)(?=^## )", doc, re.M | re.S))
+    for frame, columns in (("runs", RUN_COLUMNS), ("history", HISTORY_COLUMNS), ("verdicts", VERDICT_COLUMNS),
+                           ("row_seeds", ROW_SEED_COLUMNS + ROW_STAT_COLUMNS)):
+        listed = re.findall(r"^\| `(\w+)` \|", sections[frame], re.M)
+        named = set(listed) | set(re.findall(r"`(\w+)`", sections[frame]))
+        assert not set(columns) - named, f"{frame}: {sorted(set(columns) - named)} not in docs/results-data.md"
+        assert len(listed) == len(set(listed)), f"{frame}: a column listed twice"
