@@ -135,14 +135,35 @@ def test_docs_give_every_column_of_every_frame_once_in_its_section():
     import re
 
     from repro import REPO_ROOT
-    from repro.results.frames import (HISTORY_COLUMNS, ROW_SEED_COLUMNS, ROW_STAT_COLUMNS, RUN_COLUMNS,
-                                      VERDICT_COLUMNS)
+    from repro.results.frames import (HISTORY_COLUMNS, READING_COLUMNS, ROW_SEED_COLUMNS, ROW_STAT_COLUMNS,
+                                      RUN_COLUMNS, VERDICT_COLUMNS)
 
     doc = (REPO_ROOT / "docs" / "results-data.md").read_text()
     sections = dict(re.findall(r"^## `(\w+)`[^\n]*\n(.*?)(?=^## )", doc, re.M | re.S))
     for frame, columns in (("runs", RUN_COLUMNS), ("history", HISTORY_COLUMNS), ("verdicts", VERDICT_COLUMNS),
+                           ("readings", READING_COLUMNS),
                            ("row_seeds", ROW_SEED_COLUMNS + ROW_STAT_COLUMNS)):
         listed = re.findall(r"^\| `(\w+)` \|", sections[frame], re.M)
         named = set(listed) | set(re.findall(r"`(\w+)`", sections[frame]))
         assert not set(columns) - named, f"{frame}: {sorted(set(columns) - named)} not in docs/results-data.md"
         assert len(listed) == len(set(listed)), f"{frame}: a column listed twice"
+
+
+def test_readings_say_which_verdicts_an_alternative_reading_changes(tmp_path):
+    """Under this reading, which verdicts change? Table 6 decided at smoke: rho_backbone_moe reproduces only
+    under the stride-1 reading of the backbone MoE's layers."""
+    from repro.pipeline import Context, run_manifest
+    from repro.plan.manifest import find_manifest
+    from repro.results import readings
+    from repro.results.measurements import save_result
+
+    table6 = find_manifest("table6")
+    result = run_manifest(table6, Context("smoke", table6.profiles["smoke"], tmp_path)).result
+    save_result(result, tmp_path)
+    frame = readings(tmp_path)
+    assert len(frame) == sum(len(e.alternatives) for e in result.readings) > 0
+    changed = frame.query("changes")
+    assert set(zip(changed.claim, changed.alternative)) == {("rho_backbone_moe", "stride1")}
+    row = changed.iloc[0]
+    assert (row.chosen_status, row.status, row.reading) == ("not reproduced", "reproduced", "backbone-moe-layers")
+    assert readings(tmp_path, profile="full").empty

@@ -1,4 +1,5 @@
-"""`repro export`: a results folder's runs, epochs and verdicts as CSV, Parquet or JSON files (repro.results.export)."""
+"""`repro export`: a results folder's runs, epochs, verdicts and readings as CSV, Parquet or JSON files
+(repro.results.export)."""
 
 from __future__ import annotations
 

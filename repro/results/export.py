@@ -1,6 +1,6 @@
 """A results folder's frames written as files for notebooks and spreadsheets (`repro export`). Torch-free.
 
-Three files, named by frame: runs, history and verdicts (repro.results.frames), each as CSV, Parquet or JSON
+Four files, named by frame: runs, history, verdicts and readings (repro.results.frames), each as CSV, Parquet or JSON
 (an array of one object per row). Parquet needs pyarrow, which is optional (`pip install pyarrow`, or the
 package's `parquet` extra): `missing_package` says so before anything is read. Each file is written whole
 (repro.core.fsutil), so a reader never sees half of one.
@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Literal
 
 from repro.core.fsutil import atomic_write_bytes, atomic_write_text
-from repro.results.frames import Folder, history, runs, verdicts
+from repro.results.frames import Folder, history, readings, runs, verdicts
 
 Format = Literal["csv", "parquet", "json"]
 FORMATS: tuple[str, ...] = ("csv", "parquet", "json")
-FRAMES = {"runs": runs, "history": history, "verdicts": verdicts}
+FRAMES = {"runs": runs, "history": history, "verdicts": verdicts, "readings": readings}
 NEEDS = {"parquet": "pyarrow"}  # format -> the package that writes it
 
 
@@ -36,7 +36,7 @@ class Written:
 
 
 def export_frames(folder: Folder, out: Path, fmt: Format, profile: str | None = None) -> list[Written]:
-    """Write runs, history and verdicts of `folder` (only `profile`'s, when given) into `out` as `fmt`."""
+    """Write runs, history, verdicts and readings of `folder` (only `profile`'s, when given) into `out` as `fmt`."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown format '{fmt}'; expected one of {', '.join(FORMATS)}")
     written = []

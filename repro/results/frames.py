@@ -47,6 +47,10 @@ ROW_SEED_COLUMNS = (
     "reading", "device", "threads", "deterministic",
 )
 ROW_STAT_COLUMNS = ("profile", "table", "row", "seeds", "accuracy_mean", "accuracy_sd", "chance", "rho")
+READING_COLUMNS = (
+    "profile", "table", "claim", "kind", "reading", "alternative", "label", "status", "value", "chosen_status",
+    "chosen_value", "changes", "evidence",
+)
 # Number columns: typed as numbers even where a value is missing (NaN), so that every format keeps their type.
 NUMBERS = frozenset({
     "seed", "rho", "accuracy", "final_accuracy", "peak_accuracy", "peak_epoch", "chance", "epochs", "threads", "version",
@@ -79,6 +83,9 @@ class Folder:
     path: Path
     records: FolderRecords
     results: list[ManifestResult] = field(default_factory=list)  # by profile, then table
+    # Each table's claims under the readings, as its results.json stores them (plain data: the claims layer
+    # that decides them sits above this one), by (profile, table).
+    readings: dict[tuple[str, str], list[dict[str, Any]]] = field(default_factory=dict)
 
     def uses(self) -> dict[str, list[Use]]:
         """Run hash -> every row (and seed) whose numbers came from it."""
@@ -99,13 +106,19 @@ def read_folder(results_dir: str | Path, profile: str | None = None) -> Folder:
     folder = Folder(path, read_records(path))
     for name in [profile] if profile is not None else profiles_present(path):
         for file in sorted(profile_dir(path, name).glob("*/results.json")):
-            folder.results.append(_read_result(file))
+            result, readings = _read_result(file)
+            folder.results.append(result)
+            folder.readings[(result.profile, result.manifest_id)] = readings
     return folder
 
 
-def _read_result(file: Path) -> ManifestResult:
+def _read_result(file: Path) -> tuple[ManifestResult, list[dict[str, Any]]]:
     try:
-        return ManifestResult.from_dict(json.loads(file.read_text(encoding="utf-8")))
+        data = json.loads(file.read_text(encoding="utf-8"))
+        readings = data.get("readings") or []
+        if not isinstance(readings, list) or not all(isinstance(r, dict) for r in readings):
+            raise TypeError("readings is not a list of objects")
+        return ManifestResult.from_dict(data), readings
     except (OSError, ValueError) as exc:  # ValueError: JSON and UTF-8 decoding
         raise FolderError(f"{file} cannot be read: {exc}") from None
     except (KeyError, TypeError) as exc:
@@ -251,6 +264,26 @@ def _verdict_row(profile: str, table: str, v: Verdict) -> dict[str, Any]:
     }
 
 
+def readings(results_dir: str | Path | Folder, profile: str | None = None) -> pd.DataFrame:
+    """One row per claim and alternative reading it was decided under (docs/readings.md), with the verdict as
+    chosen beside it, so that "which verdicts change under this reading?" is a filter on `changes`;
+    READING_COLUMNS. A trained alternative's `value` is the measured number on the rows it trained."""
+    folder = _folder(results_dir, profile)
+    rows = []
+    for (name, table), entries in folder.readings.items():
+        for entry in entries:
+            chosen = entry.get("chosen") or {}
+            for alt in entry.get("alternatives") or []:
+                rows.append({
+                    "profile": name, "table": table, "claim": entry.get("claim"), "kind": entry.get("kind"),
+                    "reading": alt.get("reading"), "alternative": alt.get("alternative"), "label": alt.get("label"),
+                    "status": alt.get("status"), "value": alt.get("value") or None,
+                    "chosen_status": chosen.get("status"), "chosen_value": chosen.get("value") or None,
+                    "changes": alt.get("status") != chosen.get("status"), "evidence": alt.get("evidence") or None,
+                })
+    return _frame(rows, READING_COLUMNS, folder)
+
+
 # --------------------------------------------------------------------------- rows and seeds
 def result_row_seeds(result: ManifestResult) -> pd.DataFrame:
     """One table's rows by seed, from its stored run summaries (each the record's numbers); ROW_SEED_COLUMNS."""
@@ -288,5 +321,5 @@ def row_stats(seeds: pd.DataFrame) -> pd.DataFrame:
     return out.reset_index()[list(ROW_STAT_COLUMNS)]
 
 
-__all__ = ["FolderError", "Folder", "read_folder", "runs", "history", "verdicts", "row_seeds", "result_row_seeds",
-           "row_stats", "reading_of", "data_kind"]
+__all__ = ["FolderError", "Folder", "read_folder", "runs", "history", "verdicts", "readings", "row_seeds",
+           "result_row_seeds", "row_stats", "reading_of", "data_kind"]
