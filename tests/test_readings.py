@@ -436,3 +436,18 @@ def test_repro_readings_counts_as_the_report_does(tmp_path):
     beyond = next(line for line in out.output.splitlines() if line.startswith("Beyond the paper "))
     assert "2 empirical claims ordered by rho" in paper  # table1's two, not the extension's four
     assert "4 empirical claims ordered by rho" in beyond and "0 analytic claims" in beyond
+
+
+def test_repro_readings_without_v_names_the_readings_decided_by_training_and_the_tables_that_train_them():
+    """Table 5's gate and regularisers change only training: no count decides them, so the claims table has no
+    row for them, and without this line `repro readings` did not name them at all."""
+    from typer.testing import CliRunner
+
+    from repro.cli import app
+
+    out = CliRunner().invoke(app, ["readings"], env={"COLUMNS": "400"})
+    assert out.exit_code == 0, out.output
+    line = next(line for line in out.output.splitlines() if line.startswith("Decided by training"))
+    assert "moe-conv-gate (table5)" in line and "moe-conv-regularisers (table5)" in line
+    trained, untrained = line.split("trained by no table: ")
+    assert "dense-dropout" in untrained and "dense-dropout" not in trained

@@ -63,6 +63,7 @@ def readings(ids: list[str] = typer.Argument(None, help="Manifest ids (default: 
     if beyond:
         show("Beyond the paper (extension tables, counted apart as the report counts them): "
              + readings_summary(beyond, *cost[True]).removeprefix("Readings: "))
+    show(_by_training(manifests))
     if not verbose:
         show(Text("-v: the readings themselves, what each alternative is, the order by rho and the evidence", style="dim"))
         return
@@ -72,6 +73,21 @@ def readings(ids: list[str] = typer.Argument(None, help="Manifest ids (default: 
         show("An empirical or GPU-scoped claim needs the table's measurements: here it is `not run` (a claim ordered "
              "by rho shows the order each reading puts its settings in); the report decides it on what its run "
              "measured.")
+
+
+def _by_training(manifests) -> str:
+    """One line: the readings that change only how a model trains, which no count decides: the ones a
+    [[sensitivity]] table trains (the report decides its claims on those rows) and the ones none does."""
+    from repro.report.readings_section import shown_readings
+
+    trained, untrained = [], []
+    for r in shown_readings(manifests):
+        if not all(r.training_only(a) for a in r.alternatives):
+            continue
+        tables = [m.id for m in manifests if any(row.reading.startswith(f"{r.id}/") for row in m.rows)]
+        (trained if tables else untrained).append(f"{r.id} ({', '.join(tables)})" if tables else r.id)
+    return (f"Decided by training, not counted here: {', '.join(trained) or 'none'} (their [[sensitivity]] rows; "
+            f"the report decides their claims on them); trained by no table: {', '.join(untrained) or 'none'}")
 
 
 def _list_readings(manifests) -> None:
