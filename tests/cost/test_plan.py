@@ -191,3 +191,16 @@ def test_each_alternative_reading_a_table_trains_is_priced_with_the_rows_it_is_c
     init = next(n for n in ns if n.key == "table1/reading:conv-init/torch_init")
     assert set(init.rows) == {"std_h512_moe__torch_init", "std_h512_dense__torch_init", "dw_h512_moe__torch_init",
                               "dw_h512_dense__torch_init"}
+
+
+def test_a_days_plan_is_one_screen_at_80_columns(tmp_path):
+    """`repro plan --gpu-hours 24` printed 467-527 lines at 80 columns (7-8 "Key: value" lines per claim): one line
+    per claim now, -v for the detail."""
+    out = CliRunner().invoke(app, ["plan", "--gpu-hours", "24", "--results-dir", str(tmp_path / "none")],
+                             env={"COLUMNS": "80"})
+    assert out.exit_code == 0, out.output
+    lines = out.output.splitlines()
+    assert len(lines) <= 60 and max(len(line) for line in lines) <= 80, out.output
+    verbose = CliRunner().invoke(app, ["plan", "--gpu-hours", "24", "-v", "--results-dir", str(tmp_path / "none")],
+                                 env={"COLUMNS": "80"})
+    assert verbose.exit_code == 0 and len(verbose.output.splitlines()) > len(lines)
