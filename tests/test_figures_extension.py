@@ -1,7 +1,7 @@
 """The extension figure (repro.report.figures_extension): points from measured gaps, one panel per router."""
 
 from repro.plan.manifest import find_manifest
-from repro.report.figures_extension import (caption, extension_section, draw_gap_vs_rho_by_router, is_extension,
+from repro.report.figures_extension import (caption, extension_section, draw_gap_vs_rho_by_router,
                                             render_extension_figure, router_points)
 from repro.results.measurements import ManifestResult, Measured
 
@@ -17,8 +17,8 @@ def result(manifest, gaps):
 
 
 def test_only_the_extension_manifest_is_an_extension():
-    assert is_extension(find_manifest("ext_routers"))
-    assert not is_extension(find_manifest("table1"))
+    assert find_manifest("ext_routers").is_extension()
+    assert not find_manifest("table1").is_extension()
 
 
 def test_points_panels_and_caption(tmp_path):

@@ -2,6 +2,7 @@
 `lint-imports`), one top-level module besides the entry point, no import cycle inside repro/ (function-level
 imports included), and the light entry points stay torch-free."""
 
+import functools
 import re
 import shutil
 import subprocess
@@ -88,6 +89,7 @@ NAMING = ["repro/**/*.py", "repro/**/*.toml", "repro/**/*.j2", "tests/**/*.py", 
           "README.md", "pyproject.toml"]
 
 
+@functools.cache
 def _top_level_names(path) -> set[str]:
     """The names a module defines at its top level (functions, classes, assignments, imports)."""
     import ast
@@ -108,9 +110,11 @@ def unresolved(dotted: str) -> str | None:
     """Why `repro.a.b[.name]` names nothing in this checkout (None when it names a module, or a name the
     longest module it starts with defines at its top level)."""
     parts = dotted.split(".")
-    modules = [(end, REPO_ROOT.joinpath(*parts[:end])) for end in range(len(parts), 0, -1)]
-    end, module = next((end, m) for end, m in ((e, b / "__init__.py" if b.is_dir() else b.with_suffix(".py"))
-                                               for e, b in modules) if m.is_file())  # repro/__init__.py at last
+    for end in range(len(parts), 0, -1):  # the longest prefix that is a module; repro/__init__.py at last
+        base = REPO_ROOT.joinpath(*parts[:end])
+        module = base / "__init__.py" if base.is_dir() else base.with_suffix(".py")
+        if module.is_file():
+            break
     rest = parts[end:]
     if rest and rest[0] not in _top_level_names(module):
         return f"{'.'.join(parts[:end])} defines no {rest[0]}"

@@ -78,13 +78,13 @@ def readings(ids: list[str] = typer.Argument(None, help="Manifest ids (default: 
 def _by_training(manifests) -> str:
     """One line: the readings that change only how a model trains, which no count decides: the ones a
     [[sensitivity]] table trains (the report decides its claims on those rows) and the ones none does."""
-    from repro.report.readings_section import shown_readings
+    from repro.report.readings_section import shown_readings, trained_rows
 
     trained, untrained = [], []
     for r in shown_readings(manifests):
         if not all(r.training_only(a) for a in r.alternatives):
             continue
-        tables = [m.id for m in manifests if any(row.reading.startswith(f"{r.id}/") for row in m.rows)]
+        tables = trained_rows(r, manifests)
         (trained if tables else untrained).append(f"{r.id} ({', '.join(tables)})" if tables else r.id)
     return (f"Decided by training, not counted here: {', '.join(trained) or 'none'} (their [[sensitivity]] rows; "
             f"the report decides their claims on them); trained by no table: {', '.join(untrained) or 'none'}")

@@ -1,7 +1,7 @@
 """The extension's figure (issue 17): accuracy gap against rho, one panel per router.
 
 Beyond the paper, kept apart from the reproduction's figures. A manifest is an
-extension when all its claims have scope "extension" (`is_extension`); each of its
+extension when all its claims have scope "extension" (`Manifest.is_extension`); each of its
 comparisons is one point: the mean paired MoE - dense gap over seeds (pp) with its 95%
 t-interval, at the treatment row's rho, coloured by backbone family. Panels are the
 comparisons' `series` (one per router), in manifest order, on shared axes, so the
@@ -26,11 +26,6 @@ ROUTER_TITLES = {"paper": "the paper's router", "tgr": "teacher-guided (TGR-MoE)
                  "relu": "ReLU-routed (DECO)", "cluster": "cluster-routed (CLEAR-MoE)"}
 FAMILY_COLOURS = {"cifar_standard": "C0", "cifar_depthwise": "C1"}
 FAMILY_LABELS = {"cifar_standard": "standard backbone", "cifar_depthwise": "depthwise backbone"}
-
-
-def is_extension(manifest: Manifest) -> bool:
-    """A manifest that asks questions beyond the paper (Manifest.is_extension)."""
-    return manifest.is_extension()
 
 
 @dataclass(frozen=True)
@@ -136,7 +131,7 @@ def extension_section(entries: list[tuple[Manifest, ManifestResult | None]], fig
 
     parts = []
     for manifest, result in entries:
-        if not is_extension(manifest):
+        if not manifest.is_extension():
             continue
         figure = render_extension_figure(manifest, result, Path(figures_dir))
         if drawn is not None:

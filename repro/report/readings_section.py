@@ -29,11 +29,17 @@ def shown_readings(manifests: list[Any]) -> list[Reading]:
     return [r for r in shipped_readings() if r.id in applying]
 
 
+def trained_rows(reading: Reading, manifests: list[Any]) -> dict[str, int]:
+    """Per table that trains the reading's alternatives: how many [[sensitivity]] rows it has for them."""
+    counts = {m.id: sum(1 for r in m.rows if r.reading.startswith(f"{reading.id}/")) for m in manifests}
+    return {table: n for table, n in counts.items() if n}
+
+
 def how_decided(reading: Reading, manifests: list[Any]) -> str:
     """How the alternatives of a reading are decided: counted (the claims they can move, decided again) or
     trained (the [[sensitivity]] rows that train them), in words."""
     counted = [a.id for a in reading.alternatives if not reading.training_only(a)]
-    trained = {m.id: sum(1 for r in m.rows if r.reading.startswith(f"{reading.id}/")) for m in manifests}
+    trained = trained_rows(reading, manifests)
     if reading.applies.claims:
         return f"the claims it names decided again on the same measurements: {', '.join(reading.applies.claims)}"
     parts = []
@@ -41,7 +47,7 @@ def how_decided(reading: Reading, manifests: list[Any]) -> str:
         parts.append(f"counting: {', '.join(counted)} {'changes' if len(counted) == 1 else 'change'} a FLOP count, "
                      "so the claims that read those rows are decided again")
     if len(counted) < len(reading.alternatives):
-        where = [f"{m}'s [[sensitivity]] ({n} rows)" for m, n in trained.items() if n]
+        where = [f"{m}'s [[sensitivity]] ({n} rows)" for m, n in trained.items()]
         parts.append("changes only how a model trains: decided by training, in " + ", ".join(where) if where else
                      "changes only how a model trains; no table here trains it (a [[sensitivity]] table would)")
     return "; ".join(parts)

@@ -14,7 +14,7 @@ from repro.claims.headline import reproductions
 from repro.core.fsutil import atomic_write_text
 from repro.plan.manifest import Manifest
 from repro.report.figures import render_figures
-from repro.report.figures_extension import extension_section, is_extension
+from repro.report.figures_extension import extension_section
 from repro.report.html import write_report_html
 from repro.report.appendix import write_appendix
 from repro.report.learning import is_functional, learning_checks, render_learning, summary_line
@@ -82,9 +82,9 @@ def _write_report(entries: list[tuple[Manifest, ManifestResult | None]], results
     out = profile_dir(results_dir, profile)
     # The reproduction is what the paper claims; extension manifests (other routers) are reported
     # in a section of their own and counted apart.
-    reproduction = [(m, r) for m, r in entries if not is_extension(m)]
-    summary = summary_lines(reproduction, check, failures or {}, [(m, r) for m, r in entries if is_extension(m)])
-    extension = count_verdicts(v for m, r in entries if is_extension(m) and r for v in r.verdicts)["extension"]
+    reproduction = [(m, r) for m, r in entries if not m.is_extension()]
+    summary = summary_lines(reproduction, check, failures or {}, [(m, r) for m, r in entries if m.is_extension()])
+    extension = count_verdicts(v for m, r in entries if m.is_extension() and r for v in r.verdicts)["extension"]
     summary["extension"] = extension
     if sum(extension.values()):
         summary["lines"].append(f"Beyond the paper, extension claims ({sum(extension.values())}): "
@@ -124,7 +124,7 @@ def _write_report(entries: list[tuple[Manifest, ManifestResult | None]], results
         if result is not None:
             write_manifest_outputs(manifest, result, results_dir)
     # report.html: the same data; the extension manifests' figures and claims sit among the others there.
-    write_report_html(entries, {m.id for m, _ in entries if is_extension(m)}, summary, drawn,
+    write_report_html(entries, {m.id for m, _ in entries if m.is_extension()}, summary, drawn,
                       [s for s in sections if s is not beyond], SCOPE_TITLES, out, results_dir, appendix)
     return path, summary
 
