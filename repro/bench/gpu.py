@@ -12,6 +12,9 @@ The sequence, each step a check that records its own failure and lets the rest g
         paper's protocol), trained for `steps` steps at the paper's batch (repro.plan.run_config) through
         repro.train.loop's Engine and train_epoch: bf16 autocast, channels-last, the compiled backbone
         on CUDA; images/s and peak memory. Manifests sharing a model share its check.
+    dense_twin/<dataset>/<manifest>.<row>
+        right after a routed backbone's check, its dense twin trained the same way, and the ratio of
+        their images/s (repro.bench.dense_twin)
 
 Training batches are synthetic and resident on the device, so the figures are the model's step
 alone: the input pipeline is `repro bench data`'s. Steps stop early past a per-model time budget,
@@ -41,6 +44,7 @@ from typing import Any, Callable, Iterator
 
 import torch
 
+from repro.bench.dense_twin import dense_twin, twin_job
 from repro.bench.gpu_calibration import SCHEMA, Check
 from repro.bench.expert_choice_bf16 import expert_choice_check, expert_choice_rows
 from repro.measure.timing import cpu_threads, error_line, synchronize
@@ -335,8 +339,15 @@ def _run_checks(dev: torch.device, settings: GpuSettings, out: Path, manifests: 
         jobs.append((Check(f"expert_choice_bf16/{row.dataset}/{manifest_id}.{row.id}", "expert_choice_bf16"),
                      lambda row=row: (expert_choice_check(row, dev), "")))
     jobs.append((Check("kill_resume", "kill_resume"), lambda: (run_kill_resume(device, settings.child_timeout_s), "")))
+    by_id = {m.id: m for m in manifests}
     for p in planned:
-        jobs.append((Check(p.name, "train"), lambda p=p: train_check(p, settings, dev)))
+        routed = Check(p.name, "train")
+        jobs.append((routed, lambda p=p: train_check(p, settings, dev)))
+        for twin in filter(None, (dense_twin(by_id[m], p.row) for m in p.manifests if m in by_id)):
+            def train(row: Row, p: Planned = p) -> tuple[dict[str, Any], str]:
+                return train_check(replace(p, name=p.name, row=row, manifests={}), settings, dev)
+
+            jobs.append((Check(twin.name, "dense_twin"), twin_job(twin, routed, train, dev.type, dry_run)))
     for manifest_id, exc in unplanned.items():
         jobs.append((Check(f"train/{manifest_id}", "train"), lambda exc=exc: _reraise(exc)))
     for check, _ in jobs:

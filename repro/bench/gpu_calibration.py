@@ -18,7 +18,8 @@ Schema "repro.bench.gpu/1" (JSON object; every key always present, null where it
     manifests    {manifest id: {"row": row id, "check": name of its "train" check, "train_macs": float}}:
                  each manifest with accuracy rows, its heaviest row (most training multiply-adds);
                  row and train_macs are null where its rows could not be counted (that check failed)
-    checks       [{"name": str, "kind": "train" | "kill_resume" | "expert_choice_bf16",
+    checks       [{"name": str,
+                   "kind": "train" | "dense_twin" | "input_path" | "kill_resume" | "expert_choice_bf16",
                    "status": "passed" | "failed" | "skipped", "error": str ("" when passed),
                    "seconds": float, "result": {...}}], in the order they ran
 
@@ -30,6 +31,11 @@ torch.cuda.max_memory_allocated, compilation included; null on a CPU), "final_lo
 compilation failed trains eagerly, as a run then does: it is "failed" with the compiler's error, and
 its images/s are the eager ones. A check that raised has "result": {} and the exception, with
 the file and line it came from, as its error; a check never reached says so in its error.
+
+A "dense_twin" result (repro.bench.dense_twin): a "train" result of the twin row, and "row" (manifest.row),
+"routed_check", "routed_images_per_s", "ratio" (routed / twin images/s, null where the routed check measured
+none), "goal" and "judged" (false off CUDA and on a dry run). An "input_path" result: see
+repro.bench.input_paths.
 
 An "expert_choice_bf16" result: {"dataset", "head", "batch", "features" (D), "output_dtype",
 "agreement_with_fp32" (share of samples within 5% of the fp32 output; passes at >= 0.9),
@@ -50,7 +56,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 SCHEMA = "repro.bench.gpu/1"
-KINDS = ("train", "kill_resume", "expert_choice_bf16")
+KINDS = ("train", "dense_twin", "input_path", "kill_resume", "expert_choice_bf16")
 STATUSES = ("passed", "failed", "skipped")
 TOP_KEYS = ("schema", "dry_run", "device", "torch", "cuda", "git_commit", "started", "wall_s", "settings",
             "manifests", "checks")

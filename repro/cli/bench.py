@@ -180,6 +180,7 @@ def gpu_cmd(dry_run: bool = typer.Option(False, "--dry-run", help="The same sequ
     """One prepared device check: each table's heaviest model trained, kill/resume, Expert Choice in bf16."""
     from dataclasses import replace
 
+    from repro.bench.dense_twin import ratio_line
     from repro.bench.gpu import DRY_RUN, FULL, run_gpu_check
     from repro.plan.manifest import load_all
 
@@ -201,6 +202,9 @@ def gpu_cmd(dry_run: bool = typer.Option(False, "--dry-run", help="The same sequ
         t.add_row(c["name"], c["status"], f"{c['seconds']:.1f}",
                   f"{r['images_per_s']:,.1f}" if "images_per_s" in r else "", f"{mem / 2**30:.1f}" if mem else "")
     console.print(t)
+    for c in doc["checks"]:
+        if c["kind"] == "dense_twin" and c["status"] != "skipped":
+            console.print(ratio_line(c), highlight=False)
     for c in doc["checks"]:
         if c["status"] != "passed":
             console.print(f"[red]{c['status']}[/] {c['name']}: {c['error']}", highlight=False)
