@@ -15,9 +15,12 @@ The sequence, each step a check that records its own failure and lets the rest g
     dense_twin/<dataset>/<manifest>.<row>
         right after a routed backbone's check, its dense twin trained the same way, and the ratio of
         their images/s (repro.bench.dense_twin)
+    input_path/<dataset>
+        per dataset streamed from image folders (ImageNet), its input paths fed to its fastest model
+        measured, against that model's rate on device-resident batches (repro.bench.input_paths)
 
-Training batches are synthetic and resident on the device, so the figures are the model's step
-alone: the input pipeline is `repro bench data`'s. Steps stop early past a per-model time budget,
+A training check's batches are synthetic and resident on the device, so its figures are the model's step
+alone; the input_path check measures what feeding it costs. Steps stop early past a per-model time budget,
 and checks are skipped past the whole budget, so the command fits the device time it is given.
 The file is rewritten after every check: a run stopped from outside leaves the checks done so far.
 The schema and its reader: repro.bench.gpu_calibration.
@@ -46,6 +49,8 @@ import torch
 
 from repro.bench.dense_twin import dense_twin, twin_job
 from repro.bench.gpu_calibration import SCHEMA, Check
+from repro.bench.gpu_train import SyntheticBatches, Trainer  # noqa: F401 (SyntheticBatches: part of this API)
+from repro.bench.input_paths import DRY_INPUT, FULL_INPUT, InputSettings, input_check
 from repro.bench.expert_choice_bf16 import expert_choice_check, expert_choice_rows
 from repro.measure.timing import cpu_threads, error_line, synchronize
 from repro.data.specs import get_dataset
@@ -71,12 +76,13 @@ class GpuSettings:
     child_timeout_s: float = 240.0  # each kill/resume child process
     deadline_s: float = 570.0  # a check still running then is stopped, so the file is complete before 600 s
     precision: str = "bf16"
+    input_paths: InputSettings = FULL_INPUT  # the input_path check's folder and passes
 
 
 FULL = GpuSettings()
 # No device time at stake: a loaded CPU may take longer, and every check still runs.
 DRY_RUN = GpuSettings(steps=1, warmup_steps=1, chunk_steps=1, model_budget_s=10.0, budget_s=1800.0, batch_cap=4,
-                      image_cap=16, child_timeout_s=300.0, deadline_s=3600.0)
+                      image_cap=16, child_timeout_s=300.0, deadline_s=3600.0, input_paths=DRY_INPUT)
 
 
 # --------------------------------------------------------------------------- what to train
@@ -178,70 +184,20 @@ def check_config(p: Planned, s: GpuSettings) -> RunConfig:
 
 
 # --------------------------------------------------------------------------- training throughput
-class SyntheticBatches:
-    """Training batches cycled from two resident on the device: the model's step alone, no input pipeline."""
-
-    def __init__(self, cfg: RunConfig, device: torch.device, channels_last: bool) -> None:
-        spec = get_dataset(cfg.dataset)
-        g = torch.Generator().manual_seed(0)
-        shape = (cfg.batch_size, spec.channels, cfg.image_size, cfg.image_size)  # (B, C, H, W)
-        fmt = torch.channels_last if channels_last else torch.contiguous_format
-        self.pool = [(torch.randn(shape, generator=g).to(device).contiguous(memory_format=fmt),
-                      torch.randint(0, spec.num_classes, (cfg.batch_size,), generator=g).to(device)) for _ in range(2)]
-        self.steps = 0  # set before each pass
-
-    def set_epoch(self, epoch: int) -> None:
-        pass
-
-    def __len__(self) -> int:
-        return self.steps
-
-    def __iter__(self):
-        return (self.pool[i % len(self.pool)] for i in range(self.steps))
-
-
-def bf16_autocast(device: torch.device):
-    """CPU autocast for --dry-run; on CUDA train_epoch's own autocast (cfg.bf16) is the one that runs."""
-    if device.type == "cpu":
-        return torch.autocast("cpu", dtype=torch.bfloat16)
-    return contextlib.nullcontext()
-
-
 def train_check(p: Planned, s: GpuSettings, device: torch.device) -> tuple[dict[str, Any], str]:
     """(result, error): images/s and memory of `p` trained through repro.train.loop; error names a compile fallback."""
-    from repro.train.loop import (
-        RunData, build_engine_model, compile_backbone, freeze, make_optimizer, resolve_engine, routing_modules,
-        schedule_position, train_epoch,
-    )
-
     cfg = check_config(p, s)
-    engine = resolve_engine(cfg, device)
-    torch.manual_seed(0)
-    model = build_engine_model(cfg, engine)
-    freeze(model, cfg)
-    model.to(device)
-    opt, _ = make_optimizer(cfg, model)
-    if device.type == "cuda":
-        torch.cuda.reset_peak_memory_stats(device)
     started = time.perf_counter()
-    compile_error = compile_backbone(model, cfg, engine, device) if engine.compile else ""
-    for m in routing_modules(model):
-        m.on_epoch_start(*schedule_position(cfg.epochs - 1, cfg))  # the schedules' steady state
-
-    batches = SyntheticBatches(cfg, device, engine.channels_last)
-    data = RunData(batches, [], "synthetic, device-resident")
-
-    def steps(n: int, epoch: int) -> dict[str, Any]:
-        batches.steps = n
-        with bf16_autocast(device):
-            return train_epoch(model, data, opt, cfg, device, epoch)  # ends on a host sync
-
-    steps(s.warmup_steps, 0)
-    warmup_s = time.perf_counter() - started
+    trainer = Trainer(cfg, device)
+    batches = trainer.synthetic()
+    batches.steps = s.warmup_steps
+    trainer.epoch(batches)
+    warmup_s = time.perf_counter() - started  # building and compiling the model, and the warm-up steps
     done, timed_from = 0, time.perf_counter()
     while done < s.steps and (done == 0 or time.perf_counter() - timed_from < s.model_budget_s):
-        entry = steps(min(s.chunk_steps, s.steps - done), 1 + done)
-        done += min(s.chunk_steps, s.steps - done)
+        batches.steps = min(s.chunk_steps, s.steps - done)
+        entry = trainer.epoch(batches)
+        done += batches.steps
     synchronize(device)
     timed_s = time.perf_counter() - timed_from
     if not math.isfinite(entry["train_loss"]):
@@ -249,18 +205,19 @@ def train_check(p: Planned, s: GpuSettings, device: torch.device) -> tuple[dict[
     spec, (backbone_macs, head_macs, counter) = get_dataset(cfg.dataset), forward_macs(p.row)
     macs = backbone_macs * (cfg.image_size / spec.image_size) ** 2 + head_macs
     images_per_s = done * cfg.batch_size / timed_s
+    engine, error = trainer.engine, trainer.compile_error
     result = {
         "manifests": sorted(p.manifests), "dataset": cfg.dataset, "backbone": cfg.backbone, "head": cfg.head,
         "batch_size": cfg.batch_size, "image_size": cfg.image_size, "precision": s.precision,
-        "channels_last": engine.channels_last, "compiled": engine.compile and not compile_error,
-        "compile_error": compile_error, "dispatch": engine.dispatch, "forward_macs": macs, "flop_counter": counter,
+        "channels_last": engine.channels_last, "compiled": trainer.compiled,
+        "compile_error": error, "dispatch": engine.dispatch, "forward_macs": macs, "flop_counter": counter,
         "steps": done,
         "timed_seconds": timed_s, "warmup_seconds": warmup_s, "images_per_s": images_per_s,
         "train_macs_per_s": 3 * macs * images_per_s,
         "peak_memory_bytes": torch.cuda.max_memory_allocated(device) if device.type == "cuda" else None,
         "final_loss": entry["train_loss"],
     }
-    return result, f"compilation failed, trained eagerly: {compile_error}" if compile_error else ""
+    return result, f"compilation failed, trained eagerly: {error}" if error else ""
 
 
 # --------------------------------------------------------------------------- the sequence
@@ -300,6 +257,17 @@ def _deadline(seconds: float) -> Iterator[None]:
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+
+
+def _input_job(dataset: str, planned: list[Planned], jobs: list[tuple[Check, Any]], s: GpuSettings,
+               device: torch.device, dry_run: bool) -> tuple[dict[str, Any], str]:
+    """The input paths of a streamed dataset, fed to its fastest model measured (repro.bench.input_paths)."""
+    by_name = {p.name: p for p in planned if p.row.dataset == dataset}
+    done = [c for c, _ in jobs if c.name in by_name and c.result.get("images_per_s")]
+    if not done:
+        raise RuntimeError(f"no {dataset} model's training check measured images/s to feed")
+    fastest = max(done, key=lambda c: c.result["images_per_s"])
+    return input_check(check_config(by_name[fastest.name], s), fastest.name, s.input_paths, device, dry_run)
 
 
 def _reraise(exc: BaseException) -> tuple[dict[str, Any], str]:
@@ -348,6 +316,9 @@ def _run_checks(dev: torch.device, settings: GpuSettings, out: Path, manifests: 
                 return train_check(replace(p, name=p.name, row=row, manifests={}), settings, dev)
 
             jobs.append((Check(twin.name, "dense_twin"), twin_job(twin, routed, train, dev.type, dry_run)))
+    for dataset in sorted({p.row.dataset for p in planned if not get_dataset(p.row.dataset).in_memory}):
+        jobs.append((Check(f"input_path/{dataset}", "input_path"),
+                     lambda d=dataset: _input_job(d, planned, jobs, settings, dev, dry_run)))
     for manifest_id, exc in unplanned.items():
         jobs.append((Check(f"train/{manifest_id}", "train"), lambda exc=exc: _reraise(exc)))
     for check, _ in jobs:

@@ -46,6 +46,7 @@ def list_manifests(executor: str = ExecutorOpt, gpus: int = GpusOpt, runs_per_gp
     from repro.cost.vs_measured import lines
     from repro.cost.fit import fit_folder
     from repro.cost.cost_tables import list_table
+    from repro.cost.rate_sources import NOTE as RATES_NOTE, rate_grid, rate_sources
     from repro.results.measurements import default_results_dir
 
     model = _cost_model(executor, gpus, runs_per_gpu, slurm_max_parallel, data_dir, calibration, reference_gpu)
@@ -64,6 +65,12 @@ def list_manifests(executor: str = ExecutorOpt, gpus: int = GpusOpt, runs_per_gp
               "numbers are FLOP counts or latency timings, priced by their wall time.", style="dim"))
     for source in sorted(s for s in sources if s.startswith("reference")):  # which machine, when, which commit
         show(Text(source, style="dim"))
+    rates = rate_sources(manifests, model)
+    if rates:
+        gpu = model.of_kind("gpu")
+        console.print()
+        print_grid(rate_grid(rates), f"GPU rates ({gpu.origin}, {gpu.measured_in})")
+        show(Text(RATES_NOTE, style="dim"))
     for line in folder.describe() + lines(manifests, model, folder.times, folder.rates):
         show(Text(line, style="dim"))
 

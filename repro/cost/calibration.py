@@ -5,9 +5,11 @@ Three sources, each labelled wherever a figure is shown (`Throughput.origin`, th
   CPU's speed factor against that machine where a quiet measurement is kept (repro.cost.speed), never
   a single FLOP rate of its own;
 - a GPU: the calibration file `repro bench gpu` wrote on the GPU host, when one is given; else the
-  shipped reference, that same file measured on one H200 (repro.cost.gpu_reference), its rates scaled by
-  bf16 peak FLOP/s to another GPU where one is named; both price a run's fixed costs (data preparation,
-  compilation) beside its epochs. A malformed file is ignored with a warning naming the file and the key;
+  shipped reference of that GPU (repro.cost.gpu_reference: the newest measurement of each GPU measured),
+  or the newest reference with its rates scaled by bf16 peak FLOP/s to a GPU none was measured on (its
+  input path then unmeasured: the host's cores, not the GPU's peak, set that rate); both price a run's
+  fixed costs (data preparation, compilation) beside its epochs. A malformed file is ignored with a
+  warning naming the file and the key;
 - where the shipped GPU reference cannot be read, data-sheet figures: the device's peak dense bf16
   FLOP/s times one efficiency, from NVIDIA's ResNet-50 v1.5 PyTorch recipe on one A100-80GB
   with AMP: 2,470 training images/s (DeepLearningExamples, PyTorch/Classification/ConvNets/
@@ -27,7 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from repro.cost.gpu_reference import GpuCalibration
+    from repro.cost.gpu_reference import GpuCalibration, InputRate
     from repro.cost.speed import Speed
 
 RESNET50_A100_IMAGES_PER_S = 2470.0  # NVIDIA DeepLearningExamples, 1x A100-80GB, AMP
@@ -70,6 +72,20 @@ class Throughput:
     # A GPU's fixed costs per run, from a calibration file (repro.cost.gpu_reference):
     compile_s: dict[str, float] = field(default_factory=dict)  # per backbone (gpu_reference.backbone_key)
     data_s_per_value: float = 0.0  # host seconds per value (C x H x W) of a run's in-memory images
+    # Where a calibration file's rates came from (repro.cost.rate_sources shows them):
+    rate_checks: dict[str, str] = field(default_factory=dict)  # manifest id -> the check behind images_per_s
+    model_images_per_s: dict[str, float] = field(default_factory=dict)  # per gpu_reference.model_key
+    model_checks: dict[str, str] = field(default_factory=dict)  # model_key -> its check
+    inputs: dict[str, InputRate] = field(default_factory=dict)  # per streamed dataset; empty: unmeasured
+    measured_in: str = ""  # the file or measurement folder of the rates
+
+    def model_rate(self, dataset: str, backbone: dict[str, Any], head: dict[str, Any]) -> float | None:
+        """Images/s measured for this very model (dataset, backbone and head), or None."""
+        if not self.model_images_per_s:
+            return None
+        from repro.cost.gpu_reference import model_key
+
+        return self.model_images_per_s.get(model_key(dataset, backbone, head))
 
     def compile_seconds(self, backbone: dict[str, Any]) -> float:
         """Compiling `backbone` once (a GPU from a calibration file); 0 where the figures have no compile times."""
@@ -157,10 +173,15 @@ def _peak_key(name: str) -> str | None:
 
 def from_calibration(cal: GpuCalibration, label: str, source: str, scale: float = 1.0,
                      data_s_per_value: float | None = None) -> Throughput:
-    """A GPU priced by a calibration's figures, its rates times `scale` (another GPU's peak over the measured one's)."""
+    """A GPU priced by a calibration's figures, its rates times `scale` (another GPU's peak over the measured one's;
+    the input paths' rates, set by the host's cores, only where unscaled)."""
     return Throughput(cal.device, "gpu", cal.macs_per_s * scale, GPU_STEP_OVERHEAD_S, source,
                       {m: r * scale for m, r in cal.images_per_s.items()}, label=label, compile_s=dict(cal.compile_s),
-                      data_s_per_value=cal.data_s_per_value if cal.data_s_per_value is not None else data_s_per_value or 0.0)
+                      data_s_per_value=cal.data_s_per_value if cal.data_s_per_value is not None else data_s_per_value or 0.0,
+                      rate_checks=dict(cal.checks), model_images_per_s={k: r * scale for k, r in
+                                                                        cal.model_images_per_s.items()},
+                      model_checks=dict(cal.model_checks), inputs=dict(cal.inputs) if scale == 1.0 else {},
+                      measured_in=cal.measured_in or str(cal.path))
 
 
 def gpu_throughput(calibration: str | Path | None = None, gpu: str | None = None) -> Throughput:
@@ -169,7 +190,11 @@ def gpu_throughput(calibration: str | Path | None = None, gpu: str | None = None
     FLOP/s to `gpu` or this host's GPU where that is another; data-sheet figures where the reference cannot be read."""
     from repro.cost import gpu_reference
 
-    shipped = gpu_reference.load()
+    references = gpu_reference.load_all()
+    wanted = gpu or local_gpu_name()
+    own = _peak_key(wanted) if wanted else None
+    shipped = next((r for r in references if own is not None and _peak_key(r.device) == own),
+                   references[0] if references else None)  # that GPU's own measurement, else the newest
     path = calibration_path(calibration)
     if path is not None:
         try:
@@ -181,13 +206,12 @@ def gpu_throughput(calibration: str | Path | None = None, gpu: str | None = None
                 "; data preparation: the shipped H200 reference's"
             return from_calibration(own, "calibration file", f"measured: {path} ({own.device}, {len(own.images_per_s)} "
                                     f"manifests){borrowed}", data_s_per_value=shipped.data_s_per_value if shipped else None)
-    wanted = gpu or local_gpu_name()
     if shipped is None:
         return reference_gpu(wanted)
     here, there = _peak_key(wanted or shipped.device), _peak_key(shipped.device)
     when = shipped.started[:10]
     source = (f"reference, not measured here: `repro bench gpu` on one {shipped.device}, {when} "
-              f"({len(shipped.images_per_s)} manifests; repro/cost/gpu_reference.json)")
+              f"({len(shipped.images_per_s)} manifests; {shipped.measured_in}, in repro/cost/gpu_reference.json)")
     if here is None or there is None or here == there:
         note = f"; {wanted} is not in the peak table: the {there}'s figures" if here is None and wanted else ""
         return from_calibration(shipped, f"{there} ref. {when}", source + note)

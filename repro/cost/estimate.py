@@ -204,15 +204,24 @@ class CostModel:
         if measured is not None:  # the CPU reference has this very run (repro.cost.cpu_reference)
             return RunTime(measured, 0.0, w.data)
         fixed = device.run_overhead_s + self.data_preparation_s(cfg, device)
-        rate = device.images_per_s.get(manifest_id)
+        rate = device.model_rate(cfg.dataset, cfg.backbone, cfg.head) or device.images_per_s.get(manifest_id)
+        feed = self.input_rate(cfg, device)
         if rate:  # a measured training rate: its per-step costs are inside it; evaluation is a forward pass
-            return RunTime(w.images / rate, fixed, w.data)
+            return RunTime(w.images / min(rate, feed or rate), fixed, w.data)
         overhead = w.steps * device.step_overhead_s + fixed
         if device.step_param_s or device.checkpoint_param_s:
             trainable, held = self.run_params(cfg)
             if trainable == trainable:  # NaN: sizes not counted (cached_only), priced without these terms
                 overhead += w.steps * trainable * device.step_param_s + (cfg.epochs - 1) * held * device.checkpoint_param_s
-        return RunTime(w.macs / device.macs_per_s, overhead, w.data)
+        return RunTime(max(w.macs / device.macs_per_s, w.images / feed if feed else 0.0), overhead, w.data)
+
+    def input_rate(self, cfg: RunConfig, device: Throughput) -> float | None:
+        """Images/s the measured input path feeds a run that streams its dataset from image folders; None where
+        the run does not stream or its input path was not measured (repro.cost.gpu_reference)."""
+        if cfg.data != "real" or get_dataset(cfg.dataset).in_memory or device.kind != "gpu":
+            return None
+        measured = device.inputs.get(cfg.dataset)
+        return measured.images_per_s if measured else None
 
     def cost(self, work: Iterable[tuple[Manifest, str]], skip: frozenset[str] = frozenset()) -> Cost:
         """The distinct runs of every (manifest, profile name) pair, on the device each profile runs on, but those

@@ -1,9 +1,9 @@
-"""A GPU's figures, as the cost model reads them from a `repro bench gpu` file, and the one shipped: an H200's.
+"""A GPU's figures, as the cost model reads them from a `repro bench gpu` file, and the ones shipped.
 
-`gpu_reference.json` is the file that prices GPU runs when no calibration of the user's own is given: the two
-`repro bench gpu` calls of the H200 lease merged, and the data preparation Table 2 took there at full size
-(tools/write_gpu_reference.py, from docs/measurements/2026-12-04-h200/; docs/device-check.md). A run on a GPU
-costs (repro.cost.estimate):
+`gpu_reference.json` holds the files that price GPU runs when no calibration of the user's own is given: for each
+GPU the newest measurement folder under docs/measurements/ (<date>-<gpu>/: its `repro bench gpu` files merged,
+and the data preparation a table took there at full size), newest first (tools/write_gpu_reference.py;
+docs/device-check.md). A run on a GPU costs (repro.cost.estimate):
 
     data preparation  its in-memory splits' values (training and test images x C x H x W) x seconds per value,
                       once per run: making or loading the images on the host (`data_preparation` in the file;
@@ -11,9 +11,13 @@ costs (repro.cost.estimate):
     compilation       once per backbone and process: the warm-up of the file's first check of that backbone
                       (later checks reuse its compiled graphs), less its warm-up steps at the measured rate; a
                       backbone the file did not train: the median over those it did
-    epochs            training images and a third of the test images / the manifest's measured images per
-                      second (its heaviest row's); a manifest the file did not measure: multiply-adds / the
-                      median measured rate
+    epochs            training images and a third of the test images / the measured images per second of the
+                      run's own model (a "train" or "dense_twin" check of the same dataset, backbone and head),
+                      else of its manifest's heaviest row; a manifest the file did not measure: multiply-adds /
+                      the median measured rate. A run that streams its dataset from image folders (ImageNet)
+                      trains no faster than its input path feeds it: its rate is the lesser of the model's and
+                      the input path's the file chose (an "input_path" check: that path's images/s alone);
+                      a file without that check leaves the input path unmeasured, and says so
 
 Reading checks the keys it uses and names the file and the key; the schema is repro.bench.gpu_calibration's
 (that module is a layer above: the cost model reads the file itself). Torch-free.
@@ -24,13 +28,23 @@ from __future__ import annotations
 import json
 import statistics
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 REFERENCE_FILE = Path(__file__).with_name("gpu_reference.json")
 SCHEMA = "repro.bench.gpu/1"
+
+
+@dataclass(frozen=True)
+class InputRate:
+    """The input path an "input_path" check chose for a dataset, and its images/s alone (no model)."""
+
+    path: str
+    images_per_s: float
+    ratio: float  # its end-to-end rate with the check's model over that model's rate alone
+    check: str
 
 
 @dataclass(frozen=True)
@@ -42,11 +56,22 @@ class GpuCalibration:
     compile_s: dict[str, float]  # per backbone_key
     macs_per_s: float  # the median training multiply-adds per second over the measured models
     data_s_per_value: float | None  # host seconds per image value (C x H x W) of a run's in-memory splits
+    model_images_per_s: dict[str, float] = field(default_factory=dict)  # per model_key
+    checks: dict[str, str] = field(default_factory=dict)  # manifest id -> the check that measured its rate
+    model_checks: dict[str, str] = field(default_factory=dict)  # model_key -> the check that measured it
+    inputs: dict[str, InputRate] = field(default_factory=dict)  # per streamed dataset
+    measured_in: str = ""  # the measurement folder a shipped reference was built from
 
 
 def backbone_key(backbone: dict[str, Any]) -> str:
     """A backbone's name and parameters (a run config's `backbone`), as one string."""
     return json.dumps({"name": backbone["name"], "params": backbone.get("params") or {}}, sort_keys=True)
+
+
+def model_key(dataset: str, backbone: dict[str, Any], head: dict[str, Any]) -> str:
+    """A run's model (its config's dataset, backbone and head), as one string."""
+    return json.dumps({"dataset": dataset, "backbone": json.loads(backbone_key(backbone)),
+                       "head": json.loads(backbone_key(head))}, sort_keys=True)
 
 
 class CalibrationProblem(ValueError):
@@ -72,13 +97,23 @@ def parse(doc: Any, path: Path) -> GpuCalibration:
     warmup_steps = _need(_need(doc, "settings", dict, "", path), "warmup_steps", int, "settings.", path)
     trains: dict[str, dict[str, Any]] = {}
     compile_s: dict[str, float] = {}
+    models: dict[str, float] = {}
+    model_checks: dict[str, str] = {}
+    inputs: dict[str, InputRate] = {}
     rates = []
     for i, check in enumerate(_need(doc, "checks", list, "", path)):
         name = _need(check, "name", str, f"checks[{i}].", path)
-        if check.get("kind") != "train" or check.get("status") == "skipped":
+        kind = check.get("kind")
+        if kind not in ("train", "dense_twin", "input_path") or check.get("status") == "skipped":
             continue
         result = _need(check, "result", dict, f"checks[{i}].", path)
+        if not result:  # the check raised: nothing measured
+            continue
         where = f"checks[{i}].result."
+        if kind == "input_path":
+            if (rate := _input_rate(result, name, where, path)) is not None:
+                inputs[_need(result, "dataset", str, where, path)] = rate
+            continue
         images_per_s = float(_need(result, "images_per_s", (int, float), where, path))
         warmup = float(_need(result, "warmup_seconds", (int, float), where, path))
         batch = _need(result, "batch_size", int, where, path)
@@ -90,17 +125,34 @@ def parse(doc: Any, path: Path) -> GpuCalibration:
         rates.append(float(_need(result, "train_macs_per_s", (int, float), where, path)))
         # the first check of a backbone compiled it; later ones reuse its graphs (docs/device-check.md)
         compile_s.setdefault(backbone_key(backbone), max(0.0, warmup - warmup_steps * batch / images_per_s))
-    images_per_s = {}
+        if isinstance(result.get("dataset"), str) and isinstance(result.get("head"), dict):
+            key = model_key(result["dataset"], backbone, result["head"])
+            models.setdefault(key, images_per_s)
+            model_checks.setdefault(key, name)
+    images_per_s, checks = {}, {}
     for manifest_id, entry in _need(doc, "manifests", dict, "", path).items():
         check = _need(entry, "check", str, f"manifests.{manifest_id}.", path)
         if check in trains:
             images_per_s[manifest_id] = float(trains[check]["images_per_s"])
+            checks[manifest_id] = check
     if not rates:
         raise CalibrationProblem(f"{path}: key 'checks': no \"train\" check ran; nothing to calibrate from")
     data = doc.get("data_preparation")
     data_s = float(_need(data, "seconds_per_value", (int, float), "data_preparation.", path)) if data is not None else None
     return GpuCalibration(path, device, str(doc.get("started", "")), images_per_s, compile_s,
-                          statistics.median(rates), data_s)
+                          statistics.median(rates), data_s, models, checks, model_checks, inputs,
+                          str(doc.get("measured_in", "")))
+
+
+def _input_rate(result: dict[str, Any], name: str, where: str, path: Path) -> InputRate | None:
+    """The chosen path's rate alone, or None where the check chose none."""
+    chosen = result.get("chosen")
+    if chosen is None:
+        return None
+    entry = _need(_need(result, "paths", dict, where, path), chosen, dict, where + "paths.", path)
+    rate = float(_need(entry, "data_images_per_s", (int, float), f"{where}paths.{chosen}.", path))
+    ratio = float(_need(entry, "ratio", (int, float), f"{where}paths.{chosen}.", path))
+    return InputRate(chosen, rate, ratio, name)
 
 
 def read(path: str | Path) -> GpuCalibration:
@@ -113,17 +165,70 @@ def read(path: str | Path) -> GpuCalibration:
 
 
 @lru_cache(maxsize=None)
-def load(path: Path = REFERENCE_FILE) -> GpuCalibration | None:
-    """The shipped reference, or None (with a warning naming the file and the key) when it cannot be read."""
+def load_all(path: Path = REFERENCE_FILE) -> tuple[GpuCalibration, ...]:
+    """The shipped references, newest first, or none (with a warning naming the file and the key) when the file
+    cannot be read."""
     try:
-        return read(path)
-    except CalibrationProblem as exc:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        refs = _need(doc, "references", list, "", path)
+        if not refs:
+            raise CalibrationProblem(f"{path}: key 'references': expected at least one GPU's measurements")
+        return tuple(parse(ref, Path(f"{path} references[{i}]")) for i, ref in enumerate(refs))
+    except (OSError, ValueError) as exc:  # CalibrationProblem is a ValueError, as JSON's errors are
         print(f"warning: ignoring the GPU reference ({exc}); GPU figures fall back to data-sheet peaks",
               file=sys.stderr)
-        return None
+        return ()
 
 
-def build(bench_docs: list[dict[str, Any]], timings: dict[str, Any], configs: dict[str, Any]) -> dict[str, Any]:
+def load(path: Path = REFERENCE_FILE) -> GpuCalibration | None:
+    """The newest shipped reference, or None when the file cannot be read."""
+    refs = load_all(path)
+    return refs[0] if refs else None
+
+
+def newest_folders(root: Path) -> list[Path]:
+    """The newest measurement folder (<YYYY-MM-DD>-<gpu>/ holding a bench_gpu.json) of each GPU, newest first."""
+    newest: dict[str, Path] = {}
+    for folder in sorted(root.glob("????-??-??-*/bench_gpu.json")):
+        folder = folder.parent
+        newest[folder.name[11:]] = folder  # sorted by date: a later one replaces an earlier one
+    return sorted(newest.values(), key=lambda f: f.name[:10], reverse=True)
+
+
+def build_folder(folder: Path, configs: dict[str, Any], label: str) -> dict[str, Any]:
+    """One GPU's reference from its measurement folder: bench_gpu.json and any bench_gpu_*.json merged, and the
+    data preparation of the runs of its *_timings.json files (none: the reference has no data_preparation)."""
+    bench = sorted(folder.glob("bench_gpu*.json"), key=lambda p: (p.name != "bench_gpu.json", p.name))
+    timings = [json.loads(p.read_text()) for p in sorted(folder.glob("*_timings.json"))]
+    merged = {"commands": {f"{i}/{k}": v for i, t in enumerate(timings) for k, v in t["commands"].items()}}
+    doc = build([json.loads(p.read_text()) for p in bench], merged if timings else None, configs)
+    doc["measured_in"] = label
+    return doc
+
+
+def build_reference(root: Path, configs: dict[str, Any], label_root: str = "docs/measurements") -> dict[str, Any]:
+    """The shipped file: the newest measurement folder of each GPU under `root`, newest first."""
+    folders = newest_folders(root)
+    if not folders:
+        raise ValueError(f"{root}: no <date>-<gpu>/bench_gpu.json measurement folder")
+    return {"note": "written by tools/write_gpu_reference.py from docs/measurements/; checked by "
+                    "tests/cost/test_gpu_reference.py", "schema": SCHEMA,
+            "references": [build_folder(f, configs, f"{label_root}/{f.name}") for f in folders]}
+
+
+def input_choices(reference: dict[str, Any]) -> dict[str, Any]:
+    """repro.data.input_choice's file: per GPU of the references, the input path its "input_path" check chose."""
+    gpus = {}
+    for doc in reference["references"]:
+        cal = parse(doc, Path(doc["measured_in"]))
+        for rate in cal.inputs.values():
+            gpus.setdefault(cal.device, {"path": rate.path, "ratio": rate.ratio,
+                                         "measured": f"{doc['measured_in']}: {rate.check}"})
+    return {"note": "written by tools/write_gpu_reference.py from docs/measurements/ (repro.data.input_choice)",
+            "gpus": gpus}
+
+
+def build(bench_docs: list[dict[str, Any]], timings: dict[str, Any] | None, configs: dict[str, Any]) -> dict[str, Any]:
     """The shipped reference (tools/write_gpu_reference.py): `repro bench gpu` documents of one GPU merged (a check
     a later call ran replaces one an earlier call skipped), and the seconds per image value that the runs of a
     timings.json (repro.results.timings) spent preparing their data, `configs` giving each run's config by hash."""
@@ -139,6 +244,8 @@ def build(bench_docs: list[dict[str, Any]], timings: dict[str, Any], configs: di
         merged["manifests"] = {**merged["manifests"], **doc["manifests"]}
     merged.update(checks=list(checks.values()), wall_s=sum(d["wall_s"] for d in bench_docs),
                   started=min(d["started"] for d in bench_docs))
+    if timings is None:
+        return merged
     seconds = values = 0.0
     runs, commands = 0, []
     for name, command in timings["commands"].items():
@@ -151,10 +258,8 @@ def build(bench_docs: list[dict[str, Any]], timings: dict[str, Any], configs: di
             seconds += part["wall_s"]
             values += (sizes.train + sizes.test) * get_dataset(cfg.dataset).channels * cfg.image_size ** 2
             runs += 1
-        commands.append(f"`repro {name} --profile {command['profile']}`, {command['started']}")
+        commands.append(f"`repro {name.split('/')[-1]} --profile {command['profile']}`, {command['started']}")
     if not runs:
         raise ValueError("no run of the timings has a config among those given and a data preparation part")
     merged["data_preparation"] = {"seconds_per_value": seconds / values, "runs": runs, "measured": "; ".join(commands)}
-    merged["note"] = ("written by tools/write_gpu_reference.py from docs/measurements/; "
-                      "checked by tests/cost/test_gpu_reference.py")
     return merged

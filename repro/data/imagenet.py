@@ -10,7 +10,8 @@ Three input paths, the same crops from the same draws (see tests/test_data_image
     decode_cpu   workers read the bytes and decode the whole batch with decode_jpeg
                  (libjpeg-turbo), crop it as tensors; the default without CUDA
     decode_cuda  workers only read the bytes; the main process decodes the batch on
-                 the GPU (nvJPEG) and crops there; the default on CUDA
+                 the GPU (nvJPEG) and crops there; the default on a GPU whose input
+                 paths were not measured (choose_path)
 
 Normalisation (ImageNet's mean and std, as the pretrained backbones expect) happens
 on the training device, as in TensorLoader. Legend: B batch, C channels, S image size.
@@ -30,6 +31,7 @@ from torchvision.datasets.folder import IMG_EXTENSIONS, find_classes, make_datas
 
 from repro.data.augment import normalize
 from repro.data.crops import draw_train, eval_view, train_view
+from repro.data.input_choice import measured_path
 from repro.data.jpeg import ImageDecodeError, decode_batch, open_rgb, read_bytes
 from repro.data.layout import data_root, require
 from repro.data.loader import epoch_generator, one_thread, subset_indices
@@ -43,12 +45,18 @@ CPU = torch.device("cpu")
 
 
 def choose_path(device: str | torch.device) -> str:
-    """The input path for a training device: the GPU decoder on CUDA, else decode_jpeg in the workers.
+    """The input path for a training device: on a GPU whose input paths `repro bench gpu` measured, the one that
+    fed its model fastest (repro.data.input_choice); on any other GPU the GPU decoder; else decode_jpeg in the
+    workers.
 
     decode_cpu over pil: more images/s per core, within one grey level of PIL's pixels
     (repro bench data --dataset imagenet measures both; docs/performance.md).
     """
-    return "decode_cuda" if torch.device(device).type == "cuda" else "decode_cpu"
+    device = torch.device(device)
+    if device.type != "cuda":
+        return "decode_cpu"
+    measured = measured_path(torch.cuda.get_device_name(device)) if torch.cuda.is_available() else None
+    return measured or "decode_cuda"
 
 
 def default_workers() -> int:

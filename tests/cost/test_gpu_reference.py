@@ -10,6 +10,7 @@ from repro.cost import calibration as cal
 from repro.cost import estimate as est
 from repro.cost import gpu_reference
 from repro.cost.wall_time import command_time
+from repro.data import input_choice
 from repro.plan.manifest import load_all
 from repro.plan.run_config import planned_runs
 from inline_manifests import inline_manifest
@@ -38,15 +39,17 @@ def test_the_shipped_calibration_reproduces_table2_at_full_synthetic(no_calibrat
     assert estimate.origin("table2") == "H200 ref. 2026-12-04"
 
 
-def test_the_shipped_file_is_the_build_of_the_leases_measurements():
+def test_the_shipped_files_are_the_build_of_the_newest_measurement_of_each_gpu():
     configs = {p.cfg.hash: p.cfg for m in load_all(profiles_file=DEVICE_PROFILES) for prof in m.profiles.values()
                for p in planned_runs(m, prof)}
-    built = gpu_reference.build([json.loads((LEASE / f).read_text()) for f in ("bench_gpu.json", "bench_gpu_cifar.json")],
-                                json.loads((LEASE / "table2_full_synthetic_timings.json").read_text()), configs)
+    built = gpu_reference.build_reference(REPO_ROOT / "docs" / "measurements", configs)
     assert json.loads(json.dumps(built)) == json.loads(gpu_reference.REFERENCE_FILE.read_text()), \
-        "repro/cost/gpu_reference.json is out of date: run tools/write_gpu_reference.py (its docstring)"
+        "repro/cost/gpu_reference.json is out of date: run tools/write_gpu_reference.py"
+    assert gpu_reference.input_choices(built) == json.loads(input_choice.FILE.read_text()), \
+        "repro/data/input_paths.json is out of date: run tools/write_gpu_reference.py"
     shipped = gpu_reference.load()
     assert shipped.device == "NVIDIA H200" and len(shipped.images_per_s) == 10
+    assert shipped.measured_in == "docs/measurements/2026-12-04-h200" and shipped.inputs == {}  # not measured there
     # the CIFAR models skipped by the first call and measured by the second are in
     assert shipped.images_per_s["table2"] == pytest.approx(32967.8, rel=1e-4)
     # compilation: the first check of a backbone less its 20 warm-up steps (cifar_standard: 15.5 s, then 0.6 s)
