@@ -9,22 +9,34 @@ brightness, a nuisance layout of its own as strong as the class's, and pixel
 noise. A two-conv CNN reaches about 80% on 10 classes after 124 Adam steps on
 2000 images, and 40-50x chance on 100 or 200 classes after 184 steps on 3000,
 so models still differ in how much of it they learn.
+
+Making the images of a full-size split takes seconds on the CPU (CIFAR's 60,000: 7-10 s on the H200
+machine's cores; docs/device-check.md), for every run. A split of CACHE_FROM values or more is therefore
+kept in the cache (repro.core.cache, folder "synthetic"), keyed by the dataset, split, size, seed, count,
+torch's version and this module's source: a later run loads the same tensors, bit for bit. The split is
+not made on the device instead: CUDA's generator draws other numbers than the CPU's, and so other images.
 Legend: N images, K classes, C channels, G grid, S image size.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
+import sys
+import tempfile
+from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 
+from repro.core.cache import cache_dir
 from repro.data.augment import crop_flip, crop_padding, draw_crop_flip
 from repro.data.specs import get_dataset
 
 GRID = 4  # prototype resolution
 NUISANCE = 1.0  # amplitude of each image's own random layout, relative to the class layout
 NOISE = 0.2  # std of per-pixel noise, in [0, 1] intensity units
+CACHE_FROM = 2**24  # values (N x C x S x S) from which a split is cached: below, making it takes well under a second
 
 
 def _seed(*parts: object) -> int:
@@ -41,11 +53,51 @@ def prototypes(name: str) -> torch.Tensor:
 def synthetic_tensors(name: str, n: int, seed: int = 0, image_size: int | None = None,
                       split: str = "train") -> tuple[torch.Tensor, torch.Tensor]:
     """(images uint8 (n, C, S, S), labels int64 (n,)) shaped like dataset `name`, deterministic per
-    (name, seed, split); classes are balanced to within one image."""
+    (name, seed, split); classes are balanced to within one image. Large splits come from the cache."""
     spec = get_dataset(name)
     if split not in ("train", "test"):
         raise ValueError(f"unknown split {split!r}; use 'train' or 'test'")
     S = image_size or spec.image_size
+    if n * spec.channels * S * S < CACHE_FROM:
+        return make_tensors(name, n, seed, S, split)
+    path = cache_path(name, n, seed, S, split)
+    if path.is_file():
+        try:
+            saved = torch.load(path, mmap=True, weights_only=True)
+            return saved["images"], saved["labels"]
+        except Exception as exc:  # damaged or truncated: made again and rewritten
+            print(f"warning: ignoring the damaged cache entry {path} ({type(exc).__name__}: {exc})", file=sys.stderr)
+    images, labels = make_tensors(name, n, seed, S, split)
+    _save({"images": images, "labels": labels}, path)
+    return images, labels
+
+
+def cache_path(name: str, n: int, seed: int, image_size: int, split: str) -> Path:
+    """Where a split is cached: named by what it is, keyed by what could change its pixels."""
+    code = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
+    key = hashlib.sha256(f"{name}/{split}/{n}/{seed}/{image_size}/{torch.__version__}/{code}".encode()).hexdigest()
+    return cache_dir("synthetic") / f"{name}-{split}-{n}x{image_size}px-seed{seed}-{key[:16]}.pt"
+
+
+def _save(obj: dict, path: Path) -> None:
+    """Atomically (temporary file, then rename); a cache that cannot be written only costs making it again."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                torch.save(obj, f)
+            os.replace(tmp, path)
+        except BaseException:
+            os.unlink(tmp)
+            raise
+    except OSError as exc:
+        print(f"warning: cannot write the cache entry {path} ({exc}); continuing without it", file=sys.stderr)
+
+
+def make_tensors(name: str, n: int, seed: int, S: int, split: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """The split made afresh (synthetic_tensors' documentation)."""
+    spec = get_dataset(name)
     margin = crop_padding(S)
     protos = prototypes(name)
     g = torch.Generator().manual_seed(_seed("samples", name, split, seed, S))

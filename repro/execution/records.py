@@ -36,6 +36,7 @@ from repro.execution.record_checks import (
 from repro.core.fsutil import WriteFailed, atomic_write_json, jsonable
 from repro.results.provenance import provenance
 from repro.plan.run_config import RunConfig
+from repro.runtime.compile_cache import results_cache
 from repro.runtime.locks import (
     LockLost, LockNotRemovable, LockSettings, RunLock, read_holder, slurm_identity, try_lock,
 )
@@ -93,14 +94,15 @@ def run_one(request: RunRequest, results_dir: Path, device: str, data_dir: Path 
     started, cpu_started = time.perf_counter(), time.process_time()
     if distributed.current().distributed:
         distributed.announce_run((cfg, request.data))
-    try:
-        out = train_run(cfg, torch.device(device), data_dir, checkpoint, on_epoch, request.data)
-    except CheckpointUnusable as exc:  # loaded, but does not fit the model or optimiser
-        set_aside(checkpoint, "checkpoint", exc.reason, "the run restarts from epoch 0")
-        resumed_from, started, cpu_started = 0, time.perf_counter(), time.process_time()
-        if distributed.current().distributed:
-            distributed.announce_run((cfg, request.data))
-        out = train_run(cfg, torch.device(device), data_dir, checkpoint, on_epoch, request.data)
+    with results_cache(results_dir):  # compiled graphs reused across runs (repro.runtime.compile_cache)
+        try:
+            out = train_run(cfg, torch.device(device), data_dir, checkpoint, on_epoch, request.data)
+        except CheckpointUnusable as exc:  # loaded, but does not fit the model or optimiser
+            set_aside(checkpoint, "checkpoint", exc.reason, "the run restarts from epoch 0")
+            resumed_from, started, cpu_started = 0, time.perf_counter(), time.process_time()
+            if distributed.current().distributed:
+                distributed.announce_run((cfg, request.data))
+            out = train_run(cfg, torch.device(device), data_dir, checkpoint, on_epoch, request.data)
     if lock is not None:
         lock.ensure_held()
     facts = out.pop("reproducibility")
@@ -145,8 +147,9 @@ def follow_runs(results_dir: Path, device: str, data_dir: Path | None) -> int:
             return trained
         cfg, data = run
         try:
-            train_run(cfg, torch.device(rank_device(device, world)), data_dir, checkpoint_path(results_dir, cfg),
-                      data=data)
+            with results_cache(results_dir):
+                train_run(cfg, torch.device(rank_device(device, world)), data_dir, checkpoint_path(results_dir, cfg),
+                          data=data)
         except NonFiniteLoss:
             pass  # every rank sees the same reduced loss: rank 0 records the failure and goes on
         trained += 1
