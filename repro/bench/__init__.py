@@ -12,7 +12,10 @@
               (repro.bench.smoke, phases from repro.results.timings)
     gpu       the prepared device check: training images/s and memory of each table's
               heaviest model, kill/resume, Expert Choice in bf16, as a JSON the cost
-              model calibrates from (repro.bench.gpu, schema in repro.bench.gpu_calibration)
+              model calibrates from (repro.bench.gpu, schema in repro.bench.gpu_calibration);
+              with Table 5's dense twin and the ImageNet input paths
+    fixed-costs each run's fixed cost and first epoch against its steady state, read
+              from a results folder (repro.bench.fixed_costs)
 
 Each prints a table whose ratios are the result; absolute times carry the device. The
 commands are repro.cli.bench; torch is imported when one runs, not when `repro --help` lists them.

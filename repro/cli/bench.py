@@ -320,3 +320,33 @@ def smoke_cmd(folder: Optional[Path] = typer.Option(None, "--folder", help="Wher
     if run.returncode:
         show(f"verify-all exited {run.returncode}: see {folder / 'verify-all.log'}")
     raise typer.Exit(run.returncode)
+
+
+@bench_app.command("fixed-costs")
+def fixed_costs_cmd(results_dir: Path = typer.Option(..., "--results-dir", "-o", help="The folder a table trained in."),
+                    profile: str = typer.Option("full_synthetic", "--profile", "-p"),
+                    table: str = typer.Option("table2", "--table", help="The table whose `repro <id>` run to read."),
+                    out: Optional[Path] = typer.Option(None, "--out", help="Also write the rows as JSON here.")) -> None:
+    """Each run's fixed cost (data, model building) and first epoch against its steady state."""
+    from repro.bench.fixed_costs import NoTimings, fixed_costs
+    from repro.cli.common import fail, print_grid, show
+    from repro.core.fsutil import atomic_write_json
+    from repro.core.terminal import Column, Grid
+
+    try:
+        rows = fixed_costs(results_dir, profile, f"run {table}")
+    except NoTimings as exc:
+        fail(str(exc))
+    grid = Grid([Column("Run", prose=True), Column("Data s", right=True), Column("Build s", right=True),
+                 Column("Epoch 1 s", right=True), Column("Later s", right=True), Column("x later", right=True)])
+    for r in rows:
+        grid.add(r.label, f"{r.data_s:.1f}", f"{r.build_s:.1f}", f"{r.first_epoch_s:.1f}",
+                 "-" if r.steady_epoch_s is None else f"{r.steady_epoch_s:.1f}",
+                 "-" if r.first_over_steady is None else f"{r.first_over_steady:.1f}x")
+    print_grid(grid, f"`repro {table}` at {profile}: fixed costs and first epoch per run")
+    fixed, runs = sum(r.fixed_s for r in rows), sum(r.run_s for r in rows)
+    show(f"fixed costs {fixed:.1f} s of {runs:.1f} s of runs ({fixed / runs:.0%}); later: median of the later "
+         "epochs, each training and evaluation")
+    if out is not None:
+        atomic_write_json(out, {"profile": profile, "table": table, "runs": [r.to_dict() for r in rows]})
+        show(f"wrote {out}")
