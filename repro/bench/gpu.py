@@ -5,8 +5,6 @@ The sequence, each step a check that records its own failure and lets the rest g
     expert_choice_bf16/<dataset>/<manifest>.<row>
         each Expert Choice head of the manifests, forward + backward at the paper's batch under
         bf16 autocast, its eval output against fp32 (repro.bench.expert_choice_bf16)
-    kill_resume
-        save -> SIGKILL -> resume of a tiny run (repro.bench.kill_resume)
     train/<dataset>/<manifest>.<row>
         per manifest with accuracy rows, its heaviest model (most training multiply-adds over the
         paper's protocol), trained for `steps` steps at the paper's batch (repro.plan.run_config) through
@@ -18,6 +16,9 @@ The sequence, each step a check that records its own failure and lets the rest g
     input_path/<dataset>
         per dataset streamed from image folders (ImageNet), its input paths fed to its fastest model
         measured, against that model's rate on device-resident batches (repro.bench.input_paths)
+    kill_resume
+        save -> SIGKILL -> resume of a tiny run (repro.bench.kill_resume); last, so that a time
+        budget running out costs this check before any figure the cost model reads
 
 A training check's batches are synthetic and resident on the device, so its figures are the model's step
 alone; the input_path check measures what feeding it costs. Steps stop early past a per-model time budget,
@@ -306,7 +307,6 @@ def _run_checks(dev: torch.device, settings: GpuSettings, out: Path, manifests: 
     for manifest_id, row in expert_choice_rows(manifests):
         jobs.append((Check(f"expert_choice_bf16/{row.dataset}/{manifest_id}.{row.id}", "expert_choice_bf16"),
                      lambda row=row: (expert_choice_check(row, dev), "")))
-    jobs.append((Check("kill_resume", "kill_resume"), lambda: (run_kill_resume(device, settings.child_timeout_s), "")))
     by_id = {m.id: m for m in manifests}
     for p in planned:
         routed = Check(p.name, "train")
@@ -321,6 +321,8 @@ def _run_checks(dev: torch.device, settings: GpuSettings, out: Path, manifests: 
                      lambda d=dataset: _input_job(d, planned, jobs, settings, dev, dry_run)))
     for manifest_id, exc in unplanned.items():
         jobs.append((Check(f"train/{manifest_id}", "train"), lambda exc=exc: _reraise(exc)))
+    # last: the figures the cost model reads come first when the time budget runs out
+    jobs.append((Check("kill_resume", "kill_resume"), lambda: (run_kill_resume(device, settings.child_timeout_s), "")))
     for check, _ in jobs:
         check.error = "not reached: the command stopped before this check"
     doc = {"schema": SCHEMA, "dry_run": dry_run, "device": device_info(dev), "torch": torch.__version__,

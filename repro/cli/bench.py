@@ -177,10 +177,12 @@ def gpu_cmd(dry_run: bool = typer.Option(False, "--dry-run", help="The same sequ
             steps: Optional[int] = typer.Option(None, min=1, help="Timed training steps per model (default 300; 1 with --dry-run)."),
             budget_s: Optional[float] = typer.Option(None, help="Checks not begun after this many seconds are skipped."),
             only: Optional[list[str]] = typer.Option(None, "--only", help="Only these manifests (repeatable).")) -> None:
-    """One prepared device check: each table's heaviest model trained, kill/resume, Expert Choice in bf16."""
+    """One prepared device check: each table's heaviest model trained (and Table 5's dense twin), the ImageNet input
+    paths, kill/resume, Expert Choice in bf16."""
     from dataclasses import replace
 
     from repro.bench.dense_twin import ratio_line
+    from repro.bench.input_paths import summary_lines
     from repro.bench.gpu import DRY_RUN, FULL, run_gpu_check
     from repro.plan.manifest import load_all
 
@@ -205,6 +207,9 @@ def gpu_cmd(dry_run: bool = typer.Option(False, "--dry-run", help="The same sequ
     for c in doc["checks"]:
         if c["kind"] == "dense_twin" and c["status"] != "skipped":
             console.print(ratio_line(c), highlight=False)
+        if c["kind"] == "input_path":
+            for line in summary_lines(c):
+                console.print(line, highlight=False)
     for c in doc["checks"]:
         if c["status"] != "passed":
             console.print(f"[red]{c['status']}[/] {c['name']}: {c['error']}", highlight=False)

@@ -80,12 +80,22 @@ def test_the_twin_check_runs_right_after_its_routed_model_with_its_settings(tmp_
     monkeypatch.setattr(gpu, "expert_choice_rows", lambda manifests: [])
     monkeypatch.setattr(gpu, "train_check", train)
     monkeypatch.setattr("repro.bench.kill_resume.run_kill_resume", lambda device, timeout: {})
+    fed = []
+
+    def input_check(cfg, check, settings, device, dry_run):
+        fed.append((cfg.dataset, check))
+        return {"chosen": None}, ""
+
+    monkeypatch.setattr(gpu, "input_check", input_check)
     lines = []
     gpu.run_gpu_check("cpu", gpu.DRY_RUN, tmp_path / "gpu.json", [m], dry_run=True, log=lines.append)
     cal = read_calibration(tmp_path / "gpu.json")
-    assert [c.name for c in cal.checks] == ["kill_resume", "train/imagenet/t.moe", "dense_twin/imagenet/t.dense"]
+    assert [c.name for c in cal.checks] == ["train/imagenet/t.moe", "dense_twin/imagenet/t.dense", "input_path/imagenet",
+                                          "kill_resume"]
     assert [(row, manifests) for row, manifests, _ in trained] == [("moe", {"t": "moe"}), ("dense", {})]
     assert trained[0][2] is trained[1][2] is gpu.DRY_RUN  # the same batch, precision and compilation
+    # the input paths feed the fastest training check's model
+    assert fed == [("imagenet", "train/imagenet/t.moe")] and cal.check("input_path/imagenet").result == {"chosen": None}
     twin = cal.check("dense_twin/imagenet/t.dense")
     assert twin.status == "passed" and twin.result["ratio"] == 0.25 and twin.result["row"] == "t.dense"
     assert cal.manifests == {"t": {"row": "moe", "check": "train/imagenet/t.moe", "train_macs": 2.0}}

@@ -118,8 +118,8 @@ def test_a_failing_check_is_recorded_with_its_error_and_the_others_still_run(tmp
     doc = gpu.run_gpu_check("cpu", gpu.DRY_RUN, out, manifests, dry_run=True, log=lines.append)
     cal = read_calibration(out)
     assert [(c.name, c.status) for c in cal.checks] == [
-        ("expert_choice_bf16/cifar10/a.wide", "failed"), ("kill_resume", "passed"),
-        ("train/one", "passed"), ("train/two", "failed")]
+        ("expert_choice_bf16/cifar10/a.wide", "failed"), ("train/one", "passed"), ("train/two", "failed"),
+        ("kill_resume", "passed")]
     ec, two = cal.check("expert_choice_bf16/cifar10/a.wide"), cal.check("train/two")
     assert ec.error.startswith("RuntimeError: index_add_(): self (BFloat16) and source (Float) must have the same")
     assert "(at test_gpu.py:" in ec.error and two.error.startswith("OutOfMemoryError: CUDA out of memory")
