@@ -342,16 +342,16 @@ def fixed_costs_cmd(results_dir: Path = typer.Option(..., "--results-dir", "-o",
         rows = fixed_costs(results_dir, profile, f"run {table}")
     except NoTimings as exc:
         fail(str(exc))
-    grid = Grid([Column("Run", prose=True), Column("Data s", right=True), Column("Build s", right=True),
-                 Column("Epoch 1 s", right=True), Column("Later s", right=True), Column("x later", right=True)])
+    grid = Grid([Column("Run", prose=True), Column("Data", right=True), Column("Build", right=True),
+                 Column("Epoch 1", right=True), Column("Later", right=True), Column("1 / later", right=True)])
     for r in rows:
         grid.add(r.label, f"{r.data_s:.1f}", f"{r.build_s:.1f}", f"{r.first_epoch_s:.1f}",
                  "-" if r.steady_epoch_s is None else f"{r.steady_epoch_s:.1f}",
                  "-" if r.first_over_steady is None else f"{r.first_over_steady:.1f}x")
-    print_grid(grid, f"`repro {table}` at {profile}: fixed costs and first epoch per run")
+    print_grid(grid, f"`repro {table}` at {profile}: fixed costs and first epoch per run, in seconds")
     fixed, runs = sum(r.fixed_s for r in rows), sum(r.run_s for r in rows)
-    show(f"fixed costs {fixed:.1f} s of {runs:.1f} s of runs ({fixed / runs:.0%}); later: median of the later "
-         "epochs, each training and evaluation")
+    show(f"fixed costs {fixed:.1f} s of {runs:.1f} s of runs ({fixed / runs:.0%}); data: making or loading it; "
+         "build: the model and its compilation; later: the median of the later epochs (training and evaluation)")
     if out is not None:
         atomic_write_json(out, {"profile": profile, "table": table, "runs": [r.to_dict() for r in rows]})
         show(f"wrote {out}")

@@ -173,6 +173,14 @@ def test_dry_run_end_to_end(tmp_path):
         r = c.result
         assert r["steps"] == 1 and (r["batch_size"], r["image_size"], r["precision"]) == (4, min(16, r["image_size"]), "bf16")
         assert r["images_per_s"] > 0 and r["train_macs_per_s"] == pytest.approx(3 * r["forward_macs"] * r["images_per_s"])
+    twin = cal.check("dense_twin/imagenet/table5.dense")  # right after the routed ResNet-18, the same settings
+    names = [c.name for c in cal.checks]
+    assert names.index(twin.name) == names.index("train/imagenet/table5.k2_moe") + 1
+    assert twin.result["routed_check"] == "train/imagenet/table5.k2_moe" and not twin.result["judged"]
+    assert twin.result["ratio"] == pytest.approx(twin.result["routed_images_per_s"] / twin.result["images_per_s"])
+    assert (twin.result["batch_size"], twin.result["image_size"]) == (4, 16)
+    fed = cal.check("input_path/imagenet").result
+    assert fed["chosen"] == "decode_cpu" and fed["paths"]["decode_cuda"]["reason"] == "no CUDA"
     for c in cal.checks:
         if c.kind == "expert_choice_bf16" and c.status == "passed":
             assert c.result["agreement_with_fp32"] >= 0.9
