@@ -58,6 +58,8 @@ def test_the_contract_places_every_package_and_one_top_level_module():
 ENVIRONMENT_WRITERS = {
     "repro/runtime/memory.py": "glibc's allocator thresholds, read by every process this one starts",
     "repro/runtime/numerics.py": "cuBLAS's workspace, read when CUDA starts here or in a child",
+    "repro/runtime/compile_cache.py": "inductor's cache folder while a run trains, read by torch.compile here and "
+                                      "by the compile workers it starts",
     "repro/execution/workers.py": "a worker sets its own environment as it starts, before CUDA",
     "repro/bench/kill_resume.py": "the environment of the child process it spawns",
     "repro/core/terminal.py": "removes an inherited COLUMNS or LINES of 0, which rich (here and in every child) "
