@@ -18,6 +18,7 @@ table=${1:-table2}
 out=${OUT:-$PWD/device-out}
 mkdir -p "$out"
 work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT  # what is kept is copied under $out
 export PYTHONUNBUFFERED=1
 # One inductor cache for every step: a graph bench gpu compiled is not compiled again by the table's runs.
 export TORCHINDUCTOR_CACHE_DIR=${TORCHINDUCTOR_CACHE_DIR:-$work/compiled}
