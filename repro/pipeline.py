@@ -1,11 +1,12 @@
-"""The one orchestrator: manifest -> measurements -> metrics -> claims -> tables on disk.
+"""The one orchestrator: manifest -> plan -> measurements -> metrics -> claims -> tables on disk.
 
-Each measure a row can ask for ("flops", "accuracy", "latency") has a measurer in
-repro.measure.MEASURERS; comparisons derive metrics from pairs of rows; claims are
-decided on the result (repro.claims). Everything a table shows is saved in
-results.json next to it, with its provenance. `TableRun` runs tables one after another
-(`repro run`, `repro verify-all`); `flop_check` counts every distinct model of every
-manifest three ways; repro.report.summary writes report.md.
+A table's plan (repro.plan.table_plan.build_plan) is built first, once; each measure a row can ask for
+("flops", "accuracy", "latency") has a measurer in repro.measure.MEASURERS, which reads the plan and
+returns what it measured; comparisons derive metrics from pairs of rows; claims are decided on the
+measurements (repro.claims), which returns the decided result. Each step hands the next a new, frozen
+value. Everything a table shows is saved in results.json next to it, with its provenance. `TableRun`
+runs tables one after another (`repro run`, `repro verify-all`); `flop_check` counts every distinct
+model of every manifest three ways; repro.report.summary writes report.md.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from repro.core.schema import SchemaError, read_toml
 from repro.execution.options import TableOptions
 from repro.execution.runs import RunCounts
 from repro.plan.manifest import Manifest, parse_manifest
+from repro.plan.table_plan import TablePlan, build_plan
 from repro.measure import MEASURERS
 from repro.measure.measurer import Context
 from repro.measure.flop_check import row_key, row_summary
@@ -32,23 +34,22 @@ from repro.results.provenance import provenance
 from repro.report.render import write_manifest_outputs
 from repro.claims import decide_table
 from repro.claims.across import tables_named
-from repro.results.measurements import (FlopCheck, ManifestResult, Measured, comparison_metric, derive_comparisons,
-                                        load_result, row_metric, save_result)
+from repro.results.measurements import (READINGS_DETAIL, FlopCheck, ManifestResult, Measured, comparison_metric,
+                                        derive_comparisons, load_result, row_metric, save_result)
 from repro.results.timings import phase
 
-def make_context(manifest: Manifest, options: TableOptions, progress: Progress | None = None) -> Context:
-    """How `manifest` runs under `options`: its profile as the manifest holds it (applied once, in plan/)."""
-    settings = manifest.profile(options.profile)  # KeyError naming the closest profiles
+def make_context(plan: TablePlan, options: TableOptions, progress: Progress | None = None) -> Context:
+    """How a table's plan is measured under `options`."""
     device = resolve_device(options.device)
     # On a CPU as many runs at once as the cores hold at the threads each trains on (its config's).
-    jobs = options.jobs or (1 if device.startswith("cuda") else max(1, (os.cpu_count() or 1) // settings.run_threads()))
-    return Context(options.profile, settings, options.results_dir, device, jobs, options.data_dir, progress,
+    jobs = options.jobs or (1 if device.startswith("cuda") else max(1, (os.cpu_count() or 1) // plan.profile.run_threads()))
+    return Context(options.profile, options.results_dir, device, jobs, options.data_dir, progress,
                    options.executor, options.data.allow_unverified, options.data.workers, options.remeasure_latency)
 
 
-def comparison_metrics(manifest: Manifest, measured: Measured) -> None:
-    """Metrics of each comparison that can be derived from its two rows' metrics."""
-    derive_comparisons(manifest.comparisons, measured)
+def comparison_metrics(manifest: Manifest, measured: Measured) -> Measured:
+    """The measurements with each comparison's metrics that can be derived from its two rows' metrics."""
+    return derive_comparisons(manifest.comparisons, measured)
 
 
 @dataclass(frozen=True)
@@ -60,20 +61,23 @@ class TableMeasurement:
     submitted: Mapping[str, str] = field(default_factory=dict)  # run hash -> Slurm job, not awaited (--no-wait)
 
 
-def run_manifest(manifest: Manifest, ctx: Context) -> TableMeasurement:
-    measured, runs, submitted = Measured(), None, {}
+def run_manifest(plan: TablePlan, ctx: Context) -> TableMeasurement:
+    """Measure the plan, count its readings, decide its claims: each a new value handed to the next."""
+    manifest, parts, runs, submitted = plan.manifest, [], None, {}
     for measure in sorted(manifest.measures()):
-        got = MEASURERS.get(measure).builder(manifest, ctx)
-        measured.update(got.measured)
+        got = MEASURERS.get(measure).builder(plan, ctx)
+        parts.append(got.measured)
         runs, submitted = got.runs or runs, {**submitted, **got.submitted}
-    comparison_metrics(manifest, measured)
+    measured = comparison_metrics(manifest, Measured.combine(parts))
     # The threads the runs computed on (each record's), not this process's current setting.
-    made_on = provenance(ctx.device, ctx.profile.run_threads(), allow_unverified_data=ctx.allow_unverified_data)
-    result = ManifestResult(manifest.id, manifest.title, manifest.paper_ref, manifest.paper_table,
-                            ctx.profile_name, measured, [], made_on, ctx.profile)
-    count_readings(manifest, result)  # the analytic claims' rows under each alternative reading
+    made_on = provenance(ctx.device, plan.profile.run_threads(), allow_unverified_data=ctx.allow_unverified_data)
+    measurements = ManifestResult(manifest.id, manifest.title, manifest.paper_ref, manifest.paper_table,
+                                  plan.profile_name, measured, [], made_on, plan.profile)
+    # the analytic claims' rows under each alternative reading, kept with the measurements
+    if (counted := count_readings(manifest, measurements)) is not None:
+        measurements = dataclasses.replace(measurements, measured=measured.with_details({READINGS_DETAIL: counted}))
     with phase("claims", manifest.id):
-        return TableMeasurement(decide_table(manifest, result, stored_tables(manifest, ctx)), runs, submitted)
+        return TableMeasurement(decide_table(manifest, measurements, stored_tables(manifest, ctx)), runs, submitted)
 
 
 def stored_tables(manifest: Manifest, ctx: Context) -> dict[str, tuple[Manifest, ManifestResult | None]]:
@@ -89,15 +93,15 @@ def stored_tables(manifest: Manifest, ctx: Context) -> dict[str, tuple[Manifest,
     return out
 
 
-def execute(manifest: Manifest, ctx: Context) -> tuple[TableMeasurement, list[Path]]:
-    """Run one manifest and write its results.json, tables and claims; none of them while some of its runs
+def execute(plan: TablePlan, ctx: Context) -> tuple[TableMeasurement, list[Path]]:
+    """Run one table's plan and write its results.json, tables and claims; none of them while some of its runs
     are submitted and not awaited: a table is never written from missing results."""
-    table = run_manifest(manifest, ctx)
+    table = run_manifest(plan, ctx)
     if table.submitted:
         return table, []
-    with phase("tables", manifest.id):
+    with phase("tables", plan.id):
         save_result(table.result, ctx.results_dir)
-        files = write_manifest_outputs(manifest, table.result, ctx.results_dir)
+        files = write_manifest_outputs(plan.manifest, table.result, ctx.results_dir)
     return table, files
 
 
@@ -133,7 +137,7 @@ class TableRun:
     progress: Progress | None = None
     current: str | None = None
 
-    def run(self, manifests: list[Manifest], on_start: Callable[[Manifest, Context], None] | None = None,
+    def run(self, manifests: list[Manifest], on_start: Callable[[TablePlan, Context], None] | None = None,
             on_done: Callable[[TableOutcome], None] | None = None) -> list[TableOutcome]:
         """Run each manifest; a table that fails is an outcome, and the next one still runs. An interrupt
         (KeyboardInterrupt) and a file the disk refuses (WriteFailed) propagate, with `current` naming the
@@ -146,10 +150,11 @@ class TableRun:
             self.current = manifest.id
             out = TableOutcome(manifest.id)
             try:
-                ctx = make_context(manifest, self.options, self.progress)
+                plan = build_plan(manifest, self.options.profile)  # KeyError naming the closest profiles
+                ctx = make_context(plan, self.options, self.progress)
                 if on_start is not None:
-                    on_start(manifest, ctx)
-                table, out.files = execute(manifest, ctx)
+                    on_start(plan, ctx)
+                table, out.files = execute(plan, ctx)
                 out.run_counts, out.submitted = table.runs, dict(table.submitted)
                 if not table.submitted:
                     out.result = table.result
@@ -168,12 +173,12 @@ class TableRun:
         return outcomes
 
 
-def rebuild_result(manifest: Manifest, profile: str, results_dir: Path, device: str = "auto") -> ManifestResult:
+def rebuild_result(plan: TablePlan, results_dir: Path, device: str = "auto") -> ManifestResult:
     """The table's results.json and tables written again from the run records already in `results_dir`, training
     nothing (a run without a record is a problem of the table, as a failed run is); FLOP counts and latencies
     are measured again on this machine. For a results.json that was damaged (repro.results.measurements.ResultUnusable)."""
-    ctx = dataclasses.replace(make_context(manifest, TableOptions(profile, results_dir, device, jobs=1)), train=False)
-    table, _ = execute(manifest, ctx)
+    options = TableOptions(plan.profile_name, results_dir, device, jobs=1)
+    table, _ = execute(plan, dataclasses.replace(make_context(plan, options), train=False))
     return table.result
 
 
@@ -211,5 +216,5 @@ def describe_exception(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}{where}"
 
 
-__all__ = ["Context", "TableMeasurement", "TableOutcome", "TableRun", "comparison_metric", "decidable_not_reproduced",
+__all__ = ["Context", "TableMeasurement", "TablePlan", "build_plan", "TableOutcome", "TableRun", "comparison_metric", "decidable_not_reproduced",
            "execute", "flop_check", "make_context", "rebuild_result", "row_metric", "run_manifest"]

@@ -46,12 +46,13 @@ def write_result(results_dir: Path, table: str, rows: dict, profile: str = "smok
                  details=None) -> Path:
     """<results>/<profile>/<table>/results.json whose rows name the runs `rows` gives ({row: [record, ...]}),
     as repro.measure.accuracy stores them (details["runs"], and each row's per-seed accuracy and chance)."""
-    from repro.results.measurements import ManifestResult, Measured, RunSummary, save_result
+    from repro.results.measurements import ManifestResult, Measuring, RunSummary, save_result
 
-    measured = Measured(dict(metrics or {}), {}, [], dict(details or {}))
+    measured = Measuring(dict(metrics or {}), {}, [], dict(details or {}))
     for row, records in rows.items():
         summaries = [RunSummary.from_record(r) for r in records]
         measured.details.setdefault("runs", {})[row] = [s.to_dict() for s in summaries]
         measured.set_row(row, "accuracy", {s.seed: s.accuracy for s in summaries})
         measured.set_row(row, "chance", summaries[0].chance)
-    return save_result(ManifestResult(table, table, "test", table, profile, measured, list(verdicts), {}), results_dir)
+    return save_result(ManifestResult(table, table, "test", table, profile, measured.done(), list(verdicts), {}),
+                       results_dir)

@@ -9,7 +9,7 @@ from repro.models.flops import count_flops
 from repro.models import Component, build_model
 from repro.models.moe_conv import MoEConv2d
 from repro.models.zero_banks import built_for_counting, counting
-from repro.plan.run_config import at_last_epoch
+from repro.spec.recipes import at_last_epoch
 
 MODELS = [  # every head kind that holds an expert bank, and the backbone MoE (Table 5) on both of its readings
     ("cifar10", "cifar_standard", {}, "sparse_moe", {"expert_hidden": 64, "top_k": 2}),

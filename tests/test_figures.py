@@ -65,7 +65,7 @@ def fake_result(manifest, profile="smoke"):
         a, b = (measured.metrics.get(f"rows.{r}.accuracy") for r in (comp.row, comp.baseline))
         if a and b:
             measured.metrics[f"comparisons.{comp.id}.gap"] = paired_gap(a, b).to_dict()
-    comparison_metrics(manifest, measured)
+    measured = comparison_metrics(manifest, measured)
     measured.details["runs"] = runs
     return ManifestResult(manifest.id, manifest.title, manifest.paper_ref, manifest.paper_table, profile, measured,
                           [], {})

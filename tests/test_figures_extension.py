@@ -3,17 +3,20 @@
 from repro.plan.manifest import find_manifest
 from repro.report.figures_extension import (caption, extension_section, draw_gap_vs_rho_by_router,
                                             render_extension_figure, router_points)
-from repro.results.measurements import ManifestResult, Measured
+import dataclasses
+
+from repro.results.measurements import ManifestResult, Measuring
 
 
 def result(manifest, gaps):
-    m = Measured()
+    m = Measuring()
     for comp in manifest.comparisons:
         if comp.id in gaps:
             mean, rho = gaps[comp.id]
             m.set_comparison(comp.id, "gap", {"mean": mean, "ci95": (mean - 0.01, mean + 0.01), "n": 2})
             m.set_comparison(comp.id, "rho", rho)
-    return ManifestResult(manifest.id, manifest.title, manifest.paper_ref, manifest.paper_table, "smoke", m, [], {})
+    return ManifestResult(manifest.id, manifest.title, manifest.paper_ref, manifest.paper_table, "smoke", m.done(), [],
+                          {})
 
 
 def test_only_the_extension_manifest_is_an_extension():
@@ -44,7 +47,7 @@ def test_extension_section_lists_the_figure_and_verdicts(tmp_path):
     man = find_manifest("ext_routers")
     res = result(man, {"relu_std_h128": (-0.02, 0.01)})
     nothing = Evidence(man.id, man.paper_table, "smoke", metrics={}, paper_scale=False)
-    res.verdicts = [evaluate(c, nothing) for c in man.claims]
+    res = dataclasses.replace(res, verdicts=[evaluate(c, nothing) for c in man.claims])
     title, md = extension_section([(find_manifest("table1"), None), (man, res)], tmp_path / "figures", tmp_path)
     assert title == "Beyond the paper: other routers"
     assert "figures/ext_routers_gap_vs_rho.png" in md

@@ -72,7 +72,7 @@ def test_history_is_one_row_per_run_and_epoch(folder):
 
 
 def test_verdicts_are_one_row_per_claim_and_profile_with_holm_over_the_profile(folder):
-    from repro.claims.family import holm_adjust
+    from repro.results.family import holm_adjust
 
     results, _ = folder
     verdicts = frames.verdicts(results).set_index("claim")
@@ -80,7 +80,7 @@ def test_verdicts_are_one_row_per_claim_and_profile_with_holm_over_the_profile(f
     assert len(verdicts) == 3
     stored = [Verdict("a", "s", "4.2", "empirical", "reproduced", "e", p_value=0.01),
               Verdict("b", "s", "4.2", "empirical", "not reproduced", "e", p_value=0.04)]
-    holm_adjust(stored)  # the report's rule
+    stored, _ = holm_adjust(stored)  # the report's rule
     assert verdicts.p_holm.loc["a"] == stored[0].p_holm == 0.02 and verdicts.p_holm.loc["b"] == stored[1].p_holm
     assert (verdicts.rule.loc["a"], verdicts.rows.loc["a"], verdicts.tolerance.loc["f"]) == \
         ("row_above", "dense;moe", 0.005)
@@ -152,13 +152,13 @@ def test_docs_give_every_column_of_every_frame_once_in_its_section():
 def test_readings_say_which_verdicts_an_alternative_reading_changes(tmp_path):
     """Under this reading, which verdicts change? Table 6 decided at smoke: rho_backbone_moe reproduces only
     under the stride-1 reading of the backbone MoE's layers."""
-    from repro.pipeline import Context, run_manifest
+    from repro.pipeline import Context, build_plan, run_manifest
     from repro.plan.manifest import find_manifest
     from repro.results import readings
     from repro.results.measurements import save_result
 
     table6 = find_manifest("table6")
-    result = run_manifest(table6, Context("smoke", table6.profiles["smoke"], tmp_path)).result
+    result = run_manifest(build_plan(table6, "smoke"), Context("smoke", tmp_path)).result
     save_result(result, tmp_path)
     frame = readings(tmp_path)
     assert len(frame) == sum(len(e.alternatives) for e in result.readings) > 0

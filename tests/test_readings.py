@@ -421,11 +421,11 @@ def test_repro_readings_counts_as_the_report_does(tmp_path):
 
     from repro.cli import app
     from repro.measure.reading_counts import readings_for
-    from repro.pipeline import Context, run_manifest
+    from repro.pipeline import Context, build_plan, run_manifest
     from repro.results.measurements import READINGS_DETAIL
 
     table6 = find_manifest("table6")
-    run = run_manifest(table6, Context("smoke", table6.profiles["smoke"], tmp_path)).result
+    run = run_manifest(build_plan(table6, "smoke"), Context("smoke", tmp_path)).result
     entries, detail = readings_for(table6)
     assert detail["models"] == run.measured.details[READINGS_DETAIL]["models"] > 0
     assert [(e.claim, e.kind) for e in entries] == [(e.claim, e.kind) for e in run.readings if e.kind != "trained"]

@@ -7,7 +7,7 @@ import subprocess
 import pytest
 
 from repro.plan.manifest import find_manifest
-from repro.pipeline import Context, run_manifest
+from repro.pipeline import Context, build_plan, run_manifest
 from repro.report.render import latex_escape, md_escape, write_manifest_outputs
 
 
@@ -15,7 +15,7 @@ from repro.report.render import latex_escape, md_escape, write_manifest_outputs
 def table6(tmp_path_factory):
     manifest = find_manifest("table6")
     out = tmp_path_factory.mktemp("results")
-    result = run_manifest(manifest, Context("smoke", manifest.profiles["smoke"], out)).result
+    result = run_manifest(build_plan(manifest, "smoke"), Context("smoke", out)).result
     files = write_manifest_outputs(manifest, result, out)
     return manifest, result, {f.name: f for f in files}
 
@@ -64,6 +64,6 @@ def test_latex_tables_compile(table6, tmp_path):
 def test_a_tables_provenance_names_the_threads_its_runs_used_not_this_processs(tmp_path, two_threads):
     """The report said 2 intra-op threads while every record said 1 (the profile's)."""
     manifest = find_manifest("table6")
-    result = run_manifest(manifest, Context("smoke", manifest.profiles["smoke"], tmp_path)).result
+    result = run_manifest(build_plan(manifest, "smoke"), Context("smoke", tmp_path)).result
     assert manifest.profiles["smoke"].run_threads() == 1
     assert result.provenance["device"].endswith(", 1 intra-op thread(s)"), result.provenance["device"]

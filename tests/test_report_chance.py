@@ -2,7 +2,7 @@
 
 from repro.plan.manifest import find_manifest
 from repro.report.table_rows import accuracy_rows_table, chance_note, collapse_claims
-from repro.results.measurements import ManifestResult, Measured
+from repro.results.measurements import ManifestResult, Measuring
 
 
 def test_collapse_claims_name_the_rows_the_paper_says_collapse():
@@ -22,13 +22,13 @@ def test_chance_note_follows_the_learned_margin():
 
 def test_accuracy_table_marks_the_collapsed_row_and_not_its_baseline():
     manifest = find_manifest("table8")
-    measured = Measured()
+    measured = Measuring()
     for row, acc in (("c100_soft", {0: 0.01, 1: 0.012}), ("c100_dense", {0: 0.6, 1: 0.62})):
         measured.set_row(row, "accuracy", acc)
         measured.set_row(row, "chance", 0.01)
         measured.details.setdefault("runs", {})[row] = [  # the report reads each seed's run summary
             {**run, "accuracy": acc[run["seed"]], "chance": 0.01} for run in _runs(*[SAME] * len(acc))]
-    result = ManifestResult("table8", "t", "ref", "table8", "functional", measured, [], {})
+    result = ManifestResult("table8", "t", "ref", "table8", "functional", measured.done(), [], {})
     table = accuracy_rows_table(manifest, result)
     label = {r.id: r.label for r in manifest.rows}
     cells = {row[0]: dict(zip(table.columns, row)) for row in table.rows}
@@ -53,14 +53,14 @@ def _runs(*settings):
 def test_a_row_whose_runs_were_made_under_other_threads_or_devices_says_so():
     """Issue 22, item 8: records of one row from differently sized machines mixed in one folder without a word."""
     manifest = find_manifest("table8")
-    measured = Measured()
+    measured = Measuring()
     same = SAME
     mixes = {"c100_dense": [same, ("cpu: x86_64, 2 intra-op thread(s)", 2, False)],
              "c100_soft": [same, same], "c100_per_sample_soft": [same, ("cuda: NVIDIA H100", 1, True)]}
     for row, settings in mixes.items():
         measured.set_row(row, "accuracy", {0: 0.6, 1: 0.6})
         measured.details.setdefault("runs", {})[row] = _runs(*settings)
-    table = accuracy_rows_table(manifest, ManifestResult("table8", "t", "ref", "table8", "smoke", measured, [], {}))
+    table = accuracy_rows_table(manifest, ManifestResult("table8", "t", "ref", "table8", "smoke", measured.done(), [], {}))
     label = {r.id: r.label for r in manifest.rows}
     note = {row[0]: dict(zip(table.columns, row))["Note"] for row in table.rows}
     assert note[label["c100_dense"]] == ("runs made under 2 settings, not bit-comparable: cpu: x86_64, 1 intra-op "

@@ -3,11 +3,13 @@
 from repro.plan.manifest import find_manifest
 from repro.spec.profiles import Profile
 from repro.report.learning import learning_checks, render_learning, summary_line
-from repro.results.measurements import ManifestResult, Measured
+import dataclasses
+
+from repro.results.measurements import ManifestResult, Measuring, row_metric
 
 
 def _result(manifest_id: str, accuracies: dict, chance: float, evidence: str = "functional", hashes=None):
-    measured = Measured()
+    measured = Measuring()
     for row, acc in accuracies.items():
         measured.set_row(row, "accuracy", acc)
         measured.set_row(row, "chance", chance)
@@ -15,7 +17,7 @@ def _result(manifest_id: str, accuracies: dict, chance: float, evidence: str = "
                  "peak_accuracy": a, "peak_epoch": 1, "test_accuracy_by_epoch": [a],
                  "train_accuracy_by_epoch": [a], "tau_by_epoch": [], "chance": chance} for s, a in acc.items()]
         measured.details.setdefault("runs", {})[row] = runs
-    return ManifestResult(manifest_id, "t", "ref", manifest_id, "functional", measured, [], {},
+    return ManifestResult(manifest_id, "t", "ref", manifest_id, "functional", measured.done(), [], {},
                           profile_settings=Profile(description="t", evidence=evidence))
 
 
@@ -83,10 +85,10 @@ def test_rows_training_an_alternative_reading_are_reported_and_do_not_gate():
 def test_the_learning_table_shows_per_gate_whether_the_k1_router_moved_and_the_k_reversal_sign():
     table5 = find_manifest("table5")
     result = _result("table5", {r: {0: 0.8, 1: 0.8} for r in ("dense", "k1_moe", "k1_moe__switch_gate")}, 0.001)
-    result.measured.set_row("k1_moe", "routers_moved", {0: 0.0, 1: 0.0})
-    result.measured.set_row("k1_moe", "router_shift", {0: 0.0, 1: 0.0})
-    result.measured.set_row("k1_moe__switch_gate", "routers_moved", {0: 1.0, 1: 1.0})
-    result.measured.set_row("k1_moe__switch_gate", "router_shift", {0: 0.031, 1: 0.029})
+    moved = {row_metric("k1_moe", "routers_moved"): {0: 0.0, 1: 0.0}, row_metric("k1_moe", "router_shift"): {0: 0.0, 1: 0.0},
+             row_metric("k1_moe__switch_gate", "routers_moved"): {0: 1.0, 1: 1.0},
+             row_metric("k1_moe__switch_gate", "router_shift"): {0: 0.031, 1: 0.029}}
+    result = dataclasses.replace(result, measured=result.measured.with_metrics(moved))
     checks = {c.rows[0]: c for c in learning_checks([(table5, result)])}
     fixed, switch, dense = checks["table5/k1_moe"], checks["table5/k1_moe__switch_gate"], checks["table5/dense"]
     assert fixed.router_status() == "no: every layer's router is exactly at its initialisation, on every seed"

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from repro.results.measurements import (
-    FlopCheck, ManifestResult, Measured, RunSummary, Verdict, comparison_metric, load_result, parse_metric_path,
+    FlopCheck, ManifestResult, Measured, Measuring, RunSummary, Verdict, comparison_metric, load_result, parse_metric_path,
     row_metric, save_result,
 )
 
@@ -24,9 +24,10 @@ def test_metric_paths_are_built_and_parsed_from_one_vocabulary():
 
 
 def test_measured_accessors_write_the_paths_claims_read():
-    m = Measured()
-    m.set_row("a", "accuracy", {0: 0.5, 1: 0.6})
-    m.set_comparison("c", "flops_ratio", 0.8)
+    measuring = Measuring()
+    measuring.set_row("a", "accuracy", {0: 0.5, 1: 0.6})
+    measuring.set_comparison("c", "flops_ratio", 0.8)
+    m = measuring.done()
     assert m.metrics == {"rows.a.accuracy": {0: 0.5, 1: 0.6}, "comparisons.c.flops_ratio": 0.8}
     assert m.row("a", "accuracy") == {0: 0.5, 1: 0.6} and m.row("b", "accuracy") is None
     assert m.comparison("c", "flops_ratio") == 0.8
@@ -69,9 +70,8 @@ def test_run_summary_sums_each_backbone_moe_routers_shift_over_the_epochs():
 
 
 def test_results_json_round_trip(tmp_path):
-    measured = Measured()
-    measured.set_row("a", "rho", 0.25)
-    measured.details["runs"] = {"a": [RunSummary.from_record(_record()).to_dict()]}
+    measured = Measured(metrics={"rows.a.rho": 0.25},
+                        details={"runs": {"a": [RunSummary.from_record(_record()).to_dict()]}})
     verdict = Verdict("c1", "s", "4.2", "analytic", "reproduced", "rho 25%")
     result = ManifestResult("t", "T", "Table 1", "table1", "smoke", measured, [verdict],
                             {"device_type": "cuda", "device": "cuda: H200"})

@@ -126,11 +126,12 @@ def test_a_table_says_which_list_left_each_untrained_row_out(tmp_path):
 
     from repro.measure.accuracy import measure_accuracy
     from repro.measure.measurer import Context
+    from repro.plan.table_plan import build_plan
 
     manifest = find_manifest("table8")
     # CIFAR-100's rows are named by both lists (the exclude list wins), the others by neither: nothing trains.
     profile = dataclasses.replace(manifest.profiles["smoke"], include=("table8/c100_*",), exclude=("table8/c100_*",))
-    missing = measure_accuracy(manifest, Context("mine", profile, tmp_path)).measured.missing
+    missing = measure_accuracy(build_plan(manifest, "mine", profile), Context("mine", tmp_path)).measured.missing
     assert missing["rows.c100_soft.accuracy"] == ("c100_soft is not trained under profile 'mine' "
                                                  "(left out by its exclude list)")
     assert missing["rows.imagenet_soft.accuracy"] == ("imagenet_soft is not trained under profile 'mine' "

@@ -39,7 +39,7 @@ def expert_choice_check(row: Row, device: torch.device) -> dict[str, Any]:
     """Forward + backward of the head under bf16 autocast at the paper's batch; its eval output against fp32."""
     from repro.measure.latency import paper_features
     from repro.models import HEADS
-    from repro.plan.run_config import at_last_epoch
+    from repro.spec.recipes import at_last_epoch
 
     spec = get_dataset(row.dataset)
     batch = RECIPES[row.dataset].batch_size

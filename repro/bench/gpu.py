@@ -129,7 +129,7 @@ def _torch_macs(key: str) -> tuple[float, float, str]:
     from torch.utils.flop_counter import FlopCounterMode
 
     from repro.models import Component, build_model
-    from repro.plan.run_config import at_last_epoch
+    from repro.spec.recipes import at_last_epoch
 
     spec = json.loads(key)
     model = build_model(spec["dataset"], Component(**spec["backbone"]), Component(**spec["head"]))

@@ -5,26 +5,31 @@ current rules and manifests) call these; the report layer only renders the verdi
 
     evidence_for(manifest, result, others)   the Evidence a table's claims are decided on, from its typed Profile,
                                              with the other tables its claims read (repro.claims.across)
-    decide_table(manifest, result, others)   every claim of the table -> result.verdicts, and its analytic claims
-                                             under each alternative reading -> result.readings
-    decide_family(verdicts)                  Holm's adjustment over every significance-tested claim of one report
+    decide_table(manifest, result, others)   a new result: every claim of the table decided (verdicts), its
+                                             analytic claims under each alternative reading (readings), and the
+                                             verdicts it shows from the tables that decide them (shown)
+    decide_family(results)                   new results, Holm's adjustment (repro.results.family) applied over every
+                                             significance-tested claim of one report
     decided_results(dir, profile, ms)        each manifest's stored result, decided, with Holm over all of them, and
                                              the verdicts each shows from the table that decides them
+
+A result handed in is never written into: each step returns new, frozen values.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Iterable, Protocol
 
 from repro.claims.across import Others, shown_verdicts, with_tables
 from repro.claims.core import ClaimLike, Evidence
-from repro.claims.family import holm_adjust
 from repro.claims.under_readings import decide_readings
 from repro.claims.references import ManifestLike
 from repro.claims.verdicts import evaluate
 from repro.spec.profiles import Profile
-from repro.results.measurements import READINGS_DETAIL, ManifestResult, Verdict, load_result
+from repro.results.family import holm_adjust
+from repro.results.measurements import READINGS_DETAIL, ManifestResult, load_result
 
 
 class DecidedManifest(ManifestLike, Protocol):
@@ -56,21 +61,30 @@ def evidence_for(manifest: DecidedManifest, result: ManifestResult, others: Othe
 
 
 def decide_table(manifest: DecidedManifest, result: ManifestResult, others: Others | None = None) -> ManifestResult:
-    """(Re)decide the table's claims on the result's measurements with the current rules, and its analytic
-    claims under each alternative reading from the counts stored with them (repro.measure.reading_counts); in place.
-    `others`: the other tables' manifests and stored results, for the claims that read them and the verdicts
-    this table shows (result.shown)."""
+    """The result with the table's claims (re)decided on its measurements by the current rules, and its analytic
+    claims under each alternative reading from the counts stored with them (repro.measure.reading_counts): a new
+    value. `others`: the other tables' manifests and stored results, for the claims that read them and the
+    verdicts this table shows (`shown`)."""
     evidence = evidence_for(manifest, result, others)
-    result.verdicts = [evaluate(claim, evidence) for claim in manifest.claims]
     counted = result.measured.details.get(READINGS_DETAIL, {}).get("rows", {})
-    result.readings = decide_readings(manifest, evidence, lambda row: counted.get(row.id))
-    result.shown = shown_verdicts(manifest, others or {})
-    return result
+    return dataclasses.replace(
+        result, verdicts=[evaluate(claim, evidence) for claim in manifest.claims],
+        readings=decide_readings(manifest, evidence, lambda row: counted.get(row.id)),
+        shown=shown_verdicts(manifest, others or {}))
 
 
-def decide_family(verdicts: Iterable[Verdict]) -> int:
-    """Holm over one report's significance-tested empirical verdicts (repro.claims.family); the family's size."""
-    return holm_adjust(verdicts)
+def decide_family(results: list[ManifestResult | None]) -> list[ManifestResult | None]:
+    """The results of one report (None: a table not run), each with Holm's adjustment over every
+    significance-tested empirical verdict of them all (repro.results.family)."""
+    adjusted, _ = holm_adjust(v for r in results if r is not None for v in r.verdicts)
+    out, at = [], 0
+    for r in results:
+        if r is None:
+            out.append(None)
+            continue
+        out.append(dataclasses.replace(r, verdicts=adjusted[at:at + len(r.verdicts)]))
+        at += len(r.verdicts)
+    return out
 
 
 def decided_results(results_dir: Path, profile: str,
@@ -78,13 +92,12 @@ def decided_results(results_dir: Path, profile: str,
     """Each manifest with its stored result (None: not run into this folder), its claims decided again by the
     current rules and manifest (reading the other tables' results where a claim spans tables), Holm applied over
     every verdict of the report, and the verdicts each table shows from the table that decides them."""
-    entries = [(m, load_result(results_dir, profile, m.id)) for m in manifests]
-    stored = {m.id: (m, r) for m, r in entries}
-    for m, r in entries:
-        if r is not None:
-            decide_table(m, r, stored)
-    decide_family(v for _, r in entries if r for v in r.verdicts)
-    for m, r in entries:  # after Holm: a shown verdict carries its p_holm
-        if r is not None:
-            r.shown = shown_verdicts(m, stored)
-    return entries
+    stored = {m.id: (m, load_result(results_dir, profile, m.id)) for m in manifests}
+    decided = {}  # in order: a table shows what an earlier one decided as decided here, as one decided in place did
+    for m in manifests:
+        r = stored[m.id][1]
+        decided[m.id] = (m, decide_table(m, r, {**stored, **decided}) if r is not None else None)
+    entries = list(zip(manifests, decide_family([decided[m.id][1] for m in manifests])))
+    final = {m.id: (m, r) for m, r in entries}
+    # after Holm: a shown verdict carries its p_holm
+    return [(m, dataclasses.replace(r, shown=shown_verdicts(m, final)) if r is not None else None) for m, r in entries]

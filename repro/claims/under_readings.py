@@ -25,7 +25,8 @@ from typing import Any, Callable, Literal
 from repro.claims.core import Evidence, pct
 from repro.claims.references import COMPARISON_KEYS, ROW_KEYS, claim_rows
 from repro.claims.verdicts import evaluate
-from repro.results.measurements import Measured, Status, Verdict, comparison_metric, derive_comparisons
+from repro.results.measurements import (Measured, Status, Verdict, comparison_metric, derive_comparisons,
+                                        row_metric)
 
 Recount = Callable[[Any], "dict[str, Any] | None"]  # a varied row (repro.plan.manifest.Row) -> its row metrics
 FRACTIONS = frozenset({"rho", "rho_all_ops", "head_share", "flops_reduction", "flops_ratio"})
@@ -259,10 +260,9 @@ def _on_twins(params: dict[str, Any], alternative: str, comparisons: set[str], r
 
 def _under(evidence: Evidence, manifest: Any, varied: list, counts: list[dict[str, Any]]) -> Evidence:
     """The evidence with the varied rows' metrics counted again under the alternative, keeping their ids."""
-    measured = Measured(metrics=dict(evidence.metrics), missing=dict(evidence.missing))
-    for row, metrics in zip(varied, counts):
-        for metric, value in metrics.items():
-            measured.set_row(row.id, metric, value)
+    recounted = {row_metric(row.id, metric): value for row, metrics in zip(varied, counts)
+                 for metric, value in metrics.items()}
+    measured = Measured(metrics={**evidence.metrics, **recounted}, missing=dict(evidence.missing))
     ids = {row.id for row in varied}
-    derive_comparisons([c for c in manifest.comparisons if c.row in ids or c.baseline in ids], measured)
+    measured = derive_comparisons([c for c in manifest.comparisons if c.row in ids or c.baseline in ids], measured)
     return dataclasses.replace(evidence, metrics=measured.metrics)

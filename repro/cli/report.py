@@ -78,13 +78,14 @@ def _rebuild_damaged(results_dir: Path, profile: str, manifests: list) -> None:
         return
     from repro.execution.files import set_aside
     from repro.pipeline import rebuild_result
+    from repro.plan.table_plan import build_plan
 
     for m, exc in damaged:
         if profile not in m.profiles:
             fail(f"{exc.path} is unusable ({exc.reason}) and profile '{profile}' is not known here to rebuild it; "
                  "pass the profiles file it was run with (--profiles)")
         set_aside(exc.path, "table result", exc.reason, "it is rebuilt from the run records")
-        result = rebuild_result(m, profile, results_dir)
+        result = rebuild_result(build_plan(m, profile), results_dir)
         problems = result.measured.problems
         show(f"{m.id}: results.json rebuilt from the run records" + (
             f"; {len(problems)} problem(s), first: {problems[0]}" if problems else ""))

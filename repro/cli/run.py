@@ -113,7 +113,8 @@ def _run_all(run, manifests: list[Manifest], reporter: Reporter, announce: bool)
     tables = reporter.add_task("tables", total=len(manifests)) if len(manifests) > 1 else None
     models: dict[str, tuple] = {}
 
-    def start(manifest: Manifest, ctx) -> None:
+    def start(plan, ctx) -> None:
+        manifest = plan.manifest
         reporter.table, started[manifest.id] = manifest.id, time.monotonic()
         if announce:
             kind = "gpu" if ctx.device.startswith("cuda") else "cpu"

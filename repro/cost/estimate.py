@@ -333,7 +333,7 @@ def duration(seconds: float) -> str:
 def estimate_latency(manifest: Manifest, profile_name: str, model: CostModel) -> tuple[float, str]:
     """Calls x multiply-adds per call / this CPU's throughput, plus a fixed cost per call (NaN where a count or
     the throughput is not cached and `model.cached_only`)."""
-    from repro.measure.latency_settings import settings_for
+    from repro.plan.latency_settings import settings_for
 
     profile = manifest.profiles[profile_name]
     s = settings_for(profile, profile.evidence == "paper")

@@ -1,6 +1,6 @@
-"""The "accuracy" measure: a manifest's training rows -> runs -> per-seed metrics and paired gaps.
+"""The "accuracy" measure: a table's planned runs -> run records -> per-seed metrics and paired gaps.
 
-Rows that measure accuracy become one run per seed of the profile. Before any
+The plan holds one run per training row and seed of the profile (repro.plan.table_plan). Before any
 training, every dataset and pretrained weight file the runs need is checked,
 so a missing one fails the table in seconds with a message that says where to
 put it. Comparisons become MoE - dense gaps paired by seed (repro.claims.stats).
@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import math
 
-from repro.plan.manifest import Manifest
 from repro.measure.measurer import Context, Measurement
-from repro.plan.run_config import RunConfig, planned_runs
-from repro.results.measurements import Measured, RunSummary, comparison_metric, row_metric
+from repro.plan.run_config import RunConfig
+from repro.plan.table_plan import TablePlan
+from repro.results.measurements import Measuring, RunSummary, comparison_metric, row_metric
 from repro.results.timings import add_runs, phase
 
 
@@ -109,12 +109,11 @@ def routing_in_training(routing: dict) -> dict[str, float]:
     return out
 
 
-def measure_accuracy(manifest: Manifest, ctx: Context) -> Measurement:
+def measure_accuracy(plan: TablePlan, ctx: Context) -> Measurement:
     from repro.execution.runs import DataOptions, RunRequest, execute_runs
     from repro.claims.stats import paired_gap
 
-    out = Measured()
-    planned = planned_runs(manifest, ctx.profile)
+    out, manifest, planned = Measuring(), plan.manifest, plan.runs
     data_checks = []  # a rebuild trains nothing, so it needs no data (its records say what they trained on)
     if ctx.train:
         with phase("data checks", manifest.id):
@@ -166,9 +165,9 @@ def measure_accuracy(manifest: Manifest, ctx: Context) -> Measurement:
                 out.set_row(row.id, "chance", chance[row.id])
             for metric, values in routing.get(row.id, {}).items():
                 out.set_row(row.id, metric, values)
-        elif (left_out := ctx.profile.left_out_by(manifest.id, row.id)) is not None:
+        elif (left_out := plan.left_out.get(row.id)) is not None:
             out.missing[row_metric(row.id, "accuracy")] = (f"{row.id} is not trained under profile "
-                                                           f"'{ctx.profile_name}' (left out by {left_out})")
+                                                           f"'{plan.profile_name}' (left out by {left_out})")
         else:
             out.missing[row_metric(row.id, "accuracy")] = f"every run of {row.id} failed"
     for comp in manifest.comparisons:
@@ -178,11 +177,11 @@ def measure_accuracy(manifest: Manifest, ctx: Context) -> Measurement:
         elif any(r.id in (comp.row, comp.baseline) and "accuracy" in r.measures for r in manifest.rows):
             out.missing[comparison_metric(comp.id, "gap")] = next(
                 (out.missing[row_metric(r, "accuracy")] for r in (comp.row, comp.baseline)
-                 if row_metric(r, "accuracy") in out.missing and not ctx.profile.includes(manifest.id, r)),
+                 if row_metric(r, "accuracy") in out.missing and r in plan.left_out),
                 f"no seed has both {comp.row} and {comp.baseline} finished")
     out.details["runs"] = runs
     if data_checks:  # the lines for the report, and the checks themselves for each table's provenance
         out.details["data_checks"] = {"summaries": [c.summary() for c in data_checks],
                                       "checks": [c.provenance() for c in data_checks]}
     # Submitted runs are not failures: the table waits for them (repro.pipeline.execute).
-    return Measurement(out, batch.counts, dict(batch.submitted))
+    return Measurement(out.done(), batch.counts, dict(batch.submitted))

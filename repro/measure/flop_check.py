@@ -23,11 +23,12 @@ from typing import TYPE_CHECKING, Any
 from repro import REPO_ROOT
 from repro.core.cache import cache_dir, read_json, write_json
 from repro.data.specs import get_dataset
-from repro.plan.manifest import Manifest, Row
+from repro.plan.manifest import Row
+from repro.plan.table_plan import TablePlan
 from repro.measure.measurer import Context
 from repro.measure.model_macs import model_key, shipped_macs
 from repro.models import Component
-from repro.results.measurements import FLOP_SUMMARY, Measured
+from repro.results.measurements import FLOP_SUMMARY, Measured, Measuring
 
 if TYPE_CHECKING:  # torch is imported only when a model is actually counted
     from repro.models.flops import FlopReport
@@ -51,7 +52,7 @@ def _flops_for(key: str) -> FlopReport:
     from repro.models.flops import count_flops
     from repro.models import build_model
     from repro.models.zero_banks import built_for_counting
-    from repro.plan.run_config import at_last_epoch
+    from repro.spec.recipes import at_last_epoch
 
     import torch
 
@@ -68,13 +69,12 @@ def _flops_for(key: str) -> FlopReport:
 
 def _code_fingerprint() -> str:
     """Hash of what decides a count: the models and their counter (models/), the schedules at the last epoch
-    (plan/run_config.py's at_last_epoch, spec/recipes.py's epochs), the input shapes (data/specs.py), and torch's and
-    fvcore's versions."""
+    (spec/recipes.py: its epochs and at_last_epoch), the input shapes (data/specs.py), and torch's and fvcore's
+    versions."""
     import importlib.metadata
 
     package = REPO_ROOT / "repro"
-    files = sorted((package / "models").glob("*.py")) + [
-        package / "plan" / "run_config.py", package / "spec" / "recipes.py", package / "data" / "specs.py"]
+    files = sorted((package / "models").glob("*.py")) + [package / "spec" / "recipes.py", package / "data" / "specs.py"]
     digest = hashlib.sha256()
     for path in files:
         digest.update(path.name.encode() + b"\0" + path.read_bytes())
@@ -145,7 +145,7 @@ def _shape_model(spec: dict[str, Any], image_size: int | None = None):
 
     from repro.models.flops import plain_values
     from repro.models import build_model
-    from repro.plan.run_config import at_last_epoch
+    from repro.spec.recipes import at_last_epoch
 
     with torch.device("meta"):
         model = build_model(spec["dataset"], Component(**spec["backbone"]), Component(**spec["head"]),
@@ -185,17 +185,16 @@ def row_summary(row: Row) -> dict[str, Any]:
     return flop_summary(row.dataset, row.backbone, row.head)
 
 
-def measure_flops(manifest: Manifest, ctx: Context) -> Measured:
-    out = Measured()
-    for row in manifest.rows:
-        if "flops" not in row.measures:
-            continue
+def measure_flops(plan: TablePlan, ctx: Context) -> Measured:
+    """Every FLOP row of the plan counted three ways (or its kept count reused)."""
+    out = Measuring()
+    for row in plan.flop_rows:
         summary = row_summary(row)
         for name in FLOP_SUMMARY:
             out.set_row(row.id, name, summary[name])
         out.details.setdefault("flops", {})[row.id] = summary
-        out.problems += [f"{manifest.id}/{row.id}: {p}" for p in summary["problems"]]
+        out.problems += [f"{plan.id}/{row.id}: {p}" for p in summary["problems"]]
         if ctx.progress is not None:
-            ctx.progress.log(f"{manifest.id}/{row.id}: {summary['total_macs'] / 1e6:,.2f} MMAC, "
+            ctx.progress.log(f"{plan.id}/{row.id}: {summary['total_macs'] / 1e6:,.2f} MMAC, "
                              f"rho {summary['rho']:.3%}")
-    return out
+    return out.done()

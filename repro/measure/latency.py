@@ -36,12 +36,12 @@ from repro.data.specs import get_dataset
 from repro.core.devices import device_label
 from repro.core.fsutil import atomic_write_json
 from repro.execution.files import read_json, runs_dir
-from repro.plan.manifest import Manifest, Row
-from repro.spec.profiles import Profile
+from repro.plan.latency_settings import LatencySettings
+from repro.plan.manifest import Row
+from repro.plan.table_plan import TablePlan
 from repro.models import BACKBONES, HEADS, build_model
-from repro.plan.run_config import at_last_epoch
-from repro.measure.latency_settings import QUICK, LatencySettings, settings_for  # noqa: F401  (re-exported)
-from repro.results.measurements import Measured, row_metric
+from repro.spec.recipes import at_last_epoch
+from repro.results.measurements import Measured, Measuring, row_metric
 
 if TYPE_CHECKING:
     from repro.measure.measurer import Context
@@ -145,18 +145,16 @@ def _kept(path: Path) -> dict[str, Any] | None:
 
 
 # --------------------------------------------------------------------------- measurer and estimator
-def measure_latency(manifest: Manifest, ctx: Context) -> Measured:
-    """Every latency row timed and its operators counted (or its kept measurement reused); comparisons get
-    head and model slowdowns."""
-    out = Measured()
+def measure_latency(plan: TablePlan, ctx: Context) -> Measured:
+    """Every latency row of the plan timed at its settings and its operators counted (or its kept measurement
+    reused); comparisons get head and model slowdowns."""
+    out, manifest = Measuring(), plan.manifest
     device = torch.device(ctx.device)
-    s = settings_for(ctx.profile, ctx.paper_scale)
+    s = plan.latency
     label = device_label(device, s.threads)
-    out.details["latency_setup"] = {"device": label, "profile": ctx.profile_name, **asdict(s)}
+    out.details["latency_setup"] = {"device": label, "profile": plan.profile_name, **asdict(s)}
     backbones: dict[str, Timing] = {}
-    for row in manifest.rows:
-        if "latency" not in row.measures:
-            continue
+    for row in plan.latency_rows:
         path = latency_path(ctx.results_dir, row, s, label)
         try:
             r = None if ctx.remeasure_latency else _kept(path)
@@ -187,4 +185,4 @@ def measure_latency(manifest: Manifest, ctx: Context) -> Measured:
             a, b = out.row(comp.row, metric), out.row(comp.baseline, metric)
             if a is not None and b:
                 out.set_comparison(comp.id, ratio, a / b)
-    return out
+    return out.done()

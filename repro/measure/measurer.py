@@ -1,6 +1,8 @@
-"""What every measurer gets and returns: a frozen `Context` in, a `Measurement` out.
+"""What every measurer gets and returns: a table's frozen plan and a frozen `Context` in, a `Measurement` out.
 
-A measurer writes nothing into its context: what it measured (metrics, the runs it counted, the runs it
+The plan (repro.plan.table_plan.TablePlan) says what to measure: the runs, the rows counted and timed, at which
+settings. The context says how and where: the results folder, the device, the executor. A measurer plans
+nothing and writes nothing into either: what it measured (metrics, the runs it counted, the runs it
 submitted and did not await) comes back in its Measurement, and the pipeline combines them.
 """
 
@@ -12,9 +14,8 @@ from typing import TYPE_CHECKING, Callable, Mapping
 
 from repro.core.progress import Progress
 from repro.execution.options import ExecutorOptions
-from repro.plan.manifest import Manifest
+from repro.plan.table_plan import TablePlan
 from repro.results.measurements import Measured
-from repro.spec.profiles import Profile
 
 if TYPE_CHECKING:
     from repro.execution.runs import RunCounts
@@ -22,10 +23,9 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Context:
-    """How a manifest is being run: the profile as it applies to this table (plan/), where, on what."""
+    """How a table's plan is being measured: where, on what, by whom."""
 
     profile_name: str
-    profile: Profile
     results_dir: Path
     device: str = "cpu"
     jobs: int = 1
@@ -37,10 +37,6 @@ class Context:
     remeasure_latency: bool = False  # time latency rows again rather than reuse this device's kept measurements
     train: bool = True  # False: a rebuild (repro.pipeline.rebuild_result) reads the run records there, trains none
 
-    @property
-    def paper_scale(self) -> bool:
-        return self.profile.evidence == "paper"
-
 
 @dataclass(frozen=True)
 class Measurement:
@@ -51,4 +47,4 @@ class Measurement:
     submitted: Mapping[str, str] = field(default_factory=dict)  # run hash -> Slurm job (123_4), not awaited
 
 
-Measurer = Callable[[Manifest, Context], Measurement]
+Measurer = Callable[[TablePlan, Context], Measurement]

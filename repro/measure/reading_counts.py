@@ -5,9 +5,9 @@ repro.claims.under_readings decides the claims; it asks for the metrics of each 
 `recount` callable. Here that callable counts: FLOPs from the analytic column alone (the readings'
 models are only compared with rows the FLOP check counted three ways; repro.measure.flop_check.
 analytic_summary, once per distinct model and process) and, for rows that time latency, operator
-counts of the head (repro.measure.latency.operator_counts). What was counted is kept in the table's
-results (details["readings"]) with the CPU-seconds it took, so `repro report` decides the readings
-again, with the current rules, and counts nothing.
+counts of the head (repro.measure.latency.operator_counts). What was counted comes back as a value the
+pipeline keeps in the table's results (details["readings"]) with the CPU-seconds it took, so `repro report`
+decides the readings again, with the current rules, and counts nothing.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from repro.claims import evidence_for
 from repro.claims.under_readings import ClaimReadings, decide_readings, recounted_claims
 from repro.plan.manifest import Manifest, Row
 from repro.measure.flop_check import analytic_summary, model_key
-from repro.results.measurements import READINGS_DETAIL, ManifestResult, Measured, derive_comparisons
+from repro.results.measurements import ManifestResult, Measuring, derive_comparisons
 
 
 def row_counts(row: Row) -> dict[str, Any]:
@@ -54,14 +54,14 @@ class Counter:
         return {"rows": self.rows, "models": len(self.models), "cpu_seconds": round(self.cpu_seconds, 3)}
 
 
-def count_readings(manifest: Manifest, result: ManifestResult) -> None:
-    """Count every row the manifest's analytic (and rho-ordered) claims read, under each alternative reading;
-    into the result."""
+def count_readings(manifest: Manifest, result: ManifestResult) -> dict[str, Any] | None:
+    """What counting every row the manifest's analytic (and rho-ordered) claims read, under each alternative
+    reading, came to (details[READINGS_DETAIL] of the table's results); None when no claim is counted again."""
     if not recounted_claims(manifest):
-        return
+        return None
     counter = Counter()
     decide_readings(manifest, evidence_for(manifest, result), counter)
-    result.measured.details[READINGS_DETAIL] = counter.detail()
+    return counter.detail()
 
 
 def readings_for(manifest: Manifest, profile: str = "smoke") -> tuple[list[ClaimReadings], dict[str, Any]]:
@@ -71,13 +71,13 @@ def readings_for(manifest: Manifest, profile: str = "smoke") -> tuple[list[Claim
     from repro.claims.references import claim_rows
 
     read = {r for c in recounted_claims(manifest) for r in claim_rows(c, manifest.comparisons)}
-    measured = Measured()
+    counts = Measuring()
     base = Counter()
     for row in manifest.rows:
         if row.id in read:
             for metric, value in base(row).items():
-                measured.set_row(row.id, metric, value)
-    derive_comparisons(manifest.comparisons, measured)
+                counts.set_row(row.id, metric, value)
+    measured = derive_comparisons(manifest.comparisons, counts.done())
     result = ManifestResult(manifest.id, manifest.title, manifest.paper_ref, manifest.paper_table, profile, measured,
                             [], {}, manifest.profiles.get(profile))
     counter = Counter()

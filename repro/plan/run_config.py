@@ -2,8 +2,10 @@
 
 A RunConfig is everything that determines a run's result. Its hash names the
 run record, so two tables that need the same run share it instead of training
-twice. `planned_runs` lists the (row, seed) units a manifest needs under a
-profile; the scheduler, the cost model, the report and `repro status` all ask it.
+twice. `resolve` makes one, applying the dataset's settings of the profile
+(`dataset_profile`, the one place they are applied); `planned_runs` lists the
+(row, seed) units a manifest needs under a profile, which its plan holds
+(repro.plan.table_plan.TablePlan.runs) for every stage below to read.
 """
 
 from __future__ import annotations
@@ -88,11 +90,18 @@ class RunConfig:
         return cls(**d)
 
 
+def dataset_profile(profile: Profile, dataset: str) -> Profile:
+    """`profile` as it applies to the rows on `dataset`: its [profiles.<name>.datasets.<dataset>] settings over its
+    own. The one place they are applied: every run (resolve) and every word about a dataset's settings (the
+    plan's `datasets`) reads it."""
+    return profile.for_dataset(dataset)
+
+
 def resolve(row: Row, profile: Profile, seed: int) -> RunConfig:
     """The run that trains `row` with `seed` under `profile`."""
     recipe = RECIPES[row.dataset]
     spec = get_dataset(row.dataset)
-    profile = profile.for_dataset(row.dataset)
+    profile = dataset_profile(profile, row.dataset)
     pretrained = profile.pretrained and weights_for(row.backbone.name) is not None
     scale = profile.backbone_lr_scale if profile.backbone_lr_scale is not None else recipe.backbone_lr_scale
     return RunConfig(
@@ -135,16 +144,8 @@ class PlannedRun:
 
 def planned_runs(manifest: Manifest, profile: Profile) -> list[PlannedRun]:
     """Every (row, seed) run the accuracy rows of `manifest` need under `profile`, as it applies to this
-    manifest (`manifest.profiles[name]`: applied once, where the manifest was loaded)."""
+    manifest (`manifest.profiles[name]`: applied once, where the manifest was loaded). A command reads them from
+    the table's plan (repro.plan.table_plan.build_plan), built once."""
     return [PlannedRun(row.id, seed, resolve(row, profile, seed), f"{manifest.id}/{row.id} seed {seed}")
             for row in manifest.rows if "accuracy" in row.measures and profile.includes(manifest.id, row.id)
             for seed in seeds(profile)]
-
-
-def at_last_epoch(model, dataset: str):
-    """The model's schedules (temperature, k warm-up) at the recipe's last epoch: as it infers after training."""
-    epochs = RECIPES[dataset].epochs
-    for module in model.modules():
-        if hasattr(module, "on_epoch_start"):
-            module.on_epoch_start(epochs - 1, epochs)
-    return model

@@ -16,12 +16,12 @@ Column names and units: docs/results-data.md. pandas is imported when a frame is
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
-from repro.results.family import holm, in_family
+from repro.results.family import holm_adjust
 from repro.results.measurements import ManifestResult, Verdict, profile_dir, profiles_present
 from repro.results.run_records import FolderRecords, read_records, record_threads
 
@@ -243,12 +243,10 @@ def verdicts(results_dir: str | Path | Folder, profile: str | None = None) -> pd
     folder = _folder(results_dir, profile)
     rows = []
     for name in dict.fromkeys(r.profile for r in folder.results):
-        stored = [(r.manifest_id, Verdict(**v.to_dict())) for r in folder.results if r.profile == name
-                  for v in r.verdicts]
-        family = [v for _, v in stored if in_family(v)]
-        for v, adjusted in zip(family, holm([v.p_value for v in family])):
-            v.p_holm = adjusted
-        rows += [_verdict_row(name, table, v) for table, v in stored]
+        stored = [(r.manifest_id, v) for r in folder.results if r.profile == name for v in r.verdicts]
+        adjusted, _ = holm_adjust(v for _, v in stored)
+        # the report's p_holm; the note stays as stored
+        rows += [_verdict_row(name, table, replace(v, p_holm=a.p_holm)) for (table, v), a in zip(stored, adjusted)]
     return _frame(rows, VERDICT_COLUMNS, folder)
 
 

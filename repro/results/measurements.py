@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Iterable, Literal
 
@@ -77,8 +77,11 @@ def parse_metric_path(path: str) -> tuple[Kind, str, str]:
     return kind, ident, metric  # type: ignore[return-value]
 
 
-@dataclass
+@dataclass(frozen=True)
 class Measured:
+    """What the measurers of one table measured: handed on, never written into (a stage that adds to it
+    makes a new one: `combine`, `with_details`, derive_comparisons)."""
+
     metrics: dict[str, Any] = field(default_factory=dict)  # metric path -> value
     missing: dict[str, str] = field(default_factory=dict)  # metric path -> why not measured
     problems: list[str] = field(default_factory=list)  # failures that make the run not complete
@@ -87,36 +90,66 @@ class Measured:
     def row(self, row_id: str, metric: str) -> Any:
         return self.metrics.get(row_metric(row_id, metric))
 
-    def set_row(self, row_id: str, metric: str, value: Any) -> None:
-        self.metrics[row_metric(row_id, metric)] = value
-
     def comparison(self, comparison_id: str, metric: str) -> Any:
         return self.metrics.get(comparison_metric(comparison_id, metric))
-
-    def set_comparison(self, comparison_id: str, metric: str, value: Any) -> None:
-        self.metrics[comparison_metric(comparison_id, metric)] = value
-
-    def update(self, other: Measured) -> None:
-        self.metrics.update(other.metrics)
-        self.missing.update(other.missing)
-        self.problems += other.problems
-        for key, value in other.details.items():
-            self.details.setdefault(key, {}).update(value)
 
     def runs(self, row_id: str) -> list[RunSummary]:
         return [RunSummary.from_dict(d) for d in self.details.get("runs", {}).get(row_id) or []]
 
+    @classmethod
+    def combine(cls, parts: Iterable[Measured]) -> Measured:
+        """Several measurers' measurements of one table as one (a detail's entries merged by key)."""
+        out = Measuring()
+        for part in parts:
+            out.metrics.update(part.metrics)
+            out.missing.update(part.missing)
+            out.problems += part.problems
+            for key, value in part.details.items():
+                out.details.setdefault(key, {}).update(value)
+        return out.done()
 
-def derive_comparisons(comparisons: Any, measured: Measured) -> None:
-    """The metrics of each comparison (id, row, baseline) that follow from its two rows' FLOP metrics."""
+    def with_metrics(self, metrics: dict[str, Any]) -> Measured:
+        return replace(self, metrics={**self.metrics, **metrics})
+
+    def with_details(self, details: dict[str, Any]) -> Measured:
+        return replace(self, details={**self.details, **details})
+
+
+@dataclass
+class Measuring:
+    """A measurer's own measurements while it measures; `done()` hands them on as a frozen Measured."""
+
+    metrics: dict[str, Any] = field(default_factory=dict)
+    missing: dict[str, str] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def row(self, row_id: str, metric: str) -> Any:
+        return self.metrics.get(row_metric(row_id, metric))
+
+    def set_row(self, row_id: str, metric: str, value: Any) -> None:
+        self.metrics[row_metric(row_id, metric)] = value
+
+    def set_comparison(self, comparison_id: str, metric: str, value: Any) -> None:
+        self.metrics[comparison_metric(comparison_id, metric)] = value
+
+    def done(self) -> Measured:
+        return Measured(dict(self.metrics), dict(self.missing), list(self.problems), dict(self.details))
+
+
+def derive_comparisons(comparisons: Any, measured: Measured) -> Measured:
+    """The measurements with the metrics of each comparison (id, row, baseline) that follow from its two rows'
+    FLOP metrics."""
+    derived: dict[str, Any] = {}
     for comp in comparisons:
         rho = measured.row(comp.row, "rho")
         if rho is not None:
-            measured.set_comparison(comp.id, "rho", rho)
+            derived[comparison_metric(comp.id, "rho")] = rho
         total, base = measured.row(comp.row, "total_macs"), measured.row(comp.baseline, "total_macs")
         if total is not None and base is not None:
-            measured.set_comparison(comp.id, "flops_ratio", total / base)
-            measured.set_comparison(comp.id, "flops_reduction", 1 - total / base)
+            derived[comparison_metric(comp.id, "flops_ratio")] = total / base
+            derived[comparison_metric(comp.id, "flops_reduction")] = 1 - total / base
+    return measured.with_metrics(derived)
 
 
 @dataclass(frozen=True)
@@ -177,9 +210,10 @@ def _router_shifts(history: list[dict[str, Any]]) -> dict[str, float]:
     return out
 
 
-@dataclass
+@dataclass(frozen=True)
 class Verdict:
-    """One claim decided (repro.claims.evaluate): never written by hand."""
+    """One claim decided (repro.claims.evaluate): never written by hand, never written into (Holm's adjustment
+    makes new ones: repro.results.family.holm_adjust)."""
 
     claim: str
     statement: str
@@ -194,7 +228,7 @@ class Verdict:
     note: str = ""
     seeds_needed: int | None = None  # for 80% power at the paper's effect size, where it gives one
     p_value: float | None = None  # the significance test's p, where the verdict rests on one
-    p_holm: float | None = None  # Holm-adjusted over a run's empirical tests (repro.claims.family.holm_adjust)
+    p_holm: float | None = None  # Holm-adjusted over a report's empirical tests (repro.results.family.holm_adjust)
     # Where the reported number the verdict is judged against is printed: a claim whose reference
     # appears only in the AI-written explainer is counted apart from the paper's (repro.claims.headline).
     source: str = "method-and-results"
@@ -223,8 +257,11 @@ class Verdict:
         return asdict(self)
 
 
-@dataclass
+@dataclass(frozen=True)
 class ManifestResult:
+    """One table's measurements at one profile and, once its claims are decided (repro.claims.decide, which
+    returns a new result), their verdicts."""
+
     manifest_id: str
     title: str
     paper_ref: str

@@ -30,7 +30,7 @@ from repro.models import Component
 from repro.models.backbones import TorchvisionFeatures
 from repro.models.catalog import BACKBONES, HEADS
 from repro.models.classifier import Classifier
-from repro.plan.run_config import at_last_epoch
+from repro.spec.recipes import at_last_epoch
 from repro.rho.model_list import ModelSpec, RhoInputError
 from repro.rho.inputs import MAX_SIZE
 from repro.rho.paper_settings import MOE_HEAD, Setting

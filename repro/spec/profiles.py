@@ -75,7 +75,7 @@ class RowSettings:
 
 @dataclass(frozen=True)
 class LatencyProfile:
-    """How a profile times the latency table (repro.measure.latency_settings); None: the paper-scale value."""
+    """How a profile times the latency table (repro.plan.latency_settings); None: the paper-scale value."""
     batch_size: int | None = bounded(None, ge=1, le=MAX_BATCH)
     max_image_size: int | None = bounded(None, ge=8, le=MAX_IMAGE)  # cap on whole-model resolution
 

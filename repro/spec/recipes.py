@@ -1,7 +1,8 @@
 """The paper's training recipe for each dataset (Section 4.1), as data: epochs, optimizer, learning rate, batch.
 
 repro.plan.run_config applies them (with a profile) to make every run's config; a profile's departures
-from the paper's protocol (repro.spec.profiles.Profile.departures) name their numbers.
+from the paper's protocol (repro.spec.profiles.Profile.departures) name their numbers. `at_last_epoch` sets a
+model's schedules to the recipe's last epoch: how it infers after training (FLOP counts, latency).
 """
 
 from __future__ import annotations
@@ -33,3 +34,12 @@ RECIPES: dict[str, Recipe] = {
     "imagenet": Recipe(epochs=30, optimizer="sgd", lr=1e-2, momentum=0.9, schedule="cosine", batch_size=256,
                        backbone_lr_scale=0.1, bf16=True),
 }
+
+
+def at_last_epoch(model, dataset: str):
+    """The model's schedules (temperature, k warm-up) at the recipe's last epoch: as it infers after training."""
+    epochs = RECIPES[dataset].epochs
+    for module in model.modules():
+        if hasattr(module, "on_epoch_start"):
+            module.on_epoch_start(epochs - 1, epochs)
+    return model

@@ -9,8 +9,10 @@ from repro.spec.profiles import LatencyProfile, Profile
 from repro.measure import latency
 from repro.cost.calibration import Throughput
 from repro.cost.estimate import CostModel, estimate_latency
-from repro.measure.latency import measure_latency, settings_for
+from repro.measure.latency import measure_latency
 from repro.pipeline import Context, run_manifest
+from repro.plan.latency_settings import settings_for
+from repro.plan.table_plan import build_plan
 from repro.report.render import render_tables_md
 from repro.report.table_rows import build_tables
 
@@ -53,8 +55,8 @@ def _mini_manifest():
 
 def test_measure_decide_and_render_a_latency_manifest(tmp_path):
     manifest = _mini_manifest()
-    ctx = Context("smoke", manifest.profiles["smoke"], tmp_path)
-    result = run_manifest(manifest, ctx).result
+    ctx = Context("smoke", tmp_path)
+    result = run_manifest(build_plan(manifest, "smoke"), ctx).result
     m = result.measured.metrics
     assert result.ok, result.measured.problems
     assert m["comparisons.cifar100_sparse_loop.slowdown"] == pytest.approx(
@@ -86,7 +88,7 @@ def test_a_failing_row_is_a_problem_and_leaves_its_metrics_missing(tmp_path, mon
         return real(row, *args)
 
     monkeypatch.setattr(latency, "measure_row", fails_for_loop_e4)
-    out = measure_latency(manifest, Context("smoke", manifest.profiles["smoke"], tmp_path))
+    out = measure_latency(build_plan(manifest, "smoke"), Context("smoke", tmp_path))
     assert out.problems == ["lat/loop_e4: latency failed: RuntimeError: out of memory"]
     assert sorted(out.missing) == sorted(f"rows.loop_e4.{m}" for m in latency.LATENCY_METRICS)
     assert out.row("loop_e4", "op_calls") is None and out.row("batched_e4", "op_calls") is not None
@@ -152,21 +154,21 @@ def test_a_rows_latency_is_kept_and_reused_on_the_same_device_unless_asked_again
     import dataclasses
 
     manifest = _mini_manifest()
-    ctx = Context("smoke", manifest.profiles["smoke"], tmp_path)
+    plan, ctx = build_plan(manifest, "smoke"), Context("smoke", tmp_path)
     timed = []
     real = latency.measure_row
     monkeypatch.setattr(latency, "measure_row", lambda row, *a: timed.append(row.id) or real(row, *a))
-    first = measure_latency(manifest, ctx)
+    first = measure_latency(plan, ctx)
     rows = sorted(r.id for r in manifest.rows)
     assert sorted(timed) == rows and len(list((tmp_path / "runs" / "latency").glob("*.json"))) == len(rows)
-    again = measure_latency(manifest, ctx)
+    again = measure_latency(plan, ctx)
     assert sorted(timed) == rows and again.metrics == first.metrics  # nothing timed twice: the kept ones
     damaged = next((tmp_path / "runs" / "latency").glob("*.json"))
     damaged.write_text("{not json")
-    measure_latency(manifest, ctx)
+    measure_latency(plan, ctx)
     assert len(timed) == len(rows) + 1  # a file that is not a measurement is measured again
-    measure_latency(manifest, dataclasses.replace(ctx, remeasure_latency=True))
+    measure_latency(plan, dataclasses.replace(ctx, remeasure_latency=True))
     assert len(timed) == 2 * len(rows) + 1
-    other = dataclasses.replace(ctx, profile=dataclasses.replace(ctx.profile, latency=LatencyProfile(batch_size=8)))
-    measure_latency(manifest, other)
+    other = build_plan(manifest, "smoke", dataclasses.replace(plan.profile, latency=LatencyProfile(batch_size=8)))
+    measure_latency(other, ctx)
     assert len(timed) == 3 * len(rows) + 1  # other settings: other measurements

@@ -1,13 +1,15 @@
-"""Holm's adjustment (repro.claims.family) on hand-computed p-values."""
+"""Holm's adjustment (repro.results.family, its one place) on hand-computed p-values."""
+
+import dataclasses
 
 import pytest
 
 from repro.claims import Evidence, evaluate, holm_adjust
-from repro.claims.family import holm
 from repro.plan.manifest import Claim
+from repro.results.family import holm
 from repro.results.measurements import Verdict
 
-from .helpers import gap, learned
+from tests.claims.helpers import gap, learned
 
 
 def test_holm_golden_values():
@@ -25,7 +27,9 @@ def test_holm_adjust_sets_p_holm_on_the_family_and_flags_what_adjustment_undoes(
     vs = [_verdict("a", 0.03), _verdict("b", 0.04, note="decided on 'quick'"), _verdict("c", 0.01),
           _verdict("d", 0.005), _verdict("flops", 0.001, scope="analytic"), _verdict("skipped", 0.001, status="not run"),
           _verdict("no_test", None)]
-    assert holm_adjust(vs) == 4
+    given = list(vs)
+    vs, m = holm_adjust(vs)
+    assert m == 4
     assert [v.p_holm for v in vs[:4]] == pytest.approx([0.06, 0.06, 0.03, 0.02])
     assert all(v.p_holm is None for v in vs[4:])
     assert vs[0].note == ("significant alone (p=0.03) but not after Holm's adjustment over the run's 4 tests "
@@ -33,8 +37,15 @@ def test_holm_adjust_sets_p_holm_on_the_family_and_flags_what_adjustment_undoes(
     assert vs[1].note.startswith("decided on 'quick'; significant alone (p=0.04)")
     assert vs[2].note == "" and vs[3].note == ""  # still significant after adjustment
     assert [v.status for v in vs[:4]] == ["reproduced"] * 4  # the verdict keeps the per-test protocol
-    holm_adjust(vs)
+    assert vs[4:] == given[4:]  # outside the family: the same verdicts
+    assert all(v.p_holm is None and v.note in ("", "decided on 'quick'") for v in given)  # new values, none written into
+    vs, _ = holm_adjust(vs)
     assert vs[0].note.count("Holm") == 1  # idempotent
+
+
+def test_a_verdict_is_frozen():
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        _verdict("a", 0.03).p_holm = 0.06  # type: ignore[misc]
 
 
 def test_rules_resting_on_a_test_carry_its_p():
