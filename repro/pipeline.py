@@ -137,20 +137,20 @@ class TableRun:
     progress: Progress | None = None
     current: str | None = None
 
-    def run(self, manifests: list[Manifest], on_start: Callable[[TablePlan, Context], None] | None = None,
+    def run(self, plans: list[TablePlan], on_start: Callable[[TablePlan, Context], None] | None = None,
             on_done: Callable[[TableOutcome], None] | None = None) -> list[TableOutcome]:
-        """Run each manifest; a table that fails is an outcome, and the next one still runs. An interrupt
-        (KeyboardInterrupt) and a file the disk refuses (WriteFailed) propagate, with `current` naming the
-        table they stopped."""
+        """Run each table's plan (built once, before: repro.plan.table_plan); a table that fails is an outcome, and
+        the next one still runs. An interrupt (KeyboardInterrupt) and a file the disk refuses (WriteFailed)
+        propagate, with `current` naming the table they stopped."""
         from repro.data.layout import DataRefused, DatasetMissing
         from repro.models.weights import WeightsMissing
 
         outcomes = []
-        for manifest in manifests:
+        for plan in plans:
+            manifest = plan.manifest
             self.current = manifest.id
             out = TableOutcome(manifest.id)
             try:
-                plan = build_plan(manifest, self.options.profile)  # KeyError naming the closest profiles
                 ctx = make_context(plan, self.options, self.progress)
                 if on_start is not None:
                     on_start(plan, ctx)

@@ -14,8 +14,11 @@ from repro import REPO_ROOT
 from repro.claims import decide_table, decided_results
 from repro.cli import app, manifest_ids
 from repro.cost.claim_cost import claim_cost, claim_tables
+from repro.cost.estimate import CostModel
+from repro.cost.fit import fit_folder
 from repro.cost.plan import rows_read
 from repro.plan.manifest import find_manifest, load_all
+from repro.plan.table_plan import plan_all
 from repro.report.appendix import appendix_inputs, build_appendix, render, write_appendix
 from repro.report.appendix.claim_rows import BADGES, expected_result
 from repro.report.appendix.container import read_compose, read_container, read_dockerfile
@@ -50,7 +53,12 @@ def manifests():
 
 @pytest.fixture(scope="module")
 def inputs(manifests):
-    return appendix_inputs(manifests, None, count=False)  # the caches only: no model is built here
+    return appendix_inputs(plan_all(manifests))  # the caches only: no model is built here
+
+
+def _at(inputs, profile="full"):
+    """Each table's plan at `profile`, by id, as the appendix reads them."""
+    return {p.id: p for p in inputs.plans.at(profile)}
 
 
 def test_every_claim_of_every_manifest_has_one_row_in_order(manifests, inputs):
@@ -109,15 +117,17 @@ def test_with_results_each_row_shows_the_verdict_there_beside_the_full_profile_c
                                      profile_settings=m.profiles["functional"].for_manifest(m.id, m.seeds))
         save_result(decide_table(m, result), results)
     entries = decided_results(results, "functional", chosen)
-    md_path, tex_path = write_appendix(entries, results, "functional")
+    plans = plan_all(chosen)
+    folder = fit_folder(CostModel(cached_only=True), results, plans)  # as the report's command fits it, once
+    md_path, tex_path = write_appendix(entries, results, "functional", plans, folder)
     assert (md_path.name, tex_path.name) == ("artifact-appendix.md", "artifact-appendix.tex")
     assert md_path.parent == tex_path.parent == results / "functional"
     rows = claim_table(md_path.read_text())
-    inputs = appendix_inputs(chosen, results, count=False)
+    inputs = appendix_inputs(plans, folder)
     for m, result in entries:
         for c in m.claims:
             row = rows[f"{m.id}/{c.id}"]
-            full = claim_cost(m, c, "full", inputs.model, inputs.rates, {x.id: x for x in chosen}).text()
+            full = claim_cost(plans.of(m.id, "full"), c, inputs.model, inputs.rates, _at(inputs)).text()
             assert row["Cost at full"] == full and ("GPU-h" in full or "no training" in full)
             if result is None:
                 assert row["Verdict at functional"] == "**not run**"
@@ -136,11 +146,12 @@ def test_a_finding_that_spans_tables_is_decided_and_priced_with_every_table_it_r
     claim = next(c for c in t3.claims if c.id == "fig2_depthwise_gap_rises_with_classes")  # CIFAR-10, -100, Tiny
     assert rows["table3/fig2_depthwise_gap_rises_with_classes"]["Decided by"].startswith(
         "`repro run table3 headline_cifar10 table2 --profile full`")
-    tables = claim_tables(t3, claim, by_id)
+    full = _at(inputs)
+    tables = claim_tables(full["table3"], claim, full)
     assert [t.id for t in tables] == ["table3", "headline_cifar10", "table2"]
-    assert [sorted(r.id for r in t.rows) for t in tables[1:]] == [["dw072_dense", "dw072_moe"]] * 2
-    alone = claim_cost(t3, claim, "full", inputs.model, inputs.rates)
-    spanning = claim_cost(t3, claim, "full", inputs.model, inputs.rates, by_id)
+    assert [sorted(r.id for r in t.manifest.rows) for t in tables[1:]] == [["dw072_dense", "dw072_moe"]] * 2
+    alone = claim_cost(full["table3"], claim, inputs.model, inputs.rates)
+    spanning = claim_cost(full["table3"], claim, inputs.model, inputs.rates, full)
     own_seeds, c10_seeds, c100_seeds = (by_id[i].profiles["full"].seeds for i in ("table3", "headline_cifar10", "table2"))
     assert alone.runs == 2 * own_seeds and spanning.runs == alone.runs + 2 * c10_seeds + 2 * c100_seeds
     assert rows["table3/fig2_depthwise_gap_rises_with_classes"]["Cost at full"] == spanning.text()
@@ -174,13 +185,13 @@ def test_the_expected_result_is_the_rule_and_the_papers_value_at_its_printed_pre
 def test_a_claim_that_trains_nothing_lists_no_reading_that_changes_only_training(manifests, inputs):
     rows = claim_table(render(build_appendix([(m, None) for m in manifests], "full", inputs, False), "md"))
     readings = readings_by_id()
-    by_id = {m.id: m for m in manifests}
+    full = _at(inputs)
     counted = 0
     for m in manifests:
         for c in m.claims:
             listed = rows[f"{m.id}/{c.id}"]["Readings that can change it"].split("; ")[0]
             ids = [] if listed == "none" else listed.split(", ")
-            assert set(ids) <= {r.id for t in claim_tables(m, c, by_id) for r in t.readings}
+            assert set(ids) <= {r.id for t in claim_tables(full[m.id], c, full) for r in t.manifest.readings}
             if not rows_read(m, c) and not any(readings[i].applies_to_claim(m.id, c.id) for i in ids):
                 counted += 1
                 assert not [i for i in ids if all(readings[i].training_only(a) for a in readings[i].alternatives)]

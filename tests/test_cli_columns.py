@@ -18,6 +18,7 @@ from typer.testing import CliRunner
 
 from repro.cli import app
 from repro.plan.manifest import load_all
+from repro.plan.table_plan import build_plan
 
 sys.path.insert(0, str(Path(__file__).parent / "execution"))
 from minitable import MANIFEST, PROFILES  # noqa: E402
@@ -114,7 +115,7 @@ def test_list_fits_80_columns(inputs, mode):
     result, out = invoke(["list"], env, mode)
     assert result.exit_code == 0, out
     model = CostModel()
-    full = {m.id: model.cost([(m, "full")]) for m in manifests}
+    full = {m.id: model.cost([build_plan(m, "full")]) for m in manifests}
     tokens = [LONG, "mini", "smoke", "full", *(f"{c.epochs:,}" for c in full.values())]
     assert_fits_and_nothing_cut(out, tokens, invoke_wide(["list"], env))
     assert f"{LONG} — test; 2 rows, 1 claim" in visible(out)  # the section heading above its profiles

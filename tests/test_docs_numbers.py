@@ -9,6 +9,7 @@ import pytest
 from conftest import SUITE_SIZE
 
 from repro import REPO_ROOT
+from repro.plan.table_plan import build_plan
 
 DOCS = REPO_ROOT / "docs"
 CLUSTER, COMMANDS, TESTING = ((DOCS / f"{page}.md").read_text() for page in ("cluster", "commands", "testing"))
@@ -28,7 +29,7 @@ def test_the_full_protocol_is_what_repro_list_totals(tmp_path, monkeypatch):
     manifests = load_all()
     # the GPU figures `repro list` gives without a calibration: the shipped H200 reference (repro.cost.gpu_reference);
     # no dataset on disk: the paper's sizes
-    cost = CostModel(data_dir=tmp_path).cost([(m, "full") for m in manifests if "full" in m.profiles])
+    cost = CostModel(data_dir=tmp_path).cost([build_plan(m, "full") for m in manifests if "full" in m.profiles])
     assert stated[0] == (str(cost.runs), f"{cost.epochs:,}", hours(cost.device_seconds))
 
 

@@ -9,7 +9,13 @@ from matplotlib.figure import Figure
 from repro.plan.manifest import find_manifest
 from repro.report.figure_stamp import draw_stamp, stamp_for
 from repro.report.figures import render_figures
+from repro.plan.table_plan import plan_all
 from test_figures import fake_result
+
+
+def _plans(entries):
+    """The plans of the entries' tables, as the report's command builds them."""
+    return plan_all(m for m, _ in entries)
 
 
 def _png_text(data: bytes) -> dict[str, str]:
@@ -41,7 +47,7 @@ def _with_commit(result, commit):
 def test_a_smoke_figure_carries_its_label_and_commit_in_the_file(tmp_path):
     manifest = find_manifest("headline_cifar10")
     result = _with_commit(fake_result(manifest), "0123456789abcdef0123")
-    files = [f for f in render_figures([(manifest, result)], tmp_path) if f.drawn]
+    files = [f for f in render_figures([(manifest, result)], tmp_path, _plans([(manifest, result)])) if f.drawn]
     assert files
     for f in files:
         text = _png_text(f.png.read_bytes())["Description"]
@@ -91,7 +97,7 @@ def test_results_on_unverified_data_say_so_in_every_figure_and_across_the_plot(t
     draw_stamp(fig, stamp)
     assert "mine: unverified data" in [t.get_text() for t in fig.texts]
     assert fig._supxlabel.get_color() == "#b00020"
-    files = [f for f in render_figures([(manifest, result)], tmp_path) if f.drawn]
+    files = [f for f in render_figures([(manifest, result)], tmp_path, _plans([(manifest, result)])) if f.drawn]
     assert files
     for f in files:
         assert "UNVERIFIED data" in _png_text(f.png.read_bytes())["Description"], f.id

@@ -15,6 +15,7 @@ from repro.pipeline import comparison_metrics
 from repro.results.measurements import ManifestResult, Measured
 from repro.report import figures_gaps, figures_runs
 from repro.report.figures import render_figures
+from repro.plan.table_plan import plan_all
 from repro.claims.stats import paired_gap
 
 SEEDS = (0, 1, 2)
@@ -27,6 +28,11 @@ T_975_DF2 = 4.302652729911275  # t quantile for a 95% interval with 3 seeds
 def manifests():
     ids = ["table2", "table3", "table8", "table9", "headline_cifar10", "temperature_ablation"]
     return {i: find_manifest(i) for i in ids}
+
+
+def _plans(entries):
+    """The plans of the entries' tables, as the report's command builds them."""
+    return plan_all(m for m, _ in entries)
 
 
 def _hash(row, seed, profile):
@@ -174,7 +180,7 @@ def test_usage_heatmap_rows_sum_to_one(manifests):
 @pytest.mark.slow
 def test_render_writes_valid_png_and_pdf(manifests, tmp_path):
     entries = [(manifests[i], fake_result(manifests[i])) for i in ("table2", "table9", "temperature_ablation")]
-    files = {f.id: f for f in render_figures(entries, tmp_path)}
+    files = {f.id: f for f in render_figures(entries, tmp_path, _plans(entries))}
     assert set(files) == {"gap_vs_rho", "gap_vs_classes", "fig4_usage_by_class", "fig3_accuracy_by_epoch"}
     for f in files.values():
         assert f.drawn, f.caption
@@ -186,7 +192,7 @@ def test_render_writes_valid_png_and_pdf(manifests, tmp_path):
     rho_caption = files["gap_vs_rho"].caption
     assert "+1.69%" in rho_caption and "table2/std = table9/c100_sparse_std" in rho_caption
     assert "direction +, no number" in files["fig3_accuracy_by_epoch"].caption
-    again = {f.id: f for f in render_figures(entries, tmp_path / "again")}
+    again = {f.id: f for f in render_figures(entries, tmp_path / "again", _plans(entries))}
     for fmt in ("png", "pdf"):  # no timestamps: the same results give the same bytes
         assert getattr(again["gap_vs_rho"], fmt).read_bytes() == getattr(files["gap_vs_rho"], fmt).read_bytes()
 
@@ -195,7 +201,7 @@ def test_figures_without_data_are_skipped_with_a_reason(manifests, tmp_path):
     stale = tmp_path / "gap_vs_rho.png"
     stale.write_bytes(b"old")
     m2, mt = manifests["table2"], manifests["temperature_ablation"]
-    files = {f.id: f for f in render_figures([(m2, None), (mt, None)], tmp_path)}
+    files = {f.id: f for f in render_figures([(m2, None), (mt, None)], tmp_path, _plans([(m2, None), (mt, None)]))}
     assert set(files) == {"gap_vs_rho", "gap_vs_classes", "fig4_usage_by_class", "fig3_accuracy_by_epoch"}
     assert all(not f.drawn and f.pdf is None and f.caption.startswith("not drawn: ") for f in files.values())
     assert "no manifest has results" in files["gap_vs_rho"].caption
@@ -208,7 +214,7 @@ def test_figure_whose_rows_recorded_nothing_is_skipped(manifests, tmp_path):
     result = fake_result(m)
     for run in result.measured.details["runs"]["dw072_moe"]:
         run["routing"] = {}
-    files = {f.id: f for f in render_figures([(m, result)], tmp_path)}
+    files = {f.id: f for f in render_figures([(m, result)], tmp_path, _plans([(m, result)]))}
     usage = files["fig4_usage_by_class"]
     assert not usage.drawn and "expert usage" in usage.caption
     assert files["gap_vs_rho"].drawn and not (tmp_path / "fig4_usage_by_class.png").exists()

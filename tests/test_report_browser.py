@@ -160,6 +160,8 @@ def test_the_report_fits_a_400_px_screen_without_sideways_scrolling(tmp_path):
 
     from repro.claims import decide_table, decided_results
     from repro.plan.manifest import find_manifest
+    from repro.cost.taken import for_report
+    from repro.plan.table_plan import plan_all
     from repro.report.summary import write_report
     from repro.results.measurements import save_result
     from test_figures import fake_result
@@ -173,7 +175,8 @@ def test_the_report_fits_a_400_px_screen_without_sideways_scrolling(tmp_path):
             "device": "cpu: a processor with a rather long name, 1 intra-op thread(s)", "packages": {}},
             profile_settings=m.profiles["smoke"].for_manifest(m.id, m.seeds))
         save_result(decide_table(m, result), results)
-    write_report(decided_results(results, "smoke", manifests), results, "smoke")
+    write_report(decided_results(results, "smoke", manifests), results, "smoke",
+                 for_report(results, "smoke", plan_all(manifests)))
     page = results / "smoke" / "report.html"
 
     narrow = measured_at(binary, page, 400, tmp_path / "chromium-400")

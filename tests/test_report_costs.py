@@ -1,4 +1,5 @@
-"""repro.report.costs: device time taken per claim and table from run records, beside the estimate."""
+"""repro.cost.taken and repro.report.costs: device time taken per claim and table from run records, beside the
+estimate, computed from the plans and rendered."""
 
 import json
 
@@ -9,7 +10,9 @@ from repro.cost import calibration as cal
 from repro.cost import estimate as est
 from repro.plan.manifest import find_manifest
 from repro.plan.run_config import planned_runs
-from repro.report.costs import compute_by_claim, render_compute
+from repro.plan.table_plan import build_plan
+from repro.cost.taken import compute_by_claim
+from repro.report.costs import render_compute
 
 
 @pytest.fixture
@@ -39,7 +42,7 @@ def table5_records(tmp_path, monkeypatch):
 
 def test_hours_taken_per_claim_and_per_table(table5_records):
     m, results = table5_records
-    lines = {c.label: c for c in compute_by_claim(results, "full", [m])}
+    lines = {c.label: c for c in compute_by_claim(results, [build_plan(m, "full")])}
     k2 = lines["table5/bb_moe_k2_positive"]  # rows k2_moe and dense
     assert (k2.runs, k2.recorded, k2.gpu_hours, k2.cpu_hours) == (10, 7, 5.0, 1.0)
     k1 = lines["table5/bb_moe_k1_negative"]  # rows k1_moe and dense: the damaged record does not count
@@ -53,7 +56,7 @@ def test_hours_taken_per_claim_and_per_table(table5_records):
 
 
 def test_times_under_a_hundredth_of_an_hour_read_in_seconds():
-    from repro.report.costs import Compute
+    from repro.cost.taken import Compute
 
     text = render_compute([Compute("table1", 8, 8, 0.0, 20 / 3600, 31 / 3600, "CPU")], "smoke", "fitted")
     assert "| **table1** | 8 | 8 | 0 GPU-s | 20 CPU-s | 31 CPU-s |" in text and "0.00 " not in text.split("\n", 1)[1]
@@ -66,9 +69,9 @@ def test_the_report_never_counts_or_measures(table5_records, monkeypatch):
     monkeypatch.setattr(est, "estimate_macs", mflops.estimate_macs)
     monkeypatch.setenv("REPRO_CACHE", str(results / "empty-cache"))
     monkeypatch.setattr(mflops, "_shape_macs", lambda key: pytest.fail("the report counted FLOPs"))
-    lines = compute_by_claim(results, "full", [m], est.CostModel(cached_only=True))
+    lines = compute_by_claim(results, [build_plan(m, "full")], est.CostModel(cached_only=True))
     assert all(c.estimate_hours > 0 for c in lines)  # the shipped models' counts (repro.measure.model_macs)
     monkeypatch.setattr(mflops, "shipped_macs", lambda key: None)  # a manifest of one's own, nothing cached
-    lines = compute_by_claim(results, "full", [m], est.CostModel(cached_only=True))
+    lines = compute_by_claim(results, [build_plan(m, "full")], est.CostModel(cached_only=True))
     assert all(c.estimate_hours != c.estimate_hours for c in lines)  # NaN: not estimated
     assert "not estimated" in render_compute(lines, "full", "ref")

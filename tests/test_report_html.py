@@ -9,6 +9,8 @@ import pytest
 
 from repro.plan.manifest import find_manifest
 from repro.claims import decide_table, decided_results
+from repro.cost.taken import for_report
+from repro.plan.table_plan import plan_all
 from repro.report.summary import write_report
 from repro.results.measurements import save_result
 from test_figures import fake_result
@@ -41,7 +43,8 @@ def report(tmp_path_factory):
             for run in runs:
                 (results / "runs").mkdir(exist_ok=True)
                 (results / "runs" / f"{run['hash']}.json").write_text("{}")
-    write_report(decided_results(results, "smoke", manifests), results, "smoke")
+    write_report(decided_results(results, "smoke", manifests), results, "smoke",
+                 for_report(results, "smoke", plan_all(manifests)))
     path = results / "smoke" / "report.html"
     return results, path.read_text(encoding="utf-8"), manifests
 

@@ -51,10 +51,11 @@ def test_rows_sharing_runs_are_one_line_and_other_profiles_are_not_checked():
 
 
 def test_figure_captions_name_each_datasets_setting_and_the_stand_in():
+    from repro.plan.table_plan import build_plan
     from repro.report.figures import _profile_words
 
     functional = find_manifest("table9").profiles["functional"]
-    words = _profile_words("functional", functional)
+    words = _profile_words("functional", build_plan(find_manifest("table9"), "functional"))
     assert "cifar100: 12 epochs, 8192 training images" in words and "imagenet: 4 epochs" in words
     assert "real digit scans standing in" in words
 

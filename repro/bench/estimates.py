@@ -20,8 +20,7 @@ from repro.cost.vs_measured import Compared, compare_commands, compare_tables
 from repro.cost.estimate import CostModel
 from repro.cost.fit import fit_model
 from repro.cost.measured import FolderTimes, read_folder
-from repro.plan.manifest import Manifest
-from repro.plan.run_config import planned_runs
+from repro.plan.table_plan import Plans, TablePlan
 
 GOAL = (0.7, 1.3)
 
@@ -42,15 +41,15 @@ class EstimateBench:
         return all(GOAL[0] <= r <= GOAL[1] for r in checked) if checked else None
 
 
-def _hashes(manifests: list[Manifest], profile: str) -> set[str]:
-    return {p.cfg.hash for m in manifests if profile in m.profiles for p in planned_runs(m, m.profiles[profile])}
+def _hashes(plans: list[TablePlan]) -> set[str]:
+    return {h for plan in plans for h in plan.configs()}
 
 
-def held_out_times(times: FolderTimes, manifests: list[Manifest], profile: str, fit_on: tuple[str, ...]) -> FolderTimes:
+def held_out_times(times: FolderTimes, plans: Plans, profile: str, fit_on: tuple[str, ...]) -> FolderTimes:
     """The folder's measurements without the profile's runs, tables and commands outside `fit_on`."""
-    mine = [m for m in manifests if profile in m.profiles]
-    kept, out = [m for m in mine if m.id in fit_on], [m for m in mine if m.id not in fit_on]
-    drop = _hashes(out, profile) - _hashes(kept, profile)
+    mine = plans.at(profile)
+    kept, out = [p for p in mine if p.id in fit_on], [p for p in mine if p.id not in fit_on]
+    drop = _hashes(out) - _hashes(kept)
     runs = {h: r for h, r in times.runs.items() if h not in drop}
     tables = dict(times.tables)
     tables[profile] = {k: v for k, v in times.tables.get(profile, {}).items() if k in fit_on}
@@ -60,27 +59,27 @@ def held_out_times(times: FolderTimes, manifests: list[Manifest], profile: str, 
     return FolderTimes(runs, tables, commands)
 
 
-def bench_estimates(results_dir: Path, profile: str, manifests: list[Manifest], fit_on: tuple[str, ...] = (),
+def bench_estimates(results_dir: Path, profile: str, plans: Plans, fit_on: tuple[str, ...] = (),
                     wall_s: float | None = None, model: CostModel | None = None) -> EstimateBench:
     times = read_folder(results_dir)
-    training = held_out_times(times, manifests, profile, fit_on) if fit_on else times
+    training = held_out_times(times, plans, profile, fit_on) if fit_on else times
     model = model or CostModel()
     fits = fit_model(model, training)
-    rates = fit_rates(training, manifests, model)
+    rates = fit_rates(training, plans, model)
     fitted = [f"{kind.upper()}: {fit.describe()}" for kind, fit in fits.items()]
     fitted += [f"rate {k}: {v['seconds']:.3g} s ({v['basis']})" for k, v in dataclasses.asdict(rates).items()]
     out = EstimateBench(profile, fit_on, fitted)
-    out.tables = [c for c in compare_tables(manifests, profile, model, times, rates) if c.measured_s is not None]
+    out.tables = [c for c in compare_tables(plans, profile, model, times, rates) if c.measured_s is not None]
     if fit_on:
         rest = [c for c in out.tables if c.what not in fit_on]
         if rest:
             out.held_out = Compared(profile, f"{len(rest)} tables held out", sum(c.estimated_s for c in rest),
                                     max((c.basis for c in rest), key=BASES.index), sum(c.measured_s for c in rest),
                                     "the tables' measured wall times")
-        held = _hashes([m for m in manifests if m.id not in fit_on], profile) - _hashes(
-            [m for m in manifests if m.id in fit_on], profile)
+        mine = plans.at(profile)
+        held = _hashes([p for p in mine if p.id not in fit_on]) - _hashes([p for p in mine if p.id in fit_on])
     else:
-        held = _hashes(manifests, profile)
+        held = _hashes(plans.at(profile))
     for h in sorted(held & set(times.runs)):
         run = times.runs[h]
         device = model.fitted.get("cpu" if run.device == "cpu" else "gpu")
@@ -88,9 +87,9 @@ def bench_estimates(results_dir: Path, profile: str, manifests: list[Manifest], 
             t = model.run_time(run.cfg, run.manifest, device)
             seconds = run.cpu_s if run.cpu_s is not None else run.wall_s
             out.run_ratios.append((t.compute_s + t.overhead_s) / seconds)
-    commands = compare_commands(manifests, profile, model, times, rates)
+    commands = compare_commands(plans, profile, model, times, rates)
     out.command = next((c for c in commands if c.what == "verify-all"), None)
     if out.command is None and wall_s:
-        estimate = command_time([m for m in manifests if profile in m.profiles], profile, model, rates)
+        estimate = command_time(plans.at(profile), model, rates)
         out.command = Compared(profile, "verify-all", estimate.seconds, estimate.basis(), wall_s, "given (--wall)")
     return out

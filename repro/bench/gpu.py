@@ -7,7 +7,8 @@ The sequence, each step a check that records its own failure and lets the rest g
         bf16 autocast, its eval output against fp32 (repro.bench.expert_choice_bf16)
     train/<dataset>/<manifest>.<row>
         per manifest with accuracy rows, its heaviest model (most training multiply-adds over the
-        paper's protocol), trained for `steps` steps at the paper's batch (repro.plan.run_config) through
+        paper's protocol, as the table's plan at its paper profile holds the run: repro.plan.table_plan),
+        trained for `steps` steps at the paper's batch through
         repro.train.loop's Engine and train_epoch: bf16 autocast, channels-last, the compiled backbone
         on CUDA; images/s and peak memory. Manifests sharing a model share its check.
     dense_twin/<dataset>/<manifest>.<row>
@@ -58,8 +59,9 @@ from repro.data.specs import get_dataset
 from repro.core.devices import device_label
 from repro.core.fsutil import atomic_write_json
 from repro.plan.manifest import Manifest, Row
+from repro.plan.run_config import RunConfig
+from repro.plan.table_plan import TablePlan, build_plan
 from repro.spec.profiles import Profile
-from repro.plan.run_config import RECIPES, RunConfig, resolve
 
 PAPER = Profile(description="the paper's protocol", evidence="paper")
 
@@ -93,13 +95,22 @@ class Planned:
 
     name: str
     row: Row
-    profile: Profile
+    cfg: RunConfig  # the row's paper-protocol run, seed 0, as the table's plan holds it
     manifests: dict[str, str]  # manifest id -> its row id for this model
     train_macs: float  # multiply-adds of one paper-protocol run: 3 x forward x images x epochs
 
 
 def paper_profile(manifest: Manifest) -> Profile:
     return next((p for p in manifest.profiles.values() if p.evidence == "paper"), PAPER)
+
+
+def paper_plans(manifests: list[Manifest]) -> list[TablePlan]:
+    """Each manifest's plan at its paper-protocol profile (the paper's recipes alone where it holds none)."""
+    out = []
+    for m in manifests:
+        name = next((n for n, p in m.profiles.items() if p.evidence == "paper"), None)
+        out.append(build_plan(m, name) if name is not None else build_plan(m, "paper", PAPER))
+    return out
 
 
 def forward_macs(row: Row) -> tuple[float, float, str]:
@@ -144,26 +155,25 @@ def _torch_macs(key: str) -> tuple[float, float, str]:
     return backbone, total - backbone, "torch FlopCounterMode / 2 (no fvcore)"
 
 
-def training_macs(row: Row, profile: Profile) -> float:
-    spec = get_dataset(row.dataset)
-    profile = profile.for_dataset(row.dataset)
-    epochs = profile.epochs or RECIPES[row.dataset].epochs
-    return 3.0 * sum(forward_macs(row)[:2]) * (profile.train_samples or spec.train_size) * epochs
+def training_macs(row: Row, cfg: RunConfig) -> float:
+    """Multiply-adds of the row's planned run: 3 x forward x its training images x its epochs."""
+    return 3.0 * sum(forward_macs(row)[:2]) * (cfg.train_samples or get_dataset(row.dataset).train_size) * cfg.epochs
 
 
-def plan_training(manifests: list[Manifest], failures: dict[str, BaseException] | None = None) -> list[Planned]:
-    """Each manifest's heaviest accuracy row; one entry per distinct model, heaviest first.
-    A manifest whose rows cannot be counted goes into `failures` (if given; else the error propagates)."""
+def plan_training(plans: list[TablePlan], failures: dict[str, BaseException] | None = None) -> list[Planned]:
+    """Each table's heaviest planned run (seed 0 of its plan, paper_plans); one entry per distinct model,
+    heaviest first. A table whose rows cannot be counted goes into `failures` (if given; else the error
+    propagates)."""
     from repro.measure.flop_check import row_key
 
     by_model: dict[str, Planned] = {}
-    for m in manifests:
-        rows = [r for r in m.rows if "accuracy" in r.measures]
+    for plan in plans:
+        m, cfgs = plan.manifest, {p.row: p.cfg for p in plan.runs if p.seed == 0}
+        rows = [r for r in m.rows if r.id in cfgs]
         if not rows:
             continue
-        profile = paper_profile(m)
         try:
-            macs = {r.id: training_macs(r, profile) for r in rows}
+            macs = {r.id: training_macs(r, cfgs[r.id]) for r in rows}
         except Exception as exc:  # recorded as that manifest's failed check
             if failures is None:
                 raise
@@ -172,14 +182,14 @@ def plan_training(manifests: list[Manifest], failures: dict[str, BaseException] 
         row = max(rows, key=lambda r: macs[r.id])
         key = row_key(row)
         if key not in by_model:
-            by_model[key] = Planned(f"train/{row.dataset}/{m.id}.{row.id}", row, profile, {}, macs[row.id])
+            by_model[key] = Planned(f"train/{row.dataset}/{m.id}.{row.id}", row, cfgs[row.id], {}, macs[row.id])
         by_model[key].manifests[m.id] = row.id
     return sorted(by_model.values(), key=lambda p: -p.train_macs)
 
 
 def check_config(p: Planned, s: GpuSettings) -> RunConfig:
     """The paper's run of the row, in bf16, at most the toy caps; random weights (speed does not depend on them)."""
-    cfg = resolve(p.row, p.profile, seed=0)
+    cfg = p.cfg
     return replace(cfg, bf16=True, pretrained=False, batch_size=min(cfg.batch_size, s.batch_cap or cfg.batch_size),
                    image_size=min(cfg.image_size, s.image_cap or cfg.image_size))
 
@@ -302,7 +312,9 @@ def _run_checks(dev: torch.device, settings: GpuSettings, out: Path, manifests: 
     device = str(dev)
     began, t0 = dt.datetime.now(dt.timezone.utc), time.perf_counter()
     unplanned: dict[str, BaseException] = {}
-    planned = plan_training(manifests, unplanned)  # FLOP counts, on the host, before any device work
+    plans = paper_plans(manifests)
+    planned = plan_training(plans, unplanned)  # FLOP counts, on the host, before any device work
+    first_runs = {(plan.id, r.row): r.cfg for plan in plans for r in plan.runs if r.seed == 0}  # a twin's, too
     jobs: list[tuple[Check, Callable[[], tuple[dict[str, Any], str]]]] = []
     for manifest_id, row in expert_choice_rows(manifests):
         jobs.append((Check(f"expert_choice_bf16/{row.dataset}/{manifest_id}.{row.id}", "expert_choice_bf16"),
@@ -312,8 +324,9 @@ def _run_checks(dev: torch.device, settings: GpuSettings, out: Path, manifests: 
         routed = Check(p.name, "train")
         jobs.append((routed, lambda p=p: train_check(p, settings, dev)))
         for twin in filter(None, (dense_twin(by_id[m], p.row) for m in p.manifests if m in by_id)):
-            def train(row: Row, p: Planned = p) -> tuple[dict[str, Any], str]:
-                return train_check(replace(p, name=p.name, row=row, manifests={}), settings, dev)
+            def train(row: Row, p: Planned = p, table: str = twin.manifest) -> tuple[dict[str, Any], str]:
+                cfg = first_runs[(table, row.id)]  # the twin's own run, as its table's plan holds it
+                return train_check(replace(p, name=p.name, row=row, cfg=cfg, manifests={}), settings, dev)
 
             jobs.append((Check(twin.name, "dense_twin"), twin_job(twin, routed, train, dev.type, dry_run)))
     for dataset in sorted({p.row.dataset for p in planned if not get_dataset(p.row.dataset).in_memory}):

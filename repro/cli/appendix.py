@@ -24,6 +24,9 @@ def appendix(profile: Optional[str] = ProfileOpt,
     with its command, hardware, cost, expected result and badge; with results of the profile in the folder, the
     verdict there and the run records behind it."""
     from repro.claims import decided_results
+    from repro.cost.estimate import CostModel
+    from repro.cost.fit import fit_folder
+    from repro.plan.table_plan import plan_all
     from repro.report.appendix import APPENDIX_NAME, FORMATS, appendix_inputs, build_appendix, render
     from repro.results.measurements import default_results_dir, profile_dir, profiles_present
     from repro.spec.profiles import default_profile
@@ -41,7 +44,10 @@ def appendix(profile: Optional[str] = ProfileOpt,
     with_results = profile in profiles_present(results_dir)
     entries = (decided_results(results_dir, profile, manifests) if with_results
                else [(m, None) for m in manifests])
-    inputs = appendix_inputs(manifests, results_dir, count=True, data_dir=data_dir)
+    plans = plan_all(manifests)  # once: the cost model and every row of the appendix read them
+    model = CostModel(data_dir=data_dir)  # counts the model sizes the caches lack (imports torch)
+    folder = fit_folder(model, results_dir, plans) if results_dir.is_dir() else None
+    inputs = appendix_inputs(plans, folder, model)
     text = render(build_appendix(entries, profile, inputs, with_results), fmt)
     path = out or profile_dir(results_dir, profile) / f"{APPENDIX_NAME}.{fmt}"
     try:

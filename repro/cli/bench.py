@@ -226,6 +226,7 @@ def estimates_cmd(profile: str = typer.Option("smoke", "--profile", "-p", help="
     """Estimate / measured time per table, per held-out run and for verify-all, from a results folder's records."""
     from repro.bench.estimates import GOAL, bench_estimates
     from repro.cli.common import load_every
+    from repro.plan.table_plan import plan_all
     from repro.cost.estimate import seconds_text as duration
     from repro.results.measurements import default_results_dir
 
@@ -234,7 +235,7 @@ def estimates_cmd(profile: str = typer.Option("smoke", "--profile", "-p", help="
     unknown = [i for i in ids if i not in {m.id for m in manifests}]
     if unknown:
         raise typer.BadParameter(f"no table {unknown[0]!r}", param_hint="--fit-on")
-    r = bench_estimates(results_dir or default_results_dir(), profile, manifests, ids, wall)
+    r = bench_estimates(results_dir or default_results_dir(), profile, plan_all(manifests), ids, wall)
     t = Table("Table", "Estimated", "Measured", "Estimate / measured", "From", "Measured by",
               title=f"{profile}: fitted on {', '.join(ids) + ' and the other profiles' if ids else 'every record'}")
     for c in r.tables:

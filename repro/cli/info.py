@@ -47,12 +47,14 @@ def list_manifests(executor: str = ExecutorOpt, gpus: int = GpusOpt, runs_per_gp
     from repro.cost.fit import fit_folder
     from repro.cost.cost_tables import list_table
     from repro.cost.rate_sources import NOTE as RATES_NOTE, rate_grid, rate_sources
+    from repro.plan.table_plan import plan_all
     from repro.results.measurements import default_results_dir
 
     model = _cost_model(executor, gpus, runs_per_gpu, slurm_max_parallel, data_dir, calibration, reference_gpu)
     manifests, invalid = load_valid_or_fail(manifests_dir, profiles)
-    folder = fit_folder(model, results_dir or default_results_dir(), manifests)
-    table, totals, sources = list_table(manifests, model, invalid, folder.rates)
+    plans = plan_all(manifests)  # once: the fit, the tables and the lines below read them
+    folder = fit_folder(model, results_dir or default_results_dir(), plans)
+    table, totals, sources = list_table(plans, model, invalid, folder.rates)
     print_grid(table)
     console.print()
     print_grid(totals, "Totals over every manifest: a run shared by tables counts once")
@@ -65,13 +67,13 @@ def list_manifests(executor: str = ExecutorOpt, gpus: int = GpusOpt, runs_per_gp
               "numbers are FLOP counts or latency timings, priced by their wall time.", style="dim"))
     for source in sorted(s for s in sources if s.startswith("reference")):  # which machine, when, which commit
         show(Text(source, style="dim"))
-    rates = rate_sources(manifests, model)
+    rates = rate_sources(plans, model)
     if rates:
         gpu = model.of_kind("gpu")
         console.print()
         print_grid(rate_grid(rates), f"GPU rates ({gpu.origin}, {gpu.measured_in})")
         show(Text(RATES_NOTE, style="dim"))
-    for line in folder.describe() + lines(manifests, model, folder.times, folder.rates):
+    for line in folder.describe() + lines(plans, model, folder.times, folder.rates):
         show(Text(line, style="dim"))
 
 
@@ -90,11 +92,13 @@ def plan(ids: list[str] = typer.Argument(None, help="Manifest ids (default: all)
     from repro.cost.cost_tables import left_out_line, needs_table, plan_table
     from repro.cost.estimate import duration, hours
     from repro.cost.plan import BASE_PROFILE, claim_needs, make_plan, protocol_cost, write_plan
+    from repro.plan.table_plan import plan_all
     from repro.results.measurements import default_results_dir
 
     model = _cost_model(executor, gpus, runs_per_gpu, slurm_max_parallel, data_dir, calibration, reference_gpu)
     manifests = load_some(ids, manifests_dir)
-    folder = fit_folder(model, results_dir or default_results_dir(), manifests)  # GPU records there: fitted figures
+    plans = plan_all(manifests)
+    folder = fit_folder(model, results_dir or default_results_dir(), plans)  # GPU records there: fitted figures
     needs = claim_needs(manifests, model)
     result = make_plan(needs, gpu_hours, model)
     claims = sum(not n.claim.startswith("reading:") for n in needs)

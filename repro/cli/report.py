@@ -23,6 +23,8 @@ def report(results_dir: Optional[Path] = ResultsOpt, manifests_dir: Optional[Pat
 
     from repro.claims import decided_results
     from repro.cli.common import recording
+    from repro.cost.taken import for_report
+    from repro.plan.table_plan import plan_all
     from repro.report.summary import write_report
     from repro.results.measurements import profiles_present
     from repro.runtime.interrupt import command_line, raise_pending
@@ -42,11 +44,13 @@ def report(results_dir: Optional[Path] = ResultsOpt, manifests_dir: Optional[Pat
         fail(f"no results in {results_dir}: run a table or `repro verify-all` first")
     for name in names:
         check_results_dir(results_dir, name)
+    plans = plan_all(manifests)  # once: every stage below reads them
     try:
         for name in names:
-            _rebuild_damaged(results_dir, name, manifests)
+            _rebuild_damaged(results_dir, name, manifests, plans)
             with recording("report", results_dir, name, heavy=False):
-                path, summary = write_report(decided_results(results_dir, name, manifests), results_dir, name)
+                entries = decided_results(results_dir, name, manifests)
+                path, summary = write_report(entries, results_dir, name, for_report(results_dir, name, plans))
             console.rule(name)
             for line in summary["lines"]:
                 show(line)
@@ -61,7 +65,7 @@ def report(results_dir: Optional[Path] = ResultsOpt, manifests_dir: Optional[Pat
         write_failed(exc)
 
 
-def _rebuild_damaged(results_dir: Path, profile: str, manifests: list) -> None:
+def _rebuild_damaged(results_dir: Path, profile: str, manifests: list, plans) -> None:
     """A table's results.json that cannot be parsed as one is set aside and rebuilt from the run records (nothing
     trains); one that cannot be read (permission, I/O) stops the report with one line, left as it is."""
     from repro.results.measurements import ResultUnusable, load_result
@@ -78,14 +82,13 @@ def _rebuild_damaged(results_dir: Path, profile: str, manifests: list) -> None:
         return
     from repro.execution.files import set_aside
     from repro.pipeline import rebuild_result
-    from repro.plan.table_plan import build_plan
 
     for m, exc in damaged:
         if profile not in m.profiles:
             fail(f"{exc.path} is unusable ({exc.reason}) and profile '{profile}' is not known here to rebuild it; "
                  "pass the profiles file it was run with (--profiles)")
         set_aside(exc.path, "table result", exc.reason, "it is rebuilt from the run records")
-        result = rebuild_result(build_plan(m, profile), results_dir)
+        result = rebuild_result(plans.of(m.id, profile), results_dir)
         problems = result.measured.problems
         show(f"{m.id}: results.json rebuilt from the run records" + (
             f"; {len(problems)} problem(s), first: {problems[0]}" if problems else ""))

@@ -32,7 +32,7 @@ from repro.data.read_options import DataOptions
 from repro.execution.options import ExecutorOptions, TableOptions, options_from_cli
 from repro.execution.torchrun import TorchrunUsageError, ranks, relaunch
 from repro.execution.workers import kept_workers
-from repro.plan.manifest import Manifest
+from repro.plan.table_plan import Plans, plan_all
 from repro.results.measurements import default_results_dir
 from repro.runtime.interrupt import command_line
 from repro.spec.profiles import default_profile
@@ -102,15 +102,16 @@ def _summary(out, seconds: float, brief: bool) -> Text:
     return Text.assemble((out.manifest_id, "bold"), ": ", state, "; ".join(parts))
 
 
-def _run_all(run, manifests: list[Manifest], reporter: Reporter, announce: bool) -> list:
-    """Run the tables with `reporter` as their progress: one summary line per table, warnings kept for last.
-    `announce`: a line before each table too, with its estimated cost (`repro run`; verify-all says less)."""
+def _run_all(run, plans: Plans, reporter: Reporter, announce: bool) -> list:
+    """Run the tables' plans at the command's profile with `reporter` as their progress: one summary line per
+    table, warnings kept for last. `announce`: a line before each table too, with its estimated cost (`repro run`;
+    verify-all says less)."""
     from repro.cost.wall_time import table_line
     from repro.cost.estimate import CostModel
     from repro.cost.fit import fit_folder
 
-    started = {}
-    tables = reporter.add_task("tables", total=len(manifests)) if len(manifests) > 1 else None
+    started, mine = {}, plans.at(run.options.profile)
+    tables = reporter.add_task("tables", total=len(mine)) if len(mine) > 1 else None
     models: dict[str, tuple] = {}
 
     def start(plan, ctx) -> None:
@@ -119,12 +120,12 @@ def _run_all(run, manifests: list[Manifest], reporter: Reporter, announce: bool)
         if announce:
             kind = "gpu" if ctx.device.startswith("cuda") else "cpu"
             if kind not in models:  # fitted once to the records already here, from the caches (no counting)
-                fitted = fit_folder(CostModel(kind=kind, cached_only=True), run.options.results_dir, manifests)
+                fitted = fit_folder(CostModel(kind=kind, cached_only=True), run.options.results_dir, plans)
                 models[kind] = (CostModel(kind=kind, fitted=fitted.model.fitted, exact_sizes=bool(fitted.fits)),
                                 fitted.rates, frozenset(fitted.times.runs))
             model, rates, recorded = models[kind]
             reporter.say(f"{manifest.id}: {manifest.title} — profile {run.options.profile}, device {ctx.device}; "
-                         f"estimated {table_line(manifest, run.options.profile, model, rates, recorded)}")
+                         f"estimated {table_line(plan, model, rates, recorded)}")
 
     def done(out) -> None:
         reporter.say(_summary(out, time.monotonic() - started.get(out.manifest_id, time.monotonic()), not announce))
@@ -139,7 +140,7 @@ def _run_all(run, manifests: list[Manifest], reporter: Reporter, announce: bool)
         if tables is not None:
             reporter.advance(tables)
 
-    return run.run(manifests, on_start=start, on_done=done)
+    return run.run(mine, on_start=start, on_done=done)
 
 
 def _print_claims(results: list, evidence: bool, quiet: bool = False) -> None:
@@ -185,14 +186,14 @@ def _start(options: TableOptions) -> None:
         deterministic_environment()
 
 
-def _run_tables(manifests: list[Manifest], options: TableOptions) -> int:
+def _run_tables(plans: Plans, options: TableOptions) -> int:
     from repro.pipeline import TableRun
 
     reporter = _reporter(options.results_dir, options.profile, options.verbose)
     run = TableRun(options, reporter)
     try:
         with reporter:
-            outcomes = _run_all(run, manifests, reporter, announce=True)
+            outcomes = _run_all(run, plans, reporter, announce=True)
             _print_claims([o.result for o in outcomes if o.result is not None], evidence=True)
             _finish(reporter, [f"log: {reporter.log_path}"])
     except KeyboardInterrupt as exc:
@@ -205,11 +206,13 @@ def _run_tables(manifests: list[Manifest], options: TableOptions) -> int:
     return status
 
 
-def _verify_all(manifests: list[Manifest], options: TableOptions) -> int:
+def _verify_all(plans: Plans, options: TableOptions) -> int:
     from repro.claims import decided_results
+    from repro.cost.taken import for_report
     from repro.pipeline import TableRun, flop_check
     from repro.report.summary import write_report
 
+    manifests = list(plans.manifests)
     reporter = _reporter(options.results_dir, options.profile, options.verbose)
     run = TableRun(options, reporter, current="verify-all")
     try:
@@ -220,11 +223,12 @@ def _verify_all(manifests: list[Manifest], options: TableOptions) -> int:
                          "fvcore = torch/2)")
             for problem in check.problems:
                 reporter.warn("FLOP check failed", problem)
-            outcomes = _run_all(run, manifests, reporter, announce=False)
+            outcomes = _run_all(run, plans, reporter, announce=False)
             failures = {o.manifest_id: o.problem for o in outcomes if o.problem}
             # every table's claims, Holm over the report
             entries = decided_results(options.results_dir, options.profile, manifests)
-            path, summary = write_report(entries, options.results_dir, options.profile, check, failures)
+            costs = for_report(options.results_dir, options.profile, plans)
+            path, summary = write_report(entries, options.results_dir, options.profile, costs, check, failures)
             _print_claims([r for _, r in entries if r], evidence=options.verbose, quiet=not options.verbose)
             console.rule("summary")
             _finish(reporter, [*summary["lines"], f"report: {path} (in a browser: {path.with_name('report.html')})",
@@ -246,6 +250,7 @@ def run_tables(ids: list[str] | None, options: TableOptions, report: bool) -> in
     manifests = load_some(ids, options.manifests_dir, options.profiles_file, options.defaults)
     check_profile(manifests, options.profile)
     check_results_dir(options.results_dir, options.profile, [m.id for m in manifests])
+    plans = plan_all(manifests)  # once, before any work: every stage of the command reads them
     _start(options)
     command = "verify-all" if report else f"run {' '.join(ids or [])}"
     try:
@@ -253,7 +258,7 @@ def run_tables(ids: list[str] | None, options: TableOptions, report: bool) -> in
             if not leader:
                 return ExitCode.OK
             with recording(command, options.results_dir, options.profile), kept_workers():
-                return (_verify_all if report else _run_tables)(manifests, options)
+                return (_verify_all if report else _run_tables)(plans, options)
     except TorchrunUsageError as exc:
         fail(str(exc))
 

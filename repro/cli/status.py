@@ -25,6 +25,7 @@ def status(ids: list[str] = typer.Argument(None, help="Manifest ids (default: al
     from repro.spec.profiles import default_profile
     from repro.results.measurements import default_results_dir
     from repro.core.terminal import Column, Grid
+    from repro.plan.table_plan import build_plans
 
     if problem := stale_after_problem(stale_lock_after):
         fail(problem)
@@ -32,15 +33,16 @@ def status(ids: list[str] = typer.Argument(None, help="Manifest ids (default: al
     results_dir = results_dir or default_results_dir()
     manifests = load_some(ids, manifests_dir, profiles)
     check_profile(manifests, profile)
+    plans = build_plans(manifests, profile)
     table = Grid([Column("Table"), *(Column(s, right=True) for s in STATES)])
     lines: list[str] = []
     settings = LockSettings(stale_lock_after)
     try:
-        for m in manifests:
-            runs = table_status(m, profile, results_dir, settings)
+        for plan in plans:
+            runs = table_status(plan, results_dir, settings)
             if not runs.runs:
                 continue
-            table.add(m.id, *(str(runs.count(s)) for s in STATES))
+            table.add(plan.id, *(str(runs.count(s)) for s in STATES))
             for r in runs.runs:
                 if r.state in ("running", "failed") or (verbose and r.state == "pending"):
                     lines.append(f"{r.state:8} {r.label} ({r.run_hash[:12]}): {r.detail}")

@@ -10,7 +10,6 @@ Nothing is priced here that the cost model does not price, so a change to it sho
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from typing import Mapping
 
@@ -18,7 +17,8 @@ from repro.claims.across import qualified_ids
 from repro.claims.references import claim_rows
 from repro.cost.estimate import CostModel, device_time, duration
 from repro.cost.wall_time import BASES, Rates, command_time
-from repro.plan.manifest import Claim, Manifest
+from repro.plan.manifest import Claim
+from repro.plan.table_plan import TablePlan
 
 COUNTING_PHASES = ("FLOP counting", "latency")  # the parts of a table's time that are neither training nor fixed
 
@@ -52,40 +52,37 @@ class ClaimCost:
         return f"{wall} wall, no training ({self.counting_basis})"
 
 
-def _cut(manifest: Manifest, rows: set[str], claims: tuple[Claim, ...]) -> Manifest:
-    return dataclasses.replace(manifest, rows=tuple(r for r in manifest.rows if r.id in rows),
-                               comparisons=tuple(c for c in manifest.comparisons if {c.row, c.baseline} <= rows),
-                               claims=claims)
+def claim_plan(plan: TablePlan, claim: Claim) -> TablePlan:
+    """The table's plan cut down to the rows the claim reads, as the cost model prices tables."""
+    return plan.only(claim_rows(claim, plan.manifest.comparisons), (claim.id,))
 
 
-def claim_manifest(manifest: Manifest, claim: Claim) -> Manifest:
-    """The table cut down to the rows the claim reads, as the cost model prices tables."""
-    return _cut(manifest, set(claim_rows(claim, manifest.comparisons)), (claim,))
-
-
-def claim_tables(manifest: Manifest, claim: Claim, by_id: Mapping[str, Manifest] | None = None) -> list[Manifest]:
+def claim_tables(plan: TablePlan, claim: Claim, others: Mapping[str, TablePlan] | None = None) -> list[TablePlan]:
     """The claim's table cut down to the rows it reads, then each other table it reads ("<manifest>:<id>",
-    repro.claims.across), cut down to the rows it reads there: what must run for it to be decided."""
-    tables = [claim_manifest(manifest, claim)]
+    repro.claims.across), cut down to the rows it reads there: what must run for it to be decided. `others`:
+    the other tables' plans at the same profile, by id."""
+    tables = [claim_plan(plan, claim)]
     for table, ids in sorted(qualified_ids(claim).items()):
-        other = (by_id or {}).get(table)
-        if other is None:  # a manifest not given: priced without it (the load refuses one that does not exist)
+        other = (others or {}).get(table)
+        if other is None:  # a table not given: priced without it (the load refuses one that does not exist)
             continue
-        rows = {r.id for r in other.rows if r.id in ids}
-        rows |= {r for c in other.comparisons if c.id in ids for r in (c.row, c.baseline)}
-        tables.append(_cut(other, rows, ()))
+        m = other.manifest
+        rows = {r.id for r in m.rows if r.id in ids}
+        rows |= {r for c in m.comparisons if c.id in ids for r in (c.row, c.baseline)}
+        tables.append(other.only(rows))
     return tables
 
 
-def claim_cost(manifest: Manifest, claim: Claim, profile: str, model: CostModel, rates: Rates = Rates(),
-               by_id: Mapping[str, Manifest] | None = None) -> ClaimCost:
-    """The claim's runs and counts at `profile` on the device that profile runs on, the other tables' it reads
-    among them (`by_id`: the manifests by id), each run counted once."""
-    tables = claim_tables(manifest, claim, by_id)
-    cost = model.cost([(t, profile) for t in tables])
-    device = model.device(manifest.profiles[profile])
-    t = command_time(tables, profile, model, rates, verify_all=False)
+def claim_cost(plan: TablePlan, claim: Claim, model: CostModel, rates: Rates = Rates(),
+               others: Mapping[str, TablePlan] | None = None) -> ClaimCost:
+    """The claim's runs and counts at the plan's profile on the device that profile runs on, the other tables' it
+    reads among them (`others`: their plans by id), each run counted once."""
+    tables = claim_tables(plan, claim, others)
+    cost = model.cost(tables)
+    device = model.device(plan.profile)
+    t = command_time(tables, model, rates, verify_all=False)
     counting = [p for p in t.parts if p.table and p.phase in COUNTING_PHASES and p.seconds]
     seconds = sum(p.seconds for p in counting)
     basis = max((p.basis for p in counting), key=BASES.index, default=rates.flop_model.basis)
-    return ClaimCost(profile, cost.runs, cost.kind, cost.device_seconds, device.basis, seconds, basis, device.source)
+    return ClaimCost(plan.profile_name, cost.runs, cost.kind, cost.device_seconds, device.basis, seconds, basis,
+                     device.source)

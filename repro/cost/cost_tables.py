@@ -8,7 +8,7 @@ from rich.text import Text
 
 from repro.cost.wall_time import Rates, command_time
 from repro.cost.estimate import Cost, CostModel, device_time, duration, hours
-from repro.plan.manifest import Manifest
+from repro.plan.table_plan import Plans
 from repro.core.terminal import Column, Grid
 
 if TYPE_CHECKING:  # repro.cost.plan reads the power analysis (scipy): `repro list` does not need it
@@ -26,7 +26,7 @@ def _count(n: int, noun: str) -> str:
     return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
-def list_table(manifests: list[Manifest], model: CostModel, invalid: dict[str, str],
+def list_table(plans: Plans, model: CostModel, invalid: dict[str, str],
                rates: Rates = Rates()) -> tuple[Grid, Grid, set[str]]:
     """(per manifest and profile, totals per profile over distinct runs, the sources of the figures). A table's
     wall time is `repro <id>` alone; a profile's, `repro verify-all` (repro.cost.wall_time).
@@ -35,25 +35,26 @@ def list_table(manifests: list[Manifest], model: CostModel, invalid: dict[str, s
     keep every cost whole at 80 columns, whatever the length of an id."""
     table = Grid([Column("Profile"), *_COST_COLUMNS])
     sources: set[str] = set()
-    for m in manifests:
+    for m in plans.manifests:
         table.section(Text.assemble((m.id, "bold"), f" — {m.paper_ref.split(',')[0]}; {_count(len(m.rows), 'row')}, "
                                     f"{_count(len(m.claims), 'claim')}"))
         for name in profile_order(m.profiles):
-            cost = model.cost([(m, name)])
-            if m.profiles[name].include and not cost.runs:
+            plan = plans.of(m.id, name)
+            cost = model.cost([plan])
+            if plan.profile.include and not cost.runs:
                 continue  # a plan's profile that trains nothing here
             sources.update(cost.sources)
-            alone = command_time([m], name, model, rates, verify_all=False)
+            alone = command_time([plan], model, rates, verify_all=False)
             table.add(name, *_cost_cells(cost, alone.seconds, alone.origin()))
     for mid, problem in invalid.items():
         table.section(Text.assemble((mid, "bold"), " — ", ("invalid manifest", "red"), f": {problem}"))
     totals = Grid([Column("Profile"), Column("Distinct runs", right=True), *_COST_COLUMNS[1:3],
                    Column("Wall (verify-all)", right=True), _COST_COLUMNS[4]])
-    for name in profile_order({n for m in manifests for n in m.profiles}):
-        mine = [m for m in manifests if name in m.profiles]
-        cost = model.cost([(m, name) for m in mine])
+    for name in profile_order(plans.profiles()):
+        mine = plans.at(name)
+        cost = model.cost(mine)
         if cost.runs:
-            whole = command_time(mine, name, model, rates)
+            whole = command_time(mine, model, rates)
             totals.add(name, *_cost_cells(cost, whole.seconds, whole.origin()))
     return table, totals, sources
 

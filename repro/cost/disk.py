@@ -19,8 +19,7 @@ from dataclasses import dataclass
 from repro.cost.estimate import CostModel
 from repro.data.sizes import decoded_cache_bytes
 from repro.data.sources import dataset_source
-from repro.plan.manifest import Manifest
-from repro.plan.run_config import planned_runs
+from repro.plan.table_plan import TablePlan
 
 BYTES_PER_PARAM = 4  # float32
 
@@ -66,13 +65,12 @@ def _cpus() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
-def disk_space(manifests: list[Manifest], profile: str, model: CostModel) -> DiskSpace:
-    """The disk the runs of `profile` in `manifests` need, counted once however many tables share a run."""
+def disk_space(plans: list[TablePlan], model: CostModel) -> DiskSpace:
+    """The disk the runs of the tables' plans (at one profile) need, counted once however many tables share a run."""
     runs = {}
-    for m in manifests:
-        if profile in m.profiles:
-            for p in planned_runs(m, m.profiles[profile]):
-                runs.setdefault(p.cfg.hash, (p.cfg, model.device(m.profiles[profile]).kind))
+    for plan in plans:
+        for p in plan.runs:
+            runs.setdefault(p.cfg.hash, (p.cfg, model.device(plan.profile).kind))
     names = sorted({cfg.dataset for cfg, _ in runs.values() if cfg.data == "real"})
     datasets = []
     for name in names:
@@ -95,5 +93,6 @@ def disk_space(manifests: list[Manifest], profile: str, model: CostModel) -> Dis
     else:
         at_once = max(1, _cpus() // threads)
     held = sum(sorted(sizes, reverse=True)[:at_once]) if not uncounted else float("nan")
+    profile = plans[0].profile_name if plans else ""
     return DiskSpace(profile, tuple(datasets), held if sizes or uncounted else 0.0, at_once,
                      max(sizes, default=0.0) if not uncounted else float("nan"), len(uncounted))

@@ -29,12 +29,11 @@ from repro.cost.calibration import Throughput, _cpu_threads, cpu_throughput, gpu
 from repro.cost.speed import Speed, kept_speed
 from repro.data.sizes import run_split_sizes
 from repro.data.specs import get_dataset
-from repro.plan.manifest import Manifest
+from repro.plan.run_config import RunConfig
+from repro.plan.table_plan import TablePlan
 from repro.spec.profiles import Profile
-from repro.plan.run_config import planned_runs
 from repro.measure.flop_check import estimate_macs
 from repro.models import Component
-from repro.plan.run_config import RunConfig
 
 @dataclass(frozen=True)
 class Executor:
@@ -223,16 +222,15 @@ class CostModel:
         measured = device.inputs.get(cfg.dataset)
         return measured.images_per_s if measured else None
 
-    def cost(self, work: Iterable[tuple[Manifest, str]], skip: frozenset[str] = frozenset()) -> Cost:
-        """The distinct runs of every (manifest, profile name) pair, on the device each profile runs on, but those
-        whose config hash is in `skip` (recorded already, or trained by an earlier table of the same command)."""
+    def cost(self, plans: Iterable[TablePlan], skip: frozenset[str] = frozenset()) -> Cost:
+        """The distinct runs of the tables' plans, on the device each plan's profile runs on, but those whose
+        config hash is in `skip` (recorded already, or trained by an earlier table of the same command)."""
         runs: dict[str, tuple[RunConfig, str, Throughput]] = {}
-        for manifest, name in work:
-            profile = manifest.profiles[name]
-            device = self.device(profile)
-            for p in planned_runs(manifest, profile):
+        for plan in plans:
+            device = self.device(plan.profile)
+            for p in plan.runs:
                 if p.cfg.hash not in skip:
-                    runs.setdefault(p.cfg.hash, (p.cfg, manifest.id, device))
+                    runs.setdefault(p.cfg.hash, (p.cfg, plan.id, device))
         kinds = {d.kind for _, _, d in runs.values()}
         kind = "gpu" if "gpu" in kinds else "cpu"
         occupancy, walls, sources = [], [], set()
@@ -330,14 +328,10 @@ def duration(seconds: float) -> str:
 
 
 # --------------------------------------------------------------------------- latency (repro.cost.wall_time prices it)
-def estimate_latency(manifest: Manifest, profile_name: str, model: CostModel) -> tuple[float, str]:
-    """Calls x multiply-adds per call / this CPU's throughput, plus a fixed cost per call (NaN where a count or
-    the throughput is not cached and `model.cached_only`)."""
-    from repro.plan.latency_settings import settings_for
-
-    profile = manifest.profiles[profile_name]
-    s = settings_for(profile, profile.evidence == "paper")
-    rows = [r for r in manifest.rows if "latency" in r.measures]
+def estimate_latency(plan: TablePlan, model: CostModel) -> tuple[float, str]:
+    """Calls x multiply-adds per call / this CPU's throughput, plus a fixed cost per call, at the plan's latency
+    settings (NaN where a count or the throughput is not cached and `model.cached_only`)."""
+    s, rows = plan.latency, plan.latency_rows
     calls = s.warmup + s.min_reps
     seconds = 0.0
     for row in rows:

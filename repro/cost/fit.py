@@ -31,6 +31,7 @@ from repro.cost.measured import FolderTimes, MeasuredRun, read_folder
 
 if TYPE_CHECKING:
     from repro.cost.wall_time import Rates
+    from repro.plan.table_plan import Plans
 
 MIN_RUNS = 3
 MIN_COMPUTE_SHARE = 0.10  # below this share of the runs' time, the records cannot pin the compute rate
@@ -153,12 +154,14 @@ def _probe(kind: str):
 
 @dataclass
 class FolderFit:
-    """A cost model fitted to one results folder: the device fits, the phase rates, what was measured."""
+    """A cost model fitted to one results folder: the device fits, the phase rates, what was measured, and the
+    plans it priced them with."""
 
     model: CostModel
     fits: dict[str, RunFit]
     rates: Rates
     times: FolderTimes
+    plans: Plans
 
     def describe(self, device: str | None = None) -> list[str]:
         """One line per fit; `device` ("gpu"): only the fits of that device's runs, and no command-phase rates
@@ -171,11 +174,12 @@ class FolderFit:
         return lines
 
 
-def fit_folder(model: CostModel, results_dir, manifests: list) -> FolderFit:
-    """Fit `model` (in place) and the phase rates to what `results_dir` holds; nothing fitted where it holds nothing."""
+def fit_folder(model: CostModel, results_dir, plans: Plans) -> FolderFit:
+    """Fit `model` (in place) and the phase rates to what `results_dir` holds, pricing the tables as `plans` plan
+    them; nothing fitted where it holds nothing. A command fits once and hands the FolderFit to what prices."""
     from repro.cost.wall_time import Rates, fit_rates
 
     times = read_folder(results_dir)
     fits = fit_model(model, times) if times.runs else {}
-    rates = fit_rates(times, manifests, model) if (times.commands or times.tables) else Rates()
-    return FolderFit(model, fits, rates, times)
+    rates = fit_rates(times, plans, model) if (times.commands or times.tables) else Rates()
+    return FolderFit(model, fits, rates, times, plans)

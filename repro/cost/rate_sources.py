@@ -18,8 +18,8 @@ from repro.cost.calibration import Throughput
 from repro.cost.estimate import CostModel
 from repro.core.terminal import Column, Grid
 from repro.data.specs import get_dataset
-from repro.plan.manifest import Manifest
-from repro.plan.run_config import RunConfig, planned_runs
+from repro.plan.run_config import RunConfig
+from repro.plan.table_plan import Plans
 
 
 @dataclass(frozen=True)
@@ -51,16 +51,18 @@ def _source(cfg: RunConfig, manifest_id: str, device: Throughput, model: CostMod
     return rate, by, text
 
 
-def rate_sources(manifests: list[Manifest], model: CostModel) -> list[RateSource]:
-    """Per manifest, its GPU profiles' distinct runs grouped by the rate and check that price them."""
+def rate_sources(plans: Plans, model: CostModel) -> list[RateSource]:
+    """Per manifest, its GPU profiles' distinct runs (as its plans hold them) grouped by the rate and check that
+    price them."""
     out = []
-    for m in manifests:
+    for m in plans.manifests:
         groups: dict[tuple[float | None, str, str], set[str]] = {}
-        for profile in m.profiles.values():
-            device = model.device(profile)
+        for name in m.profiles:
+            plan = plans.of(m.id, name)
+            device = model.device(plan.profile)
             if device.kind != "gpu" or not device.measured_in:  # only a GPU priced by a calibration's figures
                 continue
-            for p in planned_runs(m, profile):
+            for p in plan.runs:
                 groups.setdefault(_source(p.cfg, m.id, device, model), set()).add(p.cfg.hash)
         for (rate, by, text), runs in sorted(groups.items(), key=lambda kv: -len(kv[1])):
             out.append(RateSource(m.id, len(runs), rate, by, text))

@@ -38,6 +38,7 @@ def build(results_dirs: list[Path], manifests: list, commit: str, machine: str) 
     from repro.cost.estimate import CostModel
     from repro.cost.fit import MIN_RUNS
     from repro.cost.measured import FolderTimes, read_folder
+    from repro.plan.table_plan import plan_all
 
     times = FolderTimes()
     for folder in results_dirs:
@@ -64,7 +65,7 @@ def build(results_dirs: list[Path], manifests: list, commit: str, machine: str) 
     # The folders were measured cold: their stand-in pretraining is priced, whatever is cached here.
     with tempfile.TemporaryDirectory(prefix="repro-reference-") as empty, \
             mock.patch.dict(os.environ, REPRO_CACHE=empty):
-        rates = fit_rates(times, manifests, CostModel(cached_only=True, fitted={"cpu": device}))
+        rates = fit_rates(times, plan_all(manifests), CostModel(cached_only=True, fitted={"cpu": device}))
     ratios = sorted((r["macs"] / constants["macs_per_s"] + r["steps"] * constants["step_overhead_s"]
                      + constants["run_overhead_s"]) / r["cpu_s"] for r in samples)
     deciles = statistics.quantiles(ratios, n=10)

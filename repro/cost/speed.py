@@ -135,14 +135,14 @@ def bench_runs(count: int = BENCH_RUNS) -> list[tuple[object, float, str]]:
     those that need no dataset, no pretrained weights and at most MAX_RUN_S there."""
     from repro.cost import cpu_reference
     from repro.plan.manifest import load_all
-    from repro.plan.run_config import planned_runs
+    from repro.plan.table_plan import plan_all
 
     ref = cpu_reference.load()
     if ref is None:
         raise RuntimeError(f"no CPU reference to measure against ({cpu_reference.REFERENCE_FILE})")
     there = {r.hash: r for r in ref.runs}
-    configs = {p.cfg.hash: p.cfg for m in load_all() for prof in m.profiles.values() if prof.device == "cpu"
-               for p in planned_runs(m, prof)}
+    configs = {h: cfg for plan in plan_all(load_all()) if plan.profile.device == "cpu"
+               for h, cfg in plan.configs().items()}
     pool = sorted((r.cpu_s, h) for h, r in there.items() if h in configs and configs[h].data != "real"
                   and not configs[h].digit_weights and r.cpu_s <= MAX_RUN_S)
     if not pool:

@@ -14,8 +14,7 @@ from dataclasses import dataclass
 from repro.cost.wall_time import Rates, command_time
 from repro.cost.estimate import CostModel, duration
 from repro.cost.measured import FolderTimes
-from repro.plan.manifest import Manifest
-from repro.plan.run_config import planned_runs
+from repro.plan.table_plan import Plans
 
 
 @dataclass(frozen=True)
@@ -32,78 +31,73 @@ class Compared:
         return self.estimated_s / self.measured_s if self.measured_s else None
 
 
-def _of(manifests: list[Manifest], profile: str) -> list[Manifest]:
-    return [m for m in manifests if profile in m.profiles]
+def _named(plans: Plans, profile: str, tables) -> list:
+    return [plans.by_key[(t, profile)] for t in tables if (t, profile) in plans.by_key]
 
 
-def _context(manifests: list[Manifest], profile: str, model: CostModel, times: FolderTimes, rates: Rates,
-             command: str):
+def _context(plans: Plans, profile: str, model: CostModel, times: FolderTimes, rates: Rates, command: str):
     """The estimate of the command a table was measured in: `run ...` with the runs recorded before it started
     reused; `verify-all` (or file times, which have no command) from a cold folder."""
     cmd = times.commands.get(profile, {}).get(command)
     if cmd is None or command == "verify-all":
-        return command_time(_of(manifests, profile), profile, model, rates)
-    by_id = {m.id: m for m in manifests}
+        return command_time(plans.at(profile), model, rates)
     before = frozenset(h for h, r in times.runs.items() if cmd.started is not None and r.ended < cmd.started)
-    return command_time([by_id[t] for t in cmd.tables if t in by_id], profile, model, rates, verify_all=False,
-                        recorded=before)
+    return command_time(_named(plans, profile, cmd.tables), model, rates, verify_all=False, recorded=before)
 
 
-def compare_tables(manifests: list[Manifest], profile: str, model: CostModel, times: FolderTimes,
+def compare_tables(plans: Plans, profile: str, model: CostModel, times: FolderTimes,
                    rates: Rates = Rates()) -> list[Compared]:
     """Every table of the profile: its part of the command it was measured in (`verify-all` where none is known)
     estimated, beside what the folder measured of it."""
     measured = times.tables.get(profile, {})
     contexts: dict[str, object] = {}
     out = []
-    for m in _of(manifests, profile):
+    for m in plans.at(profile):
         t = measured.get(m.id)
         command = t.command if t else ""
         if command not in contexts:
-            contexts[command] = _context(manifests, profile, model, times, rates, command)
+            contexts[command] = _context(plans, profile, model, times, rates, command)
         estimate = contexts[command]
         out.append(Compared(profile, m.id, estimate.table(m.id), estimate.basis(m.id), t.wall_s if t else None,
                             t.source if t else ""))
     return out
 
 
-def compare_commands(manifests: list[Manifest], profile: str, model: CostModel, times: FolderTimes,
+def compare_commands(plans: Plans, profile: str, model: CostModel, times: FolderTimes,
                      rates: Rates = Rates()) -> list[Compared]:
     """Each command timings.json recorded at the profile, estimated as the same command."""
-    by_id = {m.id: m for m in manifests}
     out = []
     for name, cmd in times.commands.get(profile, {}).items():
         verify_all = name == "verify-all"
-        mine = _of(manifests, profile) if verify_all else [by_id[t] for t in cmd.tables if t in by_id]
+        mine = plans.at(profile) if verify_all else _named(plans, profile, cmd.tables)
         if not mine:
             continue
         before = frozenset(h for h, r in times.runs.items() if cmd.started is not None and r.ended < cmd.started)
-        estimate = command_time(mine, profile, model, rates, verify_all=verify_all, recorded=before)
+        estimate = command_time(mine, model, rates, verify_all=verify_all, recorded=before)
         out.append(Compared(profile, name, estimate.seconds, estimate.basis(), cmd.wall_s, "timings.json"))
     return out
 
 
-def left_to_run(manifests: list[Manifest], profile: str, model: CostModel, times: FolderTimes,
+def left_to_run(plans: Plans, profile: str, model: CostModel, times: FolderTimes,
                 rates: Rates = Rates()) -> tuple[float, str, int, int]:
     """(seconds, basis, runs recorded, runs planned) of `repro verify-all` at the profile from this folder."""
-    mine = _of(manifests, profile)
-    planned = {p.cfg.hash for m in mine for p in planned_runs(m, m.profiles[profile])}
+    mine = plans.at(profile)
+    planned = {h for plan in mine for h in plan.configs()}
     recorded = frozenset(planned & set(times.runs))
-    estimate = command_time(mine, profile, model, rates, recorded=recorded)
+    estimate = command_time(mine, model, rates, recorded=recorded)
     return estimate.seconds, estimate.basis(), len(recorded), len(planned)
 
 
-def lines(manifests: list[Manifest], model: CostModel, times: FolderTimes, rates: Rates = Rates()) -> list[str]:
+def lines(plans: Plans, model: CostModel, times: FolderTimes, rates: Rates = Rates()) -> list[str]:
     """What `repro list --results-dir` says below its tables: per profile with records, what is left to run,
     and each measured command against its estimate."""
     out = []
-    profiles = sorted({n for m in manifests for n in m.profiles})
-    for profile in profiles:
-        seconds, basis, recorded, planned = left_to_run(manifests, profile, model, times, rates)
+    for profile in plans.profiles():
+        seconds, basis, recorded, planned = left_to_run(plans, profile, model, times, rates)
         if recorded:
             out.append(f"{profile}: {recorded} of {planned} runs recorded; `repro verify-all --profile {profile}` "
                        f"from here: {duration(seconds)} ({basis})")
-        for c in compare_commands(manifests, profile, model, times, rates):
+        for c in compare_commands(plans, profile, model, times, rates):
             out.append(f"{profile}: `{c.what}` measured {duration(c.measured_s)} ({c.source}); estimated "
                        f"{duration(c.estimated_s)} ({c.basis}): estimate / measured {c.ratio:.2f}")
     return out

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from repro.cost.estimate import CostModel, duration, estimate_latency, seconds_text
 from repro.cost.measured import FolderTimes
-from repro.plan.manifest import Manifest
+from repro.plan.table_plan import Plans, TablePlan
 from repro.measure.flop_check import row_key
 
 # repro.results.timings' phases, as the parts below price them
@@ -112,9 +112,9 @@ def _weaker(a: str, b: str) -> str:
     return max(a, b, key=BASES.index)
 
 
-def command_time(manifests: list[Manifest], profile: str, model: CostModel, rates: Rates = Rates(),
-                 verify_all: bool = True, recorded: frozenset[str] = frozenset()) -> CommandTime:
-    """The wall time of `repro verify-all` (or `repro run` of these manifests) at `profile`; the runs in
+def command_time(plans: list[TablePlan], model: CostModel, rates: Rates = Rates(), verify_all: bool = True,
+                 recorded: frozenset[str] = frozenset()) -> CommandTime:
+    """The wall time of `repro verify-all` (or `repro run` of these tables) at their plans' profile; the runs in
     `recorded` are reused, not trained. The reference's phase rates are scaled by this CPU's speed factor."""
     speed = model.speed()
     host = speed.label if speed is not None else "CPU reference"
@@ -128,20 +128,19 @@ def command_time(manifests: list[Manifest], profile: str, model: CostModel, rate
     parts = [priced("start-up", "", 1.0, "startup")]
     counted: set[str] = set()
     if verify_all:
-        models = {row_key(r) for m in manifests for r in m.rows}
+        models = {row_key(r) for plan in plans for r in plan.manifest.rows}
         counted |= models
         parts.append(priced("FLOP check", "", len(models), "flop_model"))
     trained: set[str] = set(recorded)
-    for m in manifests:
-        if profile not in m.profiles:
-            continue
-        new = {row_key(r) for r in m.rows if "flops" in r.measures} - counted
+    for plan in plans:
+        m = plan.manifest
+        new = {row_key(r) for r in plan.flop_rows} - counted
         counted |= new
         parts.append(priced("FLOP counting", m.id, len(new), "flop_model"))
         if "accuracy" in m.measures():
-            cost = model.cost([(m, profile)], skip=frozenset(trained))
-            device = model.device(m.profiles[profile])
-            trained |= {p.cfg.hash for p in _planned(m, profile)}
+            cost = model.cost([plan], skip=frozenset(trained))
+            device = model.device(plan.profile)
+            trained |= set(plan.configs())
             in_workers = device.parallel > 1 or (device.kind == "cpu" and _cpus() > 1)  # the local executor's default
             workers = priced("training", m.id, 1.0, "workers") if cost.runs and in_workers else None
             workers = workers if workers is not None and workers.seconds else None
@@ -149,23 +148,22 @@ def command_time(manifests: list[Manifest], profile: str, model: CostModel, rate
             parts.append(Part("training", m.id, cost.wall_seconds + (workers.seconds if workers else 0.0), basis,
                               device.origin if basis == device.basis else workers.origin))
         if "latency" in m.measures():
-            seconds, _ = estimate_latency(m, profile, model)
+            seconds, _ = estimate_latency(plan, model)
             latency = priced("latency", m.id, seconds, "latency")  # priced by the CPU's figures
             parts.append(dataclasses.replace(latency, origin=model.of_kind("cpu").origin)
                          if latency.basis == "reference" else latency)
         parts.append(priced("rest", m.id, 1.0, "rest"))
     if verify_all:
         parts.append(priced("report", "", 1.0, "report"))
-    return CommandTime("verify-all" if verify_all else "run " + " ".join(m.id for m in manifests), tuple(parts))
+    return CommandTime("verify-all" if verify_all else "run " + " ".join(p.id for p in plans), tuple(parts))
 
 
-def table_line(manifest: Manifest, profile: str, model: CostModel, rates: Rates = Rates(),
-               recorded: frozenset[str] = frozenset()) -> str:
+def table_line(plan: TablePlan, model: CostModel, rates: Rates = Rates(), recorded: frozenset[str] = frozenset()) -> str:
     """One line before `repro <id>` trains: its time alone (start-up aside), what it is made of, its basis."""
-    t = command_time([manifest], profile, model, rates, verify_all=False, recorded=recorded)
-    mine = [p for p in t.parts if p.table == manifest.id and p.seconds >= 0.5]
+    t = command_time([plan], model, rates, verify_all=False, recorded=recorded)
+    mine = [p for p in t.parts if p.table == plan.id and p.seconds >= 0.5]
     parts = ", ".join(f"{p.phase} {seconds_text(p.seconds)}" for p in mine) or "nothing to speak of"
-    return f"{duration(t.table(manifest.id))} ({t.origin(manifest.id)}: {parts})"
+    return f"{duration(t.table(plan.id))} ({t.origin(plan.id)}: {parts})"
 
 
 def _cpus() -> int:
@@ -174,24 +172,17 @@ def _cpus() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
-def _planned(manifest: Manifest, profile: str):
-    from repro.plan.run_config import planned_runs
-
-    return planned_runs(manifest, manifest.profiles[profile])
-
-
-def fit_rates(times: FolderTimes, manifests: list[Manifest], model: CostModel) -> Rates:
+def fit_rates(times: FolderTimes, plans: Plans, model: CostModel) -> Rates:
     """Each rate fitted to what the folder measured (timings.json's phases; else the tables' wall times from
     the file times, for the per-table rest), the others left at their reference. `model` carries the fitted
     run figures already (repro.cost.fit.fit_model)."""
     rates = Rates()
-    by_id = {m.id: m for m in manifests}
     units: dict[str, list[tuple[float, float]]] = {}  # rate -> (measured seconds, units) per observation
     for profile, commands in times.commands.items():
         for name, cmd in commands.items():
-            mine = [by_id[t] for t in cmd.tables if t in by_id and profile in by_id[t].profiles]
+            mine = [plans.by_key[(t, profile)] for t in cmd.tables if (t, profile) in plans.by_key]
             before = frozenset(h for h, r in times.runs.items() if cmd.started is not None and r.ended < cmd.started)
-            estimate = command_time(mine, profile, model, _UNITS, verify_all=name == "verify-all", recorded=before)
+            estimate = command_time(mine, model, _UNITS, verify_all=name == "verify-all", recorded=before)
             units.setdefault("startup", []).append((cmd.phases.get("start-up and imports", 0.0), 1.0))
             flops = sum(cmd.phases.get(k, 0.0) for k in ("FLOP check", "FLOP counting"))
             n_models = sum(p.seconds for p in estimate.parts if p.phase in ("FLOP check", "FLOP counting"))
@@ -216,11 +207,11 @@ def fit_rates(times: FolderTimes, manifests: list[Manifest], model: CostModel) -
         residuals: dict[bool, list[float]] = {True: [], False: []}  # by whether the table trained runs
         for profile, tables in times.tables.items():
             for manifest_id, table in tables.items():
-                m = by_id.get(manifest_id)
-                if m is None or profile not in m.profiles or table.phases:
+                plan = plans.by_key.get((manifest_id, profile))
+                if plan is None or table.phases:
                     continue
-                own = command_time([m], profile, model, bare, verify_all=False)
-                priced = sum(p.seconds for p in own.parts if p.table == m.id and p.phase != "FLOP counting")
+                own = command_time([plan], model, bare, verify_all=False)
+                priced = sum(p.seconds for p in own.parts if p.table == plan.id and p.phase != "FLOP counting")
                 trains = any(p.phase == "training" and p.seconds > 0 for p in own.parts)
                 residuals[trains].append(max(0.0, table.wall_s - priced))
         if residuals[False]:

@@ -14,7 +14,8 @@ from pathlib import Path
 
 from repro.execution.files import checkpoint_path, probe, read_json, submitted_path
 from repro.execution.protocol import RunState
-from repro.plan.run_config import RunConfig, planned_runs
+from repro.plan.run_config import RunConfig
+from repro.plan.table_plan import TablePlan
 from repro.runtime.locks import LockSettings, describe_holder, stale_reason
 
 # What status calls each state a run's files can be in (repro.execution.files.probe).
@@ -65,11 +66,12 @@ def run_line(results_dir: Path, cfg: RunConfig, label: str, settings: LockSettin
     return RunLine(label, cfg.hash, state, "; ".join(notes))
 
 
-def table_status(manifest, profile_name: str, results_dir: Path, settings: LockSettings) -> TableStatus:
-    out = TableStatus(manifest.id)
+def table_status(plan: TablePlan, results_dir: Path, settings: LockSettings) -> TableStatus:
+    """The state of each distinct run the table's plan holds."""
+    out = TableStatus(plan.id)
     seen: set[str] = set()
     now = time.time()
-    for planned in planned_runs(manifest, manifest.profiles[profile_name]):
+    for planned in plan.runs:
         if planned.cfg.hash not in seen:
             seen.add(planned.cfg.hash)
             out.runs.append(run_line(results_dir, planned.cfg, planned.label, settings, now))

@@ -15,10 +15,10 @@ from __future__ import annotations
 import json
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from repro.core.fsutil import atomic_write_text
-from repro.plan.manifest import Manifest
+from repro.plan.table_plan import Plans
 from repro.models import Component
 
 MACS_FILE = Path(__file__).with_name("model_macs.json")
@@ -30,20 +30,16 @@ def model_key(dataset: str, backbone: Component, head: Component) -> str:
     return json.dumps({"dataset": dataset, "backbone": backbone.key(), "head": head.key()}, sort_keys=True)
 
 
-def needed_keys(manifests: Iterable[Manifest]) -> set[str]:
-    """Every model the cost estimates of these manifests ask for: each row's, and the stand-in pretraining's
+def needed_keys(plans: Plans) -> set[str]:
+    """Every model the cost estimates of these plans ask for: each row's, and the stand-in pretraining's
     (a digit-pretrained backbone's base with the dense head, repro.train.digit_weights)."""
     from repro.train.digit_weights import base_backbone
-    from repro.plan.run_config import planned_runs
 
-    keys: set[str] = set()
-    for m in manifests:
-        keys.update(model_key(r.dataset, r.backbone, r.head) for r in m.rows)
-        for profile in m.profiles.values():
-            for p in planned_runs(m, profile):
-                if p.cfg.pretrained and p.cfg.pretrained_on == "digits":
-                    keys.add(model_key(p.cfg.dataset, Component(base_backbone(p.cfg.backbone["name"])),
-                                       Component("dense")))
+    keys = {model_key(r.dataset, r.backbone, r.head) for m in plans.manifests for r in m.rows}
+    for plan in plans:
+        for p in plan.runs:
+            if p.cfg.pretrained and p.cfg.pretrained_on == "digits":
+                keys.add(model_key(p.cfg.dataset, Component(base_backbone(p.cfg.backbone["name"])), Component("dense")))
     return keys
 
 

@@ -68,12 +68,17 @@ class TablePlan:
         wanted = set(rows)
         return tuple(p for p in self.runs if p.row in wanted)
 
-    def only(self, rows: Iterable[str], claims: Iterable[str] | None = None) -> TablePlan:
-        """The plan cut to some rows (and claims): what deciding part of the table takes, its runs as planned."""
-        keep = set(rows)
-        kept_claims = set(claims) if claims is not None else {c.claim.id for c in self.claims}
+    def only(self, rows: Iterable[str], claims: Iterable[str] = ()) -> TablePlan:
+        """The plan cut to some rows and claims, its manifest with it: what deciding part of the table takes (the
+        cost of one claim, repro.cost.claim_cost), its runs as planned."""
+        keep, kept_claims = set(rows), set(claims)
+        m = self.manifest
+        manifest = dataclasses.replace(
+            m, rows=tuple(r for r in m.rows if r.id in keep),
+            comparisons=tuple(c for c in m.comparisons if {c.row, c.baseline} <= keep),
+            claims=tuple(c for c in m.claims if c.id in kept_claims))
         return dataclasses.replace(
-            self, runs=self.runs_of(keep), flop_rows=tuple(r for r in self.flop_rows if r.id in keep),
+            self, manifest=manifest, runs=self.runs_of(keep), flop_rows=tuple(r for r in self.flop_rows if r.id in keep),
             latency_rows=tuple(r for r in self.latency_rows if r.id in keep),
             claims=tuple(c for c in self.claims if c.claim.id in kept_claims),
             left_out={r: why for r, why in self.left_out.items() if r in keep})
@@ -107,6 +112,29 @@ def build_plans(manifests: Iterable[Manifest], profile_name: str) -> list[TableP
     return [build_plan(m, profile_name) for m in manifests if profile_name in m.profiles]
 
 
-def every_plan(manifests: Iterable[Manifest]) -> list[TablePlan]:
-    """Every manifest's plan at every profile it holds: what `repro list` and the appendix price."""
-    return [build_plan(m, name) for m in manifests for name in m.profiles]
+@dataclass(frozen=True)
+class Plans:
+    """Every table's plan at every profile it holds: built once where a command starts (`plan_all`), then read by
+    each stage the command runs (the cost model, status, the report, the appendix)."""
+
+    manifests: tuple[Manifest, ...]
+    by_key: Mapping[tuple[str, str], TablePlan]  # (manifest id, profile name) -> its plan
+
+    def of(self, manifest_id: str, profile: str) -> TablePlan:
+        return self.by_key[(manifest_id, profile)]
+
+    def at(self, profile: str) -> list[TablePlan]:
+        """The plans at `profile`, in the manifests' order (a table without that profile has none)."""
+        return [self.by_key[(m.id, profile)] for m in self.manifests if (m.id, profile) in self.by_key]
+
+    def profiles(self) -> list[str]:
+        return sorted({name for _, name in self.by_key})
+
+    def __iter__(self):
+        return iter(self.by_key.values())
+
+
+def plan_all(manifests: Iterable[Manifest]) -> Plans:
+    """Every manifest's plan at every profile it holds."""
+    manifests = tuple(manifests)
+    return Plans(manifests, {(m.id, name): build_plan(m, name) for m in manifests for name in m.profiles})

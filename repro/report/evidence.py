@@ -31,7 +31,8 @@ def decides_empirical(profile: Profile | None) -> bool:
 
 def _amount(profile: Profile) -> str:
     seeds = f"{profile.seeds} seed{'s' if profile.seeds != 1 else ''}" if profile.seeds else "the paper's seeds"
-    epochs = {profile.for_dataset(d).epochs for d in profile.datasets} | {profile.epochs}
+    # The epoch counts the profile states (its own and each dataset's): the span a reader needs, applied nowhere.
+    epochs = {s.epochs for s in profile.datasets.values()} | {profile.epochs}
     epochs.discard(None)
     if not epochs:
         return f"{seeds}, the paper's epochs"

@@ -21,6 +21,7 @@ from matplotlib.figure import Figure
 from repro.core.fsutil import atomic_write_bytes
 from repro.plan.manifest import Figure as FigureDecl
 from repro.plan.manifest import Manifest
+from repro.plan.table_plan import Plans, TablePlan
 from repro.spec.profiles import Profile
 from repro.spec.paper import PaperValue, paper_table, paper_value
 from repro.results.measurements import ManifestResult
@@ -47,17 +48,19 @@ class FigureFile:
         return self.png is not None
 
 
-def render_figures(entries: list[tuple[Manifest, ManifestResult | None]], out_dir: Path) -> list[FigureFile]:
-    """Draw every figure the results allow into out_dir; list the others with the reason they were skipped."""
+def render_figures(entries: list[tuple[Manifest, ManifestResult | None]], out_dir: Path,
+                   plans: Plans) -> list[FigureFile]:
+    """Draw every figure the results allow into out_dir; list the others with the reason they were skipped.
+    `plans`: the command's plans, whose settings the captions name."""
     out_dir = Path(out_dir)
     points = gaps.gap_points(entries)
-    files = [_gap_vs_rho(entries, points, out_dir), _gap_vs_classes(entries, points, out_dir)]
+    files = [_gap_vs_rho(entries, points, out_dir, plans), _gap_vs_classes(entries, points, out_dir, plans)]
     used = {f.id for f in files}
     for manifest, result in entries:
         for decl in manifest.figures:
             fig_id = decl.id if decl.id not in used else f"{manifest.id}_{decl.id}"
             used.add(fig_id)
-            files.append(_declared(manifest, result, decl, fig_id, out_dir))
+            files.append(_declared(manifest, result, decl, fig_id, out_dir, plans))
     return files
 
 
@@ -81,9 +84,11 @@ def _skip(fig_id: str, title: str, why: str, paper_ref: str, out_dir: Path) -> F
 
 
 # --------------------------------------------------------------------------- caption parts
-def _profile_words(name: str, profile: Profile | None) -> str:
-    if profile is None:
+def _profile_words(name: str, plan: TablePlan | None) -> str:
+    """The profile's words for a caption: its seeds, each dataset's epochs and images as the plan applies them."""
+    if plan is None:
         return f"profile '{name}'"
+    profile = plan.profile
 
     def amount(p: Profile) -> str:
         epochs = f"{p.epochs} epochs" if p.epochs else "the paper's epochs"
@@ -91,15 +96,15 @@ def _profile_words(name: str, profile: Profile | None) -> str:
 
     data = {"synthetic": "synthetic data, a pipeline check rather than the paper's numbers",
             "digits": "real digit scans standing in for the datasets, not the paper's numbers"}.get(profile.data, "real data")
-    per_dataset = "; ".join(f"{d}: {amount(profile.for_dataset(d))}" for d in profile.datasets)
+    per_dataset = "; ".join(f"{d}: {amount(plan.datasets[d])}" for d in profile.datasets)
     return f"profile '{name}' ({profile.seeds} seed(s), {per_dataset or amount(profile)}, {data})"
 
 
-def runs_note(pairs: list[tuple[Manifest, ManifestResult]]) -> str:
+def runs_note(pairs: list[tuple[Manifest, ManifestResult]], plans: Plans) -> str:
     """Which manifests' runs a figure shows, grouped by the profile they ran at."""
     groups: dict[str, list[str]] = {}
     for manifest, result in pairs:
-        words = _profile_words(result.profile, manifest.profiles.get(result.profile))
+        words = _profile_words(result.profile, plans.by_key.get((manifest.id, result.profile)))
         groups.setdefault(words, []).append(manifest.id)
     return "Runs: " + "; ".join(f"{words}: {', '.join(ids)}" for words, ids in groups.items()) + "."
 
@@ -166,7 +171,7 @@ def _pairs_for(entries, points: list[gaps.GapPoint]) -> list[tuple[Manifest, Man
     return [(m, r) for m, r in entries if r is not None and m.id in ids]
 
 
-def _gap_vs_rho(entries, points: list[gaps.GapPoint], out_dir: Path) -> FigureFile:
+def _gap_vs_rho(entries, points: list[gaps.GapPoint], out_dir: Path, plans: Plans) -> FigureFile:
     fig_id, title, ref = GAP_VS_RHO
     shown, left_out = gaps.split_by_rho(points)
     if not shown:
@@ -177,11 +182,11 @@ def _gap_vs_rho(entries, points: list[gaps.GapPoint], out_dir: Path) -> FigureFi
     threshold = gaps.rho_threshold_pct([m for m, _ in entries])
     fig, symlog = gaps.draw_gap_vs_rho(shown, threshold, title)
     pairs = _pairs_for(entries, shown)
-    caption = gaps.caption_gap_vs_rho(shown, left_out, threshold, symlog, runs_note(pairs))
+    caption = gaps.caption_gap_vs_rho(shown, left_out, threshold, symlog, runs_note(pairs, plans))
     return _save(fig, fig_id, title, caption, ref, out_dir, stamp_for(pairs), _rows_drawn(entries, shown))
 
 
-def _gap_vs_classes(entries, points: list[gaps.GapPoint], out_dir: Path) -> FigureFile:
+def _gap_vs_classes(entries, points: list[gaps.GapPoint], out_dir: Path, plans: Plans) -> FigureFile:
     fig_id, title, ref = GAP_VS_CLASSES
     shown = [p for p in points if p.series]
     if not shown:
@@ -190,18 +195,18 @@ def _gap_vs_classes(entries, points: list[gaps.GapPoint], out_dir: Path) -> Figu
         return _skip(fig_id, title, why, ref, out_dir)
     fig, symlog = gaps.draw_gap_vs_classes(shown, title)
     pairs = _pairs_for(entries, shown)
-    caption = gaps.caption_gap_vs_classes(shown, symlog, runs_note(pairs))
+    caption = gaps.caption_gap_vs_classes(shown, symlog, runs_note(pairs, plans))
     return _save(fig, fig_id, title, caption, ref, out_dir, stamp_for(pairs), _rows_drawn(entries, shown))
 
 
 # --------------------------------------------------------------------------- manifest figures
 def _declared(manifest: Manifest, result: ManifestResult | None, decl: FigureDecl, fig_id: str,
-              out_dir: Path) -> FigureFile:
+              out_dir: Path, plans: Plans) -> FigureFile:
     ref = decl.paper_ref or manifest.paper_ref
     if result is None:
         return _skip(fig_id, decl.title, f"{manifest.id} has no results yet (not run)", ref, out_dir)
     where = f"{manifest.id} (profile '{result.profile}')"
-    runs_text, paper = runs_note([(manifest, result)]), paper_note(manifest, decl.rows, ref)
+    runs_text, paper = runs_note([(manifest, result)], plans), paper_note(manifest, decl.rows, ref)
     if decl.kind == "accuracy_by_epoch":
         curves = runs.epoch_curves(decl, manifest, result)
         if not curves:

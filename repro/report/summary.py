@@ -1,7 +1,8 @@
 """report.md from the decided results of a directory: the headline, the checklist, figures, sections.
 
 Torch-free, and it decides nothing: its callers (verify-all, `repro report`) pass results whose claims
-repro.claims.decided_results decided, with Holm over the report. It never trains or counts.
+repro.claims.decided_results decided, with Holm over the report, the plans they built and what the cost
+stage computed from them (repro.cost.taken.for_report). It never plans, fits, trains or counts.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from typing import Any
 from repro.claims import count_verdicts
 from repro.claims.headline import reproductions
 from repro.core.fsutil import atomic_write_text
+from repro.cost.fit import FolderFit
+from repro.cost.taken import ComputeTaken
 from repro.plan.manifest import Manifest
 from repro.report.figures import render_figures
 from repro.report.figures_extension import extension_section
@@ -70,15 +73,21 @@ SCOPE_TITLES = {"analytic": "Analytic claims: numbers the paper prints, matched 
 
 
 def write_report(entries: list[tuple[Manifest, ManifestResult | None]], results_dir: Path, profile: str,
-                 check: FlopCheck | None = None, failures: dict[str, str] | None = None) -> tuple[Path, dict[str, Any]]:
-    """results_dir/<profile>/report.md from the decided results of that profile (repro.claims.decided_results)."""
+                 costs: tuple[FolderFit, ComputeTaken], check: FlopCheck | None = None,
+                 failures: dict[str, str] | None = None) -> tuple[Path, dict[str, Any]]:
+    """results_dir/<profile>/report.md from the decided results of that profile (repro.claims.decided_results);
+    `costs`: the fitted cost model, with the plans it priced, and the compute section (repro.cost.taken.for_report)."""
     with phase("report"):
-        return _write_report(entries, results_dir, profile, check, failures)
+        return _write_report(entries, results_dir, profile, costs, check, failures)
 
 
 def _write_report(entries: list[tuple[Manifest, ManifestResult | None]], results_dir: Path, profile: str,
-                  check: FlopCheck | None, failures: dict[str, str] | None) -> tuple[Path, dict[str, Any]]:
+                  costs: tuple[FolderFit, ComputeTaken], check: FlopCheck | None,
+                  failures: dict[str, str] | None) -> tuple[Path, dict[str, Any]]:
+    from repro.report.costs import compute_section
+
     manifests = [m for m, _ in entries]
+    folder, taken = costs
     out = profile_dir(results_dir, profile)
     # The reproduction is what the paper claims; extension manifests (other routers) are reported
     # in a section of their own and counted apart.
@@ -90,10 +99,10 @@ def _write_report(entries: list[tuple[Manifest, ManifestResult | None]], results
         summary["lines"].append(f"Beyond the paper, extension claims ({sum(extension.values())}): "
                                 + ", ".join(f"{k} {v}" for k, v in extension.items()))
     with phase("figures"):
-        drawn = render_figures(reproduction, out / "figures")
+        drawn = render_figures(reproduction, out / "figures", folder.plans)
     figures = render_figure_section(drawn, out)
     sections = [("Statistics audit of the paper's reported numbers", render_audit()),
-                ("Compute per claim and table", _compute_section(results_dir, profile, manifests))]
+                ("Compute per claim and table", compute_section(taken, profile))]
     readings = readings_entries(reproduction)
     if readings:
         cost = readings_cost(reproduction)
@@ -117,7 +126,7 @@ def _write_report(entries: list[tuple[Manifest, ManifestResult | None]], results
         signs = trained_lines([c for c in readings if c.manifest in {m.id for m, r in entries if is_functional(r)}])
         sections.insert(0, ("Does every method learn real images? (functional)", render_learning(checks, signs)))
     # The Artifact Appendix of these results (every claim, the extension's too), which both reports link.
-    appendix = [p.relative_to(out).as_posix() for p in write_appendix(entries, results_dir, profile)]
+    appendix = [p.relative_to(out).as_posix() for p in write_appendix(entries, results_dir, profile, folder.plans, folder)]
     path = out / "report.md"
     atomic_write_text(path, render_report(reproduction, summary, sections, figures, appendix))
     for manifest, result in entries:  # each table's claims.md as decided with the others (repro.claims.across)
@@ -127,9 +136,3 @@ def _write_report(entries: list[tuple[Manifest, ManifestResult | None]], results
     write_report_html(entries, {m.id for m, _ in entries if m.is_extension()}, summary, drawn,
                       [s for s in sections if s is not beyond], SCOPE_TITLES, out, results_dir, appendix)
     return path, summary
-
-
-def _compute_section(results_dir: Path, profile: str, manifests: list[Manifest]) -> str:
-    from repro.report.costs import compute_section
-
-    return compute_section(results_dir, profile, manifests)

@@ -69,11 +69,13 @@ def test_a_routed_check_that_measured_nothing_gives_no_ratio_and_says_why():
 
 def test_the_twin_check_runs_right_after_its_routed_model_with_its_settings(tmp_path, monkeypatch):
     m = _manifest([("dense", "imagenet", R18, LINEAR), ("moe", "imagenet", MOE, LINEAR)], [("moe", "dense")])
-    planned = [gpu.Planned("train/imagenet/t.moe", m.rows[1], m.profiles["full"], {"t": "moe"}, 2.0)]
-    trained = []
+    runs = {r.row: r.cfg for r in gpu.paper_plans([m])[0].runs if r.seed == 0}
+    planned = [gpu.Planned("train/imagenet/t.moe", m.rows[1], runs["moe"], {"t": "moe"}, 2.0)]
+    trained, configs = [], []
 
     def train(p, settings, device):
         trained.append((p.row.id, p.manifests, settings))
+        configs.append(p.cfg)
         return {"images_per_s": {"moe": 250.0, "dense": 1000.0}[p.row.id], "train_macs_per_s": 1.0}, ""
 
     monkeypatch.setattr(gpu, "plan_training", lambda manifests, failures=None: planned)
@@ -94,6 +96,7 @@ def test_the_twin_check_runs_right_after_its_routed_model_with_its_settings(tmp_
                                           "kill_resume"]
     assert [(row, manifests) for row, manifests, _ in trained] == [("moe", {"t": "moe"}), ("dense", {})]
     assert trained[0][2] is trained[1][2] is gpu.DRY_RUN  # the same batch, precision and compilation
+    assert configs == [runs["moe"], runs["dense"]]  # each its own run, as the table's plan holds it
     # the input paths feed the fastest training check's model
     assert fed == [("imagenet", "train/imagenet/t.moe")] and cal.check("input_path/imagenet").result == {"chosen": None}
     twin = cal.check("dense_twin/imagenet/t.dense")

@@ -6,6 +6,7 @@ import json
 import pytest
 
 from repro.bench.estimates import bench_estimates, held_out_times
+from repro.plan.table_plan import plan_all
 from repro.cost import estimate as est
 from repro.cost.measured import read_folder
 from repro.plan.run_config import planned_runs
@@ -73,16 +74,16 @@ def folder(tmp_path, monkeypatch):
 
 def test_a_held_out_table_is_estimated_from_the_others(folder):
     results, manifests = folder(1.0)
-    r = bench_estimates(results, "smoke", manifests, fit_on=("t1",), model=est.CostModel())
+    r = bench_estimates(results, "smoke", plan_all(manifests), fit_on=("t1",), model=est.CostModel())
     by = {c.what: c for c in r.tables}
     assert by["t2"].ratio == pytest.approx(1.0) and by["t1"].ratio == pytest.approx(1.0)
     assert r.held_out.ratio == pytest.approx(1.0) and r.within_goal
     assert r.run_ratios == pytest.approx([1.0] * 4)  # t2's runs, predicted from t1's
-    times = held_out_times(read_folder(results), manifests, "smoke", ("t1",))
+    times = held_out_times(read_folder(results), plan_all(manifests), "smoke", ("t1",))
     assert len(times.runs) == 4 and set(times.commands["smoke"]) == {"run t1"}  # nothing of t2 was fitted on
 
 
 def test_a_table_far_off_its_estimate_misses_the_goal(folder):
     results, manifests = folder(3.0)
-    r = bench_estimates(results, "smoke", manifests, fit_on=("t1",), model=est.CostModel())
+    r = bench_estimates(results, "smoke", plan_all(manifests), fit_on=("t1",), model=est.CostModel())
     assert r.held_out.ratio == pytest.approx(1 / 3) and r.within_goal is False

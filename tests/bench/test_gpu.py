@@ -30,6 +30,11 @@ def _manifest(ident, rows, measures=("flops", "accuracy")):
     }, ident)
 
 
+def _run(manifest):
+    """The first row's paper-protocol run, seed 0, as the table's plan holds it."""
+    return gpu.paper_plans([manifest])[0].runs[0].cfg
+
+
 STD = {"name": "cifar_standard"}
 DENSE = {"name": "dense", "hidden": [1024, 256]}
 WIDE_MOE = {"name": "sparse_moe", "expert_hidden": 2048}
@@ -42,13 +47,14 @@ def test_each_table_trains_its_heaviest_row_and_tables_sharing_it_share_the_chec
     b = _manifest("b", [("same_as_wide", "cifar10", STD, WIDE_MOE)])
     flops_only = _manifest("c", [("x", "cifar10", STD, {"name": "dense", "hidden": [4096]})], measures=("flops",))
     c100 = _manifest("d", [("c100", "cifar100", STD, DENSE)])
-    plan = gpu.plan_training([a, b, flops_only, c100])
+    plan = gpu.plan_training(gpu.paper_plans([a, b, flops_only, c100]))
     assert [p.manifests for p in plan] == [{"a": "wide", "b": "same_as_wide"}, {"d": "c100"}]
     for p in plan:  # 3 x forward MACs x the recipe's images x epochs (CIFAR: 50,000 images, 50 epochs)
         assert p.train_macs == 3 * row_flops(p.row).total * 50_000 * 50
     assert plan[0].name == "train/cifar10/a.wide"
-    assert {r.id: gpu.training_macs(r, a.profiles["full"]) for r in a.rows}["wide"] == max(
-        gpu.training_macs(r, a.profiles["full"]) for r in a.rows)
+    runs = {p.row: p.cfg for p in gpu.paper_plans([a])[0].runs if p.seed == 0}
+    assert {r.id: gpu.training_macs(r, runs[r.id]) for r in a.rows}["wide"] == max(
+        gpu.training_macs(r, runs[r.id]) for r in a.rows)
 
 
 @pytest.mark.slow  # counts three models four ways
@@ -71,7 +77,7 @@ def test_without_fvcore_the_torch_count_stands_in_and_equals_the_checked_count(m
 
 def test_the_check_config_is_the_paper_run_in_bf16_with_random_weights():
     m = _manifest("i", [("r18", "imagenet", {"name": "resnet18"}, DENSE)])
-    planned = gpu.Planned("train/x", m.rows[0], m.profiles["full"], {"i": "r18"}, 1.0)
+    planned = gpu.Planned("train/x", m.rows[0], _run(m), {"i": "r18"}, 1.0)
     cfg = gpu.check_config(planned, gpu.FULL)
     assert (cfg.batch_size, cfg.image_size, cfg.epochs, cfg.optimizer) == (256, 224, 30, "sgd")  # Section 4.1
     assert cfg.bf16 and not cfg.pretrained and cfg.backbone_lr_scale == 0.1  # the pretrained recipe's lr split
@@ -82,7 +88,7 @@ def test_the_check_config_is_the_paper_run_in_bf16_with_random_weights():
 
 def test_synthetic_batches_cycle_two_resident_batches_in_the_engine_layout():
     m = _manifest("i", [("c", "cifar100", STD, DENSE)])
-    cfg = gpu.check_config(gpu.Planned("t", m.rows[0], m.profiles["full"], {}, 1.0), gpu.DRY_RUN)
+    cfg = gpu.check_config(gpu.Planned("t", m.rows[0], _run(m), {}, 1.0), gpu.DRY_RUN)
     batches = gpu.SyntheticBatches(cfg, CPU, channels_last=True)
     batches.steps = 5
     seen = list(batches)
@@ -94,8 +100,8 @@ def test_synthetic_batches_cycle_two_resident_batches_in_the_engine_layout():
 
 def _fake_sequence(monkeypatch):
     m = _manifest("a", [("wide", "cifar10", STD, WIDE_MOE)])
-    planned = [gpu.Planned("train/one", m.rows[0], m.profiles["full"], {"a": "wide", "b": "w"}, 2.0),
-               gpu.Planned("train/two", m.rows[0], m.profiles["full"], {"c": "wide"}, 1.0)]
+    planned = [gpu.Planned("train/one", m.rows[0], _run(m), {"a": "wide", "b": "w"}, 2.0),
+               gpu.Planned("train/two", m.rows[0], _run(m), {"c": "wide"}, 1.0)]
     monkeypatch.setattr(gpu, "plan_training", lambda manifests, failures=None: planned)
     monkeypatch.setattr(gpu, "expert_choice_rows", lambda manifests: [("a", m.rows[0])])
 

@@ -25,7 +25,7 @@ def toy_folder(tmp_path_factory):
 
 def _cfg():
     table4 = [m for m in load_all() if m.id == "table4"]
-    return gpu.check_config(gpu.plan_training(table4)[0], gpu.DRY_RUN)  # ResNet-18 + Soft MoE, batch 4, 16 px
+    return gpu.check_config(gpu.plan_training(gpu.paper_plans(table4))[0], gpu.DRY_RUN)  # ResNet-18 + Soft MoE, 4, 16 px
 
 
 def test_the_folder_is_imagenets_layout_with_every_class_and_deterministic(toy_folder, tmp_path):

@@ -6,8 +6,9 @@ import pytest
 
 from repro.cost import calibration as cal
 from repro.cost import estimate as est
-from repro.cost.claim_cost import claim_cost, claim_manifest
+from repro.cost.claim_cost import claim_cost, claim_plan
 from repro.cost.wall_time import Rate, Rates
+from repro.plan.table_plan import build_plan
 from inline_manifests import inline_manifest
 
 GPU = cal.Throughput("A100", "gpu", 1e12, 0.003, "reference, not measured: test")
@@ -43,11 +44,11 @@ MANIFEST = {
 def test_a_claim_costs_the_runs_of_the_rows_it_reads(fixed):
     m = inline_manifest(MANIFEST)
     model = est.CostModel()
-    one, every = (claim_cost(m, c, "full", model) for c in m.claims[:2])
+    one, every = (claim_cost(build_plan(m, "full"), c, model) for c in m.claims[:2])
     assert one.runs == 2 * 3 and every.runs == 3 * 3  # rows x seeds, each run once
     trained = dataclasses.replace(m, rows=m.rows[:3])
-    assert every.device_seconds == pytest.approx(model.cost([(trained, "full")]).device_seconds)
-    assert one.device_seconds == pytest.approx(model.cost([(dataclasses.replace(m, rows=m.rows[:2]), "full")]).device_seconds)
+    assert every.device_seconds == pytest.approx(model.cost([build_plan(trained, "full")]).device_seconds)
+    assert one.device_seconds == pytest.approx(model.cost([build_plan(dataclasses.replace(m, rows=m.rows[:2]), "full")]).device_seconds)
     assert (one.kind, one.device_basis) == ("gpu", "reference")
     assert one.text().endswith("(6 runs, reference)") and one.text().startswith(est.device_time(one.device_seconds, "gpu"))
 
@@ -55,7 +56,7 @@ def test_a_claim_costs_the_runs_of_the_rows_it_reads(fixed):
 def test_a_claim_on_counts_alone_costs_its_counting_at_the_rate_and_basis_given(fixed):
     m = inline_manifest(MANIFEST)
     rates = Rates(flop_model=Rate(2.0, "fitted", "test"))
-    count = claim_cost(m, m.claims[2], "full", est.CostModel(), rates)
+    count = claim_cost(build_plan(m, "full"), m.claims[2], est.CostModel(), rates)
     assert count.runs == 0 and count.device_seconds == 0
     assert (count.counting_seconds, count.counting_basis, count.basis) == (2.0, "fitted", "fitted")  # one model
     assert count.text() == "~2.0 s wall, no training (fitted)"
@@ -63,6 +64,6 @@ def test_a_claim_on_counts_alone_costs_its_counting_at_the_rate_and_basis_given(
 
 def test_the_claims_table_keeps_only_its_rows_and_the_comparisons_between_them():
     m = inline_manifest(MANIFEST)
-    own = claim_manifest(m, m.claims[0])
+    own = claim_plan(build_plan(m, "full"), m.claims[0]).manifest
     assert [r.id for r in own.rows] == ["a", "b"] and [c.id for c in own.comparisons] == ["ab"]
     assert own.profiles == m.profiles and own.id == m.id  # priced as the table it is part of

@@ -6,6 +6,8 @@ from repro.cost import calibration as cal
 from repro.cost import estimate as est
 from repro.cost.wall_time import Rate, Rates, command_time, fit_rates, table_line
 from repro.cost.measured import FolderTimes, MeasuredCommand
+from repro.plan.table_plan import build_plan, build_plans, plan_all
+from repro.plan.run_config import planned_runs
 from inline_manifests import inline_manifest
 
 PROFILES = {"smoke": {"description": "s", "evidence": "pipeline", "device": "cpu", "seeds": 2, "epochs": 1,
@@ -41,7 +43,7 @@ def _parts(t):
 
 def test_verify_all_counts_every_model_once_and_trains_a_shared_run_once(tables):
     t1, t2, model = tables
-    t = command_time([t1, t2], "smoke", model, GUESS)
+    t = command_time(build_plans([t1, t2], "smoke"), model, GUESS)
     parts = _parts(t)
     assert parts[("start-up", "")] == 6.0 and parts[("FLOP check", "")] == 3 * 0.5  # models a, b, c
     assert parts[("FLOP counting", "t1")] == parts[("FLOP counting", "t2")] == 0.0  # counted by the check
@@ -53,15 +55,15 @@ def test_verify_all_counts_every_model_once_and_trains_a_shared_run_once(tables)
 
 def test_run_counts_its_own_models_and_skips_recorded_runs(tables):
     t1, t2, model = tables
-    recorded = frozenset(p.cfg.hash for p in est.planned_runs(t1, t1.profiles["smoke"]))
-    t = command_time([t2], "smoke", model, GUESS, verify_all=False, recorded=recorded)
+    recorded = frozenset(p.cfg.hash for p in planned_runs(t1, t1.profiles["smoke"]))
+    t = command_time(build_plans([t2], "smoke"), model, GUESS, verify_all=False, recorded=recorded)
     parts = _parts(t)
     assert parts[("FLOP counting", "t2")] == 2 * 0.5 and ("FLOP check", "") not in parts
     assert parts[("training", "t2")] == 1.0 + 6.0 and ("report", "") not in parts
     fitted = Rates(workers=Rate(6.0, "fitted", "test"), rest=Rate(1.0, "fitted", "test"),
                    flop_model=Rate(0.5, "fitted", "test"))
-    assert command_time([t2], "smoke", model, fitted, verify_all=False).basis("t2") == "fitted"
-    assert table_line(t2, "smoke", model, fitted).startswith("~10 s (fitted: FLOP counting 1 s, training 8 s, rest 1 s")
+    assert command_time(build_plans([t2], "smoke"), model, fitted, verify_all=False).basis("t2") == "fitted"
+    assert table_line(build_plan(t2, "smoke"), model, fitted).startswith("~10 s (fitted: FLOP counting 1 s, training 8 s, rest 1 s")
 
 
 def test_rates_come_back_from_a_measured_verify_all(tables):
@@ -70,11 +72,11 @@ def test_rates_come_back_from_a_measured_verify_all(tables):
               "tables": 2.0, "claims": 2.0, "figures": 8.0, "report": 4.0}
     times = FolderTimes(commands={"smoke": {"verify-all": MeasuredCommand("verify-all", sum(phases.values()) + 1.0,
                                                                           phases, ("t1", "t2"))}})
-    rates = fit_rates(times, [t1, t2], model)
+    rates = fit_rates(times, plan_all([t1, t2]), model)
     assert rates.startup.seconds == 4.0 and rates.flop_model.seconds == 3.0  # 9 s over 3 models
     assert rates.workers.seconds == 10.0  # training less the runs' 3 s, over 2 tables
     assert rates.rest.seconds == pytest.approx((4.0 + 1.0) / 2)  # claims, tables and what no phase covers, per table
     assert rates.report.seconds == 12.0 and rates.latency.basis == "reference"  # no latency measured
     assert all(getattr(rates, k).basis == "fitted" for k in ("startup", "flop_model", "workers", "rest", "report"))
-    again = command_time([t1, t2], "smoke", model, rates)
+    again = command_time(build_plans([t1, t2], "smoke"), model, rates)
     assert again.seconds == pytest.approx(times.commands["smoke"]["verify-all"].wall_s)

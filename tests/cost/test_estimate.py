@@ -11,6 +11,8 @@ from repro import REPO_ROOT
 from repro.cost import calibration as cal
 from repro.cost import estimate as est
 from repro.data import sizes
+from repro.plan.table_plan import build_plan
+from repro.plan.run_config import planned_runs
 from inline_manifests import inline_manifest
 
 
@@ -42,7 +44,7 @@ def fixed(monkeypatch, tmp_path):
 
 def test_run_time_by_hand_on_synthetic_data(fixed):
     m = _manifest([("a", "cifar10", {})])
-    cfg = est.planned_runs(m, m.profiles["smoke"])[0].cfg
+    cfg = planned_runs(m, m.profiles["smoke"])[0].cfg
     t = est.CostModel().run_time(cfg, "t", CPU)
     macs = 1e6 * (16 / 32) ** 2 + 1e5  # 16 px: the backbone at a quarter of its 32 px count
     assert t.compute_s == pytest.approx(3 * (3 * macs * 256 + macs * 128) / 1e9)  # 3 epochs
@@ -52,7 +54,7 @@ def test_run_time_by_hand_on_synthetic_data(fixed):
 
 def test_real_data_sizes_say_whether_they_are_on_disk(fixed, tmp_path):
     m = _manifest([("a", "cifar10", {})])
-    cfg = est.planned_runs(m, m.profiles["full"])[0].cfg
+    cfg = planned_runs(m, m.profiles["full"])[0].cfg
     absent = est.CostModel().run_time(cfg, "t", GPU)
     assert absent.data == "paper (not on disk)"
     assert absent.compute_s == pytest.approx(50 * (3 * 1.1e6 * 50_000 + 1.1e6 * 10_000) / 1e12)
@@ -81,7 +83,7 @@ def test_a_cifar_of_a_users_own_is_priced_by_the_images_it_holds(fixed, tmp_path
     cached until a file changes."""
     folder = _cifar_folder(tmp_path / "data", 40, 40)
     m = _manifest([("a", "cifar10", {})])
-    cfg = est.planned_runs(m, m.profiles["full"])[0].cfg
+    cfg = planned_runs(m, m.profiles["full"])[0].cfg
     t = est.CostModel().run_time(cfg, "t", GPU)
     assert t.data == "on disk (counted)"
     assert t.compute_s == pytest.approx(50 * (3 * 1.1e6 * 200 + 1.1e6 * 40) / 1e12)
@@ -135,7 +137,7 @@ def test_imagenet_files_are_counted_and_the_count_cached_by_mtime(tmp_path, monk
 def test_imagenet_run_time_uses_the_counted_images(fixed, tmp_path):
     _image_folder(tmp_path / "data", [1000], [100])
     m = _manifest([("a", "imagenet", {})])
-    cfg = est.planned_runs(m, m.profiles["full"])[0].cfg
+    cfg = planned_runs(m, m.profiles["full"])[0].cfg
     t = est.CostModel().run_time(cfg, "t", GPU)
     assert t.data == "on disk (counted)"
     assert t.compute_s == pytest.approx(30 * (3 * 1.1e6 * 1000 + 1.1e6 * 100) / 1e12)
@@ -144,7 +146,7 @@ def test_imagenet_run_time_uses_the_counted_images(fixed, tmp_path):
 
 def test_calibrated_rate_replaces_the_flop_model(fixed):
     m = _manifest([("a", "cifar10", {})])
-    cfg = est.planned_runs(m, m.profiles["full"])[0].cfg
+    cfg = planned_runs(m, m.profiles["full"])[0].cfg
     tp = cal.Throughput("H200", "gpu", 1e12, 0.003, "measured: test", {"t": 6000.0})
     t = est.CostModel().run_time(cfg, "t", tp)
     assert (t.compute_s, t.overhead_s) == (pytest.approx(50 * (50_000 + 10_000 / 3) / 6000.0), 0.0)
@@ -162,19 +164,19 @@ def test_shared_runs_count_once_and_wall_time_follows_the_executor(fixed):
     one = _manifest([("a", "cifar10", {})])
     two = _manifest([("a", "cifar10", {}), ("b", "cifar10", {})])  # the same model twice: the same runs
     model = est.CostModel()
-    assert model.cost([(two, "full")]) == model.cost([(one, "full")])
+    assert model.cost([build_plan(two, "full")]) == model.cost([build_plan(one, "full")])
     other = _manifest([("a", "cifar10", {}), ("b", "cifar10", {"hidden": [64]})])
-    c = model.cost([(other, "full"), (one, "full")])  # across manifests too
+    c = model.cost([build_plan(other, "full"), build_plan(one, "full")])  # across manifests too
     assert (c.runs, c.epochs, c.kind) == (4, 200, "gpu")
     per_run = c.device_seconds / 4
-    assert est.CostModel(est.Executor(gpus=2)).cost([(other, "full")]).wall_seconds == pytest.approx(2 * per_run)
+    assert est.CostModel(est.Executor(gpus=2)).cost([build_plan(other, "full")]).wall_seconds == pytest.approx(2 * per_run)
     assert est.CostModel(est.Executor("slurm", slurm_max_parallel=3)).cost(
-        [(other, "full")]).wall_seconds == pytest.approx(2 * per_run)
-    packed = est.CostModel(est.Executor(runs_per_gpu=2)).cost([(other, "full")])
-    t = model.run_time(est.planned_runs(other, other.profiles["full"])[0].cfg, "t", GPU)
+        [build_plan(other, "full")]).wall_seconds == pytest.approx(2 * per_run)
+    packed = est.CostModel(est.Executor(runs_per_gpu=2)).cost([build_plan(other, "full")])
+    t = model.run_time(planned_runs(other, other.profiles["full"])[0].cfg, "t", GPU)
     assert packed.device_seconds == pytest.approx(4 * (t.compute_s + t.overhead_s / 2))  # only overhead overlaps
-    assert model.cost([(other, "smoke")]).kind == "cpu"
-    assert est.CostModel(kind="cpu").cost([(other, "full")]).kind == "cpu"  # a full run about to start on a CPU
+    assert model.cost([build_plan(other, "smoke")]).kind == "cpu"
+    assert est.CostModel(kind="cpu").cost([build_plan(other, "full")]).kind == "cpu"  # a full run about to start on a CPU
 
 
 def test_makespan_is_longest_first():

@@ -110,10 +110,11 @@ def test_a_gpu_plan_describes_the_gpu_fit_alone():
     """`repro plan` prices GPU runs: it printed a CPU folder's fit and start-up times ("startup 167 s") too."""
     from repro.cost.fit import FolderFit, RunFit
     from repro.cost.wall_time import Rates
+    from repro.plan.table_plan import plan_all
 
     fit = {kind: RunFit(None, 5, (1.0,) * 5, f"{kind} seconds", "fitted") for kind in ("cpu", "gpu")}
     startup = dataclasses.replace(Rates().startup, seconds=167.0, basis="fitted")
-    folder = FolderFit(None, fit, dataclasses.replace(Rates(), startup=startup), FolderTimes())
+    folder = FolderFit(None, fit, dataclasses.replace(Rates(), startup=startup), FolderTimes(), plan_all([]))
     every = folder.describe()
     assert [line[:4] for line in every] == ["CPU:", "GPU:", "phas"] and "startup 167 s" in every[2]
     assert folder.describe("gpu") == [every[1]]

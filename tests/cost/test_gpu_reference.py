@@ -13,6 +13,7 @@ from repro.cost.wall_time import command_time
 from repro.data import input_choice
 from repro.plan.manifest import load_all
 from repro.plan.run_config import planned_runs
+from repro.plan.table_plan import build_plan, build_plans
 from inline_manifests import inline_manifest
 
 LEASE = REPO_ROOT / "docs" / "measurements" / "2026-12-04-h200"
@@ -34,7 +35,7 @@ def test_the_shipped_calibration_reproduces_table2_at_full_synthetic(no_calibrat
     measured = sum(p["wall_s"] for p in timings["phases"] if p["table"] == "table2")
     table2 = next(m for m in load_all(profiles_file=DEVICE_PROFILES) if m.id == "table2")
     model = est.CostModel()
-    estimate = command_time([table2], "full_synthetic", model, verify_all=False)
+    estimate = command_time(build_plans([table2], "full_synthetic"), model, verify_all=False)
     assert abs(estimate.table("table2") / measured - 1) <= GOAL, (estimate.table("table2"), measured)
     assert estimate.origin("table2") == "H200 ref. 2026-12-04"
 
@@ -98,12 +99,12 @@ def test_a_gpu_runs_fixed_costs_by_hand(tmp_path, monkeypatch, no_calibration):
     data = (1000 + 300) * 3 * 32 * 32 * 1e-8  # per run
     epochs = 2 * (1000 + 300 / 3) / 500.0  # per run
     compile_standard, compile_dw = 11.0 - 10 * 100 / 1000.0, 21.0 - 10 * 100 / 1000.0
-    cost = model.cost([(m, "full")])
+    cost = model.cost([build_plan(m, "full")])
     assert cost.device_seconds == pytest.approx(3 * (data + epochs) + compile_standard + compile_dw)
     assert cost.wall_seconds == pytest.approx(3 * (data + epochs) + compile_standard + compile_dw)  # one GPU
-    two = est.CostModel(est.Executor(gpus=2), calibration=path).cost([(m, "full")])
+    two = est.CostModel(est.Executor(gpus=2), calibration=path).cost([build_plan(m, "full")])
     assert two.device_seconds == pytest.approx(3 * (data + epochs) + 2 * compile_standard + compile_dw)
-    slurm = est.CostModel(est.Executor("slurm"), calibration=path).cost([(m, "full")])
+    slurm = est.CostModel(est.Executor("slurm"), calibration=path).cost([build_plan(m, "full")])
     assert slurm.wall_seconds == pytest.approx(data + epochs + compile_dw)  # a task a run, each compiles its own
     # a backbone the file did not train compiles for the median of those it did
     assert device.compile_seconds({"name": "resnet18", "params": {}}) == pytest.approx(

@@ -11,6 +11,7 @@ from repro.cost import gpu_reference
 from repro.cost.rate_sources import rate_grid, rate_sources
 from repro.data import input_choice
 from repro.plan.run_config import planned_runs
+from repro.plan.table_plan import plan_all
 from inline_manifests import inline_manifest
 
 R18 = {"name": "resnet18", "params": {}}
@@ -95,7 +96,7 @@ def test_repro_list_says_which_check_priced_each_run_and_whether_the_input_was_m
     for inputs in (False, True):
         path = tmp_path / f"bench_gpu_{inputs}.json"
         path.write_text(json.dumps(_doc(inputs=inputs)))
-        sources = rate_sources([m], est.CostModel(calibration=path))
+        sources = rate_sources(plan_all([m]), est.CostModel(calibration=path))
         assert {(s.measured_by, s.runs, s.images_per_s) for s in sources} == {
             ("t.dense", 1, 1000.0), ("t.moe", 1, 100.0), ("t.moe*", 1, 100.0)}  # the models' rates
         assert {s.input for s in sources} == {"decode_cuda 400" if inputs else "unmeasured"}

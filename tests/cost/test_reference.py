@@ -15,6 +15,7 @@ from repro.cost.wall_time import Rates, command_time
 from repro.cost.estimate import CostModel
 from repro.plan.manifest import load_all
 from repro.plan.run_config import planned_runs
+from repro.plan.table_plan import build_plans
 
 REGENERATE = ("the CPU reference is out of date: run the shipped CPU profiles cold on a 2-core machine and "
               "`python tools/write_cpu_reference.py` their folders (its docstring), then commit "
@@ -75,7 +76,7 @@ def test_a_cold_estimate_prices_listed_runs_at_their_own_and_verify_all_near_wha
     doc = json.loads(reference.REFERENCE_FILE.read_text())
     manifests = load_all()
     for profile, measured in doc["verify_all_wall_s"].items():
-        estimate = command_time([m for m in manifests if profile in m.profiles], profile, model, Rates()).seconds
+        estimate = command_time(build_plans([m for m in manifests if profile in m.profiles], profile), model, Rates()).seconds
         assert 0.85 < estimate / measured < 1.15, (profile, estimate, measured)
 
 

@@ -16,6 +16,7 @@ from repro.cost import cpu_reference, speed
 from repro.cost.estimate import CostModel
 from repro.cost.wall_time import Rates, command_time
 from repro.plan.manifest import load_all
+from repro.plan.table_plan import build_plans
 
 GOAL = 0.30  # `repro list` on a folder with no records, against what verify-all took on a quiet machine
 
@@ -91,7 +92,7 @@ def test_a_quiet_calibration_is_kept_and_scales_every_reference_figure(cache, tm
     assert scaled.of_kind("cpu").origin == "CPU reference x1.50"
     for profile in ("smoke", "functional"):
         mine = [m for m in manifests if profile in m.profiles]
-        a, b = (command_time(mine, profile, model, Rates()) for model in (unscaled, scaled))
+        a, b = (command_time(build_plans(mine, profile), model, Rates()) for model in (unscaled, scaled))
         assert b.seconds / a.seconds == pytest.approx(1.5, rel=0.02)  # latency's per-call dispatch is not scaled
         assert b.origin() == "CPU reference x1.50" and a.origin() == "CPU reference"
     assert _list_totals(tmp_path)["smoke"][1] == "CPU reference x1.50"

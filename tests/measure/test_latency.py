@@ -99,9 +99,9 @@ def test_estimate_counts_every_latency_row_at_the_profile_settings(monkeypatch):
     cpu = Throughput("cpu", "cpu", 1e9, 0.004, "test cpu")  # 1 GMAC/s: the estimate is arithmetic
     monkeypatch.setattr("repro.cost.estimate.cpu_throughput", lambda speed=None: cpu)
     manifest = _mini_manifest()
-    seconds, text = estimate_latency(manifest, "smoke", CostModel())
+    seconds, text = estimate_latency(build_plan(manifest, "smoke"), CostModel())
     assert text == "5 latency rows x 3 timings, batch 4, 4+ calls each"  # QUICK: 1 warm-up + 3 repetitions
-    full, full_text = estimate_latency(manifest, "full", CostModel())
+    full, full_text = estimate_latency(build_plan(manifest, "full"), CostModel())
     assert "batch 256, 30+ calls each" in full_text and full > seconds > 5 * 3 * 4 * 0.002
 
 

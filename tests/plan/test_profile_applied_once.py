@@ -1,5 +1,6 @@
 """A profile is applied to a manifest once, where the manifest is loaded (repro.plan.manifest.with_profiles);
-everything downstream reads `manifest.profiles[name]` and applies nothing again."""
+everything downstream reads `manifest.profiles[name]`, or the table's plan built from it, and applies nothing
+again."""
 
 import dataclasses
 from pathlib import Path
@@ -9,6 +10,7 @@ import pytest
 from repro.measure.measurer import Context, Measurement
 from repro.plan.manifest import find_manifest, load_all
 from repro.plan.run_config import planned_runs
+from repro.plan.table_plan import plan_all
 from repro.spec.profiles import Profile, RunDefaults
 
 
@@ -29,11 +31,12 @@ def test_a_profile_is_applied_once_where_a_manifest_is_loaded(monkeypatch):
     assert len(calls) == sum(len(m.profiles) for m in manifests)
     loaded = len(calls)
     model = CostModel(kind="cpu", cached_only=True)
+    plans = plan_all(manifests)
     for m in manifests:
         for name, profile in m.profiles.items():
             planned_runs(m, profile)
-        table_status(m, "smoke", Path("/nonexistent-results"), LockSettings())
-    model.cost([(m, name) for m in manifests for name in ("smoke", "functional")])
+        table_status(plans.of(m.id, "smoke"), Path("/nonexistent-results"), LockSettings())
+    model.cost([p for name in ("smoke", "functional") for p in plans.at(name)])
     assert len(calls) == loaded, f"applied again downstream, to {sorted(set(calls[loaded:]))}"
 
 
@@ -46,8 +49,7 @@ def test_the_commands_defaults_reach_every_planned_run():
 
 
 def test_a_measurers_context_is_frozen_and_what_it_measured_comes_back():
-    table6 = find_manifest("table6")
-    ctx = Context("smoke", table6.profiles["smoke"], Path("/tmp"))
+    ctx = Context("smoke", Path("/tmp"))
     with pytest.raises(dataclasses.FrozenInstanceError):
         ctx.jobs = 4  # type: ignore[misc]
     assert {f.name for f in dataclasses.fields(Measurement)} == {"measured", "runs", "submitted"}

@@ -20,7 +20,7 @@ from repro.data.sizes import decoded_cache_bytes
 from repro.data.sources import dataset_source
 from repro.models.weights import HASH_PREFIX, published_url
 from repro.plan.manifest import Manifest
-from repro.plan.run_config import planned_runs
+from repro.plan.table_plan import Plans, TablePlan
 import repro.report.appendix.sections as sections
 from repro.report.appendix.claim_rows import claim_row
 from repro.report.appendix.parts import Appendix, DatasetEntry, Facts, Inputs, VerifyAll, WeightsEntry
@@ -29,21 +29,21 @@ from repro.results.measurements import ManifestResult
 PREPARE_PHASES = ("start-up", "FLOP check")  # of `repro verify-all` (repro.cost.wall_time): before any table
 
 
-def _verify_all(manifests: list[Manifest], profile: str, model: CostModel, rates: Rates) -> VerifyAll:
-    """`repro verify-all --profile <profile>` as the cost model prices it (repro.cost.wall_time)."""
-    mine = [m for m in manifests if profile in m.profiles]
-    t = command_time(mine, profile, model, rates)
-    cost = model.cost([(m, profile) for m in mine])
+def _verify_all(mine: list[TablePlan], model: CostModel, rates: Rates) -> VerifyAll:
+    """`repro verify-all --profile <profile>` of these tables' plans as the cost model prices it
+    (repro.cost.wall_time)."""
+    t = command_time(mine, model, rates)
+    cost = model.cost(mine)
     device = f"{device_time(cost.device_seconds, cost.kind)} in {cost.runs} runs" if cost.runs else "no training"
     return VerifyAll(f"{duration(t.seconds)} wall ({t.basis()})", device,
                      sum(p.seconds for p in t.parts if p.phase in PREPARE_PHASES))
 
 
-def _runs_by_profile(manifests: list[Manifest]) -> dict[str, list]:
+def _runs_by_profile(plans: Plans, manifests: list[Manifest]) -> dict[str, list]:
     out: dict[str, dict] = {}
     for m in manifests:
-        for name, prof in m.profiles.items():
-            for p in planned_runs(m, prof):
+        for name in m.profiles:
+            for p in plans.of(m.id, name).runs:
                 out.setdefault(name, {}).setdefault(p.cfg.hash, p.cfg)
     return {name: list(runs.values()) for name, runs in out.items()}
 
@@ -85,17 +85,18 @@ def build_appendix(entries: list[tuple[Manifest, ManifestResult | None]], profil
     manifests = [m for m, _ in entries]
     if not manifests:
         raise ValueError("an appendix needs at least one manifest")
-    model, rates = inputs.model, inputs.rates
+    plans, model, rates = inputs.plans, inputs.model, inputs.rates
     shown = [BASE_PROFILE] + ([profile] if profile != BASE_PROFILE else [])
     device = model.device(manifests[0].profiles[BASE_PROFILE]).device
-    by_id = {m.id: m for m in manifests}
+    at = {p: {m.id: plans.of(m.id, p) for m in manifests if p in m.profiles} for p in shown}
     results = {m.id: r for m, r in entries} if with_results else None
-    rows = [claim_row(claim_tables(m, c, by_id), c, profile,
-                      {p: claim_cost(m, c, p, model, rates, by_id) for p in shown}, device, results)
+    rows = [claim_row([t.manifest for t in claim_tables(at[profile][m.id], c, at[profile])], c, profile,
+                      {p: claim_cost(at[p][m.id], c, model, rates, at[p]) for p in shown}, device, results)
             for m in manifests for c in m.claims]
-    runs = _runs_by_profile(manifests)
-    facts = Facts(manifests, profile, shown, inputs, {p: _verify_all(manifests, p, model, rates) for p in shown},
-                  {p: sections.disk_text(disk_space(manifests, p, model)) for p in shown}, _datasets(manifests, runs, model),
+    runs = _runs_by_profile(plans, manifests)
+    facts = Facts(manifests, profile, shown, inputs, {p: _verify_all(list(at[p].values()), model, rates) for p in shown},
+                  {p: sections.disk_text(disk_space(list(at[p].values()), model)) for p in shown},
+                  _datasets(manifests, runs, model),
                   Counter(c.scope for m in manifests for c in m.claims))
     return Appendix(profile, BASE_PROFILE, sections.paper_title(inputs.package), sections.abstract(facts),
                     sections.checklist(facts), sections.hardware(facts), sections.software(facts), facts.datasets,

@@ -11,6 +11,7 @@ from repro.cost.estimate import CostModel
 from repro.cost.wall_time import Rates
 from repro.data.sources import Archive
 from repro.plan.manifest import Manifest
+from repro.plan.table_plan import Plans
 from repro.report.appendix.claim_rows import ClaimRow
 from repro.report.appendix.container import Container, Package
 
@@ -62,8 +63,10 @@ class Appendix:
 
 @dataclass(frozen=True)
 class Inputs:
-    """What the appendix is built from besides the manifests."""
+    """What the appendix is built from besides the manifests: their plans, and the cost model as the command fitted
+    it (repro.cost.fit.fit_folder), never fitted again here."""
 
+    plans: Plans
     model: CostModel
     rates: Rates
     container: Container
