@@ -197,3 +197,26 @@ def test_a_results_json_that_cannot_be_read_is_not_damage(tmp_path, monkeypatch)
     with pytest.raises(ResultUnusable, match=r"it cannot be read \(Permission denied\)") as unreadable:
         load_result(tmp_path, "smoke", "t")
     assert damaged.value.damaged and not unreadable.value.damaged
+
+
+def test_what_a_table_measured_and_its_result_are_frozen_and_stages_make_new_ones():
+    import dataclasses
+
+    from repro.results.measurements import derive_comparisons
+
+    measured = Measured(metrics={"rows.a.total_macs": 50.0, "rows.b.total_macs": 100.0, "rows.a.rho": 0.2})
+    result = ManifestResult("t", "T", "Table 1", "table1", "smoke", measured, [], {})
+    verdict = Verdict("c1", "s", "4.2", "analytic", "reproduced", "rho 25%")
+    for value, name in ((measured, "metrics"), (result, "verdicts"), (result, "measured"), (verdict, "status")):
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(value, name, None)
+
+    class Comparison:
+        id, row, baseline = "ab", "a", "b"
+
+    derived = derive_comparisons([Comparison()], measured)
+    assert derived.comparison("ab", "flops_reduction") == 0.5 and derived.comparison("ab", "rho") == 0.2
+    assert set(measured.metrics) == {"rows.a.total_macs", "rows.b.total_macs", "rows.a.rho"}  # not written into
+    combined = Measured.combine([measured, Measured(problems=["x"], details={"runs": {"a": []}})])
+    assert combined.problems == ["x"] and combined.metrics == measured.metrics and measured.problems == []
+    assert measured.with_details({"runs": {}}).details == {"runs": {}} and measured.details == {}
