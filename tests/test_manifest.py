@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from repro.plan.manifest import load_all, load_manifest, manifest_paths
+from repro.plan.manifest import find_manifest, load_all, load_manifest, manifest_paths
 from repro.spec.profiles import shipped_profiles
 from repro.plan.run_config import planned_runs, resolve
 from repro.core.schema import SchemaError
@@ -146,6 +146,43 @@ def test_an_include_or_exclude_entry_must_match_a_row(tmp_path, entry, message):
         load_all(profiles_file=path)
     assert any(p.startswith("profiles.quick.exclude[0]:") and message in p for p in info.value.problems), \
         info.value.problems
+
+
+def test_finding_one_manifest_reads_its_file_alone(monkeypatch, tmp_path):
+    import repro.plan.manifest as manifest
+
+    read, real = [], manifest.read_toml
+    monkeypatch.setattr(manifest, "read_toml", lambda path: read.append(Path(path).name) or real(path))
+    assert find_manifest("table3").id == "table3" and read == ["table3.toml"]
+    with pytest.raises(KeyError, match="no manifest 'tabel3' \\(did you mean 'table3'\\?\\)"):
+        find_manifest("tabel3")
+    # What it names elsewhere is checked by name: a table that does not exist, a profile entry naming none
+    path = tmp_path / "p.toml"
+    for entry, message in (("tabel1", "'tabel1' matches no training row (did you mean 'table1'?)"),
+                           ("table3/std_h128_mo", "matches no training row"), ("table1/no_such_row", None)):
+        path.write_text(f'[profiles.quick]\ndescription = "q"\nevidence = "pipeline"\nexclude = ["{entry}"]\n')
+        if message is None:  # another table's rows: the folder's check (load_all) reads them
+            assert "quick" in find_manifest("table3", profiles_file=path).profiles
+            continue
+        with pytest.raises(SchemaError) as info:
+            find_manifest("table3", profiles_file=path)
+        assert any(message in p for p in info.value.problems), info.value.problems
+    with pytest.raises(SchemaError) as info:
+        load_all(profiles_file=path)
+    assert any("'table1/no_such_row' matches no training row" in p for p in info.value.problems)
+
+
+def test_a_reference_to_a_table_that_does_not_exist_is_refused_from_its_file_alone(tmp_path):
+    import shutil
+
+    folder = tmp_path / "manifests"
+    folder.mkdir()
+    text = (TABLE6.parent / "table3.toml").read_text()
+    assert '"table2:' in text
+    (folder / "table3.toml").write_text(text.replace('"table2:', '"tabel2:', 1))
+    shutil.copy(TABLE6.parent / "table2.toml", folder)
+    with pytest.raises(SchemaError, match="names no manifest 'tabel2'"):
+        find_manifest("table3", folder)
 
 
 def test_exclude_patterns_leave_out_exactly_the_rows_they_match():

@@ -362,16 +362,20 @@ def load_valid(directory: str | Path | None = None, profiles_file: str | Path | 
             manifests.append(parse_manifest(read_toml(path), path))
         except SchemaError as exc:
             invalid[path.stem] = exc
-    # What one manifest names in another; a folder of the user's own may hold some of the shipped tables only.
-    shipped = REPO_ROOT / "manifests"
-    folder = manifests_dir(directory)
-    elsewhere = {p.stem for p in manifest_paths(shipped)} if folder.resolve() != shipped.resolve() else set()
-    for manifest_id, problems in check_across(manifests, elsewhere).items():
+    for manifest_id, problems in check_across(manifests, _shipped_elsewhere(directory)).items():
         bad = next(m for m in manifests if m.id == manifest_id)
         invalid[manifest_id] = SchemaError(bad.path, problems)
     manifests = [m for m in manifests if m.id not in invalid]
     check_against(profiles, files, manifests)
     return [with_profiles(m, profiles, defaults) for m in manifests], invalid
+
+
+def _shipped_elsewhere(directory: str | Path | None) -> set[str]:
+    """The shipped tables, when the folder is one of the user's own: what one manifest names in another may be
+    there (a folder of one's own may hold some of the shipped tables only)."""
+    shipped = REPO_ROOT / "manifests"
+    folder = manifests_dir(directory)
+    return {p.stem for p in manifest_paths(shipped)} if folder.resolve() != shipped.resolve() else set()
 
 
 def load_all(directory: str | Path | None = None, profiles_file: str | Path | None = None,
@@ -393,6 +397,10 @@ def _declared_id(path: Path) -> object:
 
 def find_manifest(manifest_id: str, directory: str | Path | None = None,
                   profiles_file: str | Path | None = None, defaults: RunDefaults = RunDefaults()) -> Manifest:
+    """One manifest, from its file alone, with the profiles attached. What it names in other tables is checked by
+    their file names (a table that does not exist, a profile entry naming none); what needs their rows (a reference
+    to another table's row, one claim per finding, a table's settings that would split a shared model's runs) is
+    the folder's check, load_valid's. KeyError naming the closest manifests when there is no such file."""
     paths = {p.stem: p for p in manifest_paths(directory)}
     if manifest_id not in paths:
         declaring = [p.name for p in paths.values() if _declared_id(p) == manifest_id]
@@ -402,7 +410,10 @@ def find_manifest(manifest_id: str, directory: str | Path | None = None,
                            "but a manifest's id must equal its file name")
         raise KeyError(f"no manifest '{manifest_id}'{closest(manifest_id, list(paths))}; "
                        f"known in {manifests_dir(directory)}: {', '.join(paths)}")
-    manifests, invalid = load_valid(directory, profiles_file, defaults)
-    if manifest_id in invalid:
-        raise invalid[manifest_id]
-    return next(m for m in manifests if m.id == manifest_id)
+    manifest = parse_manifest(read_toml(paths[manifest_id]), paths[manifest_id])
+    others = (set(paths) | set(_shipped_elsewhere(directory))) - {manifest_id}
+    for problems in check_across([manifest], others).values():
+        raise SchemaError(manifest.path, problems)
+    profiles, files = all_profiles(profiles_file)
+    check_against(profiles, files, [manifest], known=paths)
+    return with_profiles(manifest, profiles, defaults)

@@ -313,13 +313,17 @@ def _model(row) -> str:
     return json.dumps([row.dataset, row.backbone.key(), row.head.key()], sort_keys=True, default=str)
 
 
-def check_against(profiles: dict[str, Profile], files: dict[str, Path], manifests: list) -> None:
+def check_against(profiles: dict[str, Profile], files: dict[str, Path], manifests: list,
+                  known: Iterable[str] | None = None) -> None:
     """Every include/exclude entry and table name must match what the manifests hold, and a table's own
     settings may touch only rows no other table lists (else its runs would split); raise SchemaError.
 
     The shipped file is checked only against the manifests it names (a --manifests folder of your own
-    holds other tables); a user's file against every manifest given."""
+    holds other tables); a user's file against every manifest given. `known`: the ids of every table of the
+    folder when only some were loaded (one table's command): an entry for a table not loaded is checked by its
+    name alone."""
     by_id = {m.id: m for m in manifests}
+    unloaded = sorted(set(known or ()) - set(by_id))
     models: dict[tuple, list[str]] = {}
     for m in manifests:
         for r in m.rows:
@@ -335,14 +339,17 @@ def check_against(profiles: dict[str, Profile], files: dict[str, Path], manifest
                 table = entry.partition("/")[0]
                 if shipped and not any(fnmatch.fnmatchcase(t, table) for t in by_id):
                     continue
+                if any(fnmatch.fnmatchcase(t, table) for t in unloaded):
+                    continue  # a table not loaded here: the folder's check reads its rows
                 if not any(matches(entry, m.id, r.id) for m in manifests for r in m.rows if "accuracy" in r.measures):
-                    names = [m.id for m in manifests] + [f"{m.id}/{r.id}" for m in manifests for r in m.rows
-                                                         if "accuracy" in r.measures]
+                    names = [m.id for m in manifests] + unloaded + [f"{m.id}/{r.id}" for m in manifests for r in m.rows
+                                                                    if "accuracy" in r.measures]
                     out.add(f"profiles.{name}.{key}[{i}]", f"'{entry}' matches no training row{closest(entry, names)}")
         for table, settings in profile.tables.items():
             if table not in by_id:
-                if not shipped:
-                    out.add(f"profiles.{name}.tables.{table}", f"no manifest '{table}'{closest(table, list(by_id))}")
+                if not shipped and table not in unloaded:
+                    out.add(f"profiles.{name}.tables.{table}",
+                            f"no manifest '{table}'{closest(table, list(by_id) + unloaded)}")
                 continue
             for r in by_id[table].rows:
                 if "accuracy" not in r.measures or not settings.given():
