@@ -42,7 +42,8 @@ def make_context(plan: TablePlan, options: TableOptions, progress: Progress | No
     """How a table's plan is measured under `options`."""
     device = resolve_device(options.device)
     # On a CPU as many runs at once as the cores hold at the threads each trains on (its config's).
-    jobs = options.jobs or (1 if device.startswith("cuda") else max(1, (os.cpu_count() or 1) // plan.profile.run_threads()))
+    threads = plan.profile.run_threads()
+    jobs = options.jobs or (1 if device.startswith("cuda") else max(1, (os.cpu_count() or 1) // threads))
     return Context(options.profile, options.results_dir, device, jobs, options.data_dir, progress,
                    options.executor, options.data.allow_unverified, options.data.workers, options.remeasure_latency)
 
@@ -216,5 +217,6 @@ def describe_exception(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}{where}"
 
 
-__all__ = ["Context", "TableMeasurement", "TablePlan", "build_plan", "TableOutcome", "TableRun", "comparison_metric", "decidable_not_reproduced",
+__all__ = ["Context", "TableMeasurement", "TableOutcome", "TablePlan", "TableRun", "build_plan", "comparison_metric",
+           "decidable_not_reproduced",
            "execute", "flop_check", "make_context", "rebuild_result", "row_metric", "run_manifest"]

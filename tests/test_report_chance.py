@@ -60,7 +60,8 @@ def test_a_row_whose_runs_were_made_under_other_threads_or_devices_says_so():
     for row, settings in mixes.items():
         measured.set_row(row, "accuracy", {0: 0.6, 1: 0.6})
         measured.details.setdefault("runs", {})[row] = _runs(*settings)
-    table = accuracy_rows_table(manifest, ManifestResult("table8", "t", "ref", "table8", "smoke", measured.done(), [], {}))
+    result = ManifestResult("table8", "t", "ref", "table8", "smoke", measured.done(), [], {})
+    table = accuracy_rows_table(manifest, result)
     label = {r.id: r.label for r in manifest.rows}
     note = {row[0]: dict(zip(table.columns, row))["Note"] for row in table.rows}
     assert note[label["c100_dense"]] == ("runs made under 2 settings, not bit-comparable: cpu: x86_64, 1 intra-op "

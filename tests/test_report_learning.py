@@ -86,7 +86,8 @@ def test_rows_training_an_alternative_reading_are_reported_and_do_not_gate():
 def test_the_learning_table_shows_per_gate_whether_the_k1_router_moved_and_the_k_reversal_sign():
     table5 = find_manifest("table5")
     result = _result("table5", {r: {0: 0.8, 1: 0.8} for r in ("dense", "k1_moe", "k1_moe__switch_gate")}, 0.001)
-    moved = {row_metric("k1_moe", "routers_moved"): {0: 0.0, 1: 0.0}, row_metric("k1_moe", "router_shift"): {0: 0.0, 1: 0.0},
+    moved = {row_metric("k1_moe", "routers_moved"): {0: 0.0, 1: 0.0},
+             row_metric("k1_moe", "router_shift"): {0: 0.0, 1: 0.0},
              row_metric("k1_moe__switch_gate", "routers_moved"): {0: 1.0, 1: 1.0},
              row_metric("k1_moe__switch_gate", "router_shift"): {0: 0.031, 1: 0.029}}
     result = dataclasses.replace(result, measured=result.measured.with_metrics(moved))

@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 
 from repro.results.measurements import (
-    FlopCheck, ManifestResult, Measured, Measuring, RunSummary, Verdict, comparison_metric, load_result, parse_metric_path,
-    row_metric, save_result,
+    FlopCheck, ManifestResult, Measured, Measuring, RunSummary, Verdict, comparison_metric, load_result,
+    parse_metric_path, row_metric, save_result,
 )
 
 

@@ -38,7 +38,8 @@ def test_holm_adjust_sets_p_holm_on_the_family_and_flags_what_adjustment_undoes(
     assert vs[2].note == "" and vs[3].note == ""  # still significant after adjustment
     assert [v.status for v in vs[:4]] == ["reproduced"] * 4  # the verdict keeps the per-test protocol
     assert vs[4:] == given[4:]  # outside the family: the same verdicts
-    assert all(v.p_holm is None and v.note in ("", "decided on 'quick'") for v in given)  # new values, none written into
+    # new values, none written into
+    assert all(v.p_holm is None and v.note in ("", "decided on 'quick'") for v in given)
     vs, _ = holm_adjust(vs)
     assert vs[0].note.count("Holm") == 1  # idempotent
 

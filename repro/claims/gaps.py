@@ -89,7 +89,7 @@ def judge_gap(gap: dict[str, Any], pv: PaperValue, alpha: float = ALPHA, band: B
     # A direction the paper states needs a significant gap here too, unless the paper's own test
     # was not significant (then only the direction is claimed), or it states only that no gain appears.
     paper_not_significant = (pv.p is not None and pv.p_relation == "=" and pv.p >= alpha) or want == "<=0"
-    tested = None if paper_not_significant and sign_ok else p  # the p this verdict rests on (Holm: repro.results.family)
+    tested = None if paper_not_significant and sign_ok else p  # the p this verdict rests on (Holm: results/family)
     if sign_ok and not paper_not_significant and not significant:
         failures.append(Failure("significance", f"p={_p(p)} is not below {alpha}"))
     if sign_ok and pv.positive_seeds is not None and pv.n and pv.positive_seeds in (0, pv.n):

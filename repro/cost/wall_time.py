@@ -158,7 +158,8 @@ def command_time(plans: list[TablePlan], model: CostModel, rates: Rates = Rates(
     return CommandTime("verify-all" if verify_all else "run " + " ".join(p.id for p in plans), tuple(parts))
 
 
-def table_line(plan: TablePlan, model: CostModel, rates: Rates = Rates(), recorded: frozenset[str] = frozenset()) -> str:
+def table_line(plan: TablePlan, model: CostModel, rates: Rates = Rates(),
+               recorded: frozenset[str] = frozenset()) -> str:
     """One line before `repro <id>` trains: its time alone (start-up aside), what it is made of, its basis."""
     t = command_time([plan], model, rates, verify_all=False, recorded=recorded)
     mine = [p for p in t.parts if p.table == plan.id and p.seconds >= 0.5]

@@ -78,7 +78,8 @@ class TablePlan:
             comparisons=tuple(c for c in m.comparisons if {c.row, c.baseline} <= keep),
             claims=tuple(c for c in m.claims if c.id in kept_claims))
         return dataclasses.replace(
-            self, manifest=manifest, runs=self.runs_of(keep), flop_rows=tuple(r for r in self.flop_rows if r.id in keep),
+            self, manifest=manifest, runs=self.runs_of(keep),
+            flop_rows=tuple(r for r in self.flop_rows if r.id in keep),
             latency_rows=tuple(r for r in self.latency_rows if r.id in keep),
             claims=tuple(c for c in self.claims if c.claim.id in kept_claims),
             left_out={r: why for r, why in self.left_out.items() if r in keep})

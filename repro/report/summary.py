@@ -126,7 +126,8 @@ def _write_report(entries: list[tuple[Manifest, ManifestResult | None]], results
         signs = trained_lines([c for c in readings if c.manifest in {m.id for m, r in entries if is_functional(r)}])
         sections.insert(0, ("Does every method learn real images? (functional)", render_learning(checks, signs)))
     # The Artifact Appendix of these results (every claim, the extension's too), which both reports link.
-    appendix = [p.relative_to(out).as_posix() for p in write_appendix(entries, results_dir, profile, folder.plans, folder)]
+    written = write_appendix(entries, results_dir, profile, folder.plans, folder)
+    appendix = [p.relative_to(out).as_posix() for p in written]
     path = out / "report.md"
     atomic_write_text(path, render_report(reproduction, summary, sections, figures, appendix))
     for manifest, result in entries:  # each table's claims.md as decided with the others (repro.claims.across)

@@ -48,7 +48,8 @@ def test_a_claim_costs_the_runs_of_the_rows_it_reads(fixed):
     assert one.runs == 2 * 3 and every.runs == 3 * 3  # rows x seeds, each run once
     trained = dataclasses.replace(m, rows=m.rows[:3])
     assert every.device_seconds == pytest.approx(model.cost([build_plan(trained, "full")]).device_seconds)
-    assert one.device_seconds == pytest.approx(model.cost([build_plan(dataclasses.replace(m, rows=m.rows[:2]), "full")]).device_seconds)
+    two_rows = build_plan(dataclasses.replace(m, rows=m.rows[:2]), "full")
+    assert one.device_seconds == pytest.approx(model.cost([two_rows]).device_seconds)
     assert (one.kind, one.device_basis) == ("gpu", "reference")
     assert one.text().endswith("(6 runs, reference)") and one.text().startswith(est.device_time(one.device_seconds, "gpu"))
 

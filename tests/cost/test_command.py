@@ -63,7 +63,8 @@ def test_run_counts_its_own_models_and_skips_recorded_runs(tables):
     fitted = Rates(workers=Rate(6.0, "fitted", "test"), rest=Rate(1.0, "fitted", "test"),
                    flop_model=Rate(0.5, "fitted", "test"))
     assert command_time(build_plans([t2], "smoke"), model, fitted, verify_all=False).basis("t2") == "fitted"
-    assert table_line(build_plan(t2, "smoke"), model, fitted).startswith("~10 s (fitted: FLOP counting 1 s, training 8 s, rest 1 s")
+    assert table_line(build_plan(t2, "smoke"), model, fitted).startswith(
+        "~10 s (fitted: FLOP counting 1 s, training 8 s, rest 1 s")
 
 
 def test_rates_come_back_from_a_measured_verify_all(tables):

@@ -55,7 +55,8 @@ def test_the_largest_checkpoints_held_at_once_are_counted(tmp_path, monkeypatch)
     assert four.at_once == 4
     assert four.checkpoint_bytes == 4 * ((16_000 + 2) + (16_000 + 1) + 16_000 + (8_000 + 2))
     assert four.total == sum(x.total for x in four.datasets) + four.checkpoint_bytes
-    assert disk.disk_space(build_plans([m], "smoke"), Sized()).checkpoint_bytes == 0  # one epoch: no checkpoint is written
+    # one epoch: no checkpoint is written
+    assert disk.disk_space(build_plans([m], "smoke"), Sized()).checkpoint_bytes == 0
 
 
 def test_a_checkpoint_holds_the_model_and_two_moments_of_what_trains(tmp_path, monkeypatch):

@@ -169,14 +169,16 @@ def test_shared_runs_count_once_and_wall_time_follows_the_executor(fixed):
     c = model.cost([build_plan(other, "full"), build_plan(one, "full")])  # across manifests too
     assert (c.runs, c.epochs, c.kind) == (4, 200, "gpu")
     per_run = c.device_seconds / 4
-    assert est.CostModel(est.Executor(gpus=2)).cost([build_plan(other, "full")]).wall_seconds == pytest.approx(2 * per_run)
+    assert est.CostModel(est.Executor(gpus=2)).cost([build_plan(other, "full")]).wall_seconds == pytest.approx(
+        2 * per_run)
     assert est.CostModel(est.Executor("slurm", slurm_max_parallel=3)).cost(
         [build_plan(other, "full")]).wall_seconds == pytest.approx(2 * per_run)
     packed = est.CostModel(est.Executor(runs_per_gpu=2)).cost([build_plan(other, "full")])
     t = model.run_time(planned_runs(other, other.profiles["full"])[0].cfg, "t", GPU)
     assert packed.device_seconds == pytest.approx(4 * (t.compute_s + t.overhead_s / 2))  # only overhead overlaps
     assert model.cost([build_plan(other, "smoke")]).kind == "cpu"
-    assert est.CostModel(kind="cpu").cost([build_plan(other, "full")]).kind == "cpu"  # a full run about to start on a CPU
+    # a full run about to start on a CPU
+    assert est.CostModel(kind="cpu").cost([build_plan(other, "full")]).kind == "cpu"
 
 
 def test_makespan_is_longest_first():

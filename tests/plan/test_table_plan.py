@@ -75,7 +75,8 @@ def test_a_walk_of_epochs_from_the_command_line_to_the_epoch_loop_goes_down_the_
     monkeypatch.setattr(loop, "_train", epoch_loop)
     manifests = tmp_path / "manifests"
     manifests.mkdir()
-    (manifests / "temperature_ablation.toml").write_text((REPO_ROOT / "manifests" / "temperature_ablation.toml").read_text())
+    shipped = REPO_ROOT / "manifests" / "temperature_ablation.toml"
+    (manifests / "temperature_ablation.toml").write_text(shipped.read_text())
     (tmp_path / "walk.toml").write_text(PROFILES)
     CliRunner().invoke(app, ["temperature_ablation", "--profile", "walk", "--profiles", str(tmp_path / "walk.toml"),
                              "--manifests", str(manifests), "--results-dir", str(tmp_path / "results"), "-j", "1",

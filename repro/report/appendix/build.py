@@ -94,7 +94,8 @@ def build_appendix(entries: list[tuple[Manifest, ManifestResult | None]], profil
                       {p: claim_cost(at[p][m.id], c, model, rates, at[p]) for p in shown}, device, results)
             for m in manifests for c in m.claims]
     runs = _runs_by_profile(plans, manifests)
-    facts = Facts(manifests, profile, shown, inputs, {p: _verify_all(list(at[p].values()), model, rates) for p in shown},
+    facts = Facts(manifests, profile, shown, inputs,
+                  {p: _verify_all(list(at[p].values()), model, rates) for p in shown},
                   {p: sections.disk_text(disk_space(list(at[p].values()), model)) for p in shown},
                   _datasets(manifests, runs, model),
                   Counter(c.scope for m in manifests for c in m.claims))
