@@ -4,7 +4,7 @@ estimate, computed from the plans and rendered."""
 import json
 
 import pytest
-from fake_records import record  # tests/fake_records.py
+from fake_records import record, write_result  # tests/fake_records.py
 
 from repro.cost import calibration as cal
 from repro.cost import estimate as est
@@ -75,3 +75,41 @@ def test_the_report_never_counts_or_measures(table5_records, monkeypatch):
     lines = compute_by_claim(results, [build_plan(m, "full")], est.CostModel(cached_only=True))
     assert all(c.estimate_hours != c.estimate_hours for c in lines)  # NaN: not estimated
     assert "not estimated" in render_compute(lines, "full", "ref")
+
+
+def test_repro_report_plans_each_table_once_and_fits_the_cost_model_once(tmp_path, monkeypatch):
+    """The report reads the plans and what the cost stage computed from them, passed down: it never plans a table
+    again on the way (report/costs -> cost/fit -> planned runs was the path) nor fits the cost model twice."""
+    from collections import Counter
+
+    from typer.testing import CliRunner
+
+    from repro.cli import app
+    from repro.cost import fit, taken
+    from repro.plan import table_plan
+    from repro.plan.manifest import load_all
+
+    built, fitted = Counter(), []
+    real_build, real_fit = table_plan.build_plan, fit.fit_folder
+
+    def build(manifest, name, profile=None):
+        built[(manifest.id, name)] += 1
+        return real_build(manifest, name, profile)
+
+    def fit_once(*args, **kwargs):
+        fitted.append(args)
+        return real_fit(*args, **kwargs)
+
+    monkeypatch.setattr(table_plan, "build_plan", build)
+    monkeypatch.setattr(taken, "fit_folder", fit_once)
+    monkeypatch.setattr(fit, "fit_folder", fit_once)
+    results = tmp_path / "results"
+    write_result(results, "table6", {})
+    path = results / "smoke" / "table6" / "results.json"
+    stored = json.loads(path.read_text())
+    path.write_text(json.dumps({**stored, "provenance": {"git_commit": "0123456789ab", "time": "t", "device": "cpu",
+                                                         "packages": {}}}))
+    out = CliRunner().invoke(app, ["report", "--results-dir", str(results), "--profile", "smoke"])
+    assert out.exit_code == 0, out.output
+    assert set(built) == {(m.id, name) for m in load_all() for name in m.profiles}
+    assert set(built.values()) == {1} and len(fitted) == 1
