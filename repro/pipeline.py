@@ -1,12 +1,13 @@
 """The one orchestrator: manifest -> plan -> measurements -> metrics -> claims -> tables on disk.
 
-A table's plan (repro.plan.table_plan.build_plan) is built first, once; each measure a row can ask for
-("flops", "accuracy", "latency") has a measurer in repro.measure.MEASURERS, which reads the plan and
-returns what it measured; comparisons derive metrics from pairs of rows; claims are decided on the
-measurements (repro.claims), which returns the decided result. Each step hands the next a new, frozen
-value. Everything a table shows is saved in results.json next to it, with its provenance. `TableRun`
-runs tables one after another (`repro run`, `repro verify-all`); `flop_check` counts every distinct
-model of every manifest three ways; repro.report.summary writes report.md.
+A table's plan (repro.plan.table_plan), built once where the command starts, comes first; each
+measure a row can ask for ("flops", "accuracy", "latency") has a measurer in repro.measure.MEASURERS,
+which reads the plan and returns what it measured; comparisons derive metrics from pairs of rows;
+claims are decided on the measurements (repro.claims), which returns the decided result. Each step
+hands the next a new, frozen value. Everything a table shows is saved in results.json next to it,
+with its provenance. `TableRun` runs tables one after another (`repro run`, `repro verify-all`);
+`flop_check` counts every distinct model of every manifest three ways; repro.report.summary writes
+report.md.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from repro.core.schema import SchemaError, read_toml
 from repro.execution.options import TableOptions
 from repro.execution.runs import RunCounts
 from repro.plan.manifest import Manifest, parse_manifest
-from repro.plan.table_plan import TablePlan, build_plan
+from repro.plan.table_plan import TablePlan
 from repro.measure import MEASURERS
 from repro.measure.measurer import Context
 from repro.measure.flop_check import row_key, row_summary
@@ -217,6 +218,6 @@ def describe_exception(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}{where}"
 
 
-__all__ = ["Context", "TableMeasurement", "TableOutcome", "TablePlan", "TableRun", "build_plan", "comparison_metric",
+__all__ = ["Context", "TableMeasurement", "TableOutcome", "TablePlan", "TableRun", "comparison_metric",
            "decidable_not_reproduced",
            "execute", "flop_check", "make_context", "rebuild_result", "row_metric", "run_manifest"]

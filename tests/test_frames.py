@@ -152,7 +152,8 @@ def test_docs_give_every_column_of_every_frame_once_in_its_section():
 def test_readings_say_which_verdicts_an_alternative_reading_changes(tmp_path):
     """Under this reading, which verdicts change? Table 6 decided at smoke: rho_backbone_moe reproduces only
     under the stride-1 reading of the backbone MoE's layers."""
-    from repro.pipeline import Context, build_plan, run_manifest
+    from repro.pipeline import Context, run_manifest
+    from repro.plan.table_plan import build_plan
     from repro.plan.manifest import find_manifest
     from repro.results import readings
     from repro.results.measurements import save_result

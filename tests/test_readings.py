@@ -421,7 +421,8 @@ def test_repro_readings_counts_as_the_report_does(tmp_path):
 
     from repro.cli import app
     from repro.measure.reading_counts import readings_for
-    from repro.pipeline import Context, build_plan, run_manifest
+    from repro.pipeline import Context, run_manifest
+    from repro.plan.table_plan import build_plan
     from repro.results.measurements import READINGS_DETAIL
 
     table6 = find_manifest("table6")

@@ -7,7 +7,8 @@ import subprocess
 import pytest
 
 from repro.plan.manifest import find_manifest
-from repro.pipeline import Context, build_plan, run_manifest
+from repro.pipeline import Context, run_manifest
+from repro.plan.table_plan import build_plan
 from repro.report.render import latex_escape, md_escape, write_manifest_outputs
 
 
