@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import Optional
 
 import typer
 
 from repro.cli.common import (
-    DataOpt, ManifestsOpt, ProfileOpt, ProfilesOpt, ResultsOpt, check_profile, fail, load_every, show,
+    DataOpt, ManifestsOpt, ProfileOpt, ProfilesOpt, ResultsOpt, check_profile, fail, load_every, read_files, show,
 )
 from repro.core.fsutil import WriteFailed, atomic_write_text
 
@@ -28,6 +29,7 @@ def appendix(profile: Optional[str] = ProfileOpt,
     from repro.cost.fit import fit_folder
     from repro.plan.table_plan import plan_all
     from repro.report.appendix import APPENDIX_NAME, FORMATS, appendix_inputs, build_appendix, render
+    from repro.results.actions import acting
     from repro.results.measurements import default_results_dir, profile_dir, profiles_present
     from repro.spec.profiles import default_profile
 
@@ -50,8 +52,12 @@ def appendix(profile: Optional[str] = ProfileOpt,
     inputs = appendix_inputs(plans, folder, model)
     text = render(build_appendix(entries, profile, inputs, with_results), fmt)
     path = out or profile_dir(results_dir, profile) / f"{APPENDIX_NAME}.{fmt}"
+    # Written into a profile folder (the default): recorded there as an action of its RO-Crate.
+    folder = profile_dir(results_dir, profile)
+    inside = folder.is_dir() and path.resolve().is_relative_to(folder.resolve())
     try:
-        atomic_write_text(path, text)
+        with acting("appendix", folder, read_files(manifests, profiles)) if inside else contextlib.nullcontext():
+            atomic_write_text(path, text)
     except OSError as exc:  # WriteFailed says what to free or change
         fail(str(exc) if isinstance(exc, WriteFailed) else f"cannot write {path}: {exc.strerror or exc}")
     claims = sum(len(m.claims) for m in manifests)

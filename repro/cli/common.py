@@ -14,7 +14,7 @@ import dataclasses
 import os
 from enum import IntEnum
 from pathlib import Path
-from typing import Iterator, NoReturn
+from typing import Iterable, Iterator, NoReturn
 
 import typer
 from rich.console import Console
@@ -209,6 +209,15 @@ def interrupted_message(exc: KeyboardInterrupt, argv: list[str]) -> str:
     return f"{exc.where} interrupted; every finished run record is kept; rerun `{command}` to resume"
 
 
+def read_files(manifests: list[Manifest], profiles: Path | None = None) -> list[Path]:
+    """The files outside the results folder that a command over these manifests reads: each manifest, the shipped
+    profiles and a file of one's own (--profiles or $REPRO_PROFILES)."""
+    from repro.spec.profiles import SHIPPED_PROFILES
+
+    own = profiles or os.environ.get("REPRO_PROFILES", "").strip()
+    return [Path(m.path) for m in manifests if m.path] + [SHIPPED_PROFILES] + ([Path(own)] if own else [])
+
+
 def counts_line(run_counts) -> str:
     from repro.execution.runs import RunCounts
 
@@ -216,12 +225,16 @@ def counts_line(run_counts) -> str:
 
 
 @contextlib.contextmanager
-def recording(command: str, results_dir: Path, profile: str, heavy: bool = True) -> Iterator[None]:
-    """Phase timings of the command into <results>/<profile>/timings.json (repro.results.timings); `heavy`: the
-    command trains or counts, so torch's import is timed as start-up rather than inside its first phase."""
+def recording(command: str, results_dir: Path, profile: str, heavy: bool = True,
+              reads: Iterable[Path] = ()) -> Iterator[None]:
+    """Phase timings of the command into <results>/<profile>/timings.json (repro.results.timings), and the command
+    as an action of the folder's RO-Crate (repro.results.actions: `reads`, the files outside the folder it reads);
+    `heavy`: the command trains or counts, so torch's import is timed as start-up rather than inside its first phase."""
     from repro.results import timings
+    from repro.results.actions import acting
+    from repro.results.measurements import profile_dir
 
-    with timings.recording(command, results_dir, profile):
+    with acting(command, profile_dir(results_dir, profile), reads), timings.recording(command, results_dir, profile):
         if heavy:
             with timings.phase(timings.STARTUP):
                 import torch  # noqa: F401

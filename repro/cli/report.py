@@ -9,7 +9,7 @@ import typer
 
 from repro.cli.common import (
     ManifestsOpt, ProfilesOpt, ResultsOpt, CommandInterrupted, check_profile, check_results_dir, console, fail,
-    load_every, show, write_failed,
+    load_every, read_files, show, write_failed,
 )
 from repro.core.fsutil import WriteFailed
 from repro.results.measurements import default_results_dir
@@ -48,7 +48,7 @@ def report(results_dir: Optional[Path] = ResultsOpt, manifests_dir: Optional[Pat
     try:
         for name in names:
             _rebuild_damaged(results_dir, name, manifests, plans)
-            with recording("report", results_dir, name, heavy=False):
+            with recording("report", results_dir, name, heavy=False, reads=read_files(manifests, profiles)):
                 entries = decided_results(results_dir, name, manifests)
                 path, summary = write_report(entries, results_dir, name, for_report(results_dir, name, plans))
             console.rule(name)

@@ -20,7 +20,7 @@ from repro.cli.checklist import verdict_counts, verdicts_grid
 from repro.cli.common import (
     DataOpt, DeterministicOpt, DeviceOpt, ExitCode, JobsOpt, ManifestsOpt, ProfileOpt, ProfilesOpt, ResultsOpt,
     UnverifiedOpt, VerboseOpt, WorkersOpt, CommandInterrupted, check_profile, check_results_dir, console, counts_line,
-    err, fail, load_some, print_grid, recording, run_defaults, show, write_failed,
+    err, fail, load_some, print_grid, read_files, recording, run_defaults, show, write_failed,
 )
 from repro.cli.execution import (
     ExecutorOpt, GpusPerRunOpt, NoWaitOpt, RunsPerGpuOpt, SlurmAccountOpt, SlurmCpusPerTaskOpt, SlurmGpusPerTaskOpt,
@@ -257,7 +257,8 @@ def run_tables(ids: list[str] | None, options: TableOptions, report: bool) -> in
         with _leading(options.device, options.results_dir, options.data_dir, options.executor) as leader:
             if not leader:
                 return ExitCode.OK
-            with recording(command, options.results_dir, options.profile), kept_workers():
+            with recording(command, options.results_dir, options.profile,
+                           reads=read_files(manifests, options.profiles_file)), kept_workers():
                 return (_verify_all if report else _run_tables)(plans, options)
     except TorchrunUsageError as exc:
         fail(str(exc))

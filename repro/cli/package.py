@@ -1,0 +1,54 @@
+"""`repro package`: one archive of a results profile folder, ready to deposit (repro.results.package)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from repro.cli.common import ProfileOpt, ResultsOpt, fail, paste, show
+
+
+def package(profile: Optional[str] = ProfileOpt, results_dir: Optional[Path] = ResultsOpt,
+            out: Optional[Path] = typer.Option(None, "--out", help="The archive to write (.tar.gz). Default: "
+                                               "<results>/<profile>/package/repro-<profile>-<commit>.tar.gz."),
+            allow_dirty: bool = typer.Option(False, "--allow-dirty", help="Pack HEAD's source even though tracked "
+                                             "files differ from it (the archive then says less than it seems).")
+            ) -> None:
+    """One archive of a results folder: its RO-Crate, tables, report, appendix, run records, citation and source."""
+    from repro.cli.common import write_failed
+    from repro.core.fsutil import WriteFailed
+    from repro.results.actions import CRATE_FILE, acting
+    from repro.results.measurements import default_results_dir, profile_dir, profiles_present
+    from repro.results.package import PackageError, build_package
+    from repro.spec.profiles import default_profile
+
+    profile = profile or default_profile()
+    results_dir = results_dir or default_results_dir()
+    if profile not in profiles_present(results_dir):
+        fail(f"no results of profile '{profile}' in {results_dir} (profiles with results: "
+             f"{', '.join(profiles_present(results_dir)) or 'none'}); run `repro verify-all` first")
+    if out is not None and not out.name.endswith(".tar.gz"):
+        fail(f"--out {out}: expected a file name ending in .tar.gz")
+    folder = profile_dir(results_dir, profile)
+    inside = out is None or out.resolve().is_relative_to(folder.resolve())
+    try:
+        if inside:  # an archive in the folder is one of its files: the package is an action of its crate
+            with acting("package", folder):
+                made = build_package(folder, out, allow_dirty=allow_dirty)
+        else:
+            made = build_package(folder, out, allow_dirty=allow_dirty)
+    except PackageError as exc:
+        fail(str(exc))
+    except WriteFailed as exc:
+        write_failed(exc)
+    if made.dirty:
+        show(f"warning: {len(made.dirty)} tracked file(s) differ from HEAD; the archive holds HEAD's source "
+             f"(commit {made.commit[:12]}), not theirs")
+    show(f"wrote {made.files} files ({made.size / 2**20:.1f} MiB): profile {profile}, {made.records} run records, "
+         f"the source at commit {made.commit[:12]}, CITATION.cff and codemeta.json; its crate unpacks with it:")
+    paste(str(made.path))
+    paste(f"sha256 {made.sha256}")
+    if inside:
+        show(f"The archive and its sha256 are in {folder / CRATE_FILE}.")
