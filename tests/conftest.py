@@ -79,3 +79,25 @@ def pytest_collection_finish(session):
     # imported, and none walks it again afterwards (together about 5 s of a 30 s fast lane).
     gc.freeze()
     gc.enable()
+
+
+@pytest.fixture(scope="session")
+def smoke_folder(tmp_path_factory):
+    """A results folder as a user makes it: `repro verify-all`, `repro report` and `repro appendix` at smoke, each in
+    a process of its own, on two tables (the headline table's 8 training runs, Table 6's FLOP claims)."""
+    import shutil
+    import subprocess
+    import sys
+
+    from repro import REPO_ROOT
+
+    root = tmp_path_factory.mktemp("smoke_folder")
+    (root / "manifests").mkdir()
+    for name in ("headline_cifar10", "table6"):
+        shutil.copy(REPO_ROOT / "manifests" / f"{name}.toml", root / "manifests")
+    env = {**os.environ, "REPRO_MANIFESTS": str(root / "manifests"), "COLUMNS": "80"}
+    for args in (["verify-all", "--jobs", "1"], ["report"], ["appendix"]):
+        done = subprocess.run([sys.executable, "-m", "repro", *args, "--results-dir", str(root / "results")], env=env,
+                              capture_output=True, text=True, timeout=1200)
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return root / "results"

@@ -6,16 +6,11 @@ says how the validator gets its JSON-LD context offline)."""
 import dataclasses
 import hashlib
 import json
-import os
-import shutil
-import subprocess
-import sys
 
 import pytest
 from crate_check import CONTEXT_URL, context_document, validate
 from fake_records import PROFILE, config, record, write_record, write_result
 
-from repro import REPO_ROOT
 from repro.results.actions import ACTIONS_FILE, CRATE_FILE, WORKFLOW_FILE, acting, load_actions
 from repro.results.measurements import Verdict
 
@@ -133,24 +128,15 @@ def test_the_validator_finds_a_crate_that_does_not_conform(folder, tmp_path):
 
 
 @pytest.mark.slow
-def test_verify_all_report_and_appendix_leave_a_crate_that_validates(tmp_path):
-    """The smoke folder of `repro verify-all` (Table 6's FLOP claims and the headline table's training runs), then
-    `repro report` and `repro appendix`: three actions, one crate, accepted at the Provenance Run Crate profile."""
-    (tmp_path / "manifests").mkdir()
-    for name in ("headline_cifar10", "table6"):
-        shutil.copy(REPO_ROOT / "manifests" / f"{name}.toml", tmp_path / "manifests")
-    env = {**os.environ, "REPRO_MANIFESTS": str(tmp_path / "manifests"), "COLUMNS": "80"}
-    results = tmp_path / "results"
-    for args in (["verify-all", "--jobs", "1"], ["report"], ["appendix"]):
-        done = subprocess.run([sys.executable, "-m", "repro", *args, "--results-dir", str(results)], env=env,
-                              capture_output=True, text=True, timeout=1200)
-        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    folder = results / "smoke"
+def test_verify_all_report_and_appendix_leave_a_crate_that_validates(smoke_folder, tmp_path):
+    """The smoke folder of `repro verify-all`, then `repro report` and `repro appendix` (tests/conftest.py): three
+    actions, one crate, accepted at the Provenance Run Crate profile."""
+    folder = smoke_folder / "smoke"
     assert [a.command for a in load_actions(folder)] == ["verify-all", "report", "appendix"]
     verify_all = load_actions(folder)[0]
     assert verify_all.argv[:2] == ["repro", "verify-all"] and verify_all.status == "completed"
     assert {"headline_cifar10/results.json", "table6/results.json"} <= set(verify_all.wrote)
     entities, _ = graph(folder)
-    records = {p.stem for p in (results / "runs").glob("*.json")}
+    records = {p.stem for p in (smoke_folder / "runs").glob("*.json")}
     assert len(records) == 8 and {f"#record/{h}" for h in records} <= set(entities)
     assert validate(folder, tmp_path) == []

@@ -9,6 +9,7 @@
     status     status: runs done, running, failed, pending
     export     export: every run, epoch and verdict as CSV, Parquet or JSON (repro.results.frames)
     compare    compare A B: two results folders, rows beyond seed noise, verdicts changed (repro.report.compare)
+    trace      trace TABLE ROW [COLUMN]: one number back to its claims, records, code and data (repro.report.trace)
     package    package: one archive of a results folder, ready to deposit (repro.results.package)
     bench      bench ...: the benchmarks
     common     consoles, shared options, loading with clear errors, printing that fits 80 columns
@@ -29,6 +30,7 @@ from repro.cli import appendix, info, readings, report, status
 from repro.cli.compare import compare
 from repro.cli.export import export
 from repro.cli.package import package
+from repro.cli.trace import trace
 from repro.cli import run as tables
 from repro.cli.bench import bench_app
 from repro.cli.rho import rho_command
@@ -117,6 +119,8 @@ app.command("appendix", short_help="The Artifact Appendix: each claim's command,
     appendix.appendix)
 app.command("export", short_help="Runs, epochs and verdicts as CSV, JSON or Parquet tables.")(export)
 app.command("compare", short_help="Two results folders: rows beyond seed noise, changed verdicts.")(compare)
+app.command("trace", short_help="One number of a table: its claims, run records, code, container and data.")(
+    trace)
 app.command("package", short_help="One archive of a results folder, its crate, records and source, to deposit.")(
     package)
 app.command("flops", short_help="Every row's FLOPs counted three ways; exit 1 on a disagreement.")(info.flops)

@@ -19,6 +19,8 @@ class Table:
     # (row index, column index) -> the run records the cell's number came from, as (label, run hash):
     # report.html links the number to each record; Markdown and LaTeX leave it out.
     links: dict[tuple[int, int], tuple[tuple[str, str], ...]] = field(default_factory=dict)
+    # row index -> the manifest row or comparison it shows: report.html links the row to its trace (trace.html)
+    ids: dict[int, str] = field(default_factory=dict)
 
 
 def mmac(n: float | None) -> str:

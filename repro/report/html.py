@@ -184,6 +184,21 @@ def render_report_html(entries: list[tuple[Manifest, ManifestResult | None]], ex
         sections=[(title, Markup(md.render(body))) for title, body in sections], appendix=appendix or [])
 
 
+def write_trace_html(entries: list[tuple[Manifest, ManifestResult | None]], profile: str, out_dir: Path,
+                     results_dir: Path) -> Path:
+    """results_dir/<profile>/trace.html: every row of every table traced (repro.report.trace), one section each,
+    which report.html's rows link to."""
+    from repro.report.trace import row_ids, trace
+
+    records: dict[str, Any] = {}  # a record read once, however many rows it is behind
+    traces = [trace(results_dir, m, r, row, records=records) for m, r in entries if r is not None
+              for row in row_ids(m, r)]
+    path = out_dir / "trace.html"
+    atomic_write_text(path, environment().get_template("trace.html.j2").render(
+        traces=traces, profile=profile, runs_href=_runs_href(out_dir, results_dir)))
+    return path
+
+
 def write_report_html(entries: list[tuple[Manifest, ManifestResult | None]], extension: set[str],
                       summary: dict[str, Any], figures: list[FigureFile], sections: list[tuple[str, str]],
                       titles: dict[str, str], out_dir: Path, results_dir: Path, appendix: list[str] | None = None) -> Path:

@@ -66,6 +66,7 @@ def latency_table(manifest: Manifest, result: ManifestResult) -> Table | None:
         for r in members:
             d = lat[r.id]
             head_macs = flops.get(r.id, {}).get("head_macs")
+            table.ids[len(table.rows)] = r.id
             table.rows.append([
                 r.label, ms(d["head"]["median_ms"]), f"{ms(d['head']['p25_ms'])}–{ms(d['head']['p75_ms'])}",
                 str(d["ops"]["ops"]), str(d["ops"]["host_syncs"]),
@@ -87,6 +88,7 @@ def slowdown_table(manifest: Manifest, result: ManifestResult) -> Table | None:
                   columns=["Comparison", "Head x", "Model x", "Ops x", "Paper"])
     for c in comps:
         ops_a, ops_b = measured.row(c.row, "op_calls"), measured.row(c.baseline, "op_calls")
+        table.ids[len(table.rows)] = c.id
         table.rows.append([c.label, times(measured.comparison(c.id, "slowdown")),
                            times(measured.comparison(c.id, "model_slowdown")),
                            times(ops_a / ops_b) if ops_a and ops_b else "", paper_cells(manifest, c.id, COMPARISON_METRICS)])

@@ -18,7 +18,7 @@ from repro.cost.taken import ComputeTaken
 from repro.plan.manifest import Manifest
 from repro.report.figures import render_figures
 from repro.report.figures_extension import extension_section
-from repro.report.html import write_report_html
+from repro.report.html import write_report_html, write_trace_html
 from repro.report.appendix import write_appendix
 from repro.report.learning import is_functional, learning_checks, render_learning, summary_line
 from repro.report.readings_section import (
@@ -136,4 +136,5 @@ def _write_report(entries: list[tuple[Manifest, ManifestResult | None]], results
     # report.html: the same data; the extension manifests' figures and claims sit among the others there.
     write_report_html(entries, {m.id for m, _ in entries if m.is_extension()}, summary, drawn,
                       [s for s in sections if s is not beyond], SCOPE_TITLES, out, results_dir, appendix)
+    write_trace_html(entries, profile, out, results_dir)
     return path, summary

@@ -44,6 +44,7 @@ def flops_table(manifest: Manifest, result: ManifestResult) -> Table | None:
         for r in members:
             f = flops[r.id]
             sign = paper_value(manifest.paper_table, f"{r.id}.gap")
+            table.ids[len(table.rows)] = r.id
             table.rows.append([
                 r.label, mmac(f["backbone_macs"]), mmac(f["head_macs"]), mmac(f["routed_macs"]),
                 mmac(f["total_macs"]), pct_auto(f["head_share"]), pct_auto(f["rho"]) if f["routed_macs"] else "",
@@ -71,6 +72,7 @@ def flops_comparisons_table(manifest: Manifest, result: ManifestResult) -> Table
                   columns=["Comparison", "FLOPs ratio (ours)", "Reduction (ours)", "Reported"], rows=[])
     for c in comps:
         paper = reported(manifest, f"{c.id}.flops_reduction") or reported(manifest, f"{c.id}.flops_ratio")
+        table.ids[len(table.rows)] = c.id
         table.rows.append([c.label, pct(measured.comparison(c.id, "flops_ratio"), 1),
                            pct(measured.comparison(c.id, "flops_reduction"), 1), paper])
     return table
@@ -125,6 +127,7 @@ def accuracy_comparisons_table(manifest: Manifest, result: ManifestResult) -> Ta
         rho = measured.comparison(c.id, "rho")
         base, model = run_links(result, c.baseline, "baseline"), run_links(result, c.row, "model")
         table.links.update({(i, 2): base, (i, 3): model, (i, 4): model + base})
+        table.ids[i] = c.id
         table.rows.append([c.label, pct_auto(rho) if rho is not None else "",
                            numbers.mean_sd(c.baseline), numbers.mean_sd(c.row),
                            *_gap_cells(numbers.gap(c.row, c.baseline)), *_paper_gap(manifest, f"{c.id}.gap")])
@@ -191,6 +194,7 @@ def accuracy_rows_table(manifest: Manifest, result: ManifestResult) -> Table | N
         i = len(table.rows)
         chance = numbers.chance(r.id)
         table.links[(i, 2)] = run_links(result, r.id)
+        table.ids[i] = r.id
         hashes = ", ".join(sorted({run.hash[:8] for run in measured.runs(r.id)}))
         table.rows.append([r.label, r.dataset, numbers.mean_sd(r.id) or result.measured.missing.get(
             row_metric(r.id, "accuracy"), ""), "" if chance is None else f"{100 * chance:.2f}",

@@ -1,0 +1,57 @@
+"""`repro trace TABLE ROW [COLUMN]`: one number of a table back to its claims, run records, code, container and
+data (repro.report.trace), as text at 80 columns or JSON."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from repro.cli.common import ManifestsOpt, ProfileOpt, ProfilesOpt, ResultsOpt, fail
+
+
+def trace(table: str = typer.Argument(..., help="The table's id, e.g. table1."),
+          row: str = typer.Argument(..., help="A row id (dw_h128_moe) or a comparison id (dw_h128); an unknown "
+                                    "one lists the table's."),
+          column: Optional[str] = typer.Argument(None, help="One metric of the row (accuracy, rho, gap, "
+                                                 "total_macs...). Default: every metric stored for it."),
+          profile: Optional[str] = ProfileOpt, results_dir: Optional[Path] = ResultsOpt,
+          manifests_dir: Optional[Path] = ManifestsOpt, profiles: Optional[Path] = ProfilesOpt,
+          as_json: bool = typer.Option(False, "--json", help="The trace as JSON, for scripts.")) -> None:
+    """One number of a table: its claims, run records, commit, container, data and the command that makes it."""
+    import json
+
+    from rich.text import Text
+
+    from repro.cli.common import load_one, show
+    from repro.report.trace import TraceError, trace as traced
+    from repro.results.measurements import ResultUnusable, default_results_dir, load_result
+    from repro.spec.profiles import default_profile
+
+    manifest = load_one(table, manifests_dir, profiles)
+    profile = profile or default_profile()
+    results_dir = results_dir or default_results_dir()
+    try:
+        result = load_result(results_dir, profile, manifest.id)
+    except ResultUnusable as exc:
+        fail(f"{exc}; `repro report` rebuilds it from the run records")
+    if result is None:
+        fail(f"no results of {manifest.id} at profile '{profile}' in {results_dir}; run `repro run {manifest.id} "
+             f"--profile {profile}` first")
+    try:
+        found = traced(results_dir, manifest, result, row, column)
+    except TraceError as exc:
+        fail(str(exc))
+    if as_json:
+        sys.stdout.write(json.dumps(found.to_dict(), indent=1) + "\n")
+        return
+    from repro.cli.common import console
+    from repro.core.terminal import wrap_words
+
+    for heading, lines in found.items():
+        show(Text(heading, style="bold"))
+        for line in lines:  # a line that wraps goes on under its first word, so each stays one item
+            for i, part in enumerate(wrap_words(Text(line), max(20, console.width - 4))):
+                console.print(Text("  " if i == 0 else "    ") + part, soft_wrap=True, highlight=False)

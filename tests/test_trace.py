@@ -1,0 +1,126 @@
+"""`repro trace TABLE ROW [COLUMN]` (repro.report.trace): one number back to its claims, run records (hash, seed,
+epochs, accuracy, sha256), commit, container, data and the command that makes it; at 80 columns and as JSON; and
+report.html's rows linked to the same trace in trace.html."""
+
+import hashlib
+import json
+import re
+
+import pytest
+from typer.testing import CliRunner
+
+from repro.cli import app
+from repro.plan.manifest import find_manifest
+from repro.report.trace import TraceError, row_ids, trace
+from repro.results.measurements import load_result
+
+runner = CliRunner()
+
+
+def invoke(*args, manifests=None):
+    env = {"COLUMNS": "80", **({"REPRO_MANIFESTS": str(manifests)} if manifests else {})}
+    done = runner.invoke(app, ["trace", *map(str, args)], env=env)
+    return done, done.output.splitlines()
+
+
+def test_an_unknown_table_is_refused_naming_the_closest():
+    done, _ = invoke("tabel6", "x")
+    assert done.exit_code == 2 and "did you mean 'table6'" in done.output
+
+
+def test_a_table_without_results_is_refused(tmp_path):
+    done, _ = invoke("table6", "x", "--results-dir", tmp_path / "none")
+    assert done.exit_code == 2
+    assert "no results of table6 at profile 'smoke'" in " ".join(done.output.split())
+
+
+@pytest.fixture(scope="module")
+def folder(smoke_folder):
+    return smoke_folder
+
+
+def _manifests(folder):
+    return folder.parent / "manifests"
+
+
+def _entries(folder):
+    for table in ("headline_cifar10", "table6"):
+        manifest = find_manifest(table, _manifests(folder))
+        yield manifest, load_result(folder, "smoke", table)
+
+
+@pytest.mark.slow
+def test_every_row_of_every_table_is_traced_at_80_columns_and_as_json(folder):
+    traced = 0
+    for manifest, result in _entries(folder):
+        rows = row_ids(manifest, result)
+        assert rows
+        for row in rows:
+            done, lines = invoke(manifest.id, row, "--results-dir", folder, manifests=_manifests(folder))
+            assert done.exit_code == 0, done.output
+            assert all(len(line) <= 80 or " " not in line.strip() for line in lines), done.output
+            assert lines[0] == "Number" and "Reproduce" in lines
+            data = json.loads(invoke(manifest.id, row, "--results-dir", folder, "--json",
+                                     manifests=_manifests(folder))[0].output)
+            assert data["row"] == row and data["table"] == manifest.id
+            traced += 1
+    assert traced >= 20
+
+
+@pytest.mark.slow
+def test_a_gap_is_traced_to_both_rows_records_as_the_files_hold_them(folder):
+    manifest, result = next(_entries(folder))
+    comparison = manifest.comparisons[0]
+    found = trace(folder, manifest, result, comparison.id, "gap")
+    assert list(found.values) == [f"comparisons.{comparison.id}.gap"] and found.kind == "comparison"
+    assert found.rows == [comparison.row, comparison.baseline]
+    assert {r.row for r in found.runs} == {comparison.row, comparison.baseline} and len(found.runs) == 4
+    for run in found.runs:
+        data = open(run.record, "rb").read()
+        record = json.loads(data)
+        assert run.sha256 == hashlib.sha256(data).hexdigest() and not run.problem
+        assert (run.seed, run.epochs, run.accuracy) == (record["seed"], len(record["history"]),
+                                                         record["metrics"]["accuracy"])
+        assert run.commit == record["provenance"]["git_commit"]
+    assert {c["claim"] for c in found.claims} == {v.claim for v in result.verdicts
+                                                    if {comparison.row, comparison.baseline} & set(v.rows)}
+    assert found.container.endswith(")") and "`repro verify-all" in found.container  # the action that wrote it
+    assert found.command == f"repro run {manifest.id} --profile smoke --results-dir {folder}"
+    assert found.data and "synthetic" in found.data[0]
+
+
+@pytest.mark.slow
+def test_a_flop_row_has_no_run_and_says_so(folder):
+    manifest = find_manifest("table6", _manifests(folder))
+    result = load_result(folder, "smoke", "table6")
+    row = row_ids(manifest, result)[0]
+    found = trace(folder, manifest, result, row, "rho")
+    assert found.runs == [] and dict(found.items())["Run records"][0].startswith("none")
+
+
+@pytest.mark.slow
+def test_an_unknown_row_or_column_lists_what_the_table_has(folder):
+    manifest, result = next(_entries(folder))
+    with pytest.raises(TraceError, match="has no row or comparison 'nope'.*it has: "):
+        trace(folder, manifest, result, "nope")
+    with pytest.raises(TraceError, match="'gap' is not a metric of a row; this one has: "):
+        trace(folder, manifest, result, manifest.rows[0].id, "gap")
+    done, _ = invoke(manifest.id, "nope", "--results-dir", folder, manifests=_manifests(folder))
+    assert done.exit_code == 2
+
+
+@pytest.mark.slow
+def test_report_html_links_each_table_row_to_its_trace(folder):
+    report = (folder / "smoke" / "report.html").read_text()
+    page = (folder / "smoke" / "trace.html").read_text()
+    links = set(re.findall(r'href="trace\.html#(trace-[^"]+)"', report))
+    sections = set(re.findall(r'<section id="(trace-[^"]+)"', page))
+    expected = {f"trace-{m.id}-{row}" for m, r in _entries(folder) for row in row_ids(m, r)}
+    assert links and links <= sections == expected
+    manifest, result = next(_entries(folder))
+    row = manifest.comparisons[0].id
+    block = page.split(f'<section id="trace-{manifest.id}-{row}">', 1)[1].split("</section>", 1)[0]
+    for heading, lines in trace(folder, manifest, result, row).items():  # the same trace as the command's
+        assert f"<dt>{heading}</dt>" in block
+        for line in lines:
+            assert line.replace("&", "&amp;").replace("'", "&#39;").replace('"', "&#34;") in block
