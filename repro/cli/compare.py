@@ -1,4 +1,5 @@
-"""`repro compare A B`: two results folders on one screen (repro.report.compare), or as JSON, with an exit code.
+"""`repro compare A B`: two results folders on one screen (repro.report.compare), as Markdown claim by claim
+(repro.report.compare_claims) or as JSON, with an exit code.
 
 Exit 0: no row differs beyond seed noise, no verdict changed, and every row that differs at all was made by
 the same runs (same run hashes: a GPU's nondeterminism); 1: otherwise, e.g. the same rows trained on another
@@ -17,25 +18,35 @@ from repro.cli.common import ExitCode, fail
 
 SHOWN_ROWS = 12  # rows that differ, on the screen; --json lists every row
 SHOWN_LINES = 5  # runs in one folder only, and unusable records, named one per line; the rest counted
+FORMATS = ("text", "md", "json")
 
 
 def compare(a: Path = typer.Argument(..., help="Results folder A."),
             b: Path = typer.Argument(..., help="Results folder B, compared with A."),
             profile: Optional[str] = typer.Option(None, "--profile", "-p",
                                                   help="Only this profile. Default: every profile in both."),
-            as_json: bool = typer.Option(False, "--json", help="Every row, run and verdict as JSON, for scripts.")
+            fmt: str = typer.Option("text", "--format", help="text (this screen), md (Markdown: each claim's mean, "
+                                    "sd, se and n on each side, for a pull request) or json (every row, run, claim "
+                                    "and verdict, for scripts)."),
+            as_json: bool = typer.Option(False, "--json", help="The same as --format json.")
             ) -> None:
-    """Two results folders: what differs beyond seed noise."""
+    """Two results folders: what differs beyond seed noise, claim by claim."""
     import json
 
     from repro.report.compare import CompareError, compare_folders
+    from repro.report.compare_claims import markdown
 
+    fmt = "json" if as_json else fmt
+    if fmt not in FORMATS:
+        fail(f"--format {fmt}: expected one of {', '.join(FORMATS)}")
     try:
         result = compare_folders(a, b, profile)
     except CompareError as exc:
         fail(str(exc))
-    if as_json:
+    if fmt == "json":
         sys.stdout.write(json.dumps(result.to_dict(), indent=1) + "\n")
+    elif fmt == "md":
+        sys.stdout.write(markdown(result))
     else:
         _show(result)
     raise typer.Exit(ExitCode.FAILED if result.differs else ExitCode.OK)
@@ -86,6 +97,8 @@ def _show(result) -> None:
         print_grid(grid)
     else:
         show("No verdict changed.")
+    show(f"{len({(c.profile, c.table, c.claim) for c in result.claims})} claims: each one's mean, sd, se and seeds on "
+         "each side with --format md or --format json")
     if result.differs:
         other = sum(r.other_runs_differ for r in result.rows)
         reasons = [f"{len(result.beyond_noise)} row(s) beyond seed noise" if result.beyond_noise else "",

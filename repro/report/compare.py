@@ -8,6 +8,7 @@ and Welch's t over the seeds (repro.claims.stats.welch) with Holm's adjustment o
 (repro.results.family.holm); a row differs beyond seed noise when its Holm-adjusted p is below ALPHA. Rows whose
 runs were made under other devices, thread counts or versions are compared all the same, and the comparison
 names what differs beside the row. A verdict differs when the same claim of the same table has another status.
+Each claim's own number, its spread and count on each side, is repro.report.compare_claims'.
 It sits in the report layer for the statistics it reuses (repro.claims.stats), which the results layer is below.
 """
 
@@ -19,6 +20,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from repro.report.compare_claims import ClaimDifference, claim_differences, usable_seeds
 from repro.results.family import holm
 from repro.results.frames import Folder, FolderError, read_folder, row_seeds, runs, verdicts
 from repro.results.measurements import RUNS_FOLDER, profiles_present
@@ -81,6 +83,7 @@ class FolderComparison:
     verdicts: list[VerdictChange] = field(default_factory=list)
     unusable_a: dict[str, str] = field(default_factory=dict)  # record file -> why it was left out
     unusable_b: dict[str, str] = field(default_factory=dict)
+    claims: list[ClaimDifference] = field(default_factory=list)  # each claim's number on each side (compare_claims)
 
     @property
     def beyond_noise(self) -> list[RowDifference]:
@@ -102,6 +105,7 @@ class FolderComparison:
                       "beyond_noise": r.beyond_noise} for r in self.rows],
             "only_a": self.only_a, "only_b": self.only_b, "verdicts": [asdict(v) for v in self.verdicts],
             "unusable_a": self.unusable_a, "unusable_b": self.unusable_b,
+            "claims": [c.to_dict() for c in self.claims],
         }
 
 
@@ -186,6 +190,8 @@ def compare_folders(a: Path, b: Path, profile: str | None = None) -> FolderCompa
     runs_a, runs_b = _run_names(seeds_a), _run_names(seeds_b)
     out.only_a, out.only_b = sorted(runs_a - runs_b), sorted(runs_b - runs_a)
     out.verdicts = _verdict_changes(verdicts(folder_a), verdicts(folder_b), profiles)
+    out.claims = claim_differences(folder_a.results, folder_b.results, usable_seeds(seeds_a), usable_seeds(seeds_b),
+                                   profiles)
     return out
 
 
