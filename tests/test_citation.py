@@ -57,3 +57,15 @@ def test_codemeta_is_generated_from_the_citation_file():
     committed = json.loads((ROOT / "codemeta.json").read_text(encoding="utf-8"))
     assert committed == json.loads(citation.as_codemeta()), (
         "codemeta.json is stale: regenerate it with `cffconvert -f codemeta -i CITATION.cff -o codemeta.json`")
+
+
+def test_the_appendix_says_how_to_cite_and_deposit_the_artifact():
+    from repro.plan.manifest import load_all
+    from repro.report.appendix import appendix_inputs, build_appendix, render
+
+    manifests = load_all()
+    md = render(build_appendix([(m, None) for m in manifests], "smoke", appendix_inputs(manifests, None, count=False),
+                               with_results=False), "md")
+    line = next(line for line in md.splitlines() if "Publicly available" in line)
+    assert f"cite it with {CITATION_FILE} (codemeta.json beside it)" in line and "`repro package`" in line
+    assert (ROOT / CITATION_FILE).is_file() and (ROOT / "codemeta.json").is_file()

@@ -11,7 +11,8 @@ import pytest
 from crate_check import CONTEXT_URL, context_document, validate
 from fake_records import PROFILE, config, record, write_record, write_result
 
-from repro.results.actions import ACTIONS_FILE, CRATE_FILE, WORKFLOW_FILE, acting, load_actions
+from repro.results.acting import acting
+from repro.results.actions import ACTIONS_FILE, CRATE_FILE, WORKFLOW_FILE, load_actions
 from repro.results.measurements import Verdict
 
 

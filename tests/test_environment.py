@@ -64,7 +64,7 @@ def test_every_variable_the_code_names_is_listed():
 
 
 # Read by others, not by repro: docker compose (the container's), the device tools, and CI's switches.
-NOT_OURS = {"REPRO_GPUS", "REPRO_IMAGE", "REPRO_REQUIRE_LATEX", "REPRO_REQUIRE_CHROMIUM", "REPRO_REQUIRE_SLURM",
+NOT_OURS = {"REPRO_GPUS", "REPRO_REQUIRE_LATEX", "REPRO_REQUIRE_CHROMIUM", "REPRO_REQUIRE_SLURM",
             "REPRO_ARTIFACTS", "REPRO_COMPOSE_GO"}
 
 

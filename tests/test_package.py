@@ -15,7 +15,8 @@ from typer.testing import CliRunner
 
 from repro import REPO_ROOT
 from repro.cli import app
-from repro.results.actions import CRATE_FILE, acting, load_actions
+from repro.results.acting import acting
+from repro.results.actions import CRATE_FILE, load_actions
 from repro.results.package import CITATION_FILE, CODEMETA_FILE, PackageError, build_package
 
 

@@ -82,8 +82,10 @@ def test_numbers_link_to_their_run_records_and_claims_to_their_figures(report):
     hrefs = [a["href"] for a in page.all("a")]
     internal = [h for h in hrefs if h.startswith("#")]
     assert internal and all(h[1:] in ids for h in internal)
-    appendix = [a["href"] for a in page.all("a", "appendix")]  # the one other file the page links
-    records = [h for h in hrefs if not h.startswith("#") and h not in appendix]
+    appendix = [a["href"] for a in page.all("a", "appendix")]  # the other files the page links: the appendix
+    traces = [h for h in hrefs if h.split("#")[0] == "trace.html"]  # and each table row's trace (test_trace.py)
+    assert traces and (results / "smoke" / "trace.html").is_file()
+    records = [h for h in hrefs if not h.startswith("#") and h not in appendix and h not in traces]
     assert records and all(re.fullmatch(r"\.\./runs/[0-9a-f]{16}\.json", h) for h in records)
     assert all((results / "smoke" / h).resolve().is_file() for h in records)
     assert any(a["href"] == "#fig-gap_vs_rho" for a in page.all("a", "fig"))

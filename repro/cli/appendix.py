@@ -29,7 +29,7 @@ def appendix(profile: Optional[str] = ProfileOpt,
     from repro.cost.fit import fit_folder
     from repro.plan.table_plan import plan_all
     from repro.report.appendix import APPENDIX_NAME, FORMATS, appendix_inputs, build_appendix, render
-    from repro.results.actions import acting
+    from repro.results.acting import acting
     from repro.results.measurements import default_results_dir, profile_dir, profiles_present
     from repro.spec.profiles import default_profile
 

@@ -231,7 +231,7 @@ def recording(command: str, results_dir: Path, profile: str, heavy: bool = True,
     as an action of the folder's RO-Crate (repro.results.actions: `reads`, the files outside the folder it reads);
     `heavy`: the command trains or counts, so torch's import is timed as start-up rather than inside its first phase."""
     from repro.results import timings
-    from repro.results.actions import acting
+    from repro.results.acting import acting
     from repro.results.measurements import profile_dir
 
     with acting(command, profile_dir(results_dir, profile), reads), timings.recording(command, results_dir, profile):

@@ -33,7 +33,7 @@ def compare(a: Path = typer.Argument(..., help="Results folder A."),
     """Two results folders: what differs beyond seed noise, claim by claim."""
     import json
 
-    from repro.report.compare import CompareError, compare_folders
+    from repro.report.compare import ALPHA, CompareError, compare_folders
     from repro.report.compare_claims import markdown
 
     fmt = "json" if as_json else fmt
@@ -46,7 +46,7 @@ def compare(a: Path = typer.Argument(..., help="Results folder A."),
     if fmt == "json":
         sys.stdout.write(json.dumps(result.to_dict(), indent=1) + "\n")
     elif fmt == "md":
-        sys.stdout.write(markdown(result))
+        sys.stdout.write(markdown(result, ALPHA))
     else:
         _show(result)
     raise typer.Exit(ExitCode.FAILED if result.differs else ExitCode.OK)

@@ -19,7 +19,8 @@ def package(profile: Optional[str] = ProfileOpt, results_dir: Optional[Path] = R
     """One archive of a results folder: its RO-Crate, tables, report, appendix, run records, citation and source."""
     from repro.cli.common import write_failed
     from repro.core.fsutil import WriteFailed
-    from repro.results.actions import CRATE_FILE, acting
+    from repro.results.acting import acting
+    from repro.results.actions import CRATE_FILE
     from repro.results.measurements import default_results_dir, profile_dir, profiles_present
     from repro.results.package import PackageError, build_package
     from repro.spec.profiles import default_profile

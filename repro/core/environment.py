@@ -108,6 +108,8 @@ VARIABLES: dict[str, Variable] = {v.name: v for v in (
     Variable("XDG_CACHE_HOME", text, "a folder", "the cache's parent when REPRO_CACHE is unset"),
     Variable("REPRO_WEIGHTS", text, "folders", "extra folders (os.pathsep-separated) searched for pretrained weights"),
     Variable("REPRO_GPU_CALIBRATION", text, "a file", "the GPU calibration the cost model uses"),
+    Variable("REPRO_IMAGE", text, "an image name", "the container image this process runs in (docker-compose.yml "
+             "sets it), named in each results folder's RO-Crate"),
     # How runs train: parsed, and part of what a run records.
     Variable("OMP_NUM_THREADS", threads, f"a whole number of threads in 1..{MAX_THREADS}",
              "the intra-op threads each run trains on where its profile gives none"),

@@ -132,11 +132,9 @@ def _md(text: str) -> str:
     return text.replace("|", "\\|")
 
 
-def markdown(result) -> str:
-    """The comparison (repro.report.compare.FolderComparison) as Markdown: the per-claim table, then the rows that
-    differ and the verdicts that changed."""
-    from repro.report.compare import ALPHA
-
+def markdown(result, alpha: float) -> str:
+    """The comparison (repro.report.compare.FolderComparison, its rows judged at `alpha`) as Markdown: the
+    per-claim table, then the rows that differ and the runs in one folder only."""
     lines = [f"## repro compare: `{_md(str(result.a))}` (A) and `{_md(str(result.b))}` (B)", "",
              f"Profile {', '.join(result.profiles)}. "
              + ("**Differs** (exit 1)." if result.differs else "**Same** (exit 0)."), "",
@@ -157,7 +155,7 @@ def markdown(result) -> str:
     differ = [r for r in result.rows if r.difference != 0]
     lines += ["", "### Rows", "",
               f"{len(result.rows)} rows in both, {len(differ)} differ, {len(result.beyond_noise)} beyond seed noise "
-              f"(Welch's t over seeds, Holm over the rows, alpha {ALPHA}).", ""]
+              f"(Welch's t over seeds, Holm over the rows, alpha {alpha}).", ""]
     if differ:
         lines += ["| Row | A % | B % | B - A pp | p Holm | Seeds A, B | Note |", "|---|---|---|---|---|---|---|"]
         for r in sorted(differ, key=lambda r: (not r.beyond_noise, -abs(r.difference), r.name)):

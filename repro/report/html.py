@@ -189,9 +189,11 @@ def write_trace_html(entries: list[tuple[Manifest, ManifestResult | None]], prof
     """results_dir/<profile>/trace.html: every row of every table traced (repro.report.trace), one section each,
     which report.html's rows link to."""
     from repro.report.trace import row_ids, trace
+    from repro.results.actions import load_actions
 
     records: dict[str, Any] = {}  # a record read once, however many rows it is behind
-    traces = [trace(results_dir, m, r, row, records=records) for m, r in entries if r is not None
+    actions = load_actions(out_dir)
+    traces = [trace(results_dir, m, r, row, records=records, actions=actions) for m, r in entries if r is not None
               for row in row_ids(m, r)]
     path = out_dir / "trace.html"
     atomic_write_text(path, environment().get_template("trace.html.j2").render(

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from repro.plan.manifest import Manifest
-from repro.results.actions import load_actions, owners, sha256_file
+from repro.results.actions import Action, load_actions, owners, sha256_file
 from repro.results.measurements import (
     COMPARISON_METRICS, ROW_METRICS, ManifestResult, RUNS_FOLDER, profile_dir,
 )
@@ -184,10 +184,9 @@ def _data(result: ManifestResult, runs: list[TracedRun]) -> list[str]:
     return out
 
 
-def _container(results_dir: Path, profile: str, table: str) -> str:
-    folder = profile_dir(results_dir, profile)
+def _container(actions: list[Action], table: str) -> str:
     path = f"{table}/results.json"
-    action = owners(load_actions(folder), [path]).get(path)
+    action = owners(actions, [path]).get(path)
     if action is None:
         return "not recorded: no command in actions.json wrote results.json"
     image = action.container.get("image")
@@ -196,10 +195,11 @@ def _container(results_dir: Path, profile: str, table: str) -> str:
 
 
 def trace(results_dir: Path, manifest: Manifest, result: ManifestResult, row: str, column: str | None = None,
-          records: dict[str, Any] | None = None) -> Trace:
+          records: dict[str, Any] | None = None, actions: list[Action] | None = None) -> Trace:
     """The trace of one row (or one metric of it) of a table's stored result; TraceError on an unknown one.
-    `records`: records already read (by hash), shared by the traces of one page."""
+    `records` (by hash) and `actions` (the folder's log): what the traces of one page share, read once."""
     records = {} if records is None else records
+    actions = load_actions(profile_dir(results_dir, result.profile)) if actions is None else actions
     kind, label, rows = _resolve(manifest, result, row)
     values = _values(result, kind, row, column)
     runs = [_run(results_dir, r, s, records) for r in rows for s in sorted(result.measured.runs(r), key=lambda s: s.seed)]
@@ -211,6 +211,6 @@ def trace(results_dir: Path, manifest: Manifest, result: ManifestResult, row: st
     notes = ["(reuses the run records present; to train them again, move the record files above aside first)"
              ] if runs else []
     return Trace(manifest.id, manifest.title, result.profile, row, label, kind, rows, values, claims, runs, commits,
-                 _container(results_dir, result.profile, manifest.id), _data(result, runs), command,
+                 _container(actions, manifest.id), _data(result, runs), command,
                  str(profile_dir(results_dir, result.profile) / manifest.id / "results.json"),
                  str(result.provenance.get("device", "not recorded")), notes)

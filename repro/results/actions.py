@@ -1,7 +1,7 @@
 """The commands that wrote a results profile folder, as data: <results>/<profile>/actions.json. Torch-free.
 
 Each command that writes into a profile folder (verify-all, run, report, appendix, package) records itself when it
-ends, however it ends (`acting`): its command line, start and end, how it ended, the commit and the container it
+ends, however it ends (repro.results.acting): its command line, start and end, how it ended, the commit and the container it
 ran from, the files outside the folder it read (manifests, profiles, with their sha256), and which of the folder's
 files it created or replaced. Those are found by comparing the folder's listing (size and modification time of
 each file) before and after, so no command has to list what it wrote. The folder's RO-Crate is then rebuilt from
@@ -19,14 +19,11 @@ import datetime as dt
 import hashlib
 import json
 import os
-import secrets
 import shlex
 import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator
-
-from repro.core.fsutil import atomic_write_json
+from typing import Any, Iterable
 
 ACTIONS_FILE = "actions.json"
 CRATE_FILE = "ro-crate-metadata.json"
@@ -147,50 +144,3 @@ def command_argv(command: str) -> list[str]:
             program.name == "repro" or program.resolve() == Path(repro.__file__).with_name("__main__.py").resolve()):
         return ["repro", *sys.argv[1:]]
     return ["repro", *command.split()]
-
-
-def record(folder: Path, action: Action) -> None:
-    """Append the action to the folder's log (dropping entries that no longer own a file), then rebuild the crate."""
-    from repro.results.crate import write_crate
-
-    files = listing(folder)
-    actions = kept([*load_actions(folder), action], files)
-    atomic_write_json(actions_path(folder), {"schema": SCHEMA, "actions": [asdict(a) for a in actions]})
-    write_crate(folder, actions, files)
-
-
-def _digests(paths: Iterable[Path]) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for path in paths:
-        with contextlib.suppress(OSError):
-            out[str(Path(path).resolve())] = sha256_file(Path(path))
-    return out
-
-
-@contextlib.contextmanager
-def acting(command: str, folder: Path, reads: Iterable[Path] = ()) -> Iterator[None]:
-    """Record the command as an action of the profile folder when it ends, however it ends."""
-    from repro import __version__
-    from repro.results.provenance import git_commit
-
-    folder = Path(folder)
-    before, started = listing(folder), now()
-    reads = _digests(reads)  # before the command runs: what it read, not what someone changed meanwhile
-    status = "failed"
-    try:
-        yield
-        status = "completed"
-    except KeyboardInterrupt:
-        status = "interrupted"
-        raise
-    except BaseException as exc:  # typer.Exit and SystemExit carry an exit code; any other error is a failure
-        code = getattr(exc, "exit_code", getattr(exc, "code", 1))
-        status = "completed" if code in (None, 0) else "failed"
-        raise
-    finally:
-        after = listing(folder)
-        wrote = sorted(p for p, stat in after.items() if before.get(p) != stat and p != WORKFLOW_FILE)
-        action = Action(f"{started}-{secrets.token_hex(4)}", command, command_argv(command), started, now(), status,
-                        git_commit(), __version__, container(), reads, wrote)
-        with contextlib.suppress(OSError):  # a folder that cannot be written costs its crate only
-            record(folder, action)

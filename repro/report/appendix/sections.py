@@ -21,6 +21,7 @@ from repro.report.appendix.claim_rows import BADGES
 from repro.report.appendix.container import Package
 from repro.report.appendix.parts import Facts, Item
 from repro.results.measurements import Status
+from repro.results.package import CITATION_FILE, CODEMETA_FILE
 from repro.spec.readings import shipped_readings
 
 FRAMING = ("This appendix describes the artifact that reproduces, claim by claim, the findings of the paper below, "
@@ -83,7 +84,11 @@ def checklist(f: Facts) -> list[Item]:
                                                              "and FLOP checks" for p in f.shown})),
         Item("Time to run", f.per_profile({p: f"{f.verify_all[p].wall}, {f.verify_all[p].device}" for p in f.shown})),
         Item("Publicly available", f"the source tree at commit {f.inputs.commit}; the image "
-                                   f"{gpu.image.default if gpu and gpu.image else container.dockerfile}"),
+                                   f"{gpu.image.default if gpu and gpu.image else container.dockerfile}; cite it "
+                                   f"with {CITATION_FILE} ({CODEMETA_FILE} beside it); deposit the archive "
+                                   "`repro package` writes (an RO-Crate of the results, run records, this appendix, "
+                                   "the citation file and the source at that commit) in an archive that gives it a "
+                                   "DOI"),
         Item("Licences", f"code: {package.licence or container.licence_label}; data: each source's terms "
                          "(Data sets below)"),
         Item("Workflow framework", f"`repro` with the executors {', '.join(EXECUTORS)}"),
