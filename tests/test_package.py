@@ -102,3 +102,12 @@ def test_the_command_prints_the_archive_and_its_sha256_within_80_columns(folder,
 def test_a_folder_without_results_is_refused(tmp_path):
     done = CliRunner().invoke(app, ["package", "--results-dir", str(tmp_path / "none")], env={"COLUMNS": "80"})
     assert done.exit_code == 2 and "no results of profile 'smoke'" in done.output
+
+
+def test_a_results_file_that_names_a_path_as_a_record_is_refused(folder, source):  # noqa: F811
+    path = folder / "t" / "results.json"
+    data = json.loads(path.read_text())
+    data["details"]["runs"]["dense"][0]["hash"] = "../../etc/passwd"
+    path.write_text(json.dumps(data))
+    with pytest.raises(PackageError, match=r"names a run record '\.\./\.\./etc/passwd' that is not a run's hash"):
+        build_package(folder, source=source)

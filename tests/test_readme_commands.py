@@ -37,6 +37,7 @@ def test_the_readmes_two_commands_pass_in_order_in_a_fresh_folder(tmp_path):
     entry = json.loads((folder / "results" / "smoke" / "timings.json").read_text())["commands"]["verify-all"]
     startup = next(p["wall_s"] for p in entry["phases"] if p["phase"] == "start-up and imports")
     assert startup < INSTALL_S, f"start-up {startup:.1f} s counts the {INSTALL_S} s before the interpreter started"
+    _every_row_traced_and_the_crate_valid(folder / "results", tmp_path)
 
     tests = [str(REPO_ROOT / "tests" / "cost"), str(REPO_ROOT / "tests" / "test_report_costs.py")]
     # What a user may have exported for their own runs reaches no test either (tests/conftest.py drops it).
@@ -46,3 +47,25 @@ def test_the_readmes_two_commands_pass_in_order_in_a_fresh_folder(tmp_path):
     second = subprocess.run([sys.executable, "-m", "pytest", *tests, "-m", "not slow", "-q", "-p", "no:cacheprovider"],
                             cwd=folder, env={**env, **exported}, capture_output=True, text=True, timeout=1800)
     assert second.returncode == 0, second.stdout[-5000:] + second.stderr[-3000:]
+
+
+def _every_row_traced_and_the_crate_valid(results, tmp_path):
+    """Issue 50's "done when" on the folder the README's command makes: every row of every table at smoke has a
+    trace, and the folder's RO-Crate passes roc-validator at the Provenance Run Crate profile (tests/crate_check.py)."""
+    from crate_check import validate
+
+    from repro.plan.manifest import load_all
+    from repro.report.trace import row_ids, trace
+    from repro.results.measurements import load_result
+
+    records, traced = {}, 0
+    for manifest in load_all():
+        result = load_result(results, "smoke", manifest.id)
+        assert result is not None, manifest.id
+        for row in row_ids(manifest, result):
+            found = trace(results, manifest, result, row, records=records)
+            assert found.values and not [r for r in found.runs if r.problem], (manifest.id, row)
+            traced += 1
+    assert traced > 100
+    assert validate(results / "smoke", tmp_path) == []
+

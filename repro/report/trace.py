@@ -26,6 +26,7 @@ from typing import Any
 
 from repro.plan.manifest import Manifest
 from repro.results.actions import Action, load_actions, owners, sha256_file
+from repro.results.crate import RUN_HASH
 from repro.results.measurements import (
     COMPARISON_METRICS, ROW_METRICS, ManifestResult, RUNS_FOLDER, profile_dir,
 )
@@ -147,6 +148,10 @@ def _values(result: ManifestResult, kind: str, row: str, column: str | None) -> 
 
 def _read(path: Path, run_hash: str, records: dict[str, Any]) -> tuple[Any, str, str]:
     """(the record, why it is unusable or "", the file's sha256 or "") of a record file, read once per `records`."""
+    if not RUN_HASH.fullmatch(run_hash):  # results.json is a file like any other: a path there is not a hash
+        return None, f"{run_hash[:40]!r} is not a run's hash", ""
+    if run_hash not in records and path.is_symlink():
+        records[run_hash] = (None, "it is a symbolic link, not a record file", "")
     if run_hash not in records:
         record, problem = parse_record(path)
         if record is None and problem is None:

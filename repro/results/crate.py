@@ -28,6 +28,7 @@ needs no context beyond RO-Crate 1.1's. Validated at that profile by tests/test_
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
@@ -54,6 +55,8 @@ FORMATS = {".md": "text/markdown", ".json": "application/json", ".tex": "applica
            ".parquet": "application/vnd.apache.parquet"}
 STATUS = {"completed": "http://schema.org/CompletedActionStatus", "failed": "http://schema.org/FailedActionStatus",
           "interrupted": "http://schema.org/FailedActionStatus"}
+# A run's hash (repro.plan.run_config): what a results.json may name as a record; anything else (a path) is not one.
+RUN_HASH = re.compile(r"[0-9a-f]{16}")
 BIOSCHEMAS_WORKFLOW = "https://bioschemas.org/profiles/ComputationalWorkflow/1.0-RELEASE"
 
 
@@ -200,7 +203,7 @@ class _Builder:
             rows: dict[str, list[Any]] = {}
             for row, summaries in sorted(((data.get("details") or {}).get("runs") or {}).items()):
                 for s in summaries if isinstance(summaries, list) else []:
-                    if isinstance(s, dict) and isinstance(s.get("hash"), str):
+                    if isinstance(s, dict) and isinstance(s.get("hash"), str) and RUN_HASH.fullmatch(s["hash"]):
                         rows.setdefault(row, []).append(
                             self.record(s["hash"], f"{RUNS_FOLDER}/{s['hash']}.json: {table}/{row}, seed {s.get('seed')}"))
             claims = [self._claim(table, v, rows) for v in data.get("verdicts") or []

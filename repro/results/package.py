@@ -27,7 +27,7 @@ from pathlib import Path
 
 from repro.core.fsutil import atomic_write_bytes, atomic_write_json
 from repro.results.actions import ACTIONS_FILE, CRATE_FILE, listing, load_actions, sha256_file
-from repro.results.crate import Layout, crate_metadata
+from repro.results.crate import RUN_HASH, Layout, crate_metadata
 from repro.results.measurements import RUNS_FOLDER
 
 CITATION_FILE = "CITATION.cff"
@@ -87,7 +87,10 @@ def records_read(folder: Path) -> set[str]:
             runs = (json.loads(path.read_text(encoding="utf-8")).get("details") or {}).get("runs") or {}
         except (OSError, ValueError, AttributeError):
             raise PackageError(f"{path} cannot be read as a table's results; rerun `repro report` to rebuild it")
-        hashes |= {s["hash"] for ss in runs.values() for s in ss if isinstance(s, dict) and isinstance(s.get("hash"), str)}
+        named = {s.get("hash") for ss in runs.values() if isinstance(ss, list) for s in ss if isinstance(s, dict)}
+        if bad := sorted(str(h) for h in named if not (isinstance(h, str) and RUN_HASH.fullmatch(h))):
+            raise PackageError(f"{path} names a run record {bad[0][:40]!r} that is not a run's hash")
+        hashes |= named
     return hashes
 
 
@@ -104,13 +107,15 @@ def build_package(folder: Path, out: Path | None = None, source: Path | None = N
                            "hold HEAD's source, not this code; commit them, or pass --allow-dirty")
     commit = _git(source, "rev-parse", "HEAD").stdout.strip()
     hashes = records_read(folder)
-    missing = sorted(h for h in hashes if not (folder.parent / RUNS_FOLDER / f"{h}.json").is_file())
+    runs = folder.parent / RUNS_FOLDER
+    missing = sorted(h for h in hashes if (runs / f"{h}.json").is_symlink() or not (runs / f"{h}.json").is_file())
     if missing:
-        raise PackageError(f"{len(missing)} run record(s) the tables read are not in {folder.parent / RUNS_FOLDER} "
-                           f"(first: {missing[0]}.json); rerun the table to write them")
+        raise PackageError(f"{len(missing)} run record(s) the tables read are not files in {runs} (first: "
+                           f"{missing[0]}.json); rerun the table to write them")
     out = out or default_archive(folder, commit)
+    out.parent.mkdir(parents=True, exist_ok=True)  # the layout is staged beside the archive, on its disk
     top = out.name.removesuffix(".tar.gz")
-    with tempfile.TemporaryDirectory(prefix=".package-", dir=out.parent if out.parent.is_dir() else None) as tmp:
+    with tempfile.TemporaryDirectory(prefix=".package-", dir=out.parent) as tmp:
         stage = Path(tmp) / top
         files = _stage(folder, stage, hashes, source, commit)
         layout = Layout(folder.name, stage, {p: stage / p for p in files}, stage / RUNS_FOLDER, records_inside=True,
