@@ -195,7 +195,8 @@ def _container(actions: list[Action], table: str) -> str:
     if action is None:
         return "not recorded: no command in actions.json wrote results.json"
     image = action.container.get("image")
-    where = f"image {image}" if image else "none: it ran outside a container"
+    where = (f"image {image}" if image else "a container that does not name its image ($REPRO_IMAGE unset)"
+             if action.container else "none: it ran outside a container")
     return f"{where} (`{action.command_line}`, {action.ended})"
 
 

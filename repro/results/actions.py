@@ -94,10 +94,11 @@ def now() -> str:
 
 
 def container() -> dict[str, str]:
-    """The container image this process runs in ($REPRO_IMAGE, which docker-compose.yml sets), or {} outside one."""
+    """The container image this process runs in ($REPRO_IMAGE, which docker-compose.yml sets; "" in a container
+    that does not name it), or {} outside one."""
     image = os.environ.get("REPRO_IMAGE", "").strip()
     inside = Path("/.dockerenv").exists() or Path("/run/.containerenv").exists()
-    return {"image": image or "unknown"} if inside or image else {}
+    return {"image": image} if inside or image else {}
 
 
 def actions_path(folder: Path) -> Path:

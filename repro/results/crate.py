@@ -278,7 +278,7 @@ class _Builder:
         steps = [self.add(f"#step/{n}", {"@type": "HowToStep", "position": str(n), "name": line, "workExample": _one(list(
             {id(t): t for a in self.actions if a.command_line == line
              for t in [tools[(a.commit, a.command.split()[0])]]}.values()))}) for n, line in enumerate(lines)]
-        workflow["step"] = steps
+        workflow["step"] = _one(steps)
         owned = _owned(self.actions, self.files)
         reads = {}
         runs, controls = [], []
@@ -303,9 +303,10 @@ class _Builder:
                 "actionStatus": STATUS.get(a.status, STATUS["failed"]),
                 "object": _one(list({id(e): e for e in inputs}.values())), "result": _one([self.files[p] for p in written])}
             if a.container:
-                props["containerImage"] = self.add(f"#container/{a.container['image']}", {
-                    "@type": "ContainerImage", "name": a.container["image"],
-                    "additionalType": {"@id": WFRUN + "DockerImage"}})
+                image = a.container.get("image") or ""
+                props["containerImage"] = self.add(f"#container/{image or 'unnamed'}", {
+                    "@type": "ContainerImage", "name": image or "a container that does not name its image "
+                    "($REPRO_IMAGE unset)", "additionalType": {"@id": WFRUN + "DockerImage"}})
             run = self.add(f"#action/{a.id}", props)
             step = steps[lines.index(a.command_line)]
             controls.append(self.add(f"#control/{a.id}", {"@type": "ControlAction", "name": f"step {step['position']}",
