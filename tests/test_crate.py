@@ -141,3 +141,26 @@ def test_verify_all_report_and_appendix_leave_a_crate_that_validates(smoke_folde
     records = {p.stem for p in (smoke_folder / "runs").glob("*.json")}
     assert len(records) == 8 and {f"#record/{h}" for h in records} <= set(entities)
     assert validate(folder, tmp_path) == []
+
+
+def test_a_dataset_is_described_with_its_checksum_state_unverified_flag_and_published_archives(tmp_path, monkeypatch):
+    from repro.data import sources
+
+    archive = sources.Archive("cifar-10-python.tar.gz", "https://example.org/c10.tar.gz",
+                              "c58f30108f718f92721af3b95e74349a", 170_498_071)
+    monkeypatch.setattr(sources, "dataset_source", lambda name: sources.DatasetSource(name, "CIFAR-10", (archive,)))
+    results = tmp_path / "results"
+    folder = results / "smoke"
+    check = {"dataset": "cifar10", "title": "CIFAR-10", "path": "/data/cifar-10-batches-py",
+             "checksum": "md5 mismatch accepted", "unverified": ["data_batch_1: md5 00 != c9"]}
+    with acting("run t", folder):
+        rows = make_table(results)
+        write_result(results, "t", rows, details={"data_checks": {"checks": [check]}})
+    entities, _ = graph(folder)
+    run = entities[f"#action/{load_actions(folder)[0].id}"]
+    (dataset,) = [entities[i] for i in ids(run["object"]) if i.startswith("#dataset/")]
+    assert dataset["name"] == "CIFAR-10" and "unverified: data_batch_1: md5 00 != c9" in dataset["description"]
+    assert entities[dataset["additionalProperty"]["@id"]]["value"] == "true"
+    download = entities[dataset["distribution"]["@id"]]
+    assert download["@type"] == "DataDownload" and download["description"] == f"published md5 {archive.md5}"
+    assert validate(folder, tmp_path) == []

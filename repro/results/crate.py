@@ -233,18 +233,34 @@ class _Builder:
         checks = ((data.get("details") or {}).get("data_checks") or {}).get("checks") or []
         for c in checks if isinstance(checks, list) else []:
             if isinstance(c, dict) and isinstance(c.get("dataset"), str):
-                unverified = bool(c.get("unverified"))
-                out.append(self._dataset(c["dataset"], {
-                    "name": c.get("title", c["dataset"]), "description": f"{c.get('path')}: {c.get('checksum', '')}"
-                    + ("; unverified: " + "; ".join(c["unverified"]) if unverified else ""),
-                    "additionalProperty": self.add(f"#dataset/{c['dataset']}/unverified", {
-                        "@type": "PropertyValue", "propertyID": "unverified", "name": "unverified",
-                        "value": "true" if unverified else "false"})}))
+                unverified = [str(u) for u in c.get("unverified") or []]
+                props = {"name": str(c.get("title", c["dataset"])),
+                         "description": f"{c.get('path')}: {c.get('checksum', '')}"
+                         + ("; unverified: " + "; ".join(unverified) if unverified else ""),
+                         "additionalProperty": self.add(f"#dataset/{c['dataset']}/unverified", {
+                             "@type": "PropertyValue", "propertyID": "unverified", "name": "unverified",
+                             "value": "true" if unverified else "false"})}
+                if downloads := self._downloads(c["dataset"]):
+                    props["distribution"] = _one(downloads)
+                out.append(self._dataset(c["dataset"], props))
         for summaries in ((data.get("details") or {}).get("runs") or {}).values():
             for s in summaries if isinstance(summaries, list) else []:
                 if isinstance(s, dict) and isinstance(s.get("data"), str) and not checks:
                     out.append(self._dataset(s["data"], {"name": s["data"]}))
         return list({id(e): e for e in out}.values())
+
+    def _downloads(self, name: str) -> list[Any]:
+        """The dataset's published archives, with their md5 (repro.data.sources), as DataDownloads."""
+        from repro.data.sources import dataset_source
+
+        try:
+            source = dataset_source(name)
+        except (KeyError, OSError, ValueError):  # a dataset of another version of this code
+            return []
+        return [self.add(f"#download/{a.file}", {
+            "@type": "DataDownload", "name": a.file, "contentUrl": a.url,
+            "description": f"published md5 {a.md5}" if a.md5 else "no checksum published",
+            **({"contentSize": str(a.size_bytes)} if a.size_bytes else {})}) for a in source.archives]
 
     def _dataset(self, key: str, props: dict[str, Any]):
         if key not in self.datasets:
