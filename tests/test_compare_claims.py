@@ -1,6 +1,6 @@
-"""`repro compare A B` claim by claim (repro.report.compare_claims): each claim's number, its mean, sample s.d., standard
-error and seeds on each side, B - A and whether the verdict changed; --format md for a pull request and --format json,
-with the exit code of the comparison."""
+"""`repro compare A B` claim by claim (repro.report.compare_claims): each claim's number, its mean, sample s.d.,
+standard error and seeds on each side, B - A and whether the verdict changed; --format md for a pull request and
+--format json, with the exit code of the comparison."""
 
 import json
 import math
@@ -26,9 +26,11 @@ def with_claims(root, moe=MOE, status="reproduced", seeds=3):
     result = json.loads((root / "smoke" / "t" / "results.json").read_text())
     differences = {s: m - d for s, (m, d) in enumerate(zip(moe, DENSE))}
     result["verdicts"] = [
-        {**result["verdicts"][0], "claim": "gap", "rows": ["moe", "dense"], "measured": {"comparisons.g.gap": gap(differences)}},
+        {**result["verdicts"][0], "claim": "gap", "rows": ["moe", "dense"],
+         "measured": {"comparisons.g.gap": gap(differences)}},
         {**result["verdicts"][0], "claim": "rows", "rows": ["dense"], "measured": {}},
-        {**result["verdicts"][0], "claim": "flops", "scope": "analytic", "rows": [], "measured": {"rows.moe.rho": 0.25}},
+        {**result["verdicts"][0], "claim": "flops", "scope": "analytic", "rows": [],
+         "measured": {"rows.moe.rho": 0.25}},
     ]
     (root / "smoke" / "t" / "results.json").write_text(json.dumps(result))
     return root
@@ -53,7 +55,8 @@ def test_each_claim_has_mean_sd_se_and_n_on_each_side(tmp_path):
     g = claims["gap"]
     da, db = [m - d for m, d in zip(MOE, DENSE)], [m - d for m, d in zip(shifted, DENSE)]
     assert (g.a.n, g.b.n) == (3, 3) and g.quantity == "comparisons.g.gap"
-    assert math.isclose(g.a.mean, sum(da) / 3) and math.isclose(g.a.sd, sd(da)) and math.isclose(g.a.se, sd(da) / math.sqrt(3))
+    assert math.isclose(g.a.mean, sum(da) / 3) and math.isclose(g.a.sd, sd(da))
+    assert math.isclose(g.a.se, sd(da) / math.sqrt(3))
     assert math.isclose(g.difference, sum(db) / 3 - sum(da) / 3)
     assert (g.status_a, g.status_b, g.changed) == ("reproduced", "not reproduced", True)
     rows = claims["rows"]  # no number stored: the row's accuracy over its records

@@ -86,7 +86,8 @@ def test_every_number_is_traced_to_its_records_and_each_record_to_its_claims(fol
     claim = entities["#claim/t/c1"]
     assert ids(table["mentions"]) == {"#claim/t/c1"} and ids(claim["isBasedOn"]) == records
     assert claim["text"] == "MoE beats dense" and claim["description"].startswith("not run")
-    assert entities["t/results.json"]["sha256"] == hashlib.sha256((folder / "t" / "results.json").read_bytes()).hexdigest()
+    table_file = (folder / "t" / "results.json").read_bytes()
+    assert entities["t/results.json"]["sha256"] == hashlib.sha256(table_file).hexdigest()
 
 
 def test_a_command_that_replaces_every_file_of_an_earlier_one_replaces_its_action(folder):

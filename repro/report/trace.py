@@ -166,7 +166,8 @@ def _run(results_dir: Path, row: str, summary: Any, records: dict[str, Any]) -> 
     record, problem, digest = _read(path, summary.hash, records)
     prov = record.get("provenance", {}) if isinstance(record, dict) and not problem else {}
     epochs = len(record["history"]) if isinstance(record, dict) and not problem else None
-    return TracedRun(row, summary.seed, summary.hash, epochs, summary.accuracy, str(path), digest, problem, str(prov.get("git_commit", "")),
+    return TracedRun(row, summary.seed, summary.hash, epochs, summary.accuracy, str(path), digest, problem,
+                     str(prov.get("git_commit", "")),
                      str(prov.get("device", summary.device or "")), summary.data or "")
 
 
@@ -208,7 +209,8 @@ def trace(results_dir: Path, manifest: Manifest, result: ManifestResult, row: st
     actions = load_actions(profile_dir(results_dir, result.profile)) if actions is None else actions
     kind, label, rows = _resolve(manifest, result, row)
     values = _values(result, kind, row, column)
-    runs = [_run(results_dir, r, s, records) for r in rows for s in sorted(result.measured.runs(r), key=lambda s: s.seed)]
+    runs = [_run(results_dir, r, s, records) for r in rows
+            for s in sorted(result.measured.runs(r), key=lambda s: s.seed)]
     claims = [{"claim": v.claim, "status": v.status_text, "statement": v.statement} for v in result.verdicts
               if set(v.rows) & ({row} | set(rows))]
     commits = list(dict.fromkeys(c for c in [*(r.commit for r in runs), str(result.provenance.get("git_commit", ""))]

@@ -1,10 +1,10 @@
 """The commands that wrote a results profile folder, as data: <results>/<profile>/actions.json. Torch-free.
 
 Each command that writes into a profile folder (verify-all, run, report, appendix, package) records itself when it
-ends, however it ends (repro.results.acting): its command line, start and end, how it ended, the commit and the container it
-ran from, the files outside the folder it read (manifests, profiles, with their sha256), and which of the folder's
-files it created or replaced. Those are found by comparing the folder's listing (size and modification time of
-each file) before and after, so no command has to list what it wrote. The folder's RO-Crate is then rebuilt from
+ends, however it ends (repro.results.acting): its command line, start and end, how it ended, the commit and the
+container it ran from, the files outside the folder it read (manifests, profiles, with their sha256), and which of
+the folder's files it created or replaced. Those are found by comparing the folder's listing (size and modification
+time of each file) before and after, so no command has to list what it wrote. The folder's RO-Crate is then rebuilt from
 this log and the folder's files (repro.results.crate), so each command's entry is merged in, none clobbered.
 
 An entry stays while a file it wrote is still its own; once every file it wrote was replaced by a later command

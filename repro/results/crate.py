@@ -205,7 +205,8 @@ class _Builder:
                 for s in summaries if isinstance(summaries, list) else []:
                     if isinstance(s, dict) and isinstance(s.get("hash"), str) and RUN_HASH.fullmatch(s["hash"]):
                         rows.setdefault(row, []).append(
-                            self.record(s["hash"], f"{RUNS_FOLDER}/{s['hash']}.json: {table}/{row}, seed {s.get('seed')}"))
+                            self.record(s["hash"], f"{RUNS_FOLDER}/{s['hash']}.json: {table}/{row}, "
+                                                   f"seed {s.get('seed')}"))
             claims = [self._claim(table, v, rows) for v in data.get("verdicts") or []
                       if isinstance(v, dict) and not v.get("decided_in")]
             entity = self.files[path]
@@ -278,7 +279,7 @@ class _Builder:
                 engines[a.commit] = self.add(f"#repro/{a.commit}", {
                     "@type": "SoftwareApplication", "name": f"repro {a.version}", "softwareVersion": a.commit,
                     "description": f"the repro-moe-rho package {a.version} at commit {a.commit}"})
-            key = (a.commit, a.command.split()[0])
+            key = _tool_key(a)
             if key not in tools:
                 tools[key] = self.add(f"#repro/{a.commit}/{key[1]}", {
                     "@type": "SoftwareApplication", "name": f"repro {key[1]}", "softwareVersion": a.commit,
@@ -291,9 +292,11 @@ class _Builder:
         workflow["hasPart"] = _one(list(tools.values()))
         crate.root_dataset["mainEntity"] = workflow
         lines = _command_lines(self.actions)
-        steps = [self.add(f"#step/{n}", {"@type": "HowToStep", "position": str(n), "name": line, "workExample": _one(list(
-            {id(t): t for a in self.actions if a.command_line == line
-             for t in [tools[(a.commit, a.command.split()[0])]]}.values()))}) for n, line in enumerate(lines)]
+        steps = []
+        for n, line in enumerate(lines):
+            used = {id(t): t for a in self.actions if a.command_line == line for t in [tools[_tool_key(a)]]}
+            steps.append(self.add(f"#step/{n}", {"@type": "HowToStep", "position": str(n), "name": line,
+                                                 "workExample": _one(list(used.values()))}))
         workflow["step"] = _one(steps)
         owned = _owned(self.actions, self.files)
         reads = {}
@@ -315,9 +318,10 @@ class _Builder:
             props: dict[str, Any] = {
                 "@type": "CreateAction", "name": a.command_line,
                 "description": f"`{a.command_line}` ({a.status}): wrote {len(written)} of the files present",
-                "startTime": a.started, "endTime": a.ended, "instrument": tools[(a.commit, a.command.split()[0])],
+                "startTime": a.started, "endTime": a.ended, "instrument": tools[_tool_key(a)],
                 "actionStatus": STATUS.get(a.status, STATUS["failed"]),
-                "object": _one(list({id(e): e for e in inputs}.values())), "result": _one([self.files[p] for p in written])}
+                "object": _one(list({id(e): e for e in inputs}.values())),
+                "result": _one([self.files[p] for p in written])}
             if a.container:
                 image = a.container.get("image") or ""
                 props["containerImage"] = self.add(f"#container/{image or 'unnamed'}", {
@@ -338,7 +342,8 @@ class _Builder:
             "result": _one([e for p, e in sorted(self.files.items()) if p != WORKFLOW_FILE])})
         organize = self.add("#organize", {
             "@type": "OrganizeAction", "name": "repro orchestrating the commands", "startTime": started,
-            "endTime": ended, "instrument": _one(list(engines.values())) or self._engine_now(), "object": _one(controls),
+            "endTime": ended, "instrument": _one(list(engines.values())) or self._engine_now(),
+            "object": _one(controls),
             "result": folder_run})
         crate.root_dataset["mentions"] = [organize, folder_run, *runs, *controls, *self.claims]
 
@@ -348,6 +353,11 @@ class _Builder:
 
         return self.add(f"#repro/{git_commit()}", {"@type": "SoftwareApplication", "name": f"repro {__version__}",
                                                    "softwareVersion": git_commit()})
+
+
+def _tool_key(action: Action) -> tuple[str, str]:
+    """(commit, command name): one tool per `repro` command at each commit."""
+    return action.commit, action.command.split()[0]
 
 
 def _one(values: list[Any]) -> Any:
