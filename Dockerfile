@@ -33,9 +33,10 @@ RUN groupadd --non-unique --gid 1000 repro \
     && mkdir -p /cache/torch /cache/xdg /data /results \
     && chmod 1777 /home/repro /cache /cache/torch /cache/xdg /results
 
-# Editable, as in the README: repro.REPO_ROOT (manifests/, paper_tables/) is the source tree. Of .git,
-# .dockerignore lets in only HEAD, the branch refs and the index, from which every result records the
-# commit the image was built from (repro/results/git_files.py): no build variable to set.
+# Editable, as in the README: the package runs from this source tree (its manifests and paper tables are
+# package data, repro/manifests/ and repro/paper_tables/). Of .git, .dockerignore lets in only HEAD, the
+# branch refs and the index, from which every result records the commit the image was built from
+# (repro/results/git_files.py): no build variable to set.
 WORKDIR /opt/repro
 COPY . .
 

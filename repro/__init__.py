@@ -1,12 +1,8 @@
 """Reproducibility artifact for arXiv 2605.15484 (sparse MoE and backbone compute leverage)."""
 
 import time
-from pathlib import Path
 
 __version__ = "0.1.0"
-
-# The repository root holds manifests/ and paper_tables/ next to the package.
-REPO_ROOT = Path(__file__).resolve().parents[1]
 
 # The interpreter's own start, for the start-up phase (repro.results.timings): this first import of the package
 # less the CPU seconds the process had used by then (starting the interpreter is CPU-bound). Not the process's

@@ -22,6 +22,7 @@ from typing import Callable, Mapping
 from repro.core.devices import resolve_device
 from repro.core.fsutil import WriteFailed
 from repro.core.progress import Progress
+from repro.core.settings import DEFAULT_CACHE, Settings
 from repro.core.schema import SchemaError, read_toml
 from repro.execution.options import TableOptions
 from repro.execution.runs import RunCounts
@@ -46,7 +47,8 @@ def make_context(plan: TablePlan, options: TableOptions, progress: Progress | No
     threads = plan.profile.run_threads()
     jobs = options.jobs or (1 if device.startswith("cuda") else max(1, (os.cpu_count() or 1) // threads))
     return Context(options.profile, options.results_dir, device, jobs, options.data_dir, progress,
-                   options.executor, options.data.allow_unverified, options.data.workers, options.remeasure_latency)
+                   options.executor, options.data.allow_unverified, options.data.workers, options.remeasure_latency,
+                   settings=options.settings)
 
 
 def comparison_metrics(manifest: Manifest, measured: Measured) -> Measured:
@@ -175,11 +177,13 @@ class TableRun:
         return outcomes
 
 
-def rebuild_result(plan: TablePlan, results_dir: Path, device: str = "auto") -> ManifestResult:
+def rebuild_result(plan: TablePlan, results_dir: Path, device: str = "auto",
+                   settings: Settings = Settings()) -> ManifestResult:
     """The table's results.json and tables written again from the run records already in `results_dir`, training
     nothing (a run without a record is a problem of the table, as a failed run is); FLOP counts and latencies
-    are measured again on this machine. For a results.json that was damaged (repro.results.measurements.ResultUnusable)."""
-    options = TableOptions(plan.profile_name, results_dir, device, jobs=1)
+    are measured again on this machine. For a results.json that was damaged (repro.results.measurements.ResultUnusable).
+    `settings`: the command's (its cache)."""
+    options = TableOptions(plan.profile_name, results_dir, device, jobs=1, settings=settings)
     table, _ = execute(plan, dataclasses.replace(make_context(plan, options), train=False))
     return table.result
 
@@ -196,8 +200,9 @@ def decidable_not_reproduced(results: list[ManifestResult], device: str) -> bool
     return False
 
 
-def flop_check(manifests: list[Manifest], progress=None) -> FlopCheck:
-    """Count every distinct model three ways; any disagreement or unsupported op fails it."""
+def flop_check(manifests: list[Manifest], progress=None, cache: Path = DEFAULT_CACHE) -> FlopCheck:
+    """Count every distinct model three ways (each count kept in the cache folder `cache`); any disagreement or
+    unsupported op fails it."""
     check, seen = FlopCheck(), set()
     rows = [(m.id, r) for m in manifests for r in m.rows]
     task = progress.add_task("FLOP checks", total=len(rows)) if progress else None
@@ -206,7 +211,7 @@ def flop_check(manifests: list[Manifest], progress=None) -> FlopCheck:
             key = row_key(row)
             if key not in seen:
                 seen.add(key)
-                check.add(manifest_id, row.id, row_summary(row)["problems"])
+                check.add(manifest_id, row.id, row_summary(row, cache)["problems"])
             if progress:
                 progress.advance(task)
     return check

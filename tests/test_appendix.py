@@ -10,7 +10,7 @@ import subprocess
 import pytest
 from typer.testing import CliRunner
 
-from repro import REPO_ROOT
+from checkout import MANIFESTS, REPO_ROOT
 from repro.claims import decide_table, decided_results
 from repro.cli import app, manifest_ids
 from repro.cost.claim_cost import claim_cost, claim_tables
@@ -74,7 +74,7 @@ def test_every_claim_of_every_manifest_has_one_row_in_order(manifests, inputs):
 
 def test_a_claim_added_to_a_copy_of_a_manifest_gains_its_row(tmp_path):
     folder = tmp_path / "manifests"
-    shutil.copytree(REPO_ROOT / "manifests", folder)  # all of them: a finding may span tables
+    shutil.copytree(MANIFESTS, folder)  # all of them: a finding may span tables
     with open(folder / "table2.toml", "a") as f:
         f.write('\n[[claims]]\nid = "added_dense_above_moe"\nstatement = "A claim added to the copy"\n'
                 'section = "4.3"\nscope = "empirical"\nrule = "row_above"\nrow = "std_dense"\nbaseline = "std_moe"\n')
@@ -207,7 +207,7 @@ def test_every_command_the_appendix_names_is_a_command_of_repro(manifests, input
 
 
 def test_the_container_files_are_read_as_data(tmp_path):
-    container = read_container()
+    container = read_container(REPO_ROOT)
     gpu = container.gpu_compose
     assert (gpu.file, gpu.service, gpu.gpus.name) == ("docker-compose.yml", "repro", "REPRO_GPUS")
     assert [c.file for c in container.cpu_overrides] == ["docker-compose.cpu.yml"]
@@ -221,6 +221,26 @@ def test_the_container_files_are_read_as_data(tmp_path):
     (tmp_path / "Dockerfile").write_text("FROM python:3.11\nRUN pip install .\n")
     with pytest.raises(SchemaError, match=r"(?s)Dockerfile.*ARG BASE_IMAGE=<image>"):
         read_dockerfile(tmp_path / "Dockerfile", tmp_path)
+
+
+def test_outside_a_checkout_the_appendix_is_written_from_what_is_installed(manifests, monkeypatch):
+    """An installed wheel has no Dockerfile, compose files, pyproject.toml or .git: the package is described from
+    its installed metadata, the container as not here, the commit as not a git checkout; nothing fails."""
+    from repro.report.appendix.container import NOT_HERE, read_package
+    from repro.results import provenance
+
+    monkeypatch.setattr(provenance, "source_checkout", lambda: None)
+    assert provenance.git_commit.__wrapped__() == "not a git checkout"
+    container = read_container(None)
+    assert NOT_HERE in container.base_image and container.compose == () and container.gpu_compose is None
+    package = read_package(None)
+    declared = read_package(REPO_ROOT)
+    assert (package.name, package.python) == (declared.name, declared.python)
+    assert "torch>=2.4" in package.dependencies and not any("pytest" in d for d in package.dependencies)  # no extras
+    inputs = dataclasses.replace(appendix_inputs(manifests, None, count=False), container=container, package=package,
+                                 commit="not a git checkout")
+    text = render(build_appendix([(m, None) for m in manifests], "smoke", inputs, False), "md")
+    assert "commit not a git checkout" in text and NOT_HERE in text and "docker compose" not in text
 
 
 def test_bad_options_are_refused_before_any_work(tmp_path):

@@ -1,14 +1,14 @@
-"""repro.core.cache: caches live under REPRO_CACHE, are written atomically, and a damaged entry is rebuilt."""
+"""repro.core.cache: caches live in the cache folder (REPRO_CACHE), are written atomically, and a damaged entry is
+rebuilt."""
 
-from repro.core.cache import cache_dir, cache_root, read_json, write_json
+from repro.core.cache import cache_dir, read_json, write_json
+from repro.core.settings import Settings
 
 
-def test_cache_root_follows_the_environment(tmp_path, monkeypatch):
-    monkeypatch.setenv("REPRO_CACHE", str(tmp_path / "c"))
-    assert cache_root() == tmp_path / "c" and cache_dir("flops") == tmp_path / "c" / "flops"
-    monkeypatch.delenv("REPRO_CACHE")
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "x"))
-    assert cache_root() == tmp_path / "x" / "repro"
+def test_the_cache_folder_follows_the_environment(tmp_path):
+    root = Settings.read({"REPRO_CACHE": str(tmp_path / "c")}).cache
+    assert root == tmp_path / "c" and cache_dir(root, "flops") == tmp_path / "c" / "flops"
+    assert Settings.read({"XDG_CACHE_HOME": str(tmp_path / "x")}).cache == tmp_path / "x" / "repro"
 
 
 def test_a_damaged_entry_is_ignored_with_a_warning_naming_it(tmp_path, capsys):

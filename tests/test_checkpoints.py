@@ -6,7 +6,9 @@ import dataclasses
 import pytest
 import torch
 
-from repro.train.checkpoints import CHECKPOINT_ENV, DEFAULT_CHECKPOINT_SECONDS, checkpoint_seconds, restore_rng, rng_state
+from repro.core.environment import BadEnvironment
+from repro.core.settings import Settings
+from repro.train.checkpoints import restore_rng, rng_state
 from repro.plan.manifest import Row
 from repro.spec.profiles import Profile
 from repro.models import Component
@@ -17,6 +19,7 @@ PROFILE = Profile(description="test", evidence="pipeline", seeds=1, epochs=2, da
                   test_samples=32, batch_size=32, max_image_size=16, pretrained=False)
 ROW = Row(id="r", label="r", dataset="cifar10", backbone=Component("cifar_standard"), head=Component("dense"),
           measures=("accuracy",))
+EVERY_EPOCH = Settings(checkpoint_seconds=0.0)  # a checkpoint after every epoch: the resume tests kill after one
 
 
 def test_rng_state_survives_a_checkpoint_mapped_off_the_cpu(tmp_path):
@@ -45,7 +48,7 @@ def test_a_checkpoint_of_the_old_format_still_restores():
 def test_resume_from_a_checkpoint_loaded_with_a_device_map_location(tmp_path, monkeypatch):
     """Loaded with map_location=device as on CUDA: the RNG states are bytes no map_location moves; bit-identical."""
     cfg = resolve(ROW, PROFILE, seed=0)
-    whole = train_run(cfg, torch.device("cpu"), None, tmp_path / "a.ckpt")
+    whole = train_run(cfg, torch.device("cpu"), None, tmp_path / "a.ckpt", settings=EVERY_EPOCH)
 
     class Crash(Exception):
         pass
@@ -55,7 +58,7 @@ def test_resume_from_a_checkpoint_loaded_with_a_device_map_location(tmp_path, mo
             raise Crash
     ckpt = tmp_path / "b.ckpt"
     with pytest.raises(Crash):
-        train_run(cfg, torch.device("cpu"), None, ckpt, crash)
+        train_run(cfg, torch.device("cpu"), None, ckpt, crash, settings=EVERY_EPOCH)
     real_load, seen = torch.load, []
 
     def load(path, map_location=None, **kw):
@@ -64,36 +67,33 @@ def test_resume_from_a_checkpoint_loaded_with_a_device_map_location(tmp_path, mo
         assert not isinstance(state["rng"]["cpu"], torch.Tensor)  # nothing a map_location can move
         return state
     monkeypatch.setattr(torch, "load", load)
-    resumed = train_run(cfg, torch.device("cpu"), None, ckpt)
+    resumed = train_run(cfg, torch.device("cpu"), None, ckpt, settings=EVERY_EPOCH)
     assert seen == [torch.device("cpu")]
     strip = lambda r: [{k: v for k, v in h.items() if k != "seconds"} for h in r["history"]]  # noqa: E731
     assert strip(resumed) == strip(whole) and resumed["metrics"] == whole["metrics"]
 
 
-def test_the_checkpoint_interval_is_read_from_the_environment(monkeypatch):
-    monkeypatch.delenv(CHECKPOINT_ENV, raising=False)
-    assert checkpoint_seconds() == DEFAULT_CHECKPOINT_SECONDS == 60.0
-    monkeypatch.setenv(CHECKPOINT_ENV, "0")
-    assert checkpoint_seconds() == 0.0
-    monkeypatch.setenv(CHECKPOINT_ENV, "2.5")
-    assert checkpoint_seconds() == 2.5
+def test_the_checkpoint_interval_is_read_from_the_environment():
+    assert Settings.read({}).checkpoint_seconds == Settings().checkpoint_seconds == 60.0
+    assert Settings.read({"REPRO_CHECKPOINT_SECONDS": "0"}).checkpoint_seconds == 0.0
+    assert Settings.read({"REPRO_CHECKPOINT_SECONDS": "2.5"}).checkpoint_seconds == 2.5
     for bad in ("-1", "soon", "nan"):
-        monkeypatch.setenv(CHECKPOINT_ENV, bad)
         with pytest.raises(ValueError, match=f"REPRO_CHECKPOINT_SECONDS='{bad}': expected a number of seconds"):
-            checkpoint_seconds()
+            Settings.read({"REPRO_CHECKPOINT_SECONDS": bad})
+    assert issubclass(BadEnvironment, ValueError)
 
 
 @pytest.mark.parametrize("interval,written", [("0", [1, 2]), ("", [])], ids=["every epoch", "default interval"])
-def test_a_checkpoint_follows_an_epoch_only_once_the_interval_has_passed(tmp_path, monkeypatch, interval, written):
+def test_a_checkpoint_follows_an_epoch_only_once_the_interval_has_passed(tmp_path, interval, written):
     """Epochs of a fraction of a second: with the default interval (a minute) no checkpoint is written at all;
     with 0, one after every epoch but the last, as the resume tests need."""
-    monkeypatch.setenv(CHECKPOINT_ENV, interval)
+    settings = Settings.read({"REPRO_CHECKPOINT_SECONDS": interval})
     cfg = resolve(ROW, dataclasses.replace(PROFILE, epochs=3), seed=0)
     ckpt, seen = tmp_path / "c.ckpt", []
 
     def look(epoch, epochs, entry):
         if ckpt.exists():
             seen.append(torch.load(ckpt, weights_only=True)["epoch"])
-    out = train_run(cfg, torch.device("cpu"), None, ckpt, look)
+    out = train_run(cfg, torch.device("cpu"), None, ckpt, look, settings=settings)
     assert sorted(set(seen)) == written and len(out["history"]) == 3
     assert ("checkpoints" in out["timings"]) == bool(written)

@@ -7,7 +7,7 @@ import pytest
 
 from typer.testing import CliRunner
 
-from repro import REPO_ROOT
+from checkout import MANIFESTS
 from repro.cli import app
 
 runner = CliRunner()
@@ -48,7 +48,7 @@ def test_unknown_manifest_is_a_clear_error():
 def test_list_and_flops(results_dir, tmp_path, monkeypatch):
     manifests = tmp_path / "manifests"  # `repro list` estimates every table's cost: Table 6 keeps this quick
     manifests.mkdir()
-    shutil.copy(REPO_ROOT / "manifests" / "table6.toml", manifests)
+    shutil.copy(MANIFESTS / "table6.toml", manifests)
     monkeypatch.setenv("REPRO_MANIFESTS", str(manifests))
     listed = runner.invoke(app, ["list"])
     assert listed.exit_code == 0 and "table6" in listed.output
@@ -61,7 +61,7 @@ def test_list_and_flops(results_dir, tmp_path, monkeypatch):
 def test_verify_all_writes_one_report(results_dir, tmp_path, monkeypatch):
     manifests = tmp_path / "manifests"  # Table 6 alone: the other tables train, which other tests cover
     manifests.mkdir()
-    shutil.copy(REPO_ROOT / "manifests" / "table6.toml", manifests)
+    shutil.copy(MANIFESTS / "table6.toml", manifests)
     monkeypatch.setenv("REPRO_MANIFESTS", str(manifests))
     result = runner.invoke(app, ["verify-all", "--results-dir", str(results_dir)])
     assert result.exit_code == 0, result.output
@@ -94,7 +94,7 @@ def test_results_are_kept_per_profile(results_dir, tmp_path, monkeypatch):
     """A failed run at one profile must not overwrite another profile's table, claims or report."""
     manifests = tmp_path / "manifests"
     manifests.mkdir()
-    shutil.copy(REPO_ROOT / "manifests" / "table6.toml", manifests)
+    shutil.copy(MANIFESTS / "table6.toml", manifests)
     monkeypatch.setenv("REPRO_MANIFESTS", str(manifests))
     assert runner.invoke(app, ["table6", "--results-dir", str(results_dir)]).exit_code == 0
     smoke = (results_dir / "smoke" / "table6" / "claims.md").read_text()

@@ -9,9 +9,8 @@ import sys
 
 import pytest
 
-from repro import REPO_ROOT
-
-TABLE1 = (REPO_ROOT / "manifests" / "table1.toml").read_text()
+from checkout import MANIFESTS
+TABLE1 = (MANIFESTS / "table1.toml").read_text()
 PROFILE = '[profiles.mine]\ndescription = "x"\nevidence = "pipeline"\n'
 CHECK = """
 import json, sys
@@ -71,7 +70,7 @@ def test_every_unknown_name_gets_the_closest_before_torch_is_imported(tmp_path):
 
 
 def test_profile_help_lists_the_profiles_that_exist():
-    from repro.cli.common import profile_help
+    from repro.cli.options import profile_help
     from repro.spec.profiles import shipped_profiles
 
     text = profile_help()

@@ -12,10 +12,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from repro import REPO_ROOT
+from checkout import REPO_ROOT
+from repro.core.settings import Settings
 from repro.data.layout import data_root
-from repro.spec.profiles import default_profile
-from repro.results.measurements import default_results_dir
 
 DOCKERFILE = REPO_ROOT / "Dockerfile"
 COMPOSE_GPU = REPO_ROOT / "docker-compose.yml"
@@ -275,7 +274,7 @@ def test_compose_gives_every_container_the_same_host_name():
     assert isinstance(hostname, str) and re.fullmatch(r"[a-z][a-z0-9-]*", hostname), hostname
 
 
-def test_compose_mounts_match_what_the_cli_reads(monkeypatch):
+def test_compose_mounts_match_what_the_cli_reads():
     svc = compose(COMPOSE_GPU)["services"]["repro"]
     volumes = {target: (source, mode) for source, target, mode in map(parse_volume, svc["volumes"])}
     env = svc["environment"]
@@ -288,13 +287,12 @@ def test_compose_mounts_match_what_the_cli_reads(monkeypatch):
         assert image_env[var].startswith("/cache/")
     for var in ["REPRO_DATA", "REPRO_RESULTS"]:
         assert image_env[var] == env[var]
-    # the CLI honours exactly these variables
-    monkeypatch.setenv("REPRO_PROFILE", env_default(env["REPRO_PROFILE"]))
-    monkeypatch.setenv("REPRO_RESULTS", env["REPRO_RESULTS"])
-    monkeypatch.setenv("REPRO_DATA", env["REPRO_DATA"])
-    assert default_profile() == "full"
-    assert default_results_dir() == Path("/results")
-    assert data_root() == Path("/data")
+    # the CLI honours exactly these variables: its settings, read where a command starts
+    settings = Settings.read({"REPRO_PROFILE": env_default(env["REPRO_PROFILE"]), "REPRO_RESULTS": env["REPRO_RESULTS"],
+                              "REPRO_DATA": env["REPRO_DATA"]})
+    assert settings.profile == "full"
+    assert settings.results == Path("/results")
+    assert data_root(settings.data) == Path("/data")
 
 
 def test_compose_cpu_variant_drops_the_gpu_and_defaults_to_smoke():

@@ -4,27 +4,23 @@ from pathlib import Path
 
 import pytest
 
-from repro.data.layout import (TINY_IMAGENET_URL, DatasetMissing, cache_dir, data_root, data_status,
-                               dataset_dir, require, status)
+from repro.core.settings import Settings
+from repro.data.layout import TINY_IMAGENET_URL, DatasetMissing, data_root, data_status, dataset_dir, require, status
 
 
-def test_data_root_precedence(monkeypatch, tmp_path):
-    monkeypatch.delenv("REPRO_DATA", raising=False)
-    assert data_root(None) == Path("data")
-    monkeypatch.setenv("REPRO_DATA", str(tmp_path / "env"))
-    assert data_root(None) == tmp_path / "env"
+def test_data_root_precedence(tmp_path):
+    """--data-dir, else $REPRO_DATA (the command's settings), else ./data; the library takes the one it is given."""
+    assert data_root(None) == Path("data") == data_root(Settings.read({}).data)
+    assert data_root(Settings.read({"REPRO_DATA": str(tmp_path / "env")}).data) == tmp_path / "env"
     assert data_root(tmp_path / "arg") == tmp_path / "arg"
+    assert data_root("~/somewhere") == Path.home() / "somewhere"
 
 
-def test_cache_dir_precedence(monkeypatch, tmp_path):
-    monkeypatch.delenv("REPRO_CACHE", raising=False)
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    assert cache_dir() == tmp_path / "xdg" / "repro"
-    monkeypatch.delenv("XDG_CACHE_HOME")
-    assert cache_dir() == Path.home() / ".cache" / "repro"
-    monkeypatch.setenv("REPRO_CACHE", str(tmp_path / "c"))
-    assert cache_dir() == tmp_path / "c"
-    assert cache_dir(tmp_path / "arg") == tmp_path / "arg"
+def test_cache_dir_precedence(tmp_path):
+    assert Settings.read({"XDG_CACHE_HOME": str(tmp_path / "xdg")}).cache == tmp_path / "xdg" / "repro"
+    assert Settings.read({}).cache == Path.home() / ".cache" / "repro" == Settings().cache
+    both = {"REPRO_CACHE": str(tmp_path / "c"), "XDG_CACHE_HOME": str(tmp_path / "xdg")}
+    assert Settings.read(both).cache == tmp_path / "c"
 
 
 def test_empty_root_reports_every_dataset_missing(tmp_path):

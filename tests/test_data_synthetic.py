@@ -93,12 +93,11 @@ def test_a_small_cnn_beats_chance_clearly_on_many_classes(one_thread, name, clas
 def test_a_large_split_is_cached_and_read_back_bit_for_bit(tmp_path, monkeypatch, capsys):
     from repro.data import synthetic
 
-    monkeypatch.setenv("REPRO_CACHE", str(tmp_path))
     monkeypatch.setattr(synthetic, "CACHE_FROM", 3 * 16 * 16 * 50)  # 50 images of 16 px and more are cached
-    small = synthetic_tensors("cifar10", 49, seed=1, image_size=16)
+    small = synthetic_tensors("cifar10", 49, seed=1, image_size=16, cache=tmp_path)
     assert not (tmp_path / "synthetic").exists()
     fresh = synthetic.make_tensors("cifar10", 60, 1, 16, "train")
-    first = synthetic_tensors("cifar10", 60, seed=1, image_size=16)
+    first = synthetic_tensors("cifar10", 60, seed=1, image_size=16, cache=tmp_path)
     files = list((tmp_path / "synthetic").iterdir())
     assert [f.name.split("-seed")[0] for f in files] == ["cifar10-train-60x16px"]
     assert torch.equal(first[0], fresh[0]) and torch.equal(first[1], fresh[1]) and small[0].shape[0] == 49
@@ -107,15 +106,14 @@ def test_a_large_split_is_cached_and_read_back_bit_for_bit(tmp_path, monkeypatch
         raise AssertionError("made again although cached")
 
     monkeypatch.setattr(synthetic, "make_tensors", not_again)
-    again = synthetic_tensors("cifar10", 60, seed=1, image_size=16)
+    again = synthetic_tensors("cifar10", 60, seed=1, image_size=16, cache=tmp_path)
     assert torch.equal(again[0], fresh[0]) and torch.equal(again[1], fresh[1])
-    others = {synthetic.cache_path("cifar10", 60, s, z, split) for s, z, split in
+    others = {synthetic.cache_path("cifar10", 60, s, z, split, tmp_path) for s, z, split in
               [(1, 16, "train"), (2, 16, "train"), (1, 17, "train"), (1, 16, "test")]}
-    assert len(others) == 4 and synthetic.cache_path("cifar100", 60, 1, 16, "train") not in others
+    assert len(others) == 4 and synthetic.cache_path("cifar100", 60, 1, 16, "train", tmp_path) not in others
     monkeypatch.undo()
-    monkeypatch.setenv("REPRO_CACHE", str(tmp_path))
     monkeypatch.setattr(synthetic, "CACHE_FROM", 3 * 16 * 16 * 50)
     files[0].write_bytes(b"truncated")
-    mended = synthetic_tensors("cifar10", 60, seed=1, image_size=16)
+    mended = synthetic_tensors("cifar10", 60, seed=1, image_size=16, cache=tmp_path)
     assert torch.equal(mended[0], fresh[0]) and "ignoring the damaged cache entry" in capsys.readouterr().err
     assert torch.equal(torch.load(files[0], weights_only=True)["images"], fresh[0])  # rewritten whole

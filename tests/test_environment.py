@@ -5,7 +5,7 @@ import re
 import pytest
 from typer.testing import CliRunner
 
-from repro import REPO_ROOT
+from checkout import REPO_ROOT
 from repro.cli import app
 from repro.core import environment
 from repro.core.environment import VARIABLES, BadEnvironment, problems, value

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 from fake_records import config, record, write_record, write_result
 
-from repro import REPO_ROOT
+from checkout import REPO_ROOT
 from repro.results import frames
 from repro.results.measurements import Verdict
 
@@ -134,7 +134,7 @@ def test_docs_give_every_column_of_every_frame_once_in_its_section():
     """docs/results-data.md: one line per column, with its unit, under the frame's heading."""
     import re
 
-    from repro import REPO_ROOT
+    from checkout import REPO_ROOT
     from repro.results.frames import (HISTORY_COLUMNS, READING_COLUMNS, ROW_SEED_COLUMNS, ROW_STAT_COLUMNS,
                                       RUN_COLUMNS, VERDICT_COLUMNS)
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from repro import REPO_ROOT
+from checkout import REPO_ROOT
 from test_container_config import dockerignore_patterns, excluded
 
 

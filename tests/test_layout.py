@@ -12,8 +12,7 @@ import tomllib
 import pytest
 from import_graph import cycles, import_graph  # tests/import_graph.py
 
-from repro import REPO_ROOT
-
+from checkout import REPO_ROOT
 LINT_IMPORTS = shutil.which("lint-imports") or str(REPO_ROOT / ".venv" / "bin" / "lint-imports")
 
 
@@ -62,8 +61,8 @@ ENVIRONMENT_WRITERS = {
                                       "by the compile workers it starts",
     "repro/execution/workers.py": "a worker sets its own environment as it starts, before CUDA",
     "repro/bench/kill_resume.py": "the environment of the child process it spawns",
-    "repro/core/terminal.py": "removes an inherited COLUMNS or LINES of 0, which rich (here and in every child) "
-                              "would take as a terminal zero cells wide",
+    "repro/cli/common.py": "removes an inherited COLUMNS or LINES of 0, which rich (here and in every child) "
+                           "would take as a terminal zero cells wide",
 }
 WRITE = re.compile(r"os\.environ\[[^]]+\]\s*=(?!=)|os\.environ\.(?:update|setdefault|pop)\(|os\.(?:putenv|unsetenv)\(|"
                    r"\bdel os\.environ\[|"
@@ -87,7 +86,7 @@ def test_the_environment_is_written_only_where_a_child_process_starts():
 DOTTED = re.compile(r"\brepro(?:\.[A-Za-z_]\w*)+")
 # "repro.<x>" that are file names, not modules: the log, the Apptainer image, a marker, the container's base image.
 NOT_MODULES = {"repro.log", "repro.sif", "repro.bytes", "repro.base"}
-NAMING = ["repro/**/*.py", "repro/**/*.toml", "repro/**/*.j2", "tests/**/*.py", "docs/**/*.md", "manifests/*.toml",
+NAMING = ["repro/**/*.py", "repro/**/*.toml", "repro/**/*.j2", "tests/**/*.py", "docs/**/*.md",
           "README.md", "pyproject.toml"]
 
 

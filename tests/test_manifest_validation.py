@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from repro import REPO_ROOT
+from checkout import MANIFESTS, PAPER_TABLES
 from repro.plan.manifest import load_manifest, parse_manifest
 from repro.spec.profiles import REQUIRED_PROFILES, SHIPPED_PROFILES, parse_profiles
 from repro.core.schema import SchemaError, read_toml
 
-BASE = read_toml(REPO_ROOT / "manifests" / "table1.toml")
+BASE = read_toml(MANIFESTS / "table1.toml")
 PROFILES = read_toml(SHIPPED_PROFILES)
 
 
@@ -201,7 +201,7 @@ def test_a_folder_named_like_a_manifest(tmp_path):
 def _paper_dir(tmp_path: Path, broken: str, content: bytes) -> Path:
     out = tmp_path / "paper"
     out.mkdir()
-    for p in (REPO_ROOT / "paper_tables").glob("*.toml"):
+    for p in PAPER_TABLES.glob("*.toml"):
         (out / p.name).write_bytes(content if p.stem == broken else p.read_bytes())
     return out
 
@@ -214,12 +214,13 @@ def _paper_dir(tmp_path: Path, broken: str, content: bytes) -> Path:
 def test_a_damaged_paper_table_fails_only_its_own_manifests(tmp_path, monkeypatch, content, message):
     from repro.spec import paper
 
-    monkeypatch.setenv("REPRO_PAPER_TABLES", str(_paper_dir(tmp_path, "table7", content)))
+    # The paper's values are package data: a damaged copy stands in for them (a broken install)
+    monkeypatch.setattr(paper, "PAPER_TABLES", _paper_dir(tmp_path, "table7", content))
     paper._load.cache_clear()
     try:
-        load_manifest(REPO_ROOT / "manifests" / "table1.toml")  # table1 does not use table7's values
+        load_manifest(MANIFESTS / "table1.toml")  # table1 does not use table7's values
         with pytest.raises(SchemaError, match="table7.toml") as info:
-            load_manifest(REPO_ROOT / "manifests" / "table7.toml")
+            load_manifest(MANIFESTS / "table7.toml")
         assert message in str(info.value)
         assert "table7" not in paper.paper_tables()  # skipped, with a warning, by the audit
     finally:
@@ -230,7 +231,7 @@ def test_a_damaged_paper_table_fails_only_its_own_manifests(tmp_path, monkeypatc
 def test_cli_refuses_a_bad_manifest_or_profiles_file_before_any_work(tmp_path):
     folder = tmp_path / "manifests"
     folder.mkdir()
-    text = (REPO_ROOT / "manifests" / "table1.toml").read_text().replace("seeds = 5", "seeds = 0", 1)
+    text = (MANIFESTS / "table1.toml").read_text().replace("seeds = 5", "seeds = 0", 1)
     (folder / "table1.toml").write_text(text)
     env = {**os.environ, "REPRO_MANIFESTS": str(folder), "REPRO_RESULTS": str(tmp_path / "results")}
     out = subprocess.run([sys.executable, "-m", "repro", "run", "table1"], capture_output=True, text=True, env=env,
@@ -259,7 +260,7 @@ def test_a_folder_named_like_a_manifest_is_listed_as_invalid_not_skipped(tmp_pat
     """Issue 22, item 7: `repro list` skipped a manifest folder entry x.toml that is a directory, silently."""
     runner, app = _runner()
     (tmp_path / "x.toml").mkdir()
-    (tmp_path / "table6.toml").write_bytes((REPO_ROOT / "manifests" / "table6.toml").read_bytes())
+    (tmp_path / "table6.toml").write_bytes((MANIFESTS / "table6.toml").read_bytes())
     result = runner.invoke(app, ["list", "--manifests", str(tmp_path)], env={"COLUMNS": "250"})
     assert result.exit_code == 0, result.output
     line = next(line for line in result.output.splitlines() if line.startswith("x — "))
@@ -269,7 +270,7 @@ def test_a_folder_named_like_a_manifest_is_listed_as_invalid_not_skipped(tmp_pat
 def test_two_manifests_with_one_id_are_named_once_each(tmp_path):
     """Issue 22, item 7: `run a` printed the same problem twice, and `run twin` said "no manifest 'twin'"."""
     runner, app = _runner()
-    text = (REPO_ROOT / "manifests" / "table6.toml").read_text().replace('id = "table6"', 'id = "twin"', 1)
+    text = (MANIFESTS / "table6.toml").read_text().replace('id = "table6"', 'id = "twin"', 1)
     for name in ("a.toml", "b.toml"):
         (tmp_path / name).write_text(text)
     ran = runner.invoke(app, ["run", "a", "--manifests", str(tmp_path), "--results-dir", str(tmp_path / "r")])
@@ -284,7 +285,7 @@ def test_two_manifests_with_one_id_are_named_once_each(tmp_path):
 def test_status_takes_a_profiles_file_and_refuses_an_unknown_profile(tmp_path):
     """Issue 22, item 7: `repro status` had no --profiles, and `--profile nosuch` printed an empty table, exit 0."""
     runner, app = _runner()
-    (tmp_path / "table5.toml").write_bytes((REPO_ROOT / "manifests" / "table5.toml").read_bytes())
+    (tmp_path / "table5.toml").write_bytes((MANIFESTS / "table5.toml").read_bytes())
     mine = tmp_path.parent / f"{tmp_path.name}-mine.toml"  # outside the manifests folder
     mine.write_text('[profiles.quick]\ndescription = "q"\nevidence = "pipeline"\nseeds = 1\nepochs = 1\n'
                     'data = "synthetic"\n')

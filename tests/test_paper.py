@@ -6,8 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from repro import REPO_ROOT
-
+from checkout import REPO_ROOT
 from repro.plan.manifest import load_all
 from repro.spec.paper import PaperValue, paper_tables
 

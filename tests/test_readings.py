@@ -5,7 +5,7 @@ import copy
 
 import pytest
 
-from repro import REPO_ROOT
+from checkout import MANIFESTS
 from repro.claims import Evidence, evaluate
 from repro.claims.under_readings import decide_readings
 from repro.plan.manifest import find_manifest, load_all, parse_manifest
@@ -13,7 +13,7 @@ from repro.models import Component
 from repro.spec.readings import SHIPPED_READINGS, parse_readings, readings_by_id, shipped_readings
 from repro.core.schema import SchemaError, read_toml
 
-TABLE1 = read_toml(REPO_ROOT / "manifests" / "table1.toml")
+TABLE1 = read_toml(MANIFESTS / "table1.toml")
 READINGS = read_toml(SHIPPED_READINGS)
 
 
@@ -381,7 +381,7 @@ def test_a_reading_of_what_a_claim_measures_decides_it_again_on_the_same_runs():
 
 
 def test_a_claim_that_departs_from_a_reading_of_what_it_measures_is_refused():
-    doc = read_toml(REPO_ROOT / "manifests" / "table4.toml")
+    doc = read_toml(MANIFESTS / "table4.toml")
     claim = next(c for c in doc["claims"] if c["id"] == "in_mnv2_lower_entropy_less_negative")
     claim["row_metric"] = "routing_top_share"
     with pytest.raises(SchemaError) as exc:

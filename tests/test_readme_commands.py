@@ -17,8 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from repro import REPO_ROOT
-
+from checkout import REPO_ROOT
 INSTALL_S = 30  # the stand-in install; start-up on a busy 2-core machine, torch's import included, is well under it
 
 

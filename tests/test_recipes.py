@@ -9,7 +9,6 @@ from repro.plan.manifest import Row
 from repro.spec.profiles import RowSettings, Profile, RunDefaults
 from repro.models import Component, build_model
 from repro.plan.run_config import resolve
-from repro.core.schema import SchemaError
 from repro.train.loop import _summary, freeze, make_optimizer, schedule_position, set_train_mode
 
 FULL = Profile(description="full", evidence="paper", seeds=5)
@@ -157,8 +156,12 @@ def test_the_threads_and_deterministic_mode_come_from_the_profile_else_the_comma
 
 
 def test_the_commands_defaults_are_read_from_its_environment_and_checked():
-    assert RunDefaults.from_environment({}) == RunDefaults(1, False)
-    assert RunDefaults.from_environment({"OMP_NUM_THREADS": "4,2", "REPRO_DETERMINISTIC": "yes"}) == RunDefaults(4, True)
+    from repro.core.environment import BadEnvironment
+    from repro.core.settings import Settings
+
+    assert (Settings.read({}).threads, Settings.read({}).deterministic) == (None, False)  # then 1 and off
+    own = Settings.read({"OMP_NUM_THREADS": "4,2", "REPRO_DETERMINISTIC": "yes"})
+    assert (own.threads, own.deterministic) == (4, True)
     for name, value in (("OMP_NUM_THREADS", "abc"), ("OMP_NUM_THREADS", "0"), ("REPRO_DETERMINISTIC", "maybe")):
-        with pytest.raises(SchemaError, match=f"(?s)the environment: 1 problem.*{name}='{value}': expected"):
-            RunDefaults.from_environment({name: value})
+        with pytest.raises(BadEnvironment, match=f"^{name}='{value}': expected"):
+            Settings.read({name: value})

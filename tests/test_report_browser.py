@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from repro import REPO_ROOT
+from checkout import MANIFESTS
 from repro.cli import app
 
 # Injected into a copy of the page only (the report itself has no script): records uncaught errors, failed
@@ -82,7 +82,7 @@ def test_verify_all_writes_a_report_html_that_renders_in_chromium(tmp_path, monk
     manifests = tmp_path / "manifests"  # a table that trains (claims, figures, run records) and one that counts FLOPs
     manifests.mkdir()
     for name in ("headline_cifar10", "table6"):
-        shutil.copy(REPO_ROOT / "manifests" / f"{name}.toml", manifests)
+        shutil.copy(MANIFESTS / f"{name}.toml", manifests)
     monkeypatch.setenv("REPRO_MANIFESTS", str(manifests))
     results = tmp_path / "results"
     run = CliRunner().invoke(app, ["verify-all", "--results-dir", str(results), "--jobs", "1"])

@@ -17,9 +17,8 @@ from repro.report.costs import render_compute
 
 @pytest.fixture
 def table5_records(tmp_path, monkeypatch):
-    monkeypatch.setattr(est, "gpu_throughput", lambda calibration, gpu: cal.Throughput("A100", "gpu", 1e12, 0.0, "ref"))
+    monkeypatch.setattr(est, "gpu_throughput", lambda *a: cal.Throughput("A100", "gpu", 1e12, 0.0, "ref"))
     monkeypatch.setattr(est, "estimate_macs", lambda *a, **k: {"backbone_macs": 1e9, "head_macs": 0})
-    monkeypatch.setenv("REPRO_DATA", str(tmp_path / "data"))
     m = find_manifest("table5")
     runs = tmp_path / "runs"
     runs.mkdir()
@@ -42,7 +41,8 @@ def table5_records(tmp_path, monkeypatch):
 
 def test_hours_taken_per_claim_and_per_table(table5_records):
     m, results = table5_records
-    lines = {c.label: c for c in compute_by_claim(results, [build_plan(m, "full")])}
+    lines = {c.label: c for c in compute_by_claim(results, [build_plan(m, "full")],
+                                                  est.CostModel(data_dir=results / "data"))}
     k2 = lines["table5/bb_moe_k2_positive"]  # rows k2_moe and dense
     assert (k2.runs, k2.recorded, k2.gpu_hours, k2.cpu_hours) == (10, 7, 5.0, 1.0)
     k1 = lines["table5/bb_moe_k1_negative"]  # rows k1_moe and dense: the damaged record does not count
@@ -67,12 +67,15 @@ def test_the_report_never_counts_or_measures(table5_records, monkeypatch):
 
     m, results = table5_records
     monkeypatch.setattr(est, "estimate_macs", mflops.estimate_macs)
-    monkeypatch.setenv("REPRO_CACHE", str(results / "empty-cache"))
+    empty = results / "empty-cache"
     monkeypatch.setattr(mflops, "_shape_macs", lambda key: pytest.fail("the report counted FLOPs"))
-    lines = compute_by_claim(results, [build_plan(m, "full")], est.CostModel(cached_only=True))
+
+    def cold():
+        return est.CostModel(cached_only=True, data_dir=results / "data", cache=empty)
+    lines = compute_by_claim(results, [build_plan(m, "full")], cold())
     assert all(c.estimate_hours > 0 for c in lines)  # the shipped models' counts (repro.measure.model_macs)
     monkeypatch.setattr(mflops, "shipped_macs", lambda key: None)  # a manifest of one's own, nothing cached
-    lines = compute_by_claim(results, [build_plan(m, "full")], est.CostModel(cached_only=True))
+    lines = compute_by_claim(results, [build_plan(m, "full")], cold())
     assert all(c.estimate_hours != c.estimate_hours for c in lines)  # NaN: not estimated
     assert "not estimated" in render_compute(lines, "full", "ref")
 

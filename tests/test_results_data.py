@@ -13,7 +13,7 @@ import sys
 import pandas as pd
 import pytest
 
-from repro import REPO_ROOT
+from checkout import MANIFESTS, REPO_ROOT
 from repro.claims.stats import paired_gap
 from repro.results import row_seeds, row_stats, runs
 
@@ -35,7 +35,7 @@ def folders(tmp_path_factory):
     root = tmp_path_factory.mktemp("results_data")
     (root / "manifests").mkdir()
     for name in ("headline_cifar10", "table6"):
-        shutil.copy(REPO_ROOT / "manifests" / f"{name}.toml", root / "manifests")
+        shutil.copy(MANIFESTS / f"{name}.toml", root / "manifests")
     return {name: _verify_all(root, name, threads) for name, threads in (("one", 1), ("two", 2), ("again", 1))}
 
 

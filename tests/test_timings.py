@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from repro import REPO_ROOT
+from checkout import REPO_ROOT
 from repro.results import timings
 from repro.results.timings import Clocks, Recorder, phase_rows
 

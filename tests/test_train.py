@@ -6,6 +6,7 @@ import math
 import pytest
 import torch
 
+from repro.core.settings import Settings
 from repro.plan.manifest import Row
 from repro.spec.profiles import Profile
 from repro.models import BACKBONES, Component
@@ -21,13 +22,13 @@ def _row(head="dense", backbone="cifar_standard", dataset="cifar10", **params):
                measures=("accuracy",))
 
 
-def test_a_bf16_recipe_trains_under_cpu_autocast_when_asked(tmp_path, monkeypatch):
+def test_a_bf16_recipe_trains_under_cpu_autocast_when_asked(tmp_path):
     """REPRO_BF16_CPU=1: the recipe's bf16 autocast runs on the CPU and the record says so."""
     base = dataclasses.replace(resolve(_row("expert_choice", expert_hidden=16), PROFILE, seed=0), epochs=1, bf16=True)
-    monkeypatch.setenv("REPRO_BF16_CPU", "0")
-    plain = train_run(base, torch.device("cpu"), None, tmp_path / "plain.ckpt")
-    monkeypatch.setenv("REPRO_BF16_CPU", "1")
-    bf16 = train_run(base, torch.device("cpu"), None, tmp_path / "bf16.ckpt")
+    plain = train_run(base, torch.device("cpu"), None, tmp_path / "plain.ckpt",
+                      settings=Settings.read({"REPRO_BF16_CPU": "0"}))
+    bf16 = train_run(base, torch.device("cpu"), None, tmp_path / "bf16.ckpt",
+                     settings=Settings.read({"REPRO_BF16_CPU": "1"}))
     assert plain["engine"]["autocast"] is None and not plain["engine"]["bf16_cpu"]
     assert bf16["engine"]["autocast"] == "bfloat16" and bf16["engine"]["bf16_cpu"]
     loss = [r["history"][0]["train_loss"] for r in (plain, bf16)]

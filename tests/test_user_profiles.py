@@ -5,7 +5,7 @@ import shutil
 import pytest
 from typer.testing import CliRunner
 
-from repro import REPO_ROOT
+from checkout import MANIFESTS
 from repro.cli import app
 from repro.plan.manifest import find_manifest, load_all, manifest_paths
 from repro.spec.profiles import Profile, load_profiles
@@ -52,9 +52,12 @@ def test_user_profiles_are_merged_onto_every_manifest(tmp_path):
     assert find_manifest("table1", profiles_file=path).profiles["cifar3x50"].epochs == 50
 
 
-def test_user_profiles_from_the_environment(tmp_path, monkeypatch):
-    monkeypatch.setenv("REPRO_PROFILES", str(_file(tmp_path, CIFAR_3X50)))
-    assert find_manifest("table6").profiles["cifar3x50"].seeds == 3
+def test_user_profiles_from_the_environment(tmp_path):
+    from repro.core.settings import Settings
+
+    settings = Settings.read({"REPRO_PROFILES": str(_file(tmp_path, CIFAR_3X50))})  # where a command starts
+    assert find_manifest("table6", profiles_file=settings.profiles).profiles["cifar3x50"].seeds == 3
+    assert "cifar3x50" not in find_manifest("table6").profiles  # the library reads no environment
 
 
 def test_bad_values_are_refused_with_file_key_and_suggestion(tmp_path):
@@ -92,7 +95,7 @@ def test_cli_refuses_a_bad_profiles_file_naming_it(tmp_path):
 def test_manifests_dir_with_one_manifest_and_a_user_profile(tmp_path, results_dir):
     folder = tmp_path / "my-manifests"
     folder.mkdir()
-    shutil.copy(REPO_ROOT / "manifests" / "table6.toml", folder / "mytable.toml")
+    shutil.copy(MANIFESTS / "table6.toml", folder / "mytable.toml")
     text = (folder / "mytable.toml").read_text().replace('id = "table6"', 'id = "mytable"\npaper_table = "table6"', 1)
     (folder / "mytable.toml").write_text(text)
     profiles = _file(folder, '[profiles.analytic]\ndescription = "FLOPs only"\nevidence = "pipeline"\ndevice = "cpu"\n')

@@ -1,20 +1,26 @@
 """Pretrained weights: one map, every missing file at once, local files checked against the published hash."""
 
 import hashlib
+import os
 
 import pytest
 import torch
 import torchvision
 
+from repro.core.settings import Settings
 from repro.models import weights as W
 from repro.models import BACKBONES
 
 
 @pytest.fixture
 def empty_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("TORCH_HOME", str(tmp_path / "torch-home"))
-    monkeypatch.delenv("REPRO_WEIGHTS", raising=False)
+    monkeypatch.setenv("TORCH_HOME", str(tmp_path / "torch-home"))  # torch.hub's cache: torch reads it
     return tmp_path
+
+
+def _weights_folders(value: str) -> tuple:
+    """The folders $REPRO_WEIGHTS names, as the command's settings hold them."""
+    return Settings.read({"REPRO_WEIGHTS": value}).weights
 
 
 def _fake(folder, stem: str, payload: bytes):
@@ -52,12 +58,11 @@ def test_a_file_that_fails_the_published_hash_is_refused_by_name(empty_cache, mo
     folder.mkdir()
     bad = folder / "resnet18-f37072fd.pth"
     bad.write_bytes(b"not the published weights")
-    monkeypatch.setenv("REPRO_WEIGHTS", str(folder))
-    status = W.weights_status("resnet18")
+    status = W.weights_status("resnet18", _weights_folders(str(folder)))
     assert status.found and not status.present and status.path == bad
     with pytest.raises(W.WeightsMissing, match=r"resnet18-f37072fd\.pth.*does not start with the published prefix "
                                                r"f37072fd"):
-        W.require_weights("resnet18")
+        W.require_weights("resnet18", _weights_folders(str(folder)))
 
 
 @pytest.mark.parametrize("layout", ["folder", "hub_folder", "file"])
@@ -67,8 +72,7 @@ def test_a_local_file_or_folder_with_the_right_hash_is_used(empty_cache, monkeyp
     monkeypatch.setattr(W, "weights_url", lambda b: f"https://download.pytorch.org/models/{path.name}")
     source = path if layout == "file" else folder
     assert W.require_all_weights(["resnet18"], sources=[source]) == {"resnet18": path}
-    monkeypatch.setenv("REPRO_WEIGHTS", str(source))
-    assert W.require_weights("resnet18") == path
+    assert W.require_weights("resnet18", _weights_folders(f"{empty_cache / 'elsewhere'}{os.pathsep}{source}")) == path
 
 
 def test_the_torch_hub_cache_is_checked_too(empty_cache, monkeypatch):
@@ -88,8 +92,9 @@ def test_a_pretrained_backbone_loads_the_checked_file(empty_cache, monkeypatch):
     torch.save(reference.state_dict(), buf)
     path = _fake(empty_cache / "mine", "mobilenet_v2", buf.getvalue())
     monkeypatch.setattr(W, "weights_url", lambda b: f"https://download.pytorch.org/models/{path.name}")
-    monkeypatch.setenv("REPRO_WEIGHTS", str(path.parent))
-    body = BACKBONES.get("mobilenet_v2").builder((3, 32, 32), pretrained=True)
+    found = W.require_weights("mobilenet_v2", _weights_folders(str(path.parent)))  # what a run starts from
+    assert found == path
+    body = BACKBONES.get("mobilenet_v2").builder((3, 32, 32), pretrained=found)
     for name, tensor in reference.features.state_dict().items():
         assert torch.equal(body.net.features.state_dict()[name], tensor)
 
@@ -99,13 +104,12 @@ def test_the_published_url_is_torchvisions_and_is_cached_per_version(tmp_path, m
 
     from repro.models.weights import published_url, weights_url
 
-    monkeypatch.setenv("REPRO_CACHE", str(tmp_path))
-    assert published_url("resnet18") == weights_url("resnet18") == "https://download.pytorch.org/models/resnet18-f37072fd.pth"
+    assert published_url("resnet18", tmp_path) == weights_url("resnet18") == "https://download.pytorch.org/models/resnet18-f37072fd.pth"
     cached = json.loads((tmp_path / "sources" / "weights.json").read_text())
     assert cached["urls"] == {"resnet18": weights_url("resnet18")}
     cached["urls"]["resnet18"] = "https://example.org/resnet18-00000000.pth"  # read back, not asked again
     (tmp_path / "sources" / "weights.json").write_text(json.dumps(cached))
-    assert published_url("resnet18") == "https://example.org/resnet18-00000000.pth"
+    assert published_url("resnet18", tmp_path) == "https://example.org/resnet18-00000000.pth"
     cached["torchvision"] = "0.0"  # another torchvision: its own URL again
     (tmp_path / "sources" / "weights.json").write_text(json.dumps(cached))
-    assert published_url("resnet18") == weights_url("resnet18")
+    assert published_url("resnet18", tmp_path) == weights_url("resnet18")

@@ -12,14 +12,15 @@ tests/cost/test_gpu_reference.py fails until both files are the build of the new
 """
 
 import json
+from pathlib import Path
 
-from repro import REPO_ROOT
 from repro.core.fsutil import atomic_write_text
 from repro.cost.gpu_reference import REFERENCE_FILE, build_reference, input_choices
 from repro.data.input_choice import FILE as INPUT_FILE
 from repro.plan.manifest import load_all
 from repro.plan.run_config import planned_runs
 
+REPO_ROOT = Path(__file__).resolve().parents[1]  # the checkout: its measurements and device profiles
 MEASUREMENTS = REPO_ROOT / "docs" / "measurements"
 PROFILES = REPO_ROOT / "tools" / "device" / "profiles.toml"
 

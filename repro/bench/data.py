@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import statistics
 import time
+from pathlib import Path
 from typing import Callable, Iterable
 
 import numpy as np
@@ -21,6 +22,7 @@ from PIL import Image
 from torch.utils.data import DataLoader, Dataset
 from torchvision import transforms
 
+from repro.core.settings import DEFAULT_CACHE
 from repro.measure.timing import synchronize
 from repro.data.loader import TensorLoader
 from repro.data.specs import get_dataset
@@ -55,11 +57,12 @@ def _epoch_seconds(batches: Iterable, device: torch.device) -> tuple[float, int]
 
 
 def bench_data(n_images: int = 10_000, batch_size: int = 256, device: str = "cpu", repeats: int = 3,
-               workers: tuple[int, ...] = (0, 2), seed: int = 0) -> dict:
-    """Images/s of each data path and TensorLoader's speed-up over each DataLoader setting."""
+               workers: tuple[int, ...] = (0, 2), seed: int = 0, cache: Path = DEFAULT_CACHE) -> dict:
+    """Images/s of each data path and TensorLoader's speed-up over each DataLoader setting (the synthetic images
+    kept in the cache folder `cache`)."""
     dev = torch.device(device)
     spec = get_dataset("cifar10")
-    images, labels = synthetic_tensors("cifar10", n_images, seed)  # (N, 3, 32, 32) uint8
+    images, labels = synthetic_tensors("cifar10", n_images, seed, cache=cache)  # (N, 3, 32, 32) uint8
     hwc = images.permute(0, 2, 3, 1).contiguous().numpy()  # (N, 32, 32, 3): CIFAR10.data's layout
     dataset = PILImages(hwc, labels.tolist(), usual_transform(spec.mean, spec.std))
     paths: dict[str, Iterable] = {

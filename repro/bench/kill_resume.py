@@ -31,9 +31,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from repro import REPO_ROOT
 from repro.bench.gpu_calibration import expect
-from repro.train.checkpoints import CHECKPOINT_ENV
+from repro.core.package_data import import_folder
+from repro.core.settings import Settings
 
 HOLD_S = 600  # the held child waits this long for its SIGKILL
 COMPARED = ("train_loss", "test_accuracy")
@@ -59,6 +59,7 @@ def _child(config: Path, results: Path, device: str, hold: bool, reference: Path
     from repro.execution.records import run_one
 
     cfg = RunConfig.from_dict(json.loads(config.read_text()))
+    settings = Settings(checkpoint_seconds=0.0)  # a checkpoint after every epoch: the kill comes after the first
 
     class Events:  # run_one reports each epoch after its checkpoint is on disk
         def put(self, event: tuple) -> None:
@@ -66,20 +67,20 @@ def _child(config: Path, results: Path, device: str, hold: bool, reference: Path
             if hold:
                 time.sleep(HOLD_S)  # the parent's SIGKILL lands here
 
-    run_one(RunRequest(cfg, "bench gpu kill/resume"), results, device, None, Events())
+    run_one(RunRequest(cfg, "bench gpu kill/resume"), results, device, None, Events(), settings=settings)
     if reference is not None:
-        run_one(RunRequest(cfg, "bench gpu uninterrupted"), reference, device, None)
+        run_one(RunRequest(cfg, "bench gpu uninterrupted"), reference, device, None, settings=settings)
     print(json.dumps({"done": True}), flush=True)
 
 
 def _spawn(args: list[str], log: Path) -> subprocess.Popen:
     """The child in its own session (killed as a group); stderr to a file, so a chatty child never blocks."""
-    env = dict(os.environ)
-    env[CHECKPOINT_ENV] = "0"  # a checkpoint after every epoch: the kill comes after the first
+    env = dict(os.environ)  # the child's: it imports this same package, and OpenMP reads its threads there
+    env["PYTHONPATH"] = os.pathsep.join([str(import_folder()), *filter(None, [env.get("PYTHONPATH")])])
     if args[2].startswith("cpu"):
         env.setdefault("OMP_NUM_THREADS", "1")  # a tiny CPU run only waits on a second thread
     with open(log, "w") as err:
-        return subprocess.Popen([sys.executable, "-m", "repro.bench.kill_resume", *args], cwd=REPO_ROOT, env=env,
+        return subprocess.Popen([sys.executable, "-m", "repro.bench.kill_resume", *args], env=env,
                                 stdout=subprocess.PIPE, stderr=err, text=True, start_new_session=True)
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import statistics
 import time
 from dataclasses import asdict, replace
+from pathlib import Path
 from typing import Callable
 
 import torch
@@ -28,6 +29,7 @@ from torch.utils.data import DataLoader
 
 from repro.bench.data import PILImages, usual_transform
 from repro.measure.timing import cpu_threads, synchronize
+from repro.core.settings import DEFAULT_CACHE, EngineSwitches
 from repro.data.loader import TensorLoader
 from repro.data.specs import get_dataset
 from repro.data.synthetic import synthetic_tensors
@@ -76,12 +78,15 @@ def _timed(run: Callable[[], int], device: torch.device) -> float:
 
 def bench_train(n_images: int = 2048, batch_size: int = 128, device: str = "cpu", rounds: int = 3,
                 workers: int = 2, threads: int = 1, dataset: str = "cifar10", seed: int = 0,
-                bf16: bool | None = None, engine: Engine | None = None) -> dict:
-    """Training images/s of both paths and the fast path's speed-up; threads=0 keeps torch's setting."""
+                bf16: bool | None = None, engine: Engine | None = None,
+                switches: EngineSwitches = EngineSwitches(), cache: Path = DEFAULT_CACHE) -> dict:
+    """Training images/s of both paths and the fast path's speed-up; threads=0 keeps torch's setting. The fast
+    path's engine: `engine`, else the one `switches` (the command's settings) resolve to on the device; the
+    synthetic images kept in the cache folder `cache`."""
     dev = torch.device(device)
     cfg = bench_config(dataset, n_images, batch_size, seed, bf16)
-    engine = engine or resolve_engine(cfg, dev)
-    images, labels = synthetic_tensors(dataset, n_images, seed)  # (N, 3, 32, 32) uint8
+    engine = engine or resolve_engine(cfg, dev, switches)
+    images, labels = synthetic_tensors(dataset, n_images, seed, cache=cache)  # (N, 3, 32, 32) uint8
     spec = get_dataset(dataset)
 
     torch.manual_seed(seed)

@@ -59,8 +59,11 @@ class _Group(typer.core.TyperGroup):
     command of its own, so that the table commands' options are declared once (repro.cli.run.tables)."""
 
     def resolve_command(self, ctx, args):
-        if args and args[0] not in self.commands and args[0] in manifest_ids():
-            return args[0], self.commands["run"], args[:1] + args[1:]
+        if args and args[0] not in self.commands:
+            from repro.cli.common import read_settings  # the command's settings, read here once: $REPRO_MANIFESTS
+
+            if args[0] in manifest_ids(read_settings(ctx).manifests):
+                return args[0], self.commands["run"], args[:1] + args[1:]
         return super().resolve_command(ctx, args)
 
     def invoke(self, ctx):
@@ -83,11 +86,11 @@ class _Group(typer.core.TyperGroup):
         return result
 
 
-def manifest_ids() -> list[str]:
-    """The shipped manifests' ids (file names, without loading them): `repro <id>` runs one."""
+def manifest_ids(folder=None) -> list[str]:
+    """The ids of the manifests in `folder` (default: the package's), by file name, without loading them."""
     from repro.plan.manifest import manifest_paths
 
-    return [p.stem for p in manifest_paths()]
+    return [p.stem for p in manifest_paths(folder)]
 
 
 _flags_show_no_type()
@@ -97,14 +100,12 @@ app = typer.Typer(
     no_args_is_help=True, add_completion=False, rich_markup_mode="rich", cls=_Group,
 )
 @app.callback()
-def _checked_environment() -> None:
-    # Before any command does any work: every environment variable the tool reads parses
-    # (repro.core.environment), else exit 2 naming each variable, its value and what was expected.
-    from repro.cli.common import fail_all
-    from repro.core.environment import problems
+def _read_settings(ctx: typer.Context) -> None:
+    # Before any command does any work: its environment, read once into its settings (repro.core.settings);
+    # a value that does not parse ends it with exit 2, naming each variable, its value and what was expected.
+    from repro.cli.common import begin
 
-    if found := problems():
-        fail_all(found)
+    begin(ctx)
 
 
 app.command("verify-all", help=tables.VERIFY_ALL_HELP)(tables.tables)

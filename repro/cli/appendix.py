@@ -8,19 +8,18 @@ from typing import Optional
 
 import typer
 
-from repro.cli.common import (
-    DataOpt, ManifestsOpt, ProfileOpt, ProfilesOpt, ResultsOpt, check_profile, fail, load_every, read_files, show,
-)
+from repro.cli.common import check_profile, fail, load_every, manifests_folder, read_files, settings, show
+from repro.cli.options import DATA, MANIFESTS, PROFILE, PROFILES, RESULTS
 from repro.core.fsutil import WriteFailed, atomic_write_text
 
 
-def appendix(profile: Optional[str] = ProfileOpt,
+def appendix(profile: Optional[str] = PROFILE,
              fmt: str = typer.Option("md", "--format", "-f", help="md (Markdown) or tex (LaTeX, booktabs: a "
                                      "document pdflatex compiles)."),
              out: Optional[Path] = typer.Option(None, "--out", help="The file to write. Default: "
                                                 "<results>/<profile>/artifact-appendix.<format>."),
-             results_dir: Optional[Path] = ResultsOpt, manifests_dir: Optional[Path] = ManifestsOpt,
-             profiles: Optional[Path] = ProfilesOpt, data_dir: Optional[Path] = DataOpt) -> None:
+             results_dir: Optional[Path] = RESULTS, manifests_dir: Optional[Path] = MANIFESTS,
+             profiles: Optional[Path] = PROFILES, data_dir: Optional[Path] = DATA) -> None:
     """The Artifact Appendix (ACM / cTuning): checklist, description, installation, workflow, and one row per claim
     with its command, hardware, cost, expected result and badge; with results of the profile in the folder, the
     verdict there and the run records behind it."""
@@ -30,24 +29,24 @@ def appendix(profile: Optional[str] = ProfileOpt,
     from repro.plan.table_plan import plan_all
     from repro.report.appendix import APPENDIX_NAME, FORMATS, appendix_inputs, build_appendix, render
     from repro.results.acting import acting
-    from repro.results.measurements import default_results_dir, profile_dir, profiles_present
-    from repro.spec.profiles import default_profile
+    from repro.results.measurements import profile_dir, profiles_present
 
     if fmt not in FORMATS:
         fail(f"--format: expected {' or '.join(FORMATS)}, got {fmt!r}")
-    profile = profile or default_profile()
+    profile = profile or settings().profile
     manifests = load_every(manifests_dir, profiles)
     if not manifests:
         from repro.plan.manifest import manifests_dir as folder
 
-        fail(f"no manifest in {folder(manifests_dir)}: an appendix has one row per claim of the manifests there")
+        fail(f"no manifest in {folder(manifests_folder(manifests_dir))}: an appendix has one row per claim of the "
+             "manifests there")
     check_profile(manifests, profile)
-    results_dir = results_dir or default_results_dir()
+    results_dir = results_dir or settings().results
     with_results = profile in profiles_present(results_dir)
     entries = (decided_results(results_dir, profile, manifests) if with_results
                else [(m, None) for m in manifests])
     plans = plan_all(manifests)  # once: the cost model and every row of the appendix read them
-    model = CostModel(data_dir=data_dir)  # counts the model sizes the caches lack (imports torch)
+    model = CostModel.under(settings(), data_dir=data_dir)  # counts the model sizes the caches lack (imports torch)
     folder = fit_folder(model, results_dir, plans) if results_dir.is_dir() else None
     inputs = appendix_inputs(plans, folder, model)
     text = render(build_appendix(entries, profile, inputs, with_results), fmt)

@@ -11,6 +11,7 @@ from rich.table import Table
 
 from repro.bench import LATENCY_DATASETS
 from repro.cli.common import console
+from repro.cli.options import DEVICE, MANIFESTS, READ_RESULTS, profile_option
 from repro.cost.speed import BENCH_RUNS, REPS
 
 bench_app = typer.Typer(no_args_is_help=True, add_completion=False,
@@ -35,7 +36,7 @@ def _fmt(x: float) -> str:
 @bench_app.command("latency")
 def latency_cmd(dataset: str = typer.Option("cifar100", help=f"One of {', '.join(LATENCY_DATASETS)}."),
                 batch: int = typer.Option(256, help="Batch size (the text gives none; 256 is our choice)."),
-                device: str = typer.Option("auto", help="auto, cpu or cuda."),
+                device: str = DEVICE,
                 warmup: int = typer.Option(5), reps: int = typer.Option(20, help="Repetitions per timing (at least)."),
                 threads: int = typer.Option(1, help="CPU intra-op threads during timing; 0 keeps torch's setting."),
                 experts: str = typer.Option("2,4,8,16", help="Numbers of experts for the operator-count sweep."),
@@ -84,8 +85,10 @@ def data_cmd(images: int = typer.Option(10_000), batch: int = typer.Option(256),
     if source != "tensors":
         raise typer.BadParameter(f"--input {source!r}: expected tensors or jpeg")
     from repro.bench.data import bench_data
+    from repro.cli.common import settings
 
-    r = bench_data(images, batch, _device(device), repeats, tuple(int(w) for w in workers.split(",")))
+    r = bench_data(images, batch, _device(device), repeats, tuple(int(w) for w in workers.split(",")),
+                   cache=settings().cache)
     t = Table("Data path", "Images / s", "TensorLoader speed-up",
               title=f"{images} CIFAR-shaped images, batch {batch}, {r['device']}, augmentation included")
     for name, rate in r["images_per_s"].items():
@@ -111,14 +114,17 @@ def _bench_imagenet_paths(folder: Path | None, device: str, batch: int, repeats:
 
 
 @bench_app.command("train")
-def train_cmd(images: int = typer.Option(2048), batch: int = typer.Option(128), device: str = typer.Option("auto"),
+def train_cmd(images: int = typer.Option(2048), batch: int = typer.Option(128), device: str = DEVICE,
               rounds: int = typer.Option(3), workers: int = typer.Option(2, help="DataLoader workers of the usual way."),
               threads: int = typer.Option(1, help="CPU intra-op threads for both paths; 0 keeps torch's setting."),
               bf16: Optional[bool] = typer.Option(None, "--bf16/--fp32", help="Default: the CIFAR recipe (fp32).")) -> None:
     """End-to-end training images/s of the CIFAR sparse MoE model: fast path against the usual way."""
     from repro.bench.train import bench_train
+    from repro.cli.common import settings
 
-    r = bench_train(images, batch, _device(device), rounds, workers, threads, bf16=bf16)
+    own = settings()
+    r = bench_train(images, batch, _device(device), rounds, workers, threads, bf16=bf16, switches=own.engine,
+                    cache=own.cache)
     t = Table("Path", "Images / s", "Rounds", title=f"CIFAR standard backbone + sparse MoE, batch {batch}, "
               f"{r['steps_per_round']} steps a round, {r['device']}, {r['threads']} thread(s)")
     for name, rate in r["images_per_s"].items():
@@ -154,7 +160,7 @@ def small_maps_cmd(batch: int = typer.Option(128, help="Images a step (the funct
 
 
 @bench_app.command("capacity")
-def capacity_cmd(batch: int = typer.Option(256), experts: int = typer.Option(8), device: str = typer.Option("auto"),
+def capacity_cmd(batch: int = typer.Option(256), experts: int = typer.Option(8), device: str = DEVICE,
                  threads: int = typer.Option(1)) -> None:
     """The greedy capacity assignment per batch against the batched expert forward it feeds (CIFAR-100 shapes)."""
     from repro.bench.heads import bench_capacity
@@ -184,6 +190,7 @@ def gpu_cmd(dry_run: bool = typer.Option(False, "--dry-run", help="The same sequ
     from repro.bench.dense_twin import ratio_line
     from repro.bench.input_paths import summary_lines
     from repro.bench.gpu import DRY_RUN, FULL, run_gpu_check
+    from repro.cli.common import settings as command_settings
     from repro.plan.manifest import load_all
 
     dev = "cpu" if dry_run and device == "auto" else _device(device)
@@ -192,9 +199,11 @@ def gpu_cmd(dry_run: bool = typer.Option(False, "--dry-run", help="The same sequ
                                  "per model. Use --dry-run here.", param_hint="--device")
     settings = DRY_RUN if dry_run else FULL
     settings = replace(settings, steps=steps or settings.steps, budget_s=budget_s or settings.budget_s)
-    manifests = [m for m in load_all() if not only or m.id in only]
+    own = command_settings()
+    every = load_all(own.manifests, own.profiles)
+    manifests = [m for m in every if not only or m.id in only]
     if only and len(manifests) != len(set(only)):
-        known = {m.id for m in load_all()}
+        known = {m.id for m in every}
         raise typer.BadParameter(f"unknown manifest(s) {', '.join(sorted(set(only) - known))}", param_hint="--only")
     doc = run_gpu_check(dev, settings, out, manifests, dry_run, log=lambda line: console.print(line, highlight=False))
     t = Table("Check", "Status", "Seconds", "Images / s", "Peak GiB", title=f"{doc['device']['label']}, "
@@ -218,24 +227,26 @@ def gpu_cmd(dry_run: bool = typer.Option(False, "--dry-run", help="The same sequ
 
 
 @bench_app.command("estimates")
-def estimates_cmd(profile: str = typer.Option("smoke", "--profile", "-p", help="The profile whose measured times to check."),
-                  results_dir: Optional[Path] = typer.Option(None, "--results-dir", "-o", help="Default: $REPRO_RESULTS or ./results."),
+def estimates_cmd(profile: Optional[str] = profile_option("The profile whose measured times to check. Default: "
+                                                          "$REPRO_PROFILE or smoke."),
+                  results_dir: Optional[Path] = READ_RESULTS,
                   fit_on: str = typer.Option("", "--fit-on", help="Fit on these tables of the profile only (comma-separated), holding its others out; default: every record (in-sample)."),
                   wall: Optional[float] = typer.Option(None, "--wall", min=0.0, help="The measured wall seconds of the verify-all that filled the folder, where it has no timings.json (e.g. from GNU time)."),
-                  manifests_dir: Optional[Path] = typer.Option(None, "--manifests", help="Folder of manifests.")) -> None:
+                  manifests_dir: Optional[Path] = MANIFESTS) -> None:
     """Estimate / measured time per table, per held-out run and for verify-all, from a results folder's records."""
     from repro.bench.estimates import GOAL, bench_estimates
-    from repro.cli.common import load_every
+    from repro.cli.common import load_every, settings
+    from repro.cost.estimate import CostModel, seconds_text as duration
     from repro.plan.table_plan import plan_all
-    from repro.cost.estimate import seconds_text as duration
-    from repro.results.measurements import default_results_dir
 
+    own = settings()
+    profile = profile or own.profile
     manifests = load_every(manifests_dir)
     ids = tuple(i for i in fit_on.split(",") if i)
     unknown = [i for i in ids if i not in {m.id for m in manifests}]
     if unknown:
         raise typer.BadParameter(f"no table {unknown[0]!r}", param_hint="--fit-on")
-    r = bench_estimates(results_dir or default_results_dir(), profile, plan_all(manifests), ids, wall)
+    r = bench_estimates(results_dir or own.results, profile, plan_all(manifests), ids, wall, CostModel.under(own))
     t = Table("Table", "Estimated", "Measured", "Estimate / measured", "From", "Measured by",
               title=f"{profile}: fitted on {', '.join(ids) + ' and the other profiles' if ids else 'every record'}")
     for c in r.tables:
@@ -265,7 +276,7 @@ def speed_cmd(runs: int = typer.Option(BENCH_RUNS, "--runs", min=1, help="Refere
               reps: int = typer.Option(REPS, "--reps", min=1, help="Repetitions of each run.")) -> None:
     """This CPU against the CPU reference's machine: a few of the reference's runs trained again here. A quiet
     measurement is kept, and `repro list` scales the reference's figures by it (docs/cost-model.md)."""
-    from repro.cli.common import print_grid, show
+    from repro.cli.common import print_grid, settings, show
     from repro.core.terminal import Column, Grid
     from repro.cost.speed import MAX_AGE_DAYS, bench_runs, keep, kept_speed, measure_speed, speed_path
 
@@ -277,11 +288,12 @@ def speed_cmd(runs: int = typer.Option(BENCH_RUNS, "--runs", min=1, help="Refere
                  f"{max(r.seconds) / min(r.seconds) - 1:.0%}", f"{r.ratio:.2f}")
     print_grid(grid, f"{speed.machine} against the CPU reference's machine")
     show(speed.describe())
-    if keep(speed):
-        show(f"kept in {speed_path()} for {MAX_AGE_DAYS} days: estimates scale the CPU reference by "
+    cache = settings().cache
+    if keep(speed, cache):
+        show(f"kept in {speed_path(cache)} for {MAX_AGE_DAYS} days: estimates scale the CPU reference by "
              f"{speed.factor:.2f}")
     else:
-        kept = kept_speed()
+        kept = kept_speed(cache=cache)
         show(f"not kept: {speed.why_not_kept()}; estimates go on with "
              + (f"the kept factor {kept.factor:.2f}" if kept else "the CPU reference unscaled"))
 

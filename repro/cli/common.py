@@ -1,6 +1,9 @@
-"""What every command shares: the consoles, the common options, loading with clear errors, printing that
-fits 80 columns, and the interrupt: a command names what it stopped (CommandInterrupted), the `repro`
-entry point says what was kept (repro.cli.main).
+"""What every command shares: the consoles, its settings, loading with clear errors, printing that fits 80
+columns, and the interrupt: a command names what it stopped (CommandInterrupted), the `repro` entry point says
+what was kept (repro.cli.main). The options several commands share are declared in repro.cli.options.
+
+A command's environment is read once, as it starts, into one frozen Settings (repro.core.settings; `settings`
+below), and an option the user gave replaces its variable here: the library below takes typed arguments.
 
 Heavy modules (torch through the models, matplotlib through the report) are imported inside the
 commands that need them, and every name the user typed is checked before they are: `repro --help`,
@@ -10,8 +13,8 @@ commands that need them, and every name the user typed is checked before they ar
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import os
+from contextvars import ContextVar
 from enum import IntEnum
 from pathlib import Path
 from typing import Iterable, Iterator, NoReturn
@@ -21,13 +24,25 @@ from rich.console import Console
 from rich.markup import escape
 from rich.text import Text
 
-from repro.core import terminal
+from repro.core import environment, terminal
+from repro.core.environment import BadEnvironment
+from repro.core.settings import Settings
 from repro.plan.manifest import Manifest, find_manifest, load_all, load_valid
-from repro.spec.profiles import RunDefaults, shipped_profiles
+from repro.spec.profiles import RunDefaults
 from repro.core.schema import SchemaError
 from repro.core.terminal import Grid, print_words
 
-terminal.ignore_zero_size()  # before any console is made, Typer's own included
+
+def _ignore_zero_size() -> None:
+    """Unset a COLUMNS or LINES of 0 for this process and the ones it starts. rich reads them itself and takes
+    any digits as the terminal's size, so COLUMNS=0 made every line zero cells wide: nothing printed, errors
+    included. Called before any console is made; rich then measures the terminal, or takes 80 columns when piped."""
+    for name in ("COLUMNS", "LINES"):
+        if os.environ.get(name, "").strip().isdigit() and environment.value(name, os.environ) is None:
+            del os.environ[name]
+
+
+_ignore_zero_size()  # before any console is made, Typer's own included
 console = Console()
 err = Console(stderr=True, soft_wrap=True)  # messages verbatim: paths and commands are not wrapped
 
@@ -40,38 +55,6 @@ class ExitCode(IntEnum):
     BAD_INPUT = 2  # an unknown name, an invalid file, missing data: nothing ran
     SUBMITTED = 3  # --no-wait: runs submitted to Slurm and not awaited; no table written from missing results
     INTERRUPTED = 130  # Ctrl-C or SIGTERM: every finished record kept; the same command resumes
-
-
-def profile_help() -> str:
-    """The --profile help, from repro/spec/profiles.toml: each shipped profile with its evidence and device."""
-    names = [f"{name} ({p.evidence}{', ' + p.device if p.device != 'auto' else ''})"
-             for name, p in shipped_profiles().items()]
-    return (f"Profile: {', '.join(names)}, or one of your own (--profiles FILE or $REPRO_PROFILES); `repro list` "
-            "shows what each costs. Default: $REPRO_PROFILE or smoke.")
-
-
-ProfileOpt = typer.Option(None, "--profile", "-p", help=profile_help())
-ResultsOpt = typer.Option(None, "--results-dir", "-o", help="Where results go. Default: $REPRO_RESULTS or ./results.")
-DeviceOpt = typer.Option("auto", "--device", help="auto, cpu or cuda.")
-JobsOpt = typer.Option(0, "--jobs", "-j", min=0, help="Runs trained in parallel processes; 0: one per CPU core on a CPU, 1 on a GPU.")
-DataOpt = typer.Option(None, "--data-dir", help="Dataset root. Default: $REPRO_DATA or ./data.")
-UnverifiedOpt = typer.Option(False, "--allow-unverified-data",
-                             help="Train on dataset files that fail their published checksum (a re-packed copy); "
-                                  "every run record and the report say so.")
-WorkersOpt = typer.Option(None, "--workers", min=0, help="Loader worker processes per split for image folders "
-                          "(ImageNet). Default: the CPUs this process may use, minus one.")
-ManifestsOpt = typer.Option(None, "--manifests", help="Folder of manifests. "
-                            "Default: $REPRO_MANIFESTS or the package's manifests/.")
-ProfilesOpt = typer.Option(None, "--profiles", help="TOML file of profiles (tables named profiles.<name>) added to "
-                           "the shipped ones, replacing one of the same name. Default: $REPRO_PROFILES, else none.")
-DeterministicOpt = typer.Option(False, "--deterministic",
-                                help="Train in PyTorch's deterministic mode (and cuBLAS's fixed workspace), on the "
-                                     "profile's threads: bit-identical runs on the same kind of machine. A profile's "
-                                     "`deterministic` key wins. Default: $REPRO_DETERMINISTIC.")
-
-
-VerboseOpt = typer.Option(False, "--verbose", "-v", help="Show the detail (every FLOP count, run and evidence); "
-                          "it is always in <results>/<profile>/repro.log.")
 
 
 def show(text: str | Text, out: Console | None = None) -> None:
@@ -114,20 +97,61 @@ def message(exc: BaseException) -> str:
     return str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)
 
 
-def run_defaults(deterministic: bool = False) -> RunDefaults:
-    """The threads and deterministic mode of runs whose profile gives neither: this command's environment
-    ($OMP_NUM_THREADS, $REPRO_DETERMINISTIC), read here, where the command starts; --deterministic turns it on."""
+_COMMAND: ContextVar[Settings | None] = ContextVar("repro_command_settings", default=None)
+
+
+def _read() -> Settings:
+    """The process's environment as Settings; a value that does not parse ends the command with exit 2, naming
+    every such variable."""
     try:
-        defaults = RunDefaults.from_environment()
-    except SchemaError as exc:
-        fail(str(exc))
-    return dataclasses.replace(defaults, deterministic=True) if deterministic else defaults
+        return Settings.read(os.environ)
+    except BadEnvironment as exc:
+        fail_all(exc.problems)
+
+
+def read_settings(ctx: typer.Context) -> Settings:
+    """A command's settings, read once, where it starts (`repro <id>` resolves its id with them, before the
+    callback runs), and kept on its root context."""
+    root = ctx.find_root()
+    if not isinstance(root.obj, Settings):
+        root.obj = _read()
+    return root.obj
+
+
+def begin(ctx: typer.Context) -> None:
+    """Where a command starts (the `repro` callback): its settings, for `settings()` until the command ends."""
+    token = _COMMAND.set(read_settings(ctx))
+    ctx.call_on_close(lambda: _COMMAND.reset(token))
+
+
+def settings() -> Settings:
+    """This command's settings (read once: `begin`); a command function called outside `repro` (a test, a
+    notebook) reads its process's environment here."""
+    return _COMMAND.get() or _read()
+
+
+def run_defaults(deterministic: bool = False) -> RunDefaults:
+    """The threads and deterministic mode of runs whose profile gives neither: this command's settings
+    ($OMP_NUM_THREADS, else 1; $REPRO_DETERMINISTIC); --deterministic turns it on."""
+    own = settings()
+    return RunDefaults(own.threads or 1, own.deterministic or deterministic)
+
+
+def manifests_folder(manifests: Path | None) -> Path | None:
+    """--manifests, else $REPRO_MANIFESTS, else None: the package's own."""
+    return manifests or settings().manifests
+
+
+def profiles_file(profiles: Path | None) -> Path | None:
+    """--profiles, else $REPRO_PROFILES, else None: the shipped profiles alone."""
+    return profiles or settings().profiles
 
 
 def load_one(manifest_id: str, manifests: Path | None = None, profiles: Path | None = None,
              defaults: RunDefaults | None = None) -> Manifest:
     try:
-        return find_manifest(manifest_id, manifests, profiles, defaults or run_defaults())
+        return find_manifest(manifest_id, manifests_folder(manifests), profiles_file(profiles),
+                             defaults or run_defaults())
     except (KeyError, SchemaError) as exc:
         fail(message(exc))
 
@@ -135,7 +159,7 @@ def load_one(manifest_id: str, manifests: Path | None = None, profiles: Path | N
 def load_every(manifests: Path | None = None, profiles: Path | None = None,
                defaults: RunDefaults | None = None) -> list[Manifest]:
     try:
-        return load_all(manifests, profiles, defaults or run_defaults())
+        return load_all(manifests_folder(manifests), profiles_file(profiles), defaults or run_defaults())
     except SchemaError as exc:
         fail(str(exc))
 
@@ -143,7 +167,7 @@ def load_every(manifests: Path | None = None, profiles: Path | None = None,
 def load_some(ids: list[str] | None, manifests: Path | None = None, profiles: Path | None = None,
               defaults: RunDefaults | None = None) -> list[Manifest]:
     """The manifests named (every one, when none is), failing on the first unknown or invalid one; the
-    profiles attached under `defaults` (else this command's environment's)."""
+    profiles attached under `defaults` (else this command's settings')."""
     defaults = defaults or run_defaults()
     return [load_one(i, manifests, profiles, defaults) for i in ids] if ids else load_every(manifests, profiles, defaults)
 
@@ -151,7 +175,7 @@ def load_some(ids: list[str] | None, manifests: Path | None = None, profiles: Pa
 def load_valid_or_fail(manifests_dir: Path | None, profiles: Path | None) -> tuple[list[Manifest], dict[str, str]]:
     """Every valid manifest (with the profiles attached) and, by id, why the others are invalid."""
     try:
-        manifests, invalid = load_valid(manifests_dir, profiles, run_defaults())
+        manifests, invalid = load_valid(manifests_folder(manifests_dir), profiles_file(profiles), run_defaults())
     except SchemaError as exc:  # the profiles file
         fail(str(exc))
     return manifests, {mid: exc.problems[0] for mid, exc in invalid.items()}

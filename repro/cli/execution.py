@@ -1,6 +1,7 @@
-"""The execution options of the table commands (repro.cli.run.tables), declared once, in their own help panel.
-
-The command builds one repro.execution.options.ExecutorOptions from them (options_from_cli).
+"""The execution options, declared once, in their own help panel: the table commands (repro.cli.run.tables) take
+them all and build one repro.execution.options.ExecutorOptions from them (options_from_cli); `repro list` and
+`repro plan` price the runs under the same --executor, --runs-per-gpu and --slurm-max-parallel, and `repro
+status` judges locks with the same --stale-lock-after.
 """
 
 from __future__ import annotations
@@ -22,9 +23,15 @@ GpusPerRunOpt = _opt(1, "--gpus-per-run", min=1,
                      help="Train each run on N processes with DDP (one per GPU; gloo on a CPU): runs this command "
                           "under torchrun --standalone --nproc-per-node N. The global batch stays the recipe's.")
 NoWaitOpt = _opt(False, "--no-wait", help="slurm: submit and return at once; rerun the command (or `repro status`) later.")
-StaleLockAfterOpt = _opt(DEFAULT_STALE_AFTER_S, "--stale-lock-after",
-                         help=f"Seconds without a heartbeat after which another process's run lock is taken over "
-                              f"(at least {MIN_STALE_AFTER_S:g}: twice the heartbeat).")
+
+
+def stale_lock_after_option(help: str) -> typer.models.OptionInfo:
+    """--stale-lock-after: seconds; `help` says what a lock that old means to the command."""
+    return _opt(DEFAULT_STALE_AFTER_S, "--stale-lock-after", help=help)
+
+
+StaleLockAfterOpt = stale_lock_after_option(f"Seconds without a heartbeat after which another process's run lock is "
+                                            f"taken over (at least {MIN_STALE_AFTER_S:g}: twice the heartbeat).")
 SlurmPartitionOpt = _opt(None, "--slurm-partition")
 SlurmGpusPerTaskOpt = _opt(None, "--slurm-gpus-per-task", min=0)
 SlurmCpusPerTaskOpt = _opt(None, "--slurm-cpus-per-task", min=1)

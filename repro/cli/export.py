@@ -8,30 +8,29 @@ from typing import Optional
 
 import typer
 
-from repro.cli.common import fail
+from repro.cli.common import fail, settings
+from repro.cli.options import READ_RESULTS, profile_option
 
-READ_RESULTS = "The results folder to read. Default: $REPRO_RESULTS or ./results."
 SHOWN_UNUSABLE = 5  # unusable records named one per line; the rest counted
 
 
-def export(profile: Optional[str] = typer.Option(None, "--profile", "-p",
-                                                 help="Only this profile's tables and runs. Default: every run."),
+def export(profile: Optional[str] = profile_option("Only this profile's tables and runs. Default: every run."),
            fmt: str = typer.Option("csv", "--format", help="csv, parquet (needs pyarrow) or json."),
            out: Optional[Path] = typer.Option(None, "--out", help="Folder to write into. Default: <results>/export."),
-           results_dir: Optional[Path] = typer.Option(None, "--results-dir", "-o", help=READ_RESULTS)) -> None:
+           results_dir: Optional[Path] = READ_RESULTS) -> None:
     """Every run, epoch and verdict as CSV, Parquet or JSON."""
     from repro.cli.common import print_grid, show, write_failed
     from repro.core.fsutil import WriteFailed
     from repro.core.terminal import Column, Grid
     from repro.results.export import FORMATS, export_frames, missing_package
     from repro.results.frames import FolderError, read_folder
-    from repro.results.measurements import RUNS_FOLDER, default_results_dir, profiles_present
+    from repro.results.measurements import RUNS_FOLDER, profiles_present
 
     if fmt not in FORMATS:
         fail(f"--format {fmt}: expected one of {', '.join(FORMATS)}")
     if (package := missing_package(fmt)) is not None:
         fail(f"--format {fmt} needs {package} (pip install {package}); or use --format csv")
-    results_dir = results_dir or default_results_dir()
+    results_dir = results_dir or settings().results
     out = out or results_dir / "export"
     if out.exists() and not out.is_dir():
         fail(f"--out {out} is a file; give a folder")

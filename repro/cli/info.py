@@ -9,18 +9,16 @@ import typer
 from rich.text import Text
 
 from repro.cli.common import (
-    DataOpt, ManifestsOpt, ProfilesOpt, ResultsOpt, console, err, fail, load_every, load_some, load_valid_or_fail,
-    paste, print_grid, show,
+    console, err, fail, load_every, load_some, load_valid_or_fail, paste, print_grid, settings, show,
 )
+from repro.cli.execution import ExecutorOpt, RunsPerGpuOpt, SlurmMaxParallelOpt
+from repro.cli.options import DATA, MANIFESTS, PROFILES, READ_RESULTS, verbose_option
 from repro.cli.progress import Reporter
 from repro.plan.manifest import Manifest
 from repro.results.measurements import FlopCheck
 from repro.core.terminal import Column, Grid
 
-ExecutorOpt = typer.Option("local", "--executor", help="local or slurm: how the runs would be spread (wall time).")
 GpusOpt = typer.Option(1, "--gpus", min=1, help="GPUs the local executor spreads runs over.")
-RunsPerGpuOpt = typer.Option(1, "--runs-per-gpu", min=1, help="Runs sharing one GPU under the local executor.")
-SlurmParallelOpt = typer.Option(0, "--slurm-max-parallel", min=0, help="Slurm array tasks at once; 0: no limit.")
 CalibrationOpt = typer.Option(None, "--calibration", help="GPU calibration JSON from `repro bench gpu` (default: $REPRO_GPU_CALIBRATION); without it, GPU figures are the shipped H200 reference (docs/cost-model.md).")
 ReferenceGpuOpt = typer.Option(None, "--reference-gpu", help="Scale the H200 reference to this GPU by bf16 peak: A100, H100, H200, L40S, L4, A10, V100; default: this host's GPU, else the H200.")
 
@@ -30,17 +28,17 @@ def _cost_model(executor: str, gpus: int, runs_per_gpu: int, slurm_max_parallel:
     from repro.cost.estimate import CostModel, Executor
 
     try:
-        return CostModel(Executor(executor, gpus, runs_per_gpu, slurm_max_parallel), data_dir, calibration,
-                         reference_gpu)
+        return CostModel.under(settings(), executor=Executor(executor, gpus, runs_per_gpu, slurm_max_parallel),
+                               data_dir=data_dir, calibration=calibration, gpu=reference_gpu)
     except ValueError as exc:
         fail(str(exc))
 
 
 def list_manifests(executor: str = ExecutorOpt, gpus: int = GpusOpt, runs_per_gpu: int = RunsPerGpuOpt,
-                   slurm_max_parallel: int = SlurmParallelOpt, manifests_dir: Optional[Path] = ManifestsOpt,
-                   profiles: Optional[Path] = ProfilesOpt, data_dir: Optional[Path] = DataOpt,
+                   slurm_max_parallel: int = SlurmMaxParallelOpt, manifests_dir: Optional[Path] = MANIFESTS,
+                   profiles: Optional[Path] = PROFILES, data_dir: Optional[Path] = DATA,
                    calibration: Optional[Path] = CalibrationOpt, reference_gpu: Optional[str] = ReferenceGpuOpt,
-                   results_dir: Optional[Path] = ResultsOpt) -> None:
+                   results_dir: Optional[Path] = READ_RESULTS) -> None:
     """Manifests, what each reproduces, and what each profile costs: runs, epochs, device time, wall time, each
     figure fitted to the run records in --results-dir, measured (this CPU, a calibration file) or a reference."""
     from repro.cost.vs_measured import lines
@@ -48,12 +46,11 @@ def list_manifests(executor: str = ExecutorOpt, gpus: int = GpusOpt, runs_per_gp
     from repro.cost.cost_tables import list_table
     from repro.cost.rate_sources import NOTE as RATES_NOTE, rate_grid, rate_sources
     from repro.plan.table_plan import plan_all
-    from repro.results.measurements import default_results_dir
 
     model = _cost_model(executor, gpus, runs_per_gpu, slurm_max_parallel, data_dir, calibration, reference_gpu)
     manifests, invalid = load_valid_or_fail(manifests_dir, profiles)
     plans = plan_all(manifests)  # once: the fit, the tables and the lines below read them
-    folder = fit_folder(model, results_dir or default_results_dir(), plans)
+    folder = fit_folder(model, results_dir or settings().results, plans)
     table, totals, sources = list_table(plans, model, invalid, folder.rates)
     print_grid(table)
     console.print()
@@ -80,25 +77,23 @@ def list_manifests(executor: str = ExecutorOpt, gpus: int = GpusOpt, runs_per_gp
 def plan(ids: list[str] = typer.Argument(None, help="Manifest ids (default: all)."),
          gpu_hours: float = typer.Option(..., "--gpu-hours", min=0.0, help="The GPU budget the plan must fit."),
          gpus: int = GpusOpt, runs_per_gpu: int = RunsPerGpuOpt, executor: str = ExecutorOpt,
-         slurm_max_parallel: int = SlurmParallelOpt,
+         slurm_max_parallel: int = SlurmMaxParallelOpt,
          out: Optional[Path] = typer.Option(None, "--out", help="Write the plan's profiles file here (TOML)."),
-         data_dir: Optional[Path] = DataOpt, calibration: Optional[Path] = CalibrationOpt,
-         reference_gpu: Optional[str] = ReferenceGpuOpt, manifests_dir: Optional[Path] = ManifestsOpt,
-         results_dir: Optional[Path] = ResultsOpt,
-         verbose: bool = typer.Option(False, "--verbose", "-v", help="Also where each seed count comes from, and "
-                                      "the rows each claim reads.")) -> None:
+         data_dir: Optional[Path] = DATA, calibration: Optional[Path] = CalibrationOpt,
+         reference_gpu: Optional[str] = ReferenceGpuOpt, manifests_dir: Optional[Path] = MANIFESTS,
+         results_dir: Optional[Path] = READ_RESULTS,
+         verbose: bool = verbose_option("Also where each seed count comes from, and the rows each claim reads.")) -> None:
     """Per empirical claim: rows, seeds for 80% power, runs and GPU-hours; the claims a budget decides, as profiles."""
     from repro.cost.fit import fit_folder
     from repro.cost.cost_tables import left_out_line, needs_table, plan_table
     from repro.cost.estimate import duration, hours
     from repro.cost.plan import BASE_PROFILE, claim_needs, make_plan, protocol_cost, write_plan
     from repro.plan.table_plan import plan_all
-    from repro.results.measurements import default_results_dir
 
     model = _cost_model(executor, gpus, runs_per_gpu, slurm_max_parallel, data_dir, calibration, reference_gpu)
     manifests = load_some(ids, manifests_dir)
     plans = plan_all(manifests)
-    folder = fit_folder(model, results_dir or default_results_dir(), plans)  # GPU records there: fitted figures
+    folder = fit_folder(model, results_dir or settings().results, plans)  # GPU records there: fitted figures
     needs = claim_needs(manifests, model)
     result = make_plan(needs, gpu_hours, model)
     claims = sum(not n.claim.startswith("reading:") for n in needs)
@@ -129,14 +124,14 @@ def plan(ids: list[str] = typer.Argument(None, help="Manifest ids (default: all)
 
 
 def flops(ids: list[str] = typer.Argument(None, help="Manifest ids (default: all)."),
-          verbose: bool = typer.Option(False, "--verbose", "-v", help="Show every module's three counts."),
-          manifests_dir: Optional[Path] = ManifestsOpt) -> None:
+          verbose: bool = verbose_option("Show every module's three counts."),
+          manifests_dir: Optional[Path] = MANIFESTS) -> None:
     """Count FLOPs of every row three ways (analytic, fvcore, torch/2); exit 1 on any disagreement."""
     from repro.pipeline import flop_check
 
     manifests = load_some(ids, manifests_dir)
     with Reporter(console) as progress:
-        check = flop_check(manifests, progress)
+        check = flop_check(manifests, progress, settings().cache)
     _print_flops(manifests, check, verbose)
     if check.problems:
         for p in check.problems:
@@ -157,7 +152,7 @@ def _print_flops(manifests: list[Manifest], check: FlopCheck, verbose: bool) -> 
         if manifest_id != section:
             grid.section(manifest_id)
             section = manifest_id
-        r = row_flops(by_id[manifest_id].row(row_id))
+        r = row_flops(by_id[manifest_id].row(row_id))  # counted by the check above, in this process
         grid.add(row_id, f"{r.total / 1e6:,.3f}", f"{r.routed / 1e6:,.3f}", f"{r.rho:.4%}", f"{r.rho_all_ops:.4%}",
                  Text("yes", style="green") if r.ok else Text("NO", style="bold red"))
         if verbose:
@@ -171,12 +166,13 @@ def _print_flops(manifests: list[Manifest], check: FlopCheck, verbose: bool) -> 
               "analytic = fvcore = torch/2 for every module (-v lists them).", style="dim"))
 
 
-def data(data_dir: Optional[Path] = DataOpt, manifests_dir: Optional[Path] = ManifestsOpt) -> None:
+def data(data_dir: Optional[Path] = DATA, manifests_dir: Optional[Path] = MANIFESTS) -> None:
     """Which datasets and pretrained weights are present, where, and how to fill what is missing."""
     from repro.data.layout import data_root, data_status, fill_steps
     from repro.models.weights import pretrained_backbones, weights_status
 
     manifests = load_every(manifests_dir)
+    data_dir = data_dir or settings().data
     grid = Grid([Column("Dataset or weights"), Column("Status"), Column("Needed by (full profile)", prose=True)])
     blocks: list[tuple[str, str, list]] = []  # (title, where it is or is looked for, steps to fill it)
     for s in data_status(data_dir):
@@ -189,7 +185,7 @@ def data(data_dir: Optional[Path] = DataOpt, manifests_dir: Optional[Path] = Man
             blocks.append((s.title, f"missing {shown} at {s.path}", fill_steps(s.name, data_dir)))
     files: dict[str, tuple[object, list[str]]] = {}  # one weights file can serve several backbones
     for backbone in sorted(pretrained_backbones()):
-        w = weights_status(backbone)
+        w = weights_status(backbone, settings().weights)
         files.setdefault(w.file_name, (w, []))[1].append(backbone)
     for w, backbones in files.values():
         users = [m.id for m in manifests if any(r.backbone.name in backbones and "accuracy" in r.measures for r in m.rows)]

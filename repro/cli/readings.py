@@ -14,15 +14,16 @@ from typing import Optional
 
 import typer
 
-from repro.cli.common import ManifestsOpt, load_some, print_grid, show
+from repro.cli.common import load_some, print_grid, show
+from repro.cli.options import MANIFESTS, verbose_option
 
 KINDS = {"ordered by rho": " (empirical, ordered by rho)", "metric": " (under each reading of what it measures)"}
 
 
 def readings(ids: list[str] = typer.Argument(None, help="Manifest ids (default: every one)."),
-             manifests_dir: Optional[Path] = ManifestsOpt,
-             verbose: bool = typer.Option(False, "--verbose", "-v", help="Also list the readings, what each "
-                                          "alternative is, the order by rho, each verdict's evidence and the prose.")) -> None:
+             manifests_dir: Optional[Path] = MANIFESTS,
+             verbose: bool = verbose_option("Also list the readings, what each alternative is, the order by rho, "
+                                            "each verdict's evidence and the prose.")) -> None:
     """Every reading the text leaves open (repro/spec/readings.toml), and the claims decided again under each."""
     from rich.text import Text
 

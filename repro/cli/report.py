@@ -5,31 +5,31 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional
 
-import typer
-
 from repro.cli.common import (
-    ManifestsOpt, ProfilesOpt, ResultsOpt, CommandInterrupted, check_profile, check_results_dir, console, fail,
-    load_every, read_files, show, write_failed,
+    CommandInterrupted, check_profile, check_results_dir, console, fail, load_every, read_files, settings, show,
+    write_failed,
 )
+from repro.cli.options import MANIFESTS, PROFILES, RESULTS, profile_option
 from repro.core.fsutil import WriteFailed
-from repro.results.measurements import default_results_dir
 
 
-def report(results_dir: Optional[Path] = ResultsOpt, manifests_dir: Optional[Path] = ManifestsOpt,
-           profiles: Optional[Path] = ProfilesOpt,
-           profile: Optional[str] = typer.Option(None, "--profile", "-p", help="Only this profile's report. Default: every profile with results.")) -> None:
+def report(results_dir: Optional[Path] = RESULTS, manifests_dir: Optional[Path] = MANIFESTS,
+           profiles: Optional[Path] = PROFILES,
+           profile: Optional[str] = profile_option("Only this profile's report. Default: every profile with "
+                                                   "results.")) -> None:
     """Re-render <results>/<profile>/report.md and report.html from whatever results the directory holds."""
     import sys
 
     from repro.claims import decided_results
     from repro.cli.common import recording
+    from repro.cost.estimate import CostModel
     from repro.cost.taken import for_report
     from repro.plan.table_plan import plan_all
     from repro.report.summary import write_report
     from repro.results.measurements import profiles_present
     from repro.runtime.interrupt import command_line, raise_pending
 
-    results_dir = results_dir or default_results_dir()
+    results_dir = results_dir or settings().results
     manifests = load_every(manifests_dir, profiles)  # bad input is reported before anything else
     if profile is not None:
         check_profile(manifests, profile)  # an unknown name is refused, naming the closest, before the folder
@@ -50,7 +50,8 @@ def report(results_dir: Optional[Path] = ResultsOpt, manifests_dir: Optional[Pat
             _rebuild_damaged(results_dir, name, manifests, plans)
             with recording("report", results_dir, name, heavy=False, reads=read_files(manifests, profiles)):
                 entries = decided_results(results_dir, name, manifests)
-                path, summary = write_report(entries, results_dir, name, for_report(results_dir, name, plans))
+                cold = CostModel.under(settings(), cached_only=True)  # the caches alone: the report counts nothing
+                path, summary = write_report(entries, results_dir, name, for_report(results_dir, name, plans, cold))
             console.rule(name)
             for line in summary["lines"]:
                 show(line)
@@ -88,7 +89,7 @@ def _rebuild_damaged(results_dir: Path, profile: str, manifests: list, plans) ->
             fail(f"{exc.path} is unusable ({exc.reason}) and profile '{profile}' is not known here to rebuild it; "
                  "pass the profiles file it was run with (--profiles)")
         set_aside(exc.path, "table result", exc.reason, "it is rebuilt from the run records")
-        result = rebuild_result(plans.of(m.id, profile), results_dir)
+        result = rebuild_result(plans.of(m.id, profile), results_dir, settings=settings())
         problems = result.measured.problems
         show(f"{m.id}: results.json rebuilt from the run records" + (
             f"; {len(problems)} problem(s), first: {problems[0]}" if problems else ""))

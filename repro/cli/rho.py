@@ -18,6 +18,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from repro.cli.common import settings
 from repro.models.configs import ConfigError, MoEConvBackboneConfig
 from repro.rho.model_list import FAMILIES, RhoInputError, known_names, resolve_model, torchvision_cnns
 from repro.rho.inputs import check_target, parse_pattern, parse_size
@@ -99,7 +100,7 @@ def _rho(model, all_models, list_models, size, classes, experts, hidden, head_k,
     patterns = tuple(parse_pattern(p) for p in route)
     if target is not None:
         check_target(target)
-    setting = default_setting(spec)
+    setting = default_setting(spec, settings().manifests)
     head = _options(lambda: head_config(setting, experts, hidden, head_k), "--head-k")
     bank = _options(lambda: MoEConvBackboneConfig(
         num_experts=setting.route_experts if experts is None else experts,
@@ -107,7 +108,7 @@ def _rho(model, all_models, list_models, size, classes, experts, hidden, head_k,
     shape = parse_size(size) if size else None
     if classes is not None and not 1 <= classes <= MAX_CLASSES:
         raise RhoInputError(f"--classes {classes}: expected between 1 and {MAX_CLASSES:,}")
-    reference = load_reference()
+    reference = load_reference(settings().manifests)
 
     warnings.filterwarnings("ignore", message=".*torch.jit.script.*", category=FutureWarning)  # fvcore traces
     from repro.rho.analysis import Request, analyse  # torch from here on
@@ -160,7 +161,7 @@ def _survey(console: Console, setting, shape, classes, request, reference, as_js
             rows.append(count_one(spec, setting, shape, classes, request, reference))
             progress.advance(task)
         progress.update(task, description="Table 6 settings")
-        points = setting_points(reference)
+        points = setting_points(reference, settings().cache, settings().manifests)
         progress.advance(task)
     timing = {"wall_s": round(time.perf_counter() - wall, 1), "cpu_s": round(time.process_time() - cpu, 1),
               "load_before": [round(x, 2) for x in load], "load_after": [round(x, 2) for x in os.getloadavg()]}

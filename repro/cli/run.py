@@ -18,13 +18,15 @@ from rich.text import Text
 
 from repro.cli.checklist import verdict_counts, verdicts_grid
 from repro.cli.common import (
-    DataOpt, DeterministicOpt, DeviceOpt, ExitCode, JobsOpt, ManifestsOpt, ProfileOpt, ProfilesOpt, ResultsOpt,
-    UnverifiedOpt, VerboseOpt, WorkersOpt, CommandInterrupted, check_profile, check_results_dir, console, counts_line,
-    err, fail, load_some, print_grid, read_files, recording, run_defaults, show, write_failed,
+    ExitCode, CommandInterrupted, check_profile, check_results_dir, console, counts_line, err, fail, load_some,
+    manifests_folder, print_grid, profiles_file, read_files, recording, run_defaults, settings, show, write_failed,
 )
 from repro.cli.execution import (
     ExecutorOpt, GpusPerRunOpt, NoWaitOpt, RunsPerGpuOpt, SlurmAccountOpt, SlurmCpusPerTaskOpt, SlurmGpusPerTaskOpt,
     SlurmMaxParallelOpt, SlurmParamOpt, SlurmPartitionOpt, SlurmRunsPerTaskOpt, SlurmTimeOpt, StaleLockAfterOpt,
+)
+from repro.cli.options import (
+    DATA, DETERMINISTIC, DEVICE, JOBS, MANIFESTS, PROFILE, PROFILES, RESULTS, UNVERIFIED, VERBOSE, WORKERS,
 )
 from repro.cli.progress import Reporter
 from repro.core.fsutil import WriteFailed
@@ -33,20 +35,19 @@ from repro.execution.options import ExecutorOptions, TableOptions, options_from_
 from repro.execution.torchrun import TorchrunUsageError, ranks, relaunch
 from repro.execution.workers import kept_workers
 from repro.plan.table_plan import Plans, plan_all
-from repro.results.measurements import default_results_dir
 from repro.runtime.interrupt import command_line
-from repro.spec.profiles import default_profile
 
 LOG_NAME = "repro.log"  # <results>/<profile>/repro.log: every line a table command printed or left behind -v
 
 
-def _leading(device: str, results_dir: Path, data_dir: Path | None, executor: ExecutorOptions | None):
+def _leading(options: TableOptions):
     """The torchrun context (repro.execution.torchrun): relaunched under torchrun when --gpus-per-run asks."""
-    executor = executor or ExecutorOptions()
-    code = relaunch(sys.argv[1:], executor.gpus_per_run)
+    executor = options.executor or ExecutorOptions()
+    code = relaunch(sys.argv[1:], executor.gpus_per_run, options.settings)
     if code is not None:
         raise typer.Exit(code)
-    return ranks(device, results_dir, data_dir, executor.gpus_per_run, executor.executor)
+    return ranks(options.device, options.results_dir, options.data_dir, executor.gpus_per_run, executor.executor,
+                 options.settings)
 
 
 def _reporter(results_dir: Path, profile: str, verbose: bool) -> Reporter:
@@ -120,8 +121,11 @@ def _run_all(run, plans: Plans, reporter: Reporter, announce: bool) -> list:
         if announce:
             kind = "gpu" if ctx.device.startswith("cuda") else "cpu"
             if kind not in models:  # fitted once to the records already here, from the caches (no counting)
-                fitted = fit_folder(CostModel(kind=kind, cached_only=True), run.options.results_dir, plans)
-                models[kind] = (CostModel(kind=kind, fitted=fitted.model.fitted, exact_sizes=bool(fitted.fits)),
+                own = run.options.settings
+                fitted = fit_folder(CostModel.under(own, kind=kind, cached_only=True), run.options.results_dir,
+                                    plans)
+                models[kind] = (CostModel.under(own, kind=kind, fitted=fitted.model.fitted,
+                                                exact_sizes=bool(fitted.fits)),
                                 fitted.rates, frozenset(fitted.times.runs))
             model, rates, recorded = models[kind]
             reporter.say(f"{manifest.id}: {manifest.title} — profile {run.options.profile}, device {ctx.device}; "
@@ -208,6 +212,7 @@ def _run_tables(plans: Plans, options: TableOptions) -> int:
 
 def _verify_all(plans: Plans, options: TableOptions) -> int:
     from repro.claims import decided_results
+    from repro.cost.estimate import CostModel
     from repro.cost.taken import for_report
     from repro.pipeline import TableRun, flop_check
     from repro.report.summary import write_report
@@ -218,7 +223,7 @@ def _verify_all(plans: Plans, options: TableOptions) -> int:
     try:
         with reporter:
             reporter.say(f"verify-all: {len(manifests)} tables at profile {options.profile}")
-            check = flop_check(manifests, reporter)
+            check = flop_check(manifests, reporter, options.settings.cache)
             reporter.say(f"FLOP checks: {check.passed} of {len(check.models)} distinct models agree (analytic = "
                          "fvcore = torch/2)")
             for problem in check.problems:
@@ -227,7 +232,8 @@ def _verify_all(plans: Plans, options: TableOptions) -> int:
             failures = {o.manifest_id: o.problem for o in outcomes if o.problem}
             # every table's claims, Holm over the report
             entries = decided_results(options.results_dir, options.profile, manifests)
-            costs = for_report(options.results_dir, options.profile, plans)
+            cold = CostModel.under(options.settings, cached_only=True)  # the caches alone: the report counts nothing
+            costs = for_report(options.results_dir, options.profile, plans, cold)
             path, summary = write_report(entries, options.results_dir, options.profile, costs, check, failures)
             _print_claims([r for _, r in entries if r], evidence=options.verbose, quiet=not options.verbose)
             console.rule("summary")
@@ -254,7 +260,7 @@ def run_tables(ids: list[str] | None, options: TableOptions, report: bool) -> in
     _start(options)
     command = "verify-all" if report else f"run {' '.join(ids or [])}"
     try:
-        with _leading(options.device, options.results_dir, options.data_dir, options.executor) as leader:
+        with _leading(options) as leader:
             if not leader:
                 return ExitCode.OK
             with recording(command, options.results_dir, options.profile,
@@ -270,14 +276,14 @@ def tables(
     ctx: typer.Context,
     ids: Optional[list[str]] = typer.Argument(None, help="Manifest ids, e.g. table6 (verify-all: default every one).",
                                               show_default=False),
-    profile: Optional[str] = ProfileOpt, results_dir: Optional[Path] = ResultsOpt, device: str = DeviceOpt,
-    jobs: int = JobsOpt, data_dir: Optional[Path] = DataOpt, manifests: Optional[Path] = ManifestsOpt,
-    profiles: Optional[Path] = ProfilesOpt, allow_unverified_data: bool = UnverifiedOpt,
-    workers: Optional[int] = WorkersOpt, deterministic: bool = DeterministicOpt,
+    profile: Optional[str] = PROFILE, results_dir: Optional[Path] = RESULTS, device: str = DEVICE,
+    jobs: int = JOBS, data_dir: Optional[Path] = DATA, manifests: Optional[Path] = MANIFESTS,
+    profiles: Optional[Path] = PROFILES, allow_unverified_data: bool = UNVERIFIED,
+    workers: Optional[int] = WORKERS, deterministic: bool = DETERMINISTIC,
     strict: bool = typer.Option(False, "--strict", help="Also exit 1 when a decidable claim did not reproduce."),
     remeasure_latency: bool = typer.Option(False, "--remeasure-latency",
                                            help="Time latency rows again instead of reusing this device's."),
-    verbose: bool = VerboseOpt,
+    verbose: bool = VERBOSE,
     executor: str = ExecutorOpt, runs_per_gpu: int = RunsPerGpuOpt, gpus_per_run: int = GpusPerRunOpt,
     no_wait: bool = NoWaitOpt, stale_lock_after: float = StaleLockAfterOpt,
     slurm_partition: Optional[str] = SlurmPartitionOpt, slurm_gpus_per_task: Optional[int] = SlurmGpusPerTaskOpt,
@@ -294,11 +300,12 @@ def tables(
                                      slurm_account, slurm_runs_per_task, slurm_param, gpus_per_run)
     except ValueError as exc:
         raise typer.BadParameter(str(exc)) from None
+    own = settings()  # an option the user gave replaces its variable here, once
     options = TableOptions(
-        profile=profile or default_profile(), results_dir=results_dir or default_results_dir(), device=device,
-        jobs=jobs, data_dir=data_dir, manifests_dir=manifests, profiles_file=profiles,
+        profile=profile or own.profile, results_dir=results_dir or own.results, device=device, jobs=jobs,
+        data_dir=data_dir or own.data, manifests_dir=manifests_folder(manifests), profiles_file=profiles_file(profiles),
         data=DataOptions(allow_unverified_data, workers), defaults=run_defaults(deterministic), executor=execution,
-        verbose=verbose, strict=strict, remeasure_latency=remeasure_latency)
+        verbose=verbose, strict=strict, remeasure_latency=remeasure_latency, settings=own)
     raise typer.Exit(run_tables(ids, options, report))
 
 

@@ -7,36 +7,33 @@ from typing import Optional
 
 import typer
 
-from repro.cli.common import ManifestsOpt, ProfileOpt, ProfilesOpt
+from repro.cli.execution import stale_lock_after_option
+from repro.cli.options import MANIFESTS, PROFILE, PROFILES, READ_RESULTS, verbose_option
 from repro.execution.status import STATES, table_status
-from repro.runtime.locks import DEFAULT_STALE_AFTER_S, LockSettings, stale_after_problem
+from repro.runtime.locks import LockSettings, stale_after_problem
 
 
 def status(ids: list[str] = typer.Argument(None, help="Manifest ids (default: all)."),
-           profile: Optional[str] = ProfileOpt,
-           results_dir: Optional[Path] = typer.Option(None, "--results-dir", "-o",
-                                                      help="Default: $REPRO_RESULTS or ./results."),
-           manifests_dir: Optional[Path] = ManifestsOpt, profiles: Optional[Path] = ProfilesOpt,
-           stale_lock_after: float = typer.Option(DEFAULT_STALE_AFTER_S, "--stale-lock-after",
-                                                  help="Seconds without a heartbeat after which a run counts as interrupted."),
-           verbose: bool = typer.Option(False, "--verbose", "-v", help="Also list the pending runs.")) -> None:
+           profile: Optional[str] = PROFILE, results_dir: Optional[Path] = READ_RESULTS,
+           manifests_dir: Optional[Path] = MANIFESTS, profiles: Optional[Path] = PROFILES,
+           stale_lock_after: float = stale_lock_after_option("Seconds without a heartbeat after which a run counts "
+                                                             "as interrupted."),
+           verbose: bool = verbose_option("Also list the pending runs.")) -> None:
     """Per table: runs done, running (who, for how long, last heartbeat), failed (with the error), pending."""
-    from repro.cli.common import CommandInterrupted, check_profile, fail, load_some, print_grid, show
-    from repro.spec.profiles import default_profile
-    from repro.results.measurements import default_results_dir
+    from repro.cli.common import CommandInterrupted, check_profile, fail, load_some, print_grid, settings as own, show
     from repro.core.terminal import Column, Grid
     from repro.plan.table_plan import build_plans
 
     if problem := stale_after_problem(stale_lock_after):
         fail(problem)
-    profile = profile or default_profile()
-    results_dir = results_dir or default_results_dir()
+    profile = profile or own().profile
+    results_dir = results_dir or own().results
     manifests = load_some(ids, manifests_dir, profiles)
     check_profile(manifests, profile)
     plans = build_plans(manifests, profile)
     table = Grid([Column("Table"), *(Column(s, right=True) for s in STATES)])
     lines: list[str] = []
-    settings = LockSettings(stale_lock_after)
+    settings = LockSettings(stale_lock_after, job=own().launch.slurm)
     try:
         for plan in plans:
             runs = table_status(plan, results_dir, settings)

@@ -1,15 +1,15 @@
 """The artifact's caches outside the results directory: where they live, read and written safely.
 
-Everything lives under ``$REPRO_CACHE`` (default ``$XDG_CACHE_HOME/repro``, else ``~/.cache/repro``):
-``speed.json`` (this CPU against the CPU reference, repro.cost.speed) and ``flops/`` (FLOP counts for estimates).
-Entries are written atomically; an entry that cannot be read back is ignored with a warning and
-rebuilt, so a damaged cache never stops a command.
+Everything lives under one cache folder, which the caller passes: the command's settings give it
+(repro.core.settings: ``$REPRO_CACHE``, else ``$XDG_CACHE_HOME/repro``, else ``~/.cache/repro``), one kind
+of entry per subfolder: ``speed.json`` (this CPU against the CPU reference, repro.cost.speed), ``flops/``
+(FLOP counts for estimates), ``sources/``, ``sizes/``, ``digit_weights/``... Entries are written atomically;
+an entry that cannot be read back is ignored with a warning and rebuilt, so a damaged cache never stops a command.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -17,14 +17,9 @@ from typing import Any
 from repro.core.fsutil import atomic_write_json
 
 
-def cache_root() -> Path:
-    if os.environ.get("REPRO_CACHE"):
-        return Path(os.environ["REPRO_CACHE"])
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "repro"
-
-
-def cache_dir(kind: str) -> Path:
-    return cache_root() / kind
+def cache_dir(cache: Path, kind: str) -> Path:
+    """The folder of one kind of entry inside the cache folder `cache`."""
+    return Path(cache) / kind
 
 
 def read_json(path: Path) -> Any | None:

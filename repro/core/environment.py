@@ -1,19 +1,18 @@
 """Every environment variable `repro` reads: its name, how its text is parsed, and what it means. Defined once.
 
-The `repro` command checks them all before any work (`check`, called where the command starts): a value that
-does not parse stops it with exit 2, one line per variable, each naming the variable, its value and what was
-expected, in one form: NAME='value': expected .... Code that uses a setting with a parser reads it through
-`value(NAME)`, so the check and the use cannot disagree. Folders and names (REPRO_RESULTS, REPRO_PROFILE, ...)
-are any text here; where they are used, the file or name itself is checked and named when wrong.
+The `repro` command reads them all once, where it starts, into one frozen value (repro.core.settings.Settings):
+a value that does not parse stops it with exit 2, one line per variable, each naming the variable, its value
+and what was expected, in one form: NAME='value': expected .... The functions here take the mapping to read
+(the caller passes os.environ), so the check and the use parse alike and nothing here reads the process's
+environment itself. Folders and names (REPRO_RESULTS, REPRO_PROFILE, ...) are any text here; where they are
+used, the file or name itself is checked and named when wrong.
 
-The environment carries a setting into the processes `repro` starts (training workers, Slurm tasks, torchrun
-ranks), which read it where they start. Variables of other programs that only pass through (MALLOC_* for
-glibc, TORCH_HOME for torchvision) are not read here and not listed. Imports nothing from repro.
+Variables of other programs that only pass through (MALLOC_* for glibc, TORCH_HOME for torchvision) are not
+read here and not listed. Imports nothing from repro.
 """
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
@@ -103,7 +102,6 @@ VARIABLES: dict[str, Variable] = {v.name: v for v in (
     Variable("REPRO_RESULTS", text, "a folder", "the default --results-dir", "results"),
     Variable("REPRO_DATA", text, "a folder", "the default --data-dir: the datasets' root", "data"),
     Variable("REPRO_MANIFESTS", text, "a folder", "the default --manifests: the tables' manifests"),
-    Variable("REPRO_PAPER_TABLES", text, "a folder", "the paper's values the claims are judged against"),
     Variable("REPRO_CACHE", text, "a folder", "the cache (FLOP counts, decoded datasets, stand-in weights)"),
     Variable("XDG_CACHE_HOME", text, "a folder", "the cache's parent when REPRO_CACHE is unset"),
     Variable("REPRO_WEIGHTS", text, "folders", "extra folders (os.pathsep-separated) searched for pretrained weights"),
@@ -142,10 +140,10 @@ VARIABLES: dict[str, Variable] = {v.name: v for v in (
 )}
 
 
-def problem(name: str, environ: Mapping[str, str] | None = None) -> str | None:
+def problem(name: str, environ: Mapping[str, str]) -> str | None:
     """Why the variable's value does not parse (NAME='value': expected ...), or None."""
     variable = VARIABLES[name]
-    raw = (os.environ if environ is None else environ).get(name)
+    raw = environ.get(name)
     if raw is None or not raw.strip():
         return None
     try:
@@ -155,21 +153,21 @@ def problem(name: str, environ: Mapping[str, str] | None = None) -> str | None:
     return None
 
 
-def problems(environ: Mapping[str, str] | None = None) -> list[str]:
+def problems(environ: Mapping[str, str]) -> list[str]:
     return [p for name in VARIABLES if (p := problem(name, environ)) is not None]
 
 
-def check(environ: Mapping[str, str] | None = None) -> None:
+def check(environ: Mapping[str, str]) -> None:
     """Raise BadEnvironment naming every variable whose value does not parse."""
     found = problems(environ)
     if found:
         raise BadEnvironment(found)
 
 
-def value(name: str, environ: Mapping[str, str] | None = None) -> Any:
+def value(name: str, environ: Mapping[str, str]) -> Any:
     """The variable's parsed value (its default when unset or empty); BadEnvironment when it does not parse."""
     variable = VARIABLES[name]
     if (found := problem(name, environ)) is not None:
         raise BadEnvironment([found])
-    raw = (os.environ if environ is None else environ).get(name)
+    raw = environ.get(name)
     return variable.default if raw is None or not raw.strip() else variable.parse(raw.strip())

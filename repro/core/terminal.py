@@ -12,7 +12,6 @@ columns alone are too wide is printed as one block of "header: value" lines per 
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass, field
 
@@ -76,17 +75,6 @@ def wrap_words(text: Text, width: int) -> list[Text]:
             part.rstrip()
             out.append(part)
     return out
-
-
-def ignore_zero_size() -> None:
-    """Unset a COLUMNS or LINES of 0 for this process and the ones it starts. rich takes any digits as the
-    terminal's size, so COLUMNS=0 made every line zero cells wide: nothing printed, errors included. Called
-    before any console is made; rich then measures the terminal, or takes 80 columns when piped."""
-    from repro.core import environment
-
-    for name in ("COLUMNS", "LINES"):
-        if os.environ.get(name, "").strip().isdigit() and environment.value(name) is None:
-            del os.environ[name]
 
 
 def print_words(console, text: Text | str) -> None:

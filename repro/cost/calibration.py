@@ -135,10 +135,11 @@ def cpu_throughput(speed: Speed | None = None) -> Throughput:
                       label=speed.label if speed is not None else "CPU reference", speed=factor)
 
 
-def local_gpu_name() -> str | None:
-    """The first NVIDIA GPU's model name from the driver's /proc files (no torch), or None."""
+def local_gpu_name(visible_gpus: str | None = None) -> str | None:
+    """The first NVIDIA GPU's model name from the driver's /proc files (no torch), or None; `visible_gpus`: this
+    process's CUDA_VISIBLE_DEVICES (repro.core.settings.Launch), "" when it may use none."""
     root = Path("/proc/driver/nvidia/gpus")
-    if os.environ.get("CUDA_VISIBLE_DEVICES", None) == "" or not root.is_dir():
+    if visible_gpus == "" or not root.is_dir():
         return None
     for info in sorted(root.glob("*/information")):
         for line in info.read_text(errors="replace").splitlines():
@@ -161,12 +162,6 @@ def reference_gpu(name: str | None = None) -> Throughput:
                       label=f"{key} data sheet")
 
 
-def calibration_path(path: str | Path | None = None) -> Path | None:
-    """The GPU calibration file: `path`, else $REPRO_GPU_CALIBRATION, else none."""
-    value = path or os.environ.get("REPRO_GPU_CALIBRATION")
-    return Path(value) if value else None
-
-
 def _peak_key(name: str) -> str | None:
     return next((k for k in sorted(REFERENCE_GPUS, key=len, reverse=True) if k.lower() in name.lower()), None)
 
@@ -184,18 +179,20 @@ def from_calibration(cal: GpuCalibration, label: str, source: str, scale: float 
                       measured_in=cal.measured_in or str(cal.path))
 
 
-def gpu_throughput(calibration: str | Path | None = None, gpu: str | None = None) -> Throughput:
-    """The GPU a profile would run on: the calibration file when one is given (`calibration`, else
-    $REPRO_GPU_CALIBRATION); else the shipped H200 reference (repro.cost.gpu_reference), its rates scaled by peak
-    FLOP/s to `gpu` or this host's GPU where that is another; data-sheet figures where the reference cannot be read."""
+def gpu_throughput(calibration: str | Path | None = None, gpu: str | None = None,
+                   visible_gpus: str | None = None) -> Throughput:
+    """The GPU a profile would run on: the calibration file when one is given (`calibration`: the command line
+    passes --calibration, else $REPRO_GPU_CALIBRATION); else the shipped H200 reference (repro.cost.gpu_reference),
+    its rates scaled by peak FLOP/s to `gpu` or this host's GPU (of `visible_gpus`) where that is another;
+    data-sheet figures where the reference cannot be read."""
     from repro.cost import gpu_reference
 
     references = gpu_reference.load_all()
-    wanted = gpu or local_gpu_name()
+    wanted = gpu or local_gpu_name(visible_gpus)
     own = _peak_key(wanted) if wanted else None
     shipped = next((r for r in references if own is not None and _peak_key(r.device) == own),
                    references[0] if references else None)  # that GPU's own measurement, else the newest
-    path = calibration_path(calibration)
+    path = Path(calibration) if calibration else None
     if path is not None:
         try:
             own = gpu_reference.read(path)

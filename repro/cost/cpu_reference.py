@@ -22,7 +22,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-REFERENCE_FILE = Path(__file__).with_name("cpu_reference.json")
+from repro.core.package_data import shipped
+
+REFERENCE_FILE = shipped("repro.cost", "cpu_reference.json")
 SCHEMA = 1
 RATE_NAMES = ("startup", "flop_model", "workers", "latency", "rest", "report")  # repro.cost.wall_time.Rates
 

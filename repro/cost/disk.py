@@ -74,8 +74,9 @@ def disk_space(plans: list[TablePlan], model: CostModel) -> DiskSpace:
     names = sorted({cfg.dataset for cfg, _ in runs.values() if cfg.data == "real"})
     datasets = []
     for name in names:
-        source = dataset_source(name)
-        datasets.append(DatasetDisk(name, source.title, source.size_bytes, decoded_cache_bytes(name, model.data_dir),
+        source = dataset_source(name, model.cache)
+        datasets.append(DatasetDisk(name, source.title, source.size_bytes,
+                                    decoded_cache_bytes(name, model.data_dir, model.cache),
                                     source.unsized))
     sizes, uncounted = [], set()
     for cfg, _ in runs.values():

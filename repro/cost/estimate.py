@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Literal
 
+from repro.core.settings import DEFAULT_CACHE, Settings
 from repro.cost.calibration import Throughput, _cpu_threads, cpu_throughput, gpu_throughput
 from repro.cost.speed import Speed, kept_speed
 from repro.data.sizes import run_split_sizes
@@ -119,8 +120,18 @@ class CostModel:
     # instead of the measured or reference ones.
     fitted: dict[str, Throughput] = field(default_factory=dict)
     exact_sizes: bool = False  # price runs by the model built at their resolution (repro.cost.fit sets it)
+    cache: Path = DEFAULT_CACHE  # the cache folder: FLOP counts, model sizes, split sizes, the CPU's speed factor
+    visible_gpus: str | None = None  # this process's CUDA_VISIBLE_DEVICES ("": none), to name its GPU
     _devices: dict[str, Throughput] = field(default_factory=dict, repr=False)
     _speed: list = field(default_factory=list, repr=False)  # [this CPU's kept Speed or None], read once
+
+    @classmethod
+    def under(cls, settings: Settings, **given) -> CostModel:
+        """A cost model under a command's settings: its data root, GPU calibration file, cache folder and visible
+        GPUs, where `given` (an option of the command line) does not name them."""
+        given["data_dir"] = given.get("data_dir") or settings.data
+        given["calibration"] = given.get("calibration") or settings.gpu_calibration
+        return cls(cache=settings.cache, visible_gpus=settings.launch.visible_gpus, **given)
 
     def device(self, profile: Profile) -> Throughput:
         return self.of_kind(self.kind or ("cpu" if profile.device == "cpu" else "gpu"))
@@ -130,18 +141,18 @@ class CostModel:
             return self.fitted[kind]
         if kind not in self._devices:
             self._devices[kind] = (cpu_throughput(self.speed()) if kind == "cpu"
-                                   else gpu_throughput(self.calibration, self.gpu))
+                                   else gpu_throughput(self.calibration, self.gpu, self.visible_gpus))
         return self._devices[kind]
 
     def speed(self) -> Speed | None:
         """This CPU's kept speed factor against the CPU reference's machine (repro.cost.speed), or None."""
         if not self._speed:
-            self._speed.append(kept_speed())
+            self._speed.append(kept_speed(cache=self.cache))
         return self._speed[0]
 
     def split_counts(self, cfg: RunConfig) -> tuple[int, int, str]:
         """(training images, test images, where their counts came from) of one run (repro.data.sizes)."""
-        sizes = run_split_sizes(cfg.dataset, cfg.data, cfg.train_samples, cfg.test_samples, self.data_dir)
+        sizes = run_split_sizes(cfg.dataset, cfg.data, cfg.train_samples, cfg.test_samples, self.data_dir, self.cache)
         return sizes.train, sizes.test, sizes.source
 
     def run_work(self, cfg: RunConfig) -> RunWork:
@@ -175,7 +186,8 @@ class CostModel:
         size = self._size(cfg) if self.exact_sizes and cfg.image_size != spec.image_size else None
         if size is not None:
             return size.backbone_macs, size.head_macs
-        macs = estimate_macs(cfg.dataset, Component(**cfg.backbone), Component(**cfg.head), not self.cached_only)
+        macs = estimate_macs(cfg.dataset, Component(**cfg.backbone), Component(**cfg.head), not self.cached_only,
+                             self.cache)
         if macs is None:
             return None
         return macs["backbone_macs"] * (cfg.image_size / spec.image_size) ** 2, macs["head_macs"]
@@ -184,7 +196,7 @@ class CostModel:
         from repro.measure.model_size import model_size
 
         return model_size(cfg.dataset, Component(**cfg.backbone), Component(**cfg.head), cfg.image_size,
-                          not self.cached_only)
+                          not self.cached_only, self.cache)
 
     def run_params(self, cfg: RunConfig) -> tuple[float, float]:
         """(trainable parameters, parameters a checkpoint holds: the model and Adam's two moments of the
@@ -277,11 +289,11 @@ class CostModel:
         for cfg, device in runs:
             if not cfg.digit_weights:
                 continue
-            path = weights_path(cfg.backbone["name"], cfg.dataset, cfg.image_size)
+            path = weights_path(cfg.backbone["name"], cfg.dataset, cfg.image_size, cache=self.cache)
             if path in out or path.is_file():
                 continue
             macs = estimate_macs(cfg.dataset, Component(base_backbone(cfg.backbone["name"])), Component("dense"),
-                                 not self.cached_only)
+                                 not self.cached_only, self.cache)
             if macs is None:
                 out[path] = float("nan")
                 continue
@@ -337,7 +349,7 @@ def estimate_latency(plan: TablePlan, model: CostModel) -> tuple[float, str]:
     for row in rows:
         spec = get_dataset(row.dataset)
         scale = (min(spec.image_size, s.image_size or spec.image_size) / spec.image_size) ** 2
-        f = estimate_macs(row.dataset, row.backbone, row.head, not model.cached_only)
+        f = estimate_macs(row.dataset, row.backbone, row.head, not model.cached_only, model.cache)
         if f is None:
             return float("nan"), "not estimated: FLOP counts not cached"
         macs = calls * s.batch * (2 * f["backbone_macs"] * scale + 2 * f["head_macs"]) + s.op_batch * f["head_macs"]

@@ -33,7 +33,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-REFERENCE_FILE = Path(__file__).with_name("gpu_reference.json")
+from repro.core.package_data import shipped
+
+REFERENCE_FILE = shipped("repro.cost", "gpu_reference.json")
 SCHEMA = "repro.bench.gpu/1"
 
 

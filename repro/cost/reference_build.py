@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
 import tempfile
 from pathlib import Path
 from typing import Any
-from unittest import mock
 
+from repro.core.settings import DEFAULT_CACHE
 from repro.cost.cpu_reference import RATE_NAMES, SCHEMA
 
 
@@ -28,9 +27,11 @@ def fit(samples: list[dict[str, Any]]) -> dict[str, float]:
             "cpu_share": sum(r["cpu_s"] for r in samples) / sum(r["wall_s"] for r in samples)}
 
 
-def build(results_dirs: list[Path], manifests: list, commit: str, machine: str) -> dict[str, Any]:
+def build(results_dirs: list[Path], manifests: list, commit: str, machine: str,
+          cache: Path = DEFAULT_CACHE) -> dict[str, Any]:
     """The document tools/write_cpu_reference.py writes: every CPU run record of the folders, the run model
-    fitted to them at the cold estimate's units, and the phase rates fitted to their timings.json."""
+    fitted to them at the cold estimate's units, and the phase rates fitted to their timings.json, priced as
+    cold whatever this machine's cache folder `cache` holds."""
     import statistics
 
     from repro.cost.calibration import Throughput
@@ -52,7 +53,7 @@ def build(results_dirs: list[Path], manifests: list, commit: str, machine: str) 
     if len(runs) < MIN_RUNS:
         raise ValueError(f"{len(runs)} CPU run records with CPU seconds under {', '.join(map(str, results_dirs))}; "
                          f"a reference needs {MIN_RUNS} or more")
-    model = CostModel(cached_only=True)  # what a cold `repro list` sees: shipped counts, no model sizes
+    model = CostModel(cached_only=True, cache=cache)  # what a cold `repro list` sees: shipped counts, no model sizes
     work = {r.hash: model.run_work(r.cfg) for r in runs}
     samples = sorted(({"hash": r.hash, "label": _label(r), "macs": work[r.hash].macs, "steps": work[r.hash].steps,
                        "cpu_s": round(r.cpu_s, 3), "wall_s": round(r.wall_s, 3)} for r in runs),
@@ -63,9 +64,9 @@ def build(results_dirs: list[Path], manifests: list, commit: str, machine: str) 
                         run_overhead_s=constants["run_overhead_s"], cpu_share=constants["cpu_share"], parallel=2,
                         fitted=True)
     # The folders were measured cold: their stand-in pretraining is priced, whatever is cached here.
-    with tempfile.TemporaryDirectory(prefix="repro-reference-") as empty, \
-            mock.patch.dict(os.environ, REPRO_CACHE=empty):
-        rates = fit_rates(times, plan_all(manifests), CostModel(cached_only=True, fitted={"cpu": device}))
+    with tempfile.TemporaryDirectory(prefix="repro-reference-") as empty:
+        rates = fit_rates(times, plan_all(manifests), CostModel(cached_only=True, fitted={"cpu": device},
+                                                                cache=Path(empty)))
     ratios = sorted((r["macs"] / constants["macs_per_s"] + r["steps"] * constants["step_overhead_s"]
                      + constants["run_overhead_s"]) / r["cpu_s"] for r in samples)
     deciles = statistics.quantiles(ratios, n=10)

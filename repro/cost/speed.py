@@ -27,7 +27,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable
 
-from repro.core.cache import cache_root, read_json, write_json
+from repro.core.cache import read_json, write_json
+from repro.core.settings import DEFAULT_CACHE
 
 BENCH_RUNS = 5  # of the reference's runs, evenly spaced by their CPU seconds there
 REPS = 2
@@ -80,14 +81,15 @@ def _machine() -> str:
     return machine_key(machine())
 
 
-def speed_path() -> Path:
-    return cache_root() / FILE_NAME
+def speed_path(cache: Path = DEFAULT_CACHE) -> Path:
+    """Where the speed factors are kept: in the cache folder `cache`, one per machine."""
+    return Path(cache) / FILE_NAME
 
 
-def kept_speed(now: dt.datetime | None = None) -> Speed | None:
-    """This machine's kept measurement, or None: none kept, older than MAX_AGE_DAYS, or damaged (with a warning
-    naming the file and the key)."""
-    path = speed_path()
+def kept_speed(now: dt.datetime | None = None, cache: Path = DEFAULT_CACHE) -> Speed | None:
+    """This machine's kept measurement in the cache folder `cache`, or None: none kept, older than MAX_AGE_DAYS,
+    or damaged (with a warning naming the file and the key)."""
+    path = speed_path(cache)
     doc = read_json(path)
     if doc is None:
         return None
@@ -107,11 +109,11 @@ def kept_speed(now: dt.datetime | None = None) -> Speed | None:
     return speed if age <= dt.timedelta(days=MAX_AGE_DAYS) else None
 
 
-def keep(speed: Speed) -> bool:
-    """Keep a quiet measurement for this machine; a busy one is not kept. Whether it was."""
+def keep(speed: Speed, cache: Path = DEFAULT_CACHE) -> bool:
+    """Keep a quiet measurement for this machine in the cache folder `cache`; a busy one is not kept. Whether it was."""
     if not speed.quiet:
         return False
-    path = speed_path()
+    path = speed_path(cache)
     doc = read_json(path)
     doc = doc if isinstance(doc, dict) else {}
     doc[speed.machine] = asdict(speed)

@@ -105,9 +105,11 @@ def compute_taken(results_dir: Path, profile: str, folder: FolderFit) -> Compute
     return ComputeTaken(tuple(lines), source, tuple(walls), tuple(folder.describe()))
 
 
-def for_report(results_dir: Path, profile: str, plans: Plans) -> tuple[FolderFit, ComputeTaken]:
-    """What a report needs of the cost stage, computed once by the command that writes it: the cost model fitted
-    to the folder's run records from the caches alone (nothing is counted; sizes not counted yet are priced by
-    area-scaled counts), and the compute section at `profile`."""
-    folder = fit_folder(CostModel(cached_only=True), results_dir, plans)
+def for_report(results_dir: Path, profile: str, plans: Plans,
+               model: CostModel | None = None) -> tuple[FolderFit, ComputeTaken]:
+    """What a report needs of the cost stage, computed once by the command that writes it: the cost model (`model`,
+    the command's: its cache folder and GPU calibration) fitted to the folder's run records from the caches alone
+    (nothing is counted; sizes not counted yet are priced by area-scaled counts), and the compute section at
+    `profile`."""
+    folder = fit_folder(model or CostModel(cached_only=True), results_dir, plans)
     return folder, compute_taken(results_dir, profile, folder)

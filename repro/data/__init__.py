@@ -18,7 +18,7 @@ _HOME = {
     "crop_padding": "augment", "normalize": "augment", "random_crop_flip": "augment",
     "FolderLoader": "imagenet", "image_folder": "imagenet", "image_folder_loader": "imagenet",
     "image_folder_loaders": "imagenet", "imagenet_loader": "imagenet",
-    "DatasetMissing": "layout", "DatasetStatus": "layout", "cache_dir": "layout", "data_root": "layout",
+    "DatasetMissing": "layout", "DatasetStatus": "layout", "data_root": "specs",
     "data_status": "layout", "dataset_dir": "layout", "require": "layout",
     "TensorLoader": "loader", "subset": "loader",
     "DATASETS": "specs", "DatasetSpec": "specs", "get_dataset": "specs",

@@ -20,7 +20,6 @@ from repro.data import cifar
 from repro.data.check_result import MD5_ACCEPTED, MD5_MISMATCH, MD5_VERIFIED, DataCheck
 from repro.data.layout import DataRefused, DatasetInvalid, how_to_fill, status  # DatasetInvalid: re-exported
 from repro.data.specs import get_dataset
-from repro.core import environment
 
 BATCH = 8  # images decoded per split
 

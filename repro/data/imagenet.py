@@ -36,7 +36,6 @@ from repro.data.jpeg import ImageDecodeError, decode_batch, open_rgb, read_bytes
 from repro.data.layout import data_root, require
 from repro.data.loader import epoch_generator, one_thread, subset_indices
 from repro.data.specs import get_dataset
-from repro.core import environment
 from repro.runtime.distributed import shard_positions
 
 PATHS = ("pil", "decode_cpu", "decode_cuda")
@@ -59,11 +58,11 @@ def choose_path(device: str | torch.device) -> str:
     return measured or "decode_cuda"
 
 
-def default_workers() -> int:
+def default_workers(ranks_here: int = 1) -> int:
     """Every CPU this process may use but one, which the training loop keeps; under torchrun, this
-    process's share of them (LOCAL_WORLD_SIZE ranks on this host)."""
+    process's share of them (`ranks_here`: torchrun's LOCAL_WORLD_SIZE, the ranks on this host)."""
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    cpus //= max(1, environment.value("LOCAL_WORLD_SIZE"))
+    cpus //= max(1, ranks_here)
     return max(1, cpus - 1)
 
 

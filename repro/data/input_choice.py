@@ -13,7 +13,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-FILE = Path(__file__).with_name("input_paths.json")
+from repro.core.package_data import shipped
+
+FILE = shipped("repro.data", "input_paths.json")
 RUN_PATHS = ("pil", "decode_cpu", "decode_cuda")  # repro.data.imagenet.PATHS
 
 

@@ -1,6 +1,7 @@
 """Where the real datasets live, what must be there, and how to fill what is missing.
 
-The data root is the `root` argument, else `$REPRO_DATA`, else `./data`. Under it:
+The data root is the `root` argument (the command line passes --data-dir, else `$REPRO_DATA`), else
+`./data` (repro.data.specs.data_root). Under it:
 
     <root>/
       cifar-10-batches-py/      torchvision's CIFAR-10 folder: data_batch_1..5, test_batch, batches.meta
@@ -14,9 +15,8 @@ The data root is the `root` argument, else `$REPRO_DATA`, else `./data`. Under i
         train/<wnid>/*.JPEG
         val/<wnid>/*.JPEG
 
-Decoded tensors are cached under the cache dir (the `cache` argument, else
-`$REPRO_CACHE`, else `$XDG_CACHE_HOME/repro`, else `~/.cache/repro`), never next
-to the data, because the data mount may be read-only.
+Decoded tensors are cached in the cache folder (the `cache` argument: the command's settings, repro.core.settings),
+never next to the data, because the data mount may be read-only.
 
 Checks here only look for files; they never decode (repro.data.check looks at the
 content). Messages hold no square brackets, which rich would take for markup, but
@@ -36,7 +36,7 @@ from shlex import quote
 
 import torchvision.datasets
 
-from repro.data.specs import DATASETS, DatasetSpec, get_dataset
+from repro.data.specs import DATASETS, DatasetSpec, data_root, get_dataset
 from repro.core.terminal import Step, as_lines
 
 TINY_IMAGENET_URL = "http://cs231n.stanford.edu/tiny-imagenet-200.zip"
@@ -64,19 +64,6 @@ class DatasetInvalid(DataRefused):
 
 class DatasetUnverified(DataRefused):
     """Files whose checksum differs from the published one; accepted only with --allow-unverified-data."""
-
-
-def data_root(path: str | Path | None = None) -> Path:
-    return Path(path or os.environ.get("REPRO_DATA") or "data").expanduser()
-
-
-def cache_dir(path: str | Path | None = None) -> Path:
-    if path:
-        return Path(path)
-    if os.environ.get("REPRO_CACHE"):
-        return Path(os.environ["REPRO_CACHE"])
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "repro"
 
 
 def dataset_dir(name: str, root: str | Path | None = None) -> Path:

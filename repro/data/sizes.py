@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from repro.core.cache import cache_dir, read_json, write_json
-from repro.data.specs import get_dataset
+from repro.core.settings import DEFAULT_CACHE
+from repro.data.specs import data_root, get_dataset
 
 IMAGE_SUFFIXES = (".jpeg", ".jpg", ".png")
 
@@ -26,11 +27,6 @@ class SplitSizes:
     train: int
     test: int
     source: str  # "on disk (counted)", "on disk (fixed split)" or "paper (not on disk)"
-
-
-def data_root(root: str | Path | None = None) -> Path:
-    """The same rule as repro.data.layout.data_root: `root`, else $REPRO_DATA, else ./data."""
-    return Path(root or os.environ.get("REPRO_DATA") or "data").expanduser()
 
 
 def _class_dirs(split: Path) -> list[os.DirEntry]:
@@ -98,11 +94,12 @@ COUNTERS = {"cifar_pickles": (_signature_cifar, _count_cifar),
             "image_folders": (_signature_image_folders, _count_image_folders)}
 
 
-def count_on_disk(folder: Path, storage: str) -> tuple[int, int]:
-    """(train, test) images of a dataset folder stored as `storage`, cached by the files' sizes and mtimes."""
+def count_on_disk(folder: Path, storage: str, cache: Path = DEFAULT_CACHE) -> tuple[int, int]:
+    """(train, test) images of a dataset folder stored as `storage`, cached by the files' sizes and mtimes in the
+    cache folder `cache`."""
     folder = folder.absolute()
     sign, count = COUNTERS[storage]
-    path = cache_dir("sizes") / (hashlib.sha256(f"{storage}:{folder}".encode()).hexdigest()[:24] + ".json")
+    path = cache_dir(cache, "sizes") / (hashlib.sha256(f"{storage}:{folder}".encode()).hexdigest()[:24] + ".json")
     signature = hashlib.sha256("\n".join(sign(folder)).encode()).hexdigest()[:24]
     cached = read_json(path)
     if isinstance(cached, dict) and cached.get("signature") == signature and cached.get("folder") == str(folder):
@@ -112,33 +109,33 @@ def count_on_disk(folder: Path, storage: str) -> tuple[int, int]:
     return train, val
 
 
-def split_sizes(dataset: str, root: str | Path | None = None) -> SplitSizes:
+def split_sizes(dataset: str, root: str | Path | None = None, cache: Path = DEFAULT_CACHE) -> SplitSizes:
     """The train and test split sizes of `dataset` as found under the data root, else the paper's."""
     spec = get_dataset(dataset)
     folder = data_root(root) / spec.folder
     if not folder.is_dir():
         return SplitSizes(spec.train_size, spec.test_size, "paper (not on disk)")
-    train, test = count_on_disk(folder, spec.storage)
+    train, test = count_on_disk(folder, spec.storage, cache)
     if train and test:
         return SplitSizes(train, test, "on disk (counted)")
     return SplitSizes(spec.train_size, spec.test_size, "paper (the folder holds no images)")
 
 
 def run_split_sizes(dataset: str, data: str, train_samples: int | None, test_samples: int | None,
-                    root: str | Path | None = None) -> SplitSizes:
+                    root: str | Path | None = None, cache: Path = DEFAULT_CACHE) -> SplitSizes:
     """A run's training and test images: its real data's on disk (`data` "real"), else the dataset's sizes in
     the kind of data it makes (synthetic, digits); each capped by the profile's subset."""
     spec = get_dataset(dataset)
-    sizes = split_sizes(dataset, root) if data == "real" else SplitSizes(spec.train_size, spec.test_size, f"{data} data")
+    sizes = split_sizes(dataset, root, cache) if data == "real" else SplitSizes(spec.train_size, spec.test_size, f"{data} data")
     return SplitSizes(min(sizes.train, train_samples or sizes.train), min(sizes.test, test_samples or sizes.test),
                       sizes.source)
 
 
-def decoded_cache_bytes(dataset: str, root: str | Path | None = None) -> int:
+def decoded_cache_bytes(dataset: str, root: str | Path | None = None, cache: Path = DEFAULT_CACHE) -> int:
     """Bytes of the decoded splits repro.data.tensors caches for `dataset` (uint8 images (N, C, H, W), int64
     labels): only a tiny_imagenet_files dataset is decoded once and cached; the others are read as stored."""
     spec = get_dataset(dataset)
     if spec.storage != "tiny_imagenet_files":
         return 0
-    sizes = split_sizes(dataset, root)
+    sizes = split_sizes(dataset, root, cache)
     return (sizes.train + sizes.test) * (spec.channels * spec.image_size ** 2 + 8)

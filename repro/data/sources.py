@@ -10,8 +10,10 @@ load time (every CIFAR file's md5) is listed beside the archives. The artifact a
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
 from repro.core.cache import cache_dir, read_json, write_json
+from repro.core.settings import DEFAULT_CACHE
 from repro.data.specs import get_dataset
 
 # Bytes of each archive as its source serves it (Content-Length of the download; the same figure
@@ -54,12 +56,13 @@ class DatasetSource:
         return tuple(a.file for a in self.archives if a.size_bytes is None)
 
 
-def dataset_source(name: str) -> DatasetSource:
+def dataset_source(name: str, cache: Path = DEFAULT_CACHE) -> DatasetSource:
     """The archives of one dataset (KeyError naming the known ones). torchvision's lists are read once per
-    torchvision version and cached (repro.core.cache), so that a report renders without importing torch."""
+    torchvision version and cached in the cache folder `cache` (repro.core.cache), so that a report renders
+    without importing torch."""
     spec = get_dataset(name)
     version = _torchvision_version()
-    path = cache_dir("sources") / f"{spec.name}.json"
+    path = cache_dir(cache, "sources") / f"{spec.name}.json"
     cached = read_json(path)
     if isinstance(cached, dict) and cached.get("torchvision") == version and "source" in cached:
         try:

@@ -7,9 +7,11 @@ sizes, tensors, imagenet): that is the spec's `storage`, never its name.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
 from repro.core.registry import closest
+from repro.core.settings import DEFAULT_DATA
 
 
 # How a dataset is kept on disk: torchvision's CIFAR pickles; Tiny-ImageNet's JPEG files with its wnids and
@@ -69,3 +71,8 @@ def get_dataset(name: str) -> DatasetSpec:
     if name not in DATASETS:
         raise KeyError(f"unknown dataset '{name}'{closest(name, list(DATASETS))}; known: {', '.join(DATASETS)}")
     return DATASETS[name]
+
+
+def data_root(path: str | Path | None = None) -> Path:
+    """The datasets' root: `path` (the command line passes --data-dir, else $REPRO_DATA), else ./data."""
+    return Path(path or DEFAULT_DATA).expanduser()

@@ -30,6 +30,7 @@ import torch
 import torch.nn.functional as F
 
 from repro.core.cache import cache_dir
+from repro.core.settings import DEFAULT_CACHE
 from repro.data.augment import crop_flip, crop_padding, draw_crop_flip
 from repro.data.specs import get_dataset
 
@@ -51,16 +52,16 @@ def prototypes(name: str) -> torch.Tensor:
 
 
 def synthetic_tensors(name: str, n: int, seed: int = 0, image_size: int | None = None,
-                      split: str = "train") -> tuple[torch.Tensor, torch.Tensor]:
+                      split: str = "train", cache: Path = DEFAULT_CACHE) -> tuple[torch.Tensor, torch.Tensor]:
     """(images uint8 (n, C, S, S), labels int64 (n,)) shaped like dataset `name`, deterministic per
-    (name, seed, split); classes are balanced to within one image. Large splits come from the cache."""
+    (name, seed, split); classes are balanced to within one image. Large splits come from the cache folder."""
     spec = get_dataset(name)
     if split not in ("train", "test"):
         raise ValueError(f"unknown split {split!r}; use 'train' or 'test'")
     S = image_size or spec.image_size
     if n * spec.channels * S * S < CACHE_FROM:
         return make_tensors(name, n, seed, S, split)
-    path = cache_path(name, n, seed, S, split)
+    path = cache_path(name, n, seed, S, split, cache)
     if path.is_file():
         try:
             saved = torch.load(path, mmap=True, weights_only=True)
@@ -72,11 +73,12 @@ def synthetic_tensors(name: str, n: int, seed: int = 0, image_size: int | None =
     return images, labels
 
 
-def cache_path(name: str, n: int, seed: int, image_size: int, split: str) -> Path:
-    """Where a split is cached: named by what it is, keyed by what could change its pixels."""
+def cache_path(name: str, n: int, seed: int, image_size: int, split: str, cache: Path = DEFAULT_CACHE) -> Path:
+    """Where a split is cached in the cache folder `cache`: named by what it is, keyed by what could change its
+    pixels."""
     code = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
     key = hashlib.sha256(f"{name}/{split}/{n}/{seed}/{image_size}/{torch.__version__}/{code}".encode()).hexdigest()
-    return cache_dir("synthetic") / f"{name}-{split}-{n}x{image_size}px-seed{seed}-{key[:16]}.pt"
+    return cache_dir(cache, "synthetic") / f"{name}-{split}-{n}x{image_size}px-seed{seed}-{key[:16]}.pt"
 
 
 def _save(obj: dict, path: Path) -> None:

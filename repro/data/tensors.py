@@ -20,7 +20,8 @@ from pathlib import Path
 import torch
 
 from repro.data.cifar import cifar_tensors
-from repro.data.layout import cache_dir, require
+from repro.core.settings import DEFAULT_CACHE
+from repro.data.layout import require
 from repro.data.specs import get_dataset
 from repro.data.tiny_imagenet import tiny_imagenet_files, tiny_imagenet_tensors
 
@@ -38,13 +39,13 @@ def fingerprint(paths: list[Path]) -> str:
     return h.hexdigest()[:16]
 
 
-def cache_path(root: str | Path | None, split: str, cache: str | Path | None = None,
+def cache_path(root: str | Path | None, split: str, cache: Path = DEFAULT_CACHE,
                name: str = "tiny_imagenet") -> Path:
     """Where a tiny_imagenet_files dataset's decoded split goes; lists the source files but decodes nothing."""
     folder, train = require(name, root), _is_train(split)
     paths, _ = tiny_imagenet_files(folder, train)
     labels = [folder / "wnids.txt"] + ([] if train else [folder / "val" / "val_annotations.txt"])
-    return cache_dir(cache) / f"{name}-{'train' if train else 'test'}-{fingerprint(labels + paths)}.pt"
+    return Path(cache) / f"{name}-{'train' if train else 'test'}-{fingerprint(labels + paths)}.pt"
 
 
 def _save_atomic(obj: dict, path: Path) -> None:
@@ -60,7 +61,7 @@ def _save_atomic(obj: dict, path: Path) -> None:
 
 
 def load_tensors(name: str, root: str | Path | None = None, split: str = "train", *,
-                 cache: str | Path | None = None, download: bool = False,
+                 cache: Path = DEFAULT_CACHE, download: bool = False,
                  allow_unverified: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
     """(images uint8 (N, 3, H, W), labels int64 (N,)) of a real dataset that fits in memory.
 

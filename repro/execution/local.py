@@ -12,7 +12,7 @@ scheduler says what was kept); on a disk that refuses a file (WriteFailed) they 
 from __future__ import annotations
 
 import contextlib
-import os
+import dataclasses
 import time
 from collections import deque
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from repro.execution.files import poll_interval, probe
 from repro.execution.protocol import ExecutionRequest, Outcome, RunRequest, RunState, Stopped
-from repro.core import environment
+from repro.core.settings import Launch, Settings
 from repro.runtime.interrupt import clean_after_kill, stop_workers, training
 from repro.runtime.locks import LockSettings, describe_holder
 from repro.execution.workers import release_workers, start_workers
@@ -38,11 +38,10 @@ class Slot:
     in_process: bool = False  # the run trains in this process (one slot in all)
 
 
-def visible_gpus() -> list[str]:
-    """The GPUs this process may use, as CUDA_VISIBLE_DEVICES entries."""
-    env = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if env is not None:
-        return [g.strip() for g in env.split(",") if g.strip()]
+def visible_gpus(launch: Launch) -> list[str]:
+    """The GPUs this process may use (its launch's CUDA_VISIBLE_DEVICES, else every GPU torch sees), as entries."""
+    if launch.visible_gpus is not None:
+        return [g.strip() for g in launch.visible_gpus.split(",") if g.strip()]
     import torch
 
     return [str(i) for i in range(torch.cuda.device_count())]
@@ -64,11 +63,17 @@ def local_slots(device: str, jobs: int, gpus: list[str], runs_per_gpu: int) -> l
 
 
 def _attempt_in_worker(request: RunRequest, results_dir: Path, device: str, data_dir: Path | None, events: Any,
-                       settings: LockSettings) -> Outcome:
+                       settings: LockSettings, run_settings: Settings) -> Outcome:
     from repro.execution.records import attempt_run
 
     with training():
-        return attempt_run(request, results_dir, device, data_dir, _Progress(events), "local", settings)
+        return attempt_run(request, results_dir, device, data_dir, _Progress(events), "local", settings, run_settings)
+
+
+def slot_settings(settings: Settings, slot: Slot) -> Settings:
+    """The command's settings as the slot's process has them: pinned to its GPU where the slot is."""
+    gpu = slot.env.get("CUDA_VISIBLE_DEVICES")
+    return settings if gpu is None else dataclasses.replace(settings, launch=settings.launch.pinned_to(gpu))
 
 
 class _Progress:
@@ -90,7 +95,7 @@ def run_local(work: ExecutionRequest, slots: list[Slot] | None = None) -> list[O
     from repro.execution.records import attempt_run
 
     device, progress, results_dir, data_dir = work.device, work.progress, work.results_dir, work.data_dir
-    if slots is None and environment.value("WORLD_SIZE") != 1:
+    if slots is None and work.settings.launch.world_size != 1:
         # Under torchrun this is rank 0: each run trains in this process, on this rank's device, with
         # the other ranks (repro.runtime.distributed); one run at a time.
         from repro.runtime.distributed import current, rank_device
@@ -98,9 +103,9 @@ def run_local(work: ExecutionRequest, slots: list[Slot] | None = None) -> list[O
         world = current()
         slots, device = [Slot(f"ddp/{world.size}", in_process=True)], rank_device(device, world)
     if slots is None:
-        gpus = visible_gpus() if device.startswith("cuda") else []
+        gpus = visible_gpus(work.settings.launch) if device.startswith("cuda") else []
         slots = local_slots(device, work.jobs, gpus, work.options.runs_per_gpu)
-    settings = work.options.lock
+    settings = dataclasses.replace(work.options.lock, job=work.settings.launch.slurm)
     device = "cuda" if device.startswith("cuda") and not slots[0].in_process else device
     overall = progress.add_task(f"runs ({work.reused} already recorded)", total=len(work.runs)) if progress else None
     queue = deque(work.runs)
@@ -144,12 +149,13 @@ def run_local(work: ExecutionRequest, slots: list[Slot] | None = None) -> list[O
                 if slot.in_process:
                     sink = _ProgressEvents(progress, tasks)
                     in_process.append(request)
-                    finish(attempt_run(request, results_dir, device, data_dir, sink, "local", settings), request)
+                    finish(attempt_run(request, results_dir, device, data_dir, sink, "local", settings,
+                                       slot_settings(work.settings, slot)), request)
                     in_process.clear()
                     free.append(slot)
                 else:
                     future = pools[slot.name].submit(_attempt_in_worker, request, results_dir, device, data_dir,
-                                                     events, settings)
+                                                     events, settings, slot_settings(work.settings, slot))
                     running[future] = (slot, request)
             if running:
                 done, _ = wait(list(running), timeout=0.5, return_when=FIRST_COMPLETED)

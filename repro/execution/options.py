@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from repro.core.settings import Settings
 from repro.data.read_options import DataOptions
 from repro.runtime.locks import DEFAULT_STALE_AFTER_S, LockSettings, stale_after_problem
 from repro.spec.profiles import RunDefaults
@@ -72,6 +73,7 @@ class TableOptions:
     verbose: bool = False
     strict: bool = False  # exit 1 when a claim the profile and device could decide did not reproduce
     remeasure_latency: bool = False  # time latency rows again rather than reuse this device's kept measurements
+    settings: Settings = Settings()  # the command's environment, read once where it started (repro.core.settings)
 
 
 def parse_slurm_time(text: str) -> int:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from repro.core.progress import Progress
+from repro.core.settings import Settings
 from repro.data.read_options import DataOptions
 from repro.execution.options import ExecutorOptions
 from repro.plan.run_config import RunConfig
@@ -56,6 +57,7 @@ class ExecutionRequest:
     options: ExecutorOptions = field(default_factory=ExecutorOptions)
     progress: Progress | None = None
     reused: int = 0  # runs of the same table already recorded, for the progress line
+    settings: Settings = Settings()  # the command's: how each run executes, its caches, this process's launch
 
 
 class Executor(Protocol):

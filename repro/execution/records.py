@@ -17,6 +17,7 @@ that; the other ranks train with it (`follow_runs`, repro.runtime.distributed).
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import socket
 import time
@@ -34,11 +35,12 @@ from repro.execution.record_checks import (
     RECORD_SCHEMA, LeftAlone, checkpoint_problem, record_digest, record_problem,
 )
 from repro.core.fsutil import WriteFailed, atomic_write_json, jsonable
+from repro.core.settings import Launch, Settings
 from repro.results.provenance import provenance
 from repro.plan.run_config import RunConfig
 from repro.runtime.compile_cache import results_cache
 from repro.runtime.locks import (
-    LockLost, LockNotRemovable, LockSettings, RunLock, read_holder, slurm_identity, try_lock,
+    LockLost, LockNotRemovable, LockSettings, RunLock, read_holder, try_lock,
 )
 
 
@@ -63,19 +65,21 @@ def load_checkpoint_epoch(results_dir: Path, cfg: RunConfig) -> int:
     return 0
 
 
-def executor_provenance(executor: str, device: str) -> dict[str, Any]:
-    """Who trained a run: the executor, host, process, device pinning and, under Slurm, the job and array task."""
+def executor_provenance(executor: str, device: str, launch: Launch) -> dict[str, Any]:
+    """Who trained a run: the executor, host, process, device pinning and, under Slurm, the job and array task
+    (`launch`: what the launcher of the process that trains it set)."""
     from repro.runtime.distributed import current
 
     return {"name": executor, "host": socket.gethostname(), "pid": os.getpid(), "device": device,
-            "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"), "world_size": current().size,
-            **slurm_identity()}
+            "cuda_visible_devices": launch.visible_gpus, "world_size": current().size, **launch.slurm_identity()}
 
 
 def run_one(request: RunRequest, results_dir: Path, device: str, data_dir: Path | None,
-            events: Any = None, executor: str = "local", lock: RunLock | None = None) -> dict[str, Any]:
+            events: Any = None, executor: str = "local", lock: RunLock | None = None,
+            settings: Settings = Settings()) -> dict[str, Any]:
     """Train (or resume) one run and write its record atomically; with `lock`, stop if the lock is lost.
-    Under torchrun this is rank 0's: the other ranks are told to train the run with it (repro.runtime.distributed)."""
+    Under torchrun this is rank 0's: the other ranks are told to train the run with it (repro.runtime.distributed).
+    `settings`: the command's, as the process that trains the run has them (repro.core.settings)."""
     from repro.train.checkpoints import CheckpointUnusable
     from repro.runtime import distributed
     from repro.train.loop import train_run
@@ -96,13 +100,13 @@ def run_one(request: RunRequest, results_dir: Path, device: str, data_dir: Path 
         distributed.announce_run((cfg, request.data))
     with results_cache(results_dir):  # compiled graphs reused across runs (repro.runtime.compile_cache)
         try:
-            out = train_run(cfg, torch.device(device), data_dir, checkpoint, on_epoch, request.data)
+            out = train_run(cfg, torch.device(device), data_dir, checkpoint, on_epoch, request.data, settings)
         except CheckpointUnusable as exc:  # loaded, but does not fit the model or optimiser
             set_aside(checkpoint, "checkpoint", exc.reason, "the run restarts from epoch 0")
             resumed_from, started, cpu_started = 0, time.perf_counter(), time.process_time()
             if distributed.current().distributed:
                 distributed.announce_run((cfg, request.data))
-            out = train_run(cfg, torch.device(device), data_dir, checkpoint, on_epoch, request.data)
+            out = train_run(cfg, torch.device(device), data_dir, checkpoint, on_epoch, request.data, settings)
     if lock is not None:
         lock.ensure_held()
     facts = out.pop("reproducibility")
@@ -122,7 +126,7 @@ def run_one(request: RunRequest, results_dir: Path, device: str, data_dir: Path 
         "timings": {**out.pop("timings", {}), "run": {"wall_s": time.perf_counter() - started,
                                                       "cpu_s": time.process_time() - cpu_started}},
         "provenance": {**provenance(device, cfg.threads, request.data.allow_unverified), "reproducibility": facts,
-                       "executor": executor_provenance(executor, device)},
+                       "executor": executor_provenance(executor, device, settings.launch)},
     }
     record = jsonable(record)
     record["digest"] = record_digest(record)
@@ -134,7 +138,7 @@ def run_one(request: RunRequest, results_dir: Path, device: str, data_dir: Path 
     return record
 
 
-def follow_runs(results_dir: Path, device: str, data_dir: Path | None) -> int:
+def follow_runs(results_dir: Path, device: str, data_dir: Path | None, settings: Settings = Settings()) -> int:
     """Rank r > 0: train each run rank 0 announces until it says stop; returns the number of runs trained."""
     from repro.runtime.distributed import broadcast, current, rank_device
     from repro.train.loop import NonFiniteLoss, train_run
@@ -149,7 +153,7 @@ def follow_runs(results_dir: Path, device: str, data_dir: Path | None) -> int:
         try:
             with results_cache(results_dir):
                 train_run(cfg, torch.device(rank_device(device, world)), data_dir, checkpoint_path(results_dir, cfg),
-                          data=data)
+                          data=data, settings=settings)
         except NonFiniteLoss:
             pass  # every rank sees the same reduced loss: rank 0 records the failure and goes on
         trained += 1
@@ -170,10 +174,13 @@ def interrupted_by(exc: BaseException) -> KeyboardInterrupt | None:
 
 
 def attempt_run(request: RunRequest, results_dir: Path, device: str, data_dir: Path | None, events: Any = None,
-                executor: str = "local", lock_settings: LockSettings = LockSettings()) -> Outcome:
+                executor: str = "local", lock_settings: LockSettings = LockSettings(),
+                settings: Settings = Settings()) -> Outcome:
     """Take the run's lock, then train it unless its record appeared meanwhile: TRAINED, RECORDED, HELD (another
     process has it) or FAILED. Never raises for a failed run; raises WriteFailed when the disk refuses a file
-    (its fault, not the run's: the command stops on it, and no record is touched)."""
+    (its fault, not the run's: the command stops on it, and no record is touched). The lock names this process's
+    Slurm job (settings.launch), whatever `lock_settings` say."""
+    lock_settings = dataclasses.replace(lock_settings, job=settings.launch.slurm)
     h = request.cfg.hash
     try:
         lock = try_lock(runs_dir(results_dir), h, lock_settings, request.label, executor)
@@ -185,7 +192,8 @@ def attempt_run(request: RunRequest, results_dir: Path, device: str, data_dir: P
         record = load_record(results_dir, request.cfg)  # written by the previous holder?
         if record is not None:
             return Outcome(h, RunState.RECORDED, record=record)
-        return Outcome(h, RunState.TRAINED, record=run_one(request, results_dir, device, data_dir, events, executor, lock))
+        return Outcome(h, RunState.TRAINED, record=run_one(request, results_dir, device, data_dir, events, executor, lock,
+                                                           settings))
     except LockLost:  # judged stale and taken over: the new holder trains it
         return Outcome(h, RunState.HELD, holder=read_holder(lock.path) or {"heartbeat": time.time()})
     except LeftAlone as exc:  # its record or checkpoint cannot be read, or a newer version wrote it: not a failure
@@ -197,7 +205,7 @@ def attempt_run(request: RunRequest, results_dir: Path, device: str, data_dir: P
             raise stop from None
         error = f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=3)}"
         failure = {"label": request.label, "error": error, "time": time.time(),
-                   "executor": executor_provenance(executor, device)}
+                   "executor": executor_provenance(executor, device, settings.launch)}
         try:
             atomic_write_json(failure_path(results_dir, h), failure)
         except WriteFailed:

@@ -17,6 +17,7 @@ from repro.execution.files import (  # noqa: F401  (re-exported)
 )
 from repro.execution.options import EXECUTORS, ExecutorOptions
 from repro.core.progress import Progress
+from repro.core.settings import Settings
 from repro.data.read_options import DataOptions  # noqa: F401  (re-exported: a run request's data options)
 from repro.execution.record_checks import LeftAlone
 from repro.execution.protocol import ExecutionRequest, Executor, Outcome, RunRequest, RunState, Stopped
@@ -118,11 +119,12 @@ def _recorded(results_dir: Path, request: RunRequest) -> bool:
 
 def execute_runs(requests: list[RunRequest], results_dir: Path, device: str, data_dir: Path | None = None,
                  jobs: int = 1, progress: Progress | None = None, options: ExecutorOptions | None = None,
-                 train: bool = True) -> RunBatch:
+                 train: bool = True, settings: Settings = Settings()) -> RunBatch:
     """Run what has no record yet with the executor `options` names (repro.execution.options.ExecutorOptions;
     default: local); return the records and errors by hash, and the counts trained here, reused and
     trained by another process. On Ctrl-C or SIGTERM, raises RunsInterrupted saying what was kept.
-    `train` False: the records there only; a run without one is an error, as a failed run is."""
+    `train` False: the records there only; a run without one is an error, as a failed run is. `settings`: the
+    command's, handed to whichever process trains each run."""
     options = options or ExecutorOptions()
     remove_stale_temporaries(results_dir, options.lock)
     batch, todo = pending_runs(requests, results_dir)
@@ -131,7 +133,7 @@ def execute_runs(requests: list[RunRequest], results_dir: Path, device: str, dat
             batch.errors[r.cfg.hash] = "it has no run record, and a rebuild trains nothing"
     elif todo:
         work = ExecutionRequest(tuple(todo), results_dir, device, data_dir, jobs, options, progress,
-                                batch.counts.reused)
+                                batch.counts.reused, settings)
         try:
             outcomes = get_executor(options.executor)(work)
         except Stopped as stop:

@@ -11,13 +11,15 @@ run is recorded or failed, or at once with `no_wait`.
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from repro import REPO_ROOT
+from repro.core.package_data import import_folder
+from repro.core.settings import Settings
 from repro.execution.files import poll_interval, probe, submitted_path
 from repro.execution.options import ExecutorOptions, SlurmOptions
 from repro.execution.protocol import ExecutionRequest, Outcome, RunRequest, RunState
@@ -28,22 +30,29 @@ MAX_REQUEUES_ON_TIMEOUT = 10  # a run may span this many task time limits, plus 
 
 
 class RunTask:
-    """One array task: its runs, one after another. submitit pickles it; a requeue resubmits it."""
+    """One array task: its runs, one after another. submitit pickles it; a requeue resubmits it. `run_settings`:
+    the submitting command's (repro.core.settings), but for the launch, which the task reads where it starts."""
 
-    def __init__(self, requests: list, results_dir: Path, data_dir: Path | None, settings: LockSettings) -> None:
+    def __init__(self, requests: list, results_dir: Path, data_dir: Path | None, settings: LockSettings,
+                 run_settings: Settings = Settings()) -> None:
         self.requests, self.results_dir, self.data_dir, self.settings = requests, results_dir, data_dir, settings
+        self.run_settings = run_settings
 
     def __call__(self) -> list[Outcome]:
-        import dataclasses
+        import os
 
         import torch
 
+        from repro.core.settings import Launch
         from repro.execution.records import attempt_run
 
+        # This process starts here: its Slurm job and array task, and its GPUs, are the ones Slurm set for it.
+        run_settings = dataclasses.replace(self.run_settings, launch=Launch.read(os.environ))
         # Slurm exposes only the GPUs it allocated to the task, so "a GPU is visible" is "one was asked for".
         # Each run trains on the threads its config names (repro.runtime.numerics), not the task's CPU count.
         device = "cuda" if torch.cuda.is_available() else "cpu"
-        return [dataclasses.replace(attempt_run(r, self.results_dir, device, self.data_dir, None, "slurm", self.settings),
+        return [dataclasses.replace(attempt_run(r, self.results_dir, device, self.data_dir, None, "slurm", self.settings,
+                                                run_settings),
                                     record=None)  # the submitter reads the record from disk
                 for r in self.requests]
 
@@ -51,7 +60,8 @@ class RunTask:
         """Called by submitit on a time-out or preemption: run the same task again; runs resume from their checkpoints."""
         import submitit
 
-        return submitit.helpers.DelayedSubmission(RunTask(self.requests, self.results_dir, self.data_dir, self.settings))
+        return submitit.helpers.DelayedSubmission(RunTask(self.requests, self.results_dir, self.data_dir, self.settings,
+                                                          self.run_settings))
 
 
 def _value(text: str) -> Any:
@@ -61,7 +71,7 @@ def _value(text: str) -> Any:
 def submitit_parameters(s: SlurmOptions, valid: set[str]) -> dict[str, Any]:
     """SlurmOptions -> submitit.SlurmExecutor parameters; a --slurm-param submitit does not know goes to sbatch as is."""
     params: dict[str, Any] = {"time": s.time_min, "array_parallelism": s.max_parallel, "job_name": "repro",
-                              "setup": [f"export PYTHONPATH={REPO_ROOT}${{PYTHONPATH:+:$PYTHONPATH}}"]}
+                              "setup": [f"export PYTHONPATH={import_folder()}${{PYTHONPATH:+:$PYTHONPATH}}"]}
     for key, value in (("partition", s.partition), ("gpus_per_task", s.gpus_per_task),
                        ("cpus_per_task", s.cpus_per_task), ("account", s.account)):
         if value is not None:
@@ -104,7 +114,8 @@ def _holder_job(ex: dict[str, Any]) -> str | None:
     return ex.get("slurm_job_id")
 
 
-def submit(todo: list, results_dir: Path, data_dir: Path | None, options: ExecutorOptions) -> dict[str, str]:
+def submit(todo: list, results_dir: Path, data_dir: Path | None, options: ExecutorOptions,
+           settings: Settings = Settings()) -> dict[str, str]:
     """Submit `todo` as one job array; return the job id (123_4) of each run's task, by hash."""
     import submitit
 
@@ -117,7 +128,9 @@ def submit(todo: list, results_dir: Path, data_dir: Path | None, options: Execut
     chunks = [todo[i:i + s.runs_per_task] for i in range(0, len(todo), s.runs_per_task)]
     with executor.batch():
         data = data_dir.absolute() if data_dir is not None else None  # the tasks may start in another directory
-        jobs = [executor.submit(RunTask(chunk, results_dir.absolute(), data, options.lock)) for chunk in chunks]
+        folders = dataclasses.replace(settings, cache=settings.cache.absolute(),
+                                      weights=tuple(p.absolute() for p in settings.weights))
+        jobs = [executor.submit(RunTask(chunk, results_dir.absolute(), data, options.lock, folders)) for chunk in chunks]
     out = {}
     for job, chunk in zip(jobs, chunks):
         for request in chunk:
@@ -131,7 +144,7 @@ def submit(todo: list, results_dir: Path, data_dir: Path | None, options: Execut
 def run_slurm(work: ExecutionRequest) -> list[Outcome]:
     """Submit the runs no live process holds; then, unless no_wait, wait for every run's outcome."""
     results_dir, options, progress = work.results_dir, work.options, work.progress
-    settings = options.lock
+    settings = dataclasses.replace(options.lock, job=work.settings.launch.slurm)
     waiting: dict[str, tuple[RunRequest, float]] = {}
     to_submit = []
     for request in work.runs:
@@ -146,7 +159,7 @@ def run_slurm(work: ExecutionRequest) -> list[Outcome]:
         if not requests:
             return
         started = time.time()
-        ids = submit(requests, results_dir, work.data_dir, options)
+        ids = submit(requests, results_dir, work.data_dir, options, work.settings)
         for r in requests:
             submitted[r.cfg.hash] = (r, ids[r.cfg.hash], started)
         array = next(iter(ids.values())).split("_")[0]

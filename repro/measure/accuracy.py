@@ -29,7 +29,7 @@ def preflight(configs: list[RunConfig], ctx: Context) -> list:
     checks = check_datasets([c.dataset for c in configs if c.data == "real"], ctx.data_dir, ctx.allow_unverified_data)
     for check in checks:
         check.raise_if_failed()
-    require_all_weights({c.backbone["name"] for c in configs if c.torchvision_weights})
+    require_all_weights({c.backbone["name"] for c in configs if c.torchvision_weights}, ctx.settings.weights)
     return checks
 
 
@@ -38,8 +38,9 @@ def pretrain_stand_in_weights(configs: list[RunConfig], ctx: Context) -> None:
     in this process with all its threads, so that no training worker waits idle for another's."""
     from rich.markup import escape
 
-    from repro.train import digit_weights
     from repro.execution.files import record_path
+    from repro.runtime.locks import LockSettings
+    from repro.train import digit_weights
 
     def say(text: str) -> None:
         if ctx.progress is not None:
@@ -50,7 +51,8 @@ def pretrain_stand_in_weights(configs: list[RunConfig], ctx: Context) -> None:
     needed = sorted({(digit_weights.base_backbone(c.backbone["name"]), c.dataset, c.image_size) for c in configs
                      if c.digit_weights and not record_path(ctx.results_dir, c).is_file()})
     for backbone, dataset, size in needed:
-        digit_weights.ensure(backbone, dataset, size, log=say)
+        digit_weights.ensure(backbone, dataset, size, log=say, cache=ctx.settings.cache,
+                             lock_settings=LockSettings(job=ctx.settings.launch.slurm))
 
 
 def routing_at_test_time(routing: dict) -> tuple[float, float] | None:
@@ -122,7 +124,8 @@ def measure_accuracy(plan: TablePlan, ctx: Context) -> Measurement:
             pretrain_stand_in_weights([p.cfg for p in planned], ctx)
     data = DataOptions(ctx.allow_unverified_data, ctx.workers)
     batch = execute_runs([RunRequest(p.cfg, p.label, data) for p in planned], ctx.results_dir, ctx.device,
-                         ctx.data_dir, ctx.jobs, ctx.progress, options=ctx.executor, train=ctx.train)
+                         ctx.data_dir, ctx.jobs, ctx.progress, options=ctx.executor, train=ctx.train,
+                         settings=ctx.settings)
     records, errors = batch.records, batch.errors
     add_runs(manifest.id, [records[h] for h in batch.trained if h in records])
     per_row: dict[str, dict[int, float]] = {}

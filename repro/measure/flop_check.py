@@ -20,8 +20,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from repro import REPO_ROOT
 from repro.core.cache import cache_dir, read_json, write_json
+from repro.core.package_data import shipped
+from repro.core.settings import DEFAULT_CACHE
 from repro.data.specs import get_dataset
 from repro.plan.manifest import Row
 from repro.plan.table_plan import TablePlan
@@ -73,7 +74,7 @@ def _code_fingerprint() -> str:
     versions."""
     import importlib.metadata
 
-    package = REPO_ROOT / "repro"
+    package = shipped("repro")
     files = sorted((package / "models").glob("*.py")) + [package / "spec" / "recipes.py", package / "data" / "specs.py"]
     digest = hashlib.sha256()
     for path in files:
@@ -86,9 +87,9 @@ def _code_fingerprint() -> str:
     return digest.hexdigest()[:16]
 
 
-def _summary_path(key: str) -> Path:
+def _summary_path(key: str, cache: Path) -> Path:
     name = hashlib.sha256(f"{_fingerprint()}|{key}".encode()).hexdigest()[:24]
-    return cache_dir("flops") / f"{name}.json"
+    return cache_dir(cache, "flops") / f"{name}.json"
 
 
 @lru_cache(maxsize=1)
@@ -96,10 +97,10 @@ def _fingerprint() -> str:
     return _code_fingerprint()
 
 
-def flop_summary(dataset: str, backbone: Component, head: Component) -> dict[str, Any]:
-    """`FlopReport.summary()` of a model, from the disk cache when the same code counted it before."""
+def flop_summary(dataset: str, backbone: Component, head: Component, cache: Path = DEFAULT_CACHE) -> dict[str, Any]:
+    """`FlopReport.summary()` of a model, from the cache folder `cache` when the same code counted it before."""
     key = model_key(dataset, backbone, head)
-    path = _summary_path(key)
+    path = _summary_path(key, cache)
     cached = read_json(path)
     if isinstance(cached, dict) and cached.get("key") == key:
         return cached["summary"]
@@ -108,17 +109,18 @@ def flop_summary(dataset: str, backbone: Component, head: Component) -> dict[str
     return summary
 
 
-def estimate_macs(dataset: str, backbone: Component, head: Component, count: bool = True) -> dict[str, int] | None:
+def estimate_macs(dataset: str, backbone: Component, head: Component, count: bool = True,
+                  cache: Path = DEFAULT_CACHE) -> dict[str, int] | None:
     """{"backbone_macs", "head_macs"} per sample at the paper's resolution, for cost estimates: a shipped
     model's from repro.measure.model_macs, another's from the caches or counted (None when not cached and
     `count` is False: torch-free callers such as the report)."""
     key = model_key(dataset, backbone, head)
     if (shipped := shipped_macs(key)) is not None:
         return shipped
-    full = read_json(_summary_path(key))
+    full = read_json(_summary_path(key, cache))
     if isinstance(full, dict) and full.get("key") == key:
         return {k: full["summary"][k] for k in ("backbone_macs", "head_macs")}
-    path = cache_dir("macs") / _summary_path(key).name
+    path = cache_dir(cache, "macs") / _summary_path(key, cache).name
     cached = read_json(path)
     if isinstance(cached, dict) and cached.get("key") == key:
         return cached["macs"]
@@ -180,16 +182,16 @@ def _count_from_shapes(spec: dict[str, Any], image_size: int | None = None) -> d
     return {"backbone_macs": report.backbone, "head_macs": report.head}
 
 
-def row_summary(row: Row) -> dict[str, Any]:
-    """`FlopReport.summary()` of the row's model, problems included: from the disk cache when counted before."""
-    return flop_summary(row.dataset, row.backbone, row.head)
+def row_summary(row: Row, cache: Path = DEFAULT_CACHE) -> dict[str, Any]:
+    """`FlopReport.summary()` of the row's model, problems included: from the cache folder when counted before."""
+    return flop_summary(row.dataset, row.backbone, row.head, cache)
 
 
 def measure_flops(plan: TablePlan, ctx: Context) -> Measured:
-    """Every FLOP row of the plan counted three ways (or its kept count reused)."""
+    """Every FLOP row of the plan counted three ways (or its kept count reused from the command's cache folder)."""
     out = Measuring()
     for row in plan.flop_rows:
-        summary = row_summary(row)
+        summary = row_summary(row, ctx.settings.cache)
         for name in FLOP_SUMMARY:
             out.set_row(row.id, name, summary[name])
         out.details.setdefault("flops", {})[row.id] = summary

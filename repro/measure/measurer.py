@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Mapping
 
 from repro.core.progress import Progress
+from repro.core.settings import Settings
 from repro.execution.options import ExecutorOptions
 from repro.plan.table_plan import TablePlan
 from repro.results.measurements import Measured
@@ -36,6 +37,7 @@ class Context:
     workers: int | None = None  # image-folder loader processes per split (--workers); None: the loader's choice
     remeasure_latency: bool = False  # time latency rows again rather than reuse this device's kept measurements
     train: bool = True  # False: a rebuild (repro.pipeline.rebuild_result) reads the run records there, trains none
+    settings: Settings = Settings()  # the command's: its cache and weights folders, and how each run executes
 
 
 @dataclass(frozen=True)

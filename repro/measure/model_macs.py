@@ -17,11 +17,12 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from repro.core.package_data import shipped
 from repro.core.fsutil import atomic_write_text
 from repro.plan.table_plan import Plans
 from repro.models import Component
 
-MACS_FILE = Path(__file__).with_name("model_macs.json")
+MACS_FILE = shipped("repro.measure", "model_macs.json")
 MACS_SCHEMA = 1
 
 

@@ -12,8 +12,10 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
+from pathlib import Path
 
 from repro.core.cache import cache_dir, read_json, write_json
+from repro.core.settings import DEFAULT_CACHE
 from repro.measure.flop_check import _count_from_shapes, model_key
 from repro.models import Component
 
@@ -27,10 +29,11 @@ class ModelSize:
 
 
 def model_size(dataset: str, backbone: Component, head: Component, image_size: int,
-               count: bool = True) -> ModelSize | None:
-    """The counts of the model a run at `image_size` trains; None when not cached and `count` is False."""
+               count: bool = True, cache: Path = DEFAULT_CACHE) -> ModelSize | None:
+    """The counts of the model a run at `image_size` trains, kept in the cache folder `cache`; None when not
+    cached and `count` is False."""
     key = json.dumps({"model": model_key(dataset, backbone, head), "image_size": image_size}, sort_keys=True)
-    path = cache_dir("model_size") / f"{hashlib.sha256(key.encode()).hexdigest()[:24]}.json"
+    path = cache_dir(cache, "model_size") / f"{hashlib.sha256(key.encode()).hexdigest()[:24]}.json"
     cached = read_json(path)
     if isinstance(cached, dict) and cached.get("key") == key:
         return ModelSize(**cached["size"])

@@ -100,18 +100,23 @@ class TorchvisionFeatures(nn.Module):
 
 def torchvision_net(arch: str, pretrained: bool | Path, classifier: str) -> nn.Module:
     """A torchvision ImageNet model with its `classifier` attribute removed. pretrained: True loads
-    torchvision's ImageNet weights (REPRO_WEIGHTS or TORCH_HOME's cache, hash-checked); a path loads a
-    state dict of the network without its classifier (repro.train.digit_weights)."""
+    torchvision's ImageNet weights from TORCH_HOME's cache (hash-checked); a path loads a state dict: torchvision's
+    ImageNet weights, classifier included, as a run finds them (repro.train.loop.pretrained_source: the weights
+    folders of its settings, hash-checked), or the network without its classifier (repro.train.digit_weights)."""
     import torchvision
 
     from repro.models.weights import load_pretrained
 
     net = getattr(torchvision.models, arch)(weights=None)
-    if pretrained is True:
-        net.load_state_dict(load_pretrained(arch))
-    setattr(net, classifier, nn.Identity())
+    state = load_pretrained(arch) if pretrained is True else None
     if isinstance(pretrained, Path):
-        net.load_state_dict(torch.load(pretrained, map_location="cpu", weights_only=True))
+        state = torch.load(pretrained, map_location="cpu", weights_only=True)
+    if state is not None and any(k.startswith(f"{classifier}.") for k in state):
+        net.load_state_dict(state)  # the whole ImageNet network, then its classifier goes
+        state = None
+    setattr(net, classifier, nn.Identity())
+    if state is not None:
+        net.load_state_dict(state)
     return net
 
 

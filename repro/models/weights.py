@@ -3,8 +3,8 @@
 Which backbones start from ImageNet weights, by the name of their torchvision weights enum
 (IMAGENET1K_V1 of each), is a field of each backbone's registry entry (repro.models.catalog,
 BackboneInfo.weights), read here torch-free. A file is looked up
-in the folders or files of REPRO_WEIGHTS (os.pathsep-separated) or of a
-`sources` argument, then in torch.hub's cache ($TORCH_HOME/hub/checkpoints),
+in the folders or files of the `sources` argument (the command line passes
+$REPRO_WEIGHTS's), then in torch.hub's cache ($TORCH_HOME/hub/checkpoints),
 and is refused unless its sha256 starts with the hash prefix torchvision
 publishes in the file name (torch.hub's check_hash rule).
 """
@@ -12,13 +12,13 @@ publishes in the file name (torch.hub's check_hash rule).
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from shlex import quote
 from typing import Iterable
 
+from repro.core.settings import DEFAULT_CACHE
 from repro.models.catalog import BACKBONES, backbone_info
 from repro.core.terminal import Step
 
@@ -93,13 +93,14 @@ def weights_url(backbone: str) -> str:
     return getattr(torchvision.models, name).IMAGENET1K_V1.url
 
 
-def published_url(backbone: str) -> str:
-    """weights_url, read once per torchvision version and cached (repro.core.cache): no torch import after that."""
+def published_url(backbone: str, cache: Path = DEFAULT_CACHE) -> str:
+    """weights_url, read once per torchvision version and cached in the cache folder `cache` (repro.core.cache):
+    no torch import after that."""
     from importlib.metadata import version
 
     from repro.core.cache import cache_dir, read_json, write_json
 
-    path = cache_dir("sources") / "weights.json"
+    path = cache_dir(cache, "sources") / "weights.json"
     cached = read_json(path)
     cached = cached if isinstance(cached, dict) and cached.get("torchvision") == version("torchvision") else {}
     urls = cached.get("urls") if isinstance(cached.get("urls"), dict) else {}
@@ -110,9 +111,7 @@ def published_url(backbone: str) -> str:
 
 
 def _sources(sources: Iterable[str | Path] | None) -> list[Path]:
-    if sources is None:
-        sources = [s for s in os.environ.get("REPRO_WEIGHTS", "").split(os.pathsep) if s.strip()]
-    return [Path(s).expanduser() for s in sources]
+    return [Path(s).expanduser() for s in sources or ()]
 
 
 def _candidates(file_name: str, sources: list[Path]) -> list[Path]:

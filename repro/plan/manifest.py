@@ -10,12 +10,10 @@ applies to this table. Code never branches on its id.
 from __future__ import annotations
 
 import dataclasses
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, get_type_hints
 
-from repro import REPO_ROOT
 from repro.claims import RULES, check_references
 from repro.claims.across import check_across
 from repro.data.specs import DATASETS
@@ -23,6 +21,7 @@ from repro.models import BACKBONES, HEADS, Component
 from repro.models.configs import ConfigError
 from repro.spec.profiles import MAX_BATCH, MAX_SEEDS, Profile, RunDefaults, all_profiles, check_against
 from repro.spec.readings import Reading, Sensitivity, applying, check_claims, check_rows, expand, shipped_readings
+from repro.core.package_data import shipped
 from repro.core.registry import closest
 from repro.core.schema import (
     Problems, SchemaError, bounded, check_id, check_params, convert, field_names, from_dict, read_toml,
@@ -31,9 +30,12 @@ from repro.core.schema import (
 Measure = Literal["flops", "accuracy", "latency"]
 
 
+SHIPPED_MANIFESTS = shipped("repro", "manifests")  # package data: one file per table of the paper
+
+
 def manifests_dir(directory: str | Path | None = None) -> Path:
-    """The manifests folder: `directory`, else $REPRO_MANIFESTS, else the package's manifests/."""
-    return Path(directory or os.environ.get("REPRO_MANIFESTS") or REPO_ROOT / "manifests")
+    """The manifests folder: `directory`, else the package's manifests/ (the command line passes $REPRO_MANIFESTS)."""
+    return Path(directory) if directory else SHIPPED_MANIFESTS
 
 
 @dataclass(frozen=True)
@@ -373,9 +375,10 @@ def load_valid(directory: str | Path | None = None, profiles_file: str | Path | 
 def _shipped_elsewhere(directory: str | Path | None) -> set[str]:
     """The shipped tables, when the folder is one of the user's own: what one manifest names in another may be
     there (a folder of one's own may hold some of the shipped tables only)."""
-    shipped = REPO_ROOT / "manifests"
     folder = manifests_dir(directory)
-    return {p.stem for p in manifest_paths(shipped)} if folder.resolve() != shipped.resolve() else set()
+    if folder.resolve() == SHIPPED_MANIFESTS.resolve():
+        return set()
+    return {p.stem for p in manifest_paths(SHIPPED_MANIFESTS)}
 
 
 def load_all(directory: str | Path | None = None, profiles_file: str | Path | None = None,

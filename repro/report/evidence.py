@@ -7,7 +7,11 @@ result. Words come from the profile as run (ManifestResult.profile_settings), ne
 
 from __future__ import annotations
 
+import re
+
 from repro.spec.profiles import Profile
+
+_COMMIT = re.compile(r"[0-9a-f]{12}")  # a commit's hash, shortened to 12 characters where shown
 
 DATA_WORDS = {
     "synthetic": "synthetic data",
@@ -58,7 +62,8 @@ def label(name: str, profile: Profile | None, unverified: bool = False) -> str:
 
 def commits_text(commits: set[str]) -> str:
     """'commit 1a2b3c4d5e6f' (12 characters, '+dirty' kept), or every commit when the results mix several."""
-    short = sorted({c[:12] + ("+dirty" if c.endswith("+dirty") else "") for c in commits if c})
+    short = sorted({c[:12] + ("+dirty" if c.endswith("+dirty") else "") if _COMMIT.match(c) else c
+                    for c in commits if c})  # else as written: "not a git checkout" (an installed wheel)
     if not short:
         return "commit unknown"
     return ("commit " if len(short) == 1 else "commits ") + ", ".join(short)

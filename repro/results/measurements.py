@@ -343,10 +343,6 @@ class FlopCheck:
         return [f"{m}/{r}: {p}" for (m, r), ps in self.failures.items() for p in ps]
 
 
-def default_results_dir() -> Path:
-    return Path(os.environ.get("REPRO_RESULTS", "results"))
-
-
 MIN_FREE_BYTES = 256 << 20  # records are kilobytes, but a ResNet-18 checkpoint with Adam state is ~130 MB
 
 

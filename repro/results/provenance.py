@@ -3,31 +3,42 @@
 from __future__ import annotations
 
 import datetime as dt
-import os
 import importlib.metadata
 import platform
 import subprocess
 from functools import lru_cache
+from pathlib import Path
 
-from repro import REPO_ROOT; from repro import __version__
+from repro import __version__
 from repro.core.devices import device_label, device_type
 from repro.results.git_files import commit_from_files
 
 PACKAGES = ("torch", "torchvision", "fvcore", "numpy", "scipy", "pandas", "jinja2", "typer", "rich")
+NOT_A_CHECKOUT = "not a git checkout"  # the package runs from an installed wheel: no commit to name
+
+
+def source_checkout() -> Path | None:
+    """The git checkout the package is imported from (an editable install, a container's source tree), or None:
+    an installed wheel, whose folder is site-packages."""
+    root = Path(__file__).resolve().parents[2]  # repro/results/provenance.py -> the folder holding repro/
+    return root if (root / ".git").exists() and (root / "pyproject.toml").is_file() else None
 
 
 @lru_cache(maxsize=1)
 def git_commit() -> str:
     """HEAD's hash, with '+dirty' when tracked files differ from it; where git cannot answer (a container
     image, whose build context holds .git's HEAD, refs and index but not its objects), the same read from
-    those files (repro.results.git_files); else 'unknown'."""
+    those files (repro.results.git_files); else 'unknown'. Outside a checkout: 'not a git checkout'."""
+    root = source_checkout()
+    if root is None:
+        return NOT_A_CHECKOUT
     try:
-        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True, check=True)
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO_ROOT,
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True)
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
                                capture_output=True, text=True, check=True)
         return head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
     except (OSError, subprocess.CalledProcessError):
-        return commit_from_files(REPO_ROOT) or "unknown"
+        return commit_from_files(root) or "unknown"
 
 
 def package_versions() -> dict[str, str]:

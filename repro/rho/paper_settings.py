@@ -1,4 +1,4 @@
-"""The paper's thresholds and its own settings (Table 6), read from manifests/ and paper_tables/.
+"""The paper's thresholds and its own settings (Table 6), read from the package's manifests/ and paper_tables/.
 
 Nothing here is typed in. The ~7% threshold is the paper value that Table 6's `separates`
 claim tests (Sections 4.6, 5.3), and the rows that claim puts either side of it are the
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 from typing import Any, Literal
 
 from repro.data.specs import get_dataset
@@ -70,18 +71,19 @@ def _percent(value: float) -> str:
     return f"{value * 100:g}%"
 
 
-@lru_cache(maxsize=1)
-def settings_manifest() -> Manifest:
+@lru_cache(maxsize=4)
+def settings_manifest(manifests: Path | None = None) -> Manifest:
+    """Table 6's manifest, from the folder `manifests` (the command's --manifests, $REPRO_MANIFESTS) or the package's."""
     try:
-        return find_manifest(SETTINGS_MANIFEST)
+        return find_manifest(SETTINGS_MANIFEST, manifests)
     except (KeyError, SchemaError) as exc:
         message = exc.args[0] if isinstance(exc, KeyError) else str(exc)
         raise RhoInputError(f"repro rho reads the paper's settings from the '{SETTINGS_MANIFEST}' manifest: "
                             f"{message}") from None
 
 
-def load_reference() -> Reference:
-    manifest = settings_manifest()
+def load_reference(manifests: Path | None = None) -> Reference:
+    manifest = settings_manifest(manifests)
     table = paper_table(manifest.paper_table or manifest.id)
     separates = next((c for c in manifest.claims if c.rule == "separates"), None)
     value = table.get(separates.params["threshold"]) if table and separates else None
@@ -128,19 +130,19 @@ def _first_row(rows: list[Row], backbone: str) -> Row | None:
     return next((r for r in rows if r.backbone.name == backbone), None)
 
 
-def _every_row() -> list[Row]:
+def _every_row(manifests: Path | None) -> list[Row]:
     try:
-        return [r for m in load_all() for r in m.rows]
+        return [r for m in load_all(manifests) for r in m.rows]
     except SchemaError as exc:
         raise RhoInputError(str(exc)) from None
 
 
-def _sparse_row(dataset: str) -> Row | None:
-    rows = settings_manifest().rows
+def _sparse_row(dataset: str, manifests: Path | None) -> Row | None:
+    rows = settings_manifest(manifests).rows
     return next((r for r in rows if r.dataset == dataset and r.head.name == MOE_HEAD and r.role == "main"), None)
 
 
-def default_setting(spec: ModelSpec) -> Setting:
+def default_setting(spec: ModelSpec, manifests: Path | None = None) -> Setting:
     """A torchvision model: Table 6's ImageNet head-only row. A registry backbone: the first row using it
     (Table 6 first, then the other manifests), with the head of its dataset's head-only row when it has none;
     ImageNet's setting for a backbone no manifest uses."""
@@ -148,13 +150,13 @@ def default_setting(spec: ModelSpec) -> Setting:
     if spec.source == "torchvision":
         dataset = TORCHVISION_DATASET
     else:
-        rows = list(settings_manifest().rows)
-        row = _first_row(rows, spec.name) or _first_row(_every_row(), spec.name)
+        rows = list(settings_manifest(manifests).rows)
+        row = _first_row(rows, spec.name) or _first_row(_every_row(manifests), spec.name)
         dataset = row.dataset if row else TORCHVISION_DATASET
         backbone = row.backbone if row else backbone
         if row is not None and row.head.name == MOE_HEAD:
             return _setting(dataset, backbone, row)
-    head_row = _sparse_row(dataset)
+    head_row = _sparse_row(dataset, manifests)
     return _setting(dataset, backbone, head_row)
 
 

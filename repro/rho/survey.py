@@ -7,6 +7,9 @@ as this artifact counts them (repro.measure.flop_check, cached on disk), with th
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from repro.core.settings import DEFAULT_CACHE
 from repro.rho.analysis import Request, analyse
 from repro.rho.model_list import ModelSpec, RhoInputError
 from repro.rho.networks import Network
@@ -26,15 +29,16 @@ def count_one(spec: ModelSpec, setting: Setting, size: tuple[int, int], classes:
             "problems": list(head.problems)}
 
 
-def setting_points(reference: Reference) -> list[dict]:
-    """The paper's settings as counted here: total MACs and rho, with the rho the paper prints."""
+def setting_points(reference: Reference, cache: Path = DEFAULT_CACHE, manifests: Path | None = None) -> list[dict]:
+    """The paper's settings as counted here (each count kept in the cache folder `cache`): total MACs and rho,
+    with the rho the paper prints."""
     from repro.measure.flop_check import flop_summary
 
-    manifest = settings_manifest()
+    manifest = settings_manifest(manifests)
     points = []
     for s in reference.settings:
         row = manifest.row(s.row)
-        summary = flop_summary(row.dataset, row.backbone, row.head)
+        summary = flop_summary(row.dataset, row.backbone, row.head, cache)
         points.append({"row": s.row, "side": s.side, "total_macs": summary["total_macs"], "rho": summary["rho"],
                        "paper": s.printed, "paper_rho": s.value, "from_explainer": s.from_explainer,
                        "problems": summary["problems"]})

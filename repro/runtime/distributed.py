@@ -45,12 +45,10 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from repro.core import environment
+from repro.core.settings import Launch
 
-# Followers wait for rank 0's next run while it does the rest of a table (FLOP counts,
-# latency, waiting for another process's lock): their control channel waits long.
-CONTROL_TIMEOUT_S = environment.value("REPRO_DDP_CONTROL_TIMEOUT_S")
 _control: Any = None  # the gloo group of control messages (objects, barriers)
+_local_rank = 0  # this rank's GPU on its node, from the launch `init` joined with
 
 
 class WorldBroken(BaseException):
@@ -81,29 +79,28 @@ class World:
                 "per_local_batch": "MoE auxiliary losses and capacity, BatchNorm batch statistics"}
 
 
-def launched() -> bool:
-    """True in a process torchrun started as one of several ranks."""
-    return environment.value("WORLD_SIZE") > 1
-
-
 def current() -> World:
     if not (dist.is_available() and dist.is_initialized()):
         return World()
-    return World(dist.get_rank(), dist.get_world_size(), environment.value("LOCAL_RANK"), dist.get_backend())
+    return World(dist.get_rank(), dist.get_world_size(), _local_rank, dist.get_backend())
 
 
-def init(device: str) -> World:
-    """Join torchrun's process group (nccl on CUDA, gloo on a CPU) once; a single process stays World()."""
-    global _control
-    if not launched():
+def init(device: str, launch: Launch) -> World:
+    """Join torchrun's process group (nccl on CUDA, gloo on a CPU) once, as the `launch` this process's command
+    read where it started (torchrun's WORLD_SIZE, LOCAL_RANK); a single process stays World()."""
+    global _control, _local_rank
+    if launch.world_size <= 1:
         return World()
+    _local_rank = launch.local_rank
     if not dist.is_initialized():
         cuda = device.startswith("cuda")
         if cuda:
-            torch.cuda.set_device(environment.value("LOCAL_RANK"))
+            torch.cuda.set_device(launch.local_rank)
         dist.init_process_group("nccl" if cuda else "gloo")
     if _control is None:
-        _control = dist.new_group(backend="gloo", timeout=dt.timedelta(seconds=CONTROL_TIMEOUT_S))
+        # Followers wait for rank 0's next run while it does the rest of a table (FLOP counts,
+        # latency, waiting for another process's lock): their control channel waits long.
+        _control = dist.new_group(backend="gloo", timeout=dt.timedelta(seconds=launch.control_timeout_s))
     return current()
 
 

@@ -63,6 +63,9 @@ class LockNotRemovable(RuntimeError):
 @dataclass(frozen=True)
 class LockSettings:
     stale_after_s: float = DEFAULT_STALE_AFTER_S
+    # This process's Slurm job and array task ((key, value) pairs: repro.core.settings.Launch.slurm), which its
+    # locks name; a lock that names the same array task was left by it before a requeue. () outside Slurm.
+    job: tuple[tuple[str, str], ...] = ()
 
     @property
     def heartbeat_s(self) -> float:
@@ -84,18 +87,6 @@ def stale_after_problem(seconds: float) -> str | None:
 
 def lock_path(runs_dir: Path, run_hash: str) -> Path:
     return runs_dir / f"{run_hash}.lock"
-
-
-def slurm_identity() -> dict[str, str]:
-    """This process's Slurm job and array task, from Slurm's environment ({} outside Slurm)."""
-    env = os.environ
-    if "SLURM_JOB_ID" not in env:
-        return {}
-    out = {"slurm_job_id": env["SLURM_JOB_ID"]}
-    if "SLURM_ARRAY_JOB_ID" in env:
-        out["slurm_array_job_id"] = env["SLURM_ARRAY_JOB_ID"]
-        out["slurm_array_task_id"] = env.get("SLURM_ARRAY_TASK_ID", "")
-    return out
 
 
 def _first_line(path: str) -> str | None:
@@ -126,11 +117,11 @@ def process_started(pid: int) -> int | None:
         return None
 
 
-def holder_identity(label: str = "", executor: str = "local") -> dict[str, Any]:
+def holder_identity(label: str = "", executor: str = "local", job: tuple[tuple[str, str], ...] = ()) -> dict[str, Any]:
     started = process_started(os.getpid())
     return {"host": socket.gethostname(), "pid": os.getpid(), "executor": executor, "label": label,
             "started": time.time(), **machine_identity(), **({"pid_started": started} if started else {}),
-            **slurm_identity()}
+            **dict(job)}
 
 
 def holder_problem(holder: Any) -> str | None:
@@ -203,7 +194,7 @@ def stale_reason(holder: dict[str, Any], settings: LockSettings, now: float | No
         return None
     if (gone := _exited_here(holder, age, settings)) is not None:
         return gone
-    me = slurm_identity()
+    me = dict(settings.job)
     if me and "slurm_array_job_id" in me and all(holder.get(k) == me[k] for k in ("slurm_array_job_id", "slurm_array_task_id")):
         return "it is this Slurm array task's own lock from before a requeue"
     if me and "slurm_array_job_id" not in me and holder.get("slurm_job_id") == me["slurm_job_id"]:
@@ -295,7 +286,7 @@ def try_lock(runs_dir: Path, run_hash: str, settings: LockSettings, label: str =
     path = lock_path(runs_dir, run_hash)
     for _ in range(3):
         token = uuid.uuid4().hex
-        if _create(path, {**holder_identity(label, executor), "token": token}):
+        if _create(path, {**holder_identity(label, executor, settings.job), "token": token}):
             try:
                 return RunLock(path, token, settings)
             except BaseException:  # interrupted before the caller holds it: it could not release it
@@ -337,12 +328,12 @@ def _take_over(path: Path, holder: dict[str, Any], reason: str, settings: LockSe
     """Remove a stale lock; a second O_EXCL file, the guard, makes sure only one process removes it. A guard
     is stale by the rules of a lock (its taker exited, or was killed mid-takeover): it is removed and taken."""
     guard = path.with_name(path.name + ".takeover")
-    if not _create(guard, holder_identity()):
+    if not _create(guard, holder_identity(job=settings.job)):
         g = read_holder(guard)
         if g is None or (why := stale_reason(g, settings)) is None:
             return  # another process is taking the lock over now
         _remove(guard, why)
-        if not _create(guard, holder_identity()):
+        if not _create(guard, holder_identity(job=settings.job)):
             return
     try:
         current = read_holder(path)

@@ -1,4 +1,4 @@
-"""The numbers the paper's text reports, loaded from paper_tables/*.toml.
+"""The numbers the paper's text reports, loaded from repro/paper_tables/*.toml (package data).
 
 Each value is keyed "<row or comparison id>.<metric>" within its table, the same
 ids the table's manifest uses, and records the number as printed, where it
@@ -8,7 +8,6 @@ give are absent: nothing here is estimated.
 
 from __future__ import annotations
 
-import os
 import re
 import sys
 from dataclasses import dataclass
@@ -16,7 +15,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from repro import REPO_ROOT
+from repro.core.package_data import shipped
 from repro.core.schema import Problems, SchemaError, from_dict, read_toml
 
 _NUMBER = re.compile(r"\d*\.\d+|\d+")  # the printed value is the first; what follows (± s.d., p, d) is not it
@@ -88,8 +87,7 @@ class PaperTable:
         return next((v for v in self.values if v.key == key), None)
 
 
-def paper_tables_dir() -> Path:
-    return Path(os.environ.get("REPRO_PAPER_TABLES", REPO_ROOT / "paper_tables"))
+PAPER_TABLES = shipped("repro", "paper_tables")  # one file per table of the paper: what its text reports
 
 
 def load_paper_table(path: Path) -> PaperTable:
@@ -117,14 +115,14 @@ def _load(path: Path) -> PaperTable:
 
 def paper_table(name: str) -> PaperTable | None:
     """One table's reported values; a damaged file fails only the manifests that use it."""
-    path = paper_tables_dir() / f"{name}.toml"
+    path = PAPER_TABLES / f"{name}.toml"
     return _load(path) if path.is_file() else None
 
 
 def paper_tables() -> dict[str, PaperTable]:
     """Every table that loads (for the audit and figures); a damaged one is skipped with a warning."""
     out = {}
-    for path in sorted(paper_tables_dir().glob("*.toml")):
+    for path in sorted(PAPER_TABLES.glob("*.toml")):
         try:
             out[path.stem] = _load(path)
         except SchemaError as exc:

@@ -13,18 +13,18 @@ from __future__ import annotations
 import dataclasses
 import fnmatch
 import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Literal, Mapping
+from typing import Any, Iterable, Literal
 
+from repro.core.package_data import shipped
 from repro.data.specs import DATASETS, get_dataset
 from repro.spec.recipes import RECIPES
 from repro.core.registry import closest
 from repro.core import environment
 from repro.core.schema import Problems, SchemaError, bounded, check_id, from_dict, read_toml
 
-SHIPPED_PROFILES = Path(__file__).with_name("profiles.toml")
+SHIPPED_PROFILES = shipped("repro.spec", "profiles.toml")
 REQUIRED_PROFILES = ("smoke", "full")  # the default profile, and the paper's protocol (`repro plan` starts from it)
 
 # Upper bounds that keep a typo from asking for the impossible (1e11 samples) while leaving the paper's
@@ -32,31 +32,17 @@ REQUIRED_PROFILES = ("smoke", "full")  # the default profile, and the paper's pr
 MAX_SAMPLES, MAX_SEEDS, MAX_EPOCHS, MAX_BATCH, MAX_IMAGE = 1 << 24, 1000, 10_000, 1 << 16, 1024
 MAX_THREADS = environment.MAX_THREADS
 RECIPE_OVERRIDES = ("optimizer", "lr", "backbone_lr_scale")
-# Where a profile leaves `threads` and `deterministic` out, the command's environment gives them (else 1 and off).
-THREADS_ENV, DETERMINISTIC_ENV = "OMP_NUM_THREADS", "REPRO_DETERMINISTIC"
-
-
-def default_profile() -> str:
-    return os.environ.get("REPRO_PROFILE", "smoke")
 
 
 @dataclass(frozen=True)
 class RunDefaults:
     """What every run trains on where its profile does not say: intra-op threads (never the machine's core
     count) and PyTorch's deterministic mode. Both name a run (repro.plan.run_config.RunConfig). The command line
-    reads them once, where it starts (`from_environment`); a library caller passes its own or takes 1 and off."""
+    fills them from its settings ($OMP_NUM_THREADS, $REPRO_DETERMINISTIC: repro.cli.common.run_defaults); a
+    library caller passes its own or takes 1 and off."""
 
     threads: int = 1
     deterministic: bool = False
-
-    @classmethod
-    def from_environment(cls, environ: Mapping[str, str] = os.environ) -> RunDefaults:
-        """$OMP_NUM_THREADS, else 1; $REPRO_DETERMINISTIC (1 or 0), else off (repro.core.environment's parsers).
-        Raises SchemaError naming each variable whose value does not parse."""
-        problems = [p for name in (THREADS_ENV, DETERMINISTIC_ENV) if (p := environment.problem(name, environ))]
-        if problems:
-            raise SchemaError("the environment", problems)
-        return cls(environment.value(THREADS_ENV, environ) or 1, environment.value(DETERMINISTIC_ENV, environ))
 
 
 @dataclass(frozen=True)
@@ -287,21 +273,15 @@ def parse_profiles(data: dict[str, Any], path: str | Path, required: tuple[str, 
     return profiles
 
 
-def profiles_path(path: str | Path | None = None) -> Path | None:
-    """The user profiles file: `path`, else $REPRO_PROFILES, else none."""
-    value = path or os.environ.get("REPRO_PROFILES")
-    return Path(value) if value else None
-
-
 def shipped_profiles() -> dict[str, Profile]:
     return load_profiles(SHIPPED_PROFILES, REQUIRED_PROFILES)
 
 
 def all_profiles(path: str | Path | None = None) -> tuple[dict[str, Profile], dict[str, Path]]:
-    """The shipped profiles with the user file's (see profiles_path) added over them, and each one's file."""
+    """The shipped profiles with those of the user's file `path` (if any) added over them, and each one's file."""
     profiles = shipped_profiles()
     files = {name: SHIPPED_PROFILES for name in profiles}
-    user = profiles_path(path)
+    user = Path(path) if path else None
     if user is not None:
         own = load_profiles(user)
         profiles.update(own)

@@ -23,6 +23,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable, get_type_hints
 
+from repro.core.package_data import shipped
 from repro.data.specs import DATASETS
 from repro.models import BACKBONES, HEADS, Component
 from repro.models.configs import ConfigError
@@ -30,7 +31,7 @@ from repro.spec.profiles import MAX_BATCH
 from repro.core.registry import Registry, closest
 from repro.core.schema import Problems, SchemaError, bounded, check_id, convert, from_dict, read_toml
 
-SHIPPED_READINGS = Path(__file__).with_name("readings.toml")
+SHIPPED_READINGS = shipped("repro.spec", "readings.toml")
 PARTS = ("backbone", "head")  # the components an override may change
 
 

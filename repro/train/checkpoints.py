@@ -1,9 +1,9 @@
 """A run's training checkpoint: model, optimiser, scheduler, random generators, history, after an epoch.
 
-Written atomically by rank 0 after an epoch once `checkpoint_seconds()` of training have passed since the
-previous one (default 60 s, $REPRO_CHECKPOINT_SECONDS; 0: after every epoch), never after the last epoch (the
-run record follows it), so an interrupted run resumes where it stopped and, on a CPU, ends with the same
-record as an uninterrupted one. The interval bounds what a kill loses; a checkpoint after every epoch
+Written atomically by rank 0 after an epoch once the command's `checkpoint_seconds` of training have passed
+since the previous one (repro.core.settings: default 60 s, $REPRO_CHECKPOINT_SECONDS; 0: after every epoch),
+never after the last epoch (the run record follows it), so an interrupted run resumes where it stopped and,
+on a CPU, ends with the same record as an uninterrupted one. The interval bounds what a kill loses; a checkpoint after every epoch
 made runs whose epochs take a second (the smoke profile's) write their model and optimiser state again
 and again: 20 GB for one smoke run of every table. Where the file lives, and what makes one unusable before training starts
 (another run's, an epoch beyond the run), is the records' business (repro.execution.records,
@@ -20,17 +20,6 @@ from typing import Any
 import torch
 
 from repro.core.fsutil import atomic_write_bytes
-from repro.core import environment
-
-
-CHECKPOINT_ENV = "REPRO_CHECKPOINT_SECONDS"
-DEFAULT_CHECKPOINT_SECONDS = environment.VARIABLES[CHECKPOINT_ENV].default
-
-
-def checkpoint_seconds() -> float:
-    """Training seconds between checkpoints, from $REPRO_CHECKPOINT_SECONDS (0: after every epoch); a value
-    that is not one raises repro.core.environment.BadEnvironment (a ValueError) naming it."""
-    return environment.value(CHECKPOINT_ENV)
 
 
 class CheckpointUnusable(RuntimeError):

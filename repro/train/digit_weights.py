@@ -17,7 +17,7 @@ size), as torchvision's were made on ImageNet's own training split:
 - the readout is dropped: a run's head starts from random initialisation as always.
 
 The weights file and a JSON record beside it (settings, seconds, test-split digit
-accuracy, sha256) live under $REPRO_CACHE/digit_weights/; the name carries a hash of
+accuracy, sha256) live under the cache folder's digit_weights/ (repro.core.cache); the name carries a hash of
 the settings, so a change to them makes new weights. Concurrent runs that need the
 same file make it once: the first takes a lock, the others wait for the file.
 Legend: N images, D digits per image, F features.
@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from repro.core.cache import cache_dir, read_json
+from repro.core.settings import DEFAULT_CACHE
 from repro.core.fsutil import atomic_write_bytes, atomic_write_json
 from repro.runtime.locks import LockSettings, try_lock
 from repro.runtime.numerics import run_numerics
@@ -76,10 +77,11 @@ def _key(backbone: str, dataset: str, image_size: int, settings: Pretraining) ->
     return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
 
-def weights_path(backbone: str, dataset: str, image_size: int, settings: Pretraining | None = None) -> Path:
+def weights_path(backbone: str, dataset: str, image_size: int, settings: Pretraining | None = None,
+                 cache: Path = DEFAULT_CACHE) -> Path:
     settings = settings or PRETRAIN
     base = base_backbone(backbone)
-    return cache_dir("digit_weights") / f"{base}-{dataset}-{image_size}px-{_key(base, dataset, image_size, settings)}.pt"
+    return cache_dir(cache, "digit_weights") / f"{base}-{dataset}-{image_size}px-{_key(base, dataset, image_size, settings)}.pt"
 
 
 def record(path: Path) -> dict[str, Any] | None:
@@ -88,12 +90,13 @@ def record(path: Path) -> dict[str, Any] | None:
 
 
 def ensure(backbone: str, dataset: str, image_size: int, settings: Pretraining | None = None,
-           log=print) -> Path:
-    """The weights file for `backbone` on `dataset`'s stand-in at `image_size`, pretrained here if absent."""
+           log=print, cache: Path = DEFAULT_CACHE, lock_settings: LockSettings = LockSettings()) -> Path:
+    """The weights file for `backbone` on `dataset`'s stand-in at `image_size` in the cache folder `cache`,
+    pretrained here if absent (under a lock: `lock_settings` say when another holder's lock is stale)."""
     settings = settings or PRETRAIN
-    path = weights_path(backbone, dataset, image_size, settings)
+    path = weights_path(backbone, dataset, image_size, settings, cache)
     while not (path.is_file() and record(path) is not None):
-        lock = try_lock(path.parent, path.stem, LockSettings())
+        lock = try_lock(path.parent, path.stem, lock_settings)
         if isinstance(lock, dict):  # another process is pretraining it
             time.sleep(POLL_S)
             continue

@@ -8,7 +8,8 @@ resumes where its checkpoint stopped and, on a CPU, ends with the same record as
 
 How a run executes (memory format, compilation, the sparse head's dispatch) is
 an Engine: choices that change speed, not results beyond float rounding, so
-they are read from the environment and recorded, never hashed into the config.
+they come with the command's settings (repro.core.settings.EngineSwitches) and are
+recorded, never hashed into the config.
 """
 
 from __future__ import annotations
@@ -25,11 +26,12 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from repro.train.checkpoints import checkpoint_seconds, load_checkpoint, save_checkpoint
+from repro.train.checkpoints import load_checkpoint, save_checkpoint
 from repro.data.read_options import DataOptions
 from repro.data.specs import get_dataset
-from repro.core import environment
+from repro.core.settings import DEFAULT_CACHE, EngineSwitches, Settings
 from repro.runtime import distributed, numerics
+from repro.runtime.locks import LockSettings
 from repro.models import Component, build_model
 from repro.models import small_maps
 from repro.models.small_maps import to_channels_last
@@ -62,8 +64,8 @@ class RunData:
 
 @dataclass(frozen=True)
 class Engine:
-    """Speed choices, from REPRO_CHANNELS_LAST, REPRO_COMPILE, REPRO_SMALL_MAPS (auto, 1, 0), REPRO_DISPATCH
-    (auto, loop, batched) and REPRO_BF16_CPU (0 by default).
+    """Speed choices, from the switches REPRO_CHANNELS_LAST, REPRO_COMPILE, REPRO_SMALL_MAPS (auto, 1, 0),
+    REPRO_DISPATCH (auto, loop, batched) and REPRO_BF16_CPU (0 by default), resolved for a run and its device.
 
     auto: channels-last convolutions everywhere (faster from 32 px up, neutral at 16 px); the backbone
     compiled on CUDA only (on a CPU it compiled long and ran no faster); batched sparse dispatch on CUDA only
@@ -81,36 +83,41 @@ class Engine:
     small_maps: bool = False  # convolutions on maps smaller than their kernel: repro.models.small_maps
 
 
-def _switch(name: str, auto: bool) -> bool:
-    value = environment.value(name)  # None: auto
-    return auto if value is None else value
+def _switch(value: bool | None, auto: bool) -> bool:
+    return auto if value is None else value  # None: auto
 
 
-def resolve_engine(cfg: RunConfig, device: torch.device) -> Engine:
+def resolve_engine(cfg: RunConfig, device: torch.device, switches: EngineSwitches = EngineSwitches()) -> Engine:
     from repro.models import HEADS
 
     cuda = device.type == "cuda"
     dispatch = None
     head_fields = {f.name for f in fields(HEADS.get(cfg.head["name"]).config)}
     if "dispatch" in head_fields and "dispatch" not in cfg.head["params"]:
-        choice = environment.value("REPRO_DISPATCH")
+        choice = switches.dispatch
         dispatch = ("batched" if cuda else None) if choice == "auto" else choice
-    return Engine(_switch("REPRO_CHANNELS_LAST", True), _switch("REPRO_COMPILE", cuda), dispatch,
-                  _switch("REPRO_BF16_CPU", False), _switch("REPRO_SMALL_MAPS", not cuda))
+    return Engine(_switch(switches.channels_last, True), _switch(switches.compile, cuda), dispatch,
+                  _switch(switches.bf16_cpu, False), _switch(switches.small_maps, not cuda))
 
 
-def pretrained_source(cfg: RunConfig) -> bool | Path:
-    """What the backbone starts from: False (random), True (torchvision's ImageNet weights) or a weights file."""
+def pretrained_source(cfg: RunConfig, settings: Settings = Settings()) -> bool | Path:
+    """What the backbone starts from: False (random), or a weights file: torchvision's ImageNet weights (found in
+    the settings' weights folders, else torch.hub's cache) or the digit stand-in's (made in the settings' cache)."""
     if cfg.digit_weights:
         from repro.train import digit_weights
 
-        return digit_weights.ensure(cfg.backbone["name"], cfg.dataset, cfg.image_size)
-    return cfg.pretrained
+        return digit_weights.ensure(cfg.backbone["name"], cfg.dataset, cfg.image_size, cache=settings.cache,
+                                    lock_settings=LockSettings(job=settings.launch.slurm))
+    if cfg.pretrained:
+        from repro.models.weights import require_weights
+
+        return require_weights(cfg.backbone["name"], settings.weights)
+    return False
 
 
-def build_engine_model(cfg: RunConfig, engine: Engine) -> nn.Module:
+def build_engine_model(cfg: RunConfig, engine: Engine, settings: Settings = Settings()) -> nn.Module:
     head = Component(cfg.head["name"], {**cfg.head["params"], **({"dispatch": engine.dispatch} if engine.dispatch else {})})
-    model = build_model(cfg.dataset, Component(**cfg.backbone), head, pretrained=pretrained_source(cfg),
+    model = build_model(cfg.dataset, Component(**cfg.backbone), head, pretrained=pretrained_source(cfg, settings),
                         image_size=cfg.image_size)
     if engine.channels_last:
         to_channels_last(model)
@@ -151,8 +158,12 @@ def _resize(images: torch.Tensor, size: int) -> torch.Tensor:
 
 
 def make_data(cfg: RunConfig, device: torch.device, data_dir: Path | None, channels_last: bool = False,
-              world: distributed.World = distributed.World(), options: DataOptions = DataOptions()) -> RunData:
-    """The run's loaders; on N processes, rank r's shard of every epoch in batches of batch_size // N."""
+              world: distributed.World = distributed.World(), options: DataOptions = DataOptions(),
+              settings: Settings = Settings()) -> RunData:
+    """The run's loaders; on N processes, rank r's shard of every epoch in batches of batch_size // N. From the
+    command's `settings`: the cache folder, where a decoded dataset is kept (repro.data.tensors), and the ranks
+    on this host, which share its CPUs for loader processes."""
+    cache = settings.cache
     from repro.data import digits, loader, synthetic, tensors
 
     spec = get_dataset(cfg.dataset)
@@ -168,13 +179,13 @@ def make_data(cfg: RunConfig, device: torch.device, data_dir: Path | None, chann
     elif cfg.data == "synthetic":
         n_train, n_test = cfg.train_samples or 2048, cfg.test_samples or 512
         # The data set is fixed (seed 0) like a real one; the run seed sets init and order.
-        xtr, ytr = synthetic.synthetic_tensors(cfg.dataset, n_train, 0, cfg.image_size, "train")
-        xte, yte = synthetic.synthetic_tensors(cfg.dataset, n_test, 0, cfg.image_size, "test")
+        xtr, ytr = synthetic.synthetic_tensors(cfg.dataset, n_train, 0, cfg.image_size, "train", cache)
+        xte, yte = synthetic.synthetic_tensors(cfg.dataset, n_test, 0, cfg.image_size, "test", cache)
         source = f"synthetic {spec.title}-shaped data: {n_train} train / {n_test} test images at {cfg.image_size}px"
     elif get_dataset(cfg.dataset).in_memory:
         allow = options.allow_unverified
-        xtr, ytr = tensors.load_tensors(cfg.dataset, data_dir, "train", allow_unverified=allow)
-        xte, yte = tensors.load_tensors(cfg.dataset, data_dir, "test", allow_unverified=allow)
+        xtr, ytr = tensors.load_tensors(cfg.dataset, data_dir, "train", cache=cache, allow_unverified=allow)
+        xte, yte = tensors.load_tensors(cfg.dataset, data_dir, "test", cache=cache, allow_unverified=allow)
         xtr, ytr = loader.subset(xtr, ytr, cfg.train_samples)
         xte, yte = loader.subset(xte, yte, cfg.test_samples)
         xtr, xte = _resize(xtr, cfg.image_size), _resize(xte, cfg.image_size)
@@ -185,7 +196,9 @@ def make_data(cfg: RunConfig, device: torch.device, data_dir: Path | None, chann
         train, test = imagenet.image_folder_loaders(cfg.dataset, data_dir, batch, cfg.image_size,
                                                     seed=cfg.seed, train_samples=cfg.train_samples,
                                                     test_samples=cfg.test_samples, device=device,
-                                                    channels_last=channels_last, shard=shard, workers=options.workers)
+                                                    channels_last=channels_last, shard=shard,
+                                                    workers=options.workers if options.workers is not None
+                                                    else imagenet.default_workers(settings.launch.local_world_size))
         return RunData(train, test, f"{spec.title} image folders under {data_dir or 'the data root'}",
                        len(train.dataset.classes))
     train = loader.TensorLoader.for_dataset(cfg.dataset, xtr, ytr, batch, train=True, seed=cfg.seed,
@@ -400,9 +413,11 @@ def schedule_position(epoch: int, cfg: RunConfig) -> tuple[int, int]:
 
 
 def train_run(cfg: RunConfig, device: torch.device, data_dir: Path | None, checkpoint: Path,
-              on_epoch: EpochCallback | None = None, data: DataOptions = DataOptions()) -> dict[str, Any]:
+              on_epoch: EpochCallback | None = None, data: DataOptions = DataOptions(),
+              settings: Settings = Settings()) -> dict[str, Any]:
     """Train one run to completion (resuming from `checkpoint` if present); return its metrics and history,
     and under "reproducibility" the facts its numbers depend on (threads, deterministic mode, versions).
+    `settings`: the command's (its engine switches, checkpoint interval, cache and weights folders).
 
     In a torchrun process group every rank calls this with the same `cfg` (repro.runtime.distributed): rank 0
     writes the checkpoints, the others wait for it; a failure on any rank ends the command (WorldBroken).
@@ -411,10 +426,10 @@ def train_run(cfg: RunConfig, device: torch.device, data_dir: Path | None, check
     # The run's threads and deterministic mode, in whatever process trains it (repro.runtime.numerics).
     with numerics.run_numerics(cfg.threads, cfg.deterministic, device) as facts:
         if not world.distributed:
-            out = _train(cfg, device, data_dir, checkpoint, on_epoch, world, data)
+            out = _train(cfg, device, data_dir, checkpoint, on_epoch, world, data, settings)
         else:
             try:
-                out = _train(cfg, device, data_dir, checkpoint, on_epoch, world, data)
+                out = _train(cfg, device, data_dir, checkpoint, on_epoch, world, data, settings)
             except NonFiniteLoss:
                 raise  # every rank reduced the same loss: rank 0 records the failure, all go on to the next run
             except Exception as exc:
@@ -423,18 +438,19 @@ def train_run(cfg: RunConfig, device: torch.device, data_dir: Path | None, check
 
 
 def _train(cfg: RunConfig, device: torch.device, data_dir: Path | None, checkpoint: Path,
-           on_epoch: EpochCallback | None, world: distributed.World, options: DataOptions) -> dict[str, Any]:
+           on_epoch: EpochCallback | None, world: distributed.World, options: DataOptions,
+           settings: Settings) -> dict[str, Any]:
     watch = Stopwatch()
     torch.manual_seed(cfg.seed)
     spec = get_dataset(cfg.dataset)
-    engine = resolve_engine(cfg, device)
+    engine = resolve_engine(cfg, device, settings.engine)
     with watch.part("model building"):
-        model = build_engine_model(cfg, engine)
+        model = build_engine_model(cfg, engine, settings)
         frozen = freeze(model, cfg)
         model.to(device)
         opt, sched = make_optimizer(cfg, model)
     with watch.part("data preparation"):
-        data = make_data(cfg, device, data_dir, engine.channels_last, world, options)
+        data = make_data(cfg, device, data_dir, engine.channels_last, world, options, settings)
     with watch.part("model building"):
         compile_error = compile_backbone(model, cfg, engine, device) if engine.compile else ""
     history: list[dict[str, Any]] = []
@@ -449,7 +465,7 @@ def _train(cfg: RunConfig, device: torch.device, data_dir: Path | None, checkpoi
     step_model = model
     if world.distributed:  # routed modules may leave an expert without gradient in a step
         step_model = distributed.wrap(model, world, device, any(getattr(m, "routed", False) for m in hooks))
-    every, since = checkpoint_seconds(), 0.0  # training seconds since the last checkpoint
+    every, since = settings.checkpoint_seconds, 0.0  # training seconds since the last checkpoint
     watch.start("epochs")
     for epoch in range(start, cfg.epochs):
         t0 = time.perf_counter()
@@ -487,8 +503,8 @@ def _train(cfg: RunConfig, device: torch.device, data_dir: Path | None, checkpoi
     chance = 1.0 / (data.classes or spec.num_classes)
     # Which input path fed the model (repro.data: tensor_<device>, pil, decode_cpu, decode_cuda).
     data_path = {"pipeline": getattr(data.train, "pipeline", None), "workers": getattr(data.train, "workers", None)}
-    return {**_summary(cfg, history, data.source, frozen, elapsed, chance), "engine": executed, "input": data_path,
-            "timings": watch.as_dict()}
+    return {**_summary(cfg, history, data.source, frozen, elapsed, chance, settings.cache), "engine": executed,
+            "input": data_path, "timings": watch.as_dict()}
 
 
 def _routing(last: dict[str, Any]) -> dict[str, Any]:
@@ -501,16 +517,17 @@ def _routing(last: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _weights_text(cfg: RunConfig) -> str:
+def _weights_text(cfg: RunConfig, cache: Path) -> str:
     if cfg.digit_weights:  # the file the model was built from
         from repro.train import digit_weights
 
-        return digit_weights.describe(digit_weights.weights_path(cfg.backbone["name"], cfg.dataset, cfg.image_size))
+        return digit_weights.describe(digit_weights.weights_path(cfg.backbone["name"], cfg.dataset, cfg.image_size,
+                                                                 cache=cache))
     return "pretrained torchvision weights" if cfg.pretrained else "random initialisation"
 
 
 def _summary(cfg: RunConfig, history: list[dict], source: str, frozen: list[str], elapsed: float,
-             chance: float) -> dict[str, Any]:
+             chance: float, cache: Path = DEFAULT_CACHE) -> dict[str, Any]:
     accs = [h["test_accuracy"] for h in history]
     peak = max(range(len(accs)), key=accs.__getitem__)
     final = accs[-1]
@@ -526,5 +543,5 @@ def _summary(cfg: RunConfig, history: list[dict], source: str, frozen: list[str]
         "data": source,
         "frozen_parameters": len(frozen),
         "train_seconds": elapsed,
-        "weights": _weights_text(cfg),
+        "weights": _weights_text(cfg, cache),
     }

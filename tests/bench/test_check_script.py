@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from repro import REPO_ROOT
+from checkout import REPO_ROOT
 
 SCRIPT = REPO_ROOT / "tools" / "device" / "check.sh"
 FAKE = r"""#!/usr/bin/env bash

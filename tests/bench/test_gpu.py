@@ -11,7 +11,7 @@ import sys
 import pytest
 import torch
 
-from repro import REPO_ROOT
+from checkout import REPO_ROOT
 from repro.bench import gpu
 from repro.bench.gpu_calibration import read_calibration
 from inline_manifests import inline_manifest

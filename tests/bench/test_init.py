@@ -6,7 +6,7 @@ import sys
 import pytest
 from typer.testing import CliRunner
 
-from repro import REPO_ROOT
+from checkout import REPO_ROOT
 from repro.cli import app
 
 

@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from repro.bench.train import bench_config, bench_train
+from repro.core.settings import Settings
 from repro.train.loop import Engine, build_engine_model, compile_backbone, resolve_engine
 
 CPU = torch.device("cpu")
@@ -22,20 +23,19 @@ def test_bench_train_same_steps_both_paths_and_a_consistent_ratio():
 
 def test_engine_defaults_per_device_and_overrides(monkeypatch):
     cfg = bench_config("cifar10", 64, 32, 0, None)
-    for name in ("REPRO_CHANNELS_LAST", "REPRO_COMPILE", "REPRO_DISPATCH", "REPRO_SMALL_MAPS"):
-        monkeypatch.delenv(name, raising=False)
-    assert resolve_engine(cfg, CPU) == Engine(channels_last=True, compile=False, dispatch=None, small_maps=True)
-    assert resolve_engine(cfg, torch.device("cuda")) == Engine(channels_last=True, compile=True, dispatch="batched")
-    monkeypatch.setenv("REPRO_DISPATCH", "batched")
-    monkeypatch.setenv("REPRO_CHANNELS_LAST", "0")
-    monkeypatch.setenv("REPRO_SMALL_MAPS", "0")
-    assert resolve_engine(cfg, CPU) == Engine(channels_last=False, compile=False, dispatch="batched")
+    auto = Settings.read({}).engine
+    assert resolve_engine(cfg, CPU, auto) == Engine(channels_last=True, compile=False, dispatch=None, small_maps=True)
+    assert resolve_engine(cfg, torch.device("cuda"), auto) == Engine(channels_last=True, compile=True,
+                                                                     dispatch="batched")
+    switches = Settings.read({"REPRO_DISPATCH": "batched", "REPRO_CHANNELS_LAST": "0", "REPRO_SMALL_MAPS": "0"}).engine
+    assert resolve_engine(cfg, CPU, switches) == Engine(channels_last=False, compile=False, dispatch="batched")
     explicit = bench_config("cifar10", 64, 32, 0, None)
     explicit = explicit.__class__(**{**explicit.to_dict(), "head": {"name": "sparse_moe", "params": {"dispatch": "loop"}}})
-    assert resolve_engine(explicit, CPU).dispatch is None  # a row's own choice is kept
-    monkeypatch.setenv("REPRO_DISPATCH", "fused")
+    assert resolve_engine(explicit, CPU, switches).dispatch is None  # a row's own choice is kept
     with pytest.raises(ValueError, match="REPRO_DISPATCH"):
-        resolve_engine(cfg, CPU)
+        Settings.read({"REPRO_DISPATCH": "fused"})
+    monkeypatch.setenv("REPRO_DISPATCH", "batched")  # the library reads no environment: only the switches given
+    assert resolve_engine(cfg, CPU) == resolve_engine(cfg, CPU, auto)
 
 
 def test_channels_last_and_batched_dispatch_leave_the_model_function_unchanged():

@@ -5,7 +5,7 @@ from types import SimpleNamespace as NS
 
 import pytest
 
-from repro import REPO_ROOT
+from checkout import MANIFESTS
 from repro.claims import count_verdicts, decided_results
 from repro.claims.across import check_across, tables_named
 from repro.plan.manifest import find_manifest, load_all, parse_manifest
@@ -17,7 +17,7 @@ from .helpers import gap, learned
 
 
 def _doc(name):
-    return copy.deepcopy(read_toml(REPO_ROOT / "manifests" / f"{name}.toml"))
+    return copy.deepcopy(read_toml(MANIFESTS / f"{name}.toml"))
 
 
 def _others_with(name, doc):

@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from repro import REPO_ROOT
+from checkout import REPO_ROOT
 from repro.claims import decided_results
 from repro.plan.manifest import find_manifest
 from repro.spec.profiles import Profile

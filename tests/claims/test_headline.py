@@ -81,11 +81,11 @@ def test_an_analytic_claim_without_its_kind_is_refused():
 
     import pytest
 
-    from repro import REPO_ROOT
+    from checkout import MANIFESTS
     from repro.plan.manifest import parse_manifest
     from repro.core.schema import SchemaError, read_toml
 
-    doc = copy.deepcopy(read_toml(REPO_ROOT / "manifests" / "table6.toml"))
+    doc = copy.deepcopy(read_toml(MANIFESTS / "table6.toml"))
     del doc["claims"][0]["kind"]
     doc["claims"][1]["scope"], doc["claims"][1]["kind"] = "empirical", "printed"
     with pytest.raises(SchemaError) as exc:

@@ -40,10 +40,10 @@ def test_metric_paths_are_checked_with_the_results_vocabulary():
 def _table(name):
     import copy
 
-    from repro import REPO_ROOT
+    from checkout import MANIFESTS
     from repro.core.schema import read_toml
 
-    return copy.deepcopy(read_toml(REPO_ROOT / "manifests" / f"{name}.toml"))
+    return copy.deepcopy(read_toml(MANIFESTS / f"{name}.toml"))
 
 
 def _load_problems(doc, name):

@@ -16,9 +16,9 @@ GPU = cal.Throughput("A100", "gpu", 1e12, 0.003, "reference, not measured: test"
 
 @pytest.fixture
 def fixed(monkeypatch, tmp_path):
-    monkeypatch.setattr(est, "gpu_throughput", lambda calibration, gpu: GPU)
+    monkeypatch.setattr(est, "gpu_throughput", lambda *a: GPU)
     monkeypatch.setattr(est, "estimate_macs", lambda *a: {"backbone_macs": 1e6, "head_macs": 1e5})
-    monkeypatch.setenv("REPRO_DATA", str(tmp_path / "data"))
+    return lambda: est.CostModel(data_dir=tmp_path / "data", cache=tmp_path / "cache")
 
 
 def _row(i, measures=("flops", "accuracy"), hidden=64):
@@ -43,7 +43,7 @@ MANIFEST = {
 
 def test_a_claim_costs_the_runs_of_the_rows_it_reads(fixed):
     m = inline_manifest(MANIFEST)
-    model = est.CostModel()
+    model = fixed()
     one, every = (claim_cost(build_plan(m, "full"), c, model) for c in m.claims[:2])
     assert one.runs == 2 * 3 and every.runs == 3 * 3  # rows x seeds, each run once
     trained = dataclasses.replace(m, rows=m.rows[:3])
@@ -57,7 +57,7 @@ def test_a_claim_costs_the_runs_of_the_rows_it_reads(fixed):
 def test_a_claim_on_counts_alone_costs_its_counting_at_the_rate_and_basis_given(fixed):
     m = inline_manifest(MANIFEST)
     rates = Rates(flop_model=Rate(2.0, "fitted", "test"))
-    count = claim_cost(build_plan(m, "full"), m.claims[2], est.CostModel(), rates)
+    count = claim_cost(build_plan(m, "full"), m.claims[2], fixed(), rates)
     assert count.runs == 0 and count.device_seconds == 0
     assert (count.counting_seconds, count.counting_basis, count.basis) == (2.0, "fitted", "fitted")  # one model
     assert count.text() == "~2.0 s wall, no training (fitted)"

@@ -34,43 +34,42 @@ class Sized(CostModel):
         return float(held), float(held)
 
 
-def test_datasets_are_their_archives_as_published_and_the_decoded_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("REPRO_DATA", str(tmp_path))
+def test_datasets_are_their_archives_as_published_and_the_decoded_cache(tmp_path):
     m = _manifest([("a", "cifar10", 8), ("b", "tiny_imagenet", 8)])
-    d = disk.disk_space(build_plans([m], "full"), Sized())
+    d = disk.disk_space(build_plans([m], "full"), Sized(data_dir=tmp_path, cache=tmp_path / "cache"))
     by_name = {x.name: x for x in d.datasets}
     assert by_name["cifar10"].archive_bytes == ARCHIVE_BYTES["cifar-10-python.tar.gz"] == 170_498_071
     assert by_name["cifar10"].cache_bytes == 0  # CIFAR's pickles are read as stored
     # Tiny-ImageNet's 100,000 + 10,000 images decoded as uint8 3 x 64 x 64, with an int64 label each
     assert by_name["tiny_imagenet"].cache_bytes == 110_000 * (3 * 64 * 64 + 8) == 1_352_560_000
-    assert disk.disk_space(build_plans([m], "smoke"), Sized()).datasets == ()  # synthetic data downloads nothing
+    assert disk.disk_space(build_plans([m], "smoke"), Sized(data_dir=tmp_path)).datasets == ()  # synthetic: nothing
 
 
-def test_the_largest_checkpoints_held_at_once_are_counted(tmp_path, monkeypatch):
-    monkeypatch.setenv("REPRO_DATA", str(tmp_path))
+def test_the_largest_checkpoints_held_at_once_are_counted(tmp_path):
     m = _manifest([("a", "cifar10", 8), ("b", "cifar10", 16)])
-    one = disk.disk_space(build_plans([m], "full"), Sized(Executor(gpus=1)))
+    one = disk.disk_space(build_plans([m], "full"), Sized(Executor(gpus=1), data_dir=tmp_path,
+                                                          cache=tmp_path / "cache"))
     assert one.at_once == 1 and one.largest_bytes == one.checkpoint_bytes == 4 * (16_000 + 2)
-    four = disk.disk_space(build_plans([m], "full"), Sized(Executor(gpus=2, runs_per_gpu=2)))
+    four = disk.disk_space(build_plans([m], "full"), Sized(Executor(gpus=2, runs_per_gpu=2), data_dir=tmp_path,
+                                                           cache=tmp_path / "cache"))
     assert four.at_once == 4
     assert four.checkpoint_bytes == 4 * ((16_000 + 2) + (16_000 + 1) + 16_000 + (8_000 + 2))
     assert four.total == sum(x.total for x in four.datasets) + four.checkpoint_bytes
     # one epoch: no checkpoint is written
-    assert disk.disk_space(build_plans([m], "smoke"), Sized()).checkpoint_bytes == 0
+    assert disk.disk_space(build_plans([m], "smoke"), Sized(data_dir=tmp_path)).checkpoint_bytes == 0
 
 
-def test_a_checkpoint_holds_the_model_and_two_moments_of_what_trains(tmp_path, monkeypatch):
+def test_a_checkpoint_holds_the_model_and_two_moments_of_what_trains(tmp_path):
     from repro.models import Component, build_model
 
-    monkeypatch.setenv("REPRO_CACHE", str(tmp_path / "cache"))
+    cache = tmp_path / "cache"
     m = _manifest([("a", "cifar10", 8)])
     model = build_model("cifar10", Component("cifar_standard"), Component("dense", {"hidden": [8]}), image_size=32)
     params = sum(p.numel() for p in model.parameters())
-    assert disk.disk_space(build_plans([m], "full"), CostModel()).largest_bytes == 4 * 3 * params  # all of it trains
-    uncounted = disk.disk_space(build_plans([m], "full"), CostModel(cached_only=True, data_dir=tmp_path))
+    assert disk.disk_space(build_plans([m], "full"), CostModel(cache=cache)).largest_bytes == 4 * 3 * params
+    uncounted = disk.disk_space(build_plans([m], "full"), CostModel(cached_only=True, data_dir=tmp_path, cache=cache))
     assert uncounted.uncounted == 0 and uncounted.largest_bytes == 4 * 3 * params  # now cached
-    monkeypatch.setenv("REPRO_CACHE", str(tmp_path / "empty"))
-    cold = disk.disk_space(build_plans([m], "full"), CostModel(cached_only=True))
+    cold = disk.disk_space(build_plans([m], "full"), CostModel(cached_only=True, cache=tmp_path / "empty"))
     assert cold.uncounted == 1 and math.isnan(cold.checkpoint_bytes) and math.isnan(cold.total)
 
 

@@ -7,7 +7,8 @@ import sys
 
 import pytest
 
-from repro import REPO_ROOT
+from checkout import REPO_ROOT
+from repro.core.settings import Settings
 from repro.cost import calibration as cal
 from repro.cost import estimate as est
 from repro.data import sizes
@@ -34,18 +35,19 @@ GPU = cal.Throughput("A100", "gpu", 1e12, 0.003, "reference, not measured: test"
 
 @pytest.fixture
 def fixed(monkeypatch, tmp_path):
-    """1e9 MAC/s CPU, 1e12 MAC/s GPU, models of 1e6 backbone + 1e5 head MACs per image at full size."""
+    """1e9 MAC/s CPU, 1e12 MAC/s GPU, models of 1e6 backbone + 1e5 head MACs per image at full size; a cost model
+    of tmp_path/data and tmp_path/cache, as a command whose settings name them makes it."""
     monkeypatch.setattr(est, "cpu_throughput", lambda speed=None: CPU)
-    monkeypatch.setattr(est, "gpu_throughput", lambda calibration, gpu: GPU)
+    monkeypatch.setattr(est, "gpu_throughput", lambda *a: GPU)
     monkeypatch.setattr(est, "estimate_macs", lambda *a: {"backbone_macs": 1e6, "head_macs": 1e5})
-    monkeypatch.setenv("REPRO_DATA", str(tmp_path / "data"))
-    monkeypatch.setenv("REPRO_CACHE", str(tmp_path / "cache"))
+    settings = Settings.read({"REPRO_DATA": str(tmp_path / "data"), "REPRO_CACHE": str(tmp_path / "cache")})
+    return lambda *args, **kw: est.CostModel.under(settings, **dict(zip(("executor",), args)), **kw)
 
 
 def test_run_time_by_hand_on_synthetic_data(fixed):
     m = _manifest([("a", "cifar10", {})])
     cfg = planned_runs(m, m.profiles["smoke"])[0].cfg
-    t = est.CostModel().run_time(cfg, "t", CPU)
+    t = fixed().run_time(cfg, "t", CPU)
     macs = 1e6 * (16 / 32) ** 2 + 1e5  # 16 px: the backbone at a quarter of its 32 px count
     assert t.compute_s == pytest.approx(3 * (3 * macs * 256 + macs * 128) / 1e9)  # 3 epochs
     assert t.overhead_s == pytest.approx(3 * (256 // 32 + 128 // 32 + 1) * 0.004)
@@ -55,11 +57,11 @@ def test_run_time_by_hand_on_synthetic_data(fixed):
 def test_real_data_sizes_say_whether_they_are_on_disk(fixed, tmp_path):
     m = _manifest([("a", "cifar10", {})])
     cfg = planned_runs(m, m.profiles["full"])[0].cfg
-    absent = est.CostModel().run_time(cfg, "t", GPU)
+    absent = fixed().run_time(cfg, "t", GPU)
     assert absent.data == "paper (not on disk)"
     assert absent.compute_s == pytest.approx(50 * (3 * 1.1e6 * 50_000 + 1.1e6 * 10_000) / 1e12)
     (tmp_path / "data" / "cifar-10-batches-py").mkdir(parents=True)
-    assert est.CostModel().run_time(cfg, "t", GPU).data == "paper (the folder holds no images)"
+    assert fixed().run_time(cfg, "t", GPU).data == "paper (the folder holds no images)"
 
 
 def _cifar_folder(root, per_batch, test):
@@ -84,22 +86,22 @@ def test_a_cifar_of_a_users_own_is_priced_by_the_images_it_holds(fixed, tmp_path
     folder = _cifar_folder(tmp_path / "data", 40, 40)
     m = _manifest([("a", "cifar10", {})])
     cfg = planned_runs(m, m.profiles["full"])[0].cfg
-    t = est.CostModel().run_time(cfg, "t", GPU)
+    t = fixed().run_time(cfg, "t", GPU)
     assert t.data == "on disk (counted)"
     assert t.compute_s == pytest.approx(50 * (3 * 1.1e6 * 200 + 1.1e6 * 40) / 1e12)
     sign, count = sizes.COUNTERS["cifar_pickles"]
     calls = []
     monkeypatch.setitem(sizes.COUNTERS, "cifar_pickles", (sign, lambda f: calls.append(f) or count(f)))
-    assert sizes.split_sizes("cifar10", tmp_path / "data") == sizes.SplitSizes(200, 40, "on disk (counted)")
-    assert calls == []  # from the cache
+    counted = sizes.split_sizes("cifar10", tmp_path / "data", tmp_path / "cache")
+    assert counted == sizes.SplitSizes(200, 40, "on disk (counted)") and calls == []  # from the cache the cost model wrote
     _cifar_folder(tmp_path / "more", 100, 60)
     (folder / "test_batch").write_bytes((tmp_path / "more" / "cifar-10-batches-py" / "test_batch").read_bytes())
-    assert sizes.split_sizes("cifar10", tmp_path / "data") == sizes.SplitSizes(200, 60, "on disk (counted)")
+    counted = sizes.split_sizes("cifar10", tmp_path / "data", tmp_path / "cache")
+    assert counted == sizes.SplitSizes(200, 60, "on disk (counted)")
     assert len(calls) == 1
 
 
-def test_tiny_imagenet_is_counted_from_its_files_and_annotations(tmp_path, monkeypatch):
-    monkeypatch.setenv("REPRO_CACHE", str(tmp_path / "cache"))
+def test_tiny_imagenet_is_counted_from_its_files_and_annotations(tmp_path):
     folder = tmp_path / "tiny-imagenet-200"
     for w, n in (("n01", 3), ("n02", 2)):
         (folder / "train" / w / "images").mkdir(parents=True)
@@ -108,7 +110,9 @@ def test_tiny_imagenet_is_counted_from_its_files_and_annotations(tmp_path, monke
         (folder / "train" / w / f"{w}_boxes.txt").write_text("")
     (folder / "val").mkdir()
     (folder / "val" / "val_annotations.txt").write_text("val_0.JPEG\tn01\t0\t0\t1\t1\nval_1.JPEG\tn02\t0\t0\t1\t1\n")
-    assert sizes.split_sizes("tiny_imagenet", tmp_path) == sizes.SplitSizes(5, 2, "on disk (counted)")
+    counted = sizes.split_sizes("tiny_imagenet", tmp_path, tmp_path / "cache")
+    assert counted == sizes.SplitSizes(5, 2, "on disk (counted)")
+    assert any((tmp_path / "cache" / "sizes").iterdir())
 
 
 def _image_folder(root, train, val):
@@ -122,23 +126,23 @@ def _image_folder(root, train, val):
 
 
 def test_imagenet_files_are_counted_and_the_count_cached_by_mtime(tmp_path, monkeypatch):
-    monkeypatch.setenv("REPRO_CACHE", str(tmp_path / "cache"))
+    cache = tmp_path / "cache"
     _image_folder(tmp_path, [3, 4], [2, 1])
-    assert sizes.split_sizes("imagenet", tmp_path) == sizes.SplitSizes(7, 3, "on disk (counted)")
+    assert sizes.split_sizes("imagenet", tmp_path, cache) == sizes.SplitSizes(7, 3, "on disk (counted)")
     calls = []
     real = sizes._count_images
     monkeypatch.setattr(sizes, "_count_images", lambda split: calls.append(split) or real(split))
-    assert sizes.split_sizes("imagenet", tmp_path).train == 7 and calls == []  # from the cache
+    assert sizes.split_sizes("imagenet", tmp_path, cache).train == 7 and calls == []  # from the cache
     (tmp_path / "imagenet" / "train" / "n00000000" / "new.JPEG").write_bytes(b"")
     os.utime(tmp_path / "imagenet" / "train" / "n00000000", ns=(1, 10**18))  # a coarse clock must not hide it
-    assert sizes.split_sizes("imagenet", tmp_path).train == 8 and len(calls) == 2
+    assert sizes.split_sizes("imagenet", tmp_path, cache).train == 8 and len(calls) == 2
 
 
 def test_imagenet_run_time_uses_the_counted_images(fixed, tmp_path):
     _image_folder(tmp_path / "data", [1000], [100])
     m = _manifest([("a", "imagenet", {})])
     cfg = planned_runs(m, m.profiles["full"])[0].cfg
-    t = est.CostModel().run_time(cfg, "t", GPU)
+    t = fixed().run_time(cfg, "t", GPU)
     assert t.data == "on disk (counted)"
     assert t.compute_s == pytest.approx(30 * (3 * 1.1e6 * 1000 + 1.1e6 * 100) / 1e12)
     assert t.overhead_s == pytest.approx(30 * (1000 // 256 + 100 // 256 + 1) * 0.003)
@@ -148,7 +152,7 @@ def test_calibrated_rate_replaces_the_flop_model(fixed):
     m = _manifest([("a", "cifar10", {})])
     cfg = planned_runs(m, m.profiles["full"])[0].cfg
     tp = cal.Throughput("H200", "gpu", 1e12, 0.003, "measured: test", {"t": 6000.0})
-    t = est.CostModel().run_time(cfg, "t", tp)
+    t = fixed().run_time(cfg, "t", tp)
     assert (t.compute_s, t.overhead_s) == (pytest.approx(50 * (50_000 + 10_000 / 3) / 6000.0), 0.0)
 
 
@@ -163,22 +167,22 @@ def test_reference_efficiency_and_labels():
 def test_shared_runs_count_once_and_wall_time_follows_the_executor(fixed):
     one = _manifest([("a", "cifar10", {})])
     two = _manifest([("a", "cifar10", {}), ("b", "cifar10", {})])  # the same model twice: the same runs
-    model = est.CostModel()
+    model = fixed()
     assert model.cost([build_plan(two, "full")]) == model.cost([build_plan(one, "full")])
     other = _manifest([("a", "cifar10", {}), ("b", "cifar10", {"hidden": [64]})])
     c = model.cost([build_plan(other, "full"), build_plan(one, "full")])  # across manifests too
     assert (c.runs, c.epochs, c.kind) == (4, 200, "gpu")
     per_run = c.device_seconds / 4
-    assert est.CostModel(est.Executor(gpus=2)).cost([build_plan(other, "full")]).wall_seconds == pytest.approx(
+    assert fixed(est.Executor(gpus=2)).cost([build_plan(other, "full")]).wall_seconds == pytest.approx(
         2 * per_run)
-    assert est.CostModel(est.Executor("slurm", slurm_max_parallel=3)).cost(
+    assert fixed(est.Executor("slurm", slurm_max_parallel=3)).cost(
         [build_plan(other, "full")]).wall_seconds == pytest.approx(2 * per_run)
-    packed = est.CostModel(est.Executor(runs_per_gpu=2)).cost([build_plan(other, "full")])
+    packed = fixed(est.Executor(runs_per_gpu=2)).cost([build_plan(other, "full")])
     t = model.run_time(planned_runs(other, other.profiles["full"])[0].cfg, "t", GPU)
     assert packed.device_seconds == pytest.approx(4 * (t.compute_s + t.overhead_s / 2))  # only overhead overlaps
     assert model.cost([build_plan(other, "smoke")]).kind == "cpu"
     # a full run about to start on a CPU
-    assert est.CostModel(kind="cpu").cost([build_plan(other, "full")]).kind == "cpu"
+    assert fixed(kind="cpu").cost([build_plan(other, "full")]).kind == "cpu"
 
 
 def test_makespan_is_longest_first():

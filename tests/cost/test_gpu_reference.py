@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from repro import REPO_ROOT
+from checkout import REPO_ROOT
 from repro.cost import calibration as cal
 from repro.cost import estimate as est
 from repro.cost import gpu_reference
@@ -23,9 +23,8 @@ GOAL = 0.30
 
 @pytest.fixture
 def no_calibration(monkeypatch, tmp_path):
-    monkeypatch.delenv("REPRO_GPU_CALIBRATION", raising=False)
-    monkeypatch.setattr(cal, "local_gpu_name", lambda: None)  # priced as no particular GPU, whatever this host has
-    monkeypatch.setenv("REPRO_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(cal, "local_gpu_name", lambda *a: None)  # priced as no particular GPU, whatever this host has
+    return tmp_path / "cache"
 
 
 def test_the_shipped_calibration_reproduces_table2_at_full_synthetic(no_calibration):
@@ -34,7 +33,7 @@ def test_the_shipped_calibration_reproduces_table2_at_full_synthetic(no_calibrat
     timings = json.loads((LEASE / "table2_full_synthetic_timings.json").read_text())["commands"]["run table2"]
     measured = sum(p["wall_s"] for p in timings["phases"] if p["table"] == "table2")
     table2 = next(m for m in load_all(profiles_file=DEVICE_PROFILES) if m.id == "table2")
-    model = est.CostModel()
+    model = est.CostModel(cache=no_calibration)
     estimate = command_time(build_plans([table2], "full_synthetic"), model, verify_all=False)
     assert abs(estimate.table("table2") / measured - 1) <= GOAL, (estimate.table("table2"), measured)
     assert estimate.origin("table2") == "H200 ref. 2026-12-04"
@@ -93,7 +92,7 @@ def test_a_gpu_runs_fixed_costs_by_hand(tmp_path, monkeypatch, no_calibration):
     path = tmp_path / "bench_gpu.json"
     path.write_text(json.dumps(_bench_doc()))
     m = _gpu_manifest()
-    model = est.CostModel(calibration=path)
+    model = est.CostModel(cache=no_calibration, calibration=path)
     device = model.device(m.profiles["full"])
     assert device.origin == "calibration file" and device.images_per_s == {"t": 500.0}
     data = (1000 + 300) * 3 * 32 * 32 * 1e-8  # per run
@@ -102,9 +101,11 @@ def test_a_gpu_runs_fixed_costs_by_hand(tmp_path, monkeypatch, no_calibration):
     cost = model.cost([build_plan(m, "full")])
     assert cost.device_seconds == pytest.approx(3 * (data + epochs) + compile_standard + compile_dw)
     assert cost.wall_seconds == pytest.approx(3 * (data + epochs) + compile_standard + compile_dw)  # one GPU
-    two = est.CostModel(est.Executor(gpus=2), calibration=path).cost([build_plan(m, "full")])
+    two = est.CostModel(est.Executor(gpus=2), calibration=path, cache=no_calibration).cost(
+        [build_plan(m, "full")])
     assert two.device_seconds == pytest.approx(3 * (data + epochs) + 2 * compile_standard + compile_dw)
-    slurm = est.CostModel(est.Executor("slurm"), calibration=path).cost([build_plan(m, "full")])
+    slurm = est.CostModel(est.Executor("slurm"), calibration=path, cache=no_calibration).cost(
+        [build_plan(m, "full")])
     assert slurm.wall_seconds == pytest.approx(data + epochs + compile_dw)  # a task a run, each compiles its own
     # a backbone the file did not train compiles for the median of those it did
     assert device.compile_seconds({"name": "resnet18", "params": {}}) == pytest.approx(

@@ -5,7 +5,7 @@ import shutil
 
 from typer.testing import CliRunner
 
-from repro import REPO_ROOT
+from checkout import MANIFESTS
 from repro.cli import app
 from repro.cost import calibration as cal
 from repro.cost import estimate as est
@@ -16,7 +16,7 @@ from repro.plan.run_config import planned_runs
 def test_list_fits_the_records_in_the_results_folder(tmp_path, monkeypatch):
     manifests = tmp_path / "manifests"
     manifests.mkdir()
-    shutil.copy(REPO_ROOT / "manifests" / "temperature_ablation.toml", manifests)
+    shutil.copy(MANIFESTS / "temperature_ablation.toml", manifests)
     monkeypatch.setenv("REPRO_MANIFESTS", str(manifests))
     monkeypatch.setattr(est, "cpu_throughput", lambda speed=None: cal.Throughput("cpu", "cpu", 1e9, 0.0, "bench"))
     # No model is counted: each run's work from its own settings

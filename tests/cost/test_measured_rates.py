@@ -21,9 +21,7 @@ MOE = {"name": "resnet18_moeconv", "params": {"top_k": 2}}
 
 @pytest.fixture(autouse=True)
 def no_gpu_here(monkeypatch, tmp_path):
-    monkeypatch.delenv("REPRO_GPU_CALIBRATION", raising=False)
-    monkeypatch.setattr(cal, "local_gpu_name", lambda: None)
-    monkeypatch.setenv("REPRO_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(cal, "local_gpu_name", lambda *a: None)
     monkeypatch.setattr(est, "estimate_macs", lambda *a: {"backbone_macs": 1e9, "head_macs": 1e6})
 
 
@@ -67,11 +65,11 @@ def _seconds(model, m):
 
 def test_each_run_is_priced_at_its_own_models_rate_then_the_tables_and_no_faster_than_its_input(tmp_path):
     m = _manifest()
-    images = est.CostModel().run_work(planned_runs(m, m.profiles["full"])[0].cfg).images
+    images = est.CostModel(cache=tmp_path / "cache").run_work(planned_runs(m, m.profiles["full"])[0].cfg).images
     for inputs, feed in ((False, None), (True, 400.0)):
         path = tmp_path / f"bench_gpu_{inputs}.json"
         path.write_text(json.dumps(_doc(inputs=inputs)))
-        seconds = _seconds(est.CostModel(calibration=path), m)
+        seconds = _seconds(est.CostModel(calibration=path, cache=tmp_path / "cache"), m)
         rate = {"dense": 1000.0, "moe": 100.0, "k1": 100.0}  # k1: its table's heaviest row stands in
         assert seconds == pytest.approx({r: images / min(v, feed or v) for r, v in rate.items()})
 
@@ -83,7 +81,7 @@ def test_without_a_measured_rate_a_streamed_run_is_priced_no_faster_than_its_inp
     doc["checks"][1]["result"]["backbone"] = {"name": "other2", "params": {}}
     path = tmp_path / "bench_gpu.json"
     path.write_text(json.dumps(doc))
-    model, m = est.CostModel(calibration=path), _manifest()
+    model, m = est.CostModel(calibration=path, cache=tmp_path / "cache"), _manifest()
     cfg = planned_runs(m, m.profiles["full"])[0].cfg
     w = model.run_work(cfg)
     assert model.run_time(cfg, "t", model.device(m.profiles["full"])).compute_s == pytest.approx(
@@ -96,7 +94,7 @@ def test_repro_list_says_which_check_priced_each_run_and_whether_the_input_was_m
     for inputs in (False, True):
         path = tmp_path / f"bench_gpu_{inputs}.json"
         path.write_text(json.dumps(_doc(inputs=inputs)))
-        sources = rate_sources(plan_all([m]), est.CostModel(calibration=path))
+        sources = rate_sources(plan_all([m]), est.CostModel(calibration=path, cache=tmp_path / "cache"))
         assert {(s.measured_by, s.runs, s.images_per_s) for s in sources} == {
             ("t.dense", 1, 1000.0), ("t.moe", 1, 100.0), ("t.moe*", 1, 100.0)}  # the models' rates
         assert {s.input for s in sources} == {"decode_cuda 400" if inputs else "unmeasured"}

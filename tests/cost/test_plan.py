@@ -5,7 +5,7 @@ import shutil
 import pytest
 from typer.testing import CliRunner
 
-from repro import REPO_ROOT
+from checkout import MANIFESTS
 from repro.cost import calibration as cal
 from repro.cost import estimate as est
 from repro.cost import plan as pl
@@ -18,16 +18,15 @@ from repro.plan.run_config import planned_runs
 GPU = cal.Throughput("A100", "gpu", 1e12, 0.003, "reference, not measured: test")
 
 
-def _fix(mp: pytest.MonkeyPatch, data) -> None:
-    mp.setattr(est, "gpu_throughput", lambda calibration, gpu: GPU)
+def _fix(mp: pytest.MonkeyPatch) -> None:
+    mp.setattr(est, "gpu_throughput", lambda *a: GPU)
     mp.setattr(est, "cpu_throughput", lambda speed=None: cal.Throughput("cpu", "cpu", 1e9, 0.004, "test cpu"))
     mp.setattr(est, "estimate_macs", lambda *a: {"backbone_macs": 1e8, "head_macs": 1e6})
-    mp.setenv("REPRO_DATA", str(data))
 
 
 @pytest.fixture
-def fixed(monkeypatch, tmp_path):
-    _fix(monkeypatch, tmp_path / "data")
+def fixed(monkeypatch):
+    _fix(monkeypatch)
 
 
 def _need(key, weight, runs, seeds=2):
@@ -80,9 +79,10 @@ def test_rows_and_seeds_of_real_claims():
 def priced(tmp_path_factory):
     """Every manifest and its claims' needs, priced once for the module under the same fixed costs."""
     with pytest.MonkeyPatch.context() as mp:
-        _fix(mp, tmp_path_factory.mktemp("plan") / "data")
+        _fix(mp)
+        folder = tmp_path_factory.mktemp("plan")
         manifests = load_all()
-        return manifests, pl.claim_needs(manifests, est.CostModel())
+        return manifests, pl.claim_needs(manifests, est.CostModel(data_dir=folder / "data", cache=folder / "cache"))
 
 
 @pytest.fixture
@@ -141,7 +141,7 @@ def test_list_and_plan_count_and_measure_nothing_even_on_a_cold_cache(tmp_path, 
 
     folder = tmp_path / "manifests"
     folder.mkdir()
-    shutil.copy(REPO_ROOT / "manifests" / "table1.toml", folder)
+    shutil.copy(MANIFESTS / "table1.toml", folder)
     monkeypatch.setenv("REPRO_MANIFESTS", str(folder))
     monkeypatch.setenv("REPRO_CACHE", str(tmp_path / "cache"))  # empty
     monkeypatch.setenv("REPRO_DATA", str(tmp_path / "data"))
@@ -170,7 +170,7 @@ def test_weights_and_includes_are_validated():
     from repro.spec.profiles import SHIPPED_PROFILES, parse_profiles
     from repro.core.schema import SchemaError, read_toml
 
-    data = read_toml(REPO_ROOT / "manifests" / "table5.toml")
+    data = read_toml(MANIFESTS / "table5.toml")
     data["claims"][0]["weight"] = -1
     with pytest.raises(SchemaError) as info:
         parse_manifest(data, "table5.toml")

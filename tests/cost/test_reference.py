@@ -24,9 +24,9 @@ REGENERATE = ("the CPU reference is out of date: run the shipped CPU profiles co
 
 @pytest.fixture
 def cold(tmp_path, monkeypatch):
-    """No speed factor kept, runs on one thread: what a first `repro list` sees."""
-    monkeypatch.setenv("REPRO_CACHE", str(tmp_path / "cache"))
+    """No speed factor kept (an empty cache folder), runs on one thread: what a first `repro list` sees."""
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    return tmp_path / "cache"
 
 
 def _cpu_runs():
@@ -50,7 +50,7 @@ def test_it_lists_the_runs_the_cpu_profiles_plan_at_today_s_counts(cold):
     planned, listed = _cpu_runs(), {r.hash: r for r in ref.runs}
     missing = sorted(cfg.hash for cfg in planned.values() if cfg.hash not in listed)
     assert len(missing) <= 0.1 * len(planned), f"{len(missing)} of {len(planned)} planned runs not in it; {REGENERATE}"
-    model = CostModel(cached_only=True)
+    model = CostModel(cached_only=True, cache=cold)
     for h, cfg in planned.items():
         if h not in listed:
             continue
@@ -61,7 +61,7 @@ def test_it_lists_the_runs_the_cpu_profiles_plan_at_today_s_counts(cold):
 
 def test_a_cold_estimate_prices_listed_runs_at_their_own_and_verify_all_near_what_it_took(cold):
     ref = reference.load()
-    model = CostModel()
+    model = CostModel(cache=cold)
     device = model.of_kind("cpu")
     assert device.source.startswith(ref.source) and device.basis == "reference" and device.origin == "CPU reference"
     planned, listed = _cpu_runs(), {r.hash: r for r in ref.runs}
@@ -98,9 +98,9 @@ A, B, O = 1 / 5e10, 0.02, 0.4  # s/MAC, s/step, s/run: what the records below ar
 WHEN = dt.datetime(2026, 12, 4, 3, 0, tzinfo=dt.timezone.utc)
 
 
-def _records(folder, manifest, profiles) -> list:
+def _records(folder, manifest, profiles, cache) -> list:
     """Run records of `manifest`'s runs at `profiles`, each CPU second priced by A, B and O."""
-    model = CostModel(cached_only=True)
+    model = CostModel(cached_only=True, cache=cache)
     runs = folder / "runs"
     runs.mkdir(parents=True, exist_ok=True)
     planned = [p for name in profiles for p in planned_runs(manifest, manifest.profiles[name])]
@@ -120,8 +120,8 @@ def test_build_recovers_the_constants_its_records_were_made_with(tmp_path, cold)
     manifests = load_all()
     table1 = next(m for m in manifests if m.id == "table1")
     # steps differ between the profiles: the per-step and the per-run cost part
-    planned = _records(tmp_path / "results", table1, ("smoke", "functional"))
-    doc = reference_build.build([tmp_path / "results"], manifests, "0" * 40, "a test CPU x2 (Linux)")
+    planned = _records(tmp_path / "results", table1, ("smoke", "functional"), cold)
+    doc = reference_build.build([tmp_path / "results"], manifests, "0" * 40, "a test CPU x2 (Linux)", cold)
     built = reference.parse(json.loads(reference_build.dumps(doc)))
     assert built.macs_per_s == pytest.approx(1 / A, rel=1e-2)  # the seconds are kept to the millisecond
     assert built.step_overhead_s == pytest.approx(B, rel=1e-2) and built.run_overhead_s == pytest.approx(O, rel=1e-2)
@@ -136,20 +136,20 @@ def test_build_prices_the_measured_commands_cold_whatever_this_machine_has_cache
 
     manifests = load_all()
     table4 = next(m for m in manifests if m.id == "table4")
-    planned = _records(tmp_path / "results", table4, ("functional",))
-    own = sum(A * CostModel(cached_only=True).run_work(p.cfg).macs for p in planned)
+    planned = _records(tmp_path / "results", table4, ("functional",), cold)
+    own = sum(A * CostModel(cached_only=True, cache=cold).run_work(p.cfg).macs for p in planned)
     phases = [{"phase": "start-up and imports", "table": "", "wall_s": 3.0, "cpu_s": 2.5},
               {"phase": "stand-in pretraining", "table": "table4", "wall_s": 20.0, "cpu_s": 40.0},
               {"phase": "training", "table": "table4", "wall_s": own, "cpu_s": 2 * own}]
     (tmp_path / "results" / "functional").mkdir()
     (tmp_path / "results" / "functional" / "timings.json").write_text(json.dumps({"commands": {"run table4": {
         "phases": phases, "wall_s": sum(p["wall_s"] for p in phases), "started": WHEN.isoformat()}}}))
-    cold_doc = reference_build.build([tmp_path / "results"], manifests, "0" * 40, "x")
+    cold_doc = reference_build.build([tmp_path / "results"], manifests, "0" * 40, "x", cold)
     cfg = planned[0].cfg
-    weights = digit_weights.weights_path(cfg.backbone["name"], cfg.dataset, cfg.image_size)
+    weights = digit_weights.weights_path(cfg.backbone["name"], cfg.dataset, cfg.image_size, cache=cold)
     weights.parent.mkdir(parents=True)
     weights.write_bytes(b"cached here")  # this machine has the weights, the measured command had not
-    assert reference_build.build([tmp_path / "results"], manifests, "0" * 40, "x")["rates"] == cold_doc["rates"]
+    assert reference_build.build([tmp_path / "results"], manifests, "0" * 40, "x", cold)["rates"] == cold_doc["rates"]
 
 
 def test_too_few_records_are_refused_naming_the_folder(tmp_path):

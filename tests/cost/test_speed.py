@@ -23,7 +23,6 @@ GOAL = 0.30  # `repro list` on a folder with no records, against what verify-all
 
 @pytest.fixture
 def cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("REPRO_CACHE", str(tmp_path / "cache"))
     monkeypatch.setattr(speed, "_cores", lambda: 2)
     return tmp_path / "cache"
 
@@ -46,9 +45,11 @@ def _measure(ratio, load, spread=0.0):
     return speed.measure_speed(runs, 2, train, lambda: (load, load, load))
 
 
-def _list_totals(tmp_path) -> dict[str, tuple[float, str]]:
-    """profile -> (verify-all's wall seconds, its From words) as `repro list` prints them with no records."""
-    out = CliRunner().invoke(app, ["list", "--results-dir", str(tmp_path / "no-results")], env={"COLUMNS": "100"})
+def _list_totals(tmp_path, cache) -> dict[str, tuple[float, str]]:
+    """profile -> (verify-all's wall seconds, its From words) as `repro list` prints them with no records, its
+    cache folder `cache`."""
+    out = CliRunner().invoke(app, ["list", "--results-dir", str(tmp_path / "no-results")],
+                             env={"COLUMNS": "100", "REPRO_CACHE": str(cache)})
     assert out.exit_code == 0, out.output
     totals = out.output.split("Totals over every manifest")[1]
     rows = {}
@@ -64,11 +65,12 @@ def test_a_busy_calibration_is_not_kept_and_list_stays_near_the_quiet_times(cach
     functional within 30% of what verify-all took on a quiet machine of the reference's kind."""
     busy, rows = _measure(ratio=4.0, load=5.0)  # the cores shared with other work: everything 4x slower
     assert busy.factor == pytest.approx(4.0) and not busy.quiet and "load average 5.0 above 2 cores" in busy.why_not_kept()
-    assert not speed.keep(busy) and not (cache / speed.FILE_NAME).exists() and speed.kept_speed() is None
+    assert not speed.keep(busy, cache) and not (cache / speed.FILE_NAME).exists()
+    assert speed.kept_speed(cache=cache) is None
     cache.mkdir()
     (cache / "throughput.json").write_text('{"cpu:2": 8.2e9}')  # the single rate earlier versions kept under load
     measured = json.loads(cpu_reference.REFERENCE_FILE.read_text())["verify_all_wall_s"]  # quiet, machine D
-    totals = _list_totals(tmp_path)
+    totals = _list_totals(tmp_path, cache)
     for profile in ("smoke", "functional"):
         wall, origin = totals[profile]
         assert abs(wall / measured[profile] - 1) <= GOAL, (profile, wall, measured[profile])
@@ -78,36 +80,36 @@ def test_a_busy_calibration_is_not_kept_and_list_stays_near_the_quiet_times(cach
 def test_repetitions_too_far_apart_are_not_kept_either(cache):
     erratic, _ = _measure(ratio=1.0, load=0.5, spread=0.5)
     assert erratic.spread == pytest.approx(0.5) and "repetitions 50% apart" in erratic.why_not_kept()
-    assert not speed.keep(erratic) and speed.kept_speed() is None
+    assert not speed.keep(erratic, cache) and speed.kept_speed(cache=cache) is None
 
 
 def test_a_quiet_calibration_is_kept_and_scales_every_reference_figure(cache, tmp_path):
     quiet, rows = _measure(ratio=1.5, load=0.5)
     assert quiet.quiet and quiet.factor == pytest.approx(1.5) and [r.ratio for r in rows] == pytest.approx([1.5] * 3)
-    assert speed.keep(quiet) and speed.kept_speed() == quiet
+    assert speed.keep(quiet, cache) and speed.kept_speed(cache=cache) == quiet
     manifests = load_all()
-    unscaled = CostModel()
+    unscaled = CostModel(cache=cache)
     unscaled._speed.append(None)
-    scaled = CostModel()
+    scaled = CostModel(cache=cache)
     assert scaled.of_kind("cpu").origin == "CPU reference x1.50"
     for profile in ("smoke", "functional"):
         mine = [m for m in manifests if profile in m.profiles]
         a, b = (command_time(build_plans(mine, profile), model, Rates()) for model in (unscaled, scaled))
         assert b.seconds / a.seconds == pytest.approx(1.5, rel=0.02)  # latency's per-call dispatch is not scaled
         assert b.origin() == "CPU reference x1.50" and a.origin() == "CPU reference"
-    assert _list_totals(tmp_path)["smoke"][1] == "CPU reference x1.50"
+    assert _list_totals(tmp_path, cache)["smoke"][1] == "CPU reference x1.50"
 
 
 def test_a_kept_measurement_expires_and_a_damaged_one_is_named(cache, capsys):
     quiet, _ = _measure(ratio=0.8, load=0.1)
-    speed.keep(quiet)
+    speed.keep(quiet, cache)
     then = dt.datetime.fromisoformat(quiet.measured)
-    assert speed.kept_speed(then + dt.timedelta(days=speed.MAX_AGE_DAYS - 1)) == quiet
-    assert speed.kept_speed(then + dt.timedelta(days=speed.MAX_AGE_DAYS + 1)) is None
+    assert speed.kept_speed(then + dt.timedelta(days=speed.MAX_AGE_DAYS - 1), cache) == quiet
+    assert speed.kept_speed(then + dt.timedelta(days=speed.MAX_AGE_DAYS + 1), cache) is None
     doc = json.loads((cache / speed.FILE_NAME).read_text())
     doc[quiet.machine]["factor"] = "fast"
     (cache / speed.FILE_NAME).write_text(json.dumps(doc))
-    assert speed.kept_speed() is None
+    assert speed.kept_speed(cache=cache) is None
     err = capsys.readouterr().err
     assert str(cache / speed.FILE_NAME) in err and quiet.machine in err
 
@@ -116,7 +118,7 @@ def test_bench_speed_says_what_it_measured_and_why_it_kept_nothing(cache, monkey
     monkeypatch.setattr(speed, "bench_runs", lambda count: _runs()[:count])
     busy = _measure(ratio=2.0, load=3.0)
     monkeypatch.setattr(speed, "measure_speed", lambda runs, reps: busy)
-    out = CliRunner().invoke(app, ["bench", "speed", "--runs", "3"], env={"COLUMNS": "80"})
+    out = CliRunner().invoke(app, ["bench", "speed", "--runs", "3"], env={"COLUMNS": "80", "REPRO_CACHE": str(cache)})
     assert out.exit_code == 0, out.output
     text = " ".join(out.output.split())
     assert "speed factor 2.00" in text and "not kept: load average 3.0 above 2 cores" in text

@@ -23,17 +23,21 @@ def rank_main(rank: int, world: int, port: int, cfg, checkpoint: str, out: str, 
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE=str(world),
                       LOCAL_RANK=str(rank))
     torch.set_num_threads(1)
+    from repro.core.settings import Launch, Settings
     from repro.runtime import distributed
     from repro.train.loop import train_run
 
-    distributed.init("cpu")
+    # This process starts here, as a torchrun rank would: its launch, and a checkpoint after every epoch.
+    settings = Settings(checkpoint_seconds=0.0, launch=Launch(world_size=world, local_rank=rank, local_world_size=world))
+    distributed.init("cpu", settings.launch)
 
     def stop(epoch: int, epochs: int, entry: dict) -> None:
         if epoch == stop_after:
             raise Stop
 
     try:
-        result = train_run(cfg, torch.device("cpu"), None, Path(checkpoint), stop if stop_after else None)
+        result = train_run(cfg, torch.device("cpu"), None, Path(checkpoint), stop if stop_after else None,
+                           settings=settings)
     except distributed.WorldBroken as exc:
         if not isinstance(exc.__cause__, Stop):
             raise

@@ -155,6 +155,7 @@ def _two(cfg, folder, name: str, stop_after: int = 0) -> dict:
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     """The same run on one process and on two (gloo), one thread each; and the seconds each took."""
+    from repro.core.settings import Settings
     from repro.train.loop import train_run
 
     folder = tmp_path_factory.mktemp("ddp")
@@ -162,7 +163,8 @@ def runs(tmp_path_factory):
     torch.set_num_threads(1)
     try:
         t0 = time.perf_counter()
-        one = train_run(_cfg(), torch.device("cpu"), None, folder / "one.ckpt")
+        one = train_run(_cfg(), torch.device("cpu"), None, folder / "one.ckpt",
+                        settings=Settings(checkpoint_seconds=0.0))
         t1 = time.perf_counter()
         two = _two(_cfg(), folder, "two")
         t2 = time.perf_counter()

@@ -142,8 +142,11 @@ def test_a_full_disk_stops_the_runs_without_a_failure_record(tmp_path, monkeypat
     import repro.train.checkpoints as checkpoints
     from fake_records import config  # tests/fake_records.py
 
+    from repro.core.settings import Settings
+
+    every_epoch = Settings(checkpoint_seconds=0.0)  # so that the first write of the cut run is its checkpoint
     done, cut = config(0), config(1)
-    execute_runs([RunRequest(done, "done")], tmp_path, "cpu")
+    execute_runs([RunRequest(done, "done")], tmp_path, "cpu", settings=every_epoch)
     kept = record_path(tmp_path, done).read_bytes()
 
     def full(path, data):
@@ -152,7 +155,7 @@ def test_a_full_disk_stops_the_runs_without_a_failure_record(tmp_path, monkeypat
     monkeypatch.setattr(checkpoints, "atomic_write_bytes", full)
     monkeypatch.setattr("repro.execution.records.atomic_write_json", full)
     with pytest.raises(WriteFailed) as caught:
-        execute_runs([RunRequest(done, "done"), RunRequest(cut, "cut")], tmp_path, "cpu")
+        execute_runs([RunRequest(done, "done"), RunRequest(cut, "cut")], tmp_path, "cpu", settings=every_epoch)
     assert str(caught.value).startswith(f"cannot write {runs_dir(tmp_path) / cut.hash}.ckpt: No space left on device; "
                                         f"free space on the disk that holds {runs_dir(tmp_path)}")
     assert record_path(tmp_path, done).read_bytes() == kept

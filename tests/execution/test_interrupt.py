@@ -15,6 +15,7 @@ from repro.plan.manifest import Row
 from repro.spec.profiles import Profile
 from repro.models import Component
 from repro.plan.run_config import resolve
+from repro.core.settings import Settings
 from repro.execution.runs import RunRequest, checkpoint_path, execute_runs, record_path, runs_dir
 from .minitable import _terminal_signals, counts, repro, write_manifest
 
@@ -22,6 +23,7 @@ PROFILE = Profile(description="test", evidence="pipeline", seeds=3, epochs=2, da
                   test_samples=32, batch_size=32, max_image_size=16, pretrained=False)
 ROW = Row(id="r", label="r", dataset="cifar10", backbone=Component("cifar_standard"), head=Component("dense"),
           measures=("accuracy",))
+EVERY_EPOCH = Settings(checkpoint_seconds=0.0)  # a checkpoint after every epoch: runs here are stopped after one
 
 
 def test_the_message_says_what_was_kept_and_how_to_resume():
@@ -48,7 +50,7 @@ def test_ctrl_c_in_process_keeps_the_record_and_the_checkpoint_and_resumes(tmp_p
 
     monkeypatch.setattr(local, "_apply", ctrl_c_after_first_epoch_of_seed_1)
     with pytest.raises(RunsInterrupted) as caught:
-        execute_runs(requests, tmp_path, "cpu", jobs=1)
+        execute_runs(requests, tmp_path, "cpu", jobs=1, settings=EVERY_EPOCH)
     assert (caught.value.recorded, caught.value.checkpoints, caught.value.not_started) == (1, [1], 1)
     runs = runs_dir(tmp_path)
     assert record_path(tmp_path, cfgs[0]).is_file() and not record_path(tmp_path, cfgs[1]).exists()
@@ -56,7 +58,7 @@ def test_ctrl_c_in_process_keeps_the_record_and_the_checkpoint_and_resumes(tmp_p
     assert not list(runs.glob("*.lock")) and not list(runs.glob(".*.tmp")) and not list(runs.glob("*.failed.json"))
 
     monkeypatch.setattr(local, "_apply", real)
-    batch = execute_runs(requests, tmp_path, "cpu", jobs=1)
+    batch = execute_runs(requests, tmp_path, "cpu", jobs=1, settings=EVERY_EPOCH)
     assert (batch.counts.trained, batch.counts.reused) == (2, 1) and not batch.errors
     assert batch.records[cfgs[1].hash]["resumed_from_epoch"] == 1
 
@@ -150,7 +152,7 @@ def test_the_interrupt_summary_counts_a_record_written_after_the_last_booking(tm
 
     monkeypatch.setattr(records, "atomic_write_json", then_interrupted)
     with pytest.raises(RunsInterrupted) as caught:
-        execute_runs([RunRequest(c, f"r seed {c.seed}") for c in cfgs], tmp_path, "cpu", jobs=1)
+        execute_runs([RunRequest(c, f"r seed {c.seed}") for c in cfgs], tmp_path, "cpu", jobs=1, settings=EVERY_EPOCH)
     assert (caught.value.recorded, caught.value.checkpoints, caught.value.not_started) == (1, [], 2)
     assert not checkpoint_path(tmp_path, cfgs[0]).exists() and not list(runs_dir(tmp_path).glob("*.lock"))
 

@@ -45,11 +45,11 @@ def test_one_slot_trains_in_this_process_as_before():
         local_slots("cuda", 1, [], 1)
 
 
-def test_visible_gpus_follow_the_parents_cuda_visible_devices(monkeypatch):
-    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2, 5")
-    assert visible_gpus() == ["2", "5"]
-    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
-    assert visible_gpus() == []
+def test_visible_gpus_follow_the_parents_cuda_visible_devices():
+    from repro.core.settings import Launch
+
+    assert visible_gpus(Launch.read({"CUDA_VISIBLE_DEVICES": "2, 5"})) == ["2", "5"]
+    assert visible_gpus(Launch.read({"CUDA_VISIBLE_DEVICES": ""})) == []
 
 
 @pytest.mark.slow

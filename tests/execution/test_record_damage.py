@@ -12,6 +12,7 @@ from repro.models import Component
 from repro.plan.run_config import resolve
 from repro.execution.record_checks import record_digest
 from repro.execution.runs import RunRequest, checkpoint_path, execute_runs, record_path, runs_dir
+from repro.core.settings import Settings
 from repro.train.loop import train_run
 
 PROFILE = Profile(description="test", evidence="pipeline", seeds=1, epochs=2, data="synthetic", train_samples=32,
@@ -36,7 +37,7 @@ def trained(tmp_path_factory):
     ckpt = checkpoint_path(root / "partial", CFG)
     ckpt.parent.mkdir(parents=True)
     with pytest.raises(Stop):
-        train_run(CFG, torch.device("cpu"), None, ckpt, stop_after_one)
+        train_run(CFG, torch.device("cpu"), None, ckpt, stop_after_one, settings=Settings(checkpoint_seconds=0.0))
     return record, record_path(root / "whole", CFG).read_bytes(), ckpt.read_bytes()
 
 

@@ -14,9 +14,11 @@ from repro.execution.runs import (
     RunRequest, checkpoint_path, execute_runs, failure_path, load_record, record_path,
 )
 from repro.execution.records import run_one
+from repro.core.settings import Settings
 from repro.train.loop import NonFiniteLoss, train_run
 
 pytestmark = pytest.mark.slow  # every test here trains runs
+EVERY_EPOCH = Settings(checkpoint_seconds=0.0)  # a checkpoint after every epoch: the runs here are killed after one
 
 PROFILE = Profile(description="test", evidence="pipeline", seeds=1, epochs=3, data="synthetic", train_samples=128, test_samples=64,
                   batch_size=32, max_image_size=16, pretrained=False)
@@ -73,7 +75,7 @@ def test_a_record_of_another_config_is_not_read_as_this_one(tmp_path):
 @pytest.mark.parametrize("head,params", [("dense", {}), ("sparse_moe", {"expert_hidden": 32, "k_warmup_epochs": 5})])
 def test_resume_after_an_interruption_gives_the_same_record(tmp_path, head, params):
     cfg = resolve(_row(head, **params), PROFILE, seed=0)
-    whole = run_one(RunRequest(cfg, "r"), tmp_path / "a", "cpu", None)
+    whole = run_one(RunRequest(cfg, "r"), tmp_path / "a", "cpu", None, settings=EVERY_EPOCH)
 
     class Crash(Exception):
         pass
@@ -84,9 +86,9 @@ def test_resume_after_an_interruption_gives_the_same_record(tmp_path, head, para
     ckpt = checkpoint_path(tmp_path / "b", cfg)
     ckpt.parent.mkdir(parents=True)
     with pytest.raises(Crash):
-        train_run(cfg, torch.device("cpu"), None, ckpt, crash_after_two)
+        train_run(cfg, torch.device("cpu"), None, ckpt, crash_after_two, settings=EVERY_EPOCH)
     assert torch.load(ckpt, weights_only=True)["epoch"] == 2
-    resumed = run_one(RunRequest(cfg, "r"), tmp_path / "b", "cpu", None)
+    resumed = run_one(RunRequest(cfg, "r"), tmp_path / "b", "cpu", None, settings=EVERY_EPOCH)
     assert resumed["resumed_from_epoch"] == 2
     assert _strip(resumed) == _strip(whole)
 
@@ -115,7 +117,7 @@ def test_no_checkpoint_is_written_after_the_last_epoch_and_a_kill_there_resumes_
     """The record follows the last epoch at once, so its checkpoint is skipped; a crash between the two
     resumes from the epoch before and still gives the uninterrupted record."""
     cfg = resolve(_row(), PROFILE, seed=0)
-    whole = run_one(RunRequest(cfg, "r"), tmp_path / "a", "cpu", None)
+    whole = run_one(RunRequest(cfg, "r"), tmp_path / "a", "cpu", None, settings=EVERY_EPOCH)
     ckpt = checkpoint_path(tmp_path / "b", cfg)
     ckpt.parent.mkdir(parents=True)
     saved = []
@@ -125,8 +127,8 @@ def test_no_checkpoint_is_written_after_the_last_epoch_and_a_kill_there_resumes_
         if epoch == epochs:
             raise RuntimeError("killed before the record")
     with pytest.raises(RuntimeError):
-        train_run(cfg, torch.device("cpu"), None, ckpt, crash_at_the_end)
+        train_run(cfg, torch.device("cpu"), None, ckpt, crash_at_the_end, settings=EVERY_EPOCH)
     assert saved == [*range(1, cfg.epochs), cfg.epochs - 1]
-    resumed = run_one(RunRequest(cfg, "r"), tmp_path / "b", "cpu", None)
+    resumed = run_one(RunRequest(cfg, "r"), tmp_path / "b", "cpu", None, settings=EVERY_EPOCH)
     assert resumed["resumed_from_epoch"] == cfg.epochs - 1
     assert _strip(resumed) == _strip(whole)

@@ -18,24 +18,23 @@ def test_every_model_the_shipped_manifests_estimate_has_an_entry():
 
 
 def test_an_estimate_of_a_shipped_model_neither_counts_nor_reads_a_cache(monkeypatch, tmp_path):
-    monkeypatch.setenv("REPRO_CACHE", str(tmp_path))  # empty: a cold start
 
     def refuse(*args, **kwargs):
         raise AssertionError("a shipped model was counted")
     monkeypatch.setattr(flops, "_shape_macs", refuse)
     row = next(m for m in load_all() if m.id == "table1").row("std_h2048_moe")
-    macs = flops.estimate_macs(row.dataset, row.backbone, row.head)
+    macs = flops.estimate_macs(row.dataset, row.backbone, row.head, cache=tmp_path)  # empty: a cold start
     assert macs == shipped_macs(flops.row_key(row)) and macs["head_macs"] > 0
     assert not any(tmp_path.iterdir())
 
 
 def test_a_model_of_ones_own_is_counted_and_cached(monkeypatch, tmp_path):
-    monkeypatch.setenv("REPRO_CACHE", str(tmp_path))
     calls = []
     monkeypatch.setattr(flops, "_shape_macs", lambda key: calls.append(key) or {"backbone_macs": 7, "head_macs": 3})
     args = ("cifar10", Component("cifar_standard", {"width": 0.3}), Component("dense"))
-    assert flops.estimate_macs(*args) == {"backbone_macs": 7, "head_macs": 3}
-    assert flops.estimate_macs(*args) == {"backbone_macs": 7, "head_macs": 3} and len(calls) == 1
+    assert flops.estimate_macs(*args, cache=tmp_path) == {"backbone_macs": 7, "head_macs": 3}
+    assert flops.estimate_macs(*args, cache=tmp_path) == {"backbone_macs": 7, "head_macs": 3} and len(calls) == 1
+    assert any((tmp_path / "macs").iterdir())
 
 
 @pytest.mark.slow

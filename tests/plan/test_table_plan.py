@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from repro import REPO_ROOT
+from checkout import REPO_ROOT
 from repro.plan import run_config
 from repro.plan.manifest import find_manifest
 from repro.plan.table_plan import PlannedClaim, Plans, TablePlan, build_plan, plan_all

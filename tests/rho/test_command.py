@@ -7,7 +7,7 @@ import sys
 import pytest
 from typer.testing import CliRunner
 
-from repro import REPO_ROOT
+from checkout import REPO_ROOT
 from repro.cli import app
 from repro.cli import rho as command
 from repro.rho.model_list import resolve_model

@@ -1,5 +1,6 @@
 """Run locks: one holder at a time, a heartbeat while held, stale locks taken over, a lost lock noticed."""
 
+import dataclasses
 import json
 import os
 import socket
@@ -68,14 +69,17 @@ def test_a_lock_of_an_exited_process_on_this_host_is_stale_at_once(tmp_path):
     assert isinstance(try_lock(tmp_path, "abc", SETTINGS), dict)
 
 
-def test_a_requeued_slurm_task_reclaims_its_own_lock_but_not_another_tasks(tmp_path, monkeypatch):
-    monkeypatch.setenv("SLURM_JOB_ID", "17")
-    monkeypatch.setenv("SLURM_ARRAY_JOB_ID", "12")
-    monkeypatch.setenv("SLURM_ARRAY_TASK_ID", "3")
+def test_a_requeued_slurm_task_reclaims_its_own_lock_but_not_another_tasks(tmp_path):
+    from repro.core.settings import Launch
+
+    # The task's Slurm job, read where the task starts (repro.execution.slurm.RunTask), from Slurm's environment.
+    job = Launch.read({"SLURM_JOB_ID": "17", "SLURM_ARRAY_JOB_ID": "12", "SLURM_ARRAY_TASK_ID": "3"}).slurm
+    in_task = dataclasses.replace(SETTINGS, job=job)
     _foreign_lock(tmp_path, "other", slurm_array_job_id="12", slurm_array_task_id="4")
-    assert isinstance(try_lock(tmp_path, "other", SETTINGS), dict)
+    assert isinstance(try_lock(tmp_path, "other", in_task), dict)
     _foreign_lock(tmp_path, "mine", slurm_array_job_id="12", slurm_array_task_id="3")
-    lock = try_lock(tmp_path, "mine", SETTINGS)
+    assert isinstance(try_lock(tmp_path, "mine", SETTINGS), dict)  # outside that task: a live lock
+    lock = try_lock(tmp_path, "mine", in_task)
     assert isinstance(lock, RunLock) and json.loads(lock.path.read_text())["slurm_array_task_id"] == "3"
     lock.release()
 

@@ -10,6 +10,7 @@ repro.report.appendix.claim_rows), customisation, notes.
 from __future__ import annotations
 
 from collections import Counter
+from pathlib import Path
 
 from repro.cost.claim_cost import claim_cost, claim_tables
 from repro.cost.disk import disk_space, gigabytes
@@ -52,20 +53,20 @@ def _datasets(manifests: list[Manifest], runs: dict[str, list], model: CostModel
     names = sorted({r.dataset for m in manifests for r in m.rows if "accuracy" in r.measures})
     out = []
     for name in names:
-        source = dataset_source(name)
+        source = dataset_source(name, model.cache)
         users = tuple(p for p, cfgs in runs.items() if any(c.dataset == name and c.data == "real" for c in cfgs))
-        cache = decoded_cache_bytes(name, model.data_dir)
+        cache = decoded_cache_bytes(name, model.data_dir, model.cache)
         out.append(DatasetEntry(source.title, source.archives, len(source.checked_files), source.checksum_note,
                                 gigabytes(cache) if cache else "", users))
     return out
 
 
-def _weights(runs: dict[str, list]) -> list[WeightsEntry]:
+def _weights(runs: dict[str, list], cache: Path) -> list[WeightsEntry]:
     files: dict[str, tuple[str, set, set]] = {}
     for name, cfgs in runs.items():
         for cfg in cfgs:
             if cfg.torchvision_weights:
-                url = published_url(cfg.backbone["name"])
+                url = published_url(cfg.backbone["name"], cache)
                 entry = files.setdefault(url, (url, set(), set()))
                 entry[1].add(cfg.backbone["name"])
                 entry[2].add(name)
@@ -101,5 +102,5 @@ def build_appendix(entries: list[tuple[Manifest, ManifestResult | None]], profil
                   Counter(c.scope for m in manifests for c in m.claims))
     return Appendix(profile, BASE_PROFILE, sections.paper_title(inputs.package), sections.abstract(facts),
                     sections.checklist(facts), sections.hardware(facts), sections.software(facts), facts.datasets,
-                    _weights(runs), sections.installation(facts), sections.workflow(facts), sections.evaluation(facts),
+                    _weights(runs, inputs.model.cache), sections.installation(facts), sections.workflow(facts), sections.evaluation(facts),
                     rows, sections.customisation(facts), sections.notes(facts), with_results)

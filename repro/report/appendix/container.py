@@ -6,7 +6,8 @@
     pyproject.toml        the package's name, version, description, Python and dependencies
 
 A `${VAR:-default}` in a compose file is read as VAR with its default. A file that is missing or does not
-parse is an error naming it and what was expected.
+parse is an error naming it and what was expected. They are the source tree's: an installed wheel has none, so
+outside a checkout the package is described from its installed metadata and the container as not here.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from typing import Any
 
 import yaml
 
-from repro import REPO_ROOT
 from repro.core.schema import SchemaError, read_toml
 
 _DEFAULTED = re.compile(r"\$\{(\w+):-([^}]*)\}")
@@ -101,7 +101,7 @@ def _tagged(loader, suffix, node):
 _ComposeLoader.add_multi_constructor("!", _tagged)
 
 
-def read_compose(path: Path, root: Path = REPO_ROOT) -> ComposeFile:
+def read_compose(path: Path, root: Path) -> ComposeFile:
     try:
         doc = yaml.load(path.read_text(), Loader=_ComposeLoader)
     except (OSError, yaml.YAMLError) as exc:
@@ -126,7 +126,7 @@ def read_compose(path: Path, root: Path = REPO_ROOT) -> ComposeFile:
                        tuple(str(a).split("=")[0] for a in (args if isinstance(args, list) else args.keys())))
 
 
-def read_dockerfile(path: Path, root: Path = REPO_ROOT) -> tuple[str, str, tuple[str, ...]]:
+def read_dockerfile(path: Path, root: Path) -> tuple[str, str, tuple[str, ...]]:
     """(the base image's default, the licence label, the pip install arguments) of a Dockerfile."""
     try:
         text = path.read_text()
@@ -165,14 +165,23 @@ def _pip_install(text: str) -> tuple[str, ...]:
     return ()
 
 
-def read_container(root: Path = REPO_ROOT) -> Container:
+NOT_HERE = "not here: not a git checkout"
+
+
+def read_container(root: Path | None) -> Container:
+    """The container files of the source tree `root`; None (an installed wheel): a container said to be elsewhere."""
+    if root is None:
+        return Container("the source tree's Dockerfile", f"the base image it names ({NOT_HERE})", "", ("-e", ".[dev]"))
     dockerfile = root / "Dockerfile"
     base, licence, install = read_dockerfile(dockerfile, root)
     compose = tuple(read_compose(p, root) for p in sorted(root.glob("docker-compose*.yml")))
     return Container(dockerfile.relative_to(root).as_posix(), base, licence, install, compose)
 
 
-def read_package(root: Path = REPO_ROOT) -> Package:
+def read_package(root: Path | None) -> Package:
+    """The package as the source tree's pyproject.toml declares it; None (an installed wheel): as installed."""
+    if root is None:
+        return installed_package()
     path = root / "pyproject.toml"
     project = read_toml(path).get("project")
     if not isinstance(project, dict) or not {"name", "version", "description"} <= set(project):
@@ -181,3 +190,16 @@ def read_package(root: Path = REPO_ROOT) -> Package:
     return Package(project["name"], project["version"], project["description"], project.get("requires-python", ""),
                    tuple(project.get("dependencies") or ()),
                    licence.get("text", "") if isinstance(licence, dict) else str(licence))
+
+
+def installed_package(name: str = "repro-moe-rho") -> Package:
+    """The package from its installed metadata (the wheel's METADATA: what pyproject.toml declared), less extras."""
+    from importlib.metadata import PackageNotFoundError, metadata
+
+    try:
+        meta = metadata(name)
+    except PackageNotFoundError:
+        return Package(name, NOT_HERE, NOT_HERE, "", (), "")
+    dependencies = tuple(d for d in meta.get_all("Requires-Dist") or () if "extra ==" not in d)
+    return Package(meta["Name"], meta["Version"], meta["Summary"] or "", meta["Requires-Python"] or "",
+                   dependencies, meta["License"] or "")

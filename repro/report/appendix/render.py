@@ -62,13 +62,14 @@ def appendix_inputs(plans: Plans, folder: FolderFit | None = None, model: CostMo
     """The plans, the cost model as `folder` fitted it (else `model`, else a cold one from the caches: nothing is
     counted), the container files and the package."""
     from repro.cost.wall_time import Rates
-    from repro.results.provenance import git_commit
+    from repro.results.provenance import git_commit, source_checkout
 
     if folder is not None:
         model, rates, notes = folder.model, folder.rates, tuple(folder.describe())
     else:
         model, rates, notes = model or CostModel(cached_only=True), Rates(), ()
-    return Inputs(plans, model, rates, read_container(), read_package(), git_commit(), notes)
+    root = source_checkout()
+    return Inputs(plans, model, rates, read_container(root), read_package(root), git_commit(), notes)
 
 
 def write_appendix(entries: list[tuple[Manifest, ManifestResult | None]], results_dir: Path, profile: str,
