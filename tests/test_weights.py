@@ -104,7 +104,8 @@ def test_the_published_url_is_torchvisions_and_is_cached_per_version(tmp_path, m
 
     from repro.models.weights import published_url, weights_url
 
-    assert published_url("resnet18", tmp_path) == weights_url("resnet18") == "https://download.pytorch.org/models/resnet18-f37072fd.pth"
+    url = "https://download.pytorch.org/models/resnet18-f37072fd.pth"
+    assert published_url("resnet18", tmp_path) == weights_url("resnet18") == url
     cached = json.loads((tmp_path / "sources" / "weights.json").read_text())
     assert cached["urls"] == {"resnet18": weights_url("resnet18")}
     cached["urls"]["resnet18"] = "https://example.org/resnet18-00000000.pth"  # read back, not asked again

@@ -82,7 +82,8 @@ def plan(ids: list[str] = typer.Argument(None, help="Manifest ids (default: all)
          data_dir: Optional[Path] = DATA, calibration: Optional[Path] = CalibrationOpt,
          reference_gpu: Optional[str] = ReferenceGpuOpt, manifests_dir: Optional[Path] = MANIFESTS,
          results_dir: Optional[Path] = READ_RESULTS,
-         verbose: bool = verbose_option("Also where each seed count comes from, and the rows each claim reads.")) -> None:
+         verbose: bool = verbose_option("Also where each seed count comes from, and the rows each claim "
+                                        "reads.")) -> None:
     """Per empirical claim: rows, seeds for 80% power, runs and GPU-hours; the claims a budget decides, as profiles."""
     from repro.cost.fit import fit_folder
     from repro.cost.cost_tables import left_out_line, needs_table, plan_table

@@ -110,6 +110,6 @@ class Settings:
         engine = EngineSwitches(value("REPRO_CHANNELS_LAST"), value("REPRO_COMPILE"), value("REPRO_SMALL_MAPS"),
                                 value("REPRO_BF16_CPU"), value("REPRO_DISPATCH"))
         return cls(value("REPRO_PROFILE"), folder("REPRO_PROFILES"), Path(value("REPRO_RESULTS")),
-                   Path(value("REPRO_DATA")), folder("REPRO_MANIFESTS"), cache, weights, folder("REPRO_GPU_CALIBRATION"),
-                   value("OMP_NUM_THREADS"), value("REPRO_DETERMINISTIC"), value("REPRO_CHECKPOINT_SECONDS"), engine,
-                   Launch.read(environ))
+                   Path(value("REPRO_DATA")), folder("REPRO_MANIFESTS"), cache, weights,
+                   folder("REPRO_GPU_CALIBRATION"), value("OMP_NUM_THREADS"), value("REPRO_DETERMINISTIC"),
+                   value("REPRO_CHECKPOINT_SECONDS"), engine, Launch.read(environ))

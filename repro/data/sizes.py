@@ -126,7 +126,8 @@ def run_split_sizes(dataset: str, data: str, train_samples: int | None, test_sam
     """A run's training and test images: its real data's on disk (`data` "real"), else the dataset's sizes in
     the kind of data it makes (synthetic, digits); each capped by the profile's subset."""
     spec = get_dataset(dataset)
-    sizes = split_sizes(dataset, root, cache) if data == "real" else SplitSizes(spec.train_size, spec.test_size, f"{data} data")
+    sizes = (split_sizes(dataset, root, cache) if data == "real"
+             else SplitSizes(spec.train_size, spec.test_size, f"{data} data"))
     return SplitSizes(min(sizes.train, train_samples or sizes.train), min(sizes.test, test_samples or sizes.test),
                       sizes.source)
 

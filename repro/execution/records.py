@@ -192,8 +192,8 @@ def attempt_run(request: RunRequest, results_dir: Path, device: str, data_dir: P
         record = load_record(results_dir, request.cfg)  # written by the previous holder?
         if record is not None:
             return Outcome(h, RunState.RECORDED, record=record)
-        return Outcome(h, RunState.TRAINED, record=run_one(request, results_dir, device, data_dir, events, executor, lock,
-                                                           settings))
+        record = run_one(request, results_dir, device, data_dir, events, executor, lock, settings)
+        return Outcome(h, RunState.TRAINED, record=record)
     except LockLost:  # judged stale and taken over: the new holder trains it
         return Outcome(h, RunState.HELD, holder=read_holder(lock.path) or {"heartbeat": time.time()})
     except LeftAlone as exc:  # its record or checkpoint cannot be read, or a newer version wrote it: not a failure

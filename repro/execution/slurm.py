@@ -51,8 +51,8 @@ class RunTask:
         # Slurm exposes only the GPUs it allocated to the task, so "a GPU is visible" is "one was asked for".
         # Each run trains on the threads its config names (repro.runtime.numerics), not the task's CPU count.
         device = "cuda" if torch.cuda.is_available() else "cpu"
-        return [dataclasses.replace(attempt_run(r, self.results_dir, device, self.data_dir, None, "slurm", self.settings,
-                                                run_settings),
+        return [dataclasses.replace(attempt_run(r, self.results_dir, device, self.data_dir, None, "slurm",
+                                                self.settings, run_settings),
                                     record=None)  # the submitter reads the record from disk
                 for r in self.requests]
 
@@ -130,7 +130,8 @@ def submit(todo: list, results_dir: Path, data_dir: Path | None, options: Execut
         data = data_dir.absolute() if data_dir is not None else None  # the tasks may start in another directory
         folders = dataclasses.replace(settings, cache=settings.cache.absolute(),
                                       weights=tuple(p.absolute() for p in settings.weights))
-        jobs = [executor.submit(RunTask(chunk, results_dir.absolute(), data, options.lock, folders)) for chunk in chunks]
+        jobs = [executor.submit(RunTask(chunk, results_dir.absolute(), data, options.lock, folders))
+                for chunk in chunks]
     out = {}
     for job, chunk in zip(jobs, chunks):
         for request in chunk:

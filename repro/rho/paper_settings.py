@@ -73,7 +73,7 @@ def _percent(value: float) -> str:
 
 @lru_cache(maxsize=4)
 def settings_manifest(manifests: Path | None = None) -> Manifest:
-    """Table 6's manifest, from the folder `manifests` (the command's --manifests, $REPRO_MANIFESTS) or the package's."""
+    """Table 6's manifest, from the folder `manifests` (the command's $REPRO_MANIFESTS) or the package's."""
     try:
         return find_manifest(SETTINGS_MANIFEST, manifests)
     except (KeyError, SchemaError) as exc:

@@ -3,12 +3,12 @@
 Written atomically by rank 0 after an epoch once the command's `checkpoint_seconds` of training have passed
 since the previous one (repro.core.settings: default 60 s, $REPRO_CHECKPOINT_SECONDS; 0: after every epoch),
 never after the last epoch (the run record follows it), so an interrupted run resumes where it stopped and,
-on a CPU, ends with the same record as an uninterrupted one. The interval bounds what a kill loses; a checkpoint after every epoch
-made runs whose epochs take a second (the smoke profile's) write their model and optimiser state again
-and again: 20 GB for one smoke run of every table. Where the file lives, and what makes one unusable before training starts
-(another run's, an epoch beyond the run), is the records' business (repro.execution.records,
-repro.execution.record_checks); what fails here is a checkpoint that loads but does not fit the
-model or optimiser (CheckpointUnusable).
+on a CPU, ends with the same record as an uninterrupted one. The interval bounds what a kill loses; a
+checkpoint after every epoch made runs whose epochs take a second (the smoke profile's) write their model and
+optimiser state again and again: 20 GB for one smoke run of every table. Where the file lives, and what makes
+one unusable before training starts (another run's, an epoch beyond the run), is the records' business
+(repro.execution.records, repro.execution.record_checks); what fails here is a checkpoint that loads but does
+not fit the model or optimiser (CheckpointUnusable).
 """
 
 from __future__ import annotations

@@ -81,7 +81,8 @@ def weights_path(backbone: str, dataset: str, image_size: int, settings: Pretrai
                  cache: Path = DEFAULT_CACHE) -> Path:
     settings = settings or PRETRAIN
     base = base_backbone(backbone)
-    return cache_dir(cache, "digit_weights") / f"{base}-{dataset}-{image_size}px-{_key(base, dataset, image_size, settings)}.pt"
+    key = _key(base, dataset, image_size, settings)
+    return cache_dir(cache, "digit_weights") / f"{base}-{dataset}-{image_size}px-{key}.pt"
 
 
 def record(path: Path) -> dict[str, Any] | None:

@@ -93,7 +93,7 @@ def test_a_cifar_of_a_users_own_is_priced_by_the_images_it_holds(fixed, tmp_path
     calls = []
     monkeypatch.setitem(sizes.COUNTERS, "cifar_pickles", (sign, lambda f: calls.append(f) or count(f)))
     counted = sizes.split_sizes("cifar10", tmp_path / "data", tmp_path / "cache")
-    assert counted == sizes.SplitSizes(200, 40, "on disk (counted)") and calls == []  # from the cache the cost model wrote
+    assert counted == sizes.SplitSizes(200, 40, "on disk (counted)") and calls == []  # the cost model's cache
     _cifar_folder(tmp_path / "more", 100, 60)
     (folder / "test_batch").write_bytes((tmp_path / "more" / "cifar-10-batches-py" / "test_batch").read_bytes())
     counted = sizes.split_sizes("cifar10", tmp_path / "data", tmp_path / "cache")

@@ -28,7 +28,8 @@ def rank_main(rank: int, world: int, port: int, cfg, checkpoint: str, out: str, 
     from repro.train.loop import train_run
 
     # This process starts here, as a torchrun rank would: its launch, and a checkpoint after every epoch.
-    settings = Settings(checkpoint_seconds=0.0, launch=Launch(world_size=world, local_rank=rank, local_world_size=world))
+    settings = Settings(checkpoint_seconds=0.0,
+                        launch=Launch(world_size=world, local_rank=rank, local_world_size=world))
     distributed.init("cpu", settings.launch)
 
     def stop(epoch: int, epochs: int, entry: dict) -> None:

@@ -102,5 +102,6 @@ def build_appendix(entries: list[tuple[Manifest, ManifestResult | None]], profil
                   Counter(c.scope for m in manifests for c in m.claims))
     return Appendix(profile, BASE_PROFILE, sections.paper_title(inputs.package), sections.abstract(facts),
                     sections.checklist(facts), sections.hardware(facts), sections.software(facts), facts.datasets,
-                    _weights(runs, inputs.model.cache), sections.installation(facts), sections.workflow(facts), sections.evaluation(facts),
+                    _weights(runs, inputs.model.cache),
+                    sections.installation(facts), sections.workflow(facts), sections.evaluation(facts),
                     rows, sections.customisation(facts), sections.notes(facts), with_results)
