@@ -230,15 +230,14 @@ def test_outside_a_checkout_the_appendix_is_written_from_what_is_installed(manif
     from repro.results import provenance
 
     monkeypatch.setattr(provenance, "source_checkout", lambda: None)
-    assert provenance.git_commit.__wrapped__() == "not a git checkout"
-    container = read_container(None)
-    assert NOT_HERE in container.base_image and container.compose == () and container.gpu_compose is None
-    package = read_package(None)
+    monkeypatch.setattr(provenance, "git_commit", provenance.git_commit.__wrapped__)  # not the checkout's, cached
+    assert provenance.git_commit() == "not a git checkout"
+    inputs = appendix_inputs(plan_all(manifests))
+    assert NOT_HERE in inputs.container.base_image and inputs.container.gpu_compose is None
     declared = read_package(REPO_ROOT)
-    assert (package.name, package.python) == (declared.name, declared.python)
-    assert "torch>=2.4" in package.dependencies and not any("pytest" in d for d in package.dependencies)  # no extras
-    inputs = dataclasses.replace(appendix_inputs(manifests, None, count=False), container=container, package=package,
-                                 commit="not a git checkout")
+    assert (inputs.package.name, inputs.package.python) == (declared.name, declared.python)
+    assert "torch>=2.4" in inputs.package.dependencies
+    assert not any("pytest" in d for d in inputs.package.dependencies)  # the extras are not the package's
     text = render(build_appendix([(m, None) for m in manifests], "smoke", inputs, False), "md")
     assert "commit not a git checkout" in text and NOT_HERE in text and "docker compose" not in text
 

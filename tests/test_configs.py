@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 
+from checkout import MANIFESTS
 from repro.plan.manifest import _component, load_manifest
 from repro.models import BACKBONES, HEADS
 from repro.models.configs import (MAX_WIDTH, ConfigError, ConvBackboneConfig, DenseHeadConfig, SparseMoEConfig)
@@ -115,7 +116,7 @@ def test_direct_construction_raises_one_config_error_naming_each_field():
 
 
 def test_a_manifest_with_bad_component_values_names_file_and_every_key_path(tmp_path):
-    table6 = Path(__file__).resolve().parents[1] / "manifests" / "table6.toml"
+    table6 = MANIFESTS / "table6.toml"
     text = table6.read_text()
     old = "width = 0.72 }"
     assert old in text

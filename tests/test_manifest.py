@@ -4,12 +4,13 @@ from pathlib import Path
 
 import pytest
 
+from checkout import MANIFESTS
 from repro.plan.manifest import find_manifest, load_all, load_manifest, manifest_paths
 from repro.spec.profiles import shipped_profiles
 from repro.plan.run_config import planned_runs, resolve
 from repro.core.schema import SchemaError
 
-TABLE6 = Path(__file__).resolve().parents[1] / "manifests" / "table6.toml"
+TABLE6 = MANIFESTS / "table6.toml"
 
 
 def test_every_manifest_validates():

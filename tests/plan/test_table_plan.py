@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from checkout import REPO_ROOT
+from checkout import MANIFESTS, REPO_ROOT
 from repro.plan import run_config
 from repro.plan.manifest import find_manifest
 from repro.plan.table_plan import PlannedClaim, Plans, TablePlan, build_plan, plan_all
@@ -75,7 +75,7 @@ def test_a_walk_of_epochs_from_the_command_line_to_the_epoch_loop_goes_down_the_
     monkeypatch.setattr(loop, "_train", epoch_loop)
     manifests = tmp_path / "manifests"
     manifests.mkdir()
-    shipped = REPO_ROOT / "manifests" / "temperature_ablation.toml"
+    shipped = MANIFESTS / "temperature_ablation.toml"
     (manifests / "temperature_ablation.toml").write_text(shipped.read_text())
     (tmp_path / "walk.toml").write_text(PROFILES)
     CliRunner().invoke(app, ["temperature_ablation", "--profile", "walk", "--profiles", str(tmp_path / "walk.toml"),
