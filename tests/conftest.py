@@ -89,12 +89,12 @@ def smoke_folder(tmp_path_factory):
     import subprocess
     import sys
 
-    from repro import REPO_ROOT
+    from checkout import MANIFESTS
 
     root = tmp_path_factory.mktemp("smoke_folder")
     (root / "manifests").mkdir()
     for name in ("headline_cifar10", "table6"):
-        shutil.copy(REPO_ROOT / "manifests" / f"{name}.toml", root / "manifests")
+        shutil.copy(MANIFESTS / f"{name}.toml", root / "manifests")
     env = {**os.environ, "REPRO_MANIFESTS": str(root / "manifests"), "COLUMNS": "80"}
     for args in (["verify-all", "--jobs", "1"], ["report"], ["appendix"]):
         done = subprocess.run([sys.executable, "-m", "repro", *args, "--results-dir", str(root / "results")], env=env,

@@ -13,7 +13,7 @@ from crate_check import validate
 from test_crate import folder, graph, ids  # noqa: F401  (the fixture: a folder written by two commands)
 from typer.testing import CliRunner
 
-from repro import REPO_ROOT
+from checkout import REPO_ROOT
 from repro.cli import app
 from repro.results.acting import acting
 from repro.results.actions import CRATE_FILE, load_actions

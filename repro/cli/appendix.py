@@ -55,7 +55,8 @@ def appendix(profile: Optional[str] = PROFILE,
     folder = profile_dir(results_dir, profile)
     inside = folder.is_dir() and path.resolve().is_relative_to(folder.resolve())
     try:
-        with acting("appendix", folder, read_files(manifests, profiles)) if inside else contextlib.nullcontext():
+        recorded = acting("appendix", folder, read_files(manifests, profiles), settings().image)
+        with recorded if inside else contextlib.nullcontext():
             atomic_write_text(path, text)
     except OSError as exc:  # WriteFailed says what to free or change
         fail(str(exc) if isinstance(exc, WriteFailed) else f"cannot write {path}: {exc.strerror or exc}")

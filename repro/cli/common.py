@@ -238,7 +238,7 @@ def read_files(manifests: list[Manifest], profiles: Path | None = None) -> list[
     profiles and a file of one's own (--profiles or $REPRO_PROFILES)."""
     from repro.spec.profiles import SHIPPED_PROFILES
 
-    own = profiles or os.environ.get("REPRO_PROFILES", "").strip()
+    own = profiles_file(profiles)
     return [Path(m.path) for m in manifests if m.path] + [SHIPPED_PROFILES] + ([Path(own)] if own else [])
 
 
@@ -258,7 +258,8 @@ def recording(command: str, results_dir: Path, profile: str, heavy: bool = True,
     from repro.results.acting import acting
     from repro.results.measurements import profile_dir
 
-    with acting(command, profile_dir(results_dir, profile), reads), timings.recording(command, results_dir, profile):
+    folder = profile_dir(results_dir, profile)
+    with acting(command, folder, reads, settings().image), timings.recording(command, results_dir, profile):
         if heavy:
             with timings.phase(timings.STARTUP):
                 import torch  # noqa: F401

@@ -7,10 +7,11 @@ from typing import Optional
 
 import typer
 
-from repro.cli.common import ProfileOpt, ResultsOpt, fail, paste, show
+from repro.cli.common import fail, paste, settings, show
+from repro.cli.options import PROFILE, READ_RESULTS
 
 
-def package(profile: Optional[str] = ProfileOpt, results_dir: Optional[Path] = ResultsOpt,
+def package(profile: Optional[str] = PROFILE, results_dir: Optional[Path] = READ_RESULTS,
             out: Optional[Path] = typer.Option(None, "--out", help="The archive to write (.tar.gz). Default: "
                                                "<results>/<profile>/package/repro-<profile>-<commit>.tar.gz."),
             allow_dirty: bool = typer.Option(False, "--allow-dirty", help="Pack HEAD's source even though tracked "
@@ -21,12 +22,11 @@ def package(profile: Optional[str] = ProfileOpt, results_dir: Optional[Path] = R
     from repro.core.fsutil import WriteFailed
     from repro.results.acting import acting
     from repro.results.actions import CRATE_FILE
-    from repro.results.measurements import default_results_dir, profile_dir, profiles_present
+    from repro.results.measurements import profile_dir, profiles_present
     from repro.results.package import PackageError, build_package
-    from repro.spec.profiles import default_profile
 
-    profile = profile or default_profile()
-    results_dir = results_dir or default_results_dir()
+    profile = profile or settings().profile
+    results_dir = results_dir or settings().results
     if profile not in profiles_present(results_dir):
         fail(f"no results of profile '{profile}' in {results_dir} (profiles with results: "
              f"{', '.join(profiles_present(results_dir)) or 'none'}); run `repro verify-all` first")
@@ -36,7 +36,7 @@ def package(profile: Optional[str] = ProfileOpt, results_dir: Optional[Path] = R
     inside = out is None or out.resolve().is_relative_to(folder.resolve())
     try:
         if inside:  # an archive in the folder is one of its files: the package is an action of its crate
-            with acting("package", folder):
+            with acting("package", folder, image=settings().image):
                 made = build_package(folder, out, allow_dirty=allow_dirty)
         else:
             made = build_package(folder, out, allow_dirty=allow_dirty)

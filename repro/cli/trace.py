@@ -9,7 +9,8 @@ from typing import Optional
 
 import typer
 
-from repro.cli.common import ManifestsOpt, ProfileOpt, ProfilesOpt, ResultsOpt, fail
+from repro.cli.common import fail, settings
+from repro.cli.options import MANIFESTS, PROFILE, PROFILES, READ_RESULTS
 
 
 def trace(table: str = typer.Argument(..., help="The table's id, e.g. table1."),
@@ -17,8 +18,8 @@ def trace(table: str = typer.Argument(..., help="The table's id, e.g. table1."),
                                     "one lists the table's."),
           column: Optional[str] = typer.Argument(None, help="One metric of the row (accuracy, rho, gap, "
                                                  "total_macs...). Default: every metric stored for it."),
-          profile: Optional[str] = ProfileOpt, results_dir: Optional[Path] = ResultsOpt,
-          manifests_dir: Optional[Path] = ManifestsOpt, profiles: Optional[Path] = ProfilesOpt,
+          profile: Optional[str] = PROFILE, results_dir: Optional[Path] = READ_RESULTS,
+          manifests_dir: Optional[Path] = MANIFESTS, profiles: Optional[Path] = PROFILES,
           as_json: bool = typer.Option(False, "--json", help="The trace as JSON, for scripts.")) -> None:
     """One number of a table: its claims, run records, commit, container, data and the command that makes it."""
     import json
@@ -27,12 +28,11 @@ def trace(table: str = typer.Argument(..., help="The table's id, e.g. table1."),
 
     from repro.cli.common import load_one, show
     from repro.report.trace import TraceError, trace as traced
-    from repro.results.measurements import ResultUnusable, default_results_dir, load_result
-    from repro.spec.profiles import default_profile
+    from repro.results.measurements import ResultUnusable, load_result
 
     manifest = load_one(table, manifests_dir, profiles)
-    profile = profile or default_profile()
-    results_dir = results_dir or default_results_dir()
+    profile = profile or settings().profile
+    results_dir = results_dir or settings().results
     try:
         result = load_result(results_dir, profile, manifest.id)
     except ResultUnusable as exc:

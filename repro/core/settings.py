@@ -88,6 +88,7 @@ class Settings:
     cache: Path = DEFAULT_CACHE  # REPRO_CACHE, else $XDG_CACHE_HOME/repro
     weights: tuple[Path, ...] = ()  # REPRO_WEIGHTS: folders searched for pretrained weights
     gpu_calibration: Path | None = None  # REPRO_GPU_CALIBRATION
+    image: str = ""  # REPRO_IMAGE: the container image this process runs in, as docker-compose.yml names it
     threads: int | None = None  # OMP_NUM_THREADS: a run's threads where its profile gives none
     deterministic: bool = False  # REPRO_DETERMINISTIC
     checkpoint_seconds: float = environment.VARIABLES["REPRO_CHECKPOINT_SECONDS"].default
@@ -111,5 +112,5 @@ class Settings:
                                 value("REPRO_BF16_CPU"), value("REPRO_DISPATCH"))
         return cls(value("REPRO_PROFILE"), folder("REPRO_PROFILES"), Path(value("REPRO_RESULTS")),
                    Path(value("REPRO_DATA")), folder("REPRO_MANIFESTS"), cache, weights,
-                   folder("REPRO_GPU_CALIBRATION"), value("OMP_NUM_THREADS"), value("REPRO_DETERMINISTIC"),
-                   value("REPRO_CHECKPOINT_SECONDS"), engine, Launch.read(environ))
+                   folder("REPRO_GPU_CALIBRATION"), value("REPRO_IMAGE") or "", value("OMP_NUM_THREADS"),
+                   value("REPRO_DETERMINISTIC"), value("REPRO_CHECKPOINT_SECONDS"), engine, Launch.read(environ))

@@ -37,9 +37,9 @@ def _digests(paths: Iterable[Path]) -> dict[str, str]:
 
 
 @contextlib.contextmanager
-def acting(command: str, folder: Path, reads: Iterable[Path] = ()) -> Iterator[None]:
+def acting(command: str, folder: Path, reads: Iterable[Path] = (), image: str = "") -> Iterator[None]:
     """Record the command as an action of the profile folder when it ends, however it ends; `reads`: the files
-    outside the folder it reads (hashed as it starts)."""
+    outside the folder it reads (hashed as it starts); `image`: the container it runs in, as its settings name it."""
     from repro import __version__
     from repro.results.provenance import git_commit
 
@@ -61,6 +61,6 @@ def acting(command: str, folder: Path, reads: Iterable[Path] = ()) -> Iterator[N
         after = listing(folder)
         wrote = sorted(p for p, stat in after.items() if before.get(p) != stat and p != WORKFLOW_FILE)
         action = Action(f"{started}-{secrets.token_hex(4)}", command, command_argv(command), started, now(), status,
-                        git_commit(), __version__, container(), reads, wrote)
+                        git_commit(), __version__, container(image), reads, wrote)
         with contextlib.suppress(OSError):  # a folder that cannot be written costs its crate only
             record(folder, action)

@@ -93,10 +93,10 @@ def now() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
 
 
-def container() -> dict[str, str]:
-    """The container image this process runs in ($REPRO_IMAGE, which docker-compose.yml sets; "" in a container
-    that does not name it), or {} outside one."""
-    image = os.environ.get("REPRO_IMAGE", "").strip()
+def container(image: str = "") -> dict[str, str]:
+    """The container image this process runs in (`image`: the command's $REPRO_IMAGE, which docker-compose.yml
+    sets; "" in a container that does not name it), or {} outside one."""
+    image = image.strip()
     inside = Path("/.dockerenv").exists() or Path("/run/.containerenv").exists()
     return {"image": image} if inside or image else {}
 
