@@ -82,7 +82,8 @@ def test_an_empty_environment_gives_the_defaults():
 def test_every_variable_reaches_its_field(tmp_path):
     environ = {"REPRO_PROFILE": "full", "REPRO_PROFILES": "p.toml", "REPRO_RESULTS": "/r", "REPRO_DATA": "/d",
                "REPRO_MANIFESTS": "/m", "REPRO_CACHE": "/c", "REPRO_WEIGHTS": os.pathsep.join(["/w1", "", "/w2"]),
-               "REPRO_GPU_CALIBRATION": "cal.json", "OMP_NUM_THREADS": "4,2", "REPRO_DETERMINISTIC": "yes",
+               "REPRO_GPU_CALIBRATION": "cal.json", "REPRO_IMAGE": "repro-moe-rho:0.1.0", "OMP_NUM_THREADS": "4,2",
+               "REPRO_DETERMINISTIC": "yes",
                "REPRO_CHECKPOINT_SECONDS": "2.5", "REPRO_CHANNELS_LAST": "0", "REPRO_COMPILE": "on",
                "REPRO_SMALL_MAPS": "auto", "REPRO_BF16_CPU": "1", "REPRO_DISPATCH": "Loop",
                "CUDA_VISIBLE_DEVICES": "", "WORLD_SIZE": "2", "LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "2",
@@ -92,6 +93,7 @@ def test_every_variable_reaches_its_field(tmp_path):
     assert (s.profile, s.profiles, s.results, s.data, s.manifests, s.cache) == (
         "full", Path("p.toml"), Path("/r"), Path("/d"), Path("/m"), Path("/c"))
     assert s.weights == (Path("/w1"), Path("/w2")) and s.gpu_calibration == Path("cal.json")
+    assert s.image == "repro-moe-rho:0.1.0"
     assert (s.threads, s.deterministic, s.checkpoint_seconds) == (4, True, 2.5)
     assert s.engine == EngineSwitches(channels_last=False, compile=True, small_maps=None, bf16_cpu=True,
                                       dispatch="loop")
