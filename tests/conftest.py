@@ -48,9 +48,11 @@ def two_threads():
 
 
 # The variables of the user's environment the suite keeps: the cache (FLOP counts, stand-in weights: a warm one
-# saves minutes, and no result depends on it), where the paper's text is, and the switches and folders CI sets for
-# the suite itself. Every other REPRO_* a user exported (a profile, manifests, a dispatch mode) is dropped.
-KEPT = ("REPRO_CACHE", "REPRO_PAPER_TEXT", "REPRO_ARTIFACTS", "REPRO_COMPOSE_GO", "REPRO_REQUIRE_")
+# saves minutes, and no result depends on it), where the paper's text is, and the switches, folders and tools CI
+# sets for the suite itself (tests/tool_python.py). Every other REPRO_* a user exported (a profile, manifests, a
+# dispatch mode) is dropped.
+KEPT = ("REPRO_CACHE", "REPRO_PAPER_TEXT", "REPRO_ARTIFACTS", "REPRO_COMPOSE_GO", "REPRO_VALIDATORS_PYTHON",
+        "REPRO_REQUIRE_")
 
 
 def pytest_configure(config):

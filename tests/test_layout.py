@@ -17,7 +17,7 @@ LINT_IMPORTS = shutil.which("lint-imports") or str(REPO_ROOT / ".venv" / "bin" /
 
 
 def lint_imports(config: str | None = None) -> subprocess.CompletedProcess:
-    args = [LINT_IMPORTS, "--no-cache"] + ([config] if config else [])
+    args = [LINT_IMPORTS, "--no-cache"] + (["--config", config] if config else [])  # import-linter 2.6 to 2.17 take --config
     return subprocess.run(args, cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)
 
 
