@@ -17,7 +17,8 @@ LINT_IMPORTS = shutil.which("lint-imports") or str(REPO_ROOT / ".venv" / "bin" /
 
 
 def lint_imports(config: str | None = None) -> subprocess.CompletedProcess:
-    args = [LINT_IMPORTS, "--no-cache"] + (["--config", config] if config else [])  # import-linter 2.6 to 2.17 take --config
+    # --config: import-linter 2.6 refuses a positional config file; 2.17 takes either
+    args = [LINT_IMPORTS, "--no-cache"] + (["--config", config] if config else [])
     return subprocess.run(args, cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)
 
 
