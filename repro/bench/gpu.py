@@ -25,6 +25,8 @@ A training check's batches are synthetic and resident on the device, so its figu
 alone; the input_path check measures what feeding it costs. Steps stop early past a per-model time budget,
 and checks are skipped past the whole budget, so the command fits the device time it is given.
 The file is rewritten after every check: a run stopped from outside leaves the checks done so far.
+Every model is built and trained under the command's engine switches (repro.core.settings), as train_run
+takes them: a switch set where the command starts (REPRO_COMPILE=0, REPRO_DISPATCH=loop) holds in every check.
 The schema and its reader: repro.bench.gpu_calibration.
 """
 
@@ -57,6 +59,7 @@ from repro.bench.expert_choice_bf16 import expert_choice_check, expert_choice_ro
 from repro.measure.timing import cpu_threads, error_line, synchronize
 from repro.data.specs import get_dataset
 from repro.core.devices import device_label
+from repro.core.settings import Settings
 from repro.core.fsutil import atomic_write_json
 from repro.plan.manifest import Manifest, Row
 from repro.plan.run_config import RunConfig
@@ -195,11 +198,13 @@ def check_config(p: Planned, s: GpuSettings) -> RunConfig:
 
 
 # --------------------------------------------------------------------------- training throughput
-def train_check(p: Planned, s: GpuSettings, device: torch.device) -> tuple[dict[str, Any], str]:
-    """(result, error): images/s and memory of `p` trained through repro.train.loop; error names a compile fallback."""
+def train_check(p: Planned, s: GpuSettings, device: torch.device,
+                run_settings: Settings = Settings()) -> tuple[dict[str, Any], str]:
+    """(result, error): images/s and memory of `p` trained through repro.train.loop under the command's settings;
+    error names a compile fallback."""
     cfg = check_config(p, s)
     started = time.perf_counter()
-    trainer = Trainer(cfg, device)
+    trainer = Trainer(cfg, device, run_settings)
     batches = trainer.synthetic()
     batches.steps = s.warmup_steps
     trainer.epoch(batches)
@@ -271,14 +276,15 @@ def _deadline(seconds: float) -> Iterator[None]:
 
 
 def _input_job(dataset: str, planned: list[Planned], jobs: list[tuple[Check, Any]], s: GpuSettings,
-               device: torch.device, dry_run: bool) -> tuple[dict[str, Any], str]:
+               device: torch.device, dry_run: bool, run_settings: Settings) -> tuple[dict[str, Any], str]:
     """The input paths of a streamed dataset, fed to its fastest model measured (repro.bench.input_paths)."""
     by_name = {p.name: p for p in planned if p.row.dataset == dataset}
     done = [c for c, _ in jobs if c.name in by_name and c.result.get("images_per_s")]
     if not done:
         raise RuntimeError(f"no {dataset} model's training check measured images/s to feed")
     fastest = max(done, key=lambda c: c.result["images_per_s"])
-    return input_check(check_config(by_name[fastest.name], s), fastest.name, s.input_paths, device, dry_run)
+    return input_check(check_config(by_name[fastest.name], s), fastest.name, s.input_paths, device, dry_run,
+                       run_settings=run_settings)
 
 
 def _reraise(exc: BaseException) -> tuple[dict[str, Any], str]:
@@ -294,18 +300,19 @@ def _free(device: torch.device) -> None:
 
 
 def run_gpu_check(device: str, settings: GpuSettings, out: Path, manifests: list[Manifest], dry_run: bool,
-                  log: Callable[[str], None] = print) -> dict[str, Any]:
-    """Run every check in order, rewriting `out` after each; return the document written.
+                  log: Callable[[str], None] = print, run_settings: Settings = Settings()) -> dict[str, Any]:
+    """Run every check in order, rewriting `out` after each; return the document written. `run_settings`: the
+    command's (its engine switches, cache and weights folders), under which every model is built and trained.
 
     On a CPU everything runs on one intra-op thread: the toy sizes gain nothing from a second,
     and on a shared machine it waits for descheduled peers (repro.measure.timing)."""
     dev = torch.device(device)
     with cpu_threads(dev, 1):
-        return _run_checks(dev, settings, out, manifests, dry_run, log)
+        return _run_checks(dev, settings, out, manifests, dry_run, log, run_settings)
 
 
 def _run_checks(dev: torch.device, settings: GpuSettings, out: Path, manifests: list[Manifest], dry_run: bool,
-                log: Callable[[str], None]) -> dict[str, Any]:
+                log: Callable[[str], None], run_settings: Settings) -> dict[str, Any]:
     from repro.bench.kill_resume import run_kill_resume
     from repro.results.provenance import git_commit
 
@@ -322,20 +329,22 @@ def _run_checks(dev: torch.device, settings: GpuSettings, out: Path, manifests: 
     by_id = {m.id: m for m in manifests}
     for p in planned:
         routed = Check(p.name, "train")
-        jobs.append((routed, lambda p=p: train_check(p, settings, dev)))
+        jobs.append((routed, lambda p=p: train_check(p, settings, dev, run_settings)))
         for twin in filter(None, (dense_twin(by_id[m], p.row) for m in p.manifests if m in by_id)):
             def train(row: Row, p: Planned = p, table: str = twin.manifest) -> tuple[dict[str, Any], str]:
                 cfg = first_runs[(table, row.id)]  # the twin's own run, as its table's plan holds it
-                return train_check(replace(p, name=p.name, row=row, cfg=cfg, manifests={}), settings, dev)
+                return train_check(replace(p, name=p.name, row=row, cfg=cfg, manifests={}), settings, dev,
+                                   run_settings)
 
             jobs.append((Check(twin.name, "dense_twin"), twin_job(twin, routed, train, dev.type, dry_run)))
     for dataset in sorted({p.row.dataset for p in planned if not get_dataset(p.row.dataset).in_memory}):
         jobs.append((Check(f"input_path/{dataset}", "input_path"),
-                     lambda d=dataset: _input_job(d, planned, jobs, settings, dev, dry_run)))
+                     lambda d=dataset: _input_job(d, planned, jobs, settings, dev, dry_run, run_settings)))
     for manifest_id, exc in unplanned.items():
         jobs.append((Check(f"train/{manifest_id}", "train"), lambda exc=exc: _reraise(exc)))
     # last: the figures the cost model reads come first when the time budget runs out
-    jobs.append((Check("kill_resume", "kill_resume"), lambda: (run_kill_resume(device, settings.child_timeout_s), "")))
+    jobs.append((Check("kill_resume", "kill_resume"),
+                 lambda: (run_kill_resume(device, settings.child_timeout_s, run_settings.engine), "")))
     for check, _ in jobs:
         check.error = "not reached: the command stopped before this check"
     doc = {"schema": SCHEMA, "dry_run": dry_run, "device": device_info(dev), "torch": torch.__version__,

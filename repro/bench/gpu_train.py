@@ -1,9 +1,10 @@
 """A model built, compiled and stepped as a run trains it, for `repro bench gpu`'s timed checks.
 
 `Trainer` builds a run config's model through repro.train.loop (its Engine: channels-last, the compiled
-backbone on CUDA, the sparse dispatch), puts its routing schedules at their steady state (the last epoch's)
-and trains passes over any batches with train_epoch. `SyntheticBatches` are two training batches resident on
-the device, cycled: the model's step alone, no input pipeline. The input paths' check
+backbone on CUDA, the sparse dispatch, each as the command's engine switches decide, as train_run takes
+them), puts its routing schedules at their steady state (the last epoch's) and trains passes over any
+batches with train_epoch. `SyntheticBatches` are two training batches resident on the device, cycled: the
+model's step alone, no input pipeline. The input paths' check
 (repro.bench.input_paths) feeds the same Trainer from image-folder loaders instead.
 """
 
@@ -15,6 +16,7 @@ from typing import Any
 
 import torch
 
+from repro.core.settings import Settings
 from repro.data.specs import get_dataset
 from repro.plan.run_config import RunConfig
 
@@ -50,9 +52,10 @@ def bf16_autocast(device: torch.device):
 
 class Trainer:
     """`cfg`'s model, optimiser and Engine on `device`, compiled where the Engine compiles (a failed compilation
-    trains eagerly, as a run does: `compile_error` says why); `build_s` is the seconds this took."""
+    trains eagerly, as a run does: `compile_error` says why); `build_s` is the seconds this took. `settings`: the
+    command's (its engine switches, cache and weights folders), as train_run takes them."""
 
-    def __init__(self, cfg: RunConfig, device: torch.device) -> None:
+    def __init__(self, cfg: RunConfig, device: torch.device, settings: Settings = Settings()) -> None:
         from repro.train.loop import (
             build_engine_model, compile_backbone, freeze, make_optimizer, resolve_engine, routing_modules,
             schedule_position,
@@ -60,9 +63,9 @@ class Trainer:
 
         started = time.perf_counter()
         self.cfg, self.device = cfg, device
-        self.engine = resolve_engine(cfg, device)
+        self.engine = resolve_engine(cfg, device, settings.engine)
         torch.manual_seed(0)
-        self.model = build_engine_model(cfg, self.engine)
+        self.model = build_engine_model(cfg, self.engine, settings)
         freeze(self.model, cfg)
         self.model.to(device)
         self.opt, _ = make_optimizer(cfg, self.model)

@@ -41,6 +41,7 @@ import torch
 from repro.bench import dali_input
 from repro.bench.gpu_train import Trainer
 from repro.bench.imagenet_folder import FolderSpec, write_imagenet_folder
+from repro.core.settings import Settings
 from repro.data.imagenet import FolderLoader, default_workers, image_folder
 from repro.data.layout import require
 from repro.data.specs import get_dataset
@@ -146,8 +147,9 @@ def choose(paths: dict[str, dict[str, Any]]) -> str | None:
 
 
 def input_check(cfg: RunConfig, model_check: str, settings: InputSettings, device: torch.device, dry_run: bool,
-                paths: Iterable[str] = PATHS) -> tuple[dict[str, Any], str]:
-    """(result, error) of the input paths of `cfg`'s dataset fed to `cfg`'s model (see the module's docstring)."""
+                paths: Iterable[str] = PATHS, run_settings: Settings = Settings()) -> tuple[dict[str, Any], str]:
+    """(result, error) of the input paths of `cfg`'s dataset fed to `cfg`'s model (see the module's docstring),
+    built and trained under the command's settings `run_settings`."""
     workers = default_workers() if settings.workers is None else settings.workers
     root = Path(tempfile.mkdtemp(prefix="repro-input-paths-"))
     try:
@@ -155,7 +157,7 @@ def input_check(cfg: RunConfig, model_check: str, settings: InputSettings, devic
         images = image_folder(require(cfg.dataset, root) / "train", True, cfg.image_size, settings.samples)
         samples = images.samples * settings.repeat
         steps = len(samples) // cfg.batch_size
-        trainer = Trainer(cfg, device)
+        trainer = Trainer(cfg, device, run_settings)
         result_paths: dict[str, dict[str, Any]] = {}
         loaders = {}
         for path in paths:

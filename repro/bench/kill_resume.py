@@ -1,7 +1,7 @@
 """Save -> SIGKILL -> resume on the device, as `repro bench gpu` checks it.
 
 A child process trains a tiny run through the real executor (repro.execution.records.run_one:
-checkpoint after every epoch, record at the end); once the first epoch's checkpoint
+checkpoint after every epoch, record at the end, under the command's engine switches); once the first epoch's checkpoint
 is written it reports and waits, and the parent kills its process group with
 SIGKILL, so no clean-up runs. A second child resumes the run to completion and then
 trains the same config uninterrupted in another folder. The check passes when the
@@ -15,6 +15,8 @@ Result: {"device", "epochs", "resumed_from_epoch", "killed_after_epoch", "histor
 "matches_uninterrupted", "max_abs_diff" {train_loss, test_accuracy}, "exact_required"}.
 
     python -m repro.bench.kill_resume CONFIG.json RESULTS_DIR DEVICE [--hold] [--reference DIR]
+
+CONFIG.json: {"run": the run config (RunConfig.to_dict), "engine": the command's EngineSwitches as a dict}.
 """
 
 from __future__ import annotations
@@ -27,13 +29,14 @@ import subprocess
 import sys
 import tempfile
 import threading
+from dataclasses import asdict
 import time
 from pathlib import Path
 from typing import Any
 
 from repro.bench.gpu_calibration import expect
 from repro.core.package_data import import_folder
-from repro.core.settings import Settings
+from repro.core.settings import EngineSwitches, Settings
 
 HOLD_S = 600  # the held child waits this long for its SIGKILL
 COMPARED = ("train_loss", "test_accuracy")
@@ -53,13 +56,20 @@ def tiny_config() -> Any:
     return resolve(row, profile, seed=0)
 
 
+def config_text(cfg: Any, engine: EngineSwitches) -> str:
+    """The child's CONFIG.json: the run, and the engine switches it trains under."""
+    return json.dumps({"run": cfg.to_dict(), "engine": asdict(engine)})
+
+
 def _child(config: Path, results: Path, device: str, hold: bool, reference: Path | None) -> None:
     from repro.plan.run_config import RunConfig
     from repro.execution.protocol import RunRequest
     from repro.execution.records import run_one
 
-    cfg = RunConfig.from_dict(json.loads(config.read_text()))
-    settings = Settings(checkpoint_seconds=0.0)  # a checkpoint after every epoch: the kill comes after the first
+    given = json.loads(config.read_text())
+    cfg = RunConfig.from_dict(given["run"])
+    # a checkpoint after every epoch: the kill comes after the first
+    settings = Settings(checkpoint_seconds=0.0, engine=EngineSwitches(**given["engine"]))
 
     class Events:  # run_one reports each epoch after its checkpoint is on disk
         def put(self, event: tuple) -> None:
@@ -106,8 +116,9 @@ def _kill(proc: subprocess.Popen) -> None:
     proc.wait()
 
 
-def run_kill_resume(device: str, timeout_s: float = 300.0) -> dict[str, Any]:
-    """The check's result; CheckFailed or RuntimeError saying what went wrong. Each child has timeout_s."""
+def run_kill_resume(device: str, timeout_s: float = 300.0, engine: EngineSwitches = EngineSwitches()) -> dict[str, Any]:
+    """The check's result; CheckFailed or RuntimeError saying what went wrong. Each child has timeout_s and trains
+    under `engine`, the command's engine switches."""
     import torch
 
     from repro.execution.runs import checkpoint_path, load_record
@@ -116,7 +127,7 @@ def run_kill_resume(device: str, timeout_s: float = 300.0) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="repro-kill-resume-") as tmp:
         base = Path(tmp)
         config, results, reference = base / "config.json", base / "killed", base / "uninterrupted"
-        config.write_text(json.dumps(cfg.to_dict()))
+        config.write_text(config_text(cfg, engine))
         held = _spawn([str(config), str(results), device, "--hold"], base / "held.log")
         try:
             line = _first_line(held, timeout_s)  # returns once epoch 1 is checkpointed

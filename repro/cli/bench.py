@@ -205,7 +205,8 @@ def gpu_cmd(dry_run: bool = typer.Option(False, "--dry-run", help="The same sequ
     if only and len(manifests) != len(set(only)):
         known = {m.id for m in every}
         raise typer.BadParameter(f"unknown manifest(s) {', '.join(sorted(set(only) - known))}", param_hint="--only")
-    doc = run_gpu_check(dev, settings, out, manifests, dry_run, log=lambda line: console.print(line, highlight=False))
+    doc = run_gpu_check(dev, settings, out, manifests, dry_run, log=lambda line: console.print(line, highlight=False),
+                        run_settings=own)
     t = Table("Check", "Status", "Seconds", "Images / s", "Peak GiB", title=f"{doc['device']['label']}, "
               f"torch {doc['torch']}{' (dry run)' if dry_run else ''}: {doc['wall_s']:.0f} s in all")
     for c in doc["checks"]:

@@ -73,7 +73,7 @@ def test_the_twin_check_runs_right_after_its_routed_model_with_its_settings(tmp_
     planned = [gpu.Planned("train/imagenet/t.moe", m.rows[1], runs["moe"], {"t": "moe"}, 2.0)]
     trained, configs = [], []
 
-    def train(p, settings, device):
+    def train(p, settings, device, run_settings):
         trained.append((p.row.id, p.manifests, settings))
         configs.append(p.cfg)
         return {"images_per_s": {"moe": 250.0, "dense": 1000.0}[p.row.id], "train_macs_per_s": 1.0}, ""
@@ -81,10 +81,10 @@ def test_the_twin_check_runs_right_after_its_routed_model_with_its_settings(tmp_
     monkeypatch.setattr(gpu, "plan_training", lambda manifests, failures=None: planned)
     monkeypatch.setattr(gpu, "expert_choice_rows", lambda manifests: [])
     monkeypatch.setattr(gpu, "train_check", train)
-    monkeypatch.setattr("repro.bench.kill_resume.run_kill_resume", lambda device, timeout: {})
+    monkeypatch.setattr("repro.bench.kill_resume.run_kill_resume", lambda device, timeout, engine: {})
     fed = []
 
-    def input_check(cfg, check, settings, device, dry_run):
+    def input_check(cfg, check, settings, device, dry_run, run_settings):
         fed.append((cfg.dataset, check))
         return {"chosen": None}, ""
 

@@ -108,14 +108,15 @@ def _fake_sequence(monkeypatch):
     def ec_fails(row, device):
         raise RuntimeError("index_add_(): self (BFloat16) and source (Float)\nmust have the same scalar type")
 
-    def train(p, s, device):
+    def train(p, s, device, run_settings):
         if p.name == "train/two":
             raise torch.OutOfMemoryError("CUDA out of memory")
         return {"images_per_s": 10.0, "train_macs_per_s": 5.0, "peak_memory_bytes": 7}, ""
 
     monkeypatch.setattr(gpu, "expert_choice_check", ec_fails)
     monkeypatch.setattr(gpu, "train_check", train)
-    monkeypatch.setattr("repro.bench.kill_resume.run_kill_resume", lambda device, timeout: {"resumed_from_epoch": 1})
+    monkeypatch.setattr("repro.bench.kill_resume.run_kill_resume",
+                        lambda device, timeout, engine: {"resumed_from_epoch": 1})
     return [m]
 
 
@@ -222,3 +223,58 @@ def test_a_manifest_whose_rows_cannot_be_counted_is_a_failed_check_not_a_crash(t
     assert broken.status == "failed" and broken.error.startswith("ValueError: no FLOP rule for module Foo")
     assert cal.manifests["broken"] == {"row": None, "check": "train/broken", "train_macs": None}
     assert cal.check("kill_resume").status == "passed" and cal.images_per_s("broken") is None
+
+
+ONE_MOE_ROW = """
+id = "one"
+title = "one routed row"
+paper_ref = "test"
+description = "test"
+seeds = 1
+
+[[rows]]
+id = "moe"
+label = "moe"
+dataset = "cifar10"
+measures = ["accuracy"]
+backbone = { name = "cifar_standard" }
+head = { name = "sparse_moe", expert_hidden = 32 }
+"""
+
+
+def test_the_engine_switches_of_the_environment_reach_every_model_the_bench_builds(tmp_path, monkeypatch, one_thread):
+    """Settings are read once where the command starts: REPRO_CHANNELS_LAST=0 and REPRO_DISPATCH=batched (on a
+    CPU, auto gives channels-last and the loop) hold in the training check and in the kill/resume child's run."""
+    from typer.testing import CliRunner
+
+    from repro.cli import app
+    from repro.core.settings import EngineSwitches
+
+    (tmp_path / "manifests").mkdir()
+    (tmp_path / "manifests" / "one.toml").write_text(ONE_MOE_ROW)
+    engines = []
+    monkeypatch.setattr("repro.bench.kill_resume.run_kill_resume",
+                        lambda device, timeout, engine: engines.append(engine) or {"resumed_from_epoch": 1})
+    out = tmp_path / "gpu.json"
+    result = CliRunner().invoke(app, ["bench", "gpu", "--dry-run", "--out", str(out)],
+                                env={"REPRO_MANIFESTS": str(tmp_path / "manifests"), "REPRO_CHANNELS_LAST": "0",
+                                     "REPRO_DISPATCH": "batched", "COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    train = read_calibration(out).check("train/cifar10/one.moe")
+    assert (train.result["channels_last"], train.result["dispatch"], train.result["compiled"]) == (False, "batched", False)
+    assert engines == [EngineSwitches(channels_last=False, dispatch="batched")]
+
+
+def test_the_kill_resume_child_trains_under_the_engine_switches_it_is_given(tmp_path, monkeypatch):
+    from repro.bench import kill_resume
+    from repro.core.settings import EngineSwitches
+
+    engine = EngineSwitches(channels_last=False, compile=False, small_maps=True, dispatch="loop")
+    config = tmp_path / "config.json"
+    config.write_text(kill_resume.config_text(kill_resume.tiny_config(), engine))
+    ran = []
+    monkeypatch.setattr("repro.execution.records.run_one", lambda request, results, device, data_dir, events=None,
+                        settings=None: ran.append((request.cfg, settings)))
+    kill_resume._child(config, tmp_path / "results", "cpu", hold=False, reference=None)
+    ((cfg, settings),) = ran
+    assert cfg == kill_resume.tiny_config() and settings.engine == engine and settings.checkpoint_seconds == 0.0
