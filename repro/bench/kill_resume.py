@@ -1,8 +1,8 @@
 """Save -> SIGKILL -> resume on the device, as `repro bench gpu` checks it.
 
 A child process trains a tiny run through the real executor (repro.execution.records.run_one:
-checkpoint after every epoch, record at the end, under the command's engine switches); once the first epoch's checkpoint
-is written it reports and waits, and the parent kills its process group with
+checkpoint after every epoch, record at the end, under the command's engine switches); once the first
+epoch's checkpoint is written it reports and waits, and the parent kills its process group with
 SIGKILL, so no clean-up runs. A second child resumes the run to completion and then
 trains the same config uninterrupted in another folder. The check passes when the
 record reads back whole (repro.execution.files.load_record), says it resumed from epoch 1, holds
@@ -29,8 +29,8 @@ import subprocess
 import sys
 import tempfile
 import threading
-from dataclasses import asdict
 import time
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
