@@ -53,10 +53,15 @@ def two_threads():
 # dispatch mode) is dropped.
 KEPT = ("REPRO_CACHE", "REPRO_PAPER_TEXT", "REPRO_ARTIFACTS", "REPRO_COMPOSE_GO", "REPRO_VALIDATORS_PYTHON",
         "REPRO_REQUIRE_")
+# What rich, Typer and Click read of the user's terminal: its size, and whether to colour. The suite sets the size
+# itself (TERMINAL_SIZE), so that an exported COLUMNS=80 or 200 cannot wrap a message a test reads as one line.
+TERMINAL = ("COLUMNS", "LINES", "TERMINAL_WIDTH", "JUPYTER_COLUMNS", "JUPYTER_LINES", "FORCE_COLOR", "PY_COLORS",
+            "NO_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE", "TYPER_USE_RICH", "_TYPER_FORCE_DISABLE_TERMINAL")
+TERMINAL_SIZE = {"COLUMNS": "80", "LINES": "25"}  # rich's size for output that is not a terminal
 
 
 def pytest_configure(config):
-    for name in [n for n in os.environ if n.startswith("REPRO_") and not n.startswith(KEPT)]:
+    for name in [n for n in os.environ if n.startswith("REPRO_") and not n.startswith(KEPT) or n in TERMINAL]:
         del os.environ[name]
     os.environ["REPRO_PROFILE"] = "smoke"
     # One intra-op thread: set before torch is first imported (tests that need two set it: two_threads). The
@@ -65,6 +70,11 @@ def pytest_configure(config):
     # A checkpoint after every epoch: the resume tests kill runs whose epochs take a fraction of the default
     # interval (repro.train.checkpoints); tests/test_train.py checks the interval itself.
     os.environ["REPRO_CHECKPOINT_SECONDS"] = "0"
+    # The command line's consoles are made before the size is set: a console made while COLUMNS is set keeps that
+    # width for good, and tests give a command a wider terminal per call (CliRunner's env={"COLUMNS": ...}).
+    import repro.cli.common  # noqa: F401
+
+    os.environ.update(TERMINAL_SIZE)
     gc.disable()  # until collection has imported everything (pytest_collection_finish)
 
 
