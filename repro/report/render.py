@@ -11,6 +11,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from repro.core.fsutil import atomic_write_text
 from repro.plan.manifest import Manifest
 from repro.results.measurements import ManifestResult, profile_dir
+from repro.report.latex_columns import tex_columns
 from repro.report.table_rows import Table, build_tables, verdict_counts
 from repro.report.trained_on import CHECKSUMS_SUFFIX, TrainedOn, trained_on
 
@@ -58,6 +59,7 @@ def environment() -> Environment:
                       trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
     env.filters["tex"] = latex_escape
     env.filters["tex_lenient"] = lambda text: latex_escape(text, strict=False)
+    env.globals["tex_columns"] = tex_columns
     env.filters["md"] = md_escape
     env.filters["device_time"] = _device_time
     env.filters["seconds"] = _seconds
