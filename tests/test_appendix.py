@@ -211,7 +211,7 @@ def test_the_container_files_are_read_as_data(tmp_path):
     gpu = container.gpu_compose
     assert (gpu.file, gpu.service, gpu.gpus.name) == ("docker-compose.yml", "repro", "REPRO_GPUS")
     assert [c.file for c in container.cpu_overrides] == ["docker-compose.cpu.yml"]
-    assert container.cpu_overrides[0].default("REPRO_PROFILE") == "smoke" and gpu.default("REPRO_PROFILE") == "full"
+    assert container.cpu_overrides[0].default("REPRO_PROFILE") == "" and gpu.default("REPRO_PROFILE") == "smoke"
     assert container.install == ("-e", ".[dev]")  # what the Dockerfile installs, less how
     compose = tmp_path / "docker-compose.x.yml"
     compose.write_text("services:\n  svc:\n    image: ${IMG:-a:1}\n    deploy:\n      resources:\n        reservations:\n"

@@ -140,7 +140,8 @@ def workflow(f: Facts) -> list[Step]:
         out.append(Step("In the container, on a GPU host:",
                         f"docker compose -f {gpu.file} run {gpu.service} verify-all --profile {f.shown[0]}"))
         for c in f.inputs.container.cpu_overrides:
-            on_cpu = f.profile if f.profiles[f.profile].device == "cpu" else c.default("REPRO_PROFILE") or f.profile
+            default = c.default("REPRO_PROFILE") or gpu.default("REPRO_PROFILE")  # the override's, else the service's
+            on_cpu = f.profile if f.profiles[f.profile].device == "cpu" else default or f.profile
             out.append(Step("In the container, without a GPU:", f"docker compose -f {gpu.file} -f {c.file} run "
                                                                 f"{gpu.service} verify-all --profile {on_cpu}"))
     return out
