@@ -188,16 +188,17 @@ def rebuild_result(plan: TablePlan, results_dir: Path, device: str = "auto",
     return table.result
 
 
-def decidable_not_reproduced(results: list[ManifestResult], device: str) -> bool:
-    """--strict: a claim the profile and device could decide that did not come out reproduced."""
+def decidable_not_reproduced(results: list[ManifestResult], device: str) -> list[str]:
+    """--strict: the claims ("table/claim") the profile and device could decide that did not come out reproduced."""
+    found = []
     for result in results:
         kind = result.profile_settings.evidence if result.profile_settings else "pipeline"
         for v in result.verdicts:
             undecidable = (v.scope != "analytic" and kind not in ("reduced", "paper")) or (
                 v.scope == "gpu" and not device.startswith("cuda"))
             if v.status != "reproduced" and not (v.status == "not run" and undecidable):
-                return True
-    return False
+                found.append(f"{result.manifest_id}/{v.claim}")
+    return found
 
 
 def flop_check(manifests: list[Manifest], progress=None, cache: Path = DEFAULT_CACHE) -> FlopCheck:

@@ -27,6 +27,29 @@ def test_table6_writes_tables_and_claims(results_dir):
     assert record["provenance"]["packages"]["torch"]
 
 
+@pytest.mark.slow  # Table 6 twice (the second reuses the FLOP counts)
+def test_strict_says_in_one_line_why_it_exits_1(results_dir):
+    """Issue 49: at smoke, --strict exited 1 with the same output as a run without it."""
+    plain = runner.invoke(app, ["table6", "--results-dir", str(results_dir)], env={"COLUMNS": "200"})
+    assert plain.exit_code == 0 and "--strict" not in plain.output, plain.output
+    strict = runner.invoke(app, ["table6", "--strict", "--results-dir", str(results_dir)], env={"COLUMNS": "200"})
+    verdicts = json.loads((results_dir / "smoke" / "table6" / "results.json").read_text())["verdicts"]
+    failed = [f"table6/{v['claim']}" for v in verdicts if v["scope"] == "analytic" and v["status"] != "reproduced"]
+    assert failed and strict.exit_code == 1, strict.output  # smoke decides analytic claims: some differ from the text
+    said = [line for line in strict.output.splitlines() if line.startswith("--strict")]
+    assert said == [f"--strict: exit 1: {len(failed)} claim(s) that profile smoke can decide here did not reproduce: "
+                    f"{', '.join(failed[:3])} and {len(failed) - 3} more"], strict.output
+
+
+def test_the_strict_line_names_the_claims_or_says_none_failed():
+    from repro.cli.run import strict_line
+
+    assert strict_line([], "smoke") == ("--strict: every claim that profile smoke can decide here reproduced: no exit 1 "
+                                        "for the claims")
+    assert strict_line(["t/a", "t/b"], "full") == ("--strict: exit 1: 2 claim(s) that profile full can decide here did "
+                                                   "not reproduce: t/a, t/b")
+
+
 @pytest.mark.parametrize("command", [["--help"], ["run", "--help"], ["bench", "gpu", "--help"]], ids=" ".join)
 def test_help_shows_no_type_beside_a_flag_and_one_beside_a_value(command):
     result = runner.invoke(app, command, env={"COLUMNS": "200"})

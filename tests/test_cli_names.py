@@ -44,6 +44,8 @@ def cases(tmp_path) -> list[tuple[list[str], str]]:
         (["status", "--profile", "ful"], "no profile 'ful' (did you mean 'full'?)"),
         (["report", "--profile", "ful"], "no profile 'ful' (did you mean 'full'?)"),
         (["run", "tabel1"], "no manifest 'tabel1' (did you mean 'table1'?)"),
+        (["tabel5"], "No such command 'tabel5' (did you mean 'table5'?)"),  # `repro <id>`, misspelt
+        (["lsit"], "No such command 'lsit' (did you mean 'list'?)"),
         (["flops", "tabel1"], "no manifest 'tabel1' (did you mean 'table1'?)"),
         (["run", "table1", "--manifests", dataset], "unknown dataset 'cifar1O' (did you mean 'cifar10'?)"),
         (["run", "table1", "--manifests", head], "unknown head 'dens' (did you mean 'dense'?)"),
@@ -67,6 +69,20 @@ def test_every_unknown_name_gets_the_closest_before_torch_is_imported(tmp_path):
         assert expected in text, (args, text)
         assert "Traceback" not in text, (args, text)
     assert answer["torch"] is False
+
+
+def test_a_misspelt_command_or_table_id_gets_the_closest():
+    """Issue 49: `repro tabel5` said "No such command" alone, while `repro run tabel9` named table9."""
+    from typer.testing import CliRunner
+
+    from repro.cli import app
+
+    runner = CliRunner()
+    for typed, meant in (("tabel5", "table5"), ("verfy-all", "verify-all"), ("exprt", "export")):
+        done = runner.invoke(app, [typed], env={"COLUMNS": "200"})
+        assert done.exit_code == 2 and f"No such command '{typed}' (did you mean '{meant}'?)" in done.output, done.output
+    done = runner.invoke(app, ["xyzzy"], env={"COLUMNS": "200"})
+    assert done.exit_code == 2 and "No such command 'xyzzy'." in done.output and "did you mean" not in done.output
 
 
 def test_profile_help_lists_the_profiles_that_exist():

@@ -93,3 +93,19 @@ def test_bad_input_is_one_line_and_exit_2(folder, tmp_path, case, message):
     done = runner.invoke(app, args, env={"COLUMNS": "200"})
     assert done.exit_code == 2 and _lines(done.output) == [message.format(results=results)]
     assert not (tmp_path / "x").exists()
+
+
+def test_profiles_is_accepted_as_by_every_command_and_a_bad_file_refused_before_writing(folder, tmp_path):
+    """Issue 49: `repro export --profiles FILE` was refused ("No such option") while every other command took it."""
+    results, _ = folder
+    good, bad = tmp_path / "profiles.toml", tmp_path / "bad.toml"
+    good.write_text('[profiles.mine]\ndescription = "x"\nevidence = "pipeline"\n')
+    bad.write_text('[profiles.mine]\ndescription = "x"\nevidence = "pipline"\n')
+    out = tmp_path / "out"
+    done = runner.invoke(app, ["export", "--results-dir", str(results), "--out", str(out), "--profiles", str(good)],
+                         env={"COLUMNS": "300"})
+    assert done.exit_code == 0 and (out / "runs.csv").is_file(), done.output
+    refused = runner.invoke(app, ["export", "--results-dir", str(results), "--out", str(tmp_path / "not"),
+                                  "--profiles", str(bad)], env={"COLUMNS": "300"})
+    assert refused.exit_code == 2 and f"error: {bad}:" in refused.output and "profiles.mine.evidence" in refused.output
+    assert not (tmp_path / "not").exists()

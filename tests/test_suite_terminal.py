@@ -8,7 +8,7 @@ import sys
 import pytest
 TERMINAL, TERMINAL_SIZE = ("COLUMNS", "LINES"), {"COLUMNS": "80", "LINES": "25"}
 
-from repro import REPO_ROOT
+from checkout import REPO_ROOT
 
 # Tests that read a long error as one line; each failed under an exported COLUMNS=80 before the suite set the size.
 ONE_LINE_ERRORS = ("tests/test_compare.py::test_bad_input_is_one_line_and_exit_2",

@@ -34,6 +34,7 @@ from repro.cli.trace import trace
 from repro.cli import run as tables
 from repro.cli.bench import bench_app
 from repro.cli.rho import rho_command
+from repro.core.registry import closest
 
 
 def _flags_show_no_type() -> None:
@@ -62,8 +63,11 @@ class _Group(typer.core.TyperGroup):
         if args and args[0] not in self.commands:
             from repro.cli.common import read_settings  # the command's settings, read here once: $REPRO_MANIFESTS
 
-            if args[0] in manifest_ids(read_settings(ctx).manifests):
+            ids = manifest_ids(read_settings(ctx).manifests)
+            if args[0] in ids:
                 return args[0], self.commands["run"], args[:1] + args[1:]
+            if hint := closest(args[0], [*self.commands, *ids]):  # `repro tabel5`: table5
+                ctx.fail(f"No such command {args[0]!r}{hint}.")
         return super().resolve_command(ctx, args)
 
     def invoke(self, ctx):

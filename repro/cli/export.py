@@ -8,8 +8,8 @@ from typing import Optional
 
 import typer
 
-from repro.cli.common import fail, settings
-from repro.cli.options import READ_RESULTS, profile_option
+from repro.cli.common import fail, profiles_file, settings
+from repro.cli.options import PROFILES, READ_RESULTS, profile_option
 
 SHOWN_UNUSABLE = 5  # unusable records named one per line; the rest counted
 
@@ -17,15 +17,21 @@ SHOWN_UNUSABLE = 5  # unusable records named one per line; the rest counted
 def export(profile: Optional[str] = profile_option("Only this profile's tables and runs. Default: every run."),
            fmt: str = typer.Option("csv", "--format", help="csv, parquet (needs pyarrow) or json."),
            out: Optional[Path] = typer.Option(None, "--out", help="Folder to write into. Default: <results>/export."),
-           results_dir: Optional[Path] = READ_RESULTS) -> None:
+           results_dir: Optional[Path] = READ_RESULTS, profiles: Optional[Path] = PROFILES) -> None:
     """Every run, epoch and verdict as CSV, Parquet or JSON."""
     from repro.cli.common import print_grid, show, write_failed
     from repro.core.fsutil import WriteFailed
+    from repro.core.schema import SchemaError
     from repro.core.terminal import Column, Grid
     from repro.results.export import FORMATS, export_frames, missing_package
     from repro.results.frames import FolderError, read_folder
     from repro.results.measurements import RUNS_FOLDER, profiles_present
+    from repro.spec.profiles import all_profiles
 
+    try:  # read by profile name, the results need no definition; the file is checked as every command checks it
+        all_profiles(profiles_file(profiles))
+    except SchemaError as exc:
+        fail(str(exc))
     if fmt not in FORMATS:
         fail(f"--format {fmt}: expected one of {', '.join(FORMATS)}")
     if (package := missing_package(fmt)) is not None:

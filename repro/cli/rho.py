@@ -17,8 +17,10 @@ from typing import Optional
 import typer
 from rich.console import Console
 from rich.markup import escape
+from rich.text import Text
 
 from repro.cli.common import settings
+from repro.core.terminal import print_words
 from repro.models.configs import ConfigError, MoEConvBackboneConfig
 from repro.rho.model_list import FAMILIES, RhoInputError, known_names, resolve_model, torchvision_cnns
 from repro.rho.inputs import check_target, parse_pattern, parse_size
@@ -41,7 +43,8 @@ def _err() -> Console:
 
 
 def _fail(message: str) -> None:
-    _err().print(f"[bold red]error:[/] {escape(message)}", highlight=False)
+    """The error wrapped at words within the terminal (a name is never cut), as every command's (cli.common)."""
+    print_words(_err(), Text.assemble(("error: ", "bold red"), message))
     raise typer.Exit(2)
 
 

@@ -168,10 +168,18 @@ def _finish(reporter: Reporter, lines: list[str]) -> None:
         show(warning, err)
 
 
-def decidable_not_reproduced(outcomes: list, device: str) -> bool:
+def decidable_not_reproduced(outcomes: list, device: str) -> list[str]:
     from repro.pipeline import decidable_not_reproduced as not_reproduced
 
     return not_reproduced([o.result for o in outcomes if o.result is not None], device)
+
+
+def strict_line(failed: list[str], profile: str) -> str:
+    """With --strict, the line that says whether the claims make the command exit 1, and why."""
+    if not failed:
+        return f"--strict: every claim that profile {profile} can decide here reproduced: no exit 1 for the claims"
+    named = ", ".join(failed[:3]) + (f" and {len(failed) - 3} more" if len(failed) > 3 else "")
+    return f"--strict: exit 1: {len(failed)} claim(s) that profile {profile} can decide here did not reproduce: {named}"
 
 
 def _exit_code(outcomes: list) -> int:
@@ -199,13 +207,15 @@ def _run_tables(plans: Plans, options: TableOptions) -> int:
         with reporter:
             outcomes = _run_all(run, plans, reporter, announce=True)
             _print_claims([o.result for o in outcomes if o.result is not None], evidence=True)
-            _finish(reporter, [f"log: {reporter.log_path}"])
+            failed = decidable_not_reproduced(outcomes, options.device)
+            strict = [strict_line(failed, options.profile)] if options.strict else []
+            _finish(reporter, [*strict, f"log: {reporter.log_path}"])
     except KeyboardInterrupt as exc:
         raise CommandInterrupted(run.current or "run", options.results_dir, exc) from exc
     except WriteFailed as exc:
         write_failed(exc)
     status = _exit_code(outcomes)
-    if options.strict and decidable_not_reproduced(outcomes, options.device):
+    if options.strict and failed:
         status = ExitCode.FAILED
     return status
 
@@ -237,7 +247,10 @@ def _verify_all(plans: Plans, options: TableOptions) -> int:
             path, summary = write_report(entries, options.results_dir, options.profile, costs, check, failures)
             _print_claims([r for _, r in entries if r], evidence=options.verbose, quiet=not options.verbose)
             console.rule("summary")
-            _finish(reporter, [*summary["lines"], f"report: {path} (in a browser: {path.with_name('report.html')})",
+            failed = decidable_not_reproduced(outcomes, options.device)
+            strict = [strict_line(failed, options.profile)] if options.strict else []
+            _finish(reporter, [*summary["lines"], *strict,
+                               f"report: {path} (in a browser: {path.with_name('report.html')})",
                                f"log: {reporter.log_path}"])
     except KeyboardInterrupt as exc:
         raise CommandInterrupted(run.current or "verify-all", options.results_dir, exc) from exc
@@ -245,7 +258,7 @@ def _verify_all(plans: Plans, options: TableOptions) -> int:
         write_failed(exc)
     # A functional profile exists to show that the methods learn: a dense or sparse-MoE row that did not fails it.
     status = ExitCode.FAILED if failures or check.problems or summary.get("learning_failures") else _exit_code(outcomes)
-    if options.strict and decidable_not_reproduced(outcomes, options.device):
+    if options.strict and failed:
         status = ExitCode.FAILED
     return status
 

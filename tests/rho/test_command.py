@@ -37,7 +37,7 @@ def rho(*args: str, columns: int = 80):
     ([], "give one MODEL, or --all"),
 ])
 def test_bad_input_is_refused_before_torch_in_one_line(args, says):
-    result = rho(*args)
+    result = rho(*args, columns=300)  # one line where it fits; at 80 columns it wraps at words (below)
     assert result.exit_code == 2, result.output
     assert says in result.output and "Traceback" not in result.output
     assert result.output.startswith("error:")
@@ -56,13 +56,23 @@ def test_input_the_network_cannot_take_is_refused_naming_what_it_can(args, says)
     assert says in " ".join(result.output.split())
 
 
+def test_a_typos_suggestions_wrap_within_80_columns():
+    """Issue 49: the suggestion was one line of 120 columns."""
+    result = rho("resnt18")
+    assert result.exit_code == 2
+    lines = result.output.splitlines()
+    assert len(lines) > 1 and max(map(len, lines)) <= 80, result.output
+    assert ("error: unknown model 'resnt18' (did you mean 'resnet18', 'resnet152' or 'resnet101'?); `repro rho "
+            "--list` names all") in " ".join(lines)
+
+
 def test_without_the_table6_manifest_it_says_what_it_reads(tmp_path, monkeypatch):
     from repro.rho.paper_settings import settings_manifest
 
     monkeypatch.setenv("REPRO_MANIFESTS", str(tmp_path))
     settings_manifest.cache_clear()
     try:
-        result = rho("resnet18")
+        result = rho("resnet18", columns=300)
     finally:
         settings_manifest.cache_clear()
     assert result.exit_code == 2 and "Traceback" not in result.output
