@@ -110,6 +110,21 @@ def test_a_malformed_meta_file_is_invalid_not_missing(tmp_path, monkeypatch, met
     assert "DatasetMissing" not in text and "DatasetInvalid" not in text
 
 
+def test_pickles_with_bytes_keys_are_read_as_the_cifar_sites_loader_reads_them(tmp_path, monkeypatch):
+    """Issue 49: a batches.meta re-pickled after a load with encoding='bytes' holds b'label_names' (and batches
+    b'data', b'labels'); it was refused with "no 'label_names' entry" although the names are there."""
+    make_cifar(tmp_path, CIFAR10, monkeypatch)
+    folder = tmp_path / "cifar-10-batches-py"
+    for path in folder.iterdir():
+        entry = pickle.loads(path.read_bytes())
+        path.write_bytes(pickle.dumps({k.encode(): [n.encode() for n in v] if k == "label_names" else v
+                                       for k, v in entry.items()}))
+    assert pickle.loads((folder / "batches.meta").read_bytes())[b"label_names"][:2] == [b"c0", b"c1"]
+    assert cifar.class_names("cifar10", folder) == [f"c{i}" for i in range(10)]
+    check = check_dataset("cifar10", tmp_path, allow_unverified=True)
+    assert check.ok and check.classes == 10 and (check.train_size, check.test_size) == (20, 4), check.problems
+
+
 def make_tiny(root, wnids, per_class=1, val=3):
     folder = root / "tiny-imagenet-200"
     (folder / "val" / "images").mkdir(parents=True)

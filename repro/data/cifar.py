@@ -110,8 +110,8 @@ def read_split(name: str, folder: Path, train: bool) -> tuple[torch.Tensor, torc
     for file, _ in split_files(name, train)[:-1]:
         entry = _unpickle(folder / file)
         try:
-            data.append(np.asarray(entry["data"], dtype=np.uint8).reshape(-1, 3, 32, 32))  # rows are CHW
-            labels += list(entry[_label_key(name)])
+            data.append(np.asarray(_get(entry, "data"), dtype=np.uint8).reshape(-1, 3, 32, 32))  # rows are CHW
+            labels += list(_get(entry, _label_key(name)))
         except (KeyError, ValueError, TypeError, IndexError) as exc:
             raise DatasetInvalid(f"{folder / file}: not a CIFAR batch ({type(exc).__name__}: {exc}); expected "
                                  f"'data' (N, 3072) uint8 and '{_label_key(name)}'") from exc
@@ -121,12 +121,23 @@ def read_split(name: str, folder: Path, train: bool) -> tuple[torch.Tensor, torc
     return images, torch.tensor(labels, dtype=torch.int64)
 
 
+def _get(entry: dict, key: str):
+    """entry[key], or entry[b'key']: a pickle re-written after a load with encoding='bytes' (the CIFAR site's own
+    loader) keeps its keys as bytes. KeyError naming `key` when neither is there."""
+    if isinstance(entry, dict) and key.encode() in entry and key not in entry:
+        return entry[key.encode()]
+    return entry[key]
+
+
 def class_names(name: str, folder: Path) -> list[str]:
     meta = _cls(name).meta
     entry = _unpickle(folder / meta["filename"])
-    if not isinstance(entry, dict) or meta["key"] not in entry:
-        raise DatasetInvalid(f"{folder / meta['filename']}: no '{meta['key']}' entry; expected the class names")
-    return list(entry[meta["key"]])
+    try:
+        names = _get(entry, meta["key"])
+    except (KeyError, TypeError):
+        raise DatasetInvalid(f"{folder / meta['filename']}: no '{meta['key']}' entry; expected the class "
+                             "names") from None
+    return [n.decode("latin1") if isinstance(n, bytes) else n for n in names]
 
 
 def cifar_tensors(name: str, root: str | Path | None, train: bool, download: bool = False,
