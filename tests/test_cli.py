@@ -90,6 +90,7 @@ def test_verify_all_writes_one_report(results_dir, tmp_path, monkeypatch):
     assert result.exit_code == 0, result.output
     report = (results_dir / "smoke" / "report.md").read_text()
     assert "Tables regenerated:" in report and "## Claims checklist" in report
+    report = (results_dir / "smoke" / "report-detail.md").read_text()  # the sections report.md links
     assert "FLOP checks passed:" in result.output
     entry = json.loads((results_dir / "smoke" / "timings.json").read_text())["commands"]["verify-all"]
     phases = {(p["phase"], p["table"]) for p in entry["phases"]}

@@ -65,3 +65,24 @@ def test_the_tables_regenerated_count_the_extension_beside_the_papers():
     summary = summary_lines([(t7, _result(t7, []))], None, {}, [(ext, _result(ext, [])), (ext, None)])
     assert summary["lines"][0] == "Tables regenerated: 1 / 1 of the paper's, and 1 / 2 beyond it"
     assert summary_lines([(t7, _result(t7, []))], None, {})["lines"][0] == "Tables regenerated: 1 / 1"
+
+
+def test_report_md_is_the_summary_and_links_each_section_of_report_detail_md(tmp_path):
+    """Issue 49: report.md was 1,464 lines at smoke, the claims checklist in its first tenth. Now it holds the
+    headline, the checklist and the figures, then a link to each section of report-detail.md, which holds them."""
+    import re
+
+    from repro.report.render import DETAIL, md_anchor, render_report_detail
+
+    manifests = [find_manifest(i) for i in ("table6", "table7")]
+    entries = [(m, _result(m, [])) for m in manifests]
+    summary = summary_lines(entries, None, {})
+    sections = [("Where the time went", "a table"), ("Compute per claim and table", "another")]
+    report, detail = render_report(entries, summary, sections), render_report_detail(entries, sections)
+    assert "## Claims checklist" in report and "## Provenance" not in report
+    assert not [m.id for m in manifests if f"## {m.id}: " in report]  # each table's section: in the detail
+    headings = re.findall(r"^## (.*)$", detail, re.M)
+    assert headings == [f"{m.id}: {m.title}" for m in manifests] + [t for t, _ in sections] + ["Provenance"]
+    links = re.findall(rf"\]\({re.escape(DETAIL)}#([^)]+)\)", report)
+    assert links == [md_anchor(h) for h in headings]
+    assert md_anchor("table4: ImageNet-1K head-only MoE (rho < 1%)") == "table4-imagenet-1k-head-only-moe-rho--1"

@@ -25,6 +25,7 @@ command: Ctrl-C and SIGTERM are handled there and only there, so a test or a not
 from __future__ import annotations
 
 import typer
+from rich.text import Text
 
 from repro.cli import appendix, info, readings, report, status
 from repro.cli.compare import compare
@@ -37,19 +38,32 @@ from repro.cli.rho import rho_command
 from repro.core.registry import closest
 
 
+TYPES_FROM = 100  # columns: a narrower --help leaves out the type column ("<int range> [x>=0]"), for the help
+
+
+def _narrow() -> bool:
+    """The terminal --help prints on is narrower than TYPES_FROM: there the type column would leave the help text
+    a column of 23 characters (`verify-all --help` was 135 lines at 80 columns)."""
+    return typer.rich_utils._get_rich_console().width < TYPES_FROM
+
+
 def _flags_show_no_type() -> None:
     """A flag takes no value, so its help shows no type: as Typer's plain help does and its rich help did
-    before 0.29, whose rich panel prints one beside every option ("--help  <bool>  Show this message")."""
-    option = typer.core.TyperOption
+    before 0.29, whose rich panel prints one beside every option ("--help  <bool>  Show this message").
+    Below TYPES_FROM columns no parameter shows one (nor its range): the help text says what it takes."""
+    option, argument = typer.core.TyperOption, typer.core.TyperArgument
     shown = getattr(option, "display_type_rich", None)  # absent before Typer 0.29: nothing to change
     if shown is None or getattr(shown, "flags_show_no_type", False):
         return
+    shown_argument, shown_range = argument.display_type_rich, option._get_number_range_help_str
 
     def display_type_rich(self, ctx):
-        return None if self.is_flag or self.count else shown(self, ctx)
+        return None if self.is_flag or self.count or _narrow() else shown(self, ctx)
 
     display_type_rich.flags_show_no_type = True
     option.display_type_rich = display_type_rich
+    option._get_number_range_help_str = lambda self: "" if _narrow() else shown_range(self)
+    argument.display_type_rich = lambda self, ctx: None if _narrow() else shown_argument(self, ctx)
 
 
 class _Group(typer.core.TyperGroup):
@@ -97,7 +111,30 @@ def manifest_ids(folder=None) -> list[str]:
     return [p.stem for p in manifest_paths(folder)]
 
 
+def _default_beside_the_help() -> None:
+    """An option's "[default: 1]" follows its help text on the same line, unbroken: Typer sets the two as rich
+    Columns, which put the default on a line of its own below any help that wraps (a line more per option)."""
+    import typer.rich_utils
+
+    laid_out = typer.rich_utils._get_parameter_help
+    if getattr(laid_out, "default_beside_the_help", False):
+        return
+
+    def joined(*args, **kwargs):
+        out = laid_out(*args, **kwargs)
+        parts = getattr(out, "renderables", None)
+        if not parts or not all(isinstance(p, Text) for p in parts):
+            return out
+        # "[default:1]", one word: rich breaks a line at any space, a no-break one too ("[default:" / "1]")
+        whole = [Text(p.plain.replace("[default: ", "[default:", 1), style=p.style) for p in parts]
+        return Text(" ").join(whole)
+
+    joined.default_beside_the_help = True
+    typer.rich_utils._get_parameter_help = joined
+
+
 _flags_show_no_type()
+_default_beside_the_help()
 app = typer.Typer(
     help="Reproduce arXiv 2605.15484: run a paper table's manifest, check FLOPs, decide claims, render reports.",
     epilog=f"repro <id> runs one table (repro run <id>): {', '.join(manifest_ids())}.",

@@ -2,7 +2,8 @@
 
 A note that several claims share (a profile that decides no empirical claim) is printed once, above
 the table, with the number of claims it applies to; a claim's own note stays beside its evidence.
-The evidence is a prose column: shown by `repro run`, behind -v for `repro verify-all`.
+The evidence is a prose column: shown by `repro run` (its first BRIEF characters; -v: all of it), behind -v
+for `repro verify-all`, which without -v lists only the claims that did not reproduce and counts the others.
 """
 
 from __future__ import annotations
@@ -14,6 +15,17 @@ from rich.text import Text
 from repro.core.terminal import Column, Grid
 
 VERDICT_COLOURS = {"reproduced": "green", "not reproduced": "red", "inconclusive": "yellow", "not run": "dim"}
+LISTED_QUIET = ("not reproduced", "inconclusive")  # what verify-all lists without -v: the claims to look at
+BRIEF = 200  # characters of a claim's evidence `repro run` shows without -v
+
+
+def brief(evidence: str) -> str:
+    """The evidence up to BRIEF characters, cut after a clause (else a word), saying that -v has the rest."""
+    if len(evidence) <= BRIEF:
+        return evidence
+    head = evidence[:BRIEF]
+    cut = head.rfind("; ") if head.rfind("; ") > BRIEF // 2 else head.rfind(" ")
+    return evidence[:cut].rstrip(";, ") + " (-v: the rest)"
 
 
 def shared_notes(verdicts: list) -> list[tuple[str, int]]:
@@ -27,16 +39,22 @@ def _explained(v, said: set[str]) -> bool:
     return v.status == "not run" and v.note in said
 
 
-def verdicts_grid(groups: list[tuple[str, list]], evidence: bool, quiet: bool = False) -> tuple[list[Text], Grid]:
+def verdicts_grid(groups: list[tuple[str, list]], evidence: bool, quiet: bool = False,
+                  short: bool = False) -> tuple[list[Text], Grid]:
     """(the shared notes as lines, the checklist) for verdicts grouped by table id, each group a section
     headed by its id (one group: no heading). `quiet`: a claim not run for a shared reason is counted in
-    that reason's line instead of listed."""
+    that reason's line, and the others but those LISTED_QUIET in one line, instead of listed. `short`: each
+    claim's evidence cut to BRIEF characters."""
     every = [v for _, vs in groups for v in vs]
     shared = shared_notes(every)
     said = {note for note, _ in shared}
     if quiet:
         lines = [Text.assemble((f"{n} claims not run: ", "bold"), note, " (-v lists them)") for note, n in shared]
-        groups = [(table_id, [v for v in vs if not _explained(v, said)]) for table_id, vs in groups]
+        counted = Counter(v.status for v in every if v.status not in LISTED_QUIET and not _explained(v, said))
+        if counted:
+            lines.append(Text.assemble(("Not listed: ", "bold"), ", ".join(
+                f"{counted[s]} {s}" for s in VERDICT_COLOURS if counted[s]), " (-v lists them, each with its evidence)"))
+        groups = [(table_id, [v for v in vs if v.status in LISTED_QUIET]) for table_id, vs in groups]
     else:
         lines = [Text.assemble((f"{n} claims: ", "bold"), note) for note, n in shared]
     columns = [Column("Claim"), Column("Verdict")] + ([Column("Evidence", prose=True, drop=1)] if evidence else [])
@@ -51,7 +69,8 @@ def verdicts_grid(groups: list[tuple[str, list]], evidence: bool, quiet: bool = 
             cells = [v.claim, verdict]
             if evidence:
                 note = "" if v.note in said else v.note
-                cells.append(v.evidence + (f" — {note}" if note else ""))
+                text = v.evidence + (f" — {note}" if note else "")
+                cells.append(brief(text) if short else text)
             grid.add(*cells)
     return lines, grid
 

@@ -17,12 +17,11 @@ def _opt(default, *flags: str, **kw) -> typer.models.OptionInfo:
     return typer.Option(default, *flags, rich_help_panel=PANEL, **kw)
 
 
-ExecutorOpt = _opt("local", "--executor", help="local (this machine) or slurm (a Slurm job array, through submitit).")
-RunsPerGpuOpt = _opt(1, "--runs-per-gpu", min=1, help="local on GPUs: concurrent runs per visible GPU, each its own process.")
+ExecutorOpt = _opt("local", "--executor", help="local (this machine) or slurm (a job array, by submitit).")
+RunsPerGpuOpt = _opt(1, "--runs-per-gpu", min=1, help="local: runs at once per visible GPU.")
 GpusPerRunOpt = _opt(1, "--gpus-per-run", min=1,
-                     help="Train each run on N processes with DDP (one per GPU; gloo on a CPU): runs this command "
-                          "under torchrun --standalone --nproc-per-node N. The global batch stays the recipe's.")
-NoWaitOpt = _opt(False, "--no-wait", help="slurm: submit and return at once; rerun the command (or `repro status`) later.")
+                     help="DDP processes per run (torchrun); the global batch stays the recipe's.")
+NoWaitOpt = _opt(False, "--no-wait", help="slurm: submit, return, rerun later.")
 
 
 def stale_lock_after_option(help: str) -> typer.models.OptionInfo:
@@ -30,16 +29,13 @@ def stale_lock_after_option(help: str) -> typer.models.OptionInfo:
     return _opt(DEFAULT_STALE_AFTER_S, "--stale-lock-after", help=help)
 
 
-StaleLockAfterOpt = stale_lock_after_option(f"Seconds without a heartbeat after which another process's run lock is "
-                                            f"taken over (at least {MIN_STALE_AFTER_S:g}: twice the heartbeat).")
+StaleLockAfterOpt = stale_lock_after_option(f"Idle seconds before another's run lock is taken "
+                                            f"(>= {MIN_STALE_AFTER_S:g}).")
 SlurmPartitionOpt = _opt(None, "--slurm-partition")
 SlurmGpusPerTaskOpt = _opt(None, "--slurm-gpus-per-task", min=0)
 SlurmCpusPerTaskOpt = _opt(None, "--slurm-cpus-per-task", min=1)
-SlurmTimeOpt = _opt("4:00:00", "--slurm-time", help="Time limit of one array task; a run cut off resumes after the requeue.")
-SlurmMaxParallelOpt = _opt(256, "--slurm-max-parallel", min=1, help="Array tasks running at once.")
+SlurmTimeOpt = _opt("4:00:00", "--slurm-time", help="One array task's time limit (a run cut off resumes).")
+SlurmMaxParallelOpt = _opt(256, "--slurm-max-parallel", min=1, help="Array tasks at once.")
 SlurmAccountOpt = _opt(None, "--slurm-account")
-SlurmRunsPerTaskOpt = _opt(1, "--slurm-runs-per-task", min=1, help="Runs trained one after another in one array task.")
-SlurmParamOpt = _opt([], "--slurm-param",
-                     help="Any other submitit or sbatch parameter, key=value, repeatable (e.g. qos=high, mem=16G, "
-                          "constraint=a100); python=CMD: how the tasks start Python (e.g. 'apptainer exec --nv "
-                          "repro.sif python').")
+SlurmRunsPerTaskOpt = _opt(1, "--slurm-runs-per-task", min=1, help="Runs one array task trains in turn.")
+SlurmParamOpt = _opt([], "--slurm-param", help="Other sbatch key=value, repeatable (docs/cluster.md).")

@@ -38,7 +38,9 @@ def list_manifests(executor: str = ExecutorOpt, gpus: int = GpusOpt, runs_per_gp
                    slurm_max_parallel: int = SlurmMaxParallelOpt, manifests_dir: Optional[Path] = MANIFESTS,
                    profiles: Optional[Path] = PROFILES, data_dir: Optional[Path] = DATA,
                    calibration: Optional[Path] = CalibrationOpt, reference_gpu: Optional[str] = ReferenceGpuOpt,
-                   results_dir: Optional[Path] = READ_RESULTS) -> None:
+                   results_dir: Optional[Path] = READ_RESULTS,
+                   verbose: bool = verbose_option("What Device, Wall and From mean, and where each figure came "
+                                                  "from.")) -> None:
     """Manifests, what each reproduces, and what each profile costs: runs, epochs, device time, wall time, each
     figure fitted to the run records in --results-dir, measured (this CPU, a calibration file) or a reference."""
     from repro.cost.vs_measured import lines
@@ -55,6 +57,9 @@ def list_manifests(executor: str = ExecutorOpt, gpus: int = GpusOpt, runs_per_gp
     print_grid(table)
     console.print()
     print_grid(totals, "Totals over every manifest: a run shared by tables counts once")
+    if not verbose:  # one screen at 80 columns
+        show(Text("-v: what Device, Wall and From mean, and where each figure came from", style="dim"))
+        return
     show(Text("Device: GPU time for profiles that run on a GPU, CPU time for those pinned to the CPU; wall time of "
               f"`repro <id>` alone and of `repro verify-all` (start-up, FLOP counts, training, rendering), on "
               f"{model.executor.describe('gpu')} (CPU profiles: this CPU), counts cold. From: what each figure came from "
@@ -170,7 +175,7 @@ def _print_flops(manifests: list[Manifest], check: FlopCheck, verbose: bool) -> 
 def data(data_dir: Optional[Path] = DATA, manifests_dir: Optional[Path] = MANIFESTS) -> None:
     """Which datasets and pretrained weights are present, where, and how to fill what is missing."""
     from repro.data.layout import data_root, data_status, fill_steps
-    from repro.models.weights import pretrained_backbones, weights_status
+    from repro.models.weights import fill_steps as weights_steps, pretrained_backbones, weights_status
 
     manifests = load_every(manifests_dir)
     data_dir = data_dir or settings().data
@@ -188,15 +193,21 @@ def data(data_dir: Optional[Path] = DATA, manifests_dir: Optional[Path] = MANIFE
     for backbone in sorted(pretrained_backbones()):
         w = weights_status(backbone, settings().weights)
         files.setdefault(w.file_name, (w, []))[1].append(backbone)
+    unfilled = []  # the weights files to fetch: one set of steps for them all
     for w, backbones in files.values():
         users = [m.id for m in manifests if any(r.backbone.name in backbones and "accuracy" in r.measures for r in m.rows)]
         title = f"{', '.join(backbones)} weights"
         state = "present" if w.present else "refused" if w.found else "missing"
         grid.add(title, Text(state, style="green" if w.present else "red"), ", ".join(users))
-        where = (f"{w.file_name} (sha256 {w.hash_prefix}...) "
-                 + (f"at {w.path}" if w.present else f"at {w.path}: {w.problem}" if w.found
-                    else f"not in $REPRO_WEIGHTS nor at {w.path}"))
-        blocks.append((title, where, [] if w.present else w.fill_steps()))
+        if w.found:
+            blocks.append((title, f"{w.file_name} (sha256 {w.hash_prefix}...) at {w.path}"
+                           + (f": {w.problem}" if w.problem else ""), []))
+        if not w.present:
+            unfilled.append(w)
+    if unfilled:
+        where = [f"{w.file_name} (sha256 {w.hash_prefix}...)" for w in unfilled if not w.found]
+        blocks.append(("Weights", (f"{', '.join(where)} not in $REPRO_WEIGHTS nor at {unfilled[0].path.parent}/"
+                                   if where else "how to replace them"), weights_steps(unfilled)))
     show(f"data root: {data_root(data_dir).absolute()} (--data-dir, else $REPRO_DATA, else ./data)")
     print_grid(grid)
     for title, where, steps in blocks:

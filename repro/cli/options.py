@@ -21,8 +21,7 @@ def profile_help() -> str:
     """The --profile help, from repro/spec/profiles.toml: each shipped profile with its evidence and device."""
     names = [f"{name} ({p.evidence}{', ' + p.device if p.device != 'auto' else ''})"
              for name, p in shipped_profiles().items()]
-    return (f"Profile: {', '.join(names)}, or one of your own (--profiles FILE or $REPRO_PROFILES); `repro list` "
-            "shows what each costs. Default: $REPRO_PROFILE or smoke.")
+    return f"{', '.join(names)} or your own (--profiles). Default: $REPRO_PROFILE or smoke."
 
 
 def profile_option(help: str | None = None) -> Any:
@@ -30,7 +29,7 @@ def profile_option(help: str | None = None) -> Any:
     return typer.Option(None, "--profile", "-p", help=help or profile_help())
 
 
-WRITES_RESULTS = "Where results go. Default: $REPRO_RESULTS or ./results."
+WRITES_RESULTS = "Default: $REPRO_RESULTS or ./results."
 READS_RESULTS = "The results folder to read. Default: $REPRO_RESULTS or ./results."
 
 
@@ -47,22 +46,17 @@ def verbose_option(help: str) -> Any:
 PROFILE = profile_option()
 RESULTS = results_option()
 READ_RESULTS = results_option(READS_RESULTS)
-MANIFESTS = typer.Option(None, "--manifests", help="Folder of manifests. Default: $REPRO_MANIFESTS or the package's "
-                         "manifests/.")
-PROFILES = typer.Option(None, "--profiles", help="TOML file of profiles (tables named profiles.<name>) added to the "
-                        "shipped ones, replacing one of the same name. Default: $REPRO_PROFILES, else none.")
-DATA = typer.Option(None, "--data-dir", help="Dataset root. Default: $REPRO_DATA or ./data.")
+# The help texts are short: `verify-all --help` is one screen at 80 columns (tests/test_screens.py); the docs say more.
+MANIFESTS = typer.Option(None, "--manifests", help="Manifests folder. Default: $REPRO_MANIFESTS, else the package's.")
+PROFILES = typer.Option(None, "--profiles", help="TOML file of your own profiles (profiles.<name> tables), over the "
+                        "shipped ones. Default: $REPRO_PROFILES.")
+DATA = typer.Option(None, "--data-dir", help="Datasets. Default: $REPRO_DATA or ./data.")
 DEVICE = typer.Option("auto", "--device", help="auto, cpu or cuda.")
-JOBS = typer.Option(0, "--jobs", "-j", min=0, help="Runs trained in parallel processes; 0: one per CPU core on a CPU, "
-                    "1 on a GPU.")
+JOBS = typer.Option(0, "--jobs", "-j", min=0, help="Runs trained at once; 0: one per core on a CPU, 1 on a GPU.")
 UNVERIFIED = typer.Option(False, "--allow-unverified-data",
-                          help="Train on dataset files that fail their published checksum (a re-packed copy); "
-                               "every run record and the report say so.")
-WORKERS = typer.Option(None, "--workers", min=0, help="Loader worker processes per split for image folders "
-                       "(ImageNet). Default: the CPUs this process may use, minus one.")
+                          help="Train on data that fails its checksums; every record says so.")
+WORKERS = typer.Option(None, "--workers", min=0, help="Loader processes per split (ImageNet). Default: the usable "
+                       "CPUs less one.")
 DETERMINISTIC = typer.Option(False, "--deterministic",
-                             help="Train in PyTorch's deterministic mode (and cuBLAS's fixed workspace), on the "
-                                  "profile's threads: bit-identical runs on the same kind of machine. A profile's "
-                                  "`deterministic` key wins. Default: $REPRO_DETERMINISTIC.")
-VERBOSE = verbose_option("Show the detail (every FLOP count, run and evidence); it is always in "
-                         "<results>/<profile>/repro.log.")
+                             help="PyTorch's deterministic mode. Default: $REPRO_DETERMINISTIC.")
+VERBOSE = verbose_option("The detail (repro.log has it always).")

@@ -45,17 +45,7 @@ def readings(ids: list[str] = typer.Argument(None, help="Manifest ids (default: 
             cost[m.is_extension()][0] += detail["cpu_seconds"]
             cost[m.is_extension()][1] += detail["models"]
     extensions = {m.id for m in manifests if m.is_extension()}
-    # One section per claim (its id printed whole above its readings), so no id is cut at 80 columns.
-    grid = Grid([Column("Reading"), Column("Verdict"), Column("Value", right=True),
-                 *([Column("Under", prose=True, drop=3), Column("Order by rho", prose=True, drop=2),
-                    Column("Evidence", prose=True, drop=1)] if verbose else [])])
-    colours = {"reproduced": "green", "not reproduced": "red", "inconclusive": "yellow", "not run": "dim"}
-    for e in claims:
-        grid.section(f"{e.manifest}/{e.claim}" + KINDS.get(e.kind, ""))
-        for o in [e.chosen, *e.alternatives]:
-            grid.add(f"{o.reading}/{o.alternative}" if o.reading else "(as chosen)",
-                     Text(o.status, style=colours[o.status]), o.value,
-                     *([o.label if o.reading else "", o.order, o.evidence] if verbose else []))
+    grid = _by_reading(claims) if verbose else _by_claim(claims)
     print_grid(grid, "Claims under each reading the text leaves open (repro/spec/readings.toml)")
     paper = [e for e in claims if e.manifest not in extensions]
     beyond = [e for e in claims if e.manifest in extensions]
@@ -74,6 +64,43 @@ def readings(ids: list[str] = typer.Argument(None, help="Manifest ids (default: 
         show("An empirical or GPU-scoped claim needs the table's measurements: here it is `not run` (a claim ordered "
              "by rho shows the order each reading puts its settings in); the report decides it on what its run "
              "measured.")
+
+
+COLOURS = {"reproduced": "green", "not reproduced": "red", "inconclusive": "yellow", "not run": "dim"}
+
+
+def _by_claim(claims):
+    """One line per claim: its verdict as chosen, how many alternative readings it was decided under, and those
+    that give another verdict (the lines -v lists each reading on)."""
+    from rich.text import Text
+
+    from repro.core.terminal import Column, Grid
+
+    grid = Grid([Column("Claim"), Column("As chosen"), Column("Readings", right=True),
+                 Column("Another verdict under", prose=True, drop=1)])
+    for e in claims:
+        other = [f"{o.reading}/{o.alternative}: {o.status}" for o in e.alternatives if o.status != e.chosen.status]
+        grid.add(f"{e.manifest}/{e.claim}", Text(e.chosen.status, style=COLOURS[e.chosen.status]),
+                 str(len(e.alternatives)), "; ".join(other))
+    return grid
+
+
+def _by_reading(claims):
+    """One section per claim (its id printed whole above its readings, so no id is cut at 80 columns), a line per
+    reading: its verdict, value, what the alternative is, the order by rho and the evidence."""
+    from rich.text import Text
+
+    from repro.core.terminal import Column, Grid
+
+    grid = Grid([Column("Reading"), Column("Verdict"), Column("Value", right=True), Column("Under", prose=True, drop=3),
+                 Column("Order by rho", prose=True, drop=2), Column("Evidence", prose=True, drop=1)])
+    for e in claims:
+        grid.section(f"{e.manifest}/{e.claim}" + KINDS.get(e.kind, ""))
+        for o in [e.chosen, *e.alternatives]:
+            grid.add(f"{o.reading}/{o.alternative}" if o.reading else "(as chosen)",
+                     Text(o.status, style=COLOURS[o.status]), o.value, o.label if o.reading else "", o.order,
+                     o.evidence)
+    return grid
 
 
 def _by_training(manifests) -> str:

@@ -27,6 +27,7 @@ def report(results_dir: Optional[Path] = RESULTS, manifests_dir: Optional[Path] 
     from repro.plan.table_plan import plan_all
     from repro.report.summary import write_report
     from repro.results.measurements import profiles_present
+    from repro.report.render import DETAIL
     from repro.runtime.interrupt import command_line, raise_pending
 
     results_dir = results_dir or settings().results
@@ -55,7 +56,7 @@ def report(results_dir: Optional[Path] = RESULTS, manifests_dir: Optional[Path] 
             console.rule(name)
             for line in summary["lines"]:
                 show(line)
-            show(f"wrote {path} and {path.with_name('report.html')}")
+            show(f"wrote {path}, {path.with_name(DETAIL).name} and {path.with_name('report.html').name}")
         raise_pending()  # a Ctrl-C dropped in a finalizer while rendering still interrupts
     except KeyboardInterrupt as exc:
         # Each file is replaced whole, so none is half-written; the set of them may be part old, part new.

@@ -147,9 +147,9 @@ def _run_all(run, plans: Plans, reporter: Reporter, announce: bool) -> list:
     return run.run(mine, on_start=start, on_done=done)
 
 
-def _print_claims(results: list, evidence: bool, quiet: bool = False) -> None:
+def _print_claims(results: list, evidence: bool, quiet: bool = False, short: bool = False) -> None:
     groups = [(r.manifest_id, r.verdicts) for r in results if r.verdicts]
-    notes, grid = verdicts_grid(groups, evidence, quiet)
+    notes, grid = verdicts_grid(groups, evidence, quiet, short)
     if not (notes or grid.rows):
         return
     console.rule("claims")
@@ -206,7 +206,8 @@ def _run_tables(plans: Plans, options: TableOptions) -> int:
     try:
         with reporter:
             outcomes = _run_all(run, plans, reporter, announce=True)
-            _print_claims([o.result for o in outcomes if o.result is not None], evidence=True)
+            _print_claims([o.result for o in outcomes if o.result is not None], evidence=True,
+                          short=not options.verbose)
             failed = decidable_not_reproduced(outcomes, options.device)
             strict = [strict_line(failed, options.profile)] if options.strict else []
             _finish(reporter, [*strict, f"log: {reporter.log_path}"])
@@ -287,15 +288,14 @@ def run_tables(ids: list[str] | None, options: TableOptions, report: bool) -> in
 # `repro run <id>`, resolved by the command group: repro.cli._Group) are this one function.
 def tables(
     ctx: typer.Context,
-    ids: Optional[list[str]] = typer.Argument(None, help="Manifest ids, e.g. table6 (verify-all: default every one).",
+    ids: Optional[list[str]] = typer.Argument(None, help="Table ids; verify-all: every one by default.",
                                               show_default=False),
     profile: Optional[str] = PROFILE, results_dir: Optional[Path] = RESULTS, device: str = DEVICE,
     jobs: int = JOBS, data_dir: Optional[Path] = DATA, manifests: Optional[Path] = MANIFESTS,
     profiles: Optional[Path] = PROFILES, allow_unverified_data: bool = UNVERIFIED,
     workers: Optional[int] = WORKERS, deterministic: bool = DETERMINISTIC,
-    strict: bool = typer.Option(False, "--strict", help="Also exit 1 when a decidable claim did not reproduce."),
-    remeasure_latency: bool = typer.Option(False, "--remeasure-latency",
-                                           help="Time latency rows again instead of reusing this device's."),
+    strict: bool = typer.Option(False, "--strict", help="Exit 1 also if a decidable claim failed."),
+    remeasure_latency: bool = typer.Option(False, "--remeasure-latency", help="Time latency rows again."),
     verbose: bool = VERBOSE,
     executor: str = ExecutorOpt, runs_per_gpu: int = RunsPerGpuOpt, gpus_per_run: int = GpusPerRunOpt,
     no_wait: bool = NoWaitOpt, stale_lock_after: float = StaleLockAfterOpt,
@@ -323,4 +323,4 @@ def tables(
 
 
 RUN_HELP = "Run one or more manifests: FLOPs, training runs, claims, tables."
-VERIFY_ALL_HELP = "Every manifest, every FLOP check, every claim: one report and an exit code to trust."
+VERIFY_ALL_HELP = "Every table, FLOP check and claim: one report and an exit code to trust."

@@ -86,8 +86,8 @@ def fill_steps(name: str, root: str | Path | None = None) -> list[Step]:
         folder = root / spec.folder
         return [Step(f"download ILSVRC2012_img_train.tar, ILSVRC2012_img_val.tar and ILSVRC2012_devkit_t12.tar.gz "
                      f"from {IMAGENET_URL} into {folder}/, then run:"),
-                Step("", f"python -c \"import torchvision as tv; tv.datasets.ImageNet('{folder}', split='train'); "
-                         f"tv.datasets.ImageNet('{folder}', split='val')\""),
+                *(Step("", f"python -c \"import torchvision as tv; tv.datasets.ImageNet('{folder}', split='{split}')\"")
+                  for split in ("train", "val")),  # a command a line, each shorter than both in one
                 Step("(it checks the archives' md5s and writes train/<wnid>/ and val/<wnid>/)")]
     raise KeyError(name)
 

@@ -20,7 +20,7 @@ from typing import Iterable
 
 from repro.core.settings import DEFAULT_CACHE
 from repro.models.catalog import BACKBONES, backbone_info
-from repro.core.terminal import Step
+from repro.core.terminal import Step, as_lines
 
 HASH_PREFIX = re.compile(r"-([a-f0-9]*)\.")  # torch.hub's HASH_REGEX: "resnet18-f37072fd.pth" -> f37072fd
 
@@ -63,24 +63,35 @@ class WeightsStatus:
 
     def fill_steps(self) -> list[Step]:
         """How to put the file where it is looked for: each step with its command (repro data prints them)."""
-        return [
-            Step("on a machine with internet, run:",
-                 f"TORCH_HOME=/tmp/torch python -c \"import torch; torch.hub.load_state_dict_from_url('{self.url}')\""),
-            Step(f"and copy /tmp/torch/hub/checkpoints/{self.file_name} here, into the cache "
-                 "(in the container: the torch-cache volume):",
-                 f"mkdir -p {quote(str(self.path.parent))} && cp {self.file_name} {quote(str(self.path.parent))}/"),
-            Step("or set REPRO_WEIGHTS to the file or its folder (several: separated by ':'):",
-                 "export REPRO_WEIGHTS=/path/to/weights"),
-            Step(f"its sha256 must start with {self.hash_prefix}:", f"sha256sum {self.file_name}"),
-        ]
+        return fill_steps([self])
 
     def message(self, backbones: Iterable[str] = ()) -> str:
         names = ", ".join(f"'{b}'" for b in (list(backbones) or [self.backbone]))
         if self.problem:
             return f"pretrained weights for {names} at {self.path}: {self.problem}"
-        steps = "\n".join(f"{s.say}\n  {s.command}" for s in self.fill_steps())
+        steps = as_lines(self.fill_steps())
         return (f"pretrained ImageNet weights for {names} ({self.file_name}) are not cached at {self.path} "
                 f"nor in REPRO_WEIGHTS. To fill it,\n{steps}")
+
+
+def fill_steps(missing: list[WeightsStatus]) -> list[Step]:
+    """How to put several weights files where they are looked for, in one set of steps: a download command per
+    file, then one copy into the cache, one REPRO_WEIGHTS, one sha256sum for them all."""
+    files = " ".join(w.file_name for w in missing)
+    cache = quote(str(missing[0].path.parent))
+    one = len(missing) == 1
+    return [
+        *(Step("on a machine with internet, run:" if i == 0 else "",
+               f"TORCH_HOME=/tmp/torch python -c \"import torch; torch.hub.load_state_dict_from_url('{w.url}')\"")
+          for i, w in enumerate(missing)),
+        Step(f"and copy {'it' if one else 'them'} from /tmp/torch/hub/checkpoints/ here, into the cache "
+             "(in the container: the torch-cache volume):", f"mkdir -p {cache}"),
+        Step("", f"cp {files} {cache}/"),
+        Step("or set REPRO_WEIGHTS to the file or its folder (several: separated by ':'):",
+             "export REPRO_WEIGHTS=/path/to/weights"),
+        Step(f"{'its sha256 must start with' if one else 'their sha256s must start with'} "
+             f"{' and '.join(w.hash_prefix for w in missing)}:", f"sha256sum {files}"),
+    ]
 
 
 def weights_url(backbone: str) -> str:

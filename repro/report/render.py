@@ -38,6 +38,14 @@ def latex_escape(text: Any, strict: bool = True) -> str:
     return "".join(ch if ord(ch) <= 127 else "?" for ch in out)
 
 
+DETAIL = "report-detail.md"  # beside report.md: every table, the other sections, the provenance
+
+
+def md_anchor(heading: str) -> str:
+    """The anchor GitHub gives a Markdown heading: lower case, punctuation but hyphens dropped, spaces as hyphens."""
+    return re.sub(r"[^\w\- ]", "", str(heading).strip().lower()).replace(" ", "-")
+
+
 def md_escape(text: Any) -> str:
     return str(text).replace("|", r"\|").replace("\n", " ")
 
@@ -61,6 +69,7 @@ def environment() -> Environment:
     env.filters["tex_lenient"] = lambda text: latex_escape(text, strict=False)
     env.globals["tex_columns"] = tex_columns
     env.filters["md"] = md_escape
+    env.filters["md_anchor"] = md_anchor
     env.filters["device_time"] = _device_time
     env.filters["seconds"] = _seconds
     return env
@@ -145,19 +154,30 @@ def render_figure_section(figures: list, results_dir: Path) -> str:
     return "\n".join(lines) if lines else "No figure could be drawn from these results."
 
 
-def render_report(entries: list[tuple[Manifest, ManifestResult | None]], summary: dict[str, Any],
-                  extra_sections: list[tuple[str, str]] | None = None, figures: str = "",
-                  appendix: list[str] | None = None) -> str:
-    """report.md: the profile's label (the figures' stamp), summary, the claims checklist, figures, every table,
-    assumptions, provenance; `appendix`: the Artifact Appendix's files, relative to report.md."""
+def _report_context(entries: list[tuple[Manifest, ManifestResult | None]], tables: bool) -> dict[str, Any]:
+    """What both report files show: each table's block (`tables`: its rendered tables too) and the profile's label
+    (the figures' stamp)."""
     from repro.report.figure_stamp import stamp_for
 
     stamp = stamp_for([(m, r) for m, r in entries if r is not None])
-    blocks = []
-    for manifest, result in entries:
-        tables = build_tables(manifest, result) if result else []
-        blocks.append({"manifest": manifest, "result": result, "tables": tables,
-                       "alternative_only": alternative_only(result) if result else {}})
+    blocks = [{"manifest": m, "result": r, "tables": build_tables(m, r) if r and tables else [],
+               "alternative_only": alternative_only(r) if r else {}} for m, r in entries]
+    return {"blocks": blocks, "label": stamp.text, "unverified": stamp.unverified, "detail": DETAIL}
+
+
+def render_report(entries: list[tuple[Manifest, ManifestResult | None]], summary: dict[str, Any],
+                  extra_sections: list[tuple[str, str]] | None = None, figures: str = "",
+                  appendix: list[str] | None = None) -> str:
+    """report.md: the profile's label, the summary, the claims checklist and the figures, then links to each
+    section of report-detail.md (render_report_detail); `appendix`: the Artifact Appendix's files, relative to it."""
     return environment().get_template("report.md.j2").render(
-        blocks=blocks, summary=summary, extra_sections=extra_sections or [], figures=figures, label=stamp.text,
-        unverified=stamp.unverified, appendix=appendix or [])
+        **_report_context(entries, tables=False), summary=summary, extra_sections=extra_sections or [],
+        figures=figures, appendix=appendix or [])
+
+
+def render_report_detail(entries: list[tuple[Manifest, ManifestResult | None]],
+                         extra_sections: list[tuple[str, str]] | None = None) -> str:
+    """report-detail.md: every table beside the paper's numbers with its assumptions and readings, the report's
+    other sections (readings, audit, compute, time) and the provenance."""
+    return environment().get_template("report_detail.md.j2").render(
+        **_report_context(entries, tables=True), extra_sections=extra_sections or [])

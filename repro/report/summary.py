@@ -24,7 +24,9 @@ from repro.report.learning import is_functional, learning_checks, render_learnin
 from repro.report.readings_section import (
     readings_cost, readings_entries, readings_summary, render_readings, trained_lines, trained_summary,
 )
-from repro.report.render import render_audit, render_figure_section, render_report, write_manifest_outputs
+from repro.report.render import (
+    DETAIL, render_audit, render_figure_section, render_report, render_report_detail, write_manifest_outputs,
+)
 from repro.results.measurements import FlopCheck, ManifestResult, profile_dir
 from repro.report.time_table import render_timings
 from repro.results.timings import flush, phase
@@ -51,7 +53,7 @@ def summary_lines(entries: list[tuple[Manifest, ManifestResult | None]], check: 
     for scope, c in counts.items():
         n = sum(c.values())
         if n:
-            lines.append(f"{SCOPE_TITLES.get(scope, f'{scope} claims')} ({n}): " + ", ".join(f"{k} {v}" for k, v in c.items()))
+            lines.append(f"{SCOPE_TITLES.get(scope, f'{scope} claims')} ({n}): " + _counted(c))
     if not_in_results:
         lines.append(f"Claims of tables not run into this folder: {not_in_results}")
     if check is not None:
@@ -62,6 +64,11 @@ def summary_lines(entries: list[tuple[Manifest, ManifestResult | None]], check: 
     return {"lines": lines, "reproduced": reproduced, "decided": decided, "total_claims": total_claims,
             "regenerated": regenerated, "tables": len(entries), "counts": counts,
             "per_table": [(m.id, count_verdicts(r.verdicts) if r else None, len(m.claims)) for m, r in entries]}
+
+
+def _counted(counts: dict[str, int]) -> str:
+    """'reproduced 1, not reproduced 6': the verdicts a kind of claim got, those none got left out."""
+    return ", ".join(f"{k} {v}" for k, v in counts.items() if v)
 
 
 SCOPE_TITLES = {"analytic": "Analytic claims: numbers the paper prints, matched by FLOP counts",
@@ -97,7 +104,7 @@ def _write_report(entries: list[tuple[Manifest, ManifestResult | None]], results
     summary["extension"] = extension
     if sum(extension.values()):
         summary["lines"].append(f"Beyond the paper, extension claims ({sum(extension.values())}): "
-                                + ", ".join(f"{k} {v}" for k, v in extension.items()))
+                                + _counted(extension))
     with phase("figures"):
         drawn = render_figures(reproduction, out / "figures", folder.plans)
     figures = render_figure_section(drawn, out)
@@ -130,6 +137,7 @@ def _write_report(entries: list[tuple[Manifest, ManifestResult | None]], results
     appendix = [p.relative_to(out).as_posix() for p in written]
     path = out / "report.md"
     atomic_write_text(path, render_report(reproduction, summary, sections, figures, appendix))
+    atomic_write_text(out / DETAIL, render_report_detail(reproduction, sections))
     for manifest, result in entries:  # each table's claims.md as decided with the others (repro.claims.across)
         if result is not None:
             write_manifest_outputs(manifest, result, results_dir)
