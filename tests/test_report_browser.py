@@ -116,8 +116,9 @@ def test_verify_all_writes_a_report_html_that_renders_in_chromium(tmp_path, monk
 
 
 # Injected into a copy of the page shown in a frame of a given width: the page's scroll width against its
-# viewport's, whether the per-table summary's header row shows (folded: it does not), and each element that
-# sticks out of the viewport without a scrolling box of its own around it.
+# viewport's, whether the per-table summary's header row shows (folded: it does not), each element that
+# sticks out of the viewport without a scrolling box of its own around it, and each box that scrolls sideways
+# (its content wider than it) with the backgrounds that hint so.
 WIDTH_PROBE = """<script>
 window.addEventListener("load", function () {
   var d = document.documentElement, out = [];
@@ -128,8 +129,15 @@ window.addEventListener("load", function () {
       out.push(e.tagName + "." + e.className + ": " + (e.textContent || "").slice(0, 50));
     }
   });
-  var head = document.querySelector("table.per-table thead");
-  parent.postMessage({scroll: d.scrollWidth, client: d.clientWidth, outside: out,
+  var head = document.querySelector("table.per-table thead"), scrolling = [];
+  document.querySelectorAll("body *").forEach(function (e) {
+    var s = getComputedStyle(e);
+    if (s.overflowX === "auto" && e.scrollWidth > e.clientWidth + 1) {
+      scrolling.push({tag: e.tagName, image: s.backgroundImage, attachment: s.backgroundAttachment,
+                      position: s.backgroundPositionX});
+    }
+  });
+  parent.postMessage({scroll: d.scrollWidth, client: d.clientWidth, outside: out, scrolling: scrolling,
                       summaryHeader: getComputedStyle(head).display}, "*");
 });
 </script>"""
@@ -182,6 +190,13 @@ def test_the_report_fits_a_400_px_screen_without_sideways_scrolling(tmp_path):
     narrow = measured_at(binary, page, 400, tmp_path / "chromium-400")
     assert narrow["client"] >= 380 and narrow["scroll"] <= narrow["client"], narrow
     assert narrow["outside"] == [] and narrow["summaryHeader"] == "none", narrow
+    # Issue 49: where a table scrolls sideways, nothing said that its Gap, p and d columns lay beyond the edge.
+    # Each box that scrolls has a shadow at each edge (fixed to the box) under a white cover that scrolls with
+    # the content: the shadow shows where more of the table lies.
+    assert narrow["scrolling"] and all(s["tag"] == "TABLE" for s in narrow["scrolling"]), narrow["scrolling"]
+    for box in narrow["scrolling"]:
+        assert box["image"].count("linear-gradient") == 4, box  # two covers (white), two shadows
+        assert box["attachment"] == "local, local, scroll, scroll", box
     wide = measured_at(binary, page, 1280, tmp_path / "chromium-1280")
     assert wide["scroll"] <= wide["client"] and wide["summaryHeader"] == "table-header-group", wide
     print(f"scroll / client width: {narrow['scroll']} / {narrow['client']} px at 400, "

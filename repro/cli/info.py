@@ -188,7 +188,8 @@ def data(data_dir: Optional[Path] = DATA, manifests_dir: Optional[Path] = MANIFE
             blocks.append((s.title, f"present at {s.path}", []))
         else:
             shown = ", ".join(s.missing[:3]) + (f" and {len(s.missing) - 3} more" if len(s.missing) > 3 else "")
-            blocks.append((s.title, f"missing {shown} at {s.path}", fill_steps(s.name, data_dir)))
+            at = f"in {s.path}" if s.path.is_dir() else "in the data root"  # the root: the first line says where
+            blocks.append((s.title, f"missing {shown} {at}", fill_steps(s.name, data_dir)))
     files: dict[str, tuple[object, list[str]]] = {}  # one weights file can serve several backbones
     for backbone in sorted(pretrained_backbones()):
         w = weights_status(backbone, settings().weights)
