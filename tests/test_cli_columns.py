@@ -167,15 +167,16 @@ def test_appendix_fits_80_columns(inputs, mode, tmp_path):
 @pytest.mark.parametrize("mode", MODES)
 def test_data_fits_80_columns_and_each_fill_command_is_one_line(inputs, mode):
     from repro.data.layout import data_root, fill_steps
-    from repro.models.weights import pretrained_backbones, weights_status
+    from repro.models.weights import fill_steps as weights_steps, pretrained_backbones, weights_status
 
     root, env, _ = inputs
     result, out = invoke(["data"], env, mode)
     assert result.exit_code == 0, out
     commands = [s.command for name in ("cifar10", "cifar100", "tiny_imagenet", "imagenet")
                 for s in fill_steps(name, root / "data") if s.command]
-    weights = [weights_status(b) for b in pretrained_backbones()]
-    commands += [s.command for w in weights if not w.present for s in w.fill_steps()]
+    weights = [weights_status(b) for b in sorted(pretrained_backbones())]  # as `repro data` lists them
+    unfilled = list({w.file_name: w for w in weights if not w.present}.values())  # one set of steps for them all
+    commands += [s.command for s in weights_steps(unfilled) if s.command]
     lines = visible(out)
     for command in commands:
         assert f"  {command}" in lines, command  # a line of its own, ready to paste
