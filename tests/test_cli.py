@@ -37,17 +37,15 @@ def test_strict_says_in_one_line_why_it_exits_1(results_dir):
     failed = [f"table6/{v['claim']}" for v in verdicts if v["scope"] == "analytic" and v["status"] != "reproduced"]
     assert failed and strict.exit_code == 1, strict.output  # smoke decides analytic claims: some differ from the text
     said = [line for line in strict.output.splitlines() if line.startswith("--strict")]
-    assert said == [f"--strict: exit 1: {len(failed)} claim(s) that profile smoke can decide here did not reproduce: "
+    assert said == [f"--strict: exit 1: {len(failed)} claim(s) decidable at smoke here did not reproduce: "
                     f"{', '.join(failed[:3])} and {len(failed) - 3} more"], strict.output
 
 
 def test_the_strict_line_names_the_claims_or_says_none_failed():
     from repro.cli.run import strict_line
 
-    assert strict_line([], "smoke") == ("--strict: every claim that profile smoke can decide here reproduced: no exit 1 "
-                                        "for the claims")
-    assert strict_line(["t/a", "t/b"], "full") == ("--strict: exit 1: 2 claim(s) that profile full can decide here did "
-                                                   "not reproduce: t/a, t/b")
+    assert strict_line([], "smoke") == "--strict: every claim decidable at smoke here reproduced: no exit 1 for the claims"
+    assert strict_line(["t/a", "t/b"], "full") == "--strict: exit 1: 2 claim(s) decidable at full here did not reproduce: t/a, t/b"
 
 
 @pytest.mark.parametrize("command", [["--help"], ["run", "--help"], ["bench", "gpu", "--help"]], ids=" ".join)

@@ -177,9 +177,9 @@ def decidable_not_reproduced(outcomes: list, device: str) -> list[str]:
 def strict_line(failed: list[str], profile: str) -> str:
     """With --strict, the line that says whether the claims make the command exit 1, and why."""
     if not failed:
-        return f"--strict: every claim that profile {profile} can decide here reproduced: no exit 1 for the claims"
+        return f"--strict: every claim decidable at {profile} here reproduced: no exit 1 for the claims"
     named = ", ".join(failed[:3]) + (f" and {len(failed) - 3} more" if len(failed) > 3 else "")
-    return f"--strict: exit 1: {len(failed)} claim(s) that profile {profile} can decide here did not reproduce: {named}"
+    return f"--strict: exit 1: {len(failed)} claim(s) decidable at {profile} here did not reproduce: {named}"
 
 
 def _exit_code(outcomes: list) -> int:
