@@ -33,8 +33,8 @@ def test_list_fits_the_records_in_the_results_folder(tmp_path, monkeypatch):
             "wall_seconds": seconds, "cpu_seconds": seconds,
             "provenance": {"time": "2026-12-01T12:00:00+00:00", "device_type": "cpu",
                            "device": "cpu: x86_64, 1 intra-op thread(s)"}}))
-    listed = CliRunner().invoke(app, ["list", "--results-dir", str(results)], env={"COLUMNS": "200"})
-    assert listed.exit_code == 0, listed.output
+    listed = CliRunner().invoke(app, ["list", "-v", "--results-dir", str(results)], env={"COLUMNS": "200"})
+    assert listed.exit_code == 0, listed.output  # -v: the fit's own lines (without it, the From column says "fitted")
     text = " ".join(listed.output.split())
     assert "CPU: fitted to 8 run records (CPU seconds; predicted / measured per run: median 1.00" in text
     assert "smoke: 8 of 8 runs recorded" in text and "From" in text and "fitted" in text

@@ -154,13 +154,13 @@ def test_list_and_plan_count_and_measure_nothing_even_on_a_cold_cache(tmp_path, 
     monkeypatch.setattr(speed, "measure_speed", refuse)
     monkeypatch.setattr(speed, "train_cpu_seconds", refuse)
     runner = CliRunner()
-    cold = runner.invoke(app, ["list"])
+    cold = runner.invoke(app, ["list", "-v"])  # -v: where each figure came from
     assert cold.exit_code == 0, cold.output
     assert "reference, not measured here: 206 runs" in " ".join(cold.output.split())
     plan = runner.invoke(app, ["plan", "--gpu-hours", "1", "--out", str(tmp_path / "plan.toml")])
     assert plan.exit_code == 0, plan.output
     assert "repro verify-all --profiles" in plan.output
-    warm = runner.invoke(app, ["list", "--profiles", str(tmp_path / "plan.toml"), "--gpus", "2"])
+    warm = runner.invoke(app, ["list", "-v", "--profiles", str(tmp_path / "plan.toml"), "--gpus", "2"])
     assert warm.exit_code == 0, warm.output
     assert "plan_s" in warm.output and "full" in warm.output and "reference, not measured" in warm.output
 
