@@ -15,10 +15,11 @@ from repro.claims import decide_table, decided_results
 from repro.measure.flop_check import measure_flops
 from repro.measure.measurer import Context
 from repro.plan.manifest import load_all
+from repro.plan.table_plan import build_plan, plan_all
 from repro.report.appendix import write_appendix
 from repro.report.latex_columns import tex_columns
 from repro.report.render import write_manifest_outputs
-from repro.results.measurements import save_result
+from repro.results.measurements import Measured, save_result
 
 FIT_PT = 10  # what an overfull box may stick out, in points
 OVERFULL = re.compile(r"Overfull \\hbox \(([\d.]+)pt too wide\)")
@@ -72,10 +73,10 @@ def smoke_results(tmp_path_factory):
     manifests = [m for m in load_all() if "smoke" in m.profiles]
     for m in manifests:
         result = fake_result(m, "smoke")
-        if any("flops" in row.measures for row in m.rows):
-            flops = measure_flops(m, Context("smoke", m.profiles["smoke"], results))
-            result.measured.metrics.update(flops.metrics)
-            result.measured.details.update(flops.details)
+        plan = build_plan(m, "smoke")
+        if plan.flop_rows:
+            flops = measure_flops(plan, Context("smoke", results))
+            result = dataclasses.replace(result, measured=Measured.combine([result.measured, flops]))
         result = dataclasses.replace(result, profile_settings=m.profiles["smoke"].for_manifest(m.id, m.seeds),
                                      provenance={"git_commit": "0123456789abcdef0123456789abcdef01234567+dirty",
                                                  "time": "2026-01-01T00:00:00+00:00", "packages": {},
@@ -103,10 +104,12 @@ def test_the_artifact_appendix_fits_the_page_with_and_without_results(smoke_resu
 
     _pdflatex()
     results, manifests = smoke_results
-    with_results = next(p for p in write_appendix(decided_results(results, "smoke", manifests), results, "smoke")
+    entries = decided_results(results, "smoke", manifests)
+    with_results = next(p for p in write_appendix(entries, results, "smoke", plan_all(manifests))
                         if p.suffix == ".tex").read_text()
-    full = render(build_appendix([(m, None) for m in load_all()], "full",
-                                 appendix_inputs(load_all(), None, count=False), with_results=False), "tex")
+    every = load_all()
+    full = render(build_appendix([(m, None) for m in every], "full", appendix_inputs(plan_all(every)),
+                                 with_results=False), "tex")
     for name, tex in (("smoke", with_results), ("full", full)):
         for paper in PAPERS:
             widths = overfull(tex, paper, tmp_path / name / paper)

@@ -149,7 +149,8 @@ def _read_settings(ctx: typer.Context) -> None:
     begin(ctx)
 
 
-app.command("verify-all", help=tables.VERIFY_ALL_HELP)(tables.tables)
+app.command("verify-all", help=tables.VERIFY_ALL_HELP,
+            short_help="Every table, FLOP check and claim: one report, one exit code.")(tables.tables)
 app.command("run", help=tables.RUN_HELP,
             epilog=f"repro <id> is repro run <id>, for the ids {', '.join(manifest_ids())}.")(tables.tables)
 # One line each in `repro --help` (each command's --help has the whole text).
