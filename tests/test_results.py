@@ -191,9 +191,11 @@ def test_a_results_json_that_cannot_be_read_is_not_damage(tmp_path, monkeypatch)
     path.write_text("{}")
     with pytest.raises(ResultUnusable, match=r"missing keys \['manifest'") as damaged:
         load_result(tmp_path, "smoke", "t")
-    real = Path.read_bytes
-    monkeypatch.setattr(Path, "read_bytes", lambda self: (_ for _ in ()).throw(PermissionError(13, "Permission denied"))
-                        if self == path else real(self))
+    from repro.core import jsonfile
+
+    real = jsonfile.open_regular  # every JSON of a results folder is opened there (the suite may run as root)
+    monkeypatch.setattr(jsonfile, "open_regular", lambda file: (_ for _ in ()).throw(
+        PermissionError(13, "Permission denied")) if file == path else real(file))
     with pytest.raises(ResultUnusable, match=r"it cannot be read \(Permission denied\)") as unreadable:
         load_result(tmp_path, "smoke", "t")
     assert damaged.value.damaged and not unreadable.value.damaged

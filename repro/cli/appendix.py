@@ -10,7 +10,7 @@ import typer
 
 from repro.cli.common import check_profile, fail, load_every, manifests_folder, read_files, settings, show
 from repro.cli.options import DATA, MANIFESTS, PROFILE, PROFILES, RESULTS
-from repro.core.fsutil import WriteFailed, atomic_write_text
+from repro.core.fsutil import FolderWriter, WriteFailed
 
 
 def appendix(profile: Optional[str] = PROFILE,
@@ -56,8 +56,8 @@ def appendix(profile: Optional[str] = PROFILE,
     inside = folder.is_dir() and path.resolve().is_relative_to(folder.resolve())
     try:
         recorded = acting("appendix", folder, read_files(manifests, profiles), settings().image)
-        with recorded if inside else contextlib.nullcontext():
-            atomic_write_text(path, text)
+        with recorded if inside else contextlib.nullcontext():  # never through a link below the folder written
+            FolderWriter(out.parent if out else results_dir).write_text(path, text)
     except OSError as exc:  # WriteFailed says what to free or change
         fail(str(exc) if isinstance(exc, WriteFailed) else f"cannot write {path}: {exc.strerror or exc}")
     claims = sum(len(m.claims) for m in manifests)

@@ -64,7 +64,7 @@ def show(text: str | Text, out: Console | None = None) -> None:
 
 def paste(text: str, out: Console | None = None) -> None:
     """A command or a path to copy: one line, however wide (the terminal wraps it, the copy is whole)."""
-    (out or console).print(text, soft_wrap=True, highlight=False, markup=False)
+    (out or console).print(terminal.printable(text), soft_wrap=True, highlight=False, markup=False)
 
 
 def print_grid(grid: Grid, title: str = "", out: Console | None = None) -> None:

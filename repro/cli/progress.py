@@ -9,6 +9,7 @@ time, so `-v` is never needed after the fact.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import time
@@ -22,7 +23,7 @@ from rich.progress import (
 )
 from rich.text import Text
 
-from repro.core.fsutil import BYTES_OR_MARK
+from repro.core.fsutil import FolderWriter
 from repro.core.terminal import print_words
 
 
@@ -35,21 +36,23 @@ class Reporter:
     """Progress for the library, quiet by default. `table`: the table running, prefixed to its bars."""
 
     def __init__(self, console: Console, verbose: bool = False, log_path: Path | None = None,
-                 command: str = "") -> None:
+                 command: str = "", root: Path | None = None) -> None:
         self.console, self.verbose, self.table = console, verbose, ""
         self.live = console.is_terminal and not console.is_dumb_terminal
         self.bars = bars(console) if self.live else None
         self.log_path, self.command = log_path, command
+        self.root = root  # the results folder the log lies in: it is appended to only inside it
         self._log: TextIO | None = None
+        self._closing = contextlib.ExitStack()
         self._tasks: dict[int, str] = {}  # piped: no bars, only the count of tasks handed out
         self._of_table: list[int] = []  # the bars added while `table` runs: removed when it ends
         self.warnings: list[Text] = []
         self._warned: set[str] = set()
 
     def __enter__(self) -> Reporter:
-        if self.log_path is not None:
-            self.log_path.parent.mkdir(parents=True, exist_ok=True)
-            self._log = open(self.log_path, "a", encoding="utf-8", errors=BYTES_OR_MARK)  # any locale
+        if self.log_path is not None:  # any locale (BYTES_OR_MARK); never through a symbolic link
+            writer = FolderWriter(self.root or self.log_path.parent)
+            self._log = self._closing.enter_context(writer.append(self.log_path))
             self._write(f"== {self.command} (host {socket.gethostname()}, pid {os.getpid()})")
         if self.bars is not None:
             self.bars.start()
@@ -59,7 +62,7 @@ class Reporter:
         if self.bars is not None:
             self.bars.stop()
         if self._log is not None:
-            self._log.close()
+            self._closing.close()
             self._log = None
 
     def _write(self, text: str) -> None:

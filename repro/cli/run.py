@@ -51,7 +51,7 @@ def _leading(options: TableOptions):
 
 
 def _reporter(results_dir: Path, profile: str, verbose: bool) -> Reporter:
-    return Reporter(console, verbose, results_dir / profile / LOG_NAME, command_line(sys.argv))
+    return Reporter(console, verbose, results_dir / profile / LOG_NAME, command_line(sys.argv), results_dir)
 
 
 def _ranges(tasks: list[int]) -> str:

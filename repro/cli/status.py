@@ -28,6 +28,8 @@ def status(ids: list[str] = typer.Argument(None, help="Manifest ids (default: al
         fail(problem)
     profile = profile or own().profile
     results_dir = results_dir or own().results
+    if results_dir.exists() and not results_dir.is_dir():  # read as an empty folder, it listed every run pending
+        fail(f"--results-dir {results_dir} is a file, not a results folder")
     manifests = load_some(ids, manifests_dir, profiles)
     check_profile(manifests, profile)
     plans = build_plans(manifests, profile)

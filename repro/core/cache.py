@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from repro.core import jsonfile
 from repro.core.fsutil import atomic_write_json
 
 
@@ -25,10 +26,10 @@ def cache_dir(cache: Path, kind: str) -> Path:
 def read_json(path: Path) -> Any | None:
     """The cached value, or None when absent or damaged (then with a warning naming the file)."""
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return jsonfile.load(path)
     except FileNotFoundError:
         return None
-    except (OSError, ValueError) as exc:  # ValueError covers JSON and UTF-8 decoding errors
+    except jsonfile.JsonUnreadable as exc:
         print(f"warning: ignoring the damaged cache entry {path} ({type(exc).__name__}: {exc}); "
               "it will be rebuilt", file=sys.stderr)
         return None

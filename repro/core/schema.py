@@ -2,7 +2,8 @@
 
 Every error names the file, the key path (``rows[2].head.expert_hidden``) and
 what was expected, and suggests the closest valid key for a misspelt one.
-All errors in a document are collected and raised together.
+All errors in a document are collected and raised together. `check_text` checks every string of a document
+against what the report's writers can print, so that text they cannot is refused when the file is loaded.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import types
 from pathlib import Path
 from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 
+from repro.core.latex import unmappable
 from repro.core.registry import closest
 
 if sys.version_info >= (3, 11):
@@ -219,6 +221,29 @@ def from_dict(cls: type, data: Any, path: str, problems: Problems) -> Any:
         return None
 
 
+def check_text(data: Any, path: str, problems: Problems, prose: frozenset[str] = frozenset()) -> None:
+    """Every string in `data` (a TOML document or a part of one) must be printable by the LaTeX and Markdown
+    writers: no character without a LaTeX mapping (repro.core.latex), no control character, and a line break
+    only under a key of `prose` (free text, set as one paragraph). Each offence names its key path and character."""
+    if isinstance(data, dict):
+        for key, value in data.items():
+            check_text(value, f"{path}.{key}" if path else str(key), problems, prose)
+    elif isinstance(data, list):
+        for i, value in enumerate(data):
+            check_text(value, f"{path}[{i}]", problems, prose)
+    elif isinstance(data, str):
+        key = path.rsplit(".", 1)[-1].split("[", 1)[0]
+        breaks = key in prose
+        bad = [ch for ch in unmappable(data) if not (breaks and ch in "\r\n")]
+        if bad:
+            shown = ", ".join(f"{ch!r} (U+{ord(ch):04X})" for ch in bad)
+            problems.add(path, f"{shown} cannot be written to the tables' LaTeX (no mapping in repro/core/latex.py, "
+                         "or a control character); use ASCII or a mapped symbol such as ρ, ±, ×, ≤")
+        elif not breaks and ("\n" in data or "\r" in data):
+            problems.add(path, "a line break in one-line text (a title, a label): the tables print it on one line; "
+                         "write it on one line")
+
+
 def field_names(cls: type) -> list[str]:
     return [f.name for f in dataclasses.fields(cls) if f.init]
 
@@ -234,4 +259,4 @@ def check_params(cls: type | None, params: dict, path: str, problems: Problems) 
 
 
 __all__ = ["SchemaError", "Problems", "read_toml", "convert", "from_dict", "check_params", "field_names", "bounded",
-           "check_id"]
+           "check_id", "check_text"]

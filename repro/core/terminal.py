@@ -8,6 +8,10 @@ or prose (wrapped at words). `fit` lays a Grid out at a width, 80 columns or a p
 included: when the columns do not fit side by side, those with a `drop` rank leave the table in
 rising order of rank and their cells are listed below it, one line per row; a grid whose kept
 columns alone are too wide is printed as one block of "header: value" lines per row.
+
+What is printed may come from files someone else made (a file name in runs/, a record's field), so every
+line and cell is `printable`: a control character (ESC starts a terminal's escape sequences) or a bidirectional
+override shows as "?" and steers nothing.
 """
 
 from __future__ import annotations
@@ -23,6 +27,16 @@ from rich.table import Table
 from rich.text import Text
 
 GAP = 2  # cells between two columns
+# C0 controls but newline and tab, DEL, C1 controls, and the bidirectional embeddings, overrides and isolates.
+CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def printable(text: Text | str) -> Text:
+    """`text` with every control character shown as "?" (one for one, so its styles stay where they were)."""
+    line = text.copy() if isinstance(text, Text) else Text(text)
+    if CONTROL.search(line.plain):
+        line.plain = CONTROL.sub("?", line.plain)
+    return line
 MIN_PROSE = 20  # a prose column narrower than this reads badly: it leaves the table instead
 INDENT = 2  # the rows of a sectioned grid, under their heading
 
@@ -79,7 +93,7 @@ def wrap_words(text: Text, width: int) -> list[Text]:
 
 def print_words(console, text: Text | str) -> None:
     """Prose on `console`: wrapped at words (wrap_words), never cut."""
-    for line in wrap_words(text if isinstance(text, Text) else Text(text), console.width):
+    for line in wrap_words(printable(text), console.width):
         console.print(line, soft_wrap=True, highlight=False)
 
 
@@ -102,10 +116,10 @@ class Grid:
     def add(self, *cells: str | Text) -> None:
         if len(cells) != len(self.columns):
             raise ValueError(f"a row of {len(cells)} cells in a grid of {len(self.columns)} columns")
-        self.rows.append([c if isinstance(c, Text) else Text(str(c)) for c in cells])
+        self.rows.append([printable(c if isinstance(c, Text) else str(c)) for c in cells])
 
     def section(self, heading: str | Text) -> None:
-        self.rows.append(heading if isinstance(heading, Text) else Text(heading, style="bold"))
+        self.rows.append(printable(heading if isinstance(heading, Text) else Text(heading, style="bold")))
 
     @property
     def cells(self) -> list[list[Text]]:

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from repro.core import jsonfile
 from repro.plan.run_config import RunConfig
 
 TIMINGS_FILE = "timings.json"  # repro.results.timings writes it into each profile's folder
@@ -103,8 +104,8 @@ def read_runs(results_dir: Path) -> dict[str, MeasuredRun]:
         if path.name.endswith(".failed.json"):
             continue
         try:
-            run = _run(json.loads(path.read_text(encoding="utf-8")))
-        except (OSError, ValueError):
+            run = _run(jsonfile.load(path, jsonfile.RECORD_MAX_BYTES))
+        except (OSError, ValueError):  # JsonUnreadable is a ValueError
             continue
         if run is not None:
             out[run.hash] = run
@@ -114,7 +115,7 @@ def read_runs(results_dir: Path) -> dict[str, MeasuredRun]:
 def _timings(path: Path) -> dict[str, MeasuredCommand] | None:
     """Each command's entry of a timings.json, or None when absent or of a shape not understood."""
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        doc = jsonfile.load(path)
         commands = {}
         for name, entry in doc["commands"].items():
             phases: dict[str, float] = {}
@@ -130,7 +131,7 @@ def _timings(path: Path) -> dict[str, MeasuredCommand] | None:
 def _timings_tables(path: Path) -> dict[str, MeasuredTable]:
     """Each table's phases from the latest command that ran it."""
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        doc = jsonfile.load(path)
         entries = sorted(doc["commands"].items(), key=lambda kv: str(kv[1].get("started", "")))
         out: dict[str, MeasuredTable] = {}
         for name, entry in entries:
@@ -150,7 +151,7 @@ def _from_file_times(profile_dir: Path, runs: dict[str, MeasuredRun]) -> dict[st
     ends: list[tuple[float, str, list[MeasuredRun]]] = []
     for path in profile_dir.glob("*/results.json"):
         try:
-            result = json.loads(path.read_text(encoding="utf-8"))
+            result = jsonfile.load(path, jsonfile.RESULT_MAX_BYTES)
             end = _time(result["provenance"]["time"])
             hashes = {r["hash"] for rs in (result.get("details") or {}).get("runs", {}).values() for r in rs}
         except (OSError, ValueError, KeyError, TypeError):

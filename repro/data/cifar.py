@@ -10,7 +10,6 @@ pickles takes about a second, so the result is not cached.
 from __future__ import annotations
 
 import hashlib
-import pickle
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,6 +17,7 @@ import numpy as np
 import torch
 from repro.data.layout import (DatasetInvalid, DatasetMissing, DatasetUnverified, cifar_class, data_root, require,
                                status)
+from repro.data.pickles import load_pickle
 from repro.data.specs import get_dataset
 
 # The pickles' label key, by torchvision class: CIFAR-100's batches hold fine and coarse labels.
@@ -75,31 +75,9 @@ def unverified_error(name: str, folder: Path, mismatches: list[Mismatch], checke
         "report then says \"unverified\" (docs/your-own-data.md).")
 
 
-# The only globals CIFAR's pickles name: how NumPy rebuilds an array (under NumPy 1 and 2 module names, pickle
-# protocol 2 and 5), and how protocol 2 stores bytes. Containers, strings and numbers need no global.
-CIFAR_GLOBALS = frozenset({
-    ("numpy", "ndarray"), ("numpy", "dtype"),
-    ("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "_reconstruct"),
-    ("numpy.core.numeric", "_frombuffer"), ("numpy._core.numeric", "_frombuffer"),
-    ("_codecs", "encode"),
-})
-
-
-class CifarUnpickler(pickle.Unpickler):
-    """pickle.Unpickler that resolves only CIFAR_GLOBALS: a pickle that names any other (os.system, eval,
-    a class of its own) is refused before anything it names is called."""
-
-    def find_class(self, module: str, name: str):
-        if (module, name) not in CIFAR_GLOBALS:
-            raise pickle.UnpicklingError(f"it names {module}.{name}, which a CIFAR batch never holds; refused "
-                                         "without running it")
-        return super().find_class(module, name)
-
-
 def _unpickle(path: Path) -> dict:
     try:
-        with open(path, "rb") as f:
-            return CifarUnpickler(f, encoding="latin1").load()
+        return load_pickle(path)
     except Exception as exc:  # truncated, not a pickle, a global outside the format
         raise DatasetInvalid(f"{path}: cannot read it as a CIFAR pickle ({type(exc).__name__}: {exc})") from exc
 

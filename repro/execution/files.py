@@ -14,7 +14,6 @@ of writes that a killed process left (repro.core.fsutil). Torch-free.
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 import time
@@ -24,6 +23,7 @@ from typing import Any
 
 from repro.execution.protocol import Outcome, RunState
 from repro.execution.record_checks import LeftAlone, read_record
+from repro.core import jsonfile
 from repro.core.fsutil import WriteFailed, temporary_writer
 from repro.plan.run_config import RunConfig
 from repro.results.measurements import RUNS_FOLDER
@@ -104,8 +104,8 @@ def remove_stale_temporaries(results_dir: Path, settings: LockSettings, now: flo
 def read_json(path: Path) -> dict[str, Any] | None:
     """A small JSON object file (failure, Slurm marker), or None when absent or not one."""
     try:
-        value = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):  # ValueError: JSON and UTF-8 decoding errors
+        value = jsonfile.load(path)
+    except (FileNotFoundError, jsonfile.JsonUnreadable):
         return None
     return value if isinstance(value, dict) else None
 

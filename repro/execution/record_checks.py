@@ -21,9 +21,12 @@ Torch-free: the checkpoint check takes the state torch.load returned.
 from __future__ import annotations
 
 import json
+import re
+import stat
 from pathlib import Path
 from typing import Any
 
+from repro.core import jsonfile
 from repro.core.fsutil import jsonable
 from repro.plan.run_config import LATER_DEFAULTS, RunConfig
 from repro.results.run_records import (  # noqa: F401  (RECORD_SCHEMA, record_digest, LeftAlone: the writer's too)
@@ -51,23 +54,42 @@ def record_problem(record: Any, config: dict[str, Any], config_hash: str, epochs
 
 def read_record(path: Path, cfg: RunConfig) -> tuple[dict[str, Any] | None, str | None]:
     """(the usable record of `cfg` at `path`, None), (None, why it is unusable), or (None, None) when there is none.
-    Raises LeftAlone when the file cannot be read or a newer version wrote it: neither is damage. Reads only:
+    Raises LeftAlone when the file cannot be opened or a newer version wrote it: neither is damage. Content too
+    large or too deep, and a file that is not a regular one (a FIFO), are unusable. Reads only:
     repro.execution.files.load_record sets an unusable record aside."""
     try:
-        data = path.read_bytes()
+        record = jsonfile.load(path, jsonfile.RECORD_MAX_BYTES)
     except FileNotFoundError:
         return None, None
-    except OSError as exc:  # no permission, an I/O error: the content may be fine
-        raise LeftAlone.unreadable(path, exc) from None
-    try:
-        record = json.loads(data.decode("utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        return None, f"not valid JSON ({exc})"
+    except jsonfile.JsonUnreadable as exc:
+        if not exc.damaged:  # no permission, an I/O error: the content may be fine
+            raise LeftAlone.unreadable(path, exc.strerror) from None
+        return None, exc.reason
     if newer_schema(record):
         raise LeftAlone(f"{path} was written by a newer version (record schema {record['schema']}; this one reads "
                         f"{RECORD_SCHEMA}): not reused, and left as it is; its run is skipped")
     problem = record_problem(record, jsonable(cfg.to_dict()), cfg.hash, cfg.epochs)
     return (record, None) if problem is None else (None, problem)
+
+
+def special_file_problem(path: Path) -> str | None:
+    """Why the file at `path` is not a regular one (a FIFO, a folder), or None; OSError when it cannot be looked at."""
+    mode = path.stat().st_mode
+    return None if stat.S_ISREG(mode) else f"it is {'a FIFO' if stat.S_ISFIFO(mode) else 'not a regular file'}"
+
+
+# torch.load(weights_only=True) refusing a global: its message is a paragraph; the global is what matters.
+_REFUSED_GLOBAL = re.compile(r"GLOBAL ([\w.]+)")
+
+
+def load_error(exc: BaseException) -> str:
+    """A checkpoint's load failure in one short line: the global a forged one names (refused without running
+    it, as torch's weights_only loader does), else the error's first line."""
+    text = str(exc)
+    if "Weights only load failed" in text and (found := _REFUSED_GLOBAL.search(text)):
+        return f"it names {found[1]}, which a checkpoint never holds; refused without running it"
+    first = text.splitlines()[0] if text else ""
+    return f"{type(exc).__name__}: {first[:160]}"
 
 
 def checkpoint_problem(state: Any, config_hash: str, epochs: int) -> str | None:

@@ -32,9 +32,9 @@ from repro.execution.files import (
 )
 from repro.execution.protocol import Outcome, RunRequest, RunState
 from repro.execution.record_checks import (
-    RECORD_SCHEMA, LeftAlone, checkpoint_problem, record_digest, record_problem,
+    RECORD_SCHEMA, LeftAlone, checkpoint_problem, load_error, record_digest, record_problem, special_file_problem,
 )
-from repro.core.fsutil import WriteFailed, atomic_write_json, jsonable
+from repro.core.fsutil import FolderWriter, WriteFailed, jsonable
 from repro.core.settings import Launch, Settings
 from repro.results.provenance import provenance
 from repro.plan.run_config import RunConfig
@@ -51,14 +51,16 @@ def load_checkpoint_epoch(results_dir: Path, cfg: RunConfig) -> int:
     if not path.exists():
         return 0
     try:
-        state = torch.load(path, map_location="cpu", weights_only=True)
-        problem = checkpoint_problem(state, cfg.hash, cfg.epochs)
+        problem = special_file_problem(path)  # a FIFO would block torch.load forever
+        if problem is None:
+            state = torch.load(path, map_location="cpu", weights_only=True)
+            problem = checkpoint_problem(state, cfg.hash, cfg.epochs)
     except FileNotFoundError:
         return 0
     except OSError as exc:  # no permission, an I/O error: not damage, so not set aside
         raise LeftAlone.unreadable(path, exc) from None
     except Exception as exc:  # torch raises RuntimeError, EOFError, UnpicklingError... for a damaged file
-        problem = f"it cannot be loaded: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+        problem = f"it cannot be loaded: {load_error(exc)}"
     if problem is None:
         return state["epoch"]
     set_aside(path, "checkpoint", problem, "the run restarts from epoch 0")
@@ -132,7 +134,7 @@ def run_one(request: RunRequest, results_dir: Path, device: str, data_dir: Path 
     record["digest"] = record_digest(record)
     if problem := record_problem(record, jsonable(cfg.to_dict()), cfg.hash, cfg.epochs):
         raise RuntimeError(f"the record of {request.label} fails its own check ({problem}); not written")
-    atomic_write_json(record_path(results_dir, cfg), record)
+    FolderWriter(results_dir).write_json(record_path(results_dir, cfg), record)
     checkpoint.unlink(missing_ok=True)  # only the lock holder gets here, so no one is loading it
     failure_path(results_dir, cfg.hash).unlink(missing_ok=True)
     return record
@@ -207,7 +209,7 @@ def attempt_run(request: RunRequest, results_dir: Path, device: str, data_dir: P
         failure = {"label": request.label, "error": error, "time": time.time(),
                    "executor": executor_provenance(executor, device, settings.launch)}
         try:
-            atomic_write_json(failure_path(results_dir, h), failure)
+            FolderWriter(results_dir).write_json(failure_path(results_dir, h), failure)
         except WriteFailed:
             pass  # the caller still gets the error; only `repro status` will not show it
         return Outcome(h, RunState.FAILED, error=error)

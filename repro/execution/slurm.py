@@ -23,7 +23,7 @@ from repro.core.settings import Settings
 from repro.execution.files import poll_interval, probe, submitted_path
 from repro.execution.options import ExecutorOptions, SlurmOptions
 from repro.execution.protocol import ExecutionRequest, Outcome, RunRequest, RunState
-from repro.core.fsutil import atomic_write_json
+from repro.core.fsutil import FolderWriter
 from repro.runtime.locks import LockSettings
 
 MAX_REQUEUES_ON_TIMEOUT = 10  # a run may span this many task time limits, plus one
@@ -136,7 +136,7 @@ def submit(todo: list, results_dir: Path, data_dir: Path | None, options: Execut
     for job, chunk in zip(jobs, chunks):
         for request in chunk:
             out[request.cfg.hash] = job.job_id
-            atomic_write_json(submitted_path(results_dir, request.cfg.hash),
+            FolderWriter(results_dir).write_json(submitted_path(results_dir, request.cfg.hash),
                               {"job_id": job.job_id, "label": request.label, "submitted": time.time(),
                                "log": str(folder / job.job_id.split("_")[0])})
     return out

@@ -34,7 +34,7 @@ from torch import nn
 from repro.measure.timing import Timing, compiled_or_eager, count_ops, cpu_threads, time_call
 from repro.data.specs import get_dataset
 from repro.core.devices import device_label
-from repro.core.fsutil import atomic_write_json
+from repro.core.fsutil import FolderWriter
 from repro.execution.files import read_json, runs_dir
 from repro.plan.latency_settings import LatencySettings
 from repro.plan.manifest import Row
@@ -161,7 +161,7 @@ def measure_latency(plan: TablePlan, ctx: Context) -> Measured:
             if r is None:
                 r = {**measure_row(row, s, device, backbones),
                      "measured_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}
-                atomic_write_json(path, r)
+                FolderWriter(ctx.results_dir).write_json(path, r)
         except Exception as exc:  # one failing row must not hide the others
             out.problems.append(f"{manifest.id}/{row.id}: latency failed: {type(exc).__name__}: {exc}")
             for metric in LATENCY_METRICS:

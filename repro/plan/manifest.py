@@ -24,10 +24,12 @@ from repro.spec.readings import Reading, Sensitivity, applying, check_claims, ch
 from repro.core.package_data import shipped
 from repro.core.registry import closest
 from repro.core.schema import (
-    Problems, SchemaError, bounded, check_id, check_params, convert, field_names, from_dict, read_toml,
+    Problems, SchemaError, bounded, check_id, check_params, check_text, convert, field_names, from_dict, read_toml,
 )
 
 Measure = Literal["flops", "accuracy", "latency"]
+# Free text, set as one paragraph wherever it is shown: a line break is allowed there and nowhere else.
+PROSE_KEYS = frozenset({"description", "text", "notes"})
 
 
 SHIPPED_MANIFESTS = shipped("repro", "manifests")  # package data: one file per table of the paper
@@ -235,6 +237,7 @@ def _claim(data: Any, path: str, problems: Problems) -> Claim | None:
 def parse_manifest(data: dict[str, Any], file: str | Path) -> Manifest:
     """Validate a manifest document; raise SchemaError listing every problem."""
     problems = Problems()
+    check_text(data, "", problems, PROSE_KEYS)  # what the LaTeX and Markdown writers cannot print, before any run
     for key in data:
         if key == "profiles":
             problems.add(key, "a manifest holds no profiles: every table runs at the profiles defined once in "

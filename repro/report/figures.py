@@ -18,7 +18,7 @@ from pathlib import Path
 
 from matplotlib.figure import Figure
 
-from repro.core.fsutil import atomic_write_bytes
+from repro.core.fsutil import FolderWriter
 from repro.plan.manifest import Figure as FigureDecl
 from repro.plan.manifest import Manifest
 from repro.plan.table_plan import Plans, TablePlan
@@ -49,37 +49,42 @@ class FigureFile:
 
 
 def render_figures(entries: list[tuple[Manifest, ManifestResult | None]], out_dir: Path,
-                   plans: Plans) -> list[FigureFile]:
+                   plans: Plans, root: Path | None = None) -> list[FigureFile]:
     """Draw every figure the results allow into out_dir; list the others with the reason they were skipped.
-    `plans`: the command's plans, whose settings the captions name."""
+    `plans`: the command's plans, whose settings the captions name; `root`: the results folder out_dir lies in,
+    which the files never leave (repro.core.fsutil.FolderWriter; default out_dir)."""
     out_dir = Path(out_dir)
+    root = Path(root or out_dir)
     points = gaps.gap_points(entries)
-    files = [_gap_vs_rho(entries, points, out_dir, plans), _gap_vs_classes(entries, points, out_dir, plans)]
+    files = [_gap_vs_rho(entries, points, out_dir, plans, root), _gap_vs_classes(entries, points, out_dir, plans, root)]
     used = {f.id for f in files}
     for manifest, result in entries:
         for decl in manifest.figures:
             fig_id = decl.id if decl.id not in used else f"{manifest.id}_{decl.id}"
             used.add(fig_id)
-            files.append(_declared(manifest, result, decl, fig_id, out_dir, plans))
+            files.append(_declared(manifest, result, decl, fig_id, out_dir, plans, root))
     return files
 
 
 # --------------------------------------------------------------------------- files
-def _save(fig: Figure, fig_id: str, title: str, caption: str, paper_ref: str, out_dir: Path,
+def _save(fig: Figure, fig_id: str, title: str, caption: str, paper_ref: str, out_dir: Path, root: Path,
           stamp: Stamp, shows: frozenset[tuple[str, str]] = frozenset()) -> FigureFile:
-    """Both files, each carrying the stamp (repro.report.figure_stamp) on the image and in its metadata."""
+    """Both files, each carrying the stamp (repro.report.figure_stamp) on the image and in its metadata, written
+    below `root` only."""
     draw_stamp(fig, stamp)
     paths = {fmt: out_dir / f"{fig_id}.{fmt}" for fmt in ("png", "pdf")}
+    drawn = {}
     for fmt, path in paths.items():
         buf = io.BytesIO()
         fig.savefig(buf, format=fmt, dpi=DPI, metadata=metadata(stamp, fmt))
-        atomic_write_bytes(path, buf.getvalue())
+        drawn[path] = buf.getvalue()
+    FolderWriter(root).replace_set(drawn)
     return FigureFile(fig_id, title, paths["png"], paths["pdf"], caption, paper_ref, shows)
 
 
-def _skip(fig_id: str, title: str, why: str, paper_ref: str, out_dir: Path) -> FigureFile:
+def _skip(fig_id: str, title: str, why: str, paper_ref: str, out_dir: Path, root: Path) -> FigureFile:
     for fmt in ("png", "pdf"):
-        (out_dir / f"{fig_id}.{fmt}").unlink(missing_ok=True)
+        FolderWriter(root).remove(out_dir / f"{fig_id}.{fmt}")
     return FigureFile(fig_id, title, None, None, f"not drawn: {why}", paper_ref)
 
 
@@ -171,47 +176,47 @@ def _pairs_for(entries, points: list[gaps.GapPoint]) -> list[tuple[Manifest, Man
     return [(m, r) for m, r in entries if r is not None and m.id in ids]
 
 
-def _gap_vs_rho(entries, points: list[gaps.GapPoint], out_dir: Path, plans: Plans) -> FigureFile:
+def _gap_vs_rho(entries, points: list[gaps.GapPoint], out_dir: Path, plans: Plans, root: Path) -> FigureFile:
     fig_id, title, ref = GAP_VS_RHO
     shown, left_out = gaps.split_by_rho(points)
     if not shown:
         why = _no_gaps(entries) if not points else (
             f"no compared treatment routes any compute: {left_out['zero']} comparison(s) have ρ = 0 and "
             f"{left_out['missing']} have no measured ρ (their rows do not measure flops)")
-        return _skip(fig_id, title, why, ref, out_dir)
+        return _skip(fig_id, title, why, ref, out_dir, root)
     threshold = gaps.rho_threshold_pct([m for m, _ in entries])
     fig, symlog = gaps.draw_gap_vs_rho(shown, threshold, title)
     pairs = _pairs_for(entries, shown)
     caption = gaps.caption_gap_vs_rho(shown, left_out, threshold, symlog, runs_note(pairs, plans))
-    return _save(fig, fig_id, title, caption, ref, out_dir, stamp_for(pairs), _rows_drawn(entries, shown))
+    return _save(fig, fig_id, title, caption, ref, out_dir, root, stamp_for(pairs), _rows_drawn(entries, shown))
 
 
-def _gap_vs_classes(entries, points: list[gaps.GapPoint], out_dir: Path, plans: Plans) -> FigureFile:
+def _gap_vs_classes(entries, points: list[gaps.GapPoint], out_dir: Path, plans: Plans, root: Path) -> FigureFile:
     fig_id, title, ref = GAP_VS_CLASSES
     shown = [p for p in points if p.series]
     if not shown:
         why = _no_gaps(entries) if not points else \
             f"none of the {len(points)} measured comparison(s) belongs to a series (Comparison.series)"
-        return _skip(fig_id, title, why, ref, out_dir)
+        return _skip(fig_id, title, why, ref, out_dir, root)
     fig, symlog = gaps.draw_gap_vs_classes(shown, title)
     pairs = _pairs_for(entries, shown)
     caption = gaps.caption_gap_vs_classes(shown, symlog, runs_note(pairs, plans))
-    return _save(fig, fig_id, title, caption, ref, out_dir, stamp_for(pairs), _rows_drawn(entries, shown))
+    return _save(fig, fig_id, title, caption, ref, out_dir, root, stamp_for(pairs), _rows_drawn(entries, shown))
 
 
 # --------------------------------------------------------------------------- manifest figures
 def _declared(manifest: Manifest, result: ManifestResult | None, decl: FigureDecl, fig_id: str,
-              out_dir: Path, plans: Plans) -> FigureFile:
+              out_dir: Path, plans: Plans, root: Path) -> FigureFile:
     ref = decl.paper_ref or manifest.paper_ref
     if result is None:
-        return _skip(fig_id, decl.title, f"{manifest.id} has no results yet (not run)", ref, out_dir)
+        return _skip(fig_id, decl.title, f"{manifest.id} has no results yet (not run)", ref, out_dir, root)
     where = f"{manifest.id} (profile '{result.profile}')"
     runs_text, paper = runs_note([(manifest, result)], plans), paper_note(manifest, decl.rows, ref)
     if decl.kind == "accuracy_by_epoch":
         curves = runs.epoch_curves(decl, manifest, result)
         if not curves:
             return _skip(fig_id, decl.title, f"no run of {', '.join(decl.rows)} in {where} recorded test accuracy "
-                         "per epoch", ref, out_dir)
+                         "per epoch", ref, out_dir, root)
         missing = [r for r in decl.rows if r not in {c.row for c in curves}]
         fig = runs.draw_accuracy_by_epoch(curves, decl.title)
         caption = runs.caption_accuracy_by_epoch(curves, manifest, missing, runs_text, paper)
@@ -219,13 +224,13 @@ def _declared(manifest: Manifest, result: ManifestResult | None, decl: FigureDec
         mats = runs.usage_matrices(decl, manifest, result)
         if not mats:
             return _skip(fig_id, decl.title, f"no run of {', '.join(decl.rows)} in {where} recorded test-time "
-                         "expert usage by class", ref, out_dir)
+                         "expert usage by class", ref, out_dir, root)
         missing = [r for r in decl.rows if r not in {m.row for m in mats}]
         fig = runs.draw_usage_by_class(mats, decl.title)
         caption = runs.caption_usage_by_class(mats, missing, runs_text, paper)
     else:
-        return _skip(fig_id, decl.title, f"no drawing for figure kind '{decl.kind}'", ref, out_dir)
-    return _save(fig, fig_id, decl.title, caption, ref, out_dir, stamp_for([(manifest, result)]),
+        return _skip(fig_id, decl.title, f"no drawing for figure kind '{decl.kind}'", ref, out_dir, root)
+    return _save(fig, fig_id, decl.title, caption, ref, out_dir, root, stamp_for([(manifest, result)]),
                  frozenset((manifest.id, r) for r in decl.rows))
 
 

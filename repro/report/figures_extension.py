@@ -107,23 +107,27 @@ def caption(points: list[RouterPoint], profile: str) -> str:
             f"Signs in increasing ρ: {signs}.")
 
 
-def render_extension_figure(manifest: Manifest, result: ManifestResult | None, out_dir: Path):
-    """The extension figure as a repro.report.figures.FigureFile (drawn, or skipped with the reason)."""
+def render_extension_figure(manifest: Manifest, result: ManifestResult | None, out_dir: Path,
+                            root: Path | None = None):
+    """The extension figure as a repro.report.figures.FigureFile (drawn, or skipped with the reason), written
+    below `root` (default: out_dir) only."""
     from repro.report.figure_stamp import stamp_for
     from repro.report.figures import _save, _skip
 
     fig_id, title = f"{manifest.id}_gap_vs_rho", f"Extension ({manifest.id}): gap against ρ per router"
     points = router_points(manifest, result) if result is not None else []
     if not points:
-        return _skip(fig_id, title, "no comparison has both a gap and rho yet", manifest.paper_ref, Path(out_dir))
+        return _skip(fig_id, title, "no comparison has both a gap and rho yet", manifest.paper_ref, Path(out_dir),
+                     Path(root or out_dir))
     rows = {(manifest.id, r) for c in manifest.comparisons if c.id in {p.comparison for p in points}
             for r in (c.row, c.baseline)}
     return _save(draw_gap_vs_rho_by_router(points), fig_id, title, caption(points, result.profile),
-                 manifest.paper_ref, Path(out_dir), stamp_for([(manifest, result)]), frozenset(rows))
+                 manifest.paper_ref, Path(out_dir), Path(root or out_dir), stamp_for([(manifest, result)]),
+                 frozenset(rows))
 
 
 def extension_section(entries: list[tuple[Manifest, ManifestResult | None]], figures_dir: Path,
-                      report_dir: Path, drawn: list | None = None) -> tuple[str, str] | None:
+                      report_dir: Path, drawn: list | None = None, root: Path | None = None) -> tuple[str, str] | None:
     """("Beyond the paper: ...", markdown) for render_report's extra_sections: each extension manifest's
     figure and its claims' verdicts; None when no manifest is an extension. Each FigureFile is also
     appended to `drawn` when given (report.html shows it among the figures)."""
@@ -133,7 +137,7 @@ def extension_section(entries: list[tuple[Manifest, ManifestResult | None]], fig
     for manifest, result in entries:
         if not manifest.is_extension():
             continue
-        figure = render_extension_figure(manifest, result, Path(figures_dir))
+        figure = render_extension_figure(manifest, result, Path(figures_dir), root)
         if drawn is not None:
             drawn.append(figure)
         lines = [f"### {md_escape(manifest.title)}", "", md_escape(" ".join(manifest.description.split())), "",

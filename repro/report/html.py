@@ -6,14 +6,16 @@ and per table in colour; each claim one line (verdict, measured against reported
 evidence folded away below (<details>); numbers linked to the run records they came from
 (relative links to ../runs/<hash>.json) and each claim to the figures that draw its rows. It reads
 the data report.md is rendered from (repro.report.summary.write_report) and decides nothing. The
-Markdown sections (learning check, statistics audit, compute) are converted with markdown-it.
-Torch-free.
+Markdown sections (learning check, statistics audit, compute) are converted with markdown-it, raw HTML
+off; an image there is inlined only from the report's own figures/ folder (a PNG, not through a link),
+so no text that reaches a section can embed another file of the machine. Torch-free.
 """
 
 from __future__ import annotations
 
 import base64
 import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,8 +24,8 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup, escape
 
 from repro.claims.headline import STATUSES
+from repro.core.fsutil import FolderWriter
 from repro.cost.plan import rows_read
-from repro.core.fsutil import atomic_write_text
 from repro.plan.manifest import Manifest
 from repro.report.figure_stamp import stamp_for
 from repro.report.figures import FigureFile
@@ -87,10 +89,35 @@ def _runs_href(out_dir: Path, results_dir: Path) -> str:
     return Path(os.path.relpath(results_dir / "runs", out_dir)).as_posix()
 
 
+FIGURES = "figures"  # <results>/<profile>/figures/: the only folder the page inlines images from
+MAX_FIGURE_BYTES = 16 << 20  # a figure here is a few hundred KB
+
+
 def data_uri(path: Path | None) -> str:
-    if path is None or not path.is_file():
+    """A PNG as a data: URI; "" when absent, not a regular file (a link, a FIFO) or larger than a figure is."""
+    if path is None or path.suffix.lower() != ".png":
         return ""
-    return "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode("ascii")
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return ""
+    with os.fdopen(fd, "rb") as fh:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_FIGURE_BYTES:
+            return ""
+        return "data:image/png;base64," + base64.b64encode(fh.read()).decode("ascii")
+
+
+def figure_file(out_dir: Path, src: str) -> Path | None:
+    """The file an image source names, when it is one of the report's own figures (figures/<name>.png below
+    out_dir, no '..', no folder of its own); else None."""
+    parts = Path(src).parts
+    if len(parts) != 2 or parts[0] != FIGURES or src.startswith(("/", "\\")) or ".." in parts or ":" in src:
+        return None
+    folder = out_dir / FIGURES
+    if folder.is_symlink():
+        return None
+    return folder / parts[1]
 
 
 def _value_text(value: Any) -> str:
@@ -144,10 +171,14 @@ def _markdown(out_dir: Path):
 
     md = MarkdownIt("commonmark", {"html": False}).enable("table")
 
-    def image(tokens, idx, options, env):
+    def image(self, tokens, idx, options, env):  # a render rule is bound to the renderer: self first
         token = tokens[idx]
-        src = data_uri(out_dir / str(token.attrGet("src") or ""))
+        source = str(token.attrGet("src") or "")
         alt = escape(token.content)
+        path = figure_file(out_dir, source)
+        if path is None:
+            return f"<em>{alt} (image {escape(source)} not shown: not one of this report's figures)</em>"
+        src = data_uri(path)
         return f'<img src="{src}" alt="{alt}">' if src else f"<em>{alt} (figure file missing)</em>"
 
     md.add_render_rule("image", image)
@@ -196,16 +227,6 @@ def write_trace_html(entries: list[tuple[Manifest, ManifestResult | None]], prof
     traces = [trace(results_dir, m, r, row, records=records, actions=actions) for m, r in entries if r is not None
               for row in row_ids(m, r)]
     path = out_dir / "trace.html"
-    atomic_write_text(path, environment().get_template("trace.html.j2").render(
+    FolderWriter(results_dir).write_text(path, environment().get_template("trace.html.j2").render(
         traces=traces, profile=profile, runs_href=_runs_href(out_dir, results_dir)))
-    return path
-
-
-def write_report_html(entries: list[tuple[Manifest, ManifestResult | None]], extension: set[str],
-                      summary: dict[str, Any], figures: list[FigureFile], sections: list[tuple[str, str]],
-                      titles: dict[str, str], out_dir: Path, results_dir: Path, appendix: list[str] | None = None) -> Path:
-    """results_dir/<profile>/report.html (out_dir), beside report.md."""
-    path = out_dir / "report.html"
-    atomic_write_text(path, render_report_html(entries, extension, summary, figures, sections, titles, out_dir,
-                                               results_dir, appendix))
     return path

@@ -1,42 +1,23 @@
-"""Jinja rendering of tables (Markdown, LaTeX booktabs), claim checklists and report.md."""
+"""Jinja rendering of tables (Markdown, LaTeX booktabs), claim checklists and report.md.
+
+Text reaches the templates through a filter for its medium: `tex` (repro.core.latex) for LaTeX, `md` for
+Markdown, which keeps raw HTML out of every Markdown file written here.
+"""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
-from repro.core.fsutil import atomic_write_text
+from repro.core.fsutil import FolderWriter
+from repro.core.latex import latex_escape
 from repro.plan.manifest import Manifest
 from repro.results.measurements import ManifestResult, profile_dir
 from repro.report.latex_columns import tex_columns
 from repro.report.table_rows import Table, build_tables, verdict_counts
 from repro.report.trained_on import CHECKSUMS_SUFFIX, TrainedOn, trained_on
-
-_LATEX_SPECIAL = {
-    "\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
-    "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
-}
-_LATEX_UNICODE = {
-    "ρ": r"$\rho$", "τ": r"$\tau$", "κ": r"$\kappa$", "λ": r"$\lambda$", "Δ": r"$\Delta$", "±": r"$\pm$",
-    "×": r"$\times$", "→": r"$\to$", "≤": r"$\leq$", "≥": r"$\geq$", "≈": r"$\approx$", "−": "-", "–": "--",
-    "—": "---", "…": r"\ldots{}", "’": "'", "“": "``", "”": "''",
-}
-_LATEX_RE = re.compile("|".join(re.escape(k) for k in [*_LATEX_SPECIAL, *_LATEX_UNICODE]))
-
-
-def latex_escape(text: Any, strict: bool = True) -> str:
-    """Escape every LaTeX special character and map the symbols tables use to math mode. A character with no
-    mapping raises, unless not `strict` (text from outside: a data path), where it becomes '?'."""
-    s = str(text)
-    out = _LATEX_RE.sub(lambda m: _LATEX_SPECIAL.get(m.group(0)) or _LATEX_UNICODE[m.group(0)], s)
-    non_ascii = sorted({ch for ch in out if ord(ch) > 127})
-    if non_ascii and strict:
-        raise ValueError(f"no LaTeX mapping for {''.join(non_ascii)!r} in {s!r}")
-    return "".join(ch if ord(ch) <= 127 else "?" for ch in out)
-
 
 DETAIL = "report-detail.md"  # beside report.md: every table, the other sections, the provenance
 
@@ -47,7 +28,11 @@ def md_anchor(heading: str) -> str:
 
 
 def md_escape(text: Any) -> str:
-    return str(text).replace("|", r"\|").replace("\n", " ")
+    """Text for a Markdown file: one line, a table cell's `|` escaped, and `<` and `![` escaped so that no text
+    (a label, a record's field) becomes raw HTML or an image where the file is rendered (a forge's preview, an
+    editor's)."""
+    return (str(text).replace("|", r"\|").replace("<", r"\<").replace("![", r"!\[")
+            .replace("\r", " ").replace("\n", " "))
 
 
 def _device_time(seconds: float, kind: str) -> str:
@@ -121,13 +106,13 @@ def write_manifest_outputs(manifest: Manifest, result: ManifestResult, results_d
         out / f"{manifest.id}_standalone.tex": render_standalone_tex(manifest, tables, trained),
         out / "claims.md": render_claims_md(manifest, result),
     }
-    stale = out / f"{manifest.id}{CHECKSUMS_SUFFIX}"
+    writer = FolderWriter(results_dir)
     if trained.checksums_file:
         files[out / trained.checksums_file] = trained.checksums_text()
-    elif stale.is_file():  # an earlier run's, on data that now passes its checksums
-        stale.unlink()
+    else:  # an earlier run's, on data that now passes its checksums
+        writer.remove(out / f"{manifest.id}{CHECKSUMS_SUFFIX}")
     for path, text in files.items():
-        atomic_write_text(path, text)
+        writer.write_text(path, text)
     return list(files)
 
 
@@ -146,11 +131,13 @@ def render_audit() -> str:
 def render_figure_section(figures: list, results_dir: Path) -> str:
     lines = []
     for f in figures:
+        title, ref, caption = md_escape(f.title), md_escape(f.paper_ref or "report figure"), md_escape(f.caption)
         if f.png is None:
-            lines.append(f"- **{f.title}** ({f.paper_ref or 'report figure'}): {f.caption}")
+            lines.append(f"- **{title}** ({ref}): {caption}")
             continue
         rel = f.png.relative_to(results_dir) if f.png.is_relative_to(results_dir) else f.png
-        lines.append(f"**{f.title}** ({f.paper_ref or 'report figure'})\n\n![{f.title}]({rel})\n\n{f.caption}\n")
+        alt = title.replace("[", "(").replace("]", ")")
+        lines.append(f"**{title}** ({ref})\n\n![{alt}]({rel})\n\n{caption}\n")
     return "\n".join(lines) if lines else "No figure could be drawn from these results."
 
 

@@ -12,13 +12,13 @@ from typing import Any
 
 from repro.claims import count_verdicts
 from repro.claims.headline import reproductions
-from repro.core.fsutil import atomic_write_text
+from repro.core.fsutil import FolderWriter, encode_text
 from repro.cost.fit import FolderFit
 from repro.cost.taken import ComputeTaken
 from repro.plan.manifest import Manifest
 from repro.report.figures import render_figures
 from repro.report.figures_extension import extension_section
-from repro.report.html import write_report_html, write_trace_html
+from repro.report.html import render_report_html, write_trace_html
 from repro.report.appendix import write_appendix
 from repro.report.learning import is_functional, learning_checks, render_learning, summary_line
 from repro.report.readings_section import (
@@ -106,7 +106,7 @@ def _write_report(entries: list[tuple[Manifest, ManifestResult | None]], results
         summary["lines"].append(f"Beyond the paper, extension claims ({sum(extension.values())}): "
                                 + _counted(extension))
     with phase("figures"):
-        drawn = render_figures(reproduction, out / "figures", folder.plans)
+        drawn = render_figures(reproduction, out / "figures", folder.plans, results_dir)
     figures = render_figure_section(drawn, out)
     sections = [("Statistics audit of the paper's reported numbers", render_audit()),
                 ("Compute per claim and table", compute_section(taken, profile))]
@@ -123,7 +123,7 @@ def _write_report(entries: list[tuple[Manifest, ManifestResult | None]], results
     if (times := render_timings(results_dir, profile)) is not None:
         sections.append(("Where the time went", times))
     with phase("figures"):  # the extension's section draws its own figures
-        beyond = extension_section(entries, out / "figures", out, drawn)
+        beyond = extension_section(entries, out / "figures", out, drawn, results_dir)
     if beyond is not None:
         sections.insert(0, beyond)
     checks = learning_checks(entries)  # functional results only
@@ -136,13 +136,16 @@ def _write_report(entries: list[tuple[Manifest, ManifestResult | None]], results
     written = write_appendix(entries, results_dir, profile, folder.plans, folder)
     appendix = [p.relative_to(out).as_posix() for p in written]
     path = out / "report.md"
-    atomic_write_text(path, render_report(reproduction, summary, sections, figures, appendix))
-    atomic_write_text(out / DETAIL, render_report_detail(reproduction, sections))
+    # report.html: the same data; the extension manifests' figures and claims sit among the others there. The
+    # pages are rendered before any is written, and replaced as a set: none is left stale beside the others.
+    pages = {path: render_report(reproduction, summary, sections, figures, appendix),
+             out / DETAIL: render_report_detail(reproduction, sections),
+             out / "report.html": render_report_html(entries, {m.id for m, _ in entries if m.is_extension()}, summary,
+                                                     drawn, [s for s in sections if s is not beyond], SCOPE_TITLES,
+                                                     out, results_dir, appendix)}
     for manifest, result in entries:  # each table's claims.md as decided with the others (repro.claims.across)
         if result is not None:
             write_manifest_outputs(manifest, result, results_dir)
-    # report.html: the same data; the extension manifests' figures and claims sit among the others there.
-    write_report_html(entries, {m.id for m, _ in entries if m.is_extension()}, summary, drawn,
-                      [s for s in sections if s is not beyond], SCOPE_TITLES, out, results_dir, appendix)
+    FolderWriter(results_dir).replace_set({p: encode_text(text) for p, text in pages.items()})
     write_trace_html(entries, profile, out, results_dir)
     return path, summary

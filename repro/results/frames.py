@@ -21,6 +21,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
+from repro.core import jsonfile
 from repro.results.family import holm_adjust
 from repro.results.measurements import ManifestResult, Verdict, profile_dir, profiles_present
 from repro.results.run_records import FolderRecords, read_records, record_threads
@@ -114,14 +115,16 @@ def read_folder(results_dir: str | Path, profile: str | None = None) -> Folder:
 
 def _read_result(file: Path) -> tuple[ManifestResult, list[dict[str, Any]]]:
     try:
-        data = json.loads(file.read_text(encoding="utf-8"))
+        data = jsonfile.load(file, jsonfile.RESULT_MAX_BYTES)  # bounded: a FIFO or a nesting bomb is one line
         readings = data.get("readings") or []
         if not isinstance(readings, list) or not all(isinstance(r, dict) for r in readings):
             raise TypeError("readings is not a list of objects")
         return ManifestResult.from_dict(data), readings
-    except (OSError, ValueError) as exc:  # ValueError: JSON and UTF-8 decoding
+    except jsonfile.JsonUnreadable as exc:
+        raise FolderError(f"{file} cannot be read: {exc.reason}") from None
+    except (OSError, ValueError) as exc:  # ValueError: a value of another shape
         raise FolderError(f"{file} cannot be read: {exc}") from None
-    except (KeyError, TypeError) as exc:
+    except (KeyError, TypeError, AttributeError) as exc:
         raise FolderError(f"{file} is not a table's results.json: {type(exc).__name__} {exc}") from None
 
 

@@ -16,7 +16,8 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Iterable, Literal
 
-from repro.core.fsutil import atomic_write_json
+from repro.core import jsonfile
+from repro.core.fsutil import FolderWriter
 from repro.data.check_result import DataCheck
 from repro.spec.profiles import Profile
 from repro.core.schema import Problems, from_dict
@@ -373,6 +374,10 @@ def check_results_dir(results_dir: Path, min_free: int = MIN_FREE_BYTES, profile
         if (link := _dangling_link(folder)) is not None:
             raise ResultsDirError(f"{link} is a symbolic link to {os.readlink(link)}, which does not exist; create "
                                   "that folder (or mount its disk), or choose another with --results-dir")
+    for folder in written_folders(results_dir, profile, manifest_ids):
+        if (link := _link_below(results_dir, folder)) is not None:  # FolderWriter would refuse each file there
+            raise ResultsDirError(f"{link} is a symbolic link (to {os.readlink(link)}); a results folder's files "
+                                  "are written only inside it: replace the link with a folder of its own")
     if results_dir.exists() and not results_dir.is_dir():
         raise ResultsDirError(f"the {where} is a file, not a folder; pass --results-dir a folder")
     try:
@@ -394,6 +399,16 @@ def _dangling_link(path: Path) -> Path | None:
     for part in [path, *path.parents]:
         if part.is_symlink() and not part.exists():
             return part
+    return None
+
+
+def _link_below(results_dir: Path, folder: Path) -> Path | None:
+    """The first symbolic link on the way from `results_dir` (itself allowed) down to `folder`, or None."""
+    path = results_dir
+    for part in folder.relative_to(results_dir).parts:
+        path = path / part
+        if path.is_symlink():
+            return path
     return None
 
 
@@ -433,7 +448,7 @@ def result_path(results_dir: Path, profile: str, manifest_id: str) -> Path:
 
 def save_result(result: ManifestResult, results_dir: Path) -> Path:
     path = result_path(results_dir, result.profile, result.manifest_id)
-    atomic_write_json(path, result.to_dict())
+    FolderWriter(results_dir).write_json(path, result.to_dict())
     return path
 
 
@@ -473,15 +488,11 @@ def load_result(results_dir: Path, profile: str, manifest_id: str) -> ManifestRe
     """The table's stored result, None when it has none; ResultUnusable when its results.json cannot be used."""
     path = result_path(results_dir, profile, manifest_id)
     try:
-        text = path.read_bytes()
+        data = jsonfile.load(path, jsonfile.RESULT_MAX_BYTES)
     except FileNotFoundError:
         return None
-    except OSError as exc:
-        raise ResultUnusable(path, f"it cannot be read ({exc.strerror or exc})", damaged=False) from None
-    try:
-        data = json.loads(text.decode("utf-8"))
-    except ValueError as exc:  # JSON and UTF-8 decoding errors
-        raise ResultUnusable(path, f"not valid JSON ({exc})") from None
+    except jsonfile.JsonUnreadable as exc:  # too large or deep, not a regular file, not JSON; or no permission
+        raise ResultUnusable(path, exc.reason, damaged=exc.damaged) from None
     if (problem := result_problem(data, profile, manifest_id)) is not None:
         raise ResultUnusable(path, problem)
     try:

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from repro.core import jsonfile
 from repro.core.fsutil import jsonable
 from repro.results.measurements import RUNS_FOLDER
 
@@ -35,8 +36,9 @@ class LeftAlone(Exception):
     wrote it. Never set aside; its run is skipped, and the message (one line) names the file and why."""
 
     @classmethod
-    def unreadable(cls, path: Path, cause: OSError) -> LeftAlone:
-        return cls(f"cannot read {path}: {cause.strerror or cause}; it is left as it is and its run is skipped")
+    def unreadable(cls, path: Path, cause: OSError | str) -> LeftAlone:
+        error = cause if isinstance(cause, str) else cause.strerror or cause
+        return cls(f"cannot read {path}: {error}; it is left as it is and its run is skipped")
 
 
 def newer_schema(record: Any) -> bool:
@@ -205,17 +207,14 @@ def own_problem(record: Any, name: str) -> str | None:
 
 
 def parse_record(path: Path) -> tuple[Any, str | None]:
-    """(the parsed JSON at `path`, None), (None, why it cannot be read or parsed), or (None, None): no file."""
+    """(the parsed JSON at `path`, None), (None, why it cannot be read or parsed), or (None, None): no file.
+    Bounded (repro.core.jsonfile): a huge, deeply nested or special file (a FIFO) is a reason, never a hang."""
     try:
-        data = path.read_bytes()
+        return jsonfile.load(path, jsonfile.RECORD_MAX_BYTES), None
     except FileNotFoundError:
         return None, None
-    except OSError as exc:
-        return None, f"it cannot be read ({exc.strerror or exc})"
-    try:
-        return json.loads(data.decode("utf-8")), None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        return None, f"not valid JSON ({exc})"
+    except jsonfile.JsonUnreadable as exc:
+        return None, exc.reason
 
 
 @dataclass

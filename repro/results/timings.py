@@ -26,7 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Hashable, Iterator
 
-from repro.core.fsutil import atomic_write_json
+from repro.core import jsonfile
+from repro.core.fsutil import FolderWriter
 
 TIMINGS_SCHEMA = 1
 FILE_NAME = "timings.json"
@@ -261,15 +262,15 @@ def write(rec: Recorder, results_dir: Path) -> Path:
     doc = load(path) or {"schema": TIMINGS_SCHEMA, "commands": {}}
     doc["commands"][rec.command] = rec.to_dict()
     with contextlib.suppress(OSError):  # a results folder that cannot be written costs the timings only
-        atomic_write_json(path, doc)
+        FolderWriter(results_dir).write_json(path, doc)
     return path
 
 
 def load(path: Path) -> dict[str, Any] | None:
     """timings.json, or None when absent, unreadable or of another schema."""
     try:
-        doc = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        doc = jsonfile.load(path)
+    except (FileNotFoundError, jsonfile.JsonUnreadable):
         return None
     if not isinstance(doc, dict) or doc.get("schema") != TIMINGS_SCHEMA or not isinstance(doc.get("commands"), dict):
         return None

@@ -226,7 +226,7 @@ def release_own_locks(runs_dir: Path) -> None:
 
 def checkpoint_epoch(path: Path) -> int | None:
     """The last finished epoch a checkpoint holds, None if there is none (or it cannot be read)."""
-    if not path.exists():
+    if not path.is_file():  # absent, or a FIFO that would block the load
         return None
     import torch
 

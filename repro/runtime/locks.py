@@ -31,12 +31,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from repro.core.fsutil import WriteFailed
+from repro.core import jsonfile
+from repro.core.fsutil import FolderWriter, WriteFailed
 
 DEFAULT_STALE_AFTER_S = 600.0
 MAX_HEARTBEAT_S = 30.0  # a holder refreshes its lock at least this often, whatever its own stale_after_s
 # A holder beats every MAX_HEARTBEAT_S at the default; a taker that waits less than two beats takes live locks.
 MIN_STALE_AFTER_S = 2 * MAX_HEARTBEAT_S
+LOCK_MAX_BYTES = 64 << 10  # a lock names its holder in a few hundred bytes
 PID_MAX = 2**31 - 1  # pids are positive C ints; Linux's pid_max is at most 2**22
 
 
@@ -148,23 +150,24 @@ def read_holder(path: Path) -> dict[str, Any] | None:
     """The lock's holder with `heartbeat` (its mtime) added, or None when there is no lock. A lock that
     cannot be read, or names no valid holder, is {"heartbeat", "file", "problem": why}: never an identity."""
     try:
-        data = path.read_bytes()
+        data = jsonfile.read_bytes(path, LOCK_MAX_BYTES)
         heartbeat = path.stat().st_mtime
     except FileNotFoundError:
         return None
-    except OSError as exc:  # no permission, an I/O error, a folder
+    except (OSError, jsonfile.JsonUnreadable) as exc:  # no permission, an I/O error, a folder, a FIFO, too large
         try:
             heartbeat = path.stat().st_mtime
         except FileNotFoundError:
             return None
         except OSError:
             heartbeat = 0.0
-        return {"heartbeat": heartbeat, "file": str(path), "problem": f"it cannot be read ({exc.strerror or exc})"}
+        why = exc.reason if isinstance(exc, jsonfile.JsonUnreadable) else f"it cannot be read ({exc.strerror or exc})"
+        return {"heartbeat": heartbeat, "file": str(path), "problem": why}
     try:
-        holder = json.loads(data.decode("utf-8"))
+        holder = jsonfile.parse(data, path)
         problem = holder_problem(holder)
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        problem = "it is empty" if not data else "it is not a lock (not JSON text)"
+    except jsonfile.JsonUnreadable as exc:
+        problem = "it is empty" if not data else "it is not a lock (not JSON text)" if "JSON" in exc.reason else exc.reason
     if problem is not None:
         return {"heartbeat": heartbeat, "file": str(path), "problem": problem}
     return {**holder, "heartbeat": heartbeat}
@@ -304,24 +307,9 @@ def try_lock(runs_dir: Path, run_hash: str, settings: LockSettings, label: str =
 
 
 def _create(path: Path, holder: dict[str, Any]) -> bool:
-    try:
-        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-    except FileExistsError:
-        return False
-    except OSError as exc:
-        raise WriteFailed.of(path, exc) from None
-    try:
-        with os.fdopen(fd, "w") as fh:
-            fh.write(json.dumps(holder, sort_keys=True))
-            fh.flush()
-            os.fsync(fh.fileno())
-    except OSError as exc:  # a full disk: the empty lock would hold the run for nothing
-        path.unlink(missing_ok=True)
-        raise WriteFailed.of(path, exc) from None
-    except BaseException:  # Ctrl-C or SIGTERM mid-write: nobody would release a half-written lock
-        path.unlink(missing_ok=True)
-        raise
-    return True
+    """Write the lock only if none is there (O_EXCL, never through a symbolic link). A write cut short (a full disk,
+    Ctrl-C) removes it: nobody would release a half-written lock."""
+    return FolderWriter(path.parent).create(path, json.dumps(holder, sort_keys=True).encode("utf-8"))
 
 
 def _take_over(path: Path, holder: dict[str, Any], reason: str, settings: LockSettings) -> None:

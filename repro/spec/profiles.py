@@ -22,7 +22,7 @@ from repro.data.specs import DATASETS, get_dataset
 from repro.spec.recipes import RECIPES
 from repro.core.registry import closest
 from repro.core import environment
-from repro.core.schema import Problems, SchemaError, bounded, check_id, from_dict, read_toml
+from repro.core.schema import Problems, SchemaError, bounded, check_id, check_text, from_dict, read_toml
 
 SHIPPED_PROFILES = shipped("repro.spec", "profiles.toml")
 REQUIRED_PROFILES = ("smoke", "full")  # the default profile, and the paper's protocol (`repro plan` starts from it)
@@ -256,6 +256,7 @@ def load_profiles(path: str | Path, required: tuple[str, ...] = ()) -> dict[str,
 def parse_profiles(data: dict[str, Any], path: str | Path, required: tuple[str, ...] = ()) -> dict[str, Profile]:
     """Validate a profiles document; raise SchemaError naming `path` and every problem."""
     problems = Problems()
+    check_text(data, "", problems, frozenset({"description"}))  # the report prints a profile's text
     for key in data:
         if key != "profiles":
             problems.add(key, f"unknown key{closest(key, ['profiles'])}; "

@@ -19,7 +19,7 @@ from typing import Any
 
 import torch
 
-from repro.core.fsutil import atomic_write_bytes
+from repro.core.fsutil import FolderWriter
 
 
 class CheckpointUnusable(RuntimeError):
@@ -59,7 +59,7 @@ def save_checkpoint(path: Path, run_hash: str, model, opt, sched, history, epoch
     torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(),
                 "scheduler": sched.state_dict() if sched is not None else {}, "rng": rng_state(device),
                 "history": history, "epoch": epoch, "elapsed": elapsed, "config_hash": run_hash}, buf)
-    atomic_write_bytes(path, buf.getvalue())
+    FolderWriter(path.parent).write_bytes(path, buf.getvalue())  # never through a link in runs/
 
 
 def load_checkpoint(path: Path, model, opt, sched, device: torch.device) -> tuple[list[dict[str, Any]], int, float]:

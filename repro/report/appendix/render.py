@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from repro.core.fsutil import atomic_write_text
+from repro.core.fsutil import FolderWriter, encode_text
 from repro.cost.disk import gigabytes
 from repro.cost.estimate import CostModel
 from repro.plan.manifest import Manifest
@@ -29,23 +29,18 @@ if TYPE_CHECKING:
 APPENDIX_NAME = "artifact-appendix"  # <results>/<profile>/artifact-appendix.md and .tex
 Format = Literal["md", "tex"]
 FORMATS: tuple[Format, ...] = ("md", "tex")
-_OT1 = {"<": "$<$", ">": "$>$", "|": "$|$"}  # which the default font encoding misprints
 
 
 def tex(text: Any) -> str:
     """Prose for LaTeX: specials escaped, and `code` spans set in typewriter type."""
     parts = str(text).split("`")
-    return "".join(tt(p) if i % 2 else _escape(p) for i, p in enumerate(parts))
+    return "".join(tt(p) if i % 2 else latex_escape(p) for i, p in enumerate(parts))
 
 
 def tt(text: Any) -> str:
     """Typewriter text that may break after a '/', '_' or '-' (ids, paths, hashes, commands)."""
-    escaped = _escape(text)
+    escaped = latex_escape(text)
     return r"\texttt{" + re.sub(r"(/|\\_|-)", r"\1\\allowbreak{}", escaped) + "}"
-
-
-def _escape(text: Any) -> str:
-    return re.sub(r"[<>|]", lambda m: _OT1[m.group(0)], latex_escape(text))
 
 
 def size_text(n: int | None) -> str:
@@ -78,9 +73,5 @@ def write_appendix(entries: list[tuple[Manifest, ManifestResult | None]], result
     `folder` (the cost model fitted to the folder) as the command built them."""
     appendix = build_appendix(entries, profile, appendix_inputs(plans, folder), with_results=True)
     out = profile_dir(results_dir, profile)
-    paths = []
-    for fmt in FORMATS:
-        path = out / f"{APPENDIX_NAME}.{fmt}"
-        atomic_write_text(path, render(appendix, fmt))
-        paths.append(path)
-    return paths
+    files = {out / f"{APPENDIX_NAME}.{fmt}": encode_text(render(appendix, fmt)) for fmt in FORMATS}
+    return FolderWriter(results_dir).replace_set(files)
