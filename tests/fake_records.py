@@ -43,7 +43,7 @@ def write_record(results_dir: Path, cfg, **kw) -> Path:
 
 
 def write_result(results_dir: Path, table: str, rows: dict, profile: str = "smoke", verdicts=(), metrics=None,
-                 details=None) -> Path:
+                 details=None, provenance=None) -> Path:
     """<results>/<profile>/<table>/results.json whose rows name the runs `rows` gives ({row: [record, ...]}),
     as repro.measure.accuracy stores them (details["runs"], and each row's per-seed accuracy and chance)."""
     from repro.results.measurements import ManifestResult, Measuring, RunSummary, save_result
@@ -54,5 +54,55 @@ def write_result(results_dir: Path, table: str, rows: dict, profile: str = "smok
         measured.details.setdefault("runs", {})[row] = [s.to_dict() for s in summaries]
         measured.set_row(row, "accuracy", {s.seed: s.accuracy for s in summaries})
         measured.set_row(row, "chance", summaries[0].chance)
-    return save_result(ManifestResult(table, table, "test", table, profile, measured.done(), list(verdicts), {}),
-                       results_dir)
+    return save_result(ManifestResult(table, table, "test", table, profile, measured.done(), list(verdicts),
+                                      provenance or {}), results_dir)
+
+
+# Table `t` of the fake results: rows `dense` and `moe`, and claim `c`, decided from the moe row's rho (below 0.5:
+# reproduced), so that a reader that decides verdicts (`repro export`, `repro compare`) has a rule to decide by.
+MANIFEST_T = '''
+id = "t"
+title = "a fake table"
+paper_ref = "test"
+description = "Rows the fake records fill."
+seeds = 1
+
+[[rows]]
+id = "dense"
+label = "dense"
+dataset = "cifar10"
+measures = ["flops", "accuracy"]
+backbone = { name = "cifar_standard" }
+head = { name = "dense" }
+
+[[rows]]
+id = "moe"
+label = "moe"
+dataset = "cifar10"
+measures = ["flops", "accuracy"]
+backbone = { name = "cifar_standard" }
+head = { name = "sparse_moe", expert_hidden = 32 }
+
+[[claims]]
+id = "c"
+statement = "the moe row routes under half of the compute"
+section = "4.2"
+scope = "analytic"
+kind = "property"
+rule = "compare"
+metric = "rows.moe.rho"
+relation = "<"
+bound = 0.5
+'''
+
+
+def write_manifest_t(folder: Path) -> Path:
+    """<folder>/manifests/t.toml; returns the manifests folder (REPRO_MANIFESTS, --manifests)."""
+    (folder / "manifests").mkdir(parents=True, exist_ok=True)
+    (folder / "manifests" / "t.toml").write_text(MANIFEST_T)
+    return folder / "manifests"
+
+
+def rho_deciding(status: str) -> dict:
+    """The stored metric that decides claim `c` of table `t` as `status` (reproduced or not reproduced)."""
+    return {"rows.moe.rho": 0.1 if status == "reproduced" else 0.9}

@@ -6,12 +6,13 @@ import dataclasses
 import json
 
 import pytest
-from fake_records import PROFILE, config, record, write_record, write_result
+from fake_records import PROFILE, config, record, rho_deciding, write_manifest_t, write_record, write_result
 from typer.testing import CliRunner
 
 from repro.claims.stats import welch
 from repro.cli import app
 from repro.report.compare import CompareError, compare_folders
+from repro.plan.manifest import load_all
 from repro.results.family import holm
 from repro.results.measurements import Verdict
 
@@ -19,8 +20,17 @@ runner = CliRunner()
 DENSE, MOE = (0.50, 0.52, 0.51), (0.60, 0.58, 0.61)
 
 
+@pytest.fixture(autouse=True)
+def manifests(tmp_path_factory, monkeypatch):
+    """Table `t`'s manifest, which decides the folders' verdicts (`repro compare` finds it in $REPRO_MANIFESTS)."""
+    folder = write_manifest_t(tmp_path_factory.mktemp("t"))
+    monkeypatch.setenv("REPRO_MANIFESTS", str(folder))
+    return load_all(folder)
+
+
 def make(root, dense=DENSE, moe=MOE, threads=1, status="reproduced", seeds=3):
-    """A folder of table `t`: rows `dense` and `moe` over `seeds` seeds, one verdict."""
+    """A folder of table `t`: rows `dense` and `moe` over `seeds` seeds, and the rho that decides its claim as
+    `status`; the status stored beside it is the other one, which no reader may take as the verdict."""
     profile = dataclasses.replace(PROFILE, threads=threads)
     rows = {}
     for row, accs, width in (("dense", dense, 0.5), ("moe", moe, 0.25)):
@@ -28,7 +38,9 @@ def make(root, dense=DENSE, moe=MOE, threads=1, status="reproduced", seeds=3):
         rows[row] = [record(c, accuracy=a) for c, a in zip(cfgs, accs)]
         for c, a in zip(cfgs, accs):
             write_record(root, c, accuracy=a)
-    write_result(root, "t", rows, verdicts=[Verdict("c", "s", "4.2", "empirical", status, "e")])
+    forged = "not reproduced" if status == "reproduced" else "reproduced"
+    write_result(root, "t", rows, verdicts=[Verdict("c", "s", "4.2", "analytic", forged, "e")],
+                 metrics=rho_deciding(status))
     return root
 
 
@@ -46,10 +58,10 @@ def test_two_folders_alike_exit_0(tmp_path):
     assert all(len(line) <= 80 or " " not in line.strip() for line in done.output.splitlines())
 
 
-def test_a_row_beyond_seed_noise_is_named_with_welch_and_holm_and_exits_1(tmp_path):
+def test_a_row_beyond_seed_noise_is_named_with_welch_and_holm_and_exits_1(tmp_path, manifests):
     shifted = (0.70, 0.71, 0.69)
     a, b = make(tmp_path / "a"), make(tmp_path / "b", dense=shifted, moe=(0.61, 0.58, 0.60))
-    out = compare_folders(a, b)
+    out = compare_folders(a, b, manifests=manifests)
     tests = {"dense": welch(DENSE, shifted), "moe": welch(MOE, (0.61, 0.58, 0.60))}
     adjusted = dict(zip(tests, holm([t.p for t in tests.values()])))
     rows = {r.row: r for r in out.rows}
@@ -63,23 +75,23 @@ def test_a_row_beyond_seed_noise_is_named_with_welch_and_holm_and_exits_1(tmp_pa
     assert lines[-1].startswith("Differs: exit 1 (") and "beyond seed noise" in lines[-1]
 
 
-def test_the_settings_that_differ_are_named_beside_the_row(tmp_path):
+def test_the_settings_that_differ_are_named_beside_the_row(tmp_path, manifests):
     a, b = make(tmp_path / "a"), make(tmp_path / "b", moe=(0.60, 0.59, 0.61), threads=2)
-    out = compare_folders(a, b)
+    out = compare_folders(a, b, manifests=manifests)
     assert {r.row: r.settings for r in out.rows} == {"dense": "threads 1 vs 2", "moe": "threads 1 vs 2"}
     assert not out.beyond_noise  # within seed noise here, but the moe row's runs are other runs, other numbers
     assert [r.row for r in out.rows if r.other_runs_differ] == ["moe"] and out.differs
     done, lines = invoke(a, b)
     assert done.exit_code == 1 and "2 of them made under other settings: threads 1 vs 2" in lines
     assert lines[-1] == "Differs: exit 1 (1 row(s) on other runs with other accuracies)"
-    same = compare_folders(a, make(tmp_path / "c", threads=2))  # other runs, the same numbers: not a difference
+    same = compare_folders(a, make(tmp_path / "c", threads=2), manifests=manifests)  # other runs, the same numbers: not a difference
     assert not same.differs and not any(r.other_runs_differ for r in same.rows)
     assert any(line.startswith("t/moe") and line.endswith("threads 1 vs 2") for line in lines)
 
 
-def test_runs_in_one_folder_and_changed_verdicts(tmp_path):
+def test_runs_in_one_folder_and_changed_verdicts(tmp_path, manifests):
     a, b = make(tmp_path / "a"), make(tmp_path / "b", seeds=2, status="not reproduced")
-    out = compare_folders(a, b)
+    out = compare_folders(a, b, manifests=manifests)
     assert out.only_a == ["smoke/t/dense seed 2", "smoke/t/moe seed 2"] and out.only_b == []
     assert [(v.claim, v.status_a, v.status_b) for v in out.verdicts] == [("c", "reproduced", "not reproduced")]
     done, lines = invoke(a, b, "--json")
@@ -89,11 +101,11 @@ def test_runs_in_one_folder_and_changed_verdicts(tmp_path):
     assert {r["row"]: (r["seeds_a"], r["seeds_b"]) for r in data["rows"]} == {"dense": (3, 2), "moe": (3, 2)}
 
 
-def test_a_damaged_record_is_left_out_counted_and_left_where_it_is(tmp_path):
+def test_a_damaged_record_is_left_out_counted_and_left_where_it_is(tmp_path, manifests):
     a, b = make(tmp_path / "a"), make(tmp_path / "b")
     damaged = sorted((b / "runs").glob("*.json"))[0]
     damaged.write_text("{")
-    out = compare_folders(a, b)
+    out = compare_folders(a, b, manifests=manifests)
     assert list(out.unusable_b) == [str(damaged)] and damaged.read_text() == "{"
     assert sum(r.seeds_b for r in out.rows) == 5 and len(out.only_a) == 1
     done, lines = invoke(a, b)
@@ -107,7 +119,7 @@ def test_a_damaged_record_is_left_out_counted_and_left_where_it_is(tmp_path):
                          "(1 rows)"),
     ("unknown profile", "error: no results of profile 'full' in {a} (profiles with results: smoke)"),
 ])
-def test_bad_input_is_one_line_and_exit_2(tmp_path, case, message):
+def test_bad_input_is_one_line_and_exit_2(tmp_path, case, message, manifests):
     a, b = make(tmp_path / "a"), tmp_path / "b"
     if case == "B has no record":
         (b / "runs").mkdir(parents=True)
@@ -122,4 +134,4 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, case, message):
     assert done.exit_code == 2, done.output
     assert [line for line in done.output.splitlines() if line.strip()] == [message.format(a=a, b=b)]
     with pytest.raises(CompareError):
-        compare_folders(a, b, "full" if "profile" in case else None)
+        compare_folders(a, b, "full" if "profile" in case else None, manifests)

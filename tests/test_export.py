@@ -6,7 +6,7 @@ import re
 
 import pandas as pd
 import pytest
-from fake_records import config, record, write_record, write_result
+from fake_records import config, record, write_manifest_t, write_record, write_result
 from typer.testing import CliRunner
 
 from repro.cli import app
@@ -16,7 +16,8 @@ runner = CliRunner()
 
 
 @pytest.fixture
-def folder(tmp_path):
+def folder(tmp_path, monkeypatch):
+    monkeypatch.setenv("REPRO_MANIFESTS", str(write_manifest_t(tmp_path)))  # table t's manifest decides claim c
     results = tmp_path / "results"
     runs = [record(config(seed=s), accuracy=0.5 + 0.1 * s) for s in range(3)]
     for r in runs:

@@ -18,15 +18,15 @@ hand: with no measurement the verdict is `not run`.
                    and the checks across manifests: one claim per finding, every stated sign read
     verdicts.py    evaluate(claim, evidence) -> Verdict, and what each kind of profile may decide
     references.py  check_references(manifest, problems): what the claims name must exist
-    decide.py      decide_table, decide_family, decided_results: where the pipeline and `repro report`
-                   decide a table's claims and apply Holm over a report (repro.results.family.holm_adjust), each
-                   returning new, frozen results (the report only renders)
+    decide.py      decide_table, decide_family, decided_results, decided_folder: where the pipeline, `repro report`,
+                   `repro export` and `repro compare` decide a table's claims and apply Holm over a report
+                   (repro.results.family.holm_adjust), each returning new, frozen results (the report only renders)
     headline.py    count_verdicts(verdicts): {group: {status: count}}, analytic kinds and the explainer's claims apart
     under_readings.py  decide_readings: every analytic claim under every alternative reading (repro/spec/readings.toml)
 """
 
 from repro.claims.core import Evidence, NotRun, Outcome, Rule
-from repro.claims.decide import decide_family, decide_table, decided_results, evidence_for
+from repro.claims.decide import decide_family, decide_table, decided_folder, decided_results, evidence_for
 from repro.claims.headline import count_verdicts
 from repro.claims.references import check_references
 from repro.claims.rules import RULES
@@ -35,5 +35,5 @@ from repro.results.family import holm_adjust
 from repro.results.measurements import Status, Verdict
 
 __all__ = ["Evidence", "NotRun", "Outcome", "RULES", "Rule", "Status", "Verdict", "check_references",
-           "count_verdicts", "decide_family", "decide_table", "decided_results", "evaluate", "evidence_for",
+           "count_verdicts", "decide_family", "decide_table", "decided_folder", "decided_results", "evaluate", "evidence_for",
            "holm_adjust"]

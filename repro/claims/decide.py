@@ -12,6 +12,9 @@ current rules and manifests) call these; the report layer only renders the verdi
                                              significance-tested claim of one report
     decided_results(dir, profile, ms)        each manifest's stored result, decided, with Holm over all of them, and
                                              the verdicts each shows from the table that decides them
+    decided_folder(folder, ms)               a results folder's tables (repro.results.frames.Folder) decided the same
+                                             way, profile by profile: what `repro export` and `repro compare` read, so
+                                             that a verdict typed into a results.json is never taken as one
 
 A result handed in is never written into: each step returns new, frozen values.
 """
@@ -29,6 +32,7 @@ from repro.claims.references import ManifestLike
 from repro.claims.verdicts import evaluate
 from repro.spec.profiles import Profile
 from repro.results.family import holm_adjust
+from repro.results.frames import Folder
 from repro.results.measurements import READINGS_DETAIL, ManifestResult, load_result
 
 
@@ -92,7 +96,14 @@ def decided_results(results_dir: Path, profile: str,
     """Each manifest with its stored result (None: not run into this folder), its claims decided again by the
     current rules and manifest (reading the other tables' results where a claim spans tables), Holm applied over
     every verdict of the report, and the verdicts each table shows from the table that decides them."""
-    stored = {m.id: (m, load_result(results_dir, profile, m.id)) for m in manifests}
+    return decide_all([(m, load_result(results_dir, profile, m.id)) for m in manifests])
+
+
+def decide_all(entries: list[tuple[DecidedManifest, ManifestResult | None]]
+               ) -> list[tuple[DecidedManifest, ManifestResult | None]]:
+    """decided_results on results already read: one profile's tables, each with its stored result or None."""
+    manifests = [m for m, _ in entries]
+    stored = {m.id: (m, r) for m, r in entries}
     decided = {}  # in order: a table shows what an earlier one decided as decided here, as one decided in place did
     for m in manifests:
         r = stored[m.id][1]
@@ -101,3 +112,24 @@ def decided_results(results_dir: Path, profile: str,
     final = {m.id: (m, r) for m, r in entries}
     # after Holm: a shown verdict carries its p_holm
     return [(m, dataclasses.replace(r, shown=shown_verdicts(m, final)) if r is not None else None) for m, r in entries]
+
+
+def decided_folder(folder: Folder, manifests: Iterable[DecidedManifest]) -> tuple[Folder, list[str]]:
+    """The folder with each table's verdicts and readings decided again from its stored measurements, profile by
+    profile, as `repro report` decides them; and the tables no manifest here knows ("<profile>/<id>"), whose
+    stored verdicts are dropped (their rows and runs stay)."""
+    manifests = list(manifests)
+    known = {m.id for m in manifests}
+    results: list[ManifestResult] = []
+    undecided: list[str] = []
+    for profile in dict.fromkeys(r.profile for r in folder.results):
+        mine = {r.manifest_id: r for r in folder.results if r.profile == profile}
+        decided = {m.id: r for m, r in decide_all([(m, mine.get(m.id)) for m in manifests])}
+        for table, result in mine.items():
+            if table in known:
+                results.append(decided[table])
+            else:
+                undecided.append(f"{profile}/{table}")
+                results.append(dataclasses.replace(result, verdicts=[], readings=[], shown=[]))
+    readings = {(r.profile, r.manifest_id): [x.to_dict() for x in r.readings] for r in results}
+    return dataclasses.replace(folder, results=results, readings=readings), undecided

@@ -15,6 +15,7 @@ from typing import Optional
 import typer
 
 from repro.cli.common import ExitCode, fail
+from repro.cli.options import MANIFESTS, PROFILES
 
 SHOWN_ROWS = 12  # rows that differ, on the screen; --json lists every row
 SHOWN_LINES = 5  # runs in one folder only, and unusable records, named one per line; the rest counted
@@ -28,19 +29,21 @@ def compare(a: Path = typer.Argument(..., help="Results folder A."),
             fmt: str = typer.Option("text", "--format", help="text (this screen), md (Markdown: each claim's mean, "
                                     "sd, se and n on each side, for a pull request) or json (every row, run, claim "
                                     "and verdict, for scripts)."),
-            as_json: bool = typer.Option(False, "--json", help="The same as --format json.")
-            ) -> None:
+            as_json: bool = typer.Option(False, "--json", help="The same as --format json."),
+            manifests_dir: Optional[Path] = MANIFESTS, profiles: Optional[Path] = PROFILES) -> None:
     """Two results folders: what differs beyond seed noise, claim by claim."""
     import json
 
+    from repro.cli.common import load_every
     from repro.report.compare import ALPHA, CompareError, compare_folders
     from repro.report.compare_claims import markdown
 
     fmt = "json" if as_json else fmt
     if fmt not in FORMATS:
         fail(f"--format {fmt}: expected one of {', '.join(FORMATS)}")
+    manifests = load_every(manifests_dir, profiles)  # each folder's verdicts are decided again by these
     try:
-        result = compare_folders(a, b, profile)
+        result = compare_folders(a, b, profile, manifests)
     except CompareError as exc:
         fail(str(exc))
     if fmt == "json":

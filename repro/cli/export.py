@@ -1,5 +1,7 @@
 """`repro export`: a results folder's runs, epochs, verdicts and readings as CSV, Parquet or JSON files
-(repro.results.export)."""
+(repro.results.export). The verdicts are decided again from each table's measurements by the current manifests
+and rules, as `repro report` decides them (repro.claims.decided_folder): a status stored in a results.json is
+never exported as a verdict."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ from typing import Optional
 import typer
 
 from repro.cli.common import fail, profiles_file, settings
-from repro.cli.options import PROFILES, READ_RESULTS, profile_option
+from repro.cli.options import MANIFESTS, PROFILES, READ_RESULTS, profile_option
 
 SHOWN_UNUSABLE = 5  # unusable records named one per line; the rest counted
 
@@ -17,9 +19,11 @@ SHOWN_UNUSABLE = 5  # unusable records named one per line; the rest counted
 def export(profile: Optional[str] = profile_option("Only this profile's tables and runs. Default: every run."),
            fmt: str = typer.Option("csv", "--format", help="csv, parquet (needs pyarrow) or json."),
            out: Optional[Path] = typer.Option(None, "--out", help="Folder to write into. Default: <results>/export."),
-           results_dir: Optional[Path] = READ_RESULTS, profiles: Optional[Path] = PROFILES) -> None:
+           results_dir: Optional[Path] = READ_RESULTS, manifests_dir: Optional[Path] = MANIFESTS,
+           profiles: Optional[Path] = PROFILES) -> None:
     """Every run, epoch and verdict as CSV, Parquet or JSON."""
-    from repro.cli.common import print_grid, show, write_failed
+    from repro.claims import decided_folder
+    from repro.cli.common import load_every, print_grid, show, write_failed
     from repro.core.fsutil import WriteFailed
     from repro.core.schema import SchemaError
     from repro.core.terminal import Column, Grid
@@ -36,6 +40,7 @@ def export(profile: Optional[str] = profile_option("Only this profile's tables a
         fail(f"--format {fmt}: expected one of {', '.join(FORMATS)}")
     if (package := missing_package(fmt)) is not None:
         fail(f"--format {fmt} needs {package} (pip install {package}); or use --format csv")
+    manifests = load_every(manifests_dir, profiles)  # bad input is reported before the folder is read
     results_dir = results_dir or settings().results
     out = out or results_dir / "export"
     if out.exists() and not out.is_dir():
@@ -51,8 +56,10 @@ def export(profile: Optional[str] = profile_option("Only this profile's tables a
         unusable = len(folder.records.unusable)
         fail(f"no usable run record in {results_dir / RUNS_FOLDER}" + (f" ({unusable} unusable)" if unusable else "")
              + "; run a table or `repro verify-all` first")
-    try:
-        written = export_frames(folder, out, fmt, profile)  # type: ignore[arg-type]
+    folder, undecided = decided_folder(folder, manifests)
+    try:  # never outside the results folder, or outside --out when it names another
+        root = results_dir if out.absolute().is_relative_to(results_dir.absolute()) else out
+        written = export_frames(folder, out, fmt, profile, root)  # type: ignore[arg-type]
     except WriteFailed as exc:
         write_failed(exc)
     show(f"{results_dir}{f' (profile {profile})' if profile else ''} as {fmt}, written to {out}:")
@@ -61,6 +68,9 @@ def export(profile: Optional[str] = profile_option("Only this profile's tables a
         grid.add(w.path.name, f"{w.rows:,}")
     print_grid(grid)
     show("Columns and units: docs/results-data.md")
+    if undecided:
+        show(f"No verdict exported for {', '.join(undecided)}: no manifest of that id here decides its claims "
+             "(--manifests names the folder that does)")
     unusable = folder.records.unusable
     if unusable:
         show(f"{len(unusable)} unusable run record(s) left out, as `repro run` would set them aside:")

@@ -7,7 +7,9 @@ command leaves it, and counted). For a row in both folders: the mean accuracy in
 and Welch's t over the seeds (repro.claims.stats.welch) with Holm's adjustment over the rows compared
 (repro.results.family.holm); a row differs beyond seed noise when its Holm-adjusted p is below ALPHA. Rows whose
 runs were made under other devices, thread counts or versions are compared all the same, and the comparison
-names what differs beside the row. A verdict differs when the same claim of the same table has another status.
+names what differs beside the row. A verdict differs when the same claim of the same table has another status,
+each decided again from its folder's measurements by the current manifests, as `repro report` decides them
+(repro.claims.decided_folder): a status typed into a results.json is never compared as a verdict.
 Each claim's own number, its spread and count on each side, is repro.report.compare_claims'.
 It sits in the report layer for the statistics it reuses (repro.claims.stats), which the results layer is below.
 """
@@ -18,7 +20,7 @@ import math
 import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from repro.report.compare_claims import ClaimDifference, claim_differences, usable_seeds
 from repro.results.family import holm
@@ -109,11 +111,14 @@ class FolderComparison:
         }
 
 
-def _read(path: Path, which: str, profile: str | None) -> Folder:
+def _read(path: Path, which: str, profile: str | None, manifests: Sequence) -> Folder:
+    from repro.claims import decided_folder
+
     try:
         folder = read_folder(path, profile)
     except FolderError as exc:
         raise CompareError(f"{which}: {exc}") from None
+    folder, _ = decided_folder(folder, manifests)
     if not folder.records.records:
         unusable = len(folder.records.unusable)
         raise CompareError(f"{which}: no usable run record in {path / RUNS_FOLDER}"
@@ -162,11 +167,12 @@ def settings_note(a, b) -> str:
                      for what in sa if sa[what] != sb[what])
 
 
-def compare_folders(a: Path, b: Path, profile: str | None = None) -> FolderComparison:
-    """Compare results folder B with A (CompareError, one line, on bad input)."""
+def compare_folders(a: Path, b: Path, profile: str | None = None, manifests: Sequence = ()) -> FolderComparison:
+    """Compare results folder B with A (CompareError, one line, on bad input), each folder's verdicts decided
+    again by `manifests` (a table none of them is, has no verdict to compare)."""
     from repro.claims.stats import welch
 
-    folder_a, folder_b = _read(Path(a), "A", profile), _read(Path(b), "B", profile)
+    folder_a, folder_b = _read(Path(a), "A", profile, manifests), _read(Path(b), "B", profile, manifests)
     profiles = _profiles(Path(a), Path(b), profile)
     out = FolderComparison(Path(a), Path(b), profiles, unusable_a=_unusable(folder_a), unusable_b=_unusable(folder_b))
     seeds_a, seeds_b = _seeds(folder_a, profiles), _seeds(folder_b, profiles)
