@@ -148,6 +148,7 @@ class TableRun:
         propagate, with `current` naming the table they stopped."""
         from repro.data.layout import DataRefused, DatasetMissing
         from repro.models.weights import WeightsMissing
+        from repro.train.memory import MemoryRefused
 
         outcomes = []
         for plan in plans:
@@ -164,7 +165,7 @@ class TableRun:
                     out.result = table.result
             except (DatasetMissing, WeightsMissing) as exc:
                 out.needs_data = f"{manifest.id} needs data that is not here; nothing was trained.\n{exc}"
-            except DataRefused as exc:  # present, but malformed or failing its checksums: the message says which
+            except (DataRefused, MemoryRefused) as exc:  # data malformed or failing its checksums; a run too big
                 out.needs_data = f"{manifest.id}: nothing was trained: {exc}"
             except WriteFailed:
                 raise  # the disk refuses files: every next table would fail the same way

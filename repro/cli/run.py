@@ -128,8 +128,12 @@ def _run_all(run, plans: Plans, reporter: Reporter, announce: bool) -> list:
                                                 exact_sizes=bool(fitted.fits)),
                                 fitted.rates, frozenset(fitted.times.runs))
             model, rates, recorded = models[kind]
+            try:
+                price = f"estimated {table_line(plan, model, rates, recorded)}"
+            except (RuntimeError, MemoryError):  # a model too large to count here: the table's memory check says so
+                price = "not priced: a model of it cannot be counted in this machine's memory"
             reporter.say(f"{manifest.id}: {manifest.title} — profile {run.options.profile}, device {ctx.device}; "
-                         f"estimated {table_line(plan, model, rates, recorded)}")
+                         f"{price}")
 
     def done(out) -> None:
         reporter.say(_summary(out, time.monotonic() - started.get(out.manifest_id, time.monotonic()), not announce))

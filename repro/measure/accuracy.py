@@ -3,15 +3,17 @@
 The plan holds one run per training row and seed of the profile (repro.plan.table_plan). Before any
 training, every dataset and pretrained weight file the runs need is checked,
 so a missing one fails the table in seconds with a message that says where to
-put it. Comparisons become MoE - dense gaps paired by seed (repro.claims.stats).
+put it; then `check_memory` refuses a table whose runs would not fit the device's
+memory (repro.train.memory). Comparisons become MoE - dense gaps paired by seed (repro.claims.stats).
 """
 
 from __future__ import annotations
 
 import math
+from typing import Sequence
 
 from repro.measure.measurer import Context, Measurement
-from repro.plan.run_config import RunConfig
+from repro.plan.run_config import PlannedRun, RunConfig
 from repro.plan.table_plan import TablePlan
 from repro.results.measurements import Measuring, RunSummary, comparison_metric, row_metric
 from repro.results.timings import add_runs, phase
@@ -31,6 +33,32 @@ def preflight(configs: list[RunConfig], ctx: Context) -> list:
         check.raise_if_failed()
     require_all_weights({c.backbone["name"] for c in configs if c.torchvision_weights}, ctx.settings.weights)
     return checks
+
+
+def check_memory(planned: Sequence[PlannedRun], ctx: Context) -> None:
+    """Refuse the table (MemoryRefused, one line) before any run when a run of its plan yet to train here would
+    not fit the device's memory; runs another machine trains (Slurm) are not checked here."""
+    import json
+
+    from repro.core.devices import resolve_device
+    from repro.execution.files import record_path
+    from repro.train.memory import MemoryRefused, device_memory, memory_problem
+
+    if not planned or not ctx.train or (ctx.executor is not None and ctx.executor.executor != "local"):
+        return
+    device = resolve_device(ctx.device)
+    limit, seen, problems = device_memory(device), set(), []
+    for p in planned:
+        c = p.cfg
+        key = json.dumps([c.dataset, c.backbone, c.head, c.batch_size, c.image_size, c.optimizer], sort_keys=True)
+        if key in seen or record_path(ctx.results_dir, c).is_file():
+            continue
+        seen.add(key)
+        if (problem := memory_problem(c, p.label, device, limit)) is not None:
+            problems.append(problem)
+    if problems:
+        more = f" ({len(problems) - 1} more model(s) of this table likewise)" if len(problems) > 1 else ""
+        raise MemoryRefused(problems[0] + more)
 
 
 def pretrain_stand_in_weights(configs: list[RunConfig], ctx: Context) -> None:
@@ -120,6 +148,7 @@ def measure_accuracy(plan: TablePlan, ctx: Context) -> Measurement:
     if ctx.train:
         with phase("data checks", manifest.id):
             data_checks = preflight([p.cfg for p in planned], ctx)
+            check_memory(planned, ctx)
         with phase("stand-in pretraining", manifest.id):
             pretrain_stand_in_weights([p.cfg for p in planned], ctx)
     data = DataOptions(ctx.allow_unverified_data, ctx.workers)
