@@ -74,6 +74,7 @@ class _Group(typer.core.TyperGroup):
     command of its own, so that the table commands' options are declared once (repro.cli.run.tables)."""
 
     def resolve_command(self, ctx, args):
+        ctx.meta[HELP_ONLY] = any(a in ("--help", "-h") for a in args)  # the callback's preflight then waits
         if args and args[0] not in self.commands:
             from repro.cli.common import read_settings  # the command's settings, read here once: $REPRO_MANIFESTS
 
@@ -102,6 +103,11 @@ class _Group(typer.core.TyperGroup):
         if self.interrupt is not None:  # standalone_mode=False: Typer returned 130
             raise self.interrupt
         return result
+
+
+HELP_ONLY = "help_only"  # ctx.meta: the command line asks for a command's help, which needs no torch
+# The commands that import torch on every call (they train, count FLOPs or build models), and `repro <id>`.
+TORCH_COMMANDS = frozenset({"run", "verify-all", "flops", "readings", "data", "rho", "bench"})
 
 
 def manifest_ids(folder=None) -> list[str]:
@@ -144,9 +150,17 @@ app = typer.Typer(
 def _read_settings(ctx: typer.Context) -> None:
     # Before any command does any work: its environment, read once into its settings (repro.core.settings);
     # a value that does not parse ends it with exit 2, naming each variable, its value and what was expected.
-    from repro.cli.common import begin
+    # A command that needs torch then finds torch and torchvision working together, else one error with the fix.
+    from repro.cli.common import begin, fail, read_settings
 
     begin(ctx)
+    name = ctx.invoked_subcommand
+    needs_torch = name in TORCH_COMMANDS or name in manifest_ids(read_settings(ctx).manifests)
+    if needs_torch and not ctx.meta.get(HELP_ONLY):
+        from repro.runtime.preflight import torch_problem
+
+        if (problem := torch_problem()) is not None:
+            fail(problem)
 
 
 app.command("verify-all", help=tables.VERIFY_ALL_HELP,
