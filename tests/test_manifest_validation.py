@@ -83,6 +83,13 @@ CASES = [
     ("top key unknown", _set("tables", 1), "tables", "unknown key"),
     ("rows not an array", _set("rows", {"id": "x"}), "rows", "expected an array of tables"),
     ("title not a string", _set("title", 3), "title", "expected a string"),
+    # text the LaTeX and Markdown writers meet: refused at load, not after training (issue 45, item 6)
+    ("label the LaTeX writer cannot print", _set("rows.0.label", "Café dense"), "rows[0].label",
+     "'é' (U+00E9) cannot be written to the tables' LaTeX"),
+    ("line break in a title", _set("title", "T\n\\end{document}"), "title", "a line break in one-line text"),
+    ("escape sequence in a statement", _set("claims.0.statement", "x\x1b[2J"), "claims[0].statement",
+     "'\\x1b' (U+001B) cannot be written"),
+    ("comparison label", _set("comparisons.0.label", "温度"), "comparisons[0].label", "'温' (U+6E29), '度' (U+5EA6)"),
 ]
 
 
@@ -128,6 +135,8 @@ PROFILE_CASES = [
     ("recipe override of one table at the paper's protocol", _set("profiles.full.tables", {"table5": {"backbone_lr_scale": 0.5}}),
      "profiles.full", "tables.table5.backbone_lr_scale overrides the paper's recipe"),
     ("exclude not a list", _set("profiles.smoke.exclude", "table1"), "profiles.smoke.exclude", "expected a list"),
+    ("description the LaTeX writer cannot print", _set("profiles.smoke.description", "Café"),
+     "profiles.smoke.description", "'é' (U+00E9) cannot be written"),
 ]
 
 
@@ -309,3 +318,14 @@ def test_report_on_a_folder_that_does_not_exist_is_refused(tmp_path):
     result = runner.invoke(app, ["report", "--results-dir", str(tmp_path / "empty"), "--profile", "smoke"])
     assert result.exit_code == 2 and "no results of profile 'smoke'" in result.output, result.output
     assert list((tmp_path / "empty").iterdir()) == []
+
+
+def test_prose_may_break_lines_and_the_writers_print_it_on_one():
+    from repro.core.latex import latex_escape
+
+    doc = copy.deepcopy(BASE)
+    doc["description"] = "first line\nsecond line"
+    doc["assumptions"][0]["text"] = "one\ntwo"
+    parse_manifest(doc, "manifests/table1.toml")
+    assert latex_escape("% a\n\\end{document}") == r"\% a \textbackslash{}end\{document\}"  # never a new line
+    assert latex_escape("p < 0.05 > q | r") == "p $<$ 0.05 $>$ q $|$ r"  # not ¡ ¿ and a dash

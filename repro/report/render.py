@@ -35,6 +35,11 @@ def md_escape(text: Any) -> str:
             .replace("\r", " ").replace("\n", " "))
 
 
+def code_span(text: Any) -> str:
+    """Text for inside a Markdown code span (`...`), where nothing is markup but a backtick, which would end it."""
+    return str(text).replace("`", "'").replace("\r", " ").replace("\n", " ")
+
+
 def _device_time(seconds: float, kind: str) -> str:
     from repro.cost.estimate import device_time
 
@@ -55,6 +60,7 @@ def environment() -> Environment:
     env.globals["tex_columns"] = tex_columns
     env.filters["md"] = md_escape
     env.filters["md_anchor"] = md_anchor
+    env.filters["code"] = code_span
     env.filters["device_time"] = _device_time
     env.filters["seconds"] = _seconds
     return env

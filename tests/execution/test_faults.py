@@ -139,8 +139,8 @@ def test_a_malformed_lock_is_named_by_status_and_taken_over_by_run(tmp_path, con
 def test_a_full_disk_stops_the_runs_without_a_failure_record(tmp_path, monkeypatch):
     """In process: the write that fails is the checkpoint's; the failure record cannot be written either.
     Neither is a failed run: WriteFailed stops the command, the lock is released, nothing else written."""
-    import repro.train.checkpoints as checkpoints
     from fake_records import config  # tests/fake_records.py
+    from repro.core.fsutil import FolderWriter
 
     from repro.core.settings import Settings
 
@@ -149,11 +149,10 @@ def test_a_full_disk_stops_the_runs_without_a_failure_record(tmp_path, monkeypat
     execute_runs([RunRequest(done, "done")], tmp_path, "cpu", settings=every_epoch)
     kept = record_path(tmp_path, done).read_bytes()
 
-    def full(path, data):
-        raise WriteFailed.of(path, OSError(errno.ENOSPC, os.strerror(errno.ENOSPC)))
+    def full(self, files):  # every checkpoint, record and failure is written through FolderWriter.replace_set
+        raise WriteFailed.of(next(iter(files)), OSError(errno.ENOSPC, os.strerror(errno.ENOSPC)))
 
-    monkeypatch.setattr(checkpoints, "atomic_write_bytes", full)
-    monkeypatch.setattr("repro.execution.records.atomic_write_json", full)
+    monkeypatch.setattr(FolderWriter, "replace_set", full)
     with pytest.raises(WriteFailed) as caught:
         execute_runs([RunRequest(done, "done"), RunRequest(cut, "cut")], tmp_path, "cpu", settings=every_epoch)
     assert str(caught.value).startswith(f"cannot write {runs_dir(tmp_path) / cut.hash}.ckpt: No space left on device; "

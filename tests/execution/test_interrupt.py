@@ -140,17 +140,17 @@ def test_a_signal_stops_the_table_in_seconds_and_a_rerun_completes_it_identicall
 def test_the_interrupt_summary_counts_a_record_written_after_the_last_booking(tmp_path, monkeypatch):
     """A record written just before the signal, not yet booked by the scheduler, counts as recorded: the
     summary reads the disk ("sigterm jobs 1" once said 0 recorded, 1 interrupted, with the record there)."""
-    import repro.execution.records as records
+    from repro.core.fsutil import FolderWriter
 
     cfgs = [resolve(ROW, PROFILE, seed=s) for s in range(3)]
-    real = records.atomic_write_json
+    real = FolderWriter.write_json  # how the records are written
 
-    def then_interrupted(path, obj):
-        real(path, obj)
+    def then_interrupted(self, path, obj):
+        real(self, path, obj)
         if str(path).endswith(f"{cfgs[0].hash}.json"):
             raise KeyboardInterrupt  # SIGTERM between the record's write and its booking
 
-    monkeypatch.setattr(records, "atomic_write_json", then_interrupted)
+    monkeypatch.setattr(FolderWriter, "write_json", then_interrupted)
     with pytest.raises(RunsInterrupted) as caught:
         execute_runs([RunRequest(c, f"r seed {c.seed}") for c in cfgs], tmp_path, "cpu", jobs=1, settings=EVERY_EPOCH)
     assert (caught.value.recorded, caught.value.checkpoints, caught.value.not_started) == (1, [], 2)

@@ -220,3 +220,46 @@ def test_an_error_raised_on_the_way_out_of_a_stop_is_the_stop_not_a_failure():
     except AttributeError as exc:
         assert isinstance(interrupted_by(exc), KeyboardInterrupt)
     assert interrupted_by(ValueError("a real failure")) is None
+
+
+class _Runs:
+    """Pickles as a call of os.system: what a forged checkpoint holds."""
+
+    def __init__(self, command):
+        self.command = command
+
+    def __reduce__(self):
+        import os
+
+        return os.system, (self.command,)
+
+
+def test_a_forged_checkpoint_is_refused_in_one_short_line_without_running_it(tmp_path, capsys, trained):
+    """Issue 45, low: the reason repeated torch's whole weights_only paragraph; the global it names is what matters."""
+    marker = tmp_path / "ran"
+    ckpt = checkpoint_path(tmp_path, CFG)
+    ckpt.parent.mkdir(parents=True)
+    buffer = io.BytesIO()
+    torch.save({"model": _Runs(f"touch {marker}")}, buffer)
+    ckpt.write_bytes(buffer.getvalue())
+    batch = execute_runs([RunRequest(CFG, "r")], tmp_path, "cpu")
+    out = capsys.readouterr().out
+    assert (f"warning: checkpoint {ckpt} is unusable (it cannot be loaded: it names posix.system, which a checkpoint "
+            "never holds; refused without running it); moved to") in out
+    assert "weights_only" not in out and not marker.exists() and not batch.errors
+
+
+def test_a_fifo_as_a_checkpoint_is_set_aside_not_waited_on(tmp_path, capsys, trained):
+    import os
+    import signal
+
+    ckpt = checkpoint_path(tmp_path, CFG)
+    ckpt.parent.mkdir(parents=True)
+    os.mkfifo(ckpt)
+    signal.alarm(60)  # a blocked load would otherwise hang the suite
+    try:
+        batch = execute_runs([RunRequest(CFG, "r")], tmp_path, "cpu")
+    finally:
+        signal.alarm(0)
+    assert f"warning: checkpoint {ckpt} is unusable (it is a FIFO)" in capsys.readouterr().out
+    assert not batch.errors and CFG.hash in batch.records
