@@ -9,7 +9,6 @@ an entry that cannot be read back is ignored with a warning and rebuilt, so a da
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Any

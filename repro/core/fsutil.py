@@ -16,7 +16,7 @@ A results folder may be shared, or prepared by someone else: `FolderWriter` writ
 outside it. It walks to each file one folder at a time from the root (each opened with O_NOFOLLOW, relative to
 the one above), so a symbolic link anywhere below the root, or at the file itself, is refused (OutsideFolder)
 rather than followed, and no link swapped in between a check and the write can redirect it. Every writer of a
-results folder goes through it (tests/test_writers.py lists them); `atomic_write_bytes` is the same writer
+results folder goes through it (tests/test_file_access.py lists them); `atomic_write_bytes` is the same writer
 rooted at the file's own folder, for files outside one (caches).
 """
 

@@ -5,7 +5,7 @@ could look at the result. CIFAR's batches (the only pickles a dataset folder hol
 format) name a handful of globals, all of them NumPy's way of rebuilding an array; `load_pickle` resolves
 those and refuses any other (os.system, eval, a class of the file's own) with PickleRefused before it is
 called. Counting a folder's images (repro.data.sizes) and reading its batches (repro.data.cifar) both load
-through it, with or without --allow-unverified-data; tests/test_pickles.py fails on any other pickle load
+through it, with or without --allow-unverified-data; tests/test_file_access.py fails on any other pickle load
 in the package. Torch-free; NumPy is imported only when a batch names it.
 """
 

@@ -20,7 +20,6 @@ Torch-free: the checkpoint check takes the state torch.load returned.
 
 from __future__ import annotations
 
-import json
 import re
 import stat
 from pathlib import Path
