@@ -13,7 +13,9 @@ from markdown_it import MarkdownIt
 from repro import REPO_ROOT
 from repro.claims import decide_table, decided_results
 from repro.core.schema import read_toml
+from repro.cost.taken import for_report
 from repro.plan.manifest import parse_manifest, with_profiles
+from repro.plan.table_plan import plan_all
 from repro.report.html import _markdown
 from repro.report.summary import write_report
 from repro.results.measurements import save_result
@@ -53,7 +55,8 @@ def report(tmp_path_factory):
                                                      "cpu_s": 1.0, "machine": {"cpu": EVIL, "cores": EVIL},
                                                      "phases": [{"phase": EVIL, "wall_s": 1.0, "cpu_s": 1.0}]}}}
     (results / "smoke" / "timings.json").write_text(json.dumps(timings))
-    write_report(decided_results(results, "smoke", [manifest]), results, "smoke")
+    write_report(decided_results(results, "smoke", [manifest]), results, "smoke",
+                 for_report(results, "smoke", plan_all([manifest])))
     return results
 
 
