@@ -84,7 +84,8 @@ def test_the_settings_that_differ_are_named_beside_the_row(tmp_path, manifests):
     done, lines = invoke(a, b)
     assert done.exit_code == 1 and "2 of them made under other settings: threads 1 vs 2" in lines
     assert lines[-1] == "Differs: exit 1 (1 row(s) on other runs with other accuracies)"
-    same = compare_folders(a, make(tmp_path / "c", threads=2), manifests=manifests)  # other runs, the same numbers: not a difference
+    # other runs, the same numbers: not a difference
+    same = compare_folders(a, make(tmp_path / "c", threads=2), manifests=manifests)
     assert not same.differs and not any(r.other_runs_differ for r in same.rows)
     assert any(line.startswith("t/moe") and line.endswith("threads 1 vs 2") for line in lines)
 

@@ -38,7 +38,7 @@ JSON_OUTSIDE = {
     ("repro/cost/gpu_reference.py", "*"): "the package's GPU reference, a maintainer's build of it from "
                                           "docs/measurements, and device-check files the user names",
     ("repro/data/input_choice.py", "read_choices"): "the package's own input_paths.json",
-    ("repro/bench/gpu_calibration.py", "read_calibration"): "a device-check file the user names, not a results folder's",
+    ("repro/bench/gpu_calibration.py", "read_calibration"): "a device-check file the user names",
     ("repro/bench/smoke.py", "read_history"): "the benchmark's history file in docs/",
     ("repro/bench/kill_resume.py", "*"): "the benchmark's own scratch files",
 }
@@ -84,7 +84,8 @@ def _writes(call: ast.AST, buffers: set[str]) -> str | None:
         return "os.open for writing"
     if name == "fdopen" and owner == "os" and set(_mode(call, 1)) & set("wax+"):
         return "os.fdopen for writing"
-    if (name, owner) in (("replace", "os"), ("rename", "os")) or (owner == "shutil" and name.startswith(("copy", "move"))):
+    moves = (name, owner) in (("replace", "os"), ("rename", "os"))
+    if moves or (owner == "shutil" and name.startswith(("copy", "move"))):
         return f"{owner}.{name}"
     if name in ("write_text", "write_bytes") and len(call.args) == 1:  # Path's; FolderWriter's take (path, data)
         return f"Path.{name}"
@@ -182,8 +183,9 @@ def test_the_scan_finds_what_it_looks_for():
     assert kinds('open(p, "a"); open(p); p.write_text(t); w.write_text(p, t); os.replace(a, b); '
                  'buf = io.BytesIO(); fig.savefig(buf); fig.savefig(p); torch.save(x, buf); torch.save(x, p)',
                  _writes) == ["open for writing", "Path.write_text", "os.replace", "savefig", "torch.save"]
-    assert sorted(kinds("pickle.load(f); pickle.loads(b); torch.load(p); torch.load(p, weights_only=True); "
-                        "np.load(p, allow_pickle=True); np.load(p); from pickle import loads", lambda c, _: _pickle_load(c))
-                  ) == ["from pickle import", "np.load", "pickle.load", "pickle.loads", "torch.load"]
+    loads = ("pickle.load(f); pickle.loads(b); torch.load(p); torch.load(p, weights_only=True); "
+             "np.load(p, allow_pickle=True); np.load(p); from pickle import loads")
+    assert sorted(kinds(loads, lambda c, _: _pickle_load(c))) == [
+        "from pickle import", "np.load", "pickle.load", "pickle.loads", "torch.load"]
     assert kinds("json.loads(p.read_text()); json.loads(key); json.load(fh)", lambda c, _: _json_from_file(c)) == [
         "json.loads of a file", "json.load"]

@@ -26,7 +26,8 @@ def test_the_temporary_file_of_a_write_names_its_writer(tmp_path, monkeypatch):
 
     seen = []
     real = os.replace
-    monkeypatch.setattr(os, "replace", lambda src, dst, **kw: (seen.append(os.path.basename(src)), real(src, dst, **kw)))
+    monkeypatch.setattr(os, "replace",
+                        lambda src, dst, **kw: (seen.append(os.path.basename(src)), real(src, dst, **kw)))
     atomic_write_bytes(tmp_path / "abc.ckpt", b"x")
     assert len(seen) == 1 and seen[0].startswith(".abc.ckpt.") and seen[0].endswith(".tmp")
     assert temporary_writer(seen[0]) == (os.getpid(), socket.gethostname())
@@ -59,7 +60,8 @@ def test_a_link_below_the_root_is_refused_and_nothing_is_written_through_it(tmp_
     assert str(folder.value) == (f"refused to write {root}/export/runs.csv: {root}/export is a symbolic link (to "
                                  f"{elsewhere}); a results folder's files are written only inside it: replace the "
                                  "link with a folder or file of its own")
-    for write in (lambda: writer.write_text(root / "repro.log", "x"), lambda: writer.append(root / "repro.log").__enter__(),
+    for write in (lambda: writer.write_text(root / "repro.log", "x"),
+                  lambda: writer.append(root / "repro.log").__enter__(),
                   lambda: writer.write_json(root / "export" / "a" / "b.json", {})):
         with pytest.raises(OutsideFolder, match="is a symbolic link"):
             write()

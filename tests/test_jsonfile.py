@@ -66,7 +66,10 @@ def test_content_that_is_not_json_is_damage_and_a_refusal_is_not(tmp_path, monke
     good = tmp_path / "good.json"
     good.write_text(json.dumps({"a": [1, {"b": None}]}))
     assert jsonfile.load(good) == {"a": [1, {"b": None}]} and jsonfile.depth(jsonfile.load(good)) == 3
-    monkeypatch.setattr(jsonfile, "open_regular", lambda path: (_ for _ in ()).throw(PermissionError(13, "Permission denied")))
+    def refuse(path):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(jsonfile, "open_regular", refuse)
     with pytest.raises(JsonUnreadable) as err:
         jsonfile.load(good)
     assert not err.value.damaged and err.value.reason == "it cannot be read (Permission denied)"

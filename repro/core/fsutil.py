@@ -134,7 +134,8 @@ class OutsideFolder(WriteFailed):
 
     def __str__(self) -> str:
         fix = ": replace the link with a folder or file of its own" if self.errno == errno.ELOOP else ""
-        return f"refused to write {self.filename}: {self.strerror}; a results folder's files are written only inside it{fix}"
+        return (f"refused to write {self.filename}: {self.strerror}; a results folder's files are written only "
+                f"inside it{fix}")
 
 
 _DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)

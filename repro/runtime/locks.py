@@ -167,7 +167,8 @@ def read_holder(path: Path) -> dict[str, Any] | None:
         holder = jsonfile.parse(data, path)
         problem = holder_problem(holder)
     except jsonfile.JsonUnreadable as exc:
-        problem = "it is empty" if not data else "it is not a lock (not JSON text)" if "JSON" in exc.reason else exc.reason
+        not_json = "it is empty" if not data else "it is not a lock (not JSON text)"
+        problem = not_json if "JSON" in exc.reason else exc.reason  # else: nested too deep
     if problem is not None:
         return {"heartbeat": heartbeat, "file": str(path), "problem": problem}
     return {**holder, "heartbeat": heartbeat}
