@@ -20,6 +20,9 @@ WRITERS_OUTSIDE = {
     ("repro/data/synthetic.py", "_save"): "the synthetic-data cache, outside any results folder",
     ("repro/train/digit_weights.py", "_pretrain_on"): "the stand-in weights in the cache folder",
     ("repro/execution/files.py", "set_aside"): "renames a file within its own folder; it writes no content",
+    ("repro/results/package.py", "build_package"): "the package's temporary staging folder (the archive itself goes "
+                                                   "through FolderWriter)",
+    ("repro/results/package.py", "_stage"): "copies into the package's temporary staging folder",
     ("repro/cost/plan.py", "write_plan"): "`repro plan --write FILE`: the file the user names",
     ("repro/rho/figure.py", "draw"): "`repro rho --figure FILE`: the file the user names",
     ("repro/measure/model_macs.py", "write_table"): "a maintainer's tool regenerating the package's model_macs.json",

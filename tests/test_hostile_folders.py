@@ -139,11 +139,11 @@ def test_a_planned_runs_record_that_is_a_bomb_or_a_fifo_is_set_aside_by_run_and_
         assert len(list(path.parent.glob(f"{path.name}.invalid-*"))) == 1
 
 
-def test_status_names_a_planned_runs_fifo_and_does_not_block(results, deadline):
+def test_status_names_a_planned_runs_fifo_and_does_not_block(results, tmp_path, deadline):
     from repro.plan.manifest import load_all
     from repro.plan.run_config import planned_runs
 
-    manifest = load_all()[0]
+    manifest = load_all(tmp_path / "manifests")[0]  # table t (the fixture's)
     first, second = planned_runs(manifest, manifest.profiles["smoke"])[:2]
     os.mkfifo(results / "runs" / f"{first.cfg.hash}.json")
     os.mkfifo(results / "runs" / f"{second.cfg.hash}.lock")

@@ -10,7 +10,6 @@ import os
 import pytest
 from markdown_it import MarkdownIt
 
-from repro import REPO_ROOT
 from repro.claims import decide_table, decided_results
 from repro.core.schema import read_toml
 from repro.cost.taken import for_report
@@ -20,6 +19,7 @@ from repro.report.html import _markdown
 from repro.report.summary import write_report
 from repro.results.measurements import save_result
 from repro.spec.profiles import all_profiles
+from checkout import MANIFESTS
 from test_figures import fake_result
 
 EVIL = "<b onmouseover=alert(1)>evil</b> ![x](/etc/passwd)"
@@ -44,7 +44,7 @@ def _html(tokens):
 @pytest.fixture(scope="module")
 def report(tmp_path_factory):
     """Every text field of a real manifest, the provenance and the timings' machine carry raw HTML and an image."""
-    doc = _taint(read_toml(REPO_ROOT / "manifests" / "headline_cifar10.toml"))
+    doc = _taint(read_toml(MANIFESTS / "headline_cifar10.toml"))
     manifest = with_profiles(parse_manifest(doc, "headline_cifar10.toml"), all_profiles()[0])
     results = tmp_path_factory.mktemp("results")
     provenance = {"git_commit": "0123", "time": EVIL, "device": EVIL, "packages": {EVIL: EVIL}}

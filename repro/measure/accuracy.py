@@ -54,7 +54,7 @@ def check_memory(planned: Sequence[PlannedRun], ctx: Context) -> None:
         if key in seen or record_path(ctx.results_dir, c).is_file():
             continue
         seen.add(key)
-        if (problem := memory_problem(c, p.label, device, limit)) is not None:
+        if (problem := memory_problem(c, p.label, device, limit, ctx.settings.cache)) is not None:
             problems.append(problem)
     if problems:
         more = f" ({len(problems) - 1} more model(s) of this table likewise)" if len(problems) > 1 else ""

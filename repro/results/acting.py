@@ -12,7 +12,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from repro.core.fsutil import atomic_write_json
+from repro.core.fsutil import FolderWriter
 from repro.results.actions import (
     SCHEMA, WORKFLOW_FILE, Action, actions_path, command_argv, container, kept, listing, load_actions, now,
     sha256_file,
@@ -24,7 +24,7 @@ def record(folder: Path, action: Action) -> None:
     """Append the action to the folder's log (dropping entries that no longer own a file), then rebuild the crate."""
     files = listing(folder)
     actions = kept([*load_actions(folder), action], files)
-    atomic_write_json(actions_path(folder), {"schema": SCHEMA, "actions": [asdict(a) for a in actions]})
+    FolderWriter(folder).write_json(actions_path(folder), {"schema": SCHEMA, "actions": [asdict(a) for a in actions]})
     write_crate(folder, actions, files)
 
 

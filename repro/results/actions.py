@@ -17,13 +17,14 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import hashlib
-import json
 import os
 import shlex
 import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
+
+from repro.core import jsonfile
 
 ACTIONS_FILE = "actions.json"
 CRATE_FILE = "ro-crate-metadata.json"
@@ -111,7 +112,7 @@ def load_actions(folder: Path) -> list[Action]:
     try:
         if path.is_symlink() or path.stat().st_size > MAX_BYTES:
             return []
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        doc = jsonfile.load(path, MAX_BYTES)  # a FIFO or a nesting bomb is no log (JsonUnreadable: a ValueError)
         if not isinstance(doc, dict) or doc.get("schema") != SCHEMA or not isinstance(doc.get("actions"), list):
             return []
         return [Action.from_dict(a) for a in doc["actions"] if isinstance(a, dict)]

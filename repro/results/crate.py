@@ -27,13 +27,13 @@ needs no context beyond RO-Crate 1.1's. Validated at that profile by tests/test_
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-from repro.core.fsutil import atomic_write_json, atomic_write_text
+from repro.core import jsonfile
+from repro.core.fsutil import FolderWriter, encode_text, json_text
 from repro.results.actions import CRATE_FILE, WORKFLOW_FILE, Action, listing, now, sha256_file
 from repro.results.measurements import RUNS_FOLDER
 
@@ -91,12 +91,13 @@ def _command_lines(actions: list[Action]) -> list[str]:
 
 
 def write_crate(folder: Path, actions: list[Action], present: dict[str, Any] | None = None) -> Path:
-    """Write reproduce.sh and ro-crate-metadata.json into the profile folder, through the atomic writer."""
+    """Write reproduce.sh and ro-crate-metadata.json into the profile folder, as a set, never outside it."""
     folder = Path(folder)
-    atomic_write_text(folder / WORKFLOW_FILE, workflow_script(actions))
     present = set(listing(folder) if present is None else present) | {WORKFLOW_FILE}
     path = folder / CRATE_FILE
-    atomic_write_json(path, crate_metadata(Layout.of_folder(folder, present), actions))
+    FolderWriter(folder).replace_set({
+        folder / WORKFLOW_FILE: encode_text(workflow_script(actions)),
+        path: encode_text(json_text(crate_metadata(Layout.of_folder(folder, present), actions)))})
     return path
 
 
@@ -115,8 +116,8 @@ def _results(layout: Layout) -> dict[str, dict[str, Any]]:
     for path, disk in sorted(layout.files.items()):
         if path.endswith("/results.json") and path.count("/") == 1:
             try:
-                data = json.loads(disk.read_text(encoding="utf-8"))
-            except (OSError, ValueError):
+                data = jsonfile.load(disk, jsonfile.RESULT_MAX_BYTES)
+            except (OSError, ValueError):  # JsonUnreadable is a ValueError
                 continue
             if isinstance(data, dict):
                 out[path] = data

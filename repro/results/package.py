@@ -25,7 +25,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from repro.core.fsutil import atomic_write_bytes, atomic_write_json
+from repro.core import jsonfile
+from repro.core.fsutil import FolderWriter, atomic_write_json
 from repro.results.actions import ACTIONS_FILE, CRATE_FILE, listing, load_actions, sha256_file
 from repro.results.crate import RUN_HASH, Layout, crate_metadata
 from repro.results.measurements import RUNS_FOLDER
@@ -79,12 +80,10 @@ def default_archive(folder: Path, commit: str) -> Path:
 
 def records_read(folder: Path) -> set[str]:
     """The run hashes the folder's tables read (each results.json's details.runs)."""
-    import json
-
     hashes = set()
     for path in sorted(Path(folder).glob("*/results.json")):
         try:
-            runs = (json.loads(path.read_text(encoding="utf-8")).get("details") or {}).get("runs") or {}
+            runs = (jsonfile.load(path, jsonfile.RESULT_MAX_BYTES).get("details") or {}).get("runs") or {}
         except (OSError, ValueError, AttributeError):
             raise PackageError(f"{path} cannot be read as a table's results; rerun `repro report` to rebuild it")
         named = {s.get("hash") for ss in runs.values() if isinstance(ss, list) for s in ss if isinstance(s, dict)}
@@ -127,7 +126,8 @@ def build_package(folder: Path, out: Path | None = None, source: Path | None = N
         with tarfile.open(archive, "w:gz") as tar:
             tar.add(stage, arcname=top)
         count = sum(1 for p in stage.rglob("*") if p.is_file())
-        atomic_write_bytes(out, archive.read_bytes())
+        root = folder if out.absolute().is_relative_to(folder.absolute()) else out.parent  # never out of it
+        FolderWriter(root).write_bytes(out, archive.read_bytes())
     return Package(out, sha256_file(out), out.stat().st_size, commit, count, len(hashes), dirty)
 
 

@@ -27,6 +27,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from repro.core.cache import cache_dir, read_json, write_json
+from repro.core.settings import DEFAULT_CACHE
 from repro.plan.run_config import RunConfig
 
 FLOAT_BYTES = 4
@@ -62,13 +63,13 @@ def gigabytes(n: int) -> str:
     return f"{n / 1e9:.1f} GB"
 
 
-def estimate(cfg: RunConfig, room: int | None = None) -> MemoryEstimate:
-    """The memory `cfg` needs to train (cached by its model, batch, resolution and optimiser). With `room`, a
-    model whose state alone exceeds it is not passed over a batch (activation_bytes None): the CPU pass would
-    allocate its weights."""
+def estimate(cfg: RunConfig, room: int | None = None, cache: Path = DEFAULT_CACHE) -> MemoryEstimate:
+    """The memory `cfg` needs to train (kept in the cache folder `cache` by its model, batch, resolution and
+    optimiser). With `room`, a model whose state alone exceeds it is not passed over a batch (activation_bytes
+    None): the CPU pass would allocate its weights."""
     key = json.dumps({"dataset": cfg.dataset, "backbone": cfg.backbone, "head": cfg.head, "batch": cfg.batch_size,
                       "image_size": cfg.image_size, "optimizer": cfg.optimizer}, sort_keys=True)
-    path = cache_dir("memory") / f"{hashlib.sha256(key.encode()).hexdigest()[:24]}.json"
+    path = cache_dir(cache, "memory") / f"{hashlib.sha256(key.encode()).hexdigest()[:24]}.json"
     cached = read_json(path)
     if isinstance(cached, dict) and cached.get("key") == key:
         return MemoryEstimate(**cached["estimate"])
@@ -169,10 +170,11 @@ def _cgroup_room() -> int | None:
         return None
 
 
-def memory_problem(cfg: RunConfig, label: str, device: str, limit: tuple[int, str] | None = None) -> str | None:
+def memory_problem(cfg: RunConfig, label: str, device: str, limit: tuple[int, str] | None = None,
+                   cache: Path = DEFAULT_CACHE) -> str | None:
     """One line when the run `label` would not fit `device`'s memory (`limit`: (bytes, what), else measured)."""
     room, where = limit if limit is not None else device_memory(device)
-    found = estimate(cfg, room)
+    found = estimate(cfg, room, cache)
     if found.total_bytes <= room:
         return None
     return (f"{label} needs {found.text()} to train, and {where}; make the row smaller (num_experts, "
