@@ -6,9 +6,10 @@ import json
 import math
 
 import pytest
-from fake_records import record, write_result
+from fake_records import record, write_manifest_t, write_result
 from test_compare import DENSE, MOE, invoke, make
 
+from repro.plan.manifest import load_all
 from repro.report.compare import compare_folders
 from repro.report.compare_claims import Spread
 from repro.results.measurements import Verdict
@@ -58,7 +59,11 @@ def test_each_claim_has_mean_sd_se_and_n_on_each_side(tmp_path):
     assert math.isclose(g.a.mean, sum(da) / 3) and math.isclose(g.a.sd, sd(da))
     assert math.isclose(g.a.se, sd(da) / math.sqrt(3))
     assert math.isclose(g.difference, sum(db) / 3 - sum(da) / 3)
-    assert (g.status_a, g.status_b, g.changed) == ("reproduced", "not reproduced", True)
+    # No manifest decides these stored claims: their numbers are compared, never their stored statuses (issue 45)
+    assert (g.status_a, g.status_b, g.changed) == ("not run", "not run", False)
+    decided = compare_folders(a, b, manifests=load_all(write_manifest_t(tmp_path)))  # table t's own claim c
+    assert [(c.claim, c.status_a, c.status_b, c.changed) for c in decided.claims] == [
+        ("c", "reproduced", "not reproduced", True)]
     rows = claims["rows"]  # no number stored: the row's accuracy over its records
     assert rows.quantity == "rows.dense.accuracy" and math.isclose(rows.a.mean, 0.51) and math.isclose(rows.a.sd, 0.01)
     flops = claims["flops"]
@@ -73,7 +78,7 @@ def test_a_damaged_record_leaves_its_seed_out_of_n(tmp_path):
     assert (claims["gap"].a.n, claims["gap"].b.n) == (3, 2) and claims["rows"].b.n == 2
 
 
-def test_markdown_shows_the_claims_table_and_keeps_the_exit_code(tmp_path):
+def test_markdown_shows_the_claims_table_and_keeps_the_exit_code(tmp_path, monkeypatch):
     a, b = with_claims(tmp_path / "a"), with_claims(tmp_path / "b")
     done, lines = invoke(a, b, "--format", "md")
     assert done.exit_code == 0, done.output
@@ -82,8 +87,9 @@ def test_markdown_shows_the_claims_table_and_keeps_the_exit_code(tmp_path):
     row = next(line for line in lines if line.startswith("| t/rows |")).split(" | ")
     assert row[1:6] == ["rows.dense.accuracy", "0.51", "0.01", f"{0.01 / math.sqrt(3):.4g}", "3"] and row[-1] == "no |"
     changed = with_claims(tmp_path / "c", status="not reproduced")
+    monkeypatch.setenv("REPRO_MANIFESTS", str(write_manifest_t(tmp_path)))  # decides claim c of table t
     done, lines = invoke(a, changed, "--format", "md")
-    assert done.exit_code == 1 and any(line.startswith("| t/gap |") and line.endswith("| **yes** |") for line in lines)
+    assert done.exit_code == 1 and any(line.startswith("| t/c |") and line.endswith("| **yes** |") for line in lines)
 
 
 def test_json_lists_every_claim_with_both_sides(tmp_path):

@@ -116,8 +116,8 @@ def decide_all(entries: list[tuple[DecidedManifest, ManifestResult | None]]
 
 def decided_folder(folder: Folder, manifests: Iterable[DecidedManifest]) -> tuple[Folder, list[str]]:
     """The folder with each table's verdicts and readings decided again from its stored measurements, profile by
-    profile, as `repro report` decides them; and the tables no manifest here knows ("<profile>/<id>"), whose
-    stored verdicts are dropped (their rows and runs stay)."""
+    profile, as `repro report` decides them; and the tables no manifest here knows ("<profile>/<id>"): nothing
+    decides their claims, so each keeps its stored numbers with the status "not run", never its stored status."""
     manifests = list(manifests)
     known = {m.id for m in manifests}
     results: list[ManifestResult] = []
@@ -130,6 +130,8 @@ def decided_folder(folder: Folder, manifests: Iterable[DecidedManifest]) -> tupl
                 results.append(decided[table])
             else:
                 undecided.append(f"{profile}/{table}")
-                results.append(dataclasses.replace(result, verdicts=[], readings=[], shown=[]))
+                note = "no manifest here decides it: its numbers are as its results.json stores them"
+                verdicts = [dataclasses.replace(v, status="not run", note=note, p_holm=None) for v in result.verdicts]
+                results.append(dataclasses.replace(result, verdicts=verdicts, readings=[], shown=[]))
     readings = {(r.profile, r.manifest_id): [x.to_dict() for x in r.readings] for r in results}
     return dataclasses.replace(folder, results=results, readings=readings), undecided

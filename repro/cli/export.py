@@ -69,8 +69,8 @@ def export(profile: Optional[str] = profile_option("Only this profile's tables a
     print_grid(grid)
     show("Columns and units: docs/results-data.md")
     if undecided:
-        show(f"No verdict exported for {', '.join(undecided)}: no manifest of that id here decides its claims "
-             "(--manifests names the folder that does)")
+        show(f"Not decided: {', '.join(undecided)}: no manifest of that id here decides its claims, so they are "
+             "exported as not run (--manifests names the folder that decides them)")
     unusable = folder.records.unusable
     if unusable:
         show(f"{len(unusable)} unusable run record(s) left out, as `repro run` would set them aside:")
