@@ -6,6 +6,7 @@ Markdown, which keeps raw HTML out of every Markdown file written here.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
