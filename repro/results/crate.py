@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from repro.core import jsonfile
-from repro.core.fsutil import FolderWriter, encode_text, json_text
+from repro.core.fsutil import FolderWriter
 from repro.results.actions import CRATE_FILE, WORKFLOW_FILE, Action, listing, now, sha256_file
 from repro.results.measurements import RUNS_FOLDER
 
@@ -91,13 +91,14 @@ def _command_lines(actions: list[Action]) -> list[str]:
 
 
 def write_crate(folder: Path, actions: list[Action], present: dict[str, Any] | None = None) -> Path:
-    """Write reproduce.sh and ro-crate-metadata.json into the profile folder, as a set, never outside it."""
+    """Write reproduce.sh, then ro-crate-metadata.json (which describes it), into the profile folder, never
+    outside it (repro.core.fsutil.FolderWriter)."""
     folder = Path(folder)
+    writer = FolderWriter(folder)
+    writer.write_text(folder / WORKFLOW_FILE, workflow_script(actions))
     present = set(listing(folder) if present is None else present) | {WORKFLOW_FILE}
     path = folder / CRATE_FILE
-    FolderWriter(folder).replace_set({
-        folder / WORKFLOW_FILE: encode_text(workflow_script(actions)),
-        path: encode_text(json_text(crate_metadata(Layout.of_folder(folder, present), actions)))})
+    writer.write_json(path, crate_metadata(Layout.of_folder(folder, present), actions))
     return path
 
 
