@@ -98,3 +98,15 @@ def test_repro_run_refuses_the_table_before_any_run(tmp_path, monkeypatch):
     assert re.search(r"error: big: nothing was trained: big/moe seed 0 needs at least \d+\.\d GB \(", said), said
     assert "and this machine has 16.0 GB available" in said and re.search(r"big: refused: [\d.]+ s", said)
     assert not list((tmp_path / "results" / "runs").glob("*.json"))
+
+
+def test_the_limit_is_the_gpus_memory_on_cuda_and_what_is_available_on_a_cpu(monkeypatch):
+    """The CUDA branch runs here by its nearest CPU equivalent: torch's device properties, stood in."""
+    class Props:
+        name, total_memory = "NVIDIA H100 80GB HBM3", 85_024_112_640
+
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda device: Props)
+    assert memory.device_memory("cuda") == (85_024_112_640, "the GPU (NVIDIA H100 80GB HBM3) has 85.0 GB")
+    room, where = memory.device_memory("cpu")
+    assert room > 0 and where in (f"this machine has {memory.gigabytes(room)} available",
+                                  f"this container's memory limit leaves {memory.gigabytes(room)}")
