@@ -38,7 +38,7 @@ from repro.core.fsutil import FolderWriter, WriteFailed, jsonable
 from repro.core.settings import Launch, Settings
 from repro.results.provenance import provenance
 from repro.plan.run_config import RunConfig
-from repro.runtime.compile_cache import results_cache
+from repro.runtime.compile_cache import compile_cache
 from repro.runtime.locks import (
     LockLost, LockNotRemovable, LockSettings, RunLock, read_holder, try_lock,
 )
@@ -100,7 +100,7 @@ def run_one(request: RunRequest, results_dir: Path, device: str, data_dir: Path 
     started, cpu_started = time.perf_counter(), time.process_time()
     if distributed.current().distributed:
         distributed.announce_run((cfg, request.data))
-    with results_cache(results_dir):  # compiled graphs reused across runs (repro.runtime.compile_cache)
+    with compile_cache(settings.cache):  # compiled graphs reused across runs (repro.runtime.compile_cache)
         try:
             out = train_run(cfg, torch.device(device), data_dir, checkpoint, on_epoch, request.data, settings)
         except CheckpointUnusable as exc:  # loaded, but does not fit the model or optimiser
@@ -153,7 +153,7 @@ def follow_runs(results_dir: Path, device: str, data_dir: Path | None, settings:
             return trained
         cfg, data = run
         try:
-            with results_cache(results_dir):
+            with compile_cache(settings.cache):
                 train_run(cfg, torch.device(rank_device(device, world)), data_dir, checkpoint_path(results_dir, cfg),
                           data=data, settings=settings)
         except NonFiniteLoss:
