@@ -8,6 +8,7 @@ from torch import nn
 from repro.models.flops import count_flops
 from repro.models import Component, build_model
 from repro.models.moe_conv import FROZEN_PREFIXES, MoEConv2d
+from repro.models.moe_conv_paths import PATHS
 
 
 def layer(k=2, stride=1, seed=0) -> MoEConv2d:
@@ -134,7 +135,7 @@ def test_both_execution_paths_agree_and_are_counted_exactly():
     m = layer(k=2)
     x = torch.randn(4, 6, 8, 8)
     assert m.mixes_kernels(64) and not m.mixes_kernels(1) and not layer(k=1).mixes_kernels(64)
-    torch.testing.assert_close(m._mixed_kernels(x, *m.route(x)[1:]), m._per_expert(x, *m.route(x)[1:], [8, 8]),
+    torch.testing.assert_close(PATHS["mixed"].run(m, x, *m.route(x)[1:]), PATHS["per-expert"].run(m, x, *m.route(x)[1:]),
                                rtol=0, atol=1e-5)
     tiny = torch.randn(4, 6, 1, 1)  # one output position: k convolutions are cheaper than mixing
     torch.testing.assert_close(m(tiny), reference(m, tiny), rtol=0, atol=1e-5)

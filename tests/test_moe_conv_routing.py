@@ -11,6 +11,7 @@ from repro.models import Component, build_model
 from repro.models.aux_losses import entropy_loss, load_balance_loss
 from repro.models.capacity import assign_reference, capacity
 from repro.models.moe_conv import MoEConv2d
+from repro.models.moe_conv_paths import PATHS
 
 
 def layer(k=1, seed=0, **routing) -> MoEConv2d:
@@ -64,8 +65,8 @@ def test_switch_forward_is_the_sum_of_probability_weighted_expert_convs():
     torch.testing.assert_close(m(x), want, rtol=0, atol=1e-5)
     tiny = torch.randn(5, 6, 1, 1)  # the per-expert path takes the same gates
     assert not m.mixes_kernels(1)
-    torch.testing.assert_close(m._per_expert(tiny, *m.route(tiny)[1:], [1, 1]),
-                               m._mixed_kernels(tiny, *m.route(tiny)[1:]), rtol=0, atol=1e-5)
+    torch.testing.assert_close(PATHS["per-expert"].run(m, tiny, *m.route(tiny)[1:]),
+                               PATHS["mixed"].run(m, tiny, *m.route(tiny)[1:]), rtol=0, atol=1e-5)
 
 
 @pytest.mark.parametrize("gate", ["renormalised", "switch"])

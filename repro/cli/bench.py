@@ -15,7 +15,8 @@ from repro.cli.options import DEVICE, MANIFESTS, READ_RESULTS, profile_option
 from repro.cost.speed import BENCH_RUNS, REPS
 
 bench_app = typer.Typer(no_args_is_help=True, add_completion=False,
-                        help="Benchmarks: latency per head, data path, training, small-map convolutions, capacity assignment, "
+                        help="Benchmarks: latency per head, data path, training, small-map convolutions, MoEConv2d paths, "
+                        "capacity assignment, "
                         "smoke profile, this CPU's speed, device check.")
 
 
@@ -157,6 +158,51 @@ def small_maps_cmd(batch: int = typer.Option(128, help="Images a step (the funct
     show("Small: the convolution layers that take a small-map path at this size (repro.models.small_maps). Diff: "
          "the largest difference of the outputs and of the gradients, relative to the largest value (float "
          "rounding: the two paths compute one function).")
+
+
+@bench_app.command("moe-conv")
+def moe_conv_cmd(batch: int = typer.Option(64), channels: int = typer.Option(256, help="Input and output channels."),
+                 size: int = typer.Option(14, help="Height and width of the map."), experts: int = typer.Option(8),
+                 top_k: int = typer.Option(2, "--top-k"), threads: int = typer.Option(2, help="CPU intra-op threads."),
+                 rounds: int = typer.Option(5), steps: int = typer.Option(2, help="Training steps a round."),
+                 channels_last: bool = typer.Option(True, "--channels-last/--contiguous",
+                                                    help="The input's memory format (runs: channels-last)."),
+                 compiled: bool = typer.Option(False, "--compile", help="Add torch.compile's kernels of the paths "
+                                               "of static shapes (compilation untimed).")) -> None:
+    """The routed layer's training step on each exact MoEConv2d path and the chosen one, against its dense conv."""
+    from repro.bench.moe_conv import GOAL, Shape, bench_moe_conv
+    from repro.cli.common import print_grid, show
+    from repro.core.terminal import Column, Grid
+    from repro.models.moe_conv_choice import candidates
+
+    for name, value in (("--batch", batch), ("--channels", channels), ("--size", size), ("--experts", experts),
+                        ("--top-k", top_k), ("--threads", threads), ("--rounds", rounds), ("--steps", steps)):
+        if value < 1:
+            raise typer.BadParameter(f"{value}: expected 1 or more", param_hint=name)
+    if top_k > experts:
+        raise typer.BadParameter(f"{top_k}: expected at most --experts ({experts})", param_hint="--top-k")
+    shape = Shape(batch, channels, size, experts, top_k)
+    r = bench_moe_conv(shape, threads, rounds, steps, channels_last, candidates(compiling=True) if compiled else ())
+    grid = Grid([Column("Path"), Column("ms", right=True), Column("Ratio", right=True),
+                 Column("MACs", right=True), Column("Diff", right=True)])
+    dense_macs = r.rows[0].macs
+    for row in r.rows:
+        label = f"chosen: {r.chosen}" if row.path == "chosen" else row.path
+        grid.add(label, _fmt(statistics.median(row.ms)), f"{row.ratio:.2f}x", f"{row.macs / dense_macs:.2f}x",
+                 f"{row.diff:.1e}")
+    print_grid(grid, f"MoEConv2d forward + backward, {shape.describe()}, {r.layout}, {threads} thread(s), "
+                     f"median of {rounds} rounds of {steps} steps")
+    for name, why in r.skipped.items():
+        show(f"{name}: not run ({why})")
+    chosen_ratio = r.rows[-1].ratio
+    show(f"Ratio: the step's time over nn.Conv2d's of the same shape in the same round (median over rounds). "
+         f"MACs: the path's forward multiply-adds over the convolution's. Diff: the largest difference of the "
+         f"output and gradients from the mixed path's, relative to the largest value (float rounding below "
+         f"{r.tolerance:.0e}). Load {r.load[0]:.1f} -> {r.load[1]:.1f} (1-minute average).")
+    show(f"chosen path {chosen_ratio:.2f}x the dense convolution: goal <= {GOAL}x {'met' if chosen_ratio <= GOAL else 'NOT met'}")
+    if r.disagreeing:
+        show(f"paths disagree beyond float rounding: {', '.join(row.path for row in r.disagreeing)}")
+        raise typer.Exit(1)
 
 
 @bench_app.command("capacity")

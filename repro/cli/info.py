@@ -153,7 +153,7 @@ def _print_flops(manifests: list[Manifest], check: FlopCheck, verbose: bool) -> 
     by_id = {m.id: m for m in manifests}
     grid = Grid([Column("Row"), Column("Total MMAC", right=True), Column("Routed MMAC", right=True),
                  Column("ρ", right=True), Column("ρ all ops", right=True), Column("Agree")])
-    section = None
+    section, paths = None, {}  # (kind, path counted) -> modules
     for manifest_id, row_id in check.models:
         if manifest_id != section:
             grid.section(manifest_id)
@@ -161,15 +161,24 @@ def _print_flops(manifests: list[Manifest], check: FlopCheck, verbose: bool) -> 
         r = row_flops(by_id[manifest_id].row(row_id))  # counted by the check above, in this process
         grid.add(row_id, f"{r.total / 1e6:,.3f}", f"{r.routed / 1e6:,.3f}", f"{r.rho:.4%}", f"{r.rho_all_ops:.4%}",
                  Text("yes", style="green") if r.ok else Text("NO", style="bold red"))
+        for mc in r.modules:
+            if mc.path:
+                paths[mc.kind, mc.path] = paths.get((mc.kind, mc.path), 0) + 1
         if verbose:
             for mc in r.modules:
-                grid.add(Text(f"  {mc.name or '<model>'} ({mc.kind})", style="dim"), f"{mc.analytic / 1e6:,.6f}",
+                kind = f"{mc.kind}, {mc.path}" if mc.path else mc.kind
+                grid.add(Text(f"  {mc.name or '<model>'} ({kind})", style="dim"), f"{mc.analytic / 1e6:,.6f}",
                          f"fvcore {mc.fvcore / 1e6:,.6f}", f"torch/2 {mc.torch / 2e6:,.6f}", "",
                          "yes" if mc.agrees else Text("NO", style="bold red"))
     print_grid(grid, "FLOPs of each distinct model (MMAC: millions of multiply-accumulates)")
     show(Text("Total and Routed: multiply-accumulates per image at the paper's resolution; ρ: the routed share "
               "(Section 3); ρ all ops: the same with every operation counted, not only multiply-accumulates; Agree: "
               "analytic = fvcore = torch/2 for every module (-v lists them).", style="dim"))
+    for kind in sorted({k for k, _ in paths}):
+        counted = ", ".join(f"{path} ({n})" for (k, path), n in sorted(paths.items()) if k == kind)
+        show(Text(f"{kind} layers are counted on their fewest-multiply-add path: {counted}. Training runs "
+                  "the exact path measured time chooses (repro.models.moe_conv_choice), the same function; "
+                  "the run record names it.", style="dim"))
 
 
 def data(data_dir: Optional[Path] = DATA, manifests_dir: Optional[Path] = MANIFESTS) -> None:

@@ -122,6 +122,8 @@ VARIABLES: dict[str, Variable] = {v.name: v for v in (
     Variable("REPRO_BF16_CPU", switch, SWITCH, "a bf16 recipe autocasts on the CPU too (auto: off)"),
     Variable("REPRO_DISPATCH", choice("auto", "loop", "batched"), "auto, loop or batched",
              "the sparse head's dispatch (auto: batched on CUDA)", "auto"),
+    Variable("REPRO_MOE_CONV", choice("auto", "measured", "fewest-macs"), "auto, measured or fewest-macs",
+             "which exact path MoEConv2d trains on (auto: measured)", "auto"),
     # Set by launchers for the processes they start.
     Variable("CUDA_VISIBLE_DEVICES", text, "GPU ids", "the GPUs this process may use"),
     Variable("WORLD_SIZE", count(1), "a whole number, 1 or more", "torchrun: the processes training one run", 1),

@@ -35,6 +35,7 @@ class EngineSwitches:
     small_maps: bool | None = None  # REPRO_SMALL_MAPS
     bf16_cpu: bool | None = None  # REPRO_BF16_CPU
     dispatch: str = "auto"  # REPRO_DISPATCH: auto, loop or batched
+    moe_conv: str = "auto"  # REPRO_MOE_CONV: auto (measured), measured or fewest-macs
 
 
 @dataclass(frozen=True)
@@ -109,7 +110,7 @@ class Settings:
         cache = folder("REPRO_CACHE") or Path(value("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")) / "repro"
         weights = tuple(Path(s).expanduser() for s in (value("REPRO_WEIGHTS") or "").split(os.pathsep) if s.strip())
         engine = EngineSwitches(value("REPRO_CHANNELS_LAST"), value("REPRO_COMPILE"), value("REPRO_SMALL_MAPS"),
-                                value("REPRO_BF16_CPU"), value("REPRO_DISPATCH"))
+                                value("REPRO_BF16_CPU"), value("REPRO_DISPATCH"), value("REPRO_MOE_CONV"))
         return cls(value("REPRO_PROFILE"), folder("REPRO_PROFILES"), Path(value("REPRO_RESULTS")),
                    Path(value("REPRO_DATA")), folder("REPRO_MANIFESTS"), cache, weights,
                    folder("REPRO_GPU_CALIBRATION"), value("REPRO_IMAGE") or "", value("OMP_NUM_THREADS"),

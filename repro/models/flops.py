@@ -28,6 +28,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from repro.core.devices import cpu_threads
 from repro.models.classifier import Classifier
+from repro.models.zero_banks import built_for_counting
 
 # ---------------------------------------------------------------------------
 # Analytical formulas, written from layer shapes. Each gives the multiply-adds a
@@ -141,6 +142,7 @@ class ModuleCount:
     analytic: int  # multiply-adds
     fvcore: int  # multiply-adds
     torch: int  # FLOPs, two per multiply-add
+    path: str = ""  # the exact path counted, for a module that has several (MoEConv2d: repro.models.moe_conv_paths)
 
     @property
     def agrees(self) -> bool:
@@ -280,8 +282,10 @@ def _own_unsupported(model: nn.Module, unsupported: dict[str, dict[str, int]]) -
 
 
 def count_flops(model: Classifier, input_shape: tuple[int, ...]) -> FlopReport:
-    """Count one sample's FLOPs three ways and check they agree module by module."""
-    with cpu_threads("cpu", 1):  # batch-1 passes: more threads only spin against each other
+    """Count one sample's FLOPs three ways and check they agree module by module. Inside counting(), a module
+    with several exact paths runs its fewest-multiply-add one (repro.models.zero_banks): counts are the
+    machine's own business nowhere."""
+    with cpu_threads("cpu", 1), built_for_counting():  # batch-1 passes: more threads only spin against each other
         return _count_flops(model, input_shape)
 
 
@@ -320,7 +324,7 @@ def _report(model: Classifier, input_shape: tuple[int, ...], analytic: dict[str,
 def count_analytic(model: Classifier, input_shape: tuple[int, ...]) -> FlopReport:
     """The analytic column alone (no fvcore, no torch counter): the same totals count_flops reports, from one
     forward pass. For models counted only to compare with ones count_flops checked (the readings table)."""
-    with cpu_threads("cpu", 1):
+    with cpu_threads("cpu", 1), built_for_counting():
         model = model.eval()
         _, analytic, analytic_all = _analytic(model, torch.randn(1, *input_shape))
         return _report(model, input_shape, analytic, analytic_all, [], [])
@@ -345,7 +349,8 @@ def _count_flops(model: Classifier, input_shape: tuple[int, ...]) -> FlopReport:
         a, f, t = analytic.get(name, 0), fv.get(name, 0), tc.get(name, 0)
         if a == f == t == 0:
             continue
-        count = ModuleCount(name, type(module).__name__, a, f, t)
+        ins, ran = calls[name][-1][0], getattr(module, "paths_ran", {})  # the counted sample's call
+        count = ModuleCount(name, type(module).__name__, a, f, t, ran.get(tuple(ins[0]), "") if ins and ran else "")
         rows.append(count)
         if not count.agrees:
             problems.append(

@@ -11,15 +11,20 @@ Each MoEConv2d holds E filter banks. A router (global average pooling, then a
 linear layer) picks the top-k banks per sample; gates are the softmax of the
 selected logits. A convolution is linear in its weights, so
 
-    sum_j g_j conv(x, W_{e_j}) = conv(x, sum_j g_j W_{e_j}),
+    sum_j g_j conv(x, W_{e_j}) = conv(x, sum_j g_j W_{e_j}):
 
-and the per-sample mixture is: gather each sample's k banks, mix them with one
-batched matmul (B, 1, K) @ (B, K, W), and run one grouped convolution over the
-batch (groups = B). No Python loop over samples, and each sample's output depends
-on that sample only. Mixing costs k*W multiply-adds a sample against P*W for the
-convolution (P output positions); where running the k selected banks' convolutions
-(a loop over experts, k*P*W) is cheaper, as at k = 1 or on tiny feature maps, that
-path runs instead. Both are exact, and FLOP accounting counts the path that runs.
+a layer can mix each sample's k banks into one kernel and convolve once, or run the k banks'
+convolutions and mix their outputs. Its exact paths (repro.models.moe_conv_paths) are both sides of that
+identity in several shapes: `mixed` (the k banks gathered and mixed per sample, (B, 1, K) @ (B, K, W), one
+grouped convolution with groups = B), `gate-mm` (the same kernels mixed by one (B, E) @ (E, W) matrix
+product), `unfolded` (those kernels times the unfolded input, one batched matmul), `per-expert` (a loop over
+experts) and `sorted` (the same convolutions over samples gathered once, sorted by expert). Each sample's
+output depends on that sample only, on every path. Which path runs (repro.models.moe_conv_choice): by
+default the one of fewest multiply-adds, `mixed` where mixing (k*W a sample) costs less than k convolutions
+(k*P*W against P*W, P output positions), else `per-expert`, and that is what every FLOP count counts; the
+training engine lets measured time choose, once per layer and input shape, as cudnn.benchmark does. FLOP
+accounting counts the path that ran (`own_macs`).
+
 Grouped (depthwise) banks, biases and rectangular, strided or dilated kernels follow
 torch's Conv2d, so any zero-padded convolution can become a bank (`repro rho`); a
 bias mixes with the same gates, (B, 1, K) @ (B, K, Co).
@@ -59,6 +64,8 @@ from repro.models.backbones import TorchvisionFeatures, torchvision_net
 from repro.models import small_maps
 from repro.models.base import RoutingHooks
 from repro.models.capacity import assign, capacity, dispatch_mask
+from repro.models.moe_conv_choice import RULES, choose, fewest_macs
+from repro.models.moe_conv_paths import PATHS, output_size
 from repro.models.configs import MoEConvBackboneConfig
 from repro.models.schedules import linear_tau, progress
 from repro.models.zero_banks import counting, init_bank
@@ -69,6 +76,10 @@ class MoEConv2d(RoutingHooks, nn.Module):
     # The training engine's choice (repro.models.small_maps.use_small_maps): a bank's convolution on a map smaller
     # than its kernel takes a faster path, the same function. Off where models are counted or timed.
     small_maps = False
+    # Which exact path runs (repro.models.moe_conv_choice): the fewest multiply-adds unless the training engine
+    # sets "measured" (use_paths); the file that keeps measured choices.
+    path_rule = "fewest-macs"
+    path_file: Path | None = None
 
     def __init__(
         self,
@@ -103,6 +114,7 @@ class MoEConv2d(RoutingHooks, nn.Module):
         init_bank(self.weight.view(-1, *shape[1:]), lambda t: nn.init.kaiming_normal_(t, nonlinearity="relu"))
         self.bias = nn.Parameter(torch.zeros(num_experts, out_channels)) if bias else None  # (E, Co)
         self.router = nn.Linear(in_channels, num_experts)
+        self.paths_ran: dict[tuple[int, ...], str] = {}  # input shape -> the path its last call ran (own_macs)
 
     @classmethod
     def from_conv(cls, conv: nn.Conv2d, num_experts: int, top_k: int, noise: float, **routing) -> MoEConv2d:
@@ -171,15 +183,10 @@ class MoEConv2d(RoutingHooks, nn.Module):
         return self.top_k + positions < self.top_k * positions
 
     def own_macs(self, shapes) -> int:
-        """Multiply-adds as executed (see repro.models.flops), on whichever path runs."""
+        """Multiply-adds as executed (see repro.models.flops), on the path that ran for this input shape."""
         (x, *_), out = shapes
-        fan_in = self.in_channels // self.groups * math.prod(self.kernel_size)
-        bank = self.out_channels * fan_in  # W
-        conv = math.prod(out) * fan_in  # one convolution for the batch
-        if self.mixes_kernels(math.prod(out[2:])):
-            biases = x[0] * self.top_k * self.out_channels if self.bias is not None else 0  # (B, 1, K) @ (B, K, Co)
-            return x[0] * self.top_k * bank + biases + conv  # (B, 1, K) @ (B, K, W), then one grouped convolution
-        return self.top_k * conv  # each sample through its k selected banks
+        positions = math.prod(out[2:])
+        return PATHS[self.paths_ran.get(tuple(x), fewest_macs(self, positions))].macs(self, x[0], positions)
 
     def macs(self, shapes) -> int:
         """Multiply-adds of one call with the router's: what repro.models.flops counts for this module and its children."""
@@ -188,16 +195,10 @@ class MoEConv2d(RoutingHooks, nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:  # (B, Ci, H, W) -> (B, Co, H', W')
         logits, g, top_i = self.route(x)
-        size = [(n + 2 * p - d * (k - 1) - 1) // s + 1  # H', W'
-                for n, p, d, k, s in zip(x.shape[2:], self.padding, self.dilation, self.kernel_size, self.stride)]
-        if self.mixes_kernels(size[0] * size[1]):
-            y = self._mixed_kernels(x, g, top_i)
-        elif self.small_maps and small_maps.path(tuple(x.shape[2:]), self.kernel_size, self.stride, self.padding,
-                                                 self.dilation, self.groups) == "matmul":
-            x_taps, w_taps = small_maps.taps(x, self.weight, self.padding, self.dilation)  # once, not per expert
-            y = self._per_expert(x, g, top_i, size, x_taps, w_taps)
-        else:
-            y = self._per_expert(x, g, top_i, size)
+        size = output_size(self, x)
+        path = choose(self, x, g, top_i, size[0] * size[1], torch.compiler.is_compiling())
+        y = PATHS[path].run(self, x, g, top_i)
+        self.paths_ran[tuple(x.shape)] = path
         probs = torch.softmax(logits.detach(), dim=-1)  # (B, E)
         mask = torch.zeros_like(probs).scatter(-1, top_i, 1.0)  # M (B, E); a padded slot repeats a taken expert
         if self.training and (self.load_balance_weight or self.entropy_weight):
@@ -209,39 +210,16 @@ class MoEConv2d(RoutingHooks, nn.Module):
     def _conv(self, *args, **kwargs) -> torch.Tensor:
         return (small_maps.conv2d if self.small_maps else F.conv2d)(*args, **kwargs)
 
-    def _mixed_kernels(self, x: torch.Tensor, g: torch.Tensor, top_i: torch.Tensor) -> torch.Tensor:
-        b = x.shape[0]
-        banks = self.weight.flatten(1).index_select(0, top_i.flatten()).view(b, self.top_k, -1)  # (B, K, W)
-        w = torch.bmm(g.unsqueeze(1), banks)  # (B, 1, K) @ (B, K, W) -> (B, 1, W)
-        bias = None
-        if self.bias is not None:
-            bias = torch.bmm(g.unsqueeze(1), self.bias.index_select(0, top_i.flatten()).view(b, self.top_k, -1))
-            bias = bias.flatten()  # (B, 1, K) @ (B, K, Co) -> (B*Co,)
-        y = self._conv(
-            x.reshape(1, b * self.in_channels, *x.shape[2:]),  # (1, B*Ci, H, W)
-            w.reshape(b * self.out_channels, *self.weight.shape[2:]),  # (B*Co, Ci/g, kh, kw)
-            bias, stride=self.stride, padding=self.padding, dilation=self.dilation, groups=b * self.groups,
-        )  # (1, B*Co, H', W')
-        return y.reshape(b, self.out_channels, *y.shape[2:])
 
-    def _per_expert(self, x: torch.Tensor, g: torch.Tensor, top_i: torch.Tensor, size: list[int],
-                    x_taps: torch.Tensor | None = None, w_taps: torch.Tensor | None = None) -> torch.Tensor:
-        """Each sample through its k banks. A 1x1 output on the small-map path passes the taps inside the input
-        (small_maps.taps): the banks' convolutions are then unpadded, as large as their input."""
-        gates = torch.zeros(x.shape[0], self.num_experts, dtype=g.dtype, device=g.device).scatter_add(-1, top_i, g)
-        out = x.new_zeros(x.shape[0], self.out_channels, *size)  # (B, Co, H', W')
-        weight, conv = self.weight, dict(stride=self.stride, padding=self.padding, dilation=self.dilation)
-        if x_taps is not None:
-            x, weight, conv = x_taps, w_taps, dict(stride=1, padding=0, dilation=1)
-        banks = weight.unbind(0)  # one gradient stack, not a full-size zero gradient per expert (ExpertBank.views)
-        biases = self.bias.unbind(0) if self.bias is not None else [None] * self.num_experts
-        for e in range(self.num_experts):
-            rows = (top_i == e).any(-1).nonzero().flatten()  # samples that selected expert e
-            if rows.numel():
-                y = self._conv(x[rows], banks[e], biases[e], groups=self.groups, **conv)
-                y = gates[rows, e, None, None, None] * y  # float32 under CUDA autocast, whose softmax is float32
-                out = out.index_add(0, rows, y.to(out.dtype))
-        return out
+def use_paths(model: nn.Module, rule: str, choice_file: Path | None = None) -> int:
+    """Give every MoEConv2d of `model` the path rule `rule` (repro.models.moe_conv_choice.RULES), in place, with
+    the file that keeps measured choices; returns how many layers changed."""
+    if rule not in RULES:
+        raise ValueError(f"unknown MoEConv2d path rule {rule!r}; expected one of {', '.join(RULES)}")
+    layers = [m for m in model.modules() if isinstance(m, MoEConv2d)]
+    for m in layers:
+        m.path_rule, m.path_file = rule, choice_file
+    return len(layers)
 
 
 FROZEN_PREFIXES = tuple(f"net.{name}." for name in MoEConvBackboneConfig.frozen)

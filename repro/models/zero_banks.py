@@ -1,5 +1,9 @@
 """Models built to be counted, not trained: their expert banks hold zeros instead of random values.
 
+The same context marks a forward pass that is counted (repro.models.flops enters it): a layer with
+several exact paths then runs its fewest-multiply-add one (MoEConv2d, repro.models.moe_conv_choice), so
+a count never depends on what this machine runs fastest.
+
 A FLOP count, a parameter count or a layer's shapes depend on which experts a sample runs, never
 on what those experts hold: routers, gates and the backbone decide the dispatch, and they keep
 their own initialisation (a ReLU-routed head still opens gates per input). Drawing random values
@@ -31,6 +35,7 @@ def built_for_counting() -> Iterator[None]:
 
 
 def counting() -> bool:
+    """Whether a model is being built, or run, to be counted."""
     return _COUNTING.get()
 
 

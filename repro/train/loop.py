@@ -65,7 +65,8 @@ class RunData:
 @dataclass(frozen=True)
 class Engine:
     """Speed choices, from the switches REPRO_CHANNELS_LAST, REPRO_COMPILE, REPRO_SMALL_MAPS (auto, 1, 0),
-    REPRO_DISPATCH (auto, loop, batched) and REPRO_BF16_CPU (0 by default), resolved for a run and its device.
+    REPRO_DISPATCH (auto, loop, batched), REPRO_BF16_CPU (0 by default) and REPRO_MOE_CONV (auto, measured,
+    fewest-macs), resolved for a run and its device.
 
     auto: channels-last convolutions everywhere (faster from 32 px up, neutral at 16 px); the backbone
     compiled on CUDA only (on a CPU it compiled long and ran no faster); batched sparse dispatch on CUDA only
@@ -73,7 +74,8 @@ class Engine:
     and only where the row leaves `dispatch` unset; convolutions on maps smaller than their kernel by
     faster exact paths on the CPU (repro.models.small_maps; not measured on CUDA, so off there); the
     measurements: docs/performance.md. A recipe's bf16 autocast runs on CUDA; REPRO_BF16_CPU=1 runs it on
-    the CPU too, the nearest CPU equivalent of the CUDA path (slower there, so off by default).
+    the CPU too, the nearest CPU equivalent of the CUDA path (slower there, so off by default). MoEConv2d
+    runs the exact path measured time chooses, on every device (repro.models.moe_conv_choice; auto: measured).
     """
 
     channels_last: bool = False
@@ -81,6 +83,7 @@ class Engine:
     dispatch: str | None = None  # replaces the sparse head's default dispatch
     bf16_cpu: bool = False  # a bf16 recipe autocasts on the CPU as it does on CUDA
     small_maps: bool = False  # convolutions on maps smaller than their kernel: repro.models.small_maps
+    moe_conv: str = "fewest-macs"  # MoEConv2d's path rule: repro.models.moe_conv_choice
 
 
 def _switch(value: bool | None, auto: bool) -> bool:
@@ -97,7 +100,8 @@ def resolve_engine(cfg: RunConfig, device: torch.device, switches: EngineSwitche
         choice = switches.dispatch
         dispatch = ("batched" if cuda else None) if choice == "auto" else choice
     return Engine(_switch(switches.channels_last, True), _switch(switches.compile, cuda), dispatch,
-                  _switch(switches.bf16_cpu, False), _switch(switches.small_maps, not cuda))
+                  _switch(switches.bf16_cpu, False), _switch(switches.small_maps, not cuda),
+                  "measured" if switches.moe_conv == "auto" else switches.moe_conv)
 
 
 def pretrained_source(cfg: RunConfig, settings: Settings = Settings()) -> bool | Path:
@@ -123,6 +127,11 @@ def build_engine_model(cfg: RunConfig, engine: Engine, settings: Settings = Sett
         to_channels_last(model)
     if engine.small_maps:
         small_maps.use_small_maps(model)
+    if engine.moe_conv != "fewest-macs":
+        from repro.models.moe_conv import use_paths
+        from repro.models.moe_conv_choice import choice_file
+
+        use_paths(model, engine.moe_conv, choice_file(settings.cache))
     return model
 
 
@@ -499,12 +508,20 @@ def _train(cfg: RunConfig, device: torch.device, data_dir: Path | None, checkpoi
     dtype = autocast_dtype(cfg, device, engine)
     executed = {**asdict(engine), "compile": engine.compile and not compile_error, "compile_error": compile_error,
                 "autocast": str(dtype).removeprefix("torch.") if dtype is not None else None,
-                **world.describe(cfg.batch_size)}
+                **world.describe(cfg.batch_size), **_paths_ran(model)}
     chance = 1.0 / (data.classes or spec.num_classes)
     # Which input path fed the model (repro.data: tensor_<device>, pil, decode_cpu, decode_cuda).
     data_path = {"pipeline": getattr(data.train, "pipeline", None), "workers": getattr(data.train, "workers", None)}
     return {**_summary(cfg, history, data.source, frozen, elapsed, chance, settings.cache), "engine": executed,
             "input": data_path, "timings": watch.as_dict()}
+
+
+def _paths_ran(model: nn.Module) -> dict[str, Any]:
+    """{"moe_conv_paths": {layer: {input shape "BxCxHxW": the exact path its last call of that shape ran}}} for a
+    model with MoEConv2d layers (repro.models.moe_conv_choice), else {}: which rounding a run's numbers carry."""
+    ran = {name: {"x".join(map(str, shape)): path for shape, path in m.paths_ran.items()}
+           for name, m in model.named_modules() if isinstance(getattr(m, "paths_ran", None), dict)}
+    return {"moe_conv_paths": ran} if ran else {}
 
 
 def _routing(last: dict[str, Any]) -> dict[str, Any]:

@@ -24,10 +24,12 @@ def test_bench_train_same_steps_both_paths_and_a_consistent_ratio():
 def test_engine_defaults_per_device_and_overrides(monkeypatch):
     cfg = bench_config("cifar10", 64, 32, 0, None)
     auto = Settings.read({}).engine
-    assert resolve_engine(cfg, CPU, auto) == Engine(channels_last=True, compile=False, dispatch=None, small_maps=True)
+    assert resolve_engine(cfg, CPU, auto) == Engine(channels_last=True, compile=False, dispatch=None, small_maps=True,
+                                                    moe_conv="measured")
     assert resolve_engine(cfg, torch.device("cuda"), auto) == Engine(channels_last=True, compile=True,
-                                                                     dispatch="batched")
-    switches = Settings.read({"REPRO_DISPATCH": "batched", "REPRO_CHANNELS_LAST": "0", "REPRO_SMALL_MAPS": "0"}).engine
+                                                                     dispatch="batched", moe_conv="measured")
+    switches = Settings.read({"REPRO_DISPATCH": "batched", "REPRO_CHANNELS_LAST": "0", "REPRO_SMALL_MAPS": "0",
+                              "REPRO_MOE_CONV": "fewest-macs"}).engine
     assert resolve_engine(cfg, CPU, switches) == Engine(channels_last=False, compile=False, dispatch="batched")
     explicit = bench_config("cifar10", 64, 32, 0, None)
     explicit = explicit.__class__(**{**explicit.to_dict(), "head": {"name": "sparse_moe", "params": {"dispatch": "loop"}}})
