@@ -1,6 +1,7 @@
 """The command line end to end on Table 6 (analytic, seconds)."""
 
 import json
+import re
 import shutil
 
 import pytest
@@ -76,6 +77,9 @@ def test_list_and_flops(results_dir, tmp_path, monkeypatch):
     checked = runner.invoke(app, ["flops", "table6"])
     assert checked.exit_code == 0, checked.output
     assert "analytic = fvcore = torch/2 for every module" in checked.output
+    said = " ".join(checked.output.split())  # Table 6's backbone MoE rows, k = 2 (mixing) and k = 1 (the loop)
+    assert re.search(r"MoEConv2d layers are counted on their fewest-multiply-add path: mixed \(\d+\), "
+                     r"per-expert \(\d+\)\. Training runs the exact path measured time chooses", said)
 
 
 @pytest.mark.slow

@@ -10,6 +10,7 @@ from repro.core.settings import Settings
 from repro.plan.manifest import Row
 from repro.spec.profiles import Profile
 from repro.models import BACKBONES, Component
+from repro.models.moe_conv_paths import PATHS
 from repro.plan.run_config import resolve
 from repro.train.loop import Engine, autocast_dtype, build_engine_model, compile_backbone, train_run
 
@@ -96,6 +97,9 @@ def test_backbone_moe_routing_of_every_layer_reaches_the_record(tmp_path):
         assert 0 <= stats["usage_entropy"] <= math.log(8) + 1e-6
     assert "expert_usage" not in record["routing"]  # the dense head routes nothing
     assert record["history"][-1]["routing_layers"] == layers
+    paths = record["engine"]["moe_conv_paths"]  # which exact path each layer ran (measured time chose it)
+    assert sorted(paths) == expected and record["engine"]["moe_conv"] == "measured"
+    assert all(shapes and set(shapes.values()) <= set(PATHS) for shapes in paths.values())
 
 
 def test_schedules_come_from_the_generic_hook():

@@ -7,6 +7,8 @@
     train     end-to-end training images/s, fast path against the usual way (repro.bench.train)
     capacity  the greedy capacity assignment (Section 3.3) per batch against the
               batched expert forward it feeds (repro.bench.heads)
+    moe-conv  MoEConv2d's training step on each exact path and on the one measured time
+              chooses, against its dense convolution (repro.bench.moe_conv)
     smoke     `verify-all --profile smoke` in a fresh folder with an empty cache: its phase
               table, wall and CPU seconds, and the ratio to this machine's previous run
               (repro.bench.smoke, phases from repro.results.timings)

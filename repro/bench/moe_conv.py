@@ -9,8 +9,9 @@ alternate who goes first so machine noise falls on all; a path's ratio is the me
 time over the dense convolution's in the same round. With `compiled`, torch.compile's kernels of the
 paths of static shapes join them (their compilation is not timed).
 
-Before timing, every path's output and gradients are compared with the fewest-multiply-add path's (the
-one FLOP counts count): the largest difference relative to the largest value, float rounding only.
+Before timing, every path's output and gradients are compared with the same layer's in float64: the largest
+difference relative to the largest value, float rounding only. The router's gradient is the largest: a sum
+over the batch of terms that cancel through the softmax.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from torch import nn
 from repro.models.moe_conv import MoEConv2d
 from repro.models.moe_conv_paths import PATHS
 
-TOLERANCE = {torch.float32: 1e-4, torch.bfloat16: 3e-2}  # relative differences float rounding stays under
+TOLERANCE = 1e-3  # float32's rounding stays below this, relative to the largest value (the router's up to 2.4e-4)
 GOAL = 2.5  # the layer as training builds it, over its dense convolution (issue 46)
 
 
@@ -50,7 +51,7 @@ class Row:
     ms: list[float]  # a step, per round
     ratios: list[float]  # over the dense convolution's step in the same round
     macs: int  # forward multiply-adds of the batch (the path's count)
-    diff: float  # largest relative difference of output and gradients from the fewest-MAC path's
+    diff: float  # largest relative difference of output and gradients from float64's
 
     @property
     def ratio(self) -> float:
@@ -87,7 +88,7 @@ def _step(module: nn.Module, x: torch.Tensor, grad: torch.Tensor) -> list[torch.
 
 
 def _relative(a: list[torch.Tensor], b: list[torch.Tensor]) -> float:
-    return max(((u.float() - v.float()).abs().max() / u.float().abs().max().clamp_min(1e-30)).item()
+    return max(((u - v.double()).abs().max() / u.abs().max().clamp_min(1e-30)).item()
                for u, v in zip(a, b))
 
 
@@ -127,11 +128,14 @@ def _bench(shape: Shape, threads: int, rounds: int, steps: int, channels_last: b
             modules.pop(f"compiled {name}", None)
             skipped[f"compiled {name}"] = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
     layer.path_rule = "measured"  # the layer as training builds it (repro.train.loop.Engine.moe_conv)
-    reference = _step(modules["mixed"], x, grad)
+    exact = copy.deepcopy(layer).double()
+    exact.path_rule = "fewest-macs"
+    reference = _step(exact, x.detach().double().requires_grad_(), grad.double())
     _step(layer, x, grad)  # the first call measures the candidates, untimed
     pick = layer.paths_ran[tuple(x.shape)]
     modules["chosen"] = layer
     diffs = {name: 0.0 if name == "dense" else _relative(reference, _step(m, x, grad)) for name, m in modules.items()}
+    del exact, reference
 
     ms: dict[str, list[float]] = {name: [] for name in modules}
     names = list(modules)
@@ -149,5 +153,5 @@ def _bench(shape: Shape, threads: int, rounds: int, steps: int, channels_last: b
         macs = dense_macs if name == "dense" else PATHS[path].macs(layer, batch, positions)
         rows.append(Row(name, ms[name], [a / d for a, d in zip(ms[name], ms["dense"])], macs, diffs[name]))
     return MoEConvBench(shape, threads, "channels-last" if channels_last else "contiguous", rows, pick,
-                        TOLERANCE[x.dtype], skipped, (load, os.getloadavg()[0]))
+                        TOLERANCE, skipped, (load, os.getloadavg()[0]))
 

@@ -188,7 +188,8 @@ def moe_conv_cmd(batch: int = typer.Option(64), channels: int = typer.Option(256
     dense_macs = r.rows[0].macs
     for row in r.rows:
         label = f"chosen: {r.chosen}" if row.path == "chosen" else row.path
-        grid.add(label, _fmt(statistics.median(row.ms)), f"{row.ratio:.2f}x", f"{row.macs / dense_macs:.2f}x",
+        ms = statistics.median(row.ms)
+        grid.add(label, f"{ms:.0f}" if ms >= 100 else _fmt(ms), f"{row.ratio:.2f}x", f"{row.macs / dense_macs:.2f}x",
                  f"{row.diff:.1e}")
     print_grid(grid, f"MoEConv2d forward + backward, {shape.describe()}, {r.layout}, {threads} thread(s), "
                      f"median of {rounds} rounds of {steps} steps")
@@ -197,8 +198,8 @@ def moe_conv_cmd(batch: int = typer.Option(64), channels: int = typer.Option(256
     chosen_ratio = r.rows[-1].ratio
     show(f"Ratio: the step's time over nn.Conv2d's of the same shape in the same round (median over rounds). "
          f"MACs: the path's forward multiply-adds over the convolution's. Diff: the largest difference of the "
-         f"output and gradients from the mixed path's, relative to the largest value (float rounding below "
-         f"{r.tolerance:.0e}). Load {r.load[0]:.1f} -> {r.load[1]:.1f} (1-minute average).")
+         f"output and gradients from the layer's in float64, relative to the largest value (float rounding "
+         f"below {r.tolerance:.0e}). Load {r.load[0]:.1f} -> {r.load[1]:.1f} (1-minute average).")
     show(f"chosen path {chosen_ratio:.2f}x the dense convolution: goal <= {GOAL}x {'met' if chosen_ratio <= GOAL else 'NOT met'}")
     if r.disagreeing:
         show(f"paths disagree beyond float rounding: {', '.join(row.path for row in r.disagreeing)}")
