@@ -73,6 +73,18 @@ def test_measured_runs_the_fastest_once_per_key(timed):
     assert len(calls) == 3 and m.paths_ran[(3, 6, 8, 8)] == "gate-mm"  # kept, not timed again
 
 
+def test_the_fewest_multiply_add_path_stays_unless_another_is_clearly_faster(timed):
+    calls, times = timed
+    times.update({"mixed": 1.0, "gate-mm": 0.97, "unfolded": 0.99})  # within noise of the fewest-MAC path
+    m = layer()
+    use_paths(m, "measured")
+    m(torch.randn(4, 6, 8, 8))
+    assert m.paths_ran[(4, 6, 8, 8)] == "mixed"
+    times["gate-mm"] = 0.9
+    m(torch.randn(5, 6, 8, 8))
+    assert m.paths_ran[(5, 6, 8, 8)] == "gate-mm"
+
+
 def test_counting_deterministic_mode_and_a_single_sample_forward_take_the_fewest_macs(timed):
     m = layer()
     use_paths(m, "measured")

@@ -1,6 +1,6 @@
 """Which of MoEConv2d's exact paths (repro.models.moe_conv_paths) runs: by rule, or by measured time.
 
-A layer's rule (MoEConv2d.path_rule; `set_path_rule` sets a whole model's):
+A layer's rule (MoEConv2d.path_rule; repro.models.moe_conv.use_paths sets a whole model's):
 
     fewest-macs  the path of fewest multiply-adds: `mixed` where mixing K banks a sample costs less than K
                  convolutions (K*W + P*W < K*P*W), else `per-expert`. The default, what every FLOP count counts,
@@ -8,7 +8,8 @@ A layer's rule (MoEConv2d.path_rule; `set_path_rule` sets a whole model's):
     measured     as cudnn.benchmark chooses convolution algorithms: on the first call of each key (the layer's
                  shape; the input's shape, memory format and dtype; autocast; the device and its threads; with
                  a backward or without) every candidate path runs that call's input, forward and, where
-                 gradients are on, backward, and the fastest is kept: in this process, and in a choice file
+                 gradients are on, backward, and the fastest is kept (the fewest-macs path unless another
+                 takes less than MARGIN of its time: no switch for noise): in this process, and in a choice file
                  when one is given (repro.core.cache), so a resumed run and a run's other processes take the
                  same path. The training engine's rule (repro.train.loop.Engine.moe_conv).
     <a path>     that path always (the benches and the tests).
@@ -38,8 +39,9 @@ if TYPE_CHECKING:
     from repro.models.moe_conv import MoEConv2d
 
 RULES = ("fewest-macs", "measured", *PATHS)
-ROUNDS = 3  # timed calls of each candidate after one untimed (allocator, oneDNN's primitives)
-DROP = 2.0  # a candidate slower than this times the fastest after the first round is not timed again
+ROUNDS = 4  # timed calls of each candidate after one untimed (allocator, oneDNN's primitives), interleaved
+DROP = 4.0  # a candidate this many times slower than the fastest in the first round is not timed again
+MARGIN = 0.95  # another path replaces the fewest-multiply-add one only where it takes less than this of its time
 
 _chosen: dict[str, str] = {}  # key -> path, this process's choices
 _files: dict[Path, dict] = {}  # choice file -> its entries, read once
@@ -80,12 +82,12 @@ def choose(m: MoEConv2d, x: torch.Tensor, g: torch.Tensor, top_i: torch.Tensor, 
     backward = torch.is_grad_enabled() and (x.requires_grad or m.weight.requires_grad)
     if not backward and x.shape[0] == 1:
         return fewest
-    return _measured(m, x, g, top_i, backward, compiling)
+    return _measured(m, x, g, top_i, backward, compiling, fewest)
 
 
 @torch.compiler.disable  # timing runs eagerly, between a compiled graph's parts
 def _measured(m: MoEConv2d, x: torch.Tensor, g: torch.Tensor, top_i: torch.Tensor, backward: bool,
-              compiling: bool) -> str:
+              compiling: bool, fewest: str) -> str:
     k = key(m, x, backward) + (" | compiled" if compiling else "")
     if k in _chosen:
         return _chosen[k]
@@ -94,7 +96,8 @@ def _measured(m: MoEConv2d, x: torch.Tensor, g: torch.Tensor, top_i: torch.Tenso
         _chosen[k] = entries[k]["path"]
         return _chosen[k]
     times = measure(m, x, g, top_i, backward, candidates(compiling))
-    _chosen[k] = min(times, key=times.get)
+    fastest = min(times, key=times.get)
+    _chosen[k] = fastest if fewest not in times or times[fastest] < MARGIN * times[fewest] else fewest
     if m.path_file is not None:
         _save(m.path_file, k, {"path": _chosen[k], "ms": {n: round(1000 * t, 3) for n, t in times.items()}})
     return _chosen[k]
