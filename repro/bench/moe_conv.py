@@ -80,10 +80,13 @@ def _layer(shape: Shape, seed: int) -> tuple[nn.Conv2d, MoEConv2d]:
     return conv, MoEConv2d.from_conv(conv, shape.experts, shape.top_k, noise=0.1).train()
 
 
-def _step(module: nn.Module, x: torch.Tensor, grad: torch.Tensor) -> list[torch.Tensor]:
-    """Forward, then the gradients of the input and every parameter (returned, not accumulated)."""
+def _step(module: nn.Module, x: torch.Tensor, grads: dict[bool, torch.Tensor]) -> list[torch.Tensor]:
+    """Forward, then the gradients of the input and every parameter (returned, not accumulated). The output's
+    gradient comes in the output's memory format, as the layer after it (a BatchNorm) gives it: `grads`, by
+    whether the output is channels-last."""
     y = module(x)
     inputs = [x, *(p for p in module.parameters() if p.requires_grad)]
+    grad = grads[y.dim() == 4 and y.is_contiguous(memory_format=torch.channels_last) and not y.is_contiguous()]
     return [y.detach(), *torch.autograd.grad(y, inputs, grad)]
 
 
@@ -113,6 +116,7 @@ def _bench(shape: Shape, threads: int, rounds: int, steps: int, channels_last: b
         x, grad = (t.contiguous(memory_format=torch.channels_last) for t in (x, grad))
         conv = conv.to(memory_format=torch.channels_last)
     x.requires_grad_()
+    grads = {True: grad.contiguous(memory_format=torch.channels_last), False: grad.contiguous()}
     modules: dict[str, nn.Module] = {"dense": conv}
     for name in PATHS:
         modules[name] = copy.deepcopy(layer)
@@ -123,18 +127,18 @@ def _bench(shape: Shape, threads: int, rounds: int, steps: int, channels_last: b
         module.path_rule = name
         try:
             modules[f"compiled {name}"] = torch.compile(module)
-            _step(modules[f"compiled {name}"], x, grad)  # compiles here, untimed
+            _step(modules[f"compiled {name}"], x, grads)  # compiles here, untimed
         except Exception as exc:  # inductor needs a C++ compiler on a CPU: say why, bench the rest
             modules.pop(f"compiled {name}", None)
             skipped[f"compiled {name}"] = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
     layer.path_rule = "measured"  # the layer as training builds it (repro.train.loop.Engine.moe_conv)
     exact = copy.deepcopy(layer).double()
     exact.path_rule = "fewest-macs"
-    reference = _step(exact, x.detach().double().requires_grad_(), grad.double())
-    _step(layer, x, grad)  # the first call measures the candidates, untimed
+    reference = _step(exact, x.detach().double().requires_grad_(), {k: v.double() for k, v in grads.items()})
+    _step(layer, x, grads)  # the first call measures the candidates, untimed
     pick = layer.paths_ran[tuple(x.shape)]
     modules["chosen"] = layer
-    diffs = {name: 0.0 if name == "dense" else _relative(reference, _step(m, x, grad)) for name, m in modules.items()}
+    diffs = {name: 0.0 if name == "dense" else _relative(reference, _step(m, x, grads)) for name, m in modules.items()}
     del exact, reference
 
     ms: dict[str, list[float]] = {name: [] for name in modules}
@@ -143,7 +147,7 @@ def _bench(shape: Shape, threads: int, rounds: int, steps: int, channels_last: b
         for name in names[r % len(names):] + names[:r % len(names)]:
             start = time.perf_counter()
             for _ in range(steps):
-                _step(modules[name], x, grad)
+                _step(modules[name], x, grads)
             ms[name].append(1000 * (time.perf_counter() - start) / steps)
     batch, positions = shape.batch, shape.size * shape.size
     dense_macs = batch * shape.channels * positions * shape.channels * 9
