@@ -165,7 +165,7 @@ def test_no_import_cycle_inside_repro():
 @pytest.mark.parametrize("module", ["repro.cli", "repro.report", "repro.report.summary", "repro.plan.manifest",
                                     "repro.claims", "repro.results.measurements", "repro.results", "repro.results.frames",
                                     "repro.report.compare", "repro.cost.estimate", "repro.cost.plan",
-                                    "repro.cost.cost_tables", "repro.execution", "repro.execution.options"])
+                                    "repro.cost.tables", "repro.execution", "repro.execution.options"])
 @pytest.mark.slow
 def test_light_modules_do_not_import_torch(module):
     code = f"import sys, {module}; bad = [m for m in ('torch', 'torchvision') if m in sys.modules]; print(bad)"

@@ -16,8 +16,8 @@ import json
 import sys
 from pathlib import Path
 
-from repro.cost.cpu_reference import REFERENCE_FILE
-from repro.cost.reference_build import build, dumps
+from repro.cost.cpu_reference import REFERENCE_FILE, dumps
+from repro.cost.fit import build_cpu_reference
 from repro.core.fsutil import atomic_write_text
 from repro.plan.manifest import load_all
 from repro.results.timings import machine, machine_key
@@ -36,6 +36,6 @@ if __name__ == "__main__":
     if len(sys.argv) < 2:
         sys.exit(__doc__)
     folders = [Path(p) for p in sys.argv[1:]]
-    doc = build(folders, load_all(), runs_commit(folders), machine_key(machine()))
+    doc = build_cpu_reference(folders, load_all(), runs_commit(folders), machine_key(machine()))
     atomic_write_text(REFERENCE_FILE, dumps(doc))
     print(f"wrote {REFERENCE_FILE}: {len(doc['runs'])} runs, {doc['fit']}; rates {doc['rates']}")

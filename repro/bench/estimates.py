@@ -1,6 +1,6 @@
 """How well the fitted cost model predicts what a results folder measured: estimate / measured ratios.
 
-The model is fitted (repro.cost.fit, repro.cost.wall_time) to the folder's records, but, with `fit_on`,
+The model is fitted (repro.cost.fit) to the folder's records, but, with `fit_on`,
 not to the runs and tables of `profile` outside those tables: they are held out, as the tables still to
 run are when `repro list --results-dir` estimates them after the first ones ran. Each table of the profile
 with a measured time gets its estimate / measured ratio, each held-out run its predicted / measured
@@ -15,10 +15,10 @@ import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from repro.cost.wall_time import BASES, command_time, fit_rates
-from repro.cost.vs_measured import Compared, compare_commands, compare_tables
 from repro.cost.estimate import CostModel
-from repro.cost.fit import fit_model
+from repro.cost.fit import fit_model, fit_rates
+from repro.cost.taken import Compared, compare_commands, compare_tables
+from repro.cost.wall_time import BASES, command_time
 from repro.cost.measured import FolderTimes, read_folder
 from repro.plan.table_plan import Plans, TablePlan
 

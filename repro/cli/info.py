@@ -43,10 +43,9 @@ def list_manifests(executor: str = ExecutorOpt, gpus: int = GpusOpt, runs_per_gp
                                                   "from.")) -> None:
     """Manifests, what each reproduces, and what each profile costs: runs, epochs, device time, wall time, each
     figure fitted to the run records in --results-dir, measured (this CPU, a calibration file) or a reference."""
-    from repro.cost.vs_measured import lines
     from repro.cost.fit import fit_folder
-    from repro.cost.cost_tables import list_table
-    from repro.cost.rate_sources import NOTE as RATES_NOTE, rate_grid, rate_sources
+    from repro.cost.tables import RATES_NOTE, list_table, rate_grid, rate_sources
+    from repro.cost.taken import lines
     from repro.plan.table_plan import plan_all
 
     model = _cost_model(executor, gpus, runs_per_gpu, slurm_max_parallel, data_dir, calibration, reference_gpu)
@@ -75,7 +74,7 @@ def list_manifests(executor: str = ExecutorOpt, gpus: int = GpusOpt, runs_per_gp
         console.print()
         print_grid(rate_grid(rates), f"GPU rates ({gpu.origin}, {gpu.measured_in})")
         show(Text(RATES_NOTE, style="dim"))
-    for line in folder.describe() + lines(plans, model, folder.times, folder.rates):
+    for line in folder.describe() + lines(folder):
         show(Text(line, style="dim"))
 
 
@@ -91,7 +90,7 @@ def plan(ids: list[str] = typer.Argument(None, help="Manifest ids (default: all)
                                         "reads.")) -> None:
     """Per empirical claim: rows, seeds for 80% power, runs and GPU-hours; the claims a budget decides, as profiles."""
     from repro.cost.fit import fit_folder
-    from repro.cost.cost_tables import left_out_line, needs_table, plan_table
+    from repro.cost.tables import left_out_line, needs_table, plan_table
     from repro.cost.estimate import duration, hours
     from repro.cost.plan import BASE_PROFILE, claim_needs, make_plan, protocol_cost, write_plan
     from repro.plan.table_plan import plan_all

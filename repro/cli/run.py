@@ -107,29 +107,34 @@ def _run_all(run, plans: Plans, reporter: Reporter, announce: bool) -> list:
     """Run the tables' plans at the command's profile with `reporter` as their progress: one summary line per
     table, warnings kept for last. `announce`: a line before each table too, with its estimated cost (`repro run`;
     verify-all says less)."""
-    from repro.cost.wall_time import table_line
     from repro.cost.estimate import CostModel
     from repro.cost.fit import fit_folder
+    from repro.cost.wall_time import table_line
 
     started, mine = {}, plans.at(run.options.profile)
     tables = reporter.add_task("tables", total=len(mine)) if len(mine) > 1 else None
-    models: dict[str, tuple] = {}
+    estimates: list = []  # the folder's fit, made once: the estimate `repro list` gives (repro.cost.fit)
+    earlier: set[str] = set()  # the runs of the tables this command started before
 
     def start(plan, ctx) -> None:
         manifest = plan.manifest
         reporter.table, started[manifest.id] = manifest.id, time.monotonic()
         if announce:
+            if not estimates:
+                estimates.append(fit_folder(CostModel.under(run.options.settings), run.options.results_dir, plans))
+            folder = estimates[0]
+            recorded = frozenset(folder.times.runs) | frozenset(earlier)
+            earlier.update(plan.configs())  # trained before the next table starts
             kind = "gpu" if ctx.device.startswith("cuda") else "cpu"
-            if kind not in models:  # fitted once to the records already here, from the caches (no counting)
-                own = run.options.settings
-                fitted = fit_folder(CostModel.under(own, kind=kind, cached_only=True), run.options.results_dir,
-                                    plans)
-                models[kind] = (CostModel.under(own, kind=kind, fitted=fitted.model.fitted,
-                                                exact_sizes=bool(fitted.fits)),
-                                fitted.rates, frozenset(fitted.times.runs))
-            model, rates, recorded = models[kind]
             try:
-                price = f"estimated {table_line(plan, model, rates, recorded)}"
+                line = table_line(plan, folder.model, folder.rates, recorded, startup=len(mine) == 1)
+                if folder.model.device(plan.profile).kind != kind:  # `repro list` prices it on another device
+                    here = CostModel.under(run.options.settings, kind=kind, fitted=folder.model.fitted,
+                                           exact_sizes=folder.model.exact_sizes)
+                    line = (f"{table_line(plan, here, folder.rates, recorded, startup=len(mine) == 1)} on this "
+                            f"{kind.upper()}; on a {'GPU' if kind == 'cpu' else 'CPU'} as `repro list` prices it: "
+                            f"{line}")
+                price = f"estimated {line}"
             except (RuntimeError, MemoryError):  # a model too large to count here: the table's memory check says so
                 price = "not priced: a model of it cannot be counted in this machine's memory"
             reporter.say(f"{manifest.id}: {manifest.title} — profile {run.options.profile}, device {ctx.device}; "

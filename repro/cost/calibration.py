@@ -49,6 +49,11 @@ REFERENCE_GPUS: dict[str, float] = {
 DEFAULT_REFERENCE_GPU = "A100"
 
 
+def cores() -> int:
+    """The cores this process may run on."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
 @dataclass(frozen=True)
 class Throughput:
     """A device's training speed: multiply-adds per second and a fixed cost per optimiser step."""
@@ -64,7 +69,7 @@ class Throughput:
     run_overhead_s: float = 0.0  # per run, outside its epochs (building the model and its data)
     step_param_s: float = 0.0  # per trainable parameter and step (optimiser and gradient memory)
     checkpoint_param_s: float = 0.0  # per parameter a checkpoint holds, per checkpoint (one an epoch but the last)
-    cpu_share: float = 1.0  # a run's CPU seconds per second of its wall time on this machine, as its records show
+    cpu_share: float = 1.0  # a run's CPU seconds per second of its wall time on a quiet machine
     parallel: int = 1  # runs at once the figures hold for (a CPU fitted to runs trained N at a time)
     fitted: bool = False
     label: str = ""  # the From column's words for it (docs/cost-model.md); its basis where empty
@@ -72,7 +77,7 @@ class Throughput:
     # A GPU's fixed costs per run, from a calibration file (repro.cost.gpu_reference):
     compile_s: dict[str, float] = field(default_factory=dict)  # per backbone (gpu_reference.backbone_key)
     data_s_per_value: float = 0.0  # host seconds per value (C x H x W) of a run's in-memory images
-    # Where a calibration file's rates came from (repro.cost.rate_sources shows them):
+    # Where a calibration file's rates came from (repro.cost.tables shows them):
     rate_checks: dict[str, str] = field(default_factory=dict)  # manifest id -> the check behind images_per_s
     model_images_per_s: dict[str, float] = field(default_factory=dict)  # per gpu_reference.model_key
     model_checks: dict[str, str] = field(default_factory=dict)  # model_key -> its check
@@ -96,23 +101,15 @@ class Throughput:
         return self.compile_s.get(backbone_key(backbone), statistics.median(self.compile_s.values()))
 
     @property
-    def measured(self) -> bool:
-        return not self.source.startswith("reference")
-
-    @property
     def basis(self) -> str:
         """What every figure computed from this device is: "fitted" (to run records), "measured" (this CPU's
         benchmark, a GPU calibration file) or "reference" (a data sheet and an assumed efficiency)."""
-        return "fitted" if self.fitted else "measured" if self.measured else "reference"
+        return "fitted" if self.fitted else "reference" if self.source.startswith("reference") else "measured"
 
     @property
     def origin(self) -> str:
         """What the From column says of figures computed from it: "fitted", "CPU reference x1.12", ..."""
         return "fitted" if self.fitted else self.label or self.basis
-
-
-def _cpu_threads() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 def cpu_throughput(speed: Speed | None = None) -> Throughput:
@@ -124,14 +121,13 @@ def cpu_throughput(speed: Speed | None = None) -> Throughput:
     ref = shipped.load()
     factor = speed.factor if speed is not None else 1.0
     if ref is None:
-        macs = CPU_REFERENCE_MACS_PER_CORE * _cpu_threads()
-        return Throughput("cpu", "cpu", macs / factor, CPU_STEP_OVERHEAD_S * factor,
+        return Throughput("cpu", "cpu", CPU_REFERENCE_MACS_PER_CORE * cores() / factor, CPU_STEP_OVERHEAD_S * factor,
                           f"reference, not measured: {CPU_REFERENCE_MACS_PER_CORE / 1e9:.0f} GMAC/s per core x "
-                          f"{_cpu_threads()} (a 2-core x86-64 CI machine)", label="CPU guess", speed=factor)
+                          f"{cores()} (a 2-core x86-64 CI machine)", label="CPU guess", speed=factor)
     scaled = f"; x {speed.describe()}" if speed is not None else "; not scaled: no speed factor kept (`repro bench speed`)"
     return Throughput("cpu", "cpu", ref.macs_per_s / factor, ref.step_overhead_s * factor, ref.source + scaled,
-                      run_seconds={h: s * factor for h, s in ref.run_seconds().items()},
-                      run_overhead_s=ref.run_overhead_s * factor, cpu_share=ref.cpu_share, parallel=_cpu_threads(),
+                      run_seconds={r.hash: r.cpu_s * factor for r in ref.runs},
+                      run_overhead_s=ref.run_overhead_s * factor, cpu_share=ref.cpu_share, parallel=cores(),
                       label=speed.label if speed is not None else "CPU reference", speed=factor)
 
 
@@ -148,33 +144,32 @@ def local_gpu_name(visible_gpus: str | None = None) -> str | None:
     return None
 
 
+def _peak_key(name: str) -> str | None:
+    """The peak table's key a GPU's name contains ("NVIDIA A100-SXM4-80GB" -> "A100"), the longest first."""
+    return next((k for k in sorted(REFERENCE_GPUS, key=len, reverse=True) if k.lower() in name.lower()), None)
+
+
 def reference_gpu(name: str | None = None) -> Throughput:
-    """The reference figures for the GPU `name` (a table key or a driver name containing one)."""
+    """The data-sheet figures for the GPU `name` (a table key or a driver name containing one)."""
     wanted = name or DEFAULT_REFERENCE_GPU
-    key = next((k for k in sorted(REFERENCE_GPUS, key=len, reverse=True) if k.lower() in wanted.lower()), None)
-    unknown = key is None
-    key = key or DEFAULT_REFERENCE_GPU
+    key = _peak_key(wanted) or DEFAULT_REFERENCE_GPU
     peak = REFERENCE_GPUS[key]
-    note = f" ({wanted} is not in the table: {key}'s figures)" if unknown else ""
+    note = "" if _peak_key(wanted) else f" ({wanted} is not in the table: {key}'s figures)"
     return Throughput(key, "gpu", peak / 2 * GPU_EFFICIENCY, GPU_STEP_OVERHEAD_S,
                       f"reference, not measured: {key} at {peak / 1e12:.0f} TFLOP/s bf16 peak x {GPU_EFFICIENCY:.2f} "
                       f"efficiency (NVIDIA ResNet-50 v1.5 on A100), {GPU_STEP_OVERHEAD_S * 1e3:.0f} ms a step{note}",
                       label=f"{key} data sheet")
 
 
-def _peak_key(name: str) -> str | None:
-    return next((k for k in sorted(REFERENCE_GPUS, key=len, reverse=True) if k.lower() in name.lower()), None)
-
-
 def from_calibration(cal: GpuCalibration, label: str, source: str, scale: float = 1.0,
                      data_s_per_value: float | None = None) -> Throughput:
     """A GPU priced by a calibration's figures, its rates times `scale` (another GPU's peak over the measured one's;
     the input paths' rates, set by the host's cores, only where unscaled)."""
+    data = cal.data_s_per_value if cal.data_s_per_value is not None else data_s_per_value or 0.0
     return Throughput(cal.device, "gpu", cal.macs_per_s * scale, GPU_STEP_OVERHEAD_S, source,
                       {m: r * scale for m, r in cal.images_per_s.items()}, label=label, compile_s=dict(cal.compile_s),
-                      data_s_per_value=cal.data_s_per_value if cal.data_s_per_value is not None else data_s_per_value or 0.0,
-                      rate_checks=dict(cal.checks), model_images_per_s={k: r * scale for k, r in
-                                                                        cal.model_images_per_s.items()},
+                      data_s_per_value=data, rate_checks=dict(cal.checks),
+                      model_images_per_s={k: r * scale for k, r in cal.model_images_per_s.items()},
                       model_checks=dict(cal.model_checks), inputs=dict(cal.inputs) if scale == 1.0 else {},
                       measured_in=cal.measured_in or str(cal.path))
 
@@ -192,17 +187,17 @@ def gpu_throughput(calibration: str | Path | None = None, gpu: str | None = None
     own = _peak_key(wanted) if wanted else None
     shipped = next((r for r in references if own is not None and _peak_key(r.device) == own),
                    references[0] if references else None)  # that GPU's own measurement, else the newest
-    path = Path(calibration) if calibration else None
-    if path is not None:
+    if calibration:
         try:
-            own = gpu_reference.read(path)
+            mine = gpu_reference.read(Path(calibration))
         except gpu_reference.CalibrationProblem as exc:
             print(f"warning: ignoring the GPU calibration ({exc}); using the reference figures", file=sys.stderr)
         else:
-            borrowed = "" if own.data_s_per_value is not None or shipped is None else \
+            borrowed = "" if mine.data_s_per_value is not None or shipped is None else \
                 "; data preparation: the shipped H200 reference's"
-            return from_calibration(own, "calibration file", f"measured: {path} ({own.device}, {len(own.images_per_s)} "
-                                    f"manifests){borrowed}", data_s_per_value=shipped.data_s_per_value if shipped else None)
+            return from_calibration(mine, "calibration file", f"measured: {calibration} ({mine.device}, "
+                                    f"{len(mine.images_per_s)} manifests){borrowed}",
+                                    data_s_per_value=shipped.data_s_per_value if shipped else None)
     if shipped is None:
         return reference_gpu(wanted)
     here, there = _peak_key(wanted or shipped.device), _peak_key(shipped.device)

@@ -1,22 +1,23 @@
 """The CPU reference: what a CPU run costs on a machine of CI's kind, measured there and shipped as data.
 
 A CPU that has trained nothing here yet (no run records to fit, repro.cost.fit) is priced by
-`cpu_reference.json`, which `tools/write_cpu_reference.py` writes from the results folders of `repro verify-all` at the shipped CPU profiles on one such machine. It holds
+`cpu_reference.json`, which `tools/write_cpu_reference.py` writes (repro.cost.fit.build_cpu_reference) from the
+results folders of `repro verify-all` at the shipped CPU profiles on one such machine. It holds
 
 - each run's CPU seconds there, by config hash: a run it has is priced at what it took;
 - the run model fitted to those runs (repro.cost.fit) in the units a cold estimate has without torch
   (the shipped multiply-adds scaled to the run's resolution, steps, one cost per run), for any other run;
-- the command's phase rates fitted to the folders' timings.json (repro.cost.wall_time.fit_rates);
+- the command's phase rates fitted to the folders' timings.json (repro.cost.fit.fit_rates);
 
 with the machine, the date and the commit they were measured on, which every figure priced by it names.
 A faster or slower machine moves them all in proportion: this CPU's speed factor (repro.cost.speed) scales them.
-repro.cost.reference_build writes it; tests/cost/test_reference.py refits the file's runs and checks that
-today's counts still price them.
+tests/cost/test_reference.py refits the file's runs and checks that today's counts still price them.
 """
 
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -27,6 +28,17 @@ from repro.core.package_data import shipped
 REFERENCE_FILE = shipped("repro.cost", "cpu_reference.json")
 SCHEMA = 1
 RATE_NAMES = ("startup", "flop_model", "workers", "latency", "rest", "report")  # repro.cost.wall_time.Rates
+
+
+def need(obj: Any, key: str, kind: type | tuple[type, ...], where: str = "", prefix: str = "",
+         error: type[ValueError] = ValueError) -> Any:
+    """obj[key] when it is of `kind` (a bool is no number), else `error` naming the key path: how this file, the
+    GPU reference and a calibration file are read (repro.cost.gpu_reference)."""
+    value = obj.get(key) if isinstance(obj, dict) else None
+    if not isinstance(value, kind) or isinstance(value, bool):
+        expected = {str: "a string", dict: "an object", list: "a list", int: "a whole number"}.get(kind, "a number")
+        raise error(f"{prefix}key '{where}{key}': expected {expected}, got {value!r}")
+    return value
 
 
 @dataclass(frozen=True)
@@ -58,44 +70,30 @@ class CpuReference:
         return (f"reference, not measured here: {len(self.runs)} runs and the commands' phases measured on "
                 f"{self.machine}, {self.measured}, commit {self.commit[:12]} (repro/cost/cpu_reference.json)")
 
-    def run_seconds(self) -> dict[str, float]:
-        return {r.hash: r.cpu_s for r in self.runs}
-
 
 def parse(doc: Any) -> CpuReference:
     """The reference a JSON document holds; ValueError naming the key when it is not one."""
-    def need(obj: Any, key: str, kind: type | tuple[type, ...], where: str) -> Any:
-        value = obj.get(key) if isinstance(obj, dict) else None
-        if not isinstance(value, kind) or isinstance(value, bool):
-            expected = {str: "a string", int: "a whole number", dict: "an object", list: "a list"}.get(kind, "a number")
-            raise ValueError(f"key '{where}{key}': expected {expected}, got {value!r}")
-        return value
-
-    if need(doc, "schema", int, "") != SCHEMA:
+    if need(doc, "schema", int) != SCHEMA:
         raise ValueError(f"key 'schema': expected {SCHEMA}, got {doc['schema']!r}")
-    model = need(doc, "run_model", dict, "")
+    model = need(doc, "run_model", dict)
     numbers = {k: float(need(model, k, (int, float), "run_model.")) for k in
                ("macs_per_s", "step_overhead_s", "run_overhead_s", "cpu_share")}
     if not numbers["macs_per_s"] > 0 or not numbers["cpu_share"] > 0:
         raise ValueError("keys 'run_model.macs_per_s' and 'run_model.cpu_share': expected positive numbers")
-    rates = need(doc, "rates", dict, "")
-    runs = []
-    for i, r in enumerate(need(doc, "runs", list, "")):
-        where = f"runs[{i}]."
-        runs.append(RunSample(need(r, "hash", str, where), need(r, "label", str, where),
-                              float(need(r, "macs", (int, float), where)), need(r, "steps", int, where),
-                              float(need(r, "cpu_s", (int, float), where)),
-                              float(need(r, "wall_s", (int, float), where))))
-    return CpuReference(need(doc, "machine", str, ""), need(doc, "measured", str, ""), need(doc, "commit", str, ""),
-                        tuple(runs), **numbers,
-                        rates={k: float(need(rates, k, (int, float), "rates.")) for k in RATE_NAMES if k in rates})
+    rates = need(doc, "rates", dict)
+    runs = tuple(RunSample(need(r, "hash", str, f"runs[{i}]."), need(r, "label", str, f"runs[{i}]."),
+                           float(need(r, "macs", (int, float), f"runs[{i}].")), need(r, "steps", int, f"runs[{i}]."),
+                           float(need(r, "cpu_s", (int, float), f"runs[{i}].")),
+                           float(need(r, "wall_s", (int, float), f"runs[{i}].")))
+                 for i, r in enumerate(need(doc, "runs", list)))
+    return CpuReference(need(doc, "machine", str), need(doc, "measured", str), need(doc, "commit", str), runs,
+                        **numbers, rates={k: float(need(rates, k, (int, float), "rates.")) for k in RATE_NAMES
+                                          if k in rates})
 
 
 @lru_cache(maxsize=None)
 def load(path: Path = REFERENCE_FILE) -> CpuReference | None:
     """The shipped reference, or None (with a warning naming the file) when it is missing or damaged."""
-    import sys
-
     try:
         return parse(json.loads(path.read_text(encoding="utf-8")))
     except FileNotFoundError:
@@ -104,3 +102,10 @@ def load(path: Path = REFERENCE_FILE) -> CpuReference | None:
         print(f"warning: ignoring the CPU reference {path} ({exc}); CPU figures fall back to a per-core guess",
               file=sys.stderr)
         return None
+
+
+def dumps(doc: dict[str, Any]) -> str:
+    """The document as JSON, one line per run, so that a new reference reads as a diff of the runs that moved."""
+    head = json.dumps({k: v for k, v in doc.items() if k != "runs"}, indent=1)
+    runs = ",\n".join("  " + json.dumps(r) for r in doc["runs"])
+    return head[:-2] + ',\n "runs": [\n' + runs + "\n ]\n}\n"

@@ -1,4 +1,4 @@
-"""What a profile costs before it runs: device-hours per run, summed over distinct runs, and wall time.
+"""What runs cost before they run: the one function that prices runs (`CostModel.cost`), and the words for its figures.
 
 A run's time = epochs x (training FLOPs / the device's throughput + steps x a cost per step):
 - training multiply-adds per image ~ 3x the forward pass's (repro.measure.flop_check.estimate_macs:
@@ -8,13 +8,12 @@ A run's time = epochs x (training FLOPs / the device's throughput + steps x a co
 - the throughput of the device that would run the profile (repro.cost.calibration): the CPU reference
   scaled by this CPU's speed factor, for a profile pinned to the CPU; else a GPU, from a calibration file
   or a reference.
-Runs are counted once however many rows and tables share them (their config hash). Wall time
-follows the executor: runs spread longest-first over its parallel slots (GPUs x runs per GPU
-locally, the array's parallelism under Slurm); runs packed onto one GPU share its arithmetic and
-overlap only their per-step overhead. For the shipped manifests nothing here imports torch, even on a
-cold cache: their multiply-adds are shipped (repro.measure.model_macs) and the CPU's figures are the shipped
-reference's; other models' counts, the CPU's speed factor and the datasets' image counts are cached
-(repro.core.cache).
+Runs are counted once however many rows, tables and claims share them (their config hash); so are the fixed
+costs runs share (a backbone's compilation, a stand-in pretraining). Wall time follows the executor: runs
+spread longest-first over its parallel slots (GPUs x runs per GPU locally, the array's parallelism under
+Slurm); runs packed onto one GPU share its arithmetic and overlap only their per-step overhead. For the
+shipped manifests nothing here imports torch, even on a cold cache: their multiply-adds are shipped
+(repro.measure.model_macs) and the CPU's figures are the shipped reference's.
 """
 
 from __future__ import annotations
@@ -26,15 +25,16 @@ from pathlib import Path
 from typing import Iterable, Literal
 
 from repro.core.settings import DEFAULT_CACHE, Settings
-from repro.cost.calibration import Throughput, _cpu_threads, cpu_throughput, gpu_throughput
+from repro.cost.calibration import Throughput, cores, cpu_throughput, gpu_throughput
 from repro.cost.speed import Speed, kept_speed
 from repro.data.sizes import run_split_sizes
 from repro.data.specs import get_dataset
+from repro.measure.flop_check import estimate_macs
+from repro.models import Component
 from repro.plan.run_config import RunConfig
 from repro.plan.table_plan import TablePlan
 from repro.spec.profiles import Profile
-from repro.measure.flop_check import estimate_macs
-from repro.models import Component
+
 
 @dataclass(frozen=True)
 class Executor:
@@ -100,6 +100,9 @@ class Cost:
     device_seconds: float
     wall_seconds: float
     sources: tuple[str, ...] = ()  # throughput and data sources, as shown
+    # Device seconds by what pays them: a run (its hash), or a fixed cost runs share ("compile ...",
+    # "pretraining ..."); what two claims share is paid once (repro.cost.plan).
+    items: dict[str, float] = field(default_factory=dict)
 
     @property
     def device_hours(self) -> float:
@@ -134,6 +137,7 @@ class CostModel:
         return cls(cache=settings.cache, visible_gpus=settings.launch.visible_gpus, **given)
 
     def device(self, profile: Profile) -> Throughput:
+        """The device a profile's runs are priced on: the CPU for a profile pinned to it, else a GPU."""
         return self.of_kind(self.kind or ("cpu" if profile.device == "cpu" else "gpu"))
 
     def of_kind(self, kind: str) -> Throughput:
@@ -163,19 +167,14 @@ class CostModel:
         if macs is None:
             return RunWork(float("nan"), steps, images, data)
         body, head = macs
-        per_image = body + head
         backward = 0 if cfg.backbone_lr_scale == 0 else 2 * body  # a frozen backbone runs forward only
-        work = (per_image + backward + 2 * head) * n_train + per_image * n_test
+        work = (body + head + backward + 2 * head) * n_train + (body + head) * n_test
         return RunWork(cfg.epochs * work, steps, images, data)
 
-    def data_preparation_s(self, cfg: RunConfig, device: Throughput) -> float:
-        """Host seconds making or loading a run's in-memory splits, on a GPU priced by a calibration file
-        (repro.cost.gpu_reference); streamed image folders are read inside the epochs."""
-        spec = get_dataset(cfg.dataset)
-        if not device.data_s_per_value or not spec.in_memory:
-            return 0.0
-        n_train, n_test, _ = self.split_counts(cfg)
-        return (n_train + n_test) * spec.channels * cfg.image_size ** 2 * device.data_s_per_value
+    def forward_macs(self, dataset: str, backbone: Component, head: Component) -> dict[str, int] | None:
+        """{"backbone_macs", "head_macs"} of a model's forward pass at the paper's resolution (None where not
+        cached and `cached_only`): repro.measure.flop_check.estimate_macs in this model's cache folder."""
+        return estimate_macs(dataset, backbone, head, not self.cached_only, self.cache)
 
     def _macs(self, cfg: RunConfig) -> tuple[float, float] | None:
         """(backbone, head) forward multiply-adds per image at the run's resolution. Fitted figures use the model
@@ -186,8 +185,7 @@ class CostModel:
         size = self._size(cfg) if self.exact_sizes and cfg.image_size != spec.image_size else None
         if size is not None:
             return size.backbone_macs, size.head_macs
-        macs = estimate_macs(cfg.dataset, Component(**cfg.backbone), Component(**cfg.head), not self.cached_only,
-                             self.cache)
+        macs = self.forward_macs(cfg.dataset, Component(**cfg.backbone), Component(**cfg.head))
         if macs is None:
             return None
         return macs["backbone_macs"] * (cfg.image_size / spec.image_size) ** 2, macs["head_macs"]
@@ -214,7 +212,7 @@ class CostModel:
         measured = device.run_seconds.get(cfg.hash)
         if measured is not None:  # the CPU reference has this very run (repro.cost.cpu_reference)
             return RunTime(measured, 0.0, w.data)
-        fixed = device.run_overhead_s + self.data_preparation_s(cfg, device)
+        fixed = device.run_overhead_s + self._data_preparation_s(cfg, device)
         rate = device.model_rate(cfg.dataset, cfg.backbone, cfg.head) or device.images_per_s.get(manifest_id)
         feed = self.input_rate(cfg, device)
         if rate:  # a measured training rate: its per-step costs are inside it; evaluation is a forward pass
@@ -226,6 +224,15 @@ class CostModel:
                 overhead += w.steps * trainable * device.step_param_s + (cfg.epochs - 1) * held * device.checkpoint_param_s
         return RunTime(max(w.macs / device.macs_per_s, w.images / feed if feed else 0.0), overhead, w.data)
 
+    def _data_preparation_s(self, cfg: RunConfig, device: Throughput) -> float:
+        """Host seconds making or loading a run's in-memory splits, on a GPU priced by a calibration file
+        (repro.cost.gpu_reference); streamed image folders are read inside the epochs."""
+        spec = get_dataset(cfg.dataset)
+        if not device.data_s_per_value or not spec.in_memory:
+            return 0.0
+        n_train, n_test, _ = self.split_counts(cfg)
+        return (n_train + n_test) * spec.channels * cfg.image_size ** 2 * device.data_s_per_value
+
     def input_rate(self, cfg: RunConfig, device: Throughput) -> float | None:
         """Images/s the measured input path feeds a run that streams its dataset from image folders; None where
         the run does not stream or its input path was not measured (repro.cost.gpu_reference)."""
@@ -236,72 +243,81 @@ class CostModel:
 
     def cost(self, plans: Iterable[TablePlan], skip: frozenset[str] = frozenset()) -> Cost:
         """The distinct runs of the tables' plans, on the device each plan's profile runs on, but those whose
-        config hash is in `skip` (recorded already, or trained by an earlier table of the same command)."""
+        config hash is in `skip` (recorded already, or trained by an earlier table of the same command): the one
+        function every figure of device or training time comes from (a table, a profile, a claim, a plan)."""
         runs: dict[str, tuple[RunConfig, str, Throughput]] = {}
         for plan in plans:
             device = self.device(plan.profile)
             for p in plan.runs:
                 if p.cfg.hash not in skip:
                     runs.setdefault(p.cfg.hash, (p.cfg, plan.id, device))
-        kinds = {d.kind for _, _, d in runs.values()}
-        kind = "gpu" if "gpu" in kinds else "cpu"
-        occupancy, walls, sources = [], [], set()
-        for cfg, manifest_id, device in runs.values():
+        kind = "gpu" if any(d.kind == "gpu" for _, _, d in runs.values()) else "cpu"
+        items, walls, sources = {}, {}, set()
+        for h, (cfg, manifest_id, device) in runs.items():
             t = self.run_time(cfg, manifest_id, device)
-            occupancy.append(t.compute_s + t.overhead_s / self.executor.packing(device.kind))
-            walls.append(occupancy[-1] / device.cpu_share)
+            items[h] = t.compute_s + t.overhead_s / self.executor.packing(device.kind)
+            walls[h] = items[h] / device.cpu_share
             sources.update((device.source, f"{cfg.dataset}: {t.data}"))
         # Figures per run (fitted to records, the reference): the runs share the cores, each on its threads.
-        parallel = max((d.parallel for _, _, d in runs.values() if d.kind == "cpu"), default=1)
+        cpus = [(c, d) for c, _, d in runs.values() if d.kind == "cpu"]
+        parallel = max((d.parallel for _, d in cpus), default=1)
         if parallel > 1:
-            threads = max(c.threads for c, _, d in runs.values() if d.kind == "cpu")
-            parallel = max(1, _cpu_threads() // threads)
+            parallel = max(1, cores() // max(c.threads for c, _ in cpus))
         slots = parallel if kind == "cpu" else self.executor.slots(kind, len(walls))
-        for i, seconds in self._compilation(list(runs.values()), slots):
-            occupancy[i] += seconds
-            walls[i] += seconds
+        for key, (h, seconds) in self._compilation(runs, slots).items():
+            items[key] = seconds
+            walls[h] += seconds
         pretraining = self._pretraining([(cfg, device) for cfg, _, device in runs.values()])
-        occupancy += pretraining
-        wall = makespan(walls, slots) + sum(pretraining)  # pretraining: in the main process, before any run trains
-        return Cost(kind, len(runs), sum(c.epochs for c, _, _ in runs.values()), sum(occupancy), wall,
-                    tuple(sorted(sources)))
+        items.update(pretraining)
+        wall = makespan(list(walls.values()), slots) + sum(pretraining.values())  # in the main process, first
+        return Cost(kind, len(runs), sum(c.epochs for c, _, _ in runs.values()), sum(items.values()), wall,
+                    tuple(sorted(sources)), items)
 
-    def _compilation(self, runs: list[tuple[RunConfig, str, Throughput]], slots: int) -> list[tuple[int, float]]:
-        """(run index, seconds) of each compilation the runs pay on a GPU priced by a calibration file: a backbone
-        once per process that trains it, so once per slot that takes one of its runs locally (at most), once per
-        run under Slurm (a task a run)."""
-        by_backbone: dict[str, list[int]] = {}
-        for i, (cfg, _, device) in enumerate(runs):
+    def _compilation(self, runs: dict[str, tuple[RunConfig, str, Throughput]],
+                     slots: int) -> dict[str, tuple[str, float]]:
+        """Each compilation the runs pay on a GPU priced by a calibration file, as (the run that pays it, seconds):
+        a backbone once per process that trains it, so once per slot that takes one of its runs locally (at most),
+        once per run under Slurm (a task a run)."""
+        by_backbone: dict[str, list[str]] = {}
+        for h, (cfg, _, device) in runs.items():
             if device.compile_s:
-                by_backbone.setdefault(json.dumps(cfg.backbone, sort_keys=True), []).append(i)
-        out = []
-        for indices in by_backbone.values():
-            cfg, _, device = runs[indices[0]]
-            copies = len(indices) if self.executor.kind == "slurm" else min(len(indices), slots)
-            out += [(i, device.compile_seconds(cfg.backbone)) for i in indices[:copies]]
+                by_backbone.setdefault(json.dumps(cfg.backbone, sort_keys=True), []).append(h)
+        out = {}
+        for backbone, hashes in by_backbone.items():
+            cfg, _, device = runs[hashes[0]]
+            if self.executor.kind == "slurm":
+                keys = [f"compile {h}" for h in hashes]
+            else:
+                keys = [f"compile {backbone} #{i}" for i in range(min(len(hashes), slots))]
+            out.update({k: (h, device.compile_seconds(cfg.backbone)) for k, h in zip(keys, hashes)})
         return out
 
-    def _pretraining(self, runs: list[tuple[RunConfig, Throughput]]) -> list[float]:
-        """Seconds of each digit-stand-in pretraining the runs need that is not cached (repro.train.digit_weights)."""
+    def _pretraining(self, runs: list[tuple[RunConfig, Throughput]]) -> dict[str, float]:
+        """Seconds of each digit-stand-in pretraining the runs need that is not cached (repro.train.digit_weights),
+        by its weights file."""
         from repro.train.digit_weights import PRETRAIN, base_backbone, weights_path
 
-        out: dict[Path, float] = {}
+        out: dict[str, float] = {}
         for cfg, device in runs:
             if not cfg.digit_weights:
                 continue
             path = weights_path(cfg.backbone["name"], cfg.dataset, cfg.image_size, cache=self.cache)
-            if path in out or path.is_file():
+            key = f"pretraining {path}"
+            if key in out or path.is_file():
                 continue
-            macs = estimate_macs(cfg.dataset, Component(base_backbone(cfg.backbone["name"])), Component("dense"),
-                                 not self.cached_only, self.cache)
+            macs = self.forward_macs(cfg.dataset, Component(base_backbone(cfg.backbone["name"])), Component("dense"))
             if macs is None:
-                out[path] = float("nan")
+                out[key] = float("nan")
                 continue
             body = macs["backbone_macs"] * (cfg.image_size / get_dataset(cfg.dataset).image_size) ** 2
             steps = PRETRAIN.epochs * (PRETRAIN.images // PRETRAIN.batch_size)
-            out[path] = (PRETRAIN.epochs * 3 * body * PRETRAIN.images / device.macs_per_s
-                         + steps * device.step_overhead_s)
-        return list(out.values())
+            out[key] = PRETRAIN.epochs * 3 * body * PRETRAIN.images / device.macs_per_s + steps * device.step_overhead_s
+        return out
+
+
+def is_run(item: str) -> bool:
+    """Whether an item of Cost.items is a run (its hash) rather than a fixed cost (named in words)."""
+    return " " not in item
 
 
 def makespan(durations: list[float], slots: int) -> float:
@@ -339,19 +355,11 @@ def duration(seconds: float) -> str:
     return f"~{seconds / 3600:.1f} h"
 
 
-# --------------------------------------------------------------------------- latency (repro.cost.wall_time prices it)
-def estimate_latency(plan: TablePlan, model: CostModel) -> tuple[float, str]:
-    """Calls x multiply-adds per call / this CPU's throughput, plus a fixed cost per call, at the plan's latency
-    settings (NaN where a count or the throughput is not cached and `model.cached_only`)."""
-    s, rows = plan.latency, plan.latency_rows
-    calls = s.warmup + s.min_reps
-    seconds = 0.0
-    for row in rows:
-        spec = get_dataset(row.dataset)
-        scale = (min(spec.image_size, s.image_size or spec.image_size) / spec.image_size) ** 2
-        f = estimate_macs(row.dataset, row.backbone, row.head, not model.cached_only, model.cache)
-        if f is None:
-            return float("nan"), "not estimated: FLOP counts not cached"
-        macs = calls * s.batch * (2 * f["backbone_macs"] * scale + 2 * f["head_macs"]) + s.op_batch * f["head_macs"]
-        seconds += macs / model.of_kind("cpu").macs_per_s + 3 * calls * 0.002  # three timings, ~2 ms of dispatch a call
-    return seconds, f"{len(rows)} latency rows x 3 timings, batch {s.batch}, {calls}+ calls each"
+def spoken(seconds: float) -> str:
+    """A time in the README's words: 'about a minute', 'about 7 minutes', 'about 2 hours'."""
+    minutes = round(seconds / 60)
+    if minutes <= 1:
+        return "about a minute"
+    if minutes < 90:
+        return f"about {minutes} minutes"
+    return f"about {round(seconds / 3600)} hours"

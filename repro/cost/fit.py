@@ -1,4 +1,4 @@
-"""Each device's cost constants fitted to the run records a results folder already holds. Torch-free when cached.
+"""The cost model fitted to what a results folder measured: each device's run constants and the phase rates.
 
 A run's seconds s (its CPU seconds where the record has them, else its wall seconds) are modelled as
 
@@ -13,24 +13,38 @@ smoke's tiny runs pin the per-step and per-run costs, a larger profile's the com
 weighted by 1/sqrt(s): between the relative error of the many small runs and the absolute error of the
 few large ones a table's time rests on. Where the records hold too little arithmetic to pin `a` (under
 10% of their time at the device's measured or reference rate), or the fit puts it more than 20x from
-that rate, `a` stays that rate and the rest is fitted. Wall seconds = s / the CPU share the records show (CPU seconds per wall second of the runs that
-have both; 1 where none has), so a fit made on a busy machine still prices a quiet one by its CPU time.
+that rate, `a` stays that rate and the rest is fitted.
+
+Load: every estimate is a quiet machine's. A run's CPU seconds count only its own time on a core, so they are
+fitted whatever the load (the smoke profile's 112 runs took 0.93x the reference's CPU seconds at load 2-5 on 2
+cores); its wall time is not: wall seconds = s / the CPU share of the records measured quiet (load average at most
+the cores, repro.cost.measured), else the device's own share (the reference's). A wall time measured under load
+(a record without CPU seconds, a command's phases, a table's time) is left out of the fit.
+
+The phase rates (`fit_rates`) are the command's wall seconds the run model does not price (start-up, FLOP
+counting, worker processes, latency, the rest, the report), fitted to the quiet commands of `timings.json`
+(else to the tables' wall times its files show) by repro.cost.wall_time's units.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import math
-import os
+import statistics
+import tempfile
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from repro.cost.calibration import Throughput
+from repro.core.settings import DEFAULT_CACHE
+from repro.cost.calibration import Throughput, cores
+from repro.cost.cpu_reference import RATE_NAMES, SCHEMA
 from repro.cost.estimate import CostModel
-from repro.cost.measured import FolderTimes, MeasuredRun, read_folder
+from repro.cost.measured import FolderTimes, MeasuredRun, read_folder, read_folders
+from repro.cost.wall_time import Rate, Rates, command_time
 
 if TYPE_CHECKING:
-    from repro.cost.wall_time import Rates
     from repro.plan.table_plan import Plans
 
 MIN_RUNS = 3
@@ -48,21 +62,25 @@ class RunFit:
     seconds: str  # "CPU seconds" or "wall seconds": what the records gave
     compute_rate: str  # "fitted" or the base figure's basis when the records could not pin it
     sized: int = 0  # records priced by the model built at their resolution (the others: area-scaled counts)
+    busy: int = 0  # records measured under load: their CPU seconds fitted, their wall time left out
+    quiet_share: int = 0  # records whose CPU share is the fitted one (quiet, with CPU seconds)
 
     def spread(self) -> tuple[float, float, float]:
         """(10th percentile, median, 90th percentile) of the predicted / measured ratios."""
         r = sorted(self.ratios)
-        def q(p: float) -> float:
-            return r[min(len(r) - 1, int(p * len(r)))]
-        return q(0.1), q(0.5), q(0.9)
+        return tuple(r[min(len(r) - 1, int(p * len(r)))] for p in (0.1, 0.5, 0.9))
 
     def describe(self) -> str:
         lo, mid, hi = self.spread()
         sized = "" if self.sized == self.runs else (
             f"; model sizes counted for {self.sized} of them, the others priced by area-scaled counts "
             "(`repro list --results-dir` counts them once)")
+        load = "" if not self.busy else (
+            f"; {self.busy} measured under load (load average above the cores): their CPU seconds fitted, their wall "
+            "time left out, so wall time is at the CPU share of "
+            + (f"the {self.quiet_share} quiet ones" if self.quiet_share else "the reference machine's runs"))
         return (f"fitted to {self.runs} run records ({self.seconds}; predicted / measured per run: median {mid:.2f}, "
-                f"10-90% {lo:.2f}-{hi:.2f}; compute rate {self.compute_rate}{sized})")
+                f"10-90% {lo:.2f}-{hi:.2f}; compute rate {self.compute_rate}{sized}{load})")
 
 
 def _nnls(rows: list[list[float]], target: list[float]):
@@ -72,10 +90,6 @@ def _nnls(rows: list[list[float]], target: list[float]):
 
     x, _ = nnls(np.asarray(rows, dtype=float), np.asarray(target, dtype=float))
     return [float(v) for v in x]
-
-
-def _seconds(run: MeasuredRun) -> float:
-    return run.cpu_s if run.cpu_s is not None else run.wall_s
 
 
 def _features(model: CostModel, run: MeasuredRun) -> list[float] | None:
@@ -92,70 +106,125 @@ def fit_constants(data: list[tuple[list[float], float]], a0: float) -> tuple[lis
     seconds per multiply-add: kept where the records cannot pin it; 0: none to keep)."""
     scale = [max(sum(f[j] for f, _ in data) / len(data), 1e-30) for j in range(5)]  # conditioning
     rows = [[f[j] / scale[j] / math.sqrt(s) for j in range(5)] for f, s in data]
-    target = [math.sqrt(s) for _, s in data]
-    coef = [c / scale[j] for j, c in enumerate(_nnls(rows, target))]
-    total = sum(s for _, s in data)
-    little = sum(f[0] for f, _ in data) * (a0 or coef[0]) < MIN_COMPUTE_SHARE * total
+    coef = [c / scale[j] for j, c in enumerate(_nnls(rows, [math.sqrt(s) for _, s in data]))]
+    little = sum(f[0] for f, _ in data) * (a0 or coef[0]) < MIN_COMPUTE_SHARE * sum(s for _, s in data)
     implausible = a0 > 0 and not a0 / RATE_BOUND <= coef[0] <= a0 * RATE_BOUND
     if a0 > 0 and (little or implausible):  # keep the device's own rate, fit the rest
-        rest = _nnls([[f[j] / scale[j] / math.sqrt(s) for j in range(1, 5)] for f, s in data],
-                     [(s - a0 * f[0]) / math.sqrt(s) for f, s in data])
+        rest = _nnls([row[1:] for row in rows], [(s - a0 * f[0]) / math.sqrt(s) for f, s in data])
         return [a0] + [c / scale[j + 1] for j, c in enumerate(rest)], False
     return coef, True
 
 
 def fit_device(runs: list[MeasuredRun], model: CostModel, base: Throughput) -> RunFit | None:
     """The constants of the device the runs trained on, starting from `base` (its measured or reference figures);
-    None with fewer than MIN_RUNS usable records."""
-    data = [(f, _seconds(r), r) for r in runs if (f := _features(model, r)) is not None]
+    None with fewer than MIN_RUNS usable records (a record with wall seconds alone counts only when quiet)."""
+    data = [(f, r.cpu_s if r.cpu_s is not None else r.wall_s, r) for r in runs if r.cpu_s is not None or not r.busy
+            if (f := _features(model, r)) is not None]
     if len(data) < MIN_RUNS:
         return None
     a0 = 1 / base.macs_per_s if base.macs_per_s > 0 and math.isfinite(base.macs_per_s) else 0.0
     coef, own_rate = fit_constants([(f, s) for f, s, _ in data], a0)
-    rate = "fitted" if own_rate else base.basis
     ratios = tuple(sum(c * x for c, x in zip(coef, f)) / s for f, s, _ in data)
     with_cpu = [r for _, _, r in data if r.cpu_s is not None]
-    share = sum(r.cpu_s for r in with_cpu) / sum(r.wall_s for r in with_cpu) if with_cpu else 1.0
+    quiet = [r for r in with_cpu if not r.busy]
+    share = sum(r.cpu_s for r in quiet) / sum(r.wall_s for r in quiet) if quiet else base.cpu_share
     threads = sorted(r.threads or 1 for _, _, r in data)[len(data) // 2]
-    parallel = max(1, (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
-                   // threads) if base.kind == "cpu" else 1
     seconds = "CPU seconds" if len(with_cpu) == len(data) else "wall seconds" if not with_cpu else "CPU or wall seconds"
     fitted = dataclasses.replace(
         base, macs_per_s=1 / coef[0] if coef[0] > 0 else float("inf"), step_overhead_s=coef[1], step_param_s=coef[2],
         run_overhead_s=coef[3], checkpoint_param_s=coef[4], cpu_share=min(max(share, 0.02), float(threads)),
-        parallel=parallel, fitted=True, images_per_s={}, run_seconds={}, compile_s={}, data_s_per_value=0.0,
+        parallel=max(1, cores() // threads) if base.kind == "cpu" else 1, fitted=True, images_per_s={},
+        run_seconds={}, compile_s={}, data_s_per_value=0.0,
         source=f"fitted to {len(data)} run records of this results folder ({base.device})")
     sized = sum(1 for f, _, _ in data if f[2] > 0 or f[4] > 0)
-    return RunFit(fitted, len(data), ratios, seconds, rate, sized)
+    return RunFit(fitted, len(data), ratios, seconds, "fitted" if own_rate else base.basis, sized,
+                  sum(r.busy for _, _, r in data), len(quiet))
 
 
 def fit_model(model: CostModel, times: FolderTimes) -> dict[str, RunFit]:
     """Fit every device kind the folder has records of; set the fitted figures on `model`. By kind ("cpu", "gpu")."""
+    from repro.spec.profiles import Profile
+
     out = {}
     model.exact_sizes = True
     for kind, device in (("cpu", "cpu"), ("gpu", "cuda")):
         runs = times.runs_of(device)
         if not runs:
             continue
-        base = model.fitted.pop(kind, None) or model.device(_probe(kind))
-        fit = fit_device(runs, model, base)
+        probe = Profile(description="", evidence="pipeline", device=device)
+        fit = fit_device(runs, model, model.fitted.pop(kind, None) or model.device(probe))
         if fit is not None:
             model.fitted[kind] = fit.device
             out[kind] = fit
     return out
 
 
-def _probe(kind: str):
-    """A profile whose runs go to `kind`: CostModel.device reads only its device."""
-    from repro.spec.profiles import Profile
+# What fit_rates prices a command with to read each phase's units back (models counted, latency estimated,
+# runs priced), whatever the reference rates are: one second a model, the latency estimate as it is, no
+# worker start-up.
+_UNITS = Rates(flop_model=Rate(1.0, "", ""), workers=Rate(0.0, "", ""), latency=Rate(1.0, "", ""))
 
-    return Profile(description="", evidence="pipeline", device="cpu" if kind == "cpu" else "cuda")
+
+def fit_rates(times: FolderTimes, plans: Plans, model: CostModel) -> Rates:
+    """Each rate fitted to what the folder measured quiet (timings.json's phases; else the tables' wall times from
+    the file times, for the per-table rest), the others left at their reference. `model` carries the fitted
+    run figures already (fit_model)."""
+    units: dict[str, list[tuple[float, float]]] = {}  # rate -> (measured seconds, units) per observation
+
+    def seen(name: str, seconds: float, count: float) -> None:
+        units.setdefault(name, []).append((seconds, count))
+
+    for profile, commands in times.commands.items():
+        for name, cmd in commands.items():
+            if cmd.busy:
+                continue
+            mine = [plans.by_key[(t, profile)] for t in cmd.tables if (t, profile) in plans.by_key]
+            estimate = command_time(mine, model, _UNITS, verify_all=name == "verify-all",
+                                    recorded=cmd.reused(times.runs))
+            priced = {}
+            for p in estimate.parts:
+                priced[p.phase] = priced.get(p.phase, 0.0) + p.seconds
+            measured = cmd.phases.get
+            seen("startup", measured("start-up and imports", 0.0), 1.0)
+            seen("flop_model", measured("FLOP check", 0.0) + measured("FLOP counting", 0.0),
+                 priced.get("FLOP check", 0.0) + priced.get("FLOP counting", 0.0))
+            if priced.get("latency"):
+                seen("latency", measured("latency", 0.0), priced["latency"])
+            training = sum(1 for p in estimate.parts if p.phase == "training" and p.seconds > 0)
+            if training:  # training less the runs (_UNITS: no worker term)
+                seen("workers", max(0.0, measured("training", 0.0) + measured("stand-in pretraining", 0.0)
+                                    - priced.get("training", 0.0)), training)
+            rest = sum(measured(k, 0.0) for k in ("data checks", "claims", "tables"))
+            seen("rest", rest + max(0.0, cmd.wall_s - sum(cmd.phases.values())), max(1, len(mine)))
+            if name == "verify-all":
+                seen("report", sum(measured(k, 0.0) for k in ("figures", "report", "timings")), 1.0)
+    if "rest" not in units:  # no timings.json: the tables' wall times less what the model prices in them
+        bare = dataclasses.replace(_UNITS, rest=Rate(0.0, "", ""))
+        residuals: dict[bool, list[float]] = {True: [], False: []}  # by whether the table trained runs
+        for profile, tables in times.tables.items():
+            for manifest_id, table in tables.items():
+                plan = plans.by_key.get((manifest_id, profile))
+                if plan is None or table.phases or table.busy:
+                    continue
+                own = command_time([plan], model, bare, verify_all=False)
+                priced = sum(p.seconds for p in own.parts if p.table == plan.id and p.phase != "FLOP counting")
+                trains = any(p.phase == "training" and p.seconds > 0 for p in own.parts)
+                residuals[trains].append(max(0.0, table.wall_s - priced))
+        for s in residuals[False]:
+            seen("rest", s, 1.0)
+        rest = sum(residuals[False]) / len(residuals[False]) if residuals[False] else Rates().rest.seconds
+        for s in residuals[True]:
+            seen("workers", max(0.0, s - rest), 1.0)
+    fitted = {name: Rate(sum(s for s, _ in obs) / count, "fitted", f"{len(obs)} measurement(s) in this results folder")
+              for name, obs in units.items() if (count := sum(n for _, n in obs)) > 0}
+    return dataclasses.replace(Rates(), **fitted)
 
 
 @dataclass
 class FolderFit:
-    """A cost model fitted to one results folder: the device fits, the phase rates, what was measured, and the
-    plans it priced them with."""
+    """The estimate of one command: a cost model fitted to one results folder (the device fits, the phase rates),
+    what was measured there, and the plans it priced them with. A command builds it once (`fit_folder`) and every
+    figure it prints or writes comes from it."""
 
     model: CostModel
     fits: dict[str, RunFit]
@@ -167,19 +236,78 @@ class FolderFit:
         """One line per fit; `device` ("gpu"): only the fits of that device's runs, and no command-phase rates
         (those are this machine's start-up, FLOP check and rendering, which a GPU plan does not price)."""
         lines = [f"{kind.upper()}: {fit.describe()}" for kind, fit in self.fits.items() if device in (None, kind)]
+        if device is not None:
+            return lines
         rates = dataclasses.asdict(self.rates)
-        fitted = [k for k, v in rates.items() if v["basis"] == "fitted"]
-        if fitted and device is None:
+        if fitted := [k for k, v in rates.items() if v["basis"] == "fitted"]:
             lines.append("phase rates fitted: " + ", ".join(f"{k} {rates[k]['seconds']:.3g} s" for k in fitted))
+        busy = [f"{profile} `{name}`" for profile, commands in self.times.commands.items()
+                for name, cmd in commands.items() if cmd.busy]
+        if busy:
+            lines.append(f"left out of the phase rates, measured under load (load average above the cores): "
+                         f"{', '.join(busy)}")
         return lines
 
 
 def fit_folder(model: CostModel, results_dir, plans: Plans) -> FolderFit:
     """Fit `model` (in place) and the phase rates to what `results_dir` holds, pricing the tables as `plans` plan
     them; nothing fitted where it holds nothing. A command fits once and hands the FolderFit to what prices."""
-    from repro.cost.wall_time import Rates, fit_rates
-
     times = read_folder(results_dir)
     fits = fit_model(model, times) if times.runs else {}
     rates = fit_rates(times, plans, model) if (times.commands or times.tables) else Rates()
     return FolderFit(model, fits, rates, times, plans)
+
+
+# --------------------------------------------------------------------------- the CPU reference (tools/write_cpu_reference.py)
+def reference_run_model(samples: list[dict[str, Any]]) -> dict[str, float]:
+    """The run model of a reference's runs: repro.cost.fit's constants at the cold estimate's units (no parameter
+    terms: a cold estimate has no model sizes), and the CPU share of their wall time."""
+    (a, b, _, o, _), _ = fit_constants([([r["macs"], r["steps"], 0.0, 1.0, 0.0], r["cpu_s"]) for r in samples], 0.0)
+    return {"macs_per_s": 1 / a if a > 0 else float("inf"), "step_overhead_s": b, "run_overhead_s": o,
+            "cpu_share": sum(r["cpu_s"] for r in samples) / sum(r["wall_s"] for r in samples)}
+
+
+def build_cpu_reference(results_dirs: list[Path], manifests: list, commit: str, machine: str,
+          cache: Path = DEFAULT_CACHE) -> dict[str, Any]:
+    """The document tools/write_cpu_reference.py writes: every CPU run record of the folders, the run model
+    fitted to them at the cold estimate's units, and the phase rates fitted to their timings.json, priced as
+    cold whatever this machine's cache folder `cache` holds."""
+    from repro.plan.table_plan import plan_all
+
+    times = read_folders(results_dirs)
+    runs = [r for r in times.runs_of("cpu") if r.cpu_s is not None]
+    if len(runs) < MIN_RUNS:
+        raise ValueError(f"{len(runs)} CPU run records with CPU seconds under {', '.join(map(str, results_dirs))}; "
+                         f"a reference needs {MIN_RUNS} or more")
+    model = CostModel(cached_only=True, cache=cache)  # what a cold `repro list` sees: shipped counts, no model sizes
+    work = {r.hash: model.run_work(r.cfg) for r in runs}
+    samples = sorted(({"hash": r.hash, "label": f"{r.label or r.manifest} ({r.cfg.data}, {r.cfg.epochs} epochs)",
+                       "macs": work[r.hash].macs, "steps": work[r.hash].steps, "cpu_s": round(r.cpu_s, 3),
+                       "wall_s": round(r.wall_s, 3)} for r in runs), key=lambda s: s["label"])
+    constants = reference_run_model(samples)
+    device = Throughput("cpu", "cpu", constants["macs_per_s"], constants["step_overhead_s"], "reference",
+                        run_seconds={s["hash"]: s["cpu_s"] for s in samples},
+                        run_overhead_s=constants["run_overhead_s"], cpu_share=constants["cpu_share"], parallel=2,
+                        fitted=True)
+    # The folders were measured cold: their stand-in pretraining is priced, whatever is cached here.
+    with tempfile.TemporaryDirectory(prefix="repro-reference-") as empty:
+        rates = fit_rates(times, plan_all(manifests), CostModel(cached_only=True, fitted={"cpu": device},
+                                                                cache=Path(empty)))
+    ratios = sorted((r["macs"] / constants["macs_per_s"] + r["steps"] * constants["step_overhead_s"]
+                     + constants["run_overhead_s"]) / r["cpu_s"] for r in samples)
+    deciles = statistics.quantiles(ratios, n=10)
+    return {
+        "schema": SCHEMA,
+        "note": "written by tools/write_cpu_reference.py; checked by tests/cost/test_reference.py",
+        "machine": machine,
+        "measured": dt.datetime.fromtimestamp(max(r.ended for r in runs), dt.timezone.utc).strftime("%Y-%m-%d"),
+        "commit": commit,
+        "run_model": constants,
+        "fit": f"the run model's CPU seconds / the measured, per run: median {statistics.median(ratios):.2f}, "
+               f"10-90% {deciles[0]:.2f}-{deciles[-1]:.2f} (a run listed here is priced at its own)",
+        "rates": {k: round(getattr(rates, k).seconds, 4) for k in RATE_NAMES if getattr(rates, k).basis == "fitted"},
+        # What the estimates priced by this file are checked against (tests/cost/test_reference.py):
+        "verify_all_wall_s": {profile: round(commands["verify-all"].wall_s, 1)
+                              for profile, commands in sorted(times.commands.items()) if "verify-all" in commands},
+        "runs": samples,
+    }

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from repro.core.package_data import shipped
+from repro.cost.cpu_reference import need
 
 REFERENCE_FILE = shipped("repro.cost", "gpu_reference.json")
 SCHEMA = "repro.bench.gpu/1"
@@ -81,12 +82,7 @@ class CalibrationProblem(ValueError):
 
 
 def _need(obj: Any, key: str, kind: type | tuple[type, ...], where: str, path: Path) -> Any:
-    value = obj.get(key) if isinstance(obj, dict) else None
-    if not isinstance(value, kind) or isinstance(value, bool):
-        expected = {str: "a string", dict: "an object", list: "a list", int: "a whole number"}.get(kind, "a number")
-        raise CalibrationProblem(f"{path}: key '{where}{key}': expected {expected}, got {value!r} (schema {SCHEMA}, "
-                                 "written by `repro bench gpu`)")
-    return value
+    return need(obj, key, kind, where, f"{path}: ", CalibrationProblem)
 
 
 def parse(doc: Any, path: Path) -> GpuCalibration:

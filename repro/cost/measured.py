@@ -2,9 +2,15 @@
 
 - Every run record: its config, the seconds of its epochs (`train_seconds`: training and evaluation),
   of the whole run in its process (`wall_seconds`) and the CPU seconds it took (`cpu_seconds`, or the
-  run's part of repro.results.timings' `timings`), the device and, on a CPU, the intra-op threads it ran on.
+  run's part of repro.results.timings' `timings`), the device and, on a CPU, the intra-op threads it ran on,
+  and the machine's load while it ran (repro.results.provenance: the 1-minute load average at its start and
+  end, and the cores).
 - Per profile, each command's phases from `<profile>/timings.json` (repro.results.timings: wall seconds per
-  phase and table, and the command's total) when the folder has one.
+  phase and table, the command's total, and the load at its start and end) when the folder has one.
+
+A measurement is busy when the load average exceeded the machine's cores at its start or end (`busy`, the rule
+`repro bench speed` keeps a measurement by); the fit (repro.cost.fit) leaves busy ones out of every wall-time
+figure. One written before the load was stored counts as quiet: nothing says otherwise.
 - Otherwise each table's wall time from what every folder has: the times its results.json and run
   records were written (to the second). Tables that ran one after another in one command end where
   the next one starts, so a table's time is from the end of the table before it to its own end; the
@@ -15,7 +21,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,6 +46,13 @@ class MeasuredRun:
     threads: int | None  # a CPU run's intra-op threads
     ended: float  # POSIX seconds
     label: str = ""  # the record's "<table>/<row> seed <n>"
+    load: float | None = None  # the higher 1-minute load average of its start and end; None: not stored
+    cores: int | None = None  # the cores of the machine that ran it
+
+    @property
+    def busy(self) -> bool:
+        """Measured while the load average exceeded the machine's cores."""
+        return busy(self.load, self.cores)
 
 
 @dataclass(frozen=True)
@@ -50,6 +62,12 @@ class MeasuredTable:
     phases: dict[str, float]  # phase -> wall seconds (timings.json); empty when derived from file times
     source: str  # "timings.json (<command>)" or "file times"
     command: str = ""  # the command it was measured in ("verify-all", "run table1"); "" from file times
+    load: float | None = None  # the load average it was measured at (its command's, or its results.json's)
+    cores: int | None = None
+
+    @property
+    def busy(self) -> bool:
+        return busy(self.load, self.cores)
 
 
 @dataclass(frozen=True)
@@ -59,6 +77,29 @@ class MeasuredCommand:
     phases: dict[str, float]  # phase -> wall seconds, summed over tables
     tables: tuple[str, ...]
     started: float | None = None  # POSIX seconds: the runs recorded before it were reused, not trained
+    load: float | None = None  # the higher 1-minute load average of its start and end; None: not stored
+    cores: int | None = None
+
+    @property
+    def busy(self) -> bool:
+        return busy(self.load, self.cores)
+
+    def reused(self, runs: dict[str, MeasuredRun]) -> frozenset[str]:
+        """The runs recorded before it started: reused by it, not trained."""
+        return frozenset(h for h, r in runs.items() if self.started is not None and r.ended < self.started)
+
+
+def busy(load: float | None, cores: int | None) -> bool:
+    """A measurement taken while the 1-minute load average exceeded the cores (the `repro bench speed` rule)."""
+    return load is not None and cores is not None and load > cores
+
+
+def load_of(doc: dict[str, Any]) -> tuple[float | None, int | None]:
+    """(the higher load average, cores) a record's provenance or a timings.json entry stores; None where absent."""
+    loads, cores = doc.get("load_average"), doc.get("cores")
+    if not isinstance(loads, list) or not all(isinstance(x, (int, float)) for x in loads) or not loads:
+        return None, None
+    return float(max(loads)), cores if isinstance(cores, int) else None
 
 
 @dataclass
@@ -95,7 +136,7 @@ def _run(record: dict[str, Any]) -> MeasuredRun | None:
     cpu = float(cpu) if isinstance(cpu, (int, float)) and cpu > 0 else None
     return MeasuredRun(record.get("config_hash", cfg.hash), cfg, str(record.get("label", "")).split("/")[0], train,
                        wall, cpu, str(prov.get("device_type", "cpu")), int(threads.group(1)) if threads else None, ended,
-                       str(record.get("label", "")))
+                       str(record.get("label", "")), *load_of(prov))
 
 
 def read_runs(results_dir: Path) -> dict[str, MeasuredRun]:
@@ -112,43 +153,30 @@ def read_runs(results_dir: Path) -> dict[str, MeasuredRun]:
     return out
 
 
-def _timings(path: Path) -> dict[str, MeasuredCommand] | None:
-    """Each command's entry of a timings.json, or None when absent or of a shape not understood."""
+def _timings(path: Path) -> tuple[dict[str, MeasuredCommand], dict[str, MeasuredTable]]:
+    """Each command's entry of a timings.json, and each table's phases from the latest command that ran it; nothing
+    when absent or of a shape not understood."""
     try:
         doc = jsonfile.load(path)
-        commands = {}
-        for name, entry in doc["commands"].items():
+        commands, tables = {}, {}
+        for name, entry in sorted(doc["commands"].items(), key=lambda kv: str(kv[1].get("started", ""))):
             phases: dict[str, float] = {}
-            for p in entry["phases"]:
-                phases[p["phase"]] = phases.get(p["phase"], 0.0) + float(p["wall_s"])
-            tables = tuple(dict.fromkeys(p["table"] for p in entry["phases"] if p.get("table")))
-            commands[name] = MeasuredCommand(name, float(entry["wall_s"]), phases, tables, _time(entry.get("started")))
-        return commands
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        return None
-
-
-def _timings_tables(path: Path) -> dict[str, MeasuredTable]:
-    """Each table's phases from the latest command that ran it."""
-    try:
-        doc = jsonfile.load(path)
-        entries = sorted(doc["commands"].items(), key=lambda kv: str(kv[1].get("started", "")))
-        out: dict[str, MeasuredTable] = {}
-        for name, entry in entries:
             per: dict[str, dict[str, float]] = {}
             for p in entry["phases"]:
-                if p.get("table"):
-                    phases = per.setdefault(p["table"], {})
-                    phases[p["phase"]] = phases.get(p["phase"], 0.0) + float(p["wall_s"])
-            for table, phases in per.items():
-                out[table] = MeasuredTable(table, sum(phases.values()), phases, f"timings.json ({name})", name)
-        return out
+                for into in (phases, per.setdefault(p["table"], {}) if p.get("table") else {}):
+                    into[p["phase"]] = into.get(p["phase"], 0.0) + float(p["wall_s"])
+            load = load_of(entry)
+            commands[name] = MeasuredCommand(name, float(entry["wall_s"]), phases, tuple(per),
+                                             _time(entry.get("started")), *load)
+            for table, own in per.items():
+                tables[table] = MeasuredTable(table, sum(own.values()), own, f"timings.json ({name})", name, *load)
+        return commands, tables
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        return {}
+        return {}, {}
 
 
 def _from_file_times(profile_dir: Path, runs: dict[str, MeasuredRun]) -> dict[str, MeasuredTable]:
-    ends: list[tuple[float, str, list[MeasuredRun]]] = []
+    ends: list[tuple[float, str, list[MeasuredRun], tuple]] = []
     for path in profile_dir.glob("*/results.json"):
         try:
             result = jsonfile.load(path, jsonfile.RESULT_MAX_BYTES)
@@ -157,14 +185,14 @@ def _from_file_times(profile_dir: Path, runs: dict[str, MeasuredRun]) -> dict[st
         except (OSError, ValueError, KeyError, TypeError):
             continue
         if end is not None:
-            ends.append((end, result["manifest"], [runs[h] for h in hashes if h in runs]))
-    ends.sort()
+            ends.append((end, result["manifest"], [runs[h] for h in hashes if h in runs], load_of(result["provenance"])))
+    ends.sort(key=lambda e: e[0])
     out = {}
-    for (prev_end, _, _), (end, manifest, own) in zip(ends, ends[1:]):
+    for (prev_end, *_), (end, manifest, own, load) in zip(ends, ends[1:]):
         mine = [r for r in own if prev_end < r.ended <= end]  # trained by this table, in this command
         first_activity = min((r.ended - r.wall_s for r in mine), default=end)  # its first run's start, or its end
         if first_activity - prev_end <= MAX_GAP_S:
-            out[manifest] = MeasuredTable(manifest, end - prev_end, {}, "file times")
+            out[manifest] = MeasuredTable(manifest, end - prev_end, {}, "file times", "", *load)
     return out
 
 
@@ -174,12 +202,24 @@ def read_folder(results_dir: Path) -> FolderTimes:
     if not results_dir.is_dir():
         return times
     for profile_dir in sorted(p for p in results_dir.iterdir() if p.is_dir() and p.name != "runs"):
-        commands = _timings(profile_dir / TIMINGS_FILE)
-        tables = _timings_tables(profile_dir / TIMINGS_FILE) if commands else {}
+        commands, tables = _timings(profile_dir / TIMINGS_FILE)
         for manifest, table in _from_file_times(profile_dir, times.runs).items():
             tables.setdefault(manifest, table)
         if tables:
             times.tables[profile_dir.name] = tables
         if commands:
             times.commands[profile_dir.name] = commands
+    return times
+
+
+def read_folders(results_dirs: list[Path]) -> FolderTimes:
+    """Several results folders read as one (the CPU reference is built from two)."""
+    times = FolderTimes()
+    for folder in results_dirs:
+        one = read_folder(folder)
+        times.runs.update(one.runs)
+        for profile, tables in one.tables.items():
+            times.tables.setdefault(profile, {}).update(tables)
+        for profile, commands in one.commands.items():
+            times.commands.setdefault(profile, {}).update(commands)
     return times

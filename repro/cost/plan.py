@@ -4,10 +4,12 @@ Besides the claims, each alternative reading a manifest trains ([[sensitivity]],
 as a need of its own ("reading:<reading>/<alternative>", weight SENSITIVITY_WEIGHT): its rows and the rows
 they are compared with, at the paper's seeds.
 
-A claim needs the training rows its rule reads (directly, or through the comparisons it names)
-at the seeds 80% power at the paper's effect size needs (repro.claims.stats_audit.power_plan; at least
-2, a paired test's minimum), or the paper's own seed count where the text gives no effect size.
-Its runs are (row, seed) configs: a run two claims share, even across tables, is paid once.
+A claim needs the training rows its rule reads (directly, through the comparisons it names, and in the other
+tables a finding across tables reads: repro.cost.claim_cost.claim_tables) at the seeds 80% power at the paper's
+effect size needs (repro.claims.stats_audit.power_plan; at least 2, a paired test's minimum), or the paper's own
+seed count where the text gives no effect size. It is priced by the cost model's one function
+(CostModel.cost), as the appendix prices it at the paper's protocol: at the same seeds the two agree. A run
+two claims share, even across tables, is paid once, and so is a fixed cost they share (a backbone's compilation).
 
 The plan is a weighted budgeted cover, solved greedily: take the claim with the most weight
 (Claim.weight, set in the manifests to what the paper rests on) per GPU-hour it adds, until
@@ -27,15 +29,18 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from repro.claims.across import qualified_ids
 from repro.claims.references import claim_rows
-from repro.cost.estimate import Cost, CostModel, makespan
+from repro.cost.claim_cost import claim_tables
+from repro.cost.estimate import Cost, CostModel, is_run, makespan
 from repro.plan.manifest import Claim, Manifest
-from repro.spec.profiles import Profile
+from repro.plan.table_plan import TablePlan, build_plan
 from repro.spec.paper import paper_value
-from repro.plan.run_config import resolve
+from repro.spec.profiles import Profile
 
 BASE_PROFILE = "full"  # the paper's protocol: the plan's profiles are it with fewer rows and other seeds
 MIN_SEEDS = 2
+SENSITIVITY_WEIGHT = 0.5  # a reading's rows test the artifact's own choices, not a finding of the paper
 
 
 @dataclass(frozen=True)
@@ -46,10 +51,12 @@ class ClaimNeed:
     claim: str
     statement: str
     weight: float
-    rows: tuple[str, ...]  # training rows it reads, "<row>" of its manifest
+    rows: tuple[str, ...]  # the training rows it reads, "<manifest>/<row>"
     seeds: int
     seeds_why: str
-    runs: dict[str, float]  # run hash -> GPU-seconds
+    # GPU-seconds by what it pays for (CostModel.cost's items): each run by its hash, and each fixed cost its runs
+    # share, named in words ("compile ...")
+    items: dict[str, float]
     problem: str = ""  # why no seed count decides it, when none does
     paper_seeds: int = 0  # the paper's own seed count for its table
 
@@ -59,13 +66,17 @@ class ClaimNeed:
 
     @property
     def gpu_seconds(self) -> float:
-        return sum(self.runs.values())
+        return sum(self.items.values())
+
+    @property
+    def runs(self) -> int:
+        return sum(1 for k in self.items if is_run(k))
 
 
 @dataclass(frozen=True)
 class Choice:
     need: ClaimNeed
-    added_s: float  # GPU-seconds of the runs it adds to the plan, in the order chosen
+    added_s: float  # GPU-seconds of what it adds to the plan, in the order chosen
     shared: int  # its runs already in the plan when chosen
 
 
@@ -74,7 +85,7 @@ class Plan:
     budget_s: float
     chosen: list[Choice]
     left_out: list[tuple[ClaimNeed, str]]  # and why
-    gpu_seconds: float  # the distinct runs of the chosen claims
+    gpu_seconds: float  # the distinct runs and fixed costs of the chosen claims
     wall_seconds: float
     runs: int
     sources: tuple[str, ...]
@@ -85,7 +96,7 @@ class Plan:
 
 
 def rows_read(manifest: Manifest, claim: Claim) -> tuple[str, ...]:
-    """The training rows a claim's rule reads: named, through comparisons, or in metric paths."""
+    """The training rows of its own table a claim's rule reads: named, through comparisons, or in metric paths."""
     trained = {r.id for r in manifest.rows if "accuracy" in r.measures}
     return tuple(r for r in claim_rows(claim, manifest.comparisons) if r in trained)
 
@@ -113,37 +124,41 @@ def plan_profile(seeds: int, include: tuple[str, ...] = (), base: Profile | None
                                f"{len(include)} rows", seeds=seeds, include=tuple(sorted(include)), device="auto")
 
 
+def _trained(tables: list[TablePlan]) -> tuple[str, ...]:
+    return tuple(sorted(f"{t.id}/{r.id}" for t in tables for r in t.manifest.rows if "accuracy" in r.measures))
+
+
 def claim_needs(manifests: list[Manifest], model: CostModel) -> list[ClaimNeed]:
-    """Every empirical claim that reads training rows, with its rows, seeds and runs priced on the GPU."""
+    """Every empirical claim that reads training rows, and every reading a manifest trains, with its rows, seeds
+    and what it pays for, priced on the GPU."""
+    by_id = {m.id: m for m in manifests}
+    built: dict[tuple[str, int], TablePlan] = {}
+
+    def at(m: Manifest, seeds: int) -> TablePlan:  # the paper's protocol at `seeds`, each table planned once
+        if (m.id, seeds) not in built:
+            built[(m.id, seeds)] = build_plan(m, f"plan_s{seeds}", plan_profile(seeds, base=m.profiles[BASE_PROFILE]))
+        return built[(m.id, seeds)]
+
     needs = []
     for m in manifests:
-        base = m.profiles[BASE_PROFILE]
-        device = model.device(plan_profile(1, base=base))
         for claim in m.claims:
-            rows = rows_read(m, claim)
-            if claim.scope != "empirical" or not rows:
+            if claim.scope != "empirical" or not rows_read(m, claim):
                 continue
             seeds, why = claim_seeds(m, claim)
-            runs: dict[str, float] = {}
-            profile = plan_profile(seeds or 1, base=base)
-            for row_id in rows if seeds else ():
-                for seed in range(seeds):
-                    cfg = resolve(m.row(row_id), profile, seed)
-                    if cfg.hash not in runs:
-                        t = model.run_time(cfg, m.id, device)
-                        runs[cfg.hash] = t.compute_s + t.overhead_s / model.executor.packing(device.kind)
-            needs.append(ClaimNeed(m.id, claim.id, claim.statement, claim.weight, rows, seeds or 0, why, runs,
-                                   "" if seeds else why, m.seeds or 1))
-        needs += sensitivity_needs(m, model, device)
+            own = at(m, seeds or 1)
+            others = {t: at(by_id[t], seeds or 1) for t in qualified_ids(claim) if t in by_id}
+            tables = claim_tables(own, claim, others)
+            items = model.cost(tables).items if seeds else {}
+            needs.append(ClaimNeed(m.id, claim.id, claim.statement, claim.weight, _trained(tables), seeds or 0, why,
+                                   items, "" if seeds else why, m.seeds or 1))
+        needs += sensitivity_needs(m, model, at(m, max(MIN_SEEDS, m.seeds or 1)))
     return needs
 
 
-SENSITIVITY_WEIGHT = 0.5  # a reading's rows test the artifact's own choices, not a finding of the paper
-
-
-def sensitivity_needs(m: Manifest, model: CostModel, device) -> list[ClaimNeed]:
+def sensitivity_needs(m: Manifest, model: CostModel, plan: TablePlan) -> list[ClaimNeed]:
     """One need per alternative reading a manifest trains ([[sensitivity]]): its rows and the rows they are
-    compared with, at the paper's seeds, so that `repro plan` prices them and a plan's profile can include them."""
+    compared with, at the paper's seeds (`plan`), so that `repro plan` prices them and a plan's profile can include
+    them."""
     groups: dict[str, set[str]] = {}
     for row in m.rows:
         if row.reading and "accuracy" in row.measures:
@@ -152,20 +167,13 @@ def sensitivity_needs(m: Manifest, model: CostModel, device) -> list[ClaimNeed]:
         reading = m.row(comp.row).reading or m.row(comp.baseline).reading
         if reading in groups:
             groups[reading] |= {comp.row, comp.baseline}
-    seeds = max(MIN_SEEDS, m.seeds or 1)
-    profile = plan_profile(seeds, base=m.profiles[BASE_PROFILE])
     needs = []
     for reading, rows in groups.items():
-        runs: dict[str, float] = {}
-        for row_id in sorted(rows):
-            for seed in range(seeds):
-                cfg = resolve(m.row(row_id), profile, seed)
-                if cfg.hash not in runs:
-                    t = model.run_time(cfg, m.id, device)
-                    runs[cfg.hash] = t.compute_s + t.overhead_s / model.executor.packing(device.kind)
         label = next(r.label for r in m.rows if r.reading == reading).rsplit(" [", 1)[-1].rstrip("]")
+        table = plan.only(rows)
         needs.append(ClaimNeed(m.id, f"reading:{reading}", f"sensitivity rows: {label}", SENSITIVITY_WEIGHT,
-                               tuple(sorted(rows)), seeds, "the paper's n: the rows it varies", runs, "", m.seeds or 1))
+                               _trained([table]), plan.profile.seeds, "the paper's n: the rows it varies",
+                               model.cost([table]).items, "", m.seeds or 1))
     return needs
 
 
@@ -175,16 +183,23 @@ def _greedy(needs: list[ClaimNeed], budget_s: float) -> list[Choice]:
     spent, todo = 0.0, list(needs)
     limit = budget_s * (1 + 1e-9)  # sums in another order differ in the last bits
     while todo:
-        priced = [(n, sum(s for h, s in n.runs.items() if h not in have)) for n in todo]
+        priced = [(n, sum(s for h, s in n.items.items() if h not in have)) for n in todo]
         fits = [(n, cost) for n, cost in priced if spent + cost <= limit]
         if not fits:
             break
         best, cost = max(fits, key=lambda nc: (nc[0].weight / nc[1] if nc[1] > 0 else float("inf"), nc[0].weight))
-        chosen.append(Choice(best, cost, sum(h in have for h in best.runs)))
-        have.update(best.runs)
+        chosen.append(Choice(best, cost, sum(h in have for h in best.items if is_run(h))))
+        have.update(best.items)
         spent += cost
         todo.remove(best)
     return chosen
+
+
+def _union(needs) -> dict[str, float]:
+    items: dict[str, float] = {}
+    for n in needs:
+        items.update(n.items)
+    return items
 
 
 def make_plan(needs: list[ClaimNeed], gpu_hours: float, model: CostModel) -> Plan:
@@ -194,10 +209,8 @@ def make_plan(needs: list[ClaimNeed], gpu_hours: float, model: CostModel) -> Pla
     single = max((n for n in plannable if n.gpu_seconds <= budget_s * (1 + 1e-9)), key=lambda n: n.weight, default=None)
     if single is not None and single.weight > sum(c.need.weight for c in chosen):
         chosen = [Choice(single, single.gpu_seconds, 0)]
-    runs: dict[str, float] = {}
-    for c in chosen:
-        runs.update(c.need.runs)
-    left_budget = budget_s - sum(runs.values())
+    items = _union(c.need for c in chosen)
+    left_budget = budget_s - sum(items.values())
     picked = {c.need.key for c in chosen}
     left_out = []
     for n in needs:
@@ -206,7 +219,7 @@ def make_plan(needs: list[ClaimNeed], gpu_hours: float, model: CostModel) -> Pla
         if n.problem:
             left_out.append((n, n.problem))
             continue
-        extra = sum(s for h, s in n.runs.items() if h not in runs)
+        extra = sum(s for h, s in n.items.items() if h not in items)
         at_two = extra * MIN_SEEDS / n.seeds
         if n.seeds > MIN_SEEDS and at_two <= left_budget:
             why = (f"too few seeds for power within the budget: {n.seeds} seeds add {extra / 3600:.1f} GPU-h, "
@@ -214,9 +227,10 @@ def make_plan(needs: list[ClaimNeed], gpu_hours: float, model: CostModel) -> Pla
         else:
             why = f"cost: adds {extra / 3600:.1f} GPU-h, {max(left_budget, 0) / 3600:.1f} left"
         left_out.append((n, why))
+    runs = [s for h, s in items.items() if is_run(h)]
     slots = model.executor.slots("gpu", len(runs))
     sources = {model.device(Profile(description="", evidence="paper")).source}
-    return Plan(budget_s, chosen, left_out, sum(runs.values()), makespan(list(runs.values()), slots), len(runs),
+    return Plan(budget_s, chosen, left_out, sum(items.values()), makespan(list(items.values()), slots), len(runs),
                 tuple(sorted(sources)))
 
 
@@ -226,7 +240,7 @@ def plan_profiles(plan: Plan, manifests: list[Manifest]) -> dict[str, Profile]:
     by_seeds: dict[int, set[str]] = {}
     fewer: set[int] = set()
     for c in plan.chosen:
-        by_seeds.setdefault(c.need.seeds, set()).update(f"{c.need.manifest}/{r}" for r in c.need.rows)
+        by_seeds.setdefault(c.need.seeds, set()).update(c.need.rows)
         if c.need.seeds < c.need.paper_seeds:
             fewer.add(c.need.seeds)
     base = manifests[0].profiles[BASE_PROFILE] if manifests else None
@@ -240,16 +254,14 @@ def profiles_toml(profiles: dict[str, Profile], plan: Plan) -> str:
     lines = [f"# Written by `repro plan`: {len(plan.chosen)} claims, {plan.runs} distinct runs, "
              f"{plan.gpu_seconds / 3600:.1f} of {plan.budget_s / 3600:.1f} GPU-hours.",
              "# Run each profile: repro verify-all --profiles THIS_FILE --profile <name> (shared runs train once)."]
-    for c in plan.chosen:
-        lines.append(f"#   plan_s{c.need.seeds}: {c.need.key} (weight {c.need.weight:g})")
+    lines += [f"#   plan_s{c.need.seeds}: {c.need.key} (weight {c.need.weight:g})" for c in plan.chosen]
     for name, p in profiles.items():
         lines += ["", f"[profiles.{name}]"]
         for f in dataclasses.fields(Profile):
             value = getattr(p, f.name)
             default = f.default if f.default_factory is dataclasses.MISSING else f.default_factory()
-            if value is None or value == default:
-                continue
-            lines.append(f"{f.name} = {_toml(value)}")
+            if value is not None and value != default:
+                lines.append(f"{f.name} = {_toml(value)}")
     return "\n".join(lines) + "\n"
 
 
@@ -273,9 +285,5 @@ def write_plan(path: Path, plan: Plan, manifests: list[Manifest]) -> dict[str, P
 
 def protocol_cost(needs: list[ClaimNeed]) -> Cost:
     """Every plannable claim at its seeds, shared runs once: the budget that decides them all."""
-    runs: dict[str, float] = {}
-    for n in needs:
-        if not n.problem:
-            runs.update(n.runs)
-    return Cost("gpu", len(runs), 0, sum(runs.values()), sum(runs.values()))
-
+    items = _union(n for n in needs if not n.problem)
+    return Cost("gpu", sum(1 for h in items if is_run(h)), 0, sum(items.values()), sum(items.values()), (), items)

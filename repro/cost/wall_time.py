@@ -2,14 +2,15 @@
 
     verify-all = start-up + FLOP check (every distinct model, three ways) + each table + the report
     run ID...  = start-up + each table, its models counted the first time it meets them
-    a table    = FLOP counting + training (the runs it is the first to train, repro.cost.estimate, and its
+    a table    = FLOP counting + training (the runs it is the first to train, CostModel.cost, and its
                  worker processes) + latency + the rest (data checks, claims, tables, what no phase covers)
 
 Each phase is a rate times what the plan holds of it (models, tables, the run model's seconds). A rate is
-fitted to the phases a results folder measured (`timings.json`, repro.results.timings; without it the tables'
-wall times that the file times give, repro.cost.measured) or else a reference, and every figure says
-which: "fitted", "measured" (a device figure from this CPU's benchmark or a calibration file) or
-"reference". The counts on disk (FLOPs, model sizes) are taken as cold: a first run's time.
+fitted to the phases a results folder measured quiet (repro.cost.fit.fit_rates) or else the CPU reference's,
+and every figure says which: "fitted", "measured" (a device figure from a calibration file) or "reference".
+`command_time` is the one function every wall time is read from: `repro list`, the line a table prints before
+it trains (`table_line`), the appendix, the README's figures (tests/cost/test_one_estimate.py). The counts on
+disk (FLOPs, model sizes) are taken as cold: a first run's time.
 """
 
 from __future__ import annotations
@@ -17,15 +18,12 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from repro.cost.estimate import CostModel, duration, estimate_latency, seconds_text
-from repro.cost.measured import FolderTimes
-from repro.plan.table_plan import Plans, TablePlan
+from repro.cost.calibration import cores
+from repro.cost.estimate import CostModel, duration, seconds_text
+from repro.data.specs import get_dataset
 from repro.measure.flop_check import row_key
+from repro.plan.table_plan import TablePlan
 
-# repro.results.timings' phases, as the parts below price them
-PHASE_OF = {"start-up and imports": "start-up", "FLOP check": "FLOP check", "FLOP counting": "FLOP counting",
-            "data checks": "rest", "stand-in pretraining": "training", "training": "training", "latency": "latency",
-            "claims": "rest", "tables": "rest", "figures": "report", "report": "report", "timings": "report"}
 BASES = ("fitted", "measured", "reference")  # from strongest to weakest
 # The rates in seconds, which the speed factor scales where they are the reference's (repro.cost.speed); `latency`
 # multiplies the latency estimate, which the scaled CPU figures price already.
@@ -62,12 +60,6 @@ class Rates:
     report: Rate = _reference("report", 15.0, "figures, report.md and report.html")  # per report
 
 
-# What fit_rates prices a command with to read each phase's units back (models counted, latency estimated,
-# runs priced), whatever the reference rates are: one second a model, the latency estimate as it is, no
-# worker start-up.
-_UNITS = Rates(flop_model=Rate(1.0, "", ""), workers=Rate(0.0, "", ""), latency=Rate(1.0, "", ""))
-
-
 @dataclass(frozen=True)
 class Part:
     phase: str
@@ -89,27 +81,22 @@ class CommandTime:
     def table(self, manifest_id: str) -> float:
         return sum(p.seconds for p in self.parts if p.table == manifest_id)
 
-    def basis(self, manifest_id: str | None = None) -> str:
-        """The weakest basis among the parts that carry a tenth of the time or more."""
+    def _weighty(self, manifest_id: str | None) -> list[Part]:
+        """The parts (of one table, or all) that carry a tenth of the time or more."""
         parts = [p for p in self.parts if manifest_id is None or p.table == manifest_id]
         total = sum(p.seconds for p in parts) or 1.0
-        weighty = [p.basis for p in parts if p.seconds >= 0.1 * total] or ["reference"]
-        return max(weighty, key=BASES.index)
+        return [p for p in parts if p.seconds >= 0.1 * total]
+
+    def basis(self, manifest_id: str | None = None) -> str:
+        """The weakest basis among the parts that carry a tenth of the time or more."""
+        return max([p.basis for p in self._weighty(manifest_id)] or ["reference"], key=BASES.index)
 
     def origin(self, manifest_id: str | None = None) -> str:
         """What the figure came from, for the From column: that of the largest part of the weakest basis among
         the parts that carry a tenth of the time or more."""
-        parts = [p for p in self.parts if manifest_id is None or p.table == manifest_id]
-        total = sum(p.seconds for p in parts) or 1.0
-        weighty = [p for p in parts if p.seconds >= 0.1 * total]
-        if not weighty:
-            return self.basis(manifest_id)
-        weakest = max((p.basis for p in weighty), key=BASES.index)
-        return max((p for p in weighty if p.basis == weakest), key=lambda p: p.seconds).origin or weakest
-
-
-def _weaker(a: str, b: str) -> str:
-    return max(a, b, key=BASES.index)
+        weakest = self.basis(manifest_id)
+        mine = [p for p in self._weighty(manifest_id) if p.basis == weakest]
+        return max(mine, key=lambda p: p.seconds).origin or weakest if mine else weakest
 
 
 def command_time(plans: list[TablePlan], model: CostModel, rates: Rates = Rates(), verify_all: bool = True,
@@ -128,9 +115,8 @@ def command_time(plans: list[TablePlan], model: CostModel, rates: Rates = Rates(
     parts = [priced("start-up", "", 1.0, "startup")]
     counted: set[str] = set()
     if verify_all:
-        models = {row_key(r) for plan in plans for r in plan.manifest.rows}
-        counted |= models
-        parts.append(priced("FLOP check", "", len(models), "flop_model"))
+        counted = {row_key(r) for plan in plans for r in plan.manifest.rows}
+        parts.append(priced("FLOP check", "", len(counted), "flop_model"))
     trained: set[str] = set(recorded)
     for plan in plans:
         m = plan.manifest
@@ -141,15 +127,16 @@ def command_time(plans: list[TablePlan], model: CostModel, rates: Rates = Rates(
             cost = model.cost([plan], skip=frozenset(trained))
             device = model.device(plan.profile)
             trained |= set(plan.configs())
-            in_workers = device.parallel > 1 or (device.kind == "cpu" and _cpus() > 1)  # the local executor's default
+            in_workers = device.parallel > 1 or (device.kind == "cpu" and cores() > 1)  # the local executor's default
             workers = priced("training", m.id, 1.0, "workers") if cost.runs and in_workers else None
-            workers = workers if workers is not None and workers.seconds else None
-            basis = _weaker(device.basis, workers.basis) if workers else device.basis
-            parts.append(Part("training", m.id, cost.wall_seconds + (workers.seconds if workers else 0.0), basis,
-                              device.origin if basis == device.basis else workers.origin))
+            if workers is None or not workers.seconds:
+                parts.append(Part("training", m.id, cost.wall_seconds, device.basis, device.origin))
+            else:
+                weaker = BASES.index(workers.basis) > BASES.index(device.basis)
+                parts.append(Part("training", m.id, cost.wall_seconds + workers.seconds,
+                                  workers.basis if weaker else device.basis, workers.origin if weaker else device.origin))
         if "latency" in m.measures():
-            seconds, _ = estimate_latency(plan, model)
-            latency = priced("latency", m.id, seconds, "latency")  # priced by the CPU's figures
+            latency = priced("latency", m.id, estimate_latency(plan, model)[0], "latency")  # by the CPU's figures
             parts.append(dataclasses.replace(latency, origin=model.of_kind("cpu").origin)
                          if latency.basis == "reference" else latency)
         parts.append(priced("rest", m.id, 1.0, "rest"))
@@ -159,70 +146,31 @@ def command_time(plans: list[TablePlan], model: CostModel, rates: Rates = Rates(
 
 
 def table_line(plan: TablePlan, model: CostModel, rates: Rates = Rates(),
-               recorded: frozenset[str] = frozenset()) -> str:
-    """One line before `repro <id>` trains: its time alone (start-up aside), what it is made of, its basis."""
+               recorded: frozenset[str] = frozenset(), startup: bool = False) -> str:
+    """One line before `repro <id>` trains: its time, what it is made of and its basis; with `startup` (a command of
+    this table alone) the command's, start-up included: the figure `repro list` gives for the table, less the runs
+    `recorded` already, which it names."""
     t = command_time([plan], model, rates, verify_all=False, recorded=recorded)
-    mine = [p for p in t.parts if p.table == plan.id and p.seconds >= 0.5]
+    mine = [p for p in t.parts if (p.table == plan.id or startup) and p.seconds >= 0.5]
     parts = ", ".join(f"{p.phase} {seconds_text(p.seconds)}" for p in mine) or "nothing to speak of"
-    return f"{duration(t.table(plan.id))} ({t.origin(plan.id)}: {parts})"
+    reused = len(recorded & set(plan.configs()))
+    runs = f"; {reused} of {len(plan.configs())} runs recorded, reused" if reused else ""
+    seconds = t.seconds if startup else t.table(plan.id)
+    return f"{duration(seconds)} ({t.origin(None if startup else plan.id)}: {parts}{runs})"
 
 
-def _cpus() -> int:
-    import os
-
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-
-
-def fit_rates(times: FolderTimes, plans: Plans, model: CostModel) -> Rates:
-    """Each rate fitted to what the folder measured (timings.json's phases; else the tables' wall times from
-    the file times, for the per-table rest), the others left at their reference. `model` carries the fitted
-    run figures already (repro.cost.fit.fit_model)."""
-    rates = Rates()
-    units: dict[str, list[tuple[float, float]]] = {}  # rate -> (measured seconds, units) per observation
-    for profile, commands in times.commands.items():
-        for name, cmd in commands.items():
-            mine = [plans.by_key[(t, profile)] for t in cmd.tables if (t, profile) in plans.by_key]
-            before = frozenset(h for h, r in times.runs.items() if cmd.started is not None and r.ended < cmd.started)
-            estimate = command_time(mine, model, _UNITS, verify_all=name == "verify-all", recorded=before)
-            units.setdefault("startup", []).append((cmd.phases.get("start-up and imports", 0.0), 1.0))
-            flops = sum(cmd.phases.get(k, 0.0) for k in ("FLOP check", "FLOP counting"))
-            n_models = sum(p.seconds for p in estimate.parts if p.phase in ("FLOP check", "FLOP counting"))
-            units.setdefault("flop_model", []).append((flops, n_models / _UNITS.flop_model.seconds))
-            lat = cmd.phases.get("latency", 0.0)
-            lat_est = sum(p.seconds for p in estimate.parts if p.phase == "latency")
-            if lat_est:
-                units.setdefault("latency", []).append((lat, lat_est))
-            train = sum(cmd.phases.get(k, 0.0) for k in ("training", "stand-in pretraining"))
-            runs_est = sum(p.seconds for p in estimate.parts if p.phase == "training")  # _UNITS: no worker term
-            training_tables = sum(1 for p in estimate.parts if p.phase == "training" and p.seconds > 0)
-            if training_tables:
-                units.setdefault("workers", []).append((max(0.0, train - runs_est), training_tables))
-            covered = sum(cmd.phases.values())
-            rest = sum(cmd.phases.get(k, 0.0) for k in ("data checks", "claims", "tables")) + max(0.0, cmd.wall_s - covered)
-            units.setdefault("rest", []).append((rest, max(1, len(mine))))
-            if name == "verify-all":
-                units.setdefault("report", []).append(
-                    (sum(cmd.phases.get(k, 0.0) for k in ("figures", "report", "timings")), 1.0))
-    if "rest" not in units:  # no timings.json: the tables' wall times less what the model prices in them
-        bare = dataclasses.replace(_UNITS, rest=Rate(0.0, "", ""))
-        residuals: dict[bool, list[float]] = {True: [], False: []}  # by whether the table trained runs
-        for profile, tables in times.tables.items():
-            for manifest_id, table in tables.items():
-                plan = plans.by_key.get((manifest_id, profile))
-                if plan is None or table.phases:
-                    continue
-                own = command_time([plan], model, bare, verify_all=False)
-                priced = sum(p.seconds for p in own.parts if p.table == plan.id and p.phase != "FLOP counting")
-                trains = any(p.phase == "training" and p.seconds > 0 for p in own.parts)
-                residuals[trains].append(max(0.0, table.wall_s - priced))
-        if residuals[False]:
-            units["rest"] = [(s, 1.0) for s in residuals[False]]
-        if residuals[True]:
-            rest = (sum(residuals[False]) / len(residuals[False])) if residuals[False] else rates.rest.seconds
-            units["workers"] = [(max(0.0, s - rest), 1.0) for s in residuals[True]]
-    fitted = {}
-    for name, obs in units.items():
-        seconds, count = sum(s for s, _ in obs), sum(n for _, n in obs)
-        if count > 0:
-            fitted[name] = Rate(seconds / count, "fitted", f"{len(obs)} measurement(s) in this results folder")
-    return dataclasses.replace(rates, **fitted)
+def estimate_latency(plan: TablePlan, model: CostModel) -> tuple[float, str]:
+    """Calls x multiply-adds per call / this CPU's throughput, plus a fixed cost per call, at the plan's latency
+    settings (NaN where a count or the throughput is not cached and `model.cached_only`)."""
+    s, rows = plan.latency, plan.latency_rows
+    calls = s.warmup + s.min_reps
+    seconds = 0.0
+    for row in rows:
+        spec = get_dataset(row.dataset)
+        scale = (min(spec.image_size, s.image_size or spec.image_size) / spec.image_size) ** 2
+        f = model.forward_macs(row.dataset, row.backbone, row.head)
+        if f is None:
+            return float("nan"), "not estimated: FLOP counts not cached"
+        macs = calls * s.batch * (2 * f["backbone_macs"] * scale + 2 * f["head_macs"]) + s.op_batch * f["head_macs"]
+        seconds += macs / model.of_kind("cpu").macs_per_s + 3 * calls * 0.002  # three timings, ~2 ms of dispatch a call
+    return seconds, f"{len(rows)} latency rows x 3 timings, batch {s.batch}, {calls}+ calls each"

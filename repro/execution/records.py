@@ -37,6 +37,7 @@ from repro.execution.record_checks import (
 from repro.core.fsutil import FolderWriter, WriteFailed, jsonable
 from repro.core.settings import Launch, Settings
 from repro.results.provenance import provenance
+from repro.results.timings import load_average
 from repro.plan.run_config import RunConfig
 from repro.runtime.compile_cache import compile_cache
 from repro.runtime.locks import (
@@ -97,7 +98,7 @@ def run_one(request: RunRequest, results_dir: Path, device: str, data_dir: Path 
         if events is not None:
             events.put(("epoch", request.label, epoch, epochs))
 
-    started, cpu_started = time.perf_counter(), time.process_time()
+    started, cpu_started, load_started = time.perf_counter(), time.process_time(), load_average()
     if distributed.current().distributed:
         distributed.announce_run((cfg, request.data))
     with compile_cache(settings.cache):  # compiled graphs reused across runs (repro.runtime.compile_cache)
@@ -127,7 +128,8 @@ def run_one(request: RunRequest, results_dir: Path, device: str, data_dir: Path 
         # where this process's time went (repro.results.timings); this attempt's, when the run was resumed
         "timings": {**out.pop("timings", {}), "run": {"wall_s": time.perf_counter() - started,
                                                       "cpu_s": time.process_time() - cpu_started}},
-        "provenance": {**provenance(device, cfg.threads, request.data.allow_unverified), "reproducibility": facts,
+        "provenance": {**provenance(device, cfg.threads, request.data.allow_unverified, load_started),
+                       "reproducibility": facts,
                        "executor": executor_provenance(executor, device, settings.launch)},
     }
     record = jsonable(record)

@@ -12,6 +12,7 @@ from pathlib import Path
 from repro import __version__
 from repro.core.devices import device_label, device_type
 from repro.results.git_files import commit_from_files
+from repro.results.timings import machine_load
 
 PACKAGES = ("torch", "torchvision", "fvcore", "numpy", "scipy", "pandas", "jinja2", "typer", "rich")
 NOT_A_CHECKOUT = "not a git checkout"  # the package runs from an installed wheel: no commit to name
@@ -51,9 +52,11 @@ def package_versions() -> dict[str, str]:
     return versions
 
 
-def provenance(device: str = "cpu", threads: int | None = None, allow_unverified_data: bool = False) -> dict[str, object]:
+def provenance(device: str = "cpu", threads: int | None = None, allow_unverified_data: bool = False,
+               load_at_start: float | None = None) -> dict[str, object]:
     """threads: the intra-op threads the numbers were computed on (None: torch's current setting);
-    allow_unverified_data: datasets whose files fail their published checksum were accepted."""
+    allow_unverified_data: datasets whose files fail their published checksum were accepted; load_at_start: the
+    load average when the work began (load_average())."""
     return {
         "git_commit": git_commit(),
         "packages": package_versions(),
@@ -62,4 +65,5 @@ def provenance(device: str = "cpu", threads: int | None = None, allow_unverified
         "allow_unverified_data": allow_unverified_data,
         "platform": platform.platform(),
         "time": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        **machine_load(load_at_start),
     }

@@ -109,6 +109,24 @@ def machine_key(m: dict[str, Any]) -> str:
     return f"{m.get('cpu')} x{m.get('cores')} ({m.get('system')})"
 
 
+# --------------------------------------------------------------------------- the load
+def load_average() -> float | None:
+    """The machine's 1-minute load average now, or None where the system has none."""
+    try:
+        return round(os.getloadavg()[0], 2)
+    except (AttributeError, OSError):
+        return None
+
+
+def machine_load(started: float | None = None) -> dict[str, object]:
+    """The load the numbers were measured under: the 1-minute load average at their start (`started`, where
+    known) and now, and the cores. Not part of any run's identity (its hash is its config's); the cost model
+    leaves wall times measured above the cores out of its fit (repro.cost.measured)."""
+    loads = [x for x in (started, load_average()) if x is not None]
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return {"load_average": loads, "cores": cores} if loads else {}
+
+
 # --------------------------------------------------------------------------- exclusive clocks
 class Clocks:
     """Wall and CPU seconds by key; a part started inside another pauses it, so each second counts once."""
@@ -170,6 +188,7 @@ class Recorder(Clocks):
         super().__init__(tree_cpu)
         self.command, self.profile = command, profile
         self.started = time.time()
+        self.load_at_start = load_average()  # the load the command met, before its own work adds to it
         self.runs: list[dict[str, Any]] = []
         self.results_dir: Path | None = None  # set by `recording`
         self._wall0, self._cpu0 = time.perf_counter(), tree_cpu()
@@ -203,7 +222,8 @@ class Recorder(Clocks):
                    "count": int(v["count"])} for (n, t), v in order]
         return {"command": self.command, "profile": self.profile, "machine": machine(),
                 "started": dt.datetime.fromtimestamp(self.started, dt.timezone.utc).isoformat(timespec="seconds"),
-                "wall_s": round(wall, 3), "cpu_s": round(cpu, 3), "phases": phases, "runs": self.runs}
+                "wall_s": round(wall, 3), "cpu_s": round(cpu, 3), **machine_load(self.load_at_start), "phases": phases,
+                "runs": self.runs}
 
 
 _current: list[Recorder] = []

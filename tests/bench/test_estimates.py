@@ -43,8 +43,7 @@ def folder(tmp_path, monkeypatch):
     """t1 then t2 (`repro run`), every run 2 CPU-s at a full core; t2's measured time is `slow` x its model's."""
     monkeypatch.setattr(est.CostModel, "run_work", lambda self, cfg: est.RunWork(1.0, 0, 0.0, "synthetic data"))
     monkeypatch.setattr(est.CostModel, "run_params", lambda self, cfg: (0.0, 0.0))
-    monkeypatch.setattr("repro.cost.wall_time._cpus", lambda: 2)
-    monkeypatch.setattr("repro.cost.fit.os.sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    monkeypatch.setattr("os.sched_getaffinity", lambda pid: {0, 1}, raising=False)  # 2 cores (repro.cost.calibration)
     t1, t2 = _manifest("t1", [("a", 128), ("b", 256)]), _manifest("t2", [("c", 512), ("d", 1024)])
 
     def write(slow: float):

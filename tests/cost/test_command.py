@@ -1,10 +1,12 @@
-"""repro.cost.wall_time: a command's wall time by phase, runs shared between tables paid once, rates fitted to timings."""
+"""repro.cost.wall_time: a command's wall time by phase, runs shared between tables paid once; repro.cost.fit: rates
+fitted to timings."""
 
 import pytest
 
 from repro.cost import calibration as cal
 from repro.cost import estimate as est
-from repro.cost.wall_time import Rate, Rates, command_time, fit_rates, table_line
+from repro.cost.fit import fit_rates
+from repro.cost.wall_time import Rate, Rates, command_time, table_line
 from repro.cost.measured import FolderTimes, MeasuredCommand
 from repro.plan.table_plan import build_plan, build_plans, plan_all
 from repro.plan.run_config import planned_runs

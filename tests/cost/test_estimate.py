@@ -159,7 +159,7 @@ def test_calibrated_rate_replaces_the_flop_model(fixed):
 def test_reference_efficiency_and_labels():
     assert cal.GPU_EFFICIENCY == pytest.approx(2470 * 3 * 4.09e9 * 2 / 312e12)
     a100 = cal.reference_gpu("NVIDIA A100-SXM4-80GB")
-    assert a100.device == "A100" and not a100.measured and a100.source.startswith("reference, not measured")
+    assert a100.device == "A100" and a100.basis == "reference" and a100.source.startswith("reference, not measured")
     assert cal.reference_gpu("NVIDIA H100 80GB HBM3").macs_per_s == pytest.approx(989e12 / 312e12 * a100.macs_per_s)
     assert "not in the table" in cal.reference_gpu("Some GPU").source
 

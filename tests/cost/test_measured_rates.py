@@ -8,7 +8,7 @@ import pytest
 from repro.cost import calibration as cal
 from repro.cost import estimate as est
 from repro.cost import gpu_reference
-from repro.cost.rate_sources import rate_grid, rate_sources
+from repro.cost.tables import rate_grid, rate_sources
 from repro.data import input_choice
 from repro.plan.run_config import planned_runs
 from repro.plan.table_plan import plan_all

@@ -128,7 +128,7 @@ def test_the_profiles_file_runs_exactly_the_planned_runs(needs, tmp_path):
     assert profiles == written and all(name.startswith("plan_s") for name in profiles)
     planned = {p.cfg.hash for m in manifests for name, prof in profiles.items()
                for p in planned_runs(with_profiles(m, profiles), prof)}
-    assert planned == {h for c in plan.chosen for h in c.need.runs}
+    assert planned == {h for c in plan.chosen for h in c.need.items if est.is_run(h)}
     assert all(p.data == "real" and p.epochs is None for p in profiles.values())
     fewer = {c.need.seeds for c in plan.chosen if c.need.seeds < c.need.paper_seeds}  # e.g. 3 of the headline's 10
     assert fewer and {n for n, p in profiles.items() if p.evidence == "reduced"} == {f"plan_s{s}" for s in fewer}
@@ -186,12 +186,12 @@ def test_each_alternative_reading_a_table_trains_is_priced_with_the_rows_it_is_c
     _, ns = needs
     literal = next(n for n in ns if n.key == "table1/reading:capacity-rule/literal_capacity")
     # the two MoE twins, and the dense rows their gaps are taken against, at the paper's five seeds
-    assert literal.rows == ("dw_h512_dense", "dw_h512_moe__literal_capacity", "std_h512_dense",
-                            "std_h512_moe__literal_capacity")
-    assert literal.seeds == 5 and len(literal.runs) == 20 and literal.weight == pl.SENSITIVITY_WEIGHT
+    assert literal.rows == ("table1/dw_h512_dense", "table1/dw_h512_moe__literal_capacity", "table1/std_h512_dense",
+                            "table1/std_h512_moe__literal_capacity")
+    assert literal.seeds == 5 and literal.runs == 20 and literal.weight == pl.SENSITIVITY_WEIGHT
     init = next(n for n in ns if n.key == "table1/reading:conv-init/torch_init")
-    assert set(init.rows) == {"std_h512_moe__torch_init", "std_h512_dense__torch_init", "dw_h512_moe__torch_init",
-                              "dw_h512_dense__torch_init"}
+    assert set(init.rows) == {f"table1/{r}" for r in ("std_h512_moe__torch_init", "std_h512_dense__torch_init",
+                                                      "dw_h512_moe__torch_init", "dw_h512_dense__torch_init")}
 
 
 def test_a_days_plan_is_one_screen_at_80_columns(tmp_path):

@@ -8,7 +8,8 @@ from repro.plan.manifest import Claim
 from repro.spec.profiles import LatencyProfile, Profile
 from repro.measure import latency
 from repro.cost.calibration import Throughput
-from repro.cost.estimate import CostModel, estimate_latency
+from repro.cost.estimate import CostModel
+from repro.cost.wall_time import estimate_latency
 from repro.measure.latency import measure_latency
 from repro.pipeline import Context, run_manifest
 from repro.plan.latency_settings import settings_for
