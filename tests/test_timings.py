@@ -131,3 +131,21 @@ def test_start_up_is_the_interpreters_not_that_of_the_shell_it_ran_last_in():
                          capture_output=True, text=True, env=env, timeout=120)
     assert out.returncode == 0, out.stderr
     assert float(out.stdout) < sleep - 1  # the interpreter's start and one import, not the shell's sleep
+
+
+def test_a_command_and_a_run_keep_the_load_they_were_measured_under(monkeypatch):
+    """The 1-minute load average at the start and the end, and the cores: what the cost model needs to leave a
+    measurement taken under load out of its fit (repro.cost.measured); provenance, never part of a run's hash."""
+    from repro.cost.measured import load_of
+    from repro.results.provenance import provenance
+
+    loads = iter([(3.5, 0, 0), (4.25, 0, 0)])
+    monkeypatch.setattr(os, "getloadavg", lambda: next(loads))
+    entry = Recorder("verify-all", "smoke").to_dict()
+    assert entry["load_average"] == [3.5, 4.25] and entry["cores"] == timings.machine()["cores"]
+    assert load_of(entry) == (4.25, entry["cores"])
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.5, 0, 0))
+    made = provenance("cpu", 1, load_at_start=2.0)
+    assert made["load_average"] == [2.0, 0.5] and load_of(made) == (2.0, made["cores"])
+    monkeypatch.setattr(os, "getloadavg", lambda: (_ for _ in ()).throw(OSError("no load average here")))
+    assert "load_average" not in provenance("cpu", 1) and load_of({}) == (None, None)

@@ -24,8 +24,7 @@ def appendix(profile: Optional[str] = PROFILE,
     with its command, hardware, cost, expected result and badge; with results of the profile in the folder, the
     verdict there and the run records behind it."""
     from repro.claims import decided_results
-    from repro.cost.estimate import CostModel
-    from repro.cost.fit import fit_folder
+    from repro.cost.fit import folder_estimate
     from repro.plan.table_plan import plan_all
     from repro.report.appendix import APPENDIX_NAME, FORMATS, appendix_inputs, build_appendix, render
     from repro.results.acting import acting
@@ -46,9 +45,8 @@ def appendix(profile: Optional[str] = PROFILE,
     entries = (decided_results(results_dir, profile, manifests) if with_results
                else [(m, None) for m in manifests])
     plans = plan_all(manifests)  # once: the cost model and every row of the appendix read them
-    model = CostModel.under(settings(), data_dir=data_dir)  # counts the model sizes the caches lack (imports torch)
-    folder = fit_folder(model, results_dir, plans) if results_dir.is_dir() else None
-    inputs = appendix_inputs(plans, folder, model)
+    # The estimate `repro list` gives: it counts the model sizes the caches lack (imports torch)
+    inputs = appendix_inputs(plans, folder_estimate(settings(), results_dir, plans, data_dir=data_dir))
     text = render(build_appendix(entries, profile, inputs, with_results), fmt)
     path = out or profile_dir(results_dir, profile) / f"{APPENDIX_NAME}.{fmt}"
     # Written into a profile folder (the default): recorded there as an action of its RO-Crate.

@@ -23,15 +23,18 @@ CalibrationOpt = typer.Option(None, "--calibration", help="GPU calibration JSON 
 ReferenceGpuOpt = typer.Option(None, "--reference-gpu", help="Scale the H200 reference to this GPU by bf16 peak: A100, H100, H200, L40S, L4, A10, V100; default: this host's GPU, else the H200.")
 
 
-def _cost_model(executor: str, gpus: int, runs_per_gpu: int, slurm_max_parallel: int, data_dir: Path | None,
-                calibration: Path | None, reference_gpu: str | None):
-    from repro.cost.estimate import CostModel, Executor
+def _estimate(plans, results_dir: Path | None, executor: str, gpus: int, runs_per_gpu: int,
+              slurm_max_parallel: int, data_dir: Path | None, calibration: Path | None, reference_gpu: str | None):
+    """The cost model under the command's options, fitted to its results folder (repro.cost.fit.folder_estimate)."""
+    from repro.cost.estimate import Executor
+    from repro.cost.fit import folder_estimate
 
     try:
-        return CostModel.under(settings(), executor=Executor(executor, gpus, runs_per_gpu, slurm_max_parallel),
-                               data_dir=data_dir, calibration=calibration, gpu=reference_gpu)
+        runs = Executor(executor, gpus, runs_per_gpu, slurm_max_parallel)
     except ValueError as exc:
         fail(str(exc))
+    return folder_estimate(settings(), results_dir or settings().results, plans, executor=runs, data_dir=data_dir,
+                           calibration=calibration, gpu=reference_gpu)
 
 
 def list_manifests(executor: str = ExecutorOpt, gpus: int = GpusOpt, runs_per_gpu: int = RunsPerGpuOpt,
@@ -43,15 +46,15 @@ def list_manifests(executor: str = ExecutorOpt, gpus: int = GpusOpt, runs_per_gp
                                                   "from.")) -> None:
     """Manifests, what each reproduces, and what each profile costs: runs, epochs, device time, wall time, each
     figure fitted to the run records in --results-dir, measured (this CPU, a calibration file) or a reference."""
-    from repro.cost.fit import fit_folder
     from repro.cost.tables import RATES_NOTE, list_table, rate_grid, rate_sources
     from repro.cost.taken import lines
     from repro.plan.table_plan import plan_all
 
-    model = _cost_model(executor, gpus, runs_per_gpu, slurm_max_parallel, data_dir, calibration, reference_gpu)
     manifests, invalid = load_valid_or_fail(manifests_dir, profiles)
     plans = plan_all(manifests)  # once: the fit, the tables and the lines below read them
-    folder = fit_folder(model, results_dir or settings().results, plans)
+    folder = _estimate(plans, results_dir, executor, gpus, runs_per_gpu, slurm_max_parallel, data_dir, calibration,
+                       reference_gpu)
+    model = folder.model
     table, totals, sources = list_table(plans, model, invalid, folder.rates)
     print_grid(table)
     console.print()
@@ -65,7 +68,9 @@ def list_manifests(executor: str = ExecutorOpt, gpus: int = GpusOpt, runs_per_gp
               "(docs/cost-model.md): the run records in the results folder (fitted), a GPU calibration file, or a "
               "reference (the CPU one scaled by `repro bench speed`'s factor where kept). A run shared by rows or "
               "tables counts once; runs already recorded are not counted out. A table of 0 runs trains nothing: its "
-              "numbers are FLOP counts or latency timings, priced by their wall time.", style="dim"))
+              "numbers are FLOP counts or latency timings, priced by their wall time. Every figure is a quiet "
+              "machine's: a record or command measured under load (load average above the cores) is left out of "
+              "the fit.", style="dim"))
     for source in sorted(s for s in sources if s.startswith("reference")):  # which machine, when, which commit
         show(Text(source, style="dim"))
     rates = rate_sources(plans, model)
@@ -89,16 +94,16 @@ def plan(ids: list[str] = typer.Argument(None, help="Manifest ids (default: all)
          verbose: bool = verbose_option("Also where each seed count comes from, and the rows each claim "
                                         "reads.")) -> None:
     """Per empirical claim: rows, seeds for 80% power, runs and GPU-hours; the claims a budget decides, as profiles."""
-    from repro.cost.fit import fit_folder
     from repro.cost.tables import left_out_line, needs_table, plan_table
     from repro.cost.estimate import duration, hours
     from repro.cost.plan import BASE_PROFILE, claim_needs, make_plan, protocol_cost, write_plan
     from repro.plan.table_plan import plan_all
 
-    model = _cost_model(executor, gpus, runs_per_gpu, slurm_max_parallel, data_dir, calibration, reference_gpu)
     manifests = load_some(ids, manifests_dir)
     plans = plan_all(manifests)
-    folder = fit_folder(model, results_dir or settings().results, plans)  # GPU records there: fitted figures
+    folder = _estimate(plans, results_dir, executor, gpus, runs_per_gpu, slurm_max_parallel, data_dir, calibration,
+                       reference_gpu)  # GPU records there: fitted figures
+    model = folder.model
     needs = claim_needs(manifests, model)
     result = make_plan(needs, gpu_hours, model)
     claims = sum(not n.claim.startswith("reading:") for n in needs)

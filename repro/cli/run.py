@@ -108,7 +108,7 @@ def _run_all(run, plans: Plans, reporter: Reporter, announce: bool) -> list:
     table, warnings kept for last. `announce`: a line before each table too, with its estimated cost (`repro run`;
     verify-all says less)."""
     from repro.cost.estimate import CostModel
-    from repro.cost.fit import fit_folder
+    from repro.cost.fit import folder_estimate
     from repro.cost.wall_time import table_line
 
     started, mine = {}, plans.at(run.options.profile)
@@ -121,7 +121,7 @@ def _run_all(run, plans: Plans, reporter: Reporter, announce: bool) -> list:
         reporter.table, started[manifest.id] = manifest.id, time.monotonic()
         if announce:
             if not estimates:
-                estimates.append(fit_folder(CostModel.under(run.options.settings), run.options.results_dir, plans))
+                estimates.append(folder_estimate(run.options.settings, run.options.results_dir, plans))
             folder = estimates[0]
             recorded = frozenset(folder.times.runs) | frozenset(earlier)
             earlier.update(plan.configs())  # trained before the next table starts

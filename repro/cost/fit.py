@@ -15,11 +15,11 @@ few large ones a table's time rests on. Where the records hold too little arithm
 10% of their time at the device's measured or reference rate), or the fit puts it more than 20x from
 that rate, `a` stays that rate and the rest is fitted.
 
-Load: every estimate is a quiet machine's. A run's CPU seconds count only its own time on a core, so they are
-fitted whatever the load (the smoke profile's 112 runs took 0.93x the reference's CPU seconds at load 2-5 on 2
-cores); its wall time is not: wall seconds = s / the CPU share of the records measured quiet (load average at most
-the cores, repro.cost.measured), else the device's own share (the reference's). A wall time measured under load
-(a record without CPU seconds, a command's phases, a table's time) is left out of the fit.
+Load: every estimate is a quiet machine's, so a measurement taken under load (load average above the cores at its
+start or end, repro.cost.measured) is left out of the fit: a run record, a command's phases, a table's time. Its
+wall time is stretched by the load, and its CPU seconds too, if less (docs/cost-model.md). Wall seconds = s / the
+CPU share of the records (CPU seconds per wall second). Where the CPU reference lists a run, the fit prices it at
+its CPU seconds there times what the folder's records of listed runs took here over there.
 
 The phase rates (`fit_rates`) are the command's wall seconds the run model does not price (start-up, FLOP
 counting, worker processes, latency, the rest, the report), fitted to the quiet commands of `timings.json`
@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from repro.core.settings import DEFAULT_CACHE
+from repro.core.settings import DEFAULT_CACHE, Settings
 from repro.cost.calibration import Throughput, cores
 from repro.cost.cpu_reference import RATE_NAMES, SCHEMA
 from repro.cost.estimate import CostModel
@@ -62,8 +62,9 @@ class RunFit:
     seconds: str  # "CPU seconds" or "wall seconds": what the records gave
     compute_rate: str  # "fitted" or the base figure's basis when the records could not pin it
     sized: int = 0  # records priced by the model built at their resolution (the others: area-scaled counts)
-    busy: int = 0  # records measured under load: their CPU seconds fitted, their wall time left out
-    quiet_share: int = 0  # records whose CPU share is the fitted one (quiet, with CPU seconds)
+    busy: int = 0  # records measured under load, left out
+    listed: int = 0  # records of runs the CPU reference lists
+    factor: float = 0.0  # their CPU seconds here over there: what the reference's listed runs are priced at
 
     def spread(self) -> tuple[float, float, float]:
         """(10th percentile, median, 90th percentile) of the predicted / measured ratios."""
@@ -75,12 +76,12 @@ class RunFit:
         sized = "" if self.sized == self.runs else (
             f"; model sizes counted for {self.sized} of them, the others priced by area-scaled counts "
             "(`repro list --results-dir` counts them once)")
-        load = "" if not self.busy else (
-            f"; {self.busy} measured under load (load average above the cores): their CPU seconds fitted, their wall "
-            "time left out, so wall time is at the CPU share of "
-            + (f"the {self.quiet_share} quiet ones" if self.quiet_share else "the reference machine's runs"))
+        load = f"; {self.busy} more measured under load left out" if self.busy else ""
+        listed = "" if not self.listed else (
+            f"; the runs the CPU reference lists at its CPU seconds x {self.factor:.2f}, what {self.listed} of them took "
+            "here over there")
         return (f"fitted to {self.runs} run records ({self.seconds}; predicted / measured per run: median {mid:.2f}, "
-                f"10-90% {lo:.2f}-{hi:.2f}; compute rate {self.compute_rate}{sized}{load})")
+                f"10-90% {lo:.2f}-{hi:.2f}; compute rate {self.compute_rate}{sized}{load}{listed})")
 
 
 def _nnls(rows: list[list[float]], target: list[float]):
@@ -117,8 +118,8 @@ def fit_constants(data: list[tuple[list[float], float]], a0: float) -> tuple[lis
 
 def fit_device(runs: list[MeasuredRun], model: CostModel, base: Throughput) -> RunFit | None:
     """The constants of the device the runs trained on, starting from `base` (its measured or reference figures);
-    None with fewer than MIN_RUNS usable records (a record with wall seconds alone counts only when quiet)."""
-    data = [(f, r.cpu_s if r.cpu_s is not None else r.wall_s, r) for r in runs if r.cpu_s is not None or not r.busy
+    None with fewer than MIN_RUNS usable records measured quiet."""
+    data = [(f, r.cpu_s if r.cpu_s is not None else r.wall_s, r) for r in runs if not r.busy
             if (f := _features(model, r)) is not None]
     if len(data) < MIN_RUNS:
         return None
@@ -126,26 +127,31 @@ def fit_device(runs: list[MeasuredRun], model: CostModel, base: Throughput) -> R
     coef, own_rate = fit_constants([(f, s) for f, s, _ in data], a0)
     ratios = tuple(sum(c * x for c, x in zip(coef, f)) / s for f, s, _ in data)
     with_cpu = [r for _, _, r in data if r.cpu_s is not None]
-    quiet = [r for r in with_cpu if not r.busy]
-    share = sum(r.cpu_s for r in quiet) / sum(r.wall_s for r in quiet) if quiet else base.cpu_share
+    share = sum(r.cpu_s for r in with_cpu) / sum(r.wall_s for r in with_cpu) if with_cpu else 1.0
+    # The runs the CPU reference lists keep their own seconds there, times what this folder's records of them took
+    # over what they took there: a speed factor measured on real runs, where the run model is only a model.
+    listed = [r for r in with_cpu if r.hash in base.run_seconds]
+    factor = sum(r.cpu_s for r in listed) / sum(base.run_seconds[r.hash] for r in listed) if listed else 0.0
     threads = sorted(r.threads or 1 for _, _, r in data)[len(data) // 2]
     seconds = "CPU seconds" if len(with_cpu) == len(data) else "wall seconds" if not with_cpu else "CPU or wall seconds"
     fitted = dataclasses.replace(
         base, macs_per_s=1 / coef[0] if coef[0] > 0 else float("inf"), step_overhead_s=coef[1], step_param_s=coef[2],
         run_overhead_s=coef[3], checkpoint_param_s=coef[4], cpu_share=min(max(share, 0.02), float(threads)),
         parallel=max(1, cores() // threads) if base.kind == "cpu" else 1, fitted=True, images_per_s={},
-        run_seconds={}, compile_s={}, data_s_per_value=0.0,
+        run_seconds={h: s * factor for h, s in base.run_seconds.items()} if factor else {}, compile_s={},
+        data_s_per_value=0.0,
         source=f"fitted to {len(data)} run records of this results folder ({base.device})")
     sized = sum(1 for f, _, _ in data if f[2] > 0 or f[4] > 0)
     return RunFit(fitted, len(data), ratios, seconds, "fitted" if own_rate else base.basis, sized,
-                  sum(r.busy for _, _, r in data), len(quiet))
+                  sum(r.busy for r in runs), len(listed), factor)
 
 
 def fit_model(model: CostModel, times: FolderTimes) -> dict[str, RunFit]:
-    """Fit every device kind the folder has records of; set the fitted figures on `model`. By kind ("cpu", "gpu")."""
+    """Fit every device kind the folder has records of; set the fitted figures on `model`. By kind ("cpu", "gpu").
+    A fitted model prices every run by the model built at its resolution, as its records were fitted."""
     from repro.spec.profiles import Profile
 
-    out = {}
+    out, exact = {}, model.exact_sizes
     model.exact_sizes = True
     for kind, device in (("cpu", "cpu"), ("gpu", "cuda")):
         runs = times.runs_of(device)
@@ -156,6 +162,7 @@ def fit_model(model: CostModel, times: FolderTimes) -> dict[str, RunFit]:
         if fit is not None:
             model.fitted[kind] = fit.device
             out[kind] = fit
+    model.exact_sizes = exact or bool(out)
     return out
 
 
@@ -243,9 +250,9 @@ class FolderFit:
             lines.append("phase rates fitted: " + ", ".join(f"{k} {rates[k]['seconds']:.3g} s" for k in fitted))
         busy = [f"{profile} `{name}`" for profile, commands in self.times.commands.items()
                 for name, cmd in commands.items() if cmd.busy]
+        busy += [f"{n} run records" for n in [sum(r.busy for r in self.times.runs.values())] if n]
         if busy:
-            lines.append(f"left out of the phase rates, measured under load (load average above the cores): "
-                         f"{', '.join(busy)}")
+            lines.append(f"left out of the fit, measured under load (load average above the cores): {', '.join(busy)}")
         return lines
 
 
@@ -256,6 +263,13 @@ def fit_folder(model: CostModel, results_dir, plans: Plans) -> FolderFit:
     fits = fit_model(model, times) if times.runs else {}
     rates = fit_rates(times, plans, model) if (times.commands or times.tables) else Rates()
     return FolderFit(model, fits, rates, times, plans)
+
+
+def folder_estimate(settings: Settings, results_dir, plans: Plans, **given) -> FolderFit:
+    """The estimate a command gives: the cost model under its settings (and `given`, its options: executor, data
+    root, GPU calibration, reference GPU) fitted to its results folder. `repro list`, `repro plan`, `repro
+    appendix` and the line a table prints before it trains all start here."""
+    return fit_folder(CostModel.under(settings, **given), results_dir, plans)
 
 
 # --------------------------------------------------------------------------- the CPU reference (tools/write_cpu_reference.py)
