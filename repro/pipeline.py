@@ -78,7 +78,7 @@ def run_manifest(plan: TablePlan, ctx: Context) -> TableMeasurement:
     measurements = ManifestResult(manifest.id, manifest.title, manifest.paper_ref, manifest.paper_table,
                                   plan.profile_name, measured, [], made_on, plan.profile)
     # the analytic claims' rows under each alternative reading, kept with the measurements
-    if (counted := count_readings(manifest, measurements)) is not None:
+    if (counted := count_readings(manifest, measurements, ctx.settings.cache)) is not None:
         measurements = dataclasses.replace(measurements, measured=measured.with_details({READINGS_DETAIL: counted}))
     with phase("claims", manifest.id):
         return TableMeasurement(decide_table(manifest, measurements, stored_tables(manifest, ctx)), runs, submitted)

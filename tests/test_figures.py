@@ -283,3 +283,32 @@ def test_sign_marks_in_gap_vs_rho_are_in_the_legend_and_never_overlap():
     fig, _ = figures_gaps.draw_gap_vs_rho([dataclasses.replace(points[0], paper_sign=None)], None)
     assert not any("no number" in t.get_text() for t in fig.axes[0].get_legend().get_texts())
     assert not fig.axes[0].texts
+
+
+def test_a_figure_drawn_from_the_same_inputs_is_not_drawn_again(manifests, tmp_path, monkeypatch):
+    """A report rendered again over unchanged results keeps its figure files byte for byte and draws nothing (a
+    reused verify-all spent 4 s redrawing them); other results draw the figure again."""
+    from repro.report import figures
+
+    t2, t9 = manifests["table2"], manifests["temperature_ablation"]
+    entries = [(t2, fake_result(t2)), (t9, fake_result(t9))]
+    first = render_figures(entries, tmp_path, _plans(entries))
+    drawn = {f.id: (f.png.read_bytes(), f.pdf.read_bytes()) for f in first if f.drawn}
+    assert {"gap_vs_rho", "gap_vs_classes"} <= set(drawn)
+    for f in first:
+        if f.drawn:
+            assert figures.drawn_key(f.png) and len(figures.drawn_key(f.png)) == 32
+
+    def refuse(*a, **k):
+        raise AssertionError("drew a figure whose inputs did not change")
+
+    for module, name in ((figures_gaps, "draw_gap_vs_rho"), (figures_gaps, "draw_gap_vs_classes"),
+                         (figures_runs, "draw_accuracy_by_epoch"), (figures_runs, "draw_usage_by_class")):
+        monkeypatch.setattr(module, name, refuse)
+    again = render_figures(entries, tmp_path, _plans(entries))
+    assert [(f.id, f.caption) for f in again] == [(f.id, f.caption) for f in first]
+    assert {f.id: (f.png.read_bytes(), f.pdf.read_bytes()) for f in again if f.drawn} == drawn
+    monkeypatch.undo()
+    other = [(t2, fake_result(t2, "functional")), (t9, fake_result(t9))]  # another profile: another stamp
+    redrawn = {f.id: f.png.read_bytes() for f in render_figures(other, tmp_path, _plans(other)) if f.drawn}
+    assert redrawn["gap_vs_rho"] != drawn["gap_vs_rho"][0]

@@ -82,3 +82,16 @@ def test_a_folder_is_read_without_moving_a_file(tmp_path):
     assert list(found.records) == [CFG.hash] and list(found.unusable) == [bad]
     assert found.unusable[bad].startswith("not valid JSON") and bad.read_text() == "{"
     assert read_records(tmp_path / "nowhere").records == {}
+
+
+def test_a_digest_is_the_same_whether_the_record_is_plain_json_or_needs_jsonable():
+    """record_digest dumps a record read from JSON as it is, and one with NaN or tuples through jsonable: one digest."""
+    import hashlib
+
+    made = {**record(config()), "extra": (1, 2.5, float("nan")), "digest": "x"}
+    plain = jsonable(made)
+    canonical = json.dumps({k: v for k, v in plain.items() if k != "digest"}, sort_keys=True, separators=(",", ":"),
+                           ensure_ascii=True, allow_nan=False)
+    expected = hashlib.sha256(canonical.encode("ascii")).hexdigest()
+    assert record_digest(made) == record_digest(plain) == record_digest(json.loads(json.dumps(plain))) == expected
+    assert record_digest({**plain, "digest": "another"}) == expected  # the digest itself is not digested

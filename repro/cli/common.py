@@ -259,6 +259,7 @@ def recording(command: str, results_dir: Path, profile: str, heavy: bool = True,
     from repro.results.measurements import profile_dir
 
     folder = profile_dir(results_dir, profile)
+    # The crate hashes timings.json and the report's files: written after them, outside the time they record.
     with acting(command, folder, reads, settings().image), timings.recording(command, results_dir, profile):
         if heavy:
             with timings.phase(timings.STARTUP):

@@ -28,6 +28,7 @@ def report(results_dir: Optional[Path] = RESULTS, manifests_dir: Optional[Path] 
     from repro.report.summary import write_report
     from repro.results.measurements import profiles_present
     from repro.report.render import DETAIL
+    from repro.results.timings import phase
     from repro.runtime.interrupt import command_line, raise_pending
 
     results_dir = results_dir or settings().results
@@ -50,9 +51,11 @@ def report(results_dir: Optional[Path] = RESULTS, manifests_dir: Optional[Path] 
         for name in names:
             _rebuild_damaged(results_dir, name, manifests, plans)
             with recording("report", results_dir, name, heavy=False, reads=read_files(manifests, profiles)):
-                entries = decided_results(results_dir, name, manifests)
-                cold = CostModel.under(settings(), cached_only=True)  # the caches alone: the report counts nothing
-                path, summary = write_report(entries, results_dir, name, for_report(results_dir, name, plans, cold))
+                with phase("claims"):
+                    entries = decided_results(results_dir, name, manifests)
+                with phase("report"):  # the caches alone: the report counts nothing
+                    costs = for_report(results_dir, name, plans, CostModel.under(settings(), cached_only=True))
+                path, summary = write_report(entries, results_dir, name, costs)
             console.rule(name)
             for line in summary["lines"]:
                 show(line)

@@ -236,6 +236,7 @@ def _verify_all(plans: Plans, options: TableOptions) -> int:
     from repro.cost.taken import for_report
     from repro.pipeline import TableRun, flop_check
     from repro.report.summary import write_report
+    from repro.results.timings import phase
 
     manifests = list(plans.manifests)
     reporter = _reporter(options.results_dir, options.profile, options.verbose)
@@ -250,11 +251,14 @@ def _verify_all(plans: Plans, options: TableOptions) -> int:
                 reporter.warn("FLOP check failed", problem)
             outcomes = _run_all(run, plans, reporter, announce=False)
             failures = {o.manifest_id: o.problem for o in outcomes if o.problem}
-            # every table's claims, Holm over the report
-            entries = decided_results(options.results_dir, options.profile, manifests)
-            cold = CostModel.under(options.settings, cached_only=True)  # the caches alone: the report counts nothing
-            costs = for_report(options.results_dir, options.profile, plans, cold)
-            path, summary = write_report(entries, options.results_dir, options.profile, costs, check, failures)
+            with phase("claims"):  # every table's claims, Holm over the report
+                entries = decided_results(options.results_dir, options.profile, manifests)
+            with phase("report"):  # the caches alone: the report counts nothing
+                costs = for_report(options.results_dir, options.profile, plans,
+                                   CostModel.under(options.settings, cached_only=True))
+            written = frozenset(o.manifest_id for o in outcomes if o.files)  # their tables, from these results
+            path, summary = write_report(entries, options.results_dir, options.profile, costs, check, failures,
+                                         tables_written=written)
             _print_claims([r for _, r in entries if r], evidence=options.verbose, quiet=not options.verbose)
             console.rule("summary")
             failed = decidable_not_reproduced(outcomes, options.device)
@@ -273,6 +277,15 @@ def _verify_all(plans: Plans, options: TableOptions) -> int:
     return status
 
 
+def _trains(plans: Plans, options: TableOptions) -> bool:
+    """Whether a planned run of the command has no record yet: then it trains, and torch's import is start-up. A
+    command that reuses every run imports torch only where something is counted or timed afresh."""
+    from repro.execution.files import record_path
+
+    return any(not record_path(options.results_dir, p.cfg).is_file() for plan in plans.at(options.profile)
+               for p in plan.runs)
+
+
 def run_tables(ids: list[str] | None, options: TableOptions, report: bool) -> int:
     """Run the manifests `ids` (every one when None) under `options`; `report`: verify-all's FLOP check of every
     model and report.md over them. Checks every name and folder before any work."""
@@ -286,7 +299,7 @@ def run_tables(ids: list[str] | None, options: TableOptions, report: bool) -> in
         with _leading(options) as leader:
             if not leader:
                 return ExitCode.OK
-            with recording(command, options.results_dir, options.profile,
+            with recording(command, options.results_dir, options.profile, heavy=_trains(plans, options),
                            reads=read_files(manifests, options.profiles_file)), kept_workers():
                 return (_verify_all if report else _run_tables)(plans, options)
     except TorchrunUsageError as exc:

@@ -7,11 +7,10 @@ lacks; `device_type` and `device_label` are what provenance and the latency tabl
 
 from __future__ import annotations
 
-from contextlib import contextmanager
-from typing import Any, Iterator
-
 import platform
-from typing import Any
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator
 
 
 class DeviceError(RuntimeError):
@@ -31,9 +30,18 @@ def _present(kind: str) -> int:
     return int(count()) if callable(count) else 1
 
 
+def gpu_driver_present() -> bool:
+    """Whether this machine has anything a CUDA or ROCm build of torch could use: an NVIDIA driver or device node,
+    or AMD's kernel driver. Without one, 'auto' is the CPU without asking torch, whose import alone takes
+    seconds on a 2-core machine (a reused `repro verify-all` imports it for nothing else)."""
+    return Path("/proc/driver/nvidia").exists() or Path("/dev/kfd").exists() or any(Path("/dev").glob("nvidia*"))
+
+
 def resolve_device(device: str) -> str:
     """'auto' -> 'cuda' if torch sees a GPU, else 'cpu'; any other string torch parses ('cpu', 'cuda',
     'cuda:1', ...) is returned normalised if this machine has that device, else DeviceError naming it."""
+    if device == "auto" and not gpu_driver_present():
+        return "cpu"
     import torch
 
     if device == "auto":
@@ -62,11 +70,16 @@ def device_label(device: Any, threads: int | None = None) -> str:
 
     threads: the intra-op threads the measurement ran on; None or <= 0 means torch's current setting.
     """
-    import torch
+    if device_type(device) == "cuda":
+        import torch
 
-    if device_type(device) == "cuda" and torch.cuda.is_available():
-        return f"cuda: {torch.cuda.get_device_name(torch.device(device))}"
-    n = threads if threads is not None and threads > 0 else torch.get_num_threads()
+        if torch.cuda.is_available():
+            return f"cuda: {torch.cuda.get_device_name(torch.device(device))}"
+    if threads is None or threads <= 0:
+        import torch
+
+        threads = torch.get_num_threads()
+    n = threads
     return f"cpu: {platform.processor() or platform.machine()}, {n} intra-op thread(s)"
 
 

@@ -22,16 +22,15 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import importlib.util
 import json
+import re
+import sys
 from dataclasses import asdict
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
-import torch
-from torch import nn
-
-from repro.measure.timing import Timing, compiled_or_eager, count_ops, cpu_threads, time_call
 from repro.data.specs import get_dataset
 from repro.core.devices import device_label
 from repro.core.fsutil import FolderWriter
@@ -39,12 +38,14 @@ from repro.execution.files import read_json, runs_dir
 from repro.plan.latency_settings import LatencySettings
 from repro.plan.manifest import Row
 from repro.plan.table_plan import TablePlan
-from repro.models import BACKBONES, HEADS, build_model
-from repro.spec.recipes import at_last_epoch
 from repro.results.measurements import Measured, Measuring, row_metric
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # torch is imported where a row is timed or counted: a kept measurement is read without it
+    import torch
+    from torch import nn
+
     from repro.measure.measurer import Context
+    from repro.measure.timing import Timing
 
 # What a failed row leaves missing; the metrics a measured row sets.
 LATENCY_METRICS = ("latency_ms", "model_latency_ms", "backbone_latency_ms", "op_calls")
@@ -55,6 +56,8 @@ RATIOS = (("latency_ms", "slowdown"), ("model_latency_ms", "model_slowdown"))
 @lru_cache(maxsize=None)
 def paper_features(dataset: str, backbone: str) -> int:
     """D of a backbone at the dataset's own resolution; backbone is a Component key as JSON."""
+    from repro.models import BACKBONES
+
     spec, b = get_dataset(dataset), json.loads(backbone)
     shape = (spec.channels, spec.image_size, spec.image_size)
     return BACKBONES.get(b["name"]).builder(shape, **b["params"]).out_features
@@ -62,6 +65,11 @@ def paper_features(dataset: str, backbone: str) -> int:
 
 def row_head(row: Row, device: torch.device) -> tuple[nn.Module, int]:
     """The row's head and the paper's D; seeded, so rows that differ only in dispatch share weights."""
+    import torch
+
+    from repro.models import HEADS
+    from repro.spec.recipes import at_last_epoch
+
     d = paper_features(row.dataset, json.dumps(row.backbone.key(), sort_keys=True))
     torch.manual_seed(0)
     head = HEADS.get(row.head.name).builder(d, get_dataset(row.dataset).num_classes, **row.head.params)
@@ -69,12 +77,19 @@ def row_head(row: Row, device: torch.device) -> tuple[nn.Module, int]:
 
 
 def row_model(row: Row, image_size: int, device: torch.device) -> nn.Module:
+    import torch
+
+    from repro.models import build_model
+    from repro.spec.recipes import at_last_epoch
+
     torch.manual_seed(0)
     model = build_model(row.dataset, row.backbone, row.head, image_size=image_size)
     return at_last_epoch(model, row.dataset).eval().to(device)
 
 
 def _inputs(shape: tuple[int, ...], device: torch.device) -> torch.Tensor:
+    import torch
+
     return torch.randn(shape, generator=torch.Generator().manual_seed(1)).to(device)
 
 
@@ -85,6 +100,10 @@ def head_call(head: nn.Module, features: int, batch: int, device: torch.device) 
 
 def measure_head(row: Row, s: LatencySettings, device: torch.device) -> dict[str, Any]:
     """The head alone on (B, D) features: its timing and its operator count."""
+    import torch
+
+    from repro.measure.timing import compiled_or_eager, count_ops, cpu_threads, time_call
+
     head, d = row_head(row, device)
     compile_error = ""
     with torch.no_grad(), cpu_threads(device, s.threads):
@@ -103,6 +122,10 @@ def measure_head(row: Row, s: LatencySettings, device: torch.device) -> dict[str
 def operator_counts(row: Row) -> dict[str, Any]:
     """The row metrics an operator count gives (op_calls, host_syncs, num_experts), on the CPU at the paper-scale
     batch, without timing anything: what the readings table recounts for a row under another reading."""
+    import torch
+
+    from repro.measure.timing import count_ops, cpu_threads
+
     device = torch.device("cpu")
     head, d = row_head(row, device)
     with torch.no_grad(), cpu_threads(device, 1):
@@ -115,6 +138,10 @@ def operator_counts(row: Row) -> dict[str, Any]:
 
 def measure_row(row: Row, s: LatencySettings, device: torch.device, backbones: dict[str, Timing]) -> dict[str, Any]:
     """measure_head, plus the whole model and its backbone alone on (B, C, H, W) images."""
+    import torch
+
+    from repro.measure.timing import cpu_threads, time_call
+
     spec = get_dataset(row.dataset)
     size = min(spec.image_size, s.image_size or spec.image_size)
     out = measure_head(row, s, device)
@@ -132,9 +159,21 @@ def latency_path(results_dir: Path, row: Row, s: LatencySettings, label: str) ->
     """Where a row's measurement under settings `s` on the device `label` is kept."""
     from repro.measure.flop_check import _fingerprint, row_key
 
-    blob = json.dumps({"model": row_key(row), "settings": asdict(s), "device": label, "torch": torch.__version__,
+    blob = json.dumps({"model": row_key(row), "settings": asdict(s), "device": label, "torch": torch_version(),
                        "code": _fingerprint()}, sort_keys=True)
     return runs_dir(results_dir) / "latency" / f"{hashlib.sha256(blob.encode()).hexdigest()[:16]}.json"
+
+
+def torch_version() -> str:
+    """torch.__version__, read from its version.py where torch is not imported yet (its import takes seconds)."""
+    if "torch" not in sys.modules and (spec := importlib.util.find_spec("torch")) and spec.submodule_search_locations:
+        path = Path(next(iter(spec.submodule_search_locations))) / "version.py"
+        found = re.search(r"^__version__\s*=\s*['\"]([^'\"]+)['\"]", path.read_text(), re.M) if path.is_file() else None
+        if found:
+            return found.group(1)
+    import torch
+
+    return torch.__version__
 
 
 def _kept(path: Path) -> dict[str, Any] | None:
@@ -149,9 +188,8 @@ def measure_latency(plan: TablePlan, ctx: Context) -> Measured:
     """Every latency row of the plan timed at its settings and its operators counted (or its kept measurement
     reused); comparisons get head and model slowdowns."""
     out, manifest = Measuring(), plan.manifest
-    device = torch.device(ctx.device)
     s = plan.latency
-    label = device_label(device, s.threads)
+    label = device_label(ctx.device, s.threads)
     out.details["latency_setup"] = {"device": label, "profile": plan.profile_name, **asdict(s)}
     backbones: dict[str, Timing] = {}
     for row in plan.latency_rows:
@@ -159,7 +197,9 @@ def measure_latency(plan: TablePlan, ctx: Context) -> Measured:
         try:
             r = None if ctx.remeasure_latency else _kept(path)
             if r is None:
-                r = {**measure_row(row, s, device, backbones),
+                import torch
+
+                r = {**measure_row(row, s, torch.device(ctx.device), backbones),
                      "measured_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}
                 FolderWriter(ctx.results_dir).write_json(path, r)
         except Exception as exc:  # one failing row must not hide the others

@@ -5,25 +5,59 @@ repro.claims.under_readings decides the claims; it asks for the metrics of each 
 `recount` callable. Here that callable counts: FLOPs from the analytic column alone (the readings'
 models are only compared with rows the FLOP check counted three ways; repro.measure.flop_check.
 analytic_summary, once per distinct model and process) and, for rows that time latency, operator
-counts of the head (repro.measure.latency.operator_counts). What was counted comes back as a value the
-pipeline keeps in the table's results (details["readings"]) with the CPU-seconds it took, so `repro report`
-decides the readings again, with the current rules, and counts nothing.
+counts of the head (repro.measure.latency.operator_counts). A row's counts are kept in the cache folder,
+keyed by its model and by the code that builds, schedules and counts it (as the FLOP check's are), so a
+table run again counts nothing. What was counted comes back as a value the pipeline keeps in the table's
+results (details["readings"]) with the CPU-seconds it took, so `repro report` decides the readings again,
+with the current rules, and counts nothing.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import time
+from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 from repro.claims import evidence_for
 from repro.claims.under_readings import ClaimReadings, decide_readings, recounted_claims
 from repro.plan.manifest import Manifest, Row
+from repro.core.cache import cache_dir, read_json, write_json
+from repro.core.package_data import shipped
+from repro.measure import flop_check
 from repro.measure.flop_check import analytic_summary, model_key
 from repro.results.measurements import ManifestResult, Measuring, derive_comparisons
 
 
-def row_counts(row: Row) -> dict[str, Any]:
-    """A row's analytic metrics, counted without training or timing."""
+@lru_cache(maxsize=1)
+def _fingerprint() -> str:
+    """The FLOP check's (the models, the schedules, the shapes, torch's and fvcore's versions) and the operator
+    counter's code."""
+    code = b"".join((shipped("repro") / "measure" / name).read_bytes() for name in ("latency.py", "timing.py"))
+    return hashlib.sha256(flop_check._fingerprint().encode() + code).hexdigest()[:16]
+
+
+def row_counts(row: Row, cache: Path | None = None) -> dict[str, Any]:
+    """A row's analytic metrics, counted without training or timing; kept in the cache folder `cache` (None:
+    counted every time)."""
+    key = json.dumps({"model": model_key(row.dataset, row.backbone, row.head),
+                      "measures": sorted({"flops", "latency"} & set(row.measures))}, sort_keys=True)
+    path = None
+    if cache is not None:
+        name = hashlib.sha256(f"{_fingerprint()}|{key}".encode()).hexdigest()[:24]
+        path = cache_dir(cache, "readings") / f"{name}.json"
+        kept = read_json(path)
+        if isinstance(kept, dict) and kept.get("key") == key and isinstance(kept.get("counts"), dict):
+            return kept["counts"]
+    out = _count(row)
+    if path is not None:
+        write_json(path, {"key": key, "counts": out})
+    return out
+
+
+def _count(row: Row) -> dict[str, Any]:
     out: dict[str, Any] = {}
     if "flops" in row.measures:
         out.update(analytic_summary(row.dataset, row.backbone, row.head))
@@ -37,7 +71,8 @@ def row_counts(row: Row) -> dict[str, Any]:
 class Counter:
     """The recount callable: counts each varied row once, and keeps what it counted and the CPU time it took."""
 
-    def __init__(self) -> None:
+    def __init__(self, cache: Path | None = None) -> None:
+        self.cache = cache
         self.rows: dict[str, dict[str, Any]] = {}
         self.models: set[str] = set()
         self.cpu_seconds = 0.0
@@ -45,7 +80,7 @@ class Counter:
     def __call__(self, row: Row) -> dict[str, Any]:
         if row.id not in self.rows:
             start = time.process_time()
-            self.rows[row.id] = row_counts(row)
+            self.rows[row.id] = row_counts(row, self.cache)
             self.cpu_seconds += time.process_time() - start
             self.models.add(model_key(row.dataset, row.backbone, row.head))
         return self.rows[row.id]
@@ -54,12 +89,13 @@ class Counter:
         return {"rows": self.rows, "models": len(self.models), "cpu_seconds": round(self.cpu_seconds, 3)}
 
 
-def count_readings(manifest: Manifest, result: ManifestResult) -> dict[str, Any] | None:
+def count_readings(manifest: Manifest, result: ManifestResult, cache: Path | None = None) -> dict[str, Any] | None:
     """What counting every row the manifest's analytic (and rho-ordered) claims read, under each alternative
-    reading, came to (details[READINGS_DETAIL] of the table's results); None when no claim is counted again."""
+    reading, came to (details[READINGS_DETAIL] of the table's results), kept in the cache folder `cache`; None
+    when no claim is counted again."""
     if not recounted_claims(manifest):
         return None
-    counter = Counter()
+    counter = Counter(cache)
     decide_readings(manifest, evidence_for(manifest, result), counter)
     return counter.detail()
 

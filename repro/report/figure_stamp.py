@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import textwrap
 from dataclasses import dataclass
-
-from matplotlib.figure import Figure
+from typing import TYPE_CHECKING
 
 from repro.plan.manifest import Manifest
 from repro.report.evidence import commits_text, decides_empirical, label
 from repro.results.measurements import ManifestResult
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 FOOTER_SIZE = 8
 MARK_ALPHA = 0.13  # faint enough to read the data through, dark enough to survive a screenshot
@@ -69,8 +71,9 @@ def draw_stamp(fig: Figure, stamp: Stamp) -> None:
                  ha="center", va="center", weight="bold", zorder=0, in_layout=False)
 
 
-def metadata(stamp: Stamp, fmt: str) -> dict[str, str | None]:
-    """savefig metadata: the label, and no timestamps (the same results give the same bytes)."""
+def metadata(stamp: Stamp, fmt: str, key: str = "") -> dict[str, str | None]:
+    """savefig metadata: the label, what the figure was drawn from (`key`: repro.report.figures.inputs_key), and
+    no timestamps (the same results give the same bytes)."""
     if fmt == "pdf":
-        return {"CreationDate": None, "Subject": stamp.text}
-    return {"Software": None, "Description": stamp.text}
+        return {"CreationDate": None, "Subject": stamp.text, "Keywords": f"repro inputs {key}"}
+    return {"Software": None, "Description": stamp.text, "Comment": f"repro inputs {key}"}

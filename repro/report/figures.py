@@ -7,18 +7,26 @@ own runs: test accuracy per epoch (Fig. 3) and test-time expert usage by class
 (Fig. 4). Each comes with a caption saying what is plotted, from which runs
 (profile), and what the paper's text reports. A figure without data is not drawn:
 it is returned with png = None and the reason, and any stale file of that id is
-removed so the report never shows an old picture.
+removed so the report never shows an old picture. A figure whose inputs (what it plots, its stamp, the
+drawing code and matplotlib's version) are those its PNG was drawn from, as the PNG's metadata says, is
+not drawn again: the same results give the same bytes, so a report rendered again over unchanged results
+keeps its files (matplotlib is not even imported).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import io
+import json
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable
 
-from matplotlib.figure import Figure
-
+from repro.core import jsonfile
 from repro.core.fsutil import FolderWriter
+from repro.core.package_data import shipped
 from repro.plan.manifest import Figure as FigureDecl
 from repro.plan.manifest import Manifest
 from repro.plan.table_plan import Plans, TablePlan
@@ -28,6 +36,9 @@ from repro.results.measurements import ManifestResult
 from repro.report import figures_gaps as gaps
 from repro.report import figures_runs as runs
 from repro.report.figure_stamp import Stamp, draw_stamp, metadata, stamp_for
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 DPI = 150
 
@@ -67,18 +78,68 @@ def render_figures(entries: list[tuple[Manifest, ManifestResult | None]], out_di
 
 
 # --------------------------------------------------------------------------- files
-def _save(fig: Figure, fig_id: str, title: str, caption: str, paper_ref: str, out_dir: Path, root: Path,
-          stamp: Stamp, shows: frozenset[tuple[str, str]] = frozenset()) -> FigureFile:
+def _canonical(value: Any) -> Any:
+    """What a figure is drawn from as plain JSON, the same in every process (sets sorted, arrays as lists)."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _canonical(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, dict):
+        return {str(k): _canonical(v) for k, v in value.items()}
+    if isinstance(value, (set, frozenset)):
+        return sorted((_canonical(v) for v in value), key=repr)
+    if isinstance(value, (list, tuple)):
+        return [_canonical(v) for v in value]
+    return value.tolist() if hasattr(value, "tolist") else value
+
+
+@lru_cache(maxsize=1)
+def _drawing_code() -> str:
+    """The drawing code and matplotlib's version: what else decides a figure's bytes."""
+    import importlib.metadata
+
+    digest = hashlib.sha256(importlib.metadata.version("matplotlib").encode())
+    for path in sorted((shipped("repro") / "report").glob("figure*.py")):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+def inputs_key(fig_id: str, inputs: Any, stamp: Stamp) -> str:
+    text = json.dumps(_canonical([fig_id, inputs, stamp, _drawing_code()]), sort_keys=True, default=repr)
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def drawn_key(png: Path) -> str | None:
+    """The inputs key a PNG this module wrote carries in a text chunk (figure_stamp.metadata), or None."""
+    try:
+        data = jsonfile.read_bytes(png, jsonfile.MAX_BYTES)  # bounded, a regular file only
+    except (OSError, ValueError):
+        return None
+    at = 8 if data[:8] == b"\x89PNG\r\n\x1a\n" else len(data)
+    while at + 8 <= len(data):
+        size, kind = int.from_bytes(data[at:at + 4], "big"), data[at + 4:at + 8]
+        chunk = data[at + 8:at + 8 + size]
+        if kind == b"tEXt" and chunk.startswith(b"Comment\0repro inputs "):
+            return chunk.rsplit(b" ", 1)[-1].decode("latin-1")
+        if kind == b"IDAT":  # the text chunks come before the image data
+            return None
+        at += 12 + size  # length, type, data, CRC
+    return None
+
+
+def _save(draw: Callable[[], Figure], inputs: Any, fig_id: str, title: str, caption: str, paper_ref: str,
+          out_dir: Path, root: Path, stamp: Stamp, shows: frozenset[tuple[str, str]] = frozenset()) -> FigureFile:
     """Both files, each carrying the stamp (repro.report.figure_stamp) on the image and in its metadata, written
-    below `root` only."""
-    draw_stamp(fig, stamp)
+    below `root` only; drawn by `draw` only where the PNG there was not drawn from the same `inputs` and stamp."""
     paths = {fmt: out_dir / f"{fig_id}.{fmt}" for fmt in ("png", "pdf")}
-    drawn = {}
-    for fmt, path in paths.items():
-        buf = io.BytesIO()
-        fig.savefig(buf, format=fmt, dpi=DPI, metadata=metadata(stamp, fmt))
-        drawn[path] = buf.getvalue()
-    FolderWriter(root).replace_set(drawn)
+    key = inputs_key(fig_id, inputs, stamp)
+    if drawn_key(paths["png"]) != key or not paths["pdf"].is_file():
+        fig = draw()
+        draw_stamp(fig, stamp)
+        drawn = {}
+        for fmt, path in paths.items():
+            buf = io.BytesIO()
+            fig.savefig(buf, format=fmt, dpi=DPI, metadata=metadata(stamp, fmt, key))
+            drawn[path] = buf.getvalue()
+        FolderWriter(root).replace_set(drawn)
     return FigureFile(fig_id, title, paths["png"], paths["pdf"], caption, paper_ref, shows)
 
 
@@ -185,10 +246,10 @@ def _gap_vs_rho(entries, points: list[gaps.GapPoint], out_dir: Path, plans: Plan
             f"{left_out['missing']} have no measured ρ (their rows do not measure flops)")
         return _skip(fig_id, title, why, ref, out_dir, root)
     threshold = gaps.rho_threshold_pct([m for m, _ in entries])
-    fig, symlog = gaps.draw_gap_vs_rho(shown, threshold, title)
     pairs = _pairs_for(entries, shown)
-    caption = gaps.caption_gap_vs_rho(shown, left_out, threshold, symlog, runs_note(pairs, plans))
-    return _save(fig, fig_id, title, caption, ref, out_dir, root, stamp_for(pairs), _rows_drawn(entries, shown))
+    caption = gaps.caption_gap_vs_rho(shown, left_out, threshold, gaps.symlog(shown), runs_note(pairs, plans))
+    return _save(lambda: gaps.draw_gap_vs_rho(shown, threshold, title)[0], (shown, threshold, title), fig_id, title,
+                 caption, ref, out_dir, root, stamp_for(pairs), _rows_drawn(entries, shown))
 
 
 def _gap_vs_classes(entries, points: list[gaps.GapPoint], out_dir: Path, plans: Plans, root: Path) -> FigureFile:
@@ -198,10 +259,10 @@ def _gap_vs_classes(entries, points: list[gaps.GapPoint], out_dir: Path, plans: 
         why = _no_gaps(entries) if not points else \
             f"none of the {len(points)} measured comparison(s) belongs to a series (Comparison.series)"
         return _skip(fig_id, title, why, ref, out_dir, root)
-    fig, symlog = gaps.draw_gap_vs_classes(shown, title)
     pairs = _pairs_for(entries, shown)
-    caption = gaps.caption_gap_vs_classes(shown, symlog, runs_note(pairs, plans))
-    return _save(fig, fig_id, title, caption, ref, out_dir, root, stamp_for(pairs), _rows_drawn(entries, shown))
+    caption = gaps.caption_gap_vs_classes(shown, gaps.symlog(shown), runs_note(pairs, plans))
+    return _save(lambda: gaps.draw_gap_vs_classes(shown, title)[0], (shown, title), fig_id, title, caption, ref,
+                 out_dir, root, stamp_for(pairs), _rows_drawn(entries, shown))
 
 
 # --------------------------------------------------------------------------- manifest figures
@@ -218,7 +279,7 @@ def _declared(manifest: Manifest, result: ManifestResult | None, decl: FigureDec
             return _skip(fig_id, decl.title, f"no run of {', '.join(decl.rows)} in {where} recorded test accuracy "
                          "per epoch", ref, out_dir, root)
         missing = [r for r in decl.rows if r not in {c.row for c in curves}]
-        fig = runs.draw_accuracy_by_epoch(curves, decl.title)
+        drawn, draw = curves, lambda: runs.draw_accuracy_by_epoch(curves, decl.title)
         caption = runs.caption_accuracy_by_epoch(curves, manifest, missing, runs_text, paper)
     elif decl.kind == "usage_by_class":
         mats = runs.usage_matrices(decl, manifest, result)
@@ -226,12 +287,12 @@ def _declared(manifest: Manifest, result: ManifestResult | None, decl: FigureDec
             return _skip(fig_id, decl.title, f"no run of {', '.join(decl.rows)} in {where} recorded test-time "
                          "expert usage by class", ref, out_dir, root)
         missing = [r for r in decl.rows if r not in {m.row for m in mats}]
-        fig = runs.draw_usage_by_class(mats, decl.title)
+        drawn, draw = mats, lambda: runs.draw_usage_by_class(mats, decl.title)
         caption = runs.caption_usage_by_class(mats, missing, runs_text, paper)
     else:
         return _skip(fig_id, decl.title, f"no drawing for figure kind '{decl.kind}'", ref, out_dir, root)
-    return _save(fig, fig_id, decl.title, caption, ref, out_dir, root, stamp_for([(manifest, result)]),
-                 frozenset((manifest.id, r) for r in decl.rows))
+    return _save(draw, (decl.kind, drawn, decl.title), fig_id, decl.title, caption, ref, out_dir, root,
+                 stamp_for([(manifest, result)]), frozenset((manifest.id, r) for r in decl.rows))
 
 
 __all__ = ["FigureFile", "render_figures", "runs_note", "paper_note"]

@@ -13,14 +13,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-from matplotlib.figure import Figure
-from matplotlib.lines import Line2D
-from matplotlib.ticker import FuncFormatter
+from typing import TYPE_CHECKING, Any
 
 from repro.plan.manifest import Manifest
 from repro.results.measurements import ManifestResult
+
+if TYPE_CHECKING:  # matplotlib is imported where a figure is drawn
+    from matplotlib.figure import Figure
 
 ROUTER_TITLES = {"paper": "the paper's router", "tgr": "teacher-guided (TGR-MoE)",
                  "relu": "ReLU-routed (DECO)", "cluster": "cluster-routed (CLEAR-MoE)"}
@@ -56,6 +55,10 @@ def router_points(manifest: Manifest, result: ManifestResult) -> list[RouterPoin
 
 def draw_gap_vs_rho_by_router(points: list[RouterPoint]) -> Figure:
     """One panel per router: gap (pp) against rho (%, log), shared axes, zero line."""
+    from matplotlib.figure import Figure
+    from matplotlib.lines import Line2D
+    from matplotlib.ticker import FuncFormatter
+
     routers = list(dict.fromkeys(p.router for p in points))
     fig = Figure(figsize=(3.2 * max(1, len(routers)), 3.6), layout="constrained")
     axes = fig.subplots(1, max(1, len(routers)), sharex=True, sharey=True, squeeze=False)[0]
@@ -121,7 +124,7 @@ def render_extension_figure(manifest: Manifest, result: ManifestResult | None, o
                      Path(root or out_dir))
     rows = {(manifest.id, r) for c in manifest.comparisons if c.id in {p.comparison for p in points}
             for r in (c.row, c.baseline)}
-    return _save(draw_gap_vs_rho_by_router(points), fig_id, title, caption(points, result.profile),
+    return _save(lambda: draw_gap_vs_rho_by_router(points), points, fig_id, title, caption(points, result.profile),
                  manifest.paper_ref, Path(out_dir), Path(root or out_dir), stamp_for([(manifest, result)]),
                  frozenset(rows))
 

@@ -12,16 +12,16 @@ no other mark and no point, and the legend says what it means.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
-
-from matplotlib.figure import Figure
-from matplotlib.lines import Line2D
-from matplotlib.ticker import FuncFormatter, NullLocator
+from typing import TYPE_CHECKING, Any
 
 from repro.data.specs import DATASETS, get_dataset
 from repro.plan.manifest import Comparison, Manifest
 from repro.spec.paper import paper_value
 from repro.results.measurements import ManifestResult
+
+if TYPE_CHECKING:  # matplotlib is imported where a figure is drawn: a report whose figures stand draws none
+    from matplotlib.figure import Figure
+    from matplotlib.lines import Line2D
 
 HEAD_LABELS = {
     "sparse_moe": "sparse MoE",
@@ -154,11 +154,18 @@ def rho_threshold_pct(manifests: list[Manifest]) -> tuple[float, str] | None:
 
 
 # --------------------------------------------------------------------------- drawing
-def _y_scale(ax, points: list[GapPoint]) -> bool:
+def symlog(points: list[GapPoint]) -> bool:
+    """Whether the gap axis is symlog: the gaps, the paper's and their intervals span more than SYMLOG_ABOVE_PP."""
     ys = [p.mean_pp for p in points] + [p.paper_pp for p in points if p.paper_pp is not None]
     ys += [v for p in points if p.ci_pp for v in p.ci_pp]
+    return max(abs(y) for y in ys) > SYMLOG_ABOVE_PP
+
+
+def _y_scale(ax, points: list[GapPoint]) -> bool:
+    from matplotlib.ticker import FuncFormatter
+
     ax.margins(y=0.08)
-    if max(abs(y) for y in ys) > SYMLOG_ABOVE_PP:
+    if symlog(points):
         ax.set_yscale("symlog", linthresh=1.0)
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}".replace("-", "−")))
         return True
@@ -220,6 +227,8 @@ def place_signs(fig: Figure, ax, marks: list[tuple[float, float, str]]) -> list:
 
 
 def _sign_handles(signs: set[str]) -> list[Line2D]:
+    from matplotlib.lines import Line2D
+
     return [Line2D([], [], marker=SIGN_MARKER[s], ms=16 if s == "<=0" else 12, color="0.3", ls="none",
                    label=f"paper: gap {SIGN_WORDS[s]}, no number") for s in SIGN_TEXT if s in signs]
 
@@ -230,12 +239,18 @@ def _minor_label(v: float, _pos: int) -> str:
 
 
 def _paper_handle() -> Line2D:
+    from matplotlib.lines import Line2D
+
     return Line2D([], [], marker="D", ms=8, mfc="none", mec="black", ls="none", label="paper's gap")
 
 
 def draw_gap_vs_rho(points: list[GapPoint], threshold: tuple[float, str] | None,
                     title: str = "Accuracy gap against the routed fraction ρ") -> tuple[Figure, bool]:
     """Gap (pp) against rho (%, log); returns the figure and whether the y axis is symlog."""
+    from matplotlib.figure import Figure
+    from matplotlib.lines import Line2D
+    from matplotlib.ticker import FuncFormatter
+
     fig = Figure(figsize=(8.5, 5.0), layout="constrained")
     ax = fig.add_subplot()
     methods = sorted({p.method for p in points})
@@ -269,6 +284,10 @@ def draw_gap_vs_rho(points: list[GapPoint], threshold: tuple[float, str] | None,
 def draw_gap_vs_classes(points: list[GapPoint],
                         title: str = "Accuracy gap against the number of classes") -> tuple[Figure, bool]:
     """Gap (pp) against the dataset's class count (log), one line per series."""
+    from matplotlib.figure import Figure
+    from matplotlib.lines import Line2D
+    from matplotlib.ticker import NullLocator
+
     fig = Figure(figsize=(8.0, 5.6), layout="constrained")
     ax = fig.add_subplot()
     series = sorted({p.series for p in points}, key=str.lower)

@@ -9,16 +9,17 @@ from __future__ import annotations
 import math
 import textwrap
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import matplotlib
 import numpy as np
-from matplotlib.figure import Figure
 
 from repro.data.specs import get_dataset
 from repro.plan.manifest import Figure as FigureDecl
 from repro.plan.manifest import Manifest
 from repro.results.measurements import ManifestResult
+
+if TYPE_CHECKING:  # matplotlib is imported where a figure is drawn: a report whose figures stand draws none
+    from matplotlib.figure import Figure
 
 ACTIVE_SHARE = 0.05  # an expert "carries" test traffic when it is the top-1 of at least this share of images
 
@@ -83,6 +84,8 @@ def curve_style(i: int, n: int) -> dict[str, Any]:
 
 
 def draw_accuracy_by_epoch(curves: list[EpochCurve], title: str) -> Figure:
+    from matplotlib.figure import Figure
+
     with_tau = [c for c in curves if c.tau is not None]
     fig = Figure(figsize=(8.5, 5.6 if with_tau else 4.4), layout="constrained")
     if with_tau:
@@ -182,6 +185,9 @@ def _class_ticks(classes: int) -> np.ndarray:
 
 
 def draw_usage_by_class(mats: list[UsageMatrix], title: str) -> Figure:
+    import matplotlib
+    from matplotlib.figure import Figure
+
     classes = max(m.counts.shape[0] for m in mats)
     fig = Figure(figsize=(max(6.5, 1.6 + 3.2 * len(mats)), 4.5 if classes <= 20 else 7.5), layout="constrained")
     axes = fig.subplots(1, len(mats), squeeze=False)[0]

@@ -100,24 +100,27 @@ def render_claims_md(manifest: Manifest, result: ManifestResult) -> str:
         alternative_only=alternative_only(result))
 
 
-def write_manifest_outputs(manifest: Manifest, result: ManifestResult, results_dir: Path) -> list[Path]:
+def write_manifest_outputs(manifest: Manifest, result: ManifestResult, results_dir: Path,
+                           tables: bool = True) -> list[Path]:
     """Write <id>.md, <id>.tex (table environments to \\input), <id>_standalone.tex (a document) and claims.md
     into results_dir/<profile>/<id>/, and <id>_unverified_checksums.txt where files failed their checksums (the
-    captions name it); return their paths."""
+    captions name it); return their paths. `tables` False: claims.md alone (the tables, which show no verdict,
+    were written from these results already: verify-all's report decides the claims again, with the others)."""
     out = profile_dir(results_dir, result.profile) / manifest.id
-    tables = build_tables(manifest, result)
-    trained = trained_on(manifest, result)
-    files = {
-        out / f"{manifest.id}.md": render_tables_md(manifest, tables, result),
-        out / f"{manifest.id}.tex": render_tables_tex(manifest, tables, trained),
-        out / f"{manifest.id}_standalone.tex": render_standalone_tex(manifest, tables, trained),
-        out / "claims.md": render_claims_md(manifest, result),
-    }
+    files = {out / "claims.md": render_claims_md(manifest, result)}
     writer = FolderWriter(results_dir)
-    if trained.checksums_file:
-        files[out / trained.checksums_file] = trained.checksums_text()
-    else:  # an earlier run's, on data that now passes its checksums
-        writer.remove(out / f"{manifest.id}{CHECKSUMS_SUFFIX}")
+    if tables:
+        built, trained = build_tables(manifest, result), trained_on(manifest, result)
+        files = {
+            out / f"{manifest.id}.md": render_tables_md(manifest, built, result),
+            out / f"{manifest.id}.tex": render_tables_tex(manifest, built, trained),
+            out / f"{manifest.id}_standalone.tex": render_standalone_tex(manifest, built, trained),
+            **files,
+        }
+        if trained.checksums_file:
+            files[out / trained.checksums_file] = trained.checksums_text()
+        else:  # an earlier run's, on data that now passes its checksums
+            writer.remove(out / f"{manifest.id}{CHECKSUMS_SUFFIX}")
     for path, text in files.items():
         writer.write_text(path, text)
     return list(files)

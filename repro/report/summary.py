@@ -28,8 +28,8 @@ from repro.report.render import (
     DETAIL, render_audit, render_figure_section, render_report, render_report_detail, write_manifest_outputs,
 )
 from repro.results.measurements import FlopCheck, ManifestResult, profile_dir
-from repro.report.time_table import render_timings
-from repro.results.timings import flush, phase
+from repro.report.time_table import TITLE as TIME_TITLE, render_timings, rewrite_timings
+from repro.results.timings import flush, phase, when_done
 
 
 def _regenerated(entries: list[tuple[Manifest, ManifestResult | None]], failures: dict[str, str]) -> int:
@@ -81,16 +81,20 @@ SCOPE_TITLES = {"analytic": "Analytic claims: numbers the paper prints, matched 
 
 def write_report(entries: list[tuple[Manifest, ManifestResult | None]], results_dir: Path, profile: str,
                  costs: tuple[FolderFit, ComputeTaken], check: FlopCheck | None = None,
-                 failures: dict[str, str] | None = None) -> tuple[Path, dict[str, Any]]:
+                 failures: dict[str, str] | None = None,
+                 tables_written: frozenset[str] = frozenset()) -> tuple[Path, dict[str, Any]]:
     """results_dir/<profile>/report.md from the decided results of that profile (repro.claims.decided_results);
-    `costs`: the fitted cost model, with the plans it priced, and the compute section (repro.cost.taken.for_report)."""
+    `costs`: the fitted cost model, with the plans it priced, and the compute section (repro.cost.taken.for_report);
+    `tables_written`: the tables whose files the command wrote from these results already (only their claims.md is
+    written again)."""
     with phase("report"):
-        return _write_report(entries, results_dir, profile, costs, check, failures)
+        return _write_report(entries, results_dir, profile, costs, check, failures, tables_written)
 
 
 def _write_report(entries: list[tuple[Manifest, ManifestResult | None]], results_dir: Path, profile: str,
                   costs: tuple[FolderFit, ComputeTaken], check: FlopCheck | None,
-                  failures: dict[str, str] | None) -> tuple[Path, dict[str, Any]]:
+                  failures: dict[str, str] | None,
+                  tables_written: frozenset[str] = frozenset()) -> tuple[Path, dict[str, Any]]:
     from repro.report.costs import compute_section
 
     manifests = [m for m, _ in entries]
@@ -119,9 +123,10 @@ def _write_report(entries: list[tuple[Manifest, ManifestResult | None]], results
             summary["lines"].append(trained)
         sections.insert(0, ("Readings the text leaves open: which verdicts depend on them",
                             render_readings(readings, *cost, manifests)))
-    flush()  # the phases so far, for the table below
+    flush()  # the phases so far, for the table below; written again, whole, when the command ends
     if (times := render_timings(results_dir, profile)) is not None:
-        sections.append(("Where the time went", times))
+        sections.append((TIME_TITLE, times))
+        when_done(lambda: rewrite_timings(results_dir, profile, out))
     with phase("figures"):  # the extension's section draws its own figures
         beyond = extension_section(entries, out / "figures", out, drawn, results_dir)
     if beyond is not None:
@@ -145,7 +150,7 @@ def _write_report(entries: list[tuple[Manifest, ManifestResult | None]], results
                                                      out, results_dir, appendix)}
     for manifest, result in entries:  # each table's claims.md as decided with the others (repro.claims.across)
         if result is not None:
-            write_manifest_outputs(manifest, result, results_dir)
+            write_manifest_outputs(manifest, result, results_dir, tables=manifest.id not in tables_written)
     FolderWriter(results_dir).replace_set({p: encode_text(text) for p, text in pages.items()})
     write_trace_html(entries, profile, out, results_dir)
     return path, summary

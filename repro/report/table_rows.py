@@ -219,8 +219,20 @@ BUILDERS: tuple[Callable[[Manifest, ManifestResult], Table | None], ...] = (
 )
 
 
+_BUILT: dict[tuple[int, int], tuple[Manifest, ManifestResult, list[Table]]] = {}
+
+
 def build_tables(manifest: Manifest, result: ManifestResult) -> list[Table]:
-    return [t for t in (b(manifest, result) for b in BUILDERS) if t is not None]
+    """Every table the result can show; built once per (frozen) manifest and result: report.md, report-detail.md
+    and report.html show the same ones."""
+    kept = _BUILT.get((id(manifest), id(result)))
+    if kept is not None and kept[0] is manifest and kept[1] is result:
+        return kept[2]
+    tables = [t for t in (b(manifest, result) for b in BUILDERS) if t is not None]
+    if len(_BUILT) >= 64:  # a report's tables; one command never needs more at once
+        _BUILT.clear()
+    _BUILT[(id(manifest), id(result))] = (manifest, result, tables)
+    return tables
 
 
 def verdict_counts(verdicts: list[Any]) -> dict[str, int]:

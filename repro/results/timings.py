@@ -191,6 +191,7 @@ class Recorder(Clocks):
         self.load_at_start = load_average()  # the load the command met, before its own work adds to it
         self.runs: list[dict[str, Any]] = []
         self.results_dir: Path | None = None  # set by `recording`
+        self.when_done: list[Callable[[], None]] = []  # called once timings.json holds the whole command
         self._wall0, self._cpu0 = time.perf_counter(), tree_cpu()
         age = interpreter_age()  # the interpreter's start and the command line's imports, before this recorder
         t = os.times()
@@ -267,6 +268,17 @@ def recording(command: str, results_dir: Path, profile: str) -> Iterator[Recorde
     finally:
         _current.remove(rec)
         write(rec, results_dir)
+        for done in rec.when_done:
+            with contextlib.suppress(OSError):  # a report that cannot be rewritten keeps its earlier table
+                done()
+
+
+def when_done(fn: Callable[[], None]) -> None:
+    """Call `fn` when the command being recorded ends, after timings.json holds all of it (the report's "Where the
+    time went" is written again then, whole); nothing when no command is recorded."""
+    rec = current()
+    if rec is not None:
+        rec.when_done.append(fn)
 
 
 def flush() -> None:
