@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from repro.core.fsutil import atomic_write_text
+from repro.core.fsutil import FolderWriter, encode_text
 from repro.results.timings import load, phase_rows, report_entry, timings_path
 
 TITLE = "Where the time went"
@@ -31,15 +31,17 @@ def rewrite_timings(results_dir: Path, profile: str, out_dir: Path) -> None:
     from repro.report.render import DETAIL
 
     body = render_timings(results_dir, profile)
-    if body is not None:
-        _replace(out_dir / DETAIL, f"## {TITLE}\n\n", "\n## ", body + "\n")
-        _replace(out_dir / "report.html", f"<h2>{TITLE}</h2>\n", "</section>", _markdown(out_dir).render(body) + "\n")
+    if body is None:
+        return
+    pages = {out_dir / DETAIL: _replaced(out_dir / DETAIL, f"## {TITLE}\n\n", "\n## ", body + "\n"),
+             out_dir / "report.html": _replaced(out_dir / "report.html", f"<h2>{TITLE}</h2>\n", "</section>",
+                                                _markdown(out_dir).render(body) + "\n")}
+    FolderWriter(results_dir).replace_set({path: encode_text(text) for path, text in pages.items() if text})
 
 
-def _replace(path: Path, start: str, end: str, new: str) -> None:
-    """The text between `start` and the next `end` after it replaced by `new`; the file as it is without both."""
+def _replaced(path: Path, start: str, end: str, new: str) -> str | None:
+    """The page's text with what lies between `start` and the next `end` replaced by `new`; None without both."""
     text = path.read_text(encoding="utf-8")
     at = text.find(start)
     stop = text.find(end, at + len(start)) if at >= 0 else -1
-    if stop >= 0:
-        atomic_write_text(path, text[:at + len(start)] + new + text[stop:])
+    return text[:at + len(start)] + new + text[stop:] if stop >= 0 else None
