@@ -12,7 +12,7 @@ from rich.table import Table
 from repro.bench import LATENCY_DATASETS
 from repro.cli.common import console
 from repro.cli.options import DEVICE, MANIFESTS, READ_RESULTS, profile_option
-from repro.cost.speed import BENCH_RUNS, REPS
+from repro.bench.speed import BENCH_RUNS, REPS
 
 bench_app = typer.Typer(no_args_is_help=True, add_completion=False,
                         help="Benchmarks: latency per head, data path, training, small-map convolutions, MoEConv2d paths, "
@@ -326,7 +326,8 @@ def speed_cmd(runs: int = typer.Option(BENCH_RUNS, "--runs", min=1, help="Refere
     measurement is kept, and `repro list` scales the reference's figures by it (docs/cost-model.md)."""
     from repro.cli.common import print_grid, settings, show
     from repro.core.terminal import Column, Grid
-    from repro.cost.speed import MAX_AGE_DAYS, bench_runs, keep, kept_speed, measure_speed, speed_path
+    from repro.bench.speed import bench_runs, measure_speed
+    from repro.cost.speed import MAX_AGE_DAYS, keep, kept_speed, speed_path
 
     speed, rows = measure_speed(bench_runs(runs), reps)
     grid = Grid([Column("Reference run"), Column("There CPU-s", right=True), Column("Here CPU-s", right=True),

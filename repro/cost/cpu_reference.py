@@ -1,8 +1,8 @@
 """The CPU reference: what a CPU run costs on a machine of CI's kind, measured there and shipped as data.
 
 A CPU that has trained nothing here yet (no run records to fit, repro.cost.fit) is priced by
-`cpu_reference.json`, which `tools/write_cpu_reference.py` writes (repro.cost.fit.build_cpu_reference) from the
-results folders of `repro verify-all` at the shipped CPU profiles on one such machine. It holds
+`cpu_reference.json`, which `tools/write_cpu_reference.py` writes from the results folders of `repro
+verify-all` at the shipped CPU profiles on one such machine. It holds
 
 - each run's CPU seconds there, by config hash: a run it has is priced at what it took;
 - the run model fitted to those runs (repro.cost.fit) in the units a cold estimate has without torch
@@ -102,10 +102,3 @@ def load(path: Path = REFERENCE_FILE) -> CpuReference | None:
         print(f"warning: ignoring the CPU reference {path} ({exc}); CPU figures fall back to a per-core guess",
               file=sys.stderr)
         return None
-
-
-def dumps(doc: dict[str, Any]) -> str:
-    """The document as JSON, one line per run, so that a new reference reads as a diff of the runs that moved."""
-    head = json.dumps({k: v for k, v in doc.items() if k != "runs"}, indent=1)
-    runs = ",\n".join("  " + json.dumps(r) for r in doc["runs"])
-    return head[:-2] + ',\n "runs": [\n' + runs + "\n ]\n}\n"

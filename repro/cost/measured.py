@@ -2,20 +2,19 @@
 
 - Every run record: its config, the seconds of its epochs (`train_seconds`: training and evaluation),
   of the whole run in its process (`wall_seconds`) and the CPU seconds it took (`cpu_seconds`, or the
-  run's part of repro.results.timings' `timings`), the device and, on a CPU, the intra-op threads it ran on,
-  and the machine's load while it ran (repro.results.provenance: the 1-minute load average at its start and
-  end, and the cores).
+  run's part of repro.results.timings' `timings`), the device and, on a CPU, the intra-op threads it ran on.
 - Per profile, each command's phases from `<profile>/timings.json` (repro.results.timings: wall seconds per
-  phase and table, the command's total, and the load at its start and end) when the folder has one.
-
-A measurement is busy when the load average exceeded the machine's cores at its start or end (`busy`, the rule
-`repro bench speed` keeps a measurement by); the fit (repro.cost.fit) leaves busy ones out of every wall-time
-figure. One written before the load was stored counts as quiet: nothing says otherwise.
+  phase and table, and the command's total) when the folder has one.
 - Otherwise each table's wall time from what every folder has: the times its results.json and run
   records were written (to the second). Tables that ran one after another in one command end where
   the next one starts, so a table's time is from the end of the table before it to its own end; the
   first table of a command, and a table that started none of its own runs (or ended, if it trains
   none) within `MAX_GAP_S` of the one before, are not measured that way: their start is unknown.
+
+Each comes with the load it was measured at (the 1-minute load average at its start and end, and the cores, that
+a record's provenance and a timings.json entry store), and is `busy` when that exceeded the cores: the rule
+`repro bench speed` keeps a measurement by. The fit (repro.cost.fit) leaves busy ones out. One written before
+the load was stored counts as quiet: nothing says otherwise.
 """
 
 from __future__ import annotations
@@ -47,12 +46,7 @@ class MeasuredRun:
     ended: float  # POSIX seconds
     label: str = ""  # the record's "<table>/<row> seed <n>"
     load: float | None = None  # the higher 1-minute load average of its start and end; None: not stored
-    cores: int | None = None  # the cores of the machine that ran it
-
-    @property
-    def busy(self) -> bool:
-        """Measured while the load average exceeded the machine's cores."""
-        return busy(self.load, self.cores)
+    busy: bool = False  # measured while the load average exceeded the cores
 
 
 @dataclass(frozen=True)
@@ -62,12 +56,8 @@ class MeasuredTable:
     phases: dict[str, float]  # phase -> wall seconds (timings.json); empty when derived from file times
     source: str  # "timings.json (<command>)" or "file times"
     command: str = ""  # the command it was measured in ("verify-all", "run table1"); "" from file times
-    load: float | None = None  # the load average it was measured at (its command's, or its results.json's)
-    cores: int | None = None
-
-    @property
-    def busy(self) -> bool:
-        return busy(self.load, self.cores)
+    load: float | None = None  # its command's (or its results.json's), as MeasuredRun's
+    busy: bool = False
 
 
 @dataclass(frozen=True)
@@ -77,29 +67,21 @@ class MeasuredCommand:
     phases: dict[str, float]  # phase -> wall seconds, summed over tables
     tables: tuple[str, ...]
     started: float | None = None  # POSIX seconds: the runs recorded before it were reused, not trained
-    load: float | None = None  # the higher 1-minute load average of its start and end; None: not stored
-    cores: int | None = None
-
-    @property
-    def busy(self) -> bool:
-        return busy(self.load, self.cores)
+    load: float | None = None  # as MeasuredRun's
+    busy: bool = False
 
     def reused(self, runs: dict[str, MeasuredRun]) -> frozenset[str]:
         """The runs recorded before it started: reused by it, not trained."""
         return frozenset(h for h, r in runs.items() if self.started is not None and r.ended < self.started)
 
 
-def busy(load: float | None, cores: int | None) -> bool:
-    """A measurement taken while the 1-minute load average exceeded the cores (the `repro bench speed` rule)."""
-    return load is not None and cores is not None and load > cores
-
-
-def load_of(doc: dict[str, Any]) -> tuple[float | None, int | None]:
-    """(the higher load average, cores) a record's provenance or a timings.json entry stores; None where absent."""
+def load_of(doc: dict[str, Any]) -> tuple[float | None, bool]:
+    """(the higher load average, whether it exceeded the cores) a record's provenance or a timings.json entry
+    stores; (None, False) where it stores none."""
     loads, cores = doc.get("load_average"), doc.get("cores")
-    if not isinstance(loads, list) or not all(isinstance(x, (int, float)) for x in loads) or not loads:
-        return None, None
-    return float(max(loads)), cores if isinstance(cores, int) else None
+    if not isinstance(loads, list) or not loads or not all(isinstance(x, (int, float)) for x in loads):
+        return None, False
+    return float(max(loads)), isinstance(cores, int) and max(loads) > cores
 
 
 @dataclass
@@ -185,7 +167,8 @@ def _from_file_times(profile_dir: Path, runs: dict[str, MeasuredRun]) -> dict[st
         except (OSError, ValueError, KeyError, TypeError):
             continue
         if end is not None:
-            ends.append((end, result["manifest"], [runs[h] for h in hashes if h in runs], load_of(result["provenance"])))
+            own = [runs[h] for h in hashes if h in runs]
+            ends.append((end, result["manifest"], own, load_of(result["provenance"])))
     ends.sort(key=lambda e: e[0])
     out = {}
     for (prev_end, *_), (end, manifest, own, load) in zip(ends, ends[1:]):

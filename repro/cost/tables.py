@@ -202,6 +202,6 @@ def rate_grid(sources: list[RateSource]) -> Grid:
 
 
 RATES_NOTE = ("Measured by: the `repro bench gpu` checks whose images/s price the table's runs (how many in brackets): "
-              "a run's own model, else (*) its table's heaviest row standing in, else MACs: multiply-adds at the median "
-              "measured rate. Input: the images/s of the input path chosen for a dataset streamed from image folders; "
+              "a run's own model, else (*) its table's heaviest row standing in, else MACs: multiply-adds at the "
+              "median measured rate. Input: the images/s of the input path chosen for a dataset streamed from image folders; "
               "such a run is priced at the lesser of the two, or at its model's rate where the input is unmeasured.")

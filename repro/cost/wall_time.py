@@ -132,9 +132,8 @@ def command_time(plans: list[TablePlan], model: CostModel, rates: Rates = Rates(
             if workers is None or not workers.seconds:
                 parts.append(Part("training", m.id, cost.wall_seconds, device.basis, device.origin))
             else:
-                weaker = BASES.index(workers.basis) > BASES.index(device.basis)
-                parts.append(Part("training", m.id, cost.wall_seconds + workers.seconds,
-                                  workers.basis if weaker else device.basis, workers.origin if weaker else device.origin))
+                weaker = workers if BASES.index(workers.basis) > BASES.index(device.basis) else device
+                parts.append(Part("training", m.id, cost.wall_seconds + workers.seconds, weaker.basis, weaker.origin))
         if "latency" in m.measures():
             latency = priced("latency", m.id, estimate_latency(plan, model)[0], "latency")  # by the CPU's figures
             parts.append(dataclasses.replace(latency, origin=model.of_kind("cpu").origin)

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from checkout import REPO_ROOT
+from checkout import REPO_ROOT, tool
 from repro.cost import calibration as cal
 from repro.cost import estimate as est
 from repro.cost import gpu_reference
@@ -15,6 +15,8 @@ from repro.plan.manifest import load_all
 from repro.plan.run_config import planned_runs
 from repro.plan.table_plan import build_plan, build_plans
 from inline_manifests import inline_manifest
+
+WRITER = tool("write_gpu_reference")  # tools/write_gpu_reference.py: the shipped file's writer
 
 LEASE = REPO_ROOT / "docs" / "measurements" / "2026-12-04-h200"
 DEVICE_PROFILES = REPO_ROOT / "tools" / "device" / "profiles.toml"
@@ -42,10 +44,10 @@ def test_the_shipped_calibration_reproduces_table2_at_full_synthetic(no_calibrat
 def test_the_shipped_files_are_the_build_of_the_newest_measurement_of_each_gpu():
     configs = {p.cfg.hash: p.cfg for m in load_all(profiles_file=DEVICE_PROFILES) for prof in m.profiles.values()
                for p in planned_runs(m, prof)}
-    built = gpu_reference.build_reference(REPO_ROOT / "docs" / "measurements", configs)
+    built = WRITER.build_reference(REPO_ROOT / "docs" / "measurements", configs)
     assert json.loads(json.dumps(built)) == json.loads(gpu_reference.REFERENCE_FILE.read_text()), \
         "repro/cost/gpu_reference.json is out of date: run tools/write_gpu_reference.py"
-    assert gpu_reference.input_choices(built) == json.loads(input_choice.FILE.read_text()), \
+    assert WRITER.input_choices(built) == json.loads(input_choice.FILE.read_text()), \
         "repro/data/input_paths.json is out of date: run tools/write_gpu_reference.py"
     shipped = gpu_reference.load()
     assert shipped.device == "NVIDIA H200" and len(shipped.images_per_s) == 10

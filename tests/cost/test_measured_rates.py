@@ -5,6 +5,7 @@ import json
 
 import pytest
 
+from checkout import tool
 from repro.cost import calibration as cal
 from repro.cost import estimate as est
 from repro.cost import gpu_reference
@@ -13,6 +14,8 @@ from repro.data import input_choice
 from repro.plan.run_config import planned_runs
 from repro.plan.table_plan import plan_all
 from inline_manifests import inline_manifest
+
+WRITER = tool("write_gpu_reference")  # tools/write_gpu_reference.py: the shipped file's writer
 
 R18 = {"name": "resnet18", "params": {}}
 LINEAR = {"name": "dense", "params": {"hidden": []}}
@@ -108,7 +111,7 @@ def test_the_newest_folder_of_each_gpu_newest_first(tmp_path):
         (tmp_path / name).mkdir()
         if name != "2026-03-01-a100":  # no bench_gpu.json: not a measurement
             (tmp_path / name / "bench_gpu.json").write_text("{}")
-    assert [f.name for f in gpu_reference.newest_folders(tmp_path)] == ["2026-02-01-h200", "2026-01-15-h100"]
+    assert [f.name for f in WRITER.newest_folders(tmp_path)] == ["2026-02-01-h200", "2026-01-15-h100"]
 
 
 def test_a_gpu_with_a_measurement_of_its_own_is_priced_by_it_unscaled(tmp_path, monkeypatch):
@@ -128,7 +131,7 @@ def test_a_gpu_with_a_measurement_of_its_own_is_priced_by_it_unscaled(tmp_path, 
 def test_the_input_path_a_gpus_check_chose_is_its_runs_default(tmp_path):
     doc = _doc("NVIDIA H200")
     doc["measured_in"] = "docs/measurements/2026-12-20-h200"
-    choices = gpu_reference.input_choices({"references": [doc, {**_doc("NVIDIA L4", inputs=False),
+    choices = WRITER.input_choices({"references": [doc, {**_doc("NVIDIA L4", inputs=False),
                                                                "measured_in": "x"}]})
     assert choices["gpus"] == {"NVIDIA H200": {"path": "decode_cuda", "ratio": 0.4, "measured":
                                                "docs/measurements/2026-12-20-h200: input_path/imagenet"}}

@@ -131,7 +131,8 @@ def test_the_readme_s_times_are_the_estimate_on_the_cpu_reference(cold):
     for profile, words in said.items():
         row = next(line for line in README.splitlines() if line.startswith(f"| `{profile}` |"))
         assert f"any CPU: {words} on 2 cores" in row, (profile, words, row)
-    figures = re.search(r"gives verify-all (~[\d.]+ \w+) at smoke and (~[\d.]+ \w+) at functional", " ".join(TIME.split()))
+    figures = re.search(r"gives verify-all (~[\d.]+ \w+) at smoke and (~[\d.]+ \w+) at functional",
+                        " ".join(TIME.split()))
     assert figures and figures.groups() == tuple(duration(command_time(plans.at(p), folder.model, folder.rates).seconds)
                                                  for p in ("smoke", "functional")), "docs/time.md's figures"
 

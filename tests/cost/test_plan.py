@@ -9,7 +9,7 @@ from checkout import MANIFESTS
 from repro.cost import calibration as cal
 from repro.cost import estimate as est
 from repro.cost import plan as pl
-from repro.cost import speed
+from repro.bench import speed
 from repro.cli import app
 from repro.plan.manifest import find_manifest, load_all, with_profiles
 from repro.spec.profiles import load_profiles

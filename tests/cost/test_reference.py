@@ -8,14 +8,16 @@ import json
 
 import pytest
 
+from checkout import tool
 from repro.cost import calibration as cal
-from repro.cost.fit import build_cpu_reference, reference_run_model
 from repro.cost import cpu_reference as reference
 from repro.cost.wall_time import Rates, command_time
 from repro.cost.estimate import CostModel
 from repro.plan.manifest import load_all
 from repro.plan.run_config import planned_runs
 from repro.plan.table_plan import build_plans
+
+WRITER = tool("write_cpu_reference")  # tools/write_cpu_reference.py: the shipped file's writer
 
 REGENERATE = ("the CPU reference is out of date: run the shipped CPU profiles cold on a 2-core machine and "
               "`python tools/write_cpu_reference.py` their folders (its docstring), then commit "
@@ -37,7 +39,7 @@ def _cpu_runs():
 
 def test_the_shipped_run_model_is_the_fit_of_the_shipped_runs():
     doc = json.loads(reference.REFERENCE_FILE.read_text())
-    assert reference_run_model(doc["runs"]) == pytest.approx(doc["run_model"], rel=1e-9)
+    assert WRITER.reference_run_model(doc["runs"]) == pytest.approx(doc["run_model"], rel=1e-9)
     ref = reference.load()
     assert ref is not None and len(ref.runs) == len(doc["runs"]) and set(ref.rates) == set(reference.RATE_NAMES)
     assert ref.source.startswith("reference, not measured here") and ref.machine in ref.source
@@ -121,8 +123,8 @@ def test_build_recovers_the_constants_its_records_were_made_with(tmp_path, cold)
     table1 = next(m for m in manifests if m.id == "table1")
     # steps differ between the profiles: the per-step and the per-run cost part
     planned = _records(tmp_path / "results", table1, ("smoke", "functional"), cold)
-    doc = build_cpu_reference([tmp_path / "results"], manifests, "0" * 40, "a test CPU x2 (Linux)", cold)
-    built = reference.parse(json.loads(reference.dumps(doc)))
+    doc = WRITER.build_cpu_reference([tmp_path / "results"], manifests, "0" * 40, "a test CPU x2 (Linux)", cold)
+    built = reference.parse(json.loads(WRITER.dumps(doc)))
     assert built.macs_per_s == pytest.approx(1 / A, rel=1e-2)  # the seconds are kept to the millisecond
     assert built.step_overhead_s == pytest.approx(B, rel=1e-2) and built.run_overhead_s == pytest.approx(O, rel=1e-2)
     assert built.cpu_share == pytest.approx(0.98, rel=1e-2) and built.measured == "2026-12-04"
@@ -144,14 +146,15 @@ def test_build_prices_the_measured_commands_cold_whatever_this_machine_has_cache
     (tmp_path / "results" / "functional").mkdir()
     (tmp_path / "results" / "functional" / "timings.json").write_text(json.dumps({"commands": {"run table4": {
         "phases": phases, "wall_s": sum(p["wall_s"] for p in phases), "started": WHEN.isoformat()}}}))
-    cold_doc = build_cpu_reference([tmp_path / "results"], manifests, "0" * 40, "x", cold)
+    cold_doc = WRITER.build_cpu_reference([tmp_path / "results"], manifests, "0" * 40, "x", cold)
     cfg = planned[0].cfg
     weights = digit_weights.weights_path(cfg.backbone["name"], cfg.dataset, cfg.image_size, cache=cold)
     weights.parent.mkdir(parents=True)
     weights.write_bytes(b"cached here")  # this machine has the weights, the measured command had not
-    assert build_cpu_reference([tmp_path / "results"], manifests, "0" * 40, "x", cold)["rates"] == cold_doc["rates"]
+    again = WRITER.build_cpu_reference([tmp_path / "results"], manifests, "0" * 40, "x", cold)
+    assert again["rates"] == cold_doc["rates"]
 
 
 def test_too_few_records_are_refused_naming_the_folder(tmp_path):
     with pytest.raises(ValueError, match=str(tmp_path)):
-        build_cpu_reference([tmp_path], load_all(), "0" * 40, "x")
+        WRITER.build_cpu_reference([tmp_path], load_all(), "0" * 40, "x")

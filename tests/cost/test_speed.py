@@ -11,6 +11,7 @@ import re
 import pytest
 from typer.testing import CliRunner
 
+from repro.bench import speed as bench
 from repro.cli import app
 from repro.cost import cpu_reference, speed
 from repro.cost.estimate import CostModel
@@ -23,7 +24,7 @@ GOAL = 0.30  # `repro list` on a folder with no records, against what verify-all
 
 @pytest.fixture
 def cache(tmp_path, monkeypatch):
-    monkeypatch.setattr(speed, "_cores", lambda: 2)
+    monkeypatch.setattr(bench, "cores", lambda: 2)
     return tmp_path / "cache"
 
 
@@ -42,7 +43,7 @@ def _measure(ratio, load, spread=0.0):
         rep = calls[1:].count(cfg) - 1  # the first call is the untimed warm-up
         return there[cfg] * ratio * (1 + spread if rep == 1 else 1)
 
-    return speed.measure_speed(runs, 2, train, lambda: (load, load, load))
+    return bench.measure_speed(runs, 2, train, lambda: (load, load, load))
 
 
 def _list_totals(tmp_path, cache) -> dict[str, tuple[float, str]]:
@@ -115,9 +116,9 @@ def test_a_kept_measurement_expires_and_a_damaged_one_is_named(cache, capsys):
 
 
 def test_bench_speed_says_what_it_measured_and_why_it_kept_nothing(cache, monkeypatch):
-    monkeypatch.setattr(speed, "bench_runs", lambda count: _runs()[:count])
+    monkeypatch.setattr(bench, "bench_runs", lambda count: _runs()[:count])
     busy = _measure(ratio=2.0, load=3.0)
-    monkeypatch.setattr(speed, "measure_speed", lambda runs, reps: busy)
+    monkeypatch.setattr(bench, "measure_speed", lambda runs, reps: busy)
     out = CliRunner().invoke(app, ["bench", "speed", "--runs", "3"], env={"COLUMNS": "80", "REPRO_CACHE": str(cache)})
     assert out.exit_code == 0, out.output
     text = " ".join(out.output.split())
@@ -127,8 +128,8 @@ def test_bench_speed_says_what_it_measured_and_why_it_kept_nothing(cache, monkey
 
 def test_the_benchmark_trains_reference_runs_again(cache, one_thread):
     """The real benchmark, one run: reference runs that need no dataset, each at most MAX_RUN_S there."""
-    picks = speed.bench_runs(3)
+    picks = bench.bench_runs(3)
     assert len(picks) == 3 and [s for _, s, _ in picks] == sorted(s for _, s, _ in picks)
-    assert all(cfg.data != "real" and not cfg.digit_weights and s <= speed.MAX_RUN_S for cfg, s, _ in picks)
-    measured, rows = speed.measure_speed(picks[:1], reps=1)
+    assert all(cfg.data != "real" and not cfg.digit_weights and s <= bench.MAX_RUN_S for cfg, s, _ in picks)
+    measured, rows = bench.measure_speed(picks[:1], reps=1)
     assert measured.runs == 1 and rows[0].seconds[0] > 0 and measured.factor == pytest.approx(rows[0].ratio)
