@@ -151,3 +151,31 @@ def test_a_command_and_a_run_keep_the_load_they_were_measured_under(monkeypatch)
     assert made["load_average"] == [2.0, 0.5] and load_of(made) == (2.0, 2.0 > made["cores"])
     monkeypatch.setattr(os, "getloadavg", lambda: (_ for _ in ()).throw(OSError("no load average here")))
     assert "load_average" not in provenance("cpu", 1) and load_of({}) == (None, False)
+
+
+def test_the_report_s_time_table_is_written_again_whole_when_its_command_ends(tmp_path):
+    """report-detail.md's and report.html's "Where the time went" once `repro report` has ended: the entry
+    timings.json holds then, its total the command's whole wall time (the report's rendering inside it), not what
+    had elapsed when the section was first rendered."""
+    import json as json_
+
+    from fake_records import write_result  # tests/fake_records.py
+    from typer.testing import CliRunner
+
+    from repro.cli import app
+    from repro.report.render import DETAIL
+
+    results = tmp_path / "results"
+    write_result(results, "table6", {})
+    path = results / "smoke" / "table6" / "results.json"
+    path.write_text(json_.dumps({**json_.loads(path.read_text()), "provenance": {
+        "git_commit": "0123456789ab", "time": "t", "device": "cpu", "packages": {}}}))
+    out = CliRunner().invoke(app, ["report", "--results-dir", str(results), "--profile", "smoke"])
+    assert out.exit_code == 0, out.output
+    entry = json_.loads((results / "smoke" / "timings.json").read_text())["commands"]["report"]
+    assert entry["wall_s"] >= sum(p["wall_s"] for p in entry["phases"])  # "other" is what no phase covers
+    total = f"| **total** | report | {entry['wall_s']:.1f} | {entry['cpu_s']:.1f} |"
+    assert total in (results / "smoke" / DETAIL).read_text()
+    html = (results / "smoke" / "report.html").read_text()
+    section = html.split("<h2>Where the time went</h2>", 1)[1].split("</section>", 1)[0]
+    assert f"<td>{entry['wall_s']:.1f}</td>" in section and "written again as the command ends" in section

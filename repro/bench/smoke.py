@@ -3,9 +3,10 @@
 It runs `repro verify-all --profile smoke` as a child process in a fresh folder with empty caches
 ($REPRO_CACHE, $XDG_CACHE_HOME and matplotlib's inside that folder), as a first-time evaluator would,
 and measures the child's wall time and CPU seconds (user + system of it and every process it waited
-for, from wait4). The phase table comes from the timings.json the run writes (repro.results.timings). Each
-result is appended to a history file; the ratio is to the latest earlier entry of the same machine
-(CPU model, cores and OS).
+for, from wait4). The phase table comes from the timings.json the run writes (repro.results.timings). With
+`--again`, verify-all runs once more into the same folder and caches: every run reused (the target: at most 15 s
+on a quiet 2-core machine), and how much of its wall time timings.json accounts for. Each result is appended to a
+history file; the ratio is to the latest earlier entry of the same machine (CPU model, cores and OS) and kind.
 Torch-free: the work happens in the child.
 """
 
@@ -50,8 +51,10 @@ def _load_average() -> float:
         return float("nan")
 
 
-def run_smoke(folder: Path, warm_cache: Path | None = None, extra: list[str] | None = None) -> SmokeRun:
-    """verify-all at the smoke profile into folder/results, its cache folder/cache (or `warm_cache`)."""
+def run_smoke(folder: Path, warm_cache: Path | None = None, extra: list[str] | None = None,
+              log: str = "verify-all.log") -> SmokeRun:
+    """verify-all at the smoke profile into folder/results, its cache folder/cache (or `warm_cache`); run again
+    into the same folder, it reuses every run."""
     folder.mkdir(parents=True, exist_ok=True)
     results = folder / "results"
     env = {**os.environ, "REPRO_CACHE": str(warm_cache or folder / "cache"), "REPRO_RESULTS": str(results)}
@@ -62,8 +65,8 @@ def run_smoke(folder: Path, warm_cache: Path | None = None, extra: list[str] | N
                *(extra or [])]
     before = _load_average()
     started = time.perf_counter()
-    with open(folder / "verify-all.log", "wb") as log:
-        proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
+    with open(folder / log, "wb") as out:
+        proc = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env)
         try:
             _, status, usage = os.wait4(proc.pid, 0)  # its rusage covers every process it waited for
         except KeyboardInterrupt:  # the terminal's Ctrl-C reached the child too: let it stop
@@ -77,11 +80,12 @@ def run_smoke(folder: Path, warm_cache: Path | None = None, extra: list[str] | N
                     (before, _load_average()), entry)
 
 
-def history_entry(run: SmokeRun, cold: bool) -> dict[str, Any]:
+def history_entry(run: SmokeRun, cold: bool, reused: bool = False) -> dict[str, Any]:
     from repro.results.provenance import git_commit
 
     return {"time": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "machine": machine(),
-            "commit": git_commit(), "cold": cold, "returncode": run.returncode, "wall_s": round(run.wall_s, 2),
+            "commit": git_commit(), "cold": cold, "reused": reused, "returncode": run.returncode,
+            "wall_s": round(run.wall_s, 2), "timed_s": (run.timings or {}).get("wall_s"),
             "cpu_s": round(run.cpu_s, 2), "user_s": round(run.user_s, 2), "sys_s": round(run.sys_s, 2),
             "max_rss_mb": round(run.max_rss_mb, 1), "load": [round(x, 2) for x in run.load],
             "phases": (run.timings or {}).get("phases", [])}
@@ -96,9 +100,10 @@ def read_history(path: Path) -> list[dict[str, Any]]:
 
 
 def previous(history: list[dict[str, Any]], entry: dict[str, Any]) -> dict[str, Any] | None:
-    """The latest earlier entry of the same machine and cache state."""
+    """The latest earlier entry of the same machine, cache state and kind (every run reused or not)."""
     same = [e for e in history if machine_key(e.get("machine", {})) == machine_key(entry["machine"])
-            and e.get("cold") == entry["cold"] and isinstance(e.get("cpu_s"), (int, float))]
+            and e.get("cold") == entry["cold"] and e.get("reused", False) == entry.get("reused", False)
+            and isinstance(e.get("cpu_s"), (int, float))]
     return same[-1] if same else None
 
 

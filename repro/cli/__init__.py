@@ -159,7 +159,7 @@ def _read_settings(ctx: typer.Context) -> None:
     if needs_torch and not ctx.meta.get(HELP_ONLY):
         from repro.runtime.preflight import torch_problem
 
-        if (problem := torch_problem()) is not None:
+        if (problem := torch_problem(read_settings(ctx).cache)) is not None:
             fail(problem)
 
 

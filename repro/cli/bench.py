@@ -353,40 +353,56 @@ def smoke_cmd(folder: Optional[Path] = typer.Option(None, "--folder", help="Wher
               history: Path = typer.Option(Path("results/bench/smoke.json"), "--history",
                                            help="The history file: each run is appended, the ratio is to the last of this machine."),
               warm_cache: Optional[Path] = typer.Option(None, "--cache", help="Use this cache instead of an empty one "
-                                                        "(the measurement is then not cold).")) -> None:
+                                                        "(the measurement is then not cold)."),
+              again: bool = typer.Option(False, "--again", help="Then verify-all once more into the same folder: every "
+                                         "run reused (the target: at most 15 s on a quiet 2-core machine).")) -> None:
     """The smoke profile end to end, cold: its phases, wall time, CPU seconds, and the ratio to last time here."""
     import tempfile
 
-    from repro.bench.smoke import append_history, history_entry, previous, read_history, run_smoke
-    from repro.cli.common import print_grid, show
-    from repro.core.terminal import Column, Grid
-    from repro.results.timings import phase_rows
+    from repro.bench.smoke import run_smoke
+    from repro.cli.common import show
 
     if folder is not None and folder.exists():
         raise typer.BadParameter(f"{folder} exists; give a folder that does not, so the run starts fresh",
                                  param_hint="--folder")
     folder = folder or Path(tempfile.mkdtemp(prefix="repro-bench-smoke-"))
     show(f"verify-all --profile smoke in {folder} ({'cache ' + str(warm_cache) if warm_cache else 'empty cache'})...")
-    run = run_smoke(folder, warm_cache)
-    entry = history_entry(run, cold=warm_cache is None)
+    code = _smoke_result(run_smoke(folder, warm_cache), history, cold=warm_cache is None, reused=False)
+    if again and not code:
+        show("verify-all again into the same folder (every run reused)...")
+        code = _smoke_result(run_smoke(folder, warm_cache, log="verify-all-again.log"), history, False, True)
+    show(f"results in {folder / 'results'}; appended to {history}")
+    raise typer.Exit(code)
+
+
+def _smoke_result(run, history: Path, cold: bool, reused: bool) -> int:
+    """Print one run's phases and totals, append it to the history, and return its exit code."""
+    from repro.bench.smoke import append_history, history_entry, previous, read_history
+    from repro.cli.common import print_grid, show
+    from repro.core.terminal import Column, Grid
+    from repro.results.timings import phase_rows
+
+    entry = history_entry(run, cold=cold, reused=reused)
     before = previous(read_history(history), entry)
+    kind = "every run reused" if reused else "cold" if cold else "warm cache"
     if run.timings is not None:
         grid = Grid([Column("Phase"), Column("Wall-s", right=True), Column("CPU-s", right=True),
                      Column("Covers", prose=True, drop=2), Column("Most CPU in", prose=True, drop=1)])
         for r in phase_rows(run.timings):
             grid.add(r.phase, "" if r.wall_s is None else f"{r.wall_s:.1f}", f"{r.cpu_s:.1f}", r.items, r.most)
-        print_grid(grid, f"verify-all --profile smoke, {entry['machine']['cpu']} x{entry['machine']['cores']}")
+        print_grid(grid, f"verify-all --profile smoke ({kind}), {entry['machine']['cpu']} x{entry['machine']['cores']}")
+        show(f"timings.json accounts for {run.timings['wall_s']:.1f} s of its {run.wall_s:.1f} s wall (the rest: "
+             "the action log and crate written after it, and the interpreter's start and exit)")
     else:
-        show(f"no timings.json: see {folder / 'verify-all.log'}")
+        show(f"no timings.json: see {run.folder}")
     ratio = (f"; {run.cpu_s / before['cpu_s']:.2f}x the CPU-s of {before['time']} ({before['commit'][:12]}, "
              f"{before['cpu_s']:.0f} CPU-s)" if before else "; no earlier run of this machine")
-    show(f"wall {run.wall_s:.1f} s, {run.cpu_s:.1f} CPU-s (user {run.user_s:.1f} + system {run.sys_s:.1f}, every "
-         f"process), peak RSS {run.max_rss_mb:,.0f} MB, load {run.load[0]:.1f} -> {run.load[1]:.1f}{ratio}")
+    show(f"{kind}: wall {run.wall_s:.1f} s, {run.cpu_s:.1f} CPU-s (user {run.user_s:.1f} + system {run.sys_s:.1f}, "
+         f"every process), peak RSS {run.max_rss_mb:,.0f} MB, load {run.load[0]:.1f} -> {run.load[1]:.1f}{ratio}")
     append_history(history, entry)
-    show(f"results in {folder / 'results'}; appended to {history}")
     if run.returncode:
-        show(f"verify-all exited {run.returncode}: see {folder / 'verify-all.log'}")
-    raise typer.Exit(run.returncode)
+        show(f"verify-all exited {run.returncode}: see the log in {run.folder}")
+    return run.returncode
 
 
 @bench_app.command("fixed-costs")

@@ -13,9 +13,9 @@ Synthetic and digit data download nothing. Run records (kilobytes each) are not 
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass
 
+from repro.cost.calibration import cores
 from repro.cost.estimate import CostModel
 from repro.data.sizes import decoded_cache_bytes
 from repro.data.sources import dataset_source
@@ -61,10 +61,6 @@ def gigabytes(n: float) -> str:
     return f"{n:.0f} B"
 
 
-def _cpus() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-
-
 def disk_space(plans: list[TablePlan], model: CostModel) -> DiskSpace:
     """The disk the runs of the tables' plans (at one profile) need, counted once however many tables share a run."""
     runs = {}
@@ -92,7 +88,7 @@ def disk_space(plans: list[TablePlan], model: CostModel) -> DiskSpace:
     if "gpu" in kinds:
         at_once = model.executor.slots("gpu", len(runs)) * model.executor.packing("gpu")
     else:
-        at_once = max(1, _cpus() // threads)
+        at_once = max(1, cores() // threads)
     held = sum(sorted(sizes, reverse=True)[:at_once]) if not uncounted else float("nan")
     profile = plans[0].profile_name if plans else ""
     return DiskSpace(profile, tuple(datasets), held if sizes or uncounted else 0.0, at_once,

@@ -2,22 +2,10 @@
 
 `gpu_reference.json` holds the files that price GPU runs when no calibration of the user's own is given: for each
 GPU the newest measurement folder under docs/measurements/ (<date>-<gpu>/: its `repro bench gpu` files merged,
-and the data preparation a table took there at full size), newest first (tools/write_gpu_reference.py;
-docs/device-check.md). A run on a GPU costs (repro.cost.estimate):
-
-    data preparation  its in-memory splits' values (training and test images x C x H x W) x seconds per value,
-                      once per run: making or loading the images on the host (`data_preparation` in the file;
-                      a file without it borrows the shipped one's)
-    compilation       once per backbone and process: the warm-up of the file's first check of that backbone
-                      (later checks reuse its compiled graphs), less its warm-up steps at the measured rate; a
-                      backbone the file did not train: the median over those it did
-    epochs            training images and a third of the test images / the measured images per second of the
-                      run's own model (a "train" or "dense_twin" check of the same dataset, backbone and head),
-                      else of its manifest's heaviest row; a manifest the file did not measure: multiply-adds /
-                      the median measured rate. A run that streams its dataset from image folders (ImageNet)
-                      trains no faster than its input path feeds it: its rate is the lesser of the model's and
-                      the input path's the file chose (an "input_path" check: that path's images/s alone);
-                      a file without that check leaves the input path unmeasured, and says so
+and the data preparation a table took there at full size), newest first. What a GPU run costs by them (data
+preparation, compilation once per backbone and process, epochs at the measured images per second of the run's
+own model, else its table's heaviest row's, else its multiply-adds at the median rate, and no faster than its
+input path feeds a streamed dataset) is docs/cost-model.md's "A GPU run" (repro.cost.estimate prices it).
 
 Reading checks the keys it uses and names the file and the key; the schema is repro.bench.gpu_calibration's
 (that module is a layer above: the cost model reads the file itself). tools/write_gpu_reference.py writes the

@@ -3,14 +3,8 @@ GPU rate came from.
 
 Every figure is the cost model's one function's (CostModel.cost for device time, repro.cost.wall_time.command_time
 for wall time), so `repro list`, the line a table prints before it trains, `repro plan` and the appendix agree
-where they show the same thing. A GPU run is priced at, in this order (the rates table says which, per table):
-
-    model     the images/s a check measured for its very model (dataset, backbone, head)
-    table     the images/s of its table's heaviest row
-    MACs      its multiply-adds at the median measured rate
-
-and a run that streams its dataset from image folders at no more than its input path's measured rate, which
-may be unmeasured. Torch-free.
+where they show the same thing. The GPU rates table says, per table, which measurement priced its runs: the run's
+own model's images/s, its table's heaviest row's (*), or its multiply-adds (MACs; docs/cost-model.md). Torch-free.
 """
 
 from __future__ import annotations

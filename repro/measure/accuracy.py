@@ -44,21 +44,25 @@ def check_memory(planned: Sequence[PlannedRun], ctx: Context) -> None:
     not fit the device's memory; runs another machine trains (Slurm) are not checked here."""
     import json
 
-    from repro.core.devices import resolve_device
     from repro.execution.files import record_path
-    from repro.train.memory import MemoryRefused, device_memory, memory_problem
 
     if not planned or not ctx.train or (ctx.executor is not None and ctx.executor.executor != "local"):
         return
-    device = resolve_device(ctx.device)
-    limit, seen, problems = device_memory(device), set(), []
+    models = {}  # one run of each model yet to train: a table whose runs are all recorded checks nothing (torch-free)
     for p in planned:
         c = p.cfg
         key = json.dumps([c.dataset, c.backbone, c.head, c.batch_size, c.image_size, c.optimizer], sort_keys=True)
-        if key in seen or record_path(ctx.results_dir, c).is_file():
-            continue
-        seen.add(key)
-        if (problem := memory_problem(c, p.label, device, limit, ctx.settings.cache)) is not None:
+        if key not in models and not record_path(ctx.results_dir, c).is_file():
+            models[key] = p
+    if not models:
+        return
+    from repro.core.devices import resolve_device
+    from repro.train.memory import MemoryRefused, device_memory, memory_problem
+
+    device = resolve_device(ctx.device)
+    limit, problems = device_memory(device), []
+    for p in models.values():
+        if (problem := memory_problem(p.cfg, p.label, device, limit, ctx.settings.cache)) is not None:
             problems.append(problem)
     if problems:
         more = f" ({len(problems) - 1} more model(s) of this table likewise)" if len(problems) > 1 else ""

@@ -47,3 +47,33 @@ def test_a_run_measures_verify_all_in_a_fresh_folder_with_an_empty_cache(tmp_pat
     figures = list((tmp_path / "run" / "results" / "smoke" / "figures").glob("*.png"))
     assert bool(list((tmp_path / "run" / "xdg-cache" / "matplotlib").glob("fontlist-*.json"))) == bool(figures)
     assert any((tmp_path / "run" / "cache").iterdir())
+    # Run again into the same folder: every run reused, torch never imported, and timings.json accounts for the
+    # child's wall time but the crate written after it and the interpreter's start and exit (not a speed test:
+    # the tolerance holds at any load).
+    again = run_smoke(tmp_path / "run", extra=["--jobs", "1", "--verbose"], log="again.log")
+    assert again.returncode == 0 and again.timings is not None and again.timings["runs"] == []
+    assert again.wall_s * 0.75 - 1.0 <= again.timings["wall_s"] <= again.wall_s
+    assert sum(p["wall_s"] for p in again.timings["phases"]) <= again.timings["wall_s"] + 0.01
+
+
+@pytest.mark.slow
+def test_a_reused_verify_all_imports_no_torch(tmp_path, monkeypatch):
+    """Every run recorded, every count cached, every figure drawn: nothing is trained, counted or drawn again, so
+    neither torch, torchvision nor matplotlib is imported (their imports were most of a reused verify-all)."""
+    import os
+    import subprocess
+    import sys
+
+    from execution.minitable import write_manifest  # tests/execution/minitable.py
+
+    env = {**os.environ, **write_manifest(tmp_path, epochs=1, train_samples=32), "REPRO_CACHE": str(tmp_path / "c"),
+           "REPRO_RESULTS": str(tmp_path / "results")}
+    first = subprocess.run([sys.executable, "-m", "repro", "verify-all", "--jobs", "1"], env=env, capture_output=True,
+                           text=True, timeout=600)
+    assert first.returncode == 0, first.stdout + first.stderr
+    watch = ("import atexit, runpy, sys; atexit.register(lambda: print('IMPORTED', sorted(m for m in "
+             "('torch', 'torchvision', 'matplotlib') if m in sys.modules))); sys.argv = ['repro', 'verify-all', "
+             "'--jobs', '1']; runpy.run_module('repro', run_name='__main__')")
+    again = subprocess.run([sys.executable, "-c", watch], env=env, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "IMPORTED []" in again.stdout, again.stdout[-2000:]
