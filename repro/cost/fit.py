@@ -178,9 +178,9 @@ def fit_rates(times: FolderTimes, plans: Plans, model: CostModel) -> Rates:
 
     for profile, commands in times.commands.items():
         for name, cmd in commands.items():
-            if cmd.busy:
-                continue
             mine = [plans.by_key[(t, profile)] for t in cmd.tables if (t, profile) in plans.by_key]
+            if cmd.busy or _all_reused(cmd, mine, times):
+                continue
             estimate = command_time(mine, model, _UNITS, verify_all=name == "verify-all",
                                     recorded=cmd.reused(times.runs))
             priced = {}
@@ -222,6 +222,13 @@ def fit_rates(times: FolderTimes, plans: Plans, model: CostModel) -> Rates:
     return dataclasses.replace(Rates(), **fitted)
 
 
+def _all_reused(cmd, plans: list, times: FolderTimes) -> bool:
+    """A command that reused every run it planned measured no training, and found its counts kept: not the work
+    an estimate prices (a cold command's), so its phases fit no rate."""
+    planned = {h for plan in plans for h in plan.configs()}
+    return bool(planned) and planned <= cmd.reused(times.runs)
+
+
 @dataclass
 class FolderFit:
     """The estimate of one command: a cost model fitted to one results folder (the device fits, the phase rates),
@@ -243,11 +250,16 @@ class FolderFit:
         rates = dataclasses.asdict(self.rates)
         if fitted := [k for k, v in rates.items() if v["basis"] == "fitted"]:
             lines.append("phase rates fitted: " + ", ".join(f"{k} {rates[k]['seconds']:.3g} s" for k in fitted))
-        busy = [f"{profile} `{name}`" for profile, commands in self.times.commands.items()
-                for name, cmd in commands.items() if cmd.busy]
-        busy += [f"{n} run records" for n in [sum(r.busy for r in self.times.runs.values())] if n]
+        busy, reused = [f"{n} run records" for n in [sum(r.busy for r in self.times.runs.values())] if n], []
+        for profile, commands in self.times.commands.items():
+            for name, cmd in commands.items():
+                mine = [self.plans.by_key[(t, profile)] for t in cmd.tables if (t, profile) in self.plans.by_key]
+                if cmd.busy or _all_reused(cmd, mine, self.times):
+                    (busy if cmd.busy else reused).append(f"{profile} `{name}`")
         if busy:
             lines.append(f"left out of the fit, measured under load (load average above the cores): {', '.join(busy)}")
+        if reused:
+            lines.append(f"left out of the phase rates, every run reused (no cold work measured): {', '.join(reused)}")
         return lines
 
 

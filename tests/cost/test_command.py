@@ -83,3 +83,26 @@ def test_rates_come_back_from_a_measured_verify_all(tables):
     assert all(getattr(rates, k).basis == "fitted" for k in ("startup", "flop_model", "workers", "rest", "report"))
     again = command_time(build_plans([t1, t2], "smoke"), model, rates)
     assert again.seconds == pytest.approx(times.commands["smoke"]["verify-all"].wall_s)
+
+
+def test_a_command_that_reused_every_run_or_ran_under_load_fits_no_rate(tables):
+    """A reused verify-all finds its runs recorded and its counts kept (start-up 1 s, FLOP check 0 s): not the work
+    an estimate prices; a command measured above the cores is stretched by the load. Neither fits a rate."""
+    import dataclasses
+
+    from repro.cost.fit import FolderFit
+    from repro.cost.measured import MeasuredRun
+
+    t1, t2, model = tables
+    plans = plan_all([t1, t2])
+    phases = {"start-up and imports": 1.0, "FLOP check": 0.0, "training": 0.5, "report": 2.0}
+    reused = MeasuredCommand("verify-all", 4.0, phases, ("t1", "t2"), started=100.0)
+    runs = {p.cfg.hash: MeasuredRun(p.cfg.hash, p.cfg, m.id, 1.0, 1.0, 1.0, "cpu", 1, 50.0)
+            for m in (t1, t2) for p in planned_runs(m, m.profiles["smoke"])}  # every run recorded before it started
+    assert fit_rates(FolderTimes(runs, {}, {"smoke": {"verify-all": reused}}), plans, model) == Rates()
+    busy = dataclasses.replace(reused, started=None, load=4.3, busy=True)
+    assert fit_rates(FolderTimes({}, {}, {"smoke": {"verify-all": busy}}), plans, model) == Rates()
+    cold = dataclasses.replace(reused, started=None)  # the same phases, its runs trained: fitted
+    assert fit_rates(FolderTimes({}, {}, {"smoke": {"verify-all": cold}}), plans, model).startup.basis == "fitted"
+    said = FolderFit(model, {}, Rates(), FolderTimes(runs, {}, {"smoke": {"verify-all": reused}}), plans).describe()
+    assert said == ["left out of the phase rates, every run reused (no cold work measured): smoke `verify-all`"]
