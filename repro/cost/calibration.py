@@ -73,7 +73,6 @@ class Throughput:
     parallel: int = 1  # runs at once the figures hold for (a CPU fitted to runs trained N at a time)
     fitted: bool = False
     label: str = ""  # the From column's words for it (docs/cost-model.md); its basis where empty
-    speed: float = 1.0  # the speed factor a CPU reference's figures were scaled by (repro.cost.speed)
     # A GPU's fixed costs per run, from a calibration file (repro.cost.gpu_reference):
     compile_s: dict[str, float] = field(default_factory=dict)  # per backbone (gpu_reference.backbone_key)
     data_s_per_value: float = 0.0  # host seconds per value (C x H x W) of a run's in-memory images
@@ -123,12 +122,12 @@ def cpu_throughput(speed: Speed | None = None) -> Throughput:
     if ref is None:
         return Throughput("cpu", "cpu", CPU_REFERENCE_MACS_PER_CORE * cores() / factor, CPU_STEP_OVERHEAD_S * factor,
                           f"reference, not measured: {CPU_REFERENCE_MACS_PER_CORE / 1e9:.0f} GMAC/s per core x "
-                          f"{cores()} (a 2-core x86-64 CI machine)", label="CPU guess", speed=factor)
+                          f"{cores()} (a 2-core x86-64 CI machine)", label="CPU guess")
     scaled = f"; x {speed.describe()}" if speed is not None else "; not scaled: no speed factor kept (`repro bench speed`)"
     return Throughput("cpu", "cpu", ref.macs_per_s / factor, ref.step_overhead_s * factor, ref.source + scaled,
                       run_seconds={r.hash: r.cpu_s * factor for r in ref.runs},
                       run_overhead_s=ref.run_overhead_s * factor, cpu_share=ref.cpu_share, parallel=cores(),
-                      label=speed.label if speed is not None else "CPU reference", speed=factor)
+                      label=speed.label if speed is not None else "CPU reference")
 
 
 def local_gpu_name(visible_gpus: str | None = None) -> str | None:
