@@ -3,7 +3,8 @@
 Every rule here reads mean gaps paired by seed (comparisons.<id>.gap, repro.claims.stats.GapStats) and allows for
 seed noise the same way: two gaps out of the expected order by less than their combined 95% half-widths
 are "within noise" (the verdict is `inconclusive`), by more they are "inverted" (`not reproduced`). So two
-claims that read the same pair can never disagree about it. Evidence prints the measured relation.
+claims that read the same pair can never disagree about it. Evidence prints the measured relation. A single
+comparison, or a gap with no mean (NaN), orders nothing: the verdict is `inconclusive` (`cannot_order`).
 
     monotonic_in_rho   mean gaps increase with the MoE row's rho
     sign_follows_rho   a rho splits the clearly negative gaps (below) from the clearly positive ones (above)
@@ -57,6 +58,27 @@ def step(lower: dict[str, Any], higher: dict[str, Any]) -> Step:
         else "within noise"
 
 
+def undefined(gap: dict[str, Any]) -> bool:
+    """A gap whose mean is missing or NaN (no paired seed, or a stored NaN): it orders nothing."""
+    mean = gap.get("mean")
+    return not isinstance(mean, (int, float)) or math.isnan(mean)
+
+
+def cannot_order(gaps: dict[str, dict[str, Any]], learners: tuple[str, ...], least: int = 2) -> Outcome | None:
+    """Inconclusive when fewer than `least` gaps are named (one comparison orders nothing: the rule would pass on
+    it vacuously) or when a gap is undefined (a NaN mean is neither below nor above another); None otherwise."""
+    if len(gaps) < least:
+        return Outcome("inconclusive", f"{len(gaps)} comparison(s) ({', '.join(gaps) or 'none'}): nothing to order",
+                       [f"order: needs at least {least} comparisons"], {c: g.get("mean") for c, g in gaps.items()},
+                       must_have_learned=learners)
+    bad = [c for c, g in gaps.items() if undefined(g)]
+    if bad:
+        return Outcome("inconclusive", f"the gap of {', '.join(bad)} is undefined (no mean): it has no place in the "
+                       "order", [f"order: {c} has no mean gap" for c in bad],
+                       {c: g.get("mean") for c, g in gaps.items()}, must_have_learned=learners)
+    return None
+
+
 def relation(a: float, b: float) -> str:
     """The measured relation of two means, as evidence prints it."""
     return "<" if a < b else ">" if a > b else "="
@@ -94,7 +116,10 @@ class MonotonicInRho:
 
 
 def monotonic_in_rho(p: MonotonicInRho, ev: Evidence) -> Outcome:
-    points = sorted((rho_of(ev, c), gap_of(ev, c), c) for c in p.comparisons)
+    gaps = {c: gap_of(ev, c) for c in p.comparisons}
+    if (out := cannot_order(gaps, guarded(ev, p.comparisons, p.may_collapse))) is not None:
+        return out
+    points = sorted(((rho_of(ev, c), gaps[c], c) for c in p.comparisons), key=lambda x: (x[0], x[2]))
     inversions, unclear = ordered_pairs([(c1, g1, c2, g2) for (_, g1, c1), (_, g2, c2) in zip(points, points[1:])])
     text = "by rho: " + ", ".join(f"{c} rho={100 * r:.1f}% gap {pct(g['mean'])}" for r, g, c in points)
     return _ordering(text, inversions, unclear, {c: {"rho": r, "gap": g["mean"]} for r, g, c in points},
@@ -121,8 +146,11 @@ def sign_follows_rho(p: SignFollowsRho, ev: Evidence) -> Outcome:
     positive one above it (clearly: the 95% CI excludes zero). A clearly positive gap below a clearly negative
     one refutes it; one that is so only by its mean, within noise, leaves it undecided. With no clear sign on one
     side the pattern has nothing to split: every gap clearly of one sign refutes it (the sign does not change
-    with rho), otherwise it is undecided."""
-    points = sorted((rho_of(ev, c), gap_of(ev, c), c) for c in p.comparisons)
+    with rho), otherwise it is undecided. Fewer than two gaps, or one with no mean, decide nothing."""
+    gaps = {c: gap_of(ev, c) for c in p.comparisons}
+    if (out := cannot_order(gaps, guarded(ev, p.comparisons, p.may_collapse))) is not None:
+        return out
+    points = sorted(((rho_of(ev, c), gaps[c], c) for c in p.comparisons), key=lambda x: (x[0], x[2]))
     clear = [clear_sign(g) for _, g, _ in points]
     means = ["+" if g["mean"] > 0 else "-" for _, g, _ in points]
     text = (f"signs ordered by rho (clear: 95% CI excludes 0): {''.join(clear)} (" + ", ".join(
@@ -160,6 +188,8 @@ class GapOrder:
 
 def gap_order(p: GapOrder, ev: Evidence) -> Outcome:
     gaps = [(c, gap_of(ev, c)) for c in p.comparisons]
+    if (out := cannot_order(dict(gaps), guarded(ev, p.comparisons, p.may_collapse))) is not None:
+        return out
     text = f"{gaps[0][0]} {pct(gaps[0][1]['mean'])}" + "".join(
         f" {relation(g1['mean'], g2['mean'])} {c2} {pct(g2['mean'])}" for (_, g1), (c2, g2) in zip(gaps, gaps[1:]))
     text += " (expected " + " < ".join(c for c, _ in gaps) + ")"
@@ -178,6 +208,9 @@ class GapLargest:
 def gap_largest(p: GapLargest, ev: Evidence) -> Outcome:
     own = gap_of(ev, p.comparison)
     others = [(c, gap_of(ev, c)) for c in p.others]
+    learners = guarded(ev, (p.comparison, *p.others), p.may_collapse)
+    if (out := cannot_order({p.comparison: own, **dict(others)}, learners)) is not None:
+        return out
     text = f"{p.comparison} {pct(own['mean'])}: " + ", ".join(
         f"{relation(own['mean'], g['mean'])} {c} {pct(g['mean'])}" for c, g in others)
     inversions, unclear = ordered_pairs([(c, g, p.comparison, own) for c, g in others])
@@ -198,6 +231,12 @@ def gap_not_rising(p: GapNotRising, ev: Evidence) -> Outcome:
     more than `flat_pp` within noise leaves it undecided; a step with no 95% CI (one seed) decides nothing."""
     comps = tuple(c for cs in p.series.values() for c in cs)
     gaps = {c: gap_of(ev, c) for c in comps}
+    learners = guarded(ev, comps, p.may_collapse)
+    if all(len(cs) < 2 for cs in p.series.values()):  # a series of one dataset has no step to rise by
+        return Outcome("inconclusive", "no series spans two datasets: nothing to order",
+                       ["trend: needs a series of at least 2 comparisons"], {}, must_have_learned=learners)
+    if (out := cannot_order(gaps, learners)) is not None:
+        return out
     parts, rising, unclear = [], [], []
     for name, cs in p.series.items():
         parts.append(f"{name}: {pct(gaps[cs[0]]['mean'])}" + "".join(
@@ -212,7 +251,6 @@ def gap_not_rising(p: GapNotRising, ev: Evidence) -> Outcome:
                     f"{a} -> {b} rises {up:+.2f}pp, {'beyond' if beyond else 'within'} seed noise")
     text = "; ".join(parts) + f" (flat: a rise of at most {p.flat_pp:g}pp)"
     measured = {c: g["mean"] for c, g in gaps.items()}
-    learners = guarded(ev, comps, p.may_collapse)
     if rising:
         return Outcome("not reproduced", text, [f"trend: {x}" for x in rising + unclear], measured,
                        must_have_learned=learners)

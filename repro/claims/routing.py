@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from repro.claims.core import Evidence, Outcome, Rule, need, pct
-from repro.claims.orders import ordered_pairs
+from repro.claims.orders import cannot_order, ordered_pairs
 from repro.results.measurements import comparison_metric, row_metric
 
 ALPHA = 0.05
@@ -115,11 +115,13 @@ def balanced_yet_worst(p: BalancedYetWorst, ev: Evidence) -> Outcome:
     mean_balance = sum(balance.values()) / len(balance)
     gaps = {c: need(ev, comparison_metric(c, "gap")) for c in (p.comparison, *p.others)}
     own = gaps[p.comparison]
+    learned = tuple(dict.fromkeys(r for c in gaps for r in ev.rows_of(c)))
+    if (out := cannot_order(gaps, learned)) is not None:
+        return out
     text = (f"{row}: routing balance {mean_balance:.3f} (near-perfect: at least {p.balance:g}); gap {pct(own['mean'])} "
             "against " + ", ".join(f"{c} {pct(g['mean'])}" for c, g in gaps.items() if c != p.comparison))
     failed = [] if mean_balance >= p.balance else [f"balance: {mean_balance:.3f} is below {p.balance:g}"]
     inversions, unclear = ordered_pairs([(p.comparison, own, c, g) for c, g in gaps.items() if c != p.comparison])
-    learned = tuple(dict.fromkeys(r for c in gaps for r in ev.rows_of(c)))
     measured = {"balance": mean_balance, **{c: g["mean"] for c, g in gaps.items()}}
     balanced = not failed
     failed += [f"order: {x}" for x in inversions + unclear]

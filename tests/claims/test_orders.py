@@ -93,3 +93,39 @@ def test_balanced_yet_worst_and_gap_order_read_one_pair_alike():
     worst = _decide("balanced_yet_worst", ev, comparison="c0", others=("c1",), balance=0.95)
     assert order.status == worst.status == "inconclusive"
     assert [f for f in worst.failed if f.startswith("order")] == order.failed
+
+
+def _nan_at(ev, comparison, mean):
+    """The evidence with one comparison's mean gap replaced (NaN in memory, None as results.json stores NaN)."""
+    metrics = dict(ev.metrics)
+    metrics[f"comparisons.{comparison}.gap"] = {**metrics[f"comparisons.{comparison}.gap"], "mean": mean}
+    return Evidence(ev.manifest_id, ev.paper_table, ev.profile, metrics=metrics, comparison_rows=ev.comparison_rows,
+                    kind=ev.kind)
+
+
+@pytest.mark.parametrize("mean", [float("nan"), None])
+@pytest.mark.parametrize("at", ["c0", "c2"])
+def test_a_gap_with_no_mean_makes_sign_follows_rho_inconclusive_wherever_it_sits(mean, at):
+    # By rho c0 < c1 < c2 < c3: -, -, +, + clearly. A NaN mean read as "-" at the lowest rho passed the rule
+    # (reproduced), and as "0" mid-sweep left it inconclusive: the verdict hung on where the NaN sat.
+    ev = _nan_at(_ev(_tight(-2, -1, 1, 2)), at, mean)
+    v = _decide("sign_follows_rho", ev, comparisons=("c0", "c1", "c2", "c3"))
+    assert v.status == "inconclusive" and v.failed == [f"order: {at} has no mean gap"]
+
+
+@pytest.mark.parametrize("rule", ["monotonic_in_rho", "gap_order", "sign_follows_rho"])
+def test_one_comparison_orders_nothing(rule):
+    # One comparison passed monotonic_in_rho and gap_order vacuously (no pair to be out of order).
+    v = _decide(rule, _ev(_tight(1.0)), comparisons=("c0",))
+    assert v.status == "inconclusive" and v.failed == ["order: needs at least 2 comparisons"]
+
+
+def test_gap_largest_and_a_flat_series_of_one_dataset_order_nothing():
+    assert _decide("gap_largest", _ev(_tight(1.0)), comparison="c0", others=()).status == "inconclusive"
+    v = _decide("gap_not_rising", _ev(_tight(1.0, 2.0)), series={"a": ("c0",), "b": ("c1",)})
+    assert v.status == "inconclusive" and v.failed == ["trend: needs a series of at least 2 comparisons"]
+
+
+def test_monotonic_in_rho_with_a_nan_gap_is_inconclusive():
+    v = _decide("monotonic_in_rho", _nan_at(_ev(_tight(-1, 0, 1)), "c1", float("nan")), comparisons=("c0", "c1", "c2"))
+    assert v.status == "inconclusive" and v.failed == ["order: c1 has no mean gap"]
