@@ -84,30 +84,38 @@ class RowBeyond:
     may_collapse: tuple[str, ...] = ()
 
 
+def one_sided(xs: list[float], bound: float, relation: Literal[">", "<"]) -> tuple[float | None, str]:
+    """(p, side) of a one-sided one-sample t-test of mean(xs) `relation` bound: side "beyond" when significantly
+    so (p < 0.05), "against" when significantly on the other side, else "undecided"; p None with one value."""
+    n, mean = len(xs), sum(xs) / len(xs)
+    if n < 2:
+        return None, "undecided"
+    sign = 1 if relation == ">" else -1
+    sd = math.sqrt(sum((x - mean) ** 2 for x in xs) / (n - 1))
+    if sd == 0:
+        side = "beyond" if sign * (mean - bound) > 0 else "against" if sign * (mean - bound) < 0 else "undecided"
+        return (0.0 if side == "beyond" else 1.0), side
+    t = sign * (mean - bound) / (sd / math.sqrt(n))
+    pval = float(_sps().t.sf(t, n - 1))
+    return pval, "beyond" if pval < ALPHA else "against" if float(_sps().t.cdf(t, n - 1)) < ALPHA else "undecided"
+
+
 def row_beyond(p: RowBeyond, ev: Evidence) -> Outcome:
     """The mean over seeds beyond the bound, by a one-sided one-sample t-test (p < 0.05); significantly on the
     wrong side refutes it; otherwise undecided."""
     xs = list(need(ev, row_metric(p.row, p.row_metric)).values())
     n, mean = len(xs), sum(xs) / len(xs)
-    sign = 1 if p.relation == ">" else -1
     text = (f"{p.row} {p.row_metric}: {100 * mean:.2f}pp over {n} seeds; claimed {p.relation} {100 * p.bound:g}pp"
             + (f" ({p.words})" if p.words else ""))
     measured = {row_metric(p.row, p.row_metric): xs}
     learned = dict(must_have_learned=tuple(r for r in (p.row,) if r not in p.may_collapse))
     if n < 2:
         return Outcome("inconclusive", text + " (one seed: no test)", ["seeds: need at least 2"], measured, **learned)
-    sd = math.sqrt(sum((x - mean) ** 2 for x in xs) / (n - 1))
-    if sd == 0:
-        beyond, against = sign * (mean - p.bound) > 0, sign * (mean - p.bound) < 0
-        pval = 0.0 if beyond or against else 1.0
-    else:
-        t = sign * (mean - p.bound) / (sd / math.sqrt(n))
-        pval = float(_sps().t.sf(t, n - 1))
-        beyond, against = pval < ALPHA, float(_sps().t.cdf(t, n - 1)) < ALPHA
+    pval, side = one_sided(xs, p.bound, p.relation)
     text += f", one-sided p={pval:.3g}"
-    if beyond:
+    if side == "beyond":
         return Outcome("reproduced", text, [], measured, p_value=pval, **learned)
-    if against:
+    if side == "against":
         return Outcome("not reproduced", text, [f"band: significantly not {p.relation} {100 * p.bound:g}pp"],
                        measured, p_value=pval, **learned)
     return Outcome("inconclusive", text, [f"significance: p={pval:.3g} is not below {ALPHA}"], measured,

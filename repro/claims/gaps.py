@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 
+from repro.claims.bands import one_sided
 from repro.claims.core import Evidence, NotRun, Outcome, Rule, need, paper, passed, pct, reported_gap, sign_word
 from repro.claims.orders import guarded
 from repro.spec.paper import PaperValue
@@ -205,9 +206,38 @@ class RowAbove:
     row_metric: str = "accuracy"  # a per-seed row metric: accuracy, late_drop
     paper: str | None = None  # the reported finding, when the paper states it as a value or a sign
     may_collapse: tuple[str, ...] = ()  # treatment rows whose collapse to chance is the finding (repro.claims.learned)
+    # Where the text says the baseline avoids what the row suffers ("sigmoid schedules avoid this collapse"): the
+    # baseline's mean must also stay below this bound, by a one-sided t-test (repro.claims.bands.one_sided); a
+    # baseline significantly beyond it refutes the claim, whatever the row does. In the metric's own units.
+    baseline_below: float | None = None
+    below_words: str = ""  # what the bound stands for, e.g. "no late collapse"
 
 
 def row_above(p: RowAbove, ev: Evidence) -> Outcome:
+    """The row's per-seed metric above the baseline's (Welch); with `baseline_below`, the baseline within it too."""
+    out = _row_above(p, ev)
+    if p.baseline_below is None:
+        return out
+    xs = list(need(ev, row_metric(p.baseline, p.row_metric)).values())
+    mean, bound = sum(xs) / len(xs), p.baseline_below
+    pval, side = one_sided(xs, bound, "<")
+    words = f" ({p.below_words})" if p.below_words else ""
+    text = (f"{out.evidence}; {p.baseline} {p.row_metric} {100 * mean:.2f}pp, claimed < {100 * bound:g}pp{words}"
+            + (f", one-sided p={pval:.3g}" if pval is not None else " (one seed: no test)"))
+    failed = list(out.failed)
+    if side == "against":
+        failed.append(f"band: {p.baseline} {p.row_metric} {100 * mean:.2f}pp is significantly not below "
+                      f"{100 * bound:g}pp{words}")
+        return replace(out, status="not reproduced", evidence=text, failed=failed)
+    if side == "undecided":
+        failed.append(f"band: {p.baseline} {p.row_metric} {100 * mean:.2f}pp is not significantly below "
+                      f"{100 * bound:g}pp")
+        status = "not reproduced" if out.status == "not reproduced" else "inconclusive"
+        return replace(out, status=status, evidence=text, failed=failed)
+    return replace(out, evidence=text)
+
+
+def _row_above(p: RowAbove, ev: Evidence) -> Outcome:
     a = list(need(ev, row_metric(p.row, p.row_metric)).values())
     b = list(need(ev, row_metric(p.baseline, p.row_metric)).values())
     diff = sum(a) / len(a) - sum(b) / len(b)
