@@ -84,6 +84,23 @@ class ClaimReadings:
                  for o in self.alternatives if o.status == "reproduced"]
         return f"reproduced under the alternative reading {' and '.join(names)}" if names else ""
 
+    def changed_under(self) -> list[ReadingOutcome]:
+        """The decided alternatives under which the verdict differs from the chosen readings' verdict, for a claim
+        decided on trained rows or under a reading of what it measures: what the checklist says on the claim's row
+        beside its verdict (a counted claim says only `only_under`: its many layouts would flood the row)."""
+        if self.kind not in ("trained", "metric"):
+            return []
+        return [o for o in self.alternatives if o.status != self.chosen.status and o.status != "not run"]
+
+    def note(self) -> str:
+        """One line for the claim's checklist row: 'reproduced only under ...', else the alternatives under which
+        a trained or re-read claim's verdict changes; '' when neither."""
+        if only := self.only_under():
+            return only
+        changed = [f"{o.status} under '{o.label}' ({o.reading}/{o.alternative}){f', {o.value}' if o.value else ''}"
+                   for o in self.changed_under()]
+        return f"the verdict changes with the reading: {'; '.join(changed)}" if changed else ""
+
     def sign_line(self) -> str:
         """For a trained claim: the sign of its measured number under the chosen readings and each alternative,
         and whether it keeps it. '' when the numbers are not signed values."""
@@ -215,47 +232,60 @@ def _with_order(claim: Any, evidence: Evidence, outcome: ReadingOutcome) -> Read
 
 
 def _trained(claim: Any, manifest: Any, evidence: Evidence) -> ClaimReadings | None:
-    """The claim decided on each alternative's twins of all its comparisons; None where no alternative has them."""
+    """The claim decided on each alternative's twins of every comparison and row it reads, where those twins trained
+    at this profile; None where no alternative's did (a profile that leaves the [[sensitivity]] rows out decides
+    nothing again)."""
     comparisons = {c.id for c in manifest.comparisons}
-    row_ids = {r.id for r in manifest.rows}
+    rows = {r.id: r for r in manifest.rows}
     entry = None
     for reading in manifest.readings:
         for alt in reading.alternatives:
-            params = _on_twins(claim.params, alt.id, comparisons, row_ids)
-            if params is None:
+            twins = _on_twins(claim.params, reading, alt.id, comparisons, rows)
+            if twins is None:
                 continue
+            params, substituted = twins
+            trained = [evidence.rows_of(r) if r in comparisons else (r,) for r in substituted]
+            if not all(evidence.get(row_metric(r, "accuracy")) is not None for pair in trained for r in pair
+                       if r.endswith(f"__{alt.id}")):
+                continue  # its rows were not trained here
             entry = entry or _chosen(claim, manifest, evidence, "trained")
             v = evaluate(dataclasses.replace(claim, params=params), evidence)
             entry.alternatives.append(_outcome(reading.id, alt.id, alt.label, v))
     return entry
 
 
-def _on_twins(params: dict[str, Any], alternative: str, comparisons: set[str], rows: set[str]) -> dict[str, Any] | None:
-    """The claim's parameters with every comparison it names replaced by its twin under the alternative
-    ("<id>__<alternative>"), and every row that has a twin; None unless each comparison has one."""
-    def twin(ref: Any, known: set[str], required: bool) -> Any:
+def _on_twins(params: dict[str, Any], reading: Any, alternative: str, comparisons: set[str],
+              rows: dict[str, Any]) -> tuple[dict[str, Any], list[str]] | None:
+    """(the claim's parameters with every comparison and row it names replaced by its twin under the alternative,
+    "<id>__<alternative>"; the twins), or None unless every comparison it names has a twin and every row it names
+    that the reading applies to has one, and at least one was replaced. Lists and tables of lists (a series) are
+    walked item by item; another table's ids ("<table>:<id>") and rows the reading leaves alone stay as they are."""
+    substituted: list[str] = []
+
+    def twin(ref: Any, is_comparison: bool) -> Any:
+        if isinstance(ref, dict):
+            return {k: twin(v, is_comparison) for k, v in ref.items()}
+        if isinstance(ref, (list, tuple)):
+            return type(ref)(twin(v, is_comparison) for v in ref)
         if not isinstance(ref, str):
             return ref
         name = f"{ref}__{alternative}"
-        if name in known:
-            return name
-        if required:
-            raise KeyError(ref)
-        return ref
+        if is_comparison:
+            if name not in comparisons:
+                raise KeyError(ref)
+        elif name not in rows:
+            if ref in rows and reading.applies_to(rows[ref]):
+                raise KeyError(ref)  # a row the alternative changes, untrained: the claim would mix two readings
+            return ref
+        substituted.append(name)
+        return name
 
-    out, named = {}, False
     try:
-        for key, value in params.items():
-            if key in COMPARISON_KEYS or key in ROW_KEYS:
-                known, required = (comparisons, True) if key in COMPARISON_KEYS else (rows, False)
-                named = named or key in COMPARISON_KEYS
-                out[key] = ([twin(v, known, required) for v in value] if isinstance(value, (list, tuple))
-                            else twin(value, known, required))
-            else:
-                out[key] = value
+        out = {key: twin(value, key in COMPARISON_KEYS) if key in COMPARISON_KEYS or key in ROW_KEYS else value
+               for key, value in params.items()}
     except KeyError:
         return None
-    return out if named else None
+    return (out, substituted) if substituted else None
 
 
 def _under(evidence: Evidence, manifest: Any, varied: list, counts: list[dict[str, Any]]) -> Evidence:

@@ -29,7 +29,7 @@ from repro.cost.plan import rows_read
 from repro.plan.manifest import Manifest
 from repro.report.figure_stamp import stamp_for
 from repro.report.figures import FigureFile
-from repro.report.table_rows import Table, build_tables, only_under
+from repro.report.table_rows import Table, build_tables, reading_notes
 from repro.report.trained_on import TrainedOn, trained_on
 from repro.results.measurements import ManifestResult, Verdict
 
@@ -147,7 +147,7 @@ def _claim_view(manifest: Manifest, result: ManifestResult, v: Verdict, figures:
                 for r in runs)))
     measured = tuple((k, _value_text(x)) for k, x in v.measured.items())
     return ClaimView(f"claim-{manifest.id}-{v.claim}", v, STATUS_CLASS[v.status], linked, tuple(per_row), measured,
-                     only_under(result).get(v.claim, ""))
+                     reading_notes(result).get(v.claim, ""))
 
 
 def table_views(entries: list[tuple[Manifest, ManifestResult | None]], extension: set[str],

@@ -82,15 +82,24 @@ def render_standalone_tex(manifest: Manifest, tables: list[Table], trained: Trai
         manifest=manifest, body=render_tables_tex(manifest, tables, trained))
 
 
-def alternative_only(result: ManifestResult) -> dict[str, list[Any]]:
-    """Claim id -> the alternative readings (repro.claims.under_readings.ReadingOutcome) under which a claim that the
-    chosen readings do not reproduce is reproduced: the checklist says so on a line of its own."""
-    out = {}
+def alternative_only(result: ManifestResult) -> dict[str, list[dict[str, str]]]:
+    """Claim id -> the lines the checklist shows under the claim's row, one per alternative reading that matters
+    (repro.claims.under_readings): each alternative under which a claim the chosen readings do not reproduce is
+    reproduced, and, for a claim decided on trained rows or under a reading of what it measures, each one that
+    changes its verdict (Table 5's reversal under the Switch gate)."""
+    out: dict[str, list[dict[str, str]]] = {}
     for entry in result.readings:
-        if entry.chosen.status != "reproduced":
-            alternatives = [o for o in entry.alternatives if o.status == "reproduced"]
-            if alternatives:
-                out[entry.claim] = alternatives
+        lines = []
+        if entry.only_under():
+            lines = [(o, "reproduced only under an alternative reading") for o in entry.alternatives
+                     if o.status == "reproduced"]
+        else:
+            lines = [(o, f"{o.status} under this alternative reading (chosen: {entry.chosen.status})")
+                     for o in entry.changed_under()]
+        if lines:
+            out.setdefault(entry.claim, []).extend(
+                {"label": o.label, "reading": o.reading, "value": o.value, "evidence": o.evidence, "verdict": verdict}
+                for o, verdict in lines)
     return out
 
 

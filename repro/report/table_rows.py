@@ -242,9 +242,10 @@ def verdict_counts(verdicts: list[Any]) -> dict[str, int]:
     return counts
 
 
-def only_under(result: Any) -> dict[str, str]:
-    """Claim id -> 'reproduced under the alternative reading ...' for each claim the chosen readings do not
-    reproduce and an alternative does (repro.claims.under_readings): said on the claim's own checklist row."""
+def reading_notes(result: Any) -> dict[str, str]:
+    """Claim id -> what an alternative reading does to its verdict (repro.claims.under_readings.ClaimReadings.note):
+    'reproduced under the alternative reading ...' for a claim the chosen readings do not reproduce and an
+    alternative does, or the alternatives a trained or re-read claim changes verdict under; said on its row."""
     if result is None:
         return {}
-    return {e.claim: note for e in result.readings if e.kind != "trained" and (note := e.only_under())}
+    return {e.claim: note for e in result.readings if (note := e.note())}
