@@ -23,7 +23,7 @@ def test_the_readings_the_issue_names_are_declared_each_with_alternatives():
                    "experts-per-sample", "conv-init", "sigmoid-form", "lb-fraction", "batch-size",
                    "routing-hyperparameters", "moe-conv-gate", "moe-conv-regularisers", "k-warmup-form",
                    "dense-dropout", "expert-dropout", "tau-step", "router-in-rho", "routing-entropy",
-                   "dense-latency-scope"}
+                   "dense-latency-scope", "uniform-routing-when", "negligible-band", "moe-conv-k-count"}
     assert all(r.alternatives for r in shipped_readings())
 
 
@@ -34,7 +34,7 @@ def test_every_reading_applies_to_a_shipped_row_or_claim_and_every_main_row_carr
     for reading in shipped_readings():
         if reading.applies.claims:  # a reading of what claims measure: each names a shipped claim that carries it
             assert set(reading.applies.claims) <= set(claims), reading.id
-            assert all(reading.claim_params(claims[c], reading.chosen) == claims[c].params
+            assert all(reading.claim_params(c.split("/")[0], claims[c], reading.chosen) == claims[c].params
                        for c in reading.applies.claims), reading.id
             assert not any(reading.applies_to(r) for r in rows), reading.id
             continue
@@ -70,7 +70,8 @@ def test_table5_shows_only_what_applies_to_its_rows():
     # Its dense-head assumption (feature_dim -> 1024 -> 256) contradicted its backbone-classifier one (512 -> 1000):
     # readings apply by what a row is, so neither that nor the CNN layout or capacity rule shows for Table 5.
     t5 = find_manifest("table5")
-    assert [r.id for r in t5.readings] == ["backbone-moe-layers", "moe-conv-gate", "moe-conv-regularisers"]
+    assert [r.id for r in t5.readings] == ["backbone-moe-layers", "moe-conv-gate", "moe-conv-regularisers",
+                                          "moe-conv-k-count"]
     assert "backbone-classifier" in [a.id for a in t5.assumptions]
     assert not {"dense-head", "cnn-blocks", "capacity-rule"} & {a.id for a in t5.assumptions}
 
@@ -170,11 +171,13 @@ def test_decide_readings_decides_each_alternative_from_the_recount_and_says_what
     entries = {e.claim: e for e in decide_readings(t6, ev, _stub_recount)}
     moe = entries["rho_backbone_moe"]
     assert moe.chosen.status == "not reproduced" and moe.chosen.value == "45.2%"
-    (stride1,) = moe.alternatives
+    stride1, per_bank = moe.alternatives
     assert (stride1.reading, stride1.alternative, stride1.status, stride1.value) == (
         "backbone-moe-layers", "stride1", "reproduced", "38%")
+    assert (per_bank.reading, per_bank.status) == ("moe-conv-k-count", "not run")  # the stub counts stride1 only
     assert moe.depends and moe.line() == ("rho_backbone_moe: not reproduced under the chosen readings (45.2%); "
-                                          "reproduced under 'the six stride-1 3x3 convolutions' (backbone-moe-layers) (38%)")
+                                          "reproduced under 'the six stride-1 3x3 convolutions' (backbone-moe-layers) (38%); "
+                                          "not run under 'the k banks' convolutions, k a sample' (moe-conv-k-count)")
     near_half = entries["rho_cifar_dw_near_half"]
     assert {o.status for o in near_half.alternatives} == {"not run"}  # the stub counted no CNN layout
     assert "capacity-rule" in near_half.training_only and "conv-init" in near_half.training_only

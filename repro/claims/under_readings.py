@@ -183,7 +183,7 @@ def _measured_otherwise(claim: Any, manifest: Any, evidence: Evidence) -> ClaimR
     entry = _chosen(claim, manifest, evidence, "metric")
     for reading in readings:
         for alt in reading.alternatives:
-            v = evaluate(dataclasses.replace(claim, params=reading.claim_params(claim, alt)), evidence)
+            v = evaluate(dataclasses.replace(claim, params=reading.claim_params(manifest.id, claim, alt)), evidence)
             entry.alternatives.append(_outcome(reading.id, alt.id, alt.label, v))
     return entry
 

@@ -412,6 +412,10 @@ class MoEConvBackboneConfig:
     load_balance_weight: float = 0.0
     entropy_weight: float = 0.0
     tau_min: float = 1.0  # 1.0: no temperature
+    # Whether a sample's k banks are mixed into one kernel where that is cheaper (repro.models.moe_conv): the count at
+    # k = 2 is then one convolution a sample; False runs (and counts) the k banks' convolutions, the reading
+    # "moe-conv-k-count" (both give the same outputs, so it changes counts, not training).
+    mix_kernels: bool = True
 
     # See SparseMoEConfig.TRAINING_ONLY. The gate changes the values a gate takes, not what executes (its softmax
     # and top-k are no multiply-adds, and both forms run one of each): tests/test_readings.py counts both forms.

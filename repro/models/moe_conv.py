@@ -25,6 +25,10 @@ default the one of fewest multiply-adds, `mixed` where mixing (k*W a sample) cos
 training engine lets measured time choose, once per layer and input shape, as cudnn.benchmark does. FLOP
 accounting counts the path that ran (`own_macs`).
 
+At k = 2 on layer3/layer4's maps the mixture is the fewest-MAC path, so ResNet-18's routed share counts
+one convolution a sample (45.2%); with mixing off (mix_kernels = False, the reading "moe-conv-k-count") the
+k banks' convolutions are the counted path (61.7%). Every path computes the same outputs.
+
 Grouped (depthwise) banks, biases and rectangular, strided or dilated kernels follow
 torch's Conv2d, so any zero-padded convolution can become a bank (`repro rho`); a
 bias mixes with the same gates, (B, 1, K) @ (B, K, Co).
@@ -98,8 +102,10 @@ class MoEConv2d(RoutingHooks, nn.Module):
         load_balance_weight: float = 0.0,
         entropy_weight: float = 0.0,
         tau_min: float = 1.0,
+        mix_kernels: bool = True,  # False: always the k banks' convolutions (reading "moe-conv-k-count")
     ) -> None:
         super().__init__()
+        self.mix_kernels = mix_kernels
         if gate not in ("renormalised", "switch"):
             raise ValueError(f"unknown MoEConv2d gate '{gate}'")
         self.gate, self.capacity_factor, self.tau_min = gate, capacity_factor, tau_min
@@ -179,8 +185,8 @@ class MoEConv2d(RoutingHooks, nn.Module):
         return torch.zeros_like(logits).scatter_add(-1, top_i, g)
 
     def mixes_kernels(self, positions: int) -> bool:
-        """Whether mixing kernels (k*W + P*W a sample) is cheaper than k convolutions (k*P*W)."""
-        return self.top_k + positions < self.top_k * positions
+        """Whether mixing kernels (k*W + P*W a sample) is cheaper than k convolutions (k*P*W), where mixing is on."""
+        return self.mix_kernels and self.top_k + positions < self.top_k * positions
 
     def own_macs(self, shapes) -> int:
         """Multiply-adds as executed (see repro.models.flops), on the path that ran for this input shape."""
@@ -247,5 +253,5 @@ def build_resnet18_moeconv(input_shape: tuple[int, int, int], pretrained: bool |
                     setattr(block, name, MoEConv2d.from_conv(
                         conv, cfg.num_experts, cfg.top_k, cfg.init_noise, gate=cfg.gate, tau_min=cfg.tau_min,
                         capacity_factor=cfg.capacity_factor, load_balance_weight=cfg.load_balance_weight,
-                        entropy_weight=cfg.entropy_weight))
+                        entropy_weight=cfg.entropy_weight, mix_kernels=cfg.mix_kernels))
     return MoEConvFeatures(net, 512, cfg.frozen)
