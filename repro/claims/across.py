@@ -126,6 +126,13 @@ def check_across(manifests: Iterable[Any], elsewhere: Iterable[str] = ()) -> dic
                     elif local not in {x.id for x in getattr(by_id[table], kind)}:
                         add(m.id, f"claims[{i}].{key}: manifest '{table}' has no {kind[:-1]} '{local}'")
         own = {c.id for c in m.claims}
+        for i, claim in enumerate(m.claims):
+            for j, ref in enumerate(getattr(claim, "derived_from", ())):
+                table, claim_id = split(ref)
+                if table is None or table in absent:
+                    continue
+                if table not in by_id or claim_id not in {c.id for c in by_id[table].claims}:
+                    add(m.id, f"claims[{i}].derived_from[{j}]: '{ref}' names no claim of a manifest")
         for j, shown in enumerate(getattr(m, "shows", ())):
             table, claim_id = split(shown)
             if table in absent:

@@ -70,6 +70,11 @@ def check_references(manifest: ManifestLike, problems: ProblemSink) -> None:
                     problems.add(where, f"unknown metric '{ref}'{closest(ref, sorted(ROW_METRICS))}")
         _check_may_collapse(claim, {c.id: (c.row, c.baseline) for c in manifest.comparisons}, f"claims[{i}]", problems)
         check_stated_signs(claim, manifest, f"claims[{i}]", problems)
+        own = {c.id for c in manifest.claims} - {claim.id}
+        for j, ref in enumerate(getattr(claim, "derived_from", ())):
+            if ":" not in ref and ref not in own:  # "<manifest>:<claim>": repro.claims.across
+                problems.add(f"claims[{i}].derived_from[{j}]", f"'{ref}' is no other claim of {manifest.id}"
+                             f"{closest(ref, sorted(own))}")
 
 
 def param_refs(value: Any) -> list[Any]:

@@ -34,7 +34,7 @@ def evaluate(claim: ClaimLike, ev: Evidence) -> Verdict:
     base = dict(claim=claim.id, statement=claim.statement, section=claim.section, scope=claim.scope,
                 paper_scale=ev.paper_scale or claim.scope == "analytic", seeds_needed=_seeds_needed(claim, ev),
                 source=reference_source(claim, ev.paper_table), kind=getattr(claim, "kind", ""), rule=claim.rule,
-                rows=_rows_read(claim, ev))
+                rows=_rows_read(claim, ev), derived_from=list(getattr(claim, "derived_from", ())))
     if claim.scope == "gpu" and ev.device != "cuda":
         return Verdict(**base, status="not run",
                        evidence=f"needs a GPU (scope gpu); measured on {ev.device}, so not decided")

@@ -12,6 +12,7 @@ from collections import Counter
 
 from rich.text import Text
 
+from repro.claims.headline import GROUPS, WORDS, group_of
 from repro.core.terminal import Column, Grid
 
 VERDICT_COLOURS = {"reproduced": "green", "not reproduced": "red", "inconclusive": "yellow", "not run": "dim"}
@@ -28,10 +29,17 @@ def brief(evidence: str) -> str:
     return evidence[:cut].rstrip(";, ") + " (-v: the rest)"
 
 
-def shared_notes(verdicts: list) -> list[tuple[str, int]]:
-    """The notes more than one claim carries, most frequent first, with how many carry each."""
+def shared_notes(verdicts: list) -> list[tuple[str, str]]:
+    """The notes more than one claim carries, most frequent first, with how many carry each by headline group
+    ('53 (48 empirical, 3 derived from another claim, 2 from the explainer)'), as the headline counts them."""
     counts = Counter(v.note for v in verdicts if v.note)
-    return [(note, n) for note, n in counts.most_common() if n > 1]
+    out = []
+    for note, n in counts.most_common():
+        if n > 1:
+            groups = Counter(group_of(v) for v in verdicts if v.note == note)
+            parts = ", ".join(f"{groups[g]} {WORDS[g]}" for g in GROUPS if groups[g])
+            out.append((note, f"{n} claims" + (f" ({parts})" if len(groups) > 1 else "")))
+    return out
 
 
 def _explained(v, said: set[str]) -> bool:
@@ -49,14 +57,14 @@ def verdicts_grid(groups: list[tuple[str, list]], evidence: bool, quiet: bool = 
     shared = shared_notes(every)
     said = {note for note, _ in shared}
     if quiet:
-        lines = [Text.assemble((f"{n} claims not run: ", "bold"), note, " (-v lists them)") for note, n in shared]
+        lines = [Text.assemble((f"{n} not run: ", "bold"), note, " (-v lists them)") for note, n in shared]
         counted = Counter(v.status for v in every if v.status not in LISTED_QUIET and not _explained(v, said))
         if counted:
             lines.append(Text.assemble(("Not listed: ", "bold"), ", ".join(
                 f"{counted[s]} {s}" for s in VERDICT_COLOURS if counted[s]), " (-v lists them, each with its evidence)"))
         groups = [(table_id, [v for v in vs if v.status in LISTED_QUIET]) for table_id, vs in groups]
     else:
-        lines = [Text.assemble((f"{n} claims: ", "bold"), note) for note, n in shared]
+        lines = [Text.assemble((f"{n}: ", "bold"), note) for note, n in shared]
     columns = [Column("Claim"), Column("Verdict")] + ([Column("Evidence", prose=True, drop=1)] if evidence else [])
     grid = Grid(columns)
     for table_id, verdicts in groups:

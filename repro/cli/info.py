@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 from typing import Optional
 
@@ -106,9 +107,14 @@ def plan(ids: list[str] = typer.Argument(None, help="Manifest ids (default: all)
     model = folder.model
     needs = claim_needs(manifests, model)
     result = make_plan(needs, gpu_hours, model)
-    claims = sum(not n.claim.startswith("reading:") for n in needs)
-    title = (f"Empirical claims: {len(result.chosen)} of {len(needs)} in the plan ({claims} claims of the checklist, "
-             f"{len(needs) - claims} readings trained)")
+    from repro.claims.headline import GROUPS, WORDS, claim_counts, claim_group
+
+    groups = {f"{m.id}/{c.id}": claim_group(c, m.paper_table) for m in manifests for c in m.claims}
+    by_group = Counter(groups[n.key] for n in needs if not n.claim.startswith("reading:"))
+    claims = sum(by_group.values())
+    title = (f"Empirical claims: {len(result.chosen)} of {len(needs)} in the plan ("
+             + ", ".join(f"{by_group[g]} {WORDS[g]}" for g in GROUPS if by_group[g])
+             + f"; {len(needs) - claims} readings trained)")
     if verbose:
         print_grid(needs_table(needs, result, verbose), title)
     else:
@@ -116,6 +122,7 @@ def plan(ids: list[str] = typer.Argument(None, help="Manifest ids (default: all)
         if line := left_out_line(result):
             show(line)
     whole = protocol_cost(needs)
+    show(claim_counts(manifests).line())
     show(f"plan: {len(result.chosen)} claims (weight {result.weight:g} of "
          f"{sum(n.weight for n in needs if not n.problem):g}), {result.runs} distinct runs, "
          f"{hours(result.gpu_seconds)} of {gpu_hours:g} GPU-hours, wall {duration(result.wall_seconds)} on "

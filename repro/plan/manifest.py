@@ -92,8 +92,12 @@ class Claim:
     weight: float = bounded(1.0, ge=0.0, le=100.0)
     # An analytic claim says what it checks (repro.claims.headline): "printed", a number the paper prints that a
     # count matches; "property", a bound or property that follows from the paper's architecture; "self-test", of
-    # this artifact's own code (shown, not counted as a reproduction). Other scopes leave it empty.
-    kind: Literal["", "printed", "property", "self-test"] = ""
+    # this artifact's own code (shown, not counted as a reproduction). Another scope leaves it empty, or says
+    # "prediction": a bound this artifact sets where the text only points (shown, not counted as the paper's).
+    kind: Literal["", "printed", "property", "self-test", "prediction"] = ""
+    # The claims that imply this one ("<claim>" of this table, "<manifest>:<claim>" of another): it is decided and
+    # shown, but counted apart in the headline, so one finding is not counted twice.
+    derived_from: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -227,11 +231,14 @@ def _claim(data: Any, path: str, problems: Problems) -> Claim | None:
     typed = check_params(cfg, {k: v for k, v in params.items() if k in allowed}, path, problems)
     if claim is None:
         return None
-    if (claim.scope == "analytic") != bool(claim.kind):
-        problems.add(f"{path}.kind", "an analytic claim states its kind ('printed', 'property' or 'self-test'), "
-                     "and only an analytic one" if claim.scope == "analytic" else
-                     f"kind is for analytic claims; this one is {claim.scope}")
-    return Claim(claim.id, claim.statement, claim.section, claim.rule, claim.scope, typed, claim.weight, claim.kind)
+    analytic_kinds = ("printed", "property", "self-test")
+    if claim.scope == "analytic" and claim.kind not in analytic_kinds:
+        problems.add(f"{path}.kind", "an analytic claim states its kind: 'printed', 'property' or 'self-test'")
+    elif claim.scope != "analytic" and claim.kind in analytic_kinds:
+        problems.add(f"{path}.kind", f"kind is for analytic claims ('{claim.kind}'); this one is {claim.scope}: its "
+                     "kind is empty, or 'prediction' for a bound this artifact sets")
+    return Claim(claim.id, claim.statement, claim.section, claim.rule, claim.scope, typed, claim.weight, claim.kind,
+                 claim.derived_from)
 
 
 def parse_manifest(data: dict[str, Any], file: str | Path) -> Manifest:

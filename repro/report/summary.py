@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from repro.claims import count_verdicts
-from repro.claims.headline import reproductions
+from repro.claims.headline import claim_counts, reproductions
 from repro.core.fsutil import FolderWriter, encode_text
 from repro.cost.fit import FolderFit
 from repro.cost.taken import ComputeTaken
@@ -46,7 +46,8 @@ def summary_lines(entries: list[tuple[Manifest, ManifestResult | None]], check: 
     reproduced, decided = reproductions(counts)  # self-tests of this artifact's code are no reproduction
     regenerated = _regenerated(entries, failures)
     lines = [f"Tables regenerated: {regenerated} / {len(entries)}"
-             + (f" of the paper's, and {_regenerated(beyond, failures)} / {len(beyond)} beyond it" if beyond else "")]
+             + (f" of the paper's, and {_regenerated(beyond, failures)} / {len(beyond)} beyond it" if beyond else ""),
+             claim_counts({m.id: m for m, _ in [*entries, *beyond]}.values()).line()]
     unverified = dict.fromkeys(d for _, r in entries if r for c in r.data_checks() if (d := c.checksum_departure()))
     if unverified:  # first: every number below rests on it
         lines.insert(0, "UNVERIFIED data: " + "; ".join(unverified) + ". Every verdict decided on it says so.")
@@ -76,7 +77,9 @@ SCOPE_TITLES = {"analytic": "Analytic claims: numbers the paper prints, matched 
                 "self-test": "Self-tests of this artifact's code (shown, not counted as reproductions)",
                 "empirical": "Empirical (training) claims",
                 "gpu": "GPU-scoped (latency) claims",
-                "explainer": "Claims from the explainer, not the paper's text (any scope; counted apart)"}
+                "explainer": "Claims from the explainer, not the paper's text (any scope; counted apart)",
+                "prediction": "Predictions of this artifact where the text only points (shown, not counted as the paper's)",
+                "derived": "Claims another claim implies (shown, counted as the claim they follow from)"}
 
 
 def write_report(entries: list[tuple[Manifest, ManifestResult | None]], results_dir: Path, profile: str,

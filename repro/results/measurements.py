@@ -253,6 +253,8 @@ class Verdict:
     rule: str = ""
     rows: list[str] = field(default_factory=list)
     tolerance: float | None = None
+    # The claims that imply this one (Claim.derived_from): decided and shown, counted apart (repro.claims.headline).
+    derived_from: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -21,6 +21,8 @@ def test_counts_by_scope_and_status_with_zeros():
         "gpu": {"reproduced": 0, "not reproduced": 0, "inconclusive": 0, "not run": 1},
         "extension": {"reproduced": 0, "not reproduced": 0, "inconclusive": 0, "not run": 0},
         "explainer": {"reproduced": 0, "not reproduced": 0, "inconclusive": 0, "not run": 0},
+        "prediction": {"reproduced": 0, "not reproduced": 0, "inconclusive": 0, "not run": 0},
+        "derived": {"reproduced": 0, "not reproduced": 0, "inconclusive": 0, "not run": 0},
     }
     assert list(count_verdicts([])["gpu"]) == ["reproduced", "not reproduced", "inconclusive", "not run"]
 
@@ -73,7 +75,9 @@ def test_the_shipped_analytic_claims_state_their_kind():
         "imagenet_heads_below_1pct_r18", "imagenet_heads_below_1pct_mnv2", "backbone_moe_rho_independent_of_k",
         "depthwise_raises_rho"}
     assert kinds["rho_r18_head"] == kinds["rho_backbone_moe"] == "printed"
-    assert all(c.kind == "" for m in load_all() for c in m.claims if c.scope != "analytic")
+    others = {c.id: c.kind for m in load_all() for c in m.claims if c.scope != "analytic"}
+    assert {k for k, v in others.items() if v} == {"batched_head_within_2x_dense", "batched_model_within_2x_dense"}
+    assert {others["batched_head_within_2x_dense"], others["batched_model_within_2x_dense"]} == {"prediction"}
 
 
 def test_an_analytic_claim_without_its_kind_is_refused():
@@ -92,3 +96,13 @@ def test_an_analytic_claim_without_its_kind_is_refused():
         parse_manifest(doc, "table6.toml")
     assert any(p.startswith("claims[0].kind: an analytic claim states its kind") for p in exc.value.problems)
     assert any(p.startswith("claims[1].kind: kind is for analytic claims") for p in exc.value.problems)
+
+
+def test_predictions_of_this_artifact_and_derived_claims_are_counted_apart_and_not_as_reproductions():
+    from repro.claims.headline import reproductions
+
+    prediction = Verdict("p", "s", "5", "gpu", "reproduced", "e", kind="prediction")
+    derived = Verdict("d", "s", "4.2", "empirical", "reproduced", "e", derived_from=["m"])
+    counts = count_verdicts([prediction, derived, _v("empirical", "reproduced")])
+    assert counts["prediction"]["reproduced"] == counts["derived"]["reproduced"] == counts["empirical"]["reproduced"] == 1
+    assert counts["gpu"]["reproduced"] == 0 and reproductions(counts) == (1, 1)

@@ -9,9 +9,9 @@ repro.report.appendix.claim_rows), customisation, notes.
 
 from __future__ import annotations
 
-from collections import Counter
 from pathlib import Path
 
+from repro.claims.headline import claim_counts
 from repro.cost.claim_cost import claim_cost, claim_tables
 from repro.cost.disk import disk_space, gigabytes
 from repro.cost.estimate import CostModel, device_time, duration
@@ -91,17 +91,19 @@ def build_appendix(entries: list[tuple[Manifest, ManifestResult | None]], profil
     device = model.device(manifests[0].profiles[BASE_PROFILE]).device
     at = {p: {m.id: plans.of(m.id, p) for m in manifests if p in m.profiles} for p in shown}
     results = {m.id: r for m, r in entries} if with_results else None
+    unverified = tuple(dict.fromkeys(d for _, r in entries if with_results and r is not None for c in r.data_checks()
+                                     if (d := c.checksum_departure())))
     rows = [claim_row([t.manifest for t in claim_tables(at[profile][m.id], c, at[profile])], c, profile,
-                      {p: claim_cost(at[p][m.id], c, model, rates, at[p]) for p in shown}, device, results)
+                      {p: claim_cost(at[p][m.id], c, model, rates, at[p]) for p in shown}, device, results,
+                      bool(unverified))
             for m in manifests for c in m.claims]
     runs = _runs_by_profile(plans, manifests)
     facts = Facts(manifests, profile, shown, inputs,
                   {p: _verify_all(list(at[p].values()), model, rates) for p in shown},
                   {p: sections.disk_text(disk_space(list(at[p].values()), model)) for p in shown},
-                  _datasets(manifests, runs, model),
-                  Counter(c.scope for m in manifests for c in m.claims))
+                  _datasets(manifests, runs, model), claim_counts(manifests), unverified)
     return Appendix(profile, BASE_PROFILE, sections.paper_title(inputs.package), sections.abstract(facts),
                     sections.checklist(facts), sections.hardware(facts), sections.software(facts), facts.datasets,
                     _weights(runs, inputs.model.cache),
                     sections.installation(facts), sections.workflow(facts), sections.evaluation(facts),
-                    rows, sections.customisation(facts), sections.notes(facts), with_results)
+                    rows, sections.customisation(facts), sections.notes(facts), with_results, unverified)

@@ -135,16 +135,19 @@ def readings_of(tables: list[Manifest], claim: Claim, result: ManifestResult | N
 
 
 def claim_row(tables: list[Manifest], claim: Claim, profile: str, costs: dict[str, ClaimCost], device: str,
-              results: Mapping[str, ManifestResult | None] | None) -> ClaimRow:
+              results: Mapping[str, ManifestResult | None] | None, unverified: bool = False) -> ClaimRow:
     """The row of one claim. `tables`: its own and the others it reads, cut down to the rows it reads
     (repro.cost.claim_cost.claim_tables); `costs` by profile name (the paper's protocol's and `profile`'s);
-    `results` by manifest id, None without a results folder."""
+    `results` by manifest id, None without a results folder; `unverified`: those results trained on files that
+    fail their published checksums, so no claim gets a Results badge."""
     manifest = tables[0]
     decided_at = deciding_profile(manifest, claim, profile)
     here = costs[profile]
     trained = [(t.id, r.id) for t in tables for r in t.rows if "accuracy" in r.measures]
     evidence = manifest.profiles[profile].evidence
-    if here.runs or not trained:
+    if unverified:
+        badge, cost_here = "none: the results trained on unverified data", here.text()
+    elif here.runs or not trained:
         badge, cost_here = BADGES.get(evidence, evidence), here.text()
     else:  # a claim on training rows the profile leaves out is not run at it
         why = f"its rows are not trained at {profile}"
@@ -164,4 +167,4 @@ def claim_row(tables: list[Manifest], claim: Claim, profile: str, costs: dict[st
                  for r in sorted(results[table].measured.runs(row_id), key=lambda r: r.seed))
     note = "" if runs else ("no training run: FLOP counts and timings, in its table's results.json" if not trained
                             else "no run record at this profile")
-    return dataclasses.replace(row, verdict=verdict.status if verdict else "not run", runs=runs, runs_note=note)
+    return dataclasses.replace(row, verdict=verdict.status_text if verdict else "not run", runs=runs, runs_note=note)

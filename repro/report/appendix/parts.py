@@ -3,7 +3,6 @@ the Appendix the templates render. repro.report.appendix.build fills them; secti
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass
 
 from repro.core.terminal import Step
@@ -12,7 +11,8 @@ from repro.cost.wall_time import Rates
 from repro.data.sources import Archive
 from repro.plan.manifest import Manifest
 from repro.plan.table_plan import Plans
-from repro.report.appendix.claim_rows import ClaimRow
+from repro.claims.headline import ClaimCounts
+from repro.report.appendix.claim_rows import BADGES, ClaimRow
 from repro.report.appendix.container import Container, Package
 
 
@@ -59,6 +59,9 @@ class Appendix:
     customisation: list[Item]
     notes: list[str]
     with_results: bool
+    # What made the results' data unverified (files failing their published checksums, accepted with
+    # --allow-unverified-data), one line per dataset: said in the title and the abstract, and no Results badge.
+    unverified: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -95,7 +98,8 @@ class Facts:
     verify_all: dict[str, VerifyAll]
     disk: dict[str, str]  # per profile: the disk it needs, as text
     datasets: list[DatasetEntry]
-    scopes: Counter
+    counts: ClaimCounts  # the one set of claim counts (repro.claims.headline), as the report and `repro plan` print it
+    unverified: tuple[str, ...] = ()  # Appendix.unverified
 
     @property
     def profiles(self) -> dict:
@@ -103,6 +107,13 @@ class Facts:
 
     def per_profile(self, values: dict[str, str]) -> str:
         return "; ".join(f"at {p}: {values[p]}" for p in self.shown)
+
+    def badge_words(self) -> str:
+        """The badge the appendix's profile supports: none on unverified data, whatever its evidence."""
+        if self.unverified:
+            return f"no Results badge: its results trained on UNVERIFIED data ({'; '.join(self.unverified)})"
+        evidence = self.profiles[self.profile].evidence
+        return BADGES.get(evidence, evidence)
 
     def device_words(self, profile: str) -> str:
         prof = self.profiles[profile]

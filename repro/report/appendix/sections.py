@@ -11,6 +11,7 @@ import shlex
 from pathlib import Path
 from typing import get_args
 
+from repro.claims.headline import claim_counts
 from repro.claims.verdicts import DECIDING_KINDS, EXPLAINER, reference_source
 from repro.core.terminal import Step
 from repro.cost.disk import DiskSpace, gigabytes
@@ -34,15 +35,10 @@ def paper_title(package: Package) -> str:
     return f"{match.group(1)} {match.group(2) or ''}".strip() if match else package.description
 
 
-def _scopes(f: Facts) -> str:
-    return ", ".join(f"{n} {s}" for s, n in sorted(f.scopes.items()))
-
-
 def abstract(f: Facts) -> list[str]:
-    evidence = f.profiles[f.profile].evidence
     return [FRAMING, f"{paper_title(f.inputs.package)}.",
-            f"It decides {sum(f.scopes.values())} claims of {len(f.manifests)} tables ({_scopes(f)}) from its "
-            f"manifests. This appendix is written for the {f.profile} profile: {BADGES.get(evidence, evidence)}."]
+            f"It decides {f.counts.total} claims of {len(f.manifests)} tables from its manifests. {f.counts.line()}.",
+            f"This appendix is written for the {f.profile} profile: {f.badge_words()}."]
 
 
 def disk_text(d: DiskSpace) -> str:
@@ -77,7 +73,7 @@ def checklist(f: Facts) -> list[Item]:
         Item("Metrics", ", ".join(sorted({x for m in ms for r in m.rows for x in r.measures}))),
         Item("Output", "results/<profile>/: report.md, report.html, artifact-appendix.md and .tex, and per table "
                        "<table>/results.json, <table>.md, <table>.tex, claims.md; the run records results/runs/"),
-        Item("Experiments", f"{sum(f.scopes.values())} claims in {len(ms)} tables ({_scopes(f)})"),
+        Item("Experiments", f"{f.counts.total} claims in {len(ms)} tables. {f.counts.line()}"),
         Item("Disk space", f.per_profile(f.disk)),
         Item("Time to prepare", f"the downloads of the paper's protocol ({gigabytes(downloads)}, bandwidth-bound, not "
                                 "priced); " + f.per_profile({p: f"{duration(f.verify_all[p].prepare_s)} of start-up "
@@ -99,7 +95,9 @@ def hardware(f: Facts) -> list[Item]:
     container = f.inputs.container
     gpu = container.gpu_compose
     out = [Item(p, f.device_words(p)) for p in f.shown]
-    out.append(Item("GPU-scoped claims", f"{f.scopes.get('gpu', 0)}, decided only on an NVIDIA GPU"))
+    gpu_claims = claim_counts(f.manifests, "gpu")
+    out.append(Item("GPU-scoped claims", f"{gpu_claims.total} ({gpu_claims.breakdown()}), decided only on an "
+                                         "NVIDIA GPU"))
     if gpu is not None:
         out.append(Item("Container", f"{gpu.file} reserves {gpu.gpus.default} GPU(s) (${gpu.gpus.name})"
                                      + (f", {gpu.shm_size} of shared memory" if gpu.shm_size else "")))
@@ -150,13 +148,14 @@ def workflow(f: Facts) -> list[Step]:
 def evaluation(f: Facts) -> list[str]:
     full, here = f.shown[0], f.profile
     return [
-        f"{sum(f.scopes.values())} claims ({_scopes(f)}), one row each. Analytic claims are decided at every "
+        f"{f.counts.total} claims, one row each. {f.counts.line()}. Analytic claims are decided at every "
         f"profile; the others only by profiles that are evidence of kind {' or '.join(sorted(DECIDING_KINDS))}, "
         f"GPU-scoped ones only on a GPU. Verdicts: {', '.join(get_args(Status))}.",
         f"Cost: the cost model's estimate for the runs and counts of the rows a claim reads, at {full} (the "
         f"paper's protocol)" + (f" and at {here}" if here != full else "")
         + ", labelled fitted (to run records), measured (a benchmark or calibration file) or reference.",
-        "Badge: " + "; ".join(f"{badge} at a profile of kind {kind}" for kind, badge in BADGES.items()) + ".",
+        "Badge: " + "; ".join(f"{badge} at a profile of kind {kind}" for kind, badge in BADGES.items())
+        + "; none, at any profile, on data that fails its published checksums.",
     ]
 
 
