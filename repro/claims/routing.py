@@ -12,6 +12,8 @@ per-seed MoE - dense differences of a comparison's gap. Every compared row must 
     balanced_yet_worst     a comparison's row routes near-perfectly balanced, yet its gap is the lowest (the order
                            judged as repro.claims.orders judges every order, so gap_order cannot disagree)
     routing_uniform        on every seed a row's routing is uniform: its balance at least `balance`
+    concentrated_at_test   on every seed a row's test-time routing sits on a few experts while its last training
+                           epoch keeps every expert active
     layers_active_non_uniform  on every seed every backbone MoE layer uses every expert, balanced yet not uniformly
 """
 
@@ -21,7 +23,7 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
-from repro.claims.core import Evidence, Outcome, Rule, need, pct
+from repro.claims.core import Evidence, NotRun, Outcome, Rule, need, pct
 from repro.claims.orders import cannot_order, ordered_pairs
 from repro.results.measurements import comparison_metric, row_metric
 
@@ -168,6 +170,28 @@ def routing_uniform(p: RoutingUniform, ev: Evidence) -> Outcome:
 
 
 @dataclass(frozen=True)
+class ConcentratedAtTest:
+    row: str
+    at_most: int = 3  # "concentrates on 1-3 experts": the fewest experts taking 90% of the test images
+    experts: int = 8  # "8/8 active": every expert takes at least 1% of the last training epoch's dispatches
+
+
+def concentrated_at_test(p: ConcentratedAtTest, ev: Evidence) -> Outcome:
+    """Section 5: test-time routing on at most `at_most` experts (rows.<row>.test_experts_90) despite training
+    keeping all `experts` active (rows.<row>.train_experts_active), on every seed (repro.measure.accuracy's bands)."""
+    test, train = need(ev, row_metric(p.row, "test_experts_90")), need(ev, row_metric(p.row, "train_experts_active"))
+    seeds = sorted(set(test) & set(train), key=str)
+    if not seeds:
+        raise NotRun(f"no seed of {p.row} has both its test-time and its training routing")
+    text = (f"{p.row} per seed: " + "; ".join(f"90% of test images on {test[s]} expert(s), {train[s]} of {p.experts} "
+                                              f"active in training" for s in seeds)
+            + f" (claimed: at most {p.at_most} at test, all {p.experts} in training)")
+    ok = {s: test[s] <= p.at_most and train[s] == p.experts for s in seeds}
+    measured = {"test_experts_90": dict(test), "train_experts_active": dict(train)}
+    return _by_seeds(*_per_seed(ok, bool), text, "concentrated at test, all active in training", measured, p.row)
+
+
+@dataclass(frozen=True)
 class LayersActiveNonUniform:
     row: str
     layers: int = 8  # the MoE layers the text counts
@@ -199,6 +223,8 @@ FAMILY = (
     Rule("balanced_yet_worst", BalancedYetWorst, balanced_yet_worst,
          "a comparison's row routes near-perfectly balanced yet has the lowest gap"),
     Rule("routing_uniform", RoutingUniform, routing_uniform, "on every seed a row's routing is uniform"),
+    Rule("concentrated_at_test", ConcentratedAtTest, concentrated_at_test,
+         "on every seed test-time routing sits on a few experts while training keeps every expert active"),
     Rule("layers_active_non_uniform", LayersActiveNonUniform, layers_active_non_uniform,
          "on every seed every backbone MoE layer uses every expert, balanced yet not uniformly"),
 )

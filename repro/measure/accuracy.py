@@ -105,6 +105,25 @@ def routing_at_test_time(routing: dict) -> tuple[float, float] | None:
     return max(shares), -sum(p * math.log(p) for p in shares if p > 0) / math.log(e)
 
 
+TEST_COVER, TRAIN_ACTIVE = 0.9, 0.01  # "concentrates on" / "active": the bands of headline_cifar10's routing-spread
+
+
+def routing_spread(routing: dict) -> dict[str, int]:
+    """How many experts a run's head uses (Section 5): the fewest that take TEST_COVER of its test-time top-1
+    images (test_usage_by_class), and how many take at least TRAIN_ACTIVE of the last training epoch's dispatches
+    (expert_usage). Each left out without its routing."""
+    out = {}
+    table = routing.get("test_usage_by_class")
+    usage = sorted((sum(col) for col in zip(*table)), reverse=True) if table else []
+    if sum(usage) > 0:
+        covered = [sum(usage[:i + 1]) for i in range(len(usage))]
+        out["test_experts_90"] = next(i + 1 for i, c in enumerate(covered) if c >= TEST_COVER * covered[-1])
+    train = routing.get("expert_usage") or []
+    if sum(train) > 0:
+        out["train_experts_active"] = sum(u >= TRAIN_ACTIVE * sum(train) for u in train)
+    return out
+
+
 def routing_p_entropy(routing: dict) -> float | None:
     """H(p_bar) / log E of a run's head over its last training epoch (the record's routing_entropy, E its experts):
     'routing entropy' read as the entropy of the routing probabilities p. None without routing."""
@@ -167,6 +186,7 @@ def measure_accuracy(plan: TablePlan, ctx: Context) -> Measurement:
     add_runs(manifest.id, [records[h] for h in batch.trained if h in records])
     per_row: dict[str, dict[int, float]] = {}
     late_drop: dict[str, dict[int, float]] = {}  # peak - final test accuracy: the late collapse of Section 5
+    epoch1: dict[str, dict[int, float]] = {}  # test accuracy after the first epoch (Section 4.5)
     chance: dict[str, float] = {}
     routing: dict[str, dict[str, dict[int, float]]] = {}  # row -> metric -> seed -> value (Section 5.3)
     runs: dict[str, list[dict]] = {}
@@ -180,6 +200,8 @@ def measure_accuracy(plan: TablePlan, ctx: Context) -> Measurement:
         summary = RunSummary.from_record(records[h])
         per_row.setdefault(p.row, {})[p.seed] = summary.accuracy
         late_drop.setdefault(p.row, {})[p.seed] = summary.peak_accuracy - summary.final_accuracy
+        if summary.test_accuracy_by_epoch:
+            epoch1.setdefault(p.row, {})[p.seed] = summary.test_accuracy_by_epoch[0]
         if summary.chance is not None:
             chance[p.row] = summary.chance
         shares = routing_at_test_time(summary.routing)
@@ -192,7 +214,7 @@ def measure_accuracy(plan: TablePlan, ctx: Context) -> Measurement:
         if moved is not None:
             for metric, value in zip(("router_shift", "routers_moved"), moved):
                 routing.setdefault(p.row, {}).setdefault(metric, {})[p.seed] = value
-        for metric, value in routing_in_training(summary.routing).items():
+        for metric, value in {**routing_in_training(summary.routing), **routing_spread(summary.routing)}.items():
             routing.setdefault(p.row, {}).setdefault(metric, {})[p.seed] = value
         runs.setdefault(p.row, []).append(summary.to_dict())
     for row in manifest.rows:
@@ -201,6 +223,8 @@ def measure_accuracy(plan: TablePlan, ctx: Context) -> Measurement:
         if row.id in per_row:
             out.set_row(row.id, "accuracy", per_row[row.id])
             out.set_row(row.id, "late_drop", late_drop[row.id])
+            if row.id in epoch1:
+                out.set_row(row.id, "epoch1_accuracy", epoch1[row.id])
             if row.id in chance:
                 out.set_row(row.id, "chance", chance[row.id])
             for metric, values in routing.get(row.id, {}).items():

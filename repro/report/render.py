@@ -147,6 +147,16 @@ def render_audit() -> str:
     return environment().get_template("audit.md.j2").render(audit=rows, power=power)
 
 
+def render_untested() -> str:
+    """The findings of the paper's text that no claim tests, each with why (repro/spec/untested.toml)."""
+    from repro.spec.untested import shipped_untested
+
+    return ("Every finding of the paper's text that no claim decides, with the section it comes from and why "
+            "(repro/spec/untested.toml):\n\n" + "\n".join(
+                f"- Section {md_escape(f.section)}: {md_escape(f.finding)}. Not tested: {md_escape(f.why)}."
+                for f in shipped_untested()))
+
+
 def render_figure_section(figures: list, results_dir: Path) -> str:
     lines = []
     for f in figures:

@@ -25,7 +25,8 @@ from repro.report.readings_section import (
     readings_cost, readings_entries, readings_summary, render_readings, trained_lines, trained_summary,
 )
 from repro.report.render import (
-    DETAIL, render_audit, render_figure_section, render_report, render_report_detail, write_manifest_outputs,
+    DETAIL, render_audit, render_figure_section, render_report, render_report_detail, render_untested,
+    write_manifest_outputs,
 )
 from repro.results.measurements import FlopCheck, ManifestResult, profile_dir
 from repro.report.time_table import TITLE as TIME_TITLE, render_timings, rewrite_timings
@@ -115,7 +116,8 @@ def _write_report(entries: list[tuple[Manifest, ManifestResult | None]], results
     with phase("figures"):
         drawn = render_figures(reproduction, out / "figures", folder.plans, results_dir)
     figures = render_figure_section(drawn, out)
-    sections = [("Statistics audit of the paper's reported numbers", render_audit()),
+    sections = [("Findings not tested", render_untested()),
+                ("Statistics audit of the paper's reported numbers", render_audit()),
                 ("Compute per claim and table", compute_section(taken, profile))]
     readings = readings_entries(reproduction)
     if readings:

@@ -29,9 +29,14 @@ Status = Literal["reproduced", "not reproduced", "inconclusive", "not run"]
 ROW_METRICS = frozenset({
     "total_macs", "backbone_macs", "head_macs", "routed_macs", "rho", "rho_all_ops", "head_share",
     "accuracy", "late_drop", "chance",
+    # per seed, test accuracy after the first epoch (Section 4.5's epoch-1 accuracy)
+    "epoch1_accuracy",
     # per seed, of the head's test-time top-1 routing (Section 5.3): the most used expert's share of the test
     # images, and the usage's entropy over log E (1: every expert equally often)
     "routing_top_share", "routing_balance",
+    # per seed, the fewest experts that take 90% of the test images, and the experts that take at least 1% of the
+    # last training epoch's dispatches (Section 5: test-time routing on 1-3 experts while training keeps 8/8 active)
+    "test_experts_90", "train_experts_active",
     # per seed, H(p_bar) / log E of the head's routing probabilities over its last training epoch (the record's
     # routing_entropy): "routing entropy" read as the entropy of p (the reading "routing-entropy")
     "routing_p_entropy",

@@ -42,8 +42,9 @@ def test_qualified_references_and_shows_must_name_what_exists():
     doc["claims"][-1]["others"] = ["dw2", "table2:dw073", "tabel2:dw2"]
     doc["shows"] = ["table8:no_such_claim", "table3_no_colon"]
     problems = check_across(_others_with("table3", doc))["table3"]
-    assert "claims[6].others: manifest 'table2' has no comparison 'dw073'" in problems
-    assert "claims[6].others: 'tabel2:dw2' names no manifest 'tabel2'" in problems
+    last = len(doc["claims"]) - 1
+    assert f"claims[{last}].others: manifest 'table2' has no comparison 'dw073'" in problems
+    assert f"claims[{last}].others: 'tabel2:dw2' names no manifest 'tabel2'" in problems
     assert "shows[0]: manifest 'table8' has no claim 'no_such_claim'" in problems
     assert "shows[1]: 'table3_no_colon' must be '<manifest>:<claim>' naming another manifest" in problems
 

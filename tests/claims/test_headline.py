@@ -73,7 +73,8 @@ def test_the_shipped_analytic_claims_state_their_kind():
                                                                   "batched_ops_constant_in_experts"}
     assert {k for k, v in kinds.items() if v == "property"} == {
         "imagenet_heads_below_1pct_r18", "imagenet_heads_below_1pct_mnv2", "backbone_moe_rho_independent_of_k",
-        "depthwise_raises_rho"}
+        "depthwise_raises_rho", "tiny_large_expert_exceeds_dense_head", "tiny_convolutions_dominate",
+        "tiny_flops_reduction_negligible", "cifar100_sparse_head_cheaper_than_dense"}
     assert kinds["rho_r18_head"] == kinds["rho_backbone_moe"] == "printed"
     others = {c.id: c.kind for m in load_all() for c in m.claims if c.scope != "analytic"}
     assert {k for k, v in others.items() if v} == {"batched_head_within_2x_dense", "batched_model_within_2x_dense"}

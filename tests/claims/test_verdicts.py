@@ -47,8 +47,9 @@ def _full_metrics(manifest):
         metrics[f"rows.{r.id}.routing_top_share"] = {0: 0.6, 1: 0.4, 2: 0.7}
         metrics[f"rows.{r.id}.routing_balance"] = {0: 0.97, 1: 0.9, 2: 0.99}
         metrics[f"rows.{r.id}.train_routing_balance"] = {0: 0.999, 1: 0.998, 2: 0.999}
+        metrics[f"rows.{r.id}.epoch1_accuracy"] = {0: 0.5, 1: 0.52, 2: 0.51}
         for name, value in (("moe_layers", 8), ("layer_min_share", 0.05), ("layer_balance_min", 0.93),
-                            ("layer_balance_max", 0.97)):
+                            ("layer_balance_max", 0.97), ("test_experts_90", 2), ("train_experts_active", 8)):
             metrics[f"rows.{r.id}.{name}"] = {0: value, 1: value, 2: value}
         metrics[f"rows.{r.id}.chance"] = 0.01
         metrics[f"rows.{r.id}.num_experts"] = 2 + i

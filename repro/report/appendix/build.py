@@ -24,6 +24,7 @@ from repro.plan.manifest import Manifest
 from repro.plan.table_plan import Plans, TablePlan
 import repro.report.appendix.sections as sections
 from repro.report.appendix.claim_rows import claim_row
+from repro.spec.untested import shipped_untested
 from repro.report.appendix.parts import Appendix, DatasetEntry, Facts, Inputs, VerifyAll, WeightsEntry
 from repro.results.measurements import ManifestResult
 
@@ -106,4 +107,5 @@ def build_appendix(entries: list[tuple[Manifest, ManifestResult | None]], profil
                     sections.checklist(facts), sections.hardware(facts), sections.software(facts), facts.datasets,
                     _weights(runs, inputs.model.cache),
                     sections.installation(facts), sections.workflow(facts), sections.evaluation(facts),
-                    rows, sections.customisation(facts), sections.notes(facts), with_results, unverified)
+                    rows, sections.customisation(facts), sections.notes(facts), with_results, unverified,
+                    shipped_untested())

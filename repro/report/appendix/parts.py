@@ -14,6 +14,7 @@ from repro.plan.table_plan import Plans
 from repro.claims.headline import ClaimCounts
 from repro.report.appendix.claim_rows import BADGES, ClaimRow
 from repro.report.appendix.container import Container, Package
+from repro.spec.untested import UntestedFinding
 
 
 @dataclass(frozen=True)
@@ -62,6 +63,7 @@ class Appendix:
     # What made the results' data unverified (files failing their published checksums, accepted with
     # --allow-unverified-data), one line per dataset: said in the title and the abstract, and no Results badge.
     unverified: tuple[str, ...] = ()
+    untested: tuple[UntestedFinding, ...] = ()  # the text's findings no claim tests (repro/spec/untested.toml)
 
 
 @dataclass(frozen=True)
