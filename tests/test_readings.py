@@ -103,12 +103,22 @@ def test_a_main_row_that_departs_from_a_reading_is_refused_naming_both():
     assert _table1(as_sensitivity).row("std_h128_moe").head.params["capacity_candidates"] == 0
 
 
+def comps_of(manifest):
+    return {c.id: (c.row, c.baseline) for c in manifest.comparisons}
+
+
 def test_sensitivity_tables_generate_rows_and_comparisons_that_vary_every_side_a_reading_touches():
     t1 = find_manifest("table1")
     twins = {r.id: r for r in t1.rows if r.reading}
+    head_only = ("k_hold", "drop_last_hidden", "tau_per_step", "fi_samples", "capacity_1", "capacity_2",
+                 "aux_weights_0001", "aux_weights_01")  # the DW h = 128 pair's: the MoE head's alone
     assert set(twins) == {f"{b}__{a}" for b in ("std_h512_moe", "dw_h512_moe") for a in
                           ("literal_capacity", "one_expert", "torch_init")} | {"std_h512_dense__torch_init",
-                                                                              "dw_h512_dense__torch_init"}
+                                                                              "dw_h512_dense__torch_init"} | {
+        f"dw_h128_moe__{a}" for a in (*head_only, "batch_64", "batch_256")} | {
+        f"dw_h128_dense__{a}" for a in ("dense_no_dropout", "batch_64", "batch_256")}
+    assert comps_of(t1)["dw_h128__dense_no_dropout"] == ("dw_h128_moe", "dw_h128_dense__dense_no_dropout")
+    assert comps_of(t1)["dw_h128__batch_64"] == ("dw_h128_moe__batch_64", "dw_h128_dense__batch_64")
     assert twins["dw_h512_moe__literal_capacity"].head.params["capacity_candidates"] == 0
     assert twins["dw_h512_dense__torch_init"].backbone.params == {"init": "torch"}
     comps = {c.id: (c.row, c.baseline) for c in t1.comparisons}
@@ -451,7 +461,12 @@ def test_repro_readings_without_v_names_the_readings_decided_by_training_and_the
 
     out = CliRunner().invoke(app, ["readings"], env={"COLUMNS": "400"})
     assert out.exit_code == 0, out.output
-    line = next(line for line in out.output.splitlines() if line.startswith("Decided by training"))
+    text = " ".join(out.output.split())  # the line, wrapped or not
+    line = text[text.index("Decided by training"):].split(" -v: ")[0]
     assert "moe-conv-gate (table5)" in line and "moe-conv-regularisers (table5)" in line
     trained, untrained = line.split("trained by no table: ")
-    assert "dense-dropout" in untrained and "dense-dropout" not in trained
+    assert untrained.strip() == "none"  # every reading that changes only training is trained somewhere
+    for reading in ("k-warmup-form", "dense-dropout", "expert-dropout", "tau-step", "lb-fraction", "batch-size",
+                    "routing-hyperparameters"):
+        assert f"{reading} (table1)" in trained
+    assert "sigmoid-form (temperature_ablation)" in trained

@@ -70,3 +70,48 @@ def test_a_verdict_a_trained_alternative_changes_reaches_the_checklist_row_and_t
     assert line["verdict"] == "not reproduced under this alternative reading (chosen: reproduced)"
     assert "bb_moe_k_reversal (switch_gate)" in trained_summary(entries).split("; the measured")[0]
     assert "bb_moe_k_reversal" in readings_summary(entries, 0.0, 0).split("change verdict under one: ")[1]
+
+
+EIGHT = ("k-warmup-form", "dense-dropout", "expert-dropout", "tau-step", "sigmoid-form", "lb-fraction", "batch-size",
+         "routing-hyperparameters")
+
+
+def test_the_eight_training_only_readings_each_decide_a_claim_again_on_rows_that_train():
+    t1, temp = find_manifest("table1"), find_manifest("temperature_ablation")
+    twins = {r.reading.split("/")[0] for m in (t1, temp) for r in m.rows if r.reading}
+    assert set(EIGHT) <= twins
+    gaps = {c.id: -0.01 for c in t1.comparisons if c.id.startswith("dw_h128")}
+    entry = next(e for e in decide_readings(t1, _evidence(t1, gaps), lambda row: None)
+                 if e.claim == "t1_low_rho_depthwise_flips_negative" and e.kind == "trained")
+    assert {o.reading for o in entry.alternatives} == set(EIGHT) - {"sigmoid-form"}
+    assert len(entry.alternatives) == 11  # routing-hyperparameters' four, batch-size's two, one of each other
+
+
+def test_a_claim_on_rows_is_decided_again_on_the_one_row_a_reading_changes():
+    # sigmoid-form applies to the sigmoid row only: the claim's linear row stays as measured, the baseline is its twin
+    temp = find_manifest("temperature_ablation")
+    metrics = {f"rows.{r.id}.{k}": v for r in temp.rows
+               for k, v in (("accuracy", {s: 0.8 for s in range(5)}), ("chance", 0.1))}
+    metrics.update({f"rows.{r.id}.late_drop": {s: (0.2 if r.id.startswith("linear_low") else 0.01) + s / 1000
+                                                for s in range(5)} for r in temp.rows})
+    ev = Evidence("temperature_ablation", "temperature_ablation", "full", metrics=metrics, kind="paper")
+    entries = {e.claim: e for e in decide_readings(temp, ev, lambda row: None) if e.kind == "trained"}
+    vs_sigmoid = entries["temp_linear_low_collapses_vs_sigmoid"]
+    (centred,) = vs_sigmoid.alternatives
+    assert (centred.alternative, centred.status) == ("sigmoid_centred", "reproduced")
+    assert "sigmoid_low__sigmoid_centred" in centred.evidence and "linear_low late_drop" not in centred.evidence
+    assert set(entries) == {"temp_linear_low_collapses_vs_sigmoid"}  # the others read no sigmoid row
+
+
+def test_the_readings_rows_train_at_functional_and_only_on_request_at_full():
+    from repro.cost.plan import plan_profile
+    from repro.plan.run_config import planned_runs
+
+    for m in (find_manifest("table1"), find_manifest("temperature_ablation")):
+        new = {r.id for r in m.rows if r.reading.split("/")[0] in EIGHT}
+        functional = {run.row for run in planned_runs(m, m.profiles["functional"])}
+        assert new <= functional
+        assert not new & {run.row for run in planned_runs(m, m.profiles["full"])}
+        assert not new & {run.row for run in planned_runs(m, m.profiles["smoke"])}
+        asked = plan_profile(5, tuple(f"{m.id}/{r}" for r in new), m.profiles["full"])
+        assert new == {run.row for run in planned_runs(m, asked)}  # a plan that asks for them trains them

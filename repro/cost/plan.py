@@ -120,8 +120,11 @@ def claim_seeds(manifest: Manifest, claim: Claim) -> tuple[int | None, str]:
 def plan_profile(seeds: int, include: tuple[str, ...] = (), base: Profile | None = None) -> Profile:
     """The paper's protocol (the manifests' `full` profile) at `seeds`, training only `include`."""
     base = base or Profile(description="", evidence="paper")
+    # the include names exactly the rows to train: the protocol's exclude (the readings' rows it leaves to a
+    # request) does not apply to a plan that asks for them
     return dataclasses.replace(base, description=f"repro plan: the paper's protocol at {seeds} seeds, "
-                               f"{len(include)} rows", seeds=seeds, include=tuple(sorted(include)), device="auto")
+                               f"{len(include)} rows", seeds=seeds, include=tuple(sorted(include)), exclude=(),
+                               device="auto")
 
 
 def _trained(tables: list[TablePlan]) -> tuple[str, ...]:

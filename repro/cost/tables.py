@@ -16,7 +16,7 @@ from rich.text import Text
 
 from repro.core.terminal import Column, Grid
 from repro.cost.calibration import Throughput
-from repro.cost.estimate import Cost, CostModel, device_time, duration, hours
+from repro.cost.estimate import Cost, CostModel, device_time, duration, hours, is_run
 from repro.cost.wall_time import Rates, command_time
 from repro.data.specs import get_dataset
 from repro.plan.run_config import RunConfig
@@ -86,15 +86,25 @@ def list_table(plans: Plans, model: CostModel, invalid: dict[str, str],
 def plan_table(plan: Plan) -> Grid:
     """One line per claim the plan decides, under its table's id, in the plan's order (#): the seeds 80% power
     needs, its runs, its GPU-hours (the figure the appendix gives at those seeds) and those it adds to the plan
-    (less what claims chosen before it share); `needs_table` is the detail."""
+    (less what claims chosen before it share); a table's trained readings in one line, at the place of its first
+    (fits 80 columns; `needs_table` is the detail, one line per alternative)."""
     table = Grid([Column("#", right=True), Column("Claim"), Column("Seeds", right=True), Column("Runs", right=True),
                   Column("GPU-h", right=True), Column("Added", right=True)])
     ranked = list(enumerate(plan.chosen, 1))
     for manifest in dict.fromkeys(c.need.manifest for _, c in ranked):
         table.section(manifest)
-        for i, c in ((i, c) for i, c in ranked if c.need.manifest == manifest):
-            table.add(str(i), c.need.claim, str(c.need.seeds or "-"), str(c.need.runs), hours(c.need.gpu_seconds),
-                      hours(c.added_s))
+        mine = [(i, c) for i, c in ranked if c.need.manifest == manifest]
+        readings = [(i, c) for i, c in mine if c.need.claim.startswith("reading:")]
+        for i, c in mine:
+            if not c.need.claim.startswith("reading:"):
+                table.add(str(i), c.need.claim, str(c.need.seeds or "-"), str(c.need.runs),
+                          hours(c.need.gpu_seconds), hours(c.added_s))
+            elif (i, c) == readings[0]:
+                seeds = {r.need.seeds for _, r in readings}
+                runs = {k for _, r in readings for k in r.need.items if is_run(k)}
+                table.add(str(i), f"readings trained: {len(readings)} alternatives",
+                          str(seeds.pop()) if len(seeds) == 1 else "-", str(len(runs)),
+                          hours(sum(r.need.gpu_seconds for _, r in readings)), hours(sum(r.added_s for _, r in readings)))
     return table
 
 
