@@ -29,7 +29,7 @@ def test_a_claim_reproduced_only_under_an_alternative_reading_says_so_on_its_own
     assert "**not reproduced**" in lines[at] and "analytic (printed)" in lines[at]
     assert lines[at + 1].startswith("| ↳ `rho_backbone_moe` under the alternative reading 'stride-1 convolutions "
                                     "only' (`moe-conv-stride`), not the chosen one | **reproduced only under an "
-                                    "alternative reading** | 37.9%: measured 37.9% vs reported ~38%")
+                                    "alternative reading** | | 37.9%: measured 37.9% vs reported ~38%")
 
 
 def test_a_shared_finding_is_shown_in_the_second_table_and_counted_in_the_first():

@@ -5,7 +5,8 @@ current rules and manifests) call these; the report layer only renders the verdi
 
     evidence_for(manifest, result, others)   the Evidence a table's claims are decided on, from its typed Profile,
                                              with the other tables its claims read (repro.claims.across)
-    decide_table(manifest, result, others)   a new result: every claim of the table decided (verdicts), its
+    decide_table(manifest, result, others)   a new result: every claim of the table decided (verdicts, each decided
+                                             empirical one with its stability under the seeds: repro.claims.stability), its
                                              analytic claims under each alternative reading (readings), and the
                                              verdicts it shows from the tables that decide them (shown)
     decide_family(results)                   new results, Holm's adjustment (repro.results.family) applied over every
@@ -27,6 +28,7 @@ from typing import Iterable, Protocol
 
 from repro.claims.across import Others, shown_verdicts, with_tables
 from repro.claims.core import ClaimLike, Evidence
+from repro.claims.stability import with_stability
 from repro.claims.under_readings import decide_readings
 from repro.claims.references import ManifestLike
 from repro.claims.verdicts import evaluate
@@ -72,7 +74,7 @@ def decide_table(manifest: DecidedManifest, result: ManifestResult, others: Othe
     evidence = evidence_for(manifest, result, others)
     counted = result.measured.details.get(READINGS_DETAIL, {}).get("rows", {})
     return dataclasses.replace(
-        result, verdicts=[evaluate(claim, evidence) for claim in manifest.claims],
+        result, verdicts=[with_stability(claim, evidence, evaluate(claim, evidence)) for claim in manifest.claims],
         readings=decide_readings(manifest, evidence, lambda row: counted.get(row.id)),
         shown=shown_verdicts(manifest, others or {}))
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from typing import Any, Literal
 
 
@@ -42,8 +43,10 @@ def _p(p: float | None) -> str:
     return "undefined (the per-seed differences do not vary)" if p is None else f"{p:.3g}"
 
 
+@lru_cache(maxsize=256)
 def seeds_needed(pv: PaperValue) -> int | None:
-    """Seeds for 80% power at the effect size the paper's numbers imply (repro.claims.stats.seeds_needed)."""
+    """Seeds for 80% power at the effect size the paper's numbers imply (repro.claims.stats.seeds_needed); one
+    search per reported value, however often a claim is decided (a bootstrap decides it a thousand times)."""
     from repro.claims.stats import seeds_needed as needed  # scipy: imported when a claim is decided
 
     return needed(pv)
@@ -133,7 +136,8 @@ def _effect_size(gap: dict[str, Any], pv: PaperValue, failures: list[Failure]) -
     from repro.claims.stats import d_z_interval
 
     d = gap["mean"] / gap["sd"]
-    lo, hi = d_z_interval(d, gap["n"])
+    # a bootstrap's resampled gap carries the interval, computed for every resample at once (repro.claims.stability)
+    lo, hi = gap.get("d_ci95") or d_z_interval(d, gap["n"])
     if not lo <= abs(pv.d) * (1 if d >= 0 else -1) <= hi:
         failures.append(Failure("effect size", f"reported d={pv.d:g} is outside the measured d_z's 95% CI "
                                                f"[{lo:.2f}, {hi:.2f}]"))

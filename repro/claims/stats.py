@@ -242,15 +242,18 @@ def welch(a: Iterable[float], b: Iterable[float]) -> WelchTest:
 # Power of the two-sided paired t-test (noncentral t).
 
 
-def _nct_sf(x: float, df: int, nc: float) -> float:
-    """scipy.stats.nct.sf: the ufunc it calls, clipped as it clips it (scipy.stats itself where that is absent)."""
+def _nct_sf(x: Any, df: Any, nc: Any) -> Any:
+    """scipy.stats.nct.sf: the ufunc it calls, clipped as it clips it (scipy.stats itself where that is absent);
+    a float for scalars, an array, element by element, for arrays."""
     ufunc = getattr(getattr(special, "_ufuncs", None), "_nct_sf", None)
     if ufunc is None:
         from scipy import stats
 
-        return float(stats.nct.sf(x, df, nc))
-    with np.errstate(over="ignore"):
-        return float(np.clip(ufunc(x, df, nc), 0, 1))
+        out = stats.nct.sf(x, df, nc)
+    else:
+        with np.errstate(over="ignore"):
+            out = np.clip(ufunc(x, df, nc), 0, 1)
+    return float(out) if np.ndim(out) == 0 else out
 
 
 def power_at(d: float, n: int, alpha: float = 0.05) -> float:
@@ -298,17 +301,28 @@ def d_z_interval(d: float, n: int, level: float = 0.95) -> tuple[float, float]:
     degrees of freedom, over sqrt(n) (the interval inverts the test, as in Cumming and Finch 2001)."""
     if n < 2 or not math.isfinite(d):
         raise ValueError(f"d_z_interval: needs n >= 2 and a finite d, got d={d}, n={n}")
+    lo, hi = d_z_intervals(np.array([d], dtype=float), n, level)
+    return float(lo[0]), float(hi[0])
+
+
+def d_z_intervals(d: np.ndarray, n: int, level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
+    """`d_z_interval` of many observed d_z (finite, (U,)) at one n, by the same bisection run on every element at
+    once: element by element the same steps, so the same numbers (what a bootstrap of the seeds asks for)."""
     df, t = n - 1, d * math.sqrt(n)
 
-    def solve(tail: float) -> float:  # the nc with P(T > t | nc) = tail; P rises with nc
+    def solve(tail: float) -> np.ndarray:  # the nc with P(T > t | nc) = tail; P rises with nc
         lo, hi = t - 10.0, t + 10.0
-        while _nct_sf(t, df, lo) > tail:
-            lo -= 2 * (hi - lo)
-        while _nct_sf(t, df, hi) < tail:
-            hi += 2 * (hi - lo)
+        while (low := _nct_sf(t, df, lo) > tail).any():
+            lo = np.where(low, lo - 2 * (hi - lo), lo)
+        while (high := _nct_sf(t, df, hi) < tail).any():
+            hi = np.where(high, hi + 2 * (hi - lo), hi)
         for _ in range(200):
             mid = (lo + hi) / 2
-            lo, hi = (mid, hi) if _nct_sf(t, df, mid) < tail else (lo, mid)
+            below = _nct_sf(t, df, mid) < tail
+            new_lo, new_hi = np.where(below, mid, lo), np.where(below, hi, mid)
+            if np.array_equal(new_lo, lo) and np.array_equal(new_hi, hi):
+                break  # a fixed point: the remaining steps would change nothing
+            lo, hi = new_lo, new_hi
         return (lo + hi) / 2
 
     alpha = (1 - level) / 2

@@ -14,6 +14,7 @@ from rich.text import Text
 
 from repro.claims.headline import GROUPS, WORDS, group_of
 from repro.core.terminal import Column, Grid
+from repro.results.measurements import STABLE
 
 VERDICT_COLOURS = {"reproduced": "green", "not reproduced": "red", "inconclusive": "yellow", "not run": "dim"}
 LISTED_QUIET = ("not reproduced", "inconclusive")  # what verify-all lists without -v: the claims to look at
@@ -74,6 +75,10 @@ def verdicts_grid(groups: list[tuple[str, list]], evidence: bool, quiet: bool = 
             verdict = Text(v.status, style=VERDICT_COLOURS.get(v.status, ""))
             if v.unverified_data:  # beside the verdict, on a line of its own to keep the column narrow
                 verdict.append("\non unverified data", style="bold red")
+            if v.stability is not None:  # a decided empirical verdict: how often its seeds' resamples give it
+                unstable = v.stability < STABLE
+                verdict.append(f"\nstability {v.stability:.2f}" + (": unstable" if unstable else ""),
+                               style="bold yellow" if unstable else "dim")
             cells = [v.claim, verdict]
             if evidence:
                 note = "" if v.note in said else v.note

@@ -40,8 +40,8 @@ HISTORY_COLUMNS = (
     "sparsity_weight",
 )
 VERDICT_COLUMNS = (
-    "profile", "table", "claim", "scope", "section", "status", "rule", "rows", "measured", "reported", "tolerance",
-    "p_value", "p_holm", "seeds_needed", "paper_scale", "source", "statement", "evidence", "failed", "note",
+    "profile", "table", "claim", "scope", "section", "status", "stability", "rule", "rows", "measured", "reported",
+    "tolerance", "p_value", "p_holm", "seeds_needed", "paper_scale", "source", "statement", "evidence", "failed", "note",
 )
 ROW_SEED_COLUMNS = (
     "profile", "table", "row", "seed", "run_hash", "accuracy", "final_accuracy", "peak_accuracy", "chance", "rho",
@@ -58,6 +58,7 @@ NUMBERS = frozenset({
     "cpu_seconds", "wall_seconds", "epoch", "train_loss", "train_accuracy", "test_loss", "test_accuracy", "aux_loss",
     "seconds", "routing_entropy", "dropped", "forced", "tau", "k", "teacher_phase", "cluster_warmup", "active_mean",
     "sparsity_weight", "tolerance", "p_value", "p_holm", "seeds_needed", "seeds", "accuracy_mean", "accuracy_sd",
+    "stability",
 })
 SEPARATOR = ";"  # joins the uses of a record shared by several rows, and a verdict's rows
 DATA_KINDS = {"synthetic": "synthetic", "digits": "stand-in"}  # a run's config.data -> the data column
@@ -256,7 +257,7 @@ def verdicts(results_dir: str | Path | Folder, profile: str | None = None) -> pd
 def _verdict_row(profile: str, table: str, v: Verdict) -> dict[str, Any]:
     return {
         "profile": profile, "table": table, "claim": v.claim, "scope": v.scope, "section": v.section,
-        "status": v.status, "rule": v.rule or None, "rows": SEPARATOR.join(v.rows) or None,
+        "status": v.status, "stability": v.stability, "rule": v.rule or None, "rows": SEPARATOR.join(v.rows) or None,
         "measured": json.dumps(v.measured, sort_keys=True) if v.measured else None,
         "reported": json.dumps(v.reported, sort_keys=True) if v.reported else None, "tolerance": v.tolerance,
         "p_value": v.p_value, "p_holm": v.p_holm, "seeds_needed": v.seeds_needed, "paper_scale": v.paper_scale,

@@ -23,6 +23,7 @@ from repro.spec.profiles import Profile
 from repro.core.schema import Problems, from_dict
 
 Status = Literal["reproduced", "not reproduced", "inconclusive", "not run"]
+STABLE = 0.8  # a verdict that fewer resamples of its seeds give is called unstable (repro.claims.stability)
 
 # What a row can measure: FLOPs (repro.measure.flop_check), accuracy (repro.measure.accuracy),
 # latency and operator counts (repro.measure.latency).
@@ -260,6 +261,18 @@ class Verdict:
     tolerance: float | None = None
     # The claims that imply this one (Claim.derived_from): decided and shown, counted apart (repro.claims.headline).
     derived_from: list[str] = field(default_factory=list)
+    # For a decided empirical verdict: the share of bootstrap resamples of the seeds that give it again
+    # (repro.claims.stability); None where there is none (not run, inconclusive, not empirical).
+    stability: float | None = None
+
+    @property
+    def stability_text(self) -> str:
+        """'0.93', or '0.71, unstable: below 0.8' beside the verdict; '' where it has none."""
+        if self.stability is None:
+            return ""
+        text = f"{self.stability:.2f}"
+        return text + (f", unstable: fewer than {STABLE:.0%} of resamples of the seeds give this verdict"
+                       if self.stability < STABLE else "")
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -54,6 +54,7 @@ class ClaimRow:
     badge: str
     readings: str
     verdict: str = ""  # '' without results
+    stability: str = ""  # beside a decided empirical verdict: Verdict.stability_text
     runs: tuple[str, ...] = ()  # hashes of the run records behind the verdict
     runs_note: str = ""  # why there are none
 
@@ -167,4 +168,5 @@ def claim_row(tables: list[Manifest], claim: Claim, profile: str, costs: dict[st
                  for r in sorted(results[table].measured.runs(row_id), key=lambda r: r.seed))
     note = "" if runs else ("no training run: FLOP counts and timings, in its table's results.json" if not trained
                             else "no run record at this profile")
-    return dataclasses.replace(row, verdict=verdict.status_text if verdict else "not run", runs=runs, runs_note=note)
+    return dataclasses.replace(row, verdict=verdict.status_text if verdict else "not run", runs=runs, runs_note=note,
+                               stability=verdict.stability_text if verdict else "")

@@ -154,6 +154,8 @@ def evaluation(f: Facts) -> list[str]:
         f"Cost: the cost model's estimate for the runs and counts of the rows a claim reads, at {full} (the "
         f"paper's protocol)" + (f" and at {here}" if here != full else "")
         + ", labelled fitted (to run records), measured (a benchmark or calibration file) or reference.",
+        "Stability, beside a decided empirical verdict: the share of 1,000 bootstrap resamples of the seeds (paired "
+        "where the rule is) that the same rule decides the same way; below 0.8 the verdict is called unstable.",
         "Badge: " + "; ".join(f"{badge} at a profile of kind {kind}" for kind, badge in BADGES.items())
         + "; none, at any profile, on data that fails its published checksums.",
     ]

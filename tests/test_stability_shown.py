@@ -1,0 +1,80 @@
+"""Each decided empirical verdict's stability (repro.claims.stability) is stored with it and shown beside it: the
+claims checklist (report.md, claims.md), the terminal's checklist, the Artifact Appendix and the verdicts frame;
+a verdict without one (not run, inconclusive, analytic) shows none, empty rather than 0."""
+
+import dataclasses
+
+import pytest
+
+from repro.claims import decide_table
+from repro.plan.manifest import find_manifest, with_profiles
+from repro.plan.table_plan import plan_all
+from repro.results.measurements import save_result
+from repro.spec.profiles import Profile, shipped_profiles
+
+PAPER = "paper_check"  # a profile of the paper's data: its empirical claims are decided
+
+
+@pytest.fixture(scope="module")
+def decided():
+    from test_figures import fake_result
+
+    manifest = with_profiles(find_manifest("table2"), {**shipped_profiles(), PAPER: Profile("paper data", "paper")})
+    from repro.claims.stats import paired_gap
+
+    result = fake_result(manifest, PAPER)
+    wide, dense = {0: 0.60, 1: 0.61, 2: 0.605}, {0: 0.50, 1: 0.505, 2: 0.50}  # clearly above: decided
+    moe, twin = {0: 0.52, 1: 0.525, 2: 0.522}, {0: 0.50, 1: 0.502, 2: 0.501}
+    measured = result.measured.with_metrics({
+        **{f"rows.{r.id}.chance": 0.01 for r in manifest.rows}, "rows.dw2_moe.accuracy": wide,
+        "rows.std_dense.accuracy": dense, "rows.dw072_moe.accuracy": moe, "rows.dw072_dense.accuracy": twin,
+        "comparisons.dw072.gap": paired_gap(moe, twin).to_dict()})
+    result = dataclasses.replace(result, measured=measured, provenance={"device_type": "cuda", "git_commit": "0" * 40,
+                                                                             "device": "cuda: test", "time": "now",
+                                                                             "packages": {}},
+                                 profile_settings=manifest.profiles[PAPER])
+    return manifest, decide_table(manifest, result)
+
+
+def test_a_decided_empirical_verdict_carries_its_stability_and_the_others_none(decided):
+    _, result = decided
+    by_id = {v.claim: v for v in result.verdicts}
+    wide, gap = by_id["c100_wide_dw_moe_beats_standard_dense"], by_id["c100_dw072_gap"]
+    for v in result.verdicts:
+        if v.status in ("reproduced", "not reproduced"):
+            assert 0.0 <= v.stability <= 1.0, v.claim
+        else:
+            assert v.stability is None and v.stability_text == "", v.claim
+    assert any(v.stability is not None for v in (wide, gap))
+
+
+def test_the_checklists_the_terminal_the_appendix_and_the_frame_show_it(decided, tmp_path):
+    from io import StringIO
+
+    from rich.console import Console
+
+    from repro.cli.checklist import verdicts_grid
+    from repro.cli.common import print_grid
+    from repro.report.appendix import appendix_inputs, build_appendix, render
+    from repro.report.render import render_claims_md, render_report
+    from repro.results import verdicts
+
+    manifest, result = decided
+    v = next(v for v in result.verdicts if v.stability is not None)
+    claims_md = render_claims_md(manifest, result)
+    row = next(line for line in claims_md.splitlines() if f"(`{v.claim}`)" in line)
+    assert f"**{v.status_text}** | {v.stability_text} |" in row
+    report = render_report([(manifest, result)], {"lines": [], "per_table": []})
+    row = next(line for line in report.splitlines() if f"(`{v.claim}`)" in line and line.startswith("| table2 |"))
+    assert f"| {v.stability_text} |" in row and "| Stability |" in report
+    _, grid = verdicts_grid([("table2", result.verdicts)], evidence=False)
+    screen = Console(file=StringIO(), width=80)
+    print_grid(grid, out=screen)
+    assert f"stability {v.stability:.2f}" in screen.file.getvalue()
+    appendix = render(build_appendix([(manifest, result)], PAPER, appendix_inputs(plan_all([manifest])), True), "md")
+    assert f"**{v.status_text}** (stability {v.stability_text})" in appendix
+    save_result(result, tmp_path)
+    frame = verdicts(tmp_path).set_index("claim")
+    assert frame.loc[v.claim, "stability"] == pytest.approx(v.stability)
+    undecided = [u.claim for u in result.verdicts if u.stability is None]
+    assert frame.loc[undecided, "stability"].isna().all()  # empty, not 0
