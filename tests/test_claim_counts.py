@@ -32,7 +32,8 @@ def test_the_counts_split_self_tests_the_explainer_predictions_and_derived_claim
     assert (g["prediction"], g["derived"], g["self-test"], g["explainer"]) == (2, 4, 2, 4)
     line = counts.line()
     assert line.startswith(f"Claims: {g['analytic'] + g['property']} analytic ({g['analytic']} printed numbers, ")
-    assert f"{g['empirical']} empirical, {g['gpu']} GPU-scoped; counted apart: 2 self-tests, 4 from the explainer" in line
+    assert f"{g['empirical']} empirical, {g['gpu']} GPU-scoped; counted apart: 2 self-tests, 4 from the explainer" \
+        in line
 
 
 def test_the_report_the_plan_and_the_appendix_print_one_line():
@@ -94,4 +95,5 @@ def test_a_derived_claim_must_name_claims_that_exist():
     claim["derived_from"] = ["table4:in_r18_head_loses_badly"]
     table1 = parse_manifest(doc, "table1.toml")
     others = [m for m in load_all() if m.id != "table1"]
-    assert any("'table4:in_r18_head_loses_badly' names no claim" in p for p in check_across([table1, *others])["table1"])
+    problems = check_across([table1, *others])["table1"]
+    assert any("'table4:in_r18_head_loses_badly' names no claim" in p for p in problems)

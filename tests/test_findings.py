@@ -45,7 +45,8 @@ def test_the_analytic_findings_are_claims_decided_from_the_counts(table, claim, 
 
 def test_routing_spread_counts_the_experts_that_cover_90_percent_at_test_and_those_active_in_training():
     # 100 test images: 60, 25, 10, 5 over four experts -> three cover 90%; training dispatches 1% or more on 7 of 8
-    routing = {"test_usage_by_class": [[30, 20, 5, 0], [30, 5, 5, 5]], "expert_usage": [100, 100, 100, 100, 100, 100, 100, 3]}
+    routing = {"test_usage_by_class": [[30, 20, 5, 0], [30, 5, 5, 5]],
+               "expert_usage": [100, 100, 100, 100, 100, 100, 100, 3]}
     assert routing_spread(routing) == {"test_experts_90": 3, "train_experts_active": 7}
     assert routing_spread({}) == {}
 

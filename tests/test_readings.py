@@ -185,9 +185,10 @@ def test_decide_readings_decides_each_alternative_from_the_recount_and_says_what
     assert (stride1.reading, stride1.alternative, stride1.status, stride1.value) == (
         "backbone-moe-layers", "stride1", "reproduced", "38%")
     assert (per_bank.reading, per_bank.status) == ("moe-conv-k-count", "not run")  # the stub counts stride1 only
-    assert moe.depends and moe.line() == ("rho_backbone_moe: not reproduced under the chosen readings (45.2%); "
-                                          "reproduced under 'the six stride-1 3x3 convolutions' (backbone-moe-layers) (38%); "
-                                          "not run under 'the k banks' convolutions, k a sample' (moe-conv-k-count)")
+    assert moe.depends and moe.line() == (
+        "rho_backbone_moe: not reproduced under the chosen readings (45.2%); "
+        "reproduced under 'the six stride-1 3x3 convolutions' (backbone-moe-layers) (38%); "
+        "not run under 'the k banks' convolutions, k a sample' (moe-conv-k-count)")
     near_half = entries["rho_cifar_dw_near_half"]
     assert {o.status for o in near_half.alternatives} == {"not run"}  # the stub counted no CNN layout
     assert "capacity-rule" in near_half.training_only and "conv-init" in near_half.training_only

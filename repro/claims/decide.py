@@ -5,8 +5,8 @@ current rules and manifests) call these; the report layer only renders the verdi
 
     evidence_for(manifest, result, others)   the Evidence a table's claims are decided on, from its typed Profile,
                                              with the other tables its claims read (repro.claims.across)
-    decide_table(manifest, result, others)   a new result: every claim of the table decided (verdicts, each decided
-                                             empirical one with its stability under the seeds: repro.claims.stability), its
+    decide_table(manifest, result, others)   a new result: every claim of the table decided (verdicts, each
+                                             decided empirical one with its stability: repro.claims.stability), its
                                              analytic claims under each alternative reading (readings), and the
                                              verdicts it shows from the tables that decide them (shown)
     decide_family(results)                   new results, Holm's adjustment (repro.results.family) applied over every

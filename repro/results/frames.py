@@ -41,7 +41,8 @@ HISTORY_COLUMNS = (
 )
 VERDICT_COLUMNS = (
     "profile", "table", "claim", "scope", "section", "status", "stability", "rule", "rows", "measured", "reported",
-    "tolerance", "p_value", "p_holm", "seeds_needed", "paper_scale", "source", "statement", "evidence", "failed", "note",
+    "tolerance", "p_value", "p_holm", "seeds_needed", "paper_scale", "source", "statement", "evidence", "failed",
+    "note",
 )
 ROW_SEED_COLUMNS = (
     "profile", "table", "row", "seed", "run_hash", "accuracy", "final_accuracy", "peak_accuracy", "chance", "rho",

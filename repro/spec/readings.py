@@ -55,7 +55,8 @@ class Choice:
     def claim_overrides(self, name: str) -> dict[str, Any]:
         """The rule parameters this choice gives the claim "<manifest>/<claim>" (TOML arrays as tuples, as a
         manifest's claim parameters are)."""
-        return {k: tuple(v) if isinstance(v, list) else v for k, v in {**self.claim, **self.claims.get(name, {})}.items()}
+        params = {**self.claim, **self.claims.get(name, {})}
+        return {k: tuple(v) if isinstance(v, list) else v for k, v in params.items()}
 
 
 @dataclass(frozen=True)
@@ -222,7 +223,8 @@ def _check(reading: Reading, i: int, problems: Problems) -> None:
                          "(claim), or does neither")
         for name in choice.claims:
             if name not in reading.applies.claims:
-                problems.add(f"{where}.claims.{name}", f"not a claim the reading names{closest(name, list(reading.applies.claims))}")
+                problems.add(f"{where}.claims.{name}",
+                             f"not a claim the reading names{closest(name, list(reading.applies.claims))}")
         for name in reading.applies.claims if (choice.claim or choice.claims) else ():
             if not choice.claim_overrides(name):
                 problems.add(f"{where}.claims", f"gives '{name}' no parameter: name it in claims, or give claim")
