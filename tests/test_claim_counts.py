@@ -9,7 +9,7 @@ import shutil
 import pytest
 from typer.testing import CliRunner
 
-from repro import REPO_ROOT
+from checkout import MANIFESTS
 from repro.claims.headline import claim_counts, count_verdicts
 from repro.cli import app
 from repro.plan.manifest import load_all
@@ -67,7 +67,7 @@ def test_the_verdict_counts_group_as_the_claim_counts_do():
 def test_verify_all_prints_the_line_in_its_headline_and_its_report(results_dir, tmp_path, monkeypatch):
     folder = tmp_path / "manifests"  # Table 6 alone: analytic, nothing trains
     folder.mkdir()
-    shutil.copy(REPO_ROOT / "manifests" / "table6.toml", folder)
+    shutil.copy(MANIFESTS / "table6.toml", folder)
     monkeypatch.setenv("REPRO_MANIFESTS", str(folder))
     line = claim_counts(load_all(folder)).line()
     result = runner.invoke(app, ["verify-all", "--results-dir", str(results_dir)], env={"COLUMNS": "80"})
@@ -84,7 +84,7 @@ def test_a_derived_claim_must_name_claims_that_exist():
     from repro.core.schema import SchemaError, read_toml
     from repro.plan.manifest import parse_manifest
 
-    doc = copy.deepcopy(read_toml(REPO_ROOT / "manifests" / "table1.toml"))
+    doc = copy.deepcopy(read_toml(MANIFESTS / "table1.toml"))
     claim = next(c for c in doc["claims"] if c["id"] == "t1_sign_follows_rho")
     claim["derived_from"] = ["t1_gap_monotonic", "t1_sign_follows_rho"]
     with pytest.raises(SchemaError) as exc:
