@@ -159,14 +159,17 @@ def decide_readings(manifest: Any, evidence: Evidence, recount: Recount, trained
     out = []
     for claim in manifest.claims:
         kind = "analytic" if claim.scope == "analytic" else "ordered by rho" if claim.rule in RHO_ORDERED_RULES else ""
-        if kind:
-            out.append(_recounted(claim, kind, manifest, evidence, recount, rows))
+        counted = _recounted(claim, kind, manifest, evidence, recount, rows) if kind else None
+        if counted is not None:
+            out.append(counted)
         if trained and claim.scope != "analytic":
             entry = _trained(claim, manifest, evidence)
             if entry is not None:
                 out.append(entry)
         entry = _measured_otherwise(claim, manifest, evidence)
-        if entry is not None:
+        if entry is not None and counted is not None:  # one entry per counted claim: its re-read alternatives too
+            counted.alternatives += entry.alternatives
+        elif entry is not None:
             out.append(entry)
     return out
 

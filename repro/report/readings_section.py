@@ -62,8 +62,8 @@ def readings_summary(claims: list[Any], cpu_seconds: float, models: int) -> str:
     trained = f", {kinds['trained']} empirical claims on the rows trained readings gave" if kinds["trained"] else ""
     return (f"Readings: {kinds['analytic']} analytic claims, {kinds['ordered by rho']} empirical claims ordered by rho "
             f"and {kinds['metric']} claims under a reading of what they measure{trained} decided under {alternatives} "
-            f"alternative readings ({len(depends)} change verdict under one: {', '.join(depends) or 'none'}); "
-            f"counting the alternatives took {cpu_seconds:.1f} CPU-s ({models} models)")
+            f"alternatives ({len(depends)} change verdict under one: {', '.join(depends) or 'none'}); "
+            f"counted in {cpu_seconds:.1f} CPU-s ({models} models)")
 
 
 def trained_lines(claims: list[Any]) -> list[str]:

@@ -79,8 +79,8 @@ SCOPE_TITLES = {"analytic": "Analytic claims: numbers the paper prints, matched 
                 "empirical": "Empirical (training) claims",
                 "gpu": "GPU-scoped (latency) claims",
                 "explainer": "Claims from the explainer, not the paper's text (any scope; counted apart)",
-                "prediction": "Predictions of this artifact where the text only points (not counted as the paper's)",
-                "derived": "Claims another claim implies (shown, counted as the claim they follow from)"}
+                "prediction": "Predictions of this artifact, not the paper's (not counted)",
+                "derived": "Claims another claim implies (counted there)"}
 
 
 def write_report(entries: list[tuple[Manifest, ManifestResult | None]], results_dir: Path, profile: str,
