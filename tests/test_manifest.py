@@ -106,7 +106,8 @@ def test_the_shipped_profiles_are_defined_once_and_attached_to_every_manifest():
 
 
 def _model(row) -> tuple:
-    return row.dataset, repr(row.backbone.key()), repr(row.head.key())
+    """What a row trains: its model, and the batch it trains on (the reading batch-size's twins share the model)."""
+    return row.dataset, repr(row.backbone.key()), repr(row.head.key()), row.batch_size
 
 
 def test_two_tables_that_list_the_same_model_share_its_runs_at_every_profile():
@@ -191,5 +192,8 @@ def test_exclude_patterns_leave_out_exactly_the_rows_they_match():
     trained = sorted(p.row for p in planned_runs(m, m.profiles["functional"]) if p.seed == 0)
     main = [r for r in trained if "__" not in r]
     assert main == ["dw_h512_dense", "dw_h512_moe", "std_h512_dense", "std_h512_moe"]
-    assert len(trained) == 12  # and the readings' alternatives of those rows (table1's [[sensitivity]])
+    # and the readings' alternatives of those rows (table1's first [[sensitivity]]: 8), and the DW h = 128 twins of the
+    # readings that change only training (its second: 13), whose own main rows stay out
+    assert len([r for r in trained if "_h512_" in r]) == 12 and len([r for r in trained if "_h128_" in r]) == 13
+    assert len(trained) == 25
     assert len({p.row for p in planned_runs(m, m.profiles["smoke"])}) == 8  # smoke: the main rows but h = 2048
