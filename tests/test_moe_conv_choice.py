@@ -165,6 +165,22 @@ def test_under_compilation_only_paths_of_static_shapes_are_candidates(timed):
     assert choice.candidates() == ("mixed", "gate-mm", "unfolded", "per-expert", "sorted")
 
 
+def test_paths_whose_working_memory_outgrows_the_call_are_not_timed(timed):
+    """On a 1x1 map of 64 channels the per-sample kernels (B, 64*64*9) are 36x the routed copies of the fewest-MAC
+    path: the kernel-mixing paths are not timed (a functional Table 5 run held 14 GB timing them); on an 8x8 map,
+    where mixing is the fewest-MAC path, every path is."""
+    calls, _ = timed
+    torch.manual_seed(0)
+    m = MoEConv2d(64, 64, 3, num_experts=8, top_k=2, padding=1)
+    use_paths(m, "measured")
+    m(torch.randn(16, 64, 1, 1))
+    assert calls[-1][2] == ("per-expert", "sorted") and m.paths_ran[(16, 64, 1, 1)] == "per-expert"
+    m(torch.randn(16, 64, 8, 8))
+    assert calls[-1][2] == choice.candidates()
+    assert choice.within_memory(m, torch.randn(16, 64, 1, 1), "per-expert", choice.candidates(compiling=True)) \
+        == ("gate-mm",)  # compiled: the static path of least memory, where none is within the bound
+
+
 def test_the_engine_measures_by_default_and_the_settings_can_say_otherwise(tmp_path):
     cfg = bench_config("cifar10", 64, 32, 0, None)
     assert Engine().moe_conv == "fewest-macs"

@@ -20,19 +20,27 @@ Three cases take fewest-macs whatever the rule, without timing: a forward inside
 whose input has a single sample (nothing to gain, and a count's batch). Under torch.compile only the paths
 of static shapes are candidates (the others recompile per routing), and the choice itself runs eagerly.
 
+Only paths of bounded working memory are timed: a path whose tensors beyond the call's input and output
+(ConvPath.memory) exceed MEMORY times the fewest-multiply-add path's, or the input and output's if more, is
+not a candidate. On small maps the kernel-mixing paths build per-sample kernels (B, W) that outgrow the
+activations hundreds of times: at batch 256 and 512 channels, 2.4 GB a copy, and timing them with their
+gradients held more memory than the training it chose for. Under torch.compile the static path of least
+memory stays a candidate when none is within the bound.
+
 The paths compute one function, so the choice changes float rounding only: like cuDNN's algorithm, it is
 not part of a run's config or hash. Timing uses no random numbers and leaves parameters' .grad untouched.
 """
 
 from __future__ import annotations
 
+import math
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import torch
 
-from repro.models.moe_conv_paths import PATHS
+from repro.models.moe_conv_paths import PATHS, output_size
 from repro.models.zero_banks import counting
 
 if TYPE_CHECKING:
@@ -42,6 +50,8 @@ RULES = ("fewest-macs", "measured", *PATHS)
 ROUNDS = 4  # timed calls of each candidate after one untimed (allocator, oneDNN's primitives), interleaved
 DROP = 4.0  # a candidate this many times slower than the fastest in the first round is not timed again
 MARGIN = 0.95  # another path replaces the fewest-multiply-add one only where it takes less than this of its time
+MEMORY = 16  # a candidate's working memory, at most this many times the reference (module docstring); im2col's
+# copy of a 3x3 convolution's input alone is 9 inputs
 
 _chosen: dict[str, str] = {}  # key -> path, this process's choices
 _files: dict[Path, dict] = {}  # choice file -> its entries, read once
@@ -95,7 +105,7 @@ def _measured(m: MoEConv2d, x: torch.Tensor, g: torch.Tensor, top_i: torch.Tenso
     if isinstance(entries.get(k), dict) and entries[k].get("path") in candidates(compiling):
         _chosen[k] = entries[k]["path"]
         return _chosen[k]
-    times = measure(m, x, g, top_i, backward, candidates(compiling))
+    times = measure(m, x, g, top_i, backward, within_memory(m, x, fewest, candidates(compiling)))
     fastest = min(times, key=times.get)
     _chosen[k] = fastest if fewest not in times or times[fastest] < MARGIN * times[fewest] else fewest
     if m.path_file is not None:
@@ -105,6 +115,15 @@ def _measured(m: MoEConv2d, x: torch.Tensor, g: torch.Tensor, top_i: torch.Tenso
 
 def candidates(compiling: bool = False) -> tuple[str, ...]:
     return tuple(n for n, p in PATHS.items() if p.static_shapes or not compiling)
+
+
+def within_memory(m: MoEConv2d, x: torch.Tensor, fewest: str, names: tuple[str, ...]) -> tuple[str, ...]:
+    """The candidates `names` whose working memory on x is within MEMORY times the reference (module docstring);
+    the one of least memory where none is."""
+    shape, positions = tuple(x.shape), math.prod(output_size(m, x))
+    memory = {n: PATHS[n].memory(m, shape, positions) for n in (*names, fewest)}
+    bound = MEMORY * max(memory[fewest], x.numel() + shape[0] * m.out_channels * positions)
+    return tuple(n for n in names if memory[n] <= bound) or (min(names, key=memory.get),)
 
 
 def measure(m: MoEConv2d, x: torch.Tensor, g: torch.Tensor, top_i: torch.Tensor, backward: bool,

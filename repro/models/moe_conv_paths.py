@@ -147,19 +147,38 @@ def _macs(mixing: Callable[[MoEConv2d], int], convolutions: Callable[[MoEConv2d]
     return macs
 
 
+# Elements of the tensors one forward call builds beyond its input and output, from the call's shapes (x the
+# input's, P output positions): what repro.models.moe_conv_choice bounds before it times a path.
+def _kernels(m: MoEConv2d, x: tuple[int, ...], positions: int) -> int:
+    return x[0] * m.weight[0].numel()  # the per-sample kernels (B, W)
+
+
+def _routed_copies(m: MoEConv2d, x: tuple[int, ...], positions: int) -> int:
+    return m.top_k * (math.prod(x) + x[0] * m.out_channels * positions)  # B*K inputs gathered, B*K outputs
+
+
+def _memory_mixed(m, x, positions):
+    return (m.top_k + 1) * _kernels(m, x, positions)  # the K banks gathered per sample, then mixed
+
+
+def _memory_unfolded(m, x, positions):  # the kernels and the im2col copy (B, Ci*kh*kw, P)
+    return _kernels(m, x, positions) + x[0] * m.in_channels * math.prod(m.kernel_size) * positions
+
+
 @dataclass(frozen=True)
 class ConvPath:
     name: str
     run: Callable[[MoEConv2d, torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]  # (m, x, g, top_i) -> y
     macs: Callable[[MoEConv2d, int, int], int]  # (m, batch, positions) -> multiply-adds
+    memory: Callable[[MoEConv2d, tuple[int, ...], int], int]  # (m, input shape, positions) -> working elements
     static_shapes: bool  # every tensor's shape is known from x's alone (no recompilation under torch.compile)
 
 
 _K, _E, _ONE, _NONE = (lambda m: m.top_k), (lambda m: m.num_experts), (lambda m: 1), (lambda m: 0)
 PATHS: dict[str, ConvPath] = {p.name: p for p in (
-    ConvPath("mixed", mixed, _macs(_K, _ONE), True),
-    ConvPath("gate-mm", gate_mm, _macs(_E, _ONE), True),
-    ConvPath("unfolded", unfolded, _macs(_E, _ONE), True),
-    ConvPath("per-expert", per_expert, _macs(_NONE, _K), False),
-    ConvPath("sorted", sorted_experts, _macs(_NONE, _K), False),
+    ConvPath("mixed", mixed, _macs(_K, _ONE), _memory_mixed, True),
+    ConvPath("gate-mm", gate_mm, _macs(_E, _ONE), _kernels, True),
+    ConvPath("unfolded", unfolded, _macs(_E, _ONE), _memory_unfolded, True),
+    ConvPath("per-expert", per_expert, _macs(_NONE, _K), _routed_copies, False),
+    ConvPath("sorted", sorted_experts, _macs(_NONE, _K), _routed_copies, False),
 )}

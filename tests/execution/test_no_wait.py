@@ -29,7 +29,7 @@ def test_no_wait_is_not_a_failure_and_writes_no_table(tmp_path, monkeypatch):
     env = write_manifest(tmp_path, epochs=1, train_samples=32)
     calls = []
 
-    def submit(todo, results_dir, data_dir, options):
+    def submit(todo, results_dir, data_dir, options, settings=None):
         calls.append(len(todo))
         return {r.cfg.hash: f"77_{i}" for i, r in enumerate(todo)}
 

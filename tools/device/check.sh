@@ -28,8 +28,10 @@ started=$(date +%s)
 echo "load before: $(uptime)"
 
 bench=(--only table5 --only table4 --out "$out/bench_gpu.json")
+moe_conv=()  # the bench's own shape (B 64, 256 channels, 14 x 14) on the GPU
 if [ $dry = 1 ]; then
     bench+=(--dry-run) profile=full_synthetic_dry
+    moe_conv=(--batch 16 --channels 64 --size 8 --rounds 2 --steps 1)  # toy size: its own shape is ~50 s on 2 cores
 else
     bench+=(--steps "${BENCH_STEPS:-50}" --budget-s "${BENCH_BUDGET_S:-200}") profile=full_synthetic_steady
     nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
@@ -54,7 +56,7 @@ step() {  # step NAME LIMIT_S COMMAND...: run it under its limit, say how it wen
 
 step bench-gpu "${BENCH_TIMEOUT_S:-250}" "$py" -m repro bench gpu "${bench[@]}"
 if "$py" -m repro bench moe-conv --help > /dev/null 2>&1; then
-    step moe-conv "${MOECONV_TIMEOUT_S:-40}" bash -o pipefail -c "'$py' -m repro bench moe-conv | tee '$out/moe_conv.txt'"
+    step moe-conv "${MOECONV_TIMEOUT_S:-40}" bash -o pipefail -c "'$py' -m repro bench moe-conv ${moe_conv[*]} | tee '$out/moe_conv.txt'"
 else
     echo "== moe-conv: no \`repro bench moe-conv\` in this checkout; skipped"
     rc_moe_conv=0
