@@ -70,7 +70,7 @@ def test_a_busy_calibration_is_not_kept_and_list_stays_near_the_quiet_times(cach
     assert speed.kept_speed(cache=cache) is None
     cache.mkdir()
     (cache / "throughput.json").write_text('{"cpu:2": 8.2e9}')  # the single rate earlier versions kept under load
-    measured = json.loads(cpu_reference.REFERENCE_FILE.read_text())["verify_all_wall_s"]  # quiet: the reference machine's
+    measured = json.loads(cpu_reference.REFERENCE_FILE.read_text())["verify_all_wall_s"]  # measured quiet
     totals = _list_totals(tmp_path, cache)
     for profile in ("smoke", "functional"):
         wall, origin = totals[profile]
