@@ -1,4 +1,4 @@
-"""Write repro/measure/model_macs.json: every shipped model's multiply-adds from its shapes (a minute on 2 cores).
+"""Write repro/measure/model_macs.json: every shipped model's multiply-adds from its shapes.
 
     python tools/write_model_macs.py
 

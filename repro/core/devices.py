@@ -32,8 +32,8 @@ def _present(kind: str) -> int:
 
 def gpu_driver_present() -> bool:
     """Whether this machine has anything a CUDA or ROCm build of torch could use: an NVIDIA driver or device node,
-    or AMD's kernel driver. Without one, 'auto' is the CPU without asking torch, whose import alone takes
-    seconds on a 2-core machine (a reused `repro verify-all` imports it for nothing else)."""
+    or AMD's kernel driver. Without one, 'auto' is the CPU without asking torch, whose import alone is most
+    of a command's start-up (a reused `repro verify-all` imports it for nothing else)."""
     return Path("/proc/driver/nvidia").exists() or Path("/dev/kfd").exists() or any(Path("/dev").glob("nvidia*"))
 
 
@@ -88,7 +88,7 @@ def cpu_threads(device: Any, threads: int) -> Iterator[None]:
     """Run the block on `threads` CPU intra-op threads; threads <= 0 or a non-CPU device keeps torch's setting.
 
     The one thread-pinning helper: latency timings, batch preparation and batch-1 FLOP counts all use
-    it (on a busy 2-core host a split op waits for a descheduled peer thread: 10-60x the CPU time).
+    it (on a busy host a split op waits for a descheduled peer thread; docs/measurements.md).
     """
     import torch
 

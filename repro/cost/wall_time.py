@@ -51,7 +51,8 @@ def _reference(name: str, guess: float, why: str) -> Rate:
 class Rates:
     """Seconds per unit of each phase that the run model does not price."""
 
-    # The interpreter and the command line's imports (torch: 6 s on the project's 2-core CI machine).
+    # The interpreter and the command line's imports, torch's above all; the guess serves where the CPU reference has
+    # no rate (docs/measurements.md).
     startup: Rate = _reference("startup", 6.0, "torch's import on a 2-core CPU")
     flop_model: Rate = _reference("flop_model", 0.5, "analytic, fvcore and torch counts of one model")  # per model
     workers: Rate = _reference("workers", 6.0, "worker processes each import torch")  # per table that trains in them

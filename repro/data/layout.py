@@ -44,7 +44,7 @@ IMAGENET_URL = "https://image-net.org/challenges/LSVRC/2012/2012-downloads.php"
 
 def cifar_class(spec: DatasetSpec):
     """torchvision's CIFAR10 / CIFAR100 class of a cifar_pickles dataset: its file list, md5s, folder."""
-    import torchvision.datasets  # 4 s on a 2-core machine: only where a CIFAR folder is checked
+    import torchvision.datasets  # a slow import: only where a CIFAR folder is checked
 
     return getattr(torchvision.datasets, spec.torchvision_class)
 

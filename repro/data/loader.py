@@ -22,7 +22,7 @@ from repro.runtime.distributed import shard_positions
 
 def one_thread(device: torch.device):
     """CPU batch preparation on one intra-op thread: its ops are small and memory-bound, and on a busy
-    machine a split op waits for a descheduled peer thread (measured here: 30x slower on 2 threads)."""
+    machine a split op waits for a descheduled peer thread (docs/measurements.md)."""
     return cpu_threads(device, 1)
 
 

@@ -10,11 +10,11 @@ noise. A two-conv CNN reaches about 80% on 10 classes after 124 Adam steps on
 2000 images, and 40-50x chance on 100 or 200 classes after 184 steps on 3000,
 so models still differ in how much of it they learn.
 
-Making the images of a full-size split takes seconds on the CPU (CIFAR's 60,000: 7-10 s on the H200
-machine's cores; docs/device-check.md), for every run. A split of CACHE_FROM values or more is therefore
-kept in the cache (repro.core.cache, folder "synthetic"), keyed by the dataset, split, size, seed, count,
-torch's version and this module's source: a later run loads the same tensors, bit for bit. The split is
-not made on the device instead: CUDA's generator draws other numbers than the CPU's, and so other images.
+Making the images of a full-size split takes seconds on the CPU (docs/measurements.md), for every run. A
+split of CACHE_FROM values or more is therefore kept in the cache (repro.core.cache, folder "synthetic"),
+keyed by the dataset, split, size, seed, count, torch's version and this module's source: a later run loads
+the same tensors, bit for bit. The split is not made on the device instead: CUDA's generator draws other
+numbers than the CPU's, and so other images.
 Legend: N images, K classes, C channels, G grid, S image size.
 """
 

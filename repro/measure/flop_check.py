@@ -135,7 +135,7 @@ def _shape_macs(key: str) -> dict[str, int]:
     """Multiply-adds of convolutions and matrix products (and modules' own formulas) from one forward pass."""
     from repro.core.devices import cpu_threads
 
-    with cpu_threads("cpu", 1):  # batch-1 passes: threads only contend (60x slower on a busy 2-core host)
+    with cpu_threads("cpu", 1):  # batch-1 passes: threads only contend (docs/measurements.md)
         return _count_from_shapes(json.loads(key))
 
 

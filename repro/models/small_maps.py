@@ -1,11 +1,10 @@
 """Convolutions on maps smaller than their kernel, by paths a CPU runs faster: the same function.
 
 The functional profile trains at 8-16 px, where the last stages of a backbone run on 1x1 and 2x2
-maps. oneDNN, torch's CPU convolution, is slow there: on a 2-core AVX2 CPU the backward of
-ResNet-18's 3x3 512-channel convolution on a 1x1 map ran at about 5 G multiply-adds a second, seven
-times its forward, and a depthwise 3x3 convolution on a 2x2 map took longer than on a 4x4 one. Two
-rewrites, each exact (zero padding is the same zeros; only the summation order, so float rounding,
-differs), remove those cases:
+maps. oneDNN, torch's CPU convolution, is slow there: the backward of ResNet-18's 3x3 512-channel
+convolution on a 1x1 map takes several times its forward, and a depthwise 3x3 convolution on a 2x2 map
+longer than on a 4x4 one (docs/measurements.md). Two rewrites, each exact (zero padding is the same
+zeros; only the summation order, so float rounding, differs), remove those cases:
 
 - **a 1x1 output** reads, at its one position, the kernel taps that land inside the input; every other
   tap multiplies padding. So the convolution is one matrix product,
@@ -14,7 +13,7 @@ differs), remove those cases:
 - **a grouped convolution on an input smaller than its kernel** (a depthwise 3x3 on 2x2) is padded
   explicitly first and then convolved without padding, which oneDNN runs on its ordinary path.
 
-`repro bench small-maps` measures the speed-up of a training step (docs/performance.md has the figures).
+`repro bench small-maps` measures the speed-up of a training step (docs/measurements.md has the figures).
 
 Used by the training engine only (repro.train.loop.Engine.small_maps, and the digit pretraining): FLOP counts
 and latency keep torch's convolution, which is what the paper's models are. Legend: N batch, G groups,

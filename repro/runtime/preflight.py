@@ -7,7 +7,7 @@ convolution and torchvision's nms on a tiny tensor (the operator such a pair lac
 what failed and the command that installs a matching pair (the README's); the command line runs it before
 the commands that train or count (repro.cli). A pair that passed is remembered in the cache folder by a
 fingerprint of its files (versions, libraries' sizes and times), read without importing either: the check is
-not run again until they change (importing both takes seconds on a 2-core machine; a reused verify-all needs
+not run again until they change (importing both is most of a command's start-up; a reused verify-all needs
 neither).
 """
 

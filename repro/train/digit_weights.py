@@ -49,11 +49,11 @@ class Pretraining:
     lr: float = 1e-3  # Adam
     seed: int = 0
     # Intra-op threads, fixed: the weights would otherwise depend on the core count of the machine that made
-    # them (repro.runtime.numerics); 2 is what torch chose on the 2-core machine the functional profile was tuned on.
+    # them (repro.runtime.numerics); 2, the count the functional profile's sizes were chosen with.
     threads: int = 2
     # bump when the procedure changes what it produces. 2: channels-last, the small-map convolution paths
     # (repro.models.small_maps) and fused Adam, the runs' own engine on a CPU: the same procedure, other float
-    # rounding, 5x faster on a 2-core AVX2 CPU (`repro bench small-maps`)
+    # rounding, faster (docs/measurements.md, `repro bench small-maps`)
     version: int = 2
 
 

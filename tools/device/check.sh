@@ -31,7 +31,8 @@ bench=(--only table5 --only table4 --out "$out/bench_gpu.json")
 moe_conv=()  # the bench's own shape (B 64, 256 channels, 14 x 14) on the GPU
 if [ $dry = 1 ]; then
     bench+=(--dry-run) profile=full_synthetic_dry
-    moe_conv=(--batch 16 --channels 64 --size 8 --rounds 2 --steps 1)  # toy size: its own shape is ~50 s on 2 cores
+    # toy size: the bench's own shape overruns its step's time limit on a CPU
+    moe_conv=(--batch 16 --channels 64 --size 8 --rounds 2 --steps 1)
 else
     bench+=(--steps "${BENCH_STEPS:-50}" --budget-s "${BENCH_BUDGET_S:-200}") profile=full_synthetic_steady
     nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
