@@ -26,7 +26,8 @@ AGREEMENT = 0.9  # share of samples whose bf16 output is within 5% of fp32 (top-
 
 
 def expert_choice_rows(manifests: list[Manifest]) -> list[tuple[str, Row]]:
-    """(manifest id, row) for each distinct head its registry entry marks for the bf16 check (Expert Choice) (dataset, backbone's D, parameters) of the accuracy rows."""
+    """(manifest id, row) for each distinct head its registry entry marks for the bf16 check (Expert Choice)
+    (dataset, backbone's D, parameters) of the accuracy rows."""
     seen: dict[str, tuple[str, Row]] = {}
     for m in manifests:
         for r in m.rows:

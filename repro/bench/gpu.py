@@ -258,7 +258,8 @@ class CheckTimeout(BaseException):
 
 @contextlib.contextmanager
 def _deadline(seconds: float) -> Iterator[None]:
-    """Raise CheckTimeout in this (main) thread after `seconds`; elsewhere, or on a platform without SIGALRM, no limit."""
+    """Raise CheckTimeout in this (main) thread after `seconds`; elsewhere, or on a platform without SIGALRM,
+    no limit."""
     if not hasattr(signal, "SIGALRM") or threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -363,8 +364,8 @@ def _run_checks(dev: torch.device, settings: GpuSettings, out: Path, manifests: 
     write()
     for check, run in jobs:
         if time.perf_counter() - t0 > min(settings.budget_s, settings.deadline_s):
-            check.status, check.error = "skipped", (f"time budget of {min(settings.budget_s, settings.deadline_s):.0f} s "
-                                                    "spent before it began")
+            budget = min(settings.budget_s, settings.deadline_s)
+            check.status, check.error = "skipped", f"time budget of {budget:.0f} s spent before it began"
         else:
             began_check = time.perf_counter()
             try:

@@ -25,7 +25,8 @@ Schema "repro.bench.gpu/1" (JSON object; every key always present, null where it
 
 A "train" check's result: {"manifests": [ids], "dataset", "backbone", "head" (Component keys),
 "batch_size", "image_size", "precision", "channels_last", "compiled", "compile_error", "dispatch",
-"forward_macs" (per image at image_size), "flop_counter" (which count gave it), "steps", "timed_seconds", "warmup_seconds",
+"forward_macs" (per image at image_size), "flop_counter" (which count gave it), "steps", "timed_seconds",
+"warmup_seconds",
 "images_per_s", "train_macs_per_s" (3 x forward_macs x images/s), "peak_memory_bytes" (CUDA:
 torch.cuda.max_memory_allocated, compilation included; null on a CPU), "final_loss"}. A check whose
 compilation failed trains eagerly, as a run then does: it is "failed" with the compiler's error, and
@@ -140,7 +141,8 @@ def _require(d: Any, keys: tuple[str, ...], where: str, path: Path) -> None:
         raise CalibrationError(f"{path}: {where} should be a JSON object, got {type(d).__name__}")
     missing = [k for k in keys if k not in d]
     if missing:
-        raise CalibrationError(f"{path}: {where} lacks {', '.join(missing)} (schema {SCHEMA}, repro.bench.gpu_calibration)")
+        raise CalibrationError(
+            f"{path}: {where} lacks {', '.join(missing)} (schema {SCHEMA}, repro.bench.gpu_calibration)")
 
 
 def read_calibration(path: str | Path) -> Calibration:

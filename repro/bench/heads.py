@@ -73,7 +73,8 @@ def bench_capacity(batch: int = 256, num_experts: int = 8, features: int = 3072,
         experts_ms = time_call(lambda: bank(x), dev, settings).median_ms
         for kc, when in ((1, "k = 1 (the paper's head)"), (num_experts, f"{num_experts} candidates (k warm-up start)")):
             cand = probs.topk(kc, dim=-1).indices  # (B, Kc)
-            for name, rule in (("vectorised (batched dispatch)", assign), ("sequential loop (the paper's)", assign_reference)):
+            for name, rule in (("vectorised (batched dispatch)", assign),
+                               ("sequential loop (the paper's)", assign_reference)):
                 ms = time_call(lambda: rule(cand, cap, 1, num_experts), dev, settings).median_ms
                 rows.append({"assignment": f"{name}, {when}", "ms": ms, "of_experts": ms / experts_ms})
     return {"batch": batch, "num_experts": num_experts, "capacity": cap, "device": device_label(dev, settings.threads),

@@ -134,7 +134,8 @@ def run_kill_resume(device: str, timeout_s: float = 300.0, engine: EngineSwitche
         finally:
             _kill(held)
         if not line:
-            raise RuntimeError(f"the first child reported no epoch within {timeout_s:.0f} s: {_tail(base / 'held.log', held)}")
+            raise RuntimeError(
+                f"the first child reported no epoch within {timeout_s:.0f} s: {_tail(base / 'held.log', held)}")
         ckpt = checkpoint_path(results, cfg)
         expect(json.loads(line)["epoch"] == 1, f"first report was {line!r}, expected epoch 1")
         expect(ckpt.exists(), f"no checkpoint at {ckpt} after epoch 1")
@@ -154,7 +155,8 @@ def run_kill_resume(device: str, timeout_s: float = 300.0, engine: EngineSwitche
         record, whole = load_record(results, cfg), load_record(reference, cfg)
         expect(record is not None and whole is not None, "a finished run left no readable record")
         history = record["history"]
-        expect(record["resumed_from_epoch"] == 1, f"record says resumed_from_epoch={record['resumed_from_epoch']}, expected 1")
+        expect(record["resumed_from_epoch"] == 1,
+               f"record says resumed_from_epoch={record['resumed_from_epoch']}, expected 1")
         expect([h["epoch"] for h in history] == list(range(1, cfg.epochs + 1)),
                f"history epochs {[h['epoch'] for h in history]}, expected 1..{cfg.epochs}")
         expect(history[0] == json.loads(json.dumps(killed_first)), "epoch 1 differs from what the killed run saved")

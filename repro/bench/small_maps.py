@@ -82,7 +82,8 @@ def _small_layers(model: torch.nn.Module, x: torch.Tensor) -> tuple[int, int]:
     return len(ways), sum(way != "conv" for way in ways)
 
 
-def _differences(conv: torch.nn.Module, small: torch.nn.Module, x: torch.Tensor, y: torch.Tensor) -> tuple[float, float]:
+def _differences(conv: torch.nn.Module, small: torch.nn.Module, x: torch.Tensor,
+                 y: torch.Tensor) -> tuple[float, float]:
     outs, grads = [], []
     for model in (conv, small):
         model.zero_grad(set_to_none=True)

@@ -61,7 +61,8 @@ def bench_runs(count: int = BENCH_RUNS) -> list[tuple[object, float, str]]:
 
 
 def train_cpu_seconds(cfg) -> float:
-    """CPU seconds of this process training `cfg` once on the CPU, as a run record counts them (repro.execution.records)."""
+    """CPU seconds of this process training `cfg` once on the CPU, as a run record counts them
+    (repro.execution.records)."""
     import tempfile
 
     import torch

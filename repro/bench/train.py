@@ -48,8 +48,8 @@ HEAD = Component("sparse_moe", {"expert_hidden": 304, "top_k": 1})
 
 def bench_config(dataset: str, n_images: int, batch_size: int, seed: int, bf16: bool | None) -> RunConfig:
     row = Row(id="bench", label="bench", dataset=dataset, backbone=BACKBONE, head=HEAD, measures=("accuracy",))
-    profile = Profile(description="bench", evidence="pipeline", epochs=1, data="synthetic", train_samples=n_images, batch_size=batch_size,
-                      pretrained=False)
+    profile = Profile(description="bench", evidence="pipeline", epochs=1, data="synthetic", train_samples=n_images,
+                      batch_size=batch_size, pretrained=False)
     cfg = resolve(row, profile, seed)
     return cfg if bf16 is None else replace(cfg, bf16=bf16)
 

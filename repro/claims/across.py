@@ -183,7 +183,8 @@ def check_paper_signs(manifest: Any, claim: Any, by_id: Mapping[str, Any], absen
     is listed, or counts only excluded settings."""
     signs, out = paper_signs(by_id), []
     settings, excluded = claim.params.get("settings") or {}, claim.params.get("excluded") or {}
-    sides = {r: "below" for r in claim.params.get("below") or ()} | {r: "above" for r in claim.params.get("above") or ()}
+    sides = ({r: "below" for r in claim.params.get("below") or ()}
+             | {r: "above" for r in claim.params.get("above") or ()})
     rows = {r.id: r for r in manifest.rows}
     counted = set()
     for row_id, named in settings.items():

@@ -88,7 +88,8 @@ def router_order_stable(p: RouterOrderStable, ev: Evidence) -> Outcome:
     if broken:
         return Outcome("not reproduced", text, broken + unclear, measured, {}, must_have_learned=learned)
     if unclear:
-        return Outcome("inconclusive", text + "; the differing orders are within seed noise", unclear, measured, {}, must_have_learned=learned)
+        return Outcome("inconclusive", text + "; the differing orders are within seed noise", unclear, measured, {},
+                       must_have_learned=learned)
     return Outcome("reproduced", text, [], measured, {}, must_have_learned=learned)
 
 

@@ -76,7 +76,8 @@ def judge_gap(gap: dict[str, Any], pv: PaperValue, alpha: float = ALPHA, band: B
     text += f", p={_p(p)}" if n > 1 else ""
     text += f", {gap['positive']}/{n} seeds positive; reported {reported_gap(pv)}"
     if n < 2:
-        return Outcome("inconclusive", text + " (one seed: no test)", [str(Failure("seeds", "need at least 2 paired seeds"))])
+        return Outcome("inconclusive", text + " (one seed: no test)",
+                       [str(Failure("seeds", "need at least 2 paired seeds"))])
     if mean == 0 and not sd:
         return Outcome("inconclusive", text + " (identical accuracy on every seed: no information)",
                        [str(Failure("sign", "no difference on any seed"))])
@@ -280,7 +281,8 @@ def accuracy_matches_paper(p: AccuracyMatchesPaper, ev: Evidence) -> Outcome:
     xs = [100 * v for v in need(ev, row_metric(p.row, "accuracy")).values()]
     n, mean = len(xs), sum(xs) / len(xs)
     if n < 2:
-        return Outcome("inconclusive", f"{mean:.2f}% from one seed vs reported {pv.printed}", ["seeds: need at least 2"])
+        return Outcome("inconclusive", f"{mean:.2f}% from one seed vs reported {pv.printed}",
+                       ["seeds: need at least 2"])
     sd = math.sqrt(sum((x - mean) ** 2 for x in xs) / (n - 1))
     n_p, sd_p = pv.n or ev.paper_seeds or n, pv.sd if pv.sd is not None else sd
     ours, theirs = sd**2 / n, sd_p**2 / n_p
@@ -319,8 +321,8 @@ def gap_difference(p: GapDifference, ev: Evidence) -> Outcome:
     diff = paired_gap(da, db).to_dict()
     judged = judge_gap(diff, pv, p.alpha)
     text = f"{p.comparison} - {p.minus} per seed: {judged.evidence}"
-    return replace(judged, evidence=text, measured={"difference": diff},
-                   reported={p.paper: pv.printed}, must_have_learned=guarded(ev, (p.comparison, p.minus), p.may_collapse))
+    return replace(judged, evidence=text, measured={"difference": diff}, reported={p.paper: pv.printed},
+                   must_have_learned=guarded(ev, (p.comparison, p.minus), p.may_collapse))
 
 
 FAMILY = (

@@ -67,7 +67,8 @@ def largest(p: Largest, ev: Evidence) -> Outcome:
     others = {r: need(ev, row_metric(r, p.row_metric)) for r in p.rows}
     runner_up = max(others, key=others.get)
     failed = [f"{r}: {v:.4g} is not below {top:.4g}" for r, v in others.items() if not v < top]
-    text = f"{p.row_metric}: {p.row} {top:.4g}; next {runner_up} {others[runner_up]:.4g} ({top / others[runner_up]:.2f}x)"
+    text = (f"{p.row_metric}: {p.row} {top:.4g}; "
+            f"next {runner_up} {others[runner_up]:.4g} ({top / others[runner_up]:.2f}x)")
     return Outcome(passed(not failed), text, failed, {p.row: top, **others})
 
 

@@ -109,7 +109,8 @@ def check_stated_signs(claim: ClaimLike, manifest: ManifestLike, where: str, pro
             problems.add(f"{where}.excluded", f"'{ref}' has no gap sign the text states: only a stated setting "
                          f"needs excluding; stated: {', '.join(sorted(signs)) or 'none'}")
     if kind == "rows":
-        sides = {r: "below" for r in claim.params.get("below") or ()} | {r: "above" for r in claim.params.get("above") or ()}
+        sides = ({r: "below" for r in claim.params.get("below") or ()}
+                 | {r: "above" for r in claim.params.get("above") or ()})
         for ref, side in sides.items():
             want = "above" if signs.get(ref) == "+" else "below" if signs.get(ref) in ("-", "<=0") else side
             if want != side:
@@ -163,7 +164,8 @@ def _check_metric_path(path: str, rows: set[str], comps: set[str], where: str, p
         kind, ident, _ = parse_metric_path(path)
     except ValueError as bad:
         # the shape is right but the metric is not: suggest the closest one
-        hint = closest(path.rsplit(".", 1)[-1], sorted(ROW_METRICS | COMPARISON_METRICS)) if path.count(".") == 2 else ""
+        metrics = sorted(ROW_METRICS | COMPARISON_METRICS)
+        hint = closest(path.rsplit(".", 1)[-1], metrics) if path.count(".") == 2 else ""
         problems.add(where, f"{bad}{hint}")
         return
     if ":" in ident:

@@ -161,7 +161,8 @@ def routing_uniform(p: RoutingUniform, ev: Evidence) -> Outcome:
     values = need(ev, row_metric(p.row, metric))
     other = ev.get(row_metric(p.row, "train_routing_balance" if p.at == "test" else "routing_balance"))
     text = (f"{p.row}: {'test-time' if p.at == 'test' else 'training'} routing balance "
-            + ", ".join(f"{values[s] + 0.0:.3f}" for s in sorted(values)) + f" per seed (uniform: at least {p.balance:g})")
+            + ", ".join(f"{values[s] + 0.0:.3f}" for s in sorted(values))
+            + f" per seed (uniform: at least {p.balance:g})")
     if other:
         text += (f"; {'training' if p.at == 'test' else 'test-time'} balance "
                  + ", ".join(f"{other[s] + 0.0:.3f}" for s in sorted(other)))

@@ -1,4 +1,5 @@
-"""`repro appendix`: the Artifact Appendix of a profile, in Markdown or LaTeX, from the configuration and a results folder."""
+"""`repro appendix`: the Artifact Appendix of a profile, in Markdown or LaTeX, from the configuration and a
+results folder."""
 
 from __future__ import annotations
 

@@ -15,13 +15,14 @@ from repro.cli.options import DEVICE, MANIFESTS, READ_RESULTS, profile_option
 from repro.bench.speed import BENCH_RUNS, REPS
 
 bench_app = typer.Typer(no_args_is_help=True, add_completion=False,
-                        help="Benchmarks: latency per head, data path, training, small-map convolutions, MoEConv2d paths, "
-                        "capacity assignment, "
+                        help="Benchmarks: latency per head, data path, training, small-map convolutions, "
+                        "MoEConv2d paths, capacity assignment, "
                         "smoke profile, this CPU's speed, device check.")
 
 
 def _device(device: str) -> str:
-    """The --device option resolved (repro.core.devices.resolve_device); a device this machine lacks is a usage error."""
+    """The --device option resolved (repro.core.devices.resolve_device); a device this machine lacks is a usage
+    error."""
     from repro.core.devices import DeviceError, resolve_device
 
     try:
@@ -42,7 +43,8 @@ def latency_cmd(dataset: str = typer.Option("cifar100", help=f"One of {', '.join
                 threads: int = typer.Option(1, help="CPU intra-op threads during timing; 0 keeps torch's setting."),
                 experts: str = typer.Option("2,4,8,16", help="Numbers of experts for the operator-count sweep."),
                 whole_model: bool = typer.Option(True, "--whole-model/--heads-only"),
-                compiled: bool = typer.Option(False, "--compile", help="Time heads under torch.compile (eager if it fails).")
+                compiled: bool = typer.Option(False, "--compile",
+                                              help="Time heads under torch.compile (eager if it fails).")
                 ) -> None:
     """ms per batch of each method's head (and whole model), ratios to dense, and operator calls against E."""
     if dataset not in LATENCY_DATASETS:
@@ -54,7 +56,8 @@ def latency_cmd(dataset: str = typer.Option("cifar100", help=f"One of {', '.join
                         threads=threads, compile=compiled)
     r = bench_latency(dataset, _device(device), s, tuple(int(e) for e in experts.split(",")), whole_model)
     t = Table("Method", "Head ms", "x dense head", "Ops / forward", "Host syncs", *(
-        ("Model ms", "x dense model") if whole_model else ()), title=f"{dataset}, batch {batch}{', heads compiled' if compiled else ''} — {r['device']}")
+        ("Model ms", "x dense model") if whole_model else ()),
+        title=f"{dataset}, batch {batch}{', heads compiled' if compiled else ''} — {r['device']}")
     for m in r["methods"]:
         t.add_row(m["method"], _fmt(m["head"]["median_ms"]), f"{m['head_x']:.2f}x", str(m["ops"]["ops"]),
                   str(m["ops"]["host_syncs"]),
@@ -74,11 +77,13 @@ def latency_cmd(dataset: str = typer.Option("cifar100", help=f"One of {', '.join
 
 @bench_app.command("data")
 def data_cmd(images: int = typer.Option(10_000), batch: int = typer.Option(256), device: str = typer.Option("cpu"),
-             repeats: int = typer.Option(3), workers: str = typer.Option("0,2", help="DataLoader worker counts to try."),
+             repeats: int = typer.Option(3),
+             workers: str = typer.Option("0,2", help="DataLoader worker counts to try."),
              source: str = typer.Option("tensors", "--input", help="tensors (CIFAR-shaped, in memory) or jpeg "
                                         "(ImageNet-style image folders)."),
-             folder: Optional[Path] = typer.Option(None, "--folder", help="jpeg: an ImageFolder tree (train/<class>/*.JPEG); "
-                                                   "default: 64 JPEG fixtures of 500x375 written to a temporary folder.")) -> None:
+             folder: Optional[Path] = typer.Option(
+                 None, "--folder", help="jpeg: an ImageFolder tree (train/<class>/*.JPEG); "
+                 "default: 64 JPEG fixtures of 500x375 written to a temporary folder.")) -> None:
     """Images/s of the training data path alone: in-memory tensors against DataLoaders, or each JPEG input path."""
     if source == "jpeg":
         _bench_imagenet_paths(folder, device, min(batch, 64), repeats, workers)
@@ -116,9 +121,11 @@ def _bench_imagenet_paths(folder: Path | None, device: str, batch: int, repeats:
 
 @bench_app.command("train")
 def train_cmd(images: int = typer.Option(2048), batch: int = typer.Option(128), device: str = DEVICE,
-              rounds: int = typer.Option(3), workers: int = typer.Option(2, help="DataLoader workers of the usual way."),
+              rounds: int = typer.Option(3),
+              workers: int = typer.Option(2, help="DataLoader workers of the usual way."),
               threads: int = typer.Option(1, help="CPU intra-op threads for both paths; 0 keeps torch's setting."),
-              bf16: Optional[bool] = typer.Option(None, "--bf16/--fp32", help="Default: the CIFAR recipe (fp32).")) -> None:
+              bf16: Optional[bool] = typer.Option(None, "--bf16/--fp32",
+                                                  help="Default: the CIFAR recipe (fp32).")) -> None:
     """End-to-end training images/s of the CIFAR sparse MoE model: fast path against the usual way."""
     from repro.bench.train import bench_train
     from repro.cli.common import settings
@@ -137,8 +144,10 @@ def train_cmd(images: int = typer.Option(2048), batch: int = typer.Option(128), 
 @bench_app.command("small-maps")
 def small_maps_cmd(batch: int = typer.Option(128, help="Images a step (the functional profile's batch)."),
                    steps: int = typer.Option(3, help="Training steps a round."), rounds: int = typer.Option(3),
-                   threads: int = typer.Option(1, help="CPU intra-op threads (a run's; the digit pretraining takes 2).")) -> None:
-    """Training steps of the functional profile's small-map backbones: torch's convolution against the small-map paths."""
+                   threads: int = typer.Option(
+                       1, help="CPU intra-op threads (a run's; the digit pretraining takes 2).")) -> None:
+    """Training steps of the functional profile's small-map backbones: torch's convolution against the small-map
+    paths."""
     from repro.bench.small_maps import bench_small_maps
     from repro.cli.common import print_grid, show
     from repro.core.terminal import Column, Grid
@@ -151,8 +160,9 @@ def small_maps_cmd(batch: int = typer.Option(128, help="Images a step (the funct
                  Column("Conv ms", right=True), Column("Small ms", right=True), Column("Speed-up", right=True),
                  Column("Diff out/grad", drop=1)])
     for r in rows:
-        grid.add(r.case.label, str(r.case.image_size), f"{r.small} of {r.layers}", f"{statistics.median(r.conv_ms):.0f}",
-                 f"{statistics.median(r.small_ms):.0f}", f"{r.speedup:.2f}x", f"{r.output_diff:.1e} / {r.grad_diff:.1e}")
+        grid.add(r.case.label, str(r.case.image_size), f"{r.small} of {r.layers}",
+                 f"{statistics.median(r.conv_ms):.0f}", f"{statistics.median(r.small_ms):.0f}", f"{r.speedup:.2f}x",
+                 f"{r.output_diff:.1e} / {r.grad_diff:.1e}")
     print_grid(grid, f"A training step (forward, backward, Adam; dense head), batch {batch}, {threads} thread(s), "
                      f"median of {rounds} rounds of {steps} steps")
     show("Small: the convolution layers that take a small-map path at this size (repro.models.small_maps). Diff: "
@@ -200,7 +210,8 @@ def moe_conv_cmd(batch: int = typer.Option(64), channels: int = typer.Option(256
          f"MACs: the path's forward multiply-adds over the convolution's. Diff: the largest difference of the "
          f"output and gradients from the layer's in float64, relative to the largest value (float rounding "
          f"below {r.tolerance:.0e}). Load {r.load[0]:.1f} -> {r.load[1]:.1f} (1-minute average).")
-    show(f"chosen path {chosen_ratio:.2f}x the dense convolution: goal <= {GOAL}x {'met' if chosen_ratio <= GOAL else 'NOT met'}")
+    show(f"chosen path {chosen_ratio:.2f}x the dense convolution: "
+         f"goal <= {GOAL}x {'met' if chosen_ratio <= GOAL else 'NOT met'}")
     if r.disagreeing:
         show(f"paths disagree beyond float rounding: {', '.join(row.path for row in r.disagreeing)}")
         raise typer.Exit(1)
@@ -224,12 +235,16 @@ def capacity_cmd(batch: int = typer.Option(256), experts: int = typer.Option(8),
 
 
 @bench_app.command("gpu")
-def gpu_cmd(dry_run: bool = typer.Option(False, "--dry-run", help="The same sequence at toy size (default device: cpu)."),
+def gpu_cmd(dry_run: bool = typer.Option(False, "--dry-run",
+                                         help="The same sequence at toy size (default device: cpu)."),
             out: Path = typer.Option(Path("results/bench_gpu.json"), "--out", help="The JSON to write."),
             device: str = typer.Option("auto", help="auto: cuda (cpu for --dry-run)."),
-            steps: Optional[int] = typer.Option(None, min=1, help="Timed training steps per model (default 300; 1 with --dry-run)."),
-            budget_s: Optional[float] = typer.Option(None, help="Checks not begun after this many seconds are skipped."),
-            only: Optional[list[str]] = typer.Option(None, "--only", help="Only these manifests (repeatable).")) -> None:
+            steps: Optional[int] = typer.Option(
+                None, min=1, help="Timed training steps per model (default 300; 1 with --dry-run)."),
+            budget_s: Optional[float] = typer.Option(
+                None, help="Checks not begun after this many seconds are skipped."),
+            only: Optional[list[str]] = typer.Option(
+                None, "--only", help="Only these manifests (repeatable).")) -> None:
     """One prepared device check: each table's heaviest model trained (and Table 5's dense twin), the ImageNet input
     paths, kill/resume, Expert Choice in bf16."""
     from dataclasses import replace
@@ -278,8 +293,12 @@ def gpu_cmd(dry_run: bool = typer.Option(False, "--dry-run", help="The same sequ
 def estimates_cmd(profile: Optional[str] = profile_option("The profile whose measured times to check. Default: "
                                                           "$REPRO_PROFILE or smoke."),
                   results_dir: Optional[Path] = READ_RESULTS,
-                  fit_on: str = typer.Option("", "--fit-on", help="Fit on these tables of the profile only (comma-separated), holding its others out; default: every record (in-sample)."),
-                  wall: Optional[float] = typer.Option(None, "--wall", min=0.0, help="The measured wall seconds of the verify-all that filled the folder, where it has no timings.json (e.g. from GNU time)."),
+                  fit_on: str = typer.Option(
+                      "", "--fit-on", help="Fit on these tables of the profile only (comma-separated), holding its "
+                      "others out; default: every record (in-sample)."),
+                  wall: Optional[float] = typer.Option(
+                      None, "--wall", min=0.0, help="The measured wall seconds of the verify-all that filled the "
+                      "folder, where it has no timings.json (e.g. from GNU time)."),
                   manifests_dir: Optional[Path] = MANIFESTS) -> None:
     """Estimate / measured time per table, per held-out run and for verify-all, from a results folder's records."""
     from repro.bench.estimates import GOAL, bench_estimates
@@ -349,9 +368,11 @@ def speed_cmd(runs: int = typer.Option(BENCH_RUNS, "--runs", min=1, help="Refere
 
 @bench_app.command("smoke")
 def smoke_cmd(folder: Optional[Path] = typer.Option(None, "--folder", help="Where the run goes (results/, cache/, "
-                                                    "verify-all.log); it must not exist yet. Default: a new temporary folder."),
+                                                    "verify-all.log); it must not exist yet. "
+                                                    "Default: a new temporary folder."),
               history: Path = typer.Option(Path("results/bench/smoke.json"), "--history",
-                                           help="The history file: each run is appended, the ratio is to the last of this machine."),
+                                           help="The history file: each run is appended, the ratio is to the last "
+                                           "of this machine."),
               warm_cache: Optional[Path] = typer.Option(None, "--cache", help="Use this cache instead of an empty one "
                                                         "(the measurement is then not cold)."),
               again: bool = typer.Option(False, "--again", help="Then verify-all once more into the same folder: every "
@@ -409,7 +430,8 @@ def _smoke_result(run, history: Path, cold: bool, reused: bool) -> int:
 def fixed_costs_cmd(results_dir: Path = typer.Option(..., "--results-dir", "-o", help="The folder a table trained in."),
                     profile: str = typer.Option("full_synthetic", "--profile", "-p"),
                     table: str = typer.Option("table2", "--table", help="The table whose `repro <id>` run to read."),
-                    out: Optional[Path] = typer.Option(None, "--out", help="Also write the rows as JSON here.")) -> None:
+                    out: Optional[Path] = typer.Option(None, "--out",
+                                                       help="Also write the rows as JSON here.")) -> None:
     """Each run's fixed cost (data, model building) and first epoch against its steady state."""
     from repro.bench.fixed_costs import NoTimings, fixed_costs
     from repro.cli.common import fail, print_grid, show

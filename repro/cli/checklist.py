@@ -62,7 +62,8 @@ def verdicts_grid(groups: list[tuple[str, list]], evidence: bool, quiet: bool = 
         counted = Counter(v.status for v in every if v.status not in LISTED_QUIET and not _explained(v, said))
         if counted:
             lines.append(Text.assemble(("Not listed: ", "bold"), ", ".join(
-                f"{counted[s]} {s}" for s in VERDICT_COLOURS if counted[s]), " (-v lists them, each with its evidence)"))
+                f"{counted[s]} {s}" for s in VERDICT_COLOURS if counted[s]),
+                " (-v lists them, each with its evidence)"))
         groups = [(table_id, [v for v in vs if v.status in LISTED_QUIET]) for table_id, vs in groups]
     else:
         lines = [Text.assemble((f"{n}: ", "bold"), note) for note, n in shared]

@@ -169,7 +169,9 @@ def load_some(ids: list[str] | None, manifests: Path | None = None, profiles: Pa
     """The manifests named (every one, when none is), failing on the first unknown or invalid one; the
     profiles attached under `defaults` (else this command's settings')."""
     defaults = defaults or run_defaults()
-    return [load_one(i, manifests, profiles, defaults) for i in ids] if ids else load_every(manifests, profiles, defaults)
+    if not ids:
+        return load_every(manifests, profiles, defaults)
+    return [load_one(i, manifests, profiles, defaults) for i in ids]
 
 
 def load_valid_or_fail(manifests_dir: Path | None, profiles: Path | None) -> tuple[list[Manifest], dict[str, str]]:

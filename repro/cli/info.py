@@ -20,8 +20,11 @@ from repro.results.measurements import FlopCheck
 from repro.core.terminal import Column, Grid
 
 GpusOpt = typer.Option(1, "--gpus", min=1, help="GPUs the local executor spreads runs over.")
-CalibrationOpt = typer.Option(None, "--calibration", help="GPU calibration JSON from `repro bench gpu` (default: $REPRO_GPU_CALIBRATION); without it, GPU figures are the shipped H200 reference (docs/cost-model.md).")
-ReferenceGpuOpt = typer.Option(None, "--reference-gpu", help="Scale the H200 reference to this GPU by bf16 peak: A100, H100, H200, L40S, L4, A10, V100; default: this host's GPU, else the H200.")
+CalibrationOpt = typer.Option(None, "--calibration", help="GPU calibration JSON from `repro bench gpu` (default: "
+                              "$REPRO_GPU_CALIBRATION); without it, GPU figures are the shipped H200 reference "
+                              "(docs/cost-model.md).")
+ReferenceGpuOpt = typer.Option(None, "--reference-gpu", help="Scale the H200 reference to this GPU by bf16 peak: "
+                               "A100, H100, H200, L40S, L4, A10, V100; default: this host's GPU, else the H200.")
 
 
 def _estimate(plans, results_dir: Path | None, executor: str, gpus: int, runs_per_gpu: int,
@@ -65,8 +68,9 @@ def list_manifests(executor: str = ExecutorOpt, gpus: int = GpusOpt, runs_per_gp
         return
     show(Text("Device: GPU time for profiles that run on a GPU, CPU time for those pinned to the CPU; wall time of "
               f"`repro <id>` alone and of `repro verify-all` (start-up, FLOP counts, training, rendering), on "
-              f"{model.executor.describe('gpu')} (CPU profiles: this CPU), counts cold. From: what each figure came from "
-              "(docs/cost-model.md): the run records in the results folder (fitted), a GPU calibration file, or a "
+              f"{model.executor.describe('gpu')} (CPU profiles: this CPU), counts cold. "
+              "From: what each figure came from (docs/cost-model.md): the run records in the results folder (fitted), "
+              "a GPU calibration file, or a "
               "reference (the CPU one scaled by `repro bench speed`'s factor where kept). A run shared by rows or "
               "tables counts once; runs already recorded are not counted out. A table of 0 runs trains nothing: its "
               "numbers are FLOP counts or latency timings, priced by their wall time. Every figure is a quiet "
@@ -203,7 +207,8 @@ def data(data_dir: Optional[Path] = DATA, manifests_dir: Optional[Path] = MANIFE
     blocks: list[tuple[str, str, list]] = []  # (title, where it is or is looked for, steps to fill it)
     for s in data_status(data_dir):
         users = [m.id for m in manifests if any(r.dataset == s.name and "accuracy" in r.measures for r in m.rows)]
-        grid.add(s.title, Text("present", style="green") if s.present else Text("missing", style="red"), ", ".join(users))
+        grid.add(s.title, Text("present", style="green") if s.present else Text("missing", style="red"),
+                 ", ".join(users))
         if s.present:
             blocks.append((s.title, f"present at {s.path}", []))
         else:
@@ -216,7 +221,8 @@ def data(data_dir: Optional[Path] = DATA, manifests_dir: Optional[Path] = MANIFE
         files.setdefault(w.file_name, (w, []))[1].append(backbone)
     unfilled = []  # the weights files to fetch: one set of steps for them all
     for w, backbones in files.values():
-        users = [m.id for m in manifests if any(r.backbone.name in backbones and "accuracy" in r.measures for r in m.rows)]
+        users = [m.id for m in manifests
+                 if any(r.backbone.name in backbones and "accuracy" in r.measures for r in m.rows)]
         title = f"{', '.join(backbones)} weights"
         state = "present" if w.present else "refused" if w.found else "missing"
         grid.add(title, Text(state, style="green" if w.present else "red"), ", ".join(users))

@@ -56,7 +56,8 @@ def readings(ids: list[str] = typer.Argument(None, help="Manifest ids (default: 
              + readings_summary(beyond, *cost[True]).removeprefix("Readings: "))
     show(_by_training(manifests))
     if not verbose:
-        show(Text("-v: the readings themselves, what each alternative is, the order by rho and the evidence", style="dim"))
+        show(Text("-v: the readings themselves, what each alternative is, the order by rho and the evidence",
+                  style="dim"))
         return
     for e in claims:
         show(e.line())

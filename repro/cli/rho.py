@@ -33,8 +33,8 @@ _LEFT_OUT = ", ".join(f"{f.module} ({', '.join(f.models)})" for f in FAMILIES if
 HELP = f"""Where rho (routed share of inference FLOPs) lands on a CNN before you train it: a head-only sparse
 MoE in place of its classifier, chosen layers routed as MoEConv2d banks (--route), or the fewest layers
 whose routing reaches a target (--target); each against the paper's threshold and floor (Sections 4.5,
-4.6, 5.3), with Table 6's settings beside it. FLOPs only: no weights, no data; every count is checked analytic = fvcore =
-torch/2. MODEL: any torchvision classification CNN or registry backbone (--list). Left out, as
+4.6, 5.3), with Table 6's settings beside it. FLOPs only: no weights, no data; every count is checked
+analytic = fvcore = torch/2. MODEL: any torchvision classification CNN or registry backbone (--list). Left out, as
 transformers whose attention no conv bank routes: {_LEFT_OUT}."""
 
 

@@ -46,7 +46,8 @@ def status(ids: list[str] = typer.Argument(None, help="Manifest ids (default: al
                 if r.state in ("running", "failed") or (verbose and r.state == "pending"):
                     lines.append(f"{r.state:8} {r.label} ({r.run_hash[:12]}): {r.detail}")
     except KeyboardInterrupt as exc:
-        raise CommandInterrupted("status", None, exc, "status interrupted; it changes nothing in the results folder") from exc
+        raise CommandInterrupted("status", None, exc,
+                                 "status interrupted; it changes nothing in the results folder") from exc
     print_grid(table, f"runs in {results_dir} (profile {profile})")
     for line in lines:
         show(line)

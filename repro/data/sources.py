@@ -1,8 +1,9 @@
 """Where each dataset comes from: the archives to download, their published checksums and sizes.
 
 The URLs and md5s are torchvision's (its CIFAR classes, its ImageNet archive list) and repro.data.layout's,
-read from them (and cached per torchvision version), never copied; the sizes are the archives' as their sources serve them (the bytes a download
-writes), recorded once below. Tiny-ImageNet's source publishes no checksum. What the data layer checks at
+read from them (and cached per torchvision version), never copied; the sizes are the archives' as their sources
+serve them (the bytes a download writes), recorded once below.
+Tiny-ImageNet's source publishes no checksum. What the data layer checks at
 load time (every CIFAR file's md5) is listed beside the archives. The artifact appendix
 (repro.report.appendix) and the disk estimate (repro.cost.disk) read these.
 """
@@ -94,7 +95,8 @@ def _read_source(name: str) -> DatasetSource:
     spec = get_dataset(name)
     if spec.storage == "cifar_pickles":
         cls = cifar_class(spec)
-        files = tuple((f, md5) for f, md5 in cls.train_list + cls.test_list) + ((cls.meta["filename"], cls.meta["md5"]),)
+        files = (tuple((f, md5) for f, md5 in cls.train_list + cls.test_list)
+                 + ((cls.meta["filename"], cls.meta["md5"]),))
         return DatasetSource(name, spec.title, (_archive(cls.filename, cls.url, cls.tgz_md5),), files,
                              "md5 of the archive published by its source; every pickle's md5 checked at each load "
                              "(torchvision's list)")

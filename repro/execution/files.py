@@ -117,7 +117,8 @@ def failure_outcome(results_dir: Path, run_hash: str, since: float = 0.0) -> Out
     if failed is None or isinstance(when, bool) or not isinstance(when, (int, float)) or when < since:
         return None
     executor = failed.get("executor") if isinstance(failed.get("executor"), dict) else {}
-    job = executor.get("slurm_array_job_id") and f"{executor['slurm_array_job_id']}_{executor.get('slurm_array_task_id', '')}"
+    job = (executor.get("slurm_array_job_id")
+           and f"{executor['slurm_array_job_id']}_{executor.get('slurm_array_task_id', '')}")
     job = job or executor.get("slurm_job_id")
     where = f"Slurm job {job}" if job else f"another process (on {executor.get('host', '?')})"
     return Outcome(run_hash, RunState.FAILED, error=f"failed in {where}: {failed.get('error', '(no error given)')}",

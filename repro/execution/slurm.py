@@ -57,7 +57,8 @@ class RunTask:
                 for r in self.requests]
 
     def checkpoint(self, *args: Any, **kwargs: Any):
-        """Called by submitit on a time-out or preemption: run the same task again; runs resume from their checkpoints."""
+        """Called by submitit on a time-out or preemption: run the same task again; runs resume from their
+        checkpoints."""
         import submitit
 
         return submitit.helpers.DelayedSubmission(RunTask(self.requests, self.results_dir, self.data_dir, self.settings,
@@ -69,7 +70,8 @@ def _value(text: str) -> Any:
 
 
 def submitit_parameters(s: SlurmOptions, valid: set[str]) -> dict[str, Any]:
-    """SlurmOptions -> submitit.SlurmExecutor parameters; a --slurm-param submitit does not know goes to sbatch as is."""
+    """SlurmOptions -> submitit.SlurmExecutor parameters; a --slurm-param submitit does not know goes to sbatch
+    as is."""
     params: dict[str, Any] = {"time": s.time_min, "array_parallelism": s.max_parallel, "job_name": "repro",
                               "setup": [f"export PYTHONPATH={import_folder()}${{PYTHONPATH:+:$PYTHONPATH}}"]}
     for key, value in (("partition", s.partition), ("gpus_per_task", s.gpus_per_task),
@@ -165,7 +167,8 @@ def run_slurm(work: ExecutionRequest) -> list[Outcome]:
             submitted[r.cfg.hash] = (r, ids[r.cfg.hash], started)
         array = next(iter(ids.values())).split("_")[0]
         _say(progress, f"submitted {len(requests)} run(s) as Slurm job {array} "
-                       f"({len(set(ids.values()))} array task(s)); logs in {options.slurm.folder or results_dir / 'slurm'}")
+                       f"({len(set(ids.values()))} array task(s)); "
+                       f"logs in {options.slurm.folder or results_dir / 'slurm'}")
 
     submit_now(to_submit)
     if options.no_wait:
@@ -175,7 +178,8 @@ def run_slurm(work: ExecutionRequest) -> list[Outcome]:
                   for h, (_, job, _) in submitted.items()),
                 *(Outcome(h, RunState.HELD, error="trained by another process, not finished yet (--no-wait)")
                   for h in waiting)]
-    overall = progress.add_task(f"runs on Slurm ({work.reused} already recorded)", total=len(work.runs)) if progress else None
+    overall = (progress.add_task(f"runs on Slurm ({work.reused} already recorded)", total=len(work.runs))
+               if progress else None)
     while submitted or waiting:
         time.sleep(poll_interval(settings) if waiting else 2.0)
         alive = queued_jobs([job for _, job, _ in submitted.values()]) if submitted else set()

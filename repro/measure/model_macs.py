@@ -2,7 +2,8 @@
 
 `repro list` and `repro plan` price a run from its model's backbone and head multiply-adds per sample at
 the paper's resolution (repro.cost.estimate). Counting them builds and traces each model, which with
-torch's import took far longer than either command should (docs/performance.md). `model_macs.json` beside this file holds those counts; a model it lacks (a row of your own
+torch's import took far longer than either command should (docs/performance.md).
+`model_macs.json` beside this file holds those counts; a model it lacks (a row of your own
 manifest) is counted from its shapes and cached, as before (repro.measure.flop_check.estimate_macs).
 
 tests/measure/test_model_macs.py fails when a shipped model has no entry, or an entry no longer equals

@@ -9,7 +9,8 @@ Samples are taken in batch order; each takes its best candidate whose expert is
 not yet full. A sample whose candidates are all full is force-assigned to its
 top-1 candidate, which may then hold more than `capacity` samples. No sample is
 dropped. With every expert a candidate (Kc = E) and c >= 1 no sample is ever
-forced: the E experts hold E capacity >= c B k >= B A placements. With A = k (the "top_k" reading, an option), a sample takes up to k
+forced: the E experts hold E capacity >= c B k >= B A placements.
+With A = k (the "top_k" reading, an option), a sample takes up to k
 candidates that still have room, in order, and is forced only if it took none.
 
 Two implementations that must agree:
@@ -50,7 +51,8 @@ def dispatch_mask(a: Assignment, num_experts: int) -> torch.Tensor:
 def top_k_assignment(cand: torch.Tensor) -> Assignment:
     """Plain top-k, no capacity (evaluation): every candidate is assigned."""
     b = cand.shape[0]
-    return Assignment(cand, torch.ones_like(cand, dtype=torch.bool), torch.zeros(b, dtype=torch.bool, device=cand.device))
+    return Assignment(cand, torch.ones_like(cand, dtype=torch.bool),
+                      torch.zeros(b, dtype=torch.bool, device=cand.device))
 
 
 def assign_reference(cand: torch.Tensor, cap: int, take: int, num_experts: int) -> Assignment:

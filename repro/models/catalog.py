@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from repro.models.configs import (ClusterRoutedConfig, ConvBackboneConfig, DenseHeadConfig, ExpertChoiceConfig, MoEConvBackboneConfig,
-                                  PerSampleSoftMoEConfig, SoftMoEConfig, ReluRoutedConfig, SparseMoEConfig,
-                                  TeacherGuidedConfig, TorchvisionConfig)
+from repro.models.configs import (ClusterRoutedConfig, ConvBackboneConfig, DenseHeadConfig, ExpertChoiceConfig,
+                                  MoEConvBackboneConfig, PerSampleSoftMoEConfig, SoftMoEConfig, ReluRoutedConfig,
+                                  SparseMoEConfig, TeacherGuidedConfig, TorchvisionConfig)
 from repro.core.registry import Registry
 
 

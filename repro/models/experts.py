@@ -5,7 +5,8 @@ buffer, D input features (d_in), H hidden width h, O outputs (d_out).
 
 Each expert is d_in -> h -> h -> d_out with ReLU and dropout 0.3 after both hidden
 layers ("each_hidden"; the reading "expert-dropout" has it after the second only,
-"last_hidden": Section 3.1 lists the dropout without saying where). The weights of all E experts are stacked on a leading axis so that one
+"last_hidden": Section 3.1 lists the dropout without saying where).
+The weights of all E experts are stacked on a leading axis so that one
 parameter set serves both dispatch implementations:
 
     bank(x, e)   x (N, D)     one expert, three F.linear calls (the paper's loop)

@@ -354,7 +354,8 @@ def _count_flops(model: Classifier, input_shape: tuple[int, ...]) -> FlopReport:
         rows.append(count)
         if not count.agrees:
             problems.append(
-                f"module '{name or '<model>'}' ({count.kind}): analytic {a:,} vs fvcore {f:,} vs torch/2 {t / 2:,.1f} MACs"
+                f"module '{name or '<model>'}' ({count.kind}): "
+                f"analytic {a:,} vs fvcore {f:,} vs torch/2 {t / 2:,.1f} MACs"
             )
     for name, ops in _own_unsupported(model, unsupported).items():
         kind = type(modules[name]).__name__

@@ -195,7 +195,8 @@ class MoEConv2d(RoutingHooks, nn.Module):
         return PATHS[self.paths_ran.get(tuple(x), fewest_macs(self, positions))].macs(self, x[0], positions)
 
     def macs(self, shapes) -> int:
-        """Multiply-adds of one call with the router's: what repro.models.flops counts for this module and its children."""
+        """Multiply-adds of one call with the router's: what repro.models.flops counts for this module and its
+        children."""
         (x, *_), _ = shapes
         return self.own_macs(shapes) + x[0] * self.in_channels * self.num_experts  # router: (B, Ci) @ (Ci, E)
 

@@ -103,7 +103,8 @@ class ReluRoutedHead(RoutedHead):
             return
         c = self.cfg
         self.sparsity_weight.mul_(c.sparsity_growth ** torch.sign(self._active_fraction - c.target_active_fraction))
-        self.active_mean.mul_(c.active_mean_decay).add_((1 - c.active_mean_decay) * self._active_fraction * c.num_experts)
+        self.active_mean.mul_(c.active_mean_decay).add_(
+            (1 - c.active_mean_decay) * self._active_fraction * c.num_experts)
         self._active_fraction = None
 
     def schedule_state(self) -> dict[str, float | int]:

@@ -75,7 +75,8 @@ def temperature(
 
 
 def step_progress(epoch: int, num_epochs: int, step: int, steps: int) -> float:
-    """t / T at step `step` (0-based) of `steps` in epoch `epoch` of `num_epochs`: 0 at the first step, 1 at the last."""
+    """t / T at step `step` (0-based) of `steps` in epoch `epoch` of `num_epochs`: 0 at the first step, 1 at
+    the last."""
     if not (0 <= epoch < num_epochs and 0 <= step < steps):
         raise ValueError(f"step {step} of {steps} in epoch {epoch} of {num_epochs} is outside the run")
     total = num_epochs * steps

@@ -93,7 +93,8 @@ def path(size: tuple[int, int], kernel, stride, padding, dilation, groups: int) 
 def conv2d(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None, stride=1, padding=0,
            dilation=1, groups: int = 1) -> torch.Tensor:
     """F.conv2d with zero padding, by the faster exact path where the map is smaller than the kernel."""
-    way = path(tuple(x.shape[-2:]), tuple(weight.shape[-2:]), stride, padding, dilation, groups) if x.dim() == 4 else "conv"
+    way = (path(tuple(x.shape[-2:]), tuple(weight.shape[-2:]), stride, padding, dilation, groups)
+           if x.dim() == 4 else "conv")
     if way == "matmul":
         return _one_position(x, weight, bias, _pair(padding), _pair(dilation), groups)
     if way == "padded":

@@ -54,7 +54,8 @@ class SparseMoEHead(RoutedHead):
         self.experts = ExpertBank(cfg.num_experts, in_features, cfg.expert_hidden, num_classes, cfg.dropout,
                                   cfg.dropout_at)
         self.num_classes = num_classes
-        # FLOPs_routed (Section 3.1): the whole head, or its experts alone (the reading "router-in-rho"; repro.models.flops)
+        # FLOPs_routed (Section 3.1): the whole head, or its experts alone (the reading "router-in-rho";
+        # repro.models.flops)
         self.rho_parts = () if cfg.rho_counts_router else ("experts",)
         self.on_epoch_start(0, 1)
 

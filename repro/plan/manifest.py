@@ -197,7 +197,8 @@ def _row(data: Any, path: str, problems: Problems) -> Row | None:
         if key not in data:
             problems.add(f"{path}.{key}", "missing required key")
     if "dataset" in data and data["dataset"] not in DATASETS:
-        problems.add(f"{path}.dataset", f"unknown dataset {data['dataset']!r}{closest(str(data['dataset']), list(DATASETS))}; "
+        problems.add(f"{path}.dataset",
+                     f"unknown dataset {data['dataset']!r}{closest(str(data['dataset']), list(DATASETS))}; "
                      f"allowed: {', '.join(DATASETS)}")
     backbone = _component(BACKBONES, data.get("backbone"), f"{path}.backbone", problems)
     head = _component(HEADS, data.get("head"), f"{path}.head", problems)
@@ -227,7 +228,8 @@ def _claim(data: Any, path: str, problems: Problems) -> Claim | None:
     params = {k: v for k, v in data.items() if k not in _CLAIM_KEYS}
     for key in params:
         if key not in allowed:
-            problems.add(f"{path}.{key}", f"unknown key{closest(key, allowed)}; allowed for rule '{rule}': {', '.join(allowed)}")
+            problems.add(f"{path}.{key}",
+                         f"unknown key{closest(key, allowed)}; allowed for rule '{rule}': {', '.join(allowed)}")
     typed = check_params(cfg, {k: v for k, v in params.items() if k in allowed}, path, problems)
     if claim is None:
         return None
@@ -254,11 +256,14 @@ def parse_manifest(data: dict[str, Any], file: str | Path) -> Manifest:
     for key in ("id", "title", "paper_ref", "description", "rows"):
         if key not in data:
             problems.add(key, "missing required key")
-    scalars = {k: convert(str, data[k], k, problems) for k in ("id", "title", "paper_ref", "description", "paper_table") if k in data}
+    scalars = {k: convert(str, data[k], k, problems)
+               for k in ("id", "title", "paper_ref", "description", "paper_table") if k in data}
     rows = [_row(r, f"rows[{i}]", problems) for i, r in enumerate(_list(data, "rows", problems))]
-    comparisons = [from_dict(Comparison, c, f"comparisons[{i}]", problems) for i, c in enumerate(_list(data, "comparisons", problems))]
+    comparisons = [from_dict(Comparison, c, f"comparisons[{i}]", problems)
+                   for i, c in enumerate(_list(data, "comparisons", problems))]
     claims = [_claim(c, f"claims[{i}]", problems) for i, c in enumerate(_list(data, "claims", problems))]
-    assumptions = [from_dict(Assumption, a, f"assumptions[{i}]", problems) for i, a in enumerate(_list(data, "assumptions", problems))]
+    assumptions = [from_dict(Assumption, a, f"assumptions[{i}]", problems)
+                   for i, a in enumerate(_list(data, "assumptions", problems))]
     figures = [from_dict(Figure, f, f"figures[{i}]", problems) for i, f in enumerate(_list(data, "figures", problems))]
     sensitivity = [from_dict(Sensitivity, s, f"sensitivity[{i}]", problems)
                    for i, s in enumerate(_list(data, "sensitivity", problems))]
@@ -271,21 +276,24 @@ def parse_manifest(data: dict[str, Any], file: str | Path) -> Manifest:
     _check_ids(rows, "rows", problems)
     for i, r in enumerate(rows):
         if r.batch_size is not None and not 1 <= r.batch_size <= MAX_BATCH:
-            problems.add(f"rows[{i}].batch_size", f"{r.batch_size!r} is out of range; allowed: 1 <= value <= {MAX_BATCH}")
+            problems.add(f"rows[{i}].batch_size",
+                         f"{r.batch_size!r} is out of range; allowed: 1 <= value <= {MAX_BATCH}")
     readings = shipped_readings()
     if not problems.items:  # the components are known: every main row carries each reading's chosen value
         check_rows(rows, readings, problems)
     comparisons = [c for c in comparisons if c is not None]
     _check_ids(comparisons, "comparisons", problems)
     if not problems.items:  # the readings' alternatives as rows and comparisons of their own
-        twins, twin_comparisons = expand(rows, comparisons, [s for s in sensitivity if s is not None], readings, problems)
+        twins, twin_comparisons = expand(rows, comparisons, [s for s in sensitivity if s is not None], readings,
+                                         problems)
         rows, comparisons = rows + twins, comparisons + twin_comparisons
     row_ids = {r.id for r in rows}
     for i, c in enumerate(comparisons):
         for attr in ("row", "baseline"):
             ref = getattr(c, attr)
             if ref not in row_ids:
-                problems.add(f"comparisons[{i}].{attr}", f"no row '{ref}'{closest(ref, sorted(row_ids))}; rows: {', '.join(sorted(row_ids))}")
+                problems.add(f"comparisons[{i}].{attr}",
+                             f"no row '{ref}'{closest(ref, sorted(row_ids))}; rows: {', '.join(sorted(row_ids))}")
         if c.row == c.baseline:
             problems.add(f"comparisons[{i}].baseline", f"'{c.baseline}' is the comparison's own row: a row compared "
                          "with itself measures nothing")

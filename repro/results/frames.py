@@ -55,7 +55,8 @@ READING_COLUMNS = (
 )
 # Number columns: typed as numbers even where a value is missing (NaN), so that every format keeps their type.
 NUMBERS = frozenset({
-    "seed", "rho", "accuracy", "final_accuracy", "peak_accuracy", "peak_epoch", "chance", "epochs", "threads", "version",
+    "seed", "rho", "accuracy", "final_accuracy", "peak_accuracy", "peak_epoch", "chance", "epochs", "threads",
+    "version",
     "cpu_seconds", "wall_seconds", "epoch", "train_loss", "train_accuracy", "test_loss", "test_accuracy", "aux_loss",
     "seconds", "routing_entropy", "dropped", "forced", "tau", "k", "teacher_phase", "cluster_warmup", "active_mean",
     "sparsity_weight", "tolerance", "p_value", "p_holm", "seeds_needed", "seeds", "accuracy_mean", "accuracy_sd",

@@ -354,7 +354,8 @@ def phase_rows(entry: dict[str, Any]) -> list[PhaseRow]:
                     rows.append(PhaseRow(f"  {part}", "", None, total, _share(per_table, total)))
     covered_wall = sum(p["wall_s"] for p in entry["phases"])
     covered_cpu = sum(p["cpu_s"] for p in entry["phases"])
-    rows.append(PhaseRow("other", "", max(0.0, entry["wall_s"] - covered_wall), max(0.0, entry["cpu_s"] - covered_cpu), ""))
+    rows.append(PhaseRow("other", "", max(0.0, entry["wall_s"] - covered_wall), max(0.0, entry["cpu_s"] - covered_cpu),
+                         ""))
     rows.append(PhaseRow("total", entry["command"], entry["wall_s"], entry["cpu_s"], ""))
     return rows
 

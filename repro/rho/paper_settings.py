@@ -91,7 +91,8 @@ def load_reference(manifests: Path | None = None) -> Reference:
               and str(c.params.get("metric", "")).endswith(".rho") and "bound" in c.params]
     if value is None or value.unit != "%" or not floors:
         raise RhoInputError(f"{manifest.path}: expected a 'separates' claim whose threshold paper_tables/ gives in "
-                            "percent, and a 'compare' claim bounding a rho from above (the paper's threshold and floor)")
+                            "percent, and a 'compare' claim bounding a rho from above "
+                            "(the paper's threshold and floor)")
     threshold = Bound(value.value / 100, value.printed, value.section)
     floor = Bound(float(floors[0].params["bound"]), _percent(float(floors[0].params["bound"])), floors[0].section)
     settings = []

@@ -199,7 +199,8 @@ def stale_reason(holder: dict[str, Any], settings: LockSettings, now: float | No
     if (gone := _exited_here(holder, age, settings)) is not None:
         return gone
     me = dict(settings.job)
-    if me and "slurm_array_job_id" in me and all(holder.get(k) == me[k] for k in ("slurm_array_job_id", "slurm_array_task_id")):
+    if me and "slurm_array_job_id" in me and all(holder.get(k) == me[k]
+                                                 for k in ("slurm_array_job_id", "slurm_array_task_id")):
         return "it is this Slurm array task's own lock from before a requeue"
     if me and "slurm_array_job_id" not in me and holder.get("slurm_job_id") == me["slurm_job_id"]:
         return "it is this Slurm job's own lock from before a requeue"

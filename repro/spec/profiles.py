@@ -80,7 +80,8 @@ class Profile:
     train_samples: int | None = bounded(None, ge=1, le=MAX_SAMPLES)  # a subset, for profiles that must be quick
     test_samples: int | None = bounded(None, ge=1, le=MAX_SAMPLES)
     batch_size: int | None = bounded(None, ge=1, le=MAX_BATCH)
-    max_image_size: int | None = bounded(None, ge=8, le=MAX_IMAGE)  # cap on the training resolution; FLOPs use the paper's
+    # cap on the training resolution; FLOPs use the paper's
+    max_image_size: int | None = bounded(None, ge=8, le=MAX_IMAGE)
     pretrained: bool = True
     # Where the pretrained weights of the backbones the recipe fine-tunes (ImageNet's) come from:
     # torchvision's ImageNet weights, or weights repro pretrains on the digit stand-in's training split
@@ -104,8 +105,8 @@ class Profile:
     tables: dict[str, RowSettings] = field(default_factory=dict)
     latency: LatencyProfile = field(default_factory=LatencyProfile)
     # Intra-op CPU threads every run trains on, under every executor, and PyTorch's deterministic algorithms
-    # (None: the command's RunDefaults: $OMP_NUM_THREADS else 1, $REPRO_DETERMINISTIC else off); both are part of a run's
-    # identity (repro.plan.run_config.RunConfig), since they change its float rounding (repro.runtime.numerics).
+    # (None: the command's RunDefaults: $OMP_NUM_THREADS else 1, $REPRO_DETERMINISTIC else off); both are part of a
+    # run's identity (repro.plan.run_config.RunConfig), since they change its float rounding (repro.runtime.numerics).
     threads: int | None = bounded(None, ge=1, le=MAX_THREADS)
     deterministic: bool | None = None
 
@@ -225,7 +226,8 @@ def _settings_departures(obj: Profile | RowSettings, datasets: list[str]) -> lis
         elif name in ("epochs", "batch_size"):
             text += f" {before}"
         out.append(text)
-    recipe = [f"{name} {getattr(obj, name):g}" if isinstance(getattr(obj, name), float) else f"{name} {getattr(obj, name)}"
+    recipe = [f"{name} {getattr(obj, name):g}" if isinstance(getattr(obj, name), float)
+              else f"{name} {getattr(obj, name)}"
               for name in RECIPE_OVERRIDES if getattr(obj, name, None) is not None]
     if recipe:
         out.append("recipe " + ", ".join(recipe) + " instead of the paper's")

@@ -299,7 +299,8 @@ def check_rows(rows: list, readings: tuple[Reading, ...], problems: Problems) ->
         for reading in readings:
             if reading.applies_to(row) and not reading.holds(row):
                 problems.add(f"rows[{i}]", f"'{row.id}' departs from reading '{reading.id}' ({reading.chosen.label}): "
-                             f"{'; '.join(reading.differences(row))}; state the chosen value (repro/spec/readings.toml), "
+                             f"{'; '.join(reading.differences(row))}; "
+                             "state the chosen value (repro/spec/readings.toml), "
                              "or make the row role = 'sensitivity'")
 
 
@@ -368,7 +369,8 @@ def expand(rows: list, comparisons: list, sensitivity: list[Sensitivity], readin
     return list(new_rows.values()), list(new_comparisons.values())
 
 
-def applying(rows: list, readings: tuple[Reading, ...], manifest_id: str = "", claims: list = ()) -> tuple[Reading, ...]:
+def applying(rows: list, readings: tuple[Reading, ...], manifest_id: str = "",
+             claims: list = ()) -> tuple[Reading, ...]:
     """The readings that apply to at least one of the rows, or of the claims: those a table depends on."""
     return tuple(r for r in readings if any(r.applies_to(row) for row in rows)
                  or any(r.applies_to_claim(manifest_id, c.id) for c in claims))

@@ -120,7 +120,8 @@ def pretrained_source(cfg: RunConfig, settings: Settings = Settings()) -> bool |
 
 
 def build_engine_model(cfg: RunConfig, engine: Engine, settings: Settings = Settings()) -> nn.Module:
-    head = Component(cfg.head["name"], {**cfg.head["params"], **({"dispatch": engine.dispatch} if engine.dispatch else {})})
+    head = Component(cfg.head["name"],
+                     {**cfg.head["params"], **({"dispatch": engine.dispatch} if engine.dispatch else {})})
     model = build_model(cfg.dataset, Component(**cfg.backbone), head, pretrained=pretrained_source(cfg, settings),
                         image_size=cfg.image_size)
     if engine.channels_last:
@@ -442,7 +443,8 @@ def train_run(cfg: RunConfig, device: torch.device, data_dir: Path | None, check
             except NonFiniteLoss:
                 raise  # every rank reduced the same loss: rank 0 records the failure, all go on to the next run
             except Exception as exc:
-                raise distributed.WorldBroken(f"rank {world.rank} of {world.size}: {type(exc).__name__}: {exc}") from exc
+                raise distributed.WorldBroken(
+                    f"rank {world.rank} of {world.size}: {type(exc).__name__}: {exc}") from exc
     return {**out, "reproducibility": facts}
 
 
