@@ -15,7 +15,8 @@ warnings.filterwarnings("ignore", message=".*torch.jit.script.*", category=Futur
 @pytest.fixture(autouse=True)
 def own_results_folder(tmp_path_factory, monkeypatch):
     """Every test has a results folder of its own, empty and not yet made, unless it sets one: a test never reads
-    the ./results that the README's `repro verify-all` leaves where the suite runs next (tests/test_readme_commands.py)."""
+    the ./results that the README's `repro verify-all` leaves where the suite runs next
+    (tests/test_readme_commands.py)."""
     monkeypatch.setenv("REPRO_RESULTS", str(tmp_path_factory.mktemp("own", numbered=True) / "results"))
 
 
@@ -83,7 +84,8 @@ def pytest_deselected(items):
 
 
 def pytest_collection_finish(session):
-    # docs/testing.md states the suite's size; tests/test_docs_numbers.py checks it whenever every test file was collected.
+    # docs/testing.md states the suite's size; tests/test_docs_numbers.py checks it whenever every test file was
+    # collected.
     if all(Path(arg.split("::")[0]).resolve() in (TESTS, TESTS.parent) for arg in session.config.args):
         if "::" not in " ".join(session.config.args):
             session.config.stash[SUITE_SIZE] = len(session.items) + len(_deselected)

@@ -152,7 +152,8 @@ def test_a_finding_that_spans_tables_is_decided_and_priced_with_every_table_it_r
     assert [sorted(r.id for r in t.manifest.rows) for t in tables[1:]] == [["dw072_dense", "dw072_moe"]] * 2
     alone = claim_cost(full["table3"], claim, inputs.model, inputs.rates)
     spanning = claim_cost(full["table3"], claim, inputs.model, inputs.rates, full)
-    own_seeds, c10_seeds, c100_seeds = (by_id[i].profiles["full"].seeds for i in ("table3", "headline_cifar10", "table2"))
+    own_seeds, c10_seeds, c100_seeds = (by_id[i].profiles["full"].seeds
+                                        for i in ("table3", "headline_cifar10", "table2"))
     assert alone.runs == 2 * own_seeds and spanning.runs == alone.runs + 2 * c10_seeds + 2 * c100_seeds
     assert rows["table3/fig2_depthwise_gap_rises_with_classes"]["Cost at full"] == spanning.text()
 
@@ -214,7 +215,8 @@ def test_the_container_files_are_read_as_data(tmp_path):
     assert container.cpu_overrides[0].default("REPRO_PROFILE") == "" and gpu.default("REPRO_PROFILE") == "smoke"
     assert container.install == ("-e", ".[dev]")  # what the Dockerfile installs, less how
     compose = tmp_path / "docker-compose.x.yml"
-    compose.write_text("services:\n  svc:\n    image: ${IMG:-a:1}\n    deploy:\n      resources:\n        reservations:\n"
+    compose.write_text("services:\n  svc:\n    image: ${IMG:-a:1}\n    deploy:\n      resources:\n"
+                       "        reservations:\n"
                        "          devices:\n            - capabilities: [gpu]\n              count: ${N:-4}\n")
     read = read_compose(compose, tmp_path)
     assert (read.image.name, read.image.default, read.gpus.default, read.drops_gpus) == ("IMG", "a:1", "4", False)

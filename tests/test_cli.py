@@ -45,8 +45,10 @@ def test_strict_says_in_one_line_why_it_exits_1(results_dir):
 def test_the_strict_line_names_the_claims_or_says_none_failed():
     from repro.cli.run import strict_line
 
-    assert strict_line([], "smoke") == "--strict: every claim decidable at smoke here reproduced: no exit 1 for the claims"
-    assert strict_line(["t/a", "t/b"], "full") == "--strict: exit 1: 2 claim(s) decidable at full here did not reproduce: t/a, t/b"
+    assert (strict_line([], "smoke")
+            == "--strict: every claim decidable at smoke here reproduced: no exit 1 for the claims")
+    assert (strict_line(["t/a", "t/b"], "full")
+            == "--strict: exit 1: 2 claim(s) decidable at full here did not reproduce: t/a, t/b")
 
 
 @pytest.mark.parametrize("command", [["--help"], ["run", "--help"], ["bench", "gpu", "--help"]], ids=" ".join)
@@ -107,7 +109,8 @@ def test_verify_all_writes_one_report(results_dir, tmp_path, monkeypatch):
 def test_full_profile_without_the_dataset_fails_before_training(tmp_path, monkeypatch):
     monkeypatch.setenv("REPRO_DATA", str(tmp_path / "empty"))
     results = tmp_path / "results"
-    for table, dataset, folder in (("table1", "CIFAR-10", "cifar-10-batches-py"), ("table5", "ImageNet-1K", "imagenet")):
+    for table, dataset, folder in (("table1", "CIFAR-10", "cifar-10-batches-py"),
+                                   ("table5", "ImageNet-1K", "imagenet")):
         result = runner.invoke(app, [table, "--profile", "full", "--results-dir", str(results), "--device", "cpu"])
         assert result.exit_code == 2, result.output
         text = " ".join(result.output.split())

@@ -274,7 +274,8 @@ def test_a_missing_datasets_fill_command_is_a_line_of_its_own(inputs, mode, tmp_
     root, env, _ = inputs
     shipped = {k: v for k, v in env.items() if k not in ("REPRO_MANIFESTS", "REPRO_PROFILES")}
     data = tmp_path / "an_empty_data_folder_whose_path_is_long_enough_to_push_the_command_past_a_line"
-    args = ["run", "headline_cifar10", "--profile", "full", "--data-dir", str(data), "--results-dir", str(tmp_path / "r")]
+    args = ["run", "headline_cifar10", "--profile", "full", "--data-dir", str(data),
+            "--results-dir", str(tmp_path / "r")]
     result, out = invoke(args, shipped, mode)
     assert result.exit_code == 2, out
     command = next(s.command for s in fill_steps("cifar10", data) if s.command)

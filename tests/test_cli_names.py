@@ -80,7 +80,8 @@ def test_a_misspelt_command_or_table_id_gets_the_closest():
     runner = CliRunner()
     for typed, meant in (("tabel5", "table5"), ("verfy-all", "verify-all"), ("exprt", "export")):
         done = runner.invoke(app, [typed], env={"COLUMNS": "200"})
-        assert done.exit_code == 2 and f"No such command '{typed}' (did you mean '{meant}'?)" in done.output, done.output
+        assert done.exit_code == 2, done.output
+        assert f"No such command '{typed}' (did you mean '{meant}'?)" in done.output, done.output
     done = runner.invoke(app, ["xyzzy"], env={"COLUMNS": "200"})
     assert done.exit_code == 2 and "No such command 'xyzzy'." in done.output and "did you mean" not in done.output
 

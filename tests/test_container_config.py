@@ -370,7 +370,8 @@ def test_each_setting_has_one_name_in_compose_the_cli_and_the_doc():
     lists exactly the variables the compose files read."""
     svc = compose(COMPOSE_GPU)["services"]["repro"]
     for short in svc["volumes"]:
-        source, target = re.match(r"\$\{(\w+):-[^}]*\}:([^:]+)", short).groups() if short.startswith("$") else (None, None)
+        source, target = (re.match(r"\$\{(\w+):-[^}]*\}:([^:]+)", short).groups() if short.startswith("$")
+                          else (None, None))
         if source is not None:
             assert svc["environment"][source] == target, f"{short}: mount it where ${source} points inside"
     read = set(re.findall(r"\$\{(\w+)", COMPOSE_GPU.read_text() + COMPOSE_CPU.read_text()))

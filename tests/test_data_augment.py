@@ -68,4 +68,5 @@ def test_normalize_golden_and_layout():
     x = normalize(images, mean=(0.0, 0.2, 0.5), std=(1.0, 0.5, 0.25))
     assert x.dtype == torch.float32
     assert torch.allclose(x[0, :, 0, 0], torch.tensor([0.0, 0.0, 2.0]), atol=1e-6)
-    assert normalize(images, (0.5,) * 3, (0.5,) * 3, channels_last=True).is_contiguous(memory_format=torch.channels_last)
+    laid_out = normalize(images, (0.5,) * 3, (0.5,) * 3, channels_last=True)
+    assert laid_out.is_contiguous(memory_format=torch.channels_last)

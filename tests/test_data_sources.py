@@ -20,7 +20,8 @@ def test_cifar_archives_carry_the_published_md5_and_the_files_checked_at_load(ca
     assert (archive.file, archive.md5) == ("cifar-10-python.tar.gz", "c58f30108f718f92721af3b95e74349a")
     assert archive.url == "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz"
     assert archive.size_bytes == c10.size_bytes == 170_498_071
-    assert [f for f, _ in c10.checked_files] == [f"data_batch_{i}" for i in range(1, 6)] + ["test_batch", "batches.meta"]
+    assert ([f for f, _ in c10.checked_files]
+            == [f"data_batch_{i}" for i in range(1, 6)] + ["test_batch", "batches.meta"])
     assert [f for f, _ in sources.dataset_source("cifar100", cache).checked_files] == ["train", "test", "meta"]
 
 

@@ -69,7 +69,8 @@ def test_the_stamp_is_drawn_and_a_pipeline_profile_is_marked_across_the_plot():
 def test_a_profile_that_decides_claims_is_labelled_without_the_mark():
     manifest = find_manifest("headline_cifar10")
     reduced = dataclasses.replace(manifest.profiles["full"], seeds=3, epochs=20)
-    result = dataclasses.replace(fake_result(manifest, "cifar3x20"), provenance={"git_commit": "feedbeefcafe0000+dirty"},
+    result = dataclasses.replace(fake_result(manifest, "cifar3x20"),
+                                 provenance={"git_commit": "feedbeefcafe0000+dirty"},
                                  profile_settings=dataclasses.replace(reduced, evidence="reduced"))
     stamp = stamp_for([(manifest, result)])
     assert stamp.text == ("cifar3x20: the paper's datasets, a reduced protocol (3 seeds x 20 epochs) · "

@@ -24,7 +24,8 @@ BACKBONES = [
 HEADS = [("dense", {}), ("dense", {"hidden": []}), ("sparse_moe", {"expert_hidden": 64, "top_k": 1}),
          ("sparse_moe", {"expert_hidden": 64, "top_k": 2}),
          ("teacher_guided", {"expert_hidden": 64, "teacher_hidden": [1024, 64]}),
-         ("relu_routed", {"expert_hidden": 64}), ("relu_routed", {"expert_hidden": 64, "expert_activation": "norm_silu"}),
+         ("relu_routed", {"expert_hidden": 64}),
+         ("relu_routed", {"expert_hidden": 64, "expert_activation": "norm_silu"}),
          ("cluster_routed", {"expert_hidden": 64}), ("cluster_routed", {"expert_hidden": 64, "shared_rank": 16})]
 
 

@@ -37,7 +37,8 @@ def test_the_contract_breaks_on_an_import_up_a_layer(tmp_path):
     layers[top], layers[bottom] = layers[bottom], layers[top]
     config = tmp_path / "swapped.toml"
     config.write_text('[tool.importlinter]\nroot_package = "repro"\n\n[[tool.importlinter.contracts]]\n'
-                      'name = "swapped"\ntype = "layers"\nlayers = [\n' + "".join(f'"{layer}",\n' for layer in layers) + "]\n")
+                      'name = "swapped"\ntype = "layers"\nlayers = [\n'
+                      + "".join(f'"{layer}",\n' for layer in layers) + "]\n")
     out = lint_imports(str(config))
     assert out.returncode == 1 and "BROKEN" in out.stdout, out.stdout[-2000:]
     assert "repro.cli" in out.stdout
@@ -163,7 +164,8 @@ def test_no_import_cycle_inside_repro():
 
 
 @pytest.mark.parametrize("module", ["repro.cli", "repro.report", "repro.report.summary", "repro.plan.manifest",
-                                    "repro.claims", "repro.results.measurements", "repro.results", "repro.results.frames",
+                                    "repro.claims", "repro.results.measurements", "repro.results",
+                                    "repro.results.frames",
                                     "repro.report.compare", "repro.cost.estimate", "repro.cost.plan",
                                     "repro.cost.tables", "repro.execution", "repro.execution.options"])
 @pytest.mark.slow

@@ -135,8 +135,8 @@ def test_both_execution_paths_agree_and_are_counted_exactly():
     m = layer(k=2)
     x = torch.randn(4, 6, 8, 8)
     assert m.mixes_kernels(64) and not m.mixes_kernels(1) and not layer(k=1).mixes_kernels(64)
-    torch.testing.assert_close(PATHS["mixed"].run(m, x, *m.route(x)[1:]), PATHS["per-expert"].run(m, x, *m.route(x)[1:]),
-                               rtol=0, atol=1e-5)
+    torch.testing.assert_close(PATHS["mixed"].run(m, x, *m.route(x)[1:]),
+                               PATHS["per-expert"].run(m, x, *m.route(x)[1:]), rtol=0, atol=1e-5)
     tiny = torch.randn(4, 6, 1, 1)  # one output position: k convolutions are cheaper than mixing
     torch.testing.assert_close(m(tiny), reference(m, tiny), rtol=0, atol=1e-5)
     assert m.own_macs(([tiny.shape], torch.Size([4, 5, 1, 1]))) == 2 * 4 * 5 * 6 * 9
@@ -186,7 +186,8 @@ def test_stride1_reading_routes_the_six_stride1_convolutions_only():
 
 @pytest.mark.slow
 def test_stride1_backbone_moe_rho_is_the_hand_count_plus_its_routers():
-    model = build_model("imagenet", Component("resnet18_moeconv", {"routed": "stride1"}), Component("dense", {"hidden": []}))
+    model = build_model("imagenet", Component("resnet18_moeconv", {"routed": "stride1"}),
+                        Component("dense", {"hidden": []}))
     report = count_flops(model, (3, 224, 224))
     assert report.problems == [] and len(report.routed_modules) == 6
     # Each MoEConv2d also mixes its k = 2 selected filter banks per sample (k W multiply-adds) and routes

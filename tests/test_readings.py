@@ -152,15 +152,17 @@ def test_a_bad_sensitivity_table_is_refused(sensitivity, message):
 
 
 @pytest.mark.parametrize("mutate, where, message", [
-    (lambda r: r[4]["alternatives"][0]["head"].__setitem__("capacity_candidate", 0), "readings[4].alternatives[0].head.capacity_candidate",
+    (lambda r: r[4]["alternatives"][0]["head"].__setitem__("capacity_candidate", 0),
+     "readings[4].alternatives[0].head.capacity_candidate",
      "not a parameter of head 'sparse_moe' (did you mean 'capacity_candidates'?)"),
-    (lambda r: r[4]["alternatives"][0]["head"].__setitem__("capacity_candidates", "most"), "readings[4].alternatives[0].head.capacity_candidates",
-     "expected"),
+    (lambda r: r[4]["alternatives"][0]["head"].__setitem__("capacity_candidates", "most"),
+     "readings[4].alternatives[0].head.capacity_candidates", "expected"),
     (lambda r: r[3]["applies"].__setitem__("backbones", ["resnet18_moe"]), "readings[3].applies.backbones[0]",
      "unknown backbone 'resnet18_moe'"),
-    (lambda r: r[0]["alternatives"][0].__setitem__("id", "flatten"), "readings[1]", "choice id 'flatten' is used twice"),
-    (lambda r: r[9].__setitem__("chosen", {"id": "x", "label": "x", "head": {"hidden": [8]}}), "readings[9].chosen.head",
-     "overrides the head of rows the reading does not name"),
+    (lambda r: r[0]["alternatives"][0].__setitem__("id", "flatten"), "readings[1]",
+     "choice id 'flatten' is used twice"),
+    (lambda r: r[9].__setitem__("chosen", {"id": "x", "label": "x", "head": {"hidden": [8]}}),
+     "readings[9].chosen.head", "overrides the head of rows the reading does not name"),
 ])
 def test_a_bad_readings_file_is_refused_naming_the_key(mutate, where, message):
     doc = copy.deepcopy(READINGS)
@@ -201,8 +203,10 @@ def test_training_only_alternatives_change_no_count():
     from repro.measure.flop_check import analytic_summary
     from repro.measure.latency import operator_counts
 
-    rows = {"capacity-rule": ("table7", "cifar100_sparse_loop"), "experts-per-sample": ("table7", "cifar100_sparse_loop"),
-            "lb-fraction": ("table7", "cifar100_sparse_loop"), "routing-hyperparameters": ("table7", "cifar100_sparse_loop"),
+    rows = {"capacity-rule": ("table7", "cifar100_sparse_loop"),
+            "experts-per-sample": ("table7", "cifar100_sparse_loop"),
+            "lb-fraction": ("table7", "cifar100_sparse_loop"),
+            "routing-hyperparameters": ("table7", "cifar100_sparse_loop"),
             "conv-init": ("table6", "cifar10_dw072_moe"), "sigmoid-form": ("headline_cifar10", "dw2_moe"),
             "moe-conv-gate": ("table6", "r18_backbone_moe"), "moe-conv-regularisers": ("table6", "r18_backbone_moe_k1"),
             "k-warmup-form": ("table1", "std_h512_moe"), "tau-step": ("table7", "cifar100_sparse_loop"),
@@ -237,7 +241,8 @@ def _paper_evidence(manifest, gaps: dict[str, float], rho: dict[str, float]) -> 
     metrics = {f"rows.{r.id}.{k}": v for r in manifest.rows
                for k, v in (("accuracy", {s: 0.8 for s in range(5)}), ("chance", 0.1))}
     for comp, mean in gaps.items():
-        metrics[f"comparisons.{comp}.gap"] = {"n": 5, "mean": mean, "sd": 0.001, "p": 1e-4, "ci95": [mean - 0.001, mean + 0.001],
+        metrics[f"comparisons.{comp}.gap"] = {"n": 5, "mean": mean, "sd": 0.001, "p": 1e-4,
+                                              "ci95": [mean - 0.001, mean + 0.001],
                                               "positive": 5 if mean > 0 else 0,
                                               "differences": {s: mean for s in range(5)}}
     for comp, value in rho.items():
@@ -307,7 +312,8 @@ def test_the_checklist_says_on_its_row_which_alternative_alone_reproduces_a_clai
     ev = Evidence("table6", "table6", "smoke", metrics=metrics, kind="pipeline")
     entries = {e.claim: e for e in decide_readings(t6, ev, _stub_recount)}
     assert entries["rho_backbone_moe"].only_under() == (
-        "reproduced under the alternative reading 'the six stride-1 3x3 convolutions' (backbone-moe-layers/stride1), 38%")
+        "reproduced under the alternative reading 'the six stride-1 3x3 convolutions' "
+        "(backbone-moe-layers/stride1), 38%")
     assert entries["rho_r18_head"].only_under() == ""
 
 
@@ -356,7 +362,8 @@ def test_router_in_rho_moves_the_head_only_rho_as_its_text_says():
     for row_id in ("r18_head", "mnv2_head", "cifar10_std_moe"):
         row = t6.row(row_id)
         twin = reading.vary(row, reading.alternative("experts_only"))
-        shown[row_id] = tuple(f"{100 * analytic_summary(r.dataset, r.backbone, r.head)['rho']:.3g}%" for r in (row, twin))
+        shown[row_id] = tuple(f"{100 * analytic_summary(r.dataset, r.backbone, r.head)['rho']:.3g}%"
+                              for r in (row, twin))
     assert shown == {"r18_head": ("0.0592%", "0.0571%"), "mnv2_head": ("0.506%", "0.475%"),
                      "cifar10_std_moe": ("8.24%", "6.78%")}
 
@@ -387,7 +394,8 @@ def test_a_reading_of_what_a_claim_measures_decides_it_again_on_the_same_runs():
         metrics[f"rows.{r.id}.accuracy"], metrics[f"rows.{r.id}.chance"] = {s: 0.7 for s in range(3)}, 0.001
     ev = Evidence("table4", "table4", "full", metrics=metrics, kind="paper",
                   comparison_rows={c.id: (c.row, c.baseline) for c in t4.comparisons})
-    entry = next(e for e in decide_readings(t4, ev, lambda row: None) if e.claim == "in_mnv2_lower_entropy_less_negative")
+    entry = next(e for e in decide_readings(t4, ev, lambda row: None)
+                 if e.claim == "in_mnv2_lower_entropy_less_negative")
     (alt,) = entry.alternatives
     assert entry.kind == "metric" and (alt.reading, alt.alternative) == ("routing-entropy", "entropy_of_p")
     assert entry.chosen.status == "reproduced" and alt.status == "not reproduced" and entry.depends

@@ -48,7 +48,8 @@ def test_adam_without_schedule_on_cifar():
 
 
 def test_smoke_profile_shortens_but_keeps_identity():
-    smoke = Profile(description="s", evidence="pipeline", epochs=4, data="synthetic", train_samples=256, max_image_size=32)
+    smoke = Profile(description="s", evidence="pipeline", epochs=4, data="synthetic", train_samples=256,
+                    max_image_size=32)
     cfg = resolve(_row("imagenet", "resnet18"), smoke, seed=0)
     assert cfg.image_size == 32 and cfg.epochs == 4 and cfg.data == "synthetic"
     assert cfg.hash != resolve(_row("imagenet", "resnet18"), FULL, seed=0).hash
@@ -73,7 +74,8 @@ def test_metric_protocol(protocol, expected):
 
 
 def test_a_functional_profile_may_override_the_optimizer_and_lr_and_nothing_else_moves():
-    scratch = Profile(description="f", evidence="functional", data="digits", pretrained=False, optimizer="adam", lr=3e-3)
+    scratch = Profile(description="f", evidence="functional", data="digits", pretrained=False, optimizer="adam",
+                      lr=3e-3)
     cfg = resolve(_row("imagenet", "resnet18"), scratch, seed=0)
     plain = resolve(_row("imagenet", "resnet18"), Profile(description="f", evidence="functional", data="digits",
                                                           pretrained=False), seed=0)

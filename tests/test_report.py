@@ -34,7 +34,8 @@ def test_markdown_escapes_pipes():
     assert md_escape("a|b\nc") == r"a\|b c"
 
 
-@pytest.mark.slow  # the fixture runs Table 6: every row's FLOPs counted three ways, ResNet-18 and MobileNet-V2 at 224 px
+# the fixture runs Table 6: every row's FLOPs counted three ways, ResNet-18 and MobileNet-V2 at 224 px
+@pytest.mark.slow
 def test_markdown_table_shows_paper_values_beside_ours(table6):
     _, result, files = table6
     md = files["table6.md"].read_text()

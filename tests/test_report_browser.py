@@ -29,9 +29,14 @@ PROBE = """<script>
     seen.push(e.message || ("failed to load " + ((e.target && (e.target.src || e.target.href)) || "a resource")));
   }, true);
   var error = console.error;
-  console.error = function () { seen.push(Array.prototype.join.call(arguments, " ")); error.apply(console, arguments); };
+  console.error = function () {
+    seen.push(Array.prototype.join.call(arguments, " "));
+    error.apply(console, arguments);
+  };
   window.addEventListener("load", function () {
-    var broken = Array.prototype.filter.call(document.images, function (i) { return !i.complete || i.naturalWidth === 0; });
+    var broken = Array.prototype.filter.call(document.images, function (i) {
+      return !i.complete || i.naturalWidth === 0;
+    });
     document.documentElement.setAttribute("data-probe-errors", JSON.stringify(seen));
     document.documentElement.setAttribute("data-probe-broken-images", String(broken.length));
     document.documentElement.setAttribute("data-probe-images", String(document.images.length));

@@ -36,7 +36,8 @@ def report(tmp_path_factory):
     results = tmp_path_factory.mktemp("results")
     manifests = [find_manifest(i) for i in ("headline_cifar10", "table2", "table6")]
     for m in manifests[:2]:  # table6 is not run: its claims are listed apart, not counted as decided
-        result = dataclasses.replace(fake_result(m), provenance={"git_commit": "0123456789abcdef", "time": "t", "device": "cpu", "packages": {}},
+        result = dataclasses.replace(fake_result(m), provenance={"git_commit": "0123456789abcdef", "time": "t",
+                                                                 "device": "cpu", "packages": {}},
                                      profile_settings=m.profiles["smoke"].for_manifest(m.id, m.seeds))
         save_result(decide_table(m, result), results)  # as the pipeline stores it: claims decided
         for runs in result.measured.details["runs"].values():
@@ -95,11 +96,13 @@ def test_numbers_link_to_their_run_records_and_claims_to_their_figures(report):
 def test_the_first_screen_has_the_headline_per_group_and_per_table(report):
     results, text, manifests = report
     page = Page(text)
-    scopes = {v["scope"] for p in (results / "smoke").glob("*/results.json") for v in json.loads(p.read_text())["verdicts"]}
+    scopes = {v["scope"] for p in (results / "smoke").glob("*/results.json")
+              for v in json.loads(p.read_text())["verdicts"]}
     assert {a["data-group"] for a in page.all("div", "group")} == scopes == {"empirical"}  # a group per scope decided
     per_table = text[text.index('class="per-table"'):text.index("</table>", text.index('class="per-table"'))]
     assert all(f'href="#claims-{m.id}"' in per_table for m in manifests)
-    assert '<td class="skip" data-label="not run">' in per_table and "not run into this folder" in per_table  # colour per verdict
+    # colour per verdict
+    assert '<td class="skip" data-label="not run">' in per_table and "not run into this folder" in per_table
     assert text.index('id="headline"') < text.index('id="claims"')
     assert "smoke: synthetic data, a pipeline check, not evidence · commit 0123456789ab" in text
 

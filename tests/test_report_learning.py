@@ -76,7 +76,8 @@ def test_rows_training_an_alternative_reading_are_reported_and_do_not_gate():
     checks = {c.rows[0]: c for c in learning_checks([(table1, result)])}
     torch_init = checks["table1/dw_h512_dense__torch_init"]
     assert not torch_init.learned and not torch_init.failed and torch_init.reading == "conv-init/torch_init"
-    assert torch_init.status() == "did not learn under the alternative reading conv-init/torch_init: below chance + 30 points"
+    assert torch_init.status() == ("did not learn under the alternative reading conv-init/torch_init: "
+                                   "below chance + 30 points")
     assert checks["table1/std_h512_moe__literal_capacity"].learned
     line = summary_line(list(checks.values()))
     assert "1 / 1 dense and sparse-MoE configurations" in line and "FAILED" not in line
@@ -94,7 +95,8 @@ def test_the_learning_table_shows_per_gate_whether_the_k1_router_moved_and_the_k
     checks = {c.rows[0]: c for c in learning_checks([(table5, result)])}
     fixed, switch, dense = checks["table5/k1_moe"], checks["table5/k1_moe__switch_gate"], checks["table5/dense"]
     assert fixed.router_status() == "no: every layer's router is exactly at its initialisation, on every seed"
-    assert switch.router_status() == "yes: every layer's router, on every seed (largest relative shift per seed 0.031, 0.029)"
+    assert switch.router_status() == ("yes: every layer's router, on every seed "
+                                      "(largest relative shift per seed 0.031, 0.029)")
     assert dense.router_status() == "" and switch.reading == "moe-conv-gate/switch_gate"
     text = render_learning([fixed, switch], ["bb_moe_k_reversal (k=2 vs k=1): the sign flips under 'Switch'"])
     assert "| learned | no: every layer's router is exactly at its initialisation, on every seed |" in text

@@ -56,7 +56,8 @@ def test_runs_has_one_row_per_record_after_verify_all(folders):
 
 def _markdown_table(text: str, title: str) -> list[dict]:
     block = text.split(f"## {title}\n", 1)[1].lstrip("\n").split("\n\n", 1)[0]
-    lines = [[c.strip() for c in line.strip().strip("|").split("|")] for line in block.splitlines() if line.startswith("|")]
+    lines = [[c.strip() for c in line.strip().strip("|").split("|")]
+             for line in block.splitlines() if line.startswith("|")]
     return [dict(zip(lines[0], cells)) for cells in lines[2:]]
 
 

@@ -25,8 +25,8 @@ def _verdict(claim, p, scope="empirical", status="reproduced", note=""):
 
 def test_holm_adjust_sets_p_holm_on_the_family_and_flags_what_adjustment_undoes():
     vs = [_verdict("a", 0.03), _verdict("b", 0.04, note="decided on 'quick'"), _verdict("c", 0.01),
-          _verdict("d", 0.005), _verdict("flops", 0.001, scope="analytic"), _verdict("skipped", 0.001, status="not run"),
-          _verdict("no_test", None)]
+          _verdict("d", 0.005), _verdict("flops", 0.001, scope="analytic"),
+          _verdict("skipped", 0.001, status="not run"), _verdict("no_test", None)]
     given = list(vs)
     vs, m = holm_adjust(vs)
     assert m == 4
@@ -50,7 +50,8 @@ def test_a_verdict_is_frozen():
 
 
 def test_rules_resting_on_a_test_carry_its_p():
-    claim = Claim("c", "s", "4.2", "gap_matches_paper", "empirical", {"comparison": "std_h2048", "paper": "std_h2048.gap"})
+    claim = Claim("c", "s", "4.2", "gap_matches_paper", "empirical",
+                  {"comparison": "std_h2048", "paper": "std_h2048.gap"})
     g = gap([0.4, 0.6, 0.5, 0.45])
     ev = Evidence("table1", "table1", "full", metrics={"comparisons.std_h2048.gap": g, **learned("m", "d")},
                   comparison_rows={"std_h2048": ("m", "d")})

@@ -111,7 +111,8 @@ def test_the_temperature_ablation_compares_its_schedules_at_the_same_end_tempera
         ends[row.id] = head.tau
     assert ends["sigmoid_low"] == pytest.approx(ends["linear_low"], abs=1e-12) == pytest.approx(0.05)
     assert all(ends[r.id] == pytest.approx(r.head.params["tau_min"]) for r in rows if r.role == "main")
-    # the reading sigmoid-form's twin: the centred curve stops 2.9% of the range short, at 0.078 (repro/spec/readings.toml)
+    # the reading sigmoid-form's twin: the centred curve stops 2.9% of the range short, at 0.078
+    # (repro/spec/readings.toml)
     assert ends["sigmoid_low__sigmoid_centred"] == pytest.approx(0.078, abs=5e-4)
 
 

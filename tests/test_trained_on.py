@@ -17,7 +17,8 @@ def _result(manifest, profile, data_text, checks=None, commit="1a2b3c4d5e6f7a8b+
     runs = {}
     for i, row in enumerate(r for r in manifest.rows if "accuracy" in r.measures):
         runs[row.id] = [{"seed": s, "hash": f"{i:04d}{s:012d}", "accuracy": 0.5, "final_accuracy": 0.5,
-                         "peak_accuracy": 0.5, "test_accuracy_by_epoch": [0.4, 0.5], "train_accuracy_by_epoch": [0.4, 0.5],
+                         "peak_accuracy": 0.5, "test_accuracy_by_epoch": [0.4, 0.5],
+                         "train_accuracy_by_epoch": [0.4, 0.5],
                          "tau_by_epoch": [None, None], "data": data_text} for s in (0, 1)]
     measured.details["runs"] = runs
     if checks:
@@ -48,7 +49,8 @@ def test_unverified_files_are_named_in_the_table_the_claims_and_the_caption():
     result = _result(manifest, real.for_manifest("table1", 2), "CIFAR-10: 80 train / 16 test images from data", [check])
     t = trained_on(manifest, result)
     assert t.unverified and t.evidence.startswith("mine: UNVERIFIED data (copies of the paper's datasets that fail")
-    for text in (render_tables_md(manifest, build_tables(manifest, result), result), render_claims_md(manifest, result)):
+    for text in (render_tables_md(manifest, build_tables(manifest, result), result),
+                 render_claims_md(manifest, result)):
         assert "CIFAR-10 (UNVERIFIED, md5 mismatch accepted)" in text
         assert MISMATCH in text and "--allow-unverified-data" in text
     tex = render_tables_tex(manifest, build_tables(manifest, result), t)
@@ -74,7 +76,8 @@ def test_verified_real_data_and_digits_are_told_apart():
     t = trained_on(manifest, _result(manifest, real, "CIFAR-10: 50000 train / 10000 test images", [check]))
     assert [s.kind for s in t.sources] == ["paper"] and "the paper's dataset, md5 verified" in t.data_text()
     digits = manifest.profiles["functional"].for_manifest("table1", 2)
-    t = trained_on(manifest, _result(manifest, digits, "real handwritten digits (scikit-learn) standing in for CIFAR-10"))
+    t = trained_on(manifest,
+                   _result(manifest, digits, "real handwritten digits (scikit-learn) standing in for CIFAR-10"))
     assert [s.kind for s in t.sources] == ["digits"] and "learn real images, not evidence" in t.evidence
 
 
@@ -85,7 +88,8 @@ def test_a_table_that_trains_nothing_says_so():
                             [], {"git_commit": "abc"}, profile)
     t = trained_on(manifest, result)
     assert t.data_text() == "no training runs: FLOP counts (analytic, no data)" and t.seeds_text() == "none"
-    assert "Profile smoke: synthetic data, a pipeline check, not evidence; no training runs: FLOP counts" in t.sentence()
+    assert ("Profile smoke: synthetic data, a pipeline check, not evidence; no training runs: FLOP counts"
+            in t.sentence())
 
 
 def test_the_checksums_file_is_written_beside_the_tables_and_dropped_once_the_data_verifies(tmp_path):

@@ -85,7 +85,8 @@ def test_a_repacked_cifar_folder_trains_only_when_allowed_and_says_so(tmp_path, 
     # The flag reached each run on its request, not through the environment of this process.
     assert {k: v for k, v in os.environ.items() if k.startswith("REPRO")} == {
         k: v for k, v in before.items() if k.startswith("REPRO")}
-    records = [json.loads(p.read_text()) for p in (results / "runs").glob("*.json") if not p.name.endswith(".failed.json")]
+    records = [json.loads(p.read_text()) for p in (results / "runs").glob("*.json")
+               if not p.name.endswith(".failed.json")]
     assert len(records) == 4 and all(r["provenance"]["allow_unverified_data"] for r in records)
     assert {r["input"]["pipeline"] for r in records} == {"tensor_cpu"}
     # The files people copy say it too: the table and its claims name the files that failed...
@@ -98,8 +99,10 @@ def test_a_repacked_cifar_folder_trains_only_when_allowed_and_says_so(tmp_path, 
     tex = (table_dir / "headline_cifar10.tex").read_text()
     captions = [line for line in tex.splitlines() if line.startswith(r"\caption{")]
     assert captions and all("UNVERIFIED: 7 files fail their published md5, listed in "
-                            r"headline\_cifar10\_unverified\_checksums.txt" in c and "md5 " + got not in c for c in captions)
-    assert f"  data_batch_1: md5 {got} != {published}\n" in (table_dir / "headline_cifar10_unverified_checksums.txt").read_text()
+                            r"headline\_cifar10\_unverified\_checksums.txt" in c and "md5 " + got not in c
+                            for c in captions)
+    listed = (table_dir / "headline_cifar10_unverified_checksums.txt").read_text()
+    assert f"  data_batch_1: md5 {got} != {published}\n" in listed
 
     reported = runner.invoke(app, ["report", "--results-dir", str(results), "--profiles",
                                    str(tmp_path / "profiles.toml"), "--profile", "tiny"])

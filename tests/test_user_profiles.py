@@ -74,7 +74,8 @@ def test_bad_values_are_refused_with_file_key_and_suggestion(tmp_path):
     assert any(p.startswith("profiles.cifar3x50.epoch: unknown key (did you mean 'epochs'?)") for p in problems)
     assert any(p.startswith("profiles.real_scale.data: expected one of 'real', 'synthetic', 'digits', got "
                             "'synthetc' (did you mean 'synthetic'?)") for p in problems)
-    assert any(p.startswith("profiles.claims_on_digits.data: evidence 'reduced' is the paper's datasets") for p in problems)
+    assert any(p.startswith("profiles.claims_on_digits.data: evidence 'reduced' is the paper's datasets")
+               for p in problems)
     assert any(p.startswith("extra: unknown key") for p in problems)
     assert len(problems) == 6  # all at once
     with pytest.raises(SchemaError):
@@ -83,7 +84,8 @@ def test_bad_values_are_refused_with_file_key_and_suggestion(tmp_path):
 
 def test_cli_refuses_a_bad_profiles_file_naming_it(tmp_path):
     path = _file(tmp_path, CIFAR_3X50.replace("seeds = 3", "seeds = -3"))
-    for args in (["list", "--profiles", str(path)], ["table6", "--profiles", str(path)], ["report", "--profiles", str(path)]):
+    for args in (["list", "--profiles", str(path)], ["table6", "--profiles", str(path)],
+                 ["report", "--profiles", str(path)]):
         result = runner.invoke(app, args)
         assert result.exit_code == 2, (args, result.output)
         text = " ".join(result.output.split())

@@ -92,8 +92,8 @@ def test_the_twin_check_runs_right_after_its_routed_model_with_its_settings(tmp_
     lines = []
     gpu.run_gpu_check("cpu", gpu.DRY_RUN, tmp_path / "gpu.json", [m], dry_run=True, log=lines.append)
     cal = read_calibration(tmp_path / "gpu.json")
-    assert [c.name for c in cal.checks] == ["train/imagenet/t.moe", "dense_twin/imagenet/t.dense", "input_path/imagenet",
-                                          "kill_resume"]
+    assert [c.name for c in cal.checks] == ["train/imagenet/t.moe", "dense_twin/imagenet/t.dense",
+                                          "input_path/imagenet", "kill_resume"]
     assert [(row, manifests) for row, manifests, _ in trained] == [("moe", {"t": "moe"}), ("dense", {})]
     assert trained[0][2] is trained[1][2] is gpu.DRY_RUN  # the same batch, precision and compilation
     assert configs == [runs["moe"], runs["dense"]]  # each its own run, as the table's plan holds it

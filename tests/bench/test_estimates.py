@@ -56,12 +56,14 @@ def folder(tmp_path, monkeypatch):
                     "wall_seconds": 2.0, "cpu_seconds": 2.0,
                     "provenance": {"time": _iso(start + 10), "device_type": "cpu",
                                    "device": "cpu: x86_64, 1 intra-op thread(s)"}}))
-        # per command: start-up 5 s; per table: its 2 models' counts 1 s, 4 runs on 2 slots 4 s + 3 s of workers, 1 s rest
+        # per command: start-up 5 s; per table: its 2 models' counts 1 s, 4 runs on 2 slots 4 s + 3 s of workers,
+        # 1 s rest
         commands = {f"run {m.id}": {"command": f"run {m.id}", "profile": "smoke", "started": _iso(start),
                                     "wall_s": 5 + (1 + 7 + 1) * (slow if m.id == "t2" else 1.0), "cpu_s": 0.0,
                                     "phases": [{"phase": "start-up and imports", "table": "", "wall_s": 5.0,
                                                 "cpu_s": 5.0, "count": 1},
-                                               *_phases(m.id, *(x * (slow if m.id == "t2" else 1.0) for x in (1, 7, 1)))],
+                                               *_phases(m.id,
+                                                        *(x * (slow if m.id == "t2" else 1.0) for x in (1, 7, 1)))],
                                     "runs": []}
                     for m, start in ((t1, 0), (t2, 100))}
         (tmp_path / "smoke").mkdir(exist_ok=True)

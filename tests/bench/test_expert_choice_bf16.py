@@ -1,4 +1,5 @@
-"""The Expert Choice bf16 check: one per distinct head; it passes a working head and fails one whose bf16 output is off."""
+"""The Expert Choice bf16 check: one per distinct head; it passes a working head and fails one whose bf16 output is
+off."""
 
 import pytest
 import torch

@@ -34,7 +34,8 @@ def test_first_epoch_against_the_median_of_the_later_ones_and_fixed_costs(tmp_pa
 
 
 def test_a_folder_without_the_commands_timings_or_records_is_named(tmp_path):
-    with pytest.raises(NoTimings, match=r"timings.json: no timings of `repro run table3` \(commands there: run table2\)"):
+    with pytest.raises(NoTimings,
+                       match=r"timings.json: no timings of `repro run table3` \(commands there: run table2\)"):
         fixed_costs(_folder(tmp_path), "p", "run table3")
     (tmp_path / "runs" / f"{0:016x}.json").unlink()
     with pytest.raises(NoTimings, match="0000000000000000.json: no readable record"):

@@ -178,8 +178,10 @@ def test_dry_run_end_to_end(tmp_path):
     assert set(cal.manifests) == trained and {"table1", "table5", "ext_routers"} <= trained  # every trained table
     for c in train:
         r = c.result
-        assert r["steps"] == 1 and (r["batch_size"], r["image_size"], r["precision"]) == (4, min(16, r["image_size"]), "bf16")
-        assert r["images_per_s"] > 0 and r["train_macs_per_s"] == pytest.approx(3 * r["forward_macs"] * r["images_per_s"])
+        assert r["steps"] == 1
+        assert (r["batch_size"], r["image_size"], r["precision"]) == (4, min(16, r["image_size"]), "bf16")
+        assert r["images_per_s"] > 0
+        assert r["train_macs_per_s"] == pytest.approx(3 * r["forward_macs"] * r["images_per_s"])
     twin = cal.check("dense_twin/imagenet/table5.dense")  # right after the routed ResNet-18, the same settings
     names = [c.name for c in cal.checks]
     assert names.index(twin.name) == names.index("train/imagenet/table5.k2_moe") + 1
@@ -261,7 +263,8 @@ def test_the_engine_switches_of_the_environment_reach_every_model_the_bench_buil
                                      "REPRO_DISPATCH": "batched", "COLUMNS": "200"})
     assert result.exit_code == 0, result.output
     train = read_calibration(out).check("train/cifar10/one.moe")
-    assert (train.result["channels_last"], train.result["dispatch"], train.result["compiled"]) == (False, "batched", False)
+    assert ((train.result["channels_last"], train.result["dispatch"], train.result["compiled"])
+            == (False, "batched", False))
     assert engines == [EngineSwitches(channels_last=False, dispatch="batched")]
 
 

@@ -25,7 +25,8 @@ def toy_folder(tmp_path_factory):
 
 def _cfg():
     table4 = [m for m in load_all() if m.id == "table4"]
-    return gpu.check_config(gpu.plan_training(gpu.paper_plans(table4))[0], gpu.DRY_RUN)  # ResNet-18 + Soft MoE, 4, 16 px
+    # ResNet-18 + Soft MoE, 4, 16 px
+    return gpu.check_config(gpu.plan_training(gpu.paper_plans(table4))[0], gpu.DRY_RUN)
 
 
 def test_the_folder_is_imagenets_layout_with_every_class_and_deterministic(toy_folder, tmp_path):
@@ -33,7 +34,8 @@ def test_the_folder_is_imagenets_layout_with_every_class_and_deterministic(toy_f
     folder = require("imagenet", root)  # 1,000 class folders in train/ and val/, the same names
     assert summary["images"] == 1000 and summary["classes"] == 1000 and summary["quality"] == 90
     files = sorted((folder / "train").glob("*/*.JPEG"))
-    assert len(files) == 1000 and files[0].parent.name == "n00000000" and len(list((folder / "val").glob("*/*"))) == 1000
+    assert len(files) == 1000 and files[0].parent.name == "n00000000"
+    assert len(list((folder / "val").glob("*/*"))) == 1000
     small = FolderSpec(classes=3, per_class=2, long_side=40, long_min=24)
     one, two = (write_imagenet_folder(tmp_path / d, small, processes=p) for d, p in (("a", 1), ("b", 2)))
     files = sorted(p.relative_to(tmp_path / "a") for p in (tmp_path / "a").rglob("*.JPEG"))
@@ -48,7 +50,8 @@ def test_sizes_and_bytes_are_those_of_imagenets_training_images(tmp_path):
     sizes = [image_size(rng, FolderSpec()) for _ in range(4000)]
     widths, heights = zip(*sizes)
     assert 380 < sum(widths) / 4000 < 440 and 330 < sum(heights) / 4000 < 380  # about 400x350
-    assert sum(w < h for w, h in sizes) / 4000 == pytest.approx(0.25 * 0.85, abs=0.03)  # a quarter portrait, squares aside
+    # a quarter portrait, squares aside
+    assert sum(w < h for w, h in sizes) / 4000 == pytest.approx(0.25 * 0.85, abs=0.03)
     assert sum(max(s) == 500 for s in sizes) / 4000 == pytest.approx(0.6, abs=0.03)
     summary = write_imagenet_folder(tmp_path, FolderSpec(classes=4), processes=1)
     per_pixel = summary["mean_bytes"] / (summary["mean_width"] * summary["mean_height"])
@@ -97,7 +100,8 @@ def test_on_a_cpu_the_cpu_path_runs_and_the_gpu_paths_say_why_not():
     (True, 0.62, "no run path keeps the GPU fed: the fastest, decode_cuda, at 0.62x the model-only rate; goal >= 0.9x"),
 ])
 def test_the_chosen_path_is_judged_against_the_goal_on_a_gpu_only(judged, ratio, expected):
-    paths = {"decode_cpu": {"images_per_s": 10.0}, "decode_cuda": {"images_per_s": 62.0}, "dali": {"images_per_s": 99.0}}
+    paths = {"decode_cpu": {"images_per_s": 10.0}, "decode_cuda": {"images_per_s": 62.0},
+             "dali": {"images_per_s": 99.0}}
     assert ip.choose(paths) == "decode_cuda"  # DALI is faster, but not a path a run can take
     result = {"chosen": "decode_cuda", "chosen_ratio": ratio, "judged": judged, "goal": ip.GOAL}
     assert ip.verdict(result) == expected

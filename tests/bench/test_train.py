@@ -32,7 +32,8 @@ def test_engine_defaults_per_device_and_overrides(monkeypatch):
                               "REPRO_MOE_CONV": "fewest-macs"}).engine
     assert resolve_engine(cfg, CPU, switches) == Engine(channels_last=False, compile=False, dispatch="batched")
     explicit = bench_config("cifar10", 64, 32, 0, None)
-    explicit = explicit.__class__(**{**explicit.to_dict(), "head": {"name": "sparse_moe", "params": {"dispatch": "loop"}}})
+    explicit = explicit.__class__(**{**explicit.to_dict(),
+                                     "head": {"name": "sparse_moe", "params": {"dispatch": "loop"}}})
     assert resolve_engine(explicit, CPU, switches).dispatch is None  # a row's own choice is kept
     with pytest.raises(ValueError, match="REPRO_DISPATCH"):
         Settings.read({"REPRO_DISPATCH": "fused"})
@@ -50,7 +51,8 @@ def test_channels_last_and_batched_dispatch_leave_the_model_function_unchanged()
     assert conv.weight.is_contiguous(memory_format=torch.channels_last)
     x = torch.randn(8, 3, 32, 32)
     with torch.no_grad():
-        torch.testing.assert_close(fast(x.contiguous(memory_format=torch.channels_last)), plain(x), rtol=1e-4, atol=1e-5)
+        torch.testing.assert_close(fast(x.contiguous(memory_format=torch.channels_last)), plain(x),
+                                   rtol=1e-4, atol=1e-5)
 
 
 @pytest.mark.slow  # two dynamo compilations

@@ -87,7 +87,8 @@ def test_in_bands_from_negligible_to_near_parity():
     # The standard CIFAR head at 8.2%: above the dw one, but not negligible (the old rule tested only dw > std).
     no = evaluate(Claim("c", "s", "5.3", "in_bands", "analytic", params),
                   Evidence("table6", "table6", "smoke", metrics={"rows.std.rho": 0.082, "rows.dw.rho": 0.47}))
-    assert no.status == "not reproduced" and no.failed == ["band: rows.std.rho = 0.082 is outside 'negligible' [0, 0.01]"]
+    assert no.status == "not reproduced"
+    assert no.failed == ["band: rows.std.rho = 0.082 is outside 'negligible' [0, 0.01]"]
 
 
 def test_row_beyond_well_below_the_training_peak():
@@ -102,10 +103,12 @@ def test_row_beyond_well_below_the_training_peak():
 def test_recovering_the_majority_of_the_deficit_is_tested_per_seed():
     rows = {"ps": ("ps_row", "dense"), "soft": ("soft_row", "dense")}
     base = learned("ps_row", "dense", "soft_row")
-    most = {**base, "comparisons.ps.gap": gap([-0.6, -0.7, -0.5, -0.8]), "comparisons.soft.gap": gap([-40, -42, -39, -41])}
+    most = {**base, "comparisons.ps.gap": gap([-0.6, -0.7, -0.5, -0.8]),
+            "comparisons.soft.gap": gap([-40, -42, -39, -41])}
     v = _decide("recovers_share", most, rows, comparison="ps", deficit="soft", share=0.5)
     assert v.status == "reproduced" and v.measured["recovered"] == pytest.approx(1 - 0.65 / 40.5)
-    little = {**base, "comparisons.ps.gap": gap([-30, -31, -29, -32]), "comparisons.soft.gap": gap([-40, -42, -39, -41])}
+    little = {**base, "comparisons.ps.gap": gap([-30, -31, -29, -32]),
+              "comparisons.soft.gap": gap([-40, -42, -39, -41])}
     assert _decide("recovers_share", little, rows, comparison="ps", deficit="soft").status == "not reproduced"
     none = {**base, "comparisons.ps.gap": gap([0.1, 0.2]), "comparisons.soft.gap": gap([0.5, 0.4])}
     assert _decide("recovers_share", none, rows, comparison="ps", deficit="soft").status == "inconclusive"

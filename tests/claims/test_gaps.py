@@ -1,4 +1,5 @@
-"""Gap verdicts (repro.claims.gaps) on made-up records: reproduced; failed on sign; failed on significance; inconclusive."""
+"""Gap verdicts (repro.claims.gaps) on made-up records: reproduced; failed on sign; failed on significance;
+inconclusive."""
 
 import pytest
 
@@ -59,14 +60,17 @@ def test_magnitude_outside_the_seed_variance_tolerance():
 def test_all_seeds_must_share_the_sign_when_the_paper_says_all_did():
     all_pos = PaperValue("k2.gap", "4.6", printed="p=1.2x10^-4", sign="+", p=1.2e-4, n=5, positive_seeds=5)
     out = judge_gap(gap([1.2, 1.4, 1.1, 1.3, 1.5, 1.2, 1.3, -0.1, 1.6, 1.2]), all_pos)
-    assert out.status == "not reproduced" and out.failed == ["seeds: 9/10 seeds share the sign; the paper reports all 5"]
+    assert out.status == "not reproduced"
+    assert out.failed == ["seeds: 9/10 seeds share the sign; the paper reports all 5"]
 
 
 def test_sign_only_claims_and_the_rule_end_to_end():
-    claim = Claim("c", "s", "4.2", "gap_matches_paper", "empirical", {"comparison": "std_h2048", "paper": "std_h2048.gap"})
+    claim = Claim("c", "s", "4.2", "gap_matches_paper", "empirical",
+                  {"comparison": "std_h2048", "paper": "std_h2048.gap"})
 
     def verdict(diffs):
-        ev = Evidence("table1", "table1", "smoke", metrics={"comparisons.std_h2048.gap": gap(diffs), **learned("m", "d")},
+        ev = Evidence("table1", "table1", "smoke",
+                      metrics={"comparisons.std_h2048.gap": gap(diffs), **learned("m", "d")},
                       comparison_rows={"std_h2048": ("m", "d")})
         return evaluate(claim, ev)
 
@@ -85,7 +89,8 @@ def test_a_finding_the_paper_itself_found_not_significant_needs_only_its_directi
     assert judge_gap(gap([-0.4, 0.3]), tiny_w2).status in ("inconclusive", "not reproduced")
 
 
-@pytest.mark.parametrize("gaps,status", [([-2, -1, 1, 2, 3, 4], "reproduced"), ([-2, 3, -1, 2, 1, 4], "not reproduced")])
+@pytest.mark.parametrize("gaps,status", [([-2, -1, 1, 2, 3, 4], "reproduced"),
+                                         ([-2, 3, -1, 2, 1, 4], "not reproduced")])
 def test_monotonic_in_rho(gaps, status):
     comps = [f"c{i}" for i in range(6)]
     metrics = {}
@@ -119,10 +124,12 @@ def _gap_difference(k2, k1, dense):
 
     accs = lambda xs: {s: x / 100 for s, x in enumerate(xs)}  # noqa: E731
     metrics = {"comparisons.k2.gap": paired_gap(accs(k2), accs(dense)).to_dict(),
-               "comparisons.k1.gap": paired_gap(accs(k1), accs(dense)).to_dict(), **learned("k2_moe", "k1_moe", "dense")}
+               "comparisons.k1.gap": paired_gap(accs(k1), accs(dense)).to_dict(),
+               **learned("k2_moe", "k1_moe", "dense")}
     ev = Evidence("table5", "table5", "smoke", metrics=metrics, kind="paper",
                   comparison_rows={"k2": ("k2_moe", "dense"), "k1": ("k1_moe", "dense")})
-    c = Claim("r", "s", "4.6", "gap_difference", "empirical", {"comparison": "k2", "minus": "k1", "paper": "k2_vs_k1.reversal"})
+    c = Claim("r", "s", "4.6", "gap_difference", "empirical",
+              {"comparison": "k2", "minus": "k1", "paper": "k2_vs_k1.reversal"})
     return evaluate(c, ev)
 
 

@@ -41,7 +41,8 @@ def test_one_seed_is_judged_by_the_margin_alone():
     assert not learning(_ev({"rows.a.accuracy": {0: 0.14}, "rows.a.chance": 0.10}), "a").learned
 
 
-GAP_CLAIM = Claim("c", "s", "4.2", "gap_matches_paper", "empirical", {"comparison": "std_h2048", "paper": "std_h2048.gap"})
+GAP_CLAIM = Claim("c", "s", "4.2", "gap_matches_paper", "empirical",
+                  {"comparison": "std_h2048", "paper": "std_h2048.gap"})
 
 
 def test_a_chance_level_baseline_gives_inconclusive():
@@ -99,4 +100,5 @@ def test_soft_moe_collapse_still_needs_a_learned_baseline():
     claim = next(c for c in table8.claims if c.id == "soft_batch_axis_collapses_c100")
     soft, dense = [0.010, 0.011, 0.009], [0.011, 0.010, 0.012]
     v = evaluate(claim, _collapse_evidence(table8, soft, dense))
-    assert v.status == "inconclusive" and v.failed[0].startswith("learned: c100_dense did not learn (1.10% vs chance 1.00%")
+    assert v.status == "inconclusive"
+    assert v.failed[0].startswith("learned: c100_dense did not learn (1.10% vs chance 1.00%")

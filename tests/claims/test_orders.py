@@ -29,7 +29,8 @@ def _tight(*means):
 
 def test_sign_follows_rho_refuses_gaps_that_are_all_negative():
     # Six clearly negative gaps: no sign change with rho. The old rule read "no '+-' in the signs" and passed.
-    v = _decide("sign_follows_rho", _ev(_tight(-3, -2.5, -2, -1.5, -1, -0.5)), comparisons=tuple(f"c{i}" for i in range(6)))
+    v = _decide("sign_follows_rho", _ev(_tight(-3, -2.5, -2, -1.5, -1, -0.5)),
+                comparisons=tuple(f"c{i}" for i in range(6)))
     assert v.status == "not reproduced"
     assert v.failed == ["sign: no clearly positive gap"] and "the sign does not change with rho" in v.evidence
 
@@ -63,7 +64,8 @@ def test_gap_order_prints_the_measured_relation_not_the_expected_one():
 def test_gap_largest_allows_seed_noise():
     assert _decide("gap_largest", _ev(_tight(5, 1, 2)), comparison="c0", others=("c1", "c2")).status == "reproduced"
     v = _decide("gap_largest", _ev(_tight(1, 5, 2)), comparison="c0", others=("c1", "c2"))
-    assert v.status == "not reproduced" and v.failed == ["order: c1 (+5.00pp) > c0 (+1.00pp)", "order: c2 (+2.00pp) > c0 (+1.00pp)"]
+    assert v.status == "not reproduced"
+    assert v.failed == ["order: c1 (+5.00pp) > c0 (+1.00pp)", "order: c2 (+2.00pp) > c0 (+1.00pp)"]
     noisy = _decide("gap_largest", _ev([[0.0, 4.0, 2.0], [1.0, 4.0, 2.5]]), comparison="c0", others=("c1",))
     assert noisy.status == "inconclusive"
 

@@ -25,14 +25,17 @@ def test_may_collapse_names_a_treatment_the_claim_compares():
         "claims[0].may_collapse: 'dense' is a baseline of this claim: a baseline must have learned"]
     assert _problems(comparisons=("per_sample",), may_collapse=("soft",)) == [
         "claims[0].may_collapse: 'soft' is not a treatment row this claim compares; treatments: per_sample"]
-    assert _problems(comparisons=("soft",), may_collapse=("sofft",))[0] == "claims[0].may_collapse: no row 'sofft' (did you mean 'soft'?)"
+    assert (_problems(comparisons=("soft",), may_collapse=("sofft",))[0]
+            == "claims[0].may_collapse: no row 'sofft' (did you mean 'soft'?)")
 
 
 def test_metric_paths_are_checked_with_the_results_vocabulary():
     assert _problems(comparisons=("soft",), metrics=("rows.soft.rho",)) == []
-    assert _problems(comparisons=("soft",), metrics=("rows.sof.rho",)) == ["claims[0].metrics: no row 'sof' (did you mean 'soft'?)"]
+    assert (_problems(comparisons=("soft",), metrics=("rows.sof.rho",))
+            == ["claims[0].metrics: no row 'sof' (did you mean 'soft'?)"])
     (bad,) = _problems(comparisons=("soft",), metrics=("rows.soft.rhoo",))
-    assert bad.startswith("claims[0].metrics: unknown metric 'rhoo' in 'rows.soft.rhoo'; allowed:") and "(did you mean 'rho'?)" in bad
+    assert bad.startswith("claims[0].metrics: unknown metric 'rhoo' in 'rows.soft.rhoo'; allowed:")
+    assert "(did you mean 'rho'?)" in bad
     (shape,) = _problems(comparisons=("soft",), metrics=("soft.rho",))
     assert shape == "claims[0].metrics: expected 'rows.<id>.<metric>' or 'comparisons.<id>.<metric>', got 'soft.rho'"
 

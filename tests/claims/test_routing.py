@@ -12,7 +12,8 @@ from .helpers import gap, learned
 
 
 def _ev(metrics, rows):
-    return Evidence("table4", "table4", "full", metrics={**metrics, **learned(*{r for pair in rows.values() for r in pair})},
+    return Evidence("table4", "table4", "full",
+                    metrics={**metrics, **learned(*{r for pair in rows.values() for r in pair})},
                     comparison_rows=rows)
 
 

@@ -24,8 +24,10 @@ def test_approximate_values_get_a_full_unit():
 
 
 def test_matches_paper_evidence_text_and_numbers():
-    v = evaluate(claim("matches_paper", metric="rows.r18_head.rho", paper="r18_head.rho"), ev(rows__r18_head__rho=0.000592))
-    assert v.evidence == "measured 0.0592% vs reported 0.06% (tolerance ±0.005%: half a unit in the last printed digit)"
+    v = evaluate(claim("matches_paper", metric="rows.r18_head.rho", paper="r18_head.rho"),
+                 ev(rows__r18_head__rho=0.000592))
+    assert v.evidence == ("measured 0.0592% vs reported 0.06% "
+                          "(tolerance ±0.005%: half a unit in the last printed digit)")
     assert v.measured == {"rows.r18_head.rho": 0.000592} and v.reported == {"r18_head.rho": "0.06%"}
 
 
@@ -47,7 +49,8 @@ def test_compare_with_another_metric_and_with_a_paper_value():
 
 def test_compare_needs_exactly_one_bound():
     with pytest.raises(ValueError, match="exactly one of bound, other, paper"):
-        evaluate(claim("compare", metric="rows.a.rho", relation=">", bound=0.1, other="rows.b.rho"), ev(rows__a__rho=0.2))
+        evaluate(claim("compare", metric="rows.a.rho", relation=">", bound=0.1, other="rows.b.rho"),
+                 ev(rows__a__rho=0.2))
 
 
 def test_ratio_matches_paper():

@@ -1,4 +1,5 @@
-"""repro.cost.claim_cost: a claim costs what the cost model prices for the rows it reads, labelled as the model labels it."""
+"""repro.cost.claim_cost: a claim costs what the cost model prices for the rows it reads, labelled as the model
+labels it."""
 
 import dataclasses
 
@@ -51,7 +52,8 @@ def test_a_claim_costs_the_runs_of_the_rows_it_reads(fixed):
     two_rows = build_plan(dataclasses.replace(m, rows=m.rows[:2]), "full")
     assert one.device_seconds == pytest.approx(model.cost([two_rows]).device_seconds)
     assert (one.kind, one.device_basis) == ("gpu", "reference")
-    assert one.text().endswith("(6 runs, reference)") and one.text().startswith(est.device_time(one.device_seconds, "gpu"))
+    assert one.text().endswith("(6 runs, reference)")
+    assert one.text().startswith(est.device_time(one.device_seconds, "gpu"))
 
 
 def test_a_claim_on_counts_alone_costs_its_counting_at_the_rate_and_basis_given(fixed):

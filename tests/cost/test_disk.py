@@ -20,7 +20,8 @@ PROFILES = {
 
 def _manifest(rows):
     return inline_manifest({
-        "id": "t", "title": "T", "paper_ref": "Table 1", "description": "d", "paper_table": "table1", "profiles": PROFILES,
+        "id": "t", "title": "T", "paper_ref": "Table 1", "description": "d", "paper_table": "table1",
+        "profiles": PROFILES,
         "rows": [{"id": i, "label": i, "dataset": d, "measures": ["accuracy"], "backbone": {"name": "cifar_standard"},
                   "head": {"name": "dense", "hidden": [h]}} for i, d, h in rows],
     })

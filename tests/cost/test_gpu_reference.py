@@ -78,7 +78,8 @@ def _bench_doc(data_s_per_value=1e-8):
 
 
 def _gpu_manifest():
-    rows = [("s1", "cifar10", "cifar_standard"), ("s2", "cifar100", "cifar_standard"), ("d1", "cifar10", "cifar_depthwise")]
+    rows = [("s1", "cifar10", "cifar_standard"), ("s2", "cifar100", "cifar_standard"),
+            ("d1", "cifar10", "cifar_depthwise")]
     return inline_manifest({
         "id": "t", "title": "T", "paper_ref": "Table 1", "description": "d", "paper_table": "table1",
         "profiles": {"full": {"description": "f", "evidence": "pipeline", "device": "cuda", "seeds": 1, "epochs": 2,

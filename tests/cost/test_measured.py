@@ -41,8 +41,8 @@ def test_records_give_seconds_threads_and_cpu_time(tmp_path):
     runs.mkdir()
     a, b, c, d = (_cfg(e, 128, 128, seed) for e, seed in ((1, 0), (1, 1), (2, 0), (3, 0)))
     (runs / f"{a.hash}.json").write_text(json.dumps(_record(a, "t1/row seed 0", 10, 5.0, cpu=4.0)))
-    (runs / f"{b.hash}.json").write_text(json.dumps(_record(b, "t1/row seed 1", 10, 5.0,
-                                                            timings={"run": {"cpu_s": 3.0}})))  # repro.results.timings' form
+    (runs / f"{b.hash}.json").write_text(json.dumps(_record(b, "t1/row seed 1", 10, 5.0,  # repro.results.timings' form
+                                                            timings={"run": {"cpu_s": 3.0}})))
     (runs / f"{c.hash}.json").write_text(json.dumps(_record(c, "t1/row seed 0", 10, 5.0, resumed_from_epoch=1)))
     (runs / f"{d.hash}.json").write_text("{truncated")
     (runs / f"{d.hash}.failed.json").write_text("{}")

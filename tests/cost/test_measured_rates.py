@@ -44,7 +44,8 @@ def _input(chosen="decode_cuda", rate=400.0):
 def _doc(device="NVIDIA Test GPU", inputs=True):
     checks = [_train("train/imagenet/t.moe", MOE, 100.0), _train("dense_twin/imagenet/t.dense", R18, 1000.0,
                                                                   "dense_twin")]
-    return {"schema": gpu_reference.SCHEMA, "dry_run": False, "device": {"name": device}, "settings": {"warmup_steps": 0},
+    return {"schema": gpu_reference.SCHEMA, "dry_run": False, "device": {"name": device},
+            "settings": {"warmup_steps": 0},
             "started": "2026-12-20T10:00:00+00:00", "manifests": {"t": {"check": "train/imagenet/t.moe"}},
             "checks": checks + ([_input()] if inputs else [])}
 
@@ -140,6 +141,7 @@ def test_the_input_path_a_gpus_check_chose_is_its_runs_default(tmp_path):
     assert input_choice.measured_path("NVIDIA H200", path) == "decode_cuda"
     assert input_choice.measured_path("NVIDIA L4", path) is None
     path.write_text(json.dumps({"gpus": {"NVIDIA H200": {"path": "nvdec"}}}))
-    with pytest.raises(input_choice.InputChoiceError, match=r"input_paths.json: key 'gpus.NVIDIA H200.path': "
-                                                            r"expected one of pil, decode_cpu, decode_cuda, got 'nvdec'"):
+    with pytest.raises(input_choice.InputChoiceError,
+                       match=r"input_paths.json: key 'gpus.NVIDIA H200.path': "
+                             r"expected one of pil, decode_cpu, decode_cuda, got 'nvdec'"):
         input_choice.measured_path("NVIDIA H200", path)

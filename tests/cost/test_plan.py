@@ -95,7 +95,8 @@ def test_every_empirical_training_claim_is_priced(needs):
     manifests, ns = needs
     expected = {f"{m.id}/{c.id}" for m in manifests for c in m.claims
                 if c.scope == "empirical" and pl.rows_read(m, c)}
-    readings = {f"{m.id}/reading:{r.reading}" for m in manifests for r in m.rows if r.reading and "accuracy" in r.measures}
+    readings = {f"{m.id}/reading:{r.reading}" for m in manifests for r in m.rows
+                if r.reading and "accuracy" in r.measures}
     # 57 empirical claims: 54 until table4's per-sample ImageNet claim became table8's, shown in table4; then 53, and
     # the epoch-1 accuracy and w=0.72 routing findings gained four. 17 trained alternatives: Table 1's h = 512 three
     # and Table 5's two, and the twelve of the eight readings that change only training (eleven on Table 1's h = 128,

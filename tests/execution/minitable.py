@@ -1,4 +1,5 @@
-"""A tiny training table (two rows, two seeds, synthetic data, one claim) for the tests that run `repro` as a process."""
+"""A tiny training table (two rows, two seeds, synthetic data, one claim) for the tests that run `repro` as a
+process."""
 
 import os
 import re
@@ -88,9 +89,10 @@ def _terminal_signals() -> None:
 
 
 def repro(results: Path, env: dict, *args: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "repro", "mini", "--results-dir", str(results), "--jobs", "1", *args],
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
-                            preexec_fn=_terminal_signals)
+    return subprocess.Popen([sys.executable, "-m", "repro", "mini", "--results-dir", str(results), "--jobs", "1",
+                             *args],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True, preexec_fn=_terminal_signals)
 
 
 def counts(output: str) -> tuple[int, int, int]:

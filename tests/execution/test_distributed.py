@@ -53,7 +53,8 @@ def test_gpus_per_run_relaunches_the_command_under_torchrun():
     from repro.runtime.distributed import torchrun_command
 
     head = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=4", "-m", "repro"]
-    assert torchrun_command(["run", "table6", "--gpus-per-run", "4", "-p", "full"], 4) == head + ["run", "table6", "-p", "full"]
+    assert (torchrun_command(["run", "table6", "--gpus-per-run", "4", "-p", "full"], 4)
+            == head + ["run", "table6", "-p", "full"])
     assert torchrun_command(["table6", "--gpus-per-run=4"], 4) == head + ["table6"]
 
 
@@ -192,12 +193,14 @@ def test_two_processes_give_the_one_process_record(runs):
     worst["weights"] = max((w1[k].float() - w2[k].float()).abs().max().item() for k in w1)
     print("max |1 process - 2 processes|:", worst)
     assert 0 < worst["weights"] < 1e-4  # Adam (lr 1e-3) turns rounding in near-zero gradients into ~1e-5 steps
-    assert one["metrics"]["accuracy"] == pytest.approx(two["metrics"]["accuracy"], abs=1 / PROFILE.test_samples + 1e-9)  # one image
+    assert one["metrics"]["accuracy"] == pytest.approx(two["metrics"]["accuracy"],
+                                                       abs=1 / PROFILE.test_samples + 1e-9)  # one image
 
 
 @pytest.mark.slow
 def test_a_two_process_run_stopped_after_an_epoch_resumes_to_the_same_record(runs):
-    """Rank 0's checkpoint, loaded on both ranks, continues the run bit for bit (a fixed world adds in a fixed order)."""
+    """Rank 0's checkpoint, loaded on both ranks, continues the run bit for bit (a fixed world adds in a fixed
+    order)."""
     folder, _, two = runs
     assert _two(_cfg(), folder, "cut", stop_after=1) == {"stopped_after": 1}
     state = torch.load(folder / "cut.ckpt", weights_only=True)

@@ -89,7 +89,8 @@ def test_each_slot_process_is_pinned_to_its_device(tmp_path):
     slots = [Slot("gpu0/0", {"CUDA_VISIBLE_DEVICES": "0"}), Slot("gpu1/0", {"CUDA_VISIBLE_DEVICES": "1"}),
              Slot("gpu0/1", {"CUDA_VISIBLE_DEVICES": "0"})]
     cfgs = [_cfg(s) for s in range(3)]
-    outcomes = run_local(ExecutionRequest(tuple(RunRequest(c, str(c.seed)) for c in cfgs), tmp_path, "cpu"), slots=slots)
+    outcomes = run_local(ExecutionRequest(tuple(RunRequest(c, str(c.seed)) for c in cfgs), tmp_path, "cpu"),
+                         slots=slots)
     assert [o.state for o in outcomes] == [RunState.TRAINED] * 3
     records = {o.run_hash: o.record for o in outcomes}
     executors = [records[c.hash]["provenance"]["executor"] for c in cfgs]

@@ -45,7 +45,8 @@ def test_the_run_trains_on_its_threads_in_this_process_and_in_a_worker_alike(tmp
     """The local executor's two kinds of slot (the command's process, a pool worker) train a 2-thread run on
     2 threads, whatever the process itself uses, and so write the same numbers."""
     cfg = resolve(SPARSE, replace(PROFILE, threads=2), seed=1)
-    here = run_local(ExecutionRequest((RunRequest(cfg, "moe"),), tmp_path / "here", "cpu"), slots=[Slot("cpu", in_process=True)])
+    here = run_local(ExecutionRequest((RunRequest(cfg, "moe"),), tmp_path / "here", "cpu"),
+                     slots=[Slot("cpu", in_process=True)])
     worker = run_local(ExecutionRequest((RunRequest(cfg, "moe"),), tmp_path / "worker", "cpu"), slots=[Slot("cpu/0")])
     assert [o.state for o in here + worker] == [RunState.TRAINED] * 2
     assert [o.record["provenance"]["reproducibility"]["threads"] for o in here + worker] == [2, 2]
@@ -53,8 +54,9 @@ def test_the_run_trains_on_its_threads_in_this_process_and_in_a_worker_alike(tmp
 
 
 def test_a_record_from_before_thread_counts_named_a_run_is_reused_only_at_its_own_count(tmp_path, capsys):
-    """Records written before `threads` was a config key keep their hash at one thread (repro.plan.run_config.LATER_DEFAULTS);
-    their CPU device label says what they trained on, and one trained on another count is redone."""
+    """Records written before `threads` was a config key keep their hash at one thread
+    (repro.plan.run_config.LATER_DEFAULTS); their CPU device label says what they trained on, and one trained on
+    another count is redone."""
     cfg = config()
     old = record(cfg)
     old["config"] = {k: v for k, v in old["config"].items() if k not in ("threads", "deterministic")}

@@ -20,8 +20,8 @@ from repro.train.loop import NonFiniteLoss, train_run
 pytestmark = pytest.mark.slow  # every test here trains runs
 EVERY_EPOCH = Settings(checkpoint_seconds=0.0)  # a checkpoint after every epoch: the runs here are killed after one
 
-PROFILE = Profile(description="test", evidence="pipeline", seeds=1, epochs=3, data="synthetic", train_samples=128, test_samples=64,
-                  batch_size=32, max_image_size=16, pretrained=False)
+PROFILE = Profile(description="test", evidence="pipeline", seeds=1, epochs=3, data="synthetic", train_samples=128,
+                  test_samples=64, batch_size=32, max_image_size=16, pretrained=False)
 
 
 def _row(head="dense", **params):
@@ -95,7 +95,8 @@ def test_resume_after_an_interruption_gives_the_same_record(tmp_path, head, para
 
 def test_non_finite_loss_stops_the_run_without_a_record(tmp_path, monkeypatch):
     cfg = resolve(_row(), PROFILE, seed=0)
-    monkeypatch.setattr(torch.nn.functional, "cross_entropy", lambda *a, **k: torch.tensor(float("nan"), requires_grad=True))
+    monkeypatch.setattr(torch.nn.functional, "cross_entropy",
+                        lambda *a, **k: torch.tensor(float("nan"), requires_grad=True))
     with pytest.raises(NonFiniteLoss, match="epoch 1"):
         run_one(RunRequest(cfg, "r"), tmp_path, "cpu", None)
     assert not record_path(tmp_path, cfg).exists()

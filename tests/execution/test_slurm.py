@@ -72,7 +72,8 @@ def _numbers(results):
     out = {}
     for path in (results / "runs").glob("*.json"):
         r = json.loads(path.read_text())
-        out[path.stem] = (r["metrics"], r["routing"], [{k: v for k, v in h.items() if k != "seconds"} for h in r["history"]],
+        out[path.stem] = (r["metrics"], r["routing"],
+                          [{k: v for k, v in h.items() if k != "seconds"} for h in r["history"]],
                           r["provenance"]["reproducibility"]["threads"])
     return out
 

@@ -41,7 +41,8 @@ def test_each_state_from_the_files_of_a_run(tmp_path):
     _write(tmp_path, f"{c.hash}.failed.json", {"error": "RuntimeError: width must be positive\ntraceback",
                                                "executor": {"host": "n3"}, "time": NOW - 50})
     failed = run_line(tmp_path, c, "t/c", SETTINGS, NOW)
-    assert (failed.state, failed.detail) == ("failed", "failed in another process (on n3): RuntimeError: width must be positive")
+    assert (failed.state, failed.detail) == ("failed",
+                                             "failed in another process (on n3): RuntimeError: width must be positive")
 
     _write(tmp_path, f"{d.hash}.lock", {**holder, "started": NOW - 1000}, mtime=NOW - 100)  # no heartbeat for 100 s
     _write(tmp_path, f"{d.hash}.ckpt", "x")

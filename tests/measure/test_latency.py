@@ -43,12 +43,15 @@ def _mini_manifest():
         "comparisons": [{"id": "cifar100_sparse_loop", "label": "loop over dense", "row": "cifar100_sparse_loop",
                          "baseline": "cifar100_dense"}],
         "claims": [
-            {"id": "grows", "statement": "s", "section": "5", "scope": "analytic", "kind": "self-test", "rule": "scales_with_experts",
+            {"id": "grows", "statement": "s", "section": "5", "scope": "analytic", "kind": "self-test",
+             "rule": "scales_with_experts",
              "metrics": ["rows.cifar100_sparse_loop.op_calls", "rows.loop_e4.op_calls"], "expect": "grows"},
-            {"id": "flat", "statement": "s", "section": "5", "scope": "analytic", "kind": "self-test", "rule": "scales_with_experts",
+            {"id": "flat", "statement": "s", "section": "5", "scope": "analytic", "kind": "self-test",
+             "rule": "scales_with_experts",
              "metrics": ["rows.batched_e2.op_calls", "rows.batched_e4.op_calls"], "expect": "constant"},
             {"id": "ratio", "statement": "s", "section": "5", "scope": "gpu", "rule": "within_factor",
-             "metric": "comparisons.cifar100_sparse_loop.model_slowdown", "paper": "cifar100_sparse_loop.model_slowdown"},
+             "metric": "comparisons.cifar100_sparse_loop.model_slowdown",
+             "paper": "cifar100_sparse_loop.model_slowdown"},
         ],
     }
     return inline_manifest(doc, "lat")
@@ -126,8 +129,10 @@ def test_within_factor_and_gpu_scope():
 
 def test_ordered_and_largest():
     ordered = _claim("ordered", metrics=("comparisons.a.model_slowdown", "comparisons.b.model_slowdown"))
-    assert evaluate(ordered, _ev(**{"comparisons.a.model_slowdown": 9.0, "comparisons.b.model_slowdown": 3.0})).status == "reproduced"
-    assert evaluate(ordered, _ev(**{"comparisons.a.model_slowdown": 3.0, "comparisons.b.model_slowdown": 3.0})).status == "not reproduced"
+    apart = {"comparisons.a.model_slowdown": 9.0, "comparisons.b.model_slowdown": 3.0}
+    tied = {"comparisons.a.model_slowdown": 3.0, "comparisons.b.model_slowdown": 3.0}
+    assert evaluate(ordered, _ev(**apart)).status == "reproduced"
+    assert evaluate(ordered, _ev(**tied)).status == "not reproduced"
     largest = _claim("largest", row="a", rows=("b", "c"), row_metric="model_latency_ms")
     times = {"rows.a.model_latency_ms": 36.0, "rows.b.model_latency_ms": 0.25, "rows.c.model_latency_ms": 7.4}
     assert evaluate(largest, _ev(**times)).status == "reproduced"
@@ -145,7 +150,8 @@ def test_scales_with_experts_on_hand_made_counts():
     slow = {**linear, "rows.e4.op_calls": 55, "rows.e8.op_calls": 56}  # rises, but < 4 per expert
     assert evaluate(grows, _ev("cpu", **slow)).failed[0].startswith("slope")
     flat = _claim("scales_with_experts", "analytic", metrics=paths, expect="constant")
-    assert evaluate(flat, _ev("cpu", **{**linear, "rows.e4.op_calls": 54, "rows.e8.op_calls": 54})).status == "reproduced"
+    assert (evaluate(flat, _ev("cpu", **{**linear, "rows.e4.op_calls": 54, "rows.e8.op_calls": 54})).status
+            == "reproduced")
     assert evaluate(flat, _ev("cpu", **linear)).status == "not reproduced"
     same_e = {**linear, "rows.e4.num_experts": 2, "rows.e8.num_experts": 2}
     assert evaluate(grows, _ev("cpu", **same_e)).status == "not run"

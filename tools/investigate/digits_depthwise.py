@@ -92,7 +92,8 @@ def main() -> None:
             r = scale_report(bb, how)
             relu = [f"{s:.3g}" for n, s in r["acts"]]
             print(f"{bb:16s} {how:18s} feat std {r['feat_std']:.3g}  input-driven share {r['input_share']:.2e}  "
-                  f"|grad| first conv {r['grads'][0][1]:.3g} last conv {r['grads'][-1][1]:.3g}  head {r['head_grad']:.3g}")
+                  f"|grad| first conv {r['grads'][0][1]:.3g} last conv {r['grads'][-1][1]:.3g}  "
+                  f"head {r['head_grad']:.3g}")
             print("    std after each conv and ReLU, in order:", " ".join(relu))
     if args.quick:
         return

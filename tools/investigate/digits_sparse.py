@@ -122,8 +122,10 @@ def main() -> None:
             if reading is None:
                 row += " - | - | - | - |"
             else:
-                row += (f" {rs[0]['usage_last']}; {rs[1]['usage_last']} | {rs[0]['forced_last']}, {rs[1]['forced_last']}"
-                        f" | {rs[0]['moved_last']}, {rs[1]['moved_last']} | {rs[0]['test_usage']}; {rs[1]['test_usage']} |")
+                row += (f" {rs[0]['usage_last']}; {rs[1]['usage_last']}"
+                        f" | {rs[0]['forced_last']}, {rs[1]['forced_last']}"
+                        f" | {rs[0]['moved_last']}, {rs[1]['moved_last']}"
+                        f" | {rs[0]['test_usage']}; {rs[1]['test_usage']} |")
             print(row, flush=True)
 
 
