@@ -146,8 +146,7 @@ def small_maps_cmd(batch: int = typer.Option(128, help="Images a step (the funct
                    steps: int = typer.Option(3, help="Training steps a round."), rounds: int = typer.Option(3),
                    threads: int = typer.Option(
                        1, help="CPU intra-op threads (a run's; the digit pretraining takes 2).")) -> None:
-    """Training steps of the functional profile's small-map backbones: torch's convolution against the small-map
-    paths."""
+    """Training steps of the functional profile's small-map backbones: torch's convolution against small-map paths."""
     from repro.bench.small_maps import bench_small_maps
     from repro.cli.common import print_grid, show
     from repro.core.terminal import Column, Grid
