@@ -9,7 +9,7 @@ from repro.models import Component, build_model
 from repro.models.cluster_routed import ClusterRoutedHead, SharedBasisExpertBank
 from repro.models.configs import ClusterRoutedConfig
 
-D, O = 2, 3
+D, O = 2, 3  # noqa: E741 (O: outputs, the legend's letter, repro/models/experts.py)
 
 
 def head(**kw) -> ClusterRoutedHead:

@@ -12,7 +12,6 @@ from test_compare import DENSE, MOE, invoke, make
 from repro.plan.manifest import load_all
 from repro.report.compare import compare_folders
 from repro.report.compare_claims import Spread
-from repro.results.measurements import Verdict
 
 
 def gap(differences):

@@ -1,7 +1,6 @@
 """Component configs refuse out-of-range values; the manifest layer reports each at its key path, all at once."""
 
 import math
-from pathlib import Path
 
 import pytest
 

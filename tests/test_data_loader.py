@@ -53,7 +53,9 @@ def test_a_split_smaller_than_a_batch_still_yields_it():
 
 def test_same_seed_same_batches_and_set_epoch_replays_an_epoch():
     images, labels = labelled_images(100)
-    make = lambda seed: TensorLoader(images, labels, 25, train=True, mean=MEAN, std=STD, seed=seed)
+    def make(seed):
+        return TensorLoader(images, labels, 25, train=True, mean=MEAN, std=STD, seed=seed)
+
     first, again, other = make(0), make(0), make(1)
     epochs = [[x for x, _ in first] for _ in range(3)]
     assert all(torch.equal(a, b) for a, b in zip(epochs[0], [x for x, _ in again]))
@@ -130,8 +132,10 @@ def test_batches_equal_the_image_by_image_reference_in_both_crop_forms(monkeypat
 
 def test_bf16_output_is_the_float32_batch_rounded_once():
     images, labels = labelled_images(48)
-    make = lambda dtype: TensorLoader(images, labels, 16, train=True, mean=MEAN, std=STD, seed=2, dtype=dtype,
-                                      channels_last=True)
+    def make(dtype):
+        return TensorLoader(images, labels, 16, train=True, mean=MEAN, std=STD, seed=2, dtype=dtype,
+                            channels_last=True)
+
     for (x32, y32), (x16, y16) in zip(make(torch.float32), make(torch.bfloat16)):
         assert x16.dtype == torch.bfloat16 and x16.is_contiguous(memory_format=torch.channels_last)
         assert torch.equal(x16, x32.to(torch.bfloat16)) and torch.equal(y16, y32)

@@ -39,7 +39,9 @@ def test_classes_are_fixed_by_the_dataset_name():
     # Same class, different split and seed: closer to each other than to another class.
     train, ytr = synthetic_tensors("cifar10", 2000, seed=0, image_size=16)  # 16 px: the same test, a quarter the pixels
     test, yte = synthetic_tensors("cifar10", 2000, seed=5, image_size=16, split="test")
-    mean = lambda x, y, k: x[y == k].float().mean(0)  # (C, H, W): the class's average image
+    def mean(x, y, k):
+        return x[y == k].float().mean(0)  # (C, H, W): the class's average image
+
     same = (mean(train, ytr, 3) - mean(test, yte, 3)).abs().mean()
     other = (mean(train, ytr, 3) - mean(test, yte, 4)).abs().mean()
     assert same < other / 3

@@ -7,7 +7,7 @@ from repro.models.flops import count_flops
 from repro.models import Component, build_model
 from repro.models.expert_choice import ExpertChoiceConfig, ExpertChoiceHead
 
-D, O = 4, 2
+D, O = 4, 2  # noqa: E741 (O: outputs, the legend's letter, repro/models/experts.py)
 
 
 def head(**kw) -> ExpertChoiceHead:

@@ -10,7 +10,7 @@ from repro.models import Component, build_model
 from repro.models.configs import ReluRoutedConfig
 from repro.models.relu_routed import NormSiLU, ReluRoutedHead
 
-D, E, O = 2, 3, 4
+D, E, O = 2, 3, 4  # noqa: E741 (O: outputs, the legend's letter, repro/models/experts.py)
 
 
 def head(**kw) -> ReluRoutedHead:

@@ -54,7 +54,6 @@ def test_figure_captions_name_each_datasets_setting_and_the_stand_in():
     from repro.plan.table_plan import build_plan
     from repro.report.figures import _profile_words
 
-    functional = find_manifest("table9").profiles["functional"]
     words = _profile_words("functional", build_plan(find_manifest("table9"), "functional"))
     assert "cifar100: 12 epochs, 8192 training images" in words and "imagenet: 4 epochs" in words
     assert "real digit scans standing in" in words

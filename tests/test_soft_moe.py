@@ -7,7 +7,7 @@ from repro.models.flops import count_flops
 from repro.models import Component, build_model
 from repro.models.soft_moe import SoftMoEConfig, SoftMoEHead
 
-D, O = 6, 3
+D, O = 6, 3  # noqa: E741 (O: outputs, the legend's letter, repro/models/experts.py)
 
 
 def head(**kw) -> SoftMoEHead:

@@ -13,7 +13,7 @@ from repro.models.aux_losses import entropy_loss, load_balance_loss
 from repro.models.capacity import capacity
 from repro.models.sparse_moe import SparseMoEConfig, SparseMoEHead
 
-D, O = 12, 5
+D, O = 12, 5  # noqa: E741 (O: outputs, the legend's letter, repro/models/experts.py)
 
 
 def head(**kw) -> SparseMoEHead:

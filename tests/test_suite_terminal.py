@@ -6,10 +6,10 @@ import subprocess
 import sys
 
 import pytest
-TERMINAL, TERMINAL_SIZE = ("COLUMNS", "LINES"), {"COLUMNS": "80", "LINES": "25"}
 
 from checkout import REPO_ROOT
 
+TERMINAL, TERMINAL_SIZE = ("COLUMNS", "LINES"), {"COLUMNS": "80", "LINES": "25"}
 # Tests that read a long error as one line; each failed under an exported COLUMNS=80 before the suite set the size.
 ONE_LINE_ERRORS = ("tests/test_compare.py::test_bad_input_is_one_line_and_exit_2",
                    "tests/test_manifest_validation.py::test_two_manifests_with_one_id_are_named_once_each")

@@ -11,7 +11,7 @@ from repro.models.configs import DenseHeadConfig, TeacherGuidedConfig
 from repro.models.heads import DenseHead
 from repro.models.teacher_guided import TeacherGuidedHead, use_dense_twin
 
-D, O = 2, 3
+D, O = 2, 3  # noqa: E741 (O: outputs, the legend's letter, repro/models/experts.py)
 
 
 def given_teacher() -> tuple[DenseHead, torch.Tensor]:

@@ -12,8 +12,7 @@ fails with fewer seeds than 80% power at the paper's effect size needs, the verd
 from __future__ import annotations
 
 import math
-import warnings
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any, Literal
 

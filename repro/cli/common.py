@@ -21,7 +21,6 @@ from typing import Iterable, Iterator, NoReturn
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 from rich.text import Text
 
 from repro.core import environment, terminal

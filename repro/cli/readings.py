@@ -30,7 +30,6 @@ def readings(ids: list[str] = typer.Argument(None, help="Manifest ids (default: 
     from repro.claims.under_readings import recounted_claims, reread_claims
     from repro.measure.reading_counts import readings_for
     from repro.report.readings_section import readings_summary
-    from repro.core.terminal import Column, Grid
 
     manifests = load_some(ids, manifests_dir)
     if verbose:

@@ -18,7 +18,8 @@ import torch
 
 from repro.data import cifar
 from repro.data.check_result import MD5_ACCEPTED, MD5_MISMATCH, MD5_VERIFIED, DataCheck
-from repro.data.layout import DataRefused, DatasetInvalid, how_to_fill, status  # DatasetInvalid: re-exported
+from repro.data.layout import DataRefused, how_to_fill, status
+from repro.data.layout import DatasetInvalid  # noqa: F401 (re-exported)
 from repro.data.specs import get_dataset
 
 BATCH = 8  # images decoded per split

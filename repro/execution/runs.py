@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from repro.execution.files import (  # noqa: F401  (re-exported)
     checkpoint_path, failure_path, load_record, record_path, remove_stale_temporaries, runs_dir,

@@ -18,7 +18,7 @@ import statistics
 import time
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Protocol
+from typing import Any, Callable, Protocol
 
 import torch
 

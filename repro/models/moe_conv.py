@@ -67,7 +67,7 @@ from repro.models.aux_losses import entropy_loss, load_balance_loss
 from repro.models.backbones import TorchvisionFeatures, torchvision_net
 from repro.models import small_maps
 from repro.models.base import RoutingHooks
-from repro.models.capacity import assign, capacity, dispatch_mask
+from repro.models.capacity import assign, capacity
 from repro.models.moe_conv_choice import RULES, choose, fewest_macs
 from repro.models.moe_conv_paths import PATHS, output_size
 from repro.models.configs import MoEConvBackboneConfig

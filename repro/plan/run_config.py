@@ -20,7 +20,7 @@ from typing import Any, Literal
 from repro.data.specs import get_dataset
 from repro.plan.manifest import Manifest, Row
 from repro.spec.profiles import Profile
-from repro.spec.recipes import RECIPES, Recipe  # the paper's, per dataset; importers of this module keep them
+from repro.spec.recipes import RECIPES  # the paper's, per dataset; importers of this module keep them
 from repro.models.weights import weights_for
 
 # Bump when a change to the training code changes what a run config produces:

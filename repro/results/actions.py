@@ -14,13 +14,12 @@ log that cannot be read is started again rather than stopping a command.
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import hashlib
 import os
 import shlex
 import sys
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 

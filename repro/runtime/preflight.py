@@ -67,7 +67,7 @@ def _check() -> str | None:
         return f"torch cannot be imported ({_first_line(exc)}); reinstall it:\n  {CPU_INSTALL}"
     fix = CPU_INSTALL if torch.version.cuda is None else CUDA_INSTALL
     try:
-        import torchvision
+        import torchvision  # noqa: F401 (its version, read through locals() below, names it in the error)
         from torchvision.ops import nms
 
         torch.nn.functional.conv2d(torch.zeros(1, 1, 3, 3), torch.zeros(1, 1, 1, 1))

@@ -1,6 +1,5 @@
 """repro.cost.estimate, repro.cost.calibration, repro.data.sizes: the cost model on fixtures of known size."""
 
-import json
 import os
 import subprocess
 import sys

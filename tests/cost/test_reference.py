@@ -96,7 +96,7 @@ def test_a_damaged_reference_names_the_key_and_falls_back_to_the_guess(tmp_path,
     assert guess.source.startswith("reference, not measured: 4 GMAC/s per core") and not guess.run_seconds
 
 
-A, B, O = 1 / 5e10, 0.02, 0.4  # s/MAC, s/step, s/run: what the records below are made with
+A, B, O = 1 / 5e10, 0.02, 0.4  # noqa: E741 (s/MAC, s/step, s/run: what the records below are made with)
 WHEN = dt.datetime(2026, 12, 4, 3, 0, tzinfo=dt.timezone.utc)
 
 

@@ -1,6 +1,5 @@
 """The files of a run in runs/: the temporary files a killed write leaves are removed when runs next start."""
 
-import json
 import os
 import socket
 import subprocess

@@ -2,7 +2,6 @@
 
 import pytest
 import submitit
-import typer
 from typer.testing import CliRunner
 
 from repro.execution.options import ExecutorOptions, SlurmOptions, options_from_cli, parse_params, parse_slurm_time

@@ -5,7 +5,6 @@ import ast
 import dataclasses
 import inspect
 import tomllib
-from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner

@@ -12,9 +12,7 @@ Adam, per initialisation and learning rate; the BatchNorm backbone as reference.
 from __future__ import annotations
 
 import argparse
-import math
 
-import torch
 import torch.nn.functional as F
 from torch import nn
 
@@ -56,7 +54,7 @@ def scale_report(backbone: str, how: str, seed: int = 0, params=None) -> dict:
     model = make(backbone, how, seed, params)
     model.train()
     x, y = next(iter(loaders(seed).train))
-    acts, names = [], []
+    acts = []
     hooks = []
     for name, m in model.backbone.named_modules():
         if isinstance(m, (nn.Conv2d, nn.ReLU)):
@@ -108,7 +106,7 @@ def main() -> None:
         ("cifar_depthwise", "he_separable", 1e-3, None),
         ("cifar_depthwise", "default", 1e-3, {"batch_norm": True}),
     ]
-    print(f"| backbone | init | lr | seed 0 | seed 1 | final train loss |")
+    print("| backbone | init | lr | seed 0 | seed 1 | final train loss |")
     print("|---|---|---|---|---|---|")
     for bb, how, lr, params in runs:
         accs, losses = [], []
