@@ -21,7 +21,7 @@ decided there (shown_verdicts): the headline and Holm's family count it once.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Iterable, Mapping
+from typing import Any, Collection, Iterable, Mapping
 
 from repro.claims.core import Evidence
 from repro.claims.references import COMPARISON_KEYS, PAPER_KEYS, PATH_KEYS, ROW_KEYS, param_refs
@@ -176,7 +176,7 @@ def _side(sign: str) -> str:
     return "above" if sign == "+" else "below"
 
 
-def check_paper_signs(manifest: Any, claim: Any, by_id: Mapping[str, Any], absent: Iterable[str] = ()) -> list[str]:
+def check_paper_signs(manifest: Any, claim: Any, by_id: Mapping[str, Any], absent: Collection[str] = ()) -> list[str]:
     """A separation rule over the paper's stated signs: each listed row names the settings it counts (their MoE
     row's dataset and components agree with it), each on the side its stated sign puts it; every stated setting
     of every table is counted by a listed row or excluded with a reason; a row whose own table states its sign
@@ -192,9 +192,9 @@ def check_paper_signs(manifest: Any, claim: Any, by_id: Mapping[str, Any], absen
             table, comp_id = split(setting)
             if table in absent:  # outside this folder: it counts nowhere here
                 continue
-            other = by_id.get(table)
+            other = by_id.get(table) if table is not None else None
             comp = next((c for c in other.comparisons if c.id == comp_id), None) if other is not None else None
-            if comp is None:
+            if other is None or comp is None:
                 out.append(f"settings.{row_id}: '{setting}' names no comparison of another manifest")
                 continue
             if setting not in signs:
@@ -284,10 +284,10 @@ def shown_verdicts(manifest: Any, decided: Mapping[str, tuple[Any, ManifestResul
     out = []
     for shown in getattr(manifest, "shows", ()):
         table, claim_id = split(shown)
-        home, result = decided.get(table, (None, None))
+        home, result = decided.get(table, (None, None)) if table is not None else (None, None)
         verdict = next((v for v in result.verdicts if v.claim == claim_id), None) if result is not None else None
         if verdict is not None:
-            out.append(dataclasses.replace(verdict, decided_in=table, failed=list(verdict.failed),
+            out.append(dataclasses.replace(verdict, decided_in=table or "", failed=list(verdict.failed),
                                            measured=dict(verdict.measured), reported=dict(verdict.reported)))
             continue
         claim = next((c for c in home.claims if c.id == claim_id), None) if home is not None else None

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from repro.claims.core import Evidence, Outcome, Rule, need, passed, pct
 from repro.claims.learned import MIN_LEARNED, learning
@@ -37,7 +37,7 @@ def near_chance(p: NearChance, ev: Evidence) -> Outcome:
     text = (f"{p.row}: {100 * lr.accuracy:.2f}% vs chance {100 * lr.chance:.2f}%; near-random: below "
             f"{100 * lr.needed:.2f}% (chance + {MIN_LEARNED:g} of the distance to 100%)")
     measured = {row_metric(p.row, "accuracy"): lr.accuracy, row_metric(p.row, "chance"): lr.chance}
-    learned = dict(must_have_learned=(p.baseline,))
+    learned: dict[str, Any] = dict(must_have_learned=(p.baseline,))
     if lr.accuracy < lr.needed:
         return Outcome("reproduced", text, [], measured, **learned)
     if lr.learned:
@@ -108,7 +108,7 @@ def row_beyond(p: RowBeyond, ev: Evidence) -> Outcome:
     text = (f"{p.row} {p.row_metric}: {100 * mean:.2f}pp over {n} seeds; claimed {p.relation} {100 * p.bound:g}pp"
             + (f" ({p.words})" if p.words else ""))
     measured = {row_metric(p.row, p.row_metric): xs}
-    learned = dict(must_have_learned=tuple(r for r in (p.row,) if r not in p.may_collapse))
+    learned: dict[str, Any] = dict(must_have_learned=tuple(r for r in (p.row,) if r not in p.may_collapse))
     if n < 2:
         return Outcome("inconclusive", text + " (one seed: no test)", ["seeds: need at least 2"], measured, **learned)
     pval, side = one_sided(xs, p.bound, p.relation)

@@ -106,15 +106,23 @@ class Rule:
 
 
 class ClaimLike(Protocol):
-    """The fields of repro.plan.manifest.Claim the claims layer reads (claims never import manifests)."""
+    """The fields of repro.plan.manifest.Claim the claims layer reads (claims never import manifests); read-only,
+    as a frozen dataclass's are."""
 
-    id: str
-    statement: str
-    section: str
-    rule: str
-    scope: str
-    params: dict[str, Any]
-    kind: str  # an analytic claim's: "printed", "property" or "self-test" (repro.claims.headline)
+    @property
+    def id(self) -> str: ...
+    @property
+    def statement(self) -> str: ...
+    @property
+    def section(self) -> str: ...
+    @property
+    def rule(self) -> str: ...
+    @property
+    def scope(self) -> str: ...
+    @property
+    def params(self) -> dict[str, Any]: ...
+    @property
+    def kind(self) -> str: ...  # an analytic claim's: "printed", "property" or "self-test" (repro.claims.headline)
 
 
 def need(ev: Evidence, path: str) -> Any:
@@ -140,7 +148,7 @@ def in_paper_units(value: float, pv: PaperValue) -> float:
 
 def from_paper_units(pv: PaperValue) -> float:
     """A reported value in the measured metric's own units (fractions for %)."""
-    return pv.value / 100 if pv.unit == "%" else pv.value
+    return pv.number / 100 if pv.unit == "%" else pv.number
 
 
 def fmt(value: float, pv: PaperValue) -> str:

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Iterable, Protocol
 
 from repro.claims.across import Others, shown_verdicts, with_tables
-from repro.claims.core import ClaimLike, Evidence
+from repro.claims.core import Evidence
 from repro.claims.stability import with_stability
 from repro.claims.under_readings import decide_readings
 from repro.claims.references import ManifestLike
@@ -41,10 +41,10 @@ from repro.results.measurements import READINGS_DETAIL, ManifestResult, load_res
 class DecidedManifest(ManifestLike, Protocol):
     """The fields of repro.plan.manifest.Manifest read here (claims never import manifests)."""
 
-    id: str
-    seeds: int | None
-    claims: Iterable[ClaimLike]
-    profiles: dict[str, Profile]
+    @property
+    def seeds(self) -> int | None: ...
+    @property
+    def profiles(self) -> dict[str, Profile]: ...
 
     def trained_datasets(self) -> tuple[str, ...]: ...
 
@@ -83,7 +83,8 @@ def decide_family(results: list[ManifestResult | None]) -> list[ManifestResult |
     """The results of one report (None: a table not run), each with Holm's adjustment over every
     significance-tested empirical verdict of them all (repro.results.family)."""
     adjusted, _ = holm_adjust(v for r in results if r is not None for v in r.verdicts)
-    out, at = [], 0
+    out: list[ManifestResult | None] = []
+    at = 0
     for r in results:
         if r is None:
             out.append(None)
@@ -106,7 +107,8 @@ def decide_all(entries: list[tuple[DecidedManifest, ManifestResult | None]]
     """decided_results on results already read: one profile's tables, each with its stored result or None."""
     manifests = [m for m, _ in entries]
     stored = {m.id: (m, r) for m, r in entries}
-    decided = {}  # in order: a table shows what an earlier one decided as decided here, as one decided in place did
+    # in order: a table shows what an earlier one decided as decided here, as one decided in place did
+    decided: dict[str, tuple[DecidedManifest, ManifestResult | None]] = {}
     for m in manifests:
         r = stored[m.id][1]
         decided[m.id] = (m, decide_table(m, r, {**stored, **decided}) if r is not None else None)
@@ -126,7 +128,8 @@ def decided_folder(folder: Folder, manifests: Iterable[DecidedManifest]) -> tupl
     undecided: list[str] = []
     for profile in dict.fromkeys(r.profile for r in folder.results):
         mine = {r.manifest_id: r for r in folder.results if r.profile == profile}
-        decided = {m.id: r for m, r in decide_all([(m, mine.get(m.id)) for m in manifests])}
+        # a table of this folder has a result, so its decided one is not None
+        decided = {m.id: r for m, r in decide_all([(m, mine.get(m.id)) for m in manifests]) if r is not None}
         for table, result in mine.items():
             if table in known:
                 results.append(decided[table])

@@ -78,7 +78,8 @@ def router_order_stable(p: RouterOrderStable, ev: Evidence) -> Outcome:
         measured[label] = {r: g["mean"] for r, g in zip(p.routers, gaps)}
     modal = Counter(order for _, order, _ in rows).most_common(1)[0][0]
     text = "order by mean gap: " + "; ".join(f"{c}: {' > '.join(o)}" for c, o, _ in rows)
-    broken, unclear = [], []
+    broken: list[str] = []
+    unclear: list[str] = []
     for comp, order, ties in rows:
         inv = _inverted(order, modal)
         if not inv:

@@ -21,7 +21,7 @@ from repro.claims.bands import one_sided
 from repro.claims.core import Evidence, NotRun, Outcome, Rule, need, paper, passed, pct, reported_gap, sign_word
 from repro.claims.orders import guarded
 from repro.spec.paper import PaperValue
-from repro.results.measurements import comparison_metric, row_metric
+from repro.results.measurements import Status, comparison_metric, row_metric
 
 ALPHA = 0.05
 
@@ -107,7 +107,7 @@ def judge_gap(gap: dict[str, Any], pv: PaperValue, alpha: float = ALPHA, band: B
             failures.append(Failure("magnitude", f"{100 * mean:+.2f}pp is outside {pv.value:+.2f} ± {tol:.2f}pp"))
         text += f"; magnitude tolerance ±{tol:.2f}pp"
     if pv.d is not None and sign_ok and n > 1 and sd:
-        text += _effect_size(gap, pv, failures)
+        text += _effect_size(gap, pv.d, failures)
     if band is not None and sign_ok:
         text += f"; band {band.text()}"
         _check_band(gap, band, failures)
@@ -131,17 +131,17 @@ def judge_gap(gap: dict[str, Any], pv: PaperValue, alpha: float = ALPHA, band: B
     return Outcome("not reproduced", text + power_note, failed, p_value=tested, tolerance=tol)
 
 
-def _effect_size(gap: dict[str, Any], pv: PaperValue, failures: list[Failure]) -> str:
+def _effect_size(gap: dict[str, Any], reported_d: float, failures: list[Failure]) -> str:
     """The measured d_z with its 95% CI; the reported d outside it is a failed part. Text for the evidence."""
     from repro.claims.stats import d_z_interval
 
     d = gap["mean"] / gap["sd"]
     # a bootstrap's resampled gap carries the interval, computed for every resample at once (repro.claims.stability)
     lo, hi = gap.get("d_ci95") or d_z_interval(d, gap["n"])
-    if not lo <= abs(pv.d) * (1 if d >= 0 else -1) <= hi:
-        failures.append(Failure("effect size", f"reported d={pv.d:g} is outside the measured d_z's 95% CI "
+    if not lo <= abs(reported_d) * (1 if d >= 0 else -1) <= hi:
+        failures.append(Failure("effect size", f"reported d={reported_d:g} is outside the measured d_z's 95% CI "
                                                f"[{lo:.2f}, {hi:.2f}]"))
-    return f"; d_z {d:.2f} (95% CI {lo:.2f} to {hi:.2f}) vs reported d={pv.d:g}"
+    return f"; d_z {d:.2f} (95% CI {lo:.2f} to {hi:.2f}) vs reported d={reported_d:g}"
 
 
 def _check_band(gap: dict[str, Any], band: Band, failures: list[Failure]) -> None:
@@ -236,7 +236,7 @@ def row_above(p: RowAbove, ev: Evidence) -> Outcome:
     if side == "undecided":
         failed.append(f"band: {p.baseline} {p.row_metric} {100 * mean:.2f}pp is not significantly below "
                       f"{100 * bound:g}pp")
-        status = "not reproduced" if out.status == "not reproduced" else "inconclusive"
+        status: Status = "not reproduced" if out.status == "not reproduced" else "inconclusive"
         return replace(out, status=status, evidence=text, failed=failed)
     return replace(out, evidence=text)
 
@@ -255,7 +255,7 @@ def _row_above(p: RowAbove, ev: Evidence) -> Outcome:
         reported = {p.paper: reported_gap(pv)}
         text += f"; reported: {pv.note or pv.printed}"
     significant = pval < ALPHA  # False for NaN (one seed, or no variance)
-    tested = dict(must_have_learned=tuple(r for r in (p.row, p.baseline) if r not in p.may_collapse),
+    tested: dict[str, Any] = dict(must_have_learned=tuple(r for r in (p.row, p.baseline) if r not in p.may_collapse),
                   p_value=None if math.isnan(pval) else pval)
     if diff > 0 and significant:
         return Outcome("reproduced", text, [], measured, reported, **tested)

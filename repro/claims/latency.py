@@ -65,7 +65,7 @@ class Largest:
 def largest(p: Largest, ev: Evidence) -> Outcome:
     top = need(ev, row_metric(p.row, p.row_metric))
     others = {r: need(ev, row_metric(r, p.row_metric)) for r in p.rows}
-    runner_up = max(others, key=others.get)
+    runner_up = max(others, key=others.__getitem__)
     failed = [f"{r}: {v:.4g} is not below {top:.4g}" for r, v in others.items() if not v < top]
     text = (f"{p.row_metric}: {p.row} {top:.4g}; "
             f"next {runner_up} {others[runner_up]:.4g} ({top / others[runner_up]:.2f}x)")

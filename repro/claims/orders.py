@@ -97,7 +97,8 @@ def _ordering(text: str, inversions: list[str], unclear: list[str], measured: di
 
 def ordered_pairs(pairs: list[tuple[str, dict[str, Any], str, dict[str, Any]]]) -> tuple[list[str], list[str]]:
     """(inverted, within noise) among (lower id, lower gap, higher id, higher gap) pairs expected in order."""
-    inversions, unclear = [], []
+    inversions: list[str] = []
+    unclear: list[str] = []
     for c1, g1, c2, g2 in pairs:
         kind = step(g1, g2)
         if kind != "in order":
@@ -237,7 +238,9 @@ def gap_not_rising(p: GapNotRising, ev: Evidence) -> Outcome:
                        ["trend: needs a series of at least 2 comparisons"], {}, must_have_learned=learners)
     if (out := cannot_order(gaps, learners)) is not None:
         return out
-    parts, rising, unclear = [], [], []
+    parts: list[str] = []
+    rising: list[str] = []
+    unclear: list[str] = []
     for name, cs in p.series.items():
         parts.append(f"{name}: {pct(gaps[cs[0]]['mean'])}" + "".join(
             f" {relation(gaps[a]['mean'], gaps[b]['mean'])} {pct(gaps[b]['mean'])}" for a, b in zip(cs, cs[1:])))

@@ -16,24 +16,34 @@ COMPARISON_KEYS = ("comparison", "comparisons", "minus", "others", "deficit", "s
 PATH_KEYS = ("metric", "other", "numerator", "denominator", "metrics")
 
 
+# Read-only members (properties), as the frozen dataclasses of repro.plan.manifest have.
 class _Identified(Protocol):
-    id: str
+    @property
+    def id(self) -> str: ...
 
 
 class _ComparisonLike(Protocol):
-    id: str
-    row: str
-    baseline: str
+    @property
+    def id(self) -> str: ...
+    @property
+    def row(self) -> str: ...
+    @property
+    def baseline(self) -> str: ...
 
 
 class ManifestLike(Protocol):
     """The fields of repro.plan.manifest.Manifest read here (claims never import manifests)."""
 
-    id: str
-    paper_table: str
-    rows: Iterable[_Identified]
-    comparisons: Iterable[_ComparisonLike]
-    claims: Iterable[ClaimLike]
+    @property
+    def id(self) -> str: ...
+    @property
+    def paper_table(self) -> str: ...
+    @property
+    def rows(self) -> Iterable[_Identified]: ...
+    @property
+    def comparisons(self) -> Iterable[_ComparisonLike]: ...
+    @property
+    def claims(self) -> Iterable[ClaimLike]: ...
 
 
 class ProblemSink(Protocol):

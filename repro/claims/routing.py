@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from repro.claims.core import Evidence, NotRun, Outcome, Rule, need, pct
 from repro.claims.orders import cannot_order, ordered_pairs
@@ -42,7 +42,7 @@ def routing_concentrated(p: RoutingConcentrated, ev: Evidence) -> Outcome:
     text = (f"{p.row}: the most used expert takes " + ", ".join(f"{100 * v:.1f}%" for v in values)
             + f" of test-time routing per seed (more than {100 * p.share:.0f}% claimed)")
     above = sum(v > p.share for v in values)
-    learned = dict(must_have_learned=(p.row,))
+    learned: dict[str, Any] = dict(must_have_learned=(p.row,))
     if above == len(values):
         return Outcome("reproduced", text, [], {p.row: values}, **learned)
     if above == 0:
@@ -141,7 +141,7 @@ def _per_seed(values: dict, ok) -> tuple[int, int]:
 
 
 def _by_seeds(passing: int, seeds: int, text: str, failure: str, measured: dict, row: str) -> Outcome:
-    learned = dict(must_have_learned=(row,))
+    learned: dict[str, Any] = dict(must_have_learned=(row,))
     if passing == seeds:
         return Outcome("reproduced", text, [], measured, **learned)
     if passing == 0:

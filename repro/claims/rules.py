@@ -24,3 +24,11 @@ def build_rules() -> Registry:
 
 
 RULES = build_rules()
+
+
+def rule_config(name: str) -> type:
+    """The dataclass of a registered rule's parameters (every Rule has one)."""
+    config = RULES.get(name).config
+    if config is None:
+        raise TypeError(f"claim rule '{name}' is registered without the dataclass of its parameters")
+    return config

@@ -67,6 +67,7 @@ def gap_stats_batch(diffs: np.ndarray) -> list[dict[str, Any]]:
     out = []
     for u in range(diffs.shape[0]):
         cols = np.flatnonzero(present[u])
+        stats: dict[str, Any]
         if few[u]:
             stats = dict(sd=None, sem=None, t=None, p=None, d=None, ci95=[None, None])
         else:

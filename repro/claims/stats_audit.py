@@ -250,22 +250,22 @@ def audit_value(v: PaperValue) -> list[AuditRow]:
 
     rows: list[AuditRow] = []
     box = abs_ratio(r.mean, r.sd) if r.mean is not None and r.sd is not None else None
-    n_ok = r.n is not None and r.n >= 2
+    n = r.n if r.n is not None and r.n >= 2 else None  # seeds enough for a test
     if box is not None and r.d is not None:
         rows.append(compare("d from mean and sd", r.d_text, r.d, box))
-    if box is not None and r.p is not None and n_ok:
-        rows.append(compare("p from mean, sd, n", r.p_text, r.p, p_from_ratio(box, r.n)))
-    if r.d is not None and r.p is not None and n_ok:
-        rows.append(compare("p from d, n", r.p_text, r.p, p_from_ratio(r.d, r.n)))
+    if box is not None and r.p is not None and n is not None:
+        rows.append(compare("p from mean, sd, n", r.p_text, r.p, p_from_ratio(box, n)))
+    if r.d is not None and r.p is not None and n is not None:
+        rows.append(compare("p from d, n", r.p_text, r.p, p_from_ratio(r.d, n)))
     over_determined = bool(rows)
     rows += _sign_rows(v, r, row)
     if not over_determined:
         given = ", ".join(r.given()) or "seed signs"
         implied = ""
-        if box is not None and n_ok:
-            implied = f"p in {p_from_ratio(box, r.n).text()}"
-        elif r.p is not None and n_ok:
-            implied = f"|d_z| in {ratio_from_p(r.p, r.n).text()}"
+        if box is not None and n is not None:
+            implied = f"p in {p_from_ratio(box, n).text()}"
+        elif r.p is not None and n is not None:
+            implied = f"|d_z| in {ratio_from_p(r.p, n).text()}"
         why = f"not checkable: only {given} given, nothing over-determined"
         rows.append(row("statistics given", given, "", implied, why))
     return rows

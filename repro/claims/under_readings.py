@@ -158,7 +158,8 @@ def decide_readings(manifest: Any, evidence: Evidence, recount: Recount, trained
     rows = {r.id: r for r in manifest.rows}
     out = []
     for claim in manifest.claims:
-        kind = "analytic" if claim.scope == "analytic" else "ordered by rho" if claim.rule in RHO_ORDERED_RULES else ""
+        kind: Kind | Literal[""] = ("analytic" if claim.scope == "analytic"
+                                    else "ordered by rho" if claim.rule in RHO_ORDERED_RULES else "")
         counted = _recounted(claim, kind, manifest, evidence, recount, rows) if kind else None
         if counted is not None:
             out.append(counted)
@@ -209,8 +210,9 @@ def _recounted(claim: Any, kind: Kind, manifest: Any, evidence: Evidence, recoun
             if reading.training_only(alt):  # nothing an evaluation forward executes changes
                 entry.training_only += [reading.id] if reading.id not in entry.training_only else []
                 continue
-            counts = [recount(reading.vary(row, alt)) for row in varied]
-            if any(c is None for c in counts):
+            counted = [recount(reading.vary(row, alt)) for row in varied]
+            counts = [c for c in counted if c is not None]
+            if len(counts) < len(counted):
                 entry.alternatives.append(ReadingOutcome(
                     reading.id, alt.id, alt.label, "not run", "",
                     f"not counted when {manifest.id} ran: run `repro {manifest.id}` again"))

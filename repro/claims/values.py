@@ -23,7 +23,7 @@ def matches_paper(p: MatchesPaper, ev: Evidence) -> Outcome:
     pv = paper(ev, p.paper)
     value = need(ev, p.metric)
     shown = in_paper_units(value, pv)
-    ok = abs(shown - pv.value) <= pv.tolerance + 1e-12
+    ok = abs(shown - pv.number) <= pv.tolerance + 1e-12
     kind = "approximate, a unit in the last digit" if pv.approx else "half a unit in the last printed digit"
     text = f"measured {fmt(value, pv)} vs reported {pv.printed} (tolerance ±{pv.tolerance:g}{pv.unit}: {kind})"
     failed = [] if ok else [f"value: {fmt(value, pv)} is outside {pv.value:g}±{pv.tolerance:g}{pv.unit}"]
@@ -116,8 +116,9 @@ def separates(p: Separates, ev: Evidence) -> Outcome:
     highs = {r: need(ev, row_metric(r, p.row_metric)) for r in p.above}
     failed = [f"{r}: {v:.4g} is not below {bound:.4g}" for r, v in lows.items() if not v < bound]
     failed += [f"{r}: {v:.4g} is not above {bound:.4g}" for r, v in highs.items() if not v > bound]
-    text = (f"reported threshold {pv.printed}; below: max {max(lows.values()):.4g} ({max(lows, key=lows.get)}), "
-            f"above: min {min(highs.values()):.4g} ({min(highs, key=highs.get)})")
+    text = (f"reported threshold {pv.printed}; "
+            f"below: max {max(lows.values()):.4g} ({max(lows, key=lows.__getitem__)}), "
+            f"above: min {min(highs.values()):.4g} ({min(highs, key=highs.__getitem__)})")
     if max(lows.values()) < min(highs.values()):
         text += f"; these rows are split anywhere in ({max(lows.values()):.4g}, {min(highs.values()):.4g})"
     else:

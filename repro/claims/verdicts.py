@@ -10,12 +10,13 @@ On the other kinds the rule still runs, so the verdict shows what was measured, 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from repro.claims.core import ClaimLike, Evidence, EvidenceKind, NotRun
 from repro.claims.gaps import seeds_needed
 from repro.claims.learned import did_not_learn
 from repro.claims.references import PAPER_KEYS, claim_rows
-from repro.claims.rules import RULES
+from repro.claims.rules import RULES, rule_config
 from repro.spec.paper import paper_value
 from repro.results.measurements import Verdict
 
@@ -31,7 +32,7 @@ _SCOPE_WORDS = {"empirical": "empirical", "gpu": "GPU-scoped", "extension": "ext
 
 def evaluate(claim: ClaimLike, ev: Evidence) -> Verdict:
     """Decide one manifest claim on the evidence; never raises for missing data."""
-    base = dict(claim=claim.id, statement=claim.statement, section=claim.section, scope=claim.scope,
+    base: dict[str, Any] = dict(claim=claim.id, statement=claim.statement, section=claim.section, scope=claim.scope,
                 paper_scale=ev.paper_scale or claim.scope == "analytic", seeds_needed=_seeds_needed(claim, ev),
                 source=reference_source(claim, ev.paper_table), kind=getattr(claim, "kind", ""), rule=claim.rule,
                 rows=_rows_read(claim, ev), derived_from=list(getattr(claim, "derived_from", ())))
@@ -39,15 +40,15 @@ def evaluate(claim: ClaimLike, ev: Evidence) -> Verdict:
         return Verdict(**base, status="not run",
                        evidence=f"needs a GPU (scope gpu); measured on {ev.device}, so not decided")
     rule = RULES.get(claim.rule)
-    params = rule.config(**claim.params)
+    params = rule_config(claim.rule)(**claim.params)
     undecided = claim.scope != "analytic" and ev.kind not in DECIDING_KINDS
     try:
         out = rule.builder(params, ev)
     except NotRun as why:
         return Verdict(**base, status="not run", evidence=str(why),
                        note=undecided_reason(ev, claim.scope) if undecided else "")
-    shown = dict(evidence=out.evidence, measured=dict(out.measured), reported=dict(out.reported),
-                 tolerance=out.tolerance)
+    shown: dict[str, Any] = dict(evidence=out.evidence, measured=dict(out.measured), reported=dict(out.reported),
+                                 tolerance=out.tolerance)
     if claim.scope == "analytic":
         return Verdict(**base, status=out.status, failed=list(out.failed), **shown)
     if undecided:

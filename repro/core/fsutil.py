@@ -363,5 +363,5 @@ def _signals_held() -> Iterator[None]:
     finally:
         for s, handler in before.items():
             signal.signal(s, handler)
-        for s in dict.fromkeys(held):
-            signal.raise_signal(s)
+        for signum in dict.fromkeys(held):
+            signal.raise_signal(signum)

@@ -30,7 +30,7 @@ class JsonUnreadable(ValueError):
     """A JSON file that cannot be used: `reason` says why in a few words; `damaged` is False when the system
     refused to open it (the content may be fine), True for content that is wrong or not a regular file."""
 
-    def __init__(self, path: Path, reason: str, damaged: bool = True, strerror: str = "") -> None:
+    def __init__(self, path: str | Path, reason: str, damaged: bool = True, strerror: str = "") -> None:
         self.path, self.reason, self.damaged, self.strerror = Path(path), reason, damaged, strerror
         super().__init__(f"{path}: {reason}")
 

@@ -162,7 +162,7 @@ def convert(tp: Any, value: Any, path: str, problems: Problems) -> Any:
             return None
         _, val_tp = get_args(tp)
         return {k: convert(val_tp, v, f"{path}.{k}", problems) for k, v in value.items()}
-    if dataclasses.is_dataclass(tp):
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
         return from_dict(tp, value, path, problems)
     if tp is float:
         if isinstance(value, (int, float)) and not isinstance(value, bool):

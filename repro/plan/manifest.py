@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Literal, get_type_hints
 
 from repro.claims import RULES, check_references
+from repro.claims.rules import rule_config
 from repro.claims.across import check_across
 from repro.data.specs import DATASETS
 from repro.models import BACKBONES, HEADS, Component
@@ -218,12 +219,12 @@ def _claim(data: Any, path: str, problems: Problems) -> Claim | None:
     base = {k: v for k, v in data.items() if k in _CLAIM_KEYS}
     claim = from_dict(Claim, base, path, problems)
     rule = data.get("rule")
-    if rule not in RULES:
+    if not isinstance(rule, str) or rule not in RULES:
         if rule is not None:
             problems.add(f"{path}.rule", f"unknown rule {rule!r}{closest(str(rule), RULES.names())}; "
                          f"allowed: {', '.join(RULES.names())}")
         return None
-    cfg = RULES.get(rule).config
+    cfg = rule_config(rule)
     allowed = _CLAIM_KEYS + field_names(cfg)
     params = {k: v for k, v in data.items() if k not in _CLAIM_KEYS}
     for key in params:
@@ -258,10 +259,10 @@ def parse_manifest(data: dict[str, Any], file: str | Path) -> Manifest:
             problems.add(key, "missing required key")
     scalars = {k: convert(str, data[k], k, problems)
                for k in ("id", "title", "paper_ref", "description", "paper_table") if k in data}
-    rows = [_row(r, f"rows[{i}]", problems) for i, r in enumerate(_list(data, "rows", problems))]
+    parsed_rows = [_row(r, f"rows[{i}]", problems) for i, r in enumerate(_list(data, "rows", problems))]
     comparisons = [from_dict(Comparison, c, f"comparisons[{i}]", problems)
                    for i, c in enumerate(_list(data, "comparisons", problems))]
-    claims = [_claim(c, f"claims[{i}]", problems) for i, c in enumerate(_list(data, "claims", problems))]
+    parsed_claims = [_claim(c, f"claims[{i}]", problems) for i, c in enumerate(_list(data, "claims", problems))]
     assumptions = [from_dict(Assumption, a, f"assumptions[{i}]", problems)
                    for i, a in enumerate(_list(data, "assumptions", problems))]
     figures = [from_dict(Figure, f, f"figures[{i}]", problems) for i, f in enumerate(_list(data, "figures", problems))]
@@ -272,7 +273,7 @@ def parse_manifest(data: dict[str, Any], file: str | Path) -> Manifest:
     if seeds is not None and not 1 <= seeds <= MAX_SEEDS:
         problems.add("seeds", f"{seeds!r} is out of range; allowed: 1 <= value <= {MAX_SEEDS}")
 
-    rows = [r for r in rows if r is not None]
+    rows = [r for r in parsed_rows if r is not None]
     _check_ids(rows, "rows", problems)
     for i, r in enumerate(rows):
         if r.batch_size is not None and not 1 <= r.batch_size <= MAX_BATCH:
@@ -297,10 +298,10 @@ def parse_manifest(data: dict[str, Any], file: str | Path) -> Manifest:
         if c.row == c.baseline:
             problems.add(f"comparisons[{i}].baseline", f"'{c.baseline}' is the comparison's own row: a row compared "
                          "with itself measures nothing")
-    claims = [c for c in claims if c is not None]
+    claims = [c for c in parsed_claims if c is not None]
     _check_ids(claims, "claims", problems)
     if not problems.items and "id" in scalars:  # a reading of what a claim measures names it by "<manifest>/<claim>"
-        check_claims(scalars["id"], claims, readings, problems, lambda rule: RULES.get(rule).config)
+        check_claims(scalars["id"], claims, readings, problems, rule_config)
     figures = [f for f in figures if f is not None]
     _check_ids(figures, "figures", problems)
     _check_ids([a for a in assumptions if a is not None], "assumptions", problems)

@@ -131,6 +131,9 @@ def resolve(row: Row, profile: Profile, seed: int) -> RunConfig:
 
 
 def seeds(profile: Profile) -> list[int]:
+    """The seeds of a profile as it applies to a manifest (Profile.for_manifest gives it the count)."""
+    if profile.seeds is None:
+        raise ValueError("the profile is not applied to a manifest: it has no seed count (Profile.for_manifest)")
     return list(range(profile.seeds))
 
 

@@ -46,6 +46,13 @@ class PaperValue:
             raise ValueError(f"paper value '{self.key}' carries no number and no sign")
 
     @property
+    def number(self) -> float:
+        """The printed value, for the rules that compare with it; a value stated by sign, p or d alone has none."""
+        if self.value is None:
+            raise ValueError(f"paper value '{self.key}' states no value, only its sign or statistics")
+        return self.value
+
+    @property
     def row(self) -> str:
         return self.key.rsplit(".", 1)[0]
 

@@ -172,8 +172,9 @@ class Profile:
         return out
 
     def __post_init__(self) -> None:
-        scoped = [("", self), *((f"datasets.{d}.", s) for d, s in self.datasets.items()),
-                  *((f"tables.{t}.", s) for t, s in self.tables.items())]
+        scoped: list[tuple[str, Profile | RowSettings]] = [
+            ("", self), *((f"datasets.{d}.", s) for d, s in self.datasets.items()),
+            *((f"tables.{t}.", s) for t, s in self.tables.items())]
         overrides = [f"{where}{k}" for where, obj in scoped for k in RECIPE_OVERRIDES
                      if getattr(obj, k, None) is not None]
         if overrides and self.evidence in ("reduced", "paper"):
@@ -273,7 +274,7 @@ def parse_profiles(data: dict[str, Any], path: str | Path, required: tuple[str, 
     profiles = {name: _profile(prof, f"profiles.{name}", problems) for name, prof in raw.items()}
     if problems.items:
         raise SchemaError(path, problems.items)
-    return profiles
+    return {name: p for name, p in profiles.items() if p is not None}  # None only where a problem was added
 
 
 def shipped_profiles() -> dict[str, Profile]:
@@ -307,7 +308,7 @@ def check_against(profiles: dict[str, Profile], files: dict[str, Path], manifest
     name alone."""
     by_id = {m.id: m for m in manifests}
     unloaded = sorted(set(known or ()) - set(by_id))
-    models: dict[tuple, list[str]] = {}
+    models: dict[str, list[str]] = {}  # a model (_model) -> the rows that train it
     for m in manifests:
         for r in m.rows:
             if "accuracy" in r.measures:

@@ -21,7 +21,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable, get_type_hints
+from typing import Any, Callable, Sequence, get_type_hints
 
 from repro.core.package_data import shipped
 from repro.data.specs import DATASETS
@@ -189,7 +189,8 @@ def _check_choice(reading: Reading, choice: Choice, path: str, problems: Problem
             continue
         for name in names:
             entry = registry(part).get(name)
-            hints = get_type_hints(entry.config) if entry.config else {}
+            config = entry.config
+            hints = get_type_hints(config) if config else {}
             for key, value in overrides.items():
                 if key not in hints:
                     problems.add(f"{path}.{part}.{key}", f"not a parameter of {part} '{name}'"
@@ -197,7 +198,8 @@ def _check_choice(reading: Reading, choice: Choice, path: str, problems: Problem
                 else:
                     convert(hints[key], value, f"{path}.{part}.{key}", problems)
             try:
-                entry.config(**{**entry.defaults, **{k: v for k, v in overrides.items() if k in hints}})
+                if config is not None:  # every backbone and head registers one (repro.models.catalog)
+                    config(**{**entry.defaults, **{k: v for k, v in overrides.items() if k in hints}})
             except (ConfigError, TypeError, ValueError) as exc:
                 problems.add(f"{path}.{part}", f"{part} '{name}': {exc}")
 
@@ -369,8 +371,8 @@ def expand(rows: list, comparisons: list, sensitivity: list[Sensitivity], readin
     return list(new_rows.values()), list(new_comparisons.values())
 
 
-def applying(rows: list, readings: tuple[Reading, ...], manifest_id: str = "",
-             claims: list = ()) -> tuple[Reading, ...]:
+def applying(rows: Sequence[Any], readings: tuple[Reading, ...], manifest_id: str = "",
+             claims: Sequence[Any] = ()) -> tuple[Reading, ...]:
     """The readings that apply to at least one of the rows, or of the claims: those a table depends on."""
     return tuple(r for r in readings if any(r.applies_to(row) for row in rows)
                  or any(r.applies_to_claim(manifest_id, c.id) for c in claims))
