@@ -173,8 +173,8 @@ def run_slurm(work: ExecutionRequest) -> list[Outcome]:
     submit_now(to_submit)
     if options.no_wait:
         return [*(Outcome(h, RunState.SUBMITTED, job=job, error=(
-                    f"submitted as Slurm job {job}, not finished yet (--no-wait); `repro status` shows its progress; "
-                    f"run this command again once it has ended to render the table"))
+                    f"submitted as Slurm job {job}, not finished yet (--no-wait); `repro status` shows its "
+                    "progress; run this command again once it has ended to render the table"))
                   for h, (_, job, _) in submitted.items()),
                 *(Outcome(h, RunState.HELD, error="trained by another process, not finished yet (--no-wait)")
                   for h in waiting)]
