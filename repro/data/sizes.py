@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import hashlib
 import os
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
 from repro.core.cache import cache_dir, read_json, write_json
 from repro.core.settings import DEFAULT_CACHE
-from repro.data.pickles import load_pickle
+from repro.data.pickles import PickleRefused, load_pickle
 from repro.data.specs import data_root, get_dataset
 
 IMAGE_SUFFIXES = (".jpeg", ".jpg", ".png")
@@ -81,7 +82,10 @@ def _count_cifar(folder: Path) -> tuple[int, int]:
             continue
         try:
             batch = load_pickle(entry.path)
-        except Exception:  # not a batch (readme.html), damaged, or refused: the data check names it before training
+        except PickleRefused as e:  # named here, as a file that is no batch is not; the data check refuses it
+            warnings.warn(f"{entry.path}: not counted: {e}", stacklevel=2)
+            continue
+        except Exception:  # not a batch (readme.html) or damaged: the data check names it before training
             continue
         if isinstance(batch, dict) and "data" in batch:
             counts[entry.name.startswith("test")] += len(batch["data"])
