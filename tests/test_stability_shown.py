@@ -78,3 +78,26 @@ def test_the_checklists_the_terminal_the_appendix_and_the_frame_show_it(decided,
     assert frame.loc[v.claim, "stability"] == pytest.approx(v.stability)
     undecided = [u.claim for u in result.verdicts if u.stability is None]
     assert frame.loc[undecided, "stability"].isna().all()  # empty, not 0
+
+
+def test_repro_export_writes_the_stability_into_verdicts_csv(decided, tmp_path):
+    """What an evaluator opens in a notebook: `repro export` re-decides each table's verdicts from its result
+    (repro.results.frames), and its verdicts.csv carries the stability beside each decided verdict."""
+    import pandas as pd
+    from typer.testing import CliRunner
+
+    from repro.cli import app
+
+    from fake_records import config, write_record
+
+    manifest, result = decided
+    save_result(result, tmp_path / "results")
+    write_record(tmp_path / "results", config(seed=0))  # export reads a folder that holds runs
+    out = tmp_path / "export"
+    done = CliRunner().invoke(app, ["export", "--results-dir", str(tmp_path / "results"), "--out", str(out)],
+                              env={"COLUMNS": "80"})
+    assert done.exit_code == 0, done.output
+    frame = pd.read_csv(out / "verdicts.csv").set_index("claim")
+    stable = {v.claim: v.stability for v in result.verdicts if v.stability is not None}
+    assert stable and frame.loc[list(stable), "stability"].tolist() == pytest.approx(list(stable.values()))
+    assert frame.loc[[v.claim for v in result.verdicts if v.stability is None], "stability"].isna().all()
