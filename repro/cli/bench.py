@@ -426,19 +426,22 @@ def _smoke_result(run, history: Path, cold: bool, reused: bool) -> int:
 
 
 @bench_app.command("fixed-costs")
-def fixed_costs_cmd(results_dir: Path = typer.Option(..., "--results-dir", "-o", help="The folder a table trained in."),
-                    profile: str = typer.Option("full_synthetic", "--profile", "-p"),
+def fixed_costs_cmd(results_dir: Optional[Path] = READ_RESULTS,
+                    profile: Optional[str] = profile_option("The profile the table trained at (the device check's: "
+                                                            "full_synthetic). Default: $REPRO_PROFILE or smoke."),
                     table: str = typer.Option("table2", "--table", help="The table whose `repro <id>` run to read."),
                     out: Optional[Path] = typer.Option(None, "--out",
                                                        help="Also write the rows as JSON here.")) -> None:
     """Each run's fixed cost (data, model building) and first epoch against its steady state."""
     from repro.bench.fixed_costs import NoTimings, fixed_costs
-    from repro.cli.common import fail, print_grid, show
+    from repro.cli.common import fail, print_grid, settings, show
     from repro.core.fsutil import atomic_write_json
     from repro.core.terminal import Column, Grid
 
+    own = settings()
+    profile = profile or own.profile
     try:
-        rows = fixed_costs(results_dir, profile, f"run {table}")
+        rows = fixed_costs(results_dir or own.results, profile, f"run {table}")
     except NoTimings as exc:
         fail(str(exc))
     grid = Grid([Column("Run", prose=True), Column("Data", right=True), Column("Build", right=True),

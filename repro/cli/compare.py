@@ -15,7 +15,7 @@ from typing import Optional
 import typer
 
 from repro.cli.common import ExitCode, fail
-from repro.cli.options import MANIFESTS, PROFILES
+from repro.cli.options import MANIFESTS, PROFILES, profile_option
 
 SHOWN_ROWS = 12  # rows that differ, on the screen; --json lists every row
 SHOWN_LINES = 5  # runs in one folder only, and unusable records, named one per line; the rest counted
@@ -24,8 +24,7 @@ FORMATS = ("text", "md", "json")
 
 def compare(a: Path = typer.Argument(..., help="Results folder A."),
             b: Path = typer.Argument(..., help="Results folder B, compared with A."),
-            profile: Optional[str] = typer.Option(None, "--profile", "-p",
-                                                  help="Only this profile. Default: every profile in both."),
+            profile: Optional[str] = profile_option("Only this profile. Default: every profile in both."),
             fmt: str = typer.Option("text", "--format", help="text (this screen), md (Markdown: each claim's mean, "
                                     "sd, se and n on each side, for a pull request) or json (every row, run, claim "
                                     "and verdict, for scripts)."),
