@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup, escape
 
 from repro.claims.headline import STATUSES
@@ -29,6 +28,7 @@ from repro.cost.plan import rows_read
 from repro.plan.manifest import Manifest
 from repro.report.figure_stamp import stamp_for
 from repro.report.figures import FigureFile
+from repro.report.render import environment
 from repro.report.table_rows import Table, build_tables, reading_notes
 from repro.report.trained_on import TrainedOn, trained_on
 from repro.results.measurements import ManifestResult, Verdict
@@ -185,13 +185,6 @@ def _markdown(out_dir: Path):
     return md
 
 
-def environment() -> Environment:
-    env = Environment(loader=PackageLoader("repro.report", "templates"), undefined=StrictUndefined,
-                      autoescape=True, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
-    env.globals["status_class"] = STATUS_CLASS
-    return env
-
-
 def render_report_html(entries: list[tuple[Manifest, ManifestResult | None]], extension: set[str],
                        summary: dict[str, Any], figures: list[FigureFile], sections: list[tuple[str, str]],
                        titles: dict[str, str], out_dir: Path, results_dir: Path, appendix: list[str] | None = None) -> str:
@@ -205,8 +198,8 @@ def render_report_html(entries: list[tuple[Manifest, ManifestResult | None]], ex
     runs_href = _runs_href(out_dir, results_dir)
     views = table_views(entries, extension, figures, runs_href)
     stamp = stamp_for([(m, r) for m, r in entries if r is not None])
-    return environment().get_template("report.html.j2").render(
-        summary=summary, groups=groups, statuses=STATUSES, views=views, runs_href=runs_href,
+    return environment(html=True).get_template("report.html.j2").render(
+        status_class=STATUS_CLASS, summary=summary, groups=groups, statuses=STATUSES, views=views, runs_href=runs_href,
         label=stamp.text, warn=stamp.warns, unverified=stamp.unverified, claims=sum(len(v.claims) for v in views),
         not_run=sum(c.verdict.status == "not run" for v in views for c in v.claims),
         pending=sum(len(v.manifest.claims) for v in views if v.result is None),
@@ -227,6 +220,6 @@ def write_trace_html(entries: list[tuple[Manifest, ManifestResult | None]], prof
     traces = [trace(results_dir, m, r, row, records=records, actions=actions) for m, r in entries if r is not None
               for row in row_ids(m, r)]
     path = out_dir / "trace.html"
-    FolderWriter(results_dir).write_text(path, environment().get_template("trace.html.j2").render(
+    FolderWriter(results_dir).write_text(path, environment(html=True).get_template("trace.html.j2").render(
         traces=traces, profile=profile, runs_href=_runs_href(out_dir, results_dir)))
     return path

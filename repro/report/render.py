@@ -41,29 +41,16 @@ def code_span(text: Any) -> str:
     return str(text).replace("`", "'").replace("\r", " ").replace("\n", " ")
 
 
-def _device_time(seconds: float, kind: str) -> str:
-    from repro.cost.estimate import device_time
+def environment(html: bool = False) -> Environment:
+    """The report's templates, with a filter for each medium; `html`: autoescaped (report.html, trace.html)."""
+    from repro.cost.estimate import device_time, seconds_text
 
-    return device_time(seconds, kind)
-
-
-def _seconds(seconds: float | None) -> str:
-    from repro.cost.estimate import seconds_text
-
-    return "" if seconds is None or seconds != seconds else seconds_text(seconds)
-
-
-def environment() -> Environment:
-    env = Environment(loader=PackageLoader("repro.report", "templates"), undefined=StrictUndefined,
+    env = Environment(loader=PackageLoader("repro.report", "templates"), undefined=StrictUndefined, autoescape=html,
                       trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
-    env.filters["tex"] = latex_escape
-    env.filters["tex_lenient"] = lambda text: latex_escape(text, strict=False)
     env.globals["tex_columns"] = tex_columns
-    env.filters["md"] = md_escape
-    env.filters["md_anchor"] = md_anchor
-    env.filters["code"] = code_span
-    env.filters["device_time"] = _device_time
-    env.filters["seconds"] = _seconds
+    env.filters.update(tex=latex_escape, tex_lenient=lambda text: latex_escape(text, strict=False), md=md_escape,
+                       md_anchor=md_anchor, code=code_span, device_time=device_time,
+                       seconds=lambda s: "" if s is None or s != s else seconds_text(s))
     return env
 
 
