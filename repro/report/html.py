@@ -29,7 +29,7 @@ from repro.plan.manifest import Manifest
 from repro.report.figure_stamp import stamp_for
 from repro.report.figures import FigureFile
 from repro.report.render import environment
-from repro.report.table_rows import Table, build_tables, reading_notes
+from repro.report.table_rows import Table, build_tables, reading_notes, verdict_counts
 from repro.report.trained_on import TrainedOn, trained_on
 from repro.results.measurements import ManifestResult, Verdict
 
@@ -160,7 +160,7 @@ def table_views(entries: list[tuple[Manifest, ManifestResult | None]], extension
             view.shown = [_claim_view(manifest, result, v, figures, runs_href) for v in result.shown]
             view.tables = build_tables(manifest, result)
             view.trained = trained_on(manifest, result)
-            view.counts = {s: sum(v.status == s for v in result.verdicts) for s in STATUSES}
+            view.counts = verdict_counts(result.verdicts)
         out.append(view)
     return out
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable
 
+from repro.claims.headline import STATUSES
 from repro.claims.learned import MIN_LEARNED
 from repro.plan.manifest import Manifest
 from repro.spec.paper import paper_value
@@ -236,10 +237,8 @@ def build_tables(manifest: Manifest, result: ManifestResult) -> list[Table]:
 
 
 def verdict_counts(verdicts: list[Any]) -> dict[str, int]:
-    counts = {"reproduced": 0, "not reproduced": 0, "inconclusive": 0, "not run": 0}
-    for v in verdicts:
-        counts[v.status] += 1
-    return counts
+    """Status -> how many of the verdicts have it, every status present (repro.claims.headline.STATUSES)."""
+    return {s: sum(v.status == s for v in verdicts) for s in STATUSES}
 
 
 def reading_notes(result: Any) -> dict[str, str]:
