@@ -22,6 +22,19 @@ class Table:
     # row index -> the manifest row or comparison it shows: report.html links the row to its trace (trace.html)
     ids: dict[int, str] = field(default_factory=dict)
 
+    def add(self, cells: list[str], id: str = "", links: dict[int, tuple[tuple[str, str], ...]] | None = None) -> None:
+        """A row; `id`: the manifest row or comparison it shows; `links`: column index -> the run records behind it."""
+        i = len(self.rows)
+        if id:
+            self.ids[i] = id
+        self.links.update({(i, column): runs for column, runs in (links or {}).items()})
+        self.rows.append(cells)
+
+    def heading(self, text: str) -> None:
+        """A group heading before the next row, unless the table has it already."""
+        if text not in self.groups.values():
+            self.groups[len(self.rows)] = text
+
 
 def mmac(n: float | None) -> str:
     return "" if n is None else f"{n / 1e6:,.3f}"

@@ -62,17 +62,14 @@ def latency_table(manifest: Manifest, result: ManifestResult) -> Table | None:
         first = lat[members[0].id]
         heading = (f"{get_dataset(dataset).title}: head on D = {first['head_features']} features, "
                    f"whole model at {first['image_size']} px")
-        table.groups[len(table.rows)] = heading if role == "main" else f"Sensitivity — {heading}"
+        table.heading(heading if role == "main" else f"Sensitivity — {heading}")
         for r in members:
             d = lat[r.id]
             head_macs = flops.get(r.id, {}).get("head_macs")
-            table.ids[len(table.rows)] = r.id
-            table.rows.append([
-                r.label, ms(d["head"]["median_ms"]), f"{ms(d['head']['p25_ms'])}–{ms(d['head']['p75_ms'])}",
-                str(d["ops"]["ops"]), str(d["ops"]["host_syncs"]),
-                "" if head_macs is None else f"{head_macs / 1e6:.3f}", ms(d["backbone"]["median_ms"]),
-                ms(d["model"]["median_ms"]), paper_cells(manifest, r.id, ROW_METRICS),
-            ])
+            table.add([r.label, ms(d["head"]["median_ms"]), f"{ms(d['head']['p25_ms'])}–{ms(d['head']['p75_ms'])}",
+                       str(d["ops"]["ops"]), str(d["ops"]["host_syncs"]),
+                       "" if head_macs is None else f"{head_macs / 1e6:.3f}", ms(d["backbone"]["median_ms"]),
+                       ms(d["model"]["median_ms"]), paper_cells(manifest, r.id, ROW_METRICS)], r.id)
     table.notes = _setup_notes(result) + [
         "Head MMAC / image: multiply-adds of the head per image (routed heads: what one image executes), "
         "from the FLOP count of the same row."]
@@ -88,10 +85,9 @@ def slowdown_table(manifest: Manifest, result: ManifestResult) -> Table | None:
                   columns=["Comparison", "Head x", "Model x", "Ops x", "Paper"])
     for c in comps:
         ops_a, ops_b = measured.row(c.row, "op_calls"), measured.row(c.baseline, "op_calls")
-        table.ids[len(table.rows)] = c.id
-        table.rows.append([c.label, times(measured.comparison(c.id, "slowdown")),
-                           times(measured.comparison(c.id, "model_slowdown")),
-                           times(ops_a / ops_b) if ops_a and ops_b else "", paper_cells(manifest, c.id, COMPARISON_METRICS)])
+        table.add([c.label, times(measured.comparison(c.id, "slowdown")),
+                   times(measured.comparison(c.id, "model_slowdown")), times(ops_a / ops_b) if ops_a and ops_b else "",
+                   paper_cells(manifest, c.id, COMPARISON_METRICS)], c.id)
     table.notes = ["Head x: the row's head latency over the baseline's head latency; Model x: the same for the "
                    "whole model (backbone + head), the reading this reproduction gives the paper's ratios."]
     return table
@@ -128,7 +124,7 @@ def op_scaling_table(manifest: Manifest, result: ManifestResult) -> Table | None
         slope = (by_e[es[-1]]["ops"]["ops"] - by_e[es[0]]["ops"]["ops"]) / (es[-1] - es[0])
         cells = [f"{by_e[e]['ops']['ops']} ops ({by_e[e]['ops']['host_syncs']} syncs), {ms(by_e[e]['head']['median_ms'])} ms"
                  if e in by_e else "" for e in experts]
-        table.rows.append([labels[key], *cells, f"{slope:.1f}"])
+        table.add([labels[key], *cells, f"{slope:.1f}"])
     table.notes = _setup_notes(result)[1:] + ["Ops per extra expert: (ops at the largest E - ops at the smallest) "
                                               "/ (difference in E)."]
     return table

@@ -10,7 +10,7 @@ table's rows-by-seed frame (repro.report.row_numbers), as a notebook computes th
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from repro.claims.headline import STATUSES
 from repro.claims.learned import MIN_LEARNED
@@ -39,29 +39,25 @@ def flops_table(manifest: Manifest, result: ManifestResult) -> Table | None:
                "Gap sign (text): the sign of the setting's MoE - dense gap where the text states one (≤0: not "
                "positive), which a separation claim must read."],
     )
-    for members, heading in _by_role(rows):
-        if heading:
-            table.groups[len(table.rows)] = heading
-        for r in members:
-            f = flops[r.id]
-            sign = paper_value(manifest.paper_table, f"{r.id}.gap")
-            table.ids[len(table.rows)] = r.id
-            table.rows.append([
-                r.label, mmac(f["backbone_macs"]), mmac(f["head_macs"]), mmac(f["routed_macs"]),
-                mmac(f["total_macs"]), pct_auto(f["head_share"]), pct_auto(f["rho"]) if f["routed_macs"] else "",
-                pct_auto(f["rho_all_ops"]) if f["routed_macs"] else "", reported(manifest, f"{r.id}.rho"),
-                (sign.implied_sign or "").replace("<=0", "≤0") if sign else "",
-            ])
+    for r in _by_role(rows, table):
+        f = flops[r.id]
+        sign = paper_value(manifest.paper_table, f"{r.id}.gap")
+        table.add([r.label, mmac(f["backbone_macs"]), mmac(f["head_macs"]), mmac(f["routed_macs"]),
+                   mmac(f["total_macs"]), pct_auto(f["head_share"]), pct_auto(f["rho"]) if f["routed_macs"] else "",
+                   pct_auto(f["rho_all_ops"]) if f["routed_macs"] else "", reported(manifest, f"{r.id}.rho"),
+                   (sign.implied_sign or "").replace("<=0", "≤0") if sign else ""], r.id)
     return table
 
 
 SENSITIVITY_HEADING = "Sensitivity to assumptions and readings (repro/spec/readings.toml)"
 
 
-def _by_role(rows: list) -> list[tuple[list, str]]:
-    """The main rows, then the sensitivity rows under a heading (none when there are none)."""
-    main, other = [r for r in rows if r.role == "main"], [r for r in rows if r.role != "main"]
-    return [(main, "")] + ([(other, SENSITIVITY_HEADING)] if other else [])
+def _by_role(items: list, table: Table, sensitive: Callable[[Any], bool] = lambda r: r.role != "main") -> Iterator:
+    """The main rows (or comparisons), then the sensitivity ones under a heading of `table` before the first."""
+    yield from (x for x in items if not sensitive(x))
+    for x in (x for x in items if sensitive(x)):
+        table.heading(SENSITIVITY_HEADING)
+        yield x
 
 
 def flops_comparisons_table(manifest: Manifest, result: ManifestResult) -> Table | None:
@@ -73,9 +69,8 @@ def flops_comparisons_table(manifest: Manifest, result: ManifestResult) -> Table
                   columns=["Comparison", "FLOPs ratio (ours)", "Reduction (ours)", "Reported"], rows=[])
     for c in comps:
         paper = reported(manifest, f"{c.id}.flops_reduction") or reported(manifest, f"{c.id}.flops_ratio")
-        table.ids[len(table.rows)] = c.id
-        table.rows.append([c.label, pct(measured.comparison(c.id, "flops_ratio"), 1),
-                           pct(measured.comparison(c.id, "flops_reduction"), 1), paper])
+        table.add([c.label, pct(measured.comparison(c.id, "flops_ratio"), 1),
+                   pct(measured.comparison(c.id, "flops_reduction"), 1), paper], c.id)
     return table
 
 
@@ -119,19 +114,12 @@ def accuracy_comparisons_table(manifest: Manifest, result: ManifestResult) -> Ta
                            "Seeds +", "Gap, paper (pp)", "p, paper"], rows=[])
     sensitivity = {r.id for r in manifest.rows if r.role != "main"}
     numbers = row_numbers(result)
-    comps = [c for c in comps if c.row not in sensitivity and c.baseline not in sensitivity] + [
-        c for c in comps if c.row in sensitivity or c.baseline in sensitivity]
-    for c in comps:
-        if (c.row in sensitivity or c.baseline in sensitivity) and SENSITIVITY_HEADING not in table.groups.values():
-            table.groups[len(table.rows)] = SENSITIVITY_HEADING
-        i = len(table.rows)
+    for c in _by_role(comps, table, lambda c: c.row in sensitivity or c.baseline in sensitivity):
         rho = measured.comparison(c.id, "rho")
         base, model = run_links(result, c.baseline, "baseline"), run_links(result, c.row, "model")
-        table.links.update({(i, 2): base, (i, 3): model, (i, 4): model + base})
-        table.ids[i] = c.id
-        table.rows.append([c.label, pct_auto(rho) if rho is not None else "",
-                           numbers.mean_sd(c.baseline), numbers.mean_sd(c.row),
-                           *_gap_cells(numbers.gap(c.row, c.baseline)), *_paper_gap(manifest, f"{c.id}.gap")])
+        table.add([c.label, pct_auto(rho) if rho is not None else "", numbers.mean_sd(c.baseline),
+                   numbers.mean_sd(c.row), *_gap_cells(numbers.gap(c.row, c.baseline)),
+                   *_paper_gap(manifest, f"{c.id}.gap")], c.id, {2: base, 3: model, 4: model + base})
     table.notes = [f"Profile '{result.profile}'. Accuracy: mean ± s.d. over seeds; gap: model - baseline per seed, "
                    "paired t-test (two-sided), d = mean / s.d. of the differences.",
                    "Paper columns hold only what the text states; an empty cell means the text gives no number."]
@@ -189,20 +177,14 @@ def accuracy_rows_table(manifest: Manifest, result: ManifestResult) -> Table | N
     table = Table(key="accuracy", title="Accuracy of every configuration", rows=[],
                   columns=["Row", "Dataset", "Accuracy (%)", "Chance (%)", "Seeds", "Note", "Run records",
                            "Accuracy, paper"])
-    for r in (r for members, heading in _by_role(rows) for r in members):
-        if r.role != "main" and SENSITIVITY_HEADING not in table.groups.values():
-            table.groups[len(table.rows)] = SENSITIVITY_HEADING
-        i = len(table.rows)
+    for r in _by_role(rows, table):
         chance = numbers.chance(r.id)
-        table.links[(i, 2)] = run_links(result, r.id)
-        table.ids[i] = r.id
         hashes = ", ".join(sorted({run.hash[:8] for run in measured.runs(r.id)}))
-        table.rows.append([r.label, r.dataset, numbers.mean_sd(r.id) or result.measured.missing.get(
-            row_metric(r.id, "accuracy"), ""), "" if chance is None else f"{100 * chance:.2f}",
-            str(numbers.seeds_of(r.id)), "; ".join(n for n in (chance_note(numbers.mean(r.id), chance,
-                                                                          collapse.get(r.id, [])),
-                                                               machine_note(measured.runs(r.id))) if n), hashes,
-            reported(manifest, f"{r.id}.accuracy")])
+        notes = (chance_note(numbers.mean(r.id), chance, collapse.get(r.id, [])), machine_note(measured.runs(r.id)))
+        table.add([r.label, r.dataset, numbers.mean_sd(r.id) or measured.missing.get(row_metric(r.id, "accuracy"), ""),
+                   "" if chance is None else f"{100 * chance:.2f}", str(numbers.seeds_of(r.id)),
+                   "; ".join(n for n in notes if n), hashes, reported(manifest, f"{r.id}.accuracy")],
+                  r.id, {2: run_links(result, r.id)})
     table.notes = ["Run records: the first 8 characters of each run's hash; the record is runs/<hash>.json.",
                    "Chance: 1 / classes of the data the runs trained on (the record's metrics.chance). Note: 'at or "
                    f"near chance' when the mean closes less than {MIN_LEARNED:.0%} of the distance from chance to "
