@@ -11,8 +11,12 @@ from repro.cost import estimate as est
 from repro.plan.manifest import find_manifest
 from repro.plan.run_config import planned_runs
 from repro.plan.table_plan import build_plan
-from repro.cost.taken import compute_by_claim
-from repro.report.costs import render_compute
+from repro.cost.taken import ComputeTaken, compute_by_claim
+from repro.report.costs import compute_section
+
+
+def render_compute(lines, profile, source):
+    return compute_section(ComputeTaken(tuple(lines), source, (), ()), profile)
 
 
 @pytest.fixture

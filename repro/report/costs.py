@@ -6,20 +6,15 @@ model it fitted once): the report plans nothing, fits nothing and counts nothing
 
 from __future__ import annotations
 
-from repro.cost.taken import Compute, ComputeTaken
-
-
-def render_compute(lines: list[Compute], profile: str, source: str, walls: list | None = None,
-                   fitted: list[str] | None = None) -> str:
-    from repro.report.render import environment
-
-    return environment().get_template("compute.md.j2").render(lines=lines, profile=profile, source=source,
-                                                              walls=walls or [], fitted=fitted or [])
+from repro.cost.taken import ComputeTaken
 
 
 def compute_section(taken: ComputeTaken, profile: str) -> str:
     """The section: time taken per claim and table beside the estimate, and each table's wall time estimated
     against measured."""
+    from repro.report.render import environment
+
     if not taken.lines:
         return "No training runs at this profile."
-    return render_compute(list(taken.lines), profile, taken.source, list(taken.walls), list(taken.fitted))
+    return environment().get_template("compute.md.j2").render(lines=taken.lines, profile=profile, source=taken.source,
+                                                              walls=taken.walls, fitted=taken.fitted)

@@ -20,6 +20,7 @@ from repro.report.figures import render_figures
 from repro.report.figures_extension import extension_section
 from repro.report.html import render_report_html, write_trace_html
 from repro.report.appendix import write_appendix
+from repro.report.costs import compute_section
 from repro.report.learning import is_functional, learning_checks, render_learning, summary_line
 from repro.report.readings_section import (
     readings_cost, readings_entries, readings_summary, render_readings, trained_lines, trained_summary,
@@ -83,6 +84,7 @@ SCOPE_TITLES = {"analytic": "Analytic claims: numbers the paper prints, matched 
                 "derived": "Claims another claim implies (counted there)"}
 
 
+@phase("report")
 def write_report(entries: list[tuple[Manifest, ManifestResult | None]], results_dir: Path, profile: str,
                  costs: tuple[FolderFit, ComputeTaken], check: FlopCheck | None = None,
                  failures: dict[str, str] | None = None,
@@ -90,17 +92,7 @@ def write_report(entries: list[tuple[Manifest, ManifestResult | None]], results_
     """results_dir/<profile>/report.md from the decided results of that profile (repro.claims.decided_results);
     `costs`: the fitted cost model, with the plans it priced, and the compute section (repro.cost.taken.for_report);
     `tables_written`: the tables whose files the command wrote from these results already (only their claims.md is
-    written again)."""
-    with phase("report"):
-        return _write_report(entries, results_dir, profile, costs, check, failures, tables_written)
-
-
-def _write_report(entries: list[tuple[Manifest, ManifestResult | None]], results_dir: Path, profile: str,
-                  costs: tuple[FolderFit, ComputeTaken], check: FlopCheck | None,
-                  failures: dict[str, str] | None,
-                  tables_written: frozenset[str] = frozenset()) -> tuple[Path, dict[str, Any]]:
-    from repro.report.costs import compute_section
-
+    written again). Timed as the command's "report" phase."""
     manifests = [m for m, _ in entries]
     folder, taken = costs
     out = profile_dir(results_dir, profile)
