@@ -28,8 +28,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from repro.cost import cpu_reference, gpu_reference
+from repro.cost.gpu_reference import GpuCalibration, InputRate, backbone_key, model_key
+
 if TYPE_CHECKING:
-    from repro.cost.gpu_reference import GpuCalibration, InputRate
     from repro.cost.speed import Speed
 
 RESNET50_A100_IMAGES_PER_S = 2470.0  # NVIDIA DeepLearningExamples, 1x A100-80GB, AMP
@@ -85,18 +87,12 @@ class Throughput:
 
     def model_rate(self, dataset: str, backbone: dict[str, Any], head: dict[str, Any]) -> float | None:
         """Images/s measured for this very model (dataset, backbone and head), or None."""
-        if not self.model_images_per_s:
-            return None
-        from repro.cost.gpu_reference import model_key
-
-        return self.model_images_per_s.get(model_key(dataset, backbone, head))
+        return self.model_images_per_s.get(model_key(dataset, backbone, head)) if self.model_images_per_s else None
 
     def compile_seconds(self, backbone: dict[str, Any]) -> float:
         """Compiling `backbone` once (a GPU from a calibration file); 0 where the figures have no compile times."""
         if not self.compile_s:
             return 0.0
-        from repro.cost.gpu_reference import backbone_key
-
         return self.compile_s.get(backbone_key(backbone), statistics.median(self.compile_s.values()))
 
     @property
@@ -115,9 +111,7 @@ def cpu_throughput(speed: Speed | None = None) -> Throughput:
     """This CPU: the CPU reference's run model and runs (repro.cost.cpu_reference) times `speed`'s factor
     (repro.cost.speed: this CPU's seconds over the reference machine's; unscaled without one); a per-core guess,
     labelled as one, where the reference cannot be read. Torch-free."""
-    from repro.cost import cpu_reference as shipped
-
-    ref = shipped.load()
+    ref = cpu_reference.load()
     factor = speed.factor if speed is not None else 1.0
     if ref is None:
         return Throughput("cpu", "cpu", CPU_REFERENCE_MACS_PER_CORE * cores() / factor, CPU_STEP_OVERHEAD_S * factor,
@@ -179,8 +173,6 @@ def gpu_throughput(calibration: str | Path | None = None, gpu: str | None = None
     passes --calibration, else $REPRO_GPU_CALIBRATION); else the shipped H200 reference (repro.cost.gpu_reference),
     its rates scaled by peak FLOP/s to `gpu` or this host's GPU (of `visible_gpus`) where that is another;
     data-sheet figures where the reference cannot be read."""
-    from repro.cost import gpu_reference
-
     references = gpu_reference.load_all()
     wanted = gpu or local_gpu_name(visible_gpus)
     own = _peak_key(wanted) if wanted else None
