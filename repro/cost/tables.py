@@ -9,6 +9,7 @@ own model's images/s, its table's heaviest row's (*), or its multiply-adds (MACs
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -17,6 +18,7 @@ from rich.text import Text
 from repro.core.terminal import Column, Grid
 from repro.cost.calibration import Throughput
 from repro.cost.estimate import Cost, CostModel, device_time, duration, hours, is_run
+from repro.cost.gpu_reference import model_key
 from repro.cost.wall_time import Rates, command_time
 from repro.data.specs import get_dataset
 from repro.plan.run_config import RunConfig
@@ -110,10 +112,8 @@ def plan_table(plan: Plan) -> Grid:
 
 def left_out_line(plan: Plan) -> str:
     """The claims the plan leaves out, counted by why (the words before a reason's colon)."""
-    reasons: dict[str, int] = {}
-    for _, why in plan.left_out:
-        reasons[why.split(":")[0]] = reasons.get(why.split(":")[0], 0) + 1
-    parts = "; ".join(f"{n} {why}" for why, n in sorted(reasons.items(), key=lambda kv: -kv[1]))
+    reasons = Counter(why.split(":")[0] for _, why in plan.left_out)
+    parts = "; ".join(f"{n} {why}" for why, n in reasons.most_common())
     return f"left out: {len(plan.left_out)} ({parts}); `-v` lists each with why" if plan.left_out else ""
 
 
@@ -158,8 +158,6 @@ def _source(cfg: RunConfig, manifest_id: str, device: Throughput, model: CostMod
     short = lambda check: check.rsplit("/", 1)[-1]  # "train/imagenet/table5.k2_moe" -> "table5.k2_moe"
     rate = device.model_rate(cfg.dataset, cfg.backbone, cfg.head)
     if rate:
-        from repro.cost.gpu_reference import model_key
-
         by = short(device.model_checks[model_key(cfg.dataset, cfg.backbone, cfg.head)])
     elif device.images_per_s.get(manifest_id):
         rate, by = device.images_per_s[manifest_id], short(device.rate_checks.get(manifest_id, manifest_id)) + "*"
@@ -197,9 +195,9 @@ def rate_grid(sources: list[RateSource]) -> Grid:
         mine = [s for s in sources if s.manifest == manifest]
         rates = sorted(s.images_per_s for s in mine if s.images_per_s is not None)
         span = "-" if not rates else f"{rates[0]:,.0f}" + (f"-{rates[-1]:,.0f}" if rates[-1] != rates[0] else "")
-        runs: dict[str, int] = {}
+        runs: Counter[str] = Counter()
         for s in mine:  # a check's runs together, whatever their input
-            runs[s.measured_by] = runs.get(s.measured_by, 0) + s.runs
+            runs[s.measured_by] += s.runs
         grid.add(manifest, str(sum(runs.values())), span, ", ".join(dict.fromkeys(s.input for s in mine if s.input)),
                  ", ".join(f"{by.removeprefix(manifest + '.')} ({n})" for by, n in runs.items()))
     return grid
