@@ -21,6 +21,7 @@ from __future__ import annotations
 import heapq
 import json
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Iterable, Literal
 
@@ -126,7 +127,6 @@ class CostModel:
     cache: Path = DEFAULT_CACHE  # the cache folder: FLOP counts, model sizes, split sizes, the CPU's speed factor
     visible_gpus: str | None = None  # this process's CUDA_VISIBLE_DEVICES ("": none), to name its GPU
     _devices: dict[str, Throughput] = field(default_factory=dict, repr=False)
-    _speed: list = field(default_factory=list, repr=False)  # [this CPU's kept Speed or None], read once
 
     @classmethod
     def under(cls, settings: Settings, **given) -> CostModel:
@@ -144,15 +144,14 @@ class CostModel:
         if kind in self.fitted:
             return self.fitted[kind]
         if kind not in self._devices:
-            self._devices[kind] = (cpu_throughput(self.speed()) if kind == "cpu"
+            self._devices[kind] = (cpu_throughput(self.speed) if kind == "cpu"
                                    else gpu_throughput(self.calibration, self.gpu, self.visible_gpus))
         return self._devices[kind]
 
+    @cached_property
     def speed(self) -> Speed | None:
-        """This CPU's kept speed factor against the CPU reference's machine (repro.cost.speed), or None."""
-        if not self._speed:
-            self._speed.append(kept_speed(cache=self.cache))
-        return self._speed[0]
+        """This CPU's kept speed factor against the CPU reference's machine (repro.cost.speed), or None; read once."""
+        return kept_speed(cache=self.cache)
 
     def split_counts(self, cfg: RunConfig) -> tuple[int, int, str]:
         """(training images, test images, where their counts came from) of one run (repro.data.sizes)."""

@@ -104,7 +104,7 @@ def command_time(plans: list[TablePlan], model: CostModel, rates: Rates = Rates(
                  recorded: frozenset[str] = frozenset()) -> CommandTime:
     """The wall time of `repro verify-all` (or `repro run` of these tables) at their plans' profile; the runs in
     `recorded` are reused, not trained. The reference's phase rates are scaled by this CPU's speed factor."""
-    speed = model.speed()
+    speed = model.speed
     host = speed.label if speed is not None else "CPU reference"
 
     def priced(phase: str, table: str, units: float, name: str) -> Part:
