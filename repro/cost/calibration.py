@@ -117,7 +117,8 @@ def cpu_throughput(speed: Speed | None = None) -> Throughput:
         return Throughput("cpu", "cpu", CPU_REFERENCE_MACS_PER_CORE * cores() / factor, CPU_STEP_OVERHEAD_S * factor,
                           f"reference, not measured: {CPU_REFERENCE_MACS_PER_CORE / 1e9:.0f} GMAC/s per core x "
                           f"{cores()} (a 2-core x86-64 CI machine)", label="CPU guess")
-    scaled = f"; x {speed.describe()}" if speed is not None else "; not scaled: no speed factor kept (`repro bench speed`)"
+    scaled = (f"; x {speed.describe()}" if speed is not None
+              else "; not scaled: no speed factor kept (`repro bench speed`)")
     return Throughput("cpu", "cpu", ref.macs_per_s / factor, ref.step_overhead_s * factor, ref.source + scaled,
                       run_seconds={r.hash: r.cpu_s * factor for r in ref.runs},
                       run_overhead_s=ref.run_overhead_s * factor, cpu_share=ref.cpu_share, parallel=cores(),
@@ -198,7 +199,8 @@ def gpu_throughput(calibration: str | Path | None = None, gpu: str | None = None
     if here is None or there is None or here == there:
         note = f"; {wanted} is not in the peak table: the {there}'s figures" if here is None and wanted else ""
         return from_calibration(shipped, f"{there} ref. {when}", source + note)
-    scale = REFERENCE_GPUS[here] / REFERENCE_GPUS[there]
+    peak, measured = REFERENCE_GPUS[here], REFERENCE_GPUS[there]
+    scale = peak / measured
     return from_calibration(shipped, f"{there} ref. x{scale:.2f} ({here})",
-                            f"{source}, its rates x {scale:.2f} for the {here} (bf16 peak {REFERENCE_GPUS[here] / 1e12:.0f} "
-                            f"over {REFERENCE_GPUS[there] / 1e12:.0f} TFLOP/s)", scale)
+                            f"{source}, its rates x {scale:.2f} for the {here} (bf16 peak {peak / 1e12:.0f} "
+                            f"over {measured / 1e12:.0f} TFLOP/s)", scale)

@@ -220,7 +220,8 @@ class CostModel:
         if device.step_param_s or device.checkpoint_param_s:
             trainable, held = self.run_params(cfg)
             if trainable == trainable:  # NaN: sizes not counted (cached_only), priced without these terms
-                overhead += w.steps * trainable * device.step_param_s + (cfg.epochs - 1) * held * device.checkpoint_param_s
+                overhead += (w.steps * trainable * device.step_param_s
+                             + (cfg.epochs - 1) * held * device.checkpoint_param_s)
         return RunTime(max(w.macs / device.macs_per_s, w.images / feed if feed else 0.0), overhead, w.data)
 
     def _data_preparation_s(self, cfg: RunConfig, device: Throughput) -> float:

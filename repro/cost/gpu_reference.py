@@ -107,7 +107,8 @@ def parse(doc: Any, path: Path) -> GpuCalibration:
         backbone = _need(result, "backbone", dict, where, path)
         _need(backbone, "name", str, where + "backbone.", path)
         if not images_per_s > 0:
-            raise CalibrationProblem(f"{path}: key '{where}images_per_s': expected a positive number, got {images_per_s}")
+            raise CalibrationProblem(f"{path}: key '{where}images_per_s': expected a positive number, "
+                                     f"got {images_per_s}")
         trains[name] = result
         rates.append(float(_need(result, "train_macs_per_s", (int, float), where, path)))
         # the first check of a backbone compiled it; later ones reuse its graphs (docs/device-check.md)
@@ -125,7 +126,7 @@ def parse(doc: Any, path: Path) -> GpuCalibration:
     if not rates:
         raise CalibrationProblem(f"{path}: key 'checks': no \"train\" check ran; nothing to calibrate from")
     data = doc.get("data_preparation")
-    data_s = float(_need(data, "seconds_per_value", (int, float), "data_preparation.", path)) if data is not None else None
+    data_s = None if data is None else float(_need(data, "seconds_per_value", (int, float), "data_preparation.", path))
     return GpuCalibration(path, device, str(doc.get("started", "")), images_per_s, compile_s,
                           statistics.median(rates), data_s, models, checks, model_checks, inputs,
                           str(doc.get("measured_in", "")))

@@ -116,9 +116,10 @@ def _run(record: dict[str, Any]) -> MeasuredRun | None:
     threads = _THREADS.search(str(prov.get("device", "")))
     cpu = record.get("cpu_seconds", ((record.get("timings") or {}).get("run") or {}).get("cpu_s"))
     cpu = float(cpu) if isinstance(cpu, (int, float)) and cpu > 0 else None
-    return MeasuredRun(record.get("config_hash", cfg.hash), cfg, str(record.get("label", "")).split("/")[0], train,
-                       wall, cpu, str(prov.get("device_type", "cpu")), int(threads.group(1)) if threads else None, ended,
-                       str(record.get("label", "")), *load_of(prov))
+    label = str(record.get("label", ""))
+    return MeasuredRun(record.get("config_hash", cfg.hash), cfg, label.split("/")[0], train, wall, cpu,
+                       str(prov.get("device_type", "cpu")), int(threads.group(1)) if threads else None, ended, label,
+                       *load_of(prov))
 
 
 def read_runs(results_dir: Path) -> dict[str, MeasuredRun]:

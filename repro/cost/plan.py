@@ -226,7 +226,8 @@ def make_plan(needs: list[ClaimNeed], gpu_hours: float, model: CostModel) -> Pla
         at_two = extra * MIN_SEEDS / n.seeds
         if n.seeds > MIN_SEEDS and at_two <= left_budget:
             why = (f"too few seeds for power within the budget: {n.seeds} seeds add {extra / 3600:.1f} GPU-h, "
-                   f"{max(left_budget, 0) / 3600:.1f} left (about {at_two / 3600:.1f} at {MIN_SEEDS} seeds, underpowered)")
+                   f"{max(left_budget, 0) / 3600:.1f} left (about {at_two / 3600:.1f} at {MIN_SEEDS} seeds, "
+                   "underpowered)")
         else:
             why = f"cost: adds {extra / 3600:.1f} GPU-h, {max(left_budget, 0) / 3600:.1f} left"
         left_out.append((n, why))

@@ -106,7 +106,8 @@ def plan_table(plan: Plan) -> Grid:
                 runs = {k for _, r in readings for k in r.need.items if is_run(k)}
                 table.add(str(i), f"readings trained: {len(readings)} alternatives",
                           str(seeds.pop()) if len(seeds) == 1 else "-", str(len(runs)),
-                          hours(sum(r.need.gpu_seconds for _, r in readings)), hours(sum(r.added_s for _, r in readings)))
+                          hours(sum(r.need.gpu_seconds for _, r in readings)),
+                          hours(sum(r.added_s for _, r in readings)))
     return table
 
 
@@ -155,18 +156,17 @@ class RateSource:
 
 
 def _source(cfg: RunConfig, manifest_id: str, device: Throughput, model: CostModel) -> tuple[float | None, str, str]:
-    short = lambda check: check.rsplit("/", 1)[-1]  # "train/imagenet/table5.k2_moe" -> "table5.k2_moe"
     rate = device.model_rate(cfg.dataset, cfg.backbone, cfg.head)
     if rate:
-        by = short(device.model_checks[model_key(cfg.dataset, cfg.backbone, cfg.head)])
+        by = device.model_checks[model_key(cfg.dataset, cfg.backbone, cfg.head)]
     elif device.images_per_s.get(manifest_id):
-        rate, by = device.images_per_s[manifest_id], short(device.rate_checks.get(manifest_id, manifest_id)) + "*"
+        rate, by = device.images_per_s[manifest_id], device.rate_checks.get(manifest_id, manifest_id) + "*"
     else:
         by = "MACs"
     feed, text = model.input_rate(cfg, device), ""
     if cfg.data == "real" and not get_dataset(cfg.dataset).in_memory:
         text = f"{device.inputs[cfg.dataset].path} {feed:,.0f}" if feed else "unmeasured"
-    return rate, by, text
+    return rate, by.rsplit("/", 1)[-1], text  # the check's name: "train/imagenet/table5.k2_moe" -> "table5.k2_moe"
 
 
 def rate_sources(plans: Plans, model: CostModel) -> list[RateSource]:
@@ -205,5 +205,6 @@ def rate_grid(sources: list[RateSource]) -> Grid:
 
 RATES_NOTE = ("Measured by: the `repro bench gpu` checks whose images/s price the table's runs (how many in brackets): "
               "a run's own model, else (*) its table's heaviest row standing in, else MACs: multiply-adds at the "
-              "median measured rate. Input: the images/s of the input path chosen for a dataset streamed from image folders; "
-              "such a run is priced at the lesser of the two, or at its model's rate where the input is unmeasured.")
+              "median measured rate. Input: the images/s of the input path chosen for a dataset streamed from image "
+              "folders; such a run is priced at the lesser of the two, or at its model's rate where the input is "
+              "unmeasured.")

@@ -187,7 +187,8 @@ def _markdown(out_dir: Path):
 
 def render_report_html(entries: list[tuple[Manifest, ManifestResult | None]], extension: set[str],
                        summary: dict[str, Any], figures: list[FigureFile], sections: list[tuple[str, str]],
-                       titles: dict[str, str], out_dir: Path, results_dir: Path, appendix: list[str] | None = None) -> str:
+                       titles: dict[str, str], out_dir: Path, results_dir: Path,
+                       appendix: list[str] | None = None) -> str:
     """The page. `summary` is write_report's (its headline counts, per-table counts and lines), `sections` the
     Markdown sections of report.md, `figures` every figure drawn (reproduction and extension), `titles` the
     headline's name for each group of claims, `appendix` the Artifact Appendix's files (relative to the page)."""

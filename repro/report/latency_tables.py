@@ -122,8 +122,8 @@ def op_scaling_table(manifest: Manifest, result: ManifestResult) -> Table | None
     for key, by_e in sweeps.items():
         es = sorted(by_e)
         slope = (by_e[es[-1]]["ops"]["ops"] - by_e[es[0]]["ops"]["ops"]) / (es[-1] - es[0])
-        cells = [f"{by_e[e]['ops']['ops']} ops ({by_e[e]['ops']['host_syncs']} syncs), {ms(by_e[e]['head']['median_ms'])} ms"
-                 if e in by_e else "" for e in experts]
+        cells = [f"{by_e[e]['ops']['ops']} ops ({by_e[e]['ops']['host_syncs']} syncs), "
+                 f"{ms(by_e[e]['head']['median_ms'])} ms" if e in by_e else "" for e in experts]
         table.add([labels[key], *cells, f"{slope:.1f}"])
     table.notes = _setup_notes(result)[1:] + ["Ops per extra expert: (ops at the largest E - ops at the smallest) "
                                               "/ (difference in E)."]

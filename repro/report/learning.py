@@ -9,10 +9,10 @@ The dense and sparse-MoE rows (the paper's two methods under test in every table
 backbone whose convolutions are routed has a dense head and counts) must learn:
 `repro verify-all` exits 1 when one does not. A row that trains an alternative reading
 (role "sensitivity", repro/spec/readings.toml) is shown, with its reading, and does not set the
-exit code: whether a reading the artifact did not choose still learns is what it reports. The other methods (Soft MoE, per-sample
-Soft MoE, Expert Choice, the extension routers) are shown beside them and do not set
-the exit code; a row named by a claim's may_collapse is one the paper reports
-collapsing, and is shown as such whatever it reached. Rows that share their runs
+exit code: whether a reading the artifact did not choose still learns is what it reports. The
+other methods (Soft MoE, per-sample Soft MoE, Expert Choice, the extension routers) are shown
+beside them and do not set the exit code; a row named by a claim's may_collapse is one the paper
+reports collapsing, and is shown as such whatever it reached. Rows that share their runs
 (the same run hashes, e.g. table4/r18_dense and table9/imagenet_dense) are one line.
 Torch-free.
 """
@@ -100,7 +100,8 @@ def learning_checks(entries: list[tuple[Manifest, ManifestResult | None]]) -> li
                 accuracies=tuple(accuracy[s] for s in sorted(accuracy)), chance=float(chance),
                 gated=head_info(row.head.name).gated and row.role == "main",
                 collapse=tuple(f"{manifest.id}/{c}" for c in collapse.get(row.id, [])), reading=row.reading,
-                routers_moved=tuple(moved[s] for s in sorted(moved)), router_shift=tuple(shift[s] for s in sorted(shift)))
+                routers_moved=tuple(moved[s] for s in sorted(moved)),
+                router_shift=tuple(shift[s] for s in sorted(shift)))
             seen = merged.get(key)
             merged[key] = check if seen is None else dataclasses.replace(
                 seen, rows=seen.rows + check.rows, gated=seen.gated or check.gated,
@@ -126,7 +127,8 @@ def summary_line(checks: list[LearningCheck]) -> str:
 
 def render_learning(checks: list[LearningCheck], signs: list[str] | None = None) -> str:
     """The report section: every trained configuration, its per-seed accuracy against chance + 30 points, whether
-    a backbone MoE's routers moved from their initialisation, and `signs` (repro.report.readings_section.trained_lines)."""
+    a backbone MoE's routers moved from their initialisation, and `signs`
+    (repro.report.readings_section.trained_lines)."""
     head = ("| Configuration | Stand-in for | Rows | Accuracy per seed (%) | Chance (%) | Needed (%) | Result | "
             "Backbone MoE router moved from its initialisation |\n|---|---|---|---|---|---|---|---|")
     lines = [head]
@@ -138,8 +140,8 @@ def render_learning(checks: list[LearningCheck], signs: list[str] | None = None)
             f"claim is decided on them. A configuration learned when every seed reaches chance + "
             f"{LEARN_MARGIN * 100:.0f} points. Dense and sparse-MoE configurations must (verify-all exits 1 "
             "otherwise); the other methods, and the rows that train an alternative reading (`<row>__<alternative>`, "
-            "repro/spec/readings.toml), are shown beside them; rows sharing their runs are one line. For a backbone MoE "
-            "(Table 5), whether each layer's router moved from where it started, from the relative shift of its "
+            "repro/spec/readings.toml), are shown beside them; rows sharing their runs are one line. For a backbone "
+            "MoE (Table 5), whether each layer's router moved from where it started, from the relative shift of its "
             "weights recorded every epoch: under the renormalised gate a k = 1 router gets no gradient.")
     out = "\n".join(lines) + "\n\n" + note
     if signs:

@@ -102,8 +102,8 @@ def render_readings(claims: list[Any], cpu_seconds: float, models: int, manifest
              "empirical claim that orders measured gaps by rho, is decided again under every alternative of each "
              "reading that applies to the rows it reads (one reading at a time, the others as chosen), by counting "
              "those rows again; an empirical claim ordered by rho keeps the gaps as measured and takes rho under the "
-             "alternative. A reading of what a claim measures (which metric 'routing entropy' is) decides the claims it "
-             f"names again on the same measurements. {len(readings)} readings; "
+             "alternative. A reading of what a claim measures (which metric 'routing entropy' is) decides the claims "
+             f"it names again on the same measurements. {len(readings)} readings; "
              f"{readings_summary(claims, cpu_seconds, models).removeprefix('Readings: ')}.")
     outro = ("Readings that change only how a model trains leave every count these claims read unchanged, so they "
              f"cannot move these verdicts: {', '.join(training_only) or 'none'}. Their alternatives are decided by "

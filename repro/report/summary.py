@@ -39,7 +39,8 @@ def _regenerated(entries: list[tuple[Manifest, ManifestResult | None]], failures
 
 
 def summary_lines(entries: list[tuple[Manifest, ManifestResult | None]], check: FlopCheck | None,
-                  failures: dict[str, str], beyond: list[tuple[Manifest, ManifestResult | None]] = ()) -> dict[str, Any]:
+                  failures: dict[str, str],
+                  beyond: list[tuple[Manifest, ManifestResult | None]] = ()) -> dict[str, Any]:
     """The headline of the paper's tables (`entries`); `beyond`, the extension's tables, only counted beside them."""
     verdicts = [v for _, r in entries if r for v in r.verdicts]
     total_claims = sum(len(m.claims) for m, _ in entries)

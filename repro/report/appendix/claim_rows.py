@@ -1,4 +1,5 @@
-"""One row of the appendix per claim: what it finds, what decides it, what it costs, what is expected, what was measured.
+"""One row of the appendix per claim: what it finds, what decides it, what it costs, what is expected, what was
+measured.
 
     finding     the manifest's statement and the paper section it comes from
     decided by  `repro <table> --profile <p>` (`repro run <table> <other tables>` for a finding that spans
@@ -34,7 +35,8 @@ from repro.spec.paper import PaperValue, paper_value
 # The ACM badge a profile's runs support, by what the profile is evidence of (repro.spec.profiles.Profile).
 BADGES = {"paper": "Results Reproduced", "reduced": "Results Reproduced (reduced protocol)",
           "functional": "Functional", "pipeline": "none (a pipeline check)"}
-_REFERENCES = set(PAPER_KEYS) | set(ROW_KEYS) | set(COMPARISON_KEYS) | set(PATH_KEYS) | {"excluded", "routers", "configs"}
+_REFERENCES = (set(PAPER_KEYS) | set(ROW_KEYS) | set(COMPARISON_KEYS) | set(PATH_KEYS)
+               | {"excluded", "routers", "configs"})
 
 
 @dataclass(frozen=True)
@@ -81,7 +83,8 @@ def hardware(tables: list[Manifest], claim: Claim, profile: str, device: str) ->
 
 
 def command(tables: list[Manifest], profile: str) -> str:
-    """`repro <table> --profile <p>`; a claim that reads other tables needs them run too (`repro run` takes them all)."""
+    """`repro <table> --profile <p>`; a claim that reads other tables needs them run too (`repro run` takes them
+    all)."""
     ids = " ".join(t.id for t in tables)
     return f"repro {ids} --profile {profile}" if len(tables) == 1 else f"repro run {ids} --profile {profile}"
 
