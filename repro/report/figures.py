@@ -161,9 +161,10 @@ def _profile_words(name: str, plan: TablePlan | None) -> str:
         return epochs + (f", {p.train_samples} training images" if p.train_samples else "")
 
     data = {"synthetic": "synthetic data, a pipeline check rather than the paper's numbers",
-            "digits": "real digit scans standing in for the datasets, not the paper's numbers"}.get(profile.data, "real data")
+            "digits": "real digit scans standing in for the datasets, not the paper's numbers"}
     per_dataset = "; ".join(f"{d}: {amount(plan.datasets[d])}" for d in profile.datasets)
-    return f"profile '{name}' ({profile.seeds} seed(s), {per_dataset or amount(profile)}, {data})"
+    return (f"profile '{name}' ({profile.seeds} seed(s), {per_dataset or amount(profile)}, "
+            f"{data.get(profile.data, 'real data')})")
 
 
 def runs_note(pairs: list[tuple[Manifest, ManifestResult]], plans: Plans) -> str:

@@ -10,12 +10,12 @@ question "does the sign follow rho for every router?" reads across panels.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from repro.plan.manifest import Manifest
+from repro.report.figures_gaps import minor_label
 from repro.results.measurements import ManifestResult
 
 if TYPE_CHECKING:  # matplotlib is imported where a figure is drawn
@@ -75,7 +75,7 @@ def draw_gap_vs_rho_by_router(points: list[RouterPoint]) -> Figure:
         ax.axhline(0, color="black", lw=0.8)
         ax.set_xscale("log")
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-        ax.xaxis.set_minor_formatter(FuncFormatter(_two_and_five))  # all minor labels overlap on a narrow panel
+        ax.xaxis.set_minor_formatter(FuncFormatter(minor_label))  # all minor labels overlap on a narrow panel
         # A gap lies in [-100, 100] pp; with two seeds a 95% interval (t, 1 d.f.) runs far past it.
         low = min([p.ci_pp[0] for p in points if p.ci_pp] + [p.mean_pp for p in points] + [-5])
         high = max([p.ci_pp[1] for p in points if p.ci_pp] + [p.mean_pp for p in points] + [5])
@@ -85,18 +85,10 @@ def draw_gap_vs_rho_by_router(points: list[RouterPoint]) -> Figure:
         ax.grid(True, alpha=0.3)
     axes[0].set_ylabel("MoE − dense accuracy (pp)")
     families = dict.fromkeys(p.backbone for p in points)
-    fig.legend(handles=[Line2D([], [], marker="o", color=FAMILY_COLOURS.get(f, "0.3"), label=FAMILY_LABELS.get(f, f)) for f in families],
-               loc="outside right upper", fontsize=8, frameon=False)  # the foot holds the stamp
+    fig.legend(handles=[Line2D([], [], marker="o", color=FAMILY_COLOURS.get(f, "0.3"), label=FAMILY_LABELS.get(f, f))
+                        for f in families], loc="outside right upper", fontsize=8, frameon=False)  # the foot: the stamp
     fig.suptitle("Beyond the paper: gap against ρ for each router", fontsize=10)
     return fig
-
-
-def _two_and_five(value: float, _pos: int) -> str:
-    """Minor log-axis labels at 2x and 5x a power of ten only (20, 50, ...)."""
-    if value <= 0:
-        return ""
-    lead = round(value / 10 ** math.floor(math.log10(value)), 6)
-    return f"{value:g}" if lead in (2.0, 5.0) else ""
 
 
 def caption(points: list[RouterPoint], profile: str) -> str:

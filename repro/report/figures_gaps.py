@@ -233,7 +233,7 @@ def _sign_handles(signs: set[str]) -> list[Line2D]:
                    label=f"paper: gap {SIGN_WORDS[s]}, no number") for s in SIGN_TEXT if s in signs]
 
 
-def _minor_label(v: float, _pos: int) -> str:
+def minor_label(v: float, _pos: int) -> str:
     """Label the 2s and 5s between decades of a log axis (0.2, 0.5, 2, 5, 20, 50)."""
     return f"{v:g}" if f"{v:g}".lstrip("0.")[:1] in ("2", "5") else ""
 
@@ -270,7 +270,7 @@ def draw_gap_vs_rho(points: list[GapPoint], threshold: tuple[float, str] | None,
         handles.append(Line2D([], [], color="0.4", ls=":", label=f"paper's ρ threshold ({threshold[1]})"))
     ax.set_xscale("log")
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-    ax.xaxis.set_minor_formatter(FuncFormatter(_minor_label))
+    ax.xaxis.set_minor_formatter(FuncFormatter(minor_label))
     symlog = _y_scale(ax, points)
     ax.set_xlabel("routed fraction ρ of inference FLOPs (%, log scale)")
     ax.set_ylabel("MoE − dense accuracy (pp)" + (" [symlog]" if symlog else ""))
