@@ -265,18 +265,9 @@ def profiles_toml(profiles: dict[str, Profile], plan: Plan) -> str:
             value = getattr(p, f.name)
             default = f.default if f.default_factory is dataclasses.MISSING else f.default_factory()
             if value is not None and value != default:
-                lines.append(f"{f.name} = {_toml(value)}")
+                # JSON's strings, numbers, booleans and arrays, as json.dumps writes them, are TOML's too
+                lines.append(f"{f.name} = {json.dumps(value, ensure_ascii=False)}")
     return "\n".join(lines) + "\n"
-
-
-def _toml(value) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, float)):
-        return repr(value)
-    if isinstance(value, (tuple, list)):
-        return "[" + ", ".join(_toml(v) for v in value) + "]"
-    return json.dumps(value, ensure_ascii=False)  # a JSON string is a TOML basic string
 
 
 def write_plan(path: Path, plan: Plan, manifests: list[Manifest]) -> dict[str, Profile]:
