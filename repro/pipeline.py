@@ -36,9 +36,19 @@ from repro.results.provenance import provenance
 from repro.report.render import write_manifest_outputs
 from repro.claims import decide_table
 from repro.claims.across import tables_named
-from repro.results.measurements import (READINGS_DETAIL, FlopCheck, ManifestResult, Measured, comparison_metric,
-                                        derive_comparisons, load_result, row_metric, save_result)
+from repro.results.measurements import (
+    READINGS_DETAIL,
+    FlopCheck,
+    ManifestResult,
+    Measured,
+    comparison_metric,
+    derive_comparisons,
+    load_result,
+    row_metric,
+    save_result,
+)
 from repro.results.timings import phase
+
 
 def make_context(plan: TablePlan, options: TableOptions, progress: Progress | None = None) -> Context:
     """How a table's plan is measured under `options`."""
@@ -46,9 +56,19 @@ def make_context(plan: TablePlan, options: TableOptions, progress: Progress | No
     # On a CPU as many runs at once as the cores hold at the threads each trains on (its config's).
     threads = plan.profile.run_threads()
     jobs = options.jobs or (1 if device.startswith("cuda") else max(1, (os.cpu_count() or 1) // threads))
-    return Context(options.profile, options.results_dir, device, jobs, options.data_dir, progress,
-                   options.executor, options.data.allow_unverified, options.data.workers, options.remeasure_latency,
-                   settings=options.settings)
+    return Context(
+        options.profile,
+        options.results_dir,
+        device,
+        jobs,
+        options.data_dir,
+        progress,
+        options.executor,
+        options.data.allow_unverified,
+        options.data.workers,
+        options.remeasure_latency,
+        settings=options.settings,
+    )
 
 
 def comparison_metrics(manifest: Manifest, measured: Measured) -> Measured:
@@ -75,8 +95,17 @@ def run_manifest(plan: TablePlan, ctx: Context) -> TableMeasurement:
     measured = comparison_metrics(manifest, Measured.combine(parts))
     # The threads the runs computed on (each record's), not this process's current setting.
     made_on = provenance(ctx.device, plan.profile.run_threads(), allow_unverified_data=ctx.allow_unverified_data)
-    measurements = ManifestResult(manifest.id, manifest.title, manifest.paper_ref, manifest.paper_table,
-                                  plan.profile_name, measured, [], made_on, plan.profile)
+    measurements = ManifestResult(
+        manifest.id,
+        manifest.title,
+        manifest.paper_ref,
+        manifest.paper_table,
+        plan.profile_name,
+        measured,
+        [],
+        made_on,
+        plan.profile,
+    )
     # the analytic claims' rows under each alternative reading, kept with the measurements
     if (counted := count_readings(manifest, measurements, ctx.settings.cache)) is not None:
         measurements = dataclasses.replace(measurements, measured=measured.with_details({READINGS_DETAIL: counted}))
@@ -141,8 +170,12 @@ class TableRun:
     progress: Progress | None = None
     current: str | None = None
 
-    def run(self, plans: list[TablePlan], on_start: Callable[[TablePlan, Context], None] | None = None,
-            on_done: Callable[[TableOutcome], None] | None = None) -> list[TableOutcome]:
+    def run(
+        self,
+        plans: list[TablePlan],
+        on_start: Callable[[TablePlan, Context], None] | None = None,
+        on_done: Callable[[TableOutcome], None] | None = None,
+    ) -> list[TableOutcome]:
         """Run each table's plan (built once, before: repro.plan.table_plan); a table that fails is an outcome, and
         the next one still runs. An interrupt (KeyboardInterrupt) and a file the disk refuses (WriteFailed)
         propagate, with `current` naming the table they stopped."""
@@ -178,8 +211,9 @@ class TableRun:
         return outcomes
 
 
-def rebuild_result(plan: TablePlan, results_dir: Path, device: str = "auto",
-                   settings: Settings = Settings()) -> ManifestResult:
+def rebuild_result(
+    plan: TablePlan, results_dir: Path, device: str = "auto", settings: Settings = Settings()
+) -> ManifestResult:
     """The table's results.json and tables written again from the run records already in `results_dir`, training
     nothing (a run without a record is a problem of the table, as a failed run is); FLOP counts and latencies
     are measured again on this machine. For a results.json that was damaged (repro.results.measurements.ResultUnusable).
@@ -196,7 +230,8 @@ def decidable_not_reproduced(results: list[ManifestResult], device: str) -> list
         kind = result.profile_settings.evidence if result.profile_settings else "pipeline"
         for v in result.verdicts:
             undecidable = (v.scope != "analytic" and kind not in ("reduced", "paper")) or (
-                v.scope == "gpu" and not device.startswith("cuda"))
+                v.scope == "gpu" and not device.startswith("cuda")
+            )
             if v.status != "reproduced" and not (v.status == "not run" and undecidable):
                 found.append(f"{result.manifest_id}/{v.claim}")
     return found
@@ -225,6 +260,18 @@ def describe_exception(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}{where}"
 
 
-__all__ = ["Context", "TableMeasurement", "TableOutcome", "TablePlan", "TableRun", "comparison_metric",
-           "decidable_not_reproduced",
-           "execute", "flop_check", "make_context", "rebuild_result", "row_metric", "run_manifest"]
+__all__ = [
+    "Context",
+    "TableMeasurement",
+    "TableOutcome",
+    "TablePlan",
+    "TableRun",
+    "comparison_metric",
+    "decidable_not_reproduced",
+    "execute",
+    "flop_check",
+    "make_context",
+    "rebuild_result",
+    "row_metric",
+    "run_manifest",
+]

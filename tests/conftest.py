@@ -52,12 +52,30 @@ def two_threads():
 # saves minutes, and no result depends on it), where the paper's text is, and the switches, folders and tools CI
 # sets for the suite itself (tests/tool_python.py). Every other REPRO_* a user exported (a profile, manifests, a
 # dispatch mode) is dropped.
-KEPT = ("REPRO_CACHE", "REPRO_PAPER_TEXT", "REPRO_ARTIFACTS", "REPRO_COMPOSE_GO", "REPRO_VALIDATORS_PYTHON",
-        "REPRO_REQUIRE_")
+KEPT = (
+    "REPRO_CACHE",
+    "REPRO_PAPER_TEXT",
+    "REPRO_ARTIFACTS",
+    "REPRO_COMPOSE_GO",
+    "REPRO_VALIDATORS_PYTHON",
+    "REPRO_REQUIRE_",
+)
 # What rich, Typer and Click read of the user's terminal: its size, and whether to colour. The suite sets the size
 # itself (TERMINAL_SIZE), so that an exported COLUMNS=80 or 200 cannot wrap a message a test reads as one line.
-TERMINAL = ("COLUMNS", "LINES", "TERMINAL_WIDTH", "JUPYTER_COLUMNS", "JUPYTER_LINES", "FORCE_COLOR", "PY_COLORS",
-            "NO_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE", "TYPER_USE_RICH", "_TYPER_FORCE_DISABLE_TERMINAL")
+TERMINAL = (
+    "COLUMNS",
+    "LINES",
+    "TERMINAL_WIDTH",
+    "JUPYTER_COLUMNS",
+    "JUPYTER_LINES",
+    "FORCE_COLOR",
+    "PY_COLORS",
+    "NO_COLOR",
+    "TTY_COMPATIBLE",
+    "TTY_INTERACTIVE",
+    "TYPER_USE_RICH",
+    "_TYPER_FORCE_DISABLE_TERMINAL",
+)
 TERMINAL_SIZE = {"COLUMNS": "80", "LINES": "25"}  # rich's size for output that is not a terminal
 
 
@@ -111,7 +129,12 @@ def smoke_folder(tmp_path_factory):
         shutil.copy(MANIFESTS / f"{name}.toml", root / "manifests")
     env = {**os.environ, "REPRO_MANIFESTS": str(root / "manifests"), "COLUMNS": "80"}
     for args in (["verify-all", "--jobs", "1"], ["report"], ["appendix"]):
-        done = subprocess.run([sys.executable, "-m", "repro", *args, "--results-dir", str(root / "results")], env=env,
-                              capture_output=True, text=True, timeout=1200)
+        done = subprocess.run(
+            [sys.executable, "-m", "repro", *args, "--results-dir", str(root / "results")],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=1200,
+        )
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return root / "results"

@@ -46,8 +46,13 @@ def seed_cache(cache: Path) -> Path:
     class Served(requests.adapters.HTTPAdapter):
         def send(self, request, **kwargs):
             assert request.url == CONTEXT_URL, request.url
-            raw = urllib3.HTTPResponse(body=io.BytesIO(body), headers={"Content-Type": "application/ld+json"},
-                                       status=200, preload_content=False, request_url=request.url)
+            raw = urllib3.HTTPResponse(
+                body=io.BytesIO(body),
+                headers={"Content-Type": "application/ld+json"},
+                status=200,
+                preload_content=False,
+                request_url=request.url,
+            )
             return self.build_response(request, raw)
 
     session = requests_cache.CachedSession(str(cache), backend="sqlite", expire_after=-1)
@@ -66,8 +71,13 @@ def summarise(crate: str, cache_dir: str, severity: str = "REQUIRED") -> dict:
     from rocrate_validator.models import ValidationSettings
 
     cache = seed_cache(Path(cache_dir) / "http_cache")
-    settings = ValidationSettings(rocrate_uri=str(crate), profile_identifier=PROFILE, offline=True, cache_path=cache,
-                                  requirement_severity=severity)
+    settings = ValidationSettings(
+        rocrate_uri=str(crate),
+        profile_identifier=PROFILE,
+        offline=True,
+        cache_path=cache,
+        requirement_severity=severity,
+    )
     result = services.validate(settings)
     problems = [f"{i.check.identifier}: {i.message}" for i in result.get_issues()]
     problems += [f"skipped {d.to_dict()}" for d in result.skipped_check_details]

@@ -10,27 +10,57 @@ from repro.models import Component
 from repro.spec.profiles import Profile
 from repro.plan.run_config import resolve
 
-PROFILE = Profile(description="test", evidence="pipeline", seeds=1, epochs=2, data="synthetic", train_samples=64,
-                  test_samples=32, batch_size=32, max_image_size=16, pretrained=False)
+PROFILE = Profile(
+    description="test",
+    evidence="pipeline",
+    seeds=1,
+    epochs=2,
+    data="synthetic",
+    train_samples=64,
+    test_samples=32,
+    batch_size=32,
+    max_image_size=16,
+    pretrained=False,
+)
 
 
 def config(seed: int = 0, profile: Profile = PROFILE):
-    row = Row(id="r", label="r", dataset="cifar10", backbone=Component("cifar_standard"), head=Component("dense"),
-              measures=("accuracy",))
+    row = Row(
+        id="r",
+        label="r",
+        dataset="cifar10",
+        backbone=Component("cifar_standard"),
+        head=Component("dense"),
+        measures=("accuracy",),
+    )
     return resolve(row, profile, seed=seed)
 
 
 def record(cfg, accuracy: float = 0.5, **extra) -> dict:
     """A record of `cfg` that repro.execution.record_checks accepts (`extra` replaces top-level keys, digest after)."""
     history = [{"epoch": e + 1, "test_accuracy": accuracy, "train_accuracy": accuracy} for e in range(cfg.epochs)]
-    out = {"schema": RECORD_SCHEMA, "config": jsonable(cfg.to_dict()), "config_hash": cfg.hash, "seed": cfg.seed,
-           "metrics": {"accuracy": accuracy, "final_accuracy": accuracy, "peak_accuracy": accuracy,
-                       "peak_epoch": cfg.epochs, "chance": 0.1},
-           "history": history, "wall_seconds": 12.4,
-           "provenance": {"device": f"cpu: x86_64, {cfg.threads} intra-op thread(s)", "device_type": "cpu",
-                          "reproducibility": {"threads": cfg.threads, "deterministic": cfg.deterministic},
-                          "executor": {"name": "local", "host": "n1"}},
-           **extra}
+    out = {
+        "schema": RECORD_SCHEMA,
+        "config": jsonable(cfg.to_dict()),
+        "config_hash": cfg.hash,
+        "seed": cfg.seed,
+        "metrics": {
+            "accuracy": accuracy,
+            "final_accuracy": accuracy,
+            "peak_accuracy": accuracy,
+            "peak_epoch": cfg.epochs,
+            "chance": 0.1,
+        },
+        "history": history,
+        "wall_seconds": 12.4,
+        "provenance": {
+            "device": f"cpu: x86_64, {cfg.threads} intra-op thread(s)",
+            "device_type": "cpu",
+            "reproducibility": {"threads": cfg.threads, "deterministic": cfg.deterministic},
+            "executor": {"name": "local", "host": "n1"},
+        },
+        **extra,
+    }
     out["digest"] = record_digest(out)
     return out
 
@@ -42,8 +72,16 @@ def write_record(results_dir: Path, cfg, **kw) -> Path:
     return path
 
 
-def write_result(results_dir: Path, table: str, rows: dict, profile: str = "smoke", verdicts=(), metrics=None,
-                 details=None, provenance=None) -> Path:
+def write_result(
+    results_dir: Path,
+    table: str,
+    rows: dict,
+    profile: str = "smoke",
+    verdicts=(),
+    metrics=None,
+    details=None,
+    provenance=None,
+) -> Path:
     """<results>/<profile>/<table>/results.json whose rows name the runs `rows` gives ({row: [record, ...]}),
     as repro.measure.accuracy stores them (details["runs"], and each row's per-seed accuracy and chance)."""
     from repro.results.measurements import ManifestResult, Measuring, RunSummary, save_result
@@ -54,13 +92,15 @@ def write_result(results_dir: Path, table: str, rows: dict, profile: str = "smok
         measured.details.setdefault("runs", {})[row] = [s.to_dict() for s in summaries]
         measured.set_row(row, "accuracy", {s.seed: s.accuracy for s in summaries})
         measured.set_row(row, "chance", summaries[0].chance)
-    return save_result(ManifestResult(table, table, "test", table, profile, measured.done(), list(verdicts),
-                                      provenance or {}), results_dir)
+    return save_result(
+        ManifestResult(table, table, "test", table, profile, measured.done(), list(verdicts), provenance or {}),
+        results_dir,
+    )
 
 
 # Table `t` of the fake results: rows `dense` and `moe`, and claim `c`, decided from the moe row's rho (below 0.5:
 # reproduced), so that a reader that decides verdicts (`repro export`, `repro compare`) has a rule to decide by.
-MANIFEST_T = '''
+MANIFEST_T = """
 id = "t"
 title = "a fake table"
 paper_ref = "test"
@@ -93,7 +133,7 @@ rule = "compare"
 metric = "rows.moe.rho"
 relation = "<"
 bound = 0.5
-'''
+"""
 
 
 def write_manifest_t(folder: Path) -> Path:

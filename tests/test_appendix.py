@@ -32,7 +32,7 @@ CELL = re.compile(r"(?<!\\)\|")
 
 def claim_table(md: str) -> dict[str, list[str]]:
     """The claims table of a Markdown appendix: claim key -> its cells, in order (the header row under "Claim")."""
-    lines = md[md.index("| Claim |"):].splitlines()
+    lines = md[md.index("| Claim |") :].splitlines()
     header = [c.strip() for c in CELL.split(lines[0])[1:-1]]
     rows = {}
     for line in lines[2:]:
@@ -76,11 +76,26 @@ def test_a_claim_added_to_a_copy_of_a_manifest_gains_its_row(tmp_path):
     folder = tmp_path / "manifests"
     shutil.copytree(MANIFESTS, folder)  # all of them: a finding may span tables
     with open(folder / "table2.toml", "a") as f:
-        f.write('\n[[claims]]\nid = "added_dense_above_moe"\nstatement = "A claim added to the copy"\n'
-                'section = "4.3"\nscope = "empirical"\nrule = "row_above"\nrow = "std_dense"\nbaseline = "std_moe"\n')
+        f.write(
+            '\n[[claims]]\nid = "added_dense_above_moe"\nstatement = "A claim added to the copy"\n'
+            'section = "4.3"\nscope = "empirical"\nrule = "row_above"\nrow = "std_dense"\nbaseline = "std_moe"\n'
+        )
     out = tmp_path / "appendix.md"
-    result = runner.invoke(app, ["appendix", "--manifests", str(folder), "--profile", "full", "--results-dir",
-                                 str(tmp_path / "results"), "--out", str(out)], env={"COLUMNS": "200"})
+    result = runner.invoke(
+        app,
+        [
+            "appendix",
+            "--manifests",
+            str(folder),
+            "--profile",
+            "full",
+            "--results-dir",
+            str(tmp_path / "results"),
+            "--out",
+            str(out),
+        ],
+        env={"COLUMNS": "200"},
+    )
     assert result.exit_code == 0, result.output
     rows = claim_table(out.read_text())
     assert len(rows) == sum(len(m.claims) for m in load_all(folder)) == sum(len(m.claims) for m in load_all()) + 1
@@ -96,13 +111,18 @@ def test_the_latex_compiles_standalone_with_one_row_per_claim(manifests, inputs,
             pytest.fail("pdflatex is required (REPRO_REQUIRE_LATEX is set) but not installed")
         pytest.skip("pdflatex not installed")
     tex = render(build_appendix([(m, None) for m in manifests], "full", inputs, with_results=False), "tex")
-    body = tex[tex.index(r"\endfoot"):tex.index(r"\end{longtable}", tex.index(r"\endfoot"))]
+    body = tex[tex.index(r"\endfoot") : tex.index(r"\end{longtable}", tex.index(r"\endfoot"))]
     assert body.count(r" \\" + "\n") == sum(len(m.claims) for m in manifests)  # one row per claim
     assert r"\usepackage{array,booktabs,longtable,url}" in tex and r"\toprule" in tex
     doc = tmp_path / "artifact-appendix.tex"
     doc.write_text(tex)
-    run = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", doc.name], cwd=tmp_path,
-                         capture_output=True, text=True, timeout=300)
+    run = subprocess.run(
+        ["pdflatex", "-interaction=nonstopmode", "-halt-on-error", doc.name],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert run.returncode == 0, run.stdout[-3000:]
     assert (tmp_path / "artifact-appendix.pdf").stat().st_size > 10_000
 
@@ -113,8 +133,11 @@ def test_with_results_each_row_shows_the_verdict_there_beside_the_full_profile_c
     results = tmp_path / "results"
     chosen = [find_manifest(i) for i in ("table1", "table2", "table6")]
     for m in chosen[:2]:  # table6 is not run into the folder
-        result = dataclasses.replace(fake_result(m, "functional"), provenance={"device_type": "cpu"},
-                                     profile_settings=m.profiles["functional"].for_manifest(m.id, m.seeds))
+        result = dataclasses.replace(
+            fake_result(m, "functional"),
+            provenance={"device_type": "cpu"},
+            profile_settings=m.profiles["functional"].for_manifest(m.id, m.seeds),
+        )
         save_result(decide_table(m, result), results)
     entries = decided_results(results, "functional", chosen)
     plans = plan_all(chosen)
@@ -145,15 +168,17 @@ def test_a_finding_that_spans_tables_is_decided_and_priced_with_every_table_it_r
     t3 = by_id["table3"]
     claim = next(c for c in t3.claims if c.id == "fig2_depthwise_gap_rises_with_classes")  # CIFAR-10, -100, Tiny
     assert rows["table3/fig2_depthwise_gap_rises_with_classes"]["Decided by"].startswith(
-        "`repro run table3 headline_cifar10 table2 --profile full`")
+        "`repro run table3 headline_cifar10 table2 --profile full`"
+    )
     full = _at(inputs)
     tables = claim_tables(full["table3"], claim, full)
     assert [t.id for t in tables] == ["table3", "headline_cifar10", "table2"]
     assert [sorted(r.id for r in t.manifest.rows) for t in tables[1:]] == [["dw072_dense", "dw072_moe"]] * 2
     alone = claim_cost(full["table3"], claim, inputs.model, inputs.rates)
     spanning = claim_cost(full["table3"], claim, inputs.model, inputs.rates, full)
-    own_seeds, c10_seeds, c100_seeds = (by_id[i].profiles["full"].seeds
-                                        for i in ("table3", "headline_cifar10", "table2"))
+    own_seeds, c10_seeds, c100_seeds = (
+        by_id[i].profiles["full"].seeds for i in ("table3", "headline_cifar10", "table2")
+    )
     assert alone.runs == 2 * own_seeds and spanning.runs == alone.runs + 2 * c10_seeds + 2 * c100_seeds
     assert rows["table3/fig2_depthwise_gap_rises_with_classes"]["Cost at full"] == spanning.text()
 
@@ -164,9 +189,11 @@ def test_the_badge_follows_what_the_profile_is_evidence_of(manifests, inputs):
     left_out = t1.profiles["functional"].left_out_by("table1", "std_h2048_moe")
     assert left_out == "its exclude list"  # the functional profile trains no h = 2048 row
     assert rows["table1/t1_high_rho_standard_flips_positive"]["Badge at functional"] == (
-        "none: its rows are not trained at functional")
+        "none: its rows are not trained at functional"
+    )
     assert rows["table1/t1_high_rho_standard_flips_positive"]["Cost at functional"] == (
-        "its rows are not trained at functional")
+        "its rows are not trained at functional"
+    )
     assert rows["table1/t1_sign_follows_rho"]["Badge at functional"] == "Functional"
     assert rows["table1/t1_sign_follows_rho"]["Decided by"].startswith("`repro table1 --profile full`")
     assert rows["table6/rho_r18_head"]["Decided by"].startswith("`repro table6 --profile functional` on the CPU")
@@ -177,7 +204,8 @@ def test_the_expected_result_is_the_rule_and_the_papers_value_at_its_printed_pre
     claim = next(c for c in t6.claims if c.id == "rho_r18_head")
     assert expected_result(t6, claim) == (
         "a measured value equals the reported one within its printed precision; "
-        "paper: r18_head.rho = 0.06%, to ±0.005% (as printed) (Section 4.5)")  # 0.06%: half a unit of 0.01
+        "paper: r18_head.rho = 0.06%, to ±0.005% (as printed) (Section 4.5)"
+    )  # 0.06%: half a unit of 0.01
     t2 = find_manifest("table2")
     gap = next(c for c in t2.claims if c.id == "c100_dw072_gap")
     assert expected_result(t2, gap).endswith("settings: alpha 0.05")
@@ -215,9 +243,11 @@ def test_the_container_files_are_read_as_data(tmp_path):
     assert container.cpu_overrides[0].default("REPRO_PROFILE") == "" and gpu.default("REPRO_PROFILE") == "smoke"
     assert container.install == ("-e", ".[dev]")  # what the Dockerfile installs, less how
     compose = tmp_path / "docker-compose.x.yml"
-    compose.write_text("services:\n  svc:\n    image: ${IMG:-a:1}\n    deploy:\n      resources:\n"
-                       "        reservations:\n"
-                       "          devices:\n            - capabilities: [gpu]\n              count: ${N:-4}\n")
+    compose.write_text(
+        "services:\n  svc:\n    image: ${IMG:-a:1}\n    deploy:\n      resources:\n"
+        "        reservations:\n"
+        "          devices:\n            - capabilities: [gpu]\n              count: ${N:-4}\n"
+    )
     read = read_compose(compose, tmp_path)
     assert (read.image.name, read.image.default, read.gpus.default, read.drops_gpus) == ("IMG", "a:1", "4", False)
     (tmp_path / "Dockerfile").write_text("FROM python:3.11\nRUN pip install .\n")

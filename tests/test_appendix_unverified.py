@@ -18,15 +18,24 @@ def _appendix(unverified: bool):
 
     profiles = {**shipped_profiles(), REDUCED: Profile(description="fewer seeds", evidence="reduced", seeds=3)}
     manifest = with_profiles(find_manifest("table2"), profiles)
-    check = DataCheck("cifar100", "CIFAR-100", "/data/cifar-100-python", 100, 50000, 10000,
-                      checksum=MD5_ACCEPTED if unverified else "md5 verified",
-                      unverified=("train: md5 0123 != 4567",) if unverified else ())
+    check = DataCheck(
+        "cifar100",
+        "CIFAR-100",
+        "/data/cifar-100-python",
+        100,
+        50000,
+        10000,
+        checksum=MD5_ACCEPTED if unverified else "md5 verified",
+        unverified=("train: md5 0123 != 4567",) if unverified else (),
+    )
     result = fake_result(manifest, REDUCED)
-    measured = result.measured.with_details({"data_checks": {"summaries": [check.summary()],
-                                                             "checks": [check.provenance()]}})
+    measured = result.measured.with_details(
+        {"data_checks": {"summaries": [check.summary()], "checks": [check.provenance()]}}
+    )
     measured = measured.with_metrics({f"rows.{r.id}.chance": 0.01 for r in manifest.rows})
-    result = dataclasses.replace(result, measured=measured, provenance={"device_type": "cuda"},
-                                 profile_settings=manifest.profiles[REDUCED])
+    result = dataclasses.replace(
+        result, measured=measured, provenance={"device_type": "cuda"}, profile_settings=manifest.profiles[REDUCED]
+    )
     inputs = appendix_inputs(plan_all([manifest]))
     return build_appendix([(manifest, decide_table(manifest, result))], REDUCED, inputs, with_results=True)
 

@@ -23,6 +23,7 @@ def policy(request, monkeypatch):
 
         def softmax(x, dim, **kw):
             return real(x.float() if torch.is_autocast_enabled("cpu") else x, dim, **kw)
+
         monkeypatch.setattr(torch, "softmax", softmax)
     return request.param
 
@@ -51,8 +52,9 @@ def _train_step(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor) -> flo
 def test_every_head_trains_a_step_under_bf16_autocast(head, policy):
     torch.manual_seed(0)
     params = {"expert_hidden": 16} if "expert_hidden" in HEADS.get(head).config.__dataclass_fields__ else {}
-    model = build_model("cifar10", Component("cifar_standard"), Component(head, SMALL_HEAD.get(head, params)),
-                        image_size=16)
+    model = build_model(
+        "cifar10", Component("cifar_standard"), Component(head, SMALL_HEAD.get(head, params)), image_size=16
+    )
     x, y = torch.randn(16, 3, 16, 16), torch.arange(16) % 10
     assert torch.isfinite(torch.tensor(_train_step(model, x, y)))
 
@@ -60,13 +62,18 @@ def test_every_head_trains_a_step_under_bf16_autocast(head, policy):
 @pytest.mark.parametrize("dispatch", ["loop", "batched"])
 def test_sparse_head_trains_under_bf16_with_either_dispatch(dispatch, policy):
     torch.manual_seed(0)
-    model = build_model("cifar10", Component("cifar_standard"),
-                        Component("sparse_moe", {"expert_hidden": 16, "dispatch": dispatch}), image_size=16)
+    model = build_model(
+        "cifar10",
+        Component("cifar_standard"),
+        Component("sparse_moe", {"expert_hidden": 16, "dispatch": dispatch}),
+        image_size=16,
+    )
     _train_step(model, torch.randn(16, 3, 16, 16), torch.arange(16) % 10)
 
 
-@pytest.mark.parametrize("backbone", [pytest.param(b, marks=pytest.mark.slow) if b in SIZE else b
-                                      for b in BACKBONES.names()])
+@pytest.mark.parametrize(
+    "backbone", [pytest.param(b, marks=pytest.mark.slow) if b in SIZE else b for b in BACKBONES.names()]
+)
 def test_every_backbone_trains_a_step_under_bf16_autocast(backbone, policy):
     torch.manual_seed(0)
     dataset = "imagenet" if backbone in SIZE else ("tiny_imagenet" if backbone.startswith("tiny") else "cifar10")

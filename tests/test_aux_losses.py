@@ -51,8 +51,14 @@ def test_the_head_applies_its_load_balance_fraction_during_the_warm_up():
     losses = {}
     for fraction in ("dispatches", "samples"):
         torch.manual_seed(0)
-        cfg = SparseMoEConfig(expert_hidden=8, k_warmup_epochs=5, k_warmup_start=4, entropy_weight=0.0,
-                              load_balance_weight=1.0, load_balance_fraction=fraction)
+        cfg = SparseMoEConfig(
+            expert_hidden=8,
+            k_warmup_epochs=5,
+            k_warmup_start=4,
+            entropy_weight=0.0,
+            load_balance_weight=1.0,
+            load_balance_fraction=fraction,
+        )
         head = SparseMoEHead(6, 3, cfg).train()
         head.on_epoch_start(0, 10)  # k = 4: four experts per sample
         head(torch.randn(16, 6))

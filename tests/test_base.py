@@ -12,8 +12,10 @@ from repro.models.base import RoutedHead, entropy, summarize
 def test_entropy_golden():
     assert entropy(torch.full((4,), 0.25)).item() == pytest.approx(math.log(4))
     assert entropy(torch.tensor([1.0, 0.0, 0.0])).item() == 0.0
-    torch.testing.assert_close(entropy(torch.tensor([[0.5, 0.5], [0.9, 0.1]])),
-                               torch.tensor([math.log(2), -(0.9 * math.log(0.9) + 0.1 * math.log(0.1))]))
+    torch.testing.assert_close(
+        entropy(torch.tensor([[0.5, 0.5], [0.9, 0.1]])),
+        torch.tensor([math.log(2), -(0.9 * math.log(0.9) + 0.1 * math.log(0.1))]),
+    )
 
 
 def test_summarize_golden():

@@ -25,8 +25,16 @@ def test_every_path_reports_images_per_second_and_its_ratio_to_pil(tmp_path):
         assert row.images_per_s > 0 and row.device == "cpu" and row.workers == 0
         assert row.ratio_to_pil == row.images_per_s / by_path["pil"].images_per_s
     assert by_path["pil"].ratio_to_pil == 1.0
-    assert set(rows[0].to_dict()) == {"pipeline", "device", "workers", "batch_size", "images", "images_per_s",
-                                      "ratio_to_pil", "rounds"}
+    assert set(rows[0].to_dict()) == {
+        "pipeline",
+        "device",
+        "workers",
+        "batch_size",
+        "images",
+        "images_per_s",
+        "ratio_to_pil",
+        "rounds",
+    }
 
 
 @pytest.mark.slow
@@ -35,7 +43,20 @@ def test_the_command_reports_every_cpu_path_and_its_ratio(tmp_path):
 
     from repro.cli import app
 
-    out = CliRunner().invoke(app, ["bench", "data", "--input", "jpeg", "--repeats", "1", "--workers", "0",
-                                   "--folder", str(write_jpeg_fixtures(tmp_path / "jpegs", n=16))])
+    out = CliRunner().invoke(
+        app,
+        [
+            "bench",
+            "data",
+            "--input",
+            "jpeg",
+            "--repeats",
+            "1",
+            "--workers",
+            "0",
+            "--folder",
+            str(write_jpeg_fixtures(tmp_path / "jpegs", n=16)),
+        ],
+    )
     assert out.exit_code == 0, out.output
     assert "pil" in out.output and "decode_cpu" in out.output and "1.00x" in out.output

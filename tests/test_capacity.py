@@ -154,6 +154,7 @@ def test_with_every_expert_a_candidate_the_fallback_never_happens(rule, c):
 def test_no_text_calls_the_impossible_fallback_rare():
     # Section 3.3 says "rare"; under the chosen rule it cannot happen at all (the test above).
     from checkout import MANIFESTS, REPO_ROOT
+
     texts = [REPO_ROOT / "repro" / "models" / name for name in ("sparse_moe.py", "capacity.py")]
     texts += sorted((MANIFESTS).glob("*.toml")) + [REPO_ROOT / "repro" / "spec" / "readings.toml"]
     for path in texts:

@@ -15,10 +15,26 @@ from repro.models import Component
 from repro.plan.run_config import resolve
 from repro.train.loop import train_run
 
-PROFILE = Profile(description="test", evidence="pipeline", seeds=1, epochs=2, data="synthetic", train_samples=64,
-                  test_samples=32, batch_size=32, max_image_size=16, pretrained=False)
-ROW = Row(id="r", label="r", dataset="cifar10", backbone=Component("cifar_standard"), head=Component("dense"),
-          measures=("accuracy",))
+PROFILE = Profile(
+    description="test",
+    evidence="pipeline",
+    seeds=1,
+    epochs=2,
+    data="synthetic",
+    train_samples=64,
+    test_samples=32,
+    batch_size=32,
+    max_image_size=16,
+    pretrained=False,
+)
+ROW = Row(
+    id="r",
+    label="r",
+    dataset="cifar10",
+    backbone=Component("cifar_standard"),
+    head=Component("dense"),
+    measures=("accuracy",),
+)
 EVERY_EPOCH = Settings(checkpoint_seconds=0.0)  # a checkpoint after every epoch: the resume tests kill after one
 
 
@@ -56,6 +72,7 @@ def test_resume_from_a_checkpoint_loaded_with_a_device_map_location(tmp_path, mo
     def crash(epoch, epochs, entry):
         if epoch == 1:
             raise Crash
+
     ckpt = tmp_path / "b.ckpt"
     with pytest.raises(Crash):
         train_run(cfg, torch.device("cpu"), None, ckpt, crash, settings=EVERY_EPOCH)
@@ -66,6 +83,7 @@ def test_resume_from_a_checkpoint_loaded_with_a_device_map_location(tmp_path, mo
         state = real_load(path, map_location=map_location, **kw)
         assert not isinstance(state["rng"]["cpu"], torch.Tensor)  # nothing a map_location can move
         return state
+
     monkeypatch.setattr(torch, "load", load)
     resumed = train_run(cfg, torch.device("cpu"), None, ckpt, settings=EVERY_EPOCH)
     assert seen == [torch.device("cpu")]
@@ -94,6 +112,7 @@ def test_a_checkpoint_follows_an_epoch_only_once_the_interval_has_passed(tmp_pat
     def look(epoch, epochs, entry):
         if ckpt.exists():
             seen.append(torch.load(ckpt, weights_only=True)["epoch"])
+
     out = train_run(cfg, torch.device("cpu"), None, ckpt, look, settings=settings)
     assert sorted(set(seen)) == written and len(out["history"]) == 3
     assert ("checkpoints" in out["timings"]) == bool(written)

@@ -35,8 +35,11 @@ def test_citation_file_validates():
 
 def test_an_invalid_citation_file_fails_validation(tmp_path):
     """The check is real: the same file with a date that is not one fails it, with jsonschema's ValidationError."""
-    text = (ROOT / CITATION_FILE).read_text(encoding="utf-8").replace("version: 0.1.0", "date-released: yesterday\n"
-                                                                       "version: 0.1.0")
+    text = (
+        (ROOT / CITATION_FILE)
+        .read_text(encoding="utf-8")
+        .replace("version: 0.1.0", "date-released: yesterday\nversion: 0.1.0")
+    )
     (tmp_path / CITATION_FILE).write_text(text, encoding="utf-8")
     found = check(tmp_path / CITATION_FILE)
     assert found["schema_error"], found["error"]
@@ -59,7 +62,8 @@ def test_codemeta_is_generated_from_the_citation_file():
     assert found["error"] is None, found["error"]
     committed = json.loads((ROOT / "codemeta.json").read_text(encoding="utf-8"))
     assert committed == json.loads(found["codemeta"]), (
-        "codemeta.json is stale: regenerate it with `cffconvert -f codemeta -i CITATION.cff -o codemeta.json`")
+        "codemeta.json is stale: regenerate it with `cffconvert -f codemeta -i CITATION.cff -o codemeta.json`"
+    )
 
 
 def test_the_appendix_says_how_to_cite_and_deposit_the_artifact():

@@ -31,8 +31,10 @@ def test_the_counts_split_self_tests_the_explainer_predictions_and_derived_claim
     # table7's two 2x bounds are this artifact's predictions, not the paper's GPU claims; four claims follow from others
     assert (g["prediction"], g["derived"], g["self-test"], g["explainer"]) == (2, 4, 2, 4)
     line = counts.line()
-    assert line == (f"Claims: {g['analytic'] + g['property']} analytic, {g['empirical']} empirical, {g['gpu']} "
-                    "GPU-scoped; apart: 2 self-tests, 4 the explainer's, 2 predictions, 4 derived, 5 extension")
+    assert line == (
+        f"Claims: {g['analytic'] + g['property']} analytic, {g['empirical']} empirical, {g['gpu']} "
+        "GPU-scoped; apart: 2 self-tests, 4 the explainer's, 2 predictions, 4 derived, 5 extension"
+    )
 
 
 def test_the_report_the_plan_and_the_appendix_print_one_line():
@@ -45,8 +47,9 @@ def test_the_report_the_plan_and_the_appendix_print_one_line():
     assert plan.exit_code == 0, plan.output
     assert line in _flat(plan.output)
     assert "53 claims" not in plan.output
-    appendix = render(build_appendix([(m, None) for m in manifests], "full", appendix_inputs(plan_all(manifests)),
-                                     False), "md")
+    appendix = render(
+        build_appendix([(m, None) for m in manifests], "full", appendix_inputs(plan_all(manifests)), False), "md"
+    )
     assert _flat(appendix).count(line) >= 2  # the abstract and the evaluation
     assert not re.search(r"\d+ analytic, \d+ empirical, \d+ extension, \d+ gpu", appendix)
 

@@ -38,17 +38,22 @@ def test_strict_says_in_one_line_why_it_exits_1(results_dir):
     failed = [f"table6/{v['claim']}" for v in verdicts if v["scope"] == "analytic" and v["status"] != "reproduced"]
     assert failed and strict.exit_code == 1, strict.output  # smoke decides analytic claims: some differ from the text
     said = [line for line in strict.output.splitlines() if line.startswith("--strict")]
-    assert said == [f"--strict: exit 1: {len(failed)} claim(s) decidable at smoke here did not reproduce: "
-                    f"{', '.join(failed[:3])} and {len(failed) - 3} more"], strict.output
+    assert said == [
+        f"--strict: exit 1: {len(failed)} claim(s) decidable at smoke here did not reproduce: "
+        f"{', '.join(failed[:3])} and {len(failed) - 3} more"
+    ], strict.output
 
 
 def test_the_strict_line_names_the_claims_or_says_none_failed():
     from repro.cli.run import strict_line
 
-    assert (strict_line([], "smoke")
-            == "--strict: every claim decidable at smoke here reproduced: no exit 1 for the claims")
-    assert (strict_line(["t/a", "t/b"], "full")
-            == "--strict: exit 1: 2 claim(s) decidable at full here did not reproduce: t/a, t/b")
+    assert (
+        strict_line([], "smoke") == "--strict: every claim decidable at smoke here reproduced: no exit 1 for the claims"
+    )
+    assert (
+        strict_line(["t/a", "t/b"], "full")
+        == "--strict: exit 1: 2 claim(s) decidable at full here did not reproduce: t/a, t/b"
+    )
 
 
 @pytest.mark.parametrize("command", [["--help"], ["run", "--help"], ["bench", "gpu", "--help"]], ids=" ".join)
@@ -80,8 +85,11 @@ def test_list_and_flops(results_dir, tmp_path, monkeypatch):
     assert checked.exit_code == 0, checked.output
     assert "analytic = fvcore = torch/2 for every module" in checked.output
     said = " ".join(checked.output.split())  # Table 6's backbone MoE rows, k = 2 (mixing) and k = 1 (the loop)
-    assert re.search(r"MoEConv2d layers are counted on their fewest-multiply-add path: mixed \(\d+\), "
-                     r"per-expert \(\d+\)\. Training runs the exact path measured time chooses", said)
+    assert re.search(
+        r"MoEConv2d layers are counted on their fewest-multiply-add path: mixed \(\d+\), "
+        r"per-expert \(\d+\)\. Training runs the exact path measured time chooses",
+        said,
+    )
 
 
 @pytest.mark.slow
@@ -98,8 +106,13 @@ def test_verify_all_writes_one_report(results_dir, tmp_path, monkeypatch):
     assert "FLOP checks passed:" in result.output
     entry = json.loads((results_dir / "smoke" / "timings.json").read_text())["commands"]["verify-all"]
     phases = {(p["phase"], p["table"]) for p in entry["phases"]}
-    assert {("FLOP check", ""), ("FLOP counting", "table6"), ("claims", "table6"), ("tables", "table6"),
-            ("report", "")} <= phases
+    assert {
+        ("FLOP check", ""),
+        ("FLOP counting", "table6"),
+        ("claims", "table6"),
+        ("tables", "table6"),
+        ("report", ""),
+    } <= phases
     # (the FLOP check's row is left out of the table when it took under 0.05 s: counts cached by an earlier
     # command in this process, as `repro flops` in test_list_and_flops leaves them)
     assert "## Where the time went" in report and "| start-up and imports | " in report
@@ -109,8 +122,10 @@ def test_verify_all_writes_one_report(results_dir, tmp_path, monkeypatch):
 def test_full_profile_without_the_dataset_fails_before_training(tmp_path, monkeypatch):
     monkeypatch.setenv("REPRO_DATA", str(tmp_path / "empty"))
     results = tmp_path / "results"
-    for table, dataset, folder in (("table1", "CIFAR-10", "cifar-10-batches-py"),
-                                   ("table5", "ImageNet-1K", "imagenet")):
+    for table, dataset, folder in (
+        ("table1", "CIFAR-10", "cifar-10-batches-py"),
+        ("table5", "ImageNet-1K", "imagenet"),
+    ):
         result = runner.invoke(app, [table, "--profile", "full", "--results-dir", str(results), "--device", "cpu"])
         assert result.exit_code == 2, result.output
         text = " ".join(result.output.split())

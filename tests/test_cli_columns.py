@@ -36,15 +36,23 @@ def inputs(tmp_path_factory):
     root = tmp_path_factory.mktemp("columns") / "a_folder_with_a_long_name_so_that_paths_are_wider_than_a_line"
     (root / "manifests").mkdir(parents=True)
     (root / "manifests" / "mini.toml").write_text(MANIFEST)
-    long = (MANIFEST.replace('id = "mini"', f'id = "{LONG}"').replace('id = "moe"', f'id = "{LONG_ROW}"')
-            .replace('row = "moe"', f'row = "{LONG_ROW}"').replace('id = "c"', f'id = "{LONG_CLAIM}"')
-            .replace('measures = ["accuracy"]', 'measures = ["accuracy", "flops"]'))  # a FLOP line per row: detail
+    long = (
+        MANIFEST.replace('id = "mini"', f'id = "{LONG}"')
+        .replace('id = "moe"', f'id = "{LONG_ROW}"')
+        .replace('row = "moe"', f'row = "{LONG_ROW}"')
+        .replace('id = "c"', f'id = "{LONG_CLAIM}"')
+        .replace('measures = ["accuracy"]', 'measures = ["accuracy", "flops"]')
+    )  # a FLOP line per row: detail
     # its claim another finding than mini's: two tables deciding one finding are refused (repro.claims.across)
     long = long.rstrip("\n") + '\nrow_metric = "late_drop"\n'
     (root / "manifests" / f"{LONG}.toml").write_text(long)
     (root / "profiles.toml").write_text(PROFILES.format(epochs=1, train_samples=32))
-    env = {"REPRO_MANIFESTS": str(root / "manifests"), "REPRO_PROFILES": str(root / "profiles.toml"),
-           "REPRO_DATA": str(root / "data"), "OMP_NUM_THREADS": "1"}
+    env = {
+        "REPRO_MANIFESTS": str(root / "manifests"),
+        "REPRO_PROFILES": str(root / "profiles.toml"),
+        "REPRO_DATA": str(root / "data"),
+        "OMP_NUM_THREADS": "1",
+    }
     return root, env, load_all(root / "manifests", root / "profiles.toml")
 
 
@@ -127,8 +135,11 @@ def test_plan_fits_80_columns(inputs, mode):
     out_file = root / "plan.toml"
     result, out = invoke(["plan", "--gpu-hours", "1", "--out", str(out_file)], env, mode)
     assert result.exit_code == 0, out
-    assert_fits_and_nothing_cut(out, [LONG, "mini", LONG_CLAIM, "c", str(out_file)],
-                                invoke_wide(["plan", "--gpu-hours", "1", "--out", str(out_file)], env))
+    assert_fits_and_nothing_cut(
+        out,
+        [LONG, "mini", LONG_CLAIM, "c", str(out_file)],
+        invoke_wide(["plan", "--gpu-hours", "1", "--out", str(out_file)], env),
+    )
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -142,15 +153,33 @@ def test_status_fits_80_columns(inputs, mode):
     planned = planned_runs(manifests[0], manifests[0].profiles["smoke"])
     running, failed = planned[0], planned[1]
     now = time.time()
-    (runs / f"{running.cfg.hash}.lock").write_text(json.dumps(
-        {"host": socket.gethostname(), "pid": os.getpid(), "started": now, "label": running.label}))
-    (runs / f"{failed.cfg.hash}.failed.json").write_text(json.dumps(
-        {"label": failed.label, "error": f"RuntimeError: out of memory in {root}/data", "time": now,
-         "executor": {"host": socket.gethostname()}}))
+    (runs / f"{running.cfg.hash}.lock").write_text(
+        json.dumps({"host": socket.gethostname(), "pid": os.getpid(), "started": now, "label": running.label})
+    )
+    (runs / f"{failed.cfg.hash}.failed.json").write_text(
+        json.dumps(
+            {
+                "label": failed.label,
+                "error": f"RuntimeError: out of memory in {root}/data",
+                "time": now,
+                "executor": {"host": socket.gethostname()},
+            }
+        )
+    )
     result, out = invoke(["status", "--results-dir", str(results)], env, mode)
     assert result.exit_code == 0, out
-    assert_fits_and_nothing_cut(out, [manifests[0].id, manifests[1].id, running.label.split()[0],
-                                      running.cfg.hash[:12], failed.cfg.hash[:12], str(results), f"{root}/data"])
+    assert_fits_and_nothing_cut(
+        out,
+        [
+            manifests[0].id,
+            manifests[1].id,
+            running.label.split()[0],
+            running.cfg.hash[:12],
+            failed.cfg.hash[:12],
+            str(results),
+            f"{root}/data",
+        ],
+    )
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -172,17 +201,28 @@ def test_data_fits_80_columns_and_each_fill_command_is_one_line(inputs, mode):
     root, env, _ = inputs
     result, out = invoke(["data"], env, mode)
     assert result.exit_code == 0, out
-    commands = [s.command for name in ("cifar10", "cifar100", "tiny_imagenet", "imagenet")
-                for s in fill_steps(name, root / "data") if s.command]
+    commands = [
+        s.command
+        for name in ("cifar10", "cifar100", "tiny_imagenet", "imagenet")
+        for s in fill_steps(name, root / "data")
+        if s.command
+    ]
     weights = [weights_status(b) for b in sorted(pretrained_backbones())]  # as `repro data` lists them
     unfilled = list({w.file_name: w for w in weights if not w.present}.values())  # one set of steps for them all
     commands += [s.command for s in weights_steps(unfilled) if s.command]
     lines = visible(out)
     for command in commands:
         assert f"  {command}" in lines, command  # a line of its own, ready to paste
-    assert_fits_and_nothing_cut(out, [str(data_root(root / "data").absolute()), "REPRO_WEIGHTS",
-                                      *(w.file_name for w in weights), *(w.hash_prefix for w in weights)],
-                                invoke_wide(["data"], env))
+    assert_fits_and_nothing_cut(
+        out,
+        [
+            str(data_root(root / "data").absolute()),
+            "REPRO_WEIGHTS",
+            *(w.file_name for w in weights),
+            *(w.hash_prefix for w in weights),
+        ],
+        invoke_wide(["data"], env),
+    )
 
 
 @pytest.mark.slow
@@ -226,8 +266,10 @@ def test_verify_all_is_quiet_fits_80_columns_and_logs_the_detail(inputs, mode):
 
 
 @pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("args", [["verify-all", "--profile", "functiona"], ["run", "nosuchtable"],
-                                  ["run", "mini", "--stale-lock-after", "3"]])
+@pytest.mark.parametrize(
+    "args",
+    [["verify-all", "--profile", "functiona"], ["run", "nosuchtable"], ["run", "mini", "--stale-lock-after", "3"]],
+)
 def test_error_panels_fit_80_columns_with_nothing_split(inputs, mode, args):
     root, env, _ = inputs
     result, out = invoke(args, env, mode)
@@ -243,8 +285,9 @@ def results(inputs):
     folders = []
     for threads, tables in (("1", ["mini"]), ("2", ["mini", LONG])):
         folder = root / f"results_on_{threads}_threads_for_export_and_compare"
-        result, out = invoke(["run", *tables, "--results-dir", str(folder), "--jobs", "1"],
-                             {**env, "OMP_NUM_THREADS": threads}, "piped")
+        result, out = invoke(
+            ["run", *tables, "--results-dir", str(folder), "--jobs", "1"], {**env, "OMP_NUM_THREADS": threads}, "piped"
+        )
         assert result.exit_code == 0, out
         folders.append(folder)
     return folders
@@ -274,8 +317,16 @@ def test_a_missing_datasets_fill_command_is_a_line_of_its_own(inputs, mode, tmp_
     root, env, _ = inputs
     shipped = {k: v for k, v in env.items() if k not in ("REPRO_MANIFESTS", "REPRO_PROFILES")}
     data = tmp_path / "an_empty_data_folder_whose_path_is_long_enough_to_push_the_command_past_a_line"
-    args = ["run", "headline_cifar10", "--profile", "full", "--data-dir", str(data),
-            "--results-dir", str(tmp_path / "r")]
+    args = [
+        "run",
+        "headline_cifar10",
+        "--profile",
+        "full",
+        "--data-dir",
+        str(data),
+        "--results-dir",
+        str(tmp_path / "r"),
+    ]
     result, out = invoke(args, shipped, mode)
     assert result.exit_code == 2, out
     command = next(s.command for s in fill_steps("cifar10", data) if s.command)

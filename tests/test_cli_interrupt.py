@@ -38,13 +38,14 @@ def test_a_command_called_in_process_lets_ctrl_c_reach_its_caller(ctrl_c_in_a_ta
     assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before
 
 
-def test_the_repro_entry_point_says_what_was_kept_and_exits_130(ctrl_c_in_a_table, results_dir, monkeypatch,
-                                                                 capsys):
+def test_the_repro_entry_point_says_what_was_kept_and_exits_130(ctrl_c_in_a_table, results_dir, monkeypatch, capsys):
     monkeypatch.setattr(sys, "argv", ["repro", "table6", "--results-dir", str(results_dir)])
     with pytest.raises(SystemExit) as stopped:
         repro.cli.main()
     assert stopped.value.code == 130
     assert ctrl_c_in_a_table["TERM"] is not signal.SIG_DFL  # SIGTERM stops `repro` as Ctrl-C does
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # ... and only while it runs
-    assert (f"table6 interrupted: 2 runs recorded, 1 interrupted (checkpoint kept at epoch 1), 3 not started; "
-            f"rerun `repro table6 --results-dir {results_dir}` to resume") in capsys.readouterr().err
+    assert (
+        f"table6 interrupted: 2 runs recorded, 1 interrupted (checkpoint kept at epoch 1), 3 not started; "
+        f"rerun `repro table6 --results-dir {results_dir}` to resume"
+    ) in capsys.readouterr().err

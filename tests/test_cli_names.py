@@ -10,6 +10,7 @@ import sys
 import pytest
 
 from checkout import MANIFESTS
+
 TABLE1 = (MANIFESTS / "table1.toml").read_text()
 PROFILE = '[profiles.mine]\ndescription = "x"\nevidence = "pipeline"\n'
 CHECK = """
@@ -50,18 +51,27 @@ def cases(tmp_path) -> list[tuple[list[str], str]]:
         (["run", "table1", "--manifests", dataset], "unknown dataset 'cifar1O' (did you mean 'cifar10'?)"),
         (["run", "table1", "--manifests", head], "unknown head 'dens' (did you mean 'dense'?)"),
         (["run", "table1", "--manifests", row], "no row 'std_h128_dens' (did you mean 'std_h128_dense'?)"),
-        (["run", "table1", "--profiles", include, "--profile", "mine"],
-         "'table1/std_h128_mo' matches no training row (did you mean 'table1/std_h128_moe'?)"),
-        (["run", "table1", "--profiles", dataset_key, "--profile", "mine"],
-         "datasets.cifar1O: unknown dataset (did you mean 'cifar10'?)"),
+        (
+            ["run", "table1", "--profiles", include, "--profile", "mine"],
+            "'table1/std_h128_mo' matches no training row (did you mean 'table1/std_h128_moe'?)",
+        ),
+        (
+            ["run", "table1", "--profiles", dataset_key, "--profile", "mine"],
+            "datasets.cifar1O: unknown dataset (did you mean 'cifar10'?)",
+        ),
     ]
 
 
 @pytest.mark.slow
 def test_every_unknown_name_gets_the_closest_before_torch_is_imported(tmp_path):
     todo = cases(tmp_path)
-    out = subprocess.run([sys.executable, "-c", CHECK, json.dumps([args for args, _ in todo])], capture_output=True,
-                         text=True, timeout=300, env={**os.environ, "COLUMNS": "200"})
+    out = subprocess.run(
+        [sys.executable, "-c", CHECK, json.dumps([args for args, _ in todo])],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "COLUMNS": "200"},
+    )
     assert out.returncode == 0, out.stderr
     answer = json.loads(out.stdout.strip().splitlines()[-1])
     for (args, expected), (code, text) in zip(todo, answer["results"]):

@@ -17,16 +17,24 @@ def declarations(source: str) -> list[tuple[str, int]]:
         if isinstance(node, ast.Call):
             name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
             if name in ("Option", "_opt"):
-                found += [(a.value, node.lineno) for a in node.args
-                          if isinstance(a, ast.Constant) and isinstance(a.value, str) and a.value.startswith("--")]
+                found += [
+                    (a.value, node.lineno)
+                    for a in node.args
+                    if isinstance(a, ast.Constant) and isinstance(a.value, str) and a.value.startswith("--")
+                ]
     return found
 
 
 def test_a_shared_option_is_declared_in_one_place_only():
     shared = {flag for f in SHARED for flag, _ in declarations((CLI / f).read_text())}
     assert {"--profile", "--results-dir", "--executor", "--runs-per-gpu", "--slurm-max-parallel"} <= shared
-    again = [f"{path.name}:{line} declares {flag}" for path in sorted(CLI.glob("*.py")) if path.name not in SHARED
-             for flag, line in declarations(path.read_text()) if flag in shared]
+    again = [
+        f"{path.name}:{line} declares {flag}"
+        for path in sorted(CLI.glob("*.py"))
+        if path.name not in SHARED
+        for flag, line in declarations(path.read_text())
+        if flag in shared
+    ]
     assert not again, again
 
 

@@ -66,8 +66,9 @@ def test_shared_basis_layer_equals_residual_plus_low_rank_product():
 
 @pytest.mark.parametrize("rank", [0, 8])
 def test_trains_a_step_and_flops_agree_by_hand(rank):
-    model = build_model("cifar10", Component("cifar_standard"),
-                        Component("cluster_routed", {"expert_hidden": 32, "shared_rank": rank}))
+    model = build_model(
+        "cifar10", Component("cifar_standard"), Component("cluster_routed", {"expert_hidden": 32, "shared_rank": rank})
+    )
     model.train()
     for epoch in (0, 5):  # a warm-up step, then a labelled step
         model.head.on_epoch_start(epoch, 50)

@@ -39,8 +39,9 @@ def make(root, dense=DENSE, moe=MOE, threads=1, status="reproduced", seeds=3):
         for c, a in zip(cfgs, accs):
             write_record(root, c, accuracy=a)
     forged = "not reproduced" if status == "reproduced" else "reproduced"
-    write_result(root, "t", rows, verdicts=[Verdict("c", "s", "4.2", "analytic", forged, "e")],
-                 metrics=rho_deciding(status))
+    write_result(
+        root, "t", rows, verdicts=[Verdict("c", "s", "4.2", "analytic", forged, "e")], metrics=rho_deciding(status)
+    )
     return root
 
 
@@ -113,13 +114,18 @@ def test_a_damaged_record_is_left_out_counted_and_left_where_it_is(tmp_path, man
     assert "B: " in done.output and "(1 unusable run record(s) left out)" in done.output.replace("\n", " ")
 
 
-@pytest.mark.parametrize("case,message", [
-    ("B has no record", "error: B: no usable run record in {b}/runs"),
-    ("B is missing", "error: B: {b} is not a folder of results"),
-    ("no row in common", "error: no row of profile smoke has a usable run record in both {a} (2 rows) and {b} "
-                         "(1 rows)"),
-    ("unknown profile", "error: no results of profile 'full' in {a} (profiles with results: smoke)"),
-])
+@pytest.mark.parametrize(
+    "case,message",
+    [
+        ("B has no record", "error: B: no usable run record in {b}/runs"),
+        ("B is missing", "error: B: {b} is not a folder of results"),
+        (
+            "no row in common",
+            "error: no row of profile smoke has a usable run record in both {a} (2 rows) and {b} (1 rows)",
+        ),
+        ("unknown profile", "error: no results of profile 'full' in {a} (profiles with results: smoke)"),
+    ],
+)
 def test_bad_input_is_one_line_and_exit_2(tmp_path, case, message, manifests):
     a, b = make(tmp_path / "a"), tmp_path / "b"
     if case == "B has no record":
@@ -130,8 +136,9 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, case, message, manifests):
         runs = [record(config(seed=0), accuracy=0.5)]
         write_record(b, config(seed=0), accuracy=0.5)
         write_result(b, "other", {"dense": runs})
-    done = runner.invoke(app, ["compare", str(a), str(b), *(["--profile", "full"] if "profile" in case else [])],
-                         env={"COLUMNS": "300"})
+    done = runner.invoke(
+        app, ["compare", str(a), str(b), *(["--profile", "full"] if "profile" in case else [])], env={"COLUMNS": "300"}
+    )
     assert done.exit_code == 2, done.output
     assert [line for line in done.output.splitlines() if line.strip()] == [message.format(a=a, b=b)]
     with pytest.raises(CompareError):

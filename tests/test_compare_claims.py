@@ -15,8 +15,11 @@ from repro.report.compare_claims import Spread
 
 
 def gap(differences):
-    return {"mean": sum(differences.values()) / len(differences), "n": len(differences),
-            "differences": {str(s): d for s, d in differences.items()}}
+    return {
+        "mean": sum(differences.values()) / len(differences),
+        "n": len(differences),
+        "differences": {str(s): d for s, d in differences.items()},
+    }
 
 
 def with_claims(root, moe=MOE, status="reproduced", seeds=3):
@@ -26,11 +29,20 @@ def with_claims(root, moe=MOE, status="reproduced", seeds=3):
     result = json.loads((root / "smoke" / "t" / "results.json").read_text())
     differences = {s: m - d for s, (m, d) in enumerate(zip(moe, DENSE))}
     result["verdicts"] = [
-        {**result["verdicts"][0], "claim": "gap", "rows": ["moe", "dense"],
-         "measured": {"comparisons.g.gap": gap(differences)}},
+        {
+            **result["verdicts"][0],
+            "claim": "gap",
+            "rows": ["moe", "dense"],
+            "measured": {"comparisons.g.gap": gap(differences)},
+        },
         {**result["verdicts"][0], "claim": "rows", "rows": ["dense"], "measured": {}},
-        {**result["verdicts"][0], "claim": "flops", "scope": "analytic", "rows": [],
-         "measured": {"rows.moe.rho": 0.25}},
+        {
+            **result["verdicts"][0],
+            "claim": "flops",
+            "scope": "analytic",
+            "rows": [],
+            "measured": {"rows.moe.rho": 0.25},
+        },
     ]
     (root / "smoke" / "t" / "results.json").write_text(json.dumps(result))
     return root
@@ -62,7 +74,8 @@ def test_each_claim_has_mean_sd_se_and_n_on_each_side(tmp_path):
     assert (g.status_a, g.status_b, g.changed) == ("not run", "not run", False)
     decided = compare_folders(a, b, manifests=load_all(write_manifest_t(tmp_path)))  # table t's own claim c
     assert [(c.claim, c.status_a, c.status_b, c.changed) for c in decided.claims] == [
-        ("c", "reproduced", "not reproduced", True)]
+        ("c", "reproduced", "not reproduced", True)
+    ]
     rows = claims["rows"]  # no number stored: the row's accuracy over its records
     assert rows.quantity == "rows.dense.accuracy" and math.isclose(rows.a.mean, 0.51) and math.isclose(rows.a.sd, 0.01)
     flops = claims["flops"]
@@ -111,7 +124,9 @@ def test_a_claim_in_one_folder_only_is_absent_on_the_other_side(tmp_path, fmt):
     if fmt == "json":
         claims = json.loads(done.output)["claims"]
         assert {(c["claim"], c["status_b"]) for c in claims if c["claim"] in ("gap", "flops")} == {
-            ("gap", "absent"), ("flops", "absent")}
+            ("gap", "absent"),
+            ("flops", "absent"),
+        }
 
 
 def test_an_unknown_format_is_refused(tmp_path):

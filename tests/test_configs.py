@@ -7,7 +7,7 @@ import pytest
 from checkout import MANIFESTS
 from repro.plan.manifest import _component, load_manifest
 from repro.models import BACKBONES, HEADS
-from repro.models.configs import (MAX_WIDTH, ConfigError, ConvBackboneConfig, DenseHeadConfig, SparseMoEConfig)
+from repro.models.configs import MAX_WIDTH, ConfigError, ConvBackboneConfig, DenseHeadConfig, SparseMoEConfig
 from repro.core.schema import Problems, SchemaError
 
 NAN, INF = float("nan"), float("inf")
@@ -41,8 +41,12 @@ BAD = [
     (HEADS, {"name": "sparse_moe", "load_balance_weight": -0.01}, "load_balance_weight", "non-negative"),
     (HEADS, {"name": "sparse_moe", "entropy_weight": NAN}, "entropy_weight", "a finite number"),
     (HEADS, {"name": "sparse_moe", "k_warmup_epochs": -1}, "k_warmup_epochs", "an integer in 0.."),
-    (HEADS, {"name": "sparse_moe", "k_warmup_epochs": 5, "k_warmup_start": 20}, "k_warmup_start",
-     "between top_k and num_experts"),
+    (
+        HEADS,
+        {"name": "sparse_moe", "k_warmup_epochs": 5, "k_warmup_start": 20},
+        "k_warmup_start",
+        "between top_k and num_experts",
+    ),
     (HEADS, {"name": "sparse_moe", "capacity_candidates": 9}, "capacity_candidates", "0, or between top_k"),
     (HEADS, {"name": "sparse_moe", "dropout": 1.0}, "dropout", "in [0, 1)"),
     (HEADS, {"name": "expert_choice", "capacity_factor": 0.0}, "capacity_factor", "positive"),
@@ -76,8 +80,9 @@ BAD = [
 ]
 
 
-@pytest.mark.parametrize("registry,table,key,allowed", BAD, ids=[f"{t['name']}.{k}={t.get(k.split('[')[0])}"
-                                                                for _, t, k, _ in BAD])
+@pytest.mark.parametrize(
+    "registry,table,key,allowed", BAD, ids=[f"{t['name']}.{k}={t.get(k.split('[')[0])}" for _, t, k, _ in BAD]
+)
 def test_a_bad_component_value_is_reported_at_its_key_path(registry, table, key, allowed):
     problems = Problems()
     _component(registry, table, "rows[3].part", problems)
@@ -91,8 +96,19 @@ def test_a_bad_component_value_is_reported_at_its_key_path(registry, table, key,
 
 def test_every_problem_of_one_component_comes_at_once():
     problems = Problems()
-    _component(HEADS, {"name": "sparse_moe", "expert_hidden": 0, "dropout": 1.5, "capacity_factor": -1.0,
-                       "top_k": 9, "tau_typo": 1.0}, "rows[0].head", problems)
+    _component(
+        HEADS,
+        {
+            "name": "sparse_moe",
+            "expert_hidden": 0,
+            "dropout": 1.5,
+            "capacity_factor": -1.0,
+            "top_k": 9,
+            "tau_typo": 1.0,
+        },
+        "rows[0].head",
+        problems,
+    )
     keys = sorted(p.split(":")[0] for p in problems.items)
     assert keys == [f"rows[0].head.{k}" for k in ("capacity_factor", "dropout", "expert_hidden", "tau_typo", "top_k")]
 
@@ -124,5 +140,7 @@ def test_a_manifest_with_bad_component_values_names_file_and_every_key_path(tmp_
     with pytest.raises(SchemaError) as info:
         load_manifest(path)
     assert str(path) in str(info.value)
-    assert {p.split(":")[0] for p in info.value.problems} >= {"rows[1].backbone.width",
-                                                            "rows[1].backbone.convs_per_block"}
+    assert {p.split(":")[0] for p in info.value.problems} >= {
+        "rows[1].backbone.width",
+        "rows[1].backbone.convs_per_block",
+    }

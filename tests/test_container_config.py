@@ -24,15 +24,43 @@ CONTAINER_DOC = REPO_ROOT / "docs" / "container.md"
 
 # pip options that take a value; the value is not a requirement.
 _PIP_VALUE_OPTIONS = {
-    "-c", "--constraint", "-i", "--index-url", "--extra-index-url", "-f", "--find-links", "--cert",
-    "--client-cert", "-t", "--target", "--prefix", "--root", "--cache-dir", "--timeout", "--retries",
-    "--proxy", "--trusted-host", "--progress-bar", "--python-version", "--platform", "--implementation",
-    "--abi", "--log", "--src", "--upgrade-strategy", "-C", "--config-settings", "--report",
-    "--only-binary", "--no-binary", "--root-user-action",
+    "-c",
+    "--constraint",
+    "-i",
+    "--index-url",
+    "--extra-index-url",
+    "-f",
+    "--find-links",
+    "--cert",
+    "--client-cert",
+    "-t",
+    "--target",
+    "--prefix",
+    "--root",
+    "--cache-dir",
+    "--timeout",
+    "--retries",
+    "--proxy",
+    "--trusted-host",
+    "--progress-bar",
+    "--python-version",
+    "--platform",
+    "--implementation",
+    "--abi",
+    "--log",
+    "--src",
+    "--upgrade-strategy",
+    "-C",
+    "--config-settings",
+    "--report",
+    "--only-binary",
+    "--no-binary",
+    "--root-user-action",
 }
 
 
 # ---------------------------------------------------------------- parsing helpers
+
 
 def pip_install_commands(shell: str) -> list[list[str]]:
     """The argument lists of every `pip install` / `python -m pip install` in a shell snippet."""
@@ -50,10 +78,9 @@ def pip_install_commands(shell: str) -> list[list[str]]:
     for cmd in commands:
         words = [w for w in cmd if not re.fullmatch(r"[A-Z_]+=.*", w)]  # drop VAR=value prefixes
         for i in range(len(words) - 1):
-            is_pip = Path(words[i]).name in {"pip", "pip3"} or (
-                words[i] == "pip" and i >= 2 and words[i - 1] == "-m")
+            is_pip = Path(words[i]).name in {"pip", "pip3"} or (words[i] == "pip" and i >= 2 and words[i - 1] == "-m")
             if is_pip and words[i + 1] == "install":
-                found.append(words[i + 2:])
+                found.append(words[i + 2 :])
                 break
     return found
 
@@ -140,8 +167,11 @@ class _ComposeLoader(yaml.SafeLoader):
             key = self.construct_object(key_node, deep=True)
             if key in seen:
                 raise yaml.constructor.ConstructorError(
-                    None, None, f"mapping key {key!r} given twice (lines {seen[key]} and "
-                    f"{key_node.start_mark.line + 1})", key_node.start_mark)
+                    None,
+                    None,
+                    f"mapping key {key!r} given twice (lines {seen[key]} and {key_node.start_mark.line + 1})",
+                    key_node.start_mark,
+                )
             seen[key] = key_node.start_mark.line + 1
         return super().construct_mapping(node, deep=deep)
 
@@ -174,6 +204,7 @@ def parse_volume(short: str) -> tuple[str, str, str]:
 
 # ---------------------------------------------------------------- the parsers themselves
 
+
 def test_the_compose_reader_refuses_a_key_given_twice_as_compose_does(tmp_path):
     twice = tmp_path / "compose.yml"
     twice.write_text("services:\n  repro:\n    hostname: a\n    init: true\n    hostname: b\n")
@@ -188,11 +219,17 @@ def test_install_spec_ignores_how_but_not_what():
     readme = pip_install_commands("pip install -e '.[dev]' && repro verify-all  # comment")
     assert readme == [["-e", ".[dev]"]]
     docker = pip_install_commands(
-        "X=1 python -m pip install --no-cache-dir --constraint /tmp/c.txt -e './.[dev]' && rm -f /tmp/c.txt")
+        "X=1 python -m pip install --no-cache-dir --constraint /tmp/c.txt -e './.[dev]' && rm -f /tmp/c.txt"
+    )
     assert install_spec(readme[0]) == install_spec(docker[0]) == {("editable", ".", frozenset({"dev"}))}
     # a different extra, a plain (non-editable) install or an extra package all differ
-    for other in ["pip install -e .", "pip install '.[dev]'", "pip install -e '.[dev]' torch==2.5",
-                  "pip install -e '.[dev,gpu]'", "pip install -r requirements.txt"]:
+    for other in [
+        "pip install -e .",
+        "pip install '.[dev]'",
+        "pip install -e '.[dev]' torch==2.5",
+        "pip install -e '.[dev,gpu]'",
+        "pip install -r requirements.txt",
+    ]:
         assert install_spec(pip_install_commands(other)[0]) != install_spec(readme[0]), other
 
 
@@ -204,6 +241,7 @@ def test_dockerfile_instructions_join_continuations():
 
 # ---------------------------------------------------------------- Dockerfile
 
+
 def test_image_installs_what_the_readme_installs():
     assert install_spec(dockerfile_install_command()) == install_spec(readme_install_command())
 
@@ -214,8 +252,11 @@ def test_image_keeps_the_base_torch():
     names = {s[1] for s in install_spec(args) if s[0] == "requirement"}
     assert not names & {"torch", "torchvision"}
     constraint = args[args.index("--constraint") + 1]
-    run = next(rest for word, rest in dockerfile_instructions(DOCKERFILE.read_text())
-               if word == "RUN" and "pip install" in rest)
+    run = next(
+        rest
+        for word, rest in dockerfile_instructions(DOCKERFILE.read_text())
+        if word == "RUN" and "pip install" in rest
+    )
     before, after = run.split("pip install", 1)
     assert f"> {constraint}" in before and 'v(\\"torch\\")' in before and 'v(\\"torchvision\\")' in before
     assert f"diff {constraint} -" in after
@@ -246,13 +287,17 @@ def test_dockerfile_writable_home_and_caches():
 
 
 def test_dockerignore_keeps_data_results_caches_out_and_sources_in():
-    patterns = {ln.strip().strip("/") for ln in (REPO_ROOT / ".dockerignore").read_text().splitlines()
-                if ln.strip() and not ln.startswith("#")}
+    patterns = {
+        ln.strip().strip("/")
+        for ln in (REPO_ROOT / ".dockerignore").read_text().splitlines()
+        if ln.strip() and not ln.startswith("#")
+    }
     assert {"data", "results", ".cache", ".venv", ".git"} <= patterns
     assert not patterns & {"repro", "manifests", "paper_tables", "pyproject.toml", "README.md", "."}
 
 
 # ---------------------------------------------------------------- compose files
+
 
 def test_compose_gpu_service():
     doc = compose(COMPOSE_GPU)
@@ -288,8 +333,13 @@ def test_compose_mounts_match_what_the_cli_reads():
     for var in ["REPRO_DATA", "REPRO_RESULTS"]:
         assert image_env[var] == env[var]
     # the CLI honours exactly these variables: its settings, read where a command starts
-    settings = Settings.read({"REPRO_PROFILE": env_default(env["REPRO_PROFILE"]), "REPRO_RESULTS": env["REPRO_RESULTS"],
-                              "REPRO_DATA": env["REPRO_DATA"]})
+    settings = Settings.read(
+        {
+            "REPRO_PROFILE": env_default(env["REPRO_PROFILE"]),
+            "REPRO_RESULTS": env["REPRO_RESULTS"],
+            "REPRO_DATA": env["REPRO_DATA"],
+        }
+    )
     assert settings.profile == "smoke"
     assert Settings.read({"REPRO_PROFILE": "full"}).profile == "full"  # what `-e REPRO_PROFILE=full` passes in
     assert settings.results == Path("/results")
@@ -321,6 +371,7 @@ def test_compose_files_parse(path):
 
 
 # ---------------------------------------------------------------- docs/container.md
+
 
 def _container_doc() -> str:
     return CONTAINER_DOC.read_text()
@@ -355,8 +406,11 @@ def test_container_doc_states_the_compose_defaults():
     assert f"profile `{env_default(gpu['environment']['REPRO_PROFILE'])}` unless" in doc
     assert "environment" not in cpu and "drops the GPU reservation (the profile stays the service's)" in doc
     assert "-f docker-compose.yml -f docker-compose.cpu.yml run --rm repro" in doc
-    base = next(rest for w, rest in dockerfile_instructions(DOCKERFILE.read_text())
-                if w == "ARG" and rest.startswith("BASE_IMAGE="))
+    base = next(
+        rest
+        for w, rest in dockerfile_instructions(DOCKERFILE.read_text())
+        if w == "ARG" and rest.startswith("BASE_IMAGE=")
+    )
     assert f"`{base.split('=', 1)[1]}`" in doc
 
 
@@ -370,16 +424,21 @@ def test_each_setting_has_one_name_in_compose_the_cli_and_the_doc():
     lists exactly the variables the compose files read."""
     svc = compose(COMPOSE_GPU)["services"]["repro"]
     for short in svc["volumes"]:
-        source, target = (re.match(r"\$\{(\w+):-[^}]*\}:([^:]+)", short).groups() if short.startswith("$")
-                          else (None, None))
+        source, target = (
+            re.match(r"\$\{(\w+):-[^}]*\}:([^:]+)", short).groups() if short.startswith("$") else (None, None)
+        )
         if source is not None:
             assert svc["environment"][source] == target, f"{short}: mount it where ${source} points inside"
     read = set(re.findall(r"\$\{(\w+)", COMPOSE_GPU.read_text() + COMPOSE_CPU.read_text()))
     table = set(re.findall(r"^\| `(\w+)`(?:, `(\w+)`)? \|", _container_doc(), re.M))
     documented = {name for pair in table for name in pair if name}
     assert documented == read | {"BASE_IMAGE", "EXTRA_CA_CERT"}, (documented, read)
-    for text in (_container_doc(), COMPOSE_GPU.read_text(), COMPOSE_CPU.read_text(),
-                 (REPO_ROOT / ".ci" / "container-test.sh").read_text()):
+    for text in (
+        _container_doc(),
+        COMPOSE_GPU.read_text(),
+        COMPOSE_CPU.read_text(),
+        (REPO_ROOT / ".ci" / "container-test.sh").read_text(),
+    ):
         assert "REPRO_DATA_DIR" not in text and "REPRO_RESULTS_DIR" not in text
 
 
@@ -403,9 +462,13 @@ def test_compose_gives_the_container_a_stable_hostname():
 
 # ---------------------------------------------------------------- the commit an image records
 
+
 def dockerignore_patterns() -> list[str]:
-    return [ln.strip() for ln in (REPO_ROOT / ".dockerignore").read_text().splitlines()
-            if ln.strip() and not ln.startswith("#")]
+    return [
+        ln.strip()
+        for ln in (REPO_ROOT / ".dockerignore").read_text().splitlines()
+        if ln.strip() and not ln.startswith("#")
+    ]
 
 
 def _glob(pattern: str, path: str) -> bool:
@@ -448,12 +511,28 @@ def test_the_pattern_matcher_follows_docker():
 
 def test_the_build_context_holds_heads_refs_and_index_of_git_and_none_of_its_objects():
     pats = dockerignore_patterns()
-    for kept in (".git/HEAD", ".git/refs/heads/main", ".git/refs/heads/feature/x", ".git/packed-refs", ".git/index",
-                 "repro/__init__.py", "Dockerfile", "pyproject.toml"):
+    for kept in (
+        ".git/HEAD",
+        ".git/refs/heads/main",
+        ".git/refs/heads/feature/x",
+        ".git/packed-refs",
+        ".git/index",
+        "repro/__init__.py",
+        "Dockerfile",
+        "pyproject.toml",
+    ):
         assert not excluded(kept, pats), kept
-    for left in (".git/config", ".git/objects/ab/cdef", ".git/objects/pack/p.pack", ".git/logs/HEAD",
-                 ".git/refs/remotes/origin/main", ".git/hooks/pre-commit", "data/cifar-10-batches-py/data_batch_1",
-                 "results/smoke/report.md", ".venv/bin/python"):
+    for left in (
+        ".git/config",
+        ".git/objects/ab/cdef",
+        ".git/objects/pack/p.pack",
+        ".git/logs/HEAD",
+        ".git/refs/remotes/origin/main",
+        ".git/hooks/pre-commit",
+        "data/cifar-10-batches-py/data_batch_1",
+        "results/smoke/report.md",
+        ".venv/bin/python",
+    ):
         assert excluded(left, pats), left
 
 

@@ -25,7 +25,7 @@ MODELS = [  # every head kind that holds an expert bank, and the backbone MoE (T
 
 
 def _build(dataset, backbone, bparams, head, hparams, for_counting):
-    with torch.random.fork_rng(devices=[]), (built_for_counting() if for_counting else nullcontext()):
+    with torch.random.fork_rng(devices=[]), built_for_counting() if for_counting else nullcontext():
         torch.manual_seed(0)
         return build_model(dataset, Component(backbone, bparams), Component(head, hparams))
 
@@ -50,8 +50,13 @@ def test_a_model_built_to_be_counted_holds_zero_banks_and_counts_the_same(datase
     a = count_flops(at_last_epoch(trained, dataset), shape)
     b = count_flops(at_last_epoch(counted, dataset), shape)
     assert a.problems == b.problems == []  # the executed dispatch agrees three ways in both
-    assert (a.total, a.backbone, a.head, a.routed, a.routed_modules) == (b.total, b.backbone, b.head, b.routed,
-                                                                         b.routed_modules)
+    assert (a.total, a.backbone, a.head, a.routed, a.routed_modules) == (
+        b.total,
+        b.backbone,
+        b.head,
+        b.routed,
+        b.routed_modules,
+    )
 
 
 def test_the_counting_build_ends_with_its_block_even_when_the_block_fails():

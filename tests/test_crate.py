@@ -147,13 +147,19 @@ def test_verify_all_report_and_appendix_leave_a_crate_that_validates(smoke_folde
 def test_a_dataset_is_described_with_its_checksum_state_unverified_flag_and_published_archives(tmp_path, monkeypatch):
     from repro.data import sources
 
-    archive = sources.Archive("cifar-10-python.tar.gz", "https://example.org/c10.tar.gz",
-                              "c58f30108f718f92721af3b95e74349a", 170_498_071)
+    archive = sources.Archive(
+        "cifar-10-python.tar.gz", "https://example.org/c10.tar.gz", "c58f30108f718f92721af3b95e74349a", 170_498_071
+    )
     monkeypatch.setattr(sources, "dataset_source", lambda name: sources.DatasetSource(name, "CIFAR-10", (archive,)))
     results = tmp_path / "results"
     folder = results / "smoke"
-    check = {"dataset": "cifar10", "title": "CIFAR-10", "path": "/data/cifar-10-batches-py",
-             "checksum": "md5 mismatch accepted", "unverified": ["data_batch_1: md5 00 != c9"]}
+    check = {
+        "dataset": "cifar10",
+        "title": "CIFAR-10",
+        "path": "/data/cifar-10-batches-py",
+        "checksum": "md5 mismatch accepted",
+        "unverified": ["data_batch_1: md5 00 != c9"],
+    }
     with acting("run t", folder):
         rows = make_table(results)
         write_result(results, "t", rows, details={"data_checks": {"checks": [check]}})

@@ -4,8 +4,15 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from repro.data.augment import (crop_flip, crop_flip_gather, crop_flip_grouped, crop_padding, draw_crop_flip,
-                                normalize, random_crop_flip)
+from repro.data.augment import (
+    crop_flip,
+    crop_flip_gather,
+    crop_flip_grouped,
+    crop_padding,
+    draw_crop_flip,
+    normalize,
+    random_crop_flip,
+)
 
 
 def test_padding_is_an_eighth_of_the_side():
@@ -29,8 +36,9 @@ def test_gather_and_grouped_forms_agree():
     images = torch.randint(0, 256, (97, 3, 40, 40), dtype=torch.uint8, generator=g)
     for _ in range(5):
         dy, dx, flips = draw_crop_flip(97, 4, g)
-        assert torch.equal(crop_flip_gather(images, (32, 32), dy, dx, flips),
-                           crop_flip_grouped(images, (32, 32), dy, dx, flips))
+        assert torch.equal(
+            crop_flip_gather(images, (32, 32), dy, dx, flips), crop_flip_grouped(images, (32, 32), dy, dx, flips)
+        )
     assert crop_flip(images, (32, 32), dy, dx, flips).is_contiguous()
 
 
@@ -42,7 +50,7 @@ def test_each_output_is_a_window_of_the_padded_image_mirrored_where_flipped():
     padded = F.pad(images, (4, 4, 4, 4))
     assert out.shape == images.shape and out.dtype == torch.uint8
     for i in range(64):
-        window = padded[i, :, dy[i]:dy[i] + 32, dx[i]:dx[i] + 32]
+        window = padded[i, :, dy[i] : dy[i] + 32, dx[i] : dx[i] + 32]
         assert torch.equal(out[i], window.flip(-1) if flips[i] else window)
     centre = out[:, :, 4:28, 4:28]  # never reaches the zero border
     assert (centre > 0).all()

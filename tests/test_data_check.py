@@ -117,8 +117,9 @@ def test_pickles_with_bytes_keys_are_read_as_the_cifar_sites_loader_reads_them(t
     folder = tmp_path / "cifar-10-batches-py"
     for path in folder.iterdir():
         entry = pickle.loads(path.read_bytes())
-        path.write_bytes(pickle.dumps({k.encode(): [n.encode() for n in v] if k == "label_names" else v
-                                       for k, v in entry.items()}))
+        path.write_bytes(
+            pickle.dumps({k.encode(): [n.encode() for n in v] if k == "label_names" else v for k, v in entry.items()})
+        )
     assert pickle.loads((folder / "batches.meta").read_bytes())[b"label_names"][:2] == [b"c0", b"c1"]
     assert cifar.class_names("cifar10", folder) == [f"c{i}" for i in range(10)]
     check = check_dataset("cifar10", tmp_path, allow_unverified=True)

@@ -9,8 +9,9 @@ from repro.plan.run_config import RunConfig
 from repro.train.loop import make_data
 
 
-@pytest.mark.parametrize("name,size,d", [("cifar10", 16, 1), ("cifar100", 16, 2), ("tiny_imagenet", 24, 3),
-                                         ("imagenet", 24, 3)])
+@pytest.mark.parametrize(
+    "name,size,d", [("cifar10", 16, 1), ("cifar100", 16, 2), ("tiny_imagenet", 24, 3), ("imagenet", 24, 3)]
+)
 def test_shape_dtype_balance_and_chance(name, size, d):
     spec = DATASETS[name]
     n = 3 * spec.num_classes + 7
@@ -89,10 +90,26 @@ def test_a_scan_repeats_only_after_its_whole_pool_is_used():
 
 
 def test_make_data_digits_drops_flips_and_records_the_class_count():
-    cfg = RunConfig(dataset="cifar100", backbone={"name": "cifar_standard", "params": {}},
-                    head={"name": "dense", "params": {}}, seed=0, epochs=1, batch_size=32, optimizer="adam",
-                    lr=1e-3, momentum=0.0, schedule="constant", backbone_lr_scale=1.0, bf16=False, data="digits",
-                    train_samples=200, test_samples=100, image_size=16, pretrained=False, metric="final")
+    cfg = RunConfig(
+        dataset="cifar100",
+        backbone={"name": "cifar_standard", "params": {}},
+        head={"name": "dense", "params": {}},
+        seed=0,
+        epochs=1,
+        batch_size=32,
+        optimizer="adam",
+        lr=1e-3,
+        momentum=0.0,
+        schedule="constant",
+        backbone_lr_scale=1.0,
+        bf16=False,
+        data="digits",
+        train_samples=200,
+        test_samples=100,
+        image_size=16,
+        pretrained=False,
+        metric="final",
+    )
     data = make_data(cfg, torch.device("cpu"), None)
     assert data.classes == 100 and 1 / data.classes == digits.chance("cifar100")
     assert data.train.flip is False and data.test.flip is True

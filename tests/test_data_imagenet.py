@@ -52,6 +52,7 @@ def test_set_epoch_replays_order_and_crops_with_workers(tmp_path):
         (tmp_path / cls).mkdir()
         for i in range(4):
             Image.fromarray(rng.integers(0, 256, (48, 48, 3), dtype=np.uint8)).save(tmp_path / cls / f"{i}.png")
+
     def make():
         return image_folder_loader(tmp_path, 4, train=True, image_size=16, workers=1, seed=3)
 

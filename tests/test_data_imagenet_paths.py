@@ -32,8 +32,9 @@ def write_jpegs(root, classes=3, per_class=6, size=(500, 375), seed=0):
 
 
 def batches(root, pipeline, train, workers=0, seed=1, epoch=0, size=224):
-    loader = image_folder_loader(root, 8, train=train, image_size=size, workers=workers, seed=seed,
-                                 pipeline=pipeline, **RAW)
+    loader = image_folder_loader(
+        root, 8, train=train, image_size=size, workers=workers, seed=seed, pipeline=pipeline, **RAW
+    )
     loader.set_epoch(epoch)
     xs, ys = zip(*loader)
     return torch.cat(xs), torch.cat(ys)
@@ -67,9 +68,11 @@ def test_views_on_pil_and_tensor_images_agree_to_one_grey_level():
     rgb = np.random.default_rng(0).integers(0, 256, (120, 90, 3), dtype=np.uint8)
     pil, tensor = Image.fromarray(rgb), torch.from_numpy(rgb).permute(2, 0, 1)
     box = CropBox(10, 5, 70, 80)
-    for a, b in [(train_view(pil, box, True, 32), train_view(tensor, box, True, 32)),
-                 (train_view(pil, box, False, 200), train_view(tensor, box, False, 200)),  # upsampling
-                 (eval_view(pil, 32), eval_view(tensor, 32))]:
+    for a, b in [
+        (train_view(pil, box, True, 32), train_view(tensor, box, True, 32)),
+        (train_view(pil, box, False, 200), train_view(tensor, box, False, 200)),  # upsampling
+        (eval_view(pil, 32), eval_view(tensor, 32)),
+    ]:
         a = torch.from_numpy(np.array(a)).permute(2, 0, 1).int()
         assert a.shape == b.shape and (a - b.int()).abs().max() <= 1
 
@@ -120,8 +123,9 @@ def test_gpu_decode_gives_the_pil_paths_crops(tmp_path, train):
     """nvJPEG's IDCT and chroma upsampling differ from libjpeg-turbo's: a looser bound than on the CPU."""
     root = write_jpegs(tmp_path)
     x_pil = batches(root, "pil", train)[0]
-    loader = image_folder_loader(root, 8, train=train, image_size=224, workers=0, seed=1, device="cuda",
-                                 pipeline="decode_cuda", **RAW)
+    loader = image_folder_loader(
+        root, 8, train=train, image_size=224, workers=0, seed=1, device="cuda", pipeline="decode_cuda", **RAW
+    )
     x_gpu = torch.cat([x.cpu() for x, _ in loader])
     diff = (x_pil - x_gpu).abs()
     assert diff.mean() < 2 and diff.flatten(1).mean(1).max() < 4
@@ -139,8 +143,9 @@ def test_path_choice_and_worker_default(tmp_path):
 
 def test_loader_says_which_path_ran_and_outputs_bf16_channels_last(tmp_path):
     root = write_jpegs(tmp_path, classes=2, per_class=2, size=(64, 48))
-    loader = image_folder_loader(root, 4, train=True, image_size=32, workers=0, dtype=torch.bfloat16,
-                                 channels_last=True)
+    loader = image_folder_loader(
+        root, 4, train=True, image_size=32, workers=0, dtype=torch.bfloat16, channels_last=True
+    )
     assert loader.pipeline == "decode_cpu"
     x, _ = next(iter(loader))
     assert x.dtype == torch.bfloat16 and x.is_contiguous(memory_format=torch.channels_last)

@@ -27,17 +27,21 @@ def test_empty_root_reports_every_dataset_missing(tmp_path):
     statuses = data_status(tmp_path)
     assert [s.name for s in statuses] == ["cifar10", "cifar100", "tiny_imagenet", "imagenet"]
     assert not any(s.present for s in statuses)
-    assert [s.path for s in statuses] == [tmp_path / f for f in
-                                         ("cifar-10-batches-py", "cifar-100-python", "tiny-imagenet-200", "imagenet")]
+    assert [s.path for s in statuses] == [
+        tmp_path / f for f in ("cifar-10-batches-py", "cifar-100-python", "tiny-imagenet-200", "imagenet")
+    ]
     assert [s.name for s in data_status(tmp_path, ["tiny_imagenet"])] == ["tiny_imagenet"]
 
 
-@pytest.mark.parametrize("name, folder, hint", [
-    ("cifar10", "cifar-10-batches-py", "torchvision.datasets.CIFAR10("),
-    ("cifar100", "cifar-100-python", "torchvision.datasets.CIFAR100("),
-    ("tiny_imagenet", "tiny-imagenet-200", TINY_IMAGENET_URL),
-    ("imagenet", "imagenet", "ILSVRC2012_img_val.tar"),
-])
+@pytest.mark.parametrize(
+    "name, folder, hint",
+    [
+        ("cifar10", "cifar-10-batches-py", "torchvision.datasets.CIFAR10("),
+        ("cifar100", "cifar-100-python", "torchvision.datasets.CIFAR100("),
+        ("tiny_imagenet", "tiny-imagenet-200", TINY_IMAGENET_URL),
+        ("imagenet", "imagenet", "ILSVRC2012_img_val.tar"),
+    ],
+)
 def test_require_names_dataset_folder_and_fill(tmp_path, name, folder, hint):
     with pytest.raises(DatasetMissing) as err:
         require(name, tmp_path)

@@ -53,6 +53,7 @@ def test_a_split_smaller_than_a_batch_still_yields_it():
 
 def test_same_seed_same_batches_and_set_epoch_replays_an_epoch():
     images, labels = labelled_images(100)
+
     def make(seed):
         return TensorLoader(images, labels, 25, train=True, mean=MEAN, std=STD, seed=seed)
 
@@ -106,9 +107,9 @@ def reference_epoch(images, labels, batch_size, seed, epoch, padding=4):
         xs = []
         for k in range(b * batch_size, (b + 1) * batch_size):
             padded = torch.nn.functional.pad(images[order[k]], (padding,) * 4)
-            crop = padded[:, dy[k]:dy[k] + 32, dx[k]:dx[k] + 32]
+            crop = padded[:, dy[k] : dy[k] + 32, dx[k] : dx[k] + 32]
             xs.append(crop.flip(-1) if flips[k] else crop)
-        out.append((normalize(torch.stack(xs), MEAN, STD), labels[order[b * batch_size:(b + 1) * batch_size]]))
+        out.append((normalize(torch.stack(xs), MEAN, STD), labels[order[b * batch_size : (b + 1) * batch_size]]))
     return out
 
 
@@ -132,9 +133,9 @@ def test_batches_equal_the_image_by_image_reference_in_both_crop_forms(monkeypat
 
 def test_bf16_output_is_the_float32_batch_rounded_once():
     images, labels = labelled_images(48)
+
     def make(dtype):
-        return TensorLoader(images, labels, 16, train=True, mean=MEAN, std=STD, seed=2, dtype=dtype,
-                            channels_last=True)
+        return TensorLoader(images, labels, 16, train=True, mean=MEAN, std=STD, seed=2, dtype=dtype, channels_last=True)
 
     for (x32, y32), (x16, y16) in zip(make(torch.float32), make(torch.bfloat16)):
         assert x16.dtype == torch.bfloat16 and x16.is_contiguous(memory_format=torch.channels_last)

@@ -20,8 +20,10 @@ def test_cifar_archives_carry_the_published_md5_and_the_files_checked_at_load(ca
     assert (archive.file, archive.md5) == ("cifar-10-python.tar.gz", "c58f30108f718f92721af3b95e74349a")
     assert archive.url == "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz"
     assert archive.size_bytes == c10.size_bytes == 170_498_071
-    assert ([f for f, _ in c10.checked_files]
-            == [f"data_batch_{i}" for i in range(1, 6)] + ["test_batch", "batches.meta"])
+    assert [f for f, _ in c10.checked_files] == [f"data_batch_{i}" for i in range(1, 6)] + [
+        "test_batch",
+        "batches.meta",
+    ]
     assert [f for f, _ in sources.dataset_source("cifar100", cache).checked_files] == ["train", "test", "meta"]
 
 
@@ -43,11 +45,14 @@ def test_tiny_imagenet_has_no_published_checksum(cache):
 def test_read_once_then_from_the_cache_without_torch(cache):
     first = sources.dataset_source("cifar100", cache)
     assert (cache / "sources" / "cifar100.json").is_file()
-    code = ("import pathlib, sys; from repro.data.sources import dataset_source; "
-            "s = dataset_source('cifar100', pathlib.Path(sys.argv[1])); "
-            "print(s.archives[0].md5, [m for m in ('torch', 'torchvision') if m in sys.modules])")
-    out = subprocess.run([sys.executable, "-c", code, str(cache)], capture_output=True, text=True, timeout=120,
-                         check=True)
+    code = (
+        "import pathlib, sys; from repro.data.sources import dataset_source; "
+        "s = dataset_source('cifar100', pathlib.Path(sys.argv[1])); "
+        "print(s.archives[0].md5, [m for m in ('torch', 'torchvision') if m in sys.modules])"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(cache)], capture_output=True, text=True, timeout=120, check=True
+    )
     assert out.stdout.split() == [first.archives[0].md5, "[]"]
 
 

@@ -10,9 +10,15 @@ from repro.data.loader import TensorLoader
 from repro.data.synthetic import prototypes, synthetic_tensors
 
 
-@pytest.mark.parametrize("name, size, classes", [
-    ("cifar10", 32, 10), ("cifar100", 32, 100), ("tiny_imagenet", 64, 200), ("imagenet", 224, 1000),
-])
+@pytest.mark.parametrize(
+    "name, size, classes",
+    [
+        ("cifar10", 32, 10),
+        ("cifar100", 32, 100),
+        ("tiny_imagenet", 64, 200),
+        ("imagenet", 224, 1000),
+    ],
+)
 def test_shape_dtype_and_balanced_classes(name, size, classes):
     images, labels = synthetic_tensors(name, 3, seed=0)
     assert images.shape == (3, 3, size, size) and images.dtype == torch.uint8 and labels.dtype == torch.int64
@@ -39,6 +45,7 @@ def test_classes_are_fixed_by_the_dataset_name():
     # Same class, different split and seed: closer to each other than to another class.
     train, ytr = synthetic_tensors("cifar10", 2000, seed=0, image_size=16)  # 16 px: the same test, a quarter the pixels
     test, yte = synthetic_tensors("cifar10", 2000, seed=5, image_size=16, split="test")
+
     def mean(x, y, k):
         return x[y == k].float().mean(0)  # (C, H, W): the class's average image
 
@@ -49,9 +56,17 @@ def test_classes_are_fixed_by_the_dataset_name():
 
 def small_cnn(classes, width=8):
     return nn.Sequential(
-        nn.Conv2d(3, width, 3, padding=1), nn.BatchNorm2d(width), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Conv2d(width, 2 * width, 3, padding=1), nn.BatchNorm2d(2 * width), nn.ReLU(),
-        nn.AdaptiveAvgPool2d(4), nn.Flatten(), nn.Linear(32 * width, classes))
+        nn.Conv2d(3, width, 3, padding=1),
+        nn.BatchNorm2d(width),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.Conv2d(width, 2 * width, 3, padding=1),
+        nn.BatchNorm2d(2 * width),
+        nn.ReLU(),
+        nn.AdaptiveAvgPool2d(4),
+        nn.Flatten(),
+        nn.Linear(32 * width, classes),
+    )
 
 
 def trained_accuracy(name, n_train, epochs, image_size=None):
@@ -70,8 +85,10 @@ def trained_accuracy(name, n_train, epochs, image_size=None):
             opt.step()
     model.eval()
     with torch.no_grad():
-        hits = sum((model(x).argmax(1) == y).sum().item()
-                   for x, y in TensorLoader.for_dataset(name, xte, yte, 500, train=False))
+        hits = sum(
+            (model(x).argmax(1) == y).sum().item()
+            for x, y in TensorLoader.for_dataset(name, xte, yte, 500, train=False)
+        )
     return hits / len(yte)
 
 
@@ -110,8 +127,10 @@ def test_a_large_split_is_cached_and_read_back_bit_for_bit(tmp_path, monkeypatch
     monkeypatch.setattr(synthetic, "make_tensors", not_again)
     again = synthetic_tensors("cifar10", 60, seed=1, image_size=16, cache=tmp_path)
     assert torch.equal(again[0], fresh[0]) and torch.equal(again[1], fresh[1])
-    others = {synthetic.cache_path("cifar10", 60, s, z, split, tmp_path) for s, z, split in
-              [(1, 16, "train"), (2, 16, "train"), (1, 17, "train"), (1, 16, "test")]}
+    others = {
+        synthetic.cache_path("cifar10", 60, s, z, split, tmp_path)
+        for s, z, split in [(1, 16, "train"), (2, 16, "train"), (1, 17, "train"), (1, 16, "test")]
+    }
     assert len(others) == 4 and synthetic.cache_path("cifar100", 60, 1, 16, "train", tmp_path) not in others
     monkeypatch.undo()
     monkeypatch.setattr(synthetic, "CACHE_FROM", 3 * 16 * 16 * 50)

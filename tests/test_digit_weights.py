@@ -60,8 +60,9 @@ def test_a_second_process_waits_for_the_first_ones_file(cache, monkeypatch):
     path.parent.mkdir(parents=True)
     lock = try_lock(path.parent, path.stem, LockSettings())  # "another process" pretrains
     got = []
-    waiter = threading.Thread(target=lambda: got.append(digit_weights.ensure("resnet18", "imagenet", 16, SMALL,
-                                                                             cache=cache)))
+    waiter = threading.Thread(
+        target=lambda: got.append(digit_weights.ensure("resnet18", "imagenet", 16, SMALL, cache=cache))
+    )
     waiter.start()
     time.sleep(0.3)
     assert waiter.is_alive() and not path.exists()
@@ -75,11 +76,28 @@ def test_a_frozen_digit_pretrained_run_trains_its_head_only_and_says_whose_weigh
     from repro.core.settings import Settings
     from repro.train.loop import train_run
 
-    row = Row(id="r", label="r", dataset="imagenet", backbone=Component("resnet18"), head=Component("dense"),
-              measures=("accuracy",))
-    profile = Profile(description="f", evidence="functional", data="digits", epochs=1, train_samples=256,
-                      test_samples=100, batch_size=64, max_image_size=16, pretrained_on="digits",
-                      backbone_lr_scale=0.0, optimizer="adam", lr=1e-3)
+    row = Row(
+        id="r",
+        label="r",
+        dataset="imagenet",
+        backbone=Component("resnet18"),
+        head=Component("dense"),
+        measures=("accuracy",),
+    )
+    profile = Profile(
+        description="f",
+        evidence="functional",
+        data="digits",
+        epochs=1,
+        train_samples=256,
+        test_samples=100,
+        batch_size=64,
+        max_image_size=16,
+        pretrained_on="digits",
+        backbone_lr_scale=0.0,
+        optimizer="adam",
+        lr=1e-3,
+    )
     cfg = resolve(row, profile, 0)
     out = train_run(cfg, torch.device("cpu"), None, tmp_path / "ck.pt", settings=Settings(cache=cache))
     path = digit_weights.weights_path("resnet18", "imagenet", 16, cache=cache)

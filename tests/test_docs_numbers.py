@@ -10,6 +10,7 @@ from conftest import SUITE_SIZE
 
 from checkout import REPO_ROOT
 from repro.plan.table_plan import build_plan
+
 DOCS = REPO_ROOT / "docs"
 CLUSTER, COMMANDS, TESTING = ((DOCS / f"{page}.md").read_text() for page in ("cluster", "commands", "testing"))
 FULL = re.compile(r"The full protocol is ([\d,]+) distinct training runs \(([\d,]+) epochs, ([\d.]+) GPU-hours")

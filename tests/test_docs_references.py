@@ -22,7 +22,11 @@ def headings(page) -> list[str]:
 
 def test_github_anchors_of_headings():
     assert [anchor(h) for h in ("3. Datasets", "What you get", "Price, then run", "`repro export`")] == [
-        "3-datasets", "what-you-get", "price-then-run", "repro-export"]
+        "3-datasets",
+        "what-you-get",
+        "price-then-run",
+        "repro-export",
+    ]
 
 
 def test_every_link_between_the_pages_names_a_file_and_a_heading_that_exist():

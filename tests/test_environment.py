@@ -21,29 +21,68 @@ def test_a_bad_checkpoint_interval_is_refused_before_any_run(tmp_path, bad):
 
     env = write_manifest(tmp_path, epochs=1, train_samples=32)
     results = tmp_path / "results"
-    out = runner.invoke(app, ["run", "mini", "--results-dir", str(results), "--jobs", "1", "--manifests",
-                              env["REPRO_MANIFESTS"], "--profiles", env["REPRO_PROFILES"]],
-                        env={"REPRO_CHECKPOINT_SECONDS": bad, "COLUMNS": "200"})
+    out = runner.invoke(
+        app,
+        [
+            "run",
+            "mini",
+            "--results-dir",
+            str(results),
+            "--jobs",
+            "1",
+            "--manifests",
+            env["REPRO_MANIFESTS"],
+            "--profiles",
+            env["REPRO_PROFILES"],
+        ],
+        env={"REPRO_CHECKPOINT_SECONDS": bad, "COLUMNS": "200"},
+    )
     assert out.exit_code == 2, out.output
-    assert (f"error: REPRO_CHECKPOINT_SECONDS='{bad}': expected a number of seconds, 0 or more (training seconds "
-            "between checkpoints" in out.output)
+    assert (
+        f"error: REPRO_CHECKPOINT_SECONDS='{bad}': expected a number of seconds, 0 or more (training seconds "
+        "between checkpoints" in out.output
+    )
     assert not results.exists()  # nothing ran: no folder, no .failed.json
 
 
 def test_every_bad_variable_is_named_at_once_in_one_form():
-    found = problems({"REPRO_CHECKPOINT_SECONDS": "two", "OMP_NUM_THREADS": "0", "REPRO_DISPATCH": "fused",
-                      "REPRO_COMPILE": "maybe", "REPRO_DDP_CONTROL_TIMEOUT_S": "0", "WORLD_SIZE": "x", "COLUMNS": "0",
-                      "REPRO_RESULTS": ""})
-    assert [p.split("=")[0] for p in found] == ["OMP_NUM_THREADS", "REPRO_CHECKPOINT_SECONDS", "REPRO_COMPILE",
-                                                "REPRO_DISPATCH", "WORLD_SIZE", "REPRO_DDP_CONTROL_TIMEOUT_S"]
-    assert found[1] == ("REPRO_CHECKPOINT_SECONDS='two': expected a number of seconds, 0 or more (training seconds "
-                        "between checkpoints (0: after every epoch))")
+    found = problems(
+        {
+            "REPRO_CHECKPOINT_SECONDS": "two",
+            "OMP_NUM_THREADS": "0",
+            "REPRO_DISPATCH": "fused",
+            "REPRO_COMPILE": "maybe",
+            "REPRO_DDP_CONTROL_TIMEOUT_S": "0",
+            "WORLD_SIZE": "x",
+            "COLUMNS": "0",
+            "REPRO_RESULTS": "",
+        }
+    )
+    assert [p.split("=")[0] for p in found] == [
+        "OMP_NUM_THREADS",
+        "REPRO_CHECKPOINT_SECONDS",
+        "REPRO_COMPILE",
+        "REPRO_DISPATCH",
+        "WORLD_SIZE",
+        "REPRO_DDP_CONTROL_TIMEOUT_S",
+    ]
+    assert found[1] == (
+        "REPRO_CHECKPOINT_SECONDS='two': expected a number of seconds, 0 or more (training seconds "
+        "between checkpoints (0: after every epoch))"
+    )
     assert all(re.fullmatch(r"[A-Z_]+='[^']*': expected .+ \(.+\)", p) for p in found)
 
 
 def test_values_parse_to_their_types_and_defaults():
-    env = {"REPRO_CHECKPOINT_SECONDS": " 2.5 ", "OMP_NUM_THREADS": "4,2", "REPRO_DETERMINISTIC": "On",
-           "REPRO_CHANNELS_LAST": "auto", "REPRO_SMALL_MAPS": "0", "REPRO_DISPATCH": "Loop", "COLUMNS": "0"}
+    env = {
+        "REPRO_CHECKPOINT_SECONDS": " 2.5 ",
+        "OMP_NUM_THREADS": "4,2",
+        "REPRO_DETERMINISTIC": "On",
+        "REPRO_CHANNELS_LAST": "auto",
+        "REPRO_SMALL_MAPS": "0",
+        "REPRO_DISPATCH": "Loop",
+        "COLUMNS": "0",
+    }
     assert value("REPRO_CHECKPOINT_SECONDS", env) == 2.5 and value("OMP_NUM_THREADS", env) == 4
     assert value("REPRO_DETERMINISTIC", env) is True and value("REPRO_CHANNELS_LAST", env) is None
     assert value("REPRO_SMALL_MAPS", env) is False and value("REPRO_DISPATCH", env) == "loop"
@@ -64,8 +103,16 @@ def test_every_variable_the_code_names_is_listed():
 
 
 # Read by others, not by repro: docker compose (the container's), the device tools, and CI's switches and tools.
-NOT_OURS = {"REPRO_GPUS", "REPRO_REQUIRE_LATEX", "REPRO_REQUIRE_CHROMIUM", "REPRO_REQUIRE_SLURM",
-            "REPRO_ARTIFACTS", "REPRO_COMPOSE_GO", "REPRO_VALIDATORS_PYTHON", "REPRO_REQUIRE_VALIDATORS"}
+NOT_OURS = {
+    "REPRO_GPUS",
+    "REPRO_REQUIRE_LATEX",
+    "REPRO_REQUIRE_CHROMIUM",
+    "REPRO_REQUIRE_SLURM",
+    "REPRO_ARTIFACTS",
+    "REPRO_COMPOSE_GO",
+    "REPRO_VALIDATORS_PYTHON",
+    "REPRO_REQUIRE_VALIDATORS",
+}
 
 
 def test_every_variable_the_docs_name_is_one_the_code_reads():

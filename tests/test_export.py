@@ -50,8 +50,9 @@ def test_csv_writes_three_files_whose_rows_are_the_records(folder, tmp_path):
 
 def test_json_is_one_object_per_row(folder, tmp_path):
     results, _ = folder
-    done = runner.invoke(app, ["export", "-o", str(results), "--out", str(tmp_path / "j"), "--format", "json",
-                               "--profile", "smoke"])
+    done = runner.invoke(
+        app, ["export", "-o", str(results), "--out", str(tmp_path / "j"), "--format", "json", "--profile", "smoke"]
+    )
     assert done.exit_code == 0, done.output
     runs = json.loads((tmp_path / "j" / "runs.json").read_text())
     assert len(runs) == 3 and {r["table"] for r in runs} == {"t"} and runs[0]["chance"] == 0.1
@@ -77,12 +78,17 @@ def test_parquet_with_pyarrow(folder, tmp_path):
     assert len(pd.read_parquet(tmp_path / "p" / "runs.parquet")) == 3
 
 
-@pytest.mark.parametrize("case,message", [
-    ("no records", "error: no usable run record in {results}/runs (1 unusable); run a table or `repro verify-all` "
-                   "first"),
-    ("unknown profile", "error: no results of profile 'full' in {results} (profiles with results: smoke)"),
-    ("bad format", "error: --format xlsx: expected one of csv, parquet, json"),
-])
+@pytest.mark.parametrize(
+    "case,message",
+    [
+        (
+            "no records",
+            "error: no usable run record in {results}/runs (1 unusable); run a table or `repro verify-all` first",
+        ),
+        ("unknown profile", "error: no results of profile 'full' in {results} (profiles with results: smoke)"),
+        ("bad format", "error: --format xlsx: expected one of csv, parquet, json"),
+    ],
+)
 def test_bad_input_is_one_line_and_exit_2(folder, tmp_path, case, message):
     results, damaged = folder
     args = ["export", "-o", str(results), "--out", str(tmp_path / "x")]
@@ -103,10 +109,16 @@ def test_profiles_is_accepted_as_by_every_command_and_a_bad_file_refused_before_
     good.write_text('[profiles.mine]\ndescription = "x"\nevidence = "pipeline"\n')
     bad.write_text('[profiles.mine]\ndescription = "x"\nevidence = "pipline"\n')
     out = tmp_path / "out"
-    done = runner.invoke(app, ["export", "--results-dir", str(results), "--out", str(out), "--profiles", str(good)],
-                         env={"COLUMNS": "300"})
+    done = runner.invoke(
+        app,
+        ["export", "--results-dir", str(results), "--out", str(out), "--profiles", str(good)],
+        env={"COLUMNS": "300"},
+    )
     assert done.exit_code == 0 and (out / "runs.csv").is_file(), done.output
-    refused = runner.invoke(app, ["export", "--results-dir", str(results), "--out", str(tmp_path / "not"),
-                                  "--profiles", str(bad)], env={"COLUMNS": "300"})
+    refused = runner.invoke(
+        app,
+        ["export", "--results-dir", str(results), "--out", str(tmp_path / "not"), "--profiles", str(bad)],
+        env={"COLUMNS": "300"},
+    )
     assert refused.exit_code == 2 and f"error: {bad}:" in refused.output and "profiles.mine.evidence" in refused.output
     assert not (tmp_path / "not").exists()

@@ -22,8 +22,8 @@ def _png_text(data: bytes) -> dict[str, str]:
     """The PNG's tEXt / zTXt chunks."""
     out, pos = {}, 8
     while pos < len(data):
-        (length,), kind = struct.unpack(">I", data[pos:pos + 4]), data[pos + 4:pos + 8]
-        body = data[pos + 8:pos + 8 + length]
+        (length,), kind = struct.unpack(">I", data[pos : pos + 4]), data[pos + 4 : pos + 8]
+        body = data[pos + 8 : pos + 8 + length]
         if kind == b"tEXt":
             key, _, value = body.partition(b"\0")
             out[key.decode()] = value.decode("latin-1")
@@ -37,7 +37,7 @@ def _png_text(data: bytes) -> dict[str, str]:
 def _pdf_subject(data: bytes) -> str:
     """The PDF's /Subject string (matplotlib writes non-ASCII text as UTF-16 with a byte-order mark)."""
     start = data.index(b"/Subject (") + len(b"/Subject (")
-    return data[start:data.index(b")\n", start)].decode("utf-16-be")
+    return data[start : data.index(b")\n", start)].decode("utf-16-be")
 
 
 def _with_commit(result, commit):
@@ -69,12 +69,15 @@ def test_the_stamp_is_drawn_and_a_pipeline_profile_is_marked_across_the_plot():
 def test_a_profile_that_decides_claims_is_labelled_without_the_mark():
     manifest = find_manifest("headline_cifar10")
     reduced = dataclasses.replace(manifest.profiles["full"], seeds=3, epochs=20)
-    result = dataclasses.replace(fake_result(manifest, "cifar3x20"),
-                                 provenance={"git_commit": "feedbeefcafe0000+dirty"},
-                                 profile_settings=dataclasses.replace(reduced, evidence="reduced"))
+    result = dataclasses.replace(
+        fake_result(manifest, "cifar3x20"),
+        provenance={"git_commit": "feedbeefcafe0000+dirty"},
+        profile_settings=dataclasses.replace(reduced, evidence="reduced"),
+    )
     stamp = stamp_for([(manifest, result)])
-    assert stamp.text == ("cifar3x20: the paper's datasets, a reduced protocol (3 seeds x 20 epochs) · "
-                          "commit feedbeefcafe+dirty")
+    assert stamp.text == (
+        "cifar3x20: the paper's datasets, a reduced protocol (3 seeds x 20 epochs) · commit feedbeefcafe+dirty"
+    )
     assert not stamp.not_evidence
     fig = Figure()
     draw_stamp(fig, stamp)
@@ -84,14 +87,23 @@ def test_a_profile_that_decides_claims_is_labelled_without_the_mark():
 def test_results_on_unverified_data_say_so_in_every_figure_and_across_the_plot(tmp_path):
     manifest = find_manifest("headline_cifar10")
     reduced = dataclasses.replace(manifest.profiles["full"], seeds=3, epochs=20, evidence="reduced")
-    result = dataclasses.replace(fake_result(manifest, "mine"), provenance={"git_commit": "feedbeefcafe0000"},
-                                 profile_settings=reduced)
-    check = {"dataset": "cifar10", "title": "CIFAR-10", "path": "data/cifar-10-batches-py", "train_size": 200,
-             "test_size": 40, "checksum": "md5 mismatch accepted", "unverified": ["data_batch_1: md5 0 != 1"]}
+    result = dataclasses.replace(
+        fake_result(manifest, "mine"), provenance={"git_commit": "feedbeefcafe0000"}, profile_settings=reduced
+    )
+    check = {
+        "dataset": "cifar10",
+        "title": "CIFAR-10",
+        "path": "data/cifar-10-batches-py",
+        "train_size": 200,
+        "test_size": 40,
+        "checksum": "md5 mismatch accepted",
+        "unverified": ["data_batch_1: md5 0 != 1"],
+    }
     result.measured.details["data_checks"] = {"summaries": [], "checks": [check]}
     stamp = stamp_for([(manifest, result)])
-    assert stamp.text.startswith("mine: UNVERIFIED data (copies of the paper's datasets that fail their published "
-                                 "checksums), a reduced protocol")
+    assert stamp.text.startswith(
+        "mine: UNVERIFIED data (copies of the paper's datasets that fail their published checksums), a reduced protocol"
+    )
     assert stamp.unverified and not stamp.not_evidence and stamp.mark == "mine: unverified data"
     fig = Figure()
     fig.add_subplot()

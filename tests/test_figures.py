@@ -61,20 +61,30 @@ def fake_result(manifest, profile="smoke"):
             usage = np.zeros((classes, EXPERTS), dtype=int)
             usage[np.arange(classes - 1), (np.arange(classes - 1) + s) % EXPERTS] += 2
             usage[: classes - 1, 0] += 1
-            runs[row.id].append({
-                "seed": s, "hash": _hash(row, s, profile), "accuracy": acc[s], "final_accuracy": curve[-1],
-                "peak_accuracy": max(curve), "test_accuracy_by_epoch": curve, "train_accuracy_by_epoch": curve,
-                "tau_by_epoch": [1 - 0.2 * e for e in range(EPOCHS)] if routed else [None] * EPOCHS,
-                "routing": {"expert_usage": [10] * EXPERTS, "test_usage_by_class": usage.tolist()} if routed else {},
-            })
+            runs[row.id].append(
+                {
+                    "seed": s,
+                    "hash": _hash(row, s, profile),
+                    "accuracy": acc[s],
+                    "final_accuracy": curve[-1],
+                    "peak_accuracy": max(curve),
+                    "test_accuracy_by_epoch": curve,
+                    "train_accuracy_by_epoch": curve,
+                    "tau_by_epoch": [1 - 0.2 * e for e in range(EPOCHS)] if routed else [None] * EPOCHS,
+                    "routing": {"expert_usage": [10] * EXPERTS, "test_usage_by_class": usage.tolist()}
+                    if routed
+                    else {},
+                }
+            )
     for comp in manifest.comparisons:
         a, b = (measured.metrics.get(f"rows.{r}.accuracy") for r in (comp.row, comp.baseline))
         if a and b:
             measured.metrics[f"comparisons.{comp.id}.gap"] = paired_gap(a, b).to_dict()
     measured = comparison_metrics(manifest, measured)
     measured.details["runs"] = runs
-    return ManifestResult(manifest.id, manifest.title, manifest.paper_ref, manifest.paper_table, profile, measured,
-                          [], {})
+    return ManifestResult(
+        manifest.id, manifest.title, manifest.paper_ref, manifest.paper_table, profile, measured, [], {}
+    )
 
 
 def _png_size(data: bytes) -> tuple[int, int]:
@@ -238,8 +248,9 @@ def test_coinciding_accuracy_curves_stay_visible(manifests):
     m = manifests["temperature_ablation"]
     decl = m.figures[0]
     first, second = figures_runs.epoch_curves(decl, m, fake_result(m))[:2]
-    twin = figures_runs.EpochCurve(**{**second.__dict__, "mean": first.mean, "low": first.low,
-                                      "high": first.high, "tau": first.tau})
+    twin = figures_runs.EpochCurve(
+        **{**second.__dict__, "mean": first.mean, "low": first.low, "high": first.high, "tau": first.tau}
+    )
     fig = figures_runs.draw_accuracy_by_epoch([first, twin], "coinciding")
     for ax in fig.axes:
         if ax.get_legend() is not None:
@@ -251,9 +262,19 @@ def test_coinciding_accuracy_curves_stay_visible(manifests):
 
 
 def _signed_point(i: int, rho: float, gap: float, sign: str) -> figures_gaps.GapPoint:
-    return figures_gaps.GapPoint(source=f"t/c{i}", label=f"c{i}", dataset=("cifar10", "cifar100")[i % 2],
-                                 method="sparse MoE", series="s", profile="smoke", rho=rho, mean_pp=gap,
-                                 ci_pp=(gap - 20, gap + 20), n=2, paper_sign=sign)
+    return figures_gaps.GapPoint(
+        source=f"t/c{i}",
+        label=f"c{i}",
+        dataset=("cifar10", "cifar100")[i % 2],
+        method="sparse MoE",
+        series="s",
+        profile="smoke",
+        rho=rho,
+        mean_pp=gap,
+        ci_pp=(gap - 20, gap + 20),
+        n=2,
+        paper_sign=sign,
+    )
 
 
 def test_sign_marks_in_gap_vs_rho_are_in_the_legend_and_never_overlap():
@@ -262,8 +283,7 @@ def test_sign_marks_in_gap_vs_rho_are_in_the_legend_and_never_overlap():
 
     from repro.report.figure_stamp import Stamp, draw_stamp
 
-    points = [_signed_point(i, 0.30 + 0.02 * (i % 10), (0.0, -0.8)[i % 2], ("+", "-", "<=0")[i % 3])
-              for i in range(12)]
+    points = [_signed_point(i, 0.30 + 0.02 * (i % 10), (0.0, -0.8)[i % 2], ("+", "-", "<=0")[i % 3]) for i in range(12)]
     fig, _ = figures_gaps.draw_gap_vs_rho(points, (7.0, "~7%"))
     draw_stamp(fig, Stamp("smoke: synthetic data, a pipeline check, not evidence · commit 0123", True, "smoke"))
     FigureCanvasAgg(fig).draw()  # the final layout, with the stamp
@@ -272,12 +292,15 @@ def test_sign_marks_in_gap_vs_rho_are_in_the_legend_and_never_overlap():
     assert sorted(t.get_text() for t in marks) == sorted(figures_gaps.SIGN_TEXT[p.paper_sign] for p in points)
     boxes = [t.get_window_extent() for t in marks]
     for i, a in enumerate(boxes):
-        for b in boxes[i + 1:]:
+        for b in boxes[i + 1 :]:
             assert not a.overlaps(b), (a, b)
         assert ax.get_window_extent().contains(a.x0, a.y0) and ax.get_window_extent().contains(a.x1, a.y1)
     legend = [t.get_text() for t in ax.get_legend().get_texts()]
-    for words in ("paper: gap positive, no number", "paper: gap negative, no number",
-                  "paper: gap not positive (no gain), no number"):
+    for words in (
+        "paper: gap positive, no number",
+        "paper: gap negative, no number",
+        "paper: gap not positive (no gain), no number",
+    ):
         assert words in legend, legend
     # Without signed points the legend says nothing of signs
     fig, _ = figures_gaps.draw_gap_vs_rho([dataclasses.replace(points[0], paper_sign=None)], None)
@@ -302,8 +325,12 @@ def test_a_figure_drawn_from_the_same_inputs_is_not_drawn_again(manifests, tmp_p
     def refuse(*a, **k):
         raise AssertionError("drew a figure whose inputs did not change")
 
-    for module, name in ((figures_gaps, "draw_gap_vs_rho"), (figures_gaps, "draw_gap_vs_classes"),
-                         (figures_runs, "draw_accuracy_by_epoch"), (figures_runs, "draw_usage_by_class")):
+    for module, name in (
+        (figures_gaps, "draw_gap_vs_rho"),
+        (figures_gaps, "draw_gap_vs_classes"),
+        (figures_runs, "draw_accuracy_by_epoch"),
+        (figures_runs, "draw_usage_by_class"),
+    ):
         monkeypatch.setattr(module, name, refuse)
     again = render_figures(entries, tmp_path, _plans(entries))
     assert [(f.id, f.caption) for f in again] == [(f.id, f.caption) for f in first]

@@ -1,8 +1,13 @@
 """The extension figure (repro.report.figures_extension): points from measured gaps, one panel per router."""
 
 from repro.plan.manifest import find_manifest
-from repro.report.figures_extension import (caption, extension_section, draw_gap_vs_rho_by_router,
-                                            render_extension_figure, router_points)
+from repro.report.figures_extension import (
+    caption,
+    extension_section,
+    draw_gap_vs_rho_by_router,
+    render_extension_figure,
+    router_points,
+)
 import dataclasses
 
 from repro.results.measurements import ManifestResult, Measuring
@@ -15,8 +20,9 @@ def result(manifest, gaps):
             mean, rho = gaps[comp.id]
             m.set_comparison(comp.id, "gap", {"mean": mean, "ci95": (mean - 0.01, mean + 0.01), "n": 2})
             m.set_comparison(comp.id, "rho", rho)
-    return ManifestResult(manifest.id, manifest.title, manifest.paper_ref, manifest.paper_table, "smoke", m.done(), [],
-                          {})
+    return ManifestResult(
+        manifest.id, manifest.title, manifest.paper_ref, manifest.paper_table, "smoke", m.done(), [], {}
+    )
 
 
 def test_only_the_extension_manifest_is_an_extension():
@@ -29,8 +35,10 @@ def test_points_panels_and_caption(tmp_path):
     res = result(man, {"relu_std_h128": (-0.02, 0.01), "relu_std_h2048": (0.03, 0.2), "moe_dw_h128": (-0.01, 0.005)})
     points = router_points(man, res)
     assert [(p.comparison, p.router, p.backbone) for p in points] == [
-        ("moe_dw_h128", "paper", "cifar_depthwise"), ("relu_std_h128", "relu", "cifar_standard"),
-        ("relu_std_h2048", "relu", "cifar_standard")]
+        ("moe_dw_h128", "paper", "cifar_depthwise"),
+        ("relu_std_h128", "relu", "cifar_standard"),
+        ("relu_std_h2048", "relu", "cifar_standard"),
+    ]
     assert points[1].mean_pp == -2.0 and points[1].ci_pp == (-3.0, -1.0)
     fig = draw_gap_vs_rho_by_router(points)
     assert len(fig.axes) == 2  # one panel per router with data

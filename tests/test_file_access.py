@@ -21,7 +21,7 @@ WRITERS_OUTSIDE = {
     ("repro/train/digit_weights.py", "_pretrain_on"): "the stand-in weights in the cache folder",
     ("repro/execution/files.py", "set_aside"): "renames a file within its own folder; it writes no content",
     ("repro/results/package.py", "build_package"): "the package's temporary staging folder (the archive itself goes "
-                                                   "through FolderWriter)",
+    "through FolderWriter)",
     ("repro/results/package.py", "_stage"): "copies into the package's temporary staging folder",
     ("repro/cost/plan.py", "write_plan"): "`repro plan --write FILE`: the file the user names",
     ("repro/rho/figure.py", "draw"): "`repro rho --figure FILE`: the file the user names",
@@ -39,7 +39,7 @@ JSON_OUTSIDE = {
     ("repro/measure/model_macs.py", "*"): "the package's own model_macs.json",
     ("repro/cost/cpu_reference.py", "*"): "the package's own cpu_reference.json",
     ("repro/cost/gpu_reference.py", "*"): "the package's GPU reference, a maintainer's build of it from "
-                                          "docs/measurements, and device-check files the user names",
+    "docs/measurements, and device-check files the user names",
     ("repro/data/input_choice.py", "read_choices"): "the package's own input_paths.json",
     ("repro/bench/gpu_calibration.py", "read_calibration"): "a device-check file the user names",
     ("repro/bench/smoke.py", "read_history"): "the benchmark's history file in docs/",
@@ -62,8 +62,11 @@ def _buffers(function: ast.AST) -> set[str]:
     """Names bound to io.BytesIO() / StringIO() in a function: writing into one writes no file."""
     out = set()
     for node in ast.walk(function):
-        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) \
-                and _name(node.value)[0] in ("BytesIO", "StringIO"):
+        if (
+            isinstance(node, ast.Assign)
+            and isinstance(node.value, ast.Call)
+            and _name(node.value)[0] in ("BytesIO", "StringIO")
+        ):
             out |= {t.id for t in node.targets if isinstance(t, ast.Name)}
     return out
 
@@ -78,8 +81,11 @@ def _writes(call: ast.AST, buffers: set[str]) -> str | None:
     if not isinstance(call, ast.Call):
         return None
     name, owner = _name(call)
-    target = call.args[1 if (name, owner) == ("save", "torch") else 0] if len(call.args) > 1 or name != "save" \
-        and call.args else None
+    target = (
+        call.args[1 if (name, owner) == ("save", "torch") else 0]
+        if len(call.args) > 1 or name != "save" and call.args
+        else None
+    )
     to_buffer = isinstance(target, ast.Name) and target.id in buffers
     if name == "open" and owner in ("", "io", "builtins") and set(_mode(call, 1)) & set("wax+"):
         return "open for writing"
@@ -101,8 +107,12 @@ def _writes(call: ast.AST, buffers: set[str]) -> str | None:
 
 def _pickle_load(node: ast.AST) -> str | None:
     """A use of pickle's loaders (a call, a reference, a subclass, an import), or an unsafe load elsewhere."""
-    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "pickle" \
-            and node.attr in ("load", "loads", "Unpickler"):
+    if (
+        isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "pickle"
+        and node.attr in ("load", "loads", "Unpickler")
+    ):
         return f"pickle.{node.attr}"
     if isinstance(node, ast.ImportFrom) and node.module in ("pickle", "_pickle", "dill", "cloudpickle"):
         return f"from {node.module} import"
@@ -152,8 +162,11 @@ def _find(kind) -> list[tuple[str, str, str, int]]:
 
 
 def _unlisted(found, allowed: dict) -> list[str]:
-    return [f"{m}:{line} {function}: {what}" for m, function, what, line in found
-            if (m, function) not in allowed and (m, "*") not in allowed]
+    return [
+        f"{m}:{line} {function}: {what}"
+        for m, function, what, line in found
+        if (m, function) not in allowed and (m, "*") not in allowed
+    ]
 
 
 def test_every_writer_goes_through_the_folder_writer_or_says_why_not():
@@ -178,17 +191,29 @@ def test_every_json_file_read_is_bounded_or_says_why_not():
 
 def test_the_scan_finds_what_it_looks_for():
     """The detectors, on code written the ways this package must not write."""
+
     def kinds(source: str, detector) -> list[str]:
         tree = ast.parse(source)
         buffers = _buffers(tree)
         return [w for node in ast.walk(tree) if (w := detector(node, buffers))]
 
-    assert kinds('open(p, "a"); open(p); p.write_text(t); w.write_text(p, t); os.replace(a, b); '
-                 'buf = io.BytesIO(); fig.savefig(buf); fig.savefig(p); torch.save(x, buf); torch.save(x, p)',
-                 _writes) == ["open for writing", "Path.write_text", "os.replace", "savefig", "torch.save"]
-    loads = ("pickle.load(f); pickle.loads(b); torch.load(p); torch.load(p, weights_only=True); "
-             "np.load(p, allow_pickle=True); np.load(p); from pickle import loads")
+    assert kinds(
+        'open(p, "a"); open(p); p.write_text(t); w.write_text(p, t); os.replace(a, b); '
+        "buf = io.BytesIO(); fig.savefig(buf); fig.savefig(p); torch.save(x, buf); torch.save(x, p)",
+        _writes,
+    ) == ["open for writing", "Path.write_text", "os.replace", "savefig", "torch.save"]
+    loads = (
+        "pickle.load(f); pickle.loads(b); torch.load(p); torch.load(p, weights_only=True); "
+        "np.load(p, allow_pickle=True); np.load(p); from pickle import loads"
+    )
     assert sorted(kinds(loads, lambda c, _: _pickle_load(c))) == [
-        "from pickle import", "np.load", "pickle.load", "pickle.loads", "torch.load"]
+        "from pickle import",
+        "np.load",
+        "pickle.load",
+        "pickle.loads",
+        "torch.load",
+    ]
     assert kinds("json.loads(p.read_text()); json.loads(key); json.load(fh)", lambda c, _: _json_from_file(c)) == [
-        "json.loads of a file", "json.load"]
+        "json.loads of a file",
+        "json.load",
+    ]

@@ -22,18 +22,25 @@ def _counted(manifest) -> Evidence:
     """A table's analytic evidence: every FLOP row counted, each comparison's ratio and reduction derived."""
     from repro.results.measurements import Measured, derive_comparisons
 
-    metrics = {f"rows.{r.id}.{k}": v for r in manifest.rows if "flops" in r.measures or not r.measures
-               for k, v in analytic_summary(r.dataset, r.backbone, r.head).items()}
+    metrics = {
+        f"rows.{r.id}.{k}": v
+        for r in manifest.rows
+        if "flops" in r.measures or not r.measures
+        for k, v in analytic_summary(r.dataset, r.backbone, r.head).items()
+    }
     measured = derive_comparisons(manifest.comparisons, Measured(metrics))
     return Evidence(manifest.id, manifest.paper_table, "smoke", metrics=measured.metrics, kind="pipeline")
 
 
-@pytest.mark.parametrize("table, claim, number", [
-    ("table6", "tiny_large_expert_exceeds_dense_head", "rows.tiny_std_moe.total_macs = 1.64766e+08 > "),
-    ("table6", "tiny_convolutions_dominate", "rows.tiny_dw12_moe.head_share = 0.3036 in 'convolutions dominate'"),
-    ("table3", "tiny_flops_reduction_negligible", "comparisons.dw12.flops_reduction = -0.0433"),
-    ("table7", "cifar100_sparse_head_cheaper_than_dense", "rows.cifar100_sparse_loop.head_macs = 1.2784e+06 < "),
-])
+@pytest.mark.parametrize(
+    "table, claim, number",
+    [
+        ("table6", "tiny_large_expert_exceeds_dense_head", "rows.tiny_std_moe.total_macs = 1.64766e+08 > "),
+        ("table6", "tiny_convolutions_dominate", "rows.tiny_dw12_moe.head_share = 0.3036 in 'convolutions dominate'"),
+        ("table3", "tiny_flops_reduction_negligible", "comparisons.dw12.flops_reduction = -0.0433"),
+        ("table7", "cifar100_sparse_head_cheaper_than_dense", "rows.cifar100_sparse_loop.head_macs = 1.2784e+06 < "),
+    ],
+)
 def test_the_analytic_findings_are_claims_decided_from_the_counts(table, claim, number):
     # Tiny-ImageNet's std MoE 164.77 M against its dense twin's 163.24 M MACs; CIFAR-100's sparse head 1.28 M
     # against the matched dense head's 3.43 M: each had no claim.
@@ -45,8 +52,10 @@ def test_the_analytic_findings_are_claims_decided_from_the_counts(table, claim, 
 
 def test_routing_spread_counts_the_experts_that_cover_90_percent_at_test_and_those_active_in_training():
     # 100 test images: 60, 25, 10, 5 over four experts -> three cover 90%; training dispatches 1% or more on 7 of 8
-    routing = {"test_usage_by_class": [[30, 20, 5, 0], [30, 5, 5, 5]],
-               "expert_usage": [100, 100, 100, 100, 100, 100, 100, 3]}
+    routing = {
+        "test_usage_by_class": [[30, 20, 5, 0], [30, 5, 5, 5]],
+        "expert_usage": [100, 100, 100, 100, 100, 100, 100, 3],
+    }
     assert routing_spread(routing) == {"test_experts_90": 3, "train_experts_active": 7}
     assert routing_spread({}) == {}
 
@@ -56,10 +65,14 @@ def test_test_time_concentration_against_training_is_decided_per_seed():
     claim = _claim(manifest, "c10_w072_test_routing_concentrates")
 
     def decide(test, train):
-        metrics = {**learned("dw072_moe"), "rows.dw072_moe.test_experts_90": dict(enumerate(test)),
-                   "rows.dw072_moe.train_experts_active": dict(enumerate(train))}
-        return evaluate(claim, Evidence("headline_cifar10", "headline_cifar10", "full", metrics=metrics,
-                                        kind="paper")).status
+        metrics = {
+            **learned("dw072_moe"),
+            "rows.dw072_moe.test_experts_90": dict(enumerate(test)),
+            "rows.dw072_moe.train_experts_active": dict(enumerate(train)),
+        }
+        return evaluate(
+            claim, Evidence("headline_cifar10", "headline_cifar10", "full", metrics=metrics, kind="paper")
+        ).status
 
     assert decide((1, 3, 2), (8, 8, 8)) == "reproduced"
     assert decide((1, 4, 2), (8, 8, 8)) == "inconclusive"  # one seed spreads over four experts
@@ -72,10 +85,12 @@ def test_epoch1_accuracy_is_a_row_metric_and_the_dense_head_is_judged_against_ea
 
     assert "epoch1_accuracy" in ROW_METRICS
     t4 = find_manifest("table4")
-    metrics = {**learned("r18_dense", "r18_soft", "r18_expert_choice", accuracy=(0.6, 0.62, 0.61), chance=0.001),
-               "rows.r18_dense.epoch1_accuracy": {0: 0.60, 1: 0.61, 2: 0.62},
-               "rows.r18_soft.epoch1_accuracy": {0: 0.05, 1: 0.07, 2: 0.06},
-               "rows.r18_expert_choice.epoch1_accuracy": {0: 0.61, 1: 0.60, 2: 0.62}}
+    metrics = {
+        **learned("r18_dense", "r18_soft", "r18_expert_choice", accuracy=(0.6, 0.62, 0.61), chance=0.001),
+        "rows.r18_dense.epoch1_accuracy": {0: 0.60, 1: 0.61, 2: 0.62},
+        "rows.r18_soft.epoch1_accuracy": {0: 0.05, 1: 0.07, 2: 0.06},
+        "rows.r18_expert_choice.epoch1_accuracy": {0: 0.61, 1: 0.60, 2: 0.62},
+    }
     ev = Evidence("table4", "table4", "full", metrics=metrics, kind="paper")
     assert evaluate(_claim(t4, "in_epoch1_dense_above_soft"), ev).status == "reproduced"
     assert evaluate(_claim(t4, "in_epoch1_dense_above_expert_choice"), ev).status == "inconclusive"

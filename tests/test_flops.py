@@ -21,12 +21,17 @@ BACKBONES = [
     ("imagenet", "resnet18", {}),
     ("imagenet", "mobilenet_v2", {}),
 ]
-HEADS = [("dense", {}), ("dense", {"hidden": []}), ("sparse_moe", {"expert_hidden": 64, "top_k": 1}),
-         ("sparse_moe", {"expert_hidden": 64, "top_k": 2}),
-         ("teacher_guided", {"expert_hidden": 64, "teacher_hidden": [1024, 64]}),
-         ("relu_routed", {"expert_hidden": 64}),
-         ("relu_routed", {"expert_hidden": 64, "expert_activation": "norm_silu"}),
-         ("cluster_routed", {"expert_hidden": 64}), ("cluster_routed", {"expert_hidden": 64, "shared_rank": 16})]
+HEADS = [
+    ("dense", {}),
+    ("dense", {"hidden": []}),
+    ("sparse_moe", {"expert_hidden": 64, "top_k": 1}),
+    ("sparse_moe", {"expert_hidden": 64, "top_k": 2}),
+    ("teacher_guided", {"expert_hidden": 64, "teacher_hidden": [1024, 64]}),
+    ("relu_routed", {"expert_hidden": 64}),
+    ("relu_routed", {"expert_hidden": 64, "expert_activation": "norm_silu"}),
+    ("cluster_routed", {"expert_hidden": 64}),
+    ("cluster_routed", {"expert_hidden": 64, "shared_rank": 16}),
+]
 
 
 def _count(dataset, backbone, bparams, head="dense", hparams=None):
@@ -62,6 +67,7 @@ def test_depthwise_backbone_by_hand():
     # w = 0.72: round(24*.72) = 17, round(48*.72) = 35; each 3x3 -> depthwise 3x3 + pointwise 1x1
     def dws(hw, cin, cout):
         return hw * hw * cin * 9 + hw * hw * cin * cout
+
     by_hand = dws(32, 3, 17) + dws(32, 17, 17) + dws(16, 17, 35) + dws(16, 35, 35)
     assert _count("cifar10", "cifar_depthwise", {"width": 0.72}).backbone == by_hand
 

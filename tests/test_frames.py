@@ -22,17 +22,26 @@ def folder(tmp_path):
     dense = [record(config(seed=s), accuracy=a) for s, a in ((0, 0.5), (1, 0.7))]
     moe = [record(config(seed=s, profile=_profile(threads=2)), accuracy=a) for s, a in ((0, 0.6), (1, 0.9))]
     for r in dense + moe:
-        write_record(results, config(seed=r["seed"], profile=_profile(threads=r["config"]["threads"])),
-                     accuracy=r["metrics"]["accuracy"])
+        write_record(
+            results,
+            config(seed=r["seed"], profile=_profile(threads=r["config"]["threads"])),
+            accuracy=r["metrics"]["accuracy"],
+        )
     write_record(results, config(seed=5))  # in no table
     bad = write_record(results, config(seed=7))
     bad.write_text(bad.read_text()[:40])
-    verdicts = [Verdict("a", "s", "4.2", "empirical", "reproduced", "e", p_value=0.01, rule="row_above",
-                        rows=["dense", "moe"]),
-                Verdict("b", "s", "4.2", "empirical", "not reproduced", "e", p_value=0.04),
-                Verdict("f", "s", "4.5", "analytic", "reproduced", "e", rule="matches_paper", tolerance=0.005)]
-    write_result(results, "t", {"dense": dense, "moe": moe}, verdicts=verdicts,
-                 metrics={"rows.moe.rho": 0.25, "rows.dense.rho": 0.0})
+    verdicts = [
+        Verdict("a", "s", "4.2", "empirical", "reproduced", "e", p_value=0.01, rule="row_above", rows=["dense", "moe"]),
+        Verdict("b", "s", "4.2", "empirical", "not reproduced", "e", p_value=0.04),
+        Verdict("f", "s", "4.5", "analytic", "reproduced", "e", rule="matches_paper", tolerance=0.005),
+    ]
+    write_result(
+        results,
+        "t",
+        {"dense": dense, "moe": moe},
+        verdicts=verdicts,
+        metrics={"rows.moe.rho": 0.25, "rows.dense.rho": 0.0},
+    )
     write_result(results, "u", {"shared_dense": dense})
     return results, bad
 
@@ -78,12 +87,17 @@ def test_verdicts_are_one_row_per_claim_and_profile_with_holm_over_the_profile(f
     verdicts = frames.verdicts(results).set_index("claim")
     assert list(frames.verdicts(results).columns) == list(frames.VERDICT_COLUMNS)
     assert len(verdicts) == 3
-    stored = [Verdict("a", "s", "4.2", "empirical", "reproduced", "e", p_value=0.01),
-              Verdict("b", "s", "4.2", "empirical", "not reproduced", "e", p_value=0.04)]
+    stored = [
+        Verdict("a", "s", "4.2", "empirical", "reproduced", "e", p_value=0.01),
+        Verdict("b", "s", "4.2", "empirical", "not reproduced", "e", p_value=0.04),
+    ]
     stored, _ = holm_adjust(stored)  # the report's rule
     assert verdicts.p_holm.loc["a"] == stored[0].p_holm == 0.02 and verdicts.p_holm.loc["b"] == stored[1].p_holm
-    assert (verdicts.rule.loc["a"], verdicts.rows.loc["a"], verdicts.tolerance.loc["f"]) == \
-        ("row_above", "dense;moe", 0.005)
+    assert (verdicts.rule.loc["a"], verdicts.rows.loc["a"], verdicts.tolerance.loc["f"]) == (
+        "row_above",
+        "dense;moe",
+        0.005,
+    )
     assert verdicts.p_holm.isna().loc["f"] and verdicts.table.loc["a"] == "t"
 
 
@@ -119,8 +133,10 @@ def test_a_missing_folder_or_a_broken_results_json_is_named(tmp_path, folder):
 
 
 def test_importing_the_results_package_leaves_pandas_out():
-    code = ("import sys, repro.results, repro.results.frames; print('pandas' in sys.modules); "
-            "from repro.results import runs; print('pandas' in sys.modules, runs.__module__)")
+    code = (
+        "import sys, repro.results, repro.results.frames; print('pandas' in sys.modules); "
+        "from repro.results import runs; print('pandas' in sys.modules, runs.__module__)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO_ROOT, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["False", "False", "repro.results.frames"]
@@ -135,14 +151,24 @@ def test_docs_give_every_column_of_every_frame_once_in_its_section():
     import re
 
     from checkout import REPO_ROOT
-    from repro.results.frames import (HISTORY_COLUMNS, READING_COLUMNS, ROW_SEED_COLUMNS, ROW_STAT_COLUMNS,
-                                      RUN_COLUMNS, VERDICT_COLUMNS)
+    from repro.results.frames import (
+        HISTORY_COLUMNS,
+        READING_COLUMNS,
+        ROW_SEED_COLUMNS,
+        ROW_STAT_COLUMNS,
+        RUN_COLUMNS,
+        VERDICT_COLUMNS,
+    )
 
     doc = (REPO_ROOT / "docs" / "results-data.md").read_text()
     sections = dict(re.findall(r"^## `(\w+)`[^\n]*\n(.*?)(?=^## )", doc, re.M | re.S))
-    for frame, columns in (("runs", RUN_COLUMNS), ("history", HISTORY_COLUMNS), ("verdicts", VERDICT_COLUMNS),
-                           ("readings", READING_COLUMNS),
-                           ("row_seeds", ROW_SEED_COLUMNS + ROW_STAT_COLUMNS)):
+    for frame, columns in (
+        ("runs", RUN_COLUMNS),
+        ("history", HISTORY_COLUMNS),
+        ("verdicts", VERDICT_COLUMNS),
+        ("readings", READING_COLUMNS),
+        ("row_seeds", ROW_SEED_COLUMNS + ROW_STAT_COLUMNS),
+    ):
         listed = re.findall(r"^\| `(\w+)` \|", sections[frame], re.M)
         named = set(listed) | set(re.findall(r"`(\w+)`", sections[frame]))
         assert not set(columns) - named, f"{frame}: {sorted(set(columns) - named)} not in docs/results-data.md"
@@ -166,8 +192,11 @@ def test_readings_say_which_verdicts_an_alternative_reading_changes(tmp_path):
     assert len(frame) == sum(len(e.alternatives) for e in result.readings) > 0
     changed = frame.query("changes")
     assert set(zip(changed.claim, changed.alternative)) == {
-        ("rho_backbone_moe", "stride1"), ("backbone_moe_rho_independent_of_k", "per_bank_convolutions"),
-        ("depthwise_raises_rho", "negligible_10pct"), ("tiny_convolutions_dominate", "one_conv")}
+        ("rho_backbone_moe", "stride1"),
+        ("backbone_moe_rho_independent_of_k", "per_bank_convolutions"),
+        ("depthwise_raises_rho", "negligible_10pct"),
+        ("tiny_convolutions_dominate", "one_conv"),
+    }
     row = changed[changed.claim == "rho_backbone_moe"].iloc[0]
     assert (row.chosen_status, row.status, row.reading) == ("not reproduced", "reproduced", "backbone-moe-layers")
     assert readings(tmp_path, profile="full").empty

@@ -8,7 +8,11 @@ from repro.core.fsutil import jsonable
 
 def test_values_become_plain_json():
     assert jsonable({"a": (1, 2), 3: [1.5, math.nan, math.inf], "b": [True, 2], "c": [[1, 2], [3, 4]]}) == {
-        "a": [1, 2], "3": [1.5, None, None], "b": [True, 2], "c": [[1, 2], [3, 4]]}
+        "a": [1, 2],
+        "3": [1.5, None, None],
+        "b": [True, 2],
+        "c": [[1, 2], [3, 4]],
+    }
 
 
 def test_a_list_of_integers_is_copied_not_shared():
@@ -26,8 +30,9 @@ def test_the_temporary_file_of_a_write_names_its_writer(tmp_path, monkeypatch):
 
     seen = []
     real = os.replace
-    monkeypatch.setattr(os, "replace",
-                        lambda src, dst, **kw: (seen.append(os.path.basename(src)), real(src, dst, **kw)))
+    monkeypatch.setattr(
+        os, "replace", lambda src, dst, **kw: (seen.append(os.path.basename(src)), real(src, dst, **kw))
+    )
     atomic_write_bytes(tmp_path / "abc.ckpt", b"x")
     assert len(seen) == 1 and seen[0].startswith(".abc.ckpt.") and seen[0].endswith(".tmp")
     assert temporary_writer(seen[0]) == (os.getpid(), socket.gethostname())
@@ -57,12 +62,16 @@ def test_a_link_below_the_root_is_refused_and_nothing_is_written_through_it(tmp_
     writer = FolderWriter(root)
     with pytest.raises(OutsideFolder) as folder:
         writer.write_text(root / "export" / "runs.csv", "x")
-    assert str(folder.value) == (f"refused to write {root}/export/runs.csv: {root}/export is a symbolic link (to "
-                                 f"{elsewhere}); a results folder's files are written only inside it: replace the "
-                                 "link with a folder or file of its own")
-    for write in (lambda: writer.write_text(root / "repro.log", "x"),
-                  lambda: writer.append(root / "repro.log").__enter__(),
-                  lambda: writer.write_json(root / "export" / "a" / "b.json", {})):
+    assert str(folder.value) == (
+        f"refused to write {root}/export/runs.csv: {root}/export is a symbolic link (to "
+        f"{elsewhere}); a results folder's files are written only inside it: replace the "
+        "link with a folder or file of its own"
+    )
+    for write in (
+        lambda: writer.write_text(root / "repro.log", "x"),
+        lambda: writer.append(root / "repro.log").__enter__(),
+        lambda: writer.write_json(root / "export" / "a" / "b.json", {}),
+    ):
         with pytest.raises(OutsideFolder, match="is a symbolic link"):
             write()
     assert not writer.create(root / "repro.log", b"x")  # O_EXCL: a name taken, by a link too
@@ -90,7 +99,8 @@ def test_the_root_may_be_a_link_and_folders_below_it_are_made(tmp_path):
     assert (tmp_path / "disk" / "smoke" / "t" / "results.json").read_text() == '{\n  "a": 1\n}\n'
     assert (tmp_path / "disk" / "smoke" / "repro.log").read_text() == "one\ntwo\n"
     assert writer.create(tmp_path / "results" / "runs" / "a.lock", b"{}") and not writer.create(
-        tmp_path / "results" / "runs" / "a.lock", b"{}")
+        tmp_path / "results" / "runs" / "a.lock", b"{}"
+    )
 
 
 def test_a_set_is_replaced_whole_or_not_at_all(tmp_path):
@@ -109,7 +119,8 @@ def test_a_set_is_replaced_whole_or_not_at_all(tmp_path):
     with pytest.raises(OutsideFolder):  # the last file of the set cannot be written: none is replaced
         writer.replace_set({**{p: b"new" for p in old}, root / "linked" / "x.csv": b"new"})
     assert {p.read_bytes() for p in old} == {b"old"} and sorted(os.listdir(root / "export")) == sorted(
-        p.name for p in old)  # no temporary file left
+        p.name for p in old
+    )  # no temporary file left
     real = os.replace
 
     def interrupted(src, dst, **kw):  # Ctrl-C arrives between the first rename and the others

@@ -23,8 +23,11 @@ NO_RUFF = "ruff is not installed here (pip install -e '.[dev]' installs it)"
 
 def _top_level_lines() -> list[str]:
     """.ci/run's lines that the script runs unconditionally: not indented, not comments, not blank."""
-    return [line.rstrip() for line in CI.read_text(encoding="utf-8").splitlines()
-            if line.strip() and not line.startswith((" ", "\t", "#"))]
+    return [
+        line.rstrip()
+        for line in CI.read_text(encoding="utf-8").splitlines()
+        if line.strip() and not line.startswith((" ", "\t", "#"))
+    ]
 
 
 def test_ci_runs_the_three_checks_after_the_install_and_before_the_suite():
@@ -69,8 +72,7 @@ def test_pre_commit_runs_the_same_checks_with_the_environment_s_tools():
 
 
 def _ruff(*args: str, cwd=REPO_ROOT) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "ruff", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=300)
+    return subprocess.run([sys.executable, "-m", "ruff", *args], cwd=cwd, capture_output=True, text=True, timeout=300)
 
 
 @pytest.mark.skipif(importlib.util.find_spec("ruff") is None, reason=NO_RUFF)

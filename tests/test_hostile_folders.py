@@ -23,6 +23,7 @@ PROVENANCE = {"git_commit": "0123456789abcdef", "time": "t", "device": "cpu", "p
 @pytest.fixture
 def deadline():
     """A command that blocks fails the test instead of hanging the suite."""
+
     def expired(signum, frame):
         raise AssertionError("the command blocked")
 
@@ -164,7 +165,8 @@ def test_a_bomb_in_results_json_or_timings_json_is_one_line_not_a_traceback(resu
     (results / "smoke" / "t" / "results.json").write_text(BOMB)
     done, lines = invoke("export", "-o", str(results), "--out", str(tmp_path / "out"))
     assert done.exit_code == 2 and " ".join(lines) == (
-        f"error: {results}/smoke/t/results.json cannot be read: it nests deeper than 64 levels")
+        f"error: {results}/smoke/t/results.json cannot be read: it nests deeper than 64 levels"
+    )
     done, lines = invoke("compare", str(results), str(results))
     assert done.exit_code == 2 and "it nests deeper than 64 levels" in " ".join(lines)
     done, lines = invoke("report", "-o", str(results))  # set aside and rebuilt from the records: nothing trains
@@ -177,8 +179,11 @@ def test_a_bomb_in_results_json_or_timings_json_is_one_line_not_a_traceback(resu
 def test_a_formula_in_a_record_is_exported_as_text(results, tmp_path):
     formula = '=HYPERLINK("http://evil.example/","click")'
     cfg = config(seed=7)
-    write_record(results, cfg, provenance={"device": formula, "device_type": "cpu",
-                                           "reproducibility": {"threads": 1, "deterministic": False}})
+    write_record(
+        results,
+        cfg,
+        provenance={"device": formula, "device_type": "cpu", "reproducibility": {"threads": 1, "deterministic": False}},
+    )
     done, _ = invoke("export", "-o", str(results), "--out", str(tmp_path / "out"))
     assert done.exit_code == 0, done.output
     text = (tmp_path / "out" / "runs.csv").read_text()
@@ -190,8 +195,9 @@ def test_a_formula_in_a_record_is_exported_as_text(results, tmp_path):
 def test_a_verdict_typed_into_results_json_is_never_exported_or_compared(results, tmp_path):
     forged = [Verdict("c", "s", "4.2", "analytic", "reproduced", "typed by hand")]
     runs = [record(config(seed=s), accuracy=0.5 + 0.1 * s) for s in range(3)]
-    write_result(results, "t", {"dense": runs}, verdicts=forged, metrics=rho_deciding("not reproduced"),
-                 provenance=PROVENANCE)
+    write_result(
+        results, "t", {"dense": runs}, verdicts=forged, metrics=rho_deciding("not reproduced"), provenance=PROVENANCE
+    )
     done, _ = invoke("export", "-o", str(results), "--out", str(tmp_path / "out"))
     assert done.exit_code == 0, done.output
     verdicts = pd.read_csv(tmp_path / "out" / "verdicts.csv")

@@ -48,15 +48,33 @@ def report(tmp_path_factory):
     manifest = with_profiles(parse_manifest(doc, "headline_cifar10.toml"), all_profiles()[0])
     results = tmp_path_factory.mktemp("results")
     provenance = {"git_commit": "0123", "time": EVIL, "device": EVIL, "packages": {EVIL: EVIL}}
-    result = dataclasses.replace(fake_result(manifest), provenance=provenance,
-                                 profile_settings=manifest.profiles["smoke"].for_manifest(manifest.id, manifest.seeds))
+    result = dataclasses.replace(
+        fake_result(manifest),
+        provenance=provenance,
+        profile_settings=manifest.profiles["smoke"].for_manifest(manifest.id, manifest.seeds),
+    )
     save_result(decide_table(manifest, result), results)
-    timings = {"schema": 1, "commands": {"run t": {"command": EVIL, "profile": "smoke", "started": EVIL, "wall_s": 1.0,
-                                                     "cpu_s": 1.0, "machine": {"cpu": EVIL, "cores": EVIL},
-                                                     "phases": [{"phase": EVIL, "wall_s": 1.0, "cpu_s": 1.0}]}}}
+    timings = {
+        "schema": 1,
+        "commands": {
+            "run t": {
+                "command": EVIL,
+                "profile": "smoke",
+                "started": EVIL,
+                "wall_s": 1.0,
+                "cpu_s": 1.0,
+                "machine": {"cpu": EVIL, "cores": EVIL},
+                "phases": [{"phase": EVIL, "wall_s": 1.0, "cpu_s": 1.0}],
+            }
+        },
+    }
     (results / "smoke" / "timings.json").write_text(json.dumps(timings))
-    write_report(decided_results(results, "smoke", [manifest]), results, "smoke",
-                 for_report(results, "smoke", plan_all([manifest])))
+    write_report(
+        decided_results(results, "smoke", [manifest]),
+        results,
+        "smoke",
+        for_report(results, "smoke", plan_all([manifest])),
+    )
     return results
 
 
@@ -65,8 +83,11 @@ def test_no_markdown_file_holds_raw_html_or_an_image_but_the_figures(report):
     files = sorted(report.rglob("*.md"))
     assert {f.name for f in files} >= {"report.md", "claims.md", "headline_cifar10.md", "artifact-appendix.md"}
     for file in files:
-        found = [(kind, text) for kind, text in _html(md.parse(file.read_text()))
-                 if not (kind == "image" and text.startswith("figures/"))]
+        found = [
+            (kind, text)
+            for kind, text in _html(md.parse(file.read_text()))
+            if not (kind == "image" and text.startswith("figures/"))
+        ]
         assert found == [], file
 
 
@@ -85,7 +106,8 @@ def test_the_image_rule_inlines_only_the_reports_own_figures(tmp_path):
     os.symlink(tmp_path / "secret.png", figures / "linked.png")
     html = _markdown(tmp_path).render(
         "![a](figures/gap.png) ![b](/etc/passwd) ![c](figures/../secret.png) ![d](secret.png) "
-        "![e](figures/linked.png) ![f](figures/none.png)")
+        "![e](figures/linked.png) ![f](figures/none.png)"
+    )
     assert html.count("<img ") == 1 and base64.b64encode(b"\x89PNG fake").decode() in html
     assert base64.b64encode(b"secret").decode() not in html
     for name in ("/etc/passwd", "figures/../secret.png", "secret.png"):
@@ -94,8 +116,10 @@ def test_the_image_rule_inlines_only_the_reports_own_figures(tmp_path):
 
 
 def test_the_latex_tables_print_what_the_text_says(report):
-    for tex in (report / "smoke" / "headline_cifar10" / "headline_cifar10.tex",
-                report / "smoke" / "artifact-appendix.tex"):
+    for tex in (
+        report / "smoke" / "headline_cifar10" / "headline_cifar10.tex",
+        report / "smoke" / "artifact-appendix.tex",
+    ):
         lines = [line for line in tex.read_text().splitlines() if "onmouseover" in line]
         assert lines and all("$<$b onmouseover=alert(1)$>$evil$<$/b$>$" in line for line in lines), tex
         assert not {"<", ">"} & set("".join(lines).replace("$<$", "").replace("$>$", "")), tex  # never ¡ ¿

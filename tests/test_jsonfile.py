@@ -14,6 +14,7 @@ from repro.core.jsonfile import JsonUnreadable
 @pytest.fixture
 def deadline():
     """Fail a read that blocks instead of hanging the suite."""
+
     def expired(signum, frame):
         raise AssertionError("the read blocked")
 
@@ -66,6 +67,7 @@ def test_content_that_is_not_json_is_damage_and_a_refusal_is_not(tmp_path, monke
     good = tmp_path / "good.json"
     good.write_text(json.dumps({"a": [1, {"b": None}]}))
     assert jsonfile.load(good) == {"a": [1, {"b": None}]} and jsonfile.depth(jsonfile.load(good)) == 3
+
     def refuse(path):
         raise PermissionError(13, "Permission denied")
 

@@ -28,13 +28,23 @@ PAPERS = ("a4paper", "letterpaper")
 
 def test_labels_and_long_cells_wrap_while_numbers_are_set_whole_under_headers_broken_to_their_width():
     columns = ["Configuration", "Baseline acc. (%)", "Note", "p"]
-    rows = [["Std. h=512 [the k top experts (the literal rule)]", "10.16 ± 1.10", "at or near chance: did not learn",
-             "0.5"],
-            ["DW h=128", "18.75 ± 6.63", "", "0.25"]]
+    rows = [
+        [
+            "Std. h=512 [the k top experts (the literal rule)]",
+            "10.16 ± 1.10",
+            "at or near chance: did not learn",
+            "0.5",
+        ],
+        ["DW h=128", "18.75 ± 6.63", "", "0.25"],
+    ]
     layout = tex_columns(columns, rows)
     # the label (49 characters) and the note (32) share the free width as 49 : 32, their \hsize adding up to 2
-    assert layout.spec == (r">{\raggedright\arraybackslash\hsize=1.21\hsize}X" "r"
-                           r">{\raggedright\arraybackslash\hsize=0.79\hsize}X" "r")
+    assert layout.spec == (
+        r">{\raggedright\arraybackslash\hsize=1.21\hsize}X"
+        "r"
+        r">{\raggedright\arraybackslash\hsize=0.79\hsize}X"
+        "r"
+    )
     # a header no wider than the column's widest cell, "18.75 ± 6.63" (12 characters)
     assert layout.headers == [["Configuration"], ["Baseline", "acc. (%)"], ["Note"], ["p"]]
 
@@ -57,8 +67,13 @@ def overfull(tex: str, paper: str, folder) -> list[float]:
     folder.mkdir(parents=True, exist_ok=True)
     doc = folder / "doc.tex"
     doc.write_text(tex.replace("a4paper", paper))
-    run = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", doc.name], cwd=folder,
-                         capture_output=True, text=True, timeout=300)
+    run = subprocess.run(
+        ["pdflatex", "-interaction=nonstopmode", "-halt-on-error", doc.name],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert run.returncode == 0, run.stdout[-3000:]
     return [float(x) for x in OVERFULL.findall((folder / "doc.log").read_text(errors="replace"))]
 
@@ -77,10 +92,16 @@ def smoke_results(tmp_path_factory):
         if plan.flop_rows:
             flops = measure_flops(plan, Context("smoke", results))
             result = dataclasses.replace(result, measured=Measured.combine([result.measured, flops]))
-        result = dataclasses.replace(result, profile_settings=m.profiles["smoke"].for_manifest(m.id, m.seeds),
-                                     provenance={"git_commit": "0123456789abcdef0123456789abcdef01234567+dirty",
-                                                 "time": "2026-01-01T00:00:00+00:00", "packages": {},
-                                                 "device": "cpu: a processor, 1 intra-op thread(s)"})
+        result = dataclasses.replace(
+            result,
+            profile_settings=m.profiles["smoke"].for_manifest(m.id, m.seeds),
+            provenance={
+                "git_commit": "0123456789abcdef0123456789abcdef01234567+dirty",
+                "time": "2026-01-01T00:00:00+00:00",
+                "packages": {},
+                "device": "cpu: a processor, 1 intra-op thread(s)",
+            },
+        )
         result = decide_table(m, result)
         save_result(result, results)
         write_manifest_outputs(m, result, results)
@@ -93,8 +114,12 @@ def test_every_standalone_table_fits_the_page(smoke_results, tmp_path):
     results, manifests = smoke_results
     docs = sorted((results / "smoke").glob("*/*_standalone.tex"))
     assert len(docs) == len(manifests) == 12
-    wide = {(doc.name, paper): widths for doc in docs for paper in PAPERS
-            if (widths := [w for w in overfull(doc.read_text(), paper, tmp_path / paper) if w > FIT_PT])}
+    wide = {
+        (doc.name, paper): widths
+        for doc in docs
+        for paper in PAPERS
+        if (widths := [w for w in overfull(doc.read_text(), paper, tmp_path / paper) if w > FIT_PT])
+    }
     assert not wide, wide
 
 
@@ -105,11 +130,13 @@ def test_the_artifact_appendix_fits_the_page_with_and_without_results(smoke_resu
     _pdflatex()
     results, manifests = smoke_results
     entries = decided_results(results, "smoke", manifests)
-    with_results = next(p for p in write_appendix(entries, results, "smoke", plan_all(manifests))
-                        if p.suffix == ".tex").read_text()
+    with_results = next(
+        p for p in write_appendix(entries, results, "smoke", plan_all(manifests)) if p.suffix == ".tex"
+    ).read_text()
     every = load_all()
-    full = render(build_appendix([(m, None) for m in every], "full", appendix_inputs(plan_all(every)),
-                                 with_results=False), "tex")
+    full = render(
+        build_appendix([(m, None) for m in every], "full", appendix_inputs(plan_all(every)), with_results=False), "tex"
+    )
     for name, tex in (("smoke", with_results), ("full", full)):
         for paper in PAPERS:
             widths = overfull(tex, paper, tmp_path / name / paper)

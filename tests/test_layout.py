@@ -13,6 +13,7 @@ import pytest
 from import_graph import cycles, import_graph  # tests/import_graph.py
 
 from checkout import REPO_ROOT
+
 LINT_IMPORTS = shutil.which("lint-imports") or str(REPO_ROOT / ".venv" / "bin" / "lint-imports")
 
 
@@ -36,9 +37,10 @@ def test_the_contract_breaks_on_an_import_up_a_layer(tmp_path):
     top, bottom = layers.index("repro.cli"), layers.index("repro.core")
     layers[top], layers[bottom] = layers[bottom], layers[top]
     config = tmp_path / "swapped.toml"
-    config.write_text('[tool.importlinter]\nroot_package = "repro"\n\n[[tool.importlinter.contracts]]\n'
-                      'name = "swapped"\ntype = "layers"\nlayers = [\n'
-                      + "".join(f'"{layer}",\n' for layer in layers) + "]\n")
+    config.write_text(
+        '[tool.importlinter]\nroot_package = "repro"\n\n[[tool.importlinter.contracts]]\n'
+        'name = "swapped"\ntype = "layers"\nlayers = [\n' + "".join(f'"{layer}",\n' for layer in layers) + "]\n"
+    )
     out = lint_imports(str(config))
     assert out.returncode == 1 and "BROKEN" in out.stdout, out.stdout[-2000:]
     assert "repro.cli" in out.stdout
@@ -60,15 +62,17 @@ ENVIRONMENT_WRITERS = {
     "repro/runtime/memory.py": "glibc's allocator thresholds, read by every process this one starts",
     "repro/runtime/numerics.py": "cuBLAS's workspace, read when CUDA starts here or in a child",
     "repro/runtime/compile_cache.py": "inductor's cache folder while a run trains, read by torch.compile here and "
-                                      "by the compile workers it starts",
+    "by the compile workers it starts",
     "repro/execution/workers.py": "a worker sets its own environment as it starts, before CUDA",
     "repro/bench/kill_resume.py": "the environment of the child process it spawns",
     "repro/cli/common.py": "removes an inherited COLUMNS or LINES of 0, which rich (here and in every child) "
-                           "would take as a terminal zero cells wide",
+    "would take as a terminal zero cells wide",
 }
-WRITE = re.compile(r"os\.environ\[[^]]+\]\s*=(?!=)|os\.environ\.(?:update|setdefault|pop)\(|os\.(?:putenv|unsetenv)\(|"
-                   r"\bdel os\.environ\[|"
-                   r"\benv\[[^]]+\]\s*=(?!=)")
+WRITE = re.compile(
+    r"os\.environ\[[^]]+\]\s*=(?!=)|os\.environ\.(?:update|setdefault|pop)\(|os\.(?:putenv|unsetenv)\(|"
+    r"\bdel os\.environ\[|"
+    r"\benv\[[^]]+\]\s*=(?!=)"
+)
 
 
 def test_the_environment_is_written_only_where_a_child_process_starts():
@@ -88,8 +92,15 @@ def test_the_environment_is_written_only_where_a_child_process_starts():
 DOTTED = re.compile(r"\brepro(?:\.[A-Za-z_]\w*)+")
 # "repro.<x>" that are file names, not modules: the log, the Apptainer image, a marker, the container's base image.
 NOT_MODULES = {"repro.log", "repro.sif", "repro.bytes", "repro.base"}
-NAMING = ["repro/**/*.py", "repro/**/*.toml", "repro/**/*.j2", "tests/**/*.py", "docs/**/*.md",
-          "README.md", "pyproject.toml"]
+NAMING = [
+    "repro/**/*.py",
+    "repro/**/*.toml",
+    "repro/**/*.j2",
+    "tests/**/*.py",
+    "docs/**/*.md",
+    "README.md",
+    "pyproject.toml",
+]
 
 
 @functools.cache
@@ -163,11 +174,25 @@ def test_no_import_cycle_inside_repro():
     assert found == [], "; ".join(" <-> ".join(c) for c in found)
 
 
-@pytest.mark.parametrize("module", ["repro.cli", "repro.report", "repro.report.summary", "repro.plan.manifest",
-                                    "repro.claims", "repro.results.measurements", "repro.results",
-                                    "repro.results.frames",
-                                    "repro.report.compare", "repro.cost.estimate", "repro.cost.plan",
-                                    "repro.cost.tables", "repro.execution", "repro.execution.options"])
+@pytest.mark.parametrize(
+    "module",
+    [
+        "repro.cli",
+        "repro.report",
+        "repro.report.summary",
+        "repro.plan.manifest",
+        "repro.claims",
+        "repro.results.measurements",
+        "repro.results",
+        "repro.results.frames",
+        "repro.report.compare",
+        "repro.cost.estimate",
+        "repro.cost.plan",
+        "repro.cost.tables",
+        "repro.execution",
+        "repro.execution.options",
+    ],
+)
 @pytest.mark.slow
 def test_light_modules_do_not_import_torch(module):
     code = f"import sys, {module}; bad = [m for m in ('torch', 'torchvision') if m in sys.modules]; print(bad)"

@@ -40,8 +40,12 @@ def test_a_table_and_its_report_run_under_the_c_locale_with_a_non_ascii_results_
     env = {**write_manifest(tmp_path, epochs=1, train_samples=32), **C_LOCALE}
     results = os.fsencode(tmp_path) + b"/" + PATH_BYTES
     for args in (["mini", "--jobs", "1"], ["report"], ["status", "mini"]):
-        out = subprocess.run([os.fsencode(sys.executable), b"-m", b"repro", *map(os.fsencode, args), b"-o", results],
-                             capture_output=True, env=env, timeout=600)
+        out = subprocess.run(
+            [os.fsencode(sys.executable), b"-m", b"repro", *map(os.fsencode, args), b"-o", results],
+            capture_output=True,
+            env=env,
+            timeout=600,
+        )
         assert out.returncode == 0 and b"Traceback" not in out.stdout + out.stderr, out.stdout + out.stderr
     log = open(results + b"/smoke/repro.log", "rb").read()
     assert results in log and os.path.isfile(results + b"/smoke/report.html")

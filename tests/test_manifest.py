@@ -127,27 +127,34 @@ def test_two_tables_that_list_the_same_model_share_its_runs_at_every_profile():
 
 def test_a_tables_own_settings_may_not_split_a_shared_models_runs(tmp_path):
     path = tmp_path / "p.toml"
-    path.write_text('[profiles.quick]\ndescription = "q"\nevidence = "pipeline"\n'
-                    '[profiles.quick.tables.table9]\nepochs = 2\n')
+    path.write_text(
+        '[profiles.quick]\ndescription = "q"\nevidence = "pipeline"\n[profiles.quick.tables.table9]\nepochs = 2\n'
+    )
     with pytest.raises(SchemaError) as info:
         load_all(profiles_file=path)
     assert str(path) in str(info.value)
-    assert any(p.startswith("profiles.quick.tables.table9: would train table9/") and "runs would split" in p
-               for p in info.value.problems), info.value.problems
+    assert any(
+        p.startswith("profiles.quick.tables.table9: would train table9/") and "runs would split" in p
+        for p in info.value.problems
+    ), info.value.problems
 
 
-@pytest.mark.parametrize("entry, message", [
-    ("table1/std_h512_dens", "matches no training row (did you mean 'table1/std_h512_dense'?)"),
-    ("tabel1", "matches no training row (did you mean 'table1'?)"),
-    ("table1/*_h4096_*", "matches no training row"),
-])
+@pytest.mark.parametrize(
+    "entry, message",
+    [
+        ("table1/std_h512_dens", "matches no training row (did you mean 'table1/std_h512_dense'?)"),
+        ("tabel1", "matches no training row (did you mean 'table1'?)"),
+        ("table1/*_h4096_*", "matches no training row"),
+    ],
+)
 def test_an_include_or_exclude_entry_must_match_a_row(tmp_path, entry, message):
     path = tmp_path / "p.toml"
     path.write_text(f'[profiles.quick]\ndescription = "q"\nevidence = "pipeline"\nexclude = ["{entry}"]\n')
     with pytest.raises(SchemaError) as info:
         load_all(profiles_file=path)
-    assert any(p.startswith("profiles.quick.exclude[0]:") and message in p for p in info.value.problems), \
+    assert any(p.startswith("profiles.quick.exclude[0]:") and message in p for p in info.value.problems), (
         info.value.problems
+    )
 
 
 def test_finding_one_manifest_reads_its_file_alone(monkeypatch, tmp_path):
@@ -160,8 +167,11 @@ def test_finding_one_manifest_reads_its_file_alone(monkeypatch, tmp_path):
         find_manifest("tabel3")
     # What it names elsewhere is checked by name: a table that does not exist, a profile entry naming none
     path = tmp_path / "p.toml"
-    for entry, message in (("tabel1", "'tabel1' matches no training row (did you mean 'table1'?)"),
-                           ("table3/std_h128_mo", "matches no training row"), ("table1/no_such_row", None)):
+    for entry, message in (
+        ("tabel1", "'tabel1' matches no training row (did you mean 'table1'?)"),
+        ("table3/std_h128_mo", "matches no training row"),
+        ("table1/no_such_row", None),
+    ):
         path.write_text(f'[profiles.quick]\ndescription = "q"\nevidence = "pipeline"\nexclude = ["{entry}"]\n')
         if message is None:  # another table's rows: the folder's check (load_all) reads them
             assert "quick" in find_manifest("table3", profiles_file=path).profiles

@@ -26,8 +26,12 @@ def reference(m: MoEConv2d, x: torch.Tensor) -> torch.Tensor:
     for b in range(x.shape[0]):
         top, idx = logits[b].topk(m.top_k)
         g = torch.softmax(top, -1)
-        outs.append(sum(g[j] * F.conv2d(x[b : b + 1], m.weight[idx[j]], stride=m.stride, padding=m.padding)
-                        for j in range(m.top_k)))
+        outs.append(
+            sum(
+                g[j] * F.conv2d(x[b : b + 1], m.weight[idx[j]], stride=m.stride, padding=m.padding)
+                for j in range(m.top_k)
+            )
+        )
     return torch.cat(outs)
 
 
@@ -116,7 +120,10 @@ def test_backbone_structure_frozen_prefixes_and_stats(backbone_model):
     assert len(layers) == 8 and all(n.startswith(("net.layer3.", "net.layer4.")) for n in layers)
     assert body.frozen_prefixes == FROZEN_PREFIXES == ("net.conv1.", "net.bn1.", "net.layer1.", "net.layer2.")
     assert {n.split(".")[1] for n, _ in body.named_parameters() if n.startswith(FROZEN_PREFIXES)} == {
-        "conv1", "bn1", "layer1", "layer2",
+        "conv1",
+        "bn1",
+        "layer1",
+        "layer2",
     }
     body.eval()
     body(torch.randn(2, 3, 64, 64))
@@ -135,8 +142,9 @@ def test_both_execution_paths_agree_and_are_counted_exactly():
     m = layer(k=2)
     x = torch.randn(4, 6, 8, 8)
     assert m.mixes_kernels(64) and not m.mixes_kernels(1) and not layer(k=1).mixes_kernels(64)
-    torch.testing.assert_close(PATHS["mixed"].run(m, x, *m.route(x)[1:]),
-                               PATHS["per-expert"].run(m, x, *m.route(x)[1:]), rtol=0, atol=1e-5)
+    torch.testing.assert_close(
+        PATHS["mixed"].run(m, x, *m.route(x)[1:]), PATHS["per-expert"].run(m, x, *m.route(x)[1:]), rtol=0, atol=1e-5
+    )
     tiny = torch.randn(4, 6, 1, 1)  # one output position: k convolutions are cheaper than mixing
     torch.testing.assert_close(m(tiny), reference(m, tiny), rtol=0, atol=1e-5)
     assert m.own_macs(([tiny.shape], torch.Size([4, 5, 1, 1]))) == 2 * 4 * 5 * 6 * 9
@@ -178,16 +186,23 @@ def test_stride1_reading_routes_the_six_stride1_convolutions_only():
     with torch.device("meta"):
         six = build_model("imagenet", Component("resnet18_moeconv", {"routed": "stride1"}), Component("dense"))
     names = sorted(six.backbone.moe_layers())
-    assert names == ["net.layer3.0.conv2", "net.layer3.1.conv1", "net.layer3.1.conv2",
-                     "net.layer4.0.conv2", "net.layer4.1.conv1", "net.layer4.1.conv2"]
+    assert names == [
+        "net.layer3.0.conv2",
+        "net.layer3.1.conv1",
+        "net.layer3.1.conv2",
+        "net.layer4.0.conv2",
+        "net.layer4.1.conv1",
+        "net.layer4.1.conv2",
+    ]
     assert all(six.backbone.moe_layers()[n].stride == (1, 1) for n in names)
     assert isinstance(six.backbone.net.layer3[0].conv1, nn.Conv2d)
 
 
 @pytest.mark.slow
 def test_stride1_backbone_moe_rho_is_the_hand_count_plus_its_routers():
-    model = build_model("imagenet", Component("resnet18_moeconv", {"routed": "stride1"}),
-                        Component("dense", {"hidden": []}))
+    model = build_model(
+        "imagenet", Component("resnet18_moeconv", {"routed": "stride1"}), Component("dense", {"hidden": []})
+    )
     report = count_flops(model, (3, 224, 224))
     assert report.problems == [] and len(report.routed_modules) == 6
     # Each MoEConv2d also mixes its k = 2 selected filter banks per sample (k W multiply-adds) and routes

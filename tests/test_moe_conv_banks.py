@@ -36,8 +36,21 @@ def reference(m: MoEConv2d, x: torch.Tensor) -> torch.Tensor:
     for b in range(x.shape[0]):
         top, idx = logits[b].topk(m.top_k)
         g = torch.softmax(top, -1)
-        outs.append(sum(g[j] * F.conv2d(x[b:b + 1], m.weight[idx[j]], None if m.bias is None else m.bias[idx[j]],
-                                        m.stride, m.padding, m.dilation, m.groups) for j in range(m.top_k)))
+        outs.append(
+            sum(
+                g[j]
+                * F.conv2d(
+                    x[b : b + 1],
+                    m.weight[idx[j]],
+                    None if m.bias is None else m.bias[idx[j]],
+                    m.stride,
+                    m.padding,
+                    m.dilation,
+                    m.groups,
+                )
+                for j in range(m.top_k)
+            )
+        )
     return torch.cat(outs)
 
 

@@ -37,6 +37,7 @@ def timed(monkeypatch):
     def measure(m, x, g, top_i, backward, names, rounds=choice.ROUNDS):
         calls.append((tuple(x.shape), backward, names))
         return {n: times[n] for n in names}
+
     monkeypatch.setattr(choice, "measure", measure)
     return calls, times
 
@@ -127,7 +128,7 @@ def test_a_measured_choice_is_kept_in_the_file_and_read_back_by_another_process(
     x = torch.randn(4, 6, 8, 8)
     m(x)
     saved = json.loads(path.read_text())
-    (key, entry), = saved.items()
+    ((key, entry),) = saved.items()
     assert entry == {"path": "gate-mm", "ms": {n: 1000 * t for n, t in times.items()}}
     assert "x(4, 6, 8, 8)" in key and "threads" in key and key.endswith("train")  # the banks take gradients
     choice.forget()  # as a new process: the file, not this process's memory
@@ -177,8 +178,9 @@ def test_paths_whose_working_memory_outgrows_the_call_are_not_timed(timed):
     assert calls[-1][2] == ("per-expert", "sorted") and m.paths_ran[(16, 64, 1, 1)] == "per-expert"
     m(torch.randn(16, 64, 8, 8))
     assert calls[-1][2] == choice.candidates()
-    assert choice.within_memory(m, torch.randn(16, 64, 1, 1), "per-expert", choice.candidates(compiling=True)) \
-        == ("gate-mm",)  # compiled: the static path of least memory, where none is within the bound
+    assert choice.within_memory(m, torch.randn(16, 64, 1, 1), "per-expert", choice.candidates(compiling=True)) == (
+        "gate-mm",
+    )  # compiled: the static path of least memory, where none is within the bound
 
 
 def test_the_engine_measures_by_default_and_the_settings_can_say_otherwise(tmp_path):

@@ -47,10 +47,24 @@ def layer(conv: dict, k: int, gate: str, capacity_factor: float) -> MoEConv2d:
 def reference(m: MoEConv2d, x: torch.Tensor) -> torch.Tensor:
     """sum over the selected experts of gate x conv(x_b, W_e, c_e), sample by sample, with the layer's routing."""
     _, g, top_i = m.route(x)
-    return torch.cat([sum(g[b, j] * F.conv2d(x[b:b + 1], m.weight[top_i[b, j]],
-                                             None if m.bias is None else m.bias[top_i[b, j]],
-                                             m.stride, m.padding, m.dilation, m.groups) for j in range(m.top_k))
-                      for b in range(x.shape[0])])
+    return torch.cat(
+        [
+            sum(
+                g[b, j]
+                * F.conv2d(
+                    x[b : b + 1],
+                    m.weight[top_i[b, j]],
+                    None if m.bias is None else m.bias[top_i[b, j]],
+                    m.stride,
+                    m.padding,
+                    m.dilation,
+                    m.groups,
+                )
+                for j in range(m.top_k)
+            )
+            for b in range(x.shape[0])
+        ]
+    )
 
 
 def run(m: MoEConv2d, x: torch.Tensor, fn, dtype: torch.dtype) -> list[torch.Tensor]:
@@ -67,6 +81,7 @@ def forced(m: MoEConv2d, name: str):
     def fn(x):
         m.path_rule = name
         return m(x)
+
     return fn
 
 
@@ -81,13 +96,17 @@ def test_every_path_gives_the_layer_output_and_gradients(conv, k, dtype):
         for name in PATHS:
             got = run(m, x, forced(m, name), dtype)
             assert m.paths_ran[tuple(x.shape)] == name
-            names = ["output", "input", "banks"] + (["biases"] if m.bias is not None else []) + ["router weight",
-                                                                                               "router bias"]
+            names = (
+                ["output", "input", "banks"]
+                + (["biases"] if m.bias is not None else [])
+                + ["router weight", "router bias"]
+            )
             for what, a, b in zip(names, want, got, strict=True):
                 scale = a.abs().max().item() or 1.0
                 tolerance = ROUTER_BF16 if what.startswith("router") and dtype == torch.bfloat16 else TOLERANCE[dtype]
                 assert (a - b).abs().max().item() <= tolerance * scale, (
-                    f"{name}: {what} differs ({gate} gate, capacity {capacity_factor}, map {size})")
+                    f"{name}: {what} differs ({gate} gate, capacity {capacity_factor}, map {size})"
+                )
 
 
 def test_the_small_map_path_inside_per_expert_agrees_with_the_others():

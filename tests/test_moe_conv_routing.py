@@ -28,8 +28,10 @@ def test_gates_golden_from_one_set_of_logits(k):
     logits = torch.tensor([[2.0, 1.0, 0.0, -1.0]])
     e = [math.exp(v) for v in (2.0, 1.0, 0.0, -1.0)]
     p = [v / sum(e) for v in e]  # 0.6439, 0.2369, 0.0871, 0.0321
-    want = {"renormalised": [1.0] if k == 1 else [e[0] / (e[0] + e[1]), e[1] / (e[0] + e[1])],  # 0.7311, 0.2689
-            "switch": p[:k]}
+    want = {
+        "renormalised": [1.0] if k == 1 else [e[0] / (e[0] + e[1]), e[1] / (e[0] + e[1])],  # 0.7311, 0.2689
+        "switch": p[:k],
+    }
     for gate, gates in want.items():
         m = layer(k, gate=gate)
         with torch.no_grad():
@@ -51,8 +53,8 @@ def test_router_gradient_at_k1_is_zero_under_the_renormalised_gate_only(gate, mo
 def test_regularisers_give_the_k1_router_a_gradient_even_under_the_renormalised_gate():
     m = layer(k=1, load_balance_weight=0.01, entropy_weight=0.01)
     y = m(torch.randn(8, 6, 5, 5))
-    task, = torch.autograd.grad(y.square().sum(), m.router.weight, retain_graph=True)
-    aux, = torch.autograd.grad(m.aux_loss(), m.router.weight)
+    (task,) = torch.autograd.grad(y.square().sum(), m.router.weight, retain_graph=True)
+    (aux,) = torch.autograd.grad(m.aux_loss(), m.router.weight)
     assert task.abs().max().item() == 0.0 and aux.abs().max().item() > 0
 
 
@@ -60,13 +62,24 @@ def test_switch_forward_is_the_sum_of_probability_weighted_expert_convs():
     m = layer(k=2, gate="switch")
     x = torch.randn(5, 6, 8, 8)
     p = torch.softmax(m.router(x.mean(dim=(2, 3))), -1)
-    want = torch.cat([sum(p[b, e] * torch.nn.functional.conv2d(x[b:b + 1], m.weight[e], padding=1)
-                          for e in p[b].topk(2).indices.tolist()) for b in range(5)])
+    want = torch.cat(
+        [
+            sum(
+                p[b, e] * torch.nn.functional.conv2d(x[b : b + 1], m.weight[e], padding=1)
+                for e in p[b].topk(2).indices.tolist()
+            )
+            for b in range(5)
+        ]
+    )
     torch.testing.assert_close(m(x), want, rtol=0, atol=1e-5)
     tiny = torch.randn(5, 6, 1, 1)  # the per-expert path takes the same gates
     assert not m.mixes_kernels(1)
-    torch.testing.assert_close(PATHS["per-expert"].run(m, tiny, *m.route(tiny)[1:]),
-                               PATHS["mixed"].run(m, tiny, *m.route(tiny)[1:]), rtol=0, atol=1e-5)
+    torch.testing.assert_close(
+        PATHS["per-expert"].run(m, tiny, *m.route(tiny)[1:]),
+        PATHS["mixed"].run(m, tiny, *m.route(tiny)[1:]),
+        rtol=0,
+        atol=1e-5,
+    )
 
 
 @pytest.mark.parametrize("gate", ["renormalised", "switch"])
@@ -96,8 +109,12 @@ def test_a_slot_capacity_leaves_empty_repeats_a_taken_expert_with_gate_zero():
     assert chosen.tolist() == [[0, 1], [0, 1], [2, 3], [2, 3]] + [[0, 0]] * 4  # the last four forced onto expert 0
     p = torch.softmax(logits, -1)
     torch.testing.assert_close(g[4:], torch.stack([p[4:, 0], torch.zeros(4)], -1))
-    want = torch.cat([sum(g[b, j] * torch.nn.functional.conv2d(x[b:b + 1], m.weight[chosen[b, j]], padding=1)
-                          for j in range(2)) for b in range(8)])
+    want = torch.cat(
+        [
+            sum(g[b, j] * torch.nn.functional.conv2d(x[b : b + 1], m.weight[chosen[b, j]], padding=1) for j in range(2))
+            for b in range(8)
+        ]
+    )
     torch.testing.assert_close(m(x), want, rtol=0, atol=1e-5)
     assert m.routing_stats()["expert_counts"].tolist() == [6, 2, 2, 2]  # a forced sample counts once
 
@@ -131,11 +148,18 @@ def test_temperature_anneals_linearly_from_one_to_tau_min_and_is_one_by_default(
 
 
 def test_the_backbone_builds_every_layer_with_its_gate_and_regularisers():
-    params = {"top_k": 1, "gate": "switch", "capacity_factor": 1.25, "load_balance_weight": 0.01,
-              "entropy_weight": 0.01, "tau_min": 0.3}
+    params = {
+        "top_k": 1,
+        "gate": "switch",
+        "capacity_factor": 1.25,
+        "load_balance_weight": 0.01,
+        "entropy_weight": 0.01,
+        "tau_min": 0.3,
+    }
     with torch.device("meta"):
         model = build_model("imagenet", Component("resnet18_moeconv", params), Component("dense", {"hidden": []}))
     layers = model.backbone.moe_layers().values()
     assert len(layers) == 8
     assert {(m.gate, m.capacity_factor, m.load_balance_weight, m.entropy_weight, m.tau_min) for m in layers} == {
-        ("switch", 1.25, 0.01, 0.01, 0.3)}
+        ("switch", 1.25, 0.01, 0.01, 0.3)
+    }

@@ -87,8 +87,7 @@ def test_a_tree_that_differs_from_head_is_refused_unless_allowed(folder, source)
 
 def test_the_command_prints_the_archive_and_its_sha256_within_80_columns(folder, monkeypatch):  # noqa: F811
     runner = CliRunner()
-    done = runner.invoke(app, ["package", "--results-dir", str(folder.parent), "--allow-dirty"],
-                         env={"COLUMNS": "80"})
+    done = runner.invoke(app, ["package", "--results-dir", str(folder.parent), "--allow-dirty"], env={"COLUMNS": "80"})
     assert done.exit_code == 0, done.output
     lines = done.output.splitlines()
     path = next(line for line in lines if line.endswith(".tar.gz"))

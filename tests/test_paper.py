@@ -70,6 +70,10 @@ def _numbers(text: str) -> set[str]:
 @pytest.mark.skipif(not PAPER_TEXT.is_file(), reason="the paper's text is not beside this checkout")
 def test_every_value_marked_as_the_method_texts_prints_numbers_found_there():
     text = _numbers(PAPER_TEXT.read_text(encoding="utf-8"))
-    wrong = [f"{name}/{v.key}: {v.printed}" for name, table in paper_tables().items() for v in table.values
-             if v.source == "method-and-results" and v.printed and not _numbers(v.printed) <= text]
+    wrong = [
+        f"{name}/{v.key}: {v.printed}"
+        for name, table in paper_tables().items()
+        for v in table.values
+        if v.source == "method-and-results" and v.printed and not _numbers(v.printed) <= text
+    ]
     assert not wrong, wrong

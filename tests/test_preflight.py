@@ -29,7 +29,8 @@ def test_a_mismatched_pair_is_one_error_with_the_fix(monkeypatch):
     fix = preflight.CPU_INSTALL if torch.version.cuda is None else preflight.CUDA_INSTALL
     assert preflight.torch_problem() == (
         f"torch {torch.__version__} and torchvision {torchvision.__version__} do not work together (RuntimeError: "
-        f"operator torchvision::nms does not exist); install a matching pair:\n  {fix}")
+        f"operator torchvision::nms does not exist); install a matching pair:\n  {fix}"
+    )
     done = runner.invoke(app, ["flops", "table1"], env={"COLUMNS": "80"})
     assert done.exit_code == 2 and "Traceback" not in done.output and "traceback line" not in done.output
     lines = done.output.splitlines()
@@ -45,8 +46,10 @@ def test_torch_that_cannot_be_imported_is_named(monkeypatch):
         return real(name, *args, **kwargs)
 
     monkeypatch.setattr(builtins, "__import__", broken)
-    assert preflight.torch_problem() == ("torch cannot be imported (ImportError: libtorch_cpu.so: cannot open shared "
-                                         f"object file); reinstall it:\n  {preflight.CPU_INSTALL}")
+    assert preflight.torch_problem() == (
+        "torch cannot be imported (ImportError: libtorch_cpu.so: cannot open shared "
+        f"object file); reinstall it:\n  {preflight.CPU_INSTALL}"
+    )
 
 
 @pytest.mark.parametrize("args", [["status"], ["run", "--help"], ["--help"]])

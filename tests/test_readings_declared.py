@@ -25,8 +25,14 @@ def test_exactly_uniform_is_a_reading_decided_at_test_time_and_in_training():
     metrics = {f"rows.{r.id}.{k}": v for r in t4.rows for k, v in (("accuracy", {0: 0.7, 1: 0.71}), ("chance", 0.001))}
     metrics["rows.r18_h512_moe.routing_balance"] = {0: 0.55, 1: 0.6}  # concentrated at test time
     metrics["rows.r18_h512_moe.train_routing_balance"] = {0: 0.996, 1: 0.995}  # balanced under capacity
-    ev = Evidence("table4", "table4", "full", metrics=metrics, kind="paper",
-                  comparison_rows={c.id: (c.row, c.baseline) for c in t4.comparisons})
+    ev = Evidence(
+        "table4",
+        "table4",
+        "full",
+        metrics=metrics,
+        kind="paper",
+        comparison_rows={c.id: (c.row, c.baseline) for c in t4.comparisons},
+    )
     entry = _entry(t4, ev, "in_r18_k1_head_routing_uniform")
     (train,) = entry.alternatives
     assert (train.reading, train.alternative) == ("uniform-routing-when", "uniform_in_training")
@@ -36,9 +42,12 @@ def test_exactly_uniform_is_a_reading_decided_at_test_time_and_in_training():
 
 def test_the_145x_is_decided_under_the_head_alone_reading_of_the_025_ms():
     t7 = find_manifest("table7")
-    metrics = {"rows.cifar100_dense.model_latency_ms": 0.3, "rows.cifar100_dense.latency_ms": 0.05,
-               "comparisons.cifar100_sparse_loop.model_slowdown": 140.0,
-               "comparisons.cifar100_sparse_loop.slowdown": 700.0}
+    metrics = {
+        "rows.cifar100_dense.model_latency_ms": 0.3,
+        "rows.cifar100_dense.latency_ms": 0.05,
+        "comparisons.cifar100_sparse_loop.model_slowdown": 140.0,
+        "comparisons.cifar100_sparse_loop.slowdown": 700.0,
+    }
     ev = Evidence("table7", "table7", "full", metrics=metrics, kind="paper", device="cuda")
     slowdown = _entry(t7, ev, "cifar100_loop_slowdown")
     assert slowdown.chosen.status == "reproduced"
@@ -56,9 +65,18 @@ def test_a_verdict_that_rests_on_the_negligible_band_shows_it_depends_on_the_ban
     entry = _entry(t6, Evidence("table6", "table6", "smoke", metrics=metrics, kind="pipeline"), "depthwise_raises_rho")
     assert entry.chosen.status == "not reproduced"
     assert [(o.alternative, o.status) for o in entry.alternatives if o.reading == "negligible-band"] == [
-        ("negligible_7pct", "not reproduced"), ("negligible_10pct", "reproduced")]
-    assert sum(e.claim == "depthwise_raises_rho" for e in decide_readings(t6, Evidence(
-        "table6", "table6", "smoke", metrics=metrics, kind="pipeline"), lambda row: None)) == 1  # one line a claim
+        ("negligible_7pct", "not reproduced"),
+        ("negligible_10pct", "reproduced"),
+    ]
+    assert (
+        sum(
+            e.claim == "depthwise_raises_rho"
+            for e in decide_readings(
+                t6, Evidence("table6", "table6", "smoke", metrics=metrics, kind="pipeline"), lambda row: None
+            )
+        )
+        == 1
+    )  # one line a claim
     assert entry.depends and "negligible-band/negligible_10pct" in entry.note()
 
 
@@ -73,8 +91,10 @@ def test_the_k2_count_convention_is_a_reading_that_moves_the_backbone_moes_rho()
     for row_id in ("r18_backbone_moe", "r18_backbone_moe_k1"):
         row = t6.row(row_id)
         twin = reading.vary(row, per_bank)
-        rho[row_id] = (analytic_summary(row.dataset, row.backbone, row.head)["rho"],
-                       analytic_summary(twin.dataset, twin.backbone, twin.head)["rho"])
+        rho[row_id] = (
+            analytic_summary(row.dataset, row.backbone, row.head)["rho"],
+            analytic_summary(twin.dataset, twin.backbone, twin.head)["rho"],
+        )
     assert rho["r18_backbone_moe"] == (pytest.approx(0.452, abs=5e-4), pytest.approx(0.617, abs=5e-4))
     assert rho["r18_backbone_moe_k1"][0] == rho["r18_backbone_moe_k1"][1]  # k = 1: one convolution either way
 
@@ -103,11 +123,19 @@ def test_a_kernel_mixing_moeconv_and_a_per_bank_one_compute_the_same_outputs():
     torch.testing.assert_close(mixed(x), per_bank(x), rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("mutate, message", [
-    (lambda r: r["chosen"]["claims"].pop("table7/cifar100_loop_slowdown"), "gives 'table7/cifar100_loop_slowdown' no"),
-    (lambda r: r["alternatives"][0]["claims"].__setitem__("table7/loop_is_slowest", {"row": "x"}),
-     "not a claim the reading names"),
-])
+@pytest.mark.parametrize(
+    "mutate, message",
+    [
+        (
+            lambda r: r["chosen"]["claims"].pop("table7/cifar100_loop_slowdown"),
+            "gives 'table7/cifar100_loop_slowdown' no",
+        ),
+        (
+            lambda r: r["alternatives"][0]["claims"].__setitem__("table7/loop_is_slowest", {"row": "x"}),
+            "not a claim the reading names",
+        ),
+    ],
+)
 def test_a_reading_naming_several_claims_gives_each_its_parameters(mutate, message):
     doc = copy.deepcopy(read_toml(SHIPPED_READINGS))
     mutate(next(r for r in doc["readings"] if r["id"] == "dense-latency-scope"))

@@ -13,14 +13,30 @@ from repro.results.measurements import ManifestResult, Measured
 
 def _evidence(manifest, gaps: dict[str, float], untrained: tuple[str, ...] = ()) -> Evidence:
     """Five seeds at 80% against chance 10% for every row but `untrained`; each named comparison a tight gap."""
-    metrics = {f"rows.{r.id}.{k}": v for r in manifest.rows if r.id not in untrained
-               for k, v in (("accuracy", {s: 0.8 for s in range(5)}), ("chance", 0.1))}
+    metrics = {
+        f"rows.{r.id}.{k}": v
+        for r in manifest.rows
+        if r.id not in untrained
+        for k, v in (("accuracy", {s: 0.8 for s in range(5)}), ("chance", 0.1))
+    }
     for comp, mean in gaps.items():
-        metrics[f"comparisons.{comp}.gap"] = {"n": 5, "mean": mean, "sd": 0.001, "p": 1e-4,
-                                              "ci95": [mean - 0.001, mean + 0.001], "positive": 5 if mean > 0 else 0,
-                                              "differences": {s: mean for s in range(5)}}
-    return Evidence(manifest.id, manifest.paper_table, "full", metrics=metrics, kind="paper",
-                    comparison_rows={c.id: (c.row, c.baseline) for c in manifest.comparisons})
+        metrics[f"comparisons.{comp}.gap"] = {
+            "n": 5,
+            "mean": mean,
+            "sd": 0.001,
+            "p": 1e-4,
+            "ci95": [mean - 0.001, mean + 0.001],
+            "positive": 5 if mean > 0 else 0,
+            "differences": {s: mean for s in range(5)},
+        }
+    return Evidence(
+        manifest.id,
+        manifest.paper_table,
+        "full",
+        metrics=metrics,
+        kind="paper",
+        comparison_rows={c.id: (c.row, c.baseline) for c in manifest.comparisons},
+    )
 
 
 def test_a_series_of_comparisons_is_not_decided_again_on_readings_no_table_trained():
@@ -29,13 +45,22 @@ def test_a_series_of_comparisons_is_not_decided_again_on_readings_no_table_train
     t9 = find_manifest("table9")
     claim = next(c for c in t9.claims if c.id == "t9_standard_flat_or_declining")
     gaps = {c: -0.01 for cs in claim.params["series"].values() for c in cs}
-    entries = [e for e in decide_readings(t9, _evidence(t9, gaps), lambda row: None)
-               if e.claim == "t9_standard_flat_or_declining"]
+    entries = [
+        e
+        for e in decide_readings(t9, _evidence(t9, gaps), lambda row: None)
+        if e.claim == "t9_standard_flat_or_declining"
+    ]
     assert entries == []
 
 
-T5_GAPS = {"k2": 0.012, "k1": -0.021, "k2__switch_gate": 0.004, "k1__switch_gate": 0.009,
-           "k2__head_regularisers": 0.011, "k1__head_regularisers": -0.015}
+T5_GAPS = {
+    "k2": 0.012,
+    "k1": -0.021,
+    "k2__switch_gate": 0.004,
+    "k1__switch_gate": 0.009,
+    "k2__head_regularisers": 0.011,
+    "k1__head_regularisers": -0.015,
+}
 
 
 def test_a_profile_that_leaves_the_twin_rows_out_decides_nothing_again():
@@ -43,20 +68,33 @@ def test_a_profile_that_leaves_the_twin_rows_out_decides_nothing_again():
     t5 = find_manifest("table5")
     twins = tuple(r.id for r in t5.rows if "__" in r.id)
     gaps = {c: g for c, g in T5_GAPS.items() if "__" not in c}
-    assert [e for e in decide_readings(t5, _evidence(t5, gaps, untrained=twins), lambda row: None)
-            if e.kind == "trained"] == []
+    assert [
+        e for e in decide_readings(t5, _evidence(t5, gaps, untrained=twins), lambda row: None) if e.kind == "trained"
+    ] == []
     trained = [e for e in decide_readings(t5, _evidence(t5, T5_GAPS), lambda row: None) if e.kind == "trained"]
     # its five comparison claims, and the k = 2 layers' routing (a claim on one row: its twin row trained)
-    assert {e.claim for e in trained} == {"bb_moe_k2_positive", "bb_moe_k1_negative", "bb_moe_k2_gap_size",
-                                          "bb_moe_k1_gap_size", "bb_moe_k_reversal", "bb_moe_layers_active_non_uniform"}
+    assert {e.claim for e in trained} == {
+        "bb_moe_k2_positive",
+        "bb_moe_k1_negative",
+        "bb_moe_k2_gap_size",
+        "bb_moe_k1_gap_size",
+        "bb_moe_k_reversal",
+        "bb_moe_layers_active_non_uniform",
+    }
 
 
 def test_a_verdict_a_trained_alternative_changes_reaches_the_checklist_row_and_the_headline():
     # The k reversal keeps its sign under the Switch gate (+3.25 -> +0.45pp) but no longer matches 3.25pp: the
     # checklist row showed nothing, the readings line counted no change and the trained line spoke of signs only.
     t5 = find_manifest("table5")
-    gaps = {"k2": 0.0117, "k1": -0.0208, "k2__head_regularisers": 0.0117, "k1__head_regularisers": -0.0208,
-            "k2__switch_gate": 0.012, "k1__switch_gate": 0.0075}
+    gaps = {
+        "k2": 0.0117,
+        "k1": -0.0208,
+        "k2__head_regularisers": 0.0117,
+        "k1__head_regularisers": -0.0208,
+        "k2__switch_gate": 0.012,
+        "k1__switch_gate": 0.0075,
+    }
     entries = decide_readings(t5, _evidence(t5, gaps), lambda row: None)
     reversal = next(e for e in entries if e.claim == "bb_moe_k_reversal")
     assert reversal.chosen.status == "reproduced"
@@ -72,8 +110,16 @@ def test_a_verdict_a_trained_alternative_changes_reaches_the_checklist_row_and_t
     assert "bb_moe_k_reversal" in readings_summary(entries, 0.0, 0).split("change verdict under one: ")[1]
 
 
-EIGHT = ("k-warmup-form", "dense-dropout", "expert-dropout", "tau-step", "sigmoid-form", "lb-fraction", "batch-size",
-         "routing-hyperparameters")
+EIGHT = (
+    "k-warmup-form",
+    "dense-dropout",
+    "expert-dropout",
+    "tau-step",
+    "sigmoid-form",
+    "lb-fraction",
+    "batch-size",
+    "routing-hyperparameters",
+)
 
 
 def test_the_eight_training_only_readings_each_decide_a_claim_again_on_rows_that_train():
@@ -81,8 +127,11 @@ def test_the_eight_training_only_readings_each_decide_a_claim_again_on_rows_that
     twins = {r.reading.split("/")[0] for m in (t1, temp) for r in m.rows if r.reading}
     assert set(EIGHT) <= twins
     gaps = {c.id: -0.01 for c in t1.comparisons if c.id.startswith("dw_h128")}
-    entry = next(e for e in decide_readings(t1, _evidence(t1, gaps), lambda row: None)
-                 if e.claim == "t1_low_rho_depthwise_flips_negative" and e.kind == "trained")
+    entry = next(
+        e
+        for e in decide_readings(t1, _evidence(t1, gaps), lambda row: None)
+        if e.claim == "t1_low_rho_depthwise_flips_negative" and e.kind == "trained"
+    )
     assert {o.reading for o in entry.alternatives} == set(EIGHT) - {"sigmoid-form"}
     assert len(entry.alternatives) == 11  # routing-hyperparameters' four, batch-size's two, one of each other
 
@@ -90,10 +139,15 @@ def test_the_eight_training_only_readings_each_decide_a_claim_again_on_rows_that
 def test_a_claim_on_rows_is_decided_again_on_the_one_row_a_reading_changes():
     # sigmoid-form applies to the sigmoid row only: the claim's linear row stays as measured, the baseline is its twin
     temp = find_manifest("temperature_ablation")
-    metrics = {f"rows.{r.id}.{k}": v for r in temp.rows
-               for k, v in (("accuracy", {s: 0.8 for s in range(5)}), ("chance", 0.1))}
-    metrics.update({f"rows.{r.id}.late_drop": {s: (0.2 if r.id.startswith("linear_low") else 0.01) + s / 1000
-                                                for s in range(5)} for r in temp.rows})
+    metrics = {
+        f"rows.{r.id}.{k}": v for r in temp.rows for k, v in (("accuracy", {s: 0.8 for s in range(5)}), ("chance", 0.1))
+    }
+    metrics.update(
+        {
+            f"rows.{r.id}.late_drop": {s: (0.2 if r.id.startswith("linear_low") else 0.01) + s / 1000 for s in range(5)}
+            for r in temp.rows
+        }
+    )
     ev = Evidence("temperature_ablation", "temperature_ablation", "full", metrics=metrics, kind="paper")
     entries = {e.claim: e for e in decide_readings(temp, ev, lambda row: None) if e.kind == "trained"}
     vs_sigmoid = entries["temp_linear_low_collapses_vs_sigmoid"]

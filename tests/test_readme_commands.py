@@ -32,8 +32,14 @@ def test_the_readmes_two_commands_pass_in_order_in_a_fresh_folder(tmp_path):
     env.update(PYTHONPATH=str(REPO_ROOT), REPRO_CACHE=str(tmp_path / "cache"), COLUMNS="80")  # an 80-column terminal
     script = Path(sys.executable).with_name("repro")
     repro = shlex.quote(str(script)) if script.is_file() else f"{shlex.quote(sys.executable)} -m repro"
-    first = subprocess.run(["bash", "-c", f"sleep {INSTALL_S} && {repro} verify-all"], cwd=folder, env=env,
-                           capture_output=True, text=True, timeout=1800)
+    first = subprocess.run(
+        ["bash", "-c", f"sleep {INSTALL_S} && {repro} verify-all"],
+        cwd=folder,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
     assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
     shown = (first.stdout + first.stderr).splitlines()  # issue 49: 79 lines, the checklist listing every claim
     assert len(shown) <= SCREEN, first.stdout + first.stderr
@@ -45,10 +51,20 @@ def test_the_readmes_two_commands_pass_in_order_in_a_fresh_folder(tmp_path):
     tests = [str(REPO_ROOT / "tests" / "cost"), str(REPO_ROOT / "tests" / "test_report_costs.py")]
     # What a user may have exported for their own runs reaches no test either (tests/conftest.py drops it).
     (tmp_path / "no_manifests").mkdir()
-    exported = {"REPRO_PROFILE": "functional", "REPRO_MANIFESTS": str(tmp_path / "no_manifests"),
-                "REPRO_CHECKPOINT_SECONDS": "600", "OMP_NUM_THREADS": "2"}
-    second = subprocess.run([sys.executable, "-m", "pytest", *tests, "-m", "not slow", "-q", "-p", "no:cacheprovider"],
-                            cwd=folder, env={**env, **exported}, capture_output=True, text=True, timeout=1800)
+    exported = {
+        "REPRO_PROFILE": "functional",
+        "REPRO_MANIFESTS": str(tmp_path / "no_manifests"),
+        "REPRO_CHECKPOINT_SECONDS": "600",
+        "OMP_NUM_THREADS": "2",
+    }
+    second = subprocess.run(
+        [sys.executable, "-m", "pytest", *tests, "-m", "not slow", "-q", "-p", "no:cacheprovider"],
+        cwd=folder,
+        env={**env, **exported},
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
     assert second.returncode == 0, second.stdout[-5000:] + second.stderr[-3000:]
 
 
@@ -71,4 +87,3 @@ def _every_row_traced_and_the_crate_valid(results, tmp_path):
             traced += 1
     assert traced > 100
     assert validate(results / "smoke", tmp_path) == []
-

@@ -15,16 +15,20 @@ FULL = Profile(description="full", evidence="paper", seeds=5)
 
 
 def _row(dataset, backbone, head="dense"):
-    return Row(id="r", label="r", dataset=dataset, backbone=Component(backbone), head=Component(head),
-               measures=("accuracy",))
+    return Row(
+        id="r", label="r", dataset=dataset, backbone=Component(backbone), head=Component(head), measures=("accuracy",)
+    )
 
 
-@pytest.mark.parametrize("dataset,backbone,epochs,opt,lr,metric", [
-    ("cifar10", "cifar_standard", 50, "adam", 1e-3, "final"),
-    ("cifar100", "cifar_depthwise", 50, "adam", 1e-3, "final"),
-    ("tiny_imagenet", "tiny_standard", 80, "adam", 1e-3, "peak"),
-    ("imagenet", "resnet18", 30, "sgd", 1e-2, "peak"),
-])
+@pytest.mark.parametrize(
+    "dataset,backbone,epochs,opt,lr,metric",
+    [
+        ("cifar10", "cifar_standard", 50, "adam", 1e-3, "final"),
+        ("cifar100", "cifar_depthwise", 50, "adam", 1e-3, "final"),
+        ("tiny_imagenet", "tiny_standard", 80, "adam", 1e-3, "peak"),
+        ("imagenet", "resnet18", 30, "sgd", 1e-2, "peak"),
+    ],
+)
 def test_recipe_per_dataset(dataset, backbone, epochs, opt, lr, metric):
     cfg = resolve(_row(dataset, backbone), FULL, seed=3)
     assert (cfg.epochs, cfg.optimizer, cfg.lr, cfg.metric, cfg.seed) == (epochs, opt, lr, metric, 3)
@@ -48,8 +52,9 @@ def test_adam_without_schedule_on_cifar():
 
 
 def test_smoke_profile_shortens_but_keeps_identity():
-    smoke = Profile(description="s", evidence="pipeline", epochs=4, data="synthetic", train_samples=256,
-                    max_image_size=32)
+    smoke = Profile(
+        description="s", evidence="pipeline", epochs=4, data="synthetic", train_samples=256, max_image_size=32
+    )
     cfg = resolve(_row("imagenet", "resnet18"), smoke, seed=0)
     assert cfg.image_size == 32 and cfg.epochs == 4 and cfg.data == "synthetic"
     assert cfg.hash != resolve(_row("imagenet", "resnet18"), FULL, seed=0).hash
@@ -65,8 +70,14 @@ def test_schedules_are_compressed_onto_a_shorter_run():
 
 @pytest.mark.parametrize("protocol,expected", [("final", 0.5), ("peak", 0.7)])
 def test_metric_protocol(protocol, expected):
-    cfg = resolve(_row("cifar10" if protocol == "final" else "tiny_imagenet",
-                       "cifar_standard" if protocol == "final" else "tiny_standard"), FULL, seed=0)
+    cfg = resolve(
+        _row(
+            "cifar10" if protocol == "final" else "tiny_imagenet",
+            "cifar_standard" if protocol == "final" else "tiny_standard",
+        ),
+        FULL,
+        seed=0,
+    )
     history = [{"test_accuracy": a} for a in (0.4, 0.7, 0.5)]
     out = _summary(cfg, history, "", [], 1.0, chance=0.1)
     assert out["metrics"]["accuracy"] == expected and out["metrics"]["peak_epoch"] == 2
@@ -74,11 +85,15 @@ def test_metric_protocol(protocol, expected):
 
 
 def test_a_functional_profile_may_override_the_optimizer_and_lr_and_nothing_else_moves():
-    scratch = Profile(description="f", evidence="functional", data="digits", pretrained=False, optimizer="adam",
-                      lr=3e-3)
+    scratch = Profile(
+        description="f", evidence="functional", data="digits", pretrained=False, optimizer="adam", lr=3e-3
+    )
     cfg = resolve(_row("imagenet", "resnet18"), scratch, seed=0)
-    plain = resolve(_row("imagenet", "resnet18"), Profile(description="f", evidence="functional", data="digits",
-                                                          pretrained=False), seed=0)
+    plain = resolve(
+        _row("imagenet", "resnet18"),
+        Profile(description="f", evidence="functional", data="digits", pretrained=False),
+        seed=0,
+    )
     assert (cfg.optimizer, cfg.lr, plain.optimizer, plain.lr) == ("adam", 3e-3, "sgd", 1e-2)
     assert {k for k, v in cfg.to_dict().items() if plain.to_dict()[k] != v} == {"optimizer", "lr"}
     opt, _ = make_optimizer(cfg, build_model("imagenet", Component("resnet18"), Component("dense")))
@@ -92,8 +107,14 @@ def test_the_papers_protocol_refuses_a_recipe_override(evidence):
 
 
 def test_per_dataset_settings_replace_the_profiles_own_for_that_datasets_rows_only():
-    p = Profile(description="f", evidence="functional", data="digits", epochs=4, train_samples=2048,
-                datasets={"imagenet": RowSettings(epochs=6, train_samples=8192, max_image_size=16)})
+    p = Profile(
+        description="f",
+        evidence="functional",
+        data="digits",
+        epochs=4,
+        train_samples=2048,
+        datasets={"imagenet": RowSettings(epochs=6, train_samples=8192, max_image_size=16)},
+    )
     cifar, imnet = resolve(_row("cifar10", "cifar_standard"), p, 0), resolve(_row("imagenet", "resnet18"), p, 0)
     assert (cifar.epochs, cifar.train_samples, cifar.image_size) == (4, 2048, 32)
     assert (imnet.epochs, imnet.train_samples, imnet.image_size) == (6, 8192, 16)
@@ -102,15 +123,22 @@ def test_per_dataset_settings_replace_the_profiles_own_for_that_datasets_rows_on
 
 def test_per_dataset_settings_are_checked_like_the_profiles_own():
     with pytest.raises(ValueError, match="datasets.imagenet.train_samples = 64 is smaller than batch_size = 128"):
-        Profile(description="f", evidence="functional", batch_size=128,
-                datasets={"imagenet": RowSettings(train_samples=64)})
+        Profile(
+            description="f", evidence="functional", batch_size=128, datasets={"imagenet": RowSettings(train_samples=64)}
+        )
     with pytest.raises(ValueError, match=r"datasets.imagenett: unknown dataset \(did you mean 'imagenet'\?\)"):
         Profile(description="f", evidence="functional", datasets={"imagenett": RowSettings(epochs=2)})
 
 
 def test_a_zero_backbone_lr_scale_freezes_a_pretrained_backbone_only(tmp_path):
-    frozen = Profile(description="f", evidence="functional", data="digits", pretrained=True,
-                     pretrained_on="digits", backbone_lr_scale=0.0)
+    frozen = Profile(
+        description="f",
+        evidence="functional",
+        data="digits",
+        pretrained=True,
+        pretrained_on="digits",
+        backbone_lr_scale=0.0,
+    )
     cfg = resolve(_row("imagenet", "resnet18"), frozen, 0)
     assert (cfg.backbone_lr_scale, cfg.pretrained, cfg.pretrained_on) == (0.0, True, "digits")
     assert resolve(_row("cifar10", "cifar_standard"), frozen, 0).backbone_lr_scale == 1.0  # trained from scratch
@@ -133,11 +161,21 @@ def test_a_field_added_at_its_default_leaves_the_run_hash_unchanged():
     old = {k: v for k, v in cfg.to_dict().items() if k not in later}  # the config as version 4 first wrote it
     import hashlib
     import json
+
     blob = json.dumps(old, sort_keys=True, separators=(",", ":"))
     assert (cfg.threads, cfg.deterministic) == (1, False)  # OMP_NUM_THREADS=1 (tests/conftest.py)
     assert cfg.hash == hashlib.sha256(blob.encode()).hexdigest()[:16]
-    assert len({cfg.hash, replace(cfg, pretrained_on="digits").hash, replace(cfg, threads=2).hash,
-                replace(cfg, deterministic=True).hash}) == 4
+    assert (
+        len(
+            {
+                cfg.hash,
+                replace(cfg, pretrained_on="digits").hash,
+                replace(cfg, threads=2).hash,
+                replace(cfg, deterministic=True).hash,
+            }
+        )
+        == 4
+    )
 
 
 def test_a_rows_batch_size_replaces_the_recipes_and_a_quick_profiles_replaces_both():

@@ -30,12 +30,14 @@ def test_gates_active_sets_and_output_golden():
     # l = [2,-1,-1], [1,1,-2], [-1,-1,2], [0,0,0]  ->  g = [2,0,0], [1,1,0], [0,0,2], [0,0,0]
     torch.testing.assert_close(m.gates(h), torch.tensor([[2.0, 0, 0], [1, 1, 0], [0, 0, 2], [0, 0, 0]]))
     ex = [m.experts(h, e) for e in range(E)]  # every expert on every row
-    expected = torch.stack([
-        0.5 * 2 * ex[0][0],
-        0.5 * 1 * ex[0][1] + 1.0 * 1 * ex[1][1],
-        2.0 * 2 * ex[2][2],
-        torch.zeros(O),
-    ])
+    expected = torch.stack(
+        [
+            0.5 * 2 * ex[0][0],
+            0.5 * 1 * ex[0][1] + 1.0 * 1 * ex[1][1],
+            2.0 * 2 * ex[2][2],
+            torch.zeros(O),
+        ]
+    )
     torch.testing.assert_close(out, expected)
     s = m.routing_stats()
     assert s["active_experts"].tolist() == [1, 2, 1, 0]
@@ -74,8 +76,11 @@ def test_norm_silu_golden():
 
 @pytest.mark.parametrize("activation", ["relu", "norm_silu"])
 def test_trains_a_step(activation):
-    model = build_model("cifar10", Component("cifar_standard"),
-                        Component("relu_routed", {"expert_hidden": 32, "expert_activation": activation}))
+    model = build_model(
+        "cifar10",
+        Component("cifar_standard"),
+        Component("relu_routed", {"expert_hidden": 32, "expert_activation": activation}),
+    )
     model.train()
     x, y = torch.randn(8, 3, 32, 32), torch.randint(0, 10, (8,))
     logits = model(x)

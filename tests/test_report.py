@@ -23,7 +23,8 @@ def table6(tmp_path_factory):
 
 def test_latex_escape_covers_specials_and_symbols():
     assert latex_escape("50% of a_b & c#1 {x} ~ ^ \\") == (
-        r"50\% of a\_b \& c\#1 \{x\} \textasciitilde{} \textasciicircum{} \textbackslash{}")
+        r"50\% of a\_b \& c\#1 \{x\} \textasciitilde{} \textasciicircum{} \textbackslash{}"
+    )
     assert latex_escape("ρ ± 0.1 × 2") == r"$\rho$ $\pm$ 0.1 $\times$ 2"
     with pytest.raises(ValueError, match="no LaTeX mapping"):
         latex_escape("温度")
@@ -56,8 +57,13 @@ def test_latex_tables_compile(table6, tmp_path):
         pytest.skip("pdflatex not installed")
     _, _, files = table6
     doc = files["table6_standalone.tex"]  # compiled as written, from another folder: it needs no other file
-    run = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", str(doc)],
-                         cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    run = subprocess.run(
+        ["pdflatex", "-interaction=nonstopmode", "-halt-on-error", str(doc)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert run.returncode == 0, run.stdout[-2000:]
     assert (tmp_path / "table6_standalone.pdf").stat().st_size > 1000
     assert files["table6.tex"].read_text().split("\n", 2)[2] in doc.read_text()  # the same tables

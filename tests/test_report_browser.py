@@ -56,9 +56,19 @@ def chromium() -> str:
 
 def browse(binary: str, page: Path, profile_dir: Path, *args: str) -> subprocess.CompletedProcess:
     """Headless Chromium on a local file, nothing fetched from the network, console messages on stderr."""
-    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-             "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-extensions",
-             f"--user-data-dir={profile_dir}", "--enable-logging=stderr", "--v=0"]
+    flags = [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+        "--disable-extensions",
+        f"--user-data-dir={profile_dir}",
+        "--enable-logging=stderr",
+        "--v=0",
+    ]
     return subprocess.run([binary, *flags, *args, page.as_uri()], capture_output=True, text=True, timeout=180)
 
 
@@ -109,8 +119,9 @@ def test_verify_all_writes_a_report_html_that_renders_in_chromium(tmp_path, monk
     assert shown.claims == stored > 0
 
     shot = tmp_path / "report-html.png"
-    taken = browse(binary, page, tmp_path / "chromium-shot", f"--screenshot={shot}", "--window-size=1280,2000",
-                   "--hide-scrollbars")
+    taken = browse(
+        binary, page, tmp_path / "chromium-shot", f"--screenshot={shot}", "--window-size=1280,2000", "--hide-scrollbars"
+    )
     assert taken.returncode == 0, taken.stderr[-3000:]
     assert not console_lines(taken.stderr), console_lines(taken.stderr)
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 20_000
@@ -153,12 +164,21 @@ def measured_at(binary: str, page: Path, width: int, profile_dir: Path) -> dict:
     probed = page.with_name(f"probe-{width}.html")
     probed.write_text(page.read_text(encoding="utf-8").replace("<head>", "<head>\n" + WIDTH_PROBE, 1), encoding="utf-8")
     frame = page.with_name(f"frame-{width}.html")
-    frame.write_text(f'<!DOCTYPE html><html><body style="margin:0"><iframe src="{probed.name}" '
-                     f'style="width:{width}px;height:1600px;border:0"></iframe><script>window.addEventListener('
-                     '"message", function (e) { document.documentElement.setAttribute("data-probe", '
-                     'JSON.stringify(e.data)); });</script></body></html>', encoding="utf-8")
-    dom = browse(binary, frame, profile_dir, f"--window-size={max(width + 100, 600)},1600",
-                 "--virtual-time-budget=10000", "--dump-dom")
+    frame.write_text(
+        f'<!DOCTYPE html><html><body style="margin:0"><iframe src="{probed.name}" '
+        f'style="width:{width}px;height:1600px;border:0"></iframe><script>window.addEventListener('
+        '"message", function (e) { document.documentElement.setAttribute("data-probe", '
+        "JSON.stringify(e.data)); });</script></body></html>",
+        encoding="utf-8",
+    )
+    dom = browse(
+        binary,
+        frame,
+        profile_dir,
+        f"--window-size={max(width + 100, 600)},1600",
+        "--virtual-time-budget=10000",
+        "--dump-dom",
+    )
     assert dom.returncode == 0, dom.stderr[-3000:]
     found = re.search(r'data-probe="([^"]*)"', dom.stdout)
     assert found, dom.stdout[-2000:]
@@ -183,13 +203,23 @@ def test_the_report_fits_a_400_px_screen_without_sideways_scrolling(tmp_path):
     results = tmp_path / "results"
     manifests = [find_manifest(i) for i in ("headline_cifar10", "table2", "table6", "table7")]
     for m in manifests[:2]:  # trained tables: claims, figures, wide tables of run links; the others not run
-        result = dataclasses.replace(fake_result(m), provenance={
-            "git_commit": "0123456789abcdef0123456789abcdef01234567+dirty", "time": "2026-01-01T00:00:00+00:00",
-            "device": "cpu: a processor with a rather long name, 1 intra-op thread(s)", "packages": {}},
-            profile_settings=m.profiles["smoke"].for_manifest(m.id, m.seeds))
+        result = dataclasses.replace(
+            fake_result(m),
+            provenance={
+                "git_commit": "0123456789abcdef0123456789abcdef01234567+dirty",
+                "time": "2026-01-01T00:00:00+00:00",
+                "device": "cpu: a processor with a rather long name, 1 intra-op thread(s)",
+                "packages": {},
+            },
+            profile_settings=m.profiles["smoke"].for_manifest(m.id, m.seeds),
+        )
         save_result(decide_table(m, result), results)
-    write_report(decided_results(results, "smoke", manifests), results, "smoke",
-                 for_report(results, "smoke", plan_all(manifests)))
+    write_report(
+        decided_results(results, "smoke", manifests),
+        results,
+        "smoke",
+        for_report(results, "smoke", plan_all(manifests)),
+    )
     page = results / "smoke" / "report.html"
 
     narrow = measured_at(binary, page, 400, tmp_path / "chromium-400")
@@ -204,14 +234,23 @@ def test_the_report_fits_a_400_px_screen_without_sideways_scrolling(tmp_path):
         assert box["attachment"] == "local, local, scroll, scroll", box
     wide = measured_at(binary, page, 1280, tmp_path / "chromium-1280")
     assert wide["scroll"] <= wide["client"] and wide["summaryHeader"] == "table-header-group", wide
-    print(f"scroll / client width: {narrow['scroll']} / {narrow['client']} px at 400, "
-          f"{wide['scroll']} / {wide['client']} px at 1280")  # docs/evaluation.md quotes it (pytest -s)
+    print(
+        f"scroll / client width: {narrow['scroll']} / {narrow['client']} px at 400, "
+        f"{wide['scroll']} / {wide['client']} px at 1280"
+    )  # docs/evaluation.md quotes it (pytest -s)
 
     shot = tmp_path / "report-html-400.png"  # the page as a 400 px screen shows it
     frame = page.with_name("frame-400.html")
     frame.write_text(frame.read_text().replace("probe-400.html", page.name), encoding="utf-8")
-    taken = browse(binary, frame, tmp_path / "chromium-shot-400", f"--screenshot={shot}", "--window-size=400,1600",
-                   "--hide-scrollbars", "--virtual-time-budget=5000")
+    taken = browse(
+        binary,
+        frame,
+        tmp_path / "chromium-shot-400",
+        f"--screenshot={shot}",
+        "--window-size=400,1600",
+        "--hide-scrollbars",
+        "--virtual-time-budget=5000",
+    )
     assert taken.returncode == 0 and shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", taken.stderr[-3000:]
     artifacts = os.environ.get("REPRO_ARTIFACTS")
     if artifacts:

@@ -27,7 +27,8 @@ def test_accuracy_table_marks_the_collapsed_row_and_not_its_baseline():
         measured.set_row(row, "accuracy", acc)
         measured.set_row(row, "chance", 0.01)
         measured.details.setdefault("runs", {})[row] = [  # the report reads each seed's run summary
-            {**run, "accuracy": acc[run["seed"]], "chance": 0.01} for run in _runs(*[SAME] * len(acc))]
+            {**run, "accuracy": acc[run["seed"]], "chance": 0.01} for run in _runs(*[SAME] * len(acc))
+        ]
     result = ManifestResult("table8", "t", "ref", "table8", "functional", measured.done(), [], {})
     table = accuracy_rows_table(manifest, result)
     label = {r.id: r.label for r in manifest.rows}
@@ -44,10 +45,22 @@ SAME = ("cpu: x86_64, 1 intra-op thread(s)", 1, False)
 def _runs(*settings):
     from repro.results.measurements import RunSummary
 
-    return [RunSummary(seed=s, hash=f"h{s}", accuracy=0.6, final_accuracy=0.6, peak_accuracy=0.6,
-                       test_accuracy_by_epoch=[0.6], train_accuracy_by_epoch=[0.6], tau_by_epoch=[None],
-                       device=device, threads=threads, deterministic=det).to_dict()
-            for s, (device, threads, det) in enumerate(settings)]
+    return [
+        RunSummary(
+            seed=s,
+            hash=f"h{s}",
+            accuracy=0.6,
+            final_accuracy=0.6,
+            peak_accuracy=0.6,
+            test_accuracy_by_epoch=[0.6],
+            train_accuracy_by_epoch=[0.6],
+            tau_by_epoch=[None],
+            device=device,
+            threads=threads,
+            deterministic=det,
+        ).to_dict()
+        for s, (device, threads, det) in enumerate(settings)
+    ]
 
 
 def test_a_row_whose_runs_were_made_under_other_threads_or_devices_says_so():
@@ -55,8 +68,11 @@ def test_a_row_whose_runs_were_made_under_other_threads_or_devices_says_so():
     manifest = find_manifest("table8")
     measured = Measuring()
     same = SAME
-    mixes = {"c100_dense": [same, ("cpu: x86_64, 2 intra-op thread(s)", 2, False)],
-             "c100_soft": [same, same], "c100_per_sample_soft": [same, ("cuda: NVIDIA H100", 1, True)]}
+    mixes = {
+        "c100_dense": [same, ("cpu: x86_64, 2 intra-op thread(s)", 2, False)],
+        "c100_soft": [same, same],
+        "c100_per_sample_soft": [same, ("cuda: NVIDIA H100", 1, True)],
+    }
     for row, settings in mixes.items():
         measured.set_row(row, "accuracy", {0: 0.6, 1: 0.6})
         measured.details.setdefault("runs", {})[row] = _runs(*settings)
@@ -64,8 +80,11 @@ def test_a_row_whose_runs_were_made_under_other_threads_or_devices_says_so():
     table = accuracy_rows_table(manifest, result)
     label = {r.id: r.label for r in manifest.rows}
     note = {row[0]: dict(zip(table.columns, row))["Note"] for row in table.rows}
-    assert note[label["c100_dense"]] == ("runs made under 2 settings, not bit-comparable: cpu: x86_64, 1 intra-op "
-                                         "thread(s); cpu: x86_64, 2 intra-op thread(s)")
+    assert note[label["c100_dense"]] == (
+        "runs made under 2 settings, not bit-comparable: cpu: x86_64, 1 intra-op "
+        "thread(s); cpu: x86_64, 2 intra-op thread(s)"
+    )
     assert "settings" not in note[label["c100_soft"]]
-    assert note[label["c100_per_sample_soft"]].endswith("cpu: x86_64, 1 intra-op thread(s); cuda: NVIDIA H100, "
-                                                        "1 intra-op thread(s), deterministic")
+    assert note[label["c100_per_sample_soft"]].endswith(
+        "cpu: x86_64, 1 intra-op thread(s); cuda: NVIDIA H100, 1 intra-op thread(s), deterministic"
+    )

@@ -10,32 +10,72 @@ from repro.results.measurements import ManifestResult, Measured, Verdict
 
 
 def _result(manifest, verdicts, shown=(), readings=()):
-    return ManifestResult(manifest.id, manifest.title, manifest.paper_ref, manifest.paper_table, "full", Measured(),
-                          list(verdicts), {"git_commit": "x", "time": "t", "device": "cpu", "packages": {}},
-                          Profile("p", "paper", seeds=5), readings=list(readings), shown=list(shown))
+    return ManifestResult(
+        manifest.id,
+        manifest.title,
+        manifest.paper_ref,
+        manifest.paper_table,
+        "full",
+        Measured(),
+        list(verdicts),
+        {"git_commit": "x", "time": "t", "device": "cpu", "packages": {}},
+        Profile("p", "paper", seeds=5),
+        readings=list(readings),
+        shown=list(shown),
+    )
 
 
 def test_a_claim_reproduced_only_under_an_alternative_reading_says_so_on_its_own_line():
     t6 = find_manifest("table6")
-    chosen = Verdict("rho_backbone_moe", "MoEConv2d ... about 38%", "4.6", "analytic", "not reproduced",
-                     "measured 45.0% vs reported ~38%", kind="printed")
-    readings = ClaimReadings("table6", "rho_backbone_moe", "s", "method-and-results",
-                             ReadingOutcome("", "", "the chosen readings", "not reproduced", "45%", "e"),
-                             [ReadingOutcome("moe-conv-stride", "stride1", "stride-1 convolutions only", "reproduced",
-                                             "37.9%", "measured 37.9% vs reported ~38%")])
+    chosen = Verdict(
+        "rho_backbone_moe",
+        "MoEConv2d ... about 38%",
+        "4.6",
+        "analytic",
+        "not reproduced",
+        "measured 45.0% vs reported ~38%",
+        kind="printed",
+    )
+    readings = ClaimReadings(
+        "table6",
+        "rho_backbone_moe",
+        "s",
+        "method-and-results",
+        ReadingOutcome("", "", "the chosen readings", "not reproduced", "45%", "e"),
+        [
+            ReadingOutcome(
+                "moe-conv-stride",
+                "stride1",
+                "stride-1 convolutions only",
+                "reproduced",
+                "37.9%",
+                "measured 37.9% vs reported ~38%",
+            )
+        ],
+    )
     md = render_claims_md(t6, _result(t6, [chosen], readings=[readings]))
     lines = md.splitlines()
     at = next(i for i, line in enumerate(lines) if "(`rho_backbone_moe`)" in line)
     assert "**not reproduced**" in lines[at] and "analytic (printed)" in lines[at]
-    assert lines[at + 1].startswith("| ↳ `rho_backbone_moe` under the alternative reading 'stride-1 convolutions "
-                                    "only' (`moe-conv-stride`), not the chosen one | **reproduced only under an "
-                                    "alternative reading** | | 37.9%: measured 37.9% vs reported ~38%")
+    assert lines[at + 1].startswith(
+        "| ↳ `rho_backbone_moe` under the alternative reading 'stride-1 convolutions "
+        "only' (`moe-conv-stride`), not the chosen one | **reproduced only under an "
+        "alternative reading** | | 37.9%: measured 37.9% vs reported ~38%"
+    )
 
 
 def test_a_shared_finding_is_shown_in_the_second_table_and_counted_in_the_first():
     t8, t9 = find_manifest("table8"), find_manifest("table9")
-    own = Verdict("per_sample_rescues_c100", "Per-sample dispatch rescues CIFAR-100", "5", "empirical", "reproduced",
-                  "gap +1.70pp", p_value=0.001, p_holm=0.01)
+    own = Verdict(
+        "per_sample_rescues_c100",
+        "Per-sample dispatch rescues CIFAR-100",
+        "5",
+        "empirical",
+        "reproduced",
+        "gap +1.70pp",
+        p_value=0.001,
+        p_holm=0.01,
+    )
     shown = Verdict(**{**own.to_dict(), "decided_in": "table8"})
     r8, r9 = _result(t8, [own]), _result(t9, [], shown=[shown])
     md = render_claims_md(t9, r9)
@@ -52,8 +92,10 @@ def test_the_per_table_headline_keeps_self_tests_apart():
     loop = Verdict("loop_ops_grow_with_experts", "s", "5", "analytic", "reproduced", "e", kind="self-test")
     summary = summary_lines([(t7, _result(t7, [loop]))], None, {})
     assert summary["reproduced"] == 0 and summary["counts"]["self-test"]["reproduced"] == 1
-    assert any(line.startswith("Self-tests of this artifact's code (shown, not counted as reproductions) (1)")
-               for line in summary["lines"])
+    assert any(
+        line.startswith("Self-tests of this artifact's code (shown, not counted as reproductions) (1)")
+        for line in summary["lines"]
+    )
     report = render_report([(t7, _result(t7, [loop]))], summary)
     assert "| table7 | – | – | 1 / 0 / 0 / 0 | – | – | – |" in report
 

@@ -45,8 +45,9 @@ def table5_records(tmp_path, monkeypatch):
 
 def test_hours_taken_per_claim_and_per_table(table5_records):
     m, results = table5_records
-    lines = {c.label: c for c in compute_by_claim(results, [build_plan(m, "full")],
-                                                  est.CostModel(data_dir=results / "data"))}
+    lines = {
+        c.label: c for c in compute_by_claim(results, [build_plan(m, "full")], est.CostModel(data_dir=results / "data"))
+    }
     k2 = lines["table5/bb_moe_k2_positive"]  # rows k2_moe and dense
     assert (k2.runs, k2.recorded, k2.gpu_hours, k2.cpu_hours) == (10, 7, 5.0, 1.0)
     k1 = lines["table5/bb_moe_k1_negative"]  # rows k1_moe and dense: the damaged record does not count
@@ -76,6 +77,7 @@ def test_the_report_never_counts_or_measures(table5_records, monkeypatch):
 
     def cold():
         return est.CostModel(cached_only=True, data_dir=results / "data", cache=empty)
+
     lines = compute_by_claim(results, [build_plan(m, "full")], cold())
     assert all(c.estimate_hours > 0 for c in lines)  # the shipped models' counts (repro.measure.model_macs)
     monkeypatch.setattr(mflops, "shipped_macs", lambda key: None)  # a manifest of one's own, nothing cached
@@ -114,8 +116,11 @@ def test_repro_report_plans_each_table_once_and_fits_the_cost_model_once(tmp_pat
     write_result(results, "table6", {})
     path = results / "smoke" / "table6" / "results.json"
     stored = json.loads(path.read_text())
-    path.write_text(json.dumps({**stored, "provenance": {"git_commit": "0123456789ab", "time": "t", "device": "cpu",
-                                                         "packages": {}}}))
+    path.write_text(
+        json.dumps(
+            {**stored, "provenance": {"git_commit": "0123456789ab", "time": "t", "device": "cpu", "packages": {}}}
+        )
+    )
     out = CliRunner().invoke(app, ["report", "--results-dir", str(results), "--profile", "smoke"])
     assert out.exit_code == 0, out.output
     assert set(built) == {(m.id, name) for m in load_all() for name in m.profiles}

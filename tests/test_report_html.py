@@ -36,16 +36,22 @@ def report(tmp_path_factory):
     results = tmp_path_factory.mktemp("results")
     manifests = [find_manifest(i) for i in ("headline_cifar10", "table2", "table6")]
     for m in manifests[:2]:  # table6 is not run: its claims are listed apart, not counted as decided
-        result = dataclasses.replace(fake_result(m), provenance={"git_commit": "0123456789abcdef", "time": "t",
-                                                                 "device": "cpu", "packages": {}},
-                                     profile_settings=m.profiles["smoke"].for_manifest(m.id, m.seeds))
+        result = dataclasses.replace(
+            fake_result(m),
+            provenance={"git_commit": "0123456789abcdef", "time": "t", "device": "cpu", "packages": {}},
+            profile_settings=m.profiles["smoke"].for_manifest(m.id, m.seeds),
+        )
         save_result(decide_table(m, result), results)  # as the pipeline stores it: claims decided
         for runs in result.measured.details["runs"].values():
             for run in runs:
                 (results / "runs").mkdir(exist_ok=True)
                 (results / "runs" / f"{run['hash']}.json").write_text("{}")
-    write_report(decided_results(results, "smoke", manifests), results, "smoke",
-                 for_report(results, "smoke", plan_all(manifests)))
+    write_report(
+        decided_results(results, "smoke", manifests),
+        results,
+        "smoke",
+        for_report(results, "smoke", plan_all(manifests)),
+    )
     path = results / "smoke" / "report.html"
     return results, path.read_text(encoding="utf-8"), manifests
 
@@ -71,8 +77,8 @@ def test_every_claim_is_one_line_with_its_evidence_folded_below(report):
     assert f"{len(claims) - not_run} decided from its results, {not_run} not run at this profile" in text
     assert {a["data-status"] for a in claims} <= {"reproduced", "not reproduced", "inconclusive", "not run"}
     assert len(page.all("div", "pending")) == len(manifests[2].claims)  # table6: not run into this folder
-    first = text[text.index('<details class="claim'):]
-    summary = first[first.index("<summary>"):first.index("</summary>")]
+    first = text[text.index('<details class="claim') :]
+    summary = first[first.index("<summary>") : first.index("</summary>")]
     assert 'class="verdict"' in summary and 'class="evidence"' in summary  # the line: verdict, measured vs reported
 
 
@@ -96,10 +102,11 @@ def test_numbers_link_to_their_run_records_and_claims_to_their_figures(report):
 def test_the_first_screen_has_the_headline_per_group_and_per_table(report):
     results, text, manifests = report
     page = Page(text)
-    scopes = {v["scope"] for p in (results / "smoke").glob("*/results.json")
-              for v in json.loads(p.read_text())["verdicts"]}
+    scopes = {
+        v["scope"] for p in (results / "smoke").glob("*/results.json") for v in json.loads(p.read_text())["verdicts"]
+    }
     assert {a["data-group"] for a in page.all("div", "group")} == scopes == {"empirical"}  # a group per scope decided
-    per_table = text[text.index('class="per-table"'):text.index("</table>", text.index('class="per-table"'))]
+    per_table = text[text.index('class="per-table"') : text.index("</table>", text.index('class="per-table"'))]
     assert all(f'href="#claims-{m.id}"' in per_table for m in manifests)
     # colour per verdict
     assert '<td class="skip" data-label="not run">' in per_table and "not run into this folder" in per_table

@@ -6,8 +6,17 @@ from pathlib import Path
 import pytest
 
 from repro.results.measurements import (
-    FlopCheck, ManifestResult, Measured, Measuring, RunSummary, Verdict, comparison_metric, load_result,
-    parse_metric_path, row_metric, save_result,
+    FlopCheck,
+    ManifestResult,
+    Measured,
+    Measuring,
+    RunSummary,
+    Verdict,
+    comparison_metric,
+    load_result,
+    parse_metric_path,
+    row_metric,
+    save_result,
 )
 
 
@@ -44,10 +53,19 @@ def test_flop_check_counts_models_that_passed_without_reading_messages():
 
 def _record(seed=0, accuracies=(0.2, 0.5, 0.4)):
     history = [{"test_accuracy": a, "train_accuracy": a + 0.1, "tau": 1.0 - i / 10} for i, a in enumerate(accuracies)]
-    return {"seed": seed, "config_hash": "abc123", "history": history,
-            "metrics": {"accuracy": accuracies[-1], "final_accuracy": accuracies[-1],
-                        "peak_accuracy": max(accuracies), "chance": 0.1},
-            "routing": {"expert_usage": [3, 1]}, "provenance": {"device": "cpu: x86_64, 2 threads"}}
+    return {
+        "seed": seed,
+        "config_hash": "abc123",
+        "history": history,
+        "metrics": {
+            "accuracy": accuracies[-1],
+            "final_accuracy": accuracies[-1],
+            "peak_accuracy": max(accuracies),
+            "chance": 0.1,
+        },
+        "routing": {"expert_usage": [3, 1]},
+        "provenance": {"device": "cpu: x86_64, 2 threads"},
+    }
 
 
 def test_run_summary_from_a_record_and_back():
@@ -70,11 +88,13 @@ def test_run_summary_sums_each_backbone_moe_routers_shift_over_the_epochs():
 
 
 def test_results_json_round_trip(tmp_path):
-    measured = Measured(metrics={"rows.a.rho": 0.25},
-                        details={"runs": {"a": [RunSummary.from_record(_record()).to_dict()]}})
+    measured = Measured(
+        metrics={"rows.a.rho": 0.25}, details={"runs": {"a": [RunSummary.from_record(_record()).to_dict()]}}
+    )
     verdict = Verdict("c1", "s", "4.2", "analytic", "reproduced", "rho 25%")
-    result = ManifestResult("t", "T", "Table 1", "table1", "smoke", measured, [verdict],
-                            {"device_type": "cuda", "device": "cuda: H200"})
+    result = ManifestResult(
+        "t", "T", "Table 1", "table1", "smoke", measured, [verdict], {"device_type": "cuda", "device": "cuda: H200"}
+    )
     save_result(result, tmp_path)
     back = load_result(tmp_path, "smoke", "t")
     assert back.to_dict() == result.to_dict()
@@ -122,9 +142,11 @@ def test_a_dangling_symlink_in_the_results_is_named_with_its_target(tmp_path, li
     (tmp_path / link).symlink_to(tmp_path / "unmounted" / "disk")
     out = CliRunner().invoke(app, ["table6", "--results-dir", str(tmp_path / "results")], env={"COLUMNS": "300"})
     assert out.exit_code == 2 and "File exists" not in out.output, out.output
-    assert (f"error: {tmp_path / link} is a symbolic link to {tmp_path / 'unmounted' / 'disk'}, which does not "
-            "exist; create that folder (or mount its disk), or choose another with --results-dir; nothing was run"
-            in out.output), out.output
+    assert (
+        f"error: {tmp_path / link} is a symbolic link to {tmp_path / 'unmounted' / 'disk'}, which does not "
+        "exist; create that folder (or mount its disk), or choose another with --results-dir; nothing was run"
+        in out.output
+    ), out.output
     assert not (tmp_path / "unmounted").exists()
 
 
@@ -156,8 +178,9 @@ def mini_from_records(tmp_path):
     return results, args
 
 
-@pytest.mark.parametrize("damage", [lambda text: text[: len(text) // 2], lambda text: '{"schema": 99}'],
-                         ids=["truncated", "schema 99"])
+@pytest.mark.parametrize(
+    "damage", [lambda text: text[: len(text) // 2], lambda text: '{"schema": 99}'], ids=["truncated", "schema 99"]
+)
 def test_report_rebuilds_a_damaged_results_json_from_the_run_records(mini_from_records, damage):
     """Issue 41, item 6: a truncated results.json crashed `report` (JSONDecodeError), {"schema": 99} too
     (KeyError 'metrics'); it can be rebuilt from the run records."""
@@ -194,8 +217,11 @@ def test_a_results_json_that_cannot_be_read_is_not_damage(tmp_path, monkeypatch)
     from repro.core import jsonfile
 
     real = jsonfile.open_regular  # every JSON of a results folder is opened there (the suite may run as root)
-    monkeypatch.setattr(jsonfile, "open_regular", lambda file: (_ for _ in ()).throw(
-        PermissionError(13, "Permission denied")) if file == path else real(file))
+    monkeypatch.setattr(
+        jsonfile,
+        "open_regular",
+        lambda file: (_ for _ in ()).throw(PermissionError(13, "Permission denied")) if file == path else real(file),
+    )
     with pytest.raises(ResultUnusable, match=r"it cannot be read \(Permission denied\)") as unreadable:
         load_result(tmp_path, "smoke", "t")
     assert damaged.value.damaged and not unreadable.value.damaged

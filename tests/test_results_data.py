@@ -21,10 +21,25 @@ pytestmark = pytest.mark.slow  # three verify-all runs of 8 training runs each
 
 
 def _verify_all(root, name, threads):
-    env = {**os.environ, "REPRO_MANIFESTS": str(root / "manifests"), "OMP_NUM_THREADS": str(threads),
-           "COLUMNS": "80"}
-    done = subprocess.run([sys.executable, "-m", "repro", "verify-all", "--profile", "smoke", "--jobs", "1",
-                           "--results-dir", str(root / name)], env=env, capture_output=True, text=True, timeout=1200)
+    env = {**os.environ, "REPRO_MANIFESTS": str(root / "manifests"), "OMP_NUM_THREADS": str(threads), "COLUMNS": "80"}
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "repro",
+            "verify-all",
+            "--profile",
+            "smoke",
+            "--jobs",
+            "1",
+            "--results-dir",
+            str(root / name),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return root / name
 
@@ -40,8 +55,13 @@ def folders(tmp_path_factory):
 
 
 def repro(*args):
-    done = subprocess.run([sys.executable, "-m", "repro", *map(str, args)], capture_output=True, text=True,
-                          timeout=600, env={**os.environ, "COLUMNS": "80"})
+    done = subprocess.run(
+        [sys.executable, "-m", "repro", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "COLUMNS": "80"},
+    )
     return done.returncode, done.stdout + done.stderr
 
 
@@ -56,8 +76,9 @@ def test_runs_has_one_row_per_record_after_verify_all(folders):
 
 def _markdown_table(text: str, title: str) -> list[dict]:
     block = text.split(f"## {title}\n", 1)[1].lstrip("\n").split("\n\n", 1)[0]
-    lines = [[c.strip() for c in line.strip().strip("|").split("|")]
-             for line in block.splitlines() if line.startswith("|")]
+    lines = [
+        [c.strip() for c in line.strip().strip("|").split("|")] for line in block.splitlines() if line.startswith("|")
+    ]
     return [dict(zip(lines[0], cells)) for cells in lines[2:]]
 
 
@@ -125,8 +146,13 @@ def test_compare_of_two_folders_from_the_same_command_exits_0(folders):
 def test_the_worked_example_draws_gap_against_rho(folders, tmp_path):
     one = folders["one"]
     script = REPO_ROOT / "docs" / "examples" / "gap_vs_rho.py"
-    done = subprocess.run([sys.executable, str(script), str(one), "--out", str(tmp_path / "g.png")],
-                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    done = subprocess.run(
+        [sys.executable, str(script), str(one), "--out", str(tmp_path / "g.png")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+    )
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "g.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     stored = json.loads((one / "smoke" / "headline_cifar10" / "results.json").read_text())["metrics"]

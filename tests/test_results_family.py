@@ -24,16 +24,24 @@ def _verdict(claim, p, scope="empirical", status="reproduced", note=""):
 
 
 def test_holm_adjust_sets_p_holm_on_the_family_and_flags_what_adjustment_undoes():
-    vs = [_verdict("a", 0.03), _verdict("b", 0.04, note="decided on 'quick'"), _verdict("c", 0.01),
-          _verdict("d", 0.005), _verdict("flops", 0.001, scope="analytic"),
-          _verdict("skipped", 0.001, status="not run"), _verdict("no_test", None)]
+    vs = [
+        _verdict("a", 0.03),
+        _verdict("b", 0.04, note="decided on 'quick'"),
+        _verdict("c", 0.01),
+        _verdict("d", 0.005),
+        _verdict("flops", 0.001, scope="analytic"),
+        _verdict("skipped", 0.001, status="not run"),
+        _verdict("no_test", None),
+    ]
     given = list(vs)
     vs, m = holm_adjust(vs)
     assert m == 4
     assert [v.p_holm for v in vs[:4]] == pytest.approx([0.06, 0.06, 0.03, 0.02])
     assert all(v.p_holm is None for v in vs[4:])
-    assert vs[0].note == ("significant alone (p=0.03) but not after Holm's adjustment over the run's 4 tests "
-                          "(p_holm=0.06); the verdict follows the paper's per-test protocol")
+    assert vs[0].note == (
+        "significant alone (p=0.03) but not after Holm's adjustment over the run's 4 tests "
+        "(p_holm=0.06); the verdict follows the paper's per-test protocol"
+    )
     assert vs[1].note.startswith("decided on 'quick'; significant alone (p=0.04)")
     assert vs[2].note == "" and vs[3].note == ""  # still significant after adjustment
     assert [v.status for v in vs[:4]] == ["reproduced"] * 4  # the verdict keeps the per-test protocol
@@ -50,11 +58,17 @@ def test_a_verdict_is_frozen():
 
 
 def test_rules_resting_on_a_test_carry_its_p():
-    claim = Claim("c", "s", "4.2", "gap_matches_paper", "empirical",
-                  {"comparison": "std_h2048", "paper": "std_h2048.gap"})
+    claim = Claim(
+        "c", "s", "4.2", "gap_matches_paper", "empirical", {"comparison": "std_h2048", "paper": "std_h2048.gap"}
+    )
     g = gap([0.4, 0.6, 0.5, 0.45])
-    ev = Evidence("table1", "table1", "full", metrics={"comparisons.std_h2048.gap": g, **learned("m", "d")},
-                  comparison_rows={"std_h2048": ("m", "d")})
+    ev = Evidence(
+        "table1",
+        "table1",
+        "full",
+        metrics={"comparisons.std_h2048.gap": g, **learned("m", "d")},
+        comparison_rows={"std_h2048": ("m", "d")},
+    )
     assert evaluate(claim, ev).p_value == pytest.approx(g["p"])
     above = Claim("r", "s", "4.3", "row_above", "empirical", {"row": "m", "baseline": "d"})
     metrics = {**learned("d"), **learned("m", accuracy=(0.90, 0.91, 0.92))}

@@ -15,10 +15,12 @@ D, C = 64, 10
 MIN_ACCURACY = {"relu_routed": 0.35, "cluster_routed": 0.9, "teacher_guided": 0.9}
 HEADS = {
     "relu_routed": lambda: ReluRoutedHead(D, C, ReluRoutedConfig(expert_hidden=32)),
-    "cluster_routed": lambda: ClusterRoutedHead(D, C, ClusterRoutedConfig(expert_hidden=32, warmup_epochs=1,
-                                                                          shared_rank=8)),
-    "teacher_guided": lambda: TeacherGuidedHead(D, C, TeacherGuidedConfig(expert_hidden=32, teacher_hidden=(128, 32),
-                                                                          teacher_epochs=1)),
+    "cluster_routed": lambda: ClusterRoutedHead(
+        D, C, ClusterRoutedConfig(expert_hidden=32, warmup_epochs=1, shared_rank=8)
+    ),
+    "teacher_guided": lambda: TeacherGuidedHead(
+        D, C, TeacherGuidedConfig(expert_hidden=32, teacher_hidden=(128, 32), teacher_epochs=1)
+    ),
 }
 
 

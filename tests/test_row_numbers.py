@@ -26,8 +26,17 @@ def _result(evidence: str = "pipeline") -> ManifestResult:
         measured.details.setdefault("runs", {})[row] = runs
         measured.set_row(row, "accuracy", {s: 0.5 for s in range(len(accs))})  # not what the runs say
         measured.set_row(row, "chance", 0.1)
-    return ManifestResult("headline_cifar10", "t", "ref", "headline_cifar10", "smoke", measured.done(), [], {},
-                          profile_settings=Profile(description="t", evidence=evidence))
+    return ManifestResult(
+        "headline_cifar10",
+        "t",
+        "ref",
+        "headline_cifar10",
+        "smoke",
+        measured.done(),
+        [],
+        {},
+        profile_settings=Profile(description="t", evidence=evidence),
+    )
 
 
 def test_the_accuracy_and_gap_cells_are_the_frames_numbers():

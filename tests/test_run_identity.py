@@ -39,7 +39,8 @@ def test_every_planned_run_keeps_its_hash(monkeypatch):
         assert not changed, f"{name}: {len(changed)} runs changed hash, e.g. {changed[:3]}"
         assert now[name].keys() == golden[name].keys(), (
             f"{name}: runs added {sorted(now[name].keys() - golden[name].keys())[:3]}, "
-            f"removed {sorted(golden[name].keys() - now[name].keys())[:3]}")
+            f"removed {sorted(golden[name].keys() - now[name].keys())[:3]}"
+        )
 
 
 def test_the_golden_file_covers_every_shipped_profile_and_many_runs():

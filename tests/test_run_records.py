@@ -21,6 +21,7 @@ def _edited(change, redigest=True):
         if redigest:
             rec["digest"] = record_digest(rec)
         return json.dumps(rec).encode()
+
     return damage
 
 
@@ -31,6 +32,7 @@ def _set(path, value):
         for key in parents:
             target = target[int(key)] if isinstance(target, list) else target[key]
         target[last] = value
+
     return change
 
 
@@ -39,8 +41,11 @@ DAMAGE = [
     ("a list", lambda d: b"[]", "it is a JSON list, expected an object"),
     ("no metrics", _edited(lambda r: r.pop("metrics")), "missing keys ['metrics']"),
     ("an older schema", _edited(_set("schema", 1)), "schema 1 is not 2"),
-    ("accuracy above 1", _edited(_set("metrics.accuracy", 1.5)),
-     "metrics.accuracy is 1.5, expected a number in [0, 1]"),
+    (
+        "accuracy above 1",
+        _edited(_set("metrics.accuracy", 1.5)),
+        "metrics.accuracy is 1.5, expected a number in [0, 1]",
+    ),
     ("chance 0", _edited(_set("metrics.chance", 0)), "metrics.chance is 0, expected a number in (0, 1]"),
     ("history short", _edited(_set("history", [])), "history is a list of 0, expected a list of 2 epochs"),
     ("history NaN", _edited(_set("history.1.test_accuracy", float("nan"))), "history[1].test_accuracy is nan"),
@@ -67,8 +72,14 @@ def test_a_whole_record_is_usable_and_names_itself():
     assert "is not its file name's" in own_problem(jsonable(record(CFG)), other.hash)
     wrong_seed = record(CFG, seed=1)
     assert own_problem(jsonable(wrong_seed), CFG.hash) == "seed 1 is not the config's 0"
-    threads = record(CFG, provenance={"device": "cpu: x86_64, 2 intra-op thread(s)", "device_type": "cpu",
-                                      "reproducibility": {"threads": 2}})
+    threads = record(
+        CFG,
+        provenance={
+            "device": "cpu: x86_64, 2 intra-op thread(s)",
+            "device_type": "cpu",
+            "reproducibility": {"threads": 2},
+        },
+    )
     assert own_problem(jsonable(threads), CFG.hash) == "it was trained on 2 intra-op thread(s) and its config names 1"
 
 
@@ -91,8 +102,13 @@ def test_a_digest_is_the_same_whether_the_record_is_plain_json_or_needs_jsonable
 
     made = {**record(config()), "extra": (1, 2.5, float("nan")), "digest": "x"}
     plain = jsonable(made)
-    canonical = json.dumps({k: v for k, v in plain.items() if k != "digest"}, sort_keys=True, separators=(",", ":"),
-                           ensure_ascii=True, allow_nan=False)
+    canonical = json.dumps(
+        {k: v for k, v in plain.items() if k != "digest"},
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=True,
+        allow_nan=False,
+    )
     expected = hashlib.sha256(canonical.encode("ascii")).hexdigest()
     assert record_digest(made) == record_digest(plain) == record_digest(json.loads(json.dumps(plain))) == expected
     assert record_digest({**plain, "digest": "another"}) == expected  # the digest itself is not digested

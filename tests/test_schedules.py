@@ -36,11 +36,15 @@ def test_centred_sigmoid_schedule_golden(frac, tau):
 
 
 # The exact form rescales the centred share s by (s - s(1)) / (s(0) - s(1)), s(0) - s(1) = 0.9413755384.
-@pytest.mark.parametrize("frac, tau", [
-    (0.0, 1.0), (0.5, 0.565),
-    (0.25, 0.8902676),  # 0.13 + 0.87 (0.8519528 - 0.0293122) / 0.9413755
-    (1.0, 0.13),
-])
+@pytest.mark.parametrize(
+    "frac, tau",
+    [
+        (0.0, 1.0),
+        (0.5, 0.565),
+        (0.25, 0.8902676),  # 0.13 + 0.87 (0.8519528 - 0.0293122) / 0.9413755
+        (1.0, 0.13),
+    ],
+)
 def test_exact_sigmoid_schedule_golden(frac, tau):
     assert sigmoid_tau(frac, TAU_MAX, TAU_MIN, kappa=7.0) == pytest.approx(tau, abs=1e-7)
 
@@ -78,8 +82,9 @@ def test_k_warmup_cifar_8_to_1_over_5_epochs():
 
 
 def test_head_on_epoch_start_follows_the_schedules():
-    cfg = SparseMoEConfig(expert_hidden=8, tau_schedule="sigmoid", k_warmup_epochs=5, k_warmup_start=8,
-                          tau_sigmoid_form="centred")
+    cfg = SparseMoEConfig(
+        expert_hidden=8, tau_schedule="sigmoid", k_warmup_epochs=5, k_warmup_start=8, tau_sigmoid_form="centred"
+    )
     head = SparseMoEHead(4, 3, cfg)
     seen = []
     for epoch in range(50):

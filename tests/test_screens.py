@@ -55,8 +55,12 @@ def test_data_fits_a_screen_with_every_fill_command(tmp_path):
     lines = screen(["data", "--data-dir", str(tmp_path)])
     assert len(lines) <= SCREEN, "\n".join(lines)
     missing = {weights_status(b).file_name: weights_status(b) for b in sorted(pretrained_backbones())}
-    commands = [s.command for name in ("cifar10", "cifar100", "tiny_imagenet", "imagenet")
-                for s in fill_steps(name, tmp_path) if s.command]
+    commands = [
+        s.command
+        for name in ("cifar10", "cifar100", "tiny_imagenet", "imagenet")
+        for s in fill_steps(name, tmp_path)
+        if s.command
+    ]
     commands += [s.command for s in weights_steps([w for w in missing.values() if not w.present]) if s.command]
     assert [c for c in commands if f"  {c}" not in lines] == []  # each on a line of its own, to paste
 

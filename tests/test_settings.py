@@ -17,12 +17,12 @@ from repro.core.settings import DEFAULT_CACHE, EngineSwitches, Launch, Settings
 # Modules below repro/cli/ that touch the process's environment, each with why. Nothing else may.
 ENVIRONMENT_READERS = {
     "repro/runtime/memory.py": "glibc reads its allocator thresholds from the environment as a process starts: "
-                               "written for the processes this one starts, unless the user set them",
+    "written for the processes this one starts, unless the user set them",
     "repro/runtime/numerics.py": "cuBLAS reads its workspace from the environment when CUDA starts: set for "
-                                 "deterministic mode, and the value cuBLAS sees recorded",
+    "deterministic mode, and the value cuBLAS sees recorded",
     "repro/execution/workers.py": "a worker process takes its slot's environment (its GPU) as it starts",
     "repro/runtime/compile_cache.py": "torch's inductor reads its cache folder from the environment, in the process "
-                                      "that trains and in the compile workers it starts",
+    "that trains and in the compile workers it starts",
     "repro/execution/slurm.py": "a Slurm task reads its launch (job, array task, GPUs) where it starts",
     "repro/bench/kill_resume.py": "the environment of the child process it starts",
     "repro/bench/smoke.py": "the environment of the `repro verify-all` it starts: its own cache and results",
@@ -72,33 +72,64 @@ def test_the_detector_sees_every_form():
 def test_an_empty_environment_gives_the_defaults():
     read = Settings.read({})
     assert read == Settings()
-    assert (read.profile, read.results, read.data, read.manifests, read.profiles) == ("smoke", Path("results"),
-                                                                                      Path("data"), None, None)
+    assert (read.profile, read.results, read.data, read.manifests, read.profiles) == (
+        "smoke",
+        Path("results"),
+        Path("data"),
+        None,
+        None,
+    )
     assert read.cache == DEFAULT_CACHE and read.weights == () and read.gpu_calibration is None
     assert (read.threads, read.deterministic, read.checkpoint_seconds) == (None, False, 60.0)
     assert read.engine == EngineSwitches() and read.launch == Launch()
 
 
 def test_every_variable_reaches_its_field(tmp_path):
-    environ = {"REPRO_PROFILE": "full", "REPRO_PROFILES": "p.toml", "REPRO_RESULTS": "/r", "REPRO_DATA": "/d",
-               "REPRO_MANIFESTS": "/m", "REPRO_CACHE": "/c", "REPRO_WEIGHTS": os.pathsep.join(["/w1", "", "/w2"]),
-               "REPRO_GPU_CALIBRATION": "cal.json", "REPRO_IMAGE": "repro-moe-rho:0.1.0", "OMP_NUM_THREADS": "4,2",
-               "REPRO_DETERMINISTIC": "yes",
-               "REPRO_CHECKPOINT_SECONDS": "2.5", "REPRO_CHANNELS_LAST": "0", "REPRO_COMPILE": "on",
-               "REPRO_SMALL_MAPS": "auto", "REPRO_BF16_CPU": "1", "REPRO_DISPATCH": "Loop",
-               "CUDA_VISIBLE_DEVICES": "", "WORLD_SIZE": "2", "LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "2",
-               "REPRO_DDP_CONTROL_TIMEOUT_S": "30", "SLURM_JOB_ID": "17", "SLURM_ARRAY_JOB_ID": "12",
-               "SLURM_ARRAY_TASK_ID": "3"}
+    environ = {
+        "REPRO_PROFILE": "full",
+        "REPRO_PROFILES": "p.toml",
+        "REPRO_RESULTS": "/r",
+        "REPRO_DATA": "/d",
+        "REPRO_MANIFESTS": "/m",
+        "REPRO_CACHE": "/c",
+        "REPRO_WEIGHTS": os.pathsep.join(["/w1", "", "/w2"]),
+        "REPRO_GPU_CALIBRATION": "cal.json",
+        "REPRO_IMAGE": "repro-moe-rho:0.1.0",
+        "OMP_NUM_THREADS": "4,2",
+        "REPRO_DETERMINISTIC": "yes",
+        "REPRO_CHECKPOINT_SECONDS": "2.5",
+        "REPRO_CHANNELS_LAST": "0",
+        "REPRO_COMPILE": "on",
+        "REPRO_SMALL_MAPS": "auto",
+        "REPRO_BF16_CPU": "1",
+        "REPRO_DISPATCH": "Loop",
+        "CUDA_VISIBLE_DEVICES": "",
+        "WORLD_SIZE": "2",
+        "LOCAL_RANK": "1",
+        "LOCAL_WORLD_SIZE": "2",
+        "REPRO_DDP_CONTROL_TIMEOUT_S": "30",
+        "SLURM_JOB_ID": "17",
+        "SLURM_ARRAY_JOB_ID": "12",
+        "SLURM_ARRAY_TASK_ID": "3",
+    }
     s = Settings.read(environ)
     assert (s.profile, s.profiles, s.results, s.data, s.manifests, s.cache) == (
-        "full", Path("p.toml"), Path("/r"), Path("/d"), Path("/m"), Path("/c"))
+        "full",
+        Path("p.toml"),
+        Path("/r"),
+        Path("/d"),
+        Path("/m"),
+        Path("/c"),
+    )
     assert s.weights == (Path("/w1"), Path("/w2")) and s.gpu_calibration == Path("cal.json")
     assert s.image == "repro-moe-rho:0.1.0"
     assert (s.threads, s.deterministic, s.checkpoint_seconds) == (4, True, 2.5)
-    assert s.engine == EngineSwitches(channels_last=False, compile=True, small_maps=None, bf16_cpu=True,
-                                      dispatch="loop")
-    assert s.launch == Launch("", 2, 1, 2, 30.0, (("slurm_job_id", "17"), ("slurm_array_job_id", "12"),
-                                                  ("slurm_array_task_id", "3")))
+    assert s.engine == EngineSwitches(
+        channels_last=False, compile=True, small_maps=None, bf16_cpu=True, dispatch="loop"
+    )
+    assert s.launch == Launch(
+        "", 2, 1, 2, 30.0, (("slurm_job_id", "17"), ("slurm_array_job_id", "12"), ("slurm_array_task_id", "3"))
+    )
     assert s.launch.slurm_identity() == {"slurm_job_id": "17", "slurm_array_job_id": "12", "slurm_array_task_id": "3"}
     assert s.launch.pinned_to("5").visible_gpus == "5" and s.launch.pinned_to("5").world_size == 2
     assert Settings.read({"XDG_CACHE_HOME": str(tmp_path)}).cache == tmp_path / "repro"
@@ -108,8 +139,11 @@ def test_every_variable_reaches_its_field(tmp_path):
 def test_every_value_that_does_not_parse_is_named_at_once():
     with pytest.raises(BadEnvironment) as info:
         Settings.read({"REPRO_CHECKPOINT_SECONDS": "soon", "WORLD_SIZE": "x", "REPRO_DISPATCH": "fused"})
-    assert [p.split("=")[0] for p in info.value.problems] == ["REPRO_CHECKPOINT_SECONDS", "REPRO_DISPATCH",
-                                                              "WORLD_SIZE"]
+    assert [p.split("=")[0] for p in info.value.problems] == [
+        "REPRO_CHECKPOINT_SECONDS",
+        "REPRO_DISPATCH",
+        "WORLD_SIZE",
+    ]
 
 
 def test_a_command_reads_its_environment_once_where_it_starts(monkeypatch, tmp_path):

@@ -36,8 +36,9 @@ def test_conv2d_matches_torch_forward_and_backward(size, groups):
         inputs = [x, w] + ([bias] if b else [])
         assert out.shape == ref.shape, case
         assert torch.allclose(out, ref), case
-        for a, c in zip(torch.autograd.grad(ref.square().sum(), inputs),
-                        torch.autograd.grad(out.square().sum(), inputs)):
+        for a, c in zip(
+            torch.autograd.grad(ref.square().sum(), inputs), torch.autograd.grad(out.square().sum(), inputs)
+        ):
             assert torch.allclose(a, c), case
     # the cases reach the rewrites, not only torch's own path (no case here gives a 1x3 map a 1x1 output)
     assert ("matmul" in paths) == (size != (1, 3)) and ("padded" in paths) == (groups > 1), paths

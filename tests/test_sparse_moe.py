@@ -31,13 +31,24 @@ def test_defaults_and_validation():
     cfg = SparseMoEConfig()
     assert (cfg.num_experts, cfg.top_k, cfg.key_dim, cfg.key_similarity_weight) == (8, 1, 64, 0.5)
     assert (cfg.capacity_factor, cfg.load_balance_weight, cfg.entropy_weight, cfg.utility_weight) == (
-        1.25, 0.01, 0.01, 0.0,
+        1.25,
+        0.01,
+        0.01,
+        0.0,
     )
     assert (cfg.experts_per_sample, cfg.capacity_candidates, cfg.dispatch, cfg.tau_sharpness) == (
-        "top_k", "all", "loop", 7.0,
+        "top_k",
+        "all",
+        "loop",
+        7.0,
     )
-    bads = [{"top_k": 9}, {"tau_min": 2.0}, {"capacity_factor": 0.0}, {"capacity_candidates": 9},
-            {"capacity_candidates": "some"}]
+    bads = [
+        {"top_k": 9},
+        {"tau_min": 2.0},
+        {"capacity_factor": 0.0},
+        {"capacity_candidates": 9},
+        {"capacity_candidates": "some"},
+    ]
     for bad in bads:
         with pytest.raises(ValueError):
             SparseMoEConfig(**bad)
@@ -209,8 +220,21 @@ def test_routing_stats_contents():
     m.on_epoch_start(10, 20)
     m(skewed_input())
     s = m.routing_stats()
-    assert set(s) >= {"expert_counts", "top1_counts", "forced", "dropped", "entropy", "probs", "rerouted",
-                      "tau", "k", "capacity", "utility_changed", "usage_entropy", "sample_entropy"}
+    assert set(s) >= {
+        "expert_counts",
+        "top1_counts",
+        "forced",
+        "dropped",
+        "entropy",
+        "probs",
+        "rerouted",
+        "tau",
+        "k",
+        "capacity",
+        "utility_changed",
+        "usage_entropy",
+        "sample_entropy",
+    }
     assert s["expert_counts"].shape == (8,) and s["probs"].shape == (24, 8)
     assert s["dropped"].item() == 0  # the paper's rule never drops a sample
     assert s["tau"] == pytest.approx(1.0 - 0.87 * 10 / 19) and s["k"] == 1

@@ -25,14 +25,28 @@ def decided():
     result = fake_result(manifest, PAPER)
     wide, dense = {0: 0.60, 1: 0.61, 2: 0.605}, {0: 0.50, 1: 0.505, 2: 0.50}  # clearly above: decided
     moe, twin = {0: 0.52, 1: 0.525, 2: 0.522}, {0: 0.50, 1: 0.502, 2: 0.501}
-    measured = result.measured.with_metrics({
-        **{f"rows.{r.id}.chance": 0.01 for r in manifest.rows}, "rows.dw2_moe.accuracy": wide,
-        "rows.std_dense.accuracy": dense, "rows.dw072_moe.accuracy": moe, "rows.dw072_dense.accuracy": twin,
-        "comparisons.dw072.gap": paired_gap(moe, twin).to_dict()})
-    result = dataclasses.replace(result, measured=measured, provenance={"device_type": "cuda", "git_commit": "0" * 40,
-                                                                             "device": "cuda: test", "time": "now",
-                                                                             "packages": {}},
-                                 profile_settings=manifest.profiles[PAPER])
+    measured = result.measured.with_metrics(
+        {
+            **{f"rows.{r.id}.chance": 0.01 for r in manifest.rows},
+            "rows.dw2_moe.accuracy": wide,
+            "rows.std_dense.accuracy": dense,
+            "rows.dw072_moe.accuracy": moe,
+            "rows.dw072_dense.accuracy": twin,
+            "comparisons.dw072.gap": paired_gap(moe, twin).to_dict(),
+        }
+    )
+    result = dataclasses.replace(
+        result,
+        measured=measured,
+        provenance={
+            "device_type": "cuda",
+            "git_commit": "0" * 40,
+            "device": "cuda: test",
+            "time": "now",
+            "packages": {},
+        },
+        profile_settings=manifest.profiles[PAPER],
+    )
     return manifest, decide_table(manifest, result)
 
 
@@ -94,8 +108,9 @@ def test_repro_export_writes_the_stability_into_verdicts_csv(decided, tmp_path):
     save_result(result, tmp_path / "results")
     write_record(tmp_path / "results", config(seed=0))  # export reads a folder that holds runs
     out = tmp_path / "export"
-    done = CliRunner().invoke(app, ["export", "--results-dir", str(tmp_path / "results"), "--out", str(out)],
-                              env={"COLUMNS": "80"})
+    done = CliRunner().invoke(
+        app, ["export", "--results-dir", str(tmp_path / "results"), "--out", str(out)], env={"COLUMNS": "80"}
+    )
     assert done.exit_code == 0, done.output
     frame = pd.read_csv(out / "verdicts.csv").set_index("claim")
     stable = {v.claim: v.stability for v in result.verdicts if v.stability is not None}

@@ -160,9 +160,17 @@ def test_welch_golden():
     assert w.p == pytest.approx(2 * stats.t.sf(w.t, w.df), abs=1e-14)
 
 
-@pytest.mark.parametrize("a,b", [([0.5, 0.6], [0.55, 0.7]), ([0.1, 0.1], [0.2, 0.2]), ([0.1, 0.1], [0.1, 0.1]),
-                                 ([0.3, 0.3, 0.3], [0.2, 0.4]), ([0.7], [0.1, 0.2]),
-                                 (list(np.random.default_rng(3).normal(0.6, 0.02, 10)), [0.61, 0.58, 0.62])])
+@pytest.mark.parametrize(
+    "a,b",
+    [
+        ([0.5, 0.6], [0.55, 0.7]),
+        ([0.1, 0.1], [0.2, 0.2]),
+        ([0.1, 0.1], [0.1, 0.1]),
+        ([0.3, 0.3, 0.3], [0.2, 0.4]),
+        ([0.7], [0.1, 0.2]),
+        (list(np.random.default_rng(3).normal(0.6, 0.02, 10)), [0.61, 0.58, 0.62]),
+    ],
+)
 def test_welch_p_is_scipy_s(a, b):
     """The same p as scipy.stats.ttest_ind(equal_var=False), bit for bit, degenerate cases included (NaN for one
     value a side and for no variance and no difference, 0 for no variance and a difference)."""

@@ -43,8 +43,11 @@ def test_aux_adds_the_router_cross_entropy_to_the_teacher():
     m(h)
     p, mask = m._routing["probs"], m._routing["mask"]
     scores = m.router(h) / m.tau
-    want = 0.3 * load_balance_loss(p, mask) + 0.2 * entropy_loss(p) + 0.7 * F.cross_entropy(
-        scores, torch.tensor([0, 1, 0, 1]))
+    want = (
+        0.3 * load_balance_loss(p, mask)
+        + 0.2 * entropy_loss(p)
+        + 0.7 * F.cross_entropy(scores, torch.tensor([0, 1, 0, 1]))
+    )
     torch.testing.assert_close(m.aux_loss().detach(), want.detach())
     m.aux_loss().backward()
     assert m.router.w_r.weight.grad.abs().sum() > 0  # the teacher reaches the router
@@ -68,8 +71,19 @@ def test_the_teacher_starts_as_the_dense_twin_of_the_same_seed():
 
 def test_replay_is_the_dense_head_then_the_student_fits_its_teacher_router():
     torch.manual_seed(0)
-    m = TeacherGuidedHead(D, O, TeacherGuidedConfig(num_experts=2, expert_hidden=4, key_dim=4, dropout=0.0,
-                                                    teacher_hidden=(6,), teacher_dropout=0.0, teacher_epochs=10))
+    m = TeacherGuidedHead(
+        D,
+        O,
+        TeacherGuidedConfig(
+            num_experts=2,
+            expert_hidden=4,
+            key_dim=4,
+            dropout=0.0,
+            teacher_hidden=(6,),
+            teacher_dropout=0.0,
+            teacher_epochs=10,
+        ),
+    )
     m.train().on_epoch_start(0, 50)
     h = torch.tensor([[0.0, 0.0], [0.1, 0.0], [9.0, 9.0], [9.0, 8.9]])
     torch.testing.assert_close(m(h), m.teacher(h))
@@ -78,6 +92,7 @@ def test_replay_is_the_dense_head_then_the_student_fits_its_teacher_router():
     m(torch.randn(4, D))
     assert m.fitted  # fitted on the replay's rows, not this batch
     from repro.models.kmeans import kmeans
+
     want = kmeans(m.teacher_features(h), 2, m.cfg.kmeans_iters, m.cfg.kmeans_seed)
     torch.testing.assert_close(m.centres, want)
 
@@ -85,8 +100,11 @@ def test_replay_is_the_dense_head_then_the_student_fits_its_teacher_router():
 def test_use_dense_twin_loads_a_trained_dense_model():
     torch.manual_seed(1)
     dense = build_model("cifar10", Component("cifar_standard"), Component("dense", {"hidden": [64, 32]}))
-    tg = build_model("cifar10", Component("cifar_standard"),
-                     Component("teacher_guided", {"expert_hidden": 32, "teacher_hidden": [64, 32]}))
+    tg = build_model(
+        "cifar10",
+        Component("cifar_standard"),
+        Component("teacher_guided", {"expert_hidden": 32, "teacher_hidden": [64, 32]}),
+    )
     use_dense_twin(tg.head, dense.state_dict())
     torch.testing.assert_close(tg.head.teacher.mlp[0].weight, dense.head.mlp[0].weight, rtol=0, atol=0)
     tg.head.on_epoch_start(0, 50)
@@ -94,8 +112,11 @@ def test_use_dense_twin_loads_a_trained_dense_model():
 
 
 def test_trains_a_step_in_both_phases_and_flops_are_the_students():
-    model = build_model("cifar10", Component("cifar_standard"),
-                        Component("teacher_guided", {"expert_hidden": 32, "teacher_hidden": [1024, 32]}))
+    model = build_model(
+        "cifar10",
+        Component("cifar_standard"),
+        Component("teacher_guided", {"expert_hidden": 32, "teacher_hidden": [1024, 32]}),
+    )
     model.train()
     for epoch in (0, 10):
         model.head.on_epoch_start(epoch, 50)

@@ -18,10 +18,22 @@ def render(grid: Grid, width: int) -> list[str]:
 
 
 def grid() -> Grid:
-    g = Grid([Column("Id"), Column("Description", prose=True, drop=1), Column("Runs", right=True),
-              Column("Epochs", right=True, drop=2), Column("GPU-h alone", right=True)])
-    g.add("temperature_ablation", "Section 5 (routing stability), the late collapse of linear schedules", "130",
-          "21,400", "110.8")
+    g = Grid(
+        [
+            Column("Id"),
+            Column("Description", prose=True, drop=1),
+            Column("Runs", right=True),
+            Column("Epochs", right=True, drop=2),
+            Column("GPU-h alone", right=True),
+        ]
+    )
+    g.add(
+        "temperature_ablation",
+        "Section 5 (routing stability), the late collapse of linear schedules",
+        "130",
+        "21,400",
+        "110.8",
+    )
     g.add("t1", "Table 1", "6", "300", "0.20")
     return g
 
@@ -43,17 +55,23 @@ def test_too_narrow_the_prose_column_leaves_first_and_its_cells_go_below_with_th
     assert max(len(line) for line in lines) <= 60
     for value in ("temperature_ablation", "130", "21,400", "110.8", "300"):
         assert any(value in line.split() for line in lines), value
-    assert lines[-3:] == ["temperature_ablation  Description: Section 5 (routing", "stability), the late collapse "
-                          "of linear schedules", "t1  Description: Table 1"]
+    assert lines[-3:] == [
+        "temperature_ablation  Description: Section 5 (routing",
+        "stability), the late collapse of linear schedules",
+        "t1  Description: Table 1",
+    ]
 
 
 def test_narrower_still_the_next_rank_leaves_too_then_rows_become_blocks():
     assert fit(grid(), 40).dropped == ["Description", "Epochs"]
     layout = fit(grid(), 20)  # the kept columns alone need 22 + 4 + 5 + gaps: no table
     assert layout.parts == []
-    assert [t.plain for t in layout.below][:4] == ["Id: temperature_ablation", "Description: Section 5 (routing "
-                                                   "stability), the late collapse of linear schedules",
-                                                   "Runs: 130", "Epochs: 21,400"]
+    assert [t.plain for t in layout.below][:4] == [
+        "Id: temperature_ablation",
+        "Description: Section 5 (routing stability), the late collapse of linear schedules",
+        "Runs: 130",
+        "Epochs: 21,400",
+    ]
 
 
 def test_continued_rows_name_the_row_above_them_below_the_table():
@@ -69,7 +87,9 @@ def test_words_wrap_at_spaces_and_a_word_wider_than_the_line_stays_whole():
     lines = [t.plain for t in wrap_words(Text(f"report written to {path} just now"), 30)]
     assert lines == ["report written to", path, "just now"]
     assert [t.plain for t in wrap_words(Text("  indented words stay indented"), 16)] == [
-        "  indented words", "stay indented"]
+        "  indented words",
+        "stay indented",
+    ]
 
 
 def test_steps_put_each_command_on_a_line_of_its_own_which_is_never_wrapped():
@@ -88,22 +108,32 @@ def test_sections_head_their_rows_and_the_columns_line_up_across_sections():
     g.section("table1")
     g.add("t1_sign_follows_rho", "reproduced")
     lines = render(g, 80)
-    assert lines == ["  Claim                                 Verdict",
-                     "  " + "─" * (36 + 2 + 10),
-                     "temperature_ablation",
-                     "  temp_linear_low_collapses_vs_sigmoid  not run",
-                     "table1",
-                     "  t1_sign_follows_rho                   reproduced"]
+    assert lines == [
+        "  Claim                                 Verdict",
+        "  " + "─" * (36 + 2 + 10),
+        "temperature_ablation",
+        "  temp_linear_low_collapses_vs_sigmoid  not run",
+        "table1",
+        "  t1_sign_follows_rho                   reproduced",
+    ]
 
 
-@pytest.mark.parametrize("args, stream", [(["list"], "stdout"), (["nosuch"], "stderr"),
-                                          (["table6", "--profile", "nosuch"], "stderr")],
-                         ids=["list", "an unknown command", "an unknown profile"])
+@pytest.mark.parametrize(
+    "args, stream",
+    [(["list"], "stdout"), (["nosuch"], "stderr"), (["table6", "--profile", "nosuch"], "stderr")],
+    ids=["list", "an unknown command", "an unknown profile"],
+)
 def test_columns_0_still_prints(tmp_path, args, stream):
     """Issue 41, item 9: COLUMNS=0 hid all output, errors included (exit 2 with nothing printed; list exited 0
     with no output)."""
-    out = subprocess.run([sys.executable, "-m", "repro", *args], capture_output=True, text=True, timeout=120,
-                         cwd=tmp_path, env={**os.environ, "COLUMNS": "0", "LINES": "0"})
+    out = subprocess.run(
+        [sys.executable, "-m", "repro", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+        env={**os.environ, "COLUMNS": "0", "LINES": "0"},
+    )
     shown = getattr(out, stream)
     assert out.returncode == (0 if args == ["list"] else 2), out.stderr
     assert ("table6" in shown) if args == ["list"] else ("nosuch" in shown), (out.stdout, out.stderr)

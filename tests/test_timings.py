@@ -34,8 +34,10 @@ def test_a_phase_inside_another_pauses_it_so_every_second_counts_once(monkeypatc
         wall.now, cpu.now = 7.0, 5.0
     wall.now, cpu.now = 10.0, 6.0
     clocks.stop()
-    assert clocks.totals == {"outer": {"wall_s": 6.0, "cpu_s": 3.0, "count": 1},
-                             "inner": {"wall_s": 4.0, "cpu_s": 3.0, "count": 1}}
+    assert clocks.totals == {
+        "outer": {"wall_s": 6.0, "cpu_s": 3.0, "count": 1},
+        "inner": {"wall_s": 4.0, "cpu_s": 3.0, "count": 1},
+    }
 
 
 def test_phases_without_a_recorder_do_nothing_and_names_are_checked(tmp_path):
@@ -53,9 +55,17 @@ def test_each_command_keeps_its_latest_entry_in_the_profiles_timings_json(tmp_pa
         with timings.phase("FLOP check"):
             pass
         with timings.phase("training", "table1"):
-            timings.add_runs("table1", [{"label": "table1/r seed 0", "config_hash": "ab", "wall_seconds": 2.0,
-                                         "timings": {"epochs": {"wall_s": 1.5, "cpu_s": 1.2},
-                                                     "run": {"wall_s": 2.0, "cpu_s": 1.9}}}])
+            timings.add_runs(
+                "table1",
+                [
+                    {
+                        "label": "table1/r seed 0",
+                        "config_hash": "ab",
+                        "wall_seconds": 2.0,
+                        "timings": {"epochs": {"wall_s": 1.5, "cpu_s": 1.2}, "run": {"wall_s": 2.0, "cpu_s": 1.9}},
+                    }
+                ],
+            )
     with timings.recording("report", tmp_path, "smoke"):
         with timings.phase("report"):
             pass
@@ -64,8 +74,16 @@ def test_each_command_keeps_its_latest_entry_in_the_profiles_timings_json(tmp_pa
     entry = doc["commands"]["verify-all"]
     names = [(p["phase"], p["table"]) for p in entry["phases"]]
     assert ("FLOP check", "") in names and ("training", "table1") in names
-    assert entry["runs"] == [{"table": "table1", "label": "table1/r seed 0", "hash": "ab", "wall_s": 2.0,
-                              "cpu_s": 1.9, "parts": {"epochs": {"wall_s": 1.5, "cpu_s": 1.2}}}]
+    assert entry["runs"] == [
+        {
+            "table": "table1",
+            "label": "table1/r seed 0",
+            "hash": "ab",
+            "wall_s": 2.0,
+            "cpu_s": 1.9,
+            "parts": {"epochs": {"wall_s": 1.5, "cpu_s": 1.2}},
+        }
+    ]
     assert entry["wall_s"] >= sum(p["wall_s"] for p in entry["phases"]) - 1e-6
     assert entry["machine"]["cores"] >= 1 and timings.report_entry(doc) == entry
     (tmp_path / "smoke" / "timings.json").write_text('{"schema": 0, "commands": {}}')
@@ -73,19 +91,39 @@ def test_each_command_keeps_its_latest_entry_in_the_profiles_timings_json(tmp_pa
 
 
 def test_the_phase_table_sums_tables_and_lists_the_runs_parts_under_training():
-    entry = {"command": "verify-all", "wall_s": 100.0, "cpu_s": 150.0, "phases": [
-        {"phase": "start-up and imports", "table": "", "wall_s": 5.0, "cpu_s": 4.0, "count": 2},
-        {"phase": "data checks", "table": "a", "wall_s": 0.001, "cpu_s": 0.0, "count": 1},  # nothing to check: hidden
-        {"phase": "training", "table": "a", "wall_s": 30.0, "cpu_s": 90.0, "count": 1},
-        {"phase": "training", "table": "b", "wall_s": 10.0, "cpu_s": 30.0, "count": 1},
-        {"phase": "report", "table": "", "wall_s": 2.0, "cpu_s": 2.0, "count": 1}],
-        "runs": [{"table": "a", "parts": {"epochs": {"wall_s": 9.0, "cpu_s": 60.0}}},
-                 {"table": "b", "parts": {"epochs": {"wall_s": 9.0, "cpu_s": 20.0},
-                                          "checkpoints": {"wall_s": 1.0, "cpu_s": 0.5}}}]}
+    entry = {
+        "command": "verify-all",
+        "wall_s": 100.0,
+        "cpu_s": 150.0,
+        "phases": [
+            {"phase": "start-up and imports", "table": "", "wall_s": 5.0, "cpu_s": 4.0, "count": 2},
+            {
+                "phase": "data checks",
+                "table": "a",
+                "wall_s": 0.001,
+                "cpu_s": 0.0,
+                "count": 1,
+            },  # nothing to check: hidden
+            {"phase": "training", "table": "a", "wall_s": 30.0, "cpu_s": 90.0, "count": 1},
+            {"phase": "training", "table": "b", "wall_s": 10.0, "cpu_s": 30.0, "count": 1},
+            {"phase": "report", "table": "", "wall_s": 2.0, "cpu_s": 2.0, "count": 1},
+        ],
+        "runs": [
+            {"table": "a", "parts": {"epochs": {"wall_s": 9.0, "cpu_s": 60.0}}},
+            {
+                "table": "b",
+                "parts": {"epochs": {"wall_s": 9.0, "cpu_s": 20.0}, "checkpoints": {"wall_s": 1.0, "cpu_s": 0.5}},
+            },
+        ],
+    }
     rows = {r.phase: r for r in phase_rows(entry)}
     assert list(rows) == ["start-up and imports", "training", "  epochs", "  checkpoints", "report", "other", "total"]
     assert (rows["training"].wall_s, rows["training"].cpu_s, rows["training"].items, rows["training"].most) == (
-        40.0, 120.0, "2 runs, 2 tables", "a (75%)")
+        40.0,
+        120.0,
+        "2 runs, 2 tables",
+        "a (75%)",
+    )
     assert (rows["  epochs"].wall_s, rows["  epochs"].cpu_s, rows["  epochs"].most) == (None, 80.0, "a (75%)")
     assert (rows["other"].wall_s, rows["other"].cpu_s) == (pytest.approx(52.999), 24.0)
     assert (rows["total"].wall_s, rows["total"].cpu_s) == (100.0, 150.0)
@@ -123,12 +161,19 @@ def test_a_recorder_counts_the_interpreters_start_as_start_up():
 def test_start_up_is_the_interpreters_not_that_of_the_shell_it_ran_last_in():
     """bash runs the last command of `bash -c "A && B"` in its own process, which started before A: the README's
     `pip install ... && repro verify-all` must not count the install as start-up."""
-    code = ("from repro.results import timings; "
-            "print(timings.Recorder('x', 'smoke').totals[(timings.STARTUP, '')]['wall_s'])")
+    code = (
+        "from repro.results import timings; "
+        "print(timings.Recorder('x', 'smoke').totals[(timings.STARTUP, '')]['wall_s'])"
+    )
     sleep = 4
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
-    out = subprocess.run(["bash", "-c", f"sleep {sleep} && {shlex.quote(sys.executable)} -c {shlex.quote(code)}"],
-                         capture_output=True, text=True, env=env, timeout=120)
+    out = subprocess.run(
+        ["bash", "-c", f"sleep {sleep} && {shlex.quote(sys.executable)} -c {shlex.quote(code)}"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr
     assert float(out.stdout) < sleep - 1  # the interpreter's start and one import, not the shell's sleep
 
@@ -168,8 +213,14 @@ def test_the_report_s_time_table_is_written_again_whole_when_its_command_ends(tm
     results = tmp_path / "results"
     write_result(results, "table6", {})
     path = results / "smoke" / "table6" / "results.json"
-    path.write_text(json_.dumps({**json_.loads(path.read_text()), "provenance": {
-        "git_commit": "0123456789ab", "time": "t", "device": "cpu", "packages": {}}}))
+    path.write_text(
+        json_.dumps(
+            {
+                **json_.loads(path.read_text()),
+                "provenance": {"git_commit": "0123456789ab", "time": "t", "device": "cpu", "packages": {}},
+            }
+        )
+    )
     out = CliRunner().invoke(app, ["report", "--results-dir", str(results), "--profile", "smoke"])
     assert out.exit_code == 0, out.output
     entry = json_.loads((results / "smoke" / "timings.json").read_text())["commands"]["report"]

@@ -60,8 +60,9 @@ def test_every_row_of_every_table_is_traced_at_80_columns_and_as_json(folder):
             assert done.exit_code == 0, done.output
             assert all(len(line) <= 80 or " " not in line.strip() for line in lines), done.output
             assert lines[0] == "Number" and "Reproduce" in lines
-            data = json.loads(invoke(manifest.id, row, "--results-dir", folder, "--json",
-                                     manifests=_manifests(folder))[0].output)
+            data = json.loads(
+                invoke(manifest.id, row, "--results-dir", folder, "--json", manifests=_manifests(folder))[0].output
+            )
             assert data["row"] == row and data["table"] == manifest.id
             traced += 1
     assert traced >= 20
@@ -79,11 +80,15 @@ def test_a_gap_is_traced_to_both_rows_records_as_the_files_hold_them(folder):
         data = open(run.record, "rb").read()
         record = json.loads(data)
         assert run.sha256 == hashlib.sha256(data).hexdigest() and not run.problem
-        assert (run.seed, run.epochs, run.accuracy) == (record["seed"], len(record["history"]),
-                                                         record["metrics"]["accuracy"])
+        assert (run.seed, run.epochs, run.accuracy) == (
+            record["seed"],
+            len(record["history"]),
+            record["metrics"]["accuracy"],
+        )
         assert run.commit == record["provenance"]["git_commit"]
-    assert {c["claim"] for c in found.claims} == {v.claim for v in result.verdicts
-                                                    if {comparison.row, comparison.baseline} & set(v.rows)}
+    assert {c["claim"] for c in found.claims} == {
+        v.claim for v in result.verdicts if {comparison.row, comparison.baseline} & set(v.rows)
+    }
     assert found.container.endswith(")") and "`repro verify-all" in found.container  # the action that wrote it
     assert found.command == f"repro run {manifest.id} --profile smoke --results-dir {folder}"
     assert found.data and "synthetic" in found.data[0]

@@ -14,22 +14,40 @@ from repro.models.moe_conv_paths import PATHS
 from repro.plan.run_config import resolve
 from repro.train.loop import Engine, autocast_dtype, build_engine_model, compile_backbone, train_run
 
-PROFILE = Profile(description="test", evidence="pipeline", seeds=1, epochs=2, data="synthetic", train_samples=64,
-                  test_samples=32, batch_size=32, max_image_size=16, pretrained=False)
+PROFILE = Profile(
+    description="test",
+    evidence="pipeline",
+    seeds=1,
+    epochs=2,
+    data="synthetic",
+    train_samples=64,
+    test_samples=32,
+    batch_size=32,
+    max_image_size=16,
+    pretrained=False,
+)
 
 
 def _row(head="dense", backbone="cifar_standard", dataset="cifar10", **params):
-    return Row(id="r", label="r", dataset=dataset, backbone=Component(backbone), head=Component(head, params),
-               measures=("accuracy",))
+    return Row(
+        id="r",
+        label="r",
+        dataset=dataset,
+        backbone=Component(backbone),
+        head=Component(head, params),
+        measures=("accuracy",),
+    )
 
 
 def test_a_bf16_recipe_trains_under_cpu_autocast_when_asked(tmp_path):
     """REPRO_BF16_CPU=1: the recipe's bf16 autocast runs on the CPU and the record says so."""
     base = dataclasses.replace(resolve(_row("expert_choice", expert_hidden=16), PROFILE, seed=0), epochs=1, bf16=True)
-    plain = train_run(base, torch.device("cpu"), None, tmp_path / "plain.ckpt",
-                      settings=Settings.read({"REPRO_BF16_CPU": "0"}))
-    bf16 = train_run(base, torch.device("cpu"), None, tmp_path / "bf16.ckpt",
-                     settings=Settings.read({"REPRO_BF16_CPU": "1"}))
+    plain = train_run(
+        base, torch.device("cpu"), None, tmp_path / "plain.ckpt", settings=Settings.read({"REPRO_BF16_CPU": "0"})
+    )
+    bf16 = train_run(
+        base, torch.device("cpu"), None, tmp_path / "bf16.ckpt", settings=Settings.read({"REPRO_BF16_CPU": "1"})
+    )
     assert plain["engine"]["autocast"] is None and not plain["engine"]["bf16_cpu"]
     assert bf16["engine"]["autocast"] == "bfloat16" and bf16["engine"]["bf16_cpu"]
     loss = [r["history"][0]["train_loss"] for r in (plain, bf16)]
@@ -64,8 +82,9 @@ def test_inductor_compiles_a_small_backbone_on_the_cpu():
 TORCHVISION = ("resnet18", "mobilenet_v2", "resnet18_moeconv")
 
 
-@pytest.mark.parametrize("backbone", [pytest.param(b, marks=pytest.mark.slow) if b in TORCHVISION else b
-                                      for b in BACKBONES.names()])
+@pytest.mark.parametrize(
+    "backbone", [pytest.param(b, marks=pytest.mark.slow) if b in TORCHVISION else b for b in BACKBONES.names()]
+)
 def test_channels_last_leaves_every_backbone_function_unchanged(backbone):
     size = 32 if backbone.startswith(("resnet", "mobilenet")) else 16
     dataset = "imagenet" if size == 32 else ("tiny_imagenet" if backbone.startswith("tiny") else "cifar10")
@@ -76,16 +95,16 @@ def test_channels_last_leaves_every_backbone_function_unchanged(backbone):
     fast.load_state_dict(plain.state_dict())
     x = torch.randn(2, 3, size, size)
     with torch.no_grad():
-        torch.testing.assert_close(fast(x.contiguous(memory_format=torch.channels_last)), plain(x),
-                                   rtol=1e-4, atol=1e-5)
+        torch.testing.assert_close(
+            fast(x.contiguous(memory_format=torch.channels_last)), plain(x), rtol=1e-4, atol=1e-5
+        )
 
 
 @pytest.mark.slow
 def test_backbone_moe_routing_of_every_layer_reaches_the_record(tmp_path):
     """Table 5's per-layer utilisation: expert usage over the last epoch and routing entropy, per MoEConv2d."""
     row = _row(backbone="resnet18_moeconv", dataset="imagenet", hidden=[])
-    cfg = dataclasses.replace(resolve(row, PROFILE, seed=0), epochs=1, train_samples=16, test_samples=8,
-                              batch_size=8)
+    cfg = dataclasses.replace(resolve(row, PROFILE, seed=0), epochs=1, train_samples=16, test_samples=8, batch_size=8)
     record = train_run(cfg, torch.device("cpu"), None, tmp_path / "c.ckpt")
     layers = record["routing"]["layers"]
     expected = [f"backbone.net.layer{i}.{b}.conv{c}" for i in (3, 4) for b in (0, 1) for c in (1, 2)]

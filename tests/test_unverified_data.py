@@ -60,8 +60,17 @@ def test_a_repacked_cifar_folder_trains_only_when_allowed_and_says_so(tmp_path, 
     before = dict(os.environ)
     (tmp_path / "profiles.toml").write_text(PROFILE)
     results = tmp_path / "results"
-    args = ["headline_cifar10", "--profiles", str(tmp_path / "profiles.toml"), "--profile", "tiny",
-            "--results-dir", str(results), "--jobs", "1"]
+    args = [
+        "headline_cifar10",
+        "--profiles",
+        str(tmp_path / "profiles.toml"),
+        "--profile",
+        "tiny",
+        "--results-dir",
+        str(results),
+        "--jobs",
+        "1",
+    ]
     runner = CliRunner()
 
     refused = runner.invoke(app, args, env=COLUMNS80)
@@ -84,9 +93,11 @@ def test_a_repacked_cifar_folder_trains_only_when_allowed_and_says_so(tmp_path, 
     assert accepted.exit_code == 0, accepted.output
     # The flag reached each run on its request, not through the environment of this process.
     assert {k: v for k, v in os.environ.items() if k.startswith("REPRO")} == {
-        k: v for k, v in before.items() if k.startswith("REPRO")}
-    records = [json.loads(p.read_text()) for p in (results / "runs").glob("*.json")
-               if not p.name.endswith(".failed.json")]
+        k: v for k, v in before.items() if k.startswith("REPRO")
+    }
+    records = [
+        json.loads(p.read_text()) for p in (results / "runs").glob("*.json") if not p.name.endswith(".failed.json")
+    ]
     assert len(records) == 4 and all(r["provenance"]["allow_unverified_data"] for r in records)
     assert {r["input"]["pipeline"] for r in records} == {"tensor_cpu"}
     # The files people copy say it too: the table and its claims name the files that failed...
@@ -98,23 +109,32 @@ def test_a_repacked_cifar_folder_trains_only_when_allowed_and_says_so(tmp_path, 
     # ...and every caption in one line, the md5 pairs in the file beside it
     tex = (table_dir / "headline_cifar10.tex").read_text()
     captions = [line for line in tex.splitlines() if line.startswith(r"\caption{")]
-    assert captions and all("UNVERIFIED: 7 files fail their published md5, listed in "
-                            r"headline\_cifar10\_unverified\_checksums.txt" in c and "md5 " + got not in c
-                            for c in captions)
+    assert captions and all(
+        "UNVERIFIED: 7 files fail their published md5, listed in "
+        r"headline\_cifar10\_unverified\_checksums.txt"
+        in c
+        and "md5 " + got not in c
+        for c in captions
+    )
     listed = (table_dir / "headline_cifar10_unverified_checksums.txt").read_text()
     assert f"  data_batch_1: md5 {got} != {published}\n" in listed
 
-    reported = runner.invoke(app, ["report", "--results-dir", str(results), "--profiles",
-                                   str(tmp_path / "profiles.toml"), "--profile", "tiny"])
+    reported = runner.invoke(
+        app,
+        ["report", "--results-dir", str(results), "--profiles", str(tmp_path / "profiles.toml"), "--profile", "tiny"],
+    )
     assert reported.exit_code == 0, reported.output
     report, detail = ((results / "tiny" / name).read_text() for name in ("report.md", "report-detail.md"))
     assert "md5 mismatch accepted; unverified: data_batch_1: md5" in detail  # the table's data check
     assert report.startswith("# Reproduction report on UNVERIFIED data:")
     assert detail.startswith("# Reproduction report in detail, on UNVERIFIED data:")
     # The departures each verdict names, with the numbers; the verdicts decided on the data say so beside them
-    for words in ("1 epoch instead of the paper's 50", "batch 16 instead of the recipe's 128",
-                  "7 CIFAR-10 files fail their published md5 (unverified, accepted with --allow-unverified-data)",
-                  "80 train / 16 test CIFAR-10 images where the paper has 50,000 / 10,000"):
+    for words in (
+        "1 epoch instead of the paper's 50",
+        "batch 16 instead of the recipe's 128",
+        "7 CIFAR-10 files fail their published md5 (unverified, accepted with --allow-unverified-data)",
+        "80 train / 16 test CIFAR-10 images where the paper has 50,000 / 10,000",
+    ):
         assert words in report, words
     verdicts = dict(re.findall(r"^\| headline_cifar10 \|.*?\(`(\w+)`\) \| \*\*([a-z ()]+)\*\* \|", report, re.M))
     assert verdicts["headline_w072_gap"].endswith(" (on unverified data)"), verdicts  # decided on 2 seeds
@@ -123,8 +143,8 @@ def test_a_repacked_cifar_folder_trains_only_when_allowed_and_says_so(tmp_path, 
     html = (results / "tiny" / "report.html").read_text()
     title = re.search(r"<title>(.*?)</title>", html, re.S).group(1)
     assert "UNVERIFIED data" in title
-    headline = html[html.index('<section id="headline">'):html.index("</section>")]
-    assert '<span class="unverified"' in html[html.index('id="claim-headline_cifar10-headline_w072_gap"'):]
+    headline = html[html.index('<section id="headline">') : html.index("</section>")]
+    assert '<span class="unverified"' in html[html.index('id="claim-headline_cifar10-headline_w072_gap"') :]
     assert "<li>UNVERIFIED data: 7 CIFAR-10 files fail their published md5" in headline
     assert re.search(r"<h1>Reproduction report <span class=\"warn\">on UNVERIFIED data</span>", html)
     figures = sorted((results / "tiny" / "figures").glob("*.png"))

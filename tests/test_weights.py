@@ -35,8 +35,11 @@ def _fake(folder, stem: str, payload: bytes):
 def test_each_backbones_weights_are_a_field_of_its_registry_entry_and_name_real_torchvision_weights():
     assert W.weights_for("resnet18_moeconv") == W.weights_for("resnet18") == "ResNet18_Weights"
     assert W.weights_for("cifar_standard") is None
-    assert W.pretrained_backbones() == {"mobilenet_v2": "MobileNet_V2_Weights", "resnet18": "ResNet18_Weights",
-                                        "resnet18_moeconv": "ResNet18_Weights"}
+    assert W.pretrained_backbones() == {
+        "mobilenet_v2": "MobileNet_V2_Weights",
+        "resnet18": "ResNet18_Weights",
+        "resnet18_moeconv": "ResNet18_Weights",
+    }
     for backbone, enum in W.pretrained_backbones().items():
         assert BACKBONES.get(backbone).info.weights == enum
         assert getattr(torchvision.models, enum).IMAGENET1K_V1.url.endswith(".pth")
@@ -60,8 +63,11 @@ def test_a_file_that_fails_the_published_hash_is_refused_by_name(empty_cache, mo
     bad.write_bytes(b"not the published weights")
     status = W.weights_status("resnet18", _weights_folders(str(folder)))
     assert status.found and not status.present and status.path == bad
-    with pytest.raises(W.WeightsMissing, match=r"resnet18-f37072fd\.pth.*does not start with the published prefix "
-                                               r"f37072fd"):
+    with pytest.raises(
+        W.WeightsMissing,
+        match=r"resnet18-f37072fd\.pth.*does not start with the published prefix "
+        r"f37072fd",
+    ):
         W.require_weights("resnet18", _weights_folders(str(folder)))
 
 
@@ -88,6 +94,7 @@ def test_a_pretrained_backbone_loads_the_checked_file(empty_cache, monkeypatch):
     torch.manual_seed(0)
     reference = torchvision.models.mobilenet_v2(weights=None)
     import io
+
     buf = io.BytesIO()
     torch.save(reference.state_dict(), buf)
     path = _fake(empty_cache / "mine", "mobilenet_v2", buf.getvalue())

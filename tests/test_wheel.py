@@ -28,8 +28,11 @@ def _run(args, cwd, env, timeout=300):
 
 def _package_files() -> set[str]:
     """Every file of the package in the checkout, as the wheel names it (repro/...), bytecode aside."""
-    return {p.relative_to(REPO_ROOT).as_posix() for p in (REPO_ROOT / "repro").rglob("*")
-            if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"}
+    return {
+        p.relative_to(REPO_ROOT).as_posix()
+        for p in (REPO_ROOT / "repro").rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"
+    }
 
 
 @pytest.mark.slow
@@ -40,9 +43,23 @@ def test_the_wheel_runs_outside_the_checkout(tmp_path):
         shutil.copy(REPO_ROOT / name, source / name)
     shutil.copytree(REPO_ROOT / "repro", source / "repro", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     env = {k: v for k, v in os.environ.items() if k not in ENV_DROPPED}
-    _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(tmp_path / "dist"),
-          str(source)], tmp_path, env)
-    wheel, = (tmp_path / "dist").glob("repro_moe_rho-*.whl")
+    _run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(tmp_path / "dist"),
+            str(source),
+        ],
+        tmp_path,
+        env,
+    )
+    (wheel,) = (tmp_path / "dist").glob("repro_moe_rho-*.whl")
     with zipfile.ZipFile(wheel) as z:
         missing = _package_files() - set(z.namelist())
     assert not missing, f"package files the wheel lacks (pyproject.toml's package-data): {sorted(missing)}"
@@ -53,8 +70,11 @@ def test_the_wheel_runs_outside_the_checkout(tmp_path):
     site = _run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], tmp_path, env).strip()
     # this environment's torch, typer, ... after the wheel on the fresh one's path: nothing to download
     (Path(site) / "dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    _run([sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps", "--no-index", str(wheel)],
-         tmp_path, env)
+    _run(
+        [sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps", "--no-index", str(wheel)],
+        tmp_path,
+        env,
+    )
 
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
@@ -70,6 +90,7 @@ def test_the_wheel_runs_outside_the_checkout(tmp_path):
     assert "table6" in flops and "analytic = fvcore = torch/2 for every module" in flops, flops
     assert "FLOP check failed" not in flops
     assert any((tmp_path / "cache" / "flops").glob("*.json"))  # the counts went to $REPRO_CACHE, read at the start
-    commit = _run([str(python), "-c", "from repro.results.provenance import git_commit; print(git_commit())"],
-                  elsewhere, env).strip()
+    commit = _run(
+        [str(python), "-c", "from repro.results.provenance import git_commit; print(git_commit())"], elsewhere, env
+    ).strip()
     assert commit == "not a git checkout"

@@ -36,36 +36,66 @@ def reference_run_model(samples: list[dict[str, Any]]) -> dict[str, float]:
     """The run model of a reference's runs: repro.cost.fit's constants at the cold estimate's units (no parameter
     terms: a cold estimate has no model sizes), and the CPU share of their wall time."""
     (a, b, _, o, _), _ = fit_constants([([r["macs"], r["steps"], 0.0, 1.0, 0.0], r["cpu_s"]) for r in samples], 0.0)
-    return {"macs_per_s": 1 / a if a > 0 else float("inf"), "step_overhead_s": b, "run_overhead_s": o,
-            "cpu_share": sum(r["cpu_s"] for r in samples) / sum(r["wall_s"] for r in samples)}
+    return {
+        "macs_per_s": 1 / a if a > 0 else float("inf"),
+        "step_overhead_s": b,
+        "run_overhead_s": o,
+        "cpu_share": sum(r["cpu_s"] for r in samples) / sum(r["wall_s"] for r in samples),
+    }
 
 
-def build_cpu_reference(results_dirs: list[Path], manifests: list, commit: str, machine: str,
-          cache: Path = DEFAULT_CACHE) -> dict[str, Any]:
+def build_cpu_reference(
+    results_dirs: list[Path], manifests: list, commit: str, machine: str, cache: Path = DEFAULT_CACHE
+) -> dict[str, Any]:
     """The document tools/write_cpu_reference.py writes: every CPU run record of the folders, the run model
     fitted to them at the cold estimate's units, and the phase rates fitted to their timings.json, priced as
     cold whatever this machine's cache folder `cache` holds."""
     times = read_folders(results_dirs)
     runs = [r for r in times.runs_of("cpu") if r.cpu_s is not None]
     if len(runs) < MIN_RUNS:
-        raise ValueError(f"{len(runs)} CPU run records with CPU seconds under {', '.join(map(str, results_dirs))}; "
-                         f"a reference needs {MIN_RUNS} or more")
+        raise ValueError(
+            f"{len(runs)} CPU run records with CPU seconds under {', '.join(map(str, results_dirs))}; "
+            f"a reference needs {MIN_RUNS} or more"
+        )
     model = CostModel(cached_only=True, cache=cache)  # what a cold `repro list` sees: shipped counts, no model sizes
     work = {r.hash: model.run_work(r.cfg) for r in runs}
-    samples = sorted(({"hash": r.hash, "label": f"{r.label or r.manifest} ({r.cfg.data}, {r.cfg.epochs} epochs)",
-                       "macs": work[r.hash].macs, "steps": work[r.hash].steps, "cpu_s": round(r.cpu_s, 3),
-                       "wall_s": round(r.wall_s, 3)} for r in runs), key=lambda s: s["label"])
+    samples = sorted(
+        (
+            {
+                "hash": r.hash,
+                "label": f"{r.label or r.manifest} ({r.cfg.data}, {r.cfg.epochs} epochs)",
+                "macs": work[r.hash].macs,
+                "steps": work[r.hash].steps,
+                "cpu_s": round(r.cpu_s, 3),
+                "wall_s": round(r.wall_s, 3),
+            }
+            for r in runs
+        ),
+        key=lambda s: s["label"],
+    )
     constants = reference_run_model(samples)
-    device = Throughput("cpu", "cpu", constants["macs_per_s"], constants["step_overhead_s"], "reference",
-                        run_seconds={s["hash"]: s["cpu_s"] for s in samples},
-                        run_overhead_s=constants["run_overhead_s"], cpu_share=constants["cpu_share"], parallel=2,
-                        fitted=True)
+    device = Throughput(
+        "cpu",
+        "cpu",
+        constants["macs_per_s"],
+        constants["step_overhead_s"],
+        "reference",
+        run_seconds={s["hash"]: s["cpu_s"] for s in samples},
+        run_overhead_s=constants["run_overhead_s"],
+        cpu_share=constants["cpu_share"],
+        parallel=2,
+        fitted=True,
+    )
     # The folders were measured cold: their stand-in pretraining is priced, whatever is cached here.
     with tempfile.TemporaryDirectory(prefix="repro-reference-") as empty:
-        rates = fit_rates(times, plan_all(manifests), CostModel(cached_only=True, fitted={"cpu": device},
-                                                                cache=Path(empty)))
-    ratios = sorted((r["macs"] / constants["macs_per_s"] + r["steps"] * constants["step_overhead_s"]
-                     + constants["run_overhead_s"]) / r["cpu_s"] for r in samples)
+        rates = fit_rates(
+            times, plan_all(manifests), CostModel(cached_only=True, fitted={"cpu": device}, cache=Path(empty))
+        )
+    ratios = sorted(
+        (r["macs"] / constants["macs_per_s"] + r["steps"] * constants["step_overhead_s"] + constants["run_overhead_s"])
+        / r["cpu_s"]
+        for r in samples
+    )
     deciles = statistics.quantiles(ratios, n=10)
     return {
         "schema": SCHEMA,
@@ -75,11 +105,14 @@ def build_cpu_reference(results_dirs: list[Path], manifests: list, commit: str, 
         "commit": commit,
         "run_model": constants,
         "fit": f"the run model's CPU seconds / the measured, per run: median {statistics.median(ratios):.2f}, "
-               f"10-90% {deciles[0]:.2f}-{deciles[-1]:.2f} (a run listed here is priced at its own)",
+        f"10-90% {deciles[0]:.2f}-{deciles[-1]:.2f} (a run listed here is priced at its own)",
         "rates": {k: round(getattr(rates, k).seconds, 4) for k in RATE_NAMES if getattr(rates, k).basis == "fitted"},
         # What the estimates priced by this file are checked against (tests/cost/test_reference.py):
-        "verify_all_wall_s": {profile: round(commands["verify-all"].wall_s, 1)
-                              for profile, commands in sorted(times.commands.items()) if "verify-all" in commands},
+        "verify_all_wall_s": {
+            profile: round(commands["verify-all"].wall_s, 1)
+            for profile, commands in sorted(times.commands.items())
+            if "verify-all" in commands
+        },
         "runs": samples,
     }
 

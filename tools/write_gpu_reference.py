@@ -28,8 +28,12 @@ PROFILES = REPO_ROOT / "tools" / "device" / "profiles.toml"
 
 def configs(profiles=PROFILES) -> dict:
     """Every run the shipped manifests plan under the file's profiles, by config hash."""
-    return {p.cfg.hash: p.cfg for m in load_all(profiles_file=profiles) for prof in m.profiles.values()
-            for p in planned_runs(m, prof)}
+    return {
+        p.cfg.hash: p.cfg
+        for m in load_all(profiles_file=profiles)
+        for prof in m.profiles.values()
+        for p in planned_runs(m, prof)
+    }
 
 
 def newest_folders(root: Path) -> list[Path]:
@@ -57,9 +61,12 @@ def build_reference(root: Path, configs: dict[str, Any], label_root: str = "docs
     folders = newest_folders(root)
     if not folders:
         raise ValueError(f"{root}: no <date>-<gpu>/bench_gpu.json measurement folder")
-    return {"note": "written by tools/write_gpu_reference.py from docs/measurements/; checked by "
-                    "tests/cost/test_gpu_reference.py", "schema": SCHEMA,
-            "references": [build_folder(f, configs, f"{label_root}/{f.name}") for f in folders]}
+    return {
+        "note": "written by tools/write_gpu_reference.py from docs/measurements/; checked by "
+        "tests/cost/test_gpu_reference.py",
+        "schema": SCHEMA,
+        "references": [build_folder(f, configs, f"{label_root}/{f.name}") for f in folders],
+    }
 
 
 def input_choices(reference: dict[str, Any]) -> dict[str, Any]:
@@ -68,10 +75,13 @@ def input_choices(reference: dict[str, Any]) -> dict[str, Any]:
     for doc in reference["references"]:
         cal = parse(doc, Path(doc["measured_in"]))
         for rate in cal.inputs.values():
-            gpus.setdefault(cal.device, {"path": rate.path, "ratio": rate.ratio,
-                                         "measured": f"{doc['measured_in']}: {rate.check}"})
-    return {"note": "written by tools/write_gpu_reference.py from docs/measurements/ (repro.data.input_choice)",
-            "gpus": gpus}
+            gpus.setdefault(
+                cal.device, {"path": rate.path, "ratio": rate.ratio, "measured": f"{doc['measured_in']}: {rate.check}"}
+            )
+    return {
+        "note": "written by tools/write_gpu_reference.py from docs/measurements/ (repro.data.input_choice)",
+        "gpus": gpus,
+    }
 
 
 def build(bench_docs: list[dict[str, Any]], timings: dict[str, Any] | None, configs: dict[str, Any]) -> dict[str, Any]:
@@ -88,8 +98,11 @@ def build(bench_docs: list[dict[str, Any]], timings: dict[str, Any] | None, conf
             if check["name"] not in checks or checks[check["name"]]["status"] == "skipped":
                 checks[check["name"]] = check
         merged["manifests"] = {**merged["manifests"], **doc["manifests"]}
-    merged.update(checks=list(checks.values()), wall_s=sum(d["wall_s"] for d in bench_docs),
-                  started=min(d["started"] for d in bench_docs))
+    merged.update(
+        checks=list(checks.values()),
+        wall_s=sum(d["wall_s"] for d in bench_docs),
+        started=min(d["started"] for d in bench_docs),
+    )
     if timings is None:
         return merged
     seconds = values = 0.0
@@ -102,7 +115,7 @@ def build(bench_docs: list[dict[str, Any]], timings: dict[str, Any] | None, conf
                 continue
             sizes = run_split_sizes(cfg.dataset, cfg.data, cfg.train_samples, cfg.test_samples)
             seconds += part["wall_s"]
-            values += (sizes.train + sizes.test) * get_dataset(cfg.dataset).channels * cfg.image_size ** 2
+            values += (sizes.train + sizes.test) * get_dataset(cfg.dataset).channels * cfg.image_size**2
             runs += 1
         commands.append(f"`repro {name.split('/')[-1]} --profile {command['profile']}`, {command['started']}")
     if not runs:
@@ -122,6 +135,8 @@ if __name__ == "__main__":
     for ref in reference["references"]:
         prep = ref.get("data_preparation")
         prep_text = f"{prep['seconds_per_value']:.3g} s a value" if prep else "not measured"
-        print(f"{ref['measured_in']}: {len(ref['checks'])} checks, {len(ref['manifests'])} manifests, "
-              f"data preparation {prep_text}")
+        print(
+            f"{ref['measured_in']}: {len(ref['checks'])} checks, {len(ref['manifests'])} manifests, "
+            f"data preparation {prep_text}"
+        )
     print(f"wrote {REFERENCE_FILE} and {INPUT_FILE}")

@@ -25,14 +25,17 @@ from repro.results import row_seeds  # noqa: E402
 def gaps(results: Path, profile: str) -> pd.DataFrame:
     """One row per comparison of a trained row with its baseline: table, comparison, rho, gap (pp), seeds."""
     seeds = row_seeds(results, profile)
-    pairs = pd.DataFrame([(m.id, c.id, c.row, c.baseline) for m in load_all() for c in m.comparisons],
-                         columns=["table", "comparison", "row", "baseline"])
+    pairs = pd.DataFrame(
+        [(m.id, c.id, c.row, c.baseline) for m in load_all() for c in m.comparisons],
+        columns=["table", "comparison", "row", "baseline"],
+    )
     model = pairs.merge(seeds, on=["table", "row"])  # one row per comparison and seed of its model row
     base = seeds[["table", "row", "seed", "accuracy"]].rename(columns={"row": "baseline", "accuracy": "base"})
     paired = model.merge(base, on=["table", "baseline", "seed"])  # the seeds both rows have
     paired["gap"] = 100 * (paired.accuracy - paired.base)
-    out = paired.groupby(["table", "comparison"], sort=True).agg(rho=("rho", "first"), gap=("gap", "mean"),
-                                                                 seeds=("seed", "size"))
+    out = paired.groupby(["table", "comparison"], sort=True).agg(
+        rho=("rho", "first"), gap=("gap", "mean"), seeds=("seed", "size")
+    )
     return out.reset_index()
 
 
@@ -41,8 +44,11 @@ def draw(points: pd.DataFrame, path: Path, profile: str) -> None:
     for table, group in points.groupby("table"):
         ax.scatter(100 * group.rho, group.gap, label=table, s=18)
     ax.axhline(0, color="grey", lw=0.8)
-    ax.set(xlabel="ρ: routed share of inference FLOPs (%)", ylabel="MoE − dense gap (pp, paired by seed)",
-           title=f"Gap against ρ, profile {profile}")
+    ax.set(
+        xlabel="ρ: routed share of inference FLOPs (%)",
+        ylabel="MoE − dense gap (pp, paired by seed)",
+        title=f"Gap against ρ, profile {profile}",
+    )
     ax.legend(fontsize=7, ncol=2)
     fig.tight_layout()
     fig.savefig(path, dpi=120)

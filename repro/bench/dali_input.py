@@ -33,8 +33,17 @@ def missing() -> str:
 class DaliLoader:
     """(x (B, C, S, S) float32 channels-last, y int64 (B,)) batches on `device`, from DALI; len() batches an epoch."""
 
-    def __init__(self, samples: list[tuple[str, int]], batch_size: int, image_size: int, device: torch.device,
-                 threads: int, mean: tuple[float, ...], std: tuple[float, ...], seed: int = 0) -> None:
+    def __init__(
+        self,
+        samples: list[tuple[str, int]],
+        batch_size: int,
+        image_size: int,
+        device: torch.device,
+        threads: int,
+        mean: tuple[float, ...],
+        std: tuple[float, ...],
+        seed: int = 0,
+    ) -> None:
         from nvidia.dali import fn, pipeline_def, types
         from nvidia.dali.plugin.pytorch import DALIGenericIterator, LastBatchPolicy
 
@@ -44,22 +53,37 @@ class DaliLoader:
         @pipeline_def
         def pipeline():
             jpegs, label = fn.readers.file(files=files, labels=labels, random_shuffle=True, name="reader")
-            images = fn.decoders.image_random_crop(jpegs, device="mixed" if gpu else "cpu", output_type=types.RGB,
-                                                   random_area=[0.08, 1.0], random_aspect_ratio=[3 / 4, 4 / 3],
-                                                   num_attempts=10)
+            images = fn.decoders.image_random_crop(
+                jpegs,
+                device="mixed" if gpu else "cpu",
+                output_type=types.RGB,
+                random_area=[0.08, 1.0],
+                random_aspect_ratio=[3 / 4, 4 / 3],
+                num_attempts=10,
+            )
             images = fn.resize(images, resize_x=image_size, resize_y=image_size, antialias=True)
-            images = fn.crop_mirror_normalize(images, dtype=types.FLOAT, output_layout="HWC",
-                                              mean=[m * 255 for m in mean], std=[s * 255 for s in std],
-                                              mirror=fn.random.coin_flip(probability=0.5))
+            images = fn.crop_mirror_normalize(
+                images,
+                dtype=types.FLOAT,
+                output_layout="HWC",
+                mean=[m * 255 for m in mean],
+                std=[s * 255 for s in std],
+                mirror=fn.random.coin_flip(probability=0.5),
+            )
             return images, label
 
         self.batch_size, self.device = batch_size, device
         self.steps = len(samples) // batch_size
-        pipe = pipeline(batch_size=batch_size, num_threads=max(1, threads), seed=seed,
-                        device_id=(device.index or 0) if gpu else None)
+        pipe = pipeline(
+            batch_size=batch_size,
+            num_threads=max(1, threads),
+            seed=seed,
+            device_id=(device.index or 0) if gpu else None,
+        )
         pipe.build()
-        self.iterator = DALIGenericIterator([pipe], ["x", "y"], reader_name="reader",
-                                            last_batch_policy=LastBatchPolicy.DROP, auto_reset=True)
+        self.iterator = DALIGenericIterator(
+            [pipe], ["x", "y"], reader_name="reader", last_batch_policy=LastBatchPolicy.DROP, auto_reset=True
+        )
         self.pipeline = "dali"
         self.workers = threads
 

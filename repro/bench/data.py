@@ -43,8 +43,14 @@ class PILImages(Dataset):
 
 
 def usual_transform(mean: tuple[float, ...], std: tuple[float, ...]) -> transforms.Compose:
-    return transforms.Compose([transforms.RandomCrop(32, padding=4), transforms.RandomHorizontalFlip(),
-                               transforms.ToTensor(), transforms.Normalize(mean, std)])
+    return transforms.Compose(
+        [
+            transforms.RandomCrop(32, padding=4),
+            transforms.RandomHorizontalFlip(),
+            transforms.ToTensor(),
+            transforms.Normalize(mean, std),
+        ]
+    )
 
 
 def _epoch_seconds(batches: Iterable, device: torch.device) -> tuple[float, int]:
@@ -56,8 +62,15 @@ def _epoch_seconds(batches: Iterable, device: torch.device) -> tuple[float, int]
     return time.perf_counter() - start, seen
 
 
-def bench_data(n_images: int = 10_000, batch_size: int = 256, device: str = "cpu", repeats: int = 3,
-               workers: tuple[int, ...] = (0, 2), seed: int = 0, cache: Path = DEFAULT_CACHE) -> dict:
+def bench_data(
+    n_images: int = 10_000,
+    batch_size: int = 256,
+    device: str = "cpu",
+    repeats: int = 3,
+    workers: tuple[int, ...] = (0, 2),
+    seed: int = 0,
+    cache: Path = DEFAULT_CACHE,
+) -> dict:
     """Images/s of each data path and TensorLoader's speed-up over each DataLoader setting (the synthetic images
     kept in the cache folder `cache`)."""
     dev = torch.device(device)
@@ -66,25 +79,35 @@ def bench_data(n_images: int = 10_000, batch_size: int = 256, device: str = "cpu
     hwc = images.permute(0, 2, 3, 1).contiguous().numpy()  # (N, 32, 32, 3): CIFAR10.data's layout
     dataset = PILImages(hwc, labels.tolist(), usual_transform(spec.mean, spec.std))
     paths: dict[str, Iterable] = {
-        f"dataloader_workers{w}": DataLoader(dataset, batch_size=batch_size, shuffle=True, num_workers=w,
-                                             drop_last=True, persistent_workers=w > 0,
-                                             pin_memory=dev.type == "cuda")
+        f"dataloader_workers{w}": DataLoader(
+            dataset,
+            batch_size=batch_size,
+            shuffle=True,
+            num_workers=w,
+            drop_last=True,
+            persistent_workers=w > 0,
+            pin_memory=dev.type == "cuda",
+        )
         for w in workers
     }
-    paths["tensor_loader"] = TensorLoader.for_dataset("cifar10", images, labels, batch_size, train=True,
-                                                      seed=seed, device=dev)
+    paths["tensor_loader"] = TensorLoader.for_dataset(
+        "cifar10", images, labels, batch_size, train=True, seed=seed, device=dev
+    )
     for batches in paths.values():  # warm-up: worker start-up, allocator, caches
         _epoch_seconds(batches, dev)
     rates: dict[str, list[float]] = {name: [] for name in paths}
     for r in range(repeats):
         names = list(paths)
-        for name in names[r % len(names):] + names[:r % len(names)]:  # rotate who goes first
+        for name in names[r % len(names) :] + names[: r % len(names)]:  # rotate who goes first
             seconds, seen = _epoch_seconds(paths[name], dev)
             rates[name].append(seen / seconds)
     median = {name: statistics.median(v) for name, v in rates.items()}
     ours = median["tensor_loader"]
     return {
-        "n_images": n_images, "batch_size": batch_size, "device": str(dev), "repeats": repeats,
+        "n_images": n_images,
+        "batch_size": batch_size,
+        "device": str(dev),
+        "repeats": repeats,
         "torch_threads": torch.get_num_threads(),
         "images_per_s": median,
         "rounds": rates,

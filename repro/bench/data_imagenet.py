@@ -39,8 +39,14 @@ class DataPathRow:
         return asdict(self)
 
 
-def write_jpeg_fixtures(folder: str | Path, n: int = 64, classes: int = 4, size: tuple[int, int] = (500, 375),
-                        seed: int = 0, quality: int = 90) -> Path:
+def write_jpeg_fixtures(
+    folder: str | Path,
+    n: int = 64,
+    classes: int = 4,
+    size: tuple[int, int] = (500, 375),
+    seed: int = 0,
+    quality: int = 90,
+) -> Path:
     """n JPEGs in an ImageFolder tree of `classes` classes: gradients plus noise, a third of them portrait."""
     folder = Path(folder)
     rng = np.random.default_rng(seed)
@@ -70,25 +76,37 @@ def _epoch_rate(loader, device: torch.device) -> float:
     return seen / (time.perf_counter() - start)
 
 
-def bench_imagenet(folder: str | Path, device: str = "cpu", batch_size: int = 32, workers: int | None = None,
-                   repeats: int = 3, image_size: int = 224, pipelines: list[str] | None = None,
-                   seed: int = 0) -> list[DataPathRow]:
+def bench_imagenet(
+    folder: str | Path,
+    device: str = "cpu",
+    batch_size: int = 32,
+    workers: int | None = None,
+    repeats: int = 3,
+    image_size: int = 224,
+    pipelines: list[str] | None = None,
+    seed: int = 0,
+) -> list[DataPathRow]:
     """One row per input path: median images/s over `repeats` training epochs of `folder`, and its ratio to pil."""
     dev = torch.device(device)
     workers = default_workers() if workers is None else workers
     names = pipelines or default_pipelines(dev)
-    loaders = {p: image_folder_loader(folder, batch_size, train=True, image_size=image_size, workers=workers,
-                                      seed=seed, device=dev, pipeline=p) for p in names}
+    loaders = {
+        p: image_folder_loader(
+            folder, batch_size, train=True, image_size=image_size, workers=workers, seed=seed, device=dev, pipeline=p
+        )
+        for p in names
+    }
     for loader in loaders.values():  # warm-up: worker start-up, allocator, the GPU decoder's handles
         _epoch_rate(loader, dev)
     rates: dict[str, list[float]] = {p: [] for p in names}
     for r in range(repeats):
-        for p in names[r % len(names):] + names[:r % len(names)]:  # rotate who goes first
+        for p in names[r % len(names) :] + names[: r % len(names)]:  # rotate who goes first
             rates[p].append(_epoch_rate(loaders[p], dev))
     median = {p: statistics.median(v) for p, v in rates.items()}
     rows = []
     for p in names:
         ratio = median[p] / median["pil"] if "pil" in median else None
-        rows.append(DataPathRow(p, str(dev), workers, batch_size, len(loaders[p]) * batch_size, median[p], ratio,
-                                rates[p]))
+        rows.append(
+            DataPathRow(p, str(dev), workers, batch_size, len(loaders[p]) * batch_size, median[p], ratio, rates[p])
+        )
     return rows

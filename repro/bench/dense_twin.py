@@ -56,24 +56,35 @@ def twin_result(dense: dict[str, Any], routed: Check, device_type: str, dry_run:
     The result is the twin's training result with "routed_check", "routed_images_per_s", "ratio", "goal" and
     "judged" added; the error says why the ratio fails the goal, or that the routed model was not measured."""
     routed_rate = routed.result.get("images_per_s")
-    out = {**dense, "routed_check": routed.name, "routed_images_per_s": routed_rate, "goal": GOAL,
-           "judged": judged(device_type, dry_run), "ratio": None}
+    out = {
+        **dense,
+        "routed_check": routed.name,
+        "routed_images_per_s": routed_rate,
+        "goal": GOAL,
+        "judged": judged(device_type, dry_run),
+        "ratio": None,
+    }
     if not routed_rate:
         return out, f"{routed.name} measured no images/s ({routed.status}): no ratio"
     out["ratio"] = routed_rate / dense["images_per_s"]
     if out["judged"] and out["ratio"] < GOAL:
-        return out, (f"{routed.name} at {out['ratio']:.2f}x its dense twin's images/s "
-                     f"({routed_rate:,.0f} against {dense['images_per_s']:,.0f}); goal >= {GOAL}x")
+        return out, (
+            f"{routed.name} at {out['ratio']:.2f}x its dense twin's images/s "
+            f"({routed_rate:,.0f} against {dense['images_per_s']:,.0f}); goal >= {GOAL}x"
+        )
     return out, ""
 
 
-def twin_job(twin: Twin, routed: Check, train: Callable[[Row], tuple[dict[str, Any], str]], device_type: str,
-             dry_run: bool) -> Callable[[], tuple[dict[str, Any], str]]:
+def twin_job(
+    twin: Twin, routed: Check, train: Callable[[Row], tuple[dict[str, Any], str]], device_type: str, dry_run: bool
+) -> Callable[[], tuple[dict[str, Any], str]]:
     """The check's body: train the twin with `train` (the routed model's settings), then compare."""
+
     def run() -> tuple[dict[str, Any], str]:
         dense, error = train(twin.dense)
-        result, verdict = twin_result({**dense, "row": f"{twin.manifest}.{twin.dense.id}"}, routed, device_type,
-                                      dry_run)
+        result, verdict = twin_result(
+            {**dense, "row": f"{twin.manifest}.{twin.dense.id}"}, routed, device_type, dry_run
+        )
         return result, "; ".join(e for e in (error, verdict) if e)
 
     return run
@@ -85,5 +96,4 @@ def ratio_line(check: dict[str, Any]) -> str:
     if r.get("ratio") is None:
         return f"{check['name']}: no ratio ({check['error']})"
     verdict = ("pass" if r["ratio"] >= r["goal"] else "FAIL") if r["judged"] else "not judged off a GPU at full size"
-    return (f"{r['routed_check']} / its dense twin: {r['ratio']:.2f}x "
-            f"(goal >= {r['goal']}x on a GPU: {verdict})")
+    return f"{r['routed_check']} / its dense twin: {r['ratio']:.2f}x (goal >= {r['goal']}x on a GPU: {verdict})"

@@ -54,13 +54,20 @@ def held_out_times(times: FolderTimes, plans: Plans, profile: str, fit_on: tuple
     tables = dict(times.tables)
     tables[profile] = {k: v for k, v in times.tables.get(profile, {}).items() if k in fit_on}
     commands = dict(times.commands)
-    commands[profile] = {k: v for k, v in times.commands.get(profile, {}).items()
-                         if k != "verify-all" and set(v.tables) <= set(fit_on)}
+    commands[profile] = {
+        k: v for k, v in times.commands.get(profile, {}).items() if k != "verify-all" and set(v.tables) <= set(fit_on)
+    }
     return FolderTimes(runs, tables, commands)
 
 
-def bench_estimates(results_dir: Path, profile: str, plans: Plans, fit_on: tuple[str, ...] = (),
-                    wall_s: float | None = None, model: CostModel | None = None) -> EstimateBench:
+def bench_estimates(
+    results_dir: Path,
+    profile: str,
+    plans: Plans,
+    fit_on: tuple[str, ...] = (),
+    wall_s: float | None = None,
+    model: CostModel | None = None,
+) -> EstimateBench:
     times = read_folder(results_dir)
     training = held_out_times(times, plans, profile, fit_on) if fit_on else times
     model = model or CostModel()
@@ -73,9 +80,14 @@ def bench_estimates(results_dir: Path, profile: str, plans: Plans, fit_on: tuple
     if fit_on:
         rest = [c for c in out.tables if c.what not in fit_on]
         if rest:
-            out.held_out = Compared(profile, f"{len(rest)} tables held out", sum(c.estimated_s for c in rest),
-                                    max((c.basis for c in rest), key=BASES.index), sum(c.measured_s for c in rest),
-                                    "the tables' measured wall times")
+            out.held_out = Compared(
+                profile,
+                f"{len(rest)} tables held out",
+                sum(c.estimated_s for c in rest),
+                max((c.basis for c in rest), key=BASES.index),
+                sum(c.measured_s for c in rest),
+                "the tables' measured wall times",
+            )
         mine = plans.at(profile)
         held = _hashes([p for p in mine if p.id not in fit_on]) - _hashes([p for p in mine if p.id in fit_on])
     else:

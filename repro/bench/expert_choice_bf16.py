@@ -69,6 +69,14 @@ def expert_choice_check(row: Row, device: torch.device) -> dict[str, Any]:
     norm = torch.sqrt(sum((gr.float() ** 2).sum() for gr in grads)).item()
     expect(math.isfinite(loss.item()) and math.isfinite(norm), f"loss {loss.item()}, gradient norm {norm}")
     expect(agreement >= AGREEMENT, f"only {agreement:.0%} of samples within 5% of fp32 (expected >= {AGREEMENT:.0%})")
-    return {"dataset": row.dataset, "head": row.head.key(), "batch": batch, "features": d,
-            "output_dtype": str(out.dtype).replace("torch.", ""), "agreement_with_fp32": agreement,
-            "max_rel_diff": rel.max().item(), "loss": loss.item(), "grad_norm": norm}
+    return {
+        "dataset": row.dataset,
+        "head": row.head.key(),
+        "batch": batch,
+        "features": d,
+        "output_dtype": str(out.dtype).replace("torch.", ""),
+        "agreement_with_fp32": agreement,
+        "max_rel_diff": rel.max().item(),
+        "loss": loss.item(),
+        "grad_norm": norm,
+    }

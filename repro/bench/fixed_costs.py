@@ -65,6 +65,15 @@ def fixed_costs(results_dir: Path, profile: str, command: str) -> list[RunCost]:
         epochs = [h["seconds"] for h in record["history"]]
         parts = run["parts"]
         part = lambda name: parts.get(name, {}).get("wall_s", 0.0)  # noqa: E731
-        out.append(RunCost(run["label"], run["hash"], part("data preparation"), part("model building"), epochs[0],
-                           statistics.median(epochs[1:]) if len(epochs) > 1 else None, run["wall_s"]))
+        out.append(
+            RunCost(
+                run["label"],
+                run["hash"],
+                part("data preparation"),
+                part("model building"),
+                epochs[0],
+                statistics.median(epochs[1:]) if len(epochs) > 1 else None,
+                run["wall_s"],
+            )
+        )
     return out

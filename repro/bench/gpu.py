@@ -87,8 +87,18 @@ class GpuSettings:
 
 FULL = GpuSettings()
 # No device time at stake: a loaded CPU may take longer, and every check still runs.
-DRY_RUN = GpuSettings(steps=1, warmup_steps=1, chunk_steps=1, model_budget_s=10.0, budget_s=1800.0, batch_cap=4,
-                      image_cap=16, child_timeout_s=300.0, deadline_s=3600.0, input_paths=DRY_INPUT)
+DRY_RUN = GpuSettings(
+    steps=1,
+    warmup_steps=1,
+    chunk_steps=1,
+    model_budget_s=10.0,
+    budget_s=1800.0,
+    batch_cap=4,
+    image_cap=16,
+    child_timeout_s=300.0,
+    deadline_s=3600.0,
+    input_paths=DRY_INPUT,
+)
 
 
 # --------------------------------------------------------------------------- what to train
@@ -193,13 +203,19 @@ def plan_training(plans: list[TablePlan], failures: dict[str, BaseException] | N
 def check_config(p: Planned, s: GpuSettings) -> RunConfig:
     """The paper's run of the row, in bf16, at most the toy caps; random weights (speed does not depend on them)."""
     cfg = p.cfg
-    return replace(cfg, bf16=True, pretrained=False, batch_size=min(cfg.batch_size, s.batch_cap or cfg.batch_size),
-                   image_size=min(cfg.image_size, s.image_cap or cfg.image_size))
+    return replace(
+        cfg,
+        bf16=True,
+        pretrained=False,
+        batch_size=min(cfg.batch_size, s.batch_cap or cfg.batch_size),
+        image_size=min(cfg.image_size, s.image_cap or cfg.image_size),
+    )
 
 
 # --------------------------------------------------------------------------- training throughput
-def train_check(p: Planned, s: GpuSettings, device: torch.device,
-                run_settings: Settings = Settings()) -> tuple[dict[str, Any], str]:
+def train_check(
+    p: Planned, s: GpuSettings, device: torch.device, run_settings: Settings = Settings()
+) -> tuple[dict[str, Any], str]:
     """(result, error): images/s and memory of `p` trained through repro.train.loop under the command's settings;
     error names a compile fallback."""
     cfg = check_config(p, s)
@@ -223,12 +239,23 @@ def train_check(p: Planned, s: GpuSettings, device: torch.device,
     images_per_s = done * cfg.batch_size / timed_s
     engine, error = trainer.engine, trainer.compile_error
     result = {
-        "manifests": sorted(p.manifests), "dataset": cfg.dataset, "backbone": cfg.backbone, "head": cfg.head,
-        "batch_size": cfg.batch_size, "image_size": cfg.image_size, "precision": s.precision,
-        "channels_last": engine.channels_last, "compiled": trainer.compiled,
-        "compile_error": error, "dispatch": engine.dispatch, "forward_macs": macs, "flop_counter": counter,
+        "manifests": sorted(p.manifests),
+        "dataset": cfg.dataset,
+        "backbone": cfg.backbone,
+        "head": cfg.head,
+        "batch_size": cfg.batch_size,
+        "image_size": cfg.image_size,
+        "precision": s.precision,
+        "channels_last": engine.channels_last,
+        "compiled": trainer.compiled,
+        "compile_error": error,
+        "dispatch": engine.dispatch,
+        "forward_macs": macs,
+        "flop_counter": counter,
         "steps": done,
-        "timed_seconds": timed_s, "warmup_seconds": warmup_s, "images_per_s": images_per_s,
+        "timed_seconds": timed_s,
+        "warmup_seconds": warmup_s,
+        "images_per_s": images_per_s,
         "train_macs_per_s": 3 * macs * images_per_s,
         "peak_memory_bytes": torch.cuda.max_memory_allocated(device) if device.type == "cuda" else None,
         "final_loss": entry["train_loss"],
@@ -240,10 +267,20 @@ def train_check(p: Planned, s: GpuSettings, device: torch.device,
 def device_info(device: torch.device) -> dict[str, Any]:
     if device.type == "cuda":
         props = torch.cuda.get_device_properties(device)
-        return {"type": "cuda", "name": props.name, "label": device_label(device),
-                "memory_bytes": props.total_memory, "capability": f"{props.major}.{props.minor}"}
-    return {"type": device.type, "name": platform.processor() or platform.machine(), "label": device_label(device),
-            "memory_bytes": None, "capability": None}
+        return {
+            "type": "cuda",
+            "name": props.name,
+            "label": device_label(device),
+            "memory_bytes": props.total_memory,
+            "capability": f"{props.major}.{props.minor}",
+        }
+    return {
+        "type": device.type,
+        "name": platform.processor() or platform.machine(),
+        "label": device_label(device),
+        "memory_bytes": None,
+        "capability": None,
+    }
 
 
 def _where(exc: BaseException) -> str:
@@ -276,16 +313,24 @@ def _deadline(seconds: float) -> Iterator[None]:
         signal.signal(signal.SIGALRM, previous)
 
 
-def _input_job(dataset: str, planned: list[Planned], jobs: list[tuple[Check, Any]], s: GpuSettings,
-               device: torch.device, dry_run: bool, run_settings: Settings) -> tuple[dict[str, Any], str]:
+def _input_job(
+    dataset: str,
+    planned: list[Planned],
+    jobs: list[tuple[Check, Any]],
+    s: GpuSettings,
+    device: torch.device,
+    dry_run: bool,
+    run_settings: Settings,
+) -> tuple[dict[str, Any], str]:
     """The input paths of a streamed dataset, fed to its fastest model measured (repro.bench.input_paths)."""
     by_name = {p.name: p for p in planned if p.row.dataset == dataset}
     done = [c for c, _ in jobs if c.name in by_name and c.result.get("images_per_s")]
     if not done:
         raise RuntimeError(f"no {dataset} model's training check measured images/s to feed")
     fastest = max(done, key=lambda c: c.result["images_per_s"])
-    return input_check(check_config(by_name[fastest.name], s), fastest.name, s.input_paths, device, dry_run,
-                       run_settings=run_settings)
+    return input_check(
+        check_config(by_name[fastest.name], s), fastest.name, s.input_paths, device, dry_run, run_settings=run_settings
+    )
 
 
 def _reraise(exc: BaseException) -> tuple[dict[str, Any], str]:
@@ -300,8 +345,15 @@ def _free(device: torch.device) -> None:
         torch.cuda.empty_cache()
 
 
-def run_gpu_check(device: str, settings: GpuSettings, out: Path, manifests: list[Manifest], dry_run: bool,
-                  log: Callable[[str], None] = print, run_settings: Settings = Settings()) -> dict[str, Any]:
+def run_gpu_check(
+    device: str,
+    settings: GpuSettings,
+    out: Path,
+    manifests: list[Manifest],
+    dry_run: bool,
+    log: Callable[[str], None] = print,
+    run_settings: Settings = Settings(),
+) -> dict[str, Any]:
     """Run every check in order, rewriting `out` after each; return the document written. `run_settings`: the
     command's (its engine switches, cache and weights folders), under which every model is built and trained.
 
@@ -312,8 +364,15 @@ def run_gpu_check(device: str, settings: GpuSettings, out: Path, manifests: list
         return _run_checks(dev, settings, out, manifests, dry_run, log, run_settings)
 
 
-def _run_checks(dev: torch.device, settings: GpuSettings, out: Path, manifests: list[Manifest], dry_run: bool,
-                log: Callable[[str], None], run_settings: Settings) -> dict[str, Any]:
+def _run_checks(
+    dev: torch.device,
+    settings: GpuSettings,
+    out: Path,
+    manifests: list[Manifest],
+    dry_run: bool,
+    log: Callable[[str], None],
+    run_settings: Settings,
+) -> dict[str, Any]:
     from repro.bench.kill_resume import run_kill_resume
     from repro.results.provenance import git_commit
 
@@ -325,36 +384,61 @@ def _run_checks(dev: torch.device, settings: GpuSettings, out: Path, manifests: 
     first_runs = {(plan.id, r.row): r.cfg for plan in plans for r in plan.runs if r.seed == 0}  # a twin's, too
     jobs: list[tuple[Check, Callable[[], tuple[dict[str, Any], str]]]] = []
     for manifest_id, row in expert_choice_rows(manifests):
-        jobs.append((Check(f"expert_choice_bf16/{row.dataset}/{manifest_id}.{row.id}", "expert_choice_bf16"),
-                     lambda row=row: (expert_choice_check(row, dev), "")))
+        jobs.append(
+            (
+                Check(f"expert_choice_bf16/{row.dataset}/{manifest_id}.{row.id}", "expert_choice_bf16"),
+                lambda row=row: (expert_choice_check(row, dev), ""),
+            )
+        )
     by_id = {m.id: m for m in manifests}
     for p in planned:
         routed = Check(p.name, "train")
         jobs.append((routed, lambda p=p: train_check(p, settings, dev, run_settings)))
         for twin in filter(None, (dense_twin(by_id[m], p.row) for m in p.manifests if m in by_id)):
+
             def train(row: Row, p: Planned = p, table: str = twin.manifest) -> tuple[dict[str, Any], str]:
                 cfg = first_runs[(table, row.id)]  # the twin's own run, as its table's plan holds it
-                return train_check(replace(p, name=p.name, row=row, cfg=cfg, manifests={}), settings, dev,
-                                   run_settings)
+                return train_check(replace(p, name=p.name, row=row, cfg=cfg, manifests={}), settings, dev, run_settings)
 
             jobs.append((Check(twin.name, "dense_twin"), twin_job(twin, routed, train, dev.type, dry_run)))
     for dataset in sorted({p.row.dataset for p in planned if not get_dataset(p.row.dataset).in_memory}):
-        jobs.append((Check(f"input_path/{dataset}", "input_path"),
-                     lambda d=dataset: _input_job(d, planned, jobs, settings, dev, dry_run, run_settings)))
+        jobs.append(
+            (
+                Check(f"input_path/{dataset}", "input_path"),
+                lambda d=dataset: _input_job(d, planned, jobs, settings, dev, dry_run, run_settings),
+            )
+        )
     for manifest_id, exc in unplanned.items():
         jobs.append((Check(f"train/{manifest_id}", "train"), lambda exc=exc: _reraise(exc)))
     # last: the figures the cost model reads come first when the time budget runs out
-    jobs.append((Check("kill_resume", "kill_resume"),
-                 lambda: (run_kill_resume(device, settings.child_timeout_s, run_settings.engine), "")))
+    jobs.append(
+        (
+            Check("kill_resume", "kill_resume"),
+            lambda: (run_kill_resume(device, settings.child_timeout_s, run_settings.engine), ""),
+        )
+    )
     for check, _ in jobs:
         check.error = "not reached: the command stopped before this check"
-    doc = {"schema": SCHEMA, "dry_run": dry_run, "device": device_info(dev), "torch": torch.__version__,
-           "cuda": torch.version.cuda, "git_commit": git_commit(), "started": began.isoformat(timespec="seconds"),
-           "wall_s": 0.0, "settings": asdict(settings),
-           "manifests": {**{m: {"row": r, "check": p.name, "train_macs": p.train_macs}
-                            for p in planned for m, r in p.manifests.items()},
-                         **{m: {"row": None, "check": f"train/{m}", "train_macs": None} for m in unplanned}},
-           "checks": [c.to_dict() for c, _ in jobs]}
+    doc = {
+        "schema": SCHEMA,
+        "dry_run": dry_run,
+        "device": device_info(dev),
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "git_commit": git_commit(),
+        "started": began.isoformat(timespec="seconds"),
+        "wall_s": 0.0,
+        "settings": asdict(settings),
+        "manifests": {
+            **{
+                m: {"row": r, "check": p.name, "train_macs": p.train_macs}
+                for p in planned
+                for m, r in p.manifests.items()
+            },
+            **{m: {"row": None, "check": f"train/{m}", "train_macs": None} for m in unplanned},
+        },
+        "checks": [c.to_dict() for c, _ in jobs],
+    }
 
     def write() -> None:
         doc["wall_s"] = time.perf_counter() - t0

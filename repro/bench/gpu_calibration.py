@@ -59,8 +59,19 @@ from typing import Any, Literal
 SCHEMA = "repro.bench.gpu/1"
 KINDS = ("train", "dense_twin", "input_path", "kill_resume", "expert_choice_bf16")
 STATUSES = ("passed", "failed", "skipped")
-TOP_KEYS = ("schema", "dry_run", "device", "torch", "cuda", "git_commit", "started", "wall_s", "settings",
-            "manifests", "checks")
+TOP_KEYS = (
+    "schema",
+    "dry_run",
+    "device",
+    "torch",
+    "cuda",
+    "git_commit",
+    "started",
+    "wall_s",
+    "settings",
+    "manifests",
+    "checks",
+)
 CHECK_KEYS = ("name", "kind", "status", "error", "seconds", "result")
 
 Status = Literal["passed", "failed", "skipped"]
@@ -127,8 +138,9 @@ class Calibration:
     def train_macs_per_s(self) -> float | None:
         """Median training multiply-adds per second over the measured models: the device's throughput
         as the cost model counts it (3 x forward MACs per training image)."""
-        rates = [c.result["train_macs_per_s"] for c in self.checks
-                 if c.kind == "train" and c.result.get("train_macs_per_s")]
+        rates = [
+            c.result["train_macs_per_s"] for c in self.checks if c.kind == "train" and c.result.get("train_macs_per_s")
+        ]
         return statistics.median(rates) if rates else None
 
     @property
@@ -142,7 +154,8 @@ def _require(d: Any, keys: tuple[str, ...], where: str, path: Path) -> None:
     missing = [k for k in keys if k not in d]
     if missing:
         raise CalibrationError(
-            f"{path}: {where} lacks {', '.join(missing)} (schema {SCHEMA}, repro.bench.gpu_calibration)")
+            f"{path}: {where} lacks {', '.join(missing)} (schema {SCHEMA}, repro.bench.gpu_calibration)"
+        )
 
 
 def read_calibration(path: str | Path) -> Calibration:
@@ -160,14 +173,25 @@ def read_calibration(path: str | Path) -> Calibration:
     for i, c in enumerate(data["checks"]):
         _require(c, CHECK_KEYS, f"checks[{i}]", path)
         if c["kind"] not in KINDS or c["status"] not in STATUSES:
-            raise CalibrationError(f"{path}: checks[{i}] ({c['name']}) has kind {c['kind']!r} and status "
-                                   f"{c['status']!r}; expected kind in {KINDS} and status in {STATUSES}")
+            raise CalibrationError(
+                f"{path}: checks[{i}] ({c['name']}) has kind {c['kind']!r} and status "
+                f"{c['status']!r}; expected kind in {KINDS} and status in {STATUSES}"
+            )
         checks.append(Check(**{k: c[k] for k in CHECK_KEYS}))
     names = {c.name for c in checks}
     for manifest_id, entry in data["manifests"].items():
         _require(entry, ("row", "check", "train_macs"), f"manifests.{manifest_id}", path)
         if entry["check"] not in names:
-            raise CalibrationError(f"{path}: manifests.{manifest_id}.check names {entry['check']!r}, "
-                                   "which is not among the checks")
-    return Calibration(path, bool(data["dry_run"]), data["device"]["type"], data["device"]["name"], data["torch"],
-                       tuple(checks), data["manifests"], data)
+            raise CalibrationError(
+                f"{path}: manifests.{manifest_id}.check names {entry['check']!r}, which is not among the checks"
+            )
+    return Calibration(
+        path,
+        bool(data["dry_run"]),
+        data["device"]["type"],
+        data["device"]["name"],
+        data["torch"],
+        tuple(checks),
+        data["manifests"],
+        data,
+    )

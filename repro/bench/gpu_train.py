@@ -29,8 +29,13 @@ class SyntheticBatches:
         g = torch.Generator().manual_seed(0)
         shape = (cfg.batch_size, spec.channels, cfg.image_size, cfg.image_size)  # (B, C, H, W)
         fmt = torch.channels_last if channels_last else torch.contiguous_format
-        self.pool = [(torch.randn(shape, generator=g).to(device).contiguous(memory_format=fmt),
-                      torch.randint(0, spec.num_classes, (cfg.batch_size,), generator=g).to(device)) for _ in range(2)]
+        self.pool = [
+            (
+                torch.randn(shape, generator=g).to(device).contiguous(memory_format=fmt),
+                torch.randint(0, spec.num_classes, (cfg.batch_size,), generator=g).to(device),
+            )
+            for _ in range(2)
+        ]
         self.steps = 0  # set before each pass
 
     def set_epoch(self, epoch: int) -> None:
@@ -57,7 +62,12 @@ class Trainer:
 
     def __init__(self, cfg: RunConfig, device: torch.device, settings: Settings = Settings()) -> None:
         from repro.train.loop import (
-            build_engine_model, compile_backbone, freeze, make_optimizer, resolve_engine, routing_modules,
+            build_engine_model,
+            compile_backbone,
+            freeze,
+            make_optimizer,
+            resolve_engine,
+            routing_modules,
             schedule_position,
         )
 
@@ -90,5 +100,4 @@ class Trainer:
 
         self.epochs += 1
         with bf16_autocast(self.device):
-            return train_epoch(self.model, RunData(batches, [], "bench"), self.opt, self.cfg, self.device,
-                               self.epochs)
+            return train_epoch(self.model, RunData(batches, [], "bench"), self.opt, self.cfg, self.device, self.epochs)

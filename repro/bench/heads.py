@@ -24,17 +24,34 @@ def method_rows(dataset: str, num_experts: int = 8) -> list[Row]:
     """Every method's head on the dataset's standard backbone, as a latency manifest would list them."""
     backbone, h = SHAPES[dataset]
     moe = {"num_experts": num_experts, "expert_hidden": h}
-    heads = [("dense head", "dense", {"hidden": (1024, 256)}),
-             ("sparse MoE, loop", "sparse_moe", {**moe, "top_k": 1, "dispatch": "loop"}),
-             ("sparse MoE, batched", "sparse_moe", {**moe, "top_k": 1, "dispatch": "batched"}),
-             ("Soft MoE", "soft_moe", moe), ("per-sample Soft MoE", "per_sample_soft_moe", moe),
-             ("Expert Choice", "expert_choice", moe)]
-    return [Row(id=f"m{i}", label=label, dataset=dataset, backbone=Component(backbone), head=Component(name, params),
-                measures=("latency",)) for i, (label, name, params) in enumerate(heads)]
+    heads = [
+        ("dense head", "dense", {"hidden": (1024, 256)}),
+        ("sparse MoE, loop", "sparse_moe", {**moe, "top_k": 1, "dispatch": "loop"}),
+        ("sparse MoE, batched", "sparse_moe", {**moe, "top_k": 1, "dispatch": "batched"}),
+        ("Soft MoE", "soft_moe", moe),
+        ("per-sample Soft MoE", "per_sample_soft_moe", moe),
+        ("Expert Choice", "expert_choice", moe),
+    ]
+    return [
+        Row(
+            id=f"m{i}",
+            label=label,
+            dataset=dataset,
+            backbone=Component(backbone),
+            head=Component(name, params),
+            measures=("latency",),
+        )
+        for i, (label, name, params) in enumerate(heads)
+    ]
 
 
-def bench_latency(dataset: str = "cifar100", device: str = "cpu", settings: LatencySettings = LatencySettings(),
-                  experts: tuple[int, ...] = (2, 4, 8, 16), whole_model: bool = True) -> dict[str, Any]:
+def bench_latency(
+    dataset: str = "cifar100",
+    device: str = "cpu",
+    settings: LatencySettings = LatencySettings(),
+    experts: tuple[int, ...] = (2, 4, 8, 16),
+    whole_model: bool = True,
+) -> dict[str, Any]:
     """Per-method timings and ratios to dense, and operator calls of the two dispatches against E."""
     dev = torch.device(resolve_device(device))
     s = replace(settings, op_batch=settings.batch)
@@ -52,14 +69,25 @@ def bench_latency(dataset: str = "cifar100", device: str = "cpu", settings: Late
     for e in experts:
         loop, batched = method_rows(dataset, e)[1:3]
         sweep.append({"experts": e, "loop": measure_head(loop, s, dev), "batched": measure_head(batched, s, dev)})
-    return {"dataset": dataset, "device": device_label(dev, s.threads), "settings": asdict(s), "methods": methods,
-            "sweep": sweep}
+    return {
+        "dataset": dataset,
+        "device": device_label(dev, s.threads),
+        "settings": asdict(s),
+        "methods": methods,
+        "sweep": sweep,
+    }
 
 
-def bench_capacity(batch: int = 256, num_experts: int = 8, features: int = 3072, hidden: int = 304,
-                   classes: int = 100, capacity_factor: float = 1.25, device: str = "cpu",
-                   settings: LatencySettings = LatencySettings(warmup=3, min_reps=20, max_reps=200, budget_s=2.0)
-                   ) -> dict[str, Any]:
+def bench_capacity(
+    batch: int = 256,
+    num_experts: int = 8,
+    features: int = 3072,
+    hidden: int = 304,
+    classes: int = 100,
+    capacity_factor: float = 1.25,
+    device: str = "cpu",
+    settings: LatencySettings = LatencySettings(warmup=3, min_reps=20, max_reps=200, budget_s=2.0),
+) -> dict[str, Any]:
     """ms per batch of the greedy assignment (both implementations) and of the batched expert forward."""
     dev = torch.device(resolve_device(device))
     g = torch.Generator().manual_seed(0)
@@ -73,9 +101,17 @@ def bench_capacity(batch: int = 256, num_experts: int = 8, features: int = 3072,
         experts_ms = time_call(lambda: bank(x), dev, settings).median_ms
         for kc, when in ((1, "k = 1 (the paper's head)"), (num_experts, f"{num_experts} candidates (k warm-up start)")):
             cand = probs.topk(kc, dim=-1).indices  # (B, Kc)
-            for name, rule in (("vectorised (batched dispatch)", assign),
-                               ("sequential loop (the paper's)", assign_reference)):
+            for name, rule in (
+                ("vectorised (batched dispatch)", assign),
+                ("sequential loop (the paper's)", assign_reference),
+            ):
                 ms = time_call(lambda: rule(cand, cap, 1, num_experts), dev, settings).median_ms
                 rows.append({"assignment": f"{name}, {when}", "ms": ms, "of_experts": ms / experts_ms})
-    return {"batch": batch, "num_experts": num_experts, "capacity": cap, "device": device_label(dev, settings.threads),
-            "experts_ms": experts_ms, "rows": rows}
+    return {
+        "batch": batch,
+        "num_experts": num_experts,
+        "capacity": cap,
+        "device": device_label(dev, settings.threads),
+        "experts_ms": experts_ms,
+        "rows": rows,
+    }

@@ -59,7 +59,7 @@ def _image(rng: np.random.Generator, width: int, height: int, grain: np.ndarray)
     layout = Image.fromarray(rng.integers(0, 256, (LAYOUT, LAYOUT, 3), dtype=np.uint8))
     field = np.asarray(layout.resize((width, height), Image.Resampling.BICUBIC), dtype=np.float32)
     top, left = (int(rng.integers(0, g - s + 1)) for g, s in zip(grain.shape[:2], (height, width)))
-    pixels = field + grain[top:top + height, left:left + width]  # (H, W, 3)
+    pixels = field + grain[top : top + height, left : left + width]  # (H, W, 3)
     return Image.fromarray(pixels.clip(0, 255).astype(np.uint8))
 
 
@@ -82,18 +82,33 @@ def _write_class(root: Path, spec: FolderSpec, c: int) -> tuple[int, int, int, i
     return n, widths, heights, size
 
 
-def write_imagenet_folder(data_root: str | Path, spec: FolderSpec = FolderSpec(), processes: int | None = None
-                          ) -> dict[str, Any]:
+def write_imagenet_folder(
+    data_root: str | Path, spec: FolderSpec = FolderSpec(), processes: int | None = None
+) -> dict[str, Any]:
     """Write <data_root>/imagenet/{train,val}/<wnid>/ and say what was written: {"images" (training), "classes",
     "mean_width", "mean_height", "mean_bytes", "quality", "spec"}; deterministic per spec."""
     root = Path(data_root) / "imagenet"
     processes = processes or max(1, min(len(os.sched_getaffinity(0)), 16))
     if processes > 1:
         with ProcessPoolExecutor(processes) as pool:
-            parts = list(pool.map(_write_class, [root] * spec.classes, [spec] * spec.classes, range(spec.classes),
-                                  chunksize=max(1, spec.classes // (4 * processes))))
+            parts = list(
+                pool.map(
+                    _write_class,
+                    [root] * spec.classes,
+                    [spec] * spec.classes,
+                    range(spec.classes),
+                    chunksize=max(1, spec.classes // (4 * processes)),
+                )
+            )
     else:
         parts = [_write_class(root, spec, c) for c in range(spec.classes)]
     n, widths, heights, size = (sum(p[i] for p in parts) for i in range(4))
-    return {"images": n, "classes": spec.classes, "mean_width": widths / n, "mean_height": heights / n,
-            "mean_bytes": size / n, "quality": spec.quality, "spec": asdict(spec)}
+    return {
+        "images": n,
+        "classes": spec.classes,
+        "mean_width": widths / n,
+        "mean_height": heights / n,
+        "mean_bytes": size / n,
+        "quality": spec.quality,
+        "spec": asdict(spec),
+    }

@@ -101,14 +101,31 @@ class Steady:
         return (len(self) - self.skip) * self.batch_size / (time.perf_counter() - self.started)
 
 
-def path_loader(path: str, samples: list[tuple[str, int]], cfg: RunConfig, device: torch.device, workers: int,
-                channels_last: bool, folder) -> Any:
+def path_loader(
+    path: str,
+    samples: list[tuple[str, int]],
+    cfg: RunConfig,
+    device: torch.device,
+    workers: int,
+    channels_last: bool,
+    folder,
+) -> Any:
     """The training batches of `path` over `samples`, as a run would read them."""
     spec = get_dataset(cfg.dataset)
     if path == "dali":
         return dali_input.DaliLoader(samples, cfg.batch_size, cfg.image_size, device, workers, spec.mean, spec.std)
-    return FolderLoader(replace(folder, samples=samples), cfg.batch_size, train=True, mean=spec.mean, std=spec.std,
-                        workers=workers, seed=0, device=device, channels_last=channels_last, pipeline=path)
+    return FolderLoader(
+        replace(folder, samples=samples),
+        cfg.batch_size,
+        train=True,
+        mean=spec.mean,
+        std=spec.std,
+        workers=workers,
+        seed=0,
+        device=device,
+        channels_last=channels_last,
+        pipeline=path,
+    )
 
 
 def _skip(loader: Any) -> int:
@@ -126,7 +143,7 @@ def measure_paths(trainer: Trainer, loaders: dict[str, Any], rounds: int, steps:
     rates: dict[str, list[float]] = {name: [] for name in batches}
     names = list(batches)
     for r in range(rounds):
-        for name in names[r % len(names):] + names[:r % len(names)]:  # rotate who goes first
+        for name in names[r % len(names) :] + names[: r % len(names)]:  # rotate who goes first
             timed = Steady(batches[name], _skip(batches[name]), device)
             trainer.epoch(timed)
             rates[name].append(timed.rate())
@@ -146,8 +163,15 @@ def choose(paths: dict[str, dict[str, Any]]) -> str | None:
     return max(measured, key=lambda p: paths[p]["images_per_s"], default=None)
 
 
-def input_check(cfg: RunConfig, model_check: str, settings: InputSettings, device: torch.device, dry_run: bool,
-                paths: Iterable[str] = PATHS, run_settings: Settings = Settings()) -> tuple[dict[str, Any], str]:
+def input_check(
+    cfg: RunConfig,
+    model_check: str,
+    settings: InputSettings,
+    device: torch.device,
+    dry_run: bool,
+    paths: Iterable[str] = PATHS,
+    run_settings: Settings = Settings(),
+) -> tuple[dict[str, Any], str]:
     """(result, error) of the input paths of `cfg`'s dataset fed to `cfg`'s model (see the module's docstring),
     built and trained under the command's settings `run_settings`."""
     workers = default_workers() if settings.workers is None else settings.workers
@@ -162,12 +186,17 @@ def input_check(cfg: RunConfig, model_check: str, settings: InputSettings, devic
         loaders = {}
         for path in paths:
             why = unavailable(path, device)
-            result_paths[path] = {"status": "not run" if why else "measured", "reason": why,
-                                  "run_path": path in RUN_PATHS, "images_per_s": None, "data_images_per_s": None,
-                                  "ratio": None, "rounds": []}
+            result_paths[path] = {
+                "status": "not run" if why else "measured",
+                "reason": why,
+                "run_path": path in RUN_PATHS,
+                "images_per_s": None,
+                "data_images_per_s": None,
+                "ratio": None,
+                "rounds": [],
+            }
             if not why:
-                loaders[path] = path_loader(path, samples, cfg, device, workers, trainer.engine.channels_last,
-                                            images)
+                loaders[path] = path_loader(path, samples, cfg, device, workers, trainer.engine.channels_last, images)
         measured = measure_paths(trainer, loaders, settings.rounds, steps)
     finally:
         shutil.rmtree(root, ignore_errors=True)
@@ -177,21 +206,33 @@ def input_check(cfg: RunConfig, model_check: str, settings: InputSettings, devic
             rate = statistics.median(m["rounds"])
             result_paths[path].update(images_per_s=rate, ratio=rate / model_only, **m)
     chosen = choose(result_paths)
-    result = {"dataset": cfg.dataset, "model_check": model_check, "batch_size": cfg.batch_size,
-              "image_size": cfg.image_size, "workers": workers, "folder": folder_summary, "epoch_images":
-              steps * cfg.batch_size, "model_only_images_per_s": model_only, "paths": result_paths,
-              "chosen": chosen, "chosen_ratio": result_paths[chosen]["ratio"] if chosen else None, "goal": GOAL,
-              "judged": device.type == "cuda" and not dry_run}
+    result = {
+        "dataset": cfg.dataset,
+        "model_check": model_check,
+        "batch_size": cfg.batch_size,
+        "image_size": cfg.image_size,
+        "workers": workers,
+        "folder": folder_summary,
+        "epoch_images": steps * cfg.batch_size,
+        "model_only_images_per_s": model_only,
+        "paths": result_paths,
+        "chosen": chosen,
+        "chosen_ratio": result_paths[chosen]["ratio"] if chosen else None,
+        "goal": GOAL,
+        "judged": device.type == "cuda" and not dry_run,
+    }
     return result, verdict(result)
 
 
 def verdict(result: dict[str, Any]) -> str:
-    """"" where the chosen path keeps the model fed (or the check is not judged), else why not."""
+    """ "" where the chosen path keeps the model fed (or the check is not judged), else why not."""
     if result["chosen"] is None:
         return "no run path was measured"
     if result["judged"] and result["chosen_ratio"] < result["goal"]:
-        return (f"no run path keeps the GPU fed: the fastest, {result['chosen']}, at {result['chosen_ratio']:.2f}x "
-                f"the model-only rate; goal >= {result['goal']}x")
+        return (
+            f"no run path keeps the GPU fed: the fastest, {result['chosen']}, at {result['chosen_ratio']:.2f}x "
+            f"the model-only rate; goal >= {result['goal']}x"
+        )
     return ""
 
 
@@ -205,8 +246,10 @@ def summary_lines(check: dict[str, Any]) -> list[str]:
         if p["status"] != "measured":
             lines.append(f"  {path}: not run: {p['reason']}")
         else:
-            lines.append(f"  {path}: {p['images_per_s']:,.0f}/s end to end ({p['ratio']:.2f}x), "
-                         f"{p['data_images_per_s']:,.0f}/s alone")
+            lines.append(
+                f"  {path}: {p['images_per_s']:,.0f}/s end to end ({p['ratio']:.2f}x), "
+                f"{p['data_images_per_s']:,.0f}/s alone"
+            )
     judged = "" if r["judged"] else ", not judged off a GPU at full size"
     if r["chosen"]:
         lines.append(f"  chosen: {r['chosen']} at {r['chosen_ratio']:.2f}x (goal >= {r['goal']}x{judged})")

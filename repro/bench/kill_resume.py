@@ -49,10 +49,25 @@ def tiny_config() -> Any:
     from repro.models import Component
     from repro.plan.run_config import resolve
 
-    row = Row(id="kill_resume", label="kill_resume", dataset="cifar10", backbone=Component("cifar_standard"),
-              head=Component("sparse_moe", {"expert_hidden": 32, "top_k": 1}), measures=("accuracy",))
-    profile = Profile(description="bench gpu", evidence="pipeline", epochs=2, data="synthetic", train_samples=128,
-                      test_samples=32, batch_size=32, max_image_size=16, pretrained=False)
+    row = Row(
+        id="kill_resume",
+        label="kill_resume",
+        dataset="cifar10",
+        backbone=Component("cifar_standard"),
+        head=Component("sparse_moe", {"expert_hidden": 32, "top_k": 1}),
+        measures=("accuracy",),
+    )
+    profile = Profile(
+        description="bench gpu",
+        evidence="pipeline",
+        epochs=2,
+        data="synthetic",
+        train_samples=128,
+        test_samples=32,
+        batch_size=32,
+        max_image_size=16,
+        pretrained=False,
+    )
     return resolve(row, profile, seed=0)
 
 
@@ -90,8 +105,14 @@ def _spawn(args: list[str], log: Path) -> subprocess.Popen:
     if args[2].startswith("cpu"):
         env.setdefault("OMP_NUM_THREADS", "1")  # a tiny CPU run only waits on a second thread
     with open(log, "w") as err:
-        return subprocess.Popen([sys.executable, "-m", "repro.bench.kill_resume", *args], env=env,
-                                stdout=subprocess.PIPE, stderr=err, text=True, start_new_session=True)
+        return subprocess.Popen(
+            [sys.executable, "-m", "repro.bench.kill_resume", *args],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=err,
+            text=True,
+            start_new_session=True,
+        )
 
 
 def _first_line(proc: subprocess.Popen, timeout_s: float) -> str:
@@ -135,7 +156,8 @@ def run_kill_resume(device: str, timeout_s: float = 300.0, engine: EngineSwitche
             _kill(held)
         if not line:
             raise RuntimeError(
-                f"the first child reported no epoch within {timeout_s:.0f} s: {_tail(base / 'held.log', held)}")
+                f"the first child reported no epoch within {timeout_s:.0f} s: {_tail(base / 'held.log', held)}"
+            )
         ckpt = checkpoint_path(results, cfg)
         expect(json.loads(line)["epoch"] == 1, f"first report was {line!r}, expected epoch 1")
         expect(ckpt.exists(), f"no checkpoint at {ckpt} after epoch 1")
@@ -155,10 +177,14 @@ def run_kill_resume(device: str, timeout_s: float = 300.0, engine: EngineSwitche
         record, whole = load_record(results, cfg), load_record(reference, cfg)
         expect(record is not None and whole is not None, "a finished run left no readable record")
         history = record["history"]
-        expect(record["resumed_from_epoch"] == 1,
-               f"record says resumed_from_epoch={record['resumed_from_epoch']}, expected 1")
-        expect([h["epoch"] for h in history] == list(range(1, cfg.epochs + 1)),
-               f"history epochs {[h['epoch'] for h in history]}, expected 1..{cfg.epochs}")
+        expect(
+            record["resumed_from_epoch"] == 1,
+            f"record says resumed_from_epoch={record['resumed_from_epoch']}, expected 1",
+        )
+        expect(
+            [h["epoch"] for h in history] == list(range(1, cfg.epochs + 1)),
+            f"history epochs {[h['epoch'] for h in history]}, expected 1..{cfg.epochs}",
+        )
         expect(history[0] == json.loads(json.dumps(killed_first)), "epoch 1 differs from what the killed run saved")
         expect(not ckpt.exists(), f"checkpoint {ckpt} left behind after the record was written")
         expect(all(math.isfinite(h["train_loss"]) for h in history), "a non-finite training loss in the record")
@@ -167,9 +193,16 @@ def run_kill_resume(device: str, timeout_s: float = 300.0, engine: EngineSwitche
         same = all(v == 0 for v in diff.values())
         if exact:
             expect(same, f"resumed run differs from the uninterrupted one on a CPU: {diff}")
-        return {"device": device, "epochs": cfg.epochs, "resumed_from_epoch": record["resumed_from_epoch"],
-                "killed_after_epoch": 1, "history_epochs": len(history), "matches_uninterrupted": same,
-                "max_abs_diff": diff, "exact_required": exact}
+        return {
+            "device": device,
+            "epochs": cfg.epochs,
+            "resumed_from_epoch": record["resumed_from_epoch"],
+            "killed_after_epoch": 1,
+            "history_epochs": len(history),
+            "matches_uninterrupted": same,
+            "max_abs_diff": diff,
+            "exact_required": exact,
+        }
 
 
 def main(argv: list[str]) -> None:

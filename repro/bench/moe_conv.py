@@ -41,8 +41,10 @@ class Shape:
     top_k: int = 2
 
     def describe(self) -> str:
-        return (f"B {self.batch}, {self.channels} channels, {self.size} x {self.size}, 3x3, "
-                f"k = {self.top_k} of {self.experts}")
+        return (
+            f"B {self.batch}, {self.channels} channels, {self.size} x {self.size}, 3x3, "
+            f"k = {self.top_k} of {self.experts}"
+        )
 
 
 @dataclass(frozen=True)
@@ -91,12 +93,18 @@ def _step(module: nn.Module, x: torch.Tensor, grads: dict[bool, torch.Tensor]) -
 
 
 def _relative(a: list[torch.Tensor], b: list[torch.Tensor]) -> float:
-    return max(((u - v.double()).abs().max() / u.abs().max().clamp_min(1e-30)).item()
-               for u, v in zip(a, b))
+    return max(((u - v.double()).abs().max() / u.abs().max().clamp_min(1e-30)).item() for u, v in zip(a, b))
 
 
-def bench_moe_conv(shape: Shape = Shape(), threads: int = 2, rounds: int = 5, steps: int = 2,
-                   channels_last: bool = True, compiled: tuple[str, ...] = (), seed: int = 0) -> MoEConvBench:
+def bench_moe_conv(
+    shape: Shape = Shape(),
+    threads: int = 2,
+    rounds: int = 5,
+    steps: int = 2,
+    channels_last: bool = True,
+    compiled: tuple[str, ...] = (),
+    seed: int = 0,
+) -> MoEConvBench:
     before = torch.get_num_threads()
     torch.set_num_threads(threads)
     try:
@@ -105,8 +113,9 @@ def bench_moe_conv(shape: Shape = Shape(), threads: int = 2, rounds: int = 5, st
         torch.set_num_threads(before)
 
 
-def _bench(shape: Shape, threads: int, rounds: int, steps: int, channels_last: bool, compiled: tuple[str, ...],
-           seed: int) -> MoEConvBench:
+def _bench(
+    shape: Shape, threads: int, rounds: int, steps: int, channels_last: bool, compiled: tuple[str, ...], seed: int
+) -> MoEConvBench:
     load = os.getloadavg()[0]
     conv, layer = _layer(shape, seed)
     g = torch.Generator().manual_seed(seed)
@@ -144,7 +153,7 @@ def _bench(shape: Shape, threads: int, rounds: int, steps: int, channels_last: b
     ms: dict[str, list[float]] = {name: [] for name in modules}
     names = list(modules)
     for r in range(rounds):
-        for name in names[r % len(names):] + names[:r % len(names)]:
+        for name in names[r % len(names) :] + names[: r % len(names)]:
             start = time.perf_counter()
             for _ in range(steps):
                 _step(modules[name], x, grads)
@@ -156,6 +165,13 @@ def _bench(shape: Shape, threads: int, rounds: int, steps: int, channels_last: b
         path = pick if name == "chosen" else name.removeprefix("compiled ")
         macs = dense_macs if name == "dense" else PATHS[path].macs(layer, batch, positions)
         rows.append(Row(name, ms[name], [a / d for a, d in zip(ms[name], ms["dense"])], macs, diffs[name]))
-    return MoEConvBench(shape, threads, "channels-last" if channels_last else "contiguous", rows, pick,
-                        TOLERANCE, skipped, (load, os.getloadavg()[0]))
-
+    return MoEConvBench(
+        shape,
+        threads,
+        "channels-last" if channels_last else "contiguous",
+        rows,
+        pick,
+        TOLERANCE,
+        skipped,
+        (load, os.getloadavg()[0]),
+    )

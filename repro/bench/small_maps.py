@@ -82,8 +82,9 @@ def _small_layers(model: torch.nn.Module, x: torch.Tensor) -> tuple[int, int]:
     return len(ways), sum(way != "conv" for way in ways)
 
 
-def _differences(conv: torch.nn.Module, small: torch.nn.Module, x: torch.Tensor,
-                 y: torch.Tensor) -> tuple[float, float]:
+def _differences(
+    conv: torch.nn.Module, small: torch.nn.Module, x: torch.Tensor, y: torch.Tensor
+) -> tuple[float, float]:
     outs, grads = [], []
     for model in (conv, small):
         model.zero_grad(set_to_none=True)
@@ -116,7 +117,7 @@ def bench_case(case: Case, batch: int, steps: int, rounds: int, seed: int = 0) -
         _step(paths[name], opts[name], x, y)
     names = list(paths)
     for r in range(rounds):
-        for name in names[r % 2:] + names[:r % 2]:  # alternate who goes first
+        for name in names[r % 2 :] + names[: r % 2]:  # alternate who goes first
             start = time.perf_counter()
             for _ in range(steps):
                 _step(paths[name], opts[name], x, y)
@@ -124,7 +125,8 @@ def bench_case(case: Case, batch: int, steps: int, rounds: int, seed: int = 0) -
     return SmallMapsBench(case, layers, on_small, ms["conv"], ms["small"], output_diff, grad_diff)
 
 
-def bench_small_maps(batch: int = 128, steps: int = 3, rounds: int = 3, threads: int = 1,
-                     cases: tuple[Case, ...] = CASES) -> list[SmallMapsBench]:
+def bench_small_maps(
+    batch: int = 128, steps: int = 3, rounds: int = 3, threads: int = 1, cases: tuple[Case, ...] = CASES
+) -> list[SmallMapsBench]:
     with cpu_threads(torch.device("cpu"), threads):
         return [bench_case(case, batch, steps, rounds) for case in cases]

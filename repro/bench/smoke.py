@@ -51,8 +51,9 @@ def _load_average() -> float:
         return float("nan")
 
 
-def run_smoke(folder: Path, warm_cache: Path | None = None, extra: list[str] | None = None,
-              log: str = "verify-all.log") -> SmokeRun:
+def run_smoke(
+    folder: Path, warm_cache: Path | None = None, extra: list[str] | None = None, log: str = "verify-all.log"
+) -> SmokeRun:
     """verify-all at the smoke profile into folder/results, its cache folder/cache (or `warm_cache`); run again
     into the same folder, it reuses every run."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -61,8 +62,17 @@ def run_smoke(folder: Path, warm_cache: Path | None = None, extra: list[str] | N
     if warm_cache is None:  # every cache the run reads starts empty, matplotlib's font list too (docs/performance.md)
         env.update(XDG_CACHE_HOME=str(folder / "xdg-cache"), MPLCONFIGDIR=str(folder / "xdg-cache" / "matplotlib"))
     env.pop("REPRO_PROFILE", None)
-    command = [sys.executable, "-m", "repro", "verify-all", "--profile", PROFILE, "--results-dir", str(results),
-               *(extra or [])]
+    command = [
+        sys.executable,
+        "-m",
+        "repro",
+        "verify-all",
+        "--profile",
+        PROFILE,
+        "--results-dir",
+        str(results),
+        *(extra or []),
+    ]
     before = _load_average()
     started = time.perf_counter()
     with open(folder / log, "wb") as out:
@@ -76,19 +86,37 @@ def run_smoke(folder: Path, warm_cache: Path | None = None, extra: list[str] | N
     proc.returncode = os.waitstatus_to_exitcode(status)
     doc = load(timings_path(results, PROFILE))
     entry = (doc or {}).get("commands", {}).get("verify-all")
-    return SmokeRun(folder, proc.returncode, wall, usage.ru_utime, usage.ru_stime, usage.ru_maxrss / 1024,
-                    (before, _load_average()), entry)
+    return SmokeRun(
+        folder,
+        proc.returncode,
+        wall,
+        usage.ru_utime,
+        usage.ru_stime,
+        usage.ru_maxrss / 1024,
+        (before, _load_average()),
+        entry,
+    )
 
 
 def history_entry(run: SmokeRun, cold: bool, reused: bool = False) -> dict[str, Any]:
     from repro.results.provenance import git_commit
 
-    return {"time": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "machine": machine(),
-            "commit": git_commit(), "cold": cold, "reused": reused, "returncode": run.returncode,
-            "wall_s": round(run.wall_s, 2), "timed_s": (run.timings or {}).get("wall_s"),
-            "cpu_s": round(run.cpu_s, 2), "user_s": round(run.user_s, 2), "sys_s": round(run.sys_s, 2),
-            "max_rss_mb": round(run.max_rss_mb, 1), "load": [round(x, 2) for x in run.load],
-            "phases": (run.timings or {}).get("phases", [])}
+    return {
+        "time": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "machine": machine(),
+        "commit": git_commit(),
+        "cold": cold,
+        "reused": reused,
+        "returncode": run.returncode,
+        "wall_s": round(run.wall_s, 2),
+        "timed_s": (run.timings or {}).get("wall_s"),
+        "cpu_s": round(run.cpu_s, 2),
+        "user_s": round(run.user_s, 2),
+        "sys_s": round(run.sys_s, 2),
+        "max_rss_mb": round(run.max_rss_mb, 1),
+        "load": [round(x, 2) for x in run.load],
+        "phases": (run.timings or {}).get("phases", []),
+    }
 
 
 def read_history(path: Path) -> list[dict[str, Any]]:
@@ -101,9 +129,14 @@ def read_history(path: Path) -> list[dict[str, Any]]:
 
 def previous(history: list[dict[str, Any]], entry: dict[str, Any]) -> dict[str, Any] | None:
     """The latest earlier entry of the same machine, cache state and kind (every run reused or not)."""
-    same = [e for e in history if machine_key(e.get("machine", {})) == machine_key(entry["machine"])
-            and e.get("cold") == entry["cold"] and e.get("reused", False) == entry.get("reused", False)
-            and isinstance(e.get("cpu_s"), (int, float))]
+    same = [
+        e
+        for e in history
+        if machine_key(e.get("machine", {})) == machine_key(entry["machine"])
+        and e.get("cold") == entry["cold"]
+        and e.get("reused", False) == entry.get("reused", False)
+        and isinstance(e.get("cpu_s"), (int, float))
+    ]
     return same[-1] if same else None
 
 

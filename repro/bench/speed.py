@@ -49,13 +49,19 @@ def bench_runs(count: int = BENCH_RUNS) -> list[tuple[object, float, str]]:
     if ref is None:
         raise RuntimeError(f"no CPU reference to measure against ({cpu_reference.REFERENCE_FILE})")
     there = {r.hash: r for r in ref.runs}
-    configs = {h: cfg for plan in plan_all(load_all()) if plan.profile.device == "cpu"
-               for h, cfg in plan.configs().items()}
-    pool = sorted((r.cpu_s, h) for h, r in there.items() if h in configs and configs[h].data != "real"
-                  and not configs[h].digit_weights and r.cpu_s <= MAX_RUN_S)
+    configs = {
+        h: cfg for plan in plan_all(load_all()) if plan.profile.device == "cpu" for h, cfg in plan.configs().items()
+    }
+    pool = sorted(
+        (r.cpu_s, h)
+        for h, r in there.items()
+        if h in configs and configs[h].data != "real" and not configs[h].digit_weights and r.cpu_s <= MAX_RUN_S
+    )
     if not pool:
-        raise RuntimeError("none of the CPU reference's runs is planned by today's profiles: "
-                           "the reference is out of date (tools/write_cpu_reference.py)")
+        raise RuntimeError(
+            "none of the CPU reference's runs is planned by today's profiles: "
+            "the reference is out of date (tools/write_cpu_reference.py)"
+        )
     picks = sorted({round((i + 0.5) * len(pool) / count - 0.5) for i in range(count)})
     return [(configs[pool[i][1]], pool[i][0], there[pool[i][1]].label) for i in picks]
 
@@ -75,9 +81,12 @@ def train_cpu_seconds(cfg) -> float:
         return time.process_time() - started
 
 
-def measure_speed(runs: list[tuple[object, float, str]] | None = None, reps: int = REPS,
-                  train: Callable[[object], float] = train_cpu_seconds,
-                  loadavg: Callable[[], tuple[float, float, float]] = os.getloadavg) -> tuple[Speed, list[BenchRun]]:
+def measure_speed(
+    runs: list[tuple[object, float, str]] | None = None,
+    reps: int = REPS,
+    train: Callable[[object], float] = train_cpu_seconds,
+    loadavg: Callable[[], tuple[float, float, float]] = os.getloadavg,
+) -> tuple[Speed, list[BenchRun]]:
     """Train each run `reps` times (the runs interleaved, after one untimed warm-up), and compare with the reference."""
     runs = bench_runs() if runs is None else runs
     before = loadavg()[0]
@@ -87,8 +96,13 @@ def measure_speed(runs: list[tuple[object, float, str]] | None = None, reps: int
         for i, (cfg, _, _) in enumerate(runs):
             seconds[i].append(train(cfg))
     out = [BenchRun(label, there, tuple(s)) for (_, there, label), s in zip(runs, seconds)]
-    speed = Speed(factor=statistics.median(r.ratio for r in out),
-                  spread=max(max(r.seconds) / min(r.seconds) - 1 for r in out),
-                  load=max(before, loadavg()[0]), cores=cores(), runs=len(out),
-                  measured=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), machine=this_machine())
+    speed = Speed(
+        factor=statistics.median(r.ratio for r in out),
+        spread=max(max(r.seconds) / min(r.seconds) - 1 for r in out),
+        load=max(before, loadavg()[0]),
+        cores=cores(),
+        runs=len(out),
+        measured=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        machine=this_machine(),
+    )
     return speed, out

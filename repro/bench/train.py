@@ -38,7 +38,13 @@ from repro.spec.profiles import Profile
 from repro.models import Component, build_model
 from repro.plan.run_config import RunConfig, resolve
 from repro.train.loop import (
-    Engine, RunData, build_engine_model, compile_backbone, make_optimizer, resolve_engine, routing_modules,
+    Engine,
+    RunData,
+    build_engine_model,
+    compile_backbone,
+    make_optimizer,
+    resolve_engine,
+    routing_modules,
     train_epoch,
 )
 
@@ -48,8 +54,15 @@ HEAD = Component("sparse_moe", {"expert_hidden": 304, "top_k": 1})
 
 def bench_config(dataset: str, n_images: int, batch_size: int, seed: int, bf16: bool | None) -> RunConfig:
     row = Row(id="bench", label="bench", dataset=dataset, backbone=BACKBONE, head=HEAD, measures=("accuracy",))
-    profile = Profile(description="bench", evidence="pipeline", epochs=1, data="synthetic", train_samples=n_images,
-                      batch_size=batch_size, pretrained=False)
+    profile = Profile(
+        description="bench",
+        evidence="pipeline",
+        epochs=1,
+        data="synthetic",
+        train_samples=n_images,
+        batch_size=batch_size,
+        pretrained=False,
+    )
     cfg = resolve(row, profile, seed)
     return cfg if bf16 is None else replace(cfg, bf16=bf16)
 
@@ -76,10 +89,20 @@ def _timed(run: Callable[[], int], device: torch.device) -> float:
     return seen / (time.perf_counter() - start)
 
 
-def bench_train(n_images: int = 2048, batch_size: int = 128, device: str = "cpu", rounds: int = 3,
-                workers: int = 2, threads: int = 1, dataset: str = "cifar10", seed: int = 0,
-                bf16: bool | None = None, engine: Engine | None = None,
-                switches: EngineSwitches = EngineSwitches(), cache: Path = DEFAULT_CACHE) -> dict:
+def bench_train(
+    n_images: int = 2048,
+    batch_size: int = 128,
+    device: str = "cpu",
+    rounds: int = 3,
+    workers: int = 2,
+    threads: int = 1,
+    dataset: str = "cifar10",
+    seed: int = 0,
+    bf16: bool | None = None,
+    engine: Engine | None = None,
+    switches: EngineSwitches = EngineSwitches(),
+    cache: Path = DEFAULT_CACHE,
+) -> dict:
     """Training images/s of both paths and the fast path's speed-up; threads=0 keeps torch's setting. The fast
     path's engine: `engine`, else the one `switches` (the command's settings) resolve to on the device; the
     synthetic images kept in the cache folder `cache`."""
@@ -100,34 +123,55 @@ def bench_train(n_images: int = 2048, batch_size: int = 128, device: str = "cpu"
     fast_opt, _ = make_optimizer(cfg, fast)
     usual_opt, _ = make_optimizer(cfg, usual)
 
-    tensors = TensorLoader.for_dataset(dataset, images, labels, batch_size, train=True, seed=seed, device=dev,
-                                       channels_last=engine.channels_last)
+    tensors = TensorLoader.for_dataset(
+        dataset, images, labels, batch_size, train=True, seed=seed, device=dev, channels_last=engine.channels_last
+    )
     data = RunData(tensors, [], "bench")
-    pil = PILImages(images.permute(0, 2, 3, 1).contiguous().numpy(), labels.tolist(),
-                    usual_transform(spec.mean, spec.std))
-    loader = DataLoader(pil, batch_size=batch_size, shuffle=True, num_workers=workers, drop_last=True,
-                        persistent_workers=workers > 0, pin_memory=dev.type == "cuda")
+    pil = PILImages(
+        images.permute(0, 2, 3, 1).contiguous().numpy(), labels.tolist(), usual_transform(spec.mean, spec.std)
+    )
+    loader = DataLoader(
+        pil,
+        batch_size=batch_size,
+        shuffle=True,
+        num_workers=workers,
+        drop_last=True,
+        persistent_workers=workers > 0,
+        pin_memory=dev.type == "cuda",
+    )
     epochs = iter(range(10**9))
 
     def fast_epoch() -> int:
         train_epoch(fast, data, fast_opt, cfg, dev, next(epochs))
         return len(tensors) * batch_size
 
-    paths: dict[str, Callable[[], int]] = {"usual": lambda: _usual_epoch(usual, loader, usual_opt, dev),
-                                           "fast": fast_epoch}
+    paths: dict[str, Callable[[], int]] = {
+        "usual": lambda: _usual_epoch(usual, loader, usual_opt, dev),
+        "fast": fast_epoch,
+    }
     rates: dict[str, list[float]] = {name: [] for name in paths}
     with cpu_threads(dev, threads):
         for run in paths.values():  # warm-up: workers, allocator, compilation
             _timed(run, dev)
         names = list(paths)
         for r in range(rounds):
-            for name in names[r % 2:] + names[:r % 2]:  # alternate who goes first
+            for name in names[r % 2 :] + names[: r % 2]:  # alternate who goes first
                 rates[name].append(_timed(paths[name], dev))
     median = {name: statistics.median(v) for name, v in rates.items()}
     return {
-        "n_images": n_images, "batch_size": batch_size, "steps_per_round": n_images // batch_size,
-        "device": str(dev), "threads": torch.get_num_threads() if threads <= 0 else threads, "workers": workers,
-        "rounds": rates, "images_per_s": median, "speedup": median["fast"] / median["usual"],
-        "engine": {**asdict(engine), "compile": engine.compile and not compile_error, "compile_error": compile_error,
-                   "bf16": cfg.bf16 and dev.type == "cuda"},
+        "n_images": n_images,
+        "batch_size": batch_size,
+        "steps_per_round": n_images // batch_size,
+        "device": str(dev),
+        "threads": torch.get_num_threads() if threads <= 0 else threads,
+        "workers": workers,
+        "rounds": rates,
+        "images_per_s": median,
+        "speedup": median["fast"] / median["usual"],
+        "engine": {
+            **asdict(engine),
+            "compile": engine.compile and not compile_error,
+            "compile_error": compile_error,
+            "bf16": cfg.bf16 and dev.type == "cuda",
+        },
     }

@@ -34,6 +34,21 @@ from repro.claims.verdicts import evaluate
 from repro.results.family import holm_adjust
 from repro.results.measurements import Status, Verdict
 
-__all__ = ["Evidence", "NotRun", "Outcome", "RULES", "Rule", "Status", "Verdict", "check_references",
-           "count_verdicts", "decide_family", "decide_table", "decided_folder", "decided_results", "evaluate",
-           "evidence_for", "holm_adjust"]
+__all__ = [
+    "Evidence",
+    "NotRun",
+    "Outcome",
+    "RULES",
+    "Rule",
+    "Status",
+    "Verdict",
+    "check_references",
+    "count_verdicts",
+    "decide_family",
+    "decide_table",
+    "decided_folder",
+    "decided_results",
+    "evaluate",
+    "evidence_for",
+    "holm_adjust",
+]

@@ -80,8 +80,10 @@ def with_tables(ev: Evidence, manifest: Any, others: Others) -> Evidence:
     for table in tables_named(manifest):
         other, result = others.get(table, (None, None))
         if result is None:
-            ev.missing_tables[table] = (f"{table} has not been run into this folder at profile '{ev.profile}': "
-                                        f"run `repro {table} --profile {ev.profile}`, then `repro report`")
+            ev.missing_tables[table] = (
+                f"{table} has not been run into this folder at profile '{ev.profile}': "
+                f"run `repro {table} --profile {ev.profile}`, then `repro report`"
+            )
             continue
         for path, value in result.measured.metrics.items():
             ev.metrics[_qualified(path, table)] = value
@@ -117,8 +119,9 @@ def check_across(manifests: Iterable[Any], elsewhere: Iterable[str] = ()) -> dic
                     table, local = split(ident)
                     if table is None or not (key in ROW_KEYS or key in COMPARISON_KEYS or key in PATH_KEYS):
                         continue
-                    kind = "rows" if key in ROW_KEYS or (key in PATH_KEYS and ref.startswith("rows.")) \
-                        else "comparisons"
+                    kind = (
+                        "rows" if key in ROW_KEYS or (key in PATH_KEYS and ref.startswith("rows.")) else "comparisons"
+                    )
                     if table in absent:
                         continue
                     if table not in by_id:
@@ -153,8 +156,11 @@ def check_across(manifests: Iterable[Any], elsewhere: Iterable[str] = ()) -> dic
         for claim in m.claims:
             key = finding_key(m, claim, by_id)
             if key in seen:
-                add(m.id, f"claim '{claim.id}' decides the same finding as {seen[key]} (same rule, same settings, "
-                          f"same reported value): keep one and list it under `shows`")
+                add(
+                    m.id,
+                    f"claim '{claim.id}' decides the same finding as {seen[key]} (same rule, same settings, "
+                    f"same reported value): keep one and list it under `shows`",
+                )
             else:
                 seen[key] = f"{m.id}:{claim.id}"
     return problems
@@ -183,8 +189,9 @@ def check_paper_signs(manifest: Any, claim: Any, by_id: Mapping[str, Any], absen
     is listed, or counts only excluded settings."""
     signs, out = paper_signs(by_id), []
     settings, excluded = claim.params.get("settings") or {}, claim.params.get("excluded") or {}
-    sides = ({r: "below" for r in claim.params.get("below") or ()}
-             | {r: "above" for r in claim.params.get("above") or ()})
+    sides = {r: "below" for r in claim.params.get("below") or ()} | {
+        r: "above" for r in claim.params.get("above") or ()
+    }
     rows = {r.id: r for r in manifest.rows}
     counted = set()
     for row_id, named in settings.items():
@@ -203,11 +210,15 @@ def check_paper_signs(manifest: Any, claim: Any, by_id: Mapping[str, Any], absen
             counted.add(setting)
             moe = next(r for r in other.rows if r.id == comp.row)
             if row_id in rows and not _same_model(rows[row_id], moe):
-                out.append(f"settings.{row_id}: '{setting}' compares {table}'s {moe.id}, a different model "
-                           f"({moe.dataset}, {moe.backbone.name}, {moe.head.name} {moe.head.params})")
+                out.append(
+                    f"settings.{row_id}: '{setting}' compares {table}'s {moe.id}, a different model "
+                    f"({moe.dataset}, {moe.backbone.name}, {moe.head.name} {moe.head.params})"
+                )
             if row_id in sides and _side(signs[setting]) != sides[row_id]:
-                out.append(f"'{row_id}': {setting}'s stated gap sign {signs[setting]} puts it {_side(signs[setting])}, "
-                           f"not {sides[row_id]}")
+                out.append(
+                    f"'{row_id}': {setting}'s stated gap sign {signs[setting]} puts it {_side(signs[setting])}, "
+                    f"not {sides[row_id]}"
+                )
             if row_id not in sides and setting not in excluded:
                 out.append(f"settings.{row_id}: the row is not listed, so '{setting}' must be excluded with the reason")
     for row_id in sides:
@@ -215,8 +226,10 @@ def check_paper_signs(manifest: Any, claim: Any, by_id: Mapping[str, Any], absen
             out.append(f"'{row_id}' is listed {sides[row_id]} but names no setting it counts (settings.{row_id})")
     for setting, sign in sorted(signs.items()):
         if setting not in counted and setting not in excluded:
-            out.append(f"{claim.rule} leaves out '{setting}', whose gap sign the text states ({sign}): list a row "
-                       "that counts it, or exclude it with the reason")
+            out.append(
+                f"{claim.rule} leaves out '{setting}', whose gap sign the text states ({sign}): list a row "
+                "that counts it, or exclude it with the reason"
+            )
     for setting in excluded:
         if setting not in signs and split(setting)[0] not in absent:
             out.append(f"excluded: '{setting}' is no setting whose gap sign the text states")
@@ -226,18 +239,22 @@ def check_paper_signs(manifest: Any, claim: Any, by_id: Mapping[str, Any], absen
             continue
         unlisted_counts_only_excluded = row_id in settings and all(s in excluded for s in settings[row_id])
         if row_id not in sides and not unlisted_counts_only_excluded:
-            out.append(f"'{row_id}': its gap sign is stated ({own.implied_sign}); list it, or name the settings it "
-                       "counts and exclude them")
+            out.append(
+                f"'{row_id}': its gap sign is stated ({own.implied_sign}); list it, or name the settings it "
+                "counts and exclude them"
+            )
         for setting in settings.get(row_id, ()):
             if setting in signs and _side(signs[setting]) != _side(own.implied_sign):
-                out.append(f"'{row_id}': its own stated sign {own.implied_sign} disagrees with {setting}'s "
-                           f"{signs[setting]}")
+                out.append(
+                    f"'{row_id}': its own stated sign {own.implied_sign} disagrees with {setting}'s {signs[setting]}"
+                )
     return out
 
 
 def _same_model(row: Any, other: Any) -> bool:
     """The same dataset and components, the row's parameters a subset of the other's (a FLOP row leaves out
     what only training reads)."""
+
     def within(a: Any, b: Any) -> bool:
         return a.name == b.name and all(b.params.get(k) == v for k, v in a.params.items())
 
@@ -247,6 +264,7 @@ def _same_model(row: Any, other: Any) -> bool:
 def finding_key(manifest: Any, claim: Any, by_id: Mapping[str, Any]) -> tuple:
     """What a claim decides, whichever table holds it: its rule, the settings it reads (each row as its dataset
     and components, each comparison as its two rows), the reported values, and its other parameters."""
+
     def row_of(table: Any, ident: str) -> Any:
         owner, local = split(ident)
         t = by_id.get(owner, table) if owner else table
@@ -287,12 +305,26 @@ def shown_verdicts(manifest: Any, decided: Mapping[str, tuple[Any, ManifestResul
         home, result = decided.get(table, (None, None)) if table is not None else (None, None)
         verdict = next((v for v in result.verdicts if v.claim == claim_id), None) if result is not None else None
         if verdict is not None:
-            out.append(dataclasses.replace(verdict, decided_in=table or "", failed=list(verdict.failed),
-                                           measured=dict(verdict.measured), reported=dict(verdict.reported)))
+            out.append(
+                dataclasses.replace(
+                    verdict,
+                    decided_in=table or "",
+                    failed=list(verdict.failed),
+                    measured=dict(verdict.measured),
+                    reported=dict(verdict.reported),
+                )
+            )
             continue
         claim = next((c for c in home.claims if c.id == claim_id), None) if home is not None else None
-        out.append(Verdict(claim_id, claim.statement if claim else shown, claim.section if claim else "",
-                           claim.scope if claim else "empirical", "not run",
-                           f"decided in {table}, which has not been run into this folder at this profile",
-                           decided_in=table or ""))
+        out.append(
+            Verdict(
+                claim_id,
+                claim.statement if claim else shown,
+                claim.section if claim else "",
+                claim.scope if claim else "empirical",
+                "not run",
+                f"decided in {table}, which has not been run into this folder at this profile",
+                decided_in=table or "",
+            )
+        )
     return out

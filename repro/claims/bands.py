@@ -34,18 +34,29 @@ def near_chance(p: NearChance, ev: Evidence) -> Outcome:
     perfect accuracy (repro.claims.learned.MIN_LEARNED), so one definition serves both. Above it and clearly so
     (the guard's own test says the row learned) refutes it; above it only by noise decides nothing."""
     lr = learning(ev, p.row)
-    text = (f"{p.row}: {100 * lr.accuracy:.2f}% vs chance {100 * lr.chance:.2f}%; near-random: below "
-            f"{100 * lr.needed:.2f}% (chance + {MIN_LEARNED:g} of the distance to 100%)")
+    text = (
+        f"{p.row}: {100 * lr.accuracy:.2f}% vs chance {100 * lr.chance:.2f}%; near-random: below "
+        f"{100 * lr.needed:.2f}% (chance + {MIN_LEARNED:g} of the distance to 100%)"
+    )
     measured = {row_metric(p.row, "accuracy"): lr.accuracy, row_metric(p.row, "chance"): lr.chance}
     learned: dict[str, Any] = dict(must_have_learned=(p.baseline,))
     if lr.accuracy < lr.needed:
         return Outcome("reproduced", text, [], measured, **learned)
     if lr.learned:
-        return Outcome("not reproduced", text, [f"band: {p.row} learned (one-sided t against chance: p={lr.p:.3g})"
-                                                if lr.p is not None else f"band: {p.row} is above the margin"],
-                       measured, **learned)
-    return Outcome("inconclusive", text, ["band: above the margin, not significantly above chance"], measured,
-                   **learned)
+        return Outcome(
+            "not reproduced",
+            text,
+            [
+                f"band: {p.row} learned (one-sided t against chance: p={lr.p:.3g})"
+                if lr.p is not None
+                else f"band: {p.row} is above the margin"
+            ],
+            measured,
+            **learned,
+        )
+    return Outcome(
+        "inconclusive", text, ["band: above the margin, not significantly above chance"], measured, **learned
+    )
 
 
 @dataclass(frozen=True)
@@ -105,8 +116,9 @@ def row_beyond(p: RowBeyond, ev: Evidence) -> Outcome:
     wrong side refutes it; otherwise undecided."""
     xs = list(need(ev, row_metric(p.row, p.row_metric)).values())
     n, mean = len(xs), sum(xs) / len(xs)
-    text = (f"{p.row} {p.row_metric}: {100 * mean:.2f}pp over {n} seeds; claimed {p.relation} {100 * p.bound:g}pp"
-            + (f" ({p.words})" if p.words else ""))
+    text = f"{p.row} {p.row_metric}: {100 * mean:.2f}pp over {n} seeds; claimed {p.relation} {100 * p.bound:g}pp" + (
+        f" ({p.words})" if p.words else ""
+    )
     measured = {row_metric(p.row, p.row_metric): xs}
     learned: dict[str, Any] = dict(must_have_learned=tuple(r for r in (p.row,) if r not in p.may_collapse))
     if n < 2:
@@ -116,10 +128,17 @@ def row_beyond(p: RowBeyond, ev: Evidence) -> Outcome:
     if side == "beyond":
         return Outcome("reproduced", text, [], measured, p_value=pval, **learned)
     if side == "against":
-        return Outcome("not reproduced", text, [f"band: significantly not {p.relation} {100 * p.bound:g}pp"],
-                       measured, p_value=pval, **learned)
-    return Outcome("inconclusive", text, [f"significance: p={pval:.3g} is not below {ALPHA}"], measured,
-                   p_value=pval, **learned)
+        return Outcome(
+            "not reproduced",
+            text,
+            [f"band: significantly not {p.relation} {100 * p.bound:g}pp"],
+            measured,
+            p_value=pval,
+            **learned,
+        )
+    return Outcome(
+        "inconclusive", text, [f"significance: p={pval:.3g} is not below {ALPHA}"], measured, p_value=pval, **learned
+    )
 
 
 @dataclass(frozen=True)
@@ -141,33 +160,65 @@ def recovers_share(p: RecoversShare, ev: Evidence) -> Outcome:
     share_text = f"more than {100 * p.share:g}% of the deficit"
     rows = tuple(dict.fromkeys(r for c in (p.comparison, p.deficit) for r in ev.rows_of(c) if r not in p.may_collapse))
     if dfc["mean"] >= 0:
-        return Outcome("inconclusive", f"{p.deficit} {pct(dfc['mean'])}: no deficit, so no share of one to recover",
-                       ["deficit: the gap is not negative"], {p.deficit: dfc["mean"]}, must_have_learned=rows)
+        return Outcome(
+            "inconclusive",
+            f"{p.deficit} {pct(dfc['mean'])}: no deficit, so no share of one to recover",
+            ["deficit: the gap is not negative"],
+            {p.deficit: dfc["mean"]},
+            must_have_learned=rows,
+        )
     recovered = 1 - rec["mean"] / dfc["mean"]
-    text = (f"{p.comparison} {pct(rec['mean'])} against {p.deficit} {pct(dfc['mean'])}: recovers "
-            f"{100 * recovered:.1f}% of the deficit ({share_text} claimed)")
+    text = (
+        f"{p.comparison} {pct(rec['mean'])} against {p.deficit} {pct(dfc['mean'])}: recovers "
+        f"{100 * recovered:.1f}% of the deficit ({share_text} claimed)"
+    )
     measured = {"recovered": recovered, p.comparison: rec["mean"], p.deficit: dfc["mean"]}
     if len(seeds) < 2:
-        return Outcome("inconclusive", text + " (fewer than 2 paired seeds: no test)", ["seeds: need at least 2"],
-                       measured, must_have_learned=rows)
+        return Outcome(
+            "inconclusive",
+            text + " (fewer than 2 paired seeds: no test)",
+            ["seeds: need at least 2"],
+            measured,
+            must_have_learned=rows,
+        )
     beyond = paired_gap({s: dr[s] for s in seeds}, {s: (1 - p.share) * dd[s] for s in seeds})
     text += f"; per seed beyond the share: {pct(beyond.mean)}, p={beyond.p:.3g}"
     if beyond.mean > 0 and beyond.p < ALPHA:
         return Outcome("reproduced", text, [], measured, must_have_learned=rows, p_value=beyond.p)
     if beyond.mean < 0 and beyond.p < ALPHA:
-        return Outcome("not reproduced", text, [f"share: recovers significantly less than {100 * p.share:g}%"],
-                       measured, must_have_learned=rows, p_value=beyond.p)
-    return Outcome("inconclusive", text, [f"significance: p={beyond.p:.3g} is not below {ALPHA}"], measured,
-                   must_have_learned=rows, p_value=beyond.p)
+        return Outcome(
+            "not reproduced",
+            text,
+            [f"share: recovers significantly less than {100 * p.share:g}%"],
+            measured,
+            must_have_learned=rows,
+            p_value=beyond.p,
+        )
+    return Outcome(
+        "inconclusive",
+        text,
+        [f"significance: p={beyond.p:.3g} is not below {ALPHA}"],
+        measured,
+        must_have_learned=rows,
+        p_value=beyond.p,
+    )
 
 
 FAMILY = (
-    Rule("near_chance", NearChance, near_chance,
-         "a row's accuracy stays within the margin above chance that the learned guard calls 'did not learn'"),
+    Rule(
+        "near_chance",
+        NearChance,
+        near_chance,
+        "a row's accuracy stays within the margin above chance that the learned guard calls 'did not learn'",
+    ),
     Rule("in_bands", InBands, in_bands, "each measured value lies in the band a vague word was given"),
     Rule("row_beyond", RowBeyond, row_beyond, "a per-seed row metric lies beyond a bound (one-sided t-test)"),
-    Rule("recovers_share", RecoversShare, recovers_share,
-         "a comparison recovers more than a share of another's deficit, paired by seed"),
+    Rule(
+        "recovers_share",
+        RecoversShare,
+        recovers_share,
+        "a comparison recovers more than a share of another's deficit, paired by seed",
+    ),
 )
 
 

@@ -65,8 +65,10 @@ class Evidence:
         if table in self.missing_tables:
             raise NotRun(self.missing_tables[table])
         if comparison not in self.comparison_rows:
-            raise NotRun(f"the rows of comparison '{comparison}' are not in the evidence, "
-                         "so whether both learned cannot be checked")
+            raise NotRun(
+                f"the rows of comparison '{comparison}' are not in the evidence, "
+                "so whether both learned cannot be checked"
+            )
         return self.comparison_rows[comparison]
 
 
@@ -179,7 +181,7 @@ def reported_gap(pv: PaperValue) -> str:
         text = f"{pv.value:+.{digits}f}" + (f" ± {pv.sd:.{digits}f}" if pv.sd is not None else "") + "pp"
     else:
         text = sign_word(pv.implied_sign)
-    stats = ([f"p{'<' if pv.p_relation == '<' else '='}{pv.p:.2g}"] if pv.p is not None else [])
+    stats = [f"p{'<' if pv.p_relation == '<' else '='}{pv.p:.2g}"] if pv.p is not None else []
     stats += [f"d={pv.d:g}"] if pv.d is not None else []
     if pv.positive_seeds is not None and pv.n:
         stats.append(f"{pv.positive_seeds}/{pv.n} seeds positive")

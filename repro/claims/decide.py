@@ -56,10 +56,18 @@ def evidence_for(manifest: DecidedManifest, result: ManifestResult, others: Othe
     settings = result.profile_settings or manifest.profiles.get(result.profile)
     kind = settings.evidence if settings else "pipeline"
     evidence = Evidence(
-        manifest_id=manifest.id, paper_table=manifest.paper_table, profile=result.profile,
-        metrics=dict(result.measured.metrics), missing=dict(result.measured.missing), device=result.device_type,
-        paper_scale=kind == "paper", kind=kind, seeds=settings.seeds if settings else None,
-        paper_seeds=manifest.seeds, settings=settings, datasets=manifest.trained_datasets(),
+        manifest_id=manifest.id,
+        paper_table=manifest.paper_table,
+        profile=result.profile,
+        metrics=dict(result.measured.metrics),
+        missing=dict(result.measured.missing),
+        device=result.device_type,
+        paper_scale=kind == "paper",
+        kind=kind,
+        seeds=settings.seeds if settings else None,
+        paper_seeds=manifest.seeds,
+        settings=settings,
+        datasets=manifest.trained_datasets(),
         data=tuple(result.data_checks()),
         comparison_rows={c.id: (c.row, c.baseline) for c in manifest.comparisons},
     )
@@ -74,9 +82,11 @@ def decide_table(manifest: DecidedManifest, result: ManifestResult, others: Othe
     evidence = evidence_for(manifest, result, others)
     counted = result.measured.details.get(READINGS_DETAIL, {}).get("rows", {})
     return dataclasses.replace(
-        result, verdicts=[with_stability(claim, evidence, evaluate(claim, evidence)) for claim in manifest.claims],
+        result,
+        verdicts=[with_stability(claim, evidence, evaluate(claim, evidence)) for claim in manifest.claims],
         readings=decide_readings(manifest, evidence, lambda row: counted.get(row.id)),
-        shown=shown_verdicts(manifest, others or {}))
+        shown=shown_verdicts(manifest, others or {}),
+    )
 
 
 def decide_family(results: list[ManifestResult | None]) -> list[ManifestResult | None]:
@@ -89,21 +99,23 @@ def decide_family(results: list[ManifestResult | None]) -> list[ManifestResult |
         if r is None:
             out.append(None)
             continue
-        out.append(dataclasses.replace(r, verdicts=adjusted[at:at + len(r.verdicts)]))
+        out.append(dataclasses.replace(r, verdicts=adjusted[at : at + len(r.verdicts)]))
         at += len(r.verdicts)
     return out
 
 
-def decided_results(results_dir: Path, profile: str,
-                    manifests: list[DecidedManifest]) -> list[tuple[DecidedManifest, ManifestResult | None]]:
+def decided_results(
+    results_dir: Path, profile: str, manifests: list[DecidedManifest]
+) -> list[tuple[DecidedManifest, ManifestResult | None]]:
     """Each manifest with its stored result (None: not run into this folder), its claims decided again by the
     current rules and manifest (reading the other tables' results where a claim spans tables), Holm applied over
     every verdict of the report, and the verdicts each table shows from the table that decides them."""
     return decide_all([(m, load_result(results_dir, profile, m.id)) for m in manifests])
 
 
-def decide_all(entries: list[tuple[DecidedManifest, ManifestResult | None]]
-               ) -> list[tuple[DecidedManifest, ManifestResult | None]]:
+def decide_all(
+    entries: list[tuple[DecidedManifest, ManifestResult | None]],
+) -> list[tuple[DecidedManifest, ManifestResult | None]]:
     """decided_results on results already read: one profile's tables, each with its stored result or None."""
     manifests = [m for m, _ in entries]
     stored = {m.id: (m, r) for m, r in entries}

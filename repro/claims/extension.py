@@ -38,13 +38,17 @@ class RouterOrderStable:
 
     def __post_init__(self) -> None:
         if self.configs and len(self.configs) * len(self.routers) != len(self.comparisons):
-            raise ValueError(f"configs ({len(self.configs)}) must label every configuration "
-                             f"({len(self.comparisons) // max(1, len(self.routers))})")
+            raise ValueError(
+                f"configs ({len(self.configs)}) must label every configuration "
+                f"({len(self.comparisons) // max(1, len(self.routers))})"
+            )
         if len(self.routers) < 2:
             raise ValueError("router_order_stable needs at least two routers")
         if not self.comparisons or len(self.comparisons) % len(self.routers):
-            raise ValueError(f"comparisons ({len(self.comparisons)}) must be a whole number of configurations "
-                             f"for each of the {len(self.routers)} routers")
+            raise ValueError(
+                f"comparisons ({len(self.comparisons)}) must be a whole number of configurations "
+                f"for each of the {len(self.routers)} routers"
+            )
 
     def grid(self) -> list[list[str]]:
         """comparisons as [configuration][router]."""
@@ -55,14 +59,18 @@ class RouterOrderStable:
 def order_at(gaps: list[dict[str, Any]], routers: tuple[str, ...]) -> tuple[tuple[str, ...], set[frozenset]]:
     """Routers by decreasing mean gap at one configuration, and the pairs too close to order (ties)."""
     ranked = sorted(range(len(routers)), key=lambda i: -gaps[i]["mean"])
-    ties = {frozenset((routers[i], routers[j])) for i in range(len(routers)) for j in range(i + 1, len(routers))
-            if abs(gaps[i]["mean"] - gaps[j]["mean"]) <= math.hypot(_half_width(gaps[i]), _half_width(gaps[j]))}
+    ties = {
+        frozenset((routers[i], routers[j]))
+        for i in range(len(routers))
+        for j in range(i + 1, len(routers))
+        if abs(gaps[i]["mean"] - gaps[j]["mean"]) <= math.hypot(_half_width(gaps[i]), _half_width(gaps[j]))
+    }
     return tuple(routers[i] for i in ranked), ties
 
 
 def _inverted(order: tuple[str, ...], ref: tuple[str, ...]) -> set[frozenset]:
     pos = {r: i for i, r in enumerate(ref)}
-    return {frozenset((a, b)) for i, a in enumerate(order) for b in order[i + 1:] if pos[a] > pos[b]}
+    return {frozenset((a, b)) for i, a in enumerate(order) for b in order[i + 1 :] if pos[a] > pos[b]}
 
 
 def router_order_stable(p: RouterOrderStable, ev: Evidence) -> Outcome:
@@ -89,12 +97,22 @@ def router_order_stable(p: RouterOrderStable, ev: Evidence) -> Outcome:
     if broken:
         return Outcome("not reproduced", text, broken + unclear, measured, {}, must_have_learned=learned)
     if unclear:
-        return Outcome("inconclusive", text + "; the differing orders are within seed noise", unclear, measured, {},
-                       must_have_learned=learned)
+        return Outcome(
+            "inconclusive",
+            text + "; the differing orders are within seed noise",
+            unclear,
+            measured,
+            {},
+            must_have_learned=learned,
+        )
     return Outcome("reproduced", text, [], measured, {}, must_have_learned=learned)
 
 
 FAMILY = (
-    Rule("router_order_stable", RouterOrderStable, router_order_stable,
-         "routers ranked by mean gap keep one order at every configuration"),
+    Rule(
+        "router_order_stable",
+        RouterOrderStable,
+        router_order_stable,
+        "routers ranked by mean gap keep one order at every configuration",
+    ),
 )

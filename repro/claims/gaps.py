@@ -75,11 +75,15 @@ def judge_gap(gap: dict[str, Any], pv: PaperValue, alpha: float = ALPHA, band: B
     text += f", p={_p(p)}" if n > 1 else ""
     text += f", {gap['positive']}/{n} seeds positive; reported {reported_gap(pv)}"
     if n < 2:
-        return Outcome("inconclusive", text + " (one seed: no test)",
-                       [str(Failure("seeds", "need at least 2 paired seeds"))])
+        return Outcome(
+            "inconclusive", text + " (one seed: no test)", [str(Failure("seeds", "need at least 2 paired seeds"))]
+        )
     if mean == 0 and not sd:
-        return Outcome("inconclusive", text + " (identical accuracy on every seed: no information)",
-                       [str(Failure("sign", "no difference on any seed"))])
+        return Outcome(
+            "inconclusive",
+            text + " (identical accuracy on every seed: no information)",
+            [str(Failure("sign", "no difference on any seed"))],
+        )
     failures: list[Failure] = []
     want = pv.implied_sign  # "+", "-", "<=0" (the text says only that it is not positive) or None
     if want == "<=0":
@@ -115,19 +119,32 @@ def judge_gap(gap: dict[str, Any], pv: PaperValue, alpha: float = ALPHA, band: B
         return Outcome("reproduced", text, p_value=tested, tolerance=tol)
     failed = [str(f) for f in failures]
     powered = needed is not None and n >= needed
-    power_note = (f" (80% power at the paper's effect size needs {needed} seeds, {n} run)" if needed
-                  else " (the text gives no effect size, so no seed count decides power)")
+    power_note = (
+        f" (80% power at the paper's effect size needs {needed} seeds, {n} run)"
+        if needed
+        else " (the text gives no effect size, so no seed count decides power)"
+    )
     first = failures[0].part
     if first == "sign":
         if significant or powered:
             return Outcome("not reproduced", text + power_note, failed, p_value=tested, tolerance=tol)
-        return Outcome("inconclusive", text + power_note + "; the opposite sign is not significant", failed,
-                       p_value=tested, tolerance=tol)
+        return Outcome(
+            "inconclusive",
+            text + power_note + "; the opposite sign is not significant",
+            failed,
+            p_value=tested,
+            tolerance=tol,
+        )
     if first in ("significance", "seeds") and not powered:
         return Outcome("inconclusive", text + power_note, failed, p_value=tested, tolerance=tol)
     if not any(f.decisive for f in failures):
-        return Outcome("inconclusive", text + "; outside the band by its mean only, within seed noise", failed,
-                       p_value=tested, tolerance=tol)
+        return Outcome(
+            "inconclusive",
+            text + "; outside the band by its mean only, within seed noise",
+            failed,
+            p_value=tested,
+            tolerance=tol,
+        )
     return Outcome("not reproduced", text + power_note, failed, p_value=tested, tolerance=tol)
 
 
@@ -139,8 +156,11 @@ def _effect_size(gap: dict[str, Any], reported_d: float, failures: list[Failure]
     # a bootstrap's resampled gap carries the interval, computed for every resample at once (repro.claims.stability)
     lo, hi = gap.get("d_ci95") or d_z_interval(d, gap["n"])
     if not lo <= abs(reported_d) * (1 if d >= 0 else -1) <= hi:
-        failures.append(Failure("effect size", f"reported d={reported_d:g} is outside the measured d_z's 95% CI "
-                                               f"[{lo:.2f}, {hi:.2f}]"))
+        failures.append(
+            Failure(
+                "effect size", f"reported d={reported_d:g} is outside the measured d_z's 95% CI [{lo:.2f}, {hi:.2f}]"
+            )
+        )
     return f"; d_z {d:.2f} (95% CI {lo:.2f} to {hi:.2f}) vs reported d={reported_d:g}"
 
 
@@ -151,8 +171,13 @@ def _check_band(gap: dict[str, Any], band: Band, failures: list[Failure]) -> Non
         return
     lo, hi = gap.get("ci95") or (None, None)
     reaches = lo is None or hi is None or (100 * lo <= band.high and 100 * hi >= band.low)
-    failures.append(Failure("band", f"{mean:+.2f}pp is outside {band.text()}"
-                            + ("; its 95% CI reaches the band" if reaches else ""), decisive=not reaches))
+    failures.append(
+        Failure(
+            "band",
+            f"{mean:+.2f}pp is outside {band.text()}" + ("; its 95% CI reaches the band" if reaches else ""),
+            decisive=not reaches,
+        )
+    )
 
 
 def _magnitude_tolerance(gap: dict[str, Any], pv: PaperValue) -> float:
@@ -190,9 +215,12 @@ def gap_matches_paper(p: GapMatchesPaper, ev: Evidence) -> Outcome:
     pv = paper(ev, p.paper)
     gap = _gap(ev, p.comparison)
     judged = judge_gap(gap, pv, p.alpha, Band(*p.band, p.band_words) if p.band is not None else None)
-    return replace(judged, measured={comparison_metric(p.comparison, "gap"): gap},
-                   reported={p.paper: reported_gap(pv)},
-                   must_have_learned=guarded(ev, (p.comparison,), p.may_collapse))
+    return replace(
+        judged,
+        measured={comparison_metric(p.comparison, "gap"): gap},
+        reported={p.paper: reported_gap(pv)},
+        must_have_learned=guarded(ev, (p.comparison,), p.may_collapse),
+    )
 
 
 def _welch_p(a: list[float], b: list[float]) -> float:
@@ -226,16 +254,19 @@ def row_above(p: RowAbove, ev: Evidence) -> Outcome:
     mean, bound = sum(xs) / len(xs), p.baseline_below
     pval, side = one_sided(xs, bound, "<")
     words = f" ({p.below_words})" if p.below_words else ""
-    text = (f"{out.evidence}; {p.baseline} {p.row_metric} {100 * mean:.2f}pp, claimed < {100 * bound:g}pp{words}"
-            + (f", one-sided p={pval:.3g}" if pval is not None else " (one seed: no test)"))
+    text = f"{out.evidence}; {p.baseline} {p.row_metric} {100 * mean:.2f}pp, claimed < {100 * bound:g}pp{words}" + (
+        f", one-sided p={pval:.3g}" if pval is not None else " (one seed: no test)"
+    )
     failed = list(out.failed)
     if side == "against":
-        failed.append(f"band: {p.baseline} {p.row_metric} {100 * mean:.2f}pp is significantly not below "
-                      f"{100 * bound:g}pp{words}")
+        failed.append(
+            f"band: {p.baseline} {p.row_metric} {100 * mean:.2f}pp is significantly not below {100 * bound:g}pp{words}"
+        )
         return replace(out, status="not reproduced", evidence=text, failed=failed)
     if side == "undecided":
-        failed.append(f"band: {p.baseline} {p.row_metric} {100 * mean:.2f}pp is not significantly below "
-                      f"{100 * bound:g}pp")
+        failed.append(
+            f"band: {p.baseline} {p.row_metric} {100 * mean:.2f}pp is not significantly below {100 * bound:g}pp"
+        )
         status: Status = "not reproduced" if out.status == "not reproduced" else "inconclusive"
         return replace(out, status=status, evidence=text, failed=failed)
     return replace(out, evidence=text)
@@ -246,8 +277,10 @@ def _row_above(p: RowAbove, ev: Evidence) -> Outcome:
     b = list(need(ev, row_metric(p.baseline, p.row_metric)).values())
     diff = sum(a) / len(a) - sum(b) / len(b)
     pval = _welch_p(a, b)
-    text = (f"{p.row_metric}: {p.row} {100 * sum(a) / len(a):.2f}% vs {p.baseline} {100 * sum(b) / len(b):.2f}%: "
-            f"{pct(diff)} (Welch p={pval:.3g})")
+    text = (
+        f"{p.row_metric}: {p.row} {100 * sum(a) / len(a):.2f}% vs {p.baseline} {100 * sum(b) / len(b):.2f}%: "
+        f"{pct(diff)} (Welch p={pval:.3g})"
+    )
     measured = {row_metric(p.row, p.row_metric): a, row_metric(p.baseline, p.row_metric): b}
     reported = {}
     if p.paper is not None:
@@ -255,8 +288,10 @@ def _row_above(p: RowAbove, ev: Evidence) -> Outcome:
         reported = {p.paper: reported_gap(pv)}
         text += f"; reported: {pv.note or pv.printed}"
     significant = pval < ALPHA  # False for NaN (one seed, or no variance)
-    tested: dict[str, Any] = dict(must_have_learned=tuple(r for r in (p.row, p.baseline) if r not in p.may_collapse),
-                  p_value=None if math.isnan(pval) else pval)
+    tested: dict[str, Any] = dict(
+        must_have_learned=tuple(r for r in (p.row, p.baseline) if r not in p.may_collapse),
+        p_value=None if math.isnan(pval) else pval,
+    )
     if diff > 0 and significant:
         return Outcome("reproduced", text, [], measured, reported, **tested)
     if diff > 0:
@@ -280,8 +315,9 @@ def accuracy_matches_paper(p: AccuracyMatchesPaper, ev: Evidence) -> Outcome:
     xs = [100 * v for v in need(ev, row_metric(p.row, "accuracy")).values()]
     n, mean = len(xs), sum(xs) / len(xs)
     if n < 2:
-        return Outcome("inconclusive", f"{mean:.2f}% from one seed vs reported {pv.printed}",
-                       ["seeds: need at least 2"])
+        return Outcome(
+            "inconclusive", f"{mean:.2f}% from one seed vs reported {pv.printed}", ["seeds: need at least 2"]
+        )
     sd = math.sqrt(sum((x - mean) ** 2 for x in xs) / (n - 1))
     n_p, sd_p = pv.n or ev.paper_seeds or n, pv.sd if pv.sd is not None else sd
     ours, theirs = sd**2 / n, sd_p**2 / n_p
@@ -289,8 +325,10 @@ def accuracy_matches_paper(p: AccuracyMatchesPaper, ev: Evidence) -> Outcome:
     df = (ours + theirs) ** 2 / (ours**2 / (n - 1) + theirs**2 / max(1, n_p - 1)) if se > 0 else 1.0
     tol = float(_sps().t.ppf(0.975, df)) * se + pv.tolerance
     spread = "" if pv.sd is not None else ", the paper's s.d. taken as ours"
-    text = (f"{mean:.2f} ± {sd:.2f}% over {n} seeds vs reported {pv.printed} over {n_p} seeds "
-            f"(tolerance ±{tol:.2f}pp: 95% of the difference of two means{spread})")
+    text = (
+        f"{mean:.2f} ± {sd:.2f}% over {n} seeds vs reported {pv.printed} over {n_p} seeds "
+        f"(tolerance ±{tol:.2f}pp: 95% of the difference of two means{spread})"
+    )
     failed = [] if abs(mean - pv.value) <= tol else [f"magnitude: {mean:.2f} outside {pv.value:g} ± {tol:.2f}"]
     return Outcome(passed(not failed), text, failed, {p.row: mean}, {p.paper: pv.printed}, tolerance=tol)
 
@@ -320,16 +358,29 @@ def gap_difference(p: GapDifference, ev: Evidence) -> Outcome:
     diff = paired_gap(da, db).to_dict()
     judged = judge_gap(diff, pv, p.alpha)
     text = f"{p.comparison} - {p.minus} per seed: {judged.evidence}"
-    return replace(judged, evidence=text, measured={"difference": diff}, reported={p.paper: pv.printed},
-                   must_have_learned=guarded(ev, (p.comparison, p.minus), p.may_collapse))
+    return replace(
+        judged,
+        evidence=text,
+        measured={"difference": diff},
+        reported={p.paper: pv.printed},
+        must_have_learned=guarded(ev, (p.comparison, p.minus), p.may_collapse),
+    )
 
 
 FAMILY = (
-    Rule("gap_matches_paper", GapMatchesPaper, gap_matches_paper,
-         "a paired MoE - dense gap has the reported sign, significance and size"),
+    Rule(
+        "gap_matches_paper",
+        GapMatchesPaper,
+        gap_matches_paper,
+        "a paired MoE - dense gap has the reported sign, significance and size",
+    ),
     Rule("row_above", RowAbove, row_above, "one row's per-seed metric exceeds another's on average (Welch t-test)"),
-    Rule("accuracy_matches_paper", AccuracyMatchesPaper, accuracy_matches_paper,
-         "a row's mean accuracy equals the reported one within its 95% CI and the printed precision"),
+    Rule(
+        "accuracy_matches_paper",
+        AccuracyMatchesPaper,
+        accuracy_matches_paper,
+        "a row's mean accuracy equals the reported one within its 95% CI and the printed precision",
+    ),
     Rule("gap_difference", GapDifference, gap_difference, "the difference of two gaps matches the reported reversal"),
 )
 

@@ -25,16 +25,32 @@ SCOPES = ("analytic", "empirical", "gpu", "extension")
 EXPLAINER_GROUP = "explainer"  # counted apart: from the explainer, not the paper's text
 PROPERTY_GROUP, SELF_TEST_GROUP = "property", "self-test"  # analytic claims that match no printed number
 PREDICTION_GROUP, DERIVED_GROUP = "prediction", "derived"  # this artifact's bounds; findings another claim implies
-GROUPS = ("analytic", PROPERTY_GROUP, SELF_TEST_GROUP, "empirical", "gpu", "extension", EXPLAINER_GROUP,
-          PREDICTION_GROUP, DERIVED_GROUP)
+GROUPS = (
+    "analytic",
+    PROPERTY_GROUP,
+    SELF_TEST_GROUP,
+    "empirical",
+    "gpu",
+    "extension",
+    EXPLAINER_GROUP,
+    PREDICTION_GROUP,
+    DERIVED_GROUP,
+)
 # shown, never counted as reproductions of the paper's findings (a derived one is counted as the claim it follows from)
 NOT_REPRODUCTIONS = frozenset({SELF_TEST_GROUP, PREDICTION_GROUP, DERIVED_GROUP})
 STATUSES: tuple[Status, ...] = get_args(Status)  # reproduced, not reproduced, inconclusive, not run
 # How `ClaimCounts.line` names each group: the paper's claims first, then those counted apart.
-WORDS = {"analytic": "printed numbers", PROPERTY_GROUP: "properties", "empirical": "empirical",
-         "gpu": "GPU-scoped", SELF_TEST_GROUP: "self-tests", EXPLAINER_GROUP: "from the explainer",
-         PREDICTION_GROUP: "predictions of this artifact", DERIVED_GROUP: "derived from another claim",
-         "extension": "extension"}
+WORDS = {
+    "analytic": "printed numbers",
+    PROPERTY_GROUP: "properties",
+    "empirical": "empirical",
+    "gpu": "GPU-scoped",
+    SELF_TEST_GROUP: "self-tests",
+    EXPLAINER_GROUP: "from the explainer",
+    PREDICTION_GROUP: "predictions of this artifact",
+    DERIVED_GROUP: "derived from another claim",
+    "extension": "extension",
+}
 SHORT = {**WORDS, EXPLAINER_GROUP: "the explainer's", PREDICTION_GROUP: "predictions", DERIVED_GROUP: "derived"}
 
 
@@ -75,10 +91,16 @@ class ClaimCounts:
         """'Claims: 14 analytic, 52 empirical, 10 GPU-scoped; apart: 2 self-tests, 4 the explainer's, ...': the one
         wording of the counts (analytic: the printed numbers and the properties; the headline's lines split them)."""
         g = self.groups
-        paper = [f"{g['analytic'] + g[PROPERTY_GROUP]} analytic", f"{g['empirical']} empirical",
-                 f"{g['gpu']} {WORDS['gpu']}"]
-        apart = [f"{g[k]} {SHORT[k]}" for k in (SELF_TEST_GROUP, EXPLAINER_GROUP, PREDICTION_GROUP, DERIVED_GROUP,
-                                                "extension") if g[k]]
+        paper = [
+            f"{g['analytic'] + g[PROPERTY_GROUP]} analytic",
+            f"{g['empirical']} empirical",
+            f"{g['gpu']} {WORDS['gpu']}",
+        ]
+        apart = [
+            f"{g[k]} {SHORT[k]}"
+            for k in (SELF_TEST_GROUP, EXPLAINER_GROUP, PREDICTION_GROUP, DERIVED_GROUP, "extension")
+            if g[k]
+        ]
         return f"Claims: {', '.join(paper)}" + (f"; apart: {', '.join(apart)}" if apart else "")
 
     def breakdown(self) -> str:

@@ -33,8 +33,10 @@ def within_factor(p: WithinFactor, ev: Evidence) -> Outcome:
     value = need(ev, p.metric)
     ratio = value / pv.value
     ok = 1 / p.factor <= ratio <= p.factor
-    text = (f"measured {value:.4g}{pv.unit} vs reported {pv.printed}: {ratio:.2f}x of it "
-            f"(allowed {1 / p.factor:.2f}-{p.factor:g}x)")
+    text = (
+        f"measured {value:.4g}{pv.unit} vs reported {pv.printed}: {ratio:.2f}x of it "
+        f"(allowed {1 / p.factor:.2f}-{p.factor:g}x)"
+    )
     failed = [] if ok else [f"factor: {ratio:.2f}x is outside [{1 / p.factor:.2f}, {p.factor:g}]"]
     return Outcome(passed(ok), text, failed, {p.metric: value}, {p.paper: pv.printed}, tolerance=p.factor)
 
@@ -48,8 +50,11 @@ class Ordered:
 def ordered(p: Ordered, ev: Evidence) -> Outcome:
     values = {m: need(ev, m) for m in p.metrics}
     sign = ">" if p.direction == "decreasing" else "<"
-    bad = [(a, b) for a, b in zip(p.metrics, p.metrics[1:])
-           if not (values[a] > values[b] if sign == ">" else values[a] < values[b])]
+    bad = [
+        (a, b)
+        for a, b in zip(p.metrics, p.metrics[1:])
+        if not (values[a] > values[b] if sign == ">" else values[a] < values[b])
+    ]
     text = f" {sign} ".join(f"{parse_metric_path(m)[1]} {v:.4g}" for m, v in values.items())
     failed = [f"order: {a} ({values[a]:.4g}) is not {sign} {b} ({values[b]:.4g})" for a, b in bad]
     return Outcome(passed(not failed), text, failed, values)
@@ -67,8 +72,9 @@ def largest(p: Largest, ev: Evidence) -> Outcome:
     others = {r: need(ev, row_metric(r, p.row_metric)) for r in p.rows}
     runner_up = max(others, key=others.__getitem__)
     failed = [f"{r}: {v:.4g} is not below {top:.4g}" for r, v in others.items() if not v < top]
-    text = (f"{p.row_metric}: {p.row} {top:.4g}; "
-            f"next {runner_up} {others[runner_up]:.4g} ({top / others[runner_up]:.2f}x)")
+    text = (
+        f"{p.row_metric}: {p.row} {top:.4g}; next {runner_up} {others[runner_up]:.4g} ({top / others[runner_up]:.2f}x)"
+    )
     return Outcome(passed(not failed), text, failed, {p.row: top, **others})
 
 
@@ -107,15 +113,24 @@ def scales_with_experts(p: ScalesWithExperts, ev: Evidence) -> Outcome:
         text = f"{series}; relative spread {spread:.2%} (allowed {p.tolerance:.2%})"
     if not math.isfinite(slope):
         failed.append("slope: not finite")
-    return Outcome(passed(not failed), text, failed, measured,
-                   tolerance=p.tolerance if p.expect == "constant" else None)
+    return Outcome(
+        passed(not failed), text, failed, measured, tolerance=p.tolerance if p.expect == "constant" else None
+    )
 
 
 FAMILY = (
-    Rule("within_factor", WithinFactor, within_factor,
-         "a measured value lies within a factor of the reported one (latency on other hardware)"),
+    Rule(
+        "within_factor",
+        WithinFactor,
+        within_factor,
+        "a measured value lies within a factor of the reported one (latency on other hardware)",
+    ),
     Rule("ordered", Ordered, ordered, "measured values are strictly decreasing (or increasing) in the order given"),
     Rule("largest", Largest, largest, "one row's metric exceeds every other listed row's"),
-    Rule("scales_with_experts", ScalesWithExperts, scales_with_experts,
-         "a per-row count grows with the number of experts E (or stays constant in E)"),
+    Rule(
+        "scales_with_experts",
+        ScalesWithExperts,
+        scales_with_experts,
+        "a per-row count grows with the number of experts E (or stays constant in E)",
+    ),
 )

@@ -44,8 +44,10 @@ class Learning:
 
     def describe(self) -> str:
         test = f"one-sided t over {self.seeds} seeds: p={self.p:.3g}" if self.p is not None else "one seed: no test"
-        return (f"{self.row} did not learn ({100 * self.accuracy:.2f}% vs chance {100 * self.chance:.2f}%; "
-                f"needs at least {100 * self.needed:.2f}% and p < {LEARNED_ALPHA:g}, {test})")
+        return (
+            f"{self.row} did not learn ({100 * self.accuracy:.2f}% vs chance {100 * self.chance:.2f}%; "
+            f"needs at least {100 * self.needed:.2f}% and p < {LEARNED_ALPHA:g}, {test})"
+        )
 
 
 def learning(ev: Evidence, row: str) -> Learning:

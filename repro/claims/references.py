@@ -83,8 +83,10 @@ def check_references(manifest: ManifestLike, problems: ProblemSink) -> None:
         own = {c.id for c in manifest.claims} - {claim.id}
         for j, ref in enumerate(getattr(claim, "derived_from", ())):
             if ":" not in ref and ref not in own:  # "<manifest>:<claim>": repro.claims.across
-                problems.add(f"claims[{i}].derived_from[{j}]", f"'{ref}' is no other claim of {manifest.id}"
-                             f"{closest(ref, sorted(own))}")
+                problems.add(
+                    f"claims[{i}].derived_from[{j}]",
+                    f"'{ref}' is no other claim of {manifest.id}{closest(ref, sorted(own))}",
+                )
 
 
 def param_refs(value: Any) -> list[Any]:
@@ -116,23 +118,32 @@ def check_stated_signs(claim: ClaimLike, manifest: ManifestLike, where: str, pro
     excluded = claim.params.get("excluded") or {}
     for ref in excluded:
         if ref not in signs:
-            problems.add(f"{where}.excluded", f"'{ref}' has no gap sign the text states: only a stated setting "
-                         f"needs excluding; stated: {', '.join(sorted(signs)) or 'none'}")
+            problems.add(
+                f"{where}.excluded",
+                f"'{ref}' has no gap sign the text states: only a stated setting "
+                f"needs excluding; stated: {', '.join(sorted(signs)) or 'none'}",
+            )
     if kind == "rows":
-        sides = ({r: "below" for r in claim.params.get("below") or ()}
-                 | {r: "above" for r in claim.params.get("above") or ()})
+        sides = {r: "below" for r in claim.params.get("below") or ()} | {
+            r: "above" for r in claim.params.get("above") or ()
+        }
         for ref, side in sides.items():
             want = "above" if signs.get(ref) == "+" else "below" if signs.get(ref) in ("-", "<=0") else side
             if want != side:
-                problems.add(f"{where}.{side}", f"'{ref}': the text states its gap sign {signs[ref]}, which puts it "
-                             f"{want}, not {side}")
+                problems.add(
+                    f"{where}.{side}",
+                    f"'{ref}': the text states its gap sign {signs[ref]}, which puts it {want}, not {side}",
+                )
     else:
         sides = {c: "comparisons" for c in claim.params.get("comparisons") or ()}
     for ref, sign in signs.items():
         if ref not in sides and ref not in excluded:
             lists = "below or above" if kind == "rows" else "comparisons"
-            problems.add(where, f"{claim.rule} leaves out '{ref}', whose gap sign the text states ({sign}): "
-                         f"list it in {lists}, or in excluded with the reason")
+            problems.add(
+                where,
+                f"{claim.rule} leaves out '{ref}', whose gap sign the text states ({sign}): "
+                f"list it in {lists}, or in excluded with the reason",
+            )
 
 
 def claim_rows(claim: ClaimLike, comparisons: Iterable[_ComparisonLike]) -> tuple[str, ...]:
@@ -165,8 +176,11 @@ def _check_may_collapse(claim: ClaimLike, pairs: dict[str, tuple[str, str]], whe
         if ref in baselines:
             problems.add(f"{where}.may_collapse", f"'{ref}' is a baseline of this claim: a baseline must have learned")
         elif ref not in treatments:
-            problems.add(f"{where}.may_collapse", f"'{ref}' is not a treatment row this claim compares; "
-                         f"treatments: {', '.join(sorted(t for t in treatments if t))}")
+            problems.add(
+                f"{where}.may_collapse",
+                f"'{ref}' is not a treatment row this claim compares; "
+                f"treatments: {', '.join(sorted(t for t in treatments if t))}",
+            )
 
 
 def _check_metric_path(path: str, rows: set[str], comps: set[str], where: str, problems: ProblemSink) -> None:

@@ -39,16 +39,20 @@ class RoutingConcentrated:
 def routing_concentrated(p: RoutingConcentrated, ev: Evidence) -> Outcome:
     shares = need(ev, row_metric(p.row, "routing_top_share"))
     values = [shares[s] for s in sorted(shares)]
-    text = (f"{p.row}: the most used expert takes " + ", ".join(f"{100 * v:.1f}%" for v in values)
-            + f" of test-time routing per seed (more than {100 * p.share:.0f}% claimed)")
+    text = (
+        f"{p.row}: the most used expert takes "
+        + ", ".join(f"{100 * v:.1f}%" for v in values)
+        + f" of test-time routing per seed (more than {100 * p.share:.0f}% claimed)"
+    )
     above = sum(v > p.share for v in values)
     learned: dict[str, Any] = dict(must_have_learned=(p.row,))
     if above == len(values):
         return Outcome("reproduced", text, [], {p.row: values}, **learned)
     if above == 0:
         return Outcome("not reproduced", text, [f"share: no seed above {p.share:g}"], {p.row: values}, **learned)
-    return Outcome("inconclusive", text, [f"share: {above} of {len(values)} seeds above {p.share:g}"],
-                   {p.row: values}, **learned)
+    return Outcome(
+        "inconclusive", text, [f"share: {above} of {len(values)} seeds above {p.share:g}"], {p.row: values}, **learned
+    )
 
 
 @dataclass(frozen=True)
@@ -82,8 +86,10 @@ def gap_tracks_routing(p: GapTracksRouting, ev: Evidence) -> Outcome:
         if len(pairs) >= 2:
             groups.append(pairs)
     r, df = _pooled_correlation(groups) if groups else (0.0, 0)
-    text = (f"{p.row_metric} against the gap over seeds, within {len(groups)} comparison(s): r = {r:+.2f} "
-            f"on {sum(len(g) for g in groups)} seeds (claimed {p.direction})")
+    text = (
+        f"{p.row_metric} against the gap over seeds, within {len(groups)} comparison(s): r = {r:+.2f} "
+        f"on {sum(len(g) for g in groups)} seeds (claimed {p.direction})"
+    )
     learned = tuple(dict.fromkeys(r for c in p.comparisons for r in ev.rows_of(c)))
     measured = {"r": r, "seeds": sum(len(g) for g in groups)}
     if df < 1 or abs(r) >= 1:
@@ -91,17 +97,34 @@ def gap_tracks_routing(p: GapTracksRouting, ev: Evidence) -> Outcome:
     else:
         pval = float(_sps().t.sf(abs(r) * math.sqrt(df / (1 - r * r)), df) * 2)
     if pval is None:
-        return Outcome("inconclusive", text + "; too few seeds for a test", ["seeds: too few for a correlation"],
-                       measured, must_have_learned=learned)
+        return Outcome(
+            "inconclusive",
+            text + "; too few seeds for a test",
+            ["seeds: too few for a correlation"],
+            measured,
+            must_have_learned=learned,
+        )
     text += f", p={pval:.3g}"
     agrees = (r < 0) == (p.direction == "negative") and r != 0
     if agrees and pval < ALPHA:
         return Outcome("reproduced", text, [], measured, must_have_learned=learned, p_value=pval)
     if not agrees and pval < ALPHA:
-        return Outcome("not reproduced", text, [f"sign: r = {r:+.2f}, significantly"], measured,
-                       must_have_learned=learned, p_value=pval)
-    return Outcome("inconclusive", text, [f"significance: p={pval:.3g} is not below {ALPHA}"], measured,
-                   must_have_learned=learned, p_value=pval)
+        return Outcome(
+            "not reproduced",
+            text,
+            [f"sign: r = {r:+.2f}, significantly"],
+            measured,
+            must_have_learned=learned,
+            p_value=pval,
+        )
+    return Outcome(
+        "inconclusive",
+        text,
+        [f"significance: p={pval:.3g} is not below {ALPHA}"],
+        measured,
+        must_have_learned=learned,
+        p_value=pval,
+    )
 
 
 @dataclass(frozen=True)
@@ -120,8 +143,10 @@ def balanced_yet_worst(p: BalancedYetWorst, ev: Evidence) -> Outcome:
     learned = tuple(dict.fromkeys(r for c in gaps for r in ev.rows_of(c)))
     if (out := cannot_order(gaps, learned)) is not None:
         return out
-    text = (f"{row}: routing balance {mean_balance:.3f} (near-perfect: at least {p.balance:g}); gap {pct(own['mean'])} "
-            "against " + ", ".join(f"{c} {pct(g['mean'])}" for c, g in gaps.items() if c != p.comparison))
+    text = (
+        f"{row}: routing balance {mean_balance:.3f} (near-perfect: at least {p.balance:g}); gap {pct(own['mean'])} "
+        "against " + ", ".join(f"{c} {pct(g['mean'])}" for c, g in gaps.items() if c != p.comparison)
+    )
     failed = [] if mean_balance >= p.balance else [f"balance: {mean_balance:.3f} is below {p.balance:g}"]
     inversions, unclear = ordered_pairs([(p.comparison, own, c, g) for c, g in gaps.items() if c != p.comparison])
     measured = {"balance": mean_balance, **{c: g["mean"] for c, g in gaps.items()}}
@@ -130,8 +155,9 @@ def balanced_yet_worst(p: BalancedYetWorst, ev: Evidence) -> Outcome:
     if not balanced or inversions:
         return Outcome("not reproduced", text, failed, measured, must_have_learned=learned)
     if unclear:
-        return Outcome("inconclusive", text + "; out of order within seed noise", failed, measured,
-                       must_have_learned=learned)
+        return Outcome(
+            "inconclusive", text + "; out of order within seed noise", failed, measured, must_have_learned=learned
+        )
     return Outcome("reproduced", text, [], measured, must_have_learned=learned)
 
 
@@ -160,14 +186,22 @@ def routing_uniform(p: RoutingUniform, ev: Evidence) -> Outcome:
     metric = "routing_balance" if p.at == "test" else "train_routing_balance"
     values = need(ev, row_metric(p.row, metric))
     other = ev.get(row_metric(p.row, "train_routing_balance" if p.at == "test" else "routing_balance"))
-    text = (f"{p.row}: {'test-time' if p.at == 'test' else 'training'} routing balance "
-            + ", ".join(f"{values[s] + 0.0:.3f}" for s in sorted(values))
-            + f" per seed (uniform: at least {p.balance:g})")
+    text = (
+        f"{p.row}: {'test-time' if p.at == 'test' else 'training'} routing balance "
+        + ", ".join(f"{values[s] + 0.0:.3f}" for s in sorted(values))
+        + f" per seed (uniform: at least {p.balance:g})"
+    )
     if other:
-        text += (f"; {'training' if p.at == 'test' else 'test-time'} balance "
-                 + ", ".join(f"{other[s] + 0.0:.3f}" for s in sorted(other)))
-    return _by_seeds(*_per_seed(values, lambda v: v >= p.balance), text, f"balance: at least {p.balance:g}",
-                     {p.row: dict(values)}, p.row)
+        text += f"; {'training' if p.at == 'test' else 'test-time'} balance " + ", ".join(
+            f"{other[s] + 0.0:.3f}" for s in sorted(other)
+        )
+    return _by_seeds(
+        *_per_seed(values, lambda v: v >= p.balance),
+        text,
+        f"balance: at least {p.balance:g}",
+        {p.row: dict(values)},
+        p.row,
+    )
 
 
 @dataclass(frozen=True)
@@ -184,9 +218,13 @@ def concentrated_at_test(p: ConcentratedAtTest, ev: Evidence) -> Outcome:
     seeds = sorted(set(test) & set(train), key=str)
     if not seeds:
         raise NotRun(f"no seed of {p.row} has both its test-time and its training routing")
-    text = (f"{p.row} per seed: " + "; ".join(f"90% of test images on {test[s]} expert(s), {train[s]} of {p.experts} "
-                                              f"active in training" for s in seeds)
-            + f" (claimed: at most {p.at_most} at test, all {p.experts} in training)")
+    text = (
+        f"{p.row} per seed: "
+        + "; ".join(
+            f"90% of test images on {test[s]} expert(s), {train[s]} of {p.experts} active in training" for s in seeds
+        )
+        + f" (claimed: at most {p.at_most} at test, all {p.experts} in training)"
+    )
     ok = {s: test[s] <= p.at_most and train[s] == p.experts for s in seeds}
     measured = {"test_experts_90": dict(test), "train_experts_active": dict(train)}
     return _by_seeds(*_per_seed(ok, bool), text, "concentrated at test, all active in training", measured, p.row)
@@ -205,29 +243,60 @@ def layers_active_non_uniform(p: LayersActiveNonUniform, ev: Evidence) -> Outcom
     count, share = need(ev, row_metric(p.row, "moe_layers")), need(ev, row_metric(p.row, "layer_min_share"))
     low, high = need(ev, row_metric(p.row, "layer_balance_min")), need(ev, row_metric(p.row, "layer_balance_max"))
     seeds = sorted(count)
-    text = (f"{p.row} per seed (last training epoch): " + "; ".join(
-        f"{count[s]} layers, least-used expert {100 * share[s]:.1f}%, balance {low[s]:.3f}-{high[s]:.3f}"
-        for s in seeds) + f" (claimed: {p.layers} layers, every expert at least {100 * p.min_share:g}%, balance in "
-        f"[{p.balanced:g}, {p.uniform:g}))")
-    ok = {s: count[s] == p.layers and share[s] >= p.min_share and low[s] >= p.balanced and high[s] < p.uniform
-          for s in seeds}
-    measured = {"moe_layers": dict(count), "layer_min_share": dict(share), "layer_balance_min": dict(low),
-                "layer_balance_max": dict(high)}
+    text = (
+        f"{p.row} per seed (last training epoch): "
+        + "; ".join(
+            f"{count[s]} layers, least-used expert {100 * share[s]:.1f}%, balance {low[s]:.3f}-{high[s]:.3f}"
+            for s in seeds
+        )
+        + f" (claimed: {p.layers} layers, every expert at least {100 * p.min_share:g}%, balance in "
+        f"[{p.balanced:g}, {p.uniform:g}))"
+    )
+    ok = {
+        s: count[s] == p.layers and share[s] >= p.min_share and low[s] >= p.balanced and high[s] < p.uniform
+        for s in seeds
+    }
+    measured = {
+        "moe_layers": dict(count),
+        "layer_min_share": dict(share),
+        "layer_balance_min": dict(low),
+        "layer_balance_max": dict(high),
+    }
     return _by_seeds(*_per_seed(ok, bool), text, "layers active, balanced, not uniform", measured, p.row)
 
 
 FAMILY = (
-    Rule("routing_concentrated", RoutingConcentrated, routing_concentrated,
-         "on every seed one expert takes more than a share of the test-time routing"),
-    Rule("gap_tracks_routing", GapTracksRouting, gap_tracks_routing,
-         "across seeds the gap falls (or rises) with a routing metric, within each comparison"),
-    Rule("balanced_yet_worst", BalancedYetWorst, balanced_yet_worst,
-         "a comparison's row routes near-perfectly balanced yet has the lowest gap"),
+    Rule(
+        "routing_concentrated",
+        RoutingConcentrated,
+        routing_concentrated,
+        "on every seed one expert takes more than a share of the test-time routing",
+    ),
+    Rule(
+        "gap_tracks_routing",
+        GapTracksRouting,
+        gap_tracks_routing,
+        "across seeds the gap falls (or rises) with a routing metric, within each comparison",
+    ),
+    Rule(
+        "balanced_yet_worst",
+        BalancedYetWorst,
+        balanced_yet_worst,
+        "a comparison's row routes near-perfectly balanced yet has the lowest gap",
+    ),
     Rule("routing_uniform", RoutingUniform, routing_uniform, "on every seed a row's routing is uniform"),
-    Rule("concentrated_at_test", ConcentratedAtTest, concentrated_at_test,
-         "on every seed test-time routing sits on a few experts while training keeps every expert active"),
-    Rule("layers_active_non_uniform", LayersActiveNonUniform, layers_active_non_uniform,
-         "on every seed every backbone MoE layer uses every expert, balanced yet not uniformly"),
+    Rule(
+        "concentrated_at_test",
+        ConcentratedAtTest,
+        concentrated_at_test,
+        "on every seed test-time routing sits on a few experts while training keeps every expert active",
+    ),
+    Rule(
+        "layers_active_non_uniform",
+        LayersActiveNonUniform,
+        layers_active_non_uniform,
+        "on every seed every backbone MoE layer uses every expert, balanced yet not uniformly",
+    ),
 )
 
 

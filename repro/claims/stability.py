@@ -48,7 +48,7 @@ def gap_stats_batch(diffs: np.ndarray) -> list[dict[str, Any]]:
     with np.errstate(invalid="ignore", divide="ignore"):
         mean = x.sum(axis=1) / n
         centred = np.where(present, diffs - mean[:, None], 0.0)
-        sd = np.sqrt((centred ** 2).sum(axis=1) / (n - 1))
+        sd = np.sqrt((centred**2).sum(axis=1) / (n - 1))
         lo, hi = np.where(present, diffs, np.inf).min(axis=1), np.where(present, diffs, -np.inf).max(axis=1)
         equal = hi == lo  # every difference the same: zero variance, exactly
         sd = np.where(equal, 0.0, sd)
@@ -71,14 +71,29 @@ def gap_stats_batch(diffs: np.ndarray) -> list[dict[str, Any]]:
         if few[u]:
             stats = dict(sd=None, sem=None, t=None, p=None, d=None, ci95=[None, None])
         else:
-            stats = dict(sd=_num(sd[u]), sem=_num(sem[u]), t=_num(t[u]), p=_num(p[u]), d=_num(d[u]),
-                         ci95=[_num(mean[u] - half[u]), _num(mean[u] + half[u])])
+            stats = dict(
+                sd=_num(sd[u]),
+                sem=_num(sem[u]),
+                t=_num(t[u]),
+                p=_num(p[u]),
+                d=_num(d[u]),
+                ci95=[_num(mean[u] - half[u]), _num(mean[u] + half[u])],
+            )
         if u in d_ci:
             stats["d_ci95"] = d_ci[u]
-        out.append({"n": int(n[u]), "mean": _num(mean[u]), "df": int(n[u]) - 1, **stats,
-                    "positive": int((diffs[u, cols] > 0).sum()),
-                    "differences": {str(j): float(diffs[u, j]) for j in cols},
-                    "only_treatment": [], "only_baseline": [], "note": ""})
+        out.append(
+            {
+                "n": int(n[u]),
+                "mean": _num(mean[u]),
+                "df": int(n[u]) - 1,
+                **stats,
+                "positive": int((diffs[u, cols] > 0).sum()),
+                "differences": {str(j): float(diffs[u, j]) for j in cols},
+                "only_treatment": [],
+                "only_baseline": [],
+                "note": "",
+            }
+        )
     return out
 
 
@@ -134,12 +149,16 @@ def stability(claim: ClaimLike, ev: Evidence, verdict: Verdict) -> float | None:
     if not groups or any(len(s) < 2 for s in seeds.values()):
         return None
     rng = np.random.default_rng(GENERATOR_SEED)
-    draws = {g: np.sort(rng.integers(0, len(seeds[g]), size=(RESAMPLES, len(seeds[g]))), axis=1)  # (B, n)
-             for g in groups}
+    draws = {
+        g: np.sort(rng.integers(0, len(seeds[g]), size=(RESAMPLES, len(seeds[g]))), axis=1)  # (B, n)
+        for g in groups
+    }
     keys = np.concatenate([draws[g] for g in groups], axis=1)
     unique, first, counts = np.unique(keys, axis=0, return_index=True, return_counts=True)  # (U, ...)
-    taken = {p: np.array([v[s] for s in seeds[group_of[p]]])[draws[group_of[p]][first]]  # (U, n) each
-             for p, v in values.items()}
+    taken = {
+        p: np.array([v[s] for s in seeds[group_of[p]]])[draws[group_of[p]][first]]  # (U, n) each
+        for p, v in values.items()
+    }
     stats = {p: gap_stats_batch(taken[p]) for p in gaps}
     same = 0
     for u in range(len(unique)):

@@ -160,9 +160,7 @@ def paired_gap(treatment: Mapping[int, float], baseline: Mapping[int, float]) ->
     for name, runs in (("treatment", treatment), ("baseline", baseline)):
         for seed, acc in runs.items():
             if not isinstance(acc, (int, float, np.integer, np.floating)) or not math.isfinite(acc):
-                raise ValueError(
-                    f"paired_gap: {name} accuracy of seed {seed} is {acc!r}, not a finite number"
-                )
+                raise ValueError(f"paired_gap: {name} accuracy of seed {seed} is {acc!r}, not a finite number")
     seeds = sorted(set(treatment) & set(baseline))
     if not seeds:
         raise ValueError(

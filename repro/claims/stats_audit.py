@@ -204,7 +204,7 @@ def _verdict(ok: bool) -> str:
 
 
 def _sign_rows(v: PaperValue, r: _Read, row) -> list[AuditRow]:
-    """"k of n seeds positive" against the sign of the mean and |d_z| >= 1/sqrt(n)."""
+    """ "k of n seeds positive" against the sign of the mean and |d_z| >= 1/sqrt(n)."""
     k, n = v.positive_seeds, v.n
     if k is None:
         return []

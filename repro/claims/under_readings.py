@@ -25,8 +25,7 @@ from typing import Any, Callable, Literal
 from repro.claims.core import Evidence, pct
 from repro.claims.references import COMPARISON_KEYS, ROW_KEYS, claim_rows
 from repro.claims.verdicts import evaluate
-from repro.results.measurements import (Measured, Status, Verdict, comparison_metric, derive_comparisons,
-                                        row_metric)
+from repro.results.measurements import Measured, Status, Verdict, comparison_metric, derive_comparisons, row_metric
 
 Recount = Callable[[Any], "dict[str, Any] | None"]  # a varied row (repro.plan.manifest.Row) -> its row metrics
 FRACTIONS = frozenset({"rho", "rho_all_ops", "head_share", "flops_reduction", "flops_ratio"})
@@ -80,8 +79,11 @@ class ClaimReadings:
         does: what the checklist says beside its verdict. '' otherwise."""
         if self.chosen.status == "reproduced":
             return ""
-        names = [f"'{o.label}' ({o.reading}/{o.alternative}){f', {o.value}' if o.value else ''}"
-                 for o in self.alternatives if o.status == "reproduced"]
+        names = [
+            f"'{o.label}' ({o.reading}/{o.alternative}){f', {o.value}' if o.value else ''}"
+            for o in self.alternatives
+            if o.status == "reproduced"
+        ]
         return f"reproduced under the alternative reading {' and '.join(names)}" if names else ""
 
     def changed_under(self) -> list[ReadingOutcome]:
@@ -97,8 +99,10 @@ class ClaimReadings:
         a trained or re-read claim's verdict changes; '' when neither."""
         if only := self.only_under():
             return only
-        changed = [f"{o.status} under '{o.label}' ({o.reading}/{o.alternative}){f', {o.value}' if o.value else ''}"
-                   for o in self.changed_under()]
+        changed = [
+            f"{o.status} under '{o.label}' ({o.reading}/{o.alternative}){f', {o.value}' if o.value else ''}"
+            for o in self.changed_under()
+        ]
         return f"the verdict changes with the reading: {'; '.join(changed)}" if changed else ""
 
     def sign_line(self) -> str:
@@ -110,8 +114,11 @@ class ClaimReadings:
             return ""
         parts = [f"{o.value} " + (f"under {o.alternative}" if o.reading else "as chosen") for o in outcomes]
         flipped = [o.alternative for o, sign in zip(self.alternatives, signs[1:]) if sign != signs[0]]
-        verdict = (f"the sign flips under {', '.join(flipped)}" if flipped
-                   else "it keeps its sign under every trained alternative")
+        verdict = (
+            f"the sign flips under {', '.join(flipped)}"
+            if flipped
+            else "it keeps its sign under every trained alternative"
+        )
         return f"{self.claim} ({self.statement}): {', '.join(parts)}: {verdict}"
 
     def to_dict(self) -> dict[str, Any]:
@@ -119,8 +126,13 @@ class ClaimReadings:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> ClaimReadings:
-        return cls(**{**d, "chosen": ReadingOutcome(**d["chosen"]),
-                      "alternatives": [ReadingOutcome(**o) for o in d["alternatives"]]})
+        return cls(
+            **{
+                **d,
+                "chosen": ReadingOutcome(**d["chosen"]),
+                "alternatives": [ReadingOutcome(**o) for o in d["alternatives"]],
+            }
+        )
 
 
 def shown_value(verdict: Verdict) -> str:
@@ -132,7 +144,7 @@ def shown_value(verdict: Verdict) -> str:
     numbers = {k: v for k, v in verdict.measured.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
     if len(numbers) != 1:
         return ""
-    (key, value), = numbers.items()
+    ((key, value),) = numbers.items()
     if key == "ratio":
         return f"{value:.2f}x"
     metric = key.rsplit(".", 1)[-1]
@@ -158,8 +170,9 @@ def decide_readings(manifest: Any, evidence: Evidence, recount: Recount, trained
     rows = {r.id: r for r in manifest.rows}
     out = []
     for claim in manifest.claims:
-        kind: Kind | Literal[""] = ("analytic" if claim.scope == "analytic"
-                                    else "ordered by rho" if claim.rule in RHO_ORDERED_RULES else "")
+        kind: Kind | Literal[""] = (
+            "analytic" if claim.scope == "analytic" else "ordered by rho" if claim.rule in RHO_ORDERED_RULES else ""
+        )
         counted = _recounted(claim, kind, manifest, evidence, recount, rows) if kind else None
         if counted is not None:
             out.append(counted)
@@ -194,12 +207,19 @@ def _measured_otherwise(claim: Any, manifest: Any, evidence: Evidence) -> ClaimR
 
 def _chosen(claim: Any, manifest: Any, evidence: Evidence, kind: Kind) -> ClaimReadings:
     verdict = evaluate(claim, evidence)
-    return ClaimReadings(manifest.id, claim.id, claim.statement, verdict.source,
-                         _outcome("", "", "the chosen readings", verdict), kind=kind)
+    return ClaimReadings(
+        manifest.id,
+        claim.id,
+        claim.statement,
+        verdict.source,
+        _outcome("", "", "the chosen readings", verdict),
+        kind=kind,
+    )
 
 
-def _recounted(claim: Any, kind: Kind, manifest: Any, evidence: Evidence, recount: Recount,
-               rows: dict[str, Any]) -> ClaimReadings:
+def _recounted(
+    claim: Any, kind: Kind, manifest: Any, evidence: Evidence, recount: Recount, rows: dict[str, Any]
+) -> ClaimReadings:
     entry = _chosen(claim, manifest, evidence, kind)
     read = [rows[r] for r in claim_rows(claim, manifest.comparisons) if r in rows]
     for reading in manifest.readings:
@@ -213,13 +233,21 @@ def _recounted(claim: Any, kind: Kind, manifest: Any, evidence: Evidence, recoun
             counted = [recount(reading.vary(row, alt)) for row in varied]
             counts = [c for c in counted if c is not None]
             if len(counts) < len(counted):
-                entry.alternatives.append(ReadingOutcome(
-                    reading.id, alt.id, alt.label, "not run", "",
-                    f"not counted when {manifest.id} ran: run `repro {manifest.id}` again"))
+                entry.alternatives.append(
+                    ReadingOutcome(
+                        reading.id,
+                        alt.id,
+                        alt.label,
+                        "not run",
+                        "",
+                        f"not counted when {manifest.id} ran: run `repro {manifest.id}` again",
+                    )
+                )
                 continue
             under = _under(evidence, manifest, varied, counts)
-            entry.alternatives.append(_with_order(claim, under, _outcome(reading.id, alt.id, alt.label,
-                                                                          evaluate(claim, under))))
+            entry.alternatives.append(
+                _with_order(claim, under, _outcome(reading.id, alt.id, alt.label, evaluate(claim, under)))
+            )
     entry.chosen = _with_order(claim, evidence, entry.chosen)
     return entry
 
@@ -250,8 +278,12 @@ def _trained(claim: Any, manifest: Any, evidence: Evidence) -> ClaimReadings | N
                 continue
             params, substituted = twins
             trained = [evidence.rows_of(r) if r in comparisons else (r,) for r in substituted]
-            if not all(evidence.get(row_metric(r, "accuracy")) is not None for pair in trained for r in pair
-                       if r.endswith(f"__{alt.id}")):
+            if not all(
+                evidence.get(row_metric(r, "accuracy")) is not None
+                for pair in trained
+                for r in pair
+                if r.endswith(f"__{alt.id}")
+            ):
                 continue  # its rows were not trained here
             entry = entry or _chosen(claim, manifest, evidence, "trained")
             v = evaluate(dataclasses.replace(claim, params=params), evidence)
@@ -259,8 +291,9 @@ def _trained(claim: Any, manifest: Any, evidence: Evidence) -> ClaimReadings | N
     return entry
 
 
-def _on_twins(params: dict[str, Any], reading: Any, alternative: str, comparisons: set[str],
-              rows: dict[str, Any]) -> tuple[dict[str, Any], list[str]] | None:
+def _on_twins(
+    params: dict[str, Any], reading: Any, alternative: str, comparisons: set[str], rows: dict[str, Any]
+) -> tuple[dict[str, Any], list[str]] | None:
     """(the claim's parameters with every comparison and row it names replaced by its twin under the alternative,
     "<id>__<alternative>"; the twins), or None unless every comparison it names has a twin and every row it names
     that the reading applies to has one, and at least one was replaced. Lists and tables of lists (a series) are
@@ -286,8 +319,10 @@ def _on_twins(params: dict[str, Any], reading: Any, alternative: str, comparison
         return name
 
     try:
-        out = {key: twin(value, key in COMPARISON_KEYS) if key in COMPARISON_KEYS or key in ROW_KEYS else value
-               for key, value in params.items()}
+        out = {
+            key: twin(value, key in COMPARISON_KEYS) if key in COMPARISON_KEYS or key in ROW_KEYS else value
+            for key, value in params.items()
+        }
     except KeyError:
         return None
     return (out, substituted) if substituted else None
@@ -295,8 +330,9 @@ def _on_twins(params: dict[str, Any], reading: Any, alternative: str, comparison
 
 def _under(evidence: Evidence, manifest: Any, varied: list, counts: list[dict[str, Any]]) -> Evidence:
     """The evidence with the varied rows' metrics counted again under the alternative, keeping their ids."""
-    recounted = {row_metric(row.id, metric): value for row, metrics in zip(varied, counts)
-                 for metric, value in metrics.items()}
+    recounted = {
+        row_metric(row.id, metric): value for row, metrics in zip(varied, counts) for metric, value in metrics.items()
+    }
     measured = Measured(metrics={**evidence.metrics, **recounted}, missing=dict(evidence.missing))
     ids = {row.id for row in varied}
     measured = derive_comparisons([c for c in manifest.comparisons if c.row in ids or c.baseline in ids], measured)

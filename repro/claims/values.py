@@ -116,9 +116,11 @@ def separates(p: Separates, ev: Evidence) -> Outcome:
     highs = {r: need(ev, row_metric(r, p.row_metric)) for r in p.above}
     failed = [f"{r}: {v:.4g} is not below {bound:.4g}" for r, v in lows.items() if not v < bound]
     failed += [f"{r}: {v:.4g} is not above {bound:.4g}" for r, v in highs.items() if not v > bound]
-    text = (f"reported threshold {pv.printed}; "
-            f"below: max {max(lows.values()):.4g} ({max(lows, key=lows.__getitem__)}), "
-            f"above: min {min(highs.values()):.4g} ({min(highs, key=highs.__getitem__)})")
+    text = (
+        f"reported threshold {pv.printed}; "
+        f"below: max {max(lows.values()):.4g} ({max(lows, key=lows.__getitem__)}), "
+        f"above: min {min(highs.values()):.4g} ({min(highs, key=highs.__getitem__)})"
+    )
     if max(lows.values()) < min(highs.values()):
         text += f"; these rows are split anywhere in ({max(lows.values()):.4g}, {min(highs.values()):.4g})"
     else:
@@ -130,10 +132,18 @@ def separates(p: Separates, ev: Evidence) -> Outcome:
 
 
 FAMILY = (
-    Rule("matches_paper", MatchesPaper, matches_paper,
-         "a measured value equals the reported one within its printed precision"),
-    Rule("ratio_matches_paper", RatioMatchesPaper, ratio_matches_paper,
-         "a ratio of two measured values equals the reported ratio"),
+    Rule(
+        "matches_paper",
+        MatchesPaper,
+        matches_paper,
+        "a measured value equals the reported one within its printed precision",
+    ),
+    Rule(
+        "ratio_matches_paper",
+        RatioMatchesPaper,
+        ratio_matches_paper,
+        "a ratio of two measured values equals the reported ratio",
+    ),
     Rule("compare", Compare, compare, "a measured value is below/above a bound, another metric or a paper value"),
     Rule("equal", Equal, equal, "measured values agree with each other within a relative tolerance"),
     Rule("separates", Separates, separates, "a reported threshold lies between two groups of measured values"),

@@ -32,23 +32,35 @@ _SCOPE_WORDS = {"empirical": "empirical", "gpu": "GPU-scoped", "extension": "ext
 
 def evaluate(claim: ClaimLike, ev: Evidence) -> Verdict:
     """Decide one manifest claim on the evidence; never raises for missing data."""
-    base: dict[str, Any] = dict(claim=claim.id, statement=claim.statement, section=claim.section, scope=claim.scope,
-                paper_scale=ev.paper_scale or claim.scope == "analytic", seeds_needed=_seeds_needed(claim, ev),
-                source=reference_source(claim, ev.paper_table), kind=getattr(claim, "kind", ""), rule=claim.rule,
-                rows=_rows_read(claim, ev), derived_from=list(getattr(claim, "derived_from", ())))
+    base: dict[str, Any] = dict(
+        claim=claim.id,
+        statement=claim.statement,
+        section=claim.section,
+        scope=claim.scope,
+        paper_scale=ev.paper_scale or claim.scope == "analytic",
+        seeds_needed=_seeds_needed(claim, ev),
+        source=reference_source(claim, ev.paper_table),
+        kind=getattr(claim, "kind", ""),
+        rule=claim.rule,
+        rows=_rows_read(claim, ev),
+        derived_from=list(getattr(claim, "derived_from", ())),
+    )
     if claim.scope == "gpu" and ev.device != "cuda":
-        return Verdict(**base, status="not run",
-                       evidence=f"needs a GPU (scope gpu); measured on {ev.device}, so not decided")
+        return Verdict(
+            **base, status="not run", evidence=f"needs a GPU (scope gpu); measured on {ev.device}, so not decided"
+        )
     rule = RULES.get(claim.rule)
     params = rule_config(claim.rule)(**claim.params)
     undecided = claim.scope != "analytic" and ev.kind not in DECIDING_KINDS
     try:
         out = rule.builder(params, ev)
     except NotRun as why:
-        return Verdict(**base, status="not run", evidence=str(why),
-                       note=undecided_reason(ev, claim.scope) if undecided else "")
-    shown: dict[str, Any] = dict(evidence=out.evidence, measured=dict(out.measured), reported=dict(out.reported),
-                                 tolerance=out.tolerance)
+        return Verdict(
+            **base, status="not run", evidence=str(why), note=undecided_reason(ev, claim.scope) if undecided else ""
+        )
+    shown: dict[str, Any] = dict(
+        evidence=out.evidence, measured=dict(out.measured), reported=dict(out.reported), tolerance=out.tolerance
+    )
     if claim.scope == "analytic":
         return Verdict(**base, status=out.status, failed=list(out.failed), **shown)
     if undecided:
@@ -60,8 +72,9 @@ def evaluate(claim: ClaimLike, ev: Evidence) -> Verdict:
     note = _protocol_note(ev)
     base["unverified_data"] = ev.unverified_data
     if untrained:
-        return Verdict(**base, status="inconclusive", failed=[f"learned: {lr.describe()}" for lr in untrained],
-                       note=note, **shown)
+        return Verdict(
+            **base, status="inconclusive", failed=[f"learned: {lr.describe()}" for lr in untrained], note=note, **shown
+        )
     return Verdict(**base, status=out.status, failed=list(out.failed), note=note, p_value=out.p_value, **shown)
 
 
@@ -87,8 +100,7 @@ def _protocol_note(ev: Evidence) -> str:
     departs = ev.settings.departures(ev.paper_seeds, ev.datasets) if ev.settings is not None else []
     departs += [d for check in ev.data for d in (check.checksum_departure(), check.size_departure()) if d]
     if departs:
-        return (f"decided on the '{ev.profile}' profile, which departs from the paper's protocol: "
-                + "; ".join(departs))
+        return f"decided on the '{ev.profile}' profile, which departs from the paper's protocol: " + "; ".join(departs)
     if ev.kind == "reduced":
         return f"decided on the '{ev.profile}' profile, a reduced protocol: not the paper's protocol"
     if not ev.paper_scale:

@@ -144,8 +144,13 @@ _default_beside_the_help()
 app = typer.Typer(
     help="Reproduce arXiv 2605.15484: run a paper table's manifest, check FLOPs, decide claims, render reports.",
     epilog=f"repro <id> runs one table (repro run <id>): {', '.join(manifest_ids())}.",
-    no_args_is_help=True, add_completion=False, rich_markup_mode="rich", cls=_Group,
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode="rich",
+    cls=_Group,
 )
+
+
 @app.callback()
 def _read_settings(ctx: typer.Context) -> None:
     # Before any command does any work: its environment, read once into its settings (repro.core.settings);
@@ -163,30 +168,38 @@ def _read_settings(ctx: typer.Context) -> None:
             fail(problem)
 
 
-app.command("verify-all", help=tables.VERIFY_ALL_HELP,
-            short_help="Every table, FLOP check and claim: one report, one exit code.")(tables.tables)
-app.command("run", help=tables.RUN_HELP,
-            epilog=f"repro <id> is repro run <id>, for the ids {', '.join(manifest_ids())}.")(tables.tables)
+app.command(
+    "verify-all",
+    help=tables.VERIFY_ALL_HELP,
+    short_help="Every table, FLOP check and claim: one report, one exit code.",
+)(tables.tables)
+app.command(
+    "run", help=tables.RUN_HELP, epilog=f"repro <id> is repro run <id>, for the ids {', '.join(manifest_ids())}."
+)(tables.tables)
 # One line each in `repro --help` (each command's --help has the whole text).
 app.command("list", short_help="Each table and what each profile costs, before anything runs.")(info.list_manifests)
 app.command("plan", short_help="What deciding each empirical claim costs; the claims a budget decides.")(info.plan)
 app.command("status", short_help="Per table: runs done, running, failed, pending.")(status.status)
 app.command("report", short_help="Re-render report.md and report.html from the results present.")(report.report)
 app.command("appendix", short_help="The Artifact Appendix: each claim's command, hardware, cost and expected result.")(
-    appendix.appendix)
+    appendix.appendix
+)
 app.command("export", short_help="Runs, epochs and verdicts as CSV, JSON or Parquet tables.")(export)
 app.command("compare", short_help="Two results folders: rows beyond seed noise, changed verdicts.")(compare)
-app.command("trace", short_help="One number of a table: its claims, run records, code, container and data.")(
-    trace)
+app.command("trace", short_help="One number of a table: its claims, run records, code, container and data.")(trace)
 app.command("package", short_help="One archive of a results folder, its crate, records and source, to deposit.")(
-    package)
+    package
+)
 app.command("flops", short_help="Every row's FLOPs counted three ways; exit 1 on a disagreement.")(info.flops)
 app.command("readings", short_help="Every analytic claim under every reading the text leaves open.")(readings.readings)
 app.command("data", short_help="Which datasets and weights are present; how to fill what is missing.")(info.data)
 app.command("rho", short_help="Beyond the paper: where rho lands on any torchvision CNN.")(rho_command)
-app.add_typer(bench_app, name="bench", help="Benchmarks: latency per head, data path, training, capacity assignment.",
-              short_help="Speed benchmarks, as ratios measured in one run; gpu: the device check.")
-
+app.add_typer(
+    bench_app,
+    name="bench",
+    help="Benchmarks: latency per head, data path, training, capacity assignment.",
+    short_help="Speed benchmarks, as ratios measured in one run; gpu: the device check.",
+)
 
 
 def main() -> None:

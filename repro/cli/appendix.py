@@ -14,13 +14,19 @@ from repro.cli.options import DATA, MANIFESTS, PROFILE, PROFILES, RESULTS
 from repro.core.fsutil import FolderWriter, WriteFailed
 
 
-def appendix(profile: Optional[str] = PROFILE,
-             fmt: str = typer.Option("md", "--format", "-f", help="md (Markdown) or tex (LaTeX, booktabs: a "
-                                     "document pdflatex compiles)."),
-             out: Optional[Path] = typer.Option(None, "--out", help="The file to write. Default: "
-                                                "<results>/<profile>/artifact-appendix.<format>."),
-             results_dir: Optional[Path] = RESULTS, manifests_dir: Optional[Path] = MANIFESTS,
-             profiles: Optional[Path] = PROFILES, data_dir: Optional[Path] = DATA) -> None:
+def appendix(
+    profile: Optional[str] = PROFILE,
+    fmt: str = typer.Option(
+        "md", "--format", "-f", help="md (Markdown) or tex (LaTeX, booktabs: a document pdflatex compiles)."
+    ),
+    out: Optional[Path] = typer.Option(
+        None, "--out", help="The file to write. Default: <results>/<profile>/artifact-appendix.<format>."
+    ),
+    results_dir: Optional[Path] = RESULTS,
+    manifests_dir: Optional[Path] = MANIFESTS,
+    profiles: Optional[Path] = PROFILES,
+    data_dir: Optional[Path] = DATA,
+) -> None:
     """The Artifact Appendix (ACM / cTuning): checklist, description, installation, workflow, and one row per claim
     with its command, hardware, cost, expected result and badge; with results of the profile in the folder, the
     verdict there and the run records behind it."""
@@ -38,13 +44,14 @@ def appendix(profile: Optional[str] = PROFILE,
     if not manifests:
         from repro.plan.manifest import manifests_dir as folder
 
-        fail(f"no manifest in {folder(manifests_folder(manifests_dir))}: an appendix has one row per claim of the "
-             "manifests there")
+        fail(
+            f"no manifest in {folder(manifests_folder(manifests_dir))}: an appendix has one row per claim of the "
+            "manifests there"
+        )
     check_profile(manifests, profile)
     results_dir = results_dir or settings().results
     with_results = profile in profiles_present(results_dir)
-    entries = (decided_results(results_dir, profile, manifests) if with_results
-               else [(m, None) for m in manifests])
+    entries = decided_results(results_dir, profile, manifests) if with_results else [(m, None) for m in manifests]
     plans = plan_all(manifests)  # once: the cost model and every row of the appendix read them
     # The estimate `repro list` gives: it counts the model sizes the caches lack (imports torch)
     inputs = appendix_inputs(plans, folder_estimate(settings(), results_dir, plans, data_dir=data_dir))

@@ -48,8 +48,9 @@ def _explained(v, said: set[str]) -> bool:
     return v.status == "not run" and v.note in said
 
 
-def verdicts_grid(groups: list[tuple[str, list]], evidence: bool, quiet: bool = False,
-                  short: bool = False) -> tuple[list[Text], Grid]:
+def verdicts_grid(
+    groups: list[tuple[str, list]], evidence: bool, quiet: bool = False, short: bool = False
+) -> tuple[list[Text], Grid]:
     """(the shared notes as lines, the checklist) for verdicts grouped by table id, each group a section
     headed by its id (one group: no heading). `quiet`: a claim not run for a shared reason is counted in
     that reason's line, and the others but those LISTED_QUIET in one line, instead of listed. `short`: each
@@ -61,9 +62,13 @@ def verdicts_grid(groups: list[tuple[str, list]], evidence: bool, quiet: bool = 
         lines = [Text.assemble((f"{n} not run: ", "bold"), note, " (-v lists them)") for note, n in shared]
         counted = Counter(v.status for v in every if v.status not in LISTED_QUIET and not _explained(v, said))
         if counted:
-            lines.append(Text.assemble(("Not listed: ", "bold"), ", ".join(
-                f"{counted[s]} {s}" for s in VERDICT_COLOURS if counted[s]),
-                " (-v lists them, each with its evidence)"))
+            lines.append(
+                Text.assemble(
+                    ("Not listed: ", "bold"),
+                    ", ".join(f"{counted[s]} {s}" for s in VERDICT_COLOURS if counted[s]),
+                    " (-v lists them, each with its evidence)",
+                )
+            )
         groups = [(table_id, [v for v in vs if v.status in LISTED_QUIET]) for table_id, vs in groups]
     else:
         lines = [Text.assemble((f"{n}: ", "bold"), note) for note, n in shared]
@@ -78,8 +83,10 @@ def verdicts_grid(groups: list[tuple[str, list]], evidence: bool, quiet: bool = 
                 verdict.append("\non unverified data", style="bold red")
             if v.stability is not None:  # a decided empirical verdict: how often its seeds' resamples give it
                 unstable = v.stability < STABLE
-                verdict.append(f"\nstability {v.stability:.2f}" + (": unstable" if unstable else ""),
-                               style="bold yellow" if unstable else "dim")
+                verdict.append(
+                    f"\nstability {v.stability:.2f}" + (": unstable" if unstable else ""),
+                    style="bold yellow" if unstable else "dim",
+                )
             cells = [v.claim, verdict]
             if evidence:
                 note = "" if v.note in said else v.note

@@ -146,25 +146,32 @@ def profiles_file(profiles: Path | None) -> Path | None:
     return profiles or settings().profiles
 
 
-def load_one(manifest_id: str, manifests: Path | None = None, profiles: Path | None = None,
-             defaults: RunDefaults | None = None) -> Manifest:
+def load_one(
+    manifest_id: str, manifests: Path | None = None, profiles: Path | None = None, defaults: RunDefaults | None = None
+) -> Manifest:
     try:
-        return find_manifest(manifest_id, manifests_folder(manifests), profiles_file(profiles),
-                             defaults or run_defaults())
+        return find_manifest(
+            manifest_id, manifests_folder(manifests), profiles_file(profiles), defaults or run_defaults()
+        )
     except (KeyError, SchemaError) as exc:
         fail(message(exc))
 
 
-def load_every(manifests: Path | None = None, profiles: Path | None = None,
-               defaults: RunDefaults | None = None) -> list[Manifest]:
+def load_every(
+    manifests: Path | None = None, profiles: Path | None = None, defaults: RunDefaults | None = None
+) -> list[Manifest]:
     try:
         return load_all(manifests_folder(manifests), profiles_file(profiles), defaults or run_defaults())
     except SchemaError as exc:
         fail(str(exc))
 
 
-def load_some(ids: list[str] | None, manifests: Path | None = None, profiles: Path | None = None,
-              defaults: RunDefaults | None = None) -> list[Manifest]:
+def load_some(
+    ids: list[str] | None,
+    manifests: Path | None = None,
+    profiles: Path | None = None,
+    defaults: RunDefaults | None = None,
+) -> list[Manifest]:
     """The manifests named (every one, when none is), failing on the first unknown or invalid one; the
     profiles attached under `defaults` (else this command's settings')."""
     defaults = defaults or run_defaults()
@@ -250,8 +257,9 @@ def counts_line(run_counts) -> str:
 
 
 @contextlib.contextmanager
-def recording(command: str, results_dir: Path, profile: str, heavy: bool = True,
-              reads: Iterable[Path] = ()) -> Iterator[None]:
+def recording(
+    command: str, results_dir: Path, profile: str, heavy: bool = True, reads: Iterable[Path] = ()
+) -> Iterator[None]:
     """Phase timings of the command into <results>/<profile>/timings.json (repro.results.timings), and the command
     as an action of the folder's RO-Crate (repro.results.actions: `reads`, the files outside the folder it reads);
     `heavy`: the command trains or counts, so torch's import is timed as start-up rather than inside its first phase."""

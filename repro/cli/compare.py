@@ -22,14 +22,21 @@ SHOWN_LINES = 5  # runs in one folder only, and unusable records, named one per 
 FORMATS = ("text", "md", "json")
 
 
-def compare(a: Path = typer.Argument(..., help="Results folder A."),
-            b: Path = typer.Argument(..., help="Results folder B, compared with A."),
-            profile: Optional[str] = profile_option("Only this profile. Default: every profile in both."),
-            fmt: str = typer.Option("text", "--format", help="text (this screen), md (Markdown: each claim's mean, "
-                                    "sd, se and n on each side, for a pull request) or json (every row, run, claim "
-                                    "and verdict, for scripts)."),
-            as_json: bool = typer.Option(False, "--json", help="The same as --format json."),
-            manifests_dir: Optional[Path] = MANIFESTS, profiles: Optional[Path] = PROFILES) -> None:
+def compare(
+    a: Path = typer.Argument(..., help="Results folder A."),
+    b: Path = typer.Argument(..., help="Results folder B, compared with A."),
+    profile: Optional[str] = profile_option("Only this profile. Default: every profile in both."),
+    fmt: str = typer.Option(
+        "text",
+        "--format",
+        help="text (this screen), md (Markdown: each claim's mean, "
+        "sd, se and n on each side, for a pull request) or json (every row, run, claim "
+        "and verdict, for scripts).",
+    ),
+    as_json: bool = typer.Option(False, "--json", help="The same as --format json."),
+    manifests_dir: Optional[Path] = MANIFESTS,
+    profiles: Optional[Path] = PROFILES,
+) -> None:
     """Two results folders: what differs beyond seed noise, claim by claim."""
     import json
 
@@ -70,28 +77,48 @@ def _show(result) -> None:
         for file, why in list(unusable.items())[:SHOWN_LINES]:
             show(f"  {file}: {why}")
     several = len(result.profiles) > 1
-    differ = sorted((r for r in result.rows if r.difference != 0),
-                    key=lambda r: (not r.beyond_noise, -abs(r.difference), r.name))
+    differ = sorted(
+        (r for r in result.rows if r.difference != 0), key=lambda r: (not r.beyond_noise, -abs(r.difference), r.name)
+    )
     beyond = result.beyond_noise
-    show(f"Profile {', '.join(result.profiles)}: {len(result.rows)} rows in both, {len(differ)} differ, "
-         f"{len(beyond)} beyond seed noise (Welch's t over seeds, Holm over the rows, alpha {ALPHA})")
+    show(
+        f"Profile {', '.join(result.profiles)}: {len(result.rows)} rows in both, {len(differ)} differ, "
+        f"{len(beyond)} beyond seed noise (Welch's t over seeds, Holm over the rows, alpha {ALPHA})"
+    )
     for note, count in _settings(result.rows).items():
         show(f"{count} of them made under other settings: {note}")
     if differ:
-        grid = Grid([Column("Row"), Column("A %", right=True), Column("B %", right=True),
-                     Column("B-A pp", right=True), Column("p Holm", right=True), Column("Note", prose=True, drop=1)])
+        grid = Grid(
+            [
+                Column("Row"),
+                Column("A %", right=True),
+                Column("B %", right=True),
+                Column("B-A pp", right=True),
+                Column("p Holm", right=True),
+                Column("Note", prose=True, drop=1),
+            ]
+        )
         for r in differ[:SHOWN_ROWS]:
             p = "" if r.p_holm is None else f"{r.p_holm:.2g}"
             note = ("beyond noise" + ("; " if r.settings else "")) if r.beyond_noise else ""
-            grid.add(Text(f"{r.profile}/" * several + r.name, style="bold red" if r.beyond_noise else ""),
-                     _pct(r.mean_a), _pct(r.mean_b), f"{100 * r.difference:+.2f}", p, note + r.settings)
+            grid.add(
+                Text(f"{r.profile}/" * several + r.name, style="bold red" if r.beyond_noise else ""),
+                _pct(r.mean_a),
+                _pct(r.mean_b),
+                f"{100 * r.difference:+.2f}",
+                p,
+                note + r.settings,
+            )
         print_grid(grid)
         if len(differ) > SHOWN_ROWS:
             show(f"and {len(differ) - SHOWN_ROWS} more rows that differ within seed noise (--json lists every row)")
     for which, runs in (("A", result.only_a), ("B", result.only_b)):
         if runs:
-            show(f"Runs only in {which}: {len(runs)}: " + ", ".join(runs[:SHOWN_LINES])
-                 + (f" and {len(runs) - SHOWN_LINES} more" if len(runs) > SHOWN_LINES else ""))
+            show(
+                f"Runs only in {which}: {len(runs)}: "
+                + ", ".join(runs[:SHOWN_LINES])
+                + (f" and {len(runs) - SHOWN_LINES} more" if len(runs) > SHOWN_LINES else "")
+            )
     if result.verdicts:
         grid = Grid([Column("Verdict changed"), Column("A"), Column("B")])
         for v in result.verdicts:
@@ -99,13 +126,17 @@ def _show(result) -> None:
         print_grid(grid)
     else:
         show("No verdict changed.")
-    show(f"{len({(c.profile, c.table, c.claim) for c in result.claims})} claims: each one's mean, sd, se and seeds on "
-         "each side with --format md or --format json")
+    show(
+        f"{len({(c.profile, c.table, c.claim) for c in result.claims})} claims: each one's mean, sd, se and seeds on "
+        "each side with --format md or --format json"
+    )
     if result.differs:
         other = sum(r.other_runs_differ for r in result.rows)
-        reasons = [f"{len(result.beyond_noise)} row(s) beyond seed noise" if result.beyond_noise else "",
-                   f"{other} row(s) on other runs with other accuracies" if other else "",
-                   f"{len(result.verdicts)} verdict(s) changed" if result.verdicts else ""]
+        reasons = [
+            f"{len(result.beyond_noise)} row(s) beyond seed noise" if result.beyond_noise else "",
+            f"{other} row(s) on other runs with other accuracies" if other else "",
+            f"{len(result.verdicts)} verdict(s) changed" if result.verdicts else "",
+        ]
         show(f"Differs: exit 1 ({'; '.join(r for r in reasons if r)})")
     else:
         show("Same: no row beyond seed noise or on other runs, no verdict changed: exit 0")

@@ -19,8 +19,9 @@ def _opt(default, *flags: str, **kw) -> typer.models.OptionInfo:
 
 ExecutorOpt = _opt("local", "--executor", help="local (this machine) or slurm (a job array, by submitit).")
 RunsPerGpuOpt = _opt(1, "--runs-per-gpu", min=1, help="local: runs at once per visible GPU.")
-GpusPerRunOpt = _opt(1, "--gpus-per-run", min=1,
-                     help="DDP processes per run (torchrun); the global batch stays the recipe's.")
+GpusPerRunOpt = _opt(
+    1, "--gpus-per-run", min=1, help="DDP processes per run (torchrun); the global batch stays the recipe's."
+)
 NoWaitOpt = _opt(False, "--no-wait", help="slurm: submit, return, rerun later.")
 
 
@@ -29,8 +30,9 @@ def stale_lock_after_option(help: str) -> typer.models.OptionInfo:
     return _opt(DEFAULT_STALE_AFTER_S, "--stale-lock-after", help=help)
 
 
-StaleLockAfterOpt = stale_lock_after_option(f"Idle seconds before another's run lock is taken "
-                                            f"(>= {MIN_STALE_AFTER_S:g}).")
+StaleLockAfterOpt = stale_lock_after_option(
+    f"Idle seconds before another's run lock is taken (>= {MIN_STALE_AFTER_S:g})."
+)
 SlurmPartitionOpt = _opt(None, "--slurm-partition")
 SlurmGpusPerTaskOpt = _opt(None, "--slurm-gpus-per-task", min=0)
 SlurmCpusPerTaskOpt = _opt(None, "--slurm-cpus-per-task", min=1)

@@ -16,11 +16,14 @@ from repro.cli.options import MANIFESTS, PROFILES, READ_RESULTS, profile_option
 SHOWN_UNUSABLE = 5  # unusable records named one per line; the rest counted
 
 
-def export(profile: Optional[str] = profile_option("Only this profile's tables and runs. Default: every run."),
-           fmt: str = typer.Option("csv", "--format", help="csv, parquet (needs pyarrow) or json."),
-           out: Optional[Path] = typer.Option(None, "--out", help="Folder to write into. Default: <results>/export."),
-           results_dir: Optional[Path] = READ_RESULTS, manifests_dir: Optional[Path] = MANIFESTS,
-           profiles: Optional[Path] = PROFILES) -> None:
+def export(
+    profile: Optional[str] = profile_option("Only this profile's tables and runs. Default: every run."),
+    fmt: str = typer.Option("csv", "--format", help="csv, parquet (needs pyarrow) or json."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Folder to write into. Default: <results>/export."),
+    results_dir: Optional[Path] = READ_RESULTS,
+    manifests_dir: Optional[Path] = MANIFESTS,
+    profiles: Optional[Path] = PROFILES,
+) -> None:
     """Every run, epoch and verdict as CSV, Parquet or JSON."""
     from repro.claims import decided_folder
     from repro.cli.common import load_every, print_grid, show, write_failed
@@ -46,16 +49,21 @@ def export(profile: Optional[str] = profile_option("Only this profile's tables a
     if out.exists() and not out.is_dir():
         fail(f"--out {out} is a file; give a folder")
     if profile is not None and results_dir.is_dir() and profile not in profiles_present(results_dir):
-        fail(f"no results of profile '{profile}' in {results_dir} (profiles with results: "
-             f"{', '.join(profiles_present(results_dir)) or 'none'})")
+        fail(
+            f"no results of profile '{profile}' in {results_dir} (profiles with results: "
+            f"{', '.join(profiles_present(results_dir)) or 'none'})"
+        )
     try:
         folder = read_folder(results_dir, profile)
     except FolderError as exc:
         fail(str(exc))
     if not folder.records.records:
         unusable = len(folder.records.unusable)
-        fail(f"no usable run record in {results_dir / RUNS_FOLDER}" + (f" ({unusable} unusable)" if unusable else "")
-             + "; run a table or `repro verify-all` first")
+        fail(
+            f"no usable run record in {results_dir / RUNS_FOLDER}"
+            + (f" ({unusable} unusable)" if unusable else "")
+            + "; run a table or `repro verify-all` first"
+        )
     folder, undecided = decided_folder(folder, manifests)
     try:  # never outside the results folder, or outside --out when it names another
         root = results_dir if out.absolute().is_relative_to(results_dir.absolute()) else out
@@ -69,8 +77,10 @@ def export(profile: Optional[str] = profile_option("Only this profile's tables a
     print_grid(grid)
     show("Columns and units: docs/results-data.md")
     if undecided:
-        show(f"Not decided: {', '.join(undecided)}: no manifest of that id here decides its claims, so they are "
-             "exported as not run (--manifests names the folder that decides them)")
+        show(
+            f"Not decided: {', '.join(undecided)}: no manifest of that id here decides its claims, so they are "
+            "exported as not run (--manifests names the folder that decides them)"
+        )
     unusable = folder.records.unusable
     if unusable:
         show(f"{len(unusable)} unusable run record(s) left out, as `repro run` would set them aside:")

@@ -19,8 +19,10 @@ from repro.spec.profiles import shipped_profiles
 
 def profile_help() -> str:
     """The --profile help, from repro/spec/profiles.toml: each shipped profile with its evidence and device."""
-    names = [f"{name} ({p.evidence}{', ' + p.device if p.device != 'auto' else ''})"
-             for name, p in shipped_profiles().items()]
+    names = [
+        f"{name} ({p.evidence}{', ' + p.device if p.device != 'auto' else ''})"
+        for name, p in shipped_profiles().items()
+    ]
     return f"{', '.join(names)} or your own (--profiles). Default: $REPRO_PROFILE or smoke."
 
 
@@ -48,15 +50,21 @@ RESULTS = results_option()
 READ_RESULTS = results_option(READS_RESULTS)
 # The help texts are short: `verify-all --help` is one screen at 80 columns (tests/test_screens.py); the docs say more.
 MANIFESTS = typer.Option(None, "--manifests", help="Manifests folder. Default: $REPRO_MANIFESTS, else the package's.")
-PROFILES = typer.Option(None, "--profiles", help="TOML file of your own profiles (profiles.<name> tables), over the "
-                        "shipped ones. Default: $REPRO_PROFILES.")
+PROFILES = typer.Option(
+    None,
+    "--profiles",
+    help="TOML file of your own profiles (profiles.<name> tables), over the shipped ones. Default: $REPRO_PROFILES.",
+)
 DATA = typer.Option(None, "--data-dir", help="Datasets. Default: $REPRO_DATA or ./data.")
 DEVICE = typer.Option("auto", "--device", help="auto, cpu or cuda.")
 JOBS = typer.Option(0, "--jobs", "-j", min=0, help="Runs trained at once; 0: one per core on a CPU, 1 on a GPU.")
-UNVERIFIED = typer.Option(False, "--allow-unverified-data",
-                          help="Train on data that fails its checksums; every record says so.")
-WORKERS = typer.Option(None, "--workers", min=0, help="Loader processes per split (ImageNet). Default: the usable "
-                       "CPUs less one.")
-DETERMINISTIC = typer.Option(False, "--deterministic",
-                             help="PyTorch's deterministic mode. Default: $REPRO_DETERMINISTIC.")
+UNVERIFIED = typer.Option(
+    False, "--allow-unverified-data", help="Train on data that fails its checksums; every record says so."
+)
+WORKERS = typer.Option(
+    None, "--workers", min=0, help="Loader processes per split (ImageNet). Default: the usable CPUs less one."
+)
+DETERMINISTIC = typer.Option(
+    False, "--deterministic", help="PyTorch's deterministic mode. Default: $REPRO_DETERMINISTIC."
+)
 VERBOSE = verbose_option("The detail (repro.log has it always).")

@@ -11,12 +11,20 @@ from repro.cli.common import fail, paste, settings, show
 from repro.cli.options import PROFILE, READ_RESULTS
 
 
-def package(profile: Optional[str] = PROFILE, results_dir: Optional[Path] = READ_RESULTS,
-            out: Optional[Path] = typer.Option(None, "--out", help="The archive to write (.tar.gz). Default: "
-                                               "<results>/<profile>/package/repro-<profile>-<commit>.tar.gz."),
-            allow_dirty: bool = typer.Option(False, "--allow-dirty", help="Pack HEAD's source even though tracked "
-                                             "files differ from it (the archive then says less than it seems).")
-            ) -> None:
+def package(
+    profile: Optional[str] = PROFILE,
+    results_dir: Optional[Path] = READ_RESULTS,
+    out: Optional[Path] = typer.Option(
+        None,
+        "--out",
+        help="The archive to write (.tar.gz). Default: <results>/<profile>/package/repro-<profile>-<commit>.tar.gz.",
+    ),
+    allow_dirty: bool = typer.Option(
+        False,
+        "--allow-dirty",
+        help="Pack HEAD's source even though tracked files differ from it (the archive then says less than it seems).",
+    ),
+) -> None:
     """One archive of a results folder: its RO-Crate, tables, report, appendix, run records, citation and source."""
     from repro.cli.common import write_failed
     from repro.core.fsutil import WriteFailed
@@ -28,8 +36,10 @@ def package(profile: Optional[str] = PROFILE, results_dir: Optional[Path] = READ
     profile = profile or settings().profile
     results_dir = results_dir or settings().results
     if profile not in profiles_present(results_dir):
-        fail(f"no results of profile '{profile}' in {results_dir} (profiles with results: "
-             f"{', '.join(profiles_present(results_dir)) or 'none'}); run `repro verify-all` first")
+        fail(
+            f"no results of profile '{profile}' in {results_dir} (profiles with results: "
+            f"{', '.join(profiles_present(results_dir)) or 'none'}); run `repro verify-all` first"
+        )
     if out is not None and not out.name.endswith(".tar.gz"):
         fail(f"--out {out}: expected a file name ending in .tar.gz")
     folder = profile_dir(results_dir, profile)
@@ -45,10 +55,14 @@ def package(profile: Optional[str] = PROFILE, results_dir: Optional[Path] = READ
     except WriteFailed as exc:
         write_failed(exc)
     if made.dirty:
-        show(f"warning: {len(made.dirty)} tracked file(s) differ from HEAD; the archive holds HEAD's source "
-             f"(commit {made.commit[:12]}), not theirs")
-    show(f"wrote {made.files} files ({made.size / 2**20:.1f} MiB): profile {profile}, {made.records} run records, "
-         f"the source at commit {made.commit[:12]}, CITATION.cff and codemeta.json; its crate unpacks with it:")
+        show(
+            f"warning: {len(made.dirty)} tracked file(s) differ from HEAD; the archive holds HEAD's source "
+            f"(commit {made.commit[:12]}), not theirs"
+        )
+    show(
+        f"wrote {made.files} files ({made.size / 2**20:.1f} MiB): profile {profile}, {made.records} run records, "
+        f"the source at commit {made.commit[:12]}, CITATION.cff and codemeta.json; its crate unpacks with it:"
+    )
     paste(str(made.path))
     paste(f"sha256 {made.sha256}")
     if inside:

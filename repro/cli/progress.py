@@ -19,7 +19,13 @@ from typing import Any, TextIO
 from rich.console import Console
 from rich.errors import MarkupError
 from rich.progress import (
-    BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn,
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    SpinnerColumn,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
 )
 from rich.text import Text
 
@@ -28,15 +34,30 @@ from repro.core.terminal import print_words
 
 
 def bars(console: Console) -> Progress:
-    return Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                    TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(), console=console, transient=True)
+    return Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("eta"),
+        TimeRemainingColumn(),
+        console=console,
+        transient=True,
+    )
 
 
 class Reporter:
     """Progress for the library, quiet by default. `table`: the table running, prefixed to its bars."""
 
-    def __init__(self, console: Console, verbose: bool = False, log_path: Path | None = None,
-                 command: str = "", root: Path | None = None) -> None:
+    def __init__(
+        self,
+        console: Console,
+        verbose: bool = False,
+        log_path: Path | None = None,
+        command: str = "",
+        root: Path | None = None,
+    ) -> None:
         self.console, self.verbose, self.table = console, verbose, ""
         self.live = console.is_terminal and not console.is_dumb_terminal
         self.bars = bars(console) if self.live else None

@@ -20,10 +20,13 @@ from repro.cli.options import MANIFESTS, verbose_option
 KINDS = {"ordered by rho": " (empirical, ordered by rho)", "metric": " (under each reading of what it measures)"}
 
 
-def readings(ids: list[str] = typer.Argument(None, help="Manifest ids (default: every one)."),
-             manifests_dir: Optional[Path] = MANIFESTS,
-             verbose: bool = verbose_option("Also list the readings, what each alternative is, the order by rho, "
-                                            "each verdict's evidence and the prose.")) -> None:
+def readings(
+    ids: list[str] = typer.Argument(None, help="Manifest ids (default: every one)."),
+    manifests_dir: Optional[Path] = MANIFESTS,
+    verbose: bool = verbose_option(
+        "Also list the readings, what each alternative is, the order by rho, each verdict's evidence and the prose."
+    ),
+) -> None:
     """Every reading the text leaves open (repro/spec/readings.toml), and the claims decided again under each."""
     from rich.text import Text
 
@@ -51,19 +54,26 @@ def readings(ids: list[str] = typer.Argument(None, help="Manifest ids (default: 
     if paper or not beyond:
         show(readings_summary(paper, *cost[False]))
     if beyond:
-        show("Beyond the paper (extension tables, counted apart as the report counts them): "
-             + readings_summary(beyond, *cost[True]).removeprefix("Readings: "))
+        show(
+            "Beyond the paper (extension tables, counted apart as the report counts them): "
+            + readings_summary(beyond, *cost[True]).removeprefix("Readings: ")
+        )
     show(_by_training(manifests))
     if not verbose:
-        show(Text("-v: the readings themselves, what each alternative is, the order by rho and the evidence",
-                  style="dim"))
+        show(
+            Text(
+                "-v: the readings themselves, what each alternative is, the order by rho and the evidence", style="dim"
+            )
+        )
         return
     for e in claims:
         show(e.line())
     if any(e.kind != "analytic" for e in claims):
-        show("An empirical or GPU-scoped claim needs the table's measurements: here it is `not run` (a claim ordered "
-             "by rho shows the order each reading puts its settings in); the report decides it on what its run "
-             "measured.")
+        show(
+            "An empirical or GPU-scoped claim needs the table's measurements: here it is `not run` (a claim ordered "
+            "by rho shows the order each reading puts its settings in); the report decides it on what its run "
+            "measured."
+        )
 
 
 COLOURS = {"reproduced": "green", "not reproduced": "red", "inconclusive": "yellow", "not run": "dim"}
@@ -76,12 +86,22 @@ def _by_claim(claims):
 
     from repro.core.terminal import Column, Grid
 
-    grid = Grid([Column("Claim"), Column("As chosen"), Column("Readings", right=True),
-                 Column("Another verdict under", prose=True, drop=1)])
+    grid = Grid(
+        [
+            Column("Claim"),
+            Column("As chosen"),
+            Column("Readings", right=True),
+            Column("Another verdict under", prose=True, drop=1),
+        ]
+    )
     for e in claims:
         other = [f"{o.reading}/{o.alternative}: {o.status}" for o in e.alternatives if o.status != e.chosen.status]
-        grid.add(f"{e.manifest}/{e.claim}", Text(e.chosen.status, style=COLOURS[e.chosen.status]),
-                 str(len(e.alternatives)), "; ".join(other))
+        grid.add(
+            f"{e.manifest}/{e.claim}",
+            Text(e.chosen.status, style=COLOURS[e.chosen.status]),
+            str(len(e.alternatives)),
+            "; ".join(other),
+        )
     return grid
 
 
@@ -92,14 +112,27 @@ def _by_reading(claims):
 
     from repro.core.terminal import Column, Grid
 
-    grid = Grid([Column("Reading"), Column("Verdict"), Column("Value", right=True), Column("Under", prose=True, drop=3),
-                 Column("Order by rho", prose=True, drop=2), Column("Evidence", prose=True, drop=1)])
+    grid = Grid(
+        [
+            Column("Reading"),
+            Column("Verdict"),
+            Column("Value", right=True),
+            Column("Under", prose=True, drop=3),
+            Column("Order by rho", prose=True, drop=2),
+            Column("Evidence", prose=True, drop=1),
+        ]
+    )
     for e in claims:
         grid.section(f"{e.manifest}/{e.claim}" + KINDS.get(e.kind, ""))
         for o in [e.chosen, *e.alternatives]:
-            grid.add(f"{o.reading}/{o.alternative}" if o.reading else "(as chosen)",
-                     Text(o.status, style=COLOURS[o.status]), o.value, o.label if o.reading else "", o.order,
-                     o.evidence)
+            grid.add(
+                f"{o.reading}/{o.alternative}" if o.reading else "(as chosen)",
+                Text(o.status, style=COLOURS[o.status]),
+                o.value,
+                o.label if o.reading else "",
+                o.order,
+                o.evidence,
+            )
     return grid
 
 
@@ -114,8 +147,10 @@ def _by_training(manifests) -> str:
             continue
         tables = trained_rows(r, manifests)
         (trained if tables else untrained).append(f"{r.id} ({', '.join(tables)})" if tables else r.id)
-    return (f"Decided by training, not counted here: {', '.join(trained) or 'none'} (their [[sensitivity]] rows; "
-            f"the report decides their claims on them); trained by no table: {', '.join(untrained) or 'none'}")
+    return (
+        f"Decided by training, not counted here: {', '.join(trained) or 'none'} (their [[sensitivity]] rows; "
+        f"the report decides their claims on them); trained by no table: {', '.join(untrained) or 'none'}"
+    )
 
 
 def _list_readings(manifests) -> None:
@@ -123,9 +158,16 @@ def _list_readings(manifests) -> None:
     from repro.core.terminal import Column, Grid
     from repro.report.readings_section import how_decided, shown_readings
 
-    listed = Grid([Column("Reading"), Column("Chosen", prose=True), Column("Alternatives", prose=True, drop=2),
-                   Column("Decided by", prose=True, drop=1)])
+    listed = Grid(
+        [
+            Column("Reading"),
+            Column("Chosen", prose=True),
+            Column("Alternatives", prose=True, drop=2),
+            Column("Decided by", prose=True, drop=1),
+        ]
+    )
     for r in shown_readings(manifests):
-        listed.add(r.id, r.chosen.label, "; ".join(f"{a.id}: {a.label}" for a in r.alternatives),
-                   how_decided(r, manifests))
+        listed.add(
+            r.id, r.chosen.label, "; ".join(f"{a.id}: {a.label}" for a in r.alternatives), how_decided(r, manifests)
+        )
     print_grid(listed, "Readings the text leaves open (repro/spec/readings.toml)")

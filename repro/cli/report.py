@@ -6,17 +6,27 @@ from pathlib import Path
 from typing import Optional
 
 from repro.cli.common import (
-    CommandInterrupted, check_profile, check_results_dir, console, fail, load_every, read_files, settings, show,
+    CommandInterrupted,
+    check_profile,
+    check_results_dir,
+    console,
+    fail,
+    load_every,
+    read_files,
+    settings,
+    show,
     write_failed,
 )
 from repro.cli.options import MANIFESTS, PROFILES, RESULTS, profile_option
 from repro.core.fsutil import WriteFailed
 
 
-def report(results_dir: Optional[Path] = RESULTS, manifests_dir: Optional[Path] = MANIFESTS,
-           profiles: Optional[Path] = PROFILES,
-           profile: Optional[str] = profile_option("Only this profile's report. Default: every profile with "
-                                                   "results.")) -> None:
+def report(
+    results_dir: Optional[Path] = RESULTS,
+    manifests_dir: Optional[Path] = MANIFESTS,
+    profiles: Optional[Path] = PROFILES,
+    profile: Optional[str] = profile_option("Only this profile's report. Default: every profile with results."),
+) -> None:
     """Re-render <results>/<profile>/report.md and report.html from whatever results the directory holds."""
     import sys
 
@@ -39,8 +49,10 @@ def report(results_dir: Optional[Path] = RESULTS, manifests_dir: Optional[Path] 
         fail(f"no results in {results_dir}: the folder does not exist; run a table or `repro verify-all` first")
     present = profiles_present(results_dir)
     if profile is not None and profile not in present:
-        fail(f"no results of profile '{profile}' in {results_dir} (profiles with results: "
-             f"{', '.join(present) or 'none'}); run a table at that profile first")
+        fail(
+            f"no results of profile '{profile}' in {results_dir} (profiles with results: "
+            f"{', '.join(present) or 'none'}); run a table at that profile first"
+        )
     names = [profile] if profile else present
     if not names:
         fail(f"no results in {results_dir}: run a table or `repro verify-all` first")
@@ -63,8 +75,10 @@ def report(results_dir: Optional[Path] = RESULTS, manifests_dir: Optional[Path] 
         raise_pending()  # a Ctrl-C dropped in a finalizer while rendering still interrupts
     except KeyboardInterrupt as exc:
         # Each file is replaced whole, so none is half-written; the set of them may be part old, part new.
-        text = (f"report interrupted: the run records and results are untouched; figures and report.md may be "
-                f"partly re-rendered; rerun `{command_line(sys.argv)}` to render them all")
+        text = (
+            f"report interrupted: the run records and results are untouched; figures and report.md may be "
+            f"partly re-rendered; rerun `{command_line(sys.argv)}` to render them all"
+        )
         raise CommandInterrupted("report", None, exc, text) from exc
     except WriteFailed as exc:
         write_failed(exc)
@@ -90,10 +104,14 @@ def _rebuild_damaged(results_dir: Path, profile: str, manifests: list, plans) ->
 
     for m, exc in damaged:
         if profile not in m.profiles:
-            fail(f"{exc.path} is unusable ({exc.reason}) and profile '{profile}' is not known here to rebuild it; "
-                 "pass the profiles file it was run with (--profiles)")
+            fail(
+                f"{exc.path} is unusable ({exc.reason}) and profile '{profile}' is not known here to rebuild it; "
+                "pass the profiles file it was run with (--profiles)"
+            )
         set_aside(exc.path, "table result", exc.reason, "it is rebuilt from the run records")
         result = rebuild_result(plans.of(m.id, profile), results_dir, settings=settings())
         problems = result.measured.problems
-        show(f"{m.id}: results.json rebuilt from the run records" + (
-            f"; {len(problems)} problem(s), first: {problems[0]}" if problems else ""))
+        show(
+            f"{m.id}: results.json rebuilt from the run records"
+            + (f"; {len(problems)} problem(s), first: {problems[0]}" if problems else "")
+        )

@@ -52,29 +52,54 @@ def rho_command(
     model: Optional[str] = typer.Argument(None, help="A torchvision CNN (e.g. convnext_tiny) or a registry backbone."),
     all_models: bool = typer.Option(False, "--all", help="Every torchvision CNN: head-only rho and total FLOPs."),
     list_models: bool = typer.Option(False, "--list", help="Name every model `repro rho` counts, and stop."),
-    size: Optional[str] = typer.Option(None, "--size", help="Input side or HxW in pixels. Default: the "
-                                       "model's dataset (torchvision: ImageNet, 224)."),
-    classes: Optional[int] = typer.Option(None, "--classes", help="Classes (d_out). "
-                                          "Default: the dataset's (ImageNet: 1000)."),
-    experts: Optional[int] = typer.Option(None, "--experts", "-E", help="Experts E of the head and of "
-                                          "every bank. Default: the paper's, 8."),
-    hidden: Optional[int] = typer.Option(None, "--hidden", "-H", help="Expert width h (d_in -> h -> h -> "
-                                         "d_out). Default: Table 6's for the dataset (ImageNet: 512)."),
+    size: Optional[str] = typer.Option(
+        None, "--size", help="Input side or HxW in pixels. Default: the model's dataset (torchvision: ImageNet, 224)."
+    ),
+    classes: Optional[int] = typer.Option(
+        None, "--classes", help="Classes (d_out). Default: the dataset's (ImageNet: 1000)."
+    ),
+    experts: Optional[int] = typer.Option(
+        None, "--experts", "-E", help="Experts E of the head and of every bank. Default: the paper's, 8."
+    ),
+    hidden: Optional[int] = typer.Option(
+        None,
+        "--hidden",
+        "-H",
+        help="Expert width h (d_in -> h -> h -> d_out). Default: Table 6's for the dataset (ImageNet: 512).",
+    ),
     head_k: Optional[int] = typer.Option(None, "--head-k", help="Top-k of the head. Default: the paper's, 1."),
-    route: Optional[list[str]] = typer.Option(None, "--route", help="Layers to route as MoE banks, by "
-                                              "name pattern, e.g. 'layer3.*.conv*' (repeatable)."),
-    route_k: Optional[int] = typer.Option(None, "--route-k", help="Top-k of each bank. Default: "
-                                          "Section 4.6's, 2."),
-    target: Optional[float] = typer.Option(None, "--target", help="Find the fewest layers (deepest first; "
-                                           "among --route's when given) whose routing reaches this rho."),
+    route: Optional[list[str]] = typer.Option(
+        None, "--route", help="Layers to route as MoE banks, by name pattern, e.g. 'layer3.*.conv*' (repeatable)."
+    ),
+    route_k: Optional[int] = typer.Option(None, "--route-k", help="Top-k of each bank. Default: Section 4.6's, 2."),
+    target: Optional[float] = typer.Option(
+        None,
+        "--target",
+        help="Find the fewest layers (deepest first; among --route's when given) whose routing reaches this rho.",
+    ),
     layers: bool = typer.Option(False, "--layers", help="List the model's routable layers and their MACs."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of tables."),
-    figure: Optional[Path] = typer.Option(None, "--figure", help="With --all: draw rho against total FLOPs "
-                                          "to this PNG file."),
+    figure: Optional[Path] = typer.Option(
+        None, "--figure", help="With --all: draw rho against total FLOPs to this PNG file."
+    ),
 ) -> None:
     try:
-        _rho(model, all_models, list_models, size, classes, experts, hidden, head_k, route or [], route_k, target,
-             layers, as_json, figure)
+        _rho(
+            model,
+            all_models,
+            list_models,
+            size,
+            classes,
+            experts,
+            hidden,
+            head_k,
+            route or [],
+            route_k,
+            target,
+            layers,
+            as_json,
+            figure,
+        )
     except RhoInputError as exc:
         _fail(str(exc))
     except KeyboardInterrupt:
@@ -85,8 +110,22 @@ def rho_command(
 rho_command.__doc__ = HELP
 
 
-def _rho(model, all_models, list_models, size, classes, experts, hidden, head_k, route, route_k, target, layers,
-         as_json, figure) -> None:
+def _rho(
+    model,
+    all_models,
+    list_models,
+    size,
+    classes,
+    experts,
+    hidden,
+    head_k,
+    route,
+    route_k,
+    target,
+    layers,
+    as_json,
+    figure,
+) -> None:
     console = Console()  # made per call: it reads the terminal's width (COLUMNS) now
     if list_models:
         console.print("\n".join(known_names()), markup=False, highlight=False)
@@ -105,9 +144,13 @@ def _rho(model, all_models, list_models, size, classes, experts, hidden, head_k,
         check_target(target)
     setting = default_setting(spec, settings().manifests)
     head = _options(lambda: head_config(setting, experts, hidden, head_k), "--head-k")
-    bank = _options(lambda: MoEConvBackboneConfig(
-        num_experts=setting.route_experts if experts is None else experts,
-        top_k=setting.route_top_k if route_k is None else route_k), "--route-k")
+    bank = _options(
+        lambda: MoEConvBackboneConfig(
+            num_experts=setting.route_experts if experts is None else experts,
+            top_k=setting.route_top_k if route_k is None else route_k,
+        ),
+        "--route-k",
+    )
     shape = parse_size(size) if size else None
     if classes is not None and not 1 <= classes <= MAX_CLASSES:
         raise RhoInputError(f"--classes {classes}: expected between 1 and {MAX_CLASSES:,}")
@@ -143,12 +186,15 @@ def _options(make, top_k_option: str):
     try:
         return make()
     except ConfigError as exc:
-        raise RhoInputError("; ".join(f"{OPTIONS.get(name, top_k_option if name == 'top_k' else name)} {value!r}: "
-                                      f"must be {allowed}" for name, value, allowed in exc.problems)) from None
+        raise RhoInputError(
+            "; ".join(
+                f"{OPTIONS.get(name, top_k_option if name == 'top_k' else name)} {value!r}: must be {allowed}"
+                for name, value, allowed in exc.problems
+            )
+        ) from None
 
 
-def _survey(console: Console, setting, shape, classes, request, reference, as_json: bool,
-            figure: Path | None) -> None:
+def _survey(console: Console, setting, shape, classes, request, reference, as_json: bool, figure: Path | None) -> None:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from repro.rho.survey import count_one, setting_points
@@ -156,8 +202,14 @@ def _survey(console: Console, setting, shape, classes, request, reference, as_js
     wall, cpu, load = time.perf_counter(), time.process_time(), os.getloadavg()
     models = torchvision_cnns()
     rows = []
-    with Progress(TextColumn("{task.description:<22}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=_err(), transient=False) as progress:
+    with Progress(
+        TextColumn("{task.description:<22}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=_err(),
+        transient=False,
+    ) as progress:
         task = progress.add_task("counting", total=len(models) + 1)
         for spec in models:
             progress.update(task, description=spec.name)
@@ -166,29 +218,50 @@ def _survey(console: Console, setting, shape, classes, request, reference, as_js
         progress.update(task, description="Table 6 settings")
         points = setting_points(reference, settings().cache, settings().manifests)
         progress.advance(task)
-    timing = {"wall_s": round(time.perf_counter() - wall, 1), "cpu_s": round(time.process_time() - cpu, 1),
-              "load_before": [round(x, 2) for x in load], "load_after": [round(x, 2) for x in os.getloadavg()]}
+    timing = {
+        "wall_s": round(time.perf_counter() - wall, 1),
+        "cpu_s": round(time.process_time() - cpu, 1),
+        "load_before": [round(x, 2) for x in load],
+        "load_after": [round(x, 2) for x in os.getloadavg()],
+    }
     h, w = shape
     head = request.head
-    title = (f"Head-only sparse MoE (E={head['num_experts']}, h={head['expert_hidden']}, k={head['top_k']}) in place "
-             f"of the classifier of every torchvision CNN at {h}x{w}, {classes} classes ({TORCHVISION_DATASET})")
+    title = (
+        f"Head-only sparse MoE (E={head['num_experts']}, h={head['expert_hidden']}, k={head['top_k']}) in place "
+        f"of the classifier of every torchvision CNN at {h}x{w}, {classes} classes ({TORCHVISION_DATASET})"
+    )
     if figure is not None:
         from repro.rho.figure import draw
 
         draw(rows, points, reference, title, figure)
     problems = [p for r in rows for p in r.get("problems", [])] + [p for pt in points for p in pt["problems"]]
     if as_json:
-        typer.echo(json.dumps({"models": rows, "settings": points, "time": timing, "figure": str(figure or ""),
-                               "input_shape": [3, h, w], "classes": classes, "head": head,
-                               "reference": render.reference_json(reference)}, indent=2))
+        typer.echo(
+            json.dumps(
+                {
+                    "models": rows,
+                    "settings": points,
+                    "time": timing,
+                    "figure": str(figure or ""),
+                    "input_shape": [3, h, w],
+                    "classes": classes,
+                    "head": head,
+                    "reference": render.reference_json(reference),
+                },
+                indent=2,
+            )
+        )
     else:
         console.print(escape(title), highlight=False)
         render.print_survey(console, rows, reference)
         checked = sum(r.get("modules_checked", 0) for r in rows)
-        console.print(f"{len([r for r in rows if 'rho' in r])} models, {checked} module counts; "
-                      f"{timing['wall_s']:.0f} s wall, {timing['cpu_s']:.0f} CPU-s (this process); load average "
-                      f"{' '.join(str(x) for x in timing['load_before'])} before, "
-                      f"{' '.join(str(x) for x in timing['load_after'])} after", markup=False)
+        console.print(
+            f"{len([r for r in rows if 'rho' in r])} models, {checked} module counts; "
+            f"{timing['wall_s']:.0f} s wall, {timing['cpu_s']:.0f} CPU-s (this process); load average "
+            f"{' '.join(str(x) for x in timing['load_before'])} before, "
+            f"{' '.join(str(x) for x in timing['load_after'])} after",
+            markup=False,
+        )
         if figure is not None:
             console.print(f"wrote {figure}", markup=False)
         if problems:

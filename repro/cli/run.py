@@ -18,15 +18,52 @@ from rich.text import Text
 
 from repro.cli.checklist import verdict_counts, verdicts_grid
 from repro.cli.common import (
-    ExitCode, CommandInterrupted, check_profile, check_results_dir, console, counts_line, err, fail, load_some,
-    manifests_folder, print_grid, profiles_file, read_files, recording, run_defaults, settings, show, write_failed,
+    ExitCode,
+    CommandInterrupted,
+    check_profile,
+    check_results_dir,
+    console,
+    counts_line,
+    err,
+    fail,
+    load_some,
+    manifests_folder,
+    print_grid,
+    profiles_file,
+    read_files,
+    recording,
+    run_defaults,
+    settings,
+    show,
+    write_failed,
 )
 from repro.cli.execution import (
-    ExecutorOpt, GpusPerRunOpt, NoWaitOpt, RunsPerGpuOpt, SlurmAccountOpt, SlurmCpusPerTaskOpt, SlurmGpusPerTaskOpt,
-    SlurmMaxParallelOpt, SlurmParamOpt, SlurmPartitionOpt, SlurmRunsPerTaskOpt, SlurmTimeOpt, StaleLockAfterOpt,
+    ExecutorOpt,
+    GpusPerRunOpt,
+    NoWaitOpt,
+    RunsPerGpuOpt,
+    SlurmAccountOpt,
+    SlurmCpusPerTaskOpt,
+    SlurmGpusPerTaskOpt,
+    SlurmMaxParallelOpt,
+    SlurmParamOpt,
+    SlurmPartitionOpt,
+    SlurmRunsPerTaskOpt,
+    SlurmTimeOpt,
+    StaleLockAfterOpt,
 )
 from repro.cli.options import (
-    DATA, DETERMINISTIC, DEVICE, JOBS, MANIFESTS, PROFILE, PROFILES, RESULTS, UNVERIFIED, VERBOSE, WORKERS,
+    DATA,
+    DETERMINISTIC,
+    DEVICE,
+    JOBS,
+    MANIFESTS,
+    PROFILE,
+    PROFILES,
+    RESULTS,
+    UNVERIFIED,
+    VERBOSE,
+    WORKERS,
 )
 from repro.cli.progress import Reporter
 from repro.core.fsutil import WriteFailed
@@ -46,8 +83,14 @@ def _leading(options: TableOptions):
     code = relaunch(sys.argv[1:], executor.gpus_per_run, options.settings)
     if code is not None:
         raise typer.Exit(code)
-    return ranks(options.device, options.results_dir, options.data_dir, executor.gpus_per_run, executor.executor,
-                 options.settings)
+    return ranks(
+        options.device,
+        options.results_dir,
+        options.data_dir,
+        executor.gpus_per_run,
+        executor.executor,
+        options.settings,
+    )
 
 
 def _reporter(results_dir: Path, profile: str, verbose: bool) -> Reporter:
@@ -75,16 +118,21 @@ def submitted_lines(manifest_id: str, profile: str, submitted: dict[str, str]) -
     for array, tasks in sorted(arrays.items()):
         runs = sum(1 for job in submitted.values() if job.partition("_")[0] == array)
         where = f"Slurm job {array}" + (f", tasks {_ranges(sorted(set(tasks)))}" if tasks else "")
-        lines.append(f"{manifest_id}: {runs} run{'' if runs == 1 else 's'} submitted as {where}; follow them with "
-                     f"`repro status {manifest_id} --profile {profile}`; rerun this command once they have ended "
-                     "to write the table")
+        lines.append(
+            f"{manifest_id}: {runs} run{'' if runs == 1 else 's'} submitted as {where}; follow them with "
+            f"`repro status {manifest_id} --profile {profile}`; rerun this command once they have ended "
+            "to write the table"
+        )
     return lines
 
 
 def _runs(counts) -> str:
     """'24 runs: 20 reused, 4 trained here' (the parts that are not zero)."""
-    parts = [(counts.trained, "trained here"), (counts.reused, "reused"),
-             (counts.by_other, "trained by another process")]
+    parts = [
+        (counts.trained, "trained here"),
+        (counts.reused, "reused"),
+        (counts.by_other, "trained by another process"),
+    ]
     total = sum(n for n, _ in parts)
     return f"{total} run{'' if total == 1 else 's'}: " + ", ".join(f"{n} {what}" for n, what in parts if n)
 
@@ -99,8 +147,11 @@ def _summary(out, seconds: float, brief: bool) -> Text:
     if out.files and not brief:
         parts.append(f"wrote {out.files[0].parent}/")
     # refused: the data or weights it needs are missing or not the published ones, and nothing was trained
-    state = Text("refused: " if out.needs_data else "failed: ", style="bold red") \
-        if out.problem and out.result is None else Text("")
+    state = (
+        Text("refused: " if out.needs_data else "failed: ", style="bold red")
+        if out.problem and out.result is None
+        else Text("")
+    )
     return Text.assemble((out.manifest_id, "bold"), ": ", state, "; ".join(parts))
 
 
@@ -130,16 +181,23 @@ def _run_all(run, plans: Plans, reporter: Reporter, announce: bool) -> list:
             try:
                 line = table_line(plan, folder.model, folder.rates, recorded, startup=len(mine) == 1)
                 if folder.model.device(plan.profile).kind != kind:  # `repro list` prices it on another device
-                    here = CostModel.under(run.options.settings, kind=kind, fitted=folder.model.fitted,
-                                           exact_sizes=folder.model.exact_sizes)
-                    line = (f"{table_line(plan, here, folder.rates, recorded, startup=len(mine) == 1)} on this "
-                            f"{kind.upper()}; on a {'GPU' if kind == 'cpu' else 'CPU'} as `repro list` prices it: "
-                            f"{line}")
+                    here = CostModel.under(
+                        run.options.settings,
+                        kind=kind,
+                        fitted=folder.model.fitted,
+                        exact_sizes=folder.model.exact_sizes,
+                    )
+                    line = (
+                        f"{table_line(plan, here, folder.rates, recorded, startup=len(mine) == 1)} on this "
+                        f"{kind.upper()}; on a {'GPU' if kind == 'cpu' else 'CPU'} as `repro list` prices it: "
+                        f"{line}"
+                    )
                 price = f"estimated {line}"
             except (RuntimeError, MemoryError):  # a model too large to count here: the table's memory check says so
                 price = "not priced: a model of it cannot be counted in this machine's memory"
-            reporter.say(f"{manifest.id}: {manifest.title} — profile {run.options.profile}, device {ctx.device}; "
-                         f"{price}")
+            reporter.say(
+                f"{manifest.id}: {manifest.title} — profile {run.options.profile}, device {ctx.device}; {price}"
+            )
 
     def done(out) -> None:
         reporter.say(_summary(out, time.monotonic() - started.get(out.manifest_id, time.monotonic()), not announce))
@@ -216,8 +274,9 @@ def _run_tables(plans: Plans, options: TableOptions) -> int:
     try:
         with reporter:
             outcomes = _run_all(run, plans, reporter, announce=True)
-            _print_claims([o.result for o in outcomes if o.result is not None], evidence=True,
-                          short=not options.verbose)
+            _print_claims(
+                [o.result for o in outcomes if o.result is not None], evidence=True, short=not options.verbose
+            )
             failed = decidable_not_reproduced(outcomes, options.device)
             strict = [strict_line(failed, options.profile)] if options.strict else []
             _finish(reporter, [*strict, f"log: {reporter.log_path}"])
@@ -246,8 +305,10 @@ def _verify_all(plans: Plans, options: TableOptions) -> int:
         with reporter:
             reporter.say(f"verify-all: {len(manifests)} tables at profile {options.profile}")
             check = flop_check(manifests, reporter, options.settings.cache)
-            reporter.say(f"FLOP checks: {check.passed} of {len(check.models)} distinct models agree (analytic = "
-                         "fvcore = torch/2)")
+            reporter.say(
+                f"FLOP checks: {check.passed} of {len(check.models)} distinct models agree (analytic = "
+                "fvcore = torch/2)"
+            )
             for problem in check.problems:
                 reporter.warn("FLOP check failed", problem)
             outcomes = _run_all(run, plans, reporter, announce=False)
@@ -255,18 +316,26 @@ def _verify_all(plans: Plans, options: TableOptions) -> int:
             with phase("claims"):  # every table's claims, Holm over the report
                 entries = decided_results(options.results_dir, options.profile, manifests)
             with phase("report"):  # the caches alone: the report counts nothing
-                costs = for_report(options.results_dir, options.profile, plans,
-                                   CostModel.under(options.settings, cached_only=True))
+                costs = for_report(
+                    options.results_dir, options.profile, plans, CostModel.under(options.settings, cached_only=True)
+                )
             written = frozenset(o.manifest_id for o in outcomes if o.files)  # their tables, from these results
-            path, summary = write_report(entries, options.results_dir, options.profile, costs, check, failures,
-                                         tables_written=written)
+            path, summary = write_report(
+                entries, options.results_dir, options.profile, costs, check, failures, tables_written=written
+            )
             _print_claims([r for _, r in entries if r], evidence=options.verbose, quiet=not options.verbose)
             console.rule("summary")
             failed = decidable_not_reproduced(outcomes, options.device)
             strict = [strict_line(failed, options.profile)] if options.strict else []
-            _finish(reporter, [*summary["lines"], *strict,
-                               f"report: {path} (in a browser: {path.with_name('report.html')})",
-                               f"log: {reporter.log_path}"])
+            _finish(
+                reporter,
+                [
+                    *summary["lines"],
+                    *strict,
+                    f"report: {path} (in a browser: {path.with_name('report.html')})",
+                    f"log: {reporter.log_path}",
+                ],
+            )
     except KeyboardInterrupt as exc:
         raise CommandInterrupted(run.current or "verify-all", options.results_dir, exc) from exc
     except WriteFailed as exc:
@@ -283,8 +352,9 @@ def _trains(plans: Plans, options: TableOptions) -> bool:
     command that reuses every run imports torch only where something is counted or timed afresh."""
     from repro.execution.files import record_path
 
-    return any(not record_path(options.results_dir, p.cfg).is_file() for plan in plans.at(options.profile)
-               for p in plan.runs)
+    return any(
+        not record_path(options.results_dir, p.cfg).is_file() for plan in plans.at(options.profile) for p in plan.runs
+    )
 
 
 def run_tables(ids: list[str] | None, options: TableOptions, report: bool) -> int:
@@ -300,8 +370,16 @@ def run_tables(ids: list[str] | None, options: TableOptions, report: bool) -> in
         with _leading(options) as leader:
             if not leader:
                 return ExitCode.OK
-            with recording(command, options.results_dir, options.profile, heavy=_trains(plans, options),
-                           reads=read_files(manifests, options.profiles_file)), kept_workers():
+            with (
+                recording(
+                    command,
+                    options.results_dir,
+                    options.profile,
+                    heavy=_trains(plans, options),
+                    reads=read_files(manifests, options.profiles_file),
+                ),
+                kept_workers(),
+            ):
                 return (_verify_all if report else _run_tables)(plans, options)
     except TorchrunUsageError as exc:
         fail(str(exc))
@@ -311,37 +389,74 @@ def run_tables(ids: list[str] | None, options: TableOptions, report: bool) -> in
 # `repro run <id>`, resolved by the command group: repro.cli._Group) are this one function.
 def tables(
     ctx: typer.Context,
-    ids: Optional[list[str]] = typer.Argument(None, help="Table ids; verify-all: every one by default.",
-                                              show_default=False),
-    profile: Optional[str] = PROFILE, results_dir: Optional[Path] = RESULTS, device: str = DEVICE,
-    jobs: int = JOBS, data_dir: Optional[Path] = DATA, manifests: Optional[Path] = MANIFESTS,
-    profiles: Optional[Path] = PROFILES, allow_unverified_data: bool = UNVERIFIED,
-    workers: Optional[int] = WORKERS, deterministic: bool = DETERMINISTIC,
+    ids: Optional[list[str]] = typer.Argument(
+        None, help="Table ids; verify-all: every one by default.", show_default=False
+    ),
+    profile: Optional[str] = PROFILE,
+    results_dir: Optional[Path] = RESULTS,
+    device: str = DEVICE,
+    jobs: int = JOBS,
+    data_dir: Optional[Path] = DATA,
+    manifests: Optional[Path] = MANIFESTS,
+    profiles: Optional[Path] = PROFILES,
+    allow_unverified_data: bool = UNVERIFIED,
+    workers: Optional[int] = WORKERS,
+    deterministic: bool = DETERMINISTIC,
     strict: bool = typer.Option(False, "--strict", help="Exit 1 also if a decidable claim failed."),
     remeasure_latency: bool = typer.Option(False, "--remeasure-latency", help="Time latency rows again."),
     verbose: bool = VERBOSE,
-    executor: str = ExecutorOpt, runs_per_gpu: int = RunsPerGpuOpt, gpus_per_run: int = GpusPerRunOpt,
-    no_wait: bool = NoWaitOpt, stale_lock_after: float = StaleLockAfterOpt,
-    slurm_partition: Optional[str] = SlurmPartitionOpt, slurm_gpus_per_task: Optional[int] = SlurmGpusPerTaskOpt,
-    slurm_cpus_per_task: Optional[int] = SlurmCpusPerTaskOpt, slurm_time: str = SlurmTimeOpt,
-    slurm_max_parallel: int = SlurmMaxParallelOpt, slurm_account: Optional[str] = SlurmAccountOpt,
-    slurm_runs_per_task: int = SlurmRunsPerTaskOpt, slurm_param: list[str] = SlurmParamOpt,
+    executor: str = ExecutorOpt,
+    runs_per_gpu: int = RunsPerGpuOpt,
+    gpus_per_run: int = GpusPerRunOpt,
+    no_wait: bool = NoWaitOpt,
+    stale_lock_after: float = StaleLockAfterOpt,
+    slurm_partition: Optional[str] = SlurmPartitionOpt,
+    slurm_gpus_per_task: Optional[int] = SlurmGpusPerTaskOpt,
+    slurm_cpus_per_task: Optional[int] = SlurmCpusPerTaskOpt,
+    slurm_time: str = SlurmTimeOpt,
+    slurm_max_parallel: int = SlurmMaxParallelOpt,
+    slurm_account: Optional[str] = SlurmAccountOpt,
+    slurm_runs_per_task: int = SlurmRunsPerTaskOpt,
+    slurm_param: list[str] = SlurmParamOpt,
 ) -> None:
     report = ctx.info_name == "verify-all"
     if not report and not ids:
         fail("name at least one manifest, e.g. `repro run table6`; `repro list` shows them all")
     try:
-        execution = options_from_cli(executor, runs_per_gpu, no_wait, stale_lock_after, slurm_partition,
-                                     slurm_gpus_per_task, slurm_cpus_per_task, slurm_time, slurm_max_parallel,
-                                     slurm_account, slurm_runs_per_task, slurm_param, gpus_per_run)
+        execution = options_from_cli(
+            executor,
+            runs_per_gpu,
+            no_wait,
+            stale_lock_after,
+            slurm_partition,
+            slurm_gpus_per_task,
+            slurm_cpus_per_task,
+            slurm_time,
+            slurm_max_parallel,
+            slurm_account,
+            slurm_runs_per_task,
+            slurm_param,
+            gpus_per_run,
+        )
     except ValueError as exc:
         raise typer.BadParameter(str(exc)) from None
     own = settings()  # an option the user gave replaces its variable here, once
     options = TableOptions(
-        profile=profile or own.profile, results_dir=results_dir or own.results, device=device, jobs=jobs,
-        data_dir=data_dir or own.data, manifests_dir=manifests_folder(manifests), profiles_file=profiles_file(profiles),
-        data=DataOptions(allow_unverified_data, workers), defaults=run_defaults(deterministic), executor=execution,
-        verbose=verbose, strict=strict, remeasure_latency=remeasure_latency, settings=own)
+        profile=profile or own.profile,
+        results_dir=results_dir or own.results,
+        device=device,
+        jobs=jobs,
+        data_dir=data_dir or own.data,
+        manifests_dir=manifests_folder(manifests),
+        profiles_file=profiles_file(profiles),
+        data=DataOptions(allow_unverified_data, workers),
+        defaults=run_defaults(deterministic),
+        executor=execution,
+        verbose=verbose,
+        strict=strict,
+        remeasure_latency=remeasure_latency,
+        settings=own,
+    )
     raise typer.Exit(run_tables(ids, options, report))
 
 

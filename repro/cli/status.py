@@ -13,12 +13,17 @@ from repro.execution.status import STATES, table_status
 from repro.runtime.locks import LockSettings, stale_after_problem
 
 
-def status(ids: list[str] = typer.Argument(None, help="Manifest ids (default: all)."),
-           profile: Optional[str] = PROFILE, results_dir: Optional[Path] = READ_RESULTS,
-           manifests_dir: Optional[Path] = MANIFESTS, profiles: Optional[Path] = PROFILES,
-           stale_lock_after: float = stale_lock_after_option("Seconds without a heartbeat after which a run counts "
-                                                             "as interrupted."),
-           verbose: bool = verbose_option("Also list the pending runs.")) -> None:
+def status(
+    ids: list[str] = typer.Argument(None, help="Manifest ids (default: all)."),
+    profile: Optional[str] = PROFILE,
+    results_dir: Optional[Path] = READ_RESULTS,
+    manifests_dir: Optional[Path] = MANIFESTS,
+    profiles: Optional[Path] = PROFILES,
+    stale_lock_after: float = stale_lock_after_option(
+        "Seconds without a heartbeat after which a run counts as interrupted."
+    ),
+    verbose: bool = verbose_option("Also list the pending runs."),
+) -> None:
     """Per table: runs done, running (who, for how long, last heartbeat), failed (with the error), pending."""
     from repro.cli.common import CommandInterrupted, check_profile, fail, load_some, print_grid, settings as own, show
     from repro.core.terminal import Column, Grid
@@ -46,8 +51,9 @@ def status(ids: list[str] = typer.Argument(None, help="Manifest ids (default: al
                 if r.state in ("running", "failed") or (verbose and r.state == "pending"):
                     lines.append(f"{r.state:8} {r.label} ({r.run_hash[:12]}): {r.detail}")
     except KeyboardInterrupt as exc:
-        raise CommandInterrupted("status", None, exc,
-                                 "status interrupted; it changes nothing in the results folder") from exc
+        raise CommandInterrupted(
+            "status", None, exc, "status interrupted; it changes nothing in the results folder"
+        ) from exc
     print_grid(table, f"runs in {results_dir} (profile {profile})")
     for line in lines:
         show(line)

@@ -13,14 +13,20 @@ from repro.cli.common import fail, settings
 from repro.cli.options import MANIFESTS, PROFILE, PROFILES, READ_RESULTS
 
 
-def trace(table: str = typer.Argument(..., help="The table's id, e.g. table1."),
-          row: str = typer.Argument(..., help="A row id (dw_h128_moe) or a comparison id (dw_h128); an unknown "
-                                    "one lists the table's."),
-          column: Optional[str] = typer.Argument(None, help="One metric of the row (accuracy, rho, gap, "
-                                                 "total_macs...). Default: every metric stored for it."),
-          profile: Optional[str] = PROFILE, results_dir: Optional[Path] = READ_RESULTS,
-          manifests_dir: Optional[Path] = MANIFESTS, profiles: Optional[Path] = PROFILES,
-          as_json: bool = typer.Option(False, "--json", help="The trace as JSON, for scripts.")) -> None:
+def trace(
+    table: str = typer.Argument(..., help="The table's id, e.g. table1."),
+    row: str = typer.Argument(
+        ..., help="A row id (dw_h128_moe) or a comparison id (dw_h128); an unknown one lists the table's."
+    ),
+    column: Optional[str] = typer.Argument(
+        None, help="One metric of the row (accuracy, rho, gap, total_macs...). Default: every metric stored for it."
+    ),
+    profile: Optional[str] = PROFILE,
+    results_dir: Optional[Path] = READ_RESULTS,
+    manifests_dir: Optional[Path] = MANIFESTS,
+    profiles: Optional[Path] = PROFILES,
+    as_json: bool = typer.Option(False, "--json", help="The trace as JSON, for scripts."),
+) -> None:
     """One number of a table: its claims, run records, commit, container, data and the command that makes it."""
     import json
 
@@ -38,8 +44,10 @@ def trace(table: str = typer.Argument(..., help="The table's id, e.g. table1."),
     except ResultUnusable as exc:
         fail(f"{exc}; `repro report` rebuilds it from the run records")
     if result is None:
-        fail(f"no results of {manifest.id} at profile '{profile}' in {results_dir}; run `repro run {manifest.id} "
-             f"--profile {profile}` first")
+        fail(
+            f"no results of {manifest.id} at profile '{profile}' in {results_dir}; run `repro run {manifest.id} "
+            f"--profile {profile}` first"
+        )
     try:
         found = traced(results_dir, manifest, result, row, column)
     except TraceError as exc:

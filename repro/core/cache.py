@@ -30,8 +30,10 @@ def read_json(path: Path) -> Any | None:
     except FileNotFoundError:
         return None
     except jsonfile.JsonUnreadable as exc:
-        print(f"warning: ignoring the damaged cache entry {path} ({type(exc).__name__}: {exc}); "
-              "it will be rebuilt", file=sys.stderr)
+        print(
+            f"warning: ignoring the damaged cache entry {path} ({type(exc).__name__}: {exc}); it will be rebuilt",
+            file=sys.stderr,
+        )
         return None
 
 

@@ -52,11 +52,15 @@ def resolve_device(device: str) -> str:
         raise DeviceError(f"--device {device!r} is not a device torch knows: {exc}") from None
     count = _present(dev.type)
     if count == 0:
-        raise DeviceError(f"--device {device!r} was asked for, but torch sees no {dev.type} device on this machine; "
-                         "use --device cpu or auto")
+        raise DeviceError(
+            f"--device {device!r} was asked for, but torch sees no {dev.type} device on this machine; "
+            "use --device cpu or auto"
+        )
     if dev.index is not None and dev.index >= count:
-        raise DeviceError(f"--device {device!r} was asked for, but this machine has {count} {dev.type} device(s) "
-                         f"({dev.type}:0 to {dev.type}:{count - 1})")
+        raise DeviceError(
+            f"--device {device!r} was asked for, but this machine has {count} {dev.type} device(s) "
+            f"({dev.type}:0 to {dev.type}:{count - 1})"
+        )
     return str(dev)
 
 

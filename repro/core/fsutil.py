@@ -134,8 +134,10 @@ class OutsideFolder(WriteFailed):
 
     def __str__(self) -> str:
         fix = ": replace the link with a folder or file of its own" if self.errno == errno.ELOOP else ""
-        return (f"refused to write {self.filename}: {self.strerror}; a results folder's files are written only "
-                f"inside it{fix}")
+        return (
+            f"refused to write {self.filename}: {self.strerror}; a results folder's files are written only "
+            f"inside it{fix}"
+        )
 
 
 _DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
@@ -284,7 +286,7 @@ class FolderWriter:
                     return -1, name
                 raise WriteFailed.of(path, FileNotFoundError(errno.ENOENT, "no such folder")) from None
             except OSError as exc:
-                error = self._refusal(fd, part, Path(self.root).joinpath(*folders[:i + 1]), path, exc)
+                error = self._refusal(fd, part, Path(self.root).joinpath(*folders[: i + 1]), path, exc)
                 os.close(fd)
                 raise error from None
             os.close(fd)
@@ -333,7 +335,7 @@ def _write_all(fd: int, data: bytes) -> None:
     try:
         view = memoryview(data)
         while view:
-            view = view[os.write(fd, view):]
+            view = view[os.write(fd, view) :]
         os.fsync(fd)
     finally:
         os.close(fd)
@@ -355,8 +357,9 @@ def _signals_held() -> Iterator[None]:
         yield
         return
     held: list[int] = []
-    kinds = [s for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
-             if signal.getsignal(s) is not None]  # None: a handler not set from Python, left as it is
+    kinds = [
+        s for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT) if signal.getsignal(s) is not None
+    ]  # None: a handler not set from Python, left as it is
     before = {s: signal.signal(s, lambda signum, frame: held.append(signum)) for s in kinds}
     try:
         yield

@@ -41,8 +41,13 @@ class JsonUnreadable(ValueError):
         return cls(path, f"it cannot be read ({error})", damaged=False, strerror=error)
 
 
-_KINDS = {stat.S_IFIFO: "a FIFO", stat.S_IFDIR: "a folder", stat.S_IFCHR: "a character device",
-          stat.S_IFBLK: "a block device", stat.S_IFSOCK: "a socket"}
+_KINDS = {
+    stat.S_IFIFO: "a FIFO",
+    stat.S_IFDIR: "a folder",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+    stat.S_IFSOCK: "a socket",
+}
 
 
 def open_regular(path: Path) -> int:
@@ -65,8 +70,9 @@ def read_bytes(path: str | Path, max_bytes: int = MAX_BYTES) -> bytes:
             kind = _KINDS.get(stat.S_IFMT(st.st_mode), "not a file")
             raise JsonUnreadable(path, f"it is {kind}, not a regular file")
         if st.st_size > max_bytes:
-            raise JsonUnreadable(path, f"it holds {st.st_size / 2**20:.0f} MiB, over the {max_bytes / 2**20:.0f} "
-                                 "MiB this file may hold")
+            raise JsonUnreadable(
+                path, f"it holds {st.st_size / 2**20:.0f} MiB, over the {max_bytes / 2**20:.0f} MiB this file may hold"
+            )
         os.set_blocking(fd, True)
         chunks, size = [], 0
         while chunk := os.read(fd, 1 << 20):

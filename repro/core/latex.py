@@ -13,14 +13,42 @@ import re
 from typing import Any
 
 SPECIAL = {
-    "\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
-    "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
-    "<": "$<$", ">": "$>$", "|": "$|$", "\n": " ", "\r": " ", "\t": " ",
+    "\\": r"\textbackslash{}",
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+    "<": "$<$",
+    ">": "$>$",
+    "|": "$|$",
+    "\n": " ",
+    "\r": " ",
+    "\t": " ",
 }
 UNICODE = {
-    "ρ": r"$\rho$", "τ": r"$\tau$", "κ": r"$\kappa$", "λ": r"$\lambda$", "Δ": r"$\Delta$", "±": r"$\pm$",
-    "×": r"$\times$", "→": r"$\to$", "≤": r"$\leq$", "≥": r"$\geq$", "≈": r"$\approx$", "−": "-", "–": "--",
-    "—": "---", "…": r"\ldots{}", "’": "'", "“": "``", "”": "''",
+    "ρ": r"$\rho$",
+    "τ": r"$\tau$",
+    "κ": r"$\kappa$",
+    "λ": r"$\lambda$",
+    "Δ": r"$\Delta$",
+    "±": r"$\pm$",
+    "×": r"$\times$",
+    "→": r"$\to$",
+    "≤": r"$\leq$",
+    "≥": r"$\geq$",
+    "≈": r"$\approx$",
+    "−": "-",
+    "–": "--",
+    "—": "---",
+    "…": r"\ldots{}",
+    "’": "'",
+    "“": "``",
+    "”": "''",
 }
 _MAPPED = re.compile("|".join(re.escape(k) for k in [*SPECIAL, *UNICODE]))
 

@@ -50,8 +50,15 @@ class Registry:
         self.kind = kind
         self._entries: dict[str, Entry] = {}
 
-    def add(self, name: str, builder: Callable | str, config: type | None = None, doc: str = "",
-            defaults: Mapping[str, Any] | None = None, info: Any = None) -> Entry:
+    def add(
+        self,
+        name: str,
+        builder: Callable | str,
+        config: type | None = None,
+        doc: str = "",
+        defaults: Mapping[str, Any] | None = None,
+        info: Any = None,
+    ) -> Entry:
         """Register `builder` (a callable or "module:function") under `name`; duplicates are refused."""
         if name in self._entries:
             raise KeyError(f"{self.kind} '{name}' is already registered")
@@ -71,8 +78,7 @@ class Registry:
     def get(self, name: str) -> Entry:
         if name not in self._entries:
             raise KeyError(
-                f"unknown {self.kind} '{name}'{closest(name, self.names())}; "
-                f"known: {', '.join(self.names())}"
+                f"unknown {self.kind} '{name}'{closest(name, self.names())}; known: {', '.join(self.names())}"
             )
         return self._entries[name]
 

@@ -69,8 +69,12 @@ class Bounds:
     lt: float | None = None
 
     def violated(self, x: float) -> bool:
-        return ((self.ge is not None and x < self.ge) or (self.gt is not None and x <= self.gt)
-                or (self.le is not None and x > self.le) or (self.lt is not None and x >= self.lt))
+        return (
+            (self.ge is not None and x < self.ge)
+            or (self.gt is not None and x <= self.gt)
+            or (self.le is not None and x > self.le)
+            or (self.lt is not None and x >= self.lt)
+        )
 
     def text(self) -> str:
         lo = f"{self.ge:g} <= " if self.ge is not None else f"{self.gt:g} < " if self.gt is not None else ""
@@ -78,8 +82,14 @@ class Bounds:
         return f"{lo}value{hi}"
 
 
-def bounded(default: Any = dataclasses.MISSING, *, ge: float | None = None, gt: float | None = None,
-            le: float | None = None, lt: float | None = None) -> Any:
+def bounded(
+    default: Any = dataclasses.MISSING,
+    *,
+    ge: float | None = None,
+    gt: float | None = None,
+    le: float | None = None,
+    lt: float | None = None,
+) -> Any:
     """A dataclass field whose value (or every element of it) `from_dict` checks against a range."""
     bounds = Bounds(ge, gt, le, lt)
     if isinstance(default, (list, tuple)):
@@ -104,8 +114,11 @@ SAFE_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]{0,79}")
 def check_id(value: Any, path: str, problems: Problems) -> None:
     """Ids name files and metric paths: letters, digits, '_' and '-', at most 80 characters."""
     if isinstance(value, str) and not SAFE_ID.fullmatch(value):
-        problems.add(path, f"{value!r} is not a safe id: use letters, digits, '_' and '-' "
-                     "(no '.', '/', spaces; at most 80 characters), since ids name files and metric paths")
+        problems.add(
+            path,
+            f"{value!r} is not a safe id: use letters, digits, '_' and '-' "
+            "(no '.', '/', spaces; at most 80 characters), since ids name files and metric paths",
+        )
 
 
 def _type_name(tp: Any) -> str:
@@ -237,11 +250,17 @@ def check_text(data: Any, path: str, problems: Problems, prose: frozenset[str] =
         bad = [ch for ch in unmappable(data) if not (breaks and ch in "\r\n")]
         if bad:
             shown = ", ".join(f"{ch!r} (U+{ord(ch):04X})" for ch in bad)
-            problems.add(path, f"{shown} cannot be written to the tables' LaTeX (no mapping in repro/core/latex.py, "
-                         "or a control character); use ASCII or a mapped symbol such as ρ, ±, ×, ≤")
+            problems.add(
+                path,
+                f"{shown} cannot be written to the tables' LaTeX (no mapping in repro/core/latex.py, "
+                "or a control character); use ASCII or a mapped symbol such as ρ, ±, ×, ≤",
+            )
         elif not breaks and ("\n" in data or "\r" in data):
-            problems.add(path, "a line break in one-line text (a title, a label): the tables print it on one line; "
-                         "write it on one line")
+            problems.add(
+                path,
+                "a line break in one-line text (a title, a label): the tables print it on one line; "
+                "write it on one line",
+            )
 
 
 def field_names(cls: type) -> list[str]:
@@ -258,5 +277,15 @@ def check_params(cls: type | None, params: dict, path: str, problems: Problems) 
     return {k: getattr(obj, k) for k in params if obj is not None and hasattr(obj, k)}
 
 
-__all__ = ["SchemaError", "Problems", "read_toml", "convert", "from_dict", "check_params", "field_names", "bounded",
-           "check_id", "check_text"]
+__all__ = [
+    "SchemaError",
+    "Problems",
+    "read_toml",
+    "convert",
+    "from_dict",
+    "check_params",
+    "field_names",
+    "bounded",
+    "check_id",
+    "check_text",
+]

@@ -52,19 +52,30 @@ class Launch:
     @classmethod
     def read(cls, environ: Mapping[str, str]) -> Launch:
         """From a process's environment: raises BadEnvironment naming every value that does not parse."""
-        found = [p for name in ("WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "REPRO_DDP_CONTROL_TIMEOUT_S")
-                 if (p := environment.problem(name, environ)) is not None]
+        found = [
+            p
+            for name in ("WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "REPRO_DDP_CONTROL_TIMEOUT_S")
+            if (p := environment.problem(name, environ)) is not None
+        ]
         if found:
             raise environment.BadEnvironment(found)
         slurm: list[tuple[str, str]] = []
         if "SLURM_JOB_ID" in environ:
             slurm.append(("slurm_job_id", environ["SLURM_JOB_ID"]))
             if "SLURM_ARRAY_JOB_ID" in environ:
-                slurm += [("slurm_array_job_id", environ["SLURM_ARRAY_JOB_ID"]),
-                          ("slurm_array_task_id", environ.get("SLURM_ARRAY_TASK_ID", ""))]
+                slurm += [
+                    ("slurm_array_job_id", environ["SLURM_ARRAY_JOB_ID"]),
+                    ("slurm_array_task_id", environ.get("SLURM_ARRAY_TASK_ID", "")),
+                ]
         value = lambda name: environment.value(name, environ)  # noqa: E731
-        return cls(environ.get("CUDA_VISIBLE_DEVICES"), value("WORLD_SIZE"), value("LOCAL_RANK"),
-                   value("LOCAL_WORLD_SIZE"), value("REPRO_DDP_CONTROL_TIMEOUT_S"), tuple(slurm))
+        return cls(
+            environ.get("CUDA_VISIBLE_DEVICES"),
+            value("WORLD_SIZE"),
+            value("LOCAL_RANK"),
+            value("LOCAL_WORLD_SIZE"),
+            value("REPRO_DDP_CONTROL_TIMEOUT_S"),
+            tuple(slurm),
+        )
 
     def slurm_identity(self) -> dict[str, str]:
         """This process's Slurm job and array task, as its locks and run records name them ({} outside Slurm)."""
@@ -72,8 +83,7 @@ class Launch:
 
     def pinned_to(self, gpu: str) -> Launch:
         """The launch of a worker this process starts on one of its GPUs (CUDA_VISIBLE_DEVICES=gpu)."""
-        return Launch(gpu, self.world_size, self.local_rank, self.local_world_size, self.control_timeout_s,
-                      self.slurm)
+        return Launch(gpu, self.world_size, self.local_rank, self.local_world_size, self.control_timeout_s, self.slurm)
 
 
 @dataclass(frozen=True)
@@ -109,9 +119,27 @@ class Settings:
 
         cache = folder("REPRO_CACHE") or Path(value("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")) / "repro"
         weights = tuple(Path(s).expanduser() for s in (value("REPRO_WEIGHTS") or "").split(os.pathsep) if s.strip())
-        engine = EngineSwitches(value("REPRO_CHANNELS_LAST"), value("REPRO_COMPILE"), value("REPRO_SMALL_MAPS"),
-                                value("REPRO_BF16_CPU"), value("REPRO_DISPATCH"), value("REPRO_MOE_CONV"))
-        return cls(value("REPRO_PROFILE"), folder("REPRO_PROFILES"), Path(value("REPRO_RESULTS")),
-                   Path(value("REPRO_DATA")), folder("REPRO_MANIFESTS"), cache, weights,
-                   folder("REPRO_GPU_CALIBRATION"), value("REPRO_IMAGE") or "", value("OMP_NUM_THREADS"),
-                   value("REPRO_DETERMINISTIC"), value("REPRO_CHECKPOINT_SECONDS"), engine, Launch.read(environ))
+        engine = EngineSwitches(
+            value("REPRO_CHANNELS_LAST"),
+            value("REPRO_COMPILE"),
+            value("REPRO_SMALL_MAPS"),
+            value("REPRO_BF16_CPU"),
+            value("REPRO_DISPATCH"),
+            value("REPRO_MOE_CONV"),
+        )
+        return cls(
+            value("REPRO_PROFILE"),
+            folder("REPRO_PROFILES"),
+            Path(value("REPRO_RESULTS")),
+            Path(value("REPRO_DATA")),
+            folder("REPRO_MANIFESTS"),
+            cache,
+            weights,
+            folder("REPRO_GPU_CALIBRATION"),
+            value("REPRO_IMAGE") or "",
+            value("OMP_NUM_THREADS"),
+            value("REPRO_DETERMINISTIC"),
+            value("REPRO_CHECKPOINT_SECONDS"),
+            engine,
+            Launch.read(environ),
+        )

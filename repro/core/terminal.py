@@ -37,6 +37,8 @@ def printable(text: Text | str) -> Text:
     if CONTROL.search(line.plain):
         line.plain = CONTROL.sub("?", line.plain)
     return line
+
+
 MIN_PROSE = 20  # a prose column narrower than this reads badly: it leaves the table instead
 INDENT = 2  # the rows of a sectioned grid, under their heading
 
@@ -63,8 +65,10 @@ def as_lines(steps: list[Step]) -> str:
 
 
 # A number and the unit after it stay on one line ("~10 min", "1.7 s", "24 GPU-hours").
-UNIT_AFTER_NUMBER = re.compile(r"~?[\d.,]*\d (?:s|ms|min|h|%|pp|GB|GiB|MiB|CPU-s|GPU-h|CPU-h|GPU-hours|CPU-hours)"
-                               r"(?![\w-])")
+UNIT_AFTER_NUMBER = re.compile(
+    r"~?[\d.,]*\d (?:s|ms|min|h|%|pp|GB|GiB|MiB|CPU-s|GPU-h|CPU-h|GPU-hours|CPU-hours)"
+    r"(?![\w-])"
+)
 
 
 def wrap_words(text: Text, width: int) -> list[Text]:
@@ -79,7 +83,7 @@ def wrap_words(text: Text, width: int) -> list[Text]:
         glued = {m.start() + m.group().index(" ") + 1 for m in UNIT_AFTER_NUMBER.finditer(line.plain)}
         words = list(re.finditer(r"\S+", line.plain))
         for i, word in enumerate(words):
-            if word.start() > start and cell_len(line.plain[start:word.end()]) > width:
+            if word.start() > start and cell_len(line.plain[start : word.end()]) > width:
                 at = word.start()
                 if at in glued and i > 0 and words[i - 1].start() > start:  # take the number along
                     at = words[i - 1].start()
@@ -190,8 +194,9 @@ def _widths(grid: Grid, keep: list[int], width: int) -> list[int] | None:
 
 
 def _table(grid: Grid, keep: list[int], widths: list[int], header: bool) -> Table:
-    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=True, expand=False,
-                  show_header=header)
+    table = Table(
+        box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=True, expand=False, show_header=header
+    )
     for i, w in zip(keep, widths):
         col = grid.columns[i]
         table.add_column(col.header, width=w, justify="right" if col.right else "left", overflow="fold")

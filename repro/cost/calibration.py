@@ -46,7 +46,13 @@ CPU_REFERENCE_MACS_PER_CORE = 4e9
 
 # Peak dense bf16 (fp16 for V100, which has no bf16) tensor-core FLOP/s, from the vendors' data sheets.
 REFERENCE_GPUS: dict[str, float] = {
-    "A100": 312e12, "H100": 989e12, "H200": 989e12, "L40S": 362e12, "L4": 121e12, "A10": 125e12, "V100": 125e12,
+    "A100": 312e12,
+    "H100": 989e12,
+    "H200": 989e12,
+    "L40S": 362e12,
+    "L4": 121e12,
+    "A10": 125e12,
+    "V100": 125e12,
 }
 DEFAULT_REFERENCE_GPU = "A100"
 
@@ -114,15 +120,30 @@ def cpu_throughput(speed: Speed | None = None) -> Throughput:
     ref = cpu_reference.load()
     factor = speed.factor if speed is not None else 1.0
     if ref is None:
-        return Throughput("cpu", "cpu", CPU_REFERENCE_MACS_PER_CORE * cores() / factor, CPU_STEP_OVERHEAD_S * factor,
-                          f"reference, not measured: {CPU_REFERENCE_MACS_PER_CORE / 1e9:.0f} GMAC/s per core x "
-                          f"{cores()} (a 2-core x86-64 CI machine)", label="CPU guess")
-    scaled = (f"; x {speed.describe()}" if speed is not None
-              else "; not scaled: no speed factor kept (`repro bench speed`)")
-    return Throughput("cpu", "cpu", ref.macs_per_s / factor, ref.step_overhead_s * factor, ref.source + scaled,
-                      run_seconds={r.hash: r.cpu_s * factor for r in ref.runs},
-                      run_overhead_s=ref.run_overhead_s * factor, cpu_share=ref.cpu_share, parallel=cores(),
-                      label=speed.label if speed is not None else "CPU reference")
+        return Throughput(
+            "cpu",
+            "cpu",
+            CPU_REFERENCE_MACS_PER_CORE * cores() / factor,
+            CPU_STEP_OVERHEAD_S * factor,
+            f"reference, not measured: {CPU_REFERENCE_MACS_PER_CORE / 1e9:.0f} GMAC/s per core x "
+            f"{cores()} (a 2-core x86-64 CI machine)",
+            label="CPU guess",
+        )
+    scaled = (
+        f"; x {speed.describe()}" if speed is not None else "; not scaled: no speed factor kept (`repro bench speed`)"
+    )
+    return Throughput(
+        "cpu",
+        "cpu",
+        ref.macs_per_s / factor,
+        ref.step_overhead_s * factor,
+        ref.source + scaled,
+        run_seconds={r.hash: r.cpu_s * factor for r in ref.runs},
+        run_overhead_s=ref.run_overhead_s * factor,
+        cpu_share=ref.cpu_share,
+        parallel=cores(),
+        label=speed.label if speed is not None else "CPU reference",
+    )
 
 
 def local_gpu_name(visible_gpus: str | None = None) -> str | None:
@@ -149,27 +170,44 @@ def reference_gpu(name: str | None = None) -> Throughput:
     key = _peak_key(wanted) or DEFAULT_REFERENCE_GPU
     peak = REFERENCE_GPUS[key]
     note = "" if _peak_key(wanted) else f" ({wanted} is not in the table: {key}'s figures)"
-    return Throughput(key, "gpu", peak / 2 * GPU_EFFICIENCY, GPU_STEP_OVERHEAD_S,
-                      f"reference, not measured: {key} at {peak / 1e12:.0f} TFLOP/s bf16 peak x {GPU_EFFICIENCY:.2f} "
-                      f"efficiency (NVIDIA ResNet-50 v1.5 on A100), {GPU_STEP_OVERHEAD_S * 1e3:.0f} ms a step{note}",
-                      label=f"{key} data sheet")
+    return Throughput(
+        key,
+        "gpu",
+        peak / 2 * GPU_EFFICIENCY,
+        GPU_STEP_OVERHEAD_S,
+        f"reference, not measured: {key} at {peak / 1e12:.0f} TFLOP/s bf16 peak x {GPU_EFFICIENCY:.2f} "
+        f"efficiency (NVIDIA ResNet-50 v1.5 on A100), {GPU_STEP_OVERHEAD_S * 1e3:.0f} ms a step{note}",
+        label=f"{key} data sheet",
+    )
 
 
-def from_calibration(cal: GpuCalibration, label: str, source: str, scale: float = 1.0,
-                     data_s_per_value: float | None = None) -> Throughput:
+def from_calibration(
+    cal: GpuCalibration, label: str, source: str, scale: float = 1.0, data_s_per_value: float | None = None
+) -> Throughput:
     """A GPU priced by a calibration's figures, its rates times `scale` (another GPU's peak over the measured one's;
     the input paths' rates, set by the host's cores, only where unscaled)."""
     data = cal.data_s_per_value if cal.data_s_per_value is not None else data_s_per_value or 0.0
-    return Throughput(cal.device, "gpu", cal.macs_per_s * scale, GPU_STEP_OVERHEAD_S, source,
-                      {m: r * scale for m, r in cal.images_per_s.items()}, label=label, compile_s=dict(cal.compile_s),
-                      data_s_per_value=data, rate_checks=dict(cal.checks),
-                      model_images_per_s={k: r * scale for k, r in cal.model_images_per_s.items()},
-                      model_checks=dict(cal.model_checks), inputs=dict(cal.inputs) if scale == 1.0 else {},
-                      measured_in=cal.measured_in or str(cal.path))
+    return Throughput(
+        cal.device,
+        "gpu",
+        cal.macs_per_s * scale,
+        GPU_STEP_OVERHEAD_S,
+        source,
+        {m: r * scale for m, r in cal.images_per_s.items()},
+        label=label,
+        compile_s=dict(cal.compile_s),
+        data_s_per_value=data,
+        rate_checks=dict(cal.checks),
+        model_images_per_s={k: r * scale for k, r in cal.model_images_per_s.items()},
+        model_checks=dict(cal.model_checks),
+        inputs=dict(cal.inputs) if scale == 1.0 else {},
+        measured_in=cal.measured_in or str(cal.path),
+    )
 
 
-def gpu_throughput(calibration: str | Path | None = None, gpu: str | None = None,
-                   visible_gpus: str | None = None) -> Throughput:
+def gpu_throughput(
+    calibration: str | Path | None = None, gpu: str | None = None, visible_gpus: str | None = None
+) -> Throughput:
     """The GPU a profile would run on: the calibration file when one is given (`calibration`: the command line
     passes --calibration, else $REPRO_GPU_CALIBRATION); else the shipped H200 reference (repro.cost.gpu_reference),
     its rates scaled by peak FLOP/s to `gpu` or this host's GPU (of `visible_gpus`) where that is another;
@@ -177,30 +215,43 @@ def gpu_throughput(calibration: str | Path | None = None, gpu: str | None = None
     references = gpu_reference.load_all()
     wanted = gpu or local_gpu_name(visible_gpus)
     own = _peak_key(wanted) if wanted else None
-    shipped = next((r for r in references if own is not None and _peak_key(r.device) == own),
-                   references[0] if references else None)  # that GPU's own measurement, else the newest
+    shipped = next(
+        (r for r in references if own is not None and _peak_key(r.device) == own), references[0] if references else None
+    )  # that GPU's own measurement, else the newest
     if calibration:
         try:
             mine = gpu_reference.read(Path(calibration))
         except gpu_reference.CalibrationProblem as exc:
             print(f"warning: ignoring the GPU calibration ({exc}); using the reference figures", file=sys.stderr)
         else:
-            borrowed = "" if mine.data_s_per_value is not None or shipped is None else \
-                "; data preparation: the shipped H200 reference's"
-            return from_calibration(mine, "calibration file", f"measured: {calibration} ({mine.device}, "
-                                    f"{len(mine.images_per_s)} manifests){borrowed}",
-                                    data_s_per_value=shipped.data_s_per_value if shipped else None)
+            borrowed = (
+                ""
+                if mine.data_s_per_value is not None or shipped is None
+                else "; data preparation: the shipped H200 reference's"
+            )
+            return from_calibration(
+                mine,
+                "calibration file",
+                f"measured: {calibration} ({mine.device}, {len(mine.images_per_s)} manifests){borrowed}",
+                data_s_per_value=shipped.data_s_per_value if shipped else None,
+            )
     if shipped is None:
         return reference_gpu(wanted)
     here, there = _peak_key(wanted or shipped.device), _peak_key(shipped.device)
     when = shipped.started[:10]
-    source = (f"reference, not measured here: `repro bench gpu` on one {shipped.device}, {when} "
-              f"({len(shipped.images_per_s)} manifests; {shipped.measured_in}, in repro/cost/gpu_reference.json)")
+    source = (
+        f"reference, not measured here: `repro bench gpu` on one {shipped.device}, {when} "
+        f"({len(shipped.images_per_s)} manifests; {shipped.measured_in}, in repro/cost/gpu_reference.json)"
+    )
     if here is None or there is None or here == there:
         note = f"; {wanted} is not in the peak table: the {there}'s figures" if here is None and wanted else ""
         return from_calibration(shipped, f"{there} ref. {when}", source + note)
     peak, measured = REFERENCE_GPUS[here], REFERENCE_GPUS[there]
     scale = peak / measured
-    return from_calibration(shipped, f"{there} ref. x{scale:.2f} ({here})",
-                            f"{source}, its rates x {scale:.2f} for the {here} (bf16 peak {peak / 1e12:.0f} "
-                            f"over {measured / 1e12:.0f} TFLOP/s)", scale)
+    return from_calibration(
+        shipped,
+        f"{there} ref. x{scale:.2f} ({here})",
+        f"{source}, its rates x {scale:.2f} for the {here} (bf16 peak {peak / 1e12:.0f} "
+        f"over {measured / 1e12:.0f} TFLOP/s)",
+        scale,
+    )

@@ -37,8 +37,9 @@ class ClaimCost:
     @property
     def basis(self) -> str:
         """The weakest basis of the parts that cost anything."""
-        parts = [b for b, s in ((self.device_basis, self.device_seconds), (self.counting_basis, self.counting_seconds))
-                 if s]
+        parts = [
+            b for b, s in ((self.device_basis, self.device_seconds), (self.counting_basis, self.counting_seconds)) if s
+        ]
         return max(parts or [self.counting_basis], key=BASES.index)
 
     def text(self) -> str:
@@ -73,8 +74,13 @@ def claim_tables(plan: TablePlan, claim: Claim, others: Mapping[str, TablePlan] 
     return tables
 
 
-def claim_cost(plan: TablePlan, claim: Claim, model: CostModel, rates: Rates = Rates(),
-               others: Mapping[str, TablePlan] | None = None) -> ClaimCost:
+def claim_cost(
+    plan: TablePlan,
+    claim: Claim,
+    model: CostModel,
+    rates: Rates = Rates(),
+    others: Mapping[str, TablePlan] | None = None,
+) -> ClaimCost:
     """The claim's runs and counts at the plan's profile on the device that profile runs on, the other tables' it
     reads among them (`others`: their plans by id), each run counted once."""
     tables = claim_tables(plan, claim, others)
@@ -84,5 +90,6 @@ def claim_cost(plan: TablePlan, claim: Claim, model: CostModel, rates: Rates = R
     counting = [p for p in t.parts if p.table and p.phase in COUNTING_PHASES and p.seconds]
     seconds = sum(p.seconds for p in counting)
     basis = max((p.basis for p in counting), key=BASES.index, default=rates.flop_model.basis)
-    return ClaimCost(plan.profile_name, cost.runs, cost.kind, cost.device_seconds, device.basis, seconds, basis,
-                     device.source)
+    return ClaimCost(
+        plan.profile_name, cost.runs, cost.kind, cost.device_seconds, device.basis, seconds, basis, device.source
+    )

@@ -30,8 +30,14 @@ SCHEMA = 1
 RATE_NAMES = ("startup", "flop_model", "workers", "latency", "rest", "report")  # repro.cost.wall_time.Rates
 
 
-def need(obj: Any, key: str, kind: type | tuple[type, ...], where: str = "", prefix: str = "",
-         error: type[ValueError] = ValueError) -> Any:
+def need(
+    obj: Any,
+    key: str,
+    kind: type | tuple[type, ...],
+    where: str = "",
+    prefix: str = "",
+    error: type[ValueError] = ValueError,
+) -> Any:
     """obj[key] when it is of `kind` (a bool is no number), else `error` naming the key path: how this file, the
     GPU reference and a calibration file are read (repro.cost.gpu_reference)."""
     value = obj.get(key) if isinstance(obj, dict) else None
@@ -67,8 +73,10 @@ class CpuReference:
 
     @property
     def source(self) -> str:
-        return (f"reference, not measured here: {len(self.runs)} runs and the commands' phases measured on "
-                f"{self.machine}, {self.measured}, commit {self.commit[:12]} (repro/cost/cpu_reference.json)")
+        return (
+            f"reference, not measured here: {len(self.runs)} runs and the commands' phases measured on "
+            f"{self.machine}, {self.measured}, commit {self.commit[:12]} (repro/cost/cpu_reference.json)"
+        )
 
 
 def parse(doc: Any) -> CpuReference:
@@ -76,19 +84,32 @@ def parse(doc: Any) -> CpuReference:
     if need(doc, "schema", int) != SCHEMA:
         raise ValueError(f"key 'schema': expected {SCHEMA}, got {doc['schema']!r}")
     model = need(doc, "run_model", dict)
-    numbers = {k: float(need(model, k, (int, float), "run_model.")) for k in
-               ("macs_per_s", "step_overhead_s", "run_overhead_s", "cpu_share")}
+    numbers = {
+        k: float(need(model, k, (int, float), "run_model."))
+        for k in ("macs_per_s", "step_overhead_s", "run_overhead_s", "cpu_share")
+    }
     if not numbers["macs_per_s"] > 0 or not numbers["cpu_share"] > 0:
         raise ValueError("keys 'run_model.macs_per_s' and 'run_model.cpu_share': expected positive numbers")
     rates = need(doc, "rates", dict)
-    runs = tuple(RunSample(need(r, "hash", str, f"runs[{i}]."), need(r, "label", str, f"runs[{i}]."),
-                           float(need(r, "macs", (int, float), f"runs[{i}].")), need(r, "steps", int, f"runs[{i}]."),
-                           float(need(r, "cpu_s", (int, float), f"runs[{i}].")),
-                           float(need(r, "wall_s", (int, float), f"runs[{i}].")))
-                 for i, r in enumerate(need(doc, "runs", list)))
-    return CpuReference(need(doc, "machine", str), need(doc, "measured", str), need(doc, "commit", str), runs,
-                        **numbers, rates={k: float(need(rates, k, (int, float), "rates.")) for k in RATE_NAMES
-                                          if k in rates})
+    runs = tuple(
+        RunSample(
+            need(r, "hash", str, f"runs[{i}]."),
+            need(r, "label", str, f"runs[{i}]."),
+            float(need(r, "macs", (int, float), f"runs[{i}].")),
+            need(r, "steps", int, f"runs[{i}]."),
+            float(need(r, "cpu_s", (int, float), f"runs[{i}].")),
+            float(need(r, "wall_s", (int, float), f"runs[{i}].")),
+        )
+        for i, r in enumerate(need(doc, "runs", list))
+    )
+    return CpuReference(
+        need(doc, "machine", str),
+        need(doc, "measured", str),
+        need(doc, "commit", str),
+        runs,
+        **numbers,
+        rates={k: float(need(rates, k, (int, float), "rates.")) for k in RATE_NAMES if k in rates},
+    )
 
 
 @lru_cache(maxsize=None)
@@ -99,6 +120,8 @@ def load(path: Path = REFERENCE_FILE) -> CpuReference | None:
     except FileNotFoundError:
         return None
     except (OSError, ValueError) as exc:
-        print(f"warning: ignoring the CPU reference {path} ({exc}); CPU figures fall back to a per-core guess",
-              file=sys.stderr)
+        print(
+            f"warning: ignoring the CPU reference {path} ({exc}); CPU figures fall back to a per-core guess",
+            file=sys.stderr,
+        )
         return None

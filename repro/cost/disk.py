@@ -71,9 +71,15 @@ def disk_space(plans: list[TablePlan], model: CostModel) -> DiskSpace:
     datasets = []
     for name in names:
         source = dataset_source(name, model.cache)
-        datasets.append(DatasetDisk(name, source.title, source.size_bytes,
-                                    decoded_cache_bytes(name, model.data_dir, model.cache),
-                                    source.unsized))
+        datasets.append(
+            DatasetDisk(
+                name,
+                source.title,
+                source.size_bytes,
+                decoded_cache_bytes(name, model.data_dir, model.cache),
+                source.unsized,
+            )
+        )
     sizes, uncounted = [], set()
     for cfg, _ in runs.values():
         if cfg.epochs < 2:
@@ -91,5 +97,11 @@ def disk_space(plans: list[TablePlan], model: CostModel) -> DiskSpace:
         at_once = max(1, cores() // threads)
     held = sum(sorted(sizes, reverse=True)[:at_once]) if not uncounted else float("nan")
     profile = plans[0].profile_name if plans else ""
-    return DiskSpace(profile, tuple(datasets), held if sizes or uncounted else 0.0, at_once,
-                     max(sizes, default=0.0) if not uncounted else float("nan"), len(uncounted))
+    return DiskSpace(
+        profile,
+        tuple(datasets),
+        held if sizes or uncounted else 0.0,
+        at_once,
+        max(sizes, default=0.0) if not uncounted else float("nan"),
+        len(uncounted),
+    )

@@ -144,8 +144,11 @@ class CostModel:
         if kind in self.fitted:
             return self.fitted[kind]
         if kind not in self._devices:
-            self._devices[kind] = (cpu_throughput(self.speed) if kind == "cpu"
-                                   else gpu_throughput(self.calibration, self.gpu, self.visible_gpus))
+            self._devices[kind] = (
+                cpu_throughput(self.speed)
+                if kind == "cpu"
+                else gpu_throughput(self.calibration, self.gpu, self.visible_gpus)
+            )
         return self._devices[kind]
 
     @cached_property
@@ -192,8 +195,14 @@ class CostModel:
     def _size(self, cfg: RunConfig):
         from repro.measure.model_size import model_size
 
-        return model_size(cfg.dataset, Component(**cfg.backbone), Component(**cfg.head), cfg.image_size,
-                          not self.cached_only, self.cache)
+        return model_size(
+            cfg.dataset,
+            Component(**cfg.backbone),
+            Component(**cfg.head),
+            cfg.image_size,
+            not self.cached_only,
+            self.cache,
+        )
 
     def run_params(self, cfg: RunConfig) -> tuple[float, float]:
         """(trainable parameters, parameters a checkpoint holds: the model and Adam's two moments of the
@@ -220,8 +229,9 @@ class CostModel:
         if device.step_param_s or device.checkpoint_param_s:
             trainable, held = self.run_params(cfg)
             if trainable == trainable:  # NaN: sizes not counted (cached_only), priced without these terms
-                overhead += (w.steps * trainable * device.step_param_s
-                             + (cfg.epochs - 1) * held * device.checkpoint_param_s)
+                overhead += (
+                    w.steps * trainable * device.step_param_s + (cfg.epochs - 1) * held * device.checkpoint_param_s
+                )
         return RunTime(max(w.macs / device.macs_per_s, w.images / feed if feed else 0.0), overhead, w.data)
 
     def _data_preparation_s(self, cfg: RunConfig, device: Throughput) -> float:
@@ -231,7 +241,7 @@ class CostModel:
         if not device.data_s_per_value or not spec.in_memory:
             return 0.0
         n_train, n_test, _ = self.split_counts(cfg)
-        return (n_train + n_test) * spec.channels * cfg.image_size ** 2 * device.data_s_per_value
+        return (n_train + n_test) * spec.channels * cfg.image_size**2 * device.data_s_per_value
 
     def input_rate(self, cfg: RunConfig, device: Throughput) -> float | None:
         """Images/s the measured input path feeds a run that streams its dataset from image folders; None where
@@ -270,11 +280,19 @@ class CostModel:
         pretraining = self._pretraining([(cfg, device) for cfg, _, device in runs.values()])
         items.update(pretraining)
         wall = makespan(list(walls.values()), slots) + sum(pretraining.values())  # in the main process, first
-        return Cost(kind, len(runs), sum(c.epochs for c, _, _ in runs.values()), sum(items.values()), wall,
-                    tuple(sorted(sources)), items)
+        return Cost(
+            kind,
+            len(runs),
+            sum(c.epochs for c, _, _ in runs.values()),
+            sum(items.values()),
+            wall,
+            tuple(sorted(sources)),
+            items,
+        )
 
-    def _compilation(self, runs: dict[str, tuple[RunConfig, str, Throughput]],
-                     slots: int) -> dict[str, tuple[str, float]]:
+    def _compilation(
+        self, runs: dict[str, tuple[RunConfig, str, Throughput]], slots: int
+    ) -> dict[str, tuple[str, float]]:
         """Each compilation the runs pay on a GPU priced by a calibration file, as (the run that pays it, seconds):
         a backbone once per process that trains it, so once per slot that takes one of its runs locally (at most),
         once per run under Slurm (a task a run)."""

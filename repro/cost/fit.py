@@ -68,15 +68,27 @@ class RunFit:
 
     def describe(self) -> str:
         lo, mid, hi = self.spread()
-        sized = "" if self.sized == self.runs else (
-            f"; model sizes counted for {self.sized} of them, the others priced by area-scaled counts "
-            "(`repro list --results-dir` counts them once)")
+        sized = (
+            ""
+            if self.sized == self.runs
+            else (
+                f"; model sizes counted for {self.sized} of them, the others priced by area-scaled counts "
+                "(`repro list --results-dir` counts them once)"
+            )
+        )
         load = f"; {self.busy} more measured under load left out" if self.busy else ""
-        listed = "" if not self.listed else (
-            f"; the runs the CPU reference lists at its CPU seconds x {self.factor:.2f}, what {self.listed} of them "
-            "took here over there")
-        return (f"fitted to {self.runs} run records ({self.seconds}; predicted / measured per run: median {mid:.2f}, "
-                f"10-90% {lo:.2f}-{hi:.2f}; compute rate {self.compute_rate}{sized}{load}{listed})")
+        listed = (
+            ""
+            if not self.listed
+            else (
+                f"; the runs the CPU reference lists at its CPU seconds x {self.factor:.2f}, "
+                f"what {self.listed} of them took here over there"
+            )
+        )
+        return (
+            f"fitted to {self.runs} run records ({self.seconds}; predicted / measured per run: median {mid:.2f}, "
+            f"10-90% {lo:.2f}-{hi:.2f}; compute rate {self.compute_rate}{sized}{load}{listed})"
+        )
 
 
 def _nnls(rows: list[list[float]], target: list[float]):
@@ -114,8 +126,12 @@ def fit_constants(data: list[tuple[list[float], float]], a0: float) -> tuple[lis
 def fit_device(runs: list[MeasuredRun], model: CostModel, base: Throughput) -> RunFit | None:
     """The constants of the device the runs trained on, starting from `base` (its measured or reference figures);
     None with fewer than MIN_RUNS usable records measured quiet."""
-    data = [(f, r.cpu_s if r.cpu_s is not None else r.wall_s, r) for r in runs if not r.busy
-            if (f := _features(model, r)) is not None]
+    data = [
+        (f, r.cpu_s if r.cpu_s is not None else r.wall_s, r)
+        for r in runs
+        if not r.busy
+        if (f := _features(model, r)) is not None
+    ]
     if len(data) < MIN_RUNS:
         return None
     a0 = 1 / base.macs_per_s if base.macs_per_s > 0 and math.isfinite(base.macs_per_s) else 0.0
@@ -130,15 +146,33 @@ def fit_device(runs: list[MeasuredRun], model: CostModel, base: Throughput) -> R
     threads = sorted(r.threads or 1 for _, _, r in data)[len(data) // 2]
     seconds = "CPU seconds" if len(with_cpu) == len(data) else "wall seconds" if not with_cpu else "CPU or wall seconds"
     fitted = dataclasses.replace(
-        base, macs_per_s=1 / coef[0] if coef[0] > 0 else float("inf"), step_overhead_s=coef[1], step_param_s=coef[2],
-        run_overhead_s=coef[3], checkpoint_param_s=coef[4], cpu_share=min(max(share, 0.02), float(threads)),
-        parallel=max(1, cores() // threads) if base.kind == "cpu" else 1, fitted=True, images_per_s={},
-        run_seconds={h: s * factor for h, s in base.run_seconds.items()} if factor else {}, compile_s={},
+        base,
+        macs_per_s=1 / coef[0] if coef[0] > 0 else float("inf"),
+        step_overhead_s=coef[1],
+        step_param_s=coef[2],
+        run_overhead_s=coef[3],
+        checkpoint_param_s=coef[4],
+        cpu_share=min(max(share, 0.02), float(threads)),
+        parallel=max(1, cores() // threads) if base.kind == "cpu" else 1,
+        fitted=True,
+        images_per_s={},
+        run_seconds={h: s * factor for h, s in base.run_seconds.items()} if factor else {},
+        compile_s={},
         data_s_per_value=0.0,
-        source=f"fitted to {len(data)} run records of this results folder ({base.device})")
+        source=f"fitted to {len(data)} run records of this results folder ({base.device})",
+    )
     sized = sum(1 for f, _, _ in data if f[2] > 0 or f[4] > 0)
-    return RunFit(fitted, len(data), ratios, seconds, "fitted" if own_rate else base.basis, sized,
-                  sum(r.busy for r in runs), len(listed), factor)
+    return RunFit(
+        fitted,
+        len(data),
+        ratios,
+        seconds,
+        "fitted" if own_rate else base.basis,
+        sized,
+        sum(r.busy for r in runs),
+        len(listed),
+        factor,
+    )
 
 
 def fit_model(model: CostModel, times: FolderTimes) -> dict[str, RunFit]:
@@ -181,21 +215,31 @@ def fit_rates(times: FolderTimes, plans: Plans, model: CostModel) -> Rates:
             mine = [plans.by_key[(t, profile)] for t in cmd.tables if (t, profile) in plans.by_key]
             if cmd.busy or _all_reused(cmd, mine, times):
                 continue
-            estimate = command_time(mine, model, _UNITS, verify_all=name == "verify-all",
-                                    recorded=cmd.reused(times.runs))
+            estimate = command_time(
+                mine, model, _UNITS, verify_all=name == "verify-all", recorded=cmd.reused(times.runs)
+            )
             priced = {}
             for p in estimate.parts:
                 priced[p.phase] = priced.get(p.phase, 0.0) + p.seconds
             measured = cmd.phases.get
             seen("startup", measured("start-up and imports", 0.0), 1.0)
-            seen("flop_model", measured("FLOP check", 0.0) + measured("FLOP counting", 0.0),
-                 priced.get("FLOP check", 0.0) + priced.get("FLOP counting", 0.0))
+            seen(
+                "flop_model",
+                measured("FLOP check", 0.0) + measured("FLOP counting", 0.0),
+                priced.get("FLOP check", 0.0) + priced.get("FLOP counting", 0.0),
+            )
             if priced.get("latency"):
                 seen("latency", measured("latency", 0.0), priced["latency"])
             training = sum(1 for p in estimate.parts if p.phase == "training" and p.seconds > 0)
             if training:  # training less the runs (_UNITS: no worker term)
-                seen("workers", max(0.0, measured("training", 0.0) + measured("stand-in pretraining", 0.0)
-                                    - priced.get("training", 0.0)), training)
+                seen(
+                    "workers",
+                    max(
+                        0.0,
+                        measured("training", 0.0) + measured("stand-in pretraining", 0.0) - priced.get("training", 0.0),
+                    ),
+                    training,
+                )
             rest = sum(measured(k, 0.0) for k in ("data checks", "claims", "tables"))
             seen("rest", rest + max(0.0, cmd.wall_s - sum(cmd.phases.values())), max(1, len(mine)))
             if name == "verify-all":
@@ -217,8 +261,11 @@ def fit_rates(times: FolderTimes, plans: Plans, model: CostModel) -> Rates:
         rest = sum(residuals[False]) / len(residuals[False]) if residuals[False] else Rates().rest.seconds
         for s in residuals[True]:
             seen("workers", max(0.0, s - rest), 1.0)
-    fitted = {name: Rate(sum(s for s, _ in obs) / count, "fitted", f"{len(obs)} measurement(s) in this results folder")
-              for name, obs in units.items() if (count := sum(n for _, n in obs)) > 0}
+    fitted = {
+        name: Rate(sum(s for s, _ in obs) / count, "fitted", f"{len(obs)} measurement(s) in this results folder")
+        for name, obs in units.items()
+        if (count := sum(n for _, n in obs)) > 0
+    }
     return dataclasses.replace(Rates(), **fitted)
 
 

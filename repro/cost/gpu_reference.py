@@ -62,8 +62,10 @@ def backbone_key(backbone: dict[str, Any]) -> str:
 
 def model_key(dataset: str, backbone: dict[str, Any], head: dict[str, Any]) -> str:
     """A run's model (its config's dataset, backbone and head), as one string."""
-    return json.dumps({"dataset": dataset, "backbone": json.loads(backbone_key(backbone)),
-                       "head": json.loads(backbone_key(head))}, sort_keys=True)
+    return json.dumps(
+        {"dataset": dataset, "backbone": json.loads(backbone_key(backbone)), "head": json.loads(backbone_key(head))},
+        sort_keys=True,
+    )
 
 
 class CalibrationProblem(ValueError):
@@ -107,8 +109,9 @@ def parse(doc: Any, path: Path) -> GpuCalibration:
         backbone = _need(result, "backbone", dict, where, path)
         _need(backbone, "name", str, where + "backbone.", path)
         if not images_per_s > 0:
-            raise CalibrationProblem(f"{path}: key '{where}images_per_s': expected a positive number, "
-                                     f"got {images_per_s}")
+            raise CalibrationProblem(
+                f"{path}: key '{where}images_per_s': expected a positive number, got {images_per_s}"
+            )
         trains[name] = result
         rates.append(float(_need(result, "train_macs_per_s", (int, float), where, path)))
         # the first check of a backbone compiled it; later ones reuse its graphs (docs/device-check.md)
@@ -127,9 +130,20 @@ def parse(doc: Any, path: Path) -> GpuCalibration:
         raise CalibrationProblem(f"{path}: key 'checks': no \"train\" check ran; nothing to calibrate from")
     data = doc.get("data_preparation")
     data_s = None if data is None else float(_need(data, "seconds_per_value", (int, float), "data_preparation.", path))
-    return GpuCalibration(path, device, str(doc.get("started", "")), images_per_s, compile_s,
-                          statistics.median(rates), data_s, models, checks, model_checks, inputs,
-                          str(doc.get("measured_in", "")))
+    return GpuCalibration(
+        path,
+        device,
+        str(doc.get("started", "")),
+        images_per_s,
+        compile_s,
+        statistics.median(rates),
+        data_s,
+        models,
+        checks,
+        model_checks,
+        inputs,
+        str(doc.get("measured_in", "")),
+    )
 
 
 def _input_rate(result: dict[str, Any], name: str, where: str, path: Path) -> InputRate | None:
@@ -163,8 +177,9 @@ def load_all(path: Path = REFERENCE_FILE) -> tuple[GpuCalibration, ...]:
             raise CalibrationProblem(f"{path}: key 'references': expected at least one GPU's measurements")
         return tuple(parse(ref, Path(f"{path} references[{i}]")) for i, ref in enumerate(refs))
     except (OSError, ValueError) as exc:  # CalibrationProblem is a ValueError, as JSON's errors are
-        print(f"warning: ignoring the GPU reference ({exc}); GPU figures fall back to data-sheet peaks",
-              file=sys.stderr)
+        print(
+            f"warning: ignoring the GPU reference ({exc}); GPU figures fall back to data-sheet peaks", file=sys.stderr
+        )
         return ()
 
 

@@ -117,9 +117,19 @@ def _run(record: dict[str, Any]) -> MeasuredRun | None:
     cpu = record.get("cpu_seconds", ((record.get("timings") or {}).get("run") or {}).get("cpu_s"))
     cpu = float(cpu) if isinstance(cpu, (int, float)) and cpu > 0 else None
     label = str(record.get("label", ""))
-    return MeasuredRun(record.get("config_hash", cfg.hash), cfg, label.split("/")[0], train, wall, cpu,
-                       str(prov.get("device_type", "cpu")), int(threads.group(1)) if threads else None, ended, label,
-                       *load_of(prov))
+    return MeasuredRun(
+        record.get("config_hash", cfg.hash),
+        cfg,
+        label.split("/")[0],
+        train,
+        wall,
+        cpu,
+        str(prov.get("device_type", "cpu")),
+        int(threads.group(1)) if threads else None,
+        ended,
+        label,
+        *load_of(prov),
+    )
 
 
 def read_runs(results_dir: Path) -> dict[str, MeasuredRun]:
@@ -149,8 +159,9 @@ def _timings(path: Path) -> tuple[dict[str, MeasuredCommand], dict[str, Measured
                 for into in (phases, per.setdefault(p["table"], {}) if p.get("table") else {}):
                     into[p["phase"]] = into.get(p["phase"], 0.0) + float(p["wall_s"])
             load = load_of(entry)
-            commands[name] = MeasuredCommand(name, float(entry["wall_s"]), phases, tuple(per),
-                                             _time(entry.get("started")), *load)
+            commands[name] = MeasuredCommand(
+                name, float(entry["wall_s"]), phases, tuple(per), _time(entry.get("started")), *load
+            )
             for table, own in per.items():
                 tables[table] = MeasuredTable(table, sum(own.values()), own, f"timings.json ({name})", name, *load)
         return commands, tables

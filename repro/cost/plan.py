@@ -122,9 +122,14 @@ def plan_profile(seeds: int, include: tuple[str, ...] = (), base: Profile | None
     base = base or Profile(description="", evidence="paper")
     # the include names exactly the rows to train: the protocol's exclude (the readings' rows it leaves to a
     # request) does not apply to a plan that asks for them
-    return dataclasses.replace(base, description=f"repro plan: the paper's protocol at {seeds} seeds, "
-                               f"{len(include)} rows", seeds=seeds, include=tuple(sorted(include)), exclude=(),
-                               device="auto")
+    return dataclasses.replace(
+        base,
+        description=f"repro plan: the paper's protocol at {seeds} seeds, {len(include)} rows",
+        seeds=seeds,
+        include=tuple(sorted(include)),
+        exclude=(),
+        device="auto",
+    )
 
 
 def _trained(tables: list[TablePlan]) -> tuple[str, ...]:
@@ -152,8 +157,20 @@ def claim_needs(manifests: list[Manifest], model: CostModel) -> list[ClaimNeed]:
             others = {t: at(by_id[t], seeds or 1) for t in qualified_ids(claim) if t in by_id}
             tables = claim_tables(own, claim, others)
             items = model.cost(tables).items if seeds else {}
-            needs.append(ClaimNeed(m.id, claim.id, claim.statement, claim.weight, _trained(tables), seeds or 0, why,
-                                   items, "" if seeds else why, m.seeds or 1))
+            needs.append(
+                ClaimNeed(
+                    m.id,
+                    claim.id,
+                    claim.statement,
+                    claim.weight,
+                    _trained(tables),
+                    seeds or 0,
+                    why,
+                    items,
+                    "" if seeds else why,
+                    m.seeds or 1,
+                )
+            )
         needs += sensitivity_needs(m, model, at(m, max(MIN_SEEDS, m.seeds or 1)))
     return needs
 
@@ -174,9 +191,20 @@ def sensitivity_needs(m: Manifest, model: CostModel, plan: TablePlan) -> list[Cl
     for reading, rows in groups.items():
         label = next(r.label for r in m.rows if r.reading == reading).rsplit(" [", 1)[-1].rstrip("]")
         table = plan.only(rows)
-        needs.append(ClaimNeed(m.id, f"reading:{reading}", f"sensitivity rows: {label}", SENSITIVITY_WEIGHT,
-                               _trained([table]), plan.profile.seeds, "the paper's n: the rows it varies",
-                               model.cost([table]).items, "", m.seeds or 1))
+        needs.append(
+            ClaimNeed(
+                m.id,
+                f"reading:{reading}",
+                f"sensitivity rows: {label}",
+                SENSITIVITY_WEIGHT,
+                _trained([table]),
+                plan.profile.seeds,
+                "the paper's n: the rows it varies",
+                model.cost([table]).items,
+                "",
+                m.seeds or 1,
+            )
+        )
     return needs
 
 
@@ -225,17 +253,26 @@ def make_plan(needs: list[ClaimNeed], gpu_hours: float, model: CostModel) -> Pla
         extra = sum(s for h, s in n.items.items() if h not in items)
         at_two = extra * MIN_SEEDS / n.seeds
         if n.seeds > MIN_SEEDS and at_two <= left_budget:
-            why = (f"too few seeds for power within the budget: {n.seeds} seeds add {extra / 3600:.1f} GPU-h, "
-                   f"{max(left_budget, 0) / 3600:.1f} left (about {at_two / 3600:.1f} at {MIN_SEEDS} seeds, "
-                   "underpowered)")
+            why = (
+                f"too few seeds for power within the budget: {n.seeds} seeds add {extra / 3600:.1f} GPU-h, "
+                f"{max(left_budget, 0) / 3600:.1f} left (about {at_two / 3600:.1f} at {MIN_SEEDS} seeds, "
+                "underpowered)"
+            )
         else:
             why = f"cost: adds {extra / 3600:.1f} GPU-h, {max(left_budget, 0) / 3600:.1f} left"
         left_out.append((n, why))
     runs = [s for h, s in items.items() if is_run(h)]
     slots = model.executor.slots("gpu", len(runs))
     sources = {model.device(Profile(description="", evidence="paper")).source}
-    return Plan(budget_s, chosen, left_out, sum(items.values()), makespan(list(items.values()), slots), len(runs),
-                tuple(sorted(sources)))
+    return Plan(
+        budget_s,
+        chosen,
+        left_out,
+        sum(items.values()),
+        makespan(list(items.values()), slots),
+        len(runs),
+        tuple(sorted(sources)),
+    )
 
 
 def plan_profiles(plan: Plan, manifests: list[Manifest]) -> dict[str, Profile]:
@@ -248,16 +285,21 @@ def plan_profiles(plan: Plan, manifests: list[Manifest]) -> dict[str, Profile]:
         if c.need.seeds < c.need.paper_seeds:
             fewer.add(c.need.seeds)
     base = manifests[0].profiles[BASE_PROFILE] if manifests else None
-    return {f"plan_s{s}": dataclasses.replace(plan_profile(s, tuple(rows), base),
-                                              evidence="reduced" if s in fewer else "paper")
-            for s, rows in sorted(by_seeds.items())}
+    return {
+        f"plan_s{s}": dataclasses.replace(
+            plan_profile(s, tuple(rows), base), evidence="reduced" if s in fewer else "paper"
+        )
+        for s, rows in sorted(by_seeds.items())
+    }
 
 
 def profiles_toml(profiles: dict[str, Profile], plan: Plan) -> str:
     """The profiles file `repro run|verify-all|list --profiles` read: [profiles.<name>] tables."""
-    lines = [f"# Written by `repro plan`: {len(plan.chosen)} claims, {plan.runs} distinct runs, "
-             f"{plan.gpu_seconds / 3600:.1f} of {plan.budget_s / 3600:.1f} GPU-hours.",
-             "# Run each profile: repro verify-all --profiles THIS_FILE --profile <name> (shared runs train once)."]
+    lines = [
+        f"# Written by `repro plan`: {len(plan.chosen)} claims, {plan.runs} distinct runs, "
+        f"{plan.gpu_seconds / 3600:.1f} of {plan.budget_s / 3600:.1f} GPU-hours.",
+        "# Run each profile: repro verify-all --profiles THIS_FILE --profile <name> (shared runs train once).",
+    ]
     lines += [f"#   plan_s{c.need.seeds}: {c.need.key} (weight {c.need.weight:g})" for c in plan.chosen]
     for name, p in profiles.items():
         lines += ["", f"[profiles.{name}]"]

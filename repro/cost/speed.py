@@ -54,8 +54,10 @@ class Speed:
         return f"CPU reference x{self.factor:.2f}"
 
     def describe(self) -> str:
-        return (f"speed factor {self.factor:.2f} (this CPU's seconds / the reference machine's, {self.runs} runs, "
-                f"spread {self.spread:.0%}, load {self.load:.1f} on {self.cores} cores, {self.measured[:16]} UTC)")
+        return (
+            f"speed factor {self.factor:.2f} (this CPU's seconds / the reference machine's, {self.runs} runs, "
+            f"spread {self.spread:.0%}, load {self.load:.1f} on {self.cores} cores, {self.measured[:16]} UTC)"
+        )
 
 
 def this_machine() -> str:
@@ -86,8 +88,11 @@ def kept_speed(now: dt.datetime | None = None, cache: Path = DEFAULT_CACHE) -> S
         if not (speed.factor > 0 and speed.quiet):
             raise ValueError("expected a positive factor measured on a quiet machine")
     except (TypeError, ValueError) as exc:
-        print(f"warning: ignoring the speed measurement in {path}, key {this_machine()!r} ({exc}); "
-              "`repro bench speed` measures it again", file=sys.stderr)
+        print(
+            f"warning: ignoring the speed measurement in {path}, key {this_machine()!r} ({exc}); "
+            "`repro bench speed` measures it again",
+            file=sys.stderr,
+        )
         return None
     age = (now or dt.datetime.now(dt.timezone.utc)) - measured
     return speed if age <= dt.timedelta(days=MAX_AGE_DAYS) else None

@@ -31,8 +31,13 @@ SHIPPED_ORDER = ("smoke", "functional", "full")  # cheapest first: the order an 
 # From: what a figure came from (docs/cost-model.md): "fitted" (to the run records of the results folder), a GPU
 # calibration file, or a reference: the CPU reference (scaled by this CPU's speed factor where one is kept), the
 # shipped GPU reference.
-_COST_COLUMNS = [Column("Runs", right=True), Column("Epochs", right=True), Column("Device", right=True),
-                 Column("Wall", right=True), Column("From", drop=1)]
+_COST_COLUMNS = [
+    Column("Runs", right=True),
+    Column("Epochs", right=True),
+    Column("Device", right=True),
+    Column("Wall", right=True),
+    Column("From", drop=1),
+]
 
 
 def profile_order(names) -> list[str]:
@@ -52,8 +57,9 @@ def _count(n: int, noun: str) -> str:
     return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
-def list_table(plans: Plans, model: CostModel, invalid: dict[str, str],
-               rates: Rates = Rates()) -> tuple[Grid, Grid, set[str]]:
+def list_table(
+    plans: Plans, model: CostModel, invalid: dict[str, str], rates: Rates = Rates()
+) -> tuple[Grid, Grid, set[str]]:
     """(per manifest and profile, totals per profile over distinct runs, the sources of the figures). A table's
     wall time is `repro <id>` alone; a profile's, `repro verify-all` (repro.cost.wall_time).
 
@@ -62,8 +68,12 @@ def list_table(plans: Plans, model: CostModel, invalid: dict[str, str],
     table = Grid([Column("Profile"), *_COST_COLUMNS])
     sources: set[str] = set()
     for m in plans.manifests:
-        table.section(Text.assemble((m.id, "bold"), f" — {m.paper_ref.split(',')[0]}; {_count(len(m.rows), 'row')}, "
-                                    f"{_count(len(m.claims), 'claim')}"))
+        table.section(
+            Text.assemble(
+                (m.id, "bold"),
+                f" — {m.paper_ref.split(',')[0]}; {_count(len(m.rows), 'row')}, {_count(len(m.claims), 'claim')}",
+            )
+        )
         for name in profile_order(m.profiles):
             plan = plans.of(m.id, name)
             cost = model.cost([plan])
@@ -74,8 +84,15 @@ def list_table(plans: Plans, model: CostModel, invalid: dict[str, str],
             table.add(name, *_cost_cells(cost, alone.seconds, alone.origin()))
     for mid, problem in invalid.items():
         table.section(Text.assemble((mid, "bold"), " — ", ("invalid manifest", "red"), f": {problem}"))
-    totals = Grid([Column("Profile"), Column("Distinct runs", right=True), *_COST_COLUMNS[1:3],
-                   Column("Wall (verify-all)", right=True), _COST_COLUMNS[4]])
+    totals = Grid(
+        [
+            Column("Profile"),
+            Column("Distinct runs", right=True),
+            *_COST_COLUMNS[1:3],
+            Column("Wall (verify-all)", right=True),
+            _COST_COLUMNS[4],
+        ]
+    )
     for name in profile_order(plans.profiles()):
         mine = plans.at(name)
         cost = model.cost(mine)
@@ -90,8 +107,16 @@ def plan_table(plan: Plan) -> Grid:
     needs, its runs, its GPU-hours (the figure the appendix gives at those seeds) and those it adds to the plan
     (less what claims chosen before it share); a table's trained readings in one line, at the place of its first
     (fits 80 columns; `needs_table` is the detail, one line per alternative)."""
-    table = Grid([Column("#", right=True), Column("Claim"), Column("Seeds", right=True), Column("Runs", right=True),
-                  Column("GPU-h", right=True), Column("Added", right=True)])
+    table = Grid(
+        [
+            Column("#", right=True),
+            Column("Claim"),
+            Column("Seeds", right=True),
+            Column("Runs", right=True),
+            Column("GPU-h", right=True),
+            Column("Added", right=True),
+        ]
+    )
     ranked = list(enumerate(plan.chosen, 1))
     for manifest in dict.fromkeys(c.need.manifest for _, c in ranked):
         table.section(manifest)
@@ -99,15 +124,25 @@ def plan_table(plan: Plan) -> Grid:
         readings = [(i, c) for i, c in mine if c.need.claim.startswith("reading:")]
         for i, c in mine:
             if not c.need.claim.startswith("reading:"):
-                table.add(str(i), c.need.claim, str(c.need.seeds or "-"), str(c.need.runs),
-                          hours(c.need.gpu_seconds), hours(c.added_s))
+                table.add(
+                    str(i),
+                    c.need.claim,
+                    str(c.need.seeds or "-"),
+                    str(c.need.runs),
+                    hours(c.need.gpu_seconds),
+                    hours(c.added_s),
+                )
             elif (i, c) == readings[0]:
                 seeds = {r.need.seeds for _, r in readings}
                 runs = {k for _, r in readings for k in r.need.items if is_run(k)}
-                table.add(str(i), f"readings trained: {len(readings)} alternatives",
-                          str(seeds.pop()) if len(seeds) == 1 else "-", str(len(runs)),
-                          hours(sum(r.need.gpu_seconds for _, r in readings)),
-                          hours(sum(r.added_s for _, r in readings)))
+                table.add(
+                    str(i),
+                    f"readings trained: {len(readings)} alternatives",
+                    str(seeds.pop()) if len(seeds) == 1 else "-",
+                    str(len(runs)),
+                    hours(sum(r.need.gpu_seconds for _, r in readings)),
+                    hours(sum(r.added_s for _, r in readings)),
+                )
     return table
 
 
@@ -125,23 +160,42 @@ def needs_table(needs: list[ClaimNeed], plan: Plan, verbose: bool = False) -> Gr
     order = {c.need.key: i for i, c in enumerate(plan.chosen)}
     added = {c.need.key: c for c in plan.chosen}
     why_out = {n.key: why for n, why in plan.left_out}
-    table = Grid([Column("Claim"), Column("Weight", right=True), Column("Seeds", right=True),
-                  Column("Runs", right=True), Column("GPU-h alone", right=True), Column("GPU-h added", right=True),
-                  Column("Plan", right=True), Column("Why", prose=True, drop=1)]
-                 + ([Column("Seeds from", prose=True, drop=2), Column("Rows", right=True, drop=2)] if verbose else []))
+    table = Grid(
+        [
+            Column("Claim"),
+            Column("Weight", right=True),
+            Column("Seeds", right=True),
+            Column("Runs", right=True),
+            Column("GPU-h alone", right=True),
+            Column("GPU-h added", right=True),
+            Column("Plan", right=True),
+            Column("Why", prose=True, drop=1),
+        ]
+        + ([Column("Seeds from", prose=True, drop=2), Column("Rows", right=True, drop=2)] if verbose else [])
+    )
     rank: dict[str, int] = {}
     for n in needs:
         rank[n.manifest] = min(rank.get(n.manifest, len(needs)), order.get(n.key, len(needs)))
     for manifest in sorted(rank, key=lambda m: (rank[m], m)):
         table.section(manifest)
-        for n in sorted((n for n in needs if n.manifest == manifest),
-                        key=lambda n: (n.key not in order, order.get(n.key, 0), -n.weight, n.key)):
+        for n in sorted(
+            (n for n in needs if n.manifest == manifest),
+            key=lambda n: (n.key not in order, order.get(n.key, 0), -n.weight, n.key),
+        ):
             c = added.get(n.key)
             plan_cell = Text(f"#{order[n.key] + 1}", style="green") if c else Text("out", style="yellow")
             why = (f"{c.shared} runs shared" if c.shared else "") if c else why_out[n.key]
-            table.add(n.claim, f"{n.weight:g}", str(n.seeds or "-"), str(n.runs), hours(n.gpu_seconds),
-                      hours(c.added_s) if c else "", plan_cell, why,
-                      *([n.seeds_why, str(len(n.rows))] if verbose else []))
+            table.add(
+                n.claim,
+                f"{n.weight:g}",
+                str(n.seeds or "-"),
+                str(n.runs),
+                hours(n.gpu_seconds),
+                hours(c.added_s) if c else "",
+                plan_cell,
+                why,
+                *([n.seeds_why, str(len(n.rows))] if verbose else []),
+            )
     return table
 
 
@@ -189,8 +243,15 @@ def rate_sources(plans: Plans, model: CostModel) -> list[RateSource]:
 
 def rate_grid(sources: list[RateSource]) -> Grid:
     """One line per table: its runs, the range of their rates, its input path and the checks behind them."""
-    grid = Grid([Column("Table"), Column("Runs", right=True), Column("Images/s", right=True),
-                 Column("Input /s", right=True), Column("Measured by", prose=True, drop=1)])
+    grid = Grid(
+        [
+            Column("Table"),
+            Column("Runs", right=True),
+            Column("Images/s", right=True),
+            Column("Input /s", right=True),
+            Column("Measured by", prose=True, drop=1),
+        ]
+    )
     for manifest in dict.fromkeys(s.manifest for s in sources):
         mine = [s for s in sources if s.manifest == manifest]
         rates = sorted(s.images_per_s for s in mine if s.images_per_s is not None)
@@ -198,13 +259,20 @@ def rate_grid(sources: list[RateSource]) -> Grid:
         runs: Counter[str] = Counter()
         for s in mine:  # a check's runs together, whatever their input
             runs[s.measured_by] += s.runs
-        grid.add(manifest, str(sum(runs.values())), span, ", ".join(dict.fromkeys(s.input for s in mine if s.input)),
-                 ", ".join(f"{by.removeprefix(manifest + '.')} ({n})" for by, n in runs.items()))
+        grid.add(
+            manifest,
+            str(sum(runs.values())),
+            span,
+            ", ".join(dict.fromkeys(s.input for s in mine if s.input)),
+            ", ".join(f"{by.removeprefix(manifest + '.')} ({n})" for by, n in runs.items()),
+        )
     return grid
 
 
-RATES_NOTE = ("Measured by: the `repro bench gpu` checks whose images/s price the table's runs (how many in brackets): "
-              "a run's own model, else (*) its table's heaviest row standing in, else MACs: multiply-adds at the "
-              "median measured rate. Input: the images/s of the input path chosen for a dataset streamed from image "
-              "folders; such a run is priced at the lesser of the two, or at its model's rate where the input is "
-              "unmeasured.")
+RATES_NOTE = (
+    "Measured by: the `repro bench gpu` checks whose images/s price the table's runs (how many in brackets): "
+    "a run's own model, else (*) its table's heaviest row standing in, else MACs: multiply-adds at the "
+    "median measured rate. Input: the images/s of the input path chosen for a dataset streamed from image "
+    "folders; such a run is priced at the lesser of the two, or at its model's rate where the input is "
+    "unmeasured."
+)

@@ -102,8 +102,11 @@ def compute_by_claim(results_dir: Path, plans: list[TablePlan], model: CostModel
     for plan in plans:
         if not plan.runs:
             continue
-        out += [line(f"{plan.id}/{c.claim.id}", claim_tables(plan, c.claim, others)) for c in plan.claims
-                if c.claim.scope == "empirical" and c.trained]
+        out += [
+            line(f"{plan.id}/{c.claim.id}", claim_tables(plan, c.claim, others))
+            for c in plan.claims
+            if c.claim.scope == "empirical" and c.trained
+        ]
         out.append(line(plan.id, [plan]))
     return out
 
@@ -118,8 +121,9 @@ def _measured_in(plans: Plans, profile: str, model: CostModel, times: FolderTime
     return command_time(mine, model, rates, verify_all=False, recorded=cmd.reused(times.runs))
 
 
-def compare_tables(plans: Plans, profile: str, model: CostModel, times: FolderTimes,
-                   rates: Rates = Rates()) -> list[Compared]:
+def compare_tables(
+    plans: Plans, profile: str, model: CostModel, times: FolderTimes, rates: Rates = Rates()
+) -> list[Compared]:
     """Every table of the profile: its part of the command it was measured in (`verify-all` where none is known)
     estimated, beside what the folder measured of it."""
     measured = times.tables.get(profile, {})
@@ -131,23 +135,40 @@ def compare_tables(plans: Plans, profile: str, model: CostModel, times: FolderTi
         if command not in contexts:
             contexts[command] = _measured_in(plans, profile, model, times, rates, command)
         estimate = contexts[command]
-        out.append(Compared(profile, m.id, estimate.table(m.id), estimate.basis(m.id), t.wall_s if t else None,
-                            t.source if t else "", t.load if t else None, bool(t and t.busy)))
+        out.append(
+            Compared(
+                profile,
+                m.id,
+                estimate.table(m.id),
+                estimate.basis(m.id),
+                t.wall_s if t else None,
+                t.source if t else "",
+                t.load if t else None,
+                bool(t and t.busy),
+            )
+        )
     return out
 
 
-def compare_commands(plans: Plans, profile: str, model: CostModel, times: FolderTimes,
-                     rates: Rates = Rates()) -> list[Compared]:
+def compare_commands(
+    plans: Plans, profile: str, model: CostModel, times: FolderTimes, rates: Rates = Rates()
+) -> list[Compared]:
     """Each command timings.json recorded at the profile, estimated as the same command."""
     out = []
     for name, cmd in times.commands.get(profile, {}).items():
         verify_all = name == "verify-all"
-        mine = plans.at(profile) if verify_all else [plans.by_key[(t, profile)] for t in cmd.tables
-                                                      if (t, profile) in plans.by_key]
+        mine = (
+            plans.at(profile)
+            if verify_all
+            else [plans.by_key[(t, profile)] for t in cmd.tables if (t, profile) in plans.by_key]
+        )
         if mine:
             estimate = command_time(mine, model, rates, verify_all=verify_all, recorded=cmd.reused(times.runs))
-            out.append(Compared(profile, name, estimate.seconds, estimate.basis(), cmd.wall_s, "timings.json",
-                                cmd.load, cmd.busy))
+            out.append(
+                Compared(
+                    profile, name, estimate.seconds, estimate.basis(), cmd.wall_s, "timings.json", cmd.load, cmd.busy
+                )
+            )
     return out
 
 
@@ -162,12 +183,16 @@ def lines(folder: FolderFit) -> list[str]:
         recorded = frozenset(planned & set(times.runs))
         if recorded:
             left = command_time(mine, model, rates, recorded=recorded)
-            out.append(f"{profile}: {len(recorded)} of {len(planned)} runs recorded; `repro verify-all --profile "
-                       f"{profile}` from here, reusing them: {duration(left.seconds)} ({left.basis()})")
+            out.append(
+                f"{profile}: {len(recorded)} of {len(planned)} runs recorded; `repro verify-all --profile "
+                f"{profile}` from here, reusing them: {duration(left.seconds)} ({left.basis()})"
+            )
         for c in compare_commands(plans, profile, model, times, rates):
-            out.append(f"{profile}: `{c.what}` measured {duration(c.measured_s)} ({c.measured_by}); estimated "
-                       f"{duration(c.estimated_s)} ({c.basis}): estimate / measured {c.ratio:.2f}"
-                       + ("; measured under load, left out of the fit" if c.busy else ""))
+            out.append(
+                f"{profile}: `{c.what}` measured {duration(c.measured_s)} ({c.measured_by}); estimated "
+                f"{duration(c.estimated_s)} ({c.basis}): estimate / measured {c.ratio:.2f}"
+                + ("; measured under load, left out of the fit" if c.busy else "")
+            )
     return out
 
 
@@ -181,8 +206,9 @@ def compute_taken(results_dir: Path, profile: str, folder: FolderFit) -> Compute
     return ComputeTaken(tuple(lines_), source, tuple(walls), tuple(folder.describe()))
 
 
-def for_report(results_dir: Path, profile: str, plans: Plans,
-               model: CostModel | None = None) -> tuple[FolderFit, ComputeTaken]:
+def for_report(
+    results_dir: Path, profile: str, plans: Plans, model: CostModel | None = None
+) -> tuple[FolderFit, ComputeTaken]:
     """What a report needs of the cost stage, computed once by the command that writes it: the cost model (`model`,
     the command's: its cache folder and GPU calibration) fitted to the folder's run records from the caches alone
     (nothing is counted; sizes not counted yet are priced by area-scaled counts), and the compute section at

@@ -100,8 +100,13 @@ class CommandTime:
         return max(mine, key=lambda p: p.seconds).origin or weakest if mine else weakest
 
 
-def command_time(plans: list[TablePlan], model: CostModel, rates: Rates = Rates(), verify_all: bool = True,
-                 recorded: frozenset[str] = frozenset()) -> CommandTime:
+def command_time(
+    plans: list[TablePlan],
+    model: CostModel,
+    rates: Rates = Rates(),
+    verify_all: bool = True,
+    recorded: frozenset[str] = frozenset(),
+) -> CommandTime:
     """The wall time of `repro verify-all` (or `repro run` of these tables) at their plans' profile; the runs in
     `recorded` are reused, not trained. The reference's phase rates are scaled by this CPU's speed factor."""
     speed = model.speed
@@ -137,16 +142,24 @@ def command_time(plans: list[TablePlan], model: CostModel, rates: Rates = Rates(
                 parts.append(Part("training", m.id, cost.wall_seconds + workers.seconds, weaker.basis, weaker.origin))
         if "latency" in m.measures():
             latency = priced("latency", m.id, estimate_latency(plan, model)[0], "latency")  # by the CPU's figures
-            parts.append(dataclasses.replace(latency, origin=model.of_kind("cpu").origin)
-                         if latency.basis == "reference" else latency)
+            parts.append(
+                dataclasses.replace(latency, origin=model.of_kind("cpu").origin)
+                if latency.basis == "reference"
+                else latency
+            )
         parts.append(priced("rest", m.id, 1.0, "rest"))
     if verify_all:
         parts.append(priced("report", "", 1.0, "report"))
     return CommandTime("verify-all" if verify_all else "run " + " ".join(p.id for p in plans), tuple(parts))
 
 
-def table_line(plan: TablePlan, model: CostModel, rates: Rates = Rates(),
-               recorded: frozenset[str] = frozenset(), startup: bool = False) -> str:
+def table_line(
+    plan: TablePlan,
+    model: CostModel,
+    rates: Rates = Rates(),
+    recorded: frozenset[str] = frozenset(),
+    startup: bool = False,
+) -> str:
     """One line before `repro <id>` trains: its time, what it is made of and its basis; with `startup` (a command of
     this table alone) the command's, start-up included: the figure `repro list` gives for the table, less the runs
     `recorded` already, which it names."""

@@ -22,8 +22,9 @@ def crop_padding(image_size: int) -> int:
     return image_size // 8
 
 
-def draw_crop_flip(n: int, padding: int, generator: torch.Generator | None = None,
-                   flip: bool = True) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def draw_crop_flip(
+    n: int, padding: int, generator: torch.Generator | None = None, flip: bool = True
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Per-image (dy, dx) crop offsets in [0, 2P] and flip flags, each (n,), on the CPU."""
     dy = torch.randint(0, 2 * padding + 1, (n,), generator=generator)
     dx = torch.randint(0, 2 * padding + 1, (n,), generator=generator)
@@ -31,8 +32,9 @@ def draw_crop_flip(n: int, padding: int, generator: torch.Generator | None = Non
     return dy, dx, flips & flip
 
 
-def crop_flip_gather(images: torch.Tensor, size: tuple[int, int], dy: torch.Tensor, dx: torch.Tensor,
-                     flips: torch.Tensor) -> torch.Tensor:
+def crop_flip_gather(
+    images: torch.Tensor, size: tuple[int, int], dy: torch.Tensor, dx: torch.Tensor, flips: torch.Tensor
+) -> torch.Tensor:
     """Crop window size=(H, W) at (dy, dx) from each image, mirrored where `flips`, with one gather.
 
     images (B, C, H', W') -> (B, C, H, W). A single gather for the batch: the fast form on a GPU.
@@ -49,8 +51,9 @@ def crop_flip_gather(images: torch.Tensor, size: tuple[int, int], dy: torch.Tens
     return out.permute(0, 3, 1, 2).contiguous()  # (B, C, H, W)
 
 
-def crop_flip_grouped(images: torch.Tensor, size: tuple[int, int], dy: torch.Tensor, dx: torch.Tensor,
-                      flips: torch.Tensor) -> torch.Tensor:
+def crop_flip_grouped(
+    images: torch.Tensor, size: tuple[int, int], dy: torch.Tensor, dx: torch.Tensor, flips: torch.Tensor
+) -> torch.Tensor:
     """Same result as crop_flip_gather, as one slice copy per distinct (dy, dx): the fast form on a CPU.
 
     Per-element gathers are slow on a CPU; sorting the batch by offset turns the
@@ -69,22 +72,24 @@ def crop_flip_grouped(images: torch.Tensor, size: tuple[int, int], dy: torch.Ten
     for k, count in enumerate(counts):
         if count:
             y, x = divmod(k, K)
-            out[start:start + count] = ordered[start:start + count, :, y:y + H, x:x + W]
+            out[start : start + count] = ordered[start : start + count, :, y : y + H, x : x + W]
             start += count
     out = out.index_select(0, torch.argsort(order).to(images.device))  # back to the batch's order
     return torch.where(flips.to(images.device)[:, None, None, None], out.flip(3), out)
 
 
-def crop_flip(images: torch.Tensor, size: tuple[int, int], dy: torch.Tensor, dx: torch.Tensor,
-              flips: torch.Tensor) -> torch.Tensor:
+def crop_flip(
+    images: torch.Tensor, size: tuple[int, int], dy: torch.Tensor, dx: torch.Tensor, flips: torch.Tensor
+) -> torch.Tensor:
     """Crop window size=(H, W) at (dy, dx) from each image, mirrored where `flips`: (B, C, H', W') -> (B, C, H, W)."""
     if images.device.type == "cpu":
         return crop_flip_grouped(images, size, dy, dx, flips)
     return crop_flip_gather(images, size, dy, dx, flips)
 
 
-def random_crop_flip(images: torch.Tensor, padding: int, generator: torch.Generator | None = None,
-                     flip: bool = True) -> torch.Tensor:
+def random_crop_flip(
+    images: torch.Tensor, padding: int, generator: torch.Generator | None = None, flip: bool = True
+) -> torch.Tensor:
     """Zero-pad by P, crop back to (H, W) at a random offset, flip half: (B, C, H, W) uint8 -> same."""
     B, _, H, W = images.shape
     dy, dx, flips = draw_crop_flip(B, padding, generator, flip)
@@ -101,8 +106,13 @@ def _affine(mean: tuple[float, ...], std: tuple[float, ...], device: torch.devic
     return scale, shift
 
 
-def normalize(images: torch.Tensor, mean: tuple[float, ...], std: tuple[float, ...],
-              channels_last: bool = False, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+def normalize(
+    images: torch.Tensor,
+    mean: tuple[float, ...],
+    std: tuple[float, ...],
+    channels_last: bool = False,
+    dtype: torch.dtype = torch.float32,
+) -> torch.Tensor:
     """uint8 (B, C, H, W) -> (x / 255 - mean) / std per channel, computed in float32, returned as `dtype`."""
     scale, shift = _affine(tuple(mean), tuple(std), images.device)
     fmt = torch.channels_last if channels_last else torch.contiguous_format

@@ -37,16 +37,19 @@ def _check_cifar(name: str, folder: Path, allow_unverified: bool) -> dict:
     if mismatches:
         found["checksum"] = MD5_ACCEPTED if allow_unverified else MD5_MISMATCH
         if not allow_unverified:  # the files are not read: they are not the published ones
-            found["problems"].append(str(cifar.unverified_error(name, folder, mismatches,
-                                                                len(cifar.split_files(name)))))
+            found["problems"].append(
+                str(cifar.unverified_error(name, folder, mismatches, len(cifar.split_files(name))))
+            )
             return found
     names = cifar.class_names(name, folder)
     (xtr, ytr), (xte, yte) = (cifar.read_split(name, folder, train) for train in (True, False))
     found.update(classes=len(names), train_size=len(ytr), test_size=len(yte))
     seen = int(torch.unique(ytr).numel())
     if seen != spec.num_classes or int(ytr.max()) >= spec.num_classes:
-        found["problems"].append(f"{folder}: the training labels hold {seen} classes (largest {int(ytr.max())}); "
-                                 f"{spec.title} has {spec.num_classes}")
+        found["problems"].append(
+            f"{folder}: the training labels hold {seen} classes (largest {int(ytr.max())}); "
+            f"{spec.title} has {spec.num_classes}"
+        )
     for split, x in (("train", xtr), ("test", xte)):
         if x[:BATCH].shape[1:] != spec.input_shape:
             found["problems"].append(f"{folder}: {split} images are {tuple(x.shape[1:])}, expected {spec.input_shape}")
@@ -63,8 +66,10 @@ def _check_tiny_imagenet(folder: Path) -> dict:
     found.update(train_size=len(train), test_size=len(val))
     missing = [p for p in val if not p.is_file()]
     if missing:
-        found["problems"].append(f"{folder / 'val' / 'val_annotations.txt'} lists {len(missing)} files that are not "
-                                 f"in val/images/, e.g. {missing[0].name}")
+        found["problems"].append(
+            f"{folder / 'val' / 'val_annotations.txt'} lists {len(missing)} files that are not "
+            f"in val/images/, e.g. {missing[0].name}"
+        )
     present = set(train_labels)
     empty = [w for i, w in enumerate(wnids) if i not in present]
     if empty:
@@ -118,17 +123,22 @@ def check_dataset(dataset: str, data_dir: str | Path | None = None, allow_unveri
         return DataCheck(**base, problems=(f"{type(exc).__name__}: {exc}",))
     problems = found.pop("problems")
     if found.get("classes") is not None and found["classes"] != spec.num_classes:
-        problems.insert(0, f"{found['classes']} classes found, {spec.title} has {spec.num_classes}; "
-                           f"to replace {spec.folder}/,\n{how_to_fill(dataset, data_dir)}")
+        problems.insert(
+            0,
+            f"{found['classes']} classes found, {spec.title} has {spec.num_classes}; "
+            f"to replace {spec.folder}/,\n{how_to_fill(dataset, data_dir)}",
+        )
     notes = ()
     sizes = (found.get("train_size"), found.get("test_size"))
     if None not in sizes and sizes != (spec.train_size, spec.test_size):
-        notes = (f"split sizes differ from the paper's {spec.train_size:,} train / {spec.test_size:,} "
-                 f"{base['test_split']}",)
+        notes = (
+            f"split sizes differ from the paper's {spec.train_size:,} train / {spec.test_size:,} {base['test_split']}",
+        )
     return DataCheck(**base, **found, problems=tuple(problems), notes=notes)
 
 
-def check_datasets(datasets: list[str], data_dir: str | Path | None = None,
-                   allow_unverified: bool = False) -> list[DataCheck]:
+def check_datasets(
+    datasets: list[str], data_dir: str | Path | None = None, allow_unverified: bool = False
+) -> list[DataCheck]:
     """One check per distinct dataset, in sorted order (a table's rows share their datasets' checks)."""
     return [check_dataset(d, data_dir, allow_unverified) for d in sorted(set(datasets))]

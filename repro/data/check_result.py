@@ -46,6 +46,7 @@ class DataCheck:
     def sizes(self) -> str:
         def n(v: int | None) -> str:
             return "?" if v is None else f"{v:,}"
+
         return f"{n(self.train_size)} train / {n(self.test_size)} {self.test_split}"
 
     def size_departure(self) -> str:
@@ -53,10 +54,11 @@ class DataCheck:
         found are the paper's (or were not counted)."""
         spec = get_dataset(self.dataset)
         if None in (self.train_size, self.test_size) or (self.train_size, self.test_size) == (
-                spec.train_size, spec.test_size):
+            spec.train_size,
+            spec.test_size,
+        ):
             return ""
-        return (f"{self.sizes()} {self.title} images where the paper has "
-                f"{spec.train_size:,} / {spec.test_size:,}")
+        return f"{self.sizes()} {self.title} images where the paper has {spec.train_size:,} / {spec.test_size:,}"
 
     def checksum_departure(self) -> str:
         """'7 CIFAR-10 files fail their published md5 (unverified, accepted with --allow-unverified-data)', or ''."""
@@ -77,8 +79,11 @@ class DataCheck:
 
     def provenance(self) -> dict:
         """What a run record and a table's result store about its data."""
-        return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()
-                if k not in ("problems", "missing")}
+        return {
+            k: list(v) if isinstance(v, tuple) else v
+            for k, v in asdict(self).items()
+            if k not in ("problems", "missing")
+        }
 
     def raise_if_failed(self) -> DataCheck:
         """The check itself when it passed; else the refusal, as the error of its kind (repro.data.layout)."""
@@ -90,8 +95,7 @@ class DataCheck:
             raise DatasetMissing("\n".join(self.problems))
         if self.checksum == MD5_MISMATCH:  # the message is cifar.unverified_error's, laid out for the terminal
             raise DatasetUnverified("\n".join(self.problems))
-        raise DatasetInvalid(f"{self.title} cannot be used as it is:\n"
-                             + "\n".join(f"  {p}" for p in self.problems))
+        raise DatasetInvalid(f"{self.title} cannot be used as it is:\n" + "\n".join(f"  {p}" for p in self.problems))
 
     @classmethod
     def from_stored(cls, data: dict[str, Any]) -> DataCheck:

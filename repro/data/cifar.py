@@ -15,8 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from repro.data.layout import (DatasetInvalid, DatasetMissing, DatasetUnverified, cifar_class, data_root, require,
-                               status)
+from repro.data.layout import DatasetInvalid, DatasetMissing, DatasetUnverified, cifar_class, data_root, require, status
 from repro.data.pickles import load_pickle
 from repro.data.specs import get_dataset
 
@@ -72,7 +71,8 @@ def unverified_error(name: str, folder: Path, mismatches: list[Mismatch], checke
         f"  {first.file}: md5 {first.got}\n"
         f"  {' ' * len(first.file)}  expected {first.expected}\n"
         "Add --allow-unverified-data to train on them anyway: every record, table and\n"
-        "report then says \"unverified\" (docs/your-own-data.md).")
+        'report then says "unverified" (docs/your-own-data.md).'
+    )
 
 
 def _unpickle(path: Path) -> dict:
@@ -91,8 +91,10 @@ def read_split(name: str, folder: Path, train: bool) -> tuple[torch.Tensor, torc
             data.append(np.asarray(_get(entry, "data"), dtype=np.uint8).reshape(-1, 3, 32, 32))  # rows are CHW
             labels += list(_get(entry, _label_key(name)))
         except (KeyError, ValueError, TypeError, IndexError) as exc:
-            raise DatasetInvalid(f"{folder / file}: not a CIFAR batch ({type(exc).__name__}: {exc}); expected "
-                                 f"'data' (N, 3072) uint8 and '{_label_key(name)}'") from exc
+            raise DatasetInvalid(
+                f"{folder / file}: not a CIFAR batch ({type(exc).__name__}: {exc}); expected "
+                f"'data' (N, 3072) uint8 and '{_label_key(name)}'"
+            ) from exc
     images = torch.from_numpy(np.concatenate(data))
     if len(images) != len(labels):
         raise DatasetInvalid(f"{folder}: {len(images)} images but {len(labels)} labels in the {name} pickles")
@@ -113,13 +115,15 @@ def class_names(name: str, folder: Path) -> list[str]:
     try:
         names = _get(entry, meta["key"])
     except (KeyError, TypeError):
-        raise DatasetInvalid(f"{folder / meta['filename']}: no '{meta['key']}' entry; expected the class "
-                             "names") from None
+        raise DatasetInvalid(
+            f"{folder / meta['filename']}: no '{meta['key']}' entry; expected the class names"
+        ) from None
     return [n.decode("latin1") if isinstance(n, bytes) else n for n in names]
 
 
-def cifar_tensors(name: str, root: str | Path | None, train: bool, download: bool = False,
-                  allow_unverified: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+def cifar_tensors(
+    name: str, root: str | Path | None, train: bool, download: bool = False, allow_unverified: bool = False
+) -> tuple[torch.Tensor, torch.Tensor]:
     """(images uint8 (N, 3, 32, 32), labels int64 (N,)) of one CIFAR split; md5-checked unless `allow_unverified`."""
     root = data_root(root)
     if download and not status(name, root).present:

@@ -41,8 +41,13 @@ def sample_generator(seed: int, epoch: int, index: int) -> torch.Generator:
     return torch.Generator().manual_seed(int.from_bytes(key, "little"))
 
 
-def draw_resized_crop(height: int, width: int, generator: torch.Generator | None = None,
-                      scale: tuple[float, float] = SCALE, ratio: tuple[float, float] = RATIO) -> CropBox:
+def draw_resized_crop(
+    height: int,
+    width: int,
+    generator: torch.Generator | None = None,
+    scale: tuple[float, float] = SCALE,
+    ratio: tuple[float, float] = RATIO,
+) -> CropBox:
     """torchvision's RandomResizedCrop.get_params, same draws in the same order (generator None: the global one)."""
     area = height * width
     log_ratio = torch.log(torch.tensor(ratio))

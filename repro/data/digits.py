@@ -89,8 +89,9 @@ def pool_size(split: str) -> int:
     return sum(len(p) for p in pools(split))
 
 
-def digits_tensors(name: str, n: int | None = None, image_size: int | None = None,
-                   split: str = "train") -> tuple[torch.Tensor, torch.Tensor]:
+def digits_tensors(
+    name: str, n: int | None = None, image_size: int | None = None, split: str = "train"
+) -> tuple[torch.Tensor, torch.Tensor]:
     """(images uint8 (N, C, S, S), labels int64 (N,)) standing in for dataset `name`.
 
     Deterministic per (name, n, S, split); classes balanced to within one image; with n < K the split

@@ -129,13 +129,15 @@ class BatchTransform:
     seed: int
     device: torch.device
 
-    def __call__(self, datas: list[torch.Tensor], paths: list[str], indices: list[int],
-                 epochs: list[int]) -> torch.Tensor:
+    def __call__(
+        self, datas: list[torch.Tensor], paths: list[str], indices: list[int], epochs: list[int]
+    ) -> torch.Tensor:
         with one_thread(self.device):  # per-image ops: a second thread only waits (as in TensorLoader)
             return self._views(datas, paths, indices, epochs)
 
-    def _views(self, datas: list[torch.Tensor], paths: list[str], indices: list[int],
-               epochs: list[int]) -> torch.Tensor:
+    def _views(
+        self, datas: list[torch.Tensor], paths: list[str], indices: list[int], epochs: list[int]
+    ) -> torch.Tensor:
         images = decode_batch(datas, paths, self.device)  # each (C, H_i, W_i) uint8
         if not self.train:
             return torch.stack([eval_view(im, self.image_size) for im in images])
@@ -172,8 +174,9 @@ class Collate:
             return Unreadable(str(exc))
 
 
-def image_folder(path: str | Path, train: bool = True, image_size: int = 224, n: int | None = None,
-                 seed: int = 0) -> FolderImages:
+def image_folder(
+    path: str | Path, train: bool = True, image_size: int = 224, n: int | None = None, seed: int = 0
+) -> FolderImages:
     """Any <path>/<class>/<image> tree; classes are numbered in sorted folder order.
 
     With n, only a seeded class-stratified subset of n images is kept.
@@ -221,11 +224,23 @@ class FolderLoader:
     `pipeline` is one of PATHS (None: choose_path(device)); the attribute of that name says which one ran.
     """
 
-    def __init__(self, dataset: FolderImages, batch_size: int, *, train: bool,
-                 mean: tuple[float, ...], std: tuple[float, ...], workers: int | None = None, seed: int = 0,
-                 device: str | torch.device = "cpu", channels_last: bool = False, pipeline: str | None = None,
-                 prefetch: int = PREFETCH, dtype: torch.dtype = torch.float32,
-                 shard: tuple[int, int] = (0, 1)) -> None:
+    def __init__(
+        self,
+        dataset: FolderImages,
+        batch_size: int,
+        *,
+        train: bool,
+        mean: tuple[float, ...],
+        std: tuple[float, ...],
+        workers: int | None = None,
+        seed: int = 0,
+        device: str | torch.device = "cpu",
+        channels_last: bool = False,
+        pipeline: str | None = None,
+        prefetch: int = PREFETCH,
+        dtype: torch.dtype = torch.float32,
+        shard: tuple[int, int] = (0, 1),
+    ) -> None:
         self.device, self.train, self.seed, self.epoch = torch.device(device), train, seed, 0
         self.mean, self.std, self.channels_last, self.dtype = tuple(mean), tuple(std), channels_last, dtype
         self.pipeline = pipeline or choose_path(self.device)
@@ -243,11 +258,17 @@ class FolderLoader:
             reader, collate = dataset.reading("bytes", seed), Collate(self.transform, self.pipeline == "decode_cpu")
         self.dataset = reader
         self.sampler = EpochSampler(len(reader), shuffle=train, seed=seed, shard=shard)
-        self.loader = DataLoader(reader, batch_size=batch_size, sampler=self.sampler, num_workers=self.workers,
-                                 collate_fn=collate, drop_last=train and len(self.sampler) >= batch_size,
-                                 persistent_workers=self.workers > 0,
-                                 prefetch_factor=prefetch if self.workers > 0 else None,
-                                 pin_memory=self.device.type == "cuda" and self.pipeline != "decode_cuda")
+        self.loader = DataLoader(
+            reader,
+            batch_size=batch_size,
+            sampler=self.sampler,
+            num_workers=self.workers,
+            collate_fn=collate,
+            drop_last=train and len(self.sampler) >= batch_size,
+            persistent_workers=self.workers > 0,
+            prefetch_factor=prefetch if self.workers > 0 else None,
+            pin_memory=self.device.type == "cuda" and self.pipeline != "decode_cuda",
+        )
 
     def set_epoch(self, epoch: int) -> None:
         self.epoch = epoch
@@ -270,17 +291,34 @@ class FolderLoader:
             yield x, y.to(self.device, non_blocking=True)
 
 
-def image_folder_loader(path: str | Path, batch_size: int, *, train: bool, image_size: int = 224,
-                        mean: tuple[float, ...] | None = None, std: tuple[float, ...] | None = None,
-                        n: int | None = None, seed: int = 0, **kwargs) -> FolderLoader:
+def image_folder_loader(
+    path: str | Path,
+    batch_size: int,
+    *,
+    train: bool,
+    image_size: int = 224,
+    mean: tuple[float, ...] | None = None,
+    std: tuple[float, ...] | None = None,
+    n: int | None = None,
+    seed: int = 0,
+    **kwargs,
+) -> FolderLoader:
     """A FolderLoader over any ImageFolder tree (n: a seeded subset); ImageNet's mean and std unless given."""
     spec = get_dataset("imagenet")
-    return FolderLoader(image_folder(path, train, image_size, n, seed), batch_size, train=train,
-                        mean=mean or spec.mean, std=std or spec.std, seed=seed, **kwargs)
+    return FolderLoader(
+        image_folder(path, train, image_size, n, seed),
+        batch_size,
+        train=train,
+        mean=mean or spec.mean,
+        std=std or spec.std,
+        seed=seed,
+        **kwargs,
+    )
 
 
-def imagenet_loader(root: str | Path | None, split: str, batch_size: int, name: str = "imagenet",
-                    **kwargs) -> FolderLoader:
+def imagenet_loader(
+    root: str | Path | None, split: str, batch_size: int, name: str = "imagenet", **kwargs
+) -> FolderLoader:
     """An image_folders dataset's (ImageNet-1K's) train or val ("test" is accepted for val) tree under the data root."""
     if split not in ("train", "val", "test"):
         raise ValueError(f"unknown split {split!r}; use 'train' or 'val'")
@@ -288,9 +326,17 @@ def imagenet_loader(root: str | Path | None, split: str, batch_size: int, name: 
     return image_folder_loader(folder, batch_size, train=split == "train", **kwargs)
 
 
-def image_folder_loaders(name: str, root: str | Path | None, batch_size: int, image_size: int | None = None, *,
-                         seed: int = 0, train_samples: int | None = None, test_samples: int | None = None,
-                         **kwargs) -> tuple[FolderLoader, FolderLoader]:
+def image_folder_loaders(
+    name: str,
+    root: str | Path | None,
+    batch_size: int,
+    image_size: int | None = None,
+    *,
+    seed: int = 0,
+    train_samples: int | None = None,
+    test_samples: int | None = None,
+    **kwargs,
+) -> tuple[FolderLoader, FolderLoader]:
     """(train, test) loaders of a dataset kept as image folders (ImageNet-1K), at `image_size`.
 
     Further keywords (workers, device, channels_last, pipeline, prefetch, dtype, shard) go to FolderLoader.
@@ -300,5 +346,7 @@ def image_folder_loaders(name: str, root: str | Path | None, batch_size: int, im
         raise ValueError(f"{spec.title} is loaded into memory; use repro.data.tensors.load_tensors")
     size = image_size or spec.image_size
     common = dict(image_size=size, mean=spec.mean, std=spec.std, seed=seed, **kwargs)
-    return (imagenet_loader(root, "train", batch_size, name, n=train_samples, **common),
-            imagenet_loader(root, "val", batch_size, name, n=test_samples, **common))
+    return (
+        imagenet_loader(root, "train", batch_size, name, n=train_samples, **common),
+        imagenet_loader(root, "val", batch_size, name, n=test_samples, **common),
+    )

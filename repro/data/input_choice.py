@@ -34,8 +34,10 @@ def read_choices(path: Path = FILE) -> dict[str, dict[str, Any]]:
         raise InputChoiceError(f"{path}: key 'gpus': expected an object of GPU names, got {gpus!r}")
     for name, entry in gpus.items():
         if not isinstance(entry, dict) or entry.get("path") not in RUN_PATHS:
-            raise InputChoiceError(f"{path}: key 'gpus.{name}.path': expected one of {', '.join(RUN_PATHS)}, "
-                                   f"got {entry.get('path') if isinstance(entry, dict) else entry!r}")
+            raise InputChoiceError(
+                f"{path}: key 'gpus.{name}.path': expected one of {', '.join(RUN_PATHS)}, "
+                f"got {entry.get('path') if isinstance(entry, dict) else entry!r}"
+            )
     return gpus
 
 

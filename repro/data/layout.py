@@ -75,21 +75,35 @@ def fill_steps(name: str, root: str | Path | None = None) -> list[Step]:
     """How to fill a missing dataset under `root`: what to do, each with its command (repro data prints them)."""
     spec, root = get_dataset(name), data_root(root).absolute()
     if spec.storage == "cifar_pickles":
-        return [Step("on a machine with internet, run:",
-                     f"python -c \"import torchvision; torchvision.datasets.{spec.torchvision_class}('{root}', "
-                     "download=True)\""),
-                Step(f"(or copy an existing {spec.folder}/ folder into {root}/)")]
+        return [
+            Step(
+                "on a machine with internet, run:",
+                f"python -c \"import torchvision; torchvision.datasets.{spec.torchvision_class}('{root}', "
+                'download=True)"',
+            ),
+            Step(f"(or copy an existing {spec.folder}/ folder into {root}/)"),
+        ]
     if spec.storage == "tiny_imagenet_files":
-        return [Step(f"download {TINY_IMAGENET_URL} and unzip it inside {root}/ (it creates {spec.folder}/):",
-                     f"curl -LO {TINY_IMAGENET_URL} && unzip -q {TINY_IMAGENET_URL.rsplit('/', 1)[-1]} "
-                     f"-d {quote(str(root))}")]
+        return [
+            Step(
+                f"download {TINY_IMAGENET_URL} and unzip it inside {root}/ (it creates {spec.folder}/):",
+                f"curl -LO {TINY_IMAGENET_URL} && unzip -q {TINY_IMAGENET_URL.rsplit('/', 1)[-1]} "
+                f"-d {quote(str(root))}",
+            )
+        ]
     if spec.storage == "image_folders":
         folder = root / spec.folder
-        return [Step(f"download ILSVRC2012_img_train.tar, ILSVRC2012_img_val.tar and ILSVRC2012_devkit_t12.tar.gz "
-                     f"from {IMAGENET_URL} into {folder}/, then run:"),
-                *(Step("", f"python -c \"import torchvision as tv; tv.datasets.ImageNet('{folder}', split='{split}')\"")
-                  for split in ("train", "val")),  # a command a line, each shorter than both in one
-                Step("(it checks the archives' md5s and writes train/<wnid>/ and val/<wnid>/)")]
+        return [
+            Step(
+                f"download ILSVRC2012_img_train.tar, ILSVRC2012_img_val.tar and ILSVRC2012_devkit_t12.tar.gz "
+                f"from {IMAGENET_URL} into {folder}/, then run:"
+            ),
+            *(
+                Step("", f"python -c \"import torchvision as tv; tv.datasets.ImageNet('{folder}', split='{split}')\"")
+                for split in ("train", "val")
+            ),  # a command a line, each shorter than both in one
+            Step("(it checks the archives' md5s and writes train/<wnid>/ and val/<wnid>/)"),
+        ]
     raise KeyError(name)
 
 

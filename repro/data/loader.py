@@ -46,8 +46,9 @@ def subset_indices(labels: torch.Tensor, n: int, seed: int = 0, stratified: bool
     return order[:n]
 
 
-def subset(images: torch.Tensor, labels: torch.Tensor, n: int | None, seed: int = 0,
-           stratified: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
+def subset(
+    images: torch.Tensor, labels: torch.Tensor, n: int | None, seed: int = 0, stratified: bool = True
+) -> tuple[torch.Tensor, torch.Tensor]:
     """A seeded (by default class-stratified) subset of n images; n=None keeps everything."""
     if n is None or n >= len(labels):
         return images, labels
@@ -68,14 +69,29 @@ class TensorLoader:
     one process's step i with batch N * batch_size.
     """
 
-    def __init__(self, images: torch.Tensor, labels: torch.Tensor, batch_size: int, *, train: bool,
-                 mean: tuple[float, ...], std: tuple[float, ...], padding: int | None = None,
-                 flip: bool = True, seed: int = 0, device: str | torch.device | None = None,
-                 drop_last: bool | None = None, channels_last: bool = False,
-                 dtype: torch.dtype = torch.float32, shard: tuple[int, int] = (0, 1)) -> None:
+    def __init__(
+        self,
+        images: torch.Tensor,
+        labels: torch.Tensor,
+        batch_size: int,
+        *,
+        train: bool,
+        mean: tuple[float, ...],
+        std: tuple[float, ...],
+        padding: int | None = None,
+        flip: bool = True,
+        seed: int = 0,
+        device: str | torch.device | None = None,
+        drop_last: bool | None = None,
+        channels_last: bool = False,
+        dtype: torch.dtype = torch.float32,
+        shard: tuple[int, int] = (0, 1),
+    ) -> None:
         if images.dtype != torch.uint8 or images.ndim != 4 or len(images) != len(labels):
-            raise ValueError(f"expected uint8 images (N, C, H, W) and N labels, got {images.dtype} "
-                             f"{tuple(images.shape)} and {tuple(labels.shape)}")
+            raise ValueError(
+                f"expected uint8 images (N, C, H, W) and N labels, got {images.dtype} "
+                f"{tuple(images.shape)} and {tuple(labels.shape)}"
+            )
         device = torch.device(device) if device is not None else images.device
         self.images = images.to(device)  # (N, C, H, W) uint8, moved once; batches never leave the device
         self.labels = labels.to(device=device, dtype=torch.int64)
@@ -87,8 +103,9 @@ class TensorLoader:
         self.epoch = 0
 
     @classmethod
-    def for_dataset(cls, name: str, images: torch.Tensor, labels: torch.Tensor, batch_size: int, *,
-                    train: bool, **kwargs) -> "TensorLoader":
+    def for_dataset(
+        cls, name: str, images: torch.Tensor, labels: torch.Tensor, batch_size: int, *, train: bool, **kwargs
+    ) -> "TensorLoader":
         """A loader normalising with the dataset's own mean and std."""
         spec = get_dataset(name)
         return cls(images, labels, batch_size, train=train, mean=spec.mean, std=spec.std, **kwargs)
@@ -125,7 +142,7 @@ class TensorLoader:
         if not self.train and self.world > 1:
             keep = self._positions().to(self.device)
             for start in range(0, len(keep), self.batch_size):
-                idx = keep[start:start + self.batch_size]
+                idx = keep[start : start + self.batch_size]
                 with one_thread(self.device):
                     x = normalize(self.images.index_select(0, idx), self.mean, self.std, self.channels_last, self.dtype)
                 yield x, self.labels.index_select(0, idx)
@@ -133,9 +150,14 @@ class TensorLoader:
         if not self.train:
             for start in range(0, n, self.batch_size):
                 with one_thread(self.device):
-                    x = normalize(self.images[start:start + self.batch_size], self.mean, self.std, self.channels_last,
-                                  self.dtype)
-                yield x, self.labels[start:start + self.batch_size]
+                    x = normalize(
+                        self.images[start : start + self.batch_size],
+                        self.mean,
+                        self.std,
+                        self.channels_last,
+                        self.dtype,
+                    )
+                yield x, self.labels[start : start + self.batch_size]
             return
         g = epoch_generator(self.seed, self.epoch)
         self.epoch += 1  # a loop that never calls set_epoch still sees a new order each epoch

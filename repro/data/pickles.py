@@ -17,12 +17,17 @@ from typing import Any
 
 # The only globals CIFAR's pickles name: how NumPy rebuilds an array (under NumPy 1 and 2 module names, pickle
 # protocol 2 and 5), and how protocol 2 stores bytes. Containers, strings and numbers need no global.
-CIFAR_GLOBALS = frozenset({
-    ("numpy", "ndarray"), ("numpy", "dtype"),
-    ("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "_reconstruct"),
-    ("numpy.core.numeric", "_frombuffer"), ("numpy._core.numeric", "_frombuffer"),
-    ("_codecs", "encode"),
-})
+CIFAR_GLOBALS = frozenset(
+    {
+        ("numpy", "ndarray"),
+        ("numpy", "dtype"),
+        ("numpy.core.multiarray", "_reconstruct"),
+        ("numpy._core.multiarray", "_reconstruct"),
+        ("numpy.core.numeric", "_frombuffer"),
+        ("numpy._core.numeric", "_frombuffer"),
+        ("_codecs", "encode"),
+    }
+)
 
 
 class PickleRefused(pickle.UnpicklingError):
@@ -38,8 +43,9 @@ class RestrictedUnpickler(pickle.Unpickler):
 
     def find_class(self, module: str, name: str) -> Any:
         if (module, name) not in self.allowed:
-            raise PickleRefused(f"it names {module}.{name}, which a CIFAR batch never holds; refused without "
-                                "running it")
+            raise PickleRefused(
+                f"it names {module}.{name}, which a CIFAR batch never holds; refused without running it"
+            )
         return super().find_class(module, name)
 
 

@@ -43,13 +43,18 @@ def _stamp(path: Path) -> str:
 
 
 def _signature_image_folders(folder: Path) -> list[str]:
-    return [_stamp(folder / split) + "".join(f"|{e.name}:{e.stat().st_mtime_ns}" for e in _class_dirs(folder / split))
-            for split in ("train", "val")]
+    return [
+        _stamp(folder / split) + "".join(f"|{e.name}:{e.stat().st_mtime_ns}" for e in _class_dirs(folder / split))
+        for split in ("train", "val")
+    ]
 
 
 def _signature_tiny_imagenet(folder: Path) -> list[str]:
-    return [_stamp(folder / "train"), _stamp(folder / "val" / "val_annotations.txt"),
-            *(_stamp(Path(e.path) / "images") for e in _class_dirs(folder / "train"))]
+    return [
+        _stamp(folder / "train"),
+        _stamp(folder / "val" / "val_annotations.txt"),
+        *(_stamp(Path(e.path) / "images") for e in _class_dirs(folder / "train")),
+    ]
 
 
 def _signature_cifar(folder: Path) -> list[str]:
@@ -57,8 +62,7 @@ def _signature_cifar(folder: Path) -> list[str]:
 
 
 def _count_images(split: Path) -> int:
-    return sum(1 for d in _class_dirs(split) for e in os.scandir(d.path)
-               if e.name.lower().endswith(IMAGE_SUFFIXES))
+    return sum(1 for d in _class_dirs(split) for e in os.scandir(d.path) if e.name.lower().endswith(IMAGE_SUFFIXES))
 
 
 def _count_image_folders(folder: Path) -> tuple[int, int]:
@@ -66,8 +70,13 @@ def _count_image_folders(folder: Path) -> tuple[int, int]:
 
 
 def _count_tiny_imagenet(folder: Path) -> tuple[int, int]:
-    train = sum(1 for d in _class_dirs(folder / "train") if (Path(d.path) / "images").is_dir()
-                for e in os.scandir(Path(d.path) / "images") if e.name.lower().endswith(IMAGE_SUFFIXES))
+    train = sum(
+        1
+        for d in _class_dirs(folder / "train")
+        if (Path(d.path) / "images").is_dir()
+        for e in os.scandir(Path(d.path) / "images")
+        if e.name.lower().endswith(IMAGE_SUFFIXES)
+    )
     annotations = folder / "val" / "val_annotations.txt"
     val = sum(1 for line in annotations.read_text().splitlines() if line.strip()) if annotations.is_file() else 0
     return train, val
@@ -92,9 +101,11 @@ def _count_cifar(folder: Path) -> tuple[int, int]:
     return counts[False], counts[True]
 
 
-COUNTERS = {"cifar_pickles": (_signature_cifar, _count_cifar),
-            "tiny_imagenet_files": (_signature_tiny_imagenet, _count_tiny_imagenet),
-            "image_folders": (_signature_image_folders, _count_image_folders)}
+COUNTERS = {
+    "cifar_pickles": (_signature_cifar, _count_cifar),
+    "tiny_imagenet_files": (_signature_tiny_imagenet, _count_tiny_imagenet),
+    "image_folders": (_signature_image_folders, _count_image_folders),
+}
 
 
 def count_on_disk(folder: Path, storage: str, cache: Path = DEFAULT_CACHE) -> tuple[int, int]:
@@ -124,15 +135,25 @@ def split_sizes(dataset: str, root: str | Path | None = None, cache: Path = DEFA
     return SplitSizes(spec.train_size, spec.test_size, "paper (the folder holds no images)")
 
 
-def run_split_sizes(dataset: str, data: str, train_samples: int | None, test_samples: int | None,
-                    root: str | Path | None = None, cache: Path = DEFAULT_CACHE) -> SplitSizes:
+def run_split_sizes(
+    dataset: str,
+    data: str,
+    train_samples: int | None,
+    test_samples: int | None,
+    root: str | Path | None = None,
+    cache: Path = DEFAULT_CACHE,
+) -> SplitSizes:
     """A run's training and test images: its real data's on disk (`data` "real"), else the dataset's sizes in
     the kind of data it makes (synthetic, digits); each capped by the profile's subset."""
     spec = get_dataset(dataset)
-    sizes = (split_sizes(dataset, root, cache) if data == "real"
-             else SplitSizes(spec.train_size, spec.test_size, f"{data} data"))
-    return SplitSizes(min(sizes.train, train_samples or sizes.train), min(sizes.test, test_samples or sizes.test),
-                      sizes.source)
+    sizes = (
+        split_sizes(dataset, root, cache)
+        if data == "real"
+        else SplitSizes(spec.train_size, spec.test_size, f"{data} data")
+    )
+    return SplitSizes(
+        min(sizes.train, train_samples or sizes.train), min(sizes.test, test_samples or sizes.test), sizes.source
+    )
 
 
 def decoded_cache_bytes(dataset: str, root: str | Path | None = None, cache: Path = DEFAULT_CACHE) -> int:
@@ -142,4 +163,4 @@ def decoded_cache_bytes(dataset: str, root: str | Path | None = None, cache: Pat
     if spec.storage != "tiny_imagenet_files":
         return 0
     sizes = split_sizes(dataset, root, cache)
-    return (sizes.train + sizes.test) * (spec.channels * spec.image_size ** 2 + 8)
+    return (sizes.train + sizes.test) * (spec.channels * spec.image_size**2 + 8)

@@ -85,8 +85,13 @@ def _torchvision_version() -> str:
 
 
 def _from_dict(d: dict) -> DatasetSource:
-    return DatasetSource(d["name"], d["title"], tuple(Archive(**a) for a in d["archives"]),
-                         tuple(tuple(f) for f in d["checked_files"]), d["checksum_note"])
+    return DatasetSource(
+        d["name"],
+        d["title"],
+        tuple(Archive(**a) for a in d["archives"]),
+        tuple(tuple(f) for f in d["checked_files"]),
+        d["checksum_note"],
+    )
 
 
 def _read_source(name: str) -> DatasetSource:
@@ -95,21 +100,36 @@ def _read_source(name: str) -> DatasetSource:
     spec = get_dataset(name)
     if spec.storage == "cifar_pickles":
         cls = cifar_class(spec)
-        files = (tuple((f, md5) for f, md5 in cls.train_list + cls.test_list)
-                 + ((cls.meta["filename"], cls.meta["md5"]),))
-        return DatasetSource(name, spec.title, (_archive(cls.filename, cls.url, cls.tgz_md5),), files,
-                             "md5 of the archive published by its source; every pickle's md5 checked at each load "
-                             "(torchvision's list)")
+        files = tuple((f, md5) for f, md5 in cls.train_list + cls.test_list) + (
+            (cls.meta["filename"], cls.meta["md5"]),
+        )
+        return DatasetSource(
+            name,
+            spec.title,
+            (_archive(cls.filename, cls.url, cls.tgz_md5),),
+            files,
+            "md5 of the archive published by its source; every pickle's md5 checked at each load (torchvision's list)",
+        )
     if spec.storage == "tiny_imagenet_files":
         file = TINY_IMAGENET_URL.rsplit("/", 1)[-1]
-        return DatasetSource(name, spec.title, (_archive(file, TINY_IMAGENET_URL, ""),), (),
-                             "its source publishes no checksum, so none is checked")
+        return DatasetSource(
+            name,
+            spec.title,
+            (_archive(file, TINY_IMAGENET_URL, ""),),
+            (),
+            "its source publishes no checksum, so none is checked",
+        )
     from torchvision.datasets.imagenet import ARCHIVE_META
 
     archives = tuple(_archive(file, IMAGENET_URL, md5) for file, md5 in ARCHIVE_META.values())
-    return DatasetSource(name, spec.title, archives, (),
-                         "md5s of the archives (torchvision's list), checked by torchvision when it extracts them; "
-                         "the download page asks for a registration")
+    return DatasetSource(
+        name,
+        spec.title,
+        archives,
+        (),
+        "md5s of the archives (torchvision's list), checked by torchvision when it extracts them; "
+        "the download page asks for a registration",
+    )
 
 
 def _archive(file: str, url: str, md5: str) -> Archive:

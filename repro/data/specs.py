@@ -52,17 +52,55 @@ class DatasetSpec:
 DATASETS: dict[str, DatasetSpec] = {
     d.name: d
     for d in [
-        DatasetSpec("cifar10", "CIFAR-10", 32, 3, 10, 50_000, 10_000, "final", "cifar_pickles",
-                    "cifar-10-batches-py", "test", "CIFAR10",
-                    mean=(0.4914, 0.4822, 0.4465), std=(0.2470, 0.2435, 0.2616)),
-        DatasetSpec("cifar100", "CIFAR-100", 32, 3, 100, 50_000, 10_000, "final", "cifar_pickles",
-                    "cifar-100-python", "test", "CIFAR100",
-                    mean=(0.5071, 0.4865, 0.4409), std=(0.2673, 0.2564, 0.2762)),
+        DatasetSpec(
+            "cifar10",
+            "CIFAR-10",
+            32,
+            3,
+            10,
+            50_000,
+            10_000,
+            "final",
+            "cifar_pickles",
+            "cifar-10-batches-py",
+            "test",
+            "CIFAR10",
+            mean=(0.4914, 0.4822, 0.4465),
+            std=(0.2470, 0.2435, 0.2616),
+        ),
+        DatasetSpec(
+            "cifar100",
+            "CIFAR-100",
+            32,
+            3,
+            100,
+            50_000,
+            10_000,
+            "final",
+            "cifar_pickles",
+            "cifar-100-python",
+            "test",
+            "CIFAR100",
+            mean=(0.5071, 0.4865, 0.4409),
+            std=(0.2673, 0.2564, 0.2762),
+        ),
         # Tiny-ImageNet is an ImageNet subset: ImageNet's statistics (the defaults).
-        DatasetSpec("tiny_imagenet", "Tiny-ImageNet", 64, 3, 200, 100_000, 10_000, "peak", "tiny_imagenet_files",
-                    "tiny-imagenet-200", "val"),
-        DatasetSpec("imagenet", "ImageNet-1K", 224, 3, 1000, 1_281_167, 50_000, "peak", "image_folders",
-                    "imagenet", "val"),
+        DatasetSpec(
+            "tiny_imagenet",
+            "Tiny-ImageNet",
+            64,
+            3,
+            200,
+            100_000,
+            10_000,
+            "peak",
+            "tiny_imagenet_files",
+            "tiny-imagenet-200",
+            "val",
+        ),
+        DatasetSpec(
+            "imagenet", "ImageNet-1K", 224, 3, 1000, 1_281_167, 50_000, "peak", "image_folders", "imagenet", "val"
+        ),
     ]
 }
 

@@ -51,8 +51,9 @@ def prototypes(name: str) -> torch.Tensor:
     return torch.rand(spec.num_classes, spec.channels, GRID, GRID, generator=g)
 
 
-def synthetic_tensors(name: str, n: int, seed: int = 0, image_size: int | None = None,
-                      split: str = "train", cache: Path = DEFAULT_CACHE) -> tuple[torch.Tensor, torch.Tensor]:
+def synthetic_tensors(
+    name: str, n: int, seed: int = 0, image_size: int | None = None, split: str = "train", cache: Path = DEFAULT_CACHE
+) -> tuple[torch.Tensor, torch.Tensor]:
     """(images uint8 (n, C, S, S), labels int64 (n,)) shaped like dataset `name`, deterministic per
     (name, seed, split); classes are balanced to within one image. Large splits come from the cache folder."""
     spec = get_dataset(name)
@@ -107,7 +108,7 @@ def make_tensors(name: str, n: int, seed: int, S: int, split: str) -> tuple[torc
     images = torch.empty(n, spec.channels, S, S, dtype=torch.uint8)
     chunk = max(1, 2**22 // (spec.channels * (S + 2 * margin) ** 2))
     for start in range(0, n, chunk):
-        y = labels[start:start + chunk]
+        y = labels[start : start + chunk]
         m = len(y)
         own = torch.rand(m, spec.channels, GRID, GRID, generator=g)
         layout = (protos[y] + NUISANCE * own) / (1 + NUISANCE)  # (m, C, G, G)
@@ -117,5 +118,5 @@ def make_tensors(name: str, n: int, seed: int, S: int, split: str) -> tuple[torc
         contrast = 0.7 + 0.6 * torch.rand(m, 1, 1, 1, generator=g)
         brightness = 0.2 * torch.rand(m, 1, 1, 1, generator=g) - 0.1
         x = (x - 0.5) * contrast + 0.5 + brightness + NOISE * torch.randn(x.shape, generator=g)
-        images[start:start + m] = (x.clamp(0, 1) * 255).round().to(torch.uint8)
+        images[start : start + m] = (x.clamp(0, 1) * 255).round().to(torch.uint8)
     return images, labels

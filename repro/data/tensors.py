@@ -25,6 +25,7 @@ from repro.data.layout import require
 from repro.data.specs import get_dataset
 from repro.data.tiny_imagenet import tiny_imagenet_files, tiny_imagenet_tensors
 
+
 def _is_train(split: str) -> bool:
     if split not in ("train", "test", "val"):
         raise ValueError(f"unknown split {split!r}; use 'train' or 'test' ('val' is a synonym of 'test')")
@@ -39,8 +40,7 @@ def fingerprint(paths: list[Path]) -> str:
     return h.hexdigest()[:16]
 
 
-def cache_path(root: str | Path | None, split: str, cache: Path = DEFAULT_CACHE,
-               name: str = "tiny_imagenet") -> Path:
+def cache_path(root: str | Path | None, split: str, cache: Path = DEFAULT_CACHE, name: str = "tiny_imagenet") -> Path:
     """Where a tiny_imagenet_files dataset's decoded split goes; lists the source files but decodes nothing."""
     folder, train = require(name, root), _is_train(split)
     paths, _ = tiny_imagenet_files(folder, train)
@@ -60,9 +60,15 @@ def _save_atomic(obj: dict, path: Path) -> None:
         raise
 
 
-def load_tensors(name: str, root: str | Path | None = None, split: str = "train", *,
-                 cache: Path = DEFAULT_CACHE, download: bool = False,
-                 allow_unverified: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+def load_tensors(
+    name: str,
+    root: str | Path | None = None,
+    split: str = "train",
+    *,
+    cache: Path = DEFAULT_CACHE,
+    download: bool = False,
+    allow_unverified: bool = False,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """(images uint8 (N, 3, H, W), labels int64 (N,)) of a real dataset that fits in memory.
 
     CIFAR reads torchvision's pickles (fast, md5-checked, downloaded first when

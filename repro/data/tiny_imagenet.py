@@ -38,8 +38,10 @@ def tiny_imagenet_files(folder: Path, train: bool) -> tuple[list[Path], list[int
             if line.strip():
                 fields = line.split("\t")
                 if len(fields) < 2 or fields[1] not in index:
-                    raise ValueError(f"{annotations}, line {n}: expected '<file>\\t<wnid>\\t...' with a wnid "
-                                     f"of wnids.txt, got {line[:80]!r}")
+                    raise ValueError(
+                        f"{annotations}, line {n}: expected '<file>\\t<wnid>\\t...' with a wnid "
+                        f"of wnids.txt, got {line[:80]!r}"
+                    )
                 paths.append(folder / "val" / "images" / fields[0])
                 labels.append(index[fields[1]])
     return paths, labels
@@ -54,8 +56,9 @@ def decode_file(path: Path) -> torch.Tensor:
     return torch.from_numpy(rgb).permute(2, 0, 1)  # (C, H, W)
 
 
-def tiny_imagenet_tensors(root: str | Path | None, train: bool,
-                          workers: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+def tiny_imagenet_tensors(
+    root: str | Path | None, train: bool, workers: int | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
     """(images uint8 (N, 3, 64, 64), labels int64 (N,)), decoded on `workers` threads (PIL frees the GIL)."""
     paths, labels = tiny_imagenet_files(require("tiny_imagenet", root), train)
     images = torch.empty(len(paths), 3, IMAGE_SIZE, IMAGE_SIZE, dtype=torch.uint8)

@@ -96,8 +96,11 @@ def remove_stale_temporaries(results_dir: Path, settings: LockSettings, now: flo
         removed.append(tmp)
         freed += stat.st_size
     if removed:
-        print(f"removed {len(removed)} temporary file(s) ({freed / 2**20:.1f} MiB) that stopped writes left in "
-              f"{runs_dir(results_dir)}", flush=True)
+        print(
+            f"removed {len(removed)} temporary file(s) ({freed / 2**20:.1f} MiB) that stopped writes left in "
+            f"{runs_dir(results_dir)}",
+            flush=True,
+        )
     return removed
 
 
@@ -117,21 +120,34 @@ def failure_outcome(results_dir: Path, run_hash: str, since: float = 0.0) -> Out
     if failed is None or isinstance(when, bool) or not isinstance(when, (int, float)) or when < since:
         return None
     executor = failed.get("executor") if isinstance(failed.get("executor"), dict) else {}
-    job = (executor.get("slurm_array_job_id")
-           and f"{executor['slurm_array_job_id']}_{executor.get('slurm_array_task_id', '')}")
+    job = (
+        executor.get("slurm_array_job_id")
+        and f"{executor['slurm_array_job_id']}_{executor.get('slurm_array_task_id', '')}"
+    )
     job = job or executor.get("slurm_job_id")
     where = f"Slurm job {job}" if job else f"another process (on {executor.get('host', '?')})"
-    return Outcome(run_hash, RunState.FAILED, error=f"failed in {where}: {failed.get('error', '(no error given)')}",
-                   holder=executor)
+    return Outcome(
+        run_hash,
+        RunState.FAILED,
+        error=f"failed in {where}: {failed.get('error', '(no error given)')}",
+        holder=executor,
+    )
 
 
-def probe(results_dir: Path, cfg: RunConfig, settings: LockSettings, since: float = 0.0,
-          set_aside_unusable: bool = True, now: float | None = None) -> Outcome:
+def probe(
+    results_dir: Path,
+    cfg: RunConfig,
+    settings: LockSettings,
+    since: float = 0.0,
+    set_aside_unusable: bool = True,
+    now: float | None = None,
+) -> Outcome:
     """What the files of a run say: RECORDED (a usable record), HELD (a live lock), FAILED (a failure written at
     or after `since`), else FREE (with the lock left by a holder that is gone, if any). The record is read again
     last: its holder may finish between the reads. `set_aside_unusable` False reads only (repro status): an
     unusable record then counts as none, and a FREE outcome's `error` says why it is unusable. A record left
     alone (it cannot be read, or a newer version wrote it) is FAILED, its error the line that says so."""
+
     def record() -> tuple[dict[str, Any] | None, str | None]:
         if set_aside_unusable:
             return load_record(results_dir, cfg), None

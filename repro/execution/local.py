@@ -62,8 +62,15 @@ def local_slots(device: str, jobs: int, gpus: list[str], runs_per_gpu: int) -> l
     return [Slot(f"cpu/{k}") for k in range(jobs)]
 
 
-def _attempt_in_worker(request: RunRequest, results_dir: Path, device: str, data_dir: Path | None, events: Any,
-                       settings: LockSettings, run_settings: Settings) -> Outcome:
+def _attempt_in_worker(
+    request: RunRequest,
+    results_dir: Path,
+    device: str,
+    data_dir: Path | None,
+    events: Any,
+    settings: LockSettings,
+    run_settings: Settings,
+) -> Outcome:
     from repro.execution.records import attempt_run
 
     with training():
@@ -144,18 +151,38 @@ def run_local(work: ExecutionRequest, slots: list[Slot] | None = None) -> list[O
             while queue and free:
                 slot, request = free.pop(0), queue.popleft()
                 if progress is not None:
-                    tasks[request.label] = progress.add_task(f"  {request.label}", total=request.cfg.epochs,
-                                                             start=slot.in_process)
+                    tasks[request.label] = progress.add_task(
+                        f"  {request.label}", total=request.cfg.epochs, start=slot.in_process
+                    )
                 if slot.in_process:
                     sink = _ProgressEvents(progress, tasks)
                     in_process.append(request)
-                    finish(attempt_run(request, results_dir, device, data_dir, sink, "local", settings,
-                                       slot_settings(work.settings, slot)), request)
+                    finish(
+                        attempt_run(
+                            request,
+                            results_dir,
+                            device,
+                            data_dir,
+                            sink,
+                            "local",
+                            settings,
+                            slot_settings(work.settings, slot),
+                        ),
+                        request,
+                    )
                     in_process.clear()
                     free.append(slot)
                 else:
-                    future = pools[slot.name].submit(_attempt_in_worker, request, results_dir, device, data_dir,
-                                                     events, settings, slot_settings(work.settings, slot))
+                    future = pools[slot.name].submit(
+                        _attempt_in_worker,
+                        request,
+                        results_dir,
+                        device,
+                        data_dir,
+                        events,
+                        settings,
+                        slot_settings(work.settings, slot),
+                    )
                     running[future] = (slot, request)
             if running:
                 done, _ = wait(list(running), timeout=0.5, return_when=FIRST_COMPLETED)
@@ -187,8 +214,11 @@ def _stop_workers(running: dict, pools: dict, results_dir: Path) -> list[RunRequ
     from repro.execution.files import runs_dir
 
     # One process per pool; ProcessPoolExecutor keeps no public handle on it.
-    procs = {f: next(iter(pools[slot.name]._processes.values())) for f, (slot, _) in running.items()
-             if pools[slot.name]._processes}
+    procs = {
+        f: next(iter(pools[slot.name]._processes.values()))
+        for f, (slot, _) in running.items()
+        if pools[slot.name]._processes
+    }
     killed = stop_workers(procs)
     for pool in pools.values():  # idle now, holding nothing: a graceful exit took seconds per worker
         for proc in list(pool._processes.values()):
@@ -201,8 +231,15 @@ def _stop_workers(running: dict, pools: dict, results_dir: Path) -> list[RunRequ
     return [request for _, request in running.values()]
 
 
-def _poll_waiting(waiting: dict, queue: deque, outcomes: list[Outcome], results_dir: Path, settings: LockSettings,
-                  progress: Progress | None, overall: TaskID | None) -> bool:
+def _poll_waiting(
+    waiting: dict,
+    queue: deque,
+    outcomes: list[Outcome],
+    results_dir: Path,
+    settings: LockSettings,
+    progress: Progress | None,
+    overall: TaskID | None,
+) -> bool:
     """Book the awaited runs that finished elsewhere; requeue those whose holder left. True if any was booked."""
     booked = False
     for h, (request, since) in list(waiting.items()):

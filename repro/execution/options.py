@@ -103,14 +103,29 @@ def parse_params(items: list[str]) -> dict[str, str]:
     return out
 
 
-def options_from_cli(executor_name: str = "local", runs_per_gpu: int = 1, no_wait: bool = False,
-                     stale_lock_after: float = DEFAULT_STALE_AFTER_S, slurm_partition: str | None = None,
-                     slurm_gpus_per_task: int | None = None, slurm_cpus_per_task: int | None = None,
-                     slurm_time: str = "4:00:00", slurm_max_parallel: int = 256, slurm_account: str | None = None,
-                     slurm_runs_per_task: int = 1, slurm_param: list[str] | None = None,
-                     gpus_per_run: int = 1) -> ExecutorOptions:
-    slurm = SlurmOptions(partition=slurm_partition, gpus_per_task=slurm_gpus_per_task,
-                         cpus_per_task=slurm_cpus_per_task, time_min=parse_slurm_time(slurm_time),
-                         max_parallel=slurm_max_parallel, account=slurm_account,
-                         runs_per_task=slurm_runs_per_task, params=parse_params(slurm_param or []))
+def options_from_cli(
+    executor_name: str = "local",
+    runs_per_gpu: int = 1,
+    no_wait: bool = False,
+    stale_lock_after: float = DEFAULT_STALE_AFTER_S,
+    slurm_partition: str | None = None,
+    slurm_gpus_per_task: int | None = None,
+    slurm_cpus_per_task: int | None = None,
+    slurm_time: str = "4:00:00",
+    slurm_max_parallel: int = 256,
+    slurm_account: str | None = None,
+    slurm_runs_per_task: int = 1,
+    slurm_param: list[str] | None = None,
+    gpus_per_run: int = 1,
+) -> ExecutorOptions:
+    slurm = SlurmOptions(
+        partition=slurm_partition,
+        gpus_per_task=slurm_gpus_per_task,
+        cpus_per_task=slurm_cpus_per_task,
+        time_min=parse_slurm_time(slurm_time),
+        max_parallel=slurm_max_parallel,
+        account=slurm_account,
+        runs_per_task=slurm_runs_per_task,
+        params=parse_params(slurm_param or []),
+    )
     return ExecutorOptions(executor_name, runs_per_gpu, no_wait, stale_lock_after, slurm, gpus_per_run)

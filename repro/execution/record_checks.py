@@ -29,7 +29,13 @@ from repro.core import jsonfile
 from repro.core.fsutil import jsonable
 from repro.plan.run_config import LATER_DEFAULTS, RunConfig
 from repro.results.run_records import (  # noqa: F401  (RECORD_SCHEMA, record_digest, LeftAlone: the writer's too)
-    RECORD_SCHEMA, LeftAlone, content_problem, newer_schema, record_digest, record_threads, shape_problem,
+    RECORD_SCHEMA,
+    LeftAlone,
+    content_problem,
+    newer_schema,
+    record_digest,
+    record_threads,
+    shape_problem,
 )
 
 CHECKPOINT_KEYS = ("model", "optimizer", "scheduler", "rng", "history", "epoch", "elapsed")
@@ -44,8 +50,10 @@ def record_problem(record: Any, config: dict[str, Any], config_hash: str, epochs
         return "its config differs from the run's (another run's record under this name)"
     trained, asked = record_threads(record), config.get("threads", LATER_DEFAULTS["threads"])
     if trained is not None and trained != asked:
-        return (f"it was trained on {trained} intra-op thread(s) and this run trains on {asked} "
-                "(a record of another thread count, from before thread counts named a run)")
+        return (
+            f"it was trained on {trained} intra-op thread(s) and this run trains on {asked} "
+            "(a record of another thread count, from before thread counts named a run)"
+        )
     if record["seed"] != config.get("seed"):
         return f"seed {record['seed']!r} is not the config's {config.get('seed')!r}"
     return content_problem(record, epochs)
@@ -65,8 +73,10 @@ def read_record(path: Path, cfg: RunConfig) -> tuple[dict[str, Any] | None, str 
             raise LeftAlone.unreadable(path, exc.strerror) from None
         return None, exc.reason
     if newer_schema(record):
-        raise LeftAlone(f"{path} was written by a newer version (record schema {record['schema']}; this one reads "
-                        f"{RECORD_SCHEMA}): not reused, and left as it is; its run is skipped")
+        raise LeftAlone(
+            f"{path} was written by a newer version (record schema {record['schema']}; this one reads "
+            f"{RECORD_SCHEMA}): not reused, and left as it is; its run is skipped"
+        )
     problem = record_problem(record, jsonable(cfg.to_dict()), cfg.hash, cfg.epochs)
     return (record, None) if problem is None else (None, problem)
 

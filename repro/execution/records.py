@@ -28,11 +28,22 @@ from typing import Any
 import torch
 
 from repro.execution.files import (
-    checkpoint_path, failure_path, load_record, record_path, runs_dir, set_aside,
+    checkpoint_path,
+    failure_path,
+    load_record,
+    record_path,
+    runs_dir,
+    set_aside,
 )
 from repro.execution.protocol import Outcome, RunRequest, RunState
 from repro.execution.record_checks import (
-    RECORD_SCHEMA, LeftAlone, checkpoint_problem, load_error, record_digest, record_problem, special_file_problem,
+    RECORD_SCHEMA,
+    LeftAlone,
+    checkpoint_problem,
+    load_error,
+    record_digest,
+    record_problem,
+    special_file_problem,
 )
 from repro.core.fsutil import FolderWriter, WriteFailed, jsonable
 from repro.core.settings import Launch, Settings
@@ -41,7 +52,12 @@ from repro.results.timings import load_average
 from repro.plan.run_config import RunConfig
 from repro.runtime.compile_cache import compile_cache
 from repro.runtime.locks import (
-    LockLost, LockNotRemovable, LockSettings, RunLock, read_holder, try_lock,
+    LockLost,
+    LockNotRemovable,
+    LockSettings,
+    RunLock,
+    read_holder,
+    try_lock,
 )
 
 
@@ -73,13 +89,27 @@ def executor_provenance(executor: str, device: str, launch: Launch) -> dict[str,
     (`launch`: what the launcher of the process that trains it set)."""
     from repro.runtime.distributed import current
 
-    return {"name": executor, "host": socket.gethostname(), "pid": os.getpid(), "device": device,
-            "cuda_visible_devices": launch.visible_gpus, "world_size": current().size, **launch.slurm_identity()}
+    return {
+        "name": executor,
+        "host": socket.gethostname(),
+        "pid": os.getpid(),
+        "device": device,
+        "cuda_visible_devices": launch.visible_gpus,
+        "world_size": current().size,
+        **launch.slurm_identity(),
+    }
 
 
-def run_one(request: RunRequest, results_dir: Path, device: str, data_dir: Path | None,
-            events: Any = None, executor: str = "local", lock: RunLock | None = None,
-            settings: Settings = Settings()) -> dict[str, Any]:
+def run_one(
+    request: RunRequest,
+    results_dir: Path,
+    device: str,
+    data_dir: Path | None,
+    events: Any = None,
+    executor: str = "local",
+    lock: RunLock | None = None,
+    settings: Settings = Settings(),
+) -> dict[str, Any]:
     """Train (or resume) one run and write its record atomically; with `lock`, stop if the lock is lost.
     Under torchrun this is rank 0's: the other ranks are told to train the run with it (repro.runtime.distributed).
     `settings`: the command's, as the process that trains the run has them (repro.core.settings)."""
@@ -126,11 +156,15 @@ def run_one(request: RunRequest, results_dir: Path, device: str, data_dir: Path 
         # run's wall time also holds the machine's other load (repro.cost.fit).
         "cpu_seconds": time.process_time() - cpu_started,
         # where this process's time went (repro.results.timings); this attempt's, when the run was resumed
-        "timings": {**out.pop("timings", {}), "run": {"wall_s": time.perf_counter() - started,
-                                                      "cpu_s": time.process_time() - cpu_started}},
-        "provenance": {**provenance(device, cfg.threads, request.data.allow_unverified, load_started),
-                       "reproducibility": facts,
-                       "executor": executor_provenance(executor, device, settings.launch)},
+        "timings": {
+            **out.pop("timings", {}),
+            "run": {"wall_s": time.perf_counter() - started, "cpu_s": time.process_time() - cpu_started},
+        },
+        "provenance": {
+            **provenance(device, cfg.threads, request.data.allow_unverified, load_started),
+            "reproducibility": facts,
+            "executor": executor_provenance(executor, device, settings.launch),
+        },
     }
     record = jsonable(record)
     record["digest"] = record_digest(record)
@@ -156,8 +190,14 @@ def follow_runs(results_dir: Path, device: str, data_dir: Path | None, settings:
         cfg, data = run
         try:
             with compile_cache(settings.cache):
-                train_run(cfg, torch.device(rank_device(device, world)), data_dir, checkpoint_path(results_dir, cfg),
-                          data=data, settings=settings)
+                train_run(
+                    cfg,
+                    torch.device(rank_device(device, world)),
+                    data_dir,
+                    checkpoint_path(results_dir, cfg),
+                    data=data,
+                    settings=settings,
+                )
         except NonFiniteLoss:
             pass  # every rank sees the same reduced loss: rank 0 records the failure and goes on
         trained += 1
@@ -177,9 +217,16 @@ def interrupted_by(exc: BaseException) -> KeyboardInterrupt | None:
     return None
 
 
-def attempt_run(request: RunRequest, results_dir: Path, device: str, data_dir: Path | None, events: Any = None,
-                executor: str = "local", lock_settings: LockSettings = LockSettings(),
-                settings: Settings = Settings()) -> Outcome:
+def attempt_run(
+    request: RunRequest,
+    results_dir: Path,
+    device: str,
+    data_dir: Path | None,
+    events: Any = None,
+    executor: str = "local",
+    lock_settings: LockSettings = LockSettings(),
+    settings: Settings = Settings(),
+) -> Outcome:
     """Take the run's lock, then train it unless its record appeared meanwhile: TRAINED, RECORDED, HELD (another
     process has it) or FAILED. Never raises for a failed run; raises WriteFailed when the disk refuses a file
     (its fault, not the run's: the command stops on it, and no record is touched). The lock names this process's
@@ -208,8 +255,12 @@ def attempt_run(request: RunRequest, results_dir: Path, device: str, data_dir: P
         if (stop := interrupted_by(exc)) is not None:  # a failure on the way out of a stop is the stop
             raise stop from None
         error = f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=3)}"
-        failure = {"label": request.label, "error": error, "time": time.time(),
-                   "executor": executor_provenance(executor, device, settings.launch)}
+        failure = {
+            "label": request.label,
+            "error": error,
+            "time": time.time(),
+            "executor": executor_provenance(executor, device, settings.launch),
+        }
         try:
             FolderWriter(results_dir).write_json(failure_path(results_dir, h), failure)
         except WriteFailed:

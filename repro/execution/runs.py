@@ -12,7 +12,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from repro.execution.files import (  # noqa: F401  (re-exported)
-    checkpoint_path, failure_path, load_record, record_path, remove_stale_temporaries, runs_dir,
+    checkpoint_path,
+    failure_path,
+    load_record,
+    record_path,
+    remove_stale_temporaries,
+    runs_dir,
 )
 from repro.execution.options import EXECUTORS, ExecutorOptions
 from repro.core.progress import Progress
@@ -27,9 +32,11 @@ def get_executor(name: str) -> Executor:
     # Imported on use: the slurm executor needs submitit, the local one does not.
     if name == "local":
         from repro.execution.local import run_local
+
         return run_local
     if name == "slurm":
         from repro.execution.slurm import run_slurm
+
         return run_slurm
     raise KeyError(f"executor '{name}' is not one of {', '.join(EXECUTORS)}")
 
@@ -116,9 +123,17 @@ def _recorded(results_dir: Path, request: RunRequest) -> bool:
         return False
 
 
-def execute_runs(requests: list[RunRequest], results_dir: Path, device: str, data_dir: Path | None = None,
-                 jobs: int = 1, progress: Progress | None = None, options: ExecutorOptions | None = None,
-                 train: bool = True, settings: Settings = Settings()) -> RunBatch:
+def execute_runs(
+    requests: list[RunRequest],
+    results_dir: Path,
+    device: str,
+    data_dir: Path | None = None,
+    jobs: int = 1,
+    progress: Progress | None = None,
+    options: ExecutorOptions | None = None,
+    train: bool = True,
+    settings: Settings = Settings(),
+) -> RunBatch:
     """Run what has no record yet with the executor `options` names (repro.execution.options.ExecutorOptions;
     default: local); return the records and errors by hash, and the counts trained here, reused and
     trained by another process. On Ctrl-C or SIGTERM, raises RunsInterrupted saying what was kept.
@@ -131,8 +146,9 @@ def execute_runs(requests: list[RunRequest], results_dir: Path, device: str, dat
         for r in todo:
             batch.errors[r.cfg.hash] = "it has no run record, and a rebuild trains nothing"
     elif todo:
-        work = ExecutionRequest(tuple(todo), results_dir, device, data_dir, jobs, options, progress,
-                                batch.counts.reused, settings)
+        work = ExecutionRequest(
+            tuple(todo), results_dir, device, data_dir, jobs, options, progress, batch.counts.reused, settings
+        )
         try:
             outcomes = get_executor(options.executor)(work)
         except Stopped as stop:

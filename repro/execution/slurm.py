@@ -33,8 +33,14 @@ class RunTask:
     """One array task: its runs, one after another. submitit pickles it; a requeue resubmits it. `run_settings`:
     the submitting command's (repro.core.settings), but for the launch, which the task reads where it starts."""
 
-    def __init__(self, requests: list, results_dir: Path, data_dir: Path | None, settings: LockSettings,
-                 run_settings: Settings = Settings()) -> None:
+    def __init__(
+        self,
+        requests: list,
+        results_dir: Path,
+        data_dir: Path | None,
+        settings: LockSettings,
+        run_settings: Settings = Settings(),
+    ) -> None:
         self.requests, self.results_dir, self.data_dir, self.settings = requests, results_dir, data_dir, settings
         self.run_settings = run_settings
 
@@ -51,18 +57,22 @@ class RunTask:
         # Slurm exposes only the GPUs it allocated to the task, so "a GPU is visible" is "one was asked for".
         # Each run trains on the threads its config names (repro.runtime.numerics), not the task's CPU count.
         device = "cuda" if torch.cuda.is_available() else "cpu"
-        return [dataclasses.replace(attempt_run(r, self.results_dir, device, self.data_dir, None, "slurm",
-                                                self.settings, run_settings),
-                                    record=None)  # the submitter reads the record from disk
-                for r in self.requests]
+        return [
+            dataclasses.replace(
+                attempt_run(r, self.results_dir, device, self.data_dir, None, "slurm", self.settings, run_settings),
+                record=None,
+            )  # the submitter reads the record from disk
+            for r in self.requests
+        ]
 
     def checkpoint(self, *args: Any, **kwargs: Any):
         """Called by submitit on a time-out or preemption: run the same task again; runs resume from their
         checkpoints."""
         import submitit
 
-        return submitit.helpers.DelayedSubmission(RunTask(self.requests, self.results_dir, self.data_dir, self.settings,
-                                                          self.run_settings))
+        return submitit.helpers.DelayedSubmission(
+            RunTask(self.requests, self.results_dir, self.data_dir, self.settings, self.run_settings)
+        )
 
 
 def _value(text: str) -> Any:
@@ -72,10 +82,18 @@ def _value(text: str) -> Any:
 def submitit_parameters(s: SlurmOptions, valid: set[str]) -> dict[str, Any]:
     """SlurmOptions -> submitit.SlurmExecutor parameters; a --slurm-param submitit does not know goes to sbatch
     as is."""
-    params: dict[str, Any] = {"time": s.time_min, "array_parallelism": s.max_parallel, "job_name": "repro",
-                              "setup": [f"export PYTHONPATH={import_folder()}${{PYTHONPATH:+:$PYTHONPATH}}"]}
-    for key, value in (("partition", s.partition), ("gpus_per_task", s.gpus_per_task),
-                       ("cpus_per_task", s.cpus_per_task), ("account", s.account)):
+    params: dict[str, Any] = {
+        "time": s.time_min,
+        "array_parallelism": s.max_parallel,
+        "job_name": "repro",
+        "setup": [f"export PYTHONPATH={import_folder()}${{PYTHONPATH:+:$PYTHONPATH}}"],
+    }
+    for key, value in (
+        ("partition", s.partition),
+        ("gpus_per_task", s.gpus_per_task),
+        ("cpus_per_task", s.cpus_per_task),
+        ("account", s.account),
+    ):
         if value is not None:
             params[key] = value
     extra: dict[str, Any] = {}
@@ -95,8 +113,12 @@ def queued_jobs(job_ids: list[str]) -> set[str] | None:
     """Which of these jobs (123 or 123_4) Slurm still knows as queued or running; None if squeue did not answer."""
     arrays = sorted({j.split("_")[0] for j in job_ids})
     try:
-        out = subprocess.run(["squeue", "--noheader", "--array", "--format=%i", f"--jobs={','.join(arrays)}"],
-                             capture_output=True, text=True, timeout=60)
+        out = subprocess.run(
+            ["squeue", "--noheader", "--array", "--format=%i", f"--jobs={','.join(arrays)}"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
     except (OSError, subprocess.TimeoutExpired):
         return None
     if out.returncode != 0:
@@ -116,31 +138,41 @@ def _holder_job(ex: dict[str, Any]) -> str | None:
     return ex.get("slurm_job_id")
 
 
-def submit(todo: list, results_dir: Path, data_dir: Path | None, options: ExecutorOptions,
-           settings: Settings = Settings()) -> dict[str, str]:
+def submit(
+    todo: list, results_dir: Path, data_dir: Path | None, options: ExecutorOptions, settings: Settings = Settings()
+) -> dict[str, str]:
     """Submit `todo` as one job array; return the job id (123_4) of each run's task, by hash."""
     import submitit
 
     s = options.slurm
     folder = (Path(s.folder) if s.folder else results_dir / "slurm").absolute()
     # python=...: how the tasks start Python, e.g. "apptainer exec --nv repro.sif python"; default this interpreter
-    executor = submitit.SlurmExecutor(folder=folder / "%j", max_num_timeout=MAX_REQUEUES_ON_TIMEOUT,
-                                      python=s.params.get("python"))
+    executor = submitit.SlurmExecutor(
+        folder=folder / "%j", max_num_timeout=MAX_REQUEUES_ON_TIMEOUT, python=s.params.get("python")
+    )
     executor.update_parameters(**submitit_parameters(s, executor._valid_parameters()))
-    chunks = [todo[i:i + s.runs_per_task] for i in range(0, len(todo), s.runs_per_task)]
+    chunks = [todo[i : i + s.runs_per_task] for i in range(0, len(todo), s.runs_per_task)]
     with executor.batch():
         data = data_dir.absolute() if data_dir is not None else None  # the tasks may start in another directory
-        folders = dataclasses.replace(settings, cache=settings.cache.absolute(),
-                                      weights=tuple(p.absolute() for p in settings.weights))
-        jobs = [executor.submit(RunTask(chunk, results_dir.absolute(), data, options.lock, folders))
-                for chunk in chunks]
+        folders = dataclasses.replace(
+            settings, cache=settings.cache.absolute(), weights=tuple(p.absolute() for p in settings.weights)
+        )
+        jobs = [
+            executor.submit(RunTask(chunk, results_dir.absolute(), data, options.lock, folders)) for chunk in chunks
+        ]
     out = {}
     for job, chunk in zip(jobs, chunks):
         for request in chunk:
             out[request.cfg.hash] = job.job_id
-            FolderWriter(results_dir).write_json(submitted_path(results_dir, request.cfg.hash),
-                              {"job_id": job.job_id, "label": request.label, "submitted": time.time(),
-                               "log": str(folder / job.job_id.split("_")[0])})
+            FolderWriter(results_dir).write_json(
+                submitted_path(results_dir, request.cfg.hash),
+                {
+                    "job_id": job.job_id,
+                    "label": request.label,
+                    "submitted": time.time(),
+                    "log": str(folder / job.job_id.split("_")[0]),
+                },
+            )
     return out
 
 
@@ -166,20 +198,36 @@ def run_slurm(work: ExecutionRequest) -> list[Outcome]:
         for r in requests:
             submitted[r.cfg.hash] = (r, ids[r.cfg.hash], started)
         array = next(iter(ids.values())).split("_")[0]
-        _say(progress, f"submitted {len(requests)} run(s) as Slurm job {array} "
-                       f"({len(set(ids.values()))} array task(s)); "
-                       f"logs in {options.slurm.folder or results_dir / 'slurm'}")
+        _say(
+            progress,
+            f"submitted {len(requests)} run(s) as Slurm job {array} "
+            f"({len(set(ids.values()))} array task(s)); "
+            f"logs in {options.slurm.folder or results_dir / 'slurm'}",
+        )
 
     submit_now(to_submit)
     if options.no_wait:
-        return [*(Outcome(h, RunState.SUBMITTED, job=job, error=(
-                    f"submitted as Slurm job {job}, not finished yet (--no-wait); `repro status` shows its "
-                    "progress; run this command again once it has ended to render the table"))
-                  for h, (_, job, _) in submitted.items()),
-                *(Outcome(h, RunState.HELD, error="trained by another process, not finished yet (--no-wait)")
-                  for h in waiting)]
-    overall = (progress.add_task(f"runs on Slurm ({work.reused} already recorded)", total=len(work.runs))
-               if progress else None)
+        return [
+            *(
+                Outcome(
+                    h,
+                    RunState.SUBMITTED,
+                    job=job,
+                    error=(
+                        f"submitted as Slurm job {job}, not finished yet (--no-wait); `repro status` shows its "
+                        "progress; run this command again once it has ended to render the table"
+                    ),
+                )
+                for h, (_, job, _) in submitted.items()
+            ),
+            *(
+                Outcome(h, RunState.HELD, error="trained by another process, not finished yet (--no-wait)")
+                for h in waiting
+            ),
+        ]
+    overall = (
+        progress.add_task(f"runs on Slurm ({work.reused} already recorded)", total=len(work.runs)) if progress else None
+    )
     while submitted or waiting:
         time.sleep(poll_interval(settings) if waiting else 2.0)
         alive = queued_jobs([job for _, job, _ in submitted.values()]) if submitted else set()
@@ -213,8 +261,9 @@ def run_slurm(work: ExecutionRequest) -> list[Outcome]:
     return outcomes
 
 
-def _submitted_outcome(request: RunRequest, job: str, since: float, results_dir: Path, alive: set[str] | None,
-                       settings: LockSettings) -> Outcome | None:
+def _submitted_outcome(
+    request: RunRequest, job: str, since: float, results_dir: Path, alive: set[str] | None, settings: LockSettings
+) -> Outcome | None:
     """A submitted run's outcome: TRAINED by its task (RECORDED when another process's record came first),
     FAILED, HELD when another process holds it, or None while its task is still queued or running."""
     outcome = probe(results_dir, request.cfg, settings, since)
@@ -227,9 +276,15 @@ def _submitted_outcome(request: RunRequest, job: str, since: float, results_dir:
         return Outcome(outcome.run_hash, RunState.TRAINED, record=outcome.record, job=job) if trained else outcome
     if outcome.state is RunState.FAILED or (outcome.state is RunState.HELD and _holder_job(outcome.holder) != job):
         return outcome
-    return Outcome(request.cfg.hash, RunState.FAILED, job=job, error=(
-        f"Slurm job {job} ended without a record (cancelled, out of time after {MAX_REQUEUES_ON_TIMEOUT} requeues, "
-        f"or killed: see its log); its checkpoint is kept, so running the command again resumes it"))
+    return Outcome(
+        request.cfg.hash,
+        RunState.FAILED,
+        job=job,
+        error=(
+            f"Slurm job {job} ended without a record (cancelled, out of time after {MAX_REQUEUES_ON_TIMEOUT} requeues, "
+            f"or killed: see its log); its checkpoint is kept, so running the command again resumes it"
+        ),
+    )
 
 
 def _say(progress: Any, text: str) -> None:

@@ -40,8 +40,9 @@ class TableStatus:
         return sum(r.state == state for r in self.runs)
 
 
-def run_line(results_dir: Path, cfg: RunConfig, label: str, settings: LockSettings,
-             now: float | None = None) -> RunLine:
+def run_line(
+    results_dir: Path, cfg: RunConfig, label: str, settings: LockSettings, now: float | None = None
+) -> RunLine:
     """One run's state from its files: a usable record, then a live lock, then a failure, else pending."""
     now = time.time() if now is None else now
     outcome = probe(results_dir, cfg, settings, set_aside_unusable=False, now=now)
@@ -58,8 +59,9 @@ def run_line(results_dir: Path, cfg: RunConfig, label: str, settings: LockSettin
     if outcome.error:  # an unusable record
         notes.append(f"{outcome.error}: the next run sets it aside and redoes it")
     if outcome.holder is not None:
-        notes.append(f"interrupted ({describe_holder(outcome.holder, now)}: "
-                     f"{stale_reason(outcome.holder, settings, now)})")
+        notes.append(
+            f"interrupted ({describe_holder(outcome.holder, now)}: {stale_reason(outcome.holder, settings, now)})"
+        )
     queued = read_json(submitted_path(results_dir, cfg.hash))
     if queued is not None:
         notes.append(f"submitted as Slurm job {queued.get('job_id')}")
@@ -78,4 +80,3 @@ def table_status(plan: TablePlan, results_dir: Path, settings: LockSettings) -> 
             seen.add(planned.cfg.hash)
             out.runs.append(run_line(results_dir, planned.cfg, planned.label, settings, now))
     return out
-

@@ -30,8 +30,14 @@ def relaunch(argv: list[str], gpus_per_run: int, settings: Settings) -> int | No
 
 
 @contextlib.contextmanager
-def ranks(device: str, results_dir: Path, data_dir: Path | None, gpus_per_run: int = 1,
-          executor: str = "local", settings: Settings = Settings()) -> Iterator[bool]:
+def ranks(
+    device: str,
+    results_dir: Path,
+    data_dir: Path | None,
+    gpus_per_run: int = 1,
+    executor: str = "local",
+    settings: Settings = Settings(),
+) -> Iterator[bool]:
     """Yield True in the process that leads (rank 0, or the only process); a rank > 0 trains the runs rank 0
     announces, then yields False. Raise TorchrunUsageError for options the launch (settings.launch, read where
     this rank's command started) cannot honour."""
@@ -43,11 +49,14 @@ def ranks(device: str, results_dir: Path, data_dir: Path | None, gpus_per_run: i
     from repro.runtime import distributed
 
     if gpus_per_run not in (1, world_size):
-        raise TorchrunUsageError(f"--gpus-per-run {gpus_per_run} under torchrun with {world_size} processes: "
-                                 "give one of them")
+        raise TorchrunUsageError(
+            f"--gpus-per-run {gpus_per_run} under torchrun with {world_size} processes: give one of them"
+        )
     if executor != "local":
-        raise TorchrunUsageError(f"under torchrun each run trains on the launched processes; --executor {executor} "
-                                 "does not apply (use the local executor, or run torchrun inside the Slurm job)")
+        raise TorchrunUsageError(
+            f"under torchrun each run trains on the launched processes; --executor {executor} "
+            "does not apply (use the local executor, or run torchrun inside the Slurm job)"
+        )
     device = resolve_device(device)
     world = distributed.init(device, settings.launch)
     if not world.main:

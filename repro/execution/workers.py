@@ -69,8 +69,11 @@ def start_workers(slots: list[SlotLike]) -> Workers:
     keep_freed_memory()  # workers inherit the thresholds through the environment (repro.runtime.memory)
     ctx = mp.get_context("spawn")
     manager = start_manager(ctx)
-    workers = Workers({s.name: ProcessPoolExecutor(1, mp_context=ctx, initializer=_pin, initargs=(s.env,))
-                       for s in slots}, manager, manager.Queue())
+    workers = Workers(
+        {s.name: ProcessPoolExecutor(1, mp_context=ctx, initializer=_pin, initargs=(s.env,)) for s in slots},
+        manager,
+        manager.Queue(),
+    )
     if _kept:
         _kept[-1][key] = workers
     return workers

@@ -84,11 +84,22 @@ def pretrain_stand_in_weights(configs: list[RunConfig], ctx: Context) -> None:
         else:
             print(text, flush=True)
 
-    needed = sorted({(digit_weights.base_backbone(c.backbone["name"]), c.dataset, c.image_size) for c in configs
-                     if c.digit_weights and not record_path(ctx.results_dir, c).is_file()})
+    needed = sorted(
+        {
+            (digit_weights.base_backbone(c.backbone["name"]), c.dataset, c.image_size)
+            for c in configs
+            if c.digit_weights and not record_path(ctx.results_dir, c).is_file()
+        }
+    )
     for backbone, dataset, size in needed:
-        digit_weights.ensure(backbone, dataset, size, log=say, cache=ctx.settings.cache,
-                             lock_settings=LockSettings(job=ctx.settings.launch.slurm))
+        digit_weights.ensure(
+            backbone,
+            dataset,
+            size,
+            log=say,
+            cache=ctx.settings.cache,
+            lock_settings=LockSettings(job=ctx.settings.launch.slurm),
+        )
 
 
 def routing_at_test_time(routing: dict) -> tuple[float, float] | None:
@@ -116,7 +127,7 @@ def routing_spread(routing: dict) -> dict[str, int]:
     table = routing.get("test_usage_by_class")
     usage = sorted((sum(col) for col in zip(*table)), reverse=True) if table else []
     if sum(usage) > 0:
-        covered = [sum(usage[:i + 1]) for i in range(len(usage))]
+        covered = [sum(usage[: i + 1]) for i in range(len(usage))]
         out["test_experts_90"] = next(i + 1 for i, c in enumerate(covered) if c >= TEST_COVER * covered[-1])
     train = routing.get("expert_usage") or []
     if sum(train) > 0:
@@ -161,8 +172,12 @@ def routing_in_training(routing: dict) -> dict[str, float]:
     layers = [layer["expert_usage"] for layer in (routing.get("layers") or {}).values() if sum(layer["expert_usage"])]
     if layers:
         balances = [_balance(u) or 0.0 for u in layers]
-        out.update(moe_layers=len(layers), layer_min_share=min(min(u) / sum(u) for u in layers),
-                   layer_balance_min=min(balances), layer_balance_max=max(balances))
+        out.update(
+            moe_layers=len(layers),
+            layer_min_share=min(min(u) / sum(u) for u in layers),
+            layer_balance_min=min(balances),
+            layer_balance_max=max(balances),
+        )
     return out
 
 
@@ -179,9 +194,17 @@ def measure_accuracy(plan: TablePlan, ctx: Context) -> Measurement:
         with phase("stand-in pretraining", manifest.id):
             pretrain_stand_in_weights([p.cfg for p in planned], ctx)
     data = DataOptions(ctx.allow_unverified_data, ctx.workers)
-    batch = execute_runs([RunRequest(p.cfg, p.label, data) for p in planned], ctx.results_dir, ctx.device,
-                         ctx.data_dir, ctx.jobs, ctx.progress, options=ctx.executor, train=ctx.train,
-                         settings=ctx.settings)
+    batch = execute_runs(
+        [RunRequest(p.cfg, p.label, data) for p in planned],
+        ctx.results_dir,
+        ctx.device,
+        ctx.data_dir,
+        ctx.jobs,
+        ctx.progress,
+        options=ctx.executor,
+        train=ctx.train,
+        settings=ctx.settings,
+    )
     records, errors = batch.records, batch.errors
     add_runs(manifest.id, [records[h] for h in batch.trained if h in records])
     per_row: dict[str, dict[int, float]] = {}
@@ -230,8 +253,9 @@ def measure_accuracy(plan: TablePlan, ctx: Context) -> Measurement:
             for metric, values in routing.get(row.id, {}).items():
                 out.set_row(row.id, metric, values)
         elif (left_out := plan.left_out.get(row.id)) is not None:
-            out.missing[row_metric(row.id, "accuracy")] = (f"{row.id} is not trained under profile "
-                                                           f"'{plan.profile_name}' (left out by {left_out})")
+            out.missing[row_metric(row.id, "accuracy")] = (
+                f"{row.id} is not trained under profile '{plan.profile_name}' (left out by {left_out})"
+            )
         else:
             out.missing[row_metric(row.id, "accuracy")] = f"every run of {row.id} failed"
     for comp in manifest.comparisons:
@@ -240,12 +264,18 @@ def measure_accuracy(plan: TablePlan, ctx: Context) -> Measurement:
             out.set_comparison(comp.id, "gap", paired_gap(a, b).to_dict())
         elif any(r.id in (comp.row, comp.baseline) and "accuracy" in r.measures for r in manifest.rows):
             out.missing[comparison_metric(comp.id, "gap")] = next(
-                (out.missing[row_metric(r, "accuracy")] for r in (comp.row, comp.baseline)
-                 if row_metric(r, "accuracy") in out.missing and r in plan.left_out),
-                f"no seed has both {comp.row} and {comp.baseline} finished")
+                (
+                    out.missing[row_metric(r, "accuracy")]
+                    for r in (comp.row, comp.baseline)
+                    if row_metric(r, "accuracy") in out.missing and r in plan.left_out
+                ),
+                f"no seed has both {comp.row} and {comp.baseline} finished",
+            )
     out.details["runs"] = runs
     if data_checks:  # the lines for the report, and the checks themselves for each table's provenance
-        out.details["data_checks"] = {"summaries": [c.summary() for c in data_checks],
-                                      "checks": [c.provenance() for c in data_checks]}
+        out.details["data_checks"] = {
+            "summaries": [c.summary() for c in data_checks],
+            "checks": [c.provenance() for c in data_checks],
+        }
     # Submitted runs are not failures: the table waits for them (repro.pipeline.execute).
     return Measurement(out.done(), batch.counts, dict(batch.submitted))

@@ -109,8 +109,9 @@ def flop_summary(dataset: str, backbone: Component, head: Component, cache: Path
     return summary
 
 
-def estimate_macs(dataset: str, backbone: Component, head: Component, count: bool = True,
-                  cache: Path = DEFAULT_CACHE) -> dict[str, int] | None:
+def estimate_macs(
+    dataset: str, backbone: Component, head: Component, count: bool = True, cache: Path = DEFAULT_CACHE
+) -> dict[str, int] | None:
     """{"backbone_macs", "head_macs"} per sample at the paper's resolution, for cost estimates: a shipped
     model's from repro.measure.model_macs, another's from the caches or counted (None when not cached and
     `count` is False: torch-free callers such as the report)."""
@@ -150,8 +151,12 @@ def _shape_model(spec: dict[str, Any], image_size: int | None = None):
     from repro.spec.recipes import at_last_epoch
 
     with torch.device("meta"):
-        model = build_model(spec["dataset"], Component(**spec["backbone"]), Component(**spec["head"]),
-                            **({"image_size": image_size} if image_size else {}))
+        model = build_model(
+            spec["dataset"],
+            Component(**spec["backbone"]),
+            Component(**spec["head"]),
+            **({"image_size": image_size} if image_size else {}),
+        )
     return plain_values(at_last_epoch(model.to_empty(device="cpu"), spec["dataset"]).eval())
 
 
@@ -197,6 +202,5 @@ def measure_flops(plan: TablePlan, ctx: Context) -> Measured:
         out.details.setdefault("flops", {})[row.id] = summary
         out.problems += [f"{plan.id}/{row.id}: {p}" for p in summary["problems"]]
         if ctx.progress is not None:
-            ctx.progress.log(f"{plan.id}/{row.id}: {summary['total_macs'] / 1e6:,.2f} MMAC, "
-                             f"rho {summary['rho']:.3%}")
+            ctx.progress.log(f"{plan.id}/{row.id}: {summary['total_macs'] / 1e6:,.2f} MMAC, rho {summary['rho']:.3%}")
     return out.done()

@@ -113,10 +113,17 @@ def measure_head(row: Row, s: LatencySettings, device: torch.device) -> dict[str
             timed, compile_error = compiled_or_eager(head, lambda m: head_call(m, d, s.batch, device)())
         timing = time_call(head_call(timed, d, s.batch, device), device, s)
     cfg = getattr(head, "cfg", None)
-    return {"head": asdict(timing), "ops": asdict(ops), "head_features": d, "batch": s.batch,
-            "compiled": s.compile and not compile_error, "compile_error": compile_error,
-            "op_batch": s.op_batch, "num_experts": getattr(cfg, "num_experts", None),
-            "dispatch": getattr(cfg, "dispatch", None)}
+    return {
+        "head": asdict(timing),
+        "ops": asdict(ops),
+        "head_features": d,
+        "batch": s.batch,
+        "compiled": s.compile and not compile_error,
+        "compile_error": compile_error,
+        "op_batch": s.op_batch,
+        "num_experts": getattr(cfg, "num_experts", None),
+        "dispatch": getattr(cfg, "dispatch", None),
+    }
 
 
 def operator_counts(row: Row) -> dict[str, Any]:
@@ -159,8 +166,16 @@ def latency_path(results_dir: Path, row: Row, s: LatencySettings, label: str) ->
     """Where a row's measurement under settings `s` on the device `label` is kept."""
     from repro.measure.flop_check import _fingerprint, row_key
 
-    blob = json.dumps({"model": row_key(row), "settings": asdict(s), "device": label, "torch": torch_version(),
-                       "code": _fingerprint()}, sort_keys=True)
+    blob = json.dumps(
+        {
+            "model": row_key(row),
+            "settings": asdict(s),
+            "device": label,
+            "torch": torch_version(),
+            "code": _fingerprint(),
+        },
+        sort_keys=True,
+    )
     return runs_dir(results_dir) / "latency" / f"{hashlib.sha256(blob.encode()).hexdigest()[:16]}.json"
 
 
@@ -199,8 +214,10 @@ def measure_latency(plan: TablePlan, ctx: Context) -> Measured:
             if r is None:
                 import torch
 
-                r = {**measure_row(row, s, torch.device(ctx.device), backbones),
-                     "measured_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}
+                r = {
+                    **measure_row(row, s, torch.device(ctx.device), backbones),
+                    "measured_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+                }
                 FolderWriter(ctx.results_dir).write_json(path, r)
         except Exception as exc:  # one failing row must not hide the others
             out.problems.append(f"{manifest.id}/{row.id}: latency failed: {type(exc).__name__}: {exc}")
@@ -218,8 +235,10 @@ def measure_latency(plan: TablePlan, ctx: Context) -> Measured:
         if r["num_experts"] is not None:
             out.set_row(row.id, "num_experts", r["num_experts"])
         if ctx.progress is not None:
-            ctx.progress.log(f"[dim]{manifest.id}/{row.id}: head {r['head']['median_ms']:.3g} ms, "
-                             f"model {r['model']['median_ms']:.3g} ms, {r['ops']['ops']} ops")
+            ctx.progress.log(
+                f"[dim]{manifest.id}/{row.id}: head {r['head']['median_ms']:.3g} ms, "
+                f"model {r['model']['median_ms']:.3g} ms, {r['ops']['ops']} ops"
+            )
     for comp in manifest.comparisons:
         for metric, ratio in RATIOS:
             a, b = out.row(comp.row, metric), out.row(comp.baseline, metric)

@@ -61,8 +61,11 @@ def shipped_macs(key: str) -> dict[str, int] | None:
 
 
 def write_table(counts: dict[str, dict[str, Any]], path: Path = MACS_FILE) -> Path:
-    doc = {"schema": MACS_SCHEMA, "note": "written by tools/write_model_macs.py; checked by "
-           "tests/measure/test_model_macs.py", "models": {k: counts[k] for k in sorted(counts)}}
+    doc = {
+        "schema": MACS_SCHEMA,
+        "note": "written by tools/write_model_macs.py; checked by tests/measure/test_model_macs.py",
+        "models": {k: counts[k] for k in sorted(counts)},
+    }
     atomic_write_text(path, json.dumps(doc, indent=1, sort_keys=True) + "\n")
     _table.cache_clear()
     return path

@@ -28,8 +28,9 @@ class ModelSize:
     head_macs: int
 
 
-def model_size(dataset: str, backbone: Component, head: Component, image_size: int,
-               count: bool = True, cache: Path = DEFAULT_CACHE) -> ModelSize | None:
+def model_size(
+    dataset: str, backbone: Component, head: Component, image_size: int, count: bool = True, cache: Path = DEFAULT_CACHE
+) -> ModelSize | None:
     """The counts of the model a run at `image_size` trains, kept in the cache folder `cache`; None when not
     cached and `count` is False."""
     key = json.dumps({"model": model_key(dataset, backbone, head), "image_size": image_size}, sort_keys=True)
@@ -51,8 +52,9 @@ def _count(spec: dict, image_size: int) -> ModelSize:
     from repro.models import build_model
 
     with torch.device("meta"):
-        model = build_model(spec["dataset"], Component(**spec["backbone"]), Component(**spec["head"]),
-                            image_size=image_size)
+        model = build_model(
+            spec["dataset"], Component(**spec["backbone"]), Component(**spec["head"]), image_size=image_size
+        )
     params = {"backbone": 0, "head": 0}
     for name, p in model.named_parameters():
         params["backbone" if name.split(".")[0] == "backbone" else "head"] += p.numel()

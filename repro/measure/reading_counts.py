@@ -42,8 +42,13 @@ def _fingerprint() -> str:
 def row_counts(row: Row, cache: Path | None = None) -> dict[str, Any]:
     """A row's analytic metrics, counted without training or timing; kept in the cache folder `cache` (None:
     counted every time)."""
-    key = json.dumps({"model": model_key(row.dataset, row.backbone, row.head),
-                      "measures": sorted({"flops", "latency"} & set(row.measures))}, sort_keys=True)
+    key = json.dumps(
+        {
+            "model": model_key(row.dataset, row.backbone, row.head),
+            "measures": sorted({"flops", "latency"} & set(row.measures)),
+        },
+        sort_keys=True,
+    )
     path = None
     if cache is not None:
         name = hashlib.sha256(f"{_fingerprint()}|{key}".encode()).hexdigest()[:24]
@@ -114,11 +119,19 @@ def readings_for(manifest: Manifest, profile: str = "smoke") -> tuple[list[Claim
             for metric, value in base(row).items():
                 counts.set_row(row.id, metric, value)
     measured = derive_comparisons(manifest.comparisons, counts.done())
-    result = ManifestResult(manifest.id, manifest.title, manifest.paper_ref, manifest.paper_table, profile, measured,
-                            [], {}, manifest.profiles.get(profile))
+    result = ManifestResult(
+        manifest.id,
+        manifest.title,
+        manifest.paper_ref,
+        manifest.paper_table,
+        profile,
+        measured,
+        [],
+        {},
+        manifest.profiles.get(profile),
+    )
     counter = Counter()
     entries = decide_readings(manifest, evidence_for(manifest, result), counter, trained=False)
     # The alternatives' counts alone, as a table's run records them (count_readings: the rows as chosen are the
     # FLOP check's there), so that `repro readings` and the report give one figure.
     return entries, counter.detail()
-

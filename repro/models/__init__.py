@@ -26,8 +26,9 @@ class Component:
         return {"name": self.name, "params": dict(sorted(self.params.items()))}
 
 
-def build_model(dataset: str, backbone: Component, head: Component, pretrained: bool = False,
-                image_size: int | None = None) -> Classifier:
+def build_model(
+    dataset: str, backbone: Component, head: Component, pretrained: bool = False, image_size: int | None = None
+) -> Classifier:
     """The model for `dataset` (its classes; its resolution unless `image_size` overrides it)."""
     from repro.data.specs import get_dataset
     from repro.models.classifier import Classifier

@@ -25,8 +25,9 @@ import torch
 from repro.models.base import entropy
 
 
-def load_balance_loss(probs: torch.Tensor, mask: torch.Tensor,
-                      fraction: Literal["dispatches", "samples"] = "dispatches") -> torch.Tensor:
+def load_balance_loss(
+    probs: torch.Tensor, mask: torch.Tensor, fraction: Literal["dispatches", "samples"] = "dispatches"
+) -> torch.Tensor:
     """Switch Transformer load-balance loss: probs (B, E), dispatch mask (B, E) -> ()."""
     b, e = probs.shape
     counts = mask.detach().sum(0)  # (E,)

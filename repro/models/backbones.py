@@ -120,11 +120,13 @@ def torchvision_net(arch: str, pretrained: bool | Path, classifier: str) -> nn.M
     return net
 
 
-def build_resnet18(input_shape: tuple[int, int, int], pretrained: bool | Path = False,
-                   frozen: tuple[str, ...] = ()) -> nn.Module:
+def build_resnet18(
+    input_shape: tuple[int, int, int], pretrained: bool | Path = False, frozen: tuple[str, ...] = ()
+) -> nn.Module:
     return TorchvisionFeatures(torchvision_net("resnet18", pretrained, "fc"), 512, frozen)
 
 
-def build_mobilenet_v2(input_shape: tuple[int, int, int], pretrained: bool | Path = False,
-                       frozen: tuple[str, ...] = ()) -> nn.Module:
+def build_mobilenet_v2(
+    input_shape: tuple[int, int, int], pretrained: bool | Path = False, frozen: tuple[str, ...] = ()
+) -> nn.Module:
     return TorchvisionFeatures(torchvision_net("mobilenet_v2", pretrained, "classifier"), 1280, frozen)

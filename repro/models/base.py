@@ -68,7 +68,8 @@ class RoutingHooks:
     ) -> None:
         """Keep the last forward's routing: probs (B, E), dispatch mask (B, E), flags (B,)."""
         self._routing = dict(
-            probs=probs.detach(), mask=mask.detach(),
+            probs=probs.detach(),
+            mask=mask.detach(),
             forced=None if forced is None else forced.detach(),
             dropped=None if dropped is None else dropped.detach(),
             extra={k: v.detach() if isinstance(v, torch.Tensor) else v for k, v in extra.items()},

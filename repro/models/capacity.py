@@ -51,8 +51,9 @@ def dispatch_mask(a: Assignment, num_experts: int) -> torch.Tensor:
 def top_k_assignment(cand: torch.Tensor) -> Assignment:
     """Plain top-k, no capacity (evaluation): every candidate is assigned."""
     b = cand.shape[0]
-    return Assignment(cand, torch.ones_like(cand, dtype=torch.bool),
-                      torch.zeros(b, dtype=torch.bool, device=cand.device))
+    return Assignment(
+        cand, torch.ones_like(cand, dtype=torch.bool), torch.zeros(b, dtype=torch.bool, device=cand.device)
+    )
 
 
 def assign_reference(cand: torch.Tensor, cap: int, take: int, num_experts: int) -> Assignment:

@@ -42,8 +42,15 @@ from repro.models.kmeans import Reservoir, kmeans, nearest
 class SharedBasisExpertBank(ExpertBank):
     """ExpertBank whose stacked weights are per-expert residuals R_e beside a shared rank-r basis U V."""
 
-    def __init__(self, num_experts: int, in_features: int, hidden_features: int, out_features: int,
-                 drop: float = 0.3, rank: int = 16) -> None:
+    def __init__(
+        self,
+        num_experts: int,
+        in_features: int,
+        hidden_features: int,
+        out_features: int,
+        drop: float = 0.3,
+        rank: int = 16,
+    ) -> None:
         super().__init__(num_experts, in_features, hidden_features, out_features, drop)
         self.rank = rank
         sizes = [(w.shape[1], w.shape[2]) for w in self.weights]  # (out, in) of each layer
@@ -54,8 +61,9 @@ class SharedBasisExpertBank(ExpertBank):
             nn.init.uniform_(u, -1 / math.sqrt(rank), 1 / math.sqrt(rank))
 
     def macs_per_row(self) -> int:
-        return super().macs_per_row() + sum(v.shape[0] * (v.shape[1] + u.shape[0])
-                                            for v, u in zip(self.basis_in, self.basis_out))
+        return super().macs_per_row() + sum(
+            v.shape[0] * (v.shape[1] + u.shape[0]) for v, u in zip(self.basis_in, self.basis_out)
+        )
 
     def forward(self, x: torch.Tensor, expert: int | None = None, views: ExpertViews | None = None) -> torch.Tensor:
         """(N, D) rows of one expert -> (N, O)."""

@@ -177,11 +177,27 @@ class SparseMoEConfig:
 
     # Fields that change how the head trains but nothing an evaluation forward executes: neither the
     # FLOP count nor the operator count depends on them (tests/test_configs.py counts both).
-    TRAINING_ONLY: ClassVar[frozenset[str]] = frozenset({
-        "tau_max", "tau_min", "tau_schedule", "tau_sharpness", "tau_sigmoid_form", "k_warmup_epochs",
-        "k_warmup_start", "capacity_factor", "capacity_candidates", "experts_per_sample", "load_balance_weight",
-        "load_balance_fraction", "entropy_weight", "utility_decay", "k_warmup_form", "tau_step", "dropout_at",
-    })
+    TRAINING_ONLY: ClassVar[frozenset[str]] = frozenset(
+        {
+            "tau_max",
+            "tau_min",
+            "tau_schedule",
+            "tau_sharpness",
+            "tau_sigmoid_form",
+            "k_warmup_epochs",
+            "k_warmup_start",
+            "capacity_factor",
+            "capacity_candidates",
+            "experts_per_sample",
+            "load_balance_weight",
+            "load_balance_fraction",
+            "entropy_weight",
+            "utility_decay",
+            "k_warmup_form",
+            "tau_step",
+            "dropout_at",
+        }
+    )
 
     def __post_init__(self) -> None:
         c = Checks(self)
@@ -419,8 +435,9 @@ class MoEConvBackboneConfig:
 
     # See SparseMoEConfig.TRAINING_ONLY. The gate changes the values a gate takes, not what executes (its softmax
     # and top-k are no multiply-adds, and both forms run one of each): tests/test_readings.py counts both forms.
-    TRAINING_ONLY: ClassVar[frozenset[str]] = frozenset({
-        "init_noise", "frozen", "gate", "capacity_factor", "load_balance_weight", "entropy_weight", "tau_min"})
+    TRAINING_ONLY: ClassVar[frozenset[str]] = frozenset(
+        {"init_noise", "frozen", "gate", "capacity_factor", "load_balance_weight", "entropy_weight", "tau_min"}
+    )
 
     def __post_init__(self) -> None:
         c = Checks(self)
@@ -439,7 +456,16 @@ class MoEConvBackboneConfig:
 
 
 __all__ = [
-    "ConfigError", "ConvBackboneConfig", "DenseHeadConfig", "ExpertChoiceConfig", "MoEConvBackboneConfig",
-    "PerSampleSoftMoEConfig", "SoftMoEConfig", "SparseMoEConfig", "TorchvisionConfig",
-    "TeacherGuidedConfig", "ReluRoutedConfig", "ClusterRoutedConfig",
+    "ConfigError",
+    "ConvBackboneConfig",
+    "DenseHeadConfig",
+    "ExpertChoiceConfig",
+    "MoEConvBackboneConfig",
+    "PerSampleSoftMoEConfig",
+    "SoftMoEConfig",
+    "SparseMoEConfig",
+    "TorchvisionConfig",
+    "TeacherGuidedConfig",
+    "ReluRoutedConfig",
+    "ClusterRoutedConfig",
 ]

@@ -28,8 +28,9 @@ class ExpertChoiceHead(RoutedHead):
         super().__init__()
         self.cfg = cfg
         self.gate = nn.Linear(in_features, cfg.num_experts, bias=False)  # W_g^T, (E, D)
-        self.experts = ExpertBank(cfg.num_experts, in_features, cfg.expert_hidden, num_classes, cfg.dropout,
-                                  cfg.dropout_at)
+        self.experts = ExpertBank(
+            cfg.num_experts, in_features, cfg.expert_hidden, num_classes, cfg.dropout, cfg.dropout_at
+        )
 
     def forward(self, h: torch.Tensor) -> torch.Tensor:  # (B, D) -> (B, O)
         b, e = int(h.shape[0]), self.cfg.num_experts

@@ -35,7 +35,12 @@ ExpertViews = tuple[list[tuple[torch.Tensor, ...]], list[tuple[torch.Tensor, ...
 
 class ExpertBank(nn.Module):
     def __init__(
-        self, num_experts: int, in_features: int, hidden_features: int, out_features: int, drop: float = 0.3,
+        self,
+        num_experts: int,
+        in_features: int,
+        hidden_features: int,
+        out_features: int,
+        drop: float = 0.3,
         drop_at: str = "each_hidden",
     ) -> None:
         super().__init__()

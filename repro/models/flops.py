@@ -113,24 +113,97 @@ class _ExtraOps(TorchFunctionMode):
 # fvcore ops that are neither convolution nor matrix product: zero in the primary
 # convention, declared here so that any op not listed is reported, never ignored.
 NON_MAC_OPS = [
-    "aten::add", "aten::add_", "aten::mul", "aten::mul_", "aten::div", "aten::sub", "aten::rsub",
-    "aten::max_pool2d", "aten::avg_pool2d", "aten::adaptive_avg_pool2d", "aten::batch_norm",
-    "aten::hardtanh", "aten::hardtanh_", "aten::relu", "aten::relu_", "aten::softmax", "aten::log_softmax",
-    "aten::topk", "aten::sort", "aten::argsort", "aten::argmax", "aten::mean", "aten::sum", "aten::norm",
-    "aten::linalg_vector_norm", "aten::clamp_min", "aten::clamp", "aten::expand_as", "aten::index_add_",
-    "aten::index_add", "aten::scatter", "aten::scatter_", "aten::scatter_add_", "aten::ones_like",
-    "aten::numel", "aten::exp", "aten::log", "aten::neg", "aten::sigmoid", "aten::where", "aten::index_select",
-    "aten::masked_select", "aten::cumsum", "aten::lt", "aten::le", "aten::ne", "aten::sqrt", "aten::pow",
-    "aten::abs", "aten::repeat", "aten::new_ones", "aten::fill_", "aten::zero_", "aten::bincount",
-    "aten::one_hot", "aten::logical_and", "aten::logical_not", "aten::any", "aten::all", "aten::min",
-    "aten::amax", "aten::detach_", "aten::unflatten", "aten::scalar_tensor", "aten::item", "aten::dim",
-    "aten::ceil", "aten::alias", "aten::lift_fresh", "aten::dropout_", "aten::feature_dropout",
-    "aten::_set_item", "aten::new_tensor", "aten::tensor", "aten::masked_fill_", "aten::index_put",
-    "aten::nonzero_numpy", "aten::scatter_add", "aten::clamp_max",
+    "aten::add",
+    "aten::add_",
+    "aten::mul",
+    "aten::mul_",
+    "aten::div",
+    "aten::sub",
+    "aten::rsub",
+    "aten::max_pool2d",
+    "aten::avg_pool2d",
+    "aten::adaptive_avg_pool2d",
+    "aten::batch_norm",
+    "aten::hardtanh",
+    "aten::hardtanh_",
+    "aten::relu",
+    "aten::relu_",
+    "aten::softmax",
+    "aten::log_softmax",
+    "aten::topk",
+    "aten::sort",
+    "aten::argsort",
+    "aten::argmax",
+    "aten::mean",
+    "aten::sum",
+    "aten::norm",
+    "aten::linalg_vector_norm",
+    "aten::clamp_min",
+    "aten::clamp",
+    "aten::expand_as",
+    "aten::index_add_",
+    "aten::index_add",
+    "aten::scatter",
+    "aten::scatter_",
+    "aten::scatter_add_",
+    "aten::ones_like",
+    "aten::numel",
+    "aten::exp",
+    "aten::log",
+    "aten::neg",
+    "aten::sigmoid",
+    "aten::where",
+    "aten::index_select",
+    "aten::masked_select",
+    "aten::cumsum",
+    "aten::lt",
+    "aten::le",
+    "aten::ne",
+    "aten::sqrt",
+    "aten::pow",
+    "aten::abs",
+    "aten::repeat",
+    "aten::new_ones",
+    "aten::fill_",
+    "aten::zero_",
+    "aten::bincount",
+    "aten::one_hot",
+    "aten::logical_and",
+    "aten::logical_not",
+    "aten::any",
+    "aten::all",
+    "aten::min",
+    "aten::amax",
+    "aten::detach_",
+    "aten::unflatten",
+    "aten::scalar_tensor",
+    "aten::item",
+    "aten::dim",
+    "aten::ceil",
+    "aten::alias",
+    "aten::lift_fresh",
+    "aten::dropout_",
+    "aten::feature_dropout",
+    "aten::_set_item",
+    "aten::new_tensor",
+    "aten::tensor",
+    "aten::masked_fill_",
+    "aten::index_put",
+    "aten::nonzero_numpy",
+    "aten::scatter_add",
+    "aten::clamp_max",
     # ReLU routing and NormSiLU (repro.models.relu_routed): comparisons, fills, normalisation, SiLU
-    "aten::gt", "aten::full_like", "aten::layer_norm", "aten::silu", "aten::silu_",
+    "aten::gt",
+    "aten::full_like",
+    "aten::layer_norm",
+    "aten::silu",
+    "aten::silu_",
     # torchvision CNNs counted by `repro rho`: ConvNeXt's GELU, MobileNet-V3's hard swish and hard sigmoid
-    "aten::gelu", "aten::hardswish", "aten::hardswish_", "aten::hardsigmoid", "aten::hardsigmoid_",
+    "aten::gelu",
+    "aten::hardswish",
+    "aten::hardswish_",
+    "aten::hardsigmoid",
+    "aten::hardsigmoid_",
 ]
 
 
@@ -183,22 +256,31 @@ class FlopReport:
 
     def summary(self) -> dict:
         return {
-            "total_macs": self.total, "backbone_macs": self.backbone, "head_macs": self.head,
-            "routed_macs": self.routed, "rho": self.rho, "head_share": self.head_share,
-            "total_all_ops": self.total_all_ops, "routed_all_ops": self.routed_all_ops,
-            "rho_all_ops": self.rho_all_ops, "routed_modules": self.routed_modules,
-            "checked_modules": len(self.modules), "problems": self.problems,
+            "total_macs": self.total,
+            "backbone_macs": self.backbone,
+            "head_macs": self.head,
+            "routed_macs": self.routed,
+            "rho": self.rho,
+            "head_share": self.head_share,
+            "total_all_ops": self.total_all_ops,
+            "routed_all_ops": self.routed_all_ops,
+            "rho_all_ops": self.rho_all_ops,
+            "routed_modules": self.routed_modules,
+            "checked_modules": len(self.modules),
+            "problems": self.problems,
         }
 
 
-def _record_shapes(model: nn.Module, x: torch.Tensor, also: contextlib.AbstractContextManager | None = None
-                   ) -> tuple[dict[str, list[Shapes]], dict[str, int]]:
+def _record_shapes(
+    model: nn.Module, x: torch.Tensor, also: contextlib.AbstractContextManager | None = None
+) -> tuple[dict[str, list[Shapes]], dict[str, int]]:
     """Each module's call shapes, and the second convention's element counts it issued itself; `also` (torch's
     counter) observes the same forward pass."""
     calls: dict[str, list[Shapes]] = defaultdict(list)
     extra = _ExtraOps()
     handles = []
     for name, module in model.named_modules():
+
         def enter(mod, inputs, name=name):
             extra.stack.append(name)
 
@@ -206,6 +288,7 @@ def _record_shapes(model: nn.Module, x: torch.Tensor, also: contextlib.AbstractC
             extra.stack.pop()
             ins = [i.shape for i in inputs if isinstance(i, torch.Tensor)]
             calls[name].append((ins, output.shape if isinstance(output, torch.Tensor) else torch.Size()))
+
         handles += [module.register_forward_pre_hook(enter), module.register_forward_hook(leave)]
     try:
         with torch.no_grad(), extra, also or contextlib.nullcontext():
@@ -262,7 +345,7 @@ def _torch_counts(model: nn.Module, counter: FlopCounterMode) -> dict[str, int]:
     for name, ops in counter.get_flop_counts().items():
         if name == "Global":
             continue
-        key = "" if name == root else name[len(root) + 1:]
+        key = "" if name == root else name[len(root) + 1 :]
         out[key] = int(sum(ops.values()))
     return out
 
@@ -289,8 +372,9 @@ def count_flops(model: Classifier, input_shape: tuple[int, ...]) -> FlopReport:
         return _count_flops(model, input_shape)
 
 
-def _analytic(model: Classifier, x: torch.Tensor, also: contextlib.AbstractContextManager | None = None
-              ) -> tuple[dict, dict[str, int], dict[str, int]]:
+def _analytic(
+    model: Classifier, x: torch.Tensor, also: contextlib.AbstractContextManager | None = None
+) -> tuple[dict, dict[str, int], dict[str, int]]:
     """(each module's calls, its analytic MACs rolled up, the same with the second convention's ops)."""
     calls, extra_own = _record_shapes(model, x, also)
     modules = dict(model.named_modules())
@@ -299,8 +383,14 @@ def _analytic(model: Classifier, x: torch.Tensor, also: contextlib.AbstractConte
     return calls, _rollup(own), _rollup({n: own[n] + extra[n] for n in own})
 
 
-def _report(model: Classifier, input_shape: tuple[int, ...], analytic: dict[str, int], analytic_all: dict[str, int],
-            rows: list[ModuleCount], problems: list[str]) -> FlopReport:
+def _report(
+    model: Classifier,
+    input_shape: tuple[int, ...],
+    analytic: dict[str, int],
+    analytic_all: dict[str, int],
+    rows: list[ModuleCount],
+    problems: list[str],
+) -> FlopReport:
     routed_names = model.routed_module_names()
     # A head whose experts per sample depend on the data (ReLU routing) counts the mean, not the
     # traced input's draw: the three counters checked the executed dispatch itself.

@@ -17,8 +17,6 @@ from repro.models.catalog import HEADS  # noqa: F401  (re-exported)
 from repro.models.configs import DenseHeadConfig
 
 
-
-
 class DenseHead(RoutingHooks, nn.Module):
     """An MLP head: F -> hidden[0] -> ... -> classes, ReLU and dropout between layers."""
 

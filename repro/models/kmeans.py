@@ -61,6 +61,6 @@ class Reservoir:
         """All kept rows (N, D), emptying the reservoir; None when nothing was kept."""
         if not self.rows:
             return None
-        x = torch.cat(self.rows)[-self.capacity:]
+        x = torch.cat(self.rows)[-self.capacity :]
         self.rows, self.count = [], 0
         return x

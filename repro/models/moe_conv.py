@@ -127,11 +127,21 @@ class MoEConv2d(RoutingHooks, nn.Module):
         """Experts start as copies of a (pretrained) conv, perturbed by `noise` x its weight s.d.; biases are copied.
         `routing`: the gate and regularisers (the constructor's keywords)."""
         if conv.padding_mode != "zeros" or isinstance(conv.padding, str):
-            raise ValueError(f"MoEConv2d pads with zeros by a fixed amount; this conv pads {conv.padding!r} "
-                             f"({conv.padding_mode})")
+            raise ValueError(
+                f"MoEConv2d pads with zeros by a fixed amount; this conv pads {conv.padding!r} ({conv.padding_mode})"
+            )
         moe = cls(
-            conv.in_channels, conv.out_channels, conv.kernel_size, num_experts, top_k,
-            conv.stride, conv.padding, conv.groups, conv.bias is not None, conv.dilation, **routing,
+            conv.in_channels,
+            conv.out_channels,
+            conv.kernel_size,
+            num_experts,
+            top_k,
+            conv.stride,
+            conv.padding,
+            conv.groups,
+            conv.bias is not None,
+            conv.dilation,
+            **routing,
         )
         with torch.no_grad():
             w = conv.weight  # (Co, Ci/g, kh, kw)
@@ -251,8 +261,20 @@ def build_resnet18_moeconv(input_shape: tuple[int, int, int], pretrained: bool |
             for name in ("conv1", "conv2"):
                 conv = getattr(block, name)
                 if cfg.routed == "all" or conv.stride == (1, 1):
-                    setattr(block, name, MoEConv2d.from_conv(
-                        conv, cfg.num_experts, cfg.top_k, cfg.init_noise, gate=cfg.gate, tau_min=cfg.tau_min,
-                        capacity_factor=cfg.capacity_factor, load_balance_weight=cfg.load_balance_weight,
-                        entropy_weight=cfg.entropy_weight, mix_kernels=cfg.mix_kernels))
+                    setattr(
+                        block,
+                        name,
+                        MoEConv2d.from_conv(
+                            conv,
+                            cfg.num_experts,
+                            cfg.top_k,
+                            cfg.init_noise,
+                            gate=cfg.gate,
+                            tau_min=cfg.tau_min,
+                            capacity_factor=cfg.capacity_factor,
+                            load_balance_weight=cfg.load_balance_weight,
+                            entropy_weight=cfg.entropy_weight,
+                            mix_kernels=cfg.mix_kernels,
+                        ),
+                    )
     return MoEConvFeatures(net, 512, cfg.frozen)

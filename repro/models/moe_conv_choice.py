@@ -73,14 +73,17 @@ def key(m: MoEConv2d, x: torch.Tensor, backward: bool) -> str:
     autocast = torch.get_autocast_dtype(x.device.type) if torch.is_autocast_enabled(x.device.type) else None
     device = torch.cuda.get_device_name(x.device) if x.is_cuda else torch.backends.cpu.get_cpu_capability()
     layout = "channels-last" if x.dim() == 4 and x.is_contiguous(memory_format=torch.channels_last) else "contiguous"
-    return (f"{m.in_channels}>{m.out_channels} k{m.kernel_size} s{m.stride} p{m.padding} d{m.dilation} "
-            f"g{m.groups} bias{m.bias is not None} E{m.num_experts} K{m.top_k} small{m.small_maps} | "
-            f"x{tuple(x.shape)} {layout} {x.dtype} autocast {autocast} | {x.device.type} {device} "
-            f"threads {torch.get_num_threads()} torch {torch.__version__} | {'train' if backward else 'forward'}")
+    return (
+        f"{m.in_channels}>{m.out_channels} k{m.kernel_size} s{m.stride} p{m.padding} d{m.dilation} "
+        f"g{m.groups} bias{m.bias is not None} E{m.num_experts} K{m.top_k} small{m.small_maps} | "
+        f"x{tuple(x.shape)} {layout} {x.dtype} autocast {autocast} | {x.device.type} {device} "
+        f"threads {torch.get_num_threads()} torch {torch.__version__} | {'train' if backward else 'forward'}"
+    )
 
 
-def choose(m: MoEConv2d, x: torch.Tensor, g: torch.Tensor, top_i: torch.Tensor, positions: int,
-           compiling: bool = False) -> str:
+def choose(
+    m: MoEConv2d, x: torch.Tensor, g: torch.Tensor, top_i: torch.Tensor, positions: int, compiling: bool = False
+) -> str:
     """The path this call runs (see the module docstring)."""
     fewest, rule = fewest_macs(m, positions), m.path_rule
     if rule == "fewest-macs":  # first: nothing here for torch.compile to trace
@@ -96,8 +99,9 @@ def choose(m: MoEConv2d, x: torch.Tensor, g: torch.Tensor, top_i: torch.Tensor, 
 
 
 @torch.compiler.disable  # timing runs eagerly, between a compiled graph's parts
-def _measured(m: MoEConv2d, x: torch.Tensor, g: torch.Tensor, top_i: torch.Tensor, backward: bool,
-              compiling: bool, fewest: str) -> str:
+def _measured(
+    m: MoEConv2d, x: torch.Tensor, g: torch.Tensor, top_i: torch.Tensor, backward: bool, compiling: bool, fewest: str
+) -> str:
     k = key(m, x, backward) + (" | compiled" if compiling else "")
     if k in _chosen:
         return _chosen[k]
@@ -126,8 +130,15 @@ def within_memory(m: MoEConv2d, x: torch.Tensor, fewest: str, names: tuple[str, 
     return tuple(n for n in names if memory[n] <= bound) or (min(names, key=memory.get),)
 
 
-def measure(m: MoEConv2d, x: torch.Tensor, g: torch.Tensor, top_i: torch.Tensor, backward: bool,
-            names: tuple[str, ...], rounds: int = ROUNDS) -> dict[str, float]:
+def measure(
+    m: MoEConv2d,
+    x: torch.Tensor,
+    g: torch.Tensor,
+    top_i: torch.Tensor,
+    backward: bool,
+    names: tuple[str, ...],
+    rounds: int = ROUNDS,
+) -> dict[str, float]:
     """Seconds of each path's call on this input (forward, then backward where asked), the least of `rounds`;
     a path far slower than the fastest after the first round keeps that time."""
     params = [p for p in (m.weight, m.bias) if p is not None and p.requires_grad]
@@ -150,7 +161,7 @@ def measure(m: MoEConv2d, x: torch.Tensor, g: torch.Tensor, top_i: torch.Tensor,
     best = {name: once(name) for name in names}
     alive = [n for n in names if best[n] <= DROP * min(best.values())]
     for r in range(1, rounds):
-        for name in alive[r % len(alive):] + alive[:r % len(alive)]:  # each round starts elsewhere
+        for name in alive[r % len(alive) :] + alive[: r % len(alive)]:  # each round starts elsewhere
             best[name] = min(best[name], once(name))
     return best
 

@@ -52,7 +52,10 @@ def _grouped_conv(m: MoEConv2d, x: torch.Tensor, w: torch.Tensor, bias: torch.Te
         x.reshape(1, b * m.in_channels, *x.shape[2:]),  # (1, B*Ci, H, W)
         w.reshape(b * m.out_channels, *m.weight.shape[2:]),  # (B*Co, Ci/G, kh, kw)
         None if bias is None else bias.reshape(-1),  # (B*Co,)
-        stride=m.stride, padding=m.padding, dilation=m.dilation, groups=b * m.groups,
+        stride=m.stride,
+        padding=m.padding,
+        dilation=m.dilation,
+        groups=b * m.groups,
     )  # (1, B*Co, H', W')
     return y.reshape(b, m.out_channels, *y.shape[2:])
 
@@ -103,8 +106,10 @@ def per_expert(m: MoEConv2d, x: torch.Tensor, g: torch.Tensor, top_i: torch.Tens
     weight, conv = m.weight, dict(stride=m.stride, padding=m.padding, dilation=m.dilation)
     size = output_size(m, x)
     out = x.new_zeros(x.shape[0], m.out_channels, *size)  # (B, Co, H', W')
-    if m.small_maps and small_maps.path(tuple(x.shape[2:]), m.kernel_size, m.stride, m.padding, m.dilation,
-                                        m.groups) == "matmul":
+    if (
+        m.small_maps
+        and small_maps.path(tuple(x.shape[2:]), m.kernel_size, m.stride, m.padding, m.dilation, m.groups) == "matmul"
+    ):
         x, weight = small_maps.taps(x, m.weight, m.padding, m.dilation)
         conv = dict(stride=1, padding=0, dilation=1)
     banks = weight.unbind(0)  # one gradient stack, not a full-size zero gradient per expert (ExpertBank.views)
@@ -124,8 +129,11 @@ def sorted_experts(m: MoEConv2d, x: torch.Tensor, g: torch.Tensor, top_i: torch.
     rows = order // m.top_k  # (B*K,) their samples
     xs = x.index_select(0, rows)  # (B*K, Ci, H, W) grouped by expert
     banks, biases = m.weight.unbind(0), m.bias.unbind(0) if m.bias is not None else [None] * m.num_experts
-    ys = [m._conv(part, banks[e], biases[e], m.stride, m.padding, m.dilation, m.groups)
-          for e, part in enumerate(xs.split(counts)) if counts[e]]
+    ys = [
+        m._conv(part, banks[e], biases[e], m.stride, m.padding, m.dilation, m.groups)
+        for e, part in enumerate(xs.split(counts))
+        if counts[e]
+    ]
     y = torch.cat(ys) * g.flatten().index_select(0, order)[:, None, None, None]  # (B*K, Co, H', W') gated
     out = x.new_zeros(x.shape[0], *y.shape[1:])
     return out.index_add(0, rows, y.to(out.dtype))
@@ -133,8 +141,10 @@ def sorted_experts(m: MoEConv2d, x: torch.Tensor, g: torch.Tensor, top_i: torch.
 
 def output_size(m: MoEConv2d, x: torch.Tensor) -> list[int]:
     """[H', W'] of the layer's output on x."""
-    return [small_maps.output_size(n, k, s, p, d)
-            for n, k, s, p, d in zip(x.shape[2:], m.kernel_size, m.stride, m.padding, m.dilation)]
+    return [
+        small_maps.output_size(n, k, s, p, d)
+        for n, k, s, p, d in zip(x.shape[2:], m.kernel_size, m.stride, m.padding, m.dilation)
+    ]
 
 
 # Multiply-adds of one call on each path (repro.models.flops' analytic column), from the call's shapes.
@@ -144,6 +154,7 @@ def _macs(mixing: Callable[[MoEConv2d], int], convolutions: Callable[[MoEConv2d]
         conv = batch * m.out_channels * positions * fan_in  # one convolution of the batch
         biases = batch * mixing(m) * m.out_channels if m.bias is not None else 0  # (B, ., .) @ (., Co)
         return batch * mixing(m) * m.out_channels * fan_in + biases + convolutions(m) * conv
+
     return macs
 
 
@@ -175,10 +186,13 @@ class ConvPath:
 
 
 _K, _E, _ONE, _NONE = (lambda m: m.top_k), (lambda m: m.num_experts), (lambda m: 1), (lambda m: 0)
-PATHS: dict[str, ConvPath] = {p.name: p for p in (
-    ConvPath("mixed", mixed, _macs(_K, _ONE), _memory_mixed, True),
-    ConvPath("gate-mm", gate_mm, _macs(_E, _ONE), _kernels, True),
-    ConvPath("unfolded", unfolded, _macs(_E, _ONE), _memory_unfolded, True),
-    ConvPath("per-expert", per_expert, _macs(_NONE, _K), _routed_copies, False),
-    ConvPath("sorted", sorted_experts, _macs(_NONE, _K), _routed_copies, False),
-)}
+PATHS: dict[str, ConvPath] = {
+    p.name: p
+    for p in (
+        ConvPath("mixed", mixed, _macs(_K, _ONE), _memory_mixed, True),
+        ConvPath("gate-mm", gate_mm, _macs(_E, _ONE), _kernels, True),
+        ConvPath("unfolded", unfolded, _macs(_E, _ONE), _memory_unfolded, True),
+        ConvPath("per-expert", per_expert, _macs(_NONE, _K), _routed_copies, False),
+        ConvPath("sorted", sorted_experts, _macs(_NONE, _K), _routed_copies, False),
+    )
+}

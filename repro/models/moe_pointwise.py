@@ -25,8 +25,14 @@ class MoEPointwise(nn.Module):
     @classmethod
     def from_linear(cls, linear: nn.Linear, num_experts: int, top_k: int, noise: float) -> MoEPointwise:
         """Experts start as copies of the linear layer, perturbed as MoEConv2d.from_conv perturbs a conv's."""
-        conv = nn.Conv2d(linear.in_features, linear.out_features, 1, bias=linear.bias is not None,
-                         device=linear.weight.device, dtype=linear.weight.dtype)
+        conv = nn.Conv2d(
+            linear.in_features,
+            linear.out_features,
+            1,
+            bias=linear.bias is not None,
+            device=linear.weight.device,
+            dtype=linear.weight.dtype,
+        )
         with torch.no_grad():
             conv.weight.copy_(linear.weight[:, :, None, None])  # (Co, Ci) -> (Co, Ci, 1, 1)
             if linear.bias is not None:

@@ -27,8 +27,9 @@ class PerSampleSoftMoEHead(RoutedHead):
         super().__init__()
         self.cfg = cfg
         self.slots = nn.Linear(in_features, cfg.num_experts, bias=False)  # rows are s_i, (E, D)
-        self.experts = ExpertBank(cfg.num_experts, in_features, cfg.expert_hidden, num_classes, cfg.dropout,
-                                  cfg.dropout_at)
+        self.experts = ExpertBank(
+            cfg.num_experts, in_features, cfg.expert_hidden, num_classes, cfg.dropout, cfg.dropout_at
+        )
 
     def forward(self, h: torch.Tensor) -> torch.Tensor:  # (B, D) -> (B, O)
         e = self.cfg.num_experts

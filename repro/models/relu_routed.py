@@ -92,8 +92,14 @@ class ReluRoutedHead(RoutedHead):
             self._active_fraction = active.detach().mean() / self.cfg.num_experts
         total = g.sum(1, keepdim=True)  # (B, 1)
         probs = torch.where(total > 0, g / total.clamp_min(1e-12), torch.full_like(g, 1 / g.shape[1]))  # (B, E)
-        self._record_routing(probs, mask, dropped=active == 0, active_experts=active, mean_active=active.mean(),
-                             sparsity_weight=self.sparsity_weight.clone())
+        self._record_routing(
+            probs,
+            mask,
+            dropped=active == 0,
+            active_experts=active,
+            mean_active=active.mean(),
+            sparsity_weight=self.sparsity_weight.clone(),
+        )
         return out
 
     @torch.no_grad()
@@ -104,7 +110,8 @@ class ReluRoutedHead(RoutedHead):
         c = self.cfg
         self.sparsity_weight.mul_(c.sparsity_growth ** torch.sign(self._active_fraction - c.target_active_fraction))
         self.active_mean.mul_(c.active_mean_decay).add_(
-            (1 - c.active_mean_decay) * self._active_fraction * c.num_experts)
+            (1 - c.active_mean_decay) * self._active_fraction * c.num_experts
+        )
         self._active_fraction = None
 
     def schedule_state(self) -> dict[str, float | int]:

@@ -52,8 +52,9 @@ def _s(frac: float, kappa: float) -> float:
     return 1.0 / (1.0 + math.exp(-kappa * (0.5 - frac)))
 
 
-def sigmoid_tau(frac: float, tau_max: float, tau_min: float, kappa: float = 7.0,
-                form: Literal["exact", "centred"] = "exact") -> float:
+def sigmoid_tau(
+    frac: float, tau_max: float, tau_min: float, kappa: float = 7.0, form: Literal["exact", "centred"] = "exact"
+) -> float:
     """tau at t / T = frac; kappa the sharpness (Section 3.2); form: see the module docstring."""
     share = _s(frac, kappa)
     if form == "exact":
@@ -64,7 +65,11 @@ def sigmoid_tau(frac: float, tau_max: float, tau_min: float, kappa: float = 7.0,
 
 
 def temperature(
-    frac: float, tau_max: float, tau_min: float, schedule: Literal["linear", "sigmoid"], kappa: float = 7.0,
+    frac: float,
+    tau_max: float,
+    tau_min: float,
+    schedule: Literal["linear", "sigmoid"],
+    kappa: float = 7.0,
     form: Literal["exact", "centred"] = "exact",
 ) -> float:
     if schedule == "linear":
@@ -83,8 +88,9 @@ def step_progress(epoch: int, num_epochs: int, step: int, steps: int) -> float:
     return (epoch * steps + step) / (total - 1) if total > 1 else 0.0
 
 
-def warmup_k(epoch: int, k_end: int, k_start: int, warmup_epochs: int,
-             form: Literal["linear", "hold"] = "linear") -> int:
+def warmup_k(
+    epoch: int, k_end: int, k_start: int, warmup_epochs: int, form: Literal["linear", "hold"] = "linear"
+) -> int:
     """Top-k for `epoch` under a k_start -> k_end warm-up of `warmup_epochs` (Section 4.1): linear, or held."""
     if warmup_epochs <= 0 or epoch >= warmup_epochs:
         return k_end

@@ -38,8 +38,9 @@ def output_size(size: int, kernel: int, stride: int, padding: int, dilation: int
     return (size + 2 * padding - dilation * (kernel - 1) - 1) // stride + 1
 
 
-def taps(x: torch.Tensor, weight: torch.Tensor, padding: tuple[int, int],
-         dilation: tuple[int, int]) -> tuple[torch.Tensor, torch.Tensor]:
+def taps(
+    x: torch.Tensor, weight: torch.Tensor, padding: tuple[int, int], dilation: tuple[int, int]
+) -> tuple[torch.Tensor, torch.Tensor]:
     """For a convolution with a 1x1 output: (the input pixels it reads (N, Ci, th, tw), the kernel taps that read
     them (..., th, tw)), a kernel as large as the input, so their product summed is the output. `weight` may
     carry leading axes (MoEConv2d's experts); a dimension already whole is not sliced (no gradient copy)."""
@@ -56,8 +57,14 @@ def taps(x: torch.Tensor, weight: torch.Tensor, padding: tuple[int, int],
     return x, weight
 
 
-def _one_position(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, padding: tuple[int, int],
-                  dilation: tuple[int, int], groups: int) -> torch.Tensor:
+def _one_position(
+    x: torch.Tensor,
+    weight: torch.Tensor,
+    bias: torch.Tensor | None,
+    padding: tuple[int, int],
+    dilation: tuple[int, int],
+    groups: int,
+) -> torch.Tensor:
     """The convolution of a 1x1 output as a matrix product over the taps inside the input (some are)."""
     xs, ws = taps(x, weight, padding, dilation)
     n, co = x.shape[0], weight.shape[0]
@@ -90,11 +97,21 @@ def path(size: tuple[int, int], kernel, stride, padding, dilation, groups: int) 
     return "conv"
 
 
-def conv2d(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None, stride=1, padding=0,
-           dilation=1, groups: int = 1) -> torch.Tensor:
+def conv2d(
+    x: torch.Tensor,
+    weight: torch.Tensor,
+    bias: torch.Tensor | None = None,
+    stride=1,
+    padding=0,
+    dilation=1,
+    groups: int = 1,
+) -> torch.Tensor:
     """F.conv2d with zero padding, by the faster exact path where the map is smaller than the kernel."""
-    way = (path(tuple(x.shape[-2:]), tuple(weight.shape[-2:]), stride, padding, dilation, groups)
-           if x.dim() == 4 else "conv")
+    way = (
+        path(tuple(x.shape[-2:]), tuple(weight.shape[-2:]), stride, padding, dilation, groups)
+        if x.dim() == 4
+        else "conv"
+    )
     if way == "matmul":
         return _one_position(x, weight, bias, _pair(padding), _pair(dilation), groups)
     if way == "padded":

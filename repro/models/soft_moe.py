@@ -32,8 +32,9 @@ class SoftMoEHead(RoutedHead):
         self.cfg = cfg
         self.num_slots = cfg.num_experts * cfg.slots_per_expert
         self.phi = nn.Linear(in_features, self.num_slots, bias=False)  # Phi^T, (E*S, D)
-        self.experts = ExpertBank(cfg.num_experts, in_features, cfg.expert_hidden, num_classes, cfg.dropout,
-                                  cfg.dropout_at)
+        self.experts = ExpertBank(
+            cfg.num_experts, in_features, cfg.expert_hidden, num_classes, cfg.dropout, cfg.dropout_at
+        )
 
     def own_macs(self, shapes) -> int:
         """Dispatch D^T X and combine C Y~ (see repro.models.flops)."""

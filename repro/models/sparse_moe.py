@@ -51,8 +51,9 @@ class SparseMoEHead(RoutedHead):
         self.router = Router(
             in_features, cfg.num_experts, cfg.key_dim, cfg.key_similarity_weight, cfg.utility_weight, cfg.utility_decay
         )
-        self.experts = ExpertBank(cfg.num_experts, in_features, cfg.expert_hidden, num_classes, cfg.dropout,
-                                  cfg.dropout_at)
+        self.experts = ExpertBank(
+            cfg.num_experts, in_features, cfg.expert_hidden, num_classes, cfg.dropout, cfg.dropout_at
+        )
         self.num_classes = num_classes
         # FLOPs_routed (Section 3.1): the whole head, or its experts alone (the reading "router-in-rho";
         # repro.models.flops)
@@ -112,8 +113,14 @@ class SparseMoEHead(RoutedHead):
             else torch.zeros((), dtype=torch.long, device=h.device)
         )
         self._record_routing(
-            p, mask, forced=a.forced, rerouted=rerouted.sum(), utility_changed=changed,
-            tau=self.tau, k=self.current_k, capacity=cap,
+            p,
+            mask,
+            forced=a.forced,
+            rerouted=rerouted.sum(),
+            utility_changed=changed,
+            tau=self.tau,
+            k=self.current_k,
+            capacity=cap,
         )
         return out
 

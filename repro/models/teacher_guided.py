@@ -45,8 +45,14 @@ from repro.models.sparse_moe import SparseMoEHead
 
 
 class TeacherGuidedHead(SparseMoEHead):
-    def __init__(self, in_features: int, num_classes: int, cfg: TeacherGuidedConfig,
-                 teacher: DenseHead | None = None, centres: torch.Tensor | None = None) -> None:
+    def __init__(
+        self,
+        in_features: int,
+        num_classes: int,
+        cfg: TeacherGuidedConfig,
+        teacher: DenseHead | None = None,
+        centres: torch.Tensor | None = None,
+    ) -> None:
         # The dense twin's head first: it takes the random draws build_dense takes after the backbone.
         twin = teacher or DenseHead(in_features, num_classes, DenseHeadConfig(cfg.teacher_hidden, cfg.teacher_dropout))
         self.replay = teacher is None  # plain attribute, read by on_epoch_start during super().__init__

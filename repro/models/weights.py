@@ -70,8 +70,10 @@ class WeightsStatus:
         if self.problem:
             return f"pretrained weights for {names} at {self.path}: {self.problem}"
         steps = as_lines(self.fill_steps())
-        return (f"pretrained ImageNet weights for {names} ({self.file_name}) are not cached at {self.path} "
-                f"nor in REPRO_WEIGHTS. To fill it,\n{steps}")
+        return (
+            f"pretrained ImageNet weights for {names} ({self.file_name}) are not cached at {self.path} "
+            f"nor in REPRO_WEIGHTS. To fill it,\n{steps}"
+        )
 
 
 def fill_steps(missing: list[WeightsStatus]) -> list[Step]:
@@ -81,16 +83,28 @@ def fill_steps(missing: list[WeightsStatus]) -> list[Step]:
     cache = quote(str(missing[0].path.parent))
     one = len(missing) == 1
     return [
-        *(Step("on a machine with internet, run:" if i == 0 else "",
-               f"TORCH_HOME=/tmp/torch python -c \"import torch; torch.hub.load_state_dict_from_url('{w.url}')\"")
-          for i, w in enumerate(missing)),
-        Step(f"and copy {'it' if one else 'them'} from /tmp/torch/hub/checkpoints/ here, into the cache "
-             "(in the container: the torch-cache volume):", f"mkdir -p {cache}"),
+        *(
+            Step(
+                "on a machine with internet, run:" if i == 0 else "",
+                f"TORCH_HOME=/tmp/torch python -c \"import torch; torch.hub.load_state_dict_from_url('{w.url}')\"",
+            )
+            for i, w in enumerate(missing)
+        ),
+        Step(
+            f"and copy {'it' if one else 'them'} from /tmp/torch/hub/checkpoints/ here, into the cache "
+            "(in the container: the torch-cache volume):",
+            f"mkdir -p {cache}",
+        ),
         Step("", f"cp {files} {cache}/"),
-        Step("or set REPRO_WEIGHTS to the file or its folder (several: separated by ':'):",
-             "export REPRO_WEIGHTS=/path/to/weights"),
-        Step(f"{'its sha256 must start with' if one else 'their sha256s must start with'} "
-             f"{' and '.join(w.hash_prefix for w in missing)}:", f"sha256sum {files}"),
+        Step(
+            "or set REPRO_WEIGHTS to the file or its folder (several: separated by ':'):",
+            "export REPRO_WEIGHTS=/path/to/weights",
+        ),
+        Step(
+            f"{'its sha256 must start with' if one else 'their sha256s must start with'} "
+            f"{' and '.join(w.hash_prefix for w in missing)}:",
+            f"sha256sum {files}",
+        ),
     ]
 
 
@@ -99,8 +113,10 @@ def weights_url(backbone: str) -> str:
 
     name = weights_for(backbone)
     if name is None:
-        raise KeyError(f"backbone '{backbone}' has no pretrained weights; those that do: "
-                       f"{', '.join(sorted(pretrained_backbones()))}")
+        raise KeyError(
+            f"backbone '{backbone}' has no pretrained weights; those that do: "
+            f"{', '.join(sorted(pretrained_backbones()))}"
+        )
     return getattr(torchvision.models, name).IMAGENET1K_V1.url
 
 
@@ -150,8 +166,10 @@ def hash_problem(path: Path) -> str:
         return "its name carries no hash prefix to check (expected a torchvision name such as resnet18-f37072fd.pth)"
     digest = sha256(path)
     if not digest.startswith(match.group(1)):
-        return (f"sha256 {digest[:16]}... does not start with the published prefix {match.group(1)}: "
-                "the file is damaged or is other weights; refusing it")
+        return (
+            f"sha256 {digest[:16]}... does not start with the published prefix {match.group(1)}: "
+            "the file is damaged or is other weights; refusing it"
+        )
     return ""
 
 

@@ -25,7 +25,16 @@ from repro.spec.readings import Reading, Sensitivity, applying, check_claims, ch
 from repro.core.package_data import shipped
 from repro.core.registry import closest
 from repro.core.schema import (
-    Problems, SchemaError, bounded, check_id, check_params, check_text, convert, field_names, from_dict, read_toml,
+    Problems,
+    SchemaError,
+    bounded,
+    check_id,
+    check_params,
+    check_text,
+    convert,
+    field_names,
+    from_dict,
+    read_toml,
 )
 
 Measure = Literal["flops", "accuracy", "latency"]
@@ -146,13 +155,27 @@ class Manifest:
     def profile(self, name: str) -> Profile:
         """The profile `name` as it applies to this table; KeyError naming the closest ones."""
         if name not in self.profiles:
-            raise KeyError(f"no profile '{name}'{closest(name, list(self.profiles))}; "
-                           f"profiles: {', '.join(self.profiles)}")
+            raise KeyError(
+                f"no profile '{name}'{closest(name, list(self.profiles))}; profiles: {', '.join(self.profiles)}"
+            )
         return self.profiles[name]
 
 
-_TOP_KEYS = ["id", "title", "paper_ref", "description", "paper_table", "seeds", "rows", "comparisons", "claims",
-             "assumptions", "figures", "sensitivity", "shows"]
+_TOP_KEYS = [
+    "id",
+    "title",
+    "paper_ref",
+    "description",
+    "paper_table",
+    "seeds",
+    "rows",
+    "comparisons",
+    "claims",
+    "assumptions",
+    "figures",
+    "sensitivity",
+    "shows",
+]
 _ROW_KEYS = [k for k in field_names(Row) if k not in ("reading", "base")]  # those two: generated rows only
 _CLAIM_KEYS = [k for k in field_names(Claim) if k != "params"]
 
@@ -163,8 +186,11 @@ def _component(registry, data: Any, path: str, problems: Problems) -> Component:
         return Component("?")
     name = data["name"]
     if name not in registry:
-        problems.add(f"{path}.name", f"unknown {registry.kind} '{name}'{closest(str(name), registry.names())}; "
-                     f"allowed: {', '.join(registry.names())}")
+        problems.add(
+            f"{path}.name",
+            f"unknown {registry.kind} '{name}'{closest(str(name), registry.names())}; "
+            f"allowed: {', '.join(registry.names())}",
+        )
         return Component(str(name))
     params = {k: v for k, v in data.items() if k != "name"}
     config = registry.get(name).config
@@ -198,9 +224,11 @@ def _row(data: Any, path: str, problems: Problems) -> Row | None:
         if key not in data:
             problems.add(f"{path}.{key}", "missing required key")
     if "dataset" in data and data["dataset"] not in DATASETS:
-        problems.add(f"{path}.dataset",
-                     f"unknown dataset {data['dataset']!r}{closest(str(data['dataset']), list(DATASETS))}; "
-                     f"allowed: {', '.join(DATASETS)}")
+        problems.add(
+            f"{path}.dataset",
+            f"unknown dataset {data['dataset']!r}{closest(str(data['dataset']), list(DATASETS))}; "
+            f"allowed: {', '.join(DATASETS)}",
+        )
     backbone = _component(BACKBONES, data.get("backbone"), f"{path}.backbone", problems)
     head = _component(HEADS, data.get("head"), f"{path}.head", problems)
     plain = {k: v for k, v in data.items() if k not in ("backbone", "head") and k in _ROW_KEYS}
@@ -221,16 +249,19 @@ def _claim(data: Any, path: str, problems: Problems) -> Claim | None:
     rule = data.get("rule")
     if not isinstance(rule, str) or rule not in RULES:
         if rule is not None:
-            problems.add(f"{path}.rule", f"unknown rule {rule!r}{closest(str(rule), RULES.names())}; "
-                         f"allowed: {', '.join(RULES.names())}")
+            problems.add(
+                f"{path}.rule",
+                f"unknown rule {rule!r}{closest(str(rule), RULES.names())}; allowed: {', '.join(RULES.names())}",
+            )
         return None
     cfg = rule_config(rule)
     allowed = _CLAIM_KEYS + field_names(cfg)
     params = {k: v for k, v in data.items() if k not in _CLAIM_KEYS}
     for key in params:
         if key not in allowed:
-            problems.add(f"{path}.{key}",
-                         f"unknown key{closest(key, allowed)}; allowed for rule '{rule}': {', '.join(allowed)}")
+            problems.add(
+                f"{path}.{key}", f"unknown key{closest(key, allowed)}; allowed for rule '{rule}': {', '.join(allowed)}"
+            )
     typed = check_params(cfg, {k: v for k, v in params.items() if k in allowed}, path, problems)
     if claim is None:
         return None
@@ -238,10 +269,22 @@ def _claim(data: Any, path: str, problems: Problems) -> Claim | None:
     if claim.scope == "analytic" and claim.kind not in analytic_kinds:
         problems.add(f"{path}.kind", "an analytic claim states its kind: 'printed', 'property' or 'self-test'")
     elif claim.scope != "analytic" and claim.kind in analytic_kinds:
-        problems.add(f"{path}.kind", f"kind is for analytic claims ('{claim.kind}'); this one is {claim.scope}: its "
-                     "kind is empty, or 'prediction' for a bound this artifact sets")
-    return Claim(claim.id, claim.statement, claim.section, claim.rule, claim.scope, typed, claim.weight, claim.kind,
-                 claim.derived_from)
+        problems.add(
+            f"{path}.kind",
+            f"kind is for analytic claims ('{claim.kind}'); this one is {claim.scope}: its "
+            "kind is empty, or 'prediction' for a bound this artifact sets",
+        )
+    return Claim(
+        claim.id,
+        claim.statement,
+        claim.section,
+        claim.rule,
+        claim.scope,
+        typed,
+        claim.weight,
+        claim.kind,
+        claim.derived_from,
+    )
 
 
 def parse_manifest(data: dict[str, Any], file: str | Path) -> Manifest:
@@ -250,24 +293,36 @@ def parse_manifest(data: dict[str, Any], file: str | Path) -> Manifest:
     check_text(data, "", problems, PROSE_KEYS)  # what the LaTeX and Markdown writers cannot print, before any run
     for key in data:
         if key == "profiles":
-            problems.add(key, "a manifest holds no profiles: every table runs at the profiles defined once in "
-                         "repro/spec/profiles.toml; put a profile of your own in a file and pass --profiles FILE")
+            problems.add(
+                key,
+                "a manifest holds no profiles: every table runs at the profiles defined once in "
+                "repro/spec/profiles.toml; put a profile of your own in a file and pass --profiles FILE",
+            )
         elif key not in _TOP_KEYS:
             problems.add(key, f"unknown key{closest(key, _TOP_KEYS)}; allowed: {', '.join(_TOP_KEYS)}")
     for key in ("id", "title", "paper_ref", "description", "rows"):
         if key not in data:
             problems.add(key, "missing required key")
-    scalars = {k: convert(str, data[k], k, problems)
-               for k in ("id", "title", "paper_ref", "description", "paper_table") if k in data}
+    scalars = {
+        k: convert(str, data[k], k, problems)
+        for k in ("id", "title", "paper_ref", "description", "paper_table")
+        if k in data
+    }
     parsed_rows = [_row(r, f"rows[{i}]", problems) for i, r in enumerate(_list(data, "rows", problems))]
-    comparisons = [from_dict(Comparison, c, f"comparisons[{i}]", problems)
-                   for i, c in enumerate(_list(data, "comparisons", problems))]
+    comparisons = [
+        from_dict(Comparison, c, f"comparisons[{i}]", problems)
+        for i, c in enumerate(_list(data, "comparisons", problems))
+    ]
     parsed_claims = [_claim(c, f"claims[{i}]", problems) for i, c in enumerate(_list(data, "claims", problems))]
-    assumptions = [from_dict(Assumption, a, f"assumptions[{i}]", problems)
-                   for i, a in enumerate(_list(data, "assumptions", problems))]
+    assumptions = [
+        from_dict(Assumption, a, f"assumptions[{i}]", problems)
+        for i, a in enumerate(_list(data, "assumptions", problems))
+    ]
     figures = [from_dict(Figure, f, f"figures[{i}]", problems) for i, f in enumerate(_list(data, "figures", problems))]
-    sensitivity = [from_dict(Sensitivity, s, f"sensitivity[{i}]", problems)
-                   for i, s in enumerate(_list(data, "sensitivity", problems))]
+    sensitivity = [
+        from_dict(Sensitivity, s, f"sensitivity[{i}]", problems)
+        for i, s in enumerate(_list(data, "sensitivity", problems))
+    ]
     seeds = convert(int, data["seeds"], "seeds", problems) if "seeds" in data else None
     shows = convert(tuple[str, ...], data["shows"], "shows", problems) if "shows" in data else ()
     if seeds is not None and not 1 <= seeds <= MAX_SEEDS:
@@ -277,27 +332,33 @@ def parse_manifest(data: dict[str, Any], file: str | Path) -> Manifest:
     _check_ids(rows, "rows", problems)
     for i, r in enumerate(rows):
         if r.batch_size is not None and not 1 <= r.batch_size <= MAX_BATCH:
-            problems.add(f"rows[{i}].batch_size",
-                         f"{r.batch_size!r} is out of range; allowed: 1 <= value <= {MAX_BATCH}")
+            problems.add(
+                f"rows[{i}].batch_size", f"{r.batch_size!r} is out of range; allowed: 1 <= value <= {MAX_BATCH}"
+            )
     readings = shipped_readings()
     if not problems.items:  # the components are known: every main row carries each reading's chosen value
         check_rows(rows, readings, problems)
     comparisons = [c for c in comparisons if c is not None]
     _check_ids(comparisons, "comparisons", problems)
     if not problems.items:  # the readings' alternatives as rows and comparisons of their own
-        twins, twin_comparisons = expand(rows, comparisons, [s for s in sensitivity if s is not None], readings,
-                                         problems)
+        twins, twin_comparisons = expand(
+            rows, comparisons, [s for s in sensitivity if s is not None], readings, problems
+        )
         rows, comparisons = rows + twins, comparisons + twin_comparisons
     row_ids = {r.id for r in rows}
     for i, c in enumerate(comparisons):
         for attr in ("row", "baseline"):
             ref = getattr(c, attr)
             if ref not in row_ids:
-                problems.add(f"comparisons[{i}].{attr}",
-                             f"no row '{ref}'{closest(ref, sorted(row_ids))}; rows: {', '.join(sorted(row_ids))}")
+                problems.add(
+                    f"comparisons[{i}].{attr}",
+                    f"no row '{ref}'{closest(ref, sorted(row_ids))}; rows: {', '.join(sorted(row_ids))}",
+                )
         if c.row == c.baseline:
-            problems.add(f"comparisons[{i}].baseline", f"'{c.baseline}' is the comparison's own row: a row compared "
-                         "with itself measures nothing")
+            problems.add(
+                f"comparisons[{i}].baseline",
+                f"'{c.baseline}' is the comparison's own row: a row compared with itself measures nothing",
+            )
     claims = [c for c in parsed_claims if c is not None]
     _check_ids(claims, "claims", problems)
     if not problems.items and "id" in scalars:  # a reading of what a claim measures names it by "<manifest>/<claim>"
@@ -312,26 +373,33 @@ def parse_manifest(data: dict[str, Any], file: str | Path) -> Manifest:
             if ref not in row_ids:
                 problems.add(f"figures[{i}].rows", f"no row '{ref}'{closest(ref, sorted(row_ids))}")
     if seeds is None and any("accuracy" in r.measures for r in rows):
-        problems.add("seeds", "missing required key: a table that trains states the paper's seed count (an integer), "
-                     "which a profile without its own `seeds` runs")
+        problems.add(
+            "seeds",
+            "missing required key: a table that trains states the paper's seed count (an integer), "
+            "which a profile without its own `seeds` runs",
+        )
     if "id" in scalars and Path(file).suffix == ".toml" and scalars["id"] != Path(file).stem:
         problems.add("id", f"must equal the file name '{Path(file).stem}' so that `repro {Path(file).stem}` finds it")
     scalars.setdefault("paper_table", scalars.get("id", ""))
     if problems.items:
         raise SchemaError(file, problems.items)
     manifest = Manifest(
-        rows=tuple(rows), comparisons=tuple(comparisons), claims=tuple(claims),
-        assumptions=tuple(a for a in assumptions if a is not None), figures=tuple(figures), seeds=seeds,
-        path=str(file), sensitivity=tuple(s for s in sensitivity if s is not None),
+        rows=tuple(rows),
+        comparisons=tuple(comparisons),
+        claims=tuple(claims),
+        assumptions=tuple(a for a in assumptions if a is not None),
+        figures=tuple(figures),
+        seeds=seeds,
+        path=str(file),
+        sensitivity=tuple(s for s in sensitivity if s is not None),
         readings=applying(rows, readings, scalars.get("id", ""), claims),
-        shows=tuple(shows or ()), **scalars,
+        shows=tuple(shows or ()),
+        **scalars,
     )
     check_references(manifest, problems)
     if problems.items:
         raise SchemaError(file, problems.items)
     return manifest
-
-
 
 
 def with_profiles(manifest: Manifest, profiles: dict[str, Profile], defaults: RunDefaults = RunDefaults()) -> Manifest:
@@ -358,8 +426,9 @@ def _check_ids(items: list, kind: str, problems: Problems) -> None:
         seen.add(item.id)
 
 
-def load_manifest(path: str | Path, profiles: dict[str, Profile] | None = None,
-                  defaults: RunDefaults = RunDefaults()) -> Manifest:
+def load_manifest(
+    path: str | Path, profiles: dict[str, Profile] | None = None, defaults: RunDefaults = RunDefaults()
+) -> Manifest:
     """One manifest with the profiles attached: `profiles`, else the shipped and the user's (all_profiles)."""
     manifest = parse_manifest(read_toml(Path(path)), path)
     return with_profiles(manifest, profiles if profiles is not None else all_profiles()[0], defaults)
@@ -372,8 +441,9 @@ def manifest_paths(directory: str | Path | None = None) -> list[Path]:
     return sorted(p for p in manifests_dir(directory).glob("*.toml") if p.name != PROFILES_FILE)
 
 
-def load_valid(directory: str | Path | None = None, profiles_file: str | Path | None = None,
-               defaults: RunDefaults = RunDefaults()) -> tuple[list[Manifest], dict[str, SchemaError]]:
+def load_valid(
+    directory: str | Path | None = None, profiles_file: str | Path | None = None, defaults: RunDefaults = RunDefaults()
+) -> tuple[list[Manifest], dict[str, SchemaError]]:
     """Every manifest of the folder that is valid, with the profiles attached (under `defaults`), and the
     others' errors by id. The profiles are checked against the valid manifests (repro.spec.profiles.check_against)."""
     profiles, files = all_profiles(profiles_file)
@@ -400,8 +470,9 @@ def _shipped_elsewhere(directory: str | Path | None) -> set[str]:
     return {p.stem for p in manifest_paths(SHIPPED_MANIFESTS)}
 
 
-def load_all(directory: str | Path | None = None, profiles_file: str | Path | None = None,
-             defaults: RunDefaults = RunDefaults()) -> list[Manifest]:
+def load_all(
+    directory: str | Path | None = None, profiles_file: str | Path | None = None, defaults: RunDefaults = RunDefaults()
+) -> list[Manifest]:
     """Every manifest in the folder (see manifests_dir), each with the profiles attached; raise the first
     invalid manifest's SchemaError."""
     manifests, invalid = load_valid(directory, profiles_file, defaults)
@@ -417,8 +488,12 @@ def _declared_id(path: Path) -> object:
         return None
 
 
-def find_manifest(manifest_id: str, directory: str | Path | None = None,
-                  profiles_file: str | Path | None = None, defaults: RunDefaults = RunDefaults()) -> Manifest:
+def find_manifest(
+    manifest_id: str,
+    directory: str | Path | None = None,
+    profiles_file: str | Path | None = None,
+    defaults: RunDefaults = RunDefaults(),
+) -> Manifest:
     """One manifest, from its file alone, with the profiles attached. What it names in other tables is checked by
     their file names (a table that does not exist, a profile entry naming none); what needs their rows (a reference
     to another table's row, one claim per finding, a table's settings that would split a shared model's runs) is
@@ -427,11 +502,15 @@ def find_manifest(manifest_id: str, directory: str | Path | None = None,
     if manifest_id not in paths:
         declaring = [p.name for p in paths.values() if _declared_id(p) == manifest_id]
         if declaring:  # a copy renamed without its id: name the files, not the closest id
-            raise KeyError(f"no manifest file {manifest_id}.toml in {manifests_dir(directory)}; "
-                           f"{', '.join(declaring)} {'say' if len(declaring) > 1 else 'says'} id = '{manifest_id}', "
-                           "but a manifest's id must equal its file name")
-        raise KeyError(f"no manifest '{manifest_id}'{closest(manifest_id, list(paths))}; "
-                       f"known in {manifests_dir(directory)}: {', '.join(paths)}")
+            raise KeyError(
+                f"no manifest file {manifest_id}.toml in {manifests_dir(directory)}; "
+                f"{', '.join(declaring)} {'say' if len(declaring) > 1 else 'says'} id = '{manifest_id}', "
+                "but a manifest's id must equal its file name"
+            )
+        raise KeyError(
+            f"no manifest '{manifest_id}'{closest(manifest_id, list(paths))}; "
+            f"known in {manifests_dir(directory)}: {', '.join(paths)}"
+        )
     manifest = parse_manifest(read_toml(paths[manifest_id]), paths[manifest_id])
     others = (set(paths) | set(_shipped_elsewhere(directory))) - {manifest_id}
     for problems in check_across([manifest], others).values():

@@ -149,6 +149,9 @@ def planned_runs(manifest: Manifest, profile: Profile) -> list[PlannedRun]:
     """Every (row, seed) run the accuracy rows of `manifest` need under `profile`, as it applies to this
     manifest (`manifest.profiles[name]`: applied once, where the manifest was loaded). A command reads them from
     the table's plan (repro.plan.table_plan.build_plan), built once."""
-    return [PlannedRun(row.id, seed, resolve(row, profile, seed), f"{manifest.id}/{row.id} seed {seed}")
-            for row in manifest.rows if "accuracy" in row.measures and profile.includes(manifest.id, row.id)
-            for seed in seeds(profile)]
+    return [
+        PlannedRun(row.id, seed, resolve(row, profile, seed), f"{manifest.id}/{row.id} seed {seed}")
+        for row in manifest.rows
+        if "accuracy" in row.measures and profile.includes(manifest.id, row.id)
+        for seed in seeds(profile)
+    ]

@@ -74,15 +74,20 @@ class TablePlan:
         keep, kept_claims = set(rows), set(claims)
         m = self.manifest
         manifest = dataclasses.replace(
-            m, rows=tuple(r for r in m.rows if r.id in keep),
+            m,
+            rows=tuple(r for r in m.rows if r.id in keep),
             comparisons=tuple(c for c in m.comparisons if {c.row, c.baseline} <= keep),
-            claims=tuple(c for c in m.claims if c.id in kept_claims))
+            claims=tuple(c for c in m.claims if c.id in kept_claims),
+        )
         return dataclasses.replace(
-            self, manifest=manifest, runs=self.runs_of(keep),
+            self,
+            manifest=manifest,
+            runs=self.runs_of(keep),
             flop_rows=tuple(r for r in self.flop_rows if r.id in keep),
             latency_rows=tuple(r for r in self.latency_rows if r.id in keep),
             claims=tuple(c for c in self.claims if c.claim.id in kept_claims),
-            left_out={r: why for r, why in self.left_out.items() if r in keep})
+            left_out={r: why for r, why in self.left_out.items() if r in keep},
+        )
 
 
 def build_plan(manifest: Manifest, profile_name: str, profile: Profile | None = None) -> TablePlan:
@@ -101,11 +106,17 @@ def build_plan(manifest: Manifest, profile_name: str, profile: Profile | None = 
         rows = claim_rows(claim, manifest.comparisons)
         claims.append(PlannedClaim(claim, rows, tuple(r for r in rows if r in trained_ids)))
     return TablePlan(
-        manifest, profile_name, profile, runs,
+        manifest,
+        profile_name,
+        profile,
+        runs,
         flop_rows=tuple(r for r in manifest.rows if "flops" in r.measures),
         latency_rows=tuple(r for r in manifest.rows if "latency" in r.measures),
-        latency=settings_for(profile, profile.evidence == "paper"), claims=tuple(claims), left_out=left_out,
-        datasets=datasets)
+        latency=settings_for(profile, profile.evidence == "paper"),
+        claims=tuple(claims),
+        left_out=left_out,
+        datasets=datasets,
+    )
 
 
 def build_plans(manifests: Iterable[Manifest], profile_name: str) -> list[TablePlan]:

@@ -102,11 +102,23 @@ class FolderComparison:
             return None if x is None or not math.isfinite(x) else x
 
         return {
-            "a": str(self.a), "b": str(self.b), "profiles": self.profiles, "alpha": ALPHA, "differs": self.differs,
-            "rows": [{**{k: number(v) if isinstance(v, float) else v for k, v in asdict(r).items()},
-                      "beyond_noise": r.beyond_noise} for r in self.rows],
-            "only_a": self.only_a, "only_b": self.only_b, "verdicts": [asdict(v) for v in self.verdicts],
-            "unusable_a": self.unusable_a, "unusable_b": self.unusable_b,
+            "a": str(self.a),
+            "b": str(self.b),
+            "profiles": self.profiles,
+            "alpha": ALPHA,
+            "differs": self.differs,
+            "rows": [
+                {
+                    **{k: number(v) if isinstance(v, float) else v for k, v in asdict(r).items()},
+                    "beyond_noise": r.beyond_noise,
+                }
+                for r in self.rows
+            ],
+            "only_a": self.only_a,
+            "only_b": self.only_b,
+            "verdicts": [asdict(v) for v in self.verdicts],
+            "unusable_a": self.unusable_a,
+            "unusable_b": self.unusable_b,
             "claims": [c.to_dict() for c in self.claims],
         }
 
@@ -121,8 +133,9 @@ def _read(path: Path, which: str, profile: str | None, manifests: Sequence) -> F
     folder, _ = decided_folder(folder, manifests)
     if not folder.records.records:
         unusable = len(folder.records.unusable)
-        raise CompareError(f"{which}: no usable run record in {path / RUNS_FOLDER}"
-                           + (f" ({unusable} unusable)" if unusable else ""))
+        raise CompareError(
+            f"{which}: no usable run record in {path / RUNS_FOLDER}" + (f" ({unusable} unusable)" if unusable else "")
+        )
     return folder
 
 
@@ -131,13 +144,17 @@ def _profiles(a: Path, b: Path, profile: str | None) -> list[str]:
     if profile is not None:
         for path, names in present.items():
             if profile not in names:
-                raise CompareError(f"no results of profile '{profile}' in {path} (profiles with results: "
-                                   f"{', '.join(sorted(names)) or 'none'})")
+                raise CompareError(
+                    f"no results of profile '{profile}' in {path} (profiles with results: "
+                    f"{', '.join(sorted(names)) or 'none'})"
+                )
         return [profile]
     common = sorted(present[a] & present[b])
     if not common:
-        raise CompareError(f"no profile has results in both {a} ({', '.join(sorted(present[a])) or 'none'}) "
-                           f"and {b} ({', '.join(sorted(present[b])) or 'none'})")
+        raise CompareError(
+            f"no profile has results in both {a} ({', '.join(sorted(present[a])) or 'none'}) "
+            f"and {b} ({', '.join(sorted(present[b])) or 'none'})"
+        )
     return common
 
 
@@ -145,8 +162,7 @@ def _seeds(folder: Folder, profiles: list[str]):
     """(profile, table, row, seed) rows whose record is usable in the folder, with the record's numbers."""
     seeds = row_seeds(folder)
     seeds = seeds[seeds.profile.isin(profiles)]
-    records = runs(folder)[["run_hash", "accuracy", "device", "threads", "deterministic", "torch", "version",
-                            "commit"]]
+    records = runs(folder)[["run_hash", "accuracy", "device", "threads", "deterministic", "torch", "version", "commit"]]
     return seeds.drop(columns=["accuracy", "device", "threads", "deterministic"]).merge(records, on="run_hash")
 
 
@@ -154,17 +170,22 @@ def _setting_values(frame) -> dict[str, set[str]]:
     def device(label: Any) -> str:
         return _THREADS_IN_LABEL.sub("", str(label))
 
-    return {"device": {device(d) for d in frame.device}, "threads": {str(t) for t in frame.threads},
-            "deterministic": {str(d) for d in frame.deterministic}, "torch": {str(t) for t in frame.torch},
-            "training version": {str(v) for v in frame.version},
-            "code": {str(c)[:8] + ("+dirty" if str(c).endswith("+dirty") else "") for c in frame.commit}}
+    return {
+        "device": {device(d) for d in frame.device},
+        "threads": {str(t) for t in frame.threads},
+        "deterministic": {str(d) for d in frame.deterministic},
+        "torch": {str(t) for t in frame.torch},
+        "training version": {str(v) for v in frame.version},
+        "code": {str(c)[:8] + ("+dirty" if str(c).endswith("+dirty") else "") for c in frame.commit},
+    }
 
 
 def settings_note(a, b) -> str:
     """What differs between the runs of a row in A and in B: 'threads 1 vs 2; torch 2.4 vs 2.5'."""
     sa, sb = _setting_values(a), _setting_values(b)
-    return "; ".join(f"{what} {', '.join(sorted(sa[what]))} vs {', '.join(sorted(sb[what]))}"
-                     for what in sa if sa[what] != sb[what])
+    return "; ".join(
+        f"{what} {', '.join(sorted(sa[what]))} vs {', '.join(sorted(sb[what]))}" for what in sa if sa[what] != sb[what]
+    )
 
 
 def compare_folders(a: Path, b: Path, profile: str | None = None, manifests: Sequence = ()) -> FolderComparison:
@@ -180,8 +201,10 @@ def compare_folders(a: Path, b: Path, profile: str | None = None, manifests: Seq
     groups_a, groups_b = dict(iter(seeds_a.groupby(key, sort=True))), dict(iter(seeds_b.groupby(key, sort=True)))
     common = sorted(set(groups_a) & set(groups_b))
     if not common:
-        raise CompareError(f"no row of profile {', '.join(profiles)} has a usable run record in both {a} "
-                           f"({len(groups_a)} rows) and {b} ({len(groups_b)} rows)")
+        raise CompareError(
+            f"no row of profile {', '.join(profiles)} has a usable run record in both {a} "
+            f"({len(groups_a)} rows) and {b} ({len(groups_b)} rows)"
+        )
     tests = {k: welch(groups_a[k].accuracy, groups_b[k].accuracy) for k in common}
     defined = [k for k in common if not math.isnan(tests[k].p)]
     adjusted = dict(zip(defined, holm([tests[k].p for k in defined])))
@@ -189,15 +212,28 @@ def compare_folders(a: Path, b: Path, profile: str | None = None, manifests: Seq
         t = tests[k]
         ga, gb = groups_a[k], groups_b[k]
         other = set(ga.run_hash) != set(gb.run_hash) and (
-            sorted(zip(ga.seed, ga.accuracy)) != sorted(zip(gb.seed, gb.accuracy)))
-        out.rows.append(RowDifference(*k, t.n_a, t.n_b, t.mean_a, t.mean_b, t.difference,
-                                      None if math.isnan(t.p) else t.p, adjusted.get(k),
-                                      settings_note(ga, gb), other))
+            sorted(zip(ga.seed, ga.accuracy)) != sorted(zip(gb.seed, gb.accuracy))
+        )
+        out.rows.append(
+            RowDifference(
+                *k,
+                t.n_a,
+                t.n_b,
+                t.mean_a,
+                t.mean_b,
+                t.difference,
+                None if math.isnan(t.p) else t.p,
+                adjusted.get(k),
+                settings_note(ga, gb),
+                other,
+            )
+        )
     runs_a, runs_b = _run_names(seeds_a), _run_names(seeds_b)
     out.only_a, out.only_b = sorted(runs_a - runs_b), sorted(runs_b - runs_a)
     out.verdicts = _verdict_changes(verdicts(folder_a), verdicts(folder_b), profiles)
-    out.claims = claim_differences(folder_a.results, folder_b.results, usable_seeds(seeds_a), usable_seeds(seeds_b),
-                                   profiles)
+    out.claims = claim_differences(
+        folder_a.results, folder_b.results, usable_seeds(seeds_a), usable_seeds(seeds_b), profiles
+    )
     return out
 
 
@@ -215,5 +251,8 @@ def _verdict_changes(a, b, profiles: list[str]) -> list[VerdictChange]:
         return {(p, t, c): s for p, t, c, s in zip(frame.profile, frame.table, frame.claim, frame.status)}
 
     sa, sb = statuses(a), statuses(b)
-    return [VerdictChange(*k, sa.get(k, "absent"), sb.get(k, "absent"))
-            for k in sorted(set(sa) | set(sb)) if sa.get(k) != sb.get(k)]
+    return [
+        VerdictChange(*k, sa.get(k, "absent"), sb.get(k, "absent"))
+        for k in sorted(set(sa) | set(sb))
+        if sa.get(k) != sb.get(k)
+    ]

@@ -62,9 +62,18 @@ class ClaimDifference:
         def side(s: Spread | None) -> dict[str, Any] | None:
             return None if s is None else {"n": s.n, "mean": s.mean, "sd": s.sd, "se": s.se}
 
-        return {"profile": self.profile, "table": self.table, "claim": self.claim, "quantity": self.quantity,
-                "a": side(self.a), "b": side(self.b), "difference": self.difference, "status_a": self.status_a,
-                "status_b": self.status_b, "changed": self.changed}
+        return {
+            "profile": self.profile,
+            "table": self.table,
+            "claim": self.claim,
+            "quantity": self.quantity,
+            "a": side(self.a),
+            "b": side(self.b),
+            "difference": self.difference,
+            "status_a": self.status_a,
+            "status_b": self.status_b,
+            "changed": self.changed,
+        }
 
 
 Usable = dict[tuple[str, str], dict[int, float]]  # (table, row) -> seed -> accuracy, of usable records
@@ -103,12 +112,18 @@ def quantities(table: str, v: Verdict, usable: Usable) -> dict[str, Spread | Non
     return out
 
 
-def claim_differences(results_a: list, results_b: list, usable_a: Usable, usable_b: Usable,
-                      profiles: list[str]) -> list[ClaimDifference]:
+def claim_differences(
+    results_a: list, results_b: list, usable_a: Usable, usable_b: Usable, profiles: list[str]
+) -> list[ClaimDifference]:
     """Every claim decided in A or B (of the profiles compared): one entry per number it has, sorted."""
+
     def decided(results: list) -> dict[tuple[str, str, str], tuple[str, Verdict]]:
-        return {(r.profile, r.manifest_id, v.claim): (r.manifest_id, v) for r in results if r.profile in profiles
-                for v in r.verdicts}
+        return {
+            (r.profile, r.manifest_id, v.claim): (r.manifest_id, v)
+            for r in results
+            if r.profile in profiles
+            for v in r.verdicts
+        }
 
     da, db = decided(results_a), decided(results_b)
     out = []
@@ -135,34 +150,65 @@ def _md(text: str) -> str:
 def markdown(result, alpha: float) -> str:
     """The comparison (repro.report.compare.FolderComparison, its rows judged at `alpha`) as Markdown: the
     per-claim table, then the rows that differ and the runs in one folder only."""
-    lines = [f"## repro compare: `{_md(str(result.a))}` (A) and `{_md(str(result.b))}` (B)", "",
-             f"Profile {', '.join(result.profiles)}. "
-             + ("**Differs** (exit 1)." if result.differs else "**Same** (exit 0)."), "",
-             "### Claims", "",
-             "Each claim's number on each side: mean, sample s.d., standard error and seeds (n; empty for a number "
-             "with no seeds), in the number's own unit (fractions for accuracies and gaps), and B - A.", "",
-             "| Claim | Number | A mean | A sd | A se | A n | B mean | B sd | B se | B n | B - A | Verdict A | "
-             "Verdict B | Changed |", "|" + "---|" * 14]
+    lines = [
+        f"## repro compare: `{_md(str(result.a))}` (A) and `{_md(str(result.b))}` (B)",
+        "",
+        f"Profile {', '.join(result.profiles)}. "
+        + ("**Differs** (exit 1)." if result.differs else "**Same** (exit 0)."),
+        "",
+        "### Claims",
+        "",
+        "Each claim's number on each side: mean, sample s.d., standard error and seeds (n; empty for a number "
+        "with no seeds), in the number's own unit (fractions for accuracies and gaps), and B - A.",
+        "",
+        "| Claim | Number | A mean | A sd | A se | A n | B mean | B sd | B se | B n | B - A | Verdict A | "
+        "Verdict B | Changed |",
+        "|" + "---|" * 14,
+    ]
     several = len(result.profiles) > 1
     for c in result.claims:
         a, b = c.a, c.b
-        lines.append("| " + " | ".join(_md(x) for x in [
-            f"{c.profile}/" * several + f"{c.table}/{c.claim}", c.quantity,
-            _cell(a and a.mean), _cell(a and a.sd), _cell(a and a.se), "" if a is None or a.n is None else str(a.n),
-            _cell(b and b.mean), _cell(b and b.sd), _cell(b and b.se), "" if b is None or b.n is None else str(b.n),
-            "" if c.difference is None else f"{c.difference:+.4g}", c.status_a, c.status_b,
-            "**yes**" if c.changed else "no"]) + " |")
+        lines.append(
+            "| "
+            + " | ".join(
+                _md(x)
+                for x in [
+                    f"{c.profile}/" * several + f"{c.table}/{c.claim}",
+                    c.quantity,
+                    _cell(a and a.mean),
+                    _cell(a and a.sd),
+                    _cell(a and a.se),
+                    "" if a is None or a.n is None else str(a.n),
+                    _cell(b and b.mean),
+                    _cell(b and b.sd),
+                    _cell(b and b.se),
+                    "" if b is None or b.n is None else str(b.n),
+                    "" if c.difference is None else f"{c.difference:+.4g}",
+                    c.status_a,
+                    c.status_b,
+                    "**yes**" if c.changed else "no",
+                ]
+            )
+            + " |"
+        )
     differ = [r for r in result.rows if r.difference != 0]
-    lines += ["", "### Rows", "",
-              f"{len(result.rows)} rows in both, {len(differ)} differ, {len(result.beyond_noise)} beyond seed noise "
-              f"(Welch's t over seeds, Holm over the rows, alpha {alpha}).", ""]
+    lines += [
+        "",
+        "### Rows",
+        "",
+        f"{len(result.rows)} rows in both, {len(differ)} differ, {len(result.beyond_noise)} beyond seed noise "
+        f"(Welch's t over seeds, Holm over the rows, alpha {alpha}).",
+        "",
+    ]
     if differ:
         lines += ["| Row | A % | B % | B - A pp | p Holm | Seeds A, B | Note |", "|---|---|---|---|---|---|---|"]
         for r in sorted(differ, key=lambda r: (not r.beyond_noise, -abs(r.difference), r.name)):
             note = "; ".join(x for x in ("beyond noise" if r.beyond_noise else "", r.settings) if x)
-            lines.append(f"| {_md(f'{r.profile}/' * several + r.name)} | {100 * r.mean_a:.2f} | {100 * r.mean_b:.2f} "
-                         f"| {100 * r.difference:+.2f} | {'' if r.p_holm is None else f'{r.p_holm:.2g}'} | "
-                         f"{r.seeds_a}, {r.seeds_b} | {_md(note)} |")
+            lines.append(
+                f"| {_md(f'{r.profile}/' * several + r.name)} | {100 * r.mean_a:.2f} | {100 * r.mean_b:.2f} "
+                f"| {100 * r.difference:+.2f} | {'' if r.p_holm is None else f'{r.p_holm:.2g}'} | "
+                f"{r.seeds_a}, {r.seeds_b} | {_md(note)} |"
+            )
     for which, runs in (("A", result.only_a), ("B", result.only_b)):
         if runs:
             lines += ["", f"Runs only in {which}: {len(runs)}: " + ", ".join(f"`{_md(x)}`" for x in runs)]

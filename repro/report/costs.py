@@ -16,5 +16,8 @@ def compute_section(taken: ComputeTaken, profile: str) -> str:
 
     if not taken.lines:
         return "No training runs at this profile."
-    return environment().get_template("compute.md.j2").render(lines=taken.lines, profile=profile, source=taken.source,
-                                                              walls=taken.walls, fitted=taken.fitted)
+    return (
+        environment()
+        .get_template("compute.md.j2")
+        .render(lines=taken.lines, profile=profile, source=taken.source, walls=taken.walls, fitted=taken.fitted)
+    )

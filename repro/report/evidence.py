@@ -62,8 +62,9 @@ def label(name: str, profile: Profile | None, unverified: bool = False) -> str:
 
 def commits_text(commits: set[str]) -> str:
     """'commit 1a2b3c4d5e6f' (12 characters, '+dirty' kept), or every commit when the results mix several."""
-    short = sorted({c[:12] + ("+dirty" if c.endswith("+dirty") else "") if _COMMIT.match(c) else c
-                    for c in commits if c})  # else as written: "not a git checkout" (an installed wheel)
+    short = sorted(
+        {c[:12] + ("+dirty" if c.endswith("+dirty") else "") if _COMMIT.match(c) else c for c in commits if c}
+    )  # else as written: "not a git checkout" (an installed wheel)
     if not short:
         return "commit unknown"
     return ("commit " if len(short) == 1 else "commits ") + ", ".join(short)

@@ -63,12 +63,27 @@ def draw_stamp(fig: Figure, stamp: Stamp) -> None:
     """The footer under everything else (constrained layout makes room for it) and, where the profile decides
     no empirical claim or the data is unverified, the mark across the figure."""
     width_chars = int(fig.get_figwidth() * 72 / (FOOTER_SIZE * 0.55))  # characters that fit at this font size
-    fig.supxlabel(textwrap.fill(stamp.text, max(40, width_chars)), fontsize=FOOTER_SIZE,
-                  color="#b00020" if stamp.warns else "0.25")
+    fig.supxlabel(
+        textwrap.fill(stamp.text, max(40, width_chars)),
+        fontsize=FOOTER_SIZE,
+        color="#b00020" if stamp.warns else "0.25",
+    )
     if stamp.warns:
         size = min(48.0, 1.6 * fig.get_figwidth() * 72 / max(len(stamp.mark), 1))
-        fig.text(0.5, 0.5, stamp.mark, fontsize=size, color="#b00020", alpha=MARK_ALPHA, rotation=20,
-                 ha="center", va="center", weight="bold", zorder=0, in_layout=False)
+        fig.text(
+            0.5,
+            0.5,
+            stamp.mark,
+            fontsize=size,
+            color="#b00020",
+            alpha=MARK_ALPHA,
+            rotation=20,
+            ha="center",
+            va="center",
+            weight="bold",
+            zorder=0,
+            in_layout=False,
+        )
 
 
 def metadata(stamp: Stamp, fmt: str, key: str = "") -> dict[str, str | None]:

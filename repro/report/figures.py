@@ -53,14 +53,14 @@ class FigureFile:
     paper_ref: str
     shows: frozenset[tuple[str, str]] = frozenset()  # the (manifest id, row id) pairs drawn: a claim links to it
 
-
     @property
     def drawn(self) -> bool:
         return self.png is not None
 
 
-def render_figures(entries: list[tuple[Manifest, ManifestResult | None]], out_dir: Path,
-                   plans: Plans, root: Path | None = None) -> list[FigureFile]:
+def render_figures(
+    entries: list[tuple[Manifest, ManifestResult | None]], out_dir: Path, plans: Plans, root: Path | None = None
+) -> list[FigureFile]:
     """Draw every figure the results allow into out_dir; list the others with the reason they were skipped.
     `plans`: the command's plans, whose settings the captions name; `root`: the results folder out_dir lies in,
     which the files never leave (repro.core.fsutil.FolderWriter; default out_dir)."""
@@ -115,8 +115,8 @@ def drawn_key(png: Path) -> str | None:
         return None
     at = 8 if data[:8] == b"\x89PNG\r\n\x1a\n" else len(data)
     while at + 8 <= len(data):
-        size, kind = int.from_bytes(data[at:at + 4], "big"), data[at + 4:at + 8]
-        chunk = data[at + 8:at + 8 + size]
+        size, kind = int.from_bytes(data[at : at + 4], "big"), data[at + 4 : at + 8]
+        chunk = data[at + 8 : at + 8 + size]
         if kind == b"tEXt" and chunk.startswith(b"Comment\0repro inputs "):
             return chunk.rsplit(b" ", 1)[-1].decode("latin-1")
         if kind == b"IDAT":  # the text chunks come before the image data
@@ -125,8 +125,18 @@ def drawn_key(png: Path) -> str | None:
     return None
 
 
-def _save(draw: Callable[[], Figure], inputs: Any, fig_id: str, title: str, caption: str, paper_ref: str,
-          out_dir: Path, root: Path, stamp: Stamp, shows: frozenset[tuple[str, str]] = frozenset()) -> FigureFile:
+def _save(
+    draw: Callable[[], Figure],
+    inputs: Any,
+    fig_id: str,
+    title: str,
+    caption: str,
+    paper_ref: str,
+    out_dir: Path,
+    root: Path,
+    stamp: Stamp,
+    shows: frozenset[tuple[str, str]] = frozenset(),
+) -> FigureFile:
     """Both files, each carrying the stamp (repro.report.figure_stamp) on the image and in its metadata, written
     below `root` only; drawn by `draw` only where the PNG there was not drawn from the same `inputs` and stamp."""
     paths = {fmt: out_dir / f"{fig_id}.{fmt}" for fmt in ("png", "pdf")}
@@ -160,11 +170,15 @@ def _profile_words(name: str, plan: TablePlan | None) -> str:
         epochs = f"{p.epochs} epochs" if p.epochs else "the paper's epochs"
         return epochs + (f", {p.train_samples} training images" if p.train_samples else "")
 
-    data = {"synthetic": "synthetic data, a pipeline check rather than the paper's numbers",
-            "digits": "real digit scans standing in for the datasets, not the paper's numbers"}
+    data = {
+        "synthetic": "synthetic data, a pipeline check rather than the paper's numbers",
+        "digits": "real digit scans standing in for the datasets, not the paper's numbers",
+    }
     per_dataset = "; ".join(f"{d}: {amount(plan.datasets[d])}" for d in profile.datasets)
-    return (f"profile '{name}' ({profile.seeds} seed(s), {per_dataset or amount(profile)}, "
-            f"{data.get(profile.data, 'real data')})")
+    return (
+        f"profile '{name}' ({profile.seeds} seed(s), {per_dataset or amount(profile)}, "
+        f"{data.get(profile.data, 'real data')})"
+    )
 
 
 def runs_note(pairs: list[tuple[Manifest, ManifestResult]], plans: Plans) -> str:
@@ -242,33 +256,68 @@ def _gap_vs_rho(entries, points: list[gaps.GapPoint], out_dir: Path, plans: Plan
     fig_id, title, ref = GAP_VS_RHO
     shown, left_out = gaps.split_by_rho(points)
     if not shown:
-        why = _no_gaps(entries) if not points else (
-            f"no compared treatment routes any compute: {left_out['zero']} comparison(s) have ρ = 0 and "
-            f"{left_out['missing']} have no measured ρ (their rows do not measure flops)")
+        why = (
+            _no_gaps(entries)
+            if not points
+            else (
+                f"no compared treatment routes any compute: {left_out['zero']} comparison(s) have ρ = 0 and "
+                f"{left_out['missing']} have no measured ρ (their rows do not measure flops)"
+            )
+        )
         return _skip(fig_id, title, why, ref, out_dir, root)
     threshold = gaps.rho_threshold_pct([m for m, _ in entries])
     pairs = _pairs_for(entries, shown)
     caption = gaps.caption_gap_vs_rho(shown, left_out, threshold, gaps.symlog(shown), runs_note(pairs, plans))
-    return _save(lambda: gaps.draw_gap_vs_rho(shown, threshold, title)[0], (shown, threshold, title), fig_id, title,
-                 caption, ref, out_dir, root, stamp_for(pairs), _rows_drawn(entries, shown))
+    return _save(
+        lambda: gaps.draw_gap_vs_rho(shown, threshold, title)[0],
+        (shown, threshold, title),
+        fig_id,
+        title,
+        caption,
+        ref,
+        out_dir,
+        root,
+        stamp_for(pairs),
+        _rows_drawn(entries, shown),
+    )
 
 
 def _gap_vs_classes(entries, points: list[gaps.GapPoint], out_dir: Path, plans: Plans, root: Path) -> FigureFile:
     fig_id, title, ref = GAP_VS_CLASSES
     shown = [p for p in points if p.series]
     if not shown:
-        why = _no_gaps(entries) if not points else \
-            f"none of the {len(points)} measured comparison(s) belongs to a series (Comparison.series)"
+        why = (
+            _no_gaps(entries)
+            if not points
+            else f"none of the {len(points)} measured comparison(s) belongs to a series (Comparison.series)"
+        )
         return _skip(fig_id, title, why, ref, out_dir, root)
     pairs = _pairs_for(entries, shown)
     caption = gaps.caption_gap_vs_classes(shown, gaps.symlog(shown), runs_note(pairs, plans))
-    return _save(lambda: gaps.draw_gap_vs_classes(shown, title)[0], (shown, title), fig_id, title, caption, ref,
-                 out_dir, root, stamp_for(pairs), _rows_drawn(entries, shown))
+    return _save(
+        lambda: gaps.draw_gap_vs_classes(shown, title)[0],
+        (shown, title),
+        fig_id,
+        title,
+        caption,
+        ref,
+        out_dir,
+        root,
+        stamp_for(pairs),
+        _rows_drawn(entries, shown),
+    )
 
 
 # --------------------------------------------------------------------------- manifest figures
-def _declared(manifest: Manifest, result: ManifestResult | None, decl: FigureDecl, fig_id: str,
-              out_dir: Path, plans: Plans, root: Path) -> FigureFile:
+def _declared(
+    manifest: Manifest,
+    result: ManifestResult | None,
+    decl: FigureDecl,
+    fig_id: str,
+    out_dir: Path,
+    plans: Plans,
+    root: Path,
+) -> FigureFile:
     ref = decl.paper_ref or manifest.paper_ref
     if result is None:
         return _skip(fig_id, decl.title, f"{manifest.id} has no results yet (not run)", ref, out_dir, root)
@@ -277,23 +326,45 @@ def _declared(manifest: Manifest, result: ManifestResult | None, decl: FigureDec
     if decl.kind == "accuracy_by_epoch":
         curves = runs.epoch_curves(decl, manifest, result)
         if not curves:
-            return _skip(fig_id, decl.title, f"no run of {', '.join(decl.rows)} in {where} recorded test accuracy "
-                         "per epoch", ref, out_dir, root)
+            return _skip(
+                fig_id,
+                decl.title,
+                f"no run of {', '.join(decl.rows)} in {where} recorded test accuracy per epoch",
+                ref,
+                out_dir,
+                root,
+            )
         missing = [r for r in decl.rows if r not in {c.row for c in curves}]
         drawn, draw = curves, lambda: runs.draw_accuracy_by_epoch(curves, decl.title)
         caption = runs.caption_accuracy_by_epoch(curves, manifest, missing, runs_text, paper)
     elif decl.kind == "usage_by_class":
         mats = runs.usage_matrices(decl, manifest, result)
         if not mats:
-            return _skip(fig_id, decl.title, f"no run of {', '.join(decl.rows)} in {where} recorded test-time "
-                         "expert usage by class", ref, out_dir, root)
+            return _skip(
+                fig_id,
+                decl.title,
+                f"no run of {', '.join(decl.rows)} in {where} recorded test-time expert usage by class",
+                ref,
+                out_dir,
+                root,
+            )
         missing = [r for r in decl.rows if r not in {m.row for m in mats}]
         drawn, draw = mats, lambda: runs.draw_usage_by_class(mats, decl.title)
         caption = runs.caption_usage_by_class(mats, missing, runs_text, paper)
     else:
         return _skip(fig_id, decl.title, f"no drawing for figure kind '{decl.kind}'", ref, out_dir, root)
-    return _save(draw, (decl.kind, drawn, decl.title), fig_id, decl.title, caption, ref, out_dir, root,
-                 stamp_for([(manifest, result)]), frozenset((manifest.id, r) for r in decl.rows))
+    return _save(
+        draw,
+        (decl.kind, drawn, decl.title),
+        fig_id,
+        decl.title,
+        caption,
+        ref,
+        out_dir,
+        root,
+        stamp_for([(manifest, result)]),
+        frozenset((manifest.id, r) for r in decl.rows),
+    )
 
 
 __all__ = ["FigureFile", "render_figures", "runs_note", "paper_note"]

@@ -21,8 +21,12 @@ from repro.results.measurements import ManifestResult
 if TYPE_CHECKING:  # matplotlib is imported where a figure is drawn
     from matplotlib.figure import Figure
 
-ROUTER_TITLES = {"paper": "the paper's router", "tgr": "teacher-guided (TGR-MoE)",
-                 "relu": "ReLU-routed (DECO)", "cluster": "cluster-routed (CLEAR-MoE)"}
+ROUTER_TITLES = {
+    "paper": "the paper's router",
+    "tgr": "teacher-guided (TGR-MoE)",
+    "relu": "ReLU-routed (DECO)",
+    "cluster": "cluster-routed (CLEAR-MoE)",
+}
 FAMILY_COLOURS = {"cifar_standard": "C0", "cifar_depthwise": "C1"}
 FAMILY_LABELS = {"cifar_standard": "standard backbone", "cifar_depthwise": "depthwise backbone"}
 
@@ -47,9 +51,17 @@ def router_points(manifest: Manifest, result: ManifestResult) -> list[RouterPoin
         if not isinstance(gap, dict) or gap.get("mean") is None or rho is None:
             continue
         ci = gap.get("ci95")
-        points.append(RouterPoint(comp.id, comp.series or comp.id, manifest.row(comp.row).backbone.name, comp.label,
-                                  float(rho), 100 * gap["mean"],
-                                  (100 * ci[0], 100 * ci[1]) if ci and None not in ci else None))
+        points.append(
+            RouterPoint(
+                comp.id,
+                comp.series or comp.id,
+                manifest.row(comp.row).backbone.name,
+                comp.label,
+                float(rho),
+                100 * gap["mean"],
+                (100 * ci[0], 100 * ci[1]) if ci and None not in ci else None,
+            )
+        )
     return points
 
 
@@ -85,8 +97,15 @@ def draw_gap_vs_rho_by_router(points: list[RouterPoint]) -> Figure:
         ax.grid(True, alpha=0.3)
     axes[0].set_ylabel("MoE − dense accuracy (pp)")
     families = dict.fromkeys(p.backbone for p in points)
-    fig.legend(handles=[Line2D([], [], marker="o", color=FAMILY_COLOURS.get(f, "0.3"), label=FAMILY_LABELS.get(f, f))
-                        for f in families], loc="outside right upper", fontsize=8, frameon=False)  # the foot: the stamp
+    fig.legend(
+        handles=[
+            Line2D([], [], marker="o", color=FAMILY_COLOURS.get(f, "0.3"), label=FAMILY_LABELS.get(f, f))
+            for f in families
+        ],
+        loc="outside right upper",
+        fontsize=8,
+        frameon=False,
+    )  # the foot: the stamp
     fig.suptitle("Beyond the paper: gap against ρ for each router", fontsize=10)
     return fig
 
@@ -94,16 +113,20 @@ def draw_gap_vs_rho_by_router(points: list[RouterPoint]) -> Figure:
 def caption(points: list[RouterPoint], profile: str) -> str:
     routers = list(dict.fromkeys(p.router for p in points))
     signs = "; ".join(
-        f"{ROUTER_TITLES.get(r, r)}: " + "".join("+" if p.mean_pp > 0 else "−" for p in
-                                                  sorted((q for q in points if q.router == r), key=lambda q: q.rho))
-        for r in routers)
-    return (f"Extension, not a reproduction: each point is one configuration's mean paired gap with its 95% "
-            f"interval (cut at ±100 pp, the widest a gap can be), at the routed row's ρ (profile '{profile}'). "
-            f"Signs in increasing ρ: {signs}.")
+        f"{ROUTER_TITLES.get(r, r)}: "
+        + "".join(
+            "+" if p.mean_pp > 0 else "−" for p in sorted((q for q in points if q.router == r), key=lambda q: q.rho)
+        )
+        for r in routers
+    )
+    return (
+        f"Extension, not a reproduction: each point is one configuration's mean paired gap with its 95% "
+        f"interval (cut at ±100 pp, the widest a gap can be), at the routed row's ρ (profile '{profile}'). "
+        f"Signs in increasing ρ: {signs}."
+    )
 
 
-def render_extension_figure(manifest: Manifest, result: ManifestResult | None, out_dir: Path,
-                            root: Path | None = None):
+def render_extension_figure(manifest: Manifest, result: ManifestResult | None, out_dir: Path, root: Path | None = None):
     """The extension figure as a repro.report.figures.FigureFile (drawn, or skipped with the reason), written
     below `root` (default: out_dir) only."""
     from repro.report.figure_stamp import stamp_for
@@ -112,17 +135,41 @@ def render_extension_figure(manifest: Manifest, result: ManifestResult | None, o
     fig_id, title = f"{manifest.id}_gap_vs_rho", f"Extension ({manifest.id}): gap against ρ per router"
     points = router_points(manifest, result) if result is not None else []
     if not points:
-        return _skip(fig_id, title, "no comparison has both a gap and rho yet", manifest.paper_ref, Path(out_dir),
-                     Path(root or out_dir))
-    rows = {(manifest.id, r) for c in manifest.comparisons if c.id in {p.comparison for p in points}
-            for r in (c.row, c.baseline)}
-    return _save(lambda: draw_gap_vs_rho_by_router(points), points, fig_id, title, caption(points, result.profile),
-                 manifest.paper_ref, Path(out_dir), Path(root or out_dir), stamp_for([(manifest, result)]),
-                 frozenset(rows))
+        return _skip(
+            fig_id,
+            title,
+            "no comparison has both a gap and rho yet",
+            manifest.paper_ref,
+            Path(out_dir),
+            Path(root or out_dir),
+        )
+    rows = {
+        (manifest.id, r)
+        for c in manifest.comparisons
+        if c.id in {p.comparison for p in points}
+        for r in (c.row, c.baseline)
+    }
+    return _save(
+        lambda: draw_gap_vs_rho_by_router(points),
+        points,
+        fig_id,
+        title,
+        caption(points, result.profile),
+        manifest.paper_ref,
+        Path(out_dir),
+        Path(root or out_dir),
+        stamp_for([(manifest, result)]),
+        frozenset(rows),
+    )
 
 
-def extension_section(entries: list[tuple[Manifest, ManifestResult | None]], figures_dir: Path,
-                      report_dir: Path, drawn: list | None = None, root: Path | None = None) -> tuple[str, str] | None:
+def extension_section(
+    entries: list[tuple[Manifest, ManifestResult | None]],
+    figures_dir: Path,
+    report_dir: Path,
+    drawn: list | None = None,
+    root: Path | None = None,
+) -> tuple[str, str] | None:
     """("Beyond the paper: ...", markdown) for render_report's extra_sections: each extension manifest's
     figure and its claims' verdicts; None when no manifest is an extension. Each FigureFile is also
     appended to `drawn` when given (report.html shows it among the figures)."""
@@ -135,8 +182,14 @@ def extension_section(entries: list[tuple[Manifest, ManifestResult | None]], fig
         figure = render_extension_figure(manifest, result, Path(figures_dir), root)
         if drawn is not None:
             drawn.append(figure)
-        lines = [f"### {md_escape(manifest.title)}", "", md_escape(" ".join(manifest.description.split())), "",
-                 render_figure_section([figure], Path(report_dir)), ""]
+        lines = [
+            f"### {md_escape(manifest.title)}",
+            "",
+            md_escape(" ".join(manifest.description.split())),
+            "",
+            render_figure_section([figure], Path(report_dir)),
+            "",
+        ]
         if result is None:
             lines.append("Not run at this profile.")
         for v in result.verdicts if result is not None else []:
@@ -145,6 +198,8 @@ def extension_section(entries: list[tuple[Manifest, ManifestResult | None]], fig
         parts.append("\n".join(lines))
     if not parts:
         return None
-    head = ("Not part of the reproduction: routers from related work run through the paper's sweep. These "
-            "claims have no paper value and are counted apart from the reproduction's.")
+    head = (
+        "Not part of the reproduction: routers from related work run through the paper's sweep. These "
+        "claims have no paper value and are counted apart from the reproduction's."
+    )
     return "Beyond the paper: other routers", head + "\n\n" + "\n\n".join(parts)

@@ -97,10 +97,16 @@ def _point(manifest: Manifest, result: ManifestResult, comp: Comparison) -> GapP
         return None
     ci = gap.get("ci95")
     point = GapPoint(
-        source=f"{manifest.id}/{comp.id}", label=_label(manifest, comp), dataset=manifest.row(comp.row).dataset,
-        method=_method(manifest, comp), series=comp.series, profile=result.profile,
-        rho=measured.comparison(comp.id, "rho"), mean_pp=100 * gap["mean"],
-        ci_pp=(100 * ci[0], 100 * ci[1]) if ci and None not in ci else None, n=int(gap.get("n") or 0),
+        source=f"{manifest.id}/{comp.id}",
+        label=_label(manifest, comp),
+        dataset=manifest.row(comp.row).dataset,
+        method=_method(manifest, comp),
+        series=comp.series,
+        profile=result.profile,
+        rho=measured.comparison(comp.id, "rho"),
+        mean_pp=100 * gap["mean"],
+        ci_pp=(100 * ci[0], 100 * ci[1]) if ci and None not in ci else None,
+        n=int(gap.get("n") or 0),
     )
     _adopt_paper(point, manifest, comp)
     return point
@@ -188,8 +194,26 @@ SIGN_WORDS = {"+": "positive", "-": "negative", "<=0": "not positive (no gain)"}
 SIGN_SIZE = 7  # points
 # Where a sign mark may sit, as (dx, dy) in points from its point to the mark's lower left corner: beside
 # it first, then above and below, then further out; the first spot that is free wins.
-SIGN_SPOTS = [(5, 2), (5, -9), (-17, 2), (-17, -9), (5, 10), (5, -17), (-17, 10), (-17, -17),
-              (-6, 8), (-6, -15), (15, 2), (15, -9), (-27, 2), (-27, -9), (5, 18), (5, -25), (-17, 18), (-17, -25)]
+SIGN_SPOTS = [
+    (5, 2),
+    (5, -9),
+    (-17, 2),
+    (-17, -9),
+    (5, 10),
+    (5, -17),
+    (-17, 10),
+    (-17, -17),
+    (-6, 8),
+    (-6, -15),
+    (15, 2),
+    (15, -9),
+    (-27, 2),
+    (-27, -9),
+    (5, 18),
+    (5, -25),
+    (-17, 18),
+    (-17, -25),
+]
 POINT_RADIUS = 4.0  # points: a data marker's half width (ms 6), kept clear of the marks
 
 
@@ -215,22 +239,46 @@ def place_signs(fig: Figure, ax, marks: list[tuple[float, float, str]]) -> list:
     taken = [(cx - r, cy - r, cx + r, cy + r) for cx, cy in centres]
     texts = []
     for (x, y, sign), (cx, cy) in zip(marks, centres):
+
         def cost(spot: tuple[float, float]) -> float:
             box = (cx + spot[0] * scale, cy + spot[1] * scale, cx + spot[0] * scale + w, cy + spot[1] * scale + h)
             outside = box[0] < inside.x0 or box[1] < inside.y0 or box[2] > inside.x1 or box[3] > inside.y1
             return sum(_overlap(box, t) for t in taken) + (w * h if outside else 0.0)
+
         spot = next((s for s in SIGN_SPOTS if cost(s) == 0), min(SIGN_SPOTS, key=cost))
         taken.append((cx + spot[0] * scale, cy + spot[1] * scale, cx + spot[0] * scale + w, cy + spot[1] * scale + h))
-        texts.append(ax.annotate(SIGN_TEXT[sign], (x, y), xytext=spot, textcoords="offset points",
-                                 fontsize=SIGN_SIZE, color="0.3", va="bottom", ha="left", in_layout=False))
+        texts.append(
+            ax.annotate(
+                SIGN_TEXT[sign],
+                (x, y),
+                xytext=spot,
+                textcoords="offset points",
+                fontsize=SIGN_SIZE,
+                color="0.3",
+                va="bottom",
+                ha="left",
+                in_layout=False,
+            )
+        )
     return texts
 
 
 def _sign_handles(signs: set[str]) -> list[Line2D]:
     from matplotlib.lines import Line2D
 
-    return [Line2D([], [], marker=SIGN_MARKER[s], ms=16 if s == "<=0" else 12, color="0.3", ls="none",
-                   label=f"paper: gap {SIGN_WORDS[s]}, no number") for s in SIGN_TEXT if s in signs]
+    return [
+        Line2D(
+            [],
+            [],
+            marker=SIGN_MARKER[s],
+            ms=16 if s == "<=0" else 12,
+            color="0.3",
+            ls="none",
+            label=f"paper: gap {SIGN_WORDS[s]}, no number",
+        )
+        for s in SIGN_TEXT
+        if s in signs
+    ]
 
 
 def minor_label(v: float, _pos: int) -> str:
@@ -244,8 +292,11 @@ def _paper_handle() -> Line2D:
     return Line2D([], [], marker="D", ms=8, mfc="none", mec="black", ls="none", label="paper's gap")
 
 
-def draw_gap_vs_rho(points: list[GapPoint], threshold: tuple[float, str] | None,
-                    title: str = "Accuracy gap against the routed fraction ρ") -> tuple[Figure, bool]:
+def draw_gap_vs_rho(
+    points: list[GapPoint],
+    threshold: tuple[float, str] | None,
+    title: str = "Accuracy gap against the routed fraction ρ",
+) -> tuple[Figure, bool]:
     """Gap (pp) against rho (%, log); returns the figure and whether the y axis is symlog."""
     from matplotlib.figure import Figure
     from matplotlib.lines import Line2D
@@ -259,8 +310,11 @@ def draw_gap_vs_rho(points: list[GapPoint], threshold: tuple[float, str] | None,
         _draw_point(ax, 100 * p.rho, p, dataset_colour(p.dataset), marker[p.method])
     signed = [p for p in points if p.paper_pp is None and p.paper_sign]
     ax.axhline(0, color="black", lw=0.8)
-    handles = [Line2D([], [], marker="o", color=dataset_colour(d), ls="none", label=get_dataset(d).title)
-               for d in DATASETS if any(p.dataset == d for p in points)]
+    handles = [
+        Line2D([], [], marker="o", color=dataset_colour(d), ls="none", label=get_dataset(d).title)
+        for d in DATASETS
+        if any(p.dataset == d for p in points)
+    ]
     handles += [Line2D([], [], marker=marker[m], color="0.35", ls="none", label=m) for m in methods]
     if any(p.paper_pp is not None for p in points):
         handles.append(_paper_handle())
@@ -281,8 +335,9 @@ def draw_gap_vs_rho(points: list[GapPoint], threshold: tuple[float, str] | None,
     return fig, symlog
 
 
-def draw_gap_vs_classes(points: list[GapPoint],
-                        title: str = "Accuracy gap against the number of classes") -> tuple[Figure, bool]:
+def draw_gap_vs_classes(
+    points: list[GapPoint], title: str = "Accuracy gap against the number of classes"
+) -> tuple[Figure, bool]:
     """Gap (pp) against the dataset's class count (log), one line per series."""
     from matplotlib.figure import Figure
     from matplotlib.lines import Line2D
@@ -330,13 +385,17 @@ def _paper_sentence(points: list[GapPoint], signs_drawn: bool) -> str:
     parts = []
     if numeric:
         listed = "; ".join(f"{p.label}: ours {_pp(p.mean_pp)} pp, paper {p.paper_printed}" for p in numeric)
-        parts.append("Hollow diamonds: the gap the paper's text reports for the same comparison, drawn at the same "
-                     f"x as ours ({listed}).")
+        parts.append(
+            "Hollow diamonds: the gap the paper's text reports for the same comparison, drawn at the same "
+            f"x as ours ({listed})."
+        )
     else:
         parts.append("The paper's text reports none of these gaps as a number.")
     if signs and signs_drawn:
-        parts.append(f"A bracketed (+), (−) or (≤0) beside {len(signs)} point(s) is the direction the text "
-                     "states without a number, set beside its point where it covers no other.")
+        parts.append(
+            f"A bracketed (+), (−) or (≤0) beside {len(signs)} point(s) is the direction the text "
+            "states without a number, set beside its point where it covers no other."
+        )
     elif signs:
         listed = "; ".join(f"{p.label} ({p.series}) {SIGN_TEXT[p.paper_sign]}" for p in signs)
         parts.append(f"Directions the text states without a number (not drawn): {listed}.")
@@ -347,8 +406,11 @@ def _common_sentences(points: list[GapPoint], symlog: bool) -> str:
     merged = [p for p in points if p.merged]
     out = []
     if merged:
-        out.append("Comparisons that reuse the same runs in several manifests are drawn once: "
-                   + "; ".join(" = ".join(p.sources) for p in merged) + ".")
+        out.append(
+            "Comparisons that reuse the same runs in several manifests are drawn once: "
+            + "; ".join(" = ".join(p.sources) for p in merged)
+            + "."
+        )
     metrics = {}
     for d in sorted({p.dataset for p in points}, key=list(DATASETS).index):
         metrics.setdefault(get_dataset(d).metric, []).append(get_dataset(d).title)
@@ -356,16 +418,21 @@ def _common_sentences(points: list[GapPoint], symlog: bool) -> str:
     out.append(f"Seeds per comparison: {'/'.join(str(n) for n in sorted({p.n for p in points}))}.")
     out.append("Accuracy is " + " and ".join(f"{words[m]} on {', '.join(t)}" for m, t in metrics.items()) + ".")
     if symlog:
-        out.append("The y axis is linear within ±1 pp and logarithmic beyond, so collapses of tens of points "
-                   "and sub-point gaps fit one axis.")
+        out.append(
+            "The y axis is linear within ±1 pp and logarithmic beyond, so collapses of tens of points "
+            "and sub-point gaps fit one axis."
+        )
     return " ".join(out)
 
 
-def caption_gap_vs_rho(points: list[GapPoint], left_out: dict[str, int], threshold: tuple[float, str] | None,
-                       symlog: bool, runs: str) -> str:
-    text = (f"Mean MoE − dense accuracy gap (percentage points, paired by seed; bars: 95% t-interval) against "
-            f"the treatment's routed fraction ρ for {len(points)} comparison(s); colour: dataset, marker: what "
-            "the treatment routes (its head, or its backbone where both heads are dense).")
+def caption_gap_vs_rho(
+    points: list[GapPoint], left_out: dict[str, int], threshold: tuple[float, str] | None, symlog: bool, runs: str
+) -> str:
+    text = (
+        f"Mean MoE − dense accuracy gap (percentage points, paired by seed; bars: 95% t-interval) against "
+        f"the treatment's routed fraction ρ for {len(points)} comparison(s); colour: dataset, marker: what "
+        "the treatment routes (its head, or its backbone where both heads are dense)."
+    )
     words = {"zero": "with ρ = 0", "missing": "without a measured ρ"}
     skipped = [f"{n} {words[why]}" for why, n in left_out.items() if n]
     if skipped:
@@ -378,9 +445,11 @@ def caption_gap_vs_rho(points: list[GapPoint], left_out: dict[str, int], thresho
 
 def caption_gap_vs_classes(points: list[GapPoint], symlog: bool, runs: str) -> str:
     series = sorted({p.series for p in points}, key=str.lower)
-    text = (f"Mean MoE − dense accuracy gap (pp; bars: 95% t-interval) against the dataset's number of classes, "
-            f"one line per series of comparisons tagged alike across manifests ({'; '.join(series)}); points of "
-            "different series are offset slightly sideways.")
+    text = (
+        f"Mean MoE − dense accuracy gap (pp; bars: 95% t-interval) against the dataset's number of classes, "
+        f"one line per series of comparisons tagged alike across manifests ({'; '.join(series)}); points of "
+        "different series are offset slightly sideways."
+    )
     return f"{text} {_common_sentences(points, symlog)} {_paper_sentence(points, signs_drawn=False)} {runs}"
 
 
@@ -391,5 +460,13 @@ def split_by_rho(points: list[GapPoint]) -> tuple[list[GapPoint], dict[str, int]
     return shown, {"zero": zero, "missing": sum(1 for p in points if p.rho is None)}
 
 
-__all__ = ["GapPoint", "gap_points", "split_by_rho", "rho_threshold_pct", "draw_gap_vs_rho",
-           "draw_gap_vs_classes", "caption_gap_vs_rho", "caption_gap_vs_classes"]
+__all__ = [
+    "GapPoint",
+    "gap_points",
+    "split_by_rho",
+    "rho_threshold_pct",
+    "draw_gap_vs_rho",
+    "draw_gap_vs_classes",
+    "caption_gap_vs_rho",
+    "caption_gap_vs_classes",
+]

@@ -62,11 +62,19 @@ def epoch_curves(decl: FigureDecl, manifest: Manifest, result: ManifestResult) -
             tau = np.full(t, np.nan)
             tau[has_tau] = np.nanmean(taus[:, has_tau], axis=0)
         drops = [100 * (r.peak_accuracy - r.final_accuracy) for r in runs]
-        curves.append(EpochCurve(
-            row=row_id, label=manifest.row(row_id).label, seeds=len(runs), mean=acc.mean(axis=0),
-            low=acc.min(axis=0), high=acc.max(axis=0), tau=tau, late_drop_pp=float(np.mean(drops)),
-            truncated=any(len(r.test_accuracy_by_epoch) != t for r in runs),
-        ))
+        curves.append(
+            EpochCurve(
+                row=row_id,
+                label=manifest.row(row_id).label,
+                seeds=len(runs),
+                mean=acc.mean(axis=0),
+                low=acc.min(axis=0),
+                high=acc.max(axis=0),
+                tau=tau,
+                late_drop_pp=float(np.mean(drops)),
+                truncated=any(len(r.test_accuracy_by_epoch) != t for r in runs),
+            )
+        )
     return curves
 
 
@@ -79,8 +87,13 @@ CURVE_MARKERS = ["o", "s", "^", "D", "v", "P"]
 
 def curve_style(i: int, n: int) -> dict[str, Any]:
     """The line of curve i of n: the first is the widest and lowest."""
-    return {"ls": LINE_STYLES[i % len(LINE_STYLES)], "lw": 1.4 + 0.7 * (n - 1 - i), "zorder": 2 + i,
-            "marker": CURVE_MARKERS[i % len(CURVE_MARKERS)], "ms": 3.5 + 1.2 * (n - 1 - i)}
+    return {
+        "ls": LINE_STYLES[i % len(LINE_STYLES)],
+        "lw": 1.4 + 0.7 * (n - 1 - i),
+        "zorder": 2 + i,
+        "marker": CURVE_MARKERS[i % len(CURVE_MARKERS)],
+        "ms": 3.5 + 1.2 * (n - 1 - i),
+    }
 
 
 def draw_accuracy_by_epoch(curves: list[EpochCurve], title: str) -> Figure:
@@ -117,16 +130,22 @@ def draw_accuracy_by_epoch(curves: list[EpochCurve], title: str) -> Figure:
     return fig
 
 
-def caption_accuracy_by_epoch(curves: list[EpochCurve], manifest: Manifest, missing: list[str], runs: str,
-                              paper: str) -> str:
+def caption_accuracy_by_epoch(
+    curves: list[EpochCurve], manifest: Manifest, missing: list[str], runs: str, paper: str
+) -> str:
     seeds = sorted({c.seeds for c in curves})
-    text = (f"Test accuracy (%) after each epoch for {len(curves)} configuration(s) of {manifest.id}: the line is "
-            f"the mean over {'/'.join(map(str, seeds))} seed(s), the band the range from the lowest to the highest "
-            "seed.")
+    text = (
+        f"Test accuracy (%) after each epoch for {len(curves)} configuration(s) of {manifest.id}: the line is "
+        f"the mean over {'/'.join(map(str, seeds))} seed(s), the band the range from the lowest to the highest "
+        "seed."
+    )
     if any(c.tau is not None for c in curves):
         text += " Lower panel: the router temperature τ used in each epoch."
-    text += (" Late drop (peak − final accuracy, mean over seeds): "
-             + "; ".join(f"{c.label} {c.late_drop_pp:.2f} pp" for c in curves) + ".")
+    text += (
+        " Late drop (peak − final accuracy, mean over seeds): "
+        + "; ".join(f"{c.label} {c.late_drop_pp:.2f} pp" for c in curves)
+        + "."
+    )
     if any(c.truncated for c in curves):
         text += " Seeds of one row ran different numbers of epochs; its curve stops at the shortest."
     if missing:
@@ -170,10 +189,16 @@ def usage_matrices(decl: FigureDecl, manifest: Manifest, result: ManifestResult)
             continue
         train = [np.asarray(r["expert_usage"], dtype=np.int64) for r in routing if r.get("expert_usage")]
         row = manifest.row(row_id)
-        mats.append(UsageMatrix(
-            row=row_id, label=row.label, dataset=row.dataset, seeds=len(tables), counts=np.sum(tables, axis=0),
-            train_usage=np.sum(train, axis=0) if train and len({t.shape for t in train}) == 1 else None,
-        ))
+        mats.append(
+            UsageMatrix(
+                row=row_id,
+                label=row.label,
+                dataset=row.dataset,
+                seeds=len(tables),
+                counts=np.sum(tables, axis=0),
+                train_usage=np.sum(train, axis=0) if train and len({t.shape for t in train}) == 1 else None,
+            )
+        )
     return mats
 
 
@@ -212,10 +237,12 @@ def caption_usage_by_class(mats: list[UsageMatrix], missing: list[str], runs: st
         c, e = m.counts.shape
         shares = ", ".join(f"{100 * s:.0f}%" for s in m.expert_share)
         active = int((m.expert_share >= ACTIVE_SHARE).sum())
-        text = (f"{m.label}: the top-1 expert of every test image, counted per class and summed over {m.seeds} "
-                f"seed(s), each class's row normalised to sum to 1 ({c} classes × {e} experts). Share of all test "
-                f"images per expert 0–{e - 1}: {shares}; {active} of {e} experts are top-1 for at least "
-                f"{100 * ACTIVE_SHARE:.0f}% of test images.")
+        text = (
+            f"{m.label}: the top-1 expert of every test image, counted per class and summed over {m.seeds} "
+            f"seed(s), each class's row normalised to sum to 1 ({c} classes × {e} experts). Share of all test "
+            f"images per expert 0–{e - 1}: {shares}; {active} of {e} experts are top-1 for at least "
+            f"{100 * ACTIVE_SHARE:.0f}% of test images."
+        )
         if m.train_usage is not None:
             text += f" In the last training epoch {int((m.train_usage > 0).sum())} of {e} experts received samples."
         if m.empty_classes:
@@ -226,5 +253,13 @@ def caption_usage_by_class(mats: list[UsageMatrix], missing: list[str], runs: st
     return f"{' '.join(parts)} {paper} {runs}"
 
 
-__all__ = ["EpochCurve", "epoch_curves", "draw_accuracy_by_epoch", "caption_accuracy_by_epoch", "UsageMatrix",
-           "usage_matrices", "draw_usage_by_class", "caption_usage_by_class"]
+__all__ = [
+    "EpochCurve",
+    "epoch_curves",
+    "draw_accuracy_by_epoch",
+    "caption_accuracy_by_epoch",
+    "UsageMatrix",
+    "usage_matrices",
+    "draw_usage_by_class",
+    "caption_usage_by_class",
+]

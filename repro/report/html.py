@@ -132,26 +132,46 @@ def _value_text(value: Any) -> str:
     return str(value)
 
 
-def _claim_view(manifest: Manifest, result: ManifestResult, v: Verdict, figures: list[FigureFile],
-                runs_href: str) -> ClaimView:
+def _claim_view(
+    manifest: Manifest, result: ManifestResult, v: Verdict, figures: list[FigureFile], runs_href: str
+) -> ClaimView:
     claim = next((c for c in manifest.claims if c.id == v.claim), None)
     rows = rows_read(manifest, claim) if claim is not None else ()
-    linked = tuple((f"fig-{f.id}", f.title) for f in figures
-                   if f.drawn and any((manifest.id, r) in f.shows for r in rows))
+    linked = tuple(
+        (f"fig-{f.id}", f.title) for f in figures if f.drawn and any((manifest.id, r) in f.shows for r in rows)
+    )
     per_row = []
     for row_id in rows:
         runs = sorted(result.measured.runs(row_id), key=lambda r: r.seed)
         if runs:
-            per_row.append(RowRuns(row_id, manifest.row(row_id).label, tuple(
-                RunLink(f"seed {r.seed}", f"{runs_href}/{r.hash}.json", r.hash[:8], f"{100 * r.accuracy:.2f}%")
-                for r in runs)))
+            per_row.append(
+                RowRuns(
+                    row_id,
+                    manifest.row(row_id).label,
+                    tuple(
+                        RunLink(f"seed {r.seed}", f"{runs_href}/{r.hash}.json", r.hash[:8], f"{100 * r.accuracy:.2f}%")
+                        for r in runs
+                    ),
+                )
+            )
     measured = tuple((k, _value_text(x)) for k, x in v.measured.items())
-    return ClaimView(f"claim-{manifest.id}-{v.claim}", v, STATUS_CLASS[v.status], linked, tuple(per_row), measured,
-                     reading_notes(result).get(v.claim, ""))
+    return ClaimView(
+        f"claim-{manifest.id}-{v.claim}",
+        v,
+        STATUS_CLASS[v.status],
+        linked,
+        tuple(per_row),
+        measured,
+        reading_notes(result).get(v.claim, ""),
+    )
 
 
-def table_views(entries: list[tuple[Manifest, ManifestResult | None]], extension: set[str],
-                figures: list[FigureFile], runs_href: str) -> list[TableView]:
+def table_views(
+    entries: list[tuple[Manifest, ManifestResult | None]],
+    extension: set[str],
+    figures: list[FigureFile],
+    runs_href: str,
+) -> list[TableView]:
     out = []
     for manifest, result in entries:
         view = TableView(manifest, result, manifest.id in extension)
@@ -185,10 +205,17 @@ def _markdown(out_dir: Path):
     return md
 
 
-def render_report_html(entries: list[tuple[Manifest, ManifestResult | None]], extension: set[str],
-                       summary: dict[str, Any], figures: list[FigureFile], sections: list[tuple[str, str]],
-                       titles: dict[str, str], out_dir: Path, results_dir: Path,
-                       appendix: list[str] | None = None) -> str:
+def render_report_html(
+    entries: list[tuple[Manifest, ManifestResult | None]],
+    extension: set[str],
+    summary: dict[str, Any],
+    figures: list[FigureFile],
+    sections: list[tuple[str, str]],
+    titles: dict[str, str],
+    out_dir: Path,
+    results_dir: Path,
+    appendix: list[str] | None = None,
+) -> str:
     """The page. `summary` is write_report's (its headline counts, per-table counts and lines), `sections` the
     Markdown sections of report.md, `figures` every figure drawn (reproduction and extension), `titles` the
     headline's name for each group of claims, `appendix` the Artifact Appendix's files (relative to the page)."""
@@ -199,18 +226,35 @@ def render_report_html(entries: list[tuple[Manifest, ManifestResult | None]], ex
     runs_href = _runs_href(out_dir, results_dir)
     views = table_views(entries, extension, figures, runs_href)
     stamp = stamp_for([(m, r) for m, r in entries if r is not None])
-    return environment(html=True).get_template("report.html.j2").render(
-        status_class=STATUS_CLASS, summary=summary, groups=groups, statuses=STATUSES, views=views, runs_href=runs_href,
-        label=stamp.text, warn=stamp.warns, unverified=stamp.unverified, claims=sum(len(v.claims) for v in views),
-        not_run=sum(c.verdict.status == "not run" for v in views for c in v.claims),
-        pending=sum(len(v.manifest.claims) for v in views if v.result is None),
-        figures=[FigureView(f"fig-{f.id}", f.title, f.paper_ref or "report figure", f.caption, data_uri(f.png))
-                 for f in figures],
-        sections=[(title, Markup(md.render(body))) for title, body in sections], appendix=appendix or [])
+    return (
+        environment(html=True)
+        .get_template("report.html.j2")
+        .render(
+            status_class=STATUS_CLASS,
+            summary=summary,
+            groups=groups,
+            statuses=STATUSES,
+            views=views,
+            runs_href=runs_href,
+            label=stamp.text,
+            warn=stamp.warns,
+            unverified=stamp.unverified,
+            claims=sum(len(v.claims) for v in views),
+            not_run=sum(c.verdict.status == "not run" for v in views for c in v.claims),
+            pending=sum(len(v.manifest.claims) for v in views if v.result is None),
+            figures=[
+                FigureView(f"fig-{f.id}", f.title, f.paper_ref or "report figure", f.caption, data_uri(f.png))
+                for f in figures
+            ],
+            sections=[(title, Markup(md.render(body))) for title, body in sections],
+            appendix=appendix or [],
+        )
+    )
 
 
-def write_trace_html(entries: list[tuple[Manifest, ManifestResult | None]], profile: str, out_dir: Path,
-                     results_dir: Path) -> Path:
+def write_trace_html(
+    entries: list[tuple[Manifest, ManifestResult | None]], profile: str, out_dir: Path, results_dir: Path
+) -> Path:
     """results_dir/<profile>/trace.html: every row of every table traced (repro.report.trace), one section each,
     which report.html's rows link to."""
     from repro.report.trace import row_ids, trace
@@ -218,9 +262,17 @@ def write_trace_html(entries: list[tuple[Manifest, ManifestResult | None]], prof
 
     records: dict[str, Any] = {}  # a record read once, however many rows it is behind
     actions = load_actions(out_dir)
-    traces = [trace(results_dir, m, r, row, records=records, actions=actions) for m, r in entries if r is not None
-              for row in row_ids(m, r)]
+    traces = [
+        trace(results_dir, m, r, row, records=records, actions=actions)
+        for m, r in entries
+        if r is not None
+        for row in row_ids(m, r)
+    ]
     path = out_dir / "trace.html"
-    FolderWriter(results_dir).write_text(path, environment(html=True).get_template("trace.html.j2").render(
-        traces=traces, profile=profile, runs_href=_runs_href(out_dir, results_dir)))
+    FolderWriter(results_dir).write_text(
+        path,
+        environment(html=True)
+        .get_template("trace.html.j2")
+        .render(traces=traces, profile=profile, runs_href=_runs_href(out_dir, results_dir)),
+    )
     return path

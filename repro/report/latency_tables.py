@@ -16,8 +16,13 @@ from repro.spec.paper import paper_table
 from repro.report.cells import Table
 from repro.results.measurements import COMPARISON_METRICS, ROW_METRICS, ManifestResult
 
-WHAT = {"latency_ms": "head", "model_latency_ms": "model", "backbone_latency_ms": "backbone",
-        "slowdown": "head", "model_slowdown": "model"}
+WHAT = {
+    "latency_ms": "head",
+    "model_latency_ms": "model",
+    "backbone_latency_ms": "backbone",
+    "slowdown": "head",
+    "model_slowdown": "model",
+}
 
 
 def ms(x: float | None) -> str:
@@ -39,11 +44,13 @@ def paper_cells(manifest: Manifest, ident: str, metrics: set[str]) -> str:
 
 def _setup_notes(result: ManifestResult) -> list[str]:
     s = result.measured.details.get("latency_setup", {})
-    return [f"Measured on {s.get('device', '?')}, profile '{result.profile}': batch {s.get('batch')}, "
-            f"{s.get('warmup')} warm-up call(s), {s.get('min_reps')}-{s.get('max_reps')} repetitions per timing "
-            f"(median; IQR = interquartile range). Absolute times belong to this device; ratios are the headline.",
-            f"Operator calls: non-view aten operators of one head forward at batch {s.get('op_batch')} "
-            "(the same on every device); host syncs: those among them that wait for the device."]
+    return [
+        f"Measured on {s.get('device', '?')}, profile '{result.profile}': batch {s.get('batch')}, "
+        f"{s.get('warmup')} warm-up call(s), {s.get('min_reps')}-{s.get('max_reps')} repetitions per timing "
+        f"(median; IQR = interquartile range). Absolute times belong to this device; ratios are the headline.",
+        f"Operator calls: non-view aten operators of one head forward at batch {s.get('op_batch')} "
+        "(the same on every device); host syncs: those among them that wait for the device.",
+    ]
 
 
 def latency_table(manifest: Manifest, result: ManifestResult) -> Table | None:
@@ -52,27 +59,53 @@ def latency_table(manifest: Manifest, result: ManifestResult) -> Table | None:
     if not rows:
         return None
     flops = result.measured.details.get("flops", {})
-    table = Table(key="latency", title=f"{manifest.title}: latency per batch", rows=[],
-                  columns=["Method", "Head ms", "Head IQR ms", "Ops / forward", "Host syncs", "Head MMAC / image",
-                           "Backbone ms", "Model ms", "Paper"])
+    table = Table(
+        key="latency",
+        title=f"{manifest.title}: latency per batch",
+        rows=[],
+        columns=[
+            "Method",
+            "Head ms",
+            "Head IQR ms",
+            "Ops / forward",
+            "Host syncs",
+            "Head MMAC / image",
+            "Backbone ms",
+            "Model ms",
+            "Paper",
+        ],
+    )
     groups: dict[tuple[str, str], list[Row]] = {}
     for r in rows:
         groups.setdefault((r.role, r.dataset), []).append(r)
     for (role, dataset), members in sorted(groups.items(), key=lambda kv: kv[0][0] != "main"):
         first = lat[members[0].id]
-        heading = (f"{get_dataset(dataset).title}: head on D = {first['head_features']} features, "
-                   f"whole model at {first['image_size']} px")
+        heading = (
+            f"{get_dataset(dataset).title}: head on D = {first['head_features']} features, "
+            f"whole model at {first['image_size']} px"
+        )
         table.heading(heading if role == "main" else f"Sensitivity — {heading}")
         for r in members:
             d = lat[r.id]
             head_macs = flops.get(r.id, {}).get("head_macs")
-            table.add([r.label, ms(d["head"]["median_ms"]), f"{ms(d['head']['p25_ms'])}–{ms(d['head']['p75_ms'])}",
-                       str(d["ops"]["ops"]), str(d["ops"]["host_syncs"]),
-                       "" if head_macs is None else f"{head_macs / 1e6:.3f}", ms(d["backbone"]["median_ms"]),
-                       ms(d["model"]["median_ms"]), paper_cells(manifest, r.id, ROW_METRICS)], r.id)
+            table.add(
+                [
+                    r.label,
+                    ms(d["head"]["median_ms"]),
+                    f"{ms(d['head']['p25_ms'])}–{ms(d['head']['p75_ms'])}",
+                    str(d["ops"]["ops"]),
+                    str(d["ops"]["host_syncs"]),
+                    "" if head_macs is None else f"{head_macs / 1e6:.3f}",
+                    ms(d["backbone"]["median_ms"]),
+                    ms(d["model"]["median_ms"]),
+                    paper_cells(manifest, r.id, ROW_METRICS),
+                ],
+                r.id,
+            )
     table.notes = _setup_notes(result) + [
         "Head MMAC / image: multiply-adds of the head per image (routed heads: what one image executes), "
-        "from the FLOP count of the same row."]
+        "from the FLOP count of the same row."
+    ]
     return table
 
 
@@ -81,21 +114,41 @@ def slowdown_table(manifest: Manifest, result: ManifestResult) -> Table | None:
     comps = [c for c in manifest.comparisons if measured.comparison(c.id, "slowdown") is not None]
     if not comps:
         return None
-    table = Table(key="slowdowns", title="Latency over the baseline's (x)", rows=[],
-                  columns=["Comparison", "Head x", "Model x", "Ops x", "Paper"])
+    table = Table(
+        key="slowdowns",
+        title="Latency over the baseline's (x)",
+        rows=[],
+        columns=["Comparison", "Head x", "Model x", "Ops x", "Paper"],
+    )
     for c in comps:
         ops_a, ops_b = measured.row(c.row, "op_calls"), measured.row(c.baseline, "op_calls")
-        table.add([c.label, times(measured.comparison(c.id, "slowdown")),
-                   times(measured.comparison(c.id, "model_slowdown")), times(ops_a / ops_b) if ops_a and ops_b else "",
-                   paper_cells(manifest, c.id, COMPARISON_METRICS)], c.id)
-    table.notes = ["Head x: the row's head latency over the baseline's head latency; Model x: the same for the "
-                   "whole model (backbone + head), the reading this reproduction gives the paper's ratios."]
+        table.add(
+            [
+                c.label,
+                times(measured.comparison(c.id, "slowdown")),
+                times(measured.comparison(c.id, "model_slowdown")),
+                times(ops_a / ops_b) if ops_a and ops_b else "",
+                paper_cells(manifest, c.id, COMPARISON_METRICS),
+            ],
+            c.id,
+        )
+    table.notes = [
+        "Head x: the row's head latency over the baseline's head latency; Model x: the same for the "
+        "whole model (backbone + head), the reading this reproduction gives the paper's ratios."
+    ]
     return table
 
 
 def _sweep_key(row: Row) -> str:
-    return json.dumps([row.dataset, row.backbone.key(), row.head.name,
-                       {k: v for k, v in row.head.params.items() if k != "num_experts"}], sort_keys=True)
+    return json.dumps(
+        [
+            row.dataset,
+            row.backbone.key(),
+            row.head.name,
+            {k: v for k, v in row.head.params.items() if k != "num_experts"},
+        ],
+        sort_keys=True,
+    )
 
 
 def _sweep_label(row: Row, d: dict[str, Any]) -> str:
@@ -117,14 +170,23 @@ def op_scaling_table(manifest: Manifest, result: ManifestResult) -> Table | None
     if not sweeps:
         return None
     experts = sorted({e for v in sweeps.values() for e in v})
-    table = Table(key="op_scaling", title="Operator calls and head latency against the number of experts E",
-                  columns=["Head", *[f"E={e}" for e in experts], "Ops per extra expert"], rows=[])
+    table = Table(
+        key="op_scaling",
+        title="Operator calls and head latency against the number of experts E",
+        columns=["Head", *[f"E={e}" for e in experts], "Ops per extra expert"],
+        rows=[],
+    )
     for key, by_e in sweeps.items():
         es = sorted(by_e)
         slope = (by_e[es[-1]]["ops"]["ops"] - by_e[es[0]]["ops"]["ops"]) / (es[-1] - es[0])
-        cells = [f"{by_e[e]['ops']['ops']} ops ({by_e[e]['ops']['host_syncs']} syncs), "
-                 f"{ms(by_e[e]['head']['median_ms'])} ms" if e in by_e else "" for e in experts]
+        cells = [
+            f"{by_e[e]['ops']['ops']} ops ({by_e[e]['ops']['host_syncs']} syncs), {ms(by_e[e]['head']['median_ms'])} ms"
+            if e in by_e
+            else ""
+            for e in experts
+        ]
         table.add([labels[key], *cells, f"{slope:.1f}"])
-    table.notes = _setup_notes(result)[1:] + ["Ops per extra expert: (ops at the largest E - ops at the smallest) "
-                                              "/ (difference in E)."]
+    table.notes = _setup_notes(result)[1:] + [
+        "Ops per extra expert: (ops at the largest E - ops at the smallest) / (difference in E)."
+    ]
     return table

@@ -63,7 +63,6 @@ class LearningCheck:
             return f"did not learn under the alternative reading {self.reading}: below chance + 30 points"
         return "did not learn: below chance + 30 points" + ("" if self.gated else " (not a dense or sparse-MoE row)")
 
-
     def router_status(self) -> str:
         """Whether the backbone MoE's routers moved from their initialisation, over every seed; '' for other rows."""
         if not self.routers_moved:
@@ -73,13 +72,16 @@ class LearningCheck:
             return "no: every layer's router is exactly at its initialisation, on every seed"
         if all(v == 1 for v in self.routers_moved):
             return f"yes: every layer's router, on every seed (largest relative shift per seed {shifts})"
-        return (f"in part: {', '.join(f'{100 * v:.0f}%' for v in self.routers_moved)} of the layers per seed "
-                f"(largest relative shift per seed {shifts})")
+        return (
+            f"in part: {', '.join(f'{100 * v:.0f}%' for v in self.routers_moved)} of the layers per seed "
+            f"(largest relative shift per seed {shifts})"
+        )
 
 
 def is_functional(result: ManifestResult | None) -> bool:
-    return result is not None and result.profile_settings is not None \
-        and result.profile_settings.evidence == "functional"
+    return (
+        result is not None and result.profile_settings is not None and result.profile_settings.evidence == "functional"
+    )
 
 
 def learning_checks(entries: list[tuple[Manifest, ManifestResult | None]]) -> list[LearningCheck]:
@@ -96,16 +98,29 @@ def learning_checks(entries: list[tuple[Manifest, ManifestResult | None]]) -> li
             key = tuple(sorted(run.hash for run in result.measured.runs(row.id))) or (f"{manifest.id}/{row.id}",)
             moved, shift = (result.measured.row(row.id, m) or {} for m in ("routers_moved", "router_shift"))
             check = LearningCheck(
-                rows=(f"{manifest.id}/{row.id}",), label=row.label, dataset=row.dataset,
-                accuracies=tuple(accuracy[s] for s in sorted(accuracy)), chance=float(chance),
+                rows=(f"{manifest.id}/{row.id}",),
+                label=row.label,
+                dataset=row.dataset,
+                accuracies=tuple(accuracy[s] for s in sorted(accuracy)),
+                chance=float(chance),
                 gated=head_info(row.head.name).gated and row.role == "main",
-                collapse=tuple(f"{manifest.id}/{c}" for c in collapse.get(row.id, [])), reading=row.reading,
+                collapse=tuple(f"{manifest.id}/{c}" for c in collapse.get(row.id, [])),
+                reading=row.reading,
                 routers_moved=tuple(moved[s] for s in sorted(moved)),
-                router_shift=tuple(shift[s] for s in sorted(shift)))
+                router_shift=tuple(shift[s] for s in sorted(shift)),
+            )
             seen = merged.get(key)
-            merged[key] = check if seen is None else dataclasses.replace(
-                seen, rows=seen.rows + check.rows, gated=seen.gated or check.gated,
-                collapse=seen.collapse + check.collapse, reading=seen.reading or check.reading)
+            merged[key] = (
+                check
+                if seen is None
+                else dataclasses.replace(
+                    seen,
+                    rows=seen.rows + check.rows,
+                    gated=seen.gated or check.gated,
+                    collapse=seen.collapse + check.collapse,
+                    reading=seen.reading or check.reading,
+                )
+            )
     return list(merged.values())
 
 
@@ -113,12 +128,16 @@ def summary_line(checks: list[LearningCheck]) -> str:
     gated = [c for c in checks if c.gated]
     readings = [c for c in checks if not c.gated and c.reading]
     others = [c for c in checks if not c.gated and not c.reading]
-    line = (f"Learning check (functional): {sum(c.learned for c in gated)} / {len(gated)} dense and sparse-MoE "
-            f"configurations at chance + {LEARN_MARGIN * 100:.0f} points or more on every seed")
+    line = (
+        f"Learning check (functional): {sum(c.learned for c in gated)} / {len(gated)} dense and sparse-MoE "
+        f"configurations at chance + {LEARN_MARGIN * 100:.0f} points or more on every seed"
+    )
     if readings:
-        line += (f"; under alternative readings {sum(c.learned for c in readings)} / {len(readings)}"
-                 + (f" (did not learn: {', '.join(c.rows[0] for c in readings if not c.learned)})"
-                    if not all(c.learned for c in readings) else ""))
+        line += f"; under alternative readings {sum(c.learned for c in readings)} / {len(readings)}" + (
+            f" (did not learn: {', '.join(c.rows[0] for c in readings if not c.learned)})"
+            if not all(c.learned for c in readings)
+            else ""
+        )
     if others:
         line += f"; other methods {sum(c.learned for c in others)} / {len(others)}"
     failed = [c for c in checks if c.failed]
@@ -129,22 +148,30 @@ def render_learning(checks: list[LearningCheck], signs: list[str] | None = None)
     """The report section: every trained configuration, its per-seed accuracy against chance + 30 points, whether
     a backbone MoE's routers moved from their initialisation, and `signs`
     (repro.report.readings_section.trained_lines)."""
-    head = ("| Configuration | Stand-in for | Rows | Accuracy per seed (%) | Chance (%) | Needed (%) | Result | "
-            "Backbone MoE router moved from its initialisation |\n|---|---|---|---|---|---|---|---|")
+    head = (
+        "| Configuration | Stand-in for | Rows | Accuracy per seed (%) | Chance (%) | Needed (%) | Result | "
+        "Backbone MoE router moved from its initialisation |\n|---|---|---|---|---|---|---|---|"
+    )
     lines = [head]
     for c in checks:
         accs = ", ".join(f"{100 * a:.1f}" for a in c.accuracies)
-        lines.append(f"| {c.label} | {c.dataset} | {', '.join(c.rows)} | {accs} | {100 * c.chance:.2f} | "
-                     f"{100 * (c.chance + LEARN_MARGIN):.2f} | {c.status()} | {c.router_status()} |")
-    note = (f"Every run trained on real handwritten digits standing in for the dataset (repro.data.digits); no paper "
-            f"claim is decided on them. A configuration learned when every seed reaches chance + "
-            f"{LEARN_MARGIN * 100:.0f} points. Dense and sparse-MoE configurations must (verify-all exits 1 "
-            "otherwise); the other methods, and the rows that train an alternative reading (`<row>__<alternative>`, "
-            "repro/spec/readings.toml), are shown beside them; rows sharing their runs are one line. For a backbone "
-            "MoE (Table 5), whether each layer's router moved from where it started, from the relative shift of its "
-            "weights recorded every epoch: under the renormalised gate a k = 1 router gets no gradient.")
+        lines.append(
+            f"| {c.label} | {c.dataset} | {', '.join(c.rows)} | {accs} | {100 * c.chance:.2f} | "
+            f"{100 * (c.chance + LEARN_MARGIN):.2f} | {c.status()} | {c.router_status()} |"
+        )
+    note = (
+        f"Every run trained on real handwritten digits standing in for the dataset (repro.data.digits); no paper "
+        f"claim is decided on them. A configuration learned when every seed reaches chance + "
+        f"{LEARN_MARGIN * 100:.0f} points. Dense and sparse-MoE configurations must (verify-all exits 1 "
+        "otherwise); the other methods, and the rows that train an alternative reading (`<row>__<alternative>`, "
+        "repro/spec/readings.toml), are shown beside them; rows sharing their runs are one line. For a backbone "
+        "MoE (Table 5), whether each layer's router moved from where it started, from the relative shift of its "
+        "weights recorded every epoch: under the renormalised gate a k = 1 router gets no gradient."
+    )
     out = "\n".join(lines) + "\n\n" + note
     if signs:
-        out += ("\n\nOn these stand-in runs (which decide no paper claim), the empirical claims decided again on the "
-                "rows each alternative reading trained:\n\n" + "\n".join(f"- {line}" for line in signs))
+        out += (
+            "\n\nOn these stand-in runs (which decide no paper claim), the empirical claims decided again on the "
+            "rows each alternative reading trained:\n\n" + "\n".join(f"- {line}" for line in signs)
+        )
     return out

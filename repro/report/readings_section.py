@@ -44,12 +44,17 @@ def how_decided(reading: Reading, manifests: list[Any]) -> str:
         return f"the claims it names decided again on the same measurements: {', '.join(reading.applies.claims)}"
     parts = []
     if counted:
-        parts.append(f"counting: {', '.join(counted)} {'changes' if len(counted) == 1 else 'change'} a FLOP count, "
-                     "so the claims that read those rows are decided again")
+        parts.append(
+            f"counting: {', '.join(counted)} {'changes' if len(counted) == 1 else 'change'} a FLOP count, "
+            "so the claims that read those rows are decided again"
+        )
     if len(counted) < len(reading.alternatives):
         where = [f"{m}'s [[sensitivity]] ({n} rows)" for m, n in trained.items()]
-        parts.append("changes only how a model trains: decided by training, in " + ", ".join(where) if where else
-                     "changes only how a model trains; no table here trains it (a [[sensitivity]] table would)")
+        parts.append(
+            "changes only how a model trains: decided by training, in " + ", ".join(where)
+            if where
+            else "changes only how a model trains; no table here trains it (a [[sensitivity]] table would)"
+        )
     return "; ".join(parts)
 
 
@@ -60,10 +65,12 @@ def readings_summary(claims: list[Any], cpu_seconds: float, models: int) -> str:
     alternatives = sum(len(c.alternatives) for c in claims)
     kinds = {k: sum(1 for c in claims if c.kind == k) for k in ("analytic", "ordered by rho", "metric", "trained")}
     trained = f", {kinds['trained']} empirical claims on the rows trained readings gave" if kinds["trained"] else ""
-    return (f"Readings: {kinds['analytic']} analytic claims, {kinds['ordered by rho']} empirical claims ordered by rho "
-            f"and {kinds['metric']} claims under a reading of what they measure{trained} decided under {alternatives} "
-            f"alternatives ({len(depends)} change verdict under one: {', '.join(depends) or 'none'}); "
-            f"counted in {cpu_seconds:.1f} CPU-s ({models} models)")
+    return (
+        f"Readings: {kinds['analytic']} analytic claims, {kinds['ordered by rho']} empirical claims ordered by rho "
+        f"and {kinds['metric']} claims under a reading of what they measure{trained} decided under {alternatives} "
+        f"alternatives ({len(depends)} change verdict under one: {', '.join(depends) or 'none'}); "
+        f"counted in {cpu_seconds:.1f} CPU-s ({models} models)"
+    )
 
 
 def trained_lines(claims: list[Any]) -> list[str]:
@@ -80,14 +87,19 @@ def trained_summary(claims: list[Any]) -> str:
         return ""
     flips, changes = [], []
     for c in trained:
-        under = [o.alternative for o in c.alternatives if o.value[:1] in ("+", "-") and c.chosen.value[:1] in ("+", "-")
-                 and o.value[0] != c.chosen.value[0]]
+        under = [
+            o.alternative
+            for o in c.alternatives
+            if o.value[:1] in ("+", "-") and c.chosen.value[:1] in ("+", "-") and o.value[0] != c.chosen.value[0]
+        ]
         flips += [f"{c.claim} ({', '.join(under)})"] if under else []
         changed = [o.alternative for o in c.changed_under()]
         changes += [f"{c.claim} ({', '.join(changed)})"] if changed else []
-    return (f"Trained readings: {len(trained)} empirical claims decided again on the rows their alternatives trained; "
-            f"the verdict changes under an alternative for {', '.join(changes) or 'none'}; "
-            f"the measured number changes sign under an alternative for {', '.join(flips) or 'none'}")
+    return (
+        f"Trained readings: {len(trained)} empirical claims decided again on the rows their alternatives trained; "
+        f"the verdict changes under an alternative for {', '.join(changes) or 'none'}; "
+        f"the measured number changes sign under an alternative for {', '.join(flips) or 'none'}"
+    )
 
 
 def render_readings(claims: list[Any], cpu_seconds: float, models: int, manifests: list[Any] | None = None) -> str:
@@ -97,19 +109,26 @@ def render_readings(claims: list[Any], cpu_seconds: float, models: int, manifest
     counted = [c for c in claims if c.kind != "trained"]
     trained = [c for c in claims if c.kind == "trained"]
     training_only = sorted({r for c in counted for r in c.training_only})
-    intro = ("Each choice the paper's text leaves open is declared once, in `repro/spec/readings.toml`, with the value "
-             "this artifact chose and each alternative as a configuration override. Every analytic claim, and every "
-             "empirical claim that orders measured gaps by rho, is decided again under every alternative of each "
-             "reading that applies to the rows it reads (one reading at a time, the others as chosen), by counting "
-             "those rows again; an empirical claim ordered by rho keeps the gaps as measured and takes rho under the "
-             "alternative. A reading of what a claim measures (which metric 'routing entropy' is) decides the claims "
-             f"it names again on the same measurements. {len(readings)} readings; "
-             f"{readings_summary(claims, cpu_seconds, models).removeprefix('Readings: ')}.")
-    outro = ("Readings that change only how a model trains leave every count these claims read unchanged, so they "
-             f"cannot move these verdicts: {', '.join(training_only) or 'none'}. Their alternatives are decided by "
-             "training: a manifest's `[[sensitivity]]` rows (`<row>__<alternative>`), which `repro plan` prices and "
-             "a profile can include; the functional profile trains table1's and table5's. The empirical claims "
-             "whose every comparison such rows trained are decided again on them below.")
+    intro = (
+        "Each choice the paper's text leaves open is declared once, in `repro/spec/readings.toml`, with the value "
+        "this artifact chose and each alternative as a configuration override. Every analytic claim, and every "
+        "empirical claim that orders measured gaps by rho, is decided again under every alternative of each "
+        "reading that applies to the rows it reads (one reading at a time, the others as chosen), by counting "
+        "those rows again; an empirical claim ordered by rho keeps the gaps as measured and takes rho under the "
+        "alternative. A reading of what a claim measures (which metric 'routing entropy' is) decides the claims "
+        f"it names again on the same measurements. {len(readings)} readings; "
+        f"{readings_summary(claims, cpu_seconds, models).removeprefix('Readings: ')}."
+    )
+    outro = (
+        "Readings that change only how a model trains leave every count these claims read unchanged, so they "
+        f"cannot move these verdicts: {', '.join(training_only) or 'none'}. Their alternatives are decided by "
+        "training: a manifest's `[[sensitivity]]` rows (`<row>__<alternative>`), which `repro plan` prices and "
+        "a profile can include; the functional profile trains table1's and table5's. The empirical claims "
+        "whose every comparison such rows trained are decided again on them below."
+    )
     listed = [(r, how_decided(r, manifests)) for r in shown_readings(manifests)] if manifests else []
-    return environment().get_template("readings.md.j2").render(
-        entries=counted, trained=trained, signs=trained_lines(trained), listed=listed, intro=intro, outro=outro)
+    return (
+        environment()
+        .get_template("readings.md.j2")
+        .render(entries=counted, trained=trained, signs=trained_lines(trained), listed=listed, intro=intro, outro=outro)
+    )

@@ -32,8 +32,7 @@ def md_escape(text: Any) -> str:
     """Text for a Markdown file: one line, a table cell's `|` escaped, and `<` and `![` escaped so that no text
     (a label, a record's field) becomes raw HTML or an image where the file is rendered (a forge's preview, an
     editor's)."""
-    return (str(text).replace("|", r"\|").replace("<", r"\<").replace("![", r"!\[")
-            .replace("\r", " ").replace("\n", " "))
+    return str(text).replace("|", r"\|").replace("<", r"\<").replace("![", r"!\[").replace("\r", " ").replace("\n", " ")
 
 
 def code_span(text: Any) -> str:
@@ -45,18 +44,33 @@ def environment(html: bool = False) -> Environment:
     """The report's templates, with a filter for each medium; `html`: autoescaped (report.html, trace.html)."""
     from repro.cost.estimate import device_time, seconds_text
 
-    env = Environment(loader=PackageLoader("repro.report", "templates"), undefined=StrictUndefined, autoescape=html,
-                      trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
+    env = Environment(
+        loader=PackageLoader("repro.report", "templates"),
+        undefined=StrictUndefined,
+        autoescape=html,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
     env.globals["tex_columns"] = tex_columns
-    env.filters.update(tex=latex_escape, tex_lenient=lambda text: latex_escape(text, strict=False), md=md_escape,
-                       md_anchor=md_anchor, code=code_span, device_time=device_time,
-                       seconds=lambda s: "" if s is None or s != s else seconds_text(s))
+    env.filters.update(
+        tex=latex_escape,
+        tex_lenient=lambda text: latex_escape(text, strict=False),
+        md=md_escape,
+        md_anchor=md_anchor,
+        code=code_span,
+        device_time=device_time,
+        seconds=lambda s: "" if s is None or s != s else seconds_text(s),
+    )
     return env
 
 
 def render_tables_md(manifest: Manifest, tables: list[Table], result: ManifestResult) -> str:
-    return environment().get_template("tables.md.j2").render(manifest=manifest, tables=tables, result=result,
-                                                              trained=trained_on(manifest, result))
+    return (
+        environment()
+        .get_template("tables.md.j2")
+        .render(manifest=manifest, tables=tables, result=result, trained=trained_on(manifest, result))
+    )
 
 
 def render_tables_tex(manifest: Manifest, tables: list[Table], trained: TrainedOn) -> str:
@@ -65,8 +79,11 @@ def render_tables_tex(manifest: Manifest, tables: list[Table], trained: TrainedO
 
 def render_standalone_tex(manifest: Manifest, tables: list[Table], trained: TrainedOn) -> str:
     """The same tables as a document of their own: `pdflatex <id>_standalone.tex`, from any folder."""
-    return environment().get_template("standalone.tex.j2").render(
-        manifest=manifest, body=render_tables_tex(manifest, tables, trained))
+    return (
+        environment()
+        .get_template("standalone.tex.j2")
+        .render(manifest=manifest, body=render_tables_tex(manifest, tables, trained))
+    )
 
 
 def alternative_only(result: ManifestResult) -> dict[str, list[dict[str, str]]]:
@@ -78,26 +95,41 @@ def alternative_only(result: ManifestResult) -> dict[str, list[dict[str, str]]]:
     for entry in result.readings:
         lines = []
         if entry.only_under():
-            lines = [(o, "reproduced only under an alternative reading") for o in entry.alternatives
-                     if o.status == "reproduced"]
+            lines = [
+                (o, "reproduced only under an alternative reading")
+                for o in entry.alternatives
+                if o.status == "reproduced"
+            ]
         else:
-            lines = [(o, f"{o.status} under this alternative reading (chosen: {entry.chosen.status})")
-                     for o in entry.changed_under()]
+            lines = [
+                (o, f"{o.status} under this alternative reading (chosen: {entry.chosen.status})")
+                for o in entry.changed_under()
+            ]
         if lines:
             out.setdefault(entry.claim, []).extend(
                 {"label": o.label, "reading": o.reading, "value": o.value, "evidence": o.evidence, "verdict": verdict}
-                for o, verdict in lines)
+                for o, verdict in lines
+            )
     return out
 
 
 def render_claims_md(manifest: Manifest, result: ManifestResult) -> str:
-    return environment().get_template("claims.md.j2").render(
-        manifest=manifest, result=result, counts=verdict_counts(result.verdicts), trained=trained_on(manifest, result),
-        alternative_only=alternative_only(result))
+    return (
+        environment()
+        .get_template("claims.md.j2")
+        .render(
+            manifest=manifest,
+            result=result,
+            counts=verdict_counts(result.verdicts),
+            trained=trained_on(manifest, result),
+            alternative_only=alternative_only(result),
+        )
+    )
 
 
-def write_manifest_outputs(manifest: Manifest, result: ManifestResult, results_dir: Path,
-                           tables: bool = True) -> list[Path]:
+def write_manifest_outputs(
+    manifest: Manifest, result: ManifestResult, results_dir: Path, tables: bool = True
+) -> list[Path]:
     """Write <id>.md, <id>.tex (table environments to \\input), <id>_standalone.tex (a document) and claims.md
     into results_dir/<profile>/<id>/, and <id>_unverified_checksums.txt where files failed their checksums (the
     captions name it); return their paths. `tables` False: claims.md alone (the tables, which show no verdict,
@@ -138,10 +170,14 @@ def render_untested() -> str:
     """The findings of the paper's text that no claim tests, each with why (repro/spec/untested.toml)."""
     from repro.spec.untested import shipped_untested
 
-    return ("Every finding of the paper's text that no claim decides, with the section it comes from and why "
-            "(repro/spec/untested.toml):\n\n" + "\n".join(
-                f"- Section {md_escape(f.section)}: {md_escape(f.finding)}. Not tested: {md_escape(f.why)}."
-                for f in shipped_untested()))
+    return (
+        "Every finding of the paper's text that no claim decides, with the section it comes from and why "
+        "(repro/spec/untested.toml):\n\n"
+        + "\n".join(
+            f"- Section {md_escape(f.section)}: {md_escape(f.finding)}. Not tested: {md_escape(f.why)}."
+            for f in shipped_untested()
+        )
+    )
 
 
 def render_figure_section(figures: list, results_dir: Path) -> str:
@@ -163,24 +199,47 @@ def _report_context(entries: list[tuple[Manifest, ManifestResult | None]], table
     from repro.report.figure_stamp import stamp_for
 
     stamp = stamp_for([(m, r) for m, r in entries if r is not None])
-    blocks = [{"manifest": m, "result": r, "tables": build_tables(m, r) if r and tables else [],
-               "alternative_only": alternative_only(r) if r else {}} for m, r in entries]
+    blocks = [
+        {
+            "manifest": m,
+            "result": r,
+            "tables": build_tables(m, r) if r and tables else [],
+            "alternative_only": alternative_only(r) if r else {},
+        }
+        for m, r in entries
+    ]
     return {"blocks": blocks, "label": stamp.text, "unverified": stamp.unverified, "detail": DETAIL}
 
 
-def render_report(entries: list[tuple[Manifest, ManifestResult | None]], summary: dict[str, Any],
-                  extra_sections: list[tuple[str, str]] | None = None, figures: str = "",
-                  appendix: list[str] | None = None) -> str:
+def render_report(
+    entries: list[tuple[Manifest, ManifestResult | None]],
+    summary: dict[str, Any],
+    extra_sections: list[tuple[str, str]] | None = None,
+    figures: str = "",
+    appendix: list[str] | None = None,
+) -> str:
     """report.md: the profile's label, the summary, the claims checklist and the figures, then links to each
     section of report-detail.md (render_report_detail); `appendix`: the Artifact Appendix's files, relative to it."""
-    return environment().get_template("report.md.j2").render(
-        **_report_context(entries, tables=False), summary=summary, extra_sections=extra_sections or [],
-        figures=figures, appendix=appendix or [])
+    return (
+        environment()
+        .get_template("report.md.j2")
+        .render(
+            **_report_context(entries, tables=False),
+            summary=summary,
+            extra_sections=extra_sections or [],
+            figures=figures,
+            appendix=appendix or [],
+        )
+    )
 
 
-def render_report_detail(entries: list[tuple[Manifest, ManifestResult | None]],
-                         extra_sections: list[tuple[str, str]] | None = None) -> str:
+def render_report_detail(
+    entries: list[tuple[Manifest, ManifestResult | None]], extra_sections: list[tuple[str, str]] | None = None
+) -> str:
     """report-detail.md: every table beside the paper's numbers with its assumptions and readings, the report's
     other sections (readings, audit, compute, time) and the provenance."""
-    return environment().get_template("report_detail.md.j2").render(
-        **_report_context(entries, tables=True), extra_sections=extra_sections or [])
+    return (
+        environment()
+        .get_template("report_detail.md.j2")
+        .render(**_report_context(entries, tables=True), extra_sections=extra_sections or [])
+    )

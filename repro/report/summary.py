@@ -23,10 +23,20 @@ from repro.report.appendix import write_appendix
 from repro.report.costs import compute_section
 from repro.report.learning import is_functional, learning_checks, render_learning, summary_line
 from repro.report.readings_section import (
-    readings_cost, readings_entries, readings_summary, render_readings, trained_lines, trained_summary,
+    readings_cost,
+    readings_entries,
+    readings_summary,
+    render_readings,
+    trained_lines,
+    trained_summary,
 )
 from repro.report.render import (
-    DETAIL, render_audit, render_figure_section, render_report, render_report_detail, render_untested,
+    DETAIL,
+    render_audit,
+    render_figure_section,
+    render_report,
+    render_report_detail,
+    render_untested,
     write_manifest_outputs,
 )
 from repro.results.measurements import FlopCheck, ManifestResult, profile_dir
@@ -38,9 +48,12 @@ def _regenerated(entries: list[tuple[Manifest, ManifestResult | None]], failures
     return sum(1 for m, r in entries if r is not None and r.ok and m.id not in failures)
 
 
-def summary_lines(entries: list[tuple[Manifest, ManifestResult | None]], check: FlopCheck | None,
-                  failures: dict[str, str],
-                  beyond: list[tuple[Manifest, ManifestResult | None]] = ()) -> dict[str, Any]:
+def summary_lines(
+    entries: list[tuple[Manifest, ManifestResult | None]],
+    check: FlopCheck | None,
+    failures: dict[str, str],
+    beyond: list[tuple[Manifest, ManifestResult | None]] = (),
+) -> dict[str, Any]:
     """The headline of the paper's tables (`entries`); `beyond`, the extension's tables, only counted beside them."""
     verdicts = [v for _, r in entries if r for v in r.verdicts]
     total_claims = sum(len(m.claims) for m, _ in entries)
@@ -48,9 +61,11 @@ def summary_lines(entries: list[tuple[Manifest, ManifestResult | None]], check: 
     not_in_results = sum(len(m.claims) for m, r in entries if r is None)  # tables never run: their claims
     reproduced, decided = reproductions(counts)  # self-tests of this artifact's code are no reproduction
     regenerated = _regenerated(entries, failures)
-    lines = [f"Tables regenerated: {regenerated} / {len(entries)}"
-             + (f" of the paper's, and {_regenerated(beyond, failures)} / {len(beyond)} beyond it" if beyond else ""),
-             claim_counts({m.id: m for m, _ in [*entries, *beyond]}.values()).line()]
+    lines = [
+        f"Tables regenerated: {regenerated} / {len(entries)}"
+        + (f" of the paper's, and {_regenerated(beyond, failures)} / {len(beyond)} beyond it" if beyond else ""),
+        claim_counts({m.id: m for m, _ in [*entries, *beyond]}.values()).line(),
+    ]
     unverified = dict.fromkeys(d for _, r in entries if r for c in r.data_checks() if (d := c.checksum_departure()))
     if unverified:  # first: every number below rests on it
         lines.insert(0, "UNVERIFIED data: " + "; ".join(unverified) + ". Every verdict decided on it says so.")
@@ -61,13 +76,22 @@ def summary_lines(entries: list[tuple[Manifest, ManifestResult | None]], check: 
     if not_in_results:
         lines.append(f"Claims of tables not run into this folder: {not_in_results}")
     if check is not None:
-        lines.append(f"FLOP checks passed: {check.passed} / {len(check.models)} distinct models "
-                     "(analytic = fvcore = torch/2, module by module)")
+        lines.append(
+            f"FLOP checks passed: {check.passed} / {len(check.models)} distinct models "
+            "(analytic = fvcore = torch/2, module by module)"
+        )
     for manifest_id, why in failures.items():
         lines.append(f"FAILED {manifest_id}: {why}")
-    return {"lines": lines, "reproduced": reproduced, "decided": decided, "total_claims": total_claims,
-            "regenerated": regenerated, "tables": len(entries), "counts": counts,
-            "per_table": [(m.id, count_verdicts(r.verdicts) if r else None, len(m.claims)) for m, r in entries]}
+    return {
+        "lines": lines,
+        "reproduced": reproduced,
+        "decided": decided,
+        "total_claims": total_claims,
+        "regenerated": regenerated,
+        "tables": len(entries),
+        "counts": counts,
+        "per_table": [(m.id, count_verdicts(r.verdicts) if r else None, len(m.claims)) for m, r in entries],
+    }
 
 
 def _counted(counts: dict[str, int]) -> str:
@@ -75,21 +99,28 @@ def _counted(counts: dict[str, int]) -> str:
     return ", ".join(f"{k} {v}" for k, v in counts.items() if v)
 
 
-SCOPE_TITLES = {"analytic": "Analytic claims: numbers the paper prints, matched by FLOP counts",
-                "property": "Analytic claims: bounds and properties of the paper's architecture",
-                "self-test": "Self-tests of this artifact's code (shown, not counted as reproductions)",
-                "empirical": "Empirical (training) claims",
-                "gpu": "GPU-scoped (latency) claims",
-                "explainer": "Claims from the explainer, not the paper's text (any scope; counted apart)",
-                "prediction": "Predictions of this artifact, not the paper's (not counted)",
-                "derived": "Claims another claim implies (counted there)"}
+SCOPE_TITLES = {
+    "analytic": "Analytic claims: numbers the paper prints, matched by FLOP counts",
+    "property": "Analytic claims: bounds and properties of the paper's architecture",
+    "self-test": "Self-tests of this artifact's code (shown, not counted as reproductions)",
+    "empirical": "Empirical (training) claims",
+    "gpu": "GPU-scoped (latency) claims",
+    "explainer": "Claims from the explainer, not the paper's text (any scope; counted apart)",
+    "prediction": "Predictions of this artifact, not the paper's (not counted)",
+    "derived": "Claims another claim implies (counted there)",
+}
 
 
 @phase("report")
-def write_report(entries: list[tuple[Manifest, ManifestResult | None]], results_dir: Path, profile: str,
-                 costs: tuple[FolderFit, ComputeTaken], check: FlopCheck | None = None,
-                 failures: dict[str, str] | None = None,
-                 tables_written: frozenset[str] = frozenset()) -> tuple[Path, dict[str, Any]]:
+def write_report(
+    entries: list[tuple[Manifest, ManifestResult | None]],
+    results_dir: Path,
+    profile: str,
+    costs: tuple[FolderFit, ComputeTaken],
+    check: FlopCheck | None = None,
+    failures: dict[str, str] | None = None,
+    tables_written: frozenset[str] = frozenset(),
+) -> tuple[Path, dict[str, Any]]:
     """results_dir/<profile>/report.md from the decided results of that profile (repro.claims.decided_results);
     `costs`: the fitted cost model, with the plans it priced, and the compute section (repro.cost.taken.for_report);
     `tables_written`: the tables whose files the command wrote from these results already (only their claims.md is
@@ -104,14 +135,17 @@ def write_report(entries: list[tuple[Manifest, ManifestResult | None]], results_
     extension = count_verdicts(v for m, r in entries if m.is_extension() and r for v in r.verdicts)["extension"]
     summary["extension"] = extension
     if sum(extension.values()):
-        summary["lines"].append(f"Beyond the paper, extension claims ({sum(extension.values())}): "
-                                + _counted(extension))
+        summary["lines"].append(
+            f"Beyond the paper, extension claims ({sum(extension.values())}): " + _counted(extension)
+        )
     with phase("figures"):
         drawn = render_figures(reproduction, out / "figures", folder.plans, results_dir)
     figures = render_figure_section(drawn, out)
-    sections = [("Findings not tested", render_untested()),
-                ("Statistics audit of the paper's reported numbers", render_audit()),
-                ("Compute per claim and table", compute_section(taken, profile))]
+    sections = [
+        ("Findings not tested", render_untested()),
+        ("Statistics audit of the paper's reported numbers", render_audit()),
+        ("Compute per claim and table", compute_section(taken, profile)),
+    ]
     readings = readings_entries(reproduction)
     if readings:
         cost = readings_cost(reproduction)
@@ -119,8 +153,13 @@ def write_report(entries: list[tuple[Manifest, ManifestResult | None]], results_
             summary["lines"].append(readings_summary(readings, *cost))
         if trained := trained_summary(readings):
             summary["lines"].append(trained)
-        sections.insert(0, ("Readings the text leaves open: which verdicts depend on them",
-                            render_readings(readings, *cost, manifests)))
+        sections.insert(
+            0,
+            (
+                "Readings the text leaves open: which verdicts depend on them",
+                render_readings(readings, *cost, manifests),
+            ),
+        )
     flush()  # the phases so far, for the table below; written again, whole, when the command ends
     if (times := render_timings(results_dir, profile)) is not None:
         sections.append((TIME_TITLE, times))
@@ -141,11 +180,21 @@ def write_report(entries: list[tuple[Manifest, ManifestResult | None]], results_
     path = out / "report.md"
     # report.html: the same data; the extension manifests' figures and claims sit among the others there. The
     # pages are rendered before any is written, and replaced as a set: none is left stale beside the others.
-    pages = {path: render_report(reproduction, summary, sections, figures, appendix),
-             out / DETAIL: render_report_detail(reproduction, sections),
-             out / "report.html": render_report_html(entries, {m.id for m, _ in entries if m.is_extension()}, summary,
-                                                     drawn, [s for s in sections if s is not beyond], SCOPE_TITLES,
-                                                     out, results_dir, appendix)}
+    pages = {
+        path: render_report(reproduction, summary, sections, figures, appendix),
+        out / DETAIL: render_report_detail(reproduction, sections),
+        out / "report.html": render_report_html(
+            entries,
+            {m.id for m, _ in entries if m.is_extension()},
+            summary,
+            drawn,
+            [s for s in sections if s is not beyond],
+            SCOPE_TITLES,
+            out,
+            results_dir,
+            appendix,
+        ),
+    }
     for manifest, result in entries:  # each table's claims.md as decided with the others (repro.claims.across)
         if result is not None:
             write_manifest_outputs(manifest, result, results_dir, tables=manifest.id not in tables_written)

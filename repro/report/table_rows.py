@@ -30,22 +30,45 @@ def flops_table(manifest: Manifest, result: ManifestResult) -> Table | None:
     table = Table(
         key="flops",
         title="FLOPs per image and the routed fraction ρ",
-        columns=["Setting", "Backbone MMAC", "Head MMAC", "Routed MMAC", "Total MMAC", "Head share",
-                 "ρ (ours)", "ρ, all ops (ours)", "ρ (paper)", "Gap sign (text)"],
+        columns=[
+            "Setting",
+            "Backbone MMAC",
+            "Head MMAC",
+            "Routed MMAC",
+            "Total MMAC",
+            "Head share",
+            "ρ (ours)",
+            "ρ, all ops (ours)",
+            "ρ (paper)",
+            "Gap sign (text)",
+        ],
         rows=[],
-        notes=["MMAC: millions of multiply-adds per image (one multiply-add = one FLOP, fvcore's convention); "
-               "analytic = fvcore = torch/2 for every module.",
-               "ρ = routed / total FLOPs. 'All ops' adds normalisation, activation and pooling.",
-               "Gap sign (text): the sign of the setting's MoE - dense gap where the text states one (≤0: not "
-               "positive), which a separation claim must read."],
+        notes=[
+            "MMAC: millions of multiply-adds per image (one multiply-add = one FLOP, fvcore's convention); "
+            "analytic = fvcore = torch/2 for every module.",
+            "ρ = routed / total FLOPs. 'All ops' adds normalisation, activation and pooling.",
+            "Gap sign (text): the sign of the setting's MoE - dense gap where the text states one (≤0: not "
+            "positive), which a separation claim must read.",
+        ],
     )
     for r in _by_role(rows, table):
         f = flops[r.id]
         sign = paper_value(manifest.paper_table, f"{r.id}.gap")
-        table.add([r.label, mmac(f["backbone_macs"]), mmac(f["head_macs"]), mmac(f["routed_macs"]),
-                   mmac(f["total_macs"]), pct_auto(f["head_share"]), pct_auto(f["rho"]) if f["routed_macs"] else "",
-                   pct_auto(f["rho_all_ops"]) if f["routed_macs"] else "", reported(manifest, f"{r.id}.rho"),
-                   (sign.implied_sign or "").replace("<=0", "≤0") if sign else ""], r.id)
+        table.add(
+            [
+                r.label,
+                mmac(f["backbone_macs"]),
+                mmac(f["head_macs"]),
+                mmac(f["routed_macs"]),
+                mmac(f["total_macs"]),
+                pct_auto(f["head_share"]),
+                pct_auto(f["rho"]) if f["routed_macs"] else "",
+                pct_auto(f["rho_all_ops"]) if f["routed_macs"] else "",
+                reported(manifest, f"{r.id}.rho"),
+                (sign.implied_sign or "").replace("<=0", "≤0") if sign else "",
+            ],
+            r.id,
+        )
     return table
 
 
@@ -65,12 +88,23 @@ def flops_comparisons_table(manifest: Manifest, result: ManifestResult) -> Table
     comps = [c for c in manifest.comparisons if measured.comparison(c.id, "flops_ratio") is not None]
     if not comps:
         return None
-    table = Table(key="flops_comparisons", title="FLOPs of each model against its baseline",
-                  columns=["Comparison", "FLOPs ratio (ours)", "Reduction (ours)", "Reported"], rows=[])
+    table = Table(
+        key="flops_comparisons",
+        title="FLOPs of each model against its baseline",
+        columns=["Comparison", "FLOPs ratio (ours)", "Reduction (ours)", "Reported"],
+        rows=[],
+    )
     for c in comps:
         paper = reported(manifest, f"{c.id}.flops_reduction") or reported(manifest, f"{c.id}.flops_ratio")
-        table.add([c.label, pct(measured.comparison(c.id, "flops_ratio"), 1),
-                   pct(measured.comparison(c.id, "flops_reduction"), 1), paper], c.id)
+        table.add(
+            [
+                c.label,
+                pct(measured.comparison(c.id, "flops_ratio"), 1),
+                pct(measured.comparison(c.id, "flops_reduction"), 1),
+                paper,
+            ],
+            c.id,
+        )
     return table
 
 
@@ -109,20 +143,45 @@ def accuracy_comparisons_table(manifest: Manifest, result: ManifestResult) -> Ta
     comps = [c for c in manifest.comparisons if "accuracy" in manifest.row(c.row).measures]
     if not comps:
         return None
-    table = Table(key="gaps", title=f"{manifest.title}: MoE - dense gaps paired by seed",
-                  columns=["Configuration", "ρ", "Baseline acc. (%)", "Model acc. (%)", "Gap (pp)", "p", "d",
-                           "Seeds +", "Gap, paper (pp)", "p, paper"], rows=[])
+    table = Table(
+        key="gaps",
+        title=f"{manifest.title}: MoE - dense gaps paired by seed",
+        columns=[
+            "Configuration",
+            "ρ",
+            "Baseline acc. (%)",
+            "Model acc. (%)",
+            "Gap (pp)",
+            "p",
+            "d",
+            "Seeds +",
+            "Gap, paper (pp)",
+            "p, paper",
+        ],
+        rows=[],
+    )
     sensitivity = {r.id for r in manifest.rows if r.role != "main"}
     numbers = row_numbers(result)
     for c in _by_role(comps, table, lambda c: c.row in sensitivity or c.baseline in sensitivity):
         rho = measured.comparison(c.id, "rho")
         base, model = run_links(result, c.baseline, "baseline"), run_links(result, c.row, "model")
-        table.add([c.label, pct_auto(rho) if rho is not None else "", numbers.mean_sd(c.baseline),
-                   numbers.mean_sd(c.row), *_gap_cells(numbers.gap(c.row, c.baseline)),
-                   *_paper_gap(manifest, f"{c.id}.gap")], c.id, {2: base, 3: model, 4: model + base})
-    table.notes = [f"Profile '{result.profile}'. Accuracy: mean ± s.d. over seeds; gap: model - baseline per seed, "
-                   "paired t-test (two-sided), d = mean / s.d. of the differences.",
-                   "Paper columns hold only what the text states; an empty cell means the text gives no number."]
+        table.add(
+            [
+                c.label,
+                pct_auto(rho) if rho is not None else "",
+                numbers.mean_sd(c.baseline),
+                numbers.mean_sd(c.row),
+                *_gap_cells(numbers.gap(c.row, c.baseline)),
+                *_paper_gap(manifest, f"{c.id}.gap"),
+            ],
+            c.id,
+            {2: base, 3: model, 4: model + base},
+        )
+    table.notes = [
+        f"Profile '{result.profile}'. Accuracy: mean ± s.d. over seeds; gap: model - baseline per seed, "
+        "paired t-test (two-sided), d = mean / s.d. of the differences.",
+        "Paper columns hold only what the text states; an empty cell means the text gives no number.",
+    ]
     return table
 
 
@@ -147,14 +206,18 @@ def chance_note(mean: float | None, chance: float | None, collapse: list[str]) -
         return f"the paper reports this method collapses ({claims})" if collapse else ""
     near = mean < chance + MIN_LEARNED * (1 - chance)
     if collapse:
-        return (f"at or near chance: the paper reports this method collapses ({claims})" if near
-                else f"the paper reports this method collapses ({claims}); it learned here")
+        return (
+            f"at or near chance: the paper reports this method collapses ({claims})"
+            if near
+            else f"the paper reports this method collapses ({claims}); it learned here"
+        )
     return "at or near chance: did not learn" if near else ""
 
 
 def machine_note(runs: list[RunSummary]) -> str:
     """Said beside a row whose runs were made under different devices, thread counts or deterministic modes:
     their numbers differ by more than the seed (README, Reproducibility)."""
+
     def setting(run: RunSummary) -> str:
         text = run.device or "an unrecorded device"
         if run.threads is not None and "intra-op" not in text:
@@ -174,31 +237,51 @@ def accuracy_rows_table(manifest: Manifest, result: ManifestResult) -> Table | N
         return None
     collapse = collapse_claims(manifest)
     numbers = row_numbers(result)
-    table = Table(key="accuracy", title="Accuracy of every configuration", rows=[],
-                  columns=["Row", "Dataset", "Accuracy (%)", "Chance (%)", "Seeds", "Note", "Run records",
-                           "Accuracy, paper"])
+    table = Table(
+        key="accuracy",
+        title="Accuracy of every configuration",
+        rows=[],
+        columns=["Row", "Dataset", "Accuracy (%)", "Chance (%)", "Seeds", "Note", "Run records", "Accuracy, paper"],
+    )
     for r in _by_role(rows, table):
         chance = numbers.chance(r.id)
         hashes = ", ".join(sorted({run.hash[:8] for run in measured.runs(r.id)}))
         notes = (chance_note(numbers.mean(r.id), chance, collapse.get(r.id, [])), machine_note(measured.runs(r.id)))
-        table.add([r.label, r.dataset, numbers.mean_sd(r.id) or measured.missing.get(row_metric(r.id, "accuracy"), ""),
-                   "" if chance is None else f"{100 * chance:.2f}", str(numbers.seeds_of(r.id)),
-                   "; ".join(n for n in notes if n), hashes, reported(manifest, f"{r.id}.accuracy")],
-                  r.id, {2: run_links(result, r.id)})
-    table.notes = ["Run records: the first 8 characters of each run's hash; the record is runs/<hash>.json.",
-                   "Chance: 1 / classes of the data the runs trained on (the record's metrics.chance). Note: 'at or "
-                   f"near chance' when the mean closes less than {MIN_LEARNED:.0%} of the distance from chance to "
-                   "100%; a row named by a claim's may_collapse is one the paper reports collapsing, so chance "
-                   "there is the expected outcome, not a failure of the artifact. It also says when a row's runs "
-                   "were made on different devices, thread counts or deterministic modes: their numbers then differ "
-                   "by more than the seed."]
+        table.add(
+            [
+                r.label,
+                r.dataset,
+                numbers.mean_sd(r.id) or measured.missing.get(row_metric(r.id, "accuracy"), ""),
+                "" if chance is None else f"{100 * chance:.2f}",
+                str(numbers.seeds_of(r.id)),
+                "; ".join(n for n in notes if n),
+                hashes,
+                reported(manifest, f"{r.id}.accuracy"),
+            ],
+            r.id,
+            {2: run_links(result, r.id)},
+        )
+    table.notes = [
+        "Run records: the first 8 characters of each run's hash; the record is runs/<hash>.json.",
+        "Chance: 1 / classes of the data the runs trained on (the record's metrics.chance). Note: 'at or "
+        f"near chance' when the mean closes less than {MIN_LEARNED:.0%} of the distance from chance to "
+        "100%; a row named by a claim's may_collapse is one the paper reports collapsing, so chance "
+        "there is the expected outcome, not a failure of the artifact. It also says when a row's runs "
+        "were made on different devices, thread counts or deterministic modes: their numbers then differ "
+        "by more than the seed.",
+    ]
     return table
 
 
 # Every table a manifest's results can show, in report order; each returns None when it has nothing.
 BUILDERS: tuple[Callable[[Manifest, ManifestResult], Table | None], ...] = (
-    accuracy_comparisons_table, accuracy_rows_table, flops_table, flops_comparisons_table,
-    latency_table, slowdown_table, op_scaling_table,
+    accuracy_comparisons_table,
+    accuracy_rows_table,
+    flops_table,
+    flops_comparisons_table,
+    latency_table,
+    slowdown_table,
+    op_scaling_table,
 )
 
 

@@ -33,9 +33,12 @@ def rewrite_timings(results_dir: Path, profile: str, out_dir: Path) -> None:
     body = render_timings(results_dir, profile)
     if body is None:
         return
-    pages = {out_dir / DETAIL: _replaced(out_dir / DETAIL, f"## {TITLE}\n\n", "\n## ", body + "\n"),
-             out_dir / "report.html": _replaced(out_dir / "report.html", f"<h2>{TITLE}</h2>\n", "</section>",
-                                                _markdown(out_dir).render(body) + "\n")}
+    pages = {
+        out_dir / DETAIL: _replaced(out_dir / DETAIL, f"## {TITLE}\n\n", "\n## ", body + "\n"),
+        out_dir / "report.html": _replaced(
+            out_dir / "report.html", f"<h2>{TITLE}</h2>\n", "</section>", _markdown(out_dir).render(body) + "\n"
+        ),
+    }
     FolderWriter(results_dir).replace_set({path: encode_text(text) for path, text in pages.items() if text})
 
 
@@ -44,4 +47,4 @@ def _replaced(path: Path, start: str, end: str, new: str) -> str | None:
     text = path.read_text(encoding="utf-8")
     at = text.find(start)
     stop = text.find(end, at + len(start)) if at >= 0 else -1
-    return text[:at + len(start)] + new + text[stop:] if stop >= 0 else None
+    return text[: at + len(start)] + new + text[stop:] if stop >= 0 else None

@@ -28,7 +28,11 @@ from repro.plan.manifest import Manifest
 from repro.results.actions import Action, load_actions, owners, sha256_file
 from repro.results.crate import RUN_HASH
 from repro.results.measurements import (
-    COMPARISON_METRICS, ROW_METRICS, ManifestResult, RUNS_FOLDER, profile_dir,
+    COMPARISON_METRICS,
+    ROW_METRICS,
+    ManifestResult,
+    RUNS_FOLDER,
+    profile_dir,
 )
 from repro.results.run_records import own_problem, parse_record
 
@@ -77,15 +81,24 @@ class Trace:
 
     def items(self) -> list[tuple[str, list[str]]]:
         """(heading, lines): the trace as the terminal and report.html show it."""
-        runs = [f"{r.row} seed {r.seed}: {r.hash}, {r.epochs if r.epochs is not None else '?'} epochs, accuracy "
-                + (f"{100 * r.accuracy:.2f}%" if r.accuracy is not None else "?")
-                + (f"; UNUSABLE: {r.problem}" if r.problem else "") for r in self.runs]
+        runs = [
+            f"{r.row} seed {r.seed}: {r.hash}, {r.epochs if r.epochs is not None else '?'} epochs, accuracy "
+            + (f"{100 * r.accuracy:.2f}%" if r.accuracy is not None else "?")
+            + (f"; UNUSABLE: {r.problem}" if r.problem else "")
+            for r in self.runs
+        ]
         files = [f"{r.record} sha256 {r.sha256 or '(missing)'}" for r in self.runs]
         return [
-            ("Number", [f"{self.table} / {self.label} ({self.kind} {self.row}), profile {self.profile}"]
-             + [f"{path}: {_text(v)}" for path, v in self.values.items()]),
-            ("Claims", [f"{c['claim']}: {c['status']}: {c['statement']}" for c in self.claims]
-             or ["no claim of this table reads it"]),
+            (
+                "Number",
+                [f"{self.table} / {self.label} ({self.kind} {self.row}), profile {self.profile}"]
+                + [f"{path}: {_text(v)}" for path, v in self.values.items()],
+            ),
+            (
+                "Claims",
+                [f"{c['claim']}: {c['status']}: {c['statement']}" for c in self.claims]
+                or ["no claim of this table reads it"],
+            ),
             ("Run records", runs or ["none: the number is counted, not trained (FLOPs, rho)"]),
             ("Record files", files or [self.results]),
             ("Code", self.commits or ["not recorded"]),
@@ -102,8 +115,7 @@ def _text(value: Any) -> str:
         p = f", p {value['p']:.3g}" if value.get("p") is not None else ""
         return f"{100 * value['mean']:+.2f}{sd} pp over {value.get('n', '?')} seeds{p}"
     if isinstance(value, dict):
-        return ", ".join(f"seed {k}: {_text(v)}" if str(k).isdigit() else f"{k}: {_text(v)}"
-                         for k, v in value.items())
+        return ", ".join(f"seed {k}: {_text(v)}" if str(k).isdigit() else f"{k}: {_text(v)}" for k, v in value.items())
     if isinstance(value, float):
         return f"{value:.6g}"
     return str(value)
@@ -126,8 +138,10 @@ def _resolve(manifest: Manifest, result: ManifestResult, row: str) -> tuple[str,
             return "comparison", c.label, [c.row, c.baseline]
     from repro.core.schema import closest
 
-    raise TraceError(f"table {manifest.id} has no row or comparison '{row}'{closest(row, known)} at profile "
-                     f"{result.profile}; it has: {', '.join(known)}")
+    raise TraceError(
+        f"table {manifest.id} has no row or comparison '{row}'{closest(row, known)} at profile "
+        f"{result.profile}; it has: {', '.join(known)}"
+    )
 
 
 def _values(result: ManifestResult, kind: str, row: str, column: str | None) -> dict[str, Any]:
@@ -142,8 +156,11 @@ def _values(result: ManifestResult, kind: str, row: str, column: str | None) -> 
     if column not in vocabulary:
         raise TraceError(f"'{column}' is not a metric of a {kind}; this one has: {have}")
     missing = result.measured.missing.get(prefix + column)
-    raise TraceError(f"{kind} {row} of {result.manifest_id} has no {column}"
-                     + (f" ({missing})" if missing else "") + f"; it has: {have}")
+    raise TraceError(
+        f"{kind} {row} of {result.manifest_id} has no {column}"
+        + (f" ({missing})" if missing else "")
+        + f"; it has: {have}"
+    )
 
 
 def _read(path: Path, run_hash: str, records: dict[str, Any]) -> tuple[Any, str, str]:
@@ -166,9 +183,19 @@ def _run(results_dir: Path, row: str, summary: Any, records: dict[str, Any]) -> 
     record, problem, digest = _read(path, summary.hash, records)
     prov = record.get("provenance", {}) if isinstance(record, dict) and not problem else {}
     epochs = len(record["history"]) if isinstance(record, dict) and not problem else None
-    return TracedRun(row, summary.seed, summary.hash, epochs, summary.accuracy, str(path), digest, problem,
-                     str(prov.get("git_commit", "")),
-                     str(prov.get("device", summary.device or "")), summary.data or "")
+    return TracedRun(
+        row,
+        summary.seed,
+        summary.hash,
+        epochs,
+        summary.accuracy,
+        str(path),
+        digest,
+        problem,
+        str(prov.get("git_commit", "")),
+        str(prov.get("device", summary.device or "")),
+        summary.data or "",
+    )
 
 
 def _data(result: ManifestResult, runs: list[TracedRun]) -> list[str]:
@@ -183,8 +210,9 @@ def _data(result: ManifestResult, runs: list[TracedRun]) -> list[str]:
             source = dataset_source(c.dataset)
         except (KeyError, OSError):
             continue
-        out += [f"{a.file}: {a.url}" + (f" md5 {a.md5}" if a.md5 else " (no checksum published)")
-                for a in source.archives]
+        out += [
+            f"{a.file}: {a.url}" + (f" md5 {a.md5}" if a.md5 else " (no checksum published)") for a in source.archives
+        ]
     if not checks:
         out += sorted({r.data for r in runs if r.data})
     return out
@@ -196,29 +224,64 @@ def _container(actions: list[Action], table: str) -> str:
     if action is None:
         return "not recorded: no command in actions.json wrote results.json"
     image = action.container.get("image")
-    where = (f"image {image}" if image else "a container that does not name its image ($REPRO_IMAGE unset)"
-             if action.container else "none: it ran outside a container")
+    where = (
+        f"image {image}"
+        if image
+        else "a container that does not name its image ($REPRO_IMAGE unset)"
+        if action.container
+        else "none: it ran outside a container"
+    )
     return f"{where} (`{action.command_line}`, {action.ended})"
 
 
-def trace(results_dir: Path, manifest: Manifest, result: ManifestResult, row: str, column: str | None = None,
-          records: dict[str, Any] | None = None, actions: list[Action] | None = None) -> Trace:
+def trace(
+    results_dir: Path,
+    manifest: Manifest,
+    result: ManifestResult,
+    row: str,
+    column: str | None = None,
+    records: dict[str, Any] | None = None,
+    actions: list[Action] | None = None,
+) -> Trace:
     """The trace of one row (or one metric of it) of a table's stored result; TraceError on an unknown one.
     `records` (by hash) and `actions` (the folder's log): what the traces of one page share, read once."""
     records = {} if records is None else records
     actions = load_actions(profile_dir(results_dir, result.profile)) if actions is None else actions
     kind, label, rows = _resolve(manifest, result, row)
     values = _values(result, kind, row, column)
-    runs = [_run(results_dir, r, s, records) for r in rows
-            for s in sorted(result.measured.runs(r), key=lambda s: s.seed)]
-    claims = [{"claim": v.claim, "status": v.status_text, "statement": v.statement} for v in result.verdicts
-              if set(v.rows) & ({row} | set(rows))]
-    commits = list(dict.fromkeys(c for c in [*(r.commit for r in runs), str(result.provenance.get("git_commit", ""))]
-                                 if c))
+    runs = [
+        _run(results_dir, r, s, records) for r in rows for s in sorted(result.measured.runs(r), key=lambda s: s.seed)
+    ]
+    claims = [
+        {"claim": v.claim, "status": v.status_text, "statement": v.statement}
+        for v in result.verdicts
+        if set(v.rows) & ({row} | set(rows))
+    ]
+    commits = list(
+        dict.fromkeys(c for c in [*(r.commit for r in runs), str(result.provenance.get("git_commit", ""))] if c)
+    )
     command = shlex.join(["repro", "run", manifest.id, "--profile", result.profile, "--results-dir", str(results_dir)])
-    notes = ["(reuses the run records present; to train them again, move the record files above aside first)"
-             ] if runs else []
-    return Trace(manifest.id, manifest.title, result.profile, row, label, kind, rows, values, claims, runs, commits,
-                 _container(actions, manifest.id), _data(result, runs), command,
-                 str(profile_dir(results_dir, result.profile) / manifest.id / "results.json"),
-                 str(result.provenance.get("device", "not recorded")), notes)
+    notes = (
+        ["(reuses the run records present; to train them again, move the record files above aside first)"]
+        if runs
+        else []
+    )
+    return Trace(
+        manifest.id,
+        manifest.title,
+        result.profile,
+        row,
+        label,
+        kind,
+        rows,
+        values,
+        claims,
+        runs,
+        commits,
+        _container(actions, manifest.id),
+        _data(result, runs),
+        command,
+        str(profile_dir(results_dir, result.profile) / manifest.id / "results.json"),
+        str(result.provenance.get("device", "not recorded")),
+        notes,
+    )

@@ -22,8 +22,13 @@ from repro.results.measurements import ManifestResult
 
 Kind = Literal["synthetic", "digits", "paper", "unverified", "unchecked"]
 CHECKSUMS_SUFFIX = "_unverified_checksums.txt"  # <table id> + this, beside the table's files
-KIND_WORDS = {"synthetic": "synthetic", "digits": "digit stand-in", "paper": "the paper's dataset",
-              "unverified": "UNVERIFIED", "unchecked": "the paper's dataset, content check not recorded"}
+KIND_WORDS = {
+    "synthetic": "synthetic",
+    "digits": "digit stand-in",
+    "paper": "the paper's dataset",
+    "unverified": "UNVERIFIED",
+    "unchecked": "the paper's dataset, content check not recorded",
+}
 
 
 @dataclass(frozen=True)
@@ -47,8 +52,9 @@ class DataSource:
         head = f"{self.dataset} ({KIND_WORDS[self.kind]}"
         head += f", {self.checksum})" if self.checksum and self.kind in ("paper", "unverified") else ")"
         if self.unverified:
-            head += ": files that fail their published checksum, accepted with --allow-unverified-data: " + \
-                "; ".join(self.unverified)
+            head += ": files that fail their published checksum, accepted with --allow-unverified-data: " + "; ".join(
+                self.unverified
+            )
         return head + described
 
 
@@ -77,8 +83,10 @@ class TrainedOn:
 
     def checksums_text(self) -> str:
         """That file's text: each failed file with the md5 found and the one published."""
-        lines = [f"# {self.manifest_id}: dataset files that fail their published md5 (torchvision's lists),",
-                 "# accepted with --allow-unverified-data. Each line: <file>: md5 <found> != <published>."]
+        lines = [
+            f"# {self.manifest_id}: dataset files that fail their published md5 (torchvision's lists),",
+            "# accepted with --allow-unverified-data. Each line: <file>: md5 <found> != <published>.",
+        ]
         for s in self.sources:
             if s.unverified:
                 lines += [s.dataset] + [f"  {u}" for u in s.unverified]
@@ -104,9 +112,13 @@ class TrainedOn:
 
     def lines(self) -> list[tuple[str, str]]:
         """(what, value) pairs for the Markdown files."""
-        return [("Profile", f"`{self.profile}`: {self.evidence.split(': ', 1)[-1]}"),
-                ("Trained on", self.data_text()), ("Seeds", self.seeds_text()), ("Epochs", self.epochs_text()),
-                ("Code", self.commit)]
+        return [
+            ("Profile", f"`{self.profile}`: {self.evidence.split(': ', 1)[-1]}"),
+            ("Trained on", self.data_text()),
+            ("Seeds", self.seeds_text()),
+            ("Epochs", self.epochs_text()),
+            ("Code", self.commit),
+        ]
 
     def sentence(self) -> str:
         """One sentence for a LaTeX caption."""
@@ -142,12 +154,27 @@ def trained_on(manifest: Manifest, result: ManifestResult) -> TrainedOn:
     sources, epochs = [], []
     for title, runs in by_dataset.items():
         check = checks.get(title)
-        sources.append(DataSource(title, _kind(data, check), tuple(sorted({r.data for r in runs if r.data})),
-                                  check.checksum if check else "", check.unverified if check else ()))
+        sources.append(
+            DataSource(
+                title,
+                _kind(data, check),
+                tuple(sorted({r.data for r in runs if r.data})),
+                check.checksum if check else "",
+                check.unverified if check else (),
+            )
+        )
         epochs.append((title, max(len(r.test_accuracy_by_epoch) for r in runs)))
     runs = [r for rs in by_dataset.values() for r in rs]
     unverified = any(s.kind == "unverified" for s in sources)
     commit = str(result.provenance.get("git_commit") or "")
-    return TrainedOn(result.profile, label(result.profile, settings, unverified), tuple(sources),
-                     tuple(sorted({r.seed for r in runs})), tuple(epochs), len({r.hash for r in runs}),
-                     commits_text({commit}), tuple(sorted(manifest.measures())), manifest.id)
+    return TrainedOn(
+        result.profile,
+        label(result.profile, settings, unverified),
+        tuple(sources),
+        tuple(sorted({r.seed for r in runs})),
+        tuple(epochs),
+        len({r.hash for r in runs}),
+        commits_text({commit}),
+        tuple(sorted(manifest.measures())),
+        manifest.id,
+    )

@@ -14,7 +14,16 @@ from typing import Iterable, Iterator
 
 from repro.core.fsutil import FolderWriter
 from repro.results.actions import (
-    SCHEMA, WORKFLOW_FILE, Action, actions_path, command_argv, container, kept, listing, load_actions, now,
+    SCHEMA,
+    WORKFLOW_FILE,
+    Action,
+    actions_path,
+    command_argv,
+    container,
+    kept,
+    listing,
+    load_actions,
+    now,
     sha256_file,
 )
 from repro.results.crate import write_crate
@@ -60,7 +69,18 @@ def acting(command: str, folder: Path, reads: Iterable[Path] = (), image: str = 
     finally:
         after = listing(folder)
         wrote = sorted(p for p, stat in after.items() if before.get(p) != stat and p != WORKFLOW_FILE)
-        action = Action(f"{started}-{secrets.token_hex(4)}", command, command_argv(command), started, now(), status,
-                        git_commit(), __version__, container(image), reads, wrote)
+        action = Action(
+            f"{started}-{secrets.token_hex(4)}",
+            command,
+            command_argv(command),
+            started,
+            now(),
+            status,
+            git_commit(),
+            __version__,
+            container(image),
+            reads,
+            wrote,
+        )
         with contextlib.suppress(OSError):  # a folder that cannot be written costs its crate only
             record(folder, action)

@@ -141,7 +141,10 @@ def command_argv(command: str) -> list[str]:
     import repro
 
     program = Path(sys.argv[0]) if sys.argv and sys.argv[0] else None
-    if program is not None and len(sys.argv) > 1 and (
-            program.name == "repro" or program.resolve() == Path(repro.__file__).with_name("__main__.py").resolve()):
+    if (
+        program is not None
+        and len(sys.argv) > 1
+        and (program.name == "repro" or program.resolve() == Path(repro.__file__).with_name("__main__.py").resolve())
+    ):
         return ["repro", *sys.argv[1:]]
     return ["repro", *command.split()]

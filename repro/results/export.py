@@ -43,8 +43,9 @@ class Written:
     rows: int
 
 
-def export_frames(folder: Folder, out: Path, fmt: Format, profile: str | None = None,
-                  root: Path | None = None) -> list[Written]:
+def export_frames(
+    folder: Folder, out: Path, fmt: Format, profile: str | None = None, root: Path | None = None
+) -> list[Written]:
     """Write runs, history, verdicts and readings of `folder` (only `profile`'s, when given) into `out` as `fmt`,
     as one set, never outside `root` (default: `out`)."""
     if fmt not in FORMATS:
@@ -68,6 +69,7 @@ def export_frames(folder: Folder, out: Path, fmt: Format, profile: str | None = 
 
 def inert_cells(frame: pd.DataFrame) -> pd.DataFrame:
     """The frame with every text cell that a spreadsheet would run as a formula prefixed with '."""
+
     def inert(value):
         return f"'{value}" if isinstance(value, str) and value.startswith(FORMULA_STARTS) else value
 

@@ -35,8 +35,12 @@ def holm(p_values: list[float]) -> list[float]:
 def in_family(v: Verdict) -> bool:
     """A decided empirical verdict that rests on a significance test. A claim judged against a number only
     the explainer prints re-tests a comparison the paper's own claim tests, so it is left out."""
-    return (v.scope == "empirical" and v.status != "not run" and v.p_value is not None
-            and v.source != "explainer-and-summary")
+    return (
+        v.scope == "empirical"
+        and v.status != "not run"
+        and v.p_value is not None
+        and v.source != "explainer-and-summary"
+    )
 
 
 def holm_adjust(verdicts: Iterable[Verdict], alpha: float = ALPHA) -> tuple[list[Verdict], int]:
@@ -53,8 +57,10 @@ def holm_adjust(verdicts: Iterable[Verdict], alpha: float = ALPHA) -> tuple[list
             continue
         p_holm, note = adjusted[i], v.note
         if v.p_value < alpha <= p_holm and "Holm's adjustment" not in note:
-            flag = (f"significant alone (p={v.p_value:.3g}) but not after Holm's adjustment over the run's "
-                    f"{len(members)} tests (p_holm={p_holm:.3g}); the verdict follows the paper's per-test protocol")
+            flag = (
+                f"significant alone (p={v.p_value:.3g}) but not after Holm's adjustment over the run's "
+                f"{len(members)} tests (p_holm={p_holm:.3g}); the verdict follows the paper's per-test protocol"
+            )
             note = f"{note}; {flag}" if note else flag
         out.append(dataclasses.replace(v, p_holm=p_holm, note=note))
     return out, len(members)

@@ -30,38 +30,150 @@ if TYPE_CHECKING:
     import pandas as pd
 
 RUN_COLUMNS = (
-    "run_hash", "profile", "table", "row", "seed", "dataset", "backbone", "head", "reading", "data", "rho",
-    "accuracy", "final_accuracy", "peak_accuracy", "peak_epoch", "protocol", "chance", "epochs", "device",
-    "device_type", "threads", "deterministic", "torch", "commit", "version", "cpu_seconds", "wall_seconds", "time",
+    "run_hash",
+    "profile",
+    "table",
+    "row",
+    "seed",
+    "dataset",
+    "backbone",
+    "head",
+    "reading",
+    "data",
+    "rho",
+    "accuracy",
+    "final_accuracy",
+    "peak_accuracy",
+    "peak_epoch",
+    "protocol",
+    "chance",
+    "epochs",
+    "device",
+    "device_type",
+    "threads",
+    "deterministic",
+    "torch",
+    "commit",
+    "version",
+    "cpu_seconds",
+    "wall_seconds",
+    "time",
 )
 HISTORY_COLUMNS = (
-    "run_hash", "epoch", "train_loss", "train_accuracy", "test_loss", "test_accuracy", "aux_loss", "seconds",
-    "routing_entropy", "dropped", "forced", "tau", "k", "teacher_phase", "cluster_warmup", "active_mean",
+    "run_hash",
+    "epoch",
+    "train_loss",
+    "train_accuracy",
+    "test_loss",
+    "test_accuracy",
+    "aux_loss",
+    "seconds",
+    "routing_entropy",
+    "dropped",
+    "forced",
+    "tau",
+    "k",
+    "teacher_phase",
+    "cluster_warmup",
+    "active_mean",
     "sparsity_weight",
 )
 VERDICT_COLUMNS = (
-    "profile", "table", "claim", "scope", "section", "status", "stability", "rule", "rows", "measured", "reported",
-    "tolerance", "p_value", "p_holm", "seeds_needed", "paper_scale", "source", "statement", "evidence", "failed",
+    "profile",
+    "table",
+    "claim",
+    "scope",
+    "section",
+    "status",
+    "stability",
+    "rule",
+    "rows",
+    "measured",
+    "reported",
+    "tolerance",
+    "p_value",
+    "p_holm",
+    "seeds_needed",
+    "paper_scale",
+    "source",
+    "statement",
+    "evidence",
+    "failed",
     "note",
 )
 ROW_SEED_COLUMNS = (
-    "profile", "table", "row", "seed", "run_hash", "accuracy", "final_accuracy", "peak_accuracy", "chance", "rho",
-    "reading", "device", "threads", "deterministic",
+    "profile",
+    "table",
+    "row",
+    "seed",
+    "run_hash",
+    "accuracy",
+    "final_accuracy",
+    "peak_accuracy",
+    "chance",
+    "rho",
+    "reading",
+    "device",
+    "threads",
+    "deterministic",
 )
 ROW_STAT_COLUMNS = ("profile", "table", "row", "seeds", "accuracy_mean", "accuracy_sd", "chance", "rho")
 READING_COLUMNS = (
-    "profile", "table", "claim", "kind", "reading", "alternative", "label", "status", "value", "chosen_status",
-    "chosen_value", "changes", "evidence",
+    "profile",
+    "table",
+    "claim",
+    "kind",
+    "reading",
+    "alternative",
+    "label",
+    "status",
+    "value",
+    "chosen_status",
+    "chosen_value",
+    "changes",
+    "evidence",
 )
 # Number columns: typed as numbers even where a value is missing (NaN), so that every format keeps their type.
-NUMBERS = frozenset({
-    "seed", "rho", "accuracy", "final_accuracy", "peak_accuracy", "peak_epoch", "chance", "epochs", "threads",
-    "version",
-    "cpu_seconds", "wall_seconds", "epoch", "train_loss", "train_accuracy", "test_loss", "test_accuracy", "aux_loss",
-    "seconds", "routing_entropy", "dropped", "forced", "tau", "k", "teacher_phase", "cluster_warmup", "active_mean",
-    "sparsity_weight", "tolerance", "p_value", "p_holm", "seeds_needed", "seeds", "accuracy_mean", "accuracy_sd",
-    "stability",
-})
+NUMBERS = frozenset(
+    {
+        "seed",
+        "rho",
+        "accuracy",
+        "final_accuracy",
+        "peak_accuracy",
+        "peak_epoch",
+        "chance",
+        "epochs",
+        "threads",
+        "version",
+        "cpu_seconds",
+        "wall_seconds",
+        "epoch",
+        "train_loss",
+        "train_accuracy",
+        "test_loss",
+        "test_accuracy",
+        "aux_loss",
+        "seconds",
+        "routing_entropy",
+        "dropped",
+        "forced",
+        "tau",
+        "k",
+        "teacher_phase",
+        "cluster_warmup",
+        "active_mean",
+        "sparsity_weight",
+        "tolerance",
+        "p_value",
+        "p_holm",
+        "seeds_needed",
+        "seeds",
+        "accuracy_mean",
+        "accuracy_sd",
+        "stability",
+    }
+)
 SEPARATOR = ";"  # joins the uses of a record shared by several rows, and a verdict's rows
 DATA_KINDS = {"synthetic": "synthetic", "digits": "stand-in"}  # a run's config.data -> the data column
 
@@ -150,8 +262,11 @@ def _hashes(folder: Folder, profile: str | None) -> list[str]:
     """The records a frame covers: every usable one, or those `profile`'s tables used."""
     if profile is None:
         return sorted(folder.records.records)
-    return sorted(h for h, uses in folder.uses().items() if h in folder.records.records
-                  and any(u.profile == profile for u in uses))
+    return sorted(
+        h
+        for h, uses in folder.uses().items()
+        if h in folder.records.records and any(u.profile == profile for u in uses)
+    )
 
 
 # --------------------------------------------------------------------------- runs
@@ -160,8 +275,10 @@ def runs(results_dir: str | Path | Folder, profile: str | None = None) -> pd.Dat
     folder = _folder(results_dir, profile)
     uses = folder.uses()
     results = {(r.profile, r.manifest_id): r for r in folder.results}
-    rows = [_run_row(h, folder.records.records[h], [u for u in uses.get(h, []) if profile in (None, u.profile)],
-                     results) for h in _hashes(folder, profile)]
+    rows = [
+        _run_row(h, folder.records.records[h], [u for u in uses.get(h, []) if profile in (None, u.profile)], results)
+        for h in _hashes(folder, profile)
+    ]
     return _frame(rows, RUN_COLUMNS, folder)
 
 
@@ -172,20 +289,33 @@ def _run_row(h: str, record: dict[str, Any], uses: list[Use], results: dict) -> 
     threads = record_threads(record)
     return {
         "run_hash": h,
-        "profile": _joined(u.profile for u in uses), "table": _joined(u.table for u in uses),
-        "row": _joined(u.row for u in uses), "seed": record["seed"], "dataset": config.get("dataset"),
-        "backbone": _name(config.get("backbone")), "head": _name(config.get("head")),
+        "profile": _joined(u.profile for u in uses),
+        "table": _joined(u.table for u in uses),
+        "row": _joined(u.row for u in uses),
+        "seed": record["seed"],
+        "dataset": config.get("dataset"),
+        "backbone": _name(config.get("backbone")),
+        "head": _name(config.get("head")),
         "reading": _joined(dict.fromkeys(r for u in uses if (r := reading_of(u.row)))),
         "data": data_kind(record, tables),
         "rho": next((v for u, t in zip(uses, tables) if (v := t.measured.row(u.row, "rho")) is not None), None),
-        "accuracy": metrics["accuracy"], "final_accuracy": metrics["final_accuracy"],
-        "peak_accuracy": metrics["peak_accuracy"], "peak_epoch": metrics.get("peak_epoch"),
-        "protocol": metrics.get("protocol"), "chance": metrics.get("chance"), "epochs": len(record["history"]),
-        "device": prov.get("device"), "device_type": prov.get("device_type"),
+        "accuracy": metrics["accuracy"],
+        "final_accuracy": metrics["final_accuracy"],
+        "peak_accuracy": metrics["peak_accuracy"],
+        "peak_epoch": metrics.get("peak_epoch"),
+        "protocol": metrics.get("protocol"),
+        "chance": metrics.get("chance"),
+        "epochs": len(record["history"]),
+        "device": prov.get("device"),
+        "device_type": prov.get("device_type"),
         "threads": threads if threads is not None else config.get("threads"),
-        "deterministic": facts.get("deterministic", config.get("deterministic")), "torch": facts.get("torch"),
-        "commit": prov.get("git_commit"), "version": config.get("version"),
-        "cpu_seconds": record.get("cpu_seconds"), "wall_seconds": record.get("wall_seconds"), "time": prov.get("time"),
+        "deterministic": facts.get("deterministic", config.get("deterministic")),
+        "torch": facts.get("torch"),
+        "commit": prov.get("git_commit"),
+        "version": config.get("version"),
+        "cpu_seconds": record.get("cpu_seconds"),
+        "wall_seconds": record.get("wall_seconds"),
+        "time": prov.get("time"),
     }
 
 
@@ -226,8 +356,12 @@ def data_kind(record: dict[str, Any], tables: list[ManifestResult]) -> str:
     kind = DATA_KINDS.get(config.get("data"))
     if kind is not None:
         return kind
-    checks = [c for t in tables for c in (t.measured.details.get("data_checks") or {}).get("checks") or []
-              if isinstance(c, dict) and c.get("dataset") == config.get("dataset")]
+    checks = [
+        c
+        for t in tables
+        for c in (t.measured.details.get("data_checks") or {}).get("checks") or []
+        if isinstance(c, dict) and c.get("dataset") == config.get("dataset")
+    ]
     if checks:
         return "unverified" if any(c.get("unverified") for c in checks) else "verified"
     return "unverified" if record["provenance"].get("allow_unverified_data") else "verified"
@@ -237,8 +371,11 @@ def data_kind(record: dict[str, Any], tables: list[ManifestResult]) -> str:
 def history(results_dir: str | Path | Folder, profile: str | None = None) -> pd.DataFrame:
     """One row per run and epoch of the records `runs` covers; HISTORY_COLUMNS (a key an epoch lacks: empty)."""
     folder = _folder(results_dir, profile)
-    rows = [{"run_hash": h, **{c: entry.get(c) for c in HISTORY_COLUMNS[1:]}}
-            for h in _hashes(folder, profile) for entry in folder.records.records[h]["history"]]
+    rows = [
+        {"run_hash": h, **{c: entry.get(c) for c in HISTORY_COLUMNS[1:]}}
+        for h in _hashes(folder, profile)
+        for entry in folder.records.records[h]["history"]
+    ]
     return _frame(rows, HISTORY_COLUMNS, folder)
 
 
@@ -258,13 +395,27 @@ def verdicts(results_dir: str | Path | Folder, profile: str | None = None) -> pd
 
 def _verdict_row(profile: str, table: str, v: Verdict) -> dict[str, Any]:
     return {
-        "profile": profile, "table": table, "claim": v.claim, "scope": v.scope, "section": v.section,
-        "status": v.status, "stability": v.stability, "rule": v.rule or None, "rows": SEPARATOR.join(v.rows) or None,
+        "profile": profile,
+        "table": table,
+        "claim": v.claim,
+        "scope": v.scope,
+        "section": v.section,
+        "status": v.status,
+        "stability": v.stability,
+        "rule": v.rule or None,
+        "rows": SEPARATOR.join(v.rows) or None,
         "measured": json.dumps(v.measured, sort_keys=True) if v.measured else None,
-        "reported": json.dumps(v.reported, sort_keys=True) if v.reported else None, "tolerance": v.tolerance,
-        "p_value": v.p_value, "p_holm": v.p_holm, "seeds_needed": v.seeds_needed, "paper_scale": v.paper_scale,
-        "source": v.source, "statement": v.statement, "evidence": v.evidence,
-        "failed": json.dumps(v.failed) if v.failed else None, "note": v.note or None,
+        "reported": json.dumps(v.reported, sort_keys=True) if v.reported else None,
+        "tolerance": v.tolerance,
+        "p_value": v.p_value,
+        "p_holm": v.p_holm,
+        "seeds_needed": v.seeds_needed,
+        "paper_scale": v.paper_scale,
+        "source": v.source,
+        "statement": v.statement,
+        "evidence": v.evidence,
+        "failed": json.dumps(v.failed) if v.failed else None,
+        "note": v.note or None,
     }
 
 
@@ -278,13 +429,23 @@ def readings(results_dir: str | Path | Folder, profile: str | None = None) -> pd
         for entry in entries:
             chosen = entry.get("chosen") or {}
             for alt in entry.get("alternatives") or []:
-                rows.append({
-                    "profile": name, "table": table, "claim": entry.get("claim"), "kind": entry.get("kind"),
-                    "reading": alt.get("reading"), "alternative": alt.get("alternative"), "label": alt.get("label"),
-                    "status": alt.get("status"), "value": alt.get("value") or None,
-                    "chosen_status": chosen.get("status"), "chosen_value": chosen.get("value") or None,
-                    "changes": alt.get("status") != chosen.get("status"), "evidence": alt.get("evidence") or None,
-                })
+                rows.append(
+                    {
+                        "profile": name,
+                        "table": table,
+                        "claim": entry.get("claim"),
+                        "kind": entry.get("kind"),
+                        "reading": alt.get("reading"),
+                        "alternative": alt.get("alternative"),
+                        "label": alt.get("label"),
+                        "status": alt.get("status"),
+                        "value": alt.get("value") or None,
+                        "chosen_status": chosen.get("status"),
+                        "chosen_value": chosen.get("value") or None,
+                        "changes": alt.get("status") != chosen.get("status"),
+                        "evidence": alt.get("evidence") or None,
+                    }
+                )
     return _frame(rows, READING_COLUMNS, folder)
 
 
@@ -298,11 +459,24 @@ def _row_seed_rows(result: ManifestResult) -> list[dict[str, Any]]:
     rows = []
     for row in sorted(result.measured.details.get("runs") or {}):
         for s in sorted(result.measured.runs(row), key=lambda s: s.seed):
-            rows.append({"profile": result.profile, "table": result.manifest_id, "row": row, "seed": s.seed,
-                         "run_hash": s.hash, "accuracy": s.accuracy, "final_accuracy": s.final_accuracy,
-                         "peak_accuracy": s.peak_accuracy, "chance": s.chance,
-                         "rho": result.measured.row(row, "rho"), "reading": reading_of(row), "device": s.device,
-                         "threads": s.threads, "deterministic": s.deterministic})
+            rows.append(
+                {
+                    "profile": result.profile,
+                    "table": result.manifest_id,
+                    "row": row,
+                    "seed": s.seed,
+                    "run_hash": s.hash,
+                    "accuracy": s.accuracy,
+                    "final_accuracy": s.final_accuracy,
+                    "peak_accuracy": s.peak_accuracy,
+                    "chance": s.chance,
+                    "rho": result.measured.row(row, "rho"),
+                    "reading": reading_of(row),
+                    "device": s.device,
+                    "threads": s.threads,
+                    "deterministic": s.deterministic,
+                }
+            )
     return rows
 
 
@@ -320,10 +494,27 @@ def row_stats(seeds: pd.DataFrame) -> pd.DataFrame:
     if seeds.empty:
         return pd.DataFrame(columns=list(ROW_STAT_COLUMNS))
     grouped = seeds.groupby(["profile", "table", "row"], sort=False)
-    out = grouped.agg(seeds=("seed", "size"), accuracy_mean=("accuracy", "mean"), accuracy_sd=("accuracy", "std"),
-                      chance=("chance", "first"), rho=("rho", "first"))
+    out = grouped.agg(
+        seeds=("seed", "size"),
+        accuracy_mean=("accuracy", "mean"),
+        accuracy_sd=("accuracy", "std"),
+        chance=("chance", "first"),
+        rho=("rho", "first"),
+    )
     return out.reset_index()[list(ROW_STAT_COLUMNS)]
 
 
-__all__ = ["FolderError", "Folder", "read_folder", "runs", "history", "verdicts", "readings", "row_seeds",
-           "result_row_seeds", "row_stats", "reading_of", "data_kind"]
+__all__ = [
+    "FolderError",
+    "Folder",
+    "read_folder",
+    "runs",
+    "history",
+    "verdicts",
+    "readings",
+    "row_seeds",
+    "result_row_seeds",
+    "row_stats",
+    "reading_of",
+    "data_kind",
+]

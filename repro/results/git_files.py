@@ -54,9 +54,9 @@ def index_blobs(git_dir: Path, width: int = 20) -> dict[str, str] | None:
     blobs, pos = {}, 12
     try:
         for _ in range(count):
-            mode = struct.unpack(">I", data[pos + 24:pos + 28])[0]
-            sha = data[pos + 40:pos + 40 + width].hex()  # after ten 32-bit stat fields
-            flags = struct.unpack(">H", data[pos + 40 + width:pos + 42 + width])[0]
+            mode = struct.unpack(">I", data[pos + 24 : pos + 28])[0]
+            sha = data[pos + 40 : pos + 40 + width].hex()  # after ten 32-bit stat fields
+            flags = struct.unpack(">H", data[pos + 40 + width : pos + 42 + width])[0]
             start = pos + 42 + width + (2 if version == 3 and flags & 0x4000 else 0)
             end = data.index(b"\0", start)
             if mode & 0o170000 == _REGULAR:

@@ -27,29 +27,51 @@ STABLE = 0.8  # a verdict that fewer resamples of its seeds give is called unsta
 
 # What a row can measure: FLOPs (repro.measure.flop_check), accuracy (repro.measure.accuracy),
 # latency and operator counts (repro.measure.latency).
-ROW_METRICS = frozenset({
-    "total_macs", "backbone_macs", "head_macs", "routed_macs", "rho", "rho_all_ops", "head_share",
-    "accuracy", "late_drop", "chance",
-    # per seed, test accuracy after the first epoch (Section 4.5's epoch-1 accuracy)
-    "epoch1_accuracy",
-    # per seed, of the head's test-time top-1 routing (Section 5.3): the most used expert's share of the test
-    # images, and the usage's entropy over log E (1: every expert equally often)
-    "routing_top_share", "routing_balance",
-    # per seed, the fewest experts that take 90% of the test images, and the experts that take at least 1% of the
-    # last training epoch's dispatches (Section 5: test-time routing on 1-3 experts while training keeps 8/8 active)
-    "test_experts_90", "train_experts_active",
-    # per seed, H(p_bar) / log E of the head's routing probabilities over its last training epoch (the record's
-    # routing_entropy): "routing entropy" read as the entropy of p (the reading "routing-entropy")
-    "routing_p_entropy",
-    # per seed, of the last training epoch: the head's dispatch balance; and over a backbone's MoE layers (Section
-    # 4.6) their number, the least-used expert's share of its layer, the lowest and highest layer balance
-    "train_routing_balance", "moe_layers", "layer_min_share", "layer_balance_min", "layer_balance_max",
-    "latency_ms", "op_calls", "model_latency_ms", "backbone_latency_ms", "host_syncs", "kernel_launches",
-    "num_experts",
-    # per seed, of a backbone MoE's routers (Table 5): the largest summed per-epoch relative shift of a layer's
-    # router from where it started, and the share of layers whose router moved at all (0: none did)
-    "router_shift", "routers_moved",
-})
+ROW_METRICS = frozenset(
+    {
+        "total_macs",
+        "backbone_macs",
+        "head_macs",
+        "routed_macs",
+        "rho",
+        "rho_all_ops",
+        "head_share",
+        "accuracy",
+        "late_drop",
+        "chance",
+        # per seed, test accuracy after the first epoch (Section 4.5's epoch-1 accuracy)
+        "epoch1_accuracy",
+        # per seed, of the head's test-time top-1 routing (Section 5.3): the most used expert's share of the test
+        # images, and the usage's entropy over log E (1: every expert equally often)
+        "routing_top_share",
+        "routing_balance",
+        # per seed, the fewest experts that take 90% of the test images, and the experts that take at least 1% of the
+        # last training epoch's dispatches (Section 5: test-time routing on 1-3 experts while training keeps 8/8 active)
+        "test_experts_90",
+        "train_experts_active",
+        # per seed, H(p_bar) / log E of the head's routing probabilities over its last training epoch (the record's
+        # routing_entropy): "routing entropy" read as the entropy of p (the reading "routing-entropy")
+        "routing_p_entropy",
+        # per seed, of the last training epoch: the head's dispatch balance; and over a backbone's MoE layers (Section
+        # 4.6) their number, the least-used expert's share of its layer, the lowest and highest layer balance
+        "train_routing_balance",
+        "moe_layers",
+        "layer_min_share",
+        "layer_balance_min",
+        "layer_balance_max",
+        "latency_ms",
+        "op_calls",
+        "model_latency_ms",
+        "backbone_latency_ms",
+        "host_syncs",
+        "kernel_launches",
+        "num_experts",
+        # per seed, of a backbone MoE's routers (Table 5): the largest summed per-epoch relative shift of a layer's
+        # router from where it started, and the share of layers whose router moved at all (0: none did)
+        "router_shift",
+        "routers_moved",
+    }
+)
 # What a comparison derives from its two rows.
 COMPARISON_METRICS = frozenset({"flops_reduction", "flops_ratio", "gap", "slowdown", "rho", "model_slowdown"})
 # details[READINGS_DETAIL]: the rows the readings table varied, counted again (repro.measure.reading_counts).
@@ -187,14 +209,22 @@ class RunSummary:
         metrics, history = record["metrics"], record["history"]
         facts = record["provenance"].get("reproducibility") or {}
         return cls(
-            seed=record["seed"], hash=record["config_hash"], accuracy=metrics["accuracy"],
-            final_accuracy=metrics["final_accuracy"], peak_accuracy=metrics["peak_accuracy"],
+            seed=record["seed"],
+            hash=record["config_hash"],
+            accuracy=metrics["accuracy"],
+            final_accuracy=metrics["final_accuracy"],
+            peak_accuracy=metrics["peak_accuracy"],
             test_accuracy_by_epoch=[h["test_accuracy"] for h in history],
             train_accuracy_by_epoch=[h["train_accuracy"] for h in history],
             tau_by_epoch=[h.get("tau") for h in history],
-            routing=record.get("routing", {}), weights=record.get("weights"), data=record.get("data"),
-            wall_seconds=record.get("wall_seconds"), device=record["provenance"].get("device"),
-            chance=metrics.get("chance"), threads=facts.get("threads"), deterministic=facts.get("deterministic"),
+            routing=record.get("routing", {}),
+            weights=record.get("weights"),
+            data=record.get("data"),
+            wall_seconds=record.get("wall_seconds"),
+            device=record["provenance"].get("device"),
+            chance=metrics.get("chance"),
+            threads=facts.get("threads"),
+            deterministic=facts.get("deterministic"),
             router_shift=_router_shifts(history),
         )
 
@@ -253,6 +283,7 @@ class Verdict:
     def status_text(self) -> str:
         """The status, with 'on unverified data' when the evidence trained on files that fail their checksums."""
         return f"{self.status} (on unverified data)" if self.unverified_data else self.status
+
     # The rule that decided it (the manifest's `rule`), the rows that rule reads (named, through comparisons or
     # in metric paths: repro.claims.references.claim_rows), and the allowance it judged with where it has one
     # (repro.claims.core.Outcome.tolerance). Empty in results written before they were stored.
@@ -271,8 +302,11 @@ class Verdict:
         if self.stability is None:
             return ""
         text = f"{self.stability:.2f}"
-        return text + (f", unstable: fewer than {STABLE:.0%} of resamples of the seeds give this verdict"
-                       if self.stability < STABLE else "")
+        return text + (
+            f", unstable: fewer than {STABLE:.0%} of resamples of the seeds give this verdict"
+            if self.stability < STABLE
+            else ""
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -318,11 +352,17 @@ class ManifestResult:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "manifest": self.manifest_id, "title": self.title, "paper_ref": self.paper_ref,
-            "paper_table": self.paper_table, "profile": self.profile,
-            "metrics": self.measured.metrics, "missing": self.measured.missing,
-            "problems": self.measured.problems, "details": self.measured.details,
-            "verdicts": [v.to_dict() for v in self.verdicts], "provenance": self.provenance,
+            "manifest": self.manifest_id,
+            "title": self.title,
+            "paper_ref": self.paper_ref,
+            "paper_table": self.paper_table,
+            "profile": self.profile,
+            "metrics": self.measured.metrics,
+            "missing": self.measured.missing,
+            "problems": self.measured.problems,
+            "details": self.measured.details,
+            "verdicts": [v.to_dict() for v in self.verdicts],
+            "provenance": self.provenance,
             "profile_settings": asdict(self.profile_settings) if self.profile_settings else None,
             "readings": [r.to_dict() for r in self.readings],
         }
@@ -330,8 +370,17 @@ class ManifestResult:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> ManifestResult:
         measured = Measured(d["metrics"], d["missing"], d["problems"], d["details"])
-        return cls(d["manifest"], d["title"], d["paper_ref"], d["paper_table"], d["profile"], measured,
-                   [Verdict(**v) for v in d["verdicts"]], d["provenance"], _profile(d.get("profile_settings")))
+        return cls(
+            d["manifest"],
+            d["title"],
+            d["paper_ref"],
+            d["paper_table"],
+            d["profile"],
+            measured,
+            [Verdict(**v) for v in d["verdicts"]],
+            d["provenance"],
+            _profile(d.get("profile_settings")),
+        )
 
 
 def _profile(data: dict[str, Any] | None) -> Profile | None:
@@ -383,8 +432,9 @@ def written_folders(results_dir: Path, profile: str | None = None, manifest_ids:
     return folders
 
 
-def check_results_dir(results_dir: Path, min_free: int = MIN_FREE_BYTES, profile: str | None = None,
-                      manifest_ids: Iterable[str] = ()) -> None:
+def check_results_dir(
+    results_dir: Path, min_free: int = MIN_FREE_BYTES, profile: str | None = None, manifest_ids: Iterable[str] = ()
+) -> None:
     """Make sure results can be written before any work starts, in every folder the command writes
     (written_folders); the message names the folder and says what to change."""
     import shutil
@@ -392,26 +442,34 @@ def check_results_dir(results_dir: Path, min_free: int = MIN_FREE_BYTES, profile
     where = f"results directory {results_dir}"
     for folder in [results_dir, *written_folders(results_dir, profile, manifest_ids)]:
         if (link := _dangling_link(folder)) is not None:
-            raise ResultsDirError(f"{link} is a symbolic link to {os.readlink(link)}, which does not exist; create "
-                                  "that folder (or mount its disk), or choose another with --results-dir")
+            raise ResultsDirError(
+                f"{link} is a symbolic link to {os.readlink(link)}, which does not exist; create "
+                "that folder (or mount its disk), or choose another with --results-dir"
+            )
     for folder in written_folders(results_dir, profile, manifest_ids):
         if (link := _link_below(results_dir, folder)) is not None:  # FolderWriter would refuse each file there
-            raise ResultsDirError(f"{link} is a symbolic link (to {os.readlink(link)}); a results folder's files "
-                                  "are written only inside it: replace the link with a folder of its own")
+            raise ResultsDirError(
+                f"{link} is a symbolic link (to {os.readlink(link)}); a results folder's files "
+                "are written only inside it: replace the link with a folder of its own"
+            )
     if results_dir.exists() and not results_dir.is_dir():
         raise ResultsDirError(f"the {where} is a file, not a folder; pass --results-dir a folder")
     try:
         results_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise ResultsDirError(f"cannot write in the {where}: {exc.strerror or exc}; "
-                              "choose a writable folder with --results-dir or $REPRO_RESULTS") from None
+        raise ResultsDirError(
+            f"cannot write in the {where}: {exc.strerror or exc}; "
+            "choose a writable folder with --results-dir or $REPRO_RESULTS"
+        ) from None
     _check_writable(results_dir, results_dir)
     for folder in written_folders(results_dir, profile, manifest_ids):
         _check_writable(folder, results_dir)
     free = shutil.disk_usage(results_dir).free
     if free < min_free:
-        raise ResultsDirError(f"the {where} has {free / 2**20:.0f} MiB free; at least {min_free / 2**20:.0f} MiB "
-                              "are needed for run records and checkpoints")
+        raise ResultsDirError(
+            f"the {where} has {free / 2**20:.0f} MiB free; at least {min_free / 2**20:.0f} MiB "
+            "are needed for run records and checkpoints"
+        )
 
 
 def _dangling_link(path: Path) -> Path | None:
@@ -444,8 +502,11 @@ def _check_writable(folder: Path, results_dir: Path) -> None:
         with tempfile.NamedTemporaryFile(dir=folder, prefix=".write-check-"):
             pass
     except OSError as exc:
-        fix = ("choose a writable folder with --results-dir or $REPRO_RESULTS" if folder == results_dir
-               else "make it writable, or choose another folder with --results-dir")
+        fix = (
+            "choose a writable folder with --results-dir or $REPRO_RESULTS"
+            if folder == results_dir
+            else "make it writable, or choose another folder with --results-dir"
+        )
         raise ResultsDirError(f"cannot write in {folder}: {exc.strerror or exc}; {fix}") from None
 
 
@@ -458,8 +519,9 @@ def profiles_present(results_dir: Path) -> list[str]:
     """Profiles with at least one table's results in `results_dir`."""
     if not results_dir.is_dir():
         return []
-    return sorted(p.name for p in results_dir.iterdir()
-                  if p.is_dir() and p.name != RUNS_FOLDER and any(p.glob("*/results.json")))
+    return sorted(
+        p.name for p in results_dir.iterdir() if p.is_dir() and p.name != RUNS_FOLDER and any(p.glob("*/results.json"))
+    )
 
 
 def result_path(results_dir: Path, profile: str, manifest_id: str) -> Path:
@@ -482,8 +544,19 @@ class ResultUnusable(ValueError):
 
 
 # The keys results.json holds (ManifestResult.to_dict), with the JSON type each must have.
-RESULT_KEYS = {"manifest": str, "title": str, "paper_ref": str, "paper_table": str, "profile": str, "metrics": dict,
-               "missing": dict, "problems": list, "details": dict, "verdicts": list, "provenance": dict}
+RESULT_KEYS = {
+    "manifest": str,
+    "title": str,
+    "paper_ref": str,
+    "paper_table": str,
+    "profile": str,
+    "metrics": dict,
+    "missing": dict,
+    "problems": list,
+    "details": dict,
+    "verdicts": list,
+    "provenance": dict,
+}
 
 
 def result_problem(data: Any, profile: str, manifest_id: str) -> str | None:

@@ -64,8 +64,10 @@ def source_root(start: Path | None = None) -> Path:
     try:
         return Path(_git(start, "rev-parse", "--show-toplevel").stdout.strip())
     except (OSError, subprocess.CalledProcessError):
-        raise PackageError(f"{start} is not in a git work tree: `repro package` archives the source with "
-                           "`git archive`; run it from a clone of the artifact") from None
+        raise PackageError(
+            f"{start} is not in a git work tree: `repro package` archives the source with "
+            "`git archive`; run it from a clone of the artifact"
+        ) from None
 
 
 def dirty_files(source: Path) -> list[str]:
@@ -93,8 +95,9 @@ def records_read(folder: Path) -> set[str]:
     return hashes
 
 
-def build_package(folder: Path, out: Path | None = None, source: Path | None = None,
-                  allow_dirty: bool = False) -> Package:
+def build_package(
+    folder: Path, out: Path | None = None, source: Path | None = None, allow_dirty: bool = False
+) -> Package:
     """Lay out the folder, its records, the source at HEAD and the citation files, write their crate, and pack
     them into one .tar.gz (written through the atomic writer)."""
     folder = Path(folder)
@@ -102,25 +105,38 @@ def build_package(folder: Path, out: Path | None = None, source: Path | None = N
     dirty = dirty_files(source)
     if dirty and not allow_dirty:
         shown = ", ".join(dirty[:3]) + (f" and {len(dirty) - 3} more" if len(dirty) > 3 else "")
-        raise PackageError(f"{len(dirty)} tracked file(s) in {source} differ from HEAD ({shown}): the archive would "
-                           "hold HEAD's source, not this code; commit them, or pass --allow-dirty")
+        raise PackageError(
+            f"{len(dirty)} tracked file(s) in {source} differ from HEAD ({shown}): the archive would "
+            "hold HEAD's source, not this code; commit them, or pass --allow-dirty"
+        )
     commit = _git(source, "rev-parse", "HEAD").stdout.strip()
     hashes = records_read(folder)
     runs = folder.parent / RUNS_FOLDER
     missing = sorted(h for h in hashes if (runs / f"{h}.json").is_symlink() or not (runs / f"{h}.json").is_file())
     if missing:
-        raise PackageError(f"{len(missing)} run record(s) the tables read are not files in {runs} (first: "
-                           f"{missing[0]}.json); rerun the table to write them")
+        raise PackageError(
+            f"{len(missing)} run record(s) the tables read are not files in {runs} (first: "
+            f"{missing[0]}.json); rerun the table to write them"
+        )
     out = out or default_archive(folder, commit)
     out.parent.mkdir(parents=True, exist_ok=True)  # the layout is staged beside the archive, on its disk
     top = out.name.removesuffix(".tar.gz")
     with tempfile.TemporaryDirectory(prefix=".package-", dir=out.parent) as tmp:
         stage = Path(tmp) / top
         files = _stage(folder, stage, hashes, source, commit)
-        layout = Layout(folder.name, stage, {p: stage / p for p in files}, stage / RUNS_FOLDER, records_inside=True,
-                        folders={f"{SOURCE_FOLDER}/": {
-                            "name": f"the repro-moe-rho source at commit {commit}",
-                            "description": f"`git archive {commit}` of the artifact's repository"}})
+        layout = Layout(
+            folder.name,
+            stage,
+            {p: stage / p for p in files},
+            stage / RUNS_FOLDER,
+            records_inside=True,
+            folders={
+                f"{SOURCE_FOLDER}/": {
+                    "name": f"the repro-moe-rho source at commit {commit}",
+                    "description": f"`git archive {commit}` of the artifact's repository",
+                }
+            },
+        )
         atomic_write_json(stage / CRATE_FILE, crate_metadata(layout, load_actions(folder)))
         archive = Path(tmp) / "archive.tar.gz"
         with tarfile.open(archive, "w:gz") as tar:
@@ -149,8 +165,9 @@ def _stage(folder: Path, stage: Path, hashes: set[str], source: Path, commit: st
         except subprocess.CalledProcessError:
             raise PackageError(f"{name} is not in commit {commit[:12]} of {source}") from None
         files.append(name)
-    archived = subprocess.run(["git", "-C", str(source), "archive", "--format=tar", commit], capture_output=True,
-                              check=True).stdout
+    archived = subprocess.run(
+        ["git", "-C", str(source), "archive", "--format=tar", commit], capture_output=True, check=True
+    ).stdout
     (stage / SOURCE_FOLDER).mkdir()
     import io
 

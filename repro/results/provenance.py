@@ -35,8 +35,13 @@ def git_commit() -> str:
         return NOT_A_CHECKOUT
     try:
         head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True)
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
-                               capture_output=True, text=True, check=True)
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         return head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
     except (OSError, subprocess.CalledProcessError):
         return commit_from_files(root) or "unknown"
@@ -52,8 +57,12 @@ def package_versions() -> dict[str, str]:
     return versions
 
 
-def provenance(device: str = "cpu", threads: int | None = None, allow_unverified_data: bool = False,
-               load_at_start: float | None = None) -> dict[str, object]:
+def provenance(
+    device: str = "cpu",
+    threads: int | None = None,
+    allow_unverified_data: bool = False,
+    load_at_start: float | None = None,
+) -> dict[str, object]:
     """threads: the intra-op threads the numbers were computed on (None: torch's current setting);
     allow_unverified_data: datasets whose files fail their published checksum were accepted; load_at_start: the
     load average when the work began (load_average())."""

@@ -86,8 +86,11 @@ FIELD_TYPES: tuple[tuple[str, Any, str], ...] = (
     ("provenance.reproducibility.threads", lambda v: _count(v) and v >= 1, "a whole number of threads"),
     ("provenance.reproducibility.deterministic", lambda v: isinstance(v, bool), "true or false"),
     ("routing.expert_usage", _counts, "a list of counts"),
-    ("routing.test_usage_by_class", lambda v: isinstance(v, list) and all(map(_counts, v)),
-     "a list of lists of counts (classes x experts)"),
+    (
+        "routing.test_usage_by_class",
+        lambda v: isinstance(v, list) and all(map(_counts, v)),
+        "a list of lists of counts (classes x experts)",
+    ),
     ("routing.routing_entropy", _number, "a number"),
 )
 

@@ -32,8 +32,20 @@ TIMINGS_SCHEMA = 1
 FILE_NAME = "timings.json"
 STARTUP = "start-up and imports"
 # The phases in the order a command meets them; `phase` accepts these names only, so a typo fails loudly.
-PHASES = (STARTUP, "FLOP check", "FLOP counting", "data checks", "stand-in pretraining", "training",
-          "latency", "claims", "tables", "figures", "report", "timings")
+PHASES = (
+    STARTUP,
+    "FLOP check",
+    "FLOP counting",
+    "data checks",
+    "stand-in pretraining",
+    "training",
+    "latency",
+    "claims",
+    "tables",
+    "figures",
+    "report",
+    "timings",
+)
 # The parts of one run, timed in the process that trains it (repro.train.loop).
 RUN_PARTS = ("data preparation", "model building", "epochs", "checkpoints")
 
@@ -83,8 +95,9 @@ def process_age() -> float | None:
     runs it in its own process: the shell's start, not the command's."""
     fields = _proc_fields("self")
     try:
-        boot = next(float(line.split()[1]) for line in Path("/proc/stat").read_text().splitlines()
-                    if line.startswith("btime "))
+        boot = next(
+            float(line.split()[1]) for line in Path("/proc/stat").read_text().splitlines() if line.startswith("btime ")
+        )
     except (OSError, StopIteration, ValueError):
         return None
     if fields is None:
@@ -210,20 +223,41 @@ class Recorder(Clocks):
         """The runs this command trained for `table`: their parts, as their records give them."""
         for r in records:
             t = r.get("timings") or {}
-            self.runs.append({"table": table, "label": r.get("label", ""), "hash": r.get("config_hash", ""),
-                              "wall_s": float(r.get("wall_seconds") or 0.0),
-                              "cpu_s": float((t.get("run") or {}).get("cpu_s", 0.0)),
-                              "parts": {k: v for k, v in t.items() if k in RUN_PARTS}})
+            self.runs.append(
+                {
+                    "table": table,
+                    "label": r.get("label", ""),
+                    "hash": r.get("config_hash", ""),
+                    "wall_s": float(r.get("wall_seconds") or 0.0),
+                    "cpu_s": float((t.get("run") or {}).get("cpu_s", 0.0)),
+                    "parts": {k: v for k, v in t.items() if k in RUN_PARTS},
+                }
+            )
 
     def to_dict(self) -> dict[str, Any]:
         wall, cpu = time.perf_counter() - self._wall0, tree_cpu() - self._cpu0
         order = sorted(self.totals.items(), key=lambda kv: (PHASES.index(kv[0][0]), kv[0][1]))
-        phases = [{"phase": n, "table": t, "wall_s": round(v["wall_s"], 3), "cpu_s": round(v["cpu_s"], 3),
-                   "count": int(v["count"])} for (n, t), v in order]
-        return {"command": self.command, "profile": self.profile, "machine": machine(),
-                "started": dt.datetime.fromtimestamp(self.started, dt.timezone.utc).isoformat(timespec="seconds"),
-                "wall_s": round(wall, 3), "cpu_s": round(cpu, 3), **machine_load(self.load_at_start), "phases": phases,
-                "runs": self.runs}
+        phases = [
+            {
+                "phase": n,
+                "table": t,
+                "wall_s": round(v["wall_s"], 3),
+                "cpu_s": round(v["cpu_s"], 3),
+                "count": int(v["count"]),
+            }
+            for (n, t), v in order
+        ]
+        return {
+            "command": self.command,
+            "profile": self.profile,
+            "machine": machine(),
+            "started": dt.datetime.fromtimestamp(self.started, dt.timezone.utc).isoformat(timespec="seconds"),
+            "wall_s": round(wall, 3),
+            "cpu_s": round(cpu, 3),
+            **machine_load(self.load_at_start),
+            "phases": phases,
+            "runs": self.runs,
+        }
 
 
 _current: list[Recorder] = []
@@ -353,8 +387,9 @@ def phase_rows(entry: dict[str, Any]) -> list[PhaseRow]:
                     rows.append(PhaseRow(f"  {part}", "", None, total, _share(per_table, total)))
     covered_wall = sum(p["wall_s"] for p in entry["phases"])
     covered_cpu = sum(p["cpu_s"] for p in entry["phases"])
-    rows.append(PhaseRow("other", "", max(0.0, entry["wall_s"] - covered_wall), max(0.0, entry["cpu_s"] - covered_cpu),
-                         ""))
+    rows.append(
+        PhaseRow("other", "", max(0.0, entry["wall_s"] - covered_wall), max(0.0, entry["cpu_s"] - covered_cpu), "")
+    )
     rows.append(PhaseRow("total", entry["command"], entry["wall_s"], entry["cpu_s"], ""))
     return rows
 

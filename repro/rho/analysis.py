@@ -60,10 +60,17 @@ class Analysis:
     def as_dict(self) -> dict:
         t = self.network
         return {
-            "model": t.spec.name, "source": t.spec.source, "family": t.spec.family, "input_shape": list(t.input_shape),
-            "classes": t.classes, "dataset": t.setting.dataset, "setting_row": t.setting.source_row,
-            "backbone_params": t.setting.backbone_params, "dense_macs": self.dense_macs,
-            "results": [r.as_dict() for r in self.results], "layers": [layer.__dict__ for layer in self.layers],
+            "model": t.spec.name,
+            "source": t.spec.source,
+            "family": t.spec.family,
+            "input_shape": list(t.input_shape),
+            "classes": t.classes,
+            "dataset": t.setting.dataset,
+            "setting_row": t.setting.source_row,
+            "backbone_params": t.setting.backbone_params,
+            "dense_macs": self.dense_macs,
+            "results": [r.as_dict() for r in self.results],
+            "layers": [layer.__dict__ for layer in self.layers],
             "ok": not self.problems,
         }
 
@@ -82,10 +89,21 @@ class Request:
         return bool(self.patterns) or self.target is not None or self.list_layers
 
 
-def _result(kind: Kind, report: FlopReport, reference: Reference, experts: int | None, top_k: int | None,
-            **extra) -> Result:
-    return Result(kind, report.rho, report.routed, report.total, experts, top_k, reference.zone(report.rho),
-                  len(report.modules), tuple(f"{kind}: {p}" for p in report.problems), **extra)
+def _result(
+    kind: Kind, report: FlopReport, reference: Reference, experts: int | None, top_k: int | None, **extra
+) -> Result:
+    return Result(
+        kind,
+        report.rho,
+        report.routed,
+        report.total,
+        experts,
+        top_k,
+        reference.zone(report.rho),
+        len(report.modules),
+        tuple(f"{kind}: {p}" for p in report.problems),
+        **extra,
+    )
 
 
 def _count(model, network: Network) -> FlopReport:
@@ -101,8 +119,9 @@ def analyse(network: Network, request: Request, reference: Reference) -> Analysi
         plan = _plan(out, request) if request.needs_layers or network.spec.source == "registry" else None
         h = request.head
         report = _count(head_only_model(network, request.head, seen), network)
-        out.results.append(_result("head_only", report, reference, h["num_experts"], h["top_k"],
-                                   hidden=h["expert_hidden"]))
+        out.results.append(
+            _result("head_only", report, reference, h["num_experts"], h["top_k"], hidden=h["expert_hidden"])
+        )
         if plan is not None:
             _placements(out, plan, request, reference)
     return out
@@ -137,12 +156,14 @@ def _placements(out: Analysis, plan: _Plan, request: Request, reference: Referen
         out.results.append(_result("routed", _count(routed, network), reference, e, k, layers=tuple(plan.named)))
     if request.target is not None:
         pool = [layer for layer in out.layers if not plan.named or layer.name in plan.named]
-        placement = minimal_placement([Candidate(x.name, x.order, x.dense, x.routed) for x in pool], plan.total,
-                                      plan.already, request.target)
+        placement = minimal_placement(
+            [Candidate(x.name, x.order, x.dense, x.routed) for x in pool], plan.total, plan.already, request.target
+        )
         report = _count(route(dense_model(network), list(placement.layers), e, k), network)
         problems = []
         if abs(report.rho - placement.rho) > 1e-12:
             problems.append(f"predicted rho {placement.rho:.6%} but counted {report.rho:.6%}")
-        result = _result("target", report, reference, e, k, layers=placement.layers, target=request.target,
-                         reached=placement.reached)
+        result = _result(
+            "target", report, reference, e, k, layers=placement.layers, target=request.target, reached=placement.reached
+        )
         out.results.append(replace(result, problems=result.problems + tuple(problems)))

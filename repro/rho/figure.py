@@ -40,9 +40,11 @@ LABEL_PLACES = (((7, -10), "left"), ((7, 6), "left"), ((-7, -10), "right"), ((-7
 
 def star_boxes(fig: Figure, labels: list) -> list[Bbox]:
     """The square, in pixels, each label's star covers (a star's size is an area in points^2)."""
-    r = STAR_SIZE ** 0.5 / 2 * fig.dpi / 72
-    return [Bbox.from_extents(x - r, y - r, x + r, y + r)
-            for x, y in (label.axes.transData.transform(label.xy) for label in labels)]
+    r = STAR_SIZE**0.5 / 2 * fig.dpi / 72
+    return [
+        Bbox.from_extents(x - r, y - r, x + r, y + r)
+        for x, y in (label.axes.transData.transform(label.xy) for label in labels)
+    ]
 
 
 def _separate(fig: Figure, labels: list) -> None:
@@ -52,7 +54,7 @@ def _separate(fig: Figure, labels: list) -> None:
     stars = star_boxes(fig, labels)
     placed = []
     for i, label in enumerate(labels):
-        taken = placed + stars[:i] + stars[i + 1:]
+        taken = placed + stars[:i] + stars[i + 1 :]
         for offset, align in LABEL_PLACES:
             label.set_position(offset)
             label.set_horizontalalignment(align)
@@ -74,11 +76,23 @@ def draw(rows: list[dict], points: list[dict], reference: Reference, title: str,
     colours = {f: colormaps["tab20"](i % 20) for i, f in enumerate(families)}
     for family in families:
         mine = [r for r in counted if r["family"] == family]
-        ax.scatter([r["total_macs"] / 1e9 for r in mine], [r["rho"] * 100 for r in mine], s=22,
-                   color=colours[family], label=family, zorder=3)
+        ax.scatter(
+            [r["total_macs"] / 1e9 for r in mine],
+            [r["rho"] * 100 for r in mine],
+            s=22,
+            color=colours[family],
+            label=family,
+            zorder=3,
+        )
     for r in _named(counted):
-        ax.annotate(r["model"], (r["total_macs"] / 1e9, r["rho"] * 100), fontsize=6.5, xytext=(4, 2),
-                    textcoords="offset points", color="0.2")
+        ax.annotate(
+            r["model"],
+            (r["total_macs"] / 1e9, r["rho"] * 100),
+            fontsize=6.5,
+            xytext=(4, 2),
+            textcoords="offset points",
+            color="0.2",
+        )
     labels = []
     for p in points:
         x, y = p["total_macs"] / 1e9, p["rho"] * 100
@@ -87,22 +101,49 @@ def draw(rows: list[dict], points: list[dict], reference: Reference, title: str,
             ax.plot([x, x], [y, p["paper_rho"] * 100], color="black", lw=0.6, ls=":", zorder=2)
             ax.scatter([x], [p["paper_rho"] * 100], marker="o", s=45, facecolors="none", edgecolors="black", zorder=4)
         paper = f", paper {p['paper']}{' (explainer)' if p['from_explainer'] else ''}" if p["paper"] else ""
-        labels.append(ax.annotate(f"{p['row']}: {y:.2g}%{paper}", (x, y), fontsize=7, xytext=LABEL_PLACES[0][0],
-                                  textcoords="offset points", weight="bold", zorder=5,
-                                  bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.8}))
+        labels.append(
+            ax.annotate(
+                f"{p['row']}: {y:.2g}%{paper}",
+                (x, y),
+                fontsize=7,
+                xytext=LABEL_PLACES[0][0],
+                textcoords="offset points",
+                weight="bold",
+                zorder=5,
+                bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.8},
+            )
+        )
     t, f = reference.threshold, reference.floor
     ax.axhline(t.value * 100, color="tab:green", lw=1.2, ls="-", zorder=1)
     ax.axhline(f.value * 100, color="tab:red", lw=1.2, ls="--", zorder=1)
-    ax.text(0.995, t.value * 100, f"paper's {t.printed} threshold (Sec. {t.section})", ha="right", va="bottom",
-            fontsize=8, color="tab:green", transform=ax.get_yaxis_transform())
-    ax.text(0.995, f.value * 100, f"{f.printed}: head-only routing hurt below (Sec. {f.section})", ha="right",
-            va="bottom", fontsize=8, color="tab:red", transform=ax.get_yaxis_transform())
+    ax.text(
+        0.995,
+        t.value * 100,
+        f"paper's {t.printed} threshold (Sec. {t.section})",
+        ha="right",
+        va="bottom",
+        fontsize=8,
+        color="tab:green",
+        transform=ax.get_yaxis_transform(),
+    )
+    ax.text(
+        0.995,
+        f.value * 100,
+        f"{f.printed}: head-only routing hurt below (Sec. {f.section})",
+        ha="right",
+        va="bottom",
+        fontsize=8,
+        color="tab:red",
+        transform=ax.get_yaxis_transform(),
+    )
     ax.scatter([], [], marker="*", s=100, color="black", label="paper's settings (Table 6), as counted here")
     ax.scatter([], [], marker="o", s=45, facecolors="none", edgecolors="black", label="their ρ as the paper prints it")
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_xlabel("total inference multiply-adds per image (GMAC): CNNs with the MoE head at the title's input; "
-                  "the settings at their dataset's resolution")
+    ax.set_xlabel(
+        "total inference multiply-adds per image (GMAC): CNNs with the MoE head at the title's input; "
+        "the settings at their dataset's resolution"
+    )
     ax.set_ylabel("ρ, routed share of inference FLOPs (%): head-only MoE; ★ as each setting routes")
     ax.set_title(title, fontsize=10)
     ax.grid(True, which="both", lw=0.3, color="0.85")

@@ -62,7 +62,8 @@ def parse_pattern(text: str) -> Pattern:
         if not _SEGMENT.fullmatch(segment):
             raise RhoInputError(
                 f"--route {text!r}: segment {segment!r} is not a name glob (letters, digits, _, -, * and ?, "
-                "a set such as [34] or [!0], or ** alone for any number of segments)")
+                "a set such as [34] or [!0], or ** alone for any number of segments)"
+            )
     if all(s == "**" for s in segments):
         raise RhoInputError(f"--route {text!r} matches every module; name the layers, e.g. 'layer4.*.conv*'")
     return Pattern(text, segments)

@@ -28,30 +28,76 @@ class Family:
     excluded: str = ""  # why `repro rho` does not count the family; "" for a CNN
 
 
-_ATTENTION = ("a transformer: its attention multiplies activations by activations, which repro.models.flops does "
-              "not count analytically and which no MoEConv2d bank can route; the paper studies CNNs")
+_ATTENTION = (
+    "a transformer: its attention multiplies activations by activations, which repro.models.flops does "
+    "not count analytically and which no MoEConv2d bank can route; the paper studies CNNs"
+)
 FAMILIES: tuple[Family, ...] = (
     Family("alexnet", "classifier", ("alexnet",)),
     Family("convnext", "classifier", ("convnext_tiny", "convnext_small", "convnext_base", "convnext_large")),
     Family("densenet", "classifier", ("densenet121", "densenet161", "densenet169", "densenet201")),
-    Family("efficientnet", "classifier", (
-        "efficientnet_b0", "efficientnet_b1", "efficientnet_b2", "efficientnet_b3", "efficientnet_b4",
-        "efficientnet_b5", "efficientnet_b6", "efficientnet_b7", "efficientnet_v2_s", "efficientnet_v2_m",
-        "efficientnet_v2_l")),
+    Family(
+        "efficientnet",
+        "classifier",
+        (
+            "efficientnet_b0",
+            "efficientnet_b1",
+            "efficientnet_b2",
+            "efficientnet_b3",
+            "efficientnet_b4",
+            "efficientnet_b5",
+            "efficientnet_b6",
+            "efficientnet_b7",
+            "efficientnet_v2_s",
+            "efficientnet_v2_m",
+            "efficientnet_v2_l",
+        ),
+    ),
     Family("googlenet", "fc", ("googlenet",)),
     Family("inception", "fc", ("inception_v3",)),
     Family("mnasnet", "classifier", ("mnasnet0_5", "mnasnet0_75", "mnasnet1_0", "mnasnet1_3")),
     Family("mobilenetv2", "classifier", ("mobilenet_v2",)),
     Family("mobilenetv3", "classifier", ("mobilenet_v3_small", "mobilenet_v3_large")),
-    Family("regnet", "fc", (
-        "regnet_x_400mf", "regnet_x_800mf", "regnet_x_1_6gf", "regnet_x_3_2gf", "regnet_x_8gf", "regnet_x_16gf",
-        "regnet_x_32gf", "regnet_y_400mf", "regnet_y_800mf", "regnet_y_1_6gf", "regnet_y_3_2gf", "regnet_y_8gf",
-        "regnet_y_16gf", "regnet_y_32gf", "regnet_y_128gf")),
-    Family("resnet", "fc", (
-        "resnet18", "resnet34", "resnet50", "resnet101", "resnet152", "resnext50_32x4d", "resnext101_32x8d",
-        "resnext101_64x4d", "wide_resnet50_2", "wide_resnet101_2")),
-    Family("shufflenetv2", "fc", ("shufflenet_v2_x0_5", "shufflenet_v2_x1_0", "shufflenet_v2_x1_5",
-                                  "shufflenet_v2_x2_0")),
+    Family(
+        "regnet",
+        "fc",
+        (
+            "regnet_x_400mf",
+            "regnet_x_800mf",
+            "regnet_x_1_6gf",
+            "regnet_x_3_2gf",
+            "regnet_x_8gf",
+            "regnet_x_16gf",
+            "regnet_x_32gf",
+            "regnet_y_400mf",
+            "regnet_y_800mf",
+            "regnet_y_1_6gf",
+            "regnet_y_3_2gf",
+            "regnet_y_8gf",
+            "regnet_y_16gf",
+            "regnet_y_32gf",
+            "regnet_y_128gf",
+        ),
+    ),
+    Family(
+        "resnet",
+        "fc",
+        (
+            "resnet18",
+            "resnet34",
+            "resnet50",
+            "resnet101",
+            "resnet152",
+            "resnext50_32x4d",
+            "resnext101_32x8d",
+            "resnext101_64x4d",
+            "wide_resnet50_2",
+            "wide_resnet101_2",
+        ),
+    ),
+    Family(
+        "shufflenetv2", "fc", ("shufflenet_v2_x0_5", "shufflenet_v2_x1_0", "shufflenet_v2_x1_5", "shufflenet_v2_x2_0")
+    ),
     Family("squeezenet", "classifier", ("squeezenet1_0", "squeezenet1_1")),
     Family("vgg", "classifier", ("vgg11", "vgg11_bn", "vgg13", "vgg13_bn", "vgg16", "vgg16_bn", "vgg19", "vgg19_bn")),
     Family("vision_transformer", "", ("vit_b_16", "vit_b_32", "vit_l_16", "vit_l_32", "vit_h_14"), _ATTENTION),
@@ -107,5 +153,6 @@ def resolve_model(name: str) -> ModelSpec:
     for family in FAMILIES:
         if name in family.models:
             raise RhoInputError(f"'{name}' ({family.module}) is not counted: it is {family.excluded}")
-    raise RhoInputError(f"unknown model '{name}'{did_you_mean(name, known_names())}; "
-                        f"`repro rho --list` names all {len(known_names())}")
+    raise RhoInputError(
+        f"unknown model '{name}'{did_you_mean(name, known_names())}; `repro rho --list` names all {len(known_names())}"
+    )

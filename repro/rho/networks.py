@@ -124,9 +124,11 @@ def record_calls(model: nn.Module, input_shape: tuple[int, ...]) -> dict[str, li
     calls: dict[str, list[Shapes]] = {}
     handles = []
     for name, module in model.named_modules():
+
         def leave(mod, inputs, output, name=name):
             ins = [i.shape for i in inputs if isinstance(i, torch.Tensor)]
             calls.setdefault(name, []).append((ins, output.shape if isinstance(output, torch.Tensor) else torch.Size()))
+
         handles.append(module.register_forward_hook(leave))
     try:
         with torch.no_grad():

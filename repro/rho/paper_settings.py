@@ -62,7 +62,7 @@ class Reference:
         return {
             "below_floor": "where head-only routing consistently hurt accuracy in the paper",
             "below_threshold": "above that floor but under the threshold the paper puts between settings where "
-                               "routing hurt and where it helped",
+            "routing hurt and where it helped",
             "above_threshold": "at or above the threshold: the range where routing helped in the paper",
         }[zone]
 
@@ -78,8 +78,9 @@ def settings_manifest(manifests: Path | None = None) -> Manifest:
         return find_manifest(SETTINGS_MANIFEST, manifests)
     except (KeyError, SchemaError) as exc:
         message = exc.args[0] if isinstance(exc, KeyError) else str(exc)
-        raise RhoInputError(f"repro rho reads the paper's settings from the '{SETTINGS_MANIFEST}' manifest: "
-                            f"{message}") from None
+        raise RhoInputError(
+            f"repro rho reads the paper's settings from the '{SETTINGS_MANIFEST}' manifest: {message}"
+        ) from None
 
 
 def load_reference(manifests: Path | None = None) -> Reference:
@@ -87,12 +88,20 @@ def load_reference(manifests: Path | None = None) -> Reference:
     table = paper_table(manifest.paper_table or manifest.id)
     separates = next((c for c in manifest.claims if c.rule == "separates"), None)
     value = table.get(separates.params["threshold"]) if table and separates else None
-    floors = [c for c in manifest.claims if c.rule == "compare" and c.params.get("relation") == "<"
-              and str(c.params.get("metric", "")).endswith(".rho") and "bound" in c.params]
+    floors = [
+        c
+        for c in manifest.claims
+        if c.rule == "compare"
+        and c.params.get("relation") == "<"
+        and str(c.params.get("metric", "")).endswith(".rho")
+        and "bound" in c.params
+    ]
     if value is None or value.unit != "%" or not floors:
-        raise RhoInputError(f"{manifest.path}: expected a 'separates' claim whose threshold paper_tables/ gives in "
-                            "percent, and a 'compare' claim bounding a rho from above "
-                            "(the paper's threshold and floor)")
+        raise RhoInputError(
+            f"{manifest.path}: expected a 'separates' claim whose threshold paper_tables/ gives in "
+            "percent, and a 'compare' claim bounding a rho from above "
+            "(the paper's threshold and floor)"
+        )
     threshold = Bound(value.value / 100, value.printed, value.section)
     floor = Bound(float(floors[0].params["bound"]), _percent(float(floors[0].params["bound"])), floors[0].section)
     settings = []
@@ -100,9 +109,16 @@ def load_reference(manifests: Path | None = None) -> Reference:
         for row_id in separates.params[side]:
             printed = table.get(f"{row_id}.rho") if table else None
             value = printed.value / 100 if printed and printed.value is not None and printed.unit == "%" else None
-            settings.append(PaperSetting(
-                row_id, manifest.row(row_id).label, side, printed.printed if printed else "", value,
-                printed is not None and printed.source == "explainer-and-summary"))
+            settings.append(
+                PaperSetting(
+                    row_id,
+                    manifest.row(row_id).label,
+                    side,
+                    printed.printed if printed else "",
+                    value,
+                    printed is not None and printed.source == "explainer-and-summary",
+                )
+            )
     return Reference(threshold, floor, tuple(settings))
 
 
@@ -165,8 +181,7 @@ def _setting(dataset: str, backbone: Component, head_row: Row | None) -> Setting
     head = dict(head_row.head.params) if head_row else {}
     keep = {k: head[k] for k in ("expert_hidden", "top_k", "num_experts") if k in head}
     conv = MoEConvBackboneConfig()
-    return Setting(dataset, dict(backbone.params), keep, head_row.id if head_row else "",
-                   conv.num_experts, conv.top_k)
+    return Setting(dataset, dict(backbone.params), keep, head_row.id if head_row else "", conv.num_experts, conv.top_k)
 
 
 def head_config(setting: Setting, experts: int | None, hidden: int | None, top_k: int | None) -> dict[str, Any]:

@@ -48,8 +48,7 @@ def _own(module: nn.Module, calls: list[Shapes]) -> int:
 def subtree_macs(model: nn.Module, calls: dict[str, list[Shapes]], root: str = "") -> int:
     """Multiply-adds of the module at `root` and everything inside it (repro.models.flops' analytic column)."""
     modules = dict(model.named_modules())
-    return sum(_own(modules[n], c) for n, c in calls.items()
-               if not root or n == root or n.startswith(root + "."))
+    return sum(_own(modules[n], c) for n, c in calls.items() if not root or n == root or n.startswith(root + "."))
 
 
 def why_not_routable(module: nn.Module, calls: list[Shapes]) -> str:
@@ -86,10 +85,23 @@ def _bank_shape(module: nn.Module, experts: int, top_k: int) -> nn.Module:
     """A bank of the layer's shape on the meta device, to cost it without holding E copies of its weights."""
     with torch.device("meta"):
         if isinstance(module, nn.Linear):
-            return MoEPointwise(MoEConv2d(module.in_features, module.out_features, 1, experts, top_k, 1, 0,
-                                          bias=module.bias is not None))
-        return MoEConv2d(module.in_channels, module.out_channels, module.kernel_size, experts, top_k, module.stride,
-                         module.padding, module.groups, module.bias is not None, module.dilation)
+            return MoEPointwise(
+                MoEConv2d(
+                    module.in_features, module.out_features, 1, experts, top_k, 1, 0, bias=module.bias is not None
+                )
+            )
+        return MoEConv2d(
+            module.in_channels,
+            module.out_channels,
+            module.kernel_size,
+            experts,
+            top_k,
+            module.stride,
+            module.padding,
+            module.groups,
+            module.bias is not None,
+            module.dilation,
+        )
 
 
 def routable_layers(model: Classifier, calls: dict[str, list[Shapes]], experts: int, top_k: int) -> list[Layer]:
@@ -101,25 +113,34 @@ def routable_layers(model: Classifier, calls: dict[str, list[Shapes]], experts: 
             continue
         bank = _bank_shape(module, experts, top_k)
         weights = sum(p.numel() for p in module.parameters())
-        layers.append(Layer(path[len(PREFIX):], _describe(module), order[path], _own(module, calls[path]),
-                            sum(bank.macs(c) for c in calls[path]), weights))
+        layers.append(
+            Layer(
+                path[len(PREFIX) :],
+                _describe(module),
+                order[path],
+                _own(module, calls[path]),
+                sum(bank.macs(c) for c in calls[path]),
+                weights,
+            )
+        )
     return sorted(layers, key=lambda layer: layer.order)
 
 
-def match_layers(model: Classifier, calls: dict[str, list[Shapes]], patterns: list[Pattern],
-                 network: str) -> list[str]:
+def match_layers(model: Classifier, calls: dict[str, list[Shapes]], patterns: list[Pattern], network: str) -> list[str]:
     """The layers the patterns name, shallowest first; a pattern naming nothing, or anything not routable, is
     refused."""
-    modules = {p[len(PREFIX):]: m for p, m in model.named_modules() if p.startswith(PREFIX)}
+    modules = {p[len(PREFIX) :]: m for p, m in model.named_modules() if p.startswith(PREFIX)}
     routable = [n for n, m in modules.items() if not why_not_routable(m, calls.get(PREFIX + n, []))]
     chosen: set[str] = set()
     for pattern in patterns:
         hits = [n for n in modules if pattern.matches(n)]
         if not hits:
             top = [n for n in modules if n and "." not in n]
-            raise RhoInputError(f"--route {pattern.text!r} matches no module of {network}"
-                                f"{did_you_mean(pattern.text, routable)}; its top-level modules are "
-                                f"{', '.join(top)}, and `--layers` lists its routable layers")
+            raise RhoInputError(
+                f"--route {pattern.text!r} matches no module of {network}"
+                f"{did_you_mean(pattern.text, routable)}; its top-level modules are "
+                f"{', '.join(top)}, and `--layers` lists its routable layers"
+            )
         refused = [(n, why_not_routable(modules[n], calls.get(PREFIX + n, []))) for n in hits]
         refused = [(n, why) for n, why in refused if why]
         if refused:
@@ -129,7 +150,8 @@ def match_layers(model: Classifier, calls: dict[str, list[Shapes]], patterns: li
             raise RhoInputError(
                 f"--route {pattern.text!r} matches {len(hits)} module(s) of {network}, {len(refused)} of them not "
                 f"routable: {named}{more}. Only convolutions (and linear layers applied at every position) can "
-                f"be routed{f'; it also matches {convs} that can' if convs else ''}")
+                f"be routed{f'; it also matches {convs} that can' if convs else ''}"
+            )
         chosen.update(hits)
     order = {n: i for i, n in enumerate(calls)}
     return sorted(chosen, key=lambda n: order[PREFIX + n])
@@ -140,9 +162,11 @@ def check_memory(model: Classifier, names: list[str], experts: int) -> None:
     modules = dict(model.named_modules())
     size = experts * sum(p.numel() * p.element_size() for n in names for p in modules[PREFIX + n].parameters())
     if size > MAX_BANK_BYTES:
-        raise RhoInputError(f"routing {len(names)} layer(s) as {experts}-expert banks would hold {size / 2**30:.1f} "
-                            f"GiB of weights (at most {MAX_BANK_BYTES / 2**30:.0f} GiB here): route fewer layers or "
-                            "experts")
+        raise RhoInputError(
+            f"routing {len(names)} layer(s) as {experts}-expert banks would hold {size / 2**30:.1f} "
+            f"GiB of weights (at most {MAX_BANK_BYTES / 2**30:.0f} GiB here): route fewer layers or "
+            "experts"
+        )
 
 
 def route(model: Classifier, names: list[str], experts: int, top_k: int) -> Classifier:

@@ -45,16 +45,26 @@ def print_analysis(console: Console, data: dict, reference: Reference) -> None:
     table = _table("Placement", "Layers", "E", "k", "h", "GMAC", "ρ", "Paper's side")
     for r in data["results"]:
         layers = "—" if r["kind"] in ("head_only", "as_built") else str(len(r["layers"]))
-        table.add_row(_label(r), layers, _int(r["experts"]), _int(r["top_k"]), _int(r["hidden"]),
-                      _gmac(r["total_macs"]), _rho(r["rho"]), side(reference, r["zone"]))
+        table.add_row(
+            _label(r),
+            layers,
+            _int(r["experts"]),
+            _int(r["top_k"]),
+            _int(r["hidden"]),
+            _gmac(r["total_macs"]),
+            _rho(r["rho"]),
+            side(reference, r["zone"]),
+        )
     console.print(table)
     for r in data["results"]:
         if r["layers"]:
             console.print(f"layers routed by {_label(r)}: " + ", ".join(r["layers"]), markup=False, highlight=False)
         if r["kind"] == "target":
             if not r["reached"]:
-                console.print(f"no placement reaches {r['target']:.2%}: routing every candidate layer gives "
-                              f"{r['rho']:.2%}", markup=False)
+                console.print(
+                    f"no placement reaches {r['target']:.2%}: routing every candidate layer gives {r['rho']:.2%}",
+                    markup=False,
+                )
             elif not r["layers"]:
                 console.print(f"{r['target']:.2%} is reached without routing a layer", markup=False)
     if any(r["kind"] == "as_built" for r in data["results"]):
@@ -89,14 +99,19 @@ def print_layers(console: Console, data: dict) -> None:
     for layer in data["layers"]:
         table.add_row(layer["name"], layer["kind"], f"{layer['dense'] / 1e6:,.2f}", f"{layer['dense'] / total:.2%}")
     console.print(table)
-    console.print(f"{len(data['layers'])} routable layers: convolutions, and linear layers applied at every position "
-                  "of a feature map; MMAC and share of the network as given.", markup=False)
+    console.print(
+        f"{len(data['layers'])} routable layers: convolutions, and linear layers applied at every position "
+        "of a feature map; MMAC and share of the network as given.",
+        markup=False,
+    )
 
 
 def print_reference(console: Console, reference: Reference) -> None:
     t = reference.threshold
-    console.print(f"The paper's settings either side of its {t.printed} threshold (Section {t.section}), "
-                  "from Table 6:", markup=False)
+    console.print(
+        f"The paper's settings either side of its {t.printed} threshold (Section {t.section}), from Table 6:",
+        markup=False,
+    )
     table = _table("Row", "Paper's ρ", "Side")
     for s in reference.settings:
         printed = (s.printed + (" *" if s.from_explainer else "")) if s.printed else "—"
@@ -123,6 +138,7 @@ def print_survey(console: Console, rows: list[dict], reference: Reference) -> No
 
 def reference_json(reference: Reference) -> dict[str, Any]:
     return {
-        "threshold": reference.threshold.__dict__, "floor": reference.floor.__dict__,
+        "threshold": reference.threshold.__dict__,
+        "floor": reference.floor.__dict__,
         "settings": [s.__dict__ for s in reference.settings],
     }

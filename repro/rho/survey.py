@@ -16,17 +16,25 @@ from repro.rho.networks import Network
 from repro.rho.paper_settings import Reference, Setting, settings_manifest
 
 
-def count_one(spec: ModelSpec, setting: Setting, size: tuple[int, int], classes: int, request: Request,
-              reference: Reference) -> dict:
+def count_one(
+    spec: ModelSpec, setting: Setting, size: tuple[int, int], classes: int, request: Request, reference: Reference
+) -> dict:
     """A torchvision CNN's total MACs and head-only rho, or why it was skipped."""
     try:
         analysis = analyse(Network(spec, setting, size, classes), request, reference)
     except RhoInputError as exc:
         return {"model": spec.name, "family": spec.family, "skipped": str(exc)}
     head = analysis.results[0]
-    return {"model": spec.name, "family": spec.family, "total_macs": head.total_macs, "routed_macs": head.routed_macs,
-            "rho": head.rho, "zone": head.zone, "modules_checked": head.modules_checked,
-            "problems": list(head.problems)}
+    return {
+        "model": spec.name,
+        "family": spec.family,
+        "total_macs": head.total_macs,
+        "routed_macs": head.routed_macs,
+        "rho": head.rho,
+        "zone": head.zone,
+        "modules_checked": head.modules_checked,
+        "problems": list(head.problems),
+    }
 
 
 def setting_points(reference: Reference, cache: Path = DEFAULT_CACHE, manifests: Path | None = None) -> list[dict]:
@@ -39,7 +47,16 @@ def setting_points(reference: Reference, cache: Path = DEFAULT_CACHE, manifests:
     for s in reference.settings:
         row = manifest.row(s.row)
         summary = flop_summary(row.dataset, row.backbone, row.head, cache)
-        points.append({"row": s.row, "side": s.side, "total_macs": summary["total_macs"], "rho": summary["rho"],
-                       "paper": s.printed, "paper_rho": s.value, "from_explainer": s.from_explainer,
-                       "problems": summary["problems"]})
+        points.append(
+            {
+                "row": s.row,
+                "side": s.side,
+                "total_macs": summary["total_macs"],
+                "rho": summary["rho"],
+                "paper": s.printed,
+                "paper_rho": s.value,
+                "from_explainer": s.from_explainer,
+                "problems": summary["problems"],
+            }
+        )
     return points

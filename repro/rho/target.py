@@ -65,7 +65,7 @@ def minimal_placement(candidates: list[Candidate], total: int, routed: int, targ
         slots = n - len(chosen) - 1
         if slots < 0:
             break
-        rest = sorted((weight[x.name] for x in deepest_first[i + 1:]), reverse=True)[:slots]
+        rest = sorted((weight[x.name] for x in deepest_first[i + 1 :]), reverse=True)[:slots]
         if weight[c.name] + sum(rest) >= need - sum(weight[x.name] for x in chosen):
             chosen.append(c)
     return _placement(chosen, total, routed, True)

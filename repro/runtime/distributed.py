@@ -75,8 +75,12 @@ class World:
         """For the run record's engine: N, the local batch, and what each rank computes on its own batch."""
         if not self.distributed:
             return {"world_size": 1}
-        return {"world_size": self.size, "backend": self.backend, "local_batch_size": batch_size // self.size,
-                "per_local_batch": "MoE auxiliary losses and capacity, BatchNorm batch statistics"}
+        return {
+            "world_size": self.size,
+            "backend": self.backend,
+            "local_batch_size": batch_size // self.size,
+            "per_local_batch": "MoE auxiliary losses and capacity, BatchNorm batch statistics",
+        }
 
 
 def current() -> World:
@@ -116,8 +120,16 @@ def torchrun_command(args: list[str], n: int) -> list[str]:
         skip = a == "--gpus-per-run"
         if not skip:
             kept.append(a)
-    return [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={n}", "-m", "repro",
-            *kept]
+    return [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        f"--nproc-per-node={n}",
+        "-m",
+        "repro",
+        *kept,
+    ]
 
 
 def finish() -> None:
@@ -134,8 +146,10 @@ def rank_device(device: str, world: World) -> str:
 
 def local_batch(batch_size: int, world: World) -> int:
     if batch_size % world.size:
-        raise ValueError(f"batch_size {batch_size} does not split over {world.size} processes; the global batch "
-                         f"must be a multiple of the world size")
+        raise ValueError(
+            f"batch_size {batch_size} does not split over {world.size} processes; the global batch "
+            f"must be a multiple of the world size"
+        )
     return batch_size // world.size
 
 

@@ -44,14 +44,18 @@ class RunsInterrupted(KeyboardInterrupt):
         fresh = sum(1 for e in self.checkpoints if not e)
         parts = []
         if kept:
-            parts.append(f"{'checkpoints' if len(kept) > 1 else 'checkpoint'} kept at epoch "
-                         + " and ".join(", ".join(map(str, kept)).rsplit(", ", 1)))
+            parts.append(
+                f"{'checkpoints' if len(kept) > 1 else 'checkpoint'} kept at epoch "
+                + " and ".join(", ".join(map(str, kept)).rsplit(", ", 1))
+            )
         if fresh:
             parts.append(f"{fresh} before their first epoch" if fresh > 1 else "1 before its first epoch")
         interrupted = f"{len(self.checkpoints)} interrupted" + (f" ({'; '.join(parts)})" if parts else "")
         resume = f"rerun `{command}` to resume" if command else "rerun the same command to resume"
-        return (f"interrupted: {self.recorded} {'run' if self.recorded == 1 else 'runs'} recorded, {interrupted}, "
-                f"{self.not_started} not started; {resume}")
+        return (
+            f"interrupted: {self.recorded} {'run' if self.recorded == 1 else 'runs'} recorded, {interrupted}, "
+            f"{self.not_started} not started; {resume}"
+        )
 
 
 def command_line(argv: list[str]) -> str:

@@ -58,8 +58,10 @@ class LockNotRemovable(RuntimeError):
             owner = pwd.getpwuid(path.stat().st_uid).pw_name
         except (ImportError, KeyError, OSError):
             owner = "its owner"
-        return cls(f"the lock {path} is stale ({reason}), but this user may not remove it "
-                   f"({cause.strerror or cause}); the run is skipped: {owner} or root can remove the file")
+        return cls(
+            f"the lock {path} is stale ({reason}), but this user may not remove it "
+            f"({cause.strerror or cause}); the run is skipped: {owner} or root can remove the file"
+        )
 
 
 @dataclass(frozen=True)
@@ -82,8 +84,10 @@ class LockSettings:
 def stale_after_problem(seconds: float) -> str | None:
     """Why `seconds` cannot be a command's --stale-lock-after (a sentence), or None."""
     if not seconds >= MIN_STALE_AFTER_S:
-        return (f"--stale-lock-after {seconds:g} is below {MIN_STALE_AFTER_S:g} s, twice the {MAX_HEARTBEAT_S:g} s "
-                "between a live run's heartbeats: its lock would be taken over while it trains")
+        return (
+            f"--stale-lock-after {seconds:g} is below {MIN_STALE_AFTER_S:g} s, twice the {MAX_HEARTBEAT_S:g} s "
+            "between a live run's heartbeats: its lock would be taken over while it trains"
+        )
     return None
 
 
@@ -121,9 +125,16 @@ def process_started(pid: int) -> int | None:
 
 def holder_identity(label: str = "", executor: str = "local", job: tuple[tuple[str, str], ...] = ()) -> dict[str, Any]:
     started = process_started(os.getpid())
-    return {"host": socket.gethostname(), "pid": os.getpid(), "executor": executor, "label": label,
-            "started": time.time(), **machine_identity(), **({"pid_started": started} if started else {}),
-            **dict(job)}
+    return {
+        "host": socket.gethostname(),
+        "pid": os.getpid(),
+        "executor": executor,
+        "label": label,
+        "started": time.time(),
+        **machine_identity(),
+        **({"pid_started": started} if started else {}),
+        **dict(job),
+    }
 
 
 def holder_problem(holder: Any) -> str | None:
@@ -133,8 +144,17 @@ def holder_problem(holder: Any) -> str | None:
     pid = holder.get("pid")
     if isinstance(pid, bool) or not isinstance(pid, int) or not 1 <= pid <= PID_MAX:
         return f"its pid {json.dumps(pid)[:40]} is not a process id"
-    for key in ("host", "token", "label", "executor", "slurm_job_id", "slurm_array_job_id", "slurm_array_task_id",
-                "boot_id", "pid_ns"):
+    for key in (
+        "host",
+        "token",
+        "label",
+        "executor",
+        "slurm_job_id",
+        "slurm_array_job_id",
+        "slurm_array_task_id",
+        "boot_id",
+        "pid_ns",
+    ):
         if key in holder and not isinstance(holder[key], str):
             return f"its {key} {json.dumps(holder[key])[:40]} is not text"
     ticks = holder.get("pid_started", 0)
@@ -199,8 +219,11 @@ def stale_reason(holder: dict[str, Any], settings: LockSettings, now: float | No
     if (gone := _exited_here(holder, age, settings)) is not None:
         return gone
     me = dict(settings.job)
-    if me and "slurm_array_job_id" in me and all(holder.get(k) == me[k]
-                                                 for k in ("slurm_array_job_id", "slurm_array_task_id")):
+    if (
+        me
+        and "slurm_array_job_id" in me
+        and all(holder.get(k) == me[k] for k in ("slurm_array_job_id", "slurm_array_task_id"))
+    ):
         return "it is this Slurm array task's own lock from before a requeue"
     if me and "slurm_array_job_id" not in me and holder.get("slurm_job_id") == me["slurm_job_id"]:
         return "it is this Slurm job's own lock from before a requeue"
@@ -280,8 +303,9 @@ class RunLock:
         self.release()
 
 
-def try_lock(runs_dir: Path, run_hash: str, settings: LockSettings, label: str = "",
-             executor: str = "local") -> RunLock | dict[str, Any]:
+def try_lock(
+    runs_dir: Path, run_hash: str, settings: LockSettings, label: str = "", executor: str = "local"
+) -> RunLock | dict[str, Any]:
     """Take the run's lock: a RunLock, or the live holder's description (a dict) when another process has it.
     Raises WriteFailed when the folder refuses the lock file, LockNotRemovable when a stale one may not be removed."""
     try:
@@ -329,8 +353,10 @@ def _take_over(path: Path, holder: dict[str, Any], reason: str, settings: LockSe
         current = read_holder(path)
         if current is not None and current.get("token") == holder.get("token") and stale_reason(current, settings):
             if "problem" in current:
-                print(f"warning: the lock file {path} cannot be used ({stale_reason(current, settings)}); "
-                      "taking it over", flush=True)
+                print(
+                    f"warning: the lock file {path} cannot be used ({stale_reason(current, settings)}); taking it over",
+                    flush=True,
+                )
             else:
                 print(f"warning: taking over the lock {path.name} of {describe_holder(current)}: {reason}", flush=True)
             _remove(path, reason)

@@ -37,14 +37,22 @@ def run_numerics(threads: int, deterministic: bool, device: Any) -> Iterator[dic
     import torch
 
     cudnn = torch.backends.cudnn
-    before = (torch.get_num_threads(), torch.are_deterministic_algorithms_enabled(),
-              torch.is_deterministic_algorithms_warn_only_enabled(), cudnn.benchmark, cudnn.deterministic)
+    before = (
+        torch.get_num_threads(),
+        torch.are_deterministic_algorithms_enabled(),
+        torch.is_deterministic_algorithms_warn_only_enabled(),
+        cudnn.benchmark,
+        cudnn.deterministic,
+    )
     cuda = str(device).startswith("cuda")
     torch.set_num_threads(threads)
     facts: dict[str, Any] = {
-        "threads": torch.get_num_threads(), "deterministic": deterministic,
-        "cpu_capability": torch.backends.cpu.get_cpu_capability(), "torch": torch.__version__,
-        "cuda": torch.version.cuda if cuda else None, "cudnn": cudnn.version() if cuda else None,
+        "threads": torch.get_num_threads(),
+        "deterministic": deterministic,
+        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda if cuda else None,
+        "cudnn": cudnn.version() if cuda else None,
     }
     if deterministic:
         deterministic_environment()

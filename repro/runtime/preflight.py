@@ -74,6 +74,8 @@ def _check() -> str | None:
         nms(torch.tensor([[0.0, 0.0, 1.0, 1.0]]), torch.tensor([1.0]), 0.5)
     except Exception as exc:  # RuntimeError "operator torchvision::nms does not exist", an ImportError, ...
         version = getattr(locals().get("torchvision"), "__version__", "?")
-        return (f"torch {torch.__version__} and torchvision {version} do not work together ({_first_line(exc)}); "
-                f"install a matching pair:\n  {fix}")
+        return (
+            f"torch {torch.__version__} and torchvision {version} do not work together ({_first_line(exc)}); "
+            f"install a matching pair:\n  {fix}"
+        )
     return None

@@ -48,6 +48,7 @@ class RunDefaults:
 @dataclass(frozen=True)
 class RowSettings:
     """A profile's values for some of its rows (one dataset's, or one table's), replacing the profile's own."""
+
     epochs: int | None = bounded(None, ge=1, le=MAX_EPOCHS)
     train_samples: int | None = bounded(None, ge=1, le=MAX_SAMPLES)
     test_samples: int | None = bounded(None, ge=1, le=MAX_SAMPLES)
@@ -62,6 +63,7 @@ class RowSettings:
 @dataclass(frozen=True)
 class LatencyProfile:
     """How a profile times the latency table (repro.plan.latency_settings); None: the paper-scale value."""
+
     batch_size: int | None = bounded(None, ge=1, le=MAX_BATCH)
     max_image_size: int | None = bounded(None, ge=8, le=MAX_IMAGE)  # cap on whole-model resolution
 
@@ -142,9 +144,14 @@ class Profile:
         own = self.tables.get(manifest_id, RowSettings()).given()
         datasets = {d: dataclasses.replace(s, **own) for d, s in self.datasets.items()}
         return dataclasses.replace(
-            self, **own, seeds=self.seeds or paper_seeds or 1, datasets=datasets, tables={},
+            self,
+            **own,
+            seeds=self.seeds or paper_seeds or 1,
+            datasets=datasets,
+            tables={},
             threads=self.threads or defaults.threads,
-            deterministic=self.deterministic if self.deterministic is not None else defaults.deterministic)
+            deterministic=self.deterministic if self.deterministic is not None else defaults.deterministic,
+        )
 
     def departures(self, paper_seeds: int | None, datasets: Iterable[str] = ()) -> list[str]:
         """Every way this profile, as it applies to one table (for_manifest), departs from the paper's
@@ -173,26 +180,37 @@ class Profile:
 
     def __post_init__(self) -> None:
         scoped: list[tuple[str, Profile | RowSettings]] = [
-            ("", self), *((f"datasets.{d}.", s) for d, s in self.datasets.items()),
-            *((f"tables.{t}.", s) for t, s in self.tables.items())]
-        overrides = [f"{where}{k}" for where, obj in scoped for k in RECIPE_OVERRIDES
-                     if getattr(obj, k, None) is not None]
+            ("", self),
+            *((f"datasets.{d}.", s) for d, s in self.datasets.items()),
+            *((f"tables.{t}.", s) for t, s in self.tables.items()),
+        ]
+        overrides = [
+            f"{where}{k}" for where, obj in scoped for k in RECIPE_OVERRIDES if getattr(obj, k, None) is not None
+        ]
         if overrides and self.evidence in ("reduced", "paper"):
-            raise ValueError(f"{' and '.join(overrides)} {'override' if len(overrides) > 1 else 'overrides'} the "
-                             f"paper's recipe, which evidence "
-                             f"{self.evidence!r} must keep: remove them or use evidence 'pipeline' or 'functional'")
+            raise ValueError(
+                f"{' and '.join(overrides)} {'override' if len(overrides) > 1 else 'overrides'} the "
+                f"paper's recipe, which evidence "
+                f"{self.evidence!r} must keep: remove them or use evidence 'pipeline' or 'functional'"
+            )
         if self.pretrained_on == "digits" and self.data != "digits":
-            raise ValueError(f"pretrained_on = 'digits' pretrains on the digit stand-in, so it needs data = 'digits', "
-                             f"not {self.data!r}")
+            raise ValueError(
+                f"pretrained_on = 'digits' pretrains on the digit stand-in, so it needs data = 'digits', "
+                f"not {self.data!r}"
+            )
         unknown = sorted(set(self.datasets) - set(DATASETS))
         if unknown:
-            raise ValueError(f"datasets.{unknown[0]}: unknown dataset{closest(unknown[0], list(DATASETS))}; "
-                             f"allowed: {', '.join(DATASETS)}")
+            raise ValueError(
+                f"datasets.{unknown[0]}: unknown dataset{closest(unknown[0], list(DATASETS))}; "
+                f"allowed: {', '.join(DATASETS)}"
+            )
         for where, own in scoped:
             n, batch = getattr(own, "train_samples") or self.train_samples, own.batch_size or self.batch_size
             if n and batch and n < batch:
-                raise ValueError(f"{where}train_samples = {n} is smaller than batch_size = {batch}: no full "
-                                 "training batch would remain (the last partial batch is dropped)")
+                raise ValueError(
+                    f"{where}train_samples = {n} is smaller than batch_size = {batch}: no full "
+                    "training batch would remain (the last partial batch is dropped)"
+                )
 
 
 # (setting, its words, the paper's value for one dataset, the words before it): a departure names the
@@ -227,9 +245,11 @@ def _settings_departures(obj: Profile | RowSettings, datasets: list[str]) -> lis
         elif name in ("epochs", "batch_size"):
             text += f" {before}"
         out.append(text)
-    recipe = [f"{name} {getattr(obj, name):g}" if isinstance(getattr(obj, name), float)
-              else f"{name} {getattr(obj, name)}"
-              for name in RECIPE_OVERRIDES if getattr(obj, name, None) is not None]
+    recipe = [
+        f"{name} {getattr(obj, name):g}" if isinstance(getattr(obj, name), float) else f"{name} {getattr(obj, name)}"
+        for name in RECIPE_OVERRIDES
+        if getattr(obj, name, None) is not None
+    ]
     if recipe:
         out.append("recipe " + ", ".join(recipe) + " instead of the paper's")
     return out
@@ -245,8 +265,11 @@ def _profile(data: Any, path: str, problems: Problems) -> Profile | None:
     check_id(path.removeprefix("profiles."), path, problems)  # a profile names a results folder
     profile = from_dict(Profile, data, path, problems)
     if profile is not None and profile.evidence in ("reduced", "paper") and profile.data != "real":
-        problems.add(f"{path}.data", f"evidence {profile.evidence!r} is the paper's datasets: expected 'real', "
-                     f"got {profile.data!r} (use evidence 'pipeline' or 'functional')")
+        problems.add(
+            f"{path}.data",
+            f"evidence {profile.evidence!r} is the paper's datasets: expected 'real', "
+            f"got {profile.data!r} (use evidence 'pipeline' or 'functional')",
+        )
     return profile
 
 
@@ -262,8 +285,9 @@ def parse_profiles(data: dict[str, Any], path: str | Path, required: tuple[str, 
     check_text(data, "", problems, frozenset({"description"}))  # the report prints a profile's text
     for key in data:
         if key != "profiles":
-            problems.add(key, f"unknown key{closest(key, ['profiles'])}; "
-                         "a profiles file holds only tables named profiles.<name>")
+            problems.add(
+                key, f"unknown key{closest(key, ['profiles'])}; a profiles file holds only tables named profiles.<name>"
+            )
     raw = data.get("profiles")
     if not isinstance(raw, dict) or not raw:
         problems.add("profiles", "expected at least one table named profiles.<name>")
@@ -297,8 +321,9 @@ def _model(row) -> str:
     return json.dumps([row.dataset, row.backbone.key(), row.head.key()], sort_keys=True, default=str)
 
 
-def check_against(profiles: dict[str, Profile], files: dict[str, Path], manifests: list,
-                  known: Iterable[str] | None = None) -> None:
+def check_against(
+    profiles: dict[str, Profile], files: dict[str, Path], manifests: list, known: Iterable[str] | None = None
+) -> None:
     """Every include/exclude entry and table name must match what the manifests hold, and a table's own
     settings may touch only rows no other table lists (else its runs would split); raise SchemaError.
 
@@ -326,23 +351,30 @@ def check_against(profiles: dict[str, Profile], files: dict[str, Path], manifest
                 if any(fnmatch.fnmatchcase(t, table) for t in unloaded):
                     continue  # a table not loaded here: the folder's check reads its rows
                 if not any(matches(entry, m.id, r.id) for m in manifests for r in m.rows if "accuracy" in r.measures):
-                    names = [m.id for m in manifests] + unloaded + [f"{m.id}/{r.id}" for m in manifests for r in m.rows
-                                                                    if "accuracy" in r.measures]
+                    names = (
+                        [m.id for m in manifests]
+                        + unloaded
+                        + [f"{m.id}/{r.id}" for m in manifests for r in m.rows if "accuracy" in r.measures]
+                    )
                     out.add(f"profiles.{name}.{key}[{i}]", f"'{entry}' matches no training row{closest(entry, names)}")
         for table, settings in profile.tables.items():
             if table not in by_id:
                 if not shipped and table not in unloaded:
-                    out.add(f"profiles.{name}.tables.{table}",
-                            f"no manifest '{table}'{closest(table, list(by_id) + unloaded)}")
+                    out.add(
+                        f"profiles.{name}.tables.{table}",
+                        f"no manifest '{table}'{closest(table, list(by_id) + unloaded)}",
+                    )
                 continue
             for r in by_id[table].rows:
                 if "accuracy" not in r.measures or not settings.given():
                     continue
-                others = [x for x in models[_model(r)]
-                          if not x.startswith(f"{table}/")]
+                others = [x for x in models[_model(r)] if not x.startswith(f"{table}/")]
                 if others:
-                    out.add(f"profiles.{name}.tables.{table}", f"would train {table}/{r.id} otherwise than "
-                            f"{others[0]}, the same model, so their runs would split: give the settings per dataset")
+                    out.add(
+                        f"profiles.{name}.tables.{table}",
+                        f"would train {table}/{r.id} otherwise than "
+                        f"{others[0]}, the same model, so their runs would split: give the settings per dataset",
+                    )
     for file, out in problems.items():
         if out.items:
             raise SchemaError(file, out.items)

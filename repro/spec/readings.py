@@ -133,8 +133,11 @@ class Reading:
         out = []
         for part in PARTS:
             values = effective(part, getattr(row, part))
-            out += [f"{part}.{k} = {values.get(k)!r}, not {v!r}" for k, v in choice.overrides(part).items()
-                    if not _same(values.get(k), v)]
+            out += [
+                f"{part}.{k} = {values.get(k)!r}, not {v!r}"
+                for k, v in choice.overrides(part).items()
+                if not _same(values.get(k), v)
+            ]
         if choice.batch_size is not None and row.batch_size not in (None, choice.batch_size):
             out.append(f"batch_size = {row.batch_size}, not {choice.batch_size}")
         return out
@@ -164,12 +167,20 @@ class Reading:
 
     def vary(self, row: Any, alternative: Choice) -> Any:
         """The row under an alternative: its sensitivity twin "<row>__<alternative>" (repro.plan.manifest.Row)."""
-        parts = {part: Component(getattr(row, part).name, {**getattr(row, part).params, **alternative.overrides(part)})
-                 for part in PARTS}
+        parts = {
+            part: Component(getattr(row, part).name, {**getattr(row, part).params, **alternative.overrides(part)})
+            for part in PARTS
+        }
         return dataclasses.replace(
-            row, id=f"{row.id}__{alternative.id}", label=f"{row.label} [{self.title}: {alternative.label}]",
-            role="sensitivity", reading=f"{self.id}/{alternative.id}", base=row.id,
-            batch_size=alternative.batch_size or row.batch_size, **parts)
+            row,
+            id=f"{row.id}__{alternative.id}",
+            label=f"{row.label} [{self.title}: {alternative.label}]",
+            role="sensitivity",
+            reading=f"{self.id}/{alternative.id}",
+            base=row.id,
+            batch_size=alternative.batch_size or row.batch_size,
+            **parts,
+        )
 
     def alternative(self, alternative_id: str) -> Choice:
         return next(a for a in self.alternatives if a.id == alternative_id)
@@ -184,8 +195,9 @@ def _check_choice(reading: Reading, choice: Choice, path: str, problems: Problem
             continue
         names = reading.applies.names(part)
         if not names:
-            problems.add(f"{path}.{part}", f"overrides the {part} of rows the reading does not name: give "
-                         f"applies.{part}s")
+            problems.add(
+                f"{path}.{part}", f"overrides the {part} of rows the reading does not name: give applies.{part}s"
+            )
             continue
         for name in names:
             entry = registry(part).get(name)
@@ -193,8 +205,9 @@ def _check_choice(reading: Reading, choice: Choice, path: str, problems: Problem
             hints = get_type_hints(config) if config else {}
             for key, value in overrides.items():
                 if key not in hints:
-                    problems.add(f"{path}.{part}.{key}", f"not a parameter of {part} '{name}'"
-                                 f"{closest(key, list(hints))}")
+                    problems.add(
+                        f"{path}.{part}.{key}", f"not a parameter of {part} '{name}'{closest(key, list(hints))}"
+                    )
                 else:
                     convert(hints[key], value, f"{path}.{part}.{key}", problems)
             try:
@@ -210,8 +223,9 @@ def _check(reading: Reading, i: int, problems: Problems) -> None:
     for part in PARTS:
         for j, name in enumerate(reading.applies.names(part)):
             if name not in registry(part):
-                problems.add(f"{path}.applies.{part}s[{j}]", f"unknown {part} '{name}'"
-                             f"{closest(name, registry(part).names())}")
+                problems.add(
+                    f"{path}.applies.{part}s[{j}]", f"unknown {part} '{name}'{closest(name, registry(part).names())}"
+                )
     for j, d in enumerate(reading.applies.datasets):
         if d not in DATASETS:
             problems.add(f"{path}.applies.datasets[{j}]", f"unknown dataset '{d}'{closest(d, list(DATASETS))}")
@@ -221,12 +235,16 @@ def _check(reading: Reading, i: int, problems: Problems) -> None:
     for j, choice in enumerate((reading.chosen, *reading.alternatives)):
         where = f"{path}.chosen" if j == 0 else f"{path}.alternatives[{j - 1}]"
         if bool(choice.claim or choice.claims) != bool(reading.applies.claims):
-            problems.add(f"{where}.claim", "a reading names claims (applies.claims) and overrides their parameters "
-                         "(claim), or does neither")
+            problems.add(
+                f"{where}.claim",
+                "a reading names claims (applies.claims) and overrides their parameters (claim), or does neither",
+            )
         for name in choice.claims:
             if name not in reading.applies.claims:
-                problems.add(f"{where}.claims.{name}",
-                             f"not a claim the reading names{closest(name, list(reading.applies.claims))}")
+                problems.add(
+                    f"{where}.claims.{name}",
+                    f"not a claim the reading names{closest(name, list(reading.applies.claims))}",
+                )
         for name in reading.applies.claims if (choice.claim or choice.claims) else ():
             if not choice.claim_overrides(name):
                 problems.add(f"{where}.claims", f"gives '{name}' no parameter: name it in claims, or give claim")
@@ -300,14 +318,22 @@ def check_rows(rows: list, readings: tuple[Reading, ...], problems: Problems) ->
             continue
         for reading in readings:
             if reading.applies_to(row) and not reading.holds(row):
-                problems.add(f"rows[{i}]", f"'{row.id}' departs from reading '{reading.id}' ({reading.chosen.label}): "
-                             f"{'; '.join(reading.differences(row))}; "
-                             "state the chosen value (repro/spec/readings.toml), "
-                             "or make the row role = 'sensitivity'")
+                problems.add(
+                    f"rows[{i}]",
+                    f"'{row.id}' departs from reading '{reading.id}' ({reading.chosen.label}): "
+                    f"{'; '.join(reading.differences(row))}; "
+                    "state the chosen value (repro/spec/readings.toml), "
+                    "or make the row role = 'sensitivity'",
+                )
 
 
-def check_claims(manifest_id: str, claims: list, readings: tuple[Reading, ...], problems: Problems,
-                 rule_config: Callable[[str], type]) -> None:
+def check_claims(
+    manifest_id: str,
+    claims: list,
+    readings: tuple[Reading, ...],
+    problems: Problems,
+    rule_config: Callable[[str], type],
+) -> None:
     """Every claim a reading of claims names must carry its chosen parameters, and take each alternative's;
     `rule_config(rule)` is the rule's parameter type (the caller's: readings sit below the claims' rules)."""
     for i, claim in enumerate(claims):
@@ -315,21 +341,30 @@ def check_claims(manifest_id: str, claims: list, readings: tuple[Reading, ...], 
             if not reading.applies_to_claim(manifest_id, claim.id):
                 continue
             chosen = reading.chosen.claim_overrides(f"{manifest_id}/{claim.id}")
-            departs = [f"{k} = {claim.params.get(k)!r}, not {v!r}" for k, v in chosen.items()
-                       if not _same(claim.params.get(k), v)]
+            departs = [
+                f"{k} = {claim.params.get(k)!r}, not {v!r}"
+                for k, v in chosen.items()
+                if not _same(claim.params.get(k), v)
+            ]
             if departs:
-                problems.add(f"claims[{i}]", f"'{claim.id}' departs from reading '{reading.id}' "
-                             f"({reading.chosen.label}): {'; '.join(departs)}; state the chosen value")
+                problems.add(
+                    f"claims[{i}]",
+                    f"'{claim.id}' departs from reading '{reading.id}' "
+                    f"({reading.chosen.label}): {'; '.join(departs)}; state the chosen value",
+                )
             for alt in reading.alternatives:
                 try:
                     rule_config(claim.rule)(**reading.claim_params(manifest_id, claim, alt))
                 except (TypeError, ValueError) as exc:
-                    problems.add(f"claims[{i}]", f"reading '{reading.id}' alternative '{alt.id}' does not fit rule "
-                                 f"'{claim.rule}': {exc}")
+                    problems.add(
+                        f"claims[{i}]",
+                        f"reading '{reading.id}' alternative '{alt.id}' does not fit rule '{claim.rule}': {exc}",
+                    )
 
 
-def expand(rows: list, comparisons: list, sensitivity: list[Sensitivity], readings: tuple[Reading, ...],
-           problems: Problems) -> tuple[list, list]:
+def expand(
+    rows: list, comparisons: list, sensitivity: list[Sensitivity], readings: tuple[Reading, ...], problems: Problems
+) -> tuple[list, list]:
     """The rows and comparisons [[sensitivity]] tables generate (validated: each problem added)."""
     by_id = {r.id: r for r in rows}
     known = {r.id: r for r in readings}
@@ -342,13 +377,17 @@ def expand(rows: list, comparisons: list, sensitivity: list[Sensitivity], readin
         for j, reading_id in enumerate(s.readings):
             reading = known.get(reading_id)
             if reading is None:
-                problems.add(f"sensitivity[{i}].readings[{j}]", f"no reading '{reading_id}'"
-                             f"{closest(reading_id, sorted(known))}; readings: {', '.join(known)}")
+                problems.add(
+                    f"sensitivity[{i}].readings[{j}]",
+                    f"no reading '{reading_id}'{closest(reading_id, sorted(known))}; readings: {', '.join(known)}",
+                )
                 continue
             varied = [by_id[r] for r in s.rows if r in by_id and reading.applies_to(by_id[r])]
             if not varied:
-                problems.add(f"sensitivity[{i}].readings[{j}]", f"reading '{reading_id}' applies to none of the "
-                             f"rows {', '.join(s.rows)}")
+                problems.add(
+                    f"sensitivity[{i}].readings[{j}]",
+                    f"reading '{reading_id}' applies to none of the rows {', '.join(s.rows)}",
+                )
             for alt in reading.alternatives:
                 twins = {row.id: reading.vary(row, alt) for row in varied}
                 for twin in twins.values():
@@ -360,19 +399,28 @@ def expand(rows: list, comparisons: list, sensitivity: list[Sensitivity], readin
                     sides = [by_id[c.row], by_id[c.baseline]] if c.row in by_id and c.baseline in by_id else []
                     # a twin comparison varies every side the reading applies to, never one of two
                     if not any(r.id in twins for r in sides) or any(
-                            reading.applies_to(r) and r.id not in twins for r in sides):
+                        reading.applies_to(r) and r.id not in twins for r in sides
+                    ):
                         continue
                     twin = dataclasses.replace(
-                        c, id=f"{c.id}__{alt.id}", label=f"{c.label} [{reading.title}: {alt.label}]", series="",
+                        c,
+                        id=f"{c.id}__{alt.id}",
+                        label=f"{c.label} [{reading.title}: {alt.label}]",
+                        series="",
                         row=twins[c.row].id if c.row in twins else c.row,
-                        baseline=twins[c.baseline].id if c.baseline in twins else c.baseline)
+                        baseline=twins[c.baseline].id if c.baseline in twins else c.baseline,
+                    )
                     check_id(twin.id, f"sensitivity[{i}]", problems)
                     new_comparisons[twin.id] = twin
     return list(new_rows.values()), list(new_comparisons.values())
 
 
-def applying(rows: Sequence[Any], readings: tuple[Reading, ...], manifest_id: str = "",
-             claims: Sequence[Any] = ()) -> tuple[Reading, ...]:
+def applying(
+    rows: Sequence[Any], readings: tuple[Reading, ...], manifest_id: str = "", claims: Sequence[Any] = ()
+) -> tuple[Reading, ...]:
     """The readings that apply to at least one of the rows, or of the claims: those a table depends on."""
-    return tuple(r for r in readings if any(r.applies_to(row) for row in rows)
-                 or any(r.applies_to_claim(manifest_id, c.id) for c in claims))
+    return tuple(
+        r
+        for r in readings
+        if any(r.applies_to(row) for row in rows) or any(r.applies_to_claim(manifest_id, c.id) for c in claims)
+    )

@@ -31,8 +31,16 @@ RECIPES: dict[str, Recipe] = {
     "cifar10": Recipe(epochs=50, optimizer="adam", lr=1e-3),
     "cifar100": Recipe(epochs=50, optimizer="adam", lr=1e-3),
     "tiny_imagenet": Recipe(epochs=80, optimizer="adam", lr=1e-3),
-    "imagenet": Recipe(epochs=30, optimizer="sgd", lr=1e-2, momentum=0.9, schedule="cosine", batch_size=256,
-                       backbone_lr_scale=0.1, bf16=True),
+    "imagenet": Recipe(
+        epochs=30,
+        optimizer="sgd",
+        lr=1e-2,
+        momentum=0.9,
+        schedule="cosine",
+        batch_size=256,
+        backbone_lr_scale=0.1,
+        bf16=True,
+    ),
 }
 
 

@@ -53,12 +53,23 @@ def restore_rng(state: dict[str, Any] | torch.Tensor, device: torch.device) -> N
         torch.cuda.set_rng_state_all([_byte_tensor(s) for s in state["cuda"]])
 
 
-def save_checkpoint(path: Path, run_hash: str, model, opt, sched, history, epoch: int, elapsed: float,
-                    device: torch.device) -> None:
+def save_checkpoint(
+    path: Path, run_hash: str, model, opt, sched, history, epoch: int, elapsed: float, device: torch.device
+) -> None:
     buf = io.BytesIO()
-    torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(),
-                "scheduler": sched.state_dict() if sched is not None else {}, "rng": rng_state(device),
-                "history": history, "epoch": epoch, "elapsed": elapsed, "config_hash": run_hash}, buf)
+    torch.save(
+        {
+            "model": model.state_dict(),
+            "optimizer": opt.state_dict(),
+            "scheduler": sched.state_dict() if sched is not None else {},
+            "rng": rng_state(device),
+            "history": history,
+            "epoch": epoch,
+            "elapsed": elapsed,
+            "config_hash": run_hash,
+        },
+        buf,
+    )
     FolderWriter(path.parent).write_bytes(path, buf.getvalue())  # never through a link in runs/
 
 

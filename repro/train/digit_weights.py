@@ -66,19 +66,23 @@ def base_backbone(backbone: str) -> str:
     the first pretrained backbone, by name, with the same weights enum."""
     enum = weights_for(backbone)
     if enum is None:
-        raise KeyError(f"backbone '{backbone}' starts from no pretrained weights; those that do: "
-                       f"{', '.join(pretrained_backbones())}")
+        raise KeyError(
+            f"backbone '{backbone}' starts from no pretrained weights; those that do: "
+            f"{', '.join(pretrained_backbones())}"
+        )
     return next(name for name, e in pretrained_backbones().items() if e == enum)
 
 
 def _key(backbone: str, dataset: str, image_size: int, settings: Pretraining) -> str:
-    blob = json.dumps({"backbone": backbone, "dataset": dataset, "image_size": image_size, **asdict(settings)},
-                      sort_keys=True)
+    blob = json.dumps(
+        {"backbone": backbone, "dataset": dataset, "image_size": image_size, **asdict(settings)}, sort_keys=True
+    )
     return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
 
-def weights_path(backbone: str, dataset: str, image_size: int, settings: Pretraining | None = None,
-                 cache: Path = DEFAULT_CACHE) -> Path:
+def weights_path(
+    backbone: str, dataset: str, image_size: int, settings: Pretraining | None = None, cache: Path = DEFAULT_CACHE
+) -> Path:
     settings = settings or PRETRAIN
     base = base_backbone(backbone)
     key = _key(base, dataset, image_size, settings)
@@ -90,8 +94,15 @@ def record(path: Path) -> dict[str, Any] | None:
     return read_json(path.with_suffix(".json"))
 
 
-def ensure(backbone: str, dataset: str, image_size: int, settings: Pretraining | None = None,
-           log=print, cache: Path = DEFAULT_CACHE, lock_settings: LockSettings = LockSettings()) -> Path:
+def ensure(
+    backbone: str,
+    dataset: str,
+    image_size: int,
+    settings: Pretraining | None = None,
+    log=print,
+    cache: Path = DEFAULT_CACHE,
+    lock_settings: LockSettings = LockSettings(),
+) -> Path:
     """The weights file for `backbone` on `dataset`'s stand-in at `image_size` in the cache folder `cache`,
     pretrained here if absent (under a lock: `lock_settings` say when another holder's lock is stale)."""
     settings = settings or PRETRAIN
@@ -103,8 +114,10 @@ def ensure(backbone: str, dataset: str, image_size: int, settings: Pretraining |
             continue
         with lock:
             if not (path.is_file() and record(path) is not None):
-                log(f"pretraining {base_backbone(backbone)} on the digit stand-in for {dataset} at {image_size}px "
-                    f"({settings.images} images x {settings.epochs} epochs), once: {path}")
+                log(
+                    f"pretraining {base_backbone(backbone)} on the digit stand-in for {dataset} at {image_size}px "
+                    f"({settings.images} images x {settings.epochs} epochs), once: {path}"
+                )
                 _pretrain(base_backbone(backbone), dataset, image_size, settings, path, lock)
     return path
 
@@ -146,8 +159,9 @@ def _pretrain_on(backbone: str, dataset: str, image_size: int, s: Pretraining, p
     readout = nn.Linear(body.out_features, 10 * d)
     opt = torch.optim.Adam([*body.parameters(), *readout.parameters()], lr=s.lr, fused=True)
     x, y = digits.digits_tensors(dataset, s.images, image_size, "train")
-    train = loader.TensorLoader.for_dataset(dataset, x, y, s.batch_size, train=True, seed=s.seed, flip=False,
-                                            channels_last=True)
+    train = loader.TensorLoader.for_dataset(
+        dataset, x, y, s.batch_size, train=True, seed=s.seed, flip=False, channels_last=True
+    )
     xt, yt = digits.digits_tensors(dataset, s.test_images, image_size, "test")
     test = loader.TensorLoader.for_dataset(dataset, xt, yt, s.batch_size, train=False, channels_last=True)
     history = []
@@ -175,13 +189,22 @@ def _pretrain_on(backbone: str, dataset: str, image_size: int, s: Pretraining, p
     buffer = io.BytesIO()
     torch.save(body.net.state_dict(), buffer)  # the torchvision network without its classifier
     atomic_write_bytes(path, buffer.getvalue())
-    atomic_write_json(path.with_suffix(".json"), {
-        "backbone": backbone, "dataset": dataset, "image_size": image_size, "settings": asdict(s),
-        "objective": f"read the {d} digits (one 10-way readout per place) of the stand-in's training split",
-        "seconds": time.perf_counter() - started, "history": history,
-        "test_digit_accuracy": (right / len(yt)).tolist(), "test_all_digits_accuracy": all_right / len(yt),
-        "sha256": sha256(path), "file": path.name,
-    })
+    atomic_write_json(
+        path.with_suffix(".json"),
+        {
+            "backbone": backbone,
+            "dataset": dataset,
+            "image_size": image_size,
+            "settings": asdict(s),
+            "objective": f"read the {d} digits (one 10-way readout per place) of the stand-in's training split",
+            "seconds": time.perf_counter() - started,
+            "history": history,
+            "test_digit_accuracy": (right / len(yt)).tolist(),
+            "test_all_digits_accuracy": all_right / len(yt),
+            "sha256": sha256(path),
+            "file": path.name,
+        },
+    )
 
 
 def describe(path: Path) -> str:
@@ -189,5 +212,7 @@ def describe(path: Path) -> str:
     r = record(path) or {}
     acc = r.get("test_all_digits_accuracy")
     read = f"; all digits read on {acc:.0%} of the test split" if isinstance(acc, (int, float)) else ""
-    return (f"pretrained by repro on the digit stand-in's training split ({path.name}, sha256 "
-            f"{str(r.get('sha256', '?'))[:16]}{read})")
+    return (
+        f"pretrained by repro on the digit stand-in's training split ({path.name}, sha256 "
+        f"{str(r.get('sha256', '?'))[:16]}{read})"
+    )

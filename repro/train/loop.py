@@ -99,9 +99,14 @@ def resolve_engine(cfg: RunConfig, device: torch.device, switches: EngineSwitche
     if "dispatch" in head_fields and "dispatch" not in cfg.head["params"]:
         choice = switches.dispatch
         dispatch = ("batched" if cuda else None) if choice == "auto" else choice
-    return Engine(_switch(switches.channels_last, True), _switch(switches.compile, cuda), dispatch,
-                  _switch(switches.bf16_cpu, False), _switch(switches.small_maps, not cuda),
-                  "measured" if switches.moe_conv == "auto" else switches.moe_conv)
+    return Engine(
+        _switch(switches.channels_last, True),
+        _switch(switches.compile, cuda),
+        dispatch,
+        _switch(switches.bf16_cpu, False),
+        _switch(switches.small_maps, not cuda),
+        "measured" if switches.moe_conv == "auto" else switches.moe_conv,
+    )
 
 
 def pretrained_source(cfg: RunConfig, settings: Settings = Settings()) -> bool | Path:
@@ -110,8 +115,13 @@ def pretrained_source(cfg: RunConfig, settings: Settings = Settings()) -> bool |
     if cfg.digit_weights:
         from repro.train import digit_weights
 
-        return digit_weights.ensure(cfg.backbone["name"], cfg.dataset, cfg.image_size, cache=settings.cache,
-                                    lock_settings=LockSettings(job=settings.launch.slurm))
+        return digit_weights.ensure(
+            cfg.backbone["name"],
+            cfg.dataset,
+            cfg.image_size,
+            cache=settings.cache,
+            lock_settings=LockSettings(job=settings.launch.slurm),
+        )
     if cfg.pretrained:
         from repro.models.weights import require_weights
 
@@ -120,10 +130,16 @@ def pretrained_source(cfg: RunConfig, settings: Settings = Settings()) -> bool |
 
 
 def build_engine_model(cfg: RunConfig, engine: Engine, settings: Settings = Settings()) -> nn.Module:
-    head = Component(cfg.head["name"],
-                     {**cfg.head["params"], **({"dispatch": engine.dispatch} if engine.dispatch else {})})
-    model = build_model(cfg.dataset, Component(**cfg.backbone), head, pretrained=pretrained_source(cfg, settings),
-                        image_size=cfg.image_size)
+    head = Component(
+        cfg.head["name"], {**cfg.head["params"], **({"dispatch": engine.dispatch} if engine.dispatch else {})}
+    )
+    model = build_model(
+        cfg.dataset,
+        Component(**cfg.backbone),
+        head,
+        pretrained=pretrained_source(cfg, settings),
+        image_size=cfg.image_size,
+    )
     if engine.channels_last:
         to_channels_last(model)
     if engine.small_maps:
@@ -136,12 +152,18 @@ def build_engine_model(cfg: RunConfig, engine: Engine, settings: Settings = Sett
     return model
 
 
-def compile_backbone(model: nn.Module, cfg: RunConfig, engine: Engine, device: torch.device,
-                     backend: str | Callable = "inductor") -> str:
+def compile_backbone(
+    model: nn.Module, cfg: RunConfig, engine: Engine, device: torch.device, backend: str | Callable = "inductor"
+) -> str:
     """Compile the backbone in place once a copy survives a training step; '' or why it stays eager."""
     spec = get_dataset(cfg.dataset)
-    x = torch.randn(min(cfg.batch_size, 8), spec.channels, cfg.image_size, cfg.image_size,
-                    generator=torch.Generator().manual_seed(0)).to(device)
+    x = torch.randn(
+        min(cfg.batch_size, 8),
+        spec.channels,
+        cfg.image_size,
+        cfg.image_size,
+        generator=torch.Generator().manual_seed(0),
+    ).to(device)
     if engine.channels_last:
         x = x.contiguous(memory_format=torch.channels_last)
     trial = copy.deepcopy(model.backbone)
@@ -167,9 +189,15 @@ def _resize(images: torch.Tensor, size: int) -> torch.Tensor:
     return x.round().clamp(0, 255).to(torch.uint8)
 
 
-def make_data(cfg: RunConfig, device: torch.device, data_dir: Path | None, channels_last: bool = False,
-              world: distributed.World = distributed.World(), options: DataOptions = DataOptions(),
-              settings: Settings = Settings()) -> RunData:
+def make_data(
+    cfg: RunConfig,
+    device: torch.device,
+    data_dir: Path | None,
+    channels_last: bool = False,
+    world: distributed.World = distributed.World(),
+    options: DataOptions = DataOptions(),
+    settings: Settings = Settings(),
+) -> RunData:
     """The run's loaders; on N processes, rank r's shard of every epoch in batches of batch_size // N. From the
     command's `settings`: the cache folder, where a decoded dataset is kept (repro.data.tensors), and the ranks
     on this host, which share its CPUs for loader processes."""
@@ -183,9 +211,11 @@ def make_data(cfg: RunConfig, device: torch.device, data_dir: Path | None, chann
         xtr, ytr = digits.digits_tensors(cfg.dataset, cfg.train_samples, cfg.image_size, "train")
         xte, yte = digits.digits_tensors(cfg.dataset, cfg.test_samples, cfg.image_size, "test")
         flip = False  # a mirrored digit is not a digit
-        source = (f"real handwritten digits (scikit-learn) standing in for {spec.title}: {spec.num_classes} classes of "
-                  f"{digits.digits_per_image(spec.num_classes)}-digit numbers, {len(ytr)} train / {len(yte)} test "
-                  f"images at {cfg.image_size}px from disjoint scans")
+        source = (
+            f"real handwritten digits (scikit-learn) standing in for {spec.title}: {spec.num_classes} classes of "
+            f"{digits.digits_per_image(spec.num_classes)}-digit numbers, {len(ytr)} train / {len(yte)} test "
+            f"images at {cfg.image_size}px from disjoint scans"
+        )
     elif cfg.data == "synthetic":
         n_train, n_test = cfg.train_samples or 2048, cfg.test_samples or 512
         # The data set is fixed (seed 0) like a real one; the run seed sets init and order.
@@ -203,18 +233,39 @@ def make_data(cfg: RunConfig, device: torch.device, data_dir: Path | None, chann
     else:
         from repro.data import imagenet
 
-        train, test = imagenet.image_folder_loaders(cfg.dataset, data_dir, batch, cfg.image_size,
-                                                    seed=cfg.seed, train_samples=cfg.train_samples,
-                                                    test_samples=cfg.test_samples, device=device,
-                                                    channels_last=channels_last, shard=shard,
-                                                    workers=options.workers if options.workers is not None
-                                                    else imagenet.default_workers(settings.launch.local_world_size))
-        return RunData(train, test, f"{spec.title} image folders under {data_dir or 'the data root'}",
-                       len(train.dataset.classes))
-    train = loader.TensorLoader.for_dataset(cfg.dataset, xtr, ytr, batch, train=True, seed=cfg.seed,
-                                            device=device, channels_last=channels_last, flip=flip, shard=shard)
-    test = loader.TensorLoader.for_dataset(cfg.dataset, xte, yte, batch, train=False, device=device,
-                                           channels_last=channels_last, shard=shard)
+        train, test = imagenet.image_folder_loaders(
+            cfg.dataset,
+            data_dir,
+            batch,
+            cfg.image_size,
+            seed=cfg.seed,
+            train_samples=cfg.train_samples,
+            test_samples=cfg.test_samples,
+            device=device,
+            channels_last=channels_last,
+            shard=shard,
+            workers=options.workers
+            if options.workers is not None
+            else imagenet.default_workers(settings.launch.local_world_size),
+        )
+        return RunData(
+            train, test, f"{spec.title} image folders under {data_dir or 'the data root'}", len(train.dataset.classes)
+        )
+    train = loader.TensorLoader.for_dataset(
+        cfg.dataset,
+        xtr,
+        ytr,
+        batch,
+        train=True,
+        seed=cfg.seed,
+        device=device,
+        channels_last=channels_last,
+        flip=flip,
+        shard=shard,
+    )
+    test = loader.TensorLoader.for_dataset(
+        cfg.dataset, xte, yte, batch, train=False, device=device, channels_last=channels_last, shard=shard
+    )
     return RunData(train, test, source, int(ytr.unique().numel()))
 
 
@@ -276,8 +327,15 @@ def _autocast(cfg: RunConfig, device: torch.device, engine: Engine | None = None
     return torch.autocast(device.type, dtype=dtype) if dtype is not None else contextlib.nullcontext()
 
 
-def evaluate(model: nn.Module, batches: Iterable, num_classes: int, cfg: RunConfig, device: torch.device,
-             engine: Engine | None = None, world: distributed.World = distributed.World()) -> dict:
+def evaluate(
+    model: nn.Module,
+    batches: Iterable,
+    num_classes: int,
+    cfg: RunConfig,
+    device: torch.device,
+    engine: Engine | None = None,
+    world: distributed.World = distributed.World(),
+) -> dict:
     """Accuracy, loss, and for routed heads the expert usage per class (Fig. 4); on N processes `batches` is
     this rank's shard and the sums are all-reduced."""
     model.eval()
@@ -318,8 +376,12 @@ class RoutingTally:
 
     def add(self, stats: dict) -> None:
         self.steps += 1
-        for name, key in (("usage", "expert_counts"), ("dropped", "dropped"), ("forced", "forced"),
-                          ("entropy", "entropy")):
+        for name, key in (
+            ("usage", "expert_counts"),
+            ("dropped", "dropped"),
+            ("forced", "forced"),
+            ("entropy", "entropy"),
+        ):
             value = stats[key].float() if key == "entropy" else stats[key]
             old = getattr(self, name)
             setattr(self, name, value if old is None else old + value)
@@ -327,8 +389,11 @@ class RoutingTally:
     def layer_summary(self) -> dict[str, Any]:
         """A backbone MoE layer's epoch (Table 5): expert usage counts, mean H(p_bar), H of the usage."""
         usage = self.usage.float()
-        return {"expert_usage": self.usage.tolist(), "entropy": (self.entropy / self.steps).item(),
-                "usage_entropy": entropy(usage / usage.sum().clamp_min(1)).item()}
+        return {
+            "expert_usage": self.usage.tolist(),
+            "entropy": (self.entropy / self.steps).item(),
+            "usage_entropy": entropy(usage / usage.sum().clamp_min(1)).item(),
+        }
 
     def all_sum(self, world: distributed.World) -> None:
         """Sums over the ranks; `steps` counts every rank's steps, so means stay means over steps."""
@@ -345,8 +410,17 @@ def router_shift(before: torch.Tensor, after: torch.Tensor) -> float:
     return ((after - before).norm() / before.norm().clamp_min(torch.finfo(before.dtype).tiny)).item()
 
 
-def train_epoch(model, data: RunData, opt, cfg: RunConfig, device, epoch: int, engine: Engine | None = None,
-                step_model: nn.Module | None = None, world: distributed.World = distributed.World()) -> dict:
+def train_epoch(
+    model,
+    data: RunData,
+    opt,
+    cfg: RunConfig,
+    device,
+    epoch: int,
+    engine: Engine | None = None,
+    step_model: nn.Module | None = None,
+    world: distributed.World = distributed.World(),
+) -> dict:
     """One pass over the training data. Sums stay on the device: one host sync per epoch.
     On N processes, `step_model` (DDP around `model`) takes the steps and the epoch's sums are all-reduced."""
     step_model = step_model or model
@@ -392,13 +466,19 @@ def train_epoch(model, data: RunData, opt, cfg: RunConfig, device, epoch: int, e
                 t.all_sum(world)
     mean_loss = (loss_sum / seen).item()
     if not math.isfinite(mean_loss):
-        raise NonFiniteLoss(f"the training loss became {mean_loss} during epoch {epoch + 1} "
-                            f"(auxiliary part {(aux_sum / seen).item():.4g}); the run stops without a record")
+        raise NonFiniteLoss(
+            f"the training loss became {mean_loss} during epoch {epoch + 1} "
+            f"(auxiliary part {(aux_sum / seen).item():.4g}); the run stops without a record"
+        )
     entry = {"train_loss": mean_loss, "train_accuracy": (correct / seen).item(), "aux_loss": (aux_sum / seen).item()}
     head = tallies.get(model.head)
     if head is not None and head.steps:
-        entry.update(expert_usage=head.usage.tolist(), dropped=int(head.dropped.item()),
-                     forced=int(head.forced.item()), routing_entropy=(head.entropy / head.steps).item())
+        entry.update(
+            expert_usage=head.usage.tolist(),
+            dropped=int(head.dropped.item()),
+            forced=int(head.forced.item()),
+            routing_entropy=(head.entropy / head.steps).item(),
+        )
     layers = {names[m]: t.layer_summary() for m, t in tallies.items() if m is not model.head and t.steps}
     for m, before in routers.items():  # exactly 0 where the router got no gradient (Table 5's k = 1 gate)
         if names[m] in layers:
@@ -422,9 +502,15 @@ def schedule_position(epoch: int, cfg: RunConfig) -> tuple[int, int]:
     return epoch * (total - 1) // (cfg.epochs - 1), total  # first -> first, last -> last
 
 
-def train_run(cfg: RunConfig, device: torch.device, data_dir: Path | None, checkpoint: Path,
-              on_epoch: EpochCallback | None = None, data: DataOptions = DataOptions(),
-              settings: Settings = Settings()) -> dict[str, Any]:
+def train_run(
+    cfg: RunConfig,
+    device: torch.device,
+    data_dir: Path | None,
+    checkpoint: Path,
+    on_epoch: EpochCallback | None = None,
+    data: DataOptions = DataOptions(),
+    settings: Settings = Settings(),
+) -> dict[str, Any]:
     """Train one run to completion (resuming from `checkpoint` if present); return its metrics and history,
     and under "reproducibility" the facts its numbers depend on (threads, deterministic mode, versions).
     `settings`: the command's (its engine switches, checkpoint interval, cache and weights folders).
@@ -444,13 +530,21 @@ def train_run(cfg: RunConfig, device: torch.device, data_dir: Path | None, check
                 raise  # every rank reduced the same loss: rank 0 records the failure, all go on to the next run
             except Exception as exc:
                 raise distributed.WorldBroken(
-                    f"rank {world.rank} of {world.size}: {type(exc).__name__}: {exc}") from exc
+                    f"rank {world.rank} of {world.size}: {type(exc).__name__}: {exc}"
+                ) from exc
     return {**out, "reproducibility": facts}
 
 
-def _train(cfg: RunConfig, device: torch.device, data_dir: Path | None, checkpoint: Path,
-           on_epoch: EpochCallback | None, world: distributed.World, options: DataOptions,
-           settings: Settings) -> dict[str, Any]:
+def _train(
+    cfg: RunConfig,
+    device: torch.device,
+    data_dir: Path | None,
+    checkpoint: Path,
+    on_epoch: EpochCallback | None,
+    world: distributed.World,
+    options: DataOptions,
+    settings: Settings,
+) -> dict[str, Any]:
     watch = Stopwatch()
     torch.manual_seed(cfg.seed)
     spec = get_dataset(cfg.dataset)
@@ -490,8 +584,9 @@ def _train(cfg: RunConfig, device: torch.device, data_dir: Path | None, checkpoi
         if world.distributed:
             distributed.sync_buffers(model)  # each rank's last step updated its own BatchNorm statistics
         evaluation = evaluate(model, data.test, spec.num_classes, cfg, device, engine, world)
-        entry.update(test_accuracy=evaluation["accuracy"], test_loss=evaluation["loss"],
-                     seconds=time.perf_counter() - t0)
+        entry.update(
+            test_accuracy=evaluation["accuracy"], test_loss=evaluation["loss"], seconds=time.perf_counter() - t0
+        )
         if "usage_by_class" in evaluation:
             entry["test_usage_by_class"] = evaluation["usage_by_class"]
         history.append(entry)
@@ -508,21 +603,33 @@ def _train(cfg: RunConfig, device: torch.device, data_dir: Path | None, checkpoi
             on_epoch(epoch + 1, cfg.epochs, entry)
     watch.stop()
     dtype = autocast_dtype(cfg, device, engine)
-    executed = {**asdict(engine), "compile": engine.compile and not compile_error, "compile_error": compile_error,
-                "autocast": str(dtype).removeprefix("torch.") if dtype is not None else None,
-                **world.describe(cfg.batch_size), **_paths_ran(model)}
+    executed = {
+        **asdict(engine),
+        "compile": engine.compile and not compile_error,
+        "compile_error": compile_error,
+        "autocast": str(dtype).removeprefix("torch.") if dtype is not None else None,
+        **world.describe(cfg.batch_size),
+        **_paths_ran(model),
+    }
     chance = 1.0 / (data.classes or spec.num_classes)
     # Which input path fed the model (repro.data: tensor_<device>, pil, decode_cpu, decode_cuda).
     data_path = {"pipeline": getattr(data.train, "pipeline", None), "workers": getattr(data.train, "workers", None)}
-    return {**_summary(cfg, history, data.source, frozen, elapsed, chance, settings.cache), "engine": executed,
-            "input": data_path, "timings": watch.as_dict()}
+    return {
+        **_summary(cfg, history, data.source, frozen, elapsed, chance, settings.cache),
+        "engine": executed,
+        "input": data_path,
+        "timings": watch.as_dict(),
+    }
 
 
 def _paths_ran(model: nn.Module) -> dict[str, Any]:
     """{"moe_conv_paths": {layer: {input shape "BxCxHxW": the exact path its last call of that shape ran}}} for a
     model with MoEConv2d layers (repro.models.moe_conv_choice), else {}: which rounding a run's numbers carry."""
-    ran = {name: {"x".join(map(str, shape)): path for shape, path in m.paths_ran.items()}
-           for name, m in model.named_modules() if isinstance(getattr(m, "paths_ran", None), dict)}
+    ran = {
+        name: {"x".join(map(str, shape)): path for shape, path in m.paths_ran.items()}
+        for name, m in model.named_modules()
+        if isinstance(getattr(m, "paths_ran", None), dict)
+    }
     return {"moe_conv_paths": ran} if ran else {}
 
 
@@ -540,13 +647,21 @@ def _weights_text(cfg: RunConfig, cache: Path) -> str:
     if cfg.digit_weights:  # the file the model was built from
         from repro.train import digit_weights
 
-        return digit_weights.describe(digit_weights.weights_path(cfg.backbone["name"], cfg.dataset, cfg.image_size,
-                                                                 cache=cache))
+        return digit_weights.describe(
+            digit_weights.weights_path(cfg.backbone["name"], cfg.dataset, cfg.image_size, cache=cache)
+        )
     return "pretrained torchvision weights" if cfg.pretrained else "random initialisation"
 
 
-def _summary(cfg: RunConfig, history: list[dict], source: str, frozen: list[str], elapsed: float,
-             chance: float, cache: Path = DEFAULT_CACHE) -> dict[str, Any]:
+def _summary(
+    cfg: RunConfig,
+    history: list[dict],
+    source: str,
+    frozen: list[str],
+    elapsed: float,
+    chance: float,
+    cache: Path = DEFAULT_CACHE,
+) -> dict[str, Any]:
     accs = [h["test_accuracy"] for h in history]
     peak = max(range(len(accs)), key=accs.__getitem__)
     final = accs[-1]
@@ -555,8 +670,14 @@ def _summary(cfg: RunConfig, history: list[dict], source: str, frozen: list[str]
         raise NonFiniteLoss(f"test accuracy is {metric}")
     last = history[-1]
     return {
-        "metrics": {"accuracy": metric, "final_accuracy": final, "peak_accuracy": accs[peak],
-                    "peak_epoch": peak + 1, "protocol": cfg.metric, "chance": chance},
+        "metrics": {
+            "accuracy": metric,
+            "final_accuracy": final,
+            "peak_accuracy": accs[peak],
+            "peak_epoch": peak + 1,
+            "protocol": cfg.metric,
+            "chance": chance,
+        },
         "history": history,
         "routing": _routing(last),
         "data": source,

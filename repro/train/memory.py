@@ -51,12 +51,16 @@ class MemoryEstimate:
         return self.state_bytes + (self.activation_bytes or 0)
 
     def text(self) -> str:
-        state = f"{gigabytes(self.state_bytes)} for {self.parameters / 1e9:.2f} G parameters with gradients and " \
-                "optimiser state"
+        state = (
+            f"{gigabytes(self.state_bytes)} for {self.parameters / 1e9:.2f} G parameters with gradients and "
+            "optimiser state"
+        )
         if self.activation_bytes is None:
             return f"at least {gigabytes(self.state_bytes)} ({state}, before any activation)"
-        return (f"about {gigabytes(self.total_bytes)} ({state}, {gigabytes(self.activation_bytes)} of activations "
-                f"at batch {self.batch_size})")
+        return (
+            f"about {gigabytes(self.total_bytes)} ({state}, {gigabytes(self.activation_bytes)} of activations "
+            f"at batch {self.batch_size})"
+        )
 
 
 def gigabytes(n: int) -> str:
@@ -67,8 +71,17 @@ def estimate(cfg: RunConfig, room: int | None = None, cache: Path = DEFAULT_CACH
     """The memory `cfg` needs to train (kept in the cache folder `cache` by its model, batch, resolution and
     optimiser). With `room`, a model whose state alone exceeds it is not passed over a batch (activation_bytes
     None): the CPU pass would allocate its weights."""
-    key = json.dumps({"dataset": cfg.dataset, "backbone": cfg.backbone, "head": cfg.head, "batch": cfg.batch_size,
-                      "image_size": cfg.image_size, "optimizer": cfg.optimizer}, sort_keys=True)
+    key = json.dumps(
+        {
+            "dataset": cfg.dataset,
+            "backbone": cfg.backbone,
+            "head": cfg.head,
+            "batch": cfg.batch_size,
+            "image_size": cfg.image_size,
+            "optimizer": cfg.optimizer,
+        },
+        sort_keys=True,
+    )
     path = cache_dir(cache, "memory") / f"{hashlib.sha256(key.encode()).hexdigest()[:24]}.json"
     cached = read_json(path)
     if isinstance(cached, dict) and cached.get("key") == key:
@@ -87,8 +100,9 @@ def _measure(cfg: RunConfig, room: int | None = None) -> MemoryEstimate:
 
     def model(device: str):
         with torch.device(device):
-            return build_model(cfg.dataset, Component(**cfg.backbone), Component(**cfg.head),
-                               image_size=cfg.image_size).train()
+            return build_model(
+                cfg.dataset, Component(**cfg.backbone), Component(**cfg.head), image_size=cfg.image_size
+            ).train()
 
     spec = get_dataset(cfg.dataset)
     net = model("meta")
@@ -170,12 +184,15 @@ def _cgroup_room() -> int | None:
         return None
 
 
-def memory_problem(cfg: RunConfig, label: str, device: str, limit: tuple[int, str] | None = None,
-                   cache: Path = DEFAULT_CACHE) -> str | None:
+def memory_problem(
+    cfg: RunConfig, label: str, device: str, limit: tuple[int, str] | None = None, cache: Path = DEFAULT_CACHE
+) -> str | None:
     """One line when the run `label` would not fit `device`'s memory (`limit`: (bytes, what), else measured)."""
     room, where = limit if limit is not None else device_memory(device)
     found = estimate(cfg, room, cache)
     if found.total_bytes <= room:
         return None
-    return (f"{label} needs {found.text()} to train, and {where}; make the row smaller (num_experts, "
-            "expert_hidden, the batch) or train it on a device with more memory")
+    return (
+        f"{label} needs {found.text()} to train, and {where}; make the row smaller (num_experts, "
+        "expert_hidden, the batch) or train it on a device with more memory"
+    )

@@ -8,20 +8,39 @@ from repro.bench.gpu_calibration import SCHEMA, CalibrationError, Check, read_ca
 
 
 def _train(name, images_per_s, macs, status="passed", memory=None):
-    return Check(name, "train", status, "" if status == "passed" else "boom", 1.0,
-                 {"images_per_s": images_per_s, "train_macs_per_s": macs, "peak_memory_bytes": memory}).to_dict()
+    return Check(
+        name,
+        "train",
+        status,
+        "" if status == "passed" else "boom",
+        1.0,
+        {"images_per_s": images_per_s, "train_macs_per_s": macs, "peak_memory_bytes": memory},
+    ).to_dict()
 
 
 def _doc(**over):
-    doc = {"schema": SCHEMA, "dry_run": False, "torch": "2.x", "cuda": "12.8", "git_commit": "abc", "started": "t",
-           "wall_s": 3.0, "settings": {},
-           "device": {"type": "cuda", "name": "GPU", "label": "cuda: GPU", "memory_bytes": 1, "capability": "9.0"},
-           "manifests": {"t4": {"row": "r", "check": "train/a", "train_macs": 1e17},
-                         "t8": {"row": "s", "check": "train/a", "train_macs": 1e17},
-                         "t1": {"row": "q", "check": "train/b", "train_macs": 1e14}},
-           "checks": [_train("train/a", 5000.0, 3e13, memory=2**33), _train("train/b", 20000.0, 1e13),
-                      _train("train/c", 100.0, 2e13, status="failed"),
-                      Check("kill_resume", "kill_resume", "failed", "RuntimeError: x", 2.0).to_dict()]}
+    doc = {
+        "schema": SCHEMA,
+        "dry_run": False,
+        "torch": "2.x",
+        "cuda": "12.8",
+        "git_commit": "abc",
+        "started": "t",
+        "wall_s": 3.0,
+        "settings": {},
+        "device": {"type": "cuda", "name": "GPU", "label": "cuda: GPU", "memory_bytes": 1, "capability": "9.0"},
+        "manifests": {
+            "t4": {"row": "r", "check": "train/a", "train_macs": 1e17},
+            "t8": {"row": "s", "check": "train/a", "train_macs": 1e17},
+            "t1": {"row": "q", "check": "train/b", "train_macs": 1e14},
+        },
+        "checks": [
+            _train("train/a", 5000.0, 3e13, memory=2**33),
+            _train("train/b", 20000.0, 1e13),
+            _train("train/c", 100.0, 2e13, status="failed"),
+            Check("kill_resume", "kill_resume", "failed", "RuntimeError: x", 2.0).to_dict(),
+        ],
+    }
     doc.update(over)
     return doc
 
@@ -41,13 +60,19 @@ def test_reads_back_figures_per_manifest_and_the_median_rate(tmp_path):
         cal.check("nope")
 
 
-@pytest.mark.parametrize("change, message", [
-    ({"schema": "repro.bench.gpu/0"}, "schema is 'repro.bench.gpu/0', expected 'repro.bench.gpu/1'"),
-    ({"device": {"type": "cuda"}}, "'device' lacks name, label, memory_bytes, capability"),
-    ({"checks": [{"name": "x", "kind": "train"}]}, r"checks\[0\] lacks status, error, seconds, result"),
-    ({"checks": [Check("x", "speed", "passed").to_dict()]}, r"checks\[0\] \(x\) has kind 'speed'"),
-    ({"manifests": {"t4": {"row": "r", "check": "train/zz", "train_macs": 1}}}, "manifests.t4.check names 'train/zz'"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"schema": "repro.bench.gpu/0"}, "schema is 'repro.bench.gpu/0', expected 'repro.bench.gpu/1'"),
+        ({"device": {"type": "cuda"}}, "'device' lacks name, label, memory_bytes, capability"),
+        ({"checks": [{"name": "x", "kind": "train"}]}, r"checks\[0\] lacks status, error, seconds, result"),
+        ({"checks": [Check("x", "speed", "passed").to_dict()]}, r"checks\[0\] \(x\) has kind 'speed'"),
+        (
+            {"manifests": {"t4": {"row": "r", "check": "train/zz", "train_macs": 1}}},
+            "manifests.t4.check names 'train/zz'",
+        ),
+    ],
+)
 def test_a_malformed_file_names_the_file_and_the_key(tmp_path, change, message):
     path = tmp_path / "gpu.json"
     doc = _doc(**change)

@@ -47,10 +47,16 @@ def test_the_dry_run_calls_each_step_in_order_at_toy_size(tmp_path):
     assert steps[0].startswith("-m repro bench gpu --only table5 --only table4 --out ")
     assert steps[0].endswith(" --dry-run") and "--steps" not in steps[0]
     assert steps[1] == "-m repro bench moe-conv --help"  # absent here: skipped, and said so
-    assert re.fullmatch(r"-m repro table2 --profiles tools/device/profiles.toml --profile full_synthetic_dry "
-                        r"--results-dir \S+/results --data-dir \S+/data", steps[2])
-    assert re.fullmatch(r"-m repro bench fixed-costs --results-dir \S+/results --profile full_synthetic_dry "
-                        r"--table table2 --out \S+/table2_fixed_costs.json", steps[3])
+    assert re.fullmatch(
+        r"-m repro table2 --profiles tools/device/profiles.toml --profile full_synthetic_dry "
+        r"--results-dir \S+/results --data-dir \S+/data",
+        steps[2],
+    )
+    assert re.fullmatch(
+        r"-m repro bench fixed-costs --results-dir \S+/results --profile full_synthetic_dry "
+        r"--table table2 --out \S+/table2_fixed_costs.json",
+        steps[3],
+    )
     assert len(steps) == 4 and not any("pip" in c for c in calls)  # no DALI on a CPU
     log = (out / "check.log").read_text()
     assert "no `repro bench moe-conv` in this checkout; skipped" in log and "load before:" in log
@@ -63,7 +69,8 @@ def test_on_a_gpu_it_measures_the_layer_when_the_command_exists_and_installs_dal
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "--steps 50 --budget-s 200" in steps[0] and "--dry-run" not in steps[0]
     assert "-m repro bench moe-conv" in steps and "--profile full_synthetic_steady" in next(
-        c for c in steps if c.startswith("-m repro table2"))
+        c for c in steps if c.startswith("-m repro table2")
+    )
     assert "-m pip install -q nvidia-dali-cuda130" in calls
     (tmp_path / "again").mkdir()
     proc, calls, out = _run(tmp_path / "again", FAKE_DALI="0", FAKE_MOECONV="0")  # installed: not again
@@ -83,8 +90,14 @@ def test_a_failed_step_fails_the_check_and_the_others_still_run(tmp_path):
 def test_the_real_dry_run_passes_on_this_cpu(tmp_path):
     out = tmp_path / "out"
     env = {k: v for k, v in os.environ.items() if k not in ("REPRO_CHECKPOINT_SECONDS", "TORCHINDUCTOR_CACHE_DIR")}
-    proc = subprocess.run(["bash", str(SCRIPT), "--dry-run"], cwd=REPO_ROOT, capture_output=True, text=True,
-                          env={**env, "OUT": str(out), "PYTHON": sys.executable, "OMP_NUM_THREADS": "1"}, timeout=900)
+    proc = subprocess.run(
+        ["bash", str(SCRIPT), "--dry-run"],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        env={**env, "OUT": str(out), "PYTHON": sys.executable, "OMP_NUM_THREADS": "1"},
+        timeout=900,
+    )
     assert proc.returncode == 0, proc.stdout[-3000:]
     bench = json.loads((out / "bench_gpu.json").read_text())
     kinds = {c["name"]: (c["kind"], c["status"]) for c in bench["checks"]}

@@ -10,13 +10,23 @@ from inline_manifests import inline_manifest
 
 
 def _manifest(rows, comparisons):
-    return inline_manifest({
-        "id": "t", "title": "t", "paper_ref": "test", "description": "test",
-        "profiles": {"full": {"description": "f", "evidence": "paper"}},
-        "rows": [{"id": i, "label": i, "dataset": d, "measures": ["flops", "accuracy"], "backbone": b, "head": h}
-                 for i, d, b, h in rows],
-        "comparisons": [{"id": f"c{k}", "label": "c", "row": r, "baseline": b} for k, (r, b) in enumerate(comparisons)],
-    }, "t")
+    return inline_manifest(
+        {
+            "id": "t",
+            "title": "t",
+            "paper_ref": "test",
+            "description": "test",
+            "profiles": {"full": {"description": "f", "evidence": "paper"}},
+            "rows": [
+                {"id": i, "label": i, "dataset": d, "measures": ["flops", "accuracy"], "backbone": b, "head": h}
+                for i, d, b, h in rows
+            ],
+            "comparisons": [
+                {"id": f"c{k}", "label": "c", "row": r, "baseline": b} for k, (r, b) in enumerate(comparisons)
+            ],
+        },
+        "t",
+    )
 
 
 LINEAR = {"name": "dense", "hidden": []}
@@ -38,8 +48,14 @@ def test_table5s_routed_backbone_has_its_frozen_resnet18_as_twin_and_no_other_ta
 
 
 def test_a_baseline_with_another_head_or_dataset_is_no_twin():
-    m = _manifest([("moe", "imagenet", MOE, LINEAR), ("head", "imagenet", R18, {"name": "soft_moe"}),
-                   ("other", "cifar10", {"name": "cifar_standard"}, LINEAR)], [("moe", "head"), ("moe", "other")])
+    m = _manifest(
+        [
+            ("moe", "imagenet", MOE, LINEAR),
+            ("head", "imagenet", R18, {"name": "soft_moe"}),
+            ("other", "cifar10", {"name": "cifar_standard"}, LINEAR),
+        ],
+        [("moe", "head"), ("moe", "other")],
+    )
     assert dt.dense_twin(m, m.rows[0]) is None
 
 
@@ -47,13 +63,21 @@ def _routed(rate, status="passed"):
     return Check("train/imagenet/t.moe", "train", status, "", 1.0, {"images_per_s": rate} if rate else {})
 
 
-@pytest.mark.parametrize("device, dry_run, rate, judged, error", [
-    ("cuda", False, 600.0, True, ""),  # 0.6x: the goal, met
-    ("cuda", False, 100.0, True, "train/imagenet/t.moe at 0.10x its dense twin's images/s (100 against 1,000); "
-                                 "goal >= 0.6x"),
-    ("cpu", True, 100.0, False, ""),  # a dry run reports the ratio, unjudged
-    ("cuda", True, 100.0, False, ""),
-])
+@pytest.mark.parametrize(
+    "device, dry_run, rate, judged, error",
+    [
+        ("cuda", False, 600.0, True, ""),  # 0.6x: the goal, met
+        (
+            "cuda",
+            False,
+            100.0,
+            True,
+            "train/imagenet/t.moe at 0.10x its dense twin's images/s (100 against 1,000); goal >= 0.6x",
+        ),
+        ("cpu", True, 100.0, False, ""),  # a dry run reports the ratio, unjudged
+        ("cuda", True, 100.0, False, ""),
+    ],
+)
 def test_the_ratio_is_judged_on_cuda_at_full_size_only(device, dry_run, rate, judged, error):
     result, got = dt.twin_result({"images_per_s": 1000.0}, _routed(rate), device, dry_run)
     assert result["ratio"] == pytest.approx(rate / 1000.0) and result["judged"] is judged
@@ -92,8 +116,12 @@ def test_the_twin_check_runs_right_after_its_routed_model_with_its_settings(tmp_
     lines = []
     gpu.run_gpu_check("cpu", gpu.DRY_RUN, tmp_path / "gpu.json", [m], dry_run=True, log=lines.append)
     cal = read_calibration(tmp_path / "gpu.json")
-    assert [c.name for c in cal.checks] == ["train/imagenet/t.moe", "dense_twin/imagenet/t.dense",
-                                          "input_path/imagenet", "kill_resume"]
+    assert [c.name for c in cal.checks] == [
+        "train/imagenet/t.moe",
+        "dense_twin/imagenet/t.dense",
+        "input_path/imagenet",
+        "kill_resume",
+    ]
     assert [(row, manifests) for row, manifests, _ in trained] == [("moe", {"t": "moe"}), ("dense", {})]
     assert trained[0][2] is trained[1][2] is gpu.DRY_RUN  # the same batch, precision and compilation
     assert configs == [runs["moe"], runs["dense"]]  # each its own run, as the table's plan holds it
@@ -102,5 +130,6 @@ def test_the_twin_check_runs_right_after_its_routed_model_with_its_settings(tmp_
     twin = cal.check("dense_twin/imagenet/t.dense")
     assert twin.status == "passed" and twin.result["ratio"] == 0.25 and twin.result["row"] == "t.dense"
     assert cal.manifests == {"t": {"row": "moe", "check": "train/imagenet/t.moe", "train_macs": 2.0}}
-    assert dt.ratio_line(twin.to_dict()) == ("train/imagenet/t.moe / its dense twin: 0.25x (goal >= 0.6x on a GPU: "
-                                             "not judged off a GPU at full size)")
+    assert dt.ratio_line(twin.to_dict()) == (
+        "train/imagenet/t.moe / its dense twin: 0.25x (goal >= 0.6x on a GPU: not judged off a GPU at full size)"
+    )

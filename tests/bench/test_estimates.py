@@ -12,20 +12,48 @@ from repro.cost.measured import read_folder
 from repro.plan.run_config import planned_runs
 from inline_manifests import inline_manifest
 
-PROFILES = {"smoke": {"description": "s", "evidence": "pipeline", "device": "cpu", "seeds": 2, "epochs": 1,
-                      "data": "synthetic", "train_samples": 128, "test_samples": 64, "batch_size": 32,
-                      "max_image_size": 16, "pretrained": False},
-            "full": {"description": "f", "evidence": "paper", "seeds": 2}}
+PROFILES = {
+    "smoke": {
+        "description": "s",
+        "evidence": "pipeline",
+        "device": "cpu",
+        "seeds": 2,
+        "epochs": 1,
+        "data": "synthetic",
+        "train_samples": 128,
+        "test_samples": 64,
+        "batch_size": 32,
+        "max_image_size": 16,
+        "pretrained": False,
+    },
+    "full": {"description": "f", "evidence": "paper", "seeds": 2},
+}
 T0 = dt.datetime(2026, 12, 1, 12, 0, 0, tzinfo=dt.timezone.utc)
 
 
 def _manifest(mid, rows):
-    return inline_manifest({
-        "id": mid, "title": mid, "paper_ref": "Table 1", "description": "d", "paper_table": "table1",
-        "profiles": PROFILES,
-        "rows": [{"id": r, "label": r, "dataset": "cifar10", "measures": ["flops", "accuracy"],
-                  "backbone": {"name": "cifar_standard"}, "head": {"name": "dense", "hidden": [h]}} for r, h in rows],
-    }, f"{mid}.toml")
+    return inline_manifest(
+        {
+            "id": mid,
+            "title": mid,
+            "paper_ref": "Table 1",
+            "description": "d",
+            "paper_table": "table1",
+            "profiles": PROFILES,
+            "rows": [
+                {
+                    "id": r,
+                    "label": r,
+                    "dataset": "cifar10",
+                    "measures": ["flops", "accuracy"],
+                    "backbone": {"name": "cifar_standard"},
+                    "head": {"name": "dense", "hidden": [h]},
+                }
+                for r, h in rows
+            ],
+        },
+        f"{mid}.toml",
+    )
 
 
 def _iso(s):
@@ -33,9 +61,11 @@ def _iso(s):
 
 
 def _phases(table, flops, training, rest):
-    return [{"phase": "FLOP counting", "table": table, "wall_s": flops, "cpu_s": flops, "count": 1},
-            {"phase": "training", "table": table, "wall_s": training, "cpu_s": training, "count": 1},
-            {"phase": "tables", "table": table, "wall_s": rest, "cpu_s": rest, "count": 1}]
+    return [
+        {"phase": "FLOP counting", "table": table, "wall_s": flops, "cpu_s": flops, "count": 1},
+        {"phase": "training", "table": table, "wall_s": training, "cpu_s": training, "count": 1},
+        {"phase": "tables", "table": table, "wall_s": rest, "cpu_s": rest, "count": 1},
+    ]
 
 
 @pytest.fixture
@@ -51,21 +81,40 @@ def folder(tmp_path, monkeypatch):
         runs.mkdir(exist_ok=True)
         for i, (m, start) in enumerate(((t1, 0), (t2, 100))):
             for p in planned_runs(m, m.profiles["smoke"]):
-                (runs / f"{p.cfg.hash}.json").write_text(json.dumps({
-                    "config": p.cfg.to_dict(), "config_hash": p.cfg.hash, "label": p.label, "train_seconds": 1.9,
-                    "wall_seconds": 2.0, "cpu_seconds": 2.0,
-                    "provenance": {"time": _iso(start + 10), "device_type": "cpu",
-                                   "device": "cpu: x86_64, 1 intra-op thread(s)"}}))
+                (runs / f"{p.cfg.hash}.json").write_text(
+                    json.dumps(
+                        {
+                            "config": p.cfg.to_dict(),
+                            "config_hash": p.cfg.hash,
+                            "label": p.label,
+                            "train_seconds": 1.9,
+                            "wall_seconds": 2.0,
+                            "cpu_seconds": 2.0,
+                            "provenance": {
+                                "time": _iso(start + 10),
+                                "device_type": "cpu",
+                                "device": "cpu: x86_64, 1 intra-op thread(s)",
+                            },
+                        }
+                    )
+                )
         # per command: start-up 5 s; per table: its 2 models' counts 1 s, 4 runs on 2 slots 4 s + 3 s of workers,
         # 1 s rest
-        commands = {f"run {m.id}": {"command": f"run {m.id}", "profile": "smoke", "started": _iso(start),
-                                    "wall_s": 5 + (1 + 7 + 1) * (slow if m.id == "t2" else 1.0), "cpu_s": 0.0,
-                                    "phases": [{"phase": "start-up and imports", "table": "", "wall_s": 5.0,
-                                                "cpu_s": 5.0, "count": 1},
-                                               *_phases(m.id,
-                                                        *(x * (slow if m.id == "t2" else 1.0) for x in (1, 7, 1)))],
-                                    "runs": []}
-                    for m, start in ((t1, 0), (t2, 100))}
+        commands = {
+            f"run {m.id}": {
+                "command": f"run {m.id}",
+                "profile": "smoke",
+                "started": _iso(start),
+                "wall_s": 5 + (1 + 7 + 1) * (slow if m.id == "t2" else 1.0),
+                "cpu_s": 0.0,
+                "phases": [
+                    {"phase": "start-up and imports", "table": "", "wall_s": 5.0, "cpu_s": 5.0, "count": 1},
+                    *_phases(m.id, *(x * (slow if m.id == "t2" else 1.0) for x in (1, 7, 1))),
+                ],
+                "runs": [],
+            }
+            for m, start in ((t1, 0), (t2, 100))
+        }
         (tmp_path / "smoke").mkdir(exist_ok=True)
         (tmp_path / "smoke" / "timings.json").write_text(json.dumps({"schema": 1, "commands": commands}))
         return tmp_path, [t1, t2]

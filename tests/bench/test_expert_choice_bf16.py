@@ -15,13 +15,23 @@ DENSE = {"name": "dense", "hidden": [1024, 256]}
 
 
 def _manifest(ident, rows):
-    return inline_manifest({
-        "id": ident, "title": ident, "paper_ref": "test", "description": "test",
-        "profiles": {"smoke": {"description": "s", "evidence": "pipeline"},
-                     "full": {"description": "f", "evidence": "paper"}},
-        "rows": [{"id": i, "label": i, "dataset": d, "measures": ["accuracy"], "backbone": b, "head": h}
-                 for i, d, b, h in rows],
-    }, ident)
+    return inline_manifest(
+        {
+            "id": ident,
+            "title": ident,
+            "paper_ref": "test",
+            "description": "test",
+            "profiles": {
+                "smoke": {"description": "s", "evidence": "pipeline"},
+                "full": {"description": "f", "evidence": "paper"},
+            },
+            "rows": [
+                {"id": i, "label": i, "dataset": d, "measures": ["accuracy"], "backbone": b, "head": h}
+                for i, d, b, h in rows
+            ],
+        },
+        ident,
+    )
 
 
 def test_expert_choice_rows_are_distinct_heads():

@@ -15,12 +15,22 @@ def _folder(tmp_path, epochs=((9.0, 3.0, 3.4, 2.6), (1.0,))):
         h = f"{i:016x}"
         (tmp_path / "runs").mkdir(exist_ok=True)
         (tmp_path / "runs" / f"{h}.json").write_text(json.dumps({"history": [{"seconds": s} for s in seconds]}))
-        runs.append({"hash": h, "label": f"table2/r{i} seed 0", "wall_s": 20.0 + i, "cpu_s": 1.0,
-                     "parts": {"data preparation": {"wall_s": 5.0, "cpu_s": 5.0},
-                               "model building": {"wall_s": 4.0 + i, "cpu_s": 1.0}}})
+        runs.append(
+            {
+                "hash": h,
+                "label": f"table2/r{i} seed 0",
+                "wall_s": 20.0 + i,
+                "cpu_s": 1.0,
+                "parts": {
+                    "data preparation": {"wall_s": 5.0, "cpu_s": 5.0},
+                    "model building": {"wall_s": 4.0 + i, "cpu_s": 1.0},
+                },
+            }
+        )
     (tmp_path / "p").mkdir()
-    (tmp_path / "p" / "timings.json").write_text(json.dumps(
-        {"schema": 1, "commands": {"run table2": {"runs": runs, "phases": []}}}))
+    (tmp_path / "p" / "timings.json").write_text(
+        json.dumps({"schema": 1, "commands": {"run table2": {"runs": runs, "phases": []}}})
+    )
     return tmp_path
 
 
@@ -34,8 +44,9 @@ def test_first_epoch_against_the_median_of_the_later_ones_and_fixed_costs(tmp_pa
 
 
 def test_a_folder_without_the_commands_timings_or_records_is_named(tmp_path):
-    with pytest.raises(NoTimings,
-                       match=r"timings.json: no timings of `repro run table3` \(commands there: run table2\)"):
+    with pytest.raises(
+        NoTimings, match=r"timings.json: no timings of `repro run table3` \(commands there: run table2\)"
+    ):
         fixed_costs(_folder(tmp_path), "p", "run table3")
     (tmp_path / "runs" / f"{0:016x}.json").unlink()
     with pytest.raises(NoTimings, match="0000000000000000.json: no readable record"):
@@ -44,8 +55,9 @@ def test_a_folder_without_the_commands_timings_or_records_is_named(tmp_path):
 
 def test_the_command_prints_every_run_and_writes_the_rows(tmp_path):
     out = tmp_path / "fixed.json"
-    result = CliRunner().invoke(app, ["bench", "fixed-costs", "-o", str(_folder(tmp_path)), "-p", "p",
-                                      "--out", str(out)])
+    result = CliRunner().invoke(
+        app, ["bench", "fixed-costs", "-o", str(_folder(tmp_path)), "-p", "p", "--out", str(out)]
+    )
     assert result.exit_code == 0, result.output
     assert "table2/r0 seed 0" in result.output and "3.0x" in result.output
     assert "fixed costs 19.0 s of 41.0 s of runs (46%)" in result.output

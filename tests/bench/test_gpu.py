@@ -21,13 +21,23 @@ CPU = torch.device("cpu")
 
 
 def _manifest(ident, rows, measures=("flops", "accuracy")):
-    return inline_manifest({
-        "id": ident, "title": ident, "paper_ref": "test", "description": "test",
-        "profiles": {"smoke": {"description": "s", "evidence": "pipeline"},
-                     "full": {"description": "f", "evidence": "paper"}},
-        "rows": [{"id": i, "label": i, "dataset": d, "measures": list(measures), "backbone": b, "head": h}
-                 for i, d, b, h in rows],
-    }, ident)
+    return inline_manifest(
+        {
+            "id": ident,
+            "title": ident,
+            "paper_ref": "test",
+            "description": "test",
+            "profiles": {
+                "smoke": {"description": "s", "evidence": "pipeline"},
+                "full": {"description": "f", "evidence": "paper"},
+            },
+            "rows": [
+                {"id": i, "label": i, "dataset": d, "measures": list(measures), "backbone": b, "head": h}
+                for i, d, b, h in rows
+            ],
+        },
+        ident,
+    )
 
 
 def _run(manifest):
@@ -42,8 +52,14 @@ WIDE_MOE = {"name": "sparse_moe", "expert_hidden": 2048}
 
 @pytest.mark.slow  # counts four models' FLOPs
 def test_each_table_trains_its_heaviest_row_and_tables_sharing_it_share_the_check():
-    a = _manifest("a", [("dense", "cifar10", STD, DENSE), ("wide", "cifar10", STD, WIDE_MOE),
-                        ("small", "cifar10", {"name": "cifar_depthwise", "width": 0.72}, DENSE)])
+    a = _manifest(
+        "a",
+        [
+            ("dense", "cifar10", STD, DENSE),
+            ("wide", "cifar10", STD, WIDE_MOE),
+            ("small", "cifar10", {"name": "cifar_depthwise", "width": 0.72}, DENSE),
+        ],
+    )
     b = _manifest("b", [("same_as_wide", "cifar10", STD, WIDE_MOE)])
     flops_only = _manifest("c", [("x", "cifar10", STD, {"name": "dense", "hidden": [4096]})], measures=("flops",))
     c100 = _manifest("d", [("c100", "cifar100", STD, DENSE)])
@@ -54,15 +70,22 @@ def test_each_table_trains_its_heaviest_row_and_tables_sharing_it_share_the_chec
     assert plan[0].name == "train/cifar10/a.wide"
     runs = {p.row: p.cfg for p in gpu.paper_plans([a])[0].runs if p.seed == 0}
     assert {r.id: gpu.training_macs(r, runs[r.id]) for r in a.rows}["wide"] == max(
-        gpu.training_macs(r, runs[r.id]) for r in a.rows)
+        gpu.training_macs(r, runs[r.id]) for r in a.rows
+    )
 
 
 @pytest.mark.slow  # counts three models four ways
 def test_without_fvcore_the_torch_count_stands_in_and_equals_the_checked_count(monkeypatch):
     from repro.measure.flop_check import row_key
 
-    m = _manifest("a", [("dense", "cifar10", STD, DENSE), ("moe", "cifar100", STD, WIDE_MOE),
-                        ("dw", "cifar10", {"name": "cifar_depthwise", "width": 0.72}, {"name": "soft_moe"})])
+    m = _manifest(
+        "a",
+        [
+            ("dense", "cifar10", STD, DENSE),
+            ("moe", "cifar100", STD, WIDE_MOE),
+            ("dw", "cifar10", {"name": "cifar_depthwise", "width": 0.72}, {"name": "soft_moe"}),
+        ],
+    )
     for row in m.rows:
         f = row_flops(row)
         assert gpu._torch_macs(row_key(row))[:2] == (f.backbone, f.head) and f.backbone + f.head == f.total
@@ -71,8 +94,11 @@ def test_without_fvcore_the_torch_count_stands_in_and_equals_the_checked_count(m
         raise ModuleNotFoundError("No module named 'fvcore'")
 
     monkeypatch.setattr("repro.measure.flop_check.row_flops", no_fvcore)
-    assert gpu.forward_macs(m.rows[0]) == (row_flops(m.rows[0]).backbone, row_flops(m.rows[0]).head,
-                                            "torch FlopCounterMode / 2 (no fvcore)")
+    assert gpu.forward_macs(m.rows[0]) == (
+        row_flops(m.rows[0]).backbone,
+        row_flops(m.rows[0]).head,
+        "torch FlopCounterMode / 2 (no fvcore)",
+    )
 
 
 def test_the_check_config_is_the_paper_run_in_bf16_with_random_weights():
@@ -100,8 +126,10 @@ def test_synthetic_batches_cycle_two_resident_batches_in_the_engine_layout():
 
 def _fake_sequence(monkeypatch):
     m = _manifest("a", [("wide", "cifar10", STD, WIDE_MOE)])
-    planned = [gpu.Planned("train/one", m.rows[0], _run(m), {"a": "wide", "b": "w"}, 2.0),
-               gpu.Planned("train/two", m.rows[0], _run(m), {"c": "wide"}, 1.0)]
+    planned = [
+        gpu.Planned("train/one", m.rows[0], _run(m), {"a": "wide", "b": "w"}, 2.0),
+        gpu.Planned("train/two", m.rows[0], _run(m), {"c": "wide"}, 1.0),
+    ]
     monkeypatch.setattr(gpu, "plan_training", lambda manifests, failures=None: planned)
     monkeypatch.setattr(gpu, "expert_choice_rows", lambda manifests: [("a", m.rows[0])])
 
@@ -115,8 +143,9 @@ def _fake_sequence(monkeypatch):
 
     monkeypatch.setattr(gpu, "expert_choice_check", ec_fails)
     monkeypatch.setattr(gpu, "train_check", train)
-    monkeypatch.setattr("repro.bench.kill_resume.run_kill_resume",
-                        lambda device, timeout, engine: {"resumed_from_epoch": 1})
+    monkeypatch.setattr(
+        "repro.bench.kill_resume.run_kill_resume", lambda device, timeout, engine: {"resumed_from_epoch": 1}
+    )
     return [m]
 
 
@@ -125,8 +154,11 @@ def test_a_failing_check_is_recorded_with_its_error_and_the_others_still_run(tmp
     doc = gpu.run_gpu_check("cpu", gpu.DRY_RUN, out, manifests, dry_run=True, log=lines.append)
     cal = read_calibration(out)
     assert [(c.name, c.status) for c in cal.checks] == [
-        ("expert_choice_bf16/cifar10/a.wide", "failed"), ("train/one", "passed"), ("train/two", "failed"),
-        ("kill_resume", "passed")]
+        ("expert_choice_bf16/cifar10/a.wide", "failed"),
+        ("train/one", "passed"),
+        ("train/two", "failed"),
+        ("kill_resume", "passed"),
+    ]
     ec, two = cal.check("expert_choice_bf16/cifar10/a.wide"), cal.check("train/two")
     assert ec.error.startswith("RuntimeError: index_add_(): self (BFloat16) and source (Float) must have the same")
     assert "(at test_gpu.py:" in ec.error and two.error.startswith("OutOfMemoryError: CUDA out of memory")
@@ -159,8 +191,14 @@ def test_dry_run_end_to_end(tmp_path):
     # As an evaluator runs it: the suite's checkpoint-every-epoch setting (conftest) is not inherited, so the
     # kill/resume child must ask for its own checkpoints.
     env = {k: v for k, v in os.environ.items() if k != "REPRO_CHECKPOINT_SECONDS"} | {"OMP_NUM_THREADS": "1"}
-    proc = subprocess.run([sys.executable, "-m", "repro", "bench", "gpu", "--dry-run", "--out", str(out)],
-                          cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=1800)
+    proc = subprocess.run(
+        [sys.executable, "-m", "repro", "bench", "gpu", "--dry-run", "--out", str(out)],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
     cal = read_calibration(out)
     assert cal.dry_run and cal.device_type == "cpu"
     assert proc.returncode == 0 and not cal.failed, ([c.error for c in cal.failed], proc.stdout[-2000:])
@@ -255,16 +293,28 @@ def test_the_engine_switches_of_the_environment_reach_every_model_the_bench_buil
     (tmp_path / "manifests").mkdir()
     (tmp_path / "manifests" / "one.toml").write_text(ONE_MOE_ROW)
     engines = []
-    monkeypatch.setattr("repro.bench.kill_resume.run_kill_resume",
-                        lambda device, timeout, engine: engines.append(engine) or {"resumed_from_epoch": 1})
+    monkeypatch.setattr(
+        "repro.bench.kill_resume.run_kill_resume",
+        lambda device, timeout, engine: engines.append(engine) or {"resumed_from_epoch": 1},
+    )
     out = tmp_path / "gpu.json"
-    result = CliRunner().invoke(app, ["bench", "gpu", "--dry-run", "--out", str(out)],
-                                env={"REPRO_MANIFESTS": str(tmp_path / "manifests"), "REPRO_CHANNELS_LAST": "0",
-                                     "REPRO_DISPATCH": "batched", "COLUMNS": "200"})
+    result = CliRunner().invoke(
+        app,
+        ["bench", "gpu", "--dry-run", "--out", str(out)],
+        env={
+            "REPRO_MANIFESTS": str(tmp_path / "manifests"),
+            "REPRO_CHANNELS_LAST": "0",
+            "REPRO_DISPATCH": "batched",
+            "COLUMNS": "200",
+        },
+    )
     assert result.exit_code == 0, result.output
     train = read_calibration(out).check("train/cifar10/one.moe")
-    assert ((train.result["channels_last"], train.result["dispatch"], train.result["compiled"])
-            == (False, "batched", False))
+    assert (train.result["channels_last"], train.result["dispatch"], train.result["compiled"]) == (
+        False,
+        "batched",
+        False,
+    )
     assert engines == [EngineSwitches(channels_last=False, dispatch="batched")]
 
 
@@ -276,8 +326,10 @@ def test_the_kill_resume_child_trains_under_the_engine_switches_it_is_given(tmp_
     config = tmp_path / "config.json"
     config.write_text(kill_resume.config_text(kill_resume.tiny_config(), engine))
     ran = []
-    monkeypatch.setattr("repro.execution.records.run_one", lambda request, results, device, data_dir, events=None,
-                        settings=None: ran.append((request.cfg, settings)))
+    monkeypatch.setattr(
+        "repro.execution.records.run_one",
+        lambda request, results, device, data_dir, events=None, settings=None: ran.append((request.cfg, settings)),
+    )
     kill_resume._child(config, tmp_path / "results", "cpu", hold=False, reference=None)
     ((cfg, settings),) = ran
     assert cfg == kill_resume.tiny_config() and settings.engine == engine and settings.checkpoint_seconds == 0.0

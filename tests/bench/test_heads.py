@@ -18,7 +18,13 @@ def test_bench_latency_ratios_and_operator_sweep():
     loop = methods["sparse MoE, loop"]
     assert loop["head_x"] == loop["head"]["median_ms"] / methods["dense head"]["head"]["median_ms"]
     assert [m.head.name for m in method_rows("cifar100")] == [
-        "dense", "sparse_moe", "sparse_moe", "soft_moe", "per_sample_soft_moe", "expert_choice"]
+        "dense",
+        "sparse_moe",
+        "sparse_moe",
+        "soft_moe",
+        "per_sample_soft_moe",
+        "expert_choice",
+    ]
     e2, e4 = r["sweep"]
     assert e4["loop"]["ops"]["ops"] > e2["loop"]["ops"]["ops"]
     assert e4["batched"]["ops"]["ops"] == e2["batched"]["ops"]["ops"]

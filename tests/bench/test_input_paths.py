@@ -95,13 +95,24 @@ def test_on_a_cpu_the_cpu_path_runs_and_the_gpu_paths_say_why_not():
     assert lines[-1].startswith("  chosen: decode_cpu at") and all(len(line) <= 80 for line in lines)
 
 
-@pytest.mark.parametrize("judged, ratio, expected", [
-    (True, 0.95, ""), (False, 0.2, ""),
-    (True, 0.62, "no run path keeps the GPU fed: the fastest, decode_cuda, at 0.62x the model-only rate; goal >= 0.9x"),
-])
+@pytest.mark.parametrize(
+    "judged, ratio, expected",
+    [
+        (True, 0.95, ""),
+        (False, 0.2, ""),
+        (
+            True,
+            0.62,
+            "no run path keeps the GPU fed: the fastest, decode_cuda, at 0.62x the model-only rate; goal >= 0.9x",
+        ),
+    ],
+)
 def test_the_chosen_path_is_judged_against_the_goal_on_a_gpu_only(judged, ratio, expected):
-    paths = {"decode_cpu": {"images_per_s": 10.0}, "decode_cuda": {"images_per_s": 62.0},
-             "dali": {"images_per_s": 99.0}}
+    paths = {
+        "decode_cpu": {"images_per_s": 10.0},
+        "decode_cuda": {"images_per_s": 62.0},
+        "dali": {"images_per_s": 99.0},
+    }
     assert ip.choose(paths) == "decode_cuda"  # DALI is faster, but not a path a run can take
     result = {"chosen": "decode_cuda", "chosen_ratio": ratio, "judged": judged, "goal": ip.GOAL}
     assert ip.verdict(result) == expected
@@ -118,6 +129,7 @@ def _measure(loaders_of, toy_folder):
 
 def test_the_gpu_decode_paths_code_runs_here_with_the_cpu_as_its_device(toy_folder):
     """decode_cuda: workers hand over bytes, the training process decodes and crops (on CUDA: nvJPEG)."""
+
     def loaders(images, cfg, trainer):
         loader = ip.path_loader("decode_cpu", images.samples, cfg, CPU, 0, True, images)
         assert isinstance(loader, FolderLoader)  # the loader a run reads ImageNet with
@@ -146,6 +158,7 @@ def test_dalis_pipeline_runs_here_on_its_cpu_backend(toy_folder):
 
 def test_dali_missing_is_a_reason_not_an_error(monkeypatch):
     monkeypatch.setattr(ip.dali_input.importlib.util, "find_spec", lambda name: None)
-    assert ip.unavailable("dali", torch.device("cuda")) == \
-        "nvidia.dali is not installed (pip install nvidia-dali-cuda130)"
+    assert (
+        ip.unavailable("dali", torch.device("cuda")) == "nvidia.dali is not installed (pip install nvidia-dali-cuda130)"
+    )
     assert ip.unavailable("decode_cpu", CPU) == ""

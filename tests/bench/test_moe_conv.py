@@ -14,8 +14,22 @@ from repro.cli import app
 from repro.models.moe_conv_paths import PATHS
 
 TINY = Shape(batch=4, channels=8, size=6, experts=4, top_k=2)
-OPTIONS = ["--batch", "4", "--channels", "8", "--size", "6", "--experts", "4", "--rounds", "1", "--steps", "1",
-           "--threads", "1"]
+OPTIONS = [
+    "--batch",
+    "4",
+    "--channels",
+    "8",
+    "--size",
+    "6",
+    "--experts",
+    "4",
+    "--rounds",
+    "1",
+    "--steps",
+    "1",
+    "--threads",
+    "1",
+]
 
 
 def test_every_path_and_the_chosen_one_against_the_dense_convolution():
@@ -38,7 +52,7 @@ def test_the_command_fits_80_columns_and_names_the_chosen_path_last():
     lines = result.output.splitlines()
     assert max(len(line) for line in lines) <= 80
     start = next(i for i, line in enumerate(lines) if line.startswith("─")) + 1
-    table = lines[start:start + len(PATHS) + 2]
+    table = lines[start : start + len(PATHS) + 2]
     assert [line.split()[0] for line in table] == ["dense", *PATHS, "chosen:"]
     assert "goal <= 2.5x" in result.output
 

@@ -17,8 +17,12 @@ def _entry(cpu_s, m=HERE, cold=True, time="2026-12-01T00:00:00+00:00"):
 def test_the_previous_run_is_the_latest_of_the_same_machine_and_cache_state(tmp_path):
     path = tmp_path / "bench" / "smoke.json"
     assert read_history(path) == [] and previous([], _entry(1)) is None
-    for e in (_entry(300, time="t1"), _entry(200, m=THERE, time="t2"), _entry(250, time="t3"),
-              _entry(90, cold=False, time="t4")):
+    for e in (
+        _entry(300, time="t1"),
+        _entry(200, m=THERE, time="t2"),
+        _entry(250, time="t3"),
+        _entry(90, cold=False, time="t4"),
+    ):
         append_history(path, e)
     history = read_history(path)
     assert [e["time"] for e in history] == ["t1", "t2", "t3", "t4"]
@@ -66,14 +70,25 @@ def test_a_reused_verify_all_imports_no_torch(tmp_path, monkeypatch):
 
     from execution.minitable import write_manifest  # tests/execution/minitable.py
 
-    env = {**os.environ, **write_manifest(tmp_path, epochs=1, train_samples=32), "REPRO_CACHE": str(tmp_path / "c"),
-           "REPRO_RESULTS": str(tmp_path / "results")}
-    first = subprocess.run([sys.executable, "-m", "repro", "verify-all", "--jobs", "1"], env=env, capture_output=True,
-                           text=True, timeout=600)
+    env = {
+        **os.environ,
+        **write_manifest(tmp_path, epochs=1, train_samples=32),
+        "REPRO_CACHE": str(tmp_path / "c"),
+        "REPRO_RESULTS": str(tmp_path / "results"),
+    }
+    first = subprocess.run(
+        [sys.executable, "-m", "repro", "verify-all", "--jobs", "1"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert first.returncode == 0, first.stdout + first.stderr
-    watch = ("import atexit, runpy, sys; atexit.register(lambda: print('IMPORTED', sorted(m for m in "
-             "('torch', 'torchvision', 'matplotlib') if m in sys.modules))); sys.argv = ['repro', 'verify-all', "
-             "'--jobs', '1']; runpy.run_module('repro', run_name='__main__')")
+    watch = (
+        "import atexit, runpy, sys; atexit.register(lambda: print('IMPORTED', sorted(m for m in "
+        "('torch', 'torchvision', 'matplotlib') if m in sys.modules))); sys.argv = ['repro', 'verify-all', "
+        "'--jobs', '1']; runpy.run_module('repro', run_name='__main__')"
+    )
     again = subprocess.run([sys.executable, "-c", watch], env=env, capture_output=True, text=True, timeout=600)
     assert again.returncode == 0, again.stdout + again.stderr
     assert "IMPORTED []" in again.stdout, again.stdout[-2000:]

@@ -24,16 +24,25 @@ def test_bench_train_same_steps_both_paths_and_a_consistent_ratio():
 def test_engine_defaults_per_device_and_overrides(monkeypatch):
     cfg = bench_config("cifar10", 64, 32, 0, None)
     auto = Settings.read({}).engine
-    assert resolve_engine(cfg, CPU, auto) == Engine(channels_last=True, compile=False, dispatch=None, small_maps=True,
-                                                    moe_conv="measured")
-    assert resolve_engine(cfg, torch.device("cuda"), auto) == Engine(channels_last=True, compile=True,
-                                                                     dispatch="batched", moe_conv="measured")
-    switches = Settings.read({"REPRO_DISPATCH": "batched", "REPRO_CHANNELS_LAST": "0", "REPRO_SMALL_MAPS": "0",
-                              "REPRO_MOE_CONV": "fewest-macs"}).engine
+    assert resolve_engine(cfg, CPU, auto) == Engine(
+        channels_last=True, compile=False, dispatch=None, small_maps=True, moe_conv="measured"
+    )
+    assert resolve_engine(cfg, torch.device("cuda"), auto) == Engine(
+        channels_last=True, compile=True, dispatch="batched", moe_conv="measured"
+    )
+    switches = Settings.read(
+        {
+            "REPRO_DISPATCH": "batched",
+            "REPRO_CHANNELS_LAST": "0",
+            "REPRO_SMALL_MAPS": "0",
+            "REPRO_MOE_CONV": "fewest-macs",
+        }
+    ).engine
     assert resolve_engine(cfg, CPU, switches) == Engine(channels_last=False, compile=False, dispatch="batched")
     explicit = bench_config("cifar10", 64, 32, 0, None)
-    explicit = explicit.__class__(**{**explicit.to_dict(),
-                                     "head": {"name": "sparse_moe", "params": {"dispatch": "loop"}}})
+    explicit = explicit.__class__(
+        **{**explicit.to_dict(), "head": {"name": "sparse_moe", "params": {"dispatch": "loop"}}}
+    )
     assert resolve_engine(explicit, CPU, switches).dispatch is None  # a row's own choice is kept
     with pytest.raises(ValueError, match="REPRO_DISPATCH"):
         Settings.read({"REPRO_DISPATCH": "fused"})
@@ -51,8 +60,9 @@ def test_channels_last_and_batched_dispatch_leave_the_model_function_unchanged()
     assert conv.weight.is_contiguous(memory_format=torch.channels_last)
     x = torch.randn(8, 3, 32, 32)
     with torch.no_grad():
-        torch.testing.assert_close(fast(x.contiguous(memory_format=torch.channels_last)), plain(x),
-                                   rtol=1e-4, atol=1e-5)
+        torch.testing.assert_close(
+            fast(x.contiguous(memory_format=torch.channels_last)), plain(x), rtol=1e-4, atol=1e-5
+        )
 
 
 @pytest.mark.slow  # two dynamo compilations

@@ -11,8 +11,12 @@ def claim(rule, scope="analytic", **params):
 
 def ev(**metrics):
     """Evidence on table6's paper values; a keyword rows__a__rho stands for the path rows.a.rho."""
-    return Evidence(manifest_id="table6", paper_table="table6", profile="smoke",
-                    metrics={k.replace("__", "."): v for k, v in metrics.items()})
+    return Evidence(
+        manifest_id="table6",
+        paper_table="table6",
+        profile="smoke",
+        metrics={k.replace("__", "."): v for k, v in metrics.items()},
+    )
 
 
 def gap(diffs_pp):

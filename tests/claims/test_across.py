@@ -28,13 +28,25 @@ def test_a_finding_decided_in_two_tables_is_refused():
     # table9 used to decide table8's CIFAR-100 per-sample gap (+1.69%) a second time, on the same runs.
     doc = _doc("table9")
     doc["shows"].remove("table8:per_sample_rescues_c100")
-    doc["claims"].append({"id": "t9_c100_per_sample_gap", "statement": "s", "section": "5", "scope": "empirical",
-                          "rule": "gap_matches_paper", "comparison": "c100_per_sample_soft",
-                          "paper": "c100_per_sample_soft.gap"})
+    doc["claims"].append(
+        {
+            "id": "t9_c100_per_sample_gap",
+            "statement": "s",
+            "section": "5",
+            "scope": "empirical",
+            "rule": "gap_matches_paper",
+            "comparison": "c100_per_sample_soft",
+            "paper": "c100_per_sample_soft.gap",
+        }
+    )
     problems = check_across(_others_with("table9", doc))
-    assert problems == {"table9": ["claim 't9_c100_per_sample_gap' decides the same finding as "
-                                   "table8:per_sample_rescues_c100 (same rule, same settings, same reported value): "
-                                   "keep one and list it under `shows`"]}
+    assert problems == {
+        "table9": [
+            "claim 't9_c100_per_sample_gap' decides the same finding as "
+            "table8:per_sample_rescues_c100 (same rule, same settings, same reported value): "
+            "keep one and list it under `shows`"
+        ]
+    }
 
 
 def test_qualified_references_and_shows_must_name_what_exists():
@@ -56,8 +68,17 @@ def test_the_shipped_manifests_decide_each_finding_once():
 
 
 def _store(results_dir, manifest, metrics):
-    result = ManifestResult(manifest.id, manifest.title, manifest.paper_ref, manifest.paper_table, "full",
-                            Measured(metrics=metrics), [], {"device_type": "cuda"}, Profile("p", "paper", seeds=5))
+    result = ManifestResult(
+        manifest.id,
+        manifest.title,
+        manifest.paper_ref,
+        manifest.paper_table,
+        "full",
+        Measured(metrics=metrics),
+        [],
+        {"device_type": "cuda"},
+        Profile("p", "paper", seeds=5),
+    )
     save_result(result, results_dir)
 
 
@@ -82,12 +103,19 @@ def test_a_finding_that_spans_tables_is_decided_on_each_tables_own_runs(tmp_path
     verdicts = {v.claim: v for v in entries["table3"].verdicts}
     assert verdicts["fig2_depthwise_gap_rises_with_classes"].status == "reproduced"
     assert verdicts["fig2_depthwise_gap_rises_with_classes"].evidence.startswith(
-        "headline_cifar10:dw072 +1.30pp < table2:dw072 +2.50pp < dw12 +6.00pp")
+        "headline_cifar10:dw072 +1.30pp < table2:dw072 +2.50pp < dw12 +6.00pp"
+    )
     assert verdicts["fig2_w2_gap_rises_with_classes"].status == "reproduced"
     assert verdicts["tiny_dw12_gap_largest"].status == "not run"  # ImageNet's tables were not run
     # the other table's rows must have learned too
-    _store(tmp_path, t2, {**_gaps(pick(t2, ["dw072", "dw2", "std"]), [2.5, 1.0, -0.3]),
-                          "rows.dw072_dense.accuracy": {s: 0.01 for s in range(5)}})
+    _store(
+        tmp_path,
+        t2,
+        {
+            **_gaps(pick(t2, ["dw072", "dw2", "std"]), [2.5, 1.0, -0.3]),
+            "rows.dw072_dense.accuracy": {s: 0.01 for s in range(5)},
+        },
+    )
     entries = dict((m.id, r) for m, r in decided_results(tmp_path, "full", [head, t2, t3]))
     v = next(v for v in entries["table3"].verdicts if v.claim == "fig2_depthwise_gap_rises_with_classes")
     assert v.status == "inconclusive" and v.failed[0].startswith("learned: table2:dw072_dense did not learn")

@@ -27,7 +27,8 @@ def test_severe_degradation_needs_its_size_not_only_a_significant_sign():
     # A significant -0.3pp used to reproduce "severe degradation".
     small = judge_gap(gap([-0.3, -0.32, -0.28, -0.31, -0.29]), NEGATIVE, band=SEVERE)
     assert small.status == "not reproduced" and small.failed == [
-        "band: -0.30pp is outside [-100, -5]pp (severe: at least 5pp below dense)"]
+        "band: -0.30pp is outside [-100, -5]pp (severe: at least 5pp below dense)"
+    ]
     assert judge_gap(gap([-30, -31, -29, -32, -28]), NEGATIVE, band=SEVERE).status == "reproduced"
     # A mean just short of the band whose 95% CI reaches into it decides nothing.
     edge = judge_gap(gap([-1.0, -8.0, -4.0, -2.0, -7.5]), NEGATIVE, band=SEVERE)
@@ -50,14 +51,24 @@ def test_the_reported_d_is_checked_against_the_measured_d_z():
     tiny = PaperValue("dw12.gap", "4.3", printed="p<10^-4, d=9.52", sign="+", p=1e-4, p_relation="<", d=9.52, n=5)
     loose = judge_gap(gap([1.0, 2.0, 0.5, 2.5, 1.5, 0.2, 1.8, 2.2, 0.8, 1.5]), tiny)
     assert loose.status == "not reproduced" and loose.failed[0].startswith(
-        "effect size: reported d=9.52 is outside the measured d_z's 95% CI")
+        "effect size: reported d=9.52 is outside the measured d_z's 95% CI"
+    )
     tight = judge_gap(gap([2.0, 2.3, 1.8, 2.1, 1.9]), tiny)  # d_z about 10.7: a CI that holds 9.52
     assert tight.status == "reproduced" and "vs reported d=9.52" in tight.evidence
 
 
 def test_evidence_prints_gaps_in_pp_and_a_stated_sign_in_words():
-    headline = PaperValue("dw072.gap", "4.2", printed="+1.28 ± 1.26% (p=.011, d=1.01)", value=1.28, unit="%",
-                          sd=1.26, n=10, p=0.011, d=1.01)
+    headline = PaperValue(
+        "dw072.gap",
+        "4.2",
+        printed="+1.28 ± 1.26% (p=.011, d=1.01)",
+        value=1.28,
+        unit="%",
+        sd=1.26,
+        n=10,
+        p=0.011,
+        d=1.01,
+    )
     assert reported_gap(headline) == "+1.28 ± 1.26pp (p=0.011, d=1.01)"
     assert reported_gap(PaperValue("r", "4.5", printed="p=0.004", sign="-", p=0.004, n=5)) == "negative (p=0.004)"
     out = judge_gap(gap([-0.5, -0.6, -0.4]), NEGATIVE)
@@ -79,14 +90,19 @@ def test_near_random_is_the_learned_guards_margin():
 
 
 def test_in_bands_from_negligible_to_near_parity():
-    params = dict(metrics=("rows.std.rho", "rows.dw.rho"), low=(0.0, 0.4), high=(0.01, 0.6),
-                  words=("negligible", "near-parity"))
-    ok = evaluate(Claim("c", "s", "5.3", "in_bands", "analytic", params),
-                  Evidence("table6", "table6", "smoke", metrics={"rows.std.rho": 0.004, "rows.dw.rho": 0.47}))
+    params = dict(
+        metrics=("rows.std.rho", "rows.dw.rho"), low=(0.0, 0.4), high=(0.01, 0.6), words=("negligible", "near-parity")
+    )
+    ok = evaluate(
+        Claim("c", "s", "5.3", "in_bands", "analytic", params),
+        Evidence("table6", "table6", "smoke", metrics={"rows.std.rho": 0.004, "rows.dw.rho": 0.47}),
+    )
     assert ok.status == "reproduced"
     # The standard CIFAR head at 8.2%: above the dw one, but not negligible (the old rule tested only dw > std).
-    no = evaluate(Claim("c", "s", "5.3", "in_bands", "analytic", params),
-                  Evidence("table6", "table6", "smoke", metrics={"rows.std.rho": 0.082, "rows.dw.rho": 0.47}))
+    no = evaluate(
+        Claim("c", "s", "5.3", "in_bands", "analytic", params),
+        Evidence("table6", "table6", "smoke", metrics={"rows.std.rho": 0.082, "rows.dw.rho": 0.47}),
+    )
     assert no.status == "not reproduced"
     assert no.failed == ["band: rows.std.rho = 0.082 is outside 'negligible' [0, 0.01]"]
 
@@ -103,12 +119,18 @@ def test_row_beyond_well_below_the_training_peak():
 def test_recovering_the_majority_of_the_deficit_is_tested_per_seed():
     rows = {"ps": ("ps_row", "dense"), "soft": ("soft_row", "dense")}
     base = learned("ps_row", "dense", "soft_row")
-    most = {**base, "comparisons.ps.gap": gap([-0.6, -0.7, -0.5, -0.8]),
-            "comparisons.soft.gap": gap([-40, -42, -39, -41])}
+    most = {
+        **base,
+        "comparisons.ps.gap": gap([-0.6, -0.7, -0.5, -0.8]),
+        "comparisons.soft.gap": gap([-40, -42, -39, -41]),
+    }
     v = _decide("recovers_share", most, rows, comparison="ps", deficit="soft", share=0.5)
     assert v.status == "reproduced" and v.measured["recovered"] == pytest.approx(1 - 0.65 / 40.5)
-    little = {**base, "comparisons.ps.gap": gap([-30, -31, -29, -32]),
-              "comparisons.soft.gap": gap([-40, -42, -39, -41])}
+    little = {
+        **base,
+        "comparisons.ps.gap": gap([-30, -31, -29, -32]),
+        "comparisons.soft.gap": gap([-40, -42, -39, -41]),
+    }
     assert _decide("recovers_share", little, rows, comparison="ps", deficit="soft").status == "not reproduced"
     none = {**base, "comparisons.ps.gap": gap([0.1, 0.2]), "comparisons.soft.gap": gap([0.5, 0.4])}
     assert _decide("recovers_share", none, rows, comparison="ps", deficit="soft").status == "inconclusive"
@@ -141,13 +163,22 @@ def test_the_shipped_claims_decide_the_vague_words_with_the_bands_their_assumpti
     assert "table8:per_sample_below_dense_imagenet" in find_manifest("table4").shows
     assert paper_value("table8", "imagenet_per_sample_soft.gap").value == -0.66
     assert t4["in_per_sample_recovers_majority"].params == {
-        "comparison": "r18_per_sample_soft", "deficit": "r18_soft", "share": 0.5, "may_collapse": ("r18_soft",)}
+        "comparison": "r18_per_sample_soft",
+        "deficit": "r18_soft",
+        "share": 0.5,
+        "may_collapse": ("r18_soft",),
+    }
     assert t9["t9_soft_worsens_with_complexity"].params["comparisons"][0] == "imagenet_soft"  # "universally"
     assert t9["t9_tiny_soft_near_random"].rule == "near_chance"
     assert claims("temperature_ablation")["temp_linear_low_well_below_peak"].params["bound"] == 0.05
     assert claims("table6")["depthwise_raises_rho"].params["words"] == ("negligible", "near-parity")
     assert claims("table5")["bb_moe_layers_active_non_uniform"].params["layers"] == 8
-    for table, assumption in (("table4", "vague-word-bands"), ("table9", "flat-band"), ("table9", "near-random"),
-                              ("temperature_ablation", "well-below-band"), ("table6", "rho-bands"),
-                              ("table5", "layer-usage-bands")):
+    for table, assumption in (
+        ("table4", "vague-word-bands"),
+        ("table9", "flat-band"),
+        ("table9", "near-random"),
+        ("temperature_ablation", "well-below-band"),
+        ("table6", "rho-bands"),
+        ("table5", "layer-usage-bands"),
+    ):
         assert assumption in {a.id for a in find_manifest(table).assumptions}

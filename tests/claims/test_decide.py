@@ -14,8 +14,17 @@ from .helpers import gap, learned
 
 
 def _stored(results_dir, manifest, metrics):
-    result = ManifestResult(manifest.id, manifest.title, manifest.paper_ref, manifest.paper_table, "full",
-                            Measured(metrics=metrics), [], {"device_type": "cuda"}, Profile("p", "paper", seeds=5))
+    result = ManifestResult(
+        manifest.id,
+        manifest.title,
+        manifest.paper_ref,
+        manifest.paper_table,
+        "full",
+        Measured(metrics=metrics),
+        [],
+        {"device_type": "cuda"},
+        Profile("p", "paper", seeds=5),
+    )
     save_result(result, results_dir)
 
 
@@ -48,8 +57,17 @@ def test_deciding_returns_a_new_result_and_leaves_the_measurements_as_they_were(
     t1 = find_manifest("table1")
     strong = gap([0.6, 0.7, 0.65, 0.62, 0.68])
     measured = Measured(metrics={"comparisons.std_h2048.gap": strong, **learned("std_h2048_moe", "std_h2048_dense")})
-    given = ManifestResult(t1.id, t1.title, t1.paper_ref, t1.paper_table, "full", measured, [], {"device_type": "cuda"},
-                           Profile("p", "paper", seeds=5))
+    given = ManifestResult(
+        t1.id,
+        t1.title,
+        t1.paper_ref,
+        t1.paper_table,
+        "full",
+        measured,
+        [],
+        {"device_type": "cuda"},
+        Profile("p", "paper", seeds=5),
+    )
     decided = decide_table(t1, given)
     assert decided is not given and len(decided.verdicts) == len(t1.claims)
     assert given.verdicts == [] and given.readings == [] and given.shown == []  # nothing written into it

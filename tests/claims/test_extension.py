@@ -12,8 +12,14 @@ def gap(mean, half=0.0):
 
 
 def evidence(gaps):
-    return Evidence("x", "x", "smoke", metrics={f"comparisons.{c}.gap": g for c, g in gaps.items()}, paper_scale=False,
-                    comparison_rows={c: (f"{c}_moe", f"dense_{c[-1]}") for c in gaps})
+    return Evidence(
+        "x",
+        "x",
+        "smoke",
+        metrics={f"comparisons.{c}.gap": g for c, g in gaps.items()},
+        paper_scale=False,
+        comparison_rows={c: (f"{c}_moe", f"dense_{c[-1]}") for c in gaps},
+    )
 
 
 ROUTERS = ("a", "b", "c")

@@ -11,8 +11,9 @@ from repro.spec.paper import PaperValue
 from .helpers import gap, learned
 
 # The paper's CIFAR-10 w=0.72 headline: +1.28 +- 1.26 pp over 10 seeds, p=.011, d=1.01.
-HEADLINE = PaperValue("dw072.gap", "4.2", printed="+1.28 ± 1.26% (p=.011, d=1.01)", value=1.28, unit="%",
-                      sd=1.26, n=10, p=0.011, d=1.01)
+HEADLINE = PaperValue(
+    "dw072.gap", "4.2", printed="+1.28 ± 1.26% (p=.011, d=1.01)", value=1.28, unit="%", sd=1.26, n=10, p=0.011, d=1.01
+)
 
 
 def test_reproduced_when_sign_significance_and_size_agree():
@@ -65,13 +66,18 @@ def test_all_seeds_must_share_the_sign_when_the_paper_says_all_did():
 
 
 def test_sign_only_claims_and_the_rule_end_to_end():
-    claim = Claim("c", "s", "4.2", "gap_matches_paper", "empirical",
-                  {"comparison": "std_h2048", "paper": "std_h2048.gap"})
+    claim = Claim(
+        "c", "s", "4.2", "gap_matches_paper", "empirical", {"comparison": "std_h2048", "paper": "std_h2048.gap"}
+    )
 
     def verdict(diffs):
-        ev = Evidence("table1", "table1", "smoke",
-                      metrics={"comparisons.std_h2048.gap": gap(diffs), **learned("m", "d")},
-                      comparison_rows={"std_h2048": ("m", "d")})
+        ev = Evidence(
+            "table1",
+            "table1",
+            "smoke",
+            metrics={"comparisons.std_h2048.gap": gap(diffs), **learned("m", "d")},
+            comparison_rows={"std_h2048": ("m", "d")},
+        )
         return evaluate(claim, ev)
 
     assert verdict([0.4, 0.6, 0.5, 0.45]).status == "reproduced"  # the stated direction, significantly
@@ -89,8 +95,9 @@ def test_a_finding_the_paper_itself_found_not_significant_needs_only_its_directi
     assert judge_gap(gap([-0.4, 0.3]), tiny_w2).status in ("inconclusive", "not reproduced")
 
 
-@pytest.mark.parametrize("gaps,status", [([-2, -1, 1, 2, 3, 4], "reproduced"),
-                                         ([-2, 3, -1, 2, 1, 4], "not reproduced")])
+@pytest.mark.parametrize(
+    "gaps,status", [([-2, -1, 1, 2, 3, 4], "reproduced"), ([-2, 3, -1, 2, 1, 4], "not reproduced")]
+)
 def test_monotonic_in_rho(gaps, status):
     comps = [f"c{i}" for i in range(6)]
     metrics = {}
@@ -98,8 +105,13 @@ def test_monotonic_in_rho(gaps, status):
         metrics[f"comparisons.{c}.gap"] = gap([g - 0.05, g + 0.05, g])
         metrics[f"comparisons.{c}.rho"] = 0.1 * (i + 1)
     rows = {c: (f"moe{i}", "dense") for i, c in enumerate(comps)}
-    ev = Evidence("t", "table1", "smoke", metrics={**metrics, **learned("dense", *(r for r, _ in rows.values()))},
-                  comparison_rows=rows)
+    ev = Evidence(
+        "t",
+        "table1",
+        "smoke",
+        metrics={**metrics, **learned("dense", *(r for r, _ in rows.values()))},
+        comparison_rows=rows,
+    )
     claim = Claim("m", "s", "4.2", "monotonic_in_rho", "empirical", {"comparisons": tuple(comps)})
     assert evaluate(claim, ev).status == status
     sign = Claim("s", "s", "4.2", "sign_follows_rho", "empirical", {"comparisons": tuple(comps)})
@@ -123,13 +135,27 @@ def _gap_difference(k2, k1, dense):
     from repro.claims.stats import paired_gap
 
     accs = lambda xs: {s: x / 100 for s, x in enumerate(xs)}  # noqa: E731
-    metrics = {"comparisons.k2.gap": paired_gap(accs(k2), accs(dense)).to_dict(),
-               "comparisons.k1.gap": paired_gap(accs(k1), accs(dense)).to_dict(),
-               **learned("k2_moe", "k1_moe", "dense")}
-    ev = Evidence("table5", "table5", "smoke", metrics=metrics, kind="paper",
-                  comparison_rows={"k2": ("k2_moe", "dense"), "k1": ("k1_moe", "dense")})
-    c = Claim("r", "s", "4.6", "gap_difference", "empirical",
-              {"comparison": "k2", "minus": "k1", "paper": "k2_vs_k1.reversal"})
+    metrics = {
+        "comparisons.k2.gap": paired_gap(accs(k2), accs(dense)).to_dict(),
+        "comparisons.k1.gap": paired_gap(accs(k1), accs(dense)).to_dict(),
+        **learned("k2_moe", "k1_moe", "dense"),
+    }
+    ev = Evidence(
+        "table5",
+        "table5",
+        "smoke",
+        metrics=metrics,
+        kind="paper",
+        comparison_rows={"k2": ("k2_moe", "dense"), "k1": ("k1_moe", "dense")},
+    )
+    c = Claim(
+        "r",
+        "s",
+        "4.6",
+        "gap_difference",
+        "empirical",
+        {"comparison": "k2", "minus": "k1", "paper": "k2_vs_k1.reversal"},
+    )
     return evaluate(c, ev)
 
 
@@ -166,8 +192,13 @@ def test_accuracy_tolerance_is_the_spread_of_two_means_not_the_printed_digits():
 
     xs = [88.41 - 0.20 + 0.3 * z for z in (-1.4, -0.9, -0.5, -0.2, 0.0, 0.1, 0.3, 0.6, 0.9, 1.1)]
     sd = (sum((x - sum(xs) / 10) ** 2 for x in xs) / 9) ** 0.5
-    ev = Evidence("headline_cifar10", "headline_cifar10", "full", paper_seeds=10,
-                  metrics={"rows.dw2_moe.accuracy": {s: x / 100 for s, x in enumerate(xs)}})
+    ev = Evidence(
+        "headline_cifar10",
+        "headline_cifar10",
+        "full",
+        paper_seeds=10,
+        metrics={"rows.dw2_moe.accuracy": {s: x / 100 for s, x in enumerate(xs)}},
+    )
     out = accuracy_matches_paper(AccuracyMatchesPaper("dw2_moe", "dw2_moe.accuracy"), ev)
     from scipy import stats
 

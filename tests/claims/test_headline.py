@@ -11,8 +11,14 @@ def _v(scope, status):
 
 
 def test_counts_by_scope_and_status_with_zeros():
-    vs = [_v("analytic", "reproduced"), _v("analytic", "reproduced"), _v("analytic", "not reproduced"),
-          _v("empirical", "not run"), _v("empirical", "inconclusive"), _v("gpu", "not run")]
+    vs = [
+        _v("analytic", "reproduced"),
+        _v("analytic", "reproduced"),
+        _v("analytic", "not reproduced"),
+        _v("empirical", "not run"),
+        _v("empirical", "inconclusive"),
+        _v("gpu", "not run"),
+    ]
     assert count_verdicts(vs) == {
         "analytic": {"reproduced": 2, "not reproduced": 1, "inconclusive": 0, "not run": 0},
         "property": {"reproduced": 0, "not reproduced": 0, "inconclusive": 0, "not run": 0},
@@ -48,18 +54,24 @@ def test_which_claims_rest_on_the_explainer():
         sources.update({f"{m.id}/{c.id}": evaluate(c, ev).source for c in m.claims})
     explainer = sorted(k for k, s in sources.items() if s == "explainer-and-summary")
     # ~49% (the method text says "nearly half"), Table 5's gap sizes, and the 36 ms loop latency
-    assert explainer == ["table5/bb_moe_k1_gap_size", "table5/bb_moe_k2_gap_size", "table6/rho_cifar_dw_near_half",
-                         "table7/cifar100_loop_36ms"]
+    assert explainer == [
+        "table5/bb_moe_k1_gap_size",
+        "table5/bb_moe_k2_gap_size",
+        "table6/rho_cifar_dw_near_half",
+        "table7/cifar100_loop_36ms",
+    ]
     assert sources["table5/bb_moe_k2_positive"] == sources["table5/bb_moe_k_reversal"] == "method-and-results"
 
 
 def test_the_analytic_group_keeps_printed_numbers_properties_and_self_tests_apart():
     from repro.claims.headline import reproductions
 
-    vs = [Verdict("printed", "s", "0", "analytic", "reproduced", "e", kind="printed"),
-          Verdict("bound", "s", "0", "analytic", "reproduced", "e", kind="property"),
-          Verdict("loop", "s", "0", "analytic", "reproduced", "e", kind="self-test"),
-          Verdict("gap", "s", "0", "empirical", "not reproduced", "e")]
+    vs = [
+        Verdict("printed", "s", "0", "analytic", "reproduced", "e", kind="printed"),
+        Verdict("bound", "s", "0", "analytic", "reproduced", "e", kind="property"),
+        Verdict("loop", "s", "0", "analytic", "reproduced", "e", kind="self-test"),
+        Verdict("gap", "s", "0", "empirical", "not reproduced", "e"),
+    ]
     counts = count_verdicts(vs)
     assert [counts[g]["reproduced"] for g in ("analytic", "property", "self-test")] == [1, 1, 1]
     assert reproductions(counts) == (2, 3)  # a self-test of this artifact's code is no reproduction of the paper
@@ -69,12 +81,20 @@ def test_the_shipped_analytic_claims_state_their_kind():
     from repro.plan.manifest import load_all
 
     kinds = {c.id: c.kind for m in load_all() for c in m.claims if c.scope == "analytic"}
-    assert {k for k, v in kinds.items() if v == "self-test"} == {"loop_ops_grow_with_experts",
-                                                                  "batched_ops_constant_in_experts"}
+    assert {k for k, v in kinds.items() if v == "self-test"} == {
+        "loop_ops_grow_with_experts",
+        "batched_ops_constant_in_experts",
+    }
     assert {k for k, v in kinds.items() if v == "property"} == {
-        "imagenet_heads_below_1pct_r18", "imagenet_heads_below_1pct_mnv2", "backbone_moe_rho_independent_of_k",
-        "depthwise_raises_rho", "tiny_large_expert_exceeds_dense_head", "tiny_convolutions_dominate",
-        "tiny_flops_reduction_negligible", "cifar100_sparse_head_cheaper_than_dense"}
+        "imagenet_heads_below_1pct_r18",
+        "imagenet_heads_below_1pct_mnv2",
+        "backbone_moe_rho_independent_of_k",
+        "depthwise_raises_rho",
+        "tiny_large_expert_exceeds_dense_head",
+        "tiny_convolutions_dominate",
+        "tiny_flops_reduction_negligible",
+        "cifar100_sparse_head_cheaper_than_dense",
+    }
     assert kinds["rho_r18_head"] == kinds["rho_backbone_moe"] == "printed"
     others = {c.id: c.kind for m in load_all() for c in m.claims if c.scope != "analytic"}
     assert {k for k, v in others.items() if v} == {"batched_head_within_2x_dense", "batched_model_within_2x_dense"}

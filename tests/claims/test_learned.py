@@ -41,8 +41,9 @@ def test_one_seed_is_judged_by_the_margin_alone():
     assert not learning(_ev({"rows.a.accuracy": {0: 0.14}, "rows.a.chance": 0.10}), "a").learned
 
 
-GAP_CLAIM = Claim("c", "s", "4.2", "gap_matches_paper", "empirical",
-                  {"comparison": "std_h2048", "paper": "std_h2048.gap"})
+GAP_CLAIM = Claim(
+    "c", "s", "4.2", "gap_matches_paper", "empirical", {"comparison": "std_h2048", "paper": "std_h2048.gap"}
+)
 
 
 def test_a_chance_level_baseline_gives_inconclusive():
@@ -50,16 +51,22 @@ def test_a_chance_level_baseline_gives_inconclusive():
     metrics = {"comparisons.std_h2048.gap": gap([0.4, 0.6, 0.5, 0.45]), **learned("moe"), **at_chance}
     v = evaluate(GAP_CLAIM, _ev(metrics, comparison_rows={"std_h2048": ("moe", "dense")}))
     assert v.status == "inconclusive"
-    assert v.failed == ["learned: dense did not learn (10.00% vs chance 10.00%; needs at least 14.50% and p < 0.05, "
-                        "one-sided t over 4 seeds: p=0.5)"]
+    assert v.failed == [
+        "learned: dense did not learn (10.00% vs chance 10.00%; needs at least 14.50% and p < 0.05, "
+        "one-sided t over 4 seeds: p=0.5)"
+    ]
     assert v.evidence.startswith("gap +0.49 ± 0.09pp") and v.p_value is None  # measured evidence still shown
     trained = {**metrics, **learned("dense")}
     assert evaluate(GAP_CLAIM, _ev(trained, comparison_rows={"std_h2048": ("moe", "dense")})).status == "reproduced"
 
 
 def test_a_chance_level_treatment_gives_inconclusive_too():
-    metrics = {"comparisons.std_h2048.gap": gap([0.4, 0.6, 0.5, 0.45]), **learned("dense"),
-               "rows.moe.accuracy": {0: 0.1, 1: 0.1}, "rows.moe.chance": 0.10}
+    metrics = {
+        "comparisons.std_h2048.gap": gap([0.4, 0.6, 0.5, 0.45]),
+        **learned("dense"),
+        "rows.moe.accuracy": {0: 0.1, 1: 0.1},
+        "rows.moe.chance": 0.10,
+    }
     v = evaluate(GAP_CLAIM, _ev(metrics, comparison_rows={"std_h2048": ("moe", "dense")}))
     assert v.status == "inconclusive" and v.failed[0].startswith("learned: moe did not learn (10.00% vs chance 10.00%")
 
@@ -74,9 +81,13 @@ def test_without_chance_or_rows_the_guard_cannot_run():
 
 def _collapse_evidence(manifest, soft, dense, chance=0.01):
     rows = {c.id: (c.row, c.baseline) for c in manifest.comparisons}
-    metrics = {"rows.c100_soft.accuracy": dict(enumerate(soft)), "rows.c100_soft.chance": chance,
-               "rows.c100_dense.accuracy": dict(enumerate(dense)), "rows.c100_dense.chance": chance,
-               "comparisons.c100_soft.gap": gap([100 * (s - d) for s, d in zip(soft, dense)])}
+    metrics = {
+        "rows.c100_soft.accuracy": dict(enumerate(soft)),
+        "rows.c100_soft.chance": chance,
+        "rows.c100_dense.accuracy": dict(enumerate(dense)),
+        "rows.c100_dense.chance": chance,
+        "comparisons.c100_soft.gap": gap([100 * (s - d) for s, d in zip(soft, dense)]),
+    }
     return Evidence("table8", "table8", "full", metrics=metrics, comparison_rows=rows)
 
 
@@ -90,8 +101,14 @@ def test_soft_moe_collapse_at_chance_with_a_learned_baseline_is_decided():
     v = evaluate(claim, _collapse_evidence(table8, soft, dense))
     assert v.status == "reproduced" and v.failed == []
     assert evaluate(claim, ev).status == "not reproduced"  # sign: +44 pp is not a collapse
-    unguarded = Claim(claim.id, claim.statement, claim.section, claim.rule, claim.scope,
-                      {k: v for k, v in claim.params.items() if k != "may_collapse"})
+    unguarded = Claim(
+        claim.id,
+        claim.statement,
+        claim.section,
+        claim.rule,
+        claim.scope,
+        {k: v for k, v in claim.params.items() if k != "may_collapse"},
+    )
     assert evaluate(unguarded, _collapse_evidence(table8, soft, dense)).status == "inconclusive"
 
 

@@ -15,8 +15,14 @@ def _ev(gaps_pp, rhos=None):
         metrics[f"comparisons.c{i}.gap"] = gap(diffs)
         metrics[f"comparisons.c{i}.rho"] = rhos[i] if rhos else 0.1 * (i + 1)
         rows[f"c{i}"] = (f"moe{i}", "dense")
-    return Evidence("t", "table1", "full", metrics={**metrics, **learned("dense", *(r for r, _ in rows.values()))},
-                    comparison_rows=rows, kind="paper")
+    return Evidence(
+        "t",
+        "table1",
+        "full",
+        metrics={**metrics, **learned("dense", *(r for r, _ in rows.values()))},
+        comparison_rows=rows,
+        kind="paper",
+    )
 
 
 def _decide(rule, ev, **params):
@@ -29,8 +35,9 @@ def _tight(*means):
 
 def test_sign_follows_rho_refuses_gaps_that_are_all_negative():
     # Six clearly negative gaps: no sign change with rho. The old rule read "no '+-' in the signs" and passed.
-    v = _decide("sign_follows_rho", _ev(_tight(-3, -2.5, -2, -1.5, -1, -0.5)),
-                comparisons=tuple(f"c{i}" for i in range(6)))
+    v = _decide(
+        "sign_follows_rho", _ev(_tight(-3, -2.5, -2, -1.5, -1, -0.5)), comparisons=tuple(f"c{i}" for i in range(6))
+    )
     assert v.status == "not reproduced"
     assert v.failed == ["sign: no clearly positive gap"] and "the sign does not change with rho" in v.evidence
 
@@ -58,7 +65,8 @@ def test_gap_order_prints_the_measured_relation_not_the_expected_one():
     assert v.evidence.startswith("c0 +0.00pp > c1 -0.78pp (expected c0 < c1)")
     assert v.status == "not reproduced" and v.failed == ["order: c0 (+0.00pp) > c1 (-0.78pp)"]
     assert _decide("gap_order", _ev(_tight(-1.0, 1.0)), comparisons=("c0", "c1")).evidence.startswith(
-        "c0 -1.00pp < c1 +1.00pp")
+        "c0 -1.00pp < c1 +1.00pp"
+    )
 
 
 def test_gap_largest_allows_seed_noise():
@@ -70,8 +78,9 @@ def test_gap_largest_allows_seed_noise():
     assert noisy.status == "inconclusive"
 
 
-@pytest.mark.parametrize("means,status", [((-1, -1.5, -4), "reproduced"), ((-1, -0.5, -4), "reproduced"),
-                                          ((-4, -1, -1.2), "not reproduced")])
+@pytest.mark.parametrize(
+    "means,status", [((-1, -1.5, -4), "reproduced"), ((-1, -0.5, -4), "reproduced"), ((-4, -1, -1.2), "not reproduced")]
+)
 def test_gap_not_rising_counts_a_rise_of_at_most_flat_pp_as_flat(means, status):
     v = _decide("gap_not_rising", _ev(_tight(*means)), series={"sparse": ("c0", "c1", "c2")}, flat_pp=1.0)
     assert v.status == status, v.evidence
@@ -101,8 +110,9 @@ def _nan_at(ev, comparison, mean):
     """The evidence with one comparison's mean gap replaced (NaN in memory, None as results.json stores NaN)."""
     metrics = dict(ev.metrics)
     metrics[f"comparisons.{comparison}.gap"] = {**metrics[f"comparisons.{comparison}.gap"], "mean": mean}
-    return Evidence(ev.manifest_id, ev.paper_table, ev.profile, metrics=metrics, comparison_rows=ev.comparison_rows,
-                    kind=ev.kind)
+    return Evidence(
+        ev.manifest_id, ev.paper_table, ev.profile, metrics=metrics, comparison_rows=ev.comparison_rows, kind=ev.kind
+    )
 
 
 @pytest.mark.parametrize("mean", [float("nan"), None])

@@ -22,17 +22,22 @@ def _problems(**params):
 def test_may_collapse_names_a_treatment_the_claim_compares():
     assert _problems(comparisons=("soft", "per_sample"), may_collapse=("soft",)) == []
     assert _problems(comparisons=("soft", "per_sample"), may_collapse=("dense",)) == [
-        "claims[0].may_collapse: 'dense' is a baseline of this claim: a baseline must have learned"]
+        "claims[0].may_collapse: 'dense' is a baseline of this claim: a baseline must have learned"
+    ]
     assert _problems(comparisons=("per_sample",), may_collapse=("soft",)) == [
-        "claims[0].may_collapse: 'soft' is not a treatment row this claim compares; treatments: per_sample"]
-    assert (_problems(comparisons=("soft",), may_collapse=("sofft",))[0]
-            == "claims[0].may_collapse: no row 'sofft' (did you mean 'soft'?)")
+        "claims[0].may_collapse: 'soft' is not a treatment row this claim compares; treatments: per_sample"
+    ]
+    assert (
+        _problems(comparisons=("soft",), may_collapse=("sofft",))[0]
+        == "claims[0].may_collapse: no row 'sofft' (did you mean 'soft'?)"
+    )
 
 
 def test_metric_paths_are_checked_with_the_results_vocabulary():
     assert _problems(comparisons=("soft",), metrics=("rows.soft.rho",)) == []
-    assert (_problems(comparisons=("soft",), metrics=("rows.sof.rho",))
-            == ["claims[0].metrics: no row 'sof' (did you mean 'soft'?)"])
+    assert _problems(comparisons=("soft",), metrics=("rows.sof.rho",)) == [
+        "claims[0].metrics: no row 'sof' (did you mean 'soft'?)"
+    ]
     (bad,) = _problems(comparisons=("soft",), metrics=("rows.soft.rhoo",))
     assert bad.startswith("claims[0].metrics: unknown metric 'rhoo' in 'rows.soft.rhoo'; allowed:")
     assert "(did you mean 'rho'?)" in bad
@@ -84,8 +89,10 @@ def test_a_separation_rule_reads_every_setting_whose_sign_any_table_states():
     del sep["excluded"]["table9:c100_soft"]
     problems = _paper_sign_problems(doc)
     i = doc["claims"].index(sep)
-    assert f"claims[{i}]: separates leaves out 'headline_cifar10:dw2', whose gap sign the text states (+): list a " \
-           "row that counts it, or exclude it with the reason" in problems
+    assert (
+        f"claims[{i}]: separates leaves out 'headline_cifar10:dw2', whose gap sign the text states (+): list a "
+        "row that counts it, or exclude it with the reason" in problems
+    )
     assert any("leaves out 'table9:c100_soft', whose gap sign the text states (-)" in p for p in problems)
     assert any("'cifar10_dw2_moe': its gap sign is stated (+); list it" in p for p in problems)
 
@@ -99,10 +106,16 @@ def test_a_separation_rule_refuses_a_setting_on_the_wrong_side_another_model_or_
     sep["settings"]["mnv2_head"] = ["table4:mnv2_h256"]  # the h=256 model, not table6's h=512 row
     sep["excluded"]["table4:r18_dense"] = "a dense row"
     problems = _paper_sign_problems(doc)
-    assert f"claims[{i}]: 'cifar10_std_moe': table9:cifar10_sparse_std's stated gap sign <=0 puts it below, not " \
-           "above" in problems
-    assert any(p.startswith(f"claims[{i}]: settings.mnv2_head: 'table4:mnv2_h256' compares table4's mnv2_h256_moe, "
-                            "a different model") for p in problems)
+    assert (
+        f"claims[{i}]: 'cifar10_std_moe': table9:cifar10_sparse_std's stated gap sign <=0 puts it below, not "
+        "above" in problems
+    )
+    assert any(
+        p.startswith(
+            f"claims[{i}]: settings.mnv2_head: 'table4:mnv2_h256' compares table4's mnv2_h256_moe, a different model"
+        )
+        for p in problems
+    )
     assert f"claims[{i}]: excluded: 'table4:r18_dense' is no setting whose gap sign the text states" in problems
 
 

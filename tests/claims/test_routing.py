@@ -12,9 +12,13 @@ from .helpers import gap, learned
 
 
 def _ev(metrics, rows):
-    return Evidence("table4", "table4", "full",
-                    metrics={**metrics, **learned(*{r for pair in rows.values() for r in pair})},
-                    comparison_rows=rows)
+    return Evidence(
+        "table4",
+        "table4",
+        "full",
+        metrics={**metrics, **learned(*{r for pair in rows.values() for r in pair})},
+        comparison_rows=rows,
+    )
 
 
 def _claim(rule, **params):
@@ -42,21 +46,32 @@ def test_routing_concentrated_needs_every_seed_above_the_share():
 
 def _tracks(balance_a, gaps_a, balance_b, gaps_b):
     rows = {"a": ("moe_a", "dense"), "b": ("moe_b", "dense")}
-    metrics = {"comparisons.a.gap": gap(gaps_a), "comparisons.b.gap": gap(gaps_b),
-               "rows.moe_a.routing_balance": dict(enumerate(balance_a)),
-               "rows.moe_b.routing_balance": dict(enumerate(balance_b))}
+    metrics = {
+        "comparisons.a.gap": gap(gaps_a),
+        "comparisons.b.gap": gap(gaps_b),
+        "rows.moe_a.routing_balance": dict(enumerate(balance_a)),
+        "rows.moe_b.routing_balance": dict(enumerate(balance_b)),
+    }
     c = _claim("gap_tracks_routing", comparisons=("a", "b"), row_metric="routing_balance", direction="negative")
     return evaluate(c, _ev(metrics, rows))
 
 
 def test_lower_entropy_less_negative_gap_is_a_within_comparison_correlation():
     # Within each expert size, the seeds with lower entropy have the less negative gaps.
-    v = _tracks([0.6, 0.7, 0.8, 0.9, 0.95], [-0.2, -0.5, -0.9, -1.3, -1.6],
-                [0.97, 0.98, 0.99, 0.995, 0.999], [-2.0, -2.3, -2.6, -3.0, -3.3])
+    v = _tracks(
+        [0.6, 0.7, 0.8, 0.9, 0.95],
+        [-0.2, -0.5, -0.9, -1.3, -1.6],
+        [0.97, 0.98, 0.99, 0.995, 0.999],
+        [-2.0, -2.3, -2.6, -3.0, -3.3],
+    )
     assert v.status == "reproduced" and v.measured["r"] < -0.7 and v.p_value < 0.05
     # The sizes alone (h=256 balanced and worse) would make a pooled correlation negative; within each it is positive.
-    v = _tracks([0.6, 0.7, 0.8, 0.9, 0.95], [-1.6, -1.3, -0.9, -0.5, -0.2],
-                [0.97, 0.98, 0.99, 0.995, 0.999], [-3.3, -3.0, -2.6, -2.3, -2.0])
+    v = _tracks(
+        [0.6, 0.7, 0.8, 0.9, 0.95],
+        [-1.6, -1.3, -0.9, -0.5, -0.2],
+        [0.97, 0.98, 0.99, 0.995, 0.999],
+        [-3.3, -3.0, -2.6, -2.3, -2.0],
+    )
     assert v.status == "not reproduced" and v.measured["r"] > 0.7
     v = _tracks([0.6, 0.7], [-0.2, -0.5], [0.97, 0.98], [-2.0, -2.3])
     assert v.status == "inconclusive"  # two seeds a size: no degrees of freedom left
@@ -77,21 +92,34 @@ def test_table4_and_table9_decide_the_findings_the_checklist_lacked():
     assert claims["in_mnv2_lower_entropy_less_negative"].params["comparisons"] == ("mnv2_h512", "mnv2_h256")
     assert claims["in_mnv2_smallest_expert_balanced_worst"].params["comparison"] == "mnv2_h256"
     t9 = {c.id: c for c in find_manifest("table9").claims}
-    assert t9["t9_cifar10_sparse_std_not_positive"].params == {"comparison": "cifar10_sparse_std",
-                                                               "paper": "cifar10_sparse_std.gap"}
+    assert t9["t9_cifar10_sparse_std_not_positive"].params == {
+        "comparison": "cifar10_sparse_std",
+        "paper": "cifar10_sparse_std.gap",
+    }
 
 
 def test_training_routing_from_a_record_golden():
     from repro.measure.accuracy import routing_in_training
 
     # a head's last epoch: 4 experts used 25/25/25/25; two backbone layers, one with an expert at 2 of 100
-    record = {"expert_usage": [25, 25, 25, 25],
-              "layers": {"layer3.0.conv1": {"expert_usage": [50, 30, 18, 2]},
-                         "layer3.0.conv2": {"expert_usage": [25, 25, 25, 25]}}}
+    record = {
+        "expert_usage": [25, 25, 25, 25],
+        "layers": {
+            "layer3.0.conv1": {"expert_usage": [50, 30, 18, 2]},
+            "layer3.0.conv2": {"expert_usage": [25, 25, 25, 25]},
+        },
+    }
     out = routing_in_training(record)
     low = -sum(x * math.log(x) for x in (0.5, 0.3, 0.18, 0.02)) / math.log(4)
-    assert out == pytest.approx({"train_routing_balance": 1.0, "moe_layers": 2, "layer_min_share": 0.02,
-                                 "layer_balance_min": low, "layer_balance_max": 1.0})
+    assert out == pytest.approx(
+        {
+            "train_routing_balance": 1.0,
+            "moe_layers": 2,
+            "layer_min_share": 0.02,
+            "layer_balance_min": low,
+            "layer_balance_max": 1.0,
+        }
+    )
     assert routing_in_training({}) == {}
 
 
@@ -105,12 +133,14 @@ def test_exactly_uniform_and_majority_on_one_expert_cannot_both_hold_on_one_evid
     for top in (0.13, 0.3, 0.51, 0.9):
         rest = (1 - top) / 7
         balance = -(top * math.log(top) + 7 * rest * math.log(rest)) / math.log(8)
-        ev = _ev({"rows.moe.routing_top_share": {0: top, 1: top}, "rows.moe.routing_balance": {0: balance, 1: balance}},
-                 rows)
+        ev = _ev(
+            {"rows.moe.routing_top_share": {0: top, 1: top}, "rows.moe.routing_balance": {0: balance, 1: balance}}, rows
+        )
         both = [evaluate(c, ev).status for c in (uniform, majority)]
         assert both.count("reproduced") <= 1, (top, both)
-    at_one_eighth = _ev({"rows.moe.routing_balance": {0: 0.999, 1: 0.995}, "rows.moe.train_routing_balance": {0: 1.0}},
-                        rows)
+    at_one_eighth = _ev(
+        {"rows.moe.routing_balance": {0: 0.999, 1: 0.995}, "rows.moe.train_routing_balance": {0: 1.0}}, rows
+    )
     v = evaluate(uniform, at_one_eighth)
     assert v.status == "reproduced" and "training balance 1.000" in v.evidence
 
@@ -121,8 +151,15 @@ def test_every_backbone_layer_active_balanced_and_not_uniform():
 
     def ev(count=8, share=0.05, low=0.93, high=0.98):
         per_seed = lambda x: {0: x, 1: x}  # noqa: E731
-        return _ev({"rows.moe.moe_layers": per_seed(count), "rows.moe.layer_min_share": per_seed(share),
-                    "rows.moe.layer_balance_min": per_seed(low), "rows.moe.layer_balance_max": per_seed(high)}, rows)
+        return _ev(
+            {
+                "rows.moe.moe_layers": per_seed(count),
+                "rows.moe.layer_min_share": per_seed(share),
+                "rows.moe.layer_balance_min": per_seed(low),
+                "rows.moe.layer_balance_max": per_seed(high),
+            },
+            rows,
+        )
 
     assert evaluate(c, ev()).status == "reproduced"
     assert evaluate(c, ev(share=0.0)).status == "not reproduced"  # an expert never used: not every one is active

@@ -16,10 +16,17 @@ from repro.plan.manifest import Claim, find_manifest
 from .helpers import gap, learned
 
 
-@pytest.mark.parametrize("diffs", [
-    [0.01, 0.03, -0.02, 0.015, 0.0], [0.02, 0.02, 0.02], [0.0, 0.0, 0.0], [0.05], [0.01, -0.01],
-    [-0.031, -0.012, -0.044, -0.02, -0.009, -0.027, -0.05, -0.018, -0.04, -0.033],
-])
+@pytest.mark.parametrize(
+    "diffs",
+    [
+        [0.01, 0.03, -0.02, 0.015, 0.0],
+        [0.02, 0.02, 0.02],
+        [0.0, 0.0, 0.0],
+        [0.05],
+        [0.01, -0.01],
+        [-0.031, -0.012, -0.044, -0.02, -0.009, -0.027, -0.05, -0.018, -0.04, -0.033],
+    ],
+)
 def test_the_batch_gap_statistics_are_paired_gaps(diffs):
     expected = paired_gap({s: 0.5 + d for s, d in enumerate(diffs)}, {s: 0.5 for s in range(len(diffs))}).to_dict()
     (got,) = gap_stats_batch(np.array([diffs]))
@@ -29,8 +36,11 @@ def test_the_batch_gap_statistics_are_paired_gaps(diffs):
         assert (got[key] is None) == (expected[key] is None), key
         if expected[key] is not None:
             assert got[key] == pytest.approx(expected[key], rel=1e-9, abs=1e-15), key
-    assert got["ci95"] == pytest.approx(expected["ci95"], rel=1e-9, abs=1e-15) if expected["ci95"][0] is not None \
+    assert (
+        got["ci95"] == pytest.approx(expected["ci95"], rel=1e-9, abs=1e-15)
+        if expected["ci95"][0] is not None
         else got["ci95"] == [None, None]
+    )
 
 
 def test_a_seed_missing_from_a_row_is_left_out_of_its_gap():
@@ -68,8 +78,10 @@ def test_the_vectorised_d_z_interval_equals_the_plain_bisection():
 
 def _evidence(diffs_pp, paper_table="table1"):
     comps = {"c0": ("moe", "dense")}
-    metrics = {"comparisons.c0.gap": gap(diffs_pp), **learned("moe", "dense", accuracy=tuple(
-        0.8 + 0.001 * s for s in range(len(diffs_pp))))}
+    metrics = {
+        "comparisons.c0.gap": gap(diffs_pp),
+        **learned("moe", "dense", accuracy=tuple(0.8 + 0.001 * s for s in range(len(diffs_pp)))),
+    }
     return Evidence("t", paper_table, "full", metrics=metrics, comparison_rows=comps, kind="paper")
 
 

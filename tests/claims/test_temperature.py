@@ -19,8 +19,17 @@ def _decided(drops_pp: dict[str, float]) -> dict[str, str]:
         metrics[f"rows.{row}.late_drop"] = {s: (drop + d) / 100 for s, d in enumerate(SPREAD)}
         metrics[f"rows.{row}.accuracy"] = {s: 0.80 + d / 100 for s, d in enumerate(SPREAD)}
         metrics[f"rows.{row}.chance"] = 0.10
-    result = ManifestResult("temperature_ablation", "", "", "temperature_ablation", "full", Measured(metrics), [],
-                            {"device_type": "cuda"}, manifest.profiles["full"])
+    result = ManifestResult(
+        "temperature_ablation",
+        "",
+        "",
+        "temperature_ablation",
+        "full",
+        Measured(metrics),
+        [],
+        {"device_type": "cuda"},
+        manifest.profiles["full"],
+    )
     ev = evidence_for(manifest, result)
     return {c.id: evaluate(c, ev).status for c in manifest.claims}
 
@@ -29,9 +38,11 @@ def test_late_drops_of_20_10_and_8_pp_do_not_reproduce_avoiding_the_collapse():
     # The audit's drops: linear-low 20.4, sigmoid 10.4, linear tau_min = 0.3 8.55 pp. Both comparison claims were
     # reproduced (linear-low drops more than each), though both baselines dropped beyond the 5pp band.
     status = _decided({"linear_low": 20.4, "sigmoid_low": 10.4, "linear_high": 8.55})
-    assert status == {"temp_linear_low_well_below_peak": "reproduced",
-                      "temp_linear_low_collapses_vs_sigmoid": "not reproduced",
-                      "temp_linear_low_collapses_vs_high_tau": "not reproduced"}
+    assert status == {
+        "temp_linear_low_well_below_peak": "reproduced",
+        "temp_linear_low_collapses_vs_sigmoid": "not reproduced",
+        "temp_linear_low_collapses_vs_high_tau": "not reproduced",
+    }
 
 
 def test_baselines_that_stay_within_the_band_reproduce_them():

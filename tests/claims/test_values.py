@@ -8,8 +8,16 @@ from .helpers import claim, ev
 
 
 # The paper prints 0.06%: two decimals, so 0.055% <= rho <= 0.065% reproduces it.
-@pytest.mark.parametrize("rho,status", [(0.000592, "reproduced"), (0.00055, "reproduced"), (0.00065, "reproduced"),
-                                        (0.000549, "not reproduced"), (0.00085, "not reproduced")])
+@pytest.mark.parametrize(
+    "rho,status",
+    [
+        (0.000592, "reproduced"),
+        (0.00055, "reproduced"),
+        (0.00065, "reproduced"),
+        (0.000549, "not reproduced"),
+        (0.00085, "not reproduced"),
+    ],
+)
 def test_matches_paper_uses_the_printed_precision(rho, status):
     v = evaluate(claim("matches_paper", metric="rows.r18_head.rho", paper="r18_head.rho"), ev(rows__r18_head__rho=rho))
     assert v.status == status
@@ -24,15 +32,24 @@ def test_approximate_values_get_a_full_unit():
 
 
 def test_matches_paper_evidence_text_and_numbers():
-    v = evaluate(claim("matches_paper", metric="rows.r18_head.rho", paper="r18_head.rho"),
-                 ev(rows__r18_head__rho=0.000592))
-    assert v.evidence == ("measured 0.0592% vs reported 0.06% "
-                          "(tolerance ±0.005%: half a unit in the last printed digit)")
+    v = evaluate(
+        claim("matches_paper", metric="rows.r18_head.rho", paper="r18_head.rho"), ev(rows__r18_head__rho=0.000592)
+    )
+    assert v.evidence == (
+        "measured 0.0592% vs reported 0.06% (tolerance ±0.005%: half a unit in the last printed digit)"
+    )
     assert v.measured == {"rows.r18_head.rho": 0.000592} and v.reported == {"r18_head.rho": "0.06%"}
 
 
-@pytest.mark.parametrize("value,relation,status", [(0.005, "<", "reproduced"), (0.02, "<", "not reproduced"),
-                                                   (0.02, ">", "reproduced"), (0.005, ">", "not reproduced")])
+@pytest.mark.parametrize(
+    "value,relation,status",
+    [
+        (0.005, "<", "reproduced"),
+        (0.02, "<", "not reproduced"),
+        (0.02, ">", "reproduced"),
+        (0.005, ">", "not reproduced"),
+    ],
+)
 def test_compare_with_a_bound(value, relation, status):
     c = claim("compare", metric="rows.a.rho", relation=relation, bound=0.01)
     assert evaluate(c, ev(rows__a__rho=value)).status == status
@@ -49,8 +66,9 @@ def test_compare_with_another_metric_and_with_a_paper_value():
 
 def test_compare_needs_exactly_one_bound():
     with pytest.raises(ValueError, match="exactly one of bound, other, paper"):
-        evaluate(claim("compare", metric="rows.a.rho", relation=">", bound=0.1, other="rows.b.rho"),
-                 ev(rows__a__rho=0.2))
+        evaluate(
+            claim("compare", metric="rows.a.rho", relation=">", bound=0.1, other="rows.b.rho"), ev(rows__a__rho=0.2)
+        )
 
 
 def test_ratio_matches_paper():

@@ -23,22 +23,58 @@ def fixed(monkeypatch, tmp_path):
 
 
 def _row(i, measures=("flops", "accuracy"), hidden=64):
-    return {"id": i, "label": i, "dataset": "cifar10", "measures": list(measures),
-            "backbone": {"name": "cifar_standard"}, "head": {"name": "dense", "hidden": [hidden]}}
+    return {
+        "id": i,
+        "label": i,
+        "dataset": "cifar10",
+        "measures": list(measures),
+        "backbone": {"name": "cifar_standard"},
+        "head": {"name": "dense", "hidden": [hidden]},
+    }
 
 
 MANIFEST = {
-    "id": "t", "title": "T", "paper_ref": "Table 1", "description": "d", "paper_table": "table1",
+    "id": "t",
+    "title": "T",
+    "paper_ref": "Table 1",
+    "description": "d",
+    "paper_table": "table1",
     "profiles": {"full": {"description": "f", "evidence": "paper", "device": "cuda", "seeds": 3}},
     "rows": [_row("a"), _row("b", hidden=32), _row("c", hidden=16), _row("f", ("flops",), 8)],
-    "comparisons": [{"id": "ab", "label": "ab", "row": "a", "baseline": "b"},
-                    {"id": "cb", "label": "cb", "row": "c", "baseline": "b"}],
-    "claims": [{"id": "one", "statement": "s", "section": "1", "scope": "empirical", "rule": "row_above",
-                "row": "a", "baseline": "b"},
-               {"id": "all", "statement": "s", "section": "1", "scope": "empirical", "rule": "gap_order",
-                "comparisons": ["ab", "cb"]},
-               {"id": "count", "statement": "s", "section": "1", "scope": "analytic", "rule": "compare",
-                "metric": "rows.f.rho", "relation": "<", "bound": 0.5, "kind": "property"}],
+    "comparisons": [
+        {"id": "ab", "label": "ab", "row": "a", "baseline": "b"},
+        {"id": "cb", "label": "cb", "row": "c", "baseline": "b"},
+    ],
+    "claims": [
+        {
+            "id": "one",
+            "statement": "s",
+            "section": "1",
+            "scope": "empirical",
+            "rule": "row_above",
+            "row": "a",
+            "baseline": "b",
+        },
+        {
+            "id": "all",
+            "statement": "s",
+            "section": "1",
+            "scope": "empirical",
+            "rule": "gap_order",
+            "comparisons": ["ab", "cb"],
+        },
+        {
+            "id": "count",
+            "statement": "s",
+            "section": "1",
+            "scope": "analytic",
+            "rule": "compare",
+            "metric": "rows.f.rho",
+            "relation": "<",
+            "bound": 0.5,
+            "kind": "property",
+        },
+    ],
 }
 
 

@@ -12,10 +12,22 @@ from repro.plan.table_plan import build_plan, build_plans, plan_all
 from repro.plan.run_config import planned_runs
 from inline_manifests import inline_manifest
 
-PROFILES = {"smoke": {"description": "s", "evidence": "pipeline", "device": "cpu", "seeds": 2, "epochs": 1,
-                      "data": "synthetic", "train_samples": 128, "test_samples": 64, "batch_size": 32,
-                      "max_image_size": 16, "pretrained": False},
-            "full": {"description": "f", "evidence": "paper", "seeds": 2}}
+PROFILES = {
+    "smoke": {
+        "description": "s",
+        "evidence": "pipeline",
+        "device": "cpu",
+        "seeds": 2,
+        "epochs": 1,
+        "data": "synthetic",
+        "train_samples": 128,
+        "test_samples": 64,
+        "batch_size": 32,
+        "max_image_size": 16,
+        "pretrained": False,
+    },
+    "full": {"description": "f", "evidence": "paper", "seeds": 2},
+}
 # 1 s of arithmetic a run and nothing else, two runs at a time
 CPU = cal.Throughput("cpu", "cpu", 1.0, 0.0, "fitted (test)", parallel=2, fitted=True)
 # Reference rates of round sizes (the shipped ones come from repro/cost/cpu_reference.json: test_reference.py)
@@ -23,12 +35,28 @@ GUESS = Rates(*(Rate(s, "reference", "test") for s in (6.0, 0.5, 6.0, 1.0, 1.0, 
 
 
 def _manifest(mid, rows):
-    return inline_manifest({
-        "id": mid, "title": mid, "paper_ref": "Table 1", "description": "d", "paper_table": "table1",
-        "profiles": PROFILES,
-        "rows": [{"id": r, "label": r, "dataset": "cifar10", "measures": ["flops", "accuracy"],
-                  "backbone": {"name": "cifar_standard"}, "head": {"name": "dense", "hidden": [h]}} for r, h in rows],
-    }, f"{mid}.toml")
+    return inline_manifest(
+        {
+            "id": mid,
+            "title": mid,
+            "paper_ref": "Table 1",
+            "description": "d",
+            "paper_table": "table1",
+            "profiles": PROFILES,
+            "rows": [
+                {
+                    "id": r,
+                    "label": r,
+                    "dataset": "cifar10",
+                    "measures": ["flops", "accuracy"],
+                    "backbone": {"name": "cifar_standard"},
+                    "head": {"name": "dense", "hidden": [h]},
+                }
+                for r, h in rows
+            ],
+        },
+        f"{mid}.toml",
+    )
 
 
 @pytest.fixture
@@ -62,19 +90,32 @@ def test_run_counts_its_own_models_and_skips_recorded_runs(tables):
     parts = _parts(t)
     assert parts[("FLOP counting", "t2")] == 2 * 0.5 and ("FLOP check", "") not in parts
     assert parts[("training", "t2")] == 1.0 + 6.0 and ("report", "") not in parts
-    fitted = Rates(workers=Rate(6.0, "fitted", "test"), rest=Rate(1.0, "fitted", "test"),
-                   flop_model=Rate(0.5, "fitted", "test"))
+    fitted = Rates(
+        workers=Rate(6.0, "fitted", "test"), rest=Rate(1.0, "fitted", "test"), flop_model=Rate(0.5, "fitted", "test")
+    )
     assert command_time(build_plans([t2], "smoke"), model, fitted, verify_all=False).basis("t2") == "fitted"
     assert table_line(build_plan(t2, "smoke"), model, fitted).startswith(
-        "~10 s (fitted: FLOP counting 1 s, training 8 s, rest 1 s")
+        "~10 s (fitted: FLOP counting 1 s, training 8 s, rest 1 s"
+    )
 
 
 def test_rates_come_back_from_a_measured_verify_all(tables):
     t1, t2, model = tables
-    phases = {"start-up and imports": 4.0, "FLOP check": 9.0, "FLOP counting": 0.0, "training": 3.0 + 2 * 10.0,
-              "tables": 2.0, "claims": 2.0, "figures": 8.0, "report": 4.0}
-    times = FolderTimes(commands={"smoke": {"verify-all": MeasuredCommand("verify-all", sum(phases.values()) + 1.0,
-                                                                          phases, ("t1", "t2"))}})
+    phases = {
+        "start-up and imports": 4.0,
+        "FLOP check": 9.0,
+        "FLOP counting": 0.0,
+        "training": 3.0 + 2 * 10.0,
+        "tables": 2.0,
+        "claims": 2.0,
+        "figures": 8.0,
+        "report": 4.0,
+    }
+    times = FolderTimes(
+        commands={
+            "smoke": {"verify-all": MeasuredCommand("verify-all", sum(phases.values()) + 1.0, phases, ("t1", "t2"))}
+        }
+    )
     rates = fit_rates(times, plan_all([t1, t2]), model)
     assert rates.startup.seconds == 4.0 and rates.flop_model.seconds == 3.0  # 9 s over 3 models
     assert rates.workers.seconds == 10.0  # training less the runs' 3 s, over 2 tables
@@ -97,8 +138,11 @@ def test_a_command_that_reused_every_run_or_ran_under_load_fits_no_rate(tables):
     plans = plan_all([t1, t2])
     phases = {"start-up and imports": 1.0, "FLOP check": 0.0, "training": 0.5, "report": 2.0}
     reused = MeasuredCommand("verify-all", 4.0, phases, ("t1", "t2"), started=100.0)
-    runs = {p.cfg.hash: MeasuredRun(p.cfg.hash, p.cfg, m.id, 1.0, 1.0, 1.0, "cpu", 1, 50.0)
-            for m in (t1, t2) for p in planned_runs(m, m.profiles["smoke"])}  # every run recorded before it started
+    runs = {
+        p.cfg.hash: MeasuredRun(p.cfg.hash, p.cfg, m.id, 1.0, 1.0, 1.0, "cpu", 1, 50.0)
+        for m in (t1, t2)
+        for p in planned_runs(m, m.profiles["smoke"])
+    }  # every run recorded before it started
     assert fit_rates(FolderTimes(runs, {}, {"smoke": {"verify-all": reused}}), plans, model) == Rates()
     busy = dataclasses.replace(reused, started=None, load=4.3, busy=True)
     assert fit_rates(FolderTimes({}, {}, {"smoke": {"verify-all": busy}}), plans, model) == Rates()

@@ -11,20 +11,45 @@ from repro.plan.table_plan import build_plans
 from inline_manifests import inline_manifest
 
 PROFILES = {
-    "smoke": {"description": "s", "evidence": "pipeline", "device": "cpu", "seeds": 1, "epochs": 1,
-              "data": "synthetic", "train_samples": 64, "test_samples": 32, "batch_size": 32, "max_image_size": 16,
-              "pretrained": False},
+    "smoke": {
+        "description": "s",
+        "evidence": "pipeline",
+        "device": "cpu",
+        "seeds": 1,
+        "epochs": 1,
+        "data": "synthetic",
+        "train_samples": 64,
+        "test_samples": 32,
+        "batch_size": 32,
+        "max_image_size": 16,
+        "pretrained": False,
+    },
     "full": {"description": "f", "evidence": "paper", "device": "cuda", "seeds": 3},
 }
 
 
 def _manifest(rows):
-    return inline_manifest({
-        "id": "t", "title": "T", "paper_ref": "Table 1", "description": "d", "paper_table": "table1",
-        "profiles": PROFILES,
-        "rows": [{"id": i, "label": i, "dataset": d, "measures": ["accuracy"], "backbone": {"name": "cifar_standard"},
-                  "head": {"name": "dense", "hidden": [h]}} for i, d, h in rows],
-    })
+    return inline_manifest(
+        {
+            "id": "t",
+            "title": "T",
+            "paper_ref": "Table 1",
+            "description": "d",
+            "paper_table": "table1",
+            "profiles": PROFILES,
+            "rows": [
+                {
+                    "id": i,
+                    "label": i,
+                    "dataset": d,
+                    "measures": ["accuracy"],
+                    "backbone": {"name": "cifar_standard"},
+                    "head": {"name": "dense", "hidden": [h]},
+                }
+                for i, d, h in rows
+            ],
+        }
+    )
 
 
 class Sized(CostModel):
@@ -48,11 +73,13 @@ def test_datasets_are_their_archives_as_published_and_the_decoded_cache(tmp_path
 
 def test_the_largest_checkpoints_held_at_once_are_counted(tmp_path):
     m = _manifest([("a", "cifar10", 8), ("b", "cifar10", 16)])
-    one = disk.disk_space(build_plans([m], "full"), Sized(Executor(gpus=1), data_dir=tmp_path,
-                                                          cache=tmp_path / "cache"))
+    one = disk.disk_space(
+        build_plans([m], "full"), Sized(Executor(gpus=1), data_dir=tmp_path, cache=tmp_path / "cache")
+    )
     assert one.at_once == 1 and one.largest_bytes == one.checkpoint_bytes == 4 * (16_000 + 2)
-    four = disk.disk_space(build_plans([m], "full"), Sized(Executor(gpus=2, runs_per_gpu=2), data_dir=tmp_path,
-                                                           cache=tmp_path / "cache"))
+    four = disk.disk_space(
+        build_plans([m], "full"), Sized(Executor(gpus=2, runs_per_gpu=2), data_dir=tmp_path, cache=tmp_path / "cache")
+    )
     assert four.at_once == 4
     assert four.checkpoint_bytes == 4 * ((16_000 + 2) + (16_000 + 1) + 16_000 + (8_000 + 2))
     assert four.total == sum(x.total for x in four.datasets) + four.checkpoint_bytes
@@ -74,7 +101,8 @@ def test_a_checkpoint_holds_the_model_and_two_moments_of_what_trains(tmp_path):
     assert cold.uncounted == 1 and math.isnan(cold.checkpoint_bytes) and math.isnan(cold.total)
 
 
-@pytest.mark.parametrize("n, text", [(0, "0 B"), (170_498_071, "170.5 MB"), (154_642_401_280, "154.6 GB"),
-                                     (float("nan"), "?")])
+@pytest.mark.parametrize(
+    "n, text", [(0, "0 B"), (170_498_071, "170.5 MB"), (154_642_401_280, "154.6 GB"), (float("nan"), "?")]
+)
 def test_sizes_read_in_decimal_units(n, text):
     assert disk.gigabytes(n) == text

@@ -17,15 +17,43 @@ from inline_manifests import inline_manifest
 
 
 def _manifest(rows, full=None):
-    return inline_manifest({
-        "id": "t", "title": "T", "paper_ref": "Table 1", "description": "d", "paper_table": "table1",
-        "profiles": {"smoke": {"description": "s", "evidence": "pipeline", "device": "cpu", "seeds": 2, "epochs": 3,
-                               "data": "synthetic", "train_samples": 256, "test_samples": 128, "batch_size": 32,
-                               "max_image_size": 16, "pretrained": False},
-                     "full": {"description": "f", "evidence": "paper", "seeds": 2, **(full or {})}},
-        "rows": [{"id": i, "label": i, "dataset": d, "measures": ["flops", "accuracy"],
-                  "backbone": {"name": "cifar_standard"}, "head": {"name": "dense", **h}} for i, d, h in rows],
-    }, "t.toml")
+    return inline_manifest(
+        {
+            "id": "t",
+            "title": "T",
+            "paper_ref": "Table 1",
+            "description": "d",
+            "paper_table": "table1",
+            "profiles": {
+                "smoke": {
+                    "description": "s",
+                    "evidence": "pipeline",
+                    "device": "cpu",
+                    "seeds": 2,
+                    "epochs": 3,
+                    "data": "synthetic",
+                    "train_samples": 256,
+                    "test_samples": 128,
+                    "batch_size": 32,
+                    "max_image_size": 16,
+                    "pretrained": False,
+                },
+                "full": {"description": "f", "evidence": "paper", "seeds": 2, **(full or {})},
+            },
+            "rows": [
+                {
+                    "id": i,
+                    "label": i,
+                    "dataset": d,
+                    "measures": ["flops", "accuracy"],
+                    "backbone": {"name": "cifar_standard"},
+                    "head": {"name": "dense", **h},
+                }
+                for i, d, h in rows
+            ],
+        },
+        "t.toml",
+    )
 
 
 CPU = cal.Throughput("cpu", "cpu", 1e9, 0.004, "test cpu")
@@ -172,10 +200,10 @@ def test_shared_runs_count_once_and_wall_time_follows_the_executor(fixed):
     c = model.cost([build_plan(other, "full"), build_plan(one, "full")])  # across manifests too
     assert (c.runs, c.epochs, c.kind) == (4, 200, "gpu")
     per_run = c.device_seconds / 4
-    assert fixed(est.Executor(gpus=2)).cost([build_plan(other, "full")]).wall_seconds == pytest.approx(
-        2 * per_run)
+    assert fixed(est.Executor(gpus=2)).cost([build_plan(other, "full")]).wall_seconds == pytest.approx(2 * per_run)
     assert fixed(est.Executor("slurm", slurm_max_parallel=3)).cost(
-        [build_plan(other, "full")]).wall_seconds == pytest.approx(2 * per_run)
+        [build_plan(other, "full")]
+    ).wall_seconds == pytest.approx(2 * per_run)
     packed = fixed(est.Executor(runs_per_gpu=2)).cost([build_plan(other, "full")])
     t = model.run_time(planned_runs(other, other.profiles["full"])[0].cfg, "t", GPU)
     assert packed.device_seconds == pytest.approx(4 * (t.compute_s + t.overhead_s / 2))  # only overhead overlaps
@@ -213,19 +241,33 @@ def test_duration_formats():
     assert [est.hours(s) for s in (36, 3600 * 2.34, 3600 * 345.6)] == ["0.01", "2.3", "346"]
 
 
-MANIFEST_IMPORTS_TORCH = "torch" in subprocess.run(
-    [sys.executable, "-c", "import sys, repro.plan.manifest; print(sorted(m for m in sys.modules if m == 'torch'))"],
-    capture_output=True, text=True, cwd=REPO_ROOT, timeout=120).stdout
+MANIFEST_IMPORTS_TORCH = (
+    "torch"
+    in subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys, repro.plan.manifest; print(sorted(m for m in sys.modules if m == 'torch'))",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO_ROOT,
+        timeout=120,
+    ).stdout
+)
 
 
 @pytest.mark.slow
 @pytest.mark.skipif(MANIFEST_IMPORTS_TORCH, reason="repro.plan.manifest still imports torch (through repro.models)")
 def test_warm_list_imports_no_torch(tmp_path):
     env = {**os.environ, "REPRO_CACHE": str(tmp_path)}
-    code = ("import sys; from typer.testing import CliRunner; from repro.cli import app; r = CliRunner().invoke(app, "
-            "['list']); assert r.exit_code == 0, r.output; print([m for m in ('torch',) if m in sys.modules])")
+    code = (
+        "import sys; from typer.testing import CliRunner; from repro.cli import app; r = CliRunner().invoke(app, "
+        "['list']); assert r.exit_code == 0, r.output; print([m for m in ('torch',) if m in sys.modules])"
+    )
     subprocess.run([sys.executable, "-c", code], env=env, cwd=REPO_ROOT, timeout=600, check=True)  # fills the cache
-    out = subprocess.run([sys.executable, "-c", code], env=env, cwd=REPO_ROOT, timeout=600, capture_output=True,
-                         text=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, cwd=REPO_ROOT, timeout=600, capture_output=True, text=True
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip().splitlines()[-1] == "[]"

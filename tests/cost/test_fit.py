@@ -16,16 +16,32 @@ TRUE = dict(a=1 / 2e10, b=0.01, c=2e-9, o=0.3, k=1e-8)  # s/MAC, s/step, s/(para
 
 
 def _cfg(epochs: int, samples: int, hidden: int, seed: int = 0) -> RunConfig:
-    return RunConfig(dataset="cifar10", backbone={"name": "cifar_standard", "params": {}},
-                     head={"name": "dense", "params": {"hidden": [hidden]}}, seed=seed, epochs=epochs, batch_size=32,
-                     optimizer="adam", lr=1e-3, momentum=0.0, schedule="constant", backbone_lr_scale=1.0, bf16=False,
-                     data="synthetic", train_samples=samples, test_samples=64, image_size=16, pretrained=False,
-                     metric="final")
+    return RunConfig(
+        dataset="cifar10",
+        backbone={"name": "cifar_standard", "params": {}},
+        head={"name": "dense", "params": {"hidden": [hidden]}},
+        seed=seed,
+        epochs=epochs,
+        batch_size=32,
+        optimizer="adam",
+        lr=1e-3,
+        momentum=0.0,
+        schedule="constant",
+        backbone_lr_scale=1.0,
+        bf16=False,
+        data="synthetic",
+        train_samples=samples,
+        test_samples=64,
+        image_size=16,
+        pretrained=False,
+        metric="final",
+    )
 
 
 @pytest.fixture
 def sizes(monkeypatch):
     """Each config's work and parameters from its fields alone: no model is built or counted."""
+
     def work(self, cfg):
         macs = 1e9 * cfg.epochs * cfg.train_samples / 128 * (1 + (cfg.head["params"]["hidden"][0] / 512) ** 2)
         return est.RunWork(macs, cfg.epochs * cfg.train_samples // 32, 0.0, "synthetic data")
@@ -95,8 +111,9 @@ def test_too_few_records_fit_nothing_and_fit_model_sets_each_kind(sizes):
 
 def test_a_gpu_fitted_to_records_prices_them_by_the_fit_alone(sizes):
     """The fit's per-run cost holds a run's data preparation and compilation: the calibration's are not added again."""
-    gpu = dataclasses.replace(BASE, device="NVIDIA H200", kind="gpu", source="reference: test",
-                              compile_s={"x": 30.0}, data_s_per_value=1e-6)
+    gpu = dataclasses.replace(
+        BASE, device="NVIDIA H200", kind="gpu", source="reference: test", compile_s={"x": 30.0}, data_s_per_value=1e-6
+    )
     runs = [dataclasses.replace(r, device="cuda") for r in _runs()]
     d = fit_device(runs, est.CostModel(), gpu).device
     assert (d.compile_s, d.data_s_per_value) == ({}, 0.0)

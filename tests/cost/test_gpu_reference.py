@@ -42,13 +42,19 @@ def test_the_shipped_calibration_reproduces_table2_at_full_synthetic(no_calibrat
 
 
 def test_the_shipped_files_are_the_build_of_the_newest_measurement_of_each_gpu():
-    configs = {p.cfg.hash: p.cfg for m in load_all(profiles_file=DEVICE_PROFILES) for prof in m.profiles.values()
-               for p in planned_runs(m, prof)}
+    configs = {
+        p.cfg.hash: p.cfg
+        for m in load_all(profiles_file=DEVICE_PROFILES)
+        for prof in m.profiles.values()
+        for p in planned_runs(m, prof)
+    }
     built = WRITER.build_reference(REPO_ROOT / "docs" / "measurements", configs)
-    assert json.loads(json.dumps(built)) == json.loads(gpu_reference.REFERENCE_FILE.read_text()), \
+    assert json.loads(json.dumps(built)) == json.loads(gpu_reference.REFERENCE_FILE.read_text()), (
         "repro/cost/gpu_reference.json is out of date: run tools/write_gpu_reference.py"
-    assert WRITER.input_choices(built) == json.loads(input_choice.FILE.read_text()), \
+    )
+    assert WRITER.input_choices(built) == json.loads(input_choice.FILE.read_text()), (
         "repro/data/input_paths.json is out of date: run tools/write_gpu_reference.py"
+    )
     shipped = gpu_reference.load()
     assert shipped.device == "NVIDIA H200" and len(shipped.images_per_s) == 10
     assert shipped.measured_in == "docs/measurements/2026-12-04-h200" and shipped.inputs == {}  # not measured there
@@ -61,32 +67,81 @@ def test_the_shipped_files_are_the_build_of_the_newest_measurement_of_each_gpu()
 
 def _bench_doc(data_s_per_value=1e-8):
     def check(name, backbone, warmup, images_per_s, status="passed"):
-        return {"name": name, "kind": "train", "status": status, "error": "", "seconds": 1.0,
-                "result": {} if status == "skipped" else {
-                    "backbone": backbone, "batch_size": 100, "warmup_seconds": warmup, "images_per_s": images_per_s,
-                    "train_macs_per_s": 1e13}}
-    doc = {"schema": gpu_reference.SCHEMA, "dry_run": False, "device": {"name": "NVIDIA Test GPU"},
-           "started": "2026-12-05T10:00:00+00:00", "settings": {"warmup_steps": 10},
-           "checks": [check("a", {"name": "cifar_standard", "params": {}}, 11.0, 1000.0),
-                      check("b", {"name": "cifar_standard", "params": {}}, 0.5, 500.0),  # its graphs compiled by "a"
-                      check("c", {"name": "cifar_depthwise", "params": {}}, 21.0, 1000.0),
-                      check("d", {"name": "resnet18", "params": {}}, 0.0, 1.0, status="skipped")],
-           "manifests": {"t": {"check": "b"}, "u": {"check": "d"}}}
+        return {
+            "name": name,
+            "kind": "train",
+            "status": status,
+            "error": "",
+            "seconds": 1.0,
+            "result": {}
+            if status == "skipped"
+            else {
+                "backbone": backbone,
+                "batch_size": 100,
+                "warmup_seconds": warmup,
+                "images_per_s": images_per_s,
+                "train_macs_per_s": 1e13,
+            },
+        }
+
+    doc = {
+        "schema": gpu_reference.SCHEMA,
+        "dry_run": False,
+        "device": {"name": "NVIDIA Test GPU"},
+        "started": "2026-12-05T10:00:00+00:00",
+        "settings": {"warmup_steps": 10},
+        "checks": [
+            check("a", {"name": "cifar_standard", "params": {}}, 11.0, 1000.0),
+            check("b", {"name": "cifar_standard", "params": {}}, 0.5, 500.0),  # its graphs compiled by "a"
+            check("c", {"name": "cifar_depthwise", "params": {}}, 21.0, 1000.0),
+            check("d", {"name": "resnet18", "params": {}}, 0.0, 1.0, status="skipped"),
+        ],
+        "manifests": {"t": {"check": "b"}, "u": {"check": "d"}},
+    }
     if data_s_per_value is not None:
         doc["data_preparation"] = {"seconds_per_value": data_s_per_value}
     return doc
 
 
 def _gpu_manifest():
-    rows = [("s1", "cifar10", "cifar_standard"), ("s2", "cifar100", "cifar_standard"),
-            ("d1", "cifar10", "cifar_depthwise")]
-    return inline_manifest({
-        "id": "t", "title": "T", "paper_ref": "Table 1", "description": "d", "paper_table": "table1",
-        "profiles": {"full": {"description": "f", "evidence": "pipeline", "device": "cuda", "seeds": 1, "epochs": 2,
-                              "data": "synthetic", "train_samples": 1000, "test_samples": 300}},
-        "rows": [{"id": i, "label": i, "dataset": d, "measures": ["flops", "accuracy"],
-                  "backbone": {"name": b}, "head": {"name": "dense"}} for i, d, b in rows],
-    }, "t.toml")
+    rows = [
+        ("s1", "cifar10", "cifar_standard"),
+        ("s2", "cifar100", "cifar_standard"),
+        ("d1", "cifar10", "cifar_depthwise"),
+    ]
+    return inline_manifest(
+        {
+            "id": "t",
+            "title": "T",
+            "paper_ref": "Table 1",
+            "description": "d",
+            "paper_table": "table1",
+            "profiles": {
+                "full": {
+                    "description": "f",
+                    "evidence": "pipeline",
+                    "device": "cuda",
+                    "seeds": 1,
+                    "epochs": 2,
+                    "data": "synthetic",
+                    "train_samples": 1000,
+                    "test_samples": 300,
+                }
+            },
+            "rows": [
+                {
+                    "id": i,
+                    "label": i,
+                    "dataset": d,
+                    "measures": ["flops", "accuracy"],
+                    "backbone": {"name": b},
+                    "head": {"name": "dense"},
+                }
+                for i, d, b in rows
+            ],
+        },
+        "t.toml",
+    )
 
 
 def test_a_gpu_runs_fixed_costs_by_hand(tmp_path, monkeypatch, no_calibration):
@@ -104,15 +159,14 @@ def test_a_gpu_runs_fixed_costs_by_hand(tmp_path, monkeypatch, no_calibration):
     cost = model.cost([build_plan(m, "full")])
     assert cost.device_seconds == pytest.approx(3 * (data + epochs) + compile_standard + compile_dw)
     assert cost.wall_seconds == pytest.approx(3 * (data + epochs) + compile_standard + compile_dw)  # one GPU
-    two = est.CostModel(est.Executor(gpus=2), calibration=path, cache=no_calibration).cost(
-        [build_plan(m, "full")])
+    two = est.CostModel(est.Executor(gpus=2), calibration=path, cache=no_calibration).cost([build_plan(m, "full")])
     assert two.device_seconds == pytest.approx(3 * (data + epochs) + 2 * compile_standard + compile_dw)
-    slurm = est.CostModel(est.Executor("slurm"), calibration=path, cache=no_calibration).cost(
-        [build_plan(m, "full")])
+    slurm = est.CostModel(est.Executor("slurm"), calibration=path, cache=no_calibration).cost([build_plan(m, "full")])
     assert slurm.wall_seconds == pytest.approx(data + epochs + compile_dw)  # a task a run, each compiles its own
     # a backbone the file did not train compiles for the median of those it did
     assert device.compile_seconds({"name": "resnet18", "params": {}}) == pytest.approx(
-        (compile_standard + compile_dw) / 2)
+        (compile_standard + compile_dw) / 2
+    )
 
 
 def test_a_calibration_without_data_preparation_borrows_the_shipped_one(tmp_path, no_calibration):
@@ -123,12 +177,15 @@ def test_a_calibration_without_data_preparation_borrows_the_shipped_one(tmp_path
     assert "data preparation: the shipped H200 reference's" in device.source
 
 
-@pytest.mark.parametrize("change, key", [
-    (lambda d: d.update(dry_run=True), "'dry_run'"),
-    (lambda d: d["checks"][0]["result"].pop("images_per_s"), "'checks[0].result.images_per_s'"),
-    (lambda d: d["settings"].pop("warmup_steps"), "'settings.warmup_steps'"),
-    (lambda d: d.update(schema="other"), "'schema'"),
-])
+@pytest.mark.parametrize(
+    "change, key",
+    [
+        (lambda d: d.update(dry_run=True), "'dry_run'"),
+        (lambda d: d["checks"][0]["result"].pop("images_per_s"), "'checks[0].result.images_per_s'"),
+        (lambda d: d["settings"].pop("warmup_steps"), "'settings.warmup_steps'"),
+        (lambda d: d.update(schema="other"), "'schema'"),
+    ],
+)
 def test_a_bad_calibration_is_ignored_naming_the_file_and_the_key(tmp_path, capsys, no_calibration, change, key):
     doc = _bench_doc()
     change(doc)

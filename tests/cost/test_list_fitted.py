@@ -20,19 +20,34 @@ def test_list_fits_the_records_in_the_results_folder(tmp_path, monkeypatch):
     monkeypatch.setenv("REPRO_MANIFESTS", str(manifests))
     monkeypatch.setattr(est, "cpu_throughput", lambda speed=None: cal.Throughput("cpu", "cpu", 1e9, 0.0, "bench"))
     # No model is counted: each run's work from its own settings
-    monkeypatch.setattr(est.CostModel, "run_work", lambda self, cfg: est.RunWork(
-        1e9 * cfg.epochs * (cfg.train_samples or 1000), cfg.epochs, 0.0, "data"))
+    monkeypatch.setattr(
+        est.CostModel,
+        "run_work",
+        lambda self, cfg: est.RunWork(1e9 * cfg.epochs * (cfg.train_samples or 1000), cfg.epochs, 0.0, "data"),
+    )
     monkeypatch.setattr(est.CostModel, "run_params", lambda self, cfg: (0.0, 0.0))
     m = find_manifest("temperature_ablation", manifests)
     results = tmp_path / "results"
     (results / "runs").mkdir(parents=True)
     for p in planned_runs(m, m.profiles["smoke"]):
         seconds = 2e-9 * 1e9 * p.cfg.epochs * p.cfg.train_samples  # twice the benchmark's time: the fit must see it
-        (results / "runs" / f"{p.cfg.hash}.json").write_text(json.dumps({
-            "config": p.cfg.to_dict(), "config_hash": p.cfg.hash, "label": p.label, "train_seconds": seconds,
-            "wall_seconds": seconds, "cpu_seconds": seconds,
-            "provenance": {"time": "2026-12-01T12:00:00+00:00", "device_type": "cpu",
-                           "device": "cpu: x86_64, 1 intra-op thread(s)"}}))
+        (results / "runs" / f"{p.cfg.hash}.json").write_text(
+            json.dumps(
+                {
+                    "config": p.cfg.to_dict(),
+                    "config_hash": p.cfg.hash,
+                    "label": p.label,
+                    "train_seconds": seconds,
+                    "wall_seconds": seconds,
+                    "cpu_seconds": seconds,
+                    "provenance": {
+                        "time": "2026-12-01T12:00:00+00:00",
+                        "device_type": "cpu",
+                        "device": "cpu: x86_64, 1 intra-op thread(s)",
+                    },
+                }
+            )
+        )
     listed = CliRunner().invoke(app, ["list", "-v", "--results-dir", str(results)], env={"COLUMNS": "200"})
     assert listed.exit_code == 0, listed.output  # -v: the fit's own lines (without it, the From column says "fitted")
     text = " ".join(listed.output.split())

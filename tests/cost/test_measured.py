@@ -10,11 +10,26 @@ T0 = dt.datetime(2026, 12, 1, 12, 0, 0, tzinfo=dt.timezone.utc)
 
 
 def _cfg(epochs: int, samples: int, hidden: int, seed: int = 0) -> RunConfig:
-    return RunConfig(dataset="cifar10", backbone={"name": "cifar_standard", "params": {}},
-                     head={"name": "dense", "params": {"hidden": [hidden]}}, seed=seed, epochs=epochs, batch_size=32,
-                     optimizer="adam", lr=1e-3, momentum=0.0, schedule="constant", backbone_lr_scale=1.0, bf16=False,
-                     data="synthetic", train_samples=samples, test_samples=64, image_size=16, pretrained=False,
-                     metric="final")
+    return RunConfig(
+        dataset="cifar10",
+        backbone={"name": "cifar_standard", "params": {}},
+        head={"name": "dense", "params": {"hidden": [hidden]}},
+        seed=seed,
+        epochs=epochs,
+        batch_size=32,
+        optimizer="adam",
+        lr=1e-3,
+        momentum=0.0,
+        schedule="constant",
+        backbone_lr_scale=1.0,
+        bf16=False,
+        data="synthetic",
+        train_samples=samples,
+        test_samples=64,
+        image_size=16,
+        pretrained=False,
+        metric="final",
+    )
 
 
 def _iso(seconds: float) -> str:
@@ -22,18 +37,30 @@ def _iso(seconds: float) -> str:
 
 
 def _record(cfg, label, end, wall, cpu=None, **extra):
-    return {"config": cfg.to_dict(), "config_hash": cfg.hash, "label": label, "train_seconds": 0.8 * wall,
-            "wall_seconds": wall, **({"cpu_seconds": cpu} if cpu is not None else {}),
-            "provenance": {"time": _iso(end), "device_type": "cpu", "device": "cpu: x86_64, 1 intra-op thread(s)"},
-            **extra}
+    return {
+        "config": cfg.to_dict(),
+        "config_hash": cfg.hash,
+        "label": label,
+        "train_seconds": 0.8 * wall,
+        "wall_seconds": wall,
+        **({"cpu_seconds": cpu} if cpu is not None else {}),
+        "provenance": {"time": _iso(end), "device_type": "cpu", "device": "cpu: x86_64, 1 intra-op thread(s)"},
+        **extra,
+    }
 
 
 def _result(folder, profile, manifest, end, runs):
     out = folder / profile / manifest
     out.mkdir(parents=True)
-    (out / "results.json").write_text(json.dumps({
-        "manifest": manifest, "provenance": {"time": _iso(end)},
-        "details": {"runs": {"row": [{"hash": cfg.hash} for cfg in runs]}}}))
+    (out / "results.json").write_text(
+        json.dumps(
+            {
+                "manifest": manifest,
+                "provenance": {"time": _iso(end)},
+                "details": {"runs": {"row": [{"hash": cfg.hash} for cfg in runs]}},
+            }
+        )
+    )
 
 
 def test_records_give_seconds_threads_and_cpu_time(tmp_path):
@@ -41,8 +68,17 @@ def test_records_give_seconds_threads_and_cpu_time(tmp_path):
     runs.mkdir()
     a, b, c, d = (_cfg(e, 128, 128, seed) for e, seed in ((1, 0), (1, 1), (2, 0), (3, 0)))
     (runs / f"{a.hash}.json").write_text(json.dumps(_record(a, "t1/row seed 0", 10, 5.0, cpu=4.0)))
-    (runs / f"{b.hash}.json").write_text(json.dumps(_record(b, "t1/row seed 1", 10, 5.0,  # repro.results.timings' form
-                                                            timings={"run": {"cpu_s": 3.0}})))
+    (runs / f"{b.hash}.json").write_text(
+        json.dumps(
+            _record(
+                b,
+                "t1/row seed 1",
+                10,
+                5.0,  # repro.results.timings' form
+                timings={"run": {"cpu_s": 3.0}},
+            )
+        )
+    )
     (runs / f"{c.hash}.json").write_text(json.dumps(_record(c, "t1/row seed 0", 10, 5.0, resumed_from_epoch=1)))
     (runs / f"{d.hash}.json").write_text("{truncated")
     (runs / f"{d.hash}.failed.json").write_text("{}")
@@ -56,8 +92,11 @@ def test_records_give_seconds_threads_and_cpu_time(tmp_path):
 def test_tables_one_after_another_end_where_the_next_starts(tmp_path):
     (tmp_path / "runs").mkdir()
     one, two, late = _cfg(1, 128, 128), _cfg(2, 128, 128), _cfg(3, 128, 128)
-    for cfg, label, end, wall in ((one, "t1/r seed 0", 30, 20), (two, "t2/r seed 0", 70, 30),
-                                  (late, "t4/r seed 0", 400 + MAX_GAP_S, 10)):
+    for cfg, label, end, wall in (
+        (one, "t1/r seed 0", 30, 20),
+        (two, "t2/r seed 0", 70, 30),
+        (late, "t4/r seed 0", 400 + MAX_GAP_S, 10),
+    ):
         (tmp_path / "runs" / f"{cfg.hash}.json").write_text(json.dumps(_record(cfg, label, end, wall)))
     _result(tmp_path, "smoke", "t1", 35, [one])  # the first: its start is not known
     _result(tmp_path, "smoke", "t2", 80, [two])  # from t1's end (35) to its own (80)
@@ -70,13 +109,30 @@ def test_tables_one_after_another_end_where_the_next_starts(tmp_path):
 
 def test_timings_json_gives_each_command_and_table_its_phases(tmp_path):
     (tmp_path / "smoke").mkdir()
-    phases = [{"phase": "start-up and imports", "table": "", "wall_s": 5.0, "cpu_s": 5.0, "count": 1},
-              {"phase": "FLOP counting", "table": "t1", "wall_s": 2.0, "cpu_s": 2.0, "count": 1},
-              {"phase": "training", "table": "t1", "wall_s": 20.0, "cpu_s": 38.0, "count": 1},
-              {"phase": "tables", "table": "t1", "wall_s": 0.5, "cpu_s": 0.5, "count": 1}]
-    (tmp_path / "smoke" / "timings.json").write_text(json.dumps({"schema": 1, "commands": {
-        "run t1": {"command": "run t1", "profile": "smoke", "started": "x", "wall_s": 30.0, "cpu_s": 48.0,
-                   "phases": phases, "runs": []}}}))
+    phases = [
+        {"phase": "start-up and imports", "table": "", "wall_s": 5.0, "cpu_s": 5.0, "count": 1},
+        {"phase": "FLOP counting", "table": "t1", "wall_s": 2.0, "cpu_s": 2.0, "count": 1},
+        {"phase": "training", "table": "t1", "wall_s": 20.0, "cpu_s": 38.0, "count": 1},
+        {"phase": "tables", "table": "t1", "wall_s": 0.5, "cpu_s": 0.5, "count": 1},
+    ]
+    (tmp_path / "smoke" / "timings.json").write_text(
+        json.dumps(
+            {
+                "schema": 1,
+                "commands": {
+                    "run t1": {
+                        "command": "run t1",
+                        "profile": "smoke",
+                        "started": "x",
+                        "wall_s": 30.0,
+                        "cpu_s": 48.0,
+                        "phases": phases,
+                        "runs": [],
+                    }
+                },
+            }
+        )
+    )
     times = read_folder(tmp_path)
     cmd = times.commands["smoke"]["run t1"]
     assert cmd.wall_s == 30.0 and cmd.tables == ("t1",) and cmd.phases["training"] == 20.0

@@ -29,37 +29,89 @@ def no_gpu_here(monkeypatch, tmp_path):
 
 
 def _train(name, backbone, rate, kind="train"):
-    return {"name": name, "kind": kind, "status": "passed", "error": "", "seconds": 1.0,
-            "result": {"dataset": "imagenet", "backbone": backbone, "head": LINEAR, "batch_size": 256,
-                       "warmup_seconds": 30.0, "images_per_s": rate, "train_macs_per_s": 1e14}}
+    return {
+        "name": name,
+        "kind": kind,
+        "status": "passed",
+        "error": "",
+        "seconds": 1.0,
+        "result": {
+            "dataset": "imagenet",
+            "backbone": backbone,
+            "head": LINEAR,
+            "batch_size": 256,
+            "warmup_seconds": 30.0,
+            "images_per_s": rate,
+            "train_macs_per_s": 1e14,
+        },
+    }
 
 
 def _input(chosen="decode_cuda", rate=400.0):
-    paths = {p: {"status": "measured", "data_images_per_s": r, "ratio": r / 1000.0, "images_per_s": r}
-             for p, r in (("decode_cpu", 250.0), ("decode_cuda", rate))}
-    return {"name": "input_path/imagenet", "kind": "input_path", "status": "failed", "error": "not fed",
-            "seconds": 9.0, "result": {"dataset": "imagenet", "chosen": chosen, "paths": paths}}
+    paths = {
+        p: {"status": "measured", "data_images_per_s": r, "ratio": r / 1000.0, "images_per_s": r}
+        for p, r in (("decode_cpu", 250.0), ("decode_cuda", rate))
+    }
+    return {
+        "name": "input_path/imagenet",
+        "kind": "input_path",
+        "status": "failed",
+        "error": "not fed",
+        "seconds": 9.0,
+        "result": {"dataset": "imagenet", "chosen": chosen, "paths": paths},
+    }
 
 
 def _doc(device="NVIDIA Test GPU", inputs=True):
-    checks = [_train("train/imagenet/t.moe", MOE, 100.0), _train("dense_twin/imagenet/t.dense", R18, 1000.0,
-                                                                  "dense_twin")]
-    return {"schema": gpu_reference.SCHEMA, "dry_run": False, "device": {"name": device},
-            "settings": {"warmup_steps": 0},
-            "started": "2026-12-20T10:00:00+00:00", "manifests": {"t": {"check": "train/imagenet/t.moe"}},
-            "checks": checks + ([_input()] if inputs else [])}
+    checks = [
+        _train("train/imagenet/t.moe", MOE, 100.0),
+        _train("dense_twin/imagenet/t.dense", R18, 1000.0, "dense_twin"),
+    ]
+    return {
+        "schema": gpu_reference.SCHEMA,
+        "dry_run": False,
+        "device": {"name": device},
+        "settings": {"warmup_steps": 0},
+        "started": "2026-12-20T10:00:00+00:00",
+        "manifests": {"t": {"check": "train/imagenet/t.moe"}},
+        "checks": checks + ([_input()] if inputs else []),
+    }
 
 
 def _manifest():
     rows = [("dense", R18), ("moe", MOE), ("k1", {"name": "resnet18_moeconv", "params": {"top_k": 1}})]
-    return inline_manifest({
-        "id": "t", "title": "T", "paper_ref": "Table 5", "description": "d",
-        "profiles": {"full": {"description": "f", "evidence": "paper", "device": "cuda", "seeds": 1, "epochs": 1,
-                              "data": "real", "train_samples": 10_000, "test_samples": 3_000}},
-        "rows": [{"id": i, "label": i, "dataset": "imagenet", "measures": ["flops", "accuracy"],
-                  "backbone": {"name": b["name"], **b["params"]}, "head": {"name": "dense", "hidden": []}}
-                 for i, b in rows],
-    }, "t.toml")
+    return inline_manifest(
+        {
+            "id": "t",
+            "title": "T",
+            "paper_ref": "Table 5",
+            "description": "d",
+            "profiles": {
+                "full": {
+                    "description": "f",
+                    "evidence": "paper",
+                    "device": "cuda",
+                    "seeds": 1,
+                    "epochs": 1,
+                    "data": "real",
+                    "train_samples": 10_000,
+                    "test_samples": 3_000,
+                }
+            },
+            "rows": [
+                {
+                    "id": i,
+                    "label": i,
+                    "dataset": "imagenet",
+                    "measures": ["flops", "accuracy"],
+                    "backbone": {"name": b["name"], **b["params"]},
+                    "head": {"name": "dense", "hidden": []},
+                }
+                for i, b in rows
+            ],
+        },
+        "t.toml",
+    )
 
 
 def _seconds(model, m):
@@ -89,7 +141,8 @@ def test_without_a_measured_rate_a_streamed_run_is_priced_no_faster_than_its_inp
     cfg = planned_runs(m, m.profiles["full"])[0].cfg
     w = model.run_work(cfg)
     assert model.run_time(cfg, "t", model.device(m.profiles["full"])).compute_s == pytest.approx(
-        max(w.macs / 1e14, w.images / 400.0))
+        max(w.macs / 1e14, w.images / 400.0)
+    )
 
 
 def test_repro_list_says_which_check_priced_each_run_and_whether_the_input_was_measured(tmp_path):
@@ -100,11 +153,16 @@ def test_repro_list_says_which_check_priced_each_run_and_whether_the_input_was_m
         path.write_text(json.dumps(_doc(inputs=inputs)))
         sources = rate_sources(plan_all([m]), est.CostModel(calibration=path, cache=tmp_path / "cache"))
         assert {(s.measured_by, s.runs, s.images_per_s) for s in sources} == {
-            ("t.dense", 1, 1000.0), ("t.moe", 1, 100.0), ("t.moe*", 1, 100.0)}  # the models' rates
+            ("t.dense", 1, 1000.0),
+            ("t.moe", 1, 100.0),
+            ("t.moe*", 1, 100.0),
+        }  # the models' rates
         assert {s.input for s in sources} == {"decode_cuda 400" if inputs else "unmeasured"}
         lines[inputs] = [" ".join(str(c) for c in row) for row in rate_grid(sources).cells]
-    assert lines == {False: ["t 3 100-1,000 unmeasured dense (1), moe (1), moe* (1)"],
-                     True: ["t 3 100-1,000 decode_cuda 400 dense (1), moe (1), moe* (1)"]}
+    assert lines == {
+        False: ["t 3 100-1,000 unmeasured dense (1), moe (1), moe* (1)"],
+        True: ["t 3 100-1,000 decode_cuda 400 dense (1), moe (1), moe* (1)"],
+    }
 
 
 def test_the_newest_folder_of_each_gpu_newest_first(tmp_path):
@@ -132,16 +190,22 @@ def test_a_gpu_with_a_measurement_of_its_own_is_priced_by_it_unscaled(tmp_path, 
 def test_the_input_path_a_gpus_check_chose_is_its_runs_default(tmp_path):
     doc = _doc("NVIDIA H200")
     doc["measured_in"] = "docs/measurements/2026-12-20-h200"
-    choices = WRITER.input_choices({"references": [doc, {**_doc("NVIDIA L4", inputs=False),
-                                                               "measured_in": "x"}]})
-    assert choices["gpus"] == {"NVIDIA H200": {"path": "decode_cuda", "ratio": 0.4, "measured":
-                                               "docs/measurements/2026-12-20-h200: input_path/imagenet"}}
+    choices = WRITER.input_choices({"references": [doc, {**_doc("NVIDIA L4", inputs=False), "measured_in": "x"}]})
+    assert choices["gpus"] == {
+        "NVIDIA H200": {
+            "path": "decode_cuda",
+            "ratio": 0.4,
+            "measured": "docs/measurements/2026-12-20-h200: input_path/imagenet",
+        }
+    }
     path = tmp_path / "input_paths.json"
     path.write_text(json.dumps(choices))
     assert input_choice.measured_path("NVIDIA H200", path) == "decode_cuda"
     assert input_choice.measured_path("NVIDIA L4", path) is None
     path.write_text(json.dumps({"gpus": {"NVIDIA H200": {"path": "nvdec"}}}))
-    with pytest.raises(input_choice.InputChoiceError,
-                       match=r"input_paths.json: key 'gpus.NVIDIA H200.path': "
-                             r"expected one of pil, decode_cpu, decode_cuda, got 'nvdec'"):
+    with pytest.raises(
+        input_choice.InputChoiceError,
+        match=r"input_paths.json: key 'gpus.NVIDIA H200.path': "
+        r"expected one of pil, decode_cpu, decode_cuda, got 'nvdec'",
+    ):
         input_choice.measured_path("NVIDIA H200", path)

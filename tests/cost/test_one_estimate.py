@@ -93,8 +93,11 @@ def test_the_plan_prices_a_claim_as_the_appendix_does(cold):
     seeds = {t: p.profile.seeds or p.manifest.seeds for t, p in full.items()}
     # the same runs: every table it reads at the plan's seeds for it (a finding across tables reads another's
     # rows at its own count at `full`, and at the claim's in the plan)
-    same_seeds = [n for n in needs.values() if not n.claim.startswith("reading:")
-                  and {seeds[r.split("/")[0]] for r in n.rows} == {n.seeds}]
+    same_seeds = [
+        n
+        for n in needs.values()
+        if not n.claim.startswith("reading:") and {seeds[r.split("/")[0]] for r in n.rows} == {n.seeds}
+    ]
     assert len(same_seeds) >= 20
     for n in same_seeds:
         claim = next(c for c in full[n.manifest].manifest.claims if c.id == n.claim)
@@ -131,20 +134,36 @@ def test_the_readme_s_times_are_the_estimate_on_the_cpu_reference(cold):
     for profile, words in said.items():
         row = next(line for line in README.splitlines() if line.startswith(f"| `{profile}` |"))
         assert f"any CPU: {words} on 2 cores" in row, (profile, words, row)
-    figures = re.search(r"gives verify-all (~[\d.]+ \w+) at smoke and (~[\d.]+ \w+) at functional",
-                        " ".join(TIME.split()))
-    assert figures and figures.groups() == tuple(duration(command_time(plans.at(p), folder.model, folder.rates).seconds)
-                                                 for p in ("smoke", "functional")), "docs/time.md's figures"
+    figures = re.search(
+        r"gives verify-all (~[\d.]+ \w+) at smoke and (~[\d.]+ \w+) at functional", " ".join(TIME.split())
+    )
+    assert figures and figures.groups() == tuple(
+        duration(command_time(plans.at(p), folder.model, folder.rates).seconds) for p in ("smoke", "functional")
+    ), "docs/time.md's figures"
 
 
 def _records(results, manifest, load, cpu_s=2.0):
     (results / "runs").mkdir(parents=True, exist_ok=True)
     for p in planned_runs(manifest, manifest.profiles["smoke"]):
-        (results / "runs" / f"{p.cfg.hash}.json").write_text(json.dumps({
-            "config": p.cfg.to_dict(), "config_hash": p.cfg.hash, "label": p.label, "train_seconds": 3 * cpu_s,
-            "wall_seconds": 4 * cpu_s, "cpu_seconds": cpu_s,  # a CPU share of 0.25: four runs to a core
-            "provenance": {"time": "2026-12-06T04:00:00+00:00", "device_type": "cpu", "load_average": load,
-                           "cores": 2, "device": "cpu: x86_64, 1 intra-op thread(s)"}}))
+        (results / "runs" / f"{p.cfg.hash}.json").write_text(
+            json.dumps(
+                {
+                    "config": p.cfg.to_dict(),
+                    "config_hash": p.cfg.hash,
+                    "label": p.label,
+                    "train_seconds": 3 * cpu_s,
+                    "wall_seconds": 4 * cpu_s,
+                    "cpu_seconds": cpu_s,  # a CPU share of 0.25: four runs to a core
+                    "provenance": {
+                        "time": "2026-12-06T04:00:00+00:00",
+                        "device_type": "cpu",
+                        "load_average": load,
+                        "cores": 2,
+                        "device": "cpu: x86_64, 1 intra-op thread(s)",
+                    },
+                }
+            )
+        )
 
 
 def test_records_measured_under_load_move_no_estimate(cold, tmp_path):
@@ -156,7 +175,8 @@ def test_records_measured_under_load_move_no_estimate(cold, tmp_path):
     assert not busy.fits and "8 run records" in busy.describe()[-1] and "under load" in busy.describe()[-1]
     for profile in ("smoke", "functional"):
         assert command_time(plans.at(profile), busy.model, busy.rates).seconds == pytest.approx(
-            command_time(plans.at(profile), folder.model, folder.rates).seconds)
+            command_time(plans.at(profile), folder.model, folder.rates).seconds
+        )
     _records(tmp_path / "quiet", table, [0.4, 1.9])  # the same records, measured quiet, are fitted
     quiet = folder_estimate(settings, tmp_path / "quiet", plans, cached_only=True)
     assert quiet.fits["cpu"].device.cpu_share == pytest.approx(0.25) and quiet.fits["cpu"].busy == 0

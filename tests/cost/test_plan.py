@@ -93,10 +93,10 @@ def needs(fixed, priced):
 
 def test_every_empirical_training_claim_is_priced(needs):
     manifests, ns = needs
-    expected = {f"{m.id}/{c.id}" for m in manifests for c in m.claims
-                if c.scope == "empirical" and pl.rows_read(m, c)}
-    readings = {f"{m.id}/reading:{r.reading}" for m in manifests for r in m.rows
-                if r.reading and "accuracy" in r.measures}
+    expected = {f"{m.id}/{c.id}" for m in manifests for c in m.claims if c.scope == "empirical" and pl.rows_read(m, c)}
+    readings = {
+        f"{m.id}/reading:{r.reading}" for m in manifests for r in m.rows if r.reading and "accuracy" in r.measures
+    }
     # 57 empirical claims: 54 until table4's per-sample ImageNet claim became table8's, shown in table4; then 53, and
     # the epoch-1 accuracy and w=0.72 routing findings gained four. 17 trained alternatives: Table 1's h = 512 three
     # and Table 5's two, and the twelve of the eight readings that change only training (eleven on Table 1's h = 128,
@@ -131,8 +131,12 @@ def test_the_profiles_file_runs_exactly_the_planned_runs(needs, tmp_path):
     written = pl.write_plan(path, plan, manifests)
     profiles = load_profiles(path)
     assert profiles == written and all(name.startswith("plan_s") for name in profiles)
-    planned = {p.cfg.hash for m in manifests for name, prof in profiles.items()
-               for p in planned_runs(with_profiles(m, profiles), prof)}
+    planned = {
+        p.cfg.hash
+        for m in manifests
+        for name, prof in profiles.items()
+        for p in planned_runs(with_profiles(m, profiles), prof)
+    }
     assert planned == {h for c in plan.chosen for h in c.need.items if est.is_run(h)}
     assert all(p.data == "real" and p.epochs is None for p in profiles.values())
     fewer = {c.need.seeds for c in plan.chosen if c.need.seeds < c.need.paper_seeds}  # e.g. 3 of the headline's 10
@@ -192,22 +196,35 @@ def test_each_alternative_reading_a_table_trains_is_priced_with_the_rows_it_is_c
     _, ns = needs
     literal = next(n for n in ns if n.key == "table1/reading:capacity-rule/literal_capacity")
     # the two MoE twins, and the dense rows their gaps are taken against, at the paper's five seeds
-    assert literal.rows == ("table1/dw_h512_dense", "table1/dw_h512_moe__literal_capacity", "table1/std_h512_dense",
-                            "table1/std_h512_moe__literal_capacity")
+    assert literal.rows == (
+        "table1/dw_h512_dense",
+        "table1/dw_h512_moe__literal_capacity",
+        "table1/std_h512_dense",
+        "table1/std_h512_moe__literal_capacity",
+    )
     assert literal.seeds == 5 and literal.runs == 20 and literal.weight == pl.SENSITIVITY_WEIGHT
     init = next(n for n in ns if n.key == "table1/reading:conv-init/torch_init")
-    assert set(init.rows) == {f"table1/{r}" for r in ("std_h512_moe__torch_init", "std_h512_dense__torch_init",
-                                                      "dw_h512_moe__torch_init", "dw_h512_dense__torch_init")}
+    assert set(init.rows) == {
+        f"table1/{r}"
+        for r in (
+            "std_h512_moe__torch_init",
+            "std_h512_dense__torch_init",
+            "dw_h512_moe__torch_init",
+            "dw_h512_dense__torch_init",
+        )
+    }
 
 
 def test_a_days_plan_is_one_screen_at_80_columns(tmp_path):
     """`repro plan --gpu-hours 24` printed 467-527 lines at 80 columns (7-8 "Key: value" lines per claim): one line
     per claim now, -v for the detail."""
-    out = CliRunner().invoke(app, ["plan", "--gpu-hours", "24", "--results-dir", str(tmp_path / "none")],
-                             env={"COLUMNS": "80"})
+    out = CliRunner().invoke(
+        app, ["plan", "--gpu-hours", "24", "--results-dir", str(tmp_path / "none")], env={"COLUMNS": "80"}
+    )
     assert out.exit_code == 0, out.output
     lines = out.output.splitlines()
     assert len(lines) <= 60 and max(len(line) for line in lines) <= 80, out.output
-    verbose = CliRunner().invoke(app, ["plan", "--gpu-hours", "24", "-v", "--results-dir", str(tmp_path / "none")],
-                                 env={"COLUMNS": "80"})
+    verbose = CliRunner().invoke(
+        app, ["plan", "--gpu-hours", "24", "-v", "--results-dir", str(tmp_path / "none")], env={"COLUMNS": "80"}
+    )
     assert verbose.exit_code == 0 and len(verbose.output.splitlines()) > len(lines)

@@ -19,9 +19,11 @@ from repro.plan.table_plan import build_plans
 
 WRITER = tool("write_cpu_reference")  # tools/write_cpu_reference.py: the shipped file's writer
 
-REGENERATE = ("the CPU reference is out of date: run the shipped CPU profiles cold on a 2-core machine and "
-              "`python tools/write_cpu_reference.py` their folders (its docstring), then commit "
-              "repro/cost/cpu_reference.json")
+REGENERATE = (
+    "the CPU reference is out of date: run the shipped CPU profiles cold on a 2-core machine and "
+    "`python tools/write_cpu_reference.py` their folders (its docstring), then commit "
+    "repro/cost/cpu_reference.json"
+)
 
 
 @pytest.fixture
@@ -33,8 +35,13 @@ def cold(tmp_path, monkeypatch):
 
 def _cpu_runs():
     """config hash -> config of every run a shipped profile pinned to the CPU plans."""
-    return {p.cfg.hash: p.cfg for m in load_all() for prof in m.profiles.values() if prof.device == "cpu"
-            for p in planned_runs(m, prof)}
+    return {
+        p.cfg.hash: p.cfg
+        for m in load_all()
+        for prof in m.profiles.values()
+        if prof.device == "cpu"
+        for p in planned_runs(m, prof)
+    }
 
 
 def test_the_shipped_run_model_is_the_fit_of_the_shipped_runs():
@@ -57,8 +64,9 @@ def test_it_lists_the_runs_the_cpu_profiles_plan_at_today_s_counts(cold):
         if h not in listed:
             continue
         work = model.run_work(cfg)
-        assert (work.macs, work.steps) == (pytest.approx(listed[h].macs, rel=1e-9), listed[h].steps), \
+        assert (work.macs, work.steps) == (pytest.approx(listed[h].macs, rel=1e-9), listed[h].steps), (
             f"{listed[h].label}: {REGENERATE}"
+        )
 
 
 def test_a_cold_estimate_prices_listed_runs_at_their_own_and_verify_all_near_what_it_took(cold):
@@ -109,10 +117,19 @@ def _records(folder, manifest, profiles, cache) -> list:
     for p in planned:
         w = model.run_work(p.cfg)
         cpu = A * w.macs + B * w.steps + O
-        record = {"config": p.cfg.to_dict(), "config_hash": p.cfg.hash, "label": f"{manifest.id}/{p.row} seed {p.seed}",
-                  "train_seconds": cpu, "wall_seconds": cpu / 0.98, "cpu_seconds": cpu,
-                  "provenance": {"time": WHEN.isoformat(), "device_type": "cpu",
-                                 "device": "cpu: x86_64, 1 intra-op thread(s)"}}
+        record = {
+            "config": p.cfg.to_dict(),
+            "config_hash": p.cfg.hash,
+            "label": f"{manifest.id}/{p.row} seed {p.seed}",
+            "train_seconds": cpu,
+            "wall_seconds": cpu / 0.98,
+            "cpu_seconds": cpu,
+            "provenance": {
+                "time": WHEN.isoformat(),
+                "device_type": "cpu",
+                "device": "cpu: x86_64, 1 intra-op thread(s)",
+            },
+        }
         (runs / f"{p.cfg.hash}.json").write_text(json.dumps(record))
     return planned
 
@@ -140,12 +157,25 @@ def test_build_prices_the_measured_commands_cold_whatever_this_machine_has_cache
     table4 = next(m for m in manifests if m.id == "table4")
     planned = _records(tmp_path / "results", table4, ("functional",), cold)
     own = sum(A * CostModel(cached_only=True, cache=cold).run_work(p.cfg).macs for p in planned)
-    phases = [{"phase": "start-up and imports", "table": "", "wall_s": 3.0, "cpu_s": 2.5},
-              {"phase": "stand-in pretraining", "table": "table4", "wall_s": 20.0, "cpu_s": 40.0},
-              {"phase": "training", "table": "table4", "wall_s": own, "cpu_s": 2 * own}]
+    phases = [
+        {"phase": "start-up and imports", "table": "", "wall_s": 3.0, "cpu_s": 2.5},
+        {"phase": "stand-in pretraining", "table": "table4", "wall_s": 20.0, "cpu_s": 40.0},
+        {"phase": "training", "table": "table4", "wall_s": own, "cpu_s": 2 * own},
+    ]
     (tmp_path / "results" / "functional").mkdir()
-    (tmp_path / "results" / "functional" / "timings.json").write_text(json.dumps({"commands": {"run table4": {
-        "phases": phases, "wall_s": sum(p["wall_s"] for p in phases), "started": WHEN.isoformat()}}}))
+    (tmp_path / "results" / "functional" / "timings.json").write_text(
+        json.dumps(
+            {
+                "commands": {
+                    "run table4": {
+                        "phases": phases,
+                        "wall_s": sum(p["wall_s"] for p in phases),
+                        "started": WHEN.isoformat(),
+                    }
+                }
+            }
+        )
+    )
     cold_doc = WRITER.build_cpu_reference([tmp_path / "results"], manifests, "0" * 40, "x", cold)
     cfg = planned[0].cfg
     weights = digit_weights.weights_path(cfg.backbone["name"], cfg.dataset, cfg.image_size, cache=cold)

@@ -49,8 +49,9 @@ def _measure(ratio, load, spread=0.0):
 def _list_totals(tmp_path, cache) -> dict[str, tuple[float, str]]:
     """profile -> (verify-all's wall seconds, its From words) as `repro list` prints them with no records, its
     cache folder `cache`."""
-    out = CliRunner().invoke(app, ["list", "--results-dir", str(tmp_path / "no-results")],
-                             env={"COLUMNS": "100", "REPRO_CACHE": str(cache)})
+    out = CliRunner().invoke(
+        app, ["list", "--results-dir", str(tmp_path / "no-results")], env={"COLUMNS": "100", "REPRO_CACHE": str(cache)}
+    )
     assert out.exit_code == 0, out.output
     totals = out.output.split("Totals over every manifest")[1]
     rows = {}

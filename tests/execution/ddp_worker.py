@@ -20,16 +20,18 @@ class Stop(Exception):
 
 def rank_main(rank: int, world: int, port: int, cfg, checkpoint: str, out: str, stop_after: int = 0) -> None:
     """Train `cfg` as rank `rank` of `world`; rank 0 writes the result (or the epoch it stopped at) to `out`."""
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE=str(world),
-                      LOCAL_RANK=str(rank))
+    os.environ.update(
+        MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE=str(world), LOCAL_RANK=str(rank)
+    )
     torch.set_num_threads(1)
     from repro.core.settings import Launch, Settings
     from repro.runtime import distributed
     from repro.train.loop import train_run
 
     # This process starts here, as a torchrun rank would: its launch, and a checkpoint after every epoch.
-    settings = Settings(checkpoint_seconds=0.0,
-                        launch=Launch(world_size=world, local_rank=rank, local_world_size=world))
+    settings = Settings(
+        checkpoint_seconds=0.0, launch=Launch(world_size=world, local_rank=rank, local_world_size=world)
+    )
     distributed.init("cpu", settings.launch)
 
     def stop(epoch: int, epochs: int, entry: dict) -> None:
@@ -37,8 +39,9 @@ def rank_main(rank: int, world: int, port: int, cfg, checkpoint: str, out: str, 
             raise Stop
 
     try:
-        result = train_run(cfg, torch.device("cpu"), None, Path(checkpoint), stop if stop_after else None,
-                           settings=settings)
+        result = train_run(
+            cfg, torch.device("cpu"), None, Path(checkpoint), stop if stop_after else None, settings=settings
+        )
     except distributed.WorldBroken as exc:
         if not isinstance(exc.__cause__, Stop):
             raise

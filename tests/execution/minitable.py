@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-MANIFEST = '''
+MANIFEST = """
 id = "mini"
 title = "two rows, two seeds"
 paper_ref = "test"
@@ -45,10 +45,10 @@ scope = "empirical"
 rule = "row_above"
 row = "moe"
 baseline = "dense"
-'''
+"""
 
 # The tests' own smoke profile (a profiles file, as a user would give one), replacing the shipped one.
-PROFILES = '''
+PROFILES = """
 [profiles.smoke]
 description = "tiny"
 evidence = "pipeline"
@@ -65,7 +65,7 @@ pretrained = false
 [profiles.full]
 description = "unused"
 evidence = "paper"
-'''
+"""
 
 COUNTS = re.compile(r"runs: (\d+) trained here, (\d+) reused, (\d+) trained by another process")
 
@@ -76,8 +76,13 @@ def write_manifest(folder: Path, epochs: int = 3, train_samples: int = 192) -> d
     (folder / "manifests").mkdir(parents=True, exist_ok=True)
     (folder / "manifests" / "mini.toml").write_text(MANIFEST)
     (folder / "profiles.toml").write_text(PROFILES.format(epochs=epochs, train_samples=train_samples))
-    return {**os.environ, "REPRO_MANIFESTS": str(folder / "manifests"), "REPRO_PROFILES": str(folder / "profiles.toml"),
-            "OMP_NUM_THREADS": "1", "COLUMNS": "200"}
+    return {
+        **os.environ,
+        "REPRO_MANIFESTS": str(folder / "manifests"),
+        "REPRO_PROFILES": str(folder / "profiles.toml"),
+        "OMP_NUM_THREADS": "1",
+        "COLUMNS": "200",
+    }
 
 
 def _terminal_signals() -> None:
@@ -89,10 +94,15 @@ def _terminal_signals() -> None:
 
 
 def repro(results: Path, env: dict, *args: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "repro", "mini", "--results-dir", str(results), "--jobs", "1",
-                             *args],
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True, preexec_fn=_terminal_signals)
+    return subprocess.Popen(
+        [sys.executable, "-m", "repro", "mini", "--results-dir", str(results), "--jobs", "1", *args],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+        preexec_fn=_terminal_signals,
+    )
 
 
 def counts(output: str) -> tuple[int, int, int]:

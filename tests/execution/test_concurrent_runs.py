@@ -22,6 +22,7 @@ def test_two_processes_on_one_results_directory_never_train_a_run_twice(tmp_path
     # this one looked: the second process can start after the first has finished a run)
     assert (t1 + r1 + w1, t2 + r2 + w2) == (4, 4)
     # each record names the process that trained it, and it is the one that counted it as trained here
-    assert Counter(r["provenance"]["executor"]["pid"] for r in records) == \
-        {pid: t for pid, t in ((procs[0].pid, t1), (procs[1].pid, t2)) if t}
+    assert Counter(r["provenance"]["executor"]["pid"] for r in records) == {
+        pid: t for pid, t in ((procs[0].pid, t1), (procs[1].pid, t2)) if t
+    }
     assert not list((results / "runs").glob("*.lock")) and not list((results / "runs").glob("*.ckpt"))

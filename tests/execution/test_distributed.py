@@ -53,8 +53,12 @@ def test_gpus_per_run_relaunches_the_command_under_torchrun():
     from repro.runtime.distributed import torchrun_command
 
     head = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=4", "-m", "repro"]
-    assert (torchrun_command(["run", "table6", "--gpus-per-run", "4", "-p", "full"], 4)
-            == head + ["run", "table6", "-p", "full"])
+    assert torchrun_command(["run", "table6", "--gpus-per-run", "4", "-p", "full"], 4) == head + [
+        "run",
+        "table6",
+        "-p",
+        "full",
+    ]
     assert torchrun_command(["table6", "--gpus-per-run=4"], 4) == head + ["table6"]
 
 
@@ -80,15 +84,16 @@ def test_tensor_loader_shards_make_one_process_steps(n):
         for (xb, yb), (x0, y0), (x1, y1) in zip(whole, *parts):
             merged = torch.stack([x0, x1], 1).flatten(0, 1)  # (2 * B_local, C, H, W): r0, r1, r0, ...
             assert len(merged) == len(xb) - len(xb) % 2
-            assert torch.equal(merged, xb[:len(merged)])
-            assert torch.equal(torch.stack([y0, y1], 1).flatten(), yb[:len(merged)])
+            assert torch.equal(merged, xb[: len(merged)])
+            assert torch.equal(torch.stack([y0, y1], 1).flatten(), yb[: len(merged)])
 
 
 def test_tensor_loader_test_shards_cover_every_image_once():
     x, y = _images(11)
     kw = dict(mean=(0.0,), std=(1.0 / 255,))
-    seen = sorted(v for r in range(2) for xb, _ in TensorLoader(x, y, 4, train=False, shard=(r, 2), **kw)
-                  for v in _ids(xb))
+    seen = sorted(
+        v for r in range(2) for xb, _ in TensorLoader(x, y, 4, train=False, shard=(r, 2), **kw) for v in _ids(xb)
+    )
     assert seen == list(range(11))
 
 
@@ -131,14 +136,30 @@ def test_folder_loader_shards_make_one_process_steps(tmp_path, pipeline):
 
 # --- two gloo processes on this CPU --------------------------------------------------------------------------
 
-PROFILE = Profile(description="t", evidence="pipeline", seeds=1, epochs=2, data="synthetic", train_samples=200,
-                  test_samples=101, batch_size=64, max_image_size=16, pretrained=False)
+PROFILE = Profile(
+    description="t",
+    evidence="pipeline",
+    seeds=1,
+    epochs=2,
+    data="synthetic",
+    train_samples=200,
+    test_samples=101,
+    batch_size=64,
+    max_image_size=16,
+    pretrained=False,
+)
 METRICS = ("train_loss", "train_accuracy", "aux_loss", "test_loss", "test_accuracy")
 
 
 def _cfg():
-    row = Row(id="r", label="r", dataset="cifar10", backbone=Component("cifar_standard"),
-              head=Component("dense", {"dropout": 0.0}), measures=("accuracy",))
+    row = Row(
+        id="r",
+        label="r",
+        dataset="cifar10",
+        backbone=Component("cifar_standard"),
+        head=Component("dense", {"dropout": 0.0}),
+        measures=("accuracy",),
+    )
     return resolve(row, PROFILE, seed=0)
 
 
@@ -148,8 +169,11 @@ def _two(cfg, folder, name: str, stop_after: int = 0) -> dict:
     from . import ddp_worker
 
     out = folder / f"{name}.json"
-    mp.spawn(ddp_worker.rank_main, args=(2, ddp_worker.free_port(), cfg, str(folder / f"{name}.ckpt"), str(out),
-                                         stop_after), nprocs=2)
+    mp.spawn(
+        ddp_worker.rank_main,
+        args=(2, ddp_worker.free_port(), cfg, str(folder / f"{name}.ckpt"), str(out), stop_after),
+        nprocs=2,
+    )
     return json.loads(out.read_text())
 
 
@@ -164,8 +188,9 @@ def runs(tmp_path_factory):
     torch.set_num_threads(1)
     try:
         t0 = time.perf_counter()
-        one = train_run(_cfg(), torch.device("cpu"), None, folder / "one.ckpt",
-                        settings=Settings(checkpoint_seconds=0.0))
+        one = train_run(
+            _cfg(), torch.device("cpu"), None, folder / "one.ckpt", settings=Settings(checkpoint_seconds=0.0)
+        )
         t1 = time.perf_counter()
         two = _two(_cfg(), folder, "two")
         t2 = time.perf_counter()
@@ -193,8 +218,9 @@ def test_two_processes_give_the_one_process_record(runs):
     worst["weights"] = max((w1[k].float() - w2[k].float()).abs().max().item() for k in w1)
     print("max |1 process - 2 processes|:", worst)
     assert 0 < worst["weights"] < 1e-4  # Adam (lr 1e-3) turns rounding in near-zero gradients into ~1e-5 steps
-    assert one["metrics"]["accuracy"] == pytest.approx(two["metrics"]["accuracy"],
-                                                       abs=1 / PROFILE.test_samples + 1e-9)  # one image
+    assert one["metrics"]["accuracy"] == pytest.approx(
+        two["metrics"]["accuracy"], abs=1 / PROFILE.test_samples + 1e-9
+    )  # one image
 
 
 @pytest.mark.slow
@@ -223,9 +249,27 @@ def test_torchrun_trains_a_table_with_rank_0_writing_the_records(tmp_path):
 
     env = write_manifest(tmp_path, epochs=1, train_samples=64)
     results = tmp_path / "results"
-    out = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
-                          "-m", "repro", "mini", "--results-dir", str(results), "--device", "cpu"],
-                         env=env, capture_output=True, text=True, timeout=600)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--standalone",
+            "--nproc-per-node",
+            "2",
+            "-m",
+            "repro",
+            "mini",
+            "--results-dir",
+            str(results),
+            "--device",
+            "cpu",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     assert counts(out.stdout) == (4, 0, 0)  # printed once: by rank 0
     records = [json.loads(p.read_text()) for p in (results / "runs").glob("*.json")]

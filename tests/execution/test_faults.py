@@ -94,7 +94,7 @@ def test_a_disk_that_fills_mid_run_stops_with_one_line_and_a_rerun_resumes(tmp_p
         out, _ = proc.communicate(timeout=600)
         assert proc.returncode == 1 and "Traceback" not in out, out
         assert out.count("error:") == 1, out
-        said = " ".join(out[out.index("error:"):].split())  # the one error, last, wrapped at words at 80 columns
+        said = " ".join(out[out.index("error:") :].split())  # the one error, last, wrapped at words at 80 columns
         assert "No space left on device" in said and "free space on the disk" in said, out
         assert "every finished run record is kept" in said, out
         assert {p.name: p.read_bytes() for p in runs_dir(results).glob("*.json") if p.name in first} == first
@@ -109,10 +109,16 @@ def test_a_disk_that_fills_mid_run_stops_with_one_line_and_a_rerun_resumes(tmp_p
         subprocess.run(["umount", "-l", str(disk)])
 
 
-@pytest.mark.parametrize("content", [{"host": socket.gethostname(), "pid": "abc"},
-                                     {"host": socket.gethostname(), "pid": 99999999999999999999},
-                                     {"host": socket.gethostname(), "pid": -1},
-                                     os.urandom(64)], ids=["pid abc", "pid too large", "pid -1", "random bytes"])
+@pytest.mark.parametrize(
+    "content",
+    [
+        {"host": socket.gethostname(), "pid": "abc"},
+        {"host": socket.gethostname(), "pid": 99999999999999999999},
+        {"host": socket.gethostname(), "pid": -1},
+        os.urandom(64),
+    ],
+    ids=["pid abc", "pid too large", "pid -1", "random bytes"],
+)
 def test_a_malformed_lock_is_named_by_status_and_taken_over_by_run(tmp_path, content):
     """Issue 22, items 3 and 4: such a lock crashed `run` and `status` on every rerun (ValueError,
     OverflowError), was taken as alive (pid -1), or was waited on for 600 s as 'held by ?:?'."""
@@ -126,8 +132,13 @@ def test_a_malformed_lock_is_named_by_status_and_taken_over_by_run(tmp_path, con
     lock.write_bytes(content if isinstance(content, bytes) else json.dumps(content).encode())
     old = time.time() - 60
     os.utime(lock, (old, old))
-    status = subprocess.run([sys.executable, "-m", "repro", "status", "mini", "--results-dir", str(results), "-v"],
-                            capture_output=True, text=True, env=env, timeout=300)
+    status = subprocess.run(
+        [sys.executable, "-m", "repro", "status", "mini", "--results-dir", str(results), "-v"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert status.returncode == 0 and "Traceback" not in status.stderr, status.stderr
     assert f"the lock file {lock}, which cannot be used" in " ".join(status.stdout.split()), status.stdout
     code, out = _run(results, env, timeout=120)
@@ -155,8 +166,10 @@ def test_a_full_disk_stops_the_runs_without_a_failure_record(tmp_path, monkeypat
     monkeypatch.setattr(FolderWriter, "replace_set", full)
     with pytest.raises(WriteFailed) as caught:
         execute_runs([RunRequest(done, "done"), RunRequest(cut, "cut")], tmp_path, "cpu", settings=every_epoch)
-    assert str(caught.value).startswith(f"cannot write {runs_dir(tmp_path) / cut.hash}.ckpt: No space left on device; "
-                                        f"free space on the disk that holds {runs_dir(tmp_path)}")
+    assert str(caught.value).startswith(
+        f"cannot write {runs_dir(tmp_path) / cut.hash}.ckpt: No space left on device; "
+        f"free space on the disk that holds {runs_dir(tmp_path)}"
+    )
     assert record_path(tmp_path, done).read_bytes() == kept
     assert sorted(p.name for p in runs_dir(tmp_path).iterdir()) == [f"{done.hash}.json"]
 
@@ -186,6 +199,8 @@ def test_a_stale_lock_that_cannot_be_removed_skips_its_run_and_the_others_train(
     monkeypatch.setattr(Path, "unlink", sticky)
     batch = execute_runs([RunRequest(theirs, "theirs"), RunRequest(ours, "ours")], tmp_path, "cpu")
     assert batch.counts.trained == 1 and ours.hash in batch.records and theirs.hash not in batch.records
-    assert batch.errors[theirs.hash].startswith(f"the lock {lock} is stale (its process {dead.stdout.strip()} on "
-                                                "this host has exited), but this user may not remove it")
+    assert batch.errors[theirs.hash].startswith(
+        f"the lock {lock} is stale (its process {dead.stdout.strip()} on "
+        "this host has exited), but this user may not remove it"
+    )
     assert lock.exists() and not list(runs.glob("*.failed.json"))  # not the run's failure: nothing recorded

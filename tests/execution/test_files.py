@@ -26,17 +26,22 @@ def _tmp(results, name, age, size=10):
 def test_stale_temporary_files_are_removed_when_runs_start_and_live_or_recent_ones_kept(tmp_path, capsys):
     """Issue 41, item 8: after ten kill -9s, runs/ held a 64.6 MB .ckpt.*.tmp and two of about 12 MB, never
     removed."""
-    dead = int(subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
-                              text=True).stdout)
+    dead = int(
+        subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True).stdout
+    )
     here = socket.gethostname()
     cfg = config()
     write_record(tmp_path, cfg)
-    gone = [_tmp(tmp_path, f".{cfg.hash}.ckpt.{dead}@{here}.a1b2.tmp", 700, 3 << 20),  # its writer exited
-            _tmp(tmp_path, f".{cfg.hash}.json.{dead}@elsewhere.c3d4.tmp", 700),  # another host's: age decides
-            _tmp(tmp_path, f".{cfg.hash}.ckpt.e5f6.tmp", 700)]  # named before temporary files named their writer
-    kept = [_tmp(tmp_path, f".{cfg.hash}.ckpt.{os.getpid()}@{here}.g7h8.tmp", 700),  # its writer is alive
-            _tmp(tmp_path, f".{cfg.hash}.ckpt.{dead}@{here}.i9j0.tmp", 30),  # younger than the lock timeout
-            _tmp(tmp_path, f".{cfg.hash}.json.{dead}@elsewhere.k1l2.tmp", 30)]
+    gone = [
+        _tmp(tmp_path, f".{cfg.hash}.ckpt.{dead}@{here}.a1b2.tmp", 700, 3 << 20),  # its writer exited
+        _tmp(tmp_path, f".{cfg.hash}.json.{dead}@elsewhere.c3d4.tmp", 700),  # another host's: age decides
+        _tmp(tmp_path, f".{cfg.hash}.ckpt.e5f6.tmp", 700),
+    ]  # named before temporary files named their writer
+    kept = [
+        _tmp(tmp_path, f".{cfg.hash}.ckpt.{os.getpid()}@{here}.g7h8.tmp", 700),  # its writer is alive
+        _tmp(tmp_path, f".{cfg.hash}.ckpt.{dead}@{here}.i9j0.tmp", 30),  # younger than the lock timeout
+        _tmp(tmp_path, f".{cfg.hash}.json.{dead}@elsewhere.k1l2.tmp", 30),
+    ]
     batch = execute_runs([RunRequest(cfg, "r")], tmp_path, "cpu")
     assert batch.counts.reused == 1 and not batch.errors
     assert [p.exists() for p in gone] == [False] * 3 and [p.exists() for p in kept] == [True] * 3

@@ -19,23 +19,42 @@ from repro.core.settings import Settings
 from repro.execution.runs import RunRequest, checkpoint_path, execute_runs, record_path, runs_dir
 from .minitable import _terminal_signals, counts, repro, write_manifest
 
-PROFILE = Profile(description="test", evidence="pipeline", seeds=3, epochs=2, data="synthetic", train_samples=64,
-                  test_samples=32, batch_size=32, max_image_size=16, pretrained=False)
-ROW = Row(id="r", label="r", dataset="cifar10", backbone=Component("cifar_standard"), head=Component("dense"),
-          measures=("accuracy",))
+PROFILE = Profile(
+    description="test",
+    evidence="pipeline",
+    seeds=3,
+    epochs=2,
+    data="synthetic",
+    train_samples=64,
+    test_samples=32,
+    batch_size=32,
+    max_image_size=16,
+    pretrained=False,
+)
+ROW = Row(
+    id="r",
+    label="r",
+    dataset="cifar10",
+    backbone=Component("cifar_standard"),
+    head=Component("dense"),
+    measures=("accuracy",),
+)
 EVERY_EPOCH = Settings(checkpoint_seconds=0.0)  # a checkpoint after every epoch: runs here are stopped after one
 
 
 def test_the_message_says_what_was_kept_and_how_to_resume():
     assert RunsInterrupted(5, [2, 1], 9).message() == (
         "interrupted: 5 runs recorded, 2 interrupted (checkpoints kept at epoch 2 and 1), 9 not started; "
-        "rerun the same command to resume")
+        "rerun the same command to resume"
+    )
     assert RunsInterrupted(1, [None, 3, None, 1, 2], 0).message("repro mini --jobs 2") == (
         "interrupted: 1 run recorded, 5 interrupted (checkpoints kept at epoch 3, 2 and 1; 2 before their first "
-        "epoch), 0 not started; rerun `repro mini --jobs 2` to resume")
+        "epoch), 0 not started; rerun `repro mini --jobs 2` to resume"
+    )
     assert RunsInterrupted(0, [None], 3).message() == (
         "interrupted: 0 runs recorded, 1 interrupted (1 before its first epoch), 3 not started; "
-        "rerun the same command to resume")
+        "rerun the same command to resume"
+    )
 
 
 def test_ctrl_c_in_process_keeps_the_record_and_the_checkpoint_and_resumes(tmp_path, monkeypatch):
@@ -75,8 +94,10 @@ def test_a_killed_workers_lock_and_temporary_files_are_removed_but_not_another_h
 
 # The subprocess tests: the tiny table (tests/execution/minitable.py), long enough that a signal lands mid-table.
 EPOCHS, SAMPLES = 4, 320
-PATTERN = re.compile(r"mini interrupted: (\d+) runs? recorded, (\d+) interrupted(?: \(([^)]*)\))?, (\d+) not started; "
-                     r"rerun `(.+)` to resume")
+PATTERN = re.compile(
+    r"mini interrupted: (\d+) runs? recorded, (\d+) interrupted(?: \(([^)]*)\))?, (\d+) not started; "
+    r"rerun `(.+)` to resume"
+)
 
 
 def _table(results):
@@ -94,11 +115,12 @@ def whole(tmp_path_factory):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("jobs,signum,group", [("2", signal.SIGINT, True), ("1", signal.SIGTERM, False),
-                                               ("2", signal.SIGHUP, True), ("2", signal.SIGQUIT, True)],
-                         ids=["ctrl-c jobs 2", "sigterm jobs 1", "closed terminal jobs 2", "ctrl-backslash jobs 2"])
-def test_a_signal_stops_the_table_in_seconds_and_a_rerun_completes_it_identically(tmp_path, whole, jobs, signum,
-                                                                                 group):
+@pytest.mark.parametrize(
+    "jobs,signum,group",
+    [("2", signal.SIGINT, True), ("1", signal.SIGTERM, False), ("2", signal.SIGHUP, True), ("2", signal.SIGQUIT, True)],
+    ids=["ctrl-c jobs 2", "sigterm jobs 1", "closed terminal jobs 2", "ctrl-backslash jobs 2"],
+)
+def test_a_signal_stops_the_table_in_seconds_and_a_rerun_completes_it_identically(tmp_path, whole, jobs, signum, group):
     """Issue 41, item 10: a closed terminal (SIGHUP) exited 129 with no "interrupted" line and left locks; SIGQUIT
     dumped core."""
     env = write_manifest(tmp_path, EPOCHS, SAMPLES)
@@ -157,7 +179,7 @@ def test_the_interrupt_summary_counts_a_record_written_after_the_last_booking(tm
     assert not checkpoint_path(tmp_path, cfgs[0]).exists() and not list(runs_dir(tmp_path).glob("*.lock"))
 
 
-REPORT = '''
+REPORT = """
 import os, signal, sys
 
 import repro.report.summary as summary
@@ -182,7 +204,7 @@ summary.write_report = interrupted
 from repro.cli import main
 
 main()  # the `repro` entry point: the one place SIGTERM and Ctrl-C are handled
-'''
+"""
 
 
 @pytest.fixture(scope="module")
@@ -208,9 +230,14 @@ def test_report_keeps_the_interrupt_contract(table6_results, tmp_path, how):
     before = (table6_results / "smoke" / "report.md").read_bytes()
     script = tmp_path / "report_interrupted.py"
     script.write_text(REPORT)
-    out = subprocess.run([sys.executable, str(script), how, "report", "--results-dir", str(table6_results)],
-                         capture_output=True, text=True, timeout=300, env={**os.environ, "COLUMNS": "300"},
-                         preexec_fn=_terminal_signals)
+    out = subprocess.run(
+        [sys.executable, str(script), how, "report", "--results-dir", str(table6_results)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "COLUMNS": "300"},
+        preexec_fn=_terminal_signals,
+    )
     assert out.returncode == 130, out.stdout + out.stderr
     assert "report interrupted: the run records and results are untouched" in out.stderr
     assert "rerun `repro report --results-dir" in out.stderr and "Traceback" not in out.stderr
@@ -261,8 +288,9 @@ def whole_longer(tmp_path_factory):
 
 
 @pytest.mark.slow
-def test_ten_sigkills_of_the_main_process_alone_leave_no_process_and_the_table_equals_a_clean_runs(tmp_path,
-                                                                                                  whole_longer):
+def test_ten_sigkills_of_the_main_process_alone_leave_no_process_and_the_table_equals_a_clean_runs(
+    tmp_path, whole_longer
+):
     """Issue 41, item 2: kill -9 of the main process only (the OOM killer; not the group, as a terminal's Ctrl-C
     is) left both pool workers and the resource tracker alive under pid 1, minutes later. Each kill lands once
     the table has kept a random number of epochs (of 48; the last at 36 at most, so the table never ends first,
@@ -292,9 +320,11 @@ def test_ten_sigkills_of_the_main_process_alone_leave_no_process_and_the_table_e
         assert not list(runs.glob("*.lock")), f"kill {kill + 1}: locks left: {list(runs.glob('*.lock'))}"
         for path in runs.glob("*.json"):
             assert written.setdefault(path.name, path.stat().st_mtime_ns) == path.stat().st_mtime_ns  # never rewritten
-    print(f"{len(gone_after)} SIGKILLs of the main process: every process of the command gone "
-          f"{min(gone_after):.1f}-{max(gone_after):.1f} s after each; kept epochs at the kills {targets} or more "
-          f"of {4 * KILL_EPOCHS}; {len(written)} of 4 runs recorded before the last")
+    print(
+        f"{len(gone_after)} SIGKILLs of the main process: every process of the command gone "
+        f"{min(gone_after):.1f}-{max(gone_after):.1f} s after each; kept epochs at the kills {targets} or more "
+        f"of {4 * KILL_EPOCHS}; {len(written)} of 4 runs recorded before the last"
+    )
     again = repro(results, env, "--jobs", "2")
     out, _ = again.communicate(timeout=900)
     assert again.returncode == 0, out

@@ -15,8 +15,10 @@ pytestmark = pytest.mark.slow  # every test here trains runs
 
 def _table(results: Path) -> dict:
     record = json.loads((results / "smoke" / "mini" / "results.json").read_text())
-    return {"metrics": record["metrics"],
-            "verdicts": [(v["claim"], v["status"], v["evidence"]) for v in record["verdicts"]]}
+    return {
+        "metrics": record["metrics"],
+        "verdicts": [(v["claim"], v["status"], v["evidence"]) for v in record["verdicts"]],
+    }
 
 
 def test_sigkill_then_resume_equals_an_uninterrupted_run(tmp_path):

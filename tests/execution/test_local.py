@@ -19,13 +19,29 @@ from repro.models import Component
 from repro.plan.run_config import resolve
 from repro.execution.runs import RunRequest, execute_runs, record_path, runs_dir
 
-PROFILE = Profile(description="test", evidence="pipeline", seeds=1, epochs=2, data="synthetic", train_samples=64,
-                  test_samples=32, batch_size=32, max_image_size=16, pretrained=False)
+PROFILE = Profile(
+    description="test",
+    evidence="pipeline",
+    seeds=1,
+    epochs=2,
+    data="synthetic",
+    train_samples=64,
+    test_samples=32,
+    batch_size=32,
+    max_image_size=16,
+    pretrained=False,
+)
 
 
 def _cfg(seed):
-    row = Row(id="r", label="r", dataset="cifar10", backbone=Component("cifar_standard"), head=Component("dense"),
-              measures=("accuracy",))
+    row = Row(
+        id="r",
+        label="r",
+        dataset="cifar10",
+        backbone=Component("cifar_standard"),
+        head=Component("dense"),
+        measures=("accuracy",),
+    )
     return resolve(row, PROFILE, seed=seed)
 
 
@@ -62,8 +78,9 @@ def test_a_run_held_by_another_process_is_awaited_not_trained(tmp_path):
     try:
         for cfg in (held, freed):
             path = lock_path(runs_dir(tmp_path / "r"), cfg.hash)
-            path.write_text(json.dumps({"host": socket.gethostname(), "pid": holder.pid, "token": "x",
-                                        "started": time.time()}))
+            path.write_text(
+                json.dumps({"host": socket.gethostname(), "pid": holder.pid, "token": "x", "started": time.time()})
+            )
 
         def other_process_finishes():
             time.sleep(1.5)
@@ -86,17 +103,20 @@ def test_a_run_held_by_another_process_is_awaited_not_trained(tmp_path):
 @pytest.mark.slow
 def test_each_slot_process_is_pinned_to_its_device(tmp_path):
     """Three slots on two fake GPUs (CPU training; the pinning is the env each slot's process starts with)."""
-    slots = [Slot("gpu0/0", {"CUDA_VISIBLE_DEVICES": "0"}), Slot("gpu1/0", {"CUDA_VISIBLE_DEVICES": "1"}),
-             Slot("gpu0/1", {"CUDA_VISIBLE_DEVICES": "0"})]
+    slots = [
+        Slot("gpu0/0", {"CUDA_VISIBLE_DEVICES": "0"}),
+        Slot("gpu1/0", {"CUDA_VISIBLE_DEVICES": "1"}),
+        Slot("gpu0/1", {"CUDA_VISIBLE_DEVICES": "0"}),
+    ]
     cfgs = [_cfg(s) for s in range(3)]
-    outcomes = run_local(ExecutionRequest(tuple(RunRequest(c, str(c.seed)) for c in cfgs), tmp_path, "cpu"),
-                         slots=slots)
+    outcomes = run_local(
+        ExecutionRequest(tuple(RunRequest(c, str(c.seed)) for c in cfgs), tmp_path, "cpu"), slots=slots
+    )
     assert [o.state for o in outcomes] == [RunState.TRAINED] * 3
     records = {o.run_hash: o.record for o in outcomes}
     executors = [records[c.hash]["provenance"]["executor"] for c in cfgs]
     assert Counter(e["cuda_visible_devices"] for e in executors) == {"0": 2, "1": 1}
     assert len({e["pid"] for e in executors}) == 3 and {e["name"] for e in executors} == {"local"}
-
 
 
 class _Log:
@@ -139,4 +159,5 @@ def test_a_run_its_lock_keeps_from_us_is_retried_once_a_poll_and_its_wait_is_log
     assert [o.state for o in outcomes] == [RunState.TRAINED]
     assert tries == [0, 1, 2, 3, 4, 5]  # each try after one more sleep
     assert [line for line in progress.lines if "held by" in line] == [
-        "r seed 0: held by vm:7, last heartbeat 901 s ago; waiting for its record"]
+        "r seed 0: held by vm:7, last heartbeat 901 s ago; waiting for its record"
+    ]

@@ -21,7 +21,8 @@ def test_one_line_per_array_job_with_its_tasks():
         "mini: 4 runs submitted as Slurm job 77, tasks 0-2,5; follow them with `repro status mini --profile full`; "
         "rerun this command once they have ended to write the table",
         "mini: 1 run submitted as Slurm job 80, tasks 0; follow them with `repro status mini --profile full`; "
-        "rerun this command once they have ended to write the table"]
+        "rerun this command once they have ended to write the table",
+    ]
 
 
 @pytest.mark.slow
@@ -35,13 +36,18 @@ def test_no_wait_is_not_a_failure_and_writes_no_table(tmp_path, monkeypatch):
 
     monkeypatch.setattr(slurm, "submit", submit)
     results = tmp_path / "results"
-    result = runner.invoke(app, ["run", "mini", "--results-dir", str(results), "--executor", "slurm", "--no-wait"],
-                           env={**env, "COLUMNS": "80"})
+    result = runner.invoke(
+        app,
+        ["run", "mini", "--results-dir", str(results), "--executor", "slurm", "--no-wait"],
+        env={**env, "COLUMNS": "80"},
+    )
     assert result.exit_code == ExitCode.SUBMITTED == 3, result.output
     assert calls == [4]
     said = " ".join(result.output.split())  # the line wraps at words at 80 columns
     assert said.count("submitted as Slurm job") == 1, result.output  # one line for the one array job
-    assert ("mini: 4 runs submitted as Slurm job 77, tasks 0-3; follow them with `repro status mini --profile "
-            "smoke`; rerun this command once they have ended to write the table") in said, result.output
+    assert (
+        "mini: 4 runs submitted as Slurm job 77, tasks 0-3; follow them with `repro status mini --profile "
+        "smoke`; rerun this command once they have ended to write the table"
+    ) in said, result.output
     assert "problem" not in result.output and "failed" not in result.output, result.output
     assert not (results / "smoke" / "mini").exists()  # no table, claims or results.json from missing results

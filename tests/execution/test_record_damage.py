@@ -15,10 +15,26 @@ from repro.execution.runs import RunRequest, checkpoint_path, execute_runs, reco
 from repro.core.settings import Settings
 from repro.train.loop import train_run
 
-PROFILE = Profile(description="test", evidence="pipeline", seeds=1, epochs=2, data="synthetic", train_samples=32,
-                  test_samples=32, batch_size=32, max_image_size=16, pretrained=False)
-ROW = Row(id="r", label="r", dataset="cifar10", backbone=Component("cifar_standard", {"width": 0.5}),
-          head=Component("dense", {"hidden": (32,)}), measures=("accuracy",))  # small: every case retrains it
+PROFILE = Profile(
+    description="test",
+    evidence="pipeline",
+    seeds=1,
+    epochs=2,
+    data="synthetic",
+    train_samples=32,
+    test_samples=32,
+    batch_size=32,
+    max_image_size=16,
+    pretrained=False,
+)
+ROW = Row(
+    id="r",
+    label="r",
+    dataset="cifar10",
+    backbone=Component("cifar_standard", {"width": 0.5}),
+    head=Component("dense", {"hidden": (32,)}),
+    measures=("accuracy",),
+)  # small: every case retrains it
 CFG = resolve(ROW, PROFILE, seed=0)
 
 
@@ -43,12 +59,14 @@ def trained(tmp_path_factory):
 
 def _edit(change, redigest=True):
     """A damage that edits the parsed record; `redigest`: as a buggy writer would, so the value check must catch it."""
+
     def damage(data: bytes) -> bytes:
         record = json.loads(data)
         change(record)
         if redigest:
             record["digest"] = record_digest(record)
         return json.dumps(record, indent=2).encode()  # json writes NaN / Infinity literally
+
     return damage
 
 
@@ -59,6 +77,7 @@ def _set(path, value):
         for key in parents:
             target = target[int(key)] if isinstance(target, list) else target[key]
         target[last] = value
+
     return change
 
 
@@ -75,8 +94,11 @@ RECORD_DAMAGE = [
     ("no metrics", _edit(lambda r: r.pop("metrics")), "missing keys ['metrics']"),
     ("empty metrics", _edit(_set("metrics", {})), "metrics is {}, expected an object"),
     ("metrics a number", _edit(_set("metrics", 0.9)), "metrics is 0.9, expected an object"),
-    ("accuracy NaN", _edit(_set("metrics.accuracy", float("nan"))),
-     "metrics.accuracy is nan, expected a number in [0, 1]"),
+    (
+        "accuracy NaN",
+        _edit(_set("metrics.accuracy", float("nan"))),
+        "metrics.accuracy is nan, expected a number in [0, 1]",
+    ),
     ("accuracy null", _edit(_set("metrics.accuracy", None)), "metrics.accuracy is null, expected a number in [0, 1]"),
     ("accuracy a string", _edit(_set("metrics.accuracy", "0.9")), 'metrics.accuracy is "0.9", expected a number'),
     ("accuracy a bool", _edit(_set("metrics.accuracy", True)), "metrics.accuracy is true, expected a number"),
@@ -84,26 +106,47 @@ RECORD_DAMAGE = [
     ("accuracy below 0", _edit(_set("metrics.accuracy", -0.1)), "metrics.accuracy is -0.1, expected"),
     ("final accuracy infinite", _edit(_set("metrics.final_accuracy", float("inf"))), "metrics.final_accuracy is inf"),
     ("chance 0", _edit(_set("metrics.chance", 0)), "metrics.chance is 0, expected a number in (0, 1]"),
-    ("peak epoch beyond the run", _edit(_set("metrics.peak_epoch", 7)),
-     "metrics.peak_epoch is 7, expected an epoch in 1..2"),
+    (
+        "peak epoch beyond the run",
+        _edit(_set("metrics.peak_epoch", 7)),
+        "metrics.peak_epoch is 7, expected an epoch in 1..2",
+    ),
     ("history empty", _edit(_set("history", [])), "history is a list of 0, expected a list of 2 epochs"),
     ("history accuracy NaN", _edit(_set("history.1.test_accuracy", float("nan"))), "history[1].test_accuracy is nan"),
     ("provenance a string", _edit(_set("provenance", "cpu")), 'provenance is "cpu", expected an object'),
     ("an older schema", _edit(_set("schema", 1)), "schema 1 is not 2"),
     # Issue 41, item 5: with a valid digest, `run` reused these and `status` or `report` (or `run` itself) crashed.
-    ("wall seconds a word", _edit(_set("wall_seconds", "fast")),
-     'wall_seconds is "fast", expected a number of seconds'),
-    ("usage counts as text", _edit(_set("routing.test_usage_by_class", [["3", "1"]])),
-     'routing.test_usage_by_class is [["3", "1"]], expected a list of lists of counts'),
-    ("expert usage as text", _edit(_set("routing.expert_usage", ["3", "1"])),
-     'routing.expert_usage is ["3", "1"], expected a list of counts'),
-    ("executor host a number", _edit(_set("provenance.executor.host", 7)),
-     "provenance.executor.host is 7, expected text"),
-    ("threads as text", _edit(_set("provenance.reproducibility.threads", "1")),
-     'provenance.reproducibility.threads is "1", expected a whole number of threads'),
+    (
+        "wall seconds a word",
+        _edit(_set("wall_seconds", "fast")),
+        'wall_seconds is "fast", expected a number of seconds',
+    ),
+    (
+        "usage counts as text",
+        _edit(_set("routing.test_usage_by_class", [["3", "1"]])),
+        'routing.test_usage_by_class is [["3", "1"]], expected a list of lists of counts',
+    ),
+    (
+        "expert usage as text",
+        _edit(_set("routing.expert_usage", ["3", "1"])),
+        'routing.expert_usage is ["3", "1"], expected a list of counts',
+    ),
+    (
+        "executor host a number",
+        _edit(_set("provenance.executor.host", 7)),
+        "provenance.executor.host is 7, expected text",
+    ),
+    (
+        "threads as text",
+        _edit(_set("provenance.reproducibility.threads", "1")),
+        'provenance.reproducibility.threads is "1", expected a whole number of threads',
+    ),
     ("another run's record", _edit(_other_run), "its config differs from the run's"),
-    ("hand-edited accuracy", _edit(lambda r: r["metrics"].update(accuracy=r["metrics"]["accuracy"] + 0.01),
-                                   redigest=False), "its digest does not match its content"),
+    (
+        "hand-edited accuracy",
+        _edit(lambda r: r["metrics"].update(accuracy=r["metrics"]["accuracy"] + 0.01), redigest=False),
+        "its digest does not match its content",
+    ),
     ("digest removed", _edit(lambda r: r.pop("digest"), redigest=False), "missing keys ['digest']"),
 ]
 
@@ -133,6 +176,7 @@ def _state(change):
         buf = io.BytesIO()
         torch.save(state, buf)
         return buf.getvalue()
+
     return damage
 
 
@@ -148,18 +192,25 @@ CHECKPOINT_DAMAGE = [
     ("not a checkpoint", lambda d: b"hello", "it cannot be loaded"),
     ("a list", _state(lambda s: [1, 2]), "it holds a list, expected a dict of training state"),
     ("no optimiser", _state(lambda s: {k: v for k, v in s.items() if k != "optimizer"}), "missing keys ['optimizer']"),
-    ("another run's", _state(lambda s: {**s, "config_hash": "0" * 16}),
-     f"it belongs to run {'0' * 16}, not {CFG.hash}"),
+    (
+        "another run's",
+        _state(lambda s: {**s, "config_hash": "0" * 16}),
+        f"it belongs to run {'0' * 16}, not {CFG.hash}",
+    ),
     ("epoch beyond the run", _state(lambda s: {**s, "epoch": 5}), "epoch is 5, expected an epoch in 1..2"),
-    ("history shorter than its epoch", _state(lambda s: {**s, "history": []}),
-     "its history does not hold its 1 epochs"),
+    (
+        "history shorter than its epoch",
+        _state(lambda s: {**s, "history": []}),
+        "its history does not hold its 1 epochs",
+    ),
     ("weights of another shape", _state(_reshape_first_weight), "it does not fit the run's model: Error(s) in loading"),
 ]
 
 
 @pytest.mark.parametrize("damage,reason", [c[1:] for c in CHECKPOINT_DAMAGE], ids=[c[0] for c in CHECKPOINT_DAMAGE])
-def test_a_damaged_checkpoint_is_set_aside_with_its_reason_and_the_run_restarts(tmp_path, capsys, trained, damage,
-                                                                                reason):
+def test_a_damaged_checkpoint_is_set_aside_with_its_reason_and_the_run_restarts(
+    tmp_path, capsys, trained, damage, reason
+):
     record, _, ckpt_data = trained
     ckpt = checkpoint_path(tmp_path, CFG)
     ckpt.parent.mkdir(parents=True)
@@ -248,8 +299,10 @@ def test_a_forged_checkpoint_is_refused_in_one_short_line_without_running_it(tmp
     ckpt.write_bytes(buffer.getvalue())
     batch = execute_runs([RunRequest(CFG, "r")], tmp_path, "cpu")
     out = capsys.readouterr().out
-    assert (f"warning: checkpoint {ckpt} is unusable (it cannot be loaded: it names posix.system, which a checkpoint "
-            "never holds; refused without running it); moved to") in out
+    assert (
+        f"warning: checkpoint {ckpt} is unusable (it cannot be loaded: it names posix.system, which a checkpoint "
+        "never holds; refused without running it); moved to"
+    ) in out
     assert "weights_only" not in out and not marker.exists() and not batch.errors
 
 

@@ -16,22 +16,32 @@ from repro.plan.manifest import Row
 from repro.models import Component
 from repro.plan.run_config import resolve
 
-SPARSE = Row(id="moe", label="moe", dataset="cifar10", backbone=Component("cifar_standard"),
-             head=Component("sparse_moe", {"expert_hidden": 32}), measures=("accuracy",))
+SPARSE = Row(
+    id="moe",
+    label="moe",
+    dataset="cifar10",
+    backbone=Component("cifar_standard"),
+    head=Component("sparse_moe", {"expert_hidden": 32}),
+    measures=("accuracy",),
+)
 
 
 def _numbers(rec):
     """What must be bit-identical: metrics, the history without its timings, the routing."""
-    return {"metrics": rec["metrics"], "routing": rec["routing"],
-            "history": [{k: v for k, v in h.items() if k != "seconds"} for h in rec["history"]]}
+    return {
+        "metrics": rec["metrics"],
+        "routing": rec["routing"],
+        "history": [{k: v for k, v in h.items() if k != "seconds"} for h in rec["history"]],
+    }
 
 
 @pytest.mark.slow
 def test_two_deterministic_trainings_give_identical_metrics_history_and_routing(tmp_path, one_thread):
     cfg = resolve(SPARSE, replace(PROFILE, epochs=3, train_samples=128, threads=2, deterministic=True), seed=0)
     assert (cfg.threads, cfg.deterministic) == (2, True)
-    first, second = (execute_runs([RunRequest(cfg, "moe")], tmp_path / name, "cpu").records[cfg.hash]
-                     for name in ("a", "b"))
+    first, second = (
+        execute_runs([RunRequest(cfg, "moe")], tmp_path / name, "cpu").records[cfg.hash] for name in ("a", "b")
+    )
     assert _numbers(first) == _numbers(second)
     assert first["routing"]["expert_usage"] and len(first["history"]) == 3
     facts = first["provenance"]["reproducibility"]
@@ -45,8 +55,9 @@ def test_the_run_trains_on_its_threads_in_this_process_and_in_a_worker_alike(tmp
     """The local executor's two kinds of slot (the command's process, a pool worker) train a 2-thread run on
     2 threads, whatever the process itself uses, and so write the same numbers."""
     cfg = resolve(SPARSE, replace(PROFILE, threads=2), seed=1)
-    here = run_local(ExecutionRequest((RunRequest(cfg, "moe"),), tmp_path / "here", "cpu"),
-                     slots=[Slot("cpu", in_process=True)])
+    here = run_local(
+        ExecutionRequest((RunRequest(cfg, "moe"),), tmp_path / "here", "cpu"), slots=[Slot("cpu", in_process=True)]
+    )
     worker = run_local(ExecutionRequest((RunRequest(cfg, "moe"),), tmp_path / "worker", "cpu"), slots=[Slot("cpu/0")])
     assert [o.state for o in here + worker] == [RunState.TRAINED] * 2
     assert [o.record["provenance"]["reproducibility"]["threads"] for o in here + worker] == [2, 2]

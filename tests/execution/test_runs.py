@@ -11,7 +11,12 @@ from repro.spec.profiles import Profile
 from repro.models import Component
 from repro.plan.run_config import resolve
 from repro.execution.runs import (
-    RunRequest, checkpoint_path, execute_runs, failure_path, load_record, record_path,
+    RunRequest,
+    checkpoint_path,
+    execute_runs,
+    failure_path,
+    load_record,
+    record_path,
 )
 from repro.execution.records import run_one
 from repro.core.settings import Settings
@@ -20,13 +25,29 @@ from repro.train.loop import NonFiniteLoss, train_run
 pytestmark = pytest.mark.slow  # every test here trains runs
 EVERY_EPOCH = Settings(checkpoint_seconds=0.0)  # a checkpoint after every epoch: the runs here are killed after one
 
-PROFILE = Profile(description="test", evidence="pipeline", seeds=1, epochs=3, data="synthetic", train_samples=128,
-                  test_samples=64, batch_size=32, max_image_size=16, pretrained=False)
+PROFILE = Profile(
+    description="test",
+    evidence="pipeline",
+    seeds=1,
+    epochs=3,
+    data="synthetic",
+    train_samples=128,
+    test_samples=64,
+    batch_size=32,
+    max_image_size=16,
+    pretrained=False,
+)
 
 
 def _row(head="dense", **params):
-    return Row(id="r", label="r", dataset="cifar10", backbone=Component("cifar_standard"),
-               head=Component(head, params), measures=("accuracy",))
+    return Row(
+        id="r",
+        label="r",
+        dataset="cifar10",
+        backbone=Component("cifar_standard"),
+        head=Component(head, params),
+        measures=("accuracy",),
+    )
 
 
 def _strip(record):
@@ -83,6 +104,7 @@ def test_resume_after_an_interruption_gives_the_same_record(tmp_path, head, para
     def crash_after_two(epoch, epochs, entry):
         if epoch == 2:
             raise Crash
+
     ckpt = checkpoint_path(tmp_path / "b", cfg)
     ckpt.parent.mkdir(parents=True)
     with pytest.raises(Crash):
@@ -95,8 +117,9 @@ def test_resume_after_an_interruption_gives_the_same_record(tmp_path, head, para
 
 def test_non_finite_loss_stops_the_run_without_a_record(tmp_path, monkeypatch):
     cfg = resolve(_row(), PROFILE, seed=0)
-    monkeypatch.setattr(torch.nn.functional, "cross_entropy",
-                        lambda *a, **k: torch.tensor(float("nan"), requires_grad=True))
+    monkeypatch.setattr(
+        torch.nn.functional, "cross_entropy", lambda *a, **k: torch.tensor(float("nan"), requires_grad=True)
+    )
     with pytest.raises(NonFiniteLoss, match="epoch 1"):
         run_one(RunRequest(cfg, "r"), tmp_path, "cpu", None)
     assert not record_path(tmp_path, cfg).exists()
@@ -104,8 +127,14 @@ def test_non_finite_loss_stops_the_run_without_a_record(tmp_path, monkeypatch):
 
 def test_failed_runs_are_reported_and_others_finish(tmp_path):
     good = resolve(_row(), PROFILE, seed=0)
-    broken = Row(id="b", label="b", dataset="cifar10", backbone=Component("cifar_standard", {"width": -1.0}),
-                 head=Component("dense"), measures=("accuracy",))
+    broken = Row(
+        id="b",
+        label="b",
+        dataset="cifar10",
+        backbone=Component("cifar_standard", {"width": -1.0}),
+        head=Component("dense"),
+        measures=("accuracy",),
+    )
     bad = resolve(broken, PROFILE, seed=0)
     records, errors = execute_runs([RunRequest(good, "good"), RunRequest(bad, "bad")], tmp_path, "cpu")
     assert good.hash in records and bad.hash in errors and "width must be positive" in errors[bad.hash]
@@ -127,6 +156,7 @@ def test_no_checkpoint_is_written_after_the_last_epoch_and_a_kill_there_resumes_
         saved.append(torch.load(ckpt, weights_only=True)["epoch"])
         if epoch == epochs:
             raise RuntimeError("killed before the record")
+
     with pytest.raises(RuntimeError):
         train_run(cfg, torch.device("cpu"), None, ckpt, crash_at_the_end, settings=EVERY_EPOCH)
     assert saved == [*range(1, cfg.epochs), cfg.epochs - 1]

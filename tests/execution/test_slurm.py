@@ -72,9 +72,12 @@ def _numbers(results):
     out = {}
     for path in (results / "runs").glob("*.json"):
         r = json.loads(path.read_text())
-        out[path.stem] = (r["metrics"], r["routing"],
-                          [{k: v for k, v in h.items() if k != "seconds"} for h in r["history"]],
-                          r["provenance"]["reproducibility"]["threads"])
+        out[path.stem] = (
+            r["metrics"],
+            r["routing"],
+            [{k: v for k, v in h.items() if k != "seconds"} for h in r["history"]],
+            r["provenance"]["reproducibility"]["threads"],
+        )
     return out
 
 
@@ -115,9 +118,9 @@ def test_slurm_executor_resumes_a_cancelled_task_and_equals_the_local_table(tmp_
     assert all(e["slurm_job_id"] and e["host"] for e in executors)
     # the first three ran as tasks of the cancelled task's array; the lone resumed run as a job of its own
     again = resumed["provenance"]["executor"]
-    assert sorted(f"{e['slurm_array_job_id']}_{e['slurm_array_task_id']}" for e in executors
-                  if "slurm_array_job_id" in e) == sorted(f"{job.split('_')[0]}_{t}" for t in range(4)
-                                                           if f"{job.split('_')[0]}_{t}" != job)
+    assert sorted(
+        f"{e['slurm_array_job_id']}_{e['slurm_array_task_id']}" for e in executors if "slurm_array_job_id" in e
+    ) == sorted(f"{job.split('_')[0]}_{t}" for t in range(4) if f"{job.split('_')[0]}_{t}" != job)
     assert again["slurm_job_id"] != job.split("_")[0] and "slurm_array_job_id" not in again
     assert not list(runs.glob("*.ckpt")) and not list(runs.glob("*.lock"))
 

@@ -38,11 +38,16 @@ def test_each_state_from_the_files_of_a_run(tmp_path):
     running = run_line(tmp_path, b, "t/b", SETTINGS, NOW)
     assert (running.state, running.detail) == ("running", "n2:7 (Slurm job 12_3), for 300 s, last heartbeat 5 s ago")
 
-    _write(tmp_path, f"{c.hash}.failed.json", {"error": "RuntimeError: width must be positive\ntraceback",
-                                               "executor": {"host": "n3"}, "time": NOW - 50})
+    _write(
+        tmp_path,
+        f"{c.hash}.failed.json",
+        {"error": "RuntimeError: width must be positive\ntraceback", "executor": {"host": "n3"}, "time": NOW - 50},
+    )
     failed = run_line(tmp_path, c, "t/c", SETTINGS, NOW)
-    assert (failed.state, failed.detail) == ("failed",
-                                             "failed in another process (on n3): RuntimeError: width must be positive")
+    assert (failed.state, failed.detail) == (
+        "failed",
+        "failed in another process (on n3): RuntimeError: width must be positive",
+    )
 
     _write(tmp_path, f"{d.hash}.lock", {**holder, "started": NOW - 1000}, mtime=NOW - 100)  # no heartbeat for 100 s
     _write(tmp_path, f"{d.hash}.ckpt", "x")
@@ -53,16 +58,22 @@ def test_each_state_from_the_files_of_a_run(tmp_path):
 
     _write(tmp_path, f"{e.hash}.slurm.json", {"job_id": "12_4"})
     assert run_line(tmp_path, e, "t/e", SETTINGS, NOW).detail == "submitted as Slurm job 12_4"
-    assert (run_line(tmp_path, f, "t/f", SETTINGS, NOW).state, run_line(tmp_path, f, "t/f", SETTINGS, NOW).detail) \
-        == ("pending", "")
+    assert (run_line(tmp_path, f, "t/f", SETTINGS, NOW).state, run_line(tmp_path, f, "t/f", SETTINGS, NOW).detail) == (
+        "pending",
+        "",
+    )
 
 
 def test_a_record_wins_over_a_leftover_lock_and_a_truncated_record_does_not_count(tmp_path):
     cfg = config()
     _write(tmp_path, f"{cfg.hash}.json", '{"config_hash": "a", "wall_')
     assert run_line(tmp_path, cfg, "t/a", SETTINGS, NOW).state == "pending"
-    _write(tmp_path, f"{cfg.hash}.lock", {"host": socket.gethostname(), "pid": os.getpid(), "started": time.time()},
-           time.time())
+    _write(
+        tmp_path,
+        f"{cfg.hash}.lock",
+        {"host": socket.gethostname(), "pid": os.getpid(), "started": time.time()},
+        time.time(),
+    )
     assert run_line(tmp_path, cfg, "t/a", SETTINGS).state == "running"
     write_record(tmp_path, cfg)
     assert run_line(tmp_path, cfg, "t/a", SETTINGS).state == "done"
@@ -88,8 +99,11 @@ def _wall_seconds_a_word(r):
     r["digest"] = record_digest(r)
 
 
-@pytest.mark.parametrize("damage", [_edited_accuracy, _text_accuracy, _truncated, _wall_seconds_a_word],
-                         ids=["edited accuracy", "accuracy 'abc'", "truncated", "wall seconds 'fast', redigested"])
+@pytest.mark.parametrize(
+    "damage",
+    [_edited_accuracy, _text_accuracy, _truncated, _wall_seconds_a_word],
+    ids=["edited accuracy", "accuracy 'abc'", "truncated", "wall seconds 'fast', redigested"],
+)
 def test_status_counts_pending_every_record_run_would_set_aside_and_touches_none(tmp_path, damage, capsys):
     """Issue 22, item 6: status counted such records done while `repro run` redid their runs."""
     cfg = config()
@@ -104,8 +118,11 @@ def test_status_counts_pending_every_record_run_would_set_aside_and_touches_none
     assert [t.cfg.hash for t in todo] == [cfg.hash] and not path.exists()
 
 
-@pytest.mark.parametrize("error", [PermissionError(13, "Permission denied"), OSError(5, "Input/output error")],
-                         ids=["no permission", "an I/O error"])
+@pytest.mark.parametrize(
+    "error",
+    [PermissionError(13, "Permission denied"), OSError(5, "Input/output error")],
+    ids=["no permission", "an I/O error"],
+)
 def test_a_record_that_cannot_be_read_is_named_and_left_alone(tmp_path, monkeypatch, error):
     """Issue 41, item 3: a valid record the user may not read (mode 0600, another owner) was moved aside as
     .invalid and trained again; an NFS read error would do the same. Only content that is wrong is damage."""
@@ -137,10 +154,14 @@ def test_a_record_of_a_newer_schema_is_kept_and_not_reused(tmp_path):
     cfg = config()
     path = write_record(tmp_path, cfg, schema=3, new_field={"only": "a newer version reads this"})
     kept = path.read_bytes()
-    said = (f"{path} was written by a newer version (record schema 3; this one reads 2): not reused, and left as it "
-            "is; its run is skipped")
+    said = (
+        f"{path} was written by a newer version (record schema 3; this one reads 2): not reused, and left as it "
+        "is; its run is skipped"
+    )
     batch, todo = pending_runs([RunRequest(cfg, "t/a")], tmp_path)
     assert todo == [] and batch.errors == {cfg.hash: said}
-    assert (run_line(tmp_path, cfg, "t/a", SETTINGS, NOW).state, run_line(tmp_path, cfg, "t/a", SETTINGS, NOW).detail) \
-        == ("failed", said)
+    assert (
+        run_line(tmp_path, cfg, "t/a", SETTINGS, NOW).state,
+        run_line(tmp_path, cfg, "t/a", SETTINGS, NOW).detail,
+    ) == ("failed", said)
     assert path.read_bytes() == kept and sorted(p.name for p in runs_dir(tmp_path).iterdir()) == [path.name]

@@ -11,14 +11,30 @@ from repro.models import Component
 from repro.spec.profiles import Profile
 from repro.plan.run_config import resolve
 
-PROFILE = Profile(description="test", evidence="pipeline", seeds=1, epochs=1, data="synthetic", train_samples=32,
-                  test_samples=32, batch_size=32, max_image_size=16, pretrained=False)
+PROFILE = Profile(
+    description="test",
+    evidence="pipeline",
+    seeds=1,
+    epochs=1,
+    data="synthetic",
+    train_samples=32,
+    test_samples=32,
+    batch_size=32,
+    max_image_size=16,
+    pretrained=False,
+)
 SLOTS = [Slot("cpu/0"), Slot("cpu/1")]
 
 
 def _table(tmp_path, seeds):
-    row = Row(id="r", label="r", dataset="cifar10", backbone=Component("cifar_standard"), head=Component("dense"),
-              measures=("accuracy",))
+    row = Row(
+        id="r",
+        label="r",
+        dataset="cifar10",
+        backbone=Component("cifar_standard"),
+        head=Component("dense"),
+        measures=("accuracy",),
+    )
     cfgs = [resolve(row, PROFILE, seed=s) for s in seeds]
     work = ExecutionRequest(tuple(RunRequest(c, str(c.seed)) for c in cfgs), tmp_path, "cpu", jobs=2)
     outcomes = {o.run_hash: o for o in run_local(work, slots=SLOTS)}

@@ -19,8 +19,16 @@ from repro.report.table_rows import build_tables
 
 
 def test_settings_follow_the_profile():
-    quick = settings_for(Profile(description="s", evidence="pipeline", batch_size=8, max_image_size=16,
-                                 latency=LatencyProfile(batch_size=64, max_image_size=32)), paper_scale=False)
+    quick = settings_for(
+        Profile(
+            description="s",
+            evidence="pipeline",
+            batch_size=8,
+            max_image_size=16,
+            latency=LatencyProfile(batch_size=64, max_image_size=32),
+        ),
+        paper_scale=False,
+    )
     assert (quick.batch, quick.image_size, quick.op_batch) == (64, 32, 256) and quick.min_reps < 10
     full = settings_for(Profile(description="f", evidence="paper"), paper_scale=True)
     assert (full.batch, full.image_size, full.min_reps) == (256, None, 20)
@@ -28,30 +36,72 @@ def test_settings_follow_the_profile():
 
 def _mini_manifest():
     sparse = {"expert_hidden": 8, "top_k": 1}
-    rows = [("cifar100_dense", {"name": "dense", "hidden": [8]}),
-            ("cifar100_sparse_loop", {"name": "sparse_moe", "num_experts": 2, **sparse}),
-            ("loop_e4", {"name": "sparse_moe", "num_experts": 4, **sparse}),
-            ("batched_e2", {"name": "sparse_moe", "num_experts": 2, **sparse, "dispatch": "batched"}),
-            ("batched_e4", {"name": "sparse_moe", "num_experts": 4, **sparse, "dispatch": "batched"})]
+    rows = [
+        ("cifar100_dense", {"name": "dense", "hidden": [8]}),
+        ("cifar100_sparse_loop", {"name": "sparse_moe", "num_experts": 2, **sparse}),
+        ("loop_e4", {"name": "sparse_moe", "num_experts": 4, **sparse}),
+        ("batched_e2", {"name": "sparse_moe", "num_experts": 2, **sparse, "dispatch": "batched"}),
+        ("batched_e4", {"name": "sparse_moe", "num_experts": 4, **sparse, "dispatch": "batched"}),
+    ]
     doc = {
-        "id": "lat", "title": "Latency", "paper_ref": "Table 7", "description": "test", "paper_table": "table7",
-        "profiles": {"smoke": {"description": "s", "evidence": "pipeline",
-                               "latency": {"batch_size": 4, "max_image_size": 16}},
-                     "full": {"description": "f", "evidence": "paper"}},
-        "rows": [{"id": i, "label": i, "dataset": "cifar100", "measures": ["latency"],
-                  "backbone": {"name": "cifar_standard"}, "head": h} for i, h in rows],
-        "comparisons": [{"id": "cifar100_sparse_loop", "label": "loop over dense", "row": "cifar100_sparse_loop",
-                         "baseline": "cifar100_dense"}],
+        "id": "lat",
+        "title": "Latency",
+        "paper_ref": "Table 7",
+        "description": "test",
+        "paper_table": "table7",
+        "profiles": {
+            "smoke": {"description": "s", "evidence": "pipeline", "latency": {"batch_size": 4, "max_image_size": 16}},
+            "full": {"description": "f", "evidence": "paper"},
+        },
+        "rows": [
+            {
+                "id": i,
+                "label": i,
+                "dataset": "cifar100",
+                "measures": ["latency"],
+                "backbone": {"name": "cifar_standard"},
+                "head": h,
+            }
+            for i, h in rows
+        ],
+        "comparisons": [
+            {
+                "id": "cifar100_sparse_loop",
+                "label": "loop over dense",
+                "row": "cifar100_sparse_loop",
+                "baseline": "cifar100_dense",
+            }
+        ],
         "claims": [
-            {"id": "grows", "statement": "s", "section": "5", "scope": "analytic", "kind": "self-test",
-             "rule": "scales_with_experts",
-             "metrics": ["rows.cifar100_sparse_loop.op_calls", "rows.loop_e4.op_calls"], "expect": "grows"},
-            {"id": "flat", "statement": "s", "section": "5", "scope": "analytic", "kind": "self-test",
-             "rule": "scales_with_experts",
-             "metrics": ["rows.batched_e2.op_calls", "rows.batched_e4.op_calls"], "expect": "constant"},
-            {"id": "ratio", "statement": "s", "section": "5", "scope": "gpu", "rule": "within_factor",
-             "metric": "comparisons.cifar100_sparse_loop.model_slowdown",
-             "paper": "cifar100_sparse_loop.model_slowdown"},
+            {
+                "id": "grows",
+                "statement": "s",
+                "section": "5",
+                "scope": "analytic",
+                "kind": "self-test",
+                "rule": "scales_with_experts",
+                "metrics": ["rows.cifar100_sparse_loop.op_calls", "rows.loop_e4.op_calls"],
+                "expect": "grows",
+            },
+            {
+                "id": "flat",
+                "statement": "s",
+                "section": "5",
+                "scope": "analytic",
+                "kind": "self-test",
+                "rule": "scales_with_experts",
+                "metrics": ["rows.batched_e2.op_calls", "rows.batched_e4.op_calls"],
+                "expect": "constant",
+            },
+            {
+                "id": "ratio",
+                "statement": "s",
+                "section": "5",
+                "scope": "gpu",
+                "rule": "within_factor",
+                "metric": "comparisons.cifar100_sparse_loop.model_slowdown",
+                "paper": "cifar100_sparse_loop.model_slowdown",
+            },
         ],
     }
     return inline_manifest(doc, "lat")
@@ -64,7 +114,8 @@ def test_measure_decide_and_render_a_latency_manifest(tmp_path):
     m = result.measured.metrics
     assert result.ok, result.measured.problems
     assert m["comparisons.cifar100_sparse_loop.slowdown"] == pytest.approx(
-        m["rows.cifar100_sparse_loop.latency_ms"] / m["rows.cifar100_dense.latency_ms"])
+        m["rows.cifar100_sparse_loop.latency_ms"] / m["rows.cifar100_dense.latency_ms"]
+    )
     assert m["rows.loop_e4.num_experts"] == 4 and m["rows.loop_e4.host_syncs"] == 4
     assert result.measured.details["latency"]["loop_e4"]["head_features"] == 3072  # the paper's D, not 16 px's
     assert result.measured.details["latency"]["loop_e4"]["image_size"] == 16
@@ -118,8 +169,9 @@ def _ev(device="cuda", **metrics):
 
 
 def test_within_factor_and_gpu_scope():
-    claim = _claim("within_factor", metric="comparisons.x.model_slowdown", paper="cifar100_sparse_loop.model_slowdown",
-                   factor=2.0)
+    claim = _claim(
+        "within_factor", metric="comparisons.x.model_slowdown", paper="cifar100_sparse_loop.model_slowdown", factor=2.0
+    )
     assert evaluate(claim, _ev(**{"comparisons.x.model_slowdown": 80.0})).status == "reproduced"  # 0.55x of 145
     off = evaluate(claim, _ev(**{"comparisons.x.model_slowdown": 70.0}))  # 0.48x
     assert off.status == "not reproduced" and off.failed[0].startswith("factor")
@@ -150,8 +202,9 @@ def test_scales_with_experts_on_hand_made_counts():
     slow = {**linear, "rows.e4.op_calls": 55, "rows.e8.op_calls": 56}  # rises, but < 4 per expert
     assert evaluate(grows, _ev("cpu", **slow)).failed[0].startswith("slope")
     flat = _claim("scales_with_experts", "analytic", metrics=paths, expect="constant")
-    assert (evaluate(flat, _ev("cpu", **{**linear, "rows.e4.op_calls": 54, "rows.e8.op_calls": 54})).status
-            == "reproduced")
+    assert (
+        evaluate(flat, _ev("cpu", **{**linear, "rows.e4.op_calls": 54, "rows.e8.op_calls": 54})).status == "reproduced"
+    )
     assert evaluate(flat, _ev("cpu", **linear)).status == "not reproduced"
     same_e = {**linear, "rows.e4.num_experts": 2, "rows.e8.num_experts": 2}
     assert evaluate(grows, _ev("cpu", **same_e)).status == "not run"

@@ -21,6 +21,7 @@ def test_an_estimate_of_a_shipped_model_neither_counts_nor_reads_a_cache(monkeyp
 
     def refuse(*args, **kwargs):
         raise AssertionError("a shipped model was counted")
+
     monkeypatch.setattr(flops, "_shape_macs", refuse)
     row = next(m for m in load_all() if m.id == "table1").row("std_h2048_moe")
     macs = flops.estimate_macs(row.dataset, row.backbone, row.head, cache=tmp_path)  # empty: a cold start
@@ -48,12 +49,19 @@ def test_every_entry_equals_the_count_from_the_models_shapes():
     assert not stale, f"{len(stale)} stale entries, first {stale[0]}; {REGENERATE}"
 
 
-@pytest.mark.parametrize("head,params", [
-    ("dense", {}), ("sparse_moe", {"expert_hidden": 64, "top_k": 2}), ("soft_moe", {"expert_hidden": 64}),
-    ("per_sample_soft_moe", {"expert_hidden": 64}), ("expert_choice", {"expert_hidden": 64}),
-    ("relu_routed", {"expert_hidden": 64}), ("cluster_routed", {"expert_hidden": 64, "shared_rank": 16}),
-    ("teacher_guided", {"expert_hidden": 64, "teacher_hidden": [1024, 64]}),
-])
+@pytest.mark.parametrize(
+    "head,params",
+    [
+        ("dense", {}),
+        ("sparse_moe", {"expert_hidden": 64, "top_k": 2}),
+        ("soft_moe", {"expert_hidden": 64}),
+        ("per_sample_soft_moe", {"expert_hidden": 64}),
+        ("expert_choice", {"expert_hidden": 64}),
+        ("relu_routed", {"expert_hidden": 64}),
+        ("cluster_routed", {"expert_hidden": 64, "shared_rank": 16}),
+        ("teacher_guided", {"expert_hidden": 64, "teacher_hidden": [1024, 64]}),
+    ],
+)
 def test_the_estimate_from_shapes_is_the_three_way_checks_count_for_every_head_kind(head, params):
     """The cost estimates (and the shipped table) count what the FLOP check reports: for a ReLU-routed head,
     its mean experts a sample, not the none its plain values open (ext_routers' std_h128_relu: 24,576 head

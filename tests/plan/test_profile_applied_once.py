@@ -44,8 +44,10 @@ def test_the_commands_defaults_reach_every_planned_run():
     table1 = find_manifest("table1", defaults=RunDefaults(threads=3, deterministic=True))
     cfgs = [p.cfg for p in planned_runs(table1, table1.profiles["smoke"])]
     assert cfgs and all((c.threads, c.deterministic) == (3, True) for c in cfgs)
-    assert all((p.cfg.threads, p.cfg.deterministic) == (1, False)
-               for p in planned_runs(find_manifest("table1"), find_manifest("table1").profiles["smoke"]))
+    assert all(
+        (p.cfg.threads, p.cfg.deterministic) == (1, False)
+        for p in planned_runs(find_manifest("table1"), find_manifest("table1").profiles["smoke"])
+    )
 
 
 def test_a_measurers_context_is_frozen_and_what_it_measured_comes_back():

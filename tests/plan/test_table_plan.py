@@ -77,9 +77,24 @@ def test_a_walk_of_epochs_from_the_command_line_to_the_epoch_loop_goes_down_the_
     shipped = MANIFESTS / "temperature_ablation.toml"
     (manifests / "temperature_ablation.toml").write_text(shipped.read_text())
     (tmp_path / "walk.toml").write_text(PROFILES)
-    CliRunner().invoke(app, ["temperature_ablation", "--profile", "walk", "--profiles", str(tmp_path / "walk.toml"),
-                             "--manifests", str(manifests), "--results-dir", str(tmp_path / "results"), "-j", "1",
-                             "--device", "cpu"])
+    CliRunner().invoke(
+        app,
+        [
+            "temperature_ablation",
+            "--profile",
+            "walk",
+            "--profiles",
+            str(tmp_path / "walk.toml"),
+            "--manifests",
+            str(manifests),
+            "--results-dir",
+            str(tmp_path / "results"),
+            "-j",
+            "1",
+            "--device",
+            "cpu",
+        ],
+    )
     assert reached, "no run reached the epoch loop"
     epochs, walk, planned_before = reached[0]
     assert epochs == 2  # the dataset's setting, applied in the plan, is the one the loop runs
@@ -134,8 +149,15 @@ def test_the_plan_holds_every_run_count_and_claim_with_the_datasets_settings_app
     assert plan.runs == tuple(run_config.planned_runs(table9, profile))
     for p in plan.runs:
         assert p.cfg.epochs == (profile.datasets[p.cfg.dataset].epochs or profile.epochs)
-    assert plan.left_out == {r.id: why for r in table9.rows if "accuracy" in r.measures
-                             and (why := profile.left_out_by("table9", r.id)) is not None} != {}
+    assert (
+        plan.left_out
+        == {
+            r.id: why
+            for r in table9.rows
+            if "accuracy" in r.measures and (why := profile.left_out_by("table9", r.id)) is not None
+        }
+        != {}
+    )
     assert not {p.row for p in plan.runs} & set(plan.left_out)
     assert [r.id for r in plan.flop_rows] == [r.id for r in table9.rows if "flops" in r.measures]
     assert [c.claim.id for c in plan.claims] == [c.id for c in table9.claims]
@@ -160,7 +182,13 @@ def test_a_plan_and_its_parts_are_frozen():
     plan = plans.of("table1", "smoke")
     assert isinstance(plan, TablePlan) and plans.at("smoke") == [plan] and isinstance(plans, Plans)
     assert isinstance(plan.claims[0], PlannedClaim) and plan.runs
-    for value, name in ((plan, "runs"), (plan, "profile"), (plans, "by_key"), (plan.claims[0], "rows"),
-                        (plan.runs[0], "cfg"), (plan.runs[0].cfg, "epochs")):
+    for value, name in (
+        (plan, "runs"),
+        (plan, "profile"),
+        (plans, "by_key"),
+        (plan.claims[0], "rows"),
+        (plan.runs[0], "cfg"),
+        (plan.runs[0].cfg, "epochs"),
+    ):
         with pytest.raises(dataclasses.FrozenInstanceError):
             setattr(value, name, None)

@@ -38,9 +38,16 @@ def test_resnet18_head_only_rho_is_table6s_count():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name, row", [("mobilenet_v2", "mnv2_head"), ("cifar_standard", "cifar10_std_moe"),
-                                       ("cifar_depthwise", "cifar10_dw072_moe"), ("tiny_standard", "tiny_std_moe"),
-                                       ("tiny_depthwise", "tiny_dw12_moe")])
+@pytest.mark.parametrize(
+    "name, row",
+    [
+        ("mobilenet_v2", "mnv2_head"),
+        ("cifar_standard", "cifar10_std_moe"),
+        ("cifar_depthwise", "cifar10_dw072_moe"),
+        ("tiny_standard", "tiny_std_moe"),
+        ("tiny_depthwise", "tiny_dw12_moe"),
+    ],
+)
 def test_head_only_defaults_reproduce_each_table6_head_row(name, row):
     """The defaults (dataset, backbone width, h, k) are read from Table 6: the counts must be its rows'."""
     ours = head_only(name).results[0]
@@ -59,8 +66,9 @@ ALL_EIGHT = ["layer[34].*.conv[12]"]
 STRIDE_ONE = ["layer[34].*.conv2", "layer[34].1.conv1"]  # leaves out layer3.0.conv1 and layer4.0.conv1 (stride 2)
 
 
-@pytest.mark.parametrize("top_k, row", [(2, "r18_backbone_moe"), pytest.param(1, "r18_backbone_moe_k1",
-                                                                              marks=pytest.mark.slow)])
+@pytest.mark.parametrize(
+    "top_k, row", [(2, "r18_backbone_moe"), pytest.param(1, "r18_backbone_moe_k1", marks=pytest.mark.slow)]
+)
 def test_all_eight_3x3_convolutions_reproduce_r18_backbone_moe(top_k, row):
     names, report = routed("resnet18", ALL_EIGHT, top_k)
     assert len(names) == 8 and report.problems == []
@@ -77,8 +85,14 @@ def test_the_six_stride_one_3x3_convolutions_by_hand():
     assert dense == 1_814_073_344
     conv, w3, w4 = 115_605_504, 256 * 256 * 9, 512 * 512 * 9
     names, k1 = routed("resnet18", STRIDE_ONE, 1)
-    assert names == ["layer3.0.conv2", "layer3.1.conv1", "layer3.1.conv2", "layer4.0.conv2", "layer4.1.conv1",
-                     "layer4.1.conv2"]
+    assert names == [
+        "layer3.0.conv2",
+        "layer3.1.conv1",
+        "layer3.1.conv2",
+        "layer4.0.conv2",
+        "layer4.1.conv1",
+        "layer4.1.conv2",
+    ]
     routers = 3 * 256 * 8 + 3 * 512 * 8
     assert (k1.routed, k1.total) == (6 * conv + routers, dense + routers)
     assert f"{k1.rho:.1%}" == "38.2%"  # the hand count: the six convolutions' share of ResNet-18
@@ -88,11 +102,22 @@ def test_the_six_stride_one_3x3_convolutions_by_hand():
     assert f"{k2.rho:.1%}" == "38.8%" and k2.problems == []
 
 
-CNNS = [("convnext_tiny", 32)] + [pytest.param(n, 32, marks=pytest.mark.slow) for n in ("efficientnet_b0",
-                                                                                       "regnet_y_400mf")] + [
-    pytest.param(name, None, marks=pytest.mark.slow) for name in  # at their ImageNet size, 224
-    ["efficientnet_b0", "convnext_tiny", "regnet_y_400mf", "densenet121", "mobilenet_v3_large", "inception_v3",
-     "shufflenet_v2_x1_0"]]
+CNNS = (
+    [("convnext_tiny", 32)]
+    + [pytest.param(n, 32, marks=pytest.mark.slow) for n in ("efficientnet_b0", "regnet_y_400mf")]
+    + [
+        pytest.param(name, None, marks=pytest.mark.slow)
+        for name in [  # at their ImageNet size, 224
+            "efficientnet_b0",
+            "convnext_tiny",
+            "regnet_y_400mf",
+            "densenet121",
+            "mobilenet_v3_large",
+            "inception_v3",
+            "shufflenet_v2_x1_0",
+        ]
+    ]
+)
 
 
 @pytest.mark.parametrize("name, size", CNNS)

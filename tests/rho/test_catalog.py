@@ -10,8 +10,14 @@ from torch import nn
 from torchvision.models import get_model_builder, list_models
 
 from checkout import REPO_ROOT
-from repro.rho.model_list import (FAMILIES, RhoInputError, did_you_mean, registry_backbones, resolve_model,
-                                  torchvision_cnns)
+from repro.rho.model_list import (
+    FAMILIES,
+    RhoInputError,
+    did_you_mean,
+    registry_backbones,
+    resolve_model,
+    torchvision_cnns,
+)
 
 pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning")  # torchvision's notes on default initialisation
 

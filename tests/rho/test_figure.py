@@ -38,8 +38,9 @@ def test_the_default_place_would_cover_the_neighbouring_star():
 
 
 def test_no_label_covers_another_label_or_another_setting_s_star():
-    fig, labels = _labelled(CROWDED + [(0.0025, 24.0, "cifar10_dw_h128_moe: 24%"),
-                                       (1.8, 45.0, "r18_backbone_moe: 45%")])
+    fig, labels = _labelled(
+        CROWDED + [(0.0025, 24.0, "cifar10_dw_h128_moe: 24%"), (1.8, 45.0, "r18_backbone_moe: 45%")]
+    )
     _separate(fig, labels)
     boxes, stars = _boxes(fig, labels)
     for i, box in enumerate(boxes):

@@ -5,8 +5,18 @@ import pytest
 from repro.rho.model_list import RhoInputError
 from repro.rho.inputs import check_target, parse_pattern, parse_size
 
-RESNET_NAMES = ["conv1", "layer3", "layer3.0", "layer3.0.conv1", "layer3.0.conv2", "layer3.0.downsample.0",
-                "layer3.1.conv1", "layer4.0.conv1", "layer4.1.conv2", "fc"]
+RESNET_NAMES = [
+    "conv1",
+    "layer3",
+    "layer3.0",
+    "layer3.0.conv1",
+    "layer3.0.conv2",
+    "layer3.0.downsample.0",
+    "layer3.1.conv1",
+    "layer4.0.conv1",
+    "layer4.1.conv2",
+    "fc",
+]
 
 
 @pytest.mark.parametrize("text, size", [("224", (224, 224)), ("224x160", (224, 160)), ("64X32", (64, 32))])
@@ -20,28 +30,43 @@ def test_bad_sizes_are_refused_naming_the_option(text):
         parse_size(text)
 
 
-@pytest.mark.parametrize("pattern, names", [
-    ("layer3.*.conv*", ["layer3.0.conv1", "layer3.0.conv2", "layer3.1.conv1"]),
-    ("layer[34].*.conv[12]", ["layer3.0.conv1", "layer3.0.conv2", "layer3.1.conv1", "layer4.0.conv1",
-                              "layer4.1.conv2"]),
-    ("layer[34].[!0].conv1", ["layer3.1.conv1"]),
-    ("layer3.*", ["layer3.0"]),  # `*` stays within one segment
-    ("layer3.**", ["layer3", "layer3.0", "layer3.0.conv1", "layer3.0.conv2", "layer3.0.downsample.0",
-                   "layer3.1.conv1"]),  # `**` spans any number, none included
-    ("**.conv2", ["layer3.0.conv2", "layer4.1.conv2"]),
-    ("layer?.0.conv1", ["layer3.0.conv1", "layer4.0.conv1"]),
-    ("fc", ["fc"]),
-])
+@pytest.mark.parametrize(
+    "pattern, names",
+    [
+        ("layer3.*.conv*", ["layer3.0.conv1", "layer3.0.conv2", "layer3.1.conv1"]),
+        (
+            "layer[34].*.conv[12]",
+            ["layer3.0.conv1", "layer3.0.conv2", "layer3.1.conv1", "layer4.0.conv1", "layer4.1.conv2"],
+        ),
+        ("layer[34].[!0].conv1", ["layer3.1.conv1"]),
+        ("layer3.*", ["layer3.0"]),  # `*` stays within one segment
+        (
+            "layer3.**",
+            ["layer3", "layer3.0", "layer3.0.conv1", "layer3.0.conv2", "layer3.0.downsample.0", "layer3.1.conv1"],
+        ),  # `**` spans any number, none included
+        ("**.conv2", ["layer3.0.conv2", "layer4.1.conv2"]),
+        ("layer?.0.conv1", ["layer3.0.conv1", "layer4.0.conv1"]),
+        ("fc", ["fc"]),
+    ],
+)
 def test_patterns_match_segment_by_segment(pattern, names):
     p = parse_pattern(pattern)
     assert [n for n in RESNET_NAMES if p.matches(n)] == names
 
 
-@pytest.mark.parametrize("pattern, why", [
-    ("layer4..conv1", "segment 2 is empty"), (".conv1", "segment 1 is empty"), ("conv1.", "segment 2 is empty"),
-    ("layer4.*.conv[12", "not a name glob"), ("layer4/0", "not a name glob"), ("**", "matches every module"),
-    ("**.**", "matches every module"), ("layer[]", "not a name glob"),
-])
+@pytest.mark.parametrize(
+    "pattern, why",
+    [
+        ("layer4..conv1", "segment 2 is empty"),
+        (".conv1", "segment 1 is empty"),
+        ("conv1.", "segment 2 is empty"),
+        ("layer4.*.conv[12", "not a name glob"),
+        ("layer4/0", "not a name glob"),
+        ("**", "matches every module"),
+        ("**.**", "matches every module"),
+        ("layer[]", "not a name glob"),
+    ],
+)
 def test_bad_patterns_are_refused_naming_the_segment(pattern, why):
     with pytest.raises(RhoInputError, match="--route") as info:
         parse_pattern(pattern)

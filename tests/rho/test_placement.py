@@ -30,12 +30,15 @@ def layers_of(t: Network, experts=8, top_k=2):
     return dense, calls, routable_layers(dense, calls, experts, top_k)
 
 
-@pytest.mark.parametrize("name, size, k", [
-    ("cifar_depthwise", None, 2),
-    pytest.param("convnext_tiny", 32, 2, marks=pytest.mark.slow),  # pointwise linear layers, depthwise 7x7
-    pytest.param("efficientnet_b0", 32, 1, marks=pytest.mark.slow),  # the per-expert path, squeeze-excitation
-    pytest.param("resnet18_moeconv", 32, 2, marks=pytest.mark.slow),  # a backbone that routes as built
-])
+@pytest.mark.parametrize(
+    "name, size, k",
+    [
+        ("cifar_depthwise", None, 2),
+        pytest.param("convnext_tiny", 32, 2, marks=pytest.mark.slow),  # pointwise linear layers, depthwise 7x7
+        pytest.param("efficientnet_b0", 32, 1, marks=pytest.mark.slow),  # the per-expert path, squeeze-excitation
+        pytest.param("resnet18_moeconv", 32, 2, marks=pytest.mark.slow),  # a backbone that routes as built
+    ],
+)
 def test_layer_costs_are_what_the_counter_counts(name, size, k):
     t = network_for(name, size)
     dense, calls, layers = layers_of(t, 4, k)
@@ -59,8 +62,9 @@ def test_kinds_of_routable_layer():
 
 def brute_force(candidates, total, routed, target):
     for n in range(len(candidates) + 1):
-        feasible = [s for s in itertools.combinations(candidates, n)
-                    if rho_of(list(s), total, routed) >= Fraction(target)]
+        feasible = [
+            s for s in itertools.combinations(candidates, n) if rho_of(list(s), total, routed) >= Fraction(target)
+        ]
         if feasible:
             best = max(feasible, key=lambda s: sorted((c.order for c in s), reverse=True))
             return [c.name for c in sorted(best, key=lambda c: c.order)], n
@@ -84,14 +88,17 @@ def test_target_on_a_small_network_is_minimal(goal):
     assert count_flops(route(dense_model(t), [c.name for c in fewer], 8, 2), t.input_shape).rho < goal
 
 
-@pytest.mark.parametrize("name, pattern, says", [
-    ("resnet18", "layer4.*", ["matches 2 module(s) of resnet18, 2 of them not routable", "layer4.0 (BasicBlock"]),
-    ("resnet18", "layer5.*.conv*", ["matches no module of resnet18", "top-level modules are conv1, bn1"]),
-    ("resnet18", "fc", ["Linear on (1, 512), not at every position"]),
-    ("resnet18", "layer4.0.**", ["layer4.0.bn1 (BatchNorm2d, not a convolution)", "also matches 3 that can"]),
-    ("googlenet", "aux1.conv.conv", ["not run at inference"]),
-    ("resnet18_moeconv", "net.layer3.0.conv1", ["MoEConv2d, not a convolution"]),
-])
+@pytest.mark.parametrize(
+    "name, pattern, says",
+    [
+        ("resnet18", "layer4.*", ["matches 2 module(s) of resnet18, 2 of them not routable", "layer4.0 (BasicBlock"]),
+        ("resnet18", "layer5.*.conv*", ["matches no module of resnet18", "top-level modules are conv1, bn1"]),
+        ("resnet18", "fc", ["Linear on (1, 512), not at every position"]),
+        ("resnet18", "layer4.0.**", ["layer4.0.bn1 (BatchNorm2d, not a convolution)", "also matches 3 that can"]),
+        ("googlenet", "aux1.conv.conv", ["not run at inference"]),
+        ("resnet18_moeconv", "net.layer3.0.conv1", ["MoEConv2d, not a convolution"]),
+    ],
+)
 def test_patterns_naming_nothing_or_what_cannot_be_routed_are_refused(name, pattern, says):
     t = network_for(name, 64)
     dense = dense_model(t)
@@ -105,8 +112,12 @@ def test_patterns_give_their_union_shallowest_first():
     t = network_for("resnet18", 64)
     dense = dense_model(t)
     calls = record_calls(dense, t.input_shape)
-    names = match_layers(dense, calls, [parse_pattern("layer4.*.conv2"), parse_pattern("layer[34].1.conv1"),
-                                        parse_pattern("layer4.1.conv2")], "resnet18")
+    names = match_layers(
+        dense,
+        calls,
+        [parse_pattern("layer4.*.conv2"), parse_pattern("layer[34].1.conv1"), parse_pattern("layer4.1.conv2")],
+        "resnet18",
+    )
     assert names == ["layer3.1.conv1", "layer4.0.conv2", "layer4.1.conv1", "layer4.1.conv2"]
 
 

@@ -12,8 +12,9 @@ from repro.rho.target import Candidate, minimal_placement, rho_of
 def brute_force(candidates, total, routed, target):
     """Every subset, smallest first; among the smallest that reach the target, the deepest (deepest layer first)."""
     for n in range(len(candidates) + 1):
-        feasible = [s for s in itertools.combinations(candidates, n)
-                    if rho_of(list(s), total, routed) >= Fraction(target)]
+        feasible = [
+            s for s in itertools.combinations(candidates, n) if rho_of(list(s), total, routed) >= Fraction(target)
+        ]
         if feasible:
             best = max(feasible, key=lambda s: sorted((c.order for c in s), reverse=True))
             return tuple(c.name for c in sorted(best, key=lambda c: c.order))
@@ -22,8 +23,12 @@ def brute_force(candidates, total, routed, target):
 
 def test_golden_case_by_hand():
     # T = 1000; routing a layer turns d into r = d + 10 (router and mixing).
-    layers = [Candidate("a", 0, 100, 110), Candidate("b", 1, 300, 310), Candidate("c", 2, 100, 110),
-              Candidate("d", 3, 100, 110)]
+    layers = [
+        Candidate("a", 0, 100, 110),
+        Candidate("b", 1, 300, 310),
+        Candidate("c", 2, 100, 110),
+        Candidate("d", 3, 100, 110),
+    ]
     # 10%: one 100-MAC layer gives 110 / 1010 = 10.9%; the deepest such is d.
     assert minimal_placement(layers, 1000, 0, 0.10).layers == ("d",)
     # 25%: only b reaches it alone: 310 / 1010 = 30.7%.
@@ -60,5 +65,6 @@ def test_agrees_with_brute_force_on_random_networks(seed):
         assert not placement.reached and len(placement.layers) == len(candidates)
     else:
         assert placement.reached and placement.layers == expected
-        assert placement.rho == pytest.approx(float(rho_of([c for c in candidates if c.name in expected], total,
-                                                             routed)))
+        assert placement.rho == pytest.approx(
+            float(rho_of([c for c in candidates if c.name in expected], total, routed))
+        )

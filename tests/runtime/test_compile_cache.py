@@ -40,8 +40,9 @@ def test_a_run_trains_with_the_compile_cache_in_the_cache_folder_not_its_results
     m = next(m for m in load_all() if m.id == "table2")
     cfg = planned_runs(m, m.profiles["smoke"])[0].cfg
     with pytest.raises(Stop):
-        records.run_one(RunRequest(cfg, "r"), tmp_path / "results", "cpu", None,
-                        settings=Settings(cache=tmp_path / "cache"))
+        records.run_one(
+            RunRequest(cfg, "r"), tmp_path / "results", "cpu", None, settings=Settings(cache=tmp_path / "cache")
+        )
     assert seen == [str((tmp_path / "cache" / FOLDER).absolute())] and VARIABLE not in os.environ
     assert not (tmp_path / "results" / FOLDER).exists()
 

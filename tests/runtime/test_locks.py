@@ -94,15 +94,22 @@ def test_a_holder_whose_lock_was_taken_over_stops_and_leaves_the_new_lock(tmp_pa
     assert read_holder(lock.path)["token"] == "theirs"
 
 
-@pytest.mark.parametrize("content, problem", [
-    (json.dumps({"host": "vm", "pid": "abc"}), "its pid \"abc\" is not a process id"),
-    (json.dumps({"host": "vm", "pid": 99999999999999999999}), "its pid 99999999999999999999 is not a process id"),
-    (json.dumps({"host": "vm", "pid": -1}), "its pid -1 is not a process id"),  # os.kill(-1, 0) signals every process
-    (json.dumps({"host": "vm", "pid": 7, "started": "noon"}), "its start time \"noon\" is not a number"),
-    (json.dumps(["vm", 7]), "it holds a JSON list, not a lock"),
-    (bytes(range(256)) * 4, "it is not a lock (not JSON text)"),
-    (b"", "it is empty"),
-], ids=["pid abc", "pid too large", "pid -1", "start time text", "a list", "random bytes", "empty"])
+@pytest.mark.parametrize(
+    "content, problem",
+    [
+        (json.dumps({"host": "vm", "pid": "abc"}), 'its pid "abc" is not a process id'),
+        (json.dumps({"host": "vm", "pid": 99999999999999999999}), "its pid 99999999999999999999 is not a process id"),
+        (
+            json.dumps({"host": "vm", "pid": -1}),
+            "its pid -1 is not a process id",
+        ),  # os.kill(-1, 0) signals every process
+        (json.dumps({"host": "vm", "pid": 7, "started": "noon"}), 'its start time "noon" is not a number'),
+        (json.dumps(["vm", 7]), "it holds a JSON list, not a lock"),
+        (bytes(range(256)) * 4, "it is not a lock (not JSON text)"),
+        (b"", "it is empty"),
+    ],
+    ids=["pid abc", "pid too large", "pid -1", "start time text", "a list", "random bytes", "empty"],
+)
 def test_a_malformed_lock_is_named_and_taken_over_after_a_short_grace(tmp_path, capsys, content, problem):
     """Issue 22, items 3 and 4: such locks crashed `run` and `status` (ValueError, OverflowError), were taken as
     alive (pid -1), or were waited on for the whole stale timeout as 'held by ?:?'."""
@@ -113,6 +120,7 @@ def test_a_malformed_lock_is_named_and_taken_over_after_a_short_grace(tmp_path, 
     assert stale_reason(holder, SETTINGS, now=holder["heartbeat"] + 5) is None  # maybe being written
     assert isinstance(try_lock(tmp_path, "abc", SETTINGS), dict)
     from repro.runtime.locks import describe_holder
+
     assert describe_holder(holder) == f"the lock file {path}, which cannot be used: {problem}"
     old = time.time() - SETTINGS.unreadable_grace_s - 1
     os.utime(path, (old, old))
@@ -144,13 +152,21 @@ def _here(**holder):
     """A lock of this process as a lock of this version writes it: this machine's boot id, this pid namespace, and
     the process's start (clock ticks since boot), read from /proc here."""
     try:
-        identity = {"boot_id": open("/proc/sys/kernel/random/boot_id").read().strip(),
-                    "pid_ns": os.readlink("/proc/self/ns/pid"),
-                    "pid_started": int(open("/proc/self/stat").read().rsplit(")", 1)[1].split()[19])}
+        identity = {
+            "boot_id": open("/proc/sys/kernel/random/boot_id").read().strip(),
+            "pid_ns": os.readlink("/proc/self/ns/pid"),
+            "pid_started": int(open("/proc/self/stat").read().rsplit(")", 1)[1].split()[19]),
+        }
     except OSError:
         pytest.skip("/proc does not give this machine's boot id, pid namespace and process start here")
-    return {"host": socket.gethostname(), "pid": os.getpid(), "started": time.time(), "token": "t", **identity,
-            **holder}
+    return {
+        "host": socket.gethostname(),
+        "pid": os.getpid(),
+        "started": time.time(),
+        "token": "t",
+        **identity,
+        **holder,
+    }
 
 
 def test_a_killed_containers_lock_is_taken_over_after_two_heartbeats_not_the_stale_timeout():
@@ -171,14 +187,16 @@ def test_a_reused_pid_is_not_taken_for_the_holder(tmp_path):
     settings, now = LockSettings(), time.time()
     assert stale_reason({**_here(), "heartbeat": now}, settings, now) is None  # this very process
     reused = {**_here(pid_started=_here()["pid_started"] - 1), "heartbeat": now}
-    assert stale_reason(reused, settings, now) == (f"its process {os.getpid()} on this host has exited (the pid now "
-                                                   "names another process)")
+    assert stale_reason(reused, settings, now) == (
+        f"its process {os.getpid()} on this host has exited (the pid now names another process)"
+    )
     lock_path(tmp_path, "abc").write_text(json.dumps({k: v for k, v in reused.items() if k != "heartbeat"}))
     lock = try_lock(tmp_path, "abc", settings)
     assert isinstance(lock, RunLock)
     written = json.loads(lock.path.read_text())
     assert {k: written[k] for k in ("boot_id", "pid_ns", "pid_started")} == {
-        k: _here()[k] for k in ("boot_id", "pid_ns", "pid_started")}
+        k: _here()[k] for k in ("boot_id", "pid_ns", "pid_started")
+    }
     lock.release()
 
 
@@ -221,7 +239,9 @@ def test_a_stale_lock_this_user_may_not_remove_is_named_with_its_owner(tmp_path,
     with pytest.raises(LockNotRemovable) as caught:
         try_lock(tmp_path, "abc", SETTINGS)
     owner = pwd.getpwuid(os.getuid()).pw_name
-    assert str(caught.value) == (f"the lock {path} is stale (no heartbeat for 61 s (stale after 60 s)), but this user "
-                                 f"may not remove it (Operation not permitted); the run is skipped: {owner} or root "
-                                 "can remove the file")
+    assert str(caught.value) == (
+        f"the lock {path} is stale (no heartbeat for 61 s (stale after 60 s)), but this user "
+        f"may not remove it (Operation not permitted); the run is skipped: {owner} or root "
+        "can remove the file"
+    )
     assert path.exists() and not path.with_name("abc.lock.takeover").exists()  # our guard is gone again

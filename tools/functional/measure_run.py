@@ -2,6 +2,7 @@
 python tools/functional/measure_run.py table3/std_dense train_samples=16384 epochs=3.
 
 The per-family numbers in the functional profiles' descriptions were measured with it (issue 11)."""
+
 import dataclasses
 import json
 import sys
@@ -31,12 +32,16 @@ w0 = time.time()
 
 def on_epoch(e, n, entry):
     loss = entry.get("loss", entry.get("train_loss", float("nan")))
-    print(f"  ep{e}/{n} acc={entry['test_accuracy']:.3f} loss={loss:.3f} cpu={time.process_time()-t0:.0f}",
-          flush=True)
+    print(
+        f"  ep{e}/{n} acc={entry['test_accuracy']:.3f} loss={loss:.3f} cpu={time.process_time() - t0:.0f}", flush=True
+    )
 
 
 with tempfile.TemporaryDirectory() as d:
     out = train_run(cfg, torch.device("cpu"), None, Path(d) / "ck.pt", on_epoch)
 mt = out["metrics"]
-print(f"RESULT {spec} {' '.join(over)} seed={cfg.seed} acc={mt['accuracy']:.3f} chance={mt['chance']:.4f} "
-      f"cpu={time.process_time()-t0:.0f}s wall={time.time()-w0:.0f}s", flush=True)
+print(
+    f"RESULT {spec} {' '.join(over)} seed={cfg.seed} acc={mt['accuracy']:.3f} chance={mt['chance']:.4f} "
+    f"cpu={time.process_time() - t0:.0f}s wall={time.time() - w0:.0f}s",
+    flush=True,
+)

@@ -59,17 +59,33 @@ def loaders(seed: int, batch_size: int = 128):
 
 def config(seed: int, epochs: int, lr: float = 1e-3, batch_size: int = 128, backbone=None, head=None) -> RunConfig:
     return RunConfig(
-        dataset="cifar10", backbone=backbone or {}, head=head or {}, seed=seed, epochs=epochs,
-        batch_size=batch_size, optimizer="adam", lr=lr, momentum=0.0, schedule="constant",
-        backbone_lr_scale=1.0, bf16=False, data="real", train_samples=None, test_samples=None,
-        image_size=32, pretrained=False, metric="final", schedule_epochs=50,
+        dataset="cifar10",
+        backbone=backbone or {},
+        head=head or {},
+        seed=seed,
+        epochs=epochs,
+        batch_size=batch_size,
+        optimizer="adam",
+        lr=lr,
+        momentum=0.0,
+        schedule="constant",
+        backbone_lr_scale=1.0,
+        bf16=False,
+        data="real",
+        train_samples=None,
+        test_samples=None,
+        image_size=32,
+        pretrained=False,
+        metric="final",
+        schedule_epochs=50,
     )
 
 
 def build(backbone: str, head: str, seed: int, backbone_params=None, head_params=None):
     torch.manual_seed(seed)
-    return build_model("cifar10", Component(backbone, dict(backbone_params or {})),
-                       Component(head, dict(head_params or {})))
+    return build_model(
+        "cifar10", Component(backbone, dict(backbone_params or {})), Component(head, dict(head_params or {}))
+    )
 
 
 def train(model, seed: int, epochs: int, lr: float = 1e-3, batch_size: int = 128, log=None) -> dict:
@@ -88,5 +104,9 @@ def train(model, seed: int, epochs: int, lr: float = 1e-3, batch_size: int = 128
         if log:
             log(epoch, entry)
     ev = evaluate(model, data.test, 10, cfg, DEVICE)
-    return {"accuracy": ev["accuracy"], "loss": ev["loss"], "history": history,
-            "usage_by_class": ev.get("usage_by_class")}
+    return {
+        "accuracy": ev["accuracy"],
+        "loss": ev["loss"],
+        "history": history,
+        "usage_by_class": ev.get("usage_by_class"),
+    }

@@ -89,9 +89,11 @@ def main() -> None:
         for how in inits if bb == "cifar_depthwise" else ["default", "he_separable"]:
             r = scale_report(bb, how)
             relu = [f"{s:.3g}" for n, s in r["acts"]]
-            print(f"{bb:16s} {how:18s} feat std {r['feat_std']:.3g}  input-driven share {r['input_share']:.2e}  "
-                  f"|grad| first conv {r['grads'][0][1]:.3g} last conv {r['grads'][-1][1]:.3g}  "
-                  f"head {r['head_grad']:.3g}")
+            print(
+                f"{bb:16s} {how:18s} feat std {r['feat_std']:.3g}  input-driven share {r['input_share']:.2e}  "
+                f"|grad| first conv {r['grads'][0][1]:.3g} last conv {r['grads'][-1][1]:.3g}  "
+                f"head {r['head_grad']:.3g}"
+            )
             print("    std after each conv and ReLU, in order:", " ".join(relu))
     if args.quick:
         return
@@ -116,8 +118,10 @@ def main() -> None:
             accs.append(r["accuracy"])
             losses.append(r["history"][-1]["train_loss"])
         tag = bb + (" +BN" if params else "")
-        print(f"| {tag} | {how} | {lr:g} | {accs[0]:.3f} | {accs[1]:.3f} | "
-              f"{' / '.join(f'{x:.2f}' for x in losses)} |", flush=True)
+        print(
+            f"| {tag} | {how} | {lr:g} | {accs[0]:.3f} | {accs[1]:.3f} | {' / '.join(f'{x:.2f}' for x in losses)} |",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

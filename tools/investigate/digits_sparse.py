@@ -67,9 +67,11 @@ def run(head: str, h: int, seed: int, epochs: int, reading: dict | None, backbon
     model = build(backbone["name"], head, seed, {"init": backbone["init"]}, params)
     moved = []
     if head != "dense":
+
         def hook(mod, i, o):
             if mod.training:
                 moved.append(int(mod._routing["extra"]["rerouted"].item()))
+
         model.head.register_forward_hook(hook)
     r = train(model, seed, epochs)
     last = r["history"][-1]
@@ -97,20 +99,27 @@ def main() -> None:
     hs = [int(v) for v in args.hs.split(",")]
 
     print("## Mechanisms on one skewed training batch (h = 128, task loss only)\n")
-    print("| reading | warm-up changes M | C != 1 at k=8 / k=1 (share of samples) | router |grad| from CE at k=8 / k=1 "
-          "| moved by capacity k=8 / k=1 | forced k=8 / k=1 | max load / capacity at k=1 |")
+    print(
+        "| reading | warm-up changes M | C != 1 at k=8 / k=1 (share of samples) | router |grad| from CE at k=8 / k=1 "
+        "| moved by capacity k=8 / k=1 | forced k=8 / k=1 | max load / capacity at k=1 |"
+    )
     print("|---|---|---|---|---|---|---|")
     for name in names:
         m = mechanisms(name, READINGS[name])
-        print(f"| {name} | {m['warmup_changes_mask']} | {m['k8_C_not_1']:.2f} / {m['k1_C_not_1']:.2f} | "
-              f"{m['k8_router_grad']:.3g} / {m['k1_router_grad']:.3g} | {m['k8_moved']} / {m['k1_moved']} | "
-              f"{m['k8_forced']} / {m['k1_forced']} | {m['k1_max_load']} / {m['k1_capacity']} |", flush=True)
+        print(
+            f"| {name} | {m['warmup_changes_mask']} | {m['k8_C_not_1']:.2f} / {m['k1_C_not_1']:.2f} | "
+            f"{m['k8_router_grad']:.3g} / {m['k1_router_grad']:.3g} | {m['k8_moved']} / {m['k1_moved']} | "
+            f"{m['k8_forced']} / {m['k1_forced']} | {m['k1_max_load']} / {m['k1_capacity']} |",
+            flush=True,
+        )
     if args.quick:
         return
 
     print(f"\n## Training: {args.backbone} (init {args.init}), digits, {args.epochs} epochs, Adam 1e-3, batch 128\n")
-    print("| head | h | seed 0 | seed 1 | mean | last-epoch train usage (seed 0; seed 1) | forced | moved "
-          "| test top-1 usage (seed 0; seed 1) |")
+    print(
+        "| head | h | seed 0 | seed 1 | mean | last-epoch train usage (seed 0; seed 1) | forced | moved "
+        "| test top-1 usage (seed 0; seed 1) |"
+    )
     print("|---|---|---|---|---|---|---|---|---|")
     todo = ([("dense", None)] if args.dense else []) + [(n, READINGS[n]) for n in names]
     for name, reading in todo:
@@ -122,10 +131,12 @@ def main() -> None:
             if reading is None:
                 row += " - | - | - | - |"
             else:
-                row += (f" {rs[0]['usage_last']}; {rs[1]['usage_last']}"
-                        f" | {rs[0]['forced_last']}, {rs[1]['forced_last']}"
-                        f" | {rs[0]['moved_last']}, {rs[1]['moved_last']}"
-                        f" | {rs[0]['test_usage']}; {rs[1]['test_usage']} |")
+                row += (
+                    f" {rs[0]['usage_last']}; {rs[1]['usage_last']}"
+                    f" | {rs[0]['forced_last']}, {rs[1]['forced_last']}"
+                    f" | {rs[0]['moved_last']}, {rs[1]['moved_last']}"
+                    f" | {rs[0]['test_usage']}; {rs[1]['test_usage']} |"
+                )
             print(row, flush=True)
 
 

@@ -15,5 +15,13 @@
 from repro.report.appendix.build import Appendix, Inputs, build_appendix
 from repro.report.appendix.render import APPENDIX_NAME, FORMATS, appendix_inputs, render, write_appendix
 
-__all__ = ["APPENDIX_NAME", "Appendix", "FORMATS", "Inputs", "appendix_inputs", "build_appendix", "render",
-           "write_appendix"]
+__all__ = [
+    "APPENDIX_NAME",
+    "Appendix",
+    "FORMATS",
+    "Inputs",
+    "appendix_inputs",
+    "build_appendix",
+    "render",
+    "write_appendix",
+]

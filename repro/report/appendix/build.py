@@ -37,8 +37,11 @@ def _verify_all(mine: list[TablePlan], model: CostModel, rates: Rates) -> Verify
     t = command_time(mine, model, rates)
     cost = model.cost(mine)
     device = f"{device_time(cost.device_seconds, cost.kind)} in {cost.runs} runs" if cost.runs else "no training"
-    return VerifyAll(f"{duration(t.seconds)} wall ({t.basis()})", device,
-                     sum(p.seconds for p in t.parts if p.phase in PREPARE_PHASES))
+    return VerifyAll(
+        f"{duration(t.seconds)} wall ({t.basis()})",
+        device,
+        sum(p.seconds for p in t.parts if p.phase in PREPARE_PHASES),
+    )
 
 
 def _runs_by_profile(plans: Plans, manifests: list[Manifest]) -> dict[str, list]:
@@ -57,8 +60,16 @@ def _datasets(manifests: list[Manifest], runs: dict[str, list], model: CostModel
         source = dataset_source(name, model.cache)
         users = tuple(p for p, cfgs in runs.items() if any(c.dataset == name and c.data == "real" for c in cfgs))
         cache = decoded_cache_bytes(name, model.data_dir, model.cache)
-        out.append(DatasetEntry(source.title, source.archives, len(source.checked_files), source.checksum_note,
-                                gigabytes(cache) if cache else "", users))
+        out.append(
+            DatasetEntry(
+                source.title,
+                source.archives,
+                len(source.checked_files),
+                source.checksum_note,
+                gigabytes(cache) if cache else "",
+                users,
+            )
+        )
     return out
 
 
@@ -75,13 +86,15 @@ def _weights(runs: dict[str, list], cache: Path) -> list[WeightsEntry]:
     for url, backbones, profiles in files.values():
         file = url.rsplit("/", 1)[-1]
         match = HASH_PREFIX.search(file)
-        out.append(WeightsEntry(tuple(sorted(backbones)), file, url, match.group(1) if match else "",
-                                tuple(sorted(profiles))))
+        out.append(
+            WeightsEntry(tuple(sorted(backbones)), file, url, match.group(1) if match else "", tuple(sorted(profiles)))
+        )
     return sorted(out, key=lambda w: w.file)
 
 
-def build_appendix(entries: list[tuple[Manifest, ManifestResult | None]], profile: str, inputs: Inputs,
-                   with_results: bool) -> Appendix:
+def build_appendix(
+    entries: list[tuple[Manifest, ManifestResult | None]], profile: str, inputs: Inputs, with_results: bool
+) -> Appendix:
     """The appendix of `profile` for these manifests (each with its result, or None); `with_results`: the rows
     show the verdicts (None: the table was not run into the folder)."""
     manifests = [m for m, _ in entries]
@@ -92,20 +105,57 @@ def build_appendix(entries: list[tuple[Manifest, ManifestResult | None]], profil
     device = model.device(manifests[0].profiles[BASE_PROFILE]).device
     at = {p: {m.id: plans.of(m.id, p) for m in manifests if p in m.profiles} for p in shown}
     results = {m.id: r for m, r in entries} if with_results else None
-    unverified = tuple(dict.fromkeys(d for _, r in entries if with_results and r is not None for c in r.data_checks()
-                                     if (d := c.checksum_departure())))
-    rows = [claim_row([t.manifest for t in claim_tables(at[profile][m.id], c, at[profile])], c, profile,
-                      {p: claim_cost(at[p][m.id], c, model, rates, at[p]) for p in shown}, device, results,
-                      bool(unverified))
-            for m in manifests for c in m.claims]
+    unverified = tuple(
+        dict.fromkeys(
+            d
+            for _, r in entries
+            if with_results and r is not None
+            for c in r.data_checks()
+            if (d := c.checksum_departure())
+        )
+    )
+    rows = [
+        claim_row(
+            [t.manifest for t in claim_tables(at[profile][m.id], c, at[profile])],
+            c,
+            profile,
+            {p: claim_cost(at[p][m.id], c, model, rates, at[p]) for p in shown},
+            device,
+            results,
+            bool(unverified),
+        )
+        for m in manifests
+        for c in m.claims
+    ]
     runs = _runs_by_profile(plans, manifests)
-    facts = Facts(manifests, profile, shown, inputs,
-                  {p: _verify_all(list(at[p].values()), model, rates) for p in shown},
-                  {p: sections.disk_text(disk_space(list(at[p].values()), model)) for p in shown},
-                  _datasets(manifests, runs, model), claim_counts(manifests), unverified)
-    return Appendix(profile, BASE_PROFILE, sections.paper_title(inputs.package), sections.abstract(facts),
-                    sections.checklist(facts), sections.hardware(facts), sections.software(facts), facts.datasets,
-                    _weights(runs, inputs.model.cache),
-                    sections.installation(facts), sections.workflow(facts), sections.evaluation(facts),
-                    rows, sections.customisation(facts), sections.notes(facts), with_results, unverified,
-                    shipped_untested())
+    facts = Facts(
+        manifests,
+        profile,
+        shown,
+        inputs,
+        {p: _verify_all(list(at[p].values()), model, rates) for p in shown},
+        {p: sections.disk_text(disk_space(list(at[p].values()), model)) for p in shown},
+        _datasets(manifests, runs, model),
+        claim_counts(manifests),
+        unverified,
+    )
+    return Appendix(
+        profile,
+        BASE_PROFILE,
+        sections.paper_title(inputs.package),
+        sections.abstract(facts),
+        sections.checklist(facts),
+        sections.hardware(facts),
+        sections.software(facts),
+        facts.datasets,
+        _weights(runs, inputs.model.cache),
+        sections.installation(facts),
+        sections.workflow(facts),
+        sections.evaluation(facts),
+        rows,
+        sections.customisation(facts),
+        sections.notes(facts),
+        with_results,
+        unverified,
+        shipped_untested(),
+    )

@@ -33,10 +33,15 @@ from repro.results.measurements import ManifestResult
 from repro.spec.paper import PaperValue, paper_value
 
 # The ACM badge a profile's runs support, by what the profile is evidence of (repro.spec.profiles.Profile).
-BADGES = {"paper": "Results Reproduced", "reduced": "Results Reproduced (reduced protocol)",
-          "functional": "Functional", "pipeline": "none (a pipeline check)"}
-_REFERENCES = (set(PAPER_KEYS) | set(ROW_KEYS) | set(COMPARISON_KEYS) | set(PATH_KEYS)
-               | {"excluded", "routers", "configs"})
+BADGES = {
+    "paper": "Results Reproduced",
+    "reduced": "Results Reproduced (reduced protocol)",
+    "functional": "Functional",
+    "pipeline": "none (a pipeline check)",
+}
+_REFERENCES = (
+    set(PAPER_KEYS) | set(ROW_KEYS) | set(COMPARISON_KEYS) | set(PATH_KEYS) | {"excluded", "routers", "configs"}
+)
 
 
 @dataclass(frozen=True)
@@ -94,9 +99,12 @@ def describe_paper_value(pv: PaperValue) -> str:
     text = f"{pv.key} = {pv.printed or pv.implied_sign}"
     if pv.value is not None:
         text += f", to ±{pv.tolerance:g}{pv.unit} ({'approximate' if pv.approx else 'as printed'})"
-    stats = [f"n={pv.n}" if pv.n else "", f"sd {pv.sd:g}" if pv.sd is not None else "",
-             f"d={pv.d:g}" if pv.d is not None else "",
-             f"{pv.positive_seeds}/{pv.n} seeds positive" if pv.positive_seeds is not None and pv.n else ""]
+    stats = [
+        f"n={pv.n}" if pv.n else "",
+        f"sd {pv.sd:g}" if pv.sd is not None else "",
+        f"d={pv.d:g}" if pv.d is not None else "",
+        f"{pv.positive_seeds}/{pv.n} seeds positive" if pv.positive_seeds is not None and pv.n else "",
+    ]
     stats = [s for s in stats if s]
     return text + (f"; {', '.join(stats)}" if stats else "") + f" (Section {pv.section})"
 
@@ -111,8 +119,11 @@ def expected_result(manifest: Manifest, claim: Claim) -> str:
         if pv is not None:
             parts.append(f"paper: {describe_paper_value(pv)}")
     config = rule.config(**claim.params)
-    settings = [f"{f.name} {_value(getattr(config, f.name))}" for f in dataclasses.fields(config)
-                if f.name not in _REFERENCES and getattr(config, f.name) not in (None, (), {}, "")]
+    settings = [
+        f"{f.name} {_value(getattr(config, f.name))}"
+        for f in dataclasses.fields(config)
+        if f.name not in _REFERENCES and getattr(config, f.name) not in (None, (), {}, "")
+    ]
     if settings:
         parts.append("settings: " + ", ".join(settings))
     return "; ".join(parts)
@@ -133,13 +144,23 @@ def readings_of(tables: list[Manifest], claim: Claim, result: ManifestResult | N
     decided = next((c for c in (result.readings if result else []) if c.claim == claim.id), None)
     if decided is not None and readings:
         changes = [f"{o.label} ({o.reading})" for o in decided.alternatives if o.status != decided.chosen.status]
-        text += f"; here the verdict changes under: {'; '.join(changes)}" if changes else \
-            "; here no alternative changes the verdict"
+        text += (
+            f"; here the verdict changes under: {'; '.join(changes)}"
+            if changes
+            else "; here no alternative changes the verdict"
+        )
     return text
 
 
-def claim_row(tables: list[Manifest], claim: Claim, profile: str, costs: dict[str, ClaimCost], device: str,
-              results: Mapping[str, ManifestResult | None] | None, unverified: bool = False) -> ClaimRow:
+def claim_row(
+    tables: list[Manifest],
+    claim: Claim,
+    profile: str,
+    costs: dict[str, ClaimCost],
+    device: str,
+    results: Mapping[str, ManifestResult | None] | None,
+    unverified: bool = False,
+) -> ClaimRow:
     """The row of one claim. `tables`: its own and the others it reads, cut down to the rows it reads
     (repro.cost.claim_cost.claim_tables); `costs` by profile name (the paper's protocol's and `profile`'s);
     `results` by manifest id, None without a results folder; `unverified`: those results trained on files that
@@ -159,17 +180,45 @@ def claim_row(tables: list[Manifest], claim: Claim, profile: str, costs: dict[st
     cost_here = "" if profile == BASE_PROFILE else cost_here
     result = results.get(manifest.id) if results is not None else None
     row = ClaimRow(
-        manifest.id, claim.id, claim.statement, claim.section, claim.scope, command(tables, decided_at), decided_at,
-        hardware(tables, claim, decided_at, device), costs[BASE_PROFILE].text(), cost_here, claim.rule,
-        expected_result(manifest, claim), badge, readings_of(tables, claim, result))
+        manifest.id,
+        claim.id,
+        claim.statement,
+        claim.section,
+        claim.scope,
+        command(tables, decided_at),
+        decided_at,
+        hardware(tables, claim, decided_at, device),
+        costs[BASE_PROFILE].text(),
+        cost_here,
+        claim.rule,
+        expected_result(manifest, claim),
+        badge,
+        readings_of(tables, claim, result),
+    )
     if results is None:
         return row
     if result is None:
         return dataclasses.replace(row, verdict="not run", runs_note="the table was not run into this folder")
     verdict = next((v for v in result.verdicts if v.claim == claim.id), None)
-    runs = tuple(r.hash for table, row_id in trained if results.get(table) is not None
-                 for r in sorted(results[table].measured.runs(row_id), key=lambda r: r.seed))
-    note = "" if runs else ("no training run: FLOP counts and timings, in its table's results.json" if not trained
-                            else "no run record at this profile")
-    return dataclasses.replace(row, verdict=verdict.status_text if verdict else "not run", runs=runs, runs_note=note,
-                               stability=verdict.stability_text if verdict else "")
+    runs = tuple(
+        r.hash
+        for table, row_id in trained
+        if results.get(table) is not None
+        for r in sorted(results[table].measured.runs(row_id), key=lambda r: r.seed)
+    )
+    note = (
+        ""
+        if runs
+        else (
+            "no training run: FLOP counts and timings, in its table's results.json"
+            if not trained
+            else "no run record at this profile"
+        )
+    )
+    return dataclasses.replace(
+        row,
+        verdict=verdict.status_text if verdict else "not run",
+        runs=runs,
+        runs_note=note,
+        stability=verdict.stability_text if verdict else "",
+    )

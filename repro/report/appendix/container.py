@@ -109,21 +109,30 @@ def read_compose(path: Path, root: Path) -> ComposeFile:
     services = doc.get("services") if isinstance(doc, dict) else None
     if not isinstance(services, dict) or len(services) != 1:
         raise SchemaError(path, ["services: expected exactly one service (the artifact's)"])
-    (name, service), = services.items()
+    ((name, service),) = services.items()
     service = service or {}
     deploy = service.get("deploy", ...)
-    devices = (((deploy or {}).get("resources") or {}).get("reservations") or {}).get("devices") or [] \
-        if isinstance(deploy, dict) else []
+    devices = (
+        (((deploy or {}).get("resources") or {}).get("reservations") or {}).get("devices") or []
+        if isinstance(deploy, dict)
+        else []
+    )
     gpus = next((variable(d.get("count")) for d in devices if "gpu" in (d.get("capabilities") or [])), None)
     env = service.get("environment") or {}
     env = env.items() if isinstance(env, dict) else (item.partition("=")[::2] for item in env)
     build = service.get("build") or {}
     args = build.get("args") or [] if isinstance(build, dict) else []
-    return ComposeFile(path.relative_to(root).as_posix() if path.is_relative_to(root) else str(path), name,
-                       variable(service.get("image")), gpus, "deploy" in service and deploy is None,
-                       str(service.get("shm_size") or ""), tuple(str(v) for v in service.get("volumes") or ()),
-                       tuple((str(k), str(v)) for k, v in env),
-                       tuple(str(a).split("=")[0] for a in (args if isinstance(args, list) else args.keys())))
+    return ComposeFile(
+        path.relative_to(root).as_posix() if path.is_relative_to(root) else str(path),
+        name,
+        variable(service.get("image")),
+        gpus,
+        "deploy" in service and deploy is None,
+        str(service.get("shm_size") or ""),
+        tuple(str(v) for v in service.get("volumes") or ()),
+        tuple((str(k), str(v)) for k, v in env),
+        tuple(str(a).split("=")[0] for a in (args if isinstance(args, list) else args.keys())),
+    )
 
 
 def read_dockerfile(path: Path, root: Path) -> tuple[str, str, tuple[str, ...]]:
@@ -136,9 +145,14 @@ def read_dockerfile(path: Path, root: Path) -> tuple[str, str, tuple[str, ...]]:
     base = re.search(r"^ARG BASE_IMAGE=(\S+)", joined, re.M)
     licence = re.search(r"org\.opencontainers\.image\.licenses=\"([^\"]*)\"", joined)
     install = _pip_install(joined)
-    problems = [msg for ok, msg in ((base, "ARG BASE_IMAGE=<image>: expected the base image's default"),
-                                    (install, "RUN ... pip install ...: expected the project's install"))
-                if not ok]
+    problems = [
+        msg
+        for ok, msg in (
+            (base, "ARG BASE_IMAGE=<image>: expected the base image's default"),
+            (install, "RUN ... pip install ...: expected the project's install"),
+        )
+        if not ok
+    ]
     if problems:
         raise SchemaError(path, problems)
     return base.group(1), licence.group(1) if licence else "", install
@@ -187,9 +201,14 @@ def read_package(root: Path | None) -> Package:
     if not isinstance(project, dict) or not {"name", "version", "description"} <= set(project):
         raise SchemaError(path, ["[project]: expected name, version and description"])
     licence = project.get("license") or {}
-    return Package(project["name"], project["version"], project["description"], project.get("requires-python", ""),
-                   tuple(project.get("dependencies") or ()),
-                   licence.get("text", "") if isinstance(licence, dict) else str(licence))
+    return Package(
+        project["name"],
+        project["version"],
+        project["description"],
+        project.get("requires-python", ""),
+        tuple(project.get("dependencies") or ()),
+        licence.get("text", "") if isinstance(licence, dict) else str(licence),
+    )
 
 
 def installed_package(name: str = "repro-moe-rho") -> Package:
@@ -201,5 +220,11 @@ def installed_package(name: str = "repro-moe-rho") -> Package:
     except PackageNotFoundError:
         return Package(name, NOT_HERE, NOT_HERE, "", (), "")
     dependencies = tuple(d for d in meta.get_all("Requires-Dist") or () if "extra ==" not in d)
-    return Package(meta["Name"], meta["Version"], meta["Summary"] or "", meta["Requires-Python"] or "",
-                   dependencies, meta["License"] or "")
+    return Package(
+        meta["Name"],
+        meta["Version"],
+        meta["Summary"] or "",
+        meta["Requires-Python"] or "",
+        dependencies,
+        meta["License"] or "",
+    )

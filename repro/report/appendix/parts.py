@@ -120,8 +120,11 @@ class Facts:
     def device_words(self, profile: str) -> str:
         prof = self.profiles[profile]
         thr = self.inputs.model.device(prof)
-        where = ("the CPU" if prof.device == "cpu" else "a CUDA GPU" if prof.device == "cuda"
-                 else "a GPU when one is present")
+        where = (
+            "the CPU"
+            if prof.device == "cpu"
+            else "a CUDA GPU"
+            if prof.device == "cuda"
+            else "a GPU when one is present"
+        )
         return f"{where}; priced on {thr.device} ({thr.source})"
-
-

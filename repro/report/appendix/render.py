@@ -67,8 +67,13 @@ def appendix_inputs(plans: Plans, folder: FolderFit | None = None, model: CostMo
     return Inputs(plans, model, rates, read_container(root), read_package(root), git_commit(), notes)
 
 
-def write_appendix(entries: list[tuple[Manifest, ManifestResult | None]], results_dir: Path, profile: str,
-                   plans: Plans, folder: FolderFit | None = None) -> list[Path]:
+def write_appendix(
+    entries: list[tuple[Manifest, ManifestResult | None]],
+    results_dir: Path,
+    profile: str,
+    plans: Plans,
+    folder: FolderFit | None = None,
+) -> list[Path]:
     """<results>/<profile>/artifact-appendix.md and .tex, with each claim's verdict in these results; `plans` and
     `folder` (the cost model fitted to the folder) as the command built them."""
     appendix = build_appendix(entries, profile, appendix_inputs(plans, folder), with_results=True)
