@@ -110,3 +110,18 @@ def test_a_results_file_that_names_a_path_as_a_record_is_refused(folder, source)
     path.write_text(json.dumps(data))
     with pytest.raises(PackageError, match=r"names a run record '\.\./\.\./etc/passwd' that is not a run's hash"):
         build_package(folder, source=source)
+
+
+def test_an_archive_outside_the_folder_is_said_to_be_outside_its_crate(folder, tmp_path):  # noqa: F811
+    out = tmp_path / "elsewhere" / "deposit.tar.gz"
+    done = CliRunner().invoke(
+        app,
+        ["package", "--results-dir", str(folder.parent), "--allow-dirty", "--out", str(out)],
+        env={"COLUMNS": "200"},
+    )
+    assert done.exit_code == 0, done.output
+    digest = next(line for line in done.output.splitlines() if line.startswith("sha256 ")).split()[1]
+    assert hashlib.sha256(out.read_bytes()).hexdigest() == digest
+    assert f"The archive is outside {folder}, so its crate does not list it" in done.output
+    crate = (folder / CRATE_FILE).read_text() if (folder / CRATE_FILE).exists() else ""
+    assert digest not in crate

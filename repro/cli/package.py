@@ -67,3 +67,5 @@ def package(
     paste(f"sha256 {made.sha256}")
     if inside:
         show(f"The archive and its sha256 are in {folder / CRATE_FILE}.")
+    else:  # the folder's crate lists the folder's files only
+        show(f"The archive is outside {folder}, so its crate does not list it: keep the sha256 above with it.")
