@@ -10,23 +10,11 @@ from repro.core.environment import BadEnvironment
 from repro.core.settings import Settings
 from repro.train.checkpoints import restore_rng, rng_state
 from repro.plan.manifest import Row
-from repro.spec.profiles import Profile
 from repro.models import Component
 from repro.plan.run_config import resolve
 from repro.train.loop import train_run
+from fake_records import PROFILE  # tests/fake_records.py: 2 epochs of 64 synthetic images at 16 px
 
-PROFILE = Profile(
-    description="test",
-    evidence="pipeline",
-    seeds=1,
-    epochs=2,
-    data="synthetic",
-    train_samples=64,
-    test_samples=32,
-    batch_size=32,
-    max_image_size=16,
-    pretrained=False,
-)
 ROW = Row(
     id="r",
     label="r",

@@ -8,24 +8,11 @@ import torch
 
 from repro.core.settings import Settings
 from repro.plan.manifest import Row
-from repro.spec.profiles import Profile
 from repro.models import BACKBONES, Component
 from repro.models.moe_conv_paths import PATHS
 from repro.plan.run_config import resolve
 from repro.train.loop import Engine, autocast_dtype, build_engine_model, compile_backbone, train_run
-
-PROFILE = Profile(
-    description="test",
-    evidence="pipeline",
-    seeds=1,
-    epochs=2,
-    data="synthetic",
-    train_samples=64,
-    test_samples=32,
-    batch_size=32,
-    max_image_size=16,
-    pretrained=False,
-)
+from fake_records import PROFILE  # tests/fake_records.py: 2 epochs of 64 synthetic images at 16 px
 
 
 def _row(head="dense", backbone="cifar_standard", dataset="cifar10", **params):

@@ -14,23 +14,10 @@ from repro.execution.local import Slot, local_slots, run_local, visible_gpus
 from repro.execution.protocol import ExecutionRequest, RunState
 from repro.runtime.locks import lock_path
 from repro.plan.manifest import Row
-from repro.spec.profiles import Profile
 from repro.models import Component
 from repro.plan.run_config import resolve
 from repro.execution.runs import RunRequest, execute_runs, record_path, runs_dir
-
-PROFILE = Profile(
-    description="test",
-    evidence="pipeline",
-    seeds=1,
-    epochs=2,
-    data="synthetic",
-    train_samples=64,
-    test_samples=32,
-    batch_size=32,
-    max_image_size=16,
-    pretrained=False,
-)
+from fake_records import PROFILE  # tests/fake_records.py: 2 epochs of 64 synthetic images at 16 px
 
 
 def _cfg(seed):
