@@ -224,7 +224,9 @@ def test_the_report_s_time_table_is_written_again_whole_when_its_command_ends(tm
     out = CliRunner().invoke(app, ["report", "--results-dir", str(results), "--profile", "smoke"])
     assert out.exit_code == 0, out.output
     entry = json_.loads((results / "smoke" / "timings.json").read_text())["commands"]["report"]
-    assert entry["wall_s"] >= sum(p["wall_s"] for p in entry["phases"])  # "other" is what no phase covers
+    # "other" is what no phase covers; each figure is rounded to the millisecond, so the sum may pass it by as much
+    covered = sum(p["wall_s"] for p in entry["phases"])
+    assert entry["wall_s"] >= covered - 0.0005 * (len(entry["phases"]) + 1)
     total = f"| **total** | report | {entry['wall_s']:.1f} | {entry['cpu_s']:.1f} |"
     assert total in (results / "smoke" / DETAIL).read_text()
     html = (results / "smoke" / "report.html").read_text()
