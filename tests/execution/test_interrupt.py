@@ -1,5 +1,6 @@
 """Ctrl-C / SIGTERM while a table trains: stop within seconds, keep what finished, resume to the same table."""
 
+import dataclasses
 import json
 import os
 import re
@@ -12,25 +13,14 @@ import torch
 import repro.execution.local as local
 from repro.runtime.interrupt import RunsInterrupted, clean_after_kill
 from repro.plan.manifest import Row
-from repro.spec.profiles import Profile
+from fake_records import PROFILE as FAKE  # tests/fake_records.py
 from repro.models import Component
 from repro.plan.run_config import resolve
 from repro.core.settings import Settings
 from repro.execution.runs import RunRequest, checkpoint_path, execute_runs, record_path, runs_dir
 from .minitable import _terminal_signals, counts, repro, write_manifest
 
-PROFILE = Profile(
-    description="test",
-    evidence="pipeline",
-    seeds=3,
-    epochs=2,
-    data="synthetic",
-    train_samples=64,
-    test_samples=32,
-    batch_size=32,
-    max_image_size=16,
-    pretrained=False,
-)
+PROFILE = dataclasses.replace(FAKE, seeds=3)  # tests/fake_records.py's but for these fields
 ROW = Row(
     id="r",
     label="r",

@@ -1,5 +1,6 @@
 """Every kind of unusable run record or checkpoint is moved aside with a warning naming it and why, and redone."""
 
+import dataclasses
 import io
 import json
 
@@ -7,7 +8,7 @@ import pytest
 import torch
 
 from repro.plan.manifest import Row
-from repro.spec.profiles import Profile
+from fake_records import PROFILE as FAKE  # tests/fake_records.py
 from repro.models import Component
 from repro.plan.run_config import resolve
 from repro.execution.record_checks import record_digest
@@ -15,18 +16,7 @@ from repro.execution.runs import RunRequest, checkpoint_path, execute_runs, reco
 from repro.core.settings import Settings
 from repro.train.loop import train_run
 
-PROFILE = Profile(
-    description="test",
-    evidence="pipeline",
-    seeds=1,
-    epochs=2,
-    data="synthetic",
-    train_samples=32,
-    test_samples=32,
-    batch_size=32,
-    max_image_size=16,
-    pretrained=False,
-)
+PROFILE = dataclasses.replace(FAKE, train_samples=32)  # tests/fake_records.py's but for these fields
 ROW = Row(
     id="r",
     label="r",

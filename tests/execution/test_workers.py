@@ -1,6 +1,7 @@
 """The local executor's workers (repro.execution.workers): kept from one table to the next within a
 kept_workers() block, new for each table outside one, never reused after a failure."""
 
+import dataclasses
 import pytest
 
 from repro.execution import workers as w
@@ -8,21 +9,10 @@ from repro.execution.local import Slot, run_local
 from repro.execution.protocol import ExecutionRequest, RunRequest, RunState
 from repro.plan.manifest import Row
 from repro.models import Component
-from repro.spec.profiles import Profile
+from fake_records import PROFILE as FAKE  # tests/fake_records.py
 from repro.plan.run_config import resolve
 
-PROFILE = Profile(
-    description="test",
-    evidence="pipeline",
-    seeds=1,
-    epochs=1,
-    data="synthetic",
-    train_samples=32,
-    test_samples=32,
-    batch_size=32,
-    max_image_size=16,
-    pretrained=False,
-)
+PROFILE = dataclasses.replace(FAKE, epochs=1, train_samples=32)  # tests/fake_records.py's but for these fields
 SLOTS = [Slot("cpu/0"), Slot("cpu/1")]
 
 
