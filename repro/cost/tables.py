@@ -1,10 +1,6 @@
 """The tables `repro list` and `repro plan` print: costs per manifest and profile, totals, the plan, and where each
-GPU rate came from.
-
-Every figure is the cost model's one function's (CostModel.cost for device time, repro.cost.wall_time.command_time
-for wall time), so `repro list`, the line a table prints before it trains, `repro plan` and the appendix agree
-where they show the same thing. The GPU rates table says, per table, which measurement priced its runs: the run's
-own model's images/s, its table's heaviest row's (*), or its multiply-adds (MACs; docs/cost-model.md). Torch-free.
+GPU rate came from. Every figure is CostModel.cost's (device time) or repro.cost.wall_time.command_time's (wall
+time), so the commands and the appendix agree where they show the same thing. Torch-free.
 """
 
 from __future__ import annotations
@@ -28,16 +24,17 @@ if TYPE_CHECKING:  # repro.cost.plan reads the power analysis (scipy): `repro li
     from repro.cost.plan import ClaimNeed, Plan
 
 SHIPPED_ORDER = ("smoke", "functional", "full")  # cheapest first: the order an evaluator runs them in
+
+
+def _right(*headers: str) -> list[Column]:
+    """Columns of numbers, lined up on the right."""
+    return [Column(h, right=True) for h in headers]
+
+
 # From: what a figure came from (docs/cost-model.md): "fitted" (to the run records of the results folder), a GPU
 # calibration file, or a reference: the CPU reference (scaled by this CPU's speed factor where one is kept), the
 # shipped GPU reference.
-_COST_COLUMNS = [
-    Column("Runs", right=True),
-    Column("Epochs", right=True),
-    Column("Device", right=True),
-    Column("Wall", right=True),
-    Column("From", drop=1),
-]
+_COST_COLUMNS = [*_right("Runs", "Epochs", "Device", "Wall"), Column("From", drop=1)]
 
 
 def profile_order(names) -> list[str]:
@@ -68,12 +65,8 @@ def list_table(
     table = Grid([Column("Profile"), *_COST_COLUMNS])
     sources: set[str] = set()
     for m in plans.manifests:
-        table.section(
-            Text.assemble(
-                (m.id, "bold"),
-                f" — {m.paper_ref.split(',')[0]}; {_count(len(m.rows), 'row')}, {_count(len(m.claims), 'claim')}",
-            )
-        )
+        size = f"{_count(len(m.rows), 'row')}, {_count(len(m.claims), 'claim')}"
+        table.section(Text.assemble((m.id, "bold"), f" — {m.paper_ref.split(',')[0]}; {size}"))
         for name in profile_order(m.profiles):
             plan = plans.of(m.id, name)
             cost = model.cost([plan])
@@ -85,13 +78,7 @@ def list_table(
     for mid, problem in invalid.items():
         table.section(Text.assemble((mid, "bold"), " — ", ("invalid manifest", "red"), f": {problem}"))
     totals = Grid(
-        [
-            Column("Profile"),
-            Column("Distinct runs", right=True),
-            *_COST_COLUMNS[1:3],
-            Column("Wall (verify-all)", right=True),
-            _COST_COLUMNS[4],
-        ]
+        [Column("Profile"), *_right("Distinct runs", "Epochs", "Device", "Wall (verify-all)"), _COST_COLUMNS[4]]
     )
     for name in profile_order(plans.profiles()):
         mine = plans.at(name)
@@ -107,31 +94,16 @@ def plan_table(plan: Plan) -> Grid:
     needs, its runs, its GPU-hours (the figure the appendix gives at those seeds) and those it adds to the plan
     (less what claims chosen before it share); a table's trained readings in one line, at the place of its first
     (fits 80 columns; `needs_table` is the detail, one line per alternative)."""
-    table = Grid(
-        [
-            Column("#", right=True),
-            Column("Claim"),
-            Column("Seeds", right=True),
-            Column("Runs", right=True),
-            Column("GPU-h", right=True),
-            Column("Added", right=True),
-        ]
-    )
+    table = Grid([Column("#", right=True), Column("Claim"), *_right("Seeds", "Runs", "GPU-h", "Added")])
     ranked = list(enumerate(plan.chosen, 1))
     for manifest in dict.fromkeys(c.need.manifest for _, c in ranked):
         table.section(manifest)
         mine = [(i, c) for i, c in ranked if c.need.manifest == manifest]
         readings = [(i, c) for i, c in mine if c.need.claim.startswith("reading:")]
         for i, c in mine:
-            if not c.need.claim.startswith("reading:"):
-                table.add(
-                    str(i),
-                    c.need.claim,
-                    str(c.need.seeds or "-"),
-                    str(c.need.runs),
-                    hours(c.need.gpu_seconds),
-                    hours(c.added_s),
-                )
+            n = c.need
+            if not n.claim.startswith("reading:"):
+                table.add(str(i), n.claim, str(n.seeds or "-"), str(n.runs), hours(n.gpu_seconds), hours(c.added_s))
             elif (i, c) == readings[0]:
                 seeds = {r.need.seeds for _, r in readings}
                 runs = {k for _, r in readings for k in r.need.items if is_run(k)}
@@ -160,17 +132,9 @@ def needs_table(needs: list[ClaimNeed], plan: Plan, verbose: bool = False) -> Gr
     order = {c.need.key: i for i, c in enumerate(plan.chosen)}
     added = {c.need.key: c for c in plan.chosen}
     why_out = {n.key: why for n, why in plan.left_out}
+    numbers = _right("Weight", "Seeds", "Runs", "GPU-h alone", "GPU-h added", "Plan")
     table = Grid(
-        [
-            Column("Claim"),
-            Column("Weight", right=True),
-            Column("Seeds", right=True),
-            Column("Runs", right=True),
-            Column("GPU-h alone", right=True),
-            Column("GPU-h added", right=True),
-            Column("Plan", right=True),
-            Column("Why", prose=True, drop=1),
-        ]
+        [Column("Claim"), *numbers, Column("Why", prose=True, drop=1)]
         + ([Column("Seeds from", prose=True, drop=2), Column("Rows", right=True, drop=2)] if verbose else [])
     )
     rank: dict[str, int] = {}
@@ -243,15 +207,7 @@ def rate_sources(plans: Plans, model: CostModel) -> list[RateSource]:
 
 def rate_grid(sources: list[RateSource]) -> Grid:
     """One line per table: its runs, the range of their rates, its input path and the checks behind them."""
-    grid = Grid(
-        [
-            Column("Table"),
-            Column("Runs", right=True),
-            Column("Images/s", right=True),
-            Column("Input /s", right=True),
-            Column("Measured by", prose=True, drop=1),
-        ]
-    )
+    grid = Grid([Column("Table"), *_right("Runs", "Images/s", "Input /s"), Column("Measured by", prose=True, drop=1)])
     for manifest in dict.fromkeys(s.manifest for s in sources):
         mine = [s for s in sources if s.manifest == manifest]
         rates = sorted(s.images_per_s for s in mine if s.images_per_s is not None)
