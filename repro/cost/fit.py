@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -68,26 +69,22 @@ class RunFit:
 
     def describe(self) -> str:
         lo, mid, hi = self.spread()
-        sized = (
-            ""
-            if self.sized == self.runs
-            else (
-                f"; model sizes counted for {self.sized} of them, the others priced by area-scaled counts "
+        notes = [f"compute rate {self.compute_rate}"]
+        if self.sized != self.runs:
+            notes.append(
+                f"model sizes counted for {self.sized} of them, the others priced by area-scaled counts "
                 "(`repro list --results-dir` counts them once)"
             )
-        )
-        load = f"; {self.busy} more measured under load left out" if self.busy else ""
-        listed = (
-            ""
-            if not self.listed
-            else (
-                f"; the runs the CPU reference lists at its CPU seconds x {self.factor:.2f}, "
+        if self.busy:
+            notes.append(f"{self.busy} more measured under load left out")
+        if self.listed:
+            notes.append(
+                f"the runs the CPU reference lists at its CPU seconds x {self.factor:.2f}, "
                 f"what {self.listed} of them took here over there"
             )
-        )
         return (
             f"fitted to {self.runs} run records ({self.seconds}; predicted / measured per run: median {mid:.2f}, "
-            f"10-90% {lo:.2f}-{hi:.2f}; compute rate {self.compute_rate}{sized}{load}{listed})"
+            f"10-90% {lo:.2f}-{hi:.2f}; {'; '.join(notes)})"
         )
 
 
@@ -205,45 +202,32 @@ def fit_rates(times: FolderTimes, plans: Plans, model: CostModel) -> Rates:
     """Each rate fitted to what the folder measured quiet (timings.json's phases; else the tables' wall times from
     the file times, for the per-table rest), the others left at their reference. `model` carries the fitted
     run figures already (fit_model)."""
-    units: dict[str, list[tuple[float, float]]] = {}  # rate -> (measured seconds, units) per observation
-
-    def seen(name: str, seconds: float, count: float) -> None:
-        units.setdefault(name, []).append((seconds, count))
+    units: dict[str, list[tuple[float, float]]] = defaultdict(list)  # rate -> (measured seconds, units) each
 
     for profile, commands in times.commands.items():
         for name, cmd in commands.items():
-            mine = [plans.by_key[(t, profile)] for t in cmd.tables if (t, profile) in plans.by_key]
+            mine = cmd.plans(plans, profile)
             if cmd.busy or _all_reused(cmd, mine, times):
                 continue
             estimate = command_time(
                 mine, model, _UNITS, verify_all=name == "verify-all", recorded=cmd.reused(times.runs)
             )
-            priced = {}
+            measured, priced = Counter(cmd.phases), Counter[str]()
             for p in estimate.parts:
-                priced[p.phase] = priced.get(p.phase, 0.0) + p.seconds
-            measured = cmd.phases.get
-            seen("startup", measured("start-up and imports", 0.0), 1.0)
-            seen(
-                "flop_model",
-                measured("FLOP check", 0.0) + measured("FLOP counting", 0.0),
-                priced.get("FLOP check", 0.0) + priced.get("FLOP counting", 0.0),
-            )
-            if priced.get("latency"):
-                seen("latency", measured("latency", 0.0), priced["latency"])
+                priced[p.phase] += p.seconds
+            units["startup"].append((measured["start-up and imports"], 1.0))
+            flops = ("FLOP check", "FLOP counting")
+            units["flop_model"].append((sum(measured[k] for k in flops), sum(priced[k] for k in flops)))
+            if priced["latency"]:
+                units["latency"].append((measured["latency"], priced["latency"]))
             training = sum(1 for p in estimate.parts if p.phase == "training" and p.seconds > 0)
             if training:  # training less the runs (_UNITS: no worker term)
-                seen(
-                    "workers",
-                    max(
-                        0.0,
-                        measured("training", 0.0) + measured("stand-in pretraining", 0.0) - priced.get("training", 0.0),
-                    ),
-                    training,
-                )
-            rest = sum(measured(k, 0.0) for k in ("data checks", "claims", "tables"))
-            seen("rest", rest + max(0.0, cmd.wall_s - sum(cmd.phases.values())), max(1, len(mine)))
+                spent = measured["training"] + measured["stand-in pretraining"] - priced["training"]
+                units["workers"].append((max(0.0, spent), training))
+            rest = sum(measured[k] for k in ("data checks", "claims", "tables"))
+            units["rest"].append((rest + max(0.0, cmd.wall_s - sum(cmd.phases.values())), max(1, len(mine))))
             if name == "verify-all":
-                seen("report", sum(measured(k, 0.0) for k in ("figures", "report", "timings")), 1.0)
+                units["report"].append((sum(measured[k] for k in ("figures", "report", "timings")), 1.0))
     if "rest" not in units:  # no timings.json: the tables' wall times less what the model prices in them
         bare = dataclasses.replace(_UNITS, rest=Rate(0.0, "", ""))
         residuals: dict[bool, list[float]] = {True: [], False: []}  # by whether the table trained runs
@@ -256,11 +240,9 @@ def fit_rates(times: FolderTimes, plans: Plans, model: CostModel) -> Rates:
                 priced = sum(p.seconds for p in own.parts if p.table == plan.id and p.phase != "FLOP counting")
                 trains = any(p.phase == "training" and p.seconds > 0 for p in own.parts)
                 residuals[trains].append(max(0.0, table.wall_s - priced))
-        for s in residuals[False]:
-            seen("rest", s, 1.0)
+        units["rest"] += [(s, 1.0) for s in residuals[False]]
         rest = sum(residuals[False]) / len(residuals[False]) if residuals[False] else Rates().rest.seconds
-        for s in residuals[True]:
-            seen("workers", max(0.0, s - rest), 1.0)
+        units["workers"] += [(max(0.0, s - rest), 1.0) for s in residuals[True]]
     fitted = {
         name: Rate(sum(s for s, _ in obs) / count, "fitted", f"{len(obs)} measurement(s) in this results folder")
         for name, obs in units.items()
@@ -300,8 +282,7 @@ class FolderFit:
         busy, reused = [f"{n} run records" for n in [sum(r.busy for r in self.times.runs.values())] if n], []
         for profile, commands in self.times.commands.items():
             for name, cmd in commands.items():
-                mine = [self.plans.by_key[(t, profile)] for t in cmd.tables if (t, profile) in self.plans.by_key]
-                if cmd.busy or _all_reused(cmd, mine, self.times):
+                if cmd.busy or _all_reused(cmd, cmd.plans(self.plans, profile), self.times):
                     (busy if cmd.busy else reused).append(f"{profile} `{name}`")
         if busy:
             lines.append(f"left out of the fit, measured under load (load average above the cores): {', '.join(busy)}")

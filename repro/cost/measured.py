@@ -23,10 +23,13 @@ import datetime as dt
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from repro.core import jsonfile
 from repro.plan.run_config import RunConfig
+
+if TYPE_CHECKING:
+    from repro.plan.table_plan import Plans, TablePlan
 
 TIMINGS_FILE = "timings.json"  # repro.results.timings writes it into each profile's folder
 MAX_GAP_S = 120.0  # a longer pause between two tables' files: not one command, the table's start is unknown
@@ -73,6 +76,10 @@ class MeasuredCommand:
     def reused(self, runs: dict[str, MeasuredRun]) -> frozenset[str]:
         """The runs recorded before it started: reused by it, not trained."""
         return frozenset(h for h, r in runs.items() if self.started is not None and r.ended < self.started)
+
+    def plans(self, plans: Plans, profile: str) -> list[TablePlan]:
+        """The plans, at `profile`, of the tables it ran."""
+        return [plans.by_key[(t, profile)] for t in self.tables if (t, profile) in plans.by_key]
 
 
 def load_of(doc: dict[str, Any]) -> tuple[float | None, bool]:

@@ -117,8 +117,7 @@ def _measured_in(plans: Plans, profile: str, model: CostModel, times: FolderTime
     cmd = times.commands.get(profile, {}).get(command)
     if cmd is None or command == "verify-all":
         return command_time(plans.at(profile), model, rates)
-    mine = [plans.by_key[(t, profile)] for t in cmd.tables if (t, profile) in plans.by_key]
-    return command_time(mine, model, rates, verify_all=False, recorded=cmd.reused(times.runs))
+    return command_time(cmd.plans(plans, profile), model, rates, verify_all=False, recorded=cmd.reused(times.runs))
 
 
 def compare_tables(
@@ -135,18 +134,8 @@ def compare_tables(
         if command not in contexts:
             contexts[command] = _measured_in(plans, profile, model, times, rates, command)
         estimate = contexts[command]
-        out.append(
-            Compared(
-                profile,
-                m.id,
-                estimate.table(m.id),
-                estimate.basis(m.id),
-                t.wall_s if t else None,
-                t.source if t else "",
-                t.load if t else None,
-                bool(t and t.busy),
-            )
-        )
+        seen = (t.wall_s, t.source, t.load, t.busy) if t else (None, "", None, False)
+        out.append(Compared(profile, m.id, estimate.table(m.id), estimate.basis(m.id), *seen))
     return out
 
 
@@ -157,11 +146,7 @@ def compare_commands(
     out = []
     for name, cmd in times.commands.get(profile, {}).items():
         verify_all = name == "verify-all"
-        mine = (
-            plans.at(profile)
-            if verify_all
-            else [plans.by_key[(t, profile)] for t in cmd.tables if (t, profile) in plans.by_key]
-        )
+        mine = plans.at(profile) if verify_all else cmd.plans(plans, profile)
         if mine:
             estimate = command_time(mine, model, rates, verify_all=verify_all, recorded=cmd.reused(times.runs))
             out.append(
@@ -196,22 +181,18 @@ def lines(folder: FolderFit) -> list[str]:
     return out
 
 
-def compute_taken(results_dir: Path, profile: str, folder: FolderFit) -> ComputeTaken:
-    """Time taken per claim and table at `profile` beside the estimate of the cost model `folder` fitted, and each
-    table's wall time estimated against measured; the plans are the ones the fit priced."""
-    plans = folder.plans.at(profile)
-    lines_ = compute_by_claim(results_dir, plans, folder.model)
-    source = "; ".join(sorted({folder.model.device(p.profile).source for p in plans}))
-    walls = compare_tables(folder.plans, profile, folder.model, folder.times, folder.rates)
-    return ComputeTaken(tuple(lines_), source, tuple(walls), tuple(folder.describe()))
-
-
 def for_report(
     results_dir: Path, profile: str, plans: Plans, model: CostModel | None = None
 ) -> tuple[FolderFit, ComputeTaken]:
     """What a report needs of the cost stage, computed once by the command that writes it: the cost model (`model`,
     the command's: its cache folder and GPU calibration) fitted to the folder's run records from the caches alone
     (nothing is counted; sizes not counted yet are priced by area-scaled counts), and the compute section at
-    `profile`."""
+    `profile`: time taken per claim and table beside the estimate, and each table's wall time estimated against
+    measured."""
     folder = fit_folder(model or CostModel(cached_only=True), results_dir, plans)
-    return folder, compute_taken(results_dir, profile, folder)
+    mine, model = plans.at(profile), folder.model
+    source = "; ".join(sorted({model.device(p.profile).source for p in mine}))
+    walls = compare_tables(plans, profile, model, folder.times, folder.rates)
+    return folder, ComputeTaken(
+        tuple(compute_by_claim(results_dir, mine, model)), source, tuple(walls), tuple(folder.describe())
+    )
