@@ -68,18 +68,11 @@ def disk_space(plans: list[TablePlan], model: CostModel) -> DiskSpace:
         for p in plan.runs:
             runs.setdefault(p.cfg.hash, (p.cfg, model.device(plan.profile).kind))
     names = sorted({cfg.dataset for cfg, _ in runs.values() if cfg.data == "real"})
-    datasets = []
-    for name in names:
-        source = dataset_source(name, model.cache)
-        datasets.append(
-            DatasetDisk(
-                name,
-                source.title,
-                source.size_bytes,
-                decoded_cache_bytes(name, model.data_dir, model.cache),
-                source.unsized,
-            )
-        )
+    sources = {name: dataset_source(name, model.cache) for name in names}
+    datasets = tuple(
+        DatasetDisk(n, s.title, s.size_bytes, decoded_cache_bytes(n, model.data_dir, model.cache), s.unsized)
+        for n, s in sources.items()
+    )
     sizes, uncounted = [], set()
     for cfg, _ in runs.values():
         if cfg.epochs < 2:
@@ -96,12 +89,6 @@ def disk_space(plans: list[TablePlan], model: CostModel) -> DiskSpace:
     else:
         at_once = max(1, cores() // threads)
     held = sum(sorted(sizes, reverse=True)[:at_once]) if not uncounted else float("nan")
+    largest = max(sizes, default=0.0) if not uncounted else float("nan")
     profile = plans[0].profile_name if plans else ""
-    return DiskSpace(
-        profile,
-        tuple(datasets),
-        held if sizes or uncounted else 0.0,
-        at_once,
-        max(sizes, default=0.0) if not uncounted else float("nan"),
-        len(uncounted),
-    )
+    return DiskSpace(profile, datasets, held if sizes or uncounted else 0.0, at_once, largest, len(uncounted))

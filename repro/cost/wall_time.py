@@ -15,7 +15,6 @@ disk (FLOPs, model sizes) are taken as cold: a first run's time.
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 
 from repro.cost.calibration import cores
@@ -112,11 +111,12 @@ def command_time(
     speed = model.speed
     host = speed.label if speed is not None else "CPU reference"
 
-    def priced(phase: str, table: str, units: float, name: str) -> Part:
+    def priced(phase: str, table: str, units: float, name: str, origin: str = host) -> Part:
+        """`units` at the rate `name`; `origin`: the From column's words where the rate is the reference's."""
         rate = getattr(rates, name)
         reference = rate.basis == "reference"
         scale = speed.factor if speed is not None and reference and name in SECONDS_RATES else 1.0
-        return Part(phase, table, units * rate.seconds * scale, rate.basis, host if reference else rate.basis)
+        return Part(phase, table, units * rate.seconds * scale, rate.basis, origin if reference else rate.basis)
 
     parts = [priced("start-up", "", 1.0, "startup")]
     counted: set[str] = set()
@@ -141,12 +141,8 @@ def command_time(
                 weaker = workers if BASES.index(workers.basis) > BASES.index(device.basis) else device
                 parts.append(Part("training", m.id, cost.wall_seconds + workers.seconds, weaker.basis, weaker.origin))
         if "latency" in m.measures():
-            latency = priced("latency", m.id, estimate_latency(plan, model)[0], "latency")  # by the CPU's figures
-            parts.append(
-                dataclasses.replace(latency, origin=model.of_kind("cpu").origin)
-                if latency.basis == "reference"
-                else latency
-            )
+            cpu = model.of_kind("cpu").origin  # the latency estimate is priced by the CPU's figures
+            parts.append(priced("latency", m.id, estimate_latency(plan, model)[0], "latency", cpu))
         parts.append(priced("rest", m.id, 1.0, "rest"))
     if verify_all:
         parts.append(priced("report", "", 1.0, "report"))
