@@ -224,11 +224,8 @@ def gpu_throughput(
         except gpu_reference.CalibrationProblem as exc:
             print(f"warning: ignoring the GPU calibration ({exc}); using the reference figures", file=sys.stderr)
         else:
-            borrowed = (
-                ""
-                if mine.data_s_per_value is not None or shipped is None
-                else "; data preparation: the shipped H200 reference's"
-            )
+            own_data = mine.data_s_per_value is not None or shipped is None
+            borrowed = "" if own_data else "; data preparation: the shipped H200 reference's"
             return from_calibration(
                 mine,
                 "calibration file",

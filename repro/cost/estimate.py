@@ -195,14 +195,8 @@ class CostModel:
     def _size(self, cfg: RunConfig):
         from repro.measure.model_size import model_size
 
-        return model_size(
-            cfg.dataset,
-            Component(**cfg.backbone),
-            Component(**cfg.head),
-            cfg.image_size,
-            not self.cached_only,
-            self.cache,
-        )
+        model = Component(**cfg.backbone), Component(**cfg.head)
+        return model_size(cfg.dataset, *model, cfg.image_size, not self.cached_only, self.cache)
 
     def run_params(self, cfg: RunConfig) -> tuple[float, float]:
         """(trainable parameters, parameters a checkpoint holds: the model and Adam's two moments of the
@@ -280,15 +274,8 @@ class CostModel:
         pretraining = self._pretraining([(cfg, device) for cfg, _, device in runs.values()])
         items.update(pretraining)
         wall = makespan(list(walls.values()), slots) + sum(pretraining.values())  # in the main process, first
-        return Cost(
-            kind,
-            len(runs),
-            sum(c.epochs for c, _, _ in runs.values()),
-            sum(items.values()),
-            wall,
-            tuple(sorted(sources)),
-            items,
-        )
+        epochs = sum(c.epochs for c, _, _ in runs.values())
+        return Cost(kind, len(runs), epochs, sum(items.values()), wall, tuple(sorted(sources)), items)
 
     def _compilation(
         self, runs: dict[str, tuple[RunConfig, str, Throughput]], slots: int

@@ -226,13 +226,6 @@ def _greedy(needs: list[ClaimNeed], budget_s: float) -> list[Choice]:
     return chosen
 
 
-def _union(needs) -> dict[str, float]:
-    items: dict[str, float] = {}
-    for n in needs:
-        items.update(n.items)
-    return items
-
-
 def make_plan(needs: list[ClaimNeed], gpu_hours: float, model: CostModel) -> Plan:
     budget_s = gpu_hours * 3600
     plannable = [n for n in needs if not n.problem]
@@ -240,7 +233,7 @@ def make_plan(needs: list[ClaimNeed], gpu_hours: float, model: CostModel) -> Pla
     single = max((n for n in plannable if n.gpu_seconds <= budget_s * (1 + 1e-9)), key=lambda n: n.weight, default=None)
     if single is not None and single.weight > sum(c.need.weight for c in chosen):
         chosen = [Choice(single, single.gpu_seconds, 0)]
-    items = _union(c.need for c in chosen)
+    items = {h: s for c in chosen for h, s in c.need.items.items()}
     left_budget = budget_s - sum(items.values())
     picked = {c.need.key for c in chosen}
     left_out = []
@@ -261,18 +254,10 @@ def make_plan(needs: list[ClaimNeed], gpu_hours: float, model: CostModel) -> Pla
         else:
             why = f"cost: adds {extra / 3600:.1f} GPU-h, {max(left_budget, 0) / 3600:.1f} left"
         left_out.append((n, why))
-    runs = [s for h, s in items.items() if is_run(h)]
-    slots = model.executor.slots("gpu", len(runs))
-    sources = {model.device(Profile(description="", evidence="paper")).source}
-    return Plan(
-        budget_s,
-        chosen,
-        left_out,
-        sum(items.values()),
-        makespan(list(items.values()), slots),
-        len(runs),
-        tuple(sorted(sources)),
-    )
+    runs = sum(1 for h in items if is_run(h))
+    wall = makespan(list(items.values()), model.executor.slots("gpu", runs))
+    source = model.device(Profile(description="", evidence="paper")).source
+    return Plan(budget_s, chosen, left_out, sum(items.values()), wall, runs, (source,))
 
 
 def plan_profiles(plan: Plan, manifests: list[Manifest]) -> dict[str, Profile]:
@@ -322,5 +307,5 @@ def write_plan(path: Path, plan: Plan, manifests: list[Manifest]) -> dict[str, P
 
 def protocol_cost(needs: list[ClaimNeed]) -> Cost:
     """Every plannable claim at its seeds, shared runs once: the budget that decides them all."""
-    items = _union(n for n in needs if not n.problem)
+    items = {h: s for n in needs if not n.problem for h, s in n.items.items()}
     return Cost("gpu", sum(1 for h in items if is_run(h)), 0, sum(items.values()), sum(items.values()), (), items)
