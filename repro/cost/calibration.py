@@ -1,9 +1,8 @@
 """How fast the device that would run a profile trains: a reference, scaled or read from a calibration file.
 
 Three sources, each labelled wherever a figure is shown (`Throughput.origin`, the From column):
-- this host's CPU: what runs took on a machine of CI's kind (repro.cost.cpu_reference), times this
-  CPU's speed factor against that machine where a quiet measurement is kept (repro.cost.speed), never
-  a single FLOP rate of its own;
+- this host's CPU: the CPU reference (repro.cost.cpu_reference) times this CPU's speed factor where one is
+  kept (repro.cost.speed), never a single FLOP rate of its own;
 - a GPU: the calibration file `repro bench gpu` wrote on the GPU host, when one is given; else the
   shipped reference of that GPU (repro.cost.gpu_reference: the newest measurement of each GPU measured),
   or the newest reference with its rates scaled by bf16 peak FLOP/s to a GPU none was measured on (its

@@ -1,11 +1,9 @@
 """What deciding one claim at a profile costs: the runs of the rows it reads, and the counting and timing of them.
 
-A claim reads rows (repro.claims.references.claim_rows: named, through its comparisons, in its metric paths),
-its own table's and, for a finding that spans tables, other tables' (repro.claims.across). Its cost is the cost
-model's for those tables cut down to those rows: the device time of their (row, seed) runs
-(CostModel.cost, each run once) and the wall time of their FLOP counts and latency timings
-(repro.cost.wall_time.command_time), each labelled as the model labels it: fitted, measured or reference.
-Nothing is priced here that the cost model does not price, so a change to it shows in every claim.
+A claim reads rows (repro.claims.references.claim_rows), its own table's and, for a finding that spans tables,
+other tables' (repro.claims.across). Its cost is the cost model's for those tables cut down to those rows
+(CostModel.cost, repro.cost.wall_time.command_time), labelled as the model labels it: nothing is priced here that
+the cost model does not price, so a change to it shows in every claim.
 """
 
 from __future__ import annotations

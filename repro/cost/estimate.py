@@ -5,9 +5,7 @@ A run's time = epochs x (training FLOPs / the device's throughput + steps x a co
   backbone scaled to the run's resolution, plus the head), over the training images actually on
   disk (repro.data.sizes; the paper's sizes when absent, and the output says which) or the
   profile's subset, plus one forward pass over the test split;
-- the throughput of the device that would run the profile (repro.cost.calibration): the CPU reference
-  scaled by this CPU's speed factor, for a profile pinned to the CPU; else a GPU, from a calibration file
-  or a reference.
+- the throughput of the device that would run the profile (repro.cost.calibration).
 Runs are counted once however many rows, tables and claims share them (their config hash); so are the fixed
 costs runs share (a backbone's compilation, a stand-in pretraining). Wall time follows the executor: runs
 spread longest-first over its parallel slots (GPUs x runs per GPU locally, the array's parallelism under

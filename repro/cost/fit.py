@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections import Counter, defaultdict
+from collections import defaultdict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -212,7 +212,7 @@ def fit_rates(times: FolderTimes, plans: Plans, model: CostModel) -> Rates:
             estimate = command_time(
                 mine, model, _UNITS, verify_all=name == "verify-all", recorded=cmd.reused(times.runs)
             )
-            measured, priced = Counter(cmd.phases), Counter[str]()
+            measured, priced = defaultdict(float, cmd.phases), defaultdict[str, float](float)
             for p in estimate.parts:
                 priced[p.phase] += p.seconds
             units["startup"].append((measured["start-up and imports"], 1.0))

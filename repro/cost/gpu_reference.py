@@ -2,10 +2,8 @@
 
 `gpu_reference.json` holds the files that price GPU runs when no calibration of the user's own is given: for each
 GPU the newest measurement folder under docs/measurements/ (<date>-<gpu>/: its `repro bench gpu` files merged,
-and the data preparation a table took there at full size), newest first. What a GPU run costs by them (data
-preparation, compilation once per backbone and process, epochs at the measured images per second of the run's
-own model, else its table's heaviest row's, else its multiply-adds at the median rate, and no faster than its
-input path feeds a streamed dataset) is docs/cost-model.md's "A GPU run" (repro.cost.estimate prices it).
+and the data preparation a table took there at full size), newest first. What a GPU run costs by them is
+docs/cost-model.md's "A GPU run" (repro.cost.estimate prices it).
 
 Reading checks the keys it uses and names the file and the key; the schema is repro.bench.gpu_calibration's
 (that module is a layer above: the cost model reads the file itself). tools/write_gpu_reference.py writes the

@@ -1,9 +1,8 @@
 """Estimated against taken: per claim and table, the device time its runs took beside the estimate; each table's
 and command's wall time estimated against measured. Torch-free when the counts are cached.
 
-A claim's runs are those of the rows its rule reads (repro.cost.claim_cost.claim_tables: its own table's and
-those of the other tables a finding across tables reads); a table's are all its training runs, each counted
-once. Both are priced by CostModel.cost, as `repro list`, `repro plan` and the appendix price them. Time taken
+A claim's runs are those of the rows its rule reads (repro.cost.claim_cost.claim_tables); a table's are all its
+training runs, each counted once. Both are priced by CostModel.cost, as every command prices them. Time taken
 is a record's `wall_seconds`, filed under the device its provenance names (`device_type`); runs without a
 record yet count in the estimate only. A table's wall-time estimate is its part of the command it was measured in
 (repro.cost.wall_time): within `verify-all` its FLOP counts were made by the FLOP check, and runs another table
