@@ -1,4 +1,4 @@
-"""`repro bench speed`: this CPU's speed factor against the CPU reference's machine (repro.cost.speed).
+"""`repro bench speed`: this CPU's speed factor against the CPU reference's machine (repro.cost.calibration.Speed).
 
 It trains a few of the reference's own runs again, here, in this process, on their own threads:
 
@@ -6,7 +6,7 @@ It trains a few of the reference's own runs again, here, in this process, on the
     factor         = the median ratio over the runs
     spread         = the largest (most / least - 1) over one run's repetitions
 
-and the cost model keeps the measurement only when it is quiet (repro.cost.speed.keep).
+and the cost model keeps the measurement only when it is quiet (repro.cost.calibration.keep).
 """
 
 from __future__ import annotations
@@ -19,8 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from repro.cost.calibration import cores
-from repro.cost.speed import Speed, this_machine
+from repro.cost.calibration import Speed, cores, this_machine
 
 BENCH_RUNS = 5  # of the reference's runs, evenly spaced by their CPU seconds there
 REPS = 2

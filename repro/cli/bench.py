@@ -526,7 +526,7 @@ def speed_cmd(
     from repro.cli.common import print_grid, settings, show
     from repro.core.terminal import Column, Grid
     from repro.bench.speed import bench_runs, measure_speed
-    from repro.cost.speed import MAX_AGE_DAYS, keep, kept_speed, speed_path
+    from repro.cost.calibration import MAX_AGE_DAYS, keep, kept_speed, speed_path
 
     speed, rows = measure_speed(bench_runs(runs), reps)
     grid = Grid(

@@ -2,7 +2,7 @@
 
 Everything lives under one cache folder, which the caller passes: the command's settings give it
 (repro.core.settings: ``$REPRO_CACHE``, else ``$XDG_CACHE_HOME/repro``, else ``~/.cache/repro``), one kind
-of entry per subfolder: ``speed.json`` (this CPU against the CPU reference, repro.cost.speed), ``flops/``
+of entry per subfolder: ``speed.json`` (this CPU against the CPU reference, repro.cost.calibration), ``flops/``
 (FLOP counts for estimates), ``sources/``, ``sizes/``, ``digit_weights/``, ``moe-conv/`` (MoEConv2d's paths
 chosen by measured time, repro.models.moe_conv_choice)... Entries are written atomically;
 an entry that cannot be read back is ignored with a warning and rebuilt, so a damaged cache never stops a command.

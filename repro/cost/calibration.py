@@ -1,8 +1,9 @@
 """How fast the device that would run a profile trains: a reference, scaled or read from a calibration file.
 
 Three sources, each labelled wherever a figure is shown (`Throughput.origin`, the From column):
-- this host's CPU: the CPU reference (repro.cost.cpu_reference) times this CPU's speed factor where one is
-  kept (repro.cost.speed), never a single FLOP rate of its own;
+- this host's CPU: the CPU reference (repro.cost.cpu_reference) times this CPU's speed factor against its
+  machine where one is kept (`Speed`), never a rate of its own: a single FLOP rate cannot price small runs,
+  whose cost is per-step overhead;
 - a GPU: the calibration file `repro bench gpu` wrote on the GPU host, when one is given; else the
   shipped reference of that GPU (repro.cost.gpu_reference: the newest measurement of each GPU measured),
   or the newest reference with its rates scaled by bf16 peak FLOP/s to a GPU none was measured on (its
@@ -16,22 +17,29 @@ Three sources, each labelled wherever a figure is shown (`Throughput.origin`, th
   3x for training and 2 FLOP per multiply-add that is 6.06e13 FLOP/s of the A100's 3.12e14: 0.19.
   Every optimiser step also pays a fixed launch overhead (an assumption: a few hundred kernels at
   ~10 us each).
+
+The speed factor is what `repro bench speed` (repro.bench.speed) measures: the median ratio of a few reference runs'
+CPU seconds here over there. A measurement is quiet when the load average (1 minute, the higher of before and
+after) is at most the cores and the repetitions of a run at most MAX_SPREAD apart. Only a quiet one is kept
+(speed.json in the cache, by CPU model and cores), and for MAX_AGE_DAYS: a machine measured while busy looks slow,
+and one busy run must not price every later estimate. Without a kept measurement the reference's figures stand
+unscaled; the From column says which (docs/cost-model.md).
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import statistics
 import sys
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from repro.core.cache import read_json, write_json
+from repro.core.settings import DEFAULT_CACHE
 from repro.cost import cpu_reference, gpu_reference
 from repro.cost.gpu_reference import GpuCalibration, InputRate, backbone_key, model_key
-
-if TYPE_CHECKING:
-    from repro.cost.speed import Speed
 
 RESNET50_A100_IMAGES_PER_S = 2470.0  # NVIDIA DeepLearningExamples, 1x A100-80GB, AMP
 RESNET50_FORWARD_MACS = 4.09e9  # at 224 px
@@ -54,11 +62,99 @@ REFERENCE_GPUS: dict[str, float] = {
     "V100": 125e12,
 }
 DEFAULT_REFERENCE_GPU = "A100"
+MAX_SPREAD = 0.20  # a speed measurement's repetitions of one run at most this far apart, or it is not kept
+MAX_AGE_DAYS = 7
+FILE_NAME = "speed.json"  # the kept speed factors, in the cache folder
 
 
 def cores() -> int:
     """The cores this process may run on."""
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+@dataclass(frozen=True)
+class Speed:
+    """One measurement of this CPU against the reference machine."""
+
+    factor: float  # CPU seconds here / there for the same runs: 1.3 is 30% slower than the reference
+    spread: float  # the largest relative disagreement between repetitions of one run
+    load: float  # 1-minute load average, the higher of before and after
+    cores: int  # the cores this process may use
+    runs: int  # reference runs trained
+    measured: str  # ISO 8601 UTC
+    machine: str  # repro.results.timings.machine_key
+
+    @property
+    def quiet(self) -> bool:
+        return self.load <= self.cores and self.spread <= MAX_SPREAD
+
+    def why_not_kept(self) -> str:
+        """'' for a quiet measurement, else what made it busy."""
+        reasons = [f"load average {self.load:.1f} above {self.cores} cores"] if self.load > self.cores else []
+        if self.spread > MAX_SPREAD:
+            reasons.append(f"repetitions {self.spread:.0%} apart (bound {MAX_SPREAD:.0%})")
+        return " and ".join(reasons)
+
+    @property
+    def label(self) -> str:
+        """The From column's word for figures scaled by it."""
+        return f"CPU reference x{self.factor:.2f}"
+
+    def describe(self) -> str:
+        return (
+            f"speed factor {self.factor:.2f} (this CPU's seconds / the reference machine's, {self.runs} runs, "
+            f"spread {self.spread:.0%}, load {self.load:.1f} on {self.cores} cores, {self.measured[:16]} UTC)"
+        )
+
+
+def this_machine() -> str:
+    """This machine's key: its CPU model, cores and OS (repro.results.timings)."""
+    from repro.results.timings import machine, machine_key
+
+    return machine_key(machine())
+
+
+def speed_path(cache: Path = DEFAULT_CACHE) -> Path:
+    """Where the speed factors are kept: in the cache folder `cache`, one per machine."""
+    return Path(cache) / FILE_NAME
+
+
+def kept_speed(now: dt.datetime | None = None, cache: Path = DEFAULT_CACHE) -> Speed | None:
+    """This machine's kept measurement in the cache folder `cache`, or None: none kept, older than MAX_AGE_DAYS,
+    or damaged (with a warning naming the file and the key)."""
+    path = speed_path(cache)
+    doc = read_json(path)
+    if doc is None:
+        return None
+    entry = doc.get(this_machine()) if isinstance(doc, dict) else None
+    if entry is None:
+        return None
+    try:
+        speed = Speed(**entry)
+        measured = dt.datetime.fromisoformat(speed.measured)
+        if not (speed.factor > 0 and speed.quiet):
+            raise ValueError("expected a positive factor measured on a quiet machine")
+    except (TypeError, ValueError) as exc:
+        print(
+            f"warning: ignoring the speed measurement in {path}, key {this_machine()!r} ({exc}); "
+            "`repro bench speed` measures it again",
+            file=sys.stderr,
+        )
+        return None
+    age = (now or dt.datetime.now(dt.timezone.utc)) - measured
+    return speed if age <= dt.timedelta(days=MAX_AGE_DAYS) else None
+
+
+def keep(speed: Speed, cache: Path = DEFAULT_CACHE) -> bool:
+    """Keep a quiet measurement for this machine in the cache folder `cache`; a busy one is not kept. Whether it was."""
+    if not speed.quiet:
+        return False
+    path = speed_path(cache)
+    doc = read_json(path)
+    doc = doc if isinstance(doc, dict) else {}
+    doc[speed.machine] = asdict(speed)
+    write_json(path, doc)
+    return True
 
 
 @dataclass(frozen=True)
@@ -114,7 +210,7 @@ class Throughput:
 
 def cpu_throughput(speed: Speed | None = None) -> Throughput:
     """This CPU: the CPU reference's run model and runs (repro.cost.cpu_reference) times `speed`'s factor
-    (repro.cost.speed: this CPU's seconds over the reference machine's; unscaled without one); a per-core guess,
+    (this CPU's seconds over the reference machine's; unscaled without one); a per-core guess,
     labelled as one, where the reference cannot be read. Torch-free."""
     ref = cpu_reference.load()
     factor = speed.factor if speed is not None else 1.0

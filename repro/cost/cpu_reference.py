@@ -10,7 +10,8 @@ verify-all` at the shipped CPU profiles on one such machine. It holds
 - the command's phase rates fitted to the folders' timings.json (repro.cost.fit.fit_rates);
 
 with the machine, the date and the commit they were measured on, which every figure priced by it names.
-A faster or slower machine moves them all in proportion: this CPU's speed factor (repro.cost.speed) scales them.
+A faster or slower machine moves them all in proportion: this CPU's speed factor (repro.cost.calibration.Speed)
+scales them.
 tests/cost/test_reference.py refits the file's runs and checks that today's counts still price them.
 """
 

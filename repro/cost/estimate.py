@@ -24,8 +24,7 @@ from pathlib import Path
 from typing import Iterable, Literal
 
 from repro.core.settings import DEFAULT_CACHE, Settings
-from repro.cost.calibration import Throughput, cores, cpu_throughput, gpu_throughput
-from repro.cost.speed import Speed, kept_speed
+from repro.cost.calibration import Speed, Throughput, cores, cpu_throughput, gpu_throughput, kept_speed
 from repro.data.sizes import run_split_sizes
 from repro.data.specs import get_dataset
 from repro.measure.flop_check import estimate_macs
@@ -151,7 +150,7 @@ class CostModel:
 
     @cached_property
     def speed(self) -> Speed | None:
-        """This CPU's kept speed factor against the CPU reference's machine (repro.cost.speed), or None; read once."""
+        """This CPU's kept speed factor against the CPU reference's machine (calibration.Speed), or None; read once."""
         return kept_speed(cache=self.cache)
 
     def split_counts(self, cfg: RunConfig) -> tuple[int, int, str]:

@@ -24,8 +24,8 @@ from repro.measure.flop_check import row_key
 from repro.plan.table_plan import TablePlan
 
 BASES = ("fitted", "measured", "reference")  # from strongest to weakest
-# The rates in seconds, which the speed factor scales where they are the reference's (repro.cost.speed); `latency`
-# multiplies the latency estimate, which the scaled CPU figures price already.
+# The rates in seconds, which the speed factor scales where they are the reference's (repro.cost.calibration.Speed);
+# `latency` multiplies the latency estimate, which the scaled CPU figures price already.
 SECONDS_RATES = ("startup", "flop_model", "workers", "rest", "report")
 
 

@@ -1,5 +1,5 @@
-"""repro.cost.speed: the CPU reference scaled by this machine's speed factor; a measurement taken on a busy machine
-is not kept, so `repro list` after it still prices the shipped profiles near what they took on a quiet one.
+"""repro.cost.calibration.Speed: the CPU reference scaled by this machine's speed factor; a measurement taken on a
+busy machine is not kept, so `repro list` after it still prices the shipped profiles near what they took on a quiet one.
 
 The load and the repetitions' CPU seconds are injected: the tests decide what the benchmark saw, not the machine.
 """
@@ -13,7 +13,8 @@ from typer.testing import CliRunner
 
 from repro.bench import speed as bench
 from repro.cli import app
-from repro.cost import cpu_reference, speed
+from repro.cost import calibration as speed
+from repro.cost import cpu_reference
 from repro.cost.estimate import CostModel
 from repro.cost.wall_time import Rates, command_time
 from repro.plan.manifest import load_all
