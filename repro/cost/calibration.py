@@ -224,9 +224,8 @@ def cpu_throughput(speed: Speed | None = None) -> Throughput:
             f"{cores()} (a 2-core x86-64 CI machine)",
             label="CPU guess",
         )
-    scaled = (
-        f"; x {speed.describe()}" if speed is not None else "; not scaled: no speed factor kept (`repro bench speed`)"
-    )
+    unscaled = "; not scaled: no speed factor kept (`repro bench speed`)"
+    scaled = f"; x {speed.describe()}" if speed is not None else unscaled
     return Throughput(
         "cpu",
         "cpu",

@@ -123,12 +123,8 @@ def fit_constants(data: list[tuple[list[float], float]], a0: float) -> tuple[lis
 def fit_device(runs: list[MeasuredRun], model: CostModel, base: Throughput) -> RunFit | None:
     """The constants of the device the runs trained on, starting from `base` (its measured or reference figures);
     None with fewer than MIN_RUNS usable records measured quiet."""
-    data = [
-        (f, r.cpu_s if r.cpu_s is not None else r.wall_s, r)
-        for r in runs
-        if not r.busy
-        if (f := _features(model, r)) is not None
-    ]
+    quiet = [(f, r) for r in runs if not r.busy if (f := _features(model, r)) is not None]
+    data = [(f, r.cpu_s if r.cpu_s is not None else r.wall_s, r) for f, r in quiet]
     if len(data) < MIN_RUNS:
         return None
     a0 = 1 / base.macs_per_s if base.macs_per_s > 0 and math.isfinite(base.macs_per_s) else 0.0
@@ -159,17 +155,8 @@ def fit_device(runs: list[MeasuredRun], model: CostModel, base: Throughput) -> R
         source=f"fitted to {len(data)} run records of this results folder ({base.device})",
     )
     sized = sum(1 for f, _, _ in data if f[2] > 0 or f[4] > 0)
-    return RunFit(
-        fitted,
-        len(data),
-        ratios,
-        seconds,
-        "fitted" if own_rate else base.basis,
-        sized,
-        sum(r.busy for r in runs),
-        len(listed),
-        factor,
-    )
+    basis, busy = "fitted" if own_rate else base.basis, sum(r.busy for r in runs)
+    return RunFit(fitted, len(data), ratios, seconds, basis, sized, busy, len(listed), factor)
 
 
 def fit_model(model: CostModel, times: FolderTimes) -> dict[str, RunFit]:

@@ -128,19 +128,10 @@ def parse(doc: Any, path: Path) -> GpuCalibration:
         raise CalibrationProblem(f"{path}: key 'checks': no \"train\" check ran; nothing to calibrate from")
     data = doc.get("data_preparation")
     data_s = None if data is None else float(_need(data, "seconds_per_value", (int, float), "data_preparation.", path))
+    started, measured_in = str(doc.get("started", "")), str(doc.get("measured_in", ""))
+    macs = statistics.median(rates)  # training multiply-adds per second, the median over the measured models
     return GpuCalibration(
-        path,
-        device,
-        str(doc.get("started", "")),
-        images_per_s,
-        compile_s,
-        statistics.median(rates),
-        data_s,
-        models,
-        checks,
-        model_checks,
-        inputs,
-        str(doc.get("measured_in", "")),
+        path, device, started, images_per_s, compile_s, macs, data_s, models, checks, model_checks, inputs, measured_in
     )
 
 

@@ -120,23 +120,13 @@ def _run(record: dict[str, Any]) -> MeasuredRun | None:
         return None  # an older or damaged record: repro.execution sets damaged ones aside when it next runs
     if ended is None or not (0 < train <= wall) or record.get("resumed_from_epoch"):
         return None  # a resumed run's seconds cover part of its epochs only
-    threads = _THREADS.search(str(prov.get("device", "")))
+    found = _THREADS.search(str(prov.get("device", "")))
+    threads = int(found.group(1)) if found else None
     cpu = record.get("cpu_seconds", ((record.get("timings") or {}).get("run") or {}).get("cpu_s"))
     cpu = float(cpu) if isinstance(cpu, (int, float)) and cpu > 0 else None
-    label = str(record.get("label", ""))
-    return MeasuredRun(
-        record.get("config_hash", cfg.hash),
-        cfg,
-        label.split("/")[0],
-        train,
-        wall,
-        cpu,
-        str(prov.get("device_type", "cpu")),
-        int(threads.group(1)) if threads else None,
-        ended,
-        label,
-        *load_of(prov),
-    )
+    label, device = str(record.get("label", "")), str(prov.get("device_type", "cpu"))
+    h = record.get("config_hash", cfg.hash)
+    return MeasuredRun(h, cfg, label.split("/")[0], train, wall, cpu, device, threads, ended, label, *load_of(prov))
 
 
 def read_runs(results_dir: Path) -> dict[str, MeasuredRun]:
