@@ -29,6 +29,8 @@ from repro.core.package_data import shipped
 REFERENCE_FILE = shipped("repro.cost", "cpu_reference.json")
 SCHEMA = 1
 RATE_NAMES = ("startup", "flop_model", "workers", "latency", "rest", "report")  # repro.cost.wall_time.Rates
+# RunSample's keys in a run's entry, in its fields' order, and what each holds
+RUN_KEYS = (("hash", str), ("label", str), ("macs", float), ("steps", int), ("cpu_s", float), ("wall_s", float))
 
 
 def need(
@@ -39,13 +41,13 @@ def need(
     prefix: str = "",
     error: type[ValueError] = ValueError,
 ) -> Any:
-    """obj[key] when it is of `kind` (a bool is no number), else `error` naming the key path: how this file, the
-    GPU reference and a calibration file are read (repro.cost.gpu_reference)."""
+    """obj[key] when it is of `kind` (a bool is no number; `float`: any number, as a float), else `error` naming the
+    key path: how this file, the GPU reference and a calibration file are read (repro.cost.gpu_reference)."""
     value = obj.get(key) if isinstance(obj, dict) else None
-    if not isinstance(value, kind) or isinstance(value, bool):
+    if not isinstance(value, (int, float) if kind is float else kind) or isinstance(value, bool):
         expected = {str: "a string", dict: "an object", list: "a list", int: "a whole number"}.get(kind, "a number")
         raise error(f"{prefix}key '{where}{key}': expected {expected}, got {value!r}")
-    return value
+    return float(value) if kind is float else value
 
 
 @dataclass(frozen=True)
@@ -86,31 +88,18 @@ def parse(doc: Any) -> CpuReference:
         raise ValueError(f"key 'schema': expected {SCHEMA}, got {doc['schema']!r}")
     model = need(doc, "run_model", dict)
     numbers = {
-        k: float(need(model, k, (int, float), "run_model."))
-        for k in ("macs_per_s", "step_overhead_s", "run_overhead_s", "cpu_share")
+        k: need(model, k, float, "run_model.") for k in ("macs_per_s", "step_overhead_s", "run_overhead_s", "cpu_share")
     }
     if not numbers["macs_per_s"] > 0 or not numbers["cpu_share"] > 0:
         raise ValueError("keys 'run_model.macs_per_s' and 'run_model.cpu_share': expected positive numbers")
     rates = need(doc, "rates", dict)
     runs = tuple(
-        RunSample(
-            need(r, "hash", str, f"runs[{i}]."),
-            need(r, "label", str, f"runs[{i}]."),
-            float(need(r, "macs", (int, float), f"runs[{i}].")),
-            need(r, "steps", int, f"runs[{i}]."),
-            float(need(r, "cpu_s", (int, float), f"runs[{i}].")),
-            float(need(r, "wall_s", (int, float), f"runs[{i}].")),
-        )
+        RunSample(*(need(r, k, kind, f"runs[{i}].") for k, kind in RUN_KEYS))
         for i, r in enumerate(need(doc, "runs", list))
     )
-    return CpuReference(
-        need(doc, "machine", str),
-        need(doc, "measured", str),
-        need(doc, "commit", str),
-        runs,
-        **numbers,
-        rates={k: float(need(rates, k, (int, float), "rates.")) for k in RATE_NAMES if k in rates},
-    )
+    machine, measured, commit = (need(doc, k, str) for k in ("machine", "measured", "commit"))
+    phases = {k: need(rates, k, float, "rates.") for k in RATE_NAMES if k in rates}
+    return CpuReference(machine, measured, commit, runs, **numbers, rates=phases)
 
 
 @lru_cache(maxsize=None)

@@ -101,8 +101,8 @@ def parse(doc: Any, path: Path) -> GpuCalibration:
             if (rate := _input_rate(result, name, where, path)) is not None:
                 inputs[_need(result, "dataset", str, where, path)] = rate
             continue
-        images_per_s = float(_need(result, "images_per_s", (int, float), where, path))
-        warmup = float(_need(result, "warmup_seconds", (int, float), where, path))
+        images_per_s = _need(result, "images_per_s", float, where, path)
+        warmup = _need(result, "warmup_seconds", float, where, path)
         batch = _need(result, "batch_size", int, where, path)
         backbone = _need(result, "backbone", dict, where, path)
         _need(backbone, "name", str, where + "backbone.", path)
@@ -111,7 +111,7 @@ def parse(doc: Any, path: Path) -> GpuCalibration:
                 f"{path}: key '{where}images_per_s': expected a positive number, got {images_per_s}"
             )
         trains[name] = result
-        rates.append(float(_need(result, "train_macs_per_s", (int, float), where, path)))
+        rates.append(_need(result, "train_macs_per_s", float, where, path))
         # the first check of a backbone compiled it; later ones reuse its graphs (docs/device-check.md)
         compile_s.setdefault(backbone_key(backbone), max(0.0, warmup - warmup_steps * batch / images_per_s))
         if isinstance(result.get("dataset"), str) and isinstance(result.get("head"), dict):
@@ -127,7 +127,7 @@ def parse(doc: Any, path: Path) -> GpuCalibration:
     if not rates:
         raise CalibrationProblem(f"{path}: key 'checks': no \"train\" check ran; nothing to calibrate from")
     data = doc.get("data_preparation")
-    data_s = None if data is None else float(_need(data, "seconds_per_value", (int, float), "data_preparation.", path))
+    data_s = None if data is None else _need(data, "seconds_per_value", float, "data_preparation.", path)
     started, measured_in = str(doc.get("started", "")), str(doc.get("measured_in", ""))
     macs = statistics.median(rates)  # training multiply-adds per second, the median over the measured models
     return GpuCalibration(
@@ -141,8 +141,8 @@ def _input_rate(result: dict[str, Any], name: str, where: str, path: Path) -> In
     if chosen is None:
         return None
     entry = _need(_need(result, "paths", dict, where, path), chosen, dict, where + "paths.", path)
-    rate = float(_need(entry, "data_images_per_s", (int, float), f"{where}paths.{chosen}.", path))
-    ratio = float(_need(entry, "ratio", (int, float), f"{where}paths.{chosen}.", path))
+    rate = _need(entry, "data_images_per_s", float, f"{where}paths.{chosen}.", path)
+    ratio = _need(entry, "ratio", float, f"{where}paths.{chosen}.", path)
     return InputRate(chosen, rate, ratio, name)
 
 
