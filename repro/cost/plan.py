@@ -132,8 +132,10 @@ def plan_profile(seeds: int, include: tuple[str, ...] = (), base: Profile | None
     )
 
 
-def _trained(tables: list[TablePlan]) -> tuple[str, ...]:
-    return tuple(sorted(f"{t.id}/{r.id}" for t in tables for r in t.manifest.rows if "accuracy" in r.measures))
+def _need(m: Manifest, claim: str, statement: str, weight: float, tables: list[TablePlan], *rest) -> ClaimNeed:
+    """A need of `m`'s that reads the training rows of `tables`; `rest`: seeds, seeds_why, items and problem."""
+    rows = tuple(sorted(f"{t.id}/{r.id}" for t in tables for r in t.manifest.rows if "accuracy" in r.measures))
+    return ClaimNeed(m.id, claim, statement, weight, rows, *rest, paper_seeds=m.seeds or 1)
 
 
 def claim_needs(manifests: list[Manifest], model: CostModel) -> list[ClaimNeed]:
@@ -157,20 +159,8 @@ def claim_needs(manifests: list[Manifest], model: CostModel) -> list[ClaimNeed]:
             others = {t: at(by_id[t], seeds or 1) for t in qualified_ids(claim) if t in by_id}
             tables = claim_tables(own, claim, others)
             items = model.cost(tables).items if seeds else {}
-            needs.append(
-                ClaimNeed(
-                    m.id,
-                    claim.id,
-                    claim.statement,
-                    claim.weight,
-                    _trained(tables),
-                    seeds or 0,
-                    why,
-                    items,
-                    "" if seeds else why,
-                    m.seeds or 1,
-                )
-            )
+            problem = "" if seeds else why
+            needs.append(_need(m, claim.id, claim.statement, claim.weight, tables, seeds or 0, why, items, problem))
         needs += sensitivity_needs(m, model, at(m, max(MIN_SEEDS, m.seeds or 1)))
     return needs
 
@@ -191,20 +181,9 @@ def sensitivity_needs(m: Manifest, model: CostModel, plan: TablePlan) -> list[Cl
     for reading, rows in groups.items():
         label = next(r.label for r in m.rows if r.reading == reading).rsplit(" [", 1)[-1].rstrip("]")
         table = plan.only(rows)
-        needs.append(
-            ClaimNeed(
-                m.id,
-                f"reading:{reading}",
-                f"sensitivity rows: {label}",
-                SENSITIVITY_WEIGHT,
-                _trained([table]),
-                plan.profile.seeds,
-                "the paper's n: the rows it varies",
-                model.cost([table]).items,
-                "",
-                m.seeds or 1,
-            )
-        )
+        seeds, why = plan.profile.seeds, "the paper's n: the rows it varies"
+        name, statement = f"reading:{reading}", f"sensitivity rows: {label}"
+        needs.append(_need(m, name, statement, SENSITIVITY_WEIGHT, [table], seeds, why, model.cost([table]).items, ""))
     return needs
 
 

@@ -132,9 +132,9 @@ def needs_table(needs: list[ClaimNeed], plan: Plan, verbose: bool = False) -> Gr
     order = {c.need.key: i for i, c in enumerate(plan.chosen)}
     added = {c.need.key: c for c in plan.chosen}
     why_out = {n.key: why for n, why in plan.left_out}
-    numbers = _right("Weight", "Seeds", "Runs", "GPU-h alone", "GPU-h added", "Plan")
+    columns = [Column("Claim"), *_right("Weight", "Seeds", "Runs", "GPU-h alone", "GPU-h added", "Plan")]
     table = Grid(
-        [Column("Claim"), *numbers, Column("Why", prose=True, drop=1)]
+        [*columns, Column("Why", prose=True, drop=1)]
         + ([Column("Seeds from", prose=True, drop=2), Column("Rows", right=True, drop=2)] if verbose else [])
     )
     rank: dict[str, int] = {}
@@ -149,17 +149,9 @@ def needs_table(needs: list[ClaimNeed], plan: Plan, verbose: bool = False) -> Gr
             c = added.get(n.key)
             plan_cell = Text(f"#{order[n.key] + 1}", style="green") if c else Text("out", style="yellow")
             why = (f"{c.shared} runs shared" if c.shared else "") if c else why_out[n.key]
-            table.add(
-                n.claim,
-                f"{n.weight:g}",
-                str(n.seeds or "-"),
-                str(n.runs),
-                hours(n.gpu_seconds),
-                hours(c.added_s) if c else "",
-                plan_cell,
-                why,
-                *([n.seeds_why, str(len(n.rows))] if verbose else []),
-            )
+            numbers = [f"{n.weight:g}", str(n.seeds or "-"), str(n.runs), hours(n.gpu_seconds)]
+            detail = [n.seeds_why, str(len(n.rows))] if verbose else []
+            table.add(n.claim, *numbers, hours(c.added_s) if c else "", plan_cell, why, *detail)
     return table
 
 
