@@ -215,15 +215,9 @@ def cpu_throughput(speed: Speed | None = None) -> Throughput:
     ref = cpu_reference.load()
     factor = speed.factor if speed is not None else 1.0
     if ref is None:
-        return Throughput(
-            "cpu",
-            "cpu",
-            CPU_REFERENCE_MACS_PER_CORE * cores() / factor,
-            CPU_STEP_OVERHEAD_S * factor,
-            f"reference, not measured: {CPU_REFERENCE_MACS_PER_CORE / 1e9:.0f} GMAC/s per core x "
-            f"{cores()} (a 2-core x86-64 CI machine)",
-            label="CPU guess",
-        )
+        guess = CPU_REFERENCE_MACS_PER_CORE * cores() / factor, CPU_STEP_OVERHEAD_S * factor
+        why = f"{CPU_REFERENCE_MACS_PER_CORE / 1e9:.0f} GMAC/s per core x {cores()} (a 2-core x86-64 CI machine)"
+        return Throughput("cpu", "cpu", *guess, f"reference, not measured: {why}", label="CPU guess")
     unscaled = "; not scaled: no speed factor kept (`repro bench speed`)"
     scaled = f"; x {speed.describe()}" if speed is not None else unscaled
     return Throughput(

@@ -207,13 +207,9 @@ def rate_grid(sources: list[RateSource]) -> Grid:
         runs: Counter[str] = Counter()
         for s in mine:  # a check's runs together, whatever their input
             runs[s.measured_by] += s.runs
-        grid.add(
-            manifest,
-            str(sum(runs.values())),
-            span,
-            ", ".join(dict.fromkeys(s.input for s in mine if s.input)),
-            ", ".join(f"{by.removeprefix(manifest + '.')} ({n})" for by, n in runs.items()),
-        )
+        inputs = ", ".join(dict.fromkeys(s.input for s in mine if s.input))
+        checks = ", ".join(f"{by.removeprefix(manifest + '.')} ({n})" for by, n in runs.items())
+        grid.add(manifest, str(sum(runs.values())), span, inputs, checks)
     return grid
 
 
