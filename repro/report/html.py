@@ -26,8 +26,7 @@ from repro.claims.headline import STATUSES
 from repro.core.fsutil import FolderWriter
 from repro.cost.plan import rows_read
 from repro.plan.manifest import Manifest
-from repro.report.figure_stamp import stamp_for
-from repro.report.figures import FigureFile
+from repro.report.figures import FigureFile, stamp_for
 from repro.report.render import environment
 from repro.report.table_rows import Table, build_tables, reading_notes, verdict_counts
 from repro.report.trained_on import TrainedOn, trained_on

@@ -196,7 +196,7 @@ def render_figure_section(figures: list, results_dir: Path) -> str:
 def _report_context(entries: list[tuple[Manifest, ManifestResult | None]], tables: bool) -> dict[str, Any]:
     """What both report files show: each table's block (`tables`: its rendered tables too) and the profile's label
     (the figures' stamp)."""
-    from repro.report.figure_stamp import stamp_for
+    from repro.report.figures import stamp_for
 
     stamp = stamp_for([(m, r) for m, r in entries if r is not None])
     blocks = [
