@@ -23,11 +23,11 @@ from typing import Any
 from markupsafe import Markup, escape
 
 from repro.claims.headline import STATUSES
-from repro.core.fsutil import FolderWriter
+from repro.core.fsutil import FolderWriter, encode_text
 from repro.cost.plan import rows_read
 from repro.plan.manifest import Manifest
 from repro.report.figures import FigureFile, stamp_for
-from repro.report.render import environment
+from repro.report.render import DETAIL, TIME_TITLE, render, render_timings
 from repro.report.table_rows import Table, build_tables, reading_notes, verdict_counts
 from repro.report.trained_on import TrainedOn, trained_on
 from repro.results.measurements import ManifestResult, Verdict
@@ -225,29 +225,27 @@ def render_report_html(
     runs_href = _runs_href(out_dir, results_dir)
     views = table_views(entries, extension, figures, runs_href)
     stamp = stamp_for([(m, r) for m, r in entries if r is not None])
-    return (
-        environment(html=True)
-        .get_template("report.html.j2")
-        .render(
-            status_class=STATUS_CLASS,
-            summary=summary,
-            groups=groups,
-            statuses=STATUSES,
-            views=views,
-            runs_href=runs_href,
-            label=stamp.text,
-            warn=stamp.warns,
-            unverified=stamp.unverified,
-            claims=sum(len(v.claims) for v in views),
-            not_run=sum(c.verdict.status == "not run" for v in views for c in v.claims),
-            pending=sum(len(v.manifest.claims) for v in views if v.result is None),
-            figures=[
-                FigureView(f"fig-{f.id}", f.title, f.paper_ref or "report figure", f.caption, data_uri(f.png))
-                for f in figures
-            ],
-            sections=[(title, Markup(md.render(body))) for title, body in sections],
-            appendix=appendix or [],
-        )
+    return render(
+        "report.html.j2",
+        html=True,
+        status_class=STATUS_CLASS,
+        summary=summary,
+        groups=groups,
+        statuses=STATUSES,
+        views=views,
+        runs_href=runs_href,
+        label=stamp.text,
+        warn=stamp.warns,
+        unverified=stamp.unverified,
+        claims=sum(len(v.claims) for v in views),
+        not_run=sum(c.verdict.status == "not run" for v in views for c in v.claims),
+        pending=sum(len(v.manifest.claims) for v in views if v.result is None),
+        figures=[
+            FigureView(f"fig-{f.id}", f.title, f.paper_ref or "report figure", f.caption, data_uri(f.png))
+            for f in figures
+        ],
+        sections=[(title, Markup(md.render(body))) for title, body in sections],
+        appendix=appendix or [],
     )
 
 
@@ -268,10 +266,30 @@ def write_trace_html(
         for row in row_ids(m, r)
     ]
     path = out_dir / "trace.html"
+    runs_href = _runs_href(out_dir, results_dir)
     FolderWriter(results_dir).write_text(
-        path,
-        environment(html=True)
-        .get_template("trace.html.j2")
-        .render(traces=traces, profile=profile, runs_href=_runs_href(out_dir, results_dir)),
+        path, render("trace.html.j2", html=True, traces=traces, profile=profile, runs_href=runs_href)
     )
     return path
+
+
+def rewrite_timings(results_dir: Path, profile: str, out_dir: Path) -> None:
+    """The time section of report-detail.md and report.html written again from timings.json as it is now."""
+    body = render_timings(results_dir, profile)
+    if body is None:
+        return
+    pages = {
+        out_dir / DETAIL: _replaced(out_dir / DETAIL, f"## {TIME_TITLE}\n\n", "\n## ", body + "\n"),
+        out_dir / "report.html": _replaced(
+            out_dir / "report.html", f"<h2>{TIME_TITLE}</h2>\n", "</section>", _markdown(out_dir).render(body) + "\n"
+        ),
+    }
+    FolderWriter(results_dir).replace_set({path: encode_text(text) for path, text in pages.items() if text})
+
+
+def _replaced(path: Path, start: str, end: str, new: str) -> str | None:
+    """The page's text with what lies between `start` and the next `end` replaced by `new`; None without both."""
+    text = path.read_text(encoding="utf-8")
+    at = text.find(start)
+    stop = text.find(end, at + len(start)) if at >= 0 else -1
+    return text[: at + len(start)] + new + text[stop:] if stop >= 0 else None

@@ -24,8 +24,7 @@ from dataclasses import dataclass
 
 from repro.plan.manifest import Manifest
 from repro.models.catalog import head_info
-from repro.report.row_numbers import row_numbers
-from repro.report.table_rows import collapse_claims
+from repro.report.table_rows import collapse_claims, row_numbers
 from repro.results.measurements import ManifestResult
 
 LEARN_MARGIN = 0.30  # accuracy points above chance every seed must reach

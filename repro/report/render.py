@@ -2,11 +2,19 @@
 
 Text reaches the templates through a filter for its medium: `tex` (repro.core.latex) for LaTeX, `md` for
 Markdown, which keeps raw HTML out of every Markdown file written here.
+
+A LaTeX table is a `tabularx` as wide as the line (tex_columns). The first column (the row's label) and every
+column with a cell longer than WRAP characters (a note, a reading's name) wrap at words, sharing what the other
+columns leave by the length of their longest cell; the other columns (numbers, ids) are set whole, on one line,
+and their headers are broken into lines no wider than their widest cell. Widths are measured in characters of
+the plain text: an estimate of the set width, which is all the split needs, since LaTeX sets the wrapping
+columns' widths itself.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -16,11 +24,12 @@ from repro.core.fsutil import FolderWriter
 from repro.core.latex import latex_escape
 from repro.plan.manifest import Manifest
 from repro.results.measurements import ManifestResult, profile_dir
-from repro.report.latex_columns import tex_columns
+from repro.results.timings import load, phase_rows, report_entry, timings_path
 from repro.report.table_rows import Table, build_tables, verdict_counts
 from repro.report.trained_on import CHECKSUMS_SUFFIX, TrainedOn, trained_on
 
 DETAIL = "report-detail.md"  # beside report.md: every table, the other sections, the provenance
+TIME_TITLE = "Where the time went"
 
 
 def md_anchor(heading: str) -> str:
@@ -65,25 +74,22 @@ def environment(html: bool = False) -> Environment:
     return env
 
 
+def render(template: str, html: bool = False, **context: Any) -> str:
+    """One of the report's templates rendered (`html`: autoescaped)."""
+    return environment(html).get_template(template).render(**context)
+
+
 def render_tables_md(manifest: Manifest, tables: list[Table], result: ManifestResult) -> str:
-    return (
-        environment()
-        .get_template("tables.md.j2")
-        .render(manifest=manifest, tables=tables, result=result, trained=trained_on(manifest, result))
-    )
+    return render("tables.md.j2", manifest=manifest, tables=tables, result=result, trained=trained_on(manifest, result))
 
 
 def render_tables_tex(manifest: Manifest, tables: list[Table], trained: TrainedOn) -> str:
-    return environment().get_template("tables.tex.j2").render(manifest=manifest, tables=tables, trained=trained)
+    return render("tables.tex.j2", manifest=manifest, tables=tables, trained=trained)
 
 
 def render_standalone_tex(manifest: Manifest, tables: list[Table], trained: TrainedOn) -> str:
     """The same tables as a document of their own: `pdflatex <id>_standalone.tex`, from any folder."""
-    return (
-        environment()
-        .get_template("standalone.tex.j2")
-        .render(manifest=manifest, body=render_tables_tex(manifest, tables, trained))
-    )
+    return render("standalone.tex.j2", manifest=manifest, body=render_tables_tex(manifest, tables, trained))
 
 
 def alternative_only(result: ManifestResult) -> dict[str, list[dict[str, str]]]:
@@ -114,16 +120,13 @@ def alternative_only(result: ManifestResult) -> dict[str, list[dict[str, str]]]:
 
 
 def render_claims_md(manifest: Manifest, result: ManifestResult) -> str:
-    return (
-        environment()
-        .get_template("claims.md.j2")
-        .render(
-            manifest=manifest,
-            result=result,
-            counts=verdict_counts(result.verdicts),
-            trained=trained_on(manifest, result),
-            alternative_only=alternative_only(result),
-        )
+    return render(
+        "claims.md.j2",
+        manifest=manifest,
+        result=result,
+        counts=verdict_counts(result.verdicts),
+        trained=trained_on(manifest, result),
+        alternative_only=alternative_only(result),
     )
 
 
@@ -163,7 +166,7 @@ def render_audit() -> str:
     for name, table in paper_tables().items():
         rows += [{"table": name, **r.to_dict()} for r in audit(table.values)]
         power += [{"table": name, **r.to_dict()} for r in power_plan(table.values)]
-    return environment().get_template("audit.md.j2").render(audit=rows, power=power)
+    return render("audit.md.j2", audit=rows, power=power)
 
 
 def render_untested() -> str:
@@ -220,16 +223,13 @@ def render_report(
 ) -> str:
     """report.md: the profile's label, the summary, the claims checklist and the figures, then links to each
     section of report-detail.md (render_report_detail); `appendix`: the Artifact Appendix's files, relative to it."""
-    return (
-        environment()
-        .get_template("report.md.j2")
-        .render(
-            **_report_context(entries, tables=False),
-            summary=summary,
-            extra_sections=extra_sections or [],
-            figures=figures,
-            appendix=appendix or [],
-        )
+    return render(
+        "report.md.j2",
+        **_report_context(entries, tables=False),
+        summary=summary,
+        extra_sections=extra_sections or [],
+        figures=figures,
+        appendix=appendix or [],
     )
 
 
@@ -238,8 +238,54 @@ def render_report_detail(
 ) -> str:
     """report-detail.md: every table beside the paper's numbers with its assumptions and readings, the report's
     other sections (readings, audit, compute, time) and the provenance."""
-    return (
-        environment()
-        .get_template("report_detail.md.j2")
-        .render(**_report_context(entries, tables=True), extra_sections=extra_sections or [])
-    )
+    context = _report_context(entries, tables=True)
+    return render("report_detail.md.j2", **context, extra_sections=extra_sections or [])
+
+
+def render_timings(results_dir: Path, profile: str) -> str | None:
+    """ "Where the time went": the phase table of the profile's timings.json (verify-all's entry, else the latest),
+    or None without one. The report is written while its command still runs, so the section is written a second
+    time when the command ends (repro.report.html.rewrite_timings): then it holds the whole command."""
+    entry = report_entry(load(timings_path(results_dir, profile)))
+    return None if entry is None else render("timings.md.j2", entry=entry, rows=phase_rows(entry))
+
+
+# --------------------------------------------------------------------------- LaTeX columns
+WRAP = 24  # a column with a longer cell wraps; a shorter one is set whole
+MOST = 80  # a wrapping column's share grows with its longest cell up to this many characters
+
+
+@dataclass(frozen=True)
+class TexColumns:
+    spec: str  # the tabularx column specification
+    headers: list[list[str]]  # each column's header as lines (plain text; the template escapes them)
+
+
+def _wrapped(header: str, width: int) -> list[str]:
+    """The header's words in lines of at most `width` characters (a longer word: a line of its own)."""
+    lines: list[str] = []
+    for word in header.split():
+        if lines and len(lines[-1]) + 1 + len(word) <= width:
+            lines[-1] += " " + word
+        else:
+            lines.append(word)
+    return lines or [""]
+
+
+def tex_columns(columns: list[str], rows: list[list[str]]) -> TexColumns:
+    longest = [max([len(str(row[i])) for row in rows] + [0]) for i in range(len(columns))]
+    wraps = [i == 0 or n > WRAP for i, n in enumerate(longest)]
+    weights = {i: max(min(longest[i], MOST), len(columns[i]), 1) for i in range(len(columns)) if wraps[i]}
+    total = sum(weights.values())
+    # tabularx shares the free width among X columns by \hsize factors that must add up to their count
+    shares = {i: round(len(weights) * w / total, 2) for i, w in weights.items()}
+    shares[max(shares)] = round(len(weights) - sum(v for i, v in shares.items() if i != max(shares)), 2)
+    spec, headers = [], []
+    for i, header in enumerate(columns):
+        if wraps[i]:
+            spec.append(rf">{{\raggedright\arraybackslash\hsize={shares[i]:.2f}\hsize}}X")
+            headers.append([header])
+        else:
+            spec.append("r")
+            headers.append(_wrapped(header, max([longest[i]] + [len(w) for w in header.split()])))
+    return TexColumns("".join(spec), headers)
