@@ -12,7 +12,7 @@ value and no spread (n None). sd is the sample standard deviation (ddof 1), se =
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any, Iterable
 
 from repro.results.measurements import Verdict
@@ -59,21 +59,9 @@ class ClaimDifference:
         return self.status_a != self.status_b
 
     def to_dict(self) -> dict[str, Any]:
-        def side(s: Spread | None) -> dict[str, Any] | None:
-            return None if s is None else {"n": s.n, "mean": s.mean, "sd": s.sd, "se": s.se}
-
-        return {
-            "profile": self.profile,
-            "table": self.table,
-            "claim": self.claim,
-            "quantity": self.quantity,
-            "a": side(self.a),
-            "b": side(self.b),
-            "difference": self.difference,
-            "status_a": self.status_a,
-            "status_b": self.status_b,
-            "changed": self.changed,
-        }
+        fields = asdict(self)  # the Spreads as {n, mean, sd, se}
+        status = {k: fields.pop(k) for k in ("status_a", "status_b")}
+        return {**fields, "difference": self.difference, **status, "changed": self.changed}
 
 
 Usable = dict[tuple[str, str], dict[int, float]]  # (table, row) -> seed -> accuracy, of usable records
@@ -167,30 +155,13 @@ def markdown(result, alpha: float) -> str:
     ]
     several = len(result.profiles) > 1
     for c in result.claims:
-        a, b = c.a, c.b
-        lines.append(
-            "| "
-            + " | ".join(
-                _md(x)
-                for x in [
-                    f"{c.profile}/" * several + f"{c.table}/{c.claim}",
-                    c.quantity,
-                    _cell(a and a.mean),
-                    _cell(a and a.sd),
-                    _cell(a and a.se),
-                    "" if a is None or a.n is None else str(a.n),
-                    _cell(b and b.mean),
-                    _cell(b and b.sd),
-                    _cell(b and b.se),
-                    "" if b is None or b.n is None else str(b.n),
-                    "" if c.difference is None else f"{c.difference:+.4g}",
-                    c.status_a,
-                    c.status_b,
-                    "**yes**" if c.changed else "no",
-                ]
-            )
-            + " |"
-        )
+        sides = [
+            [_cell(s.mean), _cell(s.sd), _cell(s.se), "" if s.n is None else str(s.n)] if s else [""] * 4
+            for s in (c.a, c.b)
+        ]
+        cells = [f"{c.profile}/" * several + f"{c.table}/{c.claim}", c.quantity, *sides[0], *sides[1]]
+        cells += ["" if c.difference is None else f"{c.difference:+.4g}", c.status_a, c.status_b]
+        lines.append("| " + " | ".join(_md(x) for x in cells + ["**yes**" if c.changed else "no"]) + " |")
     differ = [r for r in result.rows if r.difference != 0]
     lines += [
         "",

@@ -29,6 +29,7 @@ from repro.plan.manifest import Manifest
 from repro.report.figures import FigureFile, stamp_for
 from repro.report.render import DETAIL, TIME_TITLE, render, render_timings
 from repro.report.table_rows import Table, build_tables, reading_notes, verdict_counts
+from repro.report.trace import row_ids, trace, value_text
 from repro.report.trained_on import TrainedOn, trained_on
 from repro.results.measurements import ManifestResult, Verdict
 
@@ -119,18 +120,6 @@ def figure_file(out_dir: Path, src: str) -> Path | None:
     return folder / parts[1]
 
 
-def _value_text(value: Any) -> str:
-    if isinstance(value, dict) and "mean" in value:  # a paired gap (repro.claims.stats.GapStats)
-        sd = f" ± {100 * value['sd']:.2f}" if value.get("sd") is not None else ""
-        p = f", p = {value['p']:.3g}" if value.get("p") is not None else ""
-        return f"{100 * value['mean']:+.2f}{sd} pp over {value.get('n', '?')} seeds{p}"
-    if isinstance(value, dict):
-        return ", ".join(f"{k}: {_value_text(v)}" for k, v in value.items())
-    if isinstance(value, float):
-        return f"{value:.4g}"
-    return str(value)
-
-
 def _claim_view(
     manifest: Manifest, result: ManifestResult, v: Verdict, figures: list[FigureFile], runs_href: str
 ) -> ClaimView:
@@ -153,7 +142,7 @@ def _claim_view(
                     ),
                 )
             )
-    measured = tuple((k, _value_text(x)) for k, x in v.measured.items())
+    measured = tuple((k, value_text(x, p="p = ", digits=4, seed="")) for k, x in v.measured.items())
     return ClaimView(
         f"claim-{manifest.id}-{v.claim}",
         v,
@@ -254,7 +243,6 @@ def write_trace_html(
 ) -> Path:
     """results_dir/<profile>/trace.html: every row of every table traced (repro.report.trace), one section each,
     which report.html's rows link to."""
-    from repro.report.trace import row_ids, trace
     from repro.results.actions import load_actions
 
     records: dict[str, Any] = {}  # a record read once, however many rows it is behind

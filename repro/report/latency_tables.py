@@ -8,7 +8,7 @@ the paper's values sit in their own column, labelled with what they time.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Callable
 
 from repro.data.specs import get_dataset
 from repro.plan.manifest import Manifest, Row
@@ -59,22 +59,26 @@ def latency_table(manifest: Manifest, result: ManifestResult) -> Table | None:
     if not rows:
         return None
     flops = result.measured.details.get("flops", {})
-    table = Table(
-        key="latency",
-        title=f"{manifest.title}: latency per batch",
-        rows=[],
-        columns=[
-            "Method",
-            "Head ms",
-            "Head IQR ms",
-            "Ops / forward",
-            "Host syncs",
-            "Head MMAC / image",
-            "Backbone ms",
-            "Model ms",
-            "Paper",
-        ],
-    )
+
+    def time(part: str) -> Callable[[Row], str]:
+        return lambda r: ms(lat[r.id][part]["median_ms"])
+
+    def head_macs(r: Row) -> str:
+        macs = flops.get(r.id, {}).get("head_macs")
+        return "" if macs is None else f"{macs / 1e6:.3f}"
+
+    columns: dict[str, Callable[[Row], str]] = {
+        "Method": lambda r: r.label,
+        "Head ms": time("head"),
+        "Head IQR ms": lambda r: f"{ms(lat[r.id]['head']['p25_ms'])}–{ms(lat[r.id]['head']['p75_ms'])}",
+        "Ops / forward": lambda r: str(lat[r.id]["ops"]["ops"]),
+        "Host syncs": lambda r: str(lat[r.id]["ops"]["host_syncs"]),
+        "Head MMAC / image": head_macs,
+        "Backbone ms": time("backbone"),
+        "Model ms": time("model"),
+        "Paper": lambda r: paper_cells(manifest, r.id, ROW_METRICS),
+    }
+    table = Table("latency", f"{manifest.title}: latency per batch", list(columns))
     groups: dict[tuple[str, str], list[Row]] = {}
     for r in rows:
         groups.setdefault((r.role, r.dataset), []).append(r)
@@ -86,22 +90,7 @@ def latency_table(manifest: Manifest, result: ManifestResult) -> Table | None:
         )
         table.heading(heading if role == "main" else f"Sensitivity — {heading}")
         for r in members:
-            d = lat[r.id]
-            head_macs = flops.get(r.id, {}).get("head_macs")
-            table.add(
-                [
-                    r.label,
-                    ms(d["head"]["median_ms"]),
-                    f"{ms(d['head']['p25_ms'])}–{ms(d['head']['p75_ms'])}",
-                    str(d["ops"]["ops"]),
-                    str(d["ops"]["host_syncs"]),
-                    "" if head_macs is None else f"{head_macs / 1e6:.3f}",
-                    ms(d["backbone"]["median_ms"]),
-                    ms(d["model"]["median_ms"]),
-                    paper_cells(manifest, r.id, ROW_METRICS),
-                ],
-                r.id,
-            )
+            table.add([cell(r) for cell in columns.values()], r.id)
     table.notes = _setup_notes(result) + [
         "Head MMAC / image: multiply-adds of the head per image (routed heads: what one image executes), "
         "from the FLOP count of the same row."
@@ -117,7 +106,6 @@ def slowdown_table(manifest: Manifest, result: ManifestResult) -> Table | None:
     table = Table(
         key="slowdowns",
         title="Latency over the baseline's (x)",
-        rows=[],
         columns=["Comparison", "Head x", "Model x", "Ops x", "Paper"],
     )
     for c in comps:
@@ -174,7 +162,6 @@ def op_scaling_table(manifest: Manifest, result: ManifestResult) -> Table | None
         key="op_scaling",
         title="Operator calls and head latency against the number of experts E",
         columns=["Head", *[f"E={e}" for e in experts], "Ops per extra expert"],
-        rows=[],
     )
     for key, by_e in sweeps.items():
         es = sorted(by_e)

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from repro.claims.headline import STATUSES
 from repro.claims.learned import MIN_LEARNED
-from repro.plan.manifest import Manifest
+from repro.plan.manifest import Manifest, Row
 from repro.spec.paper import paper_value
 from repro.report.cells import Table, mmac, pct, pct_auto, reported
 from repro.report.latency_tables import latency_table, op_scaling_table, slowdown_table
@@ -83,48 +83,39 @@ def flops_table(manifest: Manifest, result: ManifestResult) -> Table | None:
     rows = [r for r in manifest.rows if r.id in flops]
     if not rows:
         return None
-    table = Table(
-        key="flops",
-        title="FLOPs per image and the routed fraction ρ",
-        columns=[
-            "Setting",
-            "Backbone MMAC",
-            "Head MMAC",
-            "Routed MMAC",
-            "Total MMAC",
-            "Head share",
-            "ρ (ours)",
-            "ρ, all ops (ours)",
-            "ρ (paper)",
-            "Gap sign (text)",
-        ],
-        rows=[],
-        notes=[
-            "MMAC: millions of multiply-adds per image (one multiply-add = one FLOP, fvcore's convention); "
-            "analytic = fvcore = torch/2 for every module.",
-            "ρ = routed / total FLOPs. 'All ops' adds normalisation, activation and pooling.",
-            "Gap sign (text): the sign of the setting's MoE - dense gap where the text states one (≤0: not "
-            "positive), which a separation claim must read.",
-        ],
-    )
+
+    def macs(key: str) -> Callable[[Row], str]:
+        return lambda r: mmac(flops[r.id][key])
+
+    def routed(key: str) -> Callable[[Row], str]:  # rho is shown only where the row routes
+        return lambda r: pct_auto(flops[r.id][key]) if flops[r.id]["routed_macs"] else ""
+
+    def sign(r: Row) -> str:
+        pv = paper_value(manifest.paper_table, f"{r.id}.gap")
+        return (pv.implied_sign or "").replace("<=0", "≤0") if pv else ""
+
+    columns: dict[str, Callable[[Row], str]] = {
+        "Setting": lambda r: r.label,
+        "Backbone MMAC": macs("backbone_macs"),
+        "Head MMAC": macs("head_macs"),
+        "Routed MMAC": macs("routed_macs"),
+        "Total MMAC": macs("total_macs"),
+        "Head share": lambda r: pct_auto(flops[r.id]["head_share"]),
+        "ρ (ours)": routed("rho"),
+        "ρ, all ops (ours)": routed("rho_all_ops"),
+        "ρ (paper)": lambda r: reported(manifest, f"{r.id}.rho"),
+        "Gap sign (text)": sign,
+    }
+    notes = [
+        "MMAC: millions of multiply-adds per image (one multiply-add = one FLOP, fvcore's convention); "
+        "analytic = fvcore = torch/2 for every module.",
+        "ρ = routed / total FLOPs. 'All ops' adds normalisation, activation and pooling.",
+        "Gap sign (text): the sign of the setting's MoE - dense gap where the text states one (≤0: not "
+        "positive), which a separation claim must read.",
+    ]
+    table = Table("flops", "FLOPs per image and the routed fraction ρ", list(columns), notes=notes)
     for r in _by_role(rows, table):
-        f = flops[r.id]
-        sign = paper_value(manifest.paper_table, f"{r.id}.gap")
-        table.add(
-            [
-                r.label,
-                mmac(f["backbone_macs"]),
-                mmac(f["head_macs"]),
-                mmac(f["routed_macs"]),
-                mmac(f["total_macs"]),
-                pct_auto(f["head_share"]),
-                pct_auto(f["rho"]) if f["routed_macs"] else "",
-                pct_auto(f["rho_all_ops"]) if f["routed_macs"] else "",
-                reported(manifest, f"{r.id}.rho"),
-                (sign.implied_sign or "").replace("<=0", "≤0") if sign else "",
-            ],
-            r.id,
-        )
+        table.add([cell(r) for cell in columns.values()], r.id)
     return table
 
 
@@ -148,7 +139,6 @@ def flops_comparisons_table(manifest: Manifest, result: ManifestResult) -> Table
         key="flops_comparisons",
         title="FLOPs of each model against its baseline",
         columns=["Comparison", "FLOPs ratio (ours)", "Reduction (ours)", "Reported"],
-        rows=[],
     )
     for c in comps:
         paper = reported(manifest, f"{c.id}.flops_reduction") or reported(manifest, f"{c.id}.flops_ratio")
@@ -214,7 +204,6 @@ def accuracy_comparisons_table(manifest: Manifest, result: ManifestResult) -> Ta
             "Gap, paper (pp)",
             "p, paper",
         ],
-        rows=[],
     )
     sensitivity = {r.id for r in manifest.rows if r.role != "main"}
     numbers = row_numbers(result)
@@ -296,7 +285,6 @@ def accuracy_rows_table(manifest: Manifest, result: ManifestResult) -> Table | N
     table = Table(
         key="accuracy",
         title="Accuracy of every configuration",
-        rows=[],
         columns=["Row", "Dataset", "Accuracy (%)", "Chance (%)", "Seeds", "Note", "Run records", "Accuracy, paper"],
     )
     for r in _by_role(rows, table):
