@@ -1,17 +1,13 @@
 """Two results folders side by side (`repro compare A B`): which rows' accuracy differs beyond seed noise, which
-runs only one folder holds, and which verdicts changed. Torch-free.
+runs only one folder holds, and which verdicts changed. Torch-free; in the report layer for the statistics it
+reuses (repro.claims.stats), which the results layer is below.
 
-A row is a table's row at a profile ((profile, table, row), repro.results.frames.row_seeds); its accuracy in a
-folder is that of its seeds whose run record is usable there (an unusable record is left out, as every table
-command leaves it, and counted). For a row in both folders: the mean accuracy in each, the difference B - A,
-and Welch's t over the seeds (repro.claims.stats.welch) with Holm's adjustment over the rows compared
-(repro.results.family.holm); a row differs beyond seed noise when its Holm-adjusted p is below ALPHA. Rows whose
-runs were made under other devices, thread counts or versions are compared all the same, and the comparison
-names what differs beside the row. A verdict differs when the same claim of the same table has another status,
-each decided again from its folder's measurements by the current manifests, as `repro report` decides them
-(repro.claims.decided_folder): a status typed into a results.json is never compared as a verdict.
-Each claim's own number, its spread and count on each side, is repro.report.compare_claims'.
-It sits in the report layer for the statistics it reuses (repro.claims.stats), which the results layer is below.
+A row ((profile, table, row), repro.results.frames.row_seeds) counts the seeds whose run record is usable in that
+folder. For a row in both: the mean accuracy in each, B - A, and Welch's t over the seeds with Holm's adjustment
+over the rows compared; it differs beyond seed noise when the adjusted p is below ALPHA. Runs made under other
+devices, thread counts or versions are compared all the same, and what differs is named beside the row. Verdicts
+are decided again from each folder's measurements by the current manifests (repro.claims.decided_folder): a
+status typed into a results.json is never compared. Each claim's own number is repro.report.compare_claims'.
 """
 
 from __future__ import annotations

@@ -1,12 +1,10 @@
 """`repro compare A B`, claim by claim: the spread and count of each claim's number on each side, the difference,
 and whether the verdict changed; and the comparison as Markdown, for a pull request. Torch-free.
 
-A claim's number is what its rule measured (the verdict's `measured`, as results.json stores it), per seed where it
-has seeds: a paired gap's per-seed differences (repro.claims.stats.GapStats), a row's per-seed values ({seed:
-value}). A claim that stored none of those is read on its rows' accuracies, one quantity per row, from the run
-records. Only the seeds whose records are usable in that folder count (the ones `repro compare` compares rows
-on), so a damaged record changes n, not the mean behind it. A number that has no seeds (a FLOP count, rho) has a
-value and no spread (n None). sd is the sample standard deviation (ddof 1), se = sd / sqrt(n); both None below 2.
+A claim's number is what its rule measured (the verdict's `measured`), per seed where it has seeds (a paired
+gap's differences, a row's {seed: value}); a claim that stored none is read on its rows' accuracies. Only the
+seeds whose records are usable in that folder count, so a damaged record changes n, not the mean behind it. A
+number without seeds (a FLOP count, rho) has no spread (n None). sd: ddof 1, se = sd / sqrt(n); None below 2.
 """
 
 from __future__ import annotations

@@ -39,7 +39,7 @@ from repro.spec.paper import PaperValue, paper_table, paper_value
 from repro.results.measurements import ManifestResult
 from repro.report import figures_gaps as gaps
 from repro.report import figures_runs as runs
-from repro.report.evidence import commits_text, decides_empirical, label
+from repro.report.trained_on import commits_text, decides_empirical, label
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -302,56 +302,44 @@ def _gap_figures(entries, out: Folder, plans: Plans) -> list[FigureFile]:
     threshold = gaps.rho_threshold_pct([m for m, _ in entries])
     in_series = [p for p in points if p.series]
     ran = [m.id for m, r in entries if r is not None]
-    no_gaps = (
-        f"no comparison of the manifests with results ({', '.join(ran)}) has a measured accuracy gap"
-        if ran
-        else "no manifest has results yet"
-    )
+    comparisons = {(m.id, c.id): c for m, _ in entries for c in m.comparisons}
+
+    def figure(head, shown: list, why: str, caption, draw, inputs) -> FigureFile:
+        """The points `shown` (none: skipped, for `why`); it shows both rows of every comparison behind a point,
+        in every manifest that shares the point."""
+        if not points:
+            why = f"no comparison of the manifests with results ({', '.join(ran)}) has a measured accuracy gap"
+            return out.skip(head, why if ran else "no manifest has results yet")
+        if not shown:
+            return out.skip(head, why)
+        ids = set().union(*(p.manifests for p in shown))
+        pairs = [(m, r) for m, r in entries if r is not None and m.id in ids]
+        rows = set()
+        for manifest_id, comparison in (source.split("/", 1) for p in shown for source in p.sources):
+            comp = comparisons[manifest_id, comparison]
+            rows |= {(manifest_id, comp.row), (manifest_id, comp.baseline)}
+        return out.save(head, caption(runs_note(pairs, plans)), draw, inputs, pairs, frozenset(rows))
+
     rho_title, classes_title = GAP_VS_RHO[1], GAP_VS_CLASSES[1]
     return [
-        _gap_figure(
-            entries,
-            out,
-            plans,
+        figure(
             GAP_VS_RHO,
             by_rho,
-            no_gaps
-            if not points
-            else f"no compared treatment routes any compute: {left_out['zero']} comparison(s) have ρ = 0 and "
+            f"no compared treatment routes any compute: {left_out['zero']} comparison(s) have ρ = 0 and "
             f"{left_out['missing']} have no measured ρ (their rows do not measure flops)",
             lambda runs: gaps.caption_gap_vs_rho(by_rho, left_out, threshold, gaps.symlog(by_rho), runs),
             lambda: gaps.draw_gap_vs_rho(by_rho, threshold, rho_title)[0],
             (by_rho, threshold, rho_title),
         ),
-        _gap_figure(
-            entries,
-            out,
-            plans,
+        figure(
             GAP_VS_CLASSES,
             in_series,
-            no_gaps
-            if not points
-            else f"none of the {len(points)} measured comparison(s) belongs to a series (Comparison.series)",
+            f"none of the {len(points)} measured comparison(s) belongs to a series (Comparison.series)",
             lambda runs: gaps.caption_gap_vs_classes(in_series, gaps.symlog(in_series), runs),
             lambda: gaps.draw_gap_vs_classes(in_series, classes_title)[0],
             (in_series, classes_title),
         ),
     ]
-
-
-def _gap_figure(entries, out: Folder, plans: Plans, head, shown: list, why: str, caption, draw, inputs) -> FigureFile:
-    """One gap figure of the points `shown` (none: skipped for `why`); its caption names the runs behind them, and
-    it shows both rows of every comparison behind a point, in every manifest that shares the point."""
-    if not shown:
-        return out.skip(head, why)
-    ids = set().union(*(p.manifests for p in shown))
-    pairs = [(m, r) for m, r in entries if r is not None and m.id in ids]
-    comparisons = {(m.id, c.id): c for m, _ in entries for c in m.comparisons}
-    rows = set()
-    for manifest_id, comparison in (source.split("/", 1) for p in shown for source in p.sources):
-        comp = comparisons[manifest_id, comparison]
-        rows |= {(manifest_id, comp.row), (manifest_id, comp.baseline)}
-    return out.save(head, caption(runs_note(pairs, plans)), draw, inputs, pairs, frozenset(rows))
 
 
 # --------------------------------------------------------------------------- manifest figures

@@ -250,13 +250,16 @@ def place_signs(fig: Figure, ax, marks: list[tuple[float, float, str]]) -> list:
     texts = []
     for (x, y, sign), (cx, cy) in zip(marks, centres):
 
+        def box(spot: tuple[float, float]) -> tuple[float, float, float, float]:
+            return (cx + spot[0] * scale, cy + spot[1] * scale, cx + spot[0] * scale + w, cy + spot[1] * scale + h)
+
         def cost(spot: tuple[float, float]) -> float:
-            box = (cx + spot[0] * scale, cy + spot[1] * scale, cx + spot[0] * scale + w, cy + spot[1] * scale + h)
-            outside = box[0] < inside.x0 or box[1] < inside.y0 or box[2] > inside.x1 or box[3] > inside.y1
-            return sum(_overlap(box, t) for t in taken) + (w * h if outside else 0.0)
+            b = box(spot)
+            outside = b[0] < inside.x0 or b[1] < inside.y0 or b[2] > inside.x1 or b[3] > inside.y1
+            return sum(_overlap(b, t) for t in taken) + (w * h if outside else 0.0)
 
         spot = next((s for s in SIGN_SPOTS if cost(s) == 0), min(SIGN_SPOTS, key=cost))
-        taken.append((cx + spot[0] * scale, cy + spot[1] * scale, cx + spot[0] * scale + w, cy + spot[1] * scale + h))
+        taken.append(box(spot))
         texts.append(
             ax.annotate(
                 SIGN_TEXT[sign],

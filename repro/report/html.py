@@ -131,17 +131,12 @@ def _claim_view(
     per_row = []
     for row_id in rows:
         runs = sorted(result.measured.runs(row_id), key=lambda r: r.seed)
-        if runs:
-            per_row.append(
-                RowRuns(
-                    row_id,
-                    manifest.row(row_id).label,
-                    tuple(
-                        RunLink(f"seed {r.seed}", f"{runs_href}/{r.hash}.json", r.hash[:8], f"{100 * r.accuracy:.2f}%")
-                        for r in runs
-                    ),
-                )
-            )
+        links = [
+            RunLink(f"seed {r.seed}", f"{runs_href}/{r.hash}.json", r.hash[:8], f"{100 * r.accuracy:.2f}%")
+            for r in runs
+        ]
+        if links:
+            per_row.append(RowRuns(row_id, manifest.row(row_id).label, tuple(links)))
     measured = tuple((k, value_text(x, p="p = ", digits=4, seed="")) for k, x in v.measured.items())
     return ClaimView(
         f"claim-{manifest.id}-{v.claim}",

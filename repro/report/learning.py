@@ -1,20 +1,12 @@
-"""The functional profile's own check: does every method learn real images?
+"""The functional profile's own check: does every method learn real images? Torch-free.
 
-A profile of evidence 'functional' trains on real images that are not the paper's
-(repro.data.digits), so it decides no empirical claim; what it shows is whether each
-method learns. A row learned when every seed's test accuracy is at least
-chance + LEARN_MARGIN of the data it trained on (chance: the record's metrics.chance).
-
-The dense and sparse-MoE rows (the paper's two methods under test in every table; a
-backbone whose convolutions are routed has a dense head and counts) must learn:
-`repro verify-all` exits 1 when one does not. A row that trains an alternative reading
-(role "sensitivity", repro/spec/readings.toml) is shown, with its reading, and does not set the
-exit code: whether a reading the artifact did not choose still learns is what it reports. The
-other methods (Soft MoE, per-sample Soft MoE, Expert Choice, the extension routers) are shown
-beside them and do not set the exit code; a row named by a claim's may_collapse is one the paper
-reports collapsing, and is shown as such whatever it reached. Rows that share their runs
-(the same run hashes, e.g. table4/r18_dense and table9/imagenet_dense) are one line.
-Torch-free.
+A profile of evidence 'functional' trains on real images that are not the paper's (repro.data.digits), so it
+decides no empirical claim; it shows whether each method learns: every seed's test accuracy at least chance +
+LEARN_MARGIN (chance: the record's metrics.chance). The dense and sparse-MoE rows (a backbone whose convolutions
+are routed has a dense head and counts) must learn: `repro verify-all` exits 1 when one does not. Rows that
+train an alternative reading (repro/spec/readings.toml) and the other methods are shown and set no exit code; a
+row named by a claim's may_collapse is one the paper reports collapsing. Rows that share their runs (the same
+run hashes, e.g. table4/r18_dense and table9/imagenet_dense) are one line.
 """
 
 from __future__ import annotations

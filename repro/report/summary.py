@@ -154,13 +154,8 @@ def write_report(
             summary["lines"].append(readings_summary(readings, *cost))
         if trained := trained_summary(readings):
             summary["lines"].append(trained)
-        sections.insert(
-            0,
-            (
-                "Readings the text leaves open: which verdicts depend on them",
-                render_readings(readings, *cost, manifests),
-            ),
-        )
+        title = "Readings the text leaves open: which verdicts depend on them"
+        sections.insert(0, (title, render_readings(readings, *cost, manifests)))
     flush()  # the phases so far, for the table below; written again, whole, when the command ends
     if (times := render_timings(results_dir, profile)) is not None:
         sections.append((TIME_TITLE, times))
