@@ -210,20 +210,8 @@ def compare_folders(a: Path, b: Path, profile: str | None = None, manifests: Seq
         other = set(ga.run_hash) != set(gb.run_hash) and (
             sorted(zip(ga.seed, ga.accuracy)) != sorted(zip(gb.seed, gb.accuracy))
         )
-        out.rows.append(
-            RowDifference(
-                *k,
-                t.n_a,
-                t.n_b,
-                t.mean_a,
-                t.mean_b,
-                t.difference,
-                None if math.isnan(t.p) else t.p,
-                adjusted.get(k),
-                settings_note(ga, gb),
-                other,
-            )
-        )
+        numbers = (t.n_a, t.n_b, t.mean_a, t.mean_b, t.difference, None if math.isnan(t.p) else t.p, adjusted.get(k))
+        out.rows.append(RowDifference(*k, *numbers, settings_note(ga, gb), other))
     runs_a, runs_b = _run_names(seeds_a), _run_names(seeds_b)
     out.only_a, out.only_b = sorted(runs_a - runs_b), sorted(runs_b - runs_a)
     out.verdicts = _verdict_changes(verdicts(folder_a), verdicts(folder_b), profiles)

@@ -39,7 +39,7 @@ from repro.spec.paper import PaperValue, paper_table, paper_value
 from repro.results.measurements import ManifestResult
 from repro.report import figures_gaps as gaps
 from repro.report import figures_runs as runs
-from repro.report.trained_on import commits_text, decides_empirical, label
+from repro.report.trained_on import commits_text, decides_empirical, label, profile_as_run
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -104,7 +104,7 @@ def stamp_for(pairs: list[tuple[Manifest, ManifestResult]]) -> Stamp:
     labels: dict[str, None] = {}
     not_evidence, unverified, names = False, False, []
     for manifest, result in pairs:
-        settings = result.profile_settings or manifest.profiles.get(result.profile)
+        settings = profile_as_run(manifest, result)
         on_unverified = any(c.accepted_unverified for c in result.data_checks())
         labels[label(result.profile, settings, on_unverified)] = None
         not_evidence |= not decides_empirical(settings)

@@ -19,7 +19,6 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from repro.data.check_result import DataCheck
 from repro.data.specs import get_dataset
 from repro.plan.manifest import Manifest
 from repro.spec.profiles import Profile
@@ -193,21 +192,13 @@ class TrainedOn:
         return "; ".join(parts) + f"; {self.commit}."
 
 
-def _settings(manifest: Manifest, result: ManifestResult) -> Profile | None:
+def profile_as_run(manifest: Manifest, result: ManifestResult) -> Profile | None:
     """The profile as the table ran: stored with its result, else as the manifest holds it (already applied)."""
     return result.profile_settings or manifest.profiles.get(result.profile)
 
 
-def _kind(data: str, check: DataCheck | None) -> Kind:
-    if data in ("synthetic", "digits"):
-        return data  # type: ignore[return-value]
-    if check is None:
-        return "unchecked"
-    return "unverified" if check.unverified else "paper"
-
-
 def trained_on(manifest: Manifest, result: ManifestResult) -> TrainedOn:
-    settings = _settings(manifest, result)
+    settings = profile_as_run(manifest, result)
     data = settings.data if settings else "real"
     checks = {c.title: c for c in result.data_checks()}
     by_dataset: dict[str, list] = {}
@@ -218,15 +209,12 @@ def trained_on(manifest: Manifest, result: ManifestResult) -> TrainedOn:
     sources, epochs = [], []
     for title, runs in by_dataset.items():
         check = checks.get(title)
-        sources.append(
-            DataSource(
-                title,
-                _kind(data, check),
-                tuple(sorted({r.data for r in runs if r.data})),
-                check.checksum if check else "",
-                check.unverified if check else (),
-            )
-        )
+        if data in ("synthetic", "digits"):
+            kind: Kind = data  # type: ignore[assignment]
+        else:
+            kind = "unchecked" if check is None else "unverified" if check.unverified else "paper"
+        found = (check.checksum, check.unverified) if check else ("", ())  # the data check's, where one was made
+        sources.append(DataSource(title, kind, tuple(sorted({r.data for r in runs if r.data})), *found))
         epochs.append((title, max(len(r.test_accuracy_by_epoch) for r in runs)))
     runs = [r for rs in by_dataset.values() for r in rs]
     unverified = any(s.kind == "unverified" for s in sources)
