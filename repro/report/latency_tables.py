@@ -11,7 +11,7 @@ import json
 from typing import Any, Callable
 
 from repro.data.specs import get_dataset
-from repro.plan.manifest import Manifest, Row
+from repro.plan.manifest import Comparison, Manifest, Row
 from repro.spec.paper import paper_table
 from repro.report.cells import Table
 from repro.results.measurements import COMPARISON_METRICS, ROW_METRICS, ManifestResult
@@ -103,27 +103,25 @@ def slowdown_table(manifest: Manifest, result: ManifestResult) -> Table | None:
     comps = [c for c in manifest.comparisons if measured.comparison(c.id, "slowdown") is not None]
     if not comps:
         return None
-    table = Table(
-        key="slowdowns",
-        title="Latency over the baseline's (x)",
-        columns=["Comparison", "Head x", "Model x", "Ops x", "Paper"],
-    )
-    for c in comps:
+
+    def ops(c: Comparison) -> str:
         ops_a, ops_b = measured.row(c.row, "op_calls"), measured.row(c.baseline, "op_calls")
-        table.add(
-            [
-                c.label,
-                times(measured.comparison(c.id, "slowdown")),
-                times(measured.comparison(c.id, "model_slowdown")),
-                times(ops_a / ops_b) if ops_a and ops_b else "",
-                paper_cells(manifest, c.id, COMPARISON_METRICS),
-            ],
-            c.id,
-        )
-    table.notes = [
+        return times(ops_a / ops_b) if ops_a and ops_b else ""
+
+    columns: dict[str, Callable[[Comparison], str]] = {
+        "Comparison": lambda c: c.label,
+        "Head x": lambda c: times(measured.comparison(c.id, "slowdown")),
+        "Model x": lambda c: times(measured.comparison(c.id, "model_slowdown")),
+        "Ops x": ops,
+        "Paper": lambda c: paper_cells(manifest, c.id, COMPARISON_METRICS),
+    }
+    notes = [
         "Head x: the row's head latency over the baseline's head latency; Model x: the same for the "
         "whole model (backbone + head), the reading this reproduction gives the paper's ratios."
     ]
+    table = Table("slowdowns", "Latency over the baseline's (x)", list(columns), notes=notes)
+    for c in comps:
+        table.add([cell(c) for cell in columns.values()], c.id)
     return table
 
 

@@ -99,23 +99,21 @@ def alternative_only(result: ManifestResult) -> dict[str, list[dict[str, str]]]:
     changes its verdict (Table 5's reversal under the Switch gate)."""
     out: dict[str, list[dict[str, str]]] = {}
     for entry in result.readings:
-        lines = []
         if entry.only_under():
-            lines = [
-                (o, "reproduced only under an alternative reading")
-                for o in entry.alternatives
-                if o.status == "reproduced"
-            ]
+            reproduced = [o for o in entry.alternatives if o.status == "reproduced"]
+            lines = [(o, "reproduced only under an alternative reading") for o in reproduced]
         else:
-            lines = [
-                (o, f"{o.status} under this alternative reading (chosen: {entry.chosen.status})")
-                for o in entry.changed_under()
-            ]
-        if lines:
-            out.setdefault(entry.claim, []).extend(
-                {"label": o.label, "reading": o.reading, "value": o.value, "evidence": o.evidence, "verdict": verdict}
-                for o, verdict in lines
-            )
+            verdict = f"under this alternative reading (chosen: {entry.chosen.status})"
+            lines = [(o, f"{o.status} {verdict}") for o in entry.changed_under()]
+        for o, verdict in lines:
+            line = {
+                "label": o.label,
+                "reading": o.reading,
+                "value": o.value,
+                "evidence": o.evidence,
+                "verdict": verdict,
+            }
+            out.setdefault(entry.claim, []).append(line)
     return out
 
 

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from repro.claims.headline import STATUSES
 from repro.claims.learned import MIN_LEARNED
-from repro.plan.manifest import Manifest, Row
+from repro.plan.manifest import Comparison, Manifest, Row
 from repro.spec.paper import paper_value
 from repro.report.cells import Table, mmac, pct, pct_auto, reported
 from repro.report.latency_tables import latency_table, op_scaling_table, slowdown_table
@@ -135,22 +135,17 @@ def flops_comparisons_table(manifest: Manifest, result: ManifestResult) -> Table
     comps = [c for c in manifest.comparisons if measured.comparison(c.id, "flops_ratio") is not None]
     if not comps:
         return None
-    table = Table(
-        key="flops_comparisons",
-        title="FLOPs of each model against its baseline",
-        columns=["Comparison", "FLOPs ratio (ours)", "Reduction (ours)", "Reported"],
-    )
+    columns: dict[str, Callable[[Comparison], str]] = {
+        "Comparison": lambda c: c.label,
+        "FLOPs ratio (ours)": lambda c: pct(measured.comparison(c.id, "flops_ratio"), 1),
+        "Reduction (ours)": lambda c: pct(measured.comparison(c.id, "flops_reduction"), 1),
+        "Reported": lambda c: (
+            reported(manifest, f"{c.id}.flops_reduction") or reported(manifest, f"{c.id}.flops_ratio")
+        ),
+    }
+    table = Table("flops_comparisons", "FLOPs of each model against its baseline", list(columns))
     for c in comps:
-        paper = reported(manifest, f"{c.id}.flops_reduction") or reported(manifest, f"{c.id}.flops_ratio")
-        table.add(
-            [
-                c.label,
-                pct(measured.comparison(c.id, "flops_ratio"), 1),
-                pct(measured.comparison(c.id, "flops_reduction"), 1),
-                paper,
-            ],
-            c.id,
-        )
+        table.add([cell(c) for cell in columns.values()], c.id)
     return table
 
 
