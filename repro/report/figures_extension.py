@@ -145,14 +145,9 @@ def extension_section(
         figure = render_extension_figure(manifest, result, Path(figures_dir), root)
         if drawn is not None:
             drawn.append(figure)
-        lines = [
-            f"### {md_escape(manifest.title)}",
-            "",
-            md_escape(" ".join(manifest.description.split())),
-            "",
-            render_figure_section([figure], Path(report_dir)),
-            "",
-        ]
+        description = md_escape(" ".join(manifest.description.split()))
+        figures = render_figure_section([figure], Path(report_dir))
+        lines = [f"### {md_escape(manifest.title)}\n\n{description}\n\n{figures}\n"]
         if result is None:
             lines.append("Not run at this profile.")
         for v in result.verdicts if result is not None else []:

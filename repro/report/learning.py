@@ -117,11 +117,9 @@ def summary_line(checks: list[LearningCheck]) -> str:
         f"configurations at chance + {LEARN_MARGIN * 100:.0f} points or more on every seed"
     )
     if readings:
-        line += f"; under alternative readings {sum(c.learned for c in readings)} / {len(readings)}" + (
-            f" (did not learn: {', '.join(c.rows[0] for c in readings if not c.learned)})"
-            if not all(c.learned for c in readings)
-            else ""
-        )
+        missed = [c.rows[0] for c in readings if not c.learned]
+        line += f"; under alternative readings {len(readings) - len(missed)} / {len(readings)}"
+        line += f" (did not learn: {', '.join(missed)})" if missed else ""
     if others:
         line += f"; other methods {sum(c.learned for c in others)} / {len(others)}"
     failed = [c for c in checks if c.failed]

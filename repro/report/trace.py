@@ -79,17 +79,11 @@ class Trace:
             for r in self.runs
         ]
         files = [f"{r.record} sha256 {r.sha256 or '(missing)'}" for r in self.runs]
+        number = [f"{self.table} / {self.label} ({self.kind} {self.row}), profile {self.profile}"]
+        claims = [f"{c['claim']}: {c['status']}: {c['statement']}" for c in self.claims]
         return [
-            (
-                "Number",
-                [f"{self.table} / {self.label} ({self.kind} {self.row}), profile {self.profile}"]
-                + [f"{path}: {value_text(v)}" for path, v in self.values.items()],
-            ),
-            (
-                "Claims",
-                [f"{c['claim']}: {c['status']}: {c['statement']}" for c in self.claims]
-                or ["no claim of this table reads it"],
-            ),
+            ("Number", number + [f"{path}: {value_text(v)}" for path, v in self.values.items()]),
+            ("Claims", claims or ["no claim of this table reads it"]),
             ("Run records", runs or ["none: the number is counted, not trained (FLOPs, rho)"]),
             ("Record files", files or [self.results]),
             ("Code", self.commits or ["not recorded"]),
@@ -250,15 +244,11 @@ def trace(
         for v in result.verdicts
         if set(v.rows) & ({row} | set(rows))
     ]
-    commits = list(
-        dict.fromkeys(c for c in [*(r.commit for r in runs), str(result.provenance.get("git_commit", ""))] if c)
-    )
+    made_at = [*(r.commit for r in runs), str(result.provenance.get("git_commit", ""))]
+    commits = list(dict.fromkeys(c for c in made_at if c))
     command = shlex.join(["repro", "run", manifest.id, "--profile", result.profile, "--results-dir", str(results_dir)])
-    notes = (
-        ["(reuses the run records present; to train them again, move the record files above aside first)"]
-        if runs
-        else []
-    )
+    reuse = "(reuses the run records present; to train them again, move the record files above aside first)"
+    notes = [reuse] if runs else []
     return Trace(
         manifest.id,
         manifest.title,
