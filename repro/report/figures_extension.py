@@ -81,15 +81,10 @@ def draw_gap_vs_rho_by_router(points: list[RouterPoint]) -> Figure:
         ax.grid(True, alpha=0.3)
     axes[0].set_ylabel("MoE − dense accuracy (pp)")
     families = dict.fromkeys(p.backbone for p in points)
-    fig.legend(
-        handles=[
-            Line2D([], [], marker="o", color=FAMILY_COLOURS.get(f, "0.3"), label=FAMILY_LABELS.get(f, f))
-            for f in families
-        ],
-        loc="outside right upper",
-        fontsize=8,
-        frameon=False,
-    )  # the foot: the stamp
+    handles = [
+        Line2D([], [], marker="o", color=FAMILY_COLOURS.get(f, "0.3"), label=FAMILY_LABELS.get(f, f)) for f in families
+    ]
+    fig.legend(handles=handles, loc="outside right upper", fontsize=8, frameon=False)  # the foot: the stamp
     fig.suptitle("Beyond the paper: gap against ρ for each router", fontsize=10)
     return fig
 

@@ -248,6 +248,7 @@ def place_signs(fig: Figure, ax, marks: list[tuple[float, float, str]]) -> list:
     r = POINT_RADIUS * scale
     taken = [(cx - r, cy - r, cx + r, cy + r) for cx, cy in centres]
     texts = []
+    style = dict(textcoords="offset points", fontsize=SIGN_SIZE, color="0.3", va="bottom", ha="left", in_layout=False)
     for (x, y, sign), (cx, cy) in zip(marks, centres):
 
         def box(spot: tuple[float, float]) -> tuple[float, float, float, float]:
@@ -260,38 +261,18 @@ def place_signs(fig: Figure, ax, marks: list[tuple[float, float, str]]) -> list:
 
         spot = next((s for s in SIGN_SPOTS if cost(s) == 0), min(SIGN_SPOTS, key=cost))
         taken.append(box(spot))
-        texts.append(
-            ax.annotate(
-                SIGN_TEXT[sign],
-                (x, y),
-                xytext=spot,
-                textcoords="offset points",
-                fontsize=SIGN_SIZE,
-                color="0.3",
-                va="bottom",
-                ha="left",
-                in_layout=False,
-            )
-        )
+        texts.append(ax.annotate(SIGN_TEXT[sign], (x, y), xytext=spot, **style))
     return texts
 
 
 def _sign_handles(signs: set[str]) -> list[Line2D]:
     from matplotlib.lines import Line2D
 
-    return [
-        Line2D(
-            [],
-            [],
-            marker=SIGN_MARKER[s],
-            ms=16 if s == "<=0" else 12,
-            color="0.3",
-            ls="none",
-            label=f"paper: gap {SIGN_WORDS[s]}, no number",
-        )
-        for s in SIGN_TEXT
-        if s in signs
-    ]
+    def handle(s: str) -> Line2D:
+        label = f"paper: gap {SIGN_WORDS[s]}, no number"
+        return Line2D([], [], marker=SIGN_MARKER[s], ms=16 if s == "<=0" else 12, color="0.3", ls="none", label=label)
+
+    return [handle(s) for s in SIGN_TEXT if s in signs]
 
 
 def minor_label(v: float, _pos: int) -> str:
@@ -407,11 +388,8 @@ def _common_sentences(points: list[GapPoint], symlog: bool) -> str:
     merged = [p for p in points if p.merged]
     out = []
     if merged:
-        out.append(
-            "Comparisons that reuse the same runs in several manifests are drawn once: "
-            + "; ".join(" = ".join(p.sources) for p in merged)
-            + "."
-        )
+        same = "; ".join(" = ".join(p.sources) for p in merged)
+        out.append(f"Comparisons that reuse the same runs in several manifests are drawn once: {same}.")
     metrics = {}
     for d in sorted({p.dataset for p in points}, key=list(DATASETS).index):
         metrics.setdefault(get_dataset(d).metric, []).append(get_dataset(d).title)

@@ -184,39 +184,17 @@ def accuracy_comparisons_table(manifest: Manifest, result: ManifestResult) -> Ta
     comps = [c for c in manifest.comparisons if "accuracy" in manifest.row(c.row).measures]
     if not comps:
         return None
-    table = Table(
-        key="gaps",
-        title=f"{manifest.title}: MoE - dense gaps paired by seed",
-        columns=[
-            "Configuration",
-            "ρ",
-            "Baseline acc. (%)",
-            "Model acc. (%)",
-            "Gap (pp)",
-            "p",
-            "d",
-            "Seeds +",
-            "Gap, paper (pp)",
-            "p, paper",
-        ],
-    )
+    gap_columns = ["Gap (pp)", "p", "d", "Seeds +"]  # _gap_cells
+    columns = ["Configuration", "ρ", "Baseline acc. (%)", "Model acc. (%)", *gap_columns, "Gap, paper (pp)", "p, paper"]
+    table = Table("gaps", f"{manifest.title}: MoE - dense gaps paired by seed", columns)
     sensitivity = {r.id for r in manifest.rows if r.role != "main"}
     numbers = row_numbers(result)
     for c in _by_role(comps, table, lambda c: c.row in sensitivity or c.baseline in sensitivity):
         rho = measured.comparison(c.id, "rho")
         base, model = run_links(result, c.baseline, "baseline"), run_links(result, c.row, "model")
-        table.add(
-            [
-                c.label,
-                pct_auto(rho) if rho is not None else "",
-                numbers.mean_sd(c.baseline),
-                numbers.mean_sd(c.row),
-                *_gap_cells(numbers.gap(c.row, c.baseline)),
-                *_paper_gap(manifest, f"{c.id}.gap"),
-            ],
-            c.id,
-            {2: base, 3: model, 4: model + base},
-        )
+        cells = [c.label, pct_auto(rho) if rho is not None else "", numbers.mean_sd(c.baseline), numbers.mean_sd(c.row)]
+        cells += [*_gap_cells(numbers.gap(c.row, c.baseline)), *_paper_gap(manifest, f"{c.id}.gap")]
+        table.add(cells, c.id, {2: base, 3: model, 4: model + base})
     table.notes = [
         f"Profile '{result.profile}'. Accuracy: mean ± s.d. over seeds; gap: model - baseline per seed, "
         "paired t-test (two-sided), d = mean / s.d. of the differences.",
@@ -286,20 +264,11 @@ def accuracy_rows_table(manifest: Manifest, result: ManifestResult) -> Table | N
         chance = numbers.chance(r.id)
         hashes = ", ".join(sorted({run.hash[:8] for run in measured.runs(r.id)}))
         notes = (chance_note(numbers.mean(r.id), chance, collapse.get(r.id, [])), machine_note(measured.runs(r.id)))
-        table.add(
-            [
-                r.label,
-                r.dataset,
-                numbers.mean_sd(r.id) or measured.missing.get(row_metric(r.id, "accuracy"), ""),
-                "" if chance is None else f"{100 * chance:.2f}",
-                str(numbers.seeds_of(r.id)),
-                "; ".join(n for n in notes if n),
-                hashes,
-                reported(manifest, f"{r.id}.accuracy"),
-            ],
-            r.id,
-            {2: run_links(result, r.id)},
-        )
+        accuracy = numbers.mean_sd(r.id) or measured.missing.get(row_metric(r.id, "accuracy"), "")
+        chance_text = "" if chance is None else f"{100 * chance:.2f}"
+        cells = [r.label, r.dataset, accuracy, chance_text, str(numbers.seeds_of(r.id))]
+        cells += ["; ".join(n for n in notes if n), hashes, reported(manifest, f"{r.id}.accuracy")]
+        table.add(cells, r.id, {2: run_links(result, r.id)})
     table.notes = [
         "Run records: the first 8 characters of each run's hash; the record is runs/<hash>.json.",
         "Chance: 1 / classes of the data the runs trained on (the record's metrics.chance). Note: 'at or "
