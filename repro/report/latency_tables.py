@@ -126,15 +126,8 @@ def slowdown_table(manifest: Manifest, result: ManifestResult) -> Table | None:
 
 
 def _sweep_key(row: Row) -> str:
-    return json.dumps(
-        [
-            row.dataset,
-            row.backbone.key(),
-            row.head.name,
-            {k: v for k, v in row.head.params.items() if k != "num_experts"},
-        ],
-        sort_keys=True,
-    )
+    params = {k: v for k, v in row.head.params.items() if k != "num_experts"}
+    return json.dumps([row.dataset, row.backbone.key(), row.head.name, params], sort_keys=True)
 
 
 def _sweep_label(row: Row, d: dict[str, Any]) -> str:

@@ -171,14 +171,12 @@ def render_untested() -> str:
     """The findings of the paper's text that no claim tests, each with why (repro/spec/untested.toml)."""
     from repro.spec.untested import shipped_untested
 
-    return (
-        "Every finding of the paper's text that no claim decides, with the section it comes from and why "
-        "(repro/spec/untested.toml):\n\n"
-        + "\n".join(
-            f"- Section {md_escape(f.section)}: {md_escape(f.finding)}. Not tested: {md_escape(f.why)}."
-            for f in shipped_untested()
-        )
-    )
+    head = "Every finding of the paper's text that no claim decides, with the section it comes from and why"
+    lines = [
+        f"- Section {md_escape(f.section)}: {md_escape(f.finding)}. Not tested: {md_escape(f.why)}."
+        for f in shipped_untested()
+    ]
+    return f"{head} (repro/spec/untested.toml):\n\n" + "\n".join(lines)
 
 
 def render_figure_section(figures: list, results_dir: Path) -> str:

@@ -1,16 +1,11 @@
 """Tables as data: rows of formatted cells built from a manifest's results.
 
-Each builder looks at what a manifest's rows measure (never at its name) and
-returns a table, or None when it has nothing to show. Reported values sit in
-their own columns beside the reproduced ones; where the text gives no number the
-cell is left empty. Accuracy over seeds and the paired gaps are computed from the
-table's rows-by-seed frame (RowNumbers), as a notebook computes them.
-
-The frame is repro.results.frames.result_row_seeds (one row per row and seed, from the run summaries the
-table stored); the mean and s.d. over seeds are frames.row_stats of it, the paired gaps
-repro.claims.stats.paired_gap of its per-seed accuracies, and the learning check reads the same per-seed
-accuracies. A notebook that calls row_stats(row_seeds(folder)) therefore gets the report's numbers by
-construction (tests/test_frames.py holds them to it). Torch-free; pandas is imported with the frame.
+Each builder looks at what a manifest's rows measure (never at its name) and returns a table, or None when it
+has nothing to show. Reported values sit in their own columns beside the reproduced ones; where the text gives no
+number the cell is left empty. Accuracy over seeds and the paired gaps come from the table's rows-by-seed frame
+(RowNumbers: repro.results.frames.result_row_seeds, its frames.row_stats, repro.claims.stats.paired_gap), so a
+notebook that calls row_stats(row_seeds(folder)) gets the report's numbers by construction (tests/test_frames.py
+holds them to it); the learning check reads the same per-seed accuracies. Torch-free; pandas comes with the frame.
 """
 
 from __future__ import annotations

@@ -115,9 +115,8 @@ class DataSource:
         head = f"{self.dataset} ({KIND_WORDS[self.kind]}"
         head += f", {self.checksum})" if self.checksum and self.kind in ("paper", "unverified") else ")"
         if self.unverified:
-            head += ": files that fail their published checksum, accepted with --allow-unverified-data: " + "; ".join(
-                self.unverified
-            )
+            failed = "; ".join(self.unverified)
+            head += f": files that fail their published checksum, accepted with --allow-unverified-data: {failed}"
         return head + described
 
 
