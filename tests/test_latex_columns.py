@@ -1,4 +1,4 @@
-"""LaTeX tables that fit the page: repro.report.render splits a table's columns into those that wrap and
+"""LaTeX tables that fit the page: repro.report.latex_columns splits a table's columns into those that wrap and
 those set whole, and every standalone table (`<id>_standalone.tex`, one per table `repro verify-all` runs at
 smoke) and the Artifact Appendix compile with pdflatex, on A4 and on letter paper, with no line wider than the
 text block by more than FIT_PT (pdflatex's log names each "Overfull \\hbox")."""
@@ -17,7 +17,7 @@ from repro.measure.measurer import Context
 from repro.plan.manifest import load_all
 from repro.plan.table_plan import build_plan, plan_all
 from repro.report.appendix import write_appendix
-from repro.report.render import tex_columns
+from repro.report.latex_columns import tex_columns
 from repro.report.render import write_manifest_outputs
 from repro.results.measurements import Measured, save_result
 

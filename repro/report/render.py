@@ -2,19 +2,11 @@
 
 Text reaches the templates through a filter for its medium: `tex` (repro.core.latex) for LaTeX, `md` for
 Markdown, which keeps raw HTML out of every Markdown file written here.
-
-A LaTeX table is a `tabularx` as wide as the line (tex_columns). The first column (the row's label) and every
-column with a cell longer than WRAP characters (a note, a reading's name) wrap at words, sharing what the other
-columns leave by the length of their longest cell; the other columns (numbers, ids) are set whole, on one line,
-and their headers are broken into lines no wider than their widest cell. Widths are measured in characters of
-the plain text: an estimate of the set width, which is all the split needs, since LaTeX sets the wrapping
-columns' widths itself.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +17,7 @@ from repro.core.latex import latex_escape
 from repro.plan.manifest import Manifest
 from repro.results.measurements import ManifestResult, profile_dir
 from repro.results.timings import load, phase_rows, report_entry, timings_path
+from repro.report.latex_columns import tex_columns
 from repro.report.table_rows import Table, build_tables, verdict_counts
 from repro.report.trained_on import CHECKSUMS_SUFFIX, TrainedOn, trained_on
 
@@ -239,49 +232,9 @@ def render_report_detail(
 
 
 def render_timings(results_dir: Path, profile: str) -> str | None:
-    """ "Where the time went": the phase table of the profile's timings.json (verify-all's entry, else the latest),
-    or None without one. The report is written while its command still runs, so the section is written a second
-    time when the command ends (repro.report.html.rewrite_timings): then it holds the whole command."""
+    """The "Where the time went" section: the phase table of the profile's timings.json (verify-all's entry, else
+    the latest), or None without one. The report is written while its command still runs, so the section is
+    written a second time when the command ends (repro.report.html.rewrite_timings): then it holds the whole
+    command."""
     entry = report_entry(load(timings_path(results_dir, profile)))
     return None if entry is None else render("timings.md.j2", entry=entry, rows=phase_rows(entry))
-
-
-# --------------------------------------------------------------------------- LaTeX columns
-WRAP = 24  # a column with a longer cell wraps; a shorter one is set whole
-MOST = 80  # a wrapping column's share grows with its longest cell up to this many characters
-
-
-@dataclass(frozen=True)
-class TexColumns:
-    spec: str  # the tabularx column specification
-    headers: list[list[str]]  # each column's header as lines (plain text; the template escapes them)
-
-
-def _wrapped(header: str, width: int) -> list[str]:
-    """The header's words in lines of at most `width` characters (a longer word: a line of its own)."""
-    lines: list[str] = []
-    for word in header.split():
-        if lines and len(lines[-1]) + 1 + len(word) <= width:
-            lines[-1] += " " + word
-        else:
-            lines.append(word)
-    return lines or [""]
-
-
-def tex_columns(columns: list[str], rows: list[list[str]]) -> TexColumns:
-    longest = [max([len(str(row[i])) for row in rows] + [0]) for i in range(len(columns))]
-    wraps = [i == 0 or n > WRAP for i, n in enumerate(longest)]
-    weights = {i: max(min(longest[i], MOST), len(columns[i]), 1) for i in range(len(columns)) if wraps[i]}
-    total = sum(weights.values())
-    # tabularx shares the free width among X columns by \hsize factors that must add up to their count
-    shares = {i: round(len(weights) * w / total, 2) for i, w in weights.items()}
-    shares[max(shares)] = round(len(weights) - sum(v for i, v in shares.items() if i != max(shares)), 2)
-    spec, headers = [], []
-    for i, header in enumerate(columns):
-        if wraps[i]:
-            spec.append(rf">{{\raggedright\arraybackslash\hsize={shares[i]:.2f}\hsize}}X")
-            headers.append([header])
-        else:
-            spec.append("r")
-            headers.append(_wrapped(header, max([longest[i]] + [len(w) for w in header.split()])))
-    return TexColumns("".join(spec), headers)
