@@ -1,4 +1,4 @@
-"""`repro compare A B` claim by claim (repro.report.compare_claims): each claim's number, its mean, sample s.d.,
+"""`repro compare A B` claim by claim (repro.report.compare): each claim's number, its mean, sample s.d.,
 standard error and seeds on each side, B - A and whether the verdict changed; --format md for a pull request and
 --format json, with the exit code of the comparison."""
 
@@ -11,7 +11,7 @@ from test_compare import DENSE, MOE, invoke, make
 
 from repro.plan.manifest import load_all
 from repro.report.compare import compare_folders
-from repro.report.compare_claims import Spread
+from repro.report.compare import Spread
 
 
 def gap(differences):

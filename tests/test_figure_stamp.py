@@ -7,8 +7,7 @@ import zlib
 from matplotlib.figure import Figure
 
 from repro.plan.manifest import find_manifest
-from repro.report.figure_stamp import draw_stamp, stamp_for
-from repro.report.figures import render_figures
+from repro.report.figures import draw_stamp, render_figures, stamp_for
 from repro.plan.table_plan import plan_all
 from test_figures import fake_result
 

@@ -281,7 +281,7 @@ def test_sign_marks_in_gap_vs_rho_are_in_the_legend_and_never_overlap():
     """Twelve comparisons the paper signs without a number, crowded at rho 30-50 % on two gaps (as smoke's are)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
-    from repro.report.figure_stamp import Stamp, draw_stamp
+    from repro.report.figures import Stamp, draw_stamp
 
     points = [_signed_point(i, 0.30 + 0.02 * (i % 10), (0.0, -0.8)[i % 2], ("+", "-", "<=0")[i % 3]) for i in range(12)]
     fig, _ = figures_gaps.draw_gap_vs_rho(points, (7.0, "~7%"))

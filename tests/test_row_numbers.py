@@ -1,12 +1,12 @@
 """The report's per-row numbers (mean ± s.d. over seeds, paired gaps, the learning check) come from the table's
-rows-by-seed frame (repro.report.row_numbers over repro.results.frames), the frame a notebook gets."""
+rows-by-seed frame (repro.report.table_rows over repro.results.frames), the frame a notebook gets."""
 
 from fake_records import config, record
 
 from repro.claims.stats import paired_gap
 from repro.plan.manifest import find_manifest
 from repro.report.learning import learning_checks
-from repro.report.row_numbers import row_numbers
+from repro.report.table_rows import row_numbers
 from repro.report.table_rows import accuracy_comparisons_table, accuracy_rows_table
 from repro.results.frames import result_row_seeds, row_stats
 from repro.results.measurements import ManifestResult, Measuring, RunSummary

@@ -1,5 +1,5 @@
 """`repro compare A B`: two results folders on one screen (repro.report.compare), as Markdown claim by claim
-(repro.report.compare_claims) or as JSON, with an exit code.
+(repro.report.compare.markdown) or as JSON, with an exit code.
 
 Exit 0: no row differs beyond seed noise, no verdict changed, and every row that differs at all was made by
 the same runs (same run hashes: a GPU's nondeterminism); 1: otherwise, e.g. the same rows trained on another
@@ -42,7 +42,7 @@ def compare(
 
     from repro.cli.common import load_every
     from repro.report.compare import ALPHA, CompareError, compare_folders
-    from repro.report.compare_claims import markdown
+    from repro.report.compare import markdown
 
     fmt = "json" if as_json else fmt
     if fmt not in FORMATS:

@@ -13,7 +13,7 @@ class Table:
     key: str  # unique within the manifest, e.g. "flops"
     title: str
     columns: list[str]
-    rows: list[list[str]]
+    rows: list[list[str]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     groups: dict[int, str] = field(default_factory=dict)  # row index -> group heading before it
     # (row index, column index) -> the run records the cell's number came from, as (label, run hash):

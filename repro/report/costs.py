@@ -12,12 +12,9 @@ from repro.cost.taken import ComputeTaken
 def compute_section(taken: ComputeTaken, profile: str) -> str:
     """The section: time taken per claim and table beside the estimate, and each table's wall time estimated
     against measured."""
-    from repro.report.render import environment
+    from repro.report.render import render
 
     if not taken.lines:
         return "No training runs at this profile."
-    return (
-        environment()
-        .get_template("compute.md.j2")
-        .render(lines=taken.lines, profile=profile, source=taken.source, walls=taken.walls, fitted=taken.fitted)
-    )
+    context = dict(lines=taken.lines, profile=profile, source=taken.source, walls=taken.walls, fitted=taken.fitted)
+    return render("compute.md.j2", **context)

@@ -1,16 +1,19 @@
 """The report's figures, drawn with matplotlib without a display: PNG for report.md, PDF for LaTeX.
 
-Two figures gather every manifest that has results: the accuracy gap against the
-routed fraction rho (Section 5.3, Table 1) and against the number of classes
-(Fig. 2). The others are declared by a manifest ([[figures]]) and drawn from its
-own runs: test accuracy per epoch (Fig. 3) and test-time expert usage by class
-(Fig. 4). Each comes with a caption saying what is plotted, from which runs
-(profile), and what the paper's text reports. A figure without data is not drawn:
-it is returned with png = None and the reason, and any stale file of that id is
-removed so the report never shows an old picture. A figure whose inputs (what it plots, its stamp, the
-drawing code and matplotlib's version) are those its PNG was drawn from, as the PNG's metadata says, is
-not drawn again: the same results give the same bytes, so a report rendered again over unchanged results
-keeps its files (matplotlib is not even imported).
+Two figures gather every manifest that has results: the accuracy gap against the routed fraction rho (Section
+5.3, Table 1) and against the number of classes (Fig. 2). The others are declared by a manifest ([[figures]]) and
+drawn from its own runs: test accuracy per epoch (Fig. 3) and test-time expert usage by class (Fig. 4). Each comes
+with a caption saying what is plotted, from which runs (profile), and what the paper's text reports. A figure
+without data is not drawn: it is returned with png = None and the reason, and any stale file of that id is
+removed so the report never shows an old picture. A figure whose inputs (what it plots, its stamp, the drawing
+code and matplotlib's version) are those its PNG was drawn from, as the PNG's metadata says, is not drawn again:
+the same results give the same bytes, and matplotlib is not even imported.
+
+Every figure carries a stamp on the image itself, since it is copied out of the report without its caption: a
+footer line ("smoke: synthetic data, a pipeline check, not evidence · commit 1a2b3c4d5e6f"), and, for a profile
+that decides no empirical claim or results on unverified data (files that fail their published checksums,
+accepted with --allow-unverified-data), the same again across the plot in large faint letters, which cropping the
+footer does not remove. The stamp is also written into the PNG's and PDF's metadata (a test reads it back).
 """
 
 from __future__ import annotations
@@ -19,8 +22,9 @@ import dataclasses
 import hashlib
 import io
 import json
+import textwrap
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import lru_cache, partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -35,12 +39,14 @@ from repro.spec.paper import PaperValue, paper_table, paper_value
 from repro.results.measurements import ManifestResult
 from repro.report import figures_gaps as gaps
 from repro.report import figures_runs as runs
-from repro.report.figure_stamp import Stamp, draw_stamp, metadata, stamp_for
+from repro.report.trained_on import commits_text, decides_empirical, label, profile_as_run
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 DPI = 150
+FOOTER_SIZE = 8
+MARK_ALPHA = 0.13  # faint enough to read the data through, dark enough to survive a screenshot
 
 
 @dataclass(frozen=True)
@@ -64,17 +70,70 @@ def render_figures(
     """Draw every figure the results allow into out_dir; list the others with the reason they were skipped.
     `plans`: the command's plans, whose settings the captions name; `root`: the results folder out_dir lies in,
     which the files never leave (repro.core.fsutil.FolderWriter; default out_dir)."""
-    out_dir = Path(out_dir)
-    root = Path(root or out_dir)
-    points = gaps.gap_points(entries)
-    files = [_gap_vs_rho(entries, points, out_dir, plans, root), _gap_vs_classes(entries, points, out_dir, plans, root)]
+    out = Folder(Path(out_dir), Path(root or out_dir))
+    files = _gap_figures(entries, out, plans)
     used = {f.id for f in files}
     for manifest, result in entries:
         for decl in manifest.figures:
             fig_id = decl.id if decl.id not in used else f"{manifest.id}_{decl.id}"
             used.add(fig_id)
-            files.append(_declared(manifest, result, decl, fig_id, out_dir, plans, root))
+            files.append(_declared(manifest, result, decl, fig_id, out, plans))
     return files
+
+
+# --------------------------------------------------------------------------- the stamp
+@dataclass(frozen=True)
+class Stamp:
+    text: str  # "smoke: synthetic data, a pipeline check, not evidence · commit 1a2b3c4d5e6f"
+    not_evidence: bool  # the profile decides no empirical claim: the image says so across the plot too
+    profile: str
+    unverified: bool = False  # some results trained on unverified data: the image says that across the plot
+
+    @property
+    def warns(self) -> bool:
+        """The footer in red and the mark across the plot."""
+        return self.not_evidence or self.unverified
+
+    @property
+    def mark(self) -> str:
+        return f"{self.profile}: {'unverified data' if self.unverified else 'not evidence'}"
+
+
+def stamp_for(pairs: list[tuple[Manifest, ManifestResult]]) -> Stamp:
+    """The stamp of a figure drawn from these results: their profile(s) as run and the commit(s) they came from."""
+    labels: dict[str, None] = {}
+    not_evidence, unverified, names = False, False, []
+    for manifest, result in pairs:
+        settings = profile_as_run(manifest, result)
+        on_unverified = any(c.accepted_unverified for c in result.data_checks())
+        labels[label(result.profile, settings, on_unverified)] = None
+        not_evidence |= not decides_empirical(settings)
+        unverified |= on_unverified
+        names.append(result.profile)
+    commits = {str(r.provenance.get("git_commit") or "") for _, r in pairs}
+    text = "; ".join(labels) or "no results"
+    profile = ", ".join(dict.fromkeys(names)) or "no profile"
+    return Stamp(f"{text} · {commits_text(commits)}", not_evidence or not pairs, profile, unverified)
+
+
+def draw_stamp(fig: Figure, stamp: Stamp) -> None:
+    """The footer under everything else (constrained layout makes room for it) and, where the profile decides
+    no empirical claim or the data is unverified, the mark across the figure."""
+    width_chars = int(fig.get_figwidth() * 72 / (FOOTER_SIZE * 0.55))  # characters that fit at this font size
+    colour = "#b00020" if stamp.warns else "0.25"
+    fig.supxlabel(textwrap.fill(stamp.text, max(40, width_chars)), fontsize=FOOTER_SIZE, color=colour)
+    if stamp.warns:
+        size = min(48.0, 1.6 * fig.get_figwidth() * 72 / max(len(stamp.mark), 1))
+        mark = dict(fontsize=size, color=colour, alpha=MARK_ALPHA, rotation=20, weight="bold", zorder=0)
+        fig.text(0.5, 0.5, stamp.mark, ha="center", va="center", in_layout=False, **mark)
+
+
+def metadata(stamp: Stamp, fmt: str, key: str = "") -> dict[str, str | None]:
+    """savefig metadata: the label, what the figure was drawn from (`key`: inputs_key), and no timestamps (the
+    same results give the same bytes)."""
+    if fmt == "pdf":
+        return {"CreationDate": None, "Subject": stamp.text, "Keywords": f"repro inputs {key}"}
+    return {"Software": None, "Description": stamp.text, "Comment": f"repro inputs {key}"}
 
 
 # --------------------------------------------------------------------------- files
@@ -108,7 +167,7 @@ def inputs_key(fig_id: str, inputs: Any, stamp: Stamp) -> str:
 
 
 def drawn_key(png: Path) -> str | None:
-    """The inputs key a PNG this module wrote carries in a text chunk (figure_stamp.metadata), or None."""
+    """The inputs key a PNG this module wrote carries in a text chunk (metadata), or None."""
     try:
         data = jsonfile.read_bytes(png, jsonfile.MAX_BYTES)  # bounded, a regular file only
     except (OSError, ValueError):
@@ -125,38 +184,46 @@ def drawn_key(png: Path) -> str | None:
     return None
 
 
-def _save(
-    draw: Callable[[], Figure],
-    inputs: Any,
-    fig_id: str,
-    title: str,
-    caption: str,
-    paper_ref: str,
-    out_dir: Path,
-    root: Path,
-    stamp: Stamp,
-    shows: frozenset[tuple[str, str]] = frozenset(),
-) -> FigureFile:
-    """Both files, each carrying the stamp (repro.report.figure_stamp) on the image and in its metadata, written
-    below `root` only; drawn by `draw` only where the PNG there was not drawn from the same `inputs` and stamp."""
-    paths = {fmt: out_dir / f"{fig_id}.{fmt}" for fmt in ("png", "pdf")}
-    key = inputs_key(fig_id, inputs, stamp)
-    if drawn_key(paths["png"]) != key or not paths["pdf"].is_file():
-        fig = draw()
-        draw_stamp(fig, stamp)
-        drawn = {}
-        for fmt, path in paths.items():
-            buf = io.BytesIO()
-            fig.savefig(buf, format=fmt, dpi=DPI, metadata=metadata(stamp, fmt, key))
-            drawn[path] = buf.getvalue()
-        FolderWriter(root).replace_set(drawn)
-    return FigureFile(fig_id, title, paths["png"], paths["pdf"], caption, paper_ref, shows)
+@dataclass(frozen=True)
+class Folder:
+    """Where figures are written: out_dir, below `root` only (repro.core.fsutil.FolderWriter)."""
 
+    out_dir: Path
+    root: Path
 
-def _skip(fig_id: str, title: str, why: str, paper_ref: str, out_dir: Path, root: Path) -> FigureFile:
-    for fmt in ("png", "pdf"):
-        FolderWriter(root).remove(out_dir / f"{fig_id}.{fmt}")
-    return FigureFile(fig_id, title, None, None, f"not drawn: {why}", paper_ref)
+    def paths(self, fig_id: str) -> dict[str, Path]:
+        return {fmt: self.out_dir / f"{fig_id}.{fmt}" for fmt in ("png", "pdf")}
+
+    def save(
+        self,
+        head: tuple[str, str, str],
+        caption: str,
+        draw: Callable[[], Figure],
+        inputs: Any,
+        pairs: list[tuple[Manifest, ManifestResult]],
+        shows: frozenset[tuple[str, str]],
+    ) -> FigureFile:
+        """Both files of figure `head` (id, title, paper_ref), each carrying the stamp of `pairs` on the image and
+        in its metadata; drawn by `draw` only where the PNG there was not drawn from the same `inputs` and stamp."""
+        fig_id, title, paper_ref = head
+        paths, stamp = self.paths(fig_id), stamp_for(pairs)
+        key = inputs_key(fig_id, inputs, stamp)
+        if drawn_key(paths["png"]) != key or not paths["pdf"].is_file():
+            fig = draw()
+            draw_stamp(fig, stamp)
+            drawn = {}
+            for fmt, path in paths.items():
+                buf = io.BytesIO()
+                fig.savefig(buf, format=fmt, dpi=DPI, metadata=metadata(stamp, fmt, key))
+                drawn[path] = buf.getvalue()
+            FolderWriter(self.root).replace_set(drawn)
+        return FigureFile(fig_id, title, paths["png"], paths["pdf"], caption, paper_ref, shows)
+
+    def skip(self, head: tuple[str, str, str], why: str) -> FigureFile:
+        """Figure `head` not drawn, and any stale file of it removed."""
+        for path in self.paths(head[0]).values():
+            FolderWriter(self.root).remove(path)
+        return FigureFile(head[0], head[1], None, None, f"not drawn: {why}", head[2])
 
 
 # --------------------------------------------------------------------------- caption parts
@@ -228,143 +295,73 @@ GAP_VS_RHO = ("gap_vs_rho", "Accuracy gap against the routed fraction ρ", "Sect
 GAP_VS_CLASSES = ("gap_vs_classes", "Accuracy gap against the number of classes", "Fig. 2")
 
 
-def _no_gaps(entries: list[tuple[Manifest, ManifestResult | None]]) -> str:
-    ran = [m.id for m, r in entries if r is not None]
-    if not ran:
-        return "no manifest has results yet"
-    return f"no comparison of the manifests with results ({', '.join(ran)}) has a measured accuracy gap"
-
-
-def _rows_drawn(entries, points: list[gaps.GapPoint]) -> frozenset[tuple[str, str]]:
-    """Both rows of every comparison behind the points, in every manifest that shares the point."""
-    by_id = {m.id: m for m, _ in entries}
-    out = set()
-    for p in points:
-        for source in p.sources:
-            manifest_id, comparison = source.split("/", 1)
-            comp = next(c for c in by_id[manifest_id].comparisons if c.id == comparison)
-            out.update({(manifest_id, comp.row), (manifest_id, comp.baseline)})
-    return frozenset(out)
-
-
-def _pairs_for(entries, points: list[gaps.GapPoint]) -> list[tuple[Manifest, ManifestResult]]:
-    ids = set().union(*(p.manifests for p in points))
-    return [(m, r) for m, r in entries if r is not None and m.id in ids]
-
-
-def _gap_vs_rho(entries, points: list[gaps.GapPoint], out_dir: Path, plans: Plans, root: Path) -> FigureFile:
-    fig_id, title, ref = GAP_VS_RHO
-    shown, left_out = gaps.split_by_rho(points)
-    if not shown:
-        why = (
-            _no_gaps(entries)
-            if not points
-            else (
-                f"no compared treatment routes any compute: {left_out['zero']} comparison(s) have ρ = 0 and "
-                f"{left_out['missing']} have no measured ρ (their rows do not measure flops)"
-            )
-        )
-        return _skip(fig_id, title, why, ref, out_dir, root)
+def _gap_figures(entries, out: Folder, plans: Plans) -> list[FigureFile]:
+    """Gap against rho (the points with rho > 0) and against the class count (the points in a series)."""
+    points = gaps.gap_points(entries)
+    by_rho, left_out = gaps.split_by_rho(points)
     threshold = gaps.rho_threshold_pct([m for m, _ in entries])
-    pairs = _pairs_for(entries, shown)
-    caption = gaps.caption_gap_vs_rho(shown, left_out, threshold, gaps.symlog(shown), runs_note(pairs, plans))
-    return _save(
-        lambda: gaps.draw_gap_vs_rho(shown, threshold, title)[0],
-        (shown, threshold, title),
-        fig_id,
-        title,
-        caption,
-        ref,
-        out_dir,
-        root,
-        stamp_for(pairs),
-        _rows_drawn(entries, shown),
-    )
+    in_series = [p for p in points if p.series]
+    ran = [m.id for m, r in entries if r is not None]
+    comparisons = {(m.id, c.id): c for m, _ in entries for c in m.comparisons}
 
+    def figure(head, shown: list, why: str, caption, draw, inputs) -> FigureFile:
+        """The points `shown` (none: skipped, for `why`); it shows both rows of every comparison behind a point,
+        in every manifest that shares the point."""
+        if not points:
+            why = f"no comparison of the manifests with results ({', '.join(ran)}) has a measured accuracy gap"
+            return out.skip(head, why if ran else "no manifest has results yet")
+        if not shown:
+            return out.skip(head, why)
+        ids = set().union(*(p.manifests for p in shown))
+        pairs = [(m, r) for m, r in entries if r is not None and m.id in ids]
+        rows = set()
+        for manifest_id, comparison in (source.split("/", 1) for p in shown for source in p.sources):
+            comp = comparisons[manifest_id, comparison]
+            rows |= {(manifest_id, comp.row), (manifest_id, comp.baseline)}
+        return out.save(head, caption(runs_note(pairs, plans)), draw, inputs, pairs, frozenset(rows))
 
-def _gap_vs_classes(entries, points: list[gaps.GapPoint], out_dir: Path, plans: Plans, root: Path) -> FigureFile:
-    fig_id, title, ref = GAP_VS_CLASSES
-    shown = [p for p in points if p.series]
-    if not shown:
-        why = (
-            _no_gaps(entries)
-            if not points
-            else f"none of the {len(points)} measured comparison(s) belongs to a series (Comparison.series)"
-        )
-        return _skip(fig_id, title, why, ref, out_dir, root)
-    pairs = _pairs_for(entries, shown)
-    caption = gaps.caption_gap_vs_classes(shown, gaps.symlog(shown), runs_note(pairs, plans))
-    return _save(
-        lambda: gaps.draw_gap_vs_classes(shown, title)[0],
-        (shown, title),
-        fig_id,
-        title,
-        caption,
-        ref,
-        out_dir,
-        root,
-        stamp_for(pairs),
-        _rows_drawn(entries, shown),
-    )
+    rho_title, classes_title = GAP_VS_RHO[1], GAP_VS_CLASSES[1]
+    return [
+        figure(
+            GAP_VS_RHO,
+            by_rho,
+            f"no compared treatment routes any compute: {left_out['zero']} comparison(s) have ρ = 0 and "
+            f"{left_out['missing']} have no measured ρ (their rows do not measure flops)",
+            lambda runs: gaps.caption_gap_vs_rho(by_rho, left_out, threshold, gaps.symlog(by_rho), runs),
+            lambda: gaps.draw_gap_vs_rho(by_rho, threshold, rho_title)[0],
+            (by_rho, threshold, rho_title),
+        ),
+        figure(
+            GAP_VS_CLASSES,
+            in_series,
+            f"none of the {len(points)} measured comparison(s) belongs to a series (Comparison.series)",
+            lambda runs: gaps.caption_gap_vs_classes(in_series, gaps.symlog(in_series), runs),
+            lambda: gaps.draw_gap_vs_classes(in_series, classes_title)[0],
+            (in_series, classes_title),
+        ),
+    ]
 
 
 # --------------------------------------------------------------------------- manifest figures
 def _declared(
-    manifest: Manifest,
-    result: ManifestResult | None,
-    decl: FigureDecl,
-    fig_id: str,
-    out_dir: Path,
-    plans: Plans,
-    root: Path,
+    manifest: Manifest, result: ManifestResult | None, decl: FigureDecl, fig_id: str, out: Folder, plans: Plans
 ) -> FigureFile:
-    ref = decl.paper_ref or manifest.paper_ref
+    head = (fig_id, decl.title, decl.paper_ref or manifest.paper_ref)
     if result is None:
-        return _skip(fig_id, decl.title, f"{manifest.id} has no results yet (not run)", ref, out_dir, root)
-    where = f"{manifest.id} (profile '{result.profile}')"
-    runs_text, paper = runs_note([(manifest, result)], plans), paper_note(manifest, decl.rows, ref)
+        return out.skip(head, f"{manifest.id} has no results yet (not run)")
     if decl.kind == "accuracy_by_epoch":
-        curves = runs.epoch_curves(decl, manifest, result)
-        if not curves:
-            return _skip(
-                fig_id,
-                decl.title,
-                f"no run of {', '.join(decl.rows)} in {where} recorded test accuracy per epoch",
-                ref,
-                out_dir,
-                root,
-            )
-        missing = [r for r in decl.rows if r not in {c.row for c in curves}]
-        drawn, draw = curves, lambda: runs.draw_accuracy_by_epoch(curves, decl.title)
-        caption = runs.caption_accuracy_by_epoch(curves, manifest, missing, runs_text, paper)
+        items, what = runs.epoch_curves(decl, manifest, result), "test accuracy per epoch"
+        draw, caption = runs.draw_accuracy_by_epoch, partial(runs.caption_accuracy_by_epoch, manifest=manifest)
     elif decl.kind == "usage_by_class":
-        mats = runs.usage_matrices(decl, manifest, result)
-        if not mats:
-            return _skip(
-                fig_id,
-                decl.title,
-                f"no run of {', '.join(decl.rows)} in {where} recorded test-time expert usage by class",
-                ref,
-                out_dir,
-                root,
-            )
-        missing = [r for r in decl.rows if r not in {m.row for m in mats}]
-        drawn, draw = mats, lambda: runs.draw_usage_by_class(mats, decl.title)
-        caption = runs.caption_usage_by_class(mats, missing, runs_text, paper)
+        items, what = runs.usage_matrices(decl, manifest, result), "test-time expert usage by class"
+        draw, caption = runs.draw_usage_by_class, runs.caption_usage_by_class
     else:
-        return _skip(fig_id, decl.title, f"no drawing for figure kind '{decl.kind}'", ref, out_dir, root)
-    return _save(
-        draw,
-        (decl.kind, drawn, decl.title),
-        fig_id,
-        decl.title,
-        caption,
-        ref,
-        out_dir,
-        root,
-        stamp_for([(manifest, result)]),
-        frozenset((manifest.id, r) for r in decl.rows),
-    )
-
-
-__all__ = ["FigureFile", "render_figures", "runs_note", "paper_note"]
+        return out.skip(head, f"no drawing for figure kind '{decl.kind}'")
+    if not items:
+        where = f"{manifest.id} (profile '{result.profile}')"
+        return out.skip(head, f"no run of {', '.join(decl.rows)} in {where} recorded {what}")
+    missing = [r for r in decl.rows if r not in {item.row for item in items}]
+    pairs = [(manifest, result)]
+    text = caption(items, missing=missing, runs=runs_note(pairs, plans), paper=paper_note(manifest, decl.rows, head[2]))
+    shows = frozenset((manifest.id, r) for r in decl.rows)
+    return out.save(head, text, lambda: draw(items, decl.title), (decl.kind, items, decl.title), pairs, shows)

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from repro.plan.manifest import Manifest
-from repro.report.figures_gaps import minor_label
+from repro.report.figures_gaps import log_rho_axis, measured_gap, yerr
 from repro.results.measurements import ManifestResult
 
 if TYPE_CHECKING:  # matplotlib is imported where a figure is drawn
@@ -46,22 +46,10 @@ def router_points(manifest: Manifest, result: ManifestResult) -> list[RouterPoin
     """Every comparison with a measured gap and rho, in manifest order."""
     points = []
     for comp in manifest.comparisons:
-        gap: dict[str, Any] | None = result.measured.comparison(comp.id, "gap")
-        rho = result.measured.comparison(comp.id, "rho")
-        if not isinstance(gap, dict) or gap.get("mean") is None or rho is None:
-            continue
-        ci = gap.get("ci95")
-        points.append(
-            RouterPoint(
-                comp.id,
-                comp.series or comp.id,
-                manifest.row(comp.row).backbone.name,
-                comp.label,
-                float(rho),
-                100 * gap["mean"],
-                (100 * ci[0], 100 * ci[1]) if ci and None not in ci else None,
-            )
-        )
+        gap, rho = measured_gap(result, comp.id), result.measured.comparison(comp.id, "rho")
+        if gap is not None and rho is not None:
+            backbone = manifest.row(comp.row).backbone.name
+            points.append(RouterPoint(comp.id, comp.series or comp.id, backbone, comp.label, float(rho), *gap[:2]))
     return points
 
 
@@ -69,7 +57,6 @@ def draw_gap_vs_rho_by_router(points: list[RouterPoint]) -> Figure:
     """One panel per router: gap (pp) against rho (%, log), shared axes, zero line."""
     from matplotlib.figure import Figure
     from matplotlib.lines import Line2D
-    from matplotlib.ticker import FuncFormatter
 
     routers = list(dict.fromkeys(p.router for p in points))
     fig = Figure(figsize=(3.2 * max(1, len(routers)), 3.6), layout="constrained")
@@ -82,12 +69,9 @@ def draw_gap_vs_rho_by_router(points: list[RouterPoint]) -> Figure:
             xs, ys = [100 * p.rho for p in line], [p.mean_pp for p in line]
             ax.plot(xs, ys, color=colour, lw=0.8, alpha=0.6)
             for p, x in zip(line, xs):
-                err = None if p.ci_pp is None else [[p.mean_pp - p.ci_pp[0]], [p.ci_pp[1] - p.mean_pp]]
-                ax.errorbar([x], [p.mean_pp], yerr=err, fmt="o", color=colour, ms=4, capsize=2)
+                ax.errorbar([x], [p.mean_pp], yerr=yerr(p.mean_pp, p.ci_pp), fmt="o", color=colour, ms=4, capsize=2)
         ax.axhline(0, color="black", lw=0.8)
-        ax.set_xscale("log")
-        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-        ax.xaxis.set_minor_formatter(FuncFormatter(minor_label))  # all minor labels overlap on a narrow panel
+        log_rho_axis(ax)  # the 2s and 5s only: all minor labels overlap on a narrow panel
         # A gap lies in [-100, 100] pp; with two seeds a 95% interval (t, 1 d.f.) runs far past it.
         low = min([p.ci_pp[0] for p in points if p.ci_pp] + [p.mean_pp for p in points] + [-5])
         high = max([p.ci_pp[1] for p in points if p.ci_pp] + [p.mean_pp for p in points] + [5])
@@ -97,15 +81,10 @@ def draw_gap_vs_rho_by_router(points: list[RouterPoint]) -> Figure:
         ax.grid(True, alpha=0.3)
     axes[0].set_ylabel("MoE − dense accuracy (pp)")
     families = dict.fromkeys(p.backbone for p in points)
-    fig.legend(
-        handles=[
-            Line2D([], [], marker="o", color=FAMILY_COLOURS.get(f, "0.3"), label=FAMILY_LABELS.get(f, f))
-            for f in families
-        ],
-        loc="outside right upper",
-        fontsize=8,
-        frameon=False,
-    )  # the foot: the stamp
+    handles = [
+        Line2D([], [], marker="o", color=FAMILY_COLOURS.get(f, "0.3"), label=FAMILY_LABELS.get(f, f)) for f in families
+    ]
+    fig.legend(handles=handles, loc="outside right upper", fontsize=8, frameon=False)  # the foot: the stamp
     fig.suptitle("Beyond the paper: gap against ρ for each router", fontsize=10)
     return fig
 
@@ -129,38 +108,17 @@ def caption(points: list[RouterPoint], profile: str) -> str:
 def render_extension_figure(manifest: Manifest, result: ManifestResult | None, out_dir: Path, root: Path | None = None):
     """The extension figure as a repro.report.figures.FigureFile (drawn, or skipped with the reason), written
     below `root` (default: out_dir) only."""
-    from repro.report.figure_stamp import stamp_for
-    from repro.report.figures import _save, _skip
+    from repro.report.figures import Folder
 
-    fig_id, title = f"{manifest.id}_gap_vs_rho", f"Extension ({manifest.id}): gap against ρ per router"
+    out = Folder(Path(out_dir), Path(root or out_dir))
+    head = (f"{manifest.id}_gap_vs_rho", f"Extension ({manifest.id}): gap against ρ per router", manifest.paper_ref)
     points = router_points(manifest, result) if result is not None else []
     if not points:
-        return _skip(
-            fig_id,
-            title,
-            "no comparison has both a gap and rho yet",
-            manifest.paper_ref,
-            Path(out_dir),
-            Path(root or out_dir),
-        )
-    rows = {
-        (manifest.id, r)
-        for c in manifest.comparisons
-        if c.id in {p.comparison for p in points}
-        for r in (c.row, c.baseline)
-    }
-    return _save(
-        lambda: draw_gap_vs_rho_by_router(points),
-        points,
-        fig_id,
-        title,
-        caption(points, result.profile),
-        manifest.paper_ref,
-        Path(out_dir),
-        Path(root or out_dir),
-        stamp_for([(manifest, result)]),
-        frozenset(rows),
-    )
+        return out.skip(head, "no comparison has both a gap and rho yet")
+    drawn = {p.comparison for p in points}
+    rows = frozenset((manifest.id, r) for c in manifest.comparisons if c.id in drawn for r in (c.row, c.baseline))
+    text = caption(points, result.profile)
+    return out.save(head, text, lambda: draw_gap_vs_rho_by_router(points), points, [(manifest, result)], rows)
 
 
 def extension_section(
@@ -182,14 +140,9 @@ def extension_section(
         figure = render_extension_figure(manifest, result, Path(figures_dir), root)
         if drawn is not None:
             drawn.append(figure)
-        lines = [
-            f"### {md_escape(manifest.title)}",
-            "",
-            md_escape(" ".join(manifest.description.split())),
-            "",
-            render_figure_section([figure], Path(report_dir)),
-            "",
-        ]
+        description = md_escape(" ".join(manifest.description.split()))
+        figures = render_figure_section([figure], Path(report_dir))
+        lines = [f"### {md_escape(manifest.title)}\n\n{description}\n\n{figures}\n"]
         if result is None:
             lines.append("Not run at this profile.")
         for v in result.verdicts if result is not None else []:

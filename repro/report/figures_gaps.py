@@ -90,12 +90,18 @@ def _label(manifest: Manifest, comp: Comparison) -> str:
     return f"{title}, {comp.label}"
 
 
-def _point(manifest: Manifest, result: ManifestResult, comp: Comparison) -> GapPoint | None:
-    measured = result.measured
-    gap: dict[str, Any] | None = measured.comparison(comp.id, "gap")
+def measured_gap(result: ManifestResult, comp_id: str) -> tuple[float, tuple[float, float] | None, int] | None:
+    """A comparison's mean paired gap (pp), its 95% interval (None with one seed) and its seeds; None if unmeasured."""
+    gap: dict[str, Any] | None = result.measured.comparison(comp_id, "gap")
     if not isinstance(gap, dict) or gap.get("mean") is None:
         return None
     ci = gap.get("ci95")
+    return 100 * gap["mean"], (100 * ci[0], 100 * ci[1]) if ci and None not in ci else None, int(gap.get("n") or 0)
+
+
+def _point(manifest: Manifest, result: ManifestResult, comp: Comparison) -> GapPoint | None:
+    if (gap := measured_gap(result, comp.id)) is None:
+        return None
     point = GapPoint(
         source=f"{manifest.id}/{comp.id}",
         label=_label(manifest, comp),
@@ -103,10 +109,10 @@ def _point(manifest: Manifest, result: ManifestResult, comp: Comparison) -> GapP
         method=_method(manifest, comp),
         series=comp.series,
         profile=result.profile,
-        rho=measured.comparison(comp.id, "rho"),
-        mean_pp=100 * gap["mean"],
-        ci_pp=(100 * ci[0], 100 * ci[1]) if ci and None not in ci else None,
-        n=int(gap.get("n") or 0),
+        rho=result.measured.comparison(comp.id, "rho"),
+        mean_pp=gap[0],
+        ci_pp=gap[1],
+        n=gap[2],
     )
     _adopt_paper(point, manifest, comp)
     return point
@@ -167,20 +173,42 @@ def symlog(points: list[GapPoint]) -> bool:
     return max(abs(y) for y in ys) > SYMLOG_ABOVE_PP
 
 
-def _y_scale(ax, points: list[GapPoint]) -> bool:
+def _finish(ax, points: list[GapPoint], xlabel: str, title: str, handles: list, **legend: Any) -> bool:
+    """The gap axis (symlog where the gaps span more than SYMLOG_ABOVE_PP), labels, grid and legend; whether
+    the axis is symlog."""
     from matplotlib.ticker import FuncFormatter
 
     ax.margins(y=0.08)
-    if symlog(points):
+    log = symlog(points)
+    if log:
         ax.set_yscale("symlog", linthresh=1.0)
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}".replace("-", "−")))
-        return True
-    return False
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("MoE − dense accuracy (pp)" + (" [symlog]" if log else ""))
+    ax.set_title(title)
+    ax.grid(True, which="major", alpha=0.3)
+    ax.legend(handles=handles, fontsize=8, frameon=False, **legend)
+    return log
+
+
+def log_rho_axis(ax) -> None:
+    """rho (%) on a log x axis: plain numbers, the 2s and 5s between decades labelled."""
+    from matplotlib.ticker import FuncFormatter
+
+    ax.set_xscale("log")
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.xaxis.set_minor_formatter(FuncFormatter(minor_label))
+
+
+def yerr(mean: float, ci: tuple[float, float] | None) -> list[list[float]] | None:
+    """An interval around `mean` as errorbar's (below, above) lengths."""
+    return None if ci is None else [[mean - ci[0]], [ci[1] - mean]]
 
 
 def _draw_point(ax, x: float, p: GapPoint, colour: str, marker: str) -> None:
-    yerr = None if p.ci_pp is None else [[p.mean_pp - p.ci_pp[0]], [p.ci_pp[1] - p.mean_pp]]
-    ax.errorbar([x], [p.mean_pp], yerr=yerr, fmt=marker, color=colour, ms=6, capsize=2.5, lw=1, zorder=3)
+    ax.errorbar(
+        [x], [p.mean_pp], yerr=yerr(p.mean_pp, p.ci_pp), fmt=marker, color=colour, ms=6, capsize=2.5, lw=1, zorder=3
+    )
     if p.paper_pp is not None:
         ax.plot([x], [p.paper_pp], marker="D", ms=9, mfc="none", mec=colour, mew=1.4, ls="none", zorder=4)
 
@@ -193,27 +221,9 @@ SIGN_WORDS = {"+": "positive", "-": "negative", "<=0": "not positive (no gain)"}
 
 SIGN_SIZE = 7  # points
 # Where a sign mark may sit, as (dx, dy) in points from its point to the mark's lower left corner: beside
-# it first, then above and below, then further out; the first spot that is free wins.
-SIGN_SPOTS = [
-    (5, 2),
-    (5, -9),
-    (-17, 2),
-    (-17, -9),
-    (5, 10),
-    (5, -17),
-    (-17, 10),
-    (-17, -17),
-    (-6, 8),
-    (-6, -15),
-    (15, 2),
-    (15, -9),
-    (-27, 2),
-    (-27, -9),
-    (5, 18),
-    (5, -25),
-    (-17, 18),
-    (-17, -25),
-]
+# it first (right, then left), then above and below, then further out; the first spot that is free wins.
+_SPOTS = [((5, -17), (2, -9)), ((5, -17), (10, -17)), ((-6,), (8, -15)), ((15, -27), (2, -9)), ((5, -17), (18, -25))]
+SIGN_SPOTS = [(dx, dy) for dxs, dys in _SPOTS for dx in dxs for dy in dys]  # each group: every dx with every dy
 POINT_RADIUS = 4.0  # points: a data marker's half width (ms 6), kept clear of the marks
 
 
@@ -238,47 +248,31 @@ def place_signs(fig: Figure, ax, marks: list[tuple[float, float, str]]) -> list:
     r = POINT_RADIUS * scale
     taken = [(cx - r, cy - r, cx + r, cy + r) for cx, cy in centres]
     texts = []
+    style = dict(textcoords="offset points", fontsize=SIGN_SIZE, color="0.3", va="bottom", ha="left", in_layout=False)
     for (x, y, sign), (cx, cy) in zip(marks, centres):
 
+        def box(spot: tuple[float, float]) -> tuple[float, float, float, float]:
+            return (cx + spot[0] * scale, cy + spot[1] * scale, cx + spot[0] * scale + w, cy + spot[1] * scale + h)
+
         def cost(spot: tuple[float, float]) -> float:
-            box = (cx + spot[0] * scale, cy + spot[1] * scale, cx + spot[0] * scale + w, cy + spot[1] * scale + h)
-            outside = box[0] < inside.x0 or box[1] < inside.y0 or box[2] > inside.x1 or box[3] > inside.y1
-            return sum(_overlap(box, t) for t in taken) + (w * h if outside else 0.0)
+            b = box(spot)
+            outside = b[0] < inside.x0 or b[1] < inside.y0 or b[2] > inside.x1 or b[3] > inside.y1
+            return sum(_overlap(b, t) for t in taken) + (w * h if outside else 0.0)
 
         spot = next((s for s in SIGN_SPOTS if cost(s) == 0), min(SIGN_SPOTS, key=cost))
-        taken.append((cx + spot[0] * scale, cy + spot[1] * scale, cx + spot[0] * scale + w, cy + spot[1] * scale + h))
-        texts.append(
-            ax.annotate(
-                SIGN_TEXT[sign],
-                (x, y),
-                xytext=spot,
-                textcoords="offset points",
-                fontsize=SIGN_SIZE,
-                color="0.3",
-                va="bottom",
-                ha="left",
-                in_layout=False,
-            )
-        )
+        taken.append(box(spot))
+        texts.append(ax.annotate(SIGN_TEXT[sign], (x, y), xytext=spot, **style))
     return texts
 
 
 def _sign_handles(signs: set[str]) -> list[Line2D]:
     from matplotlib.lines import Line2D
 
-    return [
-        Line2D(
-            [],
-            [],
-            marker=SIGN_MARKER[s],
-            ms=16 if s == "<=0" else 12,
-            color="0.3",
-            ls="none",
-            label=f"paper: gap {SIGN_WORDS[s]}, no number",
-        )
-        for s in SIGN_TEXT
-        if s in signs
-    ]
+    def handle(s: str) -> Line2D:
+        label = f"paper: gap {SIGN_WORDS[s]}, no number"
+        return Line2D([], [], marker=SIGN_MARKER[s], ms=16 if s == "<=0" else 12, color="0.3", ls="none", label=label)
+
+    return [handle(s) for s in SIGN_TEXT if s in signs]
 
 
 def minor_label(v: float, _pos: int) -> str:
@@ -300,7 +294,6 @@ def draw_gap_vs_rho(
     """Gap (pp) against rho (%, log); returns the figure and whether the y axis is symlog."""
     from matplotlib.figure import Figure
     from matplotlib.lines import Line2D
-    from matplotlib.ticker import FuncFormatter
 
     fig = Figure(figsize=(8.5, 5.0), layout="constrained")
     ax = fig.add_subplot()
@@ -322,17 +315,11 @@ def draw_gap_vs_rho(
     if threshold:
         ax.axvline(threshold[0], color="0.4", ls=":", lw=1)
         handles.append(Line2D([], [], color="0.4", ls=":", label=f"paper's ρ threshold ({threshold[1]})"))
-    ax.set_xscale("log")
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-    ax.xaxis.set_minor_formatter(FuncFormatter(minor_label))
-    symlog = _y_scale(ax, points)
-    ax.set_xlabel("routed fraction ρ of inference FLOPs (%, log scale)")
-    ax.set_ylabel("MoE − dense accuracy (pp)" + (" [symlog]" if symlog else ""))
-    ax.set_title(title)
-    ax.grid(True, which="major", alpha=0.3)
-    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
+    log_rho_axis(ax)
+    xlabel = "routed fraction ρ of inference FLOPs (%, log scale)"
+    log = _finish(ax, points, xlabel, title, handles, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     place_signs(fig, ax, [(100 * p.rho, p.mean_pp, p.paper_sign) for p in signed])
-    return fig, symlog
+    return fig, log
 
 
 def draw_gap_vs_classes(
@@ -365,13 +352,8 @@ def draw_gap_vs_classes(
     ax.set_xticks(classes, [f"{c}\n{titles.get(c, '')}" for c in classes], fontsize=8)
     ax.xaxis.set_minor_locator(NullLocator())
     ax.set_xlim(classes[0] / 1.6, classes[-1] * 1.6)
-    symlog = _y_scale(ax, points)
-    ax.set_xlabel("classes (log scale)")
-    ax.set_ylabel("MoE − dense accuracy (pp)" + (" [symlog]" if symlog else ""))
-    ax.set_title(title)
-    ax.grid(True, which="major", alpha=0.3)
-    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=3, fontsize=8, frameon=False)
-    return fig, symlog
+    legend = dict(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=3)
+    return fig, _finish(ax, points, "classes (log scale)", title, handles, **legend)
 
 
 # --------------------------------------------------------------------------- captions
@@ -406,11 +388,8 @@ def _common_sentences(points: list[GapPoint], symlog: bool) -> str:
     merged = [p for p in points if p.merged]
     out = []
     if merged:
-        out.append(
-            "Comparisons that reuse the same runs in several manifests are drawn once: "
-            + "; ".join(" = ".join(p.sources) for p in merged)
-            + "."
-        )
+        same = "; ".join(" = ".join(p.sources) for p in merged)
+        out.append(f"Comparisons that reuse the same runs in several manifests are drawn once: {same}.")
     metrics = {}
     for d in sorted({p.dataset for p in points}, key=list(DATASETS).index):
         metrics.setdefault(get_dataset(d).metric, []).append(get_dataset(d).title)
@@ -458,15 +437,3 @@ def split_by_rho(points: list[GapPoint]) -> tuple[list[GapPoint], dict[str, int]
     shown = [p for p in points if p.rho is not None and p.rho > 0]
     zero = sum(1 for p in points if p.rho is not None and p.rho <= 0)
     return shown, {"zero": zero, "missing": sum(1 for p in points if p.rho is None)}
-
-
-__all__ = [
-    "GapPoint",
-    "gap_points",
-    "split_by_rho",
-    "rho_threshold_pct",
-    "draw_gap_vs_rho",
-    "draw_gap_vs_classes",
-    "caption_gap_vs_rho",
-    "caption_gap_vs_classes",
-]

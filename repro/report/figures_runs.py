@@ -251,15 +251,3 @@ def caption_usage_by_class(mats: list[UsageMatrix], missing: list[str], runs: st
     if missing:
         parts.append(f"No usable test-time expert usage for: {', '.join(missing)}.")
     return f"{' '.join(parts)} {paper} {runs}"
-
-
-__all__ = [
-    "EpochCurve",
-    "epoch_curves",
-    "draw_accuracy_by_epoch",
-    "caption_accuracy_by_epoch",
-    "UsageMatrix",
-    "usage_matrices",
-    "draw_usage_by_class",
-    "caption_usage_by_class",
-]

@@ -23,13 +23,13 @@ from typing import Any
 from markupsafe import Markup, escape
 
 from repro.claims.headline import STATUSES
-from repro.core.fsutil import FolderWriter
+from repro.core.fsutil import FolderWriter, encode_text
 from repro.cost.plan import rows_read
 from repro.plan.manifest import Manifest
-from repro.report.figure_stamp import stamp_for
-from repro.report.figures import FigureFile
-from repro.report.render import environment
+from repro.report.figures import FigureFile, stamp_for
+from repro.report.render import DETAIL, TIME_TITLE, render, render_timings
 from repro.report.table_rows import Table, build_tables, reading_notes, verdict_counts
+from repro.report.trace import row_ids, trace, value_text
 from repro.report.trained_on import TrainedOn, trained_on
 from repro.results.measurements import ManifestResult, Verdict
 
@@ -120,18 +120,6 @@ def figure_file(out_dir: Path, src: str) -> Path | None:
     return folder / parts[1]
 
 
-def _value_text(value: Any) -> str:
-    if isinstance(value, dict) and "mean" in value:  # a paired gap (repro.claims.stats.GapStats)
-        sd = f" ± {100 * value['sd']:.2f}" if value.get("sd") is not None else ""
-        p = f", p = {value['p']:.3g}" if value.get("p") is not None else ""
-        return f"{100 * value['mean']:+.2f}{sd} pp over {value.get('n', '?')} seeds{p}"
-    if isinstance(value, dict):
-        return ", ".join(f"{k}: {_value_text(v)}" for k, v in value.items())
-    if isinstance(value, float):
-        return f"{value:.4g}"
-    return str(value)
-
-
 def _claim_view(
     manifest: Manifest, result: ManifestResult, v: Verdict, figures: list[FigureFile], runs_href: str
 ) -> ClaimView:
@@ -143,18 +131,13 @@ def _claim_view(
     per_row = []
     for row_id in rows:
         runs = sorted(result.measured.runs(row_id), key=lambda r: r.seed)
-        if runs:
-            per_row.append(
-                RowRuns(
-                    row_id,
-                    manifest.row(row_id).label,
-                    tuple(
-                        RunLink(f"seed {r.seed}", f"{runs_href}/{r.hash}.json", r.hash[:8], f"{100 * r.accuracy:.2f}%")
-                        for r in runs
-                    ),
-                )
-            )
-    measured = tuple((k, _value_text(x)) for k, x in v.measured.items())
+        links = [
+            RunLink(f"seed {r.seed}", f"{runs_href}/{r.hash}.json", r.hash[:8], f"{100 * r.accuracy:.2f}%")
+            for r in runs
+        ]
+        if links:
+            per_row.append(RowRuns(row_id, manifest.row(row_id).label, tuple(links)))
+    measured = tuple((k, value_text(x, p="p = ", digits=4, seed="")) for k, x in v.measured.items())
     return ClaimView(
         f"claim-{manifest.id}-{v.claim}",
         v,
@@ -226,29 +209,27 @@ def render_report_html(
     runs_href = _runs_href(out_dir, results_dir)
     views = table_views(entries, extension, figures, runs_href)
     stamp = stamp_for([(m, r) for m, r in entries if r is not None])
-    return (
-        environment(html=True)
-        .get_template("report.html.j2")
-        .render(
-            status_class=STATUS_CLASS,
-            summary=summary,
-            groups=groups,
-            statuses=STATUSES,
-            views=views,
-            runs_href=runs_href,
-            label=stamp.text,
-            warn=stamp.warns,
-            unverified=stamp.unverified,
-            claims=sum(len(v.claims) for v in views),
-            not_run=sum(c.verdict.status == "not run" for v in views for c in v.claims),
-            pending=sum(len(v.manifest.claims) for v in views if v.result is None),
-            figures=[
-                FigureView(f"fig-{f.id}", f.title, f.paper_ref or "report figure", f.caption, data_uri(f.png))
-                for f in figures
-            ],
-            sections=[(title, Markup(md.render(body))) for title, body in sections],
-            appendix=appendix or [],
-        )
+    return render(
+        "report.html.j2",
+        html=True,
+        status_class=STATUS_CLASS,
+        summary=summary,
+        groups=groups,
+        statuses=STATUSES,
+        views=views,
+        runs_href=runs_href,
+        label=stamp.text,
+        warn=stamp.warns,
+        unverified=stamp.unverified,
+        claims=sum(len(v.claims) for v in views),
+        not_run=sum(c.verdict.status == "not run" for v in views for c in v.claims),
+        pending=sum(len(v.manifest.claims) for v in views if v.result is None),
+        figures=[
+            FigureView(f"fig-{f.id}", f.title, f.paper_ref or "report figure", f.caption, data_uri(f.png))
+            for f in figures
+        ],
+        sections=[(title, Markup(md.render(body))) for title, body in sections],
+        appendix=appendix or [],
     )
 
 
@@ -257,7 +238,6 @@ def write_trace_html(
 ) -> Path:
     """results_dir/<profile>/trace.html: every row of every table traced (repro.report.trace), one section each,
     which report.html's rows link to."""
-    from repro.report.trace import row_ids, trace
     from repro.results.actions import load_actions
 
     records: dict[str, Any] = {}  # a record read once, however many rows it is behind
@@ -269,10 +249,30 @@ def write_trace_html(
         for row in row_ids(m, r)
     ]
     path = out_dir / "trace.html"
+    runs_href = _runs_href(out_dir, results_dir)
     FolderWriter(results_dir).write_text(
-        path,
-        environment(html=True)
-        .get_template("trace.html.j2")
-        .render(traces=traces, profile=profile, runs_href=_runs_href(out_dir, results_dir)),
+        path, render("trace.html.j2", html=True, traces=traces, profile=profile, runs_href=runs_href)
     )
     return path
+
+
+def rewrite_timings(results_dir: Path, profile: str, out_dir: Path) -> None:
+    """The time section of report-detail.md and report.html written again from timings.json as it is now."""
+    body = render_timings(results_dir, profile)
+    if body is None:
+        return
+    pages = {
+        out_dir / DETAIL: _replaced(out_dir / DETAIL, f"## {TIME_TITLE}\n\n", "\n## ", body + "\n"),
+        out_dir / "report.html": _replaced(
+            out_dir / "report.html", f"<h2>{TIME_TITLE}</h2>\n", "</section>", _markdown(out_dir).render(body) + "\n"
+        ),
+    }
+    FolderWriter(results_dir).replace_set({path: encode_text(text) for path, text in pages.items() if text})
+
+
+def _replaced(path: Path, start: str, end: str, new: str) -> str | None:
+    """The page's text with what lies between `start` and the next `end` replaced by `new`; None without both."""
+    text = path.read_text(encoding="utf-8")
+    at = text.find(start)
+    stop = text.find(end, at + len(start)) if at >= 0 else -1
+    return text[: at + len(start)] + new + text[stop:] if stop >= 0 else None

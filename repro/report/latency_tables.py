@@ -8,10 +8,10 @@ the paper's values sit in their own column, labelled with what they time.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Callable
 
 from repro.data.specs import get_dataset
-from repro.plan.manifest import Manifest, Row
+from repro.plan.manifest import Comparison, Manifest, Row
 from repro.spec.paper import paper_table
 from repro.report.cells import Table
 from repro.results.measurements import COMPARISON_METRICS, ROW_METRICS, ManifestResult
@@ -59,22 +59,26 @@ def latency_table(manifest: Manifest, result: ManifestResult) -> Table | None:
     if not rows:
         return None
     flops = result.measured.details.get("flops", {})
-    table = Table(
-        key="latency",
-        title=f"{manifest.title}: latency per batch",
-        rows=[],
-        columns=[
-            "Method",
-            "Head ms",
-            "Head IQR ms",
-            "Ops / forward",
-            "Host syncs",
-            "Head MMAC / image",
-            "Backbone ms",
-            "Model ms",
-            "Paper",
-        ],
-    )
+
+    def time(part: str) -> Callable[[Row], str]:
+        return lambda r: ms(lat[r.id][part]["median_ms"])
+
+    def head_macs(r: Row) -> str:
+        macs = flops.get(r.id, {}).get("head_macs")
+        return "" if macs is None else f"{macs / 1e6:.3f}"
+
+    columns: dict[str, Callable[[Row], str]] = {
+        "Method": lambda r: r.label,
+        "Head ms": time("head"),
+        "Head IQR ms": lambda r: f"{ms(lat[r.id]['head']['p25_ms'])}–{ms(lat[r.id]['head']['p75_ms'])}",
+        "Ops / forward": lambda r: str(lat[r.id]["ops"]["ops"]),
+        "Host syncs": lambda r: str(lat[r.id]["ops"]["host_syncs"]),
+        "Head MMAC / image": head_macs,
+        "Backbone ms": time("backbone"),
+        "Model ms": time("model"),
+        "Paper": lambda r: paper_cells(manifest, r.id, ROW_METRICS),
+    }
+    table = Table("latency", f"{manifest.title}: latency per batch", list(columns))
     groups: dict[tuple[str, str], list[Row]] = {}
     for r in rows:
         groups.setdefault((r.role, r.dataset), []).append(r)
@@ -86,22 +90,7 @@ def latency_table(manifest: Manifest, result: ManifestResult) -> Table | None:
         )
         table.heading(heading if role == "main" else f"Sensitivity — {heading}")
         for r in members:
-            d = lat[r.id]
-            head_macs = flops.get(r.id, {}).get("head_macs")
-            table.add(
-                [
-                    r.label,
-                    ms(d["head"]["median_ms"]),
-                    f"{ms(d['head']['p25_ms'])}–{ms(d['head']['p75_ms'])}",
-                    str(d["ops"]["ops"]),
-                    str(d["ops"]["host_syncs"]),
-                    "" if head_macs is None else f"{head_macs / 1e6:.3f}",
-                    ms(d["backbone"]["median_ms"]),
-                    ms(d["model"]["median_ms"]),
-                    paper_cells(manifest, r.id, ROW_METRICS),
-                ],
-                r.id,
-            )
+            table.add([cell(r) for cell in columns.values()], r.id)
     table.notes = _setup_notes(result) + [
         "Head MMAC / image: multiply-adds of the head per image (routed heads: what one image executes), "
         "from the FLOP count of the same row."
@@ -114,41 +103,31 @@ def slowdown_table(manifest: Manifest, result: ManifestResult) -> Table | None:
     comps = [c for c in manifest.comparisons if measured.comparison(c.id, "slowdown") is not None]
     if not comps:
         return None
-    table = Table(
-        key="slowdowns",
-        title="Latency over the baseline's (x)",
-        rows=[],
-        columns=["Comparison", "Head x", "Model x", "Ops x", "Paper"],
-    )
-    for c in comps:
+
+    def ops(c: Comparison) -> str:
         ops_a, ops_b = measured.row(c.row, "op_calls"), measured.row(c.baseline, "op_calls")
-        table.add(
-            [
-                c.label,
-                times(measured.comparison(c.id, "slowdown")),
-                times(measured.comparison(c.id, "model_slowdown")),
-                times(ops_a / ops_b) if ops_a and ops_b else "",
-                paper_cells(manifest, c.id, COMPARISON_METRICS),
-            ],
-            c.id,
-        )
-    table.notes = [
+        return times(ops_a / ops_b) if ops_a and ops_b else ""
+
+    columns: dict[str, Callable[[Comparison], str]] = {
+        "Comparison": lambda c: c.label,
+        "Head x": lambda c: times(measured.comparison(c.id, "slowdown")),
+        "Model x": lambda c: times(measured.comparison(c.id, "model_slowdown")),
+        "Ops x": ops,
+        "Paper": lambda c: paper_cells(manifest, c.id, COMPARISON_METRICS),
+    }
+    notes = [
         "Head x: the row's head latency over the baseline's head latency; Model x: the same for the "
         "whole model (backbone + head), the reading this reproduction gives the paper's ratios."
     ]
+    table = Table("slowdowns", "Latency over the baseline's (x)", list(columns), notes=notes)
+    for c in comps:
+        table.add([cell(c) for cell in columns.values()], c.id)
     return table
 
 
 def _sweep_key(row: Row) -> str:
-    return json.dumps(
-        [
-            row.dataset,
-            row.backbone.key(),
-            row.head.name,
-            {k: v for k, v in row.head.params.items() if k != "num_experts"},
-        ],
-        sort_keys=True,
-    )
+    params = {k: v for k, v in row.head.params.items() if k != "num_experts"}
+    return json.dumps([row.dataset, row.backbone.key(), row.head.name, params], sort_keys=True)
 
 
 def _sweep_label(row: Row, d: dict[str, Any]) -> str:
@@ -174,7 +153,6 @@ def op_scaling_table(manifest: Manifest, result: ManifestResult) -> Table | None
         key="op_scaling",
         title="Operator calls and head latency against the number of experts E",
         columns=["Head", *[f"E={e}" for e in experts], "Ops per extra expert"],
-        rows=[],
     )
     for key, by_e in sweeps.items():
         es = sorted(by_e)

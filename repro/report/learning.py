@@ -1,20 +1,12 @@
-"""The functional profile's own check: does every method learn real images?
+"""The functional profile's own check: does every method learn real images? Torch-free.
 
-A profile of evidence 'functional' trains on real images that are not the paper's
-(repro.data.digits), so it decides no empirical claim; what it shows is whether each
-method learns. A row learned when every seed's test accuracy is at least
-chance + LEARN_MARGIN of the data it trained on (chance: the record's metrics.chance).
-
-The dense and sparse-MoE rows (the paper's two methods under test in every table; a
-backbone whose convolutions are routed has a dense head and counts) must learn:
-`repro verify-all` exits 1 when one does not. A row that trains an alternative reading
-(role "sensitivity", repro/spec/readings.toml) is shown, with its reading, and does not set the
-exit code: whether a reading the artifact did not choose still learns is what it reports. The
-other methods (Soft MoE, per-sample Soft MoE, Expert Choice, the extension routers) are shown
-beside them and do not set the exit code; a row named by a claim's may_collapse is one the paper
-reports collapsing, and is shown as such whatever it reached. Rows that share their runs
-(the same run hashes, e.g. table4/r18_dense and table9/imagenet_dense) are one line.
-Torch-free.
+A profile of evidence 'functional' trains on real images that are not the paper's (repro.data.digits), so it
+decides no empirical claim; it shows whether each method learns: every seed's test accuracy at least chance +
+LEARN_MARGIN (chance: the record's metrics.chance). The dense and sparse-MoE rows (a backbone whose convolutions
+are routed has a dense head and counts) must learn: `repro verify-all` exits 1 when one does not. Rows that
+train an alternative reading (repro/spec/readings.toml) and the other methods are shown and set no exit code; a
+row named by a claim's may_collapse is one the paper reports collapsing. Rows that share their runs (the same
+run hashes, e.g. table4/r18_dense and table9/imagenet_dense) are one line.
 """
 
 from __future__ import annotations
@@ -24,8 +16,7 @@ from dataclasses import dataclass
 
 from repro.plan.manifest import Manifest
 from repro.models.catalog import head_info
-from repro.report.row_numbers import row_numbers
-from repro.report.table_rows import collapse_claims
+from repro.report.table_rows import collapse_claims, row_numbers
 from repro.results.measurements import ManifestResult
 
 LEARN_MARGIN = 0.30  # accuracy points above chance every seed must reach
@@ -109,18 +100,11 @@ def learning_checks(entries: list[tuple[Manifest, ManifestResult | None]]) -> li
                 routers_moved=tuple(moved[s] for s in sorted(moved)),
                 router_shift=tuple(shift[s] for s in sorted(shift)),
             )
-            seen = merged.get(key)
-            merged[key] = (
-                check
-                if seen is None
-                else dataclasses.replace(
-                    seen,
-                    rows=seen.rows + check.rows,
-                    gated=seen.gated or check.gated,
-                    collapse=seen.collapse + check.collapse,
-                    reading=seen.reading or check.reading,
-                )
-            )
+            if (seen := merged.get(key)) is not None:  # the same runs behind another row: one line for both
+                rows, collapse = seen.rows + check.rows, seen.collapse + check.collapse
+                gated, reading = seen.gated or check.gated, seen.reading or check.reading
+                check = dataclasses.replace(seen, rows=rows, gated=gated, collapse=collapse, reading=reading)
+            merged[key] = check
     return list(merged.values())
 
 
@@ -133,11 +117,9 @@ def summary_line(checks: list[LearningCheck]) -> str:
         f"configurations at chance + {LEARN_MARGIN * 100:.0f} points or more on every seed"
     )
     if readings:
-        line += f"; under alternative readings {sum(c.learned for c in readings)} / {len(readings)}" + (
-            f" (did not learn: {', '.join(c.rows[0] for c in readings if not c.learned)})"
-            if not all(c.learned for c in readings)
-            else ""
-        )
+        missed = [c.rows[0] for c in readings if not c.learned]
+        line += f"; under alternative readings {len(readings) - len(missed)} / {len(readings)}"
+        line += f" (did not learn: {', '.join(missed)})" if missed else ""
     if others:
         line += f"; other methods {sum(c.learned for c in others)} / {len(others)}"
     failed = [c for c in checks if c.failed]

@@ -103,7 +103,7 @@ def trained_summary(claims: list[Any]) -> str:
 
 
 def render_readings(claims: list[Any], cpu_seconds: float, models: int, manifests: list[Any] | None = None) -> str:
-    from repro.report.render import environment
+    from repro.report.render import render
 
     readings = shipped_readings()
     counted = [c for c in claims if c.kind != "trained"]
@@ -127,8 +127,7 @@ def render_readings(claims: list[Any], cpu_seconds: float, models: int, manifest
         "whose every comparison such rows trained are decided again on them below."
     )
     listed = [(r, how_decided(r, manifests)) for r in shown_readings(manifests)] if manifests else []
-    return (
-        environment()
-        .get_template("readings.md.j2")
-        .render(entries=counted, trained=trained, signs=trained_lines(trained), listed=listed, intro=intro, outro=outro)
+    signs = trained_lines(trained)
+    return render(
+        "readings.md.j2", entries=counted, trained=trained, signs=signs, listed=listed, intro=intro, outro=outro
     )

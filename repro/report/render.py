@@ -16,11 +16,13 @@ from repro.core.fsutil import FolderWriter
 from repro.core.latex import latex_escape
 from repro.plan.manifest import Manifest
 from repro.results.measurements import ManifestResult, profile_dir
+from repro.results.timings import load, phase_rows, report_entry, timings_path
 from repro.report.latex_columns import tex_columns
 from repro.report.table_rows import Table, build_tables, verdict_counts
 from repro.report.trained_on import CHECKSUMS_SUFFIX, TrainedOn, trained_on
 
 DETAIL = "report-detail.md"  # beside report.md: every table, the other sections, the provenance
+TIME_TITLE = "Where the time went"
 
 
 def md_anchor(heading: str) -> str:
@@ -65,25 +67,22 @@ def environment(html: bool = False) -> Environment:
     return env
 
 
+def render(template: str, html: bool = False, **context: Any) -> str:
+    """One of the report's templates rendered (`html`: autoescaped)."""
+    return environment(html).get_template(template).render(**context)
+
+
 def render_tables_md(manifest: Manifest, tables: list[Table], result: ManifestResult) -> str:
-    return (
-        environment()
-        .get_template("tables.md.j2")
-        .render(manifest=manifest, tables=tables, result=result, trained=trained_on(manifest, result))
-    )
+    return render("tables.md.j2", manifest=manifest, tables=tables, result=result, trained=trained_on(manifest, result))
 
 
 def render_tables_tex(manifest: Manifest, tables: list[Table], trained: TrainedOn) -> str:
-    return environment().get_template("tables.tex.j2").render(manifest=manifest, tables=tables, trained=trained)
+    return render("tables.tex.j2", manifest=manifest, tables=tables, trained=trained)
 
 
 def render_standalone_tex(manifest: Manifest, tables: list[Table], trained: TrainedOn) -> str:
     """The same tables as a document of their own: `pdflatex <id>_standalone.tex`, from any folder."""
-    return (
-        environment()
-        .get_template("standalone.tex.j2")
-        .render(manifest=manifest, body=render_tables_tex(manifest, tables, trained))
-    )
+    return render("standalone.tex.j2", manifest=manifest, body=render_tables_tex(manifest, tables, trained))
 
 
 def alternative_only(result: ManifestResult) -> dict[str, list[dict[str, str]]]:
@@ -93,37 +92,32 @@ def alternative_only(result: ManifestResult) -> dict[str, list[dict[str, str]]]:
     changes its verdict (Table 5's reversal under the Switch gate)."""
     out: dict[str, list[dict[str, str]]] = {}
     for entry in result.readings:
-        lines = []
         if entry.only_under():
-            lines = [
-                (o, "reproduced only under an alternative reading")
-                for o in entry.alternatives
-                if o.status == "reproduced"
-            ]
+            reproduced = [o for o in entry.alternatives if o.status == "reproduced"]
+            lines = [(o, "reproduced only under an alternative reading") for o in reproduced]
         else:
-            lines = [
-                (o, f"{o.status} under this alternative reading (chosen: {entry.chosen.status})")
-                for o in entry.changed_under()
-            ]
-        if lines:
-            out.setdefault(entry.claim, []).extend(
-                {"label": o.label, "reading": o.reading, "value": o.value, "evidence": o.evidence, "verdict": verdict}
-                for o, verdict in lines
-            )
+            verdict = f"under this alternative reading (chosen: {entry.chosen.status})"
+            lines = [(o, f"{o.status} {verdict}") for o in entry.changed_under()]
+        for o, verdict in lines:
+            line = {
+                "label": o.label,
+                "reading": o.reading,
+                "value": o.value,
+                "evidence": o.evidence,
+                "verdict": verdict,
+            }
+            out.setdefault(entry.claim, []).append(line)
     return out
 
 
 def render_claims_md(manifest: Manifest, result: ManifestResult) -> str:
-    return (
-        environment()
-        .get_template("claims.md.j2")
-        .render(
-            manifest=manifest,
-            result=result,
-            counts=verdict_counts(result.verdicts),
-            trained=trained_on(manifest, result),
-            alternative_only=alternative_only(result),
-        )
+    return render(
+        "claims.md.j2",
+        manifest=manifest,
+        result=result,
+        counts=verdict_counts(result.verdicts),
+        trained=trained_on(manifest, result),
+        alternative_only=alternative_only(result),
     )
 
 
@@ -163,21 +157,19 @@ def render_audit() -> str:
     for name, table in paper_tables().items():
         rows += [{"table": name, **r.to_dict()} for r in audit(table.values)]
         power += [{"table": name, **r.to_dict()} for r in power_plan(table.values)]
-    return environment().get_template("audit.md.j2").render(audit=rows, power=power)
+    return render("audit.md.j2", audit=rows, power=power)
 
 
 def render_untested() -> str:
     """The findings of the paper's text that no claim tests, each with why (repro/spec/untested.toml)."""
     from repro.spec.untested import shipped_untested
 
-    return (
-        "Every finding of the paper's text that no claim decides, with the section it comes from and why "
-        "(repro/spec/untested.toml):\n\n"
-        + "\n".join(
-            f"- Section {md_escape(f.section)}: {md_escape(f.finding)}. Not tested: {md_escape(f.why)}."
-            for f in shipped_untested()
-        )
-    )
+    head = "Every finding of the paper's text that no claim decides, with the section it comes from and why"
+    lines = [
+        f"- Section {md_escape(f.section)}: {md_escape(f.finding)}. Not tested: {md_escape(f.why)}."
+        for f in shipped_untested()
+    ]
+    return f"{head} (repro/spec/untested.toml):\n\n" + "\n".join(lines)
 
 
 def render_figure_section(figures: list, results_dir: Path) -> str:
@@ -196,7 +188,7 @@ def render_figure_section(figures: list, results_dir: Path) -> str:
 def _report_context(entries: list[tuple[Manifest, ManifestResult | None]], tables: bool) -> dict[str, Any]:
     """What both report files show: each table's block (`tables`: its rendered tables too) and the profile's label
     (the figures' stamp)."""
-    from repro.report.figure_stamp import stamp_for
+    from repro.report.figures import stamp_for
 
     stamp = stamp_for([(m, r) for m, r in entries if r is not None])
     blocks = [
@@ -220,16 +212,13 @@ def render_report(
 ) -> str:
     """report.md: the profile's label, the summary, the claims checklist and the figures, then links to each
     section of report-detail.md (render_report_detail); `appendix`: the Artifact Appendix's files, relative to it."""
-    return (
-        environment()
-        .get_template("report.md.j2")
-        .render(
-            **_report_context(entries, tables=False),
-            summary=summary,
-            extra_sections=extra_sections or [],
-            figures=figures,
-            appendix=appendix or [],
-        )
+    return render(
+        "report.md.j2",
+        **_report_context(entries, tables=False),
+        summary=summary,
+        extra_sections=extra_sections or [],
+        figures=figures,
+        appendix=appendix or [],
     )
 
 
@@ -238,8 +227,14 @@ def render_report_detail(
 ) -> str:
     """report-detail.md: every table beside the paper's numbers with its assumptions and readings, the report's
     other sections (readings, audit, compute, time) and the provenance."""
-    return (
-        environment()
-        .get_template("report_detail.md.j2")
-        .render(**_report_context(entries, tables=True), extra_sections=extra_sections or [])
-    )
+    context = _report_context(entries, tables=True)
+    return render("report_detail.md.j2", **context, extra_sections=extra_sections or [])
+
+
+def render_timings(results_dir: Path, profile: str) -> str | None:
+    """The "Where the time went" section: the phase table of the profile's timings.json (verify-all's entry, else
+    the latest), or None without one. The report is written while its command still runs, so the section is
+    written a second time when the command ends (repro.report.html.rewrite_timings): then it holds the whole
+    command."""
+    entry = report_entry(load(timings_path(results_dir, profile)))
+    return None if entry is None else render("timings.md.j2", entry=entry, rows=phase_rows(entry))

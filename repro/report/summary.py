@@ -18,7 +18,7 @@ from repro.cost.taken import ComputeTaken
 from repro.plan.manifest import Manifest
 from repro.report.figures import render_figures
 from repro.report.figures_extension import extension_section
-from repro.report.html import render_report_html, write_trace_html
+from repro.report.html import render_report_html, rewrite_timings, write_trace_html
 from repro.report.appendix import write_appendix
 from repro.report.costs import compute_section
 from repro.report.learning import is_functional, learning_checks, render_learning, summary_line
@@ -32,15 +32,16 @@ from repro.report.readings_section import (
 )
 from repro.report.render import (
     DETAIL,
+    TIME_TITLE,
     render_audit,
     render_figure_section,
     render_report,
     render_report_detail,
+    render_timings,
     render_untested,
     write_manifest_outputs,
 )
 from repro.results.measurements import FlopCheck, ManifestResult, profile_dir
-from repro.report.time_table import TITLE as TIME_TITLE, render_timings, rewrite_timings
 from repro.results.timings import flush, phase, when_done
 
 
@@ -153,13 +154,8 @@ def write_report(
             summary["lines"].append(readings_summary(readings, *cost))
         if trained := trained_summary(readings):
             summary["lines"].append(trained)
-        sections.insert(
-            0,
-            (
-                "Readings the text leaves open: which verdicts depend on them",
-                render_readings(readings, *cost, manifests),
-            ),
-        )
+        title = "Readings the text leaves open: which verdicts depend on them"
+        sections.insert(0, (title, render_readings(readings, *cost, manifests)))
     flush()  # the phases so far, for the table below; written again, whole, when the command ends
     if (times := render_timings(results_dir, profile)) is not None:
         sections.append((TIME_TITLE, times))

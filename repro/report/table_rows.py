@@ -1,25 +1,76 @@
 """Tables as data: rows of formatted cells built from a manifest's results.
 
-Each builder looks at what a manifest's rows measure (never at its name) and
-returns a table, or None when it has nothing to show. Reported values sit in
-their own columns beside the reproduced ones; where the text gives no number the
-cell is left empty. Accuracy over seeds and the paired gaps are computed from the
-table's rows-by-seed frame (repro.report.row_numbers), as a notebook computes them.
+Each builder looks at what a manifest's rows measure (never at its name) and returns a table, or None when it
+has nothing to show. Reported values sit in their own columns beside the reproduced ones; where the text gives no
+number the cell is left empty. Accuracy over seeds and the paired gaps come from the table's rows-by-seed frame
+(RowNumbers: repro.results.frames.result_row_seeds, its frames.row_stats, repro.claims.stats.paired_gap), so a
+notebook that calls row_stats(row_seeds(folder)) gets the report's numbers by construction (tests/test_frames.py
+holds them to it); the learning check reads the same per-seed accuracies. Torch-free; pandas comes with the frame.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, Iterator
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from repro.claims.headline import STATUSES
 from repro.claims.learned import MIN_LEARNED
-from repro.plan.manifest import Manifest
+from repro.plan.manifest import Comparison, Manifest, Row
 from repro.spec.paper import paper_value
 from repro.report.cells import Table, mmac, pct, pct_auto, reported
 from repro.report.latency_tables import latency_table, op_scaling_table, slowdown_table
-from repro.report.row_numbers import row_numbers
+from repro.results.frames import result_row_seeds, row_stats
 from repro.results.measurements import ManifestResult, RunSummary, row_metric
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+@dataclass
+class RowNumbers:
+    """One table's rows by seed, and their statistics by row."""
+
+    seeds: pd.DataFrame  # frames.ROW_SEED_COLUMNS
+    stats: pd.DataFrame  # frames.ROW_STAT_COLUMNS, indexed by row
+
+    def has(self, row: str) -> bool:
+        return row in self.stats.index
+
+    def accuracy(self, row: str) -> dict[int, float]:
+        """Seed -> accuracy (a fraction), in seed order; empty for a row without runs."""
+        rows = self.seeds[self.seeds.row == row]
+        return {int(s): float(a) for s, a in zip(rows.seed, rows.accuracy)}
+
+    def seeds_of(self, row: str) -> int:
+        return int(self.stats.at[row, "seeds"]) if self.has(row) else 0
+
+    def mean(self, row: str) -> float | None:
+        return float(self.stats.at[row, "accuracy_mean"]) if self.has(row) else None
+
+    def chance(self, row: str) -> float | None:
+        value = self.stats.at[row, "chance"] if self.has(row) else None
+        return None if value is None or (isinstance(value, float) and math.isnan(value)) else float(value)
+
+    def mean_sd(self, row: str) -> str:
+        """Mean ± s.d. over seeds in percent, or the single value with n=1; empty without runs."""
+        if not self.has(row):
+            return ""
+        mean, sd = 100 * float(self.stats.at[row, "accuracy_mean"]), self.stats.at[row, "accuracy_sd"]
+        return f"{mean:.2f} (n=1)" if self.seeds_of(row) < 2 else f"{mean:.2f} ± {100 * float(sd):.2f}"
+
+    def gap(self, row: str, baseline: str) -> dict[str, Any] | None:
+        """The MoE - dense gap paired by seed (repro.claims.stats.GapStats.to_dict()); None without a common seed."""
+        from repro.claims.stats import paired_gap
+
+        a, b = self.accuracy(row), self.accuracy(baseline)
+        return paired_gap(a, b).to_dict() if set(a) & set(b) else None
+
+
+def row_numbers(result: ManifestResult) -> RowNumbers:
+    seeds = result_row_seeds(result)
+    return RowNumbers(seeds, row_stats(seeds).set_index("row"))
 
 
 def flops_table(manifest: Manifest, result: ManifestResult) -> Table | None:
@@ -27,48 +78,39 @@ def flops_table(manifest: Manifest, result: ManifestResult) -> Table | None:
     rows = [r for r in manifest.rows if r.id in flops]
     if not rows:
         return None
-    table = Table(
-        key="flops",
-        title="FLOPs per image and the routed fraction ρ",
-        columns=[
-            "Setting",
-            "Backbone MMAC",
-            "Head MMAC",
-            "Routed MMAC",
-            "Total MMAC",
-            "Head share",
-            "ρ (ours)",
-            "ρ, all ops (ours)",
-            "ρ (paper)",
-            "Gap sign (text)",
-        ],
-        rows=[],
-        notes=[
-            "MMAC: millions of multiply-adds per image (one multiply-add = one FLOP, fvcore's convention); "
-            "analytic = fvcore = torch/2 for every module.",
-            "ρ = routed / total FLOPs. 'All ops' adds normalisation, activation and pooling.",
-            "Gap sign (text): the sign of the setting's MoE - dense gap where the text states one (≤0: not "
-            "positive), which a separation claim must read.",
-        ],
-    )
+
+    def macs(key: str) -> Callable[[Row], str]:
+        return lambda r: mmac(flops[r.id][key])
+
+    def routed(key: str) -> Callable[[Row], str]:  # rho is shown only where the row routes
+        return lambda r: pct_auto(flops[r.id][key]) if flops[r.id]["routed_macs"] else ""
+
+    def sign(r: Row) -> str:
+        pv = paper_value(manifest.paper_table, f"{r.id}.gap")
+        return (pv.implied_sign or "").replace("<=0", "≤0") if pv else ""
+
+    columns: dict[str, Callable[[Row], str]] = {
+        "Setting": lambda r: r.label,
+        "Backbone MMAC": macs("backbone_macs"),
+        "Head MMAC": macs("head_macs"),
+        "Routed MMAC": macs("routed_macs"),
+        "Total MMAC": macs("total_macs"),
+        "Head share": lambda r: pct_auto(flops[r.id]["head_share"]),
+        "ρ (ours)": routed("rho"),
+        "ρ, all ops (ours)": routed("rho_all_ops"),
+        "ρ (paper)": lambda r: reported(manifest, f"{r.id}.rho"),
+        "Gap sign (text)": sign,
+    }
+    notes = [
+        "MMAC: millions of multiply-adds per image (one multiply-add = one FLOP, fvcore's convention); "
+        "analytic = fvcore = torch/2 for every module.",
+        "ρ = routed / total FLOPs. 'All ops' adds normalisation, activation and pooling.",
+        "Gap sign (text): the sign of the setting's MoE - dense gap where the text states one (≤0: not "
+        "positive), which a separation claim must read.",
+    ]
+    table = Table("flops", "FLOPs per image and the routed fraction ρ", list(columns), notes=notes)
     for r in _by_role(rows, table):
-        f = flops[r.id]
-        sign = paper_value(manifest.paper_table, f"{r.id}.gap")
-        table.add(
-            [
-                r.label,
-                mmac(f["backbone_macs"]),
-                mmac(f["head_macs"]),
-                mmac(f["routed_macs"]),
-                mmac(f["total_macs"]),
-                pct_auto(f["head_share"]),
-                pct_auto(f["rho"]) if f["routed_macs"] else "",
-                pct_auto(f["rho_all_ops"]) if f["routed_macs"] else "",
-                reported(manifest, f"{r.id}.rho"),
-                (sign.implied_sign or "").replace("<=0", "≤0") if sign else "",
-            ],
-            r.id,
-        )
+        table.add([cell(r) for cell in columns.values()], r.id)
     return table
 
 
@@ -88,23 +130,17 @@ def flops_comparisons_table(manifest: Manifest, result: ManifestResult) -> Table
     comps = [c for c in manifest.comparisons if measured.comparison(c.id, "flops_ratio") is not None]
     if not comps:
         return None
-    table = Table(
-        key="flops_comparisons",
-        title="FLOPs of each model against its baseline",
-        columns=["Comparison", "FLOPs ratio (ours)", "Reduction (ours)", "Reported"],
-        rows=[],
-    )
+    columns: dict[str, Callable[[Comparison], str]] = {
+        "Comparison": lambda c: c.label,
+        "FLOPs ratio (ours)": lambda c: pct(measured.comparison(c.id, "flops_ratio"), 1),
+        "Reduction (ours)": lambda c: pct(measured.comparison(c.id, "flops_reduction"), 1),
+        "Reported": lambda c: (
+            reported(manifest, f"{c.id}.flops_reduction") or reported(manifest, f"{c.id}.flops_ratio")
+        ),
+    }
+    table = Table("flops_comparisons", "FLOPs of each model against its baseline", list(columns))
     for c in comps:
-        paper = reported(manifest, f"{c.id}.flops_reduction") or reported(manifest, f"{c.id}.flops_ratio")
-        table.add(
-            [
-                c.label,
-                pct(measured.comparison(c.id, "flops_ratio"), 1),
-                pct(measured.comparison(c.id, "flops_reduction"), 1),
-                paper,
-            ],
-            c.id,
-        )
+        table.add([cell(c) for cell in columns.values()], c.id)
     return table
 
 
@@ -143,40 +179,17 @@ def accuracy_comparisons_table(manifest: Manifest, result: ManifestResult) -> Ta
     comps = [c for c in manifest.comparisons if "accuracy" in manifest.row(c.row).measures]
     if not comps:
         return None
-    table = Table(
-        key="gaps",
-        title=f"{manifest.title}: MoE - dense gaps paired by seed",
-        columns=[
-            "Configuration",
-            "ρ",
-            "Baseline acc. (%)",
-            "Model acc. (%)",
-            "Gap (pp)",
-            "p",
-            "d",
-            "Seeds +",
-            "Gap, paper (pp)",
-            "p, paper",
-        ],
-        rows=[],
-    )
+    gap_columns = ["Gap (pp)", "p", "d", "Seeds +"]  # _gap_cells
+    columns = ["Configuration", "ρ", "Baseline acc. (%)", "Model acc. (%)", *gap_columns, "Gap, paper (pp)", "p, paper"]
+    table = Table("gaps", f"{manifest.title}: MoE - dense gaps paired by seed", columns)
     sensitivity = {r.id for r in manifest.rows if r.role != "main"}
     numbers = row_numbers(result)
     for c in _by_role(comps, table, lambda c: c.row in sensitivity or c.baseline in sensitivity):
         rho = measured.comparison(c.id, "rho")
         base, model = run_links(result, c.baseline, "baseline"), run_links(result, c.row, "model")
-        table.add(
-            [
-                c.label,
-                pct_auto(rho) if rho is not None else "",
-                numbers.mean_sd(c.baseline),
-                numbers.mean_sd(c.row),
-                *_gap_cells(numbers.gap(c.row, c.baseline)),
-                *_paper_gap(manifest, f"{c.id}.gap"),
-            ],
-            c.id,
-            {2: base, 3: model, 4: model + base},
-        )
+        cells = [c.label, pct_auto(rho) if rho is not None else "", numbers.mean_sd(c.baseline), numbers.mean_sd(c.row)]
+        cells += [*_gap_cells(numbers.gap(c.row, c.baseline)), *_paper_gap(manifest, f"{c.id}.gap")]
+        table.add(cells, c.id, {2: base, 3: model, 4: model + base})
     table.notes = [
         f"Profile '{result.profile}'. Accuracy: mean ± s.d. over seeds; gap: model - baseline per seed, "
         "paired t-test (two-sided), d = mean / s.d. of the differences.",
@@ -240,27 +253,17 @@ def accuracy_rows_table(manifest: Manifest, result: ManifestResult) -> Table | N
     table = Table(
         key="accuracy",
         title="Accuracy of every configuration",
-        rows=[],
         columns=["Row", "Dataset", "Accuracy (%)", "Chance (%)", "Seeds", "Note", "Run records", "Accuracy, paper"],
     )
     for r in _by_role(rows, table):
         chance = numbers.chance(r.id)
         hashes = ", ".join(sorted({run.hash[:8] for run in measured.runs(r.id)}))
         notes = (chance_note(numbers.mean(r.id), chance, collapse.get(r.id, [])), machine_note(measured.runs(r.id)))
-        table.add(
-            [
-                r.label,
-                r.dataset,
-                numbers.mean_sd(r.id) or measured.missing.get(row_metric(r.id, "accuracy"), ""),
-                "" if chance is None else f"{100 * chance:.2f}",
-                str(numbers.seeds_of(r.id)),
-                "; ".join(n for n in notes if n),
-                hashes,
-                reported(manifest, f"{r.id}.accuracy"),
-            ],
-            r.id,
-            {2: run_links(result, r.id)},
-        )
+        accuracy = numbers.mean_sd(r.id) or measured.missing.get(row_metric(r.id, "accuracy"), "")
+        chance_text = "" if chance is None else f"{100 * chance:.2f}"
+        cells = [r.label, r.dataset, accuracy, chance_text, str(numbers.seeds_of(r.id))]
+        cells += ["; ".join(n for n in notes if n), hashes, reported(manifest, f"{r.id}.accuracy")]
+        table.add(cells, r.id, {2: run_links(result, r.id)})
     table.notes = [
         "Run records: the first 8 characters of each run's hash; the record is runs/<hash>.json.",
         "Chance: 1 / classes of the data the runs trained on (the record's metrics.chance). Note: 'at or "

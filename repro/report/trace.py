@@ -1,20 +1,11 @@
 """One number of a table traced back to where it came from (`repro trace TABLE ROW [COLUMN]`, report.html's trace
 links). Torch-free, except that the paper's datasets' published archives are read through repro.data.sources.
 
-A table's row is a manifest row (its id: `dw_h128_moe`) or a comparison of two rows (`dw_h128`: the model row
-against its baseline); its columns are the metrics stored for it (rows.<id>.<metric>, comparisons.<id>.<metric>).
-The trace of a row (of one metric of it, with COLUMN) gives:
-
-    the value(s) as results.json stores them;
-    the claims of the table whose rule reads the row (verdict and statement);
-    the run records behind it: hash, seed, epochs, accuracy, each record's sha256 and whether it is usable;
-    the commit(s) and device(s) the records were made with, and the container the table was written in (from the
-    folder's action log, repro.results.actions);
-    what the runs trained on: the data checks stored with the table (path, checksum state, files that fail their
-    published checksum) and the dataset's published archives with their md5, or the synthetic or stand-in data;
-    the command that reproduces the table alone.
-
-Nothing is decided here: every part is read from the folder (results.json, the records, actions.json).
+A table's row is a manifest row (`dw_h128_moe`) or a comparison of two rows (`dw_h128`: the model row against its
+baseline); its columns are the metrics stored for it (rows.<id>.<metric>, comparisons.<id>.<metric>). The trace
+(Trace.items) gives the stored values, the claims that read the row, the run records behind it, the commits,
+devices and container (the folder's action log, repro.results.actions), the data the runs trained on and the
+command that reproduces the table. Nothing is decided here: every part is read from the folder.
 """
 
 from __future__ import annotations
@@ -88,17 +79,11 @@ class Trace:
             for r in self.runs
         ]
         files = [f"{r.record} sha256 {r.sha256 or '(missing)'}" for r in self.runs]
+        number = [f"{self.table} / {self.label} ({self.kind} {self.row}), profile {self.profile}"]
+        claims = [f"{c['claim']}: {c['status']}: {c['statement']}" for c in self.claims]
         return [
-            (
-                "Number",
-                [f"{self.table} / {self.label} ({self.kind} {self.row}), profile {self.profile}"]
-                + [f"{path}: {_text(v)}" for path, v in self.values.items()],
-            ),
-            (
-                "Claims",
-                [f"{c['claim']}: {c['status']}: {c['statement']}" for c in self.claims]
-                or ["no claim of this table reads it"],
-            ),
+            ("Number", number + [f"{path}: {value_text(v)}" for path, v in self.values.items()]),
+            ("Claims", claims or ["no claim of this table reads it"]),
             ("Run records", runs or ["none: the number is counted, not trained (FLOPs, rho)"]),
             ("Record files", files or [self.results]),
             ("Code", self.commits or ["not recorded"]),
@@ -109,16 +94,18 @@ class Trace:
         ]
 
 
-def _text(value: Any) -> str:
-    if isinstance(value, dict) and "mean" in value:  # a paired gap (repro.claims.stats.GapStats)
+def value_text(value: Any, p: str = "p ", digits: int = 6, seed: str = "seed ") -> str:
+    """A stored value in words: a paired gap (repro.claims.stats.GapStats) in pp, a mapping by seed or name, a
+    number to `digits` significant digits (report.html: `p` "p = ", 4 digits, keys without "seed ")."""
+    if isinstance(value, dict) and "mean" in value:
         sd = f" ± {100 * value['sd']:.2f}" if value.get("sd") is not None else ""
-        p = f", p {value['p']:.3g}" if value.get("p") is not None else ""
-        return f"{100 * value['mean']:+.2f}{sd} pp over {value.get('n', '?')} seeds{p}"
+        p_text = f", {p}{value['p']:.3g}" if value.get("p") is not None else ""
+        return f"{100 * value['mean']:+.2f}{sd} pp over {value.get('n', '?')} seeds{p_text}"
     if isinstance(value, dict):
-        return ", ".join(f"seed {k}: {_text(v)}" if str(k).isdigit() else f"{k}: {_text(v)}" for k, v in value.items())
-    if isinstance(value, float):
-        return f"{value:.6g}"
-    return str(value)
+        return ", ".join(
+            f"{seed if str(k).isdigit() else ''}{k}: {value_text(v, p, digits, seed)}" for k, v in value.items()
+        )
+    return f"{value:.{digits}g}" if isinstance(value, float) else str(value)
 
 
 def row_ids(manifest: Manifest, result: ManifestResult) -> list[str]:
@@ -257,15 +244,11 @@ def trace(
         for v in result.verdicts
         if set(v.rows) & ({row} | set(rows))
     ]
-    commits = list(
-        dict.fromkeys(c for c in [*(r.commit for r in runs), str(result.provenance.get("git_commit", ""))] if c)
-    )
+    made_at = [*(r.commit for r in runs), str(result.provenance.get("git_commit", ""))]
+    commits = list(dict.fromkeys(c for c in made_at if c))
     command = shlex.join(["repro", "run", manifest.id, "--profile", result.profile, "--results-dir", str(results_dir)])
-    notes = (
-        ["(reuses the run records present; to train them again, move the record files above aside first)"]
-        if runs
-        else []
-    )
+    reuse = "(reuses the run records present; to train them again, move the record files above aside first)"
+    notes = [reuse] if runs else []
     return Trace(
         manifest.id,
         manifest.title,

@@ -6,19 +6,82 @@ or unverified copies. The Markdown files name each file that failed with both md
 many failed and names the file beside it that lists them (CHECKSUMS_FILE), so that it stays one line.
 Read from the result as stored: the run summaries' own description of their data (RunSummary.data),
 the data checks made before training (ManifestResult.data_checks), the profile as run. Torch-free.
+
+What a profile's results are evidence of (label) is said in the words every output shares: figures carry it on
+the image, per-table files in their provenance line, report.html on its first screen, so that a figure or table
+copied out of the report still says whether it is a pipeline check or a result. The words come from the profile
+as run (ManifestResult.profile_settings), never from its name.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Literal
 
-from repro.data.check_result import DataCheck
 from repro.data.specs import get_dataset
 from repro.plan.manifest import Manifest
 from repro.spec.profiles import Profile
-from repro.report.evidence import commits_text, label
 from repro.results.measurements import ManifestResult
+
+_COMMIT = re.compile(r"[0-9a-f]{12}")  # a commit's hash, shortened to 12 characters where shown
+
+DATA_WORDS = {
+    "synthetic": "synthetic data",
+    "digits": "real digit scans standing in for the datasets",
+    "real": "the paper's datasets",
+}
+# Data with files that fail their published checksum, accepted with --allow-unverified-data.
+UNVERIFIED_WORDS = "UNVERIFIED data (copies of the paper's datasets that fail their published checksums)"
+EVIDENCE_WORDS = {
+    "pipeline": "a pipeline check, not evidence",
+    "functional": "a check that the methods learn real images, not evidence for the paper's claims",
+    "reduced": "a reduced protocol",
+    "paper": "the paper's protocol",
+}
+
+
+def decides_empirical(profile: Profile | None) -> bool:
+    """Only the paper's datasets decide empirical claims (repro.claims.verdicts)."""
+    return profile is not None and profile.evidence in ("reduced", "paper")
+
+
+def _amount(profile: Profile) -> str:
+    seeds = f"{profile.seeds} seed{'s' if profile.seeds != 1 else ''}" if profile.seeds else "the paper's seeds"
+    # The epoch counts the profile states (its own and each dataset's): the span a reader needs, applied nowhere.
+    epochs = {s.epochs for s in profile.datasets.values()} | {profile.epochs}
+    epochs.discard(None)
+    if not epochs:
+        return f"{seeds}, the paper's epochs"
+    span = f"{min(epochs)}-{max(epochs)}" if len(epochs) > 1 else f"{next(iter(epochs))}"
+    return f"{seeds} x {span} epochs"
+
+
+def label(name: str, profile: Profile | None, unverified: bool = False) -> str:
+    """'smoke: synthetic data, a pipeline check, not evidence'; a reduced protocol names its seeds and epochs.
+
+    `unverified`: some dataset files failed their published checksum and were accepted
+    (--allow-unverified-data), which the label then says."""
+    if profile is None:
+        return f"{name}: profile settings not recorded with the results"
+    data = DATA_WORDS[profile.data]
+    if unverified and profile.data == "real":
+        data = UNVERIFIED_WORDS
+    text = f"{name}: {data}, {EVIDENCE_WORDS[profile.evidence]}"
+    if profile.evidence == "reduced":
+        text += f" ({_amount(profile)})"
+    return text
+
+
+def commits_text(commits: set[str]) -> str:
+    """'commit 1a2b3c4d5e6f' (12 characters, '+dirty' kept), or every commit when the results mix several."""
+    short = sorted(
+        {c[:12] + ("+dirty" if c.endswith("+dirty") else "") if _COMMIT.match(c) else c for c in commits if c}
+    )  # else as written: "not a git checkout" (an installed wheel)
+    if not short:
+        return "commit unknown"
+    return ("commit " if len(short) == 1 else "commits ") + ", ".join(short)
+
 
 Kind = Literal["synthetic", "digits", "paper", "unverified", "unchecked"]
 CHECKSUMS_SUFFIX = "_unverified_checksums.txt"  # <table id> + this, beside the table's files
@@ -52,9 +115,8 @@ class DataSource:
         head = f"{self.dataset} ({KIND_WORDS[self.kind]}"
         head += f", {self.checksum})" if self.checksum and self.kind in ("paper", "unverified") else ")"
         if self.unverified:
-            head += ": files that fail their published checksum, accepted with --allow-unverified-data: " + "; ".join(
-                self.unverified
-            )
+            failed = "; ".join(self.unverified)
+            head += f": files that fail their published checksum, accepted with --allow-unverified-data: {failed}"
         return head + described
 
 
@@ -63,7 +125,7 @@ class TrainedOn:
     """A table's provenance: its profile and what that is evidence of, its data, seeds, epochs and commit."""
 
     profile: str
-    evidence: str  # repro.report.evidence.label
+    evidence: str  # label
     sources: tuple[DataSource, ...]  # empty: the table trains nothing
     seeds: tuple[int, ...]
     epochs: tuple[tuple[str, int], ...]  # (dataset title, epochs), one per dataset trained
@@ -129,21 +191,13 @@ class TrainedOn:
         return "; ".join(parts) + f"; {self.commit}."
 
 
-def _settings(manifest: Manifest, result: ManifestResult) -> Profile | None:
+def profile_as_run(manifest: Manifest, result: ManifestResult) -> Profile | None:
     """The profile as the table ran: stored with its result, else as the manifest holds it (already applied)."""
     return result.profile_settings or manifest.profiles.get(result.profile)
 
 
-def _kind(data: str, check: DataCheck | None) -> Kind:
-    if data in ("synthetic", "digits"):
-        return data  # type: ignore[return-value]
-    if check is None:
-        return "unchecked"
-    return "unverified" if check.unverified else "paper"
-
-
 def trained_on(manifest: Manifest, result: ManifestResult) -> TrainedOn:
-    settings = _settings(manifest, result)
+    settings = profile_as_run(manifest, result)
     data = settings.data if settings else "real"
     checks = {c.title: c for c in result.data_checks()}
     by_dataset: dict[str, list] = {}
@@ -154,15 +208,12 @@ def trained_on(manifest: Manifest, result: ManifestResult) -> TrainedOn:
     sources, epochs = [], []
     for title, runs in by_dataset.items():
         check = checks.get(title)
-        sources.append(
-            DataSource(
-                title,
-                _kind(data, check),
-                tuple(sorted({r.data for r in runs if r.data})),
-                check.checksum if check else "",
-                check.unverified if check else (),
-            )
-        )
+        if data in ("synthetic", "digits"):
+            kind: Kind = data  # type: ignore[assignment]
+        else:
+            kind = "unchecked" if check is None else "unverified" if check.unverified else "paper"
+        found = (check.checksum, check.unverified) if check else ("", ())  # the data check's, where one was made
+        sources.append(DataSource(title, kind, tuple(sorted({r.data for r in runs if r.data})), *found))
         epochs.append((title, max(len(r.test_accuracy_by_epoch) for r in runs)))
     runs = [r for rs in by_dataset.values() for r in rs]
     unverified = any(s.kind == "unverified" for s in sources)
