@@ -32,20 +32,24 @@ RATE_NAMES = ("startup", "flop_model", "workers", "latency", "rest", "report")  
 # RunSample's keys in a run's entry, in its fields' order, and what each holds
 RUN_KEYS = (("hash", str), ("label", str), ("macs", float), ("steps", int), ("cpu_s", float), ("wall_s", float))
 
+# how an error names each `kind` need() reads (any other: "a number")
+_EXPECTED: dict[type, str] = {str: "a string", dict: "an object", list: "a list", int: "a whole number"}
+
 
 def need(
     obj: Any,
     key: str,
-    kind: type | tuple[type, ...],
+    kind: type,
     where: str = "",
     prefix: str = "",
     error: type[ValueError] = ValueError,
 ) -> Any:
     """obj[key] when it is of `kind` (a bool is no number; `float`: any number, as a float), else `error` naming the
     key path: how this file, the GPU reference and a calibration file are read (repro.cost.gpu_reference)."""
-    value = obj.get(key) if isinstance(obj, dict) else None
-    if not isinstance(value, (int, float) if kind is float else kind) or isinstance(value, bool):
-        expected = {str: "a string", dict: "an object", list: "a list", int: "a whole number"}.get(kind, "a number")
+    value: Any = obj.get(key) if isinstance(obj, dict) else None
+    fits = isinstance(value, (int, float) if kind is float else kind) and not isinstance(value, bool)
+    if not fits:
+        expected = _EXPECTED.get(kind, "a number")
         raise error(f"{prefix}key '{where}{key}': expected {expected}, got {value!r}")
     return float(value) if kind is float else value
 

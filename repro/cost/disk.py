@@ -19,6 +19,7 @@ from repro.cost.calibration import cores
 from repro.cost.estimate import CostModel
 from repro.data.sizes import decoded_cache_bytes
 from repro.data.sources import dataset_source
+from repro.plan.run_config import RunConfig
 from repro.plan.table_plan import TablePlan
 
 BYTES_PER_PARAM = 4  # float32
@@ -63,7 +64,7 @@ def gigabytes(n: float) -> str:
 
 def disk_space(plans: list[TablePlan], model: CostModel) -> DiskSpace:
     """The disk the runs of the tables' plans (at one profile) need, counted once however many tables share a run."""
-    runs = {}
+    runs: dict[str, tuple[RunConfig, str]] = {}  # by hash: the run and the kind of device it trains on
     for plan in plans:
         for p in plan.runs:
             runs.setdefault(p.cfg.hash, (p.cfg, model.device(plan.profile).kind))

@@ -253,7 +253,9 @@ class CostModel:
                 if p.cfg.hash not in skip:
                     runs.setdefault(p.cfg.hash, (p.cfg, plan.id, device))
         kind = "gpu" if any(d.kind == "gpu" for _, _, d in runs.values()) else "cpu"
-        items, walls, sources = {}, {}, set()
+        items: dict[str, float] = {}  # GPU- or CPU-seconds by what they pay for
+        walls: dict[str, float] = {}  # each run's wall seconds, by its hash
+        sources: set[str] = set()
         for h, (cfg, manifest_id, device) in runs.items():
             t = self.run_time(cfg, manifest_id, device)
             items[h] = t.compute_s + t.overhead_s / self.executor.packing(device.kind)

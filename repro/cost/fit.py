@@ -32,7 +32,7 @@ import dataclasses
 import math
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from repro.core.settings import Settings
 from repro.cost.calibration import Throughput, cores
@@ -45,6 +45,8 @@ if TYPE_CHECKING:
 
 MIN_RUNS = 3
 MIN_COMPUTE_SHARE = 0.10  # below this share of the runs' time, the records cannot pin the compute rate
+# each kind of device the records fit, with the Profile.device its runs train on
+_DEVICES: tuple[tuple[str, Literal["cpu", "cuda"]], ...] = (("cpu", "cpu"), ("gpu", "cuda"))
 RATE_BOUND = 20.0  # a fitted rate further than this factor from the device's measured or reference one is not believed
 
 
@@ -65,7 +67,8 @@ class RunFit:
     def spread(self) -> tuple[float, float, float]:
         """(10th percentile, median, 90th percentile) of the predicted / measured ratios."""
         r = sorted(self.ratios)
-        return tuple(r[min(len(r) - 1, int(p * len(r)))] for p in (0.1, 0.5, 0.9))
+        low, median, high = (r[min(len(r) - 1, int(p * len(r)))] for p in (0.1, 0.5, 0.9))
+        return low, median, high
 
     def describe(self) -> str:
         lo, mid, hi = self.spread()
@@ -130,12 +133,12 @@ def fit_device(runs: list[MeasuredRun], model: CostModel, base: Throughput) -> R
     a0 = 1 / base.macs_per_s if base.macs_per_s > 0 and math.isfinite(base.macs_per_s) else 0.0
     coef, own_rate = fit_constants([(f, s) for f, s, _ in data], a0)
     ratios = tuple(sum(c * x for c, x in zip(coef, f)) / s for f, s, _ in data)
-    with_cpu = [r for _, _, r in data if r.cpu_s is not None]
-    share = sum(r.cpu_s for r in with_cpu) / sum(r.wall_s for r in with_cpu) if with_cpu else 1.0
+    with_cpu = [(r, r.cpu_s) for _, _, r in data if r.cpu_s is not None]
+    share = sum(c for _, c in with_cpu) / sum(r.wall_s for r, _ in with_cpu) if with_cpu else 1.0
     # The runs the CPU reference lists keep their own seconds there, times what this folder's records of them took
     # over what they took there: a speed factor measured on real runs, where the run model is only a model.
-    listed = [r for r in with_cpu if r.hash in base.run_seconds]
-    factor = sum(r.cpu_s for r in listed) / sum(base.run_seconds[r.hash] for r in listed) if listed else 0.0
+    listed = [(r, c) for r, c in with_cpu if r.hash in base.run_seconds]
+    factor = sum(c for _, c in listed) / sum(base.run_seconds[r.hash] for r, _ in listed) if listed else 0.0
     threads = sorted(r.threads or 1 for _, _, r in data)[len(data) // 2]
     seconds = "CPU seconds" if len(with_cpu) == len(data) else "wall seconds" if not with_cpu else "CPU or wall seconds"
     fitted = dataclasses.replace(
@@ -166,12 +169,13 @@ def fit_model(model: CostModel, times: FolderTimes) -> dict[str, RunFit]:
 
     out, exact = {}, model.exact_sizes
     model.exact_sizes = True
-    for kind, device in (("cpu", "cpu"), ("gpu", "cuda")):
+    for kind, device in _DEVICES:
         runs = times.runs_of(device)
         if not runs:
             continue
         probe = Profile(description="", evidence="pipeline", device=device)
-        fit = fit_device(runs, model, model.fitted.pop(kind, None) or model.device(probe))
+        base = model.fitted.pop(kind) if kind in model.fitted else model.device(probe)
+        fit = fit_device(runs, model, base)
         if fit is not None:
             model.fitted[kind] = fit.device
             out[kind] = fit
@@ -224,9 +228,9 @@ def fit_rates(times: FolderTimes, plans: Plans, model: CostModel) -> Rates:
                 if plan is None or table.phases or table.busy:
                     continue
                 own = command_time([plan], model, bare, verify_all=False)
-                priced = sum(p.seconds for p in own.parts if p.table == plan.id and p.phase != "FLOP counting")
+                priced_s = sum(p.seconds for p in own.parts if p.table == plan.id and p.phase != "FLOP counting")
                 trains = any(p.phase == "training" and p.seconds > 0 for p in own.parts)
-                residuals[trains].append(max(0.0, table.wall_s - priced))
+                residuals[trains].append(max(0.0, table.wall_s - priced_s))
         units["rest"] += [(s, 1.0) for s in residuals[False]]
         rest = sum(residuals[False]) / len(residuals[False]) if residuals[False] else Rates().rest.seconds
         units["workers"] += [(max(0.0, s - rest), 1.0) for s in residuals[True]]
@@ -266,7 +270,9 @@ class FolderFit:
         rates = dataclasses.asdict(self.rates)
         if fitted := [k for k, v in rates.items() if v["basis"] == "fitted"]:
             lines.append("phase rates fitted: " + ", ".join(f"{k} {rates[k]['seconds']:.3g} s" for k in fitted))
-        busy, reused = [f"{n} run records" for n in [sum(r.busy for r in self.times.runs.values())] if n], []
+        busy_runs = sum(r.busy for r in self.times.runs.values())
+        busy = [f"{busy_runs} run records"] if busy_runs else []
+        reused: list[str] = []
         for profile, commands in self.times.commands.items():
             for name, cmd in commands.items():
                 if cmd.busy or _all_reused(cmd, cmd.plans(self.plans, profile), self.times):

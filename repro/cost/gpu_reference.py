@@ -70,7 +70,7 @@ class CalibrationProblem(ValueError):
     """A calibration file the cost model cannot read; the message names the file and the key."""
 
 
-def _need(obj: Any, key: str, kind: type | tuple[type, ...], where: str, path: Path) -> Any:
+def _need(obj: Any, key: str, kind: type, where: str, path: Path) -> Any:
     return need(obj, key, kind, where, f"{path}: ", CalibrationProblem)
 
 

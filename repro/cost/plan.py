@@ -132,10 +132,20 @@ def plan_profile(seeds: int, include: tuple[str, ...] = (), base: Profile | None
     )
 
 
-def _need(m: Manifest, claim: str, statement: str, weight: float, tables: list[TablePlan], *rest) -> ClaimNeed:
-    """A need of `m`'s that reads the training rows of `tables`; `rest`: seeds, seeds_why, items and problem."""
+def _need(
+    m: Manifest,
+    claim: str,
+    statement: str,
+    weight: float,
+    tables: list[TablePlan],
+    seeds: int,
+    seeds_why: str,
+    items: dict[str, float],
+    problem: str,
+) -> ClaimNeed:
+    """A need of `m`'s that reads the training rows of `tables`."""
     rows = tuple(sorted(f"{t.id}/{r.id}" for t in tables for r in t.manifest.rows if "accuracy" in r.measures))
-    return ClaimNeed(m.id, claim, statement, weight, rows, *rest, paper_seeds=m.seeds or 1)
+    return ClaimNeed(m.id, claim, statement, weight, rows, seeds, seeds_why, items, problem, m.seeds or 1)
 
 
 def claim_needs(manifests: list[Manifest], model: CostModel) -> list[ClaimNeed]:
@@ -182,6 +192,7 @@ def sensitivity_needs(m: Manifest, model: CostModel, plan: TablePlan) -> list[Cl
         label = next(r.label for r in m.rows if r.reading == reading).rsplit(" [", 1)[-1].rstrip("]")
         table = plan.only(rows)
         seeds, why = plan.profile.seeds, "the paper's n: the rows it varies"
+        assert seeds is not None, "claim_needs plans the rows at a seed count"
         name, statement = f"reading:{reading}", f"sensitivity rows: {label}"
         needs.append(_need(m, name, statement, SENSITIVITY_WEIGHT, [table], seeds, why, model.cost([table]).items, ""))
     return needs

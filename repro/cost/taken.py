@@ -19,7 +19,7 @@ from repro.cost.claim_cost import claim_tables
 from repro.cost.estimate import CostModel, duration, is_run
 from repro.cost.fit import FolderFit, fit_folder
 from repro.cost.measured import FolderTimes
-from repro.cost.wall_time import Rates, command_time
+from repro.cost.wall_time import CommandTime, Rates, command_time
 from repro.execution.files import record_path
 from repro.execution.record_checks import LeftAlone, read_record
 from repro.plan.table_plan import Plans, TablePlan
@@ -110,7 +110,9 @@ def compute_by_claim(results_dir: Path, plans: list[TablePlan], model: CostModel
     return out
 
 
-def _measured_in(plans: Plans, profile: str, model: CostModel, times: FolderTimes, rates: Rates, command: str):
+def _measured_in(
+    plans: Plans, profile: str, model: CostModel, times: FolderTimes, rates: Rates, command: str
+) -> CommandTime:
     """The estimate of the command a table was measured in: `run ...` with the runs recorded before it started
     reused; `verify-all` (or file times, which have no command) from a cold folder."""
     cmd = times.commands.get(profile, {}).get(command)
@@ -125,7 +127,7 @@ def compare_tables(
     """Every table of the profile: its part of the command it was measured in (`verify-all` where none is known)
     estimated, beside what the folder measured of it."""
     measured = times.tables.get(profile, {})
-    contexts: dict[str, object] = {}
+    contexts: dict[str, CommandTime] = {}
     out = []
     for m in plans.at(profile):
         t = measured.get(m.id)
@@ -172,6 +174,7 @@ def lines(folder: FolderFit) -> list[str]:
                 f"{profile}` from here, reusing them: {duration(left.seconds)} ({left.basis()})"
             )
         for c in compare_commands(plans, profile, model, times, rates):
+            assert c.measured_s is not None, "compare_commands compares measured commands only"
             out.append(
                 f"{profile}: `{c.what}` measured {duration(c.measured_s)} ({c.measured_by}); estimated "
                 f"{duration(c.estimated_s)} ({c.basis}): estimate / measured {c.ratio:.2f}"
