@@ -1,5 +1,6 @@
 import gc
 import os
+import signal
 import warnings
 from pathlib import Path
 
@@ -94,6 +95,10 @@ def pytest_configure(config):
     import repro.cli.common  # noqa: F401
 
     os.environ.update(TERMINAL_SIZE)
+    # A shell starts a background job (`nohup ... &`, a CI script's `&`) with SIGINT ignored, and Python then
+    # installs no KeyboardInterrupt handler: Ctrl-C as an interactive run has it, for the tests that press it.
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     gc.disable()  # until collection has imported everything (pytest_collection_finish)
 
 
