@@ -140,3 +140,19 @@ def test_the_learning_table_shows_per_gate_whether_the_k1_router_moved_and_the_k
     assert "| learned | no: every layer's router is exactly at its initialisation, on every seed |" in text
     assert "[The gate of a MoEConv2d layer: Switch: the selected expert's probability under all E]" in text
     assert text.endswith("- bb_moe_k_reversal (k=2 vs k=1): the sign flips under 'Switch'")
+
+
+def test_rows_after_two_that_share_runs_keep_their_own_collapse_claims():
+    # Merging two rows' line must not touch the manifest's collapse claims the later rows read.
+    table8 = find_manifest("table8")
+    shared = {"c100_dense": "abc", "c100_per_sample_soft": "abc"}
+    accuracies = {r: {0: 0.6, 1: 0.6} for r in ("c100_dense", "c100_per_sample_soft", "c100_soft", "imagenet_dense")}
+    checks = learning_checks([(table8, _result("table8", accuracies, 0.01, hashes=shared))])
+    assert [c.rows for c in checks] == [
+        ("table8/c100_dense", "table8/c100_per_sample_soft"),
+        ("table8/c100_soft",),
+        ("table8/imagenet_dense",),
+    ]
+    alone = {c.rows[0]: c for c in learning_checks([(table8, _result("table8", accuracies, 0.01))])}
+    assert checks[1].collapse == alone["table8/c100_soft"].collapse != ()
+    assert checks[0].collapse == alone["table8/c100_dense"].collapse + alone["table8/c100_per_sample_soft"].collapse

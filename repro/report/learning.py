@@ -101,9 +101,13 @@ def learning_checks(entries: list[tuple[Manifest, ManifestResult | None]]) -> li
                 router_shift=tuple(shift[s] for s in sorted(shift)),
             )
             if (seen := merged.get(key)) is not None:  # the same runs behind another row: one line for both
-                rows, collapse = seen.rows + check.rows, seen.collapse + check.collapse
-                gated, reading = seen.gated or check.gated, seen.reading or check.reading
-                check = dataclasses.replace(seen, rows=rows, gated=gated, collapse=collapse, reading=reading)
+                check = dataclasses.replace(
+                    seen,
+                    rows=seen.rows + check.rows,
+                    gated=seen.gated or check.gated,
+                    collapse=seen.collapse + check.collapse,
+                    reading=seen.reading or check.reading,
+                )
             merged[key] = check
     return list(merged.values())
 
