@@ -11,31 +11,10 @@ from repro.cost.fit import fit_device, fit_model
 from repro.cost.measured import FolderTimes, MeasuredRun
 from repro.plan.run_config import RunConfig
 
+from .runs import synthetic_config
+
 BASE = cal.Throughput("cpu", "cpu", 1e10, 0.004, "measured on this host's CPU (test)")
 TRUE = dict(a=1 / 2e10, b=0.01, c=2e-9, o=0.3, k=1e-8)  # s/MAC, s/step, s/(param step), s/run, s/(param checkpoint)
-
-
-def _cfg(epochs: int, samples: int, hidden: int, seed: int = 0) -> RunConfig:
-    return RunConfig(
-        dataset="cifar10",
-        backbone={"name": "cifar_standard", "params": {}},
-        head={"name": "dense", "params": {"hidden": [hidden]}},
-        seed=seed,
-        epochs=epochs,
-        batch_size=32,
-        optimizer="adam",
-        lr=1e-3,
-        momentum=0.0,
-        schedule="constant",
-        backbone_lr_scale=1.0,
-        bf16=False,
-        data="synthetic",
-        train_samples=samples,
-        test_samples=64,
-        image_size=16,
-        pretrained=False,
-        metric="final",
-    )
 
 
 @pytest.fixture
@@ -62,7 +41,7 @@ def _seconds(cfg: RunConfig, t=TRUE) -> float:
 def _runs(share: float | None = None, t=TRUE) -> list[MeasuredRun]:
     out = []
     for i, (epochs, samples, hidden) in enumerate(itertools.product((1, 3, 6), (128, 512), (128, 512, 1024))):
-        cfg = _cfg(epochs, samples, hidden)
+        cfg = synthetic_config(epochs, samples, hidden)
         s = _seconds(cfg, t)
         wall = s / share if share else s
         out.append(MeasuredRun(cfg.hash, cfg, "t", 0.9 * wall, wall, s if share else None, "cpu", 1, float(i)))
@@ -84,7 +63,7 @@ def test_cpu_seconds_are_fitted_and_the_share_turns_them_into_wall_time(sizes):
     assert fit.device.cpu_share == pytest.approx(0.25) and fit.seconds == "CPU seconds"
     assert fit.device.macs_per_s == pytest.approx(2e10, rel=1e-6)  # the CPU time, not the loaded wall time
     model = est.CostModel(fitted={"cpu": dataclasses.replace(fit.device, parallel=1)})
-    cfg = _cfg(3, 512, 1024)
+    cfg = synthetic_config(3, 512, 1024)
     t = model.run_time(cfg, "t", model.fitted["cpu"])
     assert (t.compute_s + t.overhead_s) == pytest.approx(_seconds(cfg), rel=1e-6)  # CPU seconds
     assert model.cost([]).wall_seconds == 0.0

@@ -4,32 +4,9 @@ import datetime as dt
 import json
 
 from repro.cost.measured import MAX_GAP_S, read_folder
-from repro.plan.run_config import RunConfig
+from .runs import synthetic_config
 
 T0 = dt.datetime(2026, 12, 1, 12, 0, 0, tzinfo=dt.timezone.utc)
-
-
-def _cfg(epochs: int, samples: int, hidden: int, seed: int = 0) -> RunConfig:
-    return RunConfig(
-        dataset="cifar10",
-        backbone={"name": "cifar_standard", "params": {}},
-        head={"name": "dense", "params": {"hidden": [hidden]}},
-        seed=seed,
-        epochs=epochs,
-        batch_size=32,
-        optimizer="adam",
-        lr=1e-3,
-        momentum=0.0,
-        schedule="constant",
-        backbone_lr_scale=1.0,
-        bf16=False,
-        data="synthetic",
-        train_samples=samples,
-        test_samples=64,
-        image_size=16,
-        pretrained=False,
-        metric="final",
-    )
 
 
 def _iso(seconds: float) -> str:
@@ -66,7 +43,7 @@ def _result(folder, profile, manifest, end, runs):
 def test_records_give_seconds_threads_and_cpu_time(tmp_path):
     runs = tmp_path / "runs"
     runs.mkdir()
-    a, b, c, d = (_cfg(e, 128, 128, seed) for e, seed in ((1, 0), (1, 1), (2, 0), (3, 0)))
+    a, b, c, d = (synthetic_config(e, 128, 128, seed) for e, seed in ((1, 0), (1, 1), (2, 0), (3, 0)))
     (runs / f"{a.hash}.json").write_text(json.dumps(_record(a, "t1/row seed 0", 10, 5.0, cpu=4.0)))
     (runs / f"{b.hash}.json").write_text(
         json.dumps(
@@ -91,7 +68,7 @@ def test_records_give_seconds_threads_and_cpu_time(tmp_path):
 
 def test_tables_one_after_another_end_where_the_next_starts(tmp_path):
     (tmp_path / "runs").mkdir()
-    one, two, late = _cfg(1, 128, 128), _cfg(2, 128, 128), _cfg(3, 128, 128)
+    one, two, late = synthetic_config(1, 128, 128), synthetic_config(2, 128, 128), synthetic_config(3, 128, 128)
     for cfg, label, end, wall in (
         (one, "t1/r seed 0", 30, 20),
         (two, "t2/r seed 0", 70, 30),
