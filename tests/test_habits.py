@@ -1,6 +1,6 @@
 """The lint, format and type checks as tests: .ci/run runs `ruff check`, `ruff format --check` and mypy after
 installing the dev extra and before the suite, with the settings pyproject.toml gives (lines of at most 120
-characters, pycodestyle and pyflakes; mypy on repro/core, spec, plan, claims and cost at least), and
+characters, pycodestyle and pyflakes; mypy on repro/core, spec, plan, claims, cost, measure and runtime at least), and
 .pre-commit-config.yaml runs the same three. Where ruff is installed, the tree passes `ruff check` and the limit
 is the one configured."""
 
@@ -16,7 +16,8 @@ import yaml
 from checkout import REPO_ROOT
 
 PYPROJECT = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text(encoding="utf-8"))
-TYPED = ("repro/core", "repro/spec", "repro/plan", "repro/claims", "repro/cost")  # the packages mypy must check
+# the packages mypy must check
+TYPED = ("repro/core", "repro/spec", "repro/plan", "repro/claims", "repro/cost", "repro/measure", "repro/runtime")
 CI = REPO_ROOT / ".ci" / "run"
 NO_RUFF = "ruff is not installed here (pip install -e '.[dev]' installs it)"
 

@@ -155,7 +155,7 @@ def _shape_model(spec: dict[str, Any], image_size: int | None = None):
             spec["dataset"],
             Component(**spec["backbone"]),
             Component(**spec["head"]),
-            **({"image_size": image_size} if image_size else {}),
+            image_size=image_size or None,
         )
     return plain_values(at_last_epoch(model.to_empty(device="cpu"), spec["dataset"]).eval())
 

@@ -46,6 +46,7 @@ if TYPE_CHECKING:  # torch is imported where a row is timed or counted: a kept m
 
     from repro.measure.measurer import Context
     from repro.measure.timing import Timing
+    from repro.models.classifier import Classifier
 
 # What a failed row leaves missing; the metrics a measured row sets.
 LATENCY_METRICS = ("latency_ms", "model_latency_ms", "backbone_latency_ms", "op_calls")
@@ -76,7 +77,7 @@ def row_head(row: Row, device: torch.device) -> tuple[nn.Module, int]:
     return at_last_epoch(head, row.dataset).eval().to(device), d
 
 
-def row_model(row: Row, image_size: int, device: torch.device) -> nn.Module:
+def row_model(row: Row, image_size: int, device: torch.device) -> Classifier:
     import torch
 
     from repro.models import build_model
@@ -138,8 +139,8 @@ def operator_counts(row: Row) -> dict[str, Any]:
     with torch.no_grad(), cpu_threads(device, 1):
         ops = count_ops(head_call(head, d, LatencySettings().op_batch, device), device)
     out = {"op_calls": ops.ops, "host_syncs": ops.host_syncs}
-    if getattr(getattr(head, "cfg", None), "num_experts", None) is not None:
-        out["num_experts"] = head.cfg.num_experts
+    if (experts := getattr(getattr(head, "cfg", None), "num_experts", None)) is not None:
+        out["num_experts"] = experts
     return out
 
 

@@ -18,7 +18,7 @@ import statistics
 import time
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any, Callable, Protocol
+from typing import Any, Callable, Protocol, cast
 
 import torch
 
@@ -31,12 +31,16 @@ LAUNCH_EVENTS = {"cudaLaunchKernel", "cuLaunchKernel", "cudaLaunchKernelExC", "c
 
 
 class Repetitions(Protocol):
-    """How long `time_call` measures (repro.measure.latency.LatencySettings is one)."""
+    """How long `time_call` measures (repro.measure.latency.LatencySettings is one); read, never set."""
 
-    warmup: int
-    min_reps: int
-    max_reps: int
-    budget_s: float  # repetitions stop past this time, once min_reps are done
+    @property
+    def warmup(self) -> int: ...
+    @property
+    def min_reps(self) -> int: ...
+    @property
+    def max_reps(self) -> int: ...
+    @property
+    def budget_s(self) -> float: ...  # repetitions stop past this time, once min_reps are done
 
 
 def synchronize(device: torch.device) -> None:
@@ -122,7 +126,7 @@ def error_line(exc: BaseException) -> str:
 
 def compiled_or_eager(module: nn.Module, call: Callable[[nn.Module], Any]) -> tuple[nn.Module, str]:
     """torch.compile(module) if one call through it succeeds; else the module and why not."""
-    compiled = torch.compile(module)
+    compiled = cast(nn.Module, torch.compile(module))  # an OptimizedModule, typed as any callable
     try:
         call(compiled)
     except Exception as exc:  # a compiler failure times the eager module instead

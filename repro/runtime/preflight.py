@@ -50,8 +50,9 @@ def torch_problem(cache: Path | None = None) -> str | None:
     """Why torch cannot be imported, or torch and torchvision cannot run a convolution and nms together, and the
     command that fixes it on a line of its own (to paste whole); None when they work. With the cache folder
     `cache`, a pair that passed before, unchanged since, is not checked again."""
-    pair = installed_pair() if cache is not None else None
-    kept = Path(cache) / "torch_pair.json" if cache is not None else None
+    if cache is None:
+        return _check()
+    pair, kept = installed_pair(), Path(cache) / "torch_pair.json"
     if pair is not None and read_json(kept) == {"pair": pair}:
         return None
     problem = _check()
