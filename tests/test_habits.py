@@ -1,7 +1,7 @@
 """The lint, format and type checks as tests: .ci/run runs `ruff check`, `ruff format --check` and mypy after
 installing the dev extra and before the suite, with the settings pyproject.toml gives (lines of at most 120
-characters, pycodestyle and pyflakes; mypy on repro/core, spec, plan, claims, cost, measure and runtime at least), and
-.pre-commit-config.yaml runs the same three. Where ruff is installed, the tree passes `ruff check` and the limit
+characters, pycodestyle and pyflakes; mypy on at least the packages TYPED names), and .pre-commit-config.yaml
+runs the same three. Where ruff is installed, the tree passes `ruff check` and the limit
 is the one configured."""
 
 import importlib.util
@@ -17,7 +17,16 @@ from checkout import REPO_ROOT
 
 PYPROJECT = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text(encoding="utf-8"))
 # the packages mypy must check
-TYPED = ("repro/core", "repro/spec", "repro/plan", "repro/claims", "repro/cost", "repro/measure", "repro/runtime")
+TYPED = (
+    "repro/core",
+    "repro/spec",
+    "repro/plan",
+    "repro/claims",
+    "repro/cost",
+    "repro/measure",
+    "repro/runtime",
+    "repro/results",
+)
 CI = REPO_ROOT / ".ci" / "run"
 NO_RUFF = "ruff is not installed here (pip install -e '.[dev]' installs it)"
 

@@ -54,7 +54,7 @@ def acting(command: str, folder: Path, reads: Iterable[Path] = (), image: str = 
 
     folder = Path(folder)
     before, started = listing(folder), now()
-    reads = _digests(reads)
+    read_digests = _digests(reads)
     status = "failed"
     try:
         yield
@@ -79,7 +79,7 @@ def acting(command: str, folder: Path, reads: Iterable[Path] = (), image: str = 
             git_commit(),
             __version__,
             container(image),
-            reads,
+            read_digests,
             wrote,
         )
         with contextlib.suppress(OSError):  # a folder that cannot be written costs its crate only

@@ -117,9 +117,9 @@ def write_crate(folder: Path, actions: list[Action], present: dict[str, Any] | N
     folder = Path(folder)
     writer = FolderWriter(folder)
     writer.write_text(folder / WORKFLOW_FILE, workflow_script(actions))
-    present = set(listing(folder) if present is None else present) | {WORKFLOW_FILE}
+    names = set(listing(folder) if present is None else present) | {WORKFLOW_FILE}
     path = folder / CRATE_FILE
-    writer.write_json(path, crate_metadata(Layout.of_folder(folder, present), actions))
+    writer.write_json(path, crate_metadata(Layout.of_folder(folder, names), actions))
     return path
 
 

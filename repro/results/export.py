@@ -50,7 +50,8 @@ def export_frames(
     as one set, never outside `root` (default: `out`)."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown format '{fmt}'; expected one of {', '.join(FORMATS)}")
-    files, written = {}, []
+    files: dict[str | Path, bytes] = {}
+    written = []
     for name, build in FRAMES.items():
         frame = build(folder, profile)
         path = Path(out) / f"{name}.{fmt}"

@@ -48,17 +48,17 @@ def holm_adjust(verdicts: Iterable[Verdict], alpha: float = ALPHA) -> tuple[list
     of one report, after every table's claims are decided. A verdict significant at `alpha` alone but not after
     the adjustment gets a note saying so (once, however often it is adjusted)."""
     verdicts = list(verdicts)
-    members = [i for i, v in enumerate(verdicts) if in_family(v)]
-    adjusted = dict(zip(members, holm([verdicts[i].p_value for i in members])))
+    members = {i: v.p_value for i, v in enumerate(verdicts) if in_family(v) and v.p_value is not None}
+    adjusted = dict(zip(members, holm(list(members.values()))))
     out = []
     for i, v in enumerate(verdicts):
         if i not in adjusted:
             out.append(v)
             continue
-        p_holm, note = adjusted[i], v.note
-        if v.p_value < alpha <= p_holm and "Holm's adjustment" not in note:
+        p_value, p_holm, note = members[i], adjusted[i], v.note
+        if p_value < alpha <= p_holm and "Holm's adjustment" not in note:
             flag = (
-                f"significant alone (p={v.p_value:.3g}) but not after Holm's adjustment over the run's "
+                f"significant alone (p={p_value:.3g}) but not after Holm's adjustment over the run's "
                 f"{len(members)} tests (p_holm={p_holm:.3g}); the verdict follows the paper's per-test protocol"
             )
             note = f"{note}; {flag}" if note else flag

@@ -82,7 +82,7 @@ def default_archive(folder: Path, commit: str) -> Path:
 
 def records_read(folder: Path) -> set[str]:
     """The run hashes the folder's tables read (each results.json's details.runs)."""
-    hashes = set()
+    hashes: set[str] = set()
     for path in sorted(Path(folder).glob("*/results.json")):
         try:
             runs = (jsonfile.load(path, jsonfile.RESULT_MAX_BYTES).get("details") or {}).get("runs") or {}
@@ -91,7 +91,7 @@ def records_read(folder: Path) -> set[str]:
         named = {s.get("hash") for ss in runs.values() if isinstance(ss, list) for s in ss if isinstance(s, dict)}
         if bad := sorted(str(h) for h in named if not (isinstance(h, str) and RUN_HASH.fullmatch(h))):
             raise PackageError(f"{path} names a run record {bad[0][:40]!r} that is not a run's hash")
-        hashes |= named
+        hashes |= {h for h in named if isinstance(h, str)}  # every one, once `bad` is empty
     return hashes
 
 

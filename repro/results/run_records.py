@@ -119,6 +119,8 @@ def record_digest(record: dict[str, Any]) -> str:
     from JSON is plain data already and is dumped as it is; jsonable (in Python: most of a reused verify-all's
     record checks) only makes the others plain."""
     text = _canonical(record) or _canonical(jsonable(record))
+    if text is None:  # a value neither JSON nor jsonable knows (an object, a set): once an AttributeError on None
+        raise TypeError("a run record holds a value JSON cannot hold, so it has no canonical form to digest")
     return hashlib.sha256(text.encode("ascii")).hexdigest()
 
 

@@ -23,7 +23,7 @@ import platform
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Hashable, Iterator
+from typing import Any, Callable, Hashable, Iterator, cast
 
 from repro.core import jsonfile
 from repro.core.fsutil import FolderWriter
@@ -78,7 +78,8 @@ def tree_cpu() -> float:
     """CPU seconds (user + system) of this process, its reaped children and its live multiprocessing children."""
     live = multiprocessing.active_children()  # first: reaps the finished ones into os.times()' children
     t = os.times()
-    return t.user + t.system + t.children_user + t.children_system + sum(_live_child_cpu(p.pid) for p in live)
+    children = sum(_live_child_cpu(p.pid) for p in live if p.pid is not None)  # a started child has its pid
+    return t.user + t.system + t.children_user + t.children_system + children
 
 
 def interpreter_age() -> float:
@@ -236,7 +237,8 @@ class Recorder(Clocks):
 
     def to_dict(self) -> dict[str, Any]:
         wall, cpu = time.perf_counter() - self._wall0, tree_cpu() - self._cpu0
-        order = sorted(self.totals.items(), key=lambda kv: (PHASES.index(kv[0][0]), kv[0][1]))
+        keyed = cast(dict[tuple[str, str], dict[str, float]], self.totals)  # (phase, table): `start` refuses others
+        order = sorted(keyed.items(), key=lambda kv: (PHASES.index(kv[0][0]), kv[0][1]))
         phases = [
             {
                 "phase": n,
@@ -317,7 +319,7 @@ def when_done(fn: Callable[[], None]) -> None:
 def flush() -> None:
     """Write the phases recorded so far (the report shows them while its own rendering is still running)."""
     rec = current()
-    if rec is not None:
+    if rec is not None and rec.results_dir is not None:
         write(rec, rec.results_dir)
 
 
