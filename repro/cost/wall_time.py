@@ -27,6 +27,8 @@ BASES = ("fitted", "measured", "reference")  # from strongest to weakest
 # The rates in seconds, which the speed factor scales where they are the reference's (repro.cost.calibration.Speed);
 # `latency` multiplies the latency estimate, which the scaled CPU figures price already.
 SECONDS_RATES = ("startup", "flop_model", "workers", "rest", "report")
+STARTUP, FLOP_CHECK = "start-up", "FLOP check"  # the command's own phases before its first table
+PREPARING = (STARTUP, FLOP_CHECK)
 
 
 @dataclass(frozen=True)
@@ -81,6 +83,11 @@ class CommandTime:
     def table(self, manifest_id: str) -> float:
         return sum(p.seconds for p in self.parts if p.table == manifest_id)
 
+    @property
+    def preparing(self) -> float:
+        """The seconds before the first table: start-up and, in verify-all, the FLOP check."""
+        return sum(p.seconds for p in self.parts if p.phase in PREPARING)
+
     def _weighty(self, manifest_id: str | None) -> list[Part]:
         """The parts (of one table, or all) that carry a tenth of the time or more."""
         parts = [p for p in self.parts if manifest_id is None or p.table == manifest_id]
@@ -118,11 +125,11 @@ def command_time(
         scale = speed.factor if speed is not None and reference and name in SECONDS_RATES else 1.0
         return Part(phase, table, units * rate.seconds * scale, rate.basis, origin if reference else rate.basis)
 
-    parts = [priced("start-up", "", 1.0, "startup")]
+    parts = [priced(STARTUP, "", 1.0, "startup")]
     counted: set[str] = set()
     if verify_all:
         counted = {row_key(r) for plan in plans for r in plan.manifest.rows}
-        parts.append(priced("FLOP check", "", len(counted), "flop_model"))
+        parts.append(priced(FLOP_CHECK, "", len(counted), "flop_model"))
     trained: set[str] = set(recorded)
     for plan in plans:
         m = plan.manifest

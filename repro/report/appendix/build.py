@@ -28,8 +28,6 @@ from repro.spec.untested import shipped_untested
 from repro.report.appendix.parts import Appendix, DatasetEntry, Facts, Inputs, VerifyAll, WeightsEntry
 from repro.results.measurements import ManifestResult
 
-PREPARE_PHASES = ("start-up", "FLOP check")  # of `repro verify-all` (repro.cost.wall_time): before any table
-
 
 def _verify_all(mine: list[TablePlan], model: CostModel, rates: Rates) -> VerifyAll:
     """`repro verify-all --profile <profile>` of these tables' plans as the cost model prices it
@@ -40,7 +38,7 @@ def _verify_all(mine: list[TablePlan], model: CostModel, rates: Rates) -> Verify
     return VerifyAll(
         f"{duration(t.seconds)} wall ({t.basis()})",
         device,
-        sum(p.seconds for p in t.parts if p.phase in PREPARE_PHASES),
+        t.preparing,
     )
 
 
