@@ -14,6 +14,7 @@ reports the ratio without judging it (toy sizes say nothing of a GPU's kernels).
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -53,13 +54,15 @@ def judged(device_type: str, dry_run: bool) -> bool:
 def twin_result(dense: dict[str, Any], routed: Check, device_type: str, dry_run: bool) -> tuple[dict[str, Any], str]:
     """(result, error) of a twin check from the twin's training result and the routed model's check.
 
-    The result is the twin's training result with "routed_check", "routed_images_per_s", "ratio", "goal" and
-    "judged" added; the error says why the ratio fails the goal, or that the routed model was not measured."""
+    The result is the twin's training result with "routed_check", "routed_images_per_s", "routed_paths" (the
+    routed model's MoEConv2d paths, paths_text), "ratio", "goal" and "judged" added; the error says why the ratio
+    fails the goal, or that the routed model was not measured."""
     routed_rate = routed.result.get("images_per_s")
     out = {
         **dense,
         "routed_check": routed.name,
         "routed_images_per_s": routed_rate,
+        "routed_paths": paths_text(routed.result.get("moe_conv_paths") or {}),
         "goal": GOAL,
         "judged": judged(device_type, dry_run),
         "ratio": None,
@@ -90,10 +93,18 @@ def twin_job(
     return run
 
 
+def paths_text(paths: dict[str, dict[str, str]]) -> str:
+    """'sorted x6, mixed x2': how many routed layers' last calls ran each exact MoEConv2d path, from a training
+    result's "moe_conv_paths" ({layer: {input shape: path}}, repro.train.loop.paths_ran); "" for none."""
+    counts = Counter(path for shapes in paths.values() for path in shapes.values())
+    return ", ".join(f"{path} x{n}" for path, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
 def ratio_line(check: dict[str, Any]) -> str:
-    """One line for the command's output: the ratio, and the goal judged or not."""
+    """One line for the command's output: the ratio, the goal judged or not, and the routed layers' paths."""
     r = check["result"]
     if r.get("ratio") is None:
         return f"{check['name']}: no ratio ({check['error']})"
     verdict = ("pass" if r["ratio"] >= r["goal"] else "FAIL") if r["judged"] else "not judged off a GPU at full size"
-    return f"{r['routed_check']} / its dense twin: {r['ratio']:.2f}x (goal >= {r['goal']}x on a GPU: {verdict})"
+    paths = f"; MoEConv2d paths: {r['routed_paths']}" if r.get("routed_paths") else ""
+    return f"{r['routed_check']} / its dense twin: {r['ratio']:.2f}x (goal >= {r['goal']}x on a GPU: {verdict}){paths}"

@@ -218,6 +218,8 @@ def train_check(
 ) -> tuple[dict[str, Any], str]:
     """(result, error): images/s and memory of `p` trained through repro.train.loop under the command's settings;
     error names a compile fallback."""
+    from repro.train.loop import paths_ran
+
     cfg = check_config(p, s)
     started = time.perf_counter()
     trainer = Trainer(cfg, device, run_settings)
@@ -259,6 +261,7 @@ def train_check(
         "train_macs_per_s": 3 * macs * images_per_s,
         "peak_memory_bytes": torch.cuda.max_memory_allocated(device) if device.type == "cuda" else None,
         "final_loss": entry["train_loss"],
+        **paths_ran(trainer.model),  # which exact MoEConv2d path each routed layer ran (a routed model only)
     }
     return result, f"compilation failed, trained eagerly: {error}" if error else ""
 

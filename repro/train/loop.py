@@ -609,7 +609,7 @@ def _train(
         "compile_error": compile_error,
         "autocast": str(dtype).removeprefix("torch.") if dtype is not None else None,
         **world.describe(cfg.batch_size),
-        **_paths_ran(model),
+        **paths_ran(model),
     }
     chance = 1.0 / (data.classes or spec.num_classes)
     # Which input path fed the model (repro.data: tensor_<device>, pil, decode_cpu, decode_cuda).
@@ -622,7 +622,7 @@ def _train(
     }
 
 
-def _paths_ran(model: nn.Module) -> dict[str, Any]:
+def paths_ran(model: nn.Module) -> dict[str, Any]:
     """{"moe_conv_paths": {layer: {input shape "BxCxHxW": the exact path its last call of that shape ran}}} for a
     model with MoEConv2d layers (repro.models.moe_conv_choice), else {}: which rounding a run's numbers carry."""
     ran = {

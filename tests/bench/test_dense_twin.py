@@ -91,6 +91,22 @@ def test_a_routed_check_that_measured_nothing_gives_no_ratio_and_says_why():
     assert line == f"dense_twin/x: no ratio ({error})"
 
 
+def test_the_ratio_line_names_the_paths_the_routed_layers_ran():
+    paths = {
+        "layer3.0.conv1": {"64x128x28x28": "sorted"},
+        "layer3.0.conv2": {"64x256x14x14": "sorted", "1x256x14x14": "mixed"},  # a single-sample forward too
+        "layer4.0.conv1": {"64x256x14x14": "gate-mm"},
+    }
+    assert dt.paths_text(paths) == "sorted x2, gate-mm x1, mixed x1" and dt.paths_text({}) == ""
+    routed = Check("train/imagenet/t.moe", "train", "passed", "", 1.0, {"images_per_s": 700.0, "moe_conv_paths": paths})
+    result, error = dt.twin_result({"images_per_s": 1000.0}, routed, "cuda", False)
+    assert error == "" and result["routed_paths"] == "sorted x2, gate-mm x1, mixed x1"
+    assert dt.ratio_line({"name": "dense_twin/x", "error": "", "result": result}) == (
+        "train/imagenet/t.moe / its dense twin: 0.70x (goal >= 0.6x on a GPU: pass); "
+        "MoEConv2d paths: sorted x2, gate-mm x1, mixed x1"
+    )
+
+
 def test_the_twin_check_runs_right_after_its_routed_model_with_its_settings(tmp_path, monkeypatch):
     m = _manifest([("dense", "imagenet", R18, LINEAR), ("moe", "imagenet", MOE, LINEAR)], [("moe", "dense")])
     runs = {r.row: r.cfg for r in gpu.paper_plans([m])[0].runs if r.seed == 0}

@@ -14,6 +14,7 @@ import torch
 from checkout import REPO_ROOT
 from repro.bench import gpu
 from repro.bench.gpu_calibration import read_calibration
+from repro.bench.dense_twin import paths_text
 from inline_manifests import inline_manifest
 from repro.measure.flop_check import row_flops
 
@@ -226,6 +227,10 @@ def test_dry_run_end_to_end(tmp_path):
     assert twin.result["routed_check"] == "train/imagenet/table5.k2_moe" and not twin.result["judged"]
     assert twin.result["ratio"] == pytest.approx(twin.result["routed_images_per_s"] / twin.result["images_per_s"])
     assert (twin.result["batch_size"], twin.result["image_size"]) == (4, 16)
+    routed = cal.check("train/imagenet/table5.k2_moe").result
+    assert len(routed["moe_conv_paths"]) == 8  # each of the eight MoEConv2d layers names the exact path it ran
+    assert twin.result["routed_paths"] == paths_text(routed["moe_conv_paths"]) != ""
+    assert "moe_conv_paths" not in twin.result  # the dense twin has no routed layer
     fed = cal.check("input_path/imagenet").result
     assert fed["chosen"] == "decode_cpu" and fed["paths"]["decode_cuda"]["reason"] == "no CUDA"
     for c in cal.checks:
