@@ -65,6 +65,15 @@ def test_data_fits_a_screen_with_every_fill_command(tmp_path):
     assert [c for c in commands if f"  {c}" not in lines] == []  # each on a line of its own, to paste
 
 
+def test_data_names_every_profile_that_needs_no_dataset(tmp_path):
+    from repro.spec.profiles import shipped_profiles
+
+    done = runner.invoke(app, ["data", "--data-dir", str(tmp_path)], env={"COLUMNS": "200"})
+    offline = [name for name, p in shipped_profiles().items() if p.data != "real"]
+    assert offline == ["smoke", "functional"]  # synthetic data; scikit-learn's digit scans
+    assert "The smoke and functional profiles need none of these" in done.output, done.output
+
+
 @pytest.mark.slow  # Table 6: every row's FLOPs counted three ways
 def test_a_table_fits_a_screen_and_v_gives_every_claims_whole_evidence(tmp_path):
     lines = screen(["table6", "--results-dir", str(tmp_path)])

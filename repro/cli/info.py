@@ -286,6 +286,7 @@ def data(data_dir: Optional[Path] = DATA, manifests_dir: Optional[Path] = MANIFE
     """Which datasets and pretrained weights are present, where, and how to fill what is missing."""
     from repro.data.layout import data_root, data_status, fill_steps
     from repro.models.weights import fill_steps as weights_steps, pretrained_backbones, weights_status
+    from repro.spec.profiles import shipped_profiles
 
     manifests = load_every(manifests_dir)
     data_dir = data_dir or settings().data
@@ -348,4 +349,5 @@ def data(data_dir: Optional[Path] = DATA, manifests_dir: Optional[Path] = MANIFE
             if step.command:
                 paste(f"  {step.command}")
     console.print()
-    show(Text("The smoke profiles use synthetic data and random weights: they need none of these.", style="dim"))
+    offline = [name for name, p in shipped_profiles().items() if p.data != "real"]  # synthetic, or digit scans
+    show(Text(f"The {' and '.join(offline)} profiles need none of these: they make their own data here.", style="dim"))
