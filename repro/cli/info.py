@@ -24,6 +24,7 @@ from repro.cli.common import (
 from repro.cli.execution import ExecutorOpt, RunsPerGpuOpt, SlurmMaxParallelOpt
 from repro.cli.options import DATA, MANIFESTS, PROFILES, READ_RESULTS, verbose_option
 from repro.cli.progress import Reporter
+from repro.cost.calibration import REFERENCE_GPUS
 from repro.plan.manifest import Manifest
 from repro.results.measurements import FlopCheck
 from repro.core.terminal import Column, Grid
@@ -33,14 +34,14 @@ CalibrationOpt = typer.Option(
     None,
     "--calibration",
     help="GPU calibration JSON from `repro bench gpu` (default: "
-    "$REPRO_GPU_CALIBRATION); without it, GPU figures are the shipped H200 reference "
+    "$REPRO_GPU_CALIBRATION); without it, GPU figures are the newest shipped GPU reference "
     "(docs/cost-model.md).",
 )
 ReferenceGpuOpt = typer.Option(
     None,
     "--reference-gpu",
-    help="Scale the H200 reference to this GPU by bf16 peak: "
-    "A100, H100, H200, L40S, L4, A10, V100; default: this host's GPU, else the H200.",
+    help="Price GPU runs on this GPU: its own shipped reference, else the newest scaled by bf16 peak: "
+    f"{', '.join(REFERENCE_GPUS)}; default: this host's GPU, else the reference's.",
 )
 
 

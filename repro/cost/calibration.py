@@ -297,7 +297,7 @@ def gpu_throughput(
     calibration: str | Path | None = None, gpu: str | None = None, visible_gpus: str | None = None
 ) -> Throughput:
     """The GPU a profile would run on: the calibration file when one is given (`calibration`: the command line
-    passes --calibration, else $REPRO_GPU_CALIBRATION); else the shipped H200 reference (repro.cost.gpu_reference),
+    passes --calibration, else $REPRO_GPU_CALIBRATION); else the shipped GPU reference (repro.cost.gpu_reference),
     its rates scaled by peak FLOP/s to `gpu` or this host's GPU (of `visible_gpus`) where that is another;
     data-sheet figures where the reference cannot be read."""
     references = gpu_reference.load_all()
@@ -313,7 +313,7 @@ def gpu_throughput(
             print(f"warning: ignoring the GPU calibration ({exc}); using the reference figures", file=sys.stderr)
         else:
             own_data = mine.data_s_per_value is not None or shipped is None
-            borrowed = "" if own_data else "; data preparation: the shipped H200 reference's"
+            borrowed = "" if own_data else f"; data preparation: the shipped {shipped.device} reference's"
             return from_calibration(
                 mine,
                 "calibration file",

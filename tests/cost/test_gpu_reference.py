@@ -174,7 +174,9 @@ def test_a_calibration_without_data_preparation_borrows_the_shipped_one(tmp_path
     path.write_text(json.dumps(_bench_doc(data_s_per_value=None)))
     device = cal.gpu_throughput(path)
     assert device.data_s_per_value == gpu_reference.load().data_s_per_value
-    assert "data preparation: the shipped H200 reference's" in device.source
+    shipped = gpu_reference.load()
+    assert shipped.device not in device.source.split(";")[0]  # the calibration's own GPU is another
+    assert f"data preparation: the shipped {shipped.device} reference's" in device.source
 
 
 @pytest.mark.parametrize(
