@@ -57,7 +57,9 @@ PROFILES = typer.Option(
 )
 DATA = typer.Option(None, "--data-dir", help="Datasets. Default: $REPRO_DATA or ./data.")
 DEVICE = typer.Option("auto", "--device", help="auto, cpu or cuda.")
-JOBS = typer.Option(0, "--jobs", "-j", min=0, help="Runs trained at once; 0: one per core on a CPU, 1 on a GPU.")
+JOBS = typer.Option(
+    0, "--jobs", "-j", min=0, help="Runs trained at once; 0: cores / each run's threads on a CPU, 1 on a GPU."
+)
 UNVERIFIED = typer.Option(
     False, "--allow-unverified-data", help="Train on data that fails its checksums; every record says so."
 )
