@@ -171,7 +171,7 @@ def plan(
     title = (
         f"Empirical claims: {len(result.chosen)} of {len(needs)} in the plan ("
         + ", ".join(f"{by_group[g]} {WORDS[g]}" for g in GROUPS if by_group[g])
-        + f"; {len(needs) - claims} readings trained)"
+        + f"; {len(needs) - claims} reading{'s' if len(needs) - claims != 1 else ''} trained)"
     )
     if verbose:
         print_grid(needs_table(needs, result, verbose), title)

@@ -109,7 +109,7 @@ def plan_table(plan: Plan) -> Grid:
                 runs = {k for _, r in readings for k in r.need.items if is_run(k)}
                 table.add(
                     str(i),
-                    f"readings trained: {len(readings)} alternatives",
+                    f"readings trained: {len(readings)} alternative{'s' if len(readings) != 1 else ''}",
                     str(seeds.pop()) if len(seeds) == 1 else "-",
                     str(len(runs)),
                     hours(sum(r.need.gpu_seconds for _, r in readings)),

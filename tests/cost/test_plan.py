@@ -1,5 +1,6 @@
 """repro.cost.plan: the claims a budget decides, runs shared once, and a profiles file that runs exactly the plan."""
 
+import re
 import shutil
 
 import pytest
@@ -173,6 +174,17 @@ def test_list_and_plan_count_and_measure_nothing_even_on_a_cold_cache(tmp_path, 
     warm = runner.invoke(app, ["list", "-v", "--profiles", str(tmp_path / "plan.toml"), "--gpus", "2"])
     assert warm.exit_code == 0, warm.output
     assert "plan_s" in warm.output and "full" in warm.output and "reference, not measured" in warm.output
+
+
+@pytest.mark.parametrize("gpu_hours", ["24", "200"])
+def test_the_plans_reading_counts_agree_in_number(gpu_hours, tmp_path, monkeypatch):
+    monkeypatch.setenv("REPRO_CACHE", str(tmp_path / "cache"))
+    done = CliRunner().invoke(app, ["plan", "--gpu-hours", gpu_hours], env={"COLUMNS": "200"})
+    assert done.exit_code == 0, done.output
+    counts = re.findall(r"readings trained: (\d+) (alternatives?)\b", done.output)
+    counts += [(n, w) for n, w in re.findall(r"(\d+) (readings?) trained\)", done.output)]
+    assert len(counts) >= 2, done.output  # the header's count and at least one table line
+    assert [(n, w) for n, w in counts if (n == "1") != (not w.endswith("s"))] == [], counts
 
 
 def test_weights_and_includes_are_validated():
