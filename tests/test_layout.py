@@ -8,13 +8,15 @@ import shutil
 import subprocess
 import sys
 import tomllib
+from pathlib import Path
 
 import pytest
 from import_graph import cycles, import_graph  # tests/import_graph.py
 
 from checkout import REPO_ROOT
 
-LINT_IMPORTS = shutil.which("lint-imports") or str(REPO_ROOT / ".venv" / "bin" / "lint-imports")
+# On PATH, else beside the interpreter running the suite (a venv that is not activated, a git worktree's checkout)
+LINT_IMPORTS = shutil.which("lint-imports") or str(Path(sys.executable).parent / "lint-imports")
 
 
 def lint_imports(config: str | None = None) -> subprocess.CompletedProcess:
