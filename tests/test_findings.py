@@ -99,7 +99,7 @@ def test_epoch1_accuracy_is_a_row_metric_and_the_dense_head_is_judged_against_ea
 def test_every_finding_without_a_claim_is_listed_with_its_section_and_why():
     untested = shipped_untested()
     text = " ".join(f.finding for f in untested)
-    assert "Smaller experts collapse at k = 1" in text  # the one of the audit's list no run can decide
+    assert "With k = 1, small experts collapse" in text  # the one of the audit's list no run can decide
     for decided in ("epoch", "Delta", "cheaper", "8/8", "convolutions dominate"):  # now claims: not listed
         assert decided not in text
     assert all(f.section and f.why for f in untested)

@@ -77,3 +77,62 @@ def test_every_value_marked_as_the_method_texts_prints_numbers_found_there():
         if v.source == "method-and-results" and v.printed and not _numbers(v.printed) <= text
     ]
     assert not wrong, wrong
+
+
+# Runs of this many words from the paper's text, outside quotation marks, count as a copied sentence.
+COPY_WORDS = 8
+_WORD = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
+# A quotation mark: typographic, or a single quote that is not an apostrophe (paper's, 5's)
+_QUOTE = re.compile(r"[‘’“”]|(?<![A-Za-z0-9])'|'(?![A-Za-z])")
+
+
+def _unquoted_copies(text: str, paper_runs: set[tuple[str, ...]], double_quotes_cite: bool) -> list[str]:
+    """Maximal runs of COPY_WORDS or more words of `text` that the paper's text has in the same order, counting
+    only words outside quotation marks (a quotation mark opened before a word on its line and not yet closed):
+    a quoted phrase cites the paper, it does not copy it."""
+    quote = re.compile(_QUOTE.pattern + ('|"' if double_quotes_cite else ""))
+    words = list(_WORD.finditer(text))
+    low = [w.group().lower() for w in words]
+    quoted = [len(quote.findall(text, text.rfind("\n", 0, w.start()) + 1, w.start())) % 2 == 1 for w in words]
+
+    def copied(i: int) -> bool:
+        return not any(quoted[i : i + COPY_WORDS]) and tuple(low[i : i + COPY_WORDS]) in paper_runs
+
+    found, i = [], 0
+    while i <= len(low) - COPY_WORDS:
+        if not copied(i):
+            i += 1
+            continue
+        j = i + 1
+        while j <= len(low) - COPY_WORDS and copied(j):
+            j += 1
+        found.append(text[words[i].start() : words[j + COPY_WORDS - 2].end()])
+        i = j + COPY_WORDS - 1
+    return found
+
+
+@pytest.mark.skipif(not PAPER_TEXT.is_file(), reason="the paper's text is not beside this checkout")
+def test_no_sentence_of_the_paper_is_copied_into_the_artifact():
+    import subprocess
+
+    if not (REPO_ROOT / ".git").exists():
+        pytest.skip("not a git checkout")
+    title_lines = 2  # the title is cited by name (README, CITATION.cff, codemeta.json)
+    body = "\n".join(PAPER_TEXT.read_text(encoding="utf-8").splitlines()[title_lines:])
+    paper_words = [w.group().lower() for w in _WORD.finditer(body)]
+    runs = {tuple(paper_words[i : i + COPY_WORDS]) for i in range(len(paper_words) - COPY_WORDS + 1)}
+    tracked = subprocess.run(
+        ["git", "-C", str(REPO_ROOT), "ls-files"], capture_output=True, text=True, check=True
+    ).stdout.split()
+    suffixes = {".md", ".toml", ".py", ".j2", ".tex", ".txt", ".cff", ".json", ".yml", ".yaml", ".sh"}
+    copies = [
+        f"{name}: {copy!r}"
+        for name in tracked
+        if Path(name).suffix in suffixes and not name.startswith("tests/") and (REPO_ROOT / name).is_file()
+        for copy in _unquoted_copies(
+            (REPO_ROOT / name).read_text(encoding="utf-8", errors="replace"),
+            runs,
+            Path(name).suffix not in {".toml", ".json", ".cff", ".yml", ".yaml"},  # there they delimit values
+        )
+    ]
+    assert not copies, "say it in our words, or quote it: " + "; ".join(copies)

@@ -28,8 +28,8 @@ class DatasetSpec:
     num_classes: int
     train_size: int
     test_size: int
-    # Section 4.1: CIFAR reports final-epoch test accuracy; Tiny-ImageNet and
-    # ImageNet report peak validation accuracy.
+    # Section 4.1: on CIFAR the score is the test accuracy after the last epoch; on Tiny-ImageNet and
+    # ImageNet it is the best validation accuracy over the epochs.
     metric: Literal["final", "peak"]
     storage: Storage
     folder: str  # its folder under the data root
