@@ -312,8 +312,8 @@ def gpu_throughput(
         except gpu_reference.CalibrationProblem as exc:
             print(f"warning: ignoring the GPU calibration ({exc}); using the reference figures", file=sys.stderr)
         else:
-            own_data = mine.data_s_per_value is not None or shipped is None
-            borrowed = "" if own_data else f"; data preparation: the shipped {shipped.device} reference's"
+            lends = shipped if mine.data_s_per_value is None else None  # the data preparation it borrows, if any
+            borrowed = f"; data preparation: the shipped {lends.device} reference's" if lends is not None else ""
             return from_calibration(
                 mine,
                 "calibration file",
