@@ -1,5 +1,7 @@
 """MoEConv2d and the ResNet-18 backbone MoE (Section 4.6)."""
 
+import re
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -209,3 +211,27 @@ def test_stride1_backbone_moe_rho_is_the_hand_count_plus_its_routers():
     # (C -> 8): the rho-definition assumption counts both as routed, 0.6 pp above the hand count.
     assert 0.3824 < report.rho < 0.3824 + 0.007
     assert f"{report.rho:.1%}" == "38.8%"
+
+
+@pytest.mark.parametrize(
+    "kw, expected",
+    [
+        ({"num_experts": 2, "top_k": 3}, "top_k must be in 1..num_experts = 2, got 3"),
+        ({"num_experts": 4, "top_k": 0}, "top_k must be in 1..num_experts = 4, got 0"),  # would give zeros
+        ({"num_experts": 0, "top_k": 1}, "num_experts must be at least 1, got 0"),
+        ({"groups": 4}, "groups must be at least 1 and divide in_channels and out_channels, got groups 4"),
+        ({"padding": "same"}, "padding must be a non-negative int or a pair of them"),
+        ({"capacity_factor": -1.0}, "capacity_factor must be non-negative"),
+        ({"tau_min": 0.0}, "tau_min must be in (0, 1]"),
+    ],
+)
+def test_a_layer_no_forward_could_run_is_refused_naming_what_is_allowed(kw, expected):
+    with pytest.raises(ValueError, match=re.escape(expected)):
+        MoEConv2d(6, 5, 3, **kw)
+
+
+@pytest.mark.parametrize("shape", [(2, 4, 8, 8), (6, 8, 8)])
+def test_an_input_of_other_channels_is_refused_naming_the_shape_expected(shape):
+    m = layer()
+    with pytest.raises(ValueError, match=re.escape("expects input (B, 6, H, W)") + ".*" + re.escape(str(shape))):
+        m(torch.randn(*shape))

@@ -105,6 +105,7 @@ class MoEConv2d(RoutingHooks, nn.Module):
         mix_kernels: bool = True,  # False: always the k banks' convolutions (reading "moe-conv-k-count")
     ) -> None:
         super().__init__()
+        _check_arguments(in_channels, out_channels, num_experts, top_k, groups, padding, capacity_factor, tau_min)
         self.mix_kernels = mix_kernels
         if gate not in ("renormalised", "switch"):
             raise ValueError(f"unknown MoEConv2d gate '{gate}'")
@@ -211,6 +212,11 @@ class MoEConv2d(RoutingHooks, nn.Module):
         return self.own_macs(shapes) + x[0] * self.in_channels * self.num_experts  # router: (B, Ci) @ (Ci, E)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:  # (B, Ci, H, W) -> (B, Co, H', W')
+        if x.dim() != 4 or x.shape[1] != self.in_channels:
+            raise ValueError(
+                f"MoEConv2d expects input (B, {self.in_channels}, H, W) (batch, in_channels, height, width), "
+                f"got shape {tuple(x.shape)}"
+            )
         logits, g, top_i = self.route(x)
         size = output_size(self, x)
         path = choose(self, x, g, top_i, size[0] * size[1], torch.compiler.is_compiling())
@@ -226,6 +232,41 @@ class MoEConv2d(RoutingHooks, nn.Module):
 
     def _conv(self, *args, **kwargs) -> torch.Tensor:
         return (small_maps.conv2d if self.small_maps else F.conv2d)(*args, **kwargs)
+
+
+def _check_arguments(
+    in_channels: int,
+    out_channels: int,
+    num_experts: int,
+    top_k: int,
+    groups: int,
+    padding: object,
+    capacity_factor: float,
+    tau_min: float,
+) -> None:
+    """Refuse, before any weight is made, what no forward could run: every problem named with what is allowed, as
+    MoEConvBackboneConfig names a manifest's (k = 0 would otherwise give zeros, k > E fail in topk)."""
+    problems = []
+    if num_experts < 1:
+        problems.append(f"num_experts must be at least 1, got {num_experts}")
+    if not 1 <= top_k <= max(num_experts, 1):
+        problems.append(f"top_k must be in 1..num_experts = {num_experts}, got {top_k}")
+    if groups < 1 or in_channels % groups or out_channels % groups:
+        problems.append(
+            f"groups must be at least 1 and divide in_channels and out_channels, got groups {groups} with "
+            f"{in_channels} in and {out_channels} out"
+        )
+    pads = tuple(padding) if isinstance(padding, (tuple, list)) else (padding,)
+    if not all(isinstance(p, int) and not isinstance(p, bool) and p >= 0 for p in pads):
+        problems.append(
+            f"padding must be a non-negative int or a pair of them (zeros by a fixed amount), got {padding!r}"
+        )
+    if not capacity_factor >= 0:
+        problems.append(f"capacity_factor must be non-negative (0: no capacity limit), got {capacity_factor}")
+    if not 0 < tau_min <= 1:
+        problems.append(f"tau_min must be in (0, 1], the temperature's end from 1.0, got {tau_min}")
+    if problems:
+        raise ValueError("MoEConv2d: " + "; ".join(problems))
 
 
 def use_paths(model: nn.Module, rule: str, choice_file: Path | None = None) -> int:
