@@ -170,3 +170,19 @@ def test_a_count_whose_ops_depend_on_the_weights_is_the_same_whatever_the_random
         counts.append(_flops_for(key).rho_all_ops)
         assert torch.initial_seed() == seed  # the caller's random stream is not reseeded
     assert counts[0] == counts[1]
+
+
+@pytest.mark.parametrize("count", [count_flops, F.count_analytic])
+def test_a_count_is_made_in_evaluation_mode_and_gives_each_module_its_mode_back(count):
+    """A model counted in the middle of its training goes on training; a module the caller keeps in evaluation mode
+    (a frozen BatchNorm) stays there."""
+    model = build_model(
+        "cifar10", Component("cifar_depthwise", {"width": 0.5}), Component("sparse_moe", {"expert_hidden": 32})
+    ).train()
+    model.backbone.eval()
+    seen = []
+    model.head.register_forward_hook(lambda m, *_: seen.append(m.training))
+    count(model, get_dataset("cifar10").input_shape)
+    assert seen and not any(seen)  # counted in evaluation mode: plain top-k, no capacity
+    assert model.training and model.head.training and model.head.experts.training
+    assert not model.backbone.training and not any(m.training for m in model.backbone.modules())

@@ -364,11 +364,25 @@ def _own_unsupported(model: nn.Module, unsupported: dict[str, dict[str, int]]) -
     return own
 
 
+@contextlib.contextmanager
+def _in_eval_mode(model: nn.Module):
+    """The model in evaluation mode while it is counted, each module's own mode given back after: counting a model
+    in the middle of its training leaves it training (its dropout, capacity and schedules as they were)."""
+    modes = [(m, m.training) for m in model.modules()]
+    model.eval()
+    try:
+        yield
+    finally:
+        for m, training in modes:
+            m.training = training
+
+
 def count_flops(model: Classifier, input_shape: tuple[int, ...]) -> FlopReport:
-    """Count one sample's FLOPs three ways and check they agree module by module. Inside counting(), a module
-    with several exact paths runs its fewest-multiply-add one (repro.models.zero_banks): counts are the
-    machine's own business nowhere."""
-    with cpu_threads("cpu", 1), built_for_counting():  # batch-1 passes: more threads only spin against each other
+    """Count one sample's FLOPs three ways and check they agree module by module, in evaluation mode (the model's
+    modes are given back after). Inside counting(), a module with several exact paths runs its
+    fewest-multiply-add one (repro.models.zero_banks): counts are the machine's own business nowhere."""
+    # batch-1 passes: more threads only spin against each other
+    with cpu_threads("cpu", 1), built_for_counting(), _in_eval_mode(model):
         return _count_flops(model, input_shape)
 
 
@@ -414,14 +428,12 @@ def _report(
 def count_analytic(model: Classifier, input_shape: tuple[int, ...]) -> FlopReport:
     """The analytic column alone (no fvcore, no torch counter): the same totals count_flops reports, from one
     forward pass. For models counted only to compare with ones count_flops checked (the readings table)."""
-    with cpu_threads("cpu", 1), built_for_counting():
-        model = model.eval()
+    with cpu_threads("cpu", 1), built_for_counting(), _in_eval_mode(model):
         _, analytic, analytic_all = _analytic(model, torch.randn(1, *input_shape))
         return _report(model, input_shape, analytic, analytic_all, [], [])
 
 
 def _count_flops(model: Classifier, input_shape: tuple[int, ...]) -> FlopReport:
-    model = model.eval()
     x = torch.randn(1, *input_shape)
     # The analytic column and torch's counter observe one forward pass (each counts it its own way: module
     # shapes and formulas, aten ops); fvcore traces its own.
