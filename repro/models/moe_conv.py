@@ -76,6 +76,20 @@ from repro.models.zero_banks import counting, init_bank
 
 
 class MoEConv2d(RoutingHooks, nn.Module):
+    """A Conv2d of `num_experts` filter banks, `top_k` of them mixed per sample: (B, Ci, H, W) -> (B, Co, H', W').
+
+    in_channels, out_channels, kernel_size, stride, padding (zeros, a fixed amount), groups, bias, dilation: as
+    torch's Conv2d, for every bank, so H' and W' are Conv2d's. num_experts E banks; top_k K of them a sample,
+    1 <= K <= E. The router is a linear layer on the globally average-pooled input, so without a capacity limit
+    a sample's routing and output depend on that sample only. gate: "renormalised" (softmax over the K selected
+    logits; at K = 1 exactly 1, and the router gets no gradient from the task loss) or "switch" (each selected
+    bank's probability under all E). capacity_factor c > 0: at most ceil(c B K / E) samples a bank in training;
+    load_balance_weight and entropy_weight: the head's auxiliary losses, returned by aux_loss() after a training
+    forward; tau_min: the temperature's end, from 1.0 over the epochs of on_epoch_start. mix_kernels=False runs
+    (and counts) the K banks' convolutions where mixing them into one kernel would be cheaper. After a call,
+    routing_stats() holds its routing, and paths_ran, by input shape, the exact path it took (the module
+    docstring: equations and paths)."""
+
     routed = True
     # The training engine's choice (repro.models.small_maps.use_small_maps): a bank's convolution on a map smaller
     # than its kernel takes a faster path, the same function. Off where models are counted or timed.

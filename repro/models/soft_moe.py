@@ -27,6 +27,9 @@ from repro.models.experts import ExpertBank
 
 
 class SoftMoEHead(RoutedHead):
+    """Soft MoE over the batch, (B, in_features) -> (B, num_classes); `cfg` (SoftMoEConfig) gives E, the slots per
+    expert and the experts' shape. A sample's output depends on the rest of its batch (the module docstring)."""
+
     def __init__(self, in_features: int, num_classes: int, cfg: SoftMoEConfig) -> None:
         super().__init__()
         self.cfg = cfg
@@ -54,4 +57,5 @@ class SoftMoEHead(RoutedHead):
 
 
 def build_soft_moe(in_features: int, num_classes: int, **params) -> nn.Module:
+    """The head on (B, in_features) features; `params` are SoftMoEConfig's fields, checked there."""
     return SoftMoEHead(in_features, num_classes, SoftMoEConfig(**params))

@@ -45,6 +45,11 @@ from repro.models.schedules import progress, step_progress, temperature, warmup_
 
 
 class SparseMoEHead(RoutedHead):
+    """The paper's sparse MoE head, (B, in_features) -> (B, num_classes). `cfg` (SparseMoEConfig, each field
+    commented there) gives E, h, k, the capacity rule, the schedules of tau and k and the auxiliary losses' weights;
+    the module docstring has the equations. Training forwards route under capacity and leave their weighted
+    auxiliary loss in aux_loss(); evaluation is plain top-k. on_epoch_start sets tau and k for an epoch."""
+
     def __init__(self, in_features: int, num_classes: int, cfg: SparseMoEConfig) -> None:
         super().__init__()
         self.cfg = cfg
@@ -131,4 +136,5 @@ class SparseMoEHead(RoutedHead):
 
 
 def build_sparse_moe(in_features: int, num_classes: int, **params) -> nn.Module:
+    """The head on (B, in_features) features; `params` are SparseMoEConfig's fields, checked there."""
     return SparseMoEHead(in_features, num_classes, SparseMoEConfig(**params))
