@@ -4,6 +4,7 @@ with pandas imported only when a frame is asked for."""
 import json
 import subprocess
 import sys
+from types import SimpleNamespace
 
 import pandas as pd
 import pytest
@@ -119,6 +120,23 @@ def test_data_provenance_and_readings():
     assert frames.data_kind(real, []) == "unverified"  # allowed and no check stored: not known to be verified
     assert frames.data_kind({**real, "provenance": {}}, []) == "verified"
     assert frames.reading_of("dw_h512__torch_init") == "conv-init/torch_init"
+
+
+@pytest.mark.parametrize(
+    "dataset, check, kind",
+    [
+        ("cifar10", {"checksum": "md5 verified", "unverified": []}, "verified"),
+        ("cifar10", {"checksum": "md5 mismatch accepted", "unverified": ["data_batch_1: md5 a != b"]}, "unverified"),
+        # a folder of any images in Tiny-ImageNet's or ImageNet's layout passes its check: no md5 was compared
+        ("tiny_imagenet", {"checksum": "no checksum published", "unverified": []}, "unchecked"),
+        ("imagenet", {"checksum": "archive md5s checked by torchvision at extraction", "unverified": []}, "unchecked"),
+    ],
+)
+def test_the_paper_data_is_verified_only_where_a_check_matched_its_published_checksums(dataset, check, kind):
+    details = {"data_checks": {"checks": [{"dataset": dataset, **check}]}}
+    table = SimpleNamespace(measured=SimpleNamespace(details=details))
+    record = {"config": {"data": "real", "dataset": dataset}, "provenance": {}}
+    assert frames.data_kind(record, [table]) == kind
     assert frames.reading_of("dw_h512_dense") is None
 
 

@@ -21,6 +21,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
+from repro.data.check_result import MD5_VERIFIED
 from repro.core import jsonfile
 from repro.results.family import holm_adjust
 from repro.results.measurements import ManifestResult, Verdict, profile_dir, profiles_present
@@ -334,9 +335,12 @@ def _alternatives() -> dict[str, str]:
 
 
 def data_kind(record: dict[str, Any], tables: list[ManifestResult]) -> str:
-    """synthetic, stand-in (the digit scans), or for the paper's datasets verified or unverified: unverified when a
-    data check of a table that used the run lists files that fail their checksum, or, with no check stored,
-    when the run was allowed such files (--allow-unverified-data)."""
+    """synthetic, stand-in (the digit scans), or for the paper's datasets verified, unchecked or unverified: unverified
+    when a data check of a table that used the run lists files that fail their checksum, or, with no check stored,
+    when the run was allowed such files (--allow-unverified-data); unchecked when its checks compared no published
+    checksum (Tiny-ImageNet publishes none, and an ImageNet folder is only checked as torchvision extracts it), so
+    that a folder of any images in the right layout is not called verified; verified when every check matched the
+    published md5s."""
     config = record["config"]
     kind = DATA_KINDS.get(config.get("data"))
     if kind is not None:
@@ -348,7 +352,9 @@ def data_kind(record: dict[str, Any], tables: list[ManifestResult]) -> str:
         if isinstance(c, dict) and c.get("dataset") == config.get("dataset")
     ]
     if checks:
-        return "unverified" if any(c.get("unverified") for c in checks) else "verified"
+        if any(c.get("unverified") for c in checks):
+            return "unverified"
+        return "verified" if all(c.get("checksum") == MD5_VERIFIED for c in checks) else "unchecked"
     return "unverified" if record["provenance"].get("allow_unverified_data") else "verified"
 
 
