@@ -7,6 +7,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from repro.models.classifier import Classifier
 from repro.models.flops import count_flops
 from repro.models import Component, build_model
 from repro.models.moe_conv import FROZEN_PREFIXES, MoEConv2d
@@ -235,3 +236,16 @@ def test_an_input_of_other_channels_is_refused_naming_the_shape_expected(shape):
     m = layer()
     with pytest.raises(ValueError, match=re.escape("expects input (B, 6, H, W)") + ".*" + re.escape(str(shape))):
         m(torch.randn(*shape))
+
+
+def test_an_input_smaller_than_the_kernel_is_refused_naming_the_sizes():
+    m = MoEConv2d(6, 5, 5, num_experts=4, top_k=2, padding=0)
+    with pytest.raises(ValueError, match=re.escape("a (3, 3) input is smaller than the (5, 5) kernel")):
+        m(torch.randn(2, 6, 3, 3))
+
+
+def test_a_count_leaves_only_the_shapes_that_ran_in_paths_ran():
+    """fvcore traces the model once more: that trace must not file a path under a shape of tensors."""
+    model = Classifier(nn.Sequential(layer(), nn.AdaptiveAvgPool2d(1), nn.Flatten()), nn.Linear(5, 3))
+    count_flops(model, (6, 8, 8))
+    assert list(model.backbone[0].paths_ran) == [(1, 6, 8, 8)]

@@ -231,11 +231,17 @@ class MoEConv2d(RoutingHooks, nn.Module):
                 f"MoEConv2d expects input (B, {self.in_channels}, H, W) (batch, in_channels, height, width), "
                 f"got shape {tuple(x.shape)}"
             )
-        logits, g, top_i = self.route(x)
         size = output_size(self, x)
+        if min(size) < 1:
+            raise ValueError(
+                f"MoEConv2d: a {tuple(x.shape[2:])} input is smaller than the {self.kernel_size} kernel (dilation "
+                f"{self.dilation}) with padding {self.padding}: the output would be {tuple(size)}"
+            )
+        logits, g, top_i = self.route(x)
         path = choose(self, x, g, top_i, size[0] * size[1], torch.compiler.is_compiling())
         y = PATHS[path].run(self, x, g, top_i)
-        self.paths_ran[tuple(x.shape)] = path
+        if not torch.jit.is_tracing():  # fvcore's trace (repro.models.flops) would file it under a shape of tensors
+            self.paths_ran[tuple(x.shape)] = path
         probs = torch.softmax(logits.detach(), dim=-1)  # (B, E)
         mask = torch.zeros_like(probs).scatter(-1, top_i, 1.0)  # M (B, E); a padded slot repeats a taken expert
         if self.training and (self.load_balance_weight or self.entropy_weight):
