@@ -186,3 +186,9 @@ def test_a_count_is_made_in_evaluation_mode_and_gives_each_module_its_mode_back(
     assert seen and not any(seen)  # counted in evaluation mode: plain top-k, no capacity
     assert model.training and model.head.training and model.head.experts.training
     assert not model.backbone.training and not any(m.training for m in model.backbone.modules())
+
+
+@pytest.mark.parametrize("count", [count_flops, F.count_analytic])
+def test_a_model_that_is_not_a_classifier_is_refused_saying_how_to_wrap_it(count):
+    with pytest.raises(TypeError, match=r"got Sequential: wrap yours as repro\.models\.classifier\.Classifier"):
+        count(nn.Sequential(nn.Conv2d(3, 4, 3), nn.Flatten()), (3, 8, 8))

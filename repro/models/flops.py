@@ -381,9 +381,19 @@ def count_flops(model: Classifier, input_shape: tuple[int, ...]) -> FlopReport:
     """Count one sample's FLOPs three ways and check they agree module by module, in evaluation mode (the model's
     modes are given back after). Inside counting(), a module with several exact paths runs its
     fewest-multiply-add one (repro.models.zero_banks): counts are the machine's own business nowhere."""
+    _require_classifier(model)
     # batch-1 passes: more threads only spin against each other
     with cpu_threads("cpu", 1), built_for_counting(), _in_eval_mode(model):
         return _count_flops(model, input_shape)
+
+
+def _require_classifier(model: nn.Module) -> None:
+    """rho and the head's share read the model's two parts: another model is refused, saying how to wrap it."""
+    if not isinstance(model, Classifier):
+        raise TypeError(
+            f"FLOPs are counted on a Classifier (a backbone and a head), got {type(model).__name__}: wrap yours as "
+            "repro.models.classifier.Classifier(backbone, head), the backbone's output the head's input"
+        )
 
 
 def _analytic(
@@ -428,6 +438,7 @@ def _report(
 def count_analytic(model: Classifier, input_shape: tuple[int, ...]) -> FlopReport:
     """The analytic column alone (no fvcore, no torch counter): the same totals count_flops reports, from one
     forward pass. For models counted only to compare with ones count_flops checked (the readings table)."""
+    _require_classifier(model)
     with cpu_threads("cpu", 1), built_for_counting(), _in_eval_mode(model):
         _, analytic, analytic_all = _analytic(model, torch.randn(1, *input_shape))
         return _report(model, input_shape, analytic, analytic_all, [], [])
