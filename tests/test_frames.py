@@ -218,3 +218,28 @@ def test_readings_say_which_verdicts_an_alternative_reading_changes(tmp_path):
     row = changed[changed.claim == "rho_backbone_moe"].iloc[0]
     assert (row.chosen_status, row.status, row.reading) == ("not reproduced", "reproduced", "backbone-moe-layers")
     assert readings(tmp_path, profile="full").empty
+
+
+def test_an_alternative_not_run_is_no_change_of_verdict(folder):
+    """An alternative not counted when the table ran (a reading added since), or whose rows were not trained, has no
+    verdict: `changes` is false for it, and true for one decided otherwise."""
+    from repro.results import readings
+
+    results, _ = folder
+    file = results / "smoke" / "t" / "results.json"
+    data = json.loads(file.read_text())
+    outcome = {"reading": "r", "label": "l", "value": "", "evidence": "e", "failed": []}
+    data["readings"] = [
+        {
+            "claim": "f",
+            "kind": "analytic",
+            "chosen": {**outcome, "reading": "", "alternative": "", "status": "reproduced"},
+            "alternatives": [
+                {**outcome, "alternative": "counted", "status": "not reproduced"},
+                {**outcome, "alternative": "added_since", "status": "not run"},
+            ],
+        }
+    ]
+    file.write_text(json.dumps(data))
+    frame = readings(results).set_index("alternative")
+    assert frame.changes.to_dict() == {"counted": True, "added_since": False}

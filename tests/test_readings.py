@@ -644,3 +644,17 @@ def test_repro_readings_without_v_names_the_readings_decided_by_training_and_the
     ):
         assert f"{reading} (table1)" in trained
     assert "sigmoid-form (temperature_ablation)" in trained
+
+
+def test_an_alternative_not_run_does_not_count_as_changing_the_verdict():
+    """The report's headline lists the claims whose verdict an alternative changes: one not counted when its table
+    ran (a reading added since; the detail says to run the table again) has no verdict, so it changes none."""
+    from repro.claims.under_readings import ClaimReadings, ReadingOutcome
+
+    def outcome(alternative: str, status: str) -> ReadingOutcome:
+        return ReadingOutcome("r" if alternative else "", alternative, "l", status, "", "e")
+
+    entry = ClaimReadings("t", "c", "s", "method-and-results", outcome("", "reproduced"), [outcome("new", "not run")])
+    assert not entry.depends
+    entry.alternatives.append(outcome("counted", "not reproduced"))
+    assert entry.depends

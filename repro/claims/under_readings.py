@@ -71,8 +71,9 @@ class ClaimReadings:
 
     @property
     def depends(self) -> bool:
-        """True when some alternative reading changes the verdict."""
-        return any(o.status != self.chosen.status for o in self.alternatives)
+        """True when some alternative reading changes the verdict: an alternative not run (not counted when the table
+        ran, its twins not trained) has no verdict to differ, as in changed_under."""
+        return any(o.status != self.chosen.status and o.status != "not run" for o in self.alternatives)
 
     def only_under(self) -> str:
         """'reproduced only under ...' when the chosen readings do not reproduce the claim and an alternative

@@ -433,7 +433,7 @@ def readings(results_dir: str | Path | Folder, profile: str | None = None) -> pd
                         "value": alt.get("value") or None,
                         "chosen_status": chosen.get("status"),
                         "chosen_value": chosen.get("value") or None,
-                        "changes": alt.get("status") != chosen.get("status"),
+                        "changes": alt.get("status") not in (chosen.get("status"), "not run"),
                         "evidence": alt.get("evidence") or None,
                     }
                 )
