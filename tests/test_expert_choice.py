@@ -78,4 +78,10 @@ def test_flops_exact():
     assert report.problems == []
     d = model.head.experts.in_features
     # batch 1: C = ceil(1 / 8) = 1, so all 8 experts choose the lone image
-    assert report.head == d * 8 + 8 * (d * 304 + 304 * 304 + 304 * 10)
+    assert report.head == d * 8 + 8 * (d * 304 + 304 * 304 + 304 * 10) and report.batch == 1
+    # the recipe's batch 128: C = ceil(128 / 8) = 16, 8 * 16 = 128 expert rows, one per image
+    at_batch = count_flops(model, (3, 32, 32), batch=128)
+    assert at_batch.problems == [] and at_batch.batch == 128
+    assert at_batch.head == d * 8 + (d * 304 + 304 * 304 + 304 * 10)
+    # batch 12: C = ceil(12 / 8) = 2, 16 expert rows over 12 images
+    assert count_flops(model, (3, 32, 32), batch=12).head == d * 8 + round(16 * (d * 304 + 304 * 304 + 304 * 10) / 12)

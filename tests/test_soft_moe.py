@@ -81,3 +81,6 @@ def test_flops_exact(slots):
     d, n = model.head.experts.in_features, 8 * slots
     expert = d * 304 + 304 * 304 + 304 * 10
     assert report.head == d * n + n * d + n * expert + n * 10  # Phi, D^T X, experts, C Y~ (B = 1)
+    at_batch = count_flops(model, (3, 32, 32), batch=128)  # the recipe's batch: E S slots shared by 128 images
+    assert at_batch.problems == [] and at_batch.batch == 128
+    assert at_batch.head == d * n + n * d + round(n * expert / 128) + n * 10

@@ -235,6 +235,7 @@ def _print_flops(manifests: list[Manifest], check: FlopCheck, verbose: bool) -> 
         ]
     )
     section, paths = None, {}  # (kind, path counted) -> modules
+    at_batch: dict[int, list[str]] = {}  # batch -> rows whose batch-axis head is counted per image at it
     for manifest_id, row_id in check.models:
         if manifest_id != section:
             grid.section(manifest_id)
@@ -248,6 +249,8 @@ def _print_flops(manifests: list[Manifest], check: FlopCheck, verbose: bool) -> 
             f"{r.rho_all_ops:.4%}",
             Text("yes", style="green") if r.ok else Text("NO", style="bold red"),
         )
+        if r.batch is not None:
+            at_batch.setdefault(r.batch, []).append(row_id)
         for mc in r.modules:
             if mc.path:
                 paths[mc.kind, mc.path] = paths.get((mc.kind, mc.path), 0) + 1
@@ -271,6 +274,15 @@ def _print_flops(manifests: list[Manifest], check: FlopCheck, verbose: bool) -> 
             style="dim",
         )
     )
+    for batch, rows in sorted(at_batch.items()):
+        show(
+            Text(
+                f"Per image in a batch of {batch} (the recipe's training batch), not of one: {', '.join(rows)}. "
+                "These heads' experts run on rows chosen (Expert Choice) or mixed (Soft MoE) across the batch; "
+                "the three counters check the traced batch-1 forward, and the head is then counted at that batch.",
+                style="dim",
+            )
+        )
     for kind in sorted({k for k, _ in paths}):
         counted = ", ".join(f"{path} ({n})" for (k, path), n in sorted(paths.items()) if k == kind)
         show(

@@ -5,11 +5,13 @@ process by model identity, and `flop_summary` keeps them on disk, keyed by the m
 a fingerprint of everything that decides a count: the code that builds, schedules and
 counts it, the datasets' shapes, and the torch and fvcore versions. The same model under
 the same fingerprint counts the same, so the FLOP check and the "flops" measure reuse it;
-a changed model file, rule or library counts afresh. The cost estimates of `repro list` need only the
-backbone's and head's multiply-adds: `estimate_macs` reads a shipped model's from
-repro.measure.model_macs, another's from that cache, or counts them from layer shapes
-in one forward pass (repro.models.flops' analytic column, without the fvcore and torch
-cross-checks that make a full count slow) and caches them.
+a changed model file, rule or library counts afresh. A batch-axis head (Expert Choice, Soft
+MoE) is reported per image at its dataset's recipe batch (`counted_batch`), the batch it
+trains with. The cost estimates of `repro list` need only the backbone's and head's
+multiply-adds: `estimate_macs` reads a shipped model's from repro.measure.model_macs,
+another's from that cache, or counts them from layer shapes in one forward pass
+(repro.models.flops' analytic column, without the fvcore and torch cross-checks that make
+a full count slow) and caches them.
 """
 
 from __future__ import annotations
@@ -33,6 +35,14 @@ from repro.results.measurements import FLOP_SUMMARY, Measured, Measuring
 
 if TYPE_CHECKING:  # torch is imported only when a model is actually counted
     from repro.models.flops import FlopReport
+
+
+def counted_batch(dataset: str) -> int:
+    """The batch a batch-axis head's per-image FLOPs are reported at: the recipe's training batch (the paper
+    states none for its FLOPs; the manifests showing these heads' rho declare it, assumption batch-axis-flops)."""
+    from repro.spec.recipes import RECIPES
+
+    return RECIPES[dataset].batch_size
 
 
 def row_key(row: Row) -> str:
@@ -65,17 +75,19 @@ def _flops_for(key: str) -> FlopReport:
         torch.manual_seed(0)
         model = build_model(spec["dataset"], Component(**spec["backbone"]), Component(**spec["head"]))
         # Count the model as it infers after training: schedules (the k warm-up) at their last epoch.
-        return count_flops(at_last_epoch(model, spec["dataset"]), get_dataset(spec["dataset"]).input_shape)
+        dataset = spec["dataset"]
+        return count_flops(at_last_epoch(model, dataset), get_dataset(dataset).input_shape, counted_batch(dataset))
 
 
 def _code_fingerprint() -> str:
     """Hash of what decides a count: the models and their counter (models/), the schedules at the last epoch
-    (spec/recipes.py: its epochs and at_last_epoch), the input shapes (data/specs.py), and torch's and fvcore's
-    versions."""
+    and the batch (spec/recipes.py: its epochs, batch sizes and at_last_epoch), the rule choosing that batch (this
+    file's counted_batch), the input shapes (data/specs.py), and torch's and fvcore's versions."""
     import importlib.metadata
 
     package = shipped("repro")
-    files = sorted((package / "models").glob("*.py")) + [package / "spec" / "recipes.py", package / "data" / "specs.py"]
+    files = sorted((package / "models").glob("*.py"))
+    files += [package / "spec" / "recipes.py", package / "measure" / "flop_check.py", package / "data" / "specs.py"]
     digest = hashlib.sha256()
     for path in files:
         digest.update(path.name.encode() + b"\0" + path.read_bytes())
@@ -173,17 +185,20 @@ def _analytic_for(key: str) -> dict[str, Any]:
 
     spec = json.loads(key)
     with cpu_threads("cpu", 1):
-        summary = count_analytic(_shape_model(spec), get_dataset(spec["dataset"]).input_shape).summary()
+        dataset = spec["dataset"]
+        summary = count_analytic(_shape_model(spec), get_dataset(dataset).input_shape, counted_batch(dataset)).summary()
     return {name: summary[name] for name in FLOP_SUMMARY}
 
 
 def _count_from_shapes(spec: dict[str, Any], image_size: int | None = None) -> dict[str, int]:
     """Per-sample multiply-adds of the model `spec` names, at `image_size` or the dataset's own: the analytic
-    column of repro.models.flops (a ReLU-routed head at its mean experts a sample, as the FLOP check reports it)."""
+    column of repro.models.flops (a ReLU-routed head at its mean experts a sample, a batch-axis head at the recipe's
+    batch, as the FLOP check reports them)."""
     from repro.models.flops import count_analytic
 
     channels, *size = get_dataset(spec["dataset"]).input_shape
-    report = count_analytic(_shape_model(spec, image_size), (channels, *([image_size] * 2 if image_size else size)))
+    shape = (channels, *([image_size] * 2 if image_size else size))
+    report = count_analytic(_shape_model(spec, image_size), shape, counted_batch(spec["dataset"]))
     return {"backbone_macs": report.backbone, "head_macs": report.head}
 
 

@@ -9,6 +9,11 @@ Shapes: B batch (the tokens), D features, E experts, C samples per expert, O cla
 
 Each expert picks among the samples of the batch, so whether (and by how many
 experts) a sample is processed depends on the rest of its batch.
+
+FLOPs: a batch of B runs the router on every image and E C rows through the experts,
+so an image costs D E + (E C / B) expert rows. At B = 1 every expert takes the one
+image; `expected_macs` reports the per-image figure at the batch the head trains with
+(repro.models.flops).
 """
 
 from __future__ import annotations
@@ -32,9 +37,24 @@ class ExpertChoiceHead(RoutedHead):
             cfg.num_experts, in_features, cfg.expert_hidden, num_classes, cfg.dropout, cfg.dropout_at
         )
 
+    batch_axis = True  # a sample's cost depends on its batch: FLOPs are reported at a stated batch
+
+    def capacity_at(self, batch: int) -> int:
+        """C = ceil(B c / E), at most B."""
+        return min(capacity(self.cfg.capacity_factor, batch, 1, self.cfg.num_experts), batch)
+
+    def batch_macs(self, batch: int) -> int:
+        """Multiply-adds of one forward over `batch` images: the router B D E, then E C expert rows."""
+        e = self.cfg.num_experts
+        return batch * self.gate.in_features * e + e * self.capacity_at(batch) * self.experts.macs_per_row()
+
+    def expected_macs(self, batch: int) -> int:
+        """MACs per image in a batch of `batch` (see repro.models.flops), to the nearest MAC."""
+        return round(self.batch_macs(batch) / batch)
+
     def forward(self, h: torch.Tensor) -> torch.Tensor:  # (B, D) -> (B, O)
-        b, e = int(h.shape[0]), self.cfg.num_experts
-        cap = min(capacity(self.cfg.capacity_factor, b, 1, e), b)
+        b = int(h.shape[0])
+        cap = self.capacity_at(b)
         s = torch.softmax(self.gate(h), dim=-1)  # (B, E)
         g, idx = s.t().topk(cap, dim=-1)  # (E, C): each expert's chosen samples and their gates
         y = self.experts(h[idx])  # (E, C, D) -> (E, C, O)

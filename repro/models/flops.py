@@ -10,6 +10,12 @@ two for an affine BatchNorm) to show how sensitive rho is.
 Counts are per sample: one image at the paper's resolution, in evaluation mode,
 so an MoE counts the experts a sample actually executes (Section 3.1: rho =
 FLOPs_routed / FLOPs_total).
+
+The three counters check one traced batch-1 forward. A head whose per-sample cost is not
+that dispatch names its own figure, `expected_macs(batch)`, and the report moves the head
+to it (`FlopReport.mean_shift`): ReLU routing at its mean experts a sample, and a
+batch-axis head (`batch_axis`: Expert Choice, Soft MoE, whose experts run on rows chosen
+or mixed across the batch) per image in a batch of `batch`, the size it trains with.
 """
 
 from __future__ import annotations
@@ -236,7 +242,8 @@ class FlopReport:
     total_all_ops: int
     routed_all_ops: int
     problems: list[str] = field(default_factory=list)
-    mean_shift: int = 0  # MACs added to the traced count to report a data-dependent head at its mean
+    mean_shift: int = 0  # MACs added to the traced count to report the head at its expected_macs
+    batch: int | None = None  # the batch a batch-axis head's per-image figure is at; None: no such head
 
     @property
     def rho(self) -> float:
@@ -268,6 +275,7 @@ class FlopReport:
             "routed_modules": self.routed_modules,
             "checked_modules": len(self.modules),
             "problems": self.problems,
+            "per_image_batch": self.batch,
         }
 
 
@@ -377,14 +385,15 @@ def _in_eval_mode(model: nn.Module):
             m.training = training
 
 
-def count_flops(model: Classifier, input_shape: tuple[int, ...]) -> FlopReport:
+def count_flops(model: Classifier, input_shape: tuple[int, ...], batch: int = 1) -> FlopReport:
     """Count one sample's FLOPs three ways and check they agree module by module, in evaluation mode (the model's
-    modes are given back after). Inside counting(), a module with several exact paths runs its
-    fewest-multiply-add one (repro.models.zero_banks): counts are the machine's own business nowhere."""
+    modes are given back after); a batch-axis head is then reported per image in a batch of `batch`. Inside
+    counting(), a module with several exact paths runs its fewest-multiply-add one (repro.models.zero_banks):
+    counts are the machine's own business nowhere."""
     _require_classifier(model)
     # batch-1 passes: more threads only spin against each other
     with cpu_threads("cpu", 1), built_for_counting(), _in_eval_mode(model):
-        return _count_flops(model, input_shape)
+        return _count_flops(model, input_shape, batch)
 
 
 def _require_classifier(model: nn.Module) -> None:
@@ -414,11 +423,14 @@ def _report(
     analytic_all: dict[str, int],
     rows: list[ModuleCount],
     problems: list[str],
+    batch: int,
 ) -> FlopReport:
     routed_names = model.routed_module_names()
-    # A head whose experts per sample depend on the data (ReLU routing) counts the mean, not the
-    # traced input's draw: the three counters checked the executed dispatch itself.
-    shift = model.head.expected_macs() - analytic.get("head", 0) if hasattr(model.head, "expected_macs") else 0
+    # A head whose experts per sample depend on the data (ReLU routing) counts the mean, not the traced input's
+    # draw; a batch-axis head counts an image of a batch of `batch`, not a batch of one. The three counters
+    # checked the executed batch-1 dispatch itself.
+    expected = getattr(model.head, "expected_macs", None)
+    shift = expected(batch) - analytic.get("head", 0) if expected is not None else 0
     routed_shift = shift if "head" in routed_names else 0
     return FlopReport(
         input_shape=tuple(input_shape),
@@ -431,20 +443,21 @@ def _report(
         total_all_ops=analytic_all[""] + shift,
         routed_all_ops=sum(analytic_all.get(n, 0) for n in routed_names) + routed_shift,
         mean_shift=shift,
+        batch=batch if getattr(model.head, "batch_axis", False) else None,
         problems=problems,
     )
 
 
-def count_analytic(model: Classifier, input_shape: tuple[int, ...]) -> FlopReport:
+def count_analytic(model: Classifier, input_shape: tuple[int, ...], batch: int = 1) -> FlopReport:
     """The analytic column alone (no fvcore, no torch counter): the same totals count_flops reports, from one
     forward pass. For models counted only to compare with ones count_flops checked (the readings table)."""
     _require_classifier(model)
     with cpu_threads("cpu", 1), built_for_counting(), _in_eval_mode(model):
         _, analytic, analytic_all = _analytic(model, torch.randn(1, *input_shape))
-        return _report(model, input_shape, analytic, analytic_all, [], [])
+        return _report(model, input_shape, analytic, analytic_all, [], [], batch)
 
 
-def _count_flops(model: Classifier, input_shape: tuple[int, ...]) -> FlopReport:
+def _count_flops(model: Classifier, input_shape: tuple[int, ...], batch: int) -> FlopReport:
     x = torch.randn(1, *input_shape)
     # The analytic column and torch's counter observe one forward pass (each counts it its own way: module
     # shapes and formulas, aten ops); fvcore traces its own.
@@ -475,4 +488,4 @@ def _count_flops(model: Classifier, input_shape: tuple[int, ...]) -> FlopReport:
         for op, n in sorted(ops.items()):
             problems.append(f"module '{name or '<model>'}' ({kind}): fvcore cannot count op {op} ({n} call(s))")
     problems = sorted(set(problems))
-    return _report(model, input_shape, analytic, analytic_all, rows, problems)
+    return _report(model, input_shape, analytic, analytic_all, rows, problems, batch)

@@ -117,8 +117,9 @@ class ReluRoutedHead(RoutedHead):
     def schedule_state(self) -> dict[str, float | int]:
         return {"sparsity_weight": float(self.sparsity_weight), "active_mean": float(self.active_mean)}
 
-    def expected_macs(self) -> int:
-        """MACs of one sample at `active_mean` experts (see repro.models.flops): the router plus that many experts."""
+    def expected_macs(self, batch: int) -> int:
+        """MACs of one sample at `active_mean` experts (see repro.models.flops): the router plus that many experts.
+        A sample's gates are its own: the same at any `batch`."""
         router = self.router.in_features * self.router.out_features
         return router + round(float(self.active_mean) * self.experts.macs_per_row())
 

@@ -11,6 +11,10 @@ Shapes: B batch (the tokens), D features, E experts, S slots per expert, O class
 
 Every slot averages unrelated images, so a sample's output depends on the rest of
 its batch: the batch-mixing dispatch the paper finds collapsing (Sections 4.3, 5.4).
+FLOPs: a batch of B costs B D E S (Phi) + E S B D (D^T X) + E S expert rows + B E S O
+(C Y~), so an image costs 2 D E S + E S O + (E S / B) expert rows. At B = 1 all the
+slots are spent on one image; `expected_macs` reports the per-image figure at the batch
+the head trains with (repro.models.flops).
 Puigcerver et al.'s optional l2-normalisation of X and Phi is left out: the paper
 does not mention it.
 """
@@ -38,6 +42,20 @@ class SoftMoEHead(RoutedHead):
         self.experts = ExpertBank(
             cfg.num_experts, in_features, cfg.expert_hidden, num_classes, cfg.dropout, cfg.dropout_at
         )
+
+    batch_axis = True  # a sample's cost depends on its batch: FLOPs are reported at a stated batch
+
+    def batch_macs(self, batch: int) -> int:
+        """Multiply-adds of one forward over `batch` images: Phi, then the experts on the E S slots, then
+        D^T X and C Y~ (own_macs)."""
+        d, o = self.phi.in_features, self.experts.out_features
+        phi = batch * d * self.num_slots
+        experts = self.num_slots * self.experts.macs_per_row()
+        return phi + experts + self.own_macs(([torch.Size((batch, d))], torch.Size((batch, o))))
+
+    def expected_macs(self, batch: int) -> int:
+        """MACs per image in a batch of `batch` (see repro.models.flops), to the nearest MAC."""
+        return round(self.batch_macs(batch) / batch)
 
     def own_macs(self, shapes) -> int:
         """Dispatch D^T X and combine C Y~ (see repro.models.flops)."""
