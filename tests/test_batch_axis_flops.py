@@ -10,7 +10,7 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 from repro.data.specs import get_dataset
-from repro.measure.flop_check import counted_batch
+from repro.measure.flop_check import analytic_summary, counted_batch
 from repro.models import build_model
 from repro.models.flops import count_analytic
 from repro.plan.manifest import find_manifest
@@ -84,3 +84,18 @@ def test_per_sample_heads_cost_the_same_at_any_batch(row):
     assert at_batch.batch is None and at_batch.mean_shift == 0
     assert (at_batch.total, at_batch.head, at_batch.routed) == (one.total, one.head, one.routed)
     assert _torch_head_macs(model.head, batch) == batch * one.head
+
+
+def test_threshold_methods_quotes_the_counted_rho_on_cifar100():
+    """table6's assumption threshold-methods quotes these heads' CIFAR-100 rho: the figures the count gives."""
+    text = {a.id: a.text for a in find_manifest("table6").assumptions}["threshold-methods"]
+    rows = {
+        r.head.name: r for r in find_manifest("table8").rows + find_manifest("table9").rows if r.dataset == "cifar100"
+    }
+    for name, label in [
+        ("per_sample_soft_moe", "per-sample Soft MoE"),
+        ("soft_moe", "batch-axis Soft MoE"),
+        ("expert_choice", "Expert Choice"),
+    ]:
+        row = rows[name]
+        assert f"{label} {analytic_summary(row.dataset, row.backbone, row.head)['rho']:.1%}" in text, name
