@@ -99,3 +99,23 @@ def test_threshold_methods_quotes_the_counted_rho_on_cifar100():
     ]:
         row = rows[name]
         assert f"{label} {analytic_summary(row.dataset, row.backbone, row.head)['rho']:.1%}" in text, name
+
+
+def test_the_report_names_the_batch_of_the_batch_axis_rows():
+    from repro.report.table_rows import flops_table
+    from repro.results.measurements import ManifestResult, Measured
+
+    manifest = find_manifest("table8")
+    rows = [r for r in manifest.rows if r.id in ("c100_soft", "c100_per_sample_soft", "imagenet_soft")]
+    details = {
+        r.id: count_analytic(_model(r), get_dataset(r.dataset).input_shape, counted_batch(r.dataset)).summary()
+        for r in rows
+    }
+    result = ManifestResult("table8", "", "", "table8", "full", Measured(details={"flops": details}), [], {})
+    notes = [n for n in flops_table(manifest, result).notes if "batch-axis-flops" in n]
+    assert notes == [
+        f"c100_soft: per image in a training batch of {RECIPES['cifar100'].batch_size}, not of one "
+        "(assumption batch-axis-flops).",
+        f"imagenet_soft: per image in a training batch of {RECIPES['imagenet'].batch_size}, not of one "
+        "(assumption batch-axis-flops).",
+    ]

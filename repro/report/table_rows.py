@@ -108,6 +108,14 @@ def flops_table(manifest: Manifest, result: ManifestResult) -> Table | None:
         "Gap sign (text): the sign of the setting's MoE - dense gap where the text states one (≤0: not "
         "positive), which a separation claim must read.",
     ]
+    at_batch: dict[int, list[str]] = {}  # rows whose head shares its experts across the batch, by the batch counted
+    for r in rows:
+        if (batch := flops[r.id].get("per_image_batch")) is not None:
+            at_batch.setdefault(batch, []).append(r.id)
+    notes += [
+        f"{', '.join(ids)}: per image in a training batch of {batch}, not of one (assumption batch-axis-flops)."
+        for batch, ids in sorted(at_batch.items())
+    ]
     table = Table("flops", "FLOPs per image and the routed fraction ρ", list(columns), notes=notes)
     for r in _by_role(rows, table):
         table.add([cell(r) for cell in columns.values()], r.id)
