@@ -1,5 +1,6 @@
 """Rendered tables: Markdown beside the paper's values, LaTeX that compiles, escaping."""
 
+import json
 import os
 import shutil
 import subprocess
@@ -75,3 +76,33 @@ def test_a_tables_provenance_names_the_threads_its_runs_used_not_this_processs(t
     result = run_manifest(build_plan(manifest, "smoke"), Context("smoke", tmp_path)).result
     assert manifest.profiles["smoke"].run_threads() == 1
     assert result.provenance["device"].endswith(", 1 intra-op thread(s)"), result.provenance["device"]
+
+
+def test_report_names_a_run_record_edited_after_its_table_was_written(tmp_path, monkeypatch):
+    """The report renders results.json; a record it was written from and edited since is named, with why, and
+    the report is still written (as export leaves it out and trace marks it)."""
+    from fake_records import config, record, write_manifest_t, write_record, write_result
+    from typer.testing import CliRunner
+
+    from repro.cli import app
+    from repro.results.provenance import provenance
+
+    monkeypatch.setenv("REPRO_MANIFESTS", str(write_manifest_t(tmp_path)))
+    results = tmp_path / "results"
+    runs = [record(config(seed=s), accuracy=0.5 + 0.1 * s) for s in range(2)]
+    paths = [write_record(results, config(seed=r["seed"]), accuracy=r["metrics"]["accuracy"]) for r in runs]
+    write_result(results, "t", {"dense": runs}, provenance=provenance())  # as a table run writes it
+    invoke = CliRunner().invoke
+    clean = invoke(app, ["report", "--results-dir", str(results)], env={"COLUMNS": "200"})
+    assert clean.exit_code == 0, clean.output
+    assert "unusable" not in clean.output
+
+    edited = json.loads(paths[1].read_text())
+    edited["metrics"]["accuracy"] = 0.99  # its digest no longer matches
+    paths[1].write_text(json.dumps(edited))
+    done = invoke(app, ["report", "--results-dir", str(results)], env={"COLUMNS": "200"})
+    assert done.exit_code == 0, done.output
+    lines = done.output.splitlines()
+    at = lines.index(next(line for line in lines if line.startswith("1 unusable run record(s) in the folder")))
+    assert lines[at + 1] == f"  {paths[1]}: its digest does not match its content (edited after it was written)"
+    assert str(paths[0]) not in done.output and (results / "smoke" / "report.md").is_file()

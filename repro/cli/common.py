@@ -74,6 +74,21 @@ def print_grid(grid: Grid, title: str = "", out: Console | None = None) -> None:
     terminal.print_grid(out, grid)
 
 
+SHOWN_UNUSABLE = 5  # unusable run records named one per line; the rest counted
+
+
+def show_unusable(unusable: dict[Path, str], what: str) -> None:
+    """The run records of a folder that are set aside (edited, cut short, unreadable), each with why, the first
+    few by name: `what` says what that means for the command's output."""
+    if not unusable:
+        return
+    show(f"{len(unusable)} unusable run record(s) {what}:")
+    for path, why in list(unusable.items())[:SHOWN_UNUSABLE]:
+        show(f"  {path}: {why}")
+    if len(unusable) > SHOWN_UNUSABLE:
+        show(f"  and {len(unusable) - SHOWN_UNUSABLE} more")
+
+
 def error_line(message: str) -> None:
     """An error, wrapped at words within the terminal's width; a path wider than it keeps a line of its own."""
     print_words(err, Text.assemble(("error: ", "bold red"), message))

@@ -13,8 +13,6 @@ import typer
 from repro.cli.common import fail, profiles_file, settings
 from repro.cli.options import MANIFESTS, PROFILES, READ_RESULTS, profile_option
 
-SHOWN_UNUSABLE = 5  # unusable records named one per line; the rest counted
-
 
 def export(
     profile: Optional[str] = profile_option("Only this profile's tables and runs. Default: every run."),
@@ -26,7 +24,7 @@ def export(
 ) -> None:
     """Every run, epoch and verdict as CSV, Parquet or JSON."""
     from repro.claims import decided_folder
-    from repro.cli.common import load_every, print_grid, show, write_failed
+    from repro.cli.common import load_every, print_grid, show, show_unusable, write_failed
     from repro.core.fsutil import WriteFailed
     from repro.core.schema import SchemaError
     from repro.core.terminal import Column, Grid
@@ -81,10 +79,4 @@ def export(
             f"Not decided: {', '.join(undecided)}: no manifest of that id here decides its claims, so they are "
             "exported as not run (--manifests names the folder that decides them)"
         )
-    unusable = folder.records.unusable
-    if unusable:
-        show(f"{len(unusable)} unusable run record(s) left out, as `repro run` would set them aside:")
-        for path, why in list(unusable.items())[:SHOWN_UNUSABLE]:
-            show(f"  {path}: {why}")
-        if len(unusable) > SHOWN_UNUSABLE:
-            show(f"  and {len(unusable) - SHOWN_UNUSABLE} more")
+    show_unusable(folder.records.unusable, "left out, as `repro run` would set them aside")

@@ -15,6 +15,7 @@ from repro.cli.common import (
     read_files,
     settings,
     show,
+    show_unusable,
     write_failed,
 )
 from repro.cli.options import MANIFESTS, PROFILES, RESULTS, profile_option
@@ -38,6 +39,7 @@ def report(
     from repro.report.summary import write_report
     from repro.results.measurements import profiles_present
     from repro.report.render import DETAIL
+    from repro.results.run_records import read_records
     from repro.results.timings import phase
     from repro.runtime.interrupt import command_line, raise_pending
 
@@ -72,6 +74,11 @@ def report(
             for line in summary["lines"]:
                 show(line)
             show(f"wrote {path}, {path.with_name(DETAIL).name} and {path.with_name('report.html').name}")
+        show_unusable(  # the report renders results.json, written from them before they became unusable
+            read_records(results_dir).unusable,
+            "in the folder: a table's numbers from one are still shown, as its results.json holds them "
+            "(trace.html marks it); `repro run` sets it aside and trains its run again",
+        )
         raise_pending()  # a Ctrl-C dropped in a finalizer while rendering still interrupts
     except KeyboardInterrupt as exc:
         # Each file is replaced whole, so none is half-written; the set of them may be part old, part new.
