@@ -81,3 +81,19 @@ def test_a_table_fits_a_screen_and_v_gives_every_claims_whole_evidence(tmp_path)
     assert any("(-v: the rest)" in line for line in lines)  # rho_threshold_separates' evidence, cut
     detail = runner.invoke(app, ["table6", "-v", "--results-dir", str(tmp_path)], env={"COLUMNS": "80"}).output
     assert "(-v: the rest)" not in detail and "table9:imagenet_expert_choice" in " ".join(detail.split())
+
+
+def _every_command() -> list[list[str]]:
+    import typer.main
+
+    root = typer.main.get_command(app)
+    commands = [[]] + [[name] for name in sorted(root.commands)]
+    bench = root.commands["bench"]
+    return commands + [["bench", name] for name in sorted(bench.commands)]
+
+
+@pytest.mark.parametrize("command", _every_command(), ids=lambda c: " ".join(c) or "repro")
+def test_no_help_text_is_cut_at_80_columns(command):
+    """A default path cut to '<results>/<profile>/package/repro-<profile>-<commi…' told the reader nothing."""
+    lines = screen([*command, "--help"])
+    assert [line for line in lines if "…" in line] == [], "\n".join(lines)

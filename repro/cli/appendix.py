@@ -20,7 +20,7 @@ def appendix(
         "md", "--format", "-f", help="md (Markdown) or tex (LaTeX, booktabs: a document pdflatex compiles)."
     ),
     out: Optional[Path] = typer.Option(
-        None, "--out", help="The file to write. Default: <results>/<profile>/artifact-appendix.<format>."
+        None, "--out", help="The file to write. Default: artifact-appendix.<format> in <results>/<profile>/."
     ),
     results_dir: Optional[Path] = RESULTS,
     manifests_dir: Optional[Path] = MANIFESTS,

@@ -17,7 +17,7 @@ def package(
     out: Optional[Path] = typer.Option(
         None,
         "--out",
-        help="The archive to write (.tar.gz). Default: <results>/<profile>/package/repro-<profile>-<commit>.tar.gz.",
+        help="The archive (.tar.gz). Default: repro-<profile>-<commit>.tar.gz in <results>/<profile>/package/.",
     ),
     allow_dirty: bool = typer.Option(
         False,
