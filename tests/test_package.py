@@ -3,6 +3,7 @@ holding the folder, the run records its tables read, the citation files and HEAD
 written into the folder's crate; a tree that differs from HEAD refused unless --allow-dirty."""
 
 import hashlib
+import re
 import json
 import shutil
 import subprocess
@@ -125,3 +126,27 @@ def test_an_archive_outside_the_folder_is_said_to_be_outside_its_crate(folder, t
     assert f"The archive is outside {folder}, so its crate does not list it" in done.output
     crate = (folder / CRATE_FILE).read_text() if (folder / CRATE_FILE).exists() else ""
     assert digest not in crate
+
+
+def test_a_source_git_refuses_is_named_with_gits_reason(tmp_path, monkeypatch):
+    """A checkout another user owns: git refuses it ('dubious ownership'), which the message once hid behind 'is
+    not in a git work tree'. The message now carries git's own first line."""
+    from repro.results import package as pkg
+
+    def refuse(source, *args, text=True):
+        raise subprocess.CalledProcessError(
+            128, ["git", *args], stderr="fatal: detected dubious ownership in repository at '/shared/repro'\nhint\n"
+        )
+
+    monkeypatch.setattr(pkg, "_git", refuse)
+    with pytest.raises(PackageError, match="detected dubious ownership in repository at '/shared/repro'"):
+        pkg.source_root(tmp_path)
+
+
+def test_a_folder_outside_any_work_tree_is_named_with_gits_reason(tmp_path):
+    from repro.results.package import source_root
+
+    with pytest.raises(
+        PackageError, match=re.escape(f"git finds no work tree at {tmp_path} (") + ".*not a git repository"
+    ):
+        source_root(tmp_path)

@@ -63,10 +63,17 @@ def source_root(start: Path | None = None) -> Path:
     start = start or Path(repro.__file__).resolve().parent
     try:
         return Path(_git(start, "rev-parse", "--show-toplevel").stdout.strip())
-    except (OSError, subprocess.CalledProcessError):
+    except OSError as exc:
         raise PackageError(
-            f"{start} is not in a git work tree: `repro package` archives the source with "
-            "`git archive`; run it from a clone of the artifact"
+            f"git cannot be run ({exc}): `repro package` archives the source with `git archive`"
+        ) from None
+    except subprocess.CalledProcessError as exc:
+        # git's own words: "not a git repository", or a checkout another user owns ("dubious ownership", with the
+        # `git config` line that allows it), which is a clone of the artifact all the same
+        said = next((line.strip() for line in (exc.stderr or "").splitlines() if line.strip()), "no reason given")
+        raise PackageError(
+            f"git finds no work tree at {start} ({said}): `repro package` archives the source with `git archive`; "
+            "run it from a clone of the artifact that git accepts"
         ) from None
 
 
