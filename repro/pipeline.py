@@ -223,18 +223,24 @@ def rebuild_result(
     return table.result
 
 
-def decidable_not_reproduced(results: list[ManifestResult], device: str) -> list[str]:
-    """--strict: the claims ("table/claim") the profile and device could decide that did not come out reproduced."""
-    found = []
+def decidable_claims(results: list[ManifestResult], device: str) -> dict[str, str]:
+    """--strict: the claims ("table/claim") the profile and device could decide, with their verdicts; a claim they
+    cannot decide counts where it has a verdict other than not run all the same."""
+    found = {}
     for result in results:
         kind = result.profile_settings.evidence if result.profile_settings else "pipeline"
         for v in result.verdicts:
             undecidable = (v.scope != "analytic" and kind not in ("reduced", "paper")) or (
                 v.scope == "gpu" and not device.startswith("cuda")
             )
-            if v.status != "reproduced" and not (v.status == "not run" and undecidable):
-                found.append(f"{result.manifest_id}/{v.claim}")
+            if not (v.status == "not run" and undecidable):
+                found[f"{result.manifest_id}/{v.claim}"] = v.status
     return found
+
+
+def decidable_not_reproduced(results: list[ManifestResult], device: str) -> list[str]:
+    """--strict: the claims ("table/claim") the profile and device could decide that did not come out reproduced."""
+    return [claim for claim, status in decidable_claims(results, device).items() if status != "reproduced"]
 
 
 def flop_check(manifests: list[Manifest], progress=None, cache: Path = DEFAULT_CACHE) -> FlopCheck:
@@ -267,6 +273,7 @@ __all__ = [
     "TablePlan",
     "TableRun",
     "comparison_metric",
+    "decidable_claims",
     "decidable_not_reproduced",
     "execute",
     "flop_check",

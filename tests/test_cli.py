@@ -44,16 +44,45 @@ def test_strict_says_in_one_line_why_it_exits_1(results_dir):
     ], strict.output
 
 
-def test_the_strict_line_names_the_claims_or_says_none_failed():
+def test_the_strict_line_names_the_claims_or_says_none_failed_or_that_none_could_be_decided():
+    """`repro table2 --strict` at smoke decides no claim; the line said 'every claim decidable at smoke here
+    reproduced', a pass for a check that checked nothing."""
     from repro.cli.run import strict_line
 
     assert (
-        strict_line([], "smoke") == "--strict: every claim decidable at smoke here reproduced: no exit 1 for the claims"
+        strict_line([], "smoke", 3)
+        == "--strict: every claim decidable at smoke here reproduced (3): no exit 1 for the claims"
     )
     assert (
-        strict_line(["t/a", "t/b"], "full")
+        strict_line([], "smoke", 0)
+        == "--strict: no claim of these tables is decidable at smoke here: no exit 1 for the claims"
+    )
+    assert (
+        strict_line(["t/a", "t/b"], "full", 5)
         == "--strict: exit 1: 2 claim(s) decidable at full here did not reproduce: t/a, t/b"
     )
+
+
+def test_strict_counts_only_the_claims_the_profile_and_device_decide():
+    from types import SimpleNamespace as Ns
+
+    from repro.pipeline import decidable_claims
+
+    def result(evidence, *verdicts):
+        return Ns(
+            manifest_id="t",
+            profile_settings=Ns(evidence=evidence),
+            verdicts=[Ns(claim=c, scope=s, status=v) for c, s, v in verdicts],
+        )
+
+    empirical = ("gap", "empirical", "not run")
+    assert decidable_claims([result("pipeline", empirical)], "cpu") == {}  # smoke: nothing decided
+    assert decidable_claims([result("paper", empirical)], "cpu") == {"t/gap": "not run"}  # a failed run counts
+    gpu = ("slower", "gpu", "not run")
+    assert decidable_claims([result("paper", gpu)], "cpu") == {}
+    assert decidable_claims([result("paper", gpu)], "cuda:0") == {"t/slower": "not run"}
+    analytic = ("rho", "analytic", "reproduced")
+    assert decidable_claims([result("pipeline", analytic, empirical)], "cpu") == {"t/rho": "reproduced"}
 
 
 @pytest.mark.parametrize("command", [["--help"], ["run", "--help"], ["bench", "gpu", "--help"]], ids=" ".join)

@@ -236,16 +236,21 @@ def _finish(reporter: Reporter, lines: list[str]) -> None:
         show(warning, err)
 
 
-def decidable_not_reproduced(outcomes: list, device: str) -> list[str]:
-    from repro.pipeline import decidable_not_reproduced as not_reproduced
+def decidable_not_reproduced(outcomes: list, device: str) -> tuple[list[str], int]:
+    """The claims the profile and device could decide that did not reproduce, and how many they could decide."""
+    from repro.pipeline import decidable_claims
 
-    return not_reproduced([o.result for o in outcomes if o.result is not None], device)
+    decidable = decidable_claims([o.result for o in outcomes if o.result is not None], device)
+    return [claim for claim, status in decidable.items() if status != "reproduced"], len(decidable)
 
 
-def strict_line(failed: list[str], profile: str) -> str:
-    """With --strict, the line that says whether the claims make the command exit 1, and why."""
+def strict_line(failed: list[str], profile: str, decidable: int) -> str:
+    """With --strict, the line that says whether the claims make the command exit 1, and why; `decidable`: how many
+    claims the profile and device could decide (none: nothing was checked, which is not 'every claim reproduced')."""
+    if not decidable:
+        return f"--strict: no claim of these tables is decidable at {profile} here: no exit 1 for the claims"
     if not failed:
-        return f"--strict: every claim decidable at {profile} here reproduced: no exit 1 for the claims"
+        return f"--strict: every claim decidable at {profile} here reproduced ({decidable}): no exit 1 for the claims"
     named = ", ".join(failed[:3]) + (f" and {len(failed) - 3} more" if len(failed) > 3 else "")
     return f"--strict: exit 1: {len(failed)} claim(s) decidable at {profile} here did not reproduce: {named}"
 
@@ -277,8 +282,8 @@ def _run_tables(plans: Plans, options: TableOptions) -> int:
             _print_claims(
                 [o.result for o in outcomes if o.result is not None], evidence=True, short=not options.verbose
             )
-            failed = decidable_not_reproduced(outcomes, options.device)
-            strict = [strict_line(failed, options.profile)] if options.strict else []
+            failed, decidable = decidable_not_reproduced(outcomes, options.device)
+            strict = [strict_line(failed, options.profile, decidable)] if options.strict else []
             _finish(reporter, [*strict, f"log: {reporter.log_path}"])
     except KeyboardInterrupt as exc:
         raise CommandInterrupted(run.current or "run", options.results_dir, exc) from exc
@@ -325,8 +330,8 @@ def _verify_all(plans: Plans, options: TableOptions) -> int:
             )
             _print_claims([r for _, r in entries if r], evidence=options.verbose, quiet=not options.verbose)
             console.rule("summary")
-            failed = decidable_not_reproduced(outcomes, options.device)
-            strict = [strict_line(failed, options.profile)] if options.strict else []
+            failed, decidable = decidable_not_reproduced(outcomes, options.device)
+            strict = [strict_line(failed, options.profile, decidable)] if options.strict else []
             _finish(
                 reporter,
                 [
