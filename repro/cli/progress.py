@@ -30,6 +30,7 @@ from rich.progress import (
 from rich.text import Text
 
 from repro.core.fsutil import FolderWriter
+from repro.core.progress import warnings_to
 from repro.core.terminal import print_words
 
 
@@ -68,6 +69,7 @@ class Reporter:
         self._tasks: dict[int, str] = {}  # piped: no bars, only the count of tasks handed out
         self._of_table: list[int] = []  # the bars added while `table` runs: removed when it ends
         self.warnings: list[Text] = []
+        self.warnings_shown = False  # the command has shown `warnings` (repro.cli.run._finish)
         self._warned: set[str] = set()
 
     def __enter__(self) -> Reporter:
@@ -75,6 +77,8 @@ class Reporter:
             writer = FolderWriter(self.root or self.log_path.parent)
             self._log = self._closing.enter_context(writer.append(self.log_path))
             self._write(f"== {self.command} (host {socket.gethostname()}, pid {os.getpid()})")
+            # The library's warnings (a record set aside as damaged) into the log too, and last on the screen
+            self._closing.enter_context(warnings_to(lambda text: self.warn("warning", text, "yellow")))
         if self.bars is not None:
             self.bars.start()
         return self
@@ -85,6 +89,11 @@ class Reporter:
         if self._log is not None:
             self._closing.close()
             self._log = None
+        if exc[0] is not None and not self.warnings_shown:  # stopped before the command showed them
+            from repro.cli.common import err
+
+            for line in self.warnings:
+                print_words(err, line)
 
     def _write(self, text: str) -> None:
         if self._log is not None:

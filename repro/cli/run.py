@@ -234,6 +234,7 @@ def _finish(reporter: Reporter, lines: list[str]) -> None:
         show(line)
     for warning in reporter.warnings:
         show(warning, err)
+    reporter.warnings_shown = True
 
 
 def decidable_not_reproduced(outcomes: list, device: str) -> tuple[list[str], int]:

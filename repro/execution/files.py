@@ -25,6 +25,7 @@ from repro.execution.protocol import Outcome, RunState
 from repro.execution.record_checks import LeftAlone, read_record
 from repro.core import jsonfile
 from repro.core.fsutil import WriteFailed, temporary_writer
+from repro.core.progress import warn
 from repro.plan.run_config import RunConfig
 from repro.results.measurements import RUNS_FOLDER
 from repro.runtime.locks import LockSettings, lock_path, pid_alive, read_holder, stale_reason
@@ -59,7 +60,7 @@ def set_aside(path: Path, what: str, problem: str, then: str) -> Path | None:
         return None
     except OSError as exc:
         raise WriteFailed.of(aside, exc) from None
-    print(f"warning: {what} {path} is unusable ({problem}); moved to {aside.name} and {then}", flush=True)
+    warn(f"{what} {path} is unusable ({problem}); moved to {aside.name} and {then}")
     return aside
 
 

@@ -33,6 +33,7 @@ from typing import Any
 
 from repro.core import jsonfile
 from repro.core.fsutil import FolderWriter, WriteFailed
+from repro.core.progress import warn
 
 DEFAULT_STALE_AFTER_S = 600.0
 MAX_HEARTBEAT_S = 30.0  # a holder refreshes its lock at least this often, whatever its own stale_after_s
@@ -353,12 +354,9 @@ def _take_over(path: Path, holder: dict[str, Any], reason: str, settings: LockSe
         current = read_holder(path)
         if current is not None and current.get("token") == holder.get("token") and stale_reason(current, settings):
             if "problem" in current:
-                print(
-                    f"warning: the lock file {path} cannot be used ({stale_reason(current, settings)}); taking it over",
-                    flush=True,
-                )
+                warn(f"the lock file {path} cannot be used ({stale_reason(current, settings)}); taking it over")
             else:
-                print(f"warning: taking over the lock {path.name} of {describe_holder(current)}: {reason}", flush=True)
+                warn(f"taking over the lock {path.name} of {describe_holder(current)}: {reason}")
             _remove(path, reason)
     finally:
         guard.unlink(missing_ok=True)
