@@ -215,11 +215,15 @@ def test_escape_sequences_in_a_file_name_reach_the_terminal_as_text(results, tmp
     assert "\x1b" not in done.output
 
 
-def test_status_of_a_file_is_refused(tmp_path):
+@pytest.mark.parametrize("command", ["status", "report", "appendix"])
+def test_a_file_given_as_the_results_folder_is_refused_as_one(tmp_path, command):
+    """`report -o FILE` said 'the folder does not exist', `appendix -o FILE` 'cannot write FILE/smoke/...: File
+    exists; check the disk'."""
     file = tmp_path / "results.txt"
     file.write_text("")
-    done, lines = invoke("status", "-o", str(file))
+    done, lines = invoke(command, "-o", str(file))
     assert done.exit_code == 2 and " ".join(lines) == f"error: --results-dir {file} is a file, not a results folder"
+    assert file.read_text() == ""
 
 
 def test_an_interrupted_export_leaves_the_old_set_or_the_new_one(results, tmp_path, monkeypatch):

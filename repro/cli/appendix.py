@@ -50,6 +50,8 @@ def appendix(
         )
     check_profile(manifests, profile)
     results_dir = results_dir or settings().results
+    if results_dir.exists() and not results_dir.is_dir():  # read, and written into unless --out names a file
+        fail(f"--results-dir {results_dir} is a file, not a results folder")
     with_results = profile in profiles_present(results_dir)
     entries = decided_results(results_dir, profile, manifests) if with_results else [(m, None) for m in manifests]
     plans = plan_all(manifests)  # once: the cost model and every row of the appendix read them

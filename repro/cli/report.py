@@ -47,6 +47,8 @@ def report(
     manifests = load_every(manifests_dir, profiles)  # bad input is reported before anything else
     if profile is not None:
         check_profile(manifests, profile)  # an unknown name is refused, naming the closest, before the folder
+    if results_dir.exists() and not results_dir.is_dir():
+        fail(f"--results-dir {results_dir} is a file, not a results folder")
     if not results_dir.is_dir():
         fail(f"no results in {results_dir}: the folder does not exist; run a table or `repro verify-all` first")
     present = profiles_present(results_dir)
