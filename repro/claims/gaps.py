@@ -231,6 +231,15 @@ def _welch_p(a: list[float], b: list[float]) -> float:
     return welch(a, b).p
 
 
+def _welch_text(pval: float, a: list[float], b: list[float]) -> str:
+    """'p=0.293', or why there is no p (it printed 'p=nan')."""
+    if not math.isnan(pval):
+        return f"p={pval:.3g}"
+    if min(len(a), len(b)) < 2:
+        return "p undefined: one seed on a side"
+    return "p undefined: neither row varies across seeds and their means are equal"
+
+
 @dataclass(frozen=True)
 class RowAbove:
     row: str
@@ -279,7 +288,7 @@ def _row_above(p: RowAbove, ev: Evidence) -> Outcome:
     pval = _welch_p(a, b)
     text = (
         f"{p.row_metric}: {p.row} {100 * sum(a) / len(a):.2f}% vs {p.baseline} {100 * sum(b) / len(b):.2f}%: "
-        f"{pct(diff)} (Welch p={pval:.3g})"
+        f"{pct(diff)} (Welch {_welch_text(pval, a, b)})"
     )
     measured = {row_metric(p.row, p.row_metric): a, row_metric(p.baseline, p.row_metric): b}
     reported = {}

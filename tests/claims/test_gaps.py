@@ -206,3 +206,20 @@ def test_accuracy_tolerance_is_the_spread_of_two_means_not_the_printed_digits():
     assert f"±{tol:.2f}pp" in out.evidence
     assert out.status == "reproduced"  # 0.20 below 88.41: inside 0.23, outside the one-sample 0.17
     assert stats.t.ppf(0.975, 9) * sd / 10**0.5 + 0.005 < abs(sum(xs) / 10 - 88.41)
+
+
+def test_row_above_says_why_it_has_no_p_instead_of_printing_nan():
+    """At smoke, table3's tiny_dw_moe_beats_standard_dense read '+0.00pp (Welch p=nan)'."""
+    above = Claim("r", "s", "4.3", "row_above", "empirical", {"row": "m", "baseline": "d"})
+
+    def evidence(m, d):
+        metrics = {**learned("d", accuracy=d), **learned("m", accuracy=m)}
+        return evaluate(above, Evidence("t", "table2", "full", metrics=metrics)).evidence
+
+    same = evidence((0.5, 0.5), (0.5, 0.5))
+    assert (
+        "nan" not in same and "(Welch p undefined: neither row varies across seeds and their means are equal)" in same
+    )
+    one = evidence((0.6,), (0.5, 0.55))
+    assert "nan" not in one and "(Welch p undefined: one seed on a side)" in one
+    assert "(Welch p=" in evidence((0.9, 0.91, 0.92), (0.80, 0.82, 0.78))
