@@ -42,3 +42,23 @@ def test_device_type_and_cpu_label():
     assert device_label("cpu", 1) == f"cpu: {cpu}, 1 intra-op thread(s)"
     assert device_label(torch.device("cpu")) == f"cpu: {cpu}, {torch.get_num_threads()} intra-op thread(s)"
     assert device_label("cpu", 0) == device_label("cpu")  # 0: torch's own setting, as the harness reads it
+
+
+@pytest.mark.parametrize("command", [["run", "table6"], ["verify-all", "table6"]], ids=" ".join)
+@pytest.mark.parametrize("device", ["cuda", "tpu"])
+def test_a_table_command_refuses_a_device_before_any_work(tmp_path, monkeypatch, command, device):
+    """docs/commands.md: a device torch does not see is refused before anything runs (exit 2). `--device cuda` on a
+    CPU host failed every table one by one (exit 1), and verify-all rewrote report.md: 'Tables regenerated: 0'."""
+    from typer.testing import CliRunner
+
+    from repro.cli import app
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)  # a host without CUDA, whatever runs the test
+    report = tmp_path / "smoke" / "report.md"
+    report.parent.mkdir(parents=True)
+    report.write_text("the report of an earlier run\n")
+    done = CliRunner().invoke(app, [*command, "--device", device, "-o", str(tmp_path)], env={"COLUMNS": "200"})
+    assert done.exit_code == 2, done.output
+    assert f"--device '{device}'" in done.output and "nothing was run" in done.output
+    assert report.read_text() == "the report of an earlier run\n"
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["report.md", "smoke"]  # no log, no crate, no records

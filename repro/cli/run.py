@@ -264,6 +264,20 @@ def _exit_code(outcomes: list) -> int:
     return ExitCode.SUBMITTED if any(o.submitted for o in outcomes) else ExitCode.OK
 
 
+def _check_device(options: TableOptions) -> None:
+    """A --device this machine lacks, or torch does not know, is refused before any work (it failed every table
+    one by one, and verify-all rewrote report.md with none of them). Only where the runs train here: a Slurm task
+    resolves it on its own node, and a login node has no GPU."""
+    if options.device == "auto" or (options.executor or ExecutorOptions()).executor != "local":
+        return
+    from repro.core.devices import DeviceError, resolve_device
+
+    try:
+        resolve_device(options.device)
+    except DeviceError as exc:
+        fail(f"{exc}; nothing was run")
+
+
 def _start(options: TableOptions) -> None:
     """Before CUDA starts in this process or any it spawns: cuBLAS's fixed workspace, in deterministic mode."""
     if options.defaults.deterministic:
@@ -369,6 +383,7 @@ def run_tables(ids: list[str] | None, options: TableOptions, report: bool) -> in
     manifests = load_some(ids, options.manifests_dir, options.profiles_file, options.defaults)
     check_profile(manifests, options.profile)
     check_results_dir(options.results_dir, options.profile, [m.id for m in manifests])
+    _check_device(options)
     plans = plan_all(manifests)  # once, before any work: every stage of the command reads them
     _start(options)
     command = "verify-all" if report else f"run {' '.join(ids or [])}"
