@@ -210,7 +210,7 @@ def run_local(work: ExecutionRequest, slots: list[Slot] | None = None) -> list[O
 
 
 def _stop_workers(running: dict, pools: dict, results_dir: Path) -> list[RunRequest]:
-    """Stop the workers that train a run, cleaning up after those killed; return the requests they trained."""
+    """Stop the workers that train a run, cleaning up after them; return the requests they trained."""
     from repro.execution.files import runs_dir
 
     # One process per pool; ProcessPoolExecutor keeps no public handle on it.
@@ -219,13 +219,16 @@ def _stop_workers(running: dict, pools: dict, results_dir: Path) -> list[RunRequ
         for f, (slot, _) in running.items()
         if pools[slot.name]._processes
     }
-    killed = stop_workers(procs)
+    stop_workers(procs)  # SIGTERM, then SIGKILL after the grace period
     for pool in pools.values():  # idle now, holding nothing: a graceful exit took seconds per worker
         for proc in list(pool._processes.values()):
             with contextlib.suppress(ProcessLookupError):
                 proc.kill()
+    # Every worker that trained a run is gone now, killed or ended: a lock still naming one is stale. A worker
+    # stopped by a signal between taking its lock and the block that releases it leaves one, however it ended.
     for future, (slot, request) in running.items():
-        if future in procs and procs[future].pid in killed:
+        if future in procs:
+            procs[future].join(1.0)
             clean_after_kill(runs_dir(results_dir), request.cfg.hash, procs[future].pid)
     # A result in transit is lost when its pool breaks: the scheduler reads what was kept from disk.
     return [request for _, request in running.values()]

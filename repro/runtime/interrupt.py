@@ -116,10 +116,16 @@ def raise_pending() -> None:
 
 
 _training = threading.Event()  # set in a pool worker while it trains a run
+_unwinding = threading.Event()  # set once a SIGTERM has interrupted the run being trained
 
 
 def _worker_sigterm(signum: int, frame: object) -> None:
     if _training.is_set():
+        # A second SIGTERM while the first unwinds (a signal to the whole process group, then the main process's
+        # own) would cut the unwinding short, its lock left behind: it is ignored.
+        if _unwinding.is_set():
+            return
+        _unwinding.set()
         raise KeyboardInterrupt("SIGTERM")  # unwind the run: lock released, partial writes removed
     os._exit(128 + signum)  # idle: nothing to unwind, and no traceback from the pool's loop
 
@@ -177,6 +183,7 @@ def training() -> Iterator[None]:
         yield
     finally:
         _training.clear()
+        _unwinding.clear()
 
 
 def stop_workers(futures: dict, grace_s: float = GRACE_S) -> set[int]:

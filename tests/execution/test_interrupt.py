@@ -82,6 +82,54 @@ def test_a_killed_workers_lock_and_temporary_files_are_removed_but_not_another_h
     assert sorted(p.name for p in tmp_path.iterdir()) == ["abc.ckpt", "def.lock"]
 
 
+def test_a_second_sigterm_does_not_cut_a_workers_unwinding_short():
+    """A SIGTERM to the whole process group (`timeout`, a batch system) reaches a worker, and the main process sends
+    it another: that one interrupted the first's unwinding, and the run's lock was left behind (3 of 13 tries of
+    `timeout -s TERM N repro table9`)."""
+    from repro.runtime.interrupt import _worker_sigterm, training
+
+    with training():
+        with pytest.raises(KeyboardInterrupt):
+            _worker_sigterm(signal.SIGTERM, None)
+        try:
+            _worker_sigterm(signal.SIGTERM, None)  # ignored: the first one is unwinding the run
+        except KeyboardInterrupt:
+            pytest.fail("a second SIGTERM interrupted the unwinding of the first")
+    with training():  # the next run is interrupted afresh
+        with pytest.raises(KeyboardInterrupt):
+            _worker_sigterm(signal.SIGTERM, None)
+
+
+def _exits_at_once() -> None:
+    pass
+
+
+def test_a_lock_left_by_a_worker_that_ended_is_removed_when_the_workers_are_stopped(tmp_path):
+    """A worker that ended (not killed) with its run's lock still on disk: a signal landed between taking the lock
+    and the block that releases it. The lock named a dead process and waited for the stale-lock rule; on another
+    host, sharing the folder, for --stale-lock-after seconds."""
+    import multiprocessing
+    from concurrent.futures import Future
+
+    worker = multiprocessing.get_context("spawn").Process(target=_exits_at_once)
+    worker.start()
+    worker.join()
+    cfg = resolve(ROW, PROFILE, seed=0)
+    runs = runs_dir(tmp_path)
+    runs.mkdir(parents=True)
+    lock = runs / f"{cfg.hash}.lock"
+    lock.write_text(json.dumps({"pid": worker.pid, "host": "this"}))
+    ended: Future = Future()
+    ended.set_exception(KeyboardInterrupt("SIGTERM"))
+    slot = local.Slot("cpu/0")
+
+    class Pool:
+        _processes = {worker.pid: worker}
+
+    stopped = local._stop_workers({ended: (slot, RunRequest(cfg, "r"))}, {slot.name: Pool()}, tmp_path)
+    assert [r.cfg.hash for r in stopped] == [cfg.hash] and not lock.exists()
+
+
 # The subprocess tests: the tiny table (tests/execution/minitable.py), long enough that a signal lands mid-table.
 EPOCHS, SAMPLES = 4, 320
 PATTERN = re.compile(
