@@ -34,6 +34,13 @@ def test_a_table_without_results_is_refused(tmp_path):
     assert "no results of table6 at profile 'smoke'" in " ".join(done.output.split())
 
 
+def test_a_misspelt_profile_is_refused_naming_the_closest(tmp_path):
+    """It said 'no results of table6 at profile 'smok' ...; run `repro run table6 --profile smok` first'."""
+    done, _ = invoke("table6", "x", "--profile", "smok", "--results-dir", tmp_path / "none")
+    assert done.exit_code == 2 and "no profile 'smok' (did you mean 'smoke'?)" in done.output
+    assert "--profile smok" not in done.output
+
+
 @pytest.fixture(scope="module")
 def folder(smoke_folder):
     return smoke_folder

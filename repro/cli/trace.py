@@ -9,7 +9,7 @@ from typing import Optional
 
 import typer
 
-from repro.cli.common import fail, settings
+from repro.cli.common import check_profile, fail, settings
 from repro.cli.options import MANIFESTS, PROFILE, PROFILES, READ_RESULTS
 
 
@@ -44,6 +44,7 @@ def trace(
     except ResultUnusable as exc:
         fail(f"{exc}; `repro report` rebuilds it from the run records")
     if result is None:
+        check_profile([manifest], profile)  # a misspelt name: the closest, not a command that repeats it
         fail(
             f"no results of {manifest.id} at profile '{profile}' in {results_dir}; run `repro run {manifest.id} "
             f"--profile {profile}` first"
