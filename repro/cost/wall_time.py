@@ -147,9 +147,9 @@ def command_time(
             else:
                 weaker = workers if BASES.index(workers.basis) > BASES.index(device.basis) else device
                 parts.append(Part("training", m.id, cost.wall_seconds + workers.seconds, weaker.basis, weaker.origin))
-        if "latency" in m.measures():
-            cpu = model.of_kind("cpu").origin  # the latency estimate is priced by the CPU's figures
-            parts.append(priced("latency", m.id, estimate_latency(plan, model)[0], "latency", cpu))
+        if "latency" in m.measures():  # timed on the device the profile trains on, and priced by its figures
+            origin = model.device(plan.profile).origin
+            parts.append(priced("latency", m.id, estimate_latency(plan, model)[0], "latency", origin))
         parts.append(priced("rest", m.id, 1.0, "rest"))
     if verify_all:
         parts.append(priced("report", "", 1.0, "report"))
@@ -176,9 +176,11 @@ def table_line(
 
 
 def estimate_latency(plan: TablePlan, model: CostModel) -> tuple[float, str]:
-    """Calls x multiply-adds per call / this CPU's throughput, plus a fixed cost per call, at the plan's latency
-    settings (NaN where a count or the throughput is not cached and `model.cached_only`)."""
+    """Calls x multiply-adds per call / the throughput of the device the profile's latency is timed on (its
+    training device: the CPU for a CPU-pinned profile, else a GPU), plus a fixed cost per call, at the plan's
+    latency settings (NaN where a count or the throughput is not cached and `model.cached_only`)."""
     s, rows = plan.latency, plan.latency_rows
+    device = model.device(plan.profile)
     calls = s.warmup + s.min_reps
     seconds = 0.0
     for row in rows:
@@ -188,5 +190,5 @@ def estimate_latency(plan: TablePlan, model: CostModel) -> tuple[float, str]:
         if f is None:
             return float("nan"), "not estimated: FLOP counts not cached"
         macs = calls * s.batch * (2 * f["backbone_macs"] * scale + 2 * f["head_macs"]) + s.op_batch * f["head_macs"]
-        seconds += macs / model.of_kind("cpu").macs_per_s + 3 * calls * 0.002  # three timings, ~2 ms of dispatch a call
+        seconds += macs / device.macs_per_s + 3 * calls * 0.002  # three timings, ~2 ms of dispatch a call
     return seconds, f"{len(rows)} latency rows x 3 timings, batch {s.batch}, {calls}+ calls each"

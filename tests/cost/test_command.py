@@ -150,3 +150,30 @@ def test_a_command_that_reused_every_run_or_ran_under_load_fits_no_rate(tables):
     assert fit_rates(FolderTimes({}, {}, {"smoke": {"verify-all": cold}}), plans, model).startup.basis == "fitted"
     said = FolderFit(model, {}, Rates(), FolderTimes(runs, {}, {"smoke": {"verify-all": reused}}), plans).describe()
     assert said == ["left out of the phase rates, every run reused (no cold work measured): smoke `verify-all`"]
+
+
+def test_latency_is_priced_on_the_device_the_profile_times_it_on():
+    """Table 7's latency is timed on the device its profile trains on: at full, a GPU's, not this CPU's (it was
+    priced at the CPU's rate: ~2.7 h of `repro list`'s wall time for timings a GPU takes minutes over)."""
+    from repro.cost.wall_time import estimate_latency
+    from repro.plan.manifest import find_manifest
+
+    cpu = cal.Throughput("cpu", "cpu", 1e9, 0.0, "test", label="test CPU")
+    gpu = cal.Throughput("H200", "gpu", 1e12, 0.0, "test", label="test GPU")
+    on_gpu, cpu_only = est.CostModel(fitted={}, kind=None), est.CostModel(fitted={}, kind="cpu")
+    for model in (on_gpu, cpu_only):
+        model._devices.update(cpu=cpu, gpu=gpu)
+    table7 = find_manifest("table7")
+    full, functional = build_plan(table7, "full"), build_plan(table7, "functional")
+
+    def latency(plan, model):
+        (part,) = [p for p in command_time([plan], model, GUESS, verify_all=False).parts if p.phase == "latency"]
+        assert part.seconds == pytest.approx(estimate_latency(plan, model)[0])
+        return part
+
+    assert latency(functional, on_gpu).origin == latency(functional, cpu_only).origin == "test CPU"
+    assert latency(functional, on_gpu).seconds == latency(functional, cpu_only).seconds
+    gpu_part, cpu_part = latency(full, on_gpu), latency(full, cpu_only)
+    assert (gpu_part.origin, cpu_part.origin) == ("test GPU", "test CPU")
+    dispatch = len(full.latency_rows) * 3 * (full.latency.warmup + full.latency.min_reps) * 0.002
+    assert (cpu_part.seconds - dispatch) / (gpu_part.seconds - dispatch) == pytest.approx(1000, rel=1e-6)
