@@ -185,7 +185,8 @@ def test_a_signal_stops_the_table_in_seconds_and_a_rerun_completes_it_identicall
     said = re.search(r"kept at epoch ([\d, and]+)", found[3] or "")
     assert sorted(int(e) for e in re.findall(r"\d+", said[1] if said else "")) == sorted(kept)
     assert interrupted >= len(kept)
-    assert not list(runs.glob("*.lock")) and not list(runs.glob(".*.tmp")) and not list(runs.glob("*.failed.json"))
+    left = [p.name for pattern in ("*.lock", ".*.tmp", "*.failed.json") for p in runs.glob(pattern)]
+    assert not left, (left, [(p.name, p.read_text()[:300]) for p in runs.glob("*.lock")], out)  # what it left, and why
     assert not (results / "smoke" / "mini" / "results.json").exists()
 
     again = repro(results, env, "--jobs", jobs)
