@@ -221,10 +221,25 @@ def test_a_claim_that_trains_nothing_lists_no_reading_that_changes_only_training
             listed = rows[f"{m.id}/{c.id}"]["Readings that can change it"].split("; ")[0]
             ids = [] if listed == "none" else listed.split(", ")
             assert set(ids) <= {r.id for t in claim_tables(full[m.id], c, full) for r in t.manifest.readings}
-            if not rows_read(m, c) and not any(readings[i].applies_to_claim(m.id, c.id) for i in ids):
+            trains = rows_read(m, c) and c.scope != "analytic"  # an analytic claim reads its rows' counts
+            if not trains and not any(readings[i].applies_to_claim(m.id, c.id) for i in ids):
                 counted += 1
                 assert not [i for i in ids if all(readings[i].training_only(a) for a in readings[i].alternatives)]
     assert counted > 0
+
+
+def test_an_analytic_claim_on_trained_rows_is_priced_and_listed_as_counting_them(manifests, inputs):
+    """table3/tiny_flops_reduction_negligible reads a comparison's FLOP reduction: its rows train for other claims,
+    and the appendix priced it at their training (2.8 GPU-h, 10 runs) and listed training-only readings."""
+    rows = claim_table(render(build_appendix([(m, None) for m in manifests], "full", inputs, False), "md"))
+    table3 = next(m for m in manifests if m.id == "table3")
+    claim = next(c for c in table3.claims if c.id == "tiny_flops_reduction_negligible")
+    assert claim.scope == "analytic" and rows_read(table3, claim)  # it reads trained rows
+    row = rows["table3/tiny_flops_reduction_negligible"]
+    assert "no training" in row["Cost at full"] and row["Decided by"].endswith("on the CPU (FLOP counts)")
+    readings = readings_by_id()
+    listed = row["Readings that can change it"].split("; ")[0].split(", ")
+    assert listed and not [i for i in listed if all(readings[i].training_only(a) for a in readings[i].alternatives)]
 
 
 def test_every_command_the_appendix_names_is_a_command_of_repro(manifests, inputs):

@@ -80,14 +80,17 @@ def claim_cost(
     others: Mapping[str, TablePlan] | None = None,
 ) -> ClaimCost:
     """The claim's runs and counts at the plan's profile on the device that profile runs on, the other tables' it
-    reads among them (`others`: their plans by id), each run counted once."""
+    reads among them (`others`: their plans by id), each run counted once. An analytic claim is decided from its
+    rows' counts alone (a FLOP reduction between two trained rows): it costs their counting, none of their runs."""
     tables = claim_tables(plan, claim, others)
-    cost = model.cost(tables)
     device = model.device(plan.profile)
     t = command_time(tables, model, rates, verify_all=False)
     counting = [p for p in t.parts if p.table and p.phase in COUNTING_PHASES and p.seconds]
     seconds = sum(p.seconds for p in counting)
     basis = max((p.basis for p in counting), key=BASES.index, default=rates.flop_model.basis)
+    if claim.scope == "analytic":
+        return ClaimCost(plan.profile_name, 0, device.kind, 0.0, device.basis, seconds, basis, device.source)
+    cost = model.cost(tables)
     return ClaimCost(
         plan.profile_name, cost.runs, cost.kind, cost.device_seconds, device.basis, seconds, basis, device.source
     )

@@ -101,6 +101,20 @@ def test_a_claim_on_counts_alone_costs_its_counting_at_the_rate_and_basis_given(
     assert count.text() == "~2.0 s wall, no training (fitted)"
 
 
+def test_an_analytic_claim_on_trained_rows_costs_their_counting_not_their_runs(fixed):
+    """Table 3's tiny_flops_reduction_negligible reads a comparison's FLOP reduction: the appendix priced it at
+    its two rows' training (2.8 GPU-h) though counting decides it."""
+    on_counts = {**MANIFEST["claims"][2], "id": "reduction", "metric": "comparisons.ab.flops_reduction"}
+    m = inline_manifest({**MANIFEST, "claims": [*MANIFEST["claims"], on_counts]})
+    rates = Rates(flop_model=Rate(2.0, "fitted", "test"))
+    model = fixed()
+    reduction = claim_cost(build_plan(m, "full"), m.claims[3], model, rates)
+    assert (reduction.runs, reduction.device_seconds) == (0, 0.0)
+    assert reduction.counting_seconds == 2 * 2.0 and reduction.text() == "~4.0 s wall, no training (fitted)"
+    empirical = dataclasses.replace(m.claims[3], scope="empirical")  # the same rows, read for their accuracy
+    assert claim_cost(build_plan(m, "full"), empirical, model, rates).runs == 2 * 3
+
+
 def test_the_claims_table_keeps_only_its_rows_and_the_comparisons_between_them():
     m = inline_manifest(MANIFEST)
     own = claim_plan(build_plan(m, "full"), m.claims[0]).manifest

@@ -73,6 +73,14 @@ def deciding_profile(manifest: Manifest, claim: Claim, profile: str) -> str:
     return BASE_PROFILE
 
 
+def trained_rows(tables: list[Manifest], claim: Claim) -> list[tuple[str, str]]:
+    """(table, row) of each training row the claim reads (`tables`, claim_tables); none for an analytic claim,
+    which reads its rows' counts, never their training (repro.cost.claim_cost.claim_cost)."""
+    if claim.scope == "analytic":
+        return []
+    return [(t.id, r.id) for t in tables for r in t.rows if "accuracy" in r.measures]
+
+
 def hardware(tables: list[Manifest], claim: Claim, profile: str, device: str) -> str:
     """What the claim's measures need at `profile`, over the rows it reads (`tables`, claim_tables); `device`: the
     GPU the cost model prices it on."""
@@ -80,7 +88,7 @@ def hardware(tables: list[Manifest], claim: Claim, profile: str, device: str) ->
     runs_on = tables[0].profiles[profile].device
     if claim.scope == "gpu":
         return f"an NVIDIA GPU (GPU-scoped; priced as {device})"
-    if "accuracy" in measures:
+    if trained_rows(tables, claim):
         return "the CPU (the profile's device)" if runs_on == "cpu" else f"a GPU (priced as {device})"
     if "latency" in measures:
         return "the CPU or a GPU (operator counts)"
@@ -137,7 +145,7 @@ def readings_of(tables: list[Manifest], claim: Claim, result: ManifestResult | N
     """The readings that apply to the rows the claim reads (`tables`, claim_tables) that can change its verdict."""
     own = tables[0]
     readings = list({r.id: r for t in tables for r in t.readings if any(r.applies_to(row) for row in t.rows)}.values())
-    if not any("accuracy" in r.measures for t in tables for r in t.rows):  # a count or a timing changes only
+    if not trained_rows(tables, claim):  # a count or a timing changes only
         readings = [r for r in readings if not all(r.training_only(a) for a in r.alternatives)]  # with the model
     readings += [r for r in own.readings if r.applies_to_claim(own.id, claim.id) and r not in readings]  # its rule
     text = ", ".join(r.id for r in readings) or "none"
@@ -168,7 +176,7 @@ def claim_row(
     manifest = tables[0]
     decided_at = deciding_profile(manifest, claim, profile)
     here = costs[profile]
-    trained = [(t.id, r.id) for t in tables for r in t.rows if "accuracy" in r.measures]
+    trained = trained_rows(tables, claim)
     evidence = manifest.profiles[profile].evidence
     if unverified:
         badge, cost_here = "none: the results trained on unverified data", here.text()
