@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from repro.execution.files import poll_interval, probe
 from repro.execution.protocol import ExecutionRequest, Outcome, RunRequest, RunState, Stopped
 from repro.core.settings import Launch, Settings
-from repro.runtime.interrupt import clean_after_kill, stop_workers, training
+from repro.runtime.interrupt import clean_after_kill, stop_workers, sweep_worker_locks, training
 from repro.runtime.locks import LockSettings, describe_holder
 from repro.execution.workers import release_workers, start_workers
 
@@ -219,17 +219,20 @@ def _stop_workers(running: dict, pools: dict, results_dir: Path) -> list[RunRequ
         for f, (slot, _) in running.items()
         if pools[slot.name]._processes
     }
+    every = [proc for pool in pools.values() for proc in list(pool._processes.values())]
     stop_workers(procs)  # SIGTERM, then SIGKILL after the grace period
-    for pool in pools.values():  # idle now, holding nothing: a graceful exit took seconds per worker
-        for proc in list(pool._processes.values()):
-            with contextlib.suppress(ProcessLookupError):
-                proc.kill()
-    # Every worker that trained a run is gone now, killed or ended: a lock still naming one is stale. A worker
-    # stopped by a signal between taking its lock and the block that releases it leaves one, however it ended.
-    for future, (slot, request) in running.items():
+    for proc in every:  # idle now, or given a run in the instant the signal came (not yet in `running`)
+        with contextlib.suppress(ProcessLookupError):
+            proc.kill()
+    for proc in every:
+        proc.join(1.0)
+    # Every worker is gone now, killed or ended: a lock still naming one is stale. A worker stopped by a signal
+    # between taking its lock and the block that releases it leaves one, however it ended; so does a run submitted
+    # as the signal came, before the scheduler could note it in `running`.
+    for future, (_, request) in running.items():
         if future in procs:
-            procs[future].join(1.0)
             clean_after_kill(runs_dir(results_dir), request.cfg.hash, procs[future].pid)
+    sweep_worker_locks(runs_dir(results_dir), {proc.pid for proc in every})
     # A result in transit is lost when its pool breaks: the scheduler reads what was kept from disk.
     return [request for _, request in running.values()]
 

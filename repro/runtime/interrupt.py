@@ -219,6 +219,19 @@ def clean_after_kill(runs_dir: Path, run_hash: str, pid: int) -> None:
         tmp.unlink(missing_ok=True)
 
 
+def sweep_worker_locks(runs_dir: Path, pids: set[int]) -> None:
+    """After this host's worker processes `pids` are gone: every lock naming one of them, with its run's temporary
+    files, whatever run it was (one handed over as the signal came is not among those the scheduler knows)."""
+    import socket
+
+    from repro.runtime.locks import read_holder
+
+    for lock in runs_dir.glob("*.lock"):
+        holder = read_holder(lock)
+        if holder is not None and holder.get("host") == socket.gethostname() and holder.get("pid") in pids:
+            clean_after_kill(runs_dir, lock.stem, holder["pid"])
+
+
 def release_own_locks(runs_dir: Path) -> None:
     """On an interrupt, every lock this process still holds is released, with its temporary files.
 

@@ -130,6 +130,33 @@ def test_a_lock_left_by_a_worker_that_ended_is_removed_when_the_workers_are_stop
     assert [r.cfg.hash for r in stopped] == [cfg.hash] and not lock.exists()
 
 
+def test_a_lock_of_a_run_submitted_as_the_signal_came_is_removed_when_the_workers_are_stopped(tmp_path):
+    """The signal lands after the scheduler hands a worker its next run and before it notes the run in `running`
+    (the SIGHUP case of the subprocess test below stops the table as the first record appears, when the next run is
+    handed over): the worker takes the run's lock, is killed as an idle one, and its lock was left for the
+    stale-lock rule. Another host's lock, and one naming a process that is not a worker, are left alone."""
+    import multiprocessing
+    import socket
+
+    worker = multiprocessing.get_context("spawn").Process(target=_exits_at_once)
+    worker.start()
+    worker.join()
+    runs = runs_dir(tmp_path)
+    runs.mkdir(parents=True)
+    here = socket.gethostname()
+    locks = {name: runs / f"{name}.lock" for name in ("handed_over", "other_host", "other_process")}
+    locks["handed_over"].write_text(json.dumps({"pid": worker.pid, "host": here}))
+    locks["other_host"].write_text(json.dumps({"pid": worker.pid, "host": here + "-not"}))
+    locks["other_process"].write_text(json.dumps({"pid": worker.pid + 1, "host": here}))
+    runs.joinpath(".handed_over.ckpt.x1.tmp").write_bytes(b"x")
+
+    class Pool:
+        _processes = {worker.pid: worker}
+
+    assert local._stop_workers({}, {"cpu/0": Pool()}, tmp_path) == []  # the scheduler knew of no running run
+    assert sorted(p.name for p in runs.iterdir()) == ["other_host.lock", "other_process.lock"]
+
+
 # The subprocess tests: the tiny table (tests/execution/minitable.py), long enough that a signal lands mid-table.
 EPOCHS, SAMPLES = 4, 320
 PATTERN = re.compile(
