@@ -219,7 +219,7 @@ def _stop_workers(running: dict, pools: dict, results_dir: Path) -> list[RunRequ
         for f, (slot, _) in running.items()
         if pools[slot.name]._processes
     }
-    every = [proc for pool in pools.values() for proc in list(pool._processes.values())]
+    every = [proc for pool in pools.values() for proc in list((pool._processes or {}).values())]
     stop_workers(procs)  # SIGTERM, then SIGKILL after the grace period
     for proc in every:  # idle now, or given a run in the instant the signal came (not yet in `running`)
         with contextlib.suppress(ProcessLookupError):
