@@ -152,6 +152,7 @@ def _have_fvcore() -> bool:
 def _torch_macs(key: str) -> tuple[float, float, str]:
     from torch.utils.flop_counter import FlopCounterMode
 
+    from repro.measure.flop_check import counted_batch
     from repro.models import Component, build_model
     from repro.spec.recipes import at_last_epoch
 
@@ -165,6 +166,11 @@ def _torch_macs(key: str) -> tuple[float, float, str]:
             part(x)
         counts.append(counter.get_total_flops() / 2)
     total, backbone = counts
+    # A batch-axis head (an image of a batch of counted_batch, not of one) or one whose experts per sample depend
+    # on the data (their mean) is reported at its expected count, as repro.models.flops reports it
+    expected = getattr(model.head, "expected_macs", None)
+    if expected is not None:
+        return backbone, float(expected(counted_batch(spec["dataset"]))), "torch FlopCounterMode / 2 (no fvcore)"
     return backbone, total - backbone, "torch FlopCounterMode / 2 (no fvcore)"
 
 
