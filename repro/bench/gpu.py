@@ -154,6 +154,7 @@ def _torch_macs(key: str) -> tuple[float, float, str]:
 
     from repro.measure.flop_check import counted_batch
     from repro.models import Component, build_model
+    from repro.models.flops import expected_head_macs
     from repro.spec.recipes import at_last_epoch
 
     spec = json.loads(key)
@@ -166,12 +167,8 @@ def _torch_macs(key: str) -> tuple[float, float, str]:
             part(x)
         counts.append(counter.get_total_flops() / 2)
     total, backbone = counts
-    # A batch-axis head (an image of a batch of counted_batch, not of one) or one whose experts per sample depend
-    # on the data (their mean) is reported at its expected count, as repro.models.flops reports it
-    expected = getattr(model.head, "expected_macs", None)
-    if expected is not None:
-        return backbone, float(expected(counted_batch(spec["dataset"]))), "torch FlopCounterMode / 2 (no fvcore)"
-    return backbone, total - backbone, "torch FlopCounterMode / 2 (no fvcore)"
+    head = expected_head_macs(model.head, counted_batch(spec["dataset"]))  # as the checked count reports it
+    return backbone, total - backbone if head is None else float(head), "torch FlopCounterMode / 2 (no fvcore)"
 
 
 def training_macs(row: Row, cfg: RunConfig) -> float:

@@ -416,6 +416,14 @@ def _analytic(
     return calls, _rollup(own), _rollup({n: own[n] + extra[n] for n in own})
 
 
+def expected_head_macs(head: nn.Module, batch: int) -> int | None:
+    """The MACs a head is reported at per image where its traced batch-1 count is not that figure, else None: a
+    head whose experts per sample depend on the data (ReLU routing) at its mean, a batch-axis head at an image of a
+    batch of `batch`, not a batch of one (`expected_macs`)."""
+    expected = getattr(head, "expected_macs", None)
+    return expected(batch) if expected is not None else None
+
+
 def _report(
     model: Classifier,
     input_shape: tuple[int, ...],
@@ -426,11 +434,9 @@ def _report(
     batch: int,
 ) -> FlopReport:
     routed_names = model.routed_module_names()
-    # A head whose experts per sample depend on the data (ReLU routing) counts the mean, not the traced input's
-    # draw; a batch-axis head counts an image of a batch of `batch`, not a batch of one. The three counters
-    # checked the executed batch-1 dispatch itself.
-    expected = getattr(model.head, "expected_macs", None)
-    shift = expected(batch) - analytic.get("head", 0) if expected is not None else 0
+    # The three counters checked the executed batch-1 dispatch itself; the head is reported at its own figure
+    expected = expected_head_macs(model.head, batch)
+    shift = expected - analytic.get("head", 0) if expected is not None else 0
     routed_shift = shift if "head" in routed_names else 0
     return FlopReport(
         input_shape=tuple(input_shape),
