@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml  # type: ignore[import-untyped]  # PyYAML ships no type information and types-PyYAML is not installed
+import yaml
 
 from repro.core.schema import SchemaError, read_toml
 
