@@ -45,7 +45,7 @@ import threading
 import time
 import traceback
 from dataclasses import asdict, dataclass, replace
-from functools import lru_cache
+from functools import lru_cache, partial
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -390,16 +390,17 @@ def _run_checks(
     first_runs = {(plan.id, r.row): r.cfg for plan in plans for r in plan.runs if r.seed == 0}  # a twin's, too
     jobs: list[tuple[Check, Callable[[], tuple[dict[str, Any], str]]]] = []
     for manifest_id, row in expert_choice_rows(manifests):
+
+        def expert_choice(row: Row = row) -> tuple[dict[str, Any], str]:
+            return expert_choice_check(row, dev), ""
+
         jobs.append(
-            (
-                Check(f"expert_choice_bf16/{row.dataset}/{manifest_id}.{row.id}", "expert_choice_bf16"),
-                lambda row=row: (expert_choice_check(row, dev), ""),
-            )
+            (Check(f"expert_choice_bf16/{row.dataset}/{manifest_id}.{row.id}", "expert_choice_bf16"), expert_choice)
         )
     by_id = {m.id: m for m in manifests}
     for p in planned:
         routed = Check(p.name, "train")
-        jobs.append((routed, lambda p=p: train_check(p, settings, dev, run_settings)))
+        jobs.append((routed, partial(train_check, p, settings, dev, run_settings)))
         for twin in filter(None, (dense_twin(by_id[m], p.row) for m in p.manifests if m in by_id)):
 
             def train(row: Row, p: Planned = p, table: str = twin.manifest) -> tuple[dict[str, Any], str]:
@@ -411,11 +412,11 @@ def _run_checks(
         jobs.append(
             (
                 Check(f"input_path/{dataset}", "input_path"),
-                lambda d=dataset: _input_job(d, planned, jobs, settings, dev, dry_run, run_settings),
+                partial(_input_job, dataset, planned, jobs, settings, dev, dry_run, run_settings),
             )
         )
     for manifest_id, exc in unplanned.items():
-        jobs.append((Check(f"train/{manifest_id}", "train"), lambda exc=exc: _reraise(exc)))
+        jobs.append((Check(f"train/{manifest_id}", "train"), partial(_reraise, exc)))
     # last: the figures the cost model reads come first when the time budget runs out
     jobs.append(
         (

@@ -61,6 +61,7 @@ class Trainer:
     command's (its engine switches, cache and weights folders), as train_run takes them."""
 
     def __init__(self, cfg: RunConfig, device: torch.device, settings: Settings = Settings()) -> None:
+        from repro.models.base import RoutingHooks
         from repro.train.loop import (
             build_engine_model,
             compile_backbone,
@@ -83,6 +84,7 @@ class Trainer:
             torch.cuda.reset_peak_memory_stats(device)
         self.compile_error = compile_backbone(self.model, cfg, self.engine, device) if self.engine.compile else ""
         for m in routing_modules(self.model):
+            assert isinstance(m, RoutingHooks)  # the modules with the engine hooks: repro.models.base's
             m.on_epoch_start(*schedule_position(cfg.epochs - 1, cfg))  # the schedules' steady state
         self.build_s = time.perf_counter() - started
         self.epochs = 0

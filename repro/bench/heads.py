@@ -24,7 +24,7 @@ def method_rows(dataset: str, num_experts: int = 8) -> list[Row]:
     """Every method's head on the dataset's standard backbone, as a latency manifest would list them."""
     backbone, h = SHAPES[dataset]
     moe = {"num_experts": num_experts, "expert_hidden": h}
-    heads = [
+    heads: list[tuple[str, str, dict[str, Any]]] = [
         ("dense head", "dense", {"hidden": (1024, 256)}),
         ("sparse MoE, loop", "sparse_moe", {**moe, "top_k": 1, "dispatch": "loop"}),
         ("sparse MoE, batched", "sparse_moe", {**moe, "top_k": 1, "dispatch": "batched"}),

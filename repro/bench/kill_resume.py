@@ -34,7 +34,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from repro.bench.gpu_calibration import expect
+from repro.bench.gpu_calibration import CheckFailed, expect
 from repro.core.package_data import import_folder
 from repro.core.settings import EngineSwitches, Settings
 
@@ -175,7 +175,8 @@ def run_kill_resume(device: str, timeout_s: float = 300.0, engine: EngineSwitche
         if resumed.returncode != 0:
             raise RuntimeError(f"the resuming child failed: {_tail(base / 'resumed.log', resumed)}")
         record, whole = load_record(results, cfg), load_record(reference, cfg)
-        expect(record is not None and whole is not None, "a finished run left no readable record")
+        if record is None or whole is None:
+            raise CheckFailed("a finished run left no readable record")
         history = record["history"]
         expect(
             record["resumed_from_epoch"] == 1,

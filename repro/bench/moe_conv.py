@@ -128,15 +128,18 @@ def _bench(
     grads = {True: grad.contiguous(memory_format=torch.channels_last), False: grad.contiguous()}
     modules: dict[str, nn.Module] = {"dense": conv}
     for name in PATHS:
-        modules[name] = copy.deepcopy(layer)
-        modules[name].path_rule = name
+        path_layer = copy.deepcopy(layer)
+        path_layer.path_rule = name
+        modules[name] = path_layer
     skipped: dict[str, str] = {}
     for name in compiled:
         module = copy.deepcopy(layer)
         module.path_rule = name
         try:
-            modules[f"compiled {name}"] = torch.compile(module)
-            _step(modules[f"compiled {name}"], x, grads)  # compiles here, untimed
+            optimized = torch.compile(module)
+            assert isinstance(optimized, nn.Module)  # a module compiles to one (torch's stubs: any callable)
+            modules[f"compiled {name}"] = optimized
+            _step(optimized, x, grads)  # compiles here, untimed
         except Exception as exc:  # inductor needs a C++ compiler on a CPU: say why, bench the rest
             modules.pop(f"compiled {name}", None)
             skipped[f"compiled {name}"] = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"

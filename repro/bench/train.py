@@ -36,6 +36,8 @@ from repro.data.synthetic import synthetic_tensors
 from repro.plan.manifest import Row
 from repro.spec.profiles import Profile
 from repro.models import Component, build_model
+from repro.models.base import RoutingHooks
+from repro.models.classifier import Classifier
 from repro.plan.run_config import RunConfig, resolve
 from repro.train.loop import (
     Engine,
@@ -67,15 +69,17 @@ def bench_config(dataset: str, n_images: int, batch_size: int, seed: int, bf16: 
     return cfg if bf16 is None else replace(cfg, bf16=bf16)
 
 
-def _usual_epoch(model: torch.nn.Module, loader: DataLoader, opt: torch.optim.Optimizer, device: torch.device) -> int:
+def _usual_epoch(model: Classifier, loader: DataLoader, opt: torch.optim.Optimizer, device: torch.device) -> int:
+    head = model.head
+    assert isinstance(head, RoutingHooks)  # every head has the engine hooks (repro.models.base)
     model.train()
     seen = 0
     for x, y in loader:
         x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
-        loss = F.cross_entropy(model(x), y) + model.head.aux_loss()
+        loss = F.cross_entropy(model(x), y) + head.aux_loss()
         opt.zero_grad(set_to_none=True)
         loss.backward()
-        model.head.after_backward()
+        head.after_backward()
         opt.step()
         seen += len(y)
     return seen
@@ -119,6 +123,7 @@ def bench_train(
     usual.load_state_dict(fast.state_dict())  # the same initial weights
     for model in (fast, usual):
         for m in routing_modules(model):
+            assert isinstance(m, RoutingHooks)  # the modules with the engine hooks: repro.models.base's
             m.on_epoch_start(0, cfg.schedule_epochs)
     fast_opt, _ = make_optimizer(cfg, fast)
     usual_opt, _ = make_optimizer(cfg, usual)

@@ -37,7 +37,7 @@ import threading
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Iterator, Mapping
+from typing import IO, Any, Iterator, Mapping, TypeVar
 
 
 class WriteFailed(OSError):
@@ -140,6 +140,8 @@ class OutsideFolder(WriteFailed):
         )
 
 
+_PathT = TypeVar("_PathT", bound=str | Path)  # replace_set's keys: a dict[Path, bytes] is no Mapping[str | Path, bytes]
+
 _DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 _NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 
@@ -172,7 +174,7 @@ class FolderWriter:
     def write_json(self, path: str | Path, obj: Any) -> Path:
         return self.write_text(path, json_text(obj))
 
-    def replace_set(self, files: Mapping[str | Path, bytes]) -> list[Path]:
+    def replace_set(self, files: Mapping[_PathT, bytes]) -> list[Path]:
         """Replace each file with its data, as a set: every file is written whole first, then all are renamed
         into place while Ctrl-C and termination signals wait, so an interrupt leaves the old set or the new one."""
         staged: list[list[Any]] = []  # [folder fd, temporary name ("" once renamed), name, path]

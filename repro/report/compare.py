@@ -198,7 +198,7 @@ def compare_folders(a: Path, b: Path, profile: str | None = None, manifests: Seq
     seeds_a, seeds_b = _seeds(folder_a, profiles), _seeds(folder_b, profiles)
     key = ["profile", "table", "row"]
     groups_a, groups_b = dict(iter(seeds_a.groupby(key, sort=True))), dict(iter(seeds_b.groupby(key, sort=True)))
-    common = sorted(set(groups_a) & set(groups_b))
+    common: list[tuple[str, str, str]] = sorted(set(groups_a) & set(groups_b))  # (profile, table, row)
     if not common:
         raise CompareError(
             f"no row of profile {', '.join(profiles)} has a usable run record in both {a} "
@@ -214,7 +214,8 @@ def compare_folders(a: Path, b: Path, profile: str | None = None, manifests: Seq
             sorted(zip(ga.seed, ga.accuracy)) != sorted(zip(gb.seed, gb.accuracy))
         )
         numbers = (t.n_a, t.n_b, t.mean_a, t.mean_b, t.difference, None if math.isnan(t.p) else t.p, adjusted.get(k))
-        out.rows.append(RowDifference(*k, *numbers, settings_note(ga, gb), other))
+        row_profile, table, row = k
+        out.rows.append(RowDifference(row_profile, table, row, *numbers, settings_note(ga, gb), other))
     runs_a, runs_b = _run_names(seeds_a), _run_names(seeds_b)
     out.only_a, out.only_b = sorted(runs_a - runs_b), sorted(runs_b - runs_a)
     out.verdicts = _verdict_changes(verdicts(folder_a), verdicts(folder_b), profiles)

@@ -16,5 +16,6 @@ def compute_section(taken: ComputeTaken, profile: str) -> str:
 
     if not taken.lines:
         return "No training runs at this profile."
-    context = dict(lines=taken.lines, profile=profile, source=taken.source, walls=taken.walls, fitted=taken.fitted)
-    return render("compute.md.j2", **context)
+    return render(
+        "compute.md.j2", lines=taken.lines, profile=profile, source=taken.source, walls=taken.walls, fitted=taken.fitted
+    )

@@ -26,7 +26,7 @@ import textwrap
 from dataclasses import dataclass
 from functools import lru_cache, partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Protocol, TypeVar
 
 from repro.core import jsonfile
 from repro.core.fsutil import FolderWriter
@@ -124,7 +124,7 @@ def draw_stamp(fig: Figure, stamp: Stamp) -> None:
     fig.supxlabel(textwrap.fill(stamp.text, max(40, width_chars)), fontsize=FOOTER_SIZE, color=colour)
     if stamp.warns:
         size = min(48.0, 1.6 * fig.get_figwidth() * 72 / max(len(stamp.mark), 1))
-        mark = dict(fontsize=size, color=colour, alpha=MARK_ALPHA, rotation=20, weight="bold", zorder=0)
+        mark: dict[str, Any] = dict(fontsize=size, color=colour, alpha=MARK_ALPHA, rotation=20, weight="bold", zorder=0)
         fig.text(0.5, 0.5, stamp.mark, ha="center", va="center", in_layout=False, **mark)
 
 
@@ -343,25 +343,46 @@ def _gap_figures(entries, out: Folder, plans: Plans) -> list[FigureFile]:
 
 
 # --------------------------------------------------------------------------- manifest figures
+class _RowItem(Protocol):
+    """What a manifest figure draws of one row (runs.EpochCurve, runs.UsageMatrix)."""
+
+    @property
+    def row(self) -> str: ...
+
+
+_Item = TypeVar("_Item", bound=_RowItem)
+
+
+class _Caption(Protocol[_Item]):
+    def __call__(self, items: list[_Item], /, *, missing: list[str], runs: str, paper: str) -> str: ...
+
+
 def _declared(
     manifest: Manifest, result: ManifestResult | None, decl: FigureDecl, fig_id: str, out: Folder, plans: Plans
 ) -> FigureFile:
     head = (fig_id, decl.title, decl.paper_ref or manifest.paper_ref)
     if result is None:
         return out.skip(head, f"{manifest.id} has no results yet (not run)")
+
+    def figure(
+        items: list[_Item], what: str, draw: Callable[[list[_Item], str], Figure], caption: _Caption[_Item]
+    ) -> FigureFile:
+        """The figure of `items`, one per row that recorded `what`; skipped when no row did."""
+        if not items:
+            where = f"{manifest.id} (profile '{result.profile}')"
+            return out.skip(head, f"no run of {', '.join(decl.rows)} in {where} recorded {what}")
+        missing = [r for r in decl.rows if r not in {item.row for item in items}]
+        pairs = [(manifest, result)]
+        runs_words, paper = runs_note(pairs, plans), paper_note(manifest, decl.rows, head[2])
+        text = caption(items, missing=missing, runs=runs_words, paper=paper)
+        shows = frozenset((manifest.id, r) for r in decl.rows)
+        return out.save(head, text, lambda: draw(items, decl.title), (decl.kind, items, decl.title), pairs, shows)
+
     if decl.kind == "accuracy_by_epoch":
-        items, what = runs.epoch_curves(decl, manifest, result), "test accuracy per epoch"
-        draw, caption = runs.draw_accuracy_by_epoch, partial(runs.caption_accuracy_by_epoch, manifest=manifest)
-    elif decl.kind == "usage_by_class":
-        items, what = runs.usage_matrices(decl, manifest, result), "test-time expert usage by class"
-        draw, caption = runs.draw_usage_by_class, runs.caption_usage_by_class
-    else:
-        return out.skip(head, f"no drawing for figure kind '{decl.kind}'")
-    if not items:
-        where = f"{manifest.id} (profile '{result.profile}')"
-        return out.skip(head, f"no run of {', '.join(decl.rows)} in {where} recorded {what}")
-    missing = [r for r in decl.rows if r not in {item.row for item in items}]
-    pairs = [(manifest, result)]
-    text = caption(items, missing=missing, runs=runs_note(pairs, plans), paper=paper_note(manifest, decl.rows, head[2]))
-    shows = frozenset((manifest.id, r) for r in decl.rows)
-    return out.save(head, text, lambda: draw(items, decl.title), (decl.kind, items, decl.title), pairs, shows)
+        curves = runs.epoch_curves(decl, manifest, result)
+        caption = partial(runs.caption_accuracy_by_epoch, manifest=manifest)
+        return figure(curves, "test accuracy per epoch", runs.draw_accuracy_by_epoch, caption)
+    if decl.kind == "usage_by_class":
+        mats = runs.usage_matrices(decl, manifest, result)
+        return figure(mats, "test-time expert usage by class", runs.draw_usage_by_class, runs.caption_usage_by_class)
+    return out.skip(head, f"no drawing for figure kind '{decl.kind}'")

@@ -113,7 +113,7 @@ def render_extension_figure(manifest: Manifest, result: ManifestResult | None, o
     out = Folder(Path(out_dir), Path(root or out_dir))
     head = (f"{manifest.id}_gap_vs_rho", f"Extension ({manifest.id}): gap against ρ per router", manifest.paper_ref)
     points = router_points(manifest, result) if result is not None else []
-    if not points:
+    if result is None or not points:
         return out.skip(head, "no comparison has both a gap and rho yet")
     drawn = {p.comparison for p in points}
     rows = frozenset((manifest.id, r) for c in manifest.comparisons if c.id in drawn for r in (c.row, c.baseline))

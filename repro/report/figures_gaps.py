@@ -291,17 +291,22 @@ def draw_gap_vs_rho(
     threshold: tuple[float, str] | None,
     title: str = "Accuracy gap against the routed fraction ρ",
 ) -> tuple[Figure, bool]:
-    """Gap (pp) against rho (%, log); returns the figure and whether the y axis is symlog."""
+    """Gap (pp) against rho (%, log); returns the figure and whether the y axis is symlog. `points`: split_by_rho's,
+    each with a measured rho."""
     from matplotlib.figure import Figure
     from matplotlib.lines import Line2D
+
+    def rho_pct(p: GapPoint) -> float:
+        assert p.rho is not None, f"{p.source} has no measured rho: draw split_by_rho's points"
+        return 100 * p.rho
 
     fig = Figure(figsize=(8.5, 5.0), layout="constrained")
     ax = fig.add_subplot()
     methods = sorted({p.method for p in points})
     marker = {m: MARKERS[i % len(MARKERS)] for i, m in enumerate(methods)}
     for p in points:
-        _draw_point(ax, 100 * p.rho, p, dataset_colour(p.dataset), marker[p.method])
-    signed = [p for p in points if p.paper_pp is None and p.paper_sign]
+        _draw_point(ax, rho_pct(p), p, dataset_colour(p.dataset), marker[p.method])
+    signed = [(p, sign) for p in points if p.paper_pp is None and (sign := p.paper_sign)]
     ax.axhline(0, color="black", lw=0.8)
     handles = [
         Line2D([], [], marker="o", color=dataset_colour(d), ls="none", label=get_dataset(d).title)
@@ -311,14 +316,14 @@ def draw_gap_vs_rho(
     handles += [Line2D([], [], marker=marker[m], color="0.35", ls="none", label=m) for m in methods]
     if any(p.paper_pp is not None for p in points):
         handles.append(_paper_handle())
-    handles += _sign_handles({p.paper_sign for p in signed})
+    handles += _sign_handles({sign for _, sign in signed})
     if threshold:
         ax.axvline(threshold[0], color="0.4", ls=":", lw=1)
         handles.append(Line2D([], [], color="0.4", ls=":", label=f"paper's ρ threshold ({threshold[1]})"))
     log_rho_axis(ax)
     xlabel = "routed fraction ρ of inference FLOPs (%, log scale)"
     log = _finish(ax, points, xlabel, title, handles, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    place_signs(fig, ax, [(100 * p.rho, p.mean_pp, p.paper_sign) for p in signed])
+    place_signs(fig, ax, [(rho_pct(p), p.mean_pp, sign) for p, sign in signed])
     return fig, log
 
 
@@ -363,7 +368,7 @@ def _pp(x: float) -> str:
 
 def _paper_sentence(points: list[GapPoint], signs_drawn: bool) -> str:
     numeric = [p for p in points if p.paper_pp is not None]
-    signs = [p for p in points if p.paper_pp is None and p.paper_sign]
+    signs = [(p, sign) for p in points if p.paper_pp is None and (sign := p.paper_sign)]
     parts = []
     if numeric:
         listed = "; ".join(f"{p.label}: ours {_pp(p.mean_pp)} pp, paper {p.paper_printed}" for p in numeric)
@@ -379,7 +384,7 @@ def _paper_sentence(points: list[GapPoint], signs_drawn: bool) -> str:
             "states without a number, set beside its point where it covers no other."
         )
     elif signs:
-        listed = "; ".join(f"{p.label} ({p.series}) {SIGN_TEXT[p.paper_sign]}" for p in signs)
+        listed = "; ".join(f"{p.label} ({p.series}) {SIGN_TEXT[sign]}" for p, sign in signs)
         parts.append(f"Directions the text states without a number (not drawn): {listed}.")
     return " ".join(parts)
 
@@ -390,7 +395,7 @@ def _common_sentences(points: list[GapPoint], symlog: bool) -> str:
     if merged:
         same = "; ".join(" = ".join(p.sources) for p in merged)
         out.append(f"Comparisons that reuse the same runs in several manifests are drawn once: {same}.")
-    metrics = {}
+    metrics: dict[str, list[str]] = {}
     for d in sorted({p.dataset for p in points}, key=list(DATASETS).index):
         metrics.setdefault(get_dataset(d).metric, []).append(get_dataset(d).title)
     words = {"final": "final-epoch test accuracy", "peak": "peak validation accuracy"}

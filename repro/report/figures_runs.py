@@ -226,6 +226,7 @@ def draw_usage_by_class(mats: list[UsageMatrix], title: str) -> Figure:
         ax.set_xlabel("expert")
         ax.set_ylabel(f"{get_dataset(m.dataset).title} class index")
         ax.set_title(f"{m.label} (n={m.seeds})", fontsize=9)
+    assert image is not None  # mats is not empty: max() above has a matrix
     fig.colorbar(image, ax=list(axes), label="share of the class's test images (top-1 expert)", shrink=0.8)
     fig.suptitle(textwrap.fill(title, 72), fontsize=10)
     return fig

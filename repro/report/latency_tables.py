@@ -35,7 +35,7 @@ def times(x: float | None) -> str:
     return "" if x is None else f"{x:.1f}x" if x < 100 else f"{x:.0f}x"
 
 
-def paper_cells(manifest: Manifest, ident: str, metrics: set[str]) -> str:
+def paper_cells(manifest: Manifest, ident: str, metrics: frozenset[str]) -> str:
     """The values the paper reports for a row or comparison (its `metrics`), with what they time."""
     table = paper_table(manifest.paper_table)
     values = [v for v in table.values if v.row == ident and v.metric in metrics] if table else []

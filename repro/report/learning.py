@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import TypeGuard
 
 from repro.plan.manifest import Manifest
 from repro.models.catalog import head_info
@@ -69,7 +70,7 @@ class LearningCheck:
         )
 
 
-def is_functional(result: ManifestResult | None) -> bool:
+def is_functional(result: ManifestResult | None) -> TypeGuard[ManifestResult]:
     return (
         result is not None and result.profile_settings is not None and result.profile_settings.evidence == "functional"
     )

@@ -8,7 +8,7 @@ stage computed from them (repro.cost.taken.for_report). It never plans, fits, tr
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from repro.claims import count_verdicts
 from repro.claims.headline import claim_counts, reproductions
@@ -41,11 +41,11 @@ from repro.report.render import (
     render_untested,
     write_manifest_outputs,
 )
-from repro.results.measurements import FlopCheck, ManifestResult, profile_dir
+from repro.results.measurements import FlopCheck, ManifestResult, Status, profile_dir
 from repro.results.timings import flush, phase, when_done
 
 
-def _regenerated(entries: list[tuple[Manifest, ManifestResult | None]], failures: dict[str, str]) -> int:
+def _regenerated(entries: Sequence[tuple[Manifest, ManifestResult | None]], failures: dict[str, str]) -> int:
     return sum(1 for m, r in entries if r is not None and r.ok and m.id not in failures)
 
 
@@ -53,7 +53,7 @@ def summary_lines(
     entries: list[tuple[Manifest, ManifestResult | None]],
     check: FlopCheck | None,
     failures: dict[str, str],
-    beyond: list[tuple[Manifest, ManifestResult | None]] = (),
+    beyond: Sequence[tuple[Manifest, ManifestResult | None]] = (),
 ) -> dict[str, Any]:
     """The headline of the paper's tables (`entries`); `beyond`, the extension's tables, only counted beside them."""
     verdicts = [v for _, r in entries if r for v in r.verdicts]
@@ -95,7 +95,7 @@ def summary_lines(
     }
 
 
-def _counted(counts: dict[str, int]) -> str:
+def _counted(counts: dict[Status, int]) -> str:
     """'reproduced 1, not reproduced 6': the verdicts a kind of claim got, those none got left out."""
     return ", ".join(f"{k} {v}" for k, v in counts.items() if v)
 

@@ -49,8 +49,8 @@ def decides_empirical(profile: Profile | None) -> bool:
 def _amount(profile: Profile) -> str:
     seeds = f"{profile.seeds} seed{'s' if profile.seeds != 1 else ''}" if profile.seeds else "the paper's seeds"
     # The epoch counts the profile states (its own and each dataset's): the span a reader needs, applied nowhere.
-    epochs = {s.epochs for s in profile.datasets.values()} | {profile.epochs}
-    epochs.discard(None)
+    stated = [profile.epochs, *(s.epochs for s in profile.datasets.values())]
+    epochs = {e for e in stated if e is not None}
     if not epochs:
         return f"{seeds}, the paper's epochs"
     span = f"{min(epochs)}-{max(epochs)}" if len(epochs) > 1 else f"{next(iter(epochs))}"
@@ -209,7 +209,7 @@ def trained_on(manifest: Manifest, result: ManifestResult) -> TrainedOn:
     for title, runs in by_dataset.items():
         check = checks.get(title)
         if data in ("synthetic", "digits"):
-            kind: Kind = data  # type: ignore[assignment]
+            kind: Kind = data
         else:
             kind = "unchecked" if check is None else "unverified" if check.unverified else "paper"
         found = (check.checksum, check.unverified) if check else ("", ())  # the data check's, where one was made

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Mapping
 
 from repro.claims import RULES
+from repro.claims.rules import rule_config
 from repro.claims.references import COMPARISON_KEYS, PAPER_KEYS, PATH_KEYS, ROW_KEYS
 from repro.claims.verdicts import DECIDING_KINDS
 from repro.cost.claim_cost import ClaimCost
@@ -126,7 +127,7 @@ def expected_result(manifest: Manifest, claim: Claim) -> str:
         pv = paper_value(manifest.paper_table, ref) if isinstance(ref, str) else None
         if pv is not None:
             parts.append(f"paper: {describe_paper_value(pv)}")
-    config = rule.config(**claim.params)
+    config = rule_config(claim.rule)(**claim.params)
     settings = [
         f"{f.name} {_value(getattr(config, f.name))}"
         for f in dataclasses.fields(config)
@@ -211,8 +212,8 @@ def claim_row(
     runs = tuple(
         r.hash
         for table, row_id in trained
-        if results.get(table) is not None
-        for r in sorted(results[table].measured.runs(row_id), key=lambda r: r.seed)
+        if (ran := results.get(table)) is not None
+        for r in sorted(ran.measured.runs(row_id), key=lambda r: r.seed)
     )
     note = (
         ""

@@ -78,12 +78,15 @@ class Container:
         return tuple(c for c in self.compose if c.drops_gpus)
 
 
-def variable(text: Any) -> Variable | None:
+def variable(text: Any) -> Variable:
     """'${REPRO_GPUS:-1}' -> Variable('REPRO_GPUS', '1'); a literal value -> Variable('', value)."""
-    if text is None:
-        return None
     match = _DEFAULTED.fullmatch(str(text).strip())
     return Variable(match.group(1), match.group(2)) if match else Variable("", str(text))
+
+
+def _setting(text: Any) -> Variable | None:
+    """A compose file's value as a Variable; None where the file gives none."""
+    return None if text is None else variable(text)
 
 
 class _ComposeLoader(yaml.SafeLoader):
@@ -117,7 +120,7 @@ def read_compose(path: Path, root: Path) -> ComposeFile:
         if isinstance(deploy, dict)
         else []
     )
-    gpus = next((variable(d.get("count")) for d in devices if "gpu" in (d.get("capabilities") or [])), None)
+    gpus = next((_setting(d.get("count")) for d in devices if "gpu" in (d.get("capabilities") or [])), None)
     env = service.get("environment") or {}
     env = env.items() if isinstance(env, dict) else (item.partition("=")[::2] for item in env)
     build = service.get("build") or {}
@@ -125,7 +128,7 @@ def read_compose(path: Path, root: Path) -> ComposeFile:
     return ComposeFile(
         path.relative_to(root).as_posix() if path.is_relative_to(root) else str(path),
         name,
-        variable(service.get("image")),
+        _setting(service.get("image")),
         gpus,
         "deploy" in service and deploy is None,
         str(service.get("shm_size") or ""),
@@ -145,16 +148,12 @@ def read_dockerfile(path: Path, root: Path) -> tuple[str, str, tuple[str, ...]]:
     base = re.search(r"^ARG BASE_IMAGE=(\S+)", joined, re.M)
     licence = re.search(r"org\.opencontainers\.image\.licenses=\"([^\"]*)\"", joined)
     install = _pip_install(joined)
-    problems = [
-        msg
-        for ok, msg in (
+    if base is None or not install:
+        expected = (
             (base, "ARG BASE_IMAGE=<image>: expected the base image's default"),
             (install, "RUN ... pip install ...: expected the project's install"),
         )
-        if not ok
-    ]
-    if problems:
-        raise SchemaError(path, problems)
+        raise SchemaError(path, [msg for ok, msg in expected if not ok])
     return base.group(1), licence.group(1) if licence else "", install
 
 

@@ -127,7 +127,7 @@ def hardware(f: Facts) -> list[Item]:
     out.append(
         Item("GPU-scoped claims", f"{gpu_claims.total} ({gpu_claims.breakdown()}), decided only on an NVIDIA GPU")
     )
-    if gpu is not None:
+    if gpu is not None and gpu.gpus is not None:  # gpu_compose is the service that reserves GPUs
         out.append(
             Item(
                 "Container",
