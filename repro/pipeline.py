@@ -87,7 +87,8 @@ class TableMeasurement:
 
 def run_manifest(plan: TablePlan, ctx: Context) -> TableMeasurement:
     """Measure the plan, count its readings, decide its claims: each a new value handed to the next."""
-    manifest, parts, runs, submitted = plan.manifest, [], None, {}
+    manifest, parts, runs = plan.manifest, [], None
+    submitted: dict[str, str] = {}
     for measure in sorted(manifest.measures()):
         got = MEASURERS.get(measure).builder(plan, ctx)
         parts.append(got.measured)
@@ -226,7 +227,7 @@ def rebuild_result(
 def decidable_claims(results: list[ManifestResult], device: str) -> dict[str, str]:
     """--strict: the claims ("table/claim") the profile and device could decide, with their verdicts; a claim they
     cannot decide counts where it has a verdict other than not run all the same."""
-    found = {}
+    found: dict[str, str] = {}
     for result in results:
         kind = result.profile_settings.evidence if result.profile_settings else "pipeline"
         for v in result.verdicts:
