@@ -135,7 +135,7 @@ def list_manifests(
 
 
 def plan(
-    ids: list[str] = typer.Argument(None, help="Manifest ids (default: all)."),
+    ids: Optional[list[str]] = typer.Argument(None, help="Manifest ids (default: all)."),
     gpu_hours: float = typer.Option(..., "--gpu-hours", min=0.0, help="The GPU budget the plan must fit."),
     gpus: int = GpusOpt,
     runs_per_gpu: int = RunsPerGpuOpt,
@@ -201,7 +201,7 @@ def plan(
 
 
 def flops(
-    ids: list[str] = typer.Argument(None, help="Manifest ids (default: all)."),
+    ids: Optional[list[str]] = typer.Argument(None, help="Manifest ids (default: all)."),
     verbose: bool = verbose_option("Show every module's three counts."),
     manifests_dir: Optional[Path] = MANIFESTS,
 ) -> None:

@@ -21,7 +21,7 @@ KINDS = {"ordered by rho": " (empirical, ordered by rho)", "metric": " (under ea
 
 
 def readings(
-    ids: list[str] = typer.Argument(None, help="Manifest ids (default: every one)."),
+    ids: Optional[list[str]] = typer.Argument(None, help="Manifest ids (default: every one)."),
     manifests_dir: Optional[Path] = MANIFESTS,
     verbose: bool = verbose_option(
         "Also list the readings, what each alternative is, the order by rho, each verdict's evidence and the prose."
