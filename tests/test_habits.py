@@ -26,6 +26,9 @@ TYPED = (
     "repro/measure",
     "repro/runtime",
     "repro/results",
+    "repro/cli",
+    "repro/__init__.py",
+    "repro/__main__.py",
 )
 CI = REPO_ROOT / ".ci" / "run"
 NO_RUFF = "ruff is not installed here (pip install -e '.[dev]' installs it)"

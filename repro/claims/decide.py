@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Iterable, Protocol
+from typing import Iterable, Protocol, Sequence, TypeVar
 
 from repro.claims.across import Others, shown_verdicts, with_tables
 from repro.claims.core import Evidence
@@ -47,6 +47,9 @@ class DecidedManifest(ManifestLike, Protocol):
     def profiles(self) -> dict[str, Profile]: ...
 
     def trained_datasets(self) -> tuple[str, ...]: ...
+
+
+M = TypeVar("M", bound=DecidedManifest)  # the caller's manifests come back as they went in (a Manifest stays one)
 
 
 def evidence_for(manifest: DecidedManifest, result: ManifestResult, others: Others | None = None) -> Evidence:
@@ -104,9 +107,7 @@ def decide_family(results: list[ManifestResult | None]) -> list[ManifestResult |
     return out
 
 
-def decided_results(
-    results_dir: Path, profile: str, manifests: list[DecidedManifest]
-) -> list[tuple[DecidedManifest, ManifestResult | None]]:
+def decided_results(results_dir: Path, profile: str, manifests: Sequence[M]) -> list[tuple[M, ManifestResult | None]]:
     """Each manifest with its stored result (None: not run into this folder), its claims decided again by the
     current rules and manifest (reading the other tables' results where a claim spans tables), Holm applied over
     every verdict of the report, and the verdicts each table shows from the table that decides them."""
@@ -114,13 +115,13 @@ def decided_results(
 
 
 def decide_all(
-    entries: list[tuple[DecidedManifest, ManifestResult | None]],
-) -> list[tuple[DecidedManifest, ManifestResult | None]]:
+    entries: Sequence[tuple[M, ManifestResult | None]],
+) -> list[tuple[M, ManifestResult | None]]:
     """decided_results on results already read: one profile's tables, each with its stored result or None."""
     manifests = [m for m, _ in entries]
     stored = {m.id: (m, r) for m, r in entries}
     # in order: a table shows what an earlier one decided as decided here, as one decided in place did
-    decided: dict[str, tuple[DecidedManifest, ManifestResult | None]] = {}
+    decided: dict[str, tuple[M, ManifestResult | None]] = {}
     for m in manifests:
         r = stored[m.id][1]
         decided[m.id] = (m, decide_table(m, r, {**stored, **decided}) if r is not None else None)

@@ -24,6 +24,8 @@ command: Ctrl-C and SIGTERM are handled there and only there, so a test or a not
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import typer
 from rich.text import Text
 
@@ -53,17 +55,17 @@ def _flags_show_no_type() -> None:
     Below TYPES_FROM columns no parameter shows one (nor its range): the help text says what it takes."""
     option, argument = typer.core.TyperOption, typer.core.TyperArgument
     shown = getattr(option, "display_type_rich", None)  # absent before Typer 0.29: nothing to change
-    if shown is None or getattr(shown, "flags_show_no_type", False):
+    if shown is None or shown.__module__ == __name__:  # ours already
         return
     shown_argument, shown_range = argument.display_type_rich, option._get_number_range_help_str
 
     def display_type_rich(self, ctx):
         return None if self.is_flag or self.count or _narrow() else shown(self, ctx)
 
-    display_type_rich.flags_show_no_type = True
-    option.display_type_rich = display_type_rich
-    option._get_number_range_help_str = lambda self: "" if _narrow() else shown_range(self)
-    argument.display_type_rich = lambda self, ctx: None if _narrow() else shown_argument(self, ctx)
+    # Typer's own classes, patched: it makes its parameters itself, so no subclass of ours could stand in
+    setattr(option, "display_type_rich", display_type_rich)
+    setattr(option, "_get_number_range_help_str", lambda self: "" if _narrow() else shown_range(self))
+    setattr(argument, "display_type_rich", lambda self, ctx: None if _narrow() else shown_argument(self, ctx))
 
 
 class _Group(typer.core.TyperGroup):
@@ -72,6 +74,8 @@ class _Group(typer.core.TyperGroup):
 
     `repro <id>` for any manifest id is `repro run <id>`: the id is resolved here, not registered as a
     command of its own, so that the table commands' options are declared once (repro.cli.run.tables)."""
+
+    interrupt: KeyboardInterrupt | None  # the Ctrl-C a command raised, for `main` to raise again
 
     def resolve_command(self, ctx, args):
         ctx.meta[HELP_ONLY] = any(a in ("--help", "-h") for a in args)  # the callback's preflight then waits
@@ -110,7 +114,7 @@ HELP_ONLY = "help_only"  # ctx.meta: the command line asks for a command's help,
 TORCH_COMMANDS = frozenset({"run", "verify-all", "flops", "readings", "data", "rho", "bench"})
 
 
-def manifest_ids(folder=None) -> list[str]:
+def manifest_ids(folder: Path | None = None) -> list[str]:
     """The ids of the manifests in `folder` (default: the package's), by file name, without loading them."""
     from repro.plan.manifest import manifest_paths
 
@@ -123,7 +127,7 @@ def _default_beside_the_help() -> None:
     import typer.rich_utils
 
     laid_out = typer.rich_utils._get_parameter_help
-    if getattr(laid_out, "default_beside_the_help", False):
+    if laid_out.__module__ == __name__:  # ours already
         return
 
     def joined(*args, **kwargs):
@@ -135,7 +139,6 @@ def _default_beside_the_help() -> None:
         whole = [Text(p.plain.replace("[default: ", "[default:", 1), style=p.style) for p in parts]
         return Text(" ").join(whole)
 
-    joined.default_beside_the_help = True
     typer.rich_utils._get_parameter_help = joined
 
 

@@ -12,6 +12,7 @@ import typer
 from repro.cli.common import check_profile, fail, load_every, manifests_folder, read_files, settings, show
 from repro.cli.options import DATA, MANIFESTS, PROFILE, PROFILES, RESULTS
 from repro.core.fsutil import FolderWriter, WriteFailed
+from repro.plan.manifest import Manifest
 
 
 def appendix(
@@ -35,17 +36,17 @@ def appendix(
     from repro.plan.table_plan import plan_all
     from repro.report.appendix import APPENDIX_NAME, FORMATS, appendix_inputs, build_appendix, render
     from repro.results.acting import acting
-    from repro.results.measurements import profile_dir, profiles_present
+    from repro.results.measurements import ManifestResult, profile_dir, profiles_present
 
     if fmt not in FORMATS:
         fail(f"--format: expected {' or '.join(FORMATS)}, got {fmt!r}")
     profile = profile or settings().profile
     manifests = load_every(manifests_dir, profiles)
     if not manifests:
-        from repro.plan.manifest import manifests_dir as folder
+        from repro.plan.manifest import manifests_dir as manifests_in
 
         fail(
-            f"no manifest in {folder(manifests_folder(manifests_dir))}: an appendix has one row per claim of the "
+            f"no manifest in {manifests_in(manifests_folder(manifests_dir))}: an appendix has one row per claim of the "
             "manifests there"
         )
     check_profile(manifests, profile)
@@ -53,6 +54,7 @@ def appendix(
     if results_dir.exists() and not results_dir.is_dir():  # read, and written into unless --out names a file
         fail(f"--results-dir {results_dir} is a file, not a results folder")
     with_results = profile in profiles_present(results_dir)
+    entries: list[tuple[Manifest, ManifestResult | None]]
     entries = decided_results(results_dir, profile, manifests) if with_results else [(m, None) for m in manifests]
     plans = plan_all(manifests)  # once: the cost model and every row of the appendix read them
     # The estimate `repro list` gives: it counts the model sizes the caches lack (imports torch)

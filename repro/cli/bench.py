@@ -477,6 +477,7 @@ def estimates_cmd(
         title=f"{profile}: fitted on {', '.join(ids) + ' and the other profiles' if ids else 'every record'}",
     )
     for c in r.tables:
+        assert c.measured_s is not None  # bench_estimates keeps only the tables with a measured time
         held = "" if not ids or c.what in ids else " (held out)"
         t.add_row(
             c.what + held,
@@ -486,15 +487,16 @@ def estimates_cmd(
             c.basis,
             c.source,
         )
-    for c in (r.held_out, r.command):
-        if c is not None:
+    for total in (r.held_out, r.command):
+        if total is not None:
+            assert total.measured_s is not None  # the held-out tables' sum, or the command's wall time
             t.add_row(
-                f"[bold]{c.what}[/]",
-                duration(c.estimated_s),
-                duration(c.measured_s),
-                f"[bold]{c.ratio:.2f}[/]",
-                c.basis,
-                c.source,
+                f"[bold]{total.what}[/]",
+                duration(total.estimated_s),
+                duration(total.measured_s),
+                f"[bold]{total.ratio:.2f}[/]",
+                total.basis,
+                total.source,
             )
     console.print(t)
     if r.run_ratios:

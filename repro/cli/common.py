@@ -213,7 +213,7 @@ def check_profile(manifests: list[Manifest], profile: str) -> None:
             fail(message(exc))
 
 
-def check_results_dir(results_dir: Path, profile: str | None = None, manifest_ids: list[str] = ()) -> None:
+def check_results_dir(results_dir: Path, profile: str | None = None, manifest_ids: Iterable[str] = ()) -> None:
     """Every folder the command will write (runs/, the profile's, each table's) must take a file."""
     from repro.results.measurements import ResultsDirError, check_results_dir as check
 

@@ -6,6 +6,8 @@ status` judges locks with the same --stale-lock-after.
 
 from __future__ import annotations
 
+from typing import Any
+
 import typer
 
 from repro.runtime.locks import DEFAULT_STALE_AFTER_S, MIN_STALE_AFTER_S
@@ -13,7 +15,8 @@ from repro.runtime.locks import DEFAULT_STALE_AFTER_S, MIN_STALE_AFTER_S
 PANEL = "Execution"
 
 
-def _opt(default, *flags: str, **kw) -> typer.models.OptionInfo:
+def _opt(default: Any, *flags: str, **kw: Any) -> Any:
+    # Any, as typer.Option's own: the declaration is a parameter's default, whose type is the parameter's.
     return typer.Option(default, *flags, rich_help_panel=PANEL, **kw)
 
 
@@ -25,7 +28,7 @@ GpusPerRunOpt = _opt(
 NoWaitOpt = _opt(False, "--no-wait", help="slurm: submit, return, rerun later.")
 
 
-def stale_lock_after_option(help: str) -> typer.models.OptionInfo:
+def stale_lock_after_option(help: str) -> Any:
     """--stale-lock-after: seconds; `help` says what a lock that old means to the command."""
     return _opt(DEFAULT_STALE_AFTER_S, "--stale-lock-after", help=help)
 

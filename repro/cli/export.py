@@ -6,7 +6,7 @@ never exported as a verdict."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import Optional, cast
 
 import typer
 
@@ -28,7 +28,7 @@ def export(
     from repro.core.fsutil import WriteFailed
     from repro.core.schema import SchemaError
     from repro.core.terminal import Column, Grid
-    from repro.results.export import FORMATS, export_frames, missing_package
+    from repro.results.export import FORMATS, Format, export_frames, missing_package
     from repro.results.frames import FolderError, read_folder
     from repro.results.measurements import RUNS_FOLDER, profiles_present
     from repro.spec.profiles import all_profiles
@@ -65,7 +65,7 @@ def export(
     folder, undecided = decided_folder(folder, manifests)
     try:  # never outside the results folder, or outside --out when it names another
         root = results_dir if out.absolute().is_relative_to(results_dir.absolute()) else out
-        written = export_frames(folder, out, fmt, profile, root)  # type: ignore[arg-type]
+        written = export_frames(folder, out, cast(Format, fmt), profile, root)  # fmt is one of FORMATS (above)
     except WriteFailed as exc:
         write_failed(exc)
     show(f"{results_dir}{f' (profile {profile})' if profile else ''} as {fmt}, written to {out}:")

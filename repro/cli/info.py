@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Literal, Optional, cast
 
 import typer
 from rich.text import Text
@@ -27,7 +27,11 @@ from repro.cli.progress import Reporter
 from repro.cost.calibration import REFERENCE_GPUS
 from repro.plan.manifest import Manifest
 from repro.results.measurements import FlopCheck
-from repro.core.terminal import Column, Grid
+from repro.core.terminal import Column, Grid, Step
+
+if TYPE_CHECKING:
+    from repro.cost.fit import FolderFit
+    from repro.plan.table_plan import Plans
 
 GpusOpt = typer.Option(1, "--gpus", min=1, help="GPUs the local executor spreads runs over.")
 CalibrationOpt = typer.Option(
@@ -46,7 +50,7 @@ ReferenceGpuOpt = typer.Option(
 
 
 def _estimate(
-    plans,
+    plans: Plans,
     results_dir: Path | None,
     executor: str,
     gpus: int,
@@ -55,13 +59,14 @@ def _estimate(
     data_dir: Path | None,
     calibration: Path | None,
     reference_gpu: str | None,
-):
+) -> FolderFit:
     """The cost model under the command's options, fitted to its results folder (repro.cost.fit.folder_estimate)."""
     from repro.cost.estimate import Executor
     from repro.cost.fit import folder_estimate
 
     try:
-        runs = Executor(executor, gpus, runs_per_gpu, slurm_max_parallel)
+        # --executor as typed: Executor refuses any word but the two (ValueError) before the Literal is read
+        runs = Executor(cast(Literal["local", "slurm"], executor), gpus, runs_per_gpu, slurm_max_parallel)
     except ValueError as exc:
         fail(str(exc))
     return folder_estimate(
@@ -135,7 +140,7 @@ def list_manifests(
 
 
 def plan(
-    ids: list[str] = typer.Argument(None, help="Manifest ids (default: all)."),
+    ids: Optional[list[str]] = typer.Argument(None, help="Manifest ids (default: all)."),
     gpu_hours: float = typer.Option(..., "--gpu-hours", min=0.0, help="The GPU budget the plan must fit."),
     gpus: int = GpusOpt,
     runs_per_gpu: int = RunsPerGpuOpt,
@@ -201,7 +206,7 @@ def plan(
 
 
 def flops(
-    ids: list[str] = typer.Argument(None, help="Manifest ids (default: all)."),
+    ids: Optional[list[str]] = typer.Argument(None, help="Manifest ids (default: all)."),
     verbose: bool = verbose_option("Show every module's three counts."),
     manifests_dir: Optional[Path] = MANIFESTS,
 ) -> None:
@@ -234,7 +239,8 @@ def _print_flops(manifests: list[Manifest], check: FlopCheck, verbose: bool) -> 
             Column("Agree"),
         ]
     )
-    section, paths = None, {}  # (kind, path counted) -> modules
+    section: str | None = None
+    paths: dict[tuple[str, str], int] = {}  # (kind, path counted) -> modules
     at_batch: dict[int, list[str]] = {}  # batch -> rows whose batch-axis head is counted per image at it
     for manifest_id, row_id in check.models:
         if manifest_id != section:
@@ -298,13 +304,13 @@ def _print_flops(manifests: list[Manifest], check: FlopCheck, verbose: bool) -> 
 def data(data_dir: Optional[Path] = DATA, manifests_dir: Optional[Path] = MANIFESTS) -> None:
     """Which datasets and pretrained weights are present, where, and how to fill what is missing."""
     from repro.data.layout import data_root, data_status, fill_steps
-    from repro.models.weights import fill_steps as weights_steps, pretrained_backbones, weights_status
+    from repro.models.weights import WeightsStatus, fill_steps as weights_steps, pretrained_backbones, weights_status
     from repro.spec.profiles import shipped_profiles
 
     manifests = load_every(manifests_dir)
     data_dir = data_dir or settings().data
     grid = Grid([Column("Dataset or weights"), Column("Status"), Column("Needed by (full profile)", prose=True)])
-    blocks: list[tuple[str, str, list]] = []  # (title, where it is or is looked for, steps to fill it)
+    blocks: list[tuple[str, str, list[Step]]] = []  # (title, where it is or is looked for, steps to fill it)
     for s in data_status(data_dir):
         users = [m.id for m in manifests if any(r.dataset == s.name and "accuracy" in r.measures for r in m.rows)]
         grid.add(
@@ -316,7 +322,7 @@ def data(data_dir: Optional[Path] = DATA, manifests_dir: Optional[Path] = MANIFE
             shown = ", ".join(s.missing[:3]) + (f" and {len(s.missing) - 3} more" if len(s.missing) > 3 else "")
             at = f"in {s.path}" if s.path.is_dir() else "in the data root"  # the root: the first line says where
             blocks.append((s.title, f"missing {shown} {at}", fill_steps(s.name, data_dir)))
-    files: dict[str, tuple[object, list[str]]] = {}  # one weights file can serve several backbones
+    files: dict[str, tuple[WeightsStatus, list[str]]] = {}  # one weights file can serve several backbones
     for backbone in sorted(pretrained_backbones()):
         w = weights_status(backbone, settings().weights)
         files.setdefault(w.file_name, (w, []))[1].append(backbone)
@@ -339,13 +345,13 @@ def data(data_dir: Optional[Path] = DATA, manifests_dir: Optional[Path] = MANIFE
         if not w.present:
             unfilled.append(w)
     if unfilled:
-        where = [f"{w.file_name} (sha256 {w.hash_prefix}...)" for w in unfilled if not w.found]
+        unfound = [f"{w.file_name} (sha256 {w.hash_prefix}...)" for w in unfilled if not w.found]
         blocks.append(
             (
                 "Weights",
                 (
-                    f"{', '.join(where)} not in $REPRO_WEIGHTS nor at {unfilled[0].path.parent}/"
-                    if where
+                    f"{', '.join(unfound)} not in $REPRO_WEIGHTS nor at {unfilled[0].path.parent}/"
+                    if unfound
                     else "how to replace them"
                 ),
                 weights_steps(unfilled),

@@ -14,7 +14,7 @@ import os
 import socket
 import time
 from pathlib import Path
-from typing import Any, TextIO
+from typing import IO, Any
 
 from rich.console import Console
 from rich.errors import MarkupError
@@ -23,6 +23,7 @@ from rich.progress import (
     MofNCompleteColumn,
     Progress,
     SpinnerColumn,
+    TaskID,
     TextColumn,
     TimeElapsedColumn,
     TimeRemainingColumn,
@@ -64,10 +65,10 @@ class Reporter:
         self.bars = bars(console) if self.live else None
         self.log_path, self.command = log_path, command
         self.root = root  # the results folder the log lies in: it is appended to only inside it
-        self._log: TextIO | None = None
+        self._log: IO[str] | None = None
         self._closing = contextlib.ExitStack()
-        self._tasks: dict[int, str] = {}  # piped: no bars, only the count of tasks handed out
-        self._of_table: list[int] = []  # the bars added while `table` runs: removed when it ends
+        self._tasks: dict[TaskID, str] = {}  # piped: no bars, only the count of tasks handed out
+        self._of_table: list[TaskID] = []  # the bars added while `table` runs: removed when it ends
         self.warnings: list[Text] = []
         self.warnings_shown = False  # the command has shown `warnings` (repro.cli.run._finish)
         self._warned: set[str] = set()
@@ -106,13 +107,13 @@ class Reporter:
         print_words(self.bars.console if self.bars is not None else self.console, text)
 
     # The rich Progress methods the library calls.
-    def add_task(self, description: str, total: float | None = None, start: bool = True, **kw: Any) -> int:
+    def add_task(self, description: str, total: float | None = None, start: bool = True, **kw: Any) -> TaskID:
         if self.table and not description.strip().startswith(self.table):
             description = f"{self.table} {description}"
         if self.bars is not None:
             task = self.bars.add_task(description, total=total, start=start, **kw)
         else:
-            task = len(self._tasks)
+            task = TaskID(len(self._tasks))
             self._tasks[task] = description
         if self.table:
             self._of_table.append(task)
@@ -127,19 +128,19 @@ class Reporter:
         self._of_table.clear()
         self.table = ""
 
-    def advance(self, task: int, advance: float = 1) -> None:
+    def advance(self, task: TaskID, advance: float = 1) -> None:
         if self.bars is not None:
             self.bars.advance(task, advance)
 
-    def update(self, task: int, **kw: Any) -> None:
+    def update(self, task: TaskID, **kw: Any) -> None:
         if self.bars is not None:
             self.bars.update(task, **kw)
 
-    def start_task(self, task: int) -> None:
+    def start_task(self, task: TaskID) -> None:
         if self.bars is not None:
             self.bars.start_task(task)
 
-    def remove_task(self, task: int) -> None:
+    def remove_task(self, task: TaskID) -> None:
         if self.bars is not None:
             self.bars.remove_task(task)
 

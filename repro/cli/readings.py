@@ -10,18 +10,23 @@ the verdicts: it informs, it does not gate.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
 
 from repro.cli.common import load_some, print_grid, show
 from repro.cli.options import MANIFESTS, verbose_option
+from repro.core.terminal import Column, Grid
+from repro.plan.manifest import Manifest
+
+if TYPE_CHECKING:
+    from repro.claims.under_readings import ClaimReadings
 
 KINDS = {"ordered by rho": " (empirical, ordered by rho)", "metric": " (under each reading of what it measures)"}
 
 
 def readings(
-    ids: list[str] = typer.Argument(None, help="Manifest ids (default: every one)."),
+    ids: Optional[list[str]] = typer.Argument(None, help="Manifest ids (default: every one)."),
     manifests_dir: Optional[Path] = MANIFESTS,
     verbose: bool = verbose_option(
         "Also list the readings, what each alternative is, the order by rho, each verdict's evidence and the prose."
@@ -37,15 +42,15 @@ def readings(
     manifests = load_some(ids, manifests_dir)
     if verbose:
         _list_readings(manifests)
-    claims: list = []
+    claims: list[ClaimReadings] = []
     # Counted as the report counts them: the paper's tables in one line, the extension's apart.
-    cost = {False: [0.0, 0], True: [0.0, 0]}
+    cost: dict[bool, tuple[float, int]] = {False: (0.0, 0), True: (0.0, 0)}  # (CPU seconds, models counted)
     for m in manifests:
         if recounted_claims(m) or reread_claims(m):
             entries, detail = readings_for(m)
             claims += entries
-            cost[m.is_extension()][0] += detail["cpu_seconds"]
-            cost[m.is_extension()][1] += detail["models"]
+            seconds, models = cost[m.is_extension()]
+            cost[m.is_extension()] = (seconds + detail["cpu_seconds"], models + detail["models"])
     extensions = {m.id for m in manifests if m.is_extension()}
     grid = _by_reading(claims) if verbose else _by_claim(claims)
     print_grid(grid, "Claims under each reading the text leaves open (repro/spec/readings.toml)")
@@ -79,12 +84,10 @@ def readings(
 COLOURS = {"reproduced": "green", "not reproduced": "red", "inconclusive": "yellow", "not run": "dim"}
 
 
-def _by_claim(claims):
+def _by_claim(claims: list[ClaimReadings]) -> Grid:
     """One line per claim: its verdict as chosen, how many alternative readings it was decided under, and those
     that give another verdict (the lines -v lists each reading on)."""
     from rich.text import Text
-
-    from repro.core.terminal import Column, Grid
 
     grid = Grid(
         [
@@ -105,12 +108,10 @@ def _by_claim(claims):
     return grid
 
 
-def _by_reading(claims):
+def _by_reading(claims: list[ClaimReadings]) -> Grid:
     """One section per claim (its id printed whole above its readings, so no id is cut at 80 columns), a line per
     reading: its verdict, value, what the alternative is, the order by rho and the evidence."""
     from rich.text import Text
-
-    from repro.core.terminal import Column, Grid
 
     grid = Grid(
         [
@@ -136,12 +137,13 @@ def _by_reading(claims):
     return grid
 
 
-def _by_training(manifests) -> str:
+def _by_training(manifests: list[Manifest]) -> str:
     """One line: the readings that change only how a model trains, which no count decides: the ones a
     [[sensitivity]] table trains (the report decides its claims on those rows) and the ones none does."""
     from repro.report.readings_section import shown_readings, trained_rows
 
-    trained, untrained = [], []
+    trained: list[str] = []
+    untrained: list[str] = []
     for r in shown_readings(manifests):
         if not all(r.training_only(a) for a in r.alternatives):
             continue
@@ -153,9 +155,8 @@ def _by_training(manifests) -> str:
     )
 
 
-def _list_readings(manifests) -> None:
+def _list_readings(manifests: list[Manifest]) -> None:
     """Every reading that applies to the manifests: the value chosen, the alternatives, how each is decided."""
-    from repro.core.terminal import Column, Grid
     from repro.report.readings_section import how_decided, shown_readings
 
     listed = Grid(

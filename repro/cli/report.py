@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 from repro.cli.common import (
     CommandInterrupted,
@@ -20,6 +20,10 @@ from repro.cli.common import (
 )
 from repro.cli.options import MANIFESTS, PROFILES, RESULTS, profile_option
 from repro.core.fsutil import WriteFailed
+from repro.plan.manifest import Manifest
+
+if TYPE_CHECKING:
+    from repro.plan.table_plan import Plans
 
 
 def report(
@@ -93,12 +97,12 @@ def report(
         write_failed(exc)
 
 
-def _rebuild_damaged(results_dir: Path, profile: str, manifests: list, plans) -> None:
+def _rebuild_damaged(results_dir: Path, profile: str, manifests: list[Manifest], plans: Plans) -> None:
     """A table's results.json that cannot be parsed as one is set aside and rebuilt from the run records (nothing
     trains); one that cannot be read (permission, I/O) stops the report with one line, left as it is."""
     from repro.results.measurements import ResultUnusable, load_result
 
-    damaged = []
+    damaged: list[tuple[Manifest, ResultUnusable]] = []
     for m in manifests:
         try:
             load_result(results_dir, profile, m.id)
@@ -111,13 +115,13 @@ def _rebuild_damaged(results_dir: Path, profile: str, manifests: list, plans) ->
     from repro.execution.files import set_aside
     from repro.pipeline import rebuild_result
 
-    for m, exc in damaged:
+    for m, unusable in damaged:
         if profile not in m.profiles:
             fail(
-                f"{exc.path} is unusable ({exc.reason}) and profile '{profile}' is not known here to rebuild it; "
-                "pass the profiles file it was run with (--profiles)"
+                f"{unusable.path} is unusable ({unusable.reason}) and profile '{profile}' is not known here to "
+                "rebuild it; pass the profiles file it was run with (--profiles)"
             )
-        set_aside(exc.path, "table result", exc.reason, "it is rebuilt from the run records")
+        set_aside(unusable.path, "table result", unusable.reason, "it is rebuilt from the run records")
         result = rebuild_result(plans.of(m.id, profile), results_dir, settings=settings())
         problems = result.measured.problems
         show(

@@ -12,7 +12,7 @@ import os
 import time
 import warnings
 from pathlib import Path
-from typing import Optional
+from typing import NoReturn, Optional
 
 import typer
 from rich.console import Console
@@ -42,7 +42,7 @@ def _err() -> Console:
     return Console(stderr=True, soft_wrap=True)  # messages verbatim: paths and names are not wrapped
 
 
-def _fail(message: str) -> None:
+def _fail(message: str) -> NoReturn:
     """The error wrapped at words within the terminal (a name is never cut), as every command's (cli.common)."""
     print_words(_err(), Text.assemble(("error: ", "bold red"), message))
     raise typer.Exit(2)
@@ -218,12 +218,9 @@ def _survey(console: Console, setting, shape, classes, request, reference, as_js
         progress.update(task, description="Table 6 settings")
         points = setting_points(reference, settings().cache, settings().manifests)
         progress.advance(task)
-    timing = {
-        "wall_s": round(time.perf_counter() - wall, 1),
-        "cpu_s": round(time.process_time() - cpu, 1),
-        "load_before": [round(x, 2) for x in load],
-        "load_after": [round(x, 2) for x in os.getloadavg()],
-    }
+    wall_s, cpu_s = round(time.perf_counter() - wall, 1), round(time.process_time() - cpu, 1)
+    load_before, load_after = [round(x, 2) for x in load], [round(x, 2) for x in os.getloadavg()]
+    timing = {"wall_s": wall_s, "cpu_s": cpu_s, "load_before": load_before, "load_after": load_after}
     h, w = shape
     head = request.head
     title = (
@@ -257,9 +254,9 @@ def _survey(console: Console, setting, shape, classes, request, reference, as_js
         checked = sum(r.get("modules_checked", 0) for r in rows)
         console.print(
             f"{len([r for r in rows if 'rho' in r])} models, {checked} module counts; "
-            f"{timing['wall_s']:.0f} s wall, {timing['cpu_s']:.0f} CPU-s (this process); load average "
-            f"{' '.join(str(x) for x in timing['load_before'])} before, "
-            f"{' '.join(str(x) for x in timing['load_after'])} after",
+            f"{wall_s:.0f} s wall, {cpu_s:.0f} CPU-s (this process); load average "
+            f"{' '.join(str(x) for x in load_before)} before, "
+            f"{' '.join(str(x) for x in load_after)} after",
             markup=False,
         )
         if figure is not None:

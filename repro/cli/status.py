@@ -14,7 +14,7 @@ from repro.runtime.locks import LockSettings, stale_after_problem
 
 
 def status(
-    ids: list[str] = typer.Argument(None, help="Manifest ids (default: all)."),
+    ids: Optional[list[str]] = typer.Argument(None, help="Manifest ids (default: all)."),
     profile: Optional[str] = PROFILE,
     results_dir: Optional[Path] = READ_RESULTS,
     manifests_dir: Optional[Path] = MANIFESTS,

@@ -137,3 +137,19 @@ def test_a_table_far_off_its_estimate_misses_the_goal(folder):
     results, manifests = folder(3.0)
     r = bench_estimates(results, "smoke", plan_all(manifests), fit_on=("t1",), model=est.CostModel())
     assert r.held_out.ratio == pytest.approx(1 / 3) and r.within_goal is False
+
+
+def test_repro_bench_estimates_prints_each_table_and_the_held_out_ones_together(folder, monkeypatch):
+    from typer.testing import CliRunner
+
+    from repro.cli import app
+
+    results, manifests = folder(1.0)
+    monkeypatch.setattr("repro.cli.common.load_every", lambda *args, **kwargs: manifests)
+    argv = ["bench", "estimates", "--profile", "smoke", "--results-dir", str(results), "--fit-on", "t1"]
+    out = CliRunner().invoke(app, argv, env={"COLUMNS": "200"})
+    assert out.exit_code == 0, out.output
+    rows = {line.split("│")[1].strip(): line for line in out.output.splitlines() if line.count("│") > 2}
+    assert {"t1", "t2 (held out)", "1 tables held out"} <= set(rows)
+    assert "1.00" in rows["t2 (held out)"] and "1.00" in rows["1 tables held out"]
+    assert "goal 0.7-1.3 (held-out tables and verify-all): met" in out.output
