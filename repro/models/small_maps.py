@@ -108,7 +108,7 @@ def conv2d(
 ) -> torch.Tensor:
     """F.conv2d with zero padding, by the faster exact path where the map is smaller than the kernel."""
     way = (
-        path(tuple(x.shape[-2:]), tuple(weight.shape[-2:]), stride, padding, dilation, groups)
+        path((x.shape[-2], x.shape[-1]), tuple(weight.shape[-2:]), stride, padding, dilation, groups)
         if x.dim() == 4
         else "conv"
     )
@@ -134,12 +134,14 @@ def use_small_maps(model: nn.Module) -> int:
     """Give every convolution of `model` conv2d's paths, in place: each plain nn.Conv2d becomes a SmallMapConv2d,
     and each MoEConv2d runs its banks' convolutions through conv2d. Returns how many modules changed (subclasses
     of nn.Conv2d other than SmallMapConv2d keep their own forward)."""
+    from repro.models.moe_conv import MoEConv2d  # which imports this module
+
     changed = 0
     for module in model.modules():
         if type(module) is nn.Conv2d:
             module.__class__ = SmallMapConv2d
             changed += 1
-        elif getattr(module, "small_maps", None) is False:  # MoEConv2d's switch
+        elif isinstance(module, MoEConv2d) and not module.small_maps:
             module.small_maps = True
             changed += 1
     return changed
