@@ -22,6 +22,8 @@ Ci/Co input/output channels, kh x kw kernel, T the taps inside the input.
 
 from __future__ import annotations
 
+from typing import Protocol, runtime_checkable
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -130,18 +132,23 @@ class SmallMapConv2d(nn.Conv2d):
         return conv2d(input, weight, bias, self.stride, self.padding, self.dilation, self.groups)
 
 
+@runtime_checkable
+class SmallMapsSwitch(Protocol):
+    """A module that runs its convolutions itself and takes conv2d's paths when `small_maps` is on (MoEConv2d)."""
+
+    small_maps: bool
+
+
 def use_small_maps(model: nn.Module) -> int:
     """Give every convolution of `model` conv2d's paths, in place: each plain nn.Conv2d becomes a SmallMapConv2d,
     and each MoEConv2d runs its banks' convolutions through conv2d. Returns how many modules changed (subclasses
     of nn.Conv2d other than SmallMapConv2d keep their own forward)."""
-    from repro.models.moe_conv import MoEConv2d  # which imports this module
-
     changed = 0
     for module in model.modules():
         if type(module) is nn.Conv2d:
             module.__class__ = SmallMapConv2d
             changed += 1
-        elif isinstance(module, MoEConv2d) and not module.small_maps:
+        elif isinstance(module, SmallMapsSwitch) and not module.small_maps:
             module.small_maps = True
             changed += 1
     return changed
