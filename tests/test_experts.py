@@ -2,6 +2,7 @@
 
 import math
 
+import pytest
 import torch
 from torch import nn
 
@@ -30,6 +31,11 @@ def test_single_expert_is_a_two_hidden_layer_mlp():
     x = torch.randn(6, 5)
     for e in range(3):
         torch.testing.assert_close(b(x, e), as_mlp(b, e)(x))
+
+
+def test_rows_without_an_expert_index_are_refused():
+    with pytest.raises(ValueError, match="needs the index of the expert"):
+        bank()(torch.randn(6, 5))
 
 
 def test_batched_equals_each_expert():

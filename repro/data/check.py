@@ -12,6 +12,7 @@ records and the report.
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import torch
@@ -107,9 +108,9 @@ def check_dataset(dataset: str, data_dir: str | Path | None = None, allow_unveri
     bad data: the DataCheck's problems say what is wrong (raise_if_failed raises them as the error of their kind)."""
     spec = get_dataset(dataset)
     s = status(dataset, data_dir)
-    base = dict(dataset=dataset, title=spec.title, path=str(s.path), test_split=spec.test_split)
+    base = DataCheck(dataset=dataset, title=spec.title, path=str(s.path), test_split=spec.test_split)
     if not s.present:
-        return DataCheck(**base, problems=(s.message(),), missing=True)
+        return replace(base, problems=(s.message(),), missing=True)
     try:
         if spec.storage == "cifar_pickles":
             found = _check_cifar(dataset, s.path, allow_unverified)
@@ -118,9 +119,9 @@ def check_dataset(dataset: str, data_dir: str | Path | None = None, allow_unveri
         else:
             found = _check_image_folders(s.path)
     except DataRefused as exc:  # a malformed file: the message names it and what was expected
-        return DataCheck(**base, problems=(str(exc),))
+        return replace(base, problems=(str(exc),))
     except Exception as exc:  # an unreadable file: its error names it (ImageDecodeError, ValueError)
-        return DataCheck(**base, problems=(f"{type(exc).__name__}: {exc}",))
+        return replace(base, problems=(f"{type(exc).__name__}: {exc}",))
     problems = found.pop("problems")
     if found.get("classes") is not None and found["classes"] != spec.num_classes:
         problems.insert(
@@ -128,13 +129,13 @@ def check_dataset(dataset: str, data_dir: str | Path | None = None, allow_unveri
             f"{found['classes']} classes found, {spec.title} has {spec.num_classes}; "
             f"to replace {spec.folder}/,\n{how_to_fill(dataset, data_dir)}",
         )
-    notes = ()
+    notes: tuple[str, ...] = ()
     sizes = (found.get("train_size"), found.get("test_size"))
     if None not in sizes and sizes != (spec.train_size, spec.test_size):
         notes = (
-            f"split sizes differ from the paper's {spec.train_size:,} train / {spec.test_size:,} {base['test_split']}",
+            f"split sizes differ from the paper's {spec.train_size:,} train / {spec.test_size:,} {base.test_split}",
         )
-    return DataCheck(**base, **found, problems=tuple(problems), notes=notes)
+    return replace(base, **found, problems=tuple(problems), notes=notes)
 
 
 def check_datasets(

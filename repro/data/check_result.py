@@ -101,4 +101,5 @@ class DataCheck:
     def from_stored(cls, data: dict[str, Any]) -> DataCheck:
         """A check as provenance() stored it (keys it does not know are left out: a later schema)."""
         known = {f.name for f in fields(cls)}
-        return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in data.items() if k in known})
+        stored: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in data.items() if k in known}
+        return cls(**stored)

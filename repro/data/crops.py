@@ -50,7 +50,7 @@ def draw_resized_crop(
 ) -> CropBox:
     """torchvision's RandomResizedCrop.get_params, same draws in the same order (generator None: the global one)."""
     area = height * width
-    log_ratio = torch.log(torch.tensor(ratio))
+    log_ratio = torch.log(torch.tensor(ratio)).tolist()  # the float32 logs, as torchvision's
     for _ in range(TRIES):
         target_area = area * torch.empty(1).uniform_(scale[0], scale[1], generator=generator).item()
         aspect = torch.exp(torch.empty(1).uniform_(log_ratio[0], log_ratio[1], generator=generator)).item()

@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, Sequence
 
 import torch
 import torchvision.transforms.v2.functional as TF
@@ -205,7 +205,8 @@ class EpochSampler(Sampler[tuple[int, int]]):
         self.positions = shard_positions(n, self.rank, self.world, even=shuffle).tolist() if self.world > 1 else None
 
     def __iter__(self) -> Iterator[tuple[int, int]]:
-        epoch, order = self.epoch, range(self.n)
+        epoch = self.epoch
+        order: Sequence[int] = range(self.n)
         if self.shuffle:
             order = torch.randperm(self.n, generator=epoch_generator(self.seed, epoch)).tolist()
         if self.positions is not None:

@@ -96,7 +96,7 @@ def decode_batch(datas: list[torch.Tensor], paths: list[str], device: torch.devi
             decoded = [_try_jpeg(datas[i], device) for i in jpegs]
         for i, image in zip(jpegs, decoded):
             out[i] = image
-    for i, image in enumerate(out):
-        if image is None:  # not a JPEG, or its batch failed: the CPU decoder, then the device
-            out[i] = _decode_one_cpu(datas[i], paths[i]).to(device, non_blocking=True)
-    return out  # type: ignore[return-value]
+    return [  # not a JPEG, or its batch failed: the CPU decoder, then the device
+        _decode_one_cpu(datas[i], paths[i]).to(device, non_blocking=True) if image is None else image
+        for i, image in enumerate(out)
+    ]

@@ -138,7 +138,7 @@ class TensorLoader:
         return shard_positions(n, self.rank, self.world, even=self.train)
 
     def __iter__(self) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
-        n, size = len(self.labels), tuple(self.images.shape[-2:])
+        n, size = len(self.labels), (self.images.shape[-2], self.images.shape[-1])
         if not self.train and self.world > 1:
             keep = self._positions().to(self.device)
             for start in range(0, len(keep), self.batch_size):
@@ -166,7 +166,7 @@ class TensorLoader:
         dy, dx, flips = (t.to(self.device) for t in draws)
         mine = self._positions().to(self.device) if self.world > 1 else None
         for i in range(len(self)):
-            cut = slice(i * self.batch_size, (i + 1) * self.batch_size)
+            cut: slice | torch.Tensor = slice(i * self.batch_size, (i + 1) * self.batch_size)
             if mine is not None:
                 cut = mine[cut]  # (B,) positions in the epoch's order
             idx = order[cut]

@@ -36,15 +36,16 @@ def _he_init(conv: nn.Conv2d, relu_follows: bool) -> None:
 def _conv3x3(cin: int, cout: int, cfg: ConvBackboneConfig) -> list[nn.Module]:
     bias = not cfg.batch_norm
     if cfg.depthwise:
-        layers: list[nn.Module] = [
+        convs = [
             nn.Conv2d(cin, cin, 3, padding=1, groups=cin, bias=bias),  # depthwise 3x3
             nn.Conv2d(cin, cout, 1, bias=bias),  # pointwise 1x1
         ]
     else:
-        layers = [nn.Conv2d(cin, cout, 3, padding=1, bias=bias)]
+        convs = [nn.Conv2d(cin, cout, 3, padding=1, bias=bias)]
     if cfg.init == "he":
-        for conv in layers:
-            _he_init(conv, relu_follows=conv is layers[-1])
+        for conv in convs:
+            _he_init(conv, relu_follows=conv is convs[-1])
+    layers: list[nn.Module] = [*convs]
     if cfg.batch_norm:
         layers.append(nn.BatchNorm2d(cout))
     layers.append(nn.ReLU(inplace=True))
@@ -69,7 +70,7 @@ class ConvBackbone(nn.Module):
             blocks.append(nn.Sequential(*layers))
         self.blocks = nn.Sequential(*blocks)
         if cfg.features == "gap":
-            self.to_features = nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Flatten())
+            self.to_features: nn.Module = nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Flatten())
             self.out_features = cin
         else:
             self.to_features = nn.Flatten()

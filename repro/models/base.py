@@ -20,6 +20,8 @@ extra work and no host synchronisation for it.
 
 from __future__ import annotations
 
+from typing import TypedDict
+
 import torch
 from torch import nn
 
@@ -29,8 +31,23 @@ def entropy(p: torch.Tensor) -> torch.Tensor:
     return -(p * p.clamp_min(torch.finfo(p.dtype).tiny).log()).sum(-1)
 
 
+class RoutingRecord(TypedDict):
+    """What _record_routing keeps of the last forward (summarize's arguments)."""
+
+    probs: torch.Tensor
+    mask: torch.Tensor
+    forced: torch.Tensor | None
+    dropped: torch.Tensor | None
+    extra: dict[str, torch.Tensor | float | int]
+
+
 class RoutingHooks:
     """Mixin for nn.Module heads: no-op versions of the engine hooks."""
+
+    # Set by a routed module's forward, absent until its first: the weighted auxiliary loss of the last training
+    # forward (None where it had none), and the routing of the last forward.
+    _aux: torch.Tensor | None
+    _routing: RoutingRecord | None
 
     def on_epoch_start(self, epoch: int, num_epochs: int) -> None:
         pass
@@ -45,7 +62,7 @@ class RoutingHooks:
         aux = getattr(self, "_aux", None)
         if aux is not None:
             return aux
-        p = next(iter(self.parameters()), None)  # type: ignore[attr-defined]
+        p = next(iter(self.parameters()), None)  # type: ignore[attr-defined]  # a mixin of nn.Module classes
         return torch.zeros((), device=p.device if p is not None else None)
 
     def routing_stats(self) -> dict:
@@ -67,7 +84,7 @@ class RoutingHooks:
         **extra: torch.Tensor | float | int,
     ) -> None:
         """Keep the last forward's routing: probs (B, E), dispatch mask (B, E), flags (B,)."""
-        self._routing = dict(
+        self._routing = RoutingRecord(
             probs=probs.detach(),
             mask=mask.detach(),
             forced=None if forced is None else forced.detach(),

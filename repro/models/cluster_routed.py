@@ -79,6 +79,9 @@ class SharedBasisExpertBank(ExpertBank):
 
 
 class ClusterRoutedHead(RoutedHead):
+    centres: torch.Tensor  # buffers: c, (E, D)
+    fitted: torch.Tensor  # bool, ()
+
     def __init__(self, in_features: int, num_classes: int, cfg: ClusterRoutedConfig) -> None:
         super().__init__()
         self.cfg = cfg

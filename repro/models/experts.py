@@ -22,6 +22,7 @@ Indexing made those fills most of a sparse head's step (docs/performance.md).
 from __future__ import annotations
 
 import math
+from functools import partial
 
 import torch
 import torch.nn.functional as F
@@ -49,15 +50,15 @@ class ExpertBank(nn.Module):
         self.drop_at = drop_at
         self.num_experts = num_experts
         self.in_features, self.hidden_features, self.out_features = in_features, hidden_features, out_features
-        self.act = nn.ReLU()  # a module, so the all-ops FLOP convention sees it
+        self.act: nn.Module = nn.ReLU()  # a module, so the all-ops FLOP convention sees it
         self.dropout = nn.Dropout(drop)
         shapes = [(hidden_features, in_features), (hidden_features, hidden_features), (out_features, hidden_features)]
         self.weights = nn.ParameterList(nn.Parameter(torch.empty(num_experts, o, i)) for o, i in shapes)  # (E, out, in)
         self.biases = nn.ParameterList(nn.Parameter(torch.empty(num_experts, o)) for o, _ in shapes)  # (E, out)
         for w, b in zip(self.weights, self.biases):
             bound = 1 / math.sqrt(w.shape[-1])  # nn.Linear's default initialisation, per expert
-            init_bank(w, lambda t, bound=bound: nn.init.uniform_(t, -bound, bound))
-            init_bank(b, lambda t, bound=bound: nn.init.uniform_(t, -bound, bound))
+            init_bank(w, partial(nn.init.uniform_, a=-bound, b=bound))
+            init_bank(b, partial(nn.init.uniform_, a=-bound, b=bound))
 
     def macs_per_row(self) -> int:
         d, h, o = self.in_features, self.hidden_features, self.out_features
@@ -76,12 +77,15 @@ class ExpertBank(nn.Module):
         """(N, D) with an expert index -> (N, O); (E, C, D) -> (E, C, O)."""
         last = len(self.weights) - 1
         if x.dim() != 3:
+            if expert is None:
+                raise ValueError("ExpertBank: an (N, D) input needs the index of the expert it runs")
             weights, biases = views or self.views()
+            layers = [(w[expert], b[expert]) for w, b in zip(weights, biases)]  # the expert's (out, in), (out,)
         for i, (w, b) in enumerate(zip(self.weights, self.biases)):
             if x.dim() == 3:
                 x = torch.bmm(x, w.transpose(1, 2)) + b.unsqueeze(1)  # (E, C, in) @ (E, in, out) -> (E, C, out)
             else:
-                x = F.linear(x, weights[i][expert], biases[i][expert])  # (N, in) -> (N, out)
+                x = F.linear(x, *layers[i])  # (N, in) -> (N, out)
             if i < last:
                 x = self.act(x)
                 if self.drop_at == "each_hidden" or i == last - 1:

@@ -25,7 +25,7 @@ import math
 import warnings
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable, Protocol, runtime_checkable
 
 import torch
 from torch import nn
@@ -42,18 +42,33 @@ from repro.models.zero_banks import built_for_counting
 Shapes = tuple[list[torch.Size], torch.Size]  # (input shapes, output shape)
 
 
+@runtime_checkable
+class CountsOwnMacs(Protocol):
+    """A module of this package that computes outside its children (a router's cosine term, a kernel mixture):
+    it carries its own formula."""
+
+    def own_macs(self, shapes: Shapes) -> int: ...
+
+
+@runtime_checkable
+class CountedBuffers(Protocol):
+    """A module whose count reads one of its buffers (a ReLU-routed head's mean experts a sample)."""
+
+    def reset_counted_buffers(self) -> None: ...
+
+
 def plain_values(module: nn.Module) -> nn.Module:
     """Give a model built on the meta device (then `to_empty`) plain values: parameters 0, floating buffers 1
     (running variances of 1: no division by zero), others 0. A count depends on shapes, never on weights; a
     module whose count reads a buffer (a ReLU-routed head's mean experts a sample) sets it again itself
     (`reset_counted_buffers`)."""
     with torch.no_grad():
-        for t in module.parameters():
-            t.zero_()
-        for t in module.buffers():
-            t.fill_(1 if t.is_floating_point() else 0)
+        for p in module.parameters():
+            p.zero_()
+        for b in module.buffers():
+            b.fill_(1 if b.is_floating_point() else 0)
     for m in module.modules():
-        if hasattr(m, "reset_counted_buffers"):
+        if isinstance(m, CountedBuffers):
             m.reset_counted_buffers()
     return module
 
@@ -68,13 +83,11 @@ def linear_macs(m: nn.Linear, shapes: Shapes) -> int:
     return math.prod(out) * m.in_features  # (N, out) rows, each in_features multiply-adds
 
 
-OWN_MACS: dict[type, Callable[[nn.Module, Shapes], int]] = {
+# Each formula takes a module of its key's class; modules of this package carry their own (CountsOwnMacs).
+OWN_MACS: dict[type[nn.Module], Callable[[Any, Shapes], int]] = {
     nn.Conv2d: conv2d_macs,
     nn.Linear: linear_macs,
 }
-# Modules of this package that compute outside their children (a router's cosine
-# term, a kernel mixture) carry their own formula as a method:
-#     def own_macs(self, shapes: Shapes) -> int
 
 
 def _input_elements(args: tuple, kwargs: dict) -> int:
@@ -308,7 +321,7 @@ def _record_shapes(
 
 
 def _own_macs(module: nn.Module, calls: list[Shapes]) -> int:
-    if hasattr(module, "own_macs"):
+    if isinstance(module, CountsOwnMacs):
         return sum(module.own_macs(c) for c in calls)
     for cls in type(module).__mro__:
         if cls in OWN_MACS:

@@ -127,8 +127,10 @@ class MoEConv2d(RoutingHooks, nn.Module):
         self.load_balance_weight, self.entropy_weight = load_balance_weight, entropy_weight
         self.tau = 1.0
         self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
-        self.kernel_size, self.stride, self.padding = _pair(kernel_size), _pair(stride), _pair(padding)
-        self.dilation = _pair(dilation)
+        self.kernel_size: tuple[int, int] = _pair(kernel_size)
+        self.stride: tuple[int, int] = _pair(stride)
+        self.padding: tuple[int, int] = _pair(padding)
+        self.dilation: tuple[int, int] = _pair(dilation)
         self.num_experts, self.top_k = num_experts, top_k
         shape = (out_channels, in_channels // groups, *self.kernel_size)  # one bank: (Co, Ci/g, kh, kw)
         self.weight = nn.Parameter(torch.empty(num_experts, *shape))
@@ -148,14 +150,14 @@ class MoEConv2d(RoutingHooks, nn.Module):
         moe = cls(
             conv.in_channels,
             conv.out_channels,
-            conv.kernel_size,
+            _two(conv.kernel_size),
             num_experts,
             top_k,
-            conv.stride,
-            conv.padding,
+            _two(conv.stride),
+            _two(conv.padding),
             conv.groups,
             conv.bias is not None,
-            conv.dilation,
+            _two(conv.dilation),
             **routing,
         )
         with torch.no_grad():
@@ -165,6 +167,7 @@ class MoEConv2d(RoutingHooks, nn.Module):
             else:
                 moe.weight.copy_(w.unsqueeze(0) + noise * w.std() * torch.randn_like(moe.weight))
             if conv.bias is not None:
+                assert moe.bias is not None  # built with bias=conv.bias is not None
                 moe.bias.copy_(conv.bias.unsqueeze(0).expand_as(moe.bias))
         return moe
 
@@ -252,6 +255,13 @@ class MoEConv2d(RoutingHooks, nn.Module):
 
     def _conv(self, *args, **kwargs) -> torch.Tensor:
         return (small_maps.conv2d if self.small_maps else F.conv2d)(*args, **kwargs)
+
+
+def _two(size: tuple[int, ...]) -> tuple[int, int]:
+    """An nn.Conv2d's kernel_size, stride, padding or dilation: a pair, which torch types as tuple[int, ...]
+    (the attribute of _ConvNd, shared with Conv1d and Conv3d)."""
+    h, w = size
+    return h, w
 
 
 def _check_arguments(

@@ -110,7 +110,7 @@ def _measured(
         _chosen[k] = entries[k]["path"]
         return _chosen[k]
     times = measure(m, x, g, top_i, backward, within_memory(m, x, fewest, candidates(compiling)))
-    fastest = min(times, key=times.get)
+    fastest = min(times, key=times.__getitem__)
     _chosen[k] = fastest if fewest not in times or times[fastest] < MARGIN * times[fewest] else fewest
     if m.path_file is not None:
         _save(m.path_file, k, {"path": _chosen[k], "ms": {n: round(1000 * t, 3) for n, t in times.items()}})
@@ -127,7 +127,7 @@ def within_memory(m: MoEConv2d, x: torch.Tensor, fewest: str, names: tuple[str, 
     shape, positions = tuple(x.shape), math.prod(output_size(m, x))
     memory = {n: PATHS[n].memory(m, shape, positions) for n in (*names, fewest)}
     bound = MEMORY * max(memory[fewest], x.numel() + shape[0] * m.out_channels * positions)
-    return tuple(n for n in names if memory[n] <= bound) or (min(names, key=memory.get),)
+    return tuple(n for n in names if memory[n] <= bound) or (min(names, key=memory.__getitem__),)
 
 
 def measure(

@@ -103,12 +103,14 @@ def per_expert(m: MoEConv2d, x: torch.Tensor, g: torch.Tensor, top_i: torch.Tens
     """Each sample through its K banks. A 1x1 output on the small-map path passes the taps inside the input
     (small_maps.taps), once for all experts: the banks' convolutions are then unpadded, as large as their input."""
     gates = gate_matrix(g, top_i, m.num_experts)
-    weight, conv = m.weight, dict(stride=m.stride, padding=m.padding, dilation=m.dilation)
+    weight: torch.Tensor = m.weight
+    conv: dict[str, int | tuple[int, int]] = dict(stride=m.stride, padding=m.padding, dilation=m.dilation)
     size = output_size(m, x)
     out = x.new_zeros(x.shape[0], m.out_channels, *size)  # (B, Co, H', W')
     if (
         m.small_maps
-        and small_maps.path(tuple(x.shape[2:]), m.kernel_size, m.stride, m.padding, m.dilation, m.groups) == "matmul"
+        and small_maps.path((x.shape[2], x.shape[3]), m.kernel_size, m.stride, m.padding, m.dilation, m.groups)
+        == "matmul"
     ):
         x, weight = small_maps.taps(x, m.weight, m.padding, m.dilation)
         conv = dict(stride=1, padding=0, dilation=1)

@@ -36,6 +36,7 @@ class MoEPointwise(nn.Module):
         with torch.no_grad():
             conv.weight.copy_(linear.weight[:, :, None, None])  # (Co, Ci) -> (Co, Ci, 1, 1)
             if linear.bias is not None:
+                assert conv.bias is not None  # built with bias=linear.bias is not None
                 conv.bias.copy_(linear.bias)
         return cls(MoEConv2d.from_conv(conv, num_experts, top_k, noise))
 

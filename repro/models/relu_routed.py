@@ -50,6 +50,9 @@ class NormSiLU(nn.Module):
 
 
 class ReluRoutedHead(RoutedHead):
+    sparsity_weight: torch.Tensor  # buffers: lambda_t, ()
+    active_mean: torch.Tensor  # mean |A_b|, ()
+
     def __init__(self, in_features: int, num_classes: int, cfg: ReluRoutedConfig) -> None:
         super().__init__()
         self.cfg = cfg

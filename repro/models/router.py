@@ -21,6 +21,8 @@ from torch import nn
 
 
 class Router(nn.Module):
+    utility: torch.Tensor  # buffer u, (E,)
+
     def __init__(
         self,
         in_features: int,

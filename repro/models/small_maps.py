@@ -22,6 +22,8 @@ Ci/Co input/output channels, kh x kw kernel, T the taps inside the input.
 
 from __future__ import annotations
 
+from typing import Protocol, runtime_checkable
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -108,7 +110,7 @@ def conv2d(
 ) -> torch.Tensor:
     """F.conv2d with zero padding, by the faster exact path where the map is smaller than the kernel."""
     way = (
-        path(tuple(x.shape[-2:]), tuple(weight.shape[-2:]), stride, padding, dilation, groups)
+        path((x.shape[-2], x.shape[-1]), tuple(weight.shape[-2:]), stride, padding, dilation, groups)
         if x.dim() == 4
         else "conv"
     )
@@ -130,6 +132,13 @@ class SmallMapConv2d(nn.Conv2d):
         return conv2d(input, weight, bias, self.stride, self.padding, self.dilation, self.groups)
 
 
+@runtime_checkable
+class SmallMapsSwitch(Protocol):
+    """A module that runs its convolutions itself and takes conv2d's paths when `small_maps` is on (MoEConv2d)."""
+
+    small_maps: bool
+
+
 def use_small_maps(model: nn.Module) -> int:
     """Give every convolution of `model` conv2d's paths, in place: each plain nn.Conv2d becomes a SmallMapConv2d,
     and each MoEConv2d runs its banks' convolutions through conv2d. Returns how many modules changed (subclasses
@@ -139,7 +148,7 @@ def use_small_maps(model: nn.Module) -> int:
         if type(module) is nn.Conv2d:
             module.__class__ = SmallMapConv2d
             changed += 1
-        elif getattr(module, "small_maps", None) is False:  # MoEConv2d's switch
+        elif isinstance(module, SmallMapsSwitch) and not module.small_maps:
             module.small_maps = True
             changed += 1
     return changed

@@ -45,6 +45,10 @@ from repro.models.sparse_moe import SparseMoEHead
 
 
 class TeacherGuidedHead(SparseMoEHead):
+    cfg: TeacherGuidedConfig
+    centres: torch.Tensor  # buffers: c, (E, T)
+    fitted: torch.Tensor  # bool, ()
+
     def __init__(
         self,
         in_features: int,
@@ -63,7 +67,9 @@ class TeacherGuidedHead(SparseMoEHead):
             torch.manual_seed(torch.initial_seed() + 1)
             super().__init__(in_features, num_classes, cfg)
         self.teacher = twin
-        width = twin.mlp[0].out_features
+        first = twin.mlp[0]
+        assert isinstance(first, nn.Linear)  # a DenseHead's mlp starts with one
+        width = first.out_features
         self.register_buffer("centres", torch.zeros(cfg.num_experts, width) if centres is None else centres.clone())
         self.register_buffer("fitted", torch.tensor(centres is not None))
         self.reservoir = Reservoir(cfg.kmeans_samples)
@@ -105,6 +111,7 @@ class TeacherGuidedHead(SparseMoEHead):
             self.fit_teacher_router(kept if kept is not None and kept.shape[0] >= self.cfg.num_experts else h)
         z = self.teacher_assignment(h)  # (B,)
         scores = self.router.with_utility(self.router(h)) / self.tau  # (B, E), l~ / tau with gradient
+        assert self._aux is not None and self._routing is not None  # SparseMoEHead.forward, in training
         self._aux = self._aux + self.cfg.teacher_weight * F.cross_entropy(scores, z)
         self._routing["extra"]["teacher_agreement"] = (scores.detach().argmax(-1) == z).float().mean()
         return out

@@ -130,7 +130,8 @@ def published_url(backbone: str, cache: Path = DEFAULT_CACHE) -> str:
     path = cache_dir(cache, "sources") / "weights.json"
     cached = read_json(path)
     cached = cached if isinstance(cached, dict) and cached.get("torchvision") == version("torchvision") else {}
-    urls = cached.get("urls") if isinstance(cached.get("urls"), dict) else {}
+    stored = cached.get("urls")
+    urls: dict[str, str] = stored if isinstance(stored, dict) else {}
     if not isinstance(urls.get(backbone), str):
         urls[backbone] = weights_url(backbone)
         write_json(path, {"torchvision": version("torchvision"), "urls": urls})
