@@ -224,11 +224,39 @@ def test_stride1_backbone_moe_rho_is_the_hand_count_plus_its_routers():
         ({"padding": "same"}, "padding must be a non-negative int or a pair of them"),
         ({"capacity_factor": -1.0}, "capacity_factor must be non-negative"),
         ({"tau_min": 0.0}, "tau_min must be in (0, 1]"),
+        # torch's Conv2d takes these and fails at the first call, or (a 0 kernel) in a reshape that names none
+        ({"stride": 0}, "stride must be a positive int or a pair of them, got 0"),
+        ({"dilation": (1, 0)}, "dilation must be a positive int or a pair of them, got (1, 0)"),
+        ({"gate": "soft"}, "gate must be 'renormalised' or 'switch', got 'soft'"),
     ],
 )
 def test_a_layer_no_forward_could_run_is_refused_naming_what_is_allowed(kw, expected):
     with pytest.raises(ValueError, match=re.escape(expected)):
         MoEConv2d(6, 5, 3, **kw)
+
+
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        ((0, 5, 3), "in_channels must be a positive int, got 0"),
+        ((6, 0, 3), "out_channels must be a positive int, got 0"),
+        ((6, 5, 0), "kernel_size must be a positive int or a pair of them, got 0"),
+        ((6, 5, (3, 3, 3)), "kernel_size must be a positive int or a pair of them, got (3, 3, 3)"),
+    ],
+)
+def test_a_shape_no_convolution_has_is_refused_before_any_weight_is_made(args, expected):
+    with pytest.raises(ValueError, match=re.escape(expected)):
+        MoEConv2d(*args, num_experts=4, top_k=2)
+
+
+def test_every_problem_of_a_layer_comes_at_once():
+    with pytest.raises(ValueError) as caught:
+        MoEConv2d(6, 5, 3, num_experts=4, top_k=5, stride=0, gate="soft")
+    assert [p.split(" must")[0] for p in str(caught.value).removeprefix("MoEConv2d: ").split("; ")] == [
+        "stride",
+        "top_k",
+        "gate",
+    ]
 
 
 @pytest.mark.parametrize("shape", [(2, 4, 8, 8), (6, 8, 8)])
