@@ -33,7 +33,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from repro.models.base import RoutedHead
+from repro.models.base import RoutedHead, check_head
 from repro.models.configs import ClusterRoutedConfig
 from repro.models.experts import ExpertBank, ExpertViews
 from repro.models.kmeans import Reservoir, kmeans, nearest
@@ -80,6 +80,7 @@ class SharedBasisExpertBank(ExpertBank):
 
 class ClusterRoutedHead(RoutedHead):
     def __init__(self, in_features: int, num_classes: int, cfg: ClusterRoutedConfig) -> None:
+        check_head(self, in_features, num_classes, cfg, ClusterRoutedConfig)
         super().__init__()
         self.cfg = cfg
         e = cfg.num_experts

@@ -22,7 +22,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from repro.models.base import RoutedHead
+from repro.models.base import RoutedHead, check_head
 from repro.models.configs import ExpertChoiceConfig
 from repro.models.capacity import capacity
 from repro.models.experts import ExpertBank
@@ -30,6 +30,7 @@ from repro.models.experts import ExpertBank
 
 class ExpertChoiceHead(RoutedHead):
     def __init__(self, in_features: int, num_classes: int, cfg: ExpertChoiceConfig) -> None:
+        check_head(self, in_features, num_classes, cfg, ExpertChoiceConfig)
         super().__init__()
         self.cfg = cfg
         self.gate = nn.Linear(in_features, cfg.num_experts, bias=False)  # W_g^T, (E, D)

@@ -37,7 +37,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from repro.models.base import RoutedHead
+from repro.models.base import RoutedHead, check_head
 from repro.models.configs import ReluRoutedConfig
 from repro.models.experts import ExpertBank
 
@@ -51,6 +51,7 @@ class NormSiLU(nn.Module):
 
 class ReluRoutedHead(RoutedHead):
     def __init__(self, in_features: int, num_classes: int, cfg: ReluRoutedConfig) -> None:
+        check_head(self, in_features, num_classes, cfg, ReluRoutedConfig)
         super().__init__()
         self.cfg = cfg
         e = cfg.num_experts

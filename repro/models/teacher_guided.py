@@ -39,6 +39,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from repro.models.configs import DenseHeadConfig, TeacherGuidedConfig
+from repro.models.base import check_head
 from repro.models.heads import DenseHead
 from repro.models.kmeans import Reservoir, kmeans, nearest
 from repro.models.sparse_moe import SparseMoEHead
@@ -53,6 +54,7 @@ class TeacherGuidedHead(SparseMoEHead):
         teacher: DenseHead | None = None,
         centres: torch.Tensor | None = None,
     ) -> None:
+        check_head(self, in_features, num_classes, cfg, TeacherGuidedConfig)
         # The dense twin's head first: it takes the random draws build_dense takes after the backbone.
         twin = teacher or DenseHead(in_features, num_classes, DenseHeadConfig(cfg.teacher_hidden, cfg.teacher_dropout))
         self.replay = teacher is None  # plain attribute, read by on_epoch_start during super().__init__
