@@ -60,3 +60,10 @@ def test_a_head_given_its_settings_as_a_dict_says_what_it_takes(name):
 def test_a_head_takes_a_numpy_integer_as_a_size():
     head = HEADS.get("sparse_moe").builder(np.int64(12), np.int64(5), num_experts=4, expert_hidden=8)
     assert head(torch.randn(3, 12)).shape == (3, 5)
+
+
+@pytest.mark.parametrize("name", HEADS.names())
+def test_every_head_class_says_what_it_is_in_a_docstring_of_its_own(name):
+    # help(ExpertChoiceHead) showed only RoutedHead's line: five heads had no docstring of their own
+    head_class = type(HEADS.get(name).builder(12, 5))
+    assert (vars(head_class).get("__doc__") or "").strip(), f"{head_class.__name__} has no docstring"

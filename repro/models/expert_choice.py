@@ -29,6 +29,12 @@ from repro.models.experts import ExpertBank
 
 
 class ExpertChoiceHead(RoutedHead):
+    """Expert Choice over the batch, (B, in_features) -> (B, num_classes); `cfg` (ExpertChoiceConfig) gives E, the
+    capacity factor c and the experts' shape. Each expert takes its top ceil(B c / E) samples of the batch, so
+    whether a sample is processed (a sample no expert chose outputs zero, counted as `dropped`) depends on the rest
+    of its batch; FLOPs are per image at a stated batch (`expected_macs`). No auxiliary loss. The module docstring
+    has the equations."""
+
     def __init__(self, in_features: int, num_classes: int, cfg: ExpertChoiceConfig) -> None:
         check_head(self, in_features, num_classes, cfg, ExpertChoiceConfig)
         super().__init__()

@@ -46,6 +46,12 @@ from repro.models.sparse_moe import SparseMoEHead
 
 
 class TeacherGuidedHead(SparseMoEHead):
+    """The paper's sparse head with its router supervised by a dense teacher (beyond the paper), (B, in_features)
+    -> (B, num_classes); `cfg` (TeacherGuidedConfig: SparseMoEConfig's fields and the teacher's) gives both. Without
+    `teacher` (a dense head) it first replays the dense twin for `teacher_epochs`, then fits k-means to the
+    teacher's features and adds the router's cross-entropy toward them to aux_loss(). The module docstring has
+    the equations and the adaptation."""
+
     def __init__(
         self,
         in_features: int,
