@@ -16,7 +16,7 @@ from repro.models.moe_conv_paths import PATHS
 
 def layer(k=2, stride=1, seed=0) -> MoEConv2d:
     torch.manual_seed(seed)
-    m = MoEConv2d(6, 5, 3, num_experts=4, top_k=k, stride=stride, padding=1)
+    m = MoEConv2d(6, 5, 3, num_experts=4, top_k=k, stride=stride, padding=1, bias=False)
     with torch.no_grad():
         m.router.weight.mul_(10)  # spread the logits so the top-k is not all ties
     return m
@@ -277,3 +277,16 @@ def test_a_count_leaves_only_the_shapes_that_ran_in_paths_ran():
     model = Classifier(nn.Sequential(layer(), nn.AdaptiveAvgPool2d(1), nn.Flatten()), nn.Linear(5, 3))
     count_flops(model, (6, 8, 8))
     assert list(model.backbone[0].paths_ran) == [(1, 6, 8, 8)]
+
+
+def test_the_conv_arguments_default_as_torchs_conv2d_does():
+    """MoEConv2d(16, 32, 3) in place of nn.Conv2d(16, 32, 3) padded by 1 and had no bias: another output size, and
+    another layer, than the one it replaced."""
+    import inspect
+
+    ours, torchs = inspect.signature(MoEConv2d).parameters, inspect.signature(nn.Conv2d).parameters
+    shared = ("stride", "padding", "groups", "bias", "dilation")
+    assert {p: ours[p].default for p in shared} == {p: torchs[p].default for p in shared}
+    x = torch.randn(2, 6, 8, 8)
+    moe, conv = MoEConv2d(6, 5, 3, num_experts=4, top_k=2), nn.Conv2d(6, 5, 3)
+    assert moe(x).shape == conv(x).shape and moe.bias is not None

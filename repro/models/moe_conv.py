@@ -79,7 +79,8 @@ class MoEConv2d(RoutingHooks, nn.Module):
     """A Conv2d of `num_experts` filter banks, `top_k` of them mixed per sample: (B, Ci, H, W) -> (B, Co, H', W').
 
     in_channels, out_channels, kernel_size, stride, padding (zeros, a fixed amount), groups, bias, dilation: as
-    torch's Conv2d, for every bank, so H' and W' are Conv2d's. num_experts E banks; top_k K of them a sample,
+    torch's Conv2d, with its defaults, for every bank, so H' and W' are Conv2d's (torch's positional order differs:
+    num_experts and top_k come after kernel_size). num_experts E banks; top_k K of them a sample,
     1 <= K <= E. The router is a linear layer on the globally average-pooled input, so without a capacity limit
     a sample's routing and output depend on that sample only. gate: "renormalised" (softmax over the K selected
     logits; at K = 1 exactly 1, and the router gets no gradient from the task loss) or "switch" (each selected
@@ -107,9 +108,9 @@ class MoEConv2d(RoutingHooks, nn.Module):
         num_experts: int = 8,
         top_k: int = 2,
         stride: int | tuple[int, int] = 1,
-        padding: int | tuple[int, int] = 1,
+        padding: int | tuple[int, int] = 0,
         groups: int = 1,
-        bias: bool = False,
+        bias: bool = True,
         dilation: int | tuple[int, int] = 1,
         gate: Literal["renormalised", "switch"] = "renormalised",
         capacity_factor: float = 0.0,  # 0: no capacity limit
