@@ -163,3 +163,20 @@ def test_a_readings_twin_row_names_the_reading_the_row_it_varies_and_that_rows_c
         "in the report's readings section"
     ]
     assert trace(results, manifest, load_result(results, "smoke", "t"), "moe").twin_of == []
+
+
+def test_the_claims_are_decided_on_the_measurements_as_the_report_decides_them(tmp_path):
+    """`repro trace` showed a verdict as results.json stores it, one typed in included, while the report and its
+    trace.html decide it again from the stored measurements by the current manifests."""
+    from fake_records import config, record, rho_deciding, write_manifest_t, write_result
+
+    from repro.results.measurements import Verdict
+
+    manifests = write_manifest_t(tmp_path)
+    results = tmp_path / "results"
+    typed = Verdict("c", "the moe row routes under half of the compute", "4.2", "analytic", "not reproduced", "e")
+    write_result(results, "t", {"moe": [record(config())]}, verdicts=[typed], metrics=rho_deciding("reproduced"))
+    done, lines = invoke("t", "moe", "--results-dir", results, manifests=manifests)
+    assert done.exit_code == 0, done.output
+    claims = lines[lines.index("Claims") + 1 : lines.index("Run records")]
+    assert " ".join(line.strip() for line in claims) == "c: reproduced: the moe row routes under half of the compute"
