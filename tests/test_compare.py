@@ -4,6 +4,7 @@ counted and left where they are, and the exit code a script reads (0 same, 1 dif
 
 import dataclasses
 import json
+import warnings
 
 import pytest
 from fake_records import PROFILE, config, record, rho_deciding, write_manifest_t, write_record, write_result
@@ -141,5 +142,6 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, case, message, manifests):
     )
     assert done.exit_code == 2, done.output
     assert [line for line in done.output.splitlines() if line.strip()] == [message.format(a=a, b=b)]
-    with pytest.raises(CompareError):
+    with pytest.raises(CompareError), warnings.catch_warnings():
+        warnings.simplefilter("error")  # the one line above says it all: no warning of the frames beside it
         compare_folders(a, b, "full" if "profile" in case else None, manifests)

@@ -2,6 +2,7 @@
 with pandas imported only when a frame is asked for."""
 
 import json
+import re
 import subprocess
 import sys
 from types import SimpleNamespace
@@ -70,7 +71,8 @@ def test_runs_is_one_row_per_usable_record_with_every_table_that_used_it(folder)
     lone = by_hash.loc[config(seed=5).hash]
     assert pd.isna(lone.table) and lone.dataset == "cifar10" and lone.backbone == "cifar_standard"
     assert set(frames.runs(results, profile="smoke").run_hash) == set(runs.run_hash) - {config(seed=5).hash}
-    assert frames.runs(results, profile="other").empty
+    with pytest.warns(UserWarning, match="no results of profile 'other' in .*: the frame is empty; profiles with"):
+        assert frames.runs(results, profile="other").empty
 
 
 def test_history_is_one_row_per_run_and_epoch(folder):
@@ -110,6 +112,48 @@ def test_row_stats_are_the_mean_and_sample_sd_over_seeds(folder):
     assert stats.loc[("t", "moe"), "accuracy_sd"] == pytest.approx(0.3 / 2**0.5, abs=1e-15)  # ddof=1
     assert stats.loc[("u", "shared_dense"), "accuracy_mean"] == pytest.approx(0.6, abs=1e-15)
     assert list(frames.row_stats(frames.row_seeds(results).iloc[:0]).columns) == list(frames.ROW_STAT_COLUMNS)
+
+
+def test_row_stats_of_a_folder_or_of_runs_is_refused_saying_what_it_takes(folder):
+    """row_stats("results") raised AttributeError ('str' object has no attribute 'empty'); on `runs`, whose shared
+    record joins its uses in one cell ('t;u'), it grouped them as one row of a table 't;u'."""
+    results, _ = folder
+    with pytest.raises(TypeError, match=re.escape(f"row_stats(row_seeds('{results}'))")):
+        frames.row_stats(results)
+    with pytest.raises(ValueError, match="joins several uses in a cell with ';'"):
+        frames.row_stats(frames.runs(results))
+    with pytest.raises(ValueError, match="has no column seed, accuracy"):
+        frames.row_stats(frames.row_seeds(results)[["profile", "table", "row", "chance", "rho"]])
+
+
+@pytest.mark.parametrize("name", ["smok", "Smoke"])
+def test_a_profile_with_no_results_warns_naming_the_closest_and_those_there(folder, name):
+    """A misspelt profile gave every frame empty, with no word of why (the commands refuse it naming the closest)."""
+    results, _ = folder
+    with pytest.warns(UserWarning) as caught:
+        assert frames.verdicts(results, profile=name).empty
+    (warning,) = caught
+    assert str(warning.message) == (
+        f"no results of profile '{name}' in {results} (did you mean 'smoke'?): the frame is empty; profiles with "
+        "results: smoke"
+    )
+    assert warning.filename == __file__  # it points at the caller's line, not into the package
+
+
+def test_a_profile_folder_or_the_records_folder_given_for_the_results_folder_is_refused(folder):
+    """Given results/smoke or results/runs, every frame was empty, with no word of why."""
+    results, _ = folder
+    with pytest.raises(frames.FolderError) as caught:
+        frames.runs(results / "smoke")
+    assert str(caught.value) == (
+        f"{results / 'smoke'} is the folder of profile 'smoke' inside a results folder: give the results folder above "
+        f"it, {results} (its runs/ holds the run records), and the profile 'smoke'"
+    )
+    with pytest.raises(frames.FolderError, match=re.escape(f"give the results folder above it, {results}")):
+        frames.history(results / "runs")
+    empty = results.parent / "empty"
+    empty.mkdir()
+    assert frames.runs(empty).empty  # a folder nothing has run into yet is a results folder with no records
 
 
 def test_data_provenance_and_readings():
@@ -217,7 +261,8 @@ def test_readings_say_which_verdicts_an_alternative_reading_changes(tmp_path):
     }
     row = changed[changed.claim == "rho_backbone_moe"].iloc[0]
     assert (row.chosen_status, row.status, row.reading) == ("not reproduced", "reproduced", "backbone-moe-layers")
-    assert readings(tmp_path, profile="full").empty
+    with pytest.warns(UserWarning, match="no results of profile 'full'"):
+        assert readings(tmp_path, profile="full").empty
 
 
 def test_an_alternative_not_run_is_no_change_of_verdict(folder):

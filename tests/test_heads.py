@@ -1,5 +1,9 @@
-"""Dense heads carry the engine hooks as no-ops."""
+"""Dense heads carry the engine hooks as no-ops; every head refuses sizes and settings it cannot be built with."""
 
+import re
+
+import numpy as np
+import pytest
 import torch
 
 from repro.models import HEADS
@@ -28,3 +32,38 @@ def test_fc_head_is_dense_with_no_hidden_layer():
 
 def test_every_head_is_registered():
     assert {"dense", "sparse_moe", "soft_moe", "per_sample_soft_moe", "expert_choice"} <= set(HEADS.names())
+
+
+@pytest.mark.parametrize("name", HEADS.names())
+@pytest.mark.parametrize(
+    "sizes, expected",
+    [((0, 5), "in_features must be a positive int, got 0"), ((12, 0), "num_classes must be a positive int, got 0")],
+)
+def test_a_head_of_no_features_or_no_classes_is_refused_naming_the_head(name, sizes, expected):
+    # 0 features failed in a division (the sparse head's router) or built empty weights; 0 classes built a head
+    # with no output
+    head_class = type(HEADS.get(name).builder(12, 5))
+    with pytest.raises(ValueError, match=re.escape(f"{head_class.__name__}: {expected}")):
+        HEADS.get(name).builder(*sizes)
+
+
+@pytest.mark.parametrize("name", HEADS.names())
+def test_a_head_given_its_settings_as_a_dict_says_what_it_takes(name):
+    entry = HEADS.get(name)
+    head_class = type(entry.builder(12, 5))
+    with pytest.raises(TypeError) as caught:
+        head_class(12, 5, {"num_experts": 4})
+    assert f"{head_class.__name__} takes its settings as a {entry.config.__name__}" in str(caught.value)
+    assert f"HEADS.get('{name}').builder(in_features, num_classes, **fields)" in str(caught.value)
+
+
+def test_a_head_takes_a_numpy_integer_as_a_size():
+    head = HEADS.get("sparse_moe").builder(np.int64(12), np.int64(5), num_experts=4, expert_hidden=8)
+    assert head(torch.randn(3, 12)).shape == (3, 5)
+
+
+@pytest.mark.parametrize("name", HEADS.names())
+def test_every_head_class_says_what_it_is_in_a_docstring_of_its_own(name):
+    # help(ExpertChoiceHead) showed only RoutedHead's line: five heads had no docstring of their own
+    head_class = type(HEADS.get(name).builder(12, 5))
+    assert (vars(head_class).get("__doc__") or "").strip(), f"{head_class.__name__} has no docstring"

@@ -16,7 +16,7 @@ from repro.models.moe_conv_paths import PATHS
 
 def layer(k=2, stride=1, seed=0) -> MoEConv2d:
     torch.manual_seed(seed)
-    m = MoEConv2d(6, 5, 3, num_experts=4, top_k=k, stride=stride, padding=1)
+    m = MoEConv2d(6, 5, 3, num_experts=4, top_k=k, stride=stride, padding=1, bias=False)
     with torch.no_grad():
         m.router.weight.mul_(10)  # spread the logits so the top-k is not all ties
     return m
@@ -224,11 +224,39 @@ def test_stride1_backbone_moe_rho_is_the_hand_count_plus_its_routers():
         ({"padding": "same"}, "padding must be a non-negative int or a pair of them"),
         ({"capacity_factor": -1.0}, "capacity_factor must be non-negative"),
         ({"tau_min": 0.0}, "tau_min must be in (0, 1]"),
+        # torch's Conv2d takes these and fails at the first call, or (a 0 kernel) in a reshape that names none
+        ({"stride": 0}, "stride must be a positive int or a pair of them, got 0"),
+        ({"dilation": (1, 0)}, "dilation must be a positive int or a pair of them, got (1, 0)"),
+        ({"gate": "soft"}, "gate must be 'renormalised' or 'switch', got 'soft'"),
     ],
 )
 def test_a_layer_no_forward_could_run_is_refused_naming_what_is_allowed(kw, expected):
     with pytest.raises(ValueError, match=re.escape(expected)):
         MoEConv2d(6, 5, 3, **kw)
+
+
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        ((0, 5, 3), "in_channels must be a positive int, got 0"),
+        ((6, 0, 3), "out_channels must be a positive int, got 0"),
+        ((6, 5, 0), "kernel_size must be a positive int or a pair of them, got 0"),
+        ((6, 5, (3, 3, 3)), "kernel_size must be a positive int or a pair of them, got (3, 3, 3)"),
+    ],
+)
+def test_a_shape_no_convolution_has_is_refused_before_any_weight_is_made(args, expected):
+    with pytest.raises(ValueError, match=re.escape(expected)):
+        MoEConv2d(*args, num_experts=4, top_k=2)
+
+
+def test_every_problem_of_a_layer_comes_at_once():
+    with pytest.raises(ValueError) as caught:
+        MoEConv2d(6, 5, 3, num_experts=4, top_k=5, stride=0, gate="soft")
+    assert [p.split(" must")[0] for p in str(caught.value).removeprefix("MoEConv2d: ").split("; ")] == [
+        "stride",
+        "top_k",
+        "gate",
+    ]
 
 
 @pytest.mark.parametrize("shape", [(2, 4, 8, 8), (6, 8, 8)])
@@ -249,3 +277,16 @@ def test_a_count_leaves_only_the_shapes_that_ran_in_paths_ran():
     model = Classifier(nn.Sequential(layer(), nn.AdaptiveAvgPool2d(1), nn.Flatten()), nn.Linear(5, 3))
     count_flops(model, (6, 8, 8))
     assert list(model.backbone[0].paths_ran) == [(1, 6, 8, 8)]
+
+
+def test_the_conv_arguments_default_as_torchs_conv2d_does():
+    """MoEConv2d(16, 32, 3) in place of nn.Conv2d(16, 32, 3) padded by 1 and had no bias: another output size, and
+    another layer, than the one it replaced."""
+    import inspect
+
+    ours, torchs = inspect.signature(MoEConv2d).parameters, inspect.signature(nn.Conv2d).parameters
+    shared = ("stride", "padding", "groups", "bias", "dilation")
+    assert {p: ours[p].default for p in shared} == {p: torchs[p].default for p in shared}
+    x = torch.randn(2, 6, 8, 8)
+    moe, conv = MoEConv2d(6, 5, 3, num_experts=4, top_k=2), nn.Conv2d(6, 5, 3)
+    assert moe(x).shape == conv(x).shape and moe.bias is not None

@@ -44,7 +44,7 @@ def timed(monkeypatch):
 
 def layer(**kw) -> MoEConv2d:
     torch.manual_seed(0)
-    return MoEConv2d(6, 5, 3, num_experts=4, top_k=2, padding=1, **kw)
+    return MoEConv2d(6, 5, 3, num_experts=4, top_k=2, padding=1, bias=False, **kw)
 
 
 def test_the_default_is_the_fewest_multiply_adds_and_nothing_is_timed(timed):
@@ -107,7 +107,7 @@ def test_counting_deterministic_mode_and_a_single_sample_forward_take_the_fewest
 
 def test_a_count_is_the_same_whatever_path_training_runs():
     torch.manual_seed(0)
-    bank = MoEConv2d(3, 4, 3, num_experts=4, top_k=2, padding=1)
+    bank = MoEConv2d(3, 4, 3, num_experts=4, top_k=2, padding=1, bias=False)
     model = Classifier(nn.Sequential(bank, nn.AdaptiveAvgPool2d(1), nn.Flatten()), nn.Linear(4, 10))
     reports = []
     for rule in ("fewest-macs", "measured", "unfolded", "per-expert"):
@@ -172,7 +172,7 @@ def test_paths_whose_working_memory_outgrows_the_call_are_not_timed(timed):
     where mixing is the fewest-MAC path, every path is."""
     calls, _ = timed
     torch.manual_seed(0)
-    m = MoEConv2d(64, 64, 3, num_experts=8, top_k=2, padding=1)
+    m = MoEConv2d(64, 64, 3, num_experts=8, top_k=2, padding=1, bias=False)
     use_paths(m, "measured")
     m(torch.randn(16, 64, 1, 1))
     assert calls[-1][2] == ("per-expert", "sorted") and m.paths_ran[(16, 64, 1, 1)] == "per-expert"

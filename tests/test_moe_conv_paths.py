@@ -19,11 +19,13 @@ from repro.models.moe_conv import MoEConv2d
 from repro.models.moe_conv_paths import PATHS
 
 CONVS = {
-    "3x3": dict(in_channels=6, out_channels=5, kernel_size=3, padding=1),
+    "3x3": dict(in_channels=6, out_channels=5, kernel_size=3, padding=1, bias=False),
     "depthwise 3x3 with bias": dict(in_channels=6, out_channels=6, kernel_size=3, padding=1, groups=6, bias=True),
-    "grouped 3x3 stride 2": dict(in_channels=6, out_channels=4, kernel_size=3, stride=2, padding=1, groups=2),
+    "grouped 3x3 stride 2": dict(
+        in_channels=6, out_channels=4, kernel_size=3, stride=2, padding=1, groups=2, bias=False
+    ),
     "1x7 with bias": dict(in_channels=6, out_channels=5, kernel_size=(1, 7), padding=(0, 3), bias=True),
-    "dilated 3x3": dict(in_channels=6, out_channels=5, kernel_size=3, padding=2, dilation=2),
+    "dilated 3x3": dict(in_channels=6, out_channels=5, kernel_size=3, padding=2, dilation=2, bias=False),
     "2x2 stride 2 with bias": dict(in_channels=6, out_channels=8, kernel_size=2, stride=2, padding=0, bias=True),
     "1x1 with bias": dict(in_channels=6, out_channels=8, kernel_size=1, padding=0, bias=True),
 }

@@ -16,7 +16,7 @@ from repro.models.moe_conv_paths import PATHS
 
 def layer(k=1, seed=0, **routing) -> MoEConv2d:
     torch.manual_seed(seed)
-    m = MoEConv2d(6, 5, 3, num_experts=4, top_k=k, padding=1, **routing)
+    m = MoEConv2d(6, 5, 3, num_experts=4, top_k=k, padding=1, bias=False, **routing)
     with torch.no_grad():
         m.router.weight.mul_(10)  # spread the logits so the top-k is not all ties
     return m

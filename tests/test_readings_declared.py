@@ -115,8 +115,8 @@ def test_a_kernel_mixing_moeconv_and_a_per_bank_one_compute_the_same_outputs():
     from repro.models.moe_conv import MoEConv2d
 
     torch.manual_seed(0)
-    mixed = MoEConv2d(4, 6, 3, num_experts=4, top_k=2).eval()
-    per_bank = MoEConv2d(4, 6, 3, num_experts=4, top_k=2, mix_kernels=False).eval()
+    mixed = MoEConv2d(4, 6, 3, num_experts=4, top_k=2, padding=1, bias=False).eval()
+    per_bank = MoEConv2d(4, 6, 3, num_experts=4, top_k=2, padding=1, bias=False, mix_kernels=False).eval()
     per_bank.load_state_dict(mixed.state_dict())
     x = torch.randn(3, 4, 8, 8)
     assert mixed.mixes_kernels(64) and not per_bank.mixes_kernels(64)

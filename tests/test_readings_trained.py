@@ -169,3 +169,31 @@ def test_the_readings_rows_train_at_functional_and_only_on_request_at_full():
         assert not new & {run.row for run in planned_runs(m, m.profiles["smoke"])}
         asked = plan_profile(5, tuple(f"{m.id}/{r}" for r in new), m.profiles["full"])
         assert new == {run.row for run in planned_runs(m, asked)}  # a plan that asks for them trains them
+
+
+def _table(id: str, *rows: tuple[str, tuple[str, ...]]):
+    from types import SimpleNamespace
+
+    return SimpleNamespace(id=id, rows=[SimpleNamespace(reading=r, measures=m) for r, m in rows])
+
+
+def test_the_readings_table_says_where_a_reading_trains_counted_or_not():
+    """A reading that changes a count and that a [[sensitivity]] table also trains (a new one a researcher adds to
+    table9's Soft MoE rows) was listed as counting only, while the headline decided a claim again on its trained
+    rows; a table's FLOP-only twins (table6's) train nothing; one row is 'row'."""
+    from repro.report.readings_section import how_decided
+    from repro.spec.readings import readings_by_id
+
+    readings = readings_by_id()
+    trains = ("flops", "accuracy")
+    counted = how_decided(readings["cnn-features"], [_table("table9", ("cnn-features/gap_features", trains))])
+    assert counted == (
+        "counting: gap_features changes a FLOP count, so the claims that read those rows are decided again; trained "
+        "too, in table9's [[sensitivity]] (1 row): the empirical claims on those rows are decided again on them"
+    )
+    flops_only = [_table("table6", ("cnn-features/gap_features", ("flops",)))]
+    assert "trained" not in how_decided(readings["cnn-features"], flops_only)
+    one = how_decided(readings["tau-step"], [_table("table1", ("tau-step/tau_per_step", trains))])
+    assert one == "changes only how a model trains: decided by training, in table1's [[sensitivity]] (1 row)"
+    untrained = how_decided(readings["tau-step"], [_table("table1", ("tau-step/tau_per_step", ("flops",)))])
+    assert untrained == "changes only how a model trains; no table here trains it (a [[sensitivity]] table would)"

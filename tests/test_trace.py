@@ -136,3 +136,47 @@ def test_report_html_links_each_table_row_to_its_trace(folder):
         assert f"<dt>{heading}</dt>" in block
         for line in lines:
             assert line.replace("&", "&amp;").replace("'", "&#39;").replace('"', "&#34;") in block
+
+
+def test_a_readings_twin_row_names_the_reading_the_row_it_varies_and_that_rows_claims(tmp_path):
+    """A [[sensitivity]] twin ('moe__experts_only') was traced as 'no claim of this table reads it', with no word of
+    the reading it trains or of the claims its numbers are read for under that reading."""
+    from fake_records import MANIFEST_T, config, record, write_result
+
+    from repro.results.measurements import Verdict
+
+    (tmp_path / "manifests").mkdir()
+    sensitivity = '\n[[sensitivity]]\nrows = ["moe"]\nreadings = ["router-in-rho"]\n'
+    (tmp_path / "manifests" / "t.toml").write_text(MANIFEST_T + sensitivity)
+    manifest = find_manifest("t", tmp_path / "manifests")
+    results = tmp_path / "results"
+    verdict = Verdict("c", "s", "4.2", "analytic", "reproduced", "e", rule="compare", rows=["moe"])
+    write_result(
+        results, "t", {"moe": [record(config())], "moe__experts_only": [record(config(seed=1))]}, verdicts=[verdict]
+    )
+    found = trace(results, manifest, load_result(results, "smoke", "t"), "moe__experts_only")
+    assert found.claims == [] and found.twin_of == [
+        {"row": "moe__experts_only", "reading": "router-in-rho/experts_only", "base": "moe", "claims": ["c"]}
+    ]
+    assert dict(found.items())["Claims"] == [
+        "moe__experts_only is moe under the reading router-in-rho/experts_only: the claims on moe (c) under it are "
+        "in the report's readings section"
+    ]
+    assert trace(results, manifest, load_result(results, "smoke", "t"), "moe").twin_of == []
+
+
+def test_the_claims_are_decided_on_the_measurements_as_the_report_decides_them(tmp_path):
+    """`repro trace` showed a verdict as results.json stores it, one typed in included, while the report and its
+    trace.html decide it again from the stored measurements by the current manifests."""
+    from fake_records import config, record, rho_deciding, write_manifest_t, write_result
+
+    from repro.results.measurements import Verdict
+
+    manifests = write_manifest_t(tmp_path)
+    results = tmp_path / "results"
+    typed = Verdict("c", "the moe row routes under half of the compute", "4.2", "analytic", "not reproduced", "e")
+    write_result(results, "t", {"moe": [record(config())]}, verdicts=[typed], metrics=rho_deciding("reproduced"))
+    done, lines = invoke("t", "moe", "--results-dir", results, manifests=manifests)
+    assert done.exit_code == 0, done.output
+    claims = lines[lines.index("Claims") + 1 : lines.index("Run records")]
+    assert " ".join(line.strip() for line in claims) == "c: reproduced: the moe row routes under half of the compute"

@@ -143,7 +143,8 @@ def test_an_epoch_records_how_far_each_backbone_moe_router_moved(gate, moves):
     from repro.train.loop import RunData, make_optimizer, train_epoch
 
     torch.manual_seed(0)
-    body = nn.Sequential(MoEConv2d(3, 4, 3, num_experts=4, top_k=1, gate=gate), nn.AdaptiveAvgPool2d(1), nn.Flatten())
+    moe = MoEConv2d(3, 4, 3, num_experts=4, top_k=1, padding=1, bias=False, gate=gate)
+    body = nn.Sequential(moe, nn.AdaptiveAvgPool2d(1), nn.Flatten())
     model = Classifier(body, build_dense(4, 3, hidden=[]))
     router = model.backbone[0].router
     flat = lambda: torch.cat([router.weight.detach().flatten(), router.bias.detach()])  # noqa: E731

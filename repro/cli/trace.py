@@ -32,17 +32,27 @@ def trace(
 
     from rich.text import Text
 
-    from repro.cli.common import load_one, show
+    from repro.claims.decide import decide_all
+    from repro.cli.common import load_every, load_one, show
     from repro.report.trace import TraceError, trace as traced
-    from repro.results.measurements import ResultUnusable, load_result
+    from repro.results.measurements import ManifestResult, ResultUnusable, load_result
 
     manifest = load_one(table, manifests_dir, profiles)
     profile = profile or settings().profile
     results_dir = results_dir or settings().results
-    try:
-        result = load_result(results_dir, profile, manifest.id)
-    except ResultUnusable as exc:
-        fail(f"{exc}; `repro report` rebuilds it from the run records")
+
+    def stored(m) -> ManifestResult | None:
+        try:
+            return load_result(results_dir, profile, m.id)
+        except ResultUnusable as exc:
+            if m.id == manifest.id:
+                fail(f"{exc}; `repro report` rebuilds it from the run records")
+            return None  # another table's: only the claims that read it lose it, as they would with it not run
+
+    # The claims decided on the stored measurements by the current manifests, as the report (and trace.html) decides
+    # them: a status as results.json stores it may be one typed in, or one the manifests since changed.
+    entries = [(m, stored(m)) for m in load_every(manifests_dir, profiles)]
+    result = {m.id: r for m, r in decide_all(entries)}.get(manifest.id)
     if result is None:
         check_profile([manifest], profile)  # a misspelt name: the closest, not a command that repeats it
         fail(

@@ -20,6 +20,7 @@ extra work and no host synchronisation for it.
 
 from __future__ import annotations
 
+import operator
 from typing import TypedDict
 
 import torch
@@ -39,6 +40,40 @@ class RoutingRecord(TypedDict):
     forced: torch.Tensor | None
     dropped: torch.Tensor | None
     extra: dict[str, torch.Tensor | float | int]
+
+
+def check_head(head: object, in_features: object, num_classes: object, cfg: object, config: type) -> None:
+    """Refuse, naming the head, what it cannot be built with: sizes below 1 (0 features failed in a division or
+    built a head of empty weights, 0 classes a head with no output), and settings of another type than its config
+    (a dict failed on its first field: `build_<head>(in_features, num_classes, **fields)` takes keywords)."""
+    name = type(head).__name__
+    problems = [
+        f"{arg} must be a positive int, got {value!r}"
+        for arg, value in (("in_features", in_features), ("num_classes", num_classes))
+        if not positive_int(value)
+    ]
+    if problems:
+        raise ValueError(f"{name}: " + "; ".join(problems))
+    if not isinstance(cfg, config):
+        from repro.models.catalog import HEADS
+
+        module = type(head).__module__
+        builders = [f"HEADS.get({e.name!r}).builder" for e in HEADS if str(e.target).split(":")[0] == module]
+        raise TypeError(
+            f"{name} takes its settings as a {config.__name__} (repro.models.configs), got {type(cfg).__name__}: "
+            f"{name}(in_features, num_classes, {config.__name__}(**fields))"
+            + "".join(f", or {b}(in_features, num_classes, **fields)" for b in builders[:1])
+        )
+
+
+def positive_int(value: object) -> bool:
+    """An int of at least 1 (a numpy or torch integer counts; a bool does not)."""
+    if isinstance(value, bool):
+        return False
+    try:
+        return operator.index(value) >= 1  # type: ignore[arg-type]  # an int, or a numpy or torch integer
+    except TypeError:
+        return False
 
 
 class RoutingHooks:

@@ -33,7 +33,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from repro.models.base import RoutedHead
+from repro.models.base import RoutedHead, check_head
 from repro.models.configs import ClusterRoutedConfig
 from repro.models.experts import ExpertBank, ExpertViews
 from repro.models.kmeans import Reservoir, kmeans, nearest
@@ -79,10 +79,17 @@ class SharedBasisExpertBank(ExpertBank):
 
 
 class ClusterRoutedHead(RoutedHead):
+    """Cluster-label routing (beyond the paper), (B, in_features) -> (B, num_classes); `cfg` (ClusterRoutedConfig)
+    gives E, the experts' shape, the warm-up and the shared rank. After the warm-up each training sample goes to
+    the expert of its k-means cluster of backbone features, and aux_loss() holds the router's cross-entropy toward
+    those labels; evaluation takes the router's top-1. One expert a sample. The module docstring has the
+    equations."""
+
     centres: torch.Tensor  # buffers: c, (E, D)
     fitted: torch.Tensor  # bool, ()
 
     def __init__(self, in_features: int, num_classes: int, cfg: ClusterRoutedConfig) -> None:
+        check_head(self, in_features, num_classes, cfg, ClusterRoutedConfig)
         super().__init__()
         self.cfg = cfg
         e = cfg.num_experts

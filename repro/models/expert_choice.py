@@ -22,14 +22,21 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from repro.models.base import RoutedHead
+from repro.models.base import RoutedHead, check_head
 from repro.models.configs import ExpertChoiceConfig
 from repro.models.capacity import capacity
 from repro.models.experts import ExpertBank
 
 
 class ExpertChoiceHead(RoutedHead):
+    """Expert Choice over the batch, (B, in_features) -> (B, num_classes); `cfg` (ExpertChoiceConfig) gives E, the
+    capacity factor c and the experts' shape. Each expert takes its top ceil(B c / E) samples of the batch, so
+    whether a sample is processed (a sample no expert chose outputs zero, counted as `dropped`) depends on the rest
+    of its batch; FLOPs are per image at a stated batch (`expected_macs`). No auxiliary loss. The module docstring
+    has the equations."""
+
     def __init__(self, in_features: int, num_classes: int, cfg: ExpertChoiceConfig) -> None:
+        check_head(self, in_features, num_classes, cfg, ExpertChoiceConfig)
         super().__init__()
         self.cfg = cfg
         self.gate = nn.Linear(in_features, cfg.num_experts, bias=False)  # W_g^T, (E, D)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from repro.models.base import RoutingHooks
+from repro.models.base import RoutingHooks, check_head
 from repro.models.catalog import HEADS  # noqa: F401  (re-exported)
 from repro.models.configs import DenseHeadConfig
 
@@ -23,6 +23,7 @@ class DenseHead(RoutingHooks, nn.Module):
     routed = False
 
     def __init__(self, in_features: int, num_classes: int, cfg: DenseHeadConfig) -> None:
+        check_head(self, in_features, num_classes, cfg, DenseHeadConfig)
         super().__init__()
         layers: list[nn.Module] = []
         width = in_features

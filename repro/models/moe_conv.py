@@ -66,7 +66,7 @@ from torch.nn.modules.utils import _pair
 from repro.models.aux_losses import entropy_loss, load_balance_loss
 from repro.models.backbones import TorchvisionFeatures, torchvision_net
 from repro.models import small_maps
-from repro.models.base import RoutingHooks
+from repro.models.base import RoutingHooks, positive_int
 from repro.models.capacity import assign, capacity
 from repro.models.moe_conv_choice import RULES, choose, fewest_macs
 from repro.models.moe_conv_paths import PATHS, output_size
@@ -79,7 +79,8 @@ class MoEConv2d(RoutingHooks, nn.Module):
     """A Conv2d of `num_experts` filter banks, `top_k` of them mixed per sample: (B, Ci, H, W) -> (B, Co, H', W').
 
     in_channels, out_channels, kernel_size, stride, padding (zeros, a fixed amount), groups, bias, dilation: as
-    torch's Conv2d, for every bank, so H' and W' are Conv2d's. num_experts E banks; top_k K of them a sample,
+    torch's Conv2d, with its defaults, for every bank, so H' and W' are Conv2d's (torch's positional order differs:
+    num_experts and top_k come after kernel_size). num_experts E banks; top_k K of them a sample,
     1 <= K <= E. The router is a linear layer on the globally average-pooled input, so without a capacity limit
     a sample's routing and output depend on that sample only. gate: "renormalised" (softmax over the K selected
     logits; at K = 1 exactly 1, and the router gets no gradient from the task loss) or "switch" (each selected
@@ -107,9 +108,9 @@ class MoEConv2d(RoutingHooks, nn.Module):
         num_experts: int = 8,
         top_k: int = 2,
         stride: int | tuple[int, int] = 1,
-        padding: int | tuple[int, int] = 1,
+        padding: int | tuple[int, int] = 0,
         groups: int = 1,
-        bias: bool = False,
+        bias: bool = True,
         dilation: int | tuple[int, int] = 1,
         gate: Literal["renormalised", "switch"] = "renormalised",
         capacity_factor: float = 0.0,  # 0: no capacity limit
@@ -119,10 +120,19 @@ class MoEConv2d(RoutingHooks, nn.Module):
         mix_kernels: bool = True,  # False: always the k banks' convolutions (reading "moe-conv-k-count")
     ) -> None:
         super().__init__()
-        _check_arguments(in_channels, out_channels, num_experts, top_k, groups, padding, capacity_factor, tau_min)
+        _check_arguments(
+            in_channels,
+            out_channels,
+            num_experts,
+            top_k,
+            groups,
+            {"kernel_size": kernel_size, "stride": stride, "dilation": dilation},
+            padding,
+            gate,
+            capacity_factor,
+            tau_min,
+        )
         self.mix_kernels = mix_kernels
-        if gate not in ("renormalised", "switch"):
-            raise ValueError(f"unknown MoEConv2d gate '{gate}'")
         self.gate, self.capacity_factor, self.tau_min = gate, capacity_factor, tau_min
         self.load_balance_weight, self.entropy_weight = load_balance_weight, entropy_weight
         self.tau = 1.0
@@ -264,33 +274,55 @@ def _two(size: tuple[int, ...]) -> tuple[int, int]:
     return h, w
 
 
+def _pairs(value: object) -> tuple:
+    return tuple(value) if isinstance(value, (tuple, list)) else (value,)
+
+
+def _positive_pair(value: object) -> bool:
+    """A positive int, or a pair of them (as torch's Conv2d takes kernel_size, stride and dilation)."""
+    return len(_pairs(value)) <= 2 and all(positive_int(v) for v in _pairs(value))
+
+
 def _check_arguments(
     in_channels: int,
     out_channels: int,
     num_experts: int,
     top_k: int,
     groups: int,
+    geometry: dict[str, object],
     padding: object,
+    gate: str,
     capacity_factor: float,
     tau_min: float,
 ) -> None:
     """Refuse, before any weight is made, what no forward could run: every problem named with what is allowed, as
-    MoEConvBackboneConfig names a manifest's (k = 0 would otherwise give zeros, k > E fail in topk)."""
+    MoEConvBackboneConfig names a manifest's (k = 0 would otherwise give zeros, k > E fail in topk; a channel count
+    or kernel of 0 failed in a reshape, a stride or dilation of 0 only at the first call). `geometry`: kernel_size,
+    stride and dilation, each a positive int or a pair of them."""
     problems = []
+    channels_ok = True
+    for name, value in (("in_channels", in_channels), ("out_channels", out_channels)):
+        if not positive_int(value):
+            problems.append(f"{name} must be a positive int, got {value!r}")
+            channels_ok = False
+    for name, size in geometry.items():
+        if not _positive_pair(size):
+            problems.append(f"{name} must be a positive int or a pair of them, got {size!r}")
     if num_experts < 1:
         problems.append(f"num_experts must be at least 1, got {num_experts}")
     if not 1 <= top_k <= max(num_experts, 1):
         problems.append(f"top_k must be in 1..num_experts = {num_experts}, got {top_k}")
-    if groups < 1 or in_channels % groups or out_channels % groups:
+    if not positive_int(groups) or (channels_ok and (in_channels % groups or out_channels % groups)):
         problems.append(
             f"groups must be at least 1 and divide in_channels and out_channels, got groups {groups} with "
             f"{in_channels} in and {out_channels} out"
         )
-    pads = tuple(padding) if isinstance(padding, (tuple, list)) else (padding,)
-    if not all(isinstance(p, int) and not isinstance(p, bool) and p >= 0 for p in pads):
+    if not all(isinstance(p, int) and not isinstance(p, bool) and p >= 0 for p in _pairs(padding)):
         problems.append(
             f"padding must be a non-negative int or a pair of them (zeros by a fixed amount), got {padding!r}"
         )
+    if gate not in ("renormalised", "switch"):
+        problems.append(f"gate must be 'renormalised' or 'switch', got {gate!r}")
     if not capacity_factor >= 0:
         problems.append(f"capacity_factor must be non-negative (0: no capacity limit), got {capacity_factor}")
     if not 0 < tau_min <= 1:

@@ -17,13 +17,19 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from repro.models.base import RoutedHead
+from repro.models.base import RoutedHead, check_head
 from repro.models.configs import PerSampleSoftMoEConfig
 from repro.models.experts import ExpertBank
 
 
 class PerSampleSoftMoEHead(RoutedHead):
+    """Per-sample soft gating (Section 3.5), (B, in_features) -> (B, num_classes); `cfg` (PerSampleSoftMoEConfig)
+    gives E and the experts' shape. Every expert runs on every image, weighted by a softmax over experts of the
+    image's features against each expert's slot embedding, so a sample's output depends on that sample only. No
+    auxiliary loss. The module docstring has the equations."""
+
     def __init__(self, in_features: int, num_classes: int, cfg: PerSampleSoftMoEConfig) -> None:
+        check_head(self, in_features, num_classes, cfg, PerSampleSoftMoEConfig)
         super().__init__()
         self.cfg = cfg
         self.slots = nn.Linear(in_features, cfg.num_experts, bias=False)  # rows are s_i, (E, D)

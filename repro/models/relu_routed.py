@@ -37,7 +37,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from repro.models.base import RoutedHead
+from repro.models.base import RoutedHead, check_head
 from repro.models.configs import ReluRoutedConfig
 from repro.models.experts import ExpertBank
 
@@ -50,10 +50,17 @@ class NormSiLU(nn.Module):
 
 
 class ReluRoutedHead(RoutedHead):
+    """ReLU gates over the paper's experts (beyond the paper), (B, in_features) -> (B, num_classes); `cfg`
+    (ReluRoutedConfig) gives E, the experts' shape and the sparsity target. A sample runs the experts whose gate is
+    open, however many; one with every gate closed outputs zero (counted as `dropped`). aux_loss() holds the L1
+    sparsity loss, whose weight adapts each step toward the target; FLOPs are at the mean experts a sample runs
+    (`expected_macs`). The module docstring has the equations."""
+
     sparsity_weight: torch.Tensor  # buffers: lambda_t, ()
     active_mean: torch.Tensor  # mean |A_b|, ()
 
     def __init__(self, in_features: int, num_classes: int, cfg: ReluRoutedConfig) -> None:
+        check_head(self, in_features, num_classes, cfg, ReluRoutedConfig)
         super().__init__()
         self.cfg = cfg
         e = cfg.num_experts

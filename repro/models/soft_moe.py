@@ -25,7 +25,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from repro.models.base import RoutedHead
+from repro.models.base import RoutedHead, check_head
 from repro.models.configs import SoftMoEConfig
 from repro.models.experts import ExpertBank
 
@@ -35,6 +35,7 @@ class SoftMoEHead(RoutedHead):
     expert and the experts' shape. A sample's output depends on the rest of its batch (the module docstring)."""
 
     def __init__(self, in_features: int, num_classes: int, cfg: SoftMoEConfig) -> None:
+        check_head(self, in_features, num_classes, cfg, SoftMoEConfig)
         super().__init__()
         self.cfg = cfg
         self.num_slots = cfg.num_experts * cfg.slots_per_expert

@@ -35,7 +35,7 @@ import torch
 from torch import nn
 
 from repro.models.aux_losses import entropy_loss, load_balance_loss
-from repro.models.base import RoutedHead
+from repro.models.base import RoutedHead, check_head
 from repro.models.configs import SparseMoEConfig
 from repro.models.capacity import assign, assign_reference, capacity, dispatch_mask, top_k_assignment
 from repro.models.dispatch import DISPATCH
@@ -51,6 +51,7 @@ class SparseMoEHead(RoutedHead):
     auxiliary loss in aux_loss(); evaluation is plain top-k. on_epoch_start sets tau and k for an epoch."""
 
     def __init__(self, in_features: int, num_classes: int, cfg: SparseMoEConfig) -> None:
+        check_head(self, in_features, num_classes, cfg, SparseMoEConfig)
         super().__init__()
         self.cfg = cfg
         self.router = Router(

@@ -39,12 +39,19 @@ import torch.nn.functional as F
 from torch import nn
 
 from repro.models.configs import DenseHeadConfig, TeacherGuidedConfig
+from repro.models.base import check_head
 from repro.models.heads import DenseHead
 from repro.models.kmeans import Reservoir, kmeans, nearest
 from repro.models.sparse_moe import SparseMoEHead
 
 
 class TeacherGuidedHead(SparseMoEHead):
+    """The paper's sparse head with its router supervised by a dense teacher (beyond the paper), (B, in_features)
+    -> (B, num_classes); `cfg` (TeacherGuidedConfig: SparseMoEConfig's fields and the teacher's) gives both. Without
+    `teacher` (a dense head) it first replays the dense twin for `teacher_epochs`, then fits k-means to the
+    teacher's features and adds the router's cross-entropy toward them to aux_loss(). The module docstring has
+    the equations and the adaptation."""
+
     cfg: TeacherGuidedConfig
     centres: torch.Tensor  # buffers: c, (E, T)
     fitted: torch.Tensor  # bool, ()
@@ -57,6 +64,7 @@ class TeacherGuidedHead(SparseMoEHead):
         teacher: DenseHead | None = None,
         centres: torch.Tensor | None = None,
     ) -> None:
+        check_head(self, in_features, num_classes, cfg, TeacherGuidedConfig)
         # The dense twin's head first: it takes the random draws build_dense takes after the backbone.
         twin = teacher or DenseHead(in_features, num_classes, DenseHeadConfig(cfg.teacher_hidden, cfg.teacher_dropout))
         self.replay = teacher is None  # plain attribute, read by on_epoch_start during super().__init__

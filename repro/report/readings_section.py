@@ -30,31 +30,37 @@ def shown_readings(manifests: list[Any]) -> list[Reading]:
 
 
 def trained_rows(reading: Reading, manifests: list[Any]) -> dict[str, int]:
-    """Per table that trains the reading's alternatives: how many [[sensitivity]] rows it has for them."""
-    counts = {m.id: sum(1 for r in m.rows if r.reading.startswith(f"{reading.id}/")) for m in manifests}
+    """Per table that trains the reading's alternatives: how many [[sensitivity]] rows it has for them that train
+    (a row that measures only FLOPs, as table6's, counts the alternative and trains nothing)."""
+    counts = {
+        m.id: sum(1 for r in m.rows if r.reading.startswith(f"{reading.id}/") and "accuracy" in r.measures)
+        for m in manifests
+    }
     return {table: n for table, n in counts.items() if n}
 
 
 def how_decided(reading: Reading, manifests: list[Any]) -> str:
     """How the alternatives of a reading are decided: counted (the claims they can move, decided again) or
-    trained (the [[sensitivity]] rows that train them), in words."""
+    trained (the [[sensitivity]] rows that train them), in words; a counted one that a table also trains says so."""
     counted = [a.id for a in reading.alternatives if not reading.training_only(a)]
     trained = trained_rows(reading, manifests)
     if reading.applies.claims:
         return f"the claims it names decided again on the same measurements: {', '.join(reading.applies.claims)}"
     parts = []
+    where = ", ".join(f"{m}'s [[sensitivity]] ({n} row{'' if n == 1 else 's'})" for m, n in trained.items())
     if counted:
         parts.append(
             f"counting: {', '.join(counted)} {'changes' if len(counted) == 1 else 'change'} a FLOP count, "
             "so the claims that read those rows are decided again"
         )
     if len(counted) < len(reading.alternatives):
-        where = [f"{m}'s [[sensitivity]] ({n} rows)" for m, n in trained.items()]
         parts.append(
-            "changes only how a model trains: decided by training, in " + ", ".join(where)
+            "changes only how a model trains: decided by training, in " + where
             if where
             else "changes only how a model trains; no table here trains it (a [[sensitivity]] table would)"
         )
+    elif where:
+        parts.append(f"trained too, in {where}: the empirical claims on those rows are decided again on them")
     return "; ".join(parts)
 
 

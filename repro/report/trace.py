@@ -66,6 +66,9 @@ class Trace:
     results: str  # results.json's path
     device: str  # where the table's numbers were computed (results.json's provenance)
     notes: list[str] = field(default_factory=list)
+    # For a row a [[sensitivity]] table generates ("<row>__<alternative>"): the reading it varies, the row it
+    # varies, and the claims that read that row, which its verdicts under the reading are about
+    twin_of: list[dict[str, Any]] = field(default_factory=list)  # {"row", "reading", "base", "claims"}
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -81,9 +84,18 @@ class Trace:
         files = [f"{r.record} sha256 {r.sha256 or '(missing)'}" for r in self.runs]
         number = [f"{self.table} / {self.label} ({self.kind} {self.row}), profile {self.profile}"]
         claims = [f"{c['claim']}: {c['status']}: {c['statement']}" for c in self.claims]
+        twins = [
+            f"{t['row']} is {t['base']} under the reading {t['reading']}: "
+            + (
+                f"the claims on {t['base']} ({', '.join(t['claims'])}) under it are in the report's readings section"
+                if t["claims"]
+                else f"no claim of this table reads {t['base']}"
+            )
+            for t in self.twin_of
+        ]
         return [
             ("Number", number + [f"{path}: {value_text(v)}" for path, v in self.values.items()]),
-            ("Claims", claims or ["no claim of this table reads it"]),
+            ("Claims", claims + twins or ["no claim of this table reads it"]),
             ("Run records", runs or ["none: the number is counted, not trained (FLOPs, rho)"]),
             ("Record files", files or [self.results]),
             ("Code", self.commits or ["not recorded"]),
@@ -244,6 +256,17 @@ def trace(
         for v in result.verdicts
         if set(v.rows) & ({row} | set(rows))
     ]
+    by_id = {r.id: r for r in manifest.rows}
+    twin_of = [
+        {
+            "row": r,
+            "reading": by_id[r].reading,
+            "base": by_id[r].base,
+            "claims": [v.claim for v in result.verdicts if by_id[r].base in v.rows],
+        }
+        for r in rows
+        if by_id[r].reading
+    ]
     made_at = [*(r.commit for r in runs), str(result.provenance.get("git_commit", ""))]
     commits = list(dict.fromkeys(c for c in made_at if c))
     command = shlex.join(["repro", "run", manifest.id, "--profile", result.profile, "--results-dir", str(results_dir)])
@@ -267,4 +290,5 @@ def trace(
         str(profile_dir(results_dir, result.profile) / manifest.id / "results.json"),
         str(result.provenance.get("device", "not recorded")),
         notes,
+        twin_of,
     )

@@ -16,6 +16,7 @@ Column names and units: docs/results-data.md. pandas is imported when a frame is
 from __future__ import annotations
 
 import json
+import warnings
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
@@ -24,7 +25,8 @@ from typing import TYPE_CHECKING, Any, Iterable
 from repro.data.check_result import MD5_VERIFIED
 from repro.core import jsonfile
 from repro.results.family import holm_adjust
-from repro.results.measurements import ManifestResult, Verdict, profile_dir, profiles_present
+from repro.core.registry import closest
+from repro.results.measurements import RUNS_FOLDER, ManifestResult, Verdict, profile_dir, profiles_present
 from repro.results.run_records import FolderRecords, read_records, record_threads
 
 if TYPE_CHECKING:
@@ -201,10 +203,19 @@ class Folder:
 
 def read_folder(results_dir: str | Path, profile: str | None = None) -> Folder:
     """The records and stored results of a folder (only `profile`'s results, when given). FolderError when the
-    folder is missing or a results.json is not one."""
+    folder is missing, is one profile's folder or the run records' folder inside a results folder, or a results.json
+    is not one; a warning when `profile` has no results here (the frames are then empty, as for a filter that
+    matches nothing), naming the profiles that have."""
     path = Path(results_dir)
     if not path.is_dir():
         raise FolderError(f"{path} is not a folder of results")
+    _refuse_a_folder_inside(path)
+    if profile is not None and profile not in (present := profiles_present(path)):
+        warnings.warn(
+            f"no results of profile '{profile}' in {path}{closest(profile, present)}: the frame is empty; profiles "
+            f"with results: {', '.join(present) or 'none'}",
+            stacklevel=4,  # the caller of runs(), verdicts(), ...
+        )
     folder = Folder(path, read_records(path))
     for name in [profile] if profile is not None else profiles_present(path):
         for file in sorted(profile_dir(path, name).glob("*/results.json")):
@@ -212,6 +223,24 @@ def read_folder(results_dir: str | Path, profile: str | None = None) -> Folder:
             folder.results.append(result)
             folder.readings[(result.profile, result.manifest_id)] = readings
     return folder
+
+
+def _refuse_a_folder_inside(path: Path) -> None:
+    """A results folder holds runs/ and a folder per profile; given one of those instead, every frame came out
+    empty with no word of why."""
+    if (path / RUNS_FOLDER).is_dir():
+        return
+    name = path.resolve().name
+    above = path.parent if path.name not in ("", "..") else path.resolve().parent  # as given, unless "." or ".."
+    if any(path.glob("*/results.json")):
+        raise FolderError(
+            f"{path} is the folder of profile '{name}' inside a results folder: give the results folder above it, "
+            f"{above} (its runs/ holds the run records), and the profile '{name}'"
+        )
+    if name == RUNS_FOLDER and any(path.glob("*.json")):
+        raise FolderError(
+            f"{path} is the run records' folder of a results folder: give the results folder above it, {above}"
+        )
 
 
 def _read_result(file: Path) -> tuple[ManifestResult, list[dict[str, Any]]]:
@@ -479,11 +508,25 @@ def row_seeds(results_dir: str | Path | Folder, profile: str | None = None) -> p
 
 def row_stats(seeds: pd.DataFrame) -> pd.DataFrame:
     """Per profile, table and row of a `row_seeds` frame: seeds, the mean and sample s.d. (ddof=1; empty for one
-    seed) of accuracy over them, chance and rho; ROW_STAT_COLUMNS, in the frame's order."""
+    seed) of accuracy over them, chance and rho; ROW_STAT_COLUMNS, in the frame's order. A folder is refused, and so
+    is a `runs` frame whose records rows share (their uses joined by ';' in one cell would be grouped as one row)."""
     import pandas as pd
 
+    if not isinstance(seeds, pd.DataFrame):
+        given = repr(str(seeds)) if isinstance(seeds, (str, Path)) else "folder"
+        raise TypeError(f"row_stats takes a row_seeds frame, got {type(seeds).__name__}: row_stats(row_seeds({given}))")
     if seeds.empty:
         return pd.DataFrame(columns=list(ROW_STAT_COLUMNS))
+    keys = ["profile", "table", "row"]
+    missing = [c for c in (*keys, "seed", "accuracy", "chance", "rho") if c not in seeds]
+    if missing:
+        raise ValueError(f"row_stats takes a row_seeds frame; this one has no column {', '.join(missing)}")
+    joined = sum(int(seeds[c].astype("string").str.contains(SEPARATOR, regex=False).fillna(False).sum()) for c in keys)
+    if joined:
+        raise ValueError(
+            f"row_stats takes a row_seeds frame (one row per use of a record); this one joins several uses in a cell "
+            f"with '{SEPARATOR}', as `runs` does for a record that rows share: row_stats(row_seeds(folder))"
+        )
     grouped = seeds.groupby(["profile", "table", "row"], sort=False)
     out = grouped.agg(
         seeds=("seed", "size"),
