@@ -120,7 +120,8 @@ def failure_outcome(results_dir: Path, run_hash: str, since: float = 0.0) -> Out
     when = failed.get("time") if failed else None
     if failed is None or isinstance(when, bool) or not isinstance(when, (int, float)) or when < since:
         return None
-    executor = failed.get("executor") if isinstance(failed.get("executor"), dict) else {}
+    executor = failed.get("executor")
+    executor = executor if isinstance(executor, dict) else {}
     job = (
         executor.get("slurm_array_job_id")
         and f"{executor['slurm_array_job_id']}_{executor.get('slurm_array_task_id', '')}"

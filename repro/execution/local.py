@@ -28,7 +28,7 @@ from repro.runtime.locks import LockSettings, describe_holder
 from repro.execution.workers import release_workers, start_workers
 
 if TYPE_CHECKING:
-    from rich.progress import Progress, TaskID
+    from repro.core.progress import Progress
 
 
 @dataclass(frozen=True)
@@ -137,7 +137,7 @@ def run_local(work: ExecutionRequest, slots: list[Slot] | None = None) -> list[O
             who = tuple(holder.get(k) for k in ("host", "pid", "token", "problem"))
             if progress is not None and said.get(outcome.run_hash) != who:
                 said[outcome.run_hash] = who
-                progress.log(f"{request.label}: held by {describe_holder(outcome.holder)}; waiting for its record")
+                progress.log(f"{request.label}: held by {describe_holder(holder)}; waiting for its record")
             return
         outcomes.append(outcome)
         if progress is not None:
@@ -244,7 +244,7 @@ def _poll_waiting(
     results_dir: Path,
     settings: LockSettings,
     progress: Progress | None,
-    overall: TaskID | None,
+    overall: Any,  # the progress task counting the runs; None without progress
 ) -> bool:
     """Book the awaited runs that finished elsewhere; requeue those whose holder left. True if any was booked."""
     booked = False

@@ -61,7 +61,7 @@ class ExecutionRequest:
 
 
 class Executor(Protocol):
-    def __call__(self, request: ExecutionRequest) -> list[Outcome]:
+    def __call__(self, request: ExecutionRequest, /) -> list[Outcome]:
         """Train `request.runs` (each through records.attempt_run) and return one Outcome per run, none HELD
         or FREE unless `no_wait`. On Ctrl-C or SIGTERM, stop within seconds and raise Stopped."""
 

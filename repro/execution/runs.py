@@ -68,6 +68,7 @@ class RunBatch:
         """Book an executor's outcome for one run."""
         h = outcome.run_hash
         if outcome.state in (RunState.TRAINED, RunState.RECORDED):
+            assert outcome.record is not None  # every executor gives a TRAINED or RECORDED outcome its record
             self.records[h] = outcome.record
             if outcome.state is RunState.TRAINED:
                 self.counts.trained += 1
@@ -76,6 +77,7 @@ class RunBatch:
                 self.counts.by_other += 1
             return
         if outcome.state is RunState.SUBMITTED:
+            assert outcome.job is not None  # and a SUBMITTED one its Slurm job
             self.submitted[h] = outcome.job
         self.errors[h] = outcome.error or f"not finished ({outcome.state.value})"
 

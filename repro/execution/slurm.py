@@ -272,9 +272,14 @@ def _submitted_outcome(
             return None
         outcome = probe(results_dir, request.cfg, settings, since)  # written just before the task left the queue
     if outcome.state is RunState.RECORDED:
+        assert outcome.record is not None  # probe gives every RECORDED outcome its record
         trained = record_job(outcome.record) == job
         return Outcome(outcome.run_hash, RunState.TRAINED, record=outcome.record, job=job) if trained else outcome
-    if outcome.state is RunState.FAILED or (outcome.state is RunState.HELD and _holder_job(outcome.holder) != job):
+    if outcome.state is RunState.HELD:
+        assert outcome.holder is not None  # and every HELD one its holder
+        if _holder_job(outcome.holder) != job:
+            return outcome
+    if outcome.state is RunState.FAILED:
         return outcome
     return Outcome(
         request.cfg.hash,

@@ -48,12 +48,15 @@ def run_line(
     outcome = probe(results_dir, cfg, settings, set_aside_unusable=False, now=now)
     state = SHOWN[outcome.state]
     if outcome.state is RunState.RECORDED:
+        assert outcome.record is not None  # probe gives every RECORDED outcome its record
         ex = outcome.record.get("provenance", {}).get("executor", {})
         where = f" on {ex['host']} ({ex.get('name', '?')})" if ex.get("host") else ""
         return RunLine(label, cfg.hash, state, f"{outcome.record.get('wall_seconds', 0):.0f} s{where}")
     if outcome.state is RunState.HELD:
+        assert outcome.holder is not None  # and every HELD one its holder
         return RunLine(label, cfg.hash, state, describe_holder(outcome.holder, now))
     if outcome.state is RunState.FAILED:
+        assert outcome.error is not None  # and every FAILED one its error
         return RunLine(label, cfg.hash, state, outcome.error.splitlines()[0])
     notes = []
     if outcome.error:  # an unusable record

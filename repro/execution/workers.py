@@ -17,15 +17,18 @@ from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import resource_tracker
 from multiprocessing.managers import SyncManager
 from dataclasses import dataclass
-from typing import Any, Iterator, Protocol
+from typing import Any, Iterator, Protocol, Sequence
 
 from repro.runtime.interrupt import terminal_signals_ignored, worker_signals
 from repro.runtime.memory import keep_freed_memory
 
 
-class SlotLike(Protocol):
-    name: str
-    env: dict[str, str]
+class SlotLike(Protocol):  # read-only, as the local executor's frozen Slot
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def env(self) -> dict[str, str]: ...
 
 
 def _pin(env: dict[str, str]) -> None:
@@ -53,11 +56,11 @@ class Workers:
 _kept: list[dict[tuple, Workers]] = []  # one dict per open kept_workers() block, innermost last
 
 
-def _key(slots: list[SlotLike]) -> tuple:
+def _key(slots: Sequence[SlotLike]) -> tuple:
     return tuple((s.name, tuple(sorted(s.env.items()))) for s in slots)
 
 
-def start_workers(slots: list[SlotLike]) -> Workers:
+def start_workers(slots: Sequence[SlotLike]) -> Workers:
     """The slots' workers: those kept from the previous table when a kept_workers() block is open, else new."""
     key = _key(slots)
     if _kept and key in _kept[-1]:

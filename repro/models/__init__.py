@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from repro.models.catalog import BACKBONES, HEADS
@@ -27,7 +28,7 @@ class Component:
 
 
 def build_model(
-    dataset: str, backbone: Component, head: Component, pretrained: bool = False, image_size: int | None = None
+    dataset: str, backbone: Component, head: Component, pretrained: bool | Path = False, image_size: int | None = None
 ) -> Classifier:
     """The model for `dataset` (its classes; its resolution unless `image_size` overrides it)."""
     from repro.data.specs import get_dataset

@@ -50,9 +50,11 @@ def star_boxes(fig: Figure, labels: list) -> list[Bbox]:
 def _separate(fig: Figure, labels: list) -> None:
     """Move each setting's label to the first place where it covers no label placed before it and no other
     setting's star; where every place is covered, the first place."""
-    renderer = fig.canvas.get_renderer()
+    canvas = fig.canvas
+    assert isinstance(canvas, FigureCanvasAgg)  # draw() gives the figure the canvas its PNG is drawn on
+    renderer = canvas.get_renderer()
     stars = star_boxes(fig, labels)
-    placed = []
+    placed: list[Bbox] = []
     for i, label in enumerate(labels):
         taken = placed + stars[:i] + stars[i + 1 :]
         for offset, align in LABEL_PLACES:

@@ -144,7 +144,14 @@ def dense_model(network: Network) -> Classifier:
     body = build_body(network)
     if network.spec.source == "torchvision":
         return Classifier(body, nn.Identity())  # the torchvision model keeps its own classifier
-    return Classifier(body, materialise(_on_meta(lambda: _head(DENSE_TOP, body.out_features, network.classes))))
+    return Classifier(body, materialise(_on_meta(lambda: _head(DENSE_TOP, _feature_width(body), network.classes))))
+
+
+def _feature_width(body: nn.Module) -> int:
+    """F, the width of the (B, F) features a registry backbone or TorchvisionFeatures gives."""
+    width = body.out_features
+    assert isinstance(width, int)  # every backbone sets it (repro.models.backbones)
+    return width
 
 
 def _head(component: Component, features: int, classes: int) -> nn.Module:
@@ -153,6 +160,7 @@ def _head(component: Component, features: int, classes: int) -> nn.Module:
 
 def _features(net: nn.Module, classifier: str, seen: torch.Size) -> TorchvisionFeatures:
     """`net` without its classifier, giving (B, F) features; `seen` is the input the classifier had."""
+    replacement: nn.Module
     if len(seen) == 2:
         replacement, features = nn.Identity(), seen[-1]
     else:  # a feature map (B, C, H', W')
@@ -169,6 +177,7 @@ def head_only_model(network: Network, head_params: dict[str, Any], seen: torch.S
     body = build_body(network)
     head = Component(MOE_HEAD, head_params)
     if network.spec.source == "torchvision":
+        assert seen is not None  # probe gives a torchvision model's classifier input
         body = _features(body, network.spec.classifier, seen)
-    top = materialise(_on_meta(lambda: _head(head, body.out_features, network.classes)))
+    top = materialise(_on_meta(lambda: _head(head, _feature_width(body), network.classes)))
     return at_last_epoch(Classifier(body, top), network.setting.dataset)

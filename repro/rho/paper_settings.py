@@ -87,7 +87,7 @@ def load_reference(manifests: Path | None = None) -> Reference:
     manifest = settings_manifest(manifests)
     table = paper_table(manifest.paper_table or manifest.id)
     separates = next((c for c in manifest.claims if c.rule == "separates"), None)
-    value = table.get(separates.params["threshold"]) if table and separates else None
+    printed_threshold = table.get(separates.params["threshold"]) if table and separates else None
     floors = [
         c
         for c in manifest.claims
@@ -96,26 +96,32 @@ def load_reference(manifests: Path | None = None) -> Reference:
         and str(c.params.get("metric", "")).endswith(".rho")
         and "bound" in c.params
     ]
-    if value is None or value.unit != "%" or not floors:
+    if (
+        separates is None
+        or printed_threshold is None
+        or printed_threshold.value is None
+        or printed_threshold.unit != "%"
+        or not floors
+    ):
         raise RhoInputError(
             f"{manifest.path}: expected a 'separates' claim whose threshold paper_tables/ gives in "
             "percent, and a 'compare' claim bounding a rho from above "
             "(the paper's threshold and floor)"
         )
-    threshold = Bound(value.value / 100, value.printed, value.section)
+    threshold = Bound(printed_threshold.value / 100, printed_threshold.printed, printed_threshold.section)
     floor = Bound(float(floors[0].params["bound"]), _percent(float(floors[0].params["bound"])), floors[0].section)
     settings = []
     for side in ("below", "above"):
         for row_id in separates.params[side]:
             printed = table.get(f"{row_id}.rho") if table else None
-            value = printed.value / 100 if printed and printed.value is not None and printed.unit == "%" else None
+            rho = printed.value / 100 if printed and printed.value is not None and printed.unit == "%" else None
             settings.append(
                 PaperSetting(
                     row_id,
                     manifest.row(row_id).label,
                     side,
                     printed.printed if printed else "",
-                    value,
+                    rho,
                     printed is not None and printed.source == "explainer-and-summary",
                 )
             )
@@ -179,7 +185,7 @@ def default_setting(spec: ModelSpec, manifests: Path | None = None) -> Setting:
 
 def _setting(dataset: str, backbone: Component, head_row: Row | None) -> Setting:
     head = dict(head_row.head.params) if head_row else {}
-    keep = {k: head[k] for k in ("expert_hidden", "top_k", "num_experts") if k in head}
+    keep: dict[str, Any] = {k: head[k] for k in ("expert_hidden", "top_k", "num_experts") if k in head}
     conv = MoEConvBackboneConfig()
     return Setting(dataset, dict(backbone.params), keep, head_row.id if head_row else "", conv.num_experts, conv.top_k)
 

@@ -10,6 +10,7 @@ at top-k, router included (`routed`), from the shapes of one forward pass of one
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
 
 import torch
 from torch import nn
@@ -37,9 +38,16 @@ class Layer:
     weights: int  # parameters of one expert
 
 
+@runtime_checkable
+class _CountsItself(Protocol):
+    """A module of repro.models that carries its own formula (repro.models.flops)."""
+
+    def own_macs(self, shapes: Shapes) -> int: ...
+
+
 def _own(module: nn.Module, calls: list[Shapes]) -> int:
     """A module's multiply-adds outside its children, by repro.models.flops' rules."""
-    if hasattr(module, "own_macs"):
+    if isinstance(module, _CountsItself):
         return sum(module.own_macs(c) for c in calls)
     rule = next((OWN_MACS[c] for c in type(module).__mro__ if c in OWN_MACS), None)
     return sum(rule(module, c) for c in calls) if rule else 0
@@ -67,7 +75,7 @@ def why_not_routable(module: nn.Module, calls: list[Shapes]) -> str:
     return f"{kind}, not a convolution"
 
 
-def _describe(module: nn.Module) -> str:
+def _describe(module: nn.Conv2d | nn.Linear) -> str:
     if isinstance(module, nn.Linear):
         return "pointwise (linear)"
     kh, kw = module.kernel_size
@@ -81,7 +89,13 @@ def _describe(module: nn.Module) -> str:
     return f"{kind} {kh}x{kw}{stride}"
 
 
-def _bank_shape(module: nn.Module, experts: int, top_k: int) -> nn.Module:
+def _pair(value: tuple[int, ...]) -> tuple[int, int]:
+    """A Conv2d's kernel size, stride, padding or dilation: two ints (torch types them as tuples of any length)."""
+    h, w = value
+    return h, w
+
+
+def _bank_shape(module: nn.Conv2d | nn.Linear, experts: int, top_k: int) -> MoEConv2d | MoEPointwise:
     """A bank of the layer's shape on the meta device, to cost it without holding E copies of its weights."""
     with torch.device("meta"):
         if isinstance(module, nn.Linear):
@@ -90,17 +104,18 @@ def _bank_shape(module: nn.Module, experts: int, top_k: int) -> nn.Module:
                     module.in_features, module.out_features, 1, experts, top_k, 1, 0, bias=module.bias is not None
                 )
             )
+        assert not isinstance(module.padding, str)  # why_not_routable refuses "same" and "valid"
         return MoEConv2d(
             module.in_channels,
             module.out_channels,
-            module.kernel_size,
+            _pair(module.kernel_size),
             experts,
             top_k,
-            module.stride,
-            module.padding,
+            _pair(module.stride),
+            _pair(module.padding),
             module.groups,
             module.bias is not None,
-            module.dilation,
+            _pair(module.dilation),
         )
 
 
@@ -111,6 +126,7 @@ def routable_layers(model: Classifier, calls: dict[str, list[Shapes]], experts: 
     for path, module in model.named_modules():
         if not path.startswith(PREFIX) or why_not_routable(module, calls.get(path, [])):
             continue
+        assert isinstance(module, (nn.Conv2d, nn.Linear))  # all that why_not_routable passes
         bank = _bank_shape(module, experts, top_k)
         weights = sum(p.numel() for p in module.parameters())
         layers.append(
@@ -176,5 +192,7 @@ def route(model: Classifier, names: list[str], experts: int, top_k: int) -> Clas
     modules = dict(model.named_modules())
     for name in names:
         parent, _, child = (PREFIX + name).rpartition(".")
-        setattr(modules[parent], child, materialise(_bank_shape(modules[PREFIX + name], experts, top_k)))
+        layer = modules[PREFIX + name]
+        assert isinstance(layer, (nn.Conv2d, nn.Linear))  # `names` are routable layers (match_layers)
+        setattr(modules[parent], child, materialise(_bank_shape(layer, experts, top_k)))
     return model

@@ -20,7 +20,7 @@ import math
 import time
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Protocol, TypeGuard
 
 import torch
 import torch.nn.functional as F
@@ -35,11 +35,17 @@ from repro.runtime.locks import LockSettings
 from repro.models import Component, build_model
 from repro.models import small_maps
 from repro.models.small_maps import to_channels_last
-from repro.models.base import entropy
+from repro.models.base import RoutingHooks, entropy
+from repro.models.classifier import Classifier
 from repro.plan.run_config import RunConfig
 from repro.results.timings import Stopwatch
 
 EpochCallback = Callable[[int, int, dict[str, Any]], None]  # (epoch done, epochs, history entry)
+
+if TYPE_CHECKING:
+
+    class RoutedModule(RoutingHooks, nn.Module):
+        """What routing_modules finds: a module with the engine hooks (a sparse head, MoEConv2d), as one type."""
 
 
 class NonFiniteLoss(RuntimeError):
@@ -95,7 +101,8 @@ def resolve_engine(cfg: RunConfig, device: torch.device, switches: EngineSwitche
 
     cuda = device.type == "cuda"
     dispatch = None
-    head_fields = {f.name for f in fields(HEADS.get(cfg.head["name"]).config)}
+    config = HEADS.get(cfg.head["name"]).config
+    head_fields = {f.name for f in fields(config)} if config is not None else set()
     if "dispatch" in head_fields and "dispatch" not in cfg.head["params"]:
         choice = switches.dispatch
         dispatch = ("batched" if cuda else None) if choice == "auto" else choice
@@ -129,7 +136,7 @@ def pretrained_source(cfg: RunConfig, settings: Settings = Settings()) -> bool |
     return False
 
 
-def build_engine_model(cfg: RunConfig, engine: Engine, settings: Settings = Settings()) -> nn.Module:
+def build_engine_model(cfg: RunConfig, engine: Engine, settings: Settings = Settings()) -> Classifier:
     head = Component(
         cfg.head["name"], {**cfg.head["params"], **({"dispatch": engine.dispatch} if engine.dispatch else {})}
     )
@@ -153,7 +160,7 @@ def build_engine_model(cfg: RunConfig, engine: Engine, settings: Settings = Sett
 
 
 def compile_backbone(
-    model: nn.Module, cfg: RunConfig, engine: Engine, device: torch.device, backend: str | Callable = "inductor"
+    model: Classifier, cfg: RunConfig, engine: Engine, device: torch.device, backend: str | Callable = "inductor"
 ) -> str:
     """Compile the backbone in place once a copy survives a training step; '' or why it stays eager."""
     spec = get_dataset(cfg.dataset)
@@ -233,7 +240,7 @@ def make_data(
     else:
         from repro.data import imagenet
 
-        train, test = imagenet.image_folder_loaders(
+        train_folders, test_folders = imagenet.image_folder_loaders(
             cfg.dataset,
             data_dir,
             batch,
@@ -249,7 +256,10 @@ def make_data(
             else imagenet.default_workers(settings.launch.local_world_size),
         )
         return RunData(
-            train, test, f"{spec.title} image folders under {data_dir or 'the data root'}", len(train.dataset.classes)
+            train_folders,
+            test_folders,
+            f"{spec.title} image folders under {data_dir or 'the data root'}",
+            len(train_folders.dataset.classes),
         )
     train = loader.TensorLoader.for_dataset(
         cfg.dataset,
@@ -269,19 +279,23 @@ def make_data(
     return RunData(train, test, source, int(ytr.unique().numel()))
 
 
-def routing_modules(model: nn.Module) -> list[nn.Module]:
+def _has_hooks(module: nn.Module) -> TypeGuard[RoutedModule]:
+    return isinstance(module, RoutingHooks)
+
+
+def routing_modules(model: nn.Module) -> list[RoutedModule]:
     """The head and any routed backbone layers: every module with the engine hooks."""
-    return [m for m in model.modules() if m is not model and hasattr(m, "on_epoch_start")]
+    return [m for m in model.modules() if m is not model and _has_hooks(m)]
 
 
-def frozen_prefixes(model: nn.Module, cfg: RunConfig) -> tuple[str, ...]:
+def frozen_prefixes(model: Classifier, cfg: RunConfig) -> tuple[str, ...]:
     """The backbone's frozen_prefixes (Section 4.6), or all of it when the profile freezes it (lr scale 0)."""
     if cfg.backbone_lr_scale == 0:
         return ("",)
     return tuple(getattr(model.backbone, "frozen_prefixes", ()))
 
 
-def freeze(model: nn.Module, cfg: RunConfig) -> list[str]:
+def freeze(model: Classifier, cfg: RunConfig) -> list[str]:
     """Freeze the backbone's frozen prefixes; returns the frozen parameter names."""
     prefixes = frozen_prefixes(model, cfg)
     names = []
@@ -292,7 +306,7 @@ def freeze(model: nn.Module, cfg: RunConfig) -> list[str]:
     return names
 
 
-def set_train_mode(model: nn.Module, cfg: RunConfig) -> None:
+def set_train_mode(model: Classifier, cfg: RunConfig) -> None:
     model.train()
     prefixes = tuple(p.rstrip(".") for p in frozen_prefixes(model, cfg))
     for name, module in model.backbone.named_modules():
@@ -300,10 +314,10 @@ def set_train_mode(model: nn.Module, cfg: RunConfig) -> None:
             module.eval()  # frozen layers keep their pretrained BatchNorm statistics
 
 
-def make_optimizer(cfg: RunConfig, model: nn.Module) -> tuple[torch.optim.Optimizer, Any]:
+def make_optimizer(cfg: RunConfig, model: Classifier) -> tuple[torch.optim.Optimizer, Any]:
     head = [p for p in model.head.parameters() if p.requires_grad]
     body = [p for p in model.backbone.parameters() if p.requires_grad]
-    groups = [{"params": head, "lr": cfg.lr}]
+    groups: list[dict[str, Any]] = [{"params": head, "lr": cfg.lr}]
     if body:
         groups.append({"params": body, "lr": cfg.lr * cfg.backbone_lr_scale})
     # fused: one kernel per step for every parameter, not one per tensor and operation. The update is the
@@ -328,7 +342,7 @@ def _autocast(cfg: RunConfig, device: torch.device, engine: Engine | None = None
 
 
 def evaluate(
-    model: nn.Module,
+    model: Classifier,
     batches: Iterable,
     num_classes: int,
     cfg: RunConfig,
@@ -361,7 +375,7 @@ def evaluate(
         sums = torch.tensor([loss_sum, correct, seen], dtype=torch.float64, device=device)  # exact up to 2^53
         distributed.all_sum(sums, *([usage] if usage is not None else []))
         loss_sum, correct, seen = sums[0].item(), int(sums[1].item()), int(sums[2].item())
-    out = {"accuracy": correct / seen, "loss": loss_sum / seen}
+    out: dict[str, Any] = {"accuracy": correct / seen, "loss": loss_sum / seen}
     if usage is not None:
         out["usage_by_class"] = usage.cpu().tolist()
     return out
@@ -372,7 +386,11 @@ class RoutingTally:
 
     def __init__(self) -> None:
         self.steps = 0
-        self.usage = self.dropped = self.forced = self.entropy = None
+        # Summed over the steps added; None until the first.
+        self.usage: torch.Tensor | None = None
+        self.dropped: torch.Tensor | None = None
+        self.forced: torch.Tensor | None = None
+        self.entropy: torch.Tensor | None = None
 
     def add(self, stats: dict) -> None:
         self.steps += 1
@@ -386,18 +404,25 @@ class RoutingTally:
             old = getattr(self, name)
             setattr(self, name, value if old is None else old + value)
 
+    def sums(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(usage, dropped, forced, entropy); asked for only once a step was added."""
+        assert self.usage is not None and self.dropped is not None
+        assert self.forced is not None and self.entropy is not None
+        return self.usage, self.dropped, self.forced, self.entropy
+
     def layer_summary(self) -> dict[str, Any]:
         """A backbone MoE layer's epoch (Table 5): expert usage counts, mean H(p_bar), H of the usage."""
-        usage = self.usage.float()
+        counts, _, _, entropy_sum = self.sums()
+        usage = counts.float()
         return {
-            "expert_usage": self.usage.tolist(),
-            "entropy": (self.entropy / self.steps).item(),
+            "expert_usage": counts.tolist(),
+            "entropy": (entropy_sum / self.steps).item(),
             "usage_entropy": entropy(usage / usage.sum().clamp_min(1)).item(),
         }
 
     def all_sum(self, world: distributed.World) -> None:
         """Sums over the ranks; `steps` counts every rank's steps, so means stay means over steps."""
-        distributed.all_sum(self.usage, self.dropped, self.forced, self.entropy)
+        distributed.all_sum(*self.sums())
         self.steps *= world.size
 
 
@@ -411,11 +436,11 @@ def router_shift(before: torch.Tensor, after: torch.Tensor) -> float:
 
 
 def train_epoch(
-    model,
+    model: Classifier,
     data: RunData,
-    opt,
+    opt: torch.optim.Optimizer,
     cfg: RunConfig,
-    device,
+    device: torch.device,
     epoch: int,
     engine: Engine | None = None,
     step_model: nn.Module | None = None,
@@ -430,7 +455,7 @@ def train_epoch(
     data.train.set_epoch(epoch)
     zero = lambda: torch.zeros((), device=device)  # noqa: E731
     loss_sum, aux_sum, correct, seen = zero(), zero(), zero(), 0
-    tallies = {m: RoutingTally() for m in hooks}
+    tallies: dict[nn.Module, RoutingTally] = {m: RoutingTally() for m in hooks}
     routers = {m: _flat(m.router_parameters()) for m in hooks if m is not model.head and m.router_parameters()}
     steps, per_epoch = 0, len(data.train)
     for x, y in data.train:
@@ -470,14 +495,19 @@ def train_epoch(
             f"the training loss became {mean_loss} during epoch {epoch + 1} "
             f"(auxiliary part {(aux_sum / seen).item():.4g}); the run stops without a record"
         )
-    entry = {"train_loss": mean_loss, "train_accuracy": (correct / seen).item(), "aux_loss": (aux_sum / seen).item()}
+    entry: dict[str, Any] = {
+        "train_loss": mean_loss,
+        "train_accuracy": (correct / seen).item(),
+        "aux_loss": (aux_sum / seen).item(),
+    }
     head = tallies.get(model.head)
     if head is not None and head.steps:
+        usage, dropped, forced, entropy_sum = head.sums()
         entry.update(
-            expert_usage=head.usage.tolist(),
-            dropped=int(head.dropped.item()),
-            forced=int(head.forced.item()),
-            routing_entropy=(head.entropy / head.steps).item(),
+            expert_usage=usage.tolist(),
+            dropped=int(dropped.item()),
+            forced=int(forced.item()),
+            routing_entropy=(entropy_sum / head.steps).item(),
         )
     layers = {names[m]: t.layer_summary() for m, t in tallies.items() if m is not model.head and t.steps}
     for m, before in routers.items():  # exactly 0 where the router got no gradient (Table 5's k = 1 gate)
@@ -567,7 +597,7 @@ def _train(
         with watch.part("checkpoints"):
             history, start, elapsed = load_checkpoint(checkpoint, model, opt, sched, device)
     hooks = routing_modules(model)
-    step_model = model
+    step_model: nn.Module = model
     if world.distributed:  # routed modules may leave an expert without gradient in a step
         step_model = distributed.wrap(model, world, device, any(getattr(m, "routed", False) for m in hooks))
     every, since = settings.checkpoint_seconds, 0.0  # training seconds since the last checkpoint
@@ -637,7 +667,7 @@ def _routing(last: dict[str, Any]) -> dict[str, Any]:
     """The last epoch's routing: the head's (expert_usage, test_usage_by_class, routing_entropy) and, under
     "layers", each backbone MoE layer's {"expert_usage": [E counts], "entropy": H(p_bar), "usage_entropy": ...,
     "router_shift": how far its router moved that epoch}."""
-    out = {k: last[k] for k in ("expert_usage", "test_usage_by_class", "routing_entropy") if k in last}
+    out: dict[str, Any] = {k: last[k] for k in ("expert_usage", "test_usage_by_class", "routing_entropy") if k in last}
     if "routing_layers" in last:
         out["layers"] = last["routing_layers"]
     return out
