@@ -320,7 +320,9 @@ def _record_shapes(
     return calls, dict(extra.counts)
 
 
-def _own_macs(module: nn.Module, calls: list[Shapes]) -> int:
+def own_macs_of(module: nn.Module, calls: list[Shapes]) -> int:
+    """A module's multiply-adds outside its children over its calls: its own formula (CountsOwnMacs), else the
+    rule of the nearest class in its MRO that OWN_MACS has, else 0."""
     if isinstance(module, CountsOwnMacs):
         return sum(module.own_macs(c) for c in calls)
     for cls in type(module).__mro__:
@@ -424,7 +426,7 @@ def _analytic(
     """(each module's calls, its analytic MACs rolled up, the same with the second convention's ops)."""
     calls, extra_own = _record_shapes(model, x, also)
     modules = dict(model.named_modules())
-    own = {n: _own_macs(modules[n], c) for n, c in calls.items()}
+    own = {n: own_macs_of(modules[n], c) for n, c in calls.items()}
     extra = {n: extra_own.get(n, 0) for n in calls}
     return calls, _rollup(own), _rollup({n: own[n] + extra[n] for n in own})
 

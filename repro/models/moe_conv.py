@@ -160,14 +160,14 @@ class MoEConv2d(RoutingHooks, nn.Module):
         moe = cls(
             conv.in_channels,
             conv.out_channels,
-            _two(conv.kernel_size),
+            conv_pair(conv.kernel_size),
             num_experts,
             top_k,
-            _two(conv.stride),
-            _two(conv.padding),
+            conv_pair(conv.stride),
+            conv_pair(conv.padding),
             conv.groups,
             conv.bias is not None,
-            _two(conv.dilation),
+            conv_pair(conv.dilation),
             **routing,
         )
         with torch.no_grad():
@@ -267,7 +267,7 @@ class MoEConv2d(RoutingHooks, nn.Module):
         return (small_maps.conv2d if self.small_maps else F.conv2d)(*args, **kwargs)
 
 
-def _two(size: tuple[int, ...]) -> tuple[int, int]:
+def conv_pair(size: tuple[int, ...]) -> tuple[int, int]:
     """An nn.Conv2d's kernel_size, stride, padding or dilation: a pair, which torch types as tuple[int, ...]
     (the attribute of _ConvNd, shared with Conv1d and Conv3d)."""
     h, w = size

@@ -10,14 +10,13 @@ at top-k, router included (`routed`), from the shapes of one forward pass of one
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
 
 import torch
 from torch import nn
 
-from repro.models.flops import OWN_MACS, Shapes
+from repro.models.flops import Shapes, own_macs_of
 from repro.models.classifier import Classifier
-from repro.models.moe_conv import MoEConv2d
+from repro.models.moe_conv import MoEConv2d, conv_pair
 from repro.models.moe_pointwise import MoEPointwise
 from repro.rho.model_list import RhoInputError, did_you_mean
 from repro.rho.inputs import Pattern
@@ -38,25 +37,12 @@ class Layer:
     weights: int  # parameters of one expert
 
 
-@runtime_checkable
-class _CountsItself(Protocol):
-    """A module of repro.models that carries its own formula (repro.models.flops)."""
-
-    def own_macs(self, shapes: Shapes) -> int: ...
-
-
-def _own(module: nn.Module, calls: list[Shapes]) -> int:
-    """A module's multiply-adds outside its children, by repro.models.flops' rules."""
-    if isinstance(module, _CountsItself):
-        return sum(module.own_macs(c) for c in calls)
-    rule = next((OWN_MACS[c] for c in type(module).__mro__ if c in OWN_MACS), None)
-    return sum(rule(module, c) for c in calls) if rule else 0
-
-
 def subtree_macs(model: nn.Module, calls: dict[str, list[Shapes]], root: str = "") -> int:
     """Multiply-adds of the module at `root` and everything inside it (repro.models.flops' analytic column)."""
     modules = dict(model.named_modules())
-    return sum(_own(modules[n], c) for n, c in calls.items() if not root or n == root or n.startswith(root + "."))
+    return sum(
+        own_macs_of(modules[n], c) for n, c in calls.items() if not root or n == root or n.startswith(root + ".")
+    )
 
 
 def why_not_routable(module: nn.Module, calls: list[Shapes]) -> str:
@@ -89,12 +75,6 @@ def _describe(module: nn.Conv2d | nn.Linear) -> str:
     return f"{kind} {kh}x{kw}{stride}"
 
 
-def _pair(value: tuple[int, ...]) -> tuple[int, int]:
-    """A Conv2d's kernel size, stride, padding or dilation: two ints (torch types them as tuples of any length)."""
-    h, w = value
-    return h, w
-
-
 def _bank_shape(module: nn.Conv2d | nn.Linear, experts: int, top_k: int) -> MoEConv2d | MoEPointwise:
     """A bank of the layer's shape on the meta device, to cost it without holding E copies of its weights."""
     with torch.device("meta"):
@@ -108,14 +88,14 @@ def _bank_shape(module: nn.Conv2d | nn.Linear, experts: int, top_k: int) -> MoEC
         return MoEConv2d(
             module.in_channels,
             module.out_channels,
-            _pair(module.kernel_size),
+            conv_pair(module.kernel_size),
             experts,
             top_k,
-            _pair(module.stride),
-            _pair(module.padding),
+            conv_pair(module.stride),
+            conv_pair(module.padding),
             module.groups,
             module.bias is not None,
-            _pair(module.dilation),
+            conv_pair(module.dilation),
         )
 
 
@@ -134,7 +114,7 @@ def routable_layers(model: Classifier, calls: dict[str, list[Shapes]], experts: 
                 path[len(PREFIX) :],
                 _describe(module),
                 order[path],
-                _own(module, calls[path]),
+                own_macs_of(module, calls[path]),
                 sum(bank.macs(c) for c in calls[path]),
                 weights,
             )
