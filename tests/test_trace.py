@@ -180,3 +180,24 @@ def test_the_claims_are_decided_on_the_measurements_as_the_report_decides_them(t
     assert done.exit_code == 0, done.output
     claims = lines[lines.index("Claims") + 1 : lines.index("Run records")]
     assert " ".join(line.strip() for line in claims) == "c: reproduced: the moe row routes under half of the compute"
+
+
+def test_another_tables_unusable_results_leave_this_tables_claims_decided(tmp_path):
+    """Deciding every table's claims, as the report does, reads every table's results.json: another table's that
+    cannot be read costs only the claims that read it, while the table traced still refuses one of its own."""
+    from fake_records import MANIFEST_T, config, record, rho_deciding, write_manifest_t, write_result
+
+    manifests = write_manifest_t(tmp_path)
+    other = MANIFEST_T.replace('id = "t"', 'id = "u"', 1).replace("bound = 0.5", "bound = 0.6")  # a finding of its own
+    (manifests / "u.toml").write_text(other)
+    results = tmp_path / "results"
+    write_result(results, "t", {"moe": [record(config())]}, metrics=rho_deciding("reproduced"))
+    (results / "smoke" / "u").mkdir(parents=True)
+    (results / "smoke" / "u" / "results.json").write_text("{ not json")
+    done, lines = invoke("t", "moe", "--results-dir", results, manifests=manifests)
+    assert done.exit_code == 0, done.output
+    claims = lines[lines.index("Claims") + 1 : lines.index("Run records")]
+    assert " ".join(line.strip() for line in claims) == "c: reproduced: the moe row routes under half of the compute"
+    refused, _ = invoke("u", "moe", "--results-dir", results, manifests=manifests)
+    assert refused.exit_code == 2, refused.output
+    assert "results.json" in refused.output and "`repro report` rebuilds it from the run records" in refused.output
