@@ -123,3 +123,22 @@ def test_every_file_the_architecture_table_names_is_in_its_package():
             if not any((home / name).is_file() for home in ([REPO_ROOT / "repro"] if "/" in name else homes)):
                 missing.append(f"{packages}: {name}")
     assert not missing, "docs/architecture.md's layer table names files its packages do not hold: " + str(missing)
+
+
+def test_the_claims_page_names_every_rule_beside_the_file_that_defines_it():
+    """docs/claims.md's "Where the rules live" left out latency's four rules and extension.py's
+    router_order_stable: a maintainer looking for a rule to reuse did not find them."""
+    from repro.claims import RULES
+
+    page = (REPO_ROOT / "docs" / "claims.md").read_text()
+    listed = {
+        path: set(re.findall(r"`(\w+)`", names))
+        for path, names in re.findall(r"^\| `(repro/claims/\w+\.py)` \| (.+) \|$", page, re.M)
+    }
+    assert listed, "docs/claims.md has no table of `repro/claims/<file>.py` | rules rows"
+    unlisted = []
+    for entry in RULES:
+        home = entry.target.__module__.replace(".", "/") + ".py"
+        if entry.name not in listed.get(home, set()):
+            unlisted.append(f"{entry.name} ({home})")
+    assert not unlisted, "add these rules to docs/claims.md's table, on their file's row: " + ", ".join(unlisted)
