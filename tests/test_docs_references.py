@@ -2,7 +2,7 @@
 '#', one of its headings (as GitHub makes anchors of them); every "the README's X section" names a heading of
 the README. docs/results-data.md cited "the README's Reproducibility section", which the README does not have.
 Every path of the checkout a page names exists, every "<package>/<module>.<name>" names a definition, and every
-file of docs/architecture.md's layer table sits in its package (the dotted `repro.x.y` names: tests/test_layout.py)."""
+file of docs/architecture.md's layer table sits in its package (the dotted names of modules: tests/test_layout.py)."""
 
 import re
 
