@@ -31,6 +31,12 @@ HEADS = [
     ("relu_routed", {"expert_hidden": 64, "expert_activation": "norm_silu"}),
     ("cluster_routed", {"expert_hidden": 64}),
     ("cluster_routed", {"expert_hidden": 64, "shared_rank": 16}),
+    (
+        "expert_choice",
+        {"expert_hidden": 64},
+    ),  # batch-axis heads: the traced batch-1 dispatch (tests/test_batch_axis_flops.py)
+    ("soft_moe", {"expert_hidden": 64}),
+    ("per_sample_soft_moe", {"expert_hidden": 64}),
 ]
 
 
@@ -53,6 +59,13 @@ def test_heads_agree_three_ways(head, params):
     report = _count("cifar10", "cifar_standard", {}, head, params)
     assert report.problems == []
     assert any(m.kind == "Linear" for m in report.modules)
+
+
+def test_every_registered_head_is_counted_three_ways_above():
+    from repro.models import HEADS as REGISTERED
+
+    missing = sorted(set(REGISTERED.names()) - {name for name, _ in HEADS})
+    assert not missing, f"add {missing} to HEADS in tests/test_flops.py, with small params, so its count is checked"
 
 
 def test_cifar_standard_backbone_by_hand():
