@@ -142,3 +142,19 @@ def test_the_claims_page_names_every_rule_beside_the_file_that_defines_it():
         if entry.name not in listed.get(home, set()):
             unlisted.append(f"{entry.name} ({home})")
     assert not unlisted, "add these rules to docs/claims.md's table, on their file's row: " + ", ".join(unlisted)
+
+
+def test_every_path_the_code_names_in_its_docstrings_and_comments_exists():
+    """repro/rho/model_list.py named tests/test_rho_catalog.py, which had moved to tests/rho/test_catalog.py."""
+    files = [
+        *(REPO_ROOT / "repro").rglob("*.py"),
+        *(REPO_ROOT / "repro").rglob("*.toml"),
+        *(REPO_ROOT / "tools").rglob("*.py"),
+    ]
+    missing = [
+        f"{path.relative_to(REPO_ROOT)}:{n}: {name}"
+        for path in sorted(files)
+        for n, line in enumerate(path.read_text().splitlines(), 1)
+        for name in missing_paths(line)
+    ]
+    assert not missing, "no such file or folder; say where it lives now:\n" + "\n".join(missing)
