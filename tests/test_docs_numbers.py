@@ -29,7 +29,8 @@ def test_the_full_protocol_is_what_repro_list_totals(tmp_path, monkeypatch):
     # the GPU figures `repro list` gives without a calibration: the shipped H200 reference (repro.cost.gpu_reference);
     # no dataset on disk: the paper's sizes
     cost = CostModel(data_dir=tmp_path).cost([build_plan(m, "full") for m in manifests if "full" in m.profiles])
-    assert stated[0] == (str(cost.runs), f"{cost.epochs:,}", hours(cost.device_seconds))
+    now = (str(cost.runs), f"{cost.epochs:,}", hours(cost.device_seconds))
+    assert stated[0] == now, f"docs/cluster.md says {stated[0]} (runs, epochs, GPU-hours); `repro list` totals {now}"
 
 
 def test_the_exit_codes_the_docs_list_are_the_command_lines():

@@ -31,6 +31,12 @@ HEADS = [
     ("relu_routed", {"expert_hidden": 64, "expert_activation": "norm_silu"}),
     ("cluster_routed", {"expert_hidden": 64}),
     ("cluster_routed", {"expert_hidden": 64, "shared_rank": 16}),
+    (
+        "expert_choice",
+        {"expert_hidden": 64},
+    ),  # batch-axis heads: the traced batch-1 dispatch (tests/test_batch_axis_flops.py)
+    ("soft_moe", {"expert_hidden": 64}),
+    ("per_sample_soft_moe", {"expert_hidden": 64}),
 ]
 
 
@@ -53,6 +59,13 @@ def test_heads_agree_three_ways(head, params):
     report = _count("cifar10", "cifar_standard", {}, head, params)
     assert report.problems == []
     assert any(m.kind == "Linear" for m in report.modules)
+
+
+def test_every_registered_head_is_counted_three_ways_above():
+    from repro.models import HEADS as REGISTERED
+
+    missing = sorted(set(REGISTERED.names()) - {name for name, _ in HEADS})
+    assert not missing, f"add {missing} to HEADS in tests/test_flops.py, with small params, so its count is checked"
 
 
 def test_cifar_standard_backbone_by_hand():
@@ -94,7 +107,10 @@ def test_a_wrong_formula_is_caught_and_names_the_module(monkeypatch):
     monkeypatch.setitem(F.OWN_MACS, nn.Conv2d, lambda m, s: F.conv2d_macs(m, s) + 1)
     report = _count("cifar10", "cifar_standard", {})
     assert not report.ok
-    assert any(p.startswith("module 'backbone.blocks.0.0' (Conv2d): analytic") for p in report.problems)
+    (wrong,) = [p for p in report.problems if p.startswith("module 'backbone.blocks.0.0' (Conv2d): analytic")]
+    assert wrong.endswith("MACs; its formula is OWN_MACS[Conv2d] (repro.models.flops)")
+    ancestors = [p for p in report.problems if "(Conv2d)" not in p]  # the blocks, the backbone, the model
+    assert ancestors and all(p.endswith("MACs") for p in ancestors)  # they only add the convolutions up
 
 
 class _Cdist(nn.Module):
@@ -105,7 +121,35 @@ class _Cdist(nn.Module):
 def test_an_op_fvcore_cannot_count_is_a_failure_naming_the_module():
     backbone = build_model("cifar10", Component("cifar_standard"), Component("dense")).backbone
     report = count_flops(Classifier(backbone, _Cdist()), (3, 32, 32))
-    assert any(p.startswith("module 'head' (_Cdist): fvcore cannot count op aten::cdist") for p in report.problems)
+    (problem,) = [
+        p for p in report.problems if p.startswith("module 'head' (_Cdist): fvcore cannot count op aten::cdist")
+    ]
+    assert problem.endswith("an op that performs no multiply-add is listed in repro.models.flops.NON_MAC_OPS")
+
+
+class _MatmulInForward(nn.Module):
+    """Multiplies in its own forward with a weight of its own, as a new head might: no formula counts it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.zeros(48 * 8 * 8, 10))
+        self.out = nn.Linear(10, 10)
+
+    def forward(self, h):
+        return self.out(h @ self.weight)
+
+
+def test_a_module_that_computes_outside_its_children_without_a_formula_is_told_where_one_goes():
+    # Its disagreement named the module and three numbers, not why the analytic count was short or what to add
+    backbone = build_model("cifar10", Component("cifar_standard"), Component("dense")).backbone
+    report = count_flops(Classifier(backbone, _MatmulInForward()), (3, 32, 32))
+    (head,) = [p for p in report.problems if p.startswith("module 'head' (_MatmulInForward): analytic 100 vs fvcore")]
+    assert head.endswith(
+        "_MatmulInForward has no formula of its own (counted 0): a module that computes outside its children "
+        "carries own_macs(shapes), repro.models.flops.CountsOwnMacs"
+    )
+    (model,) = [p for p in report.problems if p.startswith("module '<model>'")]
+    assert model.endswith("MACs")  # the whole model only adds the head's up
 
 
 @pytest.mark.slow

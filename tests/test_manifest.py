@@ -73,9 +73,19 @@ def test_claim_pointing_at_a_missing_row_is_rejected(tmp_path):
     assert any("no row 'r18_heads' (did you mean 'r18_head'?)" in p for p in problems)
 
 
-def test_claim_citing_a_value_the_paper_table_lacks_is_rejected(tmp_path):
-    path = _broken(tmp_path, 'paper = "r18_head.rho"', 'paper = "r18_head.accuracy"')
-    assert any("paper_tables/table6.toml has no value 'r18_head.accuracy'" in p for p in _problems(path))
+def test_claim_citing_a_value_the_paper_table_lacks_is_rejected_naming_the_closest(tmp_path):
+    path = _broken(tmp_path, 'paper = "r18_head.rho"', 'paper = "r18_heads.rho"')
+    wanted = "repro/paper_tables/table6.toml has no value 'r18_heads.rho' (did you mean 'r18_head.rho'?)"
+    assert any(wanted in p for p in _problems(path))
+
+
+def test_a_table_with_no_paper_table_says_where_its_values_go(tmp_path):
+    # A new manifest's claim cited a value, and the load said the file "has no value" without saying it did not exist
+    path = tmp_path / "table6_new.toml"
+    path.write_text(TABLE6.read_text().replace('id = "table6"', 'id = "table6_new"', 1))
+    problem = next(p for p in _problems(path) if "paper_tables" in p)
+    assert "repro/paper_tables/table6_new.toml does not exist" in problem
+    assert "keyed '<row or comparison>.<metric>' (repro/paper_tables/README.md)" in problem
 
 
 def test_bad_toml(tmp_path):

@@ -11,7 +11,8 @@ hand: with no measurement the verdict is `not run`.
     orders.py      orderings of gaps with one seed-noise allowance: gap_order, sign_follows_rho, gap_largest, ...
     bands.py       findings stated in words, each decided against the band its manifest chose: near_chance, ...
     routing.py     rules on test-time routing (Section 5.3): routing_concentrated, gap_tracks_routing, ...
-    latency.py     rules on latency and operator counts: within_factor, ordered, scales_with_experts
+    latency.py     rules on latency and operator counts: within_factor, ordered, largest, scales_with_experts
+    extension.py   rules for questions beyond the paper (scope "extension"): router_order_stable
     rules.py       RULES, the registry filled from the families above
     learned.py     the guard: a comparison counts only between models that beat chance
     across.py      claims that read other tables ("<manifest>:<id>"), claims a table shows but another decides,

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Literal, Protocol
 
 from repro.data.check_result import DataCheck
-from repro.spec.paper import PaperValue, paper_value
+from repro.spec.paper import PaperValue, paper_value, why_no_value
 from repro.spec.profiles import Profile
 from repro.results.measurements import Status
 
@@ -139,7 +139,7 @@ def paper(ev: Evidence, key: str) -> PaperValue:
     """A reported value of the evidence's paper table."""
     value = paper_value(ev.paper_table, key)
     if value is None:  # check_references makes this unreachable for validated manifests
-        raise KeyError(f"paper_tables/{ev.paper_table}.toml has no value '{key}'")
+        raise KeyError(why_no_value(ev.paper_table, key))
     return value
 
 

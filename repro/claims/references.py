@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Iterable, Protocol
 
 from repro.claims.core import ClaimLike
-from repro.spec.paper import paper_value
+from repro.spec.paper import paper_value, why_no_value
 from repro.core.registry import closest
 from repro.results.measurements import COMPARISON_METRICS, ROW_METRICS, parse_metric_path
 
@@ -65,7 +65,7 @@ def check_references(manifest: ManifestLike, problems: ProblemSink) -> None:
                 where = f"claims[{i}].{key}"
                 if key in PAPER_KEYS:
                     if paper_value(table, ref) is None:
-                        problems.add(where, f"paper_tables/{table}.toml has no value '{ref}'")
+                        problems.add(where, why_no_value(table, ref))
                 elif ":" in ref and key in ROW_KEYS + COMPARISON_KEYS:
                     continue  # another manifest's: repro.claims.across
                 elif key in ROW_KEYS:

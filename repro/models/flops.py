@@ -331,6 +331,20 @@ def own_macs_of(module: nn.Module, calls: list[Shapes]) -> int:
     return 0
 
 
+def _formula(module: nn.Module) -> str:
+    """Where the analytic count of `module` comes from, for a disagreement's message."""
+    kind = type(module).__name__
+    if isinstance(module, CountsOwnMacs):
+        return f"its formula is {kind}.own_macs"
+    rule = next((cls for cls in type(module).__mro__ if cls in OWN_MACS), None)
+    if rule is not None:
+        return f"its formula is OWN_MACS[{rule.__name__}] (repro.models.flops)"
+    return (
+        f"{kind} has no formula of its own (counted 0): a module that computes outside its children carries "
+        "own_macs(shapes), repro.models.flops.CountsOwnMacs"
+    )
+
+
 def _rollup(own: dict[str, int]) -> dict[str, int]:
     """Totals per module path: each module's own count added to all its ancestors."""
     total: dict[str, int] = defaultdict(int)
@@ -499,14 +513,21 @@ def _count_flops(model: Classifier, input_shape: tuple[int, ...], batch: int) ->
         ins, ran = calls[name][-1][0], getattr(module, "paths_ran", {})  # the counted sample's call
         count = ModuleCount(name, type(module).__name__, a, f, t, ran.get(tuple(ins[0]), "") if ins and ran else "")
         rows.append(count)
-        if not count.agrees:
+    disagree = [r.name for r in rows if not r.agrees]
+    for r in rows:
+        if not r.agrees:
+            # The innermost module that disagrees is the one whose formula to look at; its ancestors only add it up.
+            inner = not any(o != r.name and (r.name == "" or o.startswith(r.name + ".")) for o in disagree)
             problems.append(
-                f"module '{name or '<model>'}' ({count.kind}): "
-                f"analytic {a:,} vs fvcore {f:,} vs torch/2 {t / 2:,.1f} MACs"
+                f"module '{r.name or '<model>'}' ({r.kind}): analytic {r.analytic:,} vs fvcore {r.fvcore:,} vs "
+                f"torch/2 {r.torch / 2:,.1f} MACs" + (f"; {_formula(modules[r.name])}" if inner else "")
             )
     for name, ops in _own_unsupported(model, unsupported).items():
         kind = type(modules[name]).__name__
         for op, n in sorted(ops.items()):
-            problems.append(f"module '{name or '<model>'}' ({kind}): fvcore cannot count op {op} ({n} call(s))")
+            problems.append(
+                f"module '{name or '<model>'}' ({kind}): fvcore cannot count op {op} ({n} call(s)); an op that "
+                "performs no multiply-add is listed in repro.models.flops.NON_MAC_OPS"
+            )
     problems = sorted(set(problems))
     return _report(model, input_shape, analytic, analytic_all, rows, problems, batch)

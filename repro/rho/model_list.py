@@ -2,7 +2,7 @@
 
 torchvision's classification models grouped by the torchvision module that builds them. A
 CNN family names the attribute that holds its classifier (the part a head-only MoE replaces);
-a transformer family says why it is left out. tests/test_rho_catalog.py checks this table
+a transformer family says why it is left out. tests/rho/test_catalog.py checks this table
 against torchvision.models.list_models(), so a torchvision release that adds a model fails
 the test instead of going uncounted. It is a copy because a misspelt name must be refused in
 well under a second, before torch is imported.

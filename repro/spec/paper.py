@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Literal
 
 from repro.core.package_data import shipped
+from repro.core.registry import closest
 from repro.core.schema import Problems, SchemaError, from_dict, read_toml
 
 _NUMBER = re.compile(r"\d*\.\d+|\d+")  # the printed value is the first; what follows (± s.d., p, d) is not it
@@ -145,3 +146,16 @@ def _warn_once(message: str) -> None:
 def paper_value(table: str, key: str) -> PaperValue | None:
     t = paper_table(table)
     return t.get(key) if t else None
+
+
+def why_no_value(table: str, key: str) -> str:
+    """Why `paper_value(table, key)` is None, and what to do: the table's file is missing, or it has no such key
+    (the closest one named)."""
+    t = paper_table(table)
+    if t is None:
+        return (
+            f"repro/paper_tables/{table}.toml does not exist: the values the paper reports for this table go there, "
+            f"one [[values]] entry each, keyed '<row or comparison>.<metric>' (repro/paper_tables/README.md)"
+        )
+    keys = [v.key for v in t.values]
+    return f"repro/paper_tables/{table}.toml has no value '{key}'{closest(key, keys)}"
