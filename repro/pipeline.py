@@ -116,11 +116,12 @@ def run_manifest(plan: TablePlan, ctx: Context) -> TableMeasurement:
 
 def stored_tables(manifest: Manifest, ctx: Context) -> dict[str, tuple[Manifest, ManifestResult | None]]:
     """The other manifests this one's claims read or its `shows` name (repro.claims.across), from the folder it
-    was loaded from, each with its result stored in the results folder at this profile (None: not run yet)."""
+    was loaded from and under the readings it was, each with its result stored in the results folder at this
+    profile (None: not run yet)."""
     folder, out = Path(manifest.path).parent, {}
     for table in tables_named(manifest):
         try:
-            other = parse_manifest(read_toml(folder / f"{table}.toml"), folder / f"{table}.toml")
+            other = parse_manifest(read_toml(folder / f"{table}.toml"), folder / f"{table}.toml", manifest.own_readings)
         except SchemaError:
             continue  # an invalid or missing manifest: what the claims need from it is `not run`
         out[table] = (other, load_result(ctx.results_dir, ctx.profile_name, table))

@@ -79,7 +79,7 @@ def test_an_empty_environment_gives_the_defaults():
         None,
         None,
     )
-    assert read.cache == DEFAULT_CACHE and read.weights == () and read.gpu_calibration is None
+    assert read.cache == DEFAULT_CACHE and read.weights == () and read.gpu_calibration is None and read.readings is None
     assert (read.threads, read.deterministic, read.checkpoint_seconds) == (None, False, 60.0)
     assert read.engine == EngineSwitches() and read.launch == Launch()
 
@@ -88,6 +88,7 @@ def test_every_variable_reaches_its_field(tmp_path):
     environ = {
         "REPRO_PROFILE": "full",
         "REPRO_PROFILES": "p.toml",
+        "REPRO_READINGS": "r.toml",
         "REPRO_RESULTS": "/r",
         "REPRO_DATA": "/d",
         "REPRO_MANIFESTS": "/m",
@@ -121,6 +122,7 @@ def test_every_variable_reaches_its_field(tmp_path):
         Path("/m"),
         Path("/c"),
     )
+    assert s.readings == Path("r.toml")
     assert s.weights == (Path("/w1"), Path("/w2")) and s.gpu_calibration == Path("cal.json")
     assert s.image == "repro-moe-rho:0.1.0"
     assert (s.threads, s.deterministic, s.checkpoint_seconds) == (4, True, 2.5)

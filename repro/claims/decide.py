@@ -33,6 +33,7 @@ from repro.claims.under_readings import decide_readings
 from repro.claims.references import ManifestLike
 from repro.claims.verdicts import evaluate
 from repro.spec.profiles import Profile
+from repro.spec.readings import Reading
 from repro.results.family import holm_adjust
 from repro.results.frames import Folder
 from repro.results.measurements import READINGS_DETAIL, ManifestResult, load_result
@@ -45,6 +46,8 @@ class DecidedManifest(ManifestLike, Protocol):
     def seeds(self) -> int | None: ...
     @property
     def profiles(self) -> dict[str, Profile]: ...
+    @property
+    def readings(self) -> tuple[Reading, ...]: ...
 
     def trained_datasets(self) -> tuple[str, ...]: ...
 
@@ -152,4 +155,6 @@ def decided_folder(folder: Folder, manifests: Iterable[DecidedManifest]) -> tupl
                 verdicts = [dataclasses.replace(v, status="not run", note=note, p_holm=None) for v in result.verdicts]
                 results.append(dataclasses.replace(result, verdicts=verdicts, readings=[], shown=[]))
     readings = {(r.profile, r.manifest_id): [x.to_dict() for x in r.readings] for r in results}
-    return dataclasses.replace(folder, results=results, readings=readings), undecided
+    # what each twin row's alternative is, by the readings the manifests were read with (a file of one's own too)
+    alternatives = {a.id: f"{r.id}/{a.id}" for m in manifests for r in m.readings for a in r.alternatives}
+    return dataclasses.replace(folder, results=results, readings=readings, alternatives=alternatives), undecided

@@ -10,7 +10,7 @@ from typing import Optional
 import typer
 
 from repro.cli.common import check_profile, fail, load_every, manifests_folder, read_files, settings, show
-from repro.cli.options import DATA, MANIFESTS, PROFILE, PROFILES, RESULTS
+from repro.cli.options import DATA, MANIFESTS, PROFILE, PROFILES, READINGS, RESULTS
 from repro.core.fsutil import FolderWriter, WriteFailed
 from repro.plan.manifest import Manifest
 
@@ -26,6 +26,7 @@ def appendix(
     results_dir: Optional[Path] = RESULTS,
     manifests_dir: Optional[Path] = MANIFESTS,
     profiles: Optional[Path] = PROFILES,
+    readings: Optional[Path] = READINGS,
     data_dir: Optional[Path] = DATA,
 ) -> None:
     """The Artifact Appendix (ACM / cTuning): checklist, description, installation, workflow, and one row per claim
@@ -41,7 +42,7 @@ def appendix(
     if fmt not in FORMATS:
         fail(f"--format: expected {' or '.join(FORMATS)}, got {fmt!r}")
     profile = profile or settings().profile
-    manifests = load_every(manifests_dir, profiles)
+    manifests = load_every(manifests_dir, profiles, readings=readings)
     if not manifests:
         from repro.plan.manifest import manifests_dir as manifests_in
 

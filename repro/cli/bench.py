@@ -392,7 +392,7 @@ def gpu_cmd(
     settings = DRY_RUN if dry_run else FULL
     settings = replace(settings, steps=steps or settings.steps, budget_s=budget_s or settings.budget_s)
     own = command_settings()
-    every = load_all(own.manifests, own.profiles)
+    every = load_all(own.manifests, own.profiles, readings_file=own.readings)
     manifests = [m for m in every if not only or m.id in only]
     if only and len(manifests) != len(set(only)):
         known = {m.id for m in every}

@@ -161,22 +161,40 @@ def profiles_file(profiles: Path | None) -> Path | None:
     return profiles or settings().profiles
 
 
+def readings_file(readings: Path | None) -> Path | None:
+    """--readings, else $REPRO_READINGS, else None: the shipped readings alone."""
+    return readings or settings().readings
+
+
 def load_one(
-    manifest_id: str, manifests: Path | None = None, profiles: Path | None = None, defaults: RunDefaults | None = None
+    manifest_id: str,
+    manifests: Path | None = None,
+    profiles: Path | None = None,
+    defaults: RunDefaults | None = None,
+    readings: Path | None = None,
 ) -> Manifest:
     try:
         return find_manifest(
-            manifest_id, manifests_folder(manifests), profiles_file(profiles), defaults or run_defaults()
+            manifest_id,
+            manifests_folder(manifests),
+            profiles_file(profiles),
+            defaults or run_defaults(),
+            readings_file(readings),
         )
     except (KeyError, SchemaError) as exc:
         fail(message(exc))
 
 
 def load_every(
-    manifests: Path | None = None, profiles: Path | None = None, defaults: RunDefaults | None = None
+    manifests: Path | None = None,
+    profiles: Path | None = None,
+    defaults: RunDefaults | None = None,
+    readings: Path | None = None,
 ) -> list[Manifest]:
     try:
-        return load_all(manifests_folder(manifests), profiles_file(profiles), defaults or run_defaults())
+        return load_all(
+            manifests_folder(manifests), profiles_file(profiles), defaults or run_defaults(), readings_file(readings)
+        )
     except SchemaError as exc:
         fail(str(exc))
 
@@ -186,20 +204,26 @@ def load_some(
     manifests: Path | None = None,
     profiles: Path | None = None,
     defaults: RunDefaults | None = None,
+    readings: Path | None = None,
 ) -> list[Manifest]:
     """The manifests named (every one, when none is), failing on the first unknown or invalid one; the
-    profiles attached under `defaults` (else this command's settings')."""
+    profiles attached under `defaults` (else this command's settings'), the readings of `readings` (else
+    $REPRO_READINGS) added to the shipped ones."""
     defaults = defaults or run_defaults()
     if not ids:
-        return load_every(manifests, profiles, defaults)
-    return [load_one(i, manifests, profiles, defaults) for i in ids]
+        return load_every(manifests, profiles, defaults, readings)
+    return [load_one(i, manifests, profiles, defaults, readings) for i in ids]
 
 
-def load_valid_or_fail(manifests_dir: Path | None, profiles: Path | None) -> tuple[list[Manifest], dict[str, str]]:
+def load_valid_or_fail(
+    manifests_dir: Path | None, profiles: Path | None, readings: Path | None = None
+) -> tuple[list[Manifest], dict[str, str]]:
     """Every valid manifest (with the profiles attached) and, by id, why the others are invalid."""
     try:
-        manifests, invalid = load_valid(manifests_folder(manifests_dir), profiles_file(profiles), run_defaults())
-    except SchemaError as exc:  # the profiles file
+        manifests, invalid = load_valid(
+            manifests_folder(manifests_dir), profiles_file(profiles), run_defaults(), readings_file(readings)
+        )
+    except SchemaError as exc:  # the profiles file, or a readings file of one's own
         fail(str(exc))
     return manifests, {mid: exc.problems[0] for mid, exc in invalid.items()}
 
@@ -258,11 +282,20 @@ def interrupted_message(exc: KeyboardInterrupt, argv: list[str]) -> str:
 
 def read_files(manifests: list[Manifest], profiles: Path | None = None) -> list[Path]:
     """The files outside the results folder that a command over these manifests reads: each manifest, the shipped
-    profiles and a file of one's own (--profiles or $REPRO_PROFILES)."""
+    profiles and a file of one's own (--profiles or $REPRO_PROFILES), the shipped readings and the file of one's own
+    the manifests were read with (--readings or $REPRO_READINGS)."""
     from repro.spec.profiles import SHIPPED_PROFILES
+    from repro.spec.readings import SHIPPED_READINGS
 
     own = profiles_file(profiles)
-    return [Path(m.path) for m in manifests if m.path] + [SHIPPED_PROFILES] + ([Path(own)] if own else [])
+    readings = next((m.own_readings.path for m in manifests if m.own_readings is not None), None)
+    return (
+        [Path(m.path) for m in manifests if m.path]
+        + [SHIPPED_PROFILES]
+        + ([Path(own)] if own else [])
+        + [SHIPPED_READINGS]
+        + ([readings] if readings else [])
+    )
 
 
 def counts_line(run_counts) -> str:

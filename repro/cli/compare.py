@@ -15,7 +15,7 @@ from typing import Optional
 import typer
 
 from repro.cli.common import ExitCode, fail
-from repro.cli.options import MANIFESTS, PROFILES, profile_option
+from repro.cli.options import MANIFESTS, PROFILES, READINGS, profile_option
 
 SHOWN_ROWS = 12  # rows that differ, on the screen; --json lists every row
 SHOWN_LINES = 5  # runs in one folder only, and unusable records, named one per line; the rest counted
@@ -36,6 +36,7 @@ def compare(
     as_json: bool = typer.Option(False, "--json", help="The same as --format json."),
     manifests_dir: Optional[Path] = MANIFESTS,
     profiles: Optional[Path] = PROFILES,
+    readings: Optional[Path] = READINGS,
 ) -> None:
     """Two results folders: what differs beyond seed noise, claim by claim."""
     import json
@@ -47,7 +48,9 @@ def compare(
     fmt = "json" if as_json else fmt
     if fmt not in FORMATS:
         fail(f"--format {fmt}: expected one of {', '.join(FORMATS)}")
-    manifests = load_every(manifests_dir, profiles)  # each folder's verdicts are decided again by these
+    manifests = load_every(
+        manifests_dir, profiles, readings=readings
+    )  # each folder's verdicts are decided again by these
     try:
         result = compare_folders(a, b, profile, manifests)
     except CompareError as exc:

@@ -11,7 +11,7 @@ from typing import Optional, cast
 import typer
 
 from repro.cli.common import fail, profiles_file, settings
-from repro.cli.options import MANIFESTS, PROFILES, READ_RESULTS, profile_option
+from repro.cli.options import MANIFESTS, PROFILES, READ_RESULTS, READINGS, profile_option
 
 
 def export(
@@ -21,6 +21,7 @@ def export(
     results_dir: Optional[Path] = READ_RESULTS,
     manifests_dir: Optional[Path] = MANIFESTS,
     profiles: Optional[Path] = PROFILES,
+    readings: Optional[Path] = READINGS,
 ) -> None:
     """Every run, epoch and verdict as CSV, Parquet or JSON."""
     from repro.claims import decided_folder
@@ -41,7 +42,9 @@ def export(
         fail(f"--format {fmt}: expected one of {', '.join(FORMATS)}")
     if (package := missing_package(fmt)) is not None:
         fail(f"--format {fmt} needs {package} (pip install {package}); or use --format csv")
-    manifests = load_every(manifests_dir, profiles)  # bad input is reported before the folder is read
+    manifests = load_every(
+        manifests_dir, profiles, readings=readings
+    )  # bad input is reported before the folder is read
     results_dir = results_dir or settings().results
     out = out or results_dir / "export"
     if out.exists() and not out.is_dir():

@@ -22,7 +22,7 @@ from repro.cli.common import (
     show,
 )
 from repro.cli.execution import ExecutorOpt, RunsPerGpuOpt, SlurmMaxParallelOpt
-from repro.cli.options import DATA, MANIFESTS, PROFILES, READ_RESULTS, verbose_option
+from repro.cli.options import DATA, MANIFESTS, PROFILES, READ_RESULTS, READINGS, verbose_option
 from repro.cli.progress import Reporter
 from repro.cost.calibration import REFERENCE_GPUS
 from repro.plan.manifest import Manifest
@@ -87,6 +87,7 @@ def list_manifests(
     slurm_max_parallel: int = SlurmMaxParallelOpt,
     manifests_dir: Optional[Path] = MANIFESTS,
     profiles: Optional[Path] = PROFILES,
+    readings: Optional[Path] = READINGS,
     data_dir: Optional[Path] = DATA,
     calibration: Optional[Path] = CalibrationOpt,
     reference_gpu: Optional[str] = ReferenceGpuOpt,
@@ -99,7 +100,7 @@ def list_manifests(
     from repro.cost.taken import lines
     from repro.plan.table_plan import plan_all
 
-    manifests, invalid = load_valid_or_fail(manifests_dir, profiles)
+    manifests, invalid = load_valid_or_fail(manifests_dir, profiles, readings)
     plans = plan_all(manifests)  # once: the fit, the tables and the lines below read them
     folder = _estimate(
         plans, results_dir, executor, gpus, runs_per_gpu, slurm_max_parallel, data_dir, calibration, reference_gpu
@@ -151,6 +152,7 @@ def plan(
     calibration: Optional[Path] = CalibrationOpt,
     reference_gpu: Optional[str] = ReferenceGpuOpt,
     manifests_dir: Optional[Path] = MANIFESTS,
+    readings: Optional[Path] = READINGS,
     results_dir: Optional[Path] = READ_RESULTS,
     verbose: bool = verbose_option("Also where each seed count comes from, and the rows each claim reads."),
 ) -> None:
@@ -160,7 +162,7 @@ def plan(
     from repro.cost.plan import BASE_PROFILE, claim_needs, make_plan, protocol_cost, write_plan
     from repro.plan.table_plan import plan_all
 
-    manifests = load_some(ids, manifests_dir)
+    manifests = load_some(ids, manifests_dir, readings=readings)
     plans = plan_all(manifests)
     folder = _estimate(
         plans, results_dir, executor, gpus, runs_per_gpu, slurm_max_parallel, data_dir, calibration, reference_gpu
@@ -209,11 +211,12 @@ def flops(
     ids: Optional[list[str]] = typer.Argument(None, help="Manifest ids (default: all)."),
     verbose: bool = verbose_option("Show every module's three counts."),
     manifests_dir: Optional[Path] = MANIFESTS,
+    readings: Optional[Path] = READINGS,
 ) -> None:
     """Count FLOPs of every row three ways (analytic, fvcore, torch/2); exit 1 on any disagreement."""
     from repro.pipeline import flop_check
 
-    manifests = load_some(ids, manifests_dir)
+    manifests = load_some(ids, manifests_dir, readings=readings)
     with Reporter(console) as progress:
         check = flop_check(manifests, progress, settings().cache)
     _print_flops(manifests, check, verbose)
@@ -301,13 +304,15 @@ def _print_flops(manifests: list[Manifest], check: FlopCheck, verbose: bool) -> 
         )
 
 
-def data(data_dir: Optional[Path] = DATA, manifests_dir: Optional[Path] = MANIFESTS) -> None:
+def data(
+    data_dir: Optional[Path] = DATA, manifests_dir: Optional[Path] = MANIFESTS, readings: Optional[Path] = READINGS
+) -> None:
     """Which datasets and pretrained weights are present, where, and how to fill what is missing."""
     from repro.data.layout import data_root, data_status, fill_steps
     from repro.models.weights import WeightsStatus, fill_steps as weights_steps, pretrained_backbones, weights_status
     from repro.spec.profiles import shipped_profiles
 
-    manifests = load_every(manifests_dir)
+    manifests = load_every(manifests_dir, readings=readings)
     data_dir = data_dir or settings().data
     grid = Grid([Column("Dataset or weights"), Column("Status"), Column("Needed by (full profile)", prose=True)])
     blocks: list[tuple[str, str, list[Step]]] = []  # (title, where it is or is looked for, steps to fill it)

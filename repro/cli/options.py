@@ -55,6 +55,9 @@ PROFILES = typer.Option(
     "--profiles",
     help="TOML file of your own profiles (profiles.<name> tables), over the shipped ones. Default: $REPRO_PROFILES.",
 )
+READINGS = typer.Option(
+    None, "--readings", help="Readings of your own (TOML), added to the shipped ones. Default: $REPRO_READINGS."
+)
 DATA = typer.Option(None, "--data-dir", help="Datasets. Default: $REPRO_DATA or ./data.")
 DEVICE = typer.Option("auto", "--device", help="auto, cpu or cuda.")
 JOBS = typer.Option(

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Optional
 import typer
 
 from repro.cli.common import load_some, print_grid, show
-from repro.cli.options import MANIFESTS, verbose_option
+from repro.cli.options import MANIFESTS, READINGS, verbose_option
 from repro.core.terminal import Column, Grid
 from repro.plan.manifest import Manifest
 
@@ -28,6 +28,7 @@ KINDS = {"ordered by rho": " (empirical, ordered by rho)", "metric": " (under ea
 def readings(
     ids: Optional[list[str]] = typer.Argument(None, help="Manifest ids (default: every one)."),
     manifests_dir: Optional[Path] = MANIFESTS,
+    readings_file: Optional[Path] = READINGS,
     verbose: bool = verbose_option(
         "Also list the readings, what each alternative is, the order by rho, each verdict's evidence and the prose."
     ),
@@ -37,11 +38,13 @@ def readings(
 
     from repro.claims.under_readings import recounted_claims, reread_claims
     from repro.measure.reading_counts import readings_for
-    from repro.report.readings_section import readings_summary
+    from repro.report.readings_section import own_line, own_readings, readings_summary, shown_readings
 
-    manifests = load_some(ids, manifests_dir)
+    manifests = load_some(ids, manifests_dir, readings=readings_file)
+    own = own_readings(manifests)
+    where = f"repro/spec/readings.toml and {own.path}" if own is not None else "repro/spec/readings.toml"
     if verbose:
-        _list_readings(manifests)
+        _list_readings(manifests, where)
     claims: list[ClaimReadings] = []
     # Counted as the report counts them: the paper's tables in one line, the extension's apart.
     cost: dict[bool, tuple[float, int]] = {False: (0.0, 0), True: (0.0, 0)}  # (CPU seconds, models counted)
@@ -53,7 +56,7 @@ def readings(
             cost[m.is_extension()] = (seconds + detail["cpu_seconds"], models + detail["models"])
     extensions = {m.id for m in manifests if m.is_extension()}
     grid = _by_reading(claims) if verbose else _by_claim(claims)
-    print_grid(grid, "Claims under each reading the text leaves open (repro/spec/readings.toml)")
+    print_grid(grid, f"Claims under each reading the text leaves open ({where})")
     paper = [e for e in claims if e.manifest not in extensions]
     beyond = [e for e in claims if e.manifest in extensions]
     if paper or not beyond:
@@ -64,6 +67,8 @@ def readings(
             + readings_summary(beyond, *cost[True]).removeprefix("Readings: ")
         )
     show(_by_training(manifests))
+    if own is not None:
+        show(own_line(own, shown_readings(manifests), code=""))
     if not verbose:
         show(
             Text(
@@ -155,7 +160,7 @@ def _by_training(manifests: list[Manifest]) -> str:
     )
 
 
-def _list_readings(manifests: list[Manifest]) -> None:
+def _list_readings(manifests: list[Manifest], where: str) -> None:
     """Every reading that applies to the manifests: the value chosen, the alternatives, how each is decided."""
     from repro.report.readings_section import how_decided, shown_readings
 
@@ -171,4 +176,4 @@ def _list_readings(manifests: list[Manifest]) -> None:
         listed.add(
             r.id, r.chosen.label, "; ".join(f"{a.id}: {a.label}" for a in r.alternatives), how_decided(r, manifests)
         )
-    print_grid(listed, "Readings the text leaves open (repro/spec/readings.toml)")
+    print_grid(listed, f"Readings the text leaves open ({where})")

@@ -18,7 +18,7 @@ from repro.cli.common import (
     show_unusable,
     write_failed,
 )
-from repro.cli.options import MANIFESTS, PROFILES, RESULTS, profile_option
+from repro.cli.options import MANIFESTS, PROFILES, READINGS, RESULTS, profile_option
 from repro.core.fsutil import WriteFailed
 from repro.plan.manifest import Manifest
 
@@ -30,6 +30,7 @@ def report(
     results_dir: Optional[Path] = RESULTS,
     manifests_dir: Optional[Path] = MANIFESTS,
     profiles: Optional[Path] = PROFILES,
+    readings: Optional[Path] = READINGS,
     profile: Optional[str] = profile_option("Only this profile's report. Default: every profile with results."),
 ) -> None:
     """Re-render <results>/<profile>/report.md and report.html from whatever results the directory holds."""
@@ -48,7 +49,7 @@ def report(
     from repro.runtime.interrupt import command_line, raise_pending
 
     results_dir = results_dir or settings().results
-    manifests = load_every(manifests_dir, profiles)  # bad input is reported before anything else
+    manifests = load_every(manifests_dir, profiles, readings=readings)  # bad input is reported before anything else
     if profile is not None:
         check_profile(manifests, profile)  # an unknown name is refused, naming the closest, before the folder
     if results_dir.exists() and not results_dir.is_dir():

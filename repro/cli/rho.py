@@ -142,7 +142,7 @@ def _rho(
     patterns = tuple(parse_pattern(p) for p in route)
     if target is not None:
         check_target(target)
-    setting = default_setting(spec, settings().manifests)
+    setting = default_setting(spec, settings().manifests, settings().readings)
     head = _options(lambda: head_config(setting, experts, hidden, head_k), "--head-k")
     bank = _options(
         lambda: MoEConvBackboneConfig(
@@ -154,7 +154,7 @@ def _rho(
     shape = parse_size(size) if size else None
     if classes is not None and not 1 <= classes <= MAX_CLASSES:
         raise RhoInputError(f"--classes {classes}: expected between 1 and {MAX_CLASSES:,}")
-    reference = load_reference(settings().manifests)
+    reference = load_reference(settings().manifests, settings().readings)
 
     warnings.filterwarnings("ignore", message=".*torch.jit.script.*", category=FutureWarning)  # fvcore traces
     from repro.rho.analysis import Request, analyse  # torch from here on
@@ -216,7 +216,7 @@ def _survey(console: Console, setting, shape, classes, request, reference, as_js
             rows.append(count_one(spec, setting, shape, classes, request, reference))
             progress.advance(task)
         progress.update(task, description="Table 6 settings")
-        points = setting_points(reference, settings().cache, settings().manifests)
+        points = setting_points(reference, settings().cache, settings().manifests, settings().readings)
         progress.advance(task)
     wall_s, cpu_s = round(time.perf_counter() - wall, 1), round(time.process_time() - cpu, 1)
     load_before, load_after = [round(x, 2) for x in load], [round(x, 2) for x in os.getloadavg()]

@@ -31,6 +31,7 @@ from repro.cli.common import (
     print_grid,
     profiles_file,
     read_files,
+    readings_file,
     recording,
     run_defaults,
     settings,
@@ -60,6 +61,7 @@ from repro.cli.options import (
     MANIFESTS,
     PROFILE,
     PROFILES,
+    READINGS,
     RESULTS,
     UNVERIFIED,
     VERBOSE,
@@ -380,7 +382,7 @@ def _trains(plans: Plans, options: TableOptions) -> bool:
 def run_tables(ids: list[str] | None, options: TableOptions, report: bool) -> int:
     """Run the manifests `ids` (every one when None) under `options`; `report`: verify-all's FLOP check of every
     model and report.md over them. Checks every name and folder before any work."""
-    manifests = load_some(ids, options.manifests_dir, options.profiles_file, options.defaults)
+    manifests = load_some(ids, options.manifests_dir, options.profiles_file, options.defaults, options.readings_file)
     check_profile(manifests, options.profile)
     check_results_dir(options.results_dir, options.profile, [m.id for m in manifests])
     _check_device(options)
@@ -420,6 +422,7 @@ def tables(
     data_dir: Optional[Path] = DATA,
     manifests: Optional[Path] = MANIFESTS,
     profiles: Optional[Path] = PROFILES,
+    readings: Optional[Path] = READINGS,
     allow_unverified_data: bool = UNVERIFIED,
     workers: Optional[int] = WORKERS,
     deterministic: bool = DETERMINISTIC,
@@ -470,6 +473,7 @@ def tables(
         data_dir=data_dir or own.data,
         manifests_dir=manifests_folder(manifests),
         profiles_file=profiles_file(profiles),
+        readings_file=readings_file(readings),
         data=DataOptions(allow_unverified_data, workers),
         defaults=run_defaults(deterministic),
         executor=execution,

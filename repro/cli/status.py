@@ -8,7 +8,7 @@ from typing import Optional
 import typer
 
 from repro.cli.execution import stale_lock_after_option
-from repro.cli.options import MANIFESTS, PROFILE, PROFILES, READ_RESULTS, verbose_option
+from repro.cli.options import MANIFESTS, PROFILE, PROFILES, READ_RESULTS, READINGS, verbose_option
 from repro.execution.status import STATES, table_status
 from repro.runtime.locks import LockSettings, stale_after_problem
 
@@ -19,6 +19,7 @@ def status(
     results_dir: Optional[Path] = READ_RESULTS,
     manifests_dir: Optional[Path] = MANIFESTS,
     profiles: Optional[Path] = PROFILES,
+    readings: Optional[Path] = READINGS,
     stale_lock_after: float = stale_lock_after_option(
         "Seconds without a heartbeat after which a run counts as interrupted."
     ),
@@ -35,7 +36,7 @@ def status(
     results_dir = results_dir or own().results
     if results_dir.exists() and not results_dir.is_dir():  # read as an empty folder, it listed every run pending
         fail(f"--results-dir {results_dir} is a file, not a results folder")
-    manifests = load_some(ids, manifests_dir, profiles)
+    manifests = load_some(ids, manifests_dir, profiles, readings=readings)
     check_profile(manifests, profile)
     plans = build_plans(manifests, profile)
     table = Grid([Column("Table"), *(Column(s, right=True) for s in STATES)])

@@ -10,7 +10,7 @@ from typing import Optional
 import typer
 
 from repro.cli.common import check_profile, fail, settings
-from repro.cli.options import MANIFESTS, PROFILE, PROFILES, READ_RESULTS
+from repro.cli.options import MANIFESTS, PROFILE, PROFILES, READ_RESULTS, READINGS
 
 
 def trace(
@@ -25,6 +25,7 @@ def trace(
     results_dir: Optional[Path] = READ_RESULTS,
     manifests_dir: Optional[Path] = MANIFESTS,
     profiles: Optional[Path] = PROFILES,
+    readings: Optional[Path] = READINGS,
     as_json: bool = typer.Option(False, "--json", help="The trace as JSON, for scripts."),
 ) -> None:
     """One number of a table: its claims, run records, commit, container, data and the command that makes it."""
@@ -37,7 +38,7 @@ def trace(
     from repro.report.trace import TraceError, trace as traced
     from repro.results.measurements import ManifestResult, ResultUnusable, load_result
 
-    manifest = load_one(table, manifests_dir, profiles)
+    manifest = load_one(table, manifests_dir, profiles, readings=readings)
     profile = profile or settings().profile
     results_dir = results_dir or settings().results
 
@@ -51,7 +52,7 @@ def trace(
 
     # The claims decided on the stored measurements by the current manifests, as the report (and trace.html) decides
     # them: a status as results.json stores it may be one typed in, or one the manifests since changed.
-    entries = [(m, stored(m)) for m in load_every(manifests_dir, profiles)]
+    entries = [(m, stored(m)) for m in load_every(manifests_dir, profiles, readings=readings)]
     result = {m.id: r for m, r in decide_all(entries)}.get(manifest.id)
     if result is None:
         check_profile([manifest], profile)  # a misspelt name: the closest, not a command that repeats it

@@ -103,6 +103,7 @@ VARIABLES: dict[str, Variable] = {
         # Where things are: any text; each is checked where it is used.
         Variable("REPRO_PROFILE", text, "a profile name", "the default --profile", "smoke"),
         Variable("REPRO_PROFILES", text, "a file", "a TOML file of profiles added to the shipped ones (--profiles)"),
+        Variable("REPRO_READINGS", text, "a file", "a TOML file of readings added to the shipped ones (--readings)"),
         Variable("REPRO_RESULTS", text, "a folder", "the default --results-dir", "results"),
         Variable("REPRO_DATA", text, "a folder", "the default --data-dir: the datasets' root", "data"),
         Variable("REPRO_MANIFESTS", text, "a folder", "the default --manifests: the tables' manifests"),

@@ -93,6 +93,7 @@ class Settings:
 
     profile: str = environment.VARIABLES["REPRO_PROFILE"].default  # REPRO_PROFILE: the default --profile
     profiles: Path | None = None  # REPRO_PROFILES: a file of profiles added to the shipped ones
+    readings: Path | None = None  # REPRO_READINGS: a file of readings added to the shipped ones
     results: Path = DEFAULT_RESULTS  # REPRO_RESULTS: the default --results-dir
     data: Path = DEFAULT_DATA  # REPRO_DATA: the datasets' root
     manifests: Path | None = None  # REPRO_MANIFESTS: None, the package's own
@@ -130,6 +131,7 @@ class Settings:
         return cls(
             value("REPRO_PROFILE"),
             folder("REPRO_PROFILES"),
+            folder("REPRO_READINGS"),
             Path(value("REPRO_RESULTS")),
             Path(value("REPRO_DATA")),
             folder("REPRO_MANIFESTS"),

@@ -67,6 +67,7 @@ class TableOptions:
     data_dir: Path | None = None
     manifests_dir: Path | None = None
     profiles_file: Path | None = None
+    readings_file: Path | None = None  # a file of readings of one's own, added to the shipped ones
     data: DataOptions = DataOptions()
     defaults: RunDefaults = RunDefaults()  # threads and deterministic mode where a profile gives neither
     executor: ExecutorOptions = field(default_factory=ExecutorOptions)

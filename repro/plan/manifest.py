@@ -21,7 +21,18 @@ from repro.data.specs import DATASETS
 from repro.models import BACKBONES, HEADS, Component
 from repro.models.configs import ConfigError
 from repro.spec.profiles import MAX_BATCH, MAX_SEEDS, Profile, RunDefaults, all_profiles, check_against
-from repro.spec.readings import Reading, Sensitivity, applying, check_claims, check_rows, expand, shipped_readings
+from repro.spec.readings import (
+    SHIPPED_NAME,
+    Reading,
+    ReadingsFile,
+    Sensitivity,
+    all_readings,
+    applying,
+    check_claims,
+    check_rows,
+    expand,
+    load_own_readings,
+)
 from repro.core.package_data import shipped
 from repro.core.registry import closest
 from repro.core.schema import (
@@ -133,9 +144,17 @@ class Manifest:
     path: str = ""
     sensitivity: tuple[Sensitivity, ...] = ()  # rows generated from the readings' alternatives (repro.spec.readings)
     readings: tuple[Reading, ...] = ()  # the readings (repro/spec/readings.toml) that apply to this table's rows
+    # The file of one's own (--readings, $REPRO_READINGS) whose readings were read with the shipped ones: None, the
+    # shipped alone. Kept so that what reads this manifest reads the same readings (another table's claims, the report).
+    own_readings: ReadingsFile | None = None
     # Claims another manifest decides that this table shows too, "<manifest>:<claim>" (repro.claims.across):
     # a finding two tables share is decided once and counted once.
     shows: tuple[str, ...] = ()
+
+    def reading_file(self, reading_id: str) -> str:
+        """Where a reading this table was read with is declared: the file of one's own, or the shipped file."""
+        own = self.own_readings
+        return str(own.path) if own is not None and own.declares(reading_id) else SHIPPED_NAME
 
     def row(self, row_id: str) -> Row:
         return next(r for r in self.rows if r.id == row_id)
@@ -287,8 +306,9 @@ def _claim(data: Any, path: str, problems: Problems) -> Claim | None:
     )
 
 
-def parse_manifest(data: dict[str, Any], file: str | Path) -> Manifest:
-    """Validate a manifest document; raise SchemaError listing every problem."""
+def parse_manifest(data: dict[str, Any], file: str | Path, own_readings: ReadingsFile | None = None) -> Manifest:
+    """Validate a manifest document under the shipped readings and those of `own_readings`; raise SchemaError
+    listing every problem."""
     problems = Problems()
     check_text(data, "", problems, PROSE_KEYS)  # what the LaTeX and Markdown writers cannot print, before any run
     for key in data:
@@ -335,9 +355,9 @@ def parse_manifest(data: dict[str, Any], file: str | Path) -> Manifest:
             problems.add(
                 f"rows[{i}].batch_size", f"{r.batch_size!r} is out of range; allowed: 1 <= value <= {MAX_BATCH}"
             )
-    readings = shipped_readings()
+    readings = all_readings(own_readings)
     if not problems.items:  # the components are known: every main row carries each reading's chosen value
-        check_rows(rows, readings, problems)
+        check_rows(rows, readings, problems, own_readings)
     comparisons = [c for c in comparisons if c is not None]
     _check_ids(comparisons, "comparisons", problems)
     if not problems.items:  # the readings' alternatives as rows and comparisons of their own
@@ -393,6 +413,7 @@ def parse_manifest(data: dict[str, Any], file: str | Path) -> Manifest:
         path=str(file),
         sensitivity=tuple(s for s in sensitivity if s is not None),
         readings=applying(rows, readings, scalars.get("id", ""), claims),
+        own_readings=own_readings,
         shows=tuple(shows or ()),
         **scalars,
     )
@@ -426,11 +447,19 @@ def _check_ids(items: list, kind: str, problems: Problems) -> None:
         seen.add(item.id)
 
 
+def own_readings(readings_file: str | Path | None) -> ReadingsFile | None:
+    """A readings file of one's own, read and validated (SchemaError naming it); None: the shipped readings alone."""
+    return load_own_readings(readings_file) if readings_file else None
+
+
 def load_manifest(
-    path: str | Path, profiles: dict[str, Profile] | None = None, defaults: RunDefaults = RunDefaults()
+    path: str | Path,
+    profiles: dict[str, Profile] | None = None,
+    defaults: RunDefaults = RunDefaults(),
+    readings_file: str | Path | None = None,
 ) -> Manifest:
     """One manifest with the profiles attached: `profiles`, else the shipped and the user's (all_profiles)."""
-    manifest = parse_manifest(read_toml(Path(path)), path)
+    manifest = parse_manifest(read_toml(Path(path)), path, own_readings(readings_file))
     return with_profiles(manifest, profiles if profiles is not None else all_profiles()[0], defaults)
 
 
@@ -442,15 +471,20 @@ def manifest_paths(directory: str | Path | None = None) -> list[Path]:
 
 
 def load_valid(
-    directory: str | Path | None = None, profiles_file: str | Path | None = None, defaults: RunDefaults = RunDefaults()
+    directory: str | Path | None = None,
+    profiles_file: str | Path | None = None,
+    defaults: RunDefaults = RunDefaults(),
+    readings_file: str | Path | None = None,
 ) -> tuple[list[Manifest], dict[str, SchemaError]]:
     """Every manifest of the folder that is valid, with the profiles attached (under `defaults`), and the
-    others' errors by id. The profiles are checked against the valid manifests (repro.spec.profiles.check_against)."""
+    others' errors by id. The profiles are checked against the valid manifests (repro.spec.profiles.check_against);
+    a readings file of one's own is read first, and its SchemaError raised before any manifest is read."""
+    own = own_readings(readings_file)
     profiles, files = all_profiles(profiles_file)
     manifests, invalid = [], {}
     for path in manifest_paths(directory):
         try:
-            manifests.append(parse_manifest(read_toml(path), path))
+            manifests.append(parse_manifest(read_toml(path), path, own))
         except SchemaError as exc:
             invalid[path.stem] = exc
     for manifest_id, problems in check_across(manifests, _shipped_elsewhere(directory)).items():
@@ -471,11 +505,14 @@ def _shipped_elsewhere(directory: str | Path | None) -> set[str]:
 
 
 def load_all(
-    directory: str | Path | None = None, profiles_file: str | Path | None = None, defaults: RunDefaults = RunDefaults()
+    directory: str | Path | None = None,
+    profiles_file: str | Path | None = None,
+    defaults: RunDefaults = RunDefaults(),
+    readings_file: str | Path | None = None,
 ) -> list[Manifest]:
     """Every manifest in the folder (see manifests_dir), each with the profiles attached; raise the first
     invalid manifest's SchemaError."""
-    manifests, invalid = load_valid(directory, profiles_file, defaults)
+    manifests, invalid = load_valid(directory, profiles_file, defaults, readings_file)
     for exc in invalid.values():
         raise exc
     return manifests
@@ -493,11 +530,13 @@ def find_manifest(
     directory: str | Path | None = None,
     profiles_file: str | Path | None = None,
     defaults: RunDefaults = RunDefaults(),
+    readings_file: str | Path | None = None,
 ) -> Manifest:
     """One manifest, from its file alone, with the profiles attached. What it names in other tables is checked by
     their file names (a table that does not exist, a profile entry naming none); what needs their rows (a reference
     to another table's row, one claim per finding, a table's settings that would split a shared model's runs) is
     the folder's check, load_valid's. KeyError naming the closest manifests when there is no such file."""
+    own = own_readings(readings_file)  # before the manifest: a bad file of one's own is named first
     paths = {p.stem: p for p in manifest_paths(directory)}
     if manifest_id not in paths:
         declaring = [p.name for p in paths.values() if _declared_id(p) == manifest_id]
@@ -511,7 +550,7 @@ def find_manifest(
             f"no manifest '{manifest_id}'{closest(manifest_id, list(paths))}; "
             f"known in {manifests_dir(directory)}: {', '.join(paths)}"
         )
-    manifest = parse_manifest(read_toml(paths[manifest_id]), paths[manifest_id])
+    manifest = parse_manifest(read_toml(paths[manifest_id]), paths[manifest_id], own)
     others = (set(paths) | set(_shipped_elsewhere(directory))) - {manifest_id}
     for problems in check_across([manifest], others).values():
         raise SchemaError(manifest.path, problems)

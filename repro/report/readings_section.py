@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from repro.spec.readings import Reading, shipped_readings
+from repro.spec.readings import Reading, ReadingsFile, all_readings
 from repro.results.measurements import READINGS_DETAIL
 
 
@@ -23,10 +23,27 @@ def readings_cost(entries: list[tuple[Any, Any]]) -> tuple[float, int]:
     return sum(d.get("cpu_seconds", 0.0) for d in details), sum(d.get("models", 0) for d in details)
 
 
+def own_readings(manifests: list[Any] | None) -> ReadingsFile | None:
+    """The readings file of one's own the manifests were read with (--readings, $REPRO_READINGS), if any."""
+    return next((m.own_readings for m in manifests or () if m.own_readings is not None), None)
+
+
 def shown_readings(manifests: list[Any]) -> list[Reading]:
-    """The readings that apply to a row of any of the manifests, in repro/spec/readings.toml's order."""
+    """The readings that apply to a row of any of the manifests, in repro/spec/readings.toml's order, then in the
+    order of the file of one's own they were read with."""
     applying = {r.id for m in manifests for r in m.readings}
-    return [r for r in shipped_readings() if r.id in applying]
+    return [r for r in all_readings(own_readings(manifests)) if r.id in applying]
+
+
+def own_line(own: ReadingsFile, shown: list[Reading], code: str = "`") -> str:
+    """Where the readings of one's own come from, as the report states it: the file's path and sha256 as read, the
+    ids it declares and those these tables use (`code`: what the path and digest are set in; "" on a terminal)."""
+    used = [r.id for r in shown if own.declares(r.id)]
+    return (
+        f"Readings of your own ({len(own.readings)}: {', '.join(r.id for r in own.readings)}) were read from "
+        f"{code}{own.path}{code} (sha256 {code}{own.sha256}{code}), added to the shipped ones; "
+        f"{'these tables use ' + ', '.join(used) if used else 'no table here uses one'}."
+    )
 
 
 def trained_rows(reading: Reading, manifests: list[Any]) -> dict[str, int]:
@@ -111,12 +128,14 @@ def trained_summary(claims: list[Any]) -> str:
 def render_readings(claims: list[Any], cpu_seconds: float, models: int, manifests: list[Any] | None = None) -> str:
     from repro.report.render import render
 
-    readings = shipped_readings()
+    own = own_readings(manifests)
+    readings = all_readings(own)
     counted = [c for c in claims if c.kind != "trained"]
     trained = [c for c in claims if c.kind == "trained"]
     training_only = sorted({r for c in counted for r in c.training_only})
     intro = (
-        "Each choice the paper's text leaves open is declared once, in `repro/spec/readings.toml`, with the value "
+        "Each choice the paper's text leaves open is declared once, in `repro/spec/readings.toml` (or a file of your "
+        "own), with the value "
         "this artifact chose and each alternative as a configuration override. Every analytic claim, and every "
         "empirical claim that orders measured gaps by rho, is decided again under every alternative of each "
         "reading that applies to the rows it reads (one reading at a time, the others as chosen), by counting "
@@ -132,7 +151,10 @@ def render_readings(claims: list[Any], cpu_seconds: float, models: int, manifest
         "a profile can include; the functional profile trains table1's and table5's. The empirical claims "
         "whose every comparison such rows trained are decided again on them below."
     )
-    listed = [(r, how_decided(r, manifests)) for r in shown_readings(manifests)] if manifests else []
+    shown = shown_readings(manifests) if manifests else []
+    listed = [(r, how_decided(r, manifests or []), own is not None and own.declares(r.id)) for r in shown]
+    if own is not None:
+        intro += " " + own_line(own, shown)
     signs = trained_lines(trained)
     return render(
         "readings.md.j2", entries=counted, trained=trained, signs=signs, listed=listed, intro=intro, outro=outro

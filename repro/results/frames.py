@@ -190,6 +190,9 @@ class Folder:
     # Each table's claims under the readings, as its results.json stores them (plain data: the claims layer
     # that decides them sits above this one), by (profile, table).
     readings: dict[tuple[str, str], list[dict[str, Any]]] = field(default_factory=dict)
+    # Alternative id -> "<reading>/<alternative>" of the readings the manifests that decided the folder were read
+    # with (repro.claims.decided_folder: a file of one's own included); the shipped readings' fill in the rest.
+    alternatives: dict[str, str] = field(default_factory=dict)
 
     def uses(self) -> dict[str, list[Use]]:
         """Run hash -> every row (and seed) whose numbers came from it."""
@@ -291,13 +294,21 @@ def runs(results_dir: str | Path | Folder, profile: str | None = None) -> pd.Dat
     uses = folder.uses()
     results = {(r.profile, r.manifest_id): r for r in folder.results}
     rows = [
-        _run_row(h, folder.records.records[h], [u for u in uses.get(h, []) if profile in (None, u.profile)], results)
+        _run_row(
+            h,
+            folder.records.records[h],
+            [u for u in uses.get(h, []) if profile in (None, u.profile)],
+            results,
+            folder.alternatives,
+        )
         for h in _hashes(folder, profile)
     ]
     return _frame(rows, RUN_COLUMNS, folder)
 
 
-def _run_row(h: str, record: dict[str, Any], uses: list[Use], results: dict) -> dict[str, Any]:
+def _run_row(
+    h: str, record: dict[str, Any], uses: list[Use], results: dict, alternatives: dict[str, str]
+) -> dict[str, Any]:
     config, metrics, prov = record["config"], record["metrics"], record["provenance"]
     facts = prov.get("reproducibility") or {}
     tables = [results[(u.profile, u.table)] for u in uses]
@@ -311,7 +322,7 @@ def _run_row(h: str, record: dict[str, Any], uses: list[Use], results: dict) -> 
         "dataset": config.get("dataset"),
         "backbone": _name(config.get("backbone")),
         "head": _name(config.get("head")),
-        "reading": _joined(dict.fromkeys(r for u in uses if (r := reading_of(u.row)))),
+        "reading": _joined(dict.fromkeys(r for u in uses if (r := reading_of(u.row, alternatives)))),
         "data": data_kind(record, tables),
         "rho": next((v for u, t in zip(uses, tables) if (v := t.measured.row(u.row, "rho")) is not None), None),
         "accuracy": metrics["accuracy"],
@@ -343,13 +354,14 @@ def _name(component: Any) -> str | None:
     return component.get("name") if isinstance(component, dict) else None
 
 
-def reading_of(row: str) -> str | None:
-    """'<reading>/<alternative>' of a row that trains an alternative reading ('<row>__<alternative>',
-    repro/spec/readings.toml); None for any other row."""
+def reading_of(row: str, alternatives: dict[str, str] | None = None) -> str | None:
+    """'<reading>/<alternative>' of a row that trains an alternative reading ('<row>__<alternative>'), by
+    `alternatives` (Folder.alternatives: the readings the manifests were read with) else repro/spec/readings.toml's;
+    None for any other row."""
     if "__" not in row:
         return None
     alternative = row.rsplit("__", 1)[1]
-    return _alternatives().get(alternative, f"?/{alternative}")
+    return (alternatives or {}).get(alternative) or _alternatives().get(alternative, f"?/{alternative}")
 
 
 @lru_cache(maxsize=1)
@@ -475,7 +487,7 @@ def result_row_seeds(result: ManifestResult) -> pd.DataFrame:
     return _frame(_row_seed_rows(result), ROW_SEED_COLUMNS)
 
 
-def _row_seed_rows(result: ManifestResult) -> list[dict[str, Any]]:
+def _row_seed_rows(result: ManifestResult, alternatives: dict[str, str] | None = None) -> list[dict[str, Any]]:
     rows = []
     for row in sorted(result.measured.details.get("runs") or {}):
         for s in sorted(result.measured.runs(row), key=lambda s: s.seed):
@@ -491,7 +503,7 @@ def _row_seed_rows(result: ManifestResult) -> list[dict[str, Any]]:
                     "peak_accuracy": s.peak_accuracy,
                     "chance": s.chance,
                     "rho": result.measured.row(row, "rho"),
-                    "reading": reading_of(row),
+                    "reading": reading_of(row, alternatives),
                     "device": s.device,
                     "threads": s.threads,
                     "deterministic": s.deterministic,
@@ -503,7 +515,8 @@ def _row_seed_rows(result: ManifestResult) -> list[dict[str, Any]]:
 def row_seeds(results_dir: str | Path | Folder, profile: str | None = None) -> pd.DataFrame:
     """Every table's rows by seed (`result_row_seeds` of each results.json); ROW_SEED_COLUMNS."""
     folder = _folder(results_dir, profile)
-    return _frame([r for result in folder.results for r in _row_seed_rows(result)], ROW_SEED_COLUMNS, folder)
+    rows = [r for result in folder.results for r in _row_seed_rows(result, folder.alternatives)]
+    return _frame(rows, ROW_SEED_COLUMNS, folder)
 
 
 def row_stats(seeds: pd.DataFrame) -> pd.DataFrame:

@@ -72,10 +72,11 @@ def _percent(value: float) -> str:
 
 
 @lru_cache(maxsize=4)
-def settings_manifest(manifests: Path | None = None) -> Manifest:
-    """Table 6's manifest, from the folder `manifests` (the command's $REPRO_MANIFESTS) or the package's."""
+def settings_manifest(manifests: Path | None = None, readings: Path | None = None) -> Manifest:
+    """Table 6's manifest, from the folder `manifests` (the command's $REPRO_MANIFESTS) or the package's, with the
+    readings of the file `readings` (its $REPRO_READINGS) added to the shipped ones."""
     try:
-        return find_manifest(SETTINGS_MANIFEST, manifests)
+        return find_manifest(SETTINGS_MANIFEST, manifests, readings_file=readings)
     except (KeyError, SchemaError) as exc:
         message = exc.args[0] if isinstance(exc, KeyError) else str(exc)
         raise RhoInputError(
@@ -83,8 +84,8 @@ def settings_manifest(manifests: Path | None = None) -> Manifest:
         ) from None
 
 
-def load_reference(manifests: Path | None = None) -> Reference:
-    manifest = settings_manifest(manifests)
+def load_reference(manifests: Path | None = None, readings: Path | None = None) -> Reference:
+    manifest = settings_manifest(manifests, readings)
     table = paper_table(manifest.paper_table or manifest.id)
     separates = next((c for c in manifest.claims if c.rule == "separates"), None)
     printed_threshold = table.get(separates.params["threshold"]) if table and separates else None
@@ -153,19 +154,19 @@ def _first_row(rows: list[Row], backbone: str) -> Row | None:
     return next((r for r in rows if r.backbone.name == backbone), None)
 
 
-def _every_row(manifests: Path | None) -> list[Row]:
+def _every_row(manifests: Path | None, readings: Path | None) -> list[Row]:
     try:
-        return [r for m in load_all(manifests) for r in m.rows]
+        return [r for m in load_all(manifests, readings_file=readings) for r in m.rows]
     except SchemaError as exc:
         raise RhoInputError(str(exc)) from None
 
 
-def _sparse_row(dataset: str, manifests: Path | None) -> Row | None:
-    rows = settings_manifest(manifests).rows
+def _sparse_row(dataset: str, manifests: Path | None, readings: Path | None) -> Row | None:
+    rows = settings_manifest(manifests, readings).rows
     return next((r for r in rows if r.dataset == dataset and r.head.name == MOE_HEAD and r.role == "main"), None)
 
 
-def default_setting(spec: ModelSpec, manifests: Path | None = None) -> Setting:
+def default_setting(spec: ModelSpec, manifests: Path | None = None, readings: Path | None = None) -> Setting:
     """A torchvision model: Table 6's ImageNet head-only row. A registry backbone: the first row using it
     (Table 6 first, then the other manifests), with the head of its dataset's head-only row when it has none;
     ImageNet's setting for a backbone no manifest uses."""
@@ -173,13 +174,13 @@ def default_setting(spec: ModelSpec, manifests: Path | None = None) -> Setting:
     if spec.source == "torchvision":
         dataset = TORCHVISION_DATASET
     else:
-        rows = list(settings_manifest(manifests).rows)
-        row = _first_row(rows, spec.name) or _first_row(_every_row(manifests), spec.name)
+        rows = list(settings_manifest(manifests, readings).rows)
+        row = _first_row(rows, spec.name) or _first_row(_every_row(manifests, readings), spec.name)
         dataset = row.dataset if row else TORCHVISION_DATASET
         backbone = row.backbone if row else backbone
         if row is not None and row.head.name == MOE_HEAD:
             return _setting(dataset, backbone, row)
-    head_row = _sparse_row(dataset, manifests)
+    head_row = _sparse_row(dataset, manifests, readings)
     return _setting(dataset, backbone, head_row)
 
 

@@ -37,12 +37,14 @@ def count_one(
     }
 
 
-def setting_points(reference: Reference, cache: Path = DEFAULT_CACHE, manifests: Path | None = None) -> list[dict]:
+def setting_points(
+    reference: Reference, cache: Path = DEFAULT_CACHE, manifests: Path | None = None, readings: Path | None = None
+) -> list[dict]:
     """The paper's settings as counted here (each count kept in the cache folder `cache`): total MACs and rho,
-    with the rho the paper prints."""
+    with the rho the paper prints (Table 6 read from `manifests` with the readings file `readings`)."""
     from repro.measure.flop_check import flop_summary
 
-    manifest = settings_manifest(manifests)
+    manifest = settings_manifest(manifests, readings)
     points = []
     for s in reference.settings:
         row = manifest.row(s.row)

@@ -12,12 +12,19 @@ claim measures (which metric "routing entropy" is) applies to claims instead (`a
     Reading.training_only(alternative) whether the alternative changes only how a model trains (no FLOP or
                                        operator count: the config's TRAINING_ONLY fields, or the batch size)
 
+A file of one's own (--readings FILE, $REPRO_READINGS) is read the same way, validated as the shipped file is,
+and adds readings to the shipped ones (load_own_readings; all_readings): one that takes a shipped reading's id,
+or a choice id a shipped reading uses, is refused, since manifests, claims and run records name the shipped
+readings by those ids and their meaning must not change under them.
+
 Torch-free: components are validated against the configs of repro.models.configs.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -29,9 +36,10 @@ from repro.models import BACKBONES, HEADS, Component
 from repro.models.configs import ConfigError
 from repro.spec.profiles import MAX_BATCH
 from repro.core.registry import Registry, closest
-from repro.core.schema import Problems, SchemaError, bounded, check_id, convert, from_dict, read_toml
+from repro.core.schema import Problems, SchemaError, bounded, check_id, check_text, convert, from_dict, read_toml
 
 SHIPPED_READINGS = shipped("repro.spec", "readings.toml")
+SHIPPED_NAME = "repro/spec/readings.toml"  # as messages name it, wherever the package is installed
 PARTS = ("backbone", "head")  # the components an override may change
 
 
@@ -259,19 +267,38 @@ def _check(reading: Reading, i: int, problems: Problems) -> None:
         _check_choice(reading, alt, f"{path}.alternatives[{j}]", problems)
 
 
+def _naming_readings(items: list[str], raw: list[Any]) -> list[str]:
+    """Each problem under "readings[i]" with the id that reading declares after its key path, so that a file's
+    error names the reading as well as the key: "readings[0].applies.heads[0]: reading 'x': unknown head ..."."""
+    out = []
+    for item in items:
+        path, _, message = item.partition(": ")
+        index = re.match(r"readings\[(\d+)\]", path)
+        declared = raw[int(index.group(1))] if index and int(index.group(1)) < len(raw) else None
+        name = declared.get("id") if isinstance(declared, dict) else None
+        out.append(f"{path}: reading '{name}': {message}" if isinstance(name, str) and name else item)
+    return out
+
+
+def _raw_readings(data: dict[str, Any]) -> list[Any]:
+    raw = data.get("readings", [])
+    return raw if isinstance(raw, list) else []
+
+
 def parse_readings(data: dict[str, Any], path: str | Path) -> tuple[Reading, ...]:
-    """Validate a readings document; raise SchemaError naming `path` and every problem."""
+    """Validate a readings document; raise SchemaError naming `path` and every problem, each with its key path and
+    the reading it concerns."""
     problems = Problems()
+    check_text(data, "", problems, frozenset({"text"}))  # titles and labels name rows in the LaTeX tables
     for key in data:
         if key != "readings":
             problems.add(key, f"unknown key{closest(key, ['readings'])}; a readings file holds [[readings]] tables")
-    raw = data.get("readings", [])
-    if not isinstance(raw, list):
+    if not isinstance(data.get("readings", []), list):
         problems.add("readings", "expected an array of tables ([[readings]])")
-        raw = []
+    raw = _raw_readings(data)
     readings = [from_dict(Reading, r, f"readings[{i}]", problems) for i, r in enumerate(raw)]
     if problems.items:
-        raise SchemaError(path, problems.items)
+        raise SchemaError(path, _naming_readings(problems.items, raw))
     ids, alternative_ids = set(), set()
     for i, reading in enumerate(readings):
         _check(reading, i, problems)
@@ -283,7 +310,7 @@ def parse_readings(data: dict[str, Any], path: str | Path) -> tuple[Reading, ...
                 problems.add(f"readings[{i}]", f"choice id '{alt.id}' is used twice: ids name generated rows")
             alternative_ids.add(alt.id)
     if problems.items:
-        raise SchemaError(path, problems.items)
+        raise SchemaError(path, _naming_readings(problems.items, raw))
     return tuple(readings)
 
 
@@ -300,6 +327,77 @@ def readings_by_id() -> dict[str, Reading]:
     return {r.id: r for r in shipped_readings()}
 
 
+@dataclass(frozen=True)
+class ReadingsFile:
+    """A readings file of one's own (--readings FILE, $REPRO_READINGS), as read: its readings (validated as the
+    shipped file's are, and none a shipped one) and the sha256 of its bytes, which the report and the results
+    folder's RO-Crate name beside its path."""
+
+    path: Path
+    sha256: str
+    readings: tuple[Reading, ...]
+
+    def declares(self, reading_id: str) -> bool:
+        return any(r.id == reading_id for r in self.readings)
+
+
+def _shipped_clashes(raw: list[Any]) -> list[str]:
+    """Where a file of one's own takes a shipped reading's id or a shipped choice id (of its raw tables, so that
+    they are named with the file's other problems)."""
+    problems = Problems()
+    shipped = {r.id for r in shipped_readings()}
+    choices = {c.id: r.id for r in shipped_readings() for c in (r.chosen, *r.alternatives)}
+    for i, reading in enumerate(raw):
+        if not isinstance(reading, dict):
+            continue
+        if reading.get("id") in shipped:
+            problems.add(
+                f"readings[{i}].id",
+                f"'{reading['id']}' is a shipped reading ({SHIPPED_NAME}): a file of your own adds readings "
+                "and replaces none; give yours another id",
+            )
+        alternatives = reading.get("alternatives")
+        given = [("chosen", reading.get("chosen"))] + [
+            (f"alternatives[{j}]", alt) for j, alt in enumerate(alternatives if isinstance(alternatives, list) else [])
+        ]
+        for key, choice in given:
+            name = choice.get("id") if isinstance(choice, dict) else None
+            if isinstance(name, str) and name in choices:
+                problems.add(
+                    f"readings[{i}].{key}.id",
+                    f"choice id '{name}' is already used by the shipped reading '{choices[name]}': choice ids "
+                    "name generated rows (<row>__<id>) and are unique over every reading; give it another",
+                )
+    return problems.items
+
+
+def load_own_readings(path: str | Path) -> ReadingsFile:
+    """A file of one's own, validated as the shipped file is, and refused where it reuses a shipped reading's id or
+    a shipped choice id: a reading of one's own adds to the shipped ones and replaces none (a manifest, a claim and a
+    results folder name the shipped readings by id, and what those ids mean must not move). SchemaError names the
+    file and every problem at once, each with its key path and reading."""
+    path = Path(path)
+    data = read_toml(path)
+    raw = _raw_readings(data)
+    clashes = _naming_readings(_shipped_clashes(raw), raw)
+    try:
+        readings = parse_readings(data, path)
+    except SchemaError as exc:
+        raise SchemaError(path, exc.problems + clashes) from None
+    if clashes:
+        raise SchemaError(path, clashes)
+    try:
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError as exc:  # read a moment ago: gone or unreadable since
+        raise SchemaError(path, [f"cannot be read: {exc.strerror or exc}"]) from None
+    return ReadingsFile(path.resolve(), digest, readings)
+
+
+def all_readings(own: ReadingsFile | None = None) -> tuple[Reading, ...]:
+    """The shipped readings, then those of a file of one's own (if any)."""
+    return shipped_readings() + (own.readings if own is not None else ())
+
+
 # --------------------------------------------------------------------------- in a manifest
 @dataclass(frozen=True)
 class Sensitivity:
@@ -311,8 +409,9 @@ class Sensitivity:
     readings: tuple[str, ...]
 
 
-def check_rows(rows: list, readings: tuple[Reading, ...], problems: Problems) -> None:
-    """Every main row must carry the chosen value of each reading that applies to it."""
+def check_rows(rows: list, readings: tuple[Reading, ...], problems: Problems, own: ReadingsFile | None = None) -> None:
+    """Every main row must carry the chosen value of each reading that applies to it (`own`: the file of one's own
+    some of `readings` come from, which the message names as theirs)."""
     for i, row in enumerate(rows):
         if row.role != "main":
             continue
@@ -322,7 +421,7 @@ def check_rows(rows: list, readings: tuple[Reading, ...], problems: Problems) ->
                     f"rows[{i}]",
                     f"'{row.id}' departs from reading '{reading.id}' ({reading.chosen.label}): "
                     f"{'; '.join(reading.differences(row))}; "
-                    "state the chosen value (repro/spec/readings.toml), "
+                    f"state the chosen value ({own.path if own and own.declares(reading.id) else SHIPPED_NAME}), "
                     "or make the row role = 'sensitivity'",
                 )
 
@@ -379,7 +478,8 @@ def expand(
             if reading is None:
                 problems.add(
                     f"sensitivity[{i}].readings[{j}]",
-                    f"no reading '{reading_id}'{closest(reading_id, sorted(known))}; readings: {', '.join(known)}",
+                    f"no reading '{reading_id}'{closest(reading_id, sorted(known))}; readings: {', '.join(known)} "
+                    "(one of your own is read from --readings FILE or $REPRO_READINGS)",
                 )
                 continue
             varied = [by_id[r] for r in s.rows if r in by_id and reading.applies_to(by_id[r])]

@@ -21,9 +21,10 @@ from repro.plan.manifest import Manifest
 from repro.report.appendix.claim_rows import BADGES
 from repro.report.appendix.container import Package
 from repro.report.appendix.parts import Facts, Item
+from repro.report.readings_section import own_readings
 from repro.results.measurements import Status
 from repro.results.package import CITATION_FILE, CODEMETA_FILE
-from repro.spec.readings import shipped_readings
+from repro.spec.readings import all_readings
 
 FRAMING = (
     "This appendix describes the artifact that reproduces, claim by claim, the findings of the paper below, "
@@ -223,7 +224,8 @@ def evaluation(f: Facts) -> list[str]:
 
 
 def customisation(f: Facts) -> list[Item]:
-    readings = shipped_readings()
+    own = own_readings(f.manifests)
+    readings = all_readings(own)
     gpu = f.inputs.container.gpu_compose
     out = [
         Item(
@@ -239,6 +241,11 @@ def customisation(f: Facts) -> list[Item]:
             "Readings",
             f"{len(readings)} choices the text leaves open ({', '.join(r.id for r in readings)}); "
             "`repro readings` decides every analytic claim under each alternative",
+        ),
+        Item(
+            "Readings of your own",
+            "--readings FILE or $REPRO_READINGS: [[readings]] tables, added to the shipped ones"
+            + (f"; read here from {own.path} (sha256 {own.sha256})" if own is not None else ""),
         ),
         Item(
             "A GPU budget",

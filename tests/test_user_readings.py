@@ -1,0 +1,227 @@
+"""Readings of one's own: --readings FILE (or $REPRO_READINGS) adds the readings of a file in readings.toml's
+format to the shipped ones, validated as the shipped file is and refused before any work; a shipped id is refused,
+not replaced; the results say which file (path and sha256) a reading came from; and a run's hash does not depend
+on which file declared its reading."""
+
+import hashlib
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from execution.minitable import PROFILES
+from repro.cli import app
+from repro.core.schema import SchemaError
+from repro.plan.manifest import load_all
+from repro.plan.run_config import planned_runs
+from repro.spec import readings as readings_module
+from repro.spec.readings import shipped_readings
+
+runner = CliRunner()
+
+# The example of docs/readings.md ("Adding a reading"): Soft MoE's slots per expert, which the text does not give.
+SLOTS = """
+[[readings]]
+id = "soft-moe-slots"
+title = "Slots per expert of the Soft MoE baseline"
+section = "4.1"
+text = "The text does not give Soft MoE's slots per expert. Chosen: one."
+applies = { heads = ["soft_moe"] }
+chosen = { id = "one_slot", label = "one slot per expert", head = { slots_per_expert = 1 } }
+
+[[readings.alternatives]]
+id = "two_slots"
+label = "two slots per expert"
+head = { slots_per_expert = 2 }
+"""
+
+# A table of one's own whose [[sensitivity]] trains that reading (a dense row, a Soft MoE row, and its twin).
+SLOTS_TABLE = """
+id = "slots"
+title = "Soft MoE's slots"
+paper_ref = "test"
+description = "A Soft MoE row and its dense baseline, the Soft MoE row also under two slots per expert."
+seeds = 2
+
+[[rows]]
+id = "dense"
+label = "dense"
+dataset = "cifar10"
+measures = ["accuracy"]
+backbone = { name = "cifar_standard" }
+head = { name = "dense" }
+
+[[rows]]
+id = "soft"
+label = "soft"
+dataset = "cifar10"
+measures = ["accuracy"]
+backbone = { name = "cifar_standard" }
+head = { name = "soft_moe", expert_hidden = 32 }
+
+[[comparisons]]
+id = "gap"
+label = "soft vs dense"
+row = "soft"
+baseline = "dense"
+
+[[claims]]
+id = "c"
+statement = "the Soft MoE row beats the dense row"
+section = "test"
+scope = "empirical"
+rule = "row_above"
+row = "soft"
+baseline = "dense"
+
+[[sensitivity]]
+rows = ["soft", "dense"]
+readings = ["soft-moe-slots"]
+"""
+
+
+def _folder(tmp_path):
+    """A folder of one's own (manifests/slots.toml), a profiles file and the readings file; their paths."""
+    (tmp_path / "manifests").mkdir()
+    (tmp_path / "manifests" / "slots.toml").write_text(SLOTS_TABLE)
+    profiles = tmp_path / "profiles.toml"
+    profiles.write_text(PROFILES.format(epochs=1, train_samples=64))
+    readings = tmp_path / "my-readings.toml"
+    readings.write_text(SLOTS)
+    return tmp_path / "manifests", profiles, readings
+
+
+def _env(manifests, profiles, **extra):
+    return {"REPRO_MANIFESTS": str(manifests), "REPRO_PROFILES": str(profiles), "COLUMNS": "200", **extra}
+
+
+def test_a_readings_file_of_ones_own_is_read_and_added_to_the_shipped_ones(tmp_path):
+    manifests, profiles, path = _folder(tmp_path)
+    own = readings_module.load_own_readings(path)
+    assert [r.id for r in own.readings] == ["soft-moe-slots"]
+    assert own.path == path.resolve() and own.sha256 == hashlib.sha256(path.read_bytes()).hexdigest()
+    (table,) = load_all(manifests, profiles, readings_file=path)
+    twin = table.row("soft__two_slots")  # the alternative as a row of its own, its comparison beside it
+    assert twin.head.params["slots_per_expert"] == 2 and twin.reading == "soft-moe-slots/two_slots"
+    assert twin.base == "soft" and "dense__two_slots" not in {r.id for r in table.rows}  # applies to Soft MoE only
+    assert "gap__two_slots" in {c.id for c in table.comparisons}
+    assert [r.id for r in table.readings][-1] == "soft-moe-slots" and table.own_readings == own
+    assert table.reading_file("soft-moe-slots") == str(path.resolve())
+    assert table.reading_file("capacity-rule") == "repro/spec/readings.toml"
+    with pytest.raises(SchemaError) as info:  # without the file, the table names what it lacks and where it goes
+        load_all(manifests, profiles)
+    assert any(
+        "sensitivity[0].readings[0]: no reading 'soft-moe-slots'" in p and "--readings FILE or $REPRO_READINGS" in p
+        for p in info.value.problems
+    ), info.value.problems
+
+
+@pytest.mark.parametrize("route", ["option", "environment"])
+def test_repro_readings_reads_the_file_from_the_option_or_the_environment(tmp_path, route):
+    manifests, profiles, path = _folder(tmp_path)
+    args, env = ["readings", "slots", "-v"], _env(manifests, profiles)
+    if route == "option":
+        args += ["--readings", str(path)]
+    else:
+        env["REPRO_READINGS"] = str(path)
+    out = runner.invoke(app, args, env=env)
+    assert out.exit_code == 0, out.output
+    text = " ".join(out.output.split())
+    assert "soft-moe-slots one slot per expert two_slots: two slots per expert" in text
+    assert f"Readings the text leaves open (repro/spec/readings.toml and {path.resolve()})" in text
+    assert (
+        f"Readings of your own (1: soft-moe-slots) were read from {path.resolve()} (sha256 "
+        f"{hashlib.sha256(path.read_bytes()).hexdigest()}), added to the shipped ones; these tables use "
+        "soft-moe-slots." in text
+    )
+
+
+BAD = SLOTS.replace("head = { slots_per_expert = 1 }", "head = { slot_per_expert = 1 }")
+
+
+@pytest.mark.parametrize("route", ["option", "environment"])
+def test_a_bad_readings_file_is_refused_before_any_work_naming_file_reading_and_key(tmp_path, route):
+    manifests, profiles, path = _folder(tmp_path)
+    path.write_text(BAD)
+    results = tmp_path / "results"
+    args, env = ["run", "slots", "--results-dir", str(results)], _env(manifests, profiles)
+    if route == "option":
+        args += ["--readings", str(path)]
+    else:
+        env["REPRO_READINGS"] = str(path)
+    out = runner.invoke(app, args, env=env)
+    assert out.exit_code == 2, out.output
+    text = " ".join(out.output.split())
+    assert (
+        f"error: {path}: 1 problem(s): - readings[0].chosen.head.slot_per_expert: reading 'soft-moe-slots': "
+        "not a parameter of head 'soft_moe' (did you mean 'slots_per_expert'?)" in text
+    )
+    assert not results.exists()  # nothing ran, nothing was written
+
+
+def test_a_shipped_reading_id_or_choice_id_is_refused_not_replaced(tmp_path):
+    """A file of one's own adds readings; what a shipped id means (to a manifest, a claim, a results folder) stays."""
+    path = tmp_path / "mine.toml"
+    shipped = next(r for r in shipped_readings() if r.id == "dense-dropout")
+    path.write_text(
+        SLOTS.replace('id = "soft-moe-slots"', f'id = "{shipped.id}"').replace(
+            'id = "two_slots"', f'id = "{shipped.alternatives[0].id}"'
+        )
+        + SLOTS.replace('id = "soft-moe-slots"', 'id = "slots-again"')
+    )
+    with pytest.raises(SchemaError) as info:
+        readings_module.load_own_readings(path)
+    problems = info.value.problems
+    assert str(path) in str(info.value)
+    assert (
+        "readings[0].id: reading 'dense-dropout': 'dense-dropout' is a shipped reading (repro/spec/readings.toml): "
+        "a file of your own adds readings and replaces none; give yours another id"
+    ) in problems
+    assert any(
+        p.startswith("readings[0].alternatives[0].id: reading 'dense-dropout': ")
+        and f"choice id '{shipped.alternatives[0].id}' is already used by the shipped reading 'dense-dropout'" in p
+        for p in problems
+    ), problems
+    assert any(  # within the file, as in the shipped one: every problem at once
+        p.startswith("readings[1]: reading 'slots-again': choice id 'one_slot' is used twice") for p in problems
+    ), problems
+    assert next(r for r in shipped_readings() if r.id == "dense-dropout") == shipped  # unchanged
+
+
+def test_a_reading_keeps_its_runs_hashes_whether_shipped_or_in_a_file_of_ones_own(tmp_path, monkeypatch):
+    manifests, profiles, path = _folder(tmp_path)
+    own = readings_module.load_own_readings(path)
+
+    def hashes(tables):
+        return {run.label: run.cfg.hash for m in tables for p in m.profiles.values() for run in planned_runs(m, p)}
+
+    from_file = hashes(load_all(manifests, profiles, readings_file=path))
+    declared = readings_module.shipped_readings() + own.readings
+    monkeypatch.setattr(readings_module, "shipped_readings", lambda: declared)  # the same declaration, shipped
+    assert hashes(load_all(manifests, profiles)) == from_file
+    assert any(label.startswith("slots/soft__two_slots") for label in from_file)
+
+
+def test_the_results_say_which_file_a_reading_came_from(tmp_path):
+    """The run's RO-Crate (actions.json) and report, the table's claims and the exported runs name the file."""
+    manifests, profiles, path = _folder(tmp_path)
+    results, digest = tmp_path / "results", hashlib.sha256(path.read_bytes()).hexdigest()
+    env = _env(manifests, profiles, OMP_NUM_THREADS="1")
+    args = ["--results-dir", str(results), "--readings", str(path)]
+    out = runner.invoke(app, ["run", "slots", "--jobs", "1", *args], env=env)
+    assert out.exit_code == 0, out.output
+    out = runner.invoke(app, ["report", *args], env=env)
+    assert out.exit_code == 0, out.output
+    actions = json.loads((results / "smoke" / "actions.json").read_text())["actions"]
+    assert [a["command"] for a in actions] == ["run slots", "report"]
+    assert all(a["reads"][str(path.resolve())] == digest for a in actions)
+    detail = (results / "smoke" / "report-detail.md").read_text()
+    assert f"Readings of your own (1: soft-moe-slots) were read from `{path.resolve()}` (sha256 `{digest}`)" in detail
+    assert "| `soft-moe-slots` (your file) | Slots per expert of the Soft MoE baseline (Section 4.1) |" in detail
+    assert "| `capacity-rule` (your file)" not in detail
+    claims = (results / "smoke" / "slots" / "claims.md").read_text()
+    assert f"- **soft-moe-slots** (a reading, {path.resolve()}): Slots per expert" in claims
+    out = runner.invoke(app, ["export", *args, "--out", str(tmp_path / "export")], env=env)
+    assert out.exit_code == 0, out.output
+    runs = (tmp_path / "export" / "runs.csv").read_text().splitlines()
+    assert sum(",soft__two_slots," in line and ",soft-moe-slots/two_slots," in line for line in runs) == 2
