@@ -107,7 +107,13 @@ def test_a_verdict_a_trained_alternative_changes_reaches_the_checklist_row_and_t
     (line,) = alternative_only(result)["bb_moe_k_reversal"]
     assert line["verdict"] == "not reproduced under this alternative reading (chosen: reproduced)"
     assert "bb_moe_k_reversal (switch_gate)" in trained_summary(entries).split("; the measured")[0]
-    assert "bb_moe_k_reversal" in readings_summary(entries, 0.0, 0).split("change verdict under one: ")[1]
+    assert "bb_moe_k_reversal" in readings_summary(entries, 0.0, 0).split(" verdict under one: ")[1]
+    # One of each reads as one ("1 empirical claims", "1 change verdict" before).
+    assert trained_summary([reversal]).startswith("Trained readings: 1 empirical claim decided again on the rows")
+    headline = readings_summary([reversal], 0.0, 1)
+    assert "0 analytic claims, 0 empirical claims ordered by rho and 0 claims under a reading" in headline
+    assert ", 1 empirical claim on the rows trained readings gave decided under " in headline
+    assert "(1 changes verdict under one: bb_moe_k_reversal)" in headline and headline.endswith("(1 model)")
 
 
 EIGHT = (

@@ -87,13 +87,21 @@ def readings_summary(claims: list[Any], cpu_seconds: float, models: int) -> str:
     depends = [c.claim for c in claims if c.depends]
     alternatives = sum(len(c.alternatives) for c in claims)
     kinds = {k: sum(1 for c in claims if c.kind == k) for k in ("analytic", "ordered by rho", "metric", "trained")}
-    trained = f", {kinds['trained']} empirical claims on the rows trained readings gave" if kinds["trained"] else ""
-    return (
-        f"Readings: {kinds['analytic']} analytic claims, {kinds['ordered by rho']} empirical claims ordered by rho "
-        f"and {kinds['metric']} claims under a reading of what they measure{trained} decided under {alternatives} "
-        f"alternatives ({len(depends)} change verdict under one: {', '.join(depends) or 'none'}); "
-        f"counted in {cpu_seconds:.1f} CPU-s ({models} models)"
+    trained = (
+        f", {_n(kinds['trained'], 'empirical claim')} on the rows trained readings gave" if kinds["trained"] else ""
     )
+    return (
+        f"Readings: {_n(kinds['analytic'], 'analytic claim')}, {_n(kinds['ordered by rho'], 'empirical claim')} "
+        f"ordered by rho and {_n(kinds['metric'], 'claim')} under a reading of what they measure{trained} decided "
+        f"under {_n(alternatives, 'alternative')} ({len(depends)} {'changes' if len(depends) == 1 else 'change'} "
+        f"verdict under one: {', '.join(depends) or 'none'}); counted in {cpu_seconds:.1f} CPU-s "
+        f"({_n(models, 'model')})"
+    )
+
+
+def _n(count: int, noun: str) -> str:
+    """'1 claim', '2 claims': a count with its noun."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
 def trained_lines(claims: list[Any]) -> list[str]:
@@ -119,8 +127,8 @@ def trained_summary(claims: list[Any]) -> str:
         changed = [o.alternative for o in c.changed_under()]
         changes += [f"{c.claim} ({', '.join(changed)})"] if changed else []
     return (
-        f"Trained readings: {len(trained)} empirical claims decided again on the rows their alternatives trained; "
-        f"the verdict changes under an alternative for {', '.join(changes) or 'none'}; "
+        f"Trained readings: {_n(len(trained), 'empirical claim')} decided again on the rows their alternatives "
+        f"trained; the verdict changes under an alternative for {', '.join(changes) or 'none'}; "
         f"the measured number changes sign under an alternative for {', '.join(flips) or 'none'}"
     )
 
@@ -141,7 +149,7 @@ def render_readings(claims: list[Any], cpu_seconds: float, models: int, manifest
         "reading that applies to the rows it reads (one reading at a time, the others as chosen), by counting "
         "those rows again; an empirical claim ordered by rho keeps the gaps as measured and takes rho under the "
         "alternative. A reading of what a claim measures (which metric 'routing entropy' is) decides the claims "
-        f"it names again on the same measurements. {len(readings)} readings; "
+        f"it names again on the same measurements. {_n(len(readings), 'reading')}; "
         f"{readings_summary(claims, cpu_seconds, models).removeprefix('Readings: ')}."
     )
     outro = (
