@@ -65,11 +65,13 @@ def test_every_row_of_every_table_is_traced_at_80_columns_and_as_json(folder):
         for row in rows:
             done, lines = invoke(manifest.id, row, "--results-dir", folder, manifests=_manifests(folder))
             assert done.exit_code == 0, done.output
-            assert all(len(line) <= 80 or " " not in line.strip() for line in lines), done.output
-            assert lines[0] == "Number" and "Reproduce" in lines
             data = json.loads(
                 invoke(manifest.id, row, "--results-dir", folder, "--json", manifests=_manifests(folder))[0].output
             )
+            # Every line fits 80 columns but an unbreakable one and the command, whole so that it pastes whole.
+            wide = [line for line in lines if len(line) > 80 and " " in line.strip() and line != "  " + data["command"]]
+            assert not wide, done.output
+            assert lines[0] == "Number" and "Reproduce" in lines
             assert data["row"] == row and data["table"] == manifest.id
             traced += 1
     assert traced >= 20
@@ -97,7 +99,12 @@ def test_a_gap_is_traced_to_both_rows_records_as_the_files_hold_them(folder):
         v.claim for v in result.verdicts if {comparison.row, comparison.baseline} & set(v.rows)
     }
     assert found.container.endswith(")") and "`repro verify-all" in found.container  # the action that wrote it
-    assert found.command == f"repro run {manifest.id} --profile smoke --results-dir {folder}"
+    # The fixture's manifests are a folder of its own, so the command names it; the package's need no option.
+    assert found.command == (
+        f"repro run {manifest.id} --manifests {_manifests(folder)} --profile smoke --results-dir {folder}"
+    )
+    shipped = trace(folder, find_manifest(manifest.id), result, comparison.id, "gap")
+    assert shipped.command == f"repro run {manifest.id} --profile smoke --results-dir {folder}"
     assert found.data and "synthetic" in found.data[0]
 
 
@@ -201,3 +208,28 @@ def test_another_tables_unusable_results_leave_this_tables_claims_decided(tmp_pa
     refused, _ = invoke("u", "moe", "--results-dir", results, manifests=manifests)
     assert refused.exit_code == 2, refused.output
     assert "results.json" in refused.output and "`repro report` rebuilds it from the run records" in refused.output
+
+
+def test_the_reproduce_line_names_the_manifests_and_profiles_of_ones_own_that_the_table_was_read_with(tmp_path):
+    """A table of one's own at a profile of one's own: the line said `repro run t --profile mine ...`, which cannot
+    find the table or the profile; it names the manifests folder and the profiles file, and a shipped table at a
+    shipped profile needs neither (test_a_gap_is_traced_to_both_rows_records_as_the_files_hold_them)."""
+    from fake_records import config, record, write_manifest_t, write_result
+
+    manifests = write_manifest_t(tmp_path)
+    profiles = tmp_path / "my-profiles.toml"
+    profiles.write_text('[profiles.mine]\ndescription = "mine"\nevidence = "pipeline"\ndevice = "cpu"\n')
+    results = tmp_path / "results"
+    write_result(results, "t", {"moe": [record(config())]}, profile="mine")
+    manifest = find_manifest("t", manifests, profiles_file=profiles)
+    found = trace(results, manifest, load_result(results, "mine", "t"), "moe")
+    assert found.command == (
+        f"repro run t --manifests {manifests} --profiles {profiles} --profile mine --results-dir {results}"
+    )
+    assert manifest.profile_files == {"mine": str(profiles)}  # only the file's own: smoke, full... are the package's
+    done, lines = invoke(
+        "t", "moe", "--profile", "mine", "--results-dir", results, "--profiles", profiles, manifests=manifests
+    )
+    assert done.exit_code == 0, done.output
+    # On one line however wide, at 80 columns too: a command split over lines does not paste into a shell.
+    assert lines[lines.index("Reproduce") + 1] == "  " + found.command

@@ -73,5 +73,8 @@ def trace(
     for heading, lines in found.items():
         show(Text(heading, style="bold"))
         for line in lines:  # a line that wraps goes on under its first word, so each stays one item
+            if line == found.command:  # one line however wide, so that it pastes whole into a shell
+                console.print(Text("  " + line), soft_wrap=True, highlight=False)
+                continue
             for i, part in enumerate(wrap_words(Text(line), max(20, console.width - 4))):
                 console.print(Text("  " if i == 0 else "    ") + part, soft_wrap=True, highlight=False)

@@ -20,7 +20,15 @@ from repro.claims.across import check_across
 from repro.data.specs import DATASETS
 from repro.models import BACKBONES, HEADS, Component
 from repro.models.configs import ConfigError
-from repro.spec.profiles import MAX_BATCH, MAX_SEEDS, Profile, RunDefaults, all_profiles, check_against
+from repro.spec.profiles import (
+    MAX_BATCH,
+    MAX_SEEDS,
+    SHIPPED_PROFILES,
+    Profile,
+    RunDefaults,
+    all_profiles,
+    check_against,
+)
 from repro.spec.readings import (
     SHIPPED_NAME,
     Reading,
@@ -147,6 +155,9 @@ class Manifest:
     # The file of one's own (--readings, $REPRO_READINGS) whose readings were read with the shipped ones: None, the
     # shipped alone. Kept so that what reads this manifest reads the same readings (another table's claims, the report).
     own_readings: ReadingsFile | None = None
+    # The profiles attached from a file of one's own (--profiles, $REPRO_PROFILES), each with that file: what a command
+    # that repeats this table's work must be given again (repro trace's "Reproduce"). The shipped ones are not listed.
+    profile_files: dict[str, str] = field(default_factory=dict)
     # Claims another manifest decides that this table shows too, "<manifest>:<claim>" (repro.claims.across):
     # a finding two tables share is decided once and counted once.
     shows: tuple[str, ...] = ()
@@ -423,11 +434,18 @@ def parse_manifest(data: dict[str, Any], file: str | Path, own_readings: Reading
     return manifest
 
 
-def with_profiles(manifest: Manifest, profiles: dict[str, Profile], defaults: RunDefaults = RunDefaults()) -> Manifest:
+def with_profiles(
+    manifest: Manifest,
+    profiles: dict[str, Profile],
+    defaults: RunDefaults = RunDefaults(),
+    files: dict[str, Path] | None = None,
+) -> Manifest:
     """The manifest with `profiles` attached, each as it applies to this table (Profile.for_manifest): the one
-    place a profile is applied; everything downstream reads `manifest.profiles[name]`."""
+    place a profile is applied; everything downstream reads `manifest.profiles[name]`. `files` (all_profiles'):
+    where each was declared, kept for those of a file of one's own (Manifest.profile_files)."""
     own = {name: p.for_manifest(manifest.id, manifest.seeds, defaults) for name, p in profiles.items()}
-    return dataclasses.replace(manifest, profiles=own)
+    theirs = {n: str(f) for n, f in (files or {}).items() if n in own and Path(f) != SHIPPED_PROFILES}
+    return dataclasses.replace(manifest, profiles=own, profile_files=theirs)
 
 
 def _list(data: dict, key: str, problems: Problems) -> list:
@@ -460,7 +478,10 @@ def load_manifest(
 ) -> Manifest:
     """One manifest with the profiles attached: `profiles`, else the shipped and the user's (all_profiles)."""
     manifest = parse_manifest(read_toml(Path(path)), path, own_readings(readings_file))
-    return with_profiles(manifest, profiles if profiles is not None else all_profiles()[0], defaults)
+    if profiles is not None:
+        return with_profiles(manifest, profiles, defaults)
+    shipped, files = all_profiles()
+    return with_profiles(manifest, shipped, defaults, files)
 
 
 PROFILES_FILE = "profiles.toml"  # in a manifests folder: a profiles file (--profiles), never read as a manifest
@@ -492,7 +513,7 @@ def load_valid(
         invalid[manifest_id] = SchemaError(bad.path, problems)
     manifests = [m for m in manifests if m.id not in invalid]
     check_against(profiles, files, manifests)
-    return [with_profiles(m, profiles, defaults) for m in manifests], invalid
+    return [with_profiles(m, profiles, defaults, files) for m in manifests], invalid
 
 
 def _shipped_elsewhere(directory: str | Path | None) -> set[str]:
@@ -556,4 +577,4 @@ def find_manifest(
         raise SchemaError(manifest.path, problems)
     profiles, files = all_profiles(profiles_file)
     check_against(profiles, files, [manifest], known=paths)
-    return with_profiles(manifest, profiles, defaults)
+    return with_profiles(manifest, profiles, defaults, files)

@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from repro.plan.manifest import Manifest
+from repro.plan.manifest import SHIPPED_MANIFESTS, Manifest
 from repro.results.actions import Action, load_actions, owners, sha256_file
 from repro.results.crate import RUN_HASH
 from repro.results.measurements import (
@@ -233,6 +233,20 @@ def _container(actions: list[Action], table: str) -> str:
     return f"{where} (`{action.command_line}`, {action.ended})"
 
 
+def read_as(manifest: Manifest, profile: str) -> list[str]:
+    """The options a command needs to read this table as it was read here: a manifests folder, a profiles file or a
+    readings file of one's own (none for the shipped ones). Without them the table, or its profile, is not found."""
+    out = []
+    folder = Path(manifest.path).parent
+    if manifest.path and folder.resolve() != SHIPPED_MANIFESTS.resolve():
+        out += ["--manifests", str(folder)]
+    if profile in manifest.profile_files:
+        out += ["--profiles", manifest.profile_files[profile]]
+    if manifest.own_readings is not None:
+        out += ["--readings", str(manifest.own_readings.path)]
+    return out
+
+
 def trace(
     results_dir: Path,
     manifest: Manifest,
@@ -269,7 +283,10 @@ def trace(
     ]
     made_at = [*(r.commit for r in runs), str(result.provenance.get("git_commit", ""))]
     commits = list(dict.fromkeys(c for c in made_at if c))
-    command = shlex.join(["repro", "run", manifest.id, "--profile", result.profile, "--results-dir", str(results_dir)])
+    command = shlex.join(
+        ["repro", "run", manifest.id, *read_as(manifest, result.profile)]
+        + ["--profile", result.profile, "--results-dir", str(results_dir)]
+    )
     reuse = "(reuses the run records present; to train them again, move the record files above aside first)"
     notes = [reuse] if runs else []
     return Trace(
