@@ -51,9 +51,7 @@ READ_RESULTS = results_option(READS_RESULTS)
 # The help texts are short: `verify-all --help` is one screen at 80 columns (tests/test_screens.py); the docs say more.
 MANIFESTS = typer.Option(None, "--manifests", help="Manifests folder. Default: $REPRO_MANIFESTS, else the package's.")
 PROFILES = typer.Option(
-    None,
-    "--profiles",
-    help="TOML file of your own profiles (profiles.<name> tables), over the shipped ones. Default: $REPRO_PROFILES.",
+    None, "--profiles", help="Profiles of your own (TOML), over the shipped ones. Default: $REPRO_PROFILES."
 )
 READINGS = typer.Option(
     None, "--readings", help="Readings of your own (TOML), added to the shipped ones. Default: $REPRO_READINGS."
