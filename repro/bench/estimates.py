@@ -82,7 +82,7 @@ def bench_estimates(
         if rest:
             out.held_out = Compared(
                 profile,
-                f"{len(rest)} tables held out",
+                f"{len(rest)} table{'' if len(rest) == 1 else 's'} held out",
                 sum(c.estimated_s for c in rest),
                 max((c.basis for c in rest), key=BASES.index),
                 sum(c.measured_s for c in rest if c.measured_s is not None),  # every one: out.tables are measured

@@ -494,7 +494,7 @@ def estimates_cmd(
                 f"[bold]{total.what}[/]",
                 duration(total.estimated_s),
                 duration(total.measured_s),
-                f"[bold]{total.ratio:.2f}[/]",
+                "-" if total.ratio is None else f"[bold]{total.ratio:.2f}[/]",
                 total.basis,
                 total.source,
             )

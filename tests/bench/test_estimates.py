@@ -150,6 +150,30 @@ def test_repro_bench_estimates_prints_each_table_and_the_held_out_ones_together(
     out = CliRunner().invoke(app, argv, env={"COLUMNS": "200"})
     assert out.exit_code == 0, out.output
     rows = {line.split("│")[1].strip(): line for line in out.output.splitlines() if line.count("│") > 2}
-    assert {"t1", "t2 (held out)", "1 tables held out"} <= set(rows)
-    assert "1.00" in rows["t2 (held out)"] and "1.00" in rows["1 tables held out"]
+    assert {"t1", "t2 (held out)", "1 table held out"} <= set(rows)
+    assert "1.00" in rows["t2 (held out)"] and "1.00" in rows["1 table held out"]
     assert "goal 0.7-1.3 (held-out tables and verify-all): met" in out.output
+
+
+def test_a_total_measured_at_no_time_prints_no_ratio(folder, monkeypatch):
+    """A total whose measured time is 0 (a timings.json edited by hand) has no ratio: its row said
+    TypeError 'unsupported format string passed to NoneType', where a table's row printed '-'."""
+    import dataclasses
+
+    from typer.testing import CliRunner
+
+    from repro.cli import app
+
+    def measured_at_zero(*args, **kwargs):
+        r = bench_estimates(*args, **kwargs)
+        r.held_out = dataclasses.replace(r.held_out, measured_s=0.0)
+        return r
+
+    results, manifests = folder(1.0)
+    monkeypatch.setattr("repro.cli.common.load_every", lambda *args, **kwargs: manifests)
+    monkeypatch.setattr("repro.bench.estimates.bench_estimates", measured_at_zero)
+    argv = ["bench", "estimates", "--profile", "smoke", "--results-dir", str(results), "--fit-on", "t1"]
+    out = CliRunner().invoke(app, argv, env={"COLUMNS": "200"})
+    assert out.exit_code == 0, out.output
+    (row,) = [line for line in out.output.splitlines() if "1 table held out" in line]
+    assert row.split("│")[4].strip() == "-"
