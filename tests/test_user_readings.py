@@ -136,6 +136,20 @@ def test_repro_readings_reads_the_file_from_the_option_or_the_environment(tmp_pa
     )
 
 
+def test_readings_and_profiles_files_kept_among_ones_manifests_are_not_read_as_tables(tmp_path):
+    """One folder for all of one's own (as a container mounts it): the readings and profiles files in it were read as
+    two broken tables, 'my-readings' and 'mine', and every command that reads the whole folder stopped on them."""
+    manifests, profiles, path = _folder(tmp_path)
+    path, profiles = path.rename(manifests / path.name), profiles.rename(manifests / "mine.toml")
+    (table,) = load_all(manifests, profiles, readings_file=path)
+    assert table.id == "slots"
+    out = runner.invoke(app, ["list", "--readings", str(path)], env=_env(manifests, profiles))
+    assert out.exit_code == 0, out.output
+    assert "my-readings" not in out.output and "mine" not in out.output.replace("mine.toml", "")
+    estimates = runner.invoke(app, ["bench", "estimates", "--readings", str(path), "-o", str(tmp_path / "none")])
+    assert "No such option" not in estimates.output  # bench estimates takes --readings as the others do
+
+
 BAD = SLOTS.replace("head = { slots_per_expert = 1 }", "head = { slot_per_expert = 1 }")
 
 

@@ -25,6 +25,7 @@ command: Ctrl-C and SIGTERM are handled there and only there, so a test or a not
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Iterable
 
 import typer
 from rich.text import Text
@@ -82,7 +83,8 @@ class _Group(typer.core.TyperGroup):
         if args and args[0] not in self.commands:
             from repro.cli.common import read_settings  # the command's settings, read here once: $REPRO_MANIFESTS
 
-            ids = manifest_ids(read_settings(ctx).manifests)
+            own = read_settings(ctx)
+            ids = manifest_ids(own.manifests, (own.profiles, own.readings))
             if args[0] in ids:
                 return args[0], self.commands["run"], args[:1] + args[1:]
             if hint := closest(args[0], [*self.commands, *ids]):  # `repro tabel5`: table5
@@ -114,11 +116,12 @@ HELP_ONLY = "help_only"  # ctx.meta: the command line asks for a command's help,
 TORCH_COMMANDS = frozenset({"run", "verify-all", "flops", "readings", "data", "rho", "bench"})
 
 
-def manifest_ids(folder: Path | None = None) -> list[str]:
-    """The ids of the manifests in `folder` (default: the package's), by file name, without loading them."""
+def manifest_ids(folder: Path | None = None, besides: Iterable[Path | None] = ()) -> list[str]:
+    """The ids of the manifests in `folder` (default: the package's), by file name, without loading them; `besides`:
+    the profiles and readings files of one's own, which may sit among them."""
     from repro.plan.manifest import manifest_paths
 
-    return [p.stem for p in manifest_paths(folder)]
+    return [p.stem for p in manifest_paths(folder, besides)]
 
 
 def _default_beside_the_help() -> None:
@@ -163,7 +166,8 @@ def _read_settings(ctx: typer.Context) -> None:
 
     begin(ctx)
     name = ctx.invoked_subcommand
-    needs_torch = name in TORCH_COMMANDS or name in manifest_ids(read_settings(ctx).manifests)
+    own = read_settings(ctx)
+    needs_torch = name in TORCH_COMMANDS or name in manifest_ids(own.manifests, (own.profiles, own.readings))
     if needs_torch and not ctx.meta.get(HELP_ONLY):
         from repro.runtime.preflight import torch_problem
 

@@ -11,7 +11,7 @@ from rich.table import Table
 
 from repro.bench import LATENCY_DATASETS
 from repro.cli.common import console
-from repro.cli.options import DEVICE, MANIFESTS, READ_RESULTS, profile_option
+from repro.cli.options import DEVICE, MANIFESTS, PROFILES, READ_RESULTS, READINGS, profile_option
 from repro.bench.speed import BENCH_RUNS, REPS
 
 bench_app = typer.Typer(
@@ -452,6 +452,8 @@ def estimates_cmd(
         "folder, where it has no timings.json (e.g. from GNU time).",
     ),
     manifests_dir: Optional[Path] = MANIFESTS,
+    profiles: Optional[Path] = PROFILES,
+    readings: Optional[Path] = READINGS,
 ) -> None:
     """Estimate / measured time per table, per held-out run and for verify-all, from a results folder's records."""
     from repro.bench.estimates import GOAL, bench_estimates
@@ -461,7 +463,7 @@ def estimates_cmd(
 
     own = settings()
     profile = profile or own.profile
-    manifests = load_every(manifests_dir)
+    manifests = load_every(manifests_dir, profiles, readings=readings)
     ids = tuple(i for i in fit_on.split(",") if i)
     unknown = [i for i in ids if i not in {m.id for m in manifests}]
     if unknown:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, get_type_hints
+from typing import Any, Iterable, Literal, get_type_hints
 
 from repro.claims import RULES, check_references
 from repro.claims.rules import rule_config
@@ -487,8 +487,13 @@ def load_manifest(
 PROFILES_FILE = "profiles.toml"  # in a manifests folder: a profiles file (--profiles), never read as a manifest
 
 
-def manifest_paths(directory: str | Path | None = None) -> list[Path]:
-    return sorted(p for p in manifests_dir(directory).glob("*.toml") if p.name != PROFILES_FILE)
+def manifest_paths(directory: str | Path | None = None, besides: Iterable[str | Path | None] = ()) -> list[Path]:
+    """The folder's manifest files: every *.toml but profiles.toml and `besides`, the profiles and readings files
+    of one's own a command was given (kept beside one's manifests, they are not tables)."""
+    others = {Path(f).resolve() for f in besides if f}
+    return sorted(
+        p for p in manifests_dir(directory).glob("*.toml") if p.name != PROFILES_FILE and p.resolve() not in others
+    )
 
 
 def load_valid(
@@ -503,7 +508,7 @@ def load_valid(
     own = own_readings(readings_file)
     profiles, files = all_profiles(profiles_file)
     manifests, invalid = [], {}
-    for path in manifest_paths(directory):
+    for path in manifest_paths(directory, besides=(profiles_file, readings_file)):
         try:
             manifests.append(parse_manifest(read_toml(path), path, own))
         except SchemaError as exc:
@@ -558,7 +563,7 @@ def find_manifest(
     to another table's row, one claim per finding, a table's settings that would split a shared model's runs) is
     the folder's check, load_valid's. KeyError naming the closest manifests when there is no such file."""
     own = own_readings(readings_file)  # before the manifest: a bad file of one's own is named first
-    paths = {p.stem: p for p in manifest_paths(directory)}
+    paths = {p.stem: p for p in manifest_paths(directory, besides=(profiles_file, readings_file))}
     if manifest_id not in paths:
         declaring = [p.name for p in paths.values() if _declared_id(p) == manifest_id]
         if declaring:  # a copy renamed without its id: name the files, not the closest id
