@@ -233,3 +233,34 @@ def test_the_reproduce_line_names_the_manifests_and_profiles_of_ones_own_that_th
     assert done.exit_code == 0, done.output
     # On one line however wide, at 80 columns too: a command split over lines does not paste into a shell.
     assert lines[lines.index("Reproduce") + 1] == "  " + found.command
+
+
+def test_another_invalid_manifest_in_the_folder_does_not_stop_the_trace(tmp_path):
+    """Deciding the claims over the folder's tables (e624c61) stopped on the first invalid one, where tracing needs
+    only the table traced: the others are read as the report reads them, the invalid left out."""
+    from fake_records import config, record, rho_deciding, write_manifest_t, write_result
+
+    manifests = write_manifest_t(tmp_path)
+    (manifests / "u.toml").write_text('id = "u"\n')  # no title, rows...: invalid
+    results = tmp_path / "results"
+    write_result(results, "t", {"moe": [record(config())]}, metrics=rho_deciding("reproduced"))
+    done, lines = invoke("t", "moe", "--results-dir", results, manifests=manifests)
+    assert done.exit_code == 0, done.output
+    claims = lines[lines.index("Claims") + 1 : lines.index("Run records")]
+    assert " ".join(line.strip() for line in claims) == "c: reproduced: the moe row routes under half of the compute"
+
+
+def test_the_reproduce_line_gives_absolute_paths(tmp_path, monkeypatch):
+    """trace.html keeps the line: a folder or file given relative to where the report ran is found from anywhere."""
+    from fake_records import config, record, write_manifest_t, write_result
+
+    write_manifest_t(tmp_path)
+    (tmp_path / "mine.toml").write_text(
+        '[profiles.mine]\ndescription = "mine"\nevidence = "pipeline"\ndevice = "cpu"\n'
+    )
+    results = tmp_path / "results"
+    write_result(results, "t", {"moe": [record(config())]}, profile="mine")
+    monkeypatch.chdir(tmp_path)
+    manifest = find_manifest("t", "manifests", profiles_file="mine.toml")
+    found = trace(results, manifest, load_result(results, "mine", "t"), "moe")
+    assert f"--manifests {tmp_path / 'manifests'} --profiles {tmp_path / 'mine.toml'} --profile mine" in found.command

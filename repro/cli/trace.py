@@ -34,7 +34,7 @@ def trace(
     from rich.text import Text
 
     from repro.claims.decide import decide_all
-    from repro.cli.common import load_every, load_one, show
+    from repro.cli.common import load_one, load_valid_or_fail, show
     from repro.report.trace import TraceError, trace as traced
     from repro.results.measurements import ManifestResult, ResultUnusable, load_result
 
@@ -52,7 +52,9 @@ def trace(
 
     # The claims decided on the stored measurements by the current manifests, as the report (and trace.html) decides
     # them: a status as results.json stores it may be one typed in, or one the manifests since changed.
-    entries = [(m, stored(m)) for m in load_every(manifests_dir, profiles, readings=readings)]
+    # Over the folder's valid manifests: one that is not costs only the claims that read it, as above.
+    valid, _ = load_valid_or_fail(manifests_dir, profiles, readings)
+    entries = [(manifest, stored(manifest))] + [(m, stored(m)) for m in valid if m.id != manifest.id]
     result = {m.id: r for m, r in decide_all(entries)}.get(manifest.id)
     if result is None:
         check_profile([manifest], profile)  # a misspelt name: the closest, not a command that repeats it

@@ -237,13 +237,13 @@ def read_as(manifest: Manifest, profile: str) -> list[str]:
     """The options a command needs to read this table as it was read here: a manifests folder, a profiles file or a
     readings file of one's own (none for the shipped ones). Without them the table, or its profile, is not found."""
     out = []
-    folder = Path(manifest.path).parent
-    if manifest.path and folder.resolve() != SHIPPED_MANIFESTS.resolve():
+    folder = Path(manifest.path).parent.resolve()  # absolute, as the line may be read far from where it was written
+    if manifest.path and folder != SHIPPED_MANIFESTS.resolve():
         out += ["--manifests", str(folder)]
     if profile in manifest.profile_files:
-        out += ["--profiles", manifest.profile_files[profile]]
+        out += ["--profiles", str(Path(manifest.profile_files[profile]).resolve())]
     if manifest.own_readings is not None:
-        out += ["--readings", str(manifest.own_readings.path)]
+        out += ["--readings", str(Path(manifest.own_readings.path).resolve())]
     return out
 
 
