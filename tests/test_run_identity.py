@@ -178,6 +178,10 @@ def test_the_golden_files_cover_every_shipped_profile_many_runs_and_every_compon
     assert len(golden["full"]) > 400 and all(len(h) == 16 for runs in golden.values() for h in runs.values())
     defaults = json.loads(DEFAULTS.read_text())
     assert defaults["head"]["sparse_moe"]["key_dim"] == 64 and defaults["backbone"]["cifar_depthwise"]["depthwise"]
+    # default_changes compares the components both hold: one registered since the file was written is in none.
+    now = component_defaults()
+    for kind in ("backbone", "head"):
+        assert set(defaults[kind]) == set(now[kind]), f"{kind}s registered or removed since {DEFAULTS.name}; {WRITE}"
 
 
 if __name__ == "__main__" and sys.argv[1:] == ["--write"]:

@@ -177,7 +177,8 @@ def lines(folder: FolderFit) -> list[str]:
             assert c.measured_s is not None, "compare_commands compares measured commands only"
             out.append(
                 f"{profile}: `{c.what}` measured {duration(c.measured_s)} ({c.measured_by}); estimated "
-                f"{duration(c.estimated_s)} ({c.basis}): estimate / measured {c.ratio:.2f}"
+                f"{duration(c.estimated_s)} ({c.basis}): estimate / measured "
+                + ("-" if c.ratio is None else f"{c.ratio:.2f}")
                 + ("; measured under load, left out of the fit" if c.busy else "")
             )
     return out
