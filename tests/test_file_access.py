@@ -16,8 +16,7 @@ PACKAGE = Path(repro.__file__).parent
 WRITERS_OUTSIDE = {
     ("repro/core/fsutil.py", "*"): "the writers themselves",
     ("repro/core/cache.py", "write_json"): "the cache folder ($REPRO_CACHE), outside any results folder",
-    ("repro/data/tensors.py", "_save_atomic"): "the decoded-dataset cache, outside any results folder",
-    ("repro/data/synthetic.py", "_save"): "the synthetic-data cache, outside any results folder",
+    ("repro/core/cache.py", "write_torch"): "the decoded-dataset and synthetic-data caches, outside any results folder",
     ("repro/train/digit_weights.py", "_pretrain_on"): "the stand-in weights in the cache folder",
     ("repro/execution/files.py", "set_aside"): "renames a file within its own folder; it writes no content",
     ("repro/results/package.py", "build_package"): "the package's temporary staging folder (the archive itself goes "

@@ -11,8 +11,9 @@ import json
 import os
 import time
 import warnings
+from contextlib import contextmanager
 from pathlib import Path
-from typing import NoReturn, Optional
+from typing import Iterator, NoReturn, Optional
 
 import typer
 from rich.console import Console
@@ -83,99 +84,72 @@ def rho_command(
         None, "--figure", help="With --all: draw rho against total FLOPs to this PNG file."
     ),
 ) -> None:
-    try:
-        _rho(
-            model,
-            all_models,
-            list_models,
-            size,
-            classes,
-            experts,
-            hidden,
-            head_k,
-            route or [],
-            route_k,
-            target,
-            layers,
-            as_json,
-            figure,
+    with _refusals():
+        console = Console()  # made per call: it reads the terminal's width (COLUMNS) now
+        if list_models:
+            console.print("\n".join(known_names()), markup=False, highlight=False)
+            return
+        if (model is None) == (not all_models):
+            raise RhoInputError("give one MODEL, or --all for every torchvision CNN (--list names them)")
+        if all_models and (route or target is not None or layers):
+            raise RhoInputError("--route, --target and --layers name one model's layers: give MODEL, not --all")
+        if figure is not None and not all_models:
+            raise RhoInputError("--figure draws every torchvision CNN: use it with --all")
+        if figure is not None and (figure.suffix.lower() != ".png" or not figure.parent.is_dir()):
+            raise RhoInputError(f"--figure {figure}: expected a .png file in an existing folder")
+        spec = resolve_model(model) if model else torchvision_cnns()[0]  # --all: every one at the ImageNet setting
+        patterns = tuple(parse_pattern(p) for p in route or [])
+        if target is not None:
+            check_target(target)
+        setting = default_setting(spec, settings().manifests, settings().readings)
+        head = _options(lambda: head_config(setting, experts, hidden, head_k), "--head-k")
+        bank = _options(
+            lambda: MoEConvBackboneConfig(
+                num_experts=setting.route_experts if experts is None else experts,
+                top_k=setting.route_top_k if route_k is None else route_k,
+            ),
+            "--route-k",
         )
-    except RhoInputError as exc:
-        _fail(str(exc))
-    except KeyboardInterrupt:
-        _err().print("[bold yellow]stopped; nothing was written[/]")
-        raise typer.Exit(130)
+        shape = parse_size(size) if size else None
+        if classes is not None and not 1 <= classes <= MAX_CLASSES:
+            raise RhoInputError(f"--classes {classes}: expected between 1 and {MAX_CLASSES:,}")
+        reference = load_reference(settings().manifests, settings().readings)
+
+        warnings.filterwarnings("ignore", message=".*torch.jit.script.*", category=FutureWarning)  # fvcore traces
+        from repro.rho.analysis import Request, analyse  # torch from here on
+        from repro.rho.networks import Network
+
+        request = Request(head, bank.num_experts, bank.top_k, patterns, target, layers)
+        shape = shape or setting.size
+        classes = classes or setting.classes
+        if all_models:
+            _survey(console, setting, shape, classes, request, reference, as_json, figure)
+            return
+        analysis = analyse(Network(spec, setting, shape, classes), request, reference)
+        data = analysis.as_dict()
+        if as_json:
+            typer.echo(json.dumps({**data, "reference": render.reference_json(reference)}, indent=2))
+        else:
+            if layers:
+                render.print_layers(console, data)
+            render.print_analysis(console, data, reference)
+        if analysis.problems:
+            raise typer.Exit(1)
 
 
 rho_command.__doc__ = HELP
 
 
-def _rho(
-    model,
-    all_models,
-    list_models,
-    size,
-    classes,
-    experts,
-    hidden,
-    head_k,
-    route,
-    route_k,
-    target,
-    layers,
-    as_json,
-    figure,
-) -> None:
-    console = Console()  # made per call: it reads the terminal's width (COLUMNS) now
-    if list_models:
-        console.print("\n".join(known_names()), markup=False, highlight=False)
-        return
-    if (model is None) == (not all_models):
-        raise RhoInputError("give one MODEL, or --all for every torchvision CNN (--list names them)")
-    if all_models and (route or target is not None or layers):
-        raise RhoInputError("--route, --target and --layers name one model's layers: give MODEL, not --all")
-    if figure is not None and not all_models:
-        raise RhoInputError("--figure draws every torchvision CNN: use it with --all")
-    if figure is not None and (figure.suffix.lower() != ".png" or not figure.parent.is_dir()):
-        raise RhoInputError(f"--figure {figure}: expected a .png file in an existing folder")
-    spec = resolve_model(model) if model else torchvision_cnns()[0]  # --all: every one at the ImageNet setting
-    patterns = tuple(parse_pattern(p) for p in route)
-    if target is not None:
-        check_target(target)
-    setting = default_setting(spec, settings().manifests, settings().readings)
-    head = _options(lambda: head_config(setting, experts, hidden, head_k), "--head-k")
-    bank = _options(
-        lambda: MoEConvBackboneConfig(
-            num_experts=setting.route_experts if experts is None else experts,
-            top_k=setting.route_top_k if route_k is None else route_k,
-        ),
-        "--route-k",
-    )
-    shape = parse_size(size) if size else None
-    if classes is not None and not 1 <= classes <= MAX_CLASSES:
-        raise RhoInputError(f"--classes {classes}: expected between 1 and {MAX_CLASSES:,}")
-    reference = load_reference(settings().manifests, settings().readings)
-
-    warnings.filterwarnings("ignore", message=".*torch.jit.script.*", category=FutureWarning)  # fvcore traces
-    from repro.rho.analysis import Request, analyse  # torch from here on
-    from repro.rho.networks import Network
-
-    request = Request(head, bank.num_experts, bank.top_k, patterns, target, layers)
-    shape = shape or setting.size
-    classes = classes or setting.classes
-    if all_models:
-        _survey(console, setting, shape, classes, request, reference, as_json, figure)
-        return
-    analysis = analyse(Network(spec, setting, shape, classes), request, reference)
-    data = analysis.as_dict()
-    if as_json:
-        typer.echo(json.dumps({**data, "reference": render.reference_json(reference)}, indent=2))
-    else:
-        if layers:
-            render.print_layers(console, data)
-        render.print_analysis(console, data, reference)
-    if analysis.problems:
-        raise typer.Exit(1)
+@contextmanager
+def _refusals() -> Iterator[None]:
+    """Refused input as an error line (exit 2), Ctrl-C as a line saying nothing was written (exit 130)."""
+    try:
+        yield
+    except RhoInputError as exc:
+        _fail(str(exc))
+    except KeyboardInterrupt:
+        _err().print("[bold yellow]stopped; nothing was written[/]")
+        raise typer.Exit(130)
 
 
 OPTIONS = {"num_experts": "--experts", "expert_hidden": "--hidden"}

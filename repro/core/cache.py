@@ -10,7 +10,9 @@ an entry that cannot be read back is ignored with a warning and rebuilt, so a da
 
 from __future__ import annotations
 
+import os
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -43,3 +45,19 @@ def write_json(path: Path, value: Any) -> None:
         atomic_write_json(path, value)
     except OSError as exc:
         print(f"warning: cannot write the cache entry {path} ({exc}); continuing without it", file=sys.stderr)
+
+
+def write_torch(path: Path, obj: Any) -> None:
+    """torch.save `obj` atomically (a temporary file beside `path`, then a rename), streamed to the file rather
+    than held in memory twice as a decoded dataset would be."""
+    import torch  # only the tensor caches need it: reading the others stays torch-free
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            torch.save(obj, f)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise

@@ -227,14 +227,7 @@ class FolderWriter:
                 return False
             except OSError as exc:
                 raise self._refusal(folder, name, Path(path), path, exc) from None
-            try:
-                _write_all(fd, data)
-            except BaseException as exc:
-                with _quiet():
-                    os.unlink(name, dir_fd=folder)
-                if isinstance(exc, OSError):
-                    raise WriteFailed.of(path, exc) from None
-                raise
+            _fill(fd, data, folder, name, path)
             return True
         finally:
             os.close(folder)
@@ -321,26 +314,27 @@ class FolderWriter:
                 continue
             except OSError as exc:
                 raise WriteFailed.of(path, exc) from None
-        try:
-            _write_all(fd, data)
-        except BaseException as exc:
-            with _quiet():
-                os.unlink(tmp, dir_fd=folder)
-            if isinstance(exc, OSError):
-                raise WriteFailed.of(path, exc) from None
-            raise
+        _fill(fd, data, folder, tmp, path)
         return tmp
 
 
-def _write_all(fd: int, data: bytes) -> None:
-    """Write, sync and close `fd`."""
+def _fill(fd: int, data: bytes, folder: int, name: str, path: str | Path) -> None:
+    """Write, sync and close `fd`, the new file `name` in `folder`. A write cut short removes the file, so no
+    half-written one is left; the disk's refusal is raised as WriteFailed for `path`."""
     try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except BaseException as exc:
+        with _quiet():
+            os.unlink(name, dir_fd=folder)
+        if isinstance(exc, OSError):
+            raise WriteFailed.of(path, exc) from None
+        raise
 
 
 @contextmanager

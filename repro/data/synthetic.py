@@ -21,15 +21,13 @@ Legend: N images, K classes, C channels, G grid, S image size.
 from __future__ import annotations
 
 import hashlib
-import os
 import sys
-import tempfile
 from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 
-from repro.core.cache import cache_dir
+from repro.core.cache import cache_dir, write_torch
 from repro.core.settings import DEFAULT_CACHE
 from repro.data.augment import crop_flip, crop_padding, draw_crop_flip
 from repro.data.specs import get_dataset
@@ -85,15 +83,7 @@ def cache_path(name: str, n: int, seed: int, image_size: int, split: str, cache:
 def _save(obj: dict, path: Path) -> None:
     """Atomically (temporary file, then rename); a cache that cannot be written only costs making it again."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                torch.save(obj, f)
-            os.replace(tmp, path)
-        except BaseException:
-            os.unlink(tmp)
-            raise
+        write_torch(path, obj)
     except OSError as exc:
         print(f"warning: cannot write the cache entry {path} ({exc}); continuing without it", file=sys.stderr)
 

@@ -12,13 +12,12 @@ second and are read each time, md5 check included (unless `allow_unverified`).
 from __future__ import annotations
 
 import hashlib
-import os
-import tempfile
 import warnings
 from pathlib import Path
 
 import torch
 
+from repro.core.cache import write_torch
 from repro.data.cifar import cifar_tensors
 from repro.core.settings import DEFAULT_CACHE
 from repro.data.layout import require
@@ -48,18 +47,6 @@ def cache_path(root: str | Path | None, split: str, cache: Path = DEFAULT_CACHE,
     return Path(cache) / f"{name}-{'train' if train else 'test'}-{fingerprint(labels + paths)}.pt"
 
 
-def _save_atomic(obj: dict, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            torch.save(obj, f)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
-
-
 def load_tensors(
     name: str,
     root: str | Path | None = None,
@@ -87,7 +74,7 @@ def load_tensors(
         return saved["images"], saved["labels"]
     images, labels = tiny_imagenet_tensors(root, train)
     try:
-        _save_atomic({"images": images, "labels": labels}, path)
+        write_torch(path, {"images": images, "labels": labels})
     except OSError as e:
         warnings.warn(f"could not cache decoded {spec.title} at {path} ({e}); set REPRO_CACHE to a writable folder")
     return images, labels

@@ -21,7 +21,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from repro.execution.protocol import Outcome, RunState
+from repro.execution.protocol import Outcome, RunRequest, RunState
 from repro.execution.record_checks import LeftAlone, read_record
 from repro.core import jsonfile
 from repro.core.fsutil import WriteFailed, temporary_writer
@@ -171,6 +171,25 @@ def probe(
     if found is not None:
         return Outcome(cfg.hash, RunState.RECORDED, record=found)
     return Outcome(cfg.hash, RunState.FREE, holder=holder, error=unusable and f"its record is unusable ({unusable})")
+
+
+def poll_waiting(
+    results_dir: Path, waiting: dict[str, tuple[RunRequest, float]], settings: LockSettings
+) -> tuple[list[Outcome], list[RunRequest]]:
+    """Probe the runs another process held, `waiting` (hash -> (request, waiting since)): the outcomes of those
+    that ended there, and the requests of those whose holder left without a record, to be run again. Both leave
+    `waiting`; the runs still held stay in it."""
+    ended, free = [], []
+    for h, (request, since) in list(waiting.items()):
+        outcome = probe(results_dir, request.cfg, settings, since)
+        if outcome.state is RunState.HELD:
+            continue
+        del waiting[h]
+        if outcome.state is RunState.FREE:
+            free.append(request)
+        else:
+            ended.append(outcome)
+    return ended, free
 
 
 def poll_interval(settings: LockSettings) -> float:

@@ -18,17 +18,14 @@ from collections import deque
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from repro.execution.files import poll_interval, probe
+from repro.execution.files import poll_interval, poll_waiting
 from repro.execution.protocol import ExecutionRequest, Outcome, RunRequest, RunState, Stopped
 from repro.core.settings import Launch, Settings
 from repro.runtime.interrupt import clean_after_kill, stop_workers, sweep_worker_locks, training
 from repro.runtime.locks import LockSettings, describe_holder
 from repro.execution.workers import release_workers, start_workers
-
-if TYPE_CHECKING:
-    from repro.core.progress import Progress
 
 
 @dataclass(frozen=True)
@@ -193,9 +190,14 @@ def run_local(work: ExecutionRequest, slots: list[Slot] | None = None) -> list[O
                     free.sort(key=slots.index)
                     finish(future.result(), request)
             elif waiting:
+                ended, free_again = poll_waiting(results_dir, waiting, settings)
+                queue.extend(free_again)
+                outcomes.extend(ended)
+                if progress is not None and ended:
+                    progress.advance(overall, len(ended))
                 # A run found free goes back to the queue after this sleep: when its lock still cannot be taken,
                 # the next try is one poll interval later, never at once.
-                if not _poll_waiting(waiting, queue, outcomes, results_dir, settings, progress, overall):
+                if not ended:
                     time.sleep(poll_interval(settings))
         failed = False
     except BaseException as exc:  # Ctrl-C, SIGTERM (repro.runtime.interrupt.sigterm_as_interrupt), a disk that refuses
@@ -235,32 +237,6 @@ def _stop_workers(running: dict, pools: dict, results_dir: Path) -> list[RunRequ
     sweep_worker_locks(runs_dir(results_dir), {proc.pid for proc in every})
     # A result in transit is lost when its pool breaks: the scheduler reads what was kept from disk.
     return [request for _, request in running.values()]
-
-
-def _poll_waiting(
-    waiting: dict,
-    queue: deque,
-    outcomes: list[Outcome],
-    results_dir: Path,
-    settings: LockSettings,
-    progress: Progress | None,
-    overall: Any,  # the progress task counting the runs; None without progress
-) -> bool:
-    """Book the awaited runs that finished elsewhere; requeue those whose holder left. True if any was booked."""
-    booked = False
-    for h, (request, since) in list(waiting.items()):
-        outcome = probe(results_dir, request.cfg, settings, since)
-        if outcome.state is RunState.HELD:
-            continue
-        del waiting[h]
-        if outcome.state is RunState.FREE:
-            queue.append(request)
-            continue
-        booked = True
-        outcomes.append(outcome)
-        if progress is not None:
-            progress.advance(overall)
-    return booked
 
 
 class _ProgressEvents:

@@ -20,7 +20,7 @@ from typing import Any
 
 from repro.core.package_data import import_folder
 from repro.core.settings import Settings
-from repro.execution.files import poll_interval, probe, submitted_path
+from repro.execution.files import poll_interval, poll_waiting, probe, submitted_path
 from repro.execution.options import ExecutorOptions, SlurmOptions
 from repro.execution.protocol import ExecutionRequest, Outcome, RunRequest, RunState
 from repro.core.fsutil import FolderWriter
@@ -242,18 +242,10 @@ def run_slurm(work: ExecutionRequest) -> list[Outcome]:
             outcomes.append(outcome)
             if progress is not None:
                 progress.advance(overall)
-        resubmit = []
-        for h, (request, since) in list(waiting.items()):
-            outcome = probe(results_dir, request.cfg, settings, since)
-            if outcome.state is RunState.HELD:
-                continue
-            del waiting[h]
-            if outcome.state is RunState.FREE:
-                resubmit.append(request)
-                continue
-            outcomes.append(outcome)
-            if progress is not None:
-                progress.advance(overall)
+        ended, resubmit = poll_waiting(results_dir, waiting, settings)
+        outcomes.extend(ended)
+        if progress is not None and ended:
+            progress.advance(overall, len(ended))
         submit_now(resubmit)
     for outcome in outcomes:
         if outcome.record is not None:

@@ -127,6 +127,10 @@ def _expert_checks(c: Checks) -> bool:
     return ok
 
 
+# The expert bank's defaults, one for every MoE head (Section 3.1: each head's experts are the same MLPs).
+NUM_EXPERTS = 8  # E, shared with every MoE variant (Section 4.1)
+EXPERT_HIDDEN = 304  # h: 304 CIFAR, 1024 Tiny-ImageNet, 512 ImageNet (Section 3.1)
+EXPERT_DROPOUT = 0.3  # Section 3.1
 # Where an expert's dropout sits (reading "expert-dropout", repro.models.experts): after each of its two hidden
 # layers, or after the last only, before the output layer.
 DROPOUT_AT = ("each_hidden", "last_hidden")
@@ -137,12 +141,12 @@ _EXPERT_TRAINING_ONLY: frozenset[str] = frozenset({"dropout_at"})
 
 @dataclass(frozen=True)
 class SparseMoEConfig:
-    num_experts: int = 8
-    expert_hidden: int = 304  # h: 304 CIFAR, 1024 Tiny-ImageNet, 512 ImageNet (Section 3.1)
+    num_experts: int = NUM_EXPERTS
+    expert_hidden: int = EXPERT_HIDDEN
     top_k: int = 1  # k after any warm-up; the paper's head uses k = 1 (Section 4.1)
     key_dim: int = 64  # d_k (Section 3.2)
     key_similarity_weight: float = 0.5  # w_k (Section 3.2)
-    dropout: float = 0.3  # Section 3.1
+    dropout: float = EXPERT_DROPOUT
     dropout_at: DropoutAt = "each_hidden"
     tau_max: float = 1.0  # "Temperature anneals from tau = 1.0" (Section 4.1)
     tau_min: float = 0.13  # 0.13 CIFAR, 0.3 Tiny-ImageNet / ImageNet (Section 4.1)
@@ -230,9 +234,9 @@ class SparseMoEConfig:
 
 @dataclass(frozen=True)
 class ExpertChoiceConfig:
-    num_experts: int = 8  # shared with every MoE variant (Section 4.1)
-    expert_hidden: int = 304  # h, as the sparse head (Section 3.1)
-    dropout: float = 0.3
+    num_experts: int = NUM_EXPERTS
+    expert_hidden: int = EXPERT_HIDDEN
+    dropout: float = EXPERT_DROPOUT
     dropout_at: DropoutAt = "each_hidden"
     # c: not given in the paper. 1.0 makes the average experts per sample 1, the
     # sparse head's k = 1; Zhou et al. also report c = 2 (their "EC-CF2").
@@ -249,10 +253,10 @@ class ExpertChoiceConfig:
 
 @dataclass(frozen=True)
 class SoftMoEConfig:
-    num_experts: int = 8  # shared with every MoE variant (Section 4.1)
+    num_experts: int = NUM_EXPERTS
     slots_per_expert: int = 1  # not given in the paper; one slot per expert, Puigcerver et al.'s smallest setting
-    expert_hidden: int = 304  # h, as the sparse head (Section 3.1)
-    dropout: float = 0.3
+    expert_hidden: int = EXPERT_HIDDEN
+    dropout: float = EXPERT_DROPOUT
     dropout_at: DropoutAt = "each_hidden"
 
     TRAINING_ONLY: ClassVar[frozenset[str]] = _EXPERT_TRAINING_ONLY
@@ -266,9 +270,9 @@ class SoftMoEConfig:
 
 @dataclass(frozen=True)
 class PerSampleSoftMoEConfig:
-    num_experts: int = 8  # shared with every MoE variant (Section 4.1)
-    expert_hidden: int = 304  # h, as the sparse head (Section 3.1)
-    dropout: float = 0.3
+    num_experts: int = NUM_EXPERTS
+    expert_hidden: int = EXPERT_HIDDEN
+    dropout: float = EXPERT_DROPOUT
     dropout_at: DropoutAt = "each_hidden"
 
     TRAINING_ONLY: ClassVar[frozenset[str]] = _EXPERT_TRAINING_ONLY
@@ -315,9 +319,9 @@ class TeacherGuidedConfig(SparseMoEConfig):
 
 @dataclass(frozen=True)
 class ReluRoutedConfig:
-    num_experts: int = 8  # shared with every MoE variant (Section 4.1)
-    expert_hidden: int = 304  # h, as the sparse head (Section 3.1)
-    dropout: float = 0.3
+    num_experts: int = NUM_EXPERTS
+    expert_hidden: int = EXPERT_HIDDEN
+    dropout: float = EXPERT_DROPOUT
     target_active_fraction: float = 0.2  # DECO's 20% of routed experts active
     # Adaptive L1 weight (ReMoE's controller): lambda <- lambda * growth^sign(active - target) per step.
     sparsity_weight_init: float = 1e-8
@@ -338,9 +342,9 @@ class ReluRoutedConfig:
 
 @dataclass(frozen=True)
 class ClusterRoutedConfig:
-    num_experts: int = 8  # shared with every MoE variant (Section 4.1)
-    expert_hidden: int = 304  # h, as the sparse head (Section 3.1)
-    dropout: float = 0.3
+    num_experts: int = NUM_EXPERTS
+    expert_hidden: int = EXPERT_HIDDEN
+    dropout: float = EXPERT_DROPOUT
     warmup_epochs: int = 5  # epochs (paper timeline) of features collected before k-means
     label_weight: float = 1.0  # weight of the router's cross-entropy to the cluster labels
     shared_rank: int = 0  # > 0: every expert layer is a shared rank-r basis plus a per-cluster residual

@@ -1,4 +1,5 @@
-"""The files of a run in runs/: the temporary files a killed write leaves are removed when runs next start."""
+"""The files of a run in runs/: the temporary files a killed write leaves are removed when runs next start, and the
+runs another process holds are polled until they end or are left."""
 
 import os
 import socket
@@ -8,9 +9,10 @@ import time
 
 from fake_records import config, write_record  # tests/fake_records.py
 
-from repro.execution.files import remove_stale_temporaries, runs_dir
+from repro.execution.files import poll_waiting, remove_stale_temporaries, runs_dir
+from repro.execution.protocol import RunState
 from repro.execution.runs import RunRequest, execute_runs
-from repro.runtime.locks import LockSettings
+from repro.runtime.locks import LockSettings, RunLock, try_lock
 
 SETTINGS = LockSettings()  # stale after 600 s
 
@@ -49,3 +51,23 @@ def test_stale_temporary_files_are_removed_when_runs_start_and_live_or_recent_on
     assert f"removed 3 temporary file(s) (3.0 MiB) that stopped writes left in {runs_dir(tmp_path)}" in said
     assert remove_stale_temporaries(tmp_path, SETTINGS) == []  # nothing more to remove
     assert remove_stale_temporaries(tmp_path, SETTINGS, now=time.time() + 600) == sorted(kept[1:])
+
+
+def test_polling_the_held_runs_books_those_that_ended_returns_those_left_and_keeps_those_still_held(tmp_path):
+    """Both executors poll the runs another process holds through poll_waiting: the local one queues the runs left
+    again, the Slurm one submits them again."""
+    held, recorded, left = (config(seed) for seed in range(3))
+    write_record(tmp_path, recorded)
+    requests = {cfg.hash: RunRequest(cfg, f"r seed {seed}") for seed, cfg in enumerate((held, recorded, left))}
+    waiting = {h: (request, time.time()) for h, request in requests.items()}
+    lock = try_lock(runs_dir(tmp_path), held.hash, SETTINGS, "r seed 0")
+    assert isinstance(lock, RunLock)
+    try:
+        ended, free = poll_waiting(tmp_path, waiting, SETTINGS)
+    finally:
+        lock.release()
+    assert [(o.run_hash, o.state) for o in ended] == [(recorded.hash, RunState.RECORDED)]
+    assert free == [requests[left.hash]]
+    assert list(waiting) == [held.hash]
+    ended, free = poll_waiting(tmp_path, waiting, SETTINGS)  # its holder released it without a record
+    assert (ended, free, waiting) == ([], [requests[held.hash]], {})

@@ -125,6 +125,7 @@ class _Log:
 def test_a_run_its_lock_keeps_from_us_is_retried_once_a_poll_and_its_wait_is_logged_once(tmp_path, monkeypatch):
     """Issue 41, item 4: with a stale lock whose takeover guard stayed, the probe said free, the lock said held, and
     the scheduler looped with no sleep, writing 33,566 identical lines to repro.log (about 550 lines/s)."""
+    import repro.execution.files as files
     import repro.execution.local as local
     import repro.execution.records as records
     from repro.execution.protocol import Outcome
@@ -139,7 +140,7 @@ def test_a_run_its_lock_keeps_from_us_is_retried_once_a_poll_and_its_wait_is_log
         return Outcome(cfg.hash, RunState.TRAINED, record={"done": True})
 
     monkeypatch.setattr(records, "attempt_run", held_five_times)
-    monkeypatch.setattr(local, "probe", lambda *a, **kw: Outcome(cfg.hash, RunState.FREE, holder=holder))
+    monkeypatch.setattr(files, "probe", lambda *a, **kw: Outcome(cfg.hash, RunState.FREE, holder=holder))
     monkeypatch.setattr(local.time, "sleep", sleeps.append)
     progress = _Log()
     outcomes = run_local(ExecutionRequest((RunRequest(cfg, "r seed 0"),), tmp_path, "cpu", progress=progress))
