@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import typer
 
-from repro.cli import bench_costs, bench_models, bench_training
+from repro.cli.bench_costs import estimates_cmd, fixed_costs_cmd, smoke_cmd, speed_cmd
+from repro.cli.bench_models import capacity_cmd, latency_cmd, moe_conv_cmd, small_maps_cmd
+from repro.cli.bench_training import data_cmd, gpu_cmd, train_cmd
 
 bench_app = typer.Typer(
     no_args_is_help=True,
@@ -16,14 +18,14 @@ bench_app = typer.Typer(
     "smoke profile, this CPU's speed, device check.",
 )
 
-bench_app.command("latency")(bench_models.latency_cmd)
-bench_app.command("data")(bench_training.data_cmd)
-bench_app.command("train")(bench_training.train_cmd)
-bench_app.command("small-maps")(bench_models.small_maps_cmd)
-bench_app.command("moe-conv")(bench_models.moe_conv_cmd)
-bench_app.command("capacity")(bench_models.capacity_cmd)
-bench_app.command("gpu")(bench_training.gpu_cmd)
-bench_app.command("estimates")(bench_costs.estimates_cmd)
-bench_app.command("speed")(bench_costs.speed_cmd)
-bench_app.command("smoke")(bench_costs.smoke_cmd)
-bench_app.command("fixed-costs")(bench_costs.fixed_costs_cmd)
+bench_app.command("latency")(latency_cmd)
+bench_app.command("data")(data_cmd)
+bench_app.command("train")(train_cmd)
+bench_app.command("small-maps")(small_maps_cmd)
+bench_app.command("moe-conv")(moe_conv_cmd)
+bench_app.command("capacity")(capacity_cmd)
+bench_app.command("gpu")(gpu_cmd)
+bench_app.command("estimates")(estimates_cmd)
+bench_app.command("speed")(speed_cmd)
+bench_app.command("smoke")(smoke_cmd)
+bench_app.command("fixed-costs")(fixed_costs_cmd)
