@@ -6,7 +6,7 @@ import torch
 from repro.data import digits
 from repro.data.specs import DATASETS
 from repro.plan.run_config import RunConfig
-from repro.train.loop import make_data
+from repro.train.run_data import make_data
 
 
 @pytest.mark.parametrize(

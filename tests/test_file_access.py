@@ -26,7 +26,7 @@ WRITERS_OUTSIDE = {
     ("repro/rho/figure.py", "draw"): "`repro rho --figure FILE`: the file the user names",
     ("repro/measure/model_macs.py", "write_table"): "a maintainer's tool regenerating the package's model_macs.json",
     ("repro/bench/gpu.py", "_run_checks.write"): "`repro bench gpu --out FILE`: the file the user names",
-    ("repro/cli/bench.py", "fixed_costs_cmd"): "`repro bench fixed-costs --out FILE`: the file the user names",
+    ("repro/cli/bench_costs.py", "fixed_costs_cmd"): "`repro bench fixed-costs --out FILE`: the file the user names",
     ("repro/bench/smoke.py", "run_smoke"): "the benchmark's own scratch folder",
     ("repro/bench/smoke.py", "append_history"): "the benchmark's history file in docs/",
     ("repro/bench/kill_resume.py", "_spawn"): "the benchmark's own scratch folder",

@@ -124,7 +124,7 @@ def test_an_op_fvcore_cannot_count_is_a_failure_naming_the_module():
     (problem,) = [
         p for p in report.problems if p.startswith("module 'head' (_Cdist): fvcore cannot count op aten::cdist")
     ]
-    assert problem.endswith("an op that performs no multiply-add is listed in repro.models.flops.NON_MAC_OPS")
+    assert problem.endswith("an op that performs no multiply-add is listed in repro.models.flop_counters.NON_MAC_OPS")
 
 
 class _MatmulInForward(nn.Module):

@@ -16,7 +16,7 @@ from repro.models.classifier import Classifier
 from repro.models.flops import count_flops
 from repro.models.moe_conv import MoEConv2d, use_paths
 from repro.models.zero_banks import built_for_counting
-from repro.train.loop import Engine, build_engine_model, resolve_engine
+from repro.train.engine import Engine, build_engine_model, resolve_engine
 
 CPU = torch.device("cpu")
 

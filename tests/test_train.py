@@ -11,7 +11,8 @@ from repro.plan.manifest import Row
 from repro.models import BACKBONES, Component
 from repro.models.moe_conv_paths import PATHS
 from repro.plan.run_config import resolve
-from repro.train.loop import Engine, autocast_dtype, build_engine_model, compile_backbone, train_run
+from repro.train.engine import Engine, autocast_dtype, build_engine_model, compile_backbone
+from repro.train.loop import train_run
 from fake_records import PROFILE  # tests/fake_records.py: 2 epochs of 64 synthetic images at 16 px
 
 
@@ -140,7 +141,8 @@ def test_an_epoch_records_how_far_each_backbone_moe_router_moved(gate, moves):
     from repro.models.classifier import Classifier
     from repro.models.heads import build_dense
     from repro.models.moe_conv import MoEConv2d
-    from repro.train.loop import RunData, make_optimizer, train_epoch
+    from repro.train.loop import make_optimizer, train_epoch
+    from repro.train.run_data import RunData
 
     torch.manual_seed(0)
     moe = MoEConv2d(3, 4, 3, num_experts=4, top_k=1, padding=1, bias=False, gate=gate)
@@ -164,7 +166,8 @@ def test_the_engine_steps_a_per_step_temperature_before_each_training_step():
 
     from repro.models.classifier import Classifier
     from repro.models.sparse_moe import build_sparse_moe
-    from repro.train.loop import RunData, make_optimizer, train_epoch
+    from repro.train.loop import make_optimizer, train_epoch
+    from repro.train.run_data import RunData
 
     seen = {}
     for step in ("step", "epoch"):

@@ -20,7 +20,8 @@
               from a results folder (repro.bench.fixed_costs)
 
 Each prints a table whose ratios are the result; absolute times carry the device. The
-commands are repro.cli.bench; torch is imported when one runs, not when `repro --help` lists them.
+commands are repro.cli.bench's group (repro.cli.bench_models, repro.cli.bench_training, repro.cli.bench_costs);
+torch is imported when one runs, not when `repro --help` lists them.
 """
 
 from __future__ import annotations

@@ -95,7 +95,7 @@ def twin_job(
 
 def paths_text(paths: dict[str, dict[str, str]]) -> str:
     """'sorted x6, mixed x2': how many routed layers' last calls ran each exact MoEConv2d path, from a training
-    result's "moe_conv_paths" ({layer: {input shape: path}}, repro.train.loop.paths_ran); "" for none."""
+    result's "moe_conv_paths" ({layer: {input shape: path}}, repro.train.engine.paths_ran); "" for none."""
     counts = Counter(path for shapes in paths.values() for path in shapes.values())
     return ", ".join(f"{path} x{n}" for path, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 

@@ -9,8 +9,8 @@ The sequence, each step a check that records its own failure and lets the rest g
         per manifest with accuracy rows, its heaviest model (most training multiply-adds over the
         paper's protocol, as the table's plan at its paper profile holds the run: repro.plan.table_plan),
         trained for `steps` steps at the paper's batch through
-        repro.train.loop's Engine and train_epoch: bf16 autocast, channels-last, the compiled backbone
-        on CUDA; images/s and peak memory. Manifests sharing a model share its check.
+        repro.train.engine's Engine and repro.train.loop's train_epoch: bf16 autocast, channels-last, the
+        compiled backbone on CUDA; images/s and peak memory. Manifests sharing a model share its check.
     dense_twin/<dataset>/<manifest>.<row>
         right after a routed backbone's check, its dense twin trained the same way, and the ratio of
         their images/s (repro.bench.dense_twin)
@@ -221,7 +221,7 @@ def train_check(
 ) -> tuple[dict[str, Any], str]:
     """(result, error): images/s and memory of `p` trained through repro.train.loop under the command's settings;
     error names a compile fallback."""
-    from repro.train.loop import paths_ran
+    from repro.train.engine import paths_ran
 
     cfg = check_config(p, s)
     started = time.perf_counter()

@@ -1,6 +1,6 @@
 """A model built, compiled and stepped as a run trains it, for `repro bench gpu`'s timed checks.
 
-`Trainer` builds a run config's model through repro.train.loop (its Engine: channels-last, the compiled
+`Trainer` builds a run config's model through repro.train.engine (its Engine: channels-last, the compiled
 backbone on CUDA, the sparse dispatch, each as the command's engine switches decide, as train_run takes
 them), puts its routing schedules at their steady state (the last epoch's) and trains passes over any
 batches with train_epoch. `SyntheticBatches` are two training batches resident on the device, cycled: the
@@ -62,15 +62,9 @@ class Trainer:
 
     def __init__(self, cfg: RunConfig, device: torch.device, settings: Settings = Settings()) -> None:
         from repro.models.base import RoutingHooks
-        from repro.train.loop import (
-            build_engine_model,
-            compile_backbone,
-            freeze,
-            make_optimizer,
-            resolve_engine,
-            routing_modules,
-            schedule_position,
-        )
+        from repro.train.engine import build_engine_model, compile_backbone, resolve_engine
+        from repro.train.loop import freeze, make_optimizer, schedule_position
+        from repro.train.routing import routing_modules
 
         started = time.perf_counter()
         self.cfg, self.device = cfg, device
@@ -98,7 +92,8 @@ class Trainer:
 
     def epoch(self, batches: Any) -> dict[str, Any]:
         """One pass of train_epoch over `batches` (anything with len, iter and set_epoch); ends on a host sync."""
-        from repro.train.loop import RunData, train_epoch
+        from repro.train.loop import train_epoch
+        from repro.train.run_data import RunData
 
         self.epochs += 1
         with bf16_autocast(self.device):

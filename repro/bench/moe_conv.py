@@ -143,7 +143,7 @@ def _bench(
         except Exception as exc:  # inductor needs a C++ compiler on a CPU: say why, bench the rest
             modules.pop(f"compiled {name}", None)
             skipped[f"compiled {name}"] = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
-    layer.path_rule = "measured"  # the layer as training builds it (repro.train.loop.Engine.moe_conv)
+    layer.path_rule = "measured"  # the layer as training builds it (repro.train.engine.Engine.moe_conv)
     exact = copy.deepcopy(layer).double()
     exact.path_rule = "fewest-macs"
     reference = _step(exact, x.detach().double().requires_grad_(), {k: v.double() for k, v in grads.items()})

@@ -39,16 +39,10 @@ from repro.models import Component, build_model
 from repro.models.base import RoutingHooks
 from repro.models.classifier import Classifier
 from repro.plan.run_config import RunConfig, resolve
-from repro.train.loop import (
-    Engine,
-    RunData,
-    build_engine_model,
-    compile_backbone,
-    make_optimizer,
-    resolve_engine,
-    routing_modules,
-    train_epoch,
-)
+from repro.train.engine import Engine, build_engine_model, compile_backbone, resolve_engine
+from repro.train.loop import make_optimizer, train_epoch
+from repro.train.routing import routing_modules
+from repro.train.run_data import RunData
 
 BACKBONE = Component("cifar_standard")
 HEAD = Component("sparse_moe", {"expert_hidden": 304, "top_k": 1})

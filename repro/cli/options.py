@@ -71,3 +71,14 @@ DETERMINISTIC = typer.Option(
     False, "--deterministic", help="PyTorch's deterministic mode. Default: $REPRO_DETERMINISTIC."
 )
 VERBOSE = verbose_option("The detail (repro.log has it always).")
+
+
+def resolved_device(device: str) -> str:
+    """The --device option resolved (repro.core.devices.resolve_device); a device this machine lacks is a usage
+    error."""
+    from repro.core.devices import DeviceError, resolve_device
+
+    try:
+        return resolve_device(device)
+    except DeviceError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--device") from None

@@ -28,7 +28,7 @@ DEFAULT_RESULTS = Path(environment.VARIABLES["REPRO_RESULTS"].default)  # ./resu
 
 @dataclass(frozen=True)
 class EngineSwitches:
-    """How runs execute (repro.train.loop.Engine): each None is auto, decided by the device there."""
+    """How runs execute (repro.train.engine.Engine): each None is auto, decided by the device there."""
 
     channels_last: bool | None = None  # REPRO_CHANNELS_LAST
     compile: bool | None = None  # REPRO_COMPILE

@@ -109,6 +109,11 @@ class Column:
     right: bool = False  # numbers line up on the right
 
 
+def number_columns(*headers: str) -> list[Column]:
+    """Columns of numbers, lined up on the right."""
+    return [Column(h, right=True) for h in headers]
+
+
 @dataclass
 class Grid:
     """Columns, and rows of cells; a row may instead be a section heading (`section`): a line of its own

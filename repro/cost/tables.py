@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from rich.text import Text
 
-from repro.core.terminal import Column, Grid
+from repro.core.terminal import Column, Grid, number_columns
 from repro.cost.calibration import Throughput
 from repro.cost.estimate import Cost, CostModel, device_time, duration, hours, is_run
 from repro.cost.gpu_reference import model_key
@@ -26,15 +26,10 @@ if TYPE_CHECKING:  # repro.cost.plan reads the power analysis (scipy): `repro li
 SHIPPED_ORDER = ("smoke", "functional", "full")  # cheapest first: the order an evaluator runs them in
 
 
-def _right(*headers: str) -> list[Column]:
-    """Columns of numbers, lined up on the right."""
-    return [Column(h, right=True) for h in headers]
-
-
 # From: what a figure came from (docs/cost-model.md): "fitted" (to the run records of the results folder), a GPU
 # calibration file, or a reference: the CPU reference (scaled by this CPU's speed factor where one is kept), the
 # shipped GPU reference.
-_COST_COLUMNS = [*_right("Runs", "Epochs", "Device", "Wall"), Column("From", drop=1)]
+_COST_COLUMNS = [*number_columns("Runs", "Epochs", "Device", "Wall"), Column("From", drop=1)]
 
 
 def profile_order(names) -> list[str]:
@@ -78,7 +73,7 @@ def list_table(
     for mid, problem in invalid.items():
         table.section(Text.assemble((mid, "bold"), " — ", ("invalid manifest", "red"), f": {problem}"))
     totals = Grid(
-        [Column("Profile"), *_right("Distinct runs", "Epochs", "Device", "Wall (verify-all)"), _COST_COLUMNS[4]]
+        [Column("Profile"), *number_columns("Distinct runs", "Epochs", "Device", "Wall (verify-all)"), _COST_COLUMNS[4]]
     )
     for name in profile_order(plans.profiles()):
         mine = plans.at(name)
@@ -94,7 +89,7 @@ def plan_table(plan: Plan) -> Grid:
     needs, its runs, its GPU-hours (the figure the appendix gives at those seeds) and those it adds to the plan
     (less what claims chosen before it share); a table's trained readings in one line, at the place of its first
     (fits 80 columns; `needs_table` is the detail, one line per alternative)."""
-    table = Grid([Column("#", right=True), Column("Claim"), *_right("Seeds", "Runs", "GPU-h", "Added")])
+    table = Grid([Column("#", right=True), Column("Claim"), *number_columns("Seeds", "Runs", "GPU-h", "Added")])
     ranked = list(enumerate(plan.chosen, 1))
     for manifest in dict.fromkeys(c.need.manifest for _, c in ranked):
         table.section(manifest)
@@ -132,7 +127,7 @@ def needs_table(needs: list[ClaimNeed], plan: Plan, verbose: bool = False) -> Gr
     order = {c.need.key: i for i, c in enumerate(plan.chosen)}
     added = {c.need.key: c for c in plan.chosen}
     why_out = {n.key: why for n, why in plan.left_out}
-    columns = [Column("Claim"), *_right("Weight", "Seeds", "Runs", "GPU-h alone", "GPU-h added", "Plan")]
+    columns = [Column("Claim"), *number_columns("Weight", "Seeds", "Runs", "GPU-h alone", "GPU-h added", "Plan")]
     table = Grid(
         [*columns, Column("Why", prose=True, drop=1)]
         + ([Column("Seeds from", prose=True, drop=2), Column("Rows", right=True, drop=2)] if verbose else [])
@@ -199,7 +194,9 @@ def rate_sources(plans: Plans, model: CostModel) -> list[RateSource]:
 
 def rate_grid(sources: list[RateSource]) -> Grid:
     """One line per table: its runs, the range of their rates, its input path and the checks behind them."""
-    grid = Grid([Column("Table"), *_right("Runs", "Images/s", "Input /s"), Column("Measured by", prose=True, drop=1)])
+    grid = Grid(
+        [Column("Table"), *number_columns("Runs", "Images/s", "Input /s"), Column("Measured by", prose=True, drop=1)]
+    )
     for manifest in dict.fromkeys(s.manifest for s in sources):
         mine = [s for s in sources if s.manifest == manifest]
         rates = sorted(s.images_per_s for s in mine if s.images_per_s is not None)

@@ -26,7 +26,7 @@ at chance far longer (docs/performance.md, "Digits stacked"). It is easier than 
 about the paper's numbers.
 
 Digits are not mirror-symmetric (and a mirrored number is another one), so
-training on this source keeps the random crops and drops the flips (repro.train.loop).
+training on this source keeps the random crops and drops the flips (repro.train.run_data).
 Legend: N images, K classes, D digits per image, C channels, S image size.
 """
 

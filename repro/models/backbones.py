@@ -102,7 +102,7 @@ class TorchvisionFeatures(nn.Module):
 def torchvision_net(arch: str, pretrained: bool | Path, classifier: str) -> nn.Module:
     """A torchvision ImageNet model with its `classifier` attribute removed. pretrained: True loads
     torchvision's ImageNet weights from TORCH_HOME's cache (hash-checked); a path loads a state dict: torchvision's
-    ImageNet weights, classifier included, as a run finds them (repro.train.loop.pretrained_source: the weights
+    ImageNet weights, classifier included, as a run finds them (repro.train.engine.pretrained_source: the weights
     folders of its settings, hash-checked), or the network without its classifier (repro.train.digit_weights)."""
     import torchvision
 

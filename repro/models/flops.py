@@ -16,24 +16,27 @@ that dispatch names its own figure, `expected_macs(batch)`, and the report moves
 to it (`FlopReport.mean_shift`): ReLU routing at its mean experts a sample, and a
 batch-axis head (`batch_axis`: Expert Choice, Soft MoE, whose experts run on rows chosen
 or mixed across the batch) per image in a batch of `batch`, the size it trains with.
+
+The second convention's element counts: repro.models.flop_elementwise; fvcore's and torch's
+counters, and the ops fvcore is told perform no multiply-add: repro.models.flop_counters.
 """
 
 from __future__ import annotations
 
 import contextlib
 import math
-import warnings
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol, runtime_checkable
 
 import torch
 from torch import nn
-from torch.overrides import TorchFunctionMode
 from torch.utils.flop_counter import FlopCounterMode
 
 from repro.core.devices import cpu_threads
 from repro.models.classifier import Classifier
+from repro.models.flop_counters import fvcore_counts, own_unsupported, torch_counts
+from repro.models.flop_elementwise import ExtraOps
 from repro.models.zero_banks import built_for_counting
 
 # ---------------------------------------------------------------------------
@@ -88,142 +91,6 @@ OWN_MACS: dict[type[nn.Module], Callable[[Any, Shapes], int]] = {
     nn.Conv2d: conv2d_macs,
     nn.Linear: linear_macs,
 }
-
-
-def _input_elements(args: tuple, kwargs: dict) -> int:
-    return args[0].numel()
-
-
-def _batch_norm(args: tuple, kwargs: dict) -> int:
-    weight = args[3] if len(args) > 3 else kwargs.get("weight")
-    return args[0].numel() * (2 if weight is not None else 1)  # normalise, then scale and shift when affine
-
-
-# Second convention: normalisation, activation and pooling, per element. Counted
-# per function call, so that a forward calling one (MobileNet-V2 pools with
-# F.adaptive_avg_pool2d) counts as a module wrapping it (nn.AdaptiveAvgPool2d) does;
-# each call belongs to the innermost module running when it is made.
-EXTRA_FUNCTIONS: dict[str, Callable[[tuple, dict], int]] = {
-    "batch_norm": _batch_norm,
-    "relu": _input_elements,
-    "hardtanh": _input_elements,  # ReLU6
-    "max_pool2d": _input_elements,
-    "avg_pool2d": _input_elements,
-    "adaptive_avg_pool2d": _input_elements,
-}
-
-
-class _ExtraOps(TorchFunctionMode):
-    """Element counts of EXTRA_FUNCTIONS calls, by the module path that issued them."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.stack: list[str] = []
-        self.counts: dict[str, int] = defaultdict(int)
-
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
-        rule = EXTRA_FUNCTIONS.get(getattr(func, "__name__", ""))
-        if rule is not None and self.stack:
-            self.counts[self.stack[-1]] += rule(args, kwargs)
-        return func(*args, **kwargs)
-
-
-# fvcore ops that are neither convolution nor matrix product: zero in the primary
-# convention, declared here so that any op not listed is reported, never ignored.
-NON_MAC_OPS = [
-    "aten::add",
-    "aten::add_",
-    "aten::mul",
-    "aten::mul_",
-    "aten::div",
-    "aten::sub",
-    "aten::rsub",
-    "aten::max_pool2d",
-    "aten::avg_pool2d",
-    "aten::adaptive_avg_pool2d",
-    "aten::batch_norm",
-    "aten::hardtanh",
-    "aten::hardtanh_",
-    "aten::relu",
-    "aten::relu_",
-    "aten::softmax",
-    "aten::log_softmax",
-    "aten::topk",
-    "aten::sort",
-    "aten::argsort",
-    "aten::argmax",
-    "aten::mean",
-    "aten::sum",
-    "aten::norm",
-    "aten::linalg_vector_norm",
-    "aten::clamp_min",
-    "aten::clamp",
-    "aten::expand_as",
-    "aten::index_add_",
-    "aten::index_add",
-    "aten::scatter",
-    "aten::scatter_",
-    "aten::scatter_add_",
-    "aten::ones_like",
-    "aten::numel",
-    "aten::exp",
-    "aten::log",
-    "aten::neg",
-    "aten::sigmoid",
-    "aten::where",
-    "aten::index_select",
-    "aten::masked_select",
-    "aten::cumsum",
-    "aten::lt",
-    "aten::le",
-    "aten::ne",
-    "aten::sqrt",
-    "aten::pow",
-    "aten::abs",
-    "aten::repeat",
-    "aten::new_ones",
-    "aten::fill_",
-    "aten::zero_",
-    "aten::bincount",
-    "aten::one_hot",
-    "aten::logical_and",
-    "aten::logical_not",
-    "aten::any",
-    "aten::all",
-    "aten::min",
-    "aten::amax",
-    "aten::detach_",
-    "aten::unflatten",
-    "aten::scalar_tensor",
-    "aten::item",
-    "aten::dim",
-    "aten::ceil",
-    "aten::alias",
-    "aten::lift_fresh",
-    "aten::dropout_",
-    "aten::feature_dropout",
-    "aten::_set_item",
-    "aten::new_tensor",
-    "aten::tensor",
-    "aten::masked_fill_",
-    "aten::index_put",
-    "aten::nonzero_numpy",
-    "aten::scatter_add",
-    "aten::clamp_max",
-    # ReLU routing and NormSiLU (repro.models.relu_routed): comparisons, fills, normalisation, SiLU
-    "aten::gt",
-    "aten::full_like",
-    "aten::layer_norm",
-    "aten::silu",
-    "aten::silu_",
-    # torchvision CNNs counted by `repro rho`: ConvNeXt's GELU, MobileNet-V3's hard swish and hard sigmoid
-    "aten::gelu",
-    "aten::hardswish",
-    "aten::hardswish_",
-    "aten::hardsigmoid",
-    "aten::hardsigmoid_",
-]
 
 
 # ---------------------------------------------------------------------------
@@ -298,7 +165,7 @@ def _record_shapes(
     """Each module's call shapes, and the second convention's element counts it issued itself; `also` (torch's
     counter) observes the same forward pass."""
     calls: dict[str, list[Shapes]] = defaultdict(list)
-    extra = _ExtraOps()
+    extra = ExtraOps()
     handles = []
     for name, module in model.named_modules():
 
@@ -354,51 +221,6 @@ def _rollup(own: dict[str, int]) -> dict[str, int]:
         for i in range(len(parts)):
             total[".".join(parts[:i])] += n
     return total
-
-
-def _zero(inputs, outputs) -> int:
-    return 0
-
-
-def _fvcore_counts(model: nn.Module, x: torch.Tensor) -> tuple[dict[str, int], dict[str, dict[str, int]]]:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", FutureWarning)  # torch deprecates the jit tracing fvcore relies on
-        from fvcore.nn import FlopCountAnalysis
-
-    fa = FlopCountAnalysis(model, x)
-    fa.set_op_handle(**{op: _zero for op in NON_MAC_OPS})
-    fa.unsupported_ops_warnings(False).uncalled_modules_warnings(False).tracer_warnings("none")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        by_module = {k: int(v) for k, v in fa.by_module().items()}
-        unsupported = {name: dict(fa.unsupported_ops(name)) for name, _ in model.named_modules()}
-    return by_module, unsupported
-
-
-def _torch_counts(model: nn.Module, counter: FlopCounterMode) -> dict[str, int]:
-    """torch's counts by module path, from a counter that observed one forward pass of `model`."""
-    root = type(model).__name__
-    out: dict[str, int] = {}
-    for name, ops in counter.get_flop_counts().items():
-        if name == "Global":
-            continue
-        key = "" if name == root else name[len(root) + 1 :]
-        out[key] = int(sum(ops.values()))
-    return out
-
-
-def _own_unsupported(model: nn.Module, unsupported: dict[str, dict[str, int]]) -> dict[str, dict[str, int]]:
-    """Unsupported ops attributed to the innermost module that issues them."""
-    own = {}
-    for name, module in model.named_modules():
-        ops = dict(unsupported.get(name, {}))
-        for child, _ in module.named_children():
-            for op, n in unsupported.get(f"{name}.{child}" if name else child, {}).items():
-                ops[op] = ops.get(op, 0) - n
-        ops = {op: n for op, n in ops.items() if n > 0}
-        if ops:
-            own[name] = ops
-    return own
 
 
 @contextlib.contextmanager
@@ -499,8 +321,8 @@ def _count_flops(model: Classifier, input_shape: tuple[int, ...], batch: int) ->
     counter = FlopCounterMode(display=False)
     calls, analytic, analytic_all = _analytic(model, x, counter)
     modules = dict(model.named_modules())
-    fv, unsupported = _fvcore_counts(model, x)
-    tc = _torch_counts(model, counter)
+    fv, unsupported = fvcore_counts(model, x)
+    tc = torch_counts(model, counter)
 
     problems: list[str] = []
     rows: list[ModuleCount] = []
@@ -522,12 +344,12 @@ def _count_flops(model: Classifier, input_shape: tuple[int, ...], batch: int) ->
                 f"module '{r.name or '<model>'}' ({r.kind}): analytic {r.analytic:,} vs fvcore {r.fvcore:,} vs "
                 f"torch/2 {r.torch / 2:,.1f} MACs" + (f"; {_formula(modules[r.name])}" if inner else "")
             )
-    for name, ops in _own_unsupported(model, unsupported).items():
+    for name, ops in own_unsupported(model, unsupported).items():
         kind = type(modules[name]).__name__
         for op, n in sorted(ops.items()):
             problems.append(
                 f"module '{name or '<model>'}' ({kind}): fvcore cannot count op {op} ({n} call(s)); an op that "
-                "performs no multiply-add is listed in repro.models.flops.NON_MAC_OPS"
+                "performs no multiply-add is listed in repro.models.flop_counters.NON_MAC_OPS"
             )
     problems = sorted(set(problems))
     return _report(model, input_shape, analytic, analytic_all, rows, problems, batch)

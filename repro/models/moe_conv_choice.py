@@ -11,7 +11,7 @@ A layer's rule (MoEConv2d.path_rule; repro.models.moe_conv.use_paths sets a whol
                  gradients are on, backward, and the fastest is kept (the fewest-macs path unless another
                  takes less than MARGIN of its time: no switch for noise): in this process, and in a choice file
                  when one is given (repro.core.cache), so a resumed run and a run's other processes take the
-                 same path. The training engine's rule (repro.train.loop.Engine.moe_conv).
+                 same path. The training engine's rule (repro.train.engine.Engine.moe_conv).
     <a path>     that path always (the benches and the tests).
 
 Three cases take fewest-macs whatever the rule, without timing: a forward inside counting()

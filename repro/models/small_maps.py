@@ -15,7 +15,7 @@ zeros; only the summation order, so float rounding, differs), remove those cases
 
 `repro bench small-maps` measures the speed-up of a training step (docs/measurements.md has the figures).
 
-Used by the training engine only (repro.train.loop.Engine.small_maps, and the digit pretraining): FLOP counts
+Used by the training engine only (repro.train.engine.Engine.small_maps, and the digit pretraining): FLOP counts
 and latency keep torch's convolution, which is what the paper's models are. Legend: N batch, G groups,
 Ci/Co input/output channels, kh x kw kernel, T the taps inside the input.
 """

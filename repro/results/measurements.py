@@ -201,7 +201,7 @@ class RunSummary:
     chance: float | None = None
     threads: int | None = None  # the run's facts (provenance.reproducibility); None in records written before
     deterministic: bool | None = None
-    # Each backbone MoE layer's router shift summed over the epochs (repro.train.loop.router_shift); 0.0: it never moved
+    # Each backbone MoE layer's router shift summed over the epochs (repro.train.routing.router_shift); 0.0: never moved
     router_shift: dict[str, float] = field(default_factory=dict)
 
     @classmethod

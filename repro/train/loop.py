@@ -7,285 +7,49 @@ training has passed since the last one, never after the last epoch (the record f
 resumes where its checkpoint stopped and, on a CPU, ends with the same record as an uninterrupted one.
 
 How a run executes (memory format, compilation, the sparse head's dispatch) is
-an Engine: choices that change speed, not results beyond float rounding, so
+an Engine (repro.train.engine): choices that change speed, not results beyond float rounding, so
 they come with the command's settings (repro.core.settings.EngineSwitches) and are
-recorded, never hashed into the config.
+recorded, never hashed into the config. The run's data: repro.train.run_data; its routing as recorded:
+repro.train.routing.
 """
 
 from __future__ import annotations
 
-import contextlib
-import copy
 import math
 import time
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Protocol, TypeGuard
+from typing import Any, Callable, Iterable
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from repro.train.checkpoints import load_checkpoint, save_checkpoint
+from repro.train.engine import (
+    Engine,
+    autocast_context,
+    autocast_dtype,
+    build_engine_model,
+    compile_backbone,
+    paths_ran,
+    resolve_engine,
+)
+from repro.train.routing import RoutingTally, last_routing, router_shift, routing_modules
+from repro.train.run_data import RunData, make_data
 from repro.data.read_options import DataOptions
 from repro.data.specs import get_dataset
-from repro.core.settings import DEFAULT_CACHE, EngineSwitches, Settings
+from repro.core.settings import DEFAULT_CACHE, Settings
 from repro.runtime import distributed, numerics
-from repro.runtime.locks import LockSettings
-from repro.models import Component, build_model
-from repro.models import small_maps
-from repro.models.small_maps import to_channels_last
-from repro.models.base import RoutingHooks, entropy
 from repro.models.classifier import Classifier
 from repro.plan.run_config import RunConfig
 from repro.results.timings import Stopwatch
 
 EpochCallback = Callable[[int, int, dict[str, Any]], None]  # (epoch done, epochs, history entry)
 
-if TYPE_CHECKING:
-
-    class RoutedModule(RoutingHooks, nn.Module):
-        """What routing_modules finds: a module with the engine hooks (a sparse head, MoEConv2d), as one type."""
-
 
 class NonFiniteLoss(RuntimeError):
     """The loss became NaN or infinite: the run stops instead of writing a meaningless record."""
-
-
-class EpochBatches(Protocol):
-    """The training batches: len() of them per epoch, and set_epoch(e) replays epoch e's order (a resume)."""
-
-    def __iter__(self) -> Iterator[tuple[torch.Tensor, torch.Tensor]]: ...
-    def __len__(self) -> int: ...
-    def set_epoch(self, epoch: int) -> None: ...
-
-
-@dataclass
-class RunData:
-    train: EpochBatches
-    test: Iterable
-    source: str  # what was loaded, for the record
-    classes: int | None = None  # distinct labels trained on (None: the dataset's); chance is 1 / classes
-
-
-@dataclass(frozen=True)
-class Engine:
-    """Speed choices, from the switches REPRO_CHANNELS_LAST, REPRO_COMPILE, REPRO_SMALL_MAPS (auto, 1, 0),
-    REPRO_DISPATCH (auto, loop, batched), REPRO_BF16_CPU (0 by default) and REPRO_MOE_CONV (auto, measured,
-    fewest-macs), resolved for a run and its device.
-
-    auto: channels-last convolutions everywhere (faster from 32 px up, neutral at 16 px); the backbone
-    compiled on CUDA only (on a CPU it compiled long and ran no faster); batched sparse dispatch on CUDA only
-    (no host synchronisation; on a CPU its empty expert slots cost more than the loop's per-expert calls),
-    and only where the row leaves `dispatch` unset; convolutions on maps smaller than their kernel by
-    faster exact paths on the CPU (repro.models.small_maps; not measured on CUDA, so off there); the
-    measurements: docs/performance.md. A recipe's bf16 autocast runs on CUDA; REPRO_BF16_CPU=1 runs it on
-    the CPU too, the nearest CPU equivalent of the CUDA path (slower there, so off by default). MoEConv2d
-    runs the exact path measured time chooses, on every device (repro.models.moe_conv_choice; auto: measured).
-    """
-
-    channels_last: bool = False
-    compile: bool = False
-    dispatch: str | None = None  # replaces the sparse head's default dispatch
-    bf16_cpu: bool = False  # a bf16 recipe autocasts on the CPU as it does on CUDA
-    small_maps: bool = False  # convolutions on maps smaller than their kernel: repro.models.small_maps
-    moe_conv: str = "fewest-macs"  # MoEConv2d's path rule: repro.models.moe_conv_choice
-
-
-def _switch(value: bool | None, auto: bool) -> bool:
-    return auto if value is None else value  # None: auto
-
-
-def resolve_engine(cfg: RunConfig, device: torch.device, switches: EngineSwitches = EngineSwitches()) -> Engine:
-    from repro.models import HEADS
-
-    cuda = device.type == "cuda"
-    dispatch = None
-    config = HEADS.get(cfg.head["name"]).config
-    head_fields = {f.name for f in fields(config)} if config is not None else set()
-    if "dispatch" in head_fields and "dispatch" not in cfg.head["params"]:
-        choice = switches.dispatch
-        dispatch = ("batched" if cuda else None) if choice == "auto" else choice
-    return Engine(
-        _switch(switches.channels_last, True),
-        _switch(switches.compile, cuda),
-        dispatch,
-        _switch(switches.bf16_cpu, False),
-        _switch(switches.small_maps, not cuda),
-        "measured" if switches.moe_conv == "auto" else switches.moe_conv,
-    )
-
-
-def pretrained_source(cfg: RunConfig, settings: Settings = Settings()) -> bool | Path:
-    """What the backbone starts from: False (random), or a weights file: torchvision's ImageNet weights (found in
-    the settings' weights folders, else torch.hub's cache) or the digit stand-in's (made in the settings' cache)."""
-    if cfg.digit_weights:
-        from repro.train import digit_weights
-
-        return digit_weights.ensure(
-            cfg.backbone["name"],
-            cfg.dataset,
-            cfg.image_size,
-            cache=settings.cache,
-            lock_settings=LockSettings(job=settings.launch.slurm),
-        )
-    if cfg.pretrained:
-        from repro.models.weights import require_weights
-
-        return require_weights(cfg.backbone["name"], settings.weights)
-    return False
-
-
-def build_engine_model(cfg: RunConfig, engine: Engine, settings: Settings = Settings()) -> Classifier:
-    head = Component(
-        cfg.head["name"], {**cfg.head["params"], **({"dispatch": engine.dispatch} if engine.dispatch else {})}
-    )
-    model = build_model(
-        cfg.dataset,
-        Component(**cfg.backbone),
-        head,
-        pretrained=pretrained_source(cfg, settings),
-        image_size=cfg.image_size,
-    )
-    if engine.channels_last:
-        to_channels_last(model)
-    if engine.small_maps:
-        small_maps.use_small_maps(model)
-    if engine.moe_conv != "fewest-macs":
-        from repro.models.moe_conv import use_paths
-        from repro.models.moe_conv_choice import choice_file
-
-        use_paths(model, engine.moe_conv, choice_file(settings.cache))
-    return model
-
-
-def compile_backbone(
-    model: Classifier, cfg: RunConfig, engine: Engine, device: torch.device, backend: str | Callable = "inductor"
-) -> str:
-    """Compile the backbone in place once a copy survives a training step; '' or why it stays eager."""
-    spec = get_dataset(cfg.dataset)
-    x = torch.randn(
-        min(cfg.batch_size, 8),
-        spec.channels,
-        cfg.image_size,
-        cfg.image_size,
-        generator=torch.Generator().manual_seed(0),
-    ).to(device)
-    if engine.channels_last:
-        x = x.contiguous(memory_format=torch.channels_last)
-    trial = copy.deepcopy(model.backbone)
-    gpus = [device.index or 0] if device.type == "cuda" else []
-    try:
-        with torch.random.fork_rng(devices=gpus):  # the trial step leaves the run's random streams untouched
-            trial.compile(backend=backend)
-            with _autocast(cfg, device, engine):
-                out = trial(x)
-            if out.requires_grad:
-                out.float().sum().backward()
-    except Exception as exc:  # any compiler failure: train eagerly, as without compilation
-        lines = [line for line in str(exc).splitlines() if line.strip()][:2]  # dynamo puts the cause second
-        return f"{type(exc).__name__}: {' '.join(lines)}"
-    model.backbone.compile(backend=backend)  # in place: parameter names, and so checkpoints, are unchanged
-    return ""
-
-
-def _resize(images: torch.Tensor, size: int) -> torch.Tensor:
-    if images.shape[-1] == size:
-        return images
-    x = F.interpolate(images.float(), size=(size, size), mode="bilinear", antialias=True, align_corners=False)
-    return x.round().clamp(0, 255).to(torch.uint8)
-
-
-def make_data(
-    cfg: RunConfig,
-    device: torch.device,
-    data_dir: Path | None,
-    channels_last: bool = False,
-    world: distributed.World = distributed.World(),
-    options: DataOptions = DataOptions(),
-    settings: Settings = Settings(),
-) -> RunData:
-    """The run's loaders; on N processes, rank r's shard of every epoch in batches of batch_size // N. From the
-    command's `settings`: the cache folder, where a decoded dataset is kept (repro.data.tensors), and the ranks
-    on this host, which share its CPUs for loader processes."""
-    cache = settings.cache
-    from repro.data import digits, loader, synthetic, tensors
-
-    spec = get_dataset(cfg.dataset)
-    batch, shard = distributed.local_batch(cfg.batch_size, world), (world.rank, world.size)
-    flip = True
-    if cfg.data == "digits":
-        xtr, ytr = digits.digits_tensors(cfg.dataset, cfg.train_samples, cfg.image_size, "train")
-        xte, yte = digits.digits_tensors(cfg.dataset, cfg.test_samples, cfg.image_size, "test")
-        flip = False  # a mirrored digit is not a digit
-        source = (
-            f"real handwritten digits (scikit-learn) standing in for {spec.title}: {spec.num_classes} classes of "
-            f"{digits.digits_per_image(spec.num_classes)}-digit numbers, {len(ytr)} train / {len(yte)} test "
-            f"images at {cfg.image_size}px from disjoint scans"
-        )
-    elif cfg.data == "synthetic":
-        n_train, n_test = cfg.train_samples or 2048, cfg.test_samples or 512
-        # The data set is fixed (seed 0) like a real one; the run seed sets init and order.
-        xtr, ytr = synthetic.synthetic_tensors(cfg.dataset, n_train, 0, cfg.image_size, "train", cache)
-        xte, yte = synthetic.synthetic_tensors(cfg.dataset, n_test, 0, cfg.image_size, "test", cache)
-        source = f"synthetic {spec.title}-shaped data: {n_train} train / {n_test} test images at {cfg.image_size}px"
-    elif get_dataset(cfg.dataset).in_memory:
-        allow = options.allow_unverified
-        xtr, ytr = tensors.load_tensors(cfg.dataset, data_dir, "train", cache=cache, allow_unverified=allow)
-        xte, yte = tensors.load_tensors(cfg.dataset, data_dir, "test", cache=cache, allow_unverified=allow)
-        xtr, ytr = loader.subset(xtr, ytr, cfg.train_samples)
-        xte, yte = loader.subset(xte, yte, cfg.test_samples)
-        xtr, xte = _resize(xtr, cfg.image_size), _resize(xte, cfg.image_size)
-        source = f"{spec.title}: {len(ytr)} train / {len(yte)} test images from {data_dir or 'the data root'}"
-    else:
-        from repro.data import imagenet
-
-        train_folders, test_folders = imagenet.image_folder_loaders(
-            cfg.dataset,
-            data_dir,
-            batch,
-            cfg.image_size,
-            seed=cfg.seed,
-            train_samples=cfg.train_samples,
-            test_samples=cfg.test_samples,
-            device=device,
-            channels_last=channels_last,
-            shard=shard,
-            workers=options.workers
-            if options.workers is not None
-            else imagenet.default_workers(settings.launch.local_world_size),
-        )
-        return RunData(
-            train_folders,
-            test_folders,
-            f"{spec.title} image folders under {data_dir or 'the data root'}",
-            len(train_folders.dataset.classes),
-        )
-    train = loader.TensorLoader.for_dataset(
-        cfg.dataset,
-        xtr,
-        ytr,
-        batch,
-        train=True,
-        seed=cfg.seed,
-        device=device,
-        channels_last=channels_last,
-        flip=flip,
-        shard=shard,
-    )
-    test = loader.TensorLoader.for_dataset(
-        cfg.dataset, xte, yte, batch, train=False, device=device, channels_last=channels_last, shard=shard
-    )
-    return RunData(train, test, source, int(ytr.unique().numel()))
-
-
-def _has_hooks(module: nn.Module) -> TypeGuard[RoutedModule]:
-    return isinstance(module, RoutingHooks)
-
-
-def routing_modules(model: nn.Module) -> list[RoutedModule]:
-    """The head and any routed backbone layers: every module with the engine hooks."""
-    return [m for m in model.modules() if m is not model and _has_hooks(m)]
 
 
 def frozen_prefixes(model: Classifier, cfg: RunConfig) -> tuple[str, ...]:
@@ -330,17 +94,6 @@ def make_optimizer(cfg: RunConfig, model: Classifier) -> tuple[torch.optim.Optim
     return opt, sched
 
 
-def autocast_dtype(cfg: RunConfig, device: torch.device, engine: Engine | None = None) -> torch.dtype | None:
-    """bfloat16 where the recipe asks for it and the device runs it (CUDA; the CPU with engine.bf16_cpu)."""
-    on = device.type == "cuda" or (device.type == "cpu" and engine is not None and engine.bf16_cpu)
-    return torch.bfloat16 if cfg.bf16 and on else None
-
-
-def _autocast(cfg: RunConfig, device: torch.device, engine: Engine | None = None):
-    dtype = autocast_dtype(cfg, device, engine)
-    return torch.autocast(device.type, dtype=dtype) if dtype is not None else contextlib.nullcontext()
-
-
 def evaluate(
     model: Classifier,
     batches: Iterable,
@@ -357,7 +110,7 @@ def evaluate(
     correct = seen = 0
     loss_sum = 0.0
     usage = None  # (classes, E)
-    with torch.no_grad(), _autocast(cfg, device, engine):
+    with torch.no_grad(), autocast_context(cfg, device, engine):
         for x, y in batches:
             x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
             logits = model(x).float()
@@ -381,58 +134,8 @@ def evaluate(
     return out
 
 
-class RoutingTally:
-    """Sums of one routed module's per-step routing statistics over an epoch, on the device."""
-
-    def __init__(self) -> None:
-        self.steps = 0
-        # Summed over the steps added; None until the first.
-        self.usage: torch.Tensor | None = None
-        self.dropped: torch.Tensor | None = None
-        self.forced: torch.Tensor | None = None
-        self.entropy: torch.Tensor | None = None
-
-    def add(self, stats: dict) -> None:
-        self.steps += 1
-        for name, key in (
-            ("usage", "expert_counts"),
-            ("dropped", "dropped"),
-            ("forced", "forced"),
-            ("entropy", "entropy"),
-        ):
-            value = stats[key].float() if key == "entropy" else stats[key]
-            old = getattr(self, name)
-            setattr(self, name, value if old is None else old + value)
-
-    def sums(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-        """(usage, dropped, forced, entropy); asked for only once a step was added."""
-        assert self.usage is not None and self.dropped is not None
-        assert self.forced is not None and self.entropy is not None
-        return self.usage, self.dropped, self.forced, self.entropy
-
-    def layer_summary(self) -> dict[str, Any]:
-        """A backbone MoE layer's epoch (Table 5): expert usage counts, mean H(p_bar), H of the usage."""
-        counts, _, _, entropy_sum = self.sums()
-        usage = counts.float()
-        return {
-            "expert_usage": counts.tolist(),
-            "entropy": (entropy_sum / self.steps).item(),
-            "usage_entropy": entropy(usage / usage.sum().clamp_min(1)).item(),
-        }
-
-    def all_sum(self, world: distributed.World) -> None:
-        """Sums over the ranks; `steps` counts every rank's steps, so means stay means over steps."""
-        distributed.all_sum(*self.sums())
-        self.steps *= world.size
-
-
 def _flat(params: list[torch.Tensor]) -> torch.Tensor:
     return torch.cat([p.detach().flatten() for p in params]).clone()
-
-
-def router_shift(before: torch.Tensor, after: torch.Tensor) -> float:
-    """How far a router moved over an epoch: ||W_after - W_before|| / ||W_before||, 0.0 when it did not."""
-    return ((after - before).norm() / before.norm().clamp_min(torch.finfo(before.dtype).tiny)).item()
 
 
 def train_epoch(
@@ -462,7 +165,7 @@ def train_epoch(
         for m in hooks:  # a schedule stepped per training step (repro.models.schedules, reading "tau-step")
             m.on_step(steps, per_epoch)
         x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
-        with _autocast(cfg, device, engine):
+        with autocast_context(cfg, device, engine):
             logits = step_model(x)
             aux = sum((m.aux_loss() for m in hooks), zero())
             loss = F.cross_entropy(logits.float(), y) + aux.float()
@@ -652,27 +355,6 @@ def _train(
     }
 
 
-def paths_ran(model: nn.Module) -> dict[str, Any]:
-    """{"moe_conv_paths": {layer: {input shape "BxCxHxW": the exact path its last call of that shape ran}}} for a
-    model with MoEConv2d layers (repro.models.moe_conv_choice), else {}: which rounding a run's numbers carry."""
-    ran = {
-        name: {"x".join(map(str, shape)): path for shape, path in m.paths_ran.items()}
-        for name, m in model.named_modules()
-        if isinstance(getattr(m, "paths_ran", None), dict)
-    }
-    return {"moe_conv_paths": ran} if ran else {}
-
-
-def _routing(last: dict[str, Any]) -> dict[str, Any]:
-    """The last epoch's routing: the head's (expert_usage, test_usage_by_class, routing_entropy) and, under
-    "layers", each backbone MoE layer's {"expert_usage": [E counts], "entropy": H(p_bar), "usage_entropy": ...,
-    "router_shift": how far its router moved that epoch}."""
-    out: dict[str, Any] = {k: last[k] for k in ("expert_usage", "test_usage_by_class", "routing_entropy") if k in last}
-    if "routing_layers" in last:
-        out["layers"] = last["routing_layers"]
-    return out
-
-
 def _weights_text(cfg: RunConfig, cache: Path) -> str:
     if cfg.digit_weights:  # the file the model was built from
         from repro.train import digit_weights
@@ -709,7 +391,7 @@ def _summary(
             "chance": chance,
         },
         "history": history,
-        "routing": _routing(last),
+        "routing": last_routing(last),
         "data": source,
         "frozen_parameters": len(frozen),
         "train_seconds": elapsed,

@@ -1,5 +1,6 @@
 """`repro bench moe-conv` at a tiny size: every path and the chosen one against the dense convolution, numbers
-consistent, output at 80 columns, and a path that computes another function fails the command.
+consistent, output at 80 columns, and a path that computes another function fails the command. A count below 1
+(here and in `repro bench small-maps`) is a usage error naming its flag.
 
 No speed is asserted: these machines are shared and noisy.
 """
@@ -7,6 +8,7 @@ No speed is asserted: these machines are shared and noisy.
 import statistics
 from dataclasses import replace
 
+import pytest
 from typer.testing import CliRunner
 
 from repro.bench.moe_conv import Shape, bench_moe_conv
@@ -63,3 +65,12 @@ def test_a_path_that_computes_another_function_fails_the_command(monkeypatch):
     result = CliRunner().invoke(app, ["bench", "moe-conv", *OPTIONS], env={"COLUMNS": "80"})
     assert result.exit_code == 1
     assert "disagree" in result.output and "sorted" in result.output.split("disagree")[-1]
+
+
+@pytest.mark.parametrize(
+    ("command", "flag"), [("moe-conv", "--top-k"), ("moe-conv", "--steps"), ("small-maps", "--rounds")]
+)
+def test_a_count_below_one_is_a_usage_error_naming_its_flag(command, flag):
+    result = CliRunner().invoke(app, ["bench", command, flag, "0"], env={"COLUMNS": "200"})
+    assert result.exit_code == 2, result.output
+    assert f"Invalid value for {flag}: 0: expected 1 or more" in result.output

@@ -8,7 +8,7 @@ import torch
 
 from repro.bench.train import bench_config, bench_train
 from repro.core.settings import Settings
-from repro.train.loop import Engine, build_engine_model, compile_backbone, resolve_engine
+from repro.train.engine import Engine, build_engine_model, compile_backbone, resolve_engine
 
 CPU = torch.device("cpu")
 

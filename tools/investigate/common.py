@@ -20,7 +20,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run from anywher
 from repro.data.loader import TensorLoader  # noqa: E402
 from repro.models import Component, build_model  # noqa: E402
 from repro.plan.run_config import RunConfig  # noqa: E402
-from repro.train.loop import RunData, evaluate, make_optimizer, schedule_position, train_epoch  # noqa: E402
+from repro.train.loop import evaluate, make_optimizer, schedule_position, train_epoch  # noqa: E402
+from repro.train.run_data import RunData  # noqa: E402
 
 torch.set_num_threads(1)
 DEVICE = torch.device("cpu")
