@@ -39,6 +39,7 @@ from repro.cli import run as tables
 from repro.cli.bench import bench_app
 from repro.cli.rho import rho_command
 from repro.core.registry import closest
+from repro.core.schema import SchemaError
 
 
 TYPES_FROM = 100  # columns: a narrower --help leaves out the type column ("<int range> [x>=0]"), for the help
@@ -84,7 +85,12 @@ class _Group(typer.core.TyperGroup):
             from repro.cli.common import read_settings  # the command's settings, read here once: $REPRO_MANIFESTS
 
             own = read_settings(ctx)
-            ids = manifest_ids(own.manifests, (own.profiles, own.readings))
+            try:
+                ids = manifest_ids(own.manifests, (own.profiles, own.readings))
+            except SchemaError as exc:  # $REPRO_MANIFESTS names no folder of manifests
+                from repro.cli.common import fail
+
+                fail(str(exc))
             if args[0] in ids:
                 return args[0], self.commands["run"], args[:1] + args[1:]
             if hint := closest(args[0], [*self.commands, *ids]):  # `repro tabel5`: table5
@@ -167,11 +173,12 @@ def _read_settings(ctx: typer.Context) -> None:
     begin(ctx)
     name = ctx.invoked_subcommand
     own = read_settings(ctx)
-    needs_torch = name in TORCH_COMMANDS or name in manifest_ids(own.manifests, (own.profiles, own.readings))
+    # a name that is no command was resolved as a manifest id (_Group.resolve_command): `repro <id>`
+    needs_torch = name in TORCH_COMMANDS or (name is not None and name not in getattr(ctx.command, "commands", {}))
     if needs_torch and not ctx.meta.get(HELP_ONLY):
         from repro.runtime.preflight import torch_problem
 
-        if (problem := torch_problem(read_settings(ctx).cache)) is not None:
+        if (problem := torch_problem(own.cache)) is not None:
             fail(problem)
 
 
