@@ -122,3 +122,21 @@ def test_profiles_is_accepted_as_by_every_command_and_a_bad_file_refused_before_
     )
     assert refused.exit_code == 2 and f"error: {bad}:" in refused.output and "profiles.mine.evidence" in refused.output
     assert not (tmp_path / "not").exists()
+
+
+def test_a_missing_or_unwritable_folder_is_named_before_the_folder_is_read(folder, tmp_path, monkeypatch):
+    """An evaluator's first `repro export` in a folder with no results said "results is not a folder of results";
+    one with --out where no file can be made read and decided every table, then failed at the first file with a
+    hint about run records and resuming."""
+    results, _ = folder
+    monkeypatch.chdir(tmp_path)
+    done = runner.invoke(app, ["export", "-o", "nowhere"], env={"COLUMNS": "200"})
+    assert done.exit_code == 2 and "no results in nowhere: the folder does not exist" in done.output, done.output
+    (tmp_path / "a-file").write_text("x")
+    done = runner.invoke(app, ["export", "-o", "a-file"], env={"COLUMNS": "200"})
+    assert done.exit_code == 2 and "--results-dir a-file is a file, not a results folder" in done.output, done.output
+    read = []
+    monkeypatch.setattr("repro.results.frames.read_folder", lambda *a, **k: read.append(a))
+    done = runner.invoke(app, ["export", "-o", str(results), "--out", "a-file/sub"], env={"COLUMNS": "200"})
+    assert done.exit_code == 2 and "cannot write in a-file:" in done.output and "--out" in done.output, done.output
+    assert not read and "resumes" not in done.output

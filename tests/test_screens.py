@@ -97,3 +97,11 @@ def test_no_help_text_is_cut_at_80_columns(command):
     """A default path cut to '<results>/<profile>/package/repro-<profile>-<commi…' told the reader nothing."""
     lines = screen([*command, "--help"])
     assert [line for line in lines if "…" in line] == [], "\n".join(lines)
+
+
+@pytest.mark.parametrize("command", [*_every_command(), ["table5"]], ids=lambda c: " ".join(c) or "repro")
+def test_every_help_fits_a_screen(command):
+    """`repro run --help` (and `repro table5 --help`, the same) was 64 lines at 80 columns: verify-all's options and
+    a four-line list of ids that `repro --help` gives already."""
+    lines = screen([*command, "--help"])
+    assert len(lines) <= SCREEN, "\n".join(lines)

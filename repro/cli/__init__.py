@@ -39,6 +39,7 @@ from repro.cli import run as tables
 from repro.cli.bench import bench_app
 from repro.cli.rho import rho_command
 from repro.core.registry import closest
+from repro.core.schema import SchemaError
 
 
 TYPES_FROM = 100  # columns: a narrower --help leaves out the type column ("<int range> [x>=0]"), for the help
@@ -84,7 +85,12 @@ class _Group(typer.core.TyperGroup):
             from repro.cli.common import read_settings  # the command's settings, read here once: $REPRO_MANIFESTS
 
             own = read_settings(ctx)
-            ids = manifest_ids(own.manifests, (own.profiles, own.readings))
+            try:
+                ids = manifest_ids(own.manifests, (own.profiles, own.readings))
+            except SchemaError as exc:  # $REPRO_MANIFESTS names no folder of manifests
+                from repro.cli.common import fail
+
+                fail(str(exc))
             if args[0] in ids:
                 return args[0], self.commands["run"], args[:1] + args[1:]
             if hint := closest(args[0], [*self.commands, *ids]):  # `repro tabel5`: table5
@@ -167,11 +173,12 @@ def _read_settings(ctx: typer.Context) -> None:
     begin(ctx)
     name = ctx.invoked_subcommand
     own = read_settings(ctx)
-    needs_torch = name in TORCH_COMMANDS or name in manifest_ids(own.manifests, (own.profiles, own.readings))
+    # a name that is no command was resolved as a manifest id (_Group.resolve_command): `repro <id>`
+    needs_torch = name in TORCH_COMMANDS or (name is not None and name not in getattr(ctx.command, "commands", {}))
     if needs_torch and not ctx.meta.get(HELP_ONLY):
         from repro.runtime.preflight import torch_problem
 
-        if (problem := torch_problem(read_settings(ctx).cache)) is not None:
+        if (problem := torch_problem(own.cache)) is not None:
             fail(problem)
 
 
@@ -180,8 +187,8 @@ app.command(
     help=tables.VERIFY_ALL_HELP,
     short_help="Every table, FLOP check and claim: one report, one exit code.",
 )(tables.tables)
-app.command(
-    "run", help=tables.RUN_HELP, epilog=f"repro <id> is repro run <id>, for the ids {', '.join(manifest_ids())}."
+app.command(  # the ids are `repro --help`'s epilog: listed here too, they took this help past a screen
+    "run", help=f"{tables.RUN_HELP} repro <id> is repro run <id> (the ids: repro --help).", short_help=tables.RUN_HELP
 )(tables.tables)
 # One line each in `repro --help` (each command's --help has the whole text).
 app.command("list", short_help="Each table and what each profile costs, before anything runs.")(info.list_manifests)

@@ -49,6 +49,12 @@ def export(
     out = out or results_dir / "export"
     if out.exists() and not out.is_dir():
         fail(f"--out {out} is a file; give a folder")
+    if not results_dir.exists():  # read_folder's words ("not a folder of results") did not say it was missing
+        fail(f"no results in {results_dir}: the folder does not exist; run a table or `repro verify-all` first")
+    if not results_dir.is_dir():
+        fail(f"--results-dir {results_dir} is a file, not a results folder")
+    if (refused := _unwritable(out)) is not None:  # before the folder is read and its verdicts decided
+        fail(f"cannot write in {refused}; choose a folder this user can write with --out")
     if profile is not None and results_dir.is_dir() and profile not in profiles_present(results_dir):
         fail(
             f"no results of profile '{profile}' in {results_dir} (profiles with results: "
@@ -83,3 +89,18 @@ def export(
             "exported as not run (--manifests names the folder that decides them)"
         )
     show_unusable(folder.records.unusable, "left out, as `repro run` would set them aside")
+
+
+def _unwritable(out: Path) -> str | None:
+    """Where a file cannot be created on the way to `out` (the nearest folder of it, or above it, that exists), and
+    why; None where one can. A read-only results folder failed only at the first file, after the whole read."""
+    import tempfile
+
+    folder = out
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    try:
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".write-check-"):
+            return None
+    except OSError as exc:
+        return f"{folder}: {exc.strerror or exc}"

@@ -69,9 +69,12 @@ def _estimate(
         runs = Executor(cast(Literal["local", "slurm"], executor), gpus, runs_per_gpu, slurm_max_parallel)
     except ValueError as exc:
         fail(str(exc))
+    folder = results_dir or settings().results
+    if folder.exists() and not folder.is_dir():  # read as an empty folder, it priced with no word of it
+        fail(f"--results-dir {folder} is a file, not a results folder")
     return folder_estimate(
         settings(),
-        results_dir or settings().results,
+        folder,
         plans,
         executor=runs,
         data_dir=data_dir,

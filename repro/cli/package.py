@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 from typing import Optional
 
@@ -33,12 +34,17 @@ def package(
     from repro.results.measurements import profile_dir, profiles_present
     from repro.results.package import PackageError, build_package
 
+    given = results_dir  # the folder named on the command line: the hint below names it again
     profile = profile or settings().profile
     results_dir = results_dir or settings().results
+    if results_dir.exists() and not results_dir.is_dir():
+        fail(f"--results-dir {results_dir} is a file, not a results folder")
     if profile not in profiles_present(results_dir):
+        # the command that makes them: at this profile and into this folder (a bare `repro verify-all` made smoke's)
+        make = shlex.join(["repro", "verify-all", "--profile", profile, *(["-o", str(given)] if given else [])])
         fail(
             f"no results of profile '{profile}' in {results_dir} (profiles with results: "
-            f"{', '.join(profiles_present(results_dir)) or 'none'}); run `repro verify-all` first"
+            f"{', '.join(profiles_present(results_dir)) or 'none'}); run `{make}` first"
         )
     if out is not None and not out.name.endswith(".tar.gz"):
         fail(f"--out {out}: expected a file name ending in .tar.gz")

@@ -50,7 +50,7 @@ def status(
             table.add(plan.id, *(str(runs.count(s)) for s in STATES))
             for r in runs.runs:
                 if r.state in ("running", "failed") or (verbose and r.state == "pending"):
-                    lines.append(f"{r.state:8} {r.label} ({r.run_hash[:12]}): {r.detail}")
+                    lines.append(f"{r.state:8} {r.label} ({r.run_hash[:12]})" + (f": {r.detail}" if r.detail else ""))
     except KeyboardInterrupt as exc:
         raise CommandInterrupted(
             "status", None, exc, "status interrupted; it changes nothing in the results folder"

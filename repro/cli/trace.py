@@ -41,6 +41,8 @@ def trace(
     manifest = load_one(table, manifests_dir, profiles, readings=readings)
     profile = profile or settings().profile
     results_dir = results_dir or settings().results
+    if results_dir.exists() and not results_dir.is_dir():  # read as a folder, its results.json "cannot be read"
+        fail(f"--results-dir {results_dir} is a file, not a results folder")
 
     def stored(m) -> ManifestResult | None:
         try:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import heapq
 import json
+import math
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -360,10 +361,16 @@ def duration(seconds: float) -> str:
 
 
 def spoken(seconds: float) -> str:
-    """A time in the README's words: 'about a minute', 'about 7 minutes', 'about 2 hours'."""
-    minutes = round(seconds / 60)
-    if minutes <= 1:
+    """A time in the README's words: 'about a minute', 'about a minute and a half', 'about 7 minutes', 'about 2
+    hours'. Below three minutes, to the half minute: ~88 s read "about a minute" beside `repro list`'s figure."""
+    halves = math.floor(seconds / 30 + 0.5)
+    if halves <= 2:
         return "about a minute"
+    if halves < 6:
+        return (
+            "about a minute and a half" if halves == 3 else f"about {halves // 2}{' and a half' * (halves % 2)} minutes"
+        )
+    minutes = round(seconds / 60)
     if minutes < 90:
         return f"about {minutes} minutes"
     return f"about {round(seconds / 3600)} hours"

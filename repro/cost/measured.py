@@ -150,6 +150,8 @@ def _timings(path: Path) -> tuple[dict[str, MeasuredCommand], dict[str, Measured
         doc = jsonfile.load(path)
         commands, tables = {}, {}
         for name, entry in sorted(doc["commands"].items(), key=lambda kv: str(kv[1].get("started", ""))):
+            if entry.get("interrupted"):  # stopped part-way: neither its phases nor its wall time is the command's
+                continue
             phases: dict[str, float] = {}
             per: dict[str, dict[str, float]] = {}
             for p in entry["phases"]:

@@ -491,9 +491,18 @@ def manifest_paths(directory: str | Path | None = None, besides: Iterable[str | 
     """The folder's manifest files: every *.toml but profiles.toml and `besides`, the profiles and readings files
     of one's own a command was given (kept beside one's manifests, they are not tables)."""
     others = {Path(f).resolve() for f in besides if f}
-    return sorted(
-        p for p in manifests_dir(directory).glob("*.toml") if p.name != PROFILES_FILE and p.resolve() not in others
-    )
+    folder = manifests_dir(directory)
+    found = sorted(p for p in folder.glob("*.toml") if p.name != PROFILES_FILE and p.resolve() not in others)
+    if directory and not found:  # a folder of one's own: a typo there read as "no tables" and ran nothing
+        what = "no such folder" if not folder.exists() else "a file, not a folder" if not folder.is_dir() else None
+        raise SchemaError(
+            folder,
+            [
+                f"{what or 'no manifest (<id>.toml) in it'}; --manifests (or $REPRO_MANIFESTS) names a folder "
+                "of manifest files, one <id>.toml per table"
+            ],
+        )
+    return found
 
 
 def load_valid(

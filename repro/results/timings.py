@@ -205,6 +205,7 @@ class Recorder(Clocks):
         self.runs: list[dict[str, Any]] = []
         self.results_dir: Path | None = None  # set by `recording`
         self.when_done: list[Callable[[], None]] = []  # called once timings.json holds the whole command
+        self.interrupted = False  # Ctrl-C or SIGTERM ended it: its phases are part of the work (no fit reads them)
         self._wall0, self._cpu0 = time.perf_counter(), tree_cpu()
         age = interpreter_age()  # the interpreter's start and the command line's imports, before this recorder
         t = os.times()
@@ -259,6 +260,7 @@ class Recorder(Clocks):
             **machine_load(self.load_at_start),
             "phases": phases,
             "runs": self.runs,
+            **({"interrupted": True} if self.interrupted else {}),
         }
 
 
@@ -300,6 +302,9 @@ def recording(command: str, results_dir: Path, profile: str) -> Iterator[Recorde
     _current.append(rec)
     try:
         yield rec
+    except KeyboardInterrupt:
+        rec.interrupted = True
+        raise
     finally:
         _current.remove(rec)
         write(rec, results_dir)

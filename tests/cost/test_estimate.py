@@ -271,3 +271,19 @@ def test_warm_list_imports_no_torch(tmp_path):
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_the_readme_s_words_for_a_time_keep_its_half_minutes():
+    """`repro list` priced a smoke verify-all at ~88 s and the README, from the same estimate, said "about a
+    minute": a newcomer timing it read the two as disagreeing by half. Below a few minutes the words keep the half."""
+    assert [est.spoken(s) for s in (50, 80, 88, 100, 120, 150, 240, 660, 7200)] == [
+        "about a minute",
+        "about a minute and a half",
+        "about a minute and a half",
+        "about a minute and a half",
+        "about 2 minutes",
+        "about 2 and a half minutes",
+        "about 4 minutes",
+        "about 11 minutes",
+        "about 2 hours",
+    ]

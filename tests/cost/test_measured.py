@@ -117,3 +117,25 @@ def test_timings_json_gives_each_command_and_table_its_phases(tmp_path):
     assert t1.wall_s == 22.5 and t1.phases["FLOP counting"] == 2.0 and t1.source == "timings.json (run t1)"
     (tmp_path / "smoke" / "timings.json").write_text('{"schema": 1, "commands": {"x": {"phases": 3}}}')
     assert read_folder(tmp_path).commands == {}  # a shape not understood: nothing read, nothing raised
+
+
+def test_an_interrupted_command_is_marked_so_and_measures_nothing(tmp_path):
+    """Ctrl-C six seconds into `verify-all` left its start-up and part of a FLOP check in timings.json as the
+    command's latest entry: `repro list` then fitted the report's phase at 0 s and the rest at 0.1 s from it, and
+    priced a cold smoke `verify-all` at ~61 s instead of ~88 s, still saying "CPU reference"."""
+    import pytest
+
+    from repro.results import timings
+
+    with pytest.raises(KeyboardInterrupt):
+        with timings.recording("verify-all", tmp_path, "smoke"):
+            with timings.phase("FLOP check"):
+                raise KeyboardInterrupt
+    entry = json.loads((tmp_path / "smoke" / "timings.json").read_text())["commands"]["verify-all"]
+    assert entry["interrupted"] is True and [p["phase"] for p in entry["phases"]][-1] == "FLOP check"
+    assert read_folder(tmp_path).commands == {}
+    with timings.recording("verify-all", tmp_path, "smoke"):  # the same command run to its end measures again
+        with timings.phase("FLOP check"):
+            pass
+    entry = json.loads((tmp_path / "smoke" / "timings.json").read_text())["commands"]["verify-all"]
+    assert "interrupted" not in entry and set(read_folder(tmp_path).commands["smoke"]) == {"verify-all"}
