@@ -55,3 +55,19 @@ def test_list_fits_the_records_in_the_results_folder(tmp_path, monkeypatch):
     assert "smoke: 8 of 8 runs recorded" in text and "From" in text and "fitted" in text
     cold = CliRunner().invoke(app, ["list", "--results-dir", str(tmp_path / "empty")], env={"COLUMNS": "200"})
     assert cold.exit_code == 0 and "fitted to" not in cold.output and "CPU reference" in cold.output
+
+
+def test_a_command_measured_at_no_time_prints_no_ratio(monkeypatch):
+    """`repro list -v` beside a command timings.json records at 0 s (a file edited by hand) prints '-' for the
+    ratio, as `repro bench estimates` does: formatting the missing ratio raised TypeError."""
+    from types import SimpleNamespace
+
+    from repro.cost import taken
+
+    zero = taken.Compared("smoke", "verify-all", 88.0, "CPU reference", 0.0, "timings.json", load=0.4)
+    monkeypatch.setattr(taken, "compare_commands", lambda *args, **kwargs: [zero])
+    plans = SimpleNamespace(profiles=lambda: ["smoke"], at=lambda profile: [])
+    folder = SimpleNamespace(plans=plans, model=None, times=SimpleNamespace(runs={}), rates=None)
+    (line,) = taken.lines(folder)
+    assert line.endswith("estimate / measured -"), line
+    assert "measured ~0 s (timings.json, load 0.4)" in line, line
