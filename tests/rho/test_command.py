@@ -91,12 +91,25 @@ def test_without_the_table6_manifest_it_says_what_it_reads(tmp_path, monkeypatch
 
 
 @pytest.mark.slow
-def test_a_misspelt_name_is_refused_without_importing_torch():
+def test_a_misspelt_name_is_refused_without_importing_torch(tmp_path):
+    """Once torch has passed the preflight (repro.runtime.preflight, kept in the cache folder), a misspelt model
+    is refused from the catalog alone. The cache is the test's own, warm: the user's ~/.cache/repro went cold
+    whenever torch's files changed (a reinstall), and the preflight's import then failed this test."""
+    import os
+
+    from repro.runtime import preflight
+
+    pair = preflight.installed_pair()
+    assert pair is not None
+    (tmp_path / "torch_pair.json").write_text(json.dumps({"pair": pair}))
     code = (
         "import sys; from typer.testing import CliRunner; from repro.cli import app; "
         "r = CliRunner().invoke(app, ['rho', 'resnet1B']); print(r.exit_code, 'torch' in sys.modules)"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO_ROOT, timeout=120)
+    env = {**os.environ, "REPRO_CACHE": str(tmp_path)}
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO_ROOT, timeout=120, env=env
+    )
     assert out.stdout.split() == ["2", "False"], out.stderr
 
 
