@@ -64,13 +64,21 @@ def cases(tmp_path) -> list[tuple[list[str], str]]:
 
 @pytest.mark.slow
 def test_every_unknown_name_gets_the_closest_before_torch_is_imported(tmp_path):
+    """Once torch has passed the preflight (kept in the cache folder, repro.runtime.preflight): the cache is the
+    test's own, warm, as the user's ~/.cache/repro goes cold whenever torch's files change (a reinstall)."""
+    from repro.runtime import preflight
+
+    pair = preflight.installed_pair()
+    assert pair is not None
+    (tmp_path / "cache").mkdir()
+    (tmp_path / "cache" / "torch_pair.json").write_text(json.dumps({"pair": pair}))
     todo = cases(tmp_path)
     out = subprocess.run(
         [sys.executable, "-c", CHECK, json.dumps([args for args, _ in todo])],
         capture_output=True,
         text=True,
         timeout=300,
-        env={**os.environ, "COLUMNS": "200"},
+        env={**os.environ, "COLUMNS": "200", "REPRO_CACHE": str(tmp_path / "cache")},
     )
     assert out.returncode == 0, out.stderr
     answer = json.loads(out.stdout.strip().splitlines()[-1])
