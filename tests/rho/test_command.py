@@ -78,8 +78,12 @@ def test_a_typos_suggestions_wrap_within_80_columns():
 
 
 def test_without_the_table6_manifest_it_says_what_it_reads(tmp_path, monkeypatch):
+    import shutil
+
+    from checkout import MANIFESTS
     from repro.rho.paper_settings import settings_manifest
 
+    shutil.copy(MANIFESTS / "table1.toml", tmp_path)  # a folder of manifests, table6's not among them
     monkeypatch.setenv("REPRO_MANIFESTS", str(tmp_path))
     settings_manifest.cache_clear()
     try:
