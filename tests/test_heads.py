@@ -67,3 +67,16 @@ def test_every_head_class_says_what_it_is_in_a_docstring_of_its_own(name):
     # help(ExpertChoiceHead) showed only RoutedHead's line: five heads had no docstring of their own
     head_class = type(HEADS.get(name).builder(12, 5))
     assert (vars(head_class).get("__doc__") or "").strip(), f"{head_class.__name__} has no docstring"
+
+
+@pytest.mark.parametrize("name", HEADS.names())
+@pytest.mark.parametrize("shape", [(2, 12, 3, 3), (12,), (2, 8)])
+def test_a_head_given_features_of_another_shape_is_refused_naming_the_shape_it_takes(name, shape):
+    # a researcher's backbone that left its (B, C, H, W) map unpooled, or handed one sample, or another width:
+    # every head failed inside torch ("mat1 and mat2 shapes cannot be multiplied", "'int' object is not
+    # iterable", an IndexError), and the dense, per-sample Soft MoE and teacher-guided heads returned logits for
+    # a (12,) input as though it were a batch
+    head = HEADS.get(name).builder(12, 5)
+    expected = re.escape(f"{type(head).__name__} expects features (B, 12)") + ".*" + re.escape(str(shape))
+    with pytest.raises(ValueError, match=expected):
+        head(torch.randn(*shape))

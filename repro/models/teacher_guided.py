@@ -39,7 +39,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from repro.models.configs import DenseHeadConfig, TeacherGuidedConfig
-from repro.models.base import check_head
+from repro.models.base import check_features, check_head
 from repro.models.heads import DenseHead
 from repro.models.kmeans import Reservoir, kmeans, nearest
 from repro.models.sparse_moe import SparseMoEHead
@@ -106,6 +106,7 @@ class TeacherGuidedHead(SparseMoEHead):
         return nearest(self.teacher_features(h), self.centres)
 
     def forward(self, h: torch.Tensor) -> torch.Tensor:  # (B, D) -> (B, O)
+        check_features(self, h, self.in_features)
         if self.replaying:  # the dense twin, training as the dense run does
             if self.training:
                 self.reservoir.add(h)
