@@ -1,5 +1,6 @@
 """Dense heads carry the engine hooks as no-ops; every head refuses sizes and settings it cannot be built with."""
 
+import dataclasses
 import re
 
 import numpy as np
@@ -80,3 +81,22 @@ def test_a_head_given_features_of_another_shape_is_refused_naming_the_shape_it_t
     expected = re.escape(f"{type(head).__name__} expects features (B, 12)") + ".*" + re.escape(str(shape))
     with pytest.raises(ValueError, match=expected):
         head(torch.randn(*shape))
+
+
+@pytest.mark.parametrize(
+    "name, kw, expected",
+    [
+        # "ClusterRoutedConfig.__init__() got an unexpected keyword argument 'top_k'": the key, not what it takes
+        ("cluster_routed", {"top_k": 2}, "head 'cluster_routed' takes no keyword 'top_k'"),
+        ("sparse_moe", {"num_expert": 4}, "'sparse_moe' takes no keyword 'num_expert' (did you mean 'num_experts'?)"),
+        ("dense", {"num_experts": 4}, "head 'dense' takes no keyword 'num_experts'"),
+    ],
+)
+def test_a_head_given_a_keyword_it_has_no_field_for_names_the_fields_it_takes(name, kw, expected):
+    entry = HEADS.get(name)
+    with pytest.raises(TypeError) as caught:
+        entry.builder(12, 5, **kw)
+    message = str(caught.value)
+    assert expected in message
+    assert f"{entry.config.__name__}'s fields" in message
+    assert all(f.name in message for f in dataclasses.fields(entry.config))
