@@ -5,6 +5,7 @@ on which file declared its reading."""
 
 import hashlib
 import json
+import tomllib
 
 import pytest
 from typer.testing import CliRunner
@@ -200,6 +201,42 @@ def test_a_shipped_reading_id_or_choice_id_is_refused_not_replaced(tmp_path):
         p.startswith("readings[1]: reading 'slots-again': choice id 'one_slot' is used twice") for p in problems
     ), problems
     assert next(r for r in shipped_readings() if r.id == "dense-dropout") == shipped  # unchanged
+
+
+@pytest.mark.parametrize(
+    "alternative, expected",
+    [
+        # copied from chosen and not yet edited: its twin rows were the main rows under another name (the same run
+        # hashes), and every claim "decided again" under it was decided on the same numbers
+        (
+            "head = { slots_per_expert = 1 }",
+            "readings[0].alternatives[0]: reading 'soft-moe-slots': 'two_slots' overrides what the chosen value "
+            "'one_slot' does (head.slots_per_expert = 1): an alternative changes something",
+        ),
+        (
+            "",
+            "readings[0].alternatives[0]: reading 'soft-moe-slots': 'two_slots' overrides nothing: give it the "
+            "backbone, head, batch_size or claim parameters it changes",
+        ),
+    ],
+)
+def test_an_alternative_that_changes_nothing_is_refused_naming_file_and_key(tmp_path, alternative, expected):
+    path = tmp_path / "mine.toml"
+    path.write_text(SLOTS.replace("head = { slots_per_expert = 2 }", alternative))
+    with pytest.raises(SchemaError) as info:
+        readings_module.load_own_readings(path)
+    assert str(path) in str(info.value)
+    assert expected in info.value.problems, info.value.problems
+
+
+def test_two_alternatives_alike_are_refused():
+    text = SLOTS + SLOTS[SLOTS.index("[[readings.alternatives]]") :].replace("two_slots", "second_two")
+    with pytest.raises(SchemaError) as info:
+        readings_module.parse_readings(tomllib.loads(text), "mine.toml")
+    assert (
+        "readings[0].alternatives[1]: reading 'soft-moe-slots': 'second_two' overrides what the alternative "
+        "'two_slots' does (head.slots_per_expert = 2): an alternative changes something"
+    ) in info.value.problems, info.value.problems
 
 
 def test_a_reading_keeps_its_runs_hashes_whether_shipped_or_in_a_file_of_ones_own(tmp_path, monkeypatch):

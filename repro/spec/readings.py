@@ -265,6 +265,41 @@ def _check(reading: Reading, i: int, problems: Problems) -> None:
     _check_choice(reading, reading.chosen, f"{path}.chosen", problems)
     for j, alt in enumerate(reading.alternatives):
         _check_choice(reading, alt, f"{path}.alternatives[{j}]", problems)
+    _check_distinct(reading, path, problems)
+
+
+def _settings(choice: Choice) -> dict[str, Any]:
+    """What a choice sets, flat ("head.slots_per_expert": 1), TOML arrays as tuples: two choices alike set the same."""
+    flat: dict[str, Any] = {f"{part}.{k}": v for part in PARTS for k, v in choice.overrides(part).items()}
+    flat.update({f"claim.{k}": v for k, v in choice.claim.items()})
+    flat.update({f"claims.{n}.{k}": v for n, params in choice.claims.items() for k, v in params.items()})
+    if choice.batch_size is not None:
+        flat["batch_size"] = choice.batch_size
+    return {k: tuple(v) if isinstance(v, list) else v for k, v in flat.items()}
+
+
+def _check_distinct(reading: Reading, path: str, problems: Problems) -> None:
+    """An alternative that sets nothing, or what the chosen value or an earlier alternative sets, is refused: its
+    twin rows were the main rows under another name (the same run hashes), and a claim decided again under it was
+    decided on the same numbers."""
+    seen = [("the chosen value", reading.chosen)]
+    for j, alt in enumerate(reading.alternatives):
+        where, settings = f"{path}.alternatives[{j}]", _settings(alt)
+        if not settings:
+            problems.add(
+                where,
+                f"'{alt.id}' overrides nothing: give it the backbone, head, batch_size or claim parameters it changes",
+            )
+            continue
+        for what, other in seen:
+            if _settings(other) == settings:
+                shown = ", ".join(f"{k} = {v!r}" for k, v in settings.items())
+                problems.add(
+                    where,
+                    f"'{alt.id}' overrides what {what} '{other.id}' does ({shown}): an alternative changes something",
+                )
+                break
+        seen.append(("the alternative", alt))
 
 
 def _naming_readings(items: list[str], raw: list[Any]) -> list[str]:
