@@ -229,6 +229,18 @@ def test_an_alternative_that_changes_nothing_is_refused_naming_file_and_key(tmp_
     assert expected in info.value.problems, info.value.problems
 
 
+@pytest.mark.parametrize("text", ["", "# soft-moe-slots, to write\n", "readings = []\n"])
+def test_a_readings_file_that_declares_no_reading_is_refused(tmp_path, text):
+    # an empty file (the wrong one given, or one not yet saved) was taken, and `repro readings` said "Readings of
+    # your own (0: ) were read from ...", as though that were the file meant
+    path = tmp_path / "mine.toml"
+    path.write_text(text)
+    with pytest.raises(SchemaError) as info:
+        readings_module.load_own_readings(path)
+    assert str(path) in str(info.value)
+    assert info.value.problems == ["readings: the file declares no reading: a readings file holds [[readings]] tables"]
+
+
 def test_two_alternatives_alike_are_refused():
     text = SLOTS + SLOTS[SLOTS.index("[[readings.alternatives]]") :].replace("two_slots", "second_two")
     with pytest.raises(SchemaError) as info:

@@ -409,8 +409,8 @@ def _shipped_clashes(raw: list[Any]) -> list[str]:
 def load_own_readings(path: str | Path) -> ReadingsFile:
     """A file of one's own, validated as the shipped file is, and refused where it reuses a shipped reading's id or
     a shipped choice id: a reading of one's own adds to the shipped ones and replaces none (a manifest, a claim and a
-    results folder name the shipped readings by id, and what those ids mean must not move). SchemaError names the
-    file and every problem at once, each with its key path and reading."""
+    results folder name the shipped readings by id, and what those ids mean must not move), and where it declares
+    none. SchemaError names the file and every problem at once, each with its key path and reading."""
     path = Path(path)
     data = read_toml(path)
     raw = _raw_readings(data)
@@ -421,6 +421,8 @@ def load_own_readings(path: str | Path) -> ReadingsFile:
         raise SchemaError(path, exc.problems + clashes) from None
     if clashes:
         raise SchemaError(path, clashes)
+    if not readings:  # the wrong file, or one not yet written: said, not read as a file that adds nothing
+        raise SchemaError(path, ["readings: the file declares no reading: a readings file holds [[readings]] tables"])
     try:
         digest = hashlib.sha256(path.read_bytes()).hexdigest()
     except OSError as exc:  # read a moment ago: gone or unreadable since
