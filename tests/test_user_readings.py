@@ -241,6 +241,38 @@ def test_a_readings_file_that_declares_no_reading_is_refused(tmp_path, text):
     assert info.value.problems == ["readings: the file declares no reading: a readings file holds [[readings]] tables"]
 
 
+@pytest.mark.parametrize(
+    "applies, expected",
+    [
+        # a misspelt key matched no row's value, so the reading applied to no row, and `repro readings` said only
+        # that no table used it
+        (
+            "head_where = { slot_per_expert = 1 }",
+            "readings[0].applies.head_where.slot_per_expert: reading 'soft-moe-slots': not a parameter of head "
+            "'soft_moe' (did you mean 'slots_per_expert'?)",
+        ),
+        (
+            'head_unless = { slots_per_expert = "x" }',
+            "readings[0].applies.head_unless.slots_per_expert: reading 'soft-moe-slots': expected an integer, got 'x'",
+        ),
+        (
+            "backbone_where = { width = 2.0 }",
+            "readings[0].applies.backbone_where: reading 'soft-moe-slots': names a backbone value, but the reading "
+            "names no backbone: give applies.backbones",
+        ),
+    ],
+)
+def test_a_where_or_unless_key_no_component_has_is_refused_naming_file_and_key(tmp_path, applies, expected):
+    path = tmp_path / "mine.toml"
+    path.write_text(
+        SLOTS.replace('applies = { heads = ["soft_moe"] }', f'applies = {{ heads = ["soft_moe"], {applies} }}')
+    )
+    with pytest.raises(SchemaError) as info:
+        readings_module.load_own_readings(path)
+    assert str(path) in str(info.value)
+    assert expected in info.value.problems, info.value.problems
+
+
 def test_two_alternatives_alike_are_refused():
     text = SLOTS + SLOTS[SLOTS.index("[[readings.alternatives]]") :].replace("two_slots", "second_two")
     with pytest.raises(SchemaError) as info:

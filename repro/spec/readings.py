@@ -225,6 +225,26 @@ def _check_choice(reading: Reading, choice: Choice, path: str, problems: Problem
                 problems.add(f"{path}.{part}", f"{part} '{name}': {exc}")
 
 
+def _check_match(reading: Reading, part: str, kind: str, path: str, problems: Problems) -> None:
+    """applies.<part>_where / _unless: each key a parameter of every component the reading names, its value of that
+    parameter's type (a misspelt key matched no row's value, and the reading applied to none, unsaid)."""
+    values = getattr(reading.applies, f"{part}_{kind}")
+    if not values:
+        return
+    names = [n for n in reading.applies.names(part) if n in registry(part)]
+    if not reading.applies.names(part):
+        problems.add(path, f"names a {part} value, but the reading names no {part}: give applies.{part}s")
+        return
+    for name in names:
+        config = registry(part).get(name).config
+        hints = get_type_hints(config) if config else {}
+        for key, value in values.items():
+            if key not in hints:
+                problems.add(f"{path}.{key}", f"not a parameter of {part} '{name}'{closest(key, list(hints))}")
+            else:
+                convert(hints[key], value, f"{path}.{key}", problems)
+
+
 def _check(reading: Reading, i: int, problems: Problems) -> None:
     path = f"readings[{i}]"
     check_id(reading.id, f"{path}.id", problems)
@@ -234,6 +254,9 @@ def _check(reading: Reading, i: int, problems: Problems) -> None:
                 problems.add(
                     f"{path}.applies.{part}s[{j}]", f"unknown {part} '{name}'{closest(name, registry(part).names())}"
                 )
+    for part in PARTS:
+        for kind in ("where", "unless"):
+            _check_match(reading, part, kind, f"{path}.applies.{part}_{kind}", problems)
     for j, d in enumerate(reading.applies.datasets):
         if d not in DATASETS:
             problems.add(f"{path}.applies.datasets[{j}]", f"unknown dataset '{d}'{closest(d, list(DATASETS))}")
