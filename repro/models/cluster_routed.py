@@ -149,4 +149,6 @@ class ClusterRoutedHead(RoutedHead):
 
 
 def build_cluster_routed(in_features: int, num_classes: int, **params) -> nn.Module:
+    """The cluster-routed head: (B, in_features) features -> (B, num_classes) logits;
+    `params` are ClusterRoutedConfig's fields (repro.models.configs), checked there."""
     return ClusterRoutedHead(in_features, num_classes, ClusterRoutedConfig(**params))

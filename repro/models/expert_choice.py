@@ -75,4 +75,6 @@ class ExpertChoiceHead(RoutedHead):
 
 
 def build_expert_choice(in_features: int, num_classes: int, **params) -> nn.Module:
+    """Expert Choice routing: (B, in_features) features -> (B, num_classes) logits;
+    `params` are ExpertChoiceConfig's fields (repro.models.configs), checked there."""
     return ExpertChoiceHead(in_features, num_classes, ExpertChoiceConfig(**params))

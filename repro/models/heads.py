@@ -40,4 +40,6 @@ class DenseHead(RoutingHooks, nn.Module):
 
 
 def build_dense(in_features: int, num_classes: int, **params) -> nn.Module:
+    """The dense head: (B, in_features) features -> (B, num_classes) logits;
+    `params` are DenseHeadConfig's fields (repro.models.configs), checked there."""
     return DenseHead(in_features, num_classes, DenseHeadConfig(**params))

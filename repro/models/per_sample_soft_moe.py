@@ -48,4 +48,6 @@ class PerSampleSoftMoEHead(RoutedHead):
 
 
 def build_per_sample_soft_moe(in_features: int, num_classes: int, **params) -> nn.Module:
+    """Per-sample Soft MoE: (B, in_features) features -> (B, num_classes) logits;
+    `params` are PerSampleSoftMoEConfig's fields (repro.models.configs), checked there."""
     return PerSampleSoftMoEHead(in_features, num_classes, PerSampleSoftMoEConfig(**params))

@@ -137,4 +137,6 @@ class ReluRoutedHead(RoutedHead):
 
 
 def build_relu_routed(in_features: int, num_classes: int, **params) -> nn.Module:
+    """ReLU routing: (B, in_features) features -> (B, num_classes) logits;
+    `params` are ReluRoutedConfig's fields (repro.models.configs), checked there."""
     return ReluRoutedHead(in_features, num_classes, ReluRoutedConfig(**params))

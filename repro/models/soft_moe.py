@@ -78,5 +78,6 @@ class SoftMoEHead(RoutedHead):
 
 
 def build_soft_moe(in_features: int, num_classes: int, **params) -> nn.Module:
-    """The head on (B, in_features) features; `params` are SoftMoEConfig's fields, checked there."""
+    """Soft MoE over the batch: (B, in_features) features -> (B, num_classes) logits;
+    `params` are SoftMoEConfig's fields (repro.models.configs), checked there."""
     return SoftMoEHead(in_features, num_classes, SoftMoEConfig(**params))

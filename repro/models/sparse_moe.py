@@ -139,5 +139,6 @@ class SparseMoEHead(RoutedHead):
 
 
 def build_sparse_moe(in_features: int, num_classes: int, **params) -> nn.Module:
-    """The head on (B, in_features) features; `params` are SparseMoEConfig's fields, checked there."""
+    """The paper's sparse MoE head: (B, in_features) features -> (B, num_classes) logits;
+    `params` are SparseMoEConfig's fields (repro.models.configs), checked there."""
     return SparseMoEHead(in_features, num_classes, SparseMoEConfig(**params))

@@ -135,4 +135,6 @@ def use_dense_twin(head: TeacherGuidedHead, dense_model_state: dict[str, torch.T
 
 
 def build_teacher_guided(in_features: int, num_classes: int, **params) -> nn.Module:
+    """The teacher-guided head: (B, in_features) features -> (B, num_classes) logits;
+    `params` are TeacherGuidedConfig's fields (repro.models.configs), checked there."""
     return TeacherGuidedHead(in_features, num_classes, TeacherGuidedConfig(**params))
