@@ -320,3 +320,25 @@ def test_the_results_say_which_file_a_reading_came_from(tmp_path):
     assert out.exit_code == 0, out.output
     runs = (tmp_path / "export" / "runs.csv").read_text().splitlines()
     assert sum(",soft__two_slots," in line and ",soft-moe-slots/two_slots," in line for line in runs) == 2
+
+
+def test_a_report_read_without_the_manifests_that_trained_its_twins_says_which_rows_it_leaves_out(tmp_path):
+    # docs/readings.md's `repro report` line without --manifests read the shipped manifests: the twin rows the folder
+    # held were left out of the report, unsaid
+    manifests, profiles, path = _folder(tmp_path)
+    results = tmp_path / "results"
+    env = _env(manifests, profiles, OMP_NUM_THREADS="1")
+    args = ["--results-dir", str(results), "--readings", str(path)]
+    assert runner.invoke(app, ["run", "slots", "--jobs", "1", *args], env=env).exit_code == 0
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / "slots.toml").write_text(SLOTS_TABLE[: SLOTS_TABLE.index("[[sensitivity]]")])
+    out = runner.invoke(app, ["report", *args], env={**env, "REPRO_MANIFESTS": str(plain)})
+    assert out.exit_code == 0, out.output
+    text = " ".join(out.output.split())
+    assert (
+        "Left out: slots: soft__two_slots: rows this folder holds that the manifests read here "
+        "do not have; read the manifests that trained them (--manifests DIR)" in text
+    ), text
+    out = runner.invoke(app, ["report", *args], env=env)
+    assert "Left out:" not in out.output  # read with the manifests that trained them
