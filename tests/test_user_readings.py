@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from execution.minitable import PROFILES
 from repro.cli import app
 from repro.core.schema import SchemaError
-from repro.plan.manifest import load_all
+from repro.plan.manifest import find_manifest, load_all
 from repro.plan.run_config import planned_runs
 from repro.spec import readings as readings_module
 from repro.spec.readings import shipped_readings
@@ -342,3 +342,43 @@ def test_a_report_read_without_the_manifests_that_trained_its_twins_says_which_r
     ), text
     out = runner.invoke(app, ["report", *args], env=env)
     assert "Left out:" not in out.output  # read with the manifests that trained them
+
+
+BAND = """
+[[readings]]
+id = "my-band"
+title = "How small a negligible rho is, again"
+section = "5.3"
+text = "x"
+applies = {{ claims = ["{claim}"] }}
+chosen = {{ id = "one_pct", label = "below 1 %", claim = {{ high = [0.01, 0.60] }} }}
+
+[[readings.alternatives]]
+id = "five_pct"
+label = "below 5 %"
+claim = {{ high = [0.05, 0.60] }}
+"""
+
+
+@pytest.mark.parametrize(
+    "claim, expected",
+    [
+        # a misspelt claim matched none, and `repro readings` said only that no table used the reading
+        (
+            "table6/depthwise_raises_rh",
+            "readings[0].applies.claims[0]: reading 'my-band': no claim 'depthwise_raises_rh' in table6 (did you "
+            "mean 'depthwise_raises_rho'?)",
+        ),
+        ("tabel6/depthwise_raises_rho", "readings[0].applies.claims[0]: reading 'my-band': no manifest 'tabel6'"),
+    ],
+)
+def test_a_reading_of_a_claim_no_manifest_has_is_refused_naming_file_and_key(tmp_path, claim, expected):
+    path = tmp_path / "mine.toml"
+    path.write_text(BAND.format(claim=claim))
+    for load in (lambda: load_all(readings_file=path), lambda: find_manifest("table6", readings_file=path)):
+        with pytest.raises(SchemaError) as info:
+            load()
+        assert str(path) in str(info.value)
+        assert any(p.startswith(expected) for p in info.value.problems), info.value.problems
+    path.write_text(BAND.format(claim="table6/depthwise_raises_rho"))
+    assert load_all(readings_file=path)  # the claim as it is named is taken
