@@ -254,3 +254,15 @@ def test_count_flops_refuses_a_shape_or_batch_it_cannot_count_naming_the_argumen
     with pytest.raises(ValueError) as caught:
         count_flops(model, shape, batch=batch)
     assert expected in str(caught.value)
+
+
+def test_the_report_and_the_classifier_say_what_they_hold():
+    # help(FlopReport) named no field (what total_all_ops or mean_shift is), and help(Classifier), which count_flops
+    # requires, said nothing of what the backbone must return
+    import dataclasses
+
+    doc = " ".join((F.FlopReport.__doc__ or "").split())
+    missing = [f.name for f in dataclasses.fields(F.FlopReport) if f"{f.name}:" not in doc]
+    assert not missing, f"FlopReport's docstring does not give {missing}"
+    assert all(f"{p}:" in doc for p in ("rho", "rho_all_ops", "head_share"))
+    assert "(B, in_features)" in (Classifier.__doc__ or "")

@@ -111,7 +111,17 @@ class ModuleCount:
 
 @dataclass
 class FlopReport:
-    """Per-sample counts of one model; MACs throughout (multiply-add = 1)."""
+    """Per-sample counts of one model; MACs throughout (multiply-add = 1).
+
+    input_shape: the (C, H, W) counted. modules: each module's count three ways (analytic, fvcore, torch), by
+    name. routed_modules: the modules whose compute is routed (FLOPs_routed). total: the model's MACs an image;
+    backbone: the backbone's; head: the head's (at its expected_macs, see mean_shift); routed: the routed modules'.
+    total_all_ops: total with the second convention's element ops (normalisation, activation, pooling) added;
+    routed_all_ops: routed, likewise. problems: where the three counters disagree, each naming the module and
+    what to add; empty when they agree (ok). mean_shift: MACs added to the traced count to report the head at its
+    expected_macs. batch: the batch a batch-axis head's per-image figure is at; None: no such head.
+    rho: routed / total, the paper's rho; rho_all_ops: the same under the second convention; head_share:
+    head / total."""
 
     input_shape: tuple[int, ...]
     modules: list[ModuleCount]
