@@ -236,3 +236,33 @@ def test_a_count_is_made_in_evaluation_mode_and_gives_each_module_its_mode_back(
 def test_a_model_that_is_not_a_classifier_is_refused_saying_how_to_wrap_it(count):
     with pytest.raises(TypeError, match=r"got Sequential: wrap yours as repro\.models\.classifier\.Classifier"):
         count(nn.Sequential(nn.Conv2d(3, 4, 3), nn.Flatten()), (3, 8, 8))
+
+
+@pytest.mark.parametrize(
+    "shape, batch, expected",
+    [
+        # a (H, W) shape or a batched (B, C, H, W) one failed in the backbone's first conv, naming neither
+        ((16, 16), 1, "input_shape must be one image's (C, H, W), positive ints, got (16, 16)"),
+        ((2, 3, 16, 16), 1, "input_shape must be one image's (C, H, W), positive ints, got (2, 3, 16, 16)"),
+        ((3, 0, 16), 1, "input_shape must be one image's (C, H, W), positive ints, got (3, 0, 16)"),
+        # batch 0 raised ZeroDivisionError
+        ((3, 16, 16), 0, "batch must be a positive int (the batch the model trains with), got 0"),
+    ],
+)
+def test_count_flops_refuses_a_shape_or_batch_it_cannot_count_naming_the_argument(shape, batch, expected):
+    model = Classifier(nn.Sequential(nn.Conv2d(3, 4, 3), nn.AdaptiveAvgPool2d(1), nn.Flatten()), nn.Linear(4, 2))
+    with pytest.raises(ValueError) as caught:
+        count_flops(model, shape, batch=batch)
+    assert expected in str(caught.value)
+
+
+def test_the_report_and_the_classifier_say_what_they_hold():
+    # help(FlopReport) named no field (what total_all_ops or mean_shift is), and help(Classifier), which count_flops
+    # requires, said nothing of what the backbone must return
+    import dataclasses
+
+    doc = " ".join((F.FlopReport.__doc__ or "").split())
+    missing = [f.name for f in dataclasses.fields(F.FlopReport) if f"{f.name}:" not in doc]
+    assert not missing, f"FlopReport's docstring does not give {missing}"
+    assert all(f"{p}:" in doc for p in ("rho", "rho_all_ops", "head_share"))
+    assert "(B, in_features)" in (Classifier.__doc__ or "")

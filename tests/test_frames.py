@@ -288,3 +288,33 @@ def test_an_alternative_not_run_is_no_change_of_verdict(folder):
     file.write_text(json.dumps(data))
     frame = readings(results).set_index("alternative")
     assert frame.changes.to_dict() == {"counted": True, "added_since": False}
+
+
+FRAMES = ("runs", "history", "verdicts", "row_seeds")
+
+
+@pytest.mark.parametrize("name", FRAMES)
+def test_an_empty_frame_has_the_dtypes_of_a_full_one(folder, name):
+    # a profile with no results gave every column object (numbers int64), so a boolean column filtered nothing:
+    # runs(folder, profile="full")[lambda f: f.deterministic] had no columns at all, and a notebook's next
+    # ["seed", "accuracy"] raised KeyError where a full folder's gave rows
+    results, _ = folder
+    full = getattr(frames, name)(results)
+    with pytest.warns(UserWarning):
+        empty = getattr(frames, name)(results, profile="full")
+    assert empty.empty and list(empty.columns) == list(full.columns)
+    assert {c: empty[c].dtype.kind for c in full} == {c: full[c].dtype.kind for c in full}
+
+
+def test_an_empty_frame_filtered_by_a_boolean_column_keeps_its_columns(folder):
+    results, _ = folder
+    with pytest.warns(UserWarning):
+        runs, readings = frames.runs(results, profile="full"), frames.readings(results, profile="full")
+    assert list(runs[runs.deterministic].columns) == list(frames.RUN_COLUMNS)
+    assert list(readings[readings.changes].columns) == list(frames.READING_COLUMNS)
+    stats = frames.row_stats(frames.row_seeds(results, profile="smoke").iloc[:0])
+    assert {c: stats[c].dtype.kind for c in ("seeds", "accuracy_mean", "rho")} == {
+        "seeds": "i",
+        "accuracy_mean": "f",
+        "rho": "f",
+    }

@@ -1,5 +1,6 @@
 """Dense heads carry the engine hooks as no-ops; every head refuses sizes and settings it cannot be built with."""
 
+import dataclasses
 import re
 
 import numpy as np
@@ -67,3 +68,45 @@ def test_every_head_class_says_what_it_is_in_a_docstring_of_its_own(name):
     # help(ExpertChoiceHead) showed only RoutedHead's line: five heads had no docstring of their own
     head_class = type(HEADS.get(name).builder(12, 5))
     assert (vars(head_class).get("__doc__") or "").strip(), f"{head_class.__name__} has no docstring"
+
+
+@pytest.mark.parametrize("name", HEADS.names())
+@pytest.mark.parametrize("shape", [(2, 12, 3, 3), (12,), (2, 8)])
+def test_a_head_given_features_of_another_shape_is_refused_naming_the_shape_it_takes(name, shape):
+    # a researcher's backbone that left its (B, C, H, W) map unpooled, or handed one sample, or another width:
+    # every head failed inside torch ("mat1 and mat2 shapes cannot be multiplied", "'int' object is not
+    # iterable", an IndexError), and the dense, per-sample Soft MoE and teacher-guided heads returned logits for
+    # a (12,) input as though it were a batch
+    head = HEADS.get(name).builder(12, 5)
+    expected = re.escape(f"{type(head).__name__} expects features (B, 12)") + ".*" + re.escape(str(shape))
+    with pytest.raises(ValueError, match=expected):
+        head(torch.randn(*shape))
+
+
+@pytest.mark.parametrize(
+    "name, kw, expected",
+    [
+        # "ClusterRoutedConfig.__init__() got an unexpected keyword argument 'top_k'": the key, not what it takes
+        ("cluster_routed", {"top_k": 2}, "head 'cluster_routed' takes no keyword 'top_k'"),
+        ("sparse_moe", {"num_expert": 4}, "'sparse_moe' takes no keyword 'num_expert' (did you mean 'num_experts'?)"),
+        ("dense", {"num_experts": 4}, "head 'dense' takes no keyword 'num_experts'"),
+    ],
+)
+def test_a_head_given_a_keyword_it_has_no_field_for_names_the_fields_it_takes(name, kw, expected):
+    entry = HEADS.get(name)
+    with pytest.raises(TypeError) as caught:
+        entry.builder(12, 5, **kw)
+    message = str(caught.value)
+    assert expected in message
+    assert f"{entry.config.__name__}'s fields" in message
+    assert all(f.name in message for f in dataclasses.fields(entry.config))
+
+
+@pytest.mark.parametrize("name", HEADS.names())
+def test_every_head_builder_says_what_it_takes_and_returns(name):
+    # help(HEADS.get("expert_choice").builder), the way docs/architecture.md builds a head, showed no docstring for
+    # six of the eight heads
+    entry = HEADS.get(name)
+    doc = " ".join((entry.builder.__doc__ or "").split())
+    assert "(B, in_features)" in doc and "(B, num_classes)" in doc, doc
+    assert f"{entry.config.__name__}'s fields" in doc, doc

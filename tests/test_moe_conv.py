@@ -217,9 +217,9 @@ def test_stride1_backbone_moe_rho_is_the_hand_count_plus_its_routers():
 @pytest.mark.parametrize(
     "kw, expected",
     [
-        ({"num_experts": 2, "top_k": 3}, "top_k must be in 1..num_experts = 2, got 3"),
-        ({"num_experts": 4, "top_k": 0}, "top_k must be in 1..num_experts = 4, got 0"),  # would give zeros
-        ({"num_experts": 0, "top_k": 1}, "num_experts must be at least 1, got 0"),
+        ({"num_experts": 2, "top_k": 3}, "top_k must be an int in 1..num_experts = 2, got 3"),
+        ({"num_experts": 4, "top_k": 0}, "top_k must be an int in 1..num_experts = 4, got 0"),  # would give zeros
+        ({"num_experts": 0, "top_k": 1}, "num_experts must be a positive int, got 0"),
         ({"groups": 4}, "groups must be at least 1 and divide in_channels and out_channels, got groups 4"),
         ({"padding": "same"}, "padding must be a non-negative int or a pair of them"),
         ({"capacity_factor": -1.0}, "capacity_factor must be non-negative"),
@@ -290,3 +290,27 @@ def test_the_conv_arguments_default_as_torchs_conv2d_does():
     x = torch.randn(2, 6, 8, 8)
     moe, conv = MoEConv2d(6, 5, 3, num_experts=4, top_k=2), nn.Conv2d(6, 5, 3)
     assert moe(x).shape == conv(x).shape and moe.bias is not None
+
+
+@pytest.mark.parametrize(
+    "kw, expected",
+    [
+        # a float or a bool failed in torch.empty ("empty() takes 1 positional argument but 5 were given")
+        ({"num_experts": 2.5}, "num_experts must be a positive int, got 2.5"),
+        ({"num_experts": True, "top_k": 1}, "num_experts must be a positive int, got True"),
+        ({"num_experts": 4, "top_k": 1.0}, "top_k must be an int in 1..num_experts = 4, got 1.0"),
+        # a negative weight was taken, and rewarded the imbalance the loss penalises
+        ({"load_balance_weight": -0.01}, "load_balance_weight must be non-negative, got -0.01"),
+        ({"entropy_weight": -1.0}, "entropy_weight must be non-negative, got -1.0"),
+    ],
+)
+def test_a_count_or_weight_of_another_kind_is_refused_naming_the_argument(kw, expected):
+    with pytest.raises(ValueError, match=re.escape(expected)):
+        MoEConv2d(6, 5, 3, **kw)
+
+
+def test_no_experts_is_one_problem_not_two():
+    # num_experts = 0 also said "top_k must be in 1..num_experts = 0", a range nothing is in
+    with pytest.raises(ValueError) as caught:
+        MoEConv2d(6, 5, 3, num_experts=0, top_k=2)
+    assert str(caught.value) == "MoEConv2d: num_experts must be a positive int, got 0"

@@ -5,6 +5,7 @@ on which file declared its reading."""
 
 import hashlib
 import json
+import tomllib
 
 import pytest
 from typer.testing import CliRunner
@@ -12,7 +13,7 @@ from typer.testing import CliRunner
 from execution.minitable import PROFILES
 from repro.cli import app
 from repro.core.schema import SchemaError
-from repro.plan.manifest import load_all
+from repro.plan.manifest import find_manifest, load_all
 from repro.plan.run_config import planned_runs
 from repro.spec import readings as readings_module
 from repro.spec.readings import shipped_readings
@@ -202,6 +203,86 @@ def test_a_shipped_reading_id_or_choice_id_is_refused_not_replaced(tmp_path):
     assert next(r for r in shipped_readings() if r.id == "dense-dropout") == shipped  # unchanged
 
 
+@pytest.mark.parametrize(
+    "alternative, expected",
+    [
+        # copied from chosen and not yet edited: its twin rows were the main rows under another name (the same run
+        # hashes), and every claim "decided again" under it was decided on the same numbers
+        (
+            "head = { slots_per_expert = 1 }",
+            "readings[0].alternatives[0]: reading 'soft-moe-slots': 'two_slots' overrides what the chosen value "
+            "'one_slot' does (head.slots_per_expert = 1): an alternative changes something",
+        ),
+        (
+            "",
+            "readings[0].alternatives[0]: reading 'soft-moe-slots': 'two_slots' overrides nothing: give it the "
+            "backbone, head, batch_size or claim parameters it changes",
+        ),
+    ],
+)
+def test_an_alternative_that_changes_nothing_is_refused_naming_file_and_key(tmp_path, alternative, expected):
+    path = tmp_path / "mine.toml"
+    path.write_text(SLOTS.replace("head = { slots_per_expert = 2 }", alternative))
+    with pytest.raises(SchemaError) as info:
+        readings_module.load_own_readings(path)
+    assert str(path) in str(info.value)
+    assert expected in info.value.problems, info.value.problems
+
+
+@pytest.mark.parametrize("text", ["", "# soft-moe-slots, to write\n", "readings = []\n"])
+def test_a_readings_file_that_declares_no_reading_is_refused(tmp_path, text):
+    # an empty file (the wrong one given, or one not yet saved) was taken, and `repro readings` said "Readings of
+    # your own (0: ) were read from ...", as though that were the file meant
+    path = tmp_path / "mine.toml"
+    path.write_text(text)
+    with pytest.raises(SchemaError) as info:
+        readings_module.load_own_readings(path)
+    assert str(path) in str(info.value)
+    assert info.value.problems == ["readings: the file declares no reading: a readings file holds [[readings]] tables"]
+
+
+@pytest.mark.parametrize(
+    "applies, expected",
+    [
+        # a misspelt key matched no row's value, so the reading applied to no row, and `repro readings` said only
+        # that no table used it
+        (
+            "head_where = { slot_per_expert = 1 }",
+            "readings[0].applies.head_where.slot_per_expert: reading 'soft-moe-slots': not a parameter of head "
+            "'soft_moe' (did you mean 'slots_per_expert'?)",
+        ),
+        (
+            'head_unless = { slots_per_expert = "x" }',
+            "readings[0].applies.head_unless.slots_per_expert: reading 'soft-moe-slots': expected an integer, got 'x'",
+        ),
+        (
+            "backbone_where = { width = 2.0 }",
+            "readings[0].applies.backbone_where: reading 'soft-moe-slots': names a backbone value, but the reading "
+            "names no backbone: give applies.backbones",
+        ),
+    ],
+)
+def test_a_where_or_unless_key_no_component_has_is_refused_naming_file_and_key(tmp_path, applies, expected):
+    path = tmp_path / "mine.toml"
+    path.write_text(
+        SLOTS.replace('applies = { heads = ["soft_moe"] }', f'applies = {{ heads = ["soft_moe"], {applies} }}')
+    )
+    with pytest.raises(SchemaError) as info:
+        readings_module.load_own_readings(path)
+    assert str(path) in str(info.value)
+    assert expected in info.value.problems, info.value.problems
+
+
+def test_two_alternatives_alike_are_refused():
+    text = SLOTS + SLOTS[SLOTS.index("[[readings.alternatives]]") :].replace("two_slots", "second_two")
+    with pytest.raises(SchemaError) as info:
+        readings_module.parse_readings(tomllib.loads(text), "mine.toml")
+    assert (
+        "readings[0].alternatives[1]: reading 'soft-moe-slots': 'second_two' overrides what the alternative "
+        "'two_slots' does (head.slots_per_expert = 2): an alternative changes something"
+    ) in info.value.problems, info.value.problems
+
+
 def test_a_reading_keeps_its_runs_hashes_whether_shipped_or_in_a_file_of_ones_own(tmp_path, monkeypatch):
     manifests, profiles, path = _folder(tmp_path)
     own = readings_module.load_own_readings(path)
@@ -239,3 +320,65 @@ def test_the_results_say_which_file_a_reading_came_from(tmp_path):
     assert out.exit_code == 0, out.output
     runs = (tmp_path / "export" / "runs.csv").read_text().splitlines()
     assert sum(",soft__two_slots," in line and ",soft-moe-slots/two_slots," in line for line in runs) == 2
+
+
+def test_a_report_read_without_the_manifests_that_trained_its_twins_says_which_rows_it_leaves_out(tmp_path):
+    # docs/readings.md's `repro report` line without --manifests read the shipped manifests: the twin rows the folder
+    # held were left out of the report, unsaid
+    manifests, profiles, path = _folder(tmp_path)
+    results = tmp_path / "results"
+    env = _env(manifests, profiles, OMP_NUM_THREADS="1")
+    args = ["--results-dir", str(results), "--readings", str(path)]
+    assert runner.invoke(app, ["run", "slots", "--jobs", "1", *args], env=env).exit_code == 0
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / "slots.toml").write_text(SLOTS_TABLE[: SLOTS_TABLE.index("[[sensitivity]]")])
+    out = runner.invoke(app, ["report", *args], env={**env, "REPRO_MANIFESTS": str(plain)})
+    assert out.exit_code == 0, out.output
+    text = " ".join(out.output.split())
+    assert (
+        "Left out: slots: soft__two_slots: rows this folder holds that the manifests read here "
+        "do not have; read the manifests that trained them (--manifests DIR)" in text
+    ), text
+    out = runner.invoke(app, ["report", *args], env=env)
+    assert "Left out:" not in out.output  # read with the manifests that trained them
+
+
+BAND = """
+[[readings]]
+id = "my-band"
+title = "How small a negligible rho is, again"
+section = "5.3"
+text = "x"
+applies = {{ claims = ["{claim}"] }}
+chosen = {{ id = "one_pct", label = "below 1 %", claim = {{ high = [0.01, 0.60] }} }}
+
+[[readings.alternatives]]
+id = "five_pct"
+label = "below 5 %"
+claim = {{ high = [0.05, 0.60] }}
+"""
+
+
+@pytest.mark.parametrize(
+    "claim, expected",
+    [
+        # a misspelt claim matched none, and `repro readings` said only that no table used the reading
+        (
+            "table6/depthwise_raises_rh",
+            "readings[0].applies.claims[0]: reading 'my-band': no claim 'depthwise_raises_rh' in table6 (did you "
+            "mean 'depthwise_raises_rho'?)",
+        ),
+        ("tabel6/depthwise_raises_rho", "readings[0].applies.claims[0]: reading 'my-band': no manifest 'tabel6'"),
+    ],
+)
+def test_a_reading_of_a_claim_no_manifest_has_is_refused_naming_file_and_key(tmp_path, claim, expected):
+    path = tmp_path / "mine.toml"
+    path.write_text(BAND.format(claim=claim))
+    for load in (lambda: load_all(readings_file=path), lambda: find_manifest("table6", readings_file=path)):
+        with pytest.raises(SchemaError) as info:
+            load()
+        assert str(path) in str(info.value)
+        assert any(p.startswith(expected) for p in info.value.problems), info.value.problems
+    path.write_text(BAND.format(claim="table6/depthwise_raises_rho"))
+    assert load_all(readings_file=path)  # the claim as it is named is taken

@@ -134,6 +134,21 @@ def decide_all(
     return [(m, dataclasses.replace(r, shown=shown_verdicts(m, final)) if r is not None else None) for m, r in entries]
 
 
+def rows_left_out(entries: Sequence[tuple[DecidedManifest, ManifestResult | None]]) -> list[str]:
+    """'<table>: <row>, ...' for each table whose stored result has runs of rows its manifest here lacks (a
+    [[sensitivity]] table's twins, trained with a manifests folder of one's own and read without it): deciding by
+    this manifest leaves them out of the report."""
+    out = []
+    for manifest, result in entries:
+        if result is None:
+            continue
+        known = {row.id for row in manifest.rows}
+        extra = [row for row in result.measured.details.get("runs", {}) if row not in known]
+        if extra:
+            out.append(f"{manifest.id}: {', '.join(extra)}")
+    return out
+
+
 def decided_folder(folder: Folder, manifests: Iterable[DecidedManifest]) -> tuple[Folder, list[str]]:
     """The folder with each table's verdicts and readings decided again from its stored measurements, profile by
     profile, as `repro report` decides them; and the tables no manifest here knows ("<profile>/<id>"): nothing

@@ -37,6 +37,7 @@ def report(
     import sys
 
     from repro.claims import decided_results
+    from repro.claims.decide import rows_left_out
     from repro.cli.common import recording
     from repro.cost.estimate import CostModel
     from repro.cost.taken import for_report
@@ -74,6 +75,7 @@ def report(
             with recording("report", results_dir, name, heavy=False, reads=read_files(manifests, profiles)):
                 with phase("claims"):
                     entries = decided_results(results_dir, name, manifests)
+                left_out = rows_left_out(entries)
                 with phase("report"):  # the caches alone: the report counts nothing
                     costs = for_report(results_dir, name, plans, CostModel.under(settings(), cached_only=True))
                 path, summary = write_report(entries, results_dir, name, costs)
@@ -81,6 +83,11 @@ def report(
             for line in summary["lines"]:
                 show(line)
             show(f"wrote {path}, {path.with_name(DETAIL).name} and {path.with_name('report.html').name}")
+            if left_out:
+                show(
+                    f"Left out: {'; '.join(left_out)}: rows this folder holds that the manifests read here do not "
+                    "have; read the manifests that trained them (--manifests DIR)"
+                )
         show_unusable(  # the report renders results.json, written from them before they became unusable
             read_records(results_dir).unusable,
             "in the folder: a table's numbers from one are still shown, as its results.json holds them "

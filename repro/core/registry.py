@@ -9,9 +9,11 @@ dependencies (torch, for the models).
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import functools
 import importlib
+import inspect
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Mapping
 
@@ -24,11 +26,40 @@ class Entry:
     doc: str
     defaults: Mapping[str, Any] = field(default_factory=dict)  # keyword arguments the builder gets unless given
     info: Any = None  # what a registry keeps beside each entry (e.g. a backbone's pretrained weights), as data
+    kind: str = ""  # the registry's: "head", "backbone", ...
 
     @property
     def builder(self) -> Callable[..., Any]:
+        """The builder, its defaults given; a keyword that is neither one of its config's fields nor a parameter of
+        its own is refused naming the fields (the config's own TypeError named the key, not what it takes)."""
         fn = _resolve(self.target) if isinstance(self.target, str) else self.target
-        return functools.partial(fn, **self.defaults) if self.defaults else fn
+        built = functools.partial(fn, **self.defaults) if self.defaults else fn
+        if self.config is None or not dataclasses.is_dataclass(self.config):
+            return built
+        fields = [f.name for f in dataclasses.fields(self.config)]
+        allowed = set(fields) | _named_parameters(fn)
+
+        @functools.wraps(fn)
+        def checked(*args: Any, **kwargs: Any) -> Any:
+            unknown = [k for k in kwargs if k not in allowed]
+            if unknown:
+                name = self.config.__name__  # type: ignore[union-attr]  # a dataclass, checked above
+                raise TypeError(
+                    "; ".join(f"{self.kind} {self.name!r} takes no keyword {k!r}{closest(k, fields)}" for k in unknown)
+                    + f": it takes {name}'s fields ({self.config.__module__}): {', '.join(fields)}"
+                )
+            return built(*args, **kwargs)
+
+        return checked
+
+
+def _named_parameters(fn: Callable[..., Any]) -> set[str]:
+    """The parameters `fn` names (not its *args or **kwargs)."""
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):  # a builtin without a signature
+        return set()
+    return {p.name for p in params if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)}
 
 
 @functools.lru_cache(maxsize=None)
@@ -64,7 +95,7 @@ class Registry:
             raise KeyError(f"{self.kind} '{name}' is already registered")
         if not doc and callable(builder):
             doc = (builder.__doc__ or "").strip()
-        entry = Entry(name, builder, config, doc, dict(defaults or {}), info)
+        entry = Entry(name, builder, config, doc, dict(defaults or {}), info, self.kind)
         self._entries[name] = entry
         return entry
 

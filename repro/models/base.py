@@ -66,6 +66,18 @@ def check_head(head: object, in_features: object, num_classes: object, cfg: obje
         )
 
 
+def check_features(head: object, h: torch.Tensor, in_features: int) -> None:
+    """Refuse, naming the head, features that are not (B, in_features): an unpooled (B, C, H, W) map, one sample's
+    (D,) vector or another width failed inside torch's matmul with no word of the head, or (a (D,) vector) passed
+    as a batch."""
+    if h.dim() != 2 or h.shape[1] != in_features:
+        hint = "; pool and flatten a (B, C, H, W) map first" if h.dim() == 4 else ""
+        raise ValueError(
+            f"{type(head).__name__} expects features (B, {in_features}) (batch, in_features), "
+            f"got shape {tuple(h.shape)}{hint}"
+        )
+
+
 def positive_int(value: object) -> bool:
     """An int of at least 1 (a numpy or torch integer counts; a bool does not)."""
     if isinstance(value, bool):

@@ -7,6 +7,10 @@ from torch import nn
 
 
 class Classifier(nn.Module):
+    """A backbone and a head: (B, C, H, W) images -> the backbone's (B, in_features) features -> the head's
+    (B, num_classes) logits. The backbone pools and flattens its map itself; count_flops reads the two parts
+    apart (rho, the head's share)."""
+
     def __init__(self, backbone: nn.Module, head: nn.Module) -> None:
         super().__init__()
         self.backbone = backbone

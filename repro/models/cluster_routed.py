@@ -33,7 +33,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from repro.models.base import RoutedHead, check_head
+from repro.models.base import RoutedHead, check_features, check_head
 from repro.models.configs import ClusterRoutedConfig
 from repro.models.experts import ExpertBank, ExpertViews
 from repro.models.kmeans import Reservoir, kmeans, nearest
@@ -91,6 +91,7 @@ class ClusterRoutedHead(RoutedHead):
     def __init__(self, in_features: int, num_classes: int, cfg: ClusterRoutedConfig) -> None:
         check_head(self, in_features, num_classes, cfg, ClusterRoutedConfig)
         super().__init__()
+        self.in_features = in_features
         self.cfg = cfg
         e = cfg.num_experts
         self.router = nn.Linear(in_features, e)  # W_r, b_r
@@ -119,6 +120,7 @@ class ClusterRoutedHead(RoutedHead):
         return nearest(h.detach(), self.centres)
 
     def forward(self, h: torch.Tensor) -> torch.Tensor:  # (B, D) -> (B, O)
+        check_features(self, h, self.in_features)
         e = self.cfg.num_experts
         logits = self.router(h)  # (B, E)
         p = torch.softmax(logits, dim=-1)  # (B, E)
@@ -147,4 +149,6 @@ class ClusterRoutedHead(RoutedHead):
 
 
 def build_cluster_routed(in_features: int, num_classes: int, **params) -> nn.Module:
+    """The cluster-routed head: (B, in_features) features -> (B, num_classes) logits;
+    `params` are ClusterRoutedConfig's fields (repro.models.configs), checked there."""
     return ClusterRoutedHead(in_features, num_classes, ClusterRoutedConfig(**params))

@@ -22,7 +22,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from repro.models.base import RoutedHead, check_head
+from repro.models.base import RoutedHead, check_features, check_head
 from repro.models.configs import ExpertChoiceConfig
 from repro.models.capacity import capacity
 from repro.models.experts import ExpertBank
@@ -38,6 +38,7 @@ class ExpertChoiceHead(RoutedHead):
     def __init__(self, in_features: int, num_classes: int, cfg: ExpertChoiceConfig) -> None:
         check_head(self, in_features, num_classes, cfg, ExpertChoiceConfig)
         super().__init__()
+        self.in_features = in_features
         self.cfg = cfg
         self.gate = nn.Linear(in_features, cfg.num_experts, bias=False)  # W_g^T, (E, D)
         self.experts = ExpertBank(
@@ -60,6 +61,7 @@ class ExpertChoiceHead(RoutedHead):
         return round(self.batch_macs(batch) / batch)
 
     def forward(self, h: torch.Tensor) -> torch.Tensor:  # (B, D) -> (B, O)
+        check_features(self, h, self.in_features)
         b = int(h.shape[0])
         cap = self.capacity_at(b)
         s = torch.softmax(self.gate(h), dim=-1)  # (B, E)
@@ -73,4 +75,6 @@ class ExpertChoiceHead(RoutedHead):
 
 
 def build_expert_choice(in_features: int, num_classes: int, **params) -> nn.Module:
+    """Expert Choice routing: (B, in_features) features -> (B, num_classes) logits;
+    `params` are ExpertChoiceConfig's fields (repro.models.configs), checked there."""
     return ExpertChoiceHead(in_features, num_classes, ExpertChoiceConfig(**params))

@@ -34,6 +34,7 @@ from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
 from repro.core.devices import cpu_threads
+from repro.models.base import positive_int
 from repro.models.classifier import Classifier
 from repro.models.flop_counters import fvcore_counts, own_unsupported, torch_counts
 from repro.models.flop_elementwise import ExtraOps
@@ -110,7 +111,17 @@ class ModuleCount:
 
 @dataclass
 class FlopReport:
-    """Per-sample counts of one model; MACs throughout (multiply-add = 1)."""
+    """Per-sample counts of one model; MACs throughout (multiply-add = 1).
+
+    input_shape: the (C, H, W) counted. modules: each module's count three ways (analytic, fvcore, torch), by
+    name. routed_modules: the modules whose compute is routed (FLOPs_routed). total: the model's MACs an image;
+    backbone: the backbone's; head: the head's (at its expected_macs, see mean_shift); routed: the routed modules'.
+    total_all_ops: total with the second convention's element ops (normalisation, activation, pooling) added;
+    routed_all_ops: routed, likewise. problems: where the three counters disagree, each naming the module and
+    what to add; empty when they agree (ok). mean_shift: MACs added to the traced count to report the head at its
+    expected_macs. batch: the batch a batch-axis head's per-image figure is at; None: no such head.
+    rho: routed / total, the paper's rho; rho_all_ops: the same under the second convention; head_share:
+    head / total."""
 
     input_shape: tuple[int, ...]
     modules: list[ModuleCount]
@@ -240,8 +251,13 @@ def count_flops(model: Classifier, input_shape: tuple[int, ...], batch: int = 1)
     """Count one sample's FLOPs three ways and check they agree module by module, in evaluation mode (the model's
     modes are given back after); a batch-axis head is then reported per image in a batch of `batch`. Inside
     counting(), a module with several exact paths runs its fewest-multiply-add one (repro.models.zero_banks):
-    counts are the machine's own business nowhere."""
+    counts are the machine's own business nowhere.
+
+    model: a Classifier(backbone, head); input_shape: one image's (C, H, W), no batch axis; batch: the batch the
+    model trains with (Expert Choice's and Soft MoE's cost per image depends on it). Returns a FlopReport: total,
+    backbone, head and routed multiply-adds per image, rho, each module's three counts, and `problems`."""
     _require_classifier(model)
+    _require_shapes(input_shape, batch)
     # batch-1 passes: more threads only spin against each other
     with cpu_threads("cpu", 1), built_for_counting(), _in_eval_mode(model):
         return _count_flops(model, input_shape, batch)
@@ -254,6 +270,19 @@ def _require_classifier(model: nn.Module) -> None:
             f"FLOPs are counted on a Classifier (a backbone and a head), got {type(model).__name__}: wrap yours as "
             "repro.models.classifier.Classifier(backbone, head), the backbone's output the head's input"
         )
+
+
+def _require_shapes(input_shape: object, batch: object) -> None:
+    """A (H, W) or a batched shape failed in the backbone's first layer, naming neither; batch 0 divided by zero."""
+    problems = []
+    if not (isinstance(input_shape, (tuple, list, torch.Size)) and len(input_shape) == 3):
+        problems.append(f"input_shape must be one image's (C, H, W), positive ints, got {input_shape!r}")
+    elif not all(positive_int(n) for n in input_shape):
+        problems.append(f"input_shape must be one image's (C, H, W), positive ints, got {tuple(input_shape)!r}")
+    if not positive_int(batch):
+        problems.append(f"batch must be a positive int (the batch the model trains with), got {batch!r}")
+    if problems:
+        raise ValueError("count_flops: " + "; ".join(problems))
 
 
 def _analytic(

@@ -12,7 +12,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from repro.models.base import RoutingHooks, check_head
+from repro.models.base import RoutingHooks, check_features, check_head
 from repro.models.catalog import HEADS  # noqa: F401  (re-exported)
 from repro.models.configs import DenseHeadConfig
 
@@ -25,6 +25,7 @@ class DenseHead(RoutingHooks, nn.Module):
     def __init__(self, in_features: int, num_classes: int, cfg: DenseHeadConfig) -> None:
         check_head(self, in_features, num_classes, cfg, DenseHeadConfig)
         super().__init__()
+        self.in_features = in_features
         layers: list[nn.Module] = []
         width = in_features
         for h in cfg.hidden:
@@ -34,8 +35,11 @@ class DenseHead(RoutingHooks, nn.Module):
         self.mlp = nn.Sequential(*layers)
 
     def forward(self, h: torch.Tensor) -> torch.Tensor:  # (B, F) -> (B, classes)
+        check_features(self, h, self.in_features)
         return self.mlp(h)
 
 
 def build_dense(in_features: int, num_classes: int, **params) -> nn.Module:
+    """The dense head: (B, in_features) features -> (B, num_classes) logits;
+    `params` are DenseHeadConfig's fields (repro.models.configs), checked there."""
     return DenseHead(in_features, num_classes, DenseHeadConfig(**params))

@@ -131,6 +131,7 @@ class MoEConv2d(RoutingHooks, nn.Module):
             gate,
             capacity_factor,
             tau_min,
+            {"load_balance_weight": load_balance_weight, "entropy_weight": entropy_weight},
         )
         self.mix_kernels = mix_kernels
         self.gate, self.capacity_factor, self.tau_min = gate, capacity_factor, tau_min
@@ -294,11 +295,13 @@ def _check_arguments(
     gate: str,
     capacity_factor: float,
     tau_min: float,
+    weights: dict[str, float],
 ) -> None:
     """Refuse, before any weight is made, what no forward could run: every problem named with what is allowed, as
     MoEConvBackboneConfig names a manifest's (k = 0 would otherwise give zeros, k > E fail in topk; a channel count
-    or kernel of 0 failed in a reshape, a stride or dilation of 0 only at the first call). `geometry`: kernel_size,
-    stride and dilation, each a positive int or a pair of them."""
+    or kernel of 0 failed in a reshape, a stride or dilation of 0 only at the first call, a float num_experts in
+    torch.empty; a negative weight rewarded the imbalance its loss penalises). `geometry`: kernel_size, stride and
+    dilation, each a positive int or a pair of them; `weights`: the auxiliary losses' weights by name."""
     problems = []
     channels_ok = True
     for name, value in (("in_channels", in_channels), ("out_channels", out_channels)):
@@ -308,10 +311,10 @@ def _check_arguments(
     for name, size in geometry.items():
         if not _positive_pair(size):
             problems.append(f"{name} must be a positive int or a pair of them, got {size!r}")
-    if num_experts < 1:
-        problems.append(f"num_experts must be at least 1, got {num_experts}")
-    if not 1 <= top_k <= max(num_experts, 1):
-        problems.append(f"top_k must be in 1..num_experts = {num_experts}, got {top_k}")
+    if not positive_int(num_experts):
+        problems.append(f"num_experts must be a positive int, got {num_experts!r}")
+    elif not (positive_int(top_k) and top_k <= num_experts):
+        problems.append(f"top_k must be an int in 1..num_experts = {num_experts}, got {top_k!r}")
     if not positive_int(groups) or (channels_ok and (in_channels % groups or out_channels % groups)):
         problems.append(
             f"groups must be at least 1 and divide in_channels and out_channels, got groups {groups} with "
@@ -327,6 +330,9 @@ def _check_arguments(
         problems.append(f"capacity_factor must be non-negative (0: no capacity limit), got {capacity_factor}")
     if not 0 < tau_min <= 1:
         problems.append(f"tau_min must be in (0, 1], the temperature's end from 1.0, got {tau_min}")
+    for name, weight in weights.items():
+        if not weight >= 0:
+            problems.append(f"{name} must be non-negative, got {weight!r}")
     if problems:
         raise ValueError("MoEConv2d: " + "; ".join(problems))
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from repro.models.base import RoutedHead, check_head
+from repro.models.base import RoutedHead, check_features, check_head
 from repro.models.configs import PerSampleSoftMoEConfig
 from repro.models.experts import ExpertBank
 
@@ -31,6 +31,7 @@ class PerSampleSoftMoEHead(RoutedHead):
     def __init__(self, in_features: int, num_classes: int, cfg: PerSampleSoftMoEConfig) -> None:
         check_head(self, in_features, num_classes, cfg, PerSampleSoftMoEConfig)
         super().__init__()
+        self.in_features = in_features
         self.cfg = cfg
         self.slots = nn.Linear(in_features, cfg.num_experts, bias=False)  # rows are s_i, (E, D)
         self.experts = ExpertBank(
@@ -38,6 +39,7 @@ class PerSampleSoftMoEHead(RoutedHead):
         )
 
     def forward(self, h: torch.Tensor) -> torch.Tensor:  # (B, D) -> (B, O)
+        check_features(self, h, self.in_features)
         e = self.cfg.num_experts
         g = torch.softmax(self.slots(h), dim=-1)  # (B, E), softmax over experts
         y = self.experts(h.unsqueeze(0).expand(e, -1, -1))  # (E, B, D) -> (E, B, O)
@@ -46,4 +48,6 @@ class PerSampleSoftMoEHead(RoutedHead):
 
 
 def build_per_sample_soft_moe(in_features: int, num_classes: int, **params) -> nn.Module:
+    """Per-sample Soft MoE: (B, in_features) features -> (B, num_classes) logits;
+    `params` are PerSampleSoftMoEConfig's fields (repro.models.configs), checked there."""
     return PerSampleSoftMoEHead(in_features, num_classes, PerSampleSoftMoEConfig(**params))

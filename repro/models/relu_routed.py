@@ -37,7 +37,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from repro.models.base import RoutedHead, check_head
+from repro.models.base import RoutedHead, check_features, check_head
 from repro.models.configs import ReluRoutedConfig
 from repro.models.experts import ExpertBank
 
@@ -62,6 +62,7 @@ class ReluRoutedHead(RoutedHead):
     def __init__(self, in_features: int, num_classes: int, cfg: ReluRoutedConfig) -> None:
         check_head(self, in_features, num_classes, cfg, ReluRoutedConfig)
         super().__init__()
+        self.in_features = in_features
         self.cfg = cfg
         e = cfg.num_experts
         self.router = nn.Linear(in_features, e, bias=False)  # W_r, (E, D)
@@ -86,6 +87,7 @@ class ReluRoutedHead(RoutedHead):
         return F.relu(self.router(h))
 
     def forward(self, h: torch.Tensor) -> torch.Tensor:  # (B, D) -> (B, O)
+        check_features(self, h, self.in_features)
         g = self.gates(h)  # (B, E)
         mask = (g > 0).to(g.dtype)  # (B, E)
         combine = g * self.scale  # (B, E)
@@ -135,4 +137,6 @@ class ReluRoutedHead(RoutedHead):
 
 
 def build_relu_routed(in_features: int, num_classes: int, **params) -> nn.Module:
+    """ReLU routing: (B, in_features) features -> (B, num_classes) logits;
+    `params` are ReluRoutedConfig's fields (repro.models.configs), checked there."""
     return ReluRoutedHead(in_features, num_classes, ReluRoutedConfig(**params))

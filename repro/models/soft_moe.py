@@ -25,7 +25,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from repro.models.base import RoutedHead, check_head
+from repro.models.base import RoutedHead, check_features, check_head
 from repro.models.configs import SoftMoEConfig
 from repro.models.experts import ExpertBank
 
@@ -37,6 +37,7 @@ class SoftMoEHead(RoutedHead):
     def __init__(self, in_features: int, num_classes: int, cfg: SoftMoEConfig) -> None:
         check_head(self, in_features, num_classes, cfg, SoftMoEConfig)
         super().__init__()
+        self.in_features = in_features
         self.cfg = cfg
         self.num_slots = cfg.num_experts * cfg.slots_per_expert
         self.phi = nn.Linear(in_features, self.num_slots, bias=False)  # Phi^T, (E*S, D)
@@ -64,6 +65,7 @@ class SoftMoEHead(RoutedHead):
         return self.num_slots * h[0] * h[1] + h[0] * self.num_slots * out[1]
 
     def forward(self, h: torch.Tensor) -> torch.Tensor:  # (B, D) -> (B, O)
+        check_features(self, h, self.in_features)
         e, s = self.cfg.num_experts, self.cfg.slots_per_expert
         logits = self.phi(h)  # (B, E*S)
         dispatch = torch.softmax(logits, dim=0)  # over the batch: each slot's weights over images
@@ -76,5 +78,6 @@ class SoftMoEHead(RoutedHead):
 
 
 def build_soft_moe(in_features: int, num_classes: int, **params) -> nn.Module:
-    """The head on (B, in_features) features; `params` are SoftMoEConfig's fields, checked there."""
+    """Soft MoE over the batch: (B, in_features) features -> (B, num_classes) logits;
+    `params` are SoftMoEConfig's fields (repro.models.configs), checked there."""
     return SoftMoEHead(in_features, num_classes, SoftMoEConfig(**params))

@@ -35,7 +35,7 @@ import torch
 from torch import nn
 
 from repro.models.aux_losses import entropy_loss, load_balance_loss
-from repro.models.base import RoutedHead, check_head
+from repro.models.base import RoutedHead, check_features, check_head
 from repro.models.configs import SparseMoEConfig
 from repro.models.capacity import assign, assign_reference, capacity, dispatch_mask, top_k_assignment
 from repro.models.dispatch import DISPATCH
@@ -53,6 +53,7 @@ class SparseMoEHead(RoutedHead):
     def __init__(self, in_features: int, num_classes: int, cfg: SparseMoEConfig) -> None:
         check_head(self, in_features, num_classes, cfg, SparseMoEConfig)
         super().__init__()
+        self.in_features = in_features
         self.cfg = cfg
         self.router = Router(
             in_features, cfg.num_experts, cfg.key_dim, cfg.key_similarity_weight, cfg.utility_weight, cfg.utility_decay
@@ -101,6 +102,7 @@ class SparseMoEHead(RoutedHead):
         return p, rule(cand, cap, take, e), cand, cap, base
 
     def forward(self, h: torch.Tensor) -> torch.Tensor:  # (B, D) -> (B, O)
+        check_features(self, h, self.in_features)
         p, a, cand, cap, base = self.route(h)
         mask = dispatch_mask(a, self.cfg.num_experts)  # M, (B, E)
         # C = M p / sum_j M p, as a softmax of l~/tau over the assigned experts: a sample that capacity
@@ -137,5 +139,6 @@ class SparseMoEHead(RoutedHead):
 
 
 def build_sparse_moe(in_features: int, num_classes: int, **params) -> nn.Module:
-    """The head on (B, in_features) features; `params` are SparseMoEConfig's fields, checked there."""
+    """The paper's sparse MoE head: (B, in_features) features -> (B, num_classes) logits;
+    `params` are SparseMoEConfig's fields (repro.models.configs), checked there."""
     return SparseMoEHead(in_features, num_classes, SparseMoEConfig(**params))

@@ -39,7 +39,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from repro.models.configs import DenseHeadConfig, TeacherGuidedConfig
-from repro.models.base import check_head
+from repro.models.base import check_features, check_head
 from repro.models.heads import DenseHead
 from repro.models.kmeans import Reservoir, kmeans, nearest
 from repro.models.sparse_moe import SparseMoEHead
@@ -106,6 +106,7 @@ class TeacherGuidedHead(SparseMoEHead):
         return nearest(self.teacher_features(h), self.centres)
 
     def forward(self, h: torch.Tensor) -> torch.Tensor:  # (B, D) -> (B, O)
+        check_features(self, h, self.in_features)
         if self.replaying:  # the dense twin, training as the dense run does
             if self.training:
                 self.reservoir.add(h)
@@ -134,4 +135,6 @@ def use_dense_twin(head: TeacherGuidedHead, dense_model_state: dict[str, torch.T
 
 
 def build_teacher_guided(in_features: int, num_classes: int, **params) -> nn.Module:
+    """The teacher-guided head: (B, in_features) features -> (B, num_classes) logits;
+    `params` are TeacherGuidedConfig's fields (repro.models.configs), checked there."""
     return TeacherGuidedHead(in_features, num_classes, TeacherGuidedConfig(**params))

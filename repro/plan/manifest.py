@@ -526,8 +526,33 @@ def load_valid(
         bad = next(m for m in manifests if m.id == manifest_id)
         invalid[manifest_id] = SchemaError(bad.path, problems)
     manifests = [m for m in manifests if m.id not in invalid]
+    paths = {p.stem for p in manifest_paths(directory, besides=(profiles_file, readings_file))}
+    check_own_claims(own, manifests, paths | _shipped_elsewhere(directory))
     check_against(profiles, files, manifests)
     return [with_profiles(m, profiles, defaults, files) for m in manifests], invalid
+
+
+def check_own_claims(own: ReadingsFile | None, manifests: list[Manifest], known: set[str]) -> None:
+    """A reading of one's own of what claims measure names each as '<manifest>/<claim>': one no manifest has
+    (`known`: every manifest id there is; the claims of `manifests` are checked) is refused, naming the file and
+    key: a misspelt one matched no claim, and the reading was taken as one no table uses."""
+    if own is None:
+        return
+    claims = {m.id: [c.id for c in m.claims] for m in manifests}
+    problems = Problems()
+    for i, reading in enumerate(own.readings):
+        for j, name in enumerate(reading.applies.claims):
+            table, _, claim = name.partition("/")
+            where = f"readings[{i}].applies.claims[{j}]"
+            if table not in known and table not in claims:
+                problems.add(where, f"reading '{reading.id}': no manifest '{table}'{closest(table, sorted(known))}")
+            elif table in claims and claim not in claims[table]:
+                problems.add(
+                    where,
+                    f"reading '{reading.id}': no claim '{claim}' in {table}{closest(claim, claims[table])}",
+                )
+    if problems.items:
+        raise SchemaError(own.path, problems.items)
 
 
 def _shipped_elsewhere(directory: str | Path | None) -> set[str]:
@@ -589,6 +614,7 @@ def find_manifest(
     others = (set(paths) | set(_shipped_elsewhere(directory))) - {manifest_id}
     for problems in check_across([manifest], others).values():
         raise SchemaError(manifest.path, problems)
+    check_own_claims(own, [manifest], others | {manifest_id})
     profiles, files = all_profiles(profiles_file)
     check_against(profiles, files, [manifest], known=paths)
     return with_profiles(manifest, profiles, defaults, files)

@@ -162,6 +162,10 @@ NUMBERS = frozenset(
         "stability",
     }
 )
+# A frame with no rows still has each column's dtype (bool, int64, float64, text), as a frame with rows has it: a
+# column of object dtype used as a mask selected columns, not rows, and left a frame of none.
+BOOLS = frozenset({"deterministic", "paper_scale", "changes"})
+INTEGERS = frozenset({"seed", "peak_epoch", "epochs", "threads", "version", "epoch", "seeds"})
 SEPARATOR = ";"  # joins the uses of a record shared by several rows, and a verdict's rows
 DATA_KINDS = {"synthetic": "synthetic", "digits": "stand-in"}  # a run's config.data -> the data column
 
@@ -267,9 +271,19 @@ def _frame(rows: list[dict[str, Any]], columns: tuple[str, ...], folder: Folder 
     frame = pd.DataFrame(rows, columns=list(columns))
     for column in NUMBERS.intersection(columns):
         frame[column] = pd.to_numeric(frame[column])
+    if frame.empty:
+        frame = frame.astype({c: _empty_dtype(c) for c in columns})
     if folder is not None:
         frame.attrs["unusable"] = {str(p): why for p, why in folder.records.unusable.items()}
     return frame
+
+
+def _empty_dtype(column: str) -> str | type:
+    if column in BOOLS:
+        return bool
+    if column in INTEGERS:
+        return "int64"
+    return "float64" if column in NUMBERS else str
 
 
 def _folder(source: str | Path | Folder, profile: str | None) -> Folder:
@@ -529,7 +543,7 @@ def row_stats(seeds: pd.DataFrame) -> pd.DataFrame:
         given = repr(str(seeds)) if isinstance(seeds, (str, Path)) else "folder"
         raise TypeError(f"row_stats takes a row_seeds frame, got {type(seeds).__name__}: row_stats(row_seeds({given}))")
     if seeds.empty:
-        return pd.DataFrame(columns=list(ROW_STAT_COLUMNS))
+        return _frame([], ROW_STAT_COLUMNS)
     keys = ["profile", "table", "row"]
     missing = [c for c in (*keys, "seed", "accuracy", "chance", "rho") if c not in seeds]
     if missing:

@@ -225,6 +225,26 @@ def _check_choice(reading: Reading, choice: Choice, path: str, problems: Problem
                 problems.add(f"{path}.{part}", f"{part} '{name}': {exc}")
 
 
+def _check_match(reading: Reading, part: str, kind: str, path: str, problems: Problems) -> None:
+    """applies.<part>_where / _unless: each key a parameter of every component the reading names, its value of that
+    parameter's type (a misspelt key matched no row's value, and the reading applied to none, unsaid)."""
+    values = getattr(reading.applies, f"{part}_{kind}")
+    if not values:
+        return
+    names = [n for n in reading.applies.names(part) if n in registry(part)]
+    if not reading.applies.names(part):
+        problems.add(path, f"names a {part} value, but the reading names no {part}: give applies.{part}s")
+        return
+    for name in names:
+        config = registry(part).get(name).config
+        hints = get_type_hints(config) if config else {}
+        for key, value in values.items():
+            if key not in hints:
+                problems.add(f"{path}.{key}", f"not a parameter of {part} '{name}'{closest(key, list(hints))}")
+            else:
+                convert(hints[key], value, f"{path}.{key}", problems)
+
+
 def _check(reading: Reading, i: int, problems: Problems) -> None:
     path = f"readings[{i}]"
     check_id(reading.id, f"{path}.id", problems)
@@ -234,6 +254,9 @@ def _check(reading: Reading, i: int, problems: Problems) -> None:
                 problems.add(
                     f"{path}.applies.{part}s[{j}]", f"unknown {part} '{name}'{closest(name, registry(part).names())}"
                 )
+    for part in PARTS:
+        for kind in ("where", "unless"):
+            _check_match(reading, part, kind, f"{path}.applies.{part}_{kind}", problems)
     for j, d in enumerate(reading.applies.datasets):
         if d not in DATASETS:
             problems.add(f"{path}.applies.datasets[{j}]", f"unknown dataset '{d}'{closest(d, list(DATASETS))}")
@@ -265,6 +288,41 @@ def _check(reading: Reading, i: int, problems: Problems) -> None:
     _check_choice(reading, reading.chosen, f"{path}.chosen", problems)
     for j, alt in enumerate(reading.alternatives):
         _check_choice(reading, alt, f"{path}.alternatives[{j}]", problems)
+    _check_distinct(reading, path, problems)
+
+
+def _settings(choice: Choice) -> dict[str, Any]:
+    """What a choice sets, flat ("head.slots_per_expert": 1), TOML arrays as tuples: two choices alike set the same."""
+    flat: dict[str, Any] = {f"{part}.{k}": v for part in PARTS for k, v in choice.overrides(part).items()}
+    flat.update({f"claim.{k}": v for k, v in choice.claim.items()})
+    flat.update({f"claims.{n}.{k}": v for n, params in choice.claims.items() for k, v in params.items()})
+    if choice.batch_size is not None:
+        flat["batch_size"] = choice.batch_size
+    return {k: tuple(v) if isinstance(v, list) else v for k, v in flat.items()}
+
+
+def _check_distinct(reading: Reading, path: str, problems: Problems) -> None:
+    """An alternative that sets nothing, or what the chosen value or an earlier alternative sets, is refused: its
+    twin rows were the main rows under another name (the same run hashes), and a claim decided again under it was
+    decided on the same numbers."""
+    seen = [("the chosen value", reading.chosen)]
+    for j, alt in enumerate(reading.alternatives):
+        where, settings = f"{path}.alternatives[{j}]", _settings(alt)
+        if not settings:
+            problems.add(
+                where,
+                f"'{alt.id}' overrides nothing: give it the backbone, head, batch_size or claim parameters it changes",
+            )
+            continue
+        for what, other in seen:
+            if _settings(other) == settings:
+                shown = ", ".join(f"{k} = {v!r}" for k, v in settings.items())
+                problems.add(
+                    where,
+                    f"'{alt.id}' overrides what {what} '{other.id}' does ({shown}): an alternative changes something",
+                )
+                break
+        seen.append(("the alternative", alt))
 
 
 def _naming_readings(items: list[str], raw: list[Any]) -> list[str]:
@@ -374,8 +432,8 @@ def _shipped_clashes(raw: list[Any]) -> list[str]:
 def load_own_readings(path: str | Path) -> ReadingsFile:
     """A file of one's own, validated as the shipped file is, and refused where it reuses a shipped reading's id or
     a shipped choice id: a reading of one's own adds to the shipped ones and replaces none (a manifest, a claim and a
-    results folder name the shipped readings by id, and what those ids mean must not move). SchemaError names the
-    file and every problem at once, each with its key path and reading."""
+    results folder name the shipped readings by id, and what those ids mean must not move), and where it declares
+    none. SchemaError names the file and every problem at once, each with its key path and reading."""
     path = Path(path)
     data = read_toml(path)
     raw = _raw_readings(data)
@@ -386,6 +444,8 @@ def load_own_readings(path: str | Path) -> ReadingsFile:
         raise SchemaError(path, exc.problems + clashes) from None
     if clashes:
         raise SchemaError(path, clashes)
+    if not readings:  # the wrong file, or one not yet written: said, not read as a file that adds nothing
+        raise SchemaError(path, ["readings: the file declares no reading: a readings file holds [[readings]] tables"])
     try:
         digest = hashlib.sha256(path.read_bytes()).hexdigest()
     except OSError as exc:  # read a moment ago: gone or unreadable since
