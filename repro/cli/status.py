@@ -29,6 +29,7 @@ def status(
     from repro.cli.common import CommandInterrupted, check_profile, fail, load_some, print_grid, settings as own, show
     from repro.core.terminal import Column, Grid
     from repro.plan.table_plan import build_plans
+    from repro.results.measurements import broken_link
 
     if problem := stale_after_problem(stale_lock_after):
         fail(problem)
@@ -36,6 +37,8 @@ def status(
     results_dir = results_dir or own().results
     if results_dir.exists() and not results_dir.is_dir():  # read as an empty folder, it listed every run pending
         fail(f"--results-dir {results_dir} is a file, not a results folder")
+    if (broken := broken_link(results_dir)) is not None:  # every run listed pending, or failed round a loop
+        fail(broken)
     manifests = load_some(ids, manifests_dir, profiles, readings=readings)
     check_profile(manifests, profile)
     plans = build_plans(manifests, profile)
