@@ -384,8 +384,8 @@ def run_tables(ids: list[str] | None, options: TableOptions, report: bool) -> in
     model and report.md over them. Checks every name and folder before any work."""
     manifests = load_some(ids, options.manifests_dir, options.profiles_file, options.defaults, options.readings_file)
     check_profile(manifests, options.profile)
-    check_results_dir(options.results_dir, options.profile, [m.id for m in manifests])
     _check_device(options)
+    check_results_dir(options.results_dir, options.profile, [m.id for m in manifests])  # makes the folders
     plans = plan_all(manifests)  # once, before any work: every stage of the command reads them
     _start(options)
     command = "verify-all" if report else f"run {' '.join(ids or [])}"
