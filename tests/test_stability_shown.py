@@ -116,3 +116,22 @@ def test_repro_export_writes_the_stability_into_verdicts_csv(decided, tmp_path):
     stable = {v.claim: v.stability for v in result.verdicts if v.stability is not None}
     assert stable and frame.loc[list(stable), "stability"].tolist() == pytest.approx(list(stable.values()))
     assert frame.loc[[v.claim for v in result.verdicts if v.stability is None], "stability"].isna().all()
+
+
+def test_verify_all_lists_an_unstable_reproduced_verdict_instead_of_counting_it_with_the_rest():
+    """verify-all's checklist without -v lists what did not reproduce and counts the rest "Not listed: N
+    reproduced": a reproduced verdict that fewer than 80% of its seeds' resamples give was one of N, read as
+    solid as the others (an evaluator's walk-through of the claims checklist)."""
+    from repro.cli.checklist import verdicts_grid
+    from repro.results.measurements import Verdict
+
+    def verdict(claim: str, status: str, stability: float) -> Verdict:
+        return Verdict(claim, "a gap", "4.1", "empirical", status, "gap", stability=stability)  # type: ignore[arg-type]
+
+    solid, shaky = verdict("solid_gap", "reproduced", 0.97), verdict("shaky_gap", "reproduced", 0.55)
+    failed = verdict("failed_gap", "not reproduced", 0.9)
+    lines, grid = verdicts_grid([("t", [solid, shaky, failed])], evidence=False, quiet=True)
+    listed = [str(row[0]) for row in grid.cells]
+    assert listed == ["shaky_gap", "failed_gap"]
+    assert "stability 0.55: unstable" in str(grid.cells[0][1])
+    assert [str(line) for line in lines] == ["Not listed: 1 reproduced (-v lists them, each with its evidence)"]
