@@ -135,3 +135,27 @@ def test_verify_all_lists_an_unstable_reproduced_verdict_instead_of_counting_it_
     assert listed == ["shaky_gap", "failed_gap"]
     assert "stability 0.55: unstable" in str(grid.cells[0][1])
     assert [str(line) for line in lines] == ["Not listed: 1 reproduced (-v lists them, each with its evidence)"]
+
+
+def test_the_headline_counts_the_unstable_verdicts_beside_their_verdict(decided):
+    """The report's headline said 'Empirical (training) claims (2): reproduced 2' whether or not the seeds' resamples
+    gave those verdicts: the count of unstable ones stands beside each verdict that has some."""
+    from repro.report.summary import summary_lines
+
+    manifest, result = decided
+    shaky = {v.claim for v in result.verdicts if v.stability is not None}
+    assert shaky
+    verdicts = [dataclasses.replace(v, stability=0.5) if v.claim in shaky else v for v in result.verdicts]
+    line = next(
+        line
+        for line in summary_lines([(manifest, dataclasses.replace(result, verdicts=verdicts))], None, {})["lines"]
+        if line.startswith("Empirical")
+    )
+    statuses = {v.status for v in verdicts if v.claim in shaky}
+    for status in statuses:
+        n = sum(1 for v in verdicts if v.claim in shaky and v.status == status)
+        assert f"{status} {n} ({n} unstable under their seeds)" in line, line
+    solid = next(
+        line for line in summary_lines([(manifest, result)], None, {})["lines"] if line.startswith("Empirical")
+    )
+    assert "unstable" not in solid  # the fixture's gaps are clear: every resample decides them alike
