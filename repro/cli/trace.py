@@ -3,14 +3,13 @@ data (repro.report.trace), as text at 80 columns or JSON."""
 
 from __future__ import annotations
 
-import shlex
 import sys
 from pathlib import Path
 from typing import Optional
 
 import typer
 
-from repro.cli.common import check_profile, fail, settings
+from repro.cli.common import check_profile, fail, making, settings
 from repro.cli.options import MANIFESTS, PROFILE, PROFILES, READ_RESULTS, READINGS
 
 
@@ -62,7 +61,7 @@ def trace(
     result = {m.id: r for m, r in decide_all(entries)}.get(manifest.id)
     if result is None:
         check_profile([manifest], profile)  # a misspelt name: the closest, not a command that repeats it
-        make = shlex.join(["repro", "run", manifest.id, "--profile", profile, *(["-o", str(given)] if given else [])])
+        make = making(["run", manifest.id], profile, given)
         fail(f"no results of {manifest.id} at profile '{profile}' in {results_dir}; run `{make}` first")
     try:
         found = traced(results_dir, manifest, result, row, column)
