@@ -83,8 +83,8 @@ def test_parquet_with_pyarrow(folder, tmp_path):
     [
         (
             "no records",
-            "error: no usable run record in {results}/runs (1 unusable); run a table or `repro verify-all -o {results}` "
-            "first",
+            "error: no usable run record in {results}/runs (1 unusable); run a table or "
+            "`repro verify-all -o {results}` first",
         ),
         ("unknown profile", "error: no results of profile 'full' in {results} (profiles with results: smoke)"),
         ("bad format", "error: --format xlsx: expected one of csv, parquet, json"),
