@@ -58,6 +58,15 @@ def status(
         raise CommandInterrupted(
             "status", None, exc, "status interrupted; it changes nothing in the results folder"
         ) from exc
-    print_grid(table, f"runs in {results_dir} (profile {profile})")
+    if not table.cells:  # an empty grid under its title read as "nothing found"
+        ids = [plan.id for plan in plans]
+        verb, its = ("trains", "its") if len(ids) == 1 else ("train", "their")
+        show(
+            f"{', '.join(ids)} {verb} no run at profile {profile}: {its} numbers are counted, not trained "
+            "(FLOPs, timings)"
+        )
+        return
+    missing = "" if results_dir.exists() else ": the folder does not exist (yet), so every run is pending"
+    print_grid(table, f"runs in {results_dir} (profile {profile}){missing}")
     for line in lines:
         show(line)
