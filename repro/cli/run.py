@@ -129,11 +129,12 @@ def submitted_lines(manifest_id: str, profile: str, submitted: dict[str, str]) -
 
 
 def _runs(counts) -> str:
-    """'24 runs: 20 reused, 4 trained here' (the parts that are not zero)."""
+    """'24 runs: 20 reused, 3 trained here, 1 failed' (the parts that are not zero)."""
     parts = [
         (counts.trained, "trained here"),
         (counts.reused, "reused"),
         (counts.by_other, "trained by another process"),
+        (counts.failed, "failed"),
     ]
     total = sum(n for n, _ in parts)
     return f"{total} run{'' if total == 1 else 's'}: " + ", ".join(f"{n} {what}" for n, what in parts if n)
