@@ -60,7 +60,12 @@ def disk_text(d: DiskSpace) -> str:
         )
     else:
         ckpt = "no checkpoint (one-epoch runs)"
-    total = gigabytes(d.total) if d.total == d.total else f"{gigabytes(d.total - d.checkpoint_bytes)} and more"
+    data_bytes = sum(x.total for x in d.datasets)  # the total less checkpoints not counted (NaN): the data alone
+    total = (
+        gigabytes(d.total)
+        if d.total == d.total
+        else (f"{gigabytes(data_bytes)} and more" if d.datasets else "checkpoints only")
+    )
     left = f"; {', '.join(unsized)} not sized" if unsized else ""
     return f"{total}: {data} (archives as published, reference; decoded caches){left}; {ckpt}"
 
