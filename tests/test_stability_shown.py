@@ -159,3 +159,35 @@ def test_the_headline_counts_the_unstable_verdicts_beside_their_verdict(decided)
         line for line in summary_lines([(manifest, result)], None, {})["lines"] if line.startswith("Empirical")
     )
     assert "unstable" not in solid  # the fixture's gaps are clear: every resample decides them alike
+
+
+def test_the_appendix_gives_a_results_badge_only_where_the_verdict_earns_it(decided):
+    """With results, the Artifact Appendix put "Results Reproduced" in the badge column of every claim at a profile
+    of the paper's data, beside a verdict of "not reproduced" as beside a reproduced one that its seeds' resamples
+    do not give (an evaluator's reading of the appendix): the badge is what the profile supports, the verdict says
+    whether this folder earned it."""
+    from test_appendix import claim_table
+
+    from repro.plan.table_plan import plan_all
+    from repro.report.appendix import appendix_inputs, build_appendix, render
+
+    manifest, result = decided
+    decided_ids = [v.claim for v in result.verdicts if v.stability is not None]
+    assert len(decided_ids) >= 2
+    failed, shaky = decided_ids[:2]
+    verdicts = [
+        dataclasses.replace(v, status="not reproduced")
+        if v.claim == failed
+        else dataclasses.replace(v, status="reproduced", stability=0.5)
+        if v.claim == shaky
+        else v
+        for v in result.verdicts
+    ]
+    result = dataclasses.replace(result, verdicts=verdicts)
+    inputs = appendix_inputs(plan_all([manifest]))
+    rows = claim_table(render(build_appendix([(manifest, result)], PAPER, inputs, True), "md"))
+    badge = f"Badge at {PAPER}"
+    assert rows[f"table2/{failed}"][badge] == "none here: not reproduced"
+    assert rows[f"table2/{shaky}"][badge] == "Results Reproduced, unstable under its seeds"
+    without = claim_table(render(build_appendix([(manifest, None)], PAPER, inputs, False), "md"))
+    assert without[f"table2/{failed}"][badge] == "Results Reproduced"  # what the profile supports, no results read

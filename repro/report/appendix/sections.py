@@ -224,7 +224,9 @@ def evaluation(f: Facts) -> list[str]:
         "where the rule is) that the same rule decides the same way; below 0.8 the verdict is called unstable.",
         "Badge: "
         + "; ".join(f"{badge} at a profile of kind {kind}" for kind, badge in BADGES.items())
-        + "; none, at any profile, on data that fails its published checksums.",
+        + "; none, at any profile, on data that fails its published checksums; with results, a Results badge "
+        "stands only beside a reproduced verdict ('none here: <verdict>' beside another), and an unstable one "
+        "says so.",
     ]
 
 
