@@ -297,5 +297,7 @@ def test_bad_options_are_refused_before_any_work(tmp_path):
     empty = tmp_path / "empty"
     empty.mkdir()
     result = runner.invoke(app, ["appendix", "--manifests", str(empty), "--results-dir", str(tmp_path)])
-    assert result.exit_code == 2 and f"no manifest in {empty}" in " ".join(result.output.split())
+    assert result.exit_code == 2 and f"{empty}: 1 problem(s): - no manifest (<id>.toml) in it" in " ".join(
+        result.output.split()
+    ), result.output
     assert [p.name for p in tmp_path.iterdir()] == ["empty"]

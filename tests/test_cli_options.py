@@ -4,7 +4,11 @@ default: no command declares --profile, --results-dir, --executor or any other o
 import ast
 from pathlib import Path
 
+import pytest
+from typer.testing import CliRunner
+
 import repro.cli
+from repro.cli import app
 
 CLI = Path(repro.cli.__file__).parent
 SHARED = ("options.py", "execution.py")
@@ -42,3 +46,30 @@ def test_a_second_declaration_is_found():
     """compare's --profile as it was declared before it took options.profile_option."""
     again = 'def compare(profile = typer.Option(None, "--profile", "-p", help="Only this profile.")): ...'
     assert declarations(again) == [("--profile", 1)]
+
+
+# An empty value, as `-p "$PROFILE"` or `-o "$RESULTS"` with the variable unset gives: --profile '' ran the
+# default profile and --results-dir '' wrote into the current folder, both exiting 0 (an evaluator's walk-through).
+EMPTY = [
+    (["run", "table6"], "--profile"),
+    (["run", "table6"], "--results-dir"),
+    (["run", "table6"], "--data-dir"),
+    (["status"], "--profile"),
+    (["status"], "--results-dir"),
+    (["report"], "--results-dir"),
+]
+
+
+@pytest.mark.parametrize("args, flag", EMPTY, ids=lambda x: " ".join(x) if isinstance(x, list) else x)
+def test_an_empty_shared_option_is_a_usage_error_naming_the_flag_before_any_work(args, flag, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    done = CliRunner().invoke(app, [*args, flag, ""], env={"COLUMNS": "200"})
+    assert done.exit_code == 2, done.output
+    assert flag in done.output and "empty" in done.output, done.output
+    assert list(tmp_path.iterdir()) == []  # nothing written where it would have landed
+
+
+def test_a_profile_name_with_text_in_it_is_let_through(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    done = CliRunner().invoke(app, ["status", "--profile", "smoke", "-o", "r"], env={"COLUMNS": "200"})
+    assert done.exit_code == 0, done.output

@@ -119,7 +119,8 @@ def test_a_damaged_record_is_left_out_counted_and_left_where_it_is(tmp_path, man
     "case,message",
     [
         ("B has no record", "error: B: no usable run record in {b}/runs"),
-        ("B is missing", "error: B: {b} is not a folder of results"),
+        ("B is missing", "error: B: {b} does not exist"),  # a typo read as "not a folder of results"
+        ("B is a file", "error: B: {b} is a file, not a results folder"),
         (
             "no row in common",
             "error: no row of profile smoke has a usable run record in both {a} (2 rows) and {b} (1 rows)",
@@ -131,6 +132,8 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, case, message, manifests):
     a, b = make(tmp_path / "a"), tmp_path / "b"
     if case == "B has no record":
         (b / "runs").mkdir(parents=True)
+    if case == "B is a file":
+        b.write_text("")
     if case == "unknown profile":
         make(b)
     if case == "no row in common":

@@ -21,6 +21,27 @@ def test_unknown_device_types_are_refused_by_name():
         resolve_device("cuda:x")
 
 
+def test_a_device_torch_does_not_know_is_answered_with_the_ones_this_option_takes():
+    """`--device gpu` answered with torch's own list of eighteen device types (ipu, opengl, mtia, ...)."""
+    for device, hint in (("gpu", " (did you mean 'cuda'?)"), ("tpu", ""), ("cuda:x", "")):
+        with pytest.raises(DeviceError) as exc:
+            resolve_device(device)
+        assert str(exc.value) == (
+            f"--device {device!r} is not a device torch knows; expected auto, cpu, cuda or cuda:N "
+            f"(mps or xpu where torch has them){hint}"
+        )
+
+
+def test_run_refuses_an_unknown_device_before_it_makes_the_results_folder(tmp_path):
+    from typer.testing import CliRunner
+
+    from repro.cli import app
+
+    done = CliRunner().invoke(app, ["run", "table6", "--device", "gpu", "-o", str(tmp_path / "r")])
+    assert done.exit_code == 2 and "--device 'gpu'" in done.output, done.output
+    assert not (tmp_path / "r").exists()
+
+
 @pytest.mark.skipif(torch.cuda.is_available(), reason="needs a host without CUDA")
 def test_cuda_on_a_cpu_host_is_refused_by_name():
     for device in ("cuda", "cuda:0", "cuda:1"):

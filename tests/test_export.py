@@ -83,7 +83,8 @@ def test_parquet_with_pyarrow(folder, tmp_path):
     [
         (
             "no records",
-            "error: no usable run record in {results}/runs (1 unusable); run a table or `repro verify-all` first",
+            "error: no usable run record in {results}/runs (1 unusable); run a table or "
+            "`repro verify-all -o {results}` first",
         ),
         ("unknown profile", "error: no results of profile 'full' in {results} (profiles with results: smoke)"),
         ("bad format", "error: --format xlsx: expected one of csv, parquet, json"),
@@ -97,7 +98,7 @@ def test_bad_input_is_one_line_and_exit_2(folder, tmp_path, case, message):
             if p != damaged:
                 p.unlink()
     args += {"unknown profile": ["--profile", "full"], "bad format": ["--format", "xlsx"]}.get(case, [])
-    done = runner.invoke(app, args, env={"COLUMNS": "200"})
+    done = runner.invoke(app, args, env={"COLUMNS": "400"})  # wide enough for the hint's path, named twice
     assert done.exit_code == 2 and _lines(done.output) == [message.format(results=results)]
     assert not (tmp_path / "x").exists()
 

@@ -185,7 +185,7 @@ def test_the_paper_data_is_verified_only_where_a_check_matched_its_published_che
 
 
 def test_a_missing_folder_or_a_broken_results_json_is_named(tmp_path, folder):
-    with pytest.raises(frames.FolderError, match="is not a folder of results"):
+    with pytest.raises(frames.FolderError, match="nowhere does not exist"):
         frames.runs(tmp_path / "nowhere")
     results, _ = folder
     broken = results / "smoke" / "t" / "results.json"

@@ -150,3 +150,30 @@ def test_a_folder_outside_any_work_tree_is_named_with_gits_reason(tmp_path):
         PackageError, match=re.escape(f"git finds no work tree at {tmp_path} (") + ".*not a git repository"
     ):
         source_root(tmp_path)
+
+
+@pytest.mark.parametrize("where", ["a file in the way", "a read-only folder"])
+def test_an_archive_folder_that_takes_no_file_is_one_line_naming_out(folder, tmp_path, monkeypatch, where):  # noqa: F811
+    """`repro package -o READ_ONLY_RESULTS` ended in a PermissionError traceback from the staging folder, found
+    in an evaluator's walk-through (chattr +i on the results folder); a file where --out's folder should be, the
+    same with NotADirectoryError."""
+    import errno
+    import tempfile
+
+    (tmp_path / "afile").write_text("")
+    out = tmp_path / ("afile" if where == "a file in the way" else "deposit") / "deposit.tar.gz"
+    if where == "a read-only folder":
+
+        def refused(*args, **kwargs):
+            raise PermissionError(errno.EPERM, "Operation not permitted", kwargs.get("dir"))
+
+        monkeypatch.setattr(tempfile, "TemporaryDirectory", refused)
+    done = CliRunner().invoke(
+        app,
+        ["package", "--results-dir", str(folder.parent), "--allow-dirty", "--out", str(out)],
+        env={"COLUMNS": "300"},
+    )
+    assert done.exit_code == 2, done.output
+    assert done.output.startswith(f"error: cannot write the archive in {out.parent}: "), done.output
+    assert "choose another with --out" in done.output
+    assert (tmp_path / "afile").read_text() == ""

@@ -248,3 +248,34 @@ def test_what_a_table_measured_and_its_result_are_frozen_and_stages_make_new_one
     combined = Measured.combine([measured, Measured(problems=["x"], details={"runs": {"a": []}})])
     assert combined.problems == ["x"] and combined.metrics == measured.metrics and measured.problems == []
     assert measured.with_details({"runs": {}}).details == {"runs": {}} and measured.details == {}
+
+
+def test_a_results_folder_that_is_a_symlink_loop_is_named_as_one(tmp_path):
+    """A link loop as the results folder was called "a symbolic link to b, which does not exist" (b is there)."""
+    from typer.testing import CliRunner
+
+    from repro.cli import app
+
+    (tmp_path / "a").symlink_to("b")
+    (tmp_path / "b").symlink_to("a")
+    out = CliRunner().invoke(app, ["table6", "--results-dir", str(tmp_path / "a")], env={"COLUMNS": "300"})
+    assert out.exit_code == 2 and "does not exist" not in out.output, out.output
+    assert f"error: {tmp_path / 'a'} is a symbolic link that leads back to itself" in out.output, out.output
+
+
+@pytest.mark.parametrize("target", ["unmounted/disk", "loop"])
+def test_status_refuses_a_results_folder_behind_a_broken_link(tmp_path, target):
+    """`repro status -o LINK` on a link to nowhere counted every run pending, and on a link loop listed every run
+    failed ("Too many levels of symbolic links"), exiting 0 both times (an evaluator's walk-through)."""
+    from typer.testing import CliRunner
+
+    from repro.cli import app
+
+    link = tmp_path / "results"
+    if target == "loop":
+        (tmp_path / "loop").symlink_to("results")
+    link.symlink_to(tmp_path / target)
+    out = CliRunner().invoke(app, ["status", "--results-dir", str(link)], env={"COLUMNS": "300"})
+    assert out.exit_code == 2, out.output
+    assert out.output.startswith(f"error: {link} is a symbolic link"), out.output
+    assert "failed" not in out.output and "pending" not in out.output

@@ -30,3 +30,18 @@ def test_a_results_folder_that_is_a_file_is_named_as_one(tmp_path, monkeypatch):
         done = runner.invoke(app, [*args, "-o", "a-file"], env={"COLUMNS": "200"})
         assert done.exit_code == 2, (args, done.output)
         assert "--results-dir a-file is a file, not a results folder" in done.output, (args, done.output)
+
+
+def test_report_and_export_name_the_command_that_writes_the_folder_asked_for(tmp_path, monkeypatch):
+    """`repro report -o 'my results'` on a missing folder said "run a table or `repro verify-all` first", and a bare
+    `repro verify-all` writes ./results (found in an evaluator's walk-through, as package's and trace's were)."""
+    monkeypatch.chdir(tmp_path)
+    for args, make in (
+        (["report"], "repro verify-all -o 'my results'"),
+        (["report", "-p", "functional"], "repro verify-all --profile functional -o 'my results'"),
+        (["export"], "repro verify-all -o 'my results'"),
+    ):
+        done = runner.invoke(app, [*args, "-o", "my results"], env={"COLUMNS": "200"})
+        assert done.exit_code == 2 and f"run a table or `{make}` first" in done.output, (args, done.output)
+    done = runner.invoke(app, ["report"], env={"COLUMNS": "200"})  # the folder not named: the bare command
+    assert "run a table or `repro verify-all` first" in done.output, done.output

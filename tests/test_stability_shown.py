@@ -116,3 +116,78 @@ def test_repro_export_writes_the_stability_into_verdicts_csv(decided, tmp_path):
     stable = {v.claim: v.stability for v in result.verdicts if v.stability is not None}
     assert stable and frame.loc[list(stable), "stability"].tolist() == pytest.approx(list(stable.values()))
     assert frame.loc[[v.claim for v in result.verdicts if v.stability is None], "stability"].isna().all()
+
+
+def test_verify_all_lists_an_unstable_reproduced_verdict_instead_of_counting_it_with_the_rest():
+    """verify-all's checklist without -v lists what did not reproduce and counts the rest "Not listed: N
+    reproduced": a reproduced verdict that fewer than 80% of its seeds' resamples give was one of N, read as
+    solid as the others (an evaluator's walk-through of the claims checklist)."""
+    from repro.cli.checklist import verdicts_grid
+    from repro.results.measurements import Verdict
+
+    def verdict(claim: str, status: str, stability: float) -> Verdict:
+        return Verdict(claim, "a gap", "4.1", "empirical", status, "gap", stability=stability)  # type: ignore[arg-type]
+
+    solid, shaky = verdict("solid_gap", "reproduced", 0.97), verdict("shaky_gap", "reproduced", 0.55)
+    failed = verdict("failed_gap", "not reproduced", 0.9)
+    lines, grid = verdicts_grid([("t", [solid, shaky, failed])], evidence=False, quiet=True)
+    listed = [str(row[0]) for row in grid.cells]
+    assert listed == ["shaky_gap", "failed_gap"]
+    assert "stability 0.55: unstable" in str(grid.cells[0][1])
+    assert [str(line) for line in lines] == ["Not listed: 1 reproduced (-v lists them, each with its evidence)"]
+
+
+def test_the_headline_counts_the_unstable_verdicts_beside_their_verdict(decided):
+    """The report's headline said 'Empirical (training) claims (2): reproduced 2' whether or not the seeds' resamples
+    gave those verdicts: the count of unstable ones stands beside each verdict that has some."""
+    from repro.report.summary import summary_lines
+
+    manifest, result = decided
+    shaky = {v.claim for v in result.verdicts if v.stability is not None}
+    assert shaky
+    verdicts = [dataclasses.replace(v, stability=0.5) if v.claim in shaky else v for v in result.verdicts]
+    line = next(
+        line
+        for line in summary_lines([(manifest, dataclasses.replace(result, verdicts=verdicts))], None, {})["lines"]
+        if line.startswith("Empirical")
+    )
+    statuses = {v.status for v in verdicts if v.claim in shaky}
+    for status in statuses:
+        n = sum(1 for v in verdicts if v.claim in shaky and v.status == status)
+        assert f"{status} {n} ({n} unstable under their seeds)" in line, line
+    solid = next(
+        line for line in summary_lines([(manifest, result)], None, {})["lines"] if line.startswith("Empirical")
+    )
+    assert "unstable" not in solid  # the fixture's gaps are clear: every resample decides them alike
+
+
+def test_the_appendix_gives_a_results_badge_only_where_the_verdict_earns_it(decided):
+    """With results, the Artifact Appendix put "Results Reproduced" in the badge column of every claim at a profile
+    of the paper's data, beside a verdict of "not reproduced" as beside a reproduced one that its seeds' resamples
+    do not give (an evaluator's reading of the appendix): the badge is what the profile supports, the verdict says
+    whether this folder earned it."""
+    from test_appendix import claim_table
+
+    from repro.plan.table_plan import plan_all
+    from repro.report.appendix import appendix_inputs, build_appendix, render
+
+    manifest, result = decided
+    decided_ids = [v.claim for v in result.verdicts if v.stability is not None]
+    assert len(decided_ids) >= 2
+    failed, shaky = decided_ids[:2]
+    verdicts = [
+        dataclasses.replace(v, status="not reproduced")
+        if v.claim == failed
+        else dataclasses.replace(v, status="reproduced", stability=0.5)
+        if v.claim == shaky
+        else v
+        for v in result.verdicts
+    ]
+    result = dataclasses.replace(result, verdicts=verdicts)
+    inputs = appendix_inputs(plan_all([manifest]))
+    rows = claim_table(render(build_appendix([(manifest, result)], PAPER, inputs, True), "md"))
+    badge = f"Badge at {PAPER}"
+    assert rows[f"table2/{failed}"][badge] == "none here: not reproduced"
+    assert rows[f"table2/{shaky}"][badge] == "Results Reproduced, unstable under its seeds"
+    without = claim_table(render(build_appendix([(manifest, None)], PAPER, inputs, False), "md"))
+    assert without[f"table2/{failed}"][badge] == "Results Reproduced"  # what the profile supports, no results read

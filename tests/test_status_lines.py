@@ -13,3 +13,22 @@ def test_a_pending_run_without_detail_ends_at_its_hash(tmp_path, monkeypatch):
     assert done.exit_code == 0, done.output
     pending = [line for line in done.output.splitlines() if line.startswith("pending")]
     assert pending and all(line.rstrip().endswith(")") for line in pending), done.output
+
+
+def test_a_table_that_trains_no_run_says_so_instead_of_an_empty_table(tmp_path):
+    """`repro status table6` printed its title and an empty table: Table 6's numbers are FLOP counts."""
+    done = CliRunner().invoke(app, ["status", "table6", "-o", str(tmp_path)], env={"COLUMNS": "200"})
+    assert done.exit_code == 0, done.output
+    assert "table6 trains no run at profile smoke: its numbers are counted, not trained" in done.output, done.output
+    assert "Table" not in done.output  # no empty grid
+
+
+def test_a_folder_that_does_not_exist_is_said_to_be_missing_beside_its_pending_runs(tmp_path, monkeypatch):
+    """A typo in -o listed every run pending with no word that the folder was not there."""
+    monkeypatch.setenv("REPRO_MANIFESTS", str(write_manifest_t(tmp_path)))
+    done = CliRunner().invoke(app, ["status", "-o", str(tmp_path / "typo")], env={"COLUMNS": "300"})
+    assert done.exit_code == 0, done.output
+    assert done.output.splitlines()[0] == (
+        f"runs in {tmp_path / 'typo'} (profile smoke): the folder does not exist (yet), so every run is pending"
+    ), done.output
+    assert not (tmp_path / "typo").exists()

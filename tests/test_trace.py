@@ -34,6 +34,15 @@ def test_a_table_without_results_is_refused(tmp_path):
     assert "no results of table6 at profile 'smoke'" in " ".join(done.output.split())
 
 
+def test_a_table_without_results_names_the_command_that_writes_them_into_the_folder_asked_for(tmp_path):
+    """It said "run `repro run table6 --profile smoke` first" for `-o elsewhere`: that command writes ./results
+    (found in an evaluator's walk-through, as package's hint was)."""
+    done, _ = invoke("table6", "x", "--results-dir", tmp_path / "my results")
+    assert f"run `repro run table6 --profile smoke -o '{tmp_path / 'my results'}'` first" in " ".join(
+        done.output.split()
+    ), done.output
+
+
 def test_a_misspelt_profile_is_refused_naming_the_closest(tmp_path):
     """It said 'no results of table6 at profile 'smok' ...; run `repro run table6 --profile smok` first'."""
     done, _ = invoke("table6", "x", "--profile", "smok", "--results-dir", tmp_path / "none")

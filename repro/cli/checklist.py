@@ -3,7 +3,8 @@
 A note that several claims share (a profile that decides no empirical claim) is printed once, above
 the table, with the number of claims it applies to; a claim's own note stays beside its evidence.
 The evidence is a prose column: shown by `repro run` (its first BRIEF characters; -v: all of it), behind -v
-for `repro verify-all`, which without -v lists only the claims that did not reproduce and counts the others.
+for `repro verify-all`, which without -v lists only the claims that did not reproduce or whose verdict is unstable
+under its seeds, and counts the others.
 """
 
 from __future__ import annotations
@@ -43,6 +44,12 @@ def shared_notes(verdicts: list) -> list[tuple[str, str]]:
     return out
 
 
+def _listed_quiet(v) -> bool:
+    """What verify-all lists without -v: a claim that did not reproduce, and any verdict its seeds' resamples do
+    not give at least STABLE of the time (counted with the solid ones, an unstable one read as solid)."""
+    return v.status in LISTED_QUIET or (v.stability is not None and v.stability < STABLE)
+
+
 def _explained(v, said: set[str]) -> bool:
     """Not run for a reason many claims share (the profile decides no such claim): the note says it for all."""
     return v.status == "not run" and v.note in said
@@ -60,7 +67,7 @@ def verdicts_grid(
     said = {note for note, _ in shared}
     if quiet:
         lines = [Text.assemble((f"{n} not run: ", "bold"), note, " (-v lists them)") for note, n in shared]
-        counted = Counter(v.status for v in every if v.status not in LISTED_QUIET and not _explained(v, said))
+        counted = Counter(v.status for v in every if not _listed_quiet(v) and not _explained(v, said))
         if counted:
             lines.append(
                 Text.assemble(
@@ -69,7 +76,7 @@ def verdicts_grid(
                     " (-v lists them, each with its evidence)",
                 )
             )
-        groups = [(table_id, [v for v in vs if v.status in LISTED_QUIET]) for table_id, vs in groups]
+        groups = [(table_id, [v for v in vs if _listed_quiet(v)]) for table_id, vs in groups]
     else:
         lines = [Text.assemble((f"{n}: ", "bold"), note) for note, n in shared]
     columns = [Column("Claim"), Column("Verdict")] + ([Column("Evidence", prose=True, drop=1)] if evidence else [])

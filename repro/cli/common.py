@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 from contextvars import ContextVar
 from enum import IntEnum
 from pathlib import Path
@@ -97,6 +98,14 @@ def error_line(message: str) -> None:
 def fail(message: str, code: int = ExitCode.BAD_INPUT) -> NoReturn:
     error_line(message)
     raise typer.Exit(code)
+
+
+def making(command: list[str], profile: str | None, given: Path | None) -> str:
+    """The command that writes what a reading command found missing, at the profile and into the folder asked
+    for (a bare `repro verify-all` writes smoke's, into ./results): `given` is --results-dir as typed, None if not."""
+    return shlex.join(
+        ["repro", *command, *(["--profile", profile] if profile else []), *(["-o", str(given)] if given else [])]
+    )
 
 
 def fail_all(messages: list[str], code: int = ExitCode.BAD_INPUT) -> NoReturn:

@@ -25,7 +25,7 @@ def export(
 ) -> None:
     """Every run, epoch and verdict as CSV, Parquet or JSON."""
     from repro.claims import decided_folder
-    from repro.cli.common import load_every, print_grid, show, show_unusable, write_failed
+    from repro.cli.common import load_every, making, print_grid, show, show_unusable, write_failed
     from repro.core.fsutil import WriteFailed
     from repro.core.schema import SchemaError
     from repro.core.terminal import Column, Grid
@@ -45,12 +45,16 @@ def export(
     manifests = load_every(
         manifests_dir, profiles, readings=readings
     )  # bad input is reported before the folder is read
+    given = results_dir  # the folder named on the command line: the hints below name it again
     results_dir = results_dir or settings().results
     out = out or results_dir / "export"
     if out.exists() and not out.is_dir():
         fail(f"--out {out} is a file; give a folder")
     if not results_dir.exists():  # read_folder's words ("not a folder of results") did not say it was missing
-        fail(f"no results in {results_dir}: the folder does not exist; run a table or `repro verify-all` first")
+        fail(
+            f"no results in {results_dir}: the folder does not exist; run a table or "
+            f"`{making(['verify-all'], profile, given)}` first"
+        )
     if not results_dir.is_dir():
         fail(f"--results-dir {results_dir} is a file, not a results folder")
     if (refused := _unwritable(out)) is not None:  # before the folder is read and its verdicts decided
@@ -69,7 +73,7 @@ def export(
         fail(
             f"no usable run record in {results_dir / RUNS_FOLDER}"
             + (f" ({unusable} unusable)" if unusable else "")
-            + "; run a table or `repro verify-all` first"
+            + f"; run a table or `{making(['verify-all'], profile, given)}` first"
         )
     folder, undecided = decided_folder(folder, manifests)
     try:  # never outside the results folder, or outside --out when it names another

@@ -10,6 +10,7 @@ The executors' options are declared in repro.cli.execution, in their own help pa
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import typer
@@ -26,9 +27,27 @@ def profile_help() -> str:
     return f"{', '.join(names)} or your own (--profiles). Default: $REPRO_PROFILE or smoke."
 
 
+# An empty value is what `-p "$PROFILE"` or `-o "$RESULTS"` gives with the variable unset: read as unset (a profile)
+# or as "." (a folder), it ran the default profile or wrote into the current folder, and exited 0.
+EMPTY = "empty (an unset variable?)"
+
+
+def _profile_name(value: str | None) -> str | None:
+    if value is not None and not value.strip():
+        raise typer.BadParameter(f"{EMPTY}; expected a profile's name, as `repro list` shows them")
+    return value
+
+
+def _folder(text: str) -> Path:
+    """A folder option's text as a path; an empty one is refused (pathlib reads it as ".")."""
+    if not text.strip():
+        raise typer.BadParameter(f"{EMPTY}; expected a folder")
+    return Path(text)
+
+
 def profile_option(help: str | None = None) -> Any:
     """--profile/-p: a profile name; unset, the command's setting ($REPRO_PROFILE) or what `help` says."""
-    return typer.Option(None, "--profile", "-p", help=help or profile_help())
+    return typer.Option(None, "--profile", "-p", callback=_profile_name, help=help or profile_help())
 
 
 WRITES_RESULTS = "Default: $REPRO_RESULTS or ./results."
@@ -37,7 +56,7 @@ READS_RESULTS = "The results folder to read. Default: $REPRO_RESULTS or ./result
 
 def results_option(help: str = WRITES_RESULTS) -> Any:
     """--results-dir/-o: a results folder; unset, the command's setting ($REPRO_RESULTS)."""
-    return typer.Option(None, "--results-dir", "-o", help=help)
+    return typer.Option(None, "--results-dir", "-o", parser=_folder, help=help)
 
 
 def verbose_option(help: str) -> Any:
@@ -56,7 +75,7 @@ PROFILES = typer.Option(
 READINGS = typer.Option(
     None, "--readings", help="Readings of your own (TOML), added to the shipped ones. Default: $REPRO_READINGS."
 )
-DATA = typer.Option(None, "--data-dir", help="Datasets. Default: $REPRO_DATA or ./data.")
+DATA = typer.Option(None, "--data-dir", parser=_folder, help="Datasets. Default: $REPRO_DATA or ./data.")
 DEVICE = typer.Option("auto", "--device", help="auto, cpu or cuda.")
 JOBS = typer.Option(
     0, "--jobs", "-j", min=0, help="Runs trained at once; 0: cores / each run's threads on a CPU, 1 on a GPU."

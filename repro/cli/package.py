@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import shlex
 from pathlib import Path
 from typing import Optional
 
 import typer
 
-from repro.cli.common import fail, paste, settings, show
+from repro.cli.common import fail, making, paste, settings, show
 from repro.cli.options import PROFILE, READ_RESULTS
 
 
@@ -41,7 +40,7 @@ def package(
         fail(f"--results-dir {results_dir} is a file, not a results folder")
     if profile not in profiles_present(results_dir):
         # the command that makes them: at this profile and into this folder (a bare `repro verify-all` made smoke's)
-        make = shlex.join(["repro", "verify-all", "--profile", profile, *(["-o", str(given)] if given else [])])
+        make = making(["verify-all"], profile, given)
         fail(
             f"no results of profile '{profile}' in {results_dir} (profiles with results: "
             f"{', '.join(profiles_present(results_dir)) or 'none'}); run `{make}` first"

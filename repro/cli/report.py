@@ -38,7 +38,7 @@ def report(
 
     from repro.claims import decided_results
     from repro.claims.decide import rows_left_out
-    from repro.cli.common import recording
+    from repro.cli.common import making, recording
     from repro.cost.estimate import CostModel
     from repro.cost.taken import for_report
     from repro.plan.table_plan import plan_all
@@ -49,6 +49,7 @@ def report(
     from repro.results.timings import phase
     from repro.runtime.interrupt import command_line, raise_pending
 
+    given = results_dir  # the folder named on the command line: the hints below name it again
     results_dir = results_dir or settings().results
     manifests = load_every(manifests_dir, profiles, readings=readings)  # bad input is reported before anything else
     if profile is not None:
@@ -56,16 +57,20 @@ def report(
     if results_dir.exists() and not results_dir.is_dir():
         fail(f"--results-dir {results_dir} is a file, not a results folder")
     if not results_dir.is_dir():
-        fail(f"no results in {results_dir}: the folder does not exist; run a table or `repro verify-all` first")
+        fail(
+            f"no results in {results_dir}: the folder does not exist; run a table or "
+            f"`{making(['verify-all'], profile, given)}` first"
+        )
     present = profiles_present(results_dir)
     if profile is not None and profile not in present:
         fail(
             f"no results of profile '{profile}' in {results_dir} (profiles with results: "
-            f"{', '.join(present) or 'none'}); run a table at that profile first"
+            f"{', '.join(present) or 'none'}); run a table at that profile or "
+            f"`{making(['verify-all'], profile, given)}` first"
         )
     names = [profile] if profile else present
     if not names:
-        fail(f"no results in {results_dir}: run a table or `repro verify-all` first")
+        fail(f"no results in {results_dir}: run a table or `{making(['verify-all'], None, given)}` first")
     for name in names:
         check_results_dir(results_dir, name)
     plans = plan_all(manifests)  # once: every stage below reads them

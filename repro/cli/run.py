@@ -129,11 +129,12 @@ def submitted_lines(manifest_id: str, profile: str, submitted: dict[str, str]) -
 
 
 def _runs(counts) -> str:
-    """'24 runs: 20 reused, 4 trained here' (the parts that are not zero)."""
+    """'24 runs: 20 reused, 3 trained here, 1 failed' (the parts that are not zero)."""
     parts = [
         (counts.trained, "trained here"),
         (counts.reused, "reused"),
         (counts.by_other, "trained by another process"),
+        (counts.failed, "failed"),
     ]
     total = sum(n for n, _ in parts)
     return f"{total} run{'' if total == 1 else 's'}: " + ", ".join(f"{n} {what}" for n, what in parts if n)
@@ -384,8 +385,8 @@ def run_tables(ids: list[str] | None, options: TableOptions, report: bool) -> in
     model and report.md over them. Checks every name and folder before any work."""
     manifests = load_some(ids, options.manifests_dir, options.profiles_file, options.defaults, options.readings_file)
     check_profile(manifests, options.profile)
-    check_results_dir(options.results_dir, options.profile, [m.id for m in manifests])
     _check_device(options)
+    check_results_dir(options.results_dir, options.profile, [m.id for m in manifests])  # makes the folders
     plans = plan_all(manifests)  # once, before any work: every stage of the command reads them
     _start(options)
     command = "verify-all" if report else f"run {' '.join(ids or [])}"

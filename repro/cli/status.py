@@ -29,6 +29,7 @@ def status(
     from repro.cli.common import CommandInterrupted, check_profile, fail, load_some, print_grid, settings as own, show
     from repro.core.terminal import Column, Grid
     from repro.plan.table_plan import build_plans
+    from repro.results.measurements import broken_link
 
     if problem := stale_after_problem(stale_lock_after):
         fail(problem)
@@ -36,6 +37,8 @@ def status(
     results_dir = results_dir or own().results
     if results_dir.exists() and not results_dir.is_dir():  # read as an empty folder, it listed every run pending
         fail(f"--results-dir {results_dir} is a file, not a results folder")
+    if (broken := broken_link(results_dir)) is not None:  # every run listed pending, or failed round a loop
+        fail(broken)
     manifests = load_some(ids, manifests_dir, profiles, readings=readings)
     check_profile(manifests, profile)
     plans = build_plans(manifests, profile)
@@ -55,6 +58,15 @@ def status(
         raise CommandInterrupted(
             "status", None, exc, "status interrupted; it changes nothing in the results folder"
         ) from exc
-    print_grid(table, f"runs in {results_dir} (profile {profile})")
+    if not table.cells:  # an empty grid under its title read as "nothing found"
+        ids = [plan.id for plan in plans]
+        verb, its = ("trains", "its") if len(ids) == 1 else ("train", "their")
+        show(
+            f"{', '.join(ids)} {verb} no run at profile {profile}: {its} numbers are counted, not trained "
+            "(FLOPs, timings)"
+        )
+        return
+    missing = "" if results_dir.exists() else ": the folder does not exist (yet), so every run is pending"
+    print_grid(table, f"runs in {results_dir} (profile {profile}){missing}")
     for line in lines:
         show(line)

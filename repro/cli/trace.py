@@ -9,7 +9,7 @@ from typing import Optional
 
 import typer
 
-from repro.cli.common import check_profile, fail, settings
+from repro.cli.common import check_profile, fail, making, settings
 from repro.cli.options import MANIFESTS, PROFILE, PROFILES, READ_RESULTS, READINGS
 
 
@@ -39,6 +39,7 @@ def trace(
     from repro.results.measurements import ManifestResult, ResultUnusable, load_result
 
     manifest = load_one(table, manifests_dir, profiles, readings=readings)
+    given = results_dir  # the folder named on the command line: the hint below names it again
     profile = profile or settings().profile
     results_dir = results_dir or settings().results
     if results_dir.exists() and not results_dir.is_dir():  # read as a folder, its results.json "cannot be read"
@@ -60,10 +61,8 @@ def trace(
     result = {m.id: r for m, r in decide_all(entries)}.get(manifest.id)
     if result is None:
         check_profile([manifest], profile)  # a misspelt name: the closest, not a command that repeats it
-        fail(
-            f"no results of {manifest.id} at profile '{profile}' in {results_dir}; run `repro run {manifest.id} "
-            f"--profile {profile}` first"
-        )
+        make = making(["run", manifest.id], profile, given)
+        fail(f"no results of {manifest.id} at profile '{profile}' in {results_dir}; run `{make}` first")
     try:
         found = traced(results_dir, manifest, result, row, column)
     except TraceError as exc:

@@ -48,8 +48,12 @@ def resolve_device(device: str) -> str:
         return "cuda" if torch.cuda.is_available() else "cpu"
     try:
         dev = torch.device(device)
-    except (RuntimeError, TypeError) as exc:
-        raise DeviceError(f"--device {device!r} is not a device torch knows: {exc}") from None
+    except (RuntimeError, TypeError):  # torch's message lists every device type it was built to know
+        hint = " (did you mean 'cuda'?)" if device.strip().lower().startswith("gpu") else ""
+        raise DeviceError(
+            f"--device {device!r} is not a device torch knows; expected auto, cpu, cuda or cuda:N "
+            f"(mps or xpu where torch has them){hint}"
+        ) from None
     count = _present(dev.type)
     if count == 0:
         raise DeviceError(

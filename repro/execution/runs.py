@@ -46,9 +46,13 @@ class RunCounts:
     trained: int = 0  # trained by this command (in its processes, or by the Slurm jobs it submitted)
     reused: int = 0  # recorded before this command started
     by_other: int = 0  # recorded meanwhile by another process
+    failed: int = 0  # failed, here or in the process that held it: the table's line names them beside the others
 
     def line(self) -> str:
-        return f"runs: {self.trained} trained here, {self.reused} reused, {self.by_other} trained by another process"
+        return (
+            f"runs: {self.trained} trained here, {self.reused} reused, {self.by_other} trained by another process"
+            + (f", {self.failed} failed" if self.failed else "")
+        )
 
 
 @dataclass
@@ -79,6 +83,8 @@ class RunBatch:
         if outcome.state is RunState.SUBMITTED:
             assert outcome.job is not None  # and a SUBMITTED one its Slurm job
             self.submitted[h] = outcome.job
+        if outcome.state is RunState.FAILED:
+            self.counts.failed += 1
         self.errors[h] = outcome.error or f"not finished ({outcome.state.value})"
 
 

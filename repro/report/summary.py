@@ -7,11 +7,12 @@ stage computed from them (repro.cost.taken.for_report). It never plans, fits, tr
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 from typing import Any, Sequence
 
 from repro.claims import count_verdicts
-from repro.claims.headline import claim_counts, reproductions
+from repro.claims.headline import claim_counts, group_of, reproductions
 from repro.core.fsutil import FolderWriter, encode_text
 from repro.cost.fit import FolderFit
 from repro.cost.taken import ComputeTaken
@@ -41,7 +42,7 @@ from repro.report.render import (
     render_untested,
     write_manifest_outputs,
 )
-from repro.results.measurements import FlopCheck, ManifestResult, Status, profile_dir
+from repro.results.measurements import STABLE, FlopCheck, ManifestResult, Status, profile_dir
 from repro.results.timings import flush, phase, when_done
 
 
@@ -70,10 +71,13 @@ def summary_lines(
     unverified = dict.fromkeys(d for _, r in entries if r for c in r.data_checks() if (d := c.checksum_departure()))
     if unverified:  # first: every number below rests on it
         lines.insert(0, "UNVERIFIED data: " + "; ".join(unverified) + ". Every verdict decided on it says so.")
+    # a verdict fewer than STABLE of its seeds' resamples give: counted with the solid ones, it read as solid
+    unstable = Counter((group_of(v), v.status) for v in verdicts if v.stability is not None and v.stability < STABLE)
     for scope, c in counts.items():
         n = sum(c.values())
         if n:
-            lines.append(f"{SCOPE_TITLES.get(scope, f'{scope} claims')} ({n}): " + _counted(c))
+            shaky = {status: k for (group, status), k in unstable.items() if group == scope}
+            lines.append(f"{SCOPE_TITLES.get(scope, f'{scope} claims')} ({n}): " + _counted(c, shaky))
     if not_in_results:
         lines.append(f"Claims of tables not run into this folder: {not_in_results}")
     if check is not None:
@@ -95,9 +99,15 @@ def summary_lines(
     }
 
 
-def _counted(counts: dict[Status, int]) -> str:
-    """'reproduced 1, not reproduced 6': the verdicts a kind of claim got, those none got left out."""
-    return ", ".join(f"{k} {v}" for k, v in counts.items() if v)
+def _counted(counts: dict[Status, int], unstable: dict[Status, int] | None = None) -> str:
+    """'reproduced 1, not reproduced 6': the verdicts a kind of claim got, those none got left out; 'reproduced 4
+    (1 unstable under their seeds)' where some are unstable."""
+    unstable = unstable or {}
+    return ", ".join(
+        f"{k} {v}" + (f" ({unstable[k]} unstable under their seeds)" if unstable.get(k) else "")
+        for k, v in counts.items()
+        if v
+    )
 
 
 SCOPE_TITLES = {
@@ -133,11 +143,13 @@ def write_report(
     # in a section of their own and counted apart.
     reproduction = [(m, r) for m, r in entries if not m.is_extension()]
     summary = summary_lines(reproduction, check, failures or {}, [(m, r) for m, r in entries if m.is_extension()])
-    extension = count_verdicts(v for m, r in entries if m.is_extension() and r for v in r.verdicts)["extension"]
+    beyond_paper = [v for m, r in entries if m.is_extension() and r for v in r.verdicts]
+    extension = count_verdicts(beyond_paper)["extension"]
     summary["extension"] = extension
     if sum(extension.values()):
+        shaky = Counter(v.status for v in beyond_paper if v.stability is not None and v.stability < STABLE)
         summary["lines"].append(
-            f"Beyond the paper, extension claims ({sum(extension.values())}): " + _counted(extension)
+            f"Beyond the paper, extension claims ({sum(extension.values())}): " + _counted(extension, dict(shaky))
         )
     with phase("figures"):
         drawn = render_figures(reproduction, out / "figures", folder.plans, results_dir)

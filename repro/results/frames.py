@@ -214,8 +214,10 @@ def read_folder(results_dir: str | Path, profile: str | None = None) -> Folder:
     is not one; a warning when `profile` has no results here (the frames are then empty, as for a filter that
     matches nothing), naming the profiles that have."""
     path = Path(results_dir)
+    if not path.exists():  # a typo: "not a folder of results" read as a folder of the wrong kind
+        raise FolderError(f"{path} does not exist")
     if not path.is_dir():
-        raise FolderError(f"{path} is not a folder of results")
+        raise FolderError(f"{path} is a file, not a results folder")
     _refuse_a_folder_inside(path)
     if profile is not None and profile not in (present := profiles_present(path)):
         warnings.warn(

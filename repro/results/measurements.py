@@ -10,6 +10,7 @@ The per-seed run summaries a report draws from (`details["runs"][row]`) are `Run
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 from dataclasses import asdict, dataclass, field, fields, replace
@@ -441,11 +442,8 @@ def check_results_dir(
 
     where = f"results directory {results_dir}"
     for folder in [results_dir, *written_folders(results_dir, profile, manifest_ids)]:
-        if (link := _dangling_link(folder)) is not None:
-            raise ResultsDirError(
-                f"{link} is a symbolic link to {os.readlink(link)}, which does not exist; create "
-                "that folder (or mount its disk), or choose another with --results-dir"
-            )
+        if (problem := broken_link(folder)) is not None:
+            raise ResultsDirError(problem)
     for folder in written_folders(results_dir, profile, manifest_ids):
         if (link := _link_below(results_dir, folder)) is not None:  # FolderWriter would refuse each file there
             raise ResultsDirError(
@@ -472,11 +470,23 @@ def check_results_dir(
         )
 
 
-def _dangling_link(path: Path) -> Path | None:
-    """The first symbolic link on `path` (itself or a folder above it) whose target does not exist, or None."""
+def broken_link(path: Path) -> str | None:
+    """What is wrong with the first symbolic link on `path` (itself or a folder above it) that leads nowhere: to
+    a target that does not exist, or round a loop of links; None if there is none."""
     for part in [path, *path.parents]:
         if part.is_symlink() and not part.exists():
-            return part
+            try:
+                part.stat()
+            except OSError as exc:
+                if exc.errno == errno.ELOOP:
+                    return (
+                        f"{part} is a symbolic link that leads back to itself (through {os.readlink(part)}); "
+                        "replace it with a folder, or choose another with --results-dir"
+                    )
+            return (
+                f"{part} is a symbolic link to {os.readlink(part)}, which does not exist; create "
+                "that folder (or mount its disk), or choose another with --results-dir"
+            )
     return None
 
 

@@ -126,9 +126,15 @@ def build_package(
             f"{missing[0]}.json); rerun the table to write them"
         )
     out = out or default_archive(folder, commit)
-    out.parent.mkdir(parents=True, exist_ok=True)  # the layout is staged beside the archive, on its disk
     top = out.name.removesuffix(".tar.gz")
-    with tempfile.TemporaryDirectory(prefix=".package-", dir=out.parent) as tmp:
+    try:  # the layout is staged beside the archive, on its disk
+        out.parent.mkdir(parents=True, exist_ok=True)
+        staging = tempfile.TemporaryDirectory(prefix=".package-", dir=out.parent)
+    except OSError as exc:  # a read-only folder, a file in the way: a traceback before
+        raise PackageError(
+            f"cannot write the archive in {out.parent}: {exc.strerror or exc}; choose another with --out"
+        ) from None
+    with staging as tmp:
         stage = Path(tmp) / top
         files = _stage(folder, stage, hashes, source, commit)
         layout = Layout(

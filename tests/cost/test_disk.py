@@ -106,3 +106,17 @@ def test_a_checkpoint_holds_the_model_and_two_moments_of_what_trains(tmp_path):
 )
 def test_sizes_read_in_decimal_units(n, text):
     assert disk.gigabytes(n) == text
+
+
+def test_a_total_whose_checkpoints_are_not_counted_gives_the_data_and_says_more():
+    """The appendix verify-all writes said "Disk space: at full: ? and more: CIFAR-10 170.5 MB + ...": the data's
+    total was taken as the NaN total less the NaN checkpoints (found reading the appendix in an evaluator's
+    walk-through)."""
+    from repro.report.appendix.sections import disk_text
+
+    cifar = disk.DatasetDisk("cifar10", "CIFAR-10", 170_500_000, 29_500_000)
+    tiny = disk.DatasetDisk("tiny_imagenet", "Tiny-ImageNet", 1_600_000_000, 0)
+    full = disk.DiskSpace("full", (cifar, tiny), math.nan, 1, math.nan, 80)
+    assert disk_text(full).startswith("1.8 GB and more: CIFAR-10 200.0 MB + Tiny-ImageNet 1.6 GB (")
+    smoke = disk.DiskSpace("smoke", (), math.nan, 1, math.nan, 52)
+    assert disk_text(smoke).startswith("checkpoints only: no download (")

@@ -163,3 +163,16 @@ def test_no_checkpoint_is_written_after_the_last_epoch_and_a_kill_there_resumes_
     resumed = run_one(RunRequest(cfg, "r"), tmp_path / "b", "cpu", None, settings=EVERY_EPOCH)
     assert resumed["resumed_from_epoch"] == cfg.epochs - 1
     assert _strip(resumed) == _strip(whole)
+
+
+def test_the_counts_name_the_runs_that_failed():
+    """`repro run table5` with every run failing printed "runs: 0 trained here, 0 reused, 0 trained by another
+    process" on the table's line, the failures only at the end (a simulated crash in an evaluator's walk-through)."""
+    from repro.execution.protocol import Outcome, RunState
+    from repro.execution.runs import RunBatch
+
+    batch = RunBatch()
+    batch.add(Outcome("a" * 16, RunState.FAILED, error="RuntimeError: boom"))
+    batch.add(Outcome("b" * 16, RunState.RECORDED, record={"config_hash": "b" * 16}))
+    assert batch.counts.failed == 1 and batch.errors == {"a" * 16: "RuntimeError: boom"}
+    assert batch.counts.line() == "runs: 0 trained here, 0 reused, 1 trained by another process, 1 failed"

@@ -60,7 +60,12 @@ def disk_text(d: DiskSpace) -> str:
         )
     else:
         ckpt = "no checkpoint (one-epoch runs)"
-    total = gigabytes(d.total) if d.total == d.total else f"{gigabytes(d.total - d.checkpoint_bytes)} and more"
+    data_bytes = sum(x.total for x in d.datasets)  # the total less checkpoints not counted (NaN): the data alone
+    total = (
+        gigabytes(d.total)
+        if d.total == d.total
+        else (f"{gigabytes(data_bytes)} and more" if d.datasets else "checkpoints only")
+    )
     left = f"; {', '.join(unsized)} not sized" if unsized else ""
     return f"{total}: {data} (archives as published, reference; decoded caches){left}; {ckpt}"
 
@@ -219,7 +224,9 @@ def evaluation(f: Facts) -> list[str]:
         "where the rule is) that the same rule decides the same way; below 0.8 the verdict is called unstable.",
         "Badge: "
         + "; ".join(f"{badge} at a profile of kind {kind}" for kind, badge in BADGES.items())
-        + "; none, at any profile, on data that fails its published checksums.",
+        + "; none, at any profile, on data that fails its published checksums; with results, a Results badge "
+        "stands only beside a reproduced verdict ('none here: <verdict>' beside another), and an unstable one "
+        "says so.",
     ]
 
 
