@@ -30,7 +30,7 @@ from repro.claims.verdicts import DECIDING_KINDS
 from repro.cost.claim_cost import ClaimCost
 from repro.cost.plan import BASE_PROFILE
 from repro.plan.manifest import Claim, Manifest
-from repro.results.measurements import STABLE, ManifestResult
+from repro.results.measurements import STABLE, ManifestResult, Verdict
 from repro.spec.paper import PaperValue, paper_value
 
 # The ACM badge a profile's runs support, by what the profile is evidence of (repro.spec.profiles.Profile).
@@ -234,14 +234,13 @@ def claim_row(
     )
 
 
-def earned(badge: str, evidence: str, verdict) -> str:
+def earned(badge: str, evidence: str, verdict: Verdict | None) -> str:
     """A Results badge as this folder's verdict earns it: beside a verdict that is not reproduced, or reproduced
     but unstable under its seeds, the badge the profile supports read as one the results had earned."""
     if evidence not in ("paper", "reduced") or badge.startswith("none"):
         return badge
-    status = verdict.status if verdict is not None else "not run"
-    if status != "reproduced":
-        return f"none here: {status}"
+    if verdict is None or verdict.status != "reproduced":
+        return f"none here: {verdict.status if verdict is not None else 'not run'}"
     if verdict.stability is not None and verdict.stability < STABLE:
         return f"{badge}, unstable under its seeds"
     return badge
