@@ -210,14 +210,7 @@ def _check_choice(reading: Reading, choice: Choice, path: str, problems: Problem
         for name in names:
             entry = registry(part).get(name)
             config = entry.config
-            hints = get_type_hints(config) if config else {}
-            for key, value in overrides.items():
-                if key not in hints:
-                    problems.add(
-                        f"{path}.{part}.{key}", f"not a parameter of {part} '{name}'{closest(key, list(hints))}"
-                    )
-                else:
-                    convert(hints[key], value, f"{path}.{part}.{key}", problems)
+            hints = _check_parameters(part, name, overrides, f"{path}.{part}", problems)
             try:
                 if config is not None:  # every backbone and head registers one (repro.models.catalog)
                     config(**{**entry.defaults, **{k: v for k, v in overrides.items() if k in hints}})
@@ -231,18 +224,25 @@ def _check_match(reading: Reading, part: str, kind: str, path: str, problems: Pr
     values = getattr(reading.applies, f"{part}_{kind}")
     if not values:
         return
-    names = [n for n in reading.applies.names(part) if n in registry(part)]
     if not reading.applies.names(part):
         problems.add(path, f"names a {part} value, but the reading names no {part}: give applies.{part}s")
         return
-    for name in names:
-        config = registry(part).get(name).config
-        hints = get_type_hints(config) if config else {}
-        for key, value in values.items():
-            if key not in hints:
-                problems.add(f"{path}.{key}", f"not a parameter of {part} '{name}'{closest(key, list(hints))}")
-            else:
-                convert(hints[key], value, f"{path}.{key}", problems)
+    for name in reading.applies.names(part):
+        if name in registry(part):  # an unknown name is refused once, where the names are checked
+            _check_parameters(part, name, values, path, problems)
+
+
+def _check_parameters(part: str, name: str, values: dict[str, Any], path: str, problems: Problems) -> dict[str, Any]:
+    """Each key of `values` a parameter of the config of `part` `name`, its value of that parameter's type; returns
+    the config's type hints."""
+    config = registry(part).get(name).config
+    hints = get_type_hints(config) if config else {}
+    for key, value in values.items():
+        if key not in hints:
+            problems.add(f"{path}.{key}", f"not a parameter of {part} '{name}'{closest(key, list(hints))}")
+        else:
+            convert(hints[key], value, f"{path}.{key}", problems)
+    return hints
 
 
 def _check(reading: Reading, i: int, problems: Problems) -> None:
