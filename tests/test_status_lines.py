@@ -32,3 +32,16 @@ def test_a_folder_that_does_not_exist_is_said_to_be_missing_beside_its_pending_r
         f"runs in {tmp_path / 'typo'} (profile smoke): the folder does not exist (yet), so every run is pending"
     ), done.output
     assert not (tmp_path / "typo").exists()
+
+
+def test_a_training_table_the_profile_leaves_out_is_not_said_to_be_counted(tmp_path):
+    """A profile of one's own that includes none of table1's rows leaves it no run: that is the profile's doing,
+    not a table whose numbers are counted (it said 'table1 trains no run ...: its numbers are counted')."""
+    mine = tmp_path / "mine.toml"
+    mine.write_text('[profiles.mine]\ndescription = "x"\nevidence = "pipeline"\ninclude = ["table2/dw072_dense"]\n')
+    argv = ["status", "table1", "table6", "-p", "mine", "--profiles", str(mine), "-o", str(tmp_path / "r")]
+    done = CliRunner().invoke(app, argv, env={"COLUMNS": "300"})
+    assert done.exit_code == 0, done.output
+    text = " ".join(done.output.split())
+    assert "table1 trains no run at profile mine: its training rows are left out by the profile" in text, text
+    assert "table6 trains no run at profile mine: its numbers are counted, not trained" in text, text

@@ -59,12 +59,17 @@ def status(
             "status", None, exc, "status interrupted; it changes nothing in the results folder"
         ) from exc
     if not table.cells:  # an empty grid under its title read as "nothing found"
-        ids = [plan.id for plan in plans]
-        verb, its = ("trains", "its") if len(ids) == 1 else ("train", "their")
-        show(
-            f"{', '.join(ids)} {verb} no run at profile {profile}: {its} numbers are counted, not trained "
-            "(FLOPs, timings)"
-        )
+        left_out = [plan.id for plan in plans if plan.manifest.trained_datasets()]  # rows that train, none planned
+        for ids, why in (
+            (left_out, "training rows are left out by the profile"),
+            (
+                [plan.id for plan in plans if plan.id not in left_out],
+                "numbers are counted, not trained (FLOPs, timings)",
+            ),
+        ):
+            if ids:
+                verb, its = ("trains", "its") if len(ids) == 1 else ("train", "their")
+                show(f"{', '.join(ids)} {verb} no run at profile {profile}: {its} {why}")
         return
     missing = "" if results_dir.exists() else ": the folder does not exist (yet), so every run is pending"
     print_grid(table, f"runs in {results_dir} (profile {profile}){missing}")
