@@ -15,7 +15,6 @@ from rich.text import Text
 
 from repro.claims.headline import GROUPS, WORDS, group_of
 from repro.core.terminal import Column, Grid
-from repro.results.measurements import STABLE
 
 VERDICT_COLOURS = {"reproduced": "green", "not reproduced": "red", "inconclusive": "yellow", "not run": "dim"}
 LISTED_QUIET = ("not reproduced", "inconclusive")  # what verify-all lists without -v: the claims to look at
@@ -47,7 +46,7 @@ def shared_notes(verdicts: list) -> list[tuple[str, str]]:
 def _listed_quiet(v) -> bool:
     """What verify-all lists without -v: a claim that did not reproduce, and any verdict its seeds' resamples do
     not give at least STABLE of the time (counted with the solid ones, an unstable one read as solid)."""
-    return v.status in LISTED_QUIET or (v.stability is not None and v.stability < STABLE)
+    return v.status in LISTED_QUIET or v.unstable
 
 
 def _explained(v, said: set[str]) -> bool:
@@ -89,10 +88,9 @@ def verdicts_grid(
             if v.unverified_data:  # beside the verdict, on a line of its own to keep the column narrow
                 verdict.append("\non unverified data", style="bold red")
             if v.stability is not None:  # a decided empirical verdict: how often its seeds' resamples give it
-                unstable = v.stability < STABLE
                 verdict.append(
-                    f"\nstability {v.stability:.2f}" + (": unstable" if unstable else ""),
-                    style="bold yellow" if unstable else "dim",
+                    f"\nstability {v.stability:.2f}" + (": unstable" if v.unstable else ""),
+                    style="bold yellow" if v.unstable else "dim",
                 )
             cells = [v.claim, verdict]
             if evidence:

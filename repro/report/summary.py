@@ -42,7 +42,7 @@ from repro.report.render import (
     render_untested,
     write_manifest_outputs,
 )
-from repro.results.measurements import STABLE, FlopCheck, ManifestResult, Status, profile_dir
+from repro.results.measurements import FlopCheck, ManifestResult, Status, profile_dir
 from repro.results.timings import flush, phase, when_done
 
 
@@ -72,7 +72,7 @@ def summary_lines(
     if unverified:  # first: every number below rests on it
         lines.insert(0, "UNVERIFIED data: " + "; ".join(unverified) + ". Every verdict decided on it says so.")
     # a verdict fewer than STABLE of its seeds' resamples give: counted with the solid ones, it read as solid
-    unstable = Counter((group_of(v), v.status) for v in verdicts if v.stability is not None and v.stability < STABLE)
+    unstable = Counter((group_of(v), v.status) for v in verdicts if v.unstable)
     for scope, c in counts.items():
         n = sum(c.values())
         if n:
@@ -147,7 +147,7 @@ def write_report(
     extension = count_verdicts(beyond_paper)["extension"]
     summary["extension"] = extension
     if sum(extension.values()):
-        shaky = Counter(v.status for v in beyond_paper if v.stability is not None and v.stability < STABLE)
+        shaky = Counter(v.status for v in beyond_paper if v.unstable)
         summary["lines"].append(
             f"Beyond the paper, extension claims ({sum(extension.values())}): " + _counted(extension, dict(shaky))
         )

@@ -298,15 +298,18 @@ class Verdict:
     stability: float | None = None
 
     @property
+    def unstable(self) -> bool:
+        """Fewer than STABLE of its seeds' resamples give it (a verdict with no stability is not unstable)."""
+        return self.stability is not None and self.stability < STABLE
+
+    @property
     def stability_text(self) -> str:
         """'0.93', or '0.71, unstable: below 0.8' beside the verdict; '' where it has none."""
         if self.stability is None:
             return ""
         text = f"{self.stability:.2f}"
         return text + (
-            f", unstable: fewer than {STABLE:.0%} of resamples of the seeds give this verdict"
-            if self.stability < STABLE
-            else ""
+            f", unstable: fewer than {STABLE:.0%} of resamples of the seeds give this verdict" if self.unstable else ""
         )
 
     def to_dict(self) -> dict[str, Any]:

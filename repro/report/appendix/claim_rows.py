@@ -30,7 +30,7 @@ from repro.claims.verdicts import DECIDING_KINDS
 from repro.cost.claim_cost import ClaimCost
 from repro.cost.plan import BASE_PROFILE
 from repro.plan.manifest import Claim, Manifest
-from repro.results.measurements import STABLE, ManifestResult, Verdict
+from repro.results.measurements import ManifestResult, Verdict
 from repro.spec.paper import PaperValue, paper_value
 
 # The ACM badge a profile's runs support, by what the profile is evidence of (repro.spec.profiles.Profile).
@@ -241,6 +241,6 @@ def earned(badge: str, evidence: str, verdict: Verdict | None) -> str:
         return badge
     if verdict is None or verdict.status != "reproduced":
         return f"none here: {verdict.status if verdict is not None else 'not run'}"
-    if verdict.stability is not None and verdict.stability < STABLE:
+    if verdict.unstable:
         return f"{badge}, unstable under its seeds"
     return badge
