@@ -9,7 +9,16 @@ from typing import Optional
 
 import typer
 
-from repro.cli.common import check_profile, fail, load_every, manifests_folder, read_files, settings, show
+from repro.cli.common import (
+    check_profile,
+    fail,
+    load_every,
+    manifests_folder,
+    read_files,
+    refuse_a_file,
+    settings,
+    show,
+)
 from repro.cli.options import DATA, MANIFESTS, PROFILE, PROFILES, READINGS, RESULTS
 from repro.core.fsutil import FolderWriter, WriteFailed
 from repro.plan.manifest import Manifest
@@ -52,8 +61,7 @@ def appendix(
         )
     check_profile(manifests, profile)
     results_dir = results_dir or settings().results
-    if results_dir.exists() and not results_dir.is_dir():  # read, and written into unless --out names a file
-        fail(f"--results-dir {results_dir} is a file, not a results folder")
+    refuse_a_file(results_dir)  # read, and written into unless --out names a file
     with_results = profile in profiles_present(results_dir)
     entries: list[tuple[Manifest, ManifestResult | None]]
     entries = decided_results(results_dir, profile, manifests) if with_results else [(m, None) for m in manifests]

@@ -108,6 +108,14 @@ def making(command: list[str], profile: str | None, given: Path | None) -> str:
     )
 
 
+def refuse_a_file(results_dir: Path) -> None:
+    """A --results-dir (or $REPRO_RESULTS) that names a file is refused: read as a folder, a command found nothing
+    in it and went on as if it were empty (listed every run pending, priced a cold run, said results.json could not
+    be read)."""
+    if results_dir.exists() and not results_dir.is_dir():
+        fail(f"--results-dir {results_dir} is a file, not a results folder")
+
+
 def fail_all(messages: list[str], code: int = ExitCode.BAD_INPUT) -> NoReturn:
     """Several problems found at once: one error each, then exit."""
     for text in messages[:-1]:

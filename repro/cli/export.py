@@ -10,7 +10,7 @@ from typing import Optional, cast
 
 import typer
 
-from repro.cli.common import fail, profiles_file, settings
+from repro.cli.common import fail, profiles_file, refuse_a_file, settings
 from repro.cli.options import MANIFESTS, PROFILES, READ_RESULTS, READINGS, profile_option
 
 
@@ -55,8 +55,7 @@ def export(
             f"no results in {results_dir}: the folder does not exist; run a table or "
             f"`{making(['verify-all'], profile, given)}` first"
         )
-    if not results_dir.is_dir():
-        fail(f"--results-dir {results_dir} is a file, not a results folder")
+    refuse_a_file(results_dir)
     if (refused := _unwritable(out)) is not None:  # before the folder is read and its verdicts decided
         fail(f"cannot write in {refused}; choose a folder this user can write with --out")
     if profile is not None and results_dir.is_dir() and profile not in profiles_present(results_dir):

@@ -18,6 +18,7 @@ from repro.cli.common import (
     load_valid_or_fail,
     paste,
     print_grid,
+    refuse_a_file,
     settings,
     show,
 )
@@ -70,8 +71,7 @@ def _estimate(
     except ValueError as exc:
         fail(str(exc))
     folder = results_dir or settings().results
-    if folder.exists() and not folder.is_dir():  # read as an empty folder, it priced with no word of it
-        fail(f"--results-dir {folder} is a file, not a results folder")
+    refuse_a_file(folder)  # read as an empty folder, it priced with no word of it
     return folder_estimate(
         settings(),
         folder,

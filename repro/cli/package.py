@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from repro.cli.common import fail, making, paste, settings, show
+from repro.cli.common import fail, making, paste, refuse_a_file, settings, show
 from repro.cli.options import PROFILE, READ_RESULTS
 
 
@@ -36,8 +36,7 @@ def package(
     given = results_dir  # the folder named on the command line: the hint below names it again
     profile = profile or settings().profile
     results_dir = results_dir or settings().results
-    if results_dir.exists() and not results_dir.is_dir():
-        fail(f"--results-dir {results_dir} is a file, not a results folder")
+    refuse_a_file(results_dir)
     if profile not in profiles_present(results_dir):
         # the command that makes them: at this profile and into this folder (a bare `repro verify-all` made smoke's)
         make = making(["verify-all"], profile, given)

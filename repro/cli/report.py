@@ -13,6 +13,7 @@ from repro.cli.common import (
     fail,
     load_every,
     read_files,
+    refuse_a_file,
     settings,
     show,
     show_unusable,
@@ -54,8 +55,7 @@ def report(
     manifests = load_every(manifests_dir, profiles, readings=readings)  # bad input is reported before anything else
     if profile is not None:
         check_profile(manifests, profile)  # an unknown name is refused, naming the closest, before the folder
-    if results_dir.exists() and not results_dir.is_dir():
-        fail(f"--results-dir {results_dir} is a file, not a results folder")
+    refuse_a_file(results_dir)
     if not results_dir.is_dir():
         fail(
             f"no results in {results_dir}: the folder does not exist; run a table or "

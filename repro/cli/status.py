@@ -26,7 +26,16 @@ def status(
     verbose: bool = verbose_option("Also list the pending runs."),
 ) -> None:
     """Per table: runs done, running (who, for how long, last heartbeat), failed (with the error), pending."""
-    from repro.cli.common import CommandInterrupted, check_profile, fail, load_some, print_grid, settings as own, show
+    from repro.cli.common import (
+        CommandInterrupted,
+        check_profile,
+        fail,
+        load_some,
+        print_grid,
+        refuse_a_file,
+        settings as own,
+        show,
+    )
     from repro.core.terminal import Column, Grid
     from repro.plan.table_plan import build_plans
     from repro.results.measurements import broken_link
@@ -35,8 +44,7 @@ def status(
         fail(problem)
     profile = profile or own().profile
     results_dir = results_dir or own().results
-    if results_dir.exists() and not results_dir.is_dir():  # read as an empty folder, it listed every run pending
-        fail(f"--results-dir {results_dir} is a file, not a results folder")
+    refuse_a_file(results_dir)  # read as an empty folder, it listed every run pending
     if (broken := broken_link(results_dir)) is not None:  # every run listed pending, or failed round a loop
         fail(broken)
     manifests = load_some(ids, manifests_dir, profiles, readings=readings)

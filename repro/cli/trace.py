@@ -9,7 +9,7 @@ from typing import Optional
 
 import typer
 
-from repro.cli.common import check_profile, fail, making, settings
+from repro.cli.common import check_profile, fail, making, refuse_a_file, settings
 from repro.cli.options import MANIFESTS, PROFILE, PROFILES, READ_RESULTS, READINGS
 
 
@@ -42,8 +42,7 @@ def trace(
     given = results_dir  # the folder named on the command line: the hint below names it again
     profile = profile or settings().profile
     results_dir = results_dir or settings().results
-    if results_dir.exists() and not results_dir.is_dir():  # read as a folder, its results.json "cannot be read"
-        fail(f"--results-dir {results_dir} is a file, not a results folder")
+    refuse_a_file(results_dir)  # read as a folder, its results.json "cannot be read"
 
     def stored(m) -> ManifestResult | None:
         try:
