@@ -97,13 +97,10 @@ def export(
 def _unwritable(out: Path) -> str | None:
     """Where a file cannot be created on the way to `out` (the nearest folder of it, or above it, that exists), and
     why; None where one can. A read-only results folder failed only at the first file, after the whole read."""
-    import tempfile
+    from repro.core.fsutil import cannot_create_in
 
     folder = out
     while not folder.exists() and folder != folder.parent:
         folder = folder.parent
-    try:
-        with tempfile.NamedTemporaryFile(dir=folder, prefix=".write-check-"):
-            return None
-    except OSError as exc:
-        return f"{folder}: {exc.strerror or exc}"
+    why = cannot_create_in(folder)
+    return None if why is None else f"{folder}: {why}"

@@ -75,6 +75,18 @@ def _bytes_or_mark(exc: UnicodeError) -> tuple[str | bytes, int]:
 codecs.register_error(BYTES_OR_MARK, _bytes_or_mark)
 
 
+def cannot_create_in(folder: str | Path) -> str | None:
+    """Why no file can be created in the existing `folder` (its OS error, in words), or None where one can: tried
+    with a temporary file, removed at once, as a command's checks before any work ask."""
+    import tempfile
+
+    try:
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".write-check-"):
+            return None
+    except OSError as exc:
+        return str(exc.strerror or exc)
+
+
 def atomic_write_bytes(path: str | Path, data: bytes) -> None:
     """Replace `path` whole with `data` (a file outside a results folder: a cache); the file itself must not be
     a symbolic link. Writes inside a results folder name the folder: FolderWriter(results_dir)."""

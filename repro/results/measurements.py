@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Iterable, Literal
 
 from repro.core import jsonfile
-from repro.core.fsutil import FolderWriter
+from repro.core.fsutil import FolderWriter, cannot_create_in
 from repro.data.check_result import DataCheck
 from repro.spec.profiles import Profile
 from repro.core.schema import Problems, from_dict
@@ -505,22 +505,17 @@ def _link_below(results_dir: Path, folder: Path) -> Path | None:
 
 def _check_writable(folder: Path, results_dir: Path) -> None:
     """A file can be created in `folder`, or (not there yet) in the nearest folder above it that is."""
-    import tempfile
-
     while not folder.exists() and folder != results_dir:
         folder = folder.parent
     if not folder.is_dir():
         raise ResultsDirError(f"{folder} is a file where the results need a folder; move it away")
-    try:
-        with tempfile.NamedTemporaryFile(dir=folder, prefix=".write-check-"):
-            pass
-    except OSError as exc:
+    if (why := cannot_create_in(folder)) is not None:
         fix = (
             "choose a writable folder with --results-dir or $REPRO_RESULTS"
             if folder == results_dir
             else "make it writable, or choose another folder with --results-dir"
         )
-        raise ResultsDirError(f"cannot write in {folder}: {exc.strerror or exc}; {fix}") from None
+        raise ResultsDirError(f"cannot write in {folder}: {why}; {fix}")
 
 
 def profile_dir(results_dir: Path, profile: str) -> Path:
